@@ -1,0 +1,39 @@
+/* cli.h — the subcommand table. One cmd_<name>.c per subcommand; each parses its own options with getopt_long
+ * and returns an evo_status that main() turns into the exit code (0 ok, 1 runtime failure, 2 usage/config).
+ * Usage texts live in the table only: `evo help NAME` and `evo NAME --help` print the same string.
+ */
+#ifndef EVO_CLI_H
+#define EVO_CLI_H
+
+#include "evo.h"
+
+typedef struct {
+    const char *name;
+    evo_status (*fn)(int argc, char **argv, evo_err *err);
+    const char *summary; /* one line for `evo help` */
+    const char *usage;   /* full text for `evo help NAME` and `--help` */
+    int hidden;          /* internal commands (the GPU worker) are not listed */
+} evo_cmd;
+
+const evo_cmd *evo_cli_find(const char *name);
+const evo_cmd *evo_cli_commands(int *n);
+void evo_cli_print_usage(const evo_cmd *c); /* to stdout */
+/* Report a usage error for command c: fills err, returns EVO_E_USAGE. */
+evo_status evo_cli_usage_error(const evo_cmd *c, evo_err *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The default store and config paths. */
+#define EVO_DEFAULT_DB "population.db"
+#define EVO_DEFAULT_CONFIG "configs/default.yaml"
+
+#define EVO_CMD(name) evo_status cmd_##name(int argc, char **argv, evo_err *err)
+EVO_CMD(run);
+EVO_CMD(elite);
+EVO_CMD(export);
+EVO_CMD(check);
+EVO_CMD(space);
+EVO_CMD(compile);
+EVO_CMD(history);
+EVO_CMD(help);
+EVO_CMD(worker);
+
+#endif

@@ -1,0 +1,119 @@
+/* config.h — the YAML configuration of a search (configs/default.yaml is what plain `evo run` uses).
+ *
+ * evo_config_load parses with libyaml, checks every key against the schema (unknown keys are errors: a typo must
+ * not silently fall back to a default), builds the search space, and validates the baseline and seed genomes.
+ * Every error names "file:line:column: key: what is wrong" and returns EVO_E_CONFIG.
+ * docs/usage.md documents each key; configs/default.yaml shows all of them.
+ *
+ * Ownership: the returned evo_config owns everything it points to (space included); free with evo_config_free.
+ * Read-only after loading; safe to share between threads.
+ */
+#ifndef EVO_CONFIG_H
+#define EVO_CONFIG_H
+
+#include "evo.h"
+#include "space.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define EVO_NAME_MAX 32
+#define EVO_MAX_SHAPES 64
+
+typedef enum { EVO_FMT_E4M3 = 0, EVO_FMT_U8SIM = 1, EVO_FMT_COUNT } evo_format;
+const char *evo_format_name(evo_format f); /* "e4m3", "u8sim" */
+int evo_format_parse(const char *name, evo_format *f);
+
+typedef enum {
+    EVO_DIST_NORMAL = 0, /* N(0,1)                                          */
+    EVO_DIST_UNIFORM,    /* U(-1,1)                                         */
+    EVO_DIST_OUTLIERS,   /* N(0,1) + N(0,100) * Bernoulli(0.001)             */
+    EVO_DIST_ZERO_HEAD,  /* N(0,1) with head 0 of batch 0 all zeros in Q,K,V */
+    EVO_DIST_LARGE,      /* N(0,1) * 30: huge logits                        */
+    EVO_DIST_COUNT
+} evo_dist;
+const char *evo_dist_name(evo_dist d); /* "normal", "uniform", "outliers", "zero_head", "large" */
+int evo_dist_parse(const char *name, evo_dist *d);
+
+typedef struct {
+    char name[EVO_NAME_MAX];
+    int batch, heads, seq, head_dim;
+    bool causal;
+} evo_shape;
+
+typedef struct {
+    double rel_l2;        /* ||out - ref|| / ||ref|| must be <= this                                */
+    double atol, rtol;    /* element passes when |out - ref| <= atol + rtol * |ref|                  */
+    double max_frac_over; /* fraction of elements allowed to fail the element test (0 = none)         */
+} evo_tolerance;
+
+typedef struct {
+    char *path;        /* as given */
+    char *text;        /* the whole file, stored with each run for provenance */
+    char task[EVO_NAME_MAX];   /* "attention_fp8" */
+    evo_format format;
+    char arch[16];     /* "auto" or "sm_90" ... */
+    double softmax_scale;      /* 0 = 1/sqrt(head_dim) */
+
+    evo_space *space;
+    evo_genome baseline;
+    evo_genome *seeds; /* extra starting genomes */
+    int n_seeds;
+
+    evo_shape shapes[EVO_MAX_SHAPES]; /* timed; fitness is the geometric mean over these */
+    int n_shapes;
+
+    struct {
+        uint64_t seeds[16];
+        int n_seeds;
+        evo_dist dists[EVO_DIST_COUNT];
+        int n_dists;
+        bool causal[2];   /* which causal settings every correctness shape is checked with */
+        int n_causal;
+        evo_shape shapes[EVO_MAX_SHAPES]; /* checked in addition to `shapes` */
+        int n_shapes;
+        evo_tolerance tol;
+    } correctness;
+
+    struct {
+        int warmup;          /* launches before timing                                */
+        int repetitions;     /* timed launches; the median is kept, with p10 and p90  */
+        bool flush_l2;       /* write a buffer >= 2x L2 before each repetition        */
+        double abort_factor; /* stop timing a candidate whose first reps exceed k x best */
+        double kernel_timeout_s; /* a launch running longer than this is TIMEOUT  */
+    } timing;
+
+    struct {
+        char strategy[EVO_NAME_MAX]; /* "ga" or "random" */
+        int population, generations, elites, tournament;
+        double crossover_rate, mutation_rate, immigrant_rate;
+        uint64_t seed;
+        int stall_generations; /* stop after this many generations without improvement (0 = never) */
+        double time_budget_s;  /* 0 = none */
+        bool insights;
+    } evolution;
+
+    struct {
+        double slowdown; /* a shape counts as regressed when t_candidate > slowdown * t_baseline */
+        int min_shapes;  /* ... and the candidate is REGRESSED when that holds on >= min_shapes shapes */
+    } regression;
+
+    struct {
+        double timeout_s; /* NVRTC time limit per candidate */
+        int max_registers; /* 0 = no cap; RESOURCE_FAIL above */
+        bool allow_spills;
+        char *extra_options; /* appended to the NVRTC options (space-separated), may be NULL */
+    } compile;
+} evo_config;
+
+evo_status evo_config_load(const char *path, evo_config **out, evo_err *err);
+/* Same, from text already in memory; `name` is used in messages as the file name. */
+evo_status evo_config_parse(const char *name, const char *text, size_t len, evo_config **out, evo_err *err);
+void evo_config_free(evo_config *c);
+
+/* A stable key for the set of timed shapes (SHA-256 hex of their canonical description). Elites are kept per
+ * (task, arch, shape set). */
+void evo_config_shape_set_key(const evo_config *c, char hex[65]);
+int evo_shape_format(const evo_shape *s, char *buf, size_t n); /* "long(2,8,2048,64)" + " causal" */
+
+#endif

@@ -1,0 +1,99 @@
+/* cudrv.c — dlopen the CUDA driver and resolve the entry points evo uses (see cudrv.h). */
+#include "cudrv.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stddef.h>
+
+static evo_cudrv g_cu;
+static evo_status g_status = EVO_E_NODRIVER;
+static char g_msg[512];
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+/* Versioned names: cuda.h maps the plain names to these with macros. */
+static const struct {
+    size_t off;
+    const char *sym;
+} entries[] = {
+#define E(field, sym) {offsetof(evo_cudrv, field), sym}
+    E(cuInit, "cuInit"),
+    E(cuDriverGetVersion, "cuDriverGetVersion"),
+    E(cuDeviceGetCount, "cuDeviceGetCount"),
+    E(cuDeviceGet, "cuDeviceGet"),
+    E(cuDeviceGetName, "cuDeviceGetName"),
+    E(cuDeviceGetAttribute, "cuDeviceGetAttribute"),
+    E(cuDeviceTotalMem, "cuDeviceTotalMem_v2"),
+    E(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+    E(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+    E(cuCtxSetCurrent, "cuCtxSetCurrent"),
+    E(cuCtxSynchronize, "cuCtxSynchronize"),
+    E(cuModuleLoadData, "cuModuleLoadData"),
+    E(cuModuleUnload, "cuModuleUnload"),
+    E(cuModuleGetFunction, "cuModuleGetFunction"),
+    E(cuModuleGetGlobal, "cuModuleGetGlobal_v2"),
+    E(cuFuncSetAttribute, "cuFuncSetAttribute"),
+    E(cuFuncGetAttribute, "cuFuncGetAttribute"),
+    E(cuLaunchKernel, "cuLaunchKernel"),
+    E(cuMemAlloc, "cuMemAlloc_v2"),
+    E(cuMemFree, "cuMemFree_v2"),
+    E(cuMemcpyHtoD, "cuMemcpyHtoD_v2"),
+    E(cuMemcpyDtoH, "cuMemcpyDtoH_v2"),
+    E(cuMemcpyDtoD, "cuMemcpyDtoD_v2"),
+    E(cuMemsetD8, "cuMemsetD8_v2"),
+    E(cuMemsetD32, "cuMemsetD32_v2"),
+    E(cuMemsetD8Async, "cuMemsetD8Async"),
+    E(cuMemGetInfo, "cuMemGetInfo_v2"),
+    E(cuStreamCreate, "cuStreamCreate"),
+    E(cuStreamDestroy, "cuStreamDestroy_v2"),
+    E(cuStreamSynchronize, "cuStreamSynchronize"),
+    E(cuStreamQuery, "cuStreamQuery"),
+    E(cuEventCreate, "cuEventCreate"),
+    E(cuEventDestroy, "cuEventDestroy_v2"),
+    E(cuEventRecord, "cuEventRecord"),
+    E(cuEventSynchronize, "cuEventSynchronize"),
+    E(cuEventQuery, "cuEventQuery"),
+    E(cuEventElapsedTime, "cuEventElapsedTime"),
+    E(cuGetErrorString, "cuGetErrorString"),
+    E(cuGetErrorName, "cuGetErrorName"),
+#undef E
+};
+
+static void load_once(void)
+{
+    const char *path = getenv("EVO_LIBCUDA") ? getenv("EVO_LIBCUDA") : "libcuda.so.1";
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(g_msg, sizeof g_msg, "the NVIDIA CUDA driver was not found (%s: %s)", path, dlerror());
+        return;
+    }
+    for (size_t i = 0; i < EVO_ARRAY_LEN(entries); i++) {
+        void *fn = dlsym(lib, entries[i].sym);
+        if (!fn) {
+            snprintf(g_msg, sizeof g_msg, "the CUDA driver %s lacks %s (driver too old?)", path, entries[i].sym);
+            dlclose(lib);
+            return;
+        }
+        *(void **)((char *)&g_cu + entries[i].off) = fn;
+    }
+    g_cu.lib = lib;
+    g_status = EVO_OK;
+}
+
+evo_status evo_cudrv_load(const evo_cudrv **out, evo_err *err)
+{
+    pthread_once(&g_once, load_once);
+    if (g_status != EVO_OK) return evo_fail(err, g_status, "%s", g_msg);
+    *out = &g_cu;
+    return EVO_OK;
+}
+
+evo_status evo_cu_check(const evo_cudrv *cu, CUresult r, const char *what, evo_err *err)
+{
+    if (r == CUDA_SUCCESS) return EVO_OK;
+    const char *name = "CUDA_ERROR_UNKNOWN", *str = "unknown error";
+    if (cu && cu->cuGetErrorName) cu->cuGetErrorName(r, &name);
+    if (cu && cu->cuGetErrorString) cu->cuGetErrorString(r, &str);
+    return evo_fail(err, EVO_E_CUDA, "%s: %s (%s)", what, name ? name : "?", str ? str : "?");
+}

@@ -1,0 +1,173 @@
+/* main.c — evo's entry point: the subcommand table, usage texts, and the only place that prints errors and
+ * chooses the exit code. */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const evo_cmd commands[] = {
+    {"run", cmd_run, "evolve kernels: compile, check and time a population for N generations",
+     "usage: evo run [--config F] [--generations N] [--population N] [--seed N] [--db F] [--resume RUN]\n"
+     "               [--gpus LIST] [--jobs N] [--time-budget SECONDS] [--strategy ga|random] [--no-insights]\n"
+     "               [--replay DB]\n"
+     "\n"
+     "Runs the search described by the config (default configs/default.yaml) on the GPUs of this machine and\n"
+     "stores every result in the database (default population.db). Needs an NVIDIA driver, except with --replay,\n"
+     "which looks results up in a database recorded on a GPU instead.\n"
+     "\n"
+     "  -c, --config F        search configuration (YAML)\n"
+     "  -g, --generations N   generations to run (config: evolution.generations)\n"
+     "  -p, --population N    genomes per generation (config: evolution.population)\n"
+     "  -s, --seed N          seed of the search; the same seed gives the same search\n"
+     "      --db F            database (default population.db)\n"
+     "      --resume RUN      continue run RUN after an interruption; nothing finished is repeated\n"
+     "      --gpus LIST       GPU ordinals to use, e.g. 0,1 (default: all)\n"
+     "  -j, --jobs N          parallel compiles (default: all cores)\n"
+     "      --time-budget S   stop after S seconds of wall time\n"
+     "      --strategy NAME   ga (default) or random\n"
+     "      --no-insights     mutate without per-knob statistics from the store\n"
+     "      --replay DB       evaluate by looking up results recorded in DB (no GPU needed)\n",
+     0},
+    {"elite", cmd_elite, "show the best kernels found so far",
+     "usage: evo elite --show [--top K] [--json] [--db F] [--task T] [--arch sm_XX]\n"
+     "\n"
+     "Lists the top-K candidates by fitness (geometric-mean speedup over the baseline) with their genome,\n"
+     "per-shape times, TFLOP/s, resources and worst error. Reads the database only; never modifies it.\n"
+     "\n"
+     "      --show            print the table (the default action)\n"
+     "  -k, --top K           how many (default 3)\n"
+     "      --json            machine-readable output\n"
+     "      --db F            database (default population.db)\n",
+     0},
+    {"export", cmd_export, "write the best (or a chosen) kernel as a standalone .cu",
+     "usage: evo export [--best | --id ID] [-o FILE] [--db F]\n"
+     "\n"
+     "Writes the kernel specialised to its genome as a .cu file that plain nvcc compiles without evo:\n"
+     "an extern \"C\" launcher, a provenance header, and a self-test under -DEVO_SELFTEST.\n"
+     "Default path: variants/<task>-<arch>-<shortid>.cu\n"
+     "\n"
+     "      --best            the top elite (the default)\n"
+     "      --id ID           a candidate id or key prefix (see evo elite --show)\n"
+     "  -o, --output FILE     where to write\n"
+     "      --db F            database (default population.db)\n",
+     0},
+    {"check", cmd_check, "run a hand-written kernel through the same gates",
+     "usage: evo check FILE.cu [--config F] [--json] [--db F] [--no-store]\n"
+     "\n"
+     "Compiles FILE.cu (which implements the attention ABI of docs/templates.md), runs the correctness gate on\n"
+     "every configured case and the timing gate against the baseline genome, and prints the verdict, per-shape\n"
+     "times and errors. Needs an NVIDIA driver.\n",
+     0},
+    {"space", cmd_space, "print the search space: knobs, domains, size, valid count",
+     "usage: evo space [--config F] [--json]\n"
+     "\n"
+     "Prints each knob with its domain, the constraints, the total number of genomes and how many satisfy\n"
+     "every constraint. No GPU needed.\n",
+     0},
+    {"compile", cmd_compile, "compile genomes with NVRTC and report registers, shared memory, spills",
+     "usage: evo compile [--config F] [--genome K=V,...] [--sample N] [--arch sm_XX] [--json] [--jobs N]\n"
+     "\n"
+     "Renders the template for each genome and compiles it with NVRTC for the given architecture (default: the\n"
+     "config's arch, sm_90 when that is auto and no GPU is present). No GPU needed.\n"
+     "\n"
+     "      --genome G        one genome in canonical text form\n"
+     "      --sample N        a deterministic sample of N valid genomes, extremes included\n"
+     "      --arch sm_XX      target architecture\n"
+     "      --json            machine-readable output\n"
+     "  -j, --jobs N          parallel compiles (default: all cores)\n",
+     0},
+    {"history", cmd_history, "per-generation best / median fitness and status counts of a run",
+     "usage: evo history [--run ID] [--json] [--db F]\n"
+     "\n"
+     "Prints one line per generation of the run (default: the latest). Reads the database only.\n",
+     0},
+    {"help", cmd_help, "show help for a command",
+     "usage: evo help [COMMAND]\n", 0},
+    {"worker", cmd_worker, "internal: the GPU worker process", "usage: evo worker --gpu N (internal)\n", 1},
+};
+
+const evo_cmd *evo_cli_commands(int *n)
+{
+    *n = (int)EVO_ARRAY_LEN(commands);
+    return commands;
+}
+
+const evo_cmd *evo_cli_find(const char *name)
+{
+    for (size_t i = 0; i < EVO_ARRAY_LEN(commands); i++)
+        if (strcmp(commands[i].name, name) == 0) return &commands[i];
+    return NULL;
+}
+
+void evo_cli_print_usage(const evo_cmd *c) { fputs(c->usage, stdout); }
+
+evo_status evo_cli_usage_error(const evo_cmd *c, evo_err *err, const char *fmt, ...)
+{
+    if (err) {
+        char what[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof what, fmt, ap);
+        va_end(ap);
+        snprintf(err->msg, sizeof err->msg, "%s: %s (see 'evo help %s')", c->name, what, c->name);
+    }
+    return EVO_E_USAGE;
+}
+
+static void print_overview(FILE *f)
+{
+    fprintf(f, "usage: evo COMMAND [OPTIONS]\n\nevo %s — evolutionary search for fast, correct CUDA kernels\n\n",
+            EVO_VERSION);
+    for (size_t i = 0; i < EVO_ARRAY_LEN(commands); i++)
+        if (!commands[i].hidden) fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'evo help COMMAND' or 'evo COMMAND --help' shows a command's options.\n");
+}
+
+EVO_CMD(help)
+{
+    (void)err;
+    if (argc < 2) {
+        print_overview(stdout);
+        return EVO_OK;
+    }
+    const evo_cmd *c = evo_cli_find(argv[1]);
+    if (!c) return evo_fail(err, EVO_E_USAGE, "help: unknown command '%s' (see 'evo help')", argv[1]);
+    evo_cli_print_usage(c);
+    return EVO_OK;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_overview(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        print_overview(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("evo %s\n", EVO_VERSION);
+        return 0;
+    }
+    const evo_cmd *c = evo_cli_find(argv[1]);
+    if (!c) {
+        fprintf(stderr, "evo: unknown command '%s' (see 'evo help')\n", argv[1]);
+        return 2;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) break;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            evo_cli_print_usage(c);
+            return 0;
+        }
+    }
+    evo_err err = {{0}};
+    evo_status s = c->fn(argc - 1, argv + 1, &err);
+    if (s != EVO_OK) {
+        if (err.msg[0]) fprintf(stderr, "evo: %s\n", err.msg);
+        else fprintf(stderr, "evo: %s: %s\n", c->name, evo_status_name(s));
+    }
+    return evo_exit_code(s);
+}

@@ -1,0 +1,41 @@
+/* task.c — the table of tasks and the per-architecture device limits used when no GPU is present. */
+#include "task.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+extern const evo_task evo_task_attention_fp8;
+
+const evo_task *const evo_tasks[] = {&evo_task_attention_fp8, NULL};
+
+const evo_task *evo_task_find(const char *name)
+{
+    for (int i = 0; evo_tasks[i]; i++)
+        if (strcmp(evo_tasks[i]->name, name) == 0) return evo_tasks[i];
+    return NULL;
+}
+
+void evo_program_free(evo_program *p)
+{
+    free(p->source);
+    memset(p, 0, sizeof *p);
+}
+
+/* Figures from the CUDA programming guide's table of compute capabilities. */
+static const evo_device_limits known[] = {
+    {"sm_80", 8, 0, 1024, 163 * 1024, 255, 65536, 108, 40 * 1024 * 1024},
+    {"sm_86", 8, 6, 1024, 99 * 1024, 255, 65536, 84, 6 * 1024 * 1024},
+    {"sm_89", 8, 9, 1024, 99 * 1024, 255, 65536, 58, 48 * 1024 * 1024},
+    {"sm_90", 9, 0, 1024, 227 * 1024, 255, 65536, 132, 50 * 1024 * 1024},
+};
+
+evo_status evo_device_limits_for_arch(const char *arch, evo_device_limits *out, evo_err *err)
+{
+    for (size_t i = 0; i < EVO_ARRAY_LEN(known); i++) {
+        if (strcmp(known[i].arch, arch) == 0) {
+            *out = known[i];
+            return EVO_OK;
+        }
+    }
+    return evo_fail(err, EVO_E_USAGE, "unknown architecture '%s' (known: sm_80, sm_86, sm_89, sm_90)", arch);
+}

@@ -1,0 +1,72 @@
+/* task.h — a kernel family evo can search, as one table of functions (adding a task = one file + one entry in
+ * evo_tasks). The first and only task today is "attention_fp8" (task_attention.c).
+ *
+ * Host side (no GPU): which knobs the template takes, how a genome becomes a program (source + one NVRTC name
+ * expression per kernel variant the shapes need), which genomes cannot work on a device (checked before
+ * compiling), how to launch a variant on a shape, and how many FLOPs a shape costs.
+ * GPU side (worker process only): see worker.h; it reaches the task through the same table.
+ *
+ * All functions are pure with respect to their arguments and thread-safe.
+ */
+#ifndef EVO_TASK_H
+#define EVO_TASK_H
+
+#include "config.h"
+#include "evo.h"
+#include "space.h"
+
+#include <stdbool.h>
+
+/* Limits of the target device; from the driver in the worker, or a table per arch for `evo compile`. */
+typedef struct {
+    char arch[16];          /* "sm_90" */
+    int sm_major, sm_minor;
+    int max_threads_per_block;
+    int max_smem_per_block_optin; /* bytes, after cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) */
+    int max_regs_per_thread;
+    int max_regs_per_block;
+    int sm_count;
+    int l2_bytes;
+} evo_device_limits;
+
+/* Known limits of an architecture when no device is present ("sm_80", "sm_89", "sm_90"). */
+evo_status evo_device_limits_for_arch(const char *arch, evo_device_limits *out, evo_err *err);
+
+/* One kernel of a rendered program: the variant serving one head dimension. */
+typedef struct {
+    int head_dim;
+    evo_format format;
+    char name_expr[512]; /* NVRTC name expression, or the extern "C" name for hand-written kernels */
+    int threads, rows_per_block, smem_bytes; /* launch geometry: grid (ceil(S/rows), H, B) */
+} evo_variant;
+
+#define EVO_MAX_VARIANTS 4
+
+typedef struct {
+    char *source;      /* complete program text (owned) */
+    char program_name[64];
+    evo_variant variants[EVO_MAX_VARIANTS];
+    int n_variants;
+} evo_program;
+
+void evo_program_free(evo_program *p);
+
+typedef struct evo_task {
+    const char *name;          /* "attention_fp8"                                        */
+    const char *template_file; /* file in templates/                                     */
+    const char *const *knobs;  /* knob names the template takes, NULL-terminated; a config must declare
+                                  exactly these (in any order)                            */
+    /* Reject a genome that cannot run on lim before compiling; *why says which limit. */
+    bool (*can_implement)(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim, char *why,
+                          size_t why_len);
+    /* Render the program for genome g: one variant per head dimension used by the config's shapes. */
+    evo_status (*render)(const evo_config *cfg, const evo_genome *g, evo_program *out, evo_err *err);
+    /* Floating-point operations of one forward pass on shape s (causal counts the unmasked half). */
+    double (*flops)(const evo_shape *s);
+} evo_task;
+
+/* NULL when unknown. */
+const evo_task *evo_task_find(const char *name);
+extern const evo_task *const evo_tasks[]; /* NULL-terminated */
+
+#endif
