@@ -29,6 +29,8 @@
 /* Bounds how long the batch loop sleeps, so the interrupt flag and a child whose pipe never reports EOF (its
  * write end inherited by a sibling process) are noticed promptly. */
 #define POLL_CAP_MS 100
+/* Every arch evo targets caps static (non-dynamic) shared memory per block at 48 KB. */
+#define STATIC_SMEM_MAX (48 * 1024)
 
 #ifndef EVO_CUDA_INCLUDE_DIR
 #define EVO_CUDA_INCLUDE_DIR ""
@@ -530,7 +532,25 @@ static evo_status child_compile(const evo_compile_req *req, const prep *p, evo_e
     }
     if (rc != NVRTC_SUCCESS) {
         r.outcome = EVO_COMPILE_ERROR;
-        if (rc != NVRTC_ERROR_COMPILATION) {
+        if (rc == NVRTC_ERROR_COMPILATION && !strstr(r.log, "error")) {
+            /* ptxas can refuse a program without a word in the log (static shared memory over 48 KB does
+             * that); say what it did report, so the log explains the failure. */
+            evo_str l = {0};
+            evo_str_append(&l, r.log);
+            evo_str_append(&l, "evo: NVRTC reported a compilation error without a message; ptxas reported:\n");
+            evo_ptxas_parse(r.log, &rep);
+            for (int i = 0; i < rep.n; i++) {
+                if (!rep.funcs[i].is_entry) continue;
+                char line[256];
+                evo_kernel_res_format(&rep.funcs[i].res, line, sizeof line);
+                evo_str_appendf(&l, "evo:   %s: %s%s\n", rep.funcs[i].name, line,
+                                rep.funcs[i].res.smem_bytes > STATIC_SMEM_MAX
+                                    ? " (static shared memory is limited to 48 KB)"
+                                    : "");
+            }
+            free(r.log);
+            r.log = evo_str_take(&l);
+        } else if (rc != NVRTC_ERROR_COMPILATION) {
             /* Not the program's fault as far as we can tell (out of memory, an internal NVRTC failure): keep it
              * out of the cache so a later run tries again. */
             transient = true;

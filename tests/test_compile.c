@@ -335,6 +335,17 @@ static void test_compile_error(void)
     CHECK_STR(r.log, first_log);
     free(first_log);
     evo_compile_result_free(&r);
+
+    /* ptxas refuses 80000 bytes of static shared memory with no message of its own; the log must say why. */
+    q.source = "extern \"C\" __global__ void k(float *o) { __shared__ float s[20000]; s[threadIdx.x] = o[1];\n"
+               "  __syncthreads(); o[threadIdx.x] = s[threadIdx.x + 1]; }\n";
+    q.arch = "sm_80";
+    CHECK_EQ_INT(evo_compile(&o, &q, &r, NULL), EVO_OK);
+    CHECK_EQ_INT(r.outcome, EVO_COMPILE_ERROR);
+    CHECK_CONTAINS(r.log, "evo: NVRTC reported a compilation error without a message; ptxas reported:\nevo:   k: regs ");
+    CHECK_CONTAINS(r.log, ", smem 80000 B, spills 0/0 B, stack 0 B, cmem ");
+    CHECK_CONTAINS(r.log, " B, barriers 1 (static shared memory is limited to 48 KB)\n");
+    evo_compile_result_free(&r);
     drop_cache(cache);
 }
 
