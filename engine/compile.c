@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -31,6 +32,8 @@
 #define POLL_CAP_MS 100
 /* Every arch evo targets caps static (non-dynamic) shared memory per block at 48 KB. */
 #define STATIC_SMEM_MAX (48 * 1024)
+/* What a child writes to its pipe after publishing the cache entry. */
+#define CHILD_DONE "done"
 
 #ifndef EVO_CUDA_INCLUDE_DIR
 #define EVO_CUDA_INCLUDE_DIR ""
@@ -491,6 +494,12 @@ static evo_status entry_write(const prep *p, const evo_compile_result *r, bool t
 
 /* ---- the child: one NVRTC compile ---- */
 
+/* A log without an error message, or one that says memory ran out, does not show a fault of the program. */
+static bool compile_failure_is_transient(const char *log)
+{
+    return !strstr(log, "error") || strstr(log, "allocation failure") || strstr(log, "out of memory");
+}
+
 #define NVRTC_TRY(call)                                                                                        \
     do {                                                                                                       \
         nvrtcResult rc_ = (call);                                                                              \
@@ -500,7 +509,23 @@ static evo_status entry_write(const prep *p, const evo_compile_result *r, bool t
         }                                                                                                      \
     } while (0)
 
-static evo_status child_compile(const evo_compile_req *req, const prep *p, evo_err *err)
+/* Appends what the compiler printed on the child's stdout/stderr (captured in out_fd) to *log. */
+static void append_captured(char **log, int out_fd)
+{
+    if (out_fd < 0) return;
+    off_t n = lseek(out_fd, 0, SEEK_END);
+    if (n <= 0 || lseek(out_fd, 0, SEEK_SET) != 0) return;
+    evo_str s = {0};
+    evo_str_append(&s, *log);
+    char buf[4096];
+    ssize_t got;
+    while ((got = read(out_fd, buf, sizeof buf)) > 0) evo_str_appendn(&s, buf, (size_t)got);
+    if (s.len && s.p[s.len - 1] != '\n') evo_str_append(&s, "\n");
+    free(*log);
+    *log = evo_str_take(&s);
+}
+
+static evo_status child_compile(const evo_compile_req *req, const prep *p, int out_fd, evo_err *err)
 {
     evo_status s = EVO_OK;
     nvrtcProgram prog = NULL;
@@ -523,6 +548,7 @@ static evo_status child_compile(const evo_compile_req *req, const prep *p, evo_e
     NVRTC_TRY(nvrtcGetProgramLogSize(prog, &log_len));
     r.log = evo_xcalloc(log_len + 1, 1);
     NVRTC_TRY(nvrtcGetProgramLog(prog, r.log));
+    append_captured(&r.log, out_fd);
 
     if (rc == NVRTC_ERROR_INVALID_OPTION) {
         size_t n = strlen(r.log);
@@ -532,18 +558,21 @@ static evo_status child_compile(const evo_compile_req *req, const prep *p, evo_e
     }
     if (rc != NVRTC_SUCCESS) {
         r.outcome = EVO_COMPILE_ERROR;
-        if (rc == NVRTC_ERROR_COMPILATION && !strstr(r.log, "error")) {
-            /* ptxas can refuse a program without a word in the log (static shared memory over 48 KB does
-             * that); say what it did report, so the log explains the failure. */
+        if (rc == NVRTC_ERROR_COMPILATION && compile_failure_is_transient(r.log)) {
+            /* Memory exhaustion makes NVRTC fail with an empty log or a ptxas "fatal" line: not the program's
+             * fault, so not cached. ptxas also refuses static shared memory over 48 KB without a word, so say
+             * what it reported. */
+            transient = true;
             evo_str l = {0};
             evo_str_append(&l, r.log);
-            evo_str_append(&l, "evo: NVRTC reported a compilation error without a message; ptxas reported:\n");
+            evo_str_append(&l, "evo: NVRTC failed without naming an error in the program; not cached, as it may be "
+                               "transient (memory exhaustion)\n");
             evo_ptxas_parse(r.log, &rep);
             for (int i = 0; i < rep.n; i++) {
                 if (!rep.funcs[i].is_entry) continue;
                 char line[256];
                 evo_kernel_res_format(&rep.funcs[i].res, line, sizeof line);
-                evo_str_appendf(&l, "evo:   %s: %s%s\n", rep.funcs[i].name, line,
+                evo_str_appendf(&l, "evo: ptxas reported %s: %s%s\n", rep.funcs[i].name, line,
                                 rep.funcs[i].res.smem_bytes > STATIC_SMEM_MAX
                                     ? " (static shared memory is limited to 48 KB)"
                                     : "");
@@ -612,9 +641,18 @@ static void child_main(const evo_compile_req *req, const prep *p, int fd, pid_t 
     /* A child must not outlive a parent that died without killing it. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(EVO_E_INTERRUPTED);
+    /* ptxas prints some failures ("ptxas fatal : Memory allocation failure") on stderr instead of the log:
+     * capture both streams so they land in the log, not on the user's terminal. */
+    int out_fd = memfd_create("evo-compile-output", MFD_CLOEXEC);
+    if (out_fd >= 0) {
+        dup2(out_fd, STDOUT_FILENO);
+        dup2(out_fd, STDERR_FILENO);
+    }
     evo_err e = {{0}};
-    evo_status s = child_compile(req, p, &e);
-    if (s != EVO_OK) (void)write_all(fd, e.msg, strlen(e.msg));
+    evo_status s = child_compile(req, p, out_fd, &e);
+    /* Always a message, so the parent can tell this end from an exit() deep inside the compiler. */
+    const char *msg = s == EVO_OK ? CHILD_DONE : e.msg[0] ? e.msg : "compile process failed";
+    (void)write_all(fd, msg, strlen(msg));
     /* _exit, not exit: atexit handlers and unflushed stdio belong to the parent. */
     _exit((int)s);
 }
@@ -651,6 +689,9 @@ static evo_status spawn(const evo_compile_req *req, const prep *p, int index, ch
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) return evo_fail(err, EVO_E_IO, "compile: pipe: %s", strerror(errno));
     pid_t parent = getpid();
+    /* Output still buffered in the parent's streams would otherwise be copied into the child. */
+    fflush(stdout);
+    fflush(stderr);
     double start = evo_now();
     pid_t pid = fork();
     if (pid < 0) {
@@ -728,22 +769,25 @@ static evo_status child_finish(const evo_compile_req *req, const prep *p, child_
     drain(c);
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
-    if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0) {
+    bool done = c->msg_len == strlen(CHILD_DONE) && strcmp(c->msg, CHILD_DONE) == 0;
+    if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && done) {
         if (!entry_load(p, true, r))
             return evo_fail(err, EVO_E_IO, "compile %s: the compile process left no readable cache entry at %s",
                             req_name(req), p->entry);
-    } else if (WIFEXITED(ws)) {
+    } else if (WIFEXITED(ws) && WEXITSTATUS(ws) != 0 && c->msg_len > 0 && !done) {
         int code = WEXITSTATUS(ws);
         evo_status s = code > 0 && code <= EVO_E_INTERNAL ? (evo_status)code : EVO_E_INTERNAL;
-        return evo_fail(err, s, "%s", c->msg_len ? c->msg : "compile process failed without a message");
+        return evo_fail(err, s, "%s", c->msg);
     } else {
-        /* NVRTC itself crashed on this program (or something killed the child): the candidate's failure, not
-         * cached, since it may not repeat. */
-        memset(r, 0, sizeof *r);
+        /* The compiler crashed or exited on this program (or something killed the child): the candidate's
+         * failure, not cached, since it may not repeat. */
         r->outcome = EVO_COMPILE_ERROR;
         r->program_spill_bytes = -1;
-        int sig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
-        log_line(r, "evo: the compile process died of signal %d (%s)\n", sig, strsignal(sig));
+        if (WIFSIGNALED(ws))
+            log_line(r, "evo: the compile process died of signal %d (%s)\n", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
+        else
+            log_line(r, "evo: the compile process exited with status %d before finishing\n",
+                     WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
         memcpy(r->key, p->key, sizeof r->key);
     }
     r->seconds = evo_now() - c->start;
