@@ -14,8 +14,8 @@
 #include <math.h>
 #include <nvrtc.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -643,6 +643,7 @@ static void child_main(const evo_compile_req *req, const prep *p, int fd, pid_t 
     if (getppid() != parent) _exit(EVO_E_INTERRUPTED);
     /* ptxas prints some failures ("ptxas fatal : Memory allocation failure") on stderr instead of the log:
      * capture both streams so they land in the log, not on the user's terminal. */
+    if (fd <= STDERR_FILENO) fd = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1); /* parent ran without stdio */
     int out_fd = memfd_create("evo-compile-output", MFD_CLOEXEC);
     if (out_fd >= 0) {
         dup2(out_fd, STDOUT_FILENO);

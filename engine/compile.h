@@ -7,16 +7,17 @@
  *   name expressions, the full option list (arch and include directories included), NVRTC's version and library
  *   build. Nothing else names an entry, so a changed template, header or option never hits an old one.
  * - A candidate that does not compile is a result (EVO_COMPILE_ERROR, log kept; cached like a success), so is a
- *   compile cut off by its limit (EVO_COMPILE_TIMEOUT; never cached) and a compiler crash (EVO_COMPILE_ERROR, not
- *   cached). An evo_status error means the service failed: a malformed request, options NVRTC rejects
- *   (EVO_E_CONFIG), an unusable cache directory (EVO_E_IO), fork failure, or the interrupt flag. Then every result
- *   of the batch is freed and zeroed.
+ *   compile cut off by its limit (EVO_COMPILE_TIMEOUT; never cached) and a compiler crash or a failure that names
+ *   no error in the program, as memory exhaustion does (EVO_COMPILE_ERROR, not cached). An evo_status error
+ *   means the service failed: a malformed request, options NVRTC rejects (EVO_E_CONFIG), an unusable cache
+ *   directory (EVO_E_IO), fork failure, or the interrupt flag. Then every result of the batch is freed and zeroed.
  * - Call order: fill evo_compile_req values (the service copies nothing it keeps; pointers need only live for the
  *   call), call evo_compile_batch (or evo_compile for one), read the results, free them with
  *   evo_compile_results_free. Results own all their memory.
  * - Processes: the parent never compiles. Each miss forks a child that runs NVRTC, writes the cache entry through a
  *   temporary file and rename(2), and exits; the parent reads the entry back. A child past its limit is killed and
- *   reaped; none outlives the call (or the parent: PR_SET_PDEATHSIG). Do not set SIGCHLD to SIG_IGN.
+ *   reaped; none outlives the call (or the parent: PR_SET_PDEATHSIG). Do not set SIGCHLD to SIG_IGN or reap
+ *   with waitpid(-1) elsewhere while a batch runs.
  * - Thread-safety: everything here may be called from several threads, but no thread may be inside NVRTC while a
  *   batch forks (a child would inherit NVRTC's locks held). evo only calls NVRTC through this module.
  * - Environment: EVO_CACHE (cache directory; else $XDG_CACHE_HOME/evo, else ~/.cache/evo), EVO_NO_CACHE=1 (do
