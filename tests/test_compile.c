@@ -726,6 +726,7 @@ static void test_service_errors(void)
 static void test_cache_dir_and_version(void)
 {
     char *dir = NULL;
+    char *home = getenv("HOME") ? evo_strdup(getenv("HOME")) : NULL;
     setenv("EVO_CACHE", "/x/evo-cache", 1);
     CHECK_EQ_INT(evo_compile_cache_dir(&dir, NULL), EVO_OK);
     CHECK_STR(dir, "/x/evo-cache");
@@ -744,6 +745,8 @@ static void test_cache_dir_and_version(void)
     evo_err e = {{0}};
     CHECK_EQ_INT(evo_compile_cache_dir(&dir, &e), EVO_E_CONFIG);
     CHECK_CONTAINS(e.msg, "EVO_CACHE");
+    if (home) setenv("HOME", home, 1);
+    free(home);
 
     const char *v = evo_nvrtc_version();
     int major = 0, minor = -1, used = 0;
