@@ -1,7 +1,8 @@
-/* task_attention.c — the FP8 attention forward task: knobs of templates/attention_fp8.cu, rendering, host-side
- * can_implement, FLOP count. */
+/* task_attention.c — the FP8 attention forward task: the knobs of templates/attention_fp8.cu, rendering a genome
+ * into NVRTC name expressions, the host-side can_implement check (threads, shared memory, arch), FLOP count. */
 #include "task.h"
 
+#include "templates.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -9,33 +10,138 @@
 
 /* In the order of the template's parameters after <HEAD_DIM, FORMAT>. */
 static const char *const attention_knobs[] = {
-    "TILE_M", "TILE_N", "WARPS_M", "WARPS_N", "STAGES", "SWIZZLE", "PV_MMA", "QK_8BIT", "V_F16_SMEM",
+    "TILE_M", "TILE_N", "WARPS_M", "WARPS_N", "STAGES", "SWIZZLE", "PV_MMA", "QK_8BIT", "F16_SMEM",
     "MIN_BLOCKS", "FAST_EXP", NULL,
 };
+
+typedef struct {
+    int tile_m, tile_n, warps_m, warps_n, stages, swizzle, pv_mma, qk_8bit, f16_smem, min_blocks, fast_exp;
+} attn_genome;
+
+static void attn_read(const evo_config *cfg, const evo_genome *g, attn_genome *a)
+{
+    const evo_space *s = cfg->space;
+    a->tile_m = evo_genome_get(s, g, "TILE_M", 64);
+    a->tile_n = evo_genome_get(s, g, "TILE_N", 64);
+    a->warps_m = evo_genome_get(s, g, "WARPS_M", 4);
+    a->warps_n = evo_genome_get(s, g, "WARPS_N", 1);
+    a->stages = evo_genome_get(s, g, "STAGES", 2);
+    a->swizzle = evo_genome_get(s, g, "SWIZZLE", 1);
+    a->pv_mma = evo_genome_get(s, g, "PV_MMA", 1);
+    a->qk_8bit = evo_genome_get(s, g, "QK_8BIT", 0);
+    a->f16_smem = evo_genome_get(s, g, "F16_SMEM", 0);
+    a->min_blocks = evo_genome_get(s, g, "MIN_BLOCKS", 1);
+    a->fast_exp = evo_genome_get(s, g, "FAST_EXP", 1);
+}
+
+/* Must equal AttnCfg<...>::SMEM in templates/attention_fp8.cu (the kernel traps when launched with less). */
+static int attn_smem_bytes(const attn_genome *a, int d)
+{
+    const int nw = a->warps_m * a->warps_n, rpw = a->tile_m / a->warps_m, mt = rpw / 16;
+    const int kw = a->tile_n / a->warps_n;
+    const int v16 = a->f16_smem >= 1, k16 = a->f16_smem >= 2 && !a->qk_8bit;
+    const int pipe = a->tile_m * d + 2 * a->stages * a->tile_n * d + (v16 + k16) * a->tile_n * d * 2 +
+                     (a->pv_mma ? 0 : nw * (rpw * kw + rpw) * 4);
+    const int merge = (a->warps_n - 1) * a->warps_m * 32 * (mt * (d / 8) * 4 + 4 * mt) * 4;
+    return pipe > merge ? pipe : merge;
+}
+
+/* Head dimensions the config's shapes need, ascending. */
+static int attn_head_dims(const evo_config *cfg, int dims[2])
+{
+    int has64 = 0, has128 = 0;
+    for (int i = 0; i < cfg->n_shapes; i++) has64 |= cfg->shapes[i].head_dim == 64, has128 |= cfg->shapes[i].head_dim == 128;
+    for (int i = 0; i < cfg->correctness.n_shapes; i++)
+        has64 |= cfg->correctness.shapes[i].head_dim == 64, has128 |= cfg->correctness.shapes[i].head_dim == 128;
+    int n = 0;
+    if (has64) dims[n++] = 64;
+    if (has128) dims[n++] = 128;
+    return n;
+}
 
 static bool attention_can_implement(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
                                     char *why, size_t why_len)
 {
-    (void)cfg;
-    (void)g;
-    (void)lim;
-    snprintf(why, why_len, "not built yet");
-    return false;
+    attn_genome a;
+    attn_read(cfg, g, &a);
+    const int rpw = a.warps_m > 0 ? a.tile_m / a.warps_m : 0;
+    if (a.warps_m <= 0 || a.tile_m % a.warps_m != 0 || (rpw != 16 && rpw != 32)) {
+        snprintf(why, why_len, "TILE_M/WARPS_M = %d/%d: each warp must own 16 or 32 rows", a.tile_m, a.warps_m);
+        return false;
+    }
+    if (a.warps_n <= 0 || a.tile_n % (16 * a.warps_n) != 0) {
+        snprintf(why, why_len, "TILE_N/WARPS_N = %d/%d: each warp's key slice must be a multiple of 16", a.tile_n,
+                 a.warps_n);
+        return false;
+    }
+    if (!a.pv_mma && (a.warps_n != 1 || a.f16_smem)) {
+        snprintf(why, why_len, "PV_MMA=0 (FMA P·V) takes WARPS_N=1 and F16_SMEM=0");
+        return false;
+    }
+    if (a.f16_smem < 0 || a.f16_smem > 2) {
+        snprintf(why, why_len, "F16_SMEM=%d: 0 (none), 1 (V) or 2 (K and V)", a.f16_smem);
+        return false;
+    }
+    if (a.stages < 1 || a.stages > 4) {
+        snprintf(why, why_len, "STAGES=%d: the pipeline is 1 to 4 deep", a.stages);
+        return false;
+    }
+    const int threads = a.warps_m * a.warps_n * 32;
+    if (threads > lim->max_threads_per_block) {
+        snprintf(why, why_len, "%d threads per block > %d on %s", threads, lim->max_threads_per_block, lim->arch);
+        return false;
+    }
+    if (a.qk_8bit && cfg->format == EVO_FMT_E4M3 && lim->sm_major * 10 + lim->sm_minor < 89) {
+        snprintf(why, why_len, "QK_8BIT=1 with e4m3 needs the FP8 mma of sm_89 or newer (target %s)", lim->arch);
+        return false;
+    }
+    int dims[2];
+    const int nd = attn_head_dims(cfg, dims);
+    for (int i = 0; i < nd; i++) {
+        const int smem = attn_smem_bytes(&a, dims[i]);
+        if (smem > lim->max_smem_per_block_optin) {
+            snprintf(why, why_len, "%d bytes of shared memory at head dim %d > %d on %s", smem, dims[i],
+                     lim->max_smem_per_block_optin, lim->arch);
+            return false;
+        }
+    }
+    return true;
 }
 
 static evo_status attention_render(const evo_config *cfg, const evo_genome *g, evo_program *out, evo_err *err)
 {
-    (void)cfg;
-    (void)g;
-    (void)out;
-    return evo_fail(err, EVO_E_INTERNAL, "attention_fp8: render not built yet");
+    const char *text;
+    evo_status s = evo_template_get("attention_fp8.cu", &text, NULL, err);
+    if (s != EVO_OK) return s;
+    memset(out, 0, sizeof *out);
+    out->source = evo_strdup(text);
+    snprintf(out->program_name, sizeof out->program_name, "attention_fp8.cu");
+    attn_genome a;
+    attn_read(cfg, g, &a);
+    int dims[2];
+    const int nd = attn_head_dims(cfg, dims);
+    for (int i = 0; i < nd; i++) {
+        evo_variant *v = &out->variants[out->n_variants++];
+        v->head_dim = dims[i];
+        v->format = cfg->format;
+        v->threads = a.warps_m * a.warps_n * 32;
+        v->rows_per_block = a.tile_m;
+        v->smem_bytes = attn_smem_bytes(&a, dims[i]);
+        int n = snprintf(v->name_expr, sizeof v->name_expr, "evo_attn_fwd<%d,%d", dims[i], (int)cfg->format);
+        for (int k = 0; attention_knobs[k]; k++)
+            n += snprintf(v->name_expr + n, sizeof v->name_expr - (size_t)n, ",%d",
+                          evo_genome_get(cfg->space, g, attention_knobs[k], 0));
+        snprintf(v->name_expr + n, sizeof v->name_expr - (size_t)n, ">");
+    }
+    return EVO_OK;
 }
 
 static double attention_flops(const evo_shape *s)
 {
-    double f = 4.0 * s->batch * s->heads * (double)s->seq * (double)s->seq * s->head_dim;
-    if (s->causal) f = 4.0 * s->batch * s->heads * (double)s->seq * (s->seq + 1) / 2.0 * s->head_dim;
-    return f;
+    const double bh = (double)s->batch * s->heads, n = s->seq;
+    /* Q·Kᵀ and P·V: 2 FLOPs per multiply-add each; causal computes the lower triangle, diagonal included. */
+    const double pairs = s->causal ? n * (n + 1) / 2.0 : n * n;
+    return 4.0 * bh * pairs * s->head_dim;
 }
 
 const evo_task evo_task_attention_fp8 = {

@@ -21,7 +21,8 @@
  *   PV_MMA      0, 1         P·V on tensor cores (1) or with FMA from P staged in smem (0, the slow reference path)
  *   QK_8BIT     0, 1         Q·Kᵀ as 8-bit mma m16n8k32 (e4m3 on sm_89+, s8 for u8sim) instead of FP16 m16n8k16:
  *                            half the mma count and no conversion of Q or K, exact products either way
- *   V_F16_SMEM  0, 1         convert each V tile to FP16 in smem once per block (1) or per warp in registers (0)
+ *   F16_SMEM    0, 1, 2      convert 8-bit tiles to FP16 in smem once per block instead of in registers by every
+ *                            warp: 0 none, 1 V, 2 K and V (K only when QK_8BIT=0); costs smem and a barrier per tile
  *   MIN_BLOCKS  1, 2         __launch_bounds__ minimum blocks per SM: caps registers to raise occupancy
  *   FAST_EXP    0, 1         exp2 (ex2.approx) with log2(e) folded into the scale (1) or expf (0)
  * static_asserts below state what must hold; the host-side check (engine/task_attention.c) rejects a genome whose
@@ -161,7 +162,7 @@ template <int FAST_EXP> EVO_DEV float softmax_exp(float x)
 }
 
 template <int D, int FMT, int TILE_M, int TILE_N, int WARPS_M, int WARPS_N, int STAGES, int SWIZZLE, int PV_MMA,
-          int QK_8BIT, int V_F16_SMEM>
+          int QK_8BIT, int F16_SMEM>
 struct AttnCfg {
     static constexpr int NW = WARPS_M * WARPS_N, NT = NW * 32;
     static constexpr int RPW = TILE_M / WARPS_M, MT = RPW / 16; /* rows and m16 tiles per warp   */
@@ -170,9 +171,11 @@ struct AttnCfg {
     static constexpr int OT = D / 8;                            /* n8 output tiles                 */
     static constexpr int Q_BYTES = TILE_M * D;
     static constexpr int KV_BYTES = TILE_N * D; /* one stage of K, or of V */
-    static constexpr int V16_BYTES = V_F16_SMEM ? TILE_N * D * 2 : 0;
+    static constexpr bool V16 = F16_SMEM >= 1, K16 = F16_SMEM >= 2 && !QK_8BIT;
+    static constexpr int V16_BYTES = V16 ? TILE_N * D * 2 : 0;
+    static constexpr int K16_BYTES = K16 ? TILE_N * D * 2 : 0;
     static constexpr int P_BYTES = PV_MMA ? 0 : NW * (RPW * KW + RPW) * 4;
-    static constexpr int PIPE_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES + V16_BYTES + P_BYTES;
+    static constexpr int PIPE_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES + V16_BYTES + K16_BYTES + P_BYTES;
     static constexpr int MERGE_BYTES = (WARPS_N - 1) * WARPS_M * 32 * (MT * OT * 4 + 4 * MT) * 4;
     static constexpr int SMEM = cmax<PIPE_BYTES, MERGE_BYTES>::value;
 
@@ -182,7 +185,8 @@ struct AttnCfg {
     static_assert(TILE_N % (16 * WARPS_N) == 0, "each warp's key slice must be a multiple of 16");
     static_assert(NT <= 1024, "too many threads");
     static_assert(STAGES >= 1 && STAGES <= 4, "pipeline depth 1..4");
-    static_assert(PV_MMA || (WARPS_N == 1 && !V_F16_SMEM), "the FMA P·V path uses one warp per key tile");
+    static_assert(PV_MMA || (WARPS_N == 1 && !F16_SMEM), "the FMA P·V path uses one warp per key tile");
+    static_assert(F16_SMEM >= 0 && F16_SMEM <= 2, "F16_SMEM is 0, 1 or 2");
     static_assert(SMEM <= 227 * 1024, "shared memory over the largest opt-in size of any GPU");
 };
 
@@ -199,11 +203,11 @@ template <int CH, int SWIZZLE> EVO_DEV int chunk_off(int r, int c)
 } // namespace evo_attn
 
 template <int D, int FMT, int TILE_M, int TILE_N, int WARPS_M, int WARPS_N, int STAGES, int SWIZZLE, int PV_MMA,
-          int QK_8BIT, int V_F16_SMEM, int MIN_BLOCKS, int FAST_EXP>
+          int QK_8BIT, int F16_SMEM, int MIN_BLOCKS, int FAST_EXP>
 __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fwd(const evo_attn_params p)
 {
     using namespace evo_attn;
-    typedef AttnCfg<D, FMT, TILE_M, TILE_N, WARPS_M, WARPS_N, STAGES, SWIZZLE, PV_MMA, QK_8BIT, V_F16_SMEM> C;
+    typedef AttnCfg<D, FMT, TILE_M, TILE_N, WARPS_M, WARPS_N, STAGES, SWIZZLE, PV_MMA, QK_8BIT, F16_SMEM> C;
     constexpr int MT = C::MT, NTL = C::NTL, OT = C::OT, C8 = C::C8, RPW = C::RPW, KW = C::KW, NT = C::NT;
 #if defined(__CUDA_ARCH__)
     static_assert(!(QK_8BIT && FMT == EVO_FORMAT_E4M3) || __CUDA_ARCH__ >= 890, "e4m3 mma needs sm_89 or newer");
@@ -223,7 +227,8 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
     u8 *sK = sQ + C::Q_BYTES;
     u8 *sV = sK + STAGES * C::KV_BYTES;
     u8 *sV16 = sV + STAGES * C::KV_BYTES;
-    float *sP = (float *)(sV16 + C::V16_BYTES);
+    u8 *sK16 = sV16 + C::V16_BYTES;
+    float *sP = (float *)(sK16 + C::K16_BYTES);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp % WARPS_M, wn = warp / WARPS_M;
@@ -347,16 +352,28 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
         }
         const u8 *tK = sK + stage * C::KV_BYTES;
         const u8 *tV = sV + stage * C::KV_BYTES;
-        if constexpr (V_F16_SMEM) {
-            /* One FP16 copy of the V tile for all warps: 16 codes → two 16-byte FP16 chunks (natural dim order). */
+        if constexpr (C::V16 || C::K16) {
+            /* One FP16 copy of the tiles for all warps. V keeps the natural dim order; K takes the order the Q
+             * fragments use (byte pairs 0,1 4,5 8,9 12,13 of each 16-dim group first, then 2,3 6,7 10,11 14,15). */
             for (int i = tid; i < TILE_N * C8; i += NT) {
                 const int r = i / C8, c = i % C8;
-                const uint4 b = *(const uint4 *)(tV + chunk_off<C8, SWIZZLE>(r, c));
-                uint4 lo, hi;
-                lo.x = cvt2<FMT>(b.x), lo.y = cvt2<FMT>(b.x >> 16), lo.z = cvt2<FMT>(b.y), lo.w = cvt2<FMT>(b.y >> 16);
-                hi.x = cvt2<FMT>(b.z), hi.y = cvt2<FMT>(b.z >> 16), hi.z = cvt2<FMT>(b.w), hi.w = cvt2<FMT>(b.w >> 16);
-                *(uint4 *)(sV16 + chunk_off<2 * C8, SWIZZLE>(r, 2 * c)) = lo;
-                *(uint4 *)(sV16 + chunk_off<2 * C8, SWIZZLE>(r, 2 * c + 1)) = hi;
+                if constexpr (C::V16) {
+                    const uint4 b = *(const uint4 *)(tV + chunk_off<C8, SWIZZLE>(r, c));
+                    uint4 lo, hi;
+                    lo.x = cvt2<FMT>(b.x), lo.y = cvt2<FMT>(b.x >> 16), lo.z = cvt2<FMT>(b.y), lo.w = cvt2<FMT>(b.y >> 16);
+                    hi.x = cvt2<FMT>(b.z), hi.y = cvt2<FMT>(b.z >> 16), hi.z = cvt2<FMT>(b.w), hi.w = cvt2<FMT>(b.w >> 16);
+                    *(uint4 *)(sV16 + chunk_off<2 * C8, SWIZZLE>(r, 2 * c)) = lo;
+                    *(uint4 *)(sV16 + chunk_off<2 * C8, SWIZZLE>(r, 2 * c + 1)) = hi;
+                }
+                if constexpr (C::K16) {
+                    const uint4 b = *(const uint4 *)(tK + chunk_off<C8, SWIZZLE>(r, c));
+                    uint4 lo, hi;
+                    lo.x = cvt2<FMT>(b.x), lo.y = cvt2<FMT>(b.y), lo.z = cvt2<FMT>(b.z), lo.w = cvt2<FMT>(b.w);
+                    hi.x = cvt2<FMT>(b.x >> 16), hi.y = cvt2<FMT>(b.y >> 16), hi.z = cvt2<FMT>(b.z >> 16);
+                    hi.w = cvt2<FMT>(b.w >> 16);
+                    *(uint4 *)(sK16 + chunk_off<2 * C8, SWIZZLE>(r, 2 * c)) = lo;
+                    *(uint4 *)(sK16 + chunk_off<2 * C8, SWIZZLE>(r, 2 * c + 1)) = hi;
+                }
             }
             __syncthreads();
         }
@@ -375,37 +392,58 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
                         s[mt][t][e] = 0.f;
                         if constexpr (INT_SCORES) si[mt][t][e] = 0;
                     }
-            const u32 kbase = smem_addr(tK);
+            if constexpr (C::K16) {
+                /* FP16 K from smem, already in the Q fragments' dim order: r0..r3 = keys 0-7 / 8-15 of chunks
+                 * 2ks and 2ks+1, so keys 0-7 take {r0, r2} and keys 8-15 {r1, r3}. */
+                const u32 kbase = smem_addr(sK16);
 #pragma unroll
-            for (int np = 0; np < NTL / 2; np++) {
-                const int krow = wn * KW + np * 16 + ld_row;
+                for (int np = 0; np < NTL / 2; np++) {
+                    const int krow = wn * KW + np * 16 + ld_row;
 #pragma unroll
-                for (int cp = 0; cp < D / 32; cp++) {
-                    u32 r0, r1, r2, r3;
-                    ldsm_x4(kbase + chunk_off<C8, SWIZZLE>(krow, 2 * cp + ld_chunk), r0, r1, r2, r3);
+                    for (int ks = 0; ks < D / 16; ks++) {
+                        u32 r0, r1, r2, r3;
+                        ldsm_x4(kbase + chunk_off<2 * C8, SWIZZLE>(krow, 2 * ks + ld_chunk), r0, r1, r2, r3);
 #pragma unroll
-                    for (int mt = 0; mt < MT; mt++) {
-                        if constexpr (QK_8BIT) {
-                            const u32 *a0 = qa[mt][2 * cp], *a1 = qa[mt][2 * cp + 1];
-                            if constexpr (INT_SCORES) {
-                                /* s8 operands: code ^ 0x80 is (code - 128) in two's complement. */
-                                const u32 f = 0x80808080u;
-                                Mma8<EVO_FORMAT_U8SIM>::run(si[mt][2 * np], a0[0] ^ f, a0[1] ^ f, a1[0] ^ f, a1[1] ^ f,
-                                                            r0 ^ f, r2 ^ f);
-                                Mma8<EVO_FORMAT_U8SIM>::run(si[mt][2 * np + 1], a0[0] ^ f, a0[1] ^ f, a1[0] ^ f,
-                                                            a1[1] ^ f, r1 ^ f, r3 ^ f);
+                        for (int mt = 0; mt < MT; mt++) {
+                            const u32 *a = qa[mt][ks];
+                            mma_f16(s[mt][2 * np], a[0], a[1], a[2], a[3], r0, r2);
+                            mma_f16(s[mt][2 * np + 1], a[0], a[1], a[2], a[3], r1, r3);
+                        }
+                    }
+                }
+            } else {
+                const u32 kbase = smem_addr(tK);
+    #pragma unroll
+                for (int np = 0; np < NTL / 2; np++) {
+                    const int krow = wn * KW + np * 16 + ld_row;
+    #pragma unroll
+                    for (int cp = 0; cp < D / 32; cp++) {
+                        u32 r0, r1, r2, r3;
+                        ldsm_x4(kbase + chunk_off<C8, SWIZZLE>(krow, 2 * cp + ld_chunk), r0, r1, r2, r3);
+    #pragma unroll
+                        for (int mt = 0; mt < MT; mt++) {
+                            if constexpr (QK_8BIT) {
+                                const u32 *a0 = qa[mt][2 * cp], *a1 = qa[mt][2 * cp + 1];
+                                if constexpr (INT_SCORES) {
+                                    /* s8 operands: code ^ 0x80 is (code - 128) in two's complement. */
+                                    const u32 f = 0x80808080u;
+                                    Mma8<EVO_FORMAT_U8SIM>::run(si[mt][2 * np], a0[0] ^ f, a0[1] ^ f, a1[0] ^ f, a1[1] ^ f,
+                                                                r0 ^ f, r2 ^ f);
+                                    Mma8<EVO_FORMAT_U8SIM>::run(si[mt][2 * np + 1], a0[0] ^ f, a0[1] ^ f, a1[0] ^ f,
+                                                                a1[1] ^ f, r1 ^ f, r3 ^ f);
+                                } else {
+                                    Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np], a0[0], a0[1], a1[0], a1[1], r0, r2);
+                                    Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np + 1], a0[0], a0[1], a1[0], a1[1], r1, r3);
+                                }
                             } else {
-                                Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np], a0[0], a0[1], a1[0], a1[1], r0, r2);
-                                Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np + 1], a0[0], a0[1], a1[0], a1[1], r1, r3);
+                                const u32 *a0 = qa[mt][2 * cp], *a1 = qa[mt][2 * cp + 1];
+                                mma_f16(s[mt][2 * np], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r0), cvt2<FMT>(r0 >> 16));
+                                mma_f16(s[mt][2 * np + 1], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r1),
+                                        cvt2<FMT>(r1 >> 16));
+                                mma_f16(s[mt][2 * np], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r2), cvt2<FMT>(r2 >> 16));
+                                mma_f16(s[mt][2 * np + 1], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r3),
+                                        cvt2<FMT>(r3 >> 16));
                             }
-                        } else {
-                            const u32 *a0 = qa[mt][2 * cp], *a1 = qa[mt][2 * cp + 1];
-                            mma_f16(s[mt][2 * np], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r0), cvt2<FMT>(r0 >> 16));
-                            mma_f16(s[mt][2 * np + 1], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r1),
-                                    cvt2<FMT>(r1 >> 16));
-                            mma_f16(s[mt][2 * np], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r2), cvt2<FMT>(r2 >> 16));
-                            mma_f16(s[mt][2 * np + 1], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r3),
-                                    cvt2<FMT>(r3 >> 16));
                         }
                     }
                 }
@@ -486,7 +524,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
                     pa[mt][3] = pack_f16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
                 }
                 const int vrow = wn * KW + kk * 16 + ld_row;
-                if constexpr (V_F16_SMEM) {
+                if constexpr (F16_SMEM) {
                     /* FP16 V: ldmatrix.trans gives B fragments in natural order; output tile t = dims 8t..8t+7. */
                     const u32 vbase = smem_addr(sV16);
 #pragma unroll
@@ -651,7 +689,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
                 if (row >= S) continue;
                 const float f = v_mul / l_run[mt][h];
                 u16 *orow = Og + (long long)row * D;
-                if constexpr (V_F16_SMEM) {
+                if constexpr (F16_SMEM) {
 #pragma unroll
                     for (int t = 0; t < OT; t++)
                         *(u32 *)(orow + 8 * t + 2 * q) = pack_f16x2(o[mt][t][2 * h] * f, o[mt][t][2 * h + 1] * f);

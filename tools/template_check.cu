@@ -33,7 +33,7 @@ struct Variant {
 
 #define V(D, F, TM, TN, WM, WN, ST, SW, PV, Q8, V16, MB, FE)                                       \
     Variant{#D "/" #F " TILE_M=" #TM ",TILE_N=" #TN ",WARPS_M=" #WM ",WARPS_N=" #WN ",STAGES=" #ST   \
-            ",SWIZZLE=" #SW ",PV_MMA=" #PV ",QK_8BIT=" #Q8 ",V_F16_SMEM=" #V16 ",MIN_BLOCKS=" #MB      \
+            ",SWIZZLE=" #SW ",PV_MMA=" #PV ",QK_8BIT=" #Q8 ",F16_SMEM=" #V16 ",MIN_BLOCKS=" #MB      \
             ",FAST_EXP=" #FE,                                                                      \
             D, F, TM, WM * WN * 32,                                                                \
             evo_attn::AttnCfg<D, F, TM, TN, WM, WN, ST, SW, PV, Q8, V16>::SMEM,                    \
@@ -52,7 +52,11 @@ struct Variant {
         V(D, F, 64, 64, 4, 1, 2, 1, 1, 0, 1, 1, 1), V(D, F, 64, 64, 4, 1, 2, 1, 1, 0, 0, 2, 1),      \
         V(D, F, 64, 64, 4, 1, 2, 1, 1, 0, 0, 1, 0), V(D, F, 128, 128, 8, 1, 3, 1, 1, 1, 1, 1, 1),    \
         V(D, F, 64, 128, 4, 2, 3, 1, 1, 1, 0, 1, 1), V(D, F, 32, 64, 2, 2, 2, 1, 1, 1, 1, 2, 1),     \
-        V(D, F, 128, 64, 4, 1, 3, 1, 1, 1, 0, 1, 1)
+        V(D, F, 128, 64, 4, 1, 3, 1, 1, 1, 0, 1, 1), V(D, F, 64, 64, 4, 1, 2, 1, 1, 0, 2, 1, 1),      \
+        V(D, F, 128, 64, 4, 1, 2, 1, 1, 0, 2, 1, 1), V(D, F, 128, 64, 4, 1, 3, 1, 1, 0, 2, 1, 1),    \
+        V(D, F, 128, 64, 4, 1, 2, 1, 1, 0, 1, 1, 1), V(D, F, 128, 64, 8, 1, 2, 1, 1, 0, 2, 1, 1),    \
+        V(D, F, 128, 128, 8, 1, 2, 1, 1, 0, 2, 1, 1), V(D, F, 64, 128, 4, 2, 2, 1, 1, 0, 2, 1, 1),   \
+        V(D, F, 32, 64, 2, 2, 2, 1, 1, 0, 2, 1, 1), V(D, F, 16, 64, 1, 4, 2, 1, 1, 0, 2, 1, 1)
 
 static const Variant variants[] = {GRID(64, 0), GRID(128, 0), GRID(64, 1), GRID(128, 1)};
 
@@ -257,10 +261,13 @@ static cudaError_t launch(const Variant &v, const Case &c, const Dev &d, cudaStr
 
 int main(int argc, char **argv)
 {
-    bool quick = false, time_only = false;
-    const char *json = nullptr;
+    bool quick = false, time_only = false, small = false, no_time = false;
+    const char *json = nullptr, *filter = nullptr;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--small")) small = quick = no_time = true; /* for compute-sanitizer */
+        else if (!strcmp(argv[i], "--no-time")) no_time = true;
+        else if (!strcmp(argv[i], "--filter") && i + 1 < argc) filter = argv[++i];
         else if (!strcmp(argv[i], "--time-only")) time_only = true;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     }
@@ -282,6 +289,7 @@ int main(int argc, char **argv)
                     for (int causal = 0; causal < 2; causal++)
                         for (int dist = 0; dist < 5; dist++) {
                             if (quick && dist != 0 && dist != 2) continue;
+                            if (small && (sh[2] > 100 || dist != 2)) continue;
                             cases.push_back(Case{sh[0], sh[1], sh[2], d, causal, fmt, dist, (unsigned)(dist + 1)});
                         }
         for (const Case &c : cases) {
@@ -298,6 +306,7 @@ int main(int argc, char **argv)
             for (int vi = 0; vi < nv; vi++) {
                 const Variant &v = variants[vi];
                 if (v.d != c.d || v.fmt != c.fmt || broken[vi]) continue;
+                if (filter && !strstr(v.name, filter)) continue;
                 CK(cudaMemset(dev.o, 0xff, 2 * dev.n + 4096)); /* NaN everywhere, and past the end */
                 cudaError_t e = launch(v, c, dev);
                 if (e == cudaSuccess) e = cudaDeviceSynchronize();
@@ -316,6 +325,9 @@ int main(int argc, char **argv)
                 CK(cudaMemcpy(tail, (char *)dev.o + 2 * dev.n, 4096, cudaMemcpyDeviceToHost));
                 int tail_bad = 0;
                 for (int i = 0; i < 2048; i++) tail_bad += tail[i] != 0xffff;
+                /* atol is in units of the reference's RMS, so the test is scale-free (the large distribution's
+                 * outputs are ~30x those of the normal one) */
+                const double rms = sqrt(ref2 / (double)dev.n);
                 double err2 = 0, maxabs = 0;
                 long long nonfinite = 0, first_bad = -1;
                 for (size_t i = 0; i < dev.n; i++) {
@@ -328,7 +340,7 @@ int main(int argc, char **argv)
                     double dd = f - in.ref[i];
                     err2 += dd * dd;
                     if (fabs(dd) > maxabs) maxabs = fabs(dd);
-                    if (fabs(dd) > 0.02 + 0.02 * fabs(in.ref[i]) && first_bad < 0) first_bad = (long long)i;
+                    if (fabs(dd) > 0.02 * rms + 0.02 * fabs(in.ref[i]) && first_bad < 0) first_bad = (long long)i;
                 }
                 double rel = ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
                 worst[vi] = std::max(worst[vi], rel);
@@ -347,6 +359,10 @@ int main(int argc, char **argv)
         for (int vi = 0; vi < nv; vi++) printf("  worst rel_l2 %.2e  %s\n", worst[vi], variants[vi].name);
     }
 
+    if (no_time) {
+        printf("\n%s: %d correctness failures\n", failures ? "FAILED" : "PASSED", failures);
+        return failures ? 1 : 0;
+    }
     /* ---- timing on the presets ---- */
     const struct {
         const char *name;
@@ -377,6 +393,7 @@ int main(int argc, char **argv)
                 for (int vi = 0; vi < nv; vi++) {
                     const Variant &v = variants[vi];
                     if (v.d != pr.d || v.fmt != fmt || broken[vi]) continue;
+                    if (filter && !strstr(v.name, filter)) continue;
                     if (launch(v, c, dev) != cudaSuccess) continue;
                     std::vector<float> ts;
                     for (int rep = 0; rep < 25; rep++) {
