@@ -464,20 +464,31 @@ static evo_status build_space(loader *L, yaml_node_t *const *domains, const yaml
     return EVO_OK;
 }
 
-/* Which constraint makes the space empty: the first k for which constraints 1..k admit no genome. -1 when none
- * does, or when the space is too large to tell by enumeration. */
+/* True when enumeration proves that the first n_cons constraints admit no genome. */
+static bool proven_empty(loader *L, yaml_node_t *const *domains, const yaml_node_t *cons, int n_cons)
+{
+    evo_space *s;
+    if (build_space(L, domains, cons, n_cons, &s) != EVO_OK) return false;
+    uint64_t total, valid;
+    bool exact;
+    evo_status st = evo_space_count(s, 2000000, &total, &valid, &exact, NULL);
+    evo_space_free(s);
+    return st == EVO_OK && exact && valid == 0;
+}
+
+/* Which constraint empties the space: the smallest k for which constraints 1..k admit no genome (adding a
+ * constraint never adds genomes, so a binary search finds it). -1 when the space is not provably empty. */
 static int first_unsatisfiable(loader *L, yaml_node_t *const *domains, const yaml_node_t *cons)
 {
-    for (int k = 1; k <= N_ITEMS(cons); k++) {
-        evo_space *s;
-        if (build_space(L, domains, cons, k, &s) != EVO_OK) return -1;
-        uint64_t total, valid;
-        bool exact;
-        evo_status st = evo_space_count(s, 2000000, &total, &valid, &exact, NULL);
-        evo_space_free(s);
-        if (st == EVO_OK && exact && valid == 0) return k - 1;
+    int n = N_ITEMS(cons);
+    if (n == 0 || !proven_empty(L, domains, cons, n)) return -1;
+    int lo = 1, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (proven_empty(L, domains, cons, mid)) hi = mid;
+        else lo = mid + 1;
     }
-    return -1;
+    return lo - 1;
 }
 
 static evo_status check_genome(loader *L, const yaml_node_t *n, const char *path, const yaml_node_t *cons,

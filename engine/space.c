@@ -449,6 +449,19 @@ evo_status evo_space_count(const evo_space *s, uint64_t limit, uint64_t *total, 
     return EVO_OK;
 }
 
+typedef struct {
+    evo_rng *rng;
+    evo_genome *out;
+    uint64_t seen;
+} pick_ctx;
+
+static int pick_one(const evo_genome *g, void *ctx)
+{
+    pick_ctx *pc = ctx;
+    if (below64(pc->rng, ++pc->seen) == 0) *pc->out = *g;
+    return 0;
+}
+
 evo_status evo_space_random(const evo_space *s, evo_rng *rng, evo_genome *out, evo_err *err)
 {
     if (s->n_knobs == 0) return evo_fail(err, EVO_E_CONFIG, "the search space has no knobs");
@@ -456,26 +469,9 @@ evo_status evo_space_random(const evo_space *s, evo_rng *rng, evo_genome *out, e
         random_genome(s, rng, out);
         if (evo_space_valid(s, out, NULL)) return EVO_OK;
     }
-    /* Few genomes are valid: pick the r-th valid one, descending by the counts of valid completions. */
-    walk w;
-    walk_init(&w, s);
-    uint64_t n = holds_at(&w, -1) ? count_from(&w, 0) : 0;
-    if (n == 0) return evo_fail(err, EVO_E_CONFIG, "no genome satisfies the constraints");
-    uint64_t r = below64(rng, n);
-    for (int k = 0; k < s->n_knobs; k++) {
-        const knob *kb = &s->knobs[k];
-        int i;
-        for (i = 0; i < kb->n; i++) {
-            w.vars[k] = kb->values[i];
-            w.g.idx[k] = (uint8_t)i;
-            uint64_t c = holds_at(&w, k) ? count_from(&w, k + 1) : 0;
-            if (r < c) break;
-            r -= c;
-        }
-        EVO_ASSERT(i < kb->n);
-        w.vars[k] = kb->values[i];
-        w.g.idx[k] = (uint8_t)i;
-    }
-    *out = w.g;
+    /* Few genomes are valid: one pass over them, keeping the i-th with probability 1/i (uniform overall). */
+    pick_ctx pc = {.rng = rng, .out = out};
+    evo_space_foreach_valid(s, pick_one, &pc);
+    if (pc.seen == 0) return evo_fail(err, EVO_E_CONFIG, "no genome satisfies the constraints");
     return EVO_OK;
 }

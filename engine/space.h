@@ -77,8 +77,9 @@ evo_status evo_space_count(const evo_space *s, uint64_t limit, uint64_t *total, 
                            evo_err *err);
 /* Visit every valid genome in lexicographic index order; stop early when fn returns non-zero. */
 void evo_space_foreach_valid(const evo_space *s, int (*fn)(const evo_genome *g, void *ctx), void *ctx);
-/* A uniformly random valid genome (rejection sampling, then enumeration when rejection keeps failing).
- * Returns EVO_E_CONFIG when no genome is valid. */
+/* A uniformly random valid genome (rejection sampling, then enumeration when rejection keeps failing, which
+ * costs one pass over the valid genomes: fine for spaces whose valid fraction is not tiny or whose constraints
+ * prune early). Deterministic for a given rng state. Returns EVO_E_CONFIG when no genome is valid. */
 evo_status evo_space_random(const evo_space *s, evo_rng *rng, evo_genome *out, evo_err *err);
 
 #endif
