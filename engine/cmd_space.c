@@ -93,7 +93,6 @@ EVO_CMD(space)
         case 'c': path = optarg; break;
         case 'J': json = true; break;
         default:
-            if (optopt) return evo_cli_usage_error(self, err, "option '-%c' is unknown or needs a value", optopt);
             return evo_cli_usage_error(self, err, "option '%s' is unknown or needs a value", argv[optind - 1]);
         }
     }

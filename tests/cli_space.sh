@@ -72,6 +72,12 @@ expect_err "bad_constraint.yaml:16:17: space.constraints[0]: unknown knob 'WARPS
 run space --config "$SRC/tests/data/config/malformed.yaml"
 expect_rc 2 "malformed"
 expect_err "malformed.yaml:6:12: malformed YAML" "malformed"
+for f in "$SRC"/tests/data/config/*.yaml; do
+  case "$f" in */good.yaml) continue ;; esac
+  run space --config "$f"
+  expect_rc 2 "$(basename "$f")"
+  case "$err" in "evo: $f:"[0-9]*) ;; *) fail "$(basename "$f"): message does not start with the file: $err" ;; esac
+done
 run space --config "$tmp/missing.yaml"
 expect_rc 2 "missing file"
 expect_err "missing.yaml: No such file or directory" "missing file"
@@ -82,6 +88,7 @@ expect_rc 2 "bad option"
 expect_err "see 'evo help space'" "bad option"
 run space --config
 expect_rc 2 "option without value"
+expect_err "option '--config' is unknown or needs a value" "option without value"
 run space "$SRC/configs/default.yaml"
 expect_rc 2 "stray argument"
 expect_err "unexpected argument" "stray argument"

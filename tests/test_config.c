@@ -70,6 +70,9 @@ static void test_default(void)
     CHECK_STR(g, "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,V_F16_SMEM=0,"
                  "MIN_BLOCKS=1,FAST_EXP=1");
     CHECK(evo_space_valid(s, &c->baseline, NULL));
+    char hex[65];
+    evo_genome_hash(s, &c->baseline, hex); /* SHA-256 of the text above: store keys depend on it */
+    CHECK_STR(hex, "7536973e583a17023d231a504c18352b2fa4038f9d5915711afbf1d1e806c3b4");
     CHECK_EQ_INT(c->n_seeds, 0);
 
     CHECK_EQ_INT(c->n_shapes, 5);
