@@ -264,7 +264,8 @@ static evo_status as_int(loader *L, const yaml_node_t *n, const char *path, long
     if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || end == v || *end || octal_looking ||
         isspace((unsigned char)v[0]))
         return expected(L, n, path, "an integer");
-    if (errno == ERANGE || x < lo || x > hi) return FAIL(L, n, path, "%s is out of range: must be %lld to %lld", v, lo, hi);
+    if (errno == ERANGE || x < lo || x > hi)
+        return FAIL(L, n, path, "%s is out of range: must be %lld to %lld", v, lo, hi);
     *out = x;
     return EVO_OK;
 }
@@ -411,7 +412,8 @@ static evo_status add_knob(loader *L, evo_space *s, const char *name, const yaml
                             (const char *)v->data.scalar.value, name);
     }
     evo_err e = {{0}};
-    evo_status st = is_enum ? evo_space_add_enum_knob(s, name, names, n, &e) : evo_space_add_int_knob(s, name, values, n, &e);
+    evo_status st = is_enum ? evo_space_add_enum_knob(s, name, names, n, &e)
+                            : evo_space_add_int_knob(s, name, values, n, &e);
     if (st != EVO_OK) return FAIL(L, dom, path, "%s", e.msg);
     return EVO_OK;
 }
@@ -668,7 +670,8 @@ static evo_status load_correctness(loader *L, const yaml_node_t *root)
             long long x;
             TRY(as_int(L, ITEM(L, v, i), item(q, p, i), 0, INT64_MAX, &x));
             for (int j = 0; j < i; j++)
-                if (L->c->correctness.seeds[j] == (uint64_t)x) return FAIL(L, ITEM(L, v, i), q, "seed %lld given twice", x);
+                if (L->c->correctness.seeds[j] == (uint64_t)x)
+                    return FAIL(L, ITEM(L, v, i), q, "seed %lld given twice", x);
             L->c->correctness.seeds[i] = (uint64_t)x;
         }
         L->c->correctness.n_seeds = n;
