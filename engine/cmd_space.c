@@ -1,9 +1,113 @@
-/* cmd_space.c — `evo space`: not built yet (see the issue that owns it). */
+/* cmd_space.c — `evo space`: the search space of a config (knobs, domains, constraints, baseline) with its total
+ * size and its exact number of valid genomes, as text or as JSON. */
 #include "cli.h"
+#include "config.h"
+#include "space.h"
+
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Enumeration budget: a few seconds of work at most; pruning by the constraints keeps far larger spaces exact. */
+#define SPACE_COUNT_LIMIT 10000000ULL
+
+static void print_text(const evo_config *c, uint64_t total, uint64_t valid, bool exact)
+{
+    const evo_space *s = c->space;
+    int width = 0;
+    for (int k = 0; k < evo_space_n_knobs(s); k++) {
+        int w = (int)strlen(evo_space_knob_name(s, k));
+        if (w > width) width = w;
+    }
+    printf("config:   %s\ntask:     %s\n\nknobs (%d):\n", c->path, c->task, evo_space_n_knobs(s));
+    for (int k = 0; k < evo_space_n_knobs(s); k++) {
+        printf("  %-*s  %-4s [", width, evo_space_knob_name(s, k), evo_space_knob_is_enum(s, k) ? "enum" : "int");
+        for (int i = 0; i < evo_space_domain_size(s, k); i++)
+            printf("%s%s", i ? ", " : "", evo_space_value_text(s, k, i));
+        printf("]\n");
+    }
+    printf("\nconstraints (%d):\n", evo_space_n_constraints(s));
+    for (int i = 0; i < evo_space_n_constraints(s); i++) printf("  %d. %s\n", i + 1, evo_space_constraint_text(s, i));
+    char g[EVO_GENOME_TEXT_MAX];
+    evo_genome_format(s, &c->baseline, g, sizeof g);
+    printf("\nbaseline: %s\n", g);
+    printf("total:    %" PRIu64 "%s\n", total, total == UINT64_MAX ? " or more" : "");
+    if (exact) printf("valid:    %" PRIu64 " (%.2f%%)\n", valid, total ? 100.0 * (double)valid / (double)total : 0.0);
+    else printf("valid:    about %" PRIu64 " (estimated by sampling: too many to enumerate)\n", valid);
+}
+
+static evo_status print_json(const evo_config *c, uint64_t total, uint64_t valid, bool exact, evo_err *err)
+{
+    const evo_space *s = c->space;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "config", c->path);
+    cJSON_AddStringToObject(root, "task", c->task);
+    cJSON *knobs = cJSON_AddArrayToObject(root, "knobs");
+    for (int k = 0; k < evo_space_n_knobs(s); k++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", evo_space_knob_name(s, k));
+        bool is_enum = evo_space_knob_is_enum(s, k);
+        cJSON_AddStringToObject(o, "kind", is_enum ? "enum" : "int");
+        cJSON *dom = cJSON_AddArrayToObject(o, "domain");
+        for (int i = 0; i < evo_space_domain_size(s, k); i++)
+            cJSON_AddItemToArray(dom, is_enum ? cJSON_CreateString(evo_space_value_text(s, k, i))
+                                              : cJSON_CreateNumber(evo_space_value(s, k, i)));
+        cJSON_AddItemToArray(knobs, o);
+    }
+    cJSON *cons = cJSON_AddArrayToObject(root, "constraints");
+    for (int i = 0; i < evo_space_n_constraints(s); i++)
+        cJSON_AddItemToArray(cons, cJSON_CreateString(evo_space_constraint_text(s, i)));
+    char g[EVO_GENOME_TEXT_MAX];
+    evo_genome_format(s, &c->baseline, g, sizeof g);
+    cJSON_AddStringToObject(root, "baseline", g);
+    /* counts above 2^53 lose precision as JSON numbers; the spaces evo searches stay far below */
+    cJSON_AddNumberToObject(root, "total", (double)total);
+    cJSON_AddNumberToObject(root, "valid", (double)valid);
+    cJSON_AddBoolToObject(root, "exact", exact);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) return evo_fail(err, EVO_E_NOMEM, "space: out of memory writing JSON");
+    printf("%s\n", text);
+    free(text);
+    return EVO_OK;
+}
 
 EVO_CMD(space)
 {
-    (void)argc;
-    (void)argv;
-    return evo_fail(err, EVO_E_INTERNAL, "space: not built yet");
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'J'},
+        {NULL, 0, NULL, 0},
+    };
+    const evo_cmd *self = evo_cli_find("space");
+    const char *path = EVO_DEFAULT_CONFIG;
+    bool json = false;
+    optind = 1;
+    opterr = 0;
+    int o;
+    while ((o = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+        switch (o) {
+        case 'c': path = optarg; break;
+        case 'J': json = true; break;
+        default:
+            return evo_cli_usage_error(self, err, "option '%s' is unknown or needs a value", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
+
+    evo_config *c;
+    evo_status st = evo_config_load(path, &c, err);
+    if (st != EVO_OK) return st;
+    uint64_t total, valid;
+    bool exact;
+    st = evo_space_count(c->space, SPACE_COUNT_LIMIT, &total, &valid, &exact, err);
+    if (st == EVO_OK) {
+        if (json) st = print_json(c, total, valid, exact, err);
+        else print_text(c, total, valid, exact);
+    }
+    evo_config_free(c);
+    return st;
 }

@@ -2,8 +2,11 @@
  *
  * evo_config_load parses with libyaml, checks every key against the schema (unknown keys are errors: a typo must
  * not silently fall back to a default), builds the search space, and validates the baseline and seed genomes.
- * Every error names "file:line:column: key: what is wrong" and returns EVO_E_CONFIG.
- * docs/usage.md documents each key; configs/default.yaml shows all of them.
+ * Every error names "file:line:column: key: what is wrong" and returns EVO_E_CONFIG (an unreadable file too).
+ * docs/usage.md documents each key, its default and its limits; configs/default.yaml shows all of them.
+ * The space's knobs are exactly the task's (evo_task_find(task)->knobs), added in the task's order whatever order
+ * the YAML lists them in, so genome texts and hashes do not depend on how a config is written. The baseline and
+ * every seed satisfy the constraints, so the space is never empty.
  *
  * Ownership: the returned evo_config owns everything it points to (space included); free with evo_config_free.
  * Read-only after loading; safe to share between threads.

@@ -39,8 +39,12 @@ void evo_space_free(evo_space *s);
 evo_status evo_space_add_int_knob(evo_space *s, const char *name, const int *values, int n, evo_err *err);
 /* names: distinct identifiers, 1..EVO_MAX_DOMAIN of them. */
 evo_status evo_space_add_enum_knob(evo_space *s, const char *name, const char *const *names, int n, evo_err *err);
-/* Parses expr now; errors say the column and the token ("constraint 2, column 14: unknown knob 'TILE_Q'"). */
+/* Parses expr now; errors say the column and the token ("constraint 2, column 14: unknown knob 'TILE_Q'").
+ * An identifier that is not a knob but a value name of an enumerated knob stands for that value's index. */
 evo_status evo_space_add_constraint(evo_space *s, const char *expr, evo_err *err);
+/* Same, for callers that place the error themselves (the config maps it to a file column): on a parse error
+ * err holds only what is wrong ("unknown knob 'TILE_Q'") and *err_column the 1-based column in expr. */
+evo_status evo_space_add_constraint_ex(evo_space *s, const char *expr, int *err_column, evo_err *err);
 
 int evo_space_n_knobs(const evo_space *s);
 const char *evo_space_knob_name(const evo_space *s, int knob);
@@ -66,13 +70,16 @@ void evo_genome_hash(const evo_space *s, const evo_genome *g, char hex[65]);
 bool evo_genome_equal(const evo_space *s, const evo_genome *a, const evo_genome *b);
 
 /* Cartesian size and, by enumeration, the number of valid genomes (exact up to `limit` genomes enumerated;
- * *exact is false when the space is larger than that and *valid is then an estimate from sampling). */
+ * *exact is false when the space is larger than that and *valid is then an estimate from sampling).
+ * The enumeration cuts subtrees as soon as a constraint fails, so much larger spaces are often still exact.
+ * *total saturates at UINT64_MAX. EVO_E_CONFIG when the space has no knobs. */
 evo_status evo_space_count(const evo_space *s, uint64_t limit, uint64_t *total, uint64_t *valid, bool *exact,
                            evo_err *err);
 /* Visit every valid genome in lexicographic index order; stop early when fn returns non-zero. */
 void evo_space_foreach_valid(const evo_space *s, int (*fn)(const evo_genome *g, void *ctx), void *ctx);
-/* A uniformly random valid genome (rejection sampling, then enumeration when rejection keeps failing).
- * Returns EVO_E_CONFIG when no genome is valid. */
+/* A uniformly random valid genome (rejection sampling, then enumeration when rejection keeps failing, which
+ * costs one pass over the valid genomes: fine for spaces whose valid fraction is not tiny or whose constraints
+ * prune early). Deterministic for a given rng state. Returns EVO_E_CONFIG when no genome is valid. */
 evo_status evo_space_random(const evo_space *s, evo_rng *rng, evo_genome *out, evo_err *err);
 
 #endif

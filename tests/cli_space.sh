@@ -1,0 +1,100 @@
+# cli_space.sh — `evo space`: output, --json, exit codes and messages on bad configs and bad options.
+# Run: bash tests/cli_space.sh build/evo .   (ctest runs it as cli_space)
+set -u
+EVO=$(realpath "$1")
+SRC=$(realpath "$2")
+fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+# run ARGS...: sets rc, out (stdout) and err (stderr)
+run() {
+  "$EVO" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  out=$(cat "$tmp/out")
+  err=$(cat "$tmp/err")
+}
+expect_rc() { [ "$rc" = "$1" ] || fail "$2: exit $rc, expected $1 (stderr: $err)"; }
+expect_out() { grep -qF -- "$1" "$tmp/out" || fail "$2: stdout lacks '$1'"; }
+expect_err() { grep -qF -- "$1" "$tmp/err" || fail "$2: stderr lacks '$1' (got: $err)"; }
+
+# The default space, as text.
+run space --config "$SRC/configs/default.yaml"
+expect_rc 0 "default"
+expect_out "task:     attention_fp8" "default"
+expect_out "knobs (11):" "default"
+expect_out "  TILE_M      int  [16, 32, 64, 128, 256]" "default"
+expect_out "  FAST_EXP    int  [0, 1]" "default"
+expect_out "constraints (3):" "default"
+expect_out "  3. WARPS_M * WARPS_N <= 8" "default"
+expect_out "baseline: TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2," "default"
+expect_out "total:    46080" "default"
+expect_out "valid:    13056 (28.33%)" "default"
+[ -z "$err" ] || fail "default: stderr not empty: $err"
+
+# The same as JSON.
+run space --config "$SRC/configs/default.yaml" --json
+expect_rc 0 "json"
+if command -v python3 >/dev/null; then
+  python3 - "$tmp/out" <<'EOF' || fail "json: content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["task"] == "attention_fp8", d["task"]
+assert d["total"] == 46080 and d["valid"] == 13056 and d["exact"] is True, d
+assert [k["name"] for k in d["knobs"]][:3] == ["TILE_M", "TILE_N", "WARPS_M"]
+assert d["knobs"][0] == {"name": "TILE_M", "kind": "int", "domain": [16, 32, 64, 128, 256]}, d["knobs"][0]
+assert len(d["knobs"]) == 11 and len(d["constraints"]) == 3
+assert d["constraints"][1] == "TILE_N % (16 * WARPS_N) == 0"
+assert d["baseline"].startswith("TILE_M=64,TILE_N=64,")
+EOF
+else
+  expect_out '"valid":	13056' "json"
+  expect_out '"total":	46080' "json"
+fi
+
+# Plain `evo space` reads configs/default.yaml in the working directory.
+mkdir -p "$tmp/wd/configs" && cp "$SRC/configs/smoke.yaml" "$tmp/wd/configs/default.yaml"
+(cd "$tmp/wd" && "$EVO" space >"$tmp/out" 2>"$tmp/err"); rc=$?
+expect_rc 0 "default path"
+expect_out "config:   configs/default.yaml" "default path"
+expect_out "valid:    8 (100.00%)" "default path"
+
+# Bad configs: exit 2, the message names file:line:column and the key; nothing on stdout.
+run space --config "$SRC/tests/data/config/unknown_knob.yaml"
+expect_rc 2 "unknown knob"
+expect_err "unknown_knob.yaml:15:5: space.knobs.TILE_Q: unknown knob" "unknown knob"
+[ -z "$out" ] || fail "unknown knob: stdout not empty"
+run space --config "$SRC/tests/data/config/bad_constraint.yaml" --json
+expect_rc 2 "bad constraint"
+expect_err "bad_constraint.yaml:16:17: space.constraints[0]: unknown knob 'WARPS_Q'" "bad constraint"
+run space --config "$SRC/tests/data/config/malformed.yaml"
+expect_rc 2 "malformed"
+expect_err "malformed.yaml:6:12: malformed YAML" "malformed"
+for f in "$SRC"/tests/data/config/*.yaml; do
+  case "$f" in */good.yaml) continue ;; esac
+  run space --config "$f"
+  expect_rc 2 "$(basename "$f")"
+  case "$err" in "evo: $f:"[0-9]*) ;; *) fail "$(basename "$f"): message does not start with the file: $err" ;; esac
+done
+run space --config "$tmp/missing.yaml"
+expect_rc 2 "missing file"
+expect_err "missing.yaml: No such file or directory" "missing file"
+
+# Bad command lines: exit 2 and a pointer to the help.
+run space --bogus
+expect_rc 2 "bad option"
+expect_err "see 'evo help space'" "bad option"
+run space --config
+expect_rc 2 "option without value"
+expect_err "option '--config' is unknown or needs a value" "option without value"
+run space "$SRC/configs/default.yaml"
+expect_rc 2 "stray argument"
+expect_err "unexpected argument" "stray argument"
+run space --help
+expect_rc 0 "help"
+expect_out "usage: evo space [--config F] [--json]" "help"
+
+[ "$fails" = 0 ] && echo "cli_space: all checks passed"
+exit $((fails > 0))

@@ -1,0 +1,367 @@
+/* test_config.c — the YAML configuration: configs/default.yaml parses to the documented values, defaults fill
+ * what a minimal config leaves out, and every bad fixture in tests/data/config/ fails with EVO_E_CONFIG and a
+ * message naming file:line:column and the key. Run: ctest -R test_config (or build/tests/test_config). */
+#include "check.h"
+#include "config.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DATA EVO_SOURCE_DIR "/tests/data/config/"
+
+static evo_config *load(const char *path)
+{
+    evo_config *c = NULL;
+    evo_err err = {{0}};
+    evo_status s = evo_config_load(path, &c, &err);
+    if (s != EVO_OK) fprintf(stderr, "%s: %s\n", path, err.msg);
+    CHECK_EQ_INT(s, EVO_OK);
+    return c;
+}
+
+static void check_shape(const evo_shape *s, const char *name, int b, int h, int n, int d, bool causal)
+{
+    CHECK_STR(s->name, name);
+    CHECK_EQ_INT(s->batch, b);
+    CHECK_EQ_INT(s->heads, h);
+    CHECK_EQ_INT(s->seq, n);
+    CHECK_EQ_INT(s->head_dim, d);
+    CHECK_EQ_INT(s->causal, causal);
+}
+
+static void test_default(void)
+{
+    evo_config *c = load(EVO_SOURCE_DIR "/configs/default.yaml");
+    if (!c) return;
+    CHECK_STR(c->task, "attention_fp8");
+    CHECK_EQ_INT(c->format, EVO_FMT_E4M3);
+    CHECK_STR(c->arch, "auto");
+    CHECK_NEAR(c->softmax_scale, 0.0, 0);
+    CHECK(c->text && strstr(c->text, "task: attention_fp8"));
+    CHECK_CONTAINS(c->path, "configs/default.yaml");
+
+    const evo_space *s = c->space;
+    static const char *const knobs[] = {"TILE_M",  "TILE_N", "WARPS_M",    "WARPS_N",    "STAGES",  "SWIZZLE",
+                                        "PV_MMA", "QK_8BIT", "V_F16_SMEM", "MIN_BLOCKS", "FAST_EXP"};
+    static const int sizes[] = {5, 4, 4, 3, 3, 2, 2, 2, 2, 2, 2};
+    CHECK_EQ_INT(evo_space_n_knobs(s), 11);
+    for (int k = 0; k < 11; k++) {
+        CHECK_STR(evo_space_knob_name(s, k), knobs[k]);
+        CHECK_EQ_INT(evo_space_domain_size(s, k), sizes[k]);
+        CHECK(!evo_space_knob_is_enum(s, k));
+    }
+    CHECK_EQ_INT(evo_space_value(s, 0, 4), 256);
+    CHECK_EQ_INT(evo_space_value(s, 1, 0), 32);
+    CHECK_EQ_INT(evo_space_value(s, 2, 3), 8);
+    CHECK_EQ_INT(evo_space_value(s, 9, 1), 2);
+    CHECK_EQ_INT(evo_space_n_constraints(s), 3);
+    CHECK_STR(evo_space_constraint_text(s, 1), "TILE_N % (16 * WARPS_N) == 0");
+    uint64_t total, valid;
+    bool exact;
+    CHECK_EQ_INT(evo_space_count(s, 10000000, &total, &valid, &exact, NULL), EVO_OK);
+    CHECK_EQ_INT(total, 46080);
+    /* (TILE_M, WARPS_M) pairs: 8; per WARPS_M the (WARPS_N, TILE_N) choices: 11, 11, 8, 4 -> 68; x 3 x 2^6 */
+    CHECK_EQ_INT(valid, 13056);
+    CHECK(exact);
+
+    char g[EVO_GENOME_TEXT_MAX];
+    evo_genome_format(s, &c->baseline, g, sizeof g);
+    CHECK_STR(g, "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,V_F16_SMEM=0,"
+                 "MIN_BLOCKS=1,FAST_EXP=1");
+    CHECK(evo_space_valid(s, &c->baseline, NULL));
+    char hex[65];
+    evo_genome_hash(s, &c->baseline, hex); /* SHA-256 of the text above: store keys depend on it */
+    CHECK_STR(hex, "7536973e583a17023d231a504c18352b2fa4038f9d5915711afbf1d1e806c3b4");
+    CHECK_EQ_INT(c->n_seeds, 0);
+
+    CHECK_EQ_INT(c->n_shapes, 5);
+    check_shape(&c->shapes[0], "mission", 1, 8, 512, 64, false);
+    check_shape(&c->shapes[1], "small", 2, 8, 512, 64, false);
+    check_shape(&c->shapes[2], "long", 2, 8, 2048, 64, false);
+    check_shape(&c->shapes[3], "wide", 2, 8, 512, 128, false);
+    check_shape(&c->shapes[4], "stress", 4, 8, 2048, 64, false);
+
+    CHECK_EQ_INT(c->correctness.n_seeds, 3);
+    CHECK_EQ_INT(c->correctness.seeds[2], 2);
+    CHECK_EQ_INT(c->correctness.n_dists, 5);
+    CHECK_EQ_INT(c->correctness.dists[0], EVO_DIST_NORMAL);
+    CHECK_EQ_INT(c->correctness.dists[3], EVO_DIST_ZERO_HEAD);
+    CHECK_EQ_INT(c->correctness.dists[4], EVO_DIST_LARGE);
+    CHECK_EQ_INT(c->correctness.n_causal, 2);
+    CHECK(!c->correctness.causal[0] && c->correctness.causal[1]);
+    CHECK_EQ_INT(c->correctness.n_shapes, 5);
+    check_shape(&c->correctness.shapes[0], "s1", 1, 2, 1, 64, false);
+    check_shape(&c->correctness.shapes[1], "s77", 3, 5, 77, 64, false);
+    check_shape(&c->correctness.shapes[2], "s500", 1, 3, 500, 128, false);
+    check_shape(&c->correctness.shapes[3], "s1000", 2, 2, 1000, 64, false);
+    check_shape(&c->correctness.shapes[4], "s77w", 3, 5, 77, 128, false);
+    CHECK_NEAR(c->correctness.tol.rel_l2, 2.0e-3, 1e-15);
+    CHECK_NEAR(c->correctness.tol.atol, 2.0e-2, 1e-15);
+    CHECK_NEAR(c->correctness.tol.rtol, 2.0e-2, 1e-15);
+    CHECK_NEAR(c->correctness.tol.max_frac_over, 0.0, 0);
+
+    CHECK_EQ_INT(c->timing.warmup, 3);
+    CHECK_EQ_INT(c->timing.repetitions, 20);
+    CHECK(c->timing.flush_l2);
+    CHECK_NEAR(c->timing.abort_factor, 3.0, 0);
+    CHECK_NEAR(c->timing.kernel_timeout_s, 5.0, 0);
+
+    CHECK_STR(c->evolution.strategy, "ga");
+    CHECK_EQ_INT(c->evolution.population, 32);
+    CHECK_EQ_INT(c->evolution.generations, 20);
+    CHECK_EQ_INT(c->evolution.elites, 3);
+    CHECK_EQ_INT(c->evolution.tournament, 3);
+    CHECK_NEAR(c->evolution.crossover_rate, 0.7, 1e-15);
+    CHECK_NEAR(c->evolution.mutation_rate, 0.2, 1e-15);
+    CHECK_NEAR(c->evolution.immigrant_rate, 0.1, 1e-15);
+    CHECK_EQ_INT(c->evolution.seed, 1);
+    CHECK_EQ_INT(c->evolution.stall_generations, 8);
+    CHECK_NEAR(c->evolution.time_budget_s, 0, 0);
+    CHECK(c->evolution.insights);
+
+    CHECK_NEAR(c->regression.slowdown, 1.10, 1e-15);
+    CHECK_EQ_INT(c->regression.min_shapes, 2);
+    CHECK_NEAR(c->compile.timeout_s, 120, 0);
+    CHECK_EQ_INT(c->compile.max_registers, 255);
+    CHECK(!c->compile.allow_spills);
+    CHECK(c->compile.extra_options == NULL);
+
+    /* sorted "B,H,S,D,causal\n" lines of the five timed shapes */
+    char key[65];
+    evo_config_shape_set_key(c, key);
+    CHECK_STR(key, "cc7fe78e52ac489f307b3a095a399f2c12d79b820332858389c50d5f8f0dec93");
+    char buf[64];
+    CHECK_EQ_INT(evo_shape_format(&c->shapes[2], buf, sizeof buf), 17);
+    CHECK_STR(buf, "long(2,8,2048,64)");
+    evo_config_free(c);
+}
+
+static void test_smoke(void)
+{
+    evo_config *c = load(EVO_SOURCE_DIR "/configs/smoke.yaml");
+    if (!c) return;
+    uint64_t total, valid;
+    bool exact;
+    CHECK_EQ_INT(evo_space_count(c->space, 1000, &total, &valid, &exact, NULL), EVO_OK);
+    CHECK_EQ_INT(total, 8);
+    CHECK_EQ_INT(valid, 8);
+    CHECK_EQ_INT(c->n_shapes, 2);
+    CHECK_EQ_INT(c->correctness.n_seeds, 1);
+    CHECK_EQ_INT(c->correctness.n_dists, 2);
+    CHECK_EQ_INT(c->correctness.dists[1], EVO_DIST_OUTLIERS);
+    CHECK_EQ_INT(c->evolution.population, 4);
+    CHECK_EQ_INT(c->evolution.elites, 1);
+    CHECK_EQ_INT(c->timing.repetitions, 5);
+    CHECK_EQ_INT(c->timing.warmup, 1);
+    CHECK_NEAR(c->timing.abort_factor, 3.0, 0); /* not given: the default */
+    evo_config_free(c);
+}
+
+/* From memory, the minimum a config must say; everything else is a default. Knobs listed out of order still
+ * give genomes in the template's order. */
+#define MINIMAL_SPACE                                                                                         \
+    "task: attention_fp8\n"                                                                                    \
+    "space:\n"                                                                                                 \
+    "  knobs: {FAST_EXP: [0, 1], TILE_N: [64], TILE_M: [64], WARPS_M: [4], WARPS_N: [1], STAGES: [2],\n"       \
+    "          SWIZZLE: [1], PV_MMA: [1], QK_8BIT: [0], V_F16_SMEM: [0], MIN_BLOCKS: [1]}\n"
+#define MINIMAL_REST                                                                                          \
+    "baseline: FAST_EXP=1, TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,"      \
+    "V_F16_SMEM=0,MIN_BLOCKS=1\n"                                                                              \
+    "shapes: [{name: one, batch: 1, heads: 1, seq: 128, head_dim: 128, causal: true}]\n"                       \
+    "evolution: {population: 2}\n"
+static const char minimal[] = MINIMAL_SPACE MINIMAL_REST;
+
+static void test_minimal_and_defaults(void)
+{
+    evo_config *c = NULL;
+    evo_err err = {{0}};
+    CHECK_EQ_INT(evo_config_parse("mem.yaml", minimal, strlen(minimal), &c, &err), EVO_OK);
+    if (!c) {
+        fprintf(stderr, "%s\n", err.msg);
+        return;
+    }
+    CHECK_STR(c->path, "mem.yaml");
+    CHECK_STR(evo_space_knob_name(c->space, 0), "TILE_M");
+    CHECK_STR(evo_space_knob_name(c->space, 10), "FAST_EXP");
+    char g[EVO_GENOME_TEXT_MAX];
+    evo_genome_format(c->space, &c->baseline, g, sizeof g);
+    CHECK_STR(g, "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,V_F16_SMEM=0,"
+                 "MIN_BLOCKS=1,FAST_EXP=1");
+    CHECK_EQ_INT(evo_space_n_constraints(c->space), 0);
+    check_shape(&c->shapes[0], "one", 1, 1, 128, 128, true);
+    CHECK_EQ_INT(c->format, EVO_FMT_E4M3);
+    CHECK_STR(c->arch, "auto");
+    CHECK_EQ_INT(c->correctness.n_seeds, 3);
+    CHECK_EQ_INT(c->correctness.n_dists, 5);
+    CHECK_EQ_INT(c->correctness.n_causal, 2);
+    CHECK_EQ_INT(c->correctness.n_shapes, 0);
+    CHECK_NEAR(c->correctness.tol.rel_l2, 2.0e-3, 1e-15);
+    CHECK_EQ_INT(c->timing.warmup, 3);
+    CHECK_EQ_INT(c->timing.repetitions, 20);
+    CHECK_EQ_INT(c->evolution.population, 2);
+    CHECK_EQ_INT(c->evolution.elites, 1);     /* 3, capped at population - 1 */
+    CHECK_EQ_INT(c->evolution.tournament, 2); /* 3, capped at population */
+    CHECK_EQ_INT(c->evolution.generations, 20);
+    CHECK_EQ_INT(c->regression.min_shapes, 1); /* 2, capped at the number of timed shapes */
+    CHECK_NEAR(c->regression.slowdown, 1.10, 1e-15);
+    CHECK_EQ_INT(c->compile.max_registers, 255);
+    CHECK(c->text && strlen(c->text) == strlen(minimal));
+    evo_config_free(c);
+
+    /* Text in memory need not be NUL-terminated: only len bytes are read. */
+    char *copy = malloc(sizeof minimal);
+    memcpy(copy, minimal, sizeof minimal - 1);
+    copy[sizeof minimal - 1] = '@';
+    CHECK_EQ_INT(evo_config_parse("mem.yaml", copy, sizeof minimal - 1, &c, &err), EVO_OK);
+    evo_config_free(c);
+    free(copy);
+}
+
+/* Each bad fixture: where and on which key the message must point, and what it must say. */
+static const struct {
+    const char *file, *where, *what;
+} bad[] = {
+    {"malformed.yaml", "malformed.yaml:6:12: malformed YAML", "did not find expected ',' or ']'"},
+    {"malformed_indent.yaml", "malformed_indent.yaml:31:11: malformed YAML", "mapping values are not allowed"},
+    {"wrong_type.yaml", "wrong_type.yaml:21:40: shapes[1].seq", "expected an integer, found 'long'"},
+    {"quoted_number.yaml", "quoted_number.yaml:30:15: evolution.population", "found the quoted string '4'"},
+    {"wrong_type_list.yaml", "wrong_type_list.yaml:28:18: timing.warmup", "expected an integer, found a list"},
+    {"negative.yaml", "negative.yaml:21:22: shapes[1].batch", "-1 is out of range: must be 1 to 65535"},
+    {"population_small.yaml", "population_small.yaml:30:15: evolution.population", "must be 2 to 100000"},
+    {"population_large.yaml", "population_large.yaml:30:15: evolution.population", "must be 2 to 100000"},
+    {"repetitions_zero.yaml", "repetitions_zero.yaml:28:34: timing.repetitions", "must be 1 to 10000"},
+    {"tolerance_zero.yaml", "tolerance_zero.yaml:27:37: correctness.tolerance.atol", "must be greater than 0"},
+    {"tolerance_negative.yaml", "tolerance_negative.yaml:27:23: correctness.tolerance.rel_l2",
+     "must be greater than 0"},
+    {"seq_zero.yaml", "seq_zero.yaml:20:40: shapes[0].seq", "0 is out of range"},
+    {"head_dim.yaml", "head_dim.yaml:21:55: shapes[1].head_dim", "head_dim 96 is not supported (64 or 128)"},
+    {"shape_too_large.yaml", "shape_too_large.yaml:21:5: shapes[1]", "more than 2^31-1"},
+    {"unknown_key.yaml", "unknown_key.yaml:30:3: evolution.populaton", "unknown key (did you mean 'population'?)"},
+    {"unknown_key_nested.yaml", "unknown_key_nested.yaml:27:45: correctness.tolerance.rtoll",
+     "did you mean 'rtol'?"},
+    {"unknown_key_top.yaml", "unknown_key_top.yaml:19:1: verbose", "unknown key (known here: task,"},
+    {"duplicate_key.yaml", "duplicate_key.yaml:32:3: evolution.population", "key given twice (first at line 30)"},
+    {"missing_baseline.yaml", "missing_baseline.yaml:1:1: baseline", "required key is missing"},
+    {"missing_shape_key.yaml", "missing_shape_key.yaml:20:5: shapes[0].head_dim", "required key is missing"},
+    {"missing_shapes.yaml", "missing_shapes.yaml:1:1: shapes", "required key is missing"},
+    {"unknown_knob.yaml", "unknown_knob.yaml:15:5: space.knobs.TILE_Q", "unknown knob (task attention_fp8 takes"},
+    {"missing_knob.yaml", "missing_knob.yaml:4:5: space.knobs", "knob 'FAST_EXP' is missing"},
+    {"empty_domain.yaml", "empty_domain.yaml:8:13: space.knobs.STAGES", "empty domain"},
+    {"duplicate_value.yaml", "duplicate_value.yaml:4:23: space.knobs.TILE_M[2]", "value 64 appears twice"},
+    {"mixed_domain.yaml", "mixed_domain.yaml:10:17: space.knobs.PV_MMA[1]", "expected an integer, found 'mma'"},
+    {"bad_constraint.yaml", "bad_constraint.yaml:16:17: space.constraints[0]", "unknown knob 'WARPS_Q'"},
+    {"bad_constraint_syntax.yaml", "bad_constraint_syntax.yaml:16:28: space.constraints[0]",
+     "expected a number, a knob or '(', found end of expression"},
+    {"bad_constraint_folded.yaml", "bad_constraint_folded.yaml:16:7: space.constraints[0]",
+     "unexpected '&' (logical and is '&&') (column 26 of the expression)"},
+    {"unsatisfiable.yaml", "unsatisfiable.yaml:16:7: space.constraints[0]", "no genome satisfies this constraint"},
+    {"unsatisfiable_pair.yaml", "unsatisfiable_pair.yaml:18:7: space.constraints[2]",
+     "no genome satisfies this constraint together with the ones before it"},
+    {"baseline_unknown_knob.yaml", "baseline_unknown_knob.yaml:17:11: baseline", "unknown knob 'TILE_Q'"},
+    {"baseline_not_in_domain.yaml", "baseline_not_in_domain.yaml:17:11: baseline",
+     "knob 'TILE_M': value '32' is not in its domain (64, 128)"},
+    {"baseline_violates.yaml", "baseline_violates.yaml:17:11: baseline",
+     "violates the constraint 'STAGES == 1 || PV_MMA == 0'"},
+    {"seed_bad.yaml", "seed_bad.yaml:19:5: seeds[0]", "knob 'WARPS_M' is missing"},
+    {"seed_duplicate.yaml", "seed_duplicate.yaml:20:5: seeds[1]", "same genome as seeds[0]"},
+    {"unknown_distribution.yaml", "unknown_distribution.yaml:24:27: correctness.distributions[1]",
+     "unknown distribution 'gauss' (known: normal, uniform, outliers, zero_head, large)"},
+    {"unknown_format.yaml", "unknown_format.yaml:2:9: format", "unknown format 'e5m2' (known: e4m3, u8sim)"},
+    {"unknown_task.yaml", "unknown_task.yaml:1:7: task", "unknown task 'attention_fp16'"},
+    {"unknown_arch.yaml", "unknown_arch.yaml:2:7: arch", "unknown architecture 'sm_75'"},
+    {"unknown_strategy.yaml", "unknown_strategy.yaml:31:13: evolution.strategy", "unknown strategy 'annealing'"},
+    {"elites_too_many.yaml", "elites_too_many.yaml:31:11: evolution.elites", "must be less than evolution.population"},
+    {"correctness_causal.yaml", "correctness_causal.yaml:26:7: correctness.shapes[0].causal",
+     "checked with every setting of correctness.causal"},
+    {"duplicate_shape_name.yaml", "duplicate_shape_name.yaml:26:7: correctness.shapes[0].name",
+     "shape name 'a' is already used by shapes[0]"},
+    {"null_value.yaml", "null_value.yaml:18:7: seeds", "no value given (expected a list"},
+    {"bad_bool.yaml", "bad_bool.yaml:28:47: timing.flush_l2", "expected true or false, found 'yes'"},
+    {"min_shapes.yaml", "min_shapes.yaml:32:42: regression.min_shapes", "more than the 2 timed shapes"},
+    {"two_documents.yaml", "two_documents.yaml:35:1: top level", "a second YAML document"},
+    {"empty.yaml", "empty.yaml:1:1: top level", "the configuration is empty"},
+    {"not_a_mapping.yaml", "not_a_mapping.yaml:1:1: top level", "expected a mapping of keys, found a list"},
+};
+
+static void test_bad_fixtures(void)
+{
+    evo_config *good = load(DATA "good.yaml"); /* every bad fixture is this file with one thing wrong */
+    evo_config_free(good);
+    for (size_t i = 0; i < EVO_ARRAY_LEN(bad); i++) {
+        char path[512];
+        snprintf(path, sizeof path, DATA "%s", bad[i].file);
+        evo_config *c = (evo_config *)1;
+        evo_err err = {{0}};
+        evo_status s = evo_config_load(path, &c, &err);
+        if (s != EVO_E_CONFIG) fprintf(stderr, "  %s\n", bad[i].file);
+        CHECK_EQ_INT(s, EVO_E_CONFIG);
+        CHECK(c == NULL);
+        CHECK(strncmp(err.msg, EVO_SOURCE_DIR, strlen(EVO_SOURCE_DIR)) == 0); /* the path as given */
+        CHECK_CONTAINS(err.msg, bad[i].where);
+        CHECK_CONTAINS(err.msg, bad[i].what);
+    }
+}
+
+/* Text in memory, as a fuzzer will hand it: odd bytes and odd YAML fail cleanly with a position. */
+static void test_memory_errors(void)
+{
+    static const struct {
+        const char *text, *msg;
+    } cases[] = {
+        {"", "mem.yaml:1:1: top level: the configuration is empty"},
+        {"task: a: b\n", "mem.yaml:1:8: malformed YAML: mapping values are not allowed in this context"},
+        {"task: \"a\\0b\"\n", "mem.yaml:1:7: task: contains a NUL character"},
+        {"task: attention_fp8\n\xff\xfe: 1\n", "mem.yaml:2:1: malformed YAML: invalid leading UTF-8 octet"},
+        {"? [a, b]\n: 1\n", "mem.yaml:1:3: top level: expected a key name, found a list"},
+        {"task: &a attention_fp8\nformat: *a\n", "mem.yaml:1:7: format: unknown format 'attention_fp8'"},
+        {"task: attention_fp8\nsoftmax_scale: .nan\n", "mem.yaml:2:16: softmax_scale: expected a number"},
+        {"task: attention_fp8\nsoftmax_scale: 1e999\n", "softmax_scale: 1e999 is not a finite number"},
+        {"task: attention_fp8\nsoftmax_scale: -0.5\n", "mem.yaml:2:16: softmax_scale: -0.5 is out of range"},
+    };
+    for (size_t i = 0; i < EVO_ARRAY_LEN(cases); i++) {
+        evo_config *c = NULL;
+        evo_err err = {{0}};
+        CHECK_EQ_INT(evo_config_parse("mem.yaml", cases[i].text, strlen(cases[i].text), &c, &err), EVO_E_CONFIG);
+        CHECK(c == NULL);
+        CHECK_CONTAINS(err.msg, cases[i].msg);
+    }
+    /* A constraint error in a config read from memory points into the text too. */
+    static const char text[] = MINIMAL_SPACE "  constraints: ['TILE_M >= 2 *']\n" MINIMAL_REST;
+    evo_config *c = NULL;
+    evo_err err = {{0}};
+    CHECK_EQ_INT(evo_config_parse("mem.yaml", text, strlen(text), &c, &err), EVO_E_CONFIG);
+    CHECK_CONTAINS(err.msg, "mem.yaml:5:31: space.constraints[0]: expected a number, a knob or '(', found end");
+
+    CHECK_EQ_INT(evo_config_load(DATA "does_not_exist.yaml", &c, &err), EVO_E_CONFIG);
+    CHECK_CONTAINS(err.msg, "does_not_exist.yaml: No such file or directory");
+}
+
+static void test_names(void)
+{
+    evo_format f;
+    evo_dist d;
+    CHECK_EQ_INT(evo_format_parse("u8sim", &f), 0);
+    CHECK_EQ_INT(f, EVO_FMT_U8SIM);
+    CHECK_EQ_INT(evo_format_parse("e5m2", &f), -1);
+    CHECK_STR(evo_format_name(EVO_FMT_E4M3), "e4m3");
+    CHECK_EQ_INT(evo_dist_parse("zero_head", &d), 0);
+    CHECK_EQ_INT(d, EVO_DIST_ZERO_HEAD);
+    CHECK_EQ_INT(evo_dist_parse("gauss", &d), -1);
+    CHECK_STR(evo_dist_name(EVO_DIST_OUTLIERS), "outliers");
+    evo_shape s = {.name = "x", .batch = 1, .heads = 2, .seq = 3, .head_dim = 64, .causal = true};
+    char buf[64];
+    evo_shape_format(&s, buf, sizeof buf);
+    CHECK_STR(buf, "x(1,2,3,64) causal");
+}
+
+int main(void)
+{
+    test_default();
+    test_smoke();
+    test_minimal_and_defaults();
+    test_bad_fixtures();
+    test_memory_errors();
+    test_names();
+    return check_result();
+}
