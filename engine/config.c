@@ -254,7 +254,7 @@ static evo_status need(loader *L, const yaml_node_t *map, const char *path, cons
 static evo_status as_int(loader *L, const yaml_node_t *n, const char *path, long long lo, long long hi,
                          long long *out)
 {
-    const char *v;
+    const char *v = NULL;
     TRY(need_scalar(L, n, path, "an integer", &v));
     char *end;
     errno = 0;
@@ -300,7 +300,7 @@ static evo_status as_double(loader *L, const yaml_node_t *n, const char *path, d
 
 static evo_status as_bool(loader *L, const yaml_node_t *n, const char *path, bool *out)
 {
-    const char *v;
+    const char *v = NULL;
     TRY(need_scalar(L, n, path, "true or false", &v));
     if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
         if (!strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "TRUE")) return *out = true, EVO_OK;
@@ -444,7 +444,7 @@ static evo_status build_space(loader *L, yaml_node_t *const *domains, const yaml
         st = add_knob(L, s, L->task->knobs[k], domains[k], sub(p, "space.knobs", L->task->knobs[k]));
     for (int i = 0; i < n_cons && st == EVO_OK; i++) {
         const yaml_node_t *n = ITEM(L, cons, i);
-        const char *text;
+        const char *text = NULL;
         item(q, "space.constraints", i);
         st = need_scalar(L, n, q, "a constraint expression", &text);
         if (st != EVO_OK) break;

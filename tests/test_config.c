@@ -43,8 +43,8 @@ static void test_default(void)
 
     const evo_space *s = c->space;
     static const char *const knobs[] = {"TILE_M",  "TILE_N", "WARPS_M",    "WARPS_N",    "STAGES",  "SWIZZLE",
-                                        "PV_MMA", "QK_8BIT", "V_F16_SMEM", "MIN_BLOCKS", "FAST_EXP"};
-    static const int sizes[] = {5, 4, 4, 3, 3, 2, 2, 2, 2, 2, 2};
+                                        "PV_MMA", "QK_8BIT", "F16_SMEM", "MIN_BLOCKS", "FAST_EXP"};
+    static const int sizes[] = {5, 4, 4, 3, 3, 2, 2, 2, 3, 4, 2};
     CHECK_EQ_INT(evo_space_n_knobs(s), 11);
     for (int k = 0; k < 11; k++) {
         CHECK_STR(evo_space_knob_name(s, k), knobs[k]);
@@ -55,24 +55,26 @@ static void test_default(void)
     CHECK_EQ_INT(evo_space_value(s, 1, 0), 32);
     CHECK_EQ_INT(evo_space_value(s, 2, 3), 8);
     CHECK_EQ_INT(evo_space_value(s, 9, 1), 2);
-    CHECK_EQ_INT(evo_space_n_constraints(s), 3);
+    CHECK_EQ_INT(evo_space_n_constraints(s), 5);
     CHECK_STR(evo_space_constraint_text(s, 1), "TILE_N % (16 * WARPS_N) == 0");
     uint64_t total, valid;
     bool exact;
     CHECK_EQ_INT(evo_space_count(s, 10000000, &total, &valid, &exact, NULL), EVO_OK);
-    CHECK_EQ_INT(total, 46080);
-    /* (TILE_M, WARPS_M) pairs: 8; per WARPS_M the (WARPS_N, TILE_N) choices: 11, 11, 8, 4 -> 68; x 3 x 2^6 */
-    CHECK_EQ_INT(valid, 13056);
+    CHECK_EQ_INT(total, 138240);
+    /* (TILE_M, WARPS_M) pairs: 8; per WARPS_M the (WARPS_N, TILE_N) choices: 11, 11, 8, 4 -> 68 tile shapes, 32
+     * of them with WARPS_N = 1. (PV_MMA, QK_8BIT, F16_SMEM): 5 with PV_MMA = 1, 2 more with PV_MMA = 0 when
+     * WARPS_N = 1. Times STAGES 3 x SWIZZLE 2 x MIN_BLOCKS 4 x FAST_EXP 2 = 48: 48 x (68 x 5 + 32 x 2) = 19392 */
+    CHECK_EQ_INT(valid, 19392);
     CHECK(exact);
 
     char g[EVO_GENOME_TEXT_MAX];
     evo_genome_format(s, &c->baseline, g, sizeof g);
-    CHECK_STR(g, "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,V_F16_SMEM=0,"
+    CHECK_STR(g, "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,"
                  "MIN_BLOCKS=1,FAST_EXP=1");
     CHECK(evo_space_valid(s, &c->baseline, NULL));
     char hex[65];
     evo_genome_hash(s, &c->baseline, hex); /* SHA-256 of the text above: store keys depend on it */
-    CHECK_STR(hex, "7536973e583a17023d231a504c18352b2fa4038f9d5915711afbf1d1e806c3b4");
+    CHECK_STR(hex, "69d5a0d720b8eb9b3f714adaf303ac8bc6acd5ae57e0ed6627717b1f84aafa1c");
     CHECK_EQ_INT(c->n_seeds, 0);
 
     CHECK_EQ_INT(c->n_shapes, 5);
@@ -164,10 +166,10 @@ static void test_smoke(void)
     "task: attention_fp8\n"                                                                                    \
     "space:\n"                                                                                                 \
     "  knobs: {FAST_EXP: [0, 1], TILE_N: [64], TILE_M: [64], WARPS_M: [4], WARPS_N: [1], STAGES: [2],\n"       \
-    "          SWIZZLE: [1], PV_MMA: [1], QK_8BIT: [0], V_F16_SMEM: [0], MIN_BLOCKS: [1]}\n"
+    "          SWIZZLE: [1], PV_MMA: [1], QK_8BIT: [0], F16_SMEM: [0], MIN_BLOCKS: [1]}\n"
 #define MINIMAL_REST                                                                                          \
     "baseline: FAST_EXP=1, TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,"      \
-    "V_F16_SMEM=0,MIN_BLOCKS=1\n"                                                                              \
+    "F16_SMEM=0,MIN_BLOCKS=1\n"                                                                              \
     "shapes: [{name: one, batch: 1, heads: 1, seq: 128, head_dim: 128, causal: true}]\n"                       \
     "evolution: {population: 2}\n"
 static const char minimal[] = MINIMAL_SPACE MINIMAL_REST;
@@ -186,7 +188,7 @@ static void test_minimal_and_defaults(void)
     CHECK_STR(evo_space_knob_name(c->space, 10), "FAST_EXP");
     char g[EVO_GENOME_TEXT_MAX];
     evo_genome_format(c->space, &c->baseline, g, sizeof g);
-    CHECK_STR(g, "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,V_F16_SMEM=0,"
+    CHECK_STR(g, "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,"
                  "MIN_BLOCKS=1,FAST_EXP=1");
     CHECK_EQ_INT(evo_space_n_constraints(c->space), 0);
     check_shape(&c->shapes[0], "one", 1, 1, 128, 128, true);
