@@ -44,7 +44,7 @@ static void metric_list_free(metric_list *l)
     memset(l, 0, sizeof *l);
 }
 
-/* The four metrics issue-level docs promise, in display order, with their labels; others follow by name. */
+/* The metrics `evo elite` names, in display order, with their labels; any other stored metric follows by name. */
 static const struct {
     const char *name, *label;
 } known_metrics[] = {
@@ -174,7 +174,8 @@ static void print_table(const evo_elite_rec *el, int n, metric_list *profiles)
         printf("\n#%d %s  %.3fx  candidate %lld", i + 1, id, e->fitness, (long long)c->id);
         if (e->run_id > 0) printf(", run %lld generation %d", (long long)e->run_id, e->generation);
         if (e->gpu) printf(", %s", e->gpu);
-        printf("\n  %-28s %10s %19s %8s %8s %9s %9s %10s\n", "shape", "median µs", "p10..p90 µs", "speedup",
+        /* µ is two bytes: its columns get one more byte of width to line up. */
+        printf("\n  %-28s %11s %20s %8s %8s %9s %9s %11s\n", "shape", "median µs", "p10..p90 µs", "speedup",
                "TFLOP/s", "rel-L2", "max-abs", "e2e rel-L2");
         for (int s = 0; s < e->n_shapes; s++) {
             const evo_shape_result *r = &e->shapes[s];
@@ -188,7 +189,7 @@ static void print_table(const evo_elite_rec *el, int n, metric_list *profiles)
             fmt_num(rel, sizeof rel, "%.2e", r->rel_l2);
             fmt_num(mx, sizeof mx, "%.2e", r->max_abs);
             fmt_num(e2e, sizeof e2e, "%.2e", r->e2e_rel_l2);
-            printf("  %-28s %10s %19s %8s %8s %9s %9s %10s\n", r->shape, med, spread, sp, tf, rel, mx, e2e);
+            printf("  %-28s %10s %19s %8s %8s %9s %9s %11s\n", r->shape, med, spread, sp, tf, rel, mx, e2e);
         }
         print_profile(&profiles[i]);
     }
@@ -315,14 +316,25 @@ static evo_status parse_opts(int argc, char **argv, elite_opts *o, evo_err *err)
     return EVO_OK;
 }
 
-/* Which (task, arch, shape set) to rank: what was asked, completed from the latest matching run. */
+/* Which (task, arch, shape set) to rank: what was asked, completed from the latest run that matches it. When no
+ * run matches (say, --arch of a GPU never searched on), the task still defaults to the latest run's and the shape
+ * set is left open. */
 static evo_status resolve_scope(evo_store *st, const elite_opts *o, evo_run_rec *run, evo_err *err)
 {
     int64_t id;
     evo_status s = evo_store_last_run_matching(st, o->task, o->arch, &id, err);
-    if (s == EVO_E_NOTFOUND) return EVO_OK; /* no run to take defaults from: rank across every shape set */
-    if (s != EVO_OK) return s;
-    return evo_store_get_run(st, id, run, err);
+    if (s == EVO_OK) return evo_store_get_run(st, id, run, err);
+    if (s != EVO_E_NOTFOUND) return s;
+    s = evo_store_last_run_matching(st, o->task, NULL, &id, err);
+    if (s == EVO_E_NOTFOUND) return EVO_OK;
+    if (s == EVO_OK) s = evo_store_get_run(st, id, run, err);
+    if (s == EVO_OK) {
+        free(run->arch);
+        free(run->shape_set);
+        run->arch = NULL;
+        run->shape_set = NULL;
+    }
+    return s;
 }
 
 EVO_CMD(elite)
@@ -362,8 +374,8 @@ EVO_CMD(elite)
         cJSON_Delete(arr);
     } else if (s == EVO_OK) {
         printf("%s: top %d of %s on %s", o.db, n, el[0].cand.task, el[0].cand.arch);
-        if (run.shape_set) printf(", shape set %.8s of run %lld", run.shape_set, (long long)run.id);
-        printf(" (speedup = geometric mean of baseline time / candidate time over the shapes)\n\n");
+        if (run.shape_set) printf(", shape set %.8s (as in run %lld)", run.shape_set, (long long)run.id);
+        printf("\nspeedup: geometric mean over the shapes of baseline time / candidate time\n\n");
         print_table(el, n, profiles);
     }
     for (int i = 0; profiles && i < n; i++) metric_list_free(&profiles[i]);

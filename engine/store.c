@@ -667,6 +667,7 @@ static evo_status open_readwrite(evo_store *st, evo_err *err)
     bool empty = true;
     evo_status s = check_header(st->path, &empty, err);
     if (s != EVO_OK && s != EVO_E_NOTFOUND) return s;
+    if (s == EVO_E_NOTFOUND && err) err->msg[0] = '\0'; /* a missing file is simply created */
     if (s == EVO_OK && !empty) {
         /* Judge an existing file through a read-only connection first, so a refused file is never written. */
         evo_store probe = {.path = st->path, .mode = EVO_STORE_READONLY, .busy_ms = st->busy_ms};
