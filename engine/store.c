@@ -574,8 +574,7 @@ static evo_status connect_readonly(evo_store *st, evo_err *err)
             rc = query_int(st->db, "PRAGMA application_id", &ignored); /* the first read opens the file */
         }
         if (rc == SQLITE_OK) return exec_sql(st, "PRAGMA query_only = ON", err);
-        bool retry = !immutable && (rc == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_CANTOPEN ||
-                                    (rc & 0xff) == SQLITE_READONLY);
+        bool retry = !immutable && ((rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_READONLY);
         evo_status s = retry ? EVO_OK : sql_fail(st, rc, err, "open");
         sqlite3_close(st->db);
         st->db = NULL;

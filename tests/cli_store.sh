@@ -139,6 +139,23 @@ for want in '"run":{"id":1,"task":"attention_fp8"' '"generation":0,"best_fitness
 done
 expect_same "$db" "$before" "populated reads"
 
+# ---- a second run that has not finished a generation: history defaults to it, elite still ranks the search ----
+"$FIXTURE" --fixture running "$T/running.db" || fail "fixture running"
+run history --db "$T/running.db"
+expect_rc 0 "history of a run in progress"
+expect_out "run 2 — attention_fp8 on sm_90, strategy ga, seed 8, population 6, 2 generations planned; running" "history run 2"
+expect_out "started 2026-11-21T11:00:00Z, not finished; wall 3.5 s" "history run 2 times"
+expect_out "no generation of this run has finished yet" "history run 2 empty"
+run history --db "$T/running.db" --json
+flat=$(tr -d ' \t\n' <<<"$out")
+checks=$((checks + 1)); grep -qF '"state":"running"' <<<"$flat" && grep -qF '"generations":[]}' <<<"$flat" || fail "history --json of run 2: $flat"
+run history --db "$T/running.db" --run 1
+expect_out "OK 2, COMPILE_FAIL 1, INCORRECT 1" "history --run 1 of two"
+run elite --db "$T/running.db"
+expect_rc 0 "elite while run 2 is going"
+expect_out "shape set 0f7a0e32 (as in run 2)" "elite scope run 2"
+expect_out "$(printf '%4d  %-8s  %6.3fx' 1 "$(short "$G1")" 1.84)" "elite rank 1 while run 2 is going"
+
 # ---- read-only directory ----
 mkdir "$T/ro" && cp "$db" "$T/ro/pop.db" && chmod 555 "$T/ro"
 run elite --db "$T/ro/pop.db" --top 1

@@ -1,6 +1,6 @@
 /* test_store.c — the SQLite store: round trips, durability, groups, refusal of foreign / corrupt / newer files,
  * migration, elites, locking, read-only opens. Run: build/tests/test_store (ctest runs it).
- * Also the fixture maker of tests/cli_store.sh: `test_store --fixture populated|empty|newer|foreign FILE` and
+ * Also the fixture maker of tests/cli_store.sh: `test_store --fixture populated|running|empty|newer|foreign FILE` and
  * `test_store --hold-lock FILE READY` (holds an exclusive lock, touches READY, sleeps until killed).
  */
 #include "check.h"
@@ -1073,9 +1073,24 @@ static int fixture(const char *kind, const char *path)
         return 0;
     }
     evo_store *st = open_ok(path, EVO_STORE_READWRITE);
-    if (strcmp(kind, "populated") == 0 || strcmp(kind, "newer") == 0) make_population(st);
-    else if (strcmp(kind, "empty") != 0) {
-        fprintf(stderr, "test_store: unknown fixture '%s' (populated, empty, newer, foreign)\n", kind);
+    if (strcmp(kind, "populated") == 0 || strcmp(kind, "newer") == 0 || strcmp(kind, "running") == 0)
+        make_population(st);
+    if (strcmp(kind, "running") == 0) {
+        /* A second run of the same search that has not finished a generation yet. */
+        evo_run_rec r2 = {0};
+        evo_err err = {{0}};
+        if (evo_store_get_run(st, 1, &r2, &err) != EVO_OK) return 1;
+        free(r2.finished_at);
+        free(r2.state);
+        free(r2.started_at);
+        r2.finished_at = r2.state = NULL;
+        r2.started_at = evo_strdup("2026-11-21T11:00:00Z");
+        r2.seed = 8;
+        r2.wall_s = 3.5;
+        if (evo_store_begin_run(st, &r2, &err) != EVO_OK) return 1;
+        evo_store_run_free(&r2);
+    } else if (strcmp(kind, "populated") != 0 && strcmp(kind, "newer") != 0 && strcmp(kind, "empty") != 0) {
+        fprintf(stderr, "test_store: unknown fixture '%s' (populated, running, empty, newer, foreign)\n", kind);
         evo_store_close(st);
         return 2;
     }
