@@ -355,8 +355,9 @@ EVO_CMD(elite)
     const char *arch = o.arch ? o.arch : run.arch;
     if (s == EVO_OK) s = evo_store_elites(st, task, arch, run.shape_set, o.top, &el, &n, err);
     if (s == EVO_OK && n == 0) {
-        s = evo_fail(err, EVO_E_NOTFOUND, "%s: no elites yet%s%s%s%s — no candidate has passed every gate; run `evo run`",
-                     o.db, task ? " for " : "", task ? task : "", arch ? " on " : "", arch ? arch : "");
+        s = evo_fail(err, EVO_E_NOTFOUND,
+                     "%s: no elites yet%s%s%s%s — no candidate has passed every gate; run `evo run`", o.db,
+                     task ? " for " : "", task ? task : "", arch ? " on " : "", arch ? arch : "");
     }
     if (s == EVO_OK) {
         profiles = evo_xcalloc((size_t)n, sizeof *profiles);

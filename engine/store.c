@@ -604,7 +604,8 @@ static evo_status inspect(evo_store *st, bool quick_check, evo_err *err)
                         st->path, (long long)nobj, (long long)ver);
     }
     if (ver > EVO_STORE_SCHEMA)
-        return evo_fail(err, EVO_E_DB_SCHEMA, "%s: schema version %lld is newer than this evo understands (%d); upgrade evo",
+        return evo_fail(err, EVO_E_DB_SCHEMA,
+                        "%s: schema version %lld is newer than this evo understands (%d); upgrade evo",
                         st->path, (long long)ver, EVO_STORE_SCHEMA);
     if (quick_check) {
         sqlite3_stmt *q = NULL;
@@ -687,7 +688,9 @@ static evo_status open_readwrite(evo_store *st, evo_err *err)
                strcmp((const char *)sqlite3_column_text(q, 0), "wal") == 0;
     sqlite3_finalize(q);
     SQL(st, err, rc);
-    if (!wal) return evo_fail(err, EVO_E_DB, "%s: cannot switch to WAL journal mode (is it on a network file system?)", st->path);
+    if (!wal)
+        return evo_fail(err, EVO_E_DB, "%s: cannot switch to WAL journal mode (is it on a network file system?)",
+                        st->path);
     TRY(exec_sql(st, "PRAGMA synchronous = FULL", err));
     return migrate(st, err);
 }
@@ -805,7 +808,8 @@ static evo_status run_update(evo_store *st, const evo_run_rec *r, evo_err *err)
     b_int(&b, r->id);
     SQL(st, err, b.rc);
     SQL(st, err, sqlite3_step(q));
-    if (sqlite3_changes(st->db) == 0) return evo_fail(err, EVO_E_NOTFOUND, "%s: no run %lld", st->path, (long long)r->id);
+    if (sqlite3_changes(st->db) == 0)
+        return evo_fail(err, EVO_E_NOTFOUND, "%s: no run %lld", st->path, (long long)r->id);
     return EVO_OK;
 }
 
@@ -961,7 +965,8 @@ static evo_status candidate_put(evo_store *st, evo_candidate_rec *c, evo_err *er
     SQL(st, err, sqlite3_bind_text(q, 1, c->key, -1, SQLITE_TRANSIENT));
     int rc = sqlite3_step(q);
     SQL(st, err, rc);
-    if (rc != SQLITE_ROW) return evo_fail(err, EVO_E_INTERNAL, "%s: candidate %s vanished after upsert", st->path, c->key);
+    if (rc != SQLITE_ROW)
+        return evo_fail(err, EVO_E_INTERNAL, "%s: candidate %s vanished after upsert", st->path, c->key);
     c->id = sqlite3_column_int64(q, 0);
     return EVO_OK;
 }
