@@ -1,9 +1,388 @@
-/* cmd_elite.c — `evo elite`: not built yet (see the issue that owns it). */
+/* cmd_elite.c — `evo elite --show`: the top-K candidates of one (task, arch, shape set), as a table or JSON.
+ * Opens the store read-only; by default shows the task, arch and shape set of the latest run.
+ */
 #include "cli.h"
+#include "store.h"
+#include "util.h"
+
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char *shape, *metric, *unit;
+    double value;
+} metric_row;
+
+typedef struct {
+    metric_row *rows;
+    int n, cap;
+} metric_list;
+
+static void collect_metric(const char *shape, const char *metric, double value, const char *unit, void *ctx)
+{
+    metric_list *l = ctx;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 8;
+        l->rows = evo_xrealloc(l->rows, (size_t)l->cap * sizeof *l->rows);
+    }
+    l->rows[l->n++] = (metric_row){evo_strdup(shape ? shape : ""), evo_strdup(metric ? metric : ""),
+                                   unit ? evo_strdup(unit) : NULL, value};
+}
+
+static void metric_list_free(metric_list *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        free(l->rows[i].shape);
+        free(l->rows[i].metric);
+        free(l->rows[i].unit);
+    }
+    free(l->rows);
+    memset(l, 0, sizeof *l);
+}
+
+/* The metrics `evo elite` names, in display order, with their labels; any other stored metric follows by name. */
+static const struct {
+    const char *name, *label;
+} known_metrics[] = {
+    {EVO_PROFILE_TENSOR_PIPE, "tensor pipe"},
+    {EVO_PROFILE_DRAM, "DRAM throughput"},
+    {EVO_PROFILE_OCCUPANCY, "achieved occupancy"},
+    {EVO_PROFILE_BANK_CONFLICTS, "bank conflicts"},
+};
+
+static int metric_order(const char *name)
+{
+    for (size_t i = 0; i < EVO_ARRAY_LEN(known_metrics); i++)
+        if (strcmp(known_metrics[i].name, name) == 0) return (int)i;
+    return (int)EVO_ARRAY_LEN(known_metrics);
+}
+
+static const char *metric_label(const char *name)
+{
+    int i = metric_order(name);
+    return i < (int)EVO_ARRAY_LEN(known_metrics) ? known_metrics[i].label : name;
+}
+
+static int metric_cmp(const void *a, const void *b)
+{
+    const metric_row *x = a, *y = b;
+    int c = strcmp(x->shape, y->shape);
+    if (c) return c;
+    int ox = metric_order(x->metric), oy = metric_order(y->metric);
+    if (ox != oy) return ox - oy;
+    return strcmp(x->metric, y->metric);
+}
+
+/* ---- figures derived from one elite ---- */
+
+static double geomean_tflops(const evo_eval_rec *e)
+{
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < e->n_shapes; i++) {
+        double t = e->shapes[i].tflops;
+        if (isfinite(t) && t > 0) {
+            sum += log(t);
+            n++;
+        }
+    }
+    return n ? exp(sum / n) : NAN;
+}
+
+/* Worst (largest) value of a per-shape error; NaN anywhere is the worst of all. */
+static double worst(const evo_eval_rec *e, size_t offset)
+{
+    double w = NAN;
+    for (int i = 0; i < e->n_shapes; i++) {
+        double v = *(const double *)((const char *)&e->shapes[i] + offset);
+        if (isnan(v)) return NAN;
+        if (isnan(w) || v > w) w = v;
+    }
+    return w;
+}
+
+static void short_id(const char *key, char out[9])
+{
+    snprintf(out, 9, "%.8s", key ? key : "");
+}
+
+/* ---- text ---- */
+
+static void fmt_num(char *buf, size_t n, const char *fmt, double v)
+{
+    if (isnan(v)) snprintf(buf, n, "-");
+    else snprintf(buf, n, fmt, v);
+}
+
+static void fmt_int(char *buf, size_t n, int v)
+{
+    if (v < 0) snprintf(buf, n, "?");
+    else snprintf(buf, n, "%d", v);
+}
+
+static void fmt_metric_value(char *buf, size_t n, double v, const char *unit)
+{
+    const char *fmt = (v == floor(v) && fabs(v) < 1e15) || fabs(v) >= 100 ? "%.0f" : "%.1f";
+    int k = isnan(v) ? snprintf(buf, n, "-") : snprintf(buf, n, fmt, v);
+    if (unit && *unit && k >= 0 && (size_t)k < n) snprintf(buf + k, n - (size_t)k, " %s", unit);
+}
+
+static void print_profile(const metric_list *l)
+{
+    const char *shape = NULL;
+    for (int i = 0; i < l->n; i++) {
+        const metric_row *m = &l->rows[i];
+        if (!shape || strcmp(shape, m->shape) != 0) {
+            printf("%s  ncu %s: ", shape ? "\n" : "", m->shape);
+            shape = m->shape;
+        } else {
+            printf(", ");
+        }
+        char v[64];
+        fmt_metric_value(v, sizeof v, m->value, m->unit);
+        printf("%s %s", metric_label(m->metric), v);
+    }
+    if (shape) printf("\n");
+}
+
+static void print_table(const evo_elite_rec *el, int n, metric_list *profiles)
+{
+    printf("rank  id        speedup  TFLOP/s  regs  smem KiB  spills B  worst rel-L2  genome\n");
+    for (int i = 0; i < n; i++) {
+        const evo_candidate_rec *c = &el[i].cand;
+        const evo_eval_rec *e = &el[i].eval;
+        char id[9], tf[32], regs[16], smem[32], spill[16], rel[32];
+        short_id(c->key, id);
+        fmt_num(tf, sizeof tf, "%.1f", geomean_tflops(e));
+        fmt_int(regs, sizeof regs, c->registers);
+        if (c->smem_bytes < 0) snprintf(smem, sizeof smem, "?");
+        else snprintf(smem, sizeof smem, "%.1f", c->smem_bytes / 1024.0);
+        fmt_int(spill, sizeof spill, c->spill_bytes);
+        fmt_num(rel, sizeof rel, "%.2e", worst(e, offsetof(evo_shape_result, rel_l2)));
+        printf("%4d  %-8s  %6.3fx  %7s  %4s  %8s  %8s  %-12s  %s\n", i + 1, id, e->fitness, tf, regs, smem, spill,
+               rel, c->genome ? c->genome : "");
+    }
+    for (int i = 0; i < n; i++) {
+        const evo_candidate_rec *c = &el[i].cand;
+        const evo_eval_rec *e = &el[i].eval;
+        char id[9];
+        short_id(c->key, id);
+        printf("\n#%d %s  %.3fx  candidate %lld", i + 1, id, e->fitness, (long long)c->id);
+        if (e->run_id > 0) printf(", run %lld generation %d", (long long)e->run_id, e->generation);
+        if (e->gpu) printf(", %s", e->gpu);
+        /* µ is two bytes: its columns get one more byte of width to line up. */
+        printf("\n  %-28s %11s %20s %8s %8s %9s %9s %11s\n", "shape", "median µs", "p10..p90 µs", "speedup",
+               "TFLOP/s", "rel-L2", "max-abs", "e2e rel-L2");
+        for (int s = 0; s < e->n_shapes; s++) {
+            const evo_shape_result *r = &e->shapes[s];
+            char med[32], p10[32], p90[32], spread[72], sp[32], tf[32], rel[32], mx[32], e2e[32];
+            fmt_num(med, sizeof med, "%.2f", r->median_us);
+            fmt_num(p10, sizeof p10, "%.2f", r->p10_us);
+            fmt_num(p90, sizeof p90, "%.2f", r->p90_us);
+            snprintf(spread, sizeof spread, "%s..%s", p10, p90);
+            fmt_num(sp, sizeof sp, "%.3fx", r->speedup);
+            fmt_num(tf, sizeof tf, "%.1f", r->tflops);
+            fmt_num(rel, sizeof rel, "%.2e", r->rel_l2);
+            fmt_num(mx, sizeof mx, "%.2e", r->max_abs);
+            fmt_num(e2e, sizeof e2e, "%.2e", r->e2e_rel_l2);
+            printf("  %-28s %10s %19s %8s %8s %9s %9s %11s\n", r->shape, med, spread, sp, tf, rel, mx, e2e);
+        }
+        print_profile(&profiles[i]);
+    }
+}
+
+/* ---- JSON ---- */
+
+static void json_num(cJSON *o, const char *name, double v)
+{
+    if (isfinite(v)) cJSON_AddNumberToObject(o, name, v);
+    else cJSON_AddNullToObject(o, name);
+}
+
+static void json_str(cJSON *o, const char *name, const char *s)
+{
+    if (s) cJSON_AddStringToObject(o, name, s);
+    else cJSON_AddNullToObject(o, name);
+}
+
+static cJSON *elite_json(int rank, const evo_elite_rec *el, const metric_list *prof)
+{
+    const evo_candidate_rec *c = &el->cand;
+    const evo_eval_rec *e = &el->eval;
+    char id[9];
+    short_id(c->key, id);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "rank", rank);
+    json_str(o, "id", id);
+    json_str(o, "key", c->key);
+    cJSON_AddNumberToObject(o, "candidate_id", (double)c->id);
+    json_str(o, "task", c->task);
+    json_str(o, "arch", c->arch);
+    json_str(o, "shape_set", e->shape_set);
+    json_str(o, "genome", c->genome);
+    json_num(o, "fitness", e->fitness);
+    json_num(o, "tflops_geomean", geomean_tflops(e));
+    cJSON_AddNumberToObject(o, "registers", c->registers);
+    cJSON_AddNumberToObject(o, "smem_bytes", c->smem_bytes);
+    cJSON_AddNumberToObject(o, "spill_bytes", c->spill_bytes);
+    cJSON_AddNumberToObject(o, "stack_bytes", c->stack_bytes);
+    json_num(o, "worst_rel_l2", worst(e, offsetof(evo_shape_result, rel_l2)));
+    json_num(o, "worst_max_abs", worst(e, offsetof(evo_shape_result, max_abs)));
+    cJSON_AddNumberToObject(o, "evaluation_id", (double)e->id);
+    if (e->run_id > 0) cJSON_AddNumberToObject(o, "run_id", (double)e->run_id);
+    else cJSON_AddNullToObject(o, "run_id");
+    if (e->generation >= 0) cJSON_AddNumberToObject(o, "generation", e->generation);
+    else cJSON_AddNullToObject(o, "generation");
+    json_str(o, "gpu", e->gpu);
+    json_str(o, "evaluated_at", e->created_at);
+    cJSON *shapes = cJSON_AddArrayToObject(o, "shapes");
+    for (int i = 0; i < e->n_shapes; i++) {
+        const evo_shape_result *r = &e->shapes[i];
+        cJSON *s = cJSON_CreateObject();
+        json_str(s, "shape", r->shape);
+        cJSON_AddNumberToObject(s, "batch", r->batch);
+        cJSON_AddNumberToObject(s, "heads", r->heads);
+        cJSON_AddNumberToObject(s, "seq", r->seq);
+        cJSON_AddNumberToObject(s, "head_dim", r->head_dim);
+        cJSON_AddBoolToObject(s, "causal", r->causal != 0);
+        json_num(s, "median_us", r->median_us);
+        json_num(s, "p10_us", r->p10_us);
+        json_num(s, "p90_us", r->p90_us);
+        json_num(s, "baseline_us", r->baseline_us);
+        json_num(s, "speedup", r->speedup);
+        json_num(s, "tflops", r->tflops);
+        json_num(s, "max_abs", r->max_abs);
+        json_num(s, "rel_l2", r->rel_l2);
+        json_num(s, "e2e_rel_l2", r->e2e_rel_l2);
+        json_num(s, "e2e_rmse", r->e2e_rmse);
+        cJSON_AddItemToArray(shapes, s);
+    }
+    cJSON *profile = cJSON_AddArrayToObject(o, "profile");
+    for (int i = 0; i < prof->n; i++) {
+        cJSON *m = cJSON_CreateObject();
+        json_str(m, "shape", prof->rows[i].shape);
+        json_str(m, "metric", prof->rows[i].metric);
+        json_num(m, "value", prof->rows[i].value);
+        json_str(m, "unit", prof->rows[i].unit);
+        cJSON_AddItemToArray(profile, m);
+    }
+    return o;
+}
+
+/* ---- the command ---- */
+
+typedef struct {
+    const char *db, *task, *arch;
+    int top;
+    int json;
+} elite_opts;
+
+static evo_status parse_opts(int argc, char **argv, elite_opts *o, evo_err *err)
+{
+    const evo_cmd *self = evo_cli_find("elite");
+    static const struct option longopts[] = {
+        {"show", no_argument, NULL, 'S'}, {"top", required_argument, NULL, 'k'}, {"json", no_argument, NULL, 'J'},
+        {"db", required_argument, NULL, 'D'}, {"task", required_argument, NULL, 'T'},
+        {"arch", required_argument, NULL, 'A'}, {NULL, 0, NULL, 0},
+    };
+    *o = (elite_opts){.db = EVO_DEFAULT_DB, .top = 3};
+    optind = 0;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":k:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'S': break;
+        case 'J': o->json = 1; break;
+        case 'D': o->db = optarg; break;
+        case 'T': o->task = optarg; break;
+        case 'A': o->arch = optarg; break;
+        case 'k': {
+            char *end;
+            long k = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end || k < 1 || k > 1000000)
+                return evo_cli_usage_error(self, err, "--top wants a positive integer, got '%s'", optarg);
+            o->top = (int)k;
+            break;
+        }
+        case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
+        default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
+    return EVO_OK;
+}
+
+/* Which (task, arch, shape set) to rank: what was asked, completed from the latest run that matches it. When no
+ * run matches (say, --arch of a GPU never searched on), the task still defaults to the latest run's and the shape
+ * set is left open. */
+static evo_status resolve_scope(evo_store *st, const elite_opts *o, evo_run_rec *run, evo_err *err)
+{
+    int64_t id;
+    evo_status s = evo_store_last_run_matching(st, o->task, o->arch, &id, err);
+    if (s == EVO_OK) return evo_store_get_run(st, id, run, err);
+    if (s != EVO_E_NOTFOUND) return s;
+    s = evo_store_last_run_matching(st, o->task, NULL, &id, err);
+    if (s == EVO_E_NOTFOUND) return EVO_OK;
+    if (s == EVO_OK) s = evo_store_get_run(st, id, run, err);
+    if (s == EVO_OK) {
+        free(run->arch);
+        free(run->shape_set);
+        run->arch = NULL;
+        run->shape_set = NULL;
+    }
+    return s;
+}
 
 EVO_CMD(elite)
 {
-    (void)argc;
-    (void)argv;
-    return evo_fail(err, EVO_E_INTERNAL, "elite: not built yet");
+    elite_opts o;
+    evo_status s = parse_opts(argc, argv, &o, err);
+    if (s != EVO_OK) return s;
+    evo_store *st;
+    s = evo_store_open(o.db, EVO_STORE_READONLY, &st, err);
+    if (s != EVO_OK) return s;
+
+    evo_run_rec run = {0};
+    evo_elite_rec *el = NULL;
+    int n = 0;
+    metric_list *profiles = NULL;
+    s = resolve_scope(st, &o, &run, err);
+    const char *task = o.task ? o.task : run.task;
+    const char *arch = o.arch ? o.arch : run.arch;
+    if (s == EVO_OK) s = evo_store_elites(st, task, arch, run.shape_set, o.top, &el, &n, err);
+    if (s == EVO_OK && n == 0) {
+        s = evo_fail(err, EVO_E_NOTFOUND,
+                     "%s: no elites yet%s%s%s%s — no candidate has passed every gate; run `evo run`", o.db,
+                     task ? " for " : "", task ? task : "", arch ? " on " : "", arch ? arch : "");
+    }
+    if (s == EVO_OK) {
+        profiles = evo_xcalloc((size_t)n, sizeof *profiles);
+        for (int i = 0; i < n && s == EVO_OK; i++) {
+            s = evo_store_profiles(st, el[i].cand.id, collect_metric, &profiles[i], err);
+            if (profiles[i].n) qsort(profiles[i].rows, (size_t)profiles[i].n, sizeof *profiles[i].rows, metric_cmp);
+        }
+    }
+    if (s == EVO_OK && o.json) {
+        cJSON *arr = cJSON_CreateArray();
+        for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, elite_json(i + 1, &el[i], &profiles[i]));
+        char *text = cJSON_Print(arr);
+        printf("%s\n", text);
+        free(text);
+        cJSON_Delete(arr);
+    } else if (s == EVO_OK) {
+        printf("%s: top %d of %s on %s", o.db, n, el[0].cand.task, el[0].cand.arch);
+        if (run.shape_set) printf(", shape set %.8s (as in run %lld)", run.shape_set, (long long)run.id);
+        printf("\nspeedup: geometric mean over the shapes of baseline time / candidate time\n\n");
+        print_table(el, n, profiles);
+    }
+    for (int i = 0; profiles && i < n; i++) metric_list_free(&profiles[i]);
+    free(profiles);
+    evo_store_elites_free(el, n);
+    evo_store_run_free(&run);
+    evo_store_close(st);
+    return s;
 }

@@ -1,9 +1,194 @@
-/* cmd_history.c — `evo history`: not built yet (see the issue that owns it). */
+/* cmd_history.c — `evo history`: one line per generation of a run (default: the latest) with best and median
+ * fitness, evaluated / reused counts, verdict counts and the wall-time split; `--json` for machines.
+ * Opens the store read-only.
+ */
 #include "cli.h"
+#include "store.h"
+#include "util.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *db;
+    int64_t run; /* 0 = the latest */
+    int json;
+} history_opts;
+
+static evo_status parse_opts(int argc, char **argv, history_opts *o, evo_err *err)
+{
+    const evo_cmd *self = evo_cli_find("history");
+    static const struct option longopts[] = {
+        {"run", required_argument, NULL, 'R'}, {"json", no_argument, NULL, 'J'},
+        {"db", required_argument, NULL, 'D'}, {NULL, 0, NULL, 0},
+    };
+    *o = (history_opts){.db = EVO_DEFAULT_DB};
+    optind = 0;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'J': o->json = 1; break;
+        case 'D': o->db = optarg; break;
+        case 'R': {
+            char *end;
+            errno = 0;
+            long long id = strtoll(optarg, &end, 10);
+            if (*optarg == '\0' || *end || errno || id < 1)
+                return evo_cli_usage_error(self, err, "--run wants a run id (a positive integer), got '%s'", optarg);
+            o->run = id;
+            break;
+        }
+        case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
+        default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
+    return EVO_OK;
+}
+
+static void fmt_num(char *buf, size_t n, const char *fmt, double v)
+{
+    if (!isfinite(v)) snprintf(buf, n, "-");
+    else snprintf(buf, n, fmt, v);
+}
+
+static void print_text(const char *db, const evo_run_rec *r, const evo_gen_rec *g, int n)
+{
+    printf("%s: run %lld — %s on %s, strategy %s, seed %lld, population %d, %d generations planned; %s\n", db,
+           (long long)r->id, r->task, r->arch, r->strategy ? r->strategy : "?", (long long)r->seed, r->population,
+           r->generations, r->state);
+    char wall[32], comp[32], chk[32], tim[32];
+    fmt_num(wall, sizeof wall, "%.1f", r->wall_s);
+    fmt_num(comp, sizeof comp, "%.1f", r->compile_s);
+    fmt_num(chk, sizeof chk, "%.1f", r->check_s);
+    fmt_num(tim, sizeof tim, "%.1f", r->time_s);
+    printf("started %s, %s%s; wall %s s (compile %s s, check %s s, timing %s s)", r->started_at,
+           r->finished_at ? "finished " : "not finished", r->finished_at ? r->finished_at : "", wall, comp, chk, tim);
+    if (r->gpu) printf("; %s", r->gpu);
+    printf("\n\n");
+    if (n == 0) {
+        printf("no generation of this run has finished yet\n");
+        return;
+    }
+    printf("%4s  %8s  %8s  %9s  %6s  %7s  %9s  %7s  %6s  %6s  %s\n", "gen", "best", "median", "evaluated", "reused",
+           "wall s", "compile s", "check s", "time s", "noise", "verdicts");
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        const evo_gen_rec *x = &g[i];
+        char b[32], m[32], w[32], c[32], k[32], t[32], noise[32];
+        fmt_num(b, sizeof b, "%.3fx", x->best_fitness);
+        fmt_num(m, sizeof m, "%.3fx", x->median_fitness);
+        fmt_num(w, sizeof w, "%.1f", x->wall_s);
+        fmt_num(c, sizeof c, "%.1f", x->compile_s);
+        fmt_num(k, sizeof k, "%.1f", x->check_s);
+        fmt_num(t, sizeof t, "%.1f", x->time_s);
+        fmt_num(noise, sizeof noise, "%.1f%%", x->baseline_noise * 100);
+        printf("%4d  %8s  %8s  %9d  %6d  %7s  %9s  %7s  %6s  %6s  ", x->generation, b, m, x->evaluated, x->reused, w,
+               c, k, t, noise);
+        const char *sep = "";
+        for (int v = 0; v < EVO_V_COUNT; v++) {
+            if (!x->counts[v]) continue;
+            printf("%s%s %d", sep, evo_verdict_name((evo_verdict)v), x->counts[v]);
+            sep = ", ";
+        }
+        printf("\n");
+        if (isfinite(x->best_fitness) && (best < 0 || x->best_fitness > g[best].best_fitness)) best = i;
+    }
+    if (best >= 0)
+        printf("\nbest: %.3fx in generation %d: %s\n", g[best].best_fitness, g[best].generation,
+               g[best].best_genome ? g[best].best_genome : "?");
+}
+
+static void json_num(cJSON *o, const char *name, double v)
+{
+    if (isfinite(v)) cJSON_AddNumberToObject(o, name, v);
+    else cJSON_AddNullToObject(o, name);
+}
+
+static void json_str(cJSON *o, const char *name, const char *s)
+{
+    if (s) cJSON_AddStringToObject(o, name, s);
+    else cJSON_AddNullToObject(o, name);
+}
+
+static void print_json(const evo_run_rec *r, const evo_gen_rec *g, int n)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *run = cJSON_AddObjectToObject(root, "run");
+    cJSON_AddNumberToObject(run, "id", (double)r->id);
+    json_str(run, "task", r->task);
+    json_str(run, "arch", r->arch);
+    json_str(run, "shape_set", r->shape_set);
+    json_str(run, "state", r->state);
+    json_str(run, "strategy", r->strategy);
+    cJSON_AddNumberToObject(run, "seed", (double)r->seed);
+    cJSON_AddNumberToObject(run, "population", r->population);
+    cJSON_AddNumberToObject(run, "generations", r->generations);
+    json_str(run, "started_at", r->started_at);
+    json_str(run, "finished_at", r->finished_at);
+    json_str(run, "config_path", r->config_path);
+    json_str(run, "gpu", r->gpu);
+    json_str(run, "driver", r->driver);
+    json_str(run, "nvrtc_version", r->nvrtc_version);
+    json_str(run, "evo_version", r->evo_version);
+    json_num(run, "wall_s", r->wall_s);
+    json_num(run, "compile_s", r->compile_s);
+    json_num(run, "check_s", r->check_s);
+    json_num(run, "time_s", r->time_s);
+    cJSON *gens = cJSON_AddArrayToObject(root, "generations");
+    for (int i = 0; i < n; i++) {
+        const evo_gen_rec *x = &g[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "generation", x->generation);
+        json_num(o, "best_fitness", x->best_fitness);
+        json_num(o, "median_fitness", x->median_fitness);
+        cJSON_AddNumberToObject(o, "evaluated", x->evaluated);
+        cJSON_AddNumberToObject(o, "reused", x->reused);
+        cJSON *counts = cJSON_AddObjectToObject(o, "counts");
+        for (int v = 0; v < EVO_V_COUNT; v++)
+            cJSON_AddNumberToObject(counts, evo_verdict_name((evo_verdict)v), x->counts[v]);
+        json_num(o, "wall_s", x->wall_s);
+        json_num(o, "compile_s", x->compile_s);
+        json_num(o, "check_s", x->check_s);
+        json_num(o, "time_s", x->time_s);
+        json_num(o, "baseline_noise", x->baseline_noise);
+        json_str(o, "best_genome", x->best_genome);
+        cJSON_AddItemToArray(gens, o);
+    }
+    char *text = cJSON_Print(root);
+    printf("%s\n", text);
+    free(text);
+    cJSON_Delete(root);
+}
 
 EVO_CMD(history)
 {
-    (void)argc;
-    (void)argv;
-    return evo_fail(err, EVO_E_INTERNAL, "history: not built yet");
+    history_opts o;
+    evo_status s = parse_opts(argc, argv, &o, err);
+    if (s != EVO_OK) return s;
+    evo_store *st;
+    s = evo_store_open(o.db, EVO_STORE_READONLY, &st, err);
+    if (s != EVO_OK) return s;
+    int64_t id = o.run;
+    evo_run_rec run = {0};
+    evo_gen_rec *gens = NULL;
+    int n = 0;
+    if (!id) s = evo_store_last_run(st, &id, err);
+    if (s == EVO_OK) s = evo_store_get_run(st, id, &run, err);
+    if (s == EVO_OK) s = evo_store_generations(st, id, &gens, &n, err);
+    if (s == EVO_OK) {
+        if (o.json) print_json(&run, gens, n);
+        else print_text(o.db, &run, gens, n);
+    }
+    for (int i = 0; i < n; i++) evo_store_gen_free(&gens[i]);
+    free(gens);
+    evo_store_run_free(&run);
+    evo_store_close(st);
+    return s;
 }

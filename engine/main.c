@@ -35,10 +35,14 @@ static const evo_cmd commands[] = {
      "Lists the top-K candidates by fitness (geometric-mean speedup over the baseline) with their genome,\n"
      "per-shape times, TFLOP/s, resources and worst error. Reads the database only; never modifies it.\n"
      "\n"
+     "By default it ranks the task, arch and shape set of the latest run; ncu metrics are shown when stored.\n"
+     "\n"
      "      --show            print the table (the default action)\n"
      "  -k, --top K           how many (default 3)\n"
-     "      --json            machine-readable output\n"
-     "      --db F            database (default population.db)\n",
+     "      --json            machine-readable output (a JSON array, best first)\n"
+     "      --db F            database (default population.db)\n"
+     "      --task T          rank candidates of task T (default: the latest run's)\n"
+     "      --arch sm_XX      rank candidates compiled for this arch (default: the latest run's)\n",
      0},
     {"export", cmd_export, "write the best (or a chosen) kernel as a standalone .cu",
      "usage: evo export [--best | --id ID] [-o FILE] [--db F]\n"
@@ -80,7 +84,13 @@ static const evo_cmd commands[] = {
     {"history", cmd_history, "per-generation best / median fitness and status counts of a run",
      "usage: evo history [--run ID] [--json] [--db F]\n"
      "\n"
-     "Prints one line per generation of the run (default: the latest). Reads the database only.\n",
+     "Prints one line per generation of the run (default: the latest): best and median fitness, new and reused\n"
+     "evaluations, counts by verdict, and the wall time split into compile, check and timing. Reads the database\n"
+     "only; never modifies it.\n"
+     "\n"
+     "      --run ID          the run to show (default: the latest)\n"
+     "      --json            machine-readable output\n"
+     "      --db F            database (default population.db)\n",
      0},
     {"help", cmd_help, "show help for a command",
      "usage: evo help [COMMAND]\n", 0},

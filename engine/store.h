@@ -1,20 +1,28 @@
 /* store.h — the SQLite store: runs, candidates, evaluations with per-shape results, lineage, generations,
- * profiles. population.db in the working directory by default.
+ * profiles. population.db in the working directory by default; docs/usage.md ("The store") lists every column.
  *
- * Schema is versioned with PRAGMA user_version (EVO_STORE_SCHEMA); opening an older file migrates it inside one
- * transaction, opening a newer one fails with EVO_E_DB_SCHEMA and touches nothing. Journal mode WAL, foreign
- * keys on, busy timeout EVO_STORE_BUSY_MS (then EVO_E_DB "database is locked by another evo").
+ * Opening. evo_store_open(READWRITE) creates a missing file, and migrates an older schema one version at a time
+ * (each step in one transaction; PRAGMA user_version counts the steps, EVO_STORE_SCHEMA is the newest). Before it
+ * writes anything it inspects the file through a read-only connection, so a file that is not an evo database
+ * (not SQLite, corrupt, truncated, or SQLite with another program's tables) is refused with EVO_E_DB and left
+ * byte-for-byte as it was, and one of a newer schema is refused with EVO_E_DB_SCHEMA, also untouched.
+ * evo_store_open(READONLY) (elite, history, export) never creates, migrates or writes the file: a missing file is
+ * EVO_E_NOTFOUND ("no database at F — run `evo run` first"); an empty file opens as schema 0 and every query on it
+ * finds nothing. Like any SQLite reader of a WAL database it may leave empty F-wal / F-shm files beside F; in a
+ * read-only directory it reads the file as immutable instead.
  *
- * Durability: every evo_store_put_* call outside an explicit transaction commits on return, so a finished
- * evaluation survives kill -9 of the driver. evo_store_begin/commit/rollback group calls; a failure inside a
- * group leaves the database as it was before evo_store_begin.
+ * Connection: WAL, foreign keys on, synchronous FULL, busy timeout EVO_STORE_BUSY_MS (the environment variable of
+ * the same name overrides it); a lock held longer than that is EVO_E_DB "F: database is locked by another process".
  *
- * Read-only opens (EVO_STORE_READONLY, used by elite/history/export) never create, migrate or write the file;
- * a missing file is EVO_E_NOTFOUND, a file that is not an evo database (or corrupt) is EVO_E_DB and is left
- * untouched.
+ * Durability: every evo_store_put_* / begin_run / update_run outside a group commits before it returns, so a
+ * finished evaluation survives kill -9 of the driver. evo_store_begin/commit/rollback group calls into one
+ * transaction; when a call inside a group fails, its own writes are undone at once and evo_store_commit then
+ * refuses (EVO_E_DB) and rolls the whole group back, so a group is all or nothing. Groups do not nest.
  *
- * Ownership: strings inside records returned by the store are malloc'd; free records with the matching
- * evo_store_*_free. A handle is used by one thread at a time.
+ * Ownership: records filled by the store hold malloc'd strings (NULL where the column is NULL); free them with the
+ * matching evo_store_*_free, which also accepts zeroed records. Records passed to put functions are borrowed.
+ * Callbacks get borrowed values valid during the call only and must not call back into the same handle.
+ * Thread-safety: a handle is used by one thread at a time; separate handles (and processes) may share a file.
  */
 #ifndef EVO_STORE_H
 #define EVO_STORE_H
@@ -26,25 +34,27 @@
 
 #define EVO_STORE_SCHEMA 1
 #define EVO_STORE_BUSY_MS 5000
+#define EVO_STORE_APP_ID 0x45564f31 /* PRAGMA application_id of every evo database: "EVO1" */
 
 typedef struct evo_store evo_store;
 
 enum { EVO_STORE_READONLY = 0, EVO_STORE_READWRITE = 1 };
 
 evo_status evo_store_open(const char *path, int mode, evo_store **out, evo_err *err);
-void evo_store_close(evo_store *st);
-int evo_store_schema_version(evo_store *st);
+void evo_store_close(evo_store *st); /* NULL is fine; an open group is rolled back */
+int evo_store_schema_version(evo_store *st); /* EVO_STORE_SCHEMA, or 0 for an empty file opened read-only */
+const char *evo_store_path(const evo_store *st);
 
-evo_status evo_store_begin(evo_store *st, evo_err *err);
+evo_status evo_store_begin(evo_store *st, evo_err *err);  /* takes the write lock (waits up to the busy timeout) */
 evo_status evo_store_commit(evo_store *st, evo_err *err);
-void evo_store_rollback(evo_store *st);
+void evo_store_rollback(evo_store *st);                   /* no-op outside a group */
 
 /* ---- runs ---- */
 typedef struct {
     int64_t id;            /* set by begin_run */
     char *started_at;      /* ISO 8601 UTC; set by begin_run when NULL */
     char *finished_at;     /* NULL while running */
-    char *state;           /* "running", "done", "interrupted", "failed" */
+    char *state;           /* "running" (begin_run's default), "done", "interrupted", "failed" */
     char *task, *arch, *shape_set;
     char *config_path, *config_text;
     char *strategy;
@@ -54,16 +64,21 @@ typedef struct {
     double wall_s, compile_s, check_s, time_s; /* wall-time split, updated as the run goes */
 } evo_run_rec;
 
+/* Inserts the run; sets run->id, and run->started_at / run->state (malloc'd, owned by run) when they were NULL. */
 evo_status evo_store_begin_run(evo_store *st, evo_run_rec *run, evo_err *err);
-evo_status evo_store_update_run(evo_store *st, const evo_run_rec *run, evo_err *err); /* by run->id */
+/* Rewrites every field but id and started_at, by run->id (EVO_E_NOTFOUND when no such run). */
+evo_status evo_store_update_run(evo_store *st, const evo_run_rec *run, evo_err *err);
 evo_status evo_store_get_run(evo_store *st, int64_t id, evo_run_rec *out, evo_err *err); /* EVO_E_NOTFOUND */
-evo_status evo_store_last_run(evo_store *st, int64_t *id, evo_err *err); /* EVO_E_NOTFOUND when none */
+evo_status evo_store_last_run(evo_store *st, int64_t *id, evo_err *err); /* highest id; EVO_E_NOTFOUND when none */
+/* The latest run of task on arch (either NULL = any); EVO_E_NOTFOUND when none. */
+evo_status evo_store_last_run_matching(evo_store *st, const char *task, const char *arch, int64_t *id,
+                                       evo_err *err);
 void evo_store_run_free(evo_run_rec *r);
 
 /* ---- candidates: one compiled kernel, keyed by SHA-256(template source, genome, options, NVRTC, arch) ---- */
 typedef struct {
     int64_t id;
-    char *key;           /* 64 hex */
+    char *key;           /* 64 lowercase hex */
     char *task, *arch;
     char *genome;        /* canonical text */
     char *template_hash, *options, *nvrtc_version;
@@ -71,9 +86,11 @@ typedef struct {
     char *compile_log;   /* may be NULL */
 } evo_candidate_rec;
 
-/* Insert, or when the key exists update the resource figures and return the existing id in c->id. */
+/* Insert, or when the key exists keep the row and fill in the resource figures / compile log this record knows
+ * (>= 0 / non-NULL); either way c->id is set to the row's id. */
 evo_status evo_store_put_candidate(evo_store *st, evo_candidate_rec *c, evo_err *err);
-/* By full key, or by a unique id prefix / decimal id (`evo export --id`). EVO_E_NOTFOUND when none. */
+/* By full key; by a key prefix of >= 4 hex digits (EVO_E_USAGE when it matches several); else by decimal id.
+ * EVO_E_NOTFOUND when none. */
 evo_status evo_store_get_candidate(evo_store *st, const char *key_or_id, evo_candidate_rec *out, evo_err *err);
 void evo_store_candidate_free(evo_candidate_rec *c);
 
@@ -99,20 +116,33 @@ typedef struct {
     char *detail;        /* JSON evidence: failing case, metrics, first bad index, log excerpt ... */
     char *gpu;
     double compile_s, check_s, time_s;
-    char *created_at;
+    char *created_at;    /* set by put_evaluation when NULL (malloc'd, owned by the record) */
     evo_shape_result *shapes;
     int n_shapes;
 } evo_eval_rec;
 
-evo_status evo_store_put_evaluation(evo_store *st, evo_eval_rec *e, evo_err *err); /* sets e->id */
+/* Writes the evaluation and its per-shape rows in one transaction; sets e->id. */
+evo_status evo_store_put_evaluation(evo_store *st, evo_eval_rec *e, evo_err *err);
 /* The most recent evaluation of this candidate for this shape set; *found = false when none. */
 evo_status evo_store_find_evaluation(evo_store *st, int64_t candidate_id, const char *shape_set, evo_eval_rec *out,
                                      bool *found, evo_err *err);
 void evo_store_eval_free(evo_eval_rec *e);
+/* Every evaluation of a run in generation gen (-1 = all generations), in the order written — what --resume
+ * rebuilds a population from. */
+evo_status evo_store_foreach_run_evaluation(evo_store *st, int64_t run_id, int gen,
+                                            void (*fn)(const evo_candidate_rec *c, const evo_eval_rec *e,
+                                                       void *ctx),
+                                            void *ctx, evo_err *err);
 
 /* ---- lineage and generations ---- */
+/* child came from parent by operator op ("mutate", "crossover", "immigrant", "seed", ...) in that generation of
+ * that run; writing the same edge again is a no-op (so a resumed generation may repeat it). */
 evo_status evo_store_put_lineage(evo_store *st, int64_t run_id, int generation, int64_t child, int64_t parent,
                                  const char *op, evo_err *err);
+/* The parents of child, oldest edge first. */
+evo_status evo_store_lineage(evo_store *st, int64_t child,
+                             void (*fn)(int64_t run_id, int generation, int64_t parent, const char *op, void *ctx),
+                             void *ctx, evo_err *err);
 
 typedef struct {
     int64_t run_id;
@@ -122,7 +152,7 @@ typedef struct {
     int reused;
     int counts[EVO_V_COUNT];
     double wall_s, compile_s, check_s, time_s;
-    double baseline_noise; /* (p90 - p10) / median of the baseline, worst shape */
+    double baseline_noise; /* (p90 - p10) / median of the baseline, worst shape; NAN when unknown */
     char *best_genome;
 } evo_gen_rec;
 
@@ -134,25 +164,34 @@ void evo_store_gen_free(evo_gen_rec *g);
 /* ---- elites: best OK evaluations per candidate for (task, arch, shape_set), by fitness ---- */
 typedef struct {
     evo_candidate_rec cand;
-    evo_eval_rec eval;
+    evo_eval_rec eval; /* the candidate's best OK evaluation for the shape set */
 } evo_elite_rec;
 
-/* arch or shape_set NULL = any. Returns at most k, best first; *out malloc'd, free with evo_store_elites_free. */
+/* task, arch or shape_set NULL = any. Returns at most k, by fitness descending; equal fitness: earlier evaluation
+ * first. Each candidate appears once per shape set. *out malloc'd (NULL when *n is 0); free with
+ * evo_store_elites_free. */
 evo_status evo_store_elites(evo_store *st, const char *task, const char *arch, const char *shape_set, int k,
                             evo_elite_rec **out, int *n, evo_err *err);
 void evo_store_elites_free(evo_elite_rec *e, int n);
 
-/* ---- profiles (ncu metrics) ---- */
+/* ---- profiles (ncu metrics), one value per (candidate, shape, metric); `evo elite` names these four ---- */
+#define EVO_PROFILE_TENSOR_PIPE "tensor_pipe_util"      /* tensor-pipe utilisation, % of peak */
+#define EVO_PROFILE_DRAM "dram_throughput"              /* DRAM throughput, % of peak or GB/s (unit says) */
+#define EVO_PROFILE_OCCUPANCY "achieved_occupancy"      /* achieved occupancy, % */
+#define EVO_PROFILE_BANK_CONFLICTS "smem_bank_conflicts" /* shared-memory bank conflicts, count */
+
+/* Upsert; unit may be NULL. */
 evo_status evo_store_put_profile(evo_store *st, int64_t candidate_id, const char *shape, const char *metric,
                                  double value, const char *unit, evo_err *err);
-/* Calls fn for each stored metric of the candidate. */
+/* Calls fn for each stored metric of the candidate, by shape then metric name. */
 evo_status evo_store_profiles(evo_store *st, int64_t candidate_id,
                               void (*fn)(const char *shape, const char *metric, double value, const char *unit,
                                          void *ctx),
                               void *ctx, evo_err *err);
 
 /* ---- per-knob-value statistics for insight-guided mutation ---- */
-/* For every evaluation of (task, arch, shape_set), calls fn with the genome text, verdict and fitness. */
+/* For every evaluation of (task, arch, shape_set) (NULL = any), oldest first, calls fn with the genome text,
+ * verdict and fitness. */
 evo_status evo_store_foreach_evaluation(evo_store *st, const char *task, const char *arch, const char *shape_set,
                                         void (*fn)(const char *genome, evo_verdict v, double fitness, void *ctx),
                                         void *ctx, evo_err *err);
