@@ -586,7 +586,7 @@ static evo_status connect_readonly(evo_store *st, evo_err *err)
 /* Is this evo's file, of a schema this evo can use, and sound? Sets st->version. */
 static evo_status inspect(evo_store *st, bool quick_check, evo_err *err)
 {
-    int64_t app, ver, nobj;
+    int64_t app = 0, ver = 0, nobj = 0;
     SQL(st, err, query_int(st->db, "PRAGMA application_id", &app));
     SQL(st, err, query_int(st->db, "PRAGMA user_version", &ver));
     SQL(st, err, query_int(st->db, "SELECT count(*) FROM sqlite_master", &nobj));
@@ -782,7 +782,7 @@ static evo_status run_insert(evo_store *st, evo_run_rec *r, evo_err *err)
         r->started_at = evo_strdup(now);
     }
     if (!r->state) r->state = evo_strdup("running");
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, S_RUN_INSERT, &q, err));
     binder b = {q, 0, SQLITE_OK};
     b_text(&b, r->started_at);
@@ -801,7 +801,7 @@ evo_status evo_store_begin_run(evo_store *st, evo_run_rec *run, evo_err *err)
 
 static evo_status run_update(evo_store *st, const evo_run_rec *r, evo_err *err)
 {
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, S_RUN_UPDATE, &q, err));
     binder b = {q, 0, SQLITE_OK};
     bind_run_body(&b, r);
@@ -823,7 +823,7 @@ static evo_status run_get(evo_store *st, int64_t id, evo_run_rec *out, evo_err *
 {
     memset(out, 0, sizeof *out);
     if (no_tables(st)) return evo_fail(err, EVO_E_NOTFOUND, "%s: no run %lld", st->path, (long long)id);
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, S_RUN_GET, &q, err));
     SQL(st, err, sqlite3_bind_int64(q, 1, id));
     int rc = sqlite3_step(q);
@@ -864,7 +864,7 @@ static evo_status run_last(evo_store *st, const char *task, const char *arch, bo
 {
     *id = 0;
     if (no_tables(st)) return evo_fail(err, EVO_E_NOTFOUND, "%s: no runs yet — run `evo run` first", st->path);
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, match ? S_RUN_LAST_MATCH : S_RUN_LAST, &q, err));
     if (match) {
         binder b = {q, 0, SQLITE_OK};
@@ -943,7 +943,7 @@ static evo_status candidate_put(evo_store *st, evo_candidate_rec *c, evo_err *er
     if (!c->key || strlen(c->key) != 64 || !is_hex(c->key, 64, true))
         return evo_fail(err, EVO_E_INTERNAL, "%s: candidate key '%s' is not 64 lowercase hex digits", st->path,
                         c->key ? c->key : "(null)");
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, S_CAND_UPSERT, &q, err));
     binder b = {q, 0, SQLITE_OK};
     b_text(&b, c->key);
@@ -981,7 +981,7 @@ evo_status evo_store_put_candidate(evo_store *st, evo_candidate_rec *c, evo_err 
 static evo_status candidate_fetch(evo_store *st, enum stmt_id id, const char *key, int64_t rowid,
                                   evo_candidate_rec *out, bool *found, evo_err *err)
 {
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, id, &q, err));
     if (key) SQL(st, err, sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT));
     else SQL(st, err, sqlite3_bind_int64(q, 1, rowid));
@@ -1007,7 +1007,7 @@ static evo_status candidate_get(evo_store *st, const char *key_or_id, evo_candid
         } else {
             lower[n] = '*';
             lower[n + 1] = '\0';
-            sqlite3_stmt *q;
+            sqlite3_stmt *q = NULL;
             TRY(prep(st, S_CAND_PREFIX, &q, err));
             SQL(st, err, sqlite3_bind_text(q, 1, lower, -1, SQLITE_TRANSIENT));
             int64_t ids[2];
@@ -1057,7 +1057,7 @@ static evo_status evaluation_put(evo_store *st, evo_eval_rec *e, evo_err *err)
         evo_utc_iso8601(now);
         e->created_at = evo_strdup(now);
     }
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, S_EVAL_INSERT, &q, err));
     binder b = {q, 0, SQLITE_OK};
     b_int(&b, e->candidate_id);
@@ -1139,7 +1139,7 @@ static evo_status read_evaluation(evo_store *st, sqlite3_stmt *q, evo_eval_rec *
     e->created_at = r_text(&r);
     if (bad) return evo_fail(err, EVO_E_DB, "%s: evaluation %lld has an unknown verdict", st->path, (long long)e->id);
 
-    sqlite3_stmt *rq;
+    sqlite3_stmt *rq = NULL;
     TRY(prep(st, S_RESULTS_OF, &rq, err));
     SQL(st, err, sqlite3_bind_int64(rq, 1, e->id));
     int rc, cap = 0;
@@ -1175,7 +1175,7 @@ static evo_status read_evaluation(evo_store *st, sqlite3_stmt *q, evo_eval_rec *
 
 static evo_status evaluation_by_id(evo_store *st, int64_t id, evo_eval_rec *out, evo_err *err)
 {
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, S_EVAL_BY_ID, &q, err));
     SQL(st, err, sqlite3_bind_int64(q, 1, id));
     int rc = sqlite3_step(q);
@@ -1190,7 +1190,7 @@ static evo_status evaluation_find(evo_store *st, int64_t candidate_id, const cha
     memset(out, 0, sizeof *out);
     *found = false;
     if (no_tables(st)) return EVO_OK;
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, S_EVAL_FIND, &q, err));
     binder b = {q, 0, SQLITE_OK};
     b_int(&b, candidate_id);
@@ -1227,7 +1227,7 @@ static evo_status run_evaluations(evo_store *st, int64_t run_id, int gen,
                                   evo_err *err)
 {
     if (no_tables(st)) return EVO_OK;
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, S_EVAL_OF_RUN, &q, err));
     SQL(st, err, sqlite3_bind_int64(q, 1, run_id));
     SQL(st, err, sqlite3_bind_int(q, 2, gen));
@@ -1265,7 +1265,7 @@ evo_status evo_store_foreach_run_evaluation(evo_store *st, int64_t run_id, int g
 static evo_status lineage_put(evo_store *st, int64_t run_id, int generation, int64_t child, int64_t parent,
                               const char *op, evo_err *err)
 {
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, S_LINEAGE_INSERT, &q, err));
     binder b = {q, 0, SQLITE_OK};
     b_int(&b, run_id);
@@ -1289,7 +1289,7 @@ static evo_status lineage_of(evo_store *st, int64_t child, void (*fn)(int64_t, i
                              void *ctx, evo_err *err)
 {
     if (no_tables(st)) return EVO_OK;
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, S_LINEAGE_OF, &q, err));
     SQL(st, err, sqlite3_bind_int64(q, 1, child));
     int rc;
@@ -1309,7 +1309,7 @@ evo_status evo_store_lineage(evo_store *st, int64_t child,
 
 static evo_status generation_put(evo_store *st, const evo_gen_rec *g, evo_err *err)
 {
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, S_GEN_UPSERT, &q, err));
     binder b = {q, 0, SQLITE_OK};
     b_int(&b, g->run_id);
@@ -1339,7 +1339,7 @@ evo_status evo_store_put_generation(evo_store *st, const evo_gen_rec *g, evo_err
 static evo_status generations_of(evo_store *st, int64_t run_id, evo_gen_rec **out, int *n, evo_err *err)
 {
     if (no_tables(st)) return EVO_OK;
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, S_GENS_OF, &q, err));
     SQL(st, err, sqlite3_bind_int64(q, 1, run_id));
     int rc, cap = 0;
@@ -1398,7 +1398,7 @@ static evo_status elites(evo_store *st, const char *task, const char *arch, cons
                          evo_elite_rec **out, int *n, evo_err *err)
 {
     if (no_tables(st) || k <= 0) return EVO_OK;
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, task && arch && shape_set ? S_ELITES_EXACT : S_ELITES_ANY, &q, err));
     binder b = {q, 0, SQLITE_OK};
     b_text(&b, task);
@@ -1469,7 +1469,7 @@ static evo_status profile_put(evo_store *st, int64_t candidate_id, const char *s
 {
     char now[32];
     evo_utc_iso8601(now);
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, S_PROFILE_UPSERT, &q, err));
     binder b = {q, 0, SQLITE_OK};
     b_int(&b, candidate_id);
@@ -1495,7 +1495,7 @@ static evo_status profiles_of(evo_store *st, int64_t candidate_id,
                               evo_err *err)
 {
     if (no_tables(st)) return EVO_OK;
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, S_PROFILES_OF, &q, err));
     SQL(st, err, sqlite3_bind_int64(q, 1, candidate_id));
     int rc;
@@ -1521,7 +1521,7 @@ static evo_status genome_verdicts(evo_store *st, const char *task, const char *a
                                   void (*fn)(const char *, evo_verdict, double, void *), void *ctx, evo_err *err)
 {
     if (no_tables(st)) return EVO_OK;
-    sqlite3_stmt *q;
+    sqlite3_stmt *q = NULL;
     TRY(prep(st, S_GENOME_VERDICTS, &q, err));
     binder b = {q, 0, SQLITE_OK};
     b_text(&b, task);
