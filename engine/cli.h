@@ -33,6 +33,7 @@ EVO_CMD(check);
 EVO_CMD(space);
 EVO_CMD(compile);
 EVO_CMD(history);
+EVO_CMD(insights);
 EVO_CMD(help);
 EVO_CMD(worker);
 

@@ -92,6 +92,17 @@ static const evo_cmd commands[] = {
      "      --json            machine-readable output\n"
      "      --db F            database (default population.db)\n",
      0},
+    {"insights", cmd_insights, "per-knob-value statistics that guide mutation",
+     "usage: evo insights [--config F] [--db F] [--json]\n"
+     "\n"
+     "For each knob value: how many stored evaluations had it, their failure rate, the mean log speedup of the\n"
+     "measured ones, and the weight mutation gives the value now (1 = no opinion; below 1 avoided, above 1\n"
+     "preferred). Counts the evaluations of the config's task, arch and shape set. Reads the database only.\n"
+     "\n"
+     "  -c, --config F        search configuration (default configs/default.yaml)\n"
+     "      --db F            database (default population.db)\n"
+     "      --json            machine-readable output\n",
+     0},
     {"help", cmd_help, "show help for a command",
      "usage: evo help [COMMAND]\n", 0},
     {"worker", cmd_worker, "internal: the GPU worker process", "usage: evo worker --gpu N (internal)\n", 1},

@@ -1,0 +1,150 @@
+/* strategy.h — search strategies: what decides which genomes the loop evaluates next.
+ *
+ * A strategy is one table of functions (evo_strategy_ops); adding one means one file and one entry in
+ * strategy.c's list. Built in: "ga" (strategy_ga.c: tournament selection, uniform crossover, per-knob mutation,
+ * elitism, random immigrants) and "random" (strategy_random.c: uniform random valid genomes, for comparison).
+ *
+ * Call order: evo_strategy_create → { evo_strategy_propose → evo_strategy_observe ... } per generation →
+ * evo_strategy_destroy. One propose call is one generation. observe takes the results of the generation's
+ * proposals, in one or several calls; it also accepts genomes the strategy never proposed (results the loop
+ * found in the store), which then count as seen and join the breeding pool.
+ *
+ * Guarantees of every strategy:
+ * - every proposal is valid (evo_space_valid) and was neither proposed nor observed before in this search,
+ *   so a generation has no duplicates and nothing is evaluated twice;
+ * - deterministic: the same space, params (seed included) and observations give the same proposals. Nothing
+ *   depends on time, global state, hash-table order or the order of observations within one generation.
+ *   That makes --resume a replay: create, then for each finished generation propose and observe its stored
+ *   results; the interrupted generation's proposals come out again, identical.
+ * - propose returns fewer than asked, down to 0, only when the valid genomes not yet seen run out.
+ *
+ * Ownership: the space, the params and everything they point to (insights included) are borrowed and must
+ * outlive the strategy. evo_strategy_observe adds each new, non-reused observation to params->insights (the
+ * loop feeds the store's earlier evaluations in before the first propose). Proposals are written into the
+ * caller's array. A strategy is used by one thread at a time; separate strategies share nothing.
+ */
+#ifndef EVO_STRATEGY_H
+#define EVO_STRATEGY_H
+
+#include "evo.h"
+#include "insights.h"
+#include "space.h"
+#include "util.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* How a proposal came about; stored as lineage by name (evo_operator_name). */
+typedef enum {
+    EVO_OP_BASELINE = 0,      /* the config's baseline genome                                  */
+    EVO_OP_SEED,              /* a seed genome from the config                                  */
+    EVO_OP_ELITE,             /* an elite of an earlier run (params.prior_elites)               */
+    EVO_OP_RANDOM,            /* random valid genome: initial fill, or when breeding found nothing new */
+    EVO_OP_IMMIGRANT,         /* random valid genome injected on purpose for diversity          */
+    EVO_OP_CROSSOVER,         /* uniform crossover of parents[0] and parents[1]                  */
+    EVO_OP_MUTATION,          /* mutation of parents[0]                                         */
+    EVO_OP_CROSSOVER_MUTATION, /* crossover, then mutation of the child                          */
+    EVO_OP_COUNT
+} evo_operator;
+
+/* "baseline", "seed", "elite", "random", "immigrant", "crossover", "mutation", "crossover+mutation". */
+const char *evo_operator_name(evo_operator op);
+
+typedef struct {
+    evo_genome genome;
+    evo_operator op;
+    int n_parents;          /* 0, 1 (mutation) or 2 (crossover) */
+    evo_genome parents[2];  /* the loop maps them to candidate ids for the lineage table */
+} evo_proposal;
+
+typedef struct {
+    evo_genome genome;
+    evo_verdict verdict;
+    double fitness; /* geomean speedup over the baseline; NAN unless verdict is OK or REGRESSED */
+    bool reused;    /* the result came from the store, not a new evaluation: it is seen and may breed, but it is
+                       not added to insights again (the loop fed the store's evaluations in already) */
+} evo_observation;
+
+typedef struct {
+    uint64_t seed;
+    int population;         /* genomes per generation, >= 1                                        */
+    int elites;             /* ga: best genomes carried over unchanged (not re-proposed), < population */
+    int tournament;         /* ga: tournament size, >= 1                                           */
+    double crossover_rate;  /* ga: probability a child has two parents, [0, 1]                     */
+    double mutation_rate;   /* ga: probability each knob of a child mutates, [0, 1]                */
+    double immigrant_rate;  /* ga: probability a child is a random immigrant instead, [0, 1]       */
+    const evo_genome *baseline;     /* may be NULL; first proposal of generation 0 when valid and unseen */
+    const evo_genome *seeds;        /* config seed genomes, proposed next in generation 0 */
+    int n_seeds;
+    const evo_genome *prior_elites; /* elites of earlier runs of this task and arch, best first; then these */
+    int n_prior_elites;
+    evo_insights *insights; /* NULL: mutation ignores statistics (--no-insights) */
+} evo_strategy_params;
+
+/* Sensible values for tools and tests (the config sets its own): population 16, elites 2, tournament 3,
+ * crossover 0.7, mutation 0.2, immigrants 0.1, seed 0, no genomes, no insights. */
+void evo_strategy_params_default(evo_strategy_params *p);
+
+typedef struct {
+    const char *name;    /* what --strategy and evolution.strategy name: "ga", "random" */
+    const char *summary; /* one line for messages and docs */
+    /* Make the state of a new search over space. Checks params (EVO_E_CONFIG naming the evolution.* key at
+     * fault). space and params are borrowed for the life of the state. */
+    evo_status (*create)(const evo_space *space, const evo_strategy_params *params, void **state, evo_err *err);
+    /* Write up to max proposals for the next generation into out[0..*n). Each is valid and new to this search.
+     * *n < max only when the unseen valid genomes run out. */
+    evo_status (*propose)(void *state, evo_proposal *out, int max, int *n, evo_err *err);
+    /* Take n results, in any order within a generation. Through evo_strategy_observe each genome arrives at most
+     * once: the wrapper drops repeats and adds the non-reused results to params->insights itself. */
+    void (*observe)(void *state, const evo_observation *obs, int n);
+    /* Free the state; NULL is allowed. */
+    void (*destroy)(void *state);
+} evo_strategy_ops;
+
+extern const evo_strategy_ops evo_strategy_ga;
+extern const evo_strategy_ops evo_strategy_random;
+
+/* Lookup by name; NULL when unknown. */
+const evo_strategy_ops *evo_strategy_find(const char *name);
+/* All built-in strategies, in a fixed order. */
+const evo_strategy_ops *const *evo_strategy_list(int *n);
+
+/* ---- a strategy instance: ops + state, what the loop holds ---- */
+typedef struct evo_strategy evo_strategy;
+
+/* Unknown name: EVO_E_CONFIG "unknown strategy 'x' (known: ga, random)". */
+evo_status evo_strategy_create(const char *name, const evo_space *space, const evo_strategy_params *params,
+                               evo_strategy **out, evo_err *err);
+evo_status evo_strategy_propose(evo_strategy *s, evo_proposal *out, int max, int *n, evo_err *err);
+void evo_strategy_observe(evo_strategy *s, const evo_observation *obs, int n);
+const char *evo_strategy_name(const evo_strategy *s);
+void evo_strategy_destroy(evo_strategy *s); /* NULL is allowed */
+
+/* ---- helpers shared by strategy implementations ---- */
+
+/* The set of genomes a search has seen (proposed or observed). Membership only, never iterated, so its hash
+ * order cannot leak into proposals. */
+typedef struct evo_genome_set evo_genome_set;
+evo_genome_set *evo_genome_set_new(const evo_space *space);
+void evo_genome_set_free(evo_genome_set *set);
+bool evo_genome_set_has(const evo_genome_set *set, const evo_genome *g);
+bool evo_genome_set_add(evo_genome_set *set, const evo_genome *g); /* false when already present */
+int evo_genome_set_count(const evo_genome_set *set);
+
+/* A uniformly random valid genome not in seen (rejection first, then enumeration of the valid genomes once
+ * rejection keeps hitting seen ones). Returns false when every valid genome is in seen. */
+bool evo_strategy_random_unseen(const evo_space *space, const evo_genome_set *seen, evo_rng *rng,
+                                evo_genome *out);
+
+/* Probability that mutation moves a knob to one of the neighbouring domain values (domains are ordered, so a
+ * neighbour is a small step); the rest is spread evenly over the other values. */
+#define EVO_MUTATE_NEIGHBOUR_P 0.75
+
+/* A new domain index for knob, different from cur (cur itself when the domain has one value): neighbours of cur
+ * share EVO_MUTATE_NEIGHBOUR_P, the other values the rest, each value's share then multiplied by its insight
+ * weight (evo_insights_weight; 1 everywhere when ins is NULL). */
+int evo_mutate_value(const evo_space *space, const evo_insights *ins, int knob, int cur, evo_rng *rng);
+/* The probability evo_mutate_value gives each value (p[cur] = 0); p holds domain-size entries. */
+void evo_mutate_probabilities(const evo_space *space, const evo_insights *ins, int knob, int cur, double *p);
+
+#endif

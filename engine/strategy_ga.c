@@ -1,0 +1,331 @@
+/* strategy_ga.c — the genetic algorithm: tournament selection, uniform crossover, per-knob mutation (neighbours
+ * first, biased by insights), elitism, random immigrants; invalid children repaired by re-mutating the knobs of
+ * the violated constraint. Generation 0 is baseline, seeds, earlier elites, then random valid genomes.
+ */
+#include "strategy.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BREED_ATTEMPTS 16 /* children tried before falling back to a random unseen genome */
+#define REPAIR_STEPS 8    /* re-mutations of an invalid child before it is dropped */
+#define MAX_CONSTRAINTS_TRACKED 64
+
+typedef struct {
+    evo_genome g;
+    evo_verdict v;
+    double fitness;
+} member;
+
+typedef struct {
+    member *m;
+    int n, cap;
+} member_list;
+
+typedef struct {
+    const evo_space *space;
+    evo_strategy_params p;
+    int n_knobs;
+    evo_rng rng;
+    evo_genome_set *seen; /* proposed or observed */
+    member_list fresh;    /* observed since the last propose: the generation being completed */
+    member_list pool;     /* what the next children are bred from: last generation plus elites */
+    member_list elites;   /* best OK results so far, best first, at most p.elites */
+    int generation;
+    bool exhausted;
+    /* knobs each constraint names, for repair: bit k set when knob k appears in constraint i */
+    uint32_t constraint_knobs[MAX_CONSTRAINTS_TRACKED];
+    int n_constraints;
+} ga;
+
+static void list_push(member_list *l, const member *m)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 32;
+        l->m = evo_xrealloc(l->m, sizeof *l->m * (size_t)l->cap);
+    }
+    l->m[l->n++] = *m;
+}
+
+/* 0: OK, 1: REGRESSED (correct and timed, but slow), 2: no fitness. */
+static int tier(const member *m)
+{
+    if (!isfinite(m->fitness)) return 2;
+    return m->v == EVO_V_OK ? 0 : m->v == EVO_V_REGRESSED ? 1 : 2;
+}
+
+/* Genomes inside the GA have every index past the last knob zeroed (see normalized), so whole structs compare. */
+static int genome_cmp(const evo_genome *a, const evo_genome *b) { return memcmp(a->idx, b->idx, sizeof a->idx); }
+
+static evo_genome normalized(const ga *s, const evo_genome *g)
+{
+    evo_genome n;
+    memset(&n, 0, sizeof n);
+    memcpy(n.idx, g->idx, (size_t)s->n_knobs);
+    return n;
+}
+
+/* A total order, best first: tier, then fitness, then genome indices, so ties never depend on arrival order. */
+static int member_cmp(const member *a, const member *b)
+{
+    int ta = tier(a), tb = tier(b);
+    if (ta != tb) return ta < tb ? -1 : 1;
+    if (ta < 2 && a->fitness != b->fitness) return a->fitness > b->fitness ? -1 : 1;
+    return genome_cmp(&a->g, &b->g);
+}
+
+static int member_qsort_cmp(const void *a, const void *b) { return member_cmp(a, b); }
+
+static int genome_qsort_cmp(const void *a, const void *b)
+{
+    return genome_cmp(&((const member *)a)->g, &((const member *)b)->g);
+}
+
+static evo_status check_params(const evo_strategy_params *p, evo_err *err)
+{
+    if (p->population < 1) return evo_fail(err, EVO_E_CONFIG, "evolution.population: must be >= 1, is %d", p->population);
+    if (p->elites < 0 || p->elites >= p->population)
+        return evo_fail(err, EVO_E_CONFIG, "evolution.elites: must be 0..%d (below the population), is %d",
+                        p->population - 1, p->elites);
+    if (p->tournament < 1) return evo_fail(err, EVO_E_CONFIG, "evolution.tournament: must be >= 1, is %d", p->tournament);
+    const struct {
+        const char *key;
+        double v;
+    } rates[] = {{"crossover_rate", p->crossover_rate},
+                 {"mutation_rate", p->mutation_rate},
+                 {"immigrant_rate", p->immigrant_rate}};
+    for (size_t i = 0; i < EVO_ARRAY_LEN(rates); i++)
+        if (!(rates[i].v >= 0 && rates[i].v <= 1))
+            return evo_fail(err, EVO_E_CONFIG, "evolution.%s: must be in [0, 1], is %g", rates[i].key, rates[i].v);
+    return EVO_OK;
+}
+
+/* Which knobs a constraint names: every identifier in its text that is a knob. */
+static uint32_t knobs_named(const evo_space *space, const char *text)
+{
+    uint32_t mask = 0;
+    for (const char *p = text; *p;) {
+        if (isalpha((unsigned char)*p) || *p == '_') {
+            char name[64];
+            int n = 0;
+            while (isalnum((unsigned char)*p) || *p == '_') {
+                if (n < 63) name[n++] = *p;
+                p++;
+            }
+            name[n] = '\0';
+            int k = evo_space_find_knob(space, name);
+            if (k >= 0) mask |= 1u << k;
+        } else {
+            p++;
+        }
+    }
+    return mask;
+}
+
+static evo_status ga_create(const evo_space *space, const evo_strategy_params *params, void **state, evo_err *err)
+{
+    evo_status st = check_params(params, err);
+    if (st != EVO_OK) return st;
+    ga *s = evo_xcalloc(1, sizeof *s);
+    s->space = space;
+    s->p = *params;
+    s->n_knobs = evo_space_n_knobs(space);
+    evo_rng_seed(&s->rng, params->seed);
+    s->seen = evo_genome_set_new(space);
+    s->n_constraints = evo_space_n_constraints(space);
+    if (s->n_constraints > MAX_CONSTRAINTS_TRACKED) s->n_constraints = MAX_CONSTRAINTS_TRACKED;
+    for (int i = 0; i < s->n_constraints; i++)
+        s->constraint_knobs[i] = knobs_named(space, evo_space_constraint_text(space, i));
+    *state = s;
+    return EVO_OK;
+}
+
+static void ga_destroy(void *state)
+{
+    ga *s = state;
+    if (!s) return;
+    evo_genome_set_free(s->seen);
+    free(s->fresh.m);
+    free(s->pool.m);
+    free(s->elites.m);
+    free(s);
+}
+
+static void note_elite(ga *s, const member *m)
+{
+    if (s->p.elites == 0 || tier(m) != 0) return;
+    list_push(&s->elites, m);
+    qsort(s->elites.m, (size_t)s->elites.n, sizeof *s->elites.m, member_qsort_cmp);
+    if (s->elites.n > s->p.elites) s->elites.n = s->p.elites;
+}
+
+static void ga_observe(void *state, const evo_observation *obs, int n)
+{
+    ga *s = state;
+    for (int i = 0; i < n; i++) {
+        member m = {normalized(s, &obs[i].genome), obs[i].verdict, obs[i].fitness};
+        evo_genome_set_add(s->seen, &m.g);
+        list_push(&s->fresh, &m);
+        note_elite(s, &m);
+    }
+}
+
+/* Close the generation the observations since the last propose belong to: it becomes the breeding pool, with
+ * the elites added. Sorting by genome first makes the pool independent of the order results arrived in. */
+static void close_generation(ga *s)
+{
+    if (s->fresh.n == 0) return;
+    qsort(s->fresh.m, (size_t)s->fresh.n, sizeof *s->fresh.m, genome_qsort_cmp);
+    s->pool.n = 0;
+    for (int i = 0; i < s->fresh.n; i++) list_push(&s->pool, &s->fresh.m[i]);
+    for (int i = 0; i < s->elites.n; i++) {
+        bool dup = false;
+        for (int j = 0; j < s->fresh.n && !dup; j++)
+            dup = genome_cmp(&s->elites.m[i].g, &s->fresh.m[j].g) == 0;
+        if (!dup) list_push(&s->pool, &s->elites.m[i]);
+    }
+    s->fresh.n = 0;
+}
+
+static const member *tournament(ga *s)
+{
+    const member *best = NULL;
+    for (int i = 0; i < s->p.tournament; i++) {
+        const member *c = &s->pool.m[evo_rng_below(&s->rng, (uint32_t)s->pool.n)];
+        if (!best || member_cmp(c, best) < 0) best = c;
+    }
+    return best;
+}
+
+static void mutate_knob(ga *s, evo_genome *g, int k)
+{
+    g->idx[k] = (uint8_t)evo_mutate_value(s->space, s->p.insights, k, g->idx[k], &s->rng);
+}
+
+/* A knob to change: one from mask when it has any with more than one value, else any such knob; -1 if none. */
+static int pick_knob(ga *s, uint32_t mask)
+{
+    int cand[EVO_MAX_KNOBS], n = 0;
+    for (int pass = 0; pass < 2 && n == 0; pass++)
+        for (int k = 0; k < s->n_knobs; k++)
+            if ((pass == 1 || (mask >> k & 1u)) && evo_space_domain_size(s->space, k) > 1) cand[n++] = k;
+    return n ? cand[evo_rng_below(&s->rng, (uint32_t)n)] : -1;
+}
+
+static uint32_t violated_knobs(ga *s, const char *violated)
+{
+    for (int i = 0; i < s->n_constraints; i++)
+        if (violated == evo_space_constraint_text(s->space, i) ||
+            (violated && strcmp(violated, evo_space_constraint_text(s->space, i)) == 0))
+            return s->constraint_knobs[i];
+    return 0;
+}
+
+static bool accept(ga *s, const evo_genome *g, evo_operator op, const evo_genome *p1, const evo_genome *p2,
+                   evo_proposal *out)
+{
+    evo_genome n = normalized(s, g);
+    if (!evo_space_valid(s->space, &n, NULL) || !evo_genome_set_add(s->seen, &n)) return false;
+    memset(out, 0, sizeof *out);
+    out->genome = n;
+    out->op = op;
+    if (p1) out->parents[out->n_parents++] = *p1;
+    if (p2) out->parents[out->n_parents++] = *p2;
+    return true;
+}
+
+static bool random_child(ga *s, evo_operator op, evo_proposal *out)
+{
+    evo_genome g;
+    if (!evo_strategy_random_unseen(s->space, s->seen, &s->rng, &g)) {
+        s->exhausted = true;
+        return false;
+    }
+    return accept(s, &g, op, NULL, NULL, out);
+}
+
+static bool breed(ga *s, evo_proposal *out)
+{
+    for (int attempt = 0; attempt < BREED_ATTEMPTS && s->pool.n > 0; attempt++) {
+        if (evo_rng_uniform(&s->rng) < s->p.immigrant_rate) return random_child(s, EVO_OP_IMMIGRANT, out);
+        const member *p1 = tournament(s), *p2 = NULL;
+        evo_genome child = p1->g;
+        if (s->pool.n > 1 && evo_rng_uniform(&s->rng) < s->p.crossover_rate) {
+            for (int i = 0; i < 4 && (!p2 || genome_cmp(&p1->g, &p2->g) == 0); i++) p2 = tournament(s);
+            if (genome_cmp(&p1->g, &p2->g) == 0) p2 = NULL;
+            for (int k = 0; p2 && k < s->n_knobs; k++)
+                if (evo_rng_below(&s->rng, 2)) child.idx[k] = p2->g.idx[k];
+        }
+        bool mutated = false;
+        for (int k = 0; k < s->n_knobs; k++) {
+            if (evo_space_domain_size(s->space, k) > 1 && evo_rng_uniform(&s->rng) < s->p.mutation_rate) {
+                mutate_knob(s, &child, k);
+                mutated = true;
+            }
+        }
+        /* A child identical to something already seen teaches nothing: nudge one knob. */
+        if (evo_genome_set_has(s->seen, &child)) {
+            int k = pick_knob(s, 0);
+            if (k < 0) continue;
+            mutate_knob(s, &child, k);
+            mutated = true;
+        }
+        const char *violated = NULL;
+        for (int step = 0; step < REPAIR_STEPS && !evo_space_valid(s->space, &child, &violated); step++) {
+            int k = pick_knob(s, violated_knobs(s, violated));
+            if (k < 0) break;
+            mutate_knob(s, &child, k);
+            mutated = true;
+        }
+        evo_operator op = p2 ? (mutated ? EVO_OP_CROSSOVER_MUTATION : EVO_OP_CROSSOVER) : EVO_OP_MUTATION;
+        if (accept(s, &child, op, &p1->g, p2 ? &p2->g : NULL, out)) return true;
+    }
+    return random_child(s, EVO_OP_RANDOM, out);
+}
+
+/* Generation 0: baseline, seeds, earlier elites (each once, when valid and new), then random valid genomes. */
+static int initial_population(ga *s, evo_proposal *out, int want)
+{
+    int n = 0;
+    const struct {
+        const evo_genome *g;
+        int count;
+        evo_operator op;
+    } sources[] = {{s->p.baseline, s->p.baseline ? 1 : 0, EVO_OP_BASELINE},
+                   {s->p.seeds, s->p.n_seeds, EVO_OP_SEED},
+                   {s->p.prior_elites, s->p.n_prior_elites, EVO_OP_ELITE}};
+    for (size_t i = 0; i < EVO_ARRAY_LEN(sources); i++)
+        for (int j = 0; j < sources[i].count && n < want; j++)
+            n += accept(s, &sources[i].g[j], sources[i].op, NULL, NULL, &out[n]);
+    while (n < want && !s->exhausted) n += random_child(s, EVO_OP_RANDOM, &out[n]);
+    return n;
+}
+
+static evo_status ga_propose(void *state, evo_proposal *out, int max, int *n, evo_err *err)
+{
+    (void)err;
+    ga *s = state;
+    close_generation(s);
+    *n = 0;
+    if (s->generation == 0) {
+        *n = initial_population(s, out, max < s->p.population ? max : s->p.population);
+    } else {
+        /* The elites are carried over as they are: already evaluated, they take their place without a slot. */
+        int want = s->p.population - s->elites.n;
+        if (want > max) want = max;
+        while (*n < want && !s->exhausted && breed(s, &out[*n])) (*n)++;
+    }
+    s->generation++;
+    return EVO_OK;
+}
+
+const evo_strategy_ops evo_strategy_ga = {
+    .name = "ga",
+    .summary = "genetic algorithm: tournament selection, uniform crossover, per-knob mutation, elitism, immigrants",
+    .create = ga_create,
+    .propose = ga_propose,
+    .observe = ga_observe,
+    .destroy = ga_destroy,
+};
