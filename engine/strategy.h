@@ -15,7 +15,9 @@
  * - deterministic: the same space, params (seed included) and observations give the same proposals. Nothing
  *   depends on time, global state, hash-table order or the order of observations within one generation.
  *   That makes --resume a replay: create, then for each finished generation propose and observe its stored
- *   results; the interrupted generation's proposals come out again, identical.
+ *   results; the interrupted generation's proposals come out again, identical. With insights on, feed the
+ *   insights only the evaluations made before the run began, and replay the run's own results as not reused
+ *   (reused = whether they were reused the first time), so the statistics match the first pass.
  * - propose returns fewer than asked, down to 0, only when the valid genomes not yet seen run out.
  *
  * Ownership: the space, the params and everything they point to (insights included) are borrowed and must

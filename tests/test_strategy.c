@@ -1,0 +1,729 @@
+/* test_strategy.c — the search strategies and insight-guided mutation, on CPU with synthetic fitness.
+ * Run: ctest --test-dir build -R test_strategy --output-on-failure   (or ./build/tests/test_strategy)
+ * Covers: lookup and parameter checks, determinism (same seed, order of observations, resume as replay), validity,
+ * no duplicates up to exhaustion, GA vs random search on a landscape with a known optimum, insights.
+ */
+#include "check.h"
+#include "insights.h"
+#include "space.h"
+#include "strategy.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- spaces ---- */
+
+/* The landscape space: 10 x 10 x 5 x 4 x 2 x 6 = 24000 genomes, 15168 of them valid. */
+static evo_space *landscape_space(void)
+{
+    evo_space *s;
+    evo_err err = {{0}};
+    static const int ab[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    static const int c[] = {16, 32, 64, 128, 256};
+    static const char *const d[] = {"x", "y", "z", "w"};
+    static const int e[] = {0, 1};
+    static const int f[] = {1, 2, 4, 8, 16, 32};
+    CHECK(evo_space_new(&s) == EVO_OK);
+    CHECK(evo_space_add_int_knob(s, "A", ab, 10, &err) == EVO_OK);
+    CHECK(evo_space_add_int_knob(s, "B", ab, 10, &err) == EVO_OK);
+    CHECK(evo_space_add_int_knob(s, "C", c, 5, &err) == EVO_OK);
+    CHECK(evo_space_add_enum_knob(s, "D", d, 4, &err) == EVO_OK);
+    CHECK(evo_space_add_int_knob(s, "E", e, 2, &err) == EVO_OK);
+    CHECK(evo_space_add_int_knob(s, "F", f, 6, &err) == EVO_OK);
+    CHECK(evo_space_add_constraint(s, "A + B <= 14", &err) == EVO_OK);
+    CHECK(evo_space_add_constraint(s, "C * F <= 1024", &err) == EVO_OK);
+    if (err.msg[0]) fprintf(stderr, "%s\n", err.msg);
+    return s;
+}
+
+/* A small space: 4 x 4 x 3 = 48 genomes; P + Q <= 6 leaves 13 of the 16 (P, Q) pairs, so 39 are valid. */
+static evo_space *small_space(void)
+{
+    evo_space *s;
+    evo_err err = {{0}};
+    static const int pq[] = {1, 2, 3, 4};
+    static const int r[] = {8, 16, 32};
+    CHECK(evo_space_new(&s) == EVO_OK);
+    CHECK(evo_space_add_int_knob(s, "P", pq, 4, &err) == EVO_OK);
+    CHECK(evo_space_add_int_knob(s, "Q", pq, 4, &err) == EVO_OK);
+    CHECK(evo_space_add_int_knob(s, "R", r, 3, &err) == EVO_OK);
+    CHECK(evo_space_add_constraint(s, "P + Q <= 6", &err) == EVO_OK);
+    return s;
+}
+
+/* ---- the synthetic landscape ----
+ * log fitness = separable quadratic bowls (A's and B's optima lie beyond A + B <= 14, so the best pair sits on
+ * that boundary at A=8, B=6), per-value terms for D and E with an interaction (D=z with E=1 beats the separably
+ * best D=w), and a failure region: D=w with F >= 16 is INCORRECT. Optimum: A=8,B=6,C=64,D=z,E=1,F=8. */
+static evo_verdict landscape(const evo_space *s, const evo_genome *g, double *fitness)
+{
+    int a = evo_genome_get(s, g, "A", 0), b = evo_genome_get(s, g, "B", 0);
+    int ci = g->idx[evo_space_find_knob(s, "C")], d = evo_genome_get(s, g, "D", 0);
+    int e = evo_genome_get(s, g, "E", 0), fi = g->idx[evo_space_find_knob(s, "F")];
+    static const double d_term[] = {0.0, 0.10, 0.05, 0.20};
+    if (d == 3 && fi >= 4) {
+        *fitness = NAN;
+        return EVO_V_INCORRECT;
+    }
+    double l = -0.05 * (a - 9) * (a - 9) - 0.04 * (b - 7) * (b - 7) - 0.12 * (ci - 2) * (ci - 2) -
+               0.03 * (fi - 3) * (fi - 3) + d_term[d] + 0.05 * e + (d == 2 && e == 1 ? 0.30 : 0.0);
+    *fitness = exp(l);
+    return EVO_V_OK;
+}
+
+
+static const char *const OPTIMUM = "A=8,B=6,C=64,D=z,E=1,F=8";
+
+typedef struct {
+    const evo_space *s;
+    double best;
+    evo_genome arg;
+} opt_ctx;
+
+static int opt_visit(const evo_genome *g, void *ctx)
+{
+    opt_ctx *o = ctx;
+    double f;
+    if (landscape(o->s, g, &f) == EVO_V_OK && f > o->best) {
+        o->best = f;
+        o->arg = *g;
+    }
+    return 0;
+}
+
+/* ---- a search loop like evo run's, with the landscape as evaluator ---- */
+typedef struct {
+    evo_proposal *log; /* every proposal in order */
+    int n_log, cap;
+    int evaluated;
+    double best;
+    int evals_to_opt;  /* evaluations until the optimum was found; -1 when never */
+    int generations;
+    int invalid, duplicates, bad_provenance, exhausted_at; /* exhausted_at: generation that proposed 0, or -1 */
+} search;
+
+static void log_push(search *r, const evo_proposal *p)
+{
+    if (r->n_log == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 256;
+        r->log = realloc(r->log, sizeof *r->log * (size_t)r->cap);
+    }
+    r->log[r->n_log++] = *p;
+}
+
+static bool provenance_ok(const evo_proposal *p)
+{
+    switch (p->op) {
+    case EVO_OP_BASELINE:
+    case EVO_OP_SEED:
+    case EVO_OP_ELITE:
+    case EVO_OP_RANDOM:
+    case EVO_OP_IMMIGRANT: return p->n_parents == 0;
+    case EVO_OP_MUTATION: return p->n_parents == 1;
+    case EVO_OP_CROSSOVER:
+    case EVO_OP_CROSSOVER_MUTATION: return p->n_parents == 2;
+    default: return false;
+    }
+}
+
+typedef struct {
+    bool reverse;          /* feed each generation's results back to front */
+    int stop_after_gen;    /* stop after this many generations (0 = budget only) */
+} loop_opts;
+
+static search run_search(const char *name, const evo_space *s, const evo_strategy_params *p, int budget,
+                         const evo_genome *optimum, loop_opts lo)
+{
+    search r = {0};
+    r.evals_to_opt = -1;
+    r.exhausted_at = -1;
+    r.best = 0;
+    evo_err err = {{0}};
+    evo_strategy *st = NULL;
+    CHECK(evo_strategy_create(name, s, p, &st, &err) == EVO_OK);
+    if (!st) return r;
+    evo_genome_set *all = evo_genome_set_new(s);
+    evo_proposal *out = calloc((size_t)p->population, sizeof *out);
+    evo_observation *obs = calloc((size_t)p->population, sizeof *obs);
+    while (r.evaluated < budget && (!lo.stop_after_gen || r.generations < lo.stop_after_gen)) {
+        int n = 0;
+        CHECK(evo_strategy_propose(st, out, p->population, &n, &err) == EVO_OK);
+        if (n == 0) {
+            r.exhausted_at = r.generations;
+            break;
+        }
+        int m = 0;
+        for (int i = 0; i < n && r.evaluated < budget; i++) {
+            log_push(&r, &out[i]);
+            r.invalid += !evo_space_valid(s, &out[i].genome, NULL);
+            r.duplicates += !evo_genome_set_add(all, &out[i].genome);
+            r.bad_provenance += !provenance_ok(&out[i]);
+            obs[m].genome = out[i].genome;
+            obs[m].verdict = landscape(s, &out[i].genome, &obs[m].fitness);
+            obs[m].reused = false;
+            r.evaluated++;
+            if (obs[m].verdict == EVO_V_OK && obs[m].fitness > r.best) r.best = obs[m].fitness;
+            if (optimum && r.evals_to_opt < 0 && evo_genome_equal(s, optimum, &out[i].genome))
+                r.evals_to_opt = r.evaluated;
+            m++;
+        }
+        if (lo.reverse)
+            for (int i = 0; i < m / 2; i++) {
+                evo_observation t = obs[i];
+                obs[i] = obs[m - 1 - i];
+                obs[m - 1 - i] = t;
+            }
+        evo_strategy_observe(st, obs, m);
+        r.generations++;
+    }
+    free(out);
+    free(obs);
+    evo_genome_set_free(all);
+    evo_strategy_destroy(st);
+    return r;
+}
+
+static bool same_log(const search *a, const search *b)
+{
+    if (a->n_log != b->n_log) return false;
+    for (int i = 0; i < a->n_log; i++) {
+        const evo_proposal *x = &a->log[i], *y = &b->log[i];
+        if (memcmp(x->genome.idx, y->genome.idx, sizeof x->genome.idx) || x->op != y->op ||
+            x->n_parents != y->n_parents)
+            return false;
+        for (int j = 0; j < x->n_parents; j++)
+            if (memcmp(x->parents[j].idx, y->parents[j].idx, sizeof x->parents[j].idx)) return false;
+    }
+    return true;
+}
+
+static evo_strategy_params landscape_params(uint64_t seed, const evo_genome *baseline)
+{
+    evo_strategy_params p;
+    evo_strategy_params_default(&p);
+    p.seed = seed;
+    p.population = 20;
+    p.elites = 2;
+    p.tournament = 3;
+    p.crossover_rate = 0.7;
+    p.mutation_rate = 0.2;
+    p.immigrant_rate = 0.1;
+    p.baseline = baseline;
+    return p;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---- tests ---- */
+
+static void test_lookup_and_params(void)
+{
+    int n;
+    const evo_strategy_ops *const *list = evo_strategy_list(&n);
+    CHECK_EQ_INT(n, 2);
+    CHECK_STR(list[0]->name, "ga");
+    CHECK_STR(list[1]->name, "random");
+    CHECK(evo_strategy_find("ga") == &evo_strategy_ga);
+    CHECK(evo_strategy_find("random") == &evo_strategy_random);
+    CHECK(evo_strategy_find("anneal") == NULL);
+    CHECK_STR(evo_operator_name(EVO_OP_CROSSOVER_MUTATION), "crossover+mutation");
+    CHECK_STR(evo_operator_name(EVO_OP_IMMIGRANT), "immigrant");
+    CHECK_STR(evo_operator_name(EVO_OP_BASELINE), "baseline");
+
+    evo_space *s = small_space();
+    evo_strategy_params p = landscape_params(1, NULL);
+    evo_strategy *st = NULL;
+    evo_err err = {{0}};
+    CHECK_EQ_INT(evo_strategy_create("anneal", s, &p, &st, &err), EVO_E_CONFIG);
+    CHECK_STR(err.msg, "evolution.strategy: unknown strategy 'anneal' (known: ga, random)");
+    CHECK(st == NULL);
+    p.elites = 20;
+    CHECK_EQ_INT(evo_strategy_create("ga", s, &p, &st, &err), EVO_E_CONFIG);
+    CHECK_CONTAINS(err.msg, "evolution.elites");
+    p.elites = 2;
+    p.mutation_rate = 1.5;
+    CHECK_EQ_INT(evo_strategy_create("ga", s, &p, &st, &err), EVO_E_CONFIG);
+    CHECK_STR(err.msg, "evolution.mutation_rate: must be in [0, 1], is 1.5");
+    p.mutation_rate = 0.2;
+    p.population = 0;
+    CHECK_EQ_INT(evo_strategy_create("random", s, &p, &st, &err), EVO_E_CONFIG);
+    CHECK_CONTAINS(err.msg, "evolution.population");
+    p.population = 8;
+    CHECK_EQ_INT(evo_strategy_create("ga", s, &p, &st, &err), EVO_OK);
+    CHECK_STR(evo_strategy_name(st), "ga");
+    evo_strategy_destroy(st);
+    evo_strategy_destroy(NULL);
+    evo_space_free(s);
+}
+
+static void test_landscape_optimum(void)
+{
+    evo_space *s = landscape_space();
+    uint64_t total = 0, valid = 0;
+    bool exact = false;
+    CHECK(evo_space_count(s, 1000000, &total, &valid, &exact, NULL) == EVO_OK);
+    CHECK_EQ_INT(total, 24000);
+    CHECK_EQ_INT(valid, 15168);
+    opt_ctx o = {s, 0, {{0}}};
+    evo_space_foreach_valid(s, opt_visit, &o);
+    char text[EVO_GENOME_TEXT_MAX];
+    evo_genome_format(s, &o.arg, text, sizeof text);
+    CHECK_STR(text, OPTIMUM);
+    CHECK_NEAR(o.best, exp(-0.09 + 0.40), 1e-12);
+    evo_space_free(s);
+}
+
+/* Same seed: identical proposals, parents and operators; another seed: different ones. Also for random search. */
+static void test_determinism(void)
+{
+    evo_space *s = landscape_space();
+    evo_genome base;
+    CHECK(evo_genome_parse(s, "A=1,B=1,C=16,D=x,E=0,F=1", &base, NULL) == EVO_OK);
+    for (int which = 0; which < 2; which++) {
+        const char *name = which ? "random" : "ga";
+        evo_strategy_params p1 = landscape_params(7, &base), p2 = landscape_params(8, &base);
+        loop_opts lo = {false, 30};
+        search a = run_search(name, s, &p1, 1 << 30, NULL, lo);
+        search b = run_search(name, s, &p1, 1 << 30, NULL, lo);
+        search c = run_search(name, s, &p2, 1 << 30, NULL, lo);
+        CHECK_EQ_INT(a.generations, 30);
+        CHECK(a.n_log > 500);
+        CHECK(same_log(&a, &b));
+        CHECK(!same_log(&a, &c));
+        /* the first proposal is the baseline either way; after it the seeds part */
+        CHECK_EQ_INT(a.log[0].op, EVO_OP_BASELINE);
+        CHECK_EQ_INT(c.log[0].op, EVO_OP_BASELINE);
+        CHECK(memcmp(a.log[1].genome.idx, c.log[1].genome.idx, 6) != 0);
+        free(a.log);
+        free(b.log);
+        free(c.log);
+    }
+    evo_space_free(s);
+}
+
+/* The GA's proposals do not depend on the order results arrive in within a generation. */
+static void test_observation_order(void)
+{
+    evo_space *s = landscape_space();
+    evo_strategy_params p = landscape_params(3, NULL);
+    evo_insights *i1 = evo_insights_new(s), *i2 = evo_insights_new(s);
+    p.insights = i1;
+    search a = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){false, 25});
+    p.insights = i2;
+    search b = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){true, 25});
+    CHECK(a.n_log > 400);
+    CHECK(same_log(&a, &b));
+    free(a.log);
+    free(b.log);
+    evo_insights_free(i1);
+    evo_insights_free(i2);
+    evo_space_free(s);
+}
+
+/* Resume is a replay: a new strategy fed the first k generations' results proposes generation k+1 exactly as the
+ * original did. */
+static void test_resume_replay(void)
+{
+    evo_space *s = landscape_space();
+    evo_strategy_params p = landscape_params(11, NULL);
+    search full = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){false, 12});
+    evo_strategy *st = NULL;
+    CHECK(evo_strategy_create("ga", s, &p, &st, NULL) == EVO_OK);
+    evo_proposal out[20];
+    evo_observation obs[20];
+    int at = 0, n = 0;
+    for (int gen = 0; gen < 6; gen++) {
+        CHECK(evo_strategy_propose(st, out, 20, &n, NULL) == EVO_OK);
+        for (int i = 0; i < n; i++) {
+            obs[i].genome = out[i].genome;
+            obs[i].verdict = landscape(s, &out[i].genome, &obs[i].fitness);
+            obs[i].reused = true; /* stored results: they breed all the same */
+        }
+        evo_strategy_observe(st, obs, n);
+        at += n;
+    }
+    CHECK(evo_strategy_propose(st, out, 20, &n, NULL) == EVO_OK);
+    CHECK_EQ_INT(n, 18); /* population 20 less the 2 elites carried over */
+    CHECK(at + n <= full.n_log);
+    for (int i = 0; i < n && at + i < full.n_log; i++) {
+        CHECK(memcmp(out[i].genome.idx, full.log[at + i].genome.idx, sizeof out[i].genome.idx) == 0);
+        CHECK_EQ_INT(out[i].op, full.log[at + i].op);
+    }
+    evo_strategy_destroy(st);
+    free(full.log);
+    evo_space_free(s);
+}
+
+/* On a 39-genome space, 30 generations of 8 propose every valid genome exactly once, then nothing. */
+static void test_no_duplicates_until_exhausted(void)
+{
+    evo_space *s = small_space();
+    uint64_t total, valid;
+    bool exact;
+    CHECK(evo_space_count(s, 1000, &total, &valid, &exact, NULL) == EVO_OK);
+    CHECK_EQ_INT(valid, 39);
+    for (int which = 0; which < 2; which++) {
+        evo_strategy_params p = landscape_params(5, NULL);
+        p.population = 8;
+        const char *name = which ? "random" : "ga";
+        search r = run_search(name, s, &p, 1 << 30, NULL, (loop_opts){false, 30});
+        CHECK_EQ_INT(r.n_log, 39);
+        CHECK_EQ_INT(r.duplicates, 0);
+        CHECK_EQ_INT(r.invalid, 0);
+        CHECK_EQ_INT(r.bad_provenance, 0);
+        /* 8 in generation 0; the GA then breeds 6 per generation (2 elites carried): 8 + 6 * 5 = 38, 1 more */
+        CHECK_EQ_INT(r.exhausted_at, which ? 5 : 7);
+        free(r.log);
+    }
+    evo_space_free(s);
+}
+
+/* 30 generations on the landscape: all valid, none repeated, provenance consistent, every operator used. */
+static void test_ga_proposals(void)
+{
+    evo_space *s = landscape_space();
+    evo_genome base, seeds[2], elites[2];
+    CHECK(evo_genome_parse(s, "A=1,B=1,C=16,D=x,E=0,F=1", &base, NULL) == EVO_OK);
+    CHECK(evo_genome_parse(s, "A=5,B=5,C=32,D=y,E=0,F=2", &seeds[0], NULL) == EVO_OK);
+    CHECK(evo_genome_parse(s, "A=1,B=1,C=16,D=x,E=0,F=1", &seeds[1], NULL) == EVO_OK); /* same as the baseline */
+    CHECK(evo_genome_parse(s, "A=6,B=6,C=64,D=w,E=1,F=4", &elites[0], NULL) == EVO_OK);
+    CHECK(evo_genome_parse(s, "A=10,B=10,C=64,D=w,E=1,F=4", &elites[1], NULL) == EVO_OK); /* invalid now */
+    evo_strategy_params p = landscape_params(21, &base);
+    p.seeds = seeds;
+    p.n_seeds = 2;
+    p.prior_elites = elites;
+    p.n_prior_elites = 2;
+    search r = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){false, 30});
+    CHECK_EQ_INT(r.generations, 30);
+    CHECK_EQ_INT(r.n_log, 20 + 29 * 18);
+    CHECK_EQ_INT(r.duplicates, 0);
+    CHECK_EQ_INT(r.invalid, 0);
+    CHECK_EQ_INT(r.bad_provenance, 0);
+    /* generation 0: baseline, the one new seed, the one valid elite, then 17 random */
+    CHECK_EQ_INT(r.log[0].op, EVO_OP_BASELINE);
+    CHECK_EQ_INT(r.log[1].op, EVO_OP_SEED);
+    CHECK(memcmp(r.log[1].genome.idx, seeds[0].idx, 6) == 0);
+    CHECK_EQ_INT(r.log[2].op, EVO_OP_ELITE);
+    CHECK(memcmp(r.log[2].genome.idx, elites[0].idx, 6) == 0);
+    int count[EVO_OP_COUNT] = {0};
+    for (int i = 0; i < r.n_log; i++) count[r.log[i].op]++;
+    CHECK_EQ_INT(count[EVO_OP_BASELINE], 1);
+    CHECK_EQ_INT(count[EVO_OP_SEED], 1);
+    CHECK_EQ_INT(count[EVO_OP_ELITE], 1);
+    for (int i = 3; i < 20; i++) CHECK_EQ_INT(r.log[i].op, EVO_OP_RANDOM);
+    CHECK_EQ_INT(count[EVO_OP_RANDOM], 17); /* repair always found a valid new child: no fallback to random */
+    printf("operators over 30 generations:");
+    for (int i = 0; i < EVO_OP_COUNT; i++) printf(" %s %d", evo_operator_name((evo_operator)i), count[i]);
+    printf("\n");
+    CHECK(count[EVO_OP_MUTATION] > 50);
+    CHECK(count[EVO_OP_CROSSOVER] + count[EVO_OP_CROSSOVER_MUTATION] > 200);
+    CHECK(count[EVO_OP_IMMIGRANT] > 20);
+    free(r.log);
+    evo_space_free(s);
+}
+
+/* GA against random search on the landscape, 10 seeds, 400 evaluations each. */
+static void test_ga_beats_random(void)
+{
+    evo_space *s = landscape_space();
+    evo_genome base, opt;
+    CHECK(evo_genome_parse(s, "A=1,B=1,C=16,D=x,E=0,F=1", &base, NULL) == EVO_OK);
+    CHECK(evo_genome_parse(s, OPTIMUM, &opt, NULL) == EVO_OK);
+    double best_fit;
+    landscape(s, &opt, &best_fit);
+    enum { SEEDS = 10, BUDGET = 400 };
+    double frac_ga[SEEDS], frac_rnd[SEEDS], frac_ins[SEEDS];
+    int found_ga = 0, found_rnd = 0, found_ins = 0;
+    for (int seed = 0; seed < SEEDS; seed++) {
+        evo_strategy_params p = landscape_params(1000 + (uint64_t)seed, &base);
+        search g = run_search("ga", s, &p, BUDGET, &opt, (loop_opts){false, 0});
+        search r = run_search("random", s, &p, BUDGET, &opt, (loop_opts){false, 0});
+        evo_insights *ins = evo_insights_new(s);
+        p.insights = ins;
+        search gi = run_search("ga", s, &p, BUDGET, &opt, (loop_opts){false, 0});
+        evo_insights_free(ins);
+        CHECK_EQ_INT(g.evaluated, BUDGET);
+        CHECK_EQ_INT(r.evaluated, BUDGET);
+        frac_ga[seed] = g.best / best_fit;
+        frac_rnd[seed] = r.best / best_fit;
+        frac_ins[seed] = gi.best / best_fit;
+        found_ga += g.evals_to_opt > 0;
+        found_rnd += r.evals_to_opt > 0;
+        found_ins += gi.evals_to_opt > 0;
+        printf("seed %d: ga %.4f (opt at %d)  ga+insights %.4f (opt at %d)  random %.4f (opt at %d)\n", seed,
+               frac_ga[seed], g.evals_to_opt, frac_ins[seed], gi.evals_to_opt, frac_rnd[seed], r.evals_to_opt);
+        free(g.log);
+        free(r.log);
+        free(gi.log);
+    }
+    double mg = median(frac_ga, SEEDS), mr = median(frac_rnd, SEEDS), mi = median(frac_ins, SEEDS);
+    printf("median fraction of the optimum after %d evaluations: ga %.4f, ga+insights %.4f, random %.4f; "
+           "optimum found: ga %d/10, ga+insights %d/10, random %d/10\n",
+           BUDGET, mg, mi, mr, found_ga, found_ins, found_rnd);
+    CHECK(mg > mr);
+    CHECK(mg == 1.0);
+    CHECK(mi == 1.0);
+    CHECK(mr < 0.95);
+    CHECK(found_ga >= 7);
+    CHECK(found_ins >= 7);
+    CHECK(found_rnd <= 2);
+    evo_space_free(s);
+}
+
+/* ---- insights ---- */
+
+/* K: 1..5, L: 1..3, no constraints. */
+static evo_space *insight_space(void)
+{
+    evo_space *s;
+    static const int k[] = {1, 2, 3, 4, 5}, l[] = {1, 2, 3};
+    CHECK(evo_space_new(&s) == EVO_OK);
+    CHECK(evo_space_add_int_knob(s, "K", k, 5, NULL) == EVO_OK);
+    CHECK(evo_space_add_int_knob(s, "L", l, 3, NULL) == EVO_OK);
+    return s;
+}
+
+static evo_genome kl(int k, int l)
+{
+    evo_genome g;
+    memset(&g, 0, sizeof g);
+    g.idx[0] = (uint8_t)k;
+    g.idx[1] = (uint8_t)l;
+    return g;
+}
+
+static double draw_frequency(const evo_space *s, const evo_insights *ins, int cur, int target, int draws)
+{
+    evo_rng rng;
+    evo_rng_seed(&rng, 99);
+    int hits = 0, stayed = 0;
+    for (int i = 0; i < draws; i++) {
+        int v = evo_mutate_value(s, ins, 0, cur, &rng);
+        stayed += v == cur;
+        hits += v == target;
+    }
+    CHECK_EQ_INT(stayed, 0);
+    return (double)hits / draws;
+}
+
+/* K=4 (index 3) always fails: mutation from K=3 to it drops from the neighbour rate 0.375 to ~0.029, not 0. */
+static void test_insights_failing_value(void)
+{
+    evo_space *s = insight_space();
+    evo_insights *ins = evo_insights_new(s);
+    for (int i = 0; i < 30; i++) {
+        evo_genome g = kl(i % 5, i % 3);
+        bool fails = i % 5 == 3;
+        evo_insights_add(ins, &g, fails ? EVO_V_INCORRECT : EVO_V_OK, fails ? NAN : 1.0);
+    }
+    CHECK_EQ_INT(evo_insights_total(ins), 30);
+    evo_insight_stat st = evo_insights_stat(ins, 0, 3);
+    CHECK_EQ_INT(st.n, 6);
+    CHECK_EQ_INT(st.n_fail, 6);
+    CHECK_EQ_INT(st.n_timed, 0);
+    st = evo_insights_stat(ins, 1, 0); /* L=1: i = 0, 3, ..., 27; K=4 among them at i = 3, 18 */
+    CHECK_EQ_INT(st.n, 10);
+    CHECK_EQ_INT(st.n_fail, 2);
+    CHECK_NEAR(evo_insights_weight(ins, 0, 3), EVO_INSIGHTS_FLOOR, 0);
+    CHECK_NEAR(evo_insights_weight(ins, 0, 2), 1.0, 1e-12);
+    CHECK_NEAR(evo_insights_weight(ins, 1, 0), 0.8, 1e-12);
+
+    double p[EVO_MAX_DOMAIN];
+    evo_mutate_probabilities(s, NULL, 0, 2, p);
+    CHECK_NEAR(p[1], 0.375, 1e-12);
+    CHECK_NEAR(p[3], 0.375, 1e-12);
+    CHECK_NEAR(p[0], 0.125, 1e-12);
+    CHECK_NEAR(p[4], 0.125, 1e-12);
+    CHECK_NEAR(p[2], 0.0, 0);
+    evo_mutate_probabilities(s, ins, 0, 2, p);
+    double expect = 0.375 * 0.05 / (0.375 * 0.05 + 0.375 + 0.25);
+    CHECK_NEAR(p[3], expect, 1e-12); /* 0.0291262 */
+    CHECK_NEAR(p[1], 0.375 / (0.375 * 0.05 + 0.375 + 0.25), 1e-12);
+
+    enum { DRAWS = 200000 };
+    double off = draw_frequency(s, NULL, 2, 3, DRAWS);
+    double on = draw_frequency(s, ins, 2, 3, DRAWS);
+    printf("mutation K=3 -> K=4: insights off %.4f, on %.4f\n", off, on);
+    CHECK_NEAR(off, 0.375, 0.005);
+    CHECK(on < 0.035);
+    CHECK(on > 0.023);
+    /* from the edge: the one neighbour takes 0.75, the three others 0.25 / 3 each */
+    CHECK_NEAR(draw_frequency(s, NULL, 0, 1, DRAWS), 0.75, 0.005);
+    CHECK_NEAR(draw_frequency(s, NULL, 0, 4, DRAWS), 0.25 / 3, 0.005);
+    /* a one-value knob cannot move */
+    evo_space *one;
+    static const int v1[] = {7};
+    CHECK(evo_space_new(&one) == EVO_OK);
+    CHECK(evo_space_add_int_knob(one, "Z", v1, 1, NULL) == EVO_OK);
+    evo_rng rng;
+    evo_rng_seed(&rng, 1);
+    CHECK_EQ_INT(evo_mutate_value(one, NULL, 0, 0, &rng), 0);
+    evo_space_free(one);
+    evo_insights_free(ins);
+    evo_space_free(s);
+}
+
+/* Mean log speedup moves weights both ways; too few observations give no opinion; verdict classes; order. */
+static void test_insights_speedup(void)
+{
+    evo_space *s = insight_space();
+    evo_insights *a = evo_insights_new(s), *b = evo_insights_new(s);
+    evo_genome gs[25];
+    double fs[25];
+    for (int i = 0; i < 25; i++) {
+        gs[i] = kl(i % 5, i % 3);
+        fs[i] = (i % 5 == 4 ? 1.2 : 1.0) * (1.0 + 1e-3 * (i % 7)); /* K=5 is 20% faster */
+    }
+    for (int i = 0; i < 25; i++) evo_insights_add(a, &gs[i], EVO_V_OK, fs[i]);
+    for (int i = 24; i >= 0; i--) evo_insights_add(b, &gs[i], EVO_V_OK, fs[i]);
+    double overall = 0, fast = 0, slow = 0;
+    for (int i = 0; i < 25; i++) {
+        overall += log(fs[i]) / 25;
+        if (i % 5 == 4) fast += log(fs[i]) / 5;
+        if (i % 5 == 0) slow += log(fs[i]) / 5;
+    }
+    double w_fast = evo_insights_weight(a, 0, 4), w_slow = evo_insights_weight(a, 0, 0);
+    printf("weights: K=5 %.4f, K=1 %.4f\n", w_fast, w_slow);
+    CHECK_NEAR(w_fast, exp(EVO_INSIGHTS_BETA * (fast - overall)), 1e-6); /* ~1.79 */
+    CHECK_NEAR(w_slow, exp(EVO_INSIGHTS_BETA * (slow - overall)), 1e-6); /* ~0.86 */
+    CHECK(w_fast > 1.7 && w_fast < 1.9);
+    CHECK(w_slow > 0.8 && w_slow < 0.9);
+    for (int k = 0; k < 2; k++)
+        for (int v = 0; v < evo_space_domain_size(s, k); v++) {
+            CHECK(evo_insights_weight(a, k, v) == evo_insights_weight(b, k, v));
+            CHECK(evo_insights_stat(a, k, v).sum_log == evo_insights_stat(b, k, v).sum_log);
+        }
+
+    evo_insights *c = evo_insights_new(s);
+    evo_genome g = kl(1, 1);
+    evo_insights_add(c, &g, EVO_V_CRASHED, NAN);
+    evo_insights_add(c, &g, EVO_V_COMPILE_FAIL, NAN);
+    CHECK_NEAR(evo_insights_weight(c, 0, 1), 1.0, 0); /* 2 < EVO_INSIGHTS_MIN_OBS: no opinion */
+    evo_insights_add(c, &g, EVO_V_SLOW, NAN);
+    evo_insights_add(c, &g, EVO_V_REGRESSED, 0.5);
+    evo_insight_stat st = evo_insights_stat(c, 0, 1);
+    CHECK_EQ_INT(st.n, 4);
+    CHECK_EQ_INT(st.n_fail, 2);
+    CHECK_EQ_INT(st.n_timed, 1);
+    CHECK_NEAR(st.sum_log, log(0.5), 1e-9);
+    CHECK_NEAR(evo_insights_weight(c, 0, 1), 0.5, 1e-12);
+    CHECK_NEAR(evo_insights_weight(NULL, 0, 1), 1.0, 0);
+
+    evo_insights_add_stored("K=3, L=2", EVO_V_OK, 1.5, c);
+    evo_insights_add_stored("K=9,L=1", EVO_V_OK, 1.5, c);
+    evo_insights_add_stored("M=1", EVO_V_INCORRECT, NAN, c);
+    CHECK_EQ_INT(evo_insights_total(c), 5);
+    CHECK_EQ_INT(evo_insights_skipped(c), 2);
+    CHECK_EQ_INT(evo_insights_stat(c, 0, 2).n_timed, 1);
+    evo_insights_free(a);
+    evo_insights_free(b);
+    evo_insights_free(c);
+    evo_space_free(s);
+}
+
+static void test_insights_format(void)
+{
+    evo_space *s = insight_space();
+    evo_insights *ins = evo_insights_new(s);
+    for (int i = 0; i < 30; i++) {
+        evo_genome g = kl(i % 5, i % 3);
+        bool fails = i % 5 == 3;
+        evo_insights_add(ins, &g, fails ? EVO_V_INCORRECT : EVO_V_OK, fails ? NAN : (i % 5 == 4 ? 2.0 : 1.0));
+    }
+    evo_insights_add_stored("K=6,L=1", EVO_V_OK, 1.0, ins);
+    evo_str text = {0};
+    evo_insights_format(ins, false, &text);
+    printf("%s", evo_str_cstr(&text));
+    CHECK_CONTAINS(evo_str_cstr(&text), "30 evaluations (1 more skipped: genome not in this space)");
+    CHECK_CONTAINS(evo_str_cstr(&text), "knob  value       n  fail rate   timed  mean log speedup  weight\n");
+    CHECK_CONTAINS(evo_str_cstr(&text), "K     4           6     100.0%       0                 -   0.050\n");
+    CHECK_CONTAINS(evo_str_cstr(&text), "K     5           6       0.0%       6           +0.6931   8.000\n");
+    evo_str_free(&text);
+
+    evo_str js = {0};
+    evo_insights_format(ins, true, &js);
+    cJSON *root = cJSON_Parse(evo_str_cstr(&js));
+    CHECK(root != NULL);
+    if (root) {
+        CHECK_EQ_INT(cJSON_GetObjectItem(root, "evaluations")->valueint, 30);
+        CHECK_EQ_INT(cJSON_GetObjectItem(root, "skipped")->valueint, 1);
+        cJSON *values = cJSON_GetObjectItem(root, "values");
+        CHECK_EQ_INT(cJSON_GetArraySize(values), 8);
+        cJSON *k4 = cJSON_GetArrayItem(values, 3);
+        CHECK_STR(cJSON_GetObjectItem(k4, "knob")->valuestring, "K");
+        CHECK_STR(cJSON_GetObjectItem(k4, "value")->valuestring, "4");
+        CHECK_EQ_INT(cJSON_GetObjectItem(k4, "n")->valueint, 6);
+        CHECK_NEAR(cJSON_GetObjectItem(k4, "fail_rate")->valuedouble, 1.0, 0);
+        CHECK(cJSON_IsNull(cJSON_GetObjectItem(k4, "mean_log_speedup")));
+        CHECK_NEAR(cJSON_GetObjectItem(k4, "weight")->valuedouble, 0.05, 1e-12);
+        cJSON *l3 = cJSON_GetArrayItem(values, 7);
+        CHECK_STR(cJSON_GetObjectItem(l3, "knob")->valuestring, "L");
+        CHECK_STR(cJSON_GetObjectItem(l3, "value")->valuestring, "3");
+        CHECK_EQ_INT(cJSON_GetObjectItem(l3, "failed")->valueint, 2);
+        cJSON_Delete(root);
+    }
+    evo_str_free(&js);
+    evo_insights_free(ins);
+    evo_space_free(s);
+}
+
+/* The genome set across growth, and random_unseen down to the last genome. */
+static void test_genome_set_and_unseen(void)
+{
+    evo_space *s = landscape_space();
+    evo_genome_set *set = evo_genome_set_new(s);
+    evo_rng rng;
+    evo_rng_seed(&rng, 4);
+    int added = 0;
+    for (int i = 0; i < 3000; i++) {
+        evo_genome g;
+        CHECK(evo_strategy_random_unseen(s, set, &rng, &g));
+        CHECK(evo_space_valid(s, &g, NULL));
+        added += evo_genome_set_add(set, &g);
+    }
+    CHECK_EQ_INT(added, 3000);
+    CHECK_EQ_INT(evo_genome_set_count(set), 3000);
+    evo_genome_set_free(set);
+    evo_space_free(s);
+
+    s = small_space();
+    set = evo_genome_set_new(s);
+    for (int i = 0; i < 39; i++) {
+        evo_genome g;
+        CHECK(evo_strategy_random_unseen(s, set, &rng, &g));
+        CHECK(evo_genome_set_add(set, &g));
+    }
+    evo_genome g;
+    CHECK(!evo_strategy_random_unseen(s, set, &rng, &g));
+    evo_genome_set_free(set);
+    evo_space_free(s);
+}
+
+int main(void)
+{
+    test_lookup_and_params();
+    test_landscape_optimum();
+    test_determinism();
+    test_observation_order();
+    test_resume_replay();
+    test_no_duplicates_until_exhausted();
+    test_ga_proposals();
+    test_ga_beats_random();
+    test_insights_failing_value();
+    test_insights_speedup();
+    test_insights_format();
+    test_genome_set_and_unseen();
+    return check_result();
+}
