@@ -128,9 +128,20 @@ static bool provenance_ok(const evo_proposal *p)
     }
 }
 
+typedef evo_verdict (*evaluator)(const evo_space *s, const evo_genome *g, double *fitness);
+
+/* Fitness on the small space: larger P, Q, R are better; all correct. */
+static evo_verdict small_fitness(const evo_space *s, const evo_genome *g, double *fitness)
+{
+    *fitness = exp(0.1 * (evo_genome_get(s, g, "P", 0) + evo_genome_get(s, g, "Q", 0)) +
+                   0.01 * evo_genome_get(s, g, "R", 0));
+    return EVO_V_OK;
+}
+
 typedef struct {
     bool reverse;          /* feed each generation's results back to front */
     int stop_after_gen;    /* stop after this many generations (0 = budget only) */
+    evaluator eval;        /* NULL: the landscape */
 } loop_opts;
 
 static search run_search(const char *name, const evo_space *s, const evo_strategy_params *p, int budget,
@@ -161,7 +172,7 @@ static search run_search(const char *name, const evo_space *s, const evo_strateg
             r.duplicates += !evo_genome_set_add(all, &out[i].genome);
             r.bad_provenance += !provenance_ok(&out[i]);
             obs[m].genome = out[i].genome;
-            obs[m].verdict = landscape(s, &out[i].genome, &obs[m].fitness);
+            obs[m].verdict = (lo.eval ? lo.eval : landscape)(s, &out[i].genome, &obs[m].fitness);
             obs[m].reused = false;
             r.evaluated++;
             if (obs[m].verdict == EVO_V_OK && obs[m].fitness > r.best) r.best = obs[m].fitness;
@@ -294,7 +305,7 @@ static void test_determinism(void)
     for (int which = 0; which < 2; which++) {
         const char *name = which ? "random" : "ga";
         evo_strategy_params p1 = landscape_params(7, &base), p2 = landscape_params(8, &base);
-        loop_opts lo = {false, 30};
+        loop_opts lo = {false, 30, NULL};
         search a = run_search(name, s, &p1, 1 << 30, NULL, lo);
         search b = run_search(name, s, &p1, 1 << 30, NULL, lo);
         search c = run_search(name, s, &p2, 1 << 30, NULL, lo);
@@ -320,9 +331,9 @@ static void test_observation_order(void)
     evo_strategy_params p = landscape_params(3, NULL);
     evo_insights *i1 = evo_insights_new(s), *i2 = evo_insights_new(s);
     p.insights = i1;
-    search a = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){false, 25});
+    search a = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){false, 25, NULL});
     p.insights = i2;
-    search b = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){true, 25});
+    search b = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){true, 25, NULL});
     CHECK(a.n_log > 400);
     CHECK(same_log(&a, &b));
     free(a.log);
@@ -338,7 +349,7 @@ static void test_resume_replay(void)
 {
     evo_space *s = landscape_space();
     evo_strategy_params p = landscape_params(11, NULL);
-    search full = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){false, 12});
+    search full = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){false, 12, NULL});
     evo_strategy *st = NULL;
     CHECK(evo_strategy_create("ga", s, &p, &st, NULL) == EVO_OK);
     evo_proposal out[20];
@@ -378,7 +389,7 @@ static void test_no_duplicates_until_exhausted(void)
         evo_strategy_params p = landscape_params(5, NULL);
         p.population = 8;
         const char *name = which ? "random" : "ga";
-        search r = run_search(name, s, &p, 1 << 30, NULL, (loop_opts){false, 30});
+        search r = run_search(name, s, &p, 1 << 30, NULL, (loop_opts){false, 30, small_fitness});
         CHECK_EQ_INT(r.n_log, 39);
         CHECK_EQ_INT(r.duplicates, 0);
         CHECK_EQ_INT(r.invalid, 0);
@@ -405,7 +416,7 @@ static void test_ga_proposals(void)
     p.n_seeds = 2;
     p.prior_elites = elites;
     p.n_prior_elites = 2;
-    search r = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){false, 30});
+    search r = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){false, 30, NULL});
     CHECK_EQ_INT(r.generations, 30);
     CHECK_EQ_INT(r.n_log, 20 + 29 * 18);
     CHECK_EQ_INT(r.duplicates, 0);
@@ -448,11 +459,11 @@ static void test_ga_beats_random(void)
     int found_ga = 0, found_rnd = 0, found_ins = 0;
     for (int seed = 0; seed < SEEDS; seed++) {
         evo_strategy_params p = landscape_params(1000 + (uint64_t)seed, &base);
-        search g = run_search("ga", s, &p, BUDGET, &opt, (loop_opts){false, 0});
-        search r = run_search("random", s, &p, BUDGET, &opt, (loop_opts){false, 0});
+        search g = run_search("ga", s, &p, BUDGET, &opt, (loop_opts){false, 0, NULL});
+        search r = run_search("random", s, &p, BUDGET, &opt, (loop_opts){false, 0, NULL});
         evo_insights *ins = evo_insights_new(s);
         p.insights = ins;
-        search gi = run_search("ga", s, &p, BUDGET, &opt, (loop_opts){false, 0});
+        search gi = run_search("ga", s, &p, BUDGET, &opt, (loop_opts){false, 0, NULL});
         evo_insights_free(ins);
         CHECK_EQ_INT(g.evaluated, BUDGET);
         CHECK_EQ_INT(r.evaluated, BUDGET);
