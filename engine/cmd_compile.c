@@ -1,9 +1,160 @@
-/* cmd_compile.c — `evo compile`: not built yet (see the issue that owns it). */
+/* cmd_compile.c — `evo compile`: render genomes and compile them with NVRTC (no GPU), reporting registers, shared
+ * memory and spills per kernel variant, and the verdict of the pre-GPU gates. */
+#include "candidate.h"
 #include "cli.h"
+#include "util.h"
+
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void print_text(const evo_candidate *c, int n, const char *arch, double wall)
+{
+    int counts[EVO_V_COUNT] = {0};
+    printf("%-13s %-44s %s\n", "verdict", "per variant: registers / smem (dynamic+static) / spills", "genome");
+    for (int i = 0; i < n; i++) {
+        counts[c[i].verdict]++;
+        char res[256] = "";
+        size_t len = 0;
+        for (int k = 0; k < c[i].cr.n_kernels && len < sizeof res; k++) {
+            const evo_kernel_res *r = &c[i].cr.kernels[k].res;
+            len += (size_t)snprintf(res + len, sizeof res - len, "%sd%d: %d r / %d B / %d B", k ? ", " : "",
+                                    c[i].prog.variants[k].head_dim, r->registers,
+                                    c[i].prog.variants[k].smem_bytes + (r->smem_bytes > 0 ? r->smem_bytes : 0),
+                                    (r->spill_store_bytes > 0 ? r->spill_store_bytes : 0) +
+                                        (r->spill_load_bytes > 0 ? r->spill_load_bytes : 0));
+        }
+        printf("%-13s %-44s %s\n", evo_verdict_name(c[i].verdict), res, c[i].genome_text);
+        if (c[i].verdict != EVO_V_OK) printf("%13s %s\n", "", c[i].why);
+    }
+    printf("\n%d genomes for %s in %.1f s:", n, arch, wall);
+    for (int v = 0; v < EVO_V_COUNT; v++)
+        if (counts[v]) printf(" %d %s", counts[v], evo_verdict_name((evo_verdict)v));
+    printf("\n");
+}
+
+static cJSON *candidate_json(const evo_candidate *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "genome", c->genome_text);
+    cJSON_AddStringToObject(o, "verdict", evo_verdict_name(c->verdict));
+    if (c->verdict != EVO_V_OK) cJSON_AddStringToObject(o, "why", c->why);
+    cJSON_AddStringToObject(o, "key", c->key);
+    cJSON_AddNumberToObject(o, "registers", c->registers);
+    cJSON_AddNumberToObject(o, "smem_bytes", c->smem_bytes);
+    cJSON_AddNumberToObject(o, "spill_bytes", c->spill_bytes);
+    cJSON_AddNumberToObject(o, "stack_bytes", c->stack_bytes);
+    cJSON_AddNumberToObject(o, "compile_s", c->cr.seconds);
+    cJSON_AddBoolToObject(o, "cache_hit", c->cr.cache_hit);
+    cJSON *vs = cJSON_AddArrayToObject(o, "variants");
+    for (int k = 0; k < c->prog.n_variants; k++) {
+        const evo_variant *v = &c->prog.variants[k];
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "head_dim", v->head_dim);
+        cJSON_AddStringToObject(j, "format", evo_format_name(v->format));
+        cJSON_AddStringToObject(j, "name_expr", v->name_expr);
+        cJSON_AddNumberToObject(j, "threads", v->threads);
+        cJSON_AddNumberToObject(j, "rows_per_block", v->rows_per_block);
+        cJSON_AddNumberToObject(j, "dynamic_smem_bytes", v->smem_bytes);
+        if (k < c->cr.n_kernels) {
+            const evo_compiled_kernel *ck = &c->cr.kernels[k];
+            cJSON_AddStringToObject(j, "lowered", ck->lowered ? ck->lowered : "");
+            cJSON_AddNumberToObject(j, "registers", ck->res.registers);
+            cJSON_AddNumberToObject(j, "static_smem_bytes", ck->res.smem_bytes);
+            cJSON_AddNumberToObject(j, "spill_store_bytes", ck->res.spill_store_bytes);
+            cJSON_AddNumberToObject(j, "spill_load_bytes", ck->res.spill_load_bytes);
+            cJSON_AddNumberToObject(j, "stack_frame_bytes", ck->res.stack_frame_bytes);
+        }
+        cJSON_AddItemToArray(vs, j);
+    }
+    return o;
+}
 
 EVO_CMD(compile)
 {
-    (void)argc;
-    (void)argv;
-    return evo_fail(err, EVO_E_INTERNAL, "compile: not built yet");
+    const evo_cmd *self = evo_cli_find("compile");
+    const char *config_path = EVO_DEFAULT_CONFIG, *genome_text = NULL, *arch = NULL;
+    int sample = 0, jobs = 0, json = 0;
+    static const struct option longopts[] = {
+        {"config", required_argument, 0, 'c'}, {"genome", required_argument, 0, 'G'},
+        {"sample", required_argument, 0, 'n'}, {"arch", required_argument, 0, 'a'},
+        {"json", no_argument, 0, 'J'},         {"jobs", required_argument, 0, 'j'},
+        {0, 0, 0, 0},
+    };
+    optind = 1;
+    opterr = 0;
+    for (int ch; (ch = getopt_long(argc, argv, "c:j:", longopts, NULL)) != -1;) {
+        char *end;
+        switch (ch) {
+        case 'c': config_path = optarg; break;
+        case 'G': genome_text = optarg; break;
+        case 'a': arch = optarg; break;
+        case 'J': json = 1; break;
+        case 'n':
+            sample = (int)strtol(optarg, &end, 10);
+            if (*end || sample < 1 || sample > 100000)
+                return evo_cli_usage_error(self, err, "--sample takes a count from 1 to 100000, not '%s'", optarg);
+            break;
+        case 'j':
+            jobs = (int)strtol(optarg, &end, 10);
+            if (*end || jobs < 1 || jobs > 1024)
+                return evo_cli_usage_error(self, err, "--jobs takes a count from 1 to 1024, not '%s'", optarg);
+            break;
+        default:
+            return evo_cli_usage_error(self, err, "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
+    if (genome_text && sample) return evo_cli_usage_error(self, err, "--genome and --sample exclude each other");
+
+    evo_config *cfg = NULL;
+    evo_status s = evo_config_load(config_path, &cfg, err);
+    if (s != EVO_OK) return s;
+    if (!arch) arch = strcmp(cfg->arch, "auto") == 0 ? "sm_90" : cfg->arch;
+    evo_device_limits lim;
+    s = evo_device_limits_for_arch(arch, &lim, err);
+    const evo_task *task = evo_task_find(cfg->task);
+    evo_genome *genomes = NULL;
+    int n = 0;
+    if (s == EVO_OK && !task) s = evo_fail(err, EVO_E_CONFIG, "%s: unknown task '%s'", config_path, cfg->task);
+    if (s == EVO_OK && genome_text) {
+        genomes = evo_xcalloc(1, sizeof *genomes);
+        s = evo_genome_parse(cfg->space, genome_text, genomes, err);
+        if (s != EVO_OK) s = evo_failv_prefix(err, EVO_E_USAGE, "compile: --genome");
+        n = 1;
+    } else if (s == EVO_OK) {
+        s = evo_sample_genomes(cfg, sample ? sample : 1, cfg->evolution.seed, &genomes, &n, err);
+    }
+    evo_candidate *c = NULL;
+    double t0 = evo_now();
+    if (s == EVO_OK) {
+        c = evo_xcalloc((size_t)n, sizeof *c);
+        for (int i = 0; i < n; i++) c[i].genome = genomes[i];
+        evo_build_opts bo = {.cfg = cfg, .task = task, .lim = &lim, .arch = arch, .jobs = jobs};
+        s = evo_candidates_build(&bo, c, n, err);
+    }
+    if (s == EVO_OK) {
+        if (json) {
+            cJSON *root = cJSON_CreateObject();
+            cJSON_AddStringToObject(root, "arch", arch);
+            cJSON_AddStringToObject(root, "nvrtc", evo_nvrtc_version());
+            cJSON *arr = cJSON_AddArrayToObject(root, "candidates");
+            for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, candidate_json(&c[i]));
+            char *txt = cJSON_Print(root);
+            puts(txt);
+            free(txt);
+            cJSON_Delete(root);
+        } else {
+            print_text(c, n, arch, evo_now() - t0);
+        }
+        if (genome_text && c[0].verdict != EVO_V_OK)
+            s = evo_fail(err, EVO_E_CONFIG, "compile: %s: %s", evo_verdict_name(c[0].verdict), c[0].why);
+    }
+    for (int i = 0; c && i < n; i++) evo_candidate_free(&c[i]);
+    free(c);
+    free(genomes);
+    evo_config_free(cfg);
+    return s;
 }

@@ -56,9 +56,10 @@ typedef struct evo_task {
     const char *template_file; /* file in templates/                                     */
     const char *const *knobs;  /* knob names the template takes, NULL-terminated; a config must declare
                                   exactly these (in any order)                            */
-    /* Reject a genome that cannot run on lim before compiling; *why says which limit. */
-    bool (*can_implement)(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim, char *why,
-                          size_t why_len);
+    /* Before compiling: EVO_V_OK, EVO_V_INVALID (the template cannot be instantiated so), or EVO_V_RESOURCE_FAIL
+     * (threads or shared memory over lim); *why says which rule or limit. */
+    evo_verdict (*can_implement)(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim, char *why,
+                                 size_t why_len);
     /* Render the program for genome g: one variant per head dimension used by the config's shapes. */
     evo_status (*render)(const evo_config *cfg, const evo_genome *g, evo_program *out, evo_err *err);
     /* Floating-point operations of one forward pass on shape s (causal counts the unmasked half). */

@@ -34,6 +34,16 @@ static void attn_read(const evo_config *cfg, const evo_genome *g, attn_genome *a
     a->fast_exp = evo_genome_get(s, g, "FAST_EXP", 1);
 }
 
+/* At head dim 128 a warp owns 16 rows: 32 rows would need 128 accumulator registers for O alone and every such
+ * kernel spills. So the D = 128 variant of a genome with TILE_M / WARPS_M = 32 is instantiated with TILE_M / 2
+ * (same warps, twice the blocks); docs/templates.md states the rule. */
+static attn_genome attn_for_dim(const attn_genome *a, int d)
+{
+    attn_genome e = *a;
+    if (d == 128 && a->warps_m > 0 && a->tile_m / a->warps_m == 32) e.tile_m = a->tile_m / 2;
+    return e;
+}
+
 /* Must equal AttnCfg<...>::SMEM in templates/attention_fp8.cu (the kernel traps when launched with less). */
 static int attn_smem_bytes(const attn_genome *a, int d)
 {
@@ -59,53 +69,54 @@ static int attn_head_dims(const evo_config *cfg, int dims[2])
     return n;
 }
 
-static bool attention_can_implement(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
-                                    char *why, size_t why_len)
+static evo_verdict attention_can_implement(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
+                                           char *why, size_t why_len)
 {
     attn_genome a;
     attn_read(cfg, g, &a);
     const int rpw = a.warps_m > 0 ? a.tile_m / a.warps_m : 0;
     if (a.warps_m <= 0 || a.tile_m % a.warps_m != 0 || (rpw != 16 && rpw != 32)) {
         snprintf(why, why_len, "TILE_M/WARPS_M = %d/%d: each warp must own 16 or 32 rows", a.tile_m, a.warps_m);
-        return false;
+        return EVO_V_INVALID;
     }
     if (a.warps_n <= 0 || a.tile_n % (16 * a.warps_n) != 0) {
         snprintf(why, why_len, "TILE_N/WARPS_N = %d/%d: each warp's key slice must be a multiple of 16", a.tile_n,
                  a.warps_n);
-        return false;
+        return EVO_V_INVALID;
     }
     if (!a.pv_mma && (a.warps_n != 1 || a.f16_smem)) {
         snprintf(why, why_len, "PV_MMA=0 (FMA P·V) takes WARPS_N=1 and F16_SMEM=0");
-        return false;
+        return EVO_V_INVALID;
     }
     if (a.f16_smem < 0 || a.f16_smem > 2) {
         snprintf(why, why_len, "F16_SMEM=%d: 0 (none), 1 (V) or 2 (K and V)", a.f16_smem);
-        return false;
+        return EVO_V_INVALID;
     }
     if (a.stages < 1 || a.stages > 4) {
         snprintf(why, why_len, "STAGES=%d: the pipeline is 1 to 4 deep", a.stages);
-        return false;
+        return EVO_V_INVALID;
     }
     const int threads = a.warps_m * a.warps_n * 32;
     if (threads > lim->max_threads_per_block) {
         snprintf(why, why_len, "%d threads per block > %d on %s", threads, lim->max_threads_per_block, lim->arch);
-        return false;
+        return EVO_V_RESOURCE_FAIL;
     }
     if (a.qk_8bit && cfg->format == EVO_FMT_E4M3 && lim->sm_major * 10 + lim->sm_minor < 89) {
         snprintf(why, why_len, "QK_8BIT=1 with e4m3 needs the FP8 mma of sm_89 or newer (target %s)", lim->arch);
-        return false;
+        return EVO_V_INVALID;
     }
     int dims[2];
     const int nd = attn_head_dims(cfg, dims);
     for (int i = 0; i < nd; i++) {
-        const int smem = attn_smem_bytes(&a, dims[i]);
+        const attn_genome e = attn_for_dim(&a, dims[i]);
+        const int smem = attn_smem_bytes(&e, dims[i]);
         if (smem > lim->max_smem_per_block_optin) {
             snprintf(why, why_len, "%d bytes of shared memory at head dim %d > %d on %s", smem, dims[i],
                      lim->max_smem_per_block_optin, lim->arch);
-            return false;
+            return EVO_V_RESOURCE_FAIL;
         }
     }
-    return true;
+    return EVO_V_OK;
 }
 
 static evo_status attention_render(const evo_config *cfg, const evo_genome *g, evo_program *out, evo_err *err)
@@ -121,17 +132,16 @@ static evo_status attention_render(const evo_config *cfg, const evo_genome *g, e
     int dims[2];
     const int nd = attn_head_dims(cfg, dims);
     for (int i = 0; i < nd; i++) {
+        const attn_genome e = attn_for_dim(&a, dims[i]);
         evo_variant *v = &out->variants[out->n_variants++];
         v->head_dim = dims[i];
         v->format = cfg->format;
-        v->threads = a.warps_m * a.warps_n * 32;
-        v->rows_per_block = a.tile_m;
-        v->smem_bytes = attn_smem_bytes(&a, dims[i]);
-        int n = snprintf(v->name_expr, sizeof v->name_expr, "evo_attn_fwd<%d,%d", dims[i], (int)cfg->format);
-        for (int k = 0; attention_knobs[k]; k++)
-            n += snprintf(v->name_expr + n, sizeof v->name_expr - (size_t)n, ",%d",
-                          evo_genome_get(cfg->space, g, attention_knobs[k], 0));
-        snprintf(v->name_expr + n, sizeof v->name_expr - (size_t)n, ">");
+        v->threads = e.warps_m * e.warps_n * 32;
+        v->rows_per_block = e.tile_m;
+        v->smem_bytes = attn_smem_bytes(&e, dims[i]);
+        snprintf(v->name_expr, sizeof v->name_expr, "evo_attn_fwd<%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d>", dims[i],
+                 (int)cfg->format, e.tile_m, e.tile_n, e.warps_m, e.warps_n, e.stages, e.swizzle, e.pv_mma,
+                 e.qk_8bit, e.f16_smem, e.min_blocks, e.fast_exp);
     }
     return EVO_OK;
 }

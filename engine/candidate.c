@@ -1,0 +1,226 @@
+/* candidate.c — genome → checked, rendered, compiled and resource-gated candidate (see candidate.h). */
+#include "candidate.h"
+
+#include "templates.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int evo_candidate_options(const evo_config *cfg, char *buf, size_t buf_len, const char **opts, int max)
+{
+    static const char *const base[] = {"-std=c++17", "-DNDEBUG"};
+    int n = 0;
+    for (size_t i = 0; i < EVO_ARRAY_LEN(base) && n < max; i++) opts[n++] = base[i];
+    snprintf(buf, buf_len, "%s", cfg->compile.extra_options ? cfg->compile.extra_options : "");
+    for (char *p = buf; *p && n < max;) {
+        while (*p == ' ' || *p == '\t') *p++ = '\0';
+        if (!*p) break;
+        opts[n++] = p;
+        while (*p && *p != ' ' && *p != '\t') p++;
+    }
+    return n;
+}
+
+static void set_verdict(evo_candidate *c, evo_verdict v, const char *fmt, const char *a)
+{
+    c->verdict = v;
+    snprintf(c->why, sizeof c->why, fmt, a);
+}
+
+evo_status evo_candidates_build(const evo_build_opts *o, evo_candidate *c, int n, evo_err *err)
+{
+    const char *abi;
+    evo_status s = evo_template_get("evo_attention_abi.h", &abi, NULL, err);
+    if (s != EVO_OK) return s;
+    const evo_compile_header hdr = {"evo_attention_abi.h", abi};
+    const char *opts[32];
+    char opt_buf[1024];
+    const int n_opts = evo_candidate_options(o->cfg, opt_buf, sizeof opt_buf, opts, (int)EVO_ARRAY_LEN(opts));
+
+    evo_compile_req *reqs = evo_xcalloc((size_t)n, sizeof *reqs);
+    const char *(*exprs)[EVO_MAX_VARIANTS] = evo_xcalloc((size_t)n, sizeof *exprs);
+    int *slot = evo_xcalloc((size_t)n, sizeof *slot); /* request index of candidate i, or -1 */
+    int n_req = 0;
+    for (int i = 0; i < n; i++) {
+        evo_candidate *ci = &c[i];
+        evo_genome g = ci->genome;
+        memset(ci, 0, sizeof *ci);
+        ci->genome = g;
+        ci->registers = ci->smem_bytes = ci->spill_bytes = ci->stack_bytes = -1;
+        evo_genome_format(o->cfg->space, &g, ci->genome_text, sizeof ci->genome_text);
+        slot[i] = -1;
+        s = o->task->render(o->cfg, &g, &ci->prog, err);
+        if (s != EVO_OK) goto done;
+        evo_sha256_hex(ci->prog.source, strlen(ci->prog.source), ci->template_hash);
+        for (int v = 0; v < ci->prog.n_variants; v++) exprs[i][v] = ci->prog.variants[v].name_expr;
+        reqs[n_req] = (evo_compile_req){
+            .source = ci->prog.source,
+            .program_name = ci->prog.program_name,
+            .name_exprs = exprs[i],
+            .n_name_exprs = ci->prog.n_variants,
+            .headers = &hdr,
+            .n_headers = 1,
+            .arch = o->arch,
+            .options = opts,
+            .n_options = n_opts,
+            .timeout_s = o->cfg->compile.timeout_s,
+        };
+        s = evo_compile_key(&reqs[n_req], ci->key, err);
+        if (s != EVO_OK) goto done;
+        const char *violated = NULL;
+        if (!evo_space_valid(o->cfg->space, &g, &violated)) {
+            set_verdict(ci, EVO_V_INVALID, "violates constraint: %s", violated ? violated : "?");
+            continue;
+        }
+        evo_verdict v = o->task->can_implement(o->cfg, &g, o->lim, ci->why, sizeof ci->why);
+        if (v != EVO_V_OK) {
+            ci->verdict = v;
+            continue;
+        }
+        slot[i] = n_req++;
+    }
+
+    evo_compile_result *res = evo_xcalloc((size_t)(n_req ? n_req : 1), sizeof *res);
+    evo_compile_opts co = {.jobs = o->jobs, .interrupt = o->interrupt};
+    s = n_req ? evo_compile_batch(&co, reqs, n_req, res, err) : EVO_OK;
+    if (s != EVO_OK) {
+        free(res);
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        if (slot[i] < 0) continue;
+        evo_candidate *ci = &c[i];
+        ci->cr = res[slot[i]];
+        const evo_compile_result *r = &ci->cr;
+        if (r->outcome == EVO_COMPILE_TIMEOUT) {
+            snprintf(ci->why, sizeof ci->why, "compile exceeded its %.0f s limit", o->cfg->compile.timeout_s);
+            ci->verdict = EVO_V_COMPILE_FAIL;
+            continue;
+        }
+        if (r->outcome != EVO_COMPILE_OK) {
+            /* A static_assert is the template refusing the genome: INVALID, with the assertion's text. */
+            const char *sa = strstr(r->log, "static assertion failed");
+            if (sa) {
+                const char *eol = strchr(sa, '\n');
+                char line[400];
+                snprintf(line, sizeof line, "%.*s", (int)(eol ? eol - sa : (long)strlen(sa)), sa);
+                set_verdict(ci, EVO_V_INVALID, "template rejects it: %s", line);
+            } else {
+                const char *e = strstr(r->log, "error");
+                char line[400];
+                const char *eol = e ? strchr(e, '\n') : NULL;
+                snprintf(line, sizeof line, "%.*s", e ? (int)(eol ? eol - e : (long)strlen(e)) : 0, e ? e : "");
+                set_verdict(ci, EVO_V_COMPILE_FAIL, "does not compile: %s", line);
+            }
+            continue;
+        }
+        int regs = 0, smem = 0, spill = 0, stack = 0;
+        for (int k = 0; k < r->n_kernels; k++) {
+            const evo_kernel_res *kr = &r->kernels[k].res;
+            if (kr->registers > regs) regs = kr->registers;
+            const int dyn = ci->prog.variants[k].smem_bytes + (kr->smem_bytes > 0 ? kr->smem_bytes : 0);
+            if (dyn > smem) smem = dyn;
+            const int sp = (kr->spill_store_bytes > 0 ? kr->spill_store_bytes : 0) +
+                           (kr->spill_load_bytes > 0 ? kr->spill_load_bytes : 0);
+            if (sp > spill) spill = sp;
+            if (kr->stack_frame_bytes > stack) stack = kr->stack_frame_bytes;
+        }
+        if (r->program_spill_bytes > spill) spill = r->program_spill_bytes;
+        ci->registers = regs, ci->smem_bytes = smem, ci->spill_bytes = spill, ci->stack_bytes = stack;
+        ci->verdict = EVO_V_OK;
+        if (spill > 0 && !o->cfg->compile.allow_spills) {
+            snprintf(ci->why, sizeof ci->why, "spills %d bytes to local memory (compile.allow_spills is false)", spill);
+            ci->verdict = EVO_V_RESOURCE_FAIL;
+        } else if (o->cfg->compile.max_registers > 0 && regs > o->cfg->compile.max_registers) {
+            snprintf(ci->why, sizeof ci->why, "%d registers > compile.max_registers %d", regs,
+                     o->cfg->compile.max_registers);
+            ci->verdict = EVO_V_RESOURCE_FAIL;
+        } else if (regs > 0 && o->lim->max_regs_per_block > 0) {
+            for (int k = 0; k < ci->prog.n_variants; k++) {
+                const int need = r->kernels[k].res.registers * ci->prog.variants[k].threads;
+                if (need > o->lim->max_regs_per_block) {
+                    snprintf(ci->why, sizeof ci->why, "%d registers x %d threads > %d per block on %s",
+                             r->kernels[k].res.registers, ci->prog.variants[k].threads, o->lim->max_regs_per_block,
+                             o->lim->arch);
+                    ci->verdict = EVO_V_RESOURCE_FAIL;
+                    break;
+                }
+            }
+        }
+    }
+    free(res); /* the results were moved into the candidates */
+done:
+    free(reqs);
+    free(exprs);
+    free(slot);
+    return s;
+}
+
+void evo_candidate_free(evo_candidate *c)
+{
+    evo_program_free(&c->prog);
+    evo_compile_result_free(&c->cr);
+}
+
+/* ---- sampling ---- */
+
+typedef struct {
+    const evo_space *s;
+    const evo_genome *base;
+    int knob, idx;
+    int best_dist;
+    evo_genome best;
+} nearest_ctx;
+
+static int nearest_visit(const evo_genome *g, void *p)
+{
+    nearest_ctx *n = p;
+    if (g->idx[n->knob] != n->idx) return 0;
+    int d = 0;
+    for (int k = 0; k < evo_space_n_knobs(n->s); k++) d += g->idx[k] != n->base->idx[k];
+    if (d < n->best_dist) {
+        n->best_dist = d;
+        n->best = *g;
+    }
+    return n->best_dist == 1;
+}
+
+static bool already(const evo_space *s, const evo_genome *list, int n, const evo_genome *g)
+{
+    for (int i = 0; i < n; i++)
+        if (evo_genome_equal(s, &list[i], g)) return true;
+    return false;
+}
+
+evo_status evo_sample_genomes(const evo_config *cfg, int n, uint64_t seed, evo_genome **out, int *n_out,
+                              evo_err *err)
+{
+    const evo_space *s = cfg->space;
+    evo_genome *list = evo_xcalloc((size_t)(n > 0 ? n : 1), sizeof *list);
+    int m = 0;
+    if (n > 0) list[m++] = cfg->baseline;
+    for (int k = 0; k < evo_space_n_knobs(s) && m < n; k++) {
+        const int ends[2] = {0, evo_space_domain_size(s, k) - 1};
+        for (int e = 0; e < 2 && m < n; e++) {
+            nearest_ctx nc = {s, &cfg->baseline, k, ends[e], 1 << 30, {{0}}};
+            evo_space_foreach_valid(s, nearest_visit, &nc);
+            if (nc.best_dist < (1 << 30) && !already(s, list, m, &nc.best)) list[m++] = nc.best;
+        }
+    }
+    evo_rng rng;
+    evo_rng_seed(&rng, seed);
+    for (int tries = 0; m < n && tries < 100 * n; tries++) {
+        evo_genome g;
+        evo_status st = evo_space_random(s, &rng, &g, err);
+        if (st != EVO_OK) {
+            free(list);
+            return st;
+        }
+        if (!already(s, list, m, &g)) list[m++] = g;
+    }
+    *out = list;
+    *n_out = m;
+    return EVO_OK;
+}

@@ -1,0 +1,53 @@
+/* candidate.h — genomes made ready for the GPU: the host-side check (the task's can_implement against the device
+ * limits), rendering, compiling through the compile service (in parallel, cached), and the resource gate on what
+ * ptxas reports (spills, registers). A genome that fails any step gets a verdict and a one-line reason; that is
+ * data, not an error. evo_status errors mean the machinery failed (cache unwritable, bad options).
+ *
+ * Ownership: evo_candidate owns its program and compile result; release with evo_candidate_free. Not thread-safe
+ * per candidate; evo_candidates_build itself runs the compiles in child processes (see compile.h).
+ */
+#ifndef EVO_CANDIDATE_H
+#define EVO_CANDIDATE_H
+
+#include "compile.h"
+#include "config.h"
+#include "evo.h"
+#include "space.h"
+#include "task.h"
+
+typedef struct {
+    evo_genome genome;
+    char genome_text[EVO_GENOME_TEXT_MAX];
+    evo_verdict verdict;     /* EVO_V_OK: compiled and within limits, ready for the GPU gates */
+    char why[512];           /* reason for any other verdict */
+    evo_program prog;        /* rendered program: variants with geometry and name expressions */
+    evo_compile_result cr;   /* outcome, log, cubin, per-variant kernels (in prog.variants order) */
+    char key[65];            /* SHA-256 of (template, headers, genome via name expressions, options, NVRTC, arch) */
+    char template_hash[65];  /* SHA-256 of the template text */
+    int registers, smem_bytes, spill_bytes, stack_bytes; /* worst over the variants; -1 when not compiled */
+} evo_candidate;
+
+typedef struct {
+    const evo_config *cfg;
+    const evo_task *task;
+    const evo_device_limits *lim; /* target device (or the arch's known limits without a GPU) */
+    const char *arch;             /* NVRTC target, e.g. "sm_90" */
+    int jobs;                     /* parallel compiles; <= 0: online CPUs */
+    volatile sig_atomic_t *interrupt;
+} evo_build_opts;
+
+/* Fill c[i].genome first; this renders, checks, compiles and gates each. */
+evo_status evo_candidates_build(const evo_build_opts *o, evo_candidate *c, int n, evo_err *err);
+void evo_candidate_free(evo_candidate *c);
+
+/* The NVRTC options every candidate of cfg is compiled with (the same for all genomes; part of the key). The
+ * option strings point into buf or are static. Returns the count. */
+int evo_candidate_options(const evo_config *cfg, char *buf, size_t buf_len, const char **opts, int max);
+
+/* A deterministic sample of n valid genomes for `evo compile --sample`: the baseline, then for each knob its
+ * smallest and largest value (on the valid genome nearest the baseline that has it), then uniformly random
+ * valid genomes, no duplicates. *out is malloc'd. */
+evo_status evo_sample_genomes(const evo_config *cfg, int n, uint64_t seed, evo_genome **out, int *n_out,
+                              evo_err *err);
+
+#endif
