@@ -313,12 +313,13 @@ extern "C" __global__ void evo_half_to_float(const unsigned short *x, float *out
 
 /* ---- reference attention ---- */
 
-/* The one place a score is computed, so the max of pass 1 and the exponents of pass 2 see the same value. */
+/* The one place a score is computed, so the max of pass 1 and the exponents of pass 2 see the same value; the
+ * scaling must not fuse with pass 2's subtraction of the max, or the largest score would not give exp(0) = 1. */
 __device__ __forceinline__ float ref_score(const float *q_row, const float *k_row, int d, float softmax_scale)
 {
     float s = 0.0f;
     for (int t = 0; t < d; t++) s = fmaf(q_row[t], k_row[t], s);
-    return s * softmax_scale;
+    return __fmul_rn(s, softmax_scale);
 }
 
 /* Lanes split the keys: pass 1 finds the row max, pass 2 takes 32 keys at a time, each lane computing one
