@@ -1,0 +1,473 @@
+/* support.cu — the GPU kernels around every attention candidate: input generator, quantizer, dequantizer, FP32
+ * reference attention, output comparison and canary check. Compiled by NVRTC at run time, needs no header.
+ * The generator, quantizer and dequantizer match engine/attn_ref.c bit for bit: the same integer code, and
+ * floating-point steps written with __f*_rn / __d*_rn intrinsics, which are never fused into FMAs. Compile
+ * WITHOUT --use_fast_math, -ftz=true, -prec-div=false or -prec-sqrt=false (expf must stay the accurate one).
+ *
+ * Layout: tensors [B, H, S, D] contiguous; a "head" is S*D elements; heads are numbered b*H + h; fp16 values are
+ * unsigned short bits. dist: 0 normal, 1 uniform, 2 outliers, 3 zero_head, 4 large (evo_dist in config.h).
+ * format: 0 e4m3, 1 u8sim (evo_attention_abi.h). "Any grid" below means a grid-stride loop: every
+ * (grid, block) covers all n elements; 256 threads and min(ceil(n/256), 65535) blocks is a good choice.
+ *
+ * evo_gen_inputs(unsigned short *out, unsigned long long n, unsigned long long head_elems,
+ *                unsigned long long seed, unsigned int tensor_id, int dist)
+ *     out[i] = evo_ref_gen_value(seed, tensor_id, dist, head_elems, i) for i < n.        any grid, any block
+ * evo_quantize(const unsigned short *x, unsigned char *codes, float *scales, unsigned long long head_elems,
+ *              int format)
+ *     one block per head: grid.x = B*H, block = 256 (any multiple of 32 up to 1024). scales[head] =
+ *     absmax/448 (1 for an all-zero head), codes = the 8-bit codes, as evo_ref_quantize.
+ * evo_dequantize(const unsigned char *codes, const float *scales, float *out, unsigned long long n,
+ *                unsigned long long head_elems, int format)
+ *     out = decode(codes) * scale per element, as evo_ref_dequantize.                     any grid, any block
+ * evo_half_to_float(const unsigned short *x, float *out, unsigned long long n)           any grid, any block
+ * evo_reference_attention(const float *q, const float *k, const float *v, float *o, int batch, int heads,
+ *                         int seq, int head_dim, int causal, float softmax_scale)
+ *     plain FP32 attention, o float [B, H, S, D]; one warp per query row: block = 128 threads (exactly),
+ *     grid = (ceil(seq / 4), heads, batch). 1 <= head_dim <= 256 (rows get NaN otherwise), any seq >= 1.
+ * evo_compare_reset(evo_compare_acc *acc)                                              grid 1, block 1
+ * evo_compare(const unsigned short *out, const float *ref, unsigned long long n, double atol, double rtol,
+ *             evo_compare_acc *acc)
+ *     fp16 candidate vs float reference, accumulated into *acc (reset it first); element i is bad when
+ *     either side is not finite or !(|out-ref| <= atol + rtol*|ref|).   any grid, block = 256 (any multiple of 32)
+ * evo_canary_check(const unsigned int *guard, unsigned long long n_words, unsigned int pattern,
+ *                  unsigned long long *result)
+ *     result[0] += number of words != pattern; result[1] = min(result[1], first such index). Set result to
+ *     {0, ~0ull} first.                                                                     any grid, any block
+ */
+
+#define EVO_REF_WARPS 4
+#define EVO_REF_MAX_D 256
+
+/* Same layout as evo_compare_acc in engine/attn_ref.h. */
+typedef struct {
+    double max_abs;
+    double sum_sq_diff;
+    double sum_sq_ref;
+    unsigned long long n_finite;
+    unsigned long long n_over;
+    unsigned long long n_nonfinite;
+    unsigned long long first_bad;
+    unsigned long long reserved;
+} evo_compare_acc;
+
+typedef unsigned long long u64;
+
+#define GRID_STRIDE(i, n)                                                                          \
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (u64)gridDim.x * blockDim.x)
+
+/* ---- number formats (mirrors of attn_ref.c) ---- */
+
+__device__ __forceinline__ float half_to_float(unsigned short h)
+{
+    unsigned int sign = (unsigned int)(h & 0x8000u) << 16;
+    unsigned int e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return __uint_as_float(sign | 0x7f800000u | (m << 13));
+    if (e == 0) {
+        if (m == 0) return __uint_as_float(sign);
+        unsigned int sh = 0;
+        while (!(m & 0x400u)) {
+            m <<= 1;
+            sh++;
+        }
+        return __uint_as_float(sign | ((113u - sh) << 23) | ((m & 0x3ffu) << 13));
+    }
+    return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+__device__ __forceinline__ unsigned short double_to_half(double x)
+{
+    u64 b = (u64)__double_as_longlong(x);
+    unsigned short sign = (unsigned short)((b >> 48) & 0x8000u);
+    u64 a = b & 0x7fffffffffffffffull;
+    if (a > 0x7ff0000000000000ull) return sign | 0x7e00u;
+    int be = (int)(a >> 52);
+    if (be == 0) return sign;
+    int e = be - 1023;
+    u64 mant = (a & 0xfffffffffffffull) | (1ull << 52);
+    if (e >= 16) return sign | 0x7c00u;
+    if (e >= -14) {
+        unsigned int q = ((unsigned int)(e + 15) << 10) | (unsigned int)((mant >> 42) & 0x3ffu);
+        u64 rem = mant & ((1ull << 42) - 1), half = 1ull << 41;
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (unsigned short)(sign | q);
+    }
+    int sh = 28 - e;
+    if (sh > 53) return sign;
+    u64 q = mant >> sh, rem = mant & ((1ull << sh) - 1), half = 1ull << (sh - 1);
+    if (rem > half || (rem == half && (q & 1u))) q++;
+    return (unsigned short)(sign | q);
+}
+
+__device__ __forceinline__ unsigned char e4m3_encode(float x)
+{
+    unsigned int b = __float_as_uint(x);
+    unsigned char sign = (unsigned char)((b >> 24) & 0x80u);
+    unsigned int a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) return 0x7f;
+    int be = (int)(a >> 23);
+    if (be == 0) return sign;
+    int e = be - 127;
+    unsigned int mant = (a & 0x7fffffu) | 0x800000u;
+    unsigned int q;
+    if (e > 8) {
+        q = 0x7e;
+    } else if (e >= -6) {
+        q = ((unsigned int)(e + 7) << 3) | ((mant >> 20) & 7u);
+        unsigned int rem = mant & 0xfffffu, half = 0x80000u;
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        if (q > 0x7e) q = 0x7e;
+    } else {
+        int sh = 14 - e;
+        if (sh > 24) return sign;
+        q = mant >> sh;
+        unsigned int rem = mant & ((1u << sh) - 1), half = 1u << (sh - 1);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+    }
+    return (unsigned char)(sign | q);
+}
+
+__device__ __forceinline__ float e4m3_decode(unsigned char code)
+{
+    if ((code & 0x7f) == 0x7f) return __uint_as_float(0x7fc00000u);
+    unsigned int sign = (unsigned int)(code & 0x80u) << 24;
+    unsigned int e = (code >> 3) & 0xfu, m = code & 7u;
+    if (e == 0) return __uint_as_float(sign | __float_as_uint(__fmul_rn((float)m, 0x1p-9f)));
+    return __uint_as_float(sign | ((e + 120u) << 23) | (m << 20));
+}
+
+__device__ __forceinline__ unsigned char u8sim_encode(float x, float scale)
+{
+    float t = __fdiv_rn(x, __fmul_rn(scale, 448.0f));
+    float y = __fadd_rn(__fmul_rn(t, 127.0f), 128.0f);
+    if (y != y) return 128;
+    float r = roundf(y); /* half away from zero, exact, like C's roundf */
+    if (r < 0.0f) return 0;
+    if (r > 255.0f) return 255;
+    return (unsigned char)r;
+}
+
+__device__ __forceinline__ float u8sim_decode(unsigned char code, float scale)
+{
+    return __fmul_rn(__fmul_rn(__fdiv_rn((float)((int)code - 128), 127.0f), 448.0f), scale);
+}
+
+/* ---- generator (mirror of attn_ref.c) ---- */
+
+#define GEN_GAMMA 0x9e3779b97f4a7c15ull
+#define GEN_STREAM_MUL 0xd1b54a32d192ed03ull
+#define GEN_OUTLIER_THRESHOLD 4294967u
+
+__device__ __forceinline__ u64 gen_mix(u64 z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+__device__ __forceinline__ u64 gen_word(u64 seed, unsigned int tensor_id, unsigned int stream, u64 index)
+{
+    u64 key = gen_mix(gen_mix(seed + GEN_GAMMA) + ((((u64)tensor_id) << 8) | stream) * GEN_STREAM_MUL);
+    return gen_mix(key + (index + 1) * GEN_GAMMA);
+}
+
+__device__ double gen_log(double u)
+{
+    u64 b = (u64)__double_as_longlong(u);
+    int e = (int)(b >> 52) - 1023;
+    double m = __longlong_as_double((long long)((b & 0xfffffffffffffull) | 0x3ff0000000000000ull));
+    if (m > 0x1.6a09e667f3bcdp+0) {
+        m = __longlong_as_double((long long)((b & 0xfffffffffffffull) | 0x3fe0000000000000ull));
+        e += 1;
+    }
+    double s = __ddiv_rn(__dsub_rn(m, 1.0), __dadd_rn(m, 1.0));
+    double z = __dmul_rn(s, s);
+    double p = 0x1.642c8590b2164p-5;
+    p = __dadd_rn(0x1.8618618618618p-5, __dmul_rn(z, p));
+    p = __dadd_rn(0x1.af286bca1af28p-5, __dmul_rn(z, p));
+    p = __dadd_rn(0x1.e1e1e1e1e1e1ep-5, __dmul_rn(z, p));
+    p = __dadd_rn(0x1.1111111111111p-4, __dmul_rn(z, p));
+    p = __dadd_rn(0x1.3b13b13b13b14p-4, __dmul_rn(z, p));
+    p = __dadd_rn(0x1.745d1745d1746p-4, __dmul_rn(z, p));
+    p = __dadd_rn(0x1.c71c71c71c71cp-4, __dmul_rn(z, p));
+    p = __dadd_rn(0x1.2492492492492p-3, __dmul_rn(z, p));
+    p = __dadd_rn(0x1.999999999999ap-3, __dmul_rn(z, p));
+    p = __dadd_rn(0x1.5555555555555p-2, __dmul_rn(z, p));
+    double lnm = __dmul_rn(2.0, __dadd_rn(s, __dmul_rn(__dmul_rn(s, z), p)));
+    return __dadd_rn(__dmul_rn((double)e, 0x1.62e42fefa39efp-1), lnm);
+}
+
+__device__ double gen_cos_turn(unsigned int lo)
+{
+    unsigned int k = ((lo + 0x20000000u) >> 30) & 3u;
+    int w = (int)(lo - (k << 30));
+    double x = __dmul_rn((double)w, 0x1.921fb54442d18p-30);
+    double x2 = __dmul_rn(x, x);
+    if (k == 0 || k == 2) {
+        double p = 0x1.ae7f3e733b81fp-45;
+        p = __dadd_rn(-0x1.93974a8c07c9dp-37, __dmul_rn(x2, p));
+        p = __dadd_rn(0x1.1eed8eff8d898p-29, __dmul_rn(x2, p));
+        p = __dadd_rn(-0x1.27e4fb7789f5cp-22, __dmul_rn(x2, p));
+        p = __dadd_rn(0x1.a01a01a01a01ap-16, __dmul_rn(x2, p));
+        p = __dadd_rn(-0x1.6c16c16c16c17p-10, __dmul_rn(x2, p));
+        p = __dadd_rn(0x1.5555555555555p-5, __dmul_rn(x2, p));
+        p = __dadd_rn(-0x1.0p-1, __dmul_rn(x2, p));
+        double c = __dadd_rn(1.0, __dmul_rn(x2, p));
+        return k == 0 ? c : -c;
+    }
+    double p = 0x1.952c77030ad4ap-49;
+    p = __dadd_rn(-0x1.ae7f3e733b81fp-41, __dmul_rn(x2, p));
+    p = __dadd_rn(0x1.6124613a86d09p-33, __dmul_rn(x2, p));
+    p = __dadd_rn(-0x1.ae64567f544e4p-26, __dmul_rn(x2, p));
+    p = __dadd_rn(0x1.71de3a556c734p-19, __dmul_rn(x2, p));
+    p = __dadd_rn(-0x1.a01a01a01a01ap-13, __dmul_rn(x2, p));
+    p = __dadd_rn(0x1.1111111111111p-7, __dmul_rn(x2, p));
+    p = __dadd_rn(-0x1.5555555555555p-3, __dmul_rn(x2, p));
+    double s = __dadd_rn(x, __dmul_rn(__dmul_rn(x, x2), p));
+    return k == 1 ? -s : s;
+}
+
+__device__ double gen_normal(u64 w)
+{
+    double u1 = __dmul_rn((double)((w >> 32) + 1), 0x1p-32);
+    double r = __dsqrt_rn(__dsub_rn(0.0, __dmul_rn(2.0, gen_log(u1))));
+    return __dmul_rn(r, gen_cos_turn((unsigned int)w));
+}
+
+__device__ unsigned short gen_value(u64 seed, unsigned int tensor_id, int dist, u64 head_elems, u64 index)
+{
+    u64 w = gen_word(seed, tensor_id, 0, index);
+    double v;
+    switch (dist) {
+    case 1:
+        v = __dsub_rn(__dmul_rn(__dmul_rn((double)(w >> 11), 0x1p-53), 2.0), 1.0);
+        break;
+    case 2:
+        v = gen_normal(w);
+        if ((unsigned int)(gen_word(seed, tensor_id, 1, index) >> 32) < GEN_OUTLIER_THRESHOLD)
+            v = __dadd_rn(v, __dmul_rn(10.0, gen_normal(gen_word(seed, tensor_id, 2, index))));
+        break;
+    case 3:
+        v = index < head_elems ? 0.0 : gen_normal(w);
+        break;
+    case 4:
+        v = __dmul_rn(30.0, gen_normal(w));
+        break;
+    default:
+        v = gen_normal(w);
+        break;
+    }
+    return double_to_half(v);
+}
+
+extern "C" __global__ void evo_gen_inputs(unsigned short *out, u64 n, u64 head_elems, u64 seed,
+                                          unsigned int tensor_id, int dist)
+{
+    GRID_STRIDE(i, n) out[i] = gen_value(seed, tensor_id, dist, head_elems, i);
+}
+
+/* ---- quantizer ---- */
+
+extern "C" __global__ void evo_quantize(const unsigned short *x, unsigned char *codes, float *scales, u64 head_elems,
+                                        int format)
+{
+    __shared__ float warp_max[32];
+    u64 head = blockIdx.x;
+    const unsigned short *xh = x + head * head_elems;
+    unsigned char *ch = codes + head * head_elems;
+
+    float m = 0.0f;
+    for (u64 i = threadIdx.x; i < head_elems; i += blockDim.x) m = fmaxf(m, fabsf(half_to_float(xh[i])));
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = m;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        m = threadIdx.x < (blockDim.x >> 5) ? warp_max[threadIdx.x] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        if (threadIdx.x == 0) warp_max[0] = m;
+    }
+    __syncthreads();
+    float absmax = warp_max[0];
+    float scale = absmax == 0.0f ? 1.0f : __fdiv_rn(absmax, 448.0f);
+    if (threadIdx.x == 0) scales[head] = scale;
+
+    for (u64 i = threadIdx.x; i < head_elems; i += blockDim.x) {
+        float v = half_to_float(xh[i]);
+        ch[i] = format == 0 ? e4m3_encode(__fdiv_rn(v, scale)) : u8sim_encode(v, scale);
+    }
+}
+
+extern "C" __global__ void evo_dequantize(const unsigned char *codes, const float *scales, float *out, u64 n,
+                                          u64 head_elems, int format)
+{
+    GRID_STRIDE(i, n)
+    {
+        float scale = scales[i / head_elems];
+        out[i] = format == 0 ? __fmul_rn(e4m3_decode(codes[i]), scale) : u8sim_decode(codes[i], scale);
+    }
+}
+
+extern "C" __global__ void evo_half_to_float(const unsigned short *x, float *out, u64 n)
+{
+    GRID_STRIDE(i, n) out[i] = half_to_float(x[i]);
+}
+
+/* ---- reference attention ---- */
+
+/* The one place a score is computed, so the max of pass 1 and the exponents of pass 2 see the same value; the
+ * scaling must not fuse with pass 2's subtraction of the max, or the largest score would not give exp(0) = 1. */
+__device__ __forceinline__ float ref_score(const float *q_row, const float *k_row, int d, float softmax_scale)
+{
+    float s = 0.0f;
+    for (int t = 0; t < d; t++) s = fmaf(q_row[t], k_row[t], s);
+    return __fmul_rn(s, softmax_scale);
+}
+
+/* Lanes split the keys: pass 1 finds the row max, pass 2 takes 32 keys at a time, each lane computing one
+ * exponential, and broadcasts them so that every lane accumulates its own output columns. */
+extern "C" __global__ void __launch_bounds__(EVO_REF_WARPS * 32)
+evo_reference_attention(const float *q, const float *k, const float *v, float *o, int batch, int heads, int seq,
+                        int head_dim, int causal, float softmax_scale)
+{
+    __shared__ float q_rows[EVO_REF_WARPS][EVO_REF_MAX_D];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int i = blockIdx.x * EVO_REF_WARPS + warp;
+    int h = blockIdx.y, b = blockIdx.z;
+    if (i >= seq || h >= heads || b >= batch) return;
+    u64 base = ((u64)b * heads + h) * (u64)seq * (u64)head_dim;
+    float *o_row = o + base + (u64)i * head_dim;
+    if (head_dim < 1 || head_dim > EVO_REF_MAX_D) {
+        for (int t = lane; t < head_dim; t += 32) o_row[t] = __uint_as_float(0x7fc00000u);
+        return;
+    }
+    const float *kh = k + base, *vh = v + base;
+    float *q_row = q_rows[warp];
+    for (int t = lane; t < head_dim; t += 32) q_row[t] = q[base + (u64)i * head_dim + t];
+    __syncwarp();
+
+    int n_keys = causal ? i + 1 : seq;
+    float mx = -__int_as_float(0x7f800000);
+    for (int j = lane; j < n_keys; j += 32) mx = fmaxf(mx, ref_score(q_row, kh + (u64)j * head_dim, head_dim, softmax_scale));
+    for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+
+    float acc[EVO_REF_MAX_D / 32];
+#pragma unroll
+    for (int t = 0; t < EVO_REF_MAX_D / 32; t++) acc[t] = 0.0f;
+    float l = 0.0f;
+    for (int c0 = 0; c0 < n_keys; c0 += 32) {
+        int j = c0 + lane;
+        float p = j < n_keys ? expf(ref_score(q_row, kh + (u64)j * head_dim, head_dim, softmax_scale) - mx) : 0.0f;
+        l += p;
+        int count = min(32, n_keys - c0);
+        for (int jj = 0; jj < count; jj++) {
+            float pj = __shfl_sync(0xffffffffu, p, jj);
+            const float *v_row = vh + (u64)(c0 + jj) * head_dim;
+#pragma unroll
+            for (int t = 0; t < EVO_REF_MAX_D / 32; t++) {
+                int d = lane + 32 * t;
+                if (d < head_dim) acc[t] = fmaf(pj, v_row[d], acc[t]);
+            }
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
+#pragma unroll
+    for (int t = 0; t < EVO_REF_MAX_D / 32; t++) {
+        int d = lane + 32 * t;
+        if (d < head_dim) o_row[d] = acc[t] / l;
+    }
+}
+
+/* ---- comparison and guards ---- */
+
+__device__ __forceinline__ bool is_finite_f(float x) { return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u; }
+
+extern "C" __global__ void evo_compare_reset(evo_compare_acc *acc)
+{
+    acc->max_abs = 0.0;
+    acc->sum_sq_diff = 0.0;
+    acc->sum_sq_ref = 0.0;
+    acc->n_finite = 0;
+    acc->n_over = 0;
+    acc->n_nonfinite = 0;
+    acc->first_bad = ~0ull;
+    acc->reserved = 0;
+}
+
+extern "C" __global__ void evo_compare(const unsigned short *out, const float *ref, u64 n, double atol, double rtol,
+                                       evo_compare_acc *acc)
+{
+    __shared__ double s_max[32], s_ssd[32], s_ssr[32];
+    __shared__ u64 s_fin[32], s_over[32], s_nonf[32], s_first[32];
+    double mx = 0.0, ssd = 0.0, ssr = 0.0;
+    u64 fin = 0, over = 0, nonf = 0, first = ~0ull;
+    GRID_STRIDE(i, n)
+    {
+        float of = half_to_float(out[i]), rf = ref[i];
+        bool finite = is_finite_f(of) && is_finite_f(rf);
+        if (!is_finite_f(of)) nonf++;
+        double r = (double)rf;
+        double diff = fabs(__dsub_rn((double)of, r));
+        bool bad = !finite || !(diff <= __dadd_rn(atol, __dmul_rn(rtol, fabs(r))));
+        if (bad) {
+            over++;
+            if (first == ~0ull) first = i; /* a thread's indices only grow */
+        }
+        if (finite) {
+            fin++;
+            mx = fmax(mx, diff);
+            ssd += diff * diff;
+            ssr += r * r;
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+        ssd += __shfl_xor_sync(0xffffffffu, ssd, off);
+        ssr += __shfl_xor_sync(0xffffffffu, ssr, off);
+        fin += __shfl_xor_sync(0xffffffffu, fin, off);
+        over += __shfl_xor_sync(0xffffffffu, over, off);
+        nonf += __shfl_xor_sync(0xffffffffu, nonf, off);
+        u64 f = __shfl_xor_sync(0xffffffffu, first, off);
+        first = f < first ? f : first;
+    }
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) {
+        s_max[warp] = mx;
+        s_ssd[warp] = ssd;
+        s_ssr[warp] = ssr;
+        s_fin[warp] = fin;
+        s_over[warp] = over;
+        s_nonf[warp] = nonf;
+        s_first[warp] = first;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < (int)(blockDim.x >> 5); w++) {
+            mx = fmax(mx, s_max[w]);
+            ssd += s_ssd[w];
+            ssr += s_ssr[w];
+            fin += s_fin[w];
+            over += s_over[w];
+            nonf += s_nonf[w];
+            first = s_first[w] < first ? s_first[w] : first;
+        }
+        /* Non-negative doubles order like their bit patterns, so an integer max is a double max. */
+        atomicMax((u64 *)&acc->max_abs, (u64)__double_as_longlong(mx));
+        atomicAdd(&acc->sum_sq_diff, ssd);
+        atomicAdd(&acc->sum_sq_ref, ssr);
+        atomicAdd(&acc->n_finite, fin);
+        atomicAdd(&acc->n_over, over);
+        atomicAdd(&acc->n_nonfinite, nonf);
+        atomicMin(&acc->first_bad, first);
+    }
+}
+
+extern "C" __global__ void evo_canary_check(const unsigned int *guard, u64 n_words, unsigned int pattern,
+                                            u64 *result)
+{
+    GRID_STRIDE(i, n_words)
+    {
+        if (guard[i] != pattern) {
+            atomicAdd(&result[0], 1ull);
+            atomicMin(&result[1], i);
+        }
+    }
+}
