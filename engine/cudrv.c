@@ -12,12 +12,14 @@ static evo_status g_status = EVO_E_NODRIVER;
 static char g_msg[512];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
-/* Versioned names: cuda.h maps the plain names to these with macros. */
+/* Versioned names: cuda.h maps the plain names to these with macros. `alt` is tried when `sym` is missing
+ * (a driver older than the headers). */
 static const struct {
     size_t off;
-    const char *sym;
+    const char *sym, *alt;
 } entries[] = {
-#define E(field, sym) {offsetof(evo_cudrv, field), sym}
+#define E(field, sym) {offsetof(evo_cudrv, field), sym, NULL}
+#define E2(field, sym, alt) {offsetof(evo_cudrv, field), sym, alt}
     E(cuInit, "cuInit"),
     E(cuDriverGetVersion, "cuDriverGetVersion"),
     E(cuDeviceGetCount, "cuDeviceGetCount"),
@@ -54,10 +56,12 @@ static const struct {
     E(cuEventRecord, "cuEventRecord"),
     E(cuEventSynchronize, "cuEventSynchronize"),
     E(cuEventQuery, "cuEventQuery"),
-    E(cuEventElapsedTime, "cuEventElapsedTime"),
+    E2(cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
+    E(cuMemsetD32Async, "cuMemsetD32Async"),
     E(cuGetErrorString, "cuGetErrorString"),
     E(cuGetErrorName, "cuGetErrorName"),
 #undef E
+#undef E2
 };
 
 static void load_once(void)
@@ -70,6 +74,7 @@ static void load_once(void)
     }
     for (size_t i = 0; i < EVO_ARRAY_LEN(entries); i++) {
         void *fn = dlsym(lib, entries[i].sym);
+        if (!fn && entries[i].alt) fn = dlsym(lib, entries[i].alt);
         if (!fn) {
             snprintf(g_msg, sizeof g_msg, "the CUDA driver %s lacks %s (driver too old?)", path, entries[i].sym);
             dlclose(lib);

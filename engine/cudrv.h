@@ -42,6 +42,7 @@ typedef struct {
     CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
     CUresult (*cuMemsetD32)(CUdeviceptr, unsigned int, size_t);
     CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
     CUresult (*cuMemGetInfo)(size_t *, size_t *);
     CUresult (*cuStreamCreate)(CUstream *, unsigned int);
     CUresult (*cuStreamDestroy)(CUstream);
