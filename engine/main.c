@@ -105,7 +105,19 @@ static const evo_cmd commands[] = {
      0},
     {"help", cmd_help, "show help for a command",
      "usage: evo help [COMMAND]\n", 0},
-    {"worker", cmd_worker, "internal: the GPU worker process", "usage: evo worker --gpu N (internal)\n", 1},
+    {"worker", cmd_worker, "internal: the GPU worker process",
+     "usage: evo worker --gpu N [--config F] [--log FILE] [--fake MODE]   (internal)\n"
+     "\n"
+     "The process evo starts once per GPU: it owns that GPU's CUDA context and answers requests (one JSON object\n"
+     "per line) on stdin/stdout. Not meant to be run by hand.\n"
+     "\n"
+     "      --gpu N           GPU ordinal to serve\n"
+     "  -c, --config F        search configuration (YAML)\n"
+     "      --log FILE        append stderr to FILE\n"
+     "      --fake MODE       a test double that needs no GPU: ok, die, exit:N, stall, garbage, slow:SECONDS,\n"
+     "                        error, exit-after (what every eval request does; a request's fault_injection\n"
+     "                        overrides it)\n",
+     1},
 };
 
 const evo_cmd *evo_cli_commands(int *n)

@@ -1,0 +1,190 @@
+/* worker_fake.c — `evo worker --fake MODE`: a worker without a GPU that answers, dies, stalls or talks garbage
+ * on demand (see worker.h for the modes). The watchdog and pool tests drive it through the real evo binary, so
+ * the fault paths they exercise are the ones a faulting kernel takes.
+ */
+#include "protocol.h"
+#include "util.h"
+#include "worker.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef enum { FAKE_OK, FAKE_DIE, FAKE_EXIT, FAKE_STALL, FAKE_GARBAGE, FAKE_SLOW, FAKE_ERROR, FAKE_EXIT_AFTER } fake_action;
+
+typedef struct {
+    fake_action action;
+    double arg; /* exit status or seconds */
+} fake_mode;
+
+typedef struct {
+    fake_mode mode;
+    int gpu;
+} fake_ctx;
+
+static evo_status parse_mode(const char *text, fake_mode *m, evo_err *err)
+{
+    static const struct {
+        const char *name;
+        fake_action action;
+        int has_arg; /* 1: "name:N" required */
+    } modes[] = {
+        {"ok", FAKE_OK, 0},          {"die", FAKE_DIE, 0},     {"exit", FAKE_EXIT, 1},
+        {"stall", FAKE_STALL, 0},    {"garbage", FAKE_GARBAGE, 0}, {"slow", FAKE_SLOW, 1},
+        {"error", FAKE_ERROR, 0},    {"exit-after", FAKE_EXIT_AFTER, 0},
+    };
+    const char *colon = strchr(text, ':');
+    size_t name_len = colon ? (size_t)(colon - text) : strlen(text);
+    for (size_t i = 0; i < EVO_ARRAY_LEN(modes); i++) {
+        if (strlen(modes[i].name) != name_len || strncmp(modes[i].name, text, name_len) != 0) continue;
+        m->action = modes[i].action;
+        m->arg = 0;
+        if (!modes[i].has_arg) {
+            if (colon) break;
+            return EVO_OK;
+        }
+        if (!colon) break;
+        char *end;
+        m->arg = strtod(colon + 1, &end);
+        if (end == colon + 1 || *end || !(m->arg >= 0) || m->arg > 1e6) break;
+        if (m->action == FAKE_EXIT && (m->arg != floor(m->arg) || m->arg > 255)) break;
+        return EVO_OK;
+    }
+    return evo_fail(err, EVO_E_USAGE,
+                    "unknown fake worker mode '%s' (ok, die, exit:N, stall, garbage, slow:SECONDS, error, exit-after)",
+                    text);
+}
+
+evo_status evo_worker_fake_check_mode(const char *mode, evo_err *err)
+{
+    fake_mode m;
+    return parse_mode(mode, &m, err);
+}
+
+static evo_status fake_hello(void *ctx, const char *line, char **reply, bool *exit_after, evo_err *err)
+{
+    (void)exit_after;
+    const fake_ctx *f = ctx;
+    evo_hello_reply h;
+    memset(&h, 0, sizeof h);
+    evo_status s = evo_proto_decode_hello_request(line, &h.id, err);
+    if (s != EVO_OK) return s;
+    h.protocol = EVO_PROTOCOL_VERSION;
+    h.gpu = f->gpu;
+    h.pid = (int)getpid();
+    snprintf(h.device, sizeof h.device, "fake");
+    snprintf(h.arch, sizeof h.arch, "sm_90");
+    h.cc_major = 9;
+    h.cc_minor = 0;
+    h.sm_count = 132;
+    h.driver_version = 13000;
+    h.l2_bytes = 50 * 1024 * 1024;
+    h.smem_optin = 227 * 1024;
+    h.regs_per_block = 65536;
+    h.regs_per_thread = 255;
+    h.max_threads_per_block = 1024;
+    *reply = evo_proto_encode_hello_reply(&h);
+    return EVO_OK;
+}
+
+static void fake_sleep(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+/* Plausible numbers for a correct candidate: a few percent faster than the baseline on every shape. */
+static evo_status ok_reply(const evo_eval_request *req, char **reply, evo_err *err)
+{
+    evo_eval_reply r;
+    memset(&r, 0, sizeof r);
+    r.id = req->id;
+    r.verdict = EVO_V_OK;
+    char detail[128];
+    snprintf(detail, sizeof detail, "{\"fake\":true,\"request\":%lld}", (long long)req->id);
+    r.detail = detail;
+    r.n_shapes = req->n_best > 0 ? req->n_best : 1;
+    for (int i = 0; i < r.n_shapes; i++) {
+        evo_shape_result *x = &r.shapes[i];
+        x->batch = 1;
+        x->heads = 8;
+        x->seq = 512 << (i % 3);
+        x->head_dim = req->variants[0].head_dim;
+        x->causal = i % 2;
+        snprintf(x->shape, sizeof x->shape, "fake%d(%d,%d,%d,%d)%s", i, x->batch, x->heads, x->seq, x->head_dim,
+                 x->causal ? " causal" : "");
+        if (req->time) {
+            x->median_us = 100.0 + 10.0 * i;
+            x->p10_us = 0.97 * x->median_us;
+            x->p90_us = 1.04 * x->median_us;
+            x->baseline_us = req->is_baseline ? x->median_us : 1.05 * x->median_us;
+            x->speedup = x->baseline_us / x->median_us;
+            double flops = 4.0 * x->batch * x->heads * (double)x->seq * x->seq * x->head_dim / (x->causal ? 2 : 1);
+            x->tflops = flops / (x->median_us * 1e-6) / 1e12;
+        }
+        if (req->check) {
+            x->max_abs = 0.0078125;
+            x->rel_l2 = 0.0021;
+            x->e2e_rel_l2 = 0.021;
+            x->e2e_rmse = 0.0032;
+        }
+    }
+    r.check_s = req->check ? 0.01 : 0;
+    r.time_s = req->time ? 0.02 : 0;
+    snprintf(r.device, sizeof r.device, "fake");
+    return evo_proto_encode_eval_reply(&r, reply, err);
+}
+
+static evo_status fake_eval(void *ctx, const char *line, char **reply, bool *exit_after, evo_err *err)
+{
+    const fake_ctx *f = ctx;
+    evo_eval_request req;
+    evo_status s = evo_proto_decode_eval_request(line, &req, err);
+    if (s != EVO_OK) return s;
+    fake_mode m = f->mode;
+    if (req.fault_injection[0]) {
+        s = parse_mode(req.fault_injection, &m, err);
+        if (s != EVO_OK) return s;
+    }
+    switch (m.action) {
+    case FAKE_OK: break;
+    case FAKE_DIE: {
+        fprintf(stderr, "fake worker: request %lld: dying of SIGSEGV as asked\n", (long long)req.id);
+        fflush(stderr);
+        prctl(PR_SET_DUMPABLE, 0); /* no core file */
+        signal(SIGSEGV, SIG_DFL);
+        raise(SIGSEGV);
+        _exit(126); /* not reached */
+    }
+    case FAKE_EXIT:
+        fprintf(stderr, "fake worker: request %lld: exiting with status %d as asked\n", (long long)req.id,
+                (int)m.arg);
+        fflush(stderr);
+        _exit((int)m.arg);
+    case FAKE_STALL:
+        fprintf(stderr, "fake worker: request %lld: stalling as asked\n", (long long)req.id);
+        for (;;) pause();
+    case FAKE_GARBAGE: *reply = evo_strdup("this is {not a reply"); return EVO_OK;
+    case FAKE_SLOW: fake_sleep(m.arg); break;
+    case FAKE_ERROR:
+        return evo_fail(err, EVO_E_CUDA, "fake worker: CUDA_ERROR_ILLEGAL_ADDRESS as asked (request %lld)",
+                        (long long)req.id);
+    case FAKE_EXIT_AFTER: *exit_after = true; break;
+    }
+    return ok_reply(&req, reply, err);
+}
+
+evo_status evo_worker_fake_serve(const char *mode, int gpu, int in_fd, int out_fd, evo_err *err)
+{
+    fake_ctx f = {.gpu = gpu};
+    evo_status s = parse_mode(mode, &f.mode, err);
+    if (s != EVO_OK) return s;
+    static const evo_worker_handler handlers[] = {{"hello", fake_hello}, {"eval", fake_eval}};
+    return evo_worker_serve(in_fd, out_fd, handlers, (int)EVO_ARRAY_LEN(handlers), &f, err);
+}
