@@ -140,6 +140,45 @@ static bool slot_due(const slot *s, const struct pollfd *fd)
     return d > 0 && evo_now() >= d;
 }
 
+/* Waits until no worker is STARTING. retry: a worker that fails to come back is revived (EVO_POOL_RESTART_TRIES
+ * in a row at most); otherwise its failure is returned at once (the first start: its message is the clearest). */
+static evo_status settle(evo_pool *p, bool retry, evo_err *err)
+{
+    struct pollfd fds[EVO_POOL_MAX_WORKERS];
+    for (;;) {
+        int starting = 0;
+        for (int i = 0; i < p->n; i++) {
+            slot *s = &p->slots[i];
+            if (s->state == W_DEAD && retry) {
+                evo_status st = revive(p, s, err);
+                if (st != EVO_OK) return st;
+            }
+            starting += s->state == W_STARTING;
+        }
+        if (starting == 0) return EVO_OK;
+        wait_events(p, fds);
+        for (int i = 0; i < p->n; i++) {
+            slot *s = &p->slots[i];
+            if (s->state != W_STARTING || !slot_due(s, &fds[i])) continue;
+            char *line = NULL;
+            evo_err e = {{0}};
+            evo_status st = evo_worker_receive(s->w, &line, &e);
+            if (st == EVO_OK && !line) continue;
+            st = hello_done(p, s, st, line, &e);
+            free(line);
+            if (st == EVO_OK) continue;
+            if (!retry) {
+                if (err) *err = e;
+                return evo_failv_prefix(err, st, "starting %s", s->name);
+            }
+            s->failures++;
+            memcpy(s->last_failure, e.msg, sizeof s->last_failure);
+        }
+    }
+}
+
+evo_status evo_pool_wait_ready(evo_pool *p, evo_err *err) { return settle(p, true, err); }
+
 /* ---- start / stop ---- */
 
 static void free_slot(slot *s)
@@ -209,23 +248,7 @@ evo_status evo_pool_start(const evo_pool_opts *o, evo_pool **out, evo_err *err)
         st = spawn_slot(p, &p->slots[i], err);
         if (st != EVO_OK) evo_failv_prefix(err, st, "starting %s", p->slots[i].name);
     }
-    struct pollfd fds[EVO_POOL_MAX_WORKERS];
-    for (;;) {
-        int starting = 0;
-        for (int i = 0; i < p->n; i++) starting += p->slots[i].state == W_STARTING;
-        if (st != EVO_OK || starting == 0) break;
-        wait_events(p, fds);
-        for (int i = 0; i < p->n && st == EVO_OK; i++) {
-            slot *s = &p->slots[i];
-            if (s->state != W_STARTING || !slot_due(s, &fds[i])) continue;
-            char *line = NULL;
-            st = evo_worker_receive(s->w, &line, err);
-            if (st == EVO_OK && !line) continue;
-            st = hello_done(p, s, st, line, err);
-            free(line);
-            if (st != EVO_OK) evo_failv_prefix(err, st, "starting %s", s->name);
-        }
-    }
+    if (st == EVO_OK) st = settle(p, false, err);
     if (st != EVO_OK) {
         evo_pool_stop(p);
         return st;

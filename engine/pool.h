@@ -74,6 +74,11 @@ evo_status evo_pool_start(const evo_pool_opts *o, evo_pool **out, evo_err *err);
  * (the jobs that were running still get their callbacks, jobs never started get none). */
 evo_status evo_pool_run(evo_pool *p, const evo_pool_job *jobs, int n, evo_pool_done_fn on_done, void *ctx,
                         evo_err *err);
+/* Waits until every worker is up: those being restarted have answered hello, dead ones are revived. A run
+ * returns as soon as its last job is reported, leaving restarts to finish in the background (CUDA
+ * initialisation overlaps whatever the caller does next); the next run, or this, waits for them.
+ * EVO_E_WORKER when a worker cannot be restarted EVO_POOL_RESTART_TRIES times in a row. */
+evo_status evo_pool_wait_ready(evo_pool *p, evo_err *err);
 void evo_pool_interrupt(evo_pool *p);
 void evo_pool_stop(evo_pool *p); /* NULL is allowed */
 

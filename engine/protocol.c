@@ -274,6 +274,27 @@ evo_status evo_proto_check_error(const char *line, evo_err *err)
     return s;
 }
 
+char *evo_proto_mark_exiting(char *line)
+{
+    cJSON *root = cJSON_Parse(line);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return line; /* not a message: the parent reports it as such */
+    }
+    free(line);
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "exiting");
+    cJSON_AddBoolToObject(root, "exiting", 1);
+    return print_line(root);
+}
+
+bool evo_proto_is_exiting(const char *line)
+{
+    cJSON *root = cJSON_Parse(line);
+    bool yes = cJSON_IsTrue(field(root, "exiting"));
+    cJSON_Delete(root);
+    return yes;
+}
+
 char *evo_proto_encode_shutdown(int64_t id) { return print_line(new_message("shutdown", id)); }
 
 evo_status evo_proto_decode_shutdown(const char *line, int64_t *id, evo_err *err)

@@ -114,6 +114,10 @@ evo_status evo_proto_decode_shutdown(const char *line, int64_t *id, evo_err *err
 char *evo_proto_encode_error(int64_t id, evo_status s, const char *message);
 /* Reads op and id of any message. An "error" message is returned as such (*op = "error"), not as a failure. */
 evo_status evo_proto_peek(const char *line, char op[EVO_PROTO_OP_MAX], int64_t *id, evo_err *err);
+/* A reply after which the worker ends (its handler asked to exit) says so with "exiting": true, so the parent
+ * reaps it at once instead of sending it the next request. mark returns a new malloc'd line (line is freed). */
+char *evo_proto_mark_exiting(char *line);
+bool evo_proto_is_exiting(const char *line);
 /* When line is an "error" message: returns the status it carries and fills err with "worker: <message>";
  * otherwise returns EVO_OK and leaves err alone. A line that is not a message is EVO_E_WORKER. */
 evo_status evo_proto_check_error(const char *line, evo_err *err);

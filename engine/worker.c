@@ -479,7 +479,10 @@ evo_status evo_worker_check_idle(evo_worker *w, evo_err *err)
     if (w->pending) return EVO_OK;
     /* Anything the worker wrote while idle is either its end (EOF) or a stray line: both end it. */
     int got = read_available(w);
-    if (got == 0 && w->len == 0) return died(w, "closed its output while idle", err);
+    if (got == 0 && w->len == 0) {
+        evo_status s = died(w, "closed its output", err);
+        return evo_failv_prefix(err, s, "between requests");
+    }
     if (w->len > 0 || got <= 0) {
         w->buf[w->len < 100 ? w->len : 100] = '\0';
         evo_fail(err, EVO_E_WORKER, "wrote %zu bytes nobody asked for: \"%s\"", w->len, w->buf);
@@ -566,6 +569,16 @@ evo_status evo_worker_receive(evo_worker *w, char **reply, evo_err *err)
     char op[EVO_PROTO_OP_MAX];
     int64_t id;
     evo_status s = evo_proto_peek(line, op, &id, err);
+    if (s == EVO_OK && evo_proto_is_exiting(line)) {
+        /* The worker ends after this reply: reap it now, so that nobody sends it another request. */
+        int ws;
+        close_fd(&w->to_fd);
+        if (!reap_within(w->pid, EVO_WORKER_EXIT_GRACE_S, &ws)) {
+            kill_group(w->pid);
+            reap(w->pid, &ws);
+        }
+        drop_process(w);
+    }
     if (s != EVO_OK) {
         char shown[160];
         snprintf(shown, sizeof shown, "%.120s", line);
@@ -708,6 +721,7 @@ evo_status evo_worker_serve(int in_fd, int out_fd, const evo_worker_handler *han
             }
         }
         free(line);
+        if (exit_after) reply = evo_proto_mark_exiting(reply);
         evo_status ws = write_line(out_fd, reply);
         free(reply);
         if (ws != EVO_OK) {

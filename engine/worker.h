@@ -18,8 +18,9 @@
  *                  that is not a reply to this request; the process is killed (if needed) and reaped.
  *   EVO_E_TIMEOUT  no reply within timeout_s: the process group gets SIGKILL and is reaped.
  *   other          the worker replied with an "error" message carrying that status; it is still running.
- * After EVO_E_WORKER or EVO_E_TIMEOUT the handle holds no process (evo_worker_running is false) until
- * evo_worker_restart. No path leaves a zombie: every process started is reaped before the call returns.
+ * A reply marked "exiting" (the worker's handler asked to end after it) is returned with EVO_OK and the process
+ * is reaped at once; so is every process after EVO_E_WORKER or EVO_E_TIMEOUT: the handle then holds no process
+ * (evo_worker_running is false) until evo_worker_restart. No path leaves a zombie: every process started is reaped before the call returns.
  * evo_worker_send + evo_worker_receive split a call so that one poll loop can watch many workers (pool.c).
  *
  * Worker side. evo_worker_serve reads request lines from in_fd and answers each with exactly one line on out_fd,
