@@ -156,6 +156,7 @@ static evo_status settle(evo_pool *p, bool retry, evo_err *err)
             starting += s->state == W_STARTING;
         }
         if (starting == 0) return EVO_OK;
+        if (retry && p->interrupts) return evo_fail(err, EVO_E_INTERRUPTED, "pool: interrupted");
         wait_events(p, fds);
         for (int i = 0; i < p->n; i++) {
             slot *s = &p->slots[i];
@@ -314,9 +315,12 @@ static void job_done(evo_pool *p, run_state *r, slot *s, evo_status st, const ch
 evo_status evo_pool_run(evo_pool *p, const evo_pool_job *jobs, int n, evo_pool_done_fn on_done, void *ctx,
                         evo_err *err)
 {
-    for (int j = 0; j < n; j++)
-        if (!jobs[j].req || !(jobs[j].timeout_s > 0))
-            return evo_fail(err, EVO_E_INTERNAL, "pool: job %d has no request or no timeout", j);
+    for (int j = 0; j < n; j++) {
+        const evo_eval_request *q = jobs[j].req;
+        if (!q || !(jobs[j].timeout_s > 0) || q->n_variants < 1 || q->n_variants > EVO_MAX_VARIANTS ||
+            q->n_best < 0 || q->n_best > EVO_MAX_SHAPES)
+            return evo_fail(err, EVO_E_INTERNAL, "pool: job %d: no request, no timeout or a malformed request", j);
+    }
     run_state r = {jobs, evo_xcalloc((size_t)n + 1, sizeof(int)), 0, n, evo_xcalloc((size_t)n + 1, sizeof(int)),
                    on_done, ctx};
     for (int j = 0; j < n; j++) r.queue[j] = j;

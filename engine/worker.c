@@ -536,6 +536,18 @@ evo_status evo_worker_send(evo_worker *w, const char *request, double timeout_s,
     return EVO_OK;
 }
 
+/* The worker said it ends after this reply: reap it now, so that nobody sends it another request. */
+static void reap_leaving(evo_worker *w)
+{
+    int ws;
+    close_fd(&w->to_fd);
+    if (!reap_within(w->pid, EVO_WORKER_EXIT_GRACE_S, &ws)) {
+        kill_group(w->pid);
+        reap(w->pid, &ws);
+    }
+    drop_process(w);
+}
+
 evo_status evo_worker_receive(evo_worker *w, char **reply, evo_err *err)
 {
     *reply = NULL;
@@ -569,16 +581,7 @@ evo_status evo_worker_receive(evo_worker *w, char **reply, evo_err *err)
     char op[EVO_PROTO_OP_MAX];
     int64_t id;
     evo_status s = evo_proto_peek(line, op, &id, err);
-    if (s == EVO_OK && evo_proto_is_exiting(line)) {
-        /* The worker ends after this reply: reap it now, so that nobody sends it another request. */
-        int ws;
-        close_fd(&w->to_fd);
-        if (!reap_within(w->pid, EVO_WORKER_EXIT_GRACE_S, &ws)) {
-            kill_group(w->pid);
-            reap(w->pid, &ws);
-        }
-        drop_process(w);
-    }
+    bool exiting = s == EVO_OK && evo_proto_is_exiting(line);
     if (s != EVO_OK) {
         char shown[160];
         snprintf(shown, sizeof shown, "%.120s", line);
@@ -590,6 +593,7 @@ evo_status evo_worker_receive(evo_worker *w, char **reply, evo_err *err)
         s = evo_proto_check_error(line, err);
         free(line);
         if (extra) return protocol_error(w, err);
+        if (exiting) reap_leaving(w);
         return s == EVO_OK ? EVO_E_WORKER : s;
     }
     if (id != w->call_id || extra) {
@@ -598,6 +602,7 @@ evo_status evo_worker_receive(evo_worker *w, char **reply, evo_err *err)
         else evo_fail(err, EVO_E_WORKER, "reply id %lld to request %lld", (long long)id, (long long)w->call_id);
         return protocol_error(w, err);
     }
+    if (exiting) reap_leaving(w);
     *reply = line;
     return EVO_OK;
 }
