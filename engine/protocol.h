@@ -17,7 +17,7 @@
  *
  * Ownership: records are plain values with fixed-size buffers, except evo_eval_reply.detail (malloc'd; release
  * with evo_eval_reply_free). Encoders return a malloc'd line without the trailing newline (caller frees).
- * Everything here is thread-safe.
+ * Everything here is thread-safe (cJSON keeps only a last-parse-error pointer, which evo never reads).
  */
 #ifndef EVO_PROTOCOL_H
 #define EVO_PROTOCOL_H
