@@ -39,7 +39,8 @@ typedef struct {
     const int *gpus;             /* GPU ordinals, one worker each */
     int n_gpus;                  /* 1..EVO_POOL_MAX_WORKERS */
     const char *exe;             /* NULL = this evo binary (/proc/self/exe) */
-    const char *const *args;     /* appended after "worker --gpu N", NULL-terminated (e.g. "--config", F); may be NULL */
+    const char *const *args;     /* appended after "worker --gpu N", NULL-terminated, e.g. {"--config", F, NULL};
+                                    may be NULL */
     const char *log_dir;         /* each worker appends its stderr to <log_dir>/worker-gpu<N>.log (directory
                                     created); NULL = workers share the parent's stderr */
     double hello_timeout_s;      /* 0 = EVO_POOL_HELLO_TIMEOUT_S */

@@ -20,7 +20,8 @@
  *   other          the worker replied with an "error" message carrying that status; it is still running.
  * A reply marked "exiting" (the worker's handler asked to end after it) is returned with EVO_OK and the process
  * is reaped at once; so is every process after EVO_E_WORKER or EVO_E_TIMEOUT: the handle then holds no process
- * (evo_worker_running is false) until evo_worker_restart. No path leaves a zombie: every process started is reaped before the call returns.
+ * (evo_worker_running is false) until evo_worker_restart. No path leaves a zombie: every process started is
+ * reaped before the call that ended it returns.
  * evo_worker_send + evo_worker_receive split a call so that one poll loop can watch many workers (pool.c).
  *
  * Worker side. evo_worker_serve reads request lines from in_fd and answers each with exactly one line on out_fd,

@@ -15,7 +15,16 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef enum { FAKE_OK, FAKE_DIE, FAKE_EXIT, FAKE_STALL, FAKE_GARBAGE, FAKE_SLOW, FAKE_ERROR, FAKE_EXIT_AFTER } fake_action;
+typedef enum {
+    FAKE_OK,
+    FAKE_DIE,
+    FAKE_EXIT,
+    FAKE_STALL,
+    FAKE_GARBAGE,
+    FAKE_SLOW,
+    FAKE_ERROR,
+    FAKE_EXIT_AFTER
+} fake_action;
 
 typedef struct {
     fake_action action;
