@@ -13,9 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The wire names of evo_format; kept here so the protocol does not depend on the config loader. */
-static const char *const format_names[EVO_FMT_COUNT] = {[EVO_FMT_E4M3] = "e4m3", [EVO_FMT_U8SIM] = "u8sim"};
-
 /* Where a decoder is, for messages: kind is "eval reply", prefix is "" or "shapes[2]." */
 typedef struct {
     const char *kind;
@@ -413,7 +410,7 @@ char *evo_proto_encode_eval_request(const evo_eval_request *r)
         EVO_ASSERT((unsigned)v->format < EVO_FMT_COUNT);
         cJSON *vo = cJSON_CreateObject();
         add_int(vo, "head_dim", v->head_dim);
-        cJSON_AddStringToObject(vo, "format", format_names[v->format]);
+        cJSON_AddStringToObject(vo, "format", evo_format_name(v->format));
         cJSON_AddStringToObject(vo, "symbol", v->symbol);
         add_int(vo, "threads", v->threads);
         add_int(vo, "rows_per_block", v->rows_per_block);
@@ -459,13 +456,10 @@ evo_status evo_proto_decode_eval_request(const char *line, evo_eval_request *out
         char fmt[16];
         TRY(get_int(&wv, vo, "head_dim", 1, 1024, &v->head_dim));
         TRY(get_str(&wv, vo, "format", fmt, sizeof fmt));
-        int f = 0;
-        while (f < EVO_FMT_COUNT && strcmp(fmt, format_names[f]) != 0) f++;
-        if (f == EVO_FMT_COUNT) {
+        if (evo_format_parse(fmt, &v->format) != 0) {
             s = bad(&wv, "format", "\"%s\" is not e4m3 or u8sim", fmt);
             goto done;
         }
-        v->format = (evo_format)f;
         TRY(get_str(&wv, vo, "symbol", v->symbol, sizeof v->symbol));
         if (!v->symbol[0]) {
             s = bad(&wv, "symbol", "empty");
