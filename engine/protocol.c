@@ -571,7 +571,7 @@ evo_status evo_proto_decode_eval_reply(const char *line, evo_eval_reply *out, ev
             s = bad(&w, key, "expected an object");
             goto done;
         }
-        bool causal;
+        bool causal = false;
         TRY(get_str(&ws, so, "shape", x->shape, sizeof x->shape));
         TRY(get_int(&ws, so, "batch", 0, 1 << 30, &x->batch));
         TRY(get_int(&ws, so, "heads", 0, 1 << 30, &x->heads));
