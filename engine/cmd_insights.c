@@ -46,7 +46,7 @@ EVO_CMD(insights)
         /* "auto" means whatever GPU the run found, so every arch's evaluations speak for this config. */
         const char *arch = strcmp(cfg->arch, "auto") == 0 ? NULL : cfg->arch;
         ins = evo_insights_new(cfg->space);
-        s = evo_store_foreach_evaluation(st, cfg->task, arch, shape_set, evo_insights_add_stored, ins, err);
+        s = evo_store_foreach_evaluation(st, cfg->task, arch, shape_set, 0, evo_insights_add_stored, ins, err);
     }
     if (s == EVO_OK) {
         evo_str out = {0};

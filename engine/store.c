@@ -204,6 +204,7 @@ enum stmt_id {
     S_PROFILE_UPSERT,
     S_PROFILES_OF,
     S_GENOME_VERDICTS,
+    S_EVAL_BY_GENOME,
     S_COUNT
 };
 
@@ -267,7 +268,11 @@ static const char *const stmt_sql[S_COUNT] = {
                       "ORDER BY shape, metric",
     [S_GENOME_VERDICTS] = "SELECT c.genome, e.verdict, e.fitness FROM evaluations e JOIN candidates c ON "
                           "c.id = e.candidate_id WHERE (?1 IS NULL OR c.task = ?1) AND (?2 IS NULL OR c.arch = ?2) "
-                          "AND (?3 IS NULL OR e.shape_set = ?3) ORDER BY e.id",
+                          "AND (?3 IS NULL OR e.shape_set = ?3) AND (?4 <= 0 OR e.run_id IS NULL OR e.run_id < ?4) "
+                          "ORDER BY e.id",
+    [S_EVAL_BY_GENOME] = "SELECT e.id FROM evaluations e JOIN candidates c ON c.id = e.candidate_id WHERE c.task = ?1 "
+                         "AND c.genome = ?2 AND e.shape_set = ?3 AND (?4 IS NULL OR c.arch = ?4) ORDER BY e.id DESC "
+                         "LIMIT 1",
 };
 
 struct evo_store {
@@ -1518,7 +1523,8 @@ evo_status evo_store_profiles(evo_store *st, int64_t candidate_id,
 }
 
 static evo_status genome_verdicts(evo_store *st, const char *task, const char *arch, const char *shape_set,
-                                  void (*fn)(const char *, evo_verdict, double, void *), void *ctx, evo_err *err)
+                                  int64_t before_run, void (*fn)(const char *, evo_verdict, double, void *),
+                                  void *ctx, evo_err *err)
 {
     if (no_tables(st)) return EVO_OK;
     sqlite3_stmt *q = NULL;
@@ -1527,6 +1533,7 @@ static evo_status genome_verdicts(evo_store *st, const char *task, const char *a
     b_text(&b, task);
     b_text(&b, arch);
     b_text(&b, shape_set);
+    b_int(&b, before_run);
     SQL(st, err, b.rc);
     int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -1543,8 +1550,39 @@ static evo_status genome_verdicts(evo_store *st, const char *task, const char *a
 }
 
 evo_status evo_store_foreach_evaluation(evo_store *st, const char *task, const char *arch, const char *shape_set,
+                                        int64_t before_run,
                                         void (*fn)(const char *genome, evo_verdict v, double fitness, void *ctx),
                                         void *ctx, evo_err *err)
 {
-    return read_end(st, genome_verdicts(st, task, arch, shape_set, fn, ctx, err));
+    return read_end(st, genome_verdicts(st, task, arch, shape_set, before_run, fn, ctx, err));
+}
+
+static evo_status evaluation_by_genome(evo_store *st, const char *task, const char *genome, const char *shape_set,
+                                       const char *arch, evo_eval_rec *out, bool *found, evo_err *err)
+{
+    memset(out, 0, sizeof *out);
+    *found = false;
+    if (no_tables(st)) return EVO_OK;
+    sqlite3_stmt *q = NULL;
+    TRY(prep(st, S_EVAL_BY_GENOME, &q, err));
+    binder b = {q, 0, SQLITE_OK};
+    b_text(&b, task);
+    b_text(&b, genome);
+    b_text(&b, shape_set);
+    b_text(&b, arch);
+    SQL(st, err, b.rc);
+    int rc = sqlite3_step(q);
+    SQL(st, err, rc);
+    if (rc != SQLITE_ROW) return EVO_OK;
+    const int64_t id = sqlite3_column_int64(q, 0);
+    sqlite3_reset(q);
+    *found = true;
+    return evaluation_by_id(st, id, out, err);
+}
+
+evo_status evo_store_find_evaluation_by_genome(evo_store *st, const char *task, const char *genome,
+                                               const char *shape_set, const char *arch, evo_eval_rec *out,
+                                               bool *found, evo_err *err)
+{
+    return read_end(st, evaluation_by_genome(st, task, genome, shape_set, arch, out, found, err));
 }

@@ -192,8 +192,16 @@ evo_status evo_store_profiles(evo_store *st, int64_t candidate_id,
 /* ---- per-knob-value statistics for insight-guided mutation ---- */
 /* For every evaluation of (task, arch, shape_set) (NULL = any), oldest first, calls fn with the genome text,
  * verdict and fitness. */
+/* before_run > 0 keeps only evaluations made outside runs or by runs with a smaller id (what a resumed run's
+ * insights were fed the first time). */
 evo_status evo_store_foreach_evaluation(evo_store *st, const char *task, const char *arch, const char *shape_set,
+                                        int64_t before_run,
                                         void (*fn)(const char *genome, evo_verdict v, double fitness, void *ctx),
                                         void *ctx, evo_err *err);
+/* The latest evaluation of the genome (canonical text) of task for shape_set, on arch (NULL = any); the replay
+ * evaluator's lookup. *found = false when none. */
+evo_status evo_store_find_evaluation_by_genome(evo_store *st, const char *task, const char *genome,
+                                               const char *shape_set, const char *arch, evo_eval_rec *out,
+                                               bool *found, evo_err *err);
 
 #endif

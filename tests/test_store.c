@@ -581,14 +581,42 @@ static void test_readers(void)
                       "[mission(1,8,512,64) smem_bank_conflicts 0 -][mission(1,8,512,64) tensor_pipe_util 61.2 %]");
 
     s.text[0] = '\0';
-    CHECK_EQ_INT(evo_store_foreach_evaluation(st, TASK, ARCH, NULL, verdict_cb, &s, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_foreach_evaluation(st, TASK, ARCH, NULL, 0, verdict_cb, &s, &err), EVO_OK);
     CHECK_STR(s.text, "[TILE_M=64,TILE_N=64,WARPS=4,STAGES=1 OK 1][TILE_M=128,TILE_N=64,WARPS=8,STAGES=2 OK 1.84]"
                       "[TILE_M=128,TILE_N=128,WARPS=8,STAGES=3 INCORRECT nan]"
                       "[TILE_M=256,TILE_N=128,WARPS=8,STAGES=3 COMPILE_FAIL nan]"
                       "[TILE_M=64,TILE_N=128,WARPS=4,STAGES=2 OK 1.52][TILE_M=32,TILE_N=64,WARPS=2,STAGES=2 OK 1.31]");
     s.text[0] = '\0';
-    CHECK_EQ_INT(evo_store_foreach_evaluation(st, TASK, "sm_80", NULL, verdict_cb, &s, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_foreach_evaluation(st, TASK, "sm_80", NULL, 0, verdict_cb, &s, &err), EVO_OK);
     CHECK_STR(s.text, "");
+    /* Every evaluation of the fixture belongs to run 1: none was made before it, all before run 2. */
+    s.text[0] = '\0';
+    CHECK_EQ_INT(evo_store_foreach_evaluation(st, TASK, ARCH, NULL, 1, verdict_cb, &s, &err), EVO_OK);
+    CHECK_STR(s.text, "");
+    s.text[0] = '\0';
+    CHECK_EQ_INT(evo_store_foreach_evaluation(st, TASK, ARCH, NULL, 2, verdict_cb, &s, &err), EVO_OK);
+    CHECK_CONTAINS(s.text, "[TILE_M=64,TILE_N=128,WARPS=4,STAGES=2 OK 1.52]");
+
+    /* The replay lookup: by genome text, latest evaluation for the shape set. */
+    char ss[65];
+    shape_set_key(ss);
+    evo_eval_rec byg;
+    bool found = false;
+    CHECK_EQ_INT(evo_store_find_evaluation_by_genome(st, TASK, "TILE_M=64,TILE_N=128,WARPS=4,STAGES=2", ss, ARCH,
+                                                     &byg, &found, &err),
+                 EVO_OK);
+    CHECK(found);
+    if (found) {
+        CHECK_EQ_INT(byg.verdict, EVO_V_OK);
+        CHECK_NEAR(byg.fitness, 1.52, 1e-12);
+        evo_store_eval_free(&byg);
+    }
+    CHECK_EQ_INT(evo_store_find_evaluation_by_genome(st, TASK, "TILE_M=64,TILE_N=128,WARPS=4,STAGES=2", ss, "sm_80",
+                                                     &byg, &found, &err),
+                 EVO_OK);
+    CHECK(!found);
+    CHECK_EQ_INT(evo_store_find_evaluation_by_genome(st, TASK, "TILE_M=1", ss, NULL, &byg, &found, &err), EVO_OK);
+    CHECK(!found);
 
     s.text[0] = '\0';
     CHECK_EQ_INT(evo_store_foreach_run_evaluation(st, 1, 1, run_eval_cb, &s, &err), EVO_OK);
