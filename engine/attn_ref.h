@@ -102,8 +102,8 @@ void evo_ref_metrics_from_acc(const evo_compare_acc *acc, size_t n, evo_metrics 
 /* ---- launch geometry of templates/support.cu (its top comment gives each kernel's arguments) ---- */
 #define EVO_SUPPORT_BLOCK 256     /* evo_gen_inputs, evo_quantize (grid.x = B*H), evo_dequantize, evo_half_to_float,
                                      evo_compare, evo_canary_check (grid-stride: any grid.x) */
-#define EVO_SUPPORT_REF_BLOCK 128 /* evo_reference_attention: 4 warps, one query row each */
-#define EVO_SUPPORT_REF_ROWS 4    /* grid = (ceil(S / 4), H, B) */
-#define EVO_SUPPORT_REF_MAX_D 256
+#define EVO_SUPPORT_REF_BLOCK 256 /* evo_reference_attention: 8 warps, one query row each */
+#define EVO_SUPPORT_REF_ROWS 8    /* grid = (ceil(S / 8), H, B) */
+#define EVO_SUPPORT_REF_MAX_D 128
 
 #endif

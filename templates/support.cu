@@ -22,8 +22,8 @@
  * evo_half_to_float(const unsigned short *x, float *out, unsigned long long n)           any grid, any block
  * evo_reference_attention(const float *q, const float *k, const float *v, float *o, int batch, int heads,
  *                         int seq, int head_dim, int causal, float softmax_scale)
- *     plain FP32 attention, o float [B, H, S, D]; one warp per query row: block = 128 threads (exactly),
- *     grid = (ceil(seq / 4), heads, batch). 1 <= head_dim <= 256 (rows get NaN otherwise), any seq >= 1.
+ *     plain FP32 attention, o float [B, H, S, D]; one warp per query row: block = 256 threads (exactly),
+ *     grid = (ceil(seq / 8), heads, batch). 1 <= head_dim <= 128 (rows get NaN otherwise), any seq >= 1.
  * evo_compare_reset(evo_compare_acc *acc)                                              grid 1, block 1
  * evo_compare(const unsigned short *out, const float *ref, unsigned long long n, double atol, double rtol,
  *             evo_compare_acc *acc)
@@ -35,8 +35,8 @@
  *     {0, ~0ull} first.                                                                     any grid, any block
  */
 
-#define EVO_REF_WARPS 4
-#define EVO_REF_MAX_D 256
+#define EVO_REF_WARPS 8
+#define EVO_REF_MAX_D 128
 
 /* Same layout as evo_compare_acc in engine/attn_ref.h. */
 typedef struct {
@@ -313,62 +313,89 @@ extern "C" __global__ void evo_half_to_float(const unsigned short *x, float *out
 
 /* ---- reference attention ---- */
 
-/* The one place a score is computed, so the max of pass 1 and the exponents of pass 2 see the same value; the
- * scaling must not fuse with pass 2's subtraction of the max, or the largest score would not give exp(0) = 1. */
-__device__ __forceinline__ float ref_score(const float *q_row, const float *k_row, int d, float softmax_scale)
-{
-    float s = 0.0f;
-    for (int t = 0; t < d; t++) s = fmaf(q_row[t], k_row[t], s);
-    return __fmul_rn(s, softmax_scale);
-}
-
-/* Lanes split the keys: pass 1 finds the row max, pass 2 takes 32 keys at a time, each lane computing one
- * exponential, and broadcasts them so that every lane accumulates its own output columns. */
+/* One warp per query row, EVO_REF_WARPS consecutive rows per block. The block stages 32 keys at a time in shared
+ * memory (K rows padded by one float so that lane j reading row j is conflict-free), so K and V are read from
+ * memory once per block instead of once per row. Pass 1 finds the row max, pass 2 takes the 32 staged keys, each
+ * lane computing one exponential, and broadcasts them so that every lane accumulates its own output columns. */
 extern "C" __global__ void __launch_bounds__(EVO_REF_WARPS * 32)
 evo_reference_attention(const float *q, const float *k, const float *v, float *o, int batch, int heads, int seq,
                         int head_dim, int causal, float softmax_scale)
 {
     __shared__ float q_rows[EVO_REF_WARPS][EVO_REF_MAX_D];
+    __shared__ float k_tile[32][EVO_REF_MAX_D + 1];
+    __shared__ float v_tile[32][EVO_REF_MAX_D];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    int i = blockIdx.x * EVO_REF_WARPS + warp;
+    int i0 = blockIdx.x * EVO_REF_WARPS, i = i0 + warp;
     int h = blockIdx.y, b = blockIdx.z;
-    if (i >= seq || h >= heads || b >= batch) return;
+    if (i0 >= seq || h >= heads || b >= batch) return; /* whole block: no barrier is skipped by some warps only */
+    const bool active = i < seq;
     u64 base = ((u64)b * heads + h) * (u64)seq * (u64)head_dim;
     float *o_row = o + base + (u64)i * head_dim;
     if (head_dim < 1 || head_dim > EVO_REF_MAX_D) {
-        for (int t = lane; t < head_dim; t += 32) o_row[t] = __uint_as_float(0x7fc00000u);
+        if (active)
+            for (int t = lane; t < head_dim; t += 32) o_row[t] = __uint_as_float(0x7fc00000u);
         return;
     }
     const float *kh = k + base, *vh = v + base;
     float *q_row = q_rows[warp];
-    for (int t = lane; t < head_dim; t += 32) q_row[t] = q[base + (u64)i * head_dim + t];
-    __syncwarp();
+    if (active)
+        for (int t = lane; t < head_dim; t += 32) q_row[t] = q[base + (u64)i * head_dim + t];
 
-    int n_keys = causal ? i + 1 : seq;
+    const int n_keys = active ? (causal ? i + 1 : seq) : 0;
+    const int last = min(seq, causal ? i0 + EVO_REF_WARPS : seq); /* keys any row of the block needs */
+    const int n_threads = EVO_REF_WARPS * 32;
+
     float mx = -__int_as_float(0x7f800000);
-    for (int j = lane; j < n_keys; j += 32) mx = fmaxf(mx, ref_score(q_row, kh + (u64)j * head_dim, head_dim, softmax_scale));
+    for (int c0 = 0; c0 < last; c0 += 32) {
+        __syncthreads();
+        for (int x = threadIdx.x; x < 32 * head_dim; x += n_threads) {
+            int r = x / head_dim, t = x % head_dim;
+            k_tile[r][t] = c0 + r < seq ? kh[(u64)(c0 + r) * head_dim + t] : 0.0f;
+        }
+        __syncthreads();
+        int j = c0 + lane;
+        if (j < n_keys) {
+            float s = 0.0f;
+            for (int t = 0; t < head_dim; t++) s = fmaf(q_row[t], k_tile[lane][t], s);
+            mx = fmaxf(mx, __fmul_rn(s, softmax_scale));
+        }
+    }
     for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
 
     float acc[EVO_REF_MAX_D / 32];
 #pragma unroll
     for (int t = 0; t < EVO_REF_MAX_D / 32; t++) acc[t] = 0.0f;
     float l = 0.0f;
-    for (int c0 = 0; c0 < n_keys; c0 += 32) {
+    for (int c0 = 0; c0 < last; c0 += 32) {
+        __syncthreads();
+        for (int x = threadIdx.x; x < 32 * head_dim; x += n_threads) {
+            int r = x / head_dim, t = x % head_dim;
+            bool in = c0 + r < seq;
+            k_tile[r][t] = in ? kh[(u64)(c0 + r) * head_dim + t] : 0.0f;
+            v_tile[r][t] = in ? vh[(u64)(c0 + r) * head_dim + t] : 0.0f;
+        }
+        __syncthreads();
         int j = c0 + lane;
-        float p = j < n_keys ? expf(ref_score(q_row, kh + (u64)j * head_dim, head_dim, softmax_scale) - mx) : 0.0f;
+        float p = 0.0f;
+        if (j < n_keys) {
+            /* the same arithmetic as pass 1, so the largest score gives exp(0) = 1 exactly */
+            float s = 0.0f;
+            for (int t = 0; t < head_dim; t++) s = fmaf(q_row[t], k_tile[lane][t], s);
+            p = expf(__fmul_rn(s, softmax_scale) - mx);
+        }
         l += p;
         int count = min(32, n_keys - c0);
         for (int jj = 0; jj < count; jj++) {
             float pj = __shfl_sync(0xffffffffu, p, jj);
-            const float *v_row = vh + (u64)(c0 + jj) * head_dim;
 #pragma unroll
             for (int t = 0; t < EVO_REF_MAX_D / 32; t++) {
                 int d = lane + 32 * t;
-                if (d < head_dim) acc[t] = fmaf(pj, v_row[d], acc[t]);
+                if (d < head_dim) acc[t] = fmaf(pj, v_tile[jj][d], acc[t]);
             }
         }
     }
     for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
+    if (!active) return;
 #pragma unroll
     for (int t = 0; t < EVO_REF_MAX_D / 32; t++) {
         int d = lane + 32 * t;

@@ -1,0 +1,75 @@
+/* evaluate.h — evaluators: what turns candidates into verdicts with evidence and per-shape results, for the
+ * evolution loop and `evo check`. One small table, two implementations:
+ *   "gpu"    worker processes, one per GPU (pool.h), running the gates of eval_gpu.c on compiled candidates; the
+ *            baseline genome is compiled once and re-timed on every worker when asked, so speedups are taken
+ *            against a baseline measured on the same GPU shortly before;
+ *   "replay" results looked up by genome in a database recorded on a GPU (no GPU, no compiling): for testing
+ *            strategies and for measuring search efficiency.
+ * Both compute fitness the same way: the geometric mean over the timed shapes of t_baseline / t_candidate; a
+ * correct candidate slower than slowdown x baseline on >= min_shapes shapes is REGRESSED (fitness kept).
+ *
+ * Ownership: results own their detail (evo_result_free). An evaluator is used by one thread, the one that opened
+ * it (workers die with the thread that started them).
+ */
+#ifndef EVO_EVALUATE_H
+#define EVO_EVALUATE_H
+
+#include "candidate.h"
+#include "config.h"
+#include "evo.h"
+#include "store.h"
+#include "task.h"
+
+#include <signal.h>
+
+typedef struct {
+    evo_verdict verdict;
+    double fitness;      /* NAN unless OK or REGRESSED */
+    char *detail;        /* JSON object text (malloc'd, never NULL once filled) */
+    evo_shape_result shapes[EVO_MAX_SHAPES];
+    int n_shapes;
+    double check_s, time_s; /* GPU seconds in the correctness and timing gates */
+    char gpu[128];
+} evo_result;
+
+void evo_result_free(evo_result *r);
+
+typedef struct evo_evaluator evo_evaluator;
+
+typedef struct {
+    const evo_config *cfg;
+    const char *config_path;  /* handed to the workers */
+    const int *gpus;          /* gpu: ordinals, one worker each; NULL = every GPU evo_gpu_count sees */
+    int n_gpus;
+    const char *replay_db;    /* replay: the recorded database */
+    const char *work_dir;     /* gpu: cubin files and worker logs go here (created) */
+    int jobs;                 /* parallel compiles of the baseline */
+    volatile sig_atomic_t *interrupt;
+} evo_evaluator_opts;
+
+/* Opens the GPU evaluator (starts the workers, compiles the baseline) or, with replay_db, the replay one. */
+evo_status evo_evaluator_open(const evo_evaluator_opts *o, evo_evaluator **out, evo_err *err);
+void evo_evaluator_close(evo_evaluator *e); /* NULL is fine */
+
+const char *evo_evaluator_name(const evo_evaluator *e);  /* "gpu" or "replay" */
+bool evo_evaluator_needs_compile(const evo_evaluator *e);
+const char *evo_evaluator_arch(const evo_evaluator *e);  /* "sm_90": what candidates are compiled for */
+const evo_device_limits *evo_evaluator_limits(const evo_evaluator *e);
+const char *evo_evaluator_gpu(const evo_evaluator *e);   /* device name ("replay of FILE" for replay) */
+int evo_evaluator_driver(const evo_evaluator *e);        /* cuDriverGetVersion of the first worker, 0 for replay */
+int evo_evaluator_restarts(const evo_evaluator *e);      /* worker restarts so far */
+/* Candidate i's verdict so far (from building) is kept unless it is EVO_V_OK, in which case it is evaluated.
+ * retime_baseline: time the baseline on every worker first (its result goes to *baseline when not NULL).
+ * progress (may be NULL) is called after each result, on this thread. */
+evo_status evo_evaluator_run(evo_evaluator *e, const evo_candidate *c, int n, bool retime_baseline,
+                             evo_result *out, evo_result *baseline,
+                             void (*progress)(void *ctx, int i, const evo_result *r), void *ctx, evo_err *err);
+
+/* GPUs on this machine as the driver will number them, without initializing CUDA in this process:
+ * CUDA_VISIBLE_DEVICES when set, else the entries of /proc/driver/nvidia/gpus, else 1. */
+int evo_gpu_count(void);
+
+/* Fitness and the regression rule from per-shape speedups (used by both evaluators and by tests). */
+void evo_result_score(const evo_config *cfg, evo_result *r);
+
+#endif
