@@ -651,7 +651,8 @@ static evo_status load_shape_list(loader *L, const yaml_node_t *list, const char
 
 static evo_status load_correctness(loader *L, const yaml_node_t *root)
 {
-    static const char *const keys[] = {"seeds", "distributions", "causal", "shapes", "tolerance", NULL};
+    static const char *const keys[] = {"seeds", "timed_seeds", "distributions", "causal", "shapes", "tolerance",
+                                       NULL};
     static const char *const tol_keys[] = {"rel_l2", "atol", "rtol", "max_frac_over", NULL};
     char p[PATH_MAX_LEN];
     const char *path = "correctness";
@@ -707,6 +708,9 @@ static evo_status load_correctness(loader *L, const yaml_node_t *root)
         L->c->correctness.n_causal = n;
     }
     if ((v = get(L, m, "shapes"))) TRY(load_shape_list(L, v, sub(p, path, "shapes"), false));
+    L->c->correctness.timed_seeds = L->c->correctness.n_seeds;
+    if ((v = get(L, m, "timed_seeds")))
+        TRY(as_i32(L, v, sub(p, path, "timed_seeds"), 1, L->c->correctness.n_seeds, &L->c->correctness.timed_seeds));
     if ((v = get(L, m, "tolerance"))) {
         const char *tp = "correctness.tolerance";
         evo_tolerance *t = &L->c->correctness.tol;
@@ -843,6 +847,7 @@ static void set_defaults(evo_config *c)
     static const uint64_t seeds[] = {0, 1, 2};
     memcpy(c->correctness.seeds, seeds, sizeof seeds);
     c->correctness.n_seeds = 3;
+    c->correctness.timed_seeds = 3;
     for (int d = 0; d < EVO_DIST_COUNT; d++) c->correctness.dists[d] = (evo_dist)d;
     c->correctness.n_dists = EVO_DIST_COUNT;
     c->correctness.causal[0] = false;

@@ -69,6 +69,7 @@ typedef struct {
     struct {
         uint64_t seeds[16];
         int n_seeds;
+        int timed_seeds;  /* the timed shapes (large) are checked with the first timed_seeds seeds only */
         evo_dist dists[EVO_DIST_COUNT];
         int n_dists;
         bool causal[2];   /* which causal settings every correctness shape is checked with */

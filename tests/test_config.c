@@ -79,6 +79,7 @@ static void test_default(void)
     CHECK_STR(hex, "69d5a0d720b8eb9b3f714adaf303ac8bc6acd5ae57e0ed6627717b1f84aafa1c");
     CHECK_EQ_INT(c->n_seeds, 0);
 
+    CHECK_EQ_INT(c->correctness.timed_seeds, 1);
     CHECK_EQ_INT(c->n_shapes, 5);
     check_shape(&c->shapes[0], "mission", 1, 8, 512, 64, false);
     check_shape(&c->shapes[1], "small", 2, 8, 512, 64, false);
@@ -236,6 +237,7 @@ static const struct {
     {"population_large.yaml", "population_large.yaml:30:15: evolution.population", "must be 2 to 100000"},
     {"repetitions_zero.yaml", "repetitions_zero.yaml:28:34: timing.repetitions", "must be 1 to 10000"},
     {"tolerance_zero.yaml", "tolerance_zero.yaml:27:37: correctness.tolerance.atol", "must be greater than 0"},
+    {"timed_seeds.yaml", "timed_seeds.yaml:10:16: correctness.timed_seeds", "3 is out of range: must be 1 to 2"},
     {"tolerance_negative.yaml", "tolerance_negative.yaml:27:23: correctness.tolerance.rel_l2",
      "must be greater than 0"},
     {"seq_zero.yaml", "seq_zero.yaml:20:40: shapes[0].seq", "0 is out of range"},
