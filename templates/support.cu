@@ -321,7 +321,6 @@ extern "C" __global__ void __launch_bounds__(EVO_REF_WARPS * 32)
 evo_reference_attention(const float *q, const float *k, const float *v, float *o, int batch, int heads, int seq,
                         int head_dim, int causal, float softmax_scale)
 {
-    __shared__ float q_rows[EVO_REF_WARPS][EVO_REF_MAX_D];
     __shared__ float k_tile[32][EVO_REF_MAX_D + 1];
     __shared__ float v_tile[32][EVO_REF_MAX_D];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -337,9 +336,10 @@ evo_reference_attention(const float *q, const float *k, const float *v, float *o
         return;
     }
     const float *kh = k + base, *vh = v + base;
-    float *q_row = q_rows[warp];
-    if (active)
-        for (int t = lane; t < head_dim; t += 32) q_row[t] = q[base + (u64)i * head_dim + t];
+    /* q in registers (every lane holds the whole row): one shared-memory load per multiply-add, not two */
+    float q_reg[EVO_REF_MAX_D];
+#pragma unroll
+    for (int t = 0; t < EVO_REF_MAX_D; t++) q_reg[t] = active && t < head_dim ? q[base + (u64)i * head_dim + t] : 0.0f;
 
     const int n_keys = active ? (causal ? i + 1 : seq) : 0;
     const int last = min(seq, causal ? i0 + EVO_REF_WARPS : seq); /* keys any row of the block needs */
@@ -356,7 +356,9 @@ evo_reference_attention(const float *q, const float *k, const float *v, float *o
         int j = c0 + lane;
         if (j < n_keys) {
             float s = 0.0f;
-            for (int t = 0; t < head_dim; t++) s = fmaf(q_row[t], k_tile[lane][t], s);
+#pragma unroll
+            for (int t = 0; t < EVO_REF_MAX_D; t++)
+                if (t < head_dim) s = fmaf(q_reg[t], k_tile[lane][t], s);
             mx = fmaxf(mx, __fmul_rn(s, softmax_scale));
         }
     }
@@ -380,7 +382,9 @@ evo_reference_attention(const float *q, const float *k, const float *v, float *o
         if (j < n_keys) {
             /* the same arithmetic as pass 1, so the largest score gives exp(0) = 1 exactly */
             float s = 0.0f;
-            for (int t = 0; t < head_dim; t++) s = fmaf(q_row[t], k_tile[lane][t], s);
+#pragma unroll
+            for (int t = 0; t < EVO_REF_MAX_D; t++)
+                if (t < head_dim) s = fmaf(q_reg[t], k_tile[lane][t], s);
             p = expf(__fmul_rn(s, softmax_scale) - mx);
         }
         l += p;
