@@ -25,24 +25,43 @@ int evo_candidate_options(const evo_config *cfg, char *buf, size_t buf_len, cons
 
 static void set_verdict(evo_candidate *c, evo_verdict v, const char *fmt, const char *a)
 {
+    /* fmt has exactly one %s */
     c->verdict = v;
     snprintf(c->why, sizeof c->why, fmt, a);
 }
 
-evo_status evo_candidates_build(const evo_build_opts *o, evo_candidate *c, int n, evo_err *err)
+static evo_compile_header abi_header(void)
 {
-    const char *abi;
-    evo_status s = evo_template_get("evo_attention_abi.h", &abi, NULL, err);
-    if (s != EVO_OK) return s;
-    const evo_compile_header hdr = {"evo_attention_abi.h", abi};
-    const char *opts[32];
+    const char *abi = "";
+    evo_template_get("evo_attention_abi.h", &abi, NULL, NULL);
+    return (evo_compile_header){"evo_attention_abi.h", abi};
+}
+
+/* The compile request of a prepared candidate; exprs and opts must outlive it. */
+static evo_compile_req request_of(const evo_build_opts *o, const evo_candidate *c, const evo_compile_header *hdr,
+                                  const char **exprs, const char **opts, int n_opts)
+{
+    for (int v = 0; v < c->prog.n_variants; v++) exprs[v] = c->prog.variants[v].name_expr;
+    return (evo_compile_req){
+        .source = c->prog.source,
+        .program_name = c->prog.program_name,
+        .name_exprs = exprs,
+        .n_name_exprs = c->prog.n_variants,
+        .headers = hdr,
+        .n_headers = 1,
+        .arch = o->arch,
+        .options = opts,
+        .n_options = n_opts,
+        .timeout_s = o->cfg->compile.timeout_s,
+    };
+}
+
+evo_status evo_candidates_prepare(const evo_build_opts *o, evo_candidate *c, int n, evo_err *err)
+{
+    const evo_compile_header hdr = abi_header();
+    const char *opts[32], *exprs[EVO_MAX_VARIANTS];
     char opt_buf[1024];
     const int n_opts = evo_candidate_options(o->cfg, opt_buf, sizeof opt_buf, opts, (int)EVO_ARRAY_LEN(opts));
-
-    evo_compile_req *reqs = evo_xcalloc((size_t)n, sizeof *reqs);
-    const char *(*exprs)[EVO_MAX_VARIANTS] = evo_xcalloc((size_t)n, sizeof *exprs);
-    int *slot = evo_xcalloc((size_t)n, sizeof *slot); /* request index of candidate i, or -1 */
-    int n_req = 0;
     for (int i = 0; i < n; i++) {
         evo_candidate *ci = &c[i];
         evo_genome g = ci->genome;
@@ -50,112 +69,113 @@ evo_status evo_candidates_build(const evo_build_opts *o, evo_candidate *c, int n
         ci->genome = g;
         ci->registers = ci->smem_bytes = ci->spill_bytes = ci->stack_bytes = -1;
         evo_genome_format(o->cfg->space, &g, ci->genome_text, sizeof ci->genome_text);
-        slot[i] = -1;
-        s = o->task->render(o->cfg, &g, &ci->prog, err);
-        if (s != EVO_OK) goto done;
+        evo_status s = o->task->render(o->cfg, &g, &ci->prog, err);
+        if (s != EVO_OK) return s;
         evo_sha256_hex(ci->prog.source, strlen(ci->prog.source), ci->template_hash);
-        for (int v = 0; v < ci->prog.n_variants; v++) exprs[i][v] = ci->prog.variants[v].name_expr;
-        reqs[n_req] = (evo_compile_req){
-            .source = ci->prog.source,
-            .program_name = ci->prog.program_name,
-            .name_exprs = exprs[i],
-            .n_name_exprs = ci->prog.n_variants,
-            .headers = &hdr,
-            .n_headers = 1,
-            .arch = o->arch,
-            .options = opts,
-            .n_options = n_opts,
-            .timeout_s = o->cfg->compile.timeout_s,
-        };
-        s = evo_compile_key(&reqs[n_req], ci->key, err);
-        if (s != EVO_OK) goto done;
+        const evo_compile_req req = request_of(o, ci, &hdr, exprs, opts, n_opts);
+        s = evo_compile_key(&req, ci->key, err);
+        if (s != EVO_OK) return s;
         const char *violated = NULL;
         if (!evo_space_valid(o->cfg->space, &g, &violated)) {
             set_verdict(ci, EVO_V_INVALID, "violates constraint: %s", violated ? violated : "?");
             continue;
         }
-        evo_verdict v = o->task->can_implement(o->cfg, &g, o->lim, ci->why, sizeof ci->why);
-        if (v != EVO_V_OK) {
-            ci->verdict = v;
-            continue;
+        ci->verdict = o->task->can_implement(o->cfg, &g, o->lim, ci->why, sizeof ci->why);
+    }
+    return EVO_OK;
+}
+
+/* Verdict of a compiled candidate from its compile result: the resource gate on what ptxas reported. */
+static void judge_compiled(const evo_build_opts *o, evo_candidate *ci)
+{
+    const evo_compile_result *r = &ci->cr;
+    if (r->outcome == EVO_COMPILE_TIMEOUT) {
+        snprintf(ci->why, sizeof ci->why, "compile exceeded its %.0f s limit", o->cfg->compile.timeout_s);
+        ci->verdict = EVO_V_COMPILE_FAIL;
+        return;
+    }
+    if (r->outcome != EVO_COMPILE_OK) {
+        /* A static_assert is the template refusing the genome: INVALID, with the assertion's text. */
+        const char *sa = strstr(r->log, "static assertion failed");
+        const char *e = sa ? sa : strstr(r->log, "error");
+        const char *eol = e ? strchr(e, '\n') : NULL;
+        char line[400];
+        snprintf(line, sizeof line, "%.*s", e ? (int)(eol ? eol - e : (long)strlen(e)) : 0, e ? e : "");
+        set_verdict(ci, sa ? EVO_V_INVALID : EVO_V_COMPILE_FAIL, sa ? "template rejects it: %s" : "does not compile: %s",
+                    line);
+        return;
+    }
+    int regs = 0, smem = 0, spill = 0, stack = 0;
+    for (int k = 0; k < r->n_kernels; k++) {
+        const evo_kernel_res *kr = &r->kernels[k].res;
+        if (kr->registers > regs) regs = kr->registers;
+        const int dyn = ci->prog.variants[k].smem_bytes + (kr->smem_bytes > 0 ? kr->smem_bytes : 0);
+        if (dyn > smem) smem = dyn;
+        const int sp = (kr->spill_store_bytes > 0 ? kr->spill_store_bytes : 0) +
+                       (kr->spill_load_bytes > 0 ? kr->spill_load_bytes : 0);
+        if (sp > spill) spill = sp;
+        if (kr->stack_frame_bytes > stack) stack = kr->stack_frame_bytes;
+    }
+    if (r->program_spill_bytes > spill) spill = r->program_spill_bytes;
+    ci->registers = regs, ci->smem_bytes = smem, ci->spill_bytes = spill, ci->stack_bytes = stack;
+    ci->verdict = EVO_V_OK;
+    if (spill > 0 && !o->cfg->compile.allow_spills) {
+        snprintf(ci->why, sizeof ci->why, "spills %d bytes to local memory (compile.allow_spills is false)", spill);
+        ci->verdict = EVO_V_RESOURCE_FAIL;
+    } else if (o->cfg->compile.max_registers > 0 && regs > o->cfg->compile.max_registers) {
+        snprintf(ci->why, sizeof ci->why, "%d registers > compile.max_registers %d", regs, o->cfg->compile.max_registers);
+        ci->verdict = EVO_V_RESOURCE_FAIL;
+    } else if (o->lim->max_regs_per_block > 0) {
+        for (int k = 0; k < ci->prog.n_variants && k < r->n_kernels; k++) {
+            const int need = r->kernels[k].res.registers * ci->prog.variants[k].threads;
+            if (need > o->lim->max_regs_per_block) {
+                snprintf(ci->why, sizeof ci->why, "%d registers x %d threads > %d per block on %s",
+                         r->kernels[k].res.registers, ci->prog.variants[k].threads, o->lim->max_regs_per_block,
+                         o->lim->arch);
+                ci->verdict = EVO_V_RESOURCE_FAIL;
+                break;
+            }
         }
+    }
+}
+
+evo_status evo_candidates_compile(const evo_build_opts *o, evo_candidate *c, int n, const bool *skip, evo_err *err)
+{
+    const evo_compile_header hdr = abi_header();
+    const char *opts[32];
+    char opt_buf[1024];
+    const int n_opts = evo_candidate_options(o->cfg, opt_buf, sizeof opt_buf, opts, (int)EVO_ARRAY_LEN(opts));
+    evo_compile_req *reqs = evo_xcalloc((size_t)(n ? n : 1), sizeof *reqs);
+    const char *(*exprs)[EVO_MAX_VARIANTS] = evo_xcalloc((size_t)(n ? n : 1), sizeof *exprs);
+    int *slot = evo_xcalloc((size_t)(n ? n : 1), sizeof *slot);
+    int n_req = 0;
+    for (int i = 0; i < n; i++) {
+        slot[i] = -1;
+        if (c[i].verdict != EVO_V_OK || (skip && skip[i])) continue;
+        reqs[n_req] = request_of(o, &c[i], &hdr, exprs[i], opts, n_opts);
         slot[i] = n_req++;
     }
-
     evo_compile_result *res = evo_xcalloc((size_t)(n_req ? n_req : 1), sizeof *res);
     evo_compile_opts co = {.jobs = o->jobs, .interrupt = o->interrupt};
-    s = n_req ? evo_compile_batch(&co, reqs, n_req, res, err) : EVO_OK;
-    if (s != EVO_OK) {
-        free(res);
-        goto done;
-    }
-    for (int i = 0; i < n; i++) {
-        if (slot[i] < 0) continue;
-        evo_candidate *ci = &c[i];
-        ci->cr = res[slot[i]];
-        const evo_compile_result *r = &ci->cr;
-        if (r->outcome == EVO_COMPILE_TIMEOUT) {
-            snprintf(ci->why, sizeof ci->why, "compile exceeded its %.0f s limit", o->cfg->compile.timeout_s);
-            ci->verdict = EVO_V_COMPILE_FAIL;
-            continue;
-        }
-        if (r->outcome != EVO_COMPILE_OK) {
-            /* A static_assert is the template refusing the genome: INVALID, with the assertion's text. */
-            const char *sa = strstr(r->log, "static assertion failed");
-            if (sa) {
-                const char *eol = strchr(sa, '\n');
-                char line[400];
-                snprintf(line, sizeof line, "%.*s", (int)(eol ? eol - sa : (long)strlen(sa)), sa);
-                set_verdict(ci, EVO_V_INVALID, "template rejects it: %s", line);
-            } else {
-                const char *e = strstr(r->log, "error");
-                char line[400];
-                const char *eol = e ? strchr(e, '\n') : NULL;
-                snprintf(line, sizeof line, "%.*s", e ? (int)(eol ? eol - e : (long)strlen(e)) : 0, e ? e : "");
-                set_verdict(ci, EVO_V_COMPILE_FAIL, "does not compile: %s", line);
-            }
-            continue;
-        }
-        int regs = 0, smem = 0, spill = 0, stack = 0;
-        for (int k = 0; k < r->n_kernels; k++) {
-            const evo_kernel_res *kr = &r->kernels[k].res;
-            if (kr->registers > regs) regs = kr->registers;
-            const int dyn = ci->prog.variants[k].smem_bytes + (kr->smem_bytes > 0 ? kr->smem_bytes : 0);
-            if (dyn > smem) smem = dyn;
-            const int sp = (kr->spill_store_bytes > 0 ? kr->spill_store_bytes : 0) +
-                           (kr->spill_load_bytes > 0 ? kr->spill_load_bytes : 0);
-            if (sp > spill) spill = sp;
-            if (kr->stack_frame_bytes > stack) stack = kr->stack_frame_bytes;
-        }
-        if (r->program_spill_bytes > spill) spill = r->program_spill_bytes;
-        ci->registers = regs, ci->smem_bytes = smem, ci->spill_bytes = spill, ci->stack_bytes = stack;
-        ci->verdict = EVO_V_OK;
-        if (spill > 0 && !o->cfg->compile.allow_spills) {
-            snprintf(ci->why, sizeof ci->why, "spills %d bytes to local memory (compile.allow_spills is false)", spill);
-            ci->verdict = EVO_V_RESOURCE_FAIL;
-        } else if (o->cfg->compile.max_registers > 0 && regs > o->cfg->compile.max_registers) {
-            snprintf(ci->why, sizeof ci->why, "%d registers > compile.max_registers %d", regs,
-                     o->cfg->compile.max_registers);
-            ci->verdict = EVO_V_RESOURCE_FAIL;
-        } else if (regs > 0 && o->lim->max_regs_per_block > 0) {
-            for (int k = 0; k < ci->prog.n_variants; k++) {
-                const int need = r->kernels[k].res.registers * ci->prog.variants[k].threads;
-                if (need > o->lim->max_regs_per_block) {
-                    snprintf(ci->why, sizeof ci->why, "%d registers x %d threads > %d per block on %s",
-                             r->kernels[k].res.registers, ci->prog.variants[k].threads, o->lim->max_regs_per_block,
-                             o->lim->arch);
-                    ci->verdict = EVO_V_RESOURCE_FAIL;
-                    break;
-                }
-            }
+    evo_status s = n_req ? evo_compile_batch(&co, reqs, n_req, res, err) : EVO_OK;
+    if (s == EVO_OK) {
+        for (int i = 0; i < n; i++) {
+            if (slot[i] < 0) continue;
+            c[i].cr = res[slot[i]]; /* moved */
+            judge_compiled(o, &c[i]);
         }
     }
-    free(res); /* the results were moved into the candidates */
-done:
+    free(res);
     free(reqs);
     free(exprs);
     free(slot);
     return s;
+}
+
+evo_status evo_candidates_build(const evo_build_opts *o, evo_candidate *c, int n, evo_err *err)
+{
+    evo_status s = evo_candidates_prepare(o, c, n, err);
+    return s == EVO_OK ? evo_candidates_compile(o, c, n, NULL, err) : s;
 }
 
 void evo_candidate_free(evo_candidate *c)

@@ -36,7 +36,11 @@ typedef struct {
     volatile sig_atomic_t *interrupt;
 } evo_build_opts;
 
-/* Fill c[i].genome first; this renders, checks, compiles and gates each. */
+/* Fill c[i].genome first. prepare renders, keys and checks each (verdict EVO_V_OK: ready to compile, or
+ * INVALID / RESOURCE_FAIL with why); compile compiles the prepared OK ones not skipped (skip may be NULL) and
+ * applies the resource gate; build is both. */
+evo_status evo_candidates_prepare(const evo_build_opts *o, evo_candidate *c, int n, evo_err *err);
+evo_status evo_candidates_compile(const evo_build_opts *o, evo_candidate *c, int n, const bool *skip, evo_err *err);
 evo_status evo_candidates_build(const evo_build_opts *o, evo_candidate *c, int n, evo_err *err);
 void evo_candidate_free(evo_candidate *c);
 

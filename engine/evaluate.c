@@ -1,0 +1,387 @@
+/* evaluate.c — the "gpu" and "replay" evaluators (see evaluate.h). */
+#include "evaluate.h"
+
+#include "pool.h"
+#include "protocol.h"
+#include "util.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EVAL_WATCHDOG_S 300.0 /* per candidate; the worker's own per-kernel limit fires long before */
+
+struct evo_evaluator {
+    const char *name;
+    const evo_config *cfg;
+    char arch[16];
+    evo_device_limits lim;
+    char gpu[128];
+    int driver;
+    /* gpu */
+    evo_pool *pool;
+    char *work_dir;
+    evo_candidate baseline;
+    char baseline_cubin[4096];
+    bool have_baseline_times;
+    double baseline_us[EVO_POOL_MAX_WORKERS][EVO_MAX_SHAPES]; /* per worker: speedups use the same GPU's time */
+    double best_us[EVO_MAX_SHAPES];
+    /* replay */
+    evo_store *replay;
+    char shape_set[65];
+};
+
+void evo_result_free(evo_result *r)
+{
+    free(r->detail);
+    r->detail = NULL;
+}
+
+int evo_gpu_count(void)
+{
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (vis && *vis) {
+        int n = 1;
+        for (const char *p = vis; *p; p++) n += *p == ',';
+        return n;
+    }
+    DIR *d = opendir("/proc/driver/nvidia/gpus");
+    int n = 0;
+    if (d) {
+        for (struct dirent *e; (e = readdir(d));)
+            if (e->d_name[0] != '.') n++;
+        closedir(d);
+    }
+    return n > 0 ? n : 1;
+}
+
+void evo_result_score(const evo_config *cfg, evo_result *r)
+{
+    if (r->verdict != EVO_V_OK) {
+        r->fitness = NAN;
+        return;
+    }
+    double log_sum = 0;
+    int n = 0, regressed = 0;
+    for (int i = 0; i < r->n_shapes; i++) {
+        const evo_shape_result *s = &r->shapes[i];
+        if (!(s->speedup > 0)) continue;
+        log_sum += log(s->speedup);
+        n++;
+        if (s->median_us > cfg->regression.slowdown * s->baseline_us) regressed++;
+    }
+    r->fitness = n ? exp(log_sum / n) : NAN;
+    if (n < r->n_shapes) r->fitness = NAN; /* a shape without a time has no fitness */
+    if (regressed >= cfg->regression.min_shapes) r->verdict = EVO_V_REGRESSED;
+}
+
+static void set_detail(evo_result *r, const char *reason, const char *log)
+{
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "reason", reason);
+    if (log && *log) {
+        size_t n = strlen(log);
+        cJSON_AddStringToObject(d, "log_tail", n > 2000 ? log + n - 2000 : log);
+    }
+    free(r->detail);
+    r->detail = cJSON_PrintUnformatted(d);
+    cJSON_Delete(d);
+}
+
+/* ---- gpu ---- */
+
+static evo_status write_cubin(evo_evaluator *e, const evo_candidate *c, char *path, size_t n, evo_err *err)
+{
+    snprintf(path, n, "%s/%s.cubin", e->work_dir, c->key);
+    if (evo_file_exists(path)) return EVO_OK;
+    return evo_write_file_atomic(path, c->cr.cubin, c->cr.cubin_len, err);
+}
+
+static void fill_request(const evo_evaluator *e, const evo_candidate *c, const char *cubin, evo_eval_request *rq)
+{
+    memset(rq, 0, sizeof *rq);
+    snprintf(rq->cubin_path, sizeof rq->cubin_path, "%s", cubin);
+    snprintf(rq->program, sizeof rq->program, "%s", c->prog.program_name);
+    rq->n_variants = c->prog.n_variants;
+    for (int k = 0; k < c->prog.n_variants; k++) {
+        const evo_variant *v = &c->prog.variants[k];
+        evo_eval_variant *rv = &rq->variants[k];
+        rv->head_dim = v->head_dim;
+        rv->format = v->format;
+        const char *sym = k < c->cr.n_kernels && c->cr.kernels[k].lowered ? c->cr.kernels[k].lowered : v->name_expr;
+        snprintf(rv->symbol, sizeof rv->symbol, "%s", sym);
+        rv->threads = v->threads, rv->rows_per_block = v->rows_per_block, rv->smem_bytes = v->smem_bytes;
+    }
+    rq->check = rq->time = true;
+    rq->n_best = e->cfg->n_shapes;
+    for (int i = 0; i < e->cfg->n_shapes; i++) rq->best_us[i] = e->best_us[i];
+}
+
+typedef struct {
+    evo_evaluator *e;
+    evo_result *out;      /* per job */
+    int *job_cand;        /* job -> candidate index, -1 for baseline jobs */
+    evo_result *baseline; /* may be NULL */
+    void (*progress)(void *, int, const evo_result *);
+    void *ctx;
+} run_ctx;
+
+static void copy_reply(const evo_pool_done *d, evo_result *r)
+{
+    const evo_eval_reply *rep = d->reply;
+    r->verdict = rep->verdict;
+    r->detail = evo_strdup(rep->detail ? rep->detail : "{}");
+    r->n_shapes = rep->n_shapes;
+    memcpy(r->shapes, rep->shapes, (size_t)rep->n_shapes * sizeof *rep->shapes);
+    r->check_s = rep->check_s;
+    r->time_s = rep->time_s;
+    snprintf(r->gpu, sizeof r->gpu, "%s", rep->device);
+}
+
+static void on_done(void *p, const evo_pool_job *job, const evo_pool_done *d)
+{
+    run_ctx *rc = p;
+    evo_evaluator *e = rc->e;
+    (void)job;
+    evo_result *r = &rc->out[d->job];
+    copy_reply(d, r);
+    const int w = d->worker;
+    if (rc->job_cand[d->job] < 0 && r->verdict == EVO_V_OK) {
+        for (int i = 0; i < r->n_shapes; i++) e->baseline_us[w][i] = r->shapes[i].median_us;
+        e->have_baseline_times = true;
+    }
+    /* Speedups against this GPU's baseline (a worker restarted since still runs on the same GPU). */
+    for (int i = 0; i < r->n_shapes; i++) {
+        evo_shape_result *s = &r->shapes[i];
+        s->baseline_us = e->baseline_us[w][i];
+        s->speedup = s->baseline_us > 0 && s->median_us > 0 ? s->baseline_us / s->median_us : 0;
+    }
+    evo_result_score(e->cfg, r);
+    if (r->verdict == EVO_V_OK)
+        for (int i = 0; i < r->n_shapes; i++)
+            if (r->shapes[i].median_us > 0 && (e->best_us[i] == 0 || r->shapes[i].median_us < e->best_us[i]))
+                e->best_us[i] = r->shapes[i].median_us;
+    const int ci = rc->job_cand[d->job];
+    if (ci < 0) {
+        if (rc->baseline && !rc->baseline->detail) {
+            *rc->baseline = *r;
+            rc->baseline->detail = evo_strdup(r->detail);
+        }
+    } else if (rc->progress) {
+        rc->progress(rc->ctx, ci, r);
+    }
+}
+
+static evo_status gpu_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_err *err)
+{
+    e->work_dir = evo_strdup(o->work_dir);
+    evo_status s = evo_mkdir_p(e->work_dir, err);
+    if (s != EVO_OK) return s;
+    int all[EVO_POOL_MAX_WORKERS];
+    const int *gpus = o->gpus;
+    int n = o->n_gpus;
+    if (!gpus) {
+        n = evo_gpu_count();
+        if (n > EVO_POOL_MAX_WORKERS) n = EVO_POOL_MAX_WORKERS;
+        for (int i = 0; i < n; i++) all[i] = i;
+        gpus = all;
+    }
+    /* EVO_FAKE_WORKER=MODE runs `evo worker --fake MODE` (worker.h): the loop, the store and the fault paths
+     * can then be tested where there is no GPU. */
+    const char *fake = getenv("EVO_FAKE_WORKER");
+    const char *args[] = {"--config", o->config_path, fake ? "--fake" : NULL, fake, NULL};
+    evo_pool_opts po = {.gpus = gpus, .n_gpus = n, .args = args, .log_dir = e->work_dir, .hello_timeout_s = 900};
+    s = evo_pool_start(&po, &e->pool, err);
+    if (s != EVO_OK) return s;
+    const evo_hello_reply *h = evo_pool_hello(e->pool, 0);
+    evo_hello_to_limits(h, &e->lim);
+    snprintf(e->arch, sizeof e->arch, "%s", h->arch);
+    snprintf(e->gpu, sizeof e->gpu, "%s", h->device);
+    e->driver = h->driver_version;
+    for (int i = 1; i < evo_pool_size(e->pool); i++)
+        if (strcmp(evo_pool_hello(e->pool, i)->arch, e->arch) != 0)
+            return evo_fail(err, EVO_E_USAGE, "GPUs %d and %d differ (%s, %s): name GPUs of one kind with --gpus",
+                            gpus[0], gpus[i], e->arch, evo_pool_hello(e->pool, i)->arch);
+    const evo_task *task = evo_task_find(e->cfg->task);
+    e->baseline.genome = e->cfg->baseline;
+    evo_build_opts bo = {.cfg = e->cfg, .task = task, .lim = &e->lim, .arch = e->arch, .jobs = o->jobs,
+                         .interrupt = o->interrupt};
+    s = evo_candidates_build(&bo, &e->baseline, 1, err);
+    if (s != EVO_OK) return s;
+    if (e->baseline.verdict != EVO_V_OK)
+        return evo_fail(err, EVO_E_CONFIG, "%s: the baseline genome cannot run on %s: %s: %s", o->config_path,
+                        e->gpu, evo_verdict_name(e->baseline.verdict), e->baseline.why);
+    return write_cubin(e, &e->baseline, e->baseline_cubin, sizeof e->baseline_cubin, err);
+}
+
+static evo_status gpu_run(evo_evaluator *e, const evo_candidate *c, int n, bool retime, evo_result *out,
+                          evo_result *baseline, void (*progress)(void *, int, const evo_result *), void *ctx,
+                          evo_err *err)
+{
+    const int nw = evo_pool_size(e->pool);
+    const int nb = retime || !e->have_baseline_times ? nw : 0;
+    evo_eval_request *reqs = evo_xcalloc((size_t)(n + nb), sizeof *reqs);
+    evo_pool_job *jobs = evo_xcalloc((size_t)(n + nb), sizeof *jobs);
+    int *job_cand = evo_xcalloc((size_t)(n + nb), sizeof *job_cand);
+    evo_result *res = evo_xcalloc((size_t)(n + nb), sizeof *res);
+    int nj = 0;
+    evo_status s = EVO_OK;
+    /* The pool hands jobs out in order to free workers: the first nw jobs reach every worker once. */
+    for (int k = 0; k < nb; k++, nj++) {
+        fill_request(e, &e->baseline, e->baseline_cubin, &reqs[nj]);
+        reqs[nj].is_baseline = true;
+        reqs[nj].check = !e->have_baseline_times;
+        job_cand[nj] = -1;
+    }
+    int *cand_job = evo_xcalloc((size_t)(n ? n : 1), sizeof *cand_job);
+    for (int i = 0; i < n && s == EVO_OK; i++) {
+        cand_job[i] = -1;
+        memset(&out[i], 0, sizeof out[i]);
+        if (c[i].verdict != EVO_V_OK) {
+            out[i].verdict = c[i].verdict;
+            out[i].fitness = NAN;
+            set_detail(&out[i], c[i].why, c[i].verdict == EVO_V_COMPILE_FAIL ? c[i].cr.log : NULL);
+            if (progress) progress(ctx, i, &out[i]);
+            continue;
+        }
+        char path[4096];
+        s = write_cubin(e, &c[i], path, sizeof path, err);
+        if (s != EVO_OK) break;
+        fill_request(e, &c[i], path, &reqs[nj]);
+        job_cand[nj] = i;
+        cand_job[i] = nj++;
+    }
+    for (int j = 0; j < nj; j++) {
+        reqs[j].id = j + 1;
+        jobs[j] = (evo_pool_job){.req = &reqs[j], .timeout_s = EVAL_WATCHDOG_S};
+    }
+    run_ctx rc = {e, res, job_cand, baseline, NULL, NULL};
+    /* Progress is reported per candidate once its result is final, in on_done order. */
+    rc.progress = progress;
+    rc.ctx = ctx;
+    if (s == EVO_OK && nj > 0) s = evo_pool_run(e->pool, jobs, nj, on_done, &rc, err);
+    for (int i = 0; i < n; i++) {
+        if (cand_job[i] < 0) continue;
+        out[i] = res[cand_job[i]];
+        res[cand_job[i]].detail = NULL;
+        if (!out[i].detail) { /* never ran (interrupted) */
+            out[i].verdict = EVO_V_CRASHED;
+            out[i].fitness = NAN;
+            set_detail(&out[i], "not evaluated: the run was interrupted", NULL);
+        }
+    }
+    for (int j = 0; j < nj; j++) evo_result_free(&res[j]);
+    free(cand_job);
+    free(res);
+    free(job_cand);
+    free(jobs);
+    free(reqs);
+    return s;
+}
+
+/* ---- replay ---- */
+
+static evo_status replay_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_err *err)
+{
+    evo_status s = evo_store_open(o->replay_db, EVO_STORE_READONLY, &e->replay, err);
+    if (s != EVO_OK) return evo_failv_prefix(err, s, "--replay");
+    evo_config_shape_set_key(e->cfg, e->shape_set);
+    int64_t run;
+    s = evo_store_last_run_matching(e->replay, e->cfg->task, NULL, &run, err);
+    if (s == EVO_OK) {
+        evo_run_rec rr;
+        s = evo_store_get_run(e->replay, run, &rr, err);
+        if (s == EVO_OK) {
+            snprintf(e->arch, sizeof e->arch, "%s", rr.arch ? rr.arch : "sm_90");
+            snprintf(e->gpu, sizeof e->gpu, "replay of %s (%s)", o->replay_db, rr.gpu ? rr.gpu : "?");
+            evo_store_run_free(&rr);
+        }
+    } else if (s == EVO_E_NOTFOUND) {
+        return evo_fail(err, EVO_E_NOTFOUND, "--replay %s: no run of task %s is recorded there", o->replay_db,
+                        e->cfg->task);
+    }
+    if (s != EVO_OK) return s;
+    return evo_device_limits_for_arch(strcmp(e->arch, "sm_90a") == 0 ? "sm_90" : e->arch, &e->lim, err);
+}
+
+static evo_status replay_run(evo_evaluator *e, const evo_candidate *c, int n, evo_result *out,
+                             void (*progress)(void *, int, const evo_result *), void *ctx, evo_err *err)
+{
+    for (int i = 0; i < n; i++) {
+        evo_result *r = &out[i];
+        memset(r, 0, sizeof *r);
+        snprintf(r->gpu, sizeof r->gpu, "%s", e->gpu);
+        evo_eval_rec rec;
+        bool found = false;
+        evo_status s = evo_store_find_evaluation_by_genome(e->replay, e->cfg->task, c[i].genome_text, e->shape_set,
+                                                           NULL, &rec, &found, err);
+        if (s != EVO_OK) return s;
+        if (!found) {
+            r->verdict = c[i].verdict != EVO_V_OK ? c[i].verdict : EVO_V_INVALID;
+            r->fitness = NAN;
+            set_detail(r, c[i].verdict != EVO_V_OK ? c[i].why : "not recorded in the replay database", NULL);
+        } else {
+            r->verdict = rec.verdict;
+            r->fitness = rec.fitness;
+            r->detail = evo_strdup(rec.detail ? rec.detail : "{}");
+            r->n_shapes = rec.n_shapes < EVO_MAX_SHAPES ? rec.n_shapes : EVO_MAX_SHAPES;
+            memcpy(r->shapes, rec.shapes, (size_t)r->n_shapes * sizeof *r->shapes);
+            r->check_s = rec.check_s;
+            r->time_s = rec.time_s;
+            evo_store_eval_free(&rec);
+        }
+        if (progress) progress(ctx, i, r);
+    }
+    return EVO_OK;
+}
+
+/* ---- the table ---- */
+
+evo_status evo_evaluator_open(const evo_evaluator_opts *o, evo_evaluator **out, evo_err *err)
+{
+    evo_evaluator *e = evo_xcalloc(1, sizeof *e);
+    e->cfg = o->cfg;
+    e->name = o->replay_db ? "replay" : "gpu";
+    evo_status s = o->replay_db ? replay_open(e, o, err) : gpu_open(e, o, err);
+    if (s != EVO_OK) {
+        evo_evaluator_close(e);
+        return s;
+    }
+    *out = e;
+    return EVO_OK;
+}
+
+void evo_evaluator_close(evo_evaluator *e)
+{
+    if (!e) return;
+    evo_pool_stop(e->pool);
+    evo_store_close(e->replay);
+    evo_candidate_free(&e->baseline);
+    free(e->work_dir);
+    free(e);
+}
+
+const char *evo_evaluator_name(const evo_evaluator *e) { return e->name; }
+bool evo_evaluator_needs_compile(const evo_evaluator *e) { return e->pool != NULL; }
+const char *evo_evaluator_arch(const evo_evaluator *e) { return e->arch; }
+const evo_device_limits *evo_evaluator_limits(const evo_evaluator *e) { return &e->lim; }
+const char *evo_evaluator_gpu(const evo_evaluator *e) { return e->gpu; }
+int evo_evaluator_driver(const evo_evaluator *e) { return e->driver; }
+int evo_evaluator_restarts(const evo_evaluator *e) { return e->pool ? evo_pool_restarts(e->pool) : 0; }
+
+void evo_evaluator_interrupt(evo_evaluator *e)
+{
+    if (e->pool) evo_pool_interrupt(e->pool);
+}
+
+evo_status evo_evaluator_run(evo_evaluator *e, const evo_candidate *c, int n, bool retime_baseline,
+                             evo_result *out, evo_result *baseline,
+                             void (*progress)(void *ctx, int i, const evo_result *r), void *ctx, evo_err *err)
+{
+    if (baseline) memset(baseline, 0, sizeof *baseline);
+    if (e->pool) return gpu_run(e, c, n, retime_baseline, out, baseline, progress, ctx, err);
+    return replay_run(e, c, n, out, progress, ctx, err);
+}

@@ -1,0 +1,618 @@
+/* evolve.c — the evolution loop of `evo run` (see evolve.h). */
+#include "evolve.h"
+
+#include "candidate.h"
+#include "config.h"
+#include "evaluate.h"
+#include "insights.h"
+#include "space.h"
+#include "store.h"
+#include "strategy.h"
+#include "task.h"
+#include "util.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t g_interrupted;
+static evo_evaluator *volatile g_evaluator;
+
+/* Ctrl-C: stop handing out work; what runs finishes and is stored. A second one abandons the running jobs. */
+static void on_sigint(int sig)
+{
+    (void)sig;
+    g_interrupted++;
+    if (g_evaluator) evo_evaluator_interrupt(g_evaluator);
+}
+
+/* genome text -> candidate id of this run's results, for lineage */
+typedef struct {
+    char (*text)[EVO_GENOME_TEXT_MAX];
+    int64_t *id;
+    int n, cap;
+} id_map;
+
+static void map_put(id_map *m, const char *text, int64_t id)
+{
+    for (int i = 0; i < m->n; i++)
+        if (!strcmp(m->text[i], text)) {
+            m->id[i] = id;
+            return;
+        }
+    if (m->n == m->cap) {
+        m->cap = m->cap ? 2 * m->cap : 64;
+        m->text = evo_xrealloc(m->text, (size_t)m->cap * sizeof *m->text);
+        m->id = evo_xrealloc(m->id, (size_t)m->cap * sizeof *m->id);
+    }
+    snprintf(m->text[m->n], sizeof m->text[m->n], "%s", text);
+    m->id[m->n++] = id;
+}
+
+static int64_t map_get(const id_map *m, const char *text)
+{
+    for (int i = 0; i < m->n; i++)
+        if (!strcmp(m->text[i], text)) return m->id[i];
+    return 0;
+}
+
+typedef struct {
+    evo_run_opts o;
+    evo_config *cfg;
+    const evo_task *task;
+    evo_store *st;
+    evo_run_rec run;
+    evo_evaluator *ev;
+    evo_strategy *strat;
+    evo_strategy_params sp;
+    evo_insights *ins;
+    evo_genome *prior;
+    int n_prior;
+    char shape_set[65];
+    id_map ids;
+    int generations, population;
+    double t0, compile_s, check_s, time_s;
+    double best_fitness;
+    bool tty;
+    /* the generation in progress */
+    int gen, done, total;
+    int counts[EVO_V_COUNT];
+} loop;
+
+/* ---- storing one result ---- */
+
+static evo_status store_result(loop *L, const evo_candidate *c, const evo_proposal *p, const evo_result *r,
+                               evo_err *err)
+{
+    evo_candidate_rec cr = {
+        .key = (char *)c->key,
+        .task = L->cfg->task,
+        .arch = (char *)evo_evaluator_arch(L->ev),
+        .genome = (char *)c->genome_text,
+        .template_hash = (char *)c->template_hash,
+        .options = L->cfg->compile.extra_options ? L->cfg->compile.extra_options : "",
+        .nvrtc_version = (char *)L->run.nvrtc_version,
+        .registers = c->registers,
+        .smem_bytes = c->smem_bytes,
+        .spill_bytes = c->spill_bytes,
+        .stack_bytes = c->stack_bytes,
+        .compile_log = c->verdict == EVO_V_COMPILE_FAIL ? c->cr.log : NULL,
+    };
+    evo_status s = evo_store_put_candidate(L->st, &cr, err);
+    if (s != EVO_OK) return s;
+    map_put(&L->ids, c->genome_text, cr.id);
+    evo_eval_rec e = {
+        .candidate_id = cr.id,
+        .run_id = L->run.id,
+        .generation = L->gen,
+        .shape_set = L->shape_set,
+        .verdict = r->verdict,
+        .fitness = r->fitness,
+        .detail = r->detail,
+        .gpu = (char *)r->gpu,
+        .compile_s = c->cr.seconds,
+        .check_s = r->check_s,
+        .time_s = r->time_s,
+        .shapes = (evo_shape_result *)r->shapes,
+        .n_shapes = r->n_shapes,
+    };
+    s = evo_store_put_evaluation(L->st, &e, err);
+    for (int k = 0; s == EVO_OK && p && k < p->n_parents; k++) {
+        char text[EVO_GENOME_TEXT_MAX];
+        evo_genome_format(L->cfg->space, &p->parents[k], text, sizeof text);
+        const int64_t parent = map_get(&L->ids, text);
+        if (parent) s = evo_store_put_lineage(L->st, L->run.id, L->gen, cr.id, parent, evo_operator_name(p->op), err);
+    }
+    return s;
+}
+
+/* ---- progress ---- */
+
+static void print_progress(loop *L)
+{
+    if (!L->tty || L->o.quiet) return;
+    const int width = 30, filled = L->total ? L->done * width / L->total : width;
+    fprintf(L->o.out, "\r  gen %d/%d [", L->gen + 1, L->generations);
+    for (int i = 0; i < width; i++) fputc(i < filled ? '#' : '.', L->o.out);
+    fprintf(L->o.out, "] %d/%d  %.0fs ", L->done, L->total, evo_now() - L->t0);
+    fflush(L->o.out);
+}
+
+typedef struct {
+    loop *L;
+    evo_candidate *c;
+    evo_proposal *p;
+    int *index;         /* evaluated position -> slot */
+    evo_result *results; /* per slot */
+    evo_status status;
+    evo_err *err;
+} gen_ctx;
+
+static void on_result(void *ctx, int i, const evo_result *r)
+{
+    gen_ctx *g = ctx;
+    const int slot = g->index[i];
+    evo_result *dst = &g->results[slot];
+    *dst = *r;
+    dst->detail = evo_strdup(r->detail ? r->detail : "{}");
+    if (g->status == EVO_OK) g->status = store_result(g->L, &g->c[slot], &g->p[slot], dst, g->err);
+    g->L->done++;
+    g->L->counts[r->verdict]++;
+    print_progress(g->L);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void fmt_time(double s, char *buf, size_t n)
+{
+    int t = (int)(s + 0.5);
+    if (t >= 3600) snprintf(buf, n, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
+    else snprintf(buf, n, "%d:%02d", t / 60, t % 60);
+}
+
+/* ---- one generation ---- */
+
+static evo_status lookup(loop *L, evo_candidate *c, evo_result *r, bool *found, bool *own, evo_err *err)
+{
+    *found = *own = false;
+    evo_candidate_rec rec;
+    evo_status s = evo_store_get_candidate(L->st, c->key, &rec, err);
+    if (s == EVO_E_NOTFOUND) return EVO_OK;
+    if (s != EVO_OK) return s;
+    evo_eval_rec e;
+    bool f = false;
+    s = evo_store_find_evaluation(L->st, rec.id, L->shape_set, &e, &f, err);
+    if (s == EVO_OK && f) {
+        *found = true;
+        *own = e.run_id == L->run.id;
+        memset(r, 0, sizeof *r);
+        r->verdict = e.verdict;
+        r->fitness = e.fitness;
+        r->detail = evo_strdup(e.detail ? e.detail : "{}");
+        r->n_shapes = e.n_shapes < EVO_MAX_SHAPES ? e.n_shapes : EVO_MAX_SHAPES;
+        memcpy(r->shapes, e.shapes, (size_t)r->n_shapes * sizeof *r->shapes);
+        r->check_s = e.check_s;
+        r->time_s = e.time_s;
+        snprintf(r->gpu, sizeof r->gpu, "%s", e.gpu ? e.gpu : "");
+        c->registers = rec.registers, c->smem_bytes = rec.smem_bytes;
+        c->spill_bytes = rec.spill_bytes, c->stack_bytes = rec.stack_bytes;
+        map_put(&L->ids, c->genome_text, rec.id);
+        evo_store_eval_free(&e);
+    }
+    evo_store_candidate_free(&rec);
+    return s;
+}
+
+/* Propose, then look every proposal up; evaluate (compile, run) only when `evaluate`. Fills obs. */
+static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *n_obs, evo_err *err)
+{
+    const int elites = !strcmp(evo_strategy_name(L->strat), "ga") && L->gen > 0 ? L->cfg->evolution.elites : 0;
+    int want = L->population - elites;
+    if (want < 1) want = 1;
+    evo_proposal *p = evo_xcalloc((size_t)want, sizeof *p);
+    int n = 0;
+    evo_status s = evo_strategy_propose(L->strat, p, want, &n, err);
+    if (s != EVO_OK || n == 0) {
+        free(p);
+        *n_obs = 0;
+        return s;
+    }
+    evo_candidate *c = evo_xcalloc((size_t)n, sizeof *c);
+    evo_result *res = evo_xcalloc((size_t)n, sizeof *res);
+    bool *have = evo_xcalloc((size_t)n, sizeof *have), *reused = evo_xcalloc((size_t)n, sizeof *reused);
+    int *index = evo_xcalloc((size_t)n, sizeof *index);
+    for (int i = 0; i < n; i++) c[i].genome = p[i].genome;
+    evo_build_opts bo = {.cfg = L->cfg, .task = L->task, .lim = evo_evaluator_limits(L->ev),
+                         .arch = evo_evaluator_arch(L->ev), .jobs = L->o.jobs, .interrupt = &g_interrupted};
+    s = evo_candidates_prepare(&bo, c, n, err);
+    int n_reused = 0, n_eval = 0;
+    L->done = 0;
+    L->total = n;
+    memset(L->counts, 0, sizeof L->counts);
+    for (int i = 0; i < n && s == EVO_OK; i++) {
+        bool own = false;
+        s = lookup(L, &c[i], &res[i], &have[i], &own, err);
+        if (have[i]) {
+            reused[i] = !own;
+            n_reused += !own;
+            L->done++;
+            L->counts[res[i].verdict]++;
+        }
+    }
+    const double t_gen = evo_now();
+    double gen_compile_s = 0;
+    if (s == EVO_OK && evaluate) {
+        double t = evo_now();
+        if (evo_evaluator_needs_compile(L->ev)) s = evo_candidates_compile(&bo, c, n, have, err);
+        gen_compile_s = evo_now() - t;
+        L->compile_s += gen_compile_s;
+        evo_candidate *todo = evo_xcalloc((size_t)n, sizeof *todo);
+        for (int i = 0; i < n; i++)
+            if (!have[i]) {
+                index[n_eval] = i;
+                todo[n_eval++] = c[i];
+            }
+        evo_result base;
+        memset(&base, 0, sizeof base);
+        gen_ctx g = {L, c, p, index, res, EVO_OK, err};
+        print_progress(L);
+        if (s == EVO_OK && n_eval > 0) {
+            evo_result *tmp = evo_xcalloc((size_t)n_eval, sizeof *tmp);
+            s = evo_evaluator_run(L->ev, todo, n_eval, true, tmp, &base, on_result, &g, err);
+            for (int k = 0; k < n_eval; k++) evo_result_free(&tmp[k]);
+            free(tmp);
+            if (s == EVO_OK) s = g.status;
+        }
+        free(todo); /* shallow copies of c[] */
+        if (s == EVO_OK && base.detail && base.verdict != EVO_V_OK && L->gen == 0)
+            s = evo_fail(err, EVO_E_CONFIG, "the baseline genome fails on %s: %s %s", evo_evaluator_gpu(L->ev),
+                         evo_verdict_name(base.verdict), base.detail);
+        /* generation summary */
+        double *fit = evo_xcalloc((size_t)n, sizeof *fit);
+        int nf = 0, best_i = -1;
+        for (int i = 0; i < n; i++) {
+            L->check_s += reused[i] ? 0 : res[i].check_s;
+            L->time_s += reused[i] ? 0 : res[i].time_s;
+            if (res[i].verdict == EVO_V_OK && isfinite(res[i].fitness)) {
+                fit[nf++] = res[i].fitness;
+                if (best_i < 0 || res[i].fitness > res[best_i].fitness) best_i = i;
+            }
+        }
+        qsort(fit, (size_t)nf, sizeof *fit, cmp_double);
+        double noise = 0;
+        for (int k = 0; k < base.n_shapes; k++)
+            if (base.shapes[k].median_us > 0)
+                noise = fmax(noise, (base.shapes[k].p90_us - base.shapes[k].p10_us) / base.shapes[k].median_us);
+        evo_gen_rec gr = {.run_id = L->run.id,
+                          .generation = L->gen,
+                          .best_fitness = nf ? fit[nf - 1] : NAN,
+                          .median_fitness = nf ? fit[nf / 2] : NAN,
+                          .evaluated = n - n_reused,
+                          .reused = n_reused,
+                          .wall_s = evo_now() - t_gen,
+                          .compile_s = gen_compile_s,
+                          .baseline_noise = noise,
+                          .best_genome = best_i >= 0 ? c[best_i].genome_text : NULL};
+        memcpy(gr.counts, L->counts, sizeof gr.counts);
+        for (int i = 0; i < n; i++) gr.check_s += reused[i] ? 0 : res[i].check_s, gr.time_s += reused[i] ? 0 : res[i].time_s;
+        if (s == EVO_OK && !(g_interrupted && L->done < L->total)) s = evo_store_put_generation(L->st, &gr, err);
+        if (nf && fit[nf - 1] > L->best_fitness) L->best_fitness = fit[nf - 1];
+        if (!L->o.quiet) {
+            char el[32], eta[32];
+            const double elapsed = evo_now() - L->t0;
+            fmt_time(elapsed, el, sizeof el);
+            fmt_time(elapsed / (L->gen + 1) * (L->generations - L->gen - 1), eta, sizeof eta);
+            fprintf(L->o.out, "%sgen %2d/%d  %2d evaluated (%d reused)", L->tty ? "\r\033[K" : "", L->gen + 1,
+                    L->generations, n - n_reused, n_reused);
+            for (int v = 0; v < EVO_V_COUNT; v++)
+                if (L->counts[v]) fprintf(L->o.out, " %s %d", evo_verdict_name((evo_verdict)v), L->counts[v]);
+            fprintf(L->o.out, "  best %.3f median %.3f  noise %.1f%%  %s elapsed, ETA %s\n", nf ? fit[nf - 1] : NAN,
+                    nf ? fit[nf / 2] : NAN, 100 * noise, el, eta);
+            fflush(L->o.out);
+        }
+        free(fit);
+        evo_result_free(&base);
+    }
+    for (int i = 0; i < n; i++)
+        obs[i] = (evo_observation){.genome = c[i].genome, .verdict = res[i].verdict, .fitness = res[i].fitness,
+                                   .reused = reused[i]};
+    /* only what has a result is observed (an interrupted generation leaves some without) */
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (res[i].detail) obs[m++] = obs[i];
+    *n_obs = m;
+    for (int i = 0; i < n; i++) {
+        evo_result_free(&res[i]);
+        evo_candidate_free(&c[i]);
+    }
+    free(index);
+    free(have);
+    free(reused);
+    free(res);
+    free(c);
+    free(p);
+    return s;
+}
+
+/* ---- set-up ---- */
+
+typedef struct {
+    const evo_space *space;
+    evo_genome *g;
+    double *fit;
+    int n, cap;
+} best_list;
+
+static void collect_best(const char *genome, evo_verdict v, double fitness, void *ctx)
+{
+    best_list *b = ctx;
+    if (v != EVO_V_OK || !isfinite(fitness)) return;
+    evo_genome g;
+    if (evo_genome_parse(b->space, genome, &g, NULL) != EVO_OK) return;
+    for (int i = 0; i < b->n; i++)
+        if (evo_genome_equal(b->space, &b->g[i], &g)) {
+            if (fitness > b->fit[i]) b->fit[i] = fitness;
+            return;
+        }
+    if (b->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 32;
+        b->g = evo_xrealloc(b->g, (size_t)b->cap * sizeof *b->g);
+        b->fit = evo_xrealloc(b->fit, (size_t)b->cap * sizeof *b->fit);
+    }
+    b->g[b->n] = g;
+    b->fit[b->n++] = fitness;
+}
+
+/* Elites of earlier runs (evaluations before this run), best first: the same on a resume as the first time. */
+static evo_status prior_elites(loop *L, evo_err *err)
+{
+    best_list b = {L->cfg->space, NULL, NULL, 0, 0};
+    evo_status s = evo_store_foreach_evaluation(L->st, L->cfg->task, evo_evaluator_arch(L->ev), L->shape_set,
+                                                L->run.id, collect_best, &b, err);
+    for (int k = 0; s == EVO_OK && k < L->cfg->evolution.elites && k < b.n; k++) {
+        int best = k;
+        for (int i = k + 1; i < b.n; i++)
+            if (b.fit[i] > b.fit[best]) best = i;
+        evo_genome tg = b.g[k];
+        double tf = b.fit[k];
+        b.g[k] = b.g[best], b.fit[k] = b.fit[best];
+        b.g[best] = tg, b.fit[best] = tf;
+    }
+    L->n_prior = b.n < L->cfg->evolution.elites ? b.n : L->cfg->evolution.elites;
+    L->prior = b.g;
+    free(b.fit);
+    return s;
+}
+
+static evo_status open_run(loop *L, evo_err *err)
+{
+    const evo_run_opts *o = &L->o;
+    const char *db = o->db_path ? o->db_path : "population.db";
+    evo_status s = evo_store_open(db, EVO_STORE_READWRITE, &L->st, err);
+    if (s != EVO_OK) return s;
+    char cfg_path[4400];
+    if (o->resume_run) {
+        s = evo_store_get_run(L->st, o->resume_run, &L->run, err);
+        if (s == EVO_E_NOTFOUND)
+            return evo_fail(err, EVO_E_USAGE, "--resume %lld: %s has no such run", (long long)o->resume_run, db);
+        if (s != EVO_OK) return s;
+        s = evo_config_parse(L->run.config_path, L->run.config_text, strlen(L->run.config_text), &L->cfg, err);
+        if (s != EVO_OK) return evo_failv_prefix(err, s, "--resume %lld: the run's stored config", (long long)L->run.id);
+    } else {
+        s = evo_config_load(o->config_path ? o->config_path : "configs/default.yaml", &L->cfg, err);
+        if (s != EVO_OK) return s;
+    }
+    L->task = evo_task_find(L->cfg->task);
+    if (!L->task) return evo_fail(err, EVO_E_CONFIG, "%s: unknown task '%s'", L->cfg->path, L->cfg->task);
+    evo_config_shape_set_key(L->cfg, L->shape_set);
+
+    /* The workers read the config from a file: a resumed run's is the stored text, written out. */
+    char work[4200];
+    snprintf(work, sizeof work, "%s.work/%d", db, (int)getpid());
+    s = evo_mkdir_p(work, err);
+    if (s != EVO_OK) return s;
+    snprintf(cfg_path, sizeof cfg_path, "%s/config.yaml", work);
+    s = evo_write_file_atomic(cfg_path, L->cfg->text, strlen(L->cfg->text), err);
+    if (s != EVO_OK) return s;
+    evo_evaluator_opts eo = {.cfg = L->cfg, .config_path = cfg_path, .gpus = o->gpus, .n_gpus = o->n_gpus,
+                             .replay_db = o->replay_db, .work_dir = work, .jobs = o->jobs,
+                             .interrupt = &g_interrupted};
+    if (!o->quiet && !o->replay_db)
+        fprintf(o->out, "starting GPU workers (inputs and references are made once per worker)...\n");
+    s = evo_evaluator_open(&eo, &L->ev, err);
+    if (s != EVO_OK) return s;
+    g_evaluator = L->ev;
+
+    if (!o->resume_run) {
+        char gpu[160];
+        snprintf(gpu, sizeof gpu, "%s", evo_evaluator_gpu(L->ev));
+        char driver[32];
+        snprintf(driver, sizeof driver, "%d", evo_evaluator_driver(L->ev));
+        L->run = (evo_run_rec){
+            .task = L->cfg->task,
+            .arch = (char *)evo_evaluator_arch(L->ev),
+            .shape_set = L->shape_set,
+            .config_path = L->cfg->path,
+            .config_text = L->cfg->text,
+            .strategy = o->strategy ? (char *)o->strategy : L->cfg->evolution.strategy,
+            .seed = (int64_t)(o->seed_set ? o->seed : L->cfg->evolution.seed),
+            .generations = o->generations ? o->generations : L->cfg->evolution.generations,
+            .population = o->population ? o->population : L->cfg->evolution.population,
+            .gpu = gpu,
+            .driver = driver,
+            .nvrtc_version = (char *)evo_nvrtc_version(),
+            .evo_version = EVO_VERSION,
+        };
+        s = evo_store_begin_run(L->st, &L->run, err);
+        if (s != EVO_OK) return s;
+        /* keep our own copies of the strings (the record now points at borrowed ones) */
+        evo_run_rec copy;
+        s = evo_store_get_run(L->st, L->run.id, &copy, err);
+        if (s != EVO_OK) return s;
+        L->run = copy;
+    } else if (o->generations) {
+        L->run.generations = o->generations;
+    }
+    L->generations = L->run.generations;
+    L->population = L->run.population;
+    return EVO_OK;
+}
+
+static evo_status make_strategy(loop *L, evo_err *err)
+{
+    const evo_run_opts *o = &L->o;
+    const bool insights = o->insights < 0 ? L->cfg->evolution.insights : o->insights > 0;
+    evo_status s = prior_elites(L, err);
+    if (s != EVO_OK) return s;
+    if (insights) {
+        L->ins = evo_insights_new(L->cfg->space);
+        s = evo_store_foreach_evaluation(L->st, L->cfg->task, evo_evaluator_arch(L->ev), L->shape_set, L->run.id,
+                                         evo_insights_add_stored, L->ins, err);
+        if (s != EVO_OK) return s;
+    }
+    L->sp = (evo_strategy_params){
+        .seed = (uint64_t)L->run.seed,
+        .population = L->population,
+        .elites = L->cfg->evolution.elites < L->population ? L->cfg->evolution.elites : L->population - 1,
+        .tournament = L->cfg->evolution.tournament,
+        .crossover_rate = L->cfg->evolution.crossover_rate,
+        .mutation_rate = L->cfg->evolution.mutation_rate,
+        .immigrant_rate = L->cfg->evolution.immigrant_rate,
+        .baseline = &L->cfg->baseline,
+        .seeds = L->cfg->seeds,
+        .n_seeds = L->cfg->n_seeds,
+        .prior_elites = L->prior,
+        .n_prior_elites = L->n_prior,
+        .insights = L->ins,
+    };
+    return evo_strategy_create(L->run.strategy, L->cfg->space, &L->sp, &L->strat, err);
+}
+
+static void update_run(loop *L, const char *state)
+{
+    free(L->run.state);
+    L->run.state = evo_strdup(state);
+    L->run.wall_s += evo_now() - L->t0;
+    L->run.compile_s += L->compile_s, L->run.check_s += L->check_s, L->run.time_s += L->time_s;
+    if (strcmp(state, "running") != 0) {
+        char now[32];
+        evo_utc_iso8601(now);
+        free(L->run.finished_at);
+        L->run.finished_at = evo_strdup(now);
+    }
+    evo_store_update_run(L->st, &L->run, NULL);
+    L->run.wall_s -= evo_now() - L->t0; /* keep the running totals additive */
+    L->run.compile_s -= L->compile_s, L->run.check_s -= L->check_s, L->run.time_s -= L->time_s;
+}
+
+evo_status evo_run(const evo_run_opts *opts, evo_err *err)
+{
+    loop *L = evo_xcalloc(1, sizeof *L);
+    L->o = *opts;
+    if (!L->o.out) L->o.out = stdout;
+    L->tty = isatty(fileno(L->o.out));
+    L->t0 = evo_now();
+    L->best_fitness = -INFINITY;
+    g_interrupted = 0;
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+
+    evo_status s = open_run(L, err);
+    if (s == EVO_OK) s = make_strategy(L, err);
+    int done_gens = 0;
+    evo_gen_rec *gens = NULL;
+    if (s == EVO_OK && L->o.resume_run) {
+        s = evo_store_generations(L->st, L->run.id, &gens, &done_gens, err);
+        if (!L->o.quiet && s == EVO_OK)
+            fprintf(L->o.out, "resuming run %lld after generation %d of %d\n", (long long)L->run.id, done_gens,
+                    L->generations);
+    }
+    if (s == EVO_OK && !L->o.quiet)
+        fprintf(L->o.out, "run %lld: %s on %s (%s), strategy %s, population %d, %d generations, seed %lld\n",
+                (long long)L->run.id, L->cfg->task, evo_evaluator_gpu(L->ev), evo_evaluator_arch(L->ev),
+                L->run.strategy, L->population, L->generations, (long long)L->run.seed);
+    evo_observation *obs = evo_xcalloc((size_t)L->population + 1, sizeof *obs);
+    int stall = 0;
+    const double budget = L->o.time_budget_s >= 0 ? L->o.time_budget_s : L->cfg->evolution.time_budget_s;
+    const char *stop = "done";
+    for (L->gen = 0; s == EVO_OK && L->gen < L->generations; L->gen++) {
+        if (g_interrupted) {
+            stop = "interrupted";
+            break;
+        }
+        const bool replaying = L->gen < done_gens;
+        if (!replaying && budget > 0 && evo_now() - L->t0 >= budget) {
+            if (!L->o.quiet) fprintf(L->o.out, "time budget of %.0f s reached\n", budget);
+            break;
+        }
+        const double before = L->best_fitness;
+        int n = 0;
+        s = generation(L, !replaying, obs, &n, err);
+        if (s != EVO_OK) break;
+        if (replaying) {
+            for (int i = 0; i < n; i++)
+                if (obs[i].verdict == EVO_V_OK && obs[i].fitness > L->best_fitness) L->best_fitness = obs[i].fitness;
+        }
+        if (n == 0) {
+            if (!L->o.quiet) fprintf(L->o.out, "every valid genome has been evaluated\n");
+            break;
+        }
+        evo_strategy_observe(L->strat, obs, n);
+        if (g_interrupted) {
+            stop = "interrupted";
+            break;
+        }
+        if (!replaying) {
+            stall = L->best_fitness > before * 1.001 ? 0 : stall + 1;
+            update_run(L, "running");
+            if (L->cfg->evolution.stall_generations > 0 && stall >= L->cfg->evolution.stall_generations) {
+                if (!L->o.quiet)
+                    fprintf(L->o.out, "no improvement for %d generations: stopping\n", stall);
+                break;
+            }
+        }
+    }
+    if (s == EVO_E_INTERRUPTED) stop = "interrupted", s = EVO_OK;
+    if (L->st && L->run.id) update_run(L, s != EVO_OK ? "failed" : stop);
+    if (s == EVO_OK && !L->o.quiet) {
+        char wall[32];
+        fmt_time(evo_now() - L->t0, wall, sizeof wall);
+        fprintf(L->o.out,
+                "run %lld %s: %s wall; compile %.1f s, correctness %.1f s, timing %.1f s; best fitness %.3f; "
+                "worker restarts %d\n",
+                (long long)L->run.id, stop, wall, L->compile_s, L->check_s, L->time_s, L->best_fitness,
+                evo_evaluator_restarts(L->ev));
+        fprintf(L->o.out, "see: evo elite --show%s%s, evo history --run %lld\n", L->o.db_path ? " --db " : "",
+                L->o.db_path ? L->o.db_path : "", (long long)L->run.id);
+    }
+    if (s == EVO_OK && !strcmp(stop, "interrupted")) {
+        s = evo_fail(err, EVO_E_INTERRUPTED, "interrupted: finished evaluations are stored; continue with "
+                                             "evo run --resume %lld", (long long)L->run.id);
+    }
+    for (int i = 0; i < done_gens; i++) evo_store_gen_free(&gens[i]);
+    free(gens);
+    free(obs);
+    evo_strategy_destroy(L->strat);
+    evo_insights_free(L->ins);
+    g_evaluator = NULL;
+    evo_evaluator_close(L->ev);
+    evo_store_run_free(&L->run);
+    evo_store_close(L->st);
+    evo_config_free(L->cfg);
+    free(L->prior);
+    free(L->ids.text);
+    free(L->ids.id);
+    free(L);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    return s;
+}

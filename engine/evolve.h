@@ -1,0 +1,47 @@
+/* evolve.h — `evo run`: the evolution loop.
+ *
+ * Per generation: the strategy proposes genomes; each is rendered and keyed (template, genome, options, NVRTC,
+ * arch); a genome whose key already has an evaluation for this shape set is reused from the store, the others
+ * are compiled in parallel and evaluated (GPU workers, or a replay database); every finished evaluation is
+ * committed at once, with its per-shape results and lineage; the generation's summary row follows; the strategy
+ * observes the results. Stops after the generations, on the time budget, after `stall` generations without
+ * improvement, when the space is exhausted, or on Ctrl-C (the run is marked interrupted; finished work is kept).
+ *
+ * Resume (--resume RUN) re-creates the strategy from the run's stored config and seed and replays its finished
+ * generations from the store (strategies are deterministic); the interrupted generation's proposals come out
+ * again and every one already evaluated by the run is taken from the store, so nothing finished is lost or
+ * repeated.
+ *
+ * Output: one line per generation on stdout (a live progress line on a terminal). Nothing here calls exit().
+ */
+#ifndef EVO_EVOLVE_H
+#define EVO_EVOLVE_H
+
+#include "evo.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct {
+    const char *config_path; /* default configs/default.yaml; ignored with resume (the run's own config is used) */
+    const char *db_path;     /* default population.db */
+    int generations;         /* 0 = config */
+    int population;          /* 0 = config */
+    bool seed_set;
+    uint64_t seed;
+    int64_t resume_run;      /* 0 = a new run */
+    const int *gpus;         /* NULL = all */
+    int n_gpus;
+    int jobs;                /* parallel compiles; 0 = all cores */
+    double time_budget_s;    /* < 0 = config */
+    const char *strategy;    /* NULL = config */
+    int insights;            /* -1 = config, 0 off, 1 on */
+    const char *replay_db;   /* evaluate by looking results up there */
+    FILE *out;               /* progress and summary (stdout) */
+    bool quiet;
+} evo_run_opts;
+
+evo_status evo_run(const evo_run_opts *o, evo_err *err);
+
+#endif
