@@ -52,6 +52,7 @@ static const char *const status_names[] = {
     [EVO_E_TIMEOUT] = "timeout",
     [EVO_E_INTERRUPTED] = "interrupted",
     [EVO_E_NOTFOUND] = "not found",
+    [EVO_E_REJECTED] = "rejected",
     [EVO_E_INTERNAL] = "internal error",
 };
 

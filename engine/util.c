@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -178,6 +179,18 @@ evo_status evo_mkdir_p(const char *path, evo_err *err)
     }
     free(p);
     return EVO_OK;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+evo_status evo_remove_tree(const char *path)
+{
+    if (!evo_file_exists(path)) return EVO_OK;
+    return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? EVO_OK : EVO_E_IO;
 }
 
 bool evo_file_exists(const char *path)

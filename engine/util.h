@@ -41,6 +41,8 @@ evo_status evo_read_file(const char *path, char **data, size_t *len, evo_err *er
 evo_status evo_write_file_atomic(const char *path, const void *data, size_t len, evo_err *err);
 evo_status evo_mkdir_p(const char *path, evo_err *err);
 bool evo_file_exists(const char *path);
+/* rm -rf path (files and directories below it, then itself); a missing path is fine. */
+evo_status evo_remove_tree(const char *path);
 
 /* ---- hashing ---- */
 typedef struct {

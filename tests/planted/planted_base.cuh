@@ -1,0 +1,142 @@
+/* planted_base.cuh — a plain, correct attention kernel implementing evo's ABI (one warp per query row, FP32
+ * arithmetic on the decoded 8-bit inputs), and the switches that plant exactly one fault in it. Every other file
+ * in tests/planted/ defines one switch (or none: good.cu) and includes this; `evo check` must pass good.cu and
+ * reject each of the others with the status docs/reliability.md lists. */
+#include "evo_attention_abi.h"
+
+#define PLANT_ROWS 4 /* query rows (one warp each) per block */
+
+__device__ __forceinline__ float plant_decode(unsigned c, float scale)
+{
+#ifdef PLANT_U8SIM
+    return (float)((int)c - 128) / 127.0f * 448.0f * scale;
+#else
+    const int e = (c >> 3) & 15, m = c & 7;
+    const float v = e ? ldexpf(1.0f + m / 8.0f, e - 7) : ldexpf(m / 8.0f, -6);
+    return (c & 0x80 ? -v : v) * scale;
+#endif
+}
+
+__device__ __forceinline__ unsigned short plant_half(float x)
+{
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    return h;
+}
+
+__device__ __forceinline__ float plant_warp_sum(float x)
+{
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+    return x;
+}
+
+#ifdef PLANT_TIMING_CHEAT
+__device__ unsigned long long plant_last_q, plant_last_o; /* pointers of the previous launch */
+#endif
+#ifdef PLANT_SPIN
+__device__ volatile int plant_forever = 1;
+#endif
+
+template <int D> __device__ void plant_attention(const evo_attn_params &p)
+{
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int row = blockIdx.x * PLANT_ROWS + warp, S = p.seq;
+    const int bh = blockIdx.z * p.heads + blockIdx.y;
+    const long long head = (long long)bh * S * D;
+    const unsigned char *Q = p.q + head, *K = p.k + head, *V = p.v + head;
+    unsigned short *O = p.o + head;
+    const float sq = p.q_scale[bh], sk = p.k_scale[bh], sv = p.v_scale[bh];
+    constexpr int T = D / 32; /* dims per lane: lane + 32 t */
+
+#ifdef PLANT_TRAP
+    if (row == 0 && bh == 0) __trap();
+#endif
+#ifdef PLANT_SPIN
+    while (plant_forever) __nanosleep(1000);
+#endif
+#ifdef PLANT_SKIP_TILE
+    if (blockIdx.x == 1) return; /* rows 4..7 of every head are never written */
+#endif
+#ifdef PLANT_TIMING_CHEAT
+    /* a second launch on the same buffers returns at once: the output of the previous launch is "still there" */
+    if (plant_last_q == (unsigned long long)p.q && plant_last_o == (unsigned long long)p.o) return;
+#endif
+
+    float q[T];
+#ifdef PLANT_RACE
+    /* warp 0 stages every row's q for the block, but nothing makes the other warps wait for it */
+    __shared__ float q_stage[PLANT_ROWS][D];
+    if (warp == 0) {
+        __nanosleep(20000);
+        for (int r = 0; r < PLANT_ROWS; r++) {
+            const int rr = blockIdx.x * PLANT_ROWS + r;
+            for (int t = 0; t < T; t++)
+                q_stage[r][lane + 32 * t] = rr < S ? plant_decode(Q[(long long)rr * D + lane + 32 * t], sq) : 0.0f;
+        }
+    }
+    for (int t = 0; t < T; t++) q[t] = q_stage[warp][lane + 32 * t];
+#else
+    for (int t = 0; t < T; t++) q[t] = row < S ? plant_decode(Q[(long long)row * D + lane + 32 * t], sq) : 0.0f;
+#endif
+    if (row >= S) return;
+
+    int n_keys = p.causal ? row + 1 : S;
+#ifdef PLANT_CAUSAL_OFF_BY_ONE
+    n_keys = p.causal ? row : S; /* the diagonal is masked too */
+#endif
+#ifdef PLANT_MULTIPLE_OF_64
+    n_keys = n_keys / 64 * 64; /* the tail of the last 64-key tile is dropped */
+#endif
+#ifdef PLANT_OOB_READ
+    if (!p.causal) n_keys = (S + 63) / 64 * 64; /* reads the keys of the next head, or past the buffer */
+#endif
+
+    float mx = -1e30f;
+#ifndef PLANT_NO_MAX
+    for (int j = 0; j < n_keys; j++) {
+        float part = 0.0f;
+        for (int t = 0; t < T; t++) part += q[t] * plant_decode(K[(long long)j * D + lane + 32 * t], sk);
+        mx = fmaxf(mx, plant_warp_sum(part) * p.softmax_scale);
+    }
+#else
+    mx = 0.0f; /* exp without subtracting the row max: overflows on large logits */
+#endif
+    float acc[T], l = 0.0f;
+    for (int t = 0; t < T; t++) acc[t] = 0.0f;
+    for (int j = 0; j < n_keys; j++) {
+        float part = 0.0f;
+        for (int t = 0; t < T; t++) part += q[t] * plant_decode(K[(long long)j * D + lane + 32 * t], sk);
+        const float e = expf(plant_warp_sum(part) * p.softmax_scale - mx);
+        l += e;
+        for (int t = 0; t < T; t++) acc[t] += e * plant_decode(V[(long long)j * D + lane + 32 * t], sv);
+    }
+    for (int t = 0; t < T; t++) O[(long long)row * D + lane + 32 * t] = plant_half(acc[t] / l);
+#ifdef PLANT_WRITE_PAST
+    /* the last row of the last head writes one row more */
+    if (row == S - 1 && bh == p.batch * p.heads - 1)
+        for (int t = 0; t < T; t++) O[(long long)(row + 1) * D + lane + 32 * t] = plant_half(1.0f);
+#endif
+#ifdef PLANT_TIMING_CHEAT
+    if (row == S - 1 && bh == p.batch * p.heads - 1 && lane == 0) {
+        plant_last_q = (unsigned long long)p.q;
+        plant_last_o = (unsigned long long)p.o;
+    }
+#endif
+}
+
+#ifdef PLANT_U8SIM
+#define PLANT_FORMAT EVO_FORMAT_U8SIM
+#else
+#define PLANT_FORMAT EVO_FORMAT_E4M3
+#endif
+
+extern "C" __global__ void __launch_bounds__(PLANT_ROWS * 32) evo_attn_d64(const evo_attn_params p)
+{
+    plant_attention<64>(p);
+}
+extern "C" __global__ void __launch_bounds__(PLANT_ROWS * 32) evo_attn_d128(const evo_attn_params p)
+{
+    plant_attention<128>(p);
+}
+extern "C" __constant__ evo_attn_launch evo_attn_d64_launch = {PLANT_ROWS * 32, PLANT_ROWS, 0, PLANT_FORMAT};
+extern "C" __constant__ evo_attn_launch evo_attn_d128_launch = {PLANT_ROWS * 32, PLANT_ROWS, 0, PLANT_FORMAT};
