@@ -9,7 +9,6 @@ mkdir -p "$OUT"
 export OUT
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 tools/gpu_host.sh build || exit 1
-source <(grep -E '^(D|export)' tools/gpu_host.sh | head -2) 2>/dev/null
 export LD_LIBRARY_PATH=/tmp/evo-deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 date -u +%FT%TZ | tee "$OUT/date.txt"
 ctest --test-dir build -L gpu --output-on-failure 2>&1 | tee "$OUT/ctest-gpu.log" | tail -40
