@@ -465,8 +465,9 @@ evo_status evo_proto_decode_eval_request(const char *line, evo_eval_request *out
             s = bad(&wv, "symbol", "empty");
             goto done;
         }
-        TRY(get_int(&wv, vo, "threads", 1, 1024, &v->threads));
-        TRY(get_int(&wv, vo, "rows_per_block", 1, 1 << 16, &v->rows_per_block));
+        /* 0: a hand-written kernel declares its geometry in the module (<symbol>_launch) */
+        TRY(get_int(&wv, vo, "threads", 0, 1024, &v->threads));
+        TRY(get_int(&wv, vo, "rows_per_block", 0, 1 << 16, &v->rows_per_block));
         TRY(get_int(&wv, vo, "smem_bytes", 0, 1 << 24, &v->smem_bytes));
     }
     out->n_variants = n;

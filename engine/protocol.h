@@ -43,7 +43,8 @@ typedef struct {
     int head_dim;
     evo_format format;
     char symbol[EVO_PROTO_SYMBOL_MAX]; /* lowered (mangled) name from NVRTC, or the extern "C" name */
-    int threads, rows_per_block, smem_bytes; /* launch geometry: grid (ceil(S/rows), H, B), dynamic smem */
+    int threads, rows_per_block, smem_bytes; /* launch geometry: grid (ceil(S/rows), H, B), dynamic smem;
+                                                threads 0: read from the module's <symbol>_launch */
 } evo_eval_variant;
 
 typedef struct {

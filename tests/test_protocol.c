@@ -359,7 +359,7 @@ static void test_malformed(void)
         {"\"op\":\"eval\"", "\"op\":\"hello\"", "field 'op': expected \"eval\""},
         {"\"op\":\"eval\"", "\"op\":3", "field 'op': expected a string"},
         {"\"threads\":128", "\"threads\":\"128\"", "field 'variants[0].threads': expected an integer"},
-        {"\"threads\":128", "\"threads\":2048", "field 'variants[0].threads': 2048 is not an integer in [1, 1024]"},
+        {"\"threads\":128", "\"threads\":2048", "field 'variants[0].threads': 2048 is not an integer in [0, 1024]"},
         {"\"format\":\"e4m3\"", "\"format\":\"fp4\"", "field 'variants[0].format': \"fp4\" is not e4m3 or u8sim"},
         {"\"symbol\":\"", "\"symbolX\":\"", "field 'variants[0].symbol': missing"},
         {"\"check\":true", "\"check\":1", "field 'check': expected true or false"},
