@@ -17,3 +17,6 @@ rm -f "$OUT/smoke.db"
 build/evo run --config configs/smoke.yaml --generations 2 --db "$OUT/smoke.db" 2>&1 | tee "$OUT/run-smoke.log"
 build/evo elite --show --db "$OUT/smoke.db" 2>&1 | head -30
 cat "$OUT"/smoke.db.work/*/worker-gpu0.log 2>/dev/null | tail -5
+rm -f "$OUT/default.db"
+build/evo run --config configs/default.yaml --generations 1 --population 8 --db "$OUT/default.db" 2>&1 | tee "$OUT/run-default.log"
+cat "$OUT"/default.db.work/*/worker-gpu0.log 2>/dev/null | tail -5
