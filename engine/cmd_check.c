@@ -70,6 +70,8 @@ static void print_result(const char *file, const evo_result *r, const evo_result
     }
     printf("%s: %s on %s", file, evo_verdict_name(r->verdict), r->gpu);
     if (isfinite(r->fitness)) printf(", %.3fx the baseline genome (geometric mean)", r->fitness);
+    if (r->verdict == EVO_V_REGRESSED)
+        printf("\n  correct, but slower than the baseline on too many shapes for a search to keep it");
     printf("\n");
     cJSON *d = cJSON_Parse(r->detail ? r->detail : "{}");
     const cJSON *reason = cJSON_GetObjectItem(d, "reason");
@@ -219,7 +221,7 @@ EVO_CMD(check)
     char work[256];
     snprintf(work, sizeof work, "%s/evo-check-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
     evo_evaluator *ev = NULL;
-    evo_evaluator_opts eo = {.cfg = cfg, .config_path = config_path, .work_dir = work};
+    evo_evaluator_opts eo = {.cfg = cfg, .config_path = config_path, .work_dir = work, .full_timing = true};
     if (!json) fprintf(stderr, "starting the GPU worker (inputs and references are made once)...\n");
     s = evo_evaluator_open(&eo, &ev, err);
     evo_store *st = NULL;
@@ -233,7 +235,8 @@ EVO_CMD(check)
         if (s == EVO_OK) {
             if (json && n_files > 1 && i > optind) printf(",\n");
             print_result(argv[i], &r, NULL, json);
-            rejected += r.verdict != EVO_V_OK;
+            /* REGRESSED is the search's rule against slow candidates; the kernel itself passed every gate. */
+            rejected += r.verdict != EVO_V_OK && r.verdict != EVO_V_REGRESSED;
         } else if (s == EVO_E_CONFIG && n_files > 1) {
             fprintf(stderr, "evo: %s\n", err->msg); /* the other files are still checked */
             rejected++;

@@ -137,16 +137,15 @@ static void build_cases(gpu_state *g)
     const evo_config *cfg = g->cfg;
     for (int i = 0; i < cfg->n_shapes; i++) g->shapes[g->n_shapes++] = cfg->shapes[i];
     for (int i = 0; i < cfg->correctness.n_shapes; i++) g->shapes[g->n_shapes++] = cfg->correctness.shapes[i];
-    /* Timed shapes: their own causal setting, the first timed_seeds seeds (their references are the costly
-     * ones); the extra correctness shapes: every causal setting and every seed. */
+    /* Every shape with every causal setting and distribution; the timed shapes (the large ones) with the first
+     * correctness.timed_seeds seeds, the extra shapes with all of them. */
     for (int sh = 0; sh < g->n_shapes; sh++) {
-        const bool timed = sh < cfg->n_shapes;
-        const int n_causal = timed ? 1 : cfg->correctness.n_causal;
-        for (int c = 0; c < n_causal; c++)
-            for (int s = 0; s < (timed ? cfg->correctness.timed_seeds : cfg->correctness.n_seeds); s++)
+        const int n_seeds = sh < cfg->n_shapes ? cfg->correctness.timed_seeds : cfg->correctness.n_seeds;
+        for (int c = 0; c < cfg->correctness.n_causal; c++)
+            for (int s = 0; s < n_seeds; s++)
                 for (int d = 0; d < cfg->correctness.n_dists; d++)
-                    add_case(g, sh, timed ? g->shapes[sh].causal : cfg->correctness.causal[c],
-                             cfg->correctness.seeds[s], cfg->correctness.dists[d], false);
+                    add_case(g, sh, cfg->correctness.causal[c], cfg->correctness.seeds[s], cfg->correctness.dists[d],
+                             false);
     }
     for (int i = 0; i < cfg->n_shapes; i++) add_case(g, i, cfg->shapes[i].causal, TIMING_SEED + (uint64_t)i,
                                                      EVO_DIST_NORMAL, true);

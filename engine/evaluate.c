@@ -29,6 +29,7 @@ struct evo_evaluator {
     bool have_baseline_times;
     double baseline_us[EVO_POOL_MAX_WORKERS][EVO_MAX_SHAPES]; /* per worker: speedups use the same GPU's time */
     double best_us[EVO_MAX_SHAPES];
+    bool full_timing;
     /* replay */
     evo_store *replay;
     char shape_set[65];
@@ -116,7 +117,7 @@ static void fill_request(const evo_evaluator *e, const evo_candidate *c, const c
         rv->threads = v->threads, rv->rows_per_block = v->rows_per_block, rv->smem_bytes = v->smem_bytes;
     }
     rq->check = rq->time = true;
-    rq->n_best = e->cfg->n_shapes;
+    rq->n_best = e->full_timing ? 0 : e->cfg->n_shapes;
     for (int i = 0; i < e->cfg->n_shapes; i++) rq->best_us[i] = e->best_us[i];
 }
 
@@ -344,6 +345,7 @@ evo_status evo_evaluator_open(const evo_evaluator_opts *o, evo_evaluator **out, 
 {
     evo_evaluator *e = evo_xcalloc(1, sizeof *e);
     e->cfg = o->cfg;
+    e->full_timing = o->full_timing;
     e->name = o->replay_db ? "replay" : "gpu";
     evo_status s = o->replay_db ? replay_open(e, o, err) : gpu_open(e, o, err);
     if (s != EVO_OK) {

@@ -44,6 +44,7 @@ typedef struct {
     const char *replay_db;    /* replay: the recorded database */
     const char *work_dir;     /* gpu: cubin files and worker logs go here (created) */
     int jobs;                 /* parallel compiles of the baseline */
+    bool full_timing;         /* never abort timing early (evo check: the user wants the whole measurement) */
     volatile sig_atomic_t *interrupt;
 } evo_evaluator_opts;
 

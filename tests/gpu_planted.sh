@@ -14,14 +14,14 @@ cd "$SRC"
 files=(good skip_tile nan_outliers oob_read race causal_mask multiple_of_64 timing_cheat write_past spin trap)
 paths=()
 for f in "${files[@]}"; do paths+=("tests/planted/$f.cu"); done
-"$EVO" check --config configs/smoke.yaml --json "${paths[@]}" >"$tmp/out.json" 2>"$tmp/err"
+"$EVO" check --config tests/data/planted.yaml --json "${paths[@]}" >"$tmp/out.json" 2>"$tmp/err"
 rc=$?
 cat "$tmp/err" >&2
 [ -n "${OUT:-}" ] && cp "$tmp/out.json" "$OUT/planted.json"
 python3 - "$tmp/out.json" "$rc" <<'PY'
 import json, sys
 res = {r["file"].split("/")[-1][:-3]: r for r in json.load(open(sys.argv[1]))}
-expect = {"good": {"OK"}, "skip_tile": {"INCORRECT"}, "nan_outliers": {"INCORRECT"},
+expect = {"good": {"OK", "REGRESSED"}, "skip_tile": {"INCORRECT"}, "nan_outliers": {"INCORRECT"},
           "oob_read": {"INCORRECT", "CRASHED"}, "race": {"INCORRECT"}, "causal_mask": {"INCORRECT"},
           "multiple_of_64": {"INCORRECT"}, "timing_cheat": {"INCORRECT"}, "write_past": {"INCORRECT"},
           "spin": {"TIMEOUT"}, "trap": {"CRASHED"}}

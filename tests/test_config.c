@@ -79,7 +79,7 @@ static void test_default(void)
     CHECK_STR(hex, "69d5a0d720b8eb9b3f714adaf303ac8bc6acd5ae57e0ed6627717b1f84aafa1c");
     CHECK_EQ_INT(c->n_seeds, 0);
 
-    CHECK_EQ_INT(c->correctness.timed_seeds, 1);
+    CHECK_EQ_INT(c->correctness.timed_seeds, 3);
     CHECK_EQ_INT(c->n_shapes, 5);
     check_shape(&c->shapes[0], "mission", 1, 8, 512, 64, false);
     check_shape(&c->shapes[1], "small", 2, 8, 512, 64, false);
