@@ -2,7 +2,8 @@
  * template author's bench. CPU FP64 reference on dequantized inputs, NaN-poisoned outputs, CUDA-event timing with
  * the L2 flushed, medians. Build and run (GPU host):
  *   nvcc -O2 -std=c++17 -arch=sm_90 -Itemplates -Xcompiler -fopenmp tools/template_check.cu -o build/template_check
- *   build/template_check [--quick] [--time-only] [--json FILE]
+ *   build/template_check [--quick] [--small] [--no-time] [--time-only] [--filter TEXT] [--json FILE]
+ * The sm_80 path as PTX: add -DTC_PTX80 -gencode arch=compute_80,code=compute_80 instead of -arch=sm_90.
  */
 #include "../templates/attention_fp8.cu"
 
@@ -58,7 +59,17 @@ struct Variant {
         V(D, F, 128, 128, 8, 1, 2, 1, 1, 0, 2, 1, 1), V(D, F, 64, 128, 4, 2, 2, 1, 1, 0, 2, 1, 1),   \
         V(D, F, 32, 64, 2, 2, 2, 1, 1, 0, 2, 1, 1), V(D, F, 16, 64, 1, 4, 2, 1, 1, 0, 2, 1, 1)
 
+#ifdef TC_PTX80
+/* Built with -DTC_PTX80 -gencode arch=compute_80,code=compute_80: the sm_80 code path (software e4m3 decode) runs
+ * as PTX on a newer GPU. No e4m3 mma there; the s8 mma of u8sim is. */
+#define GRID80(D, F)                                                                               \
+    V(D, F, 64, 64, 4, 1, 2, 1, 1, 0, 0, 1, 1), V(D, F, 128, 64, 4, 1, 2, 1, 1, 0, 2, 1, 1),         \
+        V(D, F, 64, 64, 4, 1, 2, 1, 1, 0, 1, 1, 1), V(D, F, 64, 64, 4, 1, 2, 1, 0, 0, 0, 1, 1)
+static const Variant variants[] = {GRID80(64, 0), GRID80(128, 0), GRID80(64, 1), GRID80(128, 1),
+                                   V(64, 1, 64, 64, 4, 1, 2, 1, 1, 1, 0, 1, 1)};
+#else
 static const Variant variants[] = {GRID(64, 0), GRID(128, 0), GRID(64, 1), GRID(128, 1)};
+#endif
 
 /* ---- host-side formats (must match evo_attention_abi.h) ---- */
 static float e4m3_decode(unsigned c)
