@@ -1,22 +1,39 @@
 #!/usr/bin/env bash
-# gpu_ci.sh — everything that needs the GPU, in one call on the GPU host: build, the gpu-labelled tests, a short
-# real run on the smoke config, and one generation of the default config (worker start-up and per-candidate
-# times). Logs and databases go to $OUT (default ./gpu-logs). Usage: tools/gpu_ci.sh [quick]
+# gpu_ci.sh — what needs the GPU, batched into one call on the GPU host. Logs, databases and JSON go to $OUT
+# (default ./gpu-logs). Usage: tools/gpu_ci.sh STEP...   Steps, in the order given:
+#   tests      build, then the gpu-labelled tests (support kernels, planted kernels, the knob grid)
+#   ptx80      the sm_80 code path as PTX (scratch/template_check_ptx80, built beforehand, see template_check.cu)
+#   record     evaluate every genome of tests/data/replay-space.yaml into $OUT/replay.db
+#   smoke      two generations on configs/smoke.yaml
+#   run20      evo run --generations 20 on configs/default.yaml, then elite, history, export
+#   compare    tools/compare_sdpa.py on the exported best kernel
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-logs}
 mkdir -p "$OUT"
 export OUT
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
-tools/gpu_host.sh build || exit 1
 export LD_LIBRARY_PATH=/tmp/evo-deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-date -u +%FT%TZ | tee "$OUT/date.txt"
-ctest --test-dir build -L gpu --output-on-failure 2>&1 | tee "$OUT/ctest-gpu.log" | tail -40
-[ "${1:-}" = quick ] && exit 0
-rm -f "$OUT/smoke.db"
-build/evo run --config configs/smoke.yaml --generations 2 --db "$OUT/smoke.db" 2>&1 | tee "$OUT/run-smoke.log"
-build/evo elite --show --db "$OUT/smoke.db" 2>&1 | head -30
-cat "$OUT"/smoke.db.work/*/worker-gpu0.log 2>/dev/null | tail -5
-rm -f "$OUT/default.db"
-build/evo run --config configs/default.yaml --generations 1 --population 8 --db "$OUT/default.db" 2>&1 | tee "$OUT/run-default.log"
-cat "$OUT"/default.db.work/*/worker-gpu0.log 2>/dev/null | tail -5
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee -a "$OUT/gpu.txt"
+date -u +%FT%TZ | tee -a "$OUT/date.txt"
+tools/gpu_host.sh build || exit 1
+for step in "$@"; do
+  echo "=== $step $(date -u +%T)"
+  case "$step" in
+    tests) ctest --test-dir build -L gpu --output-on-failure 2>&1 | tee "$OUT/ctest-gpu.log" |
+             grep -vE "^(reference|compare|generator|quantize)" | tail -40 ;;
+    ptx80) [ -x scratch/template_check_ptx80 ] && scratch/template_check_ptx80 --quick --no-time 2>&1 |
+             tee "$OUT/ptx80.log" | grep -E "FAIL|correctness|PASSED|FAILED" | head -20 ;;
+    record) rm -f "$OUT/replay.db"
+            build/evo run --config tests/data/replay-space.yaml --db "$OUT/replay.db" 2>&1 | tee "$OUT/record.log" ;;
+    smoke) rm -f "$OUT/smoke.db"
+           build/evo run --config configs/smoke.yaml --generations 2 --db "$OUT/smoke.db" 2>&1 | tee "$OUT/run-smoke.log" ;;
+    run20) rm -f "$OUT/run20.db"
+           build/evo run --generations 20 --db "$OUT/run20.db" 2>&1 | tee "$OUT/run20.log"
+           build/evo elite --show --db "$OUT/run20.db" 2>&1 | tee "$OUT/elite.txt" | head -40
+           build/evo history --db "$OUT/run20.db" > "$OUT/history.txt" 2>&1
+           build/evo export --best --db "$OUT/run20.db" -o "$OUT/best.cu" 2>&1 | tail -2 ;;
+    compare) f=${COMPARE_CU:-$OUT/best.cu}
+             PYTHONUNBUFFERED=1 python3 tools/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
+    *) echo "unknown step $step" ;;
+  esac
+done
