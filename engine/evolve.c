@@ -77,6 +77,7 @@ typedef struct {
     double t0, compile_s, check_s, time_s;
     double best_fitness;
     bool tty;
+    char *work_dir;
     /* the generation in progress */
     int gen, done, total;
     int counts[EVO_V_COUNT];
@@ -397,7 +398,7 @@ static evo_status open_run(loop *L, evo_err *err)
     const char *db = o->db_path ? o->db_path : "population.db";
     evo_status s = evo_store_open(db, EVO_STORE_READWRITE, &L->st, err);
     if (s != EVO_OK) return s;
-    char cfg_path[4400];
+    char cfg_path[4200];
     if (o->resume_run) {
         s = evo_store_get_run(L->st, o->resume_run, &L->run, err);
         if (s == EVO_E_NOTFOUND)
@@ -413,9 +414,11 @@ static evo_status open_run(loop *L, evo_err *err)
     if (!L->task) return evo_fail(err, EVO_E_CONFIG, "%s: unknown task '%s'", L->cfg->path, L->cfg->task);
     evo_config_shape_set_key(L->cfg, L->shape_set);
 
-    /* The workers read the config from a file: a resumed run's is the stored text, written out. */
-    char work[4200];
-    snprintf(work, sizeof work, "%s.work/%d", db, (int)getpid());
+    /* Cubins, worker logs and the config the workers read (a resumed run's is the stored text, written out) live
+     * in a scratch directory, removed at the end unless the run failed. */
+    const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char *work = L->work_dir = evo_xmalloc(strlen(tmpdir) + 32);
+    sprintf(work, "%s/evo-run-%d", tmpdir, (int)getpid());
     s = evo_mkdir_p(work, err);
     if (s != EVO_OK) return s;
     snprintf(cfg_path, sizeof cfg_path, "%s/config.yaml", work);
@@ -609,6 +612,11 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
     evo_store_close(L->st);
     evo_config_free(L->cfg);
     free(L->prior);
+    if (L->work_dir) {
+        if (s == EVO_OK || s == EVO_E_INTERRUPTED) evo_remove_tree(L->work_dir);
+        else fprintf(stderr, "evo: worker logs are kept in %s\n", L->work_dir);
+    }
+    free(L->work_dir);
     free(L->ids.text);
     free(L->ids.id);
     free(L);
