@@ -1,0 +1,503 @@
+/* export.c — a stored candidate → a standalone .cu: which candidate (pick), its genome rendered with the config of
+ * the run that measured it, checked against the stored template hash and compile key, and written out as one
+ * file with a provenance header, the ABI and template text, the variant table and the launcher/self-test harness.
+ */
+#include "export.h"
+
+#include "candidate.h"
+#include "compile.h"
+#include "config.h"
+#include "task.h"
+#include "templates.h"
+#include "util.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ABI_HEADER "evo_attention_abi.h"
+#define HARNESS "export_harness.cu"
+#define ALL_ELITES (1 << 30)
+#define BEST_LOOKAHEAD 1000 /* hand-written files ranked above the best searched kernel that --best passes over */
+
+/* ---- picking the candidate ---- */
+
+static bool is_file_candidate(const evo_candidate_rec *c)
+{
+    return c->genome && strncmp(c->genome, "file:", 5) == 0;
+}
+
+/* Moves elite e into out; e is left zeroed (evo_store_elites_free accepts that). */
+static void take_elite(evo_elite_rec *e, evo_export_src *out)
+{
+    out->cand = e->cand;
+    out->eval = e->eval;
+    memset(&e->cand, 0, sizeof e->cand);
+    memset(&e->eval, 0, sizeof e->eval);
+}
+
+static evo_status take_run(evo_store *st, evo_export_src *out, evo_err *err)
+{
+    if (out->eval.run_id <= 0)
+        return evo_fail(err, EVO_E_USAGE,
+                        "%s: candidate %lld (%.8s) was evaluated outside a run; export renders the genome with the "
+                        "config of the run that measured it",
+                        evo_store_path(st), (long long)out->cand.id, out->cand.key);
+    return evo_store_get_run(st, out->eval.run_id, &out->run, err);
+}
+
+static evo_status pick_best(evo_store *st, evo_export_src *out, evo_err *err)
+{
+    const char *db = evo_store_path(st);
+    int64_t rid = 0;
+    evo_status s = evo_store_last_run(st, &rid, err);
+    if (s == EVO_E_NOTFOUND)
+        return evo_fail(err, EVO_E_NOTFOUND, "%s: no elites yet — no candidate has passed every gate; run `evo run`",
+                        db);
+    if (s != EVO_OK) return s;
+    evo_run_rec scope = {0};
+    evo_elite_rec *el = NULL;
+    int n = 0, pick = -1;
+    s = evo_store_get_run(st, rid, &scope, err);
+    if (s == EVO_OK) s = evo_store_elites(st, scope.task, scope.arch, scope.shape_set, BEST_LOOKAHEAD, &el, &n, err);
+    for (int i = 0; s == EVO_OK && i < n && pick < 0; i++)
+        if (!is_file_candidate(&el[i].cand) && el[i].eval.run_id > 0) pick = i;
+    if (s == EVO_OK && n == 0) {
+        s = evo_fail(err, EVO_E_NOTFOUND,
+                     "%s: no elites yet for %s on %s — no candidate has passed every gate; run `evo run`", db,
+                     scope.task, scope.arch);
+    } else if (s == EVO_OK && pick < 0) {
+        s = evo_fail(err, EVO_E_NOTFOUND,
+                     "%s: every elite of %s on %s is a hand-written file checked with `evo check` (standalone "
+                     "already); no searched kernel to export",
+                     db, scope.task, scope.arch);
+    } else if (s == EVO_OK) {
+        if (pick > 0)
+            snprintf(out->note, sizeof out->note,
+                     "passed over %d better-ranked elite%s checked outside a run with `evo check` (the first: %s, "
+                     "%.3fx); exported the best searched kernel",
+                     pick, pick > 1 ? "s" : "",
+                     is_file_candidate(&el[0].cand) ? el[0].cand.genome + 5 : el[0].cand.genome, el[0].eval.fitness);
+        take_elite(&el[pick], out);
+        s = take_run(st, out, err);
+    }
+    evo_store_elites_free(el, n);
+    evo_store_run_free(&scope);
+    return s;
+}
+
+/* The candidate's best OK evaluation: in the shape set of the latest run of its task and arch when it has one
+ * there, else in any shape set. *found false when it has none. */
+static evo_status best_evaluation(evo_store *st, const char *shape_set, evo_export_src *out, bool *found,
+                                  evo_err *err)
+{
+    *found = false;
+    for (int pass = shape_set ? 0 : 1; pass < 2 && !*found; pass++) {
+        evo_elite_rec *el = NULL;
+        int n = 0;
+        evo_status s = evo_store_elites(st, out->cand.task, out->cand.arch, pass == 0 ? shape_set : NULL, ALL_ELITES,
+                                        &el, &n, err);
+        for (int i = 0; s == EVO_OK && i < n && !*found; i++) {
+            if (el[i].cand.id != out->cand.id) continue;
+            evo_store_eval_free(&out->eval);
+            out->eval = el[i].eval;
+            memset(&el[i].eval, 0, sizeof el[i].eval);
+            *found = true;
+        }
+        evo_store_elites_free(el, n);
+        if (s != EVO_OK) return s;
+    }
+    return EVO_OK;
+}
+
+static evo_status pick_by_id(evo_store *st, const char *id, evo_export_src *out, evo_err *err)
+{
+    const char *db = evo_store_path(st);
+    evo_status s = evo_store_get_candidate(st, id, &out->cand, err);
+    if (s != EVO_OK) return s;
+    const evo_candidate_rec *c = &out->cand;
+    if (is_file_candidate(c))
+        return evo_fail(err, EVO_E_USAGE,
+                        "%s: candidate %lld (%.8s) is %s, a hand-written kernel checked with `evo check`: that file "
+                        "is standalone already; export writes searched genomes",
+                        db, (long long)c->id, c->key, c->genome + 5);
+    evo_run_rec scope = {0};
+    int64_t rid = 0;
+    s = evo_store_last_run_matching(st, c->task, c->arch, &rid, err);
+    if (s == EVO_OK) s = evo_store_get_run(st, rid, &scope, err);
+    else if (s == EVO_E_NOTFOUND) s = EVO_OK;
+    bool found = false;
+    if (s == EVO_OK) s = best_evaluation(st, scope.shape_set, out, &found, err);
+    if (s == EVO_OK && !found) {
+        char latest[160] = "";
+        evo_eval_rec last = {0};
+        bool any = false;
+        if (scope.shape_set) s = evo_store_find_evaluation(st, c->id, scope.shape_set, &last, &any, err);
+        if (s == EVO_OK && any && last.run_id > 0)
+            snprintf(latest, sizeof latest, " (latest: %s in run %lld generation %d)", evo_verdict_name(last.verdict),
+                     (long long)last.run_id, last.generation);
+        else if (s == EVO_OK && any)
+            snprintf(latest, sizeof latest, " (latest: %s)", evo_verdict_name(last.verdict));
+        evo_store_eval_free(&last);
+        if (s == EVO_OK)
+            s = evo_fail(err, EVO_E_NOTFOUND,
+                         "%s: candidate %lld (%.8s) has no evaluation that passed every gate%s; only correct, timed "
+                         "kernels are exported",
+                         db, (long long)c->id, c->key, latest);
+    }
+    evo_store_run_free(&scope);
+    return s == EVO_OK ? take_run(st, out, err) : s;
+}
+
+evo_status evo_export_pick(evo_store *st, const char *id, evo_export_src *out, evo_err *err)
+{
+    memset(out, 0, sizeof *out);
+    evo_status s = id ? pick_by_id(st, id, out, err) : pick_best(st, out, err);
+    if (s != EVO_OK) evo_export_src_free(out);
+    return s;
+}
+
+void evo_export_src_free(evo_export_src *s)
+{
+    if (!s) return;
+    evo_store_candidate_free(&s->cand);
+    evo_store_eval_free(&s->eval);
+    evo_store_run_free(&s->run);
+    memset(s, 0, sizeof *s);
+}
+
+void evo_export_default_name(const evo_export_src *src, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s-%s-%.8s.cu", src->cand.task ? src->cand.task : "kernel", src->cand.arch ? src->cand.arch : "sm",
+             src->cand.key ? src->cand.key : "");
+}
+
+/* ---- the file ---- */
+
+/* The template with its #include of the ABI header turned into a comment (the header is inlined above it). */
+static void append_template(evo_str *o, const char *text)
+{
+    static const char inc[] = "#include \"" ABI_HEADER "\"";
+    for (const char *p = text; *p;) {
+        const char *eol = strchr(p, '\n');
+        const size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        if (len == sizeof inc - 1 && strncmp(p, inc, len) == 0)
+            evo_str_append(o, "/* #include \"" ABI_HEADER "\": inlined above */");
+        else
+            evo_str_appendn(o, p, len);
+        if (eol) evo_str_append(o, "\n");
+        p += len + (eol ? 1 : 0);
+    }
+    if (o->len && o->p[o->len - 1] != '\n') evo_str_append(o, "\n");
+}
+
+/* A C string literal of s (genome texts and keys hold no quotes or backslashes, but be safe). */
+static void append_cstring(evo_str *o, const char *s)
+{
+    evo_str_append(o, "\"");
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') evo_str_appendf(o, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20) evo_str_appendf(o, "\\%03o", (unsigned char)*s);
+        else evo_str_appendn(o, s, 1);
+    }
+    evo_str_append(o, "\"");
+}
+
+static void fmt_num(char *buf, size_t n, const char *fmt, double v)
+{
+    if (!isfinite(v) || v <= 0) snprintf(buf, n, "-");
+    else snprintf(buf, n, fmt, v);
+}
+
+static const evo_shape_result *result_for(const evo_eval_rec *e, const evo_shape *sh)
+{
+    char name[64];
+    evo_shape_format(sh, name, sizeof name);
+    for (int i = 0; i < e->n_shapes; i++)
+        if (strcmp(e->shapes[i].shape, name) == 0) return &e->shapes[i];
+    return NULL;
+}
+
+typedef struct {
+    const evo_export_src *src;
+    const evo_config *cfg;
+    const evo_program *prog;
+    const char *options; /* NVRTC options, space-separated */
+    const char *key_check;
+    const char *exported_at;
+    const char *file_name;
+} header_ctx;
+
+static void append_header(evo_str *o, const header_ctx *h)
+{
+    const evo_candidate_rec *c = &h->src->cand;
+    const evo_eval_rec *e = &h->src->eval;
+    const evo_run_rec *r = &h->src->run;
+    const evo_config *cfg = h->cfg;
+    const char *f = h->file_name;
+    evo_str_appendf(o,
+                    "/* %s — an FP8 attention forward kernel found by evo, specialised to one genome.\n"
+                    " * Standalone: plain nvcc builds it, without evo, its templates folder or -I.\n"
+                    " *\n"
+                    " *   nvcc -arch=%s -O3 -c %s                                  the launcher, to link\n"
+                    " *   nvcc -arch=%s -O3 -shared -Xcompiler -fPIC %s -o libevo_attn.so    for ctypes\n"
+                    " *   nvcc -arch=%s -O3 -DEVO_SELFTEST %s -o selftest && ./selftest    check and time\n"
+                    " *   (selftest [--check-only] [--shape NAME] [--reps N]; exit 0 only when every check passed)\n",
+                    f, c->arch, f, c->arch, f, c->arch, f);
+    evo_str_append(o,
+                   " *\n"
+                   " * Launcher (extern \"C\"; device pointers; layout [B, H, S, D] contiguous; scales: one float per\n"
+                   " * (batch, head), index b*H + h; returns the launch's cudaError_t as int, cudaErrorInvalidValue\n"
+                   " * for a head dim without a variant; asynchronous on `stream`):\n"
+                   " *   int evo_attention_forward(const void *q, const void *k, const void *v, const float *q_scale,\n"
+                   " *                             const float *k_scale, const float *v_scale, void *o, int batch,\n"
+                   " *                             int heads, int seq, int head_dim, int causal, float softmax_scale,\n"
+                   " *                             cudaStream_t stream);\n"
+                   " *   const char *evo_attention_genome(void);   int evo_attention_format(void);  (0 e4m3, 1 u8sim)\n"
+                   " * q, k, v hold 8-bit codes (format below, rules in evo_attention_abi.h); o is fp16. causal: key j\n"
+                   " * is masked for query i when j > i.\n"
+                   " *\n"
+                   " * Provenance\n");
+    evo_str_appendf(o, " *   genome        %s\n", c->genome);
+    evo_str_appendf(o, " *   key           %s (candidate %lld)\n", c->key, (long long)c->id);
+    evo_str_appendf(o, " *   task          %s, format %s, arch %s, head dims", c->task, evo_format_name(cfg->format),
+                    c->arch);
+    for (int v = 0; v < h->prog->n_variants; v++) evo_str_appendf(o, " %d", h->prog->variants[v].head_dim);
+    evo_str_appendf(o, "\n *   template      %s, SHA-256 %s\n", h->prog->program_name, c->template_hash);
+    evo_str_appendf(o, " *   compiled by   NVRTC %s with %s (nvcc needs none of these%s)\n", c->nvrtc_version,
+                    h->options, cfg->compile.extra_options && *cfg->compile.extra_options
+                                    ? "; pass the config's extra options to it yourself"
+                                    : "");
+    evo_str_appendf(o, " *   key check     %s\n", h->key_check);
+    evo_str_appendf(o, " *   measured on   %s, driver %s, %s, run %lld generation %d, by evo %s\n",
+                    e->gpu ? e->gpu : (r->gpu ? r->gpu : "?"), r->driver ? r->driver : "?",
+                    e->created_at ? e->created_at : "?", (long long)r->id, e->generation,
+                    r->evo_version ? r->evo_version : "?");
+    evo_str_appendf(o, " *   config        %s, as stored with run %lld\n", r->config_path ? r->config_path : "?",
+                    (long long)r->id);
+    evo_str_appendf(o, " *   exported      %s by evo %s\n", h->exported_at, EVO_VERSION);
+    evo_str_appendf(o, " *   fitness       %.3fx: geometric mean over the shapes of baseline time / this kernel's time\n",
+                    e->fitness);
+    evo_str_appendf(o, " *\n *   %-28s %10s %16s %8s %8s %9s %9s %10s\n", "shape", "median µs", "p10..p90 µs",
+                    "TFLOP/s", "speedup", "rel-L2", "max-abs", "e2e rel-L2");
+    double worst_rel = 0, worst_abs = 0;
+    for (int i = 0; i < e->n_shapes; i++) {
+        const evo_shape_result *s = &e->shapes[i];
+        char med[32], p10[32], p90[32], spread[72], tf[32], sp[32];
+        fmt_num(med, sizeof med, "%.2f", s->median_us);
+        fmt_num(p10, sizeof p10, "%.2f", s->p10_us);
+        fmt_num(p90, sizeof p90, "%.2f", s->p90_us);
+        snprintf(spread, sizeof spread, "%s..%s", p10, p90);
+        fmt_num(tf, sizeof tf, "%.1f", s->tflops);
+        fmt_num(sp, sizeof sp, "%.3fx", s->speedup);
+        evo_str_appendf(o, " *   %-28s %9s %15s %8s %8s %9.2e %9.2e %10.2e\n", s->shape, med, spread, tf, sp, s->rel_l2,
+                        s->max_abs, s->e2e_rel_l2);
+        if (s->rel_l2 > worst_rel) worst_rel = s->rel_l2;
+        if (s->max_abs > worst_abs) worst_abs = s->max_abs;
+    }
+    evo_str_appendf(o,
+                    " *   errors: against the FP32 reference on the dequantized inputs (e2e: on the fp16 inputs);\n"
+                    " *   worst over the timed shapes: rel-L2 %.2e, max-abs %.2e",
+                    worst_rel, worst_abs);
+    cJSON *d = e->detail ? cJSON_Parse(e->detail) : NULL;
+    const cJSON *wr = d ? cJSON_GetObjectItemCaseSensitive(d, "worst_rel_l2") : NULL;
+    const cJSON *nc = d ? cJSON_GetObjectItemCaseSensitive(d, "cases_checked") : NULL;
+    if (cJSON_IsNumber(wr) && cJSON_IsNumber(nc))
+        evo_str_appendf(o, "; over all %d correctness cases: rel-L2 %.2e", (int)nc->valuedouble, wr->valuedouble);
+    cJSON_Delete(d);
+    const evo_tolerance *t = &cfg->correctness.tol;
+    evo_str_appendf(o,
+                    "\n *   tolerances: rel-L2 <= %g; an element passes when |out - ref| <= %g x RMS(ref) + %g x |ref|;\n"
+                    " *   fraction of elements allowed to fail that: %g\n",
+                    t->rel_l2, t->atol, t->rtol, t->max_frac_over);
+    evo_str_append(o, " *\n * Variants (grid: ceil(S / rows) x H x B):\n");
+    for (int v = 0; v < h->prog->n_variants; v++) {
+        const evo_variant *x = &h->prog->variants[v];
+        evo_str_appendf(o, " *   head dim %3d: %s\n *                 %d threads, %d rows per block, %d bytes of dynamic "
+                           "shared memory\n",
+                        x->head_dim, x->name_expr, x->threads, x->rows_per_block, x->smem_bytes);
+    }
+    evo_str_append(o, " */\n");
+}
+
+static void append_genome_section(evo_str *o, const header_ctx *h)
+{
+    const evo_candidate_rec *c = &h->src->cand;
+    const evo_config *cfg = h->cfg;
+    evo_str_append(o, "\n/* ==== this genome (written by evo export) ==== */\n#define EVO_EXPORT_GENOME ");
+    append_cstring(o, c->genome);
+    evo_str_append(o, "\n#define EVO_EXPORT_KEY ");
+    append_cstring(o, c->key);
+    evo_str_append(o, "\n#define EVO_EXPORT_ARCH ");
+    append_cstring(o, c->arch);
+    evo_str_appendf(o, "\n#define EVO_EXPORT_FORMAT %s\n\n",
+                    cfg->format == EVO_FMT_E4M3 ? "EVO_FORMAT_E4M3" : "EVO_FORMAT_U8SIM");
+    for (int v = 0; v < h->prog->n_variants; v++)
+        evo_str_appendf(o, "template __global__ void %s(const evo_attn_params);\n", h->prog->variants[v].name_expr);
+    evo_str_append(o,
+                   "\nnamespace evo_export {\n\n"
+                   "struct variant {\n"
+                   "    int head_dim;\n"
+                   "    void (*kernel)(const evo_attn_params);\n"
+                   "    int threads, rows_per_block, smem_bytes; /* grid: ceil(S / rows_per_block) x H x B */\n"
+                   "};\n"
+                   "static const variant variants[] = {\n");
+    for (int v = 0; v < h->prog->n_variants; v++) {
+        const evo_variant *x = &h->prog->variants[v];
+        evo_str_appendf(o, "    {%d, %s, %d, %d, %d},\n", x->head_dim, x->name_expr, x->threads, x->rows_per_block,
+                        x->smem_bytes);
+    }
+    evo_str_appendf(o,
+                    "};\n\n"
+                    "#ifdef EVO_SELFTEST\n"
+                    "/* The timed shapes of run %lld's config, with the median evo measured (µs). */\n"
+                    "struct shape {\n"
+                    "    const char *name;\n"
+                    "    int batch, heads, seq, head_dim, causal;\n"
+                    "    double evo_median_us;\n"
+                    "};\n"
+                    "static const shape timed_shapes[] = {\n",
+                    (long long)h->src->run.id);
+    for (int i = 0; i < cfg->n_shapes; i++) {
+        const evo_shape *s = &cfg->shapes[i];
+        const evo_shape_result *r = result_for(&h->src->eval, s);
+        evo_str_append(o, "    {");
+        append_cstring(o, s->name);
+        evo_str_appendf(o, ", %d, %d, %d, %d, %d, %.2f},\n", s->batch, s->heads, s->seq, s->head_dim, s->causal ? 1 : 0,
+                        r && isfinite(r->median_us) ? r->median_us : 0.0);
+    }
+    const evo_tolerance *t = &cfg->correctness.tol;
+    evo_str_appendf(o,
+                    "};\n\n"
+                    "/* Correctness tolerances and timing settings of that config. */\n"
+                    "static const double tol_rel_l2 = %.9g, tol_atol = %.9g, tol_rtol = %.9g, tol_max_frac_over = %.9g;\n"
+                    "static const double cfg_softmax_scale = %.9g; /* 0: 1/sqrt(head_dim) */\n"
+                    "static const int timing_warmup = %d, timing_repetitions = %d, timing_flush_l2 = %d;\n"
+                    "#endif\n\n"
+                    "} // namespace evo_export\n",
+                    t->rel_l2, t->atol, t->rtol, t->max_frac_over, cfg->softmax_scale, cfg->timing.warmup,
+                    cfg->timing.repetitions, cfg->timing.flush_l2 ? 1 : 0);
+}
+
+/* Renders the genome and checks it is what was measured: the same template text, and (when this machine's NVRTC
+ * build is the one that compiled it) the same compile key. */
+static evo_status render_checked(const evo_export_src *src, const evo_config *cfg, const evo_task *task,
+                                 const char *abi, evo_program *prog, char *options, size_t options_len,
+                                 char *key_check, size_t key_check_len, evo_export_out *out, evo_err *err)
+{
+    const evo_candidate_rec *c = &src->cand;
+    evo_genome g;
+    evo_status s = evo_genome_parse(cfg->space, c->genome, &g, err);
+    if (s != EVO_OK)
+        return evo_failv_prefix(err, EVO_E_DB, "candidate %lld's genome does not fit the config of run %lld",
+                                (long long)c->id, (long long)src->run.id);
+    s = task->render(cfg, &g, prog, err);
+    if (s != EVO_OK) return s;
+    char hash[65];
+    evo_sha256_hex(prog->source, strlen(prog->source), hash);
+    if (!c->template_hash || strcmp(hash, c->template_hash) != 0)
+        return evo_fail(err, EVO_E_NOTFOUND,
+                        "candidate %lld (%.8s) was measured with another version of templates/%s (SHA-256 %.12s..., "
+                        "this evo has %.12s...): export it with the evo that measured it",
+                        (long long)c->id, c->key, task->template_file, c->template_hash ? c->template_hash : "?",
+                        hash);
+    const char *opts[32], *exprs[EVO_MAX_VARIANTS];
+    char opt_buf[1024];
+    const int n_opts = evo_candidate_options(cfg, opt_buf, sizeof opt_buf, opts, (int)EVO_ARRAY_LEN(opts));
+    size_t used = 0;
+    options[0] = '\0';
+    for (int i = 0; i < n_opts && used < options_len; i++)
+        used += (size_t)snprintf(options + used, options_len - used, "%s%s", i ? " " : "", opts[i]);
+    for (int v = 0; v < prog->n_variants; v++) exprs[v] = prog->variants[v].name_expr;
+    const evo_compile_header hdr = {ABI_HEADER, abi};
+    const evo_compile_req req = {
+        .source = prog->source,
+        .program_name = prog->program_name,
+        .name_exprs = exprs,
+        .n_name_exprs = prog->n_variants,
+        .headers = &hdr,
+        .n_headers = 1,
+        .arch = c->arch,
+        .options = opts,
+        .n_options = n_opts,
+        .timeout_s = cfg->compile.timeout_s,
+    };
+    char key[65];
+    s = evo_compile_key(&req, key, err);
+    if (s != EVO_OK) return s;
+    if (strcmp(key, c->key) == 0) {
+        snprintf(key_check, key_check_len, "the compile key recomputed at export equals the stored one");
+    } else {
+        snprintf(key_check, key_check_len,
+                 "the compile key recomputed at export differs (NVRTC build or ABI header of the exporting evo)");
+        snprintf(out->warning, sizeof out->warning,
+                 "the compile key recomputed here (%.8s) differs from the stored one (%.8s): this machine's NVRTC "
+                 "build (NVRTC %s here, %s when measured) or evo's ABI header is not the one that compiled it; the "
+                 "template text and genome are the measured ones",
+                 key, c->key, evo_nvrtc_version(), c->nvrtc_version ? c->nvrtc_version : "?");
+    }
+    return EVO_OK;
+}
+
+evo_status evo_export_render(const evo_export_src *src, const char *exported_at, evo_export_out *out, evo_err *err)
+{
+    memset(out, 0, sizeof *out);
+    const evo_candidate_rec *c = &src->cand;
+    const evo_run_rec *run = &src->run;
+    if (!run->config_text || !*run->config_text)
+        return evo_fail(err, EVO_E_DB, "run %lld stored no config text; candidate %lld cannot be rendered without it",
+                        (long long)run->id, (long long)c->id);
+    evo_config *cfg = NULL;
+    char name[96];
+    snprintf(name, sizeof name, "%s", run->config_path ? run->config_path : "stored config");
+    evo_status s = evo_config_parse(name, run->config_text, strlen(run->config_text), &cfg, err);
+    if (s != EVO_OK) return evo_failv_prefix(err, s, "the config stored with run %lld", (long long)run->id);
+    const evo_task *task = evo_task_find(cfg->task);
+    const char *abi = NULL, *harness = NULL;
+    evo_program prog = {0};
+    char options[1024], key_check[160], file_name[160], now[32];
+    if (!task || strcmp(task->name, "attention_fp8") != 0) {
+        s = evo_fail(err, EVO_E_USAGE, "export writes attention_fp8 kernels only (the launcher is its ABI); run %lld "
+                     "searched task '%s'", (long long)run->id, cfg->task);
+    } else if (!c->task || strcmp(c->task, cfg->task) != 0) {
+        s = evo_fail(err, EVO_E_DB, "candidate %lld is of task '%s' but run %lld searched '%s'", (long long)c->id,
+                     c->task ? c->task : "?", (long long)run->id, cfg->task);
+    }
+    if (s == EVO_OK) s = evo_template_get(ABI_HEADER, &abi, NULL, err);
+    if (s == EVO_OK) s = evo_template_get(HARNESS, &harness, NULL, err);
+    if (s == EVO_OK)
+        s = render_checked(src, cfg, task, abi, &prog, options, sizeof options, key_check, sizeof key_check, out, err);
+    if (s == EVO_OK) {
+        if (!exported_at) {
+            evo_utc_iso8601(now);
+            exported_at = now;
+        }
+        evo_export_default_name(src, file_name, sizeof file_name);
+        const header_ctx h = {src, cfg, &prog, options, key_check, exported_at, file_name};
+        evo_str o = {0};
+        append_header(&o, &h);
+        evo_str_append(&o, "\n#include <cuda_runtime.h>\n\n/* ==== " ABI_HEADER ", verbatim ==== */\n");
+        evo_str_append(&o, abi);
+        evo_str_appendf(&o, "\n/* ==== %s, verbatim but for its #include of the header above ==== */\n",
+                        task->template_file);
+        append_template(&o, prog.source);
+        append_genome_section(&o, &h);
+        evo_str_append(&o, "\n/* ==== launcher and self-test, the same in every exported kernel (" HARNESS ") ==== */\n");
+        evo_str_append(&o, harness);
+        out->text = evo_str_take(&o);
+    }
+    evo_program_free(&prog);
+    evo_config_free(cfg);
+    if (s != EVO_OK) evo_export_out_free(out);
+    return s;
+}
+
+void evo_export_out_free(evo_export_out *o)
+{
+    if (!o) return;
+    free(o->text);
+    o->text = NULL;
+}

@@ -1,0 +1,610 @@
+/* export_harness.cu — the host launcher and the self-test of every kernel `evo export` writes. evo appends this
+ * text, unchanged, after the genome's own section (namespace evo_export: variants, timed shapes, tolerances), so it
+ * is the same in every exported file. It is not a kernel template: evo never compiles it alone; tests/cli_export_nvcc.sh
+ * and tests/cli_variants.sh build exported files with nvcc, with and without -DEVO_SELFTEST.
+ */
+#include <atomic>
+
+namespace evo_export {
+
+static const int n_variants = (int)(sizeof variants / sizeof variants[0]);
+
+/* Per variant, one bit per device on which its dynamic shared memory limit has been raised. */
+static std::atomic<unsigned long long> smem_raised[sizeof variants / sizeof variants[0]];
+
+static int find_variant(int head_dim)
+{
+    for (int i = 0; i < n_variants; i++)
+        if (variants[i].head_dim == head_dim) return i;
+    return -1;
+}
+
+/* The limit is a property of the function on the current device: raised once per device (devices past 63 every
+ * time, which is merely slower). */
+static cudaError_t raise_smem_limit(int i)
+{
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    const unsigned long long bit = dev < 64 ? 1ull << dev : 0ull;
+    if (bit && (smem_raised[i].load(std::memory_order_acquire) & bit)) return cudaSuccess;
+    e = cudaFuncSetAttribute(variants[i].kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, variants[i].smem_bytes);
+    if (e == cudaSuccess && bit) smem_raised[i].fetch_or(bit, std::memory_order_acq_rel);
+    return e;
+}
+
+} // namespace evo_export
+
+extern "C" const char *evo_attention_genome(void) { return EVO_EXPORT_GENOME; }
+
+extern "C" int evo_attention_format(void) { return EVO_EXPORT_FORMAT; }
+
+/* O = softmax(Q·Kᵀ·softmax_scale [causal]) · V. q, k, v: 8-bit codes [B, H, S, D]; *_scale: one float per
+ * (batch, head), index b*H + h; o: fp16 [B, H, S, D]; all device pointers. Returns the launch's cudaError_t;
+ * cudaErrorInvalidValue for a head dim this file has no variant for, a null pointer or a size out of range.
+ * Asynchronous on `stream`; thread-safe. */
+extern "C" int evo_attention_forward(const void *q, const void *k, const void *v, const float *q_scale,
+                                     const float *k_scale, const float *v_scale, void *o, int batch, int heads,
+                                     int seq, int head_dim, int causal, float softmax_scale, cudaStream_t stream)
+{
+    using namespace evo_export;
+    const int i = find_variant(head_dim);
+    if (i < 0 || !q || !k || !v || !q_scale || !k_scale || !v_scale || !o || batch < 1 || heads < 1 || seq < 1 ||
+        batch > 65535 || heads > 65535)
+        return (int)cudaErrorInvalidValue;
+    cudaError_t e = raise_smem_limit(i);
+    if (e != cudaSuccess) return (int)e;
+    evo_attn_params p;
+    p.q = (const unsigned char *)q;
+    p.k = (const unsigned char *)k;
+    p.v = (const unsigned char *)v;
+    p.q_scale = q_scale;
+    p.k_scale = k_scale;
+    p.v_scale = v_scale;
+    p.o = (unsigned short *)o;
+    p.batch = batch;
+    p.heads = heads;
+    p.seq = seq;
+    p.head_dim = head_dim;
+    p.causal = causal != 0;
+    p.softmax_scale = softmax_scale;
+    void *args[] = {&p};
+    const int rows = variants[i].rows_per_block;
+    const dim3 grid((unsigned)((seq + rows - 1) / rows), (unsigned)heads, (unsigned)batch);
+    return (int)cudaLaunchKernel(variants[i].kernel, grid, dim3((unsigned)variants[i].threads), args,
+                                 (size_t)variants[i].smem_bytes, stream);
+}
+
+#ifdef EVO_SELFTEST
+/* ---- self-test: checks against an FP64 CPU reference, then times the config's shapes ----
+ * ./selftest [--check-only] [--shape NAME] [--reps N]; exit 0: every check passed, 1: a check failed,
+ * 2: it could not run (no GPU, bad arguments). */
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace evo_selftest {
+
+/* ---- number formats: evo's rules (engine/attn_ref.c), as plain C++ ---- */
+
+static uint32_t float_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+static float bits_float(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+static float half_to_float(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return bits_float(sign | 0x7f800000u | (m << 13));
+    if (e == 0) {
+        if (m == 0) return bits_float(sign);
+        uint32_t sh = 0;
+        while (!(m & 0x400u)) {
+            m <<= 1;
+            sh++;
+        }
+        return bits_float(sign | ((113u - sh) << 23) | ((m & 0x3ffu) << 13));
+    }
+    return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+/* Round to nearest even, once, with integers only. */
+static uint16_t double_to_half(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    const uint16_t sign = (uint16_t)((b >> 48) & 0x8000u);
+    const uint64_t a = b & 0x7fffffffffffffffull;
+    if (a > 0x7ff0000000000000ull) return sign | 0x7e00u;
+    const int be = (int)(a >> 52);
+    if (be == 0) return sign;
+    const int e = be - 1023;
+    const uint64_t mant = (a & 0xfffffffffffffull) | (1ull << 52);
+    if (e >= 16) return sign | 0x7c00u;
+    if (e >= -14) {
+        uint32_t q = ((uint32_t)(e + 15) << 10) | (uint32_t)((mant >> 42) & 0x3ffu);
+        const uint64_t rem = mant & ((1ull << 42) - 1), half = 1ull << 41;
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (uint16_t)(sign | q);
+    }
+    const int sh = 28 - e;
+    if (sh > 53) return sign;
+    uint64_t q = mant >> sh;
+    const uint64_t rem = mant & ((1ull << sh) - 1), half = 1ull << (sh - 1);
+    if (rem > half || (rem == half && (q & 1u))) q++;
+    return (uint16_t)(sign | q);
+}
+
+/* OCP e4m3fn, round to nearest even, saturating at +-448; NaN -> 0x7f. */
+static uint8_t e4m3_encode(float x)
+{
+    const uint32_t b = float_bits(x);
+    const uint8_t sign = (uint8_t)((b >> 24) & 0x80u);
+    const uint32_t a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) return 0x7f;
+    const int be = (int)(a >> 23);
+    if (be == 0) return sign;
+    const int e = be - 127;
+    const uint32_t mant = (a & 0x7fffffu) | 0x800000u;
+    uint32_t q;
+    if (e > 8) {
+        q = 0x7e;
+    } else if (e >= -6) {
+        q = ((uint32_t)(e + 7) << 3) | ((mant >> 20) & 7u);
+        const uint32_t rem = mant & 0xfffffu, half = 0x80000u;
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        if (q > 0x7e) q = 0x7e;
+    } else {
+        const int sh = 14 - e;
+        if (sh > 24) return sign;
+        q = mant >> sh;
+        const uint32_t rem = mant & ((1u << sh) - 1), half = 1u << (sh - 1);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+    }
+    return (uint8_t)(sign | q);
+}
+
+static float e4m3_decode(uint8_t code)
+{
+    if ((code & 0x7f) == 0x7f) return bits_float(0x7fc00000u);
+    const uint32_t sign = (uint32_t)(code & 0x80u) << 24;
+    const uint32_t e = (code >> 3) & 0xfu, m = code & 7u;
+    if (e == 0) return bits_float(sign | float_bits((float)m * 0x1p-9f));
+    return bits_float(sign | ((e + 120u) << 23) | (m << 20));
+}
+
+/* Each operation rounded in float, in this order; roundf rounds halves away from zero. */
+static uint8_t u8sim_encode(float x, float scale)
+{
+    volatile float d = scale * 448.0f; /* volatile: no fused multiply-add may merge two roundings */
+    volatile float t = x / d;
+    volatile float m = t * 127.0f;
+    const float y = m + 128.0f;
+    if (std::isnan(y)) return 128;
+    const float r = roundf(y);
+    if (r < 0.0f) return 0;
+    if (r > 255.0f) return 255;
+    return (uint8_t)r;
+}
+
+static float u8sim_decode(uint8_t code, float scale)
+{
+    volatile float a = (float)((int)code - 128) / 127.0f;
+    volatile float b = a * 448.0f;
+    return b * scale;
+}
+
+/* One head: scale = absmax / 448 (1 for an all-zero head), codes, and the dequantized values the reference uses. */
+static void quantize_head(const uint16_t *x, size_t n, int format, uint8_t *codes, float *scale, float *deq)
+{
+    float absmax = 0.0f;
+    for (size_t i = 0; i < n; i++) absmax = fmaxf(absmax, fabsf(half_to_float(x[i])));
+    const float s = absmax == 0.0f ? 1.0f : absmax / 448.0f;
+    *scale = s;
+    for (size_t i = 0; i < n; i++) {
+        const float v = half_to_float(x[i]);
+        if (format == EVO_FORMAT_E4M3) {
+            codes[i] = e4m3_encode(v / s);
+            deq[i] = e4m3_decode(codes[i]) * s;
+        } else {
+            codes[i] = u8sim_encode(v, s);
+            deq[i] = u8sim_decode(codes[i], s);
+        }
+    }
+}
+
+/* ---- inputs ---- */
+
+enum { DIST_NORMAL, DIST_UNIFORM, DIST_OUTLIERS, DIST_ZERO_HEAD, DIST_LARGE, N_DISTS };
+static const char *const dist_names[N_DISTS] = {"normal", "uniform", "outliers", "zero_head", "large"};
+
+struct rng {
+    uint64_t s;
+    uint64_t next()
+    {
+        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    double uniform() { return (double)(next() >> 11) * 0x1p-53; } /* [0, 1) */
+    double normal()
+    {
+        const double u1 = 1.0 - uniform(), u2 = uniform();
+        return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+    }
+};
+
+/* fp16 values: N(0,1), U(-1,1), N(0,1) + N(0,100)·Bernoulli(0.001), N(0,1) with the first head all zero, or
+ * 30·N(0,1) (huge logits). */
+static void make_input(std::vector<uint16_t> &x, size_t head_elems, int dist, uint64_t seed)
+{
+    rng r{seed * 0x2545f4914f6cdd1dull + 1};
+    for (size_t i = 0; i < x.size(); i++) {
+        double v;
+        switch (dist) {
+        case DIST_UNIFORM: v = 2.0 * r.uniform() - 1.0; break;
+        case DIST_OUTLIERS:
+            v = r.normal();
+            if (r.uniform() < 0.001) v += 10.0 * r.normal();
+            break;
+        case DIST_ZERO_HEAD: v = i < head_elems ? 0.0 : r.normal(); break;
+        case DIST_LARGE: v = 30.0 * r.normal(); break;
+        default: v = r.normal(); break;
+        }
+        x[i] = double_to_half(v);
+    }
+}
+
+/* ---- one problem: inputs on the host and the device, output between guard bands ---- */
+
+static const size_t GUARD_BYTES = 16384;
+static const unsigned char GUARD = 0xa5;
+
+struct problem {
+    int batch = 0, heads = 0, seq = 0, head_dim = 0, causal = 0;
+    double scale = 0;
+    size_t n = 0; /* elements per tensor */
+    std::vector<float> deq[3];
+    unsigned char *d_codes[3] = {nullptr, nullptr, nullptr};
+    float *d_scales[3] = {nullptr, nullptr, nullptr};
+    unsigned char *d_out_alloc = nullptr; /* GUARD_BYTES, then the output, then GUARD_BYTES */
+    void *d_out = nullptr;
+};
+
+static bool cuda_ok(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess) return true;
+    fprintf(stderr, "selftest: %s: %s\n", what, cudaGetErrorString(e));
+    return false;
+}
+
+static double softmax_scale_for(int head_dim)
+{
+    return evo_export::cfg_softmax_scale > 0 ? evo_export::cfg_softmax_scale : 1.0 / sqrt((double)head_dim);
+}
+
+static bool problem_make(problem &p, int batch, int heads, int seq, int head_dim, int causal, int dist,
+                         uint64_t seed)
+{
+    p.batch = batch, p.heads = heads, p.seq = seq, p.head_dim = head_dim, p.causal = causal;
+    p.scale = softmax_scale_for(head_dim);
+    const size_t head_elems = (size_t)seq * head_dim, n_heads = (size_t)batch * heads;
+    p.n = head_elems * n_heads;
+    std::vector<uint16_t> x(p.n);
+    std::vector<uint8_t> codes(p.n);
+    std::vector<float> scales(n_heads);
+    for (int t = 0; t < 3; t++) {
+        make_input(x, head_elems, dist, seed * 3 + (uint64_t)t);
+        p.deq[t].resize(p.n);
+        for (size_t h = 0; h < n_heads; h++)
+            quantize_head(&x[h * head_elems], head_elems, EVO_EXPORT_FORMAT, &codes[h * head_elems], &scales[h],
+                          &p.deq[t][h * head_elems]);
+        if (!cuda_ok(cudaMalloc(&p.d_codes[t], p.n), "cudaMalloc") ||
+            !cuda_ok(cudaMalloc(&p.d_scales[t], n_heads * sizeof(float)), "cudaMalloc") ||
+            !cuda_ok(cudaMemcpy(p.d_codes[t], codes.data(), p.n, cudaMemcpyHostToDevice), "cudaMemcpy") ||
+            !cuda_ok(cudaMemcpy(p.d_scales[t], scales.data(), n_heads * sizeof(float), cudaMemcpyHostToDevice),
+                     "cudaMemcpy"))
+            return false;
+    }
+    if (!cuda_ok(cudaMalloc(&p.d_out_alloc, p.n * 2 + 2 * GUARD_BYTES), "cudaMalloc")) return false;
+    p.d_out = p.d_out_alloc + GUARD_BYTES;
+    return cuda_ok(cudaMemset(p.d_out_alloc, GUARD, p.n * 2 + 2 * GUARD_BYTES), "cudaMemset");
+}
+
+static void problem_free(problem &p)
+{
+    for (int t = 0; t < 3; t++) {
+        cudaFree(p.d_codes[t]);
+        cudaFree(p.d_scales[t]);
+    }
+    cudaFree(p.d_out_alloc);
+}
+
+static cudaError_t problem_launch(const problem &p, cudaStream_t stream)
+{
+    return (cudaError_t)evo_attention_forward(p.d_codes[0], p.d_codes[1], p.d_codes[2], p.d_scales[0], p.d_scales[1],
+                                              p.d_scales[2], p.d_out, p.batch, p.heads, p.seq, p.head_dim, p.causal,
+                                              (float)p.scale, stream);
+}
+
+/* Output row i of head bh in FP64 on the dequantized inputs. */
+static void reference_row(const problem &p, size_t bh, int i, double *out)
+{
+    const int D = p.head_dim, S = p.seq;
+    const size_t head = (size_t)S * D;
+    const float *q = &p.deq[0][bh * head + (size_t)i * D], *k = &p.deq[1][bh * head], *v = &p.deq[2][bh * head];
+    const int n_keys = p.causal ? i + 1 : S;
+    std::vector<double> s((size_t)n_keys);
+    double mx = -INFINITY;
+    for (int j = 0; j < n_keys; j++) {
+        double dot = 0.0;
+        for (int t = 0; t < D; t++) dot += (double)q[t] * (double)k[(size_t)j * D + t];
+        s[(size_t)j] = dot * p.scale;
+        mx = std::max(mx, s[(size_t)j]);
+    }
+    for (int t = 0; t < D; t++) out[t] = 0.0;
+    double l = 0.0;
+    for (int j = 0; j < n_keys; j++) {
+        const double w = exp(s[(size_t)j] - mx);
+        l += w;
+        for (int t = 0; t < D; t++) out[t] += w * (double)v[(size_t)j * D + t];
+    }
+    for (int t = 0; t < D; t++) out[t] /= l;
+}
+
+struct verdict {
+    double rel_l2 = 0, max_abs = 0;
+    size_t n = 0, n_over = 0, n_nonfinite = 0, guard_bytes = 0;
+    bool pass = false;
+    char why[160] = "";
+};
+
+/* Copies the output back and compares the given rows of every head (all rows when rows is empty) with the
+ * FP64 reference: every element written and finite, |out - ref| <= atol·RMS(ref) + rtol·|ref| for all but
+ * max_frac_over of them, rel-L2 within its tolerance, and the guard bands untouched. */
+static bool problem_check(const problem &p, const std::vector<int> &rows, verdict &vd)
+{
+    std::vector<unsigned char> host(p.n * 2 + 2 * GUARD_BYTES);
+    if (!cuda_ok(cudaMemcpy(host.data(), p.d_out_alloc, host.size(), cudaMemcpyDeviceToHost), "cudaMemcpy"))
+        return false;
+    for (size_t i = 0; i < GUARD_BYTES; i++) {
+        vd.guard_bytes += host[i] != GUARD;
+        vd.guard_bytes += host[GUARD_BYTES + p.n * 2 + i] != GUARD;
+    }
+    const uint16_t *out = (const uint16_t *)(host.data() + GUARD_BYTES);
+    const int D = p.head_dim;
+    std::vector<int> all;
+    if (rows.empty())
+        for (int i = 0; i < p.seq; i++) all.push_back(i);
+    const std::vector<int> &use = rows.empty() ? all : rows;
+    std::vector<double> ref, got;
+    std::vector<double> row((size_t)D);
+    for (size_t bh = 0; bh < (size_t)p.batch * p.heads; bh++)
+        for (int i : use) {
+            reference_row(p, bh, i, row.data());
+            for (int t = 0; t < D; t++) {
+                ref.push_back(row[(size_t)t]);
+                got.push_back(half_to_float(out[(bh * p.seq + (size_t)i) * D + t]));
+            }
+        }
+    double sum_ref = 0, sum_diff = 0;
+    for (size_t i = 0; i < ref.size(); i++) sum_ref += ref[i] * ref[i];
+    const double rms = ref.empty() ? 0.0 : sqrt(sum_ref / (double)ref.size());
+    const double atol = evo_export::tol_atol * rms, rtol = evo_export::tol_rtol;
+    vd.n = ref.size();
+    for (size_t i = 0; i < ref.size(); i++) {
+        const bool finite = std::isfinite(got[i]) && std::isfinite(ref[i]);
+        if (!std::isfinite(got[i])) vd.n_nonfinite++;
+        const double diff = fabs(got[i] - ref[i]);
+        if (!finite || !(diff <= atol + rtol * fabs(ref[i]))) vd.n_over++;
+        if (finite) {
+            vd.max_abs = std::max(vd.max_abs, diff);
+            sum_diff += diff * diff;
+        }
+    }
+    vd.rel_l2 = sum_ref > 0 ? sqrt(sum_diff / sum_ref) : sqrt(sum_diff);
+    const double frac_over = vd.n ? (double)vd.n_over / (double)vd.n : 0.0;
+    if (vd.guard_bytes)
+        snprintf(vd.why, sizeof vd.why, "wrote %zu bytes outside its output", vd.guard_bytes);
+    else if (vd.n_nonfinite)
+        snprintf(vd.why, sizeof vd.why, "%zu of %zu elements not written or not finite", vd.n_nonfinite, vd.n);
+    else if (vd.rel_l2 > evo_export::tol_rel_l2)
+        snprintf(vd.why, sizeof vd.why, "rel-L2 %.3g > %.3g", vd.rel_l2, evo_export::tol_rel_l2);
+    else if (frac_over > evo_export::tol_max_frac_over)
+        snprintf(vd.why, sizeof vd.why, "%zu of %zu elements over %.3g x RMS(ref) + %.3g x |ref|", vd.n_over, vd.n,
+                 evo_export::tol_atol, evo_export::tol_rtol);
+    vd.pass = vd.why[0] == '\0';
+    return true;
+}
+
+static double flops(int batch, int heads, int seq, int head_dim, int causal)
+{
+    const double n = seq, pairs = causal ? n * (n + 1) / 2.0 : n * n;
+    return 4.0 * batch * heads * pairs * head_dim;
+}
+
+/* ---- the two parts ---- */
+
+/* Small odd shapes, every variant, causal off and on, every distribution. Returns false when CUDA failed (the
+ * context may be lost); *failed counts the cases that did not pass. */
+static bool run_checks(int *n_cases, int *failed)
+{
+    static const int seqs[] = {1, 77, 200};
+    for (int vi = 0; vi < evo_export::n_variants; vi++)
+        for (int si = 0; si < 3; si++)
+            for (int causal = 0; causal < 2; causal++) {
+                const int D = evo_export::variants[vi].head_dim, S = seqs[si];
+                double worst_rel = 0, worst_abs = 0;
+                int bad = 0;
+                for (int dist = 0; dist < N_DISTS; dist++) {
+                    problem p;
+                    const uint64_t seed = (uint64_t)(((vi * 3 + si) * 2 + causal) * N_DISTS + dist) + 1;
+                    bool ok = problem_make(p, 2, 3, S, D, causal, dist, seed) &&
+                              cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
+                              cuda_ok(problem_launch(p, 0), "launch") &&
+                              cuda_ok(cudaDeviceSynchronize(), "kernel");
+                    verdict vd;
+                    ok = ok && problem_check(p, std::vector<int>(), vd);
+                    problem_free(p);
+                    if (!ok) return false;
+                    ++*n_cases;
+                    worst_rel = std::max(worst_rel, vd.rel_l2);
+                    worst_abs = std::max(worst_abs, vd.max_abs);
+                    if (!vd.pass) {
+                        bad++;
+                        printf("  FAIL  D=%d S=%d causal=%d %s: %s (rel-L2 %.2e, max-abs %.2e)\n", D, S, causal,
+                               dist_names[dist], vd.why, vd.rel_l2, vd.max_abs);
+                    }
+                }
+                *failed += bad;
+                printf("check  D=%-3d S=%-4d causal=%d  %d distributions  worst rel-L2 %.2e  max-abs %.2e  %s\n", D, S,
+                       causal, N_DISTS, worst_rel, worst_abs, bad ? "FAIL" : "ok");
+            }
+    /* The launcher's own contract: a head dim without a variant is refused, nothing launched. */
+    const int rc = evo_attention_forward((void *)1, (void *)1, (void *)1, (const float *)1, (const float *)1,
+                                         (const float *)1, (void *)1, 1, 1, 16, 96, 0, 1.0f, 0);
+    ++*n_cases;
+    if (rc != (int)cudaErrorInvalidValue) {
+        ++*failed;
+        printf("  FAIL  head_dim 96 returned %d, want cudaErrorInvalidValue (%d)\n", rc, (int)cudaErrorInvalidValue);
+    }
+    return true;
+}
+
+static double percentile(const std::vector<double> &sorted, int num, int den)
+{
+    return sorted[(size_t)((sorted.size() - 1) * num / den)];
+}
+
+/* The config's timed shapes with CUDA events: warm-up, then each repetition flushes L2 (writes a buffer of twice
+ * its size), poisons the output and times one launch; all queued before waiting, so no host gap falls inside a
+ * measurement. The last launch's output is checked on sampled rows. */
+static bool run_timing(const char *only, int reps, int *n_timed, int *failed)
+{
+    int dev = 0;
+    cudaDeviceProp prop;
+    if (!cuda_ok(cudaGetDevice(&dev), "cudaGetDevice") || !cuda_ok(cudaGetDeviceProperties(&prop, dev), "props"))
+        return false;
+    size_t flush_bytes = (size_t)prop.l2CacheSize * 2;
+    if (flush_bytes < (64u << 20)) flush_bytes = 64u << 20;
+    void *flush = nullptr;
+    if (!cuda_ok(cudaMalloc(&flush, flush_bytes), "cudaMalloc")) return false;
+    std::vector<cudaEvent_t> ev(2 * (size_t)reps);
+    for (auto &e : ev)
+        if (!cuda_ok(cudaEventCreate(&e), "cudaEventCreate")) return false;
+    printf("\n%-28s %10s %18s %9s %14s  %s\n", "shape", "median us", "p10..p90 us", "TFLOP/s", "evo median us",
+           "output");
+    const int n_shapes = (int)(sizeof evo_export::timed_shapes / sizeof evo_export::timed_shapes[0]);
+    bool ok = true;
+    for (int si = 0; si < n_shapes && ok; si++) {
+        const evo_export::shape &sh = evo_export::timed_shapes[si];
+        if (only && strcmp(only, sh.name) != 0) continue;
+        problem p;
+        ok = problem_make(p, sh.batch, sh.heads, sh.seq, sh.head_dim, sh.causal, DIST_NORMAL, 1000 + (uint64_t)si);
+        for (int w = 0; ok && w < evo_export::timing_warmup; w++) ok = cuda_ok(problem_launch(p, 0), "launch");
+        ok = ok && cuda_ok(cudaDeviceSynchronize(), "warm-up");
+        for (int r = 0; ok && r < reps; r++) {
+            if (evo_export::timing_flush_l2) ok = cuda_ok(cudaMemsetAsync(flush, r & 0xff, flush_bytes, 0), "flush");
+            ok = ok && cuda_ok(cudaMemsetAsync(p.d_out, 0xff, p.n * 2, 0), "poison") &&
+                 cuda_ok(cudaEventRecord(ev[2 * (size_t)r], 0), "event") && cuda_ok(problem_launch(p, 0), "launch") &&
+                 cuda_ok(cudaEventRecord(ev[2 * (size_t)r + 1], 0), "event");
+        }
+        ok = ok && cuda_ok(cudaDeviceSynchronize(), "kernel");
+        std::vector<double> ts((size_t)reps);
+        for (int r = 0; ok && r < reps; r++) {
+            float ms = 0;
+            ok = cuda_ok(cudaEventElapsedTime(&ms, ev[2 * (size_t)r], ev[2 * (size_t)r + 1]), "elapsed");
+            ts[(size_t)r] = 1000.0 * ms;
+        }
+        verdict vd;
+        if (ok) {
+            std::vector<int> rows;
+            const int S = sh.seq, cand[] = {0, 1, S / 3, S / 2, 2 * S / 3, S - 2, S - 1};
+            for (int c : cand)
+                if (c >= 0 && c < S && std::find(rows.begin(), rows.end(), c) == rows.end()) rows.push_back(c);
+            ok = problem_check(p, rows, vd);
+        }
+        problem_free(p);
+        if (!ok) break;
+        std::sort(ts.begin(), ts.end());
+        const double med = ts[(size_t)reps / 2];
+        char name[96], spread[48], evo_us[32];
+        snprintf(name, sizeof name, "%s(%d,%d,%d,%d)%s", sh.name, sh.batch, sh.heads, sh.seq, sh.head_dim,
+                 sh.causal ? " causal" : "");
+        snprintf(spread, sizeof spread, "%.2f..%.2f", percentile(ts, 1, 10), percentile(ts, 9, 10));
+        if (sh.evo_median_us > 0) snprintf(evo_us, sizeof evo_us, "%.2f", sh.evo_median_us);
+        else snprintf(evo_us, sizeof evo_us, "-");
+        printf("%-28s %10.2f %18s %9.1f %14s  %s\n", name, med, spread,
+               flops(sh.batch, sh.heads, sh.seq, sh.head_dim, sh.causal) / (med * 1e-6) / 1e12, evo_us,
+               vd.pass ? "ok" : vd.why);
+        ++*n_timed;
+        if (!vd.pass) ++*failed;
+    }
+    for (auto &e : ev) cudaEventDestroy(e);
+    cudaFree(flush);
+    return ok;
+}
+
+} // namespace evo_selftest
+
+int main(int argc, char **argv)
+{
+    using namespace evo_selftest;
+    bool check_only = false;
+    const char *only = nullptr;
+    int reps = evo_export::timing_repetitions;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--check-only")) {
+            check_only = true;
+        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            only = argv[++i];
+        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
+            reps = atoi(argv[++i]);
+        } else {
+            fprintf(stderr, "usage: %s [--check-only] [--shape NAME] [--reps N]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (reps < 1) reps = 1;
+    int n_dev = 0, driver = 0, runtime = 0;
+    cudaError_t e = cudaGetDeviceCount(&n_dev);
+    if (e != cudaSuccess || n_dev == 0) {
+        fprintf(stderr, "selftest: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        return 2;
+    }
+    cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, 0);
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    printf("genome  %s\nformat  %s, key %s\ndevice  %s (sm_%d%d), driver %d, runtime %d\n\n", EVO_EXPORT_GENOME,
+           EVO_EXPORT_FORMAT == EVO_FORMAT_E4M3 ? "e4m3" : "u8sim", EVO_EXPORT_KEY, prop.name, prop.major, prop.minor,
+           driver, runtime);
+    int n_cases = 0, n_timed = 0, failed = 0;
+    if (!run_checks(&n_cases, &failed)) return 1;
+    if (!check_only && !run_timing(only, reps, &n_timed, &failed)) return 1;
+    if (only && n_timed == 0 && !check_only) {
+        fprintf(stderr, "selftest: no timed shape is called '%s'\n", only);
+        return 2;
+    }
+    if (failed) {
+        printf("\nself-test FAILED: %d of %d checks\n", failed, n_cases + n_timed);
+        return 1;
+    }
+    printf("\nself-test passed: %d correctness checks, %d shapes timed\n", n_cases, n_timed);
+    return 0;
+}
+#endif /* EVO_SELFTEST */

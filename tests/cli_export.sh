@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# cli_export.sh — `evo export` from the command line: the default path, -o, --id by key prefix and number, the
+# note and the warning, every refusal with its exit code, the database left unchanged, and tools/compare_sdpa.py
+# --dry-run reading the exported file. Needs no GPU and no nvcc (tests/cli_export_nvcc.sh compiles the files).
+# Run: bash tests/cli_export.sh build/evo .   (ctest runs it; fixtures come from build/tests/test_export --fixture)
+set -u
+EVO=$(realpath "$1")
+SRC=$(realpath "$2")
+FIXTURE=$(dirname "$EVO")/tests/test_export
+if [ ! -x "$FIXTURE" ]; then
+  echo "cli_export: fixture maker $FIXTURE not built" >&2
+  exit 1
+fi
+T=$(mktemp -d /tmp/evo-cli-export-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+
+fails=0
+checks=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+run() {
+  "$EVO" "$@" >"$T/out" 2>"$T/err"
+  rc=$?
+  out=$(cat "$T/out")
+  err=$(cat "$T/err")
+}
+expect_rc() { checks=$((checks + 1)); [ "$rc" = "$1" ] || fail "$2: exit $rc, want $1 (stderr: $err)"; }
+expect_out() { checks=$((checks + 1)); grep -qF -- "$1" <<<"$out" || fail "$2: stdout lacks '$1'"$'\n'"$out"; }
+expect_err() { checks=$((checks + 1)); [ "$err" = "$1" ] || fail "$2: stderr '$err', want '$1'"; }
+expect_err_has() { checks=$((checks + 1)); grep -qF -- "$1" <<<"$err" || fail "$2: stderr '$err' lacks '$1'"; }
+expect_file_has() { checks=$((checks + 1)); grep -qF -- "$2" "$1" 2>/dev/null || fail "$3: $1 lacks '$2'"; }
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+"$FIXTURE" --fixture e4m3 pop.db >keys.txt || fail "fixture e4m3"
+"$FIXTURE" --fixture empty empty.db >/dev/null || fail "fixture empty"
+key() { awk -v n="$1" '$1 == n { print $2 }' keys.txt; }
+cid() { awk -v n="$1" '$1 == n { print $3 }' keys.txt; }
+A=$(key A)
+before=$(sha pop.db)
+
+# ---- the best: the default path under variants/, the hand-written file above it passed over ----
+run export --db pop.db
+expect_rc 0 "export"
+f=variants/attention_fp8-sm_90-${A:0:8}.cu
+checks=$((checks + 1)); [ -s "$f" ] || fail "export: $f not written"
+expect_out "wrote $f: candidate $(cid A) (${A:0:8}), 1.840x the baseline in run 1" "export summary"
+expect_out "genome TILE_M=128,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=1,F16_SMEM=1,MIN_BLOCKS=1,FAST_EXP=1" "export genome"
+expect_err "evo: note: passed over 1 better-ranked elite checked outside a run with \`evo check\` (the first: my_attn.cu, 2.500x); exported the best searched kernel" "export note"
+expect_file_has "$f" "#define EVO_EXPORT_KEY \"$A\"" "exported key"
+expect_file_has "$f" 'extern "C" int evo_attention_forward(const void *q, const void *k, const void *v, const float *q_scale,' "launcher"
+checks=$((checks + 1)); ! grep -q '^#include "evo_attention_abi.h"' "$f" || fail "exported file still includes the ABI header"
+
+# --best is the default; --id by prefix and by number give the same text but for the export date
+run export --best --db pop.db -o best.cu
+expect_rc 0 "export --best -o"
+run export --id "${A:0:6}" --db pop.db -o by-prefix.cu
+expect_rc 0 "export --id prefix"
+expect_err "" "export --id: no note"
+run export --id "$(cid A)" --db pop.db --output by-number.cu
+expect_rc 0 "export --id number"
+for g in best.cu by-prefix.cu by-number.cu; do
+  checks=$((checks + 1))
+  cmp -s <(grep -v '^ \*   exported ' "$f") <(grep -v '^ \*   exported ' "$g") || fail "$g differs from $f"
+done
+
+# a key the genome no longer renders to: written, with a warning
+run export --id eeeeeeee --db pop.db -o rekeyed.cu
+expect_rc 0 "export rekeyed"
+expect_err_has "evo: warning: the compile key recomputed here (" "export rekeyed warning"
+
+# ---- refusals ----
+run export --db none.db
+expect_rc 1 "no database"
+expect_err "evo: no database at none.db — run \`evo run\` first" "no database"
+checks=$((checks + 1)); [ ! -e none.db ] || fail "no database: created it"
+run export --db empty.db
+expect_rc 1 "no elites"
+expect_err "evo: empty.db: no elites yet — no candidate has passed every gate; run \`evo run\`" "no elites"
+run export --db pop.db --id deadbeef0
+expect_rc 1 "unknown id"
+expect_err "evo: pop.db: no candidate 'deadbeef0'" "unknown id"
+run export --db pop.db --id 999
+expect_rc 1 "unknown number"
+run export --db pop.db --id "${A:0:4}"
+expect_rc 2 "ambiguous prefix"
+expect_err "evo: pop.db: id '${A:0:4}' matches several candidates; give more digits" "ambiguous prefix"
+run export --db pop.db --id "$(cid FILE)"
+expect_rc 2 "hand-written file"
+expect_err_has "is my_attn.cu, a hand-written kernel checked with \`evo check\`: that file is standalone already" "hand-written file"
+B=$(key BAD)
+run export --db pop.db --id "${B:0:8}"
+expect_rc 1 "incorrect candidate"
+expect_err_has "has no evaluation that passed every gate (latest: INCORRECT in run 1 generation 0)" "incorrect candidate"
+S=$(key STALE)
+run export --db pop.db --id "${S:0:8}"
+expect_rc 1 "changed template"
+expect_err_has "was measured with another version of templates/attention_fp8.cu" "changed template"
+run export --db pop.db --best --id 1
+expect_rc 2 "--best --id"
+expect_err "evo: export: --best and --id exclude each other (see 'evo help export')" "--best --id"
+run export --db pop.db --frobnicate
+expect_rc 2 "unknown option"
+run export --db pop.db extra
+expect_rc 2 "extra argument"
+run export --db pop.db -o
+expect_rc 2 "-o without a value"
+run export --db pop.db -o no/such/dir/x.cu
+expect_rc 1 "unwritable output"
+checks=$((checks + 1)); [ "$(sha pop.db)" = "$before" ] || fail "export changed the database"
+
+# ---- tools/compare_sdpa.py --dry-run reads the file's format, genome and variants (no GPU, no PyTorch) ----
+if command -v python3 >/dev/null; then
+  "$FIXTURE" --fixture u8sim u8.db >/dev/null || fail "fixture u8sim"
+  "$EVO" export --db u8.db -o u8.cu >/dev/null 2>&1 || fail "export u8sim"
+  for pair in "$f|e4m3" "u8.cu|u8sim"; do
+    file=${pair%%|*}
+    fmt=${pair#*|}
+    python3 "$SRC/tools/compare_sdpa.py" "$file" --dry-run --causal on --reps 7 --out "$T/res" >"$T/out" 2>"$T/err"
+    rc=$?
+    out=$(cat "$T/out")
+    err=$(cat "$T/err")
+    expect_rc 0 "compare_sdpa --dry-run $fmt"
+    expect_out "format $fmt" "dry-run format $fmt"
+    expect_out "genome TILE_M=128,TILE_N=64,WARPS_M=4" "dry-run genome $fmt"
+    expect_out "head dims 64 128" "dry-run head dims $fmt"
+    expect_out "causal: on" "dry-run causal $fmt"
+    expect_out "reps 7" "dry-run reps $fmt"
+    expect_out "nvcc -shared -Xcompiler -fPIC -arch=sm_90 -O3" "dry-run nvcc line $fmt"
+    expect_out "stress    (4, 8, 2048, 64)" "dry-run presets $fmt"
+  done
+  checks=$((checks + 1)); [ ! -e "$T/res" ] || fail "compare_sdpa --dry-run wrote results"
+  python3 "$SRC/tools/compare_sdpa.py" pop.db --dry-run >"$T/out" 2>"$T/err"
+  rc=$?
+  err=$(cat "$T/err")
+  expect_rc 2 "compare_sdpa on a file that is not an exported kernel"
+  expect_err_has "not a kernel exported by evo" "compare_sdpa on a non-export"
+  python3 "$SRC/tools/compare_sdpa.py" "$f" --dry-run --causal sideways >"$T/out" 2>"$T/err"
+  rc=$?
+  err=$(cat "$T/err")
+  expect_rc 2 "compare_sdpa bad --causal"
+else
+  echo "cli_export: python3 not found; compare_sdpa.py --dry-run not checked"
+fi
+
+if [ "$fails" -gt 0 ]; then
+  echo "$fails of $checks checks failed" >&2
+  exit 1
+fi
+echo "$checks checks passed"

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# cli_export_nvcc.sh — kernels exported from the fixture stores (e4m3 and u8sim, two head dims each) build with plain
+# nvcc, without evo or its templates: as an object (-c), as the self-test executable (-DEVO_SELFTEST) and as the
+# shared library tools/compare_sdpa.py loads (its three extern "C" symbols present), with no compiler warning.
+# Exits 77 (skipped) when nvcc is not found. Run: bash tests/cli_export_nvcc.sh build/evo .   (ctest runs it)
+set -u
+EVO=$(realpath "$1")
+FIXTURE=$(dirname "$EVO")/tests/test_export
+NVCC=$(command -v nvcc || true)
+for c in "${CUDA_HOME:-}/bin/nvcc" /usr/local/cuda/bin/nvcc; do
+  [ -z "$NVCC" ] && [ -x "$c" ] && NVCC=$c
+done
+if [ -z "$NVCC" ]; then
+  echo "cli_export_nvcc: skipped: nvcc not found (PATH, \$CUDA_HOME/bin, /usr/local/cuda/bin)"
+  exit 77
+fi
+T=$(mktemp -d /tmp/evo-cli-export-nvcc-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+fails=0
+checks=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+# build NAME ARGS...: nvcc in the background, its output in NAME.log
+build() { local name=$1; shift; ("$NVCC" -arch=sm_90 -O3 "$@" >"$name.log" 2>&1; echo $? >"$name.rc") & }
+
+for fmt in e4m3 u8sim; do
+  "$FIXTURE" --fixture $fmt $fmt.db >/dev/null || fail "fixture $fmt"
+  "$EVO" export --db $fmt.db -o $fmt.cu >/dev/null 2>&1 || fail "export $fmt"
+  # only the file itself: a copy in an empty directory, so no header next to it can be found
+  mkdir -p alone && cp $fmt.cu alone/
+  build $fmt-obj -c alone/$fmt.cu -o $fmt.o
+  build $fmt-selftest -DEVO_SELFTEST alone/$fmt.cu -o $fmt-selftest
+  build $fmt-so -shared -Xcompiler -fPIC alone/$fmt.cu -o lib$fmt.so
+done
+wait
+for fmt in e4m3 u8sim; do
+  for kind in obj selftest so; do
+    checks=$((checks + 1))
+    [ "$(cat $fmt-$kind.rc)" = 0 ] || fail "nvcc $fmt $kind: $(head -20 $fmt-$kind.log)"
+    checks=$((checks + 1))
+    ! grep -qi "warning" $fmt-$kind.log || fail "nvcc $fmt $kind warns: $(grep -i warning $fmt-$kind.log | head -5)"
+  done
+  checks=$((checks + 1)); [ -x $fmt-selftest ] || fail "$fmt: no self-test executable"
+  for sym in evo_attention_forward evo_attention_genome evo_attention_format; do
+    checks=$((checks + 1))
+    nm -D --defined-only lib$fmt.so 2>/dev/null | grep -q " T $sym$" || fail "lib$fmt.so does not export $sym"
+  done
+  checks=$((checks + 1))
+  nm -C --defined-only $fmt.o 2>/dev/null | grep -q "evo_attn_fwd<64, $([ $fmt = e4m3 ] && echo 0 || echo 1), 128, 64, 4" ||
+    fail "$fmt.o lacks the D=64 instantiation"
+done
+
+if [ "$fails" -gt 0 ]; then
+  echo "$fails of $checks checks failed" >&2
+  exit 1
+fi
+echo "$checks checks passed"

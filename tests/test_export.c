@@ -1,0 +1,471 @@
+/* test_export.c — `evo export`'s engine: which candidate is picked (best, by id, refusals), and the text of the
+ * exported file (provenance, verbatim ABI and template, instantiations, variant table, harness) on a store made
+ * with real genomes of configs/default.yaml. Run: build/tests/test_export (ctest runs it).
+ * Also the fixture maker of tests/cli_export*.sh: `test_export --fixture e4m3|u8sim|empty FILE` prints
+ * "NAME KEY ID" for each candidate it stored.
+ */
+#include "candidate.h"
+#include "check.h"
+#include "config.h"
+#include "export.h"
+#include "store.h"
+#include "task.h"
+#include "templates.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define GENOME_A "TILE_M=128,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=1,F16_SMEM=1,MIN_BLOCKS=1,FAST_EXP=1"
+#define GENOME_BASE "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1"
+#define GENOME_BAD "TILE_M=64,TILE_N=128,WARPS_M=2,WARPS_N=2,STAGES=3,SWIZZLE=0,PV_MMA=1,QK_8BIT=0,F16_SMEM=2,MIN_BLOCKS=2,FAST_EXP=0"
+#define GENOME_STALE "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=3,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1"
+#define GENOME_REKEYED "TILE_M=32,TILE_N=64,WARPS_M=2,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=2,FAST_EXP=1"
+
+enum { C_A, C_BASE, C_BAD, C_STALE, C_REKEYED, C_FILE, N_CANDS };
+static const char *const cand_names[N_CANDS] = {"A", "BASE", "BAD", "STALE", "REKEYED", "FILE"};
+
+typedef struct {
+    char key[N_CANDS][65];
+    int64_t id[N_CANDS];
+} fixture;
+
+static void die(const char *what, const evo_err *err)
+{
+    fprintf(stderr, "test_export: %s: %s\n", what, err ? err->msg : "");
+    exit(1);
+}
+
+static char *config_text(evo_format fmt)
+{
+    char *text = NULL;
+    evo_err err = {{0}};
+    if (evo_read_file(EVO_SOURCE_DIR "/configs/default.yaml", &text, NULL, &err) != EVO_OK) die("config", &err);
+    if (fmt == EVO_FMT_U8SIM) {
+        char *at = strstr(text, "format: e4m3");
+        if (!at) die("configs/default.yaml has no 'format: e4m3' line", NULL);
+        if (at[12] != ' ') die("configs/default.yaml: 'format: e4m3' is not followed by a space", NULL);
+        memcpy(at, "format: u8sim", 13); /* one character longer: it takes the place of that space */
+    }
+    return text;
+}
+
+/* Per-shape results with speedup f on every shape. */
+static evo_shape_result *make_results(const evo_config *cfg, double f)
+{
+    evo_shape_result *r = evo_xcalloc((size_t)cfg->n_shapes, sizeof *r);
+    const evo_task *task = evo_task_find(cfg->task);
+    for (int i = 0; i < cfg->n_shapes; i++) {
+        const evo_shape *sh = &cfg->shapes[i];
+        evo_shape_format(sh, r[i].shape, sizeof r[i].shape);
+        r[i].batch = sh->batch, r[i].heads = sh->heads, r[i].seq = sh->seq, r[i].head_dim = sh->head_dim;
+        r[i].causal = sh->causal;
+        r[i].baseline_us = 20.0 * (i + 1);
+        r[i].speedup = f;
+        r[i].median_us = r[i].baseline_us / f;
+        r[i].p10_us = r[i].median_us * 0.98;
+        r[i].p90_us = r[i].median_us * 1.03;
+        r[i].tflops = task->flops(sh) / (r[i].median_us * 1e-6) / 1e12;
+        r[i].max_abs = 0.001 * (i + 1);
+        r[i].rel_l2 = 0.0002 * (i + 1);
+        r[i].e2e_rel_l2 = 0.03;
+        r[i].e2e_rmse = 0.004;
+    }
+    return r;
+}
+
+static void put_eval(evo_store *st, const evo_config *cfg, const char *ss, int64_t cand, int64_t run, int gen,
+                     evo_verdict v, double fitness)
+{
+    evo_shape_result *r = v == EVO_V_OK ? make_results(cfg, fitness) : NULL;
+    evo_eval_rec e = {.candidate_id = cand,
+                      .run_id = run,
+                      .generation = gen,
+                      .shape_set = (char *)ss,
+                      .verdict = v,
+                      .fitness = fitness,
+                      .detail = v == EVO_V_OK ? "{\"cases_checked\":300,\"worst_rel_l2\":0.0017}"
+                                              : "{\"reason\":\"rel-L2 0.4 > 0.002\"}",
+                      .gpu = "NVIDIA H100 80GB HBM3",
+                      .created_at = "2026-11-21T10:01:00Z",
+                      .shapes = r,
+                      .n_shapes = r ? cfg->n_shapes : 0};
+    evo_err err = {{0}};
+    if (evo_store_put_evaluation(st, &e, &err) != EVO_OK) die("put_evaluation", &err);
+    free(r);
+}
+
+/* One finished run of configs/default.yaml (format fmt) on sm_90: A (1.84x, the D=128 rule applies), the baseline
+ * (1.0x), an INCORRECT genome, one measured with another template (1.2x, its key shares A's first 4 hex digits),
+ * one whose stored key is not what its genome renders to (1.1x), and an `evo check` file outside the run (2.5x). */
+static void make_fixture(const char *path, evo_format fmt, fixture *fx)
+{
+    evo_err err = {{0}};
+    char *text = config_text(fmt);
+    evo_config *cfg = NULL;
+    if (evo_config_parse("configs/default.yaml", text, strlen(text), &cfg, &err) != EVO_OK) die("parse", &err);
+    evo_store *st = NULL;
+    if (evo_store_open(path, EVO_STORE_READWRITE, &st, &err) != EVO_OK) die("open", &err);
+    char ss[65];
+    evo_config_shape_set_key(cfg, ss);
+    evo_run_rec run = {.started_at = "2026-11-21T10:00:00Z", .finished_at = "2026-11-21T10:30:00Z", .state = "done",
+                       .task = "attention_fp8", .arch = "sm_90", .shape_set = ss,
+                       .config_path = "configs/default.yaml", .config_text = text, .strategy = "ga", .seed = 1,
+                       .generations = 2, .population = 32, .gpu = "NVIDIA H100 80GB HBM3", .driver = "13000",
+                       .nvrtc_version = (char *)evo_nvrtc_version(), .evo_version = EVO_VERSION};
+    if (evo_store_begin_run(st, &run, &err) != EVO_OK) die("begin_run", &err);
+
+    evo_device_limits lim;
+    if (evo_device_limits_for_arch("sm_90", &lim, &err) != EVO_OK) die("limits", &err);
+    const evo_build_opts bo = {.cfg = cfg, .task = evo_task_find(cfg->task), .lim = &lim, .arch = "sm_90", .jobs = 1};
+    static const char *const genomes[] = {GENOME_A, GENOME_BASE, GENOME_BAD, GENOME_STALE, GENOME_REKEYED};
+    evo_candidate c[5];
+    memset(c, 0, sizeof c);
+    for (int i = 0; i < 5; i++)
+        if (evo_genome_parse(cfg->space, genomes[i], &c[i].genome, &err) != EVO_OK) die(genomes[i], &err);
+    if (evo_candidates_prepare(&bo, c, 5, &err) != EVO_OK) die("prepare", &err);
+    for (int i = 0; i < 5; i++) {
+        if (c[i].verdict != EVO_V_OK) die(c[i].why, NULL);
+        snprintf(fx->key[i], 65, "%s", c[i].key);
+    }
+    char stale_hash[65];
+    memset(stale_hash, '0', 64);
+    stale_hash[64] = '\0';
+    memcpy(fx->key[C_STALE], fx->key[C_A], 4);
+    memset(fx->key[C_STALE] + 4, '0', 60);
+    memset(fx->key[C_REKEYED], 'e', 64);
+    evo_sha256_hex("file:my_attn.cu", 15, fx->key[C_FILE]);
+    for (int i = 0; i < N_CANDS; i++) {
+        const bool file = i == C_FILE;
+        evo_candidate_rec r = {.key = fx->key[i], .task = "attention_fp8", .arch = "sm_90",
+                               .genome = file ? "file:my_attn.cu" : c[i].genome_text,
+                               .template_hash = file ? "" : i == C_STALE ? stale_hash : c[i].template_hash,
+                               .options = "", .nvrtc_version = (char *)evo_nvrtc_version(), .registers = file ? -1 : 128,
+                               .smem_bytes = file ? -1 : 32768, .spill_bytes = file ? -1 : 0,
+                               .stack_bytes = file ? -1 : 0};
+        if (evo_store_put_candidate(st, &r, &err) != EVO_OK) die("put_candidate", &err);
+        fx->id[i] = r.id;
+    }
+    put_eval(st, cfg, ss, fx->id[C_BASE], run.id, 0, EVO_V_OK, 1.0);
+    put_eval(st, cfg, ss, fx->id[C_BAD], run.id, 0, EVO_V_INCORRECT, NAN);
+    put_eval(st, cfg, ss, fx->id[C_A], run.id, 1, EVO_V_OK, 1.84);
+    put_eval(st, cfg, ss, fx->id[C_STALE], run.id, 1, EVO_V_OK, 1.2);
+    put_eval(st, cfg, ss, fx->id[C_REKEYED], run.id, 1, EVO_V_OK, 1.1);
+    put_eval(st, cfg, ss, fx->id[C_FILE], 0, -1, EVO_V_OK, 2.5);
+    for (int i = 0; i < 5; i++) evo_candidate_free(&c[i]);
+    evo_store_close(st);
+    evo_config_free(cfg);
+    free(text);
+}
+
+static int fixture_main(const char *kind, const char *path)
+{
+    if (strcmp(kind, "empty") == 0) {
+        evo_store *st = NULL;
+        evo_err err = {{0}};
+        if (evo_store_open(path, EVO_STORE_READWRITE, &st, &err) != EVO_OK) die("open", &err);
+        evo_store_close(st);
+        return 0;
+    }
+    if (strcmp(kind, "e4m3") != 0 && strcmp(kind, "u8sim") != 0) {
+        fprintf(stderr, "test_export: unknown fixture '%s' (e4m3, u8sim, empty)\n", kind);
+        return 2;
+    }
+    fixture fx;
+    make_fixture(path, strcmp(kind, "u8sim") == 0 ? EVO_FMT_U8SIM : EVO_FMT_E4M3, &fx);
+    for (int i = 0; i < N_CANDS; i++) printf("%s %s %lld\n", cand_names[i], fx.key[i], (long long)fx.id[i]);
+    return 0;
+}
+
+/* ---- tests ---- */
+
+static char tmpdir[64];
+
+static evo_store *open_ro(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    evo_store *st = NULL;
+    evo_err err = {{0}};
+    if (evo_store_open(path, EVO_STORE_READONLY, &st, &err) != EVO_OK) die("open", &err);
+    return st;
+}
+
+/* Export candidate id (NULL: best) of store st; returns the status, fills text (malloc'd or NULL). */
+static evo_status export_one(evo_store *st, const char *id, evo_export_src *src, evo_export_out *out, evo_err *err)
+{
+    evo_status s = evo_export_pick(st, id, src, err);
+    if (s == EVO_OK) s = evo_export_render(src, "2026-11-22T08:00:00Z", out, err);
+    return s;
+}
+
+static int count_lines_equal(const char *text, const char *line)
+{
+    int n = 0;
+    const size_t len = strlen(line);
+    for (const char *p = text; p && *p;) {
+        const char *eol = strchr(p, '\n');
+        const size_t l = eol ? (size_t)(eol - p) : strlen(p);
+        n += l == len && strncmp(p, line, len) == 0;
+        p = eol ? eol + 1 : NULL;
+    }
+    return n;
+}
+
+static void test_best(const fixture *fx)
+{
+    evo_store *st = open_ro("e4m3.db");
+    evo_export_src src;
+    evo_export_out out = {0};
+    evo_err err = {{0}};
+    CHECK_EQ_INT(export_one(st, NULL, &src, &out, &err), EVO_OK);
+    CHECK_STR(src.cand.genome, GENOME_A);
+    CHECK_EQ_INT(src.cand.id, fx->id[C_A]);
+    CHECK_EQ_INT(src.run.id, 1);
+    CHECK_NEAR(src.eval.fitness, 1.84, 1e-12);
+    CHECK_CONTAINS(src.note, "passed over 1 better-ranked elite checked outside a run with `evo check` (the first: "
+                             "my_attn.cu, 2.500x)");
+    CHECK_STR(out.warning, "");
+    char name[160], want[160];
+    evo_export_default_name(&src, name, sizeof name);
+    snprintf(want, sizeof want, "attention_fp8-sm_90-%.8s.cu", fx->key[C_A]);
+    CHECK_STR(name, want);
+
+    const char *t = out.text;
+    /* provenance */
+    CHECK_CONTAINS(t, "/* attention_fp8-sm_90-");
+    CHECK_CONTAINS(t, " *   genome        " GENOME_A "\n");
+    char line[400];
+    snprintf(line, sizeof line, " *   key           %s (candidate %lld)\n", fx->key[C_A], (long long)fx->id[C_A]);
+    CHECK_CONTAINS(t, line);
+    CHECK_CONTAINS(t, " *   task          attention_fp8, format e4m3, arch sm_90, head dims 64 128\n");
+    snprintf(line, sizeof line, " *   template      attention_fp8.cu, SHA-256 %s\n", src.cand.template_hash);
+    CHECK_CONTAINS(t, line);
+    const char *tpl = NULL;
+    CHECK_EQ_INT(evo_template_get("attention_fp8.cu", &tpl, NULL, NULL), EVO_OK);
+    char hash[65];
+    evo_sha256_hex(tpl, strlen(tpl), hash);
+    CHECK_STR(src.cand.template_hash, hash);
+    snprintf(line, sizeof line, " *   compiled by   NVRTC %s with -std=c++17 -DNDEBUG (nvcc needs none of these)\n",
+             evo_nvrtc_version());
+    CHECK_CONTAINS(t, line);
+    CHECK_CONTAINS(t, " *   key check     the compile key recomputed at export equals the stored one\n");
+    CHECK_CONTAINS(t, " *   measured on   NVIDIA H100 80GB HBM3, driver 13000, 2026-11-21T10:01:00Z, run 1 generation 1, "
+                      "by evo " EVO_VERSION "\n");
+    CHECK_CONTAINS(t, " *   exported      2026-11-22T08:00:00Z by evo " EVO_VERSION "\n");
+    CHECK_CONTAINS(t, " *   fitness       1.840x: geometric mean");
+    /* mission: baseline 20 µs / 1.84 = 10.87 µs; 4*1*8*512*512*64 FLOP / 10.87 µs = 49.4 TFLOP/s */
+    CHECK_CONTAINS(t, " *   mission(1,8,512,64)              10.87    10.65..11.20     49.4   1.840x  2.00e-04  1.00e-03"
+                      "   3.00e-02\n");
+    CHECK_CONTAINS(t, " *   stress(4,8,2048,64)              54.35    53.26..55.98    632.2   1.840x  1.00e-03  5.00e-03");
+    CHECK_CONTAINS(t, "worst over the timed shapes: rel-L2 1.00e-03, max-abs 5.00e-03; over all 300 correctness "
+                      "cases: rel-L2 1.70e-03\n");
+    CHECK_CONTAINS(t, " *   tolerances: rel-L2 <= 0.002; an element passes when |out - ref| <= 0.02 x RMS(ref) + 0.02 x "
+                      "|ref|;\n");
+    /* D = 64 takes TILE_M = 128; D = 128 takes TILE_M / 2 = 64 (a warp owning 32 rows at D = 128 spills). Shared
+     * memory: Q tile + 2 stages of K and V + one FP16 V tile = 128*64 + 2*2*64*64 + 64*64*2 = 32768 at D = 64,
+     * 64*128 + 2*2*64*128 + 64*128*2 = 57344 at D = 128. */
+    CHECK_CONTAINS(t, " *   head dim  64: evo_attn_fwd<64,0,128,64,4,1,2,1,1,1,1,1,1>\n"
+                      " *                 128 threads, 128 rows per block, 32768 bytes of dynamic shared memory\n");
+    CHECK_CONTAINS(t, " *   head dim 128: evo_attn_fwd<128,0,64,64,4,1,2,1,1,1,1,1,1>\n"
+                      " *                 128 threads, 64 rows per block, 57344 bytes of dynamic shared memory\n");
+    /* the inlined texts: the ABI header verbatim, the template verbatim but for its one #include */
+    const char *abi = NULL, *harness = NULL;
+    CHECK_EQ_INT(evo_template_get("evo_attention_abi.h", &abi, NULL, NULL), EVO_OK);
+    CHECK_EQ_INT(evo_template_get("export_harness.cu", &harness, NULL, NULL), EVO_OK);
+    CHECK_CONTAINS(t, abi);
+    CHECK_CONTAINS(t, harness);
+    const char *inc = strstr(tpl, "#include \"evo_attention_abi.h\"\n");
+    CHECK(inc != NULL);
+    if (inc) {
+        char *before = evo_strdup(tpl);
+        before[inc - tpl] = '\0';
+        CHECK_CONTAINS(t, before);
+        CHECK_CONTAINS(t, inc + strlen("#include \"evo_attention_abi.h\"\n"));
+        free(before);
+    }
+    CHECK_EQ_INT(count_lines_equal(t, "#include \"evo_attention_abi.h\""), 0);
+    CHECK_EQ_INT(count_lines_equal(t, "/* #include \"evo_attention_abi.h\": inlined above */"), 1);
+    CHECK_EQ_INT(count_lines_equal(t, "#include <cuda_runtime.h>"), 1);
+    /* the genome's section */
+    CHECK_CONTAINS(t, "#define EVO_EXPORT_GENOME \"" GENOME_A "\"\n");
+    snprintf(line, sizeof line, "#define EVO_EXPORT_KEY \"%s\"\n", fx->key[C_A]);
+    CHECK_CONTAINS(t, line);
+    CHECK_CONTAINS(t, "#define EVO_EXPORT_ARCH \"sm_90\"\n#define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3\n");
+    CHECK_CONTAINS(t, "template __global__ void evo_attn_fwd<64,0,128,64,4,1,2,1,1,1,1,1,1>(const evo_attn_params);\n"
+                      "template __global__ void evo_attn_fwd<128,0,64,64,4,1,2,1,1,1,1,1,1>(const evo_attn_params);\n");
+    CHECK_CONTAINS(t, "    {64, evo_attn_fwd<64,0,128,64,4,1,2,1,1,1,1,1,1>, 128, 128, 32768},\n"
+                      "    {128, evo_attn_fwd<128,0,64,64,4,1,2,1,1,1,1,1,1>, 128, 64, 57344},\n};\n");
+    CHECK_CONTAINS(t, "    {\"mission\", 1, 8, 512, 64, 0, 10.87},\n");
+    CHECK_CONTAINS(t, "    {\"wide\", 2, 8, 512, 128, 0, 43.48},\n");
+    CHECK_CONTAINS(t, "static const double tol_rel_l2 = 0.002, tol_atol = 0.02, tol_rtol = 0.02, tol_max_frac_over = 0;\n");
+    CHECK_CONTAINS(t, "static const double cfg_softmax_scale = 0; /* 0: 1/sqrt(head_dim) */\n");
+    CHECK_CONTAINS(t, "static const int timing_warmup = 3, timing_repetitions = 20, timing_flush_l2 = 1;\n");
+    /* the launcher comes from the harness, after the table it uses */
+    const char *table = strstr(t, "static const variant variants[]"), *launcher = strstr(t, "extern \"C\" int evo_attention_forward(");
+    CHECK(table && launcher && table < launcher);
+    evo_export_out_free(&out);
+    evo_export_src_free(&src);
+
+    /* --id by full key, by prefix and by number give the same file (apart from nothing) */
+    char prefix[9];
+    snprintf(prefix, sizeof prefix, "%.8s", fx->key[C_A]);
+    char num[32];
+    snprintf(num, sizeof num, "%lld", (long long)fx->id[C_A]);
+    const char *ids[] = {fx->key[C_A], prefix, num};
+    char *first = NULL;
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(export_one(st, ids[i], &src, &out, &err), EVO_OK);
+        CHECK_STR(src.note, "");
+        if (i == 0) first = evo_strdup(out.text ? out.text : "");
+        else CHECK_STR(out.text, first);
+        evo_export_out_free(&out);
+        evo_export_src_free(&src);
+    }
+    free(first);
+
+    /* the baseline is an elite too */
+    CHECK_EQ_INT(export_one(st, fx->key[C_BASE], &src, &out, &err), EVO_OK);
+    CHECK_CONTAINS(out.text, "    {64, evo_attn_fwd<64,0,64,64,4,1,2,1,1,0,0,1,1>, 128, 64, 20480},\n");
+    CHECK_CONTAINS(out.text, " *   fitness       1.000x");
+    evo_export_out_free(&out);
+    evo_export_src_free(&src);
+    evo_store_close(st);
+}
+
+static void test_refusals(const fixture *fx)
+{
+    evo_store *st = open_ro("e4m3.db");
+    evo_export_src src;
+    evo_export_out out = {0};
+    evo_err err = {{0}};
+    char want[600], id[80];
+
+    /* a hand-written file */
+    snprintf(id, sizeof id, "%lld", (long long)fx->id[C_FILE]);
+    CHECK_EQ_INT(export_one(st, id, &src, &out, &err), EVO_E_USAGE);
+    snprintf(want, sizeof want, "candidate %lld (%.8s) is my_attn.cu, a hand-written kernel checked with `evo check`",
+             (long long)fx->id[C_FILE], fx->key[C_FILE]);
+    CHECK_CONTAINS(err.msg, want);
+    CHECK(src.cand.key == NULL && out.text == NULL);
+
+    /* INCORRECT: no passing evaluation, and the message says what the latest was */
+    snprintf(id, sizeof id, "%.8s", fx->key[C_BAD]);
+    CHECK_EQ_INT(export_one(st, id, &src, &out, &err), EVO_E_NOTFOUND);
+    snprintf(want, sizeof want,
+             "candidate %lld (%.8s) has no evaluation that passed every gate (latest: INCORRECT in run 1 generation 0); "
+             "only correct, timed kernels are exported",
+             (long long)fx->id[C_BAD], fx->key[C_BAD]);
+    CHECK_CONTAINS(err.msg, want);
+
+    /* measured with another template */
+    snprintf(id, sizeof id, "%.8s", fx->key[C_STALE]);
+    CHECK_EQ_INT(export_one(st, id, &src, &out, &err), EVO_E_NOTFOUND);
+    snprintf(want, sizeof want,
+             "candidate %lld (%.8s) was measured with another version of templates/attention_fp8.cu (SHA-256 "
+             "000000000000..., this evo has ",
+             (long long)fx->id[C_STALE], fx->key[C_STALE]);
+    CHECK_CONTAINS(err.msg, want);
+    CHECK(out.text == NULL);
+    evo_export_src_free(&src);
+
+    /* a prefix that A and STALE share, an unknown prefix, an unknown number */
+    snprintf(id, sizeof id, "%.4s", fx->key[C_A]);
+    CHECK_EQ_INT(export_one(st, id, &src, &out, &err), EVO_E_USAGE);
+    CHECK_CONTAINS(err.msg, "matches several candidates; give more digits");
+    CHECK_EQ_INT(export_one(st, strncmp(fx->key[C_A], "dead", 4) ? "deadbeef" : "beefdead", &src, &out, &err),
+                 EVO_E_NOTFOUND);
+    CHECK_CONTAINS(err.msg, "no candidate '");
+    CHECK_EQ_INT(export_one(st, "999", &src, &out, &err), EVO_E_NOTFOUND);
+    CHECK_CONTAINS(err.msg, "no candidate '999'");
+
+    /* a stored key the genome no longer renders to: exported, with a warning */
+    CHECK_EQ_INT(export_one(st, "eeeeeeee", &src, &out, &err), EVO_OK);
+    CHECK_CONTAINS(out.warning, "the compile key recomputed here (");
+    CHECK_CONTAINS(out.warning, ") differs from the stored one (eeeeeeee)");
+    CHECK_CONTAINS(out.text, " *   key check     the compile key recomputed at export differs");
+    CHECK_CONTAINS(out.text, "#define EVO_EXPORT_GENOME \"" GENOME_REKEYED "\"\n");
+    evo_export_out_free(&out);
+    evo_export_src_free(&src);
+    evo_store_close(st);
+
+    /* an empty store */
+    st = open_ro("empty.db");
+    CHECK_EQ_INT(export_one(st, NULL, &src, &out, &err), EVO_E_NOTFOUND);
+    CHECK_CONTAINS(err.msg, "empty.db: no elites yet — no candidate has passed every gate; run `evo run`");
+    CHECK_EQ_INT(export_one(st, "1", &src, &out, &err), EVO_E_NOTFOUND);
+    evo_store_close(st);
+}
+
+static void test_u8sim(void)
+{
+    evo_store *st = open_ro("u8sim.db");
+    evo_export_src src;
+    evo_export_out out = {0};
+    evo_err err = {{0}};
+    CHECK_EQ_INT(export_one(st, NULL, &src, &out, &err), EVO_OK);
+    CHECK_STR(out.warning, "");
+    CHECK_CONTAINS(out.text, " *   task          attention_fp8, format u8sim, arch sm_90, head dims 64 128\n");
+    CHECK_CONTAINS(out.text, "#define EVO_EXPORT_FORMAT EVO_FORMAT_U8SIM\n");
+    CHECK_CONTAINS(out.text, "template __global__ void evo_attn_fwd<64,1,128,64,4,1,2,1,1,1,1,1,1>(const evo_attn_params);\n");
+    evo_export_out_free(&out);
+    evo_export_src_free(&src);
+    evo_store_close(st);
+}
+
+/* A run whose stored config text is gone cannot be rendered; neither can a genome the config does not know. */
+static void test_render_errors(const fixture *fx)
+{
+    evo_store *st = open_ro("e4m3.db");
+    evo_export_src src;
+    evo_export_out out = {0};
+    evo_err err = {{0}};
+    CHECK_EQ_INT(evo_export_pick(st, fx->key[C_A], &src, &err), EVO_OK);
+    char *saved = src.run.config_text;
+    src.run.config_text = NULL;
+    CHECK_EQ_INT(evo_export_render(&src, NULL, &out, &err), EVO_E_DB);
+    CHECK_CONTAINS(err.msg, "run 1 stored no config text");
+    src.run.config_text = evo_strdup("task: attention_fp8\nformat: e4m4\n");
+    CHECK_EQ_INT(evo_export_render(&src, NULL, &out, &err), EVO_E_CONFIG);
+    CHECK_CONTAINS(err.msg, "the config stored with run 1: configs/default.yaml:2:");
+    free(src.run.config_text);
+    src.run.config_text = saved;
+    char *genome = src.cand.genome;
+    src.cand.genome = evo_strdup("TILE_M=48");
+    CHECK_EQ_INT(evo_export_render(&src, NULL, &out, &err), EVO_E_DB);
+    CHECK_CONTAINS(err.msg, "genome does not fit the config of run 1");
+    free(src.cand.genome);
+    src.cand.genome = genome;
+    CHECK(out.text == NULL);
+    evo_export_src_free(&src);
+    evo_store_close(st);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && strcmp(argv[1], "--fixture") == 0) return fixture_main(argv[2], argv[3]);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/evo-test-export-XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    char path[256];
+    fixture fx, fu;
+    snprintf(path, sizeof path, "%s/e4m3.db", tmpdir);
+    make_fixture(path, EVO_FMT_E4M3, &fx);
+    snprintf(path, sizeof path, "%s/u8sim.db", tmpdir);
+    make_fixture(path, EVO_FMT_U8SIM, &fu);
+    snprintf(path, sizeof path, "%s/empty.db", tmpdir);
+    fixture_main("empty", path);
+
+    test_best(&fx);
+    test_refusals(&fx);
+    test_u8sim();
+    test_render_errors(&fx);
+
+    evo_remove_tree(tmpdir);
+    return check_result();
+}
