@@ -51,8 +51,8 @@ static evo_status parse_opts(int argc, char **argv, plot_opts *o, evo_err *err)
         case 'k': {
             char *end;
             long k = strtol(optarg, &end, 10);
-            if (*optarg == '\0' || *end || k < 1 || k > 20)
-                return evo_cli_usage_error(self, err, "--top wants an integer from 1 to 20, got '%s'", optarg);
+            if (*optarg == '\0' || *end || k < 1 || k > 10) /* one colour each */
+                return evo_cli_usage_error(self, err, "--top wants an integer from 1 to 10, got '%s'", optarg);
             o->top = (int)k;
             break;
         }

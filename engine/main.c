@@ -104,7 +104,7 @@ static const evo_cmd commands[] = {
      "      --json            machine-readable output\n",
      0},
     {"profile", cmd_profile, "profile a stored kernel with Nsight Compute and store the metrics",
-     "usage: evo profile --id ID [--shape NAME] [--db F] [--ncu PATH]\n"
+     "usage: evo profile --id ID [--shape NAME] [--db F] [--ncu PATH] [--cu FILE]\n"
      "\n"
      "Exports the candidate, builds its self-test with nvcc, runs it under ncu (clocks not locked) and stores, per\n"
      "timed shape, tensor-pipe utilisation, DRAM throughput, achieved occupancy, shared-memory bank conflicts,\n"
@@ -114,7 +114,8 @@ static const evo_cmd commands[] = {
      "      --id ID           a candidate id or key prefix (see evo elite --show)\n"
      "      --shape NAME      only this shape: its full text or its name, e.g. mission (default: every timed shape)\n"
      "      --db F            database (default population.db)\n"
-     "      --ncu PATH        the ncu executable (default: ncu on PATH, then /usr/local/cuda/bin/ncu)\n",
+     "      --ncu PATH        the ncu executable (default: ncu on PATH, then $CUDA_HOME/bin/ncu)\n"
+     "      --cu FILE         profile this file `evo export` wrote for the candidate instead of exporting it\n",
      0},
     {"plot", cmd_plot, "draw SVG charts of a run: fitness per generation, speedup per shape",
      "usage: evo plot [--run ID] [-o DIR] [--db F] [--top K]\n"
@@ -127,7 +128,7 @@ static const evo_cmd commands[] = {
      "      --run ID          the run to plot (default: the latest)\n"
      "  -o, --output DIR      where to write (created when missing; default plots)\n"
      "      --db F            database (default population.db)\n"
-     "  -k, --top K           elites in the speedup chart, 1 to 20 (default 5)\n",
+     "  -k, --top K           elites in the speedup chart, 1 to 10 (default 5)\n",
      0},
     {"help", cmd_help, "show help for a command",
      "usage: evo help [COMMAND]\n", 0},

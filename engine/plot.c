@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const palette[] = {"#0072b2", "#e69f00", "#009e73", "#d55e00",
-                                      "#cc79a7", "#56b4e9", "#8c6d31", "#555555"};
+/* Ten colours told apart also by most colour-blind readers; `evo plot --top` stops at ten. */
+static const char *const palette[] = {"#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7",
+                                      "#56b4e9", "#8c6d31", "#555555", "#999933", "#882255"};
 
 enum { FONT_TITLE = 16, FONT_SUB = 12, FONT_TICK = 11, FONT_AXIS = 13, FONT_LEGEND = 12, FONT_VALUE = 10 };
 

@@ -142,6 +142,9 @@ expect_rc 2 "plot --run x"
 expect_err "evo: plot: --run wants a run id (a positive integer), got 'x' (see 'evo help plot')" "plot --run x"
 run plot --db "$db" --top 0
 expect_rc 2 "plot --top 0"
+run plot --db "$db" --top 11
+expect_rc 2 "plot --top 11"
+expect_err "evo: plot: --top wants an integer from 1 to 10, got '11' (see 'evo help plot')" "plot --top 11"
 run plot --db "$db" extra
 expect_rc 2 "plot extra argument"
 : >"$T/afile"
