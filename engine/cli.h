@@ -34,6 +34,8 @@ EVO_CMD(space);
 EVO_CMD(compile);
 EVO_CMD(history);
 EVO_CMD(insights);
+EVO_CMD(profile);
+EVO_CMD(plot);
 EVO_CMD(help);
 EVO_CMD(worker);
 

@@ -52,6 +52,8 @@ static const struct {
     {EVO_PROFILE_DRAM, "DRAM throughput"},
     {EVO_PROFILE_OCCUPANCY, "achieved occupancy"},
     {EVO_PROFILE_BANK_CONFLICTS, "bank conflicts"},
+    {EVO_PROFILE_ISSUE_SLOTS, "issue slots"},
+    {EVO_PROFILE_DURATION, "duration"},
 };
 
 static int metric_order(const char *name)

@@ -107,6 +107,33 @@ static const evo_cmd commands[] = {
      "      --db F            database (default population.db)\n"
      "      --json            machine-readable output\n",
      0},
+    {"profile", cmd_profile, "profile a stored kernel with Nsight Compute and store the metrics",
+     "usage: evo profile --id ID [--shape NAME] [--db F] [--ncu PATH] [--cu FILE]\n"
+     "\n"
+     "Exports the candidate, builds its self-test with nvcc, runs it under ncu (clocks not locked) and stores, per\n"
+     "timed shape, tensor-pipe utilisation, DRAM throughput, achieved occupancy, shared-memory bank conflicts,\n"
+     "issue-slot utilisation and the kernel's duration; `evo elite --show` prints them. Needs an NVIDIA GPU, nvcc\n"
+     "and Nsight Compute with access to the GPU's performance counters.\n"
+     "\n"
+     "      --id ID           a candidate id or key prefix (see evo elite --show)\n"
+     "      --shape NAME      only this shape: its full text or its name, e.g. mission (default: every timed shape)\n"
+     "      --db F            database (default population.db)\n"
+     "      --ncu PATH        the ncu executable (default: ncu on PATH, then $CUDA_HOME/bin/ncu)\n"
+     "      --cu FILE         profile this file `evo export` wrote for the candidate instead of exporting it\n",
+     0},
+    {"plot", cmd_plot, "draw SVG charts of a run: fitness per generation, speedup per shape",
+     "usage: evo plot [--run ID] [-o DIR] [--db F] [--top K]\n"
+     "\n"
+     "Writes three SVG files for the run (default: the latest) into DIR (default plots/): run<ID>-fitness.svg\n"
+     "(best and median fitness per generation), run<ID>-elites.svg (speedup per shape of the top K elites of the\n"
+     "run's task, arch and shape set) and run<ID>-evaluations.svg (the fitness of every evaluation). Reads the\n"
+     "database only; a browser shows the files.\n"
+     "\n"
+     "      --run ID          the run to plot (default: the latest)\n"
+     "  -o, --output DIR      where to write (created when missing; default plots)\n"
+     "      --db F            database (default population.db)\n"
+     "  -k, --top K           elites in the speedup chart, 1 to 10 (default 5)\n",
+     0},
     {"help", cmd_help, "show help for a command",
      "usage: evo help [COMMAND]\n", 0},
     {"worker", cmd_worker, "internal: the GPU worker process",

@@ -179,6 +179,8 @@ void evo_store_elites_free(evo_elite_rec *e, int n);
 #define EVO_PROFILE_DRAM "dram_throughput"              /* DRAM throughput, % of peak or GB/s (unit says) */
 #define EVO_PROFILE_OCCUPANCY "achieved_occupancy"      /* achieved occupancy, % */
 #define EVO_PROFILE_BANK_CONFLICTS "smem_bank_conflicts" /* shared-memory bank conflicts, count */
+#define EVO_PROFILE_ISSUE_SLOTS "issue_slot_util"       /* issue slots busy, % (written by `evo profile` too) */
+#define EVO_PROFILE_DURATION "duration"                 /* the profiled launch's duration, us */
 
 /* Upsert; unit may be NULL. */
 evo_status evo_store_put_profile(evo_store *st, int64_t candidate_id, const char *shape, const char *metric,
