@@ -20,7 +20,8 @@
  *   SWIZZLE     0, 1         XOR-swizzle 16-byte chunks of each smem row so ldmatrix is bank-conflict free
  *   PV_MMA      0, 1         P·V on tensor cores (1) or with FMA from P staged in smem (0, the slow reference path)
  *   QK_8BIT     0, 1         Q·Kᵀ as 8-bit mma m16n8k32 (e4m3 on sm_89+, s8 for u8sim) instead of FP16 m16n8k16:
- *                            half the mma count and no conversion of Q or K, exact products either way
+ *                            half the mma count and no conversion of Q or K, exact products either way. sm_90
+ *                            only emulates e4m3 mma.sync (slower than FP16), so there e4m3 takes the FP16 path
  *   F16_SMEM    0, 1, 2      convert 8-bit tiles to FP16 in smem once per block instead of in registers by every
  *                            warp: 0 none, 1 V, 2 K and V (K only when QK_8BIT=0); costs smem and a barrier per tile
  *   MIN_BLOCKS  1, 2         __launch_bounds__ minimum blocks per SM: caps registers to raise occupancy
@@ -49,8 +50,12 @@ EVO_DEV u32 smem_addr(const void *p)
     return r;
 }
 
-/* 16-byte global→shared copy; src_bytes = 0 fills the destination with zeros and reads nothing. */
-EVO_DEV void cp_async16(u32 dst, const void *src, int src_bytes)
+/* 16-byte global→shared copy; the zfill form with src_bytes = 0 fills the destination with zeros and reads nothing. */
+EVO_DEV void cp_async16(u32 dst, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
+EVO_DEV void cp_async16_zfill(u32 dst, const void *src, int src_bytes)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
@@ -141,6 +146,25 @@ template <> EVO_DEV u32 cvt2<EVO_FORMAT_U8SIM>(u32 x)
     return r;
 }
 
+/* The same for bytes 2 and 3 of x: the converter reads the upper half in place (no shift). */
+template <int FMT> EVO_DEV u32 cvt2h(u32 x);
+template <> EVO_DEV u32 cvt2h<EVO_FORMAT_E4M3>(u32 x)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    u32 r;
+    asm("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %1; cvt.rn.f16x2.e4m3x2 %0, hi; }" : "=r"(r) : "r"(x));
+    return r;
+#else
+    return cvt2<EVO_FORMAT_E4M3>(x >> 16);
+#endif
+}
+template <> EVO_DEV u32 cvt2h<EVO_FORMAT_U8SIM>(u32 x)
+{
+    u32 t = prmt(x, 0x6464u, 0x4342u), r; /* halves 1024 + code */
+    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(t), "r"(0x64806480u)); /* - 1152 */
+    return r;
+}
+
 /* Packs two floats as f16x2, lo in the low half. */
 EVO_DEV u32 pack_f16x2(float lo, float hi)
 {
@@ -200,6 +224,53 @@ template <int CH, int SWIZZLE> EVO_DEV int chunk_off(int r, int c)
     return r * CH * 16 + pc * 16;
 }
 
+/* ldmatrix x4 addresses of one lane in a tile of CH-chunk rows: chunk c0 + ld_chunk (c0 even, compile-time) of row
+ * R + ld_row (R a multiple of 8, compile-time) lies at R·CH·16 + off[(c0 & XM) / 2] + (c0 & ~XM)·16, because the
+ * swizzle XOR depends on the row only modulo 8 and never touches chunk bits above XM. The offsets are computed once,
+ * so a fragment's address is a register plus a constant. row0 (a multiple of 8) is added to every offset. */
+template <int CH, int SWIZZLE> struct LdsmLane {
+    static constexpr int XM = (CH >= 8 ? 8 : CH) - 1, N = (XM + 1) / 2;
+    u32 off[N];
+    EVO_DEV LdsmLane(int row0, int ld_row, int ld_chunk)
+    {
+#pragma unroll
+        for (int v = 0; v < N; v++) off[v] = chunk_off<CH, SWIZZLE>(row0 + ld_row, 2 * v + ld_chunk);
+    }
+    EVO_DEV u32 at(int r, int c0) const { return r * CH * 16 + off[(c0 & XM) >> 1] + (c0 & ~XM) * 16; }
+};
+
+/* This thread's copies of a ROWS x D-byte tile (rows row0.. of a head) to smem at base. Chunk i = tid + k·NT of the
+ * tile is row i / C8, chunk i % C8; NT is a multiple of C8, so a thread keeps one chunk column (cp_c) and steps
+ * NT / C8 rows from cp_r. Its k-th copy adds compile-time constants to the offsets computed once (cp_soff) when the
+ * step keeps the swizzle phase (a multiple of 8 rows). Rows past the sequence are zero-filled so no uninitialised
+ * byte (a NaN code) ever reaches an mma; only a tile that crosses the end of the sequence compares rows. */
+template <int ROWS, int D, int NT, int SWIZZLE>
+EVO_DEV void copy_tile(u32 base, const u8 *head, int row0, int seq, int cp_r, int cp_c, u32 cp_soff)
+{
+    constexpr int C8 = D / 16, RSTEP = NT / C8, ITERS = (ROWS + RSTEP - 1) / RSTEP;
+    static_assert(NT % C8 == 0 && RSTEP % 4 == 0, "a thread keeps its chunk column; it steps 4 or 8k rows");
+    /* A step of 4 rows (one warp, D = 128) alternates two swizzle phases; two steps keep it. */
+    const u32 soff1 = RSTEP % 8 == 0 ? cp_soff + RSTEP * C8 * 16 : chunk_off<C8, SWIZZLE>(cp_r + RSTEP, cp_c);
+    auto soff = [&](int k) { return (k & 1 ? soff1 : cp_soff) + (k >> 1) * 2 * RSTEP * C8 * 16; };
+    const u8 *src = head + (long long)row0 * D + cp_r * D + cp_c * 16;
+    const int valid = seq - row0; /* rows of this tile inside the sequence */
+    /* unroll 4: one-warp blocks copy 8-16 chunks per tensor; unrolled fully they keep too many addresses live. */
+    if (valid >= ROWS) {
+#pragma unroll 4
+        for (int k = 0; k < ITERS; k++)
+            if (ROWS % RSTEP == 0 || cp_r + k * RSTEP < ROWS) cp_async16(base + soff(k), src + k * RSTEP * D);
+    } else {
+#pragma unroll 4
+        for (int k = 0; k < ITERS; k++) {
+            const int r = cp_r + k * RSTEP;
+            if (ROWS % RSTEP == 0 || r < ROWS) {
+                const bool ok = r < valid;
+                cp_async16_zfill(base + soff(k), ok ? src + k * RSTEP * D : head, ok ? 16 : 0);
+            }
+        }
+    }
+}
+
 } // namespace evo_attn
 
 template <int D, int FMT, int TILE_M, int TILE_N, int WARPS_M, int WARPS_N, int STAGES, int SWIZZLE, int PV_MMA,
@@ -212,7 +283,15 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
 #if defined(__CUDA_ARCH__)
     static_assert(!(QK_8BIT && FMT == EVO_FORMAT_E4M3) || __CUDA_ARCH__ >= 890, "e4m3 mma needs sm_89 or newer");
 #endif
-    constexpr bool INT_SCORES = QK_8BIT && FMT == EVO_FORMAT_U8SIM;
+    /* sm_90 has no native e4m3 mma.sync: the compiler emulates it with conversions of both operands on every mma
+     * and an FP32 add per accumulator, about twice the instructions of the FP16 path. There QK_8BIT=1 takes the
+     * FP16 path (same products, FP32 sums); shared memory keeps the layout of the genome (AttnCfg). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+    constexpr bool Q8 = QK_8BIT && FMT == EVO_FORMAT_U8SIM;
+#else
+    constexpr bool Q8 = QK_8BIT;
+#endif
+    constexpr bool INT_SCORES = Q8 && FMT == EVO_FORMAT_U8SIM;
     /* u8sim codes enter the mma as (code - 128); the rest of the decode is a constant folded into the scales. */
     constexpr float FMT_MUL = FMT == EVO_FORMAT_U8SIM ? 448.0f / 127.0f : 1.0f;
     constexpr float LOG2E = 1.4426950408889634f;
@@ -249,29 +328,23 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
     const float qk_mul = sq * sk * p.softmax_scale * FMT_MUL * FMT_MUL * (FAST_EXP ? LOG2E : 1.0f);
     const float v_mul = sv * FMT_MUL;
 
-    /* Copy `rows` rows of D bytes from src (row0 = first row's index in the sequence) into a tile; rows past the
-     * sequence are zero-filled so no uninitialised byte (a NaN code) ever reaches an mma. */
-    auto load_tile = [&](u8 *dst, const u8 *src, int row0, int rows) {
-        const u32 base = smem_addr(dst);
-        for (int i = tid; i < rows * C8; i += NT) {
-            const int r = i / C8, c = i % C8;
-            const bool ok = row0 + r < S;
-            const u8 *from = src + (long long)(ok ? row0 + r : 0) * D + c * 16;
-            cp_async16(base + chunk_off<C8, SWIZZLE>(r, c), from, ok ? 16 : 0);
-        }
-    };
-    auto load_kv = [&](int tile, int stage) {
-        load_tile(sK + stage * C::KV_BYTES, Kg, tile * TILE_N, TILE_N);
-        load_tile(sV + stage * C::KV_BYTES, Vg, tile * TILE_N, TILE_N);
+    /* Per-thread part of the tile copies (copy_tile): a fixed chunk column, a first row, its smem offset. */
+    const int cp_r = tid / C8, cp_c = tid % C8;
+    const u32 cp_soff = chunk_off<C8, SWIZZLE>(cp_r, cp_c);
+    const u32 cp_hoff0 = chunk_off<2 * C8, SWIZZLE>(cp_r, 2 * cp_c), cp_hoff1 = chunk_off<2 * C8, SWIZZLE>(cp_r, 2 * cp_c + 1);
+    const u32 sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
+    auto load_kv = [&](int tile, u32 stage_off) {
+        copy_tile<TILE_N, D, NT, SWIZZLE>(sK_addr + stage_off, Kg, tile * TILE_N, S, cp_r, cp_c, cp_soff);
+        copy_tile<TILE_N, D, NT, SWIZZLE>(sV_addr + stage_off, Vg, tile * TILE_N, S, cp_r, cp_c, cp_soff);
     };
 
-    load_tile(sQ, Qg, m0, TILE_M);
+    copy_tile<TILE_M, D, NT, SWIZZLE>(smem_addr(sQ), Qg, m0, S, cp_r, cp_c, cp_soff);
     if constexpr (STAGES == 1) {
         cp_async_commit();
     } else {
 #pragma unroll
         for (int s = 0; s < STAGES - 1; s++) {
-            if (s < n_tiles) load_kv(s, s);
+            if (s < n_tiles) load_kv(s, s * C::KV_BYTES);
             cp_async_commit();
         }
     }
@@ -284,7 +357,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
     /* Q fragments stay in registers for the whole key loop. 8-bit: m16n8k32 A operands straight from the bytes.
      * FP16: a byte quad (4 consecutive dims) becomes two f16x2 registers; Q and K use the same dim permutation
      * (mma column 2q+e <-> dim 4q+e, column 2q+8+e <-> dim 4q+2+e), which leaves Q·Kᵀ unchanged. */
-    u32 qa[MT][D / 16][QK_8BIT ? 2 : 4];
+    u32 qa[MT][D / 16][Q8 ? 2 : 4];
 
     float o[MT][OT][4];
     float m_run[MT][2], l_run[MT][2];
@@ -309,11 +382,20 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
         for (int j = 0; j < OS_COLS; j++) os[r][j] = 0.f;
     float *wP = sP + warp * (RPW * KW + RPW); /* this warp's P rows, then its per-row factors */
 
+    /* Per-lane ldmatrix offsets of this warp's key slice. K as the B operand of an 8-bit or FP16-smem mma wants
+     * keys 0-7 of two chunks in adjacent registers, so K tiles (and the 8-bit V tile, to share the offsets) use
+     * key-major lanes: matrix i = lane/8 covers rows (i>>1)*8 + lane%8 and chunk (i&1), r0..r3 = (keys 0-7, c),
+     * (0-7, c+1), (8-15, c), (8-15, c+1). FP16 V wants keys 0-7 and 8-15 of one chunk adjacent: the Q order. */
+    const int ldk_row = (lane >> 4) * 8 + (lane & 7), ldk_chunk = (lane >> 3) & 1;
+    const LdsmLane<C8, SWIZZLE> ld8(wn * KW, ldk_row, ldk_chunk);
+    const LdsmLane<2 * C8, SWIZZLE> ld16k(wn * KW, ldk_row, ldk_chunk);
+    const LdsmLane<2 * C8, SWIZZLE> ld16(wn * KW, ld_row, ld_chunk);
+    u32 rd_off = 0;                                                  /* stage of tile j    */
+    u32 wr_off = (u32)(STAGES == 1 ? 0 : (STAGES - 1) * C::KV_BYTES); /* stage of tile j + STAGES - 1 */
     for (int j = 0; j < n_tiles; j++) {
-        const int stage = STAGES == 1 ? 0 : j % STAGES;
         if constexpr (STAGES == 1) {
             if (j > 0) __syncthreads();
-            load_kv(j, 0);
+            load_kv(j, 0u);
             cp_async_commit();
             cp_async_wait<0>();
             __syncthreads();
@@ -321,10 +403,12 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
             cp_async_wait<(STAGES >= 2 ? STAGES - 2 : 0)>();
             __syncthreads();
             const int jn = j + STAGES - 1;
-            if (jn < n_tiles) load_kv(jn, jn % STAGES);
+            if (jn < n_tiles) load_kv(jn, wr_off);
             cp_async_commit();
+            wr_off = rd_off; /* tile j's stage is refilled next */
         }
-        if (j == 0) {
+        if (j == 0) { /* Q arrived with the first stage. Loading it before the loop saves ~3 instructions a tile
+                       * but keeps more registers live through the pipeline prologue: some genomes then spill. */
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
@@ -332,7 +416,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
                     u32 r0, r1, r2, r3;
                     const int row = wm * RPW + mt * 16 + ld_row;
                     ldsm_x4(smem_addr(sQ) + chunk_off<C8, SWIZZLE>(row, 2 * cp + ld_chunk), r0, r1, r2, r3);
-                    if constexpr (QK_8BIT) {
+                    if constexpr (Q8) {
                         qa[mt][2 * cp][0] = r0;
                         qa[mt][2 * cp][1] = r1;
                         qa[mt][2 * cp + 1][0] = r2;
@@ -340,39 +424,48 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
                     } else {
                         qa[mt][2 * cp][0] = cvt2<FMT>(r0);
                         qa[mt][2 * cp][1] = cvt2<FMT>(r1);
-                        qa[mt][2 * cp][2] = cvt2<FMT>(r0 >> 16);
-                        qa[mt][2 * cp][3] = cvt2<FMT>(r1 >> 16);
+                        qa[mt][2 * cp][2] = cvt2h<FMT>(r0);
+                        qa[mt][2 * cp][3] = cvt2h<FMT>(r1);
                         qa[mt][2 * cp + 1][0] = cvt2<FMT>(r2);
                         qa[mt][2 * cp + 1][1] = cvt2<FMT>(r3);
-                        qa[mt][2 * cp + 1][2] = cvt2<FMT>(r2 >> 16);
-                        qa[mt][2 * cp + 1][3] = cvt2<FMT>(r3 >> 16);
+                        qa[mt][2 * cp + 1][2] = cvt2h<FMT>(r2);
+                        qa[mt][2 * cp + 1][3] = cvt2h<FMT>(r3);
                     }
                 }
             }
         }
-        const u8 *tK = sK + stage * C::KV_BYTES;
-        const u8 *tV = sV + stage * C::KV_BYTES;
+        const u32 stage_off = rd_off;
+        if constexpr (STAGES > 1) rd_off = rd_off + C::KV_BYTES == (u32)(STAGES * C::KV_BYTES) ? 0u : rd_off + C::KV_BYTES;
+        const u8 *tK = sK + stage_off;
+        const u8 *tV = sV + stage_off;
         if constexpr (C::V16 || C::K16) {
             /* One FP16 copy of the tiles for all warps. V keeps the natural dim order; K takes the order the Q
              * fragments use (byte pairs 0,1 4,5 8,9 12,13 of each 16-dim group first, then 2,3 6,7 10,11 14,15). */
-            for (int i = tid; i < TILE_N * C8; i += NT) {
-                const int r = i / C8, c = i % C8;
+            constexpr int RSTEP = NT / C8; /* the copy's chunk assignment: no div/mod, offsets known per thread */
+#pragma unroll
+            for (int k = 0; k < (TILE_N + RSTEP - 1) / RSTEP; k++) {
+                const int r = cp_r + k * RSTEP, c = cp_c;
+                if (TILE_N % RSTEP != 0 && r >= TILE_N) break;
+                const bool lin = RSTEP % 8 == 0; /* the k-th chunk keeps the swizzle phase of the first */
+                const u32 src = lin ? cp_soff + k * RSTEP * C8 * 16 : chunk_off<C8, SWIZZLE>(r, c);
+                const u32 dst0 = lin ? cp_hoff0 + k * RSTEP * C8 * 32 : chunk_off<2 * C8, SWIZZLE>(r, 2 * c);
+                const u32 dst1 = lin ? cp_hoff1 + k * RSTEP * C8 * 32 : chunk_off<2 * C8, SWIZZLE>(r, 2 * c + 1);
                 if constexpr (C::V16) {
-                    const uint4 b = *(const uint4 *)(tV + chunk_off<C8, SWIZZLE>(r, c));
+                    const uint4 b = *(const uint4 *)(tV + src);
                     uint4 lo, hi;
-                    lo.x = cvt2<FMT>(b.x), lo.y = cvt2<FMT>(b.x >> 16), lo.z = cvt2<FMT>(b.y), lo.w = cvt2<FMT>(b.y >> 16);
-                    hi.x = cvt2<FMT>(b.z), hi.y = cvt2<FMT>(b.z >> 16), hi.z = cvt2<FMT>(b.w), hi.w = cvt2<FMT>(b.w >> 16);
-                    *(uint4 *)(sV16 + chunk_off<2 * C8, SWIZZLE>(r, 2 * c)) = lo;
-                    *(uint4 *)(sV16 + chunk_off<2 * C8, SWIZZLE>(r, 2 * c + 1)) = hi;
+                    lo.x = cvt2<FMT>(b.x), lo.y = cvt2h<FMT>(b.x), lo.z = cvt2<FMT>(b.y), lo.w = cvt2h<FMT>(b.y);
+                    hi.x = cvt2<FMT>(b.z), hi.y = cvt2h<FMT>(b.z), hi.z = cvt2<FMT>(b.w), hi.w = cvt2h<FMT>(b.w);
+                    *(uint4 *)(sV16 + dst0) = lo;
+                    *(uint4 *)(sV16 + dst1) = hi;
                 }
                 if constexpr (C::K16) {
-                    const uint4 b = *(const uint4 *)(tK + chunk_off<C8, SWIZZLE>(r, c));
+                    const uint4 b = *(const uint4 *)(tK + src);
                     uint4 lo, hi;
                     lo.x = cvt2<FMT>(b.x), lo.y = cvt2<FMT>(b.y), lo.z = cvt2<FMT>(b.z), lo.w = cvt2<FMT>(b.w);
-                    hi.x = cvt2<FMT>(b.x >> 16), hi.y = cvt2<FMT>(b.y >> 16), hi.z = cvt2<FMT>(b.z >> 16);
-                    hi.w = cvt2<FMT>(b.w >> 16);
-                    *(uint4 *)(sK16 + chunk_off<2 * C8, SWIZZLE>(r, 2 * c)) = lo;
-                    *(uint4 *)(sK16 + chunk_off<2 * C8, SWIZZLE>(r, 2 * c + 1)) = hi;
+                    hi.x = cvt2h<FMT>(b.x), hi.y = cvt2h<FMT>(b.y), hi.z = cvt2h<FMT>(b.z);
+                    hi.w = cvt2h<FMT>(b.w);
+                    *(uint4 *)(sK16 + dst0) = lo;
+                    *(uint4 *)(sK16 + dst1) = hi;
                 }
             }
             __syncthreads();
@@ -393,56 +486,56 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
                         if constexpr (INT_SCORES) si[mt][t][e] = 0;
                     }
             if constexpr (C::K16) {
-                /* FP16 K from smem, already in the Q fragments' dim order: r0..r3 = keys 0-7 / 8-15 of chunks
-                 * 2ks and 2ks+1, so keys 0-7 take {r0, r2} and keys 8-15 {r1, r3}. */
+                /* FP16 K from smem, already in the Q fragments' dim order; key-major lanes: r0..r3 = keys 0-7 of
+                 * chunks 2ks, 2ks+1, then keys 8-15 of both, so each B operand is an adjacent register pair. */
                 const u32 kbase = smem_addr(sK16);
 #pragma unroll
                 for (int np = 0; np < NTL / 2; np++) {
-                    const int krow = wn * KW + np * 16 + ld_row;
 #pragma unroll
                     for (int ks = 0; ks < D / 16; ks++) {
                         u32 r0, r1, r2, r3;
-                        ldsm_x4(kbase + chunk_off<2 * C8, SWIZZLE>(krow, 2 * ks + ld_chunk), r0, r1, r2, r3);
+                        ldsm_x4(kbase + ld16k.at(np * 16, 2 * ks), r0, r1, r2, r3);
 #pragma unroll
                         for (int mt = 0; mt < MT; mt++) {
                             const u32 *a = qa[mt][ks];
-                            mma_f16(s[mt][2 * np], a[0], a[1], a[2], a[3], r0, r2);
-                            mma_f16(s[mt][2 * np + 1], a[0], a[1], a[2], a[3], r1, r3);
+                            mma_f16(s[mt][2 * np], a[0], a[1], a[2], a[3], r0, r1);
+                            mma_f16(s[mt][2 * np + 1], a[0], a[1], a[2], a[3], r2, r3);
                         }
                     }
                 }
             } else {
-                const u32 kbase = smem_addr(tK);
-    #pragma unroll
+                /* Key-major lanes: 8-bit mma B operands are {r0, r1} for keys 0-7 and {r2, r3} for keys 8-15; the
+                 * FP16 mma makes each register a B operand of its own (chunk 2cp: r0, r2; chunk 2cp+1: r1, r3). */
+                const u32 kbase = sK_addr + stage_off;
+#pragma unroll
                 for (int np = 0; np < NTL / 2; np++) {
-                    const int krow = wn * KW + np * 16 + ld_row;
-    #pragma unroll
+#pragma unroll
                     for (int cp = 0; cp < D / 32; cp++) {
                         u32 r0, r1, r2, r3;
-                        ldsm_x4(kbase + chunk_off<C8, SWIZZLE>(krow, 2 * cp + ld_chunk), r0, r1, r2, r3);
-    #pragma unroll
+                        ldsm_x4(kbase + ld8.at(np * 16, 2 * cp), r0, r1, r2, r3);
+#pragma unroll
                         for (int mt = 0; mt < MT; mt++) {
-                            if constexpr (QK_8BIT) {
+                            if constexpr (Q8) {
                                 const u32 *a0 = qa[mt][2 * cp], *a1 = qa[mt][2 * cp + 1];
                                 if constexpr (INT_SCORES) {
                                     /* s8 operands: code ^ 0x80 is (code - 128) in two's complement. */
                                     const u32 f = 0x80808080u;
                                     Mma8<EVO_FORMAT_U8SIM>::run(si[mt][2 * np], a0[0] ^ f, a0[1] ^ f, a1[0] ^ f, a1[1] ^ f,
-                                                                r0 ^ f, r2 ^ f);
+                                                                r0 ^ f, r1 ^ f);
                                     Mma8<EVO_FORMAT_U8SIM>::run(si[mt][2 * np + 1], a0[0] ^ f, a0[1] ^ f, a1[0] ^ f,
-                                                                a1[1] ^ f, r1 ^ f, r3 ^ f);
+                                                                a1[1] ^ f, r2 ^ f, r3 ^ f);
                                 } else {
-                                    Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np], a0[0], a0[1], a1[0], a1[1], r0, r2);
-                                    Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np + 1], a0[0], a0[1], a1[0], a1[1], r1, r3);
+                                    Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np], a0[0], a0[1], a1[0], a1[1], r0, r1);
+                                    Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np + 1], a0[0], a0[1], a1[0], a1[1], r2, r3);
                                 }
                             } else {
                                 const u32 *a0 = qa[mt][2 * cp], *a1 = qa[mt][2 * cp + 1];
-                                mma_f16(s[mt][2 * np], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r0), cvt2<FMT>(r0 >> 16));
-                                mma_f16(s[mt][2 * np + 1], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r1),
-                                        cvt2<FMT>(r1 >> 16));
-                                mma_f16(s[mt][2 * np], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r2), cvt2<FMT>(r2 >> 16));
+                                mma_f16(s[mt][2 * np], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r0), cvt2h<FMT>(r0));
+                                mma_f16(s[mt][2 * np + 1], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r2),
+                                        cvt2h<FMT>(r2));
+                                mma_f16(s[mt][2 * np], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r1), cvt2h<FMT>(r1));
                                 mma_f16(s[mt][2 * np + 1], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r3),
-                                        cvt2<FMT>(r3 >> 16));
+                                        cvt2h<FMT>(r3));
                             }
                         }
                     }
@@ -462,16 +555,20 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
         /* ---- mask: keys past the sequence, and keys after the query when causal ---- */
         const bool need_mask = (j + 1) * TILE_N > S || (p.causal && (j + 1) * TILE_N - 1 > m0);
         if (need_mask) {
+            /* Element (t, e) of a row holds key key0 + 2q + t·8 + (e & 1): it is kept while that offset is at most
+             * the row's last visible key minus key0 + 2q, one compare with a constant per element. */
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                for (int t = 0; t < NTL; t++)
+                for (int h = 0; h < 2; h++) {
+                    const int row = m0 + wm * RPW + mt * 16 + g + 8 * h;
+                    const int lim = (p.causal ? min(row, S - 1) : S - 1) - key0 - 2 * q;
 #pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const int key = key0 + t * 8 + 2 * q + (e & 1);
-                        const int row = m0 + wm * RPW + mt * 16 + g + 8 * (e >> 1);
-                        if (key >= S || (p.causal && key > row)) s[mt][t][e] = neg_inf();
-                    }
+                    for (int t = 0; t < NTL; t++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++)
+                            if (t * 8 + e > lim) s[mt][t][2 * h + e] = neg_inf();
+                }
         }
 
         /* ---- online softmax, rows g and g+8 of each m16 tile; a row's 4 owners are the lanes of a quad ---- */
@@ -491,7 +588,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
                 const float a = softmax_exp<FAST_EXP>(m_run[mt][h] * qk_mul - ms);
                 alpha[mt][h] = a;
                 m_run[mt][h] = mx;
-                float sum = 0.f;
+                float sum;
 #pragma unroll
                 for (int t = 0; t < NTL; t++)
 #pragma unroll
@@ -499,7 +596,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
                         const float x = fmaf(s[mt][t][2 * h + e], qk_mul, -ms);
                         const float pv = softmax_exp<FAST_EXP>(x);
                         s[mt][t][2 * h + e] = pv;
-                        sum += pv;
+                        sum = t == 0 && e == 0 ? pv : sum + pv; /* not 0 + pv: that add is not foldable */
                     }
                 l_run[mt][h] = l_run[mt][h] * a + sum;
             }
@@ -523,14 +620,13 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
                     pa[mt][2] = pack_f16x2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
                     pa[mt][3] = pack_f16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
                 }
-                const int vrow = wn * KW + kk * 16 + ld_row;
                 if constexpr (F16_SMEM) {
                     /* FP16 V: ldmatrix.trans gives B fragments in natural order; output tile t = dims 8t..8t+7. */
                     const u32 vbase = smem_addr(sV16);
 #pragma unroll
                     for (int tp = 0; tp < OT / 2; tp++) {
                         u32 r0, r1, r2, r3;
-                        ldsm_x4_trans(vbase + chunk_off<2 * C8, SWIZZLE>(vrow, 2 * tp + ld_chunk), r0, r1, r2, r3);
+                        ldsm_x4_trans(vbase + ld16.at(kk * 16, 2 * tp), r0, r1, r2, r3);
 #pragma unroll
                         for (int mt = 0; mt < MT; mt++) {
                             mma_f16(o[mt][2 * tp], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], r0, r1);
@@ -540,16 +636,18 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
                 } else {
                     /* 8-bit V: ldmatrix.trans on byte pairs gives each lane V[2q][2g..2g+1] and V[2q+1][2g..2g+1];
                      * bytes {0,2} feed the even-dim tile, {1,3} the odd-dim tile. Output tile 2c holds dims
-                     * 16c + 2n, tile 2c+1 dims 16c + 2n + 1. */
-                    const u32 vbase = smem_addr(tV);
+                     * 16c + 2n, tile 2c+1 dims 16c + 2n + 1. Key-major lanes (ld8): keys 0-7 / 8-15 of chunk 2cp
+                     * are r0 / r2, of chunk 2cp+1 r1 / r3. One permute gathers those bytes of both key halves (keys
+                     * 0-7 in the low half, 8-15 in the high half), then each half converts in place. */
+                    const u32 vbase = sV_addr + stage_off;
 #pragma unroll
                     for (int cp = 0; cp < D / 32; cp++) {
                         u32 r0, r1, r2, r3;
-                        ldsm_x4_trans(vbase + chunk_off<C8, SWIZZLE>(vrow, 2 * cp + ld_chunk), r0, r1, r2, r3);
-                        const u32 e0 = cvt2<FMT>(prmt(r0, 0u, 0x0020u)), e1 = cvt2<FMT>(prmt(r1, 0u, 0x0020u));
-                        const u32 d0 = cvt2<FMT>(prmt(r0, 0u, 0x0031u)), d1 = cvt2<FMT>(prmt(r1, 0u, 0x0031u));
-                        const u32 e2 = cvt2<FMT>(prmt(r2, 0u, 0x0020u)), e3 = cvt2<FMT>(prmt(r3, 0u, 0x0020u));
-                        const u32 d2 = cvt2<FMT>(prmt(r2, 0u, 0x0031u)), d3 = cvt2<FMT>(prmt(r3, 0u, 0x0031u));
+                        ldsm_x4_trans(vbase + ld8.at(kk * 16, 2 * cp), r0, r1, r2, r3);
+                        const u32 ev01 = prmt(r0, r2, 0x6420u), od01 = prmt(r0, r2, 0x7531u);
+                        const u32 ev23 = prmt(r1, r3, 0x6420u), od23 = prmt(r1, r3, 0x7531u);
+                        const u32 e0 = cvt2<FMT>(ev01), e1 = cvt2h<FMT>(ev01), d0 = cvt2<FMT>(od01), d1 = cvt2h<FMT>(od01);
+                        const u32 e2 = cvt2<FMT>(ev23), e3 = cvt2h<FMT>(ev23), d2 = cvt2<FMT>(od23), d3 = cvt2h<FMT>(od23);
 #pragma unroll
                         for (int mt = 0; mt < MT; mt++) {
                             mma_f16(o[mt][4 * cp + 0], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], e0, e1);
