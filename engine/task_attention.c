@@ -11,11 +11,11 @@
 /* In the order of the template's parameters after <HEAD_DIM, FORMAT>. */
 static const char *const attention_knobs[] = {
     "TILE_M", "TILE_N", "WARPS_M", "WARPS_N", "STAGES", "SWIZZLE", "PV_MMA", "QK_8BIT", "F16_SMEM",
-    "MIN_BLOCKS", "FAST_EXP", NULL,
+    "MIN_BLOCKS", "FAST_EXP", "CAUSAL_PAIR", NULL,
 };
 
 typedef struct {
-    int tile_m, tile_n, warps_m, warps_n, stages, swizzle, pv_mma, qk_8bit, f16_smem, min_blocks, fast_exp;
+    int tile_m, tile_n, warps_m, warps_n, stages, swizzle, pv_mma, qk_8bit, f16_smem, min_blocks, fast_exp, causal_pair;
 } attn_genome;
 
 static void attn_read(const evo_config *cfg, const evo_genome *g, attn_genome *a)
@@ -32,6 +32,7 @@ static void attn_read(const evo_config *cfg, const evo_genome *g, attn_genome *a
     a->f16_smem = evo_genome_get(s, g, "F16_SMEM", 0);
     a->min_blocks = evo_genome_get(s, g, "MIN_BLOCKS", 1);
     a->fast_exp = evo_genome_get(s, g, "FAST_EXP", 1);
+    a->causal_pair = evo_genome_get(s, g, "CAUSAL_PAIR", 0);
 }
 
 /* At head dim 128 a warp owns 16 rows: 32 rows would need 128 accumulator registers for O alone and every such
@@ -139,9 +140,9 @@ static evo_status attention_render(const evo_config *cfg, const evo_genome *g, e
         v->threads = e.warps_m * e.warps_n * 32;
         v->rows_per_block = e.tile_m;
         v->smem_bytes = attn_smem_bytes(&e, dims[i]);
-        snprintf(v->name_expr, sizeof v->name_expr, "evo_attn_fwd<%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d>", dims[i],
-                 (int)cfg->format, e.tile_m, e.tile_n, e.warps_m, e.warps_n, e.stages, e.swizzle, e.pv_mma,
-                 e.qk_8bit, e.f16_smem, e.min_blocks, e.fast_exp);
+        snprintf(v->name_expr, sizeof v->name_expr, "evo_attn_fwd<%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d>",
+                 dims[i], (int)cfg->format, e.tile_m, e.tile_n, e.warps_m, e.warps_n, e.stages, e.swizzle, e.pv_mma,
+                 e.qk_8bit, e.f16_smem, e.min_blocks, e.fast_exp, e.causal_pair);
     }
     return EVO_OK;
 }

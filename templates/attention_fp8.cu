@@ -26,6 +26,8 @@
  *                            warp: 0 none, 1 V, 2 K and V (K only when QK_8BIT=0); costs smem and a barrier per tile
  *   MIN_BLOCKS  1, 2         __launch_bounds__ minimum blocks per SM: caps registers to raise occupancy
  *   FAST_EXP    0, 1         exp2 (ex2.approx) with log2(e) folded into the scale (1) or expf (0)
+ *   CAUSAL_PAIR 0, 1         causal only: block x computes query tiles nq-1-x and x, balancing the triangle's work
+ *                            over half as many blocks (1), or one tile per block, longest first (0)
  * static_asserts below state what must hold; the host-side check (engine/task_attention.c) rejects a genome whose
  * shared memory or threads do not fit the device before compiling, using the same smem formula as AttnCfg::SMEM.
  */
@@ -274,7 +276,7 @@ EVO_DEV void copy_tile(u32 base, const u8 *head, int row0, int seq, int cp_r, in
 } // namespace evo_attn
 
 template <int D, int FMT, int TILE_M, int TILE_N, int WARPS_M, int WARPS_N, int STAGES, int SWIZZLE, int PV_MMA,
-          int QK_8BIT, int F16_SMEM, int MIN_BLOCKS, int FAST_EXP>
+          int QK_8BIT, int F16_SMEM, int MIN_BLOCKS, int FAST_EXP, int CAUSAL_PAIR>
 __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fwd(const evo_attn_params p)
 {
     using namespace evo_attn;
@@ -313,512 +315,524 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
     const int wm = warp % WARPS_M, wn = warp / WARPS_M;
     const int g = lane >> 2, q = lane & 3;
     const int S = p.seq;
-    /* Causal blocks near the end of the sequence do the most work: start them first. */
-    const int qt = p.causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
-    const int m0 = qt * TILE_M;
-    const int bh = blockIdx.z * p.heads + blockIdx.y;
-    const long long head_off = (long long)bh * S * D;
-    const u8 *Qg = p.q + head_off, *Kg = p.k + head_off, *Vg = p.v + head_off;
-
-    const int kv_len = p.causal ? min(S, m0 + TILE_M) : S;
-    const int n_tiles = (kv_len + TILE_N - 1) / TILE_N;
-
-    const float sq = p.q_scale[bh], sk = p.k_scale[bh], sv = p.v_scale[bh];
-    /* score·qk_mul is in log2 units (FAST_EXP) or natural units; v_mul turns P·V accumulators into outputs. */
-    const float qk_mul = sq * sk * p.softmax_scale * FMT_MUL * FMT_MUL * (FAST_EXP ? LOG2E : 1.0f);
-    const float v_mul = sv * FMT_MUL;
-
-    /* Per-thread part of the tile copies (copy_tile): a fixed chunk column, a first row, its smem offset. */
-    const int cp_r = tid / C8, cp_c = tid % C8;
-    const u32 cp_soff = chunk_off<C8, SWIZZLE>(cp_r, cp_c);
-    const u32 cp_hoff0 = chunk_off<2 * C8, SWIZZLE>(cp_r, 2 * cp_c), cp_hoff1 = chunk_off<2 * C8, SWIZZLE>(cp_r, 2 * cp_c + 1);
-    const u32 sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
-    auto load_kv = [&](int tile, u32 stage_off) {
-        copy_tile<TILE_N, D, NT, SWIZZLE>(sK_addr + stage_off, Kg, tile * TILE_N, S, cp_r, cp_c, cp_soff);
-        copy_tile<TILE_N, D, NT, SWIZZLE>(sV_addr + stage_off, Vg, tile * TILE_N, S, cp_r, cp_c, cp_soff);
-    };
-
-    copy_tile<TILE_M, D, NT, SWIZZLE>(smem_addr(sQ), Qg, m0, S, cp_r, cp_c, cp_soff);
-    if constexpr (STAGES == 1) {
-        cp_async_commit();
-    } else {
-#pragma unroll
-        for (int s = 0; s < STAGES - 1; s++) {
-            if (s < n_tiles) load_kv(s, s * C::KV_BYTES);
-            cp_async_commit();
-        }
+    /* Query tiles of this block. Causal tiles near the end of the sequence do the most work: they start first.
+     * CAUSAL_PAIR: block x takes tiles nq-1-x and x, so every block does about the same work (nq+1 key tiles);
+     * blocks past the middle have none. */
+    const int nq = (int)gridDim.x, bx = (int)blockIdx.x;
+    int items[2] = {bx, -1}, n_items = 1;
+    if (p.causal) items[0] = nq - 1 - bx;
+    if (CAUSAL_PAIR && p.causal && nq > 1) {
+        n_items = bx >= (nq + 1) / 2 ? 0 : bx == nq - 1 - bx ? 1 : 2;
+        items[1] = bx;
     }
+    for (int item = 0; item < n_items; item++) {
+        if (item > 0) __syncthreads(); /* shared memory of the previous tile is reused */
+        const int qt = items[item];
+        const int m0 = qt * TILE_M;
+        const int bh = blockIdx.z * p.heads + blockIdx.y;
+        const long long head_off = (long long)bh * S * D;
+        const u8 *Qg = p.q + head_off, *Kg = p.k + head_off, *Vg = p.v + head_off;
 
-    /* ldmatrix x4 lane addressing shared by Q, K and V: matrix i = lane/8 covers rows (i&1)*8 + lane%8 and
-     * chunk (i>>1) relative to the base — registers r0..r3 = (rows 0-7, c), (rows 8-15, c), (0-7, c+1), (8-15, c+1). */
-    const int ld_row = ((lane >> 3) & 1) * 8 + (lane & 7);
-    const int ld_chunk = lane >> 4;
+        const int kv_len = p.causal ? min(S, m0 + TILE_M) : S;
+        const int n_tiles = (kv_len + TILE_N - 1) / TILE_N;
 
-    /* Q fragments stay in registers for the whole key loop. 8-bit: m16n8k32 A operands straight from the bytes.
-     * FP16: a byte quad (4 consecutive dims) becomes two f16x2 registers; Q and K use the same dim permutation
-     * (mma column 2q+e <-> dim 4q+e, column 2q+8+e <-> dim 4q+2+e), which leaves Q·Kᵀ unchanged. */
-    u32 qa[MT][D / 16][Q8 ? 2 : 4];
+        const float sq = p.q_scale[bh], sk = p.k_scale[bh], sv = p.v_scale[bh];
+        /* score·qk_mul is in log2 units (FAST_EXP) or natural units; v_mul turns P·V accumulators into outputs. */
+        const float qk_mul = sq * sk * p.softmax_scale * FMT_MUL * FMT_MUL * (FAST_EXP ? LOG2E : 1.0f);
+        const float v_mul = sv * FMT_MUL;
 
-    float o[MT][OT][4];
-    float m_run[MT][2], l_run[MT][2];
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++) {
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            m_run[mt][h] = neg_inf();
-            l_run[mt][h] = 0.f;
-        }
-#pragma unroll
-        for (int t = 0; t < OT; t++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) o[mt][t][e] = 0.f;
-    }
-    /* The FMA path keeps O as RPW rows x D/32 dims per lane (dims lane + 32j). */
-    constexpr int OS_ROWS = PV_MMA ? 1 : RPW, OS_COLS = PV_MMA ? 1 : D / 32;
-    float os[OS_ROWS][OS_COLS];
-#pragma unroll
-    for (int r = 0; r < OS_ROWS; r++)
-#pragma unroll
-        for (int j = 0; j < OS_COLS; j++) os[r][j] = 0.f;
-    float *wP = sP + warp * (RPW * KW + RPW); /* this warp's P rows, then its per-row factors */
+        /* Per-thread part of the tile copies (copy_tile): a fixed chunk column, a first row, its smem offset. */
+        const int cp_r = tid / C8, cp_c = tid % C8;
+        const u32 cp_soff = chunk_off<C8, SWIZZLE>(cp_r, cp_c);
+        const u32 cp_hoff0 = chunk_off<2 * C8, SWIZZLE>(cp_r, 2 * cp_c), cp_hoff1 = chunk_off<2 * C8, SWIZZLE>(cp_r, 2 * cp_c + 1);
+        const u32 sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
+        auto load_kv = [&](int tile, u32 stage_off) {
+            copy_tile<TILE_N, D, NT, SWIZZLE>(sK_addr + stage_off, Kg, tile * TILE_N, S, cp_r, cp_c, cp_soff);
+            copy_tile<TILE_N, D, NT, SWIZZLE>(sV_addr + stage_off, Vg, tile * TILE_N, S, cp_r, cp_c, cp_soff);
+        };
 
-    /* Per-lane ldmatrix offsets of this warp's key slice. K as the B operand of an 8-bit or FP16-smem mma wants
-     * keys 0-7 of two chunks in adjacent registers, so K tiles (and the 8-bit V tile, to share the offsets) use
-     * key-major lanes: matrix i = lane/8 covers rows (i>>1)*8 + lane%8 and chunk (i&1), r0..r3 = (keys 0-7, c),
-     * (0-7, c+1), (8-15, c), (8-15, c+1). FP16 V wants keys 0-7 and 8-15 of one chunk adjacent: the Q order. */
-    const int ldk_row = (lane >> 4) * 8 + (lane & 7), ldk_chunk = (lane >> 3) & 1;
-    const LdsmLane<C8, SWIZZLE> ld8(wn * KW, ldk_row, ldk_chunk);
-    const LdsmLane<2 * C8, SWIZZLE> ld16k(wn * KW, ldk_row, ldk_chunk);
-    const LdsmLane<2 * C8, SWIZZLE> ld16(wn * KW, ld_row, ld_chunk);
-    u32 rd_off = 0;                                                  /* stage of tile j    */
-    u32 wr_off = (u32)(STAGES == 1 ? 0 : (STAGES - 1) * C::KV_BYTES); /* stage of tile j + STAGES - 1 */
-    for (int j = 0; j < n_tiles; j++) {
+        copy_tile<TILE_M, D, NT, SWIZZLE>(smem_addr(sQ), Qg, m0, S, cp_r, cp_c, cp_soff);
         if constexpr (STAGES == 1) {
-            if (j > 0) __syncthreads();
-            load_kv(j, 0u);
             cp_async_commit();
-            cp_async_wait<0>();
-            __syncthreads();
         } else {
-            cp_async_wait<(STAGES >= 2 ? STAGES - 2 : 0)>();
-            __syncthreads();
-            const int jn = j + STAGES - 1;
-            if (jn < n_tiles) load_kv(jn, wr_off);
-            cp_async_commit();
-            wr_off = rd_off; /* tile j's stage is refilled next */
-        }
-        if (j == 0) { /* Q arrived with the first stage. Loading it before the loop saves ~3 instructions a tile
-                       * but keeps more registers live through the pipeline prologue: some genomes then spill. */
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-#pragma unroll
-                for (int cp = 0; cp < D / 32; cp++) {
-                    u32 r0, r1, r2, r3;
-                    const int row = wm * RPW + mt * 16 + ld_row;
-                    ldsm_x4(smem_addr(sQ) + chunk_off<C8, SWIZZLE>(row, 2 * cp + ld_chunk), r0, r1, r2, r3);
-                    if constexpr (Q8) {
-                        qa[mt][2 * cp][0] = r0;
-                        qa[mt][2 * cp][1] = r1;
-                        qa[mt][2 * cp + 1][0] = r2;
-                        qa[mt][2 * cp + 1][1] = r3;
-                    } else {
-                        qa[mt][2 * cp][0] = cvt2<FMT>(r0);
-                        qa[mt][2 * cp][1] = cvt2<FMT>(r1);
-                        qa[mt][2 * cp][2] = cvt2h<FMT>(r0);
-                        qa[mt][2 * cp][3] = cvt2h<FMT>(r1);
-                        qa[mt][2 * cp + 1][0] = cvt2<FMT>(r2);
-                        qa[mt][2 * cp + 1][1] = cvt2<FMT>(r3);
-                        qa[mt][2 * cp + 1][2] = cvt2h<FMT>(r2);
-                        qa[mt][2 * cp + 1][3] = cvt2h<FMT>(r3);
-                    }
-                }
+    #pragma unroll
+            for (int s = 0; s < STAGES - 1; s++) {
+                if (s < n_tiles) load_kv(s, s * C::KV_BYTES);
+                cp_async_commit();
             }
-        }
-        const u32 stage_off = rd_off;
-        if constexpr (STAGES > 1) rd_off = rd_off + C::KV_BYTES == (u32)(STAGES * C::KV_BYTES) ? 0u : rd_off + C::KV_BYTES;
-        const u8 *tK = sK + stage_off;
-        const u8 *tV = sV + stage_off;
-        if constexpr (C::V16 || C::K16) {
-            /* One FP16 copy of the tiles for all warps. V keeps the natural dim order; K takes the order the Q
-             * fragments use (byte pairs 0,1 4,5 8,9 12,13 of each 16-dim group first, then 2,3 6,7 10,11 14,15). */
-            constexpr int RSTEP = NT / C8; /* the copy's chunk assignment: no div/mod, offsets known per thread */
-#pragma unroll
-            for (int k = 0; k < (TILE_N + RSTEP - 1) / RSTEP; k++) {
-                const int r = cp_r + k * RSTEP, c = cp_c;
-                if (TILE_N % RSTEP != 0 && r >= TILE_N) break;
-                const bool lin = RSTEP % 8 == 0; /* the k-th chunk keeps the swizzle phase of the first */
-                const u32 src = lin ? cp_soff + k * RSTEP * C8 * 16 : chunk_off<C8, SWIZZLE>(r, c);
-                const u32 dst0 = lin ? cp_hoff0 + k * RSTEP * C8 * 32 : chunk_off<2 * C8, SWIZZLE>(r, 2 * c);
-                const u32 dst1 = lin ? cp_hoff1 + k * RSTEP * C8 * 32 : chunk_off<2 * C8, SWIZZLE>(r, 2 * c + 1);
-                if constexpr (C::V16) {
-                    const uint4 b = *(const uint4 *)(tV + src);
-                    uint4 lo, hi;
-                    lo.x = cvt2<FMT>(b.x), lo.y = cvt2h<FMT>(b.x), lo.z = cvt2<FMT>(b.y), lo.w = cvt2h<FMT>(b.y);
-                    hi.x = cvt2<FMT>(b.z), hi.y = cvt2h<FMT>(b.z), hi.z = cvt2<FMT>(b.w), hi.w = cvt2h<FMT>(b.w);
-                    *(uint4 *)(sV16 + dst0) = lo;
-                    *(uint4 *)(sV16 + dst1) = hi;
-                }
-                if constexpr (C::K16) {
-                    const uint4 b = *(const uint4 *)(tK + src);
-                    uint4 lo, hi;
-                    lo.x = cvt2<FMT>(b.x), lo.y = cvt2<FMT>(b.y), lo.z = cvt2<FMT>(b.z), lo.w = cvt2<FMT>(b.w);
-                    hi.x = cvt2h<FMT>(b.x), hi.y = cvt2h<FMT>(b.y), hi.z = cvt2h<FMT>(b.z);
-                    hi.w = cvt2h<FMT>(b.w);
-                    *(uint4 *)(sK16 + dst0) = lo;
-                    *(uint4 *)(sK16 + dst1) = hi;
-                }
-            }
-            __syncthreads();
         }
 
-        /* ---- S = Q·Kᵀ for this warp's KW keys ---- */
-        const int key0 = j * TILE_N + wn * KW; /* sequence index of this warp's first key */
-        float s[MT][NTL][4];
-        {
-            int si[INT_SCORES ? MT : 1][INT_SCORES ? NTL : 1][4]; /* s8 scores, exact */
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int t = 0; t < NTL; t++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        s[mt][t][e] = 0.f;
-                        if constexpr (INT_SCORES) si[mt][t][e] = 0;
-                    }
-            if constexpr (C::K16) {
-                /* FP16 K from smem, already in the Q fragments' dim order; key-major lanes: r0..r3 = keys 0-7 of
-                 * chunks 2ks, 2ks+1, then keys 8-15 of both, so each B operand is an adjacent register pair. */
-                const u32 kbase = smem_addr(sK16);
-#pragma unroll
-                for (int np = 0; np < NTL / 2; np++) {
-#pragma unroll
-                    for (int ks = 0; ks < D / 16; ks++) {
+        /* ldmatrix x4 lane addressing shared by Q, K and V: matrix i = lane/8 covers rows (i&1)*8 + lane%8 and
+         * chunk (i>>1) relative to the base — registers r0..r3 = (rows 0-7, c), (rows 8-15, c), (0-7, c+1), (8-15, c+1). */
+        const int ld_row = ((lane >> 3) & 1) * 8 + (lane & 7);
+        const int ld_chunk = lane >> 4;
+
+        /* Q fragments stay in registers for the whole key loop. 8-bit: m16n8k32 A operands straight from the bytes.
+         * FP16: a byte quad (4 consecutive dims) becomes two f16x2 registers; Q and K use the same dim permutation
+         * (mma column 2q+e <-> dim 4q+e, column 2q+8+e <-> dim 4q+2+e), which leaves Q·Kᵀ unchanged. */
+        u32 qa[MT][D / 16][Q8 ? 2 : 4];
+
+        float o[MT][OT][4];
+        float m_run[MT][2], l_run[MT][2];
+    #pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+    #pragma unroll
+            for (int h = 0; h < 2; h++) {
+                m_run[mt][h] = neg_inf();
+                l_run[mt][h] = 0.f;
+            }
+    #pragma unroll
+            for (int t = 0; t < OT; t++)
+    #pragma unroll
+                for (int e = 0; e < 4; e++) o[mt][t][e] = 0.f;
+        }
+        /* The FMA path keeps O as RPW rows x D/32 dims per lane (dims lane + 32j). */
+        constexpr int OS_ROWS = PV_MMA ? 1 : RPW, OS_COLS = PV_MMA ? 1 : D / 32;
+        float os[OS_ROWS][OS_COLS];
+    #pragma unroll
+        for (int r = 0; r < OS_ROWS; r++)
+    #pragma unroll
+            for (int j = 0; j < OS_COLS; j++) os[r][j] = 0.f;
+        float *wP = sP + warp * (RPW * KW + RPW); /* this warp's P rows, then its per-row factors */
+
+        /* Per-lane ldmatrix offsets of this warp's key slice. K as the B operand of an 8-bit or FP16-smem mma wants
+         * keys 0-7 of two chunks in adjacent registers, so K tiles (and the 8-bit V tile, to share the offsets) use
+         * key-major lanes: matrix i = lane/8 covers rows (i>>1)*8 + lane%8 and chunk (i&1), r0..r3 = (keys 0-7, c),
+         * (0-7, c+1), (8-15, c), (8-15, c+1). FP16 V wants keys 0-7 and 8-15 of one chunk adjacent: the Q order. */
+        const int ldk_row = (lane >> 4) * 8 + (lane & 7), ldk_chunk = (lane >> 3) & 1;
+        const LdsmLane<C8, SWIZZLE> ld8(wn * KW, ldk_row, ldk_chunk);
+        const LdsmLane<2 * C8, SWIZZLE> ld16k(wn * KW, ldk_row, ldk_chunk);
+        const LdsmLane<2 * C8, SWIZZLE> ld16(wn * KW, ld_row, ld_chunk);
+        u32 rd_off = 0;                                                  /* stage of tile j    */
+        u32 wr_off = (u32)(STAGES == 1 ? 0 : (STAGES - 1) * C::KV_BYTES); /* stage of tile j + STAGES - 1 */
+        for (int j = 0; j < n_tiles; j++) {
+            if constexpr (STAGES == 1) {
+                if (j > 0) __syncthreads();
+                load_kv(j, 0u);
+                cp_async_commit();
+                cp_async_wait<0>();
+                __syncthreads();
+            } else {
+                cp_async_wait<(STAGES >= 2 ? STAGES - 2 : 0)>();
+                __syncthreads();
+                const int jn = j + STAGES - 1;
+                if (jn < n_tiles) load_kv(jn, wr_off);
+                cp_async_commit();
+                wr_off = rd_off; /* tile j's stage is refilled next */
+            }
+            if (j == 0) { /* Q arrived with the first stage. Loading it before the loop saves ~3 instructions a tile
+                           * but keeps more registers live through the pipeline prologue: some genomes then spill. */
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+    #pragma unroll
+                    for (int cp = 0; cp < D / 32; cp++) {
                         u32 r0, r1, r2, r3;
-                        ldsm_x4(kbase + ld16k.at(np * 16, 2 * ks), r0, r1, r2, r3);
-#pragma unroll
-                        for (int mt = 0; mt < MT; mt++) {
-                            const u32 *a = qa[mt][ks];
-                            mma_f16(s[mt][2 * np], a[0], a[1], a[2], a[3], r0, r1);
-                            mma_f16(s[mt][2 * np + 1], a[0], a[1], a[2], a[3], r2, r3);
+                        const int row = wm * RPW + mt * 16 + ld_row;
+                        ldsm_x4(smem_addr(sQ) + chunk_off<C8, SWIZZLE>(row, 2 * cp + ld_chunk), r0, r1, r2, r3);
+                        if constexpr (Q8) {
+                            qa[mt][2 * cp][0] = r0;
+                            qa[mt][2 * cp][1] = r1;
+                            qa[mt][2 * cp + 1][0] = r2;
+                            qa[mt][2 * cp + 1][1] = r3;
+                        } else {
+                            qa[mt][2 * cp][0] = cvt2<FMT>(r0);
+                            qa[mt][2 * cp][1] = cvt2<FMT>(r1);
+                            qa[mt][2 * cp][2] = cvt2h<FMT>(r0);
+                            qa[mt][2 * cp][3] = cvt2h<FMT>(r1);
+                            qa[mt][2 * cp + 1][0] = cvt2<FMT>(r2);
+                            qa[mt][2 * cp + 1][1] = cvt2<FMT>(r3);
+                            qa[mt][2 * cp + 1][2] = cvt2h<FMT>(r2);
+                            qa[mt][2 * cp + 1][3] = cvt2h<FMT>(r3);
                         }
                     }
                 }
-            } else {
-                /* Key-major lanes: 8-bit mma B operands are {r0, r1} for keys 0-7 and {r2, r3} for keys 8-15; the
-                 * FP16 mma makes each register a B operand of its own (chunk 2cp: r0, r2; chunk 2cp+1: r1, r3). */
-                const u32 kbase = sK_addr + stage_off;
-#pragma unroll
-                for (int np = 0; np < NTL / 2; np++) {
-#pragma unroll
-                    for (int cp = 0; cp < D / 32; cp++) {
-                        u32 r0, r1, r2, r3;
-                        ldsm_x4(kbase + ld8.at(np * 16, 2 * cp), r0, r1, r2, r3);
-#pragma unroll
-                        for (int mt = 0; mt < MT; mt++) {
-                            if constexpr (Q8) {
-                                const u32 *a0 = qa[mt][2 * cp], *a1 = qa[mt][2 * cp + 1];
-                                if constexpr (INT_SCORES) {
-                                    /* s8 operands: code ^ 0x80 is (code - 128) in two's complement. */
-                                    const u32 f = 0x80808080u;
-                                    Mma8<EVO_FORMAT_U8SIM>::run(si[mt][2 * np], a0[0] ^ f, a0[1] ^ f, a1[0] ^ f, a1[1] ^ f,
-                                                                r0 ^ f, r1 ^ f);
-                                    Mma8<EVO_FORMAT_U8SIM>::run(si[mt][2 * np + 1], a0[0] ^ f, a0[1] ^ f, a1[0] ^ f,
-                                                                a1[1] ^ f, r2 ^ f, r3 ^ f);
+            }
+            const u32 stage_off = rd_off;
+            if constexpr (STAGES > 1) rd_off = rd_off + C::KV_BYTES == (u32)(STAGES * C::KV_BYTES) ? 0u : rd_off + C::KV_BYTES;
+            const u8 *tK = sK + stage_off;
+            const u8 *tV = sV + stage_off;
+            if constexpr (C::V16 || C::K16) {
+                /* One FP16 copy of the tiles for all warps. V keeps the natural dim order; K takes the order the Q
+                 * fragments use (byte pairs 0,1 4,5 8,9 12,13 of each 16-dim group first, then 2,3 6,7 10,11 14,15). */
+                constexpr int RSTEP = NT / C8; /* the copy's chunk assignment: no div/mod, offsets known per thread */
+    #pragma unroll
+                for (int k = 0; k < (TILE_N + RSTEP - 1) / RSTEP; k++) {
+                    const int r = cp_r + k * RSTEP, c = cp_c;
+                    if (TILE_N % RSTEP != 0 && r >= TILE_N) break;
+                    const bool lin = RSTEP % 8 == 0; /* the k-th chunk keeps the swizzle phase of the first */
+                    const u32 src = lin ? cp_soff + k * RSTEP * C8 * 16 : chunk_off<C8, SWIZZLE>(r, c);
+                    const u32 dst0 = lin ? cp_hoff0 + k * RSTEP * C8 * 32 : chunk_off<2 * C8, SWIZZLE>(r, 2 * c);
+                    const u32 dst1 = lin ? cp_hoff1 + k * RSTEP * C8 * 32 : chunk_off<2 * C8, SWIZZLE>(r, 2 * c + 1);
+                    if constexpr (C::V16) {
+                        const uint4 b = *(const uint4 *)(tV + src);
+                        uint4 lo, hi;
+                        lo.x = cvt2<FMT>(b.x), lo.y = cvt2h<FMT>(b.x), lo.z = cvt2<FMT>(b.y), lo.w = cvt2h<FMT>(b.y);
+                        hi.x = cvt2<FMT>(b.z), hi.y = cvt2h<FMT>(b.z), hi.z = cvt2<FMT>(b.w), hi.w = cvt2h<FMT>(b.w);
+                        *(uint4 *)(sV16 + dst0) = lo;
+                        *(uint4 *)(sV16 + dst1) = hi;
+                    }
+                    if constexpr (C::K16) {
+                        const uint4 b = *(const uint4 *)(tK + src);
+                        uint4 lo, hi;
+                        lo.x = cvt2<FMT>(b.x), lo.y = cvt2<FMT>(b.y), lo.z = cvt2<FMT>(b.z), lo.w = cvt2<FMT>(b.w);
+                        hi.x = cvt2h<FMT>(b.x), hi.y = cvt2h<FMT>(b.y), hi.z = cvt2h<FMT>(b.z);
+                        hi.w = cvt2h<FMT>(b.w);
+                        *(uint4 *)(sK16 + dst0) = lo;
+                        *(uint4 *)(sK16 + dst1) = hi;
+                    }
+                }
+                __syncthreads();
+            }
+
+            /* ---- S = Q·Kᵀ for this warp's KW keys ---- */
+            const int key0 = j * TILE_N + wn * KW; /* sequence index of this warp's first key */
+            float s[MT][NTL][4];
+            {
+                int si[INT_SCORES ? MT : 1][INT_SCORES ? NTL : 1][4]; /* s8 scores, exact */
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int t = 0; t < NTL; t++)
+    #pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            s[mt][t][e] = 0.f;
+                            if constexpr (INT_SCORES) si[mt][t][e] = 0;
+                        }
+                if constexpr (C::K16) {
+                    /* FP16 K from smem, already in the Q fragments' dim order; key-major lanes: r0..r3 = keys 0-7 of
+                     * chunks 2ks, 2ks+1, then keys 8-15 of both, so each B operand is an adjacent register pair. */
+                    const u32 kbase = smem_addr(sK16);
+    #pragma unroll
+                    for (int np = 0; np < NTL / 2; np++) {
+    #pragma unroll
+                        for (int ks = 0; ks < D / 16; ks++) {
+                            u32 r0, r1, r2, r3;
+                            ldsm_x4(kbase + ld16k.at(np * 16, 2 * ks), r0, r1, r2, r3);
+    #pragma unroll
+                            for (int mt = 0; mt < MT; mt++) {
+                                const u32 *a = qa[mt][ks];
+                                mma_f16(s[mt][2 * np], a[0], a[1], a[2], a[3], r0, r1);
+                                mma_f16(s[mt][2 * np + 1], a[0], a[1], a[2], a[3], r2, r3);
+                            }
+                        }
+                    }
+                } else {
+                    /* Key-major lanes: 8-bit mma B operands are {r0, r1} for keys 0-7 and {r2, r3} for keys 8-15; the
+                     * FP16 mma makes each register a B operand of its own (chunk 2cp: r0, r2; chunk 2cp+1: r1, r3). */
+                    const u32 kbase = sK_addr + stage_off;
+    #pragma unroll
+                    for (int np = 0; np < NTL / 2; np++) {
+    #pragma unroll
+                        for (int cp = 0; cp < D / 32; cp++) {
+                            u32 r0, r1, r2, r3;
+                            ldsm_x4(kbase + ld8.at(np * 16, 2 * cp), r0, r1, r2, r3);
+    #pragma unroll
+                            for (int mt = 0; mt < MT; mt++) {
+                                if constexpr (Q8) {
+                                    const u32 *a0 = qa[mt][2 * cp], *a1 = qa[mt][2 * cp + 1];
+                                    if constexpr (INT_SCORES) {
+                                        /* s8 operands: code ^ 0x80 is (code - 128) in two's complement. */
+                                        const u32 f = 0x80808080u;
+                                        Mma8<EVO_FORMAT_U8SIM>::run(si[mt][2 * np], a0[0] ^ f, a0[1] ^ f, a1[0] ^ f, a1[1] ^ f,
+                                                                    r0 ^ f, r1 ^ f);
+                                        Mma8<EVO_FORMAT_U8SIM>::run(si[mt][2 * np + 1], a0[0] ^ f, a0[1] ^ f, a1[0] ^ f,
+                                                                    a1[1] ^ f, r2 ^ f, r3 ^ f);
+                                    } else {
+                                        Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np], a0[0], a0[1], a1[0], a1[1], r0, r1);
+                                        Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np + 1], a0[0], a0[1], a1[0], a1[1], r2, r3);
+                                    }
                                 } else {
-                                    Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np], a0[0], a0[1], a1[0], a1[1], r0, r1);
-                                    Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np + 1], a0[0], a0[1], a1[0], a1[1], r2, r3);
+                                    const u32 *a0 = qa[mt][2 * cp], *a1 = qa[mt][2 * cp + 1];
+                                    mma_f16(s[mt][2 * np], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r0), cvt2h<FMT>(r0));
+                                    mma_f16(s[mt][2 * np + 1], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r2),
+                                            cvt2h<FMT>(r2));
+                                    mma_f16(s[mt][2 * np], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r1), cvt2h<FMT>(r1));
+                                    mma_f16(s[mt][2 * np + 1], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r3),
+                                            cvt2h<FMT>(r3));
                                 }
-                            } else {
-                                const u32 *a0 = qa[mt][2 * cp], *a1 = qa[mt][2 * cp + 1];
-                                mma_f16(s[mt][2 * np], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r0), cvt2h<FMT>(r0));
-                                mma_f16(s[mt][2 * np + 1], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r2),
-                                        cvt2h<FMT>(r2));
-                                mma_f16(s[mt][2 * np], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r1), cvt2h<FMT>(r1));
-                                mma_f16(s[mt][2 * np + 1], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r3),
-                                        cvt2h<FMT>(r3));
                             }
                         }
                     }
                 }
+                if constexpr (INT_SCORES) {
+    #pragma unroll
+                    for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                        for (int t = 0; t < NTL; t++)
+    #pragma unroll
+                            for (int e = 0; e < 4; e++)
+                                s[mt][t][e] = (float)si[mt][t][e];
+                }
             }
-            if constexpr (INT_SCORES) {
-#pragma unroll
+
+            /* ---- mask: keys past the sequence, and keys after the query when causal ---- */
+            const bool need_mask = (j + 1) * TILE_N > S || (p.causal && (j + 1) * TILE_N - 1 > m0);
+            if (need_mask) {
+                /* Element (t, e) of a row holds key key0 + 2q + t·8 + (e & 1): it is kept while that offset is at most
+                 * the row's last visible key minus key0 + 2q, one compare with a constant per element. */
+    #pragma unroll
                 for (int mt = 0; mt < MT; mt++)
-#pragma unroll
+    #pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int row = m0 + wm * RPW + mt * 16 + g + 8 * h;
+                        const int lim = (p.causal ? min(row, S - 1) : S - 1) - key0 - 2 * q;
+    #pragma unroll
+                        for (int t = 0; t < NTL; t++)
+    #pragma unroll
+                            for (int e = 0; e < 2; e++)
+                                if (t * 8 + e > lim) s[mt][t][2 * h + e] = neg_inf();
+                    }
+            }
+
+            /* ---- online softmax, rows g and g+8 of each m16 tile; a row's 4 owners are the lanes of a quad ---- */
+            float alpha[MT][2];
+    #pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+    #pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float mx = m_run[mt][h];
+    #pragma unroll
+                    for (int t = 0; t < NTL; t++) mx = fmaxf(mx, fmaxf(s[mt][t][2 * h], s[mt][t][2 * h + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    /* A row that has seen only masked keys keeps m = -inf; subtracting 0 then gives exp(-inf) = 0. */
+                    const float m_use = mx == neg_inf() ? 0.f : mx;
+                    const float ms = m_use * qk_mul;
+                    const float a = softmax_exp<FAST_EXP>(m_run[mt][h] * qk_mul - ms);
+                    alpha[mt][h] = a;
+                    m_run[mt][h] = mx;
+                    float sum;
+    #pragma unroll
                     for (int t = 0; t < NTL; t++)
-#pragma unroll
+    #pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            const float x = fmaf(s[mt][t][2 * h + e], qk_mul, -ms);
+                            const float pv = softmax_exp<FAST_EXP>(x);
+                            s[mt][t][2 * h + e] = pv;
+                            sum = t == 0 && e == 0 ? pv : sum + pv; /* not 0 + pv: that add is not foldable */
+                        }
+                    l_run[mt][h] = l_run[mt][h] * a + sum;
+                }
+            }
+
+            /* ---- O = O·alpha + P·V ---- */
+            if constexpr (PV_MMA) {
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int t = 0; t < OT; t++)
+    #pragma unroll
+                        for (int e = 0; e < 4; e++) o[mt][t][e] *= alpha[mt][e >> 1];
+    #pragma unroll
+                for (int kk = 0; kk < KW / 16; kk++) {
+                    u32 pa[MT][4];
+    #pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+                        pa[mt][0] = pack_f16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                        pa[mt][1] = pack_f16x2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                        pa[mt][2] = pack_f16x2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                        pa[mt][3] = pack_f16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+                    }
+                    if constexpr (F16_SMEM) {
+                        /* FP16 V: ldmatrix.trans gives B fragments in natural order; output tile t = dims 8t..8t+7. */
+                        const u32 vbase = smem_addr(sV16);
+    #pragma unroll
+                        for (int tp = 0; tp < OT / 2; tp++) {
+                            u32 r0, r1, r2, r3;
+                            ldsm_x4_trans(vbase + ld16.at(kk * 16, 2 * tp), r0, r1, r2, r3);
+    #pragma unroll
+                            for (int mt = 0; mt < MT; mt++) {
+                                mma_f16(o[mt][2 * tp], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], r0, r1);
+                                mma_f16(o[mt][2 * tp + 1], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], r2, r3);
+                            }
+                        }
+                    } else {
+                        /* 8-bit V: ldmatrix.trans on byte pairs gives each lane V[2q][2g..2g+1] and V[2q+1][2g..2g+1];
+                         * bytes {0,2} feed the even-dim tile, {1,3} the odd-dim tile. Output tile 2c holds dims
+                         * 16c + 2n, tile 2c+1 dims 16c + 2n + 1. Key-major lanes (ld8): keys 0-7 / 8-15 of chunk 2cp
+                         * are r0 / r2, of chunk 2cp+1 r1 / r3. One permute gathers those bytes of both key halves (keys
+                         * 0-7 in the low half, 8-15 in the high half), then each half converts in place. */
+                        const u32 vbase = sV_addr + stage_off;
+    #pragma unroll
+                        for (int cp = 0; cp < D / 32; cp++) {
+                            u32 r0, r1, r2, r3;
+                            ldsm_x4_trans(vbase + ld8.at(kk * 16, 2 * cp), r0, r1, r2, r3);
+                            const u32 ev01 = prmt(r0, r2, 0x6420u), od01 = prmt(r0, r2, 0x7531u);
+                            const u32 ev23 = prmt(r1, r3, 0x6420u), od23 = prmt(r1, r3, 0x7531u);
+                            const u32 e0 = cvt2<FMT>(ev01), e1 = cvt2h<FMT>(ev01), d0 = cvt2<FMT>(od01), d1 = cvt2h<FMT>(od01);
+                            const u32 e2 = cvt2<FMT>(ev23), e3 = cvt2h<FMT>(ev23), d2 = cvt2<FMT>(od23), d3 = cvt2h<FMT>(od23);
+    #pragma unroll
+                            for (int mt = 0; mt < MT; mt++) {
+                                mma_f16(o[mt][4 * cp + 0], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], e0, e1);
+                                mma_f16(o[mt][4 * cp + 1], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], d0, d1);
+                                mma_f16(o[mt][4 * cp + 2], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], e2, e3);
+                                mma_f16(o[mt][4 * cp + 3], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], d2, d3);
+                            }
+                        }
+                    }
+                }
+            } else {
+                /* FMA path: stage P and the row factors in this warp's smem, then each lane owns dims lane + 32c. */
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int t = 0; t < NTL; t++)
+    #pragma unroll
                         for (int e = 0; e < 4; e++)
-                            s[mt][t][e] = (float)si[mt][t][e];
+                            wP[(mt * 16 + g + 8 * (e >> 1)) * KW + t * 8 + 2 * q + (e & 1)] = s[mt][t][e];
+                if (q == 0) {
+    #pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+                        wP[RPW * KW + mt * 16 + g] = alpha[mt][0];
+                        wP[RPW * KW + mt * 16 + g + 8] = alpha[mt][1];
+                    }
+                }
+                __syncwarp();
+    #pragma unroll
+                for (int r = 0; r < OS_ROWS; r++) {
+                    const float a = wP[RPW * KW + r];
+    #pragma unroll
+                    for (int c = 0; c < OS_COLS; c++) os[r][c] *= a;
+                }
+    #pragma unroll 2
+                for (int k = 0; k < KW; k++) {
+                    const int vr = wn * KW + k;
+                    float vf[OS_COLS];
+    #pragma unroll
+                    for (int c = 0; c < OS_COLS; c++) {
+                        const int d = lane + 32 * c;
+                        const u32 code = tV[chunk_off<C8, SWIZZLE>(vr, d / 16) + d % 16];
+                        const u32 h2 = cvt2<FMT>(code);
+                        unsigned short hb = (unsigned short)(h2 & 0xffffu);
+                        float f;
+                        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(hb));
+                        vf[c] = f;
+                    }
+    #pragma unroll
+                    for (int r = 0; r < OS_ROWS; r++) {
+                        const float pr = wP[r * KW + k];
+    #pragma unroll
+                        for (int c = 0; c < OS_COLS; c++) os[r][c] = fmaf(pr, vf[c], os[r][c]);
+                    }
+                }
+                __syncwarp();
             }
         }
 
-        /* ---- mask: keys past the sequence, and keys after the query when causal ---- */
-        const bool need_mask = (j + 1) * TILE_N > S || (p.causal && (j + 1) * TILE_N - 1 > m0);
-        if (need_mask) {
-            /* Element (t, e) of a row holds key key0 + 2q + t·8 + (e & 1): it is kept while that offset is at most
-             * the row's last visible key minus key0 + 2q, one compare with a constant per element. */
-#pragma unroll
+        /* ---- finish: row sums over the quad, merge the WARPS_N key slices, normalise, store FP16 ---- */
+    #pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float l = l_run[mt][h];
+                l += __shfl_xor_sync(0xffffffffu, l, 1);
+                l += __shfl_xor_sync(0xffffffffu, l, 2);
+                l_run[mt][h] = l;
+            }
+
+        if constexpr (WARPS_N > 1) {
+            /* Every warp with the same wm has the same fragment layout, so the merge is element-wise by register. */
+            cp_async_wait<0>();
+            __syncthreads(); /* the pipeline buffers are reused */
+            float *mb = (float *)smem;
+            constexpr int PER_LANE = MT * OT * 4 + 4 * MT;
+            if (wn > 0) {
+                float *dst = mb + ((wn - 1) * WARPS_M + wm) * 32 * PER_LANE;
+                int k = 0;
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+    #pragma unroll
+                    for (int t = 0; t < OT; t++)
+    #pragma unroll
+                        for (int e = 0; e < 4; e++) dst[(k++) * 32 + lane] = o[mt][t][e];
+    #pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        dst[(k++) * 32 + lane] = m_run[mt][h];
+                        dst[(k++) * 32 + lane] = l_run[mt][h];
+                    }
+                }
+            }
+            __syncthreads();
+            if (wn > 0) continue; /* its rows are stored by the warp with wn = 0 */
+    #pragma unroll
+            for (int w = 1; w < WARPS_N; w++) {
+                const float *src = mb + ((w - 1) * WARPS_M + wm) * 32 * PER_LANE;
+                float mo[MT][2], lo[MT][2];
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int k = mt * (OT * 4 + 4) + OT * 4 + 2 * h;
+                        mo[mt][h] = src[k * 32 + lane];
+                        lo[mt][h] = src[(k + 1) * 32 + lane];
+                    }
+                float fa[MT][2], fb[MT][2];
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const float mm = fmaxf(m_run[mt][h], mo[mt][h]);
+                        const float mu = mm == neg_inf() ? 0.f : mm;
+                        fa[mt][h] = softmax_exp<FAST_EXP>((m_run[mt][h] - mu) * qk_mul);
+                        fb[mt][h] = softmax_exp<FAST_EXP>((mo[mt][h] - mu) * qk_mul);
+                        m_run[mt][h] = mm;
+                        l_run[mt][h] = l_run[mt][h] * fa[mt][h] + lo[mt][h] * fb[mt][h];
+                    }
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int t = 0; t < OT; t++)
+    #pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const int k = mt * (OT * 4 + 4) + t * 4 + e;
+                            o[mt][t][e] = o[mt][t][e] * fa[mt][e >> 1] + src[k * 32 + lane] * fb[mt][e >> 1];
+                        }
+            }
+        }
+
+        u16 *Og = p.o + head_off;
+        if constexpr (PV_MMA) {
+    #pragma unroll
             for (int mt = 0; mt < MT; mt++)
-#pragma unroll
+    #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     const int row = m0 + wm * RPW + mt * 16 + g + 8 * h;
-                    const int lim = (p.causal ? min(row, S - 1) : S - 1) - key0 - 2 * q;
-#pragma unroll
-                    for (int t = 0; t < NTL; t++)
-#pragma unroll
-                        for (int e = 0; e < 2; e++)
-                            if (t * 8 + e > lim) s[mt][t][2 * h + e] = neg_inf();
-                }
-        }
-
-        /* ---- online softmax, rows g and g+8 of each m16 tile; a row's 4 owners are the lanes of a quad ---- */
-        float alpha[MT][2];
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++) {
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                float mx = m_run[mt][h];
-#pragma unroll
-                for (int t = 0; t < NTL; t++) mx = fmaxf(mx, fmaxf(s[mt][t][2 * h], s[mt][t][2 * h + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                /* A row that has seen only masked keys keeps m = -inf; subtracting 0 then gives exp(-inf) = 0. */
-                const float m_use = mx == neg_inf() ? 0.f : mx;
-                const float ms = m_use * qk_mul;
-                const float a = softmax_exp<FAST_EXP>(m_run[mt][h] * qk_mul - ms);
-                alpha[mt][h] = a;
-                m_run[mt][h] = mx;
-                float sum;
-#pragma unroll
-                for (int t = 0; t < NTL; t++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const float x = fmaf(s[mt][t][2 * h + e], qk_mul, -ms);
-                        const float pv = softmax_exp<FAST_EXP>(x);
-                        s[mt][t][2 * h + e] = pv;
-                        sum = t == 0 && e == 0 ? pv : sum + pv; /* not 0 + pv: that add is not foldable */
-                    }
-                l_run[mt][h] = l_run[mt][h] * a + sum;
-            }
-        }
-
-        /* ---- O = O·alpha + P·V ---- */
-        if constexpr (PV_MMA) {
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int t = 0; t < OT; t++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) o[mt][t][e] *= alpha[mt][e >> 1];
-#pragma unroll
-            for (int kk = 0; kk < KW / 16; kk++) {
-                u32 pa[MT][4];
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++) {
-                    pa[mt][0] = pack_f16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-                    pa[mt][1] = pack_f16x2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-                    pa[mt][2] = pack_f16x2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-                    pa[mt][3] = pack_f16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-                }
-                if constexpr (F16_SMEM) {
-                    /* FP16 V: ldmatrix.trans gives B fragments in natural order; output tile t = dims 8t..8t+7. */
-                    const u32 vbase = smem_addr(sV16);
-#pragma unroll
-                    for (int tp = 0; tp < OT / 2; tp++) {
-                        u32 r0, r1, r2, r3;
-                        ldsm_x4_trans(vbase + ld16.at(kk * 16, 2 * tp), r0, r1, r2, r3);
-#pragma unroll
-                        for (int mt = 0; mt < MT; mt++) {
-                            mma_f16(o[mt][2 * tp], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], r0, r1);
-                            mma_f16(o[mt][2 * tp + 1], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], r2, r3);
-                        }
-                    }
-                } else {
-                    /* 8-bit V: ldmatrix.trans on byte pairs gives each lane V[2q][2g..2g+1] and V[2q+1][2g..2g+1];
-                     * bytes {0,2} feed the even-dim tile, {1,3} the odd-dim tile. Output tile 2c holds dims
-                     * 16c + 2n, tile 2c+1 dims 16c + 2n + 1. Key-major lanes (ld8): keys 0-7 / 8-15 of chunk 2cp
-                     * are r0 / r2, of chunk 2cp+1 r1 / r3. One permute gathers those bytes of both key halves (keys
-                     * 0-7 in the low half, 8-15 in the high half), then each half converts in place. */
-                    const u32 vbase = sV_addr + stage_off;
-#pragma unroll
-                    for (int cp = 0; cp < D / 32; cp++) {
-                        u32 r0, r1, r2, r3;
-                        ldsm_x4_trans(vbase + ld8.at(kk * 16, 2 * cp), r0, r1, r2, r3);
-                        const u32 ev01 = prmt(r0, r2, 0x6420u), od01 = prmt(r0, r2, 0x7531u);
-                        const u32 ev23 = prmt(r1, r3, 0x6420u), od23 = prmt(r1, r3, 0x7531u);
-                        const u32 e0 = cvt2<FMT>(ev01), e1 = cvt2h<FMT>(ev01), d0 = cvt2<FMT>(od01), d1 = cvt2h<FMT>(od01);
-                        const u32 e2 = cvt2<FMT>(ev23), e3 = cvt2h<FMT>(ev23), d2 = cvt2<FMT>(od23), d3 = cvt2h<FMT>(od23);
-#pragma unroll
-                        for (int mt = 0; mt < MT; mt++) {
-                            mma_f16(o[mt][4 * cp + 0], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], e0, e1);
-                            mma_f16(o[mt][4 * cp + 1], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], d0, d1);
-                            mma_f16(o[mt][4 * cp + 2], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], e2, e3);
-                            mma_f16(o[mt][4 * cp + 3], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], d2, d3);
+                    if (row >= S) continue;
+                    const float f = v_mul / l_run[mt][h];
+                    u16 *orow = Og + (long long)row * D;
+                    if constexpr (F16_SMEM) {
+    #pragma unroll
+                        for (int t = 0; t < OT; t++)
+                            *(u32 *)(orow + 8 * t + 2 * q) = pack_f16x2(o[mt][t][2 * h] * f, o[mt][t][2 * h + 1] * f);
+                    } else {
+    #pragma unroll
+                        for (int c = 0; c < D / 16; c++) {
+                            uint2 v;
+                            v.x = pack_f16x2(o[mt][2 * c][2 * h] * f, o[mt][2 * c + 1][2 * h] * f);
+                            v.y = pack_f16x2(o[mt][2 * c][2 * h + 1] * f, o[mt][2 * c + 1][2 * h + 1] * f);
+                            *(uint2 *)(orow + 16 * c + 4 * q) = v;
                         }
                     }
                 }
-            }
         } else {
-            /* FMA path: stage P and the row factors in this warp's smem, then each lane owns dims lane + 32c. */
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int t = 0; t < NTL; t++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        wP[(mt * 16 + g + 8 * (e >> 1)) * KW + t * 8 + 2 * q + (e & 1)] = s[mt][t][e];
             if (q == 0) {
-#pragma unroll
+    #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
-                    wP[RPW * KW + mt * 16 + g] = alpha[mt][0];
-                    wP[RPW * KW + mt * 16 + g + 8] = alpha[mt][1];
+                    wP[RPW * KW + mt * 16 + g] = l_run[mt][0];
+                    wP[RPW * KW + mt * 16 + g + 8] = l_run[mt][1];
                 }
             }
             __syncwarp();
-#pragma unroll
+    #pragma unroll
             for (int r = 0; r < OS_ROWS; r++) {
-                const float a = wP[RPW * KW + r];
-#pragma unroll
-                for (int c = 0; c < OS_COLS; c++) os[r][c] *= a;
-            }
-#pragma unroll 2
-            for (int k = 0; k < KW; k++) {
-                const int vr = wn * KW + k;
-                float vf[OS_COLS];
-#pragma unroll
-                for (int c = 0; c < OS_COLS; c++) {
-                    const int d = lane + 32 * c;
-                    const u32 code = tV[chunk_off<C8, SWIZZLE>(vr, d / 16) + d % 16];
-                    const u32 h2 = cvt2<FMT>(code);
-                    unsigned short hb = (unsigned short)(h2 & 0xffffu);
-                    float f;
-                    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(hb));
-                    vf[c] = f;
-                }
-#pragma unroll
-                for (int r = 0; r < OS_ROWS; r++) {
-                    const float pr = wP[r * KW + k];
-#pragma unroll
-                    for (int c = 0; c < OS_COLS; c++) os[r][c] = fmaf(pr, vf[c], os[r][c]);
-                }
-            }
-            __syncwarp();
-        }
-    }
-
-    /* ---- finish: row sums over the quad, merge the WARPS_N key slices, normalise, store FP16 ---- */
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            float l = l_run[mt][h];
-            l += __shfl_xor_sync(0xffffffffu, l, 1);
-            l += __shfl_xor_sync(0xffffffffu, l, 2);
-            l_run[mt][h] = l;
-        }
-
-    if constexpr (WARPS_N > 1) {
-        /* Every warp with the same wm has the same fragment layout, so the merge is element-wise by register. */
-        cp_async_wait<0>();
-        __syncthreads(); /* the pipeline buffers are reused */
-        float *mb = (float *)smem;
-        constexpr int PER_LANE = MT * OT * 4 + 4 * MT;
-        if (wn > 0) {
-            float *dst = mb + ((wn - 1) * WARPS_M + wm) * 32 * PER_LANE;
-            int k = 0;
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-#pragma unroll
-                for (int t = 0; t < OT; t++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) dst[(k++) * 32 + lane] = o[mt][t][e];
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    dst[(k++) * 32 + lane] = m_run[mt][h];
-                    dst[(k++) * 32 + lane] = l_run[mt][h];
-                }
-            }
-        }
-        __syncthreads();
-        if (wn > 0) return;
-#pragma unroll
-        for (int w = 1; w < WARPS_N; w++) {
-            const float *src = mb + ((w - 1) * WARPS_M + wm) * 32 * PER_LANE;
-            float mo[MT][2], lo[MT][2];
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int k = mt * (OT * 4 + 4) + OT * 4 + 2 * h;
-                    mo[mt][h] = src[k * 32 + lane];
-                    lo[mt][h] = src[(k + 1) * 32 + lane];
-                }
-            float fa[MT][2], fb[MT][2];
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const float mm = fmaxf(m_run[mt][h], mo[mt][h]);
-                    const float mu = mm == neg_inf() ? 0.f : mm;
-                    fa[mt][h] = softmax_exp<FAST_EXP>((m_run[mt][h] - mu) * qk_mul);
-                    fb[mt][h] = softmax_exp<FAST_EXP>((mo[mt][h] - mu) * qk_mul);
-                    m_run[mt][h] = mm;
-                    l_run[mt][h] = l_run[mt][h] * fa[mt][h] + lo[mt][h] * fb[mt][h];
-                }
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int t = 0; t < OT; t++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const int k = mt * (OT * 4 + 4) + t * 4 + e;
-                        o[mt][t][e] = o[mt][t][e] * fa[mt][e >> 1] + src[k * 32 + lane] * fb[mt][e >> 1];
-                    }
-        }
-    }
-
-    u16 *Og = p.o + head_off;
-    if constexpr (PV_MMA) {
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int row = m0 + wm * RPW + mt * 16 + g + 8 * h;
+                const int row = m0 + wm * RPW + r;
                 if (row >= S) continue;
-                const float f = v_mul / l_run[mt][h];
-                u16 *orow = Og + (long long)row * D;
-                if constexpr (F16_SMEM) {
-#pragma unroll
-                    for (int t = 0; t < OT; t++)
-                        *(u32 *)(orow + 8 * t + 2 * q) = pack_f16x2(o[mt][t][2 * h] * f, o[mt][t][2 * h + 1] * f);
-                } else {
-#pragma unroll
-                    for (int c = 0; c < D / 16; c++) {
-                        uint2 v;
-                        v.x = pack_f16x2(o[mt][2 * c][2 * h] * f, o[mt][2 * c + 1][2 * h] * f);
-                        v.y = pack_f16x2(o[mt][2 * c][2 * h + 1] * f, o[mt][2 * c + 1][2 * h + 1] * f);
-                        *(uint2 *)(orow + 16 * c + 4 * q) = v;
-                    }
+                const float f = v_mul / wP[RPW * KW + r];
+    #pragma unroll
+                for (int c = 0; c < OS_COLS; c++) {
+                    const u32 h2 = pack_f16x2(os[r][c] * f, 0.f);
+                    Og[(long long)row * D + lane + 32 * c] = (u16)(h2 & 0xffffu);
                 }
-            }
-    } else {
-        if (q == 0) {
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-                wP[RPW * KW + mt * 16 + g] = l_run[mt][0];
-                wP[RPW * KW + mt * 16 + g + 8] = l_run[mt][1];
-            }
-        }
-        __syncwarp();
-#pragma unroll
-        for (int r = 0; r < OS_ROWS; r++) {
-            const int row = m0 + wm * RPW + r;
-            if (row >= S) continue;
-            const float f = v_mul / wP[RPW * KW + r];
-#pragma unroll
-            for (int c = 0; c < OS_COLS; c++) {
-                const u32 h2 = pack_f16x2(os[r][c] * f, 0.f);
-                Og[(long long)row * D + lane + 32 * c] = (u16)(h2 & 0xffffu);
             }
         }
     }

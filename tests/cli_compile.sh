@@ -58,7 +58,7 @@ PY
 done
 
 # One genome, as text; the same genome again is a cache hit.
-g="TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1"
+g="TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0"
 run compile --config "$SRC/configs/default.yaml" --genome "$g" --arch sm_90
 expect_rc 0 "genome"
 grep -q "^OK .*d64: [0-9]* r / 20480 B / 0 B, d128: [0-9]* r / 40960 B / 0 B" "$tmp/out" || fail "genome: line ($(cat "$tmp/out"))"

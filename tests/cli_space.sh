@@ -24,9 +24,10 @@ expect_err() { grep -qF -- "$1" "$tmp/err" || fail "$2: stderr lacks '$1' (got: 
 run space --config "$SRC/configs/default.yaml"
 expect_rc 0 "default"
 expect_out "task:     attention_fp8" "default"
-expect_out "knobs (11):" "default"
-expect_out "  TILE_M      int  [16, 32, 64, 128, 256]" "default"
-expect_out "  FAST_EXP    int  [0, 1]" "default"
+expect_out "knobs (12):" "default"
+expect_out "  TILE_M       int  [16, 32, 64, 128, 256]" "default"
+expect_out "  FAST_EXP     int  [0, 1]" "default"
+expect_out "  CAUSAL_PAIR  int  [0]" "default"
 expect_out "constraints (6):" "default"
 expect_out "  3. WARPS_M * WARPS_N <= 8" "default"
 expect_out "baseline: TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2," "default"
@@ -45,7 +46,7 @@ assert d["task"] == "attention_fp8", d["task"]
 assert d["total"] == 138240 and d["valid"] == 16368 and d["exact"] is True, d
 assert [k["name"] for k in d["knobs"]][:3] == ["TILE_M", "TILE_N", "WARPS_M"]
 assert d["knobs"][0] == {"name": "TILE_M", "kind": "int", "domain": [16, 32, 64, 128, 256]}, d["knobs"][0]
-assert len(d["knobs"]) == 11 and len(d["constraints"]) == 6
+assert len(d["knobs"]) == 12 and len(d["constraints"]) == 6
 assert d["constraints"][1] == "TILE_N % (16 * WARPS_N) == 0"
 assert d["baseline"].startswith("TILE_M=64,TILE_N=64,")
 EOF
@@ -64,11 +65,11 @@ expect_out "valid:    8 (100.00%)" "default path"
 # Bad configs: exit 2, the message names file:line:column and the key; nothing on stdout.
 run space --config "$SRC/tests/data/config/unknown_knob.yaml"
 expect_rc 2 "unknown knob"
-expect_err "unknown_knob.yaml:15:5: space.knobs.TILE_Q: unknown knob" "unknown knob"
+expect_err "unknown_knob.yaml:16:5: space.knobs.TILE_Q: unknown knob" "unknown knob"
 [ -z "$out" ] || fail "unknown knob: stdout not empty"
 run space --config "$SRC/tests/data/config/bad_constraint.yaml" --json
 expect_rc 2 "bad constraint"
-expect_err "bad_constraint.yaml:16:17: space.constraints[0]: unknown knob 'WARPS_Q'" "bad constraint"
+expect_err "bad_constraint.yaml:17:17: space.constraints[0]: unknown knob 'WARPS_Q'" "bad constraint"
 run space --config "$SRC/tests/data/config/malformed.yaml"
 expect_rc 2 "malformed"
 expect_err "malformed.yaml:6:12: malformed YAML" "malformed"

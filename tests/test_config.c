@@ -43,10 +43,10 @@ static void test_default(void)
 
     const evo_space *s = c->space;
     static const char *const knobs[] = {"TILE_M",  "TILE_N", "WARPS_M",    "WARPS_N",    "STAGES",  "SWIZZLE",
-                                        "PV_MMA", "QK_8BIT", "F16_SMEM", "MIN_BLOCKS", "FAST_EXP"};
-    static const int sizes[] = {5, 4, 4, 3, 3, 2, 2, 2, 3, 4, 2};
-    CHECK_EQ_INT(evo_space_n_knobs(s), 11);
-    for (int k = 0; k < 11; k++) {
+                                        "PV_MMA", "QK_8BIT", "F16_SMEM", "MIN_BLOCKS", "FAST_EXP", "CAUSAL_PAIR"};
+    static const int sizes[] = {5, 4, 4, 3, 3, 2, 2, 2, 3, 4, 2, 1};
+    CHECK_EQ_INT(evo_space_n_knobs(s), 12);
+    for (int k = 0; k < 12; k++) {
         CHECK_STR(evo_space_knob_name(s, k), knobs[k]);
         CHECK_EQ_INT(evo_space_domain_size(s, k), sizes[k]);
         CHECK(!evo_space_knob_is_enum(s, k));
@@ -72,11 +72,11 @@ static void test_default(void)
     char g[EVO_GENOME_TEXT_MAX];
     evo_genome_format(s, &c->baseline, g, sizeof g);
     CHECK_STR(g, "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,"
-                 "MIN_BLOCKS=1,FAST_EXP=1");
+                 "MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0");
     CHECK(evo_space_valid(s, &c->baseline, NULL));
     char hex[65];
     evo_genome_hash(s, &c->baseline, hex); /* SHA-256 of the text above: store keys depend on it */
-    CHECK_STR(hex, "69d5a0d720b8eb9b3f714adaf303ac8bc6acd5ae57e0ed6627717b1f84aafa1c");
+    CHECK_STR(hex, "e8ff5c126a0bef0de6998bc795a6755c4fb281c21822f1222f2807c9c3b6523b");
     CHECK_EQ_INT(c->n_seeds, 0);
 
     CHECK_EQ_INT(c->correctness.timed_seeds, 3);
@@ -168,11 +168,11 @@ static void test_smoke(void)
 #define MINIMAL_SPACE                                                                                         \
     "task: attention_fp8\n"                                                                                    \
     "space:\n"                                                                                                 \
-    "  knobs: {FAST_EXP: [0, 1], TILE_N: [64], TILE_M: [64], WARPS_M: [4], WARPS_N: [1], STAGES: [2],\n"       \
+    "  knobs: {FAST_EXP: [0, 1], CAUSAL_PAIR: [0], TILE_N: [64], TILE_M: [64], WARPS_M: [4], WARPS_N: [1], STAGES: [2],\n"       \
     "          SWIZZLE: [1], PV_MMA: [1], QK_8BIT: [0], F16_SMEM: [0], MIN_BLOCKS: [1]}\n"
 #define MINIMAL_REST                                                                                          \
     "baseline: FAST_EXP=1, TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,"      \
-    "F16_SMEM=0,MIN_BLOCKS=1\n"                                                                              \
+    "F16_SMEM=0,MIN_BLOCKS=1,CAUSAL_PAIR=0\n"                                                               \
     "shapes: [{name: one, batch: 1, heads: 1, seq: 128, head_dim: 128, causal: true}]\n"                       \
     "evolution: {population: 2}\n"
 static const char minimal[] = MINIMAL_SPACE MINIMAL_REST;
@@ -192,7 +192,7 @@ static void test_minimal_and_defaults(void)
     char g[EVO_GENOME_TEXT_MAX];
     evo_genome_format(c->space, &c->baseline, g, sizeof g);
     CHECK_STR(g, "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,"
-                 "MIN_BLOCKS=1,FAST_EXP=1");
+                 "MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0");
     CHECK_EQ_INT(evo_space_n_constraints(c->space), 0);
     check_shape(&c->shapes[0], "one", 1, 1, 128, 128, true);
     CHECK_EQ_INT(c->format, EVO_FMT_E4M3);
@@ -228,64 +228,64 @@ static const struct {
     const char *file, *where, *what;
 } bad[] = {
     {"malformed.yaml", "malformed.yaml:6:12: malformed YAML", "did not find expected ',' or ']'"},
-    {"malformed_indent.yaml", "malformed_indent.yaml:31:11: malformed YAML", "mapping values are not allowed"},
-    {"wrong_type.yaml", "wrong_type.yaml:21:40: shapes[1].seq", "expected an integer, found 'long'"},
-    {"quoted_number.yaml", "quoted_number.yaml:30:15: evolution.population", "found the quoted string '4'"},
-    {"wrong_type_list.yaml", "wrong_type_list.yaml:28:18: timing.warmup", "expected an integer, found a list"},
-    {"negative.yaml", "negative.yaml:21:22: shapes[1].batch", "-1 is out of range: must be 1 to 65535"},
-    {"population_small.yaml", "population_small.yaml:30:15: evolution.population", "must be 2 to 100000"},
-    {"population_large.yaml", "population_large.yaml:30:15: evolution.population", "must be 2 to 100000"},
-    {"repetitions_zero.yaml", "repetitions_zero.yaml:28:34: timing.repetitions", "must be 1 to 10000"},
-    {"tolerance_zero.yaml", "tolerance_zero.yaml:27:37: correctness.tolerance.atol", "must be greater than 0"},
+    {"malformed_indent.yaml", "malformed_indent.yaml:32:11: malformed YAML", "mapping values are not allowed"},
+    {"wrong_type.yaml", "wrong_type.yaml:22:40: shapes[1].seq", "expected an integer, found 'long'"},
+    {"quoted_number.yaml", "quoted_number.yaml:31:15: evolution.population", "found the quoted string '4'"},
+    {"wrong_type_list.yaml", "wrong_type_list.yaml:29:18: timing.warmup", "expected an integer, found a list"},
+    {"negative.yaml", "negative.yaml:22:22: shapes[1].batch", "-1 is out of range: must be 1 to 65535"},
+    {"population_small.yaml", "population_small.yaml:31:15: evolution.population", "must be 2 to 100000"},
+    {"population_large.yaml", "population_large.yaml:31:15: evolution.population", "must be 2 to 100000"},
+    {"repetitions_zero.yaml", "repetitions_zero.yaml:29:34: timing.repetitions", "must be 1 to 10000"},
+    {"tolerance_zero.yaml", "tolerance_zero.yaml:28:37: correctness.tolerance.atol", "must be greater than 0"},
     {"timed_seeds.yaml", "timed_seeds.yaml:10:16: correctness.timed_seeds", "3 is out of range: must be 1 to 2"},
-    {"tolerance_negative.yaml", "tolerance_negative.yaml:27:23: correctness.tolerance.rel_l2",
+    {"tolerance_negative.yaml", "tolerance_negative.yaml:28:23: correctness.tolerance.rel_l2",
      "must be greater than 0"},
-    {"seq_zero.yaml", "seq_zero.yaml:20:40: shapes[0].seq", "0 is out of range"},
-    {"head_dim.yaml", "head_dim.yaml:21:55: shapes[1].head_dim", "head_dim 96 is not supported (64 or 128)"},
-    {"shape_too_large.yaml", "shape_too_large.yaml:21:5: shapes[1]", "more than 2^31-1"},
-    {"unknown_key.yaml", "unknown_key.yaml:30:3: evolution.populaton", "unknown key (did you mean 'population'?)"},
-    {"unknown_key_nested.yaml", "unknown_key_nested.yaml:27:45: correctness.tolerance.rtoll",
+    {"seq_zero.yaml", "seq_zero.yaml:21:40: shapes[0].seq", "0 is out of range"},
+    {"head_dim.yaml", "head_dim.yaml:22:55: shapes[1].head_dim", "head_dim 96 is not supported (64 or 128)"},
+    {"shape_too_large.yaml", "shape_too_large.yaml:22:5: shapes[1]", "more than 2^31-1"},
+    {"unknown_key.yaml", "unknown_key.yaml:31:3: evolution.populaton", "unknown key (did you mean 'population'?)"},
+    {"unknown_key_nested.yaml", "unknown_key_nested.yaml:28:45: correctness.tolerance.rtoll",
      "did you mean 'rtol'?"},
-    {"unknown_key_top.yaml", "unknown_key_top.yaml:19:1: verbose", "unknown key (known here: task,"},
-    {"duplicate_key.yaml", "duplicate_key.yaml:32:3: evolution.population", "key given twice (first at line 30)"},
+    {"unknown_key_top.yaml", "unknown_key_top.yaml:20:1: verbose", "unknown key (known here: task,"},
+    {"duplicate_key.yaml", "duplicate_key.yaml:33:3: evolution.population", "key given twice (first at line 31)"},
     {"missing_baseline.yaml", "missing_baseline.yaml:1:1: baseline", "required key is missing"},
-    {"missing_shape_key.yaml", "missing_shape_key.yaml:20:5: shapes[0].head_dim", "required key is missing"},
+    {"missing_shape_key.yaml", "missing_shape_key.yaml:21:5: shapes[0].head_dim", "required key is missing"},
     {"missing_shapes.yaml", "missing_shapes.yaml:1:1: shapes", "required key is missing"},
-    {"unknown_knob.yaml", "unknown_knob.yaml:15:5: space.knobs.TILE_Q", "unknown knob (task attention_fp8 takes"},
+    {"unknown_knob.yaml", "unknown_knob.yaml:16:5: space.knobs.TILE_Q", "unknown knob (task attention_fp8 takes"},
     {"missing_knob.yaml", "missing_knob.yaml:4:5: space.knobs", "knob 'FAST_EXP' is missing"},
     {"empty_domain.yaml", "empty_domain.yaml:8:13: space.knobs.STAGES", "empty domain"},
     {"duplicate_value.yaml", "duplicate_value.yaml:4:23: space.knobs.TILE_M[2]", "value 64 appears twice"},
     {"mixed_domain.yaml", "mixed_domain.yaml:10:17: space.knobs.PV_MMA[1]", "expected an integer, found 'mma'"},
-    {"bad_constraint.yaml", "bad_constraint.yaml:16:17: space.constraints[0]", "unknown knob 'WARPS_Q'"},
-    {"bad_constraint_syntax.yaml", "bad_constraint_syntax.yaml:16:28: space.constraints[0]",
+    {"bad_constraint.yaml", "bad_constraint.yaml:17:17: space.constraints[0]", "unknown knob 'WARPS_Q'"},
+    {"bad_constraint_syntax.yaml", "bad_constraint_syntax.yaml:17:28: space.constraints[0]",
      "expected a number, a knob or '(', found end of expression"},
-    {"bad_constraint_folded.yaml", "bad_constraint_folded.yaml:16:7: space.constraints[0]",
+    {"bad_constraint_folded.yaml", "bad_constraint_folded.yaml:17:7: space.constraints[0]",
      "unexpected '&' (logical and is '&&') (column 26 of the expression)"},
-    {"unsatisfiable.yaml", "unsatisfiable.yaml:16:7: space.constraints[0]", "no genome satisfies this constraint"},
-    {"unsatisfiable_pair.yaml", "unsatisfiable_pair.yaml:18:7: space.constraints[2]",
+    {"unsatisfiable.yaml", "unsatisfiable.yaml:17:7: space.constraints[0]", "no genome satisfies this constraint"},
+    {"unsatisfiable_pair.yaml", "unsatisfiable_pair.yaml:19:7: space.constraints[2]",
      "no genome satisfies this constraint together with the ones before it"},
-    {"baseline_unknown_knob.yaml", "baseline_unknown_knob.yaml:17:11: baseline", "unknown knob 'TILE_Q'"},
-    {"baseline_not_in_domain.yaml", "baseline_not_in_domain.yaml:17:11: baseline",
+    {"baseline_unknown_knob.yaml", "baseline_unknown_knob.yaml:18:11: baseline", "unknown knob 'TILE_Q'"},
+    {"baseline_not_in_domain.yaml", "baseline_not_in_domain.yaml:18:11: baseline",
      "knob 'TILE_M': value '32' is not in its domain (64, 128)"},
-    {"baseline_violates.yaml", "baseline_violates.yaml:17:11: baseline",
+    {"baseline_violates.yaml", "baseline_violates.yaml:18:11: baseline",
      "violates the constraint 'STAGES == 1 || PV_MMA == 0'"},
-    {"seed_bad.yaml", "seed_bad.yaml:19:5: seeds[0]", "knob 'WARPS_M' is missing"},
-    {"seed_duplicate.yaml", "seed_duplicate.yaml:20:5: seeds[1]", "same genome as seeds[0]"},
-    {"unknown_distribution.yaml", "unknown_distribution.yaml:24:27: correctness.distributions[1]",
+    {"seed_bad.yaml", "seed_bad.yaml:20:5: seeds[0]", "knob 'WARPS_M' is missing"},
+    {"seed_duplicate.yaml", "seed_duplicate.yaml:21:5: seeds[1]", "same genome as seeds[0]"},
+    {"unknown_distribution.yaml", "unknown_distribution.yaml:25:27: correctness.distributions[1]",
      "unknown distribution 'gauss' (known: normal, uniform, outliers, zero_head, large)"},
     {"unknown_format.yaml", "unknown_format.yaml:2:9: format", "unknown format 'e5m2' (known: e4m3, u8sim)"},
     {"unknown_task.yaml", "unknown_task.yaml:1:7: task", "unknown task 'attention_fp16'"},
     {"unknown_arch.yaml", "unknown_arch.yaml:2:7: arch", "unknown architecture 'sm_75'"},
-    {"unknown_strategy.yaml", "unknown_strategy.yaml:31:13: evolution.strategy", "unknown strategy 'annealing'"},
-    {"elites_too_many.yaml", "elites_too_many.yaml:31:11: evolution.elites", "must be less than evolution.population"},
-    {"correctness_causal.yaml", "correctness_causal.yaml:26:7: correctness.shapes[0].causal",
+    {"unknown_strategy.yaml", "unknown_strategy.yaml:32:13: evolution.strategy", "unknown strategy 'annealing'"},
+    {"elites_too_many.yaml", "elites_too_many.yaml:32:11: evolution.elites", "must be less than evolution.population"},
+    {"correctness_causal.yaml", "correctness_causal.yaml:27:7: correctness.shapes[0].causal",
      "checked with every setting of correctness.causal"},
-    {"duplicate_shape_name.yaml", "duplicate_shape_name.yaml:26:7: correctness.shapes[0].name",
+    {"duplicate_shape_name.yaml", "duplicate_shape_name.yaml:27:7: correctness.shapes[0].name",
      "shape name 'a' is already used by shapes[0]"},
-    {"null_value.yaml", "null_value.yaml:18:7: seeds", "no value given (expected a list"},
-    {"bad_bool.yaml", "bad_bool.yaml:28:47: timing.flush_l2", "expected true or false, found 'yes'"},
-    {"min_shapes.yaml", "min_shapes.yaml:32:42: regression.min_shapes", "more than the 2 timed shapes"},
-    {"two_documents.yaml", "two_documents.yaml:35:1: top level", "a second YAML document"},
+    {"null_value.yaml", "null_value.yaml:19:7: seeds", "no value given (expected a list"},
+    {"bad_bool.yaml", "bad_bool.yaml:29:47: timing.flush_l2", "expected true or false, found 'yes'"},
+    {"min_shapes.yaml", "min_shapes.yaml:33:42: regression.min_shapes", "more than the 2 timed shapes"},
+    {"two_documents.yaml", "two_documents.yaml:36:1: top level", "a second YAML document"},
     {"empty.yaml", "empty.yaml:1:1: top level", "the configuration is empty"},
     {"not_a_mapping.yaml", "not_a_mapping.yaml:1:1: top level", "expected a mapping of keys, found a list"},
 };

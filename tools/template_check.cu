@@ -32,13 +32,14 @@ struct Variant {
     kernel_fn fn;
 };
 
-#define V(D, F, TM, TN, WM, WN, ST, SW, PV, Q8, V16, MB, FE)                                       \
+#define VC(D, F, TM, TN, WM, WN, ST, SW, PV, Q8, V16, MB, FE, CP)                                  \
     Variant{#D "/" #F " TILE_M=" #TM ",TILE_N=" #TN ",WARPS_M=" #WM ",WARPS_N=" #WN ",STAGES=" #ST   \
-            ",SWIZZLE=" #SW ",PV_MMA=" #PV ",QK_8BIT=" #Q8 ",F16_SMEM=" #V16 ",MIN_BLOCKS=" #MB      \
-            ",FAST_EXP=" #FE,                                                                      \
+            ",SWIZZLE=" #SW ",PV_MMA=" #PV ",QK_8BIT=" #Q8 ",F16_SMEM=" #V16 ",MIN_BLOCKS=" #MB        \
+            ",FAST_EXP=" #FE ",CAUSAL_PAIR=" #CP,                                                    \
             D, F, TM, WM * WN * 32,                                                                \
             evo_attn::AttnCfg<D, F, TM, TN, WM, WN, ST, SW, PV, Q8, V16>::SMEM,                    \
-            evo_attn_fwd<D, F, TM, TN, WM, WN, ST, SW, PV, Q8, V16, MB, FE>}
+            evo_attn_fwd<D, F, TM, TN, WM, WN, ST, SW, PV, Q8, V16, MB, FE, CP>}
+#define V(D, F, TM, TN, WM, WN, ST, SW, PV, Q8, V16, MB, FE) VC(D, F, TM, TN, WM, WN, ST, SW, PV, Q8, V16, MB, FE, 0)
 
 /* baseline, then one knob changed at a time, then a few combinations; for each head dim and format */
 #define GRID(D, F)                                                                                 \
@@ -57,7 +58,10 @@ struct Variant {
         V(D, F, 128, 64, 4, 1, 2, 1, 1, 0, 2, 1, 1), V(D, F, 128, 64, 4, 1, 3, 1, 1, 0, 2, 1, 1),    \
         V(D, F, 128, 64, 4, 1, 2, 1, 1, 0, 1, 1, 1), V(D, F, 128, 64, 8, 1, 2, 1, 1, 0, 2, 1, 1),    \
         V(D, F, 128, 128, 8, 1, 2, 1, 1, 0, 2, 1, 1), V(D, F, 64, 128, 4, 2, 2, 1, 1, 0, 2, 1, 1),   \
-        V(D, F, 32, 64, 2, 2, 2, 1, 1, 0, 2, 1, 1), V(D, F, 16, 64, 1, 4, 2, 1, 1, 0, 2, 1, 1)
+        V(D, F, 32, 64, 2, 2, 2, 1, 1, 0, 2, 1, 1), V(D, F, 16, 64, 1, 4, 2, 1, 1, 0, 2, 1, 1),      \
+        VC(D, F, 64, 64, 4, 1, 2, 1, 1, 0, 0, 1, 1, 1), VC(D, F, 128, 64, 4, 1, 2, 1, 1, 0, 0, 1, 1, 1), \
+        VC(D, F, 64, 128, 4, 1, 2, 1, 1, 0, 0, 1, 1, 1), VC(D, F, 64, 128, 2, 2, 2, 1, 1, 0, 0, 1, 1, 1), \
+        VC(D, F, 64, 64, 4, 2, 3, 1, 1, 0, 2, 1, 1, 1)
 
 #ifdef TC_PTX80
 /* Built with -DTC_PTX80 -gencode arch=compute_80,code=compute_80: the sm_80 code path (software e4m3 decode) runs
