@@ -119,8 +119,10 @@ static void judge_compiled(const evo_build_opts *o, evo_candidate *ci)
     if (r->program_spill_bytes > spill) spill = r->program_spill_bytes;
     ci->registers = regs, ci->smem_bytes = smem, ci->spill_bytes = spill, ci->stack_bytes = stack;
     ci->verdict = EVO_V_OK;
-    if (spill > 0 && !o->cfg->compile.allow_spills) {
-        snprintf(ci->why, sizeof ci->why, "spills %d bytes to local memory (compile.allow_spills is false)", spill);
+    if ((spill > 0 || stack > 0) && !o->cfg->compile.allow_spills) {
+        /* a stack frame is local memory too (an array indexed at run time); the worker would refuse it as well */
+        snprintf(ci->why, sizeof ci->why, "%s %d bytes to local memory (compile.allow_spills is false)",
+                 spill > 0 ? "spills" : "keeps a stack frame of", spill > 0 ? spill : stack);
         ci->verdict = EVO_V_RESOURCE_FAIL;
     } else if (o->cfg->compile.max_registers > 0 && regs > o->cfg->compile.max_registers) {
         snprintf(ci->why, sizeof ci->why, "%d registers > compile.max_registers %d", regs, o->cfg->compile.max_registers);

@@ -20,8 +20,9 @@ static void print_text(const evo_candidate *c, int n, const char *arch, double w
         size_t len = 0;
         for (int k = 0; k < c[i].cr.n_kernels && len < sizeof res; k++) {
             const evo_kernel_res *r = &c[i].cr.kernels[k].res;
-            len += (size_t)snprintf(res + len, sizeof res - len, "%sd%d: %d r / %d B / %d B", k ? ", " : "",
-                                    c[i].prog.variants[k].head_dim, r->registers,
+            len += (size_t)snprintf(res + len, sizeof res - len, "%sd%d%s: %d r / %d B / %d B", k ? ", " : "",
+                                    c[i].prog.variants[k].head_dim, c[i].prog.variants[k].min_waves ? "big" : "",
+                                    r->registers,
                                     c[i].prog.variants[k].smem_bytes + (r->smem_bytes > 0 ? r->smem_bytes : 0),
                                     (r->spill_store_bytes > 0 ? r->spill_store_bytes : 0) +
                                         (r->spill_load_bytes > 0 ? r->spill_load_bytes : 0));
@@ -58,6 +59,7 @@ static cJSON *candidate_json(const evo_candidate *c)
         cJSON_AddNumberToObject(j, "threads", v->threads);
         cJSON_AddNumberToObject(j, "rows_per_block", v->rows_per_block);
         cJSON_AddNumberToObject(j, "dynamic_smem_bytes", v->smem_bytes);
+        cJSON_AddNumberToObject(j, "min_waves", v->min_waves);
         if (k < c->cr.n_kernels) {
             const evo_compiled_kernel *ck = &c->cr.kernels[k];
             cJSON_AddStringToObject(j, "lowered", ck->lowered ? ck->lowered : "");

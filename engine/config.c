@@ -440,8 +440,13 @@ static evo_status build_space(loader *L, yaml_node_t *const *domains, const yaml
     evo_space *s;
     TRY(evo_space_new(&s));
     evo_status st = EVO_OK;
-    for (int k = 0; L->task->knobs[k] && st == EVO_OK; k++)
+    for (int k = 0; L->task->knobs[k] && st == EVO_OK; k++) {
+        if (!domains[k]) { /* left out: the task's default, the only value */
+            st = evo_space_add_int_knob(s, L->task->knobs[k], &L->task->knob_defaults[k], 1, NULL);
+            continue;
+        }
         st = add_knob(L, s, L->task->knobs[k], domains[k], sub(p, "space.knobs", L->task->knobs[k]));
+    }
     for (int i = 0; i < n_cons && st == EVO_OK; i++) {
         const yaml_node_t *n = ITEM(L, cons, i);
         const char *text = NULL;
@@ -542,7 +547,7 @@ static evo_status load_space(loader *L, const yaml_node_t *root)
         domains[i] = node_at(L, a->value);
     }
     for (int i = 0; i < n_task; i++)
-        if (!domains[i])
+        if (!domains[i] && (!L->task->knob_defaults || L->task->knob_defaults[i] == EVO_KNOB_REQUIRED))
             return FAIL(L, knobs, "space.knobs", "knob '%s' is missing (task %s takes exactly: %s)", tk[i],
                         L->task->name, all);
 

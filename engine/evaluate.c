@@ -115,6 +115,7 @@ static void fill_request(const evo_evaluator *e, const evo_candidate *c, const c
         const char *sym = k < c->cr.n_kernels && c->cr.kernels[k].lowered ? c->cr.kernels[k].lowered : v->name_expr;
         snprintf(rv->symbol, sizeof rv->symbol, "%s", sym);
         rv->threads = v->threads, rv->rows_per_block = v->rows_per_block, rv->smem_bytes = v->smem_bytes;
+        rv->min_waves = v->min_waves;
     }
     rq->check = rq->time = true;
     rq->n_best = e->full_timing ? 0 : e->cfg->n_shapes;

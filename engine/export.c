@@ -343,12 +343,13 @@ static void append_genome_section(evo_str *o, const header_ctx *h)
                    "    int head_dim;\n"
                    "    void (*kernel)(const evo_attn_params);\n"
                    "    int threads, rows_per_block, smem_bytes; /* grid: ceil(S / rows_per_block) x H x B */\n"
+                   "    int min_waves; /* > 0: the large-problem variant, for grids of min_waves x SMs blocks or more */\n"
                    "};\n"
                    "static const variant variants[] = {\n");
     for (int v = 0; v < h->prog->n_variants; v++) {
         const evo_variant *x = &h->prog->variants[v];
-        evo_str_appendf(o, "    {%d, %s, %d, %d, %d},\n", x->head_dim, x->name_expr, x->threads, x->rows_per_block,
-                        x->smem_bytes);
+        evo_str_appendf(o, "    {%d, %s, %d, %d, %d, %d},\n", x->head_dim, x->name_expr, x->threads,
+                        x->rows_per_block, x->smem_bytes, x->min_waves);
     }
     evo_str_appendf(o,
                     "};\n\n"

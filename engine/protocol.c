@@ -415,6 +415,7 @@ char *evo_proto_encode_eval_request(const evo_eval_request *r)
         add_int(vo, "threads", v->threads);
         add_int(vo, "rows_per_block", v->rows_per_block);
         add_int(vo, "smem_bytes", v->smem_bytes);
+        add_int(vo, "min_waves", v->min_waves);
         cJSON_AddItemToArray(vars, vo);
     }
     cJSON_AddBoolToObject(o, "check", r->check);
@@ -469,6 +470,8 @@ evo_status evo_proto_decode_eval_request(const char *line, evo_eval_request *out
         TRY(get_int(&wv, vo, "threads", 0, 1024, &v->threads));
         TRY(get_int(&wv, vo, "rows_per_block", 0, 1 << 16, &v->rows_per_block));
         TRY(get_int(&wv, vo, "smem_bytes", 0, 1 << 24, &v->smem_bytes));
+        v->min_waves = 0; /* optional: 0, the variant for every problem of its head dim */
+        if (field(vo, "min_waves")) TRY(get_int(&wv, vo, "min_waves", 0, 1000, &v->min_waves));
     }
     out->n_variants = n;
     TRY(get_bool(&w, root, "check", &out->check));

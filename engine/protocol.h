@@ -45,6 +45,7 @@ typedef struct {
     char symbol[EVO_PROTO_SYMBOL_MAX]; /* lowered (mangled) name from NVRTC, or the extern "C" name */
     int threads, rows_per_block, smem_bytes; /* launch geometry: grid (ceil(S/rows), H, B), dynamic smem;
                                                 threads 0: read from the module's <symbol>_launch */
+    int min_waves;                   /* see evo_variant (task.h): the large-problem variant when > 0 */
 } evo_eval_variant;
 
 typedef struct {

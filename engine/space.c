@@ -320,8 +320,10 @@ evo_status evo_genome_parse(const evo_space *s, const char *text, evo_genome *g,
         if (*end == '\0') break;
         p = end + 1;
     }
+    /* A knob with one value may be left out: it cannot be anything else. */
     for (int k = 0; k < s->n_knobs; k++)
-        if (!seen[k]) return evo_fail(err, EVO_E_CONFIG, "genome: knob '%s' is missing", s->knobs[k].name);
+        if (!seen[k] && s->knobs[k].n != 1)
+            return evo_fail(err, EVO_E_CONFIG, "genome: knob '%s' is missing", s->knobs[k].name);
     *g = out;
     return EVO_OK;
 }

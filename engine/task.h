@@ -38,9 +38,16 @@ typedef struct {
     evo_format format;
     char name_expr[512]; /* NVRTC name expression, or the extern "C" name for hand-written kernels */
     int threads, rows_per_block, smem_bytes; /* launch geometry: grid (ceil(S/rows), H, B) */
+    int min_waves; /* 0: the variant for every problem of its head dim; w > 0: preferred when its grid has at least
+                      w x (the GPU's SM count) blocks (the large-problem form of a genome) */
 } evo_variant;
 
 #define EVO_MAX_VARIANTS 4
+#define EVO_KNOB_REQUIRED (-2147483647 - 1)
+
+/* The variant of p for a problem of head dim d whose grid would have blocks(v) blocks under variant v: the one with
+ * the largest min_waves that blocks(v) reaches on sm_count SMs; -1 when none serves d. */
+int evo_variant_pick(const evo_variant *v, int n, int head_dim, int batch, int heads, int seq, int sm_count);
 
 typedef struct {
     char *source;      /* complete program text (owned) */
@@ -54,8 +61,10 @@ void evo_program_free(evo_program *p);
 typedef struct evo_task {
     const char *name;          /* "attention_fp8"                                        */
     const char *template_file; /* file in templates/                                     */
-    const char *const *knobs;  /* knob names the template takes, NULL-terminated; a config must declare
-                                  exactly these (in any order)                            */
+    const char *const *knobs;  /* knob names the template takes, NULL-terminated; a config declares these (in
+                                  any order) and no others                                */
+    const int *knob_defaults;  /* per knob: the value a config that leaves the knob out gets (a one-value
+                                  domain), or EVO_KNOB_REQUIRED                          */
     /* Before compiling: EVO_V_OK, EVO_V_INVALID (the template cannot be instantiated so), or EVO_V_RESOURCE_FAIL
      * (threads or shared memory over lim); *why says which rule or limit. */
     evo_verdict (*can_implement)(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim, char *why,

@@ -11,11 +11,18 @@
 /* In the order of the template's parameters after <HEAD_DIM, FORMAT>. */
 static const char *const attention_knobs[] = {
     "TILE_M", "TILE_N", "WARPS_M", "WARPS_N", "STAGES", "SWIZZLE", "PV_MMA", "QK_8BIT", "F16_SMEM",
-    "MIN_BLOCKS", "FAST_EXP", "CAUSAL_PAIR", NULL,
+    "MIN_BLOCKS", "FAST_EXP", "CAUSAL_PAIR", "BIG_TILE_M", "BIG_TILE_N", NULL,
+};
+/* What a config that leaves a knob out gets; the first eleven must be written. BIG_TILE_M and BIG_TILE_N are not
+ * template parameters: they describe the genome's large-problem variant (big_variant below). */
+static const int attention_defaults[] = {
+    EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED,
+    EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, 0, 0, 64,
 };
 
 typedef struct {
     int tile_m, tile_n, warps_m, warps_n, stages, swizzle, pv_mma, qk_8bit, f16_smem, min_blocks, fast_exp, causal_pair;
+    int big_tile_m, big_tile_n;
 } attn_genome;
 
 static void attn_read(const evo_config *cfg, const evo_genome *g, attn_genome *a)
@@ -33,6 +40,23 @@ static void attn_read(const evo_config *cfg, const evo_genome *g, attn_genome *a
     a->min_blocks = evo_genome_get(s, g, "MIN_BLOCKS", 1);
     a->fast_exp = evo_genome_get(s, g, "FAST_EXP", 1);
     a->causal_pair = evo_genome_get(s, g, "CAUSAL_PAIR", 0);
+    a->big_tile_m = evo_genome_get(s, g, "BIG_TILE_M", 0);
+    a->big_tile_n = evo_genome_get(s, g, "BIG_TILE_N", 64);
+}
+
+/* The large-problem variant of a genome with BIG_TILE_M > 0, at head dim 64: BIG_TILE_M rows per block with 32
+ * rows per warp (each K/V fragment serves two row tiles), BIG_TILE_N keys per tile, one warp per key tile, one
+ * block per SM's worth of registers; the other knobs (CAUSAL_PAIR too) as the genome's. Chosen for problems with at
+ * least one wave of such blocks. */
+static attn_genome big_variant(const attn_genome *a)
+{
+    attn_genome b = *a;
+    b.tile_m = a->big_tile_m;
+    b.warps_m = a->big_tile_m / 32;
+    b.warps_n = 1;
+    b.tile_n = a->big_tile_n;
+    b.min_blocks = 1;
+    return b;
 }
 
 /* At head dim 128 a warp owns 16 rows: 32 rows would need 128 accumulator registers for O alone and every such
@@ -93,6 +117,14 @@ static evo_verdict attention_can_implement(const evo_config *cfg, const evo_geno
         snprintf(why, why_len, "F16_SMEM=%d: 0 (none), 1 (V) or 2 (K and V)", a.f16_smem);
         return EVO_V_INVALID;
     }
+    if (a.big_tile_m != 0 && a.big_tile_m != 128 && a.big_tile_m != 256) {
+        snprintf(why, why_len, "BIG_TILE_M=%d: 0 (no large-problem variant), 128 or 256", a.big_tile_m);
+        return EVO_V_INVALID;
+    }
+    if (a.big_tile_m && (a.big_tile_n < 16 || a.big_tile_n % 16 != 0)) {
+        snprintf(why, why_len, "BIG_TILE_N=%d: a multiple of 16", a.big_tile_n);
+        return EVO_V_INVALID;
+    }
     if (a.stages < 1 || a.stages > 4) {
         snprintf(why, why_len, "STAGES=%d: the pipeline is 1 to 4 deep", a.stages);
         return EVO_V_INVALID;
@@ -108,11 +140,19 @@ static evo_verdict attention_can_implement(const evo_config *cfg, const evo_geno
     }
     int dims[2];
     const int nd = attn_head_dims(cfg, dims);
-    for (int i = 0; i < nd; i++) {
-        const attn_genome e = attn_for_dim(&a, dims[i]);
-        const int smem = attn_smem_bytes(&e, dims[i]);
+    for (int i = 0; i < nd + (a.big_tile_m && nd > 0 && dims[0] == 64); i++) {
+        const bool big = i == nd;
+        const int d = big ? 64 : dims[i];
+        const attn_genome e = big ? big_variant(&a) : attn_for_dim(&a, d);
+        if (big && e.warps_m * 32 > lim->max_threads_per_block) {
+            snprintf(why, why_len, "the large-problem variant's %d threads > %d", e.warps_m * 32,
+                     lim->max_threads_per_block);
+            return EVO_V_RESOURCE_FAIL;
+        }
+        const int smem = attn_smem_bytes(&e, d);
         if (smem > lim->max_smem_per_block_optin) {
-            snprintf(why, why_len, "%d bytes of shared memory at head dim %d > %d on %s", smem, dims[i],
+            snprintf(why, why_len, "%d bytes of shared memory at head dim %d%s > %d on %s", smem, d,
+                     big ? " (large-problem variant)" : "",
                      lim->max_smem_per_block_optin, lim->arch);
             return EVO_V_RESOURCE_FAIL;
         }
@@ -132,16 +172,18 @@ static evo_status attention_render(const evo_config *cfg, const evo_genome *g, e
     attn_read(cfg, g, &a);
     int dims[2];
     const int nd = attn_head_dims(cfg, dims);
-    for (int i = 0; i < nd; i++) {
-        const attn_genome e = attn_for_dim(&a, dims[i]);
+    for (int i = 0; i < nd + (a.big_tile_m && nd > 0 && dims[0] == 64); i++) {
+        const bool big = i == nd;
+        const attn_genome e = big ? big_variant(&a) : attn_for_dim(&a, dims[i]);
         evo_variant *v = &out->variants[out->n_variants++];
-        v->head_dim = dims[i];
+        v->head_dim = big ? 64 : dims[i];
+        v->min_waves = big ? 1 : 0;
         v->format = cfg->format;
         v->threads = e.warps_m * e.warps_n * 32;
         v->rows_per_block = e.tile_m;
-        v->smem_bytes = attn_smem_bytes(&e, dims[i]);
+        v->smem_bytes = attn_smem_bytes(&e, v->head_dim);
         snprintf(v->name_expr, sizeof v->name_expr, "evo_attn_fwd<%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d>",
-                 dims[i], (int)cfg->format, e.tile_m, e.tile_n, e.warps_m, e.warps_n, e.stages, e.swizzle, e.pv_mma,
+                 v->head_dim, (int)cfg->format, e.tile_m, e.tile_n, e.warps_m, e.warps_n, e.stages, e.swizzle, e.pv_mma,
                  e.qk_8bit, e.f16_smem, e.min_blocks, e.fast_exp, e.causal_pair);
     }
     return EVO_OK;
@@ -159,6 +201,7 @@ const evo_task evo_task_attention_fp8 = {
     .name = "attention_fp8",
     .template_file = "attention_fp8.cu",
     .knobs = attention_knobs,
+    .knob_defaults = attention_defaults,
     .can_implement = attention_can_implement,
     .render = attention_render,
     .flops = attention_flops,

@@ -30,7 +30,8 @@ assert d["arch"] == arch and len(c) == 24, (d["arch"], len(c))
 genomes = [x["genome"] for x in c]
 assert len(set(genomes)) == 24, "duplicates"
 assert genomes[0].startswith("TILE_M=64,TILE_N=64,WARPS_M=4,"), "baseline first"
-for extreme in ("TILE_M=16,", "TILE_M=256,", "TILE_N=32,", "TILE_N=256,", "STAGES=1,", "STAGES=3,", "MIN_BLOCKS=4,"):
+for extreme in ("TILE_M=16,", "TILE_M=256,", "TILE_N=32,", "TILE_N=256,", "STAGES=1,", "STAGES=3,", "MIN_BLOCKS=4,",
+                "BIG_TILE_M=256,"):
     assert any(extreme in g for g in genomes), "extreme missing: " + extreme
 ok = 0
 for x in c:
@@ -39,7 +40,9 @@ for x in c:
     if v == "OK":
         ok += 1
         assert x["spill_bytes"] == 0 and x["stack_bytes"] == 0, x
-        assert len(x["variants"]) == 2 and [v["head_dim"] for v in x["variants"]] == [64, 128]
+        dims = [(v["head_dim"], v["min_waves"]) for v in x["variants"]]
+        big = "BIG_TILE_M=0," not in x["genome"]
+        assert dims == ([(64, 0), (128, 0), (64, 1)] if big else [(64, 0), (128, 0)]), (dims, x["genome"])
         for var in x["variants"]:
             assert var["registers"] > 0 and var["registers"] <= 255, var
             assert var["lowered"].startswith("_Z12evo_attn_fwdILi%d" % var["head_dim"]), var["lowered"]
@@ -58,7 +61,7 @@ PY
 done
 
 # One genome, as text; the same genome again is a cache hit.
-g="TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0"
+g="TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
 run compile --config "$SRC/configs/default.yaml" --genome "$g" --arch sm_90
 expect_rc 0 "genome"
 grep -q "^OK .*d64: [0-9]* r / 20480 B / 0 B, d128: [0-9]* r / 40960 B / 0 B" "$tmp/out" || fail "genome: line ($(cat "$tmp/out"))"

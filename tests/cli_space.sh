@@ -24,15 +24,15 @@ expect_err() { grep -qF -- "$1" "$tmp/err" || fail "$2: stderr lacks '$1' (got: 
 run space --config "$SRC/configs/default.yaml"
 expect_rc 0 "default"
 expect_out "task:     attention_fp8" "default"
-expect_out "knobs (12):" "default"
+expect_out "knobs (14):" "default"
 expect_out "  TILE_M       int  [16, 32, 64, 128, 256]" "default"
 expect_out "  FAST_EXP     int  [0, 1]" "default"
 expect_out "  CAUSAL_PAIR  int  [0]" "default"
-expect_out "constraints (6):" "default"
+expect_out "constraints (7):" "default"
 expect_out "  3. WARPS_M * WARPS_N <= 8" "default"
 expect_out "baseline: TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2," "default"
-expect_out "total:    138240" "default"
-expect_out "valid:    16368 (11.84%)" "default"
+expect_out "total:    829440" "default"
+expect_out "valid:    81840 (9.87%)" "default"
 [ -z "$err" ] || fail "default: stderr not empty: $err"
 
 # The same as JSON.
@@ -43,16 +43,16 @@ if command -v python3 >/dev/null; then
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["task"] == "attention_fp8", d["task"]
-assert d["total"] == 138240 and d["valid"] == 16368 and d["exact"] is True, d
+assert d["total"] == 829440 and d["valid"] == 81840 and d["exact"] is True, d
 assert [k["name"] for k in d["knobs"]][:3] == ["TILE_M", "TILE_N", "WARPS_M"]
 assert d["knobs"][0] == {"name": "TILE_M", "kind": "int", "domain": [16, 32, 64, 128, 256]}, d["knobs"][0]
-assert len(d["knobs"]) == 12 and len(d["constraints"]) == 6
+assert len(d["knobs"]) == 14 and len(d["constraints"]) == 7
 assert d["constraints"][1] == "TILE_N % (16 * WARPS_N) == 0"
 assert d["baseline"].startswith("TILE_M=64,TILE_N=64,")
 EOF
 else
-  expect_out '"valid":	16368' "json"
-  expect_out '"total":	138240' "json"
+  expect_out '"valid":	81840' "json"
+  expect_out '"total":	829440' "json"
 fi
 
 # Plain `evo space` reads configs/default.yaml in the working directory.

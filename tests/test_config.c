@@ -43,10 +43,11 @@ static void test_default(void)
 
     const evo_space *s = c->space;
     static const char *const knobs[] = {"TILE_M",  "TILE_N", "WARPS_M",    "WARPS_N",    "STAGES",  "SWIZZLE",
-                                        "PV_MMA", "QK_8BIT", "F16_SMEM", "MIN_BLOCKS", "FAST_EXP", "CAUSAL_PAIR"};
-    static const int sizes[] = {5, 4, 4, 3, 3, 2, 2, 2, 3, 4, 2, 1};
-    CHECK_EQ_INT(evo_space_n_knobs(s), 12);
-    for (int k = 0; k < 12; k++) {
+                                        "PV_MMA", "QK_8BIT", "F16_SMEM", "MIN_BLOCKS", "FAST_EXP", "CAUSAL_PAIR",
+                                        "BIG_TILE_M", "BIG_TILE_N"};
+    static const int sizes[] = {5, 4, 4, 3, 3, 2, 2, 2, 3, 4, 2, 1, 3, 2};
+    CHECK_EQ_INT(evo_space_n_knobs(s), 14);
+    for (int k = 0; k < 14; k++) {
         CHECK_STR(evo_space_knob_name(s, k), knobs[k]);
         CHECK_EQ_INT(evo_space_domain_size(s, k), sizes[k]);
         CHECK(!evo_space_knob_is_enum(s, k));
@@ -55,28 +56,29 @@ static void test_default(void)
     CHECK_EQ_INT(evo_space_value(s, 1, 0), 32);
     CHECK_EQ_INT(evo_space_value(s, 2, 3), 8);
     CHECK_EQ_INT(evo_space_value(s, 9, 1), 2);
-    CHECK_EQ_INT(evo_space_n_constraints(s), 6);
+    CHECK_EQ_INT(evo_space_n_constraints(s), 7);
     CHECK_STR(evo_space_constraint_text(s, 1), "TILE_N % (16 * WARPS_N) == 0");
     uint64_t total, valid;
     bool exact;
     CHECK_EQ_INT(evo_space_count(s, 10000000, &total, &valid, &exact, NULL), EVO_OK);
-    CHECK_EQ_INT(total, 138240);
+    CHECK_EQ_INT(total, 829440);
     /* (TILE_M, WARPS_M) pairs: 8; per WARPS_M the (WARPS_N, TILE_N) choices: 11, 11, 8, 4 -> 68 tile shapes, 32
      * of them with WARPS_N = 1. (PV_MMA, QK_8BIT, F16_SMEM): 5 with PV_MMA = 1, 2 more with PV_MMA = 0 when
      * WARPS_N = 1. Times STAGES 3 x SWIZZLE 2 x MIN_BLOCKS 4 x FAST_EXP 2 = 48: 48 x (68 x 5 + 32 x 2) = 19392,
      * less the MIN_BLOCKS 3 and 4 of the 8-warp shapes (WARPS_M * WARPS_N * MIN_BLOCKS <= 16): 16368, as a
-     * direct enumeration in another language also gives. */
-    CHECK_EQ_INT(valid, 16368);
+     * direct enumeration in another language also gives. The large-problem variant adds 5 choices (none, or
+     * BIG_TILE_M 128 / 256 x BIG_TILE_N 32 / 64): 81840. */
+    CHECK_EQ_INT(valid, 81840);
     CHECK(exact);
 
     char g[EVO_GENOME_TEXT_MAX];
     evo_genome_format(s, &c->baseline, g, sizeof g);
     CHECK_STR(g, "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,"
-                 "MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0");
+                 "MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64");
     CHECK(evo_space_valid(s, &c->baseline, NULL));
     char hex[65];
     evo_genome_hash(s, &c->baseline, hex); /* SHA-256 of the text above: store keys depend on it */
-    CHECK_STR(hex, "e8ff5c126a0bef0de6998bc795a6755c4fb281c21822f1222f2807c9c3b6523b");
+    CHECK_STR(hex, "bafe558b8c8c64369c74af94866a9994d0804f4f00b5808de3d117cac96e8392");
     CHECK_EQ_INT(c->n_seeds, 0);
 
     CHECK_EQ_INT(c->correctness.timed_seeds, 3);
@@ -191,8 +193,11 @@ static void test_minimal_and_defaults(void)
     CHECK_STR(evo_space_knob_name(c->space, 10), "FAST_EXP");
     char g[EVO_GENOME_TEXT_MAX];
     evo_genome_format(c->space, &c->baseline, g, sizeof g);
+    /* BIG_TILE_M and BIG_TILE_N are left out: their defaults, one value each, which genomes may leave out too */
     CHECK_STR(g, "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,"
-                 "MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0");
+                 "MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64");
+    CHECK_EQ_INT(evo_space_domain_size(c->space, 12), 1);
+    CHECK_EQ_INT(evo_space_value(c->space, 13, 0), 64);
     CHECK_EQ_INT(evo_space_n_constraints(c->space), 0);
     check_shape(&c->shapes[0], "one", 1, 1, 128, 128, true);
     CHECK_EQ_INT(c->format, EVO_FMT_E4M3);
@@ -269,7 +274,7 @@ static const struct {
      "knob 'TILE_M': value '32' is not in its domain (64, 128)"},
     {"baseline_violates.yaml", "baseline_violates.yaml:18:11: baseline",
      "violates the constraint 'STAGES == 1 || PV_MMA == 0'"},
-    {"seed_bad.yaml", "seed_bad.yaml:20:5: seeds[0]", "knob 'WARPS_M' is missing"},
+    {"seed_bad.yaml", "seed_bad.yaml:20:5: seeds[0]", "knob 'STAGES' is missing"},
     {"seed_duplicate.yaml", "seed_duplicate.yaml:21:5: seeds[1]", "same genome as seeds[0]"},
     {"unknown_distribution.yaml", "unknown_distribution.yaml:25:27: correctness.distributions[1]",
      "unknown distribution 'gauss' (known: normal, uniform, outliers, zero_head, large)"},

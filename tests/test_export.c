@@ -19,11 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#define GENOME_A "TILE_M=128,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=1,F16_SMEM=1,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0"
-#define GENOME_BASE "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0"
-#define GENOME_BAD "TILE_M=64,TILE_N=128,WARPS_M=2,WARPS_N=2,STAGES=3,SWIZZLE=0,PV_MMA=1,QK_8BIT=0,F16_SMEM=2,MIN_BLOCKS=2,FAST_EXP=0,CAUSAL_PAIR=0"
-#define GENOME_STALE "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=3,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0"
-#define GENOME_REKEYED "TILE_M=32,TILE_N=64,WARPS_M=2,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=2,FAST_EXP=1,CAUSAL_PAIR=0"
+#define GENOME_A "TILE_M=128,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=1,F16_SMEM=1,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
+#define GENOME_BASE "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
+#define GENOME_BAD "TILE_M=64,TILE_N=128,WARPS_M=2,WARPS_N=2,STAGES=3,SWIZZLE=0,PV_MMA=1,QK_8BIT=0,F16_SMEM=2,MIN_BLOCKS=2,FAST_EXP=0,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
+#define GENOME_STALE "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=3,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
+#define GENOME_REKEYED "TILE_M=32,TILE_N=64,WARPS_M=2,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=2,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
 
 enum { C_A, C_BASE, C_BAD, C_STALE, C_REKEYED, C_FILE, N_CANDS };
 static const char *const cand_names[N_CANDS] = {"A", "BASE", "BAD", "STALE", "REKEYED", "FILE"};
@@ -297,8 +297,8 @@ static void test_best(const fixture *fx)
     CHECK_CONTAINS(t, "#define EVO_EXPORT_ARCH \"sm_90\"\n#define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3\n");
     CHECK_CONTAINS(t, "template __global__ void evo_attn_fwd<64,0,128,64,4,1,2,1,1,1,1,1,1,0>(const evo_attn_params);\n"
                       "template __global__ void evo_attn_fwd<128,0,64,64,4,1,2,1,1,1,1,1,1,0>(const evo_attn_params);\n");
-    CHECK_CONTAINS(t, "    {64, evo_attn_fwd<64,0,128,64,4,1,2,1,1,1,1,1,1,0>, 128, 128, 32768},\n"
-                      "    {128, evo_attn_fwd<128,0,64,64,4,1,2,1,1,1,1,1,1,0>, 128, 64, 57344},\n};\n");
+    CHECK_CONTAINS(t, "    {64, evo_attn_fwd<64,0,128,64,4,1,2,1,1,1,1,1,1,0>, 128, 128, 32768, 0},\n"
+                      "    {128, evo_attn_fwd<128,0,64,64,4,1,2,1,1,1,1,1,1,0>, 128, 64, 57344, 0},\n};\n");
     CHECK_CONTAINS(t, "    {\"mission\", 1, 8, 512, 64, 0, 10.87},\n");
     CHECK_CONTAINS(t, "    {\"wide\", 2, 8, 512, 128, 0, 43.48},\n");
     CHECK_CONTAINS(t, "static const double tol_rel_l2 = 0.002, tol_atol = 0.02, tol_rtol = 0.02, tol_max_frac_over = 0;\n");
@@ -329,7 +329,7 @@ static void test_best(const fixture *fx)
 
     /* the baseline is an elite too */
     CHECK_EQ_INT(export_one(st, fx->key[C_BASE], &src, &out, &err), EVO_OK);
-    CHECK_CONTAINS(out.text, "    {64, evo_attn_fwd<64,0,64,64,4,1,2,1,1,0,0,1,1,0>, 128, 64, 20480},\n");
+    CHECK_CONTAINS(out.text, "    {64, evo_attn_fwd<64,0,64,64,4,1,2,1,1,0,0,1,1,0>, 128, 64, 20480, 0},\n");
     CHECK_CONTAINS(out.text, " *   fitness       1.000x");
     evo_export_out_free(&out);
     evo_export_src_free(&src);

@@ -34,6 +34,7 @@ static void fill_request(evo_eval_request *r)
         v->threads = 128 * (i + 1);
         v->rows_per_block = 64 + i;
         v->smem_bytes = 49152 + 1024 * i;
+        v->min_waves = i == 3 ? 1 : 0;
     }
     r->n_variants = EVO_MAX_VARIANTS;
     r->check = true;

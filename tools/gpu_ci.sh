@@ -13,25 +13,32 @@ OUT=${OUT:-$PWD/gpu-logs}
 mkdir -p "$OUT"
 export OUT
 export LD_LIBRARY_PATH=/tmp/evo-deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee -a "$OUT/gpu.txt"
-date -u +%FT%TZ | tee -a "$OUT/date.txt"
-tools/gpu_host.sh build || exit 1
+# at most 8 files come back from $OUT: keep it to the logs and databases that matter
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
+date -u +%FT%TZ
+tools/gpu_host.sh build >/dev/null || { tail -20 "$OUT/cmake.log"; exit 1; }
+rm -f "$OUT/cmake.log"
 for step in "$@"; do
   echo "=== $step $(date -u +%T)"
   case "$step" in
     tests) ctest --test-dir build -L gpu --output-on-failure 2>&1 | tee "$OUT/ctest-gpu.log" |
-             grep -vE "^(reference|compare|generator|quantize)" | tail -40 ;;
+             grep -vE "^(reference|compare|generator|quantize)" | tail -40
+           rm -f "$OUT"/grid-*.db ;;
     ptx80) [ -x scratch/template_check_ptx80 ] && scratch/template_check_ptx80 --quick --no-time 2>&1 |
              tee "$OUT/ptx80.log" | grep -E "FAIL|correctness|PASSED|FAILED" | head -20 ;;
     record) rm -f "$OUT/replay.db"
-            build/evo run --config tests/data/replay-space.yaml --db "$OUT/replay.db" 2>&1 | tee "$OUT/record.log" ;;
+            build/evo run --config tests/data/replay-space.yaml --db "$OUT/replay.db" 2>&1 | tail -3
+            python3 -c "import sqlite3; sqlite3.connect('$OUT/replay.db').execute('pragma wal_checkpoint(TRUNCATE)')" ;;
     smoke) rm -f "$OUT/smoke.db"
            build/evo run --config configs/smoke.yaml --generations 2 --db "$OUT/smoke.db" 2>&1 | tee "$OUT/run-smoke.log" ;;
-    run20) rm -f "$OUT/run20.db"
-           build/evo run --generations 20 --db "$OUT/run20.db" 2>&1 | tee "$OUT/run20.log"
-           build/evo elite --show --db "$OUT/run20.db" 2>&1 | tee "$OUT/elite.txt" | head -40
-           build/evo history --db "$OUT/run20.db" > "$OUT/history.txt" 2>&1
-           build/evo export --best --db "$OUT/run20.db" -o "$OUT/best.cu" 2>&1 | tail -2 ;;
+    run20|presets)
+           cfg=configs/default.yaml; [ "$step" = presets ] && cfg=configs/presets.yaml
+           rm -f "$OUT/$step.db"
+           build/evo run --config $cfg --generations 20 --db "$OUT/$step.db" 2>&1 | tee "$OUT/$step.log" | tail -25
+           python3 -c "import sqlite3; sqlite3.connect('$OUT/$step.db').execute('pragma wal_checkpoint(TRUNCATE)')"
+           build/evo elite --show --db "$OUT/$step.db" > "$OUT/$step-elite.txt" 2>&1; head -30 "$OUT/$step-elite.txt"
+           build/evo history --db "$OUT/$step.db" > "$OUT/$step-history.txt" 2>&1
+           build/evo export --best --db "$OUT/$step.db" -o "$OUT/best.cu" 2>&1 | tail -2 ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;
