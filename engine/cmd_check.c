@@ -178,6 +178,7 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
                           .fitness = r->fitness, .detail = r->detail, .gpu = r->gpu, .check_s = r->check_s,
                           .time_s = r->time_s, .shapes = r->shapes, .n_shapes = r->n_shapes};
         if (s == EVO_OK) s = evo_store_put_evaluation(st, &e, err);
+        free(e.created_at);
     }
     evo_compile_result_free(&c.cr);
     return s;

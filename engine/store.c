@@ -309,9 +309,21 @@ static evo_status sql_fail(const evo_store *st, int rc, evo_err *err, const char
     case SQLITE_NOMEM:
         return evo_fail(err, EVO_E_NOMEM, "%s: out of memory in SQLite", st->path);
     case SQLITE_FULL:
-        return evo_fail(err, EVO_E_DB, "%s: disk full (%s)", st->path, msg);
+        return evo_fail(err, EVO_E_DB, "%s: disk full (%s); the failed write was rolled back", st->path, msg);
+    case SQLITE_IOERR: {
+        /* A file size limit (EFBIG), a short write, EIO; ENOSPC is SQLITE_FULL. The OS error, when SQLite kept one,
+         * says which. */
+        const int e = st->db ? sqlite3_system_errno(st->db) : 0;
+        const bool read = rc == SQLITE_IOERR_READ || rc == SQLITE_IOERR_SHORT_READ;
+        return evo_fail(err, EVO_E_DB, "%s: %s failed (%s%s%s); %s", st->path, read ? "read" : "write", msg,
+                        e ? ": " : "", e ? strerror(e) : "",
+                        read ? "the file may be damaged" : "is the disk full? The failed write was rolled back");
+    }
     case SQLITE_READONLY:
-        return evo_fail(err, EVO_E_DB, "%s: cannot write (%s)", st->path, msg);
+        return evo_fail(err, EVO_E_DB,
+                        "%s: cannot write (%s); writing needs write access to the file and to its directory (for "
+                        "its -wal and -shm files)",
+                        st->path, msg);
     case SQLITE_CANTOPEN:
         return evo_fail(err, EVO_E_DB, "%s: cannot open (%s)", st->path, msg);
     default:
@@ -683,6 +695,12 @@ static evo_status open_readwrite(evo_store *st, evo_err *err)
     }
     int rc = sqlite3_open_v2(st->path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     if (rc != SQLITE_OK) return sql_fail(st, rc, err, "open");
+    /* SQLite opens a file it may not write read-only without a word; the first write would fail much later. */
+    if (sqlite3_db_readonly(st->db, "main") == 1)
+        return evo_fail(err, EVO_E_DB,
+                        "%s: cannot write (the file is read-only); writing needs write access to the file and to "
+                        "its directory (for its -wal and -shm files)",
+                        st->path);
     connection_settings(st);
     TRY(exec_sql(st, "PRAGMA foreign_keys = ON", err));
     TRY(inspect(st, false, err));
