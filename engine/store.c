@@ -633,6 +633,8 @@ static evo_status inspect(evo_store *st, bool quick_check, evo_err *err)
             snprintf(verdict, sizeof verdict, "%s", (const char *)sqlite3_column_text(q, 0));
         sqlite3_finalize(q);
         SQL(st, err, rc);
+        for (char *c = verdict; *c; c++) /* SQLite's report spans lines; evo's messages are one line */
+            if (*c == '\n') *c = ' ';
         if (strcmp(verdict, "ok") != 0)
             return evo_fail(err, EVO_E_DB, "%s: corrupt database (quick_check: %s); left untouched", st->path,
                             verdict);
