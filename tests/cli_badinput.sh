@@ -79,6 +79,8 @@ text = open(sys.argv[1]).read().replace('"TILE_M / WARPS_M <= 32"', '"' + "(" * 
 open(sys.argv[2], "w").write(text)
 PY
 expect "run: constraint nested 100000 deep" 2 "deep.yaml:16:72: space.constraints[0]: expression nested deeper than 64 levels" -- "${R[@]}" "$T/deep.yaml"
+python3 -c 'print("task: " + "[" * 100000 + "]" * 100000)' >"$T/deep_yaml.yaml"
+expect "run: YAML nested 100000 deep" 2 "deep_yaml.yaml:1:7: task: expected a string, found a list" -- "${R[@]}" "$T/deep_yaml.yaml"
 head -c 4096 /dev/urandom | tr -d '\n' >"$T/random.yaml"
 expect "run: random bytes as config" 2 "random.yaml:1:" -- "${R[@]}" "$T/random.yaml"
 printf 'task: attention_fp8\0\nformat: e4m3\n' >"$T/nul.yaml"
