@@ -53,7 +53,11 @@ def check_run(db, run):
     candidate evaluated twice, every generation's counts adding up to what it evaluated and reused."""
     c = connect(db)
     problems = []
-    state, planned = c.execute("SELECT state, generations FROM runs WHERE id = ?", (run,)).fetchone()
+    row = c.execute("SELECT state, generations FROM runs WHERE id = ?", (run,)).fetchone()
+    if not row:
+        print("check_run: no run %d" % run, file=sys.stderr)
+        return 1
+    state, planned = row
     if state != "done":
         problems.append("run %s is %s, not done" % (run, state))
     gens = [r[0] for r in c.execute("SELECT generation FROM generations WHERE run_id = ? ORDER BY 1", (run,))]
