@@ -178,6 +178,7 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
                           .fitness = r->fitness, .detail = r->detail, .gpu = r->gpu, .check_s = r->check_s,
                           .time_s = r->time_s, .shapes = r->shapes, .n_shapes = r->n_shapes};
         if (s == EVO_OK) s = evo_store_put_evaluation(st, &e, err);
+        free(e.created_at);
     }
     evo_compile_result_free(&c.cr);
     return s;
@@ -222,10 +223,11 @@ EVO_CMD(check)
     snprintf(work, sizeof work, "%s/evo-check-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
     evo_evaluator *ev = NULL;
     evo_evaluator_opts eo = {.cfg = cfg, .config_path = config_path, .work_dir = work, .full_timing = true};
-    if (!json) fprintf(stderr, "starting the GPU worker (inputs and references are made once)...\n");
-    s = evo_evaluator_open(&eo, &ev, err);
+    /* The store first: a database evo cannot use is refused before a worker starts. */
     evo_store *st = NULL;
-    if (s == EVO_OK && db_path) s = evo_store_open(db_path, EVO_STORE_READWRITE, &st, err);
+    if (db_path) s = evo_store_open(db_path, EVO_STORE_READWRITE, &st, err);
+    if (s == EVO_OK && !json) fprintf(stderr, "starting the GPU worker (inputs and references are made once)...\n");
+    if (s == EVO_OK) s = evo_evaluator_open(&eo, &ev, err);
     int rejected = 0, n_files = argc - optind;
     if (json && n_files > 1) printf("[\n");
     for (int i = optind; s == EVO_OK && i < argc; i++) {
@@ -251,6 +253,9 @@ EVO_CMD(check)
     evo_store_close(st);
     evo_evaluator_close(ev);
     evo_config_free(cfg);
-    if (s == EVO_OK || s == EVO_E_REJECTED) evo_remove_tree(work);
+    /* The worker's log is kept when the worker or the GPU failed; a kernel that does not compile, a refused
+     * database or a rejected verdict leave nothing behind. */
+    if (s == EVO_OK || s == EVO_E_REJECTED || s == EVO_E_CONFIG || s == EVO_E_USAGE || s == EVO_E_DB)
+        evo_remove_tree(work);
     return s;
 }

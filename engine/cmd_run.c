@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "cudrv.h"
 #include "evolve.h"
+#include "strategy.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -39,7 +40,11 @@ EVO_CMD(run)
         switch (ch) {
         case 'c': o.config_path = optarg; break;
         case 'D': o.db_path = optarg; break;
-        case 'S': o.strategy = optarg; break;
+        case 'S':
+            if (!evo_strategy_find(optarg))
+                return evo_cli_usage_error(self, err, "--strategy takes ga or random, not '%s'", optarg);
+            o.strategy = optarg;
+            break;
         case 'P': o.replay_db = optarg; break;
         case 'N': o.insights = 0; break;
         case 'q': o.quiet = true; break;

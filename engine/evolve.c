@@ -85,8 +85,8 @@ typedef struct {
 
 /* ---- storing one result ---- */
 
-static evo_status store_result(loop *L, const evo_candidate *c, const evo_proposal *p, const evo_result *r,
-                               evo_err *err)
+static evo_status put_result(loop *L, const evo_candidate *c, const evo_proposal *p, const evo_result *r,
+                             evo_err *err)
 {
     evo_candidate_rec cr = {
         .key = (char *)c->key,
@@ -121,12 +121,26 @@ static evo_status store_result(loop *L, const evo_candidate *c, const evo_propos
         .n_shapes = r->n_shapes,
     };
     s = evo_store_put_evaluation(L->st, &e, err);
+    free(e.created_at); /* the one string put_evaluation fills in */
     for (int k = 0; s == EVO_OK && p && k < p->n_parents; k++) {
         char text[EVO_GENOME_TEXT_MAX];
         evo_genome_format(L->cfg->space, &p->parents[k], text, sizeof text);
         const int64_t parent = map_get(&L->ids, text);
         if (parent) s = evo_store_put_lineage(L->st, L->run.id, L->gen, cr.id, parent, evo_operator_name(p->op), err);
     }
+    return s;
+}
+
+/* Candidate, evaluation and lineage in one transaction: a driver killed in between leaves all or nothing, so a
+ * resumed run never finds an evaluation without its lineage. */
+static evo_status store_result(loop *L, const evo_candidate *c, const evo_proposal *p, const evo_result *r,
+                               evo_err *err)
+{
+    evo_status s = evo_store_begin(L->st, err);
+    if (s != EVO_OK) return s;
+    s = put_result(L, c, p, r, err);
+    if (s == EVO_OK) return evo_store_commit(L->st, err);
+    evo_store_rollback(L->st);
     return s;
 }
 
@@ -396,7 +410,15 @@ static evo_status open_run(loop *L, evo_err *err)
 {
     const evo_run_opts *o = &L->o;
     const char *db = o->db_path ? o->db_path : "population.db";
-    evo_status s = evo_store_open(db, EVO_STORE_READWRITE, &L->st, err);
+    evo_status s;
+    /* Bad input is refused before the store is opened, so it never creates or touches a database. */
+    if (!o->resume_run) {
+        s = evo_config_load(o->config_path ? o->config_path : "configs/default.yaml", &L->cfg, err);
+        if (s != EVO_OK) return s;
+    } else if (!evo_file_exists(db)) {
+        return evo_fail(err, EVO_E_USAGE, "--resume %lld: no database at %s", (long long)o->resume_run, db);
+    }
+    s = evo_store_open(db, EVO_STORE_READWRITE, &L->st, err);
     if (s != EVO_OK) return s;
     char cfg_path[4200];
     if (o->resume_run) {
@@ -404,11 +426,11 @@ static evo_status open_run(loop *L, evo_err *err)
         if (s == EVO_E_NOTFOUND)
             return evo_fail(err, EVO_E_USAGE, "--resume %lld: %s has no such run", (long long)o->resume_run, db);
         if (s != EVO_OK) return s;
-        s = evo_config_parse(L->run.config_path, L->run.config_text, strlen(L->run.config_text), &L->cfg, err);
+        if (!L->run.config_text)
+            return evo_fail(err, EVO_E_DB, "--resume %lld: %s stores no config for the run", (long long)L->run.id, db);
+        s = evo_config_parse(L->run.config_path ? L->run.config_path : "(stored config)", L->run.config_text,
+                             strlen(L->run.config_text), &L->cfg, err);
         if (s != EVO_OK) return evo_failv_prefix(err, s, "--resume %lld: the run's stored config", (long long)L->run.id);
-    } else {
-        s = evo_config_load(o->config_path ? o->config_path : "configs/default.yaml", &L->cfg, err);
-        if (s != EVO_OK) return s;
     }
     L->task = evo_task_find(L->cfg->task);
     if (!L->task) return evo_fail(err, EVO_E_CONFIG, "%s: unknown task '%s'", L->cfg->path, L->cfg->task);
@@ -453,13 +475,15 @@ static evo_status open_run(loop *L, evo_err *err)
             .nvrtc_version = (char *)evo_nvrtc_version(),
             .evo_version = EVO_VERSION,
         };
+        /* The record points at borrowed strings but for the two begin_run allocates: keep our own copies (a
+         * refused insert, e.g. on a locked database, leaves nothing that evo_store_run_free may not free). */
+        evo_run_rec copy = {0};
         s = evo_store_begin_run(L->st, &L->run, err);
-        if (s != EVO_OK) return s;
-        /* keep our own copies of the strings (the record now points at borrowed ones) */
-        evo_run_rec copy;
-        s = evo_store_get_run(L->st, L->run.id, &copy, err);
-        if (s != EVO_OK) return s;
+        if (s == EVO_OK) s = evo_store_get_run(L->st, L->run.id, &copy, err);
+        free(L->run.started_at);
+        free(L->run.state);
         L->run = copy;
+        if (s != EVO_OK) return s;
     } else if (o->generations) {
         L->run.generations = o->generations;
     }
@@ -545,7 +569,8 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
                 L->run.strategy, L->population, L->generations, (long long)L->run.seed);
     evo_observation *obs = evo_xcalloc((size_t)L->population + 1, sizeof *obs);
     int stall = 0;
-    const double budget = L->o.time_budget_s >= 0 ? L->o.time_budget_s : L->cfg->evolution.time_budget_s;
+    /* no config when opening the store or loading it failed */
+    const double budget = L->o.time_budget_s >= 0 ? L->o.time_budget_s : L->cfg ? L->cfg->evolution.time_budget_s : 0;
     const char *stop = "done";
     for (L->gen = 0; s == EVO_OK && L->gen < L->generations; L->gen++) {
         if (g_interrupted) {

@@ -309,9 +309,21 @@ static evo_status sql_fail(const evo_store *st, int rc, evo_err *err, const char
     case SQLITE_NOMEM:
         return evo_fail(err, EVO_E_NOMEM, "%s: out of memory in SQLite", st->path);
     case SQLITE_FULL:
-        return evo_fail(err, EVO_E_DB, "%s: disk full (%s)", st->path, msg);
+        return evo_fail(err, EVO_E_DB, "%s: disk full (%s); the failed write was rolled back", st->path, msg);
+    case SQLITE_IOERR: {
+        /* A file size limit (EFBIG), a short write, EIO; ENOSPC is SQLITE_FULL. The OS error, when SQLite kept one,
+         * says which. */
+        const int e = st->db ? sqlite3_system_errno(st->db) : 0;
+        const bool read = rc == SQLITE_IOERR_READ || rc == SQLITE_IOERR_SHORT_READ;
+        return evo_fail(err, EVO_E_DB, "%s: %s failed (%s%s%s); %s", st->path, read ? "read" : "write", msg,
+                        e ? ": " : "", e ? strerror(e) : "",
+                        read ? "the file may be damaged" : "is the disk full? The failed write was rolled back");
+    }
     case SQLITE_READONLY:
-        return evo_fail(err, EVO_E_DB, "%s: cannot write (%s)", st->path, msg);
+        return evo_fail(err, EVO_E_DB,
+                        "%s: cannot write (%s); writing needs write access to the file and to its directory (for "
+                        "its -wal and -shm files)",
+                        st->path, msg);
     case SQLITE_CANTOPEN:
         return evo_fail(err, EVO_E_DB, "%s: cannot open (%s)", st->path, msg);
     default:
@@ -589,7 +601,7 @@ static evo_status connect_readonly(evo_store *st, evo_err *err)
 }
 
 /* Is this evo's file, of a schema this evo can use, and sound? Sets st->version. */
-static evo_status inspect(evo_store *st, bool quick_check, evo_err *err)
+static evo_status inspect_snapshot(evo_store *st, bool quick_check, evo_err *err)
 {
     int64_t app = 0, ver = 0, nobj = 0;
     SQL(st, err, query_int(st->db, "PRAGMA application_id", &app));
@@ -621,12 +633,25 @@ static evo_status inspect(evo_store *st, bool quick_check, evo_err *err)
             snprintf(verdict, sizeof verdict, "%s", (const char *)sqlite3_column_text(q, 0));
         sqlite3_finalize(q);
         SQL(st, err, rc);
+        for (char *c = verdict; *c; c++) /* SQLite's report spans lines; evo's messages are one line */
+            if (*c == '\n') *c = ' ';
         if (strcmp(verdict, "ok") != 0)
             return evo_fail(err, EVO_E_DB, "%s: corrupt database (quick_check: %s); left untouched", st->path,
                             verdict);
     }
     st->version = (int)ver;
     return EVO_OK;
+}
+
+/* The numbers inspect reads must come from one snapshot: read one by one, they can straddle another evo's commit of
+ * a new schema (tables there, application id not yet) and a sound file looks like another program's. */
+static evo_status inspect(evo_store *st, bool quick_check, evo_err *err)
+{
+    const bool own = sqlite3_get_autocommit(st->db); /* migrate_step calls this inside its write transaction */
+    if (own) TRY(exec_sql(st, "BEGIN", err));
+    evo_status s = inspect_snapshot(st, quick_check, err);
+    if (own) exec_quiet(st, "ROLLBACK"); /* ends the read transaction; it wrote nothing */
+    return s;
 }
 
 static evo_status migrate_0_to_1(evo_store *st, evo_err *err) { return exec_sql(st, schema_v1, err); }
@@ -683,15 +708,28 @@ static evo_status open_readwrite(evo_store *st, evo_err *err)
     }
     int rc = sqlite3_open_v2(st->path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     if (rc != SQLITE_OK) return sql_fail(st, rc, err, "open");
+    /* SQLite opens a file it may not write read-only without a word; the first write would fail much later. */
+    if (sqlite3_db_readonly(st->db, "main") == 1)
+        return evo_fail(err, EVO_E_DB,
+                        "%s: cannot write (the file is read-only); writing needs write access to the file and to "
+                        "its directory (for its -wal and -shm files)",
+                        st->path);
     connection_settings(st);
     TRY(exec_sql(st, "PRAGMA foreign_keys = ON", err));
     TRY(inspect(st, false, err));
-    sqlite3_stmt *q = NULL;
-    SQL(st, err, sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &q, NULL));
-    rc = sqlite3_step(q);
-    bool wal = rc == SQLITE_ROW && sqlite3_column_text(q, 0) &&
-               strcmp((const char *)sqlite3_column_text(q, 0), "wal") == 0;
-    sqlite3_finalize(q);
+    /* Switching a new file to WAL takes an exclusive lock, and SQLite reports SQLITE_BUSY at once, without the busy
+     * handler, while another evo is creating the same file: wait for it here, up to the busy timeout. */
+    bool wal = false;
+    for (const double give_up = evo_now() + st->busy_ms / 1000.0;;) {
+        sqlite3_stmt *q = NULL;
+        rc = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &q, NULL);
+        if (rc == SQLITE_OK) rc = sqlite3_step(q);
+        wal = rc == SQLITE_ROW && sqlite3_column_text(q, 0) &&
+              strcmp((const char *)sqlite3_column_text(q, 0), "wal") == 0;
+        sqlite3_finalize(q);
+        if ((rc & 0xff) != SQLITE_BUSY || evo_now() >= give_up) break;
+        sqlite3_sleep(10);
+    }
     SQL(st, err, rc);
     if (!wal)
         return evo_fail(err, EVO_E_DB, "%s: cannot switch to WAL journal mode (is it on a network file system?)",

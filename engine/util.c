@@ -114,11 +114,11 @@ evo_status evo_read_file(const char *path, char **data, size_t *len, evo_err *er
     char buf[65536];
     size_t n;
     while ((n = fread(buf, 1, sizeof buf, f)) > 0) evo_str_appendn(&s, buf, n);
-    int bad = ferror(f);
+    int bad = ferror(f) ? errno : 0; /* e.g. EISDIR: fopen opens a directory, reading it fails */
     fclose(f);
     if (bad) {
         evo_str_free(&s);
-        return evo_fail(err, EVO_E_IO, "%s: read failed", path);
+        return evo_fail(err, EVO_E_IO, "%s: read failed: %s", path, strerror(bad));
     }
     if (len) *len = s.len;
     *data = evo_str_take(&s);

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# cli_badinput.sh — bad input to run, check, compile, elite, history and insights: each gets one line naming the
+# file:line:column, key, knob, option or database at fault, exit 2 (usage, config) or 1 (runtime), and leaves
+# every database as it was (SHA-256 before and after) and creates none. No GPU needed (fake worker).
+# Run: bash tests/cli_badinput.sh build/evo .   EVO_BADINPUT_TABLE=FILE appends one markdown row per case.
+set -u
+EVO=$(realpath "$1")
+SRC=$(realpath "$2")
+FIXTURE=$(dirname "$EVO")/tests/test_store # `test_store --fixture populated FILE`
+CFGS=$SRC/tests/data/config
+FAULTS=$SRC/tests/data/faults.yaml
+T=$(mktemp -d /tmp/evo-cli-badinput-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+export EVO_CACHE=$T/cache EVO_FAKE_WORKER=ok TMPDIR=$T/tmp
+mkdir "$T/ws" "$T/tmp"
+cd "$T/ws" || exit 1 # evo's default population.db would appear here
+
+fails=0
+checks=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+sha() { if [ -d "$1" ]; then ls -A "$1"; else sha256sum "$1" | cut -d' ' -f1; fi; }
+POP=$T/pop.db
+"$FIXTURE" --fixture populated "$POP" || fail "fixture"
+
+# expect NAME RC MESSAGE [DB] -- ARGS...: evo ARGS exits RC with MESSAGE in its one-line error; DB (default: the
+# populated fixture) keeps its SHA-256, no new file appears in the working directory, no check work dir is left.
+expect() {
+  local name=$1 want_rc=$2 msg=$3 db=$POP
+  shift 3
+  if [ "$1" != -- ]; then db=$1; shift; fi
+  shift
+  local before listing rc err
+  before=$(sha "$db")
+  "$EVO" "$@" >"$T/out" 2>"$T/err"
+  rc=$?
+  err=$(cat "$T/err")
+  checks=$((checks + 4))
+  [ "$rc" = "$want_rc" ] || fail "$name: exit $rc, want $want_rc (stderr: $err)"
+  grep -qF -- "$msg" <<<"$err" || fail "$name: stderr '$err' lacks '$msg'"
+  [ "$(sha "$db")" = "$before" ] || fail "$name: $db changed"
+  listing=$(find "$T/ws" "$T/tmp" -mindepth 1)
+  [ -z "$listing" ] || fail "$name: left files behind: $listing"
+  rm -rf "${T:?}"/ws/* "${T:?}"/tmp/*
+  if [ -n "${EVO_BADINPUT_TABLE:-}" ]; then
+    local line
+    line=$(grep -m1 '^evo: ' <<<"$err" | sed -e "s|$T/||g" -e "s|$SRC/||g" -e 's/|/\\|/g')
+    printf '| %s | `%s` | %s |\n' "$name" "${line#evo: }" "$rc" >>"$EVO_BADINPUT_TABLE"
+  fi
+}
+# variant NAME SED: a copy of tests/data/config/good.yaml edited by SED, at $T/NAME.yaml
+variant() { sed "$2" "$CFGS/good.yaml" >"$T/$1.yaml"; }
+
+# ---- evo run: configuration errors are refused before the store is opened ----
+R=(run --db "$POP" --config)
+expect "run: malformed YAML" 2 "malformed.yaml:6:12: malformed YAML: did not find expected ',' or ']'" -- "${R[@]}" "$CFGS/malformed.yaml"
+expect "run: wrong type" 2 "wrong_type.yaml:21:40: shapes[1].seq: expected an integer, found 'long'" -- "${R[@]}" "$CFGS/wrong_type.yaml"
+expect "run: unknown key" 2 "unknown_key.yaml:30:3: evolution.populaton: unknown key (did you mean 'population'?)" -- "${R[@]}" "$CFGS/unknown_key.yaml"
+expect "run: unknown knob" 2 "unknown_knob.yaml:15:5: space.knobs.TILE_Q: unknown knob" -- "${R[@]}" "$CFGS/unknown_knob.yaml"
+expect "run: empty domain" 2 "empty_domain.yaml:8:13: space.knobs.STAGES: empty domain: a knob needs at least one value" -- "${R[@]}" "$CFGS/empty_domain.yaml"
+expect "run: impossible constraint" 2 "unsatisfiable.yaml:16:7: space.constraints[0]: no genome satisfies this constraint" -- "${R[@]}" "$CFGS/unsatisfiable.yaml"
+expect "run: negative number" 2 "negative.yaml:21:22: shapes[1].batch: -1 is out of range: must be 1 to 65535" -- "${R[@]}" "$CFGS/negative.yaml"
+variant huge_population 's/population: 4/population: 99999999999999999999999/'
+expect "run: absurd population" 2 "huge_population.yaml:30:15: evolution.population: 99999999999999999999999 is out of range: must be 2 to 100000" -- "${R[@]}" "$T/huge_population.yaml"
+variant huge_seq 's/seq: 64,/seq: 2147483648,/'
+expect "run: absurd sequence length" 2 "huge_seq.yaml:20:40: shapes[0].seq: 2147483648 is out of range: must be 1 to 1048576" -- "${R[@]}" "$T/huge_seq.yaml"
+variant inf_tolerance 's/rel_l2: 2.0e-3/rel_l2: 1e400/'
+expect "run: infinite tolerance" 2 "inf_tolerance.yaml:27:23: correctness.tolerance.rel_l2: 1e400 is not a finite number" -- "${R[@]}" "$T/inf_tolerance.yaml"
+variant nan_tolerance 's/rel_l2: 2.0e-3/rel_l2: .nan/'
+expect "run: NaN tolerance" 2 "nan_tolerance.yaml:27:23: correctness.tolerance.rel_l2: expected a number, found '.nan'" -- "${R[@]}" "$T/nan_tolerance.yaml"
+variant huge_knob 's/TILE_M: \[64, 128\]/TILE_M: [64, 99999999999]/'
+expect "run: knob value past 32 bits" 2 "huge_knob.yaml:4:18: space.knobs.TILE_M[1]: 99999999999 is out of range" -- "${R[@]}" "$T/huge_knob.yaml"
+variant float_knob 's/TILE_M: \[64, 128\]/TILE_M: [64, 1e2]/'
+expect "run: float knob value" 2 "float_knob.yaml:4:18: space.knobs.TILE_M[1]: expected an integer, found '1e2'" -- "${R[@]}" "$T/float_knob.yaml"
+variant two_impossible 's|    - "TILE_M / WARPS_M <= 32"|    - "TILE_M / WARPS_M <= 32"\n    - "TILE_M > 1000"|'
+expect "run: constraints impossible together" 2 "two_impossible.yaml:17:7: space.constraints[1]: no genome satisfies this constraint together with the ones before it" -- "${R[@]}" "$T/two_impossible.yaml"
+python3 - "$CFGS/good.yaml" "$T/deep.yaml" <<'PY'
+import sys
+text = open(sys.argv[1]).read().replace('"TILE_M / WARPS_M <= 32"', '"' + "(" * 100000 + "1" + ")" * 100000 + '"')
+open(sys.argv[2], "w").write(text)
+PY
+expect "run: constraint nested 100000 deep" 2 "deep.yaml:16:72: space.constraints[0]: expression nested deeper than 64 levels" -- "${R[@]}" "$T/deep.yaml"
+python3 -c 'print("task: " + "[" * 100000 + "]" * 100000)' >"$T/deep_yaml.yaml"
+expect "run: YAML nested 100000 deep" 2 "deep_yaml.yaml:1:7: task: expected a string, found a list" -- "${R[@]}" "$T/deep_yaml.yaml"
+head -c 4096 /dev/urandom | tr -d '\n' >"$T/random.yaml"
+expect "run: random bytes as config" 2 "random.yaml:1:" -- "${R[@]}" "$T/random.yaml"
+printf 'task: attention_fp8\0\nformat: e4m3\n' >"$T/nul.yaml"
+expect "run: NUL byte in config" 2 "nul.yaml:1:20: malformed YAML: control characters are not allowed" -- "${R[@]}" "$T/nul.yaml"
+mkdir "$T/dir.yaml"
+expect "run: a directory as config" 2 "dir.yaml: read failed: Is a directory (cannot read the configuration)" -- "${R[@]}" "$T/dir.yaml"
+expect "run: missing config" 2 "nonexistent.yaml: No such file or directory" -- "${R[@]}" "$T/nonexistent.yaml"
+expect "run: bad config, no database yet" 2 "malformed.yaml:6:12: malformed YAML" -- run --config "$CFGS/malformed.yaml"
+
+# ---- evo run: options ----
+expect "run --generations -1" 2 "run: --generations takes 1 to 1000000, not '-1'" -- run --db "$POP" --generations -1
+expect "run --generations 1e20" 2 "run: --generations takes 1 to 1000000, not '99999999999999999999'" -- run --db "$POP" --generations 99999999999999999999
+expect "run --population 1" 2 "run: --population takes 2 to 100000, not '1'" -- run --db "$POP" --population 1
+expect "run --seed -5" 2 "run: --seed takes a non-negative integer, not '-5'" -- run --db "$POP" --seed -5
+expect "run --jobs 0" 2 "run: --jobs takes 1 to 1024, not '0'" -- run --db "$POP" --jobs 0
+expect "run --time-budget nan" 2 "run: --time-budget takes seconds > 0, not 'nan'" -- run --db "$POP" --time-budget nan
+expect "run --gpus a" 2 "run: --gpus takes ordinals like 0,1,3, not 'a'" -- run --db "$POP" --gpus a
+expect "run --strategy bogus" 2 "run: --strategy takes ga or random, not 'bogus'" -- run --db "$POP" --config "$FAULTS" --strategy bogus
+expect "run --resume with --config" 2 "run: --resume continues a run with its own config, population, seed and strategy" -- run --db "$POP" --resume 1 --config "$FAULTS"
+expect "run --resume of no such run" 2 "--resume 5: $POP has no such run" -- run --db "$POP" --resume 5
+expect "run --resume without a database" 2 "--resume 1: no database at $T/ws/none.db" -- run --db "$T/ws/none.db" --resume 1
+
+# ---- corrupt databases: refused untouched by every command that opens one ----
+head -c 8192 /dev/urandom >"$T/random.db"
+head -c 40000 "$POP" >"$T/truncated.db"
+cp "$POP" "$T/page.db"
+printf '\377%.0s' $(seq 64) | dd of="$T/page.db" bs=1 seek=4096 conv=notrunc 2>/dev/null
+mkdir "$T/dir.db"
+for case in "random.db|not an evo database (file is not a database)" \
+            "truncated.db|corrupt database (database disk image is malformed); left untouched" \
+            "page.db|corrupt database (quick_check: *** in database main *** Page 2: btreeInitPage() returns error code 11); left untouched" \
+            "dir.db|not an evo database (not a regular file)"; do
+  f=$T/${case%%|*}
+  msg="$f: ${case#*|}"
+  expect "run on ${case%%|*}" 1 "$msg" "$f" -- run --config "$FAULTS" --db "$f"
+  expect "run --resume on ${case%%|*}" 1 "$msg" "$f" -- run --resume 1 --db "$f"
+  expect "elite on ${case%%|*}" 1 "$msg" "$f" -- elite --show --db "$f"
+  expect "history on ${case%%|*}" 1 "$msg" "$f" -- history --db "$f"
+  expect "insights on ${case%%|*}" 1 "$msg" "$f" -- insights --config "$FAULTS" --db "$f"
+done
+rm -f "$T"/*.db-wal "$T"/*.db-shm
+
+# ---- evo elite / history / insights: options ----
+expect "elite --top -1" 2 "elite: --top wants a positive integer, got '-1'" -- elite --db "$POP" --top -1
+expect "elite --top 99999999999" 2 "elite: --top wants a positive integer, got '99999999999'" -- elite --db "$POP" --top 99999999999
+expect "history --run -3" 2 "history: --run wants a run id (a positive integer), got '-3'" -- history --db "$POP" --run -3
+expect "history --run 1x" 2 "history: --run wants a run id (a positive integer), got '1x'" -- history --db "$POP" --run 1x
+expect "history --run 9 (none)" 1 "$POP: no run 9" -- history --db "$POP" --run 9
+expect "insights: malformed config" 2 "malformed.yaml:6:12: malformed YAML" -- insights --db "$POP" --config "$CFGS/malformed.yaml"
+expect "insights: unknown option" 2 "insights: unknown option '--bogus'" -- insights --db "$POP" --bogus
+expect "elite: missing database" 1 "no database at $T/ws/none.db — run \`evo run\` first" -- elite --db "$T/ws/none.db"
+
+# ---- evo compile --genome: the genome parser ----
+G="TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1"
+C=(compile --config "$FAULTS" --arch sm_90 --genome)
+expect "genome: empty" 2 "compile: --genome: genome is empty" -- "${C[@]}" ""
+expect "genome: unknown knob" 2 "compile: --genome: genome: unknown knob 'TILE_Q'" -- "${C[@]}" "${G/TILE_M=64/TILE_Q=64}"
+expect "genome: knob in lower case" 2 "compile: --genome: genome: unknown knob 'tile_m'" -- "${C[@]}" "${G/TILE_M=64/tile_m=64}"
+expect "genome: value outside the domain" 2 "compile: --genome: genome: knob 'TILE_M': value '-64' is not in its domain (64, 128)" -- "${C[@]}" "${G/TILE_M=64/TILE_M=-64}"
+expect "genome: value not a number" 2 "compile: --genome: genome: knob 'TILE_M': value '64x' is not an integer (domain: 64, 128)" -- "${C[@]}" "${G/TILE_M=64/TILE_M=64x}"
+expect "genome: value past 64 bits" 2 "compile: --genome: genome: knob 'TILE_M': value '99999999999999999999' is not an integer" -- "${C[@]}" "${G/TILE_M=64/TILE_M=99999999999999999999}"
+expect "genome: knob twice" 2 "compile: --genome: genome: knob 'TILE_M' given twice" -- "${C[@]}" "$G,TILE_M=128"
+expect "genome: knob missing" 2 "compile: --genome: genome: knob 'TILE_M' is missing" -- "${C[@]}" "${G/TILE_M=64,/}"
+expect "genome: knob without value" 2 "compile: --genome: genome: knob 'TILE_M' has no value" -- "${C[@]}" "${G/TILE_M=64/TILE_M=}"
+expect "genome: entry without =" 2 "compile: --genome: genome entry 'TILE_M' is not KNOB=VALUE" -- "${C[@]}" "${G/TILE_M=64/TILE_M}"
+expect "genome: empty entry" 2 "compile: --genome: genome entry 2 is empty (entries are KNOB=VALUE, separated by ',')" -- "${C[@]}" "${G/,/,,}"
+expect "genome: 5000-character knob" 2 "compile: --genome: genome: unknown knob 'AAAA" -- "${C[@]}" "$(printf 'A%.0s' $(seq 5000))=1"
+variant stages2 's|"TILE_M / WARPS_M <= 32"|"STAGES == 2"|'
+expect "genome: violates a constraint" 2 "compile: INVALID: " -- compile --config "$T/stages2.yaml" --arch sm_90 --genome "${G/STAGES=2/STAGES=1}"
+expect "compile --arch sm_999" 2 "sm_999" -- compile --config "$FAULTS" --arch sm_999 --genome "$G"
+expect "compile --sample -1" 2 "compile: --sample takes a count from 1 to 100000, not '-1'" -- compile --config "$FAULTS" --sample -1
+
+# ---- evo check: kernel files that do not compile name the file and line ----
+printf '#include "evo_attention_abi.h"\nextern "C" __global__ void evo_attn_d64(int x) {\n  int y = undefined_thing;\n}\n' >"$T/bad.cu"
+expect "check: kernel that does not compile" 2 "check: $T/bad.cu does not compile (compile_error)" -- check "$T/bad.cu" --config "$FAULTS"
+checks=$((checks + 1))
+grep -qF "bad.cu(3): error: identifier \"undefined_thing\" is undefined" "$T/err" || fail "check: no file(line) in $(cat "$T/err")"
+head -c 2048 /dev/urandom >"$T/random.cu"
+expect "check: random bytes as a kernel" 2 "check: $T/random.cu does not compile (compile_error)" -- check "$T/random.cu" --config "$FAULTS"
+printf 'extern "C" __global__ void something_else(float *x) { x[0] = 1; }\n' >"$T/nokernel.cu"
+expect "check: no evo_attn_d64 kernel" 1 "check: 1 of 1 kernel file rejected" -- check "$T/nokernel.cu" --config "$FAULTS"
+checks=$((checks + 1))
+grep -qF "reason: $T/nokernel.cu defines no extern \"C\" kernel evo_attn_d64 (the config has head dim 64)" "$T/out" ||
+  fail "check: no reason for the missing kernel: $(cat "$T/out")"
+expect "check: missing file" 2 "check: $T/none.cu: no such file" -- check "$T/none.cu" --config "$FAULTS"
+expect "check: malformed config" 2 "malformed.yaml:6:12: malformed YAML" -- check "$T/bad.cu" --config "$CFGS/malformed.yaml"
+expect "check --db corrupt" 1 "$T/random.db: not an evo database (file is not a database)" "$T/random.db" -- check "$T/bad.cu" --config "$FAULTS" --db "$T/random.db"
+
+if [ "$fails" -gt 0 ]; then
+  echo "$fails of $checks checks failed" >&2
+  exit 1
+fi
+echo "cli_badinput: $checks checks passed"
