@@ -448,12 +448,12 @@ static evo_status check_output(gpu_state *g, const gcase *c, outcome *o, evo_met
 
 /* The variant a shape runs with (evo_variant_pick's rule): by head dim, the large-problem one when its grid
  * fills at least min_waves waves of the GPU's SMs. */
-static const kvariant *variant_for(const gpu_state *g, const kvariant *vs, int n, const evo_shape *sh)
+static const kvariant *variant_for(const gpu_state *g, const kvariant *vs, int n, const evo_shape *sh, bool causal)
 {
     evo_variant v[EVO_MAX_VARIANTS];
     for (int i = 0; i < n; i++)
         v[i] = (evo_variant){.head_dim = vs[i].head_dim, .rows_per_block = vs[i].rows, .min_waves = vs[i].min_waves};
-    const int i = evo_variant_pick(v, n, sh->head_dim, sh->batch, sh->heads, sh->seq, g->info.sm_count);
+    const int i = evo_variant_pick(v, n, sh->head_dim, sh->batch, sh->heads, sh->seq, causal, g->info.sm_count);
     return i < 0 ? NULL : &vs[i];
 }
 
@@ -608,7 +608,7 @@ static evo_status evaluate(gpu_state *g, const evo_eval_request *req, evo_eval_r
         gcase *c = NULL;
         for (int k = 0; k < g->n_cases; k++)
             if (g->cases[k].timing && g->cases[k].shape == i) c = &g->cases[k];
-        const kvariant *v = variant_for(g, vs, req->n_variants, &cfg->shapes[i]);
+        const kvariant *v = variant_for(g, vs, req->n_variants, &cfg->shapes[i], cfg->shapes[i].causal);
         if (!c || !v) {
             fail_case(o, EVO_V_INVALID, "no kernel for a timed shape's head dim", g, c);
             break;

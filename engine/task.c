@@ -40,12 +40,14 @@ evo_status evo_device_limits_for_arch(const char *arch, evo_device_limits *out, 
     return evo_fail(err, EVO_E_USAGE, "unknown architecture '%s' (known: sm_80, sm_86, sm_89, sm_90)", arch);
 }
 
-int evo_variant_pick(const evo_variant *v, int n, int head_dim, int batch, int heads, int seq, int sm_count)
+int evo_variant_pick(const evo_variant *v, int n, int head_dim, int batch, int heads, int seq, int causal,
+                     int sm_count)
 {
     int best = -1;
     for (int i = 0; i < n; i++) {
         if (v[i].head_dim != head_dim || v[i].rows_per_block <= 0) continue;
-        const long long blocks = (long long)((seq + v[i].rows_per_block - 1) / v[i].rows_per_block) * heads * batch;
+        long long blocks = (long long)((seq + v[i].rows_per_block - 1) / v[i].rows_per_block) * heads * batch;
+        if (causal) blocks /= 2;
         if (blocks < (long long)v[i].min_waves * sm_count) continue;
         if (best < 0 || v[i].min_waves > v[best].min_waves) best = i;
     }

@@ -39,15 +39,18 @@ typedef struct {
     char name_expr[512]; /* NVRTC name expression, or the extern "C" name for hand-written kernels */
     int threads, rows_per_block, smem_bytes; /* launch geometry: grid (ceil(S/rows), H, B) */
     int min_waves; /* 0: the variant for every problem of its head dim; w > 0: preferred when its grid has at least
-                      w x (the GPU's SM count) blocks (the large-problem form of a genome) */
+                      w x (the GPU's SM count) blocks, counting half for causal problems (the large-problem form of
+                      a genome; evo_variant_pick) */
 } evo_variant;
 
 #define EVO_MAX_VARIANTS 4
 #define EVO_KNOB_REQUIRED (-2147483647 - 1)
 
-/* The variant of p for a problem of head dim d whose grid would have blocks(v) blocks under variant v: the one with
- * the largest min_waves that blocks(v) reaches on sm_count SMs; -1 when none serves d. */
-int evo_variant_pick(const evo_variant *v, int n, int head_dim, int batch, int heads, int seq, int sm_count);
+/* The variant for a problem of head dim d: among those serving d, the one with the largest min_waves whose grid
+ * (ceil(S/rows) x H x B blocks; half of that for a causal problem, whose work is half) reaches min_waves x sm_count;
+ * -1 when none serves d. */
+int evo_variant_pick(const evo_variant *v, int n, int head_dim, int batch, int heads, int seq, int causal,
+                     int sm_count);
 
 typedef struct {
     char *source;      /* complete program text (owned) */

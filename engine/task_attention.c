@@ -45,9 +45,9 @@ static void attn_read(const evo_config *cfg, const evo_genome *g, attn_genome *a
 }
 
 /* The large-problem variant of a genome with BIG_TILE_M > 0, at head dim 64: BIG_TILE_M rows per block with 32
- * rows per warp (each K/V fragment serves two row tiles), BIG_TILE_N keys per tile, one warp per key tile, one
- * block per SM's worth of registers; the other knobs (CAUSAL_PAIR too) as the genome's. Chosen for problems with at
- * least one wave of such blocks. */
+ * rows per warp (each K/V fragment serves two row tiles), BIG_TILE_N keys per tile, one warp per key tile, all the
+ * registers it wants, no causal pairing; the other knobs as the genome's. Chosen for problems with at least one
+ * wave of such blocks (evo_variant_pick). */
 static attn_genome big_variant(const attn_genome *a)
 {
     attn_genome b = *a;
@@ -56,6 +56,7 @@ static attn_genome big_variant(const attn_genome *a)
     b.warps_n = 1;
     b.tile_n = a->big_tile_n;
     b.min_blocks = 1;
+    b.causal_pair = 0; /* its blocks are few and long: pairing would leave SMs idle (and costs registers) */
     return b;
 }
 

@@ -26,8 +26,9 @@
  *                            warp: 0 none, 1 V, 2 K and V (K only when QK_8BIT=0); costs smem and a barrier per tile
  *   MIN_BLOCKS  1, 2         __launch_bounds__ minimum blocks per SM: caps registers to raise occupancy
  *   FAST_EXP    0, 1         exp2 (ex2.approx) with log2(e) folded into the scale (1) or expf (0)
- *   CAUSAL_PAIR 0, 1         causal only: block x computes query tiles nq-1-x and x, balancing the triangle's work
- *                            over half as many blocks (1), or one tile per block, longest first (0)
+ *   CAUSAL_PAIR 0, 1         causal only, grids of at least two blocks per SM: block x computes query tiles nq-1-x
+ *                            and x, balancing the triangle's work over half as many blocks (1), or one tile per
+ *                            block, longest first (0)
  * static_asserts below state what must hold; the host-side check (engine/task_attention.c) rejects a genome whose
  * shared memory or threads do not fit the device before compiling, using the same smem formula as AttnCfg::SMEM.
  */
@@ -316,18 +317,21 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
     const int g = lane >> 2, q = lane & 3;
     const int S = p.seq;
     /* Query tiles of this block. Causal tiles near the end of the sequence do the most work: they start first.
-     * CAUSAL_PAIR: block x takes tiles nq-1-x and x, so every block does about the same work (nq+1 key tiles);
-     * blocks past the middle have none. */
+     * CAUSAL_PAIR, when the grid has at least two blocks per SM: block x takes tiles nq-1-x and x, so every block
+     * does about the same work (nq+1 key tiles); blocks past the middle have none. */
     const int nq = (int)gridDim.x, bx = (int)blockIdx.x;
-    int items[2] = {bx, -1}, n_items = 1;
-    if (p.causal) items[0] = nq - 1 - bx;
-    if (CAUSAL_PAIR && p.causal && nq > 1) {
+    /* first tile, then (paired) bx; no array: a run-time index would put it on the stack */
+    const int first_qt = p.causal ? nq - 1 - bx : bx;
+    int n_items = 1;
+    unsigned n_sm;
+    asm("mov.u32 %0, %%nsmid;" : "=r"(n_sm));
+    /* pairing halves the blocks: worth it only while at least a wave remains */
+    if (CAUSAL_PAIR && p.causal && nq > 1 && (long long)nq * gridDim.y * gridDim.z >= 2ll * n_sm) {
         n_items = bx >= (nq + 1) / 2 ? 0 : bx == nq - 1 - bx ? 1 : 2;
-        items[1] = bx;
     }
     for (int item = 0; item < n_items; item++) {
         if (item > 0) __syncthreads(); /* shared memory of the previous tile is reused */
-        const int qt = items[item];
+        const int qt = item == 0 ? first_qt : bx;
         const int m0 = qt * TILE_M;
         const int bh = blockIdx.z * p.heads + blockIdx.y;
         const long long head_off = (long long)bh * S * D;

@@ -15,9 +15,9 @@ static std::atomic<unsigned long long> smem_raised[sizeof variants / sizeof vari
 /* The self-test sets this to run every variant on its checks; -1: pick by the problem. */
 static int forced_variant = -1;
 
-/* By head dim; among those, the large-problem variant when its grid fills min_waves waves of the device's SMs
- * (the rule evo measured the kernel with). */
-static int find_variant(int head_dim, int batch, int heads, int seq)
+/* By head dim; among those, the large-problem variant when its grid fills min_waves waves of the device's SMs,
+ * a causal grid counting half (the rule evo measured the kernel with: evo_variant_pick). */
+static int find_variant(int head_dim, int batch, int heads, int seq, int causal)
 {
     if (forced_variant >= 0) return variants[forced_variant].head_dim == head_dim ? forced_variant : -1;
     int sms = 0, dev = 0;
@@ -27,8 +27,9 @@ static int find_variant(int head_dim, int batch, int heads, int seq)
     int best = -1;
     for (int i = 0; i < n_variants; i++) {
         if (variants[i].head_dim != head_dim) continue;
-        const long long blocks =
+        long long blocks =
             (long long)((seq + variants[i].rows_per_block - 1) / variants[i].rows_per_block) * heads * batch;
+        if (causal) blocks /= 2; /* half the work */
         if (blocks < (long long)variants[i].min_waves * sms) continue;
         if (best < 0 || variants[i].min_waves > variants[best].min_waves) best = i;
     }
@@ -64,7 +65,7 @@ extern "C" int evo_attention_forward(const void *q, const void *k, const void *v
                                      int seq, int head_dim, int causal, float softmax_scale, cudaStream_t stream)
 {
     using namespace evo_export;
-    const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq);
+    const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
     if (i < 0 || !q || !k || !v || !q_scale || !k_scale || !v_scale || !o || batch < 1 || heads < 1 || seq < 1 ||
         batch > 65535 || heads > 65535)
         return (int)cudaErrorInvalidValue;

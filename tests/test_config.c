@@ -79,7 +79,7 @@ static void test_default(void)
     char hex[65];
     evo_genome_hash(s, &c->baseline, hex); /* SHA-256 of the text above: store keys depend on it */
     CHECK_STR(hex, "bafe558b8c8c64369c74af94866a9994d0804f4f00b5808de3d117cac96e8392");
-    CHECK_EQ_INT(c->n_seeds, 0);
+    CHECK_EQ_INT(c->n_seeds, 4);
 
     CHECK_EQ_INT(c->correctness.timed_seeds, 3);
     CHECK_EQ_INT(c->n_shapes, 5);
@@ -123,7 +123,7 @@ static void test_default(void)
     CHECK_NEAR(c->evolution.mutation_rate, 0.2, 1e-15);
     CHECK_NEAR(c->evolution.immigrant_rate, 0.1, 1e-15);
     CHECK_EQ_INT(c->evolution.seed, 1);
-    CHECK_EQ_INT(c->evolution.stall_generations, 8);
+    CHECK_EQ_INT(c->evolution.stall_generations, 12);
     CHECK_NEAR(c->evolution.time_budget_s, 0, 0);
     CHECK(c->evolution.insights);
 
