@@ -53,32 +53,32 @@ variant() { sed "$2" "$CFGS/good.yaml" >"$T/$1.yaml"; }
 # ---- evo run: configuration errors are refused before the store is opened ----
 R=(run --db "$POP" --config)
 expect "run: malformed YAML" 2 "malformed.yaml:6:12: malformed YAML: did not find expected ',' or ']'" -- "${R[@]}" "$CFGS/malformed.yaml"
-expect "run: wrong type" 2 "wrong_type.yaml:21:40: shapes[1].seq: expected an integer, found 'long'" -- "${R[@]}" "$CFGS/wrong_type.yaml"
-expect "run: unknown key" 2 "unknown_key.yaml:30:3: evolution.populaton: unknown key (did you mean 'population'?)" -- "${R[@]}" "$CFGS/unknown_key.yaml"
-expect "run: unknown knob" 2 "unknown_knob.yaml:15:5: space.knobs.TILE_Q: unknown knob" -- "${R[@]}" "$CFGS/unknown_knob.yaml"
+expect "run: wrong type" 2 "wrong_type.yaml:22:40: shapes[1].seq: expected an integer, found 'long'" -- "${R[@]}" "$CFGS/wrong_type.yaml"
+expect "run: unknown key" 2 "unknown_key.yaml:31:3: evolution.populaton: unknown key (did you mean 'population'?)" -- "${R[@]}" "$CFGS/unknown_key.yaml"
+expect "run: unknown knob" 2 "unknown_knob.yaml:16:5: space.knobs.TILE_Q: unknown knob" -- "${R[@]}" "$CFGS/unknown_knob.yaml"
 expect "run: empty domain" 2 "empty_domain.yaml:8:13: space.knobs.STAGES: empty domain: a knob needs at least one value" -- "${R[@]}" "$CFGS/empty_domain.yaml"
-expect "run: impossible constraint" 2 "unsatisfiable.yaml:16:7: space.constraints[0]: no genome satisfies this constraint" -- "${R[@]}" "$CFGS/unsatisfiable.yaml"
-expect "run: negative number" 2 "negative.yaml:21:22: shapes[1].batch: -1 is out of range: must be 1 to 65535" -- "${R[@]}" "$CFGS/negative.yaml"
+expect "run: impossible constraint" 2 "unsatisfiable.yaml:17:7: space.constraints[0]: no genome satisfies this constraint" -- "${R[@]}" "$CFGS/unsatisfiable.yaml"
+expect "run: negative number" 2 "negative.yaml:22:22: shapes[1].batch: -1 is out of range: must be 1 to 65535" -- "${R[@]}" "$CFGS/negative.yaml"
 variant huge_population 's/population: 4/population: 99999999999999999999999/'
-expect "run: absurd population" 2 "huge_population.yaml:30:15: evolution.population: 99999999999999999999999 is out of range: must be 2 to 100000" -- "${R[@]}" "$T/huge_population.yaml"
+expect "run: absurd population" 2 "huge_population.yaml:31:15: evolution.population: 99999999999999999999999 is out of range: must be 2 to 100000" -- "${R[@]}" "$T/huge_population.yaml"
 variant huge_seq 's/seq: 64,/seq: 2147483648,/'
-expect "run: absurd sequence length" 2 "huge_seq.yaml:20:40: shapes[0].seq: 2147483648 is out of range: must be 1 to 1048576" -- "${R[@]}" "$T/huge_seq.yaml"
+expect "run: absurd sequence length" 2 "huge_seq.yaml:21:40: shapes[0].seq: 2147483648 is out of range: must be 1 to 1048576" -- "${R[@]}" "$T/huge_seq.yaml"
 variant inf_tolerance 's/rel_l2: 2.0e-3/rel_l2: 1e400/'
-expect "run: infinite tolerance" 2 "inf_tolerance.yaml:27:23: correctness.tolerance.rel_l2: 1e400 is not a finite number" -- "${R[@]}" "$T/inf_tolerance.yaml"
+expect "run: infinite tolerance" 2 "inf_tolerance.yaml:28:23: correctness.tolerance.rel_l2: 1e400 is not a finite number" -- "${R[@]}" "$T/inf_tolerance.yaml"
 variant nan_tolerance 's/rel_l2: 2.0e-3/rel_l2: .nan/'
-expect "run: NaN tolerance" 2 "nan_tolerance.yaml:27:23: correctness.tolerance.rel_l2: expected a number, found '.nan'" -- "${R[@]}" "$T/nan_tolerance.yaml"
+expect "run: NaN tolerance" 2 "nan_tolerance.yaml:28:23: correctness.tolerance.rel_l2: expected a number, found '.nan'" -- "${R[@]}" "$T/nan_tolerance.yaml"
 variant huge_knob 's/TILE_M: \[64, 128\]/TILE_M: [64, 99999999999]/'
 expect "run: knob value past 32 bits" 2 "huge_knob.yaml:4:18: space.knobs.TILE_M[1]: 99999999999 is out of range" -- "${R[@]}" "$T/huge_knob.yaml"
 variant float_knob 's/TILE_M: \[64, 128\]/TILE_M: [64, 1e2]/'
 expect "run: float knob value" 2 "float_knob.yaml:4:18: space.knobs.TILE_M[1]: expected an integer, found '1e2'" -- "${R[@]}" "$T/float_knob.yaml"
 variant two_impossible 's|    - "TILE_M / WARPS_M <= 32"|    - "TILE_M / WARPS_M <= 32"\n    - "TILE_M > 1000"|'
-expect "run: constraints impossible together" 2 "two_impossible.yaml:17:7: space.constraints[1]: no genome satisfies this constraint together with the ones before it" -- "${R[@]}" "$T/two_impossible.yaml"
+expect "run: constraints impossible together" 2 "two_impossible.yaml:18:7: space.constraints[1]: no genome satisfies this constraint together with the ones before it" -- "${R[@]}" "$T/two_impossible.yaml"
 python3 - "$CFGS/good.yaml" "$T/deep.yaml" <<'PY'
 import sys
 text = open(sys.argv[1]).read().replace('"TILE_M / WARPS_M <= 32"', '"' + "(" * 100000 + "1" + ")" * 100000 + '"')
 open(sys.argv[2], "w").write(text)
 PY
-expect "run: constraint nested 100000 deep" 2 "deep.yaml:16:72: space.constraints[0]: expression nested deeper than 64 levels" -- "${R[@]}" "$T/deep.yaml"
+expect "run: constraint nested 100000 deep" 2 "deep.yaml:17:72: space.constraints[0]: expression nested deeper than 64 levels" -- "${R[@]}" "$T/deep.yaml"
 python3 -c 'print("task: " + "[" * 100000 + "]" * 100000)' >"$T/deep_yaml.yaml"
 expect "run: YAML nested 100000 deep" 2 "deep_yaml.yaml:1:7: task: expected a string, found a list" -- "${R[@]}" "$T/deep_yaml.yaml"
 head -c 4096 /dev/urandom | tr -d '\n' >"$T/random.yaml"
