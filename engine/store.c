@@ -205,16 +205,20 @@ enum stmt_id {
     S_PROFILES_OF,
     S_GENOME_VERDICTS,
     S_EVAL_BY_GENOME,
+    S_CAND_DEMOTE,
     S_COUNT
 };
 
 /* The elite query: each candidate's best OK evaluation per shape set, then the best k of those. The _EXACT form
  * (all filters given, the usual case) can use the partial index evaluations_ok and candidates_task_arch. */
-#define ELITES_SQL(filter)                                                                                        \
+#define ELITES_SQL_(demoted, filter)                                                                              \
     "SELECT id FROM (SELECT e.id AS id, e.fitness AS fitness, row_number() OVER (PARTITION BY e.candidate_id, "   \
     "e.shape_set ORDER BY e.fitness DESC, e.id) AS rank FROM evaluations e JOIN candidates c ON c.id = "          \
-    "e.candidate_id WHERE e.verdict = 'OK' AND e.fitness IS NOT NULL AND " filter ") WHERE rank = 1 "             \
+    "e.candidate_id WHERE e.verdict = 'OK' AND e.fitness IS NOT NULL AND " demoted filter ") WHERE rank = 1 "     \
     "ORDER BY fitness DESC, id LIMIT ?4"
+/* Demoted candidates are no elites; a version-1 file (read without migrating) has no such column. */
+#define ELITES_SQL(filter) ELITES_SQL_("c.demoted IS NULL AND ", filter)
+#define ELITES_SQL_V1(filter) ELITES_SQL_("", filter)
 
 static const char *const stmt_sql[S_COUNT] = {
     [S_RUN_INSERT] = "INSERT INTO runs (started_at, finished_at, state, task, arch, shape_set, config_path, "
@@ -270,6 +274,7 @@ static const char *const stmt_sql[S_COUNT] = {
                           "c.id = e.candidate_id WHERE (?1 IS NULL OR c.task = ?1) AND (?2 IS NULL OR c.arch = ?2) "
                           "AND (?3 IS NULL OR e.shape_set = ?3) AND (?4 <= 0 OR e.run_id IS NULL OR e.run_id < ?4) "
                           "ORDER BY e.id",
+    [S_CAND_DEMOTE] = "UPDATE candidates SET demoted = ? WHERE id = ?",
     [S_EVAL_BY_GENOME] = "SELECT e.id FROM evaluations e JOIN candidates c ON c.id = e.candidate_id WHERE c.task = ?1 "
                          "AND c.genome = ?2 AND e.shape_set = ?3 AND (?4 IS NULL OR c.arch = ?4) ORDER BY e.id DESC "
                          "LIMIT 1",
@@ -398,10 +403,18 @@ static double r_real(reader *r)
 /* Statement cache and transactions                                                                              */
 /* ------------------------------------------------------------------------------------------------------------ */
 
+static const char *const elites_sql_v1[2] = {
+    ELITES_SQL_V1("c.task = ?1 AND c.arch = ?2 AND e.shape_set = ?3"),
+    ELITES_SQL_V1("(?1 IS NULL OR c.task = ?1) AND (?2 IS NULL OR c.arch = ?2) AND (?3 IS NULL OR e.shape_set = ?3)"),
+};
+
 static evo_status prep(evo_store *st, enum stmt_id id, sqlite3_stmt **q, evo_err *err)
 {
     if (!st->stmt[id]) {
-        SQL(st, err, sqlite3_prepare_v3(st->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[id], NULL));
+        const char *sql = stmt_sql[id];
+        if (st->version < 2 && (id == S_ELITES_EXACT || id == S_ELITES_ANY))
+            sql = elites_sql_v1[id == S_ELITES_ANY];
+        SQL(st, err, sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[id], NULL));
     } else {
         sqlite3_reset(st->stmt[id]);
         sqlite3_clear_bindings(st->stmt[id]);
@@ -656,9 +669,16 @@ static evo_status inspect(evo_store *st, bool quick_check, evo_err *err)
 
 static evo_status migrate_0_to_1(evo_store *st, evo_err *err) { return exec_sql(st, schema_v1, err); }
 
+/* Version 2: a candidate can be demoted (compute-sanitizer found errors in it): it keeps its results but is no
+ * longer an elite. */
+static evo_status migrate_1_to_2(evo_store *st, evo_err *err)
+{
+    return exec_sql(st, "ALTER TABLE candidates ADD COLUMN demoted TEXT;", err);
+}
+
 /* migrations[v] takes a file from schema v to v + 1. Append only: files in the field have run the old ones. */
 typedef evo_status (*migration_fn)(evo_store *st, evo_err *err);
-static const migration_fn migrations[] = {migrate_0_to_1};
+static const migration_fn migrations[] = {migrate_0_to_1, migrate_1_to_2};
 _Static_assert(sizeof migrations / sizeof migrations[0] == EVO_STORE_SCHEMA,
                "one migration per schema version: EVO_STORE_SCHEMA and migrations[] disagree");
 
@@ -743,13 +763,8 @@ static evo_status open_readonly(evo_store *st, evo_err *err)
     bool empty = false;
     TRY(check_header(st->path, &empty, err));
     TRY(connect_readonly(st, err));
-    TRY(inspect(st, true, err));
-    if (st->version > 0 && st->version < EVO_STORE_SCHEMA)
-        return evo_fail(err, EVO_E_DB_SCHEMA,
-                        "%s: schema version %d is older than this evo's (%d); a command that writes (evo run) "
-                        "upgrades it",
-                        st->path, st->version, EVO_STORE_SCHEMA);
-    return EVO_OK;
+    /* An older schema is read as it is (the readers know every version's columns); a writing open migrates it. */
+    return inspect(st, true, err);
 }
 
 evo_status evo_store_open(const char *path, int mode, evo_store **out, evo_err *err)
@@ -856,10 +871,21 @@ static evo_status run_update(evo_store *st, const evo_run_rec *r, evo_err *err)
     return EVO_OK;
 }
 
-evo_status evo_store_update_run(evo_store *st, const evo_run_rec *run, evo_err *err)
+static evo_status update_run_once(evo_store *st, const evo_run_rec *run, evo_err *err)
 {
     TRY(write_begin(st, "update_run", err));
     return write_end(st, run_update(st, run, err), err);
+}
+
+evo_status evo_store_update_run(evo_store *st, const evo_run_rec *run, evo_err *err)
+{
+    evo_status s = update_run_once(st, run, err);
+    if (s != EVO_E_DB) return s;
+    /* A run's last update (its state "failed") often follows a write that failed for want of room. Moving the WAL
+     * into the main file and truncating it can free what this small update needs; try once more after that. */
+    if (st->in_group) return s;
+    exec_quiet(st, "PRAGMA wal_checkpoint(TRUNCATE)");
+    return update_run_once(st, run, err);
 }
 
 static evo_status run_get(evo_store *st, int64_t id, evo_run_rec *out, evo_err *err)
@@ -1623,4 +1649,18 @@ evo_status evo_store_find_evaluation_by_genome(evo_store *st, const char *task, 
                                                bool *found, evo_err *err)
 {
     return read_end(st, evaluation_by_genome(st, task, genome, shape_set, arch, out, found, err));
+}
+
+evo_status evo_store_demote(evo_store *st, int64_t candidate_id, const char *reason, evo_err *err)
+{
+    sqlite3_stmt *q = NULL;
+    TRY(prep(st, S_CAND_DEMOTE, &q, err));
+    binder b = {q, 0, SQLITE_OK};
+    b_text(&b, reason);
+    b_int(&b, candidate_id);
+    SQL(st, err, b.rc);
+    SQL(st, err, sqlite3_step(q));
+    if (sqlite3_changes(st->db) != 1)
+        return evo_fail(err, EVO_E_NOTFOUND, "%s: no candidate %lld", st->path, (long long)candidate_id);
+    return EVO_OK;
 }

@@ -32,7 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define EVO_STORE_SCHEMA 1
+#define EVO_STORE_SCHEMA 2
 #define EVO_STORE_BUSY_MS 5000
 #define EVO_STORE_APP_ID 0x45564f31 /* PRAGMA application_id of every evo database: "EVO1" */
 
@@ -173,6 +173,10 @@ typedef struct {
 evo_status evo_store_elites(evo_store *st, const char *task, const char *arch, const char *shape_set, int k,
                             evo_elite_rec **out, int *n, evo_err *err);
 void evo_store_elites_free(evo_elite_rec *e, int n);
+
+/* Demote a candidate (compute-sanitizer reported errors in it): its results stay, it is no elite any more; reason
+ * is kept in candidates.demoted (schema 2). EVO_E_NOTFOUND for an unknown id. */
+evo_status evo_store_demote(evo_store *st, int64_t candidate_id, const char *reason, evo_err *err);
 
 /* ---- profiles (ncu metrics), one value per (candidate, shape, metric); `evo elite` names these four ---- */
 #define EVO_PROFILE_TENSOR_PIPE "tensor_pipe_util"      /* tensor-pipe utilisation, % of peak */

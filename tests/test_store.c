@@ -293,9 +293,9 @@ static void test_migrate_empty_file(void)
     CHECK(stat(p, &sb) == 0 && sb.st_size == 0);
 
     evo_store *st = open_ok(p, EVO_STORE_READWRITE);
-    CHECK_EQ_INT(evo_store_schema_version(st), 1);
+    CHECK_EQ_INT(evo_store_schema_version(st), 2);
     evo_store_close(st);
-    CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), 1);
+    CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), 2);
     CHECK_EQ_INT(raw_int(p, "SELECT count(*) FROM sqlite_master WHERE name = 'evaluations_ok'"), 1);
     /* Opening again migrates nothing and keeps the data. */
     st = open_ok(p, EVO_STORE_READWRITE);
@@ -909,7 +909,7 @@ static void test_newer_schema(void)
     char before[65], after[65], want[512];
     file_sha(p, before);
     evo_err err = {{0}};
-    snprintf(want, sizeof want, "%s: schema version 99 is newer than this evo understands (1); upgrade evo", p);
+    snprintf(want, sizeof want, "%s: schema version 99 is newer than this evo understands (2); upgrade evo", p);
     for (int mode = 0; mode < 2; mode++) {
         CHECK_EQ_INT(evo_store_open(p, mode, &st, &err), EVO_E_DB_SCHEMA);
         CHECK_STR(err.msg, want);
@@ -1140,6 +1140,42 @@ static int hold_lock(const char *path, const char *ready)
     return 0;
 }
 
+
+/* A version-1 file (tests/data/replay.db was recorded by the first schema): read as it is, then migrated to version
+ * 2 on a writing open with every row kept; a demoted candidate leaves the elites. */
+static void test_migrate_v1_and_demote(void)
+{
+    char cmd[600];
+    const char *p = tmp_path("v1.db");
+    snprintf(cmd, sizeof cmd, "cp '%s/tests/data/replay.db' '%s'", EVO_SOURCE_DIR, p);
+    CHECK(system(cmd) == 0);
+    CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), 1);
+    const int evals = raw_int(p, "SELECT count(*) FROM evaluations");
+    CHECK_EQ_INT(evals, 216);
+    evo_err err = {{0}};
+    evo_elite_rec *el = NULL;
+    int n = 0;
+    evo_store *ro = open_ok(p, EVO_STORE_READONLY);
+    CHECK_EQ_INT(evo_store_elites(ro, TASK, NULL, NULL, 3, &el, &n, &err), EVO_OK);
+    CHECK_EQ_INT(n, 3);
+    const int64_t best = n ? el[0].cand.id : -1, second = n > 1 ? el[1].cand.id : -1;
+    evo_store_elites_free(el, n);
+    evo_store_close(ro);
+    CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), 1); /* reading migrates nothing */
+
+    evo_store *st = open_ok(p, EVO_STORE_READWRITE);
+    CHECK_EQ_INT(evo_store_schema_version(st), 2);
+    CHECK_EQ_INT(raw_int(p, "SELECT count(*) FROM evaluations"), evals);
+    CHECK_EQ_INT(evo_store_demote(st, best, "compute-sanitizer memcheck: 3 errors", &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_demote(st, 999999, "x", &err), EVO_E_NOTFOUND);
+    CHECK_EQ_INT(evo_store_elites(st, TASK, NULL, NULL, 3, &el, &n, &err), EVO_OK);
+    CHECK(n >= 1 && el[0].cand.id == second); /* the demoted one is gone; the next one leads */
+    for (int i = 0; i < n; i++) CHECK(el[i].cand.id != best);
+    evo_store_elites_free(el, n);
+    evo_store_close(st);
+    CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), 2);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "--fixture") == 0) return fixture(argv[2], argv[3]);
@@ -1153,6 +1189,7 @@ int main(int argc, char **argv)
     unsetenv("EVO_STORE_BUSY_MS");
     test_create_and_settings();
     test_migrate_empty_file();
+    test_migrate_v1_and_demote();
     test_round_trip();
     test_readers();
     test_durability();
