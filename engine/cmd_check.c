@@ -6,6 +6,7 @@
 #include "compile.h"
 #include "cudrv.h"
 #include "evaluate.h"
+#include "sanitize.h"
 #include "store.h"
 #include "templates.h"
 #include "util.h"
@@ -35,7 +36,24 @@ static void log_errors(const char *log, char *out, size_t n)
     }
 }
 
-static void print_result(const char *file, const evo_result *r, const evo_result *base, bool json)
+/* --sanitize: the tools, the sanitizer, and what it found for the file at hand. */
+typedef struct {
+    const char *tools[EVO_SANITIZE_MAX_TOOLS];
+    int n_tools; /* 0: no --sanitize */
+    char *sanitizer;
+    evo_sanitize_result res[EVO_SANITIZE_MAX_TOOLS];
+    int n_res;   /* results for the current file; 0 when it was not run under the sanitizer */
+    bool found;  /* some file had errors: the reports are kept */
+} sanitize_ctx;
+
+static bool sanitize_clean(const sanitize_ctx *z)
+{
+    for (int t = 0; t < z->n_res; t++)
+        if (!z->res[t].clean) return false;
+    return true;
+}
+
+static void print_result(const char *file, const evo_result *r, const sanitize_ctx *z, bool json)
 {
     if (json) {
         cJSON *o = cJSON_CreateObject();
@@ -61,6 +79,20 @@ static void print_result(const char *file, const evo_result *r, const evo_result
             cJSON_AddNumberToObject(j, "e2e_rel_l2", s->e2e_rel_l2);
             cJSON_AddNumberToObject(j, "e2e_rmse", s->e2e_rmse);
             cJSON_AddItemToArray(shapes, j);
+        }
+        if (z->n_tools) {
+            cJSON *san = cJSON_AddArrayToObject(o, "sanitize");
+            for (int t = 0; t < z->n_res; t++) {
+                const evo_sanitize_result *x = &z->res[t];
+                cJSON *j = cJSON_CreateObject();
+                cJSON_AddStringToObject(j, "tool", x->tool);
+                cJSON_AddBoolToObject(j, "clean", x->clean);
+                cJSON_AddNumberToObject(j, "errors", x->errors);
+                cJSON_AddStringToObject(j, "verdict", evo_verdict_name(x->verdict));
+                if (x->why[0]) cJSON_AddStringToObject(j, "why", x->why);
+                cJSON_AddStringToObject(j, "report", x->report);
+                cJSON_AddItemToArray(san, j);
+            }
         }
         char *t = cJSON_Print(o);
         puts(t);
@@ -96,12 +128,26 @@ static void print_result(const char *file, const evo_result *r, const evo_result
                    s->baseline_us, s->speedup, s->tflops, s->rel_l2, s->max_abs, s->e2e_rel_l2);
         }
     }
-    (void)base;
+    if (z->n_tools && z->n_res) {
+        char summary[2400];
+        evo_sanitize_summary(z->res, z->n_res, summary, sizeof summary);
+        printf("  compute-sanitizer: %s\n", summary);
+        for (int t = 0; t < z->n_res; t++)
+            if (!z->res[t].clean) printf("  %s report: %s\n", z->res[t].tool, z->res[t].report);
+    } else if (z->n_tools) {
+        printf("  compute-sanitizer: not run (the kernel did not get to run its cases)\n");
+    }
+}
+
+/* The verdicts after which a kernel is worth a sanitizer run: it launched on every case or failed one. */
+static bool ran(evo_verdict v)
+{
+    return v == EVO_V_OK || v == EVO_V_REGRESSED || v == EVO_V_INCORRECT || v == EVO_V_CRASHED;
 }
 
 /* Compile one kernel file and run it through the gates. Returns EVO_E_CONFIG when it does not compile. */
 static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char *file, evo_store *st,
-                            evo_result *r, evo_err *err)
+                            sanitize_ctx *z, evo_result *r, evo_err *err)
 {
     char *source = NULL;
     evo_status s = evo_read_file(file, &source, NULL, err);
@@ -166,6 +212,15 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
         c.cr.kernels[found] = t;
     }
     s = evo_evaluator_run(ev, &c, 1, false, r, NULL, NULL, NULL, err);
+    z->n_res = 0;
+    if (s == EVO_OK && z->n_tools && c.verdict == EVO_V_OK && ran(r->verdict)) {
+        if (!z->sanitizer) s = evo_sanitize_find(NULL, &z->sanitizer, err);
+        char label[64];
+        snprintf(label, sizeof label, "%.8s", c.key);
+        if (s == EVO_OK) s = evo_evaluator_sanitize(ev, &c, z->sanitizer, z->tools, z->n_tools, label, z->res, err);
+        if (s == EVO_OK) z->n_res = z->n_tools;
+        z->found |= !sanitize_clean(z);
+    }
     if (s == EVO_OK && st) {
         evo_candidate_rec cr = {.key = c.key, .task = (char *)cfg->task, .arch = (char *)evo_evaluator_arch(ev),
                                 .genome = c.genome_text, .template_hash = "", .options = "",
@@ -179,6 +234,12 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
                           .time_s = r->time_s, .shapes = r->shapes, .n_shapes = r->n_shapes};
         if (s == EVO_OK) s = evo_store_put_evaluation(st, &e, err);
         free(e.created_at);
+        if (s == EVO_OK && !sanitize_clean(z)) {
+            char summary[1600], reason[1700];
+            evo_sanitize_summary(z->res, z->n_res, summary, sizeof summary);
+            snprintf(reason, sizeof reason, "compute-sanitizer: %s", summary);
+            s = evo_store_demote(st, cr.id, reason, err);
+        }
     }
     evo_compile_result_free(&c.cr);
     return s;
@@ -187,11 +248,11 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
 EVO_CMD(check)
 {
     const evo_cmd *self = evo_cli_find("check");
-    const char *config_path = EVO_DEFAULT_CONFIG, *db_path = NULL;
+    const char *config_path = EVO_DEFAULT_CONFIG, *db_path = NULL, *sanitize = NULL, *sanitizer = NULL;
     int json = 0;
     static const struct option longopts[] = {
-        {"config", required_argument, 0, 'c'}, {"json", no_argument, 0, 'J'}, {"db", required_argument, 0, 'D'},
-        {0, 0, 0, 0},
+        {"config", required_argument, 0, 'c'}, {"json", no_argument, 0, 'J'},         {"db", required_argument, 0, 'D'},
+        {"sanitize", optional_argument, 0, 'Z'}, {"sanitizer", required_argument, 0, 'Y'}, {0, 0, 0, 0},
     };
     optind = 1;
     opterr = 0;
@@ -200,11 +261,20 @@ EVO_CMD(check)
         case 'c': config_path = optarg; break;
         case 'J': json = 1; break;
         case 'D': db_path = optarg; break;
+        case 'Z': sanitize = optarg ? optarg : EVO_SANITIZE_DEFAULT_TOOLS; break;
+        case 'Y': sanitizer = optarg; break;
         case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
         default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind >= argc) return evo_cli_usage_error(self, err, "give the kernel file(s) to check");
+    sanitize_ctx z = {.n_tools = 0};
+    if (sanitize) {
+        evo_err why = {{0}};
+        if (evo_sanitize_parse_tools(sanitize, z.tools, &z.n_tools, &why) != EVO_OK)
+            return evo_cli_usage_error(self, err, "%s", why.msg);
+    }
+    if (sanitizer && !sanitize) return evo_cli_usage_error(self, err, "--sanitizer goes with --sanitize");
     for (int i = optind; i < argc; i++)
         if (!evo_file_exists(argv[i])) return evo_fail(err, EVO_E_USAGE, "check: %s: no such file", argv[i]);
     evo_config *cfg = NULL;
@@ -218,6 +288,12 @@ EVO_CMD(check)
             return evo_fail(err, EVO_E_NODRIVER, "check: %s. evo check runs kernels: it needs an NVIDIA GPU; %s",
                             why.msg, EVO_NO_DRIVER_HINT);
         }
+    }
+    /* A sanitizer that is not there is refused before anything runs. */
+    if (sanitize) s = evo_sanitize_find(sanitizer, &z.sanitizer, err);
+    if (s != EVO_OK) {
+        evo_config_free(cfg);
+        return s;
     }
     char work[256];
     snprintf(work, sizeof work, "%s/evo-check-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
@@ -233,12 +309,12 @@ EVO_CMD(check)
     for (int i = optind; s == EVO_OK && i < argc; i++) {
         evo_result r;
         memset(&r, 0, sizeof r);
-        s = check_one(cfg, ev, argv[i], st, &r, err);
+        s = check_one(cfg, ev, argv[i], st, &z, &r, err);
         if (s == EVO_OK) {
             if (json && n_files > 1 && i > optind) printf(",\n");
-            print_result(argv[i], &r, NULL, json);
+            print_result(argv[i], &r, &z, json);
             /* REGRESSED is the search's rule against slow candidates; the kernel itself passed every gate. */
-            rejected += r.verdict != EVO_V_OK && r.verdict != EVO_V_REGRESSED;
+            rejected += (r.verdict != EVO_V_OK && r.verdict != EVO_V_REGRESSED) || !sanitize_clean(&z);
         } else if (s == EVO_E_CONFIG && n_files > 1) {
             fprintf(stderr, "evo: %s\n", err->msg); /* the other files are still checked */
             rejected++;
@@ -253,9 +329,11 @@ EVO_CMD(check)
     evo_store_close(st);
     evo_evaluator_close(ev);
     evo_config_free(cfg);
-    /* The worker's log is kept when the worker or the GPU failed; a kernel that does not compile, a refused
-     * database or a rejected verdict leave nothing behind. */
-    if (s == EVO_OK || s == EVO_E_REJECTED || s == EVO_E_CONFIG || s == EVO_E_USAGE || s == EVO_E_DB)
+    free(z.sanitizer);
+    /* The worker's log is kept when the worker or the GPU failed, the sanitizer reports when they found errors; a
+     * kernel that does not compile, a refused database or a rejected verdict leave nothing behind. */
+    if (z.found) fprintf(stderr, "evo: sanitizer reports are kept in %s\n", work);
+    else if (s == EVO_OK || s == EVO_E_REJECTED || s == EVO_E_CONFIG || s == EVO_E_USAGE || s == EVO_E_DB)
         evo_remove_tree(work);
     return s;
 }

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "cudrv.h"
 #include "evolve.h"
+#include "sanitize.h"
 #include "strategy.h"
 
 #include <errno.h>
@@ -29,7 +30,8 @@ EVO_CMD(run)
         {"gpus", required_argument, 0, 'G'},     {"jobs", required_argument, 0, 'j'},
         {"time-budget", required_argument, 0, 'T'}, {"strategy", required_argument, 0, 'S'},
         {"no-insights", no_argument, 0, 'N'},    {"replay", required_argument, 0, 'P'},
-        {"quiet", no_argument, 0, 'q'},          {0, 0, 0, 0},
+        {"quiet", no_argument, 0, 'q'},          {"sanitize", optional_argument, 0, 'Z'},
+        {"sanitizer", required_argument, 0, 'Y'}, {0, 0, 0, 0},
     };
     evo_run_opts o = {.time_budget_s = -1, .insights = -1, .out = stdout};
     int gpus[64], n_gpus = 0;
@@ -46,6 +48,8 @@ EVO_CMD(run)
             o.strategy = optarg;
             break;
         case 'P': o.replay_db = optarg; break;
+        case 'Z': o.sanitize = optarg ? optarg : EVO_SANITIZE_DEFAULT_TOOLS; break;
+        case 'Y': o.sanitizer = optarg; break;
         case 'N': o.insights = 0; break;
         case 'q': o.quiet = true; break;
         case 'g':
@@ -103,6 +107,16 @@ EVO_CMD(run)
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
+    if (o.sanitize) {
+        const char *tools[EVO_SANITIZE_MAX_TOOLS];
+        int n = 0;
+        evo_err why = {{0}};
+        if (evo_sanitize_parse_tools(o.sanitize, tools, &n, &why) != EVO_OK)
+            return evo_cli_usage_error(self, err, "%s", why.msg);
+        if (o.replay_db)
+            return evo_cli_usage_error(self, err, "--sanitize runs kernels on a GPU; a --replay run has none");
+    }
+    if (o.sanitizer && !o.sanitize) return evo_cli_usage_error(self, err, "--sanitizer goes with --sanitize");
     if (o.resume_run && (o.config_path || o.population || o.seed_set || o.strategy))
         return evo_cli_usage_error(self, err,
                                    "--resume continues a run with its own config, population, seed and strategy");

@@ -21,10 +21,12 @@ EVO_CMD(worker)
         {"config", required_argument, NULL, 'c'},
         {"log", required_argument, NULL, 'l'},
         {"fake", required_argument, NULL, 'f'},
+        {"sanitize", no_argument, NULL, 's'},
         {NULL, 0, NULL, 0},
     };
     int gpu = -1;
     const char *config = NULL, *log = NULL, *fake = NULL;
+    bool sanitize = false;
     optind = 0; /* glibc: full re-initialisation, in case getopt ran before in this process */
     opterr = 0;
     int c;
@@ -42,6 +44,7 @@ EVO_CMD(worker)
         case 'c': config = optarg; break;
         case 'l': log = optarg; break;
         case 'f': fake = optarg; break;
+        case 's': sanitize = true; break;
         case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
         default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
@@ -68,7 +71,7 @@ EVO_CMD(worker)
     signal(SIGPIPE, SIG_IGN);
 
     evo_status s = fake ? evo_worker_fake_serve(fake, gpu, STDIN_FILENO, out_fd, err)
-                        : evo_gpu_serve(gpu, config, STDIN_FILENO, out_fd, err);
+                        : evo_gpu_serve(gpu, config, sanitize, STDIN_FILENO, out_fd, err);
     close(out_fd);
     return s;
 }

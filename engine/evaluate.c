@@ -24,6 +24,7 @@ struct evo_evaluator {
     /* gpu */
     evo_pool *pool;
     char *work_dir;
+    char *config_path;
     evo_candidate baseline;
     char baseline_cubin[4096];
     bool have_baseline_times;
@@ -180,6 +181,7 @@ static void on_done(void *p, const evo_pool_job *job, const evo_pool_done *d)
 static evo_status gpu_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_err *err)
 {
     e->work_dir = evo_strdup(o->work_dir);
+    e->config_path = evo_strdup(o->config_path);
     evo_status s = evo_mkdir_p(e->work_dir, err);
     if (s != EVO_OK) return s;
     int all[EVO_POOL_MAX_WORKERS];
@@ -284,6 +286,31 @@ static evo_status gpu_run(evo_evaluator *e, const evo_candidate *c, int n, bool 
     return s;
 }
 
+evo_status evo_evaluator_sanitize(evo_evaluator *e, const evo_candidate *c, const char *sanitizer,
+                                  const char *const *tools, int n_tools, const char *label, evo_sanitize_result *out,
+                                  evo_err *err)
+{
+    if (!e->pool) return evo_fail(err, EVO_E_USAGE, "--sanitize needs a GPU: a replay evaluates nothing");
+    if (c->verdict != EVO_V_OK)
+        return evo_fail(err, EVO_E_INTERNAL, "sanitize: candidate %s is %s, not ready to run", c->genome_text,
+                        evo_verdict_name(c->verdict));
+    char path[4096];
+    evo_status s = write_cubin(e, c, path, sizeof path, err);
+    if (s != EVO_OK) return s;
+    evo_eval_request rq;
+    fill_request(e, c, path, &rq);
+    evo_sanitize_job job = {.sanitizer = sanitizer, .gpu = evo_pool_hello(e->pool, 0)->gpu,
+                            .config_path = e->config_path, .dir = e->work_dir, .label = label,
+                            .fake = getenv("EVO_FAKE_WORKER")};
+    for (int t = 0; t < n_tools && s == EVO_OK; t++) {
+        job.tool = tools[t];
+        s = evo_sanitize_request(&job, &rq, &out[t], err);
+    }
+    return s;
+}
+
+const char *evo_evaluator_work_dir(const evo_evaluator *e) { return e->pool ? e->work_dir : NULL; }
+
 /* ---- replay ---- */
 
 static evo_status replay_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_err *err)
@@ -364,6 +391,7 @@ void evo_evaluator_close(evo_evaluator *e)
     evo_store_close(e->replay);
     evo_candidate_free(&e->baseline);
     free(e->work_dir);
+    free(e->config_path);
     free(e);
 }
 

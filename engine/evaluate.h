@@ -17,6 +17,7 @@
 #include "candidate.h"
 #include "config.h"
 #include "evo.h"
+#include "sanitize.h"
 #include "store.h"
 #include "task.h"
 
@@ -66,6 +67,15 @@ void evo_evaluator_interrupt(evo_evaluator *e);          /* async-signal-safe: s
 evo_status evo_evaluator_run(evo_evaluator *e, const evo_candidate *c, int n, bool retime_baseline,
                              evo_result *out, evo_result *baseline,
                              void (*progress)(void *ctx, int i, const evo_result *r), void *ctx, evo_err *err);
+
+/* Candidate c (verdict OK) under each of the compute-sanitizer tools (sanitize.h), one worker of its own per tool
+ * on the first worker's GPU; out[t] for tools[t]. label names the report files in the work directory. The gpu
+ * evaluator only (EVO_E_USAGE for replay: there is nothing to run). */
+evo_status evo_evaluator_sanitize(evo_evaluator *e, const evo_candidate *c, const char *sanitizer,
+                                  const char *const *tools, int n_tools, const char *label, evo_sanitize_result *out,
+                                  evo_err *err);
+/* Where the evaluator keeps cubins, worker logs and sanitizer reports (NULL for replay). */
+const char *evo_evaluator_work_dir(const evo_evaluator *e);
 
 /* GPUs on this machine as the driver will number them, without initializing CUDA in this process:
  * CUDA_VISIBLE_DEVICES when set, else the entries of /proc/driver/nvidia/gpus, else 1. */

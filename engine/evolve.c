@@ -78,6 +78,8 @@ typedef struct {
     double best_fitness;
     bool tty;
     char *work_dir;
+    bool keep_work; /* sanitizer reports of demoted elites are in it */
+    char *sanitizer; /* --sanitize: the compute-sanitizer found before the search */
     /* the generation in progress */
     int gen, done, total;
     int counts[EVO_V_COUNT];
@@ -522,6 +524,104 @@ static evo_status make_strategy(loop *L, evo_err *err)
     return evo_strategy_create(L->run.strategy, L->cfg->space, &L->sp, &L->strat, err);
 }
 
+/* ---- --sanitize: the elites under compute-sanitizer ---- */
+
+static bool in_list(const int64_t *ids, int n, int64_t id)
+{
+    for (int i = 0; i < n; i++)
+        if (ids[i] == id) return true;
+    return false;
+}
+
+/* One elite: rebuilt from its genome (a cache hit), run under each tool, demoted when any finds errors. */
+static evo_status sanitize_one(loop *L, const evo_elite_rec *el, int rank, const char *sanitizer,
+                               const char *const *tools, int n_tools, int *demoted, evo_err *err)
+{
+    FILE *out = L->o.out;
+    evo_candidate c;
+    memset(&c, 0, sizeof c);
+    evo_status s = evo_genome_parse(L->cfg->space, el->cand.genome, &c.genome, err);
+    evo_build_opts bo = {.cfg = L->cfg, .task = L->task, .lim = evo_evaluator_limits(L->ev),
+                         .arch = evo_evaluator_arch(L->ev), .jobs = L->o.jobs, .interrupt = &g_interrupted};
+    if (s == EVO_OK) s = evo_candidates_build(&bo, &c, 1, err);
+    if (s != EVO_OK) {
+        evo_candidate_free(&c);
+        return evo_failv_prefix(err, s, "--sanitize: elite %lld (%s)", (long long)el->cand.id, el->cand.genome);
+    }
+    if (c.verdict != EVO_V_OK || strcmp(c.key, el->cand.key) != 0) {
+        /* an elite of an earlier run with another template or compiler: what would run is not what was measured */
+        fprintf(out, "sanitize: elite %d (%.8s) skipped: %s\n", rank, el->cand.key,
+                c.verdict != EVO_V_OK ? c.why : "this evo builds it differently from the run that measured it");
+        evo_candidate_free(&c);
+        return EVO_OK;
+    }
+    char label[16];
+    snprintf(label, sizeof label, "%.8s", c.key);
+    fprintf(out, "sanitize: elite %d (%.8s, %.3fx) under", rank, c.key, el->eval.fitness);
+    for (int t = 0; t < n_tools; t++) fprintf(out, " %s", tools[t]);
+    fprintf(out, "...\n");
+    fflush(out);
+    evo_sanitize_result res[EVO_SANITIZE_MAX_TOOLS];
+    const double t0 = evo_now();
+    s = evo_evaluator_sanitize(L->ev, &c, sanitizer, tools, n_tools, label, res, err);
+    evo_candidate_free(&c);
+    if (s != EVO_OK) return s;
+    char summary[1600];
+    evo_sanitize_summary(res, n_tools, summary, sizeof summary);
+    bool clean = true;
+    for (int t = 0; t < n_tools; t++) clean &= res[t].clean;
+    fprintf(out, "sanitize: elite %d (%.8s) %s in %.0f s: %s\n", rank, el->cand.key, clean ? "clean" : "DEMOTED",
+            evo_now() - t0, summary);
+    if (clean) return EVO_OK;
+    char reason[1700];
+    snprintf(reason, sizeof reason, "compute-sanitizer: %s", summary);
+    s = evo_store_demote(L->st, el->cand.id, reason, err);
+    if (s == EVO_OK) {
+        ++*demoted;
+        L->keep_work = true;
+        for (int t = 0; t < n_tools; t++)
+            if (!res[t].clean) fprintf(out, "  %s report: %s\n", res[t].tool, res[t].report);
+    }
+    return s;
+}
+
+/* The top-K elites, again after each demotion, until the top K are all clean or 3K have been tried. */
+static evo_status sanitize_elites(loop *L, evo_err *err)
+{
+    const char *tools[EVO_SANITIZE_MAX_TOOLS];
+    int n_tools = 0;
+    evo_status s = evo_sanitize_parse_tools(L->o.sanitize, tools, &n_tools, err);
+    const int k = L->cfg->evolution.elites > 0 ? L->cfg->evolution.elites : 1;
+    int64_t *tried = evo_xcalloc((size_t)(3 * k), sizeof *tried);
+    int n_tried = 0, demoted = 0;
+    bool settled = false;
+    while (s == EVO_OK && !g_interrupted && n_tried < 3 * k) {
+        evo_elite_rec *el = NULL;
+        int n = 0;
+        s = evo_store_elites(L->st, L->cfg->task, evo_evaluator_arch(L->ev), L->shape_set, k, &el, &n, err);
+        int next = -1;
+        for (int i = 0; s == EVO_OK && i < n && next < 0; i++)
+            if (!in_list(tried, n_tried, el[i].cand.id)) next = i;
+        if (s == EVO_OK && next < 0) settled = true;
+        if (s == EVO_OK && next >= 0) {
+            tried[n_tried++] = el[next].cand.id;
+            s = sanitize_one(L, &el[next], next + 1, L->sanitizer, tools, n_tools, &demoted, err);
+        }
+        evo_store_elites_free(el, n);
+        if (settled) break;
+    }
+    if (s == EVO_OK && !L->o.quiet) {
+        if (settled)
+            fprintf(L->o.out, "sanitize: %d elite%s checked, %d demoted; the top %d are clean\n", n_tried,
+                    n_tried == 1 ? "" : "s", demoted, k);
+        else if (!g_interrupted)
+            fprintf(L->o.out, "sanitize: %d elites checked, %d demoted; stopped before the top %d were all clean\n",
+                    n_tried, demoted, k);
+    }
+    free(tried);
+    return s;
+}
+
 static void update_run(loop *L, const char *state)
 {
     free(L->run.state);
@@ -553,7 +653,9 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
 
-    evo_status s = open_run(L, err);
+    /* A missing compute-sanitizer is found out before the search, not after it. */
+    evo_status s = L->o.sanitize ? evo_sanitize_find(L->o.sanitizer, &L->sanitizer, err) : EVO_OK;
+    if (s == EVO_OK) s = open_run(L, err);
     if (s == EVO_OK) s = make_strategy(L, err);
     int done_gens = 0;
     evo_gen_rec *gens = NULL;
@@ -610,6 +712,8 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
         }
     }
     if (s == EVO_E_INTERRUPTED) stop = "interrupted", s = EVO_OK;
+    if (s == EVO_OK && L->o.sanitize && strcmp(stop, "interrupted") != 0) s = sanitize_elites(L, err);
+    if (s == EVO_OK && g_interrupted) stop = "interrupted";
     if (L->st && L->run.id) update_run(L, s != EVO_OK ? "failed" : stop);
     if (s == EVO_OK && !L->o.quiet) {
         char wall[32];
@@ -638,10 +742,12 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
     evo_config_free(L->cfg);
     free(L->prior);
     if (L->work_dir) {
-        if (s == EVO_OK || s == EVO_E_INTERRUPTED) evo_remove_tree(L->work_dir);
+        if (L->keep_work) fprintf(stderr, "evo: sanitizer reports are kept in %s\n", L->work_dir);
+        else if (s == EVO_OK || s == EVO_E_INTERRUPTED) evo_remove_tree(L->work_dir);
         else fprintf(stderr, "evo: worker logs are kept in %s\n", L->work_dir);
     }
     free(L->work_dir);
+    free(L->sanitizer);
     free(L->ids.text);
     free(L->ids.id);
     free(L);

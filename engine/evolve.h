@@ -12,6 +12,10 @@
  * again and every one already evaluated by the run is taken from the store, so nothing finished is lost or
  * repeated.
  *
+ * Sanitize (--sanitize): after a run that finished, the top-K elites of its task, arch and shape set go through
+ * compute-sanitizer (sanitize.h). An elite with errors is demoted in the store (its results stay; it is no
+ * longer an elite) and the one that moves up is checked in turn, up to 3K candidates in all.
+ *
  * Output: one line per generation on stdout (a live progress line on a terminal). Nothing here calls exit().
  */
 #ifndef EVO_EVOLVE_H
@@ -38,6 +42,9 @@ typedef struct {
     const char *strategy;    /* NULL = config */
     int insights;            /* -1 = config, 0 off, 1 on */
     const char *replay_db;   /* evaluate by looking results up there */
+    const char *sanitize;    /* after the search, the elites under these compute-sanitizer tools ("memcheck,
+                                racecheck"); NULL = not */
+    const char *sanitizer;   /* its path; NULL = found on PATH or under $CUDA_HOME */
     FILE *out;               /* progress and summary (stdout) */
     bool quiet;
 } evo_run_opts;

@@ -10,7 +10,7 @@ static const evo_cmd commands[] = {
     {"run", cmd_run, "evolve kernels: compile, check and time a population for N generations",
      "usage: evo run [--config F] [--generations N] [--population N] [--seed N] [--db F] [--resume RUN]\n"
      "               [--gpus LIST] [--jobs N] [--time-budget SECONDS] [--strategy ga|random] [--no-insights]\n"
-     "               [--replay DB]\n"
+     "               [--replay DB] [--sanitize[=TOOLS]] [--sanitizer PATH]\n"
      "\n"
      "Runs the search described by the config (default configs/default.yaml) on the GPUs of this machine and\n"
      "stores every result in the database (default population.db). Needs an NVIDIA driver, except with --replay,\n"
@@ -27,7 +27,11 @@ static const evo_cmd commands[] = {
      "      --time-budget S   stop after S seconds of wall time\n"
      "      --strategy NAME   ga (default) or random\n"
      "      --no-insights     mutate without per-knob statistics from the store\n"
-     "      --replay DB       evaluate by looking up results recorded in DB (no GPU needed)\n",
+     "      --replay DB       evaluate by looking up results recorded in DB (no GPU needed)\n"
+     "      --sanitize[=TOOLS] after the search, run the top elites under compute-sanitizer (TOOLS: a comma list\n"
+     "                        of memcheck, racecheck, initcheck, synccheck; default memcheck,racecheck); an\n"
+     "                        elite with errors is demoted (kept, but no longer an elite) and the next is checked\n"
+     "      --sanitizer PATH  the compute-sanitizer to use (default: on PATH, then $CUDA_HOME/bin)\n",
      0},
     {"elite", cmd_elite, "show the best kernels found so far",
      "usage: evo elite --show [--top K] [--json] [--db F] [--task T] [--arch sm_XX]\n"
@@ -61,11 +65,21 @@ static const evo_cmd commands[] = {
      "      --db F            database (default population.db)\n",
      0},
     {"check", cmd_check, "run a hand-written kernel through the same gates",
-     "usage: evo check FILE.cu [--config F] [--json] [--db F] [--no-store]\n"
+     "usage: evo check FILE.cu [FILE.cu...] [--config F] [--json] [--db F] [--sanitize[=TOOLS]]\n"
+     "                 [--sanitizer PATH]\n"
      "\n"
-     "Compiles FILE.cu (which implements the attention ABI of docs/templates.md), runs the correctness gate on\n"
-     "every configured case and the timing gate against the baseline genome, and prints the verdict, per-shape\n"
-     "times and errors. Needs an NVIDIA driver.\n",
+     "Compiles each FILE.cu (which implements the attention ABI of docs/templates.md), runs the correctness gate\n"
+     "on every configured case and the timing gate against the baseline genome, and prints the verdict, per-shape\n"
+     "times and errors. Exit 0 when every file passes, 1 when one is rejected, 2 when one does not compile.\n"
+     "Needs an NVIDIA driver.\n"
+     "\n"
+     "  -c, --config F        the configuration whose cases, tolerances and baseline apply\n"
+     "      --json            machine-readable output\n"
+     "      --db F            also store each result in database F (as candidate file:NAME)\n"
+     "      --sanitize[=TOOLS] then run each kernel that ran under compute-sanitizer (TOOLS: a comma list of\n"
+     "                        memcheck, racecheck, initcheck, synccheck; default memcheck,racecheck); errors\n"
+     "                        reject the kernel, and with --db demote it\n"
+     "      --sanitizer PATH  the compute-sanitizer to use (default: on PATH, then $CUDA_HOME/bin)\n",
      0},
     {"space", cmd_space, "print the search space: knobs, domains, size, valid count",
      "usage: evo space [--config F] [--json]\n"

@@ -428,13 +428,17 @@ void evo_worker_request_stop(evo_worker *w)
     w->stop_deadline = evo_now() + EVO_WORKER_STOP_GRACE_S;
 }
 
-void evo_worker_stop(evo_worker *w)
+void evo_worker_stop(evo_worker *w) { evo_worker_stop_within(w, 0); }
+
+void evo_worker_stop_within(evo_worker *w, double grace_s)
 {
     if (!w) return;
     if (w->pid > 0) {
+        const double t0 = evo_now();
         evo_worker_request_stop(w);
         int ws;
         double left = w->stop_deadline - evo_now();
+        if (t0 + grace_s - evo_now() > left) left = t0 + grace_s - evo_now();
         if (!reap_within(w->pid, left > 0 ? left : 0, &ws)) {
             kill_group(w->pid);
             reap(w->pid, &ws);

@@ -63,6 +63,8 @@ evo_status evo_worker_restart(evo_worker *w, evo_err *err);
 /* Sends shutdown, gives the worker EVO_WORKER_STOP_GRACE_S to exit, then kills it; reaps it; frees w. NULL is
  * allowed. */
 void evo_worker_stop(evo_worker *w);
+/* The same with a longer grace (a worker under a tool that writes its report as it ends). */
+void evo_worker_stop_within(evo_worker *w, double grace_s);
 /* Sends shutdown and closes the worker's input without waiting; a later evo_worker_stop waits only for what is
  * left of the grace. Lets a pool stop all its workers at once. */
 void evo_worker_request_stop(evo_worker *w);
@@ -106,8 +108,10 @@ evo_status evo_worker_serve(int in_fd, int out_fd, const evo_worker_handler *han
 /* ---- the GPU side and its test double (the `evo worker` subcommand calls one of these) ---- */
 
 /* Serves GPU ordinal gpu: loads the driver, answers hello and eval with the gates, until shutdown or EOF.
- * config_path may be NULL (the default config). Implemented in eval_gpu.c. */
-evo_status evo_gpu_serve(int gpu, const char *config_path, int in_fd, int out_fd, evo_err *err);
+ * config_path may be NULL (the default config). sanitize: the worker runs under compute-sanitizer (sanitize.h):
+ * one seed and one distribution per shape and causal setting, EVO_SANITIZE_SLOWDOWN x the kernel time limit, no
+ * timing. Implemented in eval_gpu.c. */
+evo_status evo_gpu_serve(int gpu, const char *config_path, bool sanitize, int in_fd, int out_fd, evo_err *err);
 
 /* A worker without a GPU that behaves as told, for the tests of this module and of pool.h (kept in the product
  * because fault tests need a worker that faults on demand). mode applies to every eval request; a request's

@@ -1,5 +1,7 @@
 # gpu_planted.sh — `evo check` on the planted kernels of tests/planted/: the correct one passes, every planted
 # fault is rejected with its status, and the worker survives the trap and the endless loop (GPU; skipped without).
+# Then, where compute-sanitizer is installed, `evo check --sanitize`: memcheck finds the out-of-bounds reads,
+# racecheck the missing barrier, and the correct kernel is clean under both.
 # Run: bash tests/gpu_planted.sh build/evo .   (ctest -L gpu)
 set -u
 EVO=$(realpath "$1")
@@ -40,3 +42,42 @@ for name, allowed in expect.items():
 assert int(sys.argv[2]) == 1, "evo check must exit 1 when a kernel is rejected"
 sys.exit(1 if bad else 0)
 PY
+[ $? = 0 ] || exit 1
+
+export PATH=$PATH:${CUDA_HOME:-/usr/local/cuda}/bin
+if ! command -v compute-sanitizer >/dev/null; then
+  echo "sanitizer part skipped: compute-sanitizer not found"
+  exit 0
+fi
+# tool -> kernels: the clean one and the one the tool must catch
+for pair in memcheck:oob_read racecheck:race; do
+  tool=${pair%%:*} bad=${pair#*:}
+  start=$SECONDS
+  "$EVO" check --config tests/data/planted.yaml --json --sanitize="$tool" tests/planted/good.cu \
+    "tests/planted/$bad.cu" >"$tmp/san-$tool.json" 2>"$tmp/san-err"
+  rc=$?
+  echo "--- $tool: evo check exit $rc in $((SECONDS - start)) s"
+  grep -v "^starting" "$tmp/san-err" >&2
+  [ -n "${OUT:-}" ] && cp "$tmp/san-$tool.json" "$OUT/sanitize-$tool.json"
+  if [ -n "${OUT:-}" ]; then # the report on the bad kernel, for the parser's test fixtures
+    r=$(python3 -c 'import json,sys; print(next((r["sanitize"][0]["report"] for r in json.load(open(sys.argv[1]))
+if r["file"].endswith(sys.argv[2]) and r.get("sanitize")), ""))' "$tmp/san-$tool.json" "/$bad.cu")
+    [ -n "$r" ] && [ -e "$r" ] && cp "$r" "$OUT/report-$tool.txt"
+  fi
+  python3 - "$tmp/san-$tool.json" "$rc" "$tool" "$bad" <<'PY' || exit 1
+import json, sys
+res = {r["file"].split("/")[-1][:-3]: r for r in json.load(open(sys.argv[1]))}
+tool, bad = sys.argv[3], sys.argv[4]
+ok = True
+for name, want_clean in (("good", True), (bad, False)):
+    s = res[name].get("sanitize", [])
+    got = s[0] if s else None
+    fine = got is not None and got["tool"] == tool and got["clean"] == want_clean and \
+        (want_clean or got["errors"] > 0)
+    print("%-10s %-9s %s errors %s  %s" % (name, tool, "clean" if got and got["clean"] else "FOUND",
+          got["errors"] if got else "-", "ok" if fine else "WRONG") + ("  " + got.get("why", "") if got else ""))
+    ok &= fine
+assert int(sys.argv[2]) == 1, "evo check must exit 1 when the sanitizer finds errors"
+sys.exit(0 if ok else 1)
+PY
+done

@@ -7,6 +7,7 @@
 #   smoke      two generations on configs/smoke.yaml
 #   run20      evo run --generations 20 on configs/default.yaml, then elite, history, export
 #   compare    tools/compare_sdpa.py on the exported best kernel
+#   sanitize   one generation of configs/presets.yaml, then its elites under compute-sanitizer (--sanitize)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-logs}
@@ -39,6 +40,9 @@ for step in "$@"; do
            build/evo elite --show --db "$OUT/$step.db" > "$OUT/$step-elite.txt" 2>&1; head -30 "$OUT/$step-elite.txt"
            build/evo history --db "$OUT/$step.db" > "$OUT/$step-history.txt" 2>&1
            build/evo export --best --db "$OUT/$step.db" -o "$OUT/best.cu" 2>&1 | tail -2 ;;
+    sanitize) rm -f "$OUT/sanitize.db"
+              PATH=$PATH:/usr/local/cuda/bin build/evo run --config configs/presets.yaml --generations 1 \
+                --db "$OUT/sanitize.db" --sanitize 2>&1 | tee "$OUT/sanitize.log" | tail -25 ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;
