@@ -25,6 +25,7 @@ struct evo_evaluator {
     evo_pool *pool;
     char *work_dir;
     char *config_path;
+    volatile sig_atomic_t *interrupt;
     evo_candidate baseline;
     char baseline_cubin[4096];
     bool have_baseline_times;
@@ -182,6 +183,7 @@ static evo_status gpu_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_er
 {
     e->work_dir = evo_strdup(o->work_dir);
     e->config_path = evo_strdup(o->config_path);
+    e->interrupt = o->interrupt;
     evo_status s = evo_mkdir_p(e->work_dir, err);
     if (s != EVO_OK) return s;
     int all[EVO_POOL_MAX_WORKERS];
@@ -301,7 +303,7 @@ evo_status evo_evaluator_sanitize(evo_evaluator *e, const evo_candidate *c, cons
     fill_request(e, c, path, &rq);
     evo_sanitize_job job = {.sanitizer = sanitizer, .gpu = evo_pool_hello(e->pool, 0)->gpu,
                             .config_path = e->config_path, .dir = e->work_dir, .label = label,
-                            .fake = getenv("EVO_FAKE_WORKER")};
+                            .fake = getenv("EVO_FAKE_WORKER"), .interrupt = e->interrupt};
     for (int t = 0; t < n_tools && s == EVO_OK; t++) {
         job.tool = tools[t];
         s = evo_sanitize_request(&job, &rq, &out[t], err);

@@ -713,7 +713,7 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
     }
     if (s == EVO_E_INTERRUPTED) stop = "interrupted", s = EVO_OK;
     if (s == EVO_OK && L->o.sanitize && strcmp(stop, "interrupted") != 0) s = sanitize_elites(L, err);
-    if (s == EVO_OK && g_interrupted) stop = "interrupted";
+    if (s == EVO_E_INTERRUPTED || (s == EVO_OK && g_interrupted)) stop = "interrupted", s = EVO_OK;
     if (L->st && L->run.id) update_run(L, s != EVO_OK ? "failed" : stop);
     if (s == EVO_OK && !L->o.quiet) {
         char wall[32];

@@ -5,7 +5,9 @@
 #include "util.h"
 #include "worker.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,15 +48,21 @@ evo_status evo_sanitize_parse_tools(const char *list, const char **tools, int *n
     return EVO_OK;
 }
 
-/* The number after `key` on the last line holding it, or -1. */
-static long last_count(const char *text, const char *key)
+/* The largest N of the lines "... ERROR SUMMARY: N error(s)" that end there, or -1. (With more errors than the
+ * print limit a second line follows, "ERROR SUMMARY: 44 errors were not printed...", which is not the count.) */
+static long summary_count(const char *text)
 {
+    static const char key[] = "ERROR SUMMARY: ";
     long v = -1;
     for (const char *p = strstr(text, key); p; p = strstr(p + 1, key)) {
         char *end;
         errno = 0;
-        long x = strtol(p + strlen(key), &end, 10);
-        if (end != p + strlen(key) && !errno && x >= 0) v = x;
+        long x = strtol(p + sizeof key - 1, &end, 10);
+        if (end == p + sizeof key - 1 || errno || x < 0) continue;
+        if (strncmp(end, " error", 6) != 0) continue;
+        end += 6 + (end[6] == 's');
+        while (*end == ' ' || *end == '\r') end++;
+        if ((*end == '\n' || *end == '\0') && x > v) v = x;
     }
     return v;
 }
@@ -63,7 +71,7 @@ int evo_sanitize_count_errors(const char *report, char *first, size_t first_len)
 {
     if (first && first_len) first[0] = '\0';
     if (!report) return -1;
-    long errors = last_count(report, "ERROR SUMMARY: ");
+    long errors = summary_count(report);
     /* "RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)" */
     for (const char *p = strstr(report, "RACECHECK SUMMARY:"); p; p = strstr(p + 1, "RACECHECK SUMMARY:")) {
         const char *open = strchr(p, '(');
@@ -100,6 +108,33 @@ static evo_status self_path(char *buf, size_t n, evo_err *err)
     return EVO_OK;
 }
 
+/* evo_worker_call that gives up when *interrupt is set (Ctrl-C during a long instrumented run). */
+static evo_status call(evo_worker *w, const char *line, double timeout_s, volatile sig_atomic_t *interrupt,
+                       char **reply, evo_err *err)
+{
+    if (!interrupt) return evo_worker_call(w, line, timeout_s, reply, err);
+    *reply = NULL;
+    evo_status s = evo_worker_send(w, line, timeout_s, err);
+    while (s == EVO_OK && !*reply) {
+        if (*interrupt) {
+            evo_worker_kill(w);
+            return evo_fail(err, EVO_E_INTERRUPTED, "interrupted while the sanitizer ran");
+        }
+        struct pollfd p = {.fd = evo_worker_fd(w), .events = POLLIN};
+        if (poll(&p, 1, 200) != 0 || evo_now() >= evo_worker_deadline(w)) s = evo_worker_receive(w, reply, err);
+    }
+    return s;
+}
+
+/* The "reason" of a reply's detail, or the detail itself. */
+static void reason_of(const char *detail, char *buf, size_t n)
+{
+    cJSON *d = cJSON_Parse(detail ? detail : "{}");
+    const cJSON *r = cJSON_GetObjectItem(d, "reason");
+    snprintf(buf, n, "%s", cJSON_IsString(r) ? r->valuestring : detail ? detail : "");
+    cJSON_Delete(d);
+}
+
 /* out->why, cut at its size (a report's lines can be long). */
 static void __attribute__((format(printf, 2, 3))) set_why(evo_sanitize_result *out, const char *fmt, ...)
 {
@@ -124,10 +159,10 @@ evo_status evo_sanitize_request(const evo_sanitize_job *job, const evo_eval_requ
     snprintf(log, sizeof log, "%s/sanitize-%s-%s.log", job->dir, job->label, job->tool);
     snprintf(gpu, sizeof gpu, "%d", job->gpu);
     unlink(out->report);
-    /* API errors are the worker's business (a refused launch is a verdict); the sanitizer reports kernels. */
-    const char *argv[20] = {"--tool", job->tool, "--log-file", out->report, "--print-limit", "20",
-                            "--report-api-errors", "no", exe, "worker", "--gpu", gpu, "--sanitize"};
-    int k = 13;
+    const char *argv[24] = {"--tool", job->tool, "--log-file", out->report, "--print-limit", "20",
+                            "--report-api-errors", "no", "--kernel-name", "kns=evo_attn", exe, "worker", "--gpu", gpu,
+                            "--sanitize"};
+    int k = 15;
     if (job->config_path) argv[k++] = "--config", argv[k++] = job->config_path;
     if (job->fake) argv[k++] = "--fake", argv[k++] = job->fake;
     char name[128];
@@ -138,7 +173,7 @@ evo_status evo_sanitize_request(const evo_sanitize_job *job, const evo_eval_requ
     char *line = NULL, *reply = NULL;
     if (s == EVO_OK) {
         line = evo_proto_encode_hello_request(1);
-        s = evo_worker_call(w, line, timeout, &reply, err);
+        s = call(w, line, timeout, job->interrupt, &reply, err);
         free(line);
         evo_hello_reply h;
         if (s == EVO_OK) s = evo_proto_decode_hello_reply(reply, &h, err);
@@ -146,7 +181,9 @@ evo_status evo_sanitize_request(const evo_sanitize_job *job, const evo_eval_requ
         reply = NULL;
         if (s != EVO_OK) {
             evo_worker_stop(w);
-            return evo_failv_prefix(err, s, "%s: the worker did not start under %s", job->tool, job->sanitizer);
+            return s == EVO_E_INTERRUPTED ? s
+                                          : evo_failv_prefix(err, s, "%s: the worker did not start under %s",
+                                                             job->tool, job->sanitizer);
         }
     } else {
         return s;
@@ -159,14 +196,22 @@ evo_status evo_sanitize_request(const evo_sanitize_job *job, const evo_eval_requ
     r.n_best = 0;
     line = evo_proto_encode_eval_request(&r);
     evo_err call_err = {{0}};
-    evo_status cs = evo_worker_call(w, line, timeout, &reply, &call_err);
+    evo_status cs = call(w, line, timeout, job->interrupt, &reply, &call_err);
     free(line);
+    if (cs == EVO_E_INTERRUPTED) {
+        evo_worker_stop(w);
+        return evo_fail(err, cs, "%s", call_err.msg);
+    }
     if (cs == EVO_OK) {
         evo_eval_reply rep;
         cs = evo_proto_decode_eval_reply(reply, &rep, &call_err);
         if (cs == EVO_OK) {
             out->verdict = rep.verdict;
-            if (rep.verdict != EVO_V_OK) set_why(out, "%s under the sanitizer: %s", evo_verdict_name(rep.verdict), rep.detail);
+            if (rep.verdict != EVO_V_OK) {
+                char reason[400];
+                reason_of(rep.detail, reason, sizeof reason);
+                set_why(out, "%s under the sanitizer: %s", evo_verdict_name(rep.verdict), reason);
+            }
             evo_eval_reply_free(&rep);
         }
     }

@@ -2,8 +2,12 @@
  * and `evo check --sanitize` (the checked kernels).
  *
  * How. One candidate, one tool: a GPU worker of its own is started as
- *   compute-sanitizer --tool T --log-file REPORT --print-limit 20 EVO worker --gpu N --config C --sanitize
- * (its stdin and stdout are the worker's protocol pipes; the sanitizer writes only to REPORT). `--sanitize` makes
+ *   compute-sanitizer --tool T --log-file REPORT --print-limit 20 --report-api-errors no
+ *                     --kernel-name kns=evo_attn  EVO worker --gpu N --config C --sanitize
+ * (its stdin and stdout are the worker's protocol pipes; the sanitizer writes only to REPORT). Only the candidate's
+ * kernels are instrumented (every attention kernel's name holds evo_attn: the templates' evo_attn_fwd, the ABI's
+ * evo_attn_d64/d128); the worker's own kernels (inputs, references, comparisons) run at full speed, and API errors
+ * are the worker's business (a refused launch is a verdict). `--sanitize` makes
  * the worker prepare a reduced set of cases, every shape (timed and extra) with every causal setting but one seed
  * and one distribution, since memory errors and races depend on the shape and not on the values, and gives each
  * launch EVO_SANITIZE_SLOWDOWN times the configured kernel time limit. The candidate goes through the correctness
@@ -11,8 +15,7 @@
  * summary, and REPORT is read. One process per candidate and tool is what ties a report to its kernel.
  *
  * Verdict. Clean when the worker's verdict is OK and the report's summary counts no error. A report without a
- * summary (the sanitizer died, or was killed at the time limit) is not clean. Errors in the reference and
- * support kernels would count too: they are checked clean (docs/reliability.md).
+ * summary (the sanitizer died, or was killed at the time limit) is not clean.
  *
  * Ownership: results are plain values. Thread-safety: none needed; each call starts and reaps its own processes.
  */
@@ -22,6 +25,7 @@
 #include "evo.h"
 #include "protocol.h"
 
+#include <signal.h>
 #include <stdbool.h>
 
 #define EVO_SANITIZE_SLOWDOWN 100     /* instrumented launches get this many times the kernel time limit */
@@ -36,9 +40,9 @@ extern const char *const evo_sanitize_tool_names[];
  * name or more than EVO_SANITIZE_MAX_TOOLS is EVO_E_USAGE naming the offending entry and the tools there are. */
 evo_status evo_sanitize_parse_tools(const char *list, const char **tools, int *n, evo_err *err);
 
-/* What a report says: the error count of its summary ("ERROR SUMMARY: 3 errors"; for racecheck also the errors
- * of "RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)", whichever is larger), or -1 when it holds
- * no summary. first (may be NULL) gets the first error line without the "========= " prefix, "" when none. */
+/* What a report says: the error count of its summary ("ERROR SUMMARY: 64 errors", not the "44 errors were not
+ * printed" line that follows it past the print limit; for racecheck also the errors of "RACECHECK SUMMARY: 2
+ * hazards displayed (2 errors, 0 warnings)", whichever is larger), or -1 when it holds no summary. first (may be NULL) gets the first error line without the "========= " prefix, "" when none. */
 int evo_sanitize_count_errors(const char *report, char *first, size_t first_len);
 
 typedef struct {
@@ -50,6 +54,7 @@ typedef struct {
     const char *label;       /* names the files: <dir>/sanitize-<label>-<tool>.{txt,log} */
     const char *fake;        /* NULL, or a fake worker mode (worker.h) for tests without a GPU */
     double timeout_s;        /* 0 = EVO_SANITIZE_TIMEOUT_S */
+    volatile sig_atomic_t *interrupt; /* may be NULL; when set, the worker is stopped and EVO_E_INTERRUPTED returned */
 } evo_sanitize_job;
 
 typedef struct {
@@ -63,7 +68,7 @@ typedef struct {
 
 /* Runs req (a prepared eval request: cubin and variants; check/time are overridden) under job's tool. The
  * sanitizer finding errors is a result, not a failure: EVO_OK with clean false. EVO_E_WORKER/EVO_E_NODRIVER when
- * the sanitized worker could not start at all (the message quotes its log). */
+ * the sanitized worker could not start at all (the message quotes its log); EVO_E_INTERRUPTED. */
 evo_status evo_sanitize_request(const evo_sanitize_job *job, const evo_eval_request *req, evo_sanitize_result *out,
                                 evo_err *err);
 

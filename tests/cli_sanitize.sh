@@ -27,6 +27,7 @@ expect_rc() { t [ "$rc" = "$1" ] || fail "$2: exit $rc, want $1"$'\n'"stdout: $o
 expect_err_has() { t grep -qF -- "$1" <<<"$err" || fail "$2: stderr '$err' lacks '$1'"; }
 expect_out_has() { t grep -qF -- "$1" <<<"$out" || fail "$2: stdout lacks '$1'"$'\n'"$out"; }
 db() { python3 "$SRC/tests/evo_db.py" "$@"; }
+no_sanitizer_left() { ! pgrep -f fake-sanitizer.sh >/dev/null; }
 demoted() { db scalar "$1" "SELECT count(*) FROM candidates WHERE demoted IS NOT NULL"; }
 
 # ---- options ----
@@ -99,6 +100,24 @@ cp "$T/clean.db" "$T/die.db"
 EVO_FAKE_WORKER=die run run --config "$CFG" --db "$T/die.db" --generations 1 --sanitize=memcheck --sanitizer "$FAKE"
 expect_rc 0 "dying worker"
 expect_out_has "memcheck: " "dying worker"
+
+# ---- Ctrl-C while the sanitizer runs: evo stops at once, the run is marked interrupted, nothing is demoted ----
+cp "$T/clean.db" "$T/int.db"
+EVO_FAKE_WORKER=ok EVO_FAKE_SANITIZER_SLEEP=60 "$EVO" run --config "$CFG" --db "$T/int.db" --generations 1 \
+  --sanitize --sanitizer "$FAKE" >"$T/int.out" 2>"$T/int.err" &
+pid=$!
+for _ in $(seq 300); do grep -q "under memcheck" "$T/int.out" 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+start=$SECONDS
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+t [ $((SECONDS - start)) -le 5 ] || fail "interrupt: evo took $((SECONDS - start)) s to stop"
+t [ "$rc" = 1 ] || fail "interrupt: exit $rc, want 1"
+t grep -qF "interrupted" "$T/int.err" || fail "interrupt: stderr $(cat "$T/int.err")"
+t [ "$(db scalar "$T/int.db" "SELECT state FROM runs WHERE id = 2")" = interrupted ] || fail "interrupt: run state"
+t [ "$(demoted "$T/int.db")" = 0 ] || fail "interrupt: something was demoted"
+t no_sanitizer_left || fail "interrupt: the sanitizer was left running"
 
 # ---- evo check --sanitize: errors reject the kernel and, with --db, demote it ----
 EVO_FAKE_WORKER=ok EVO_FAKE_SANITIZER_ERRORS=racecheck:5 run check "$SRC/tests/planted/good.cu" --config "$CFG" \

@@ -4,17 +4,19 @@
 #   EVO_FAKE_SANITIZER_ERRORS=TOOL:N   that tool reports N errors (default: none)
 #   EVO_FAKE_SANITIZER_RUNS=K          ... in its first K runs only (counted in EVO_FAKE_SANITIZER_STATE, a file)
 #   EVO_FAKE_SANITIZER_NO_SUMMARY=1    the report ends without its summary (a sanitizer that died)
+#   EVO_FAKE_SANITIZER_SLEEP=S         sleeps S seconds before starting the program (a slow instrumented run)
 tool=memcheck
 log=/dev/stdout
 while [ $# -gt 0 ]; do
   case "$1" in
     --tool) tool=$2; shift 2 ;;
     --log-file) log=$2; shift 2 ;;
-    --print-limit | --report-api-errors) shift 2 ;;
+    --print-limit | --report-api-errors | --kernel-name) shift 2 ;;
     -*) echo "fake-sanitizer: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
 done
+[ -n "${EVO_FAKE_SANITIZER_SLEEP:-}" ] && sleep "$EVO_FAKE_SANITIZER_SLEEP"
 "$@"
 rc=$?
 n=0
