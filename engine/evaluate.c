@@ -133,7 +133,7 @@ typedef struct {
     void *ctx;
 } run_ctx;
 
-static void copy_reply(const evo_pool_done *d, evo_result *r)
+static void copy_reply(const evo_pool *pool, const evo_pool_done *d, evo_result *r)
 {
     const evo_eval_reply *rep = d->reply;
     r->verdict = rep->verdict;
@@ -142,7 +142,11 @@ static void copy_reply(const evo_pool_done *d, evo_result *r)
     memcpy(r->shapes, rep->shapes, (size_t)rep->n_shapes * sizeof *rep->shapes);
     r->check_s = rep->check_s;
     r->time_s = rep->time_s;
-    snprintf(r->gpu, sizeof r->gpu, "%s", rep->device);
+    /* With several GPUs each result says which one timed it (its speedups are against that GPU's baseline). */
+    if (evo_pool_size(pool) > 1)
+        snprintf(r->gpu, sizeof r->gpu, "%.100s (GPU %d)", rep->device, evo_pool_hello(pool, d->worker)->gpu);
+    else
+        snprintf(r->gpu, sizeof r->gpu, "%s", rep->device);
 }
 
 static void on_done(void *p, const evo_pool_job *job, const evo_pool_done *d)
@@ -151,7 +155,7 @@ static void on_done(void *p, const evo_pool_job *job, const evo_pool_done *d)
     evo_evaluator *e = rc->e;
     (void)job;
     evo_result *r = &rc->out[d->job];
-    copy_reply(d, r);
+    copy_reply(e->pool, d, r);
     const int w = d->worker;
     if (rc->job_cand[d->job] < 0 && r->verdict == EVO_V_OK) {
         for (int i = 0; i < r->n_shapes; i++) e->baseline_us[w][i] = r->shapes[i].median_us;
@@ -205,8 +209,15 @@ static evo_status gpu_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_er
     const evo_hello_reply *h = evo_pool_hello(e->pool, 0);
     evo_hello_to_limits(h, &e->lim);
     snprintf(e->arch, sizeof e->arch, "%s", h->arch);
-    snprintf(e->gpu, sizeof e->gpu, "%s", h->device);
     e->driver = h->driver_version;
+    if (evo_pool_size(e->pool) == 1) {
+        snprintf(e->gpu, sizeof e->gpu, "%s", h->device);
+    } else { /* "NVIDIA H200 x2 (GPUs 0,1)" */
+        int k = snprintf(e->gpu, sizeof e->gpu, "%.80s x%d (GPUs ", h->device, evo_pool_size(e->pool));
+        for (int i = 0; i < evo_pool_size(e->pool) && k < (int)sizeof e->gpu - 8; i++)
+            k += snprintf(e->gpu + k, sizeof e->gpu - (size_t)k, "%s%d", i ? "," : "", evo_pool_hello(e->pool, i)->gpu);
+        snprintf(e->gpu + k, sizeof e->gpu - (size_t)k, ")");
+    }
     for (int i = 1; i < evo_pool_size(e->pool); i++)
         if (strcmp(evo_pool_hello(e->pool, i)->arch, e->arch) != 0)
             return evo_fail(err, EVO_E_USAGE, "GPUs %d and %d differ (%s, %s): name GPUs of one kind with --gpus",

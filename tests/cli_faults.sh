@@ -206,6 +206,19 @@ else
   done
 fi
 
+
+# ---- two GPUs (two fake workers): the same search as on one; every result says which GPU timed it ----
+EVO_FAKE_WORKER=ok run run --config "$CFG" --db "$T/two.db" --gpus 0,1
+expect_rc 0 "two GPUs"
+expect_out_has "on fake x2 (GPUs 0,1)" "two GPUs: the run names both GPUs"
+t db check_run "$T/two.db" 1 || fail "two GPUs: structure"
+db search "$T/two.db" 1 >"$T/two.search"
+t cmp -s "$T/ref.search" "$T/two.search" || fail "two GPUs: searched otherwise than on one"$'\n'"$(diff "$T/ref.search" "$T/two.search" | head)"
+t [ "$(db scalar "$T/two.db" "SELECT gpu FROM runs")" = "fake x2 (GPUs 0,1)" ] || fail "two GPUs: runs.gpu"
+n0=$(count "$T/two.db" "gpu = 'fake (GPU 0)'")
+n1=$(count "$T/two.db" "gpu = 'fake (GPU 1)'")
+t [ "$n0" -ge 1 ] && [ "$n1" -ge 1 ] || fail "two GPUs: GPU 0 timed $n0 results, GPU 1 $n1"
+t [ $((n0 + n1)) = "$(count "$T/two.db" "verdict = 'OK'")" ] || fail "two GPUs: ok results without their GPU"
 # ---- a full disk: first a file size limit (SIGXFSZ ignored, so a write past it fails with EFBIG) ----
 limited() { # limited KB ARGS...: evo with every file it writes capped at KB kilobytes
   bash -c 'trap "" XFSZ; ulimit -f "$1"; shift; exec "$@"' _ "$1" env EVO_FAKE_WORKER=ok "$EVO" "${@:2}" \

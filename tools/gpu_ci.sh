@@ -8,6 +8,8 @@
 #   run20      evo run --generations 20 on configs/default.yaml, then elite, history, export
 #   compare    tools/compare_sdpa.py on the exported best kernel
 #   sanitize   one generation of configs/presets.yaml, then its elites under compute-sanitizer (--sanitize)
+#   gpus       GPUS_GENS (6) generations of configs/default.yaml on GPU 0 alone and on every GPU, with a cold
+#              compile cache and then a warm one (compile time out of the way), GPU use sampled by nvidia-smi
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-logs}
@@ -43,6 +45,28 @@ for step in "$@"; do
     sanitize) rm -f "$OUT/sanitize.db"
               PATH=$PATH:/usr/local/cuda/bin build/evo run --config configs/presets.yaml --generations 1 \
                 --db "$OUT/sanitize.db" --sanitize 2>&1 | tee "$OUT/sanitize.log" | tail -25 ;;
+    gpus) all=$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd, -)
+          c=/tmp/evo-gpus-cache; rm -rf $c; mkdir -p $c
+          for cache in cold warm; do
+            for g in 0 "$all"; do
+              tag=$cache-${g//,/}
+              if [ $cache = cold ]; then rm -rf $c/$tag; export EVO_CACHE=$c/$tag; else export EVO_CACHE=$c/merged; fi
+              rm -f /tmp/evo-gpus.db* /tmp/util.csv
+              nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 250 >/tmp/util.csv &
+              smi=$!
+              t0=$(date +%s.%N)
+              build/evo run --config configs/default.yaml --generations "${GPUS_GENS:-6}" --gpus "$g" \
+                --db /tmp/evo-gpus.db >/tmp/evo-gpus.log 2>&1
+              rc=$?; t1=$(date +%s.%N); kill $smi; wait $smi 2>/dev/null
+              echo "--- $cache cache, --gpus $g: rc $rc, wall $(awk "BEGIN {printf \"%.1f\", $t1 - $t0}") s" | tee -a "$OUT/gpus.log"
+              grep -E "^gen|^run |best|stopping" /tmp/evo-gpus.log | tail -4 | tee -a "$OUT/gpus.log"
+              build/evo history --db /tmp/evo-gpus.db | grep -iE "wall|evaluat" | head -4 | tee -a "$OUT/gpus.log"
+              awk -F', *' '{n[$1]++; if ($2 > 0) b[$1]++} END {for (i in n) printf "  GPU %s busy in %d of %d samples (%.0f %%)\n", i, b[i], n[i], 100*b[i]/n[i]}' \
+                /tmp/util.csv | sort | tee -a "$OUT/gpus.log"
+              [ $cache = cold ] && mkdir -p $c/merged && cp -rn $c/$tag/. $c/merged/
+            done
+          done
+          unset EVO_CACHE ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;
