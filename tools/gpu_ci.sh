@@ -9,7 +9,8 @@
 #   compare    tools/compare_sdpa.py on the exported best kernel
 #   sanitize   one generation of configs/presets.yaml, then its elites under compute-sanitizer (--sanitize)
 #   gpus       GPUS_GENS (6) generations of configs/default.yaml on GPU 0 alone and on every GPU, with a cold
-#              compile cache and then a warm one (compile time out of the way), GPU use sampled by nvidia-smi
+#              compile cache and then a warm one (compile time out of the way), GPU use sampled by nvidia-smi;
+#              GPUS_ORDER="all 0" runs every GPU first (the first run also pays for a cold page cache)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-logs}
@@ -48,7 +49,8 @@ for step in "$@"; do
     gpus) all=$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd, -)
           c=/tmp/evo-gpus-cache; rm -rf $c; mkdir -p $c
           for cache in cold warm; do
-            for g in 0 "$all"; do
+            for g in ${GPUS_ORDER:-0 all}; do
+              [ "$g" = all ] && g=$all
               tag=$cache-${g//,/}
               if [ $cache = cold ]; then rm -rf $c/$tag; export EVO_CACHE=$c/$tag; else export EVO_CACHE=$c/merged; fi
               rm -f /tmp/evo-gpus.db* /tmp/util.csv
@@ -63,7 +65,7 @@ for step in "$@"; do
               build/evo history --db /tmp/evo-gpus.db | grep -iE "wall|evaluat" | head -4 | tee -a "$OUT/gpus.log"
               awk -F', *' '{n[$1]++; if ($2 > 0) b[$1]++} END {for (i in n) printf "  GPU %s busy in %d of %d samples (%.0f %%)\n", i, b[i], n[i], 100*b[i]/n[i]}' \
                 /tmp/util.csv | sort | tee -a "$OUT/gpus.log"
-              [ $cache = cold ] && mkdir -p $c/merged && cp -rn $c/$tag/. $c/merged/
+              [ $cache = cold ] && mkdir -p $c/merged && cp -r $c/$tag/. $c/merged/
             done
           done
           unset EVO_CACHE ;;
