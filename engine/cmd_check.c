@@ -53,13 +53,14 @@ static bool sanitize_clean(const sanitize_ctx *z)
     return true;
 }
 
-static void print_result(const char *file, const evo_result *r, const sanitize_ctx *z, bool json)
+static void print_result(const char *file, const evo_result *r, evo_fitness kind, const sanitize_ctx *z, bool json)
 {
     if (json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "file", file);
         cJSON_AddStringToObject(o, "verdict", evo_verdict_name(r->verdict));
         if (isfinite(r->fitness)) cJSON_AddNumberToObject(o, "speedup_vs_baseline", r->fitness);
+        cJSON_AddStringToObject(o, "fitness", kind == EVO_FITNESS_WORST ? "worst" : "geomean");
         cJSON_AddStringToObject(o, "gpu", r->gpu);
         cJSON *d = cJSON_Parse(r->detail ? r->detail : "{}");
         cJSON_AddItemToObject(o, "detail", d ? d : cJSON_CreateObject());
@@ -101,7 +102,7 @@ static void print_result(const char *file, const evo_result *r, const sanitize_c
         return;
     }
     printf("%s: %s on %s", file, evo_verdict_name(r->verdict), r->gpu);
-    if (isfinite(r->fitness)) printf(", %.3fx the baseline genome (geometric mean)", r->fitness);
+    if (isfinite(r->fitness)) printf(", %.3fx the baseline genome (%s)", r->fitness, evo_fitness_describe(kind));
     if (r->verdict == EVO_V_REGRESSED)
         printf("\n  correct, but slower than the baseline on too many shapes for a search to keep it");
     printf("\n");
@@ -312,7 +313,7 @@ EVO_CMD(check)
         s = check_one(cfg, ev, argv[i], st, &z, &r, err);
         if (s == EVO_OK) {
             if (json && n_files > 1 && i > optind) printf(",\n");
-            print_result(argv[i], &r, &z, json);
+            print_result(argv[i], &r, cfg->fitness, &z, json);
             /* REGRESSED is the search's rule against slow candidates; the kernel itself passed every gate. */
             rejected += (r.verdict != EVO_V_OK && r.verdict != EVO_V_REGRESSED) || !sanitize_clean(&z);
         } else if (s == EVO_E_CONFIG && n_files > 1) {

@@ -2,6 +2,7 @@
  * Opens the store read-only; by default shows the task, arch and shape set of the latest run.
  */
 #include "cli.h"
+#include "config.h"
 #include "store.h"
 #include "util.h"
 
@@ -339,6 +340,19 @@ static evo_status resolve_scope(evo_store *st, const elite_opts *o, evo_run_rec 
     return s;
 }
 
+/* What the fitness of the run's shape set is, from the configuration stored with the run. */
+static const char *fitness_words(const evo_run_rec *run)
+{
+    evo_config *cfg = NULL;
+    evo_fitness kind = EVO_FITNESS_GEOMEAN;
+    evo_err ignored;
+    if (run->config_text && evo_config_parse("(stored config)", run->config_text, strlen(run->config_text), &cfg,
+                                             &ignored) == EVO_OK)
+        kind = cfg->fitness;
+    evo_config_free(cfg);
+    return kind == EVO_FITNESS_WORST ? "the smallest" : "geometric mean";
+}
+
 EVO_CMD(elite)
 {
     elite_opts o;
@@ -378,7 +392,7 @@ EVO_CMD(elite)
     } else if (s == EVO_OK) {
         printf("%s: top %d of %s on %s", o.db, n, el[0].cand.task, el[0].cand.arch);
         if (run.shape_set) printf(", shape set %.8s (as in run %lld)", run.shape_set, (long long)run.id);
-        printf("\nspeedup: geometric mean over the shapes of baseline time / candidate time\n\n");
+        printf("\nspeedup: %s over the shapes of baseline time / candidate time\n\n", fitness_words(&run));
         print_table(el, n, profiles);
     }
     for (int i = 0; profiles && i < n; i++) metric_list_free(&profiles[i]);

@@ -47,7 +47,9 @@ int evo_shape_format(const evo_shape *s, char *buf, size_t n)
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Names are left out on purpose: renaming a shape must not orphan the elites measured on it. */
-void evo_config_shape_set_key(const evo_config *c, char hex[65])
+const char *evo_fitness_describe(evo_fitness f) { return f == EVO_FITNESS_WORST ? "worst shape" : "geometric mean"; }
+
+static void shapes_key(const evo_config *c, bool with_fitness, char hex[65])
 {
     char lines[EVO_MAX_SHAPES][64];
     char *sorted[EVO_MAX_SHAPES];
@@ -60,9 +62,13 @@ void evo_config_shape_set_key(const evo_config *c, char hex[65])
     qsort(sorted, (size_t)c->n_shapes, sizeof sorted[0], cmp_str);
     evo_str t = {0};
     for (int i = 0; i < c->n_shapes; i++) evo_str_append(&t, sorted[i]);
+    if (with_fitness && c->fitness == EVO_FITNESS_WORST) evo_str_append(&t, "fitness=worst\n");
     evo_sha256_hex(evo_str_cstr(&t), t.len, hex);
     evo_str_free(&t);
 }
+
+void evo_config_shape_set_key(const evo_config *c, char hex[65]) { shapes_key(c, true, hex); }
+void evo_config_measured_key(const evo_config *c, char hex[65]) { shapes_key(c, false, hex); }
 
 void evo_config_free(evo_config *c)
 {
@@ -884,8 +890,9 @@ static evo_status load_root(loader *L, const yaml_node_t *root)
 {
     static const char *const keys[] = {"task",     "format", "arch",   "softmax_scale", "space",     "baseline",
                                        "seeds",    "shapes", "correctness", "timing",   "evolution", "regression",
-                                       "compile",  NULL};
+                                       "compile",  "fitness", NULL};
     static const char *const formats[] = {"e4m3", "u8sim", NULL};
+    static const char *const fitness_kinds[] = {"geomean", "worst", NULL};
     evo_config *c = L->c;
     yaml_node_t *v;
     const char *s;
@@ -915,6 +922,11 @@ static evo_status load_root(loader *L, const yaml_node_t *root)
         strcpy(c->arch, s);
     }
     TRY(opt_double(L, root, "", "softmax_scale", 0, CLOSED, 1e6, CLOSED, &c->softmax_scale));
+    if ((v = get(L, root, "fitness"))) {
+        int f;
+        TRY(as_name(L, v, "fitness", fitness_kinds, "fitness", &f));
+        c->fitness = (evo_fitness)f;
+    }
 
     TRY(load_space(L, root));
     TRY(need(L, root, "", "shapes", &v));

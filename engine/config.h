@@ -50,6 +50,15 @@ typedef struct {
     double max_frac_over; /* fraction of elements allowed to fail the element test (0 = none)         */
 } evo_tolerance;
 
+/* Fitness of a correct candidate from its per-shape speedups (t_baseline / t_candidate). */
+typedef enum {
+    EVO_FITNESS_GEOMEAN, /* geometric mean over the timed shapes (the default) */
+    EVO_FITNESS_WORST,   /* the smallest speedup: a kernel is as good as its worst shape */
+} evo_fitness;
+
+/* "geometric mean" / "worst shape": for texts that say what a fitness figure is. */
+const char *evo_fitness_describe(evo_fitness f);
+
 typedef struct {
     char *path;        /* as given */
     char *text;        /* the whole file, stored with each run for provenance */
@@ -63,8 +72,9 @@ typedef struct {
     evo_genome *seeds; /* extra starting genomes */
     int n_seeds;
 
-    evo_shape shapes[EVO_MAX_SHAPES]; /* timed; fitness is the geometric mean over these */
+    evo_shape shapes[EVO_MAX_SHAPES]; /* timed; fitness is computed over these (see `fitness`) */
     int n_shapes;
+    evo_fitness fitness;  /* how per-shape speedups become one number */
 
     struct {
         uint64_t seeds[16];
@@ -115,9 +125,12 @@ evo_status evo_config_load(const char *path, evo_config **out, evo_err *err);
 evo_status evo_config_parse(const char *name, const char *text, size_t len, evo_config **out, evo_err *err);
 void evo_config_free(evo_config *c);
 
-/* A stable key for the set of timed shapes (SHA-256 hex of their canonical description). Elites are kept per
- * (task, arch, shape set). */
+/* A stable key for what a fitness is comparable over: the set of timed shapes (SHA-256 hex of their canonical
+ * description) and, when it is not the default geometric mean, the fitness kind. Evaluations are stored and
+ * reused, and elites kept, per (task, arch, shape set). */
 void evo_config_shape_set_key(const evo_config *c, char hex[65]);
+/* The key of the timed shapes alone, whatever the fitness kind (what was measured; replay looks results up by it). */
+void evo_config_measured_key(const evo_config *c, char hex[65]);
 int evo_shape_format(const evo_shape *s, char *buf, size_t n); /* "long(2,8,2048,64)" + " causal" */
 
 #endif

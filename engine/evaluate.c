@@ -67,16 +67,17 @@ void evo_result_score(const evo_config *cfg, evo_result *r)
         r->fitness = NAN;
         return;
     }
-    double log_sum = 0;
+    double log_sum = 0, worst = INFINITY;
     int n = 0, regressed = 0;
     for (int i = 0; i < r->n_shapes; i++) {
         const evo_shape_result *s = &r->shapes[i];
         if (!(s->speedup > 0)) continue;
         log_sum += log(s->speedup);
+        worst = fmin(worst, s->speedup);
         n++;
         if (s->median_us > cfg->regression.slowdown * s->baseline_us) regressed++;
     }
-    r->fitness = n ? exp(log_sum / n) : NAN;
+    r->fitness = !n ? NAN : cfg->fitness == EVO_FITNESS_WORST ? worst : exp(log_sum / n);
     if (n < r->n_shapes) r->fitness = NAN; /* a shape without a time has no fitness */
     if (regressed >= cfg->regression.min_shapes) r->verdict = EVO_V_REGRESSED;
 }
@@ -330,7 +331,7 @@ static evo_status replay_open(evo_evaluator *e, const evo_evaluator_opts *o, evo
 {
     evo_status s = evo_store_open(o->replay_db, EVO_STORE_READONLY, &e->replay, err);
     if (s != EVO_OK) return evo_failv_prefix(err, s, "--replay");
-    evo_config_shape_set_key(e->cfg, e->shape_set);
+    evo_config_measured_key(e->cfg, e->shape_set); /* recorded under any fitness kind; scored again below */
     int64_t run;
     s = evo_store_last_run_matching(e->replay, e->cfg->task, NULL, &run, err);
     if (s == EVO_OK) {
@@ -374,6 +375,11 @@ static evo_status replay_run(evo_evaluator *e, const evo_candidate *c, int n, ev
             r->check_s = rec.check_s;
             r->time_s = rec.time_s;
             evo_store_eval_free(&rec);
+            /* The recording scored by the default; another fitness kind scores the same measurements again. */
+            if (e->cfg->fitness != EVO_FITNESS_GEOMEAN && (r->verdict == EVO_V_OK || r->verdict == EVO_V_REGRESSED)) {
+                r->verdict = EVO_V_OK;
+                evo_result_score(e->cfg, r);
+            }
         }
         if (progress) progress(ctx, i, r);
     }

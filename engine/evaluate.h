@@ -5,8 +5,9 @@
  *            against a baseline measured on the same GPU shortly before;
  *   "replay" results looked up by genome in a database recorded on a GPU (no GPU, no compiling): for testing
  *            strategies and for measuring search efficiency.
- * Both compute fitness the same way: the geometric mean over the timed shapes of t_baseline / t_candidate; a
- * correct candidate slower than slowdown x baseline on >= min_shapes shapes is REGRESSED (fitness kept).
+ * Both compute fitness the same way from the per-shape speedups t_baseline / t_candidate: their geometric mean,
+ * or with `fitness: worst` the smallest (replay scores recorded measurements again for that); a correct
+ * candidate slower than slowdown x baseline on >= min_shapes shapes is REGRESSED (fitness kept).
  *
  * Ownership: results own their detail (evo_result_free). An evaluator is used by one thread, the one that opened
  * it (workers die with the thread that started them).

@@ -36,7 +36,7 @@ static const evo_cmd commands[] = {
     {"elite", cmd_elite, "show the best kernels found so far",
      "usage: evo elite --show [--top K] [--json] [--db F] [--task T] [--arch sm_XX]\n"
      "\n"
-     "Lists the top-K candidates by fitness (geometric-mean speedup over the baseline) with their genome,\n"
+     "Lists the top-K candidates by fitness (speedup over the baseline genome) with their genome,\n"
      "per-shape times, TFLOP/s, resources and worst error. Reads the database only; never modifies it.\n"
      "\n"
      "By default it ranks the task, arch and shape set of the latest run; ncu metrics are shown when stored.\n"

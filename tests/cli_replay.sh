@@ -39,6 +39,37 @@ found = max(f for _, v, f, _ in ga1 if v == "OK")
 assert found == best, "GA did not reach the exhaustive best %.4f (found %.4f)" % (best, found)
 print("replay: exhaustive best %.4f, GA found it; %d / %d evaluations" % (best, len(ga1), len(rnd)))
 PY
+# fitness: worst scores the same recorded measurements by their worst shape: every OK evaluation's fitness is its
+# smallest per-shape speedup, the elites are ranked by it, and the run's shape-set key differs from the
+# geometric-mean runs' (their evaluations are neither reused nor ranked together).
+{ echo "fitness: worst"; cat "$C"; } >"$tmp/worst.yaml"
+"$EVO" run --replay "$R" --config "$tmp/worst.yaml" --db "$tmp/worst.db" --quiet --seed 1 --population 16 \
+  --generations 8 >"$tmp/worst.out" 2>&1 || fail "worst-shape run: $(cat "$tmp/worst.out")"
+"$EVO" elite --show --db "$tmp/worst.db" >"$tmp/worst.elite" 2>&1
+grep -q "^speedup: the smallest over the shapes" "$tmp/worst.elite" || fail "elite: $(head -3 "$tmp/worst.elite")"
+"$EVO" elite --show --json --top 3 --db "$tmp/worst.db" >"$tmp/worst.json" 2>&1 || fail "elite --json: $(cat "$tmp/worst.json")"
+python3 - "$tmp" "$R" <<'PY' || fail "worst-shape fitness"
+import json, sqlite3, sys
+tmp, replay = sys.argv[1], sys.argv[2]
+def scored(db):
+    return {g: (v, f, w) for g, v, f, w in sqlite3.connect(db).execute(
+        "SELECT c.genome, e.verdict, e.fitness, (SELECT min(speedup) FROM results r WHERE r.evaluation_id = e.id) "
+        "FROM evaluations e JOIN candidates c ON c.id = e.candidate_id")}
+rec, got = scored(replay), scored(tmp + "/worst.db")
+ok = [g for g, (v, f, w) in got.items() if v == "OK"]
+assert len(ok) >= 10, "only %d OK evaluations" % len(ok)
+for g in ok:
+    v, f, w = got[g]
+    assert abs(f - w) < 1e-12, "%s: fitness %.6f, worst shape %.6f" % (g, f, w)
+    assert f < rec[g][1], "%s: worst shape %.6f not below the recorded geometric mean %.6f" % (g, f, rec[g][1])
+top = sorted((got[g][2] for g in ok), reverse=True)[:3]
+elites = [e["fitness"] for e in json.load(open(tmp + "/worst.json"))]
+assert all(abs(a - b) < 1e-9 for a, b in zip(elites, top)) and len(elites) == 3, "elites %s, want %s" % (elites, top)
+ss = [sqlite3.connect(tmp + "/" + n + ".db").execute("SELECT shape_set FROM runs").fetchone()[0] for n in ("ga1", "worst")]
+assert ss[0] != ss[1], "the worst-shape run has the geometric-mean runs' shape-set key"
+print("replay, worst shape: %d OK evaluations scored by their worst shape; elites %s" % (len(ok), elites))
+PY
+
 after=$(sha256sum "$R" | cut -d' ' -f1)
 [ "$before" = "$after" ] || fail "the replay database was modified"
 

@@ -3,8 +3,10 @@
  * message naming file:line:column and the key. Run: ctest -R test_config (or build/tests/test_config). */
 #include "check.h"
 #include "config.h"
+#include "evaluate.h"
 #include "util.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,6 +221,30 @@ static void test_minimal_and_defaults(void)
     CHECK(c->text && strlen(c->text) == strlen(minimal));
     evo_config_free(c);
 
+    /* fitness: the default is the geometric mean; `worst` changes the shape-set key (evaluations scored one way
+     * are neither reused nor ranked with the other's) but not the measured key (replay looks those up). */
+    c = NULL;
+    CHECK_EQ_INT(evo_config_parse("mem.yaml", minimal, strlen(minimal), &c, &err), EVO_OK);
+    if (!c) return;
+    CHECK_EQ_INT(c->fitness, EVO_FITNESS_GEOMEAN);
+    char key_geo[65], measured_geo[65], key_worst[65], measured_worst[65];
+    evo_config_shape_set_key(c, key_geo);
+    evo_config_measured_key(c, measured_geo);
+    CHECK_STR(key_geo, measured_geo);
+    evo_config_free(c);
+    static const char with_worst[] = "fitness: worst\n" MINIMAL_SPACE MINIMAL_REST;
+    c = NULL;
+    CHECK_EQ_INT(evo_config_parse("mem.yaml", with_worst, strlen(with_worst), &c, &err), EVO_OK);
+    if (!c) return;
+    CHECK_EQ_INT(c->fitness, EVO_FITNESS_WORST);
+    evo_config_shape_set_key(c, key_worst);
+    evo_config_measured_key(c, measured_worst);
+    CHECK(strcmp(key_worst, key_geo) != 0);
+    CHECK_STR(measured_worst, measured_geo);
+    CHECK_STR(evo_fitness_describe(c->fitness), "worst shape");
+    CHECK_STR(evo_fitness_describe(EVO_FITNESS_GEOMEAN), "geometric mean");
+    evo_config_free(c);
+
     /* Text in memory need not be NUL-terminated: only len bytes are read. */
     char *copy = malloc(sizeof minimal);
     memcpy(copy, minimal, sizeof minimal - 1);
@@ -280,6 +306,7 @@ static const struct {
      "unknown distribution 'gauss' (known: normal, uniform, outliers, zero_head, large)"},
     {"unknown_format.yaml", "unknown_format.yaml:2:9: format", "unknown format 'e5m2' (known: e4m3, u8sim)"},
     {"unknown_task.yaml", "unknown_task.yaml:1:7: task", "unknown task 'attention_fp16'"},
+    {"unknown_fitness.yaml", "unknown_fitness.yaml:2:10: fitness", "unknown fitness 'best' (known: geomean, worst)"},
     {"unknown_arch.yaml", "unknown_arch.yaml:2:7: arch", "unknown architecture 'sm_75'"},
     {"unknown_strategy.yaml", "unknown_strategy.yaml:32:13: evolution.strategy", "unknown strategy 'annealing'"},
     {"elites_too_many.yaml", "elites_too_many.yaml:32:11: evolution.elites", "must be less than evolution.population"},
@@ -366,6 +393,48 @@ static void test_names(void)
     CHECK_STR(buf, "x(1,2,3,64) causal");
 }
 
+/* Fitness from per-shape speedups: speedups 2, 0.5 and 1 (baseline 10 µs each) have geometric mean 1 and worst
+ * 0.5; with regression {slowdown 1.10, min_shapes 2} one slow shape is not enough to be REGRESSED, two are. */
+static void test_fitness_score(void)
+{
+    evo_config *c = NULL;
+    evo_err err = {{0}};
+    CHECK_EQ_INT(evo_config_parse("mem.yaml", minimal, strlen(minimal), &c, &err), EVO_OK);
+    if (!c) return;
+    c->regression.slowdown = 1.10;
+    c->regression.min_shapes = 2;
+    const double us[3] = {5, 20, 10};
+    evo_result r;
+    memset(&r, 0, sizeof r);
+    r.n_shapes = 3;
+    for (int i = 0; i < 3; i++)
+        r.shapes[i] = (evo_shape_result){.median_us = us[i], .baseline_us = 10, .speedup = 10 / us[i]};
+    r.verdict = EVO_V_OK;
+    evo_result_score(c, &r);
+    CHECK_EQ_INT(r.verdict, EVO_V_OK);
+    CHECK_NEAR(r.fitness, 1.0, 1e-12);
+    c->fitness = EVO_FITNESS_WORST;
+    evo_result_score(c, &r);
+    CHECK_EQ_INT(r.verdict, EVO_V_OK);
+    CHECK_NEAR(r.fitness, 0.5, 1e-12);
+    r.shapes[2] = (evo_shape_result){.median_us = 12, .baseline_us = 10, .speedup = 10.0 / 12};
+    evo_result_score(c, &r);
+    CHECK_EQ_INT(r.verdict, EVO_V_REGRESSED); /* 20 and 12 µs are both over 1.10 x 10 */
+    CHECK_NEAR(r.fitness, 0.5, 1e-12);        /* kept for REGRESSED */
+    r.verdict = EVO_V_OK;
+    c->fitness = EVO_FITNESS_GEOMEAN;
+    evo_result_score(c, &r);
+    CHECK_NEAR(r.fitness, cbrt(2 * 0.5 * 10.0 / 12), 1e-12);
+    r.shapes[1].speedup = 0; /* a shape without a time: no fitness either way */
+    r.verdict = EVO_V_OK;
+    evo_result_score(c, &r);
+    CHECK(isnan(r.fitness));
+    r.verdict = EVO_V_INCORRECT;
+    evo_result_score(c, &r);
+    CHECK(isnan(r.fitness));
+    evo_config_free(c);
+}
+
 int main(void)
 {
     test_default();
@@ -374,5 +443,6 @@ int main(void)
     test_bad_fixtures();
     test_memory_errors();
     test_names();
+    test_fitness_score();
     return check_result();
 }
