@@ -7,6 +7,7 @@
 #   smoke      two generations on configs/smoke.yaml
 #   run20      evo run --generations 20 on configs/default.yaml, then elite, history, export
 #   compare    tools/compare_sdpa.py on the exported best kernel
+#   worst      as presets, with `fitness: worst` (the search maximizes the worst shape's speedup); best to $OUT/best.cu
 #   sanitize   one generation of configs/presets.yaml, then its elites under compute-sanitizer (--sanitize)
 #   gpus       GPUS_GENS (6) generations of configs/default.yaml on GPU 0 alone and on every GPU, with a cold
 #              compile cache and then a warm one (compile time out of the way), GPU use sampled by nvidia-smi;
@@ -35,8 +36,13 @@ for step in "$@"; do
             python3 -c "import sqlite3; sqlite3.connect('$OUT/replay.db').execute('pragma wal_checkpoint(TRUNCATE)')" ;;
     smoke) rm -f "$OUT/smoke.db"
            build/evo run --config configs/smoke.yaml --generations 2 --db "$OUT/smoke.db" 2>&1 | tee "$OUT/run-smoke.log" ;;
-    run20|presets)
+    run20|presets|worst)
            cfg=configs/default.yaml; [ "$step" = presets ] && cfg=configs/presets.yaml
+           if [ "$step" = worst ]; then
+             cfg=/tmp/presets-worst.yaml
+             sed 's/^fitness: geomean/fitness: worst/' configs/presets.yaml >$cfg
+             grep -q "^fitness: worst" $cfg || { echo "worst: no fitness line in configs/presets.yaml"; continue; }
+           fi
            rm -f "$OUT/$step.db"
            build/evo run --config $cfg --generations 20 --db "$OUT/$step.db" 2>&1 | tee "$OUT/$step.log" | tail -25
            python3 -c "import sqlite3; sqlite3.connect('$OUT/$step.db').execute('pragma wal_checkpoint(TRUNCATE)')"
