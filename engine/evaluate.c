@@ -82,6 +82,19 @@ void evo_result_score(const evo_config *cfg, evo_result *r)
     if (regressed >= cfg->regression.min_shapes) r->verdict = EVO_V_REGRESSED;
 }
 
+void evo_result_from_eval(const evo_eval_rec *e, evo_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->verdict = e->verdict;
+    r->fitness = e->fitness;
+    r->detail = evo_strdup(e->detail ? e->detail : "{}");
+    r->n_shapes = e->n_shapes < EVO_MAX_SHAPES ? e->n_shapes : EVO_MAX_SHAPES;
+    memcpy(r->shapes, e->shapes, (size_t)r->n_shapes * sizeof *r->shapes);
+    r->check_s = e->check_s;
+    r->time_s = e->time_s;
+    snprintf(r->gpu, sizeof r->gpu, "%s", e->gpu ? e->gpu : "");
+}
+
 static void set_detail(evo_result *r, const char *reason, const char *log)
 {
     cJSON *d = cJSON_CreateObject();
@@ -367,16 +380,11 @@ static evo_status replay_run(evo_evaluator *e, const evo_candidate *c, int n, ev
             r->fitness = NAN;
             set_detail(r, c[i].verdict != EVO_V_OK ? c[i].why : "not recorded in the replay database", NULL);
         } else {
-            r->verdict = rec.verdict;
-            r->fitness = rec.fitness;
-            r->detail = evo_strdup(rec.detail ? rec.detail : "{}");
-            r->n_shapes = rec.n_shapes < EVO_MAX_SHAPES ? rec.n_shapes : EVO_MAX_SHAPES;
-            memcpy(r->shapes, rec.shapes, (size_t)r->n_shapes * sizeof *r->shapes);
-            r->check_s = rec.check_s;
-            r->time_s = rec.time_s;
+            evo_result_from_eval(&rec, r);
+            snprintf(r->gpu, sizeof r->gpu, "%s", e->gpu);
             evo_store_eval_free(&rec);
-            /* The recording scored by the default; another fitness kind scores the same measurements again. */
-            if (e->cfg->fitness != EVO_FITNESS_GEOMEAN && (r->verdict == EVO_V_OK || r->verdict == EVO_V_REGRESSED)) {
+            /* Recorded measurements are scored as this config says (fitness kind, regression rule). */
+            if (r->verdict == EVO_V_OK || r->verdict == EVO_V_REGRESSED) {
                 r->verdict = EVO_V_OK;
                 evo_result_score(e->cfg, r);
             }

@@ -6,7 +6,7 @@
  *   "replay" results looked up by genome in a database recorded on a GPU (no GPU, no compiling): for testing
  *            strategies and for measuring search efficiency.
  * Both compute fitness the same way from the per-shape speedups t_baseline / t_candidate: their geometric mean,
- * or with `fitness: worst` the smallest (replay scores recorded measurements again for that); a correct
+ * or with `fitness: worst` the smallest (replay scores the recorded measurements again by the config); a correct
  * candidate slower than slowdown x baseline on >= min_shapes shapes is REGRESSED (fitness kept).
  *
  * Ownership: results own their detail (evo_result_free). An evaluator is used by one thread, the one that opened
@@ -81,6 +81,9 @@ const char *evo_evaluator_work_dir(const evo_evaluator *e);
 /* GPUs on this machine as the driver will number them, without initializing CUDA in this process:
  * CUDA_VISIBLE_DEVICES when set, else the entries of /proc/driver/nvidia/gpus, else 1. */
 int evo_gpu_count(void);
+
+/* A stored evaluation as a result (detail copied; r is overwritten, free it with evo_result_free). */
+void evo_result_from_eval(const evo_eval_rec *e, evo_result *r);
 
 /* Fitness and the regression rule from per-shape speedups (used by both evaluators and by tests). */
 void evo_result_score(const evo_config *cfg, evo_result *r);

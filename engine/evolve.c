@@ -209,15 +209,7 @@ static evo_status lookup(loop *L, evo_candidate *c, evo_result *r, bool *found, 
     if (s == EVO_OK && f) {
         *found = true;
         *own = e.run_id == L->run.id;
-        memset(r, 0, sizeof *r);
-        r->verdict = e.verdict;
-        r->fitness = e.fitness;
-        r->detail = evo_strdup(e.detail ? e.detail : "{}");
-        r->n_shapes = e.n_shapes < EVO_MAX_SHAPES ? e.n_shapes : EVO_MAX_SHAPES;
-        memcpy(r->shapes, e.shapes, (size_t)r->n_shapes * sizeof *r->shapes);
-        r->check_s = e.check_s;
-        r->time_s = e.time_s;
-        snprintf(r->gpu, sizeof r->gpu, "%s", e.gpu ? e.gpu : "");
+        evo_result_from_eval(&e, r);
         c->registers = rec.registers, c->smem_bytes = rec.smem_bytes;
         c->spill_bytes = rec.spill_bytes, c->stack_bytes = rec.stack_bytes;
         map_put(&L->ids, c->genome_text, rec.id);
