@@ -21,6 +21,11 @@ void evo_cli_print_usage(const evo_cmd *c); /* to stdout */
 /* Report a usage error for command c: fills err, returns EVO_E_USAGE. */
 evo_status evo_cli_usage_error(const evo_cmd *c, evo_err *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* JSON output of the reading commands: a number that is not finite, or a NULL string, becomes null. */
+struct cJSON;
+void evo_json_num(struct cJSON *o, const char *name, double v);
+void evo_json_str(struct cJSON *o, const char *name, const char *s);
+
 /* The default store and config paths. */
 #define EVO_DEFAULT_DB "population.db"
 #define EVO_DEFAULT_CONFIG "configs/default.yaml"

@@ -200,18 +200,6 @@ static void print_table(const evo_elite_rec *el, int n, metric_list *profiles)
 
 /* ---- JSON ---- */
 
-static void json_num(cJSON *o, const char *name, double v)
-{
-    if (isfinite(v)) cJSON_AddNumberToObject(o, name, v);
-    else cJSON_AddNullToObject(o, name);
-}
-
-static void json_str(cJSON *o, const char *name, const char *s)
-{
-    if (s) cJSON_AddStringToObject(o, name, s);
-    else cJSON_AddNullToObject(o, name);
-}
-
 static cJSON *elite_json(int rank, const evo_elite_rec *el, const metric_list *prof)
 {
     const evo_candidate_rec *c = &el->cand;
@@ -220,57 +208,57 @@ static cJSON *elite_json(int rank, const evo_elite_rec *el, const metric_list *p
     short_id(c->key, id);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "rank", rank);
-    json_str(o, "id", id);
-    json_str(o, "key", c->key);
+    evo_json_str(o, "id", id);
+    evo_json_str(o, "key", c->key);
     cJSON_AddNumberToObject(o, "candidate_id", (double)c->id);
-    json_str(o, "task", c->task);
-    json_str(o, "arch", c->arch);
-    json_str(o, "shape_set", e->shape_set);
-    json_str(o, "genome", c->genome);
-    json_num(o, "fitness", e->fitness);
-    json_num(o, "tflops_geomean", geomean_tflops(e));
+    evo_json_str(o, "task", c->task);
+    evo_json_str(o, "arch", c->arch);
+    evo_json_str(o, "shape_set", e->shape_set);
+    evo_json_str(o, "genome", c->genome);
+    evo_json_num(o, "fitness", e->fitness);
+    evo_json_num(o, "tflops_geomean", geomean_tflops(e));
     cJSON_AddNumberToObject(o, "registers", c->registers);
     cJSON_AddNumberToObject(o, "smem_bytes", c->smem_bytes);
     cJSON_AddNumberToObject(o, "spill_bytes", c->spill_bytes);
     cJSON_AddNumberToObject(o, "stack_bytes", c->stack_bytes);
-    json_num(o, "worst_rel_l2", worst(e, offsetof(evo_shape_result, rel_l2)));
-    json_num(o, "worst_max_abs", worst(e, offsetof(evo_shape_result, max_abs)));
+    evo_json_num(o, "worst_rel_l2", worst(e, offsetof(evo_shape_result, rel_l2)));
+    evo_json_num(o, "worst_max_abs", worst(e, offsetof(evo_shape_result, max_abs)));
     cJSON_AddNumberToObject(o, "evaluation_id", (double)e->id);
     if (e->run_id > 0) cJSON_AddNumberToObject(o, "run_id", (double)e->run_id);
     else cJSON_AddNullToObject(o, "run_id");
     if (e->generation >= 0) cJSON_AddNumberToObject(o, "generation", e->generation);
     else cJSON_AddNullToObject(o, "generation");
-    json_str(o, "gpu", e->gpu);
-    json_str(o, "evaluated_at", e->created_at);
+    evo_json_str(o, "gpu", e->gpu);
+    evo_json_str(o, "evaluated_at", e->created_at);
     cJSON *shapes = cJSON_AddArrayToObject(o, "shapes");
     for (int i = 0; i < e->n_shapes; i++) {
         const evo_shape_result *r = &e->shapes[i];
         cJSON *s = cJSON_CreateObject();
-        json_str(s, "shape", r->shape);
+        evo_json_str(s, "shape", r->shape);
         cJSON_AddNumberToObject(s, "batch", r->batch);
         cJSON_AddNumberToObject(s, "heads", r->heads);
         cJSON_AddNumberToObject(s, "seq", r->seq);
         cJSON_AddNumberToObject(s, "head_dim", r->head_dim);
         cJSON_AddBoolToObject(s, "causal", r->causal != 0);
-        json_num(s, "median_us", r->median_us);
-        json_num(s, "p10_us", r->p10_us);
-        json_num(s, "p90_us", r->p90_us);
-        json_num(s, "baseline_us", r->baseline_us);
-        json_num(s, "speedup", r->speedup);
-        json_num(s, "tflops", r->tflops);
-        json_num(s, "max_abs", r->max_abs);
-        json_num(s, "rel_l2", r->rel_l2);
-        json_num(s, "e2e_rel_l2", r->e2e_rel_l2);
-        json_num(s, "e2e_rmse", r->e2e_rmse);
+        evo_json_num(s, "median_us", r->median_us);
+        evo_json_num(s, "p10_us", r->p10_us);
+        evo_json_num(s, "p90_us", r->p90_us);
+        evo_json_num(s, "baseline_us", r->baseline_us);
+        evo_json_num(s, "speedup", r->speedup);
+        evo_json_num(s, "tflops", r->tflops);
+        evo_json_num(s, "max_abs", r->max_abs);
+        evo_json_num(s, "rel_l2", r->rel_l2);
+        evo_json_num(s, "e2e_rel_l2", r->e2e_rel_l2);
+        evo_json_num(s, "e2e_rmse", r->e2e_rmse);
         cJSON_AddItemToArray(shapes, s);
     }
     cJSON *profile = cJSON_AddArrayToObject(o, "profile");
     for (int i = 0; i < prof->n; i++) {
         cJSON *m = cJSON_CreateObject();
-        json_str(m, "shape", prof->rows[i].shape);
-        json_str(m, "metric", prof->rows[i].metric);
-        json_num(m, "value", prof->rows[i].value);
-        json_str(m, "unit", prof->rows[i].unit);
+        evo_json_str(m, "shape", prof->rows[i].shape);
+        evo_json_str(m, "metric", prof->rows[i].metric);
+        evo_json_num(m, "value", prof->rows[i].value);
+        evo_json_str(m, "unit", prof->rows[i].unit);
         cJSON_AddItemToArray(profile, m);
     }
     return o;
@@ -350,7 +338,7 @@ static const char *fitness_words(const evo_run_rec *run)
                                              &ignored) == EVO_OK)
         kind = cfg->fitness;
     evo_config_free(cfg);
-    return kind == EVO_FITNESS_WORST ? "the smallest" : "geometric mean";
+    return evo_fitness_describe(kind);
 }
 
 EVO_CMD(elite)
@@ -392,7 +380,7 @@ EVO_CMD(elite)
     } else if (s == EVO_OK) {
         printf("%s: top %d of %s on %s", o.db, n, el[0].cand.task, el[0].cand.arch);
         if (run.shape_set) printf(", shape set %.8s (as in run %lld)", run.shape_set, (long long)run.id);
-        printf("\nspeedup: %s over the shapes of baseline time / candidate time\n\n", fitness_words(&run));
+        printf("\nspeedup: %s of baseline time / candidate time\n\n", fitness_words(&run));
         print_table(el, n, profiles);
     }
     for (int i = 0; profiles && i < n; i++) metric_list_free(&profiles[i]);

@@ -105,60 +105,48 @@ static void print_text(const char *db, const evo_run_rec *r, const evo_gen_rec *
                g[best].best_genome ? g[best].best_genome : "?");
 }
 
-static void json_num(cJSON *o, const char *name, double v)
-{
-    if (isfinite(v)) cJSON_AddNumberToObject(o, name, v);
-    else cJSON_AddNullToObject(o, name);
-}
-
-static void json_str(cJSON *o, const char *name, const char *s)
-{
-    if (s) cJSON_AddStringToObject(o, name, s);
-    else cJSON_AddNullToObject(o, name);
-}
-
 static void print_json(const evo_run_rec *r, const evo_gen_rec *g, int n)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *run = cJSON_AddObjectToObject(root, "run");
     cJSON_AddNumberToObject(run, "id", (double)r->id);
-    json_str(run, "task", r->task);
-    json_str(run, "arch", r->arch);
-    json_str(run, "shape_set", r->shape_set);
-    json_str(run, "state", r->state);
-    json_str(run, "strategy", r->strategy);
+    evo_json_str(run, "task", r->task);
+    evo_json_str(run, "arch", r->arch);
+    evo_json_str(run, "shape_set", r->shape_set);
+    evo_json_str(run, "state", r->state);
+    evo_json_str(run, "strategy", r->strategy);
     cJSON_AddNumberToObject(run, "seed", (double)r->seed);
     cJSON_AddNumberToObject(run, "population", r->population);
     cJSON_AddNumberToObject(run, "generations", r->generations);
-    json_str(run, "started_at", r->started_at);
-    json_str(run, "finished_at", r->finished_at);
-    json_str(run, "config_path", r->config_path);
-    json_str(run, "gpu", r->gpu);
-    json_str(run, "driver", r->driver);
-    json_str(run, "nvrtc_version", r->nvrtc_version);
-    json_str(run, "evo_version", r->evo_version);
-    json_num(run, "wall_s", r->wall_s);
-    json_num(run, "compile_s", r->compile_s);
-    json_num(run, "check_s", r->check_s);
-    json_num(run, "time_s", r->time_s);
+    evo_json_str(run, "started_at", r->started_at);
+    evo_json_str(run, "finished_at", r->finished_at);
+    evo_json_str(run, "config_path", r->config_path);
+    evo_json_str(run, "gpu", r->gpu);
+    evo_json_str(run, "driver", r->driver);
+    evo_json_str(run, "nvrtc_version", r->nvrtc_version);
+    evo_json_str(run, "evo_version", r->evo_version);
+    evo_json_num(run, "wall_s", r->wall_s);
+    evo_json_num(run, "compile_s", r->compile_s);
+    evo_json_num(run, "check_s", r->check_s);
+    evo_json_num(run, "time_s", r->time_s);
     cJSON *gens = cJSON_AddArrayToObject(root, "generations");
     for (int i = 0; i < n; i++) {
         const evo_gen_rec *x = &g[i];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "generation", x->generation);
-        json_num(o, "best_fitness", x->best_fitness);
-        json_num(o, "median_fitness", x->median_fitness);
+        evo_json_num(o, "best_fitness", x->best_fitness);
+        evo_json_num(o, "median_fitness", x->median_fitness);
         cJSON_AddNumberToObject(o, "evaluated", x->evaluated);
         cJSON_AddNumberToObject(o, "reused", x->reused);
         cJSON *counts = cJSON_AddObjectToObject(o, "counts");
         for (int v = 0; v < EVO_V_COUNT; v++)
             cJSON_AddNumberToObject(counts, evo_verdict_name((evo_verdict)v), x->counts[v]);
-        json_num(o, "wall_s", x->wall_s);
-        json_num(o, "compile_s", x->compile_s);
-        json_num(o, "check_s", x->check_s);
-        json_num(o, "time_s", x->time_s);
-        json_num(o, "baseline_noise", x->baseline_noise);
-        json_str(o, "best_genome", x->best_genome);
+        evo_json_num(o, "wall_s", x->wall_s);
+        evo_json_num(o, "compile_s", x->compile_s);
+        evo_json_num(o, "check_s", x->check_s);
+        evo_json_num(o, "time_s", x->time_s);
+        evo_json_num(o, "baseline_noise", x->baseline_noise);
+        evo_json_str(o, "best_genome", x->best_genome);
         cJSON_AddItemToArray(gens, o);
     }
     char *text = cJSON_Print(root);

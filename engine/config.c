@@ -47,7 +47,10 @@ int evo_shape_format(const evo_shape *s, char *buf, size_t n)
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Names are left out on purpose: renaming a shape must not orphan the elites measured on it. */
-const char *evo_fitness_describe(evo_fitness f) { return f == EVO_FITNESS_WORST ? "worst shape" : "geometric mean"; }
+const char *evo_fitness_describe(evo_fitness f)
+{
+    return f == EVO_FITNESS_WORST ? "smallest over the shapes" : "geometric mean over the shapes";
+}
 
 static void shapes_key(const evo_config *c, bool with_fitness, char hex[65])
 {

@@ -56,7 +56,8 @@ typedef enum {
     EVO_FITNESS_WORST,   /* the smallest speedup: a kernel is as good as its worst shape */
 } evo_fitness;
 
-/* "geometric mean" / "worst shape": for texts that say what a fitness figure is. */
+/* "geometric mean over the shapes" / "smallest over the shapes": what a fitness figure is, for every text that
+ * shows one. */
 const char *evo_fitness_describe(evo_fitness f);
 
 typedef struct {

@@ -279,8 +279,8 @@ static void append_header(evo_str *o, const header_ctx *h)
     evo_str_appendf(o, " *   config        %s, as stored with run %lld\n", r->config_path ? r->config_path : "?",
                     (long long)r->id);
     evo_str_appendf(o, " *   exported      %s by evo %s\n", h->exported_at, EVO_VERSION);
-    evo_str_appendf(o, " *   fitness       %.3fx: %s over the shapes of baseline time / this kernel's time\n",
-                    e->fitness, cfg->fitness == EVO_FITNESS_WORST ? "the smallest" : "geometric mean");
+    evo_str_appendf(o, " *   fitness       %.3fx: %s of baseline time / this kernel's time\n", e->fitness,
+                    evo_fitness_describe(cfg->fitness));
     evo_str_appendf(o, " *\n *   %-28s %10s %16s %8s %8s %9s %9s %10s\n", "shape", "median µs", "p10..p90 µs",
                     "TFLOP/s", "speedup", "rel-L2", "max-abs", "e2e rel-L2");
     double worst_rel = 0, worst_abs = 0;

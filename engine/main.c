@@ -1,7 +1,9 @@
-/* main.c — evo's entry point: the subcommand table, usage texts, and the only place that prints errors and
- * chooses the exit code. */
+/* main.c — evo's entry point: the subcommand table, usage texts, the only place that prints errors and chooses
+ * the exit code, and the small helpers the commands share (cli.h). */
 #include "cli.h"
 
+#include <cjson/cJSON.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -248,4 +250,16 @@ int main(int argc, char **argv)
         else fprintf(stderr, "evo: %s: %s\n", c->name, evo_status_name(s));
     }
     return evo_exit_code(s);
+}
+
+void evo_json_num(cJSON *o, const char *name, double v)
+{
+    if (isfinite(v)) cJSON_AddNumberToObject(o, name, v);
+    else cJSON_AddNullToObject(o, name);
+}
+
+void evo_json_str(cJSON *o, const char *name, const char *s)
+{
+    if (s) cJSON_AddStringToObject(o, name, s);
+    else cJSON_AddNullToObject(o, name);
 }

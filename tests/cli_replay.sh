@@ -46,7 +46,7 @@ PY
 "$EVO" run --replay "$R" --config "$tmp/worst.yaml" --db "$tmp/worst.db" --quiet --seed 1 --population 16 \
   --generations 8 >"$tmp/worst.out" 2>&1 || fail "worst-shape run: $(cat "$tmp/worst.out")"
 "$EVO" elite --show --db "$tmp/worst.db" >"$tmp/worst.elite" 2>&1
-grep -q "^speedup: the smallest over the shapes" "$tmp/worst.elite" || fail "elite: $(head -3 "$tmp/worst.elite")"
+grep -q "^speedup: smallest over the shapes of baseline time" "$tmp/worst.elite" || fail "elite: $(head -3 "$tmp/worst.elite")"
 "$EVO" elite --show --json --top 3 --db "$tmp/worst.db" >"$tmp/worst.json" 2>&1 || fail "elite --json: $(cat "$tmp/worst.json")"
 python3 - "$tmp" "$R" <<'PY' || fail "worst-shape fitness"
 import json, sqlite3, sys

@@ -241,8 +241,8 @@ static void test_minimal_and_defaults(void)
     evo_config_measured_key(c, measured_worst);
     CHECK(strcmp(key_worst, key_geo) != 0);
     CHECK_STR(measured_worst, measured_geo);
-    CHECK_STR(evo_fitness_describe(c->fitness), "worst shape");
-    CHECK_STR(evo_fitness_describe(EVO_FITNESS_GEOMEAN), "geometric mean");
+    CHECK_STR(evo_fitness_describe(c->fitness), "smallest over the shapes");
+    CHECK_STR(evo_fitness_describe(EVO_FITNESS_GEOMEAN), "geometric mean over the shapes");
     evo_config_free(c);
 
     /* Text in memory need not be NUL-terminated: only len bytes are read. */
