@@ -42,17 +42,17 @@ wait_for() {
   while [ $SECONDS -lt "$end" ]; do "$@" && return 0; sleep 0.1; done
   return 1
 }
-children() { # pids whose parent is $1
+children() { # pids whose parent is $1 (read, not cat: no fork per process, so the scan stays fast under load)
   local f line p
   for f in /proc/[0-9]*/stat; do
-    line=$(cat "$f" 2>/dev/null) || continue
+    { read -r line <"$f"; } 2>/dev/null || continue
     read -r _ p _ <<<"${line##*) }"
     if [ "$p" = "$1" ]; then p=${f#/proc/}; echo "${p%/stat}"; fi
   done
 }
 alive() { # a process that exists and is not a zombie
   local line state
-  line=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  { read -r line <"/proc/$1/stat"; } 2>/dev/null || return 1
   read -r state _ <<<"${line##*) }"
   [ "$state" != Z ]
 }
