@@ -30,16 +30,20 @@ static void set_verdict(evo_candidate *c, evo_verdict v, const char *fmt, const 
     snprintf(c->why, sizeof c->why, fmt, a);
 }
 
-static evo_compile_header abi_header(void)
+int evo_task_headers(const evo_task *t, evo_compile_header *out, int max)
 {
-    const char *abi = "";
-    evo_template_get("evo_attention_abi.h", &abi, NULL, NULL);
-    return (evo_compile_header){"evo_attention_abi.h", abi};
+    int n = 0;
+    for (int i = 0; t->headers && t->headers[i] && n < max; i++) {
+        const char *text = "";
+        evo_template_get(t->headers[i], &text, NULL, NULL);
+        out[n++] = (evo_compile_header){t->headers[i], text};
+    }
+    return n;
 }
 
 /* The compile request of a prepared candidate; exprs and opts must outlive it. */
 static evo_compile_req request_of(const evo_build_opts *o, const evo_candidate *c, const evo_compile_header *hdr,
-                                  const char **exprs, const char **opts, int n_opts)
+                                  int n_hdr, const char **exprs, const char **opts, int n_opts)
 {
     for (int v = 0; v < c->prog.n_variants; v++) exprs[v] = c->prog.variants[v].name_expr;
     return (evo_compile_req){
@@ -48,8 +52,8 @@ static evo_compile_req request_of(const evo_build_opts *o, const evo_candidate *
         .name_exprs = exprs,
         .n_name_exprs = c->prog.n_variants,
         .headers = hdr,
-        .n_headers = 1,
-        .arch = o->arch,
+        .n_headers = n_hdr,
+        .arch = c->prog.arch[0] ? c->prog.arch : o->arch,
         .options = opts,
         .n_options = n_opts,
         .timeout_s = o->cfg->compile.timeout_s,
@@ -58,7 +62,8 @@ static evo_compile_req request_of(const evo_build_opts *o, const evo_candidate *
 
 evo_status evo_candidates_prepare(const evo_build_opts *o, evo_candidate *c, int n, evo_err *err)
 {
-    const evo_compile_header hdr = abi_header();
+    evo_compile_header hdr[8];
+    const int n_hdr = evo_task_headers(o->task, hdr, (int)EVO_ARRAY_LEN(hdr));
     const char *opts[32], *exprs[EVO_MAX_VARIANTS];
     char opt_buf[1024];
     const int n_opts = evo_candidate_options(o->cfg, opt_buf, sizeof opt_buf, opts, (int)EVO_ARRAY_LEN(opts));
@@ -69,10 +74,10 @@ evo_status evo_candidates_prepare(const evo_build_opts *o, evo_candidate *c, int
         ci->genome = g;
         ci->registers = ci->smem_bytes = ci->spill_bytes = ci->stack_bytes = -1;
         evo_genome_format(o->cfg->space, &g, ci->genome_text, sizeof ci->genome_text);
-        evo_status s = o->task->render(o->cfg, &g, &ci->prog, err);
+        evo_status s = o->task->render(o->cfg, &g, o->lim, &ci->prog, err);
         if (s != EVO_OK) return s;
         evo_sha256_hex(ci->prog.source, strlen(ci->prog.source), ci->template_hash);
-        const evo_compile_req req = request_of(o, ci, &hdr, exprs, opts, n_opts);
+        const evo_compile_req req = request_of(o, ci, hdr, n_hdr, exprs, opts, n_opts);
         s = evo_compile_key(&req, ci->key, err);
         if (s != EVO_OK) return s;
         const char *violated = NULL;
@@ -143,7 +148,8 @@ static void judge_compiled(const evo_build_opts *o, evo_candidate *ci)
 
 evo_status evo_candidates_compile(const evo_build_opts *o, evo_candidate *c, int n, const bool *skip, evo_err *err)
 {
-    const evo_compile_header hdr = abi_header();
+    evo_compile_header hdr[8];
+    const int n_hdr = evo_task_headers(o->task, hdr, (int)EVO_ARRAY_LEN(hdr));
     const char *opts[32];
     char opt_buf[1024];
     const int n_opts = evo_candidate_options(o->cfg, opt_buf, sizeof opt_buf, opts, (int)EVO_ARRAY_LEN(opts));
@@ -154,7 +160,7 @@ evo_status evo_candidates_compile(const evo_build_opts *o, evo_candidate *c, int
     for (int i = 0; i < n; i++) {
         slot[i] = -1;
         if (c[i].verdict != EVO_V_OK || (skip && skip[i])) continue;
-        reqs[n_req] = request_of(o, &c[i], &hdr, exprs[i], opts, n_opts);
+        reqs[n_req] = request_of(o, &c[i], hdr, n_hdr, exprs[i], opts, n_opts);
         slot[i] = n_req++;
     }
     evo_compile_result *res = evo_xcalloc((size_t)(n_req ? n_req : 1), sizeof *res);

@@ -44,6 +44,9 @@ evo_status evo_candidates_compile(const evo_build_opts *o, evo_candidate *c, int
 evo_status evo_candidates_build(const evo_build_opts *o, evo_candidate *c, int n, evo_err *err);
 void evo_candidate_free(evo_candidate *c);
 
+/* The task's in-memory headers (task->headers) for a compile request; returns the count. */
+int evo_task_headers(const evo_task *t, evo_compile_header *out, int max);
+
 /* The NVRTC options every candidate of cfg is compiled with (the same for all genomes; part of the key). The
  * option strings point into buf or are static. Returns the count. */
 int evo_candidate_options(const evo_config *cfg, char *buf, size_t buf_len, const char **opts, int max);

@@ -6,6 +6,7 @@
 #define EVO_CLI_H
 
 #include "evo.h"
+#include "store.h"
 
 typedef struct {
     const char *name;
@@ -25,6 +26,12 @@ evo_status evo_cli_usage_error(const evo_cmd *c, evo_err *err, const char *fmt, 
 struct cJSON;
 void evo_json_num(struct cJSON *o, const char *name, double v);
 void evo_json_str(struct cJSON *o, const char *name, const char *s);
+/* One per-shape result as JSON, the one form every command writes: shape, the task's fields, times, speedup,
+ * rate (under the task's key: "tflops" for attention), errors. task NULL: the fields only as stored. */
+struct evo_task;
+struct cJSON *evo_json_shape_result(const evo_shape_result *r, const struct evo_task *task);
+/* The task of a stored candidate; attention_fp8 (the only task of older databases) when the name is unknown. */
+const struct evo_task *evo_cli_task_of(const char *name);
 
 /* The default store and config paths. */
 #define EVO_DEFAULT_DB "population.db"

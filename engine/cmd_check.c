@@ -53,7 +53,8 @@ static bool sanitize_clean(const sanitize_ctx *z)
     return true;
 }
 
-static void print_result(const char *file, const evo_result *r, evo_fitness kind, const sanitize_ctx *z, bool json)
+static void print_result(const char *file, const evo_result *r, const evo_task *task, evo_fitness kind,
+                         const sanitize_ctx *z, bool json)
 {
     if (json) {
         cJSON *o = cJSON_CreateObject();
@@ -66,19 +67,7 @@ static void print_result(const char *file, const evo_result *r, evo_fitness kind
         cJSON_AddItemToObject(o, "detail", d ? d : cJSON_CreateObject());
         cJSON *shapes = cJSON_AddArrayToObject(o, "shapes");
         for (int i = 0; i < r->n_shapes; i++) {
-            const evo_shape_result *s = &r->shapes[i];
-            cJSON *j = cJSON_CreateObject();
-            cJSON_AddStringToObject(j, "shape", s->shape);
-            cJSON_AddNumberToObject(j, "median_us", s->median_us);
-            cJSON_AddNumberToObject(j, "p10_us", s->p10_us);
-            cJSON_AddNumberToObject(j, "p90_us", s->p90_us);
-            cJSON_AddNumberToObject(j, "baseline_us", s->baseline_us);
-            cJSON_AddNumberToObject(j, "speedup", s->speedup);
-            cJSON_AddNumberToObject(j, "tflops", s->tflops);
-            cJSON_AddNumberToObject(j, "max_abs", s->max_abs);
-            cJSON_AddNumberToObject(j, "rel_l2", s->rel_l2);
-            cJSON_AddNumberToObject(j, "e2e_rel_l2", s->e2e_rel_l2);
-            cJSON_AddNumberToObject(j, "e2e_rmse", s->e2e_rmse);
+            cJSON *j = evo_json_shape_result(&r->shapes[i], task);
             cJSON_AddItemToArray(shapes, j);
         }
         if (z->n_tools) {
@@ -120,13 +109,13 @@ static void print_result(const char *file, const evo_result *r, evo_fitness kind
     cJSON_Delete(d);
     if (r->n_shapes && r->shapes[0].median_us > 0) {
         printf("  %-30s %10s %19s %10s %8s %8s %9s %10s %10s\n", "shape", "median us", "p10..p90 us", "baseline",
-               "speedup", "TFLOP/s", "rel-L2", "max-abs", "e2e rel-L2");
+               "speedup", task->rate_unit, "rel-L2", "max-abs", "e2e rel-L2");
         for (int i = 0; i < r->n_shapes; i++) {
             const evo_shape_result *s = &r->shapes[i];
             char range[32];
             snprintf(range, sizeof range, "%.2f..%.2f", s->p10_us, s->p90_us);
             printf("  %-30s %10.2f %19s %10.2f %7.3fx %8.1f %9.2e %10.2e %10.2e\n", s->shape, s->median_us, range,
-                   s->baseline_us, s->speedup, s->tflops, s->rel_l2, s->max_abs, s->e2e_rel_l2);
+                   s->baseline_us, s->speedup, s->rate, s->rel_l2, s->max_abs, s->e2e_rel_l2);
         }
     }
     if (z->n_tools && z->n_res) {
@@ -153,9 +142,8 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
     char *source = NULL;
     evo_status s = evo_read_file(file, &source, NULL, err);
     if (s != EVO_OK) return evo_fail(err, EVO_E_USAGE, "check: %s", err->msg);
-    const char *abi = "";
-    evo_template_get("evo_attention_abi.h", &abi, NULL, NULL);
-    const evo_compile_header hdr = {"evo_attention_abi.h", abi};
+    evo_compile_header hdr[8];
+    const int n_hdr = evo_task_headers(cfg->task_ops, hdr, (int)EVO_ARRAY_LEN(hdr));
     /* The file's own directory is on the include path, so a kernel may include its helpers. */
     char inc[4200], dir[4096];
     snprintf(dir, sizeof dir, "%s", file);
@@ -164,7 +152,7 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
     snprintf(inc, sizeof inc, "-I%s", slash ? dir : ".");
     const char *opts[] = {"-std=c++17", inc};
     const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-    evo_compile_req req = {.source = source, .program_name = base, .headers = &hdr, .n_headers = 1,
+    evo_compile_req req = {.source = source, .program_name = base, .headers = hdr, .n_headers = n_hdr,
                            .arch = evo_evaluator_arch(ev), .options = opts, .n_options = 2,
                            .timeout_s = cfg->compile.timeout_s};
     evo_candidate c;
@@ -183,35 +171,33 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
         evo_compile_result_free(&c.cr);
         return s;
     }
-    /* One variant per head dimension the config's shapes need: evo_attn_d64, evo_attn_d128. */
-    bool need[2] = {false, false};
-    for (int i = 0; i < cfg->n_shapes; i++) need[cfg->shapes[i].head_dim == 128] = true;
-    for (int i = 0; i < cfg->correctness.n_shapes; i++) need[cfg->correctness.shapes[i].head_dim == 128] = true;
+    /* The entry points the config's shapes need (attention: evo_attn_d64, evo_attn_d128), in the task's order. */
+    evo_program want = {0};
+    s = cfg->task_ops->handwritten(cfg, &want, err);
+    if (s != EVO_OK) {
+        evo_compile_result_free(&c.cr);
+        return s;
+    }
     c.verdict = EVO_V_OK;
-    for (int k = 0; k < 2 && c.verdict == EVO_V_OK; k++) {
-        if (!need[k]) continue;
-        const int d = k ? 128 : 64;
-        char name[32];
-        snprintf(name, sizeof name, "evo_attn_d%d", d);
+    for (int at = 0; at < want.n_variants && c.verdict == EVO_V_OK; at++) {
+        const char *name = want.variants[at].name_expr;
         int found = -1;
         for (int j = 0; j < c.cr.n_kernels; j++)
             if (c.cr.kernels[j].lowered && !strcmp(c.cr.kernels[j].lowered, name)) found = j;
         if (found < 0) {
+            char label[64];
+            cfg->task_ops->variant_label(&want.variants[at], label, sizeof label);
             c.verdict = EVO_V_INVALID;
-            snprintf(c.why, sizeof c.why, "%s defines no extern \"C\" kernel %s (the config has head dim %d)", file, name,
-                     d);
+            snprintf(c.why, sizeof c.why, "%s defines no extern \"C\" kernel %s (the config's shapes need variant %s)",
+                     file, name, label);
             break;
         }
-        const int at = c.prog.n_variants++;
-        evo_variant *v = &c.prog.variants[at];
-        v->head_dim = d;
-        v->format = cfg->format;
-        snprintf(v->name_expr, sizeof v->name_expr, "%s", name);
-        v->threads = 0; /* the worker reads <name>_launch from the module */
+        c.prog.variants[c.prog.n_variants++] = want.variants[at]; /* threads 0: the worker reads the geometry */
         evo_compiled_kernel t = c.cr.kernels[at]; /* kernels[] in variants order, for the request */
         c.cr.kernels[at] = c.cr.kernels[found];
         c.cr.kernels[found] = t;
     }
+    evo_program_free(&want);
     s = evo_evaluator_run(ev, &c, 1, false, r, NULL, NULL, NULL, err);
     z->n_res = 0;
     if (s == EVO_OK && z->n_tools && c.verdict == EVO_V_OK && ran(r->verdict)) {
@@ -313,7 +299,7 @@ EVO_CMD(check)
         s = check_one(cfg, ev, argv[i], st, &z, &r, err);
         if (s == EVO_OK) {
             if (json && n_files > 1 && i > optind) printf(",\n");
-            print_result(argv[i], &r, cfg->fitness, &z, json);
+            print_result(argv[i], &r, cfg->task_ops, cfg->fitness, &z, json);
             /* REGRESSED is the search's rule against slow candidates; the kernel itself passed every gate. */
             rejected += (r.verdict != EVO_V_OK && r.verdict != EVO_V_REGRESSED) || !sanitize_clean(&z);
         } else if (s == EVO_E_CONFIG && n_files > 1) {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void print_text(const evo_candidate *c, int n, const char *arch, double wall)
+static void print_text(const evo_task *task, const evo_candidate *c, int n, const char *arch, double wall)
 {
     int counts[EVO_V_COUNT] = {0};
     printf("%-13s %-44s %s\n", "verdict", "per variant: registers / smem (dynamic+static) / spills", "genome");
@@ -20,8 +20,9 @@ static void print_text(const evo_candidate *c, int n, const char *arch, double w
         size_t len = 0;
         for (int k = 0; k < c[i].cr.n_kernels && len < sizeof res; k++) {
             const evo_kernel_res *r = &c[i].cr.kernels[k].res;
-            len += (size_t)snprintf(res + len, sizeof res - len, "%sd%d%s: %d r / %d B / %d B", k ? ", " : "",
-                                    c[i].prog.variants[k].head_dim, c[i].prog.variants[k].min_waves ? "big" : "",
+            char label[64];
+            task->variant_label(&c[i].prog.variants[k], label, sizeof label);
+            len += (size_t)snprintf(res + len, sizeof res - len, "%s%s: %d r / %d B / %d B", k ? ", " : "", label,
                                     r->registers,
                                     c[i].prog.variants[k].smem_bytes + (r->smem_bytes > 0 ? r->smem_bytes : 0),
                                     (r->spill_store_bytes > 0 ? r->spill_store_bytes : 0) +
@@ -36,7 +37,7 @@ static void print_text(const evo_candidate *c, int n, const char *arch, double w
     printf("\n");
 }
 
-static cJSON *candidate_json(const evo_candidate *c)
+static cJSON *candidate_json(const evo_task *task, const evo_candidate *c)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "genome", c->genome_text);
@@ -53,13 +54,16 @@ static cJSON *candidate_json(const evo_candidate *c)
     for (int k = 0; k < c->prog.n_variants; k++) {
         const evo_variant *v = &c->prog.variants[k];
         cJSON *j = cJSON_CreateObject();
-        cJSON_AddNumberToObject(j, "head_dim", v->head_dim);
-        cJSON_AddStringToObject(j, "format", evo_format_name(v->format));
+        for (int a = 0; a < task->n_variant_attrs; a++) {
+            const evo_field *f = &task->variant_attrs[a];
+            char text[64];
+            evo_field_value_text(f, (double)v->attr[a], text, sizeof text);
+            if (f->type == EVO_FIELD_ENUM) cJSON_AddStringToObject(j, f->name, text);
+            else cJSON_AddNumberToObject(j, f->name, (double)v->attr[a]);
+        }
         cJSON_AddStringToObject(j, "name_expr", v->name_expr);
         cJSON_AddNumberToObject(j, "threads", v->threads);
-        cJSON_AddNumberToObject(j, "rows_per_block", v->rows_per_block);
         cJSON_AddNumberToObject(j, "dynamic_smem_bytes", v->smem_bytes);
-        cJSON_AddNumberToObject(j, "min_waves", v->min_waves);
         if (k < c->cr.n_kernels) {
             const evo_compiled_kernel *ck = &c->cr.kernels[k];
             cJSON_AddStringToObject(j, "lowered", ck->lowered ? ck->lowered : "");
@@ -143,13 +147,13 @@ EVO_CMD(compile)
             cJSON_AddStringToObject(root, "arch", arch);
             cJSON_AddStringToObject(root, "nvrtc", evo_nvrtc_version());
             cJSON *arr = cJSON_AddArrayToObject(root, "candidates");
-            for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, candidate_json(&c[i]));
+            for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, candidate_json(cfg->task_ops, &c[i]));
             char *txt = cJSON_Print(root);
             puts(txt);
             free(txt);
             cJSON_Delete(root);
         } else {
-            print_text(c, n, arch, evo_now() - t0);
+            print_text(cfg->task_ops, c, n, arch, evo_now() - t0);
         }
         if (genome_text && c[0].verdict != EVO_V_OK)
             s = evo_fail(err, EVO_E_CONFIG, "compile: %s: %s", evo_verdict_name(c[0].verdict), c[0].why);

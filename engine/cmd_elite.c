@@ -82,12 +82,12 @@ static int metric_cmp(const void *a, const void *b)
 
 /* ---- figures derived from one elite ---- */
 
-static double geomean_tflops(const evo_eval_rec *e)
+static double geomean_rate(const evo_eval_rec *e)
 {
     double sum = 0;
     int n = 0;
     for (int i = 0; i < e->n_shapes; i++) {
-        double t = e->shapes[i].tflops;
+        double t = e->shapes[i].rate;
         if (isfinite(t) && t > 0) {
             sum += log(t);
             n++;
@@ -154,13 +154,14 @@ static void print_profile(const metric_list *l)
 
 static void print_table(const evo_elite_rec *el, int n, metric_list *profiles)
 {
-    printf("rank  id        speedup  TFLOP/s  regs  smem KiB  spills B  worst rel-L2  genome\n");
+    const char *unit = evo_cli_task_of(n > 0 ? el[0].cand.task : NULL)->rate_unit;
+    printf("rank  id        speedup  %7s  regs  smem KiB  spills B  worst rel-L2  genome\n", unit);
     for (int i = 0; i < n; i++) {
         const evo_candidate_rec *c = &el[i].cand;
         const evo_eval_rec *e = &el[i].eval;
         char id[9], tf[32], regs[16], smem[32], spill[16], rel[32];
         short_id(c->key, id);
-        fmt_num(tf, sizeof tf, "%.1f", geomean_tflops(e));
+        fmt_num(tf, sizeof tf, "%.1f", geomean_rate(e));
         fmt_int(regs, sizeof regs, c->registers);
         if (c->smem_bytes < 0) snprintf(smem, sizeof smem, "?");
         else snprintf(smem, sizeof smem, "%.1f", c->smem_bytes / 1024.0);
@@ -179,7 +180,7 @@ static void print_table(const evo_elite_rec *el, int n, metric_list *profiles)
         if (e->gpu) printf(", %s", e->gpu);
         /* µ is two bytes: its columns get one more byte of width to line up. */
         printf("\n  %-28s %11s %20s %8s %8s %9s %9s %11s\n", "shape", "median µs", "p10..p90 µs", "speedup",
-               "TFLOP/s", "rel-L2", "max-abs", "e2e rel-L2");
+               unit, "rel-L2", "max-abs", "e2e rel-L2");
         for (int s = 0; s < e->n_shapes; s++) {
             const evo_shape_result *r = &e->shapes[s];
             char med[32], p10[32], p90[32], spread[72], sp[32], tf[32], rel[32], mx[32], e2e[32];
@@ -188,7 +189,7 @@ static void print_table(const evo_elite_rec *el, int n, metric_list *profiles)
             fmt_num(p90, sizeof p90, "%.2f", r->p90_us);
             snprintf(spread, sizeof spread, "%s..%s", p10, p90);
             fmt_num(sp, sizeof sp, "%.3fx", r->speedup);
-            fmt_num(tf, sizeof tf, "%.1f", r->tflops);
+            fmt_num(tf, sizeof tf, "%.1f", r->rate);
             fmt_num(rel, sizeof rel, "%.2e", r->rel_l2);
             fmt_num(mx, sizeof mx, "%.2e", r->max_abs);
             fmt_num(e2e, sizeof e2e, "%.2e", r->e2e_rel_l2);
@@ -216,7 +217,9 @@ static cJSON *elite_json(int rank, const evo_elite_rec *el, const metric_list *p
     evo_json_str(o, "shape_set", e->shape_set);
     evo_json_str(o, "genome", c->genome);
     evo_json_num(o, "fitness", e->fitness);
-    evo_json_num(o, "tflops_geomean", geomean_tflops(e));
+    char key[48];
+    snprintf(key, sizeof key, "%s_geomean", evo_cli_task_of(c->task)->rate_key);
+    evo_json_num(o, key, geomean_rate(e));
     cJSON_AddNumberToObject(o, "registers", c->registers);
     cJSON_AddNumberToObject(o, "smem_bytes", c->smem_bytes);
     cJSON_AddNumberToObject(o, "spill_bytes", c->spill_bytes);
@@ -232,24 +235,7 @@ static cJSON *elite_json(int rank, const evo_elite_rec *el, const metric_list *p
     evo_json_str(o, "evaluated_at", e->created_at);
     cJSON *shapes = cJSON_AddArrayToObject(o, "shapes");
     for (int i = 0; i < e->n_shapes; i++) {
-        const evo_shape_result *r = &e->shapes[i];
-        cJSON *s = cJSON_CreateObject();
-        evo_json_str(s, "shape", r->shape);
-        cJSON_AddNumberToObject(s, "batch", r->batch);
-        cJSON_AddNumberToObject(s, "heads", r->heads);
-        cJSON_AddNumberToObject(s, "seq", r->seq);
-        cJSON_AddNumberToObject(s, "head_dim", r->head_dim);
-        cJSON_AddBoolToObject(s, "causal", r->causal != 0);
-        evo_json_num(s, "median_us", r->median_us);
-        evo_json_num(s, "p10_us", r->p10_us);
-        evo_json_num(s, "p90_us", r->p90_us);
-        evo_json_num(s, "baseline_us", r->baseline_us);
-        evo_json_num(s, "speedup", r->speedup);
-        evo_json_num(s, "tflops", r->tflops);
-        evo_json_num(s, "max_abs", r->max_abs);
-        evo_json_num(s, "rel_l2", r->rel_l2);
-        evo_json_num(s, "e2e_rel_l2", r->e2e_rel_l2);
-        evo_json_num(s, "e2e_rmse", r->e2e_rmse);
+        cJSON *s = evo_json_shape_result(&e->shapes[i], evo_cli_task_of(c->task));
         cJSON_AddItemToArray(shapes, s);
     }
     cJSON *profile = cJSON_AddArrayToObject(o, "profile");

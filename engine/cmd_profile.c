@@ -240,7 +240,7 @@ EVO_CMD(profile)
         shape_name(shape, name, sizeof name);
         printf("profiling %s with %s\n", shape, ncu);
         fflush(stdout);
-        evo_ncu_job job = {.ncu = ncu, .exe = exe, .shape = name};
+        evo_ncu_job job = {.ncu = ncu, .exe = exe, .shape = name, .kernel_prefix = evo_cli_task_of(c.task)->kernel_prefix};
         evo_ncu_summary m;
         s = evo_ncu_profile(&job, &m, NULL, err);
         if (s == EVO_OK) s = store_summary(st, c.id, shape, &m, err);

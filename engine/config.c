@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,19 +18,10 @@
 
 /* ---- names ---- */
 
-static const char *const format_names[EVO_FMT_COUNT] = {"e4m3", "u8sim"};
 static const char *const dist_names[EVO_DIST_COUNT] = {"normal", "uniform", "outliers", "zero_head", "large"};
 static const char *const strategy_names[] = {"ga", "random", NULL};
 
-const char *evo_format_name(evo_format f) { return (unsigned)f < EVO_FMT_COUNT ? format_names[f] : "?"; }
 const char *evo_dist_name(evo_dist d) { return (unsigned)d < EVO_DIST_COUNT ? dist_names[d] : "?"; }
-
-int evo_format_parse(const char *name, evo_format *f)
-{
-    for (int i = 0; i < EVO_FMT_COUNT; i++)
-        if (strcmp(name, format_names[i]) == 0) return *f = (evo_format)i, 0;
-    return -1;
-}
 
 int evo_dist_parse(const char *name, evo_dist *d)
 {
@@ -38,28 +30,34 @@ int evo_dist_parse(const char *name, evo_dist *d)
     return -1;
 }
 
-int evo_shape_format(const evo_shape *s, char *buf, size_t n)
+double evo_config_option(const evo_config *c, const char *name, double def)
 {
-    return snprintf(buf, n, "%s(%d,%d,%d,%d)%s", s->name, s->batch, s->heads, s->seq, s->head_dim,
-                    s->causal ? " causal" : "");
+    const evo_task *t = c->task_ops;
+    for (int i = 0; t && i < t->n_options; i++)
+        if (strcmp(t->options[i].name, name) == 0) return c->options[i];
+    return def;
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* Names are left out on purpose: renaming a shape must not orphan the elites measured on it. */
 const char *evo_fitness_describe(evo_fitness f)
 {
     return f == EVO_FITNESS_WORST ? "smallest over the shapes" : "geometric mean over the shapes";
 }
 
+/* One line per timed shape, its field values in the task's order ("2,8,2048,64,1"), sorted. Names are left out
+ * on purpose: renaming a shape must not orphan the elites measured on it. */
 static void shapes_key(const evo_config *c, bool with_fitness, char hex[65])
 {
-    char lines[EVO_MAX_SHAPES][64];
+    char lines[EVO_MAX_SHAPES][EVO_FIELDS_MAX * 21 + 2];
     char *sorted[EVO_MAX_SHAPES];
     for (int i = 0; i < c->n_shapes; i++) {
         const evo_shape *s = &c->shapes[i];
-        snprintf(lines[i], sizeof lines[i], "%d,%d,%d,%d,%d\n", s->batch, s->heads, s->seq, s->head_dim,
-                 s->causal ? 1 : 0);
+        size_t used = 0;
+        lines[i][0] = '\0';
+        for (int f = 0; f < c->task_ops->n_shape_fields; f++)
+            used += (size_t)snprintf(lines[i] + used, sizeof lines[i] - used, "%s%lld", f ? "," : "", s->v[f]);
+        snprintf(lines[i] + used, sizeof lines[i] - used, "\n");
         sorted[i] = lines[i];
     }
     qsort(sorted, (size_t)c->n_shapes, sizeof sorted[0], cmp_str);
@@ -292,7 +290,7 @@ typedef enum { OPEN, CLOSED } bound;
 static evo_status as_double(loader *L, const yaml_node_t *n, const char *path, double lo, bound lob, double hi,
                             bound hib, double *out)
 {
-    const char *v;
+    const char *v = NULL;
     TRY(need_scalar(L, n, path, "a number", &v));
     char *end;
     errno = 0;
@@ -588,17 +586,55 @@ static evo_status load_space(loader *L, const yaml_node_t *root)
 
 /* ---- shapes ---- */
 
+/* One value of a typed field (task.h): written plain, in range, one of the legal values. */
+static evo_status load_field(loader *L, const yaml_node_t *v, const char *path, const evo_field *f, double *out)
+{
+    char why[256];
+    switch (f->type) {
+    case EVO_FIELD_BOOL: {
+        bool b;
+        TRY(as_bool(L, v, path, &b));
+        *out = b;
+        return EVO_OK;
+    }
+    case EVO_FIELD_ENUM: {
+        int i;
+        TRY(as_name(L, v, path, f->names, f->name, &i));
+        *out = i;
+        return EVO_OK;
+    }
+    case EVO_FIELD_REAL:
+        return as_double(L, v, path, f->rmin, CLOSED, f->rmax, CLOSED, out);
+    case EVO_FIELD_INT: break;
+    }
+    long long x;
+    TRY(as_int(L, v, path, f->n_allowed ? LLONG_MIN : f->min, f->n_allowed ? LLONG_MAX : f->max, &x));
+    if (!evo_field_check(f, (double)x, why, sizeof why)) return FAIL(L, v, path, "%s", why);
+    *out = (double)x;
+    return EVO_OK;
+}
+
+/* A shape: its name and the task's fields. Correctness shapes leave the axis fields out: they are checked with every
+ * value listed under correctness.<field>. */
 static evo_status load_shape(loader *L, const yaml_node_t *n, const char *path, bool timed, evo_shape *out)
 {
-    static const char *const timed_keys[] = {"name", "batch", "heads", "seq", "head_dim", "causal", NULL};
-    static const char *const check_keys_[] = {"name", "batch", "heads", "seq", "head_dim", NULL};
+    const evo_task *t = L->task;
+    const char *keys[EVO_FIELDS_MAX + 2];
+    int nk = 0;
     char p[PATH_MAX_LEN];
+    keys[nk++] = "name";
+    for (int i = 0; i < t->n_shape_fields; i++)
+        if (timed || !t->shape_fields[i].axis) keys[nk++] = t->shape_fields[i].name;
+    keys[nk] = NULL;
     TRY(need_kind(L, n, path, YAML_MAPPING_NODE));
-    if (!timed && get(L, n, "causal"))
-        return FAIL(L, n, sub(p, path, "causal"),
-                    "correctness shapes are checked with every setting of correctness.causal; say it there");
-    TRY(check_keys(L, n, path, timed ? timed_keys : check_keys_));
+    for (int i = 0; !timed && i < t->n_shape_fields; i++)
+        if (t->shape_fields[i].axis && get(L, n, t->shape_fields[i].name))
+            return FAIL(L, n, sub(p, path, t->shape_fields[i].name),
+                        "correctness shapes are checked with every setting of correctness.%s; say it there",
+                        t->shape_fields[i].name);
+    TRY(check_keys(L, n, path, keys));
     memset(out, 0, sizeof *out);
+    out->task = t;
     yaml_node_t *v;
     const char *name;
     TRY(need(L, n, path, "name", &v));
@@ -607,23 +643,18 @@ static evo_status load_shape(loader *L, const yaml_node_t *n, const char *path, 
         if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '-' || *c == '.'))
             return FAIL(L, v, p, "'%s' is not a shape name (letters, digits, '_', '-', '.')", name);
     strcpy(out->name, name);
-    static const struct {
-        const char *key;
-        int hi;
-    } dims[] = {{"batch", 65535}, {"heads", 65535}, {"seq", 1 << 20}};
-    int *fields[] = {&out->batch, &out->heads, &out->seq};
-    for (int i = 0; i < 3; i++) {
-        TRY(need(L, n, path, dims[i].key, &v));
-        TRY(as_i32(L, v, sub(p, path, dims[i].key), 1, dims[i].hi, fields[i]));
+    for (int i = 0; i < t->n_shape_fields; i++) {
+        const evo_field *f = &t->shape_fields[i];
+        double x = f->dflt;
+        v = NULL;
+        if (!timed && f->axis) x = 0;
+        else if (f->dflt == (double)EVO_FIELD_REQUIRED) TRY(need(L, n, path, f->name, &v));
+        else v = get(L, n, f->name);
+        if (v) TRY(load_field(L, v, sub(p, path, f->name), f, &x));
+        out->v[i] = (long long)x;
     }
-    TRY(need(L, n, path, "head_dim", &v));
-    TRY(as_i32(L, v, sub(p, path, "head_dim"), INT32_MIN, INT32_MAX, &out->head_dim));
-    if (out->head_dim != 64 && out->head_dim != 128)
-        return FAIL(L, v, p, "head_dim %d is not supported (64 or 128)", out->head_dim);
-    double elems = (double)out->batch * out->heads * out->seq * out->head_dim;
-    if (elems > 2147483647.0)
-        return FAIL(L, n, path, "batch*heads*seq*head_dim = %.0f elements, more than 2^31-1 per tensor", elems);
-    TRY(opt_bool(L, n, path, "causal", &out->causal));
+    char why[256];
+    if (t->shape_check && !t->shape_check(out, why, sizeof why)) return FAIL(L, n, path, "%s", why);
     return EVO_OK;
 }
 
@@ -665,8 +696,11 @@ static evo_status load_shape_list(loader *L, const yaml_node_t *list, const char
 
 static evo_status load_correctness(loader *L, const yaml_node_t *root)
 {
-    static const char *const keys[] = {"seeds", "timed_seeds", "distributions", "causal", "shapes", "tolerance",
-                                       NULL};
+    const char *keys[8 + EVO_FIELDS_MAX] = {"seeds", "timed_seeds", "distributions", "shapes", "tolerance"};
+    int nk = 5;
+    for (int a = 0; a < L->c->correctness.n_axes; a++)
+        keys[nk++] = L->task->shape_fields[L->c->correctness.axes[a].field].name;
+    keys[nk] = NULL;
     static const char *const tol_keys[] = {"rel_l2", "atol", "rtol", "max_frac_over", NULL};
     char p[PATH_MAX_LEN];
     const char *path = "correctness";
@@ -708,18 +742,28 @@ static evo_status load_correctness(loader *L, const yaml_node_t *root)
         }
         L->c->correctness.n_dists = n;
     }
-    if ((v = get(L, m, "causal"))) {
-        sub(p, path, "causal");
+    for (int a = 0; a < L->c->correctness.n_axes; a++) {
+        const evo_field *f = &L->task->shape_fields[L->c->correctness.axes[a].field];
+        if (!(v = get(L, m, f->name))) continue;
+        sub(p, path, f->name);
         TRY(need_kind(L, v, p, YAML_SEQUENCE_NODE));
-        int n = N_ITEMS(v);
-        if (n < 1 || n > 2) return FAIL(L, v, p, "give [false], [true] or [false, true]");
-        for (int i = 0; i < n; i++) {
-            char q[PATH_MAX_LEN];
-            TRY(as_bool(L, ITEM(L, v, i), item(q, p, i), &L->c->correctness.causal[i]));
-            if (i == 1 && L->c->correctness.causal[0] == L->c->correctness.causal[1])
-                return FAIL(L, ITEM(L, v, i), q, "%s given twice", L->c->correctness.causal[1] ? "true" : "false");
+        const int n = N_ITEMS(v), max = (int)EVO_ARRAY_LEN(L->c->correctness.axes[a].values);
+        if (n < 1 || n > max) {
+            if (f->type == EVO_FIELD_BOOL) return FAIL(L, v, p, "give [false], [true] or [false, true]");
+            return FAIL(L, v, p, "%d values: give 1 to %d", n, max);
         }
-        L->c->correctness.n_causal = n;
+        for (int i = 0; i < n; i++) {
+            char q[PATH_MAX_LEN], text[64];
+            double x;
+            TRY(load_field(L, ITEM(L, v, i), item(q, p, i), f, &x));
+            for (int j = 0; j < i; j++)
+                if (L->c->correctness.axes[a].values[j] == (long long)x) {
+                    evo_field_value_text(f, x, text, sizeof text);
+                    return FAIL(L, ITEM(L, v, i), q, "%s given twice", text);
+                }
+            L->c->correctness.axes[a].values[i] = (long long)x;
+        }
+        L->c->correctness.axes[a].n = n;
     }
     if ((v = get(L, m, "shapes"))) TRY(load_shape_list(L, v, sub(p, path, "shapes"), false));
     L->c->correctness.timed_seeds = L->c->correctness.n_seeds;
@@ -854,19 +898,13 @@ static evo_status load_compile(loader *L, const yaml_node_t *root)
 
 static void set_defaults(evo_config *c)
 {
-    snprintf(c->task, sizeof c->task, "attention_fp8");
-    c->format = EVO_FMT_E4M3;
     snprintf(c->arch, sizeof c->arch, "auto");
-    c->softmax_scale = 0;
     static const uint64_t seeds[] = {0, 1, 2};
     memcpy(c->correctness.seeds, seeds, sizeof seeds);
     c->correctness.n_seeds = 3;
     c->correctness.timed_seeds = 3;
     for (int d = 0; d < EVO_DIST_COUNT; d++) c->correctness.dists[d] = (evo_dist)d;
     c->correctness.n_dists = EVO_DIST_COUNT;
-    c->correctness.causal[0] = false;
-    c->correctness.causal[1] = true;
-    c->correctness.n_causal = 2;
     c->correctness.tol = (evo_tolerance){.rel_l2 = 2e-3, .atol = 2e-2, .rtol = 2e-2, .max_frac_over = 0};
     c->timing.warmup = 3;
     c->timing.repetitions = 20;
@@ -889,34 +927,61 @@ static void set_defaults(evo_config *c)
     c->compile.allow_spills = false;
 }
 
+/* The task's defaults: its options and the values every correctness case is checked with along each axis field. */
+static void set_task_defaults(evo_config *c, const evo_task *t)
+{
+    c->task_ops = t;
+    snprintf(c->task, sizeof c->task, "%s", t->name);
+    for (int i = 0; i < t->n_options; i++) c->options[i] = t->options[i].dflt;
+    c->correctness.n_axes = 0;
+    for (int i = 0; i < t->n_shape_fields; i++) {
+        const evo_field *f = &t->shape_fields[i];
+        if (!f->axis) continue;
+        EVO_ASSERT(f->n_axis_default >= 1 && f->n_axis_default <= (int)EVO_ARRAY_LEN(c->correctness.axes[0].values));
+        c->correctness.axes[c->correctness.n_axes].field = i;
+        memcpy(c->correctness.axes[c->correctness.n_axes].values, f->axis_default,
+               (size_t)f->n_axis_default * sizeof f->axis_default[0]);
+        c->correctness.axes[c->correctness.n_axes++].n = f->n_axis_default;
+    }
+}
+
 static evo_status load_root(loader *L, const yaml_node_t *root)
 {
-    static const char *const keys[] = {"task",     "format", "arch",   "softmax_scale", "space",     "baseline",
-                                       "seeds",    "shapes", "correctness", "timing",   "evolution", "regression",
-                                       "compile",  "fitness", NULL};
-    static const char *const formats[] = {"e4m3", "u8sim", NULL};
+    static const char *const base_keys[] = {"task",  "arch",        "space",  "baseline",  "seeds",
+                                            "shapes", "correctness", "timing", "evolution", "regression",
+                                            "compile", "fitness"};
     static const char *const fitness_kinds[] = {"geomean", "worst", NULL};
     evo_config *c = L->c;
     yaml_node_t *v;
     const char *s;
     TRY(need_kind(L, root, "", YAML_MAPPING_NODE));
-    TRY(check_keys(L, root, "", keys));
 
-    TRY(need(L, root, "", "task", &v));
+    /* The task first: the keys it owns join the known ones. */
+    const char *keys[EVO_ARRAY_LEN(base_keys) + 4 * EVO_FIELDS_MAX + 1];
+    int nk = 0;
+    for (size_t i = 0; i < EVO_ARRAY_LEN(base_keys); i++) keys[nk++] = base_keys[i];
+    if (!(v = get(L, root, "task"))) { /* unknown keys first, knowing every task's */
+        for (int t = 0; evo_tasks[t] && t < 4; t++)
+            for (int i = 0; i < evo_tasks[t]->n_options; i++) keys[nk++] = evo_tasks[t]->options[i].name;
+        keys[nk] = NULL;
+        TRY(check_keys(L, root, "", keys));
+        TRY(need(L, root, "", "task", &v));
+    }
     TRY(as_str(L, v, "task", EVO_NAME_MAX, &s));
     L->task = evo_task_find(s);
     if (!L->task) {
-        char all[256] = "";
-        for (int i = 0; evo_tasks[i]; i++)
-            snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", evo_tasks[i]->name);
+        char all[256];
+        evo_task_names(all, sizeof all);
         return FAIL(L, v, "task", "unknown task '%s' (known: %s)", s, all);
     }
-    strcpy(c->task, s);
-    if ((v = get(L, root, "format"))) {
-        int f;
-        TRY(as_name(L, v, "format", formats, "format", &f));
-        c->format = (evo_format)f;
-    }
+    set_task_defaults(c, L->task);
+    nk = (int)EVO_ARRAY_LEN(base_keys);
+    for (int i = 0; i < L->task->n_options; i++) keys[nk++] = L->task->options[i].name;
+    keys[nk] = NULL;
+    TRY(check_keys(L, root, "", keys));
+    for (int i = 0; i < L->task->n_options; i++)
+        if ((v = get(L, root, L->task->options[i].name)))
+            TRY(load_field(L, v, L->task->options[i].name, &L->task->options[i], &c->options[i]));
     if ((v = get(L, root, "arch"))) {
         TRY(as_str(L, v, "arch", sizeof c->arch, &s));
         evo_device_limits lim;
@@ -924,7 +989,6 @@ static evo_status load_root(loader *L, const yaml_node_t *root)
             return FAIL(L, v, "arch", "unknown architecture '%s' (known: auto, sm_80, sm_86, sm_89, sm_90)", s);
         strcpy(c->arch, s);
     }
-    TRY(opt_double(L, root, "", "softmax_scale", 0, CLOSED, 1e6, CLOSED, &c->softmax_scale));
     if ((v = get(L, root, "fitness"))) {
         int f;
         TRY(as_name(L, v, "fitness", fitness_kinds, "fitness", &f));

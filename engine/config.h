@@ -16,33 +16,23 @@
 
 #include "evo.h"
 #include "space.h"
+#include "task.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#define EVO_NAME_MAX 32
 #define EVO_MAX_SHAPES 64
-
-typedef enum { EVO_FMT_E4M3 = 0, EVO_FMT_U8SIM = 1, EVO_FMT_COUNT } evo_format;
-const char *evo_format_name(evo_format f); /* "e4m3", "u8sim" */
-int evo_format_parse(const char *name, evo_format *f);
 
 typedef enum {
     EVO_DIST_NORMAL = 0, /* N(0,1)                                          */
     EVO_DIST_UNIFORM,    /* U(-1,1)                                         */
     EVO_DIST_OUTLIERS,   /* N(0,1) + N(0,100) * Bernoulli(0.001)             */
-    EVO_DIST_ZERO_HEAD,  /* N(0,1) with head 0 of batch 0 all zeros in Q,K,V */
+    EVO_DIST_ZERO_HEAD,  /* N(0,1) with head 0 of batch 0 all zeros in every input */
     EVO_DIST_LARGE,      /* N(0,1) * 30: huge logits                        */
     EVO_DIST_COUNT
 } evo_dist;
 const char *evo_dist_name(evo_dist d); /* "normal", "uniform", "outliers", "zero_head", "large" */
 int evo_dist_parse(const char *name, evo_dist *d);
-
-typedef struct {
-    char name[EVO_NAME_MAX];
-    int batch, heads, seq, head_dim;
-    bool causal;
-} evo_shape;
 
 typedef struct {
     double rel_l2;        /* ||out - ref|| / ||ref|| must be <= this                                */
@@ -60,13 +50,13 @@ typedef enum {
  * shows one. */
 const char *evo_fitness_describe(evo_fitness f);
 
-typedef struct {
+typedef struct evo_config {
     char *path;        /* as given */
     char *text;        /* the whole file, stored with each run for provenance */
     char task[EVO_NAME_MAX];   /* "attention_fp8" */
-    evo_format format;
+    const evo_task *task_ops;  /* the task's table */
     char arch[16];     /* "auto" or "sm_90" ... */
-    double softmax_scale;      /* 0 = 1/sqrt(head_dim) */
+    double options[EVO_FIELDS_MAX]; /* the task's options (task->options order): top-level keys it owns */
 
     evo_space *space;
     evo_genome baseline;
@@ -83,8 +73,12 @@ typedef struct {
         int timed_seeds;  /* the timed shapes (large) are checked with the first timed_seeds seeds only */
         evo_dist dists[EVO_DIST_COUNT];
         int n_dists;
-        bool causal[2];   /* which causal settings every correctness shape is checked with */
-        int n_causal;
+        struct {
+            int field;            /* a shape field with axis = true (task.h)                     */
+            long long values[4];  /* every correctness case is checked with each of these values  */
+            int n;
+        } axes[EVO_FIELDS_MAX];   /* one per axis field of the task, in the task's field order   */
+        int n_axes;
         evo_shape shapes[EVO_MAX_SHAPES]; /* checked in addition to `shapes` */
         int n_shapes;
         evo_tolerance tol;
@@ -132,6 +126,7 @@ void evo_config_free(evo_config *c);
 void evo_config_shape_set_key(const evo_config *c, char hex[65]);
 /* The key of the timed shapes alone, whatever the fitness kind (what was measured; replay looks results up by it). */
 void evo_config_measured_key(const evo_config *c, char hex[65]);
-int evo_shape_format(const evo_shape *s, char *buf, size_t n); /* "long(2,8,2048,64)" + " causal" */
+/* A task option's value by name (evo_task.options); def when the task has none of that name. */
+double evo_config_option(const evo_config *c, const char *name, double def);
 
 #endif

@@ -125,13 +125,10 @@ static void fill_request(const evo_evaluator *e, const evo_candidate *c, const c
     rq->n_variants = c->prog.n_variants;
     for (int k = 0; k < c->prog.n_variants; k++) {
         const evo_variant *v = &c->prog.variants[k];
-        evo_eval_variant *rv = &rq->variants[k];
-        rv->head_dim = v->head_dim;
-        rv->format = v->format;
+        evo_variant *rv = &rq->variants[k];
+        *rv = *v;
         const char *sym = k < c->cr.n_kernels && c->cr.kernels[k].lowered ? c->cr.kernels[k].lowered : v->name_expr;
-        snprintf(rv->symbol, sizeof rv->symbol, "%s", sym);
-        rv->threads = v->threads, rv->rows_per_block = v->rows_per_block, rv->smem_bytes = v->smem_bytes;
-        rv->min_waves = v->min_waves;
+        snprintf(rv->name_expr, sizeof rv->name_expr, "%s", sym);
     }
     rq->check = rq->time = true;
     rq->n_best = e->full_timing ? 0 : e->cfg->n_shapes;
@@ -328,6 +325,7 @@ evo_status evo_evaluator_sanitize(evo_evaluator *e, const evo_candidate *c, cons
     fill_request(e, c, path, &rq);
     evo_sanitize_job job = {.sanitizer = sanitizer, .gpu = evo_pool_hello(e->pool, 0)->gpu,
                             .config_path = e->config_path, .dir = e->work_dir, .label = label,
+                            .kernel_prefix = e->cfg->task_ops->kernel_prefix,
                             .fake = getenv("EVO_FAKE_WORKER"), .interrupt = e->interrupt};
     for (int t = 0; t < n_tools && s == EVO_OK; t++) {
         job.tool = tools[t];

@@ -18,8 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ABI_HEADER "evo_attention_abi.h"
-#define HARNESS "export_harness.cu"
 #define ALL_ELITES (1 << 30)
 #define BEST_LOOKAHEAD 1000 /* hand-written files ranked above the best searched kernel that --best passes over */
 
@@ -175,17 +173,17 @@ void evo_export_default_name(const evo_export_src *src, char *buf, size_t n)
              src->cand.key ? src->cand.key : "");
 }
 
-/* ---- the file ---- */
+/* ---- helpers for a task's export body (export.h) ---- */
 
-/* The template with its #include of the ABI header turned into a comment (the header is inlined above it). */
-static void append_template(evo_str *o, const char *text)
+void evo_export_append_template(evo_str *o, const char *text, const char *header)
 {
-    static const char inc[] = "#include \"" ABI_HEADER "\"";
+    char inc[160];
+    const int inc_len = snprintf(inc, sizeof inc, "#include \"%s\"", header);
     for (const char *p = text; *p;) {
         const char *eol = strchr(p, '\n');
         const size_t len = eol ? (size_t)(eol - p) : strlen(p);
-        if (len == sizeof inc - 1 && strncmp(p, inc, len) == 0)
-            evo_str_append(o, "/* #include \"" ABI_HEADER "\": inlined above */");
+        if (len == (size_t)inc_len && strncmp(p, inc, len) == 0)
+            evo_str_appendf(o, "/* #include \"%s\": inlined above */", header);
         else
             evo_str_appendn(o, p, len);
         if (eol) evo_str_append(o, "\n");
@@ -194,8 +192,7 @@ static void append_template(evo_str *o, const char *text)
     if (o->len && o->p[o->len - 1] != '\n') evo_str_append(o, "\n");
 }
 
-/* A C string literal of s (genome texts and keys hold no quotes or backslashes, but be safe). */
-static void append_cstring(evo_str *o, const char *s)
+void evo_export_append_cstring(evo_str *o, const char *s)
 {
     evo_str_append(o, "\"");
     for (; *s; s++) {
@@ -212,7 +209,7 @@ static void fmt_num(char *buf, size_t n, const char *fmt, double v)
     else snprintf(buf, n, fmt, v);
 }
 
-static const evo_shape_result *result_for(const evo_eval_rec *e, const evo_shape *sh)
+const evo_shape_result *evo_export_result_for(const evo_eval_rec *e, const evo_shape *sh)
 {
     char name[64];
     evo_shape_format(sh, name, sizeof name);
@@ -221,68 +218,36 @@ static const evo_shape_result *result_for(const evo_eval_rec *e, const evo_shape
     return NULL;
 }
 
-typedef struct {
-    const evo_export_src *src;
-    const evo_config *cfg;
-    const evo_program *prog;
-    const char *options; /* NVRTC options, space-separated */
-    const char *key_check;
-    const char *exported_at;
-    const char *file_name;
-} header_ctx;
-
-static void append_header(evo_str *o, const header_ctx *h)
+void evo_export_provenance_begin(evo_str *o, const evo_export_ctx *x)
 {
-    const evo_candidate_rec *c = &h->src->cand;
-    const evo_eval_rec *e = &h->src->eval;
-    const evo_run_rec *r = &h->src->run;
-    const evo_config *cfg = h->cfg;
-    const char *f = h->file_name;
-    evo_str_appendf(o,
-                    "/* %s — an FP8 attention forward kernel found by evo, specialised to one genome.\n"
-                    " * Standalone: plain nvcc builds it, without evo, its templates folder or -I.\n"
-                    " *\n"
-                    " *   nvcc -arch=%s -O3 -c %s                                  the launcher, to link\n"
-                    " *   nvcc -arch=%s -O3 -shared -Xcompiler -fPIC %s -o libevo_attn.so    for ctypes\n"
-                    " *   nvcc -arch=%s -O3 -DEVO_SELFTEST %s -o selftest && ./selftest    check and time\n"
-                    " *   (selftest [--check-only] [--shape NAME] [--reps N]; exit 0 only when every check passed)\n",
-                    f, c->arch, f, c->arch, f, c->arch, f);
-    evo_str_append(o,
-                   " *\n"
-                   " * Launcher (extern \"C\"; device pointers; layout [B, H, S, D] contiguous; scales: one float per\n"
-                   " * (batch, head), index b*H + h; returns the launch's cudaError_t as int, cudaErrorInvalidValue\n"
-                   " * for a head dim without a variant; asynchronous on `stream`):\n"
-                   " *   int evo_attention_forward(const void *q, const void *k, const void *v, const float *q_scale,\n"
-                   " *                             const float *k_scale, const float *v_scale, void *o, int batch,\n"
-                   " *                             int heads, int seq, int head_dim, int causal, float softmax_scale,\n"
-                   " *                             cudaStream_t stream);\n"
-                   " *   const char *evo_attention_genome(void);   int evo_attention_format(void);  (0 e4m3, 1 u8sim)\n"
-                   " * q, k, v hold 8-bit codes (format below, rules in evo_attention_abi.h); o is fp16. causal: key j\n"
-                   " * is masked for query i when j > i.\n"
-                   " *\n"
-                   " * Provenance\n");
+    const evo_candidate_rec *c = &x->src->cand;
     evo_str_appendf(o, " *   genome        %s\n", c->genome);
     evo_str_appendf(o, " *   key           %s (candidate %lld)\n", c->key, (long long)c->id);
-    evo_str_appendf(o, " *   task          %s, format %s, arch %s, head dims", c->task, evo_format_name(cfg->format),
-                    c->arch);
-    for (int v = 0; v < h->prog->n_variants; v++) evo_str_appendf(o, " %d", h->prog->variants[v].head_dim);
-    evo_str_appendf(o, "\n *   template      %s, SHA-256 %s\n", h->prog->program_name, c->template_hash);
+}
+
+void evo_export_provenance_end(evo_str *o, const evo_export_ctx *x, const char *errors_are)
+{
+    const evo_candidate_rec *c = &x->src->cand;
+    const evo_eval_rec *e = &x->src->eval;
+    const evo_run_rec *r = &x->src->run;
+    const evo_config *cfg = x->cfg;
+    evo_str_appendf(o, " *   template      %s, SHA-256 %s\n", x->prog->program_name, c->template_hash);
     evo_str_appendf(o, " *   compiled by   NVRTC %s with %s (nvcc needs none of these%s)\n", c->nvrtc_version,
-                    h->options, cfg->compile.extra_options && *cfg->compile.extra_options
+                    x->options, cfg->compile.extra_options && *cfg->compile.extra_options
                                     ? "; pass the config's extra options to it yourself"
                                     : "");
-    evo_str_appendf(o, " *   key check     %s\n", h->key_check);
+    evo_str_appendf(o, " *   key check     %s\n", x->key_check);
     evo_str_appendf(o, " *   measured on   %s, driver %s, %s, run %lld generation %d, by evo %s\n",
                     e->gpu ? e->gpu : (r->gpu ? r->gpu : "?"), r->driver ? r->driver : "?",
                     e->created_at ? e->created_at : "?", (long long)r->id, e->generation,
                     r->evo_version ? r->evo_version : "?");
     evo_str_appendf(o, " *   config        %s, as stored with run %lld\n", r->config_path ? r->config_path : "?",
                     (long long)r->id);
-    evo_str_appendf(o, " *   exported      %s by evo %s\n", h->exported_at, EVO_VERSION);
+    evo_str_appendf(o, " *   exported      %s by evo %s\n", x->exported_at, EVO_VERSION);
     evo_str_appendf(o, " *   fitness       %.3fx: %s of baseline time / this kernel's time\n", e->fitness,
                     evo_fitness_describe(cfg->fitness));
     evo_str_appendf(o, " *\n *   %-28s %10s %16s %8s %8s %9s %9s %10s\n", "shape", "median µs", "p10..p90 µs",
-                    "TFLOP/s", "speedup", "rel-L2", "max-abs", "e2e rel-L2");
+                    cfg->task_ops->rate_unit, "speedup", "rel-L2", "max-abs", "e2e rel-L2");
     double worst_rel = 0, worst_abs = 0;
     for (int i = 0; i < e->n_shapes; i++) {
         const evo_shape_result *s = &e->shapes[i];
@@ -291,7 +256,7 @@ static void append_header(evo_str *o, const header_ctx *h)
         fmt_num(p10, sizeof p10, "%.2f", s->p10_us);
         fmt_num(p90, sizeof p90, "%.2f", s->p90_us);
         snprintf(spread, sizeof spread, "%s..%s", p10, p90);
-        fmt_num(tf, sizeof tf, "%.1f", s->tflops);
+        fmt_num(tf, sizeof tf, "%.1f", s->rate);
         fmt_num(sp, sizeof sp, "%.3fx", s->speedup);
         evo_str_appendf(o, " *   %-28s %9s %15s %8s %8s %9.2e %9.2e %10.2e\n", s->shape, med, spread, tf, sp, s->rel_l2,
                         s->max_abs, s->e2e_rel_l2);
@@ -299,9 +264,9 @@ static void append_header(evo_str *o, const header_ctx *h)
         if (s->max_abs > worst_abs) worst_abs = s->max_abs;
     }
     evo_str_appendf(o,
-                    " *   errors: against the FP32 reference on the dequantized inputs (e2e: on the fp16 inputs);\n"
+                    " *   errors: %s;\n"
                     " *   worst over the timed shapes: rel-L2 %.2e, max-abs %.2e",
-                    worst_rel, worst_abs);
+                    errors_are, worst_rel, worst_abs);
     cJSON *d = e->detail ? cJSON_Parse(e->detail) : NULL;
     const cJSON *wr = d ? cJSON_GetObjectItemCaseSensitive(d, "worst_rel_l2") : NULL;
     const cJSON *nc = d ? cJSON_GetObjectItemCaseSensitive(d, "cases_checked") : NULL;
@@ -313,81 +278,13 @@ static void append_header(evo_str *o, const header_ctx *h)
                     "\n *   tolerances: rel-L2 <= %g; an element passes when |out - ref| <= %g x RMS(ref) + %g x |ref|;\n"
                     " *   fraction of elements allowed to fail that: %g\n",
                     t->rel_l2, t->atol, t->rtol, t->max_frac_over);
-    evo_str_append(o, " *\n * Variants (grid: ceil(S / rows) x H x B):\n");
-    for (int v = 0; v < h->prog->n_variants; v++) {
-        const evo_variant *x = &h->prog->variants[v];
-        evo_str_appendf(o, " *   head dim %3d: %s\n *                 %d threads, %d rows per block, %d bytes of dynamic "
-                           "shared memory\n",
-                        x->head_dim, x->name_expr, x->threads, x->rows_per_block, x->smem_bytes);
-    }
-    evo_str_append(o, " */\n");
-}
-
-static void append_genome_section(evo_str *o, const header_ctx *h)
-{
-    const evo_candidate_rec *c = &h->src->cand;
-    const evo_config *cfg = h->cfg;
-    evo_str_append(o, "\n/* ==== this genome (written by evo export) ==== */\n#define EVO_EXPORT_GENOME ");
-    append_cstring(o, c->genome);
-    evo_str_append(o, "\n#define EVO_EXPORT_KEY ");
-    append_cstring(o, c->key);
-    evo_str_append(o, "\n#define EVO_EXPORT_ARCH ");
-    append_cstring(o, c->arch);
-    evo_str_appendf(o, "\n#define EVO_EXPORT_FORMAT %s\n\n",
-                    cfg->format == EVO_FMT_E4M3 ? "EVO_FORMAT_E4M3" : "EVO_FORMAT_U8SIM");
-    for (int v = 0; v < h->prog->n_variants; v++)
-        evo_str_appendf(o, "template __global__ void %s(const evo_attn_params);\n", h->prog->variants[v].name_expr);
-    evo_str_append(o,
-                   "\nnamespace evo_export {\n\n"
-                   "struct variant {\n"
-                   "    int head_dim;\n"
-                   "    void (*kernel)(const evo_attn_params);\n"
-                   "    int threads, rows_per_block, smem_bytes; /* grid: ceil(S / rows_per_block) x H x B */\n"
-                   "    int min_waves; /* > 0: the large-problem variant, for grids of min_waves x SMs blocks or more */\n"
-                   "};\n"
-                   "static const variant variants[] = {\n");
-    for (int v = 0; v < h->prog->n_variants; v++) {
-        const evo_variant *x = &h->prog->variants[v];
-        evo_str_appendf(o, "    {%d, %s, %d, %d, %d, %d},\n", x->head_dim, x->name_expr, x->threads,
-                        x->rows_per_block, x->smem_bytes, x->min_waves);
-    }
-    evo_str_appendf(o,
-                    "};\n\n"
-                    "#ifdef EVO_SELFTEST\n"
-                    "/* The timed shapes of run %lld's config, with the median evo measured (µs). */\n"
-                    "struct shape {\n"
-                    "    const char *name;\n"
-                    "    int batch, heads, seq, head_dim, causal;\n"
-                    "    double evo_median_us;\n"
-                    "};\n"
-                    "static const shape timed_shapes[] = {\n",
-                    (long long)h->src->run.id);
-    for (int i = 0; i < cfg->n_shapes; i++) {
-        const evo_shape *s = &cfg->shapes[i];
-        const evo_shape_result *r = result_for(&h->src->eval, s);
-        evo_str_append(o, "    {");
-        append_cstring(o, s->name);
-        evo_str_appendf(o, ", %d, %d, %d, %d, %d, %.2f},\n", s->batch, s->heads, s->seq, s->head_dim, s->causal ? 1 : 0,
-                        r && isfinite(r->median_us) ? r->median_us : 0.0);
-    }
-    const evo_tolerance *t = &cfg->correctness.tol;
-    evo_str_appendf(o,
-                    "};\n\n"
-                    "/* Correctness tolerances and timing settings of that config. */\n"
-                    "static const double tol_rel_l2 = %.9g, tol_atol = %.9g, tol_rtol = %.9g, tol_max_frac_over = %.9g;\n"
-                    "static const double cfg_softmax_scale = %.9g; /* 0: 1/sqrt(head_dim) */\n"
-                    "static const int timing_warmup = %d, timing_repetitions = %d, timing_flush_l2 = %d;\n"
-                    "#endif\n\n"
-                    "} // namespace evo_export\n",
-                    t->rel_l2, t->atol, t->rtol, t->max_frac_over, cfg->softmax_scale, cfg->timing.warmup,
-                    cfg->timing.repetitions, cfg->timing.flush_l2 ? 1 : 0);
 }
 
 /* Renders the genome and checks it is what was measured: the same template text, and (when this machine's NVRTC
  * build is the one that compiled it) the same compile key. */
 static evo_status render_checked(const evo_export_src *src, const evo_config *cfg, const evo_task *task,
-                                 const char *abi, evo_program *prog, char *options, size_t options_len,
-                                 char *key_check, size_t key_check_len, evo_export_out *out, evo_err *err)
+                                 evo_program *prog, char *options, size_t options_len, char *key_check,
+                                 size_t key_check_len, evo_export_out *out, evo_err *err)
 {
     const evo_candidate_rec *c = &src->cand;
     evo_genome g;
@@ -395,7 +292,11 @@ static evo_status render_checked(const evo_export_src *src, const evo_config *cf
     if (s != EVO_OK)
         return evo_failv_prefix(err, EVO_E_DB, "candidate %lld's genome does not fit the config of run %lld",
                                 (long long)c->id, (long long)src->run.id);
-    s = task->render(cfg, &g, prog, err);
+    evo_device_limits lim;
+    if (evo_device_limits_for_arch(strncmp(c->arch, "sm_90", 5) == 0 ? "sm_90" : c->arch, &lim, NULL) != EVO_OK)
+        evo_device_limits_for_arch("sm_90", &lim, NULL);
+    snprintf(lim.arch, sizeof lim.arch, "%s", c->arch);
+    s = task->render(cfg, &g, &lim, prog, err);
     if (s != EVO_OK) return s;
     char hash[65];
     evo_sha256_hex(prog->source, strlen(prog->source), hash);
@@ -413,15 +314,16 @@ static evo_status render_checked(const evo_export_src *src, const evo_config *cf
     for (int i = 0; i < n_opts && used < options_len; i++)
         used += (size_t)snprintf(options + used, options_len - used, "%s%s", i ? " " : "", opts[i]);
     for (int v = 0; v < prog->n_variants; v++) exprs[v] = prog->variants[v].name_expr;
-    const evo_compile_header hdr = {ABI_HEADER, abi};
+    evo_compile_header hdr[8];
+    const int n_hdr = evo_task_headers(task, hdr, (int)EVO_ARRAY_LEN(hdr));
     const evo_compile_req req = {
         .source = prog->source,
         .program_name = prog->program_name,
         .name_exprs = exprs,
         .n_name_exprs = prog->n_variants,
-        .headers = &hdr,
-        .n_headers = 1,
-        .arch = c->arch,
+        .headers = hdr,
+        .n_headers = n_hdr,
+        .arch = prog->arch[0] ? prog->arch : c->arch,
         .options = opts,
         .n_options = n_opts,
         .timeout_s = cfg->compile.timeout_s,
@@ -456,39 +358,29 @@ evo_status evo_export_render(const evo_export_src *src, const char *exported_at,
     snprintf(name, sizeof name, "%s", run->config_path ? run->config_path : "stored config");
     evo_status s = evo_config_parse(name, run->config_text, strlen(run->config_text), &cfg, err);
     if (s != EVO_OK) return evo_failv_prefix(err, s, "the config stored with run %lld", (long long)run->id);
-    const evo_task *task = evo_task_find(cfg->task);
-    const char *abi = NULL, *harness = NULL;
+    const evo_task *task = cfg->task_ops;
     evo_program prog = {0};
     char options[1024], key_check[160], file_name[160], now[32];
-    if (!task || strcmp(task->name, "attention_fp8") != 0) {
-        s = evo_fail(err, EVO_E_USAGE, "export writes attention_fp8 kernels only (the launcher is its ABI); run %lld "
-                     "searched task '%s'", (long long)run->id, cfg->task);
+    if (!task->export_body) {
+        s = evo_fail(err, EVO_E_USAGE, "task '%s' has no standalone export; run %lld searched it", task->name,
+                     (long long)run->id);
     } else if (!c->task || strcmp(c->task, cfg->task) != 0) {
         s = evo_fail(err, EVO_E_DB, "candidate %lld is of task '%s' but run %lld searched '%s'", (long long)c->id,
                      c->task ? c->task : "?", (long long)run->id, cfg->task);
     }
-    if (s == EVO_OK) s = evo_template_get(ABI_HEADER, &abi, NULL, err);
-    if (s == EVO_OK) s = evo_template_get(HARNESS, &harness, NULL, err);
     if (s == EVO_OK)
-        s = render_checked(src, cfg, task, abi, &prog, options, sizeof options, key_check, sizeof key_check, out, err);
+        s = render_checked(src, cfg, task, &prog, options, sizeof options, key_check, sizeof key_check, out, err);
     if (s == EVO_OK) {
         if (!exported_at) {
             evo_utc_iso8601(now);
             exported_at = now;
         }
         evo_export_default_name(src, file_name, sizeof file_name);
-        const header_ctx h = {src, cfg, &prog, options, key_check, exported_at, file_name};
+        const evo_export_ctx x = {src, cfg, &prog, options, key_check, exported_at, file_name};
         evo_str o = {0};
-        append_header(&o, &h);
-        evo_str_append(&o, "\n#include <cuda_runtime.h>\n\n/* ==== " ABI_HEADER ", verbatim ==== */\n");
-        evo_str_append(&o, abi);
-        evo_str_appendf(&o, "\n/* ==== %s, verbatim but for its #include of the header above ==== */\n",
-                        task->template_file);
-        append_template(&o, prog.source);
-        append_genome_section(&o, &h);
-        evo_str_append(&o, "\n/* ==== launcher and self-test, the same in every exported kernel (" HARNESS ") ==== */\n");
-        evo_str_append(&o, harness);
-        out->text = evo_str_take(&o);
+        s = task->export_body(&x, &o, err);
+        if (s == EVO_OK) out->text = evo_str_take(&o);
+        evo_str_free(&o);
     }
     evo_program_free(&prog);
     evo_config_free(cfg);

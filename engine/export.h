@@ -10,10 +10,9 @@
  * render must give the same compile key, or the export says why not. Only candidates with an OK evaluation in a
  * run are exported; `evo check` files (genome "file:NAME") are hand-written and standalone already.
  *
- * The file is self-contained: templates/evo_attention_abi.h and the task's template inlined verbatim (the
- * template's #include of the ABI header becomes a comment), explicit instantiations of the variants (one per head
- * dim of the config's shapes), the variant table, then templates/export_harness.cu (launcher and self-test).
- * Only the attention_fp8 task is exportable: the launcher is its ABI.
+ * The file's text is the task's (evo_task.export_body): attention writes a provenance header, its ABI header and
+ * template inlined verbatim, explicit instantiations of the variants, the variant table, then its launcher and
+ * self-test. The helpers below give every task the same provenance block and template inlining.
  *
  * Ownership: evo_export_src and evo_export_out own their contents; free with the matching _free (zeroed records
  * are fine). Thread-safety: none of their own; the store handle is used by one thread at a time.
@@ -22,7 +21,10 @@
 #define EVO_EXPORT_H
 
 #include "evo.h"
+#include "config.h"
 #include "store.h"
+#include "task.h"
+#include "util.h"
 
 #include <stddef.h>
 
@@ -50,6 +52,30 @@ typedef struct {
  * template changed since the candidate was measured), EVO_E_USAGE (a task export does not know). */
 evo_status evo_export_render(const evo_export_src *src, const char *exported_at, evo_export_out *out, evo_err *err);
 void evo_export_out_free(evo_export_out *o);
+
+/* What a task's export_body gets: the candidate with its evaluation and run, the config of that run, the rendered
+ * program, the NVRTC options as one line, what the compile-key check found, the export date and the file name. */
+typedef struct evo_export_ctx {
+    const evo_export_src *src;
+    const evo_config *cfg;
+    const evo_program *prog;
+    const char *options;
+    const char *key_check;
+    const char *exported_at;
+    const char *file_name;
+} evo_export_ctx;
+
+/* Provenance lines of the file's top comment, for a task's export_body: begin writes genome and key; end writes
+ * template, compiler, key check, where and when it was measured, config, export, fitness, the per-shape table,
+ * what the errors are measured against (errors_are) and the tolerances. */
+void evo_export_provenance_begin(evo_str *o, const evo_export_ctx *x);
+void evo_export_provenance_end(evo_str *o, const evo_export_ctx *x, const char *errors_are);
+/* The template text with its `#include "header"` line turned into a comment (the header is inlined above it). */
+void evo_export_append_template(evo_str *o, const char *text, const char *header);
+/* s as a C string literal. */
+void evo_export_append_cstring(evo_str *o, const char *s);
+/* The stored result of shape sh in e (matched by its text), NULL when none. */
+const evo_shape_result *evo_export_result_for(const evo_eval_rec *e, const evo_shape *sh);
 
 /* "<task>-<arch>-<first 8 hex of the key>.cu" */
 void evo_export_default_name(const evo_export_src *src, char *buf, size_t n);

@@ -1,6 +1,7 @@
 /* main.c — evo's entry point: the subcommand table, usage texts, the only place that prints errors and chooses
  * the exit code, and the small helpers the commands share (cli.h). */
 #include "cli.h"
+#include "task.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -256,6 +257,33 @@ void evo_json_num(cJSON *o, const char *name, double v)
 {
     if (isfinite(v)) cJSON_AddNumberToObject(o, name, v);
     else cJSON_AddNullToObject(o, name);
+}
+
+const evo_task *evo_cli_task_of(const char *name)
+{
+    const evo_task *t = name ? evo_task_find(name) : NULL;
+    return t ? t : evo_task_find("attention_fp8");
+}
+
+cJSON *evo_json_shape_result(const evo_shape_result *r, const evo_task *task)
+{
+    cJSON *s = cJSON_CreateObject();
+    evo_json_str(s, "shape", r->shape);
+    cJSON *fields = cJSON_Parse(r->fields[0] ? r->fields : "{}");
+    for (cJSON *f = fields ? fields->child : NULL; f; f = f->next)
+        cJSON_AddItemToObject(s, f->string, cJSON_Duplicate(f, 1));
+    cJSON_Delete(fields);
+    evo_json_num(s, "median_us", r->median_us);
+    evo_json_num(s, "p10_us", r->p10_us);
+    evo_json_num(s, "p90_us", r->p90_us);
+    evo_json_num(s, "baseline_us", r->baseline_us);
+    evo_json_num(s, "speedup", r->speedup);
+    evo_json_num(s, task ? task->rate_key : "rate", r->rate);
+    evo_json_num(s, "max_abs", r->max_abs);
+    evo_json_num(s, "rel_l2", r->rel_l2);
+    evo_json_num(s, "e2e_rel_l2", r->e2e_rel_l2);
+    evo_json_num(s, "e2e_rmse", r->e2e_rmse);
+    return s;
 }
 
 void evo_json_str(cJSON *o, const char *name, const char *s)

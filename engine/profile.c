@@ -408,7 +408,9 @@ static evo_status ncu_run(const evo_ncu_job *job, const char *metrics, long skip
     snprintf(reps, sizeof reps, "%d", EVO_NCU_REPS);
     char *argv[32];
     int k = 0;
-    const char *fixed[] = {"--clock-control", "none", "--target-processes", "all", "--kernel-name", "regex:evo_attn"};
+    char filter[96];
+    snprintf(filter, sizeof filter, "regex:%s", job->kernel_prefix ? job->kernel_prefix : ".");
+    const char *fixed[] = {"--clock-control", "none", "--target-processes", "all", "--kernel-name", filter};
     argv[k++] = (char *)job->ncu;
     for (size_t i = 0; i < EVO_ARRAY_LEN(fixed); i++) argv[k++] = (char *)fixed[i];
     if (skip >= 0) {

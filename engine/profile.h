@@ -6,7 +6,7 @@
  * the kernel it makes. ncu runs it twice: first recording only each launch's grid size (no replay, so quick; the
  * duration where this ncu lacks that statistic) to count the kernel's launches N, then with the metrics and --launch-skip N - R + EVO_NCU_LAUNCH_SKIP
  * --launch-count 1, so the one profiled launch is a timed one, never a correctness or warm-up launch. Both runs
- * pass --clock-control none (the GPU's own clocks, as evo timed it) and filter on kernels whose name holds evo_attn.
+ * pass --clock-control none (the GPU's own clocks, as evo timed it) and filter on kernels whose name holds the task's kernel_prefix (evo_attn).
  *
  * Call order: evo_profile_find_tool for ncu and nvcc, then evo_ncu_profile once per shape. evo_ncu_parse_csv,
  * evo_ncu_summarize and evo_ncu_diagnose are the pure parts of evo_ncu_profile (tested on captured text).
@@ -85,6 +85,7 @@ typedef struct {
     const char *ncu;   /* from evo_profile_find_tool */
     const char *exe;   /* the built self-test */
     const char *shape; /* the self-test's name of the shape (the timed shape's config name, e.g. "mission") */
+    const char *kernel_prefix; /* only kernels whose name holds this are profiled (the task's, e.g. "evo_attn") */
     int timeout_s;     /* per ncu run; 0 = EVO_NCU_TIMEOUT_S */
 } evo_ncu_job;
 

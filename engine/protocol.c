@@ -406,16 +406,13 @@ char *evo_proto_encode_eval_request(const evo_eval_request *r)
     cJSON_AddStringToObject(o, "program", r->program);
     cJSON *vars = cJSON_AddArrayToObject(o, "variants");
     for (int i = 0; i < r->n_variants; i++) {
-        const evo_eval_variant *v = &r->variants[i];
-        EVO_ASSERT((unsigned)v->format < EVO_FMT_COUNT);
+        const evo_variant *v = &r->variants[i];
         cJSON *vo = cJSON_CreateObject();
-        add_int(vo, "head_dim", v->head_dim);
-        cJSON_AddStringToObject(vo, "format", evo_format_name(v->format));
-        cJSON_AddStringToObject(vo, "symbol", v->symbol);
+        cJSON_AddStringToObject(vo, "symbol", v->name_expr);
         add_int(vo, "threads", v->threads);
-        add_int(vo, "rows_per_block", v->rows_per_block);
         add_int(vo, "smem_bytes", v->smem_bytes);
-        add_int(vo, "min_waves", v->min_waves);
+        cJSON *attr = cJSON_AddArrayToObject(vo, "attr");
+        for (int a = 0; a < EVO_FIELDS_MAX; a++) cJSON_AddItemToArray(attr, cJSON_CreateNumber((double)v->attr[a]));
         cJSON_AddItemToArray(vars, vo);
     }
     cJSON_AddBoolToObject(o, "check", r->check);
@@ -445,7 +442,7 @@ evo_status evo_proto_decode_eval_request(const char *line, evo_eval_request *out
     }
     for (int i = 0; i < n; i++) {
         const cJSON *vo = cJSON_GetArrayItem(arr, i);
-        evo_eval_variant *v = &out->variants[i];
+        evo_variant *v = &out->variants[i];
         where wv = {"eval request", "", err};
         snprintf(wv.prefix, sizeof wv.prefix, "variants[%d].", i);
         if (!cJSON_IsObject(vo)) {
@@ -454,24 +451,27 @@ evo_status evo_proto_decode_eval_request(const char *line, evo_eval_request *out
             s = bad(&w, key, "expected an object");
             goto done;
         }
-        char fmt[16];
-        TRY(get_int(&wv, vo, "head_dim", 1, 1024, &v->head_dim));
-        TRY(get_str(&wv, vo, "format", fmt, sizeof fmt));
-        if (evo_format_parse(fmt, &v->format) != 0) {
-            s = bad(&wv, "format", "\"%s\" is not e4m3 or u8sim", fmt);
-            goto done;
-        }
-        TRY(get_str(&wv, vo, "symbol", v->symbol, sizeof v->symbol));
-        if (!v->symbol[0]) {
+        TRY(get_str(&wv, vo, "symbol", v->name_expr, sizeof v->name_expr));
+        if (!v->name_expr[0]) {
             s = bad(&wv, "symbol", "empty");
             goto done;
         }
-        /* 0: a hand-written kernel declares its geometry in the module (<symbol>_launch) */
+        /* 0: a hand-written kernel declares its geometry in the module (task_gpu.h) */
         TRY(get_int(&wv, vo, "threads", 0, 1024, &v->threads));
-        TRY(get_int(&wv, vo, "rows_per_block", 0, 1 << 16, &v->rows_per_block));
         TRY(get_int(&wv, vo, "smem_bytes", 0, 1 << 24, &v->smem_bytes));
-        v->min_waves = 0; /* optional: 0, the variant for every problem of its head dim */
-        if (field(vo, "min_waves")) TRY(get_int(&wv, vo, "min_waves", 0, 1000, &v->min_waves));
+        const cJSON *attr;
+        int na;
+        TRY(get_array(&wv, vo, "attr", EVO_FIELDS_MAX, &attr, &na));
+        for (int a = 0; a < na; a++) {
+            const cJSON *x = cJSON_GetArrayItem(attr, a);
+            if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) || fabs(x->valuedouble) > 9e15) {
+                char key[32];
+                snprintf(key, sizeof key, "attr[%d]", a);
+                s = bad(&wv, key, "expected an integer");
+                goto done;
+            }
+            v->attr[a] = (long long)x->valuedouble;
+        }
     }
     out->n_variants = n;
     TRY(get_bool(&w, root, "check", &out->check));
@@ -515,17 +515,20 @@ evo_status evo_proto_encode_eval_reply(const evo_eval_reply *r, char **line, evo
         const evo_shape_result *x = &r->shapes[i];
         cJSON *so = cJSON_CreateObject();
         cJSON_AddStringToObject(so, "shape", x->shape);
-        add_int(so, "batch", x->batch);
-        add_int(so, "heads", x->heads);
-        add_int(so, "seq", x->seq);
-        add_int(so, "head_dim", x->head_dim);
-        cJSON_AddBoolToObject(so, "causal", x->causal != 0);
+        cJSON *fields = cJSON_Parse(x->fields[0] ? x->fields : "{}");
+        if (!cJSON_IsObject(fields)) {
+            cJSON_Delete(fields);
+            cJSON_Delete(o);
+            return evo_fail(err, EVO_E_INTERNAL, "eval reply: shapes[%d].fields is not a JSON object: %.200s", i,
+                            x->fields);
+        }
+        cJSON_AddItemToObject(so, "fields", fields);
         add_double(so, "median_us", x->median_us);
         add_double(so, "p10_us", x->p10_us);
         add_double(so, "p90_us", x->p90_us);
         add_double(so, "baseline_us", x->baseline_us);
         add_double(so, "speedup", x->speedup);
-        add_double(so, "tflops", x->tflops);
+        add_double(so, "rate", x->rate);
         add_double(so, "max_abs", x->max_abs);
         add_double(so, "rel_l2", x->rel_l2);
         add_double(so, "e2e_rel_l2", x->e2e_rel_l2);
@@ -575,20 +578,23 @@ evo_status evo_proto_decode_eval_reply(const char *line, evo_eval_reply *out, ev
             s = bad(&w, key, "expected an object");
             goto done;
         }
-        bool causal = false;
         TRY(get_str(&ws, so, "shape", x->shape, sizeof x->shape));
-        TRY(get_int(&ws, so, "batch", 0, 1 << 30, &x->batch));
-        TRY(get_int(&ws, so, "heads", 0, 1 << 30, &x->heads));
-        TRY(get_int(&ws, so, "seq", 0, 1 << 30, &x->seq));
-        TRY(get_int(&ws, so, "head_dim", 0, 1 << 30, &x->head_dim));
-        TRY(get_bool(&ws, so, "causal", &causal));
-        x->causal = causal;
+        const cJSON *fields = field(so, "fields");
+        char *ft = cJSON_IsObject(fields) ? cJSON_PrintUnformatted(fields) : NULL;
+        if (!ft || strlen(ft) >= sizeof x->fields) {
+            s = ft ? bad(&ws, "fields", "longer than %zu bytes", sizeof x->fields - 1)
+                   : bad(&ws, "fields", "expected an object");
+            free(ft);
+            goto done;
+        }
+        strcpy(x->fields, ft);
+        free(ft);
         TRY(get_double(&ws, so, "median_us", &x->median_us));
         TRY(get_double(&ws, so, "p10_us", &x->p10_us));
         TRY(get_double(&ws, so, "p90_us", &x->p90_us));
         TRY(get_double(&ws, so, "baseline_us", &x->baseline_us));
         TRY(get_double(&ws, so, "speedup", &x->speedup));
-        TRY(get_double(&ws, so, "tflops", &x->tflops));
+        TRY(get_double(&ws, so, "rate", &x->rate));
         TRY(get_double(&ws, so, "max_abs", &x->max_abs));
         TRY(get_double(&ws, so, "rel_l2", &x->rel_l2));
         TRY(get_double(&ws, so, "e2e_rel_l2", &x->e2e_rel_l2));
@@ -613,4 +619,13 @@ void evo_eval_reply_free(evo_eval_reply *r)
 {
     free(r->detail);
     r->detail = NULL;
+}
+
+void evo_shape_result_set_shape(evo_shape_result *r, const evo_shape *s)
+{
+    evo_shape_format(s, r->shape, sizeof r->shape);
+    evo_str t = {0};
+    evo_shape_fields_json(s, &t);
+    snprintf(r->fields, sizeof r->fields, "%s", evo_str_cstr(&t));
+    evo_str_free(&t);
 }

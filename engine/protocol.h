@@ -30,7 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define EVO_PROTOCOL_VERSION 1
+#define EVO_PROTOCOL_VERSION 2
 #define EVO_PROTO_PATH_MAX 4096
 #define EVO_PROTO_SYMBOL_MAX 512
 #define EVO_PROTO_OP_MAX 32
@@ -38,21 +38,16 @@
 
 /* ---- eval ---- */
 
-/* One kernel of the candidate's cubin: the variant serving one head dimension. */
-typedef struct {
-    int head_dim;
-    evo_format format;
-    char symbol[EVO_PROTO_SYMBOL_MAX]; /* lowered (mangled) name from NVRTC, or the extern "C" name */
-    int threads, rows_per_block, smem_bytes; /* launch geometry: grid (ceil(S/rows), H, B), dynamic smem;
-                                                threads 0: read from the module's <symbol>_launch */
-    int min_waves;                   /* see evo_variant (task.h): the large-problem variant when > 0 */
-} evo_eval_variant;
+/* Fills a per-shape result's shape text and fields from a shape. */
+void evo_shape_result_set_shape(evo_shape_result *r, const evo_shape *s);
 
 typedef struct {
     int64_t id;
     char cubin_path[EVO_PROTO_PATH_MAX]; /* the compile cache entry holding the cubin */
     char program[64];                    /* program name, for messages */
-    evo_eval_variant variants[EVO_MAX_VARIANTS];
+    /* The kernels of the cubin: name_expr holds each one's lowered (mangled) name from NVRTC, or the extern "C"
+     * name; threads 0: the geometry is read from the module (task_gpu.h); attr: the task's variant attributes. */
+    evo_variant variants[EVO_MAX_VARIANTS];
     int n_variants;                      /* 1..EVO_MAX_VARIANTS */
     bool check;                          /* run the correctness gate */
     bool time;                           /* run the timing gate */

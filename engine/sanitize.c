@@ -159,8 +159,10 @@ evo_status evo_sanitize_request(const evo_sanitize_job *job, const evo_eval_requ
     snprintf(log, sizeof log, "%s/sanitize-%s-%s.log", job->dir, job->label, job->tool);
     snprintf(gpu, sizeof gpu, "%d", job->gpu);
     unlink(out->report);
+    char filter[96];
+    snprintf(filter, sizeof filter, "kns=%s", job->kernel_prefix ? job->kernel_prefix : "");
     const char *argv[24] = {"--tool", job->tool, "--log-file", out->report, "--print-limit", "20",
-                            "--report-api-errors", "no", "--kernel-name", "kns=evo_attn", exe, "worker", "--gpu", gpu,
+                            "--report-api-errors", "no", "--kernel-name", filter, exe, "worker", "--gpu", gpu,
                             "--sanitize"};
     int k = 15;
     if (job->config_path) argv[k++] = "--config", argv[k++] = job->config_path;

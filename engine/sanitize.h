@@ -3,7 +3,7 @@
  *
  * How. One candidate, one tool: a GPU worker of its own is started as
  *   compute-sanitizer --tool T --log-file REPORT --print-limit 20 --report-api-errors no
- *                     --kernel-name kns=evo_attn  EVO worker --gpu N --config C --sanitize
+ *                     --kernel-name kns=PREFIX (the task's kernel_prefix, evo_attn for attention)  EVO worker --gpu N --config C --sanitize
  * (its stdin and stdout are the worker's protocol pipes; the sanitizer writes only to REPORT). Only the candidate's
  * kernels are instrumented (every attention kernel's name holds evo_attn: the templates' evo_attn_fwd, the ABI's
  * evo_attn_d64/d128); the worker's own kernels (inputs, references, comparisons) run at full speed, and API errors
@@ -52,6 +52,7 @@ typedef struct {
     const char *config_path; /* handed to the worker */
     const char *dir;         /* the report and the worker's log go here (exists) */
     const char *label;       /* names the files: <dir>/sanitize-<label>-<tool>.{txt,log} */
+    const char *kernel_prefix; /* only kernels whose name starts with this are instrumented (the task's) */
     const char *fake;        /* NULL, or a fake worker mode (worker.h) for tests without a GPU */
     double timeout_s;        /* 0 = EVO_SANITIZE_TIMEOUT_S */
     volatile sig_atomic_t *interrupt; /* may be NULL; when set, the worker is stopped and EVO_E_INTERRUPTED returned */

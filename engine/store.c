@@ -172,8 +172,12 @@ static const char schema_v1[] =
     "id, candidate_id, run_id, generation, shape_set, verdict, fitness, detail, gpu, compile_s, check_s, time_s, " \
     "created_at"
 #define RESULT_COLS                                                                                               \
-    "shape, batch, heads, seq, head_dim, causal, median_us, p10_us, p90_us, baseline_us, speedup, tflops, "        \
-    "max_abs, rel_l2, e2e_rel_l2, e2e_rmse"
+    "shape, fields, median_us, p10_us, p90_us, baseline_us, speedup, rate, max_abs, rel_l2, e2e_rel_l2, e2e_rmse"
+/* Schema 1-2 kept attention's shape fields in columns of their own: read them as the fields object they are. */
+#define RESULT_COLS_V2                                                                                            \
+    "shape, '{\"batch\":' || batch || ',\"heads\":' || heads || ',\"seq\":' || seq || ',\"head_dim\":' || "           \
+    "head_dim || ',\"causal\":' || CASE causal WHEN 1 THEN 'true' ELSE 'false' END || '}', median_us, p10_us, "   \
+    "p90_us, baseline_us, speedup, tflops, max_abs, rel_l2, e2e_rel_l2, e2e_rmse"
 #define GEN_COLS                                                                                                  \
     "run_id, generation, best_fitness, median_fitness, evaluated, reused, n_ok, n_invalid, n_compile_fail, "       \
     "n_resource_fail, n_launch_fail, n_crashed, n_timeout, n_incorrect, n_slow, n_regressed, wall_s, compile_s, "  \
@@ -195,6 +199,7 @@ enum stmt_id {
     S_EVAL_OF_RUN,
     S_RESULT_INSERT,
     S_RESULTS_OF,
+    S_RESULTS_OF_V2,
     S_LINEAGE_INSERT,
     S_LINEAGE_OF,
     S_GEN_UPSERT,
@@ -253,8 +258,9 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_EVAL_OF_RUN] = "SELECT " EVAL_COLS " FROM evaluations WHERE run_id = ?1 AND (?2 < 0 OR generation = ?2) "
                       "ORDER BY id",
     [S_RESULT_INSERT] = "INSERT INTO results (evaluation_id, position, " RESULT_COLS ") "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [S_RESULTS_OF] = "SELECT " RESULT_COLS " FROM results WHERE evaluation_id = ? ORDER BY position",
+    [S_RESULTS_OF_V2] = "SELECT " RESULT_COLS_V2 " FROM results WHERE evaluation_id = ? ORDER BY position",
     [S_LINEAGE_INSERT] = "INSERT OR IGNORE INTO lineage (run_id, generation, child_id, parent_id, operator) "
                          "VALUES (?, ?, ?, ?, ?)",
     [S_LINEAGE_OF] = "SELECT run_id, generation, parent_id, operator FROM lineage WHERE child_id = ? "
@@ -678,7 +684,35 @@ static evo_status migrate_1_to_2(evo_store *st, evo_err *err)
 
 /* migrations[v] takes a file from schema v to v + 1. Append only: files in the field have run the old ones. */
 typedef evo_status (*migration_fn)(evo_store *st, evo_err *err);
-static const migration_fn migrations[] = {migrate_0_to_1, migrate_1_to_2};
+/* Version 3: a result's shape is the task's fields as one JSON object (any task), not attention's five columns; the
+ * rate column holds work / time in the task's unit (TFLOP/s for attention, as before). */
+static evo_status migrate_2_to_3(evo_store *st, evo_err *err)
+{
+    return exec_sql(st,
+                    "CREATE TABLE results_v3 ("
+                    "  evaluation_id INTEGER NOT NULL REFERENCES evaluations (id) ON DELETE CASCADE,"
+                    "  position      INTEGER NOT NULL,"
+                    "  shape         TEXT NOT NULL,"
+                    "  fields        TEXT NOT NULL,"
+                    "  median_us     REAL,"
+                    "  p10_us        REAL,"
+                    "  p90_us        REAL,"
+                    "  baseline_us   REAL,"
+                    "  speedup       REAL,"
+                    "  rate          REAL,"
+                    "  max_abs       REAL,"
+                    "  rel_l2        REAL,"
+                    "  e2e_rel_l2    REAL,"
+                    "  e2e_rmse      REAL,"
+                    "  PRIMARY KEY (evaluation_id, position)"
+                    ") WITHOUT ROWID;"
+                    "INSERT INTO results_v3 SELECT evaluation_id, position, " RESULT_COLS_V2 " FROM results;"
+                    "DROP TABLE results;"
+                    "ALTER TABLE results_v3 RENAME TO results;",
+                    err);
+}
+
+static const migration_fn migrations[] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3};
 _Static_assert(sizeof migrations / sizeof migrations[0] == EVO_STORE_SCHEMA,
                "one migration per schema version: EVO_STORE_SCHEMA and migrations[] disagree");
 
@@ -1155,17 +1189,13 @@ static evo_status evaluation_put(evo_store *st, evo_eval_rec *e, evo_err *err)
         b_int(&rb, id);
         b_int(&rb, i);
         b_text(&rb, r->shape);
-        b_int(&rb, r->batch);
-        b_int(&rb, r->heads);
-        b_int(&rb, r->seq);
-        b_int(&rb, r->head_dim);
-        b_int(&rb, r->causal ? 1 : 0);
+        b_text(&rb, r->fields[0] ? r->fields : "{}");
         b_real(&rb, r->median_us);
         b_real(&rb, r->p10_us);
         b_real(&rb, r->p90_us);
         b_real(&rb, r->baseline_us);
         b_real(&rb, r->speedup);
-        b_real(&rb, r->tflops);
+        b_real(&rb, r->rate);
         b_real(&rb, r->max_abs);
         b_real(&rb, r->rel_l2);
         b_real(&rb, r->e2e_rel_l2);
@@ -1209,7 +1239,7 @@ static evo_status read_evaluation(evo_store *st, sqlite3_stmt *q, evo_eval_rec *
     if (bad) return evo_fail(err, EVO_E_DB, "%s: evaluation %lld has an unknown verdict", st->path, (long long)e->id);
 
     sqlite3_stmt *rq = NULL;
-    TRY(prep(st, S_RESULTS_OF, &rq, err));
+    TRY(prep(st, st->version >= 3 ? S_RESULTS_OF : S_RESULTS_OF_V2, &rq, err));
     SQL(st, err, sqlite3_bind_int64(rq, 1, e->id));
     int rc, cap = 0;
     while ((rc = sqlite3_step(rq)) == SQLITE_ROW) {
@@ -1222,17 +1252,14 @@ static evo_status read_evaluation(evo_store *st, sqlite3_stmt *q, evo_eval_rec *
         reader c = {rq, 0};
         const unsigned char *name = sqlite3_column_text(rq, c.i++);
         snprintf(s->shape, sizeof s->shape, "%s", name ? (const char *)name : "");
-        s->batch = r_int32(&c);
-        s->heads = r_int32(&c);
-        s->seq = r_int32(&c);
-        s->head_dim = r_int32(&c);
-        s->causal = r_int32(&c);
+        const unsigned char *fields = sqlite3_column_text(rq, c.i++);
+        snprintf(s->fields, sizeof s->fields, "%s", fields ? (const char *)fields : "{}");
         s->median_us = r_real(&c);
         s->p10_us = r_real(&c);
         s->p90_us = r_real(&c);
         s->baseline_us = r_real(&c);
         s->speedup = r_real(&c);
-        s->tflops = r_real(&c);
+        s->rate = r_real(&c);
         s->max_abs = r_real(&c);
         s->rel_l2 = r_real(&c);
         s->e2e_rel_l2 = r_real(&c);

@@ -32,7 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define EVO_STORE_SCHEMA 2
+#define EVO_STORE_SCHEMA 3
 #define EVO_STORE_BUSY_MS 5000
 #define EVO_STORE_APP_ID 0x45564f31 /* PRAGMA application_id of every evo database: "EVO1" */
 
@@ -95,14 +95,17 @@ evo_status evo_store_get_candidate(evo_store *st, const char *key_or_id, evo_can
 void evo_store_candidate_free(evo_candidate_rec *c);
 
 /* ---- evaluations: one verdict on one candidate for one shape set, with per-shape results ---- */
+#define EVO_SHAPE_FIELDS_MAX 256
+
 typedef struct {
-    char shape[64];    /* evo_shape_format text */
-    int batch, heads, seq, head_dim, causal;
+    char shape[64];    /* evo_shape_format text: "long(2,8,2048,64) causal" */
+    char fields[EVO_SHAPE_FIELDS_MAX]; /* the shape's fields as a JSON object (evo_shape_fields_json) */
     double median_us, p10_us, p90_us; /* 0 when not timed */
     double baseline_us;               /* baseline re-timed in the same worker; 0 when unknown */
-    double speedup, tflops;
-    double max_abs, rel_l2;           /* worst over the correctness cases of this shape, vs dequantized ref */
-    double e2e_rel_l2, e2e_rmse;      /* vs the unquantized fp16 inputs */
+    double speedup;
+    double rate;                      /* work / median time in the task's unit (TFLOP/s, GB/s); 0 when not timed */
+    double max_abs, rel_l2;           /* worst over the correctness cases of this shape, vs the gate's reference */
+    double e2e_rel_l2, e2e_rmse;      /* the task's second error (attention: vs the unquantized fp16 inputs) */
 } evo_shape_result;
 
 typedef struct {

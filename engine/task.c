@@ -1,10 +1,14 @@
-/* task.c — the table of tasks and the per-architecture device limits used when no GPU is present. */
+/* task.c — the table of tasks, typed fields and shapes (text, JSON), and the per-architecture device limits used
+ * when no GPU is present. */
 #include "task.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 extern const evo_task evo_task_attention_fp8;
+
 
 const evo_task *const evo_tasks[] = {&evo_task_attention_fp8, NULL};
 
@@ -15,11 +19,142 @@ const evo_task *evo_task_find(const char *name)
     return NULL;
 }
 
+void evo_task_names(char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; evo_tasks[i] && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", evo_tasks[i]->name);
+}
+
 void evo_program_free(evo_program *p)
 {
     free(p->source);
     memset(p, 0, sizeof *p);
 }
+
+/* ---- fields ---- */
+
+int evo_field_value_text(const evo_field *f, double v, char *buf, size_t n)
+{
+    switch (f->type) {
+    case EVO_FIELD_BOOL: return snprintf(buf, n, "%s", v != 0 ? "true" : "false");
+    case EVO_FIELD_ENUM: {
+        int count = 0;
+        while (f->names[count]) count++;
+        const int i = (int)v;
+        return snprintf(buf, n, "%s", i >= 0 && i < count ? f->names[i] : "?");
+    }
+    case EVO_FIELD_REAL: return snprintf(buf, n, "%g", v);
+    case EVO_FIELD_INT: break;
+    }
+    return snprintf(buf, n, "%lld", (long long)v);
+}
+
+static void list_allowed(const evo_field *f, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    if (f->type == EVO_FIELD_ENUM) {
+        for (int i = 0; f->names[i] && used < n; i++)
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", f->names[i]);
+        return;
+    }
+    for (int i = 0; i < f->n_allowed && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%lld", i == 0 ? "" : i + 1 == f->n_allowed ? " or " : ", ",
+                                 f->allowed[i]);
+}
+
+bool evo_field_check(const evo_field *f, double v, char *why, size_t why_len)
+{
+    char legal[160];
+    switch (f->type) {
+    case EVO_FIELD_BOOL:
+        if (v == 0 || v == 1) return true;
+        snprintf(why, why_len, "%s must be true or false", f->name);
+        return false;
+    case EVO_FIELD_ENUM: {
+        int count = 0;
+        while (f->names[count]) count++;
+        if (v == floor(v) && v >= 0 && v < count) return true;
+        list_allowed(f, legal, sizeof legal);
+        snprintf(why, why_len, "%s must be one of %s", f->name, legal);
+        return false;
+    }
+    case EVO_FIELD_REAL:
+        if (isfinite(v) && v >= f->rmin && v <= f->rmax) return true;
+        snprintf(why, why_len, "%s %g is out of range: must be %g to %g", f->name, v, f->rmin, f->rmax);
+        return false;
+    case EVO_FIELD_INT: break;
+    }
+    if (v != floor(v) || v < (double)f->min || v > (double)f->max) {
+        snprintf(why, why_len, "%s %.17g is out of range: must be %lld to %lld", f->name, v, f->min, f->max);
+        return false;
+    }
+    if (f->n_allowed == 0) return true;
+    for (int i = 0; i < f->n_allowed; i++)
+        if ((long long)v == f->allowed[i]) return true;
+    list_allowed(f, legal, sizeof legal);
+    snprintf(why, why_len, "%s %lld is not supported (%s)", f->name, (long long)v, legal);
+    return false;
+}
+
+/* ---- shapes ---- */
+
+int evo_shape_format(const evo_shape *s, char *buf, size_t n)
+{
+    evo_str t = {0};
+    const evo_task *task = s->task;
+    evo_str_appendf(&t, "%s(", s->name);
+    int ints = 0;
+    for (int i = 0; task && i < task->n_shape_fields; i++)
+        if (task->shape_fields[i].type == EVO_FIELD_INT) evo_str_appendf(&t, "%s%lld", ints++ ? "," : "", s->v[i]);
+    evo_str_append(&t, ")");
+    for (int i = 0; task && i < task->n_shape_fields; i++) {
+        const evo_field *f = &task->shape_fields[i];
+        if (f->type == EVO_FIELD_BOOL && s->v[i]) evo_str_appendf(&t, " %s", f->name);
+        if (f->type == EVO_FIELD_ENUM && s->v[i] > 0) {
+            char v[64];
+            evo_field_value_text(f, (double)s->v[i], v, sizeof v);
+            evo_str_appendf(&t, " %s", v);
+        }
+    }
+    const int w = snprintf(buf, n, "%s", t.p ? t.p : "");
+    evo_str_free(&t);
+    return w;
+}
+
+void evo_shape_fields_json(const evo_shape *s, evo_str *out)
+{
+    evo_str_append(out, "{");
+    for (int i = 0; s->task && i < s->task->n_shape_fields; i++) {
+        const evo_field *f = &s->task->shape_fields[i];
+        evo_str_appendf(out, "%s\"%s\":", i ? "," : "", f->name);
+        if (f->type == EVO_FIELD_INT) {
+            evo_str_appendf(out, "%lld", s->v[i]);
+        } else {
+            char v[64];
+            evo_field_value_text(f, (double)s->v[i], v, sizeof v);
+            evo_str_appendf(out, f->type == EVO_FIELD_ENUM ? "\"%s\"" : "%s", v);
+        }
+    }
+    evo_str_append(out, "}");
+}
+
+int evo_task_shape_field(const evo_task *t, const char *name)
+{
+    for (int i = 0; t && i < t->n_shape_fields; i++)
+        if (strcmp(t->shape_fields[i].name, name) == 0) return i;
+    return -1;
+}
+
+long long evo_shape_get(const evo_shape *s, const char *field, long long def)
+{
+    const int i = evo_task_shape_field(s->task, field);
+    return i < 0 ? def : s->v[i];
+}
+
+/* ---- device limits ---- */
 
 /* Figures from the CUDA programming guide's table of compute capabilities. */
 static const evo_device_limits known[] = {
@@ -38,18 +173,4 @@ evo_status evo_device_limits_for_arch(const char *arch, evo_device_limits *out, 
         }
     }
     return evo_fail(err, EVO_E_USAGE, "unknown architecture '%s' (known: sm_80, sm_86, sm_89, sm_90)", arch);
-}
-
-int evo_variant_pick(const evo_variant *v, int n, int head_dim, int batch, int heads, int seq, int causal,
-                     int sm_count)
-{
-    int best = -1;
-    for (int i = 0; i < n; i++) {
-        if (v[i].head_dim != head_dim || v[i].rows_per_block <= 0) continue;
-        long long blocks = (long long)((seq + v[i].rows_per_block - 1) / v[i].rows_per_block) * heads * batch;
-        if (causal) blocks /= 2;
-        if (blocks < (long long)v[i].min_waves * sm_count) continue;
-        if (best < 0 || v[i].min_waves > v[best].min_waves) best = i;
-    }
-    return best;
 }

@@ -1,21 +1,86 @@
-/* task.h — a kernel family evo can search, as one table of functions (adding a task = one file + one entry in
- * evo_tasks). The first and only task today is "attention_fp8" (task_attention.c).
+/* task.h — a task is everything problem-specific, as one table of functions: adding a task is one folder under
+ * tasks/ and one line in evo_tasks (task.c). The engine (search, compile, pool, worker, store, CLI) names no task;
+ * it reaches the problem only through this table. Tasks today: "attention_fp8" and "quantize_fp8".
  *
- * Host side (no GPU): which knobs the template takes, how a genome becomes a program (source + one NVRTC name
- * expression per kernel variant the shapes need), which genomes cannot work on a device (checked before
- * compiling), how to launch a variant on a shape, and how many FLOPs a shape costs.
- * GPU side (worker process only): see worker.h; it reaches the task through the same table.
+ * What a task brings:
+ *   - its problem description: the fields of a shape (named, typed, with legal values), the top-level config keys
+ *     it owns (options, e.g. attention's `format`), the attributes of a kernel variant;
+ *   - host side (no GPU): its knobs and their legal values, which genomes cannot work on a device, how a genome
+ *     becomes a program (source + one NVRTC name expression per kernel variant), which variant serves a shape, the
+ *     work of a shape (FLOPs or bytes) and the unit its rate is shown in, a hand-written kernel's entry points, the
+ *     standalone export and the kernel-name prefix the profilers filter on;
+ *   - GPU side (worker processes only): inputs, references, launch and comparison (`gpu`, see task_gpu.h).
  *
- * All functions are pure with respect to their arguments and thread-safe.
+ * Shapes carry their task, so a shape formats and serializes itself. All functions are pure with respect to their
+ * arguments and thread-safe; the tables are constant.
  */
 #ifndef EVO_TASK_H
 #define EVO_TASK_H
 
-#include "config.h"
 #include "evo.h"
 #include "space.h"
+#include "util.h"
 
+#include <limits.h>
 #include <stdbool.h>
+
+struct evo_config;
+struct evo_task_gpu;
+struct evo_export_ctx;
+
+#define EVO_NAME_MAX 32
+#define EVO_FIELDS_MAX 8
+#define EVO_FIELD_REQUIRED LLONG_MIN
+
+/* ---- named, typed fields: a shape's, a variant's, a task option's ---- */
+
+typedef enum {
+    EVO_FIELD_INT,  /* an integer in [min, max], one of `allowed` when given                     */
+    EVO_FIELD_BOOL, /* false / true, stored 0 / 1                                               */
+    EVO_FIELD_ENUM, /* one of `names`, stored as its index                                      */
+    EVO_FIELD_REAL, /* a number in [rmin, rmax] (task options only: shapes and variants are exact) */
+} evo_field_type;
+
+typedef struct {
+    const char *name;          /* YAML key and JSON name: "seq"                                             */
+    evo_field_type type;
+    long long min, max;        /* INT: the range                                                           */
+    const long long *allowed;  /* INT: the legal values when not every integer in range is one (n_allowed) */
+    int n_allowed;
+    const char *const *names;  /* ENUM: the value names, NULL-terminated                                    */
+    double rmin, rmax;         /* REAL: the range (closed)                                                  */
+    double dflt;               /* a config that leaves it out gets this; EVO_FIELD_REQUIRED: must be written */
+    bool axis;                 /* shapes only: correctness checks every shape with each value listed under
+                                  correctness.<name> (default: axis_default); correctness shapes leave it out  */
+    long long axis_default[4];
+    int n_axis_default;
+    const char *doc;           /* one line for messages and `evo space`                                      */
+} evo_field;
+
+/* "64", "true", "bf16": a field value as text. */
+int evo_field_value_text(const evo_field *f, double v, char *buf, size_t n);
+/* Legal value? When not, *why says what is ("head_dim 96 is not supported (64 or 128)"). */
+bool evo_field_check(const evo_field *f, double v, char *why, size_t why_len);
+
+/* ---- shapes ---- */
+
+typedef struct {
+    const struct evo_task *task; /* whose fields v holds                                */
+    char name[EVO_NAME_MAX];
+    long long v[EVO_FIELDS_MAX]; /* in the order of task->shape_fields                  */
+} evo_shape;
+
+/* Display text: "long(2,8,2048,64) causal": the INT fields in parentheses, then each true BOOL field's name and
+ * each ENUM field's value name when it is not the first. */
+int evo_shape_format(const evo_shape *s, char *buf, size_t n);
+/* The fields as a JSON object text {"batch":2,"heads":8,...} (booleans as true/false, enums by name). */
+void evo_shape_fields_json(const evo_shape *s, evo_str *out);
+/* A shape's field by name; def when the task has no such field. */
+long long evo_shape_get(const evo_shape *s, const char *field, long long def);
+/* Index of a field of the task's shapes, -1 when none. */
+int evo_task_shape_field(const struct evo_task *t, const char *name);
+
+/* ---- device limits ---- */
 
 /* Limits of the target device; from the driver in the worker, or a table per arch for `evo compile`. */
 typedef struct {
@@ -32,54 +97,90 @@ typedef struct {
 /* Known limits of an architecture when no device is present ("sm_80", "sm_89", "sm_90"). */
 evo_status evo_device_limits_for_arch(const char *arch, evo_device_limits *out, evo_err *err);
 
-/* One kernel of a rendered program: the variant serving one head dimension. */
+/* ---- programs and their kernel variants ---- */
+
+/* One kernel of a rendered program. Which shapes it serves and how it is launched is the task's business: attr
+ * holds the task's variant attributes (task->variant_attrs, e.g. head dim and rows per block). */
 typedef struct {
-    int head_dim;
-    evo_format format;
-    char name_expr[512]; /* NVRTC name expression, or the extern "C" name for hand-written kernels */
-    int threads, rows_per_block, smem_bytes; /* launch geometry: grid (ceil(S/rows), H, B) */
-    int min_waves; /* 0: the variant for every problem of its head dim; w > 0: preferred when its grid has at least
-                      w x (the GPU's SM count) blocks, counting half for causal problems (the large-problem form of
-                      a genome; evo_variant_pick) */
+    char name_expr[512]; /* NVRTC name expression, or the extern "C" name of a hand-written kernel */
+    int threads;         /* block size; 0: a hand-written kernel declares its geometry (task_gpu.h geometry) */
+    int smem_bytes;      /* dynamic shared memory */
+    long long attr[EVO_FIELDS_MAX];
 } evo_variant;
 
 #define EVO_MAX_VARIANTS 4
-#define EVO_KNOB_REQUIRED (-2147483647 - 1)
-
-/* The variant for a problem of head dim d: among those serving d, the one with the largest min_waves whose grid
- * (ceil(S/rows) x H x B blocks; half of that for a causal problem, whose work is half) reaches min_waves x sm_count;
- * -1 when none serves d. */
-int evo_variant_pick(const evo_variant *v, int n, int head_dim, int batch, int heads, int seq, int causal,
-                     int sm_count);
 
 typedef struct {
     char *source;      /* complete program text (owned) */
     char program_name[64];
+    char arch[16];     /* "" = the evaluator's arch; else what this program must be compiled for ("sm_90a") */
     evo_variant variants[EVO_MAX_VARIANTS];
     int n_variants;
 } evo_program;
 
 void evo_program_free(evo_program *p);
 
+/* ---- the table ---- */
+
+#define EVO_KNOB_REQUIRED (-2147483647 - 1)
+
 typedef struct evo_task {
-    const char *name;          /* "attention_fp8"                                        */
-    const char *template_file; /* file in templates/                                     */
-    const char *const *knobs;  /* knob names the template takes, NULL-terminated; a config declares these (in
-                                  any order) and no others                                */
-    const int *knob_defaults;  /* per knob: the value a config that leaves the knob out gets (a one-value
-                                  domain), or EVO_KNOB_REQUIRED                          */
+    const char *name;          /* "attention_fp8"                                                           */
+    const char *summary;       /* one line for `evo help` and exported files                                */
+    const char *template_file; /* the template in the embedded tree (templates.h), for messages              */
+    const char *const *headers;/* in-memory headers every program of the task includes, NULL-terminated      */
+
+    /* Knobs: names the template takes (a config declares these, in any order, and no others), the value a
+     * config that leaves one out gets (or EVO_KNOB_REQUIRED), and the legal values of each: knob_legal(k, v)
+     * false means the template cannot be instantiated with it (*why says what is legal). */
+    const char *const *knobs;
+    const int *knob_defaults;
+    bool (*knob_legal)(int knob, int value, char *why, size_t why_len);
+
+    /* Problem description. */
+    const evo_field *shape_fields;   /* a shape's fields; n_shape_fields of them                           */
+    int n_shape_fields;
+    const evo_field *options;        /* top-level config keys the task owns (values in evo_config.options) */
+    int n_options;
+    const evo_field *variant_attrs;  /* evo_variant.attr's names and types (for the worker protocol)       */
+    int n_variant_attrs;
+    /* Cross-field rules of a shape (sizes that overflow an index type, ...): false with *why. */
+    bool (*shape_check)(const evo_shape *s, char *why, size_t why_len);
+
     /* Before compiling: EVO_V_OK, EVO_V_INVALID (the template cannot be instantiated so), or EVO_V_RESOURCE_FAIL
      * (threads or shared memory over lim); *why says which rule or limit. */
-    evo_verdict (*can_implement)(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim, char *why,
-                                 size_t why_len);
-    /* Render the program for genome g: one variant per head dimension used by the config's shapes. */
-    evo_status (*render)(const evo_config *cfg, const evo_genome *g, evo_program *out, evo_err *err);
-    /* Floating-point operations of one forward pass on shape s (causal counts the unmasked half). */
-    double (*flops)(const evo_shape *s);
+    evo_verdict (*can_implement)(const struct evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
+                                 char *why, size_t why_len);
+    /* Render the program for genome g: the variants the config's shapes need. */
+    evo_status (*render)(const struct evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
+                         evo_program *out, evo_err *err);
+    /* A hand-written file (`evo check`): the entry points it must define, as variants with threads = 0. */
+    evo_status (*handwritten)(const struct evo_config *cfg, evo_program *out, evo_err *err);
+
+    /* Which variants run a shape. serves: every variant that serves the shape is checked on its correctness
+     * cases; pick: the one it is timed (and exported) with, -1 when none serves it. */
+    bool (*serves)(const evo_variant *v, const evo_shape *s);
+    int (*pick)(const evo_variant *v, int n, const evo_shape *s, int sm_count);
+    /* A variant's short name in reports ("d64", "d64big"). */
+    void (*variant_label)(const evo_variant *v, char *buf, size_t n);
+
+    /* Work of one run on shape s, and the rate it is shown in: rate = work / seconds / rate_scale. */
+    double (*work)(const evo_shape *s);
+    const char *rate_unit;           /* "TFLOP/s", "GB/s": column headers                                  */
+    const char *rate_key;            /* "tflops", "gbps": its JSON key                                     */
+    double rate_scale;               /* 1e12, 1e9                                                          */
+
+    /* What a standalone export writes after the provenance block (export.h). */
+    evo_status (*export_body)(const struct evo_export_ctx *x, evo_str *out, evo_err *err);
+    const char *kernel_prefix;       /* the candidate's kernels' names start with this (sanitizer, profiler) */
+
+    const struct evo_task_gpu *gpu;  /* worker side (task_gpu.h)                                          */
 } evo_task;
 
 /* NULL when unknown. */
 const evo_task *evo_task_find(const char *name);
 extern const evo_task *const evo_tasks[]; /* NULL-terminated */
+/* "attention_fp8, quantize_fp8" */
+void evo_task_names(char *buf, size_t n);
 
 #endif

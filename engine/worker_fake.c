@@ -121,21 +121,16 @@ static evo_status ok_reply(const evo_eval_request *req, char **reply, evo_err *e
     r.n_shapes = req->n_best > 0 ? req->n_best : 1;
     for (int i = 0; i < r.n_shapes; i++) {
         evo_shape_result *x = &r.shapes[i];
-        x->batch = 1;
-        x->heads = 8;
-        x->seq = 512 << (i % 3);
-        x->head_dim = req->variants[0].head_dim;
-        x->causal = i % 2;
-        snprintf(x->shape, sizeof x->shape, "fake%d(%d,%d,%d,%d)%s", i, x->batch, x->heads, x->seq, x->head_dim,
-                 x->causal ? " causal" : "");
+        const int size = 512 << (i % 3), flag = i % 2;
+        snprintf(x->shape, sizeof x->shape, "fake%d(%d)%s", i, size, flag ? " flag" : "");
+        snprintf(x->fields, sizeof x->fields, "{\"size\":%d,\"flag\":%s}", size, flag ? "true" : "false");
         if (req->time) {
             x->median_us = 100.0 + 10.0 * i;
             x->p10_us = 0.97 * x->median_us;
             x->p90_us = 1.04 * x->median_us;
             x->baseline_us = req->is_baseline ? x->median_us : 1.05 * x->median_us;
             x->speedup = x->baseline_us / x->median_us;
-            double flops = 4.0 * x->batch * x->heads * (double)x->seq * x->seq * x->head_dim / (x->causal ? 2 : 1);
-            x->tflops = flops / (x->median_us * 1e-6) / 1e12;
+            x->rate = (double)size * size / (x->median_us * 1e-6) / 1e9;
         }
         if (req->check) {
             x->max_abs = 0.0078125;

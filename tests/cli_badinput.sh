@@ -163,7 +163,7 @@ expect "check: random bytes as a kernel" 2 "check: $T/random.cu does not compile
 printf 'extern "C" __global__ void something_else(float *x) { x[0] = 1; }\n' >"$T/nokernel.cu"
 expect "check: no evo_attn_d64 kernel" 1 "check: 1 of 1 kernel file rejected" -- check "$T/nokernel.cu" --config "$FAULTS"
 checks=$((checks + 1))
-grep -qF "reason: $T/nokernel.cu defines no extern \"C\" kernel evo_attn_d64 (the config has head dim 64)" "$T/out" ||
+grep -qF "reason: $T/nokernel.cu defines no extern \"C\" kernel evo_attn_d64 (the config's shapes need variant d64)" "$T/out" ||
   fail "check: no reason for the missing kernel: $(cat "$T/out")"
 expect "check: missing file" 2 "check: $T/none.cu: no such file" -- check "$T/none.cu" --config "$FAULTS"
 expect "check: malformed config" 2 "malformed.yaml:6:12: malformed YAML" -- check "$T/bad.cu" --config "$CFGS/malformed.yaml"

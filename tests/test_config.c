@@ -25,11 +25,11 @@ static evo_config *load(const char *path)
 static void check_shape(const evo_shape *s, const char *name, int b, int h, int n, int d, bool causal)
 {
     CHECK_STR(s->name, name);
-    CHECK_EQ_INT(s->batch, b);
-    CHECK_EQ_INT(s->heads, h);
-    CHECK_EQ_INT(s->seq, n);
-    CHECK_EQ_INT(s->head_dim, d);
-    CHECK_EQ_INT(s->causal, causal);
+    CHECK_EQ_INT(evo_shape_get(s, "batch", -1), b);
+    CHECK_EQ_INT(evo_shape_get(s, "heads", -1), h);
+    CHECK_EQ_INT(evo_shape_get(s, "seq", -1), n);
+    CHECK_EQ_INT(evo_shape_get(s, "head_dim", -1), d);
+    CHECK_EQ_INT(evo_shape_get(s, "causal", -1), causal);
 }
 
 static void test_default(void)
@@ -37,9 +37,10 @@ static void test_default(void)
     evo_config *c = load(EVO_SOURCE_DIR "/configs/default.yaml");
     if (!c) return;
     CHECK_STR(c->task, "attention_fp8");
-    CHECK_EQ_INT(c->format, EVO_FMT_E4M3);
+    CHECK_EQ_INT(evo_config_option(c, "format", -1), 0); /* e4m3 */
     CHECK_STR(c->arch, "auto");
-    CHECK_NEAR(c->softmax_scale, 0.0, 0);
+    CHECK_NEAR(evo_config_option(c, "softmax_scale", -1), 0.0, 0);
+    CHECK_NEAR(evo_config_option(c, "no_such_option", -7), -7.0, 0);
     CHECK(c->text && strstr(c->text, "task: attention_fp8"));
     CHECK_CONTAINS(c->path, "configs/default.yaml");
 
@@ -97,8 +98,10 @@ static void test_default(void)
     CHECK_EQ_INT(c->correctness.dists[0], EVO_DIST_NORMAL);
     CHECK_EQ_INT(c->correctness.dists[3], EVO_DIST_ZERO_HEAD);
     CHECK_EQ_INT(c->correctness.dists[4], EVO_DIST_LARGE);
-    CHECK_EQ_INT(c->correctness.n_causal, 2);
-    CHECK(!c->correctness.causal[0] && c->correctness.causal[1]);
+    CHECK_EQ_INT(c->correctness.n_axes, 1); /* causal */
+    CHECK_EQ_INT(c->correctness.axes[0].field, evo_task_shape_field(c->task_ops, "causal"));
+    CHECK_EQ_INT(c->correctness.axes[0].n, 2);
+    CHECK(c->correctness.axes[0].values[0] == 0 && c->correctness.axes[0].values[1] == 1);
     CHECK_EQ_INT(c->correctness.n_shapes, 5);
     check_shape(&c->correctness.shapes[0], "s1", 1, 2, 1, 64, false);
     check_shape(&c->correctness.shapes[1], "s77", 3, 5, 77, 64, false);
@@ -202,11 +205,11 @@ static void test_minimal_and_defaults(void)
     CHECK_EQ_INT(evo_space_value(c->space, 13, 0), 64);
     CHECK_EQ_INT(evo_space_n_constraints(c->space), 0);
     check_shape(&c->shapes[0], "one", 1, 1, 128, 128, true);
-    CHECK_EQ_INT(c->format, EVO_FMT_E4M3);
+    CHECK_EQ_INT(evo_config_option(c, "format", -1), 0);
     CHECK_STR(c->arch, "auto");
     CHECK_EQ_INT(c->correctness.n_seeds, 3);
     CHECK_EQ_INT(c->correctness.n_dists, 5);
-    CHECK_EQ_INT(c->correctness.n_causal, 2);
+    CHECK_EQ_INT(c->correctness.axes[0].n, 2);
     CHECK_EQ_INT(c->correctness.n_shapes, 0);
     CHECK_NEAR(c->correctness.tol.rel_l2, 2.0e-3, 1e-15);
     CHECK_EQ_INT(c->timing.warmup, 3);
@@ -377,20 +380,26 @@ static void test_memory_errors(void)
 
 static void test_names(void)
 {
-    evo_format f;
     evo_dist d;
-    CHECK_EQ_INT(evo_format_parse("u8sim", &f), 0);
-    CHECK_EQ_INT(f, EVO_FMT_U8SIM);
-    CHECK_EQ_INT(evo_format_parse("e5m2", &f), -1);
-    CHECK_STR(evo_format_name(EVO_FMT_E4M3), "e4m3");
     CHECK_EQ_INT(evo_dist_parse("zero_head", &d), 0);
     CHECK_EQ_INT(d, EVO_DIST_ZERO_HEAD);
     CHECK_EQ_INT(evo_dist_parse("gauss", &d), -1);
     CHECK_STR(evo_dist_name(EVO_DIST_OUTLIERS), "outliers");
-    evo_shape s = {.name = "x", .batch = 1, .heads = 2, .seq = 3, .head_dim = 64, .causal = true};
+    evo_shape s = {.task = evo_task_find("attention_fp8"), .name = "x", .v = {1, 2, 3, 64, 1}};
     char buf[64];
     evo_shape_format(&s, buf, sizeof buf);
     CHECK_STR(buf, "x(1,2,3,64) causal");
+    s.v[4] = 0;
+    evo_shape_format(&s, buf, sizeof buf);
+    CHECK_STR(buf, "x(1,2,3,64)");
+    evo_str j = {0};
+    evo_shape_fields_json(&s, &j);
+    CHECK_STR(evo_str_cstr(&j), "{\"batch\":1,\"heads\":2,\"seq\":3,\"head_dim\":64,\"causal\":false}");
+    evo_str_free(&j);
+    char why[128] = "";
+    CHECK(!evo_field_check(&s.task->shape_fields[3], 96, why, sizeof why));
+    CHECK_STR(why, "head_dim 96 is not supported (64 or 128)");
+    CHECK(evo_field_check(&s.task->shape_fields[3], 128, why, sizeof why));
 }
 
 /* Fitness from per-shape speedups: speedups 2, 0.5 and 1 (baseline 10 µs each) have geometric mean 1 and worst

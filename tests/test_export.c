@@ -7,7 +7,9 @@
 #include "candidate.h"
 #include "check.h"
 #include "config.h"
+#include "evo_attention_abi.h"
 #include "export.h"
+#include "protocol.h"
 #include "store.h"
 #include "task.h"
 #include "templates.h"
@@ -39,12 +41,12 @@ static void die(const char *what, const evo_err *err)
     exit(1);
 }
 
-static char *config_text(evo_format fmt)
+static char *config_text(int fmt)
 {
     char *text = NULL;
     evo_err err = {{0}};
     if (evo_read_file(EVO_SOURCE_DIR "/configs/default.yaml", &text, NULL, &err) != EVO_OK) die("config", &err);
-    if (fmt == EVO_FMT_U8SIM) {
+    if (fmt == EVO_FORMAT_U8SIM) {
         char *at = strstr(text, "format: e4m3");
         if (!at) die("configs/default.yaml has no 'format: e4m3' line", NULL);
         if (at[12] != ' ') die("configs/default.yaml: 'format: e4m3' is not followed by a space", NULL);
@@ -60,15 +62,13 @@ static evo_shape_result *make_results(const evo_config *cfg, double f)
     const evo_task *task = evo_task_find(cfg->task);
     for (int i = 0; i < cfg->n_shapes; i++) {
         const evo_shape *sh = &cfg->shapes[i];
-        evo_shape_format(sh, r[i].shape, sizeof r[i].shape);
-        r[i].batch = sh->batch, r[i].heads = sh->heads, r[i].seq = sh->seq, r[i].head_dim = sh->head_dim;
-        r[i].causal = sh->causal;
+        evo_shape_result_set_shape(&r[i], sh);
         r[i].baseline_us = 20.0 * (i + 1);
         r[i].speedup = f;
         r[i].median_us = r[i].baseline_us / f;
         r[i].p10_us = r[i].median_us * 0.98;
         r[i].p90_us = r[i].median_us * 1.03;
-        r[i].tflops = task->flops(sh) / (r[i].median_us * 1e-6) / 1e12;
+        r[i].rate = task->work(sh) / (r[i].median_us * 1e-6) / task->rate_scale;
         r[i].max_abs = 0.001 * (i + 1);
         r[i].rel_l2 = 0.0002 * (i + 1);
         r[i].e2e_rel_l2 = 0.03;
@@ -101,7 +101,7 @@ static void put_eval(evo_store *st, const evo_config *cfg, const char *ss, int64
 /* One finished run of configs/default.yaml (format fmt) on sm_90: A (1.84x, the D=128 rule applies), the baseline
  * (1.0x), an INCORRECT genome, one measured with another template (1.2x, its key shares A's first 4 hex digits),
  * one whose stored key is not what its genome renders to (1.1x), and an `evo check` file outside the run (2.5x). */
-static void make_fixture(const char *path, evo_format fmt, fixture *fx)
+static void make_fixture(const char *path, int fmt, fixture *fx)
 {
     evo_err err = {{0}};
     char *text = config_text(fmt);
@@ -175,7 +175,7 @@ static int fixture_main(const char *kind, const char *path)
         return 2;
     }
     fixture fx;
-    make_fixture(path, strcmp(kind, "u8sim") == 0 ? EVO_FMT_U8SIM : EVO_FMT_E4M3, &fx);
+    make_fixture(path, strcmp(kind, "u8sim") == 0 ? EVO_FORMAT_U8SIM : EVO_FORMAT_E4M3, &fx);
     for (int i = 0; i < N_CANDS; i++) printf("%s %s %lld\n", cand_names[i], fx.key[i], (long long)fx.id[i]);
     return 0;
 }
@@ -455,9 +455,9 @@ int main(int argc, char **argv)
     char path[256];
     fixture fx, fu;
     snprintf(path, sizeof path, "%s/e4m3.db", tmpdir);
-    make_fixture(path, EVO_FMT_E4M3, &fx);
+    make_fixture(path, EVO_FORMAT_E4M3, &fx);
     snprintf(path, sizeof path, "%s/u8sim.db", tmpdir);
-    make_fixture(path, EVO_FMT_U8SIM, &fu);
+    make_fixture(path, EVO_FORMAT_U8SIM, &fu);
     snprintf(path, sizeof path, "%s/empty.db", tmpdir);
     fixture_main("empty", path);
 

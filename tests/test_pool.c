@@ -59,7 +59,7 @@ static void make_jobs(int n, const char *const *faults, double timeout)
         r->id = 500 + j;
         snprintf(r->cubin_path, sizeof r->cubin_path, "/nonexistent/%d.entry", j);
         snprintf(r->program, sizeof r->program, "job%d", j);
-        r->variants[0] = (evo_eval_variant){64, EVO_FMT_E4M3, "attn_fwd", 128, 64, 0, 0};
+        r->variants[0] = (evo_variant){.name_expr = "attn_fwd", .threads = 128, .attr = {64, 0, 64, 0}};
         r->n_variants = 1;
         r->check = r->time = true;
         r->n_best = 2;

@@ -27,14 +27,16 @@ static void fill_request(evo_eval_request *r)
     snprintf(r->cubin_path, sizeof r->cubin_path, "/cache/nvrtc/ab/%s.entry", tricky);
     snprintf(r->program, sizeof r->program, "attention_fp8 \"g\"\n7");
     for (int i = 0; i < EVO_MAX_VARIANTS; i++) {
-        evo_eval_variant *v = &r->variants[i];
-        v->head_dim = i % 2 ? 128 : 64;
-        v->format = i < 2 ? EVO_FMT_E4M3 : EVO_FMT_U8SIM;
-        snprintf(v->symbol, sizeof v->symbol, "_Z8attn_fwdILi%dELi%dEEvPKhS1_S1_PKfP6__halfiiif", 64 + i, 128 - i);
+        evo_variant *v = &r->variants[i];
+        v->attr[0] = i % 2 ? 128 : 64;
+        v->attr[1] = i < 2 ? 0 : 1;
+        snprintf(v->name_expr, sizeof v->name_expr, "_Z8attn_fwdILi%dELi%dEEvPKhS1_S1_PKfP6__halfiiif", 64 + i,
+                 128 - i);
         v->threads = 128 * (i + 1);
-        v->rows_per_block = 64 + i;
+        v->attr[2] = 64 + i;
         v->smem_bytes = 49152 + 1024 * i;
-        v->min_waves = i == 3 ? 1 : 0;
+        v->attr[3] = i == 3 ? 1 : 0;
+        v->attr[EVO_FIELDS_MAX - 1] = -(1ll << 40) - i; /* any integer a JSON number holds exactly */
     }
     r->n_variants = EVO_MAX_VARIANTS;
     r->check = true;
@@ -63,14 +65,15 @@ static void test_eval_request_round_trip(void)
     CHECK_STR(out.program, "attention_fp8 \"g\"\n7");
     CHECK_EQ_INT(out.n_variants, 4);
     for (int i = 0; i < 4; i++) {
-        CHECK_EQ_INT(out.variants[i].head_dim, in.variants[i].head_dim);
-        CHECK_EQ_INT(out.variants[i].format, in.variants[i].format);
-        CHECK_STR(out.variants[i].symbol, in.variants[i].symbol);
+        CHECK_EQ_INT(out.variants[i].attr[0], in.variants[i].attr[0]);
+        CHECK_EQ_INT(out.variants[i].attr[1], in.variants[i].attr[1]);
+        CHECK_STR(out.variants[i].name_expr, in.variants[i].name_expr);
         CHECK_EQ_INT(out.variants[i].threads, 128 * (i + 1));
-        CHECK_EQ_INT(out.variants[i].rows_per_block, 64 + i);
+        CHECK_EQ_INT(out.variants[i].attr[2], 64 + i);
         CHECK_EQ_INT(out.variants[i].smem_bytes, 49152 + 1024 * i);
+        CHECK(out.variants[i].attr[EVO_FIELDS_MAX - 1] == -(1ll << 40) - i);
     }
-    CHECK_EQ_INT(out.variants[3].format, EVO_FMT_U8SIM);
+    CHECK_EQ_INT(out.variants[3].attr[1], 1);
     CHECK(out.check && !out.time && out.is_baseline);
     CHECK_EQ_INT(out.n_best, EVO_MAX_SHAPES);
     int same = 1;
@@ -107,17 +110,14 @@ static void fill_reply(evo_eval_reply *r, char *detail)
     for (int i = 0; i < EVO_MAX_SHAPES; i++) {
         evo_shape_result *x = &r->shapes[i];
         snprintf(x->shape, sizeof x->shape, "s%d(2,8,%d,64)%s", i, 77 * (i + 1), i % 2 ? " causal" : "");
-        x->batch = 2;
-        x->heads = 8;
-        x->seq = 77 * (i + 1);
-        x->head_dim = 64;
-        x->causal = i % 2;
+        snprintf(x->fields, sizeof x->fields, "{\"batch\":2,\"heads\":8,\"seq\":%d,\"head_dim\":64,\"causal\":%s}",
+                 77 * (i + 1), i % 2 ? "true" : "false");
         x->median_us = 123.456789012345678 + i;
         x->p10_us = 0.1;
         x->p90_us = 1.0 / 3.0;
         x->baseline_us = DBL_MAX;
         x->speedup = DBL_MIN;
-        x->tflops = 4.9e-324; /* the smallest subnormal */
+        x->rate = 4.9e-324; /* the smallest subnormal */
         x->max_abs = NAN;
         x->rel_l2 = INFINITY;
         x->e2e_rel_l2 = -INFINITY;
@@ -150,20 +150,19 @@ static void test_eval_reply_round_trip(void)
     int same = 1;
     for (int i = 0; i < EVO_MAX_SHAPES; i++) {
         const evo_shape_result *a = &in.shapes[i], *b = &out.shapes[i];
-        same &= strcmp(a->shape, b->shape) == 0 && a->batch == b->batch && a->heads == b->heads &&
-                a->seq == b->seq && a->head_dim == b->head_dim && a->causal == b->causal;
+        same &= strcmp(a->shape, b->shape) == 0 && strcmp(a->fields, b->fields) == 0;
         same &= same_double(a->median_us, b->median_us) && same_double(a->p10_us, b->p10_us) &&
                 same_double(a->p90_us, b->p90_us) && same_double(a->baseline_us, b->baseline_us) &&
-                same_double(a->speedup, b->speedup) && same_double(a->tflops, b->tflops) &&
+                same_double(a->speedup, b->speedup) && same_double(a->rate, b->rate) &&
                 same_double(a->max_abs, b->max_abs) && same_double(a->rel_l2, b->rel_l2) &&
                 same_double(a->e2e_rel_l2, b->e2e_rel_l2) && same_double(a->e2e_rmse, b->e2e_rmse);
     }
     CHECK(same);
     CHECK_STR(out.shapes[5].shape, "s5(2,8,462,64) causal");
-    CHECK_EQ_INT(out.shapes[5].causal, 1);
+    CHECK_STR(out.shapes[5].fields, "{\"batch\":2,\"heads\":8,\"seq\":462,\"head_dim\":64,\"causal\":true}");
     CHECK(out.shapes[0].median_us == 123.456789012345678);
     CHECK(out.shapes[0].p90_us == 1.0 / 3.0);
-    CHECK(out.shapes[0].tflops == 4.9e-324);
+    CHECK(out.shapes[0].rate == 4.9e-324);
     CHECK(isnan(out.shapes[0].max_abs));
     CHECK(isinf(out.shapes[0].rel_l2) && out.shapes[0].rel_l2 > 0);
     CHECK(isinf(out.shapes[0].e2e_rel_l2) && out.shapes[0].e2e_rel_l2 < 0);
@@ -229,7 +228,7 @@ static void test_hello_shutdown_error(void)
     free(line);
     CHECK_EQ_INT(evo_proto_decode_hello_request("{\"op\":\"hello\",\"id\":5,\"protocol\":99}", &id, &err),
                  EVO_E_WORKER);
-    CHECK_CONTAINS(err.msg, "protocol version 99, this evo speaks 1");
+    CHECK_CONTAINS(err.msg, "protocol version 99, this evo speaks 2");
 
     evo_hello_reply h, g;
     memset(&h, 0, sizeof h);
@@ -361,7 +360,8 @@ static void test_malformed(void)
         {"\"op\":\"eval\"", "\"op\":3", "field 'op': expected a string"},
         {"\"threads\":128", "\"threads\":\"128\"", "field 'variants[0].threads': expected an integer"},
         {"\"threads\":128", "\"threads\":2048", "field 'variants[0].threads': 2048 is not an integer in [0, 1024]"},
-        {"\"format\":\"e4m3\"", "\"format\":\"fp4\"", "field 'variants[0].format': \"fp4\" is not e4m3 or u8sim"},
+        {"\"attr\":[64,", "\"attr\":[6.5,", "field 'variants[0].attr[0]': expected an integer"},
+        {"\"attr\":[", "\"attrX\":[", "field 'variants[0].attr': missing"},
         {"\"symbol\":\"", "\"symbolX\":\"", "field 'variants[0].symbol': missing"},
         {"\"check\":true", "\"check\":1", "field 'check': expected true or false"},
         {"\"best_us\":[0,5]", "\"best_us\":[0,\"fast\"]", "field 'best_us[1]': expected a number, got the string"},
@@ -381,7 +381,7 @@ static void test_malformed(void)
     evo_eval_request r;
     evo_err err = {{0}};
     char *v0 = strstr(good, "\"variants\":[");
-    char *v1 = strchr(v0, ']');
+    char *v1 = strstr(v0, "}]") + 1; /* the end of the variants array (attr holds a ']' of its own) */
     evo_str s = {0};
     evo_str_appendn(&s, good, (size_t)(v0 - good));
     evo_str_append(&s, "\"variants\":[]");
@@ -419,7 +419,7 @@ static void test_malformed(void)
         {"\"detail\":{}", "\"detailX\":{}", "field 'detail': missing"},
         {"\"median_us\":124.", "\"median_us\":\"fast\",\"x\":124.",
          "eval reply: field 'shapes[1].median_us': expected a number"},
-        {"\"causal\":true", "\"causal\":1", "field 'shapes[1].causal': expected true or false"},
+        {"\"fields\":{", "\"fields\":\"x\",\"y\":{", "field 'shapes[0].fields': expected an object"},
         {"\"device\":", "\"devicX\":", "field 'device': missing"},
         {"\"shape\":\"s1", "\"shape\":\"0123456789012345678901234567890123456789012345678901234567890123s1",
          "field 'shapes[1].shape': too long"},
@@ -441,7 +441,7 @@ static void test_malformed(void)
 
     /* A hello reply missing a field. */
     evo_hello_reply h;
-    CHECK_EQ_INT(evo_proto_decode_hello_reply("{\"op\":\"hello\",\"id\":1,\"protocol\":1,\"gpu\":0}", &h, &err),
+    CHECK_EQ_INT(evo_proto_decode_hello_reply("{\"op\":\"hello\",\"id\":1,\"protocol\":2,\"gpu\":0}", &h, &err),
                  EVO_E_WORKER);
     CHECK_CONTAINS(err.msg, "hello reply: field 'pid': missing");
     int64_t id;

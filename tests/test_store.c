@@ -134,18 +134,18 @@ static void fill_shapes(evo_shape_result sh[2], double f)
 {
     memset(sh, 0, 2 * sizeof *sh);
     snprintf(sh[0].shape, sizeof sh[0].shape, "mission(1,8,512,64)");
-    sh[0].batch = 1, sh[0].heads = 8, sh[0].seq = 512, sh[0].head_dim = 64;
+    snprintf(sh[0].fields, sizeof sh[0].fields, "{\"batch\":1,\"heads\":8,\"seq\":512,\"head_dim\":64,\"causal\":false}");
     snprintf(sh[1].shape, sizeof sh[1].shape, "long(2,8,2048,64)");
-    sh[1].batch = 2, sh[1].heads = 8, sh[1].seq = 2048, sh[1].head_dim = 64;
-    double base[2] = {40.0, 640.0};
+    snprintf(sh[1].fields, sizeof sh[1].fields, "{\"batch\":2,\"heads\":8,\"seq\":2048,\"head_dim\":64,\"causal\":false}");
+    const double base[2] = {40.0, 640.0}, bhs[2] = {1 * 8 * 512, 2 * 8 * 2048}, seq[2] = {512, 2048};
     for (int i = 0; i < 2; i++) {
-        double flops = 4.0 * sh[i].batch * sh[i].heads * (double)sh[i].seq * sh[i].seq * sh[i].head_dim;
+        double flops = 4.0 * bhs[i] * seq[i] * 64;
         sh[i].baseline_us = base[i];
         sh[i].speedup = isnan(f) ? NAN : (i == 0 ? f * 1.05 : f / 1.05);
         sh[i].median_us = isnan(f) ? 0 : base[i] / sh[i].speedup;
         sh[i].p10_us = sh[i].median_us * 0.98;
         sh[i].p90_us = sh[i].median_us * 1.03;
-        sh[i].tflops = isnan(f) ? 0 : flops / (sh[i].median_us * 1e-6) / 1e12;
+        sh[i].rate = isnan(f) ? 0 : flops / (sh[i].median_us * 1e-6) / 1e12;
         sh[i].max_abs = 0.0125 * (i + 1);
         sh[i].rel_l2 = 0.002 + 0.001 * i;
         sh[i].e2e_rel_l2 = 0.03;
@@ -293,9 +293,9 @@ static void test_migrate_empty_file(void)
     CHECK(stat(p, &sb) == 0 && sb.st_size == 0);
 
     evo_store *st = open_ok(p, EVO_STORE_READWRITE);
-    CHECK_EQ_INT(evo_store_schema_version(st), 2);
+    CHECK_EQ_INT(evo_store_schema_version(st), EVO_STORE_SCHEMA);
     evo_store_close(st);
-    CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), 2);
+    CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), EVO_STORE_SCHEMA);
     CHECK_EQ_INT(raw_int(p, "SELECT count(*) FROM sqlite_master WHERE name = 'evaluations_ok'"), 1);
     /* Opening again migrates nothing and keeps the data. */
     st = open_ok(p, EVO_STORE_READWRITE);
@@ -359,7 +359,8 @@ static void test_round_trip(void)
 
     evo_shape_result sh[2];
     fill_shapes(sh, 1.5);
-    sh[1].causal = 1;
+    snprintf(sh[1].shape, sizeof sh[1].shape, "long(2,8,2048,64) causal");
+    snprintf(sh[1].fields, sizeof sh[1].fields, "{\"batch\":2,\"heads\":8,\"seq\":2048,\"head_dim\":64,\"causal\":true}");
     sh[1].e2e_rmse = NAN;
     sh[0].rel_l2 = INFINITY;
     evo_eval_rec e = {.candidate_id = cid, .run_id = run.id, .generation = 3, .shape_set = "ss-1",
@@ -481,10 +482,9 @@ static void test_round_trip(void)
         for (int i = 0; i < 2 && x->n_shapes == 2; i++) {
             const evo_shape_result *a = &x->shapes[i], *b = &sh[i];
             CHECK_STR(a->shape, b->shape);
-            CHECK(a->batch == b->batch && a->heads == b->heads && a->seq == b->seq && a->head_dim == b->head_dim);
-            CHECK_EQ_INT(a->causal, b->causal);
+            CHECK_STR(a->fields, b->fields);
             CHECK(a->median_us == b->median_us && a->p10_us == b->p10_us && a->p90_us == b->p90_us);
-            CHECK(a->baseline_us == b->baseline_us && a->speedup == b->speedup && a->tflops == b->tflops);
+            CHECK(a->baseline_us == b->baseline_us && a->speedup == b->speedup && a->rate == b->rate);
             CHECK(a->max_abs == b->max_abs && a->e2e_rel_l2 == b->e2e_rel_l2);
             CHECK(a->rel_l2 == b->rel_l2); /* INFINITY survives */
             CHECK(isnan(b->e2e_rmse) ? isnan(a->e2e_rmse) : a->e2e_rmse == b->e2e_rmse);
@@ -909,7 +909,8 @@ static void test_newer_schema(void)
     char before[65], after[65], want[512];
     file_sha(p, before);
     evo_err err = {{0}};
-    snprintf(want, sizeof want, "%s: schema version 99 is newer than this evo understands (2); upgrade evo", p);
+    snprintf(want, sizeof want, "%s: schema version 99 is newer than this evo understands (%d); upgrade evo", p,
+             EVO_STORE_SCHEMA);
     for (int mode = 0; mode < 2; mode++) {
         CHECK_EQ_INT(evo_store_open(p, mode, &st, &err), EVO_E_DB_SCHEMA);
         CHECK_STR(err.msg, want);
@@ -1150,22 +1151,39 @@ static void test_migrate_v1_and_demote(void)
     snprintf(cmd, sizeof cmd, "cp '%s/tests/data/replay.db' '%s'", EVO_SOURCE_DIR, p);
     CHECK(system(cmd) == 0);
     CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), 1);
-    const int evals = raw_int(p, "SELECT count(*) FROM evaluations");
+    const int evals = raw_int(p, "SELECT count(*) FROM evaluations"), results = raw_int(p, "SELECT count(*) FROM results");
     CHECK_EQ_INT(evals, 216);
+    CHECK_EQ_INT(results, 810);
     evo_err err = {{0}};
     evo_elite_rec *el = NULL;
     int n = 0;
     evo_store *ro = open_ok(p, EVO_STORE_READONLY);
-    CHECK_EQ_INT(evo_store_elites(ro, TASK, NULL, NULL, 3, &el, &n, &err), EVO_OK);
-    CHECK_EQ_INT(n, 3);
+    CHECK_EQ_INT(evo_store_elites(ro, TASK, NULL, NULL, 1000, &el, &n, &err), EVO_OK);
+    CHECK(n >= 3);
     const int64_t best = n ? el[0].cand.id : -1, second = n > 1 ? el[1].cand.id : -1;
-    evo_store_elites_free(el, n);
+    /* schema 1-2 results carry attention's columns; they read as the fields object of schema 3 */
+    CHECK_STR(el[0].eval.shapes[0].fields, "{\"batch\":1,\"heads\":8,\"seq\":512,\"head_dim\":64,\"causal\":false}");
     evo_store_close(ro);
     CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), 1); /* reading migrates nothing */
 
     evo_store *st = open_ok(p, EVO_STORE_READWRITE);
-    CHECK_EQ_INT(evo_store_schema_version(st), 2);
+    CHECK_EQ_INT(evo_store_schema_version(st), EVO_STORE_SCHEMA);
     CHECK_EQ_INT(raw_int(p, "SELECT count(*) FROM evaluations"), evals);
+    CHECK_EQ_INT(raw_int(p, "SELECT count(*) FROM results WHERE fields LIKE '{\"batch\":%'"), results);
+    /* every per-shape result reads the same after the migration as before it */
+    evo_elite_rec *el2 = NULL;
+    int n2 = 0;
+    CHECK_EQ_INT(evo_store_elites(st, TASK, NULL, NULL, 1000, &el2, &n2, &err), EVO_OK);
+    CHECK_EQ_INT(n2, n);
+    int same = n2 == n;
+    for (int i = 0; same && i < n; i++) {
+        same &= el[i].eval.id == el2[i].eval.id && el[i].eval.n_shapes == el2[i].eval.n_shapes;
+        for (int k = 0; same && k < el[i].eval.n_shapes; k++)
+            same &= memcmp(&el[i].eval.shapes[k], &el2[i].eval.shapes[k], sizeof el[i].eval.shapes[k]) == 0;
+    }
+    CHECK(same);
+    evo_store_elites_free(el, n);
+    evo_store_elites_free(el2, n2);
     CHECK_EQ_INT(evo_store_demote(st, best, "compute-sanitizer memcheck: 3 errors", &err), EVO_OK);
     CHECK_EQ_INT(evo_store_demote(st, 999999, "x", &err), EVO_E_NOTFOUND);
     CHECK_EQ_INT(evo_store_elites(st, TASK, NULL, NULL, 3, &el, &n, &err), EVO_OK);
@@ -1173,7 +1191,7 @@ static void test_migrate_v1_and_demote(void)
     for (int i = 0; i < n; i++) CHECK(el[i].cand.id != best);
     evo_store_elites_free(el, n);
     evo_store_close(st);
-    CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), 2);
+    CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), EVO_STORE_SCHEMA);
 }
 
 int main(int argc, char **argv)

@@ -1,0 +1,25 @@
+/* attention.h — what the attention_fp8 task's files share (task.c: host side; gpu.c: worker side; export.c: the
+ * standalone file): the indices of its shape fields, options and variant attributes, and its number formats.
+ * Not an engine header: only this task's files include it.
+ */
+#ifndef EVO_TASK_ATTENTION_H
+#define EVO_TASK_ATTENTION_H
+
+#include "config.h"
+#include "evo_attention_abi.h"
+#include "task.h"
+
+/* Shape fields, in the order of evo_shape.v (the order is part of the shape-set key: never reorder). */
+enum { ATTN_BATCH, ATTN_HEADS, ATTN_SEQ, ATTN_DIM, ATTN_CAUSAL, ATTN_N_FIELDS };
+/* Options: top-level config keys. */
+enum { ATTN_OPT_FORMAT, ATTN_OPT_SCALE, ATTN_N_OPTIONS };
+/* Variant attributes (evo_variant.attr). */
+enum { ATTN_V_DIM, ATTN_V_FORMAT, ATTN_V_ROWS, ATTN_V_MIN_WAVES, ATTN_N_VATTRS };
+
+/* EVO_FORMAT_E4M3 / EVO_FORMAT_U8SIM of evo_attention_abi.h, by name: "e4m3", "u8sim". */
+const char *evo_attn_format_name(int format);
+/* The config's format and softmax scale (0 = 1/sqrt(head_dim)). */
+int evo_attn_format(const evo_config *cfg);
+double evo_attn_softmax_scale(const evo_config *cfg, int head_dim);
+
+#endif

@@ -1,0 +1,138 @@
+/* export.c — the attention_fp8 task's standalone .cu (evo_task.export_body, see engine/export.h): a header with the
+ * launcher's signature and the provenance, evo_attention_abi.h and the template inlined, explicit instantiations of
+ * the variants, the variant table and the timed shapes, then templates/export_harness.cu (launcher, self-test). */
+#include "attention.h"
+
+#include "export.h"
+#include "templates.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define ABI_HEADER "evo_attention_abi.h"
+#define HARNESS "export_harness.cu"
+
+static void append_header(evo_str *o, const evo_export_ctx *x)
+{
+    const evo_candidate_rec *c = &x->src->cand;
+    const evo_config *cfg = x->cfg;
+    const char *f = x->file_name;
+    evo_str_appendf(o,
+                    "/* %s — an FP8 attention forward kernel found by evo, specialised to one genome.\n"
+                    " * Standalone: plain nvcc builds it, without evo, its templates folder or -I.\n"
+                    " *\n"
+                    " *   nvcc -arch=%s -O3 -c %s                                  the launcher, to link\n"
+                    " *   nvcc -arch=%s -O3 -shared -Xcompiler -fPIC %s -o libevo_attn.so    for ctypes\n"
+                    " *   nvcc -arch=%s -O3 -DEVO_SELFTEST %s -o selftest && ./selftest    check and time\n"
+                    " *   (selftest [--check-only] [--shape NAME] [--reps N]; exit 0 only when every check passed)\n",
+                    f, c->arch, f, c->arch, f, c->arch, f);
+    evo_str_append(o,
+                   " *\n"
+                   " * Launcher (extern \"C\"; device pointers; layout [B, H, S, D] contiguous; scales: one float per\n"
+                   " * (batch, head), index b*H + h; returns the launch's cudaError_t as int, cudaErrorInvalidValue\n"
+                   " * for a head dim without a variant; asynchronous on `stream`):\n"
+                   " *   int evo_attention_forward(const void *q, const void *k, const void *v, const float *q_scale,\n"
+                   " *                             const float *k_scale, const float *v_scale, void *o, int batch,\n"
+                   " *                             int heads, int seq, int head_dim, int causal, float softmax_scale,\n"
+                   " *                             cudaStream_t stream);\n"
+                   " *   const char *evo_attention_genome(void);   int evo_attention_format(void);  (0 e4m3, 1 u8sim)\n"
+                   " * q, k, v hold 8-bit codes (format below, rules in evo_attention_abi.h); o is fp16. causal: key j\n"
+                   " * is masked for query i when j > i.\n"
+                   " *\n"
+                   " * Provenance\n");
+    evo_export_provenance_begin(o, x);
+    evo_str_appendf(o, " *   task          %s, format %s, arch %s, head dims", c->task,
+                    evo_attn_format_name(evo_attn_format(cfg)), c->arch);
+    for (int v = 0; v < x->prog->n_variants; v++) evo_str_appendf(o, " %lld", x->prog->variants[v].attr[ATTN_V_DIM]);
+    evo_str_append(o, "\n");
+    evo_export_provenance_end(o, x, "against the FP32 reference on the dequantized inputs (e2e: on the fp16 inputs)");
+    evo_str_append(o, " *\n * Variants (grid: ceil(S / rows) x H x B):\n");
+    for (int v = 0; v < x->prog->n_variants; v++) {
+        const evo_variant *y = &x->prog->variants[v];
+        evo_str_appendf(o, " *   head dim %3lld: %s\n *                 %d threads, %lld rows per block, %d bytes of dynamic "
+                           "shared memory\n",
+                        y->attr[ATTN_V_DIM], y->name_expr, y->threads, y->attr[ATTN_V_ROWS], y->smem_bytes);
+    }
+    evo_str_append(o, " */\n");
+}
+
+static void append_genome_section(evo_str *o, const evo_export_ctx *x)
+{
+    const evo_candidate_rec *c = &x->src->cand;
+    const evo_config *cfg = x->cfg;
+    evo_str_append(o, "\n/* ==== this genome (written by evo export) ==== */\n#define EVO_EXPORT_GENOME ");
+    evo_export_append_cstring(o, c->genome);
+    evo_str_append(o, "\n#define EVO_EXPORT_KEY ");
+    evo_export_append_cstring(o, c->key);
+    evo_str_append(o, "\n#define EVO_EXPORT_ARCH ");
+    evo_export_append_cstring(o, c->arch);
+    evo_str_appendf(o, "\n#define EVO_EXPORT_FORMAT %s\n\n",
+                    evo_attn_format(cfg) == EVO_FORMAT_E4M3 ? "EVO_FORMAT_E4M3" : "EVO_FORMAT_U8SIM");
+    for (int v = 0; v < x->prog->n_variants; v++)
+        evo_str_appendf(o, "template __global__ void %s(const evo_attn_params);\n", x->prog->variants[v].name_expr);
+    evo_str_append(o,
+                   "\nnamespace evo_export {\n\n"
+                   "struct variant {\n"
+                   "    int head_dim;\n"
+                   "    void (*kernel)(const evo_attn_params);\n"
+                   "    int threads, rows_per_block, smem_bytes; /* grid: ceil(S / rows_per_block) x H x B */\n"
+                   "    int min_waves; /* > 0: the large-problem variant, for grids of min_waves x SMs blocks or more */\n"
+                   "};\n"
+                   "static const variant variants[] = {\n");
+    for (int v = 0; v < x->prog->n_variants; v++) {
+        const evo_variant *y = &x->prog->variants[v];
+        evo_str_appendf(o, "    {%lld, %s, %d, %lld, %d, %lld},\n", y->attr[ATTN_V_DIM], y->name_expr, y->threads,
+                        y->attr[ATTN_V_ROWS], y->smem_bytes, y->attr[ATTN_V_MIN_WAVES]);
+    }
+    evo_str_appendf(o,
+                    "};\n\n"
+                    "#ifdef EVO_SELFTEST\n"
+                    "/* The timed shapes of run %lld's config, with the median evo measured (µs). */\n"
+                    "struct shape {\n"
+                    "    const char *name;\n"
+                    "    int batch, heads, seq, head_dim, causal;\n"
+                    "    double evo_median_us;\n"
+                    "};\n"
+                    "static const shape timed_shapes[] = {\n",
+                    (long long)x->src->run.id);
+    for (int i = 0; i < cfg->n_shapes; i++) {
+        const evo_shape *s = &cfg->shapes[i];
+        const evo_shape_result *r = evo_export_result_for(&x->src->eval, s);
+        evo_str_append(o, "    {");
+        evo_export_append_cstring(o, s->name);
+        evo_str_appendf(o, ", %lld, %lld, %lld, %lld, %lld, %.2f},\n", s->v[ATTN_BATCH], s->v[ATTN_HEADS],
+                        s->v[ATTN_SEQ], s->v[ATTN_DIM], s->v[ATTN_CAUSAL],
+                        r && isfinite(r->median_us) ? r->median_us : 0.0);
+    }
+    const evo_tolerance *t = &cfg->correctness.tol;
+    evo_str_appendf(o,
+                    "};\n\n"
+                    "/* Correctness tolerances and timing settings of that config. */\n"
+                    "static const double tol_rel_l2 = %.9g, tol_atol = %.9g, tol_rtol = %.9g, tol_max_frac_over = %.9g;\n"
+                    "static const double cfg_softmax_scale = %.9g; /* 0: 1/sqrt(head_dim) */\n"
+                    "static const int timing_warmup = %d, timing_repetitions = %d, timing_flush_l2 = %d;\n"
+                    "#endif\n\n"
+                    "} // namespace evo_export\n",
+                    t->rel_l2, t->atol, t->rtol, t->max_frac_over, cfg->options[ATTN_OPT_SCALE], cfg->timing.warmup,
+                    cfg->timing.repetitions, cfg->timing.flush_l2 ? 1 : 0);
+}
+
+evo_status evo_attn_export_body(const evo_export_ctx *x, evo_str *o, evo_err *err)
+{
+    const char *abi = NULL, *harness = NULL;
+    evo_status s = evo_template_get(ABI_HEADER, &abi, NULL, err);
+    if (s == EVO_OK) s = evo_template_get(HARNESS, &harness, NULL, err);
+    if (s != EVO_OK) return s;
+    append_header(o, x);
+    evo_str_append(o, "\n#include <cuda_runtime.h>\n\n/* ==== " ABI_HEADER ", verbatim ==== */\n");
+    evo_str_append(o, abi);
+    evo_str_appendf(o, "\n/* ==== %s, verbatim but for its #include of the header above ==== */\n",
+                    x->cfg->task_ops->template_file);
+    evo_export_append_template(o, x->prog->source, ABI_HEADER);
+    append_genome_section(o, x);
+    evo_str_append(o, "\n/* ==== launcher and self-test, the same in every exported kernel (" HARNESS ") ==== */\n");
+    evo_str_append(o, harness);
+    return EVO_OK;
+}

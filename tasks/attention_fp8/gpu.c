@@ -1,0 +1,215 @@
+/* gpu.c — the attention_fp8 task inside a worker (task_gpu.h): inputs generated, quantized and dequantized on the
+ * GPU once per case (bit-identical to engine/attn_ref.c), the FP32 reference attention on the dequantized inputs
+ * and, for the timed shapes, on the unquantized fp16 inputs (the end-to-end error), the launch through
+ * evo_attn_params, and the comparison of the fp16 output with the reference. */
+#include "attention.h"
+
+#include "attn_ref.h"
+#include "task_gpu.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    evo_gpu *g;
+    const evo_config *cfg;
+    CUfunction f_gen, f_quant, f_deq, f_h2f, f_ref;
+    size_t scratch_n; /* elements the scratch buffers hold */
+    CUdeviceptr scratch16[3], scratchf[3];
+} attn_gpu;
+
+/* One case's inputs: 8-bit codes and scales of Q, K, V, the reference, and the end-to-end reference. */
+typedef struct {
+    size_t n; /* elements of Q (and of O) */
+    CUdeviceptr codes[3], scales[3];
+    CUdeviceptr ref;   /* FP32 reference on the dequantized inputs */
+    CUdeviceptr ref16; /* FP32 reference on the unquantized FP16 inputs: the end-to-end error (0: none) */
+    double ref_rms;
+} attn_case;
+
+#define CU(call, err) EVO_CU(evo_gpu_cu(a->g), call, err)
+
+static size_t elems(const evo_shape *s)
+{
+    return (size_t)s->v[ATTN_BATCH] * s->v[ATTN_HEADS] * s->v[ATTN_SEQ] * s->v[ATTN_DIM];
+}
+
+static evo_status attn_open(evo_gpu *g, void **state, evo_err *err)
+{
+    attn_gpu *a = evo_xcalloc(1, sizeof *a);
+    a->g = g;
+    a->cfg = evo_gpu_config(g);
+    struct {
+        CUfunction *f;
+        const char *name;
+    } fns[] = {{&a->f_gen, "evo_gen_inputs"}, {&a->f_quant, "evo_quantize"}, {&a->f_deq, "evo_dequantize"},
+               {&a->f_h2f, "evo_half_to_float"}, {&a->f_ref, "evo_reference_attention"}};
+    for (size_t i = 0; i < EVO_ARRAY_LEN(fns); i++)
+        if (!(*fns[i].f = evo_gpu_support(g, fns[i].name))) {
+            free(a);
+            return evo_fail(err, EVO_E_INTERNAL, "support.cu has no kernel %s", fns[i].name);
+        }
+    *state = a;
+    return EVO_OK;
+}
+
+static size_t attn_output_bytes(void *state, const evo_shape *s)
+{
+    (void)state;
+    return elems(s) * 2; /* fp16 */
+}
+
+static evo_status reference(attn_gpu *a, const evo_shape *sh, CUdeviceptr q, CUdeviceptr k, CUdeviceptr v,
+                            CUdeviceptr o, evo_err *err)
+{
+    int b = (int)sh->v[ATTN_BATCH], h = (int)sh->v[ATTN_HEADS], s = (int)sh->v[ATTN_SEQ], d = (int)sh->v[ATTN_DIM];
+    int c = (int)sh->v[ATTN_CAUSAL];
+    float scale = (float)evo_attn_softmax_scale(a->cfg, d);
+    void *args[] = {&q, &k, &v, &o, &b, &h, &s, &d, &c, &scale};
+    return evo_gpu_launch(a->g, a->f_ref, (unsigned)((s + EVO_SUPPORT_REF_ROWS - 1) / EVO_SUPPORT_REF_ROWS),
+                          (unsigned)h, (unsigned)b, EVO_SUPPORT_REF_BLOCK, args, "reference attention", err);
+}
+
+/* The scratch tensors (fp16 inputs and their float copies) grow to the largest case. */
+static evo_status scratch(attn_gpu *a, size_t n, evo_err *err)
+{
+    if (n <= a->scratch_n) return EVO_OK;
+    const evo_cudrv *cu = evo_gpu_cu(a->g);
+    for (int t = 0; t < 3; t++) {
+        if (a->scratch_n) {
+            CU(cuStreamSynchronize(evo_gpu_stream(a->g)), err);
+            cu->cuMemFree(a->scratch16[t]);
+            cu->cuMemFree(a->scratchf[t]);
+        }
+        evo_status s = evo_gpu_alloc(a->g, n * 2, &a->scratch16[t], err);
+        if (s == EVO_OK) s = evo_gpu_alloc(a->g, n * 4, &a->scratchf[t], err);
+        if (s != EVO_OK) return s;
+    }
+    a->scratch_n = n;
+    return EVO_OK;
+}
+
+static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
+{
+    attn_gpu *a = state;
+    const evo_shape *sh = &gc->shape;
+    attn_case *c = evo_xcalloc(1, sizeof *c);
+    gc->data = c;
+    const size_t n = c->n = elems(sh);
+    evo_status s = scratch(a, n, err);
+    if (s != EVO_OK) return s;
+    unsigned long long nn = n, head = (unsigned long long)sh->v[ATTN_SEQ] * sh->v[ATTN_DIM], seed = gc->seed;
+    int dist = (int)gc->dist, fmt = evo_attn_format(a->cfg);
+    const int bh = (int)(sh->v[ATTN_BATCH] * sh->v[ATTN_HEADS]);
+    const unsigned grid = evo_gpu_grid_for(n);
+    for (unsigned t = 0; t < 3; t++) {
+        if ((s = evo_gpu_alloc(a->g, n, &c->codes[t], err))) return s;
+        if ((s = evo_gpu_alloc(a->g, (size_t)bh * 4, &c->scales[t], err))) return s;
+        void *ga[] = {&a->scratch16[t], &nn, &head, &seed, &t, &dist};
+        if ((s = evo_gpu_launch(a->g, a->f_gen, grid, 1, 1, EVO_SUPPORT_BLOCK, ga, "generate", err))) return s;
+        void *qa[] = {&a->scratch16[t], &c->codes[t], &c->scales[t], &head, &fmt};
+        if ((s = evo_gpu_launch(a->g, a->f_quant, (unsigned)bh, 1, 1, EVO_SUPPORT_BLOCK, qa, "quantize", err))) return s;
+        void *da[] = {&c->codes[t], &c->scales[t], &a->scratchf[t], &nn, &head, &fmt};
+        if ((s = evo_gpu_launch(a->g, a->f_deq, grid, 1, 1, EVO_SUPPORT_BLOCK, da, "dequantize", err))) return s;
+    }
+    if ((s = evo_gpu_alloc(a->g, n * 4, &c->ref, err))) return s;
+    if ((s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], c->ref, err))) return s;
+    /* End-to-end errors (vs the unquantized inputs) are reported per timed shape, on normal and outlier inputs. */
+    if (gc->timed_shape && (gc->timing || gc->dist == EVO_DIST_NORMAL || gc->dist == EVO_DIST_OUTLIERS)) {
+        if ((s = evo_gpu_alloc(a->g, n * 4, &c->ref16, err))) return s;
+        for (int t = 0; t < 3; t++) {
+            void *ha[] = {&a->scratch16[t], &a->scratchf[t], &nn};
+            if ((s = evo_gpu_launch(a->g, a->f_h2f, grid, 1, 1, EVO_SUPPORT_BLOCK, ha, "half to float", err)))
+                return s;
+        }
+        if ((s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], c->ref16, err))) return s;
+    }
+    /* ||ref|| from a comparison against zeros: the element tolerance is in units of the reference's RMS. The zeros
+     * are the fp16 scratch tensor of Q, cleared. */
+    CU(cuMemsetD8Async(a->scratch16[0], 0, n * 2, evo_gpu_stream(a->g)), err);
+    evo_metrics m;
+    if ((s = evo_gpu_compare_f16(a->g, a->scratch16[0], c->ref, n, 0, 0, &m, err))) return s;
+    c->ref_rms = sqrt(m.sum_sq_ref / (double)n);
+    return EVO_OK;
+}
+
+/* A hand-written kernel declares, next to each entry point evo_attn_dD, an evo_attn_launch evo_attn_dD_launch. */
+static evo_status attn_geometry(void *state, CUmodule mod, evo_variant *v, char *why, size_t why_len, evo_err *err)
+{
+    attn_gpu *a = state;
+    const evo_cudrv *cu = evo_gpu_cu(a->g);
+    char sym[sizeof v->name_expr + 16];
+    snprintf(sym, sizeof sym, "%s_launch", v->name_expr);
+    CUdeviceptr p;
+    size_t bytes;
+    evo_attn_launch li;
+    CUresult r = cu->cuModuleGetGlobal(&p, &bytes, mod, sym);
+    if (r != CUDA_SUCCESS || bytes != sizeof li) {
+        snprintf(why, why_len, "no '%s' (an evo_attn_launch) next to kernel '%s'", sym, v->name_expr);
+        return EVO_OK;
+    }
+    CU(cuMemcpyDtoH(&li, p, sizeof li), err);
+    v->threads = li.threads, v->attr[ATTN_V_ROWS] = li.rows_per_block, v->smem_bytes = li.smem_bytes;
+    if (li.format != evo_attn_format(a->cfg)) {
+        snprintf(why, why_len, "'%s' takes format %d but the config's format is %s", sym, li.format,
+                 evo_attn_format_name(evo_attn_format(a->cfg)));
+    } else if (li.threads < 32 || li.threads % 32 || li.rows_per_block < 1 || li.smem_bytes < 0) {
+        snprintf(why, why_len, "'%s' declares an impossible geometry (%d threads, %d rows, %d bytes)", sym,
+                 li.threads, li.rows_per_block, li.smem_bytes);
+    }
+    return EVO_OK;
+}
+
+/* Grid (ceil(S / rows), H, B), block = threads, dynamic shared memory = smem_bytes (evo_attention_abi.h). */
+static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_variant *v, CUfunction f, CUdeviceptr out)
+{
+    attn_gpu *a = state;
+    const attn_case *c = gc->data;
+    const evo_shape *sh = &gc->shape;
+    evo_attn_params p = {
+        .q = c->codes[0], .k = c->codes[1], .v = c->codes[2],
+        .q_scale = c->scales[0], .k_scale = c->scales[1], .v_scale = c->scales[2],
+        .o = out, .batch = (int)sh->v[ATTN_BATCH], .heads = (int)sh->v[ATTN_HEADS], .seq = (int)sh->v[ATTN_SEQ],
+        .head_dim = (int)sh->v[ATTN_DIM], .causal = (int)sh->v[ATTN_CAUSAL],
+        .softmax_scale = (float)evo_attn_softmax_scale(a->cfg, (int)sh->v[ATTN_DIM]),
+    };
+    void *args[] = {&p};
+    const long long rows = v->attr[ATTN_V_ROWS];
+    const unsigned gx = (unsigned)((sh->v[ATTN_SEQ] + rows - 1) / rows);
+    return evo_gpu_cu(a->g)->cuLaunchKernel(f, gx, (unsigned)sh->v[ATTN_HEADS], (unsigned)sh->v[ATTN_BATCH],
+                                            (unsigned)v->threads, 1, 1, (unsigned)v->smem_bytes,
+                                            evo_gpu_stream(a->g), args, NULL);
+}
+
+/* Every element written and finite, rel-L2 and the element test within the config's tolerance. */
+static evo_status attn_check(void *state, const evo_gpu_case *gc, CUdeviceptr out, evo_gpu_check *r, evo_err *err)
+{
+    attn_gpu *a = state;
+    const attn_case *c = gc->data;
+    const evo_tolerance *tol = &a->cfg->correctness.tol;
+    evo_status s = evo_gpu_compare_f16(a->g, out, c->ref, c->n, tol->atol * c->ref_rms, tol->rtol, &r->m, err);
+    if (s != EVO_OK) return s;
+    if (c->ref16 && (s = evo_gpu_compare_f16(a->g, out, c->ref16, c->n, 0, 0, &r->e2e, err))) return s;
+    const evo_metrics *m = &r->m;
+    if (m->n_nonfinite > 0)
+        snprintf(r->why, sizeof r->why, "%zu output elements not written or not finite (first at %lld)",
+                 m->n_nonfinite, m->first_bad);
+    else if (m->rel_l2 > tol->rel_l2)
+        snprintf(r->why, sizeof r->why, "rel-L2 %.3g > %.3g", m->rel_l2, tol->rel_l2);
+    else if (m->frac_over > tol->max_frac_over)
+        snprintf(r->why, sizeof r->why, "%zu elements over atol %.3g x rms + rtol %.3g x |ref| (first at %lld)",
+                 m->n_over, tol->atol, tol->rtol, m->first_bad);
+    return EVO_OK;
+}
+
+const evo_task_gpu evo_attn_gpu = {
+    .open = attn_open,
+    .output_bytes = attn_output_bytes,
+    .prepare = attn_prepare,
+    .geometry = attn_geometry,
+    .launch = attn_launch,
+    .check = attn_check,
+};

@@ -1,0 +1,370 @@
+/* task.c — the FP8 attention forward task, host side: its shape fields and options, the knobs of
+ * templates/attention_fp8.cu and their legal values, rendering a genome into NVRTC name expressions, the host-side
+ * can_implement check (threads, shared memory, arch), which variant serves a shape, FLOP count, the table. */
+#include "attention.h"
+
+#include "task_gpu.h"
+#include "templates.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- problem description ---- */
+
+static const long long head_dims[] = {64, 128};
+static const char *const format_names[] = {"e4m3", "u8sim", NULL};
+
+static const evo_field attention_shape_fields[ATTN_N_FIELDS] = {
+    [ATTN_BATCH] = {.name = "batch", .type = EVO_FIELD_INT, .min = 1, .max = 65535, .dflt = EVO_FIELD_REQUIRED},
+    [ATTN_HEADS] = {.name = "heads", .type = EVO_FIELD_INT, .min = 1, .max = 65535, .dflt = EVO_FIELD_REQUIRED},
+    [ATTN_SEQ] = {.name = "seq", .type = EVO_FIELD_INT, .min = 1, .max = 1 << 20, .dflt = EVO_FIELD_REQUIRED},
+    [ATTN_DIM] = {.name = "head_dim", .type = EVO_FIELD_INT, .min = INT32_MIN, .max = INT32_MAX, .allowed = head_dims,
+                  .n_allowed = 2, .dflt = EVO_FIELD_REQUIRED},
+    [ATTN_CAUSAL] = {.name = "causal", .type = EVO_FIELD_BOOL, .dflt = 0, .axis = true, .axis_default = {0, 1},
+                     .n_axis_default = 2, .doc = "key j is masked for query i when j > i"},
+};
+
+static const evo_field attention_options[ATTN_N_OPTIONS] = {
+    [ATTN_OPT_FORMAT] = {.name = "format", .type = EVO_FIELD_ENUM, .names = format_names, .dflt = EVO_FORMAT_E4M3,
+                         .doc = "8-bit encoding of Q, K, V"},
+    [ATTN_OPT_SCALE] = {.name = "softmax_scale", .type = EVO_FIELD_REAL, .rmin = 0, .rmax = 1e6, .dflt = 0,
+                        .doc = "scale of the scores; 0: 1/sqrt(head_dim)"},
+};
+
+static const evo_field attention_variant_attrs[ATTN_N_VATTRS] = {
+    [ATTN_V_DIM] = {.name = "head_dim", .type = EVO_FIELD_INT, .min = 1, .max = 1024},
+    [ATTN_V_FORMAT] = {.name = "format", .type = EVO_FIELD_ENUM, .names = format_names},
+    [ATTN_V_ROWS] = {.name = "rows_per_block", .type = EVO_FIELD_INT, .min = 0, .max = 1 << 16},
+    [ATTN_V_MIN_WAVES] = {.name = "min_waves", .type = EVO_FIELD_INT, .min = 0, .max = 1000},
+};
+
+const char *evo_attn_format_name(int format)
+{
+    return format >= 0 && format < 2 ? format_names[format] : "?";
+}
+
+int evo_attn_format(const evo_config *cfg) { return (int)cfg->options[ATTN_OPT_FORMAT]; }
+
+double evo_attn_softmax_scale(const evo_config *cfg, int head_dim)
+{
+    const double s = cfg->options[ATTN_OPT_SCALE];
+    return s > 0 ? s : 1.0 / sqrt((double)head_dim);
+}
+
+static bool attention_shape_check(const evo_shape *s, char *why, size_t why_len)
+{
+    const double elems = (double)s->v[ATTN_BATCH] * s->v[ATTN_HEADS] * s->v[ATTN_SEQ] * s->v[ATTN_DIM];
+    if (elems <= 2147483647.0) return true;
+    snprintf(why, why_len, "batch*heads*seq*head_dim = %.0f elements, more than 2^31-1 per tensor", elems);
+    return false;
+}
+
+/* In the order of the template's parameters after <HEAD_DIM, FORMAT>. */
+static const char *const attention_knobs[] = {
+    "TILE_M", "TILE_N", "WARPS_M", "WARPS_N", "STAGES", "SWIZZLE", "PV_MMA", "QK_8BIT", "F16_SMEM",
+    "MIN_BLOCKS", "FAST_EXP", "CAUSAL_PAIR", "BIG_TILE_M", "BIG_TILE_N", NULL,
+};
+/* What a config that leaves a knob out gets; the first eleven must be written. BIG_TILE_M and BIG_TILE_N are not
+ * template parameters: they describe the genome's large-problem variant (big_variant below). */
+static const int attention_defaults[] = {
+    EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED,
+    EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, 0, 0, 64,
+};
+
+/* The values the template can be instantiated with, knob by knob (static_asserts in templates/attention_fp8.cu
+ * and can_implement below hold the rules between knobs). In the order of attention_knobs. */
+static const struct {
+    int lo, hi, step; /* lo..hi in steps of step (step 0: only the listed values) */
+    int list[4], n;
+} attention_legal[] = {
+    {16, 256, 16, {0}, 0}, /* TILE_M */
+    {16, 256, 16, {0}, 0}, /* TILE_N */
+    {1, 8, 1, {0}, 0},     /* WARPS_M */
+    {0, 0, 0, {1, 2, 4}, 3}, /* WARPS_N */
+    {1, 4, 1, {0}, 0},     /* STAGES */
+    {0, 1, 1, {0}, 0},     /* SWIZZLE */
+    {0, 1, 1, {0}, 0},     /* PV_MMA */
+    {0, 1, 1, {0}, 0},     /* QK_8BIT */
+    {0, 2, 1, {0}, 0},     /* F16_SMEM */
+    {1, 4, 1, {0}, 0},     /* MIN_BLOCKS */
+    {0, 1, 1, {0}, 0},     /* FAST_EXP */
+    {0, 1, 1, {0}, 0},     /* CAUSAL_PAIR */
+    {0, 0, 0, {0, 128, 256}, 3}, /* BIG_TILE_M */
+    {16, 256, 16, {0}, 0}, /* BIG_TILE_N */
+};
+
+static bool attention_knob_legal(int knob, int value, char *why, size_t why_len)
+{
+    if (knob < 0 || knob >= (int)EVO_ARRAY_LEN(attention_legal)) return false;
+    const int lo = attention_legal[knob].lo, hi = attention_legal[knob].hi, step = attention_legal[knob].step;
+    if (step && value >= lo && value <= hi && (value - lo) % step == 0) return true;
+    for (int i = 0; i < attention_legal[knob].n; i++)
+        if (value == attention_legal[knob].list[i]) return true;
+    if (step == 1) snprintf(why, why_len, "legal: %d to %d", lo, hi);
+    else if (step) snprintf(why, why_len, "legal: multiples of %d from %d to %d", step, lo, hi);
+    else {
+        size_t used = (size_t)snprintf(why, why_len, "legal:");
+        for (int i = 0; i < attention_legal[knob].n && used < why_len; i++)
+            used += (size_t)snprintf(why + used, why_len - used, "%s %d", i ? "," : "", attention_legal[knob].list[i]);
+    }
+    return false;
+}
+
+typedef struct {
+    int tile_m, tile_n, warps_m, warps_n, stages, swizzle, pv_mma, qk_8bit, f16_smem, min_blocks, fast_exp, causal_pair;
+    int big_tile_m, big_tile_n;
+} attn_genome;
+
+static void attn_read(const evo_config *cfg, const evo_genome *g, attn_genome *a)
+{
+    const evo_space *s = cfg->space;
+    a->tile_m = evo_genome_get(s, g, "TILE_M", 64);
+    a->tile_n = evo_genome_get(s, g, "TILE_N", 64);
+    a->warps_m = evo_genome_get(s, g, "WARPS_M", 4);
+    a->warps_n = evo_genome_get(s, g, "WARPS_N", 1);
+    a->stages = evo_genome_get(s, g, "STAGES", 2);
+    a->swizzle = evo_genome_get(s, g, "SWIZZLE", 1);
+    a->pv_mma = evo_genome_get(s, g, "PV_MMA", 1);
+    a->qk_8bit = evo_genome_get(s, g, "QK_8BIT", 0);
+    a->f16_smem = evo_genome_get(s, g, "F16_SMEM", 0);
+    a->min_blocks = evo_genome_get(s, g, "MIN_BLOCKS", 1);
+    a->fast_exp = evo_genome_get(s, g, "FAST_EXP", 1);
+    a->causal_pair = evo_genome_get(s, g, "CAUSAL_PAIR", 0);
+    a->big_tile_m = evo_genome_get(s, g, "BIG_TILE_M", 0);
+    a->big_tile_n = evo_genome_get(s, g, "BIG_TILE_N", 64);
+}
+
+/* The large-problem variant of a genome with BIG_TILE_M > 0, at head dim 64: BIG_TILE_M rows per block with 32
+ * rows per warp (each K/V fragment serves two row tiles), BIG_TILE_N keys per tile, one warp per key tile, all the
+ * registers it wants, no causal pairing; the other knobs as the genome's. Chosen for problems with at least one
+ * wave of such blocks (evo_variant_pick). */
+static attn_genome big_variant(const attn_genome *a)
+{
+    attn_genome b = *a;
+    b.tile_m = a->big_tile_m;
+    b.warps_m = a->big_tile_m / 32;
+    b.warps_n = 1;
+    b.tile_n = a->big_tile_n;
+    b.min_blocks = 1;
+    b.causal_pair = 0; /* its blocks are few and long: pairing would leave SMs idle (and costs registers) */
+    return b;
+}
+
+/* At head dim 128 a warp owns 16 rows: 32 rows would need 128 accumulator registers for O alone and every such
+ * kernel spills. So the D = 128 variant of a genome with TILE_M / WARPS_M = 32 is instantiated with TILE_M / 2
+ * (same warps, twice the blocks); docs/templates.md states the rule. */
+static attn_genome attn_for_dim(const attn_genome *a, int d)
+{
+    attn_genome e = *a;
+    if (d == 128 && a->warps_m > 0 && a->tile_m / a->warps_m == 32) e.tile_m = a->tile_m / 2;
+    return e;
+}
+
+/* Must equal AttnCfg<...>::SMEM in templates/attention_fp8.cu (the kernel traps when launched with less). */
+static int attn_smem_bytes(const attn_genome *a, int d)
+{
+    const int nw = a->warps_m * a->warps_n, rpw = a->tile_m / a->warps_m, mt = rpw / 16;
+    const int kw = a->tile_n / a->warps_n;
+    const int v16 = a->f16_smem >= 1, k16 = a->f16_smem >= 2 && !a->qk_8bit;
+    const int pipe = a->tile_m * d + 2 * a->stages * a->tile_n * d + (v16 + k16) * a->tile_n * d * 2 +
+                     (a->pv_mma ? 0 : nw * (rpw * kw + rpw) * 4);
+    const int merge = (a->warps_n - 1) * a->warps_m * 32 * (mt * (d / 8) * 4 + 4 * mt) * 4;
+    return pipe > merge ? pipe : merge;
+}
+
+/* Head dimensions the config's shapes need, ascending. */
+static int attn_head_dims(const evo_config *cfg, int dims[2])
+{
+    int has64 = 0, has128 = 0;
+    for (int i = 0; i < cfg->n_shapes; i++)
+        has64 |= cfg->shapes[i].v[ATTN_DIM] == 64, has128 |= cfg->shapes[i].v[ATTN_DIM] == 128;
+    for (int i = 0; i < cfg->correctness.n_shapes; i++)
+        has64 |= cfg->correctness.shapes[i].v[ATTN_DIM] == 64, has128 |= cfg->correctness.shapes[i].v[ATTN_DIM] == 128;
+    int n = 0;
+    if (has64) dims[n++] = 64;
+    if (has128) dims[n++] = 128;
+    return n;
+}
+
+static evo_verdict attention_can_implement(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
+                                           char *why, size_t why_len)
+{
+    attn_genome a;
+    attn_read(cfg, g, &a);
+    const int rpw = a.warps_m > 0 ? a.tile_m / a.warps_m : 0;
+    if (a.warps_m <= 0 || a.tile_m % a.warps_m != 0 || (rpw != 16 && rpw != 32)) {
+        snprintf(why, why_len, "TILE_M/WARPS_M = %d/%d: each warp must own 16 or 32 rows", a.tile_m, a.warps_m);
+        return EVO_V_INVALID;
+    }
+    if (a.warps_n <= 0 || a.tile_n % (16 * a.warps_n) != 0) {
+        snprintf(why, why_len, "TILE_N/WARPS_N = %d/%d: each warp's key slice must be a multiple of 16", a.tile_n,
+                 a.warps_n);
+        return EVO_V_INVALID;
+    }
+    if (!a.pv_mma && (a.warps_n != 1 || a.f16_smem)) {
+        snprintf(why, why_len, "PV_MMA=0 (FMA P·V) takes WARPS_N=1 and F16_SMEM=0");
+        return EVO_V_INVALID;
+    }
+    if (a.f16_smem < 0 || a.f16_smem > 2) {
+        snprintf(why, why_len, "F16_SMEM=%d: 0 (none), 1 (V) or 2 (K and V)", a.f16_smem);
+        return EVO_V_INVALID;
+    }
+    if (a.big_tile_m != 0 && a.big_tile_m != 128 && a.big_tile_m != 256) {
+        snprintf(why, why_len, "BIG_TILE_M=%d: 0 (no large-problem variant), 128 or 256", a.big_tile_m);
+        return EVO_V_INVALID;
+    }
+    if (a.big_tile_m && (a.big_tile_n < 16 || a.big_tile_n % 16 != 0)) {
+        snprintf(why, why_len, "BIG_TILE_N=%d: a multiple of 16", a.big_tile_n);
+        return EVO_V_INVALID;
+    }
+    if (a.stages < 1 || a.stages > 4) {
+        snprintf(why, why_len, "STAGES=%d: the pipeline is 1 to 4 deep", a.stages);
+        return EVO_V_INVALID;
+    }
+    const int threads = a.warps_m * a.warps_n * 32;
+    if (threads > lim->max_threads_per_block) {
+        snprintf(why, why_len, "%d threads per block > %d on %s", threads, lim->max_threads_per_block, lim->arch);
+        return EVO_V_RESOURCE_FAIL;
+    }
+    if (a.qk_8bit && evo_attn_format(cfg) == EVO_FORMAT_E4M3 && lim->sm_major * 10 + lim->sm_minor < 89) {
+        snprintf(why, why_len, "QK_8BIT=1 with e4m3 needs the FP8 mma of sm_89 or newer (target %s)", lim->arch);
+        return EVO_V_INVALID;
+    }
+    int dims[2];
+    const int nd = attn_head_dims(cfg, dims);
+    for (int i = 0; i < nd + (a.big_tile_m && nd > 0 && dims[0] == 64); i++) {
+        const bool big = i == nd;
+        const int d = big ? 64 : dims[i];
+        const attn_genome e = big ? big_variant(&a) : attn_for_dim(&a, d);
+        if (big && e.warps_m * 32 > lim->max_threads_per_block) {
+            snprintf(why, why_len, "the large-problem variant's %d threads > %d", e.warps_m * 32,
+                     lim->max_threads_per_block);
+            return EVO_V_RESOURCE_FAIL;
+        }
+        const int smem = attn_smem_bytes(&e, d);
+        if (smem > lim->max_smem_per_block_optin) {
+            snprintf(why, why_len, "%d bytes of shared memory at head dim %d%s > %d on %s", smem, d,
+                     big ? " (large-problem variant)" : "",
+                     lim->max_smem_per_block_optin, lim->arch);
+            return EVO_V_RESOURCE_FAIL;
+        }
+    }
+    return EVO_V_OK;
+}
+
+static evo_status attention_render(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
+                                   evo_program *out, evo_err *err)
+{
+    (void)lim;
+    const char *text;
+    evo_status s = evo_template_get("attention_fp8.cu", &text, NULL, err);
+    if (s != EVO_OK) return s;
+    memset(out, 0, sizeof *out);
+    out->source = evo_strdup(text);
+    snprintf(out->program_name, sizeof out->program_name, "attention_fp8.cu");
+    attn_genome a;
+    attn_read(cfg, g, &a);
+    int dims[2];
+    const int nd = attn_head_dims(cfg, dims);
+    for (int i = 0; i < nd + (a.big_tile_m && nd > 0 && dims[0] == 64); i++) {
+        const bool big = i == nd;
+        const attn_genome e = big ? big_variant(&a) : attn_for_dim(&a, dims[i]);
+        evo_variant *v = &out->variants[out->n_variants++];
+        const int d = big ? 64 : dims[i];
+        v->attr[ATTN_V_DIM] = d;
+        v->attr[ATTN_V_MIN_WAVES] = big ? 1 : 0;
+        v->attr[ATTN_V_FORMAT] = evo_attn_format(cfg);
+        v->attr[ATTN_V_ROWS] = e.tile_m;
+        v->threads = e.warps_m * e.warps_n * 32;
+        v->smem_bytes = attn_smem_bytes(&e, d);
+        snprintf(v->name_expr, sizeof v->name_expr, "evo_attn_fwd<%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d>", d,
+                 evo_attn_format(cfg), e.tile_m, e.tile_n, e.warps_m, e.warps_n, e.stages, e.swizzle, e.pv_mma,
+                 e.qk_8bit, e.f16_smem, e.min_blocks, e.fast_exp, e.causal_pair);
+    }
+    return EVO_OK;
+}
+
+/* A hand-written kernel defines one extern "C" entry point per head dimension the config's shapes need. */
+static evo_status attention_handwritten(const evo_config *cfg, evo_program *out, evo_err *err)
+{
+    (void)err;
+    memset(out, 0, sizeof *out);
+    int dims[2];
+    const int nd = attn_head_dims(cfg, dims);
+    for (int i = 0; i < nd; i++) {
+        evo_variant *v = &out->variants[out->n_variants++];
+        snprintf(v->name_expr, sizeof v->name_expr, "evo_attn_d%d", dims[i]);
+        v->attr[ATTN_V_DIM] = dims[i];
+        v->attr[ATTN_V_FORMAT] = evo_attn_format(cfg);
+    }
+    return EVO_OK;
+}
+
+static bool attention_serves(const evo_variant *v, const evo_shape *s) { return v->attr[ATTN_V_DIM] == s->v[ATTN_DIM]; }
+
+static void attention_variant_label(const evo_variant *v, char *buf, size_t n)
+{
+    snprintf(buf, n, "d%lld%s", v->attr[ATTN_V_DIM], v->attr[ATTN_V_MIN_WAVES] ? "big" : "");
+}
+
+/* Among the variants of the shape's head dim, the one with the largest min_waves whose grid (ceil(S/rows) x H x B
+ * blocks; half of that for a causal problem, whose work is half) reaches min_waves x sm_count. The exported
+ * launcher (export_harness.cu) applies the same rule. */
+static int attention_pick(const evo_variant *v, int n, const evo_shape *s, int sm_count)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        const long long rows = v[i].attr[ATTN_V_ROWS];
+        if (!attention_serves(&v[i], s) || rows <= 0) continue;
+        long long blocks = (s->v[ATTN_SEQ] + rows - 1) / rows * s->v[ATTN_HEADS] * s->v[ATTN_BATCH];
+        if (s->v[ATTN_CAUSAL]) blocks /= 2;
+        if (blocks < v[i].attr[ATTN_V_MIN_WAVES] * sm_count) continue;
+        if (best < 0 || v[i].attr[ATTN_V_MIN_WAVES] > v[best].attr[ATTN_V_MIN_WAVES]) best = i;
+    }
+    return best;
+}
+
+/* Q·Kᵀ and P·V: 2 FLOPs per multiply-add each; causal computes the lower triangle, diagonal included. */
+static double attention_flops(const evo_shape *s)
+{
+    const double bh = (double)s->v[ATTN_BATCH] * s->v[ATTN_HEADS], n = (double)s->v[ATTN_SEQ];
+    const double pairs = s->v[ATTN_CAUSAL] ? n * (n + 1) / 2.0 : n * n;
+    return 4.0 * bh * pairs * (double)s->v[ATTN_DIM];
+}
+
+static const char *const attention_headers[] = {"evo_attention_abi.h", NULL};
+
+evo_status evo_attn_export_body(const struct evo_export_ctx *x, evo_str *out, evo_err *err);
+extern const evo_task_gpu evo_attn_gpu;
+
+const evo_task evo_task_attention_fp8 = {
+    .name = "attention_fp8",
+    .summary = "FP8 attention forward: 8-bit Q, K, V with per-head scales, FP32 accumulation, FP16 output",
+    .template_file = "attention_fp8.cu",
+    .headers = attention_headers,
+    .knobs = attention_knobs,
+    .knob_defaults = attention_defaults,
+    .knob_legal = attention_knob_legal,
+    .shape_fields = attention_shape_fields,
+    .n_shape_fields = ATTN_N_FIELDS,
+    .options = attention_options,
+    .n_options = ATTN_N_OPTIONS,
+    .variant_attrs = attention_variant_attrs,
+    .n_variant_attrs = ATTN_N_VATTRS,
+    .shape_check = attention_shape_check,
+    .can_implement = attention_can_implement,
+    .render = attention_render,
+    .handwritten = attention_handwritten,
+    .serves = attention_serves,
+    .pick = attention_pick,
+    .variant_label = attention_variant_label,
+    .work = attention_flops,
+    .rate_unit = "TFLOP/s",
+    .rate_key = "tflops",
+    .rate_scale = 1e12,
+    .export_body = evo_attn_export_body,
+    .kernel_prefix = "evo_attn",
+    .gpu = &evo_attn_gpu,
+};
