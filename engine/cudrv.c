@@ -17,9 +17,11 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static const struct {
     size_t off;
     const char *sym, *alt;
+    int optional; /* left NULL when the driver lacks it */
 } entries[] = {
-#define E(field, sym) {offsetof(evo_cudrv, field), sym, NULL}
-#define E2(field, sym, alt) {offsetof(evo_cudrv, field), sym, alt}
+#define E(field, sym) {offsetof(evo_cudrv, field), sym, NULL, 0}
+#define E2(field, sym, alt) {offsetof(evo_cudrv, field), sym, alt, 0}
+#define EOPT(field, sym) {offsetof(evo_cudrv, field), sym, NULL, 1}
     E(cuInit, "cuInit"),
     E(cuDriverGetVersion, "cuDriverGetVersion"),
     E(cuDeviceGetCount, "cuDeviceGetCount"),
@@ -60,8 +62,11 @@ static const struct {
     E(cuMemsetD32Async, "cuMemsetD32Async"),
     E(cuGetErrorString, "cuGetErrorString"),
     E(cuGetErrorName, "cuGetErrorName"),
+    EOPT(cuLaunchKernelEx, "cuLaunchKernelEx"),
+    EOPT(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled"),
 #undef E
 #undef E2
+#undef EOPT
 };
 
 static void load_once(void)
@@ -75,6 +80,7 @@ static void load_once(void)
     for (size_t i = 0; i < EVO_ARRAY_LEN(entries); i++) {
         void *fn = dlsym(lib, entries[i].sym);
         if (!fn && entries[i].alt) fn = dlsym(lib, entries[i].alt);
+        if (!fn && entries[i].optional) continue;
         if (!fn) {
             snprintf(g_msg, sizeof g_msg, "the CUDA driver %s lacks %s (driver too old?)", path, entries[i].sym);
             dlclose(lib);

@@ -56,6 +56,13 @@ typedef struct {
     CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*cuGetErrorString)(CUresult, const char **);
     CUresult (*cuGetErrorName)(CUresult, const char **);
+    /* Optional (NULL on a driver without them): launches with attributes (thread-block clusters) and TMA tensor
+     * maps, both CUDA 12.0 and later. */
+    CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
+    CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                       const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
+                                       CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                       CUtensorMapFloatOOBfill);
 } evo_cudrv;
 
 /* Loads libcuda.so.1 and resolves every entry; EVO_E_NODRIVER with a message naming what was missing. Idempotent.

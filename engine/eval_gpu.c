@@ -36,10 +36,7 @@ typedef struct {
     evo_gpu_case gc;
 } gcase;
 
-typedef struct {
-    CUfunction fn;
-    evo_variant v;
-} kvariant;
+typedef evo_gpu_kernel kvariant;
 
 struct evo_gpu {
     const evo_cudrv *cu;
@@ -342,9 +339,15 @@ static void fail_case(outcome *o, evo_verdict v, const char *what, const gpu_sta
     }
 }
 
-static CUresult launch_candidate(gpu_state *g, const kvariant *v, const gcase *c)
+/* The program's kernels, loaded, for the launch of one of them (kv[pick]). */
+typedef struct {
+    const kvariant *kv;
+    int n;
+} kset;
+
+static CUresult launch_candidate(gpu_state *g, const kset *ks, const kvariant *v, const gcase *c)
 {
-    return g->task->gpu->launch(g->task_state, &c->gc, &v->v, v->fn, g->out);
+    return g->task->gpu->launch(g->task_state, &c->gc, ks->kv, ks->n, (int)(v - ks->kv), g->out);
 }
 
 /* Poison the output (0xff bytes: NaN in fp16, fp32 and e4m3) between canaries. */
@@ -358,11 +361,11 @@ static evo_status poison(gpu_state *g, const gcase *c, evo_err *err)
 }
 
 /* Launch once into a poisoned output between canaries and wait. EVO_OK with o->verdict untouched when it ran. */
-static evo_status run_once(gpu_state *g, const kvariant *v, const gcase *c, outcome *o, evo_err *err)
+static evo_status run_once(gpu_state *g, const kset *ks, const kvariant *v, const gcase *c, outcome *o, evo_err *err)
 {
     evo_status s = poison(g, c, err);
     if (s != EVO_OK) return s;
-    CUresult r = launch_candidate(g, v, c);
+    CUresult r = launch_candidate(g, ks, v, c);
     if (r != CUDA_SUCCESS) {
         char msg[256];
         snprintf(msg, sizeof msg, "launch refused: %s", cu_name(g, r));
@@ -513,6 +516,9 @@ static evo_status evaluate(gpu_state *g, const evo_eval_request *req, evo_eval_r
     kvariant vs[EVO_MAX_VARIANTS];
     memset(vs, 0, sizeof vs);
     s = load_variants(g, mod, req, vs, o, err);
+    const kset ks = {vs, req->n_variants};
+    if (s == EVO_OK && o->verdict == EVO_V_OK && g->task->gpu->begin)
+        s = g->task->gpu->begin(g->task_state, vs, req->n_variants, err);
 
     /* ---- correctness ---- */
     const double t_check = evo_now();
@@ -528,7 +534,7 @@ static evo_status evaluate(gpu_state *g, const evo_eval_request *req, evo_eval_r
             if (!g->task->serves(&v->v, &c->gc.shape)) continue;
             ran++;
             if ((s = prepare_case(g, c, err)) != EVO_OK) break;
-            if ((s = run_once(g, v, c, o, err)) != EVO_OK || o->verdict != EVO_V_OK) break;
+            if ((s = run_once(g, &ks, v, c, o, err)) != EVO_OK || o->verdict != EVO_V_OK) break;
             evo_gpu_check chk;
             if ((s = check_output(g, c, o, &chk, err)) != EVO_OK) break;
             if (o->verdict != EVO_V_OK && req->n_variants > 1) cJSON_AddNumberToObject(o->detail, "variant", k);
@@ -568,7 +574,7 @@ static evo_status evaluate(gpu_state *g, const evo_eval_request *req, evo_eval_r
         }
         if ((s = prepare_case(g, c, err)) != EVO_OK) break;
         for (int w = 0; w < cfg->timing.warmup && o->verdict == EVO_V_OK; w++)
-            if ((s = run_once(g, v, c, o, err)) != EVO_OK) break;
+            if ((s = run_once(g, &ks, v, c, o, err)) != EVO_OK) break;
         if (s != EVO_OK || o->verdict != EVO_V_OK) break;
         /* Each repetition: flush L2, poison the output, time the launch. All queued before waiting, so no host
          * gap falls inside a measurement; the first three are judged for an early abort. */
@@ -579,7 +585,7 @@ static evo_status evaluate(gpu_state *g, const evo_eval_request *req, evo_eval_r
                 if (cfg->timing.flush_l2) CU(g, cuMemsetD8Async(g->flush, (unsigned char)k, g->flush_bytes, g->st), err);
                 CU(g, cuMemsetD8Async(g->out, 0xff, c->out_bytes, g->st), err);
                 CU(g, cuEventRecord(g->ev[2 * k], g->st), err);
-                r = launch_candidate(g, v, c);
+                r = launch_candidate(g, &ks, v, c);
                 if (r != CUDA_SUCCESS) {
                     fail_case(o, EVO_V_LAUNCH_FAIL, "launch refused while timing", g, c);
                     break;

@@ -108,7 +108,7 @@ typedef struct {
     long long attr[EVO_FIELDS_MAX];
 } evo_variant;
 
-#define EVO_MAX_VARIANTS 4
+#define EVO_MAX_VARIANTS 24
 
 typedef struct {
     char *source;      /* complete program text (owned) */

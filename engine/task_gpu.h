@@ -57,6 +57,12 @@ typedef struct {
     void *data;       /* the task's: inputs and references, filled by prepare                        */
 } evo_gpu_case;
 
+/* A loaded kernel of the candidate's program: its variant (geometry read from the module for hand-written ones). */
+typedef struct {
+    CUfunction fn;
+    evo_variant v;
+} evo_gpu_kernel;
+
 typedef struct {
     evo_metrics m;   /* against the reference the gate uses                                          */
     evo_metrics e2e; /* a second error the task reports per timed shape (n = 0: none)                */
@@ -73,8 +79,12 @@ typedef struct evo_task_gpu {
     /* A hand-written kernel (variant threads 0) declares its launch geometry next to itself: read it from the
      * module into v. A kernel that declares none or an impossible one: *why set, EVO_OK (the verdict is INVALID). */
     evo_status (*geometry)(void *state, CUmodule mod, evo_variant *v, char *why, size_t why_len, evo_err *err);
-    /* Launch variant v (kernel f) on case c with its output at out, asynchronously on evo_gpu_stream. */
-    CUresult (*launch)(void *state, const evo_gpu_case *c, const evo_variant *v, CUfunction f, CUdeviceptr out);
+    /* Once per evaluation, after the program's kernels are loaded and before the first launch (may be NULL): e.g.
+     * clear the scratch memory a kernel relies on. */
+    evo_status (*begin)(void *state, const evo_gpu_kernel *k, int n, evo_err *err);
+    /* Launch variant k[pick] on case c with its output at out, asynchronously on evo_gpu_stream; a variant whose
+     * work takes several kernels finds its helpers among k[0..n). */
+    CUresult (*launch)(void *state, const evo_gpu_case *c, const evo_gpu_kernel *k, int n, int pick, CUdeviceptr out);
     /* Compare the output at out (every byte written: the engine checked the canaries) with c's reference. */
     evo_status (*check)(void *state, const evo_gpu_case *c, CUdeviceptr out, evo_gpu_check *r, evo_err *err);
 } evo_task_gpu;

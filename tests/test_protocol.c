@@ -32,7 +32,7 @@ static void fill_request(evo_eval_request *r)
         v->attr[1] = i < 2 ? 0 : 1;
         snprintf(v->name_expr, sizeof v->name_expr, "_Z8attn_fwdILi%dELi%dEEvPKhS1_S1_PKfP6__halfiiif", 64 + i,
                  128 - i);
-        v->threads = 128 * (i + 1);
+        v->threads = 128 * (i % 8 + 1);
         v->attr[2] = 64 + i;
         v->smem_bytes = 49152 + 1024 * i;
         v->attr[3] = i == 3 ? 1 : 0;
@@ -63,12 +63,12 @@ static void test_eval_request_round_trip(void)
     CHECK_EQ_INT(out.id, 4503599627370495);
     CHECK_STR(out.cubin_path, in.cubin_path);
     CHECK_STR(out.program, "attention_fp8 \"g\"\n7");
-    CHECK_EQ_INT(out.n_variants, 4);
-    for (int i = 0; i < 4; i++) {
+    CHECK_EQ_INT(out.n_variants, EVO_MAX_VARIANTS);
+    for (int i = 0; i < EVO_MAX_VARIANTS; i++) {
         CHECK_EQ_INT(out.variants[i].attr[0], in.variants[i].attr[0]);
         CHECK_EQ_INT(out.variants[i].attr[1], in.variants[i].attr[1]);
         CHECK_STR(out.variants[i].name_expr, in.variants[i].name_expr);
-        CHECK_EQ_INT(out.variants[i].threads, 128 * (i + 1));
+        CHECK_EQ_INT(out.variants[i].threads, 128 * (i % 8 + 1));
         CHECK_EQ_INT(out.variants[i].attr[2], 64 + i);
         CHECK_EQ_INT(out.variants[i].smem_bytes, 49152 + 1024 * i);
         CHECK(out.variants[i].attr[EVO_FIELDS_MAX - 1] == -(1ll << 40) - i);
@@ -391,12 +391,14 @@ static void test_malformed(void)
     const char *obj = v0 + strlen("\"variants\":[");
     size_t objlen = (size_t)(v1 - obj);
     evo_str_appendn(&s, good, (size_t)(obj - good));
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < EVO_MAX_VARIANTS + 1; i++) {
         if (i) evo_str_append(&s, ",");
         evo_str_appendn(&s, obj, objlen);
     }
     evo_str_append(&s, v1);
-    expect_request_error(evo_str_cstr(&s), "field 'variants': 5 entries, at most 4");
+    char want[64];
+    snprintf(want, sizeof want, "field 'variants': %d entries, at most %d", EVO_MAX_VARIANTS + 1, EVO_MAX_VARIANTS);
+    expect_request_error(evo_str_cstr(&s), want);
     evo_str_free(&s);
     /* Keys this side does not know are ignored. */
     char *extra = edit(good, "\"check\":", "\"future\":{\"x\":[1,2]},\"check\":");

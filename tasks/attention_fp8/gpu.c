@@ -164,8 +164,12 @@ static evo_status attn_geometry(void *state, CUmodule mod, evo_variant *v, char 
 }
 
 /* Grid (ceil(S / rows), H, B), block = threads, dynamic shared memory = smem_bytes (evo_attention_abi.h). */
-static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_variant *v, CUfunction f, CUdeviceptr out)
+static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_gpu_kernel *k, int n, int pick,
+                            CUdeviceptr out)
 {
+    (void)n;
+    const evo_variant *v = &k[pick].v;
+    const CUfunction f = k[pick].fn;
     attn_gpu *a = state;
     const attn_case *c = gc->data;
     const evo_shape *sh = &gc->shape;
