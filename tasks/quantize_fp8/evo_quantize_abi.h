@@ -1,0 +1,246 @@
+/* evo_quantize_abi.h — the ABI of the FP8 quantizer kernels (task quantize_fp8): parameters, knobs, the fixed
+ * rotation (sign vector and 1/sqrt(D) constant) and the launch plan of every genome. Included by the CUDA side
+ * (NVRTC or nvcc) and by C (the engine, the CPU reference quantize_ref.c, tools/quantize_bench.cu), so that all of
+ * them agree on the layout, the rotation and the launch rules.
+ *
+ * X [B, H, S, D] fp16 or bf16, contiguous -> codes [B, H, S, D] OCP e4m3fn + one float scale per (batch, head),
+ * heads numbered b*H + h. Per head: scale = absmax / 448 (1 for an all-zero head; NaN elements ignored), code =
+ * e4m3(x / scale) with the quotient rounded to nearest even in float, saturating at +-448 (the rule of
+ * evo_ref_quantize in engine/attn_ref.h). With rotate = 1 every row of D elements is first replaced by
+ * y = H·(s∘x)/sqrt(D) (H the Walsh–Hadamard matrix, s the sign vector below), computed in float in a fixed order
+ * (quantize_ref.h, "rotation"), and absmax and codes are taken over y. M = H·diag(s)/sqrt(D) is orthogonal and
+ * the same for Q and K, so (Q·M)(K·M)ᵀ = Q·Kᵀ.
+ *
+ * Launch: evo_quant_plan_make() turns (knobs, shape, arch, SM count) into up to three launches, in order, on one
+ * stream, plus the device scratch they need. The rules it encodes (tasks/quantize_fp8/quantize_fp8.cu has them in
+ * prose at the top) are the only way the kernels may be launched; the kernels trap on a launch that breaks them.
+ */
+#ifndef EVO_QUANTIZE_ABI_H
+#define EVO_QUANTIZE_ABI_H
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define EVO_QDPTR(T) T *
+#define EVO_QUANT_HD __host__ __device__
+#else
+#define EVO_QDPTR(T) unsigned long long /* a CUdeviceptr: same size and alignment as a device pointer */
+#define EVO_QUANT_HD
+#endif
+
+#define EVO_QUANT_IN_F16 0
+#define EVO_QUANT_IN_BF16 1
+#define EVO_QUANT_IN_F32 2 /* internal: the rows written by the separate rotation pass (fused_rot = 0) */
+
+#define EVO_QUANT_MODE_SPLIT 0   /* absmax kernel writes a partial max per chunk; the encode kernel reduces them */
+#define EVO_QUANT_MODE_CHAINED 1 /* one kernel; block t takes the absmax of chunk t and encodes chunk t - lag */
+#define EVO_QUANT_MODE_CLUSTER 2 /* one kernel; a cluster of CTAs per head, absmax through distributed smem */
+
+/* Kernels of a plan: the template kernels of quantize_fp8.cu with the genome's template arguments. */
+#define EVO_QUANT_K_ROTATE 0 /* evo_quant_rotate<D, IN_BF16, VEC, WARPS, CACHE> */
+#define EVO_QUANT_K_ABSMAX 1 /* evo_quant_absmax<D, IN_BF16, ROTATE, VEC, ..., FUSED_ROT> (all 13 arguments) */
+#define EVO_QUANT_K_MAIN 2   /* evo_quant<D, IN_BF16, ROTATE, VEC, ..., FUSED_ROT> */
+
+typedef struct {
+    EVO_QDPTR(const void) x;        /* [B, H, S, D] fp16 or bf16 bits */
+    EVO_QDPTR(unsigned char) codes; /* [B, H, S, D] e4m3 */
+    EVO_QDPTR(float) scales;        /* [B*H] */
+    EVO_QDPTR(void) scratch;        /* plan.scratch_bytes of device memory (256-byte aligned); NULL when 0 */
+    unsigned long long scratch_bytes;
+    int batch, heads, seq, head_dim;
+    int in_dtype;  /* EVO_QUANT_IN_F16 or EVO_QUANT_IN_BF16 */
+    int rotate;    /* 1: incoherent processing (the rotation above) */
+    int chain_lag; /* mode chained: plan.chain_lag; 0 otherwise */
+    int reserved;
+} evo_quant_params;
+
+/* The genome. Template order of evo_quant: D, IN_BF16, ROTATE, then vec .. fused_rot as listed; slack is a
+ * launch-only knob (mode chained). quantize_fp8.cu's top comment says what each trades. */
+typedef struct {
+    int vec;       /* 8, 16, 32: input bytes per thread access */
+    int warps;     /* 2, 4, 8, 16, 32: warps per block */
+    int mode;      /* EVO_QUANT_MODE_* */
+    int cluster;   /* 1, 2, 4, 8, 16: CTAs per head (mode cluster; 1 otherwise) */
+    int keep;      /* 0, 1, 2, 4, 8, 16: vectors per thread held in registers between the passes (mode cluster) */
+    int unroll;    /* 1, 2, 4, 8: vectors per thread loaded before the first is used */
+    int iters;     /* 1, 2, 4, 8: load groups per chunk (modes split and chained) */
+    int cvt;       /* 0: e4m3 encoded in integer code; 1: cvt.rn.satfinite.e4m3x2.f32 (sm_89+) */
+    int cache;     /* 0: plain loads and stores; 1: L2 evict_last on the first read, evict_first on the last,
+                      streaming stores */
+    int fused_rot; /* 1: rotation inside the quantizer; 0: a separate pass writes rotated float rows to scratch */
+    int slack;     /* 0, 1, 2, 4, 8: mode chained: lag = max(chunks per head - 1, min(slack * SMs, chunks)) */
+} evo_quant_knobs;
+
+typedef struct {
+    int kernel;         /* EVO_QUANT_K_* */
+    unsigned grid_x;    /* grid = (grid_x, grid_y, 1) */
+    unsigned grid_y;
+    unsigned block;     /* threads = 32 * warps */
+    unsigned cluster_x; /* cluster dims (cluster_x, 1, 1) as a launch attribute; 1: launch without a cluster */
+    int nonportable;    /* 1: cluster_x = 16 needs the kernel attribute NonPortableClusterSizeAllowed = 1 */
+} evo_quant_launch;
+
+typedef struct {
+    int n_launches;             /* 1 to 3, launched in this order on one stream; dynamic smem is 0 for all */
+    evo_quant_launch launch[3];
+    unsigned long long scratch_bytes; /* device scratch the launches need (0: none) */
+    int zero_scratch_once;      /* 1: fill the scratch with zeros once after allocating it; every launch of the
+                                   plan leaves it zeroed again (mode chained) */
+    int chain_lag;              /* evo_quant_params.chain_lag */
+    unsigned long long chunk_elems, chunks_per_head;
+} evo_quant_plan;
+
+/* ---- the rotation's constants, shared by the CPU reference and the kernels ---- */
+
+#define EVO_QUANT_SIGN_SEED 0x51554e5446503845ull /* "QUNTFP8E" */
+
+/* Sign s_i (i < D) is -1 when bit (i mod 64) of word i / 64 is set: word w = splitmix64 finalizer of
+ * (EVO_QUANT_SIGN_SEED + (w + 1) * 0x9e3779b97f4a7c15). */
+EVO_QUANT_HD static inline unsigned long long evo_quant_sign_word(unsigned w)
+{
+    unsigned long long z = EVO_QUANT_SIGN_SEED + (unsigned long long)(w + 1u) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* 1/sqrt(D) rounded to nearest float, D a power of two from 16 to 256 (0 otherwise). */
+EVO_QUANT_HD static inline float evo_quant_rsqrt_d(int d)
+{
+    switch (d) {
+    case 16: return 0x1p-2f;
+    case 32: return 0x1.6a09e6p-3f;
+    case 64: return 0x1p-3f;
+    case 128: return 0x1.6a09e6p-4f;
+    case 256: return 0x1p-4f;
+    default: return 0.0f;
+    }
+}
+
+/* ---- plan ---- */
+
+static inline int evo_quant_is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+/* Elements per vector: vec bytes of fp16/bf16, or of float for the main kernels after a separate rotation. */
+static inline int evo_quant_epv(const evo_quant_knobs *k, int rotate)
+{
+    return (rotate && !k->fused_rot) ? k->vec / 4 : k->vec / 2;
+}
+
+/* Bytes of the rotated-rows buffer at the start of the scratch (fused_rot = 0 with rotate): 4 bytes per element,
+ * rounded up to 256. */
+EVO_QUANT_HD static inline unsigned long long evo_quant_rot_bytes(unsigned long long n_elems)
+{
+    return (n_elems * 4ull + 255ull) & ~255ull;
+}
+
+/* Genome checks that need no shape: 0 when the genome can be built for (head_dim, rotate, arch), -1 with the
+ * reason in why (arch as 80, 89, 90). The template's static_asserts state the same. */
+static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int rotate, int arch, char *why,
+                                  unsigned long why_size)
+{
+#define EVO_QUANT_REJECT(msg)                                                                                     \
+    do {                                                                                                          \
+        if (why && why_size) {                                                                                    \
+            unsigned long i_ = 0;                                                                                 \
+            const char *m_ = (msg);                                                                               \
+            for (; m_[i_] && i_ + 1 < why_size; i_++) why[i_] = m_[i_];                                           \
+            why[i_] = 0;                                                                                          \
+        }                                                                                                         \
+        return -1;                                                                                                \
+    } while (0)
+    if (!evo_quant_is_pow2(head_dim) || head_dim < 32 || head_dim > 256) EVO_QUANT_REJECT("head_dim must be 32, 64, 128 or 256");
+    if (k->vec != 8 && k->vec != 16 && k->vec != 32) EVO_QUANT_REJECT("vec must be 8, 16 or 32");
+    if (!evo_quant_is_pow2(k->warps) || k->warps < 2 || k->warps > 32) EVO_QUANT_REJECT("warps must be 2..32, a power of two");
+    if (k->mode < 0 || k->mode > 2) EVO_QUANT_REJECT("mode must be 0, 1 or 2");
+    if (!evo_quant_is_pow2(k->cluster) || k->cluster > 16) EVO_QUANT_REJECT("cluster must be 1, 2, 4, 8 or 16");
+    if (k->mode != EVO_QUANT_MODE_CLUSTER && (k->cluster != 1 || k->keep != 0))
+        EVO_QUANT_REJECT("cluster and keep apply to mode 2 only (1 and 0 otherwise)");
+    if (k->cluster > 1 && arch < 90) EVO_QUANT_REJECT("thread-block clusters need sm_90");
+    if (k->keep != 0 && (!evo_quant_is_pow2(k->keep) || k->keep > 16)) EVO_QUANT_REJECT("keep must be 0, 1, 2, 4, 8 or 16");
+    if (k->keep * (k->vec / 4) > 64) EVO_QUANT_REJECT("keep * vec / 4 must be at most 64 registers");
+    if (!evo_quant_is_pow2(k->unroll) || k->unroll > 8) EVO_QUANT_REJECT("unroll must be 1, 2, 4 or 8");
+    if (!evo_quant_is_pow2(k->iters) || k->iters > 8) EVO_QUANT_REJECT("iters must be 1, 2, 4 or 8");
+    if (k->cvt != 0 && k->cvt != 1) EVO_QUANT_REJECT("cvt must be 0 or 1");
+    if (k->cvt == 1 && arch < 89) EVO_QUANT_REJECT("cvt = 1 (hardware e4m3 conversion) needs sm_89");
+    if (k->cache != 0 && k->cache != 1) EVO_QUANT_REJECT("cache must be 0 or 1");
+    if (k->fused_rot != 0 && k->fused_rot != 1) EVO_QUANT_REJECT("fused_rot must be 0 or 1");
+    if (k->slack != 0 && (!evo_quant_is_pow2(k->slack) || k->slack > 8)) EVO_QUANT_REJECT("slack must be 0, 1, 2, 4 or 8");
+    if (rotate && head_dim / (k->vec / 2) > 32) EVO_QUANT_REJECT("rotation: head_dim / (vec / 2) must be at most 32 lanes");
+    return 0;
+#undef EVO_QUANT_REJECT
+}
+
+/* The launches and scratch of genome k for one shape. 0 on success, -1 with the reason in why. num_sms: the
+ * device's multiprocessor count (mode chained sizes its lag from it). */
+static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int heads, int seq, int head_dim,
+                                      int rotate, int arch, int num_sms, evo_quant_plan *plan, char *why,
+                                      unsigned long why_size)
+{
+    if (evo_quant_check(k, head_dim, rotate, arch, why, why_size) != 0) return -1;
+    unsigned long long n_heads = (unsigned long long)batch * (unsigned long long)heads;
+    unsigned long long head_elems = (unsigned long long)seq * (unsigned long long)head_dim;
+    if (batch < 1 || heads < 1 || seq < 1 || n_heads > 65535ull || head_elems >= (1ull << 31) || num_sms < 1) {
+        if (why && why_size) {
+            const char *m = "shape: need batch, heads, seq >= 1, batch*heads <= 65535, seq*head_dim < 2^31";
+            unsigned long i = 0;
+            for (; m[i] && i + 1 < why_size; i++) why[i] = m[i];
+            why[i] = 0;
+        }
+        return -1;
+    }
+    unsigned threads = 32u * (unsigned)k->warps;
+    unsigned long long n = n_heads * head_elems;
+    unsigned long long rot = (rotate && !k->fused_rot) ? evo_quant_rot_bytes(n) : 0ull;
+    int epv = evo_quant_epv(k, rotate);
+    evo_quant_plan p;
+    p.n_launches = 0;
+    p.scratch_bytes = rot;
+    p.zero_scratch_once = 0;
+    p.chain_lag = 0;
+    p.chunk_elems = (unsigned long long)threads * (unsigned long long)(epv * k->unroll * k->iters);
+    p.chunks_per_head = (head_elems + p.chunk_elems - 1) / p.chunk_elems;
+    for (int i = 0; i < 3; i++) {
+        p.launch[i].kernel = 0;
+        p.launch[i].grid_x = p.launch[i].grid_y = p.launch[i].block = p.launch[i].cluster_x = 1;
+        p.launch[i].nonportable = 0;
+    }
+    if (rot) { /* one thread per vector of vec input bytes */
+        unsigned long long nv = n / (unsigned long long)(k->vec / 2);
+        evo_quant_launch *l = &p.launch[p.n_launches++];
+        l->kernel = EVO_QUANT_K_ROTATE;
+        l->grid_x = (unsigned)((nv + threads - 1) / threads);
+        l->block = threads;
+    }
+    if (k->mode == EVO_QUANT_MODE_SPLIT) {
+        p.scratch_bytes = rot + ((n_heads * p.chunks_per_head * 4ull + 255ull) & ~255ull);
+        for (int kern = EVO_QUANT_K_ABSMAX; kern <= EVO_QUANT_K_MAIN; kern++) {
+            evo_quant_launch *l = &p.launch[p.n_launches++];
+            l->kernel = kern;
+            l->grid_x = (unsigned)p.chunks_per_head;
+            l->grid_y = (unsigned)n_heads;
+            l->block = threads;
+        }
+    } else if (k->mode == EVO_QUANT_MODE_CHAINED) {
+        unsigned long long chunks = n_heads * p.chunks_per_head;
+        unsigned long long lag = (unsigned long long)k->slack * (unsigned long long)num_sms;
+        if (lag > chunks) lag = chunks;
+        if (lag < p.chunks_per_head - 1) lag = p.chunks_per_head - 1;
+        p.chain_lag = (int)lag;
+        p.scratch_bytes = rot + 16ull + 8ull * n_heads;
+        p.zero_scratch_once = 1;
+        evo_quant_launch *l = &p.launch[p.n_launches++];
+        l->kernel = EVO_QUANT_K_MAIN;
+        l->grid_x = (unsigned)(chunks + lag);
+        l->block = threads;
+    } else {
+        evo_quant_launch *l = &p.launch[p.n_launches++];
+        l->kernel = EVO_QUANT_K_MAIN;
+        l->grid_x = (unsigned)(n_heads * (unsigned long long)k->cluster);
+        l->block = threads;
+        l->cluster_x = (unsigned)k->cluster;
+        l->nonportable = k->cluster > 8;
+    }
+    *plan = p;
+    return 0;
+}
+
+#endif

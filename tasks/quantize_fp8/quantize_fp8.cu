@@ -1,0 +1,747 @@
+/* quantize_fp8.cu — FP8 quantizer: the template family evo searches (task quantize_fp8).
+ *
+ * fp16/bf16 X [B, H, S, D] -> e4m3 codes + one float scale per (batch, head), optionally after the fixed rotation
+ * y = H·(s∘x)/sqrt(D) of every row (ABI and rule: evo_quantize_abi.h; CPU twin: quantize_ref.c, bit for bit).
+ * Memory-bound: the fewest bytes are 2 read + 1 written per element. The per-head absmax must be known before the
+ * first code of the head is written, so every kernel reads each head twice (once for absmax, once to encode) and
+ * the modes differ in where the second read comes from: L2 (split, chained, cluster with keep = 0) or registers
+ * (cluster with keep > 0, when the CTA's share of the head fits).
+ *
+ * Parameters (template order), legal values and what they trade:
+ *   D         32, 64, 128, 256   head dimension (not a knob: one instantiation per head dim of the shapes)
+ *   IN_BF16   0 fp16, 1 bf16     input dtype (not a knob)
+ *   ROTATE    0, 1               incoherent processing (not a knob: the task's setting)
+ *   VEC       8, 16, 32          input bytes per thread access (32 = two adjacent 16-byte loads, so the 16 codes
+ *                                leave as one 16-byte store); wider: fewer instructions, more registers
+ *   WARPS     2, 4, 8, 16, 32    warps per block: more threads per block, fewer blocks
+ *   MODE      0 split            two kernels: evo_quant_absmax writes one partial max per chunk to scratch, evo_quant
+ *                                reduces its head's partials and encodes (second read from L2 when it fits)
+ *             1 chained          one kernel, blocks take tickets in launch order; block t takes the absmax of chunk t
+ *                                and encodes chunk t - lag once every chunk of that head has reported; the re-read is
+ *                                lag chunks old, so it hits L2; no phases, no cluster; scratch zeroed once
+ *             2 cluster          one kernel, a cluster of CLUSTER CTAs per head; absmax reduced through distributed
+ *                                shared memory; each thread keeps KEEP vectors in registers, the rest is re-read
+ *   CLUSTER   1, 2, 4, 8, 16     mode 2: CTAs per head (>1 needs sm_90; 16 is non-portable). Mode 0/1: 1
+ *   KEEP      0, 1, 2, 4, 8, 16  mode 2: vectors per thread held in registers between the passes (read from DRAM
+ *                                once); KEEP*VEC/4 <= 64 registers. Mode 0/1: 0
+ *   UNROLL    1, 2, 4, 8         vectors per thread loaded before the first is used: memory-level parallelism
+ *   ITERS     1, 2, 4, 8         mode 0/1: load groups per chunk; chunk = 32*WARPS*UNROLL*ITERS vectors. Bigger
+ *                                chunks: fewer blocks, atomics and partials; smaller: finer balance
+ *   CVT       0, 1               0: e4m3 encoded with integer code (any arch); 1: cvt.rn.satfinite.e4m3x2.f32
+ *                                (sm_89+), a few instructions instead of ~20 per pair
+ *   CACHE     0, 1               1: first read with L2 evict_last, last read with evict_first, streaming stores
+ *                                (keeps the head in L2 for the re-read); 0: plain accesses
+ *   FUSED_ROT 0, 1               ROTATE only: 1 rotates inside every pass (shuffles, computed twice when the head
+ *                                is re-read); 0 runs evo_quant_rotate first, which writes rotated float rows to
+ *                                scratch (4 bytes per element written and read twice more)
+ * and one launch-only knob, SLACK (0, 1, 2, 4, 8; mode 1): lag = max(chunks per head - 1, min(SLACK * SMs, chunks)).
+ * Canonical genomes: mode 0/1 take CLUSTER 1, KEEP 0; mode 2 takes ITERS 1 (unused); ROTATE 0 takes FUSED_ROT 1.
+ *
+ * Host launch rules (evo_quant_plan_make in evo_quantize_abi.h computes them; the kernels trap when broken):
+ *   every kernel takes one by-value evo_quant_params; block = 32*WARPS threads; dynamic shared memory 0; all
+ *   launches of a plan go in order on one stream. THREADS = 32*WARPS, EPV = VEC/2 (VEC/4 for the main kernels
+ *   after a separate rotation), n = B*H*S*D, n_heads = B*H, chunk = THREADS*UNROLL*ITERS*EPV elements,
+ *   cph = ceil(S*D / chunk).
+ *   - ROTATE and FUSED_ROT = 0: first evo_quant_rotate<args>, grid = ceil(n / (VEC/2) / THREADS); scratch starts
+ *     with the rotated rows, evo_quant_rot_bytes(n) = 4n rounded up to 256 bytes; the mode's scratch follows.
+ *   - MODE 0: evo_quant_absmax<args> then evo_quant<args>, both grid = (cph, n_heads); scratch += 4*n_heads*cph
+ *     (rounded up to 256). No zeroing.
+ *   - MODE 1: evo_quant<args>, grid = n_heads*cph + lag, p.chain_lag = lag; scratch += 16 + 8*n_heads bytes,
+ *     zero-filled once after allocation; every launch leaves it zeroed (the last block to finish resets it).
+ *   - MODE 2: evo_quant<args>, grid = CLUSTER*n_heads, cluster dims (CLUSTER, 1, 1) as a launch attribute
+ *     (cuLaunchKernelEx / cudaLaunchKernelEx; CLUSTER 16 also needs NonPortableClusterSizeAllowed = 1 on the
+ *     function); CLUSTER = 1 launches plainly and runs on sm_80. No scratch.
+ *   Requirements: sm_80+ (CVT = 1: sm_89+; CLUSTER > 1: sm_90), 16-byte aligned x and codes, n_heads <= 65535,
+ *   S*D < 2^31. Compile without --use_fast_math, -ftz=true, -prec-div=false: the slow path divides with __fdiv_rn.
+ *
+ * Exactness: conversions fp16/bf16 -> float are exact; the rotation uses __fadd_rn/__fsub_rn/__fmul_rn and an FMA
+ * by +-1 (an exact product, so it equals the add or subtract); absmax is fmaxf (NaN ignored, as on the CPU). The
+ * quotient x/scale uses inv = RN(1/scale) and two Markstein corrections, q <- q + (x - scale*q)*inv with exact FMA
+ * remainders, when 2^-60 <= scale <= 2^60 (always for fp16 inputs), otherwise __fdiv_rn. It gives RN(x/scale)
+ * whenever |x| and |x/scale| are at least 2^-100, and below that a zero of x's sign, as e4m3(RN(x/scale)) does.
+ * The remainder is formed as scale*q - x so that -0 keeps its sign. quantize_ref.c models the same and the tests
+ * compare it with a plain division over every fp16 pair.
+ */
+#include "evo_quantize_abi.h"
+
+#define EVO_DEV __device__ __forceinline__
+
+#if defined(__CUDA_ARCH__)
+#define EVO_QUANT_ARCH __CUDA_ARCH__
+#else
+#define EVO_QUANT_ARCH 1000 /* nvcc's host pass: the device passes check the architecture */
+#endif
+
+namespace evoq {
+
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned long long u64;
+
+constexpr int pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+template <int D, int IN_BF16, int ROTATE, int VEC, int WARPS, int MODE, int CLUSTER, int KEEP, int UNROLL,
+          int ITERS, int CVT, int CACHE, int FUSED_ROT>
+struct Cfg {
+    static constexpr int THREADS = 32 * WARPS;
+    static constexpr int IN = (ROTATE && !FUSED_ROT) ? EVO_QUANT_IN_F32 : IN_BF16; /* what the main kernels read */
+    static constexpr bool ROT = ROTATE && FUSED_ROT;                                /* they rotate themselves */
+    static constexpr int EB = IN == EVO_QUANT_IN_F32 ? 4 : 2;
+    static constexpr int EPV = VEC / EB;
+    static constexpr int IN_EPV = VEC / 2; /* of the fp16/bf16 input (the rotation pass) */
+    static constexpr int CHUNK_V = THREADS * UNROLL * ITERS;
+    static constexpr bool KEEP_F32 = ROT && KEEP * EPV <= 64; /* keep rotated floats, else raw input re-rotated */
+    static constexpr int D_ = D, VEC_ = VEC, WARPS_ = WARPS, MODE_ = MODE, CLUSTER_ = CLUSTER, KEEP_ = KEEP,
+                         UNROLL_ = UNROLL, ITERS_ = ITERS, CVT_ = CVT, CACHE_ = CACHE, IN_BF16_ = IN_BF16,
+                         ROTATE_ = ROTATE;
+    static constexpr int HINT_FIRST = CACHE ? 1 : 0; /* a read that will be repeated: L2 evict_last */
+    static constexpr int HINT_LAST = CACHE ? 2 : 0;  /* the last read of these bytes: L2 evict_first */
+
+    static_assert(pow2(D) && D >= 32 && D <= 256, "D must be 32, 64, 128 or 256");
+    static_assert(IN_BF16 == 0 || IN_BF16 == 1, "IN_BF16 is 0 or 1");
+    static_assert(ROTATE == 0 || ROTATE == 1, "ROTATE is 0 or 1");
+    static_assert(VEC == 8 || VEC == 16 || VEC == 32, "VEC must be 8, 16 or 32 bytes");
+    static_assert(pow2(WARPS) && WARPS >= 2 && WARPS <= 32, "WARPS must be 2..32, a power of two");
+    static_assert(MODE >= 0 && MODE <= 2, "MODE is 0 split, 1 chained or 2 cluster");
+    static_assert(pow2(CLUSTER) && CLUSTER <= 16, "CLUSTER must be 1, 2, 4, 8 or 16");
+    static_assert(MODE == 2 || (CLUSTER == 1 && KEEP == 0), "CLUSTER and KEEP are mode 2 knobs (1 and 0 otherwise)");
+    static_assert(KEEP == 0 || (pow2(KEEP) && KEEP <= 16), "KEEP must be 0, 1, 2, 4, 8 or 16");
+    static_assert(KEEP * VEC / 4 <= 64, "KEEP*VEC/4 registers must be at most 64");
+    static_assert(pow2(UNROLL) && UNROLL <= 8, "UNROLL must be 1, 2, 4 or 8");
+    static_assert(pow2(ITERS) && ITERS <= 8, "ITERS must be 1, 2, 4 or 8");
+    static_assert(CVT == 0 || CVT == 1, "CVT is 0 or 1");
+    static_assert(CACHE == 0 || CACHE == 1, "CACHE is 0 or 1");
+    static_assert(FUSED_ROT == 0 || FUSED_ROT == 1, "FUSED_ROT is 0 or 1");
+    static_assert(!ROTATE || D / IN_EPV <= 32, "rotation: a row must span at most 32 lanes (D / (VEC/2) <= 32)");
+    static_assert(CVT == 0 || EVO_QUANT_ARCH >= 890, "CVT = 1 needs sm_89 or newer");
+    static_assert(CLUSTER == 1 || EVO_QUANT_ARCH >= 900, "CLUSTER > 1 needs sm_90");
+};
+
+/* ---- memory access ---- */
+
+template <int VEC> struct Raw {
+    u32 w[VEC / 4];
+};
+
+template <int HINT> EVO_DEV u64 make_policy()
+{
+    u64 pol = 0;
+    if (HINT == 1) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+    if (HINT == 2) asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+
+template <int HINT> EVO_DEV void ld16(u32 *w, const unsigned char *p, u64 pol)
+{
+    if (HINT == 0)
+        asm("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "l"(p));
+    else
+        asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+            : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+            : "l"(p), "l"(pol));
+}
+
+template <int HINT> EVO_DEV void ld8(u32 *w, const unsigned char *p, u64 pol)
+{
+    if (HINT == 0)
+        asm("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "l"(p));
+    else
+        asm("ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(w[0]), "=r"(w[1]) : "l"(p), "l"(pol));
+}
+
+template <int VEC, int HINT> EVO_DEV void load_raw(Raw<VEC> &r, const unsigned char *p, u64 pol)
+{
+    if (VEC == 8) ld8<HINT>(r.w, p, pol);
+#pragma unroll
+    for (int i = 0; i < VEC / 16; i++) ld16<HINT>(r.w + 4 * i, p + 16 * i, pol);
+}
+
+template <int VEC> EVO_DEV void zero_raw(Raw<VEC> &r)
+{
+#pragma unroll
+    for (int i = 0; i < VEC / 4; i++) r.w[i] = 0u;
+}
+
+/* NB code bytes from o[] (NB = 2, 4, 8 or 16). */
+template <int NB, int CACHE> EVO_DEV void store_codes(unsigned char *p, const u32 *o)
+{
+    if (NB == 2) {
+        unsigned short v = (unsigned short)o[0];
+        if (CACHE) asm volatile("st.global.cs.u16 [%0], %1;" ::"l"(p), "h"(v) : "memory");
+        else asm volatile("st.global.u16 [%0], %1;" ::"l"(p), "h"(v) : "memory");
+    } else if (NB == 4) {
+        if (CACHE) asm volatile("st.global.cs.u32 [%0], %1;" ::"l"(p), "r"(o[0]) : "memory");
+        else asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(o[0]) : "memory");
+    } else if (NB == 8) {
+        if (CACHE) asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(o[0]), "r"(o[1]) : "memory");
+        else asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(o[0]), "r"(o[1]) : "memory");
+    } else {
+        if (CACHE)
+            asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(o[0]), "r"(o[1]), "r"(o[2]),
+                         "r"(o[3])
+                         : "memory");
+        else
+            asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(o[0]), "r"(o[1]), "r"(o[2]),
+                         "r"(o[3])
+                         : "memory");
+    }
+}
+
+/* ---- number formats ---- */
+
+EVO_DEV void h2_to_f2(u32 w, float &lo, float &hi)
+{
+    asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.f32.f16 %0, l;\n\tcvt.f32.f16 %1, h;\n\t}"
+        : "=f"(lo), "=f"(hi)
+        : "r"(w));
+}
+
+template <int IN, int VEC, int EPV> EVO_DEV void to_float(const Raw<VEC> &r, float (&f)[EPV])
+{
+#pragma unroll
+    for (int i = 0; i < VEC / 4; i++) {
+        if (IN == EVO_QUANT_IN_F16) {
+            h2_to_f2(r.w[i], f[2 * i], f[2 * i + 1]);
+        } else if (IN == EVO_QUANT_IN_BF16) {
+            f[2 * i] = __uint_as_float(r.w[i] << 16);
+            f[2 * i + 1] = __uint_as_float(r.w[i] & 0xffff0000u);
+        } else {
+            f[i] = __uint_as_float(r.w[i]);
+        }
+    }
+}
+
+/* OCP e4m3fn, round to nearest even, saturating to +-448, NaN -> 0x7f: evo_ref_e4m3_encode's integer code. */
+EVO_DEV u32 e4m3_sw(float x)
+{
+    u32 b = __float_as_uint(x);
+    u32 sign = (b >> 24) & 0x80u;
+    u32 a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) return 0x7fu;
+    int be = (int)(a >> 23);
+    if (be == 0) return sign;
+    int e = be - 127;
+    u32 mant = (a & 0x7fffffu) | 0x800000u;
+    u32 q;
+    if (e > 8) {
+        q = 0x7eu;
+    } else if (e >= -6) {
+        q = ((u32)(e + 7) << 3) | ((mant >> 20) & 7u);
+        u32 rem = mant & 0xfffffu, half = 0x80000u;
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        if (q > 0x7eu) q = 0x7eu;
+    } else {
+        int sh = 14 - e;
+        if (sh > 24) return sign;
+        q = mant >> sh;
+        u32 rem = mant & ((1u << sh) - 1u), half = 1u << (sh - 1);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+    }
+    return sign | q;
+}
+
+/* Two codes: lo in bits 0-7, hi in bits 8-15. */
+template <int CVT> EVO_DEV u32 enc2(float lo, float hi)
+{
+#if EVO_QUANT_ARCH >= 890
+    if (CVT) {
+        unsigned short r;
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+        return (u32)r;
+    }
+#endif
+    return e4m3_sw(lo) | (e4m3_sw(hi) << 8);
+}
+
+EVO_DEV float scale_of(float absmax) { return absmax == 0.0f ? 1.0f : __fdiv_rn(absmax, 448.0f); }
+EVO_DEV bool scale_fast(float s) { return s >= 0x1p-60f && s <= 0x1p60f; }
+
+/* RN(a / s): with FAST, inv = RN(1/s) and two Markstein corrections (exact for 2^-60 <= s <= 2^60). */
+template <bool FAST> EVO_DEV float quot(float a, float s, float inv)
+{
+    if (!FAST) return __fdiv_rn(a, s);
+    float q = __fmul_rn(a, inv);
+    float r = __fmaf_rn(s, q, -a);
+    q = __fmaf_rn(-r, inv, q);
+    r = __fmaf_rn(s, q, -a);
+    return __fmaf_rn(-r, inv, q);
+}
+
+template <int EPV> struct Codes {
+    u32 w[EPV >= 4 ? EPV / 4 : 1];
+};
+
+template <int EPV, int CVT, bool FAST> EVO_DEV void encode_vec(const float (&f)[EPV], float s, float inv, Codes<EPV> &o)
+{
+#pragma unroll
+    for (int i = 0; i < EPV; i += 2) {
+        u32 e = enc2<CVT>(quot<FAST>(f[i], s, inv), quot<FAST>(f[i + 1], s, inv));
+        if ((i & 3) == 0) o.w[i / 4] = e;
+        else o.w[i / 4] |= e << 16;
+    }
+}
+
+/* ---- rotation ---- */
+
+/* Sign bits of the EPV columns starting at column c0 (a multiple of EPV): bit i set means s_{c0+i} = -1. */
+template <int EPV> EVO_DEV u32 sign_bits(u32 c0)
+{
+    u64 w = evo_quant_sign_word(c0 >> 6);
+    return (u32)(w >> (c0 & 63u)) & (u32)((1ull << EPV) - 1ull);
+}
+
+/* The row's D elements lie in D/EPV consecutive lanes, EPV each. y = H·(s∘x)·(1/sqrt(D)): sign flips, butterfly
+ * stages h = 1, 2, .., D/2 ((a, b) -> (a + b, a - b) for the pair (i, i + h)), then one multiply. */
+template <int D, int EPV> EVO_DEV void rotate(float (&v)[EPV], u32 smask, u32 lane)
+{
+#pragma unroll
+    for (int i = 0; i < EPV; i++) v[i] = __uint_as_float(__float_as_uint(v[i]) ^ (((smask >> i) & 1u) << 31));
+#pragma unroll
+    for (int h = 1; h < EPV; h <<= 1) {
+#pragma unroll
+        for (int i = 0; i < EPV; i++) {
+            if (i & h) continue;
+            float a = v[i], b = v[i + h];
+            v[i] = __fadd_rn(a, b);
+            v[i + h] = __fsub_rn(a, b);
+        }
+    }
+#pragma unroll
+    for (int h = EPV; h < D; h <<= 1) {
+        const int m = h / EPV;
+        const float sg = (lane & (u32)m) ? -1.0f : 1.0f; /* the upper lane of the pair holds b: a - b = -b + a */
+#pragma unroll
+        for (int i = 0; i < EPV; i++) {
+            float o = __shfl_xor_sync(0xffffffffu, v[i], m);
+            v[i] = __fmaf_rn(sg, v[i], o);
+        }
+    }
+    const float c = evo_quant_rsqrt_d(D);
+#pragma unroll
+    for (int i = 0; i < EPV; i++) v[i] = __fmul_rn(v[i], c);
+}
+
+/* ---- reductions and synchronization ---- */
+
+/* Block-wide max; red holds WARPS floats. Call once per kernel (red is not reset). */
+template <int WARPS> EVO_DEV float block_max(float m, float *red)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if ((threadIdx.x & 31u) == 0) red[threadIdx.x >> 5] = m;
+    __syncthreads();
+    m = red[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; w++) m = fmaxf(m, red[w]);
+    return m;
+}
+
+EVO_DEV u32 ld_acquire(const u32 *p)
+{
+    u32 v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+EVO_DEV u32 smem_addr(const void *p)
+{
+    u32 r;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
+    return r;
+}
+
+#if EVO_QUANT_ARCH >= 900
+EVO_DEV u32 cluster_rank()
+{
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+EVO_DEV u32 cluster_size()
+{
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+    return r;
+}
+EVO_DEV void cluster_sync_all()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+EVO_DEV void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); }
+EVO_DEV void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+EVO_DEV float ld_cluster(const float *local, u32 rank)
+{
+    u32 remote;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(local)), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+    return v;
+}
+#else
+EVO_DEV u32 cluster_rank() { return 0u; }
+EVO_DEV u32 cluster_size() { return 1u; }
+EVO_DEV void cluster_sync_all() {}
+EVO_DEV void cluster_arrive_relaxed() {}
+EVO_DEV void cluster_wait() {}
+EVO_DEV float ld_cluster(const float *local, u32) { return *local; }
+#endif
+
+EVO_DEV void require(bool ok)
+{
+    if (!ok) __trap();
+}
+
+/* ---- shape and scratch ---- */
+
+template <class C> struct Shape {
+    u32 n_heads, head_elems, nv; /* nv: vectors per head */
+    u64 n;
+    const unsigned char *src;    /* what the main kernels read: x, or the rotated rows in scratch */
+    unsigned char *mode_scratch; /* after the rotated rows */
+    u32 cph;                     /* chunks per head (modes 0 and 1) */
+
+    EVO_DEV explicit Shape(const evo_quant_params &p)
+    {
+        n_heads = (u32)p.batch * (u32)p.heads;
+        head_elems = (u32)p.seq * (u32)C::D_;
+        nv = head_elems / (u32)C::EPV;
+        n = (u64)n_heads * head_elems;
+        u64 rot = C::IN == EVO_QUANT_IN_F32 ? evo_quant_rot_bytes(n) : 0ull;
+        src = C::IN == EVO_QUANT_IN_F32 ? (const unsigned char *)p.scratch : (const unsigned char *)p.x;
+        mode_scratch = (unsigned char *)p.scratch + rot;
+        cph = (nv + (u32)C::CHUNK_V - 1u) / (u32)C::CHUNK_V;
+        u64 need = rot;
+        if (C::MODE_ == EVO_QUANT_MODE_SPLIT) need += ((u64)n_heads * cph * 4ull + 255ull) & ~255ull;
+        if (C::MODE_ == EVO_QUANT_MODE_CHAINED) need += 16ull + 8ull * n_heads;
+        require(p.head_dim == C::D_ && p.in_dtype == C::IN_BF16_ && p.rotate == C::ROTATE_ && p.batch >= 1 &&
+                p.heads >= 1 && p.seq >= 1 && p.scratch_bytes >= need && (need == 0 || p.scratch != 0));
+    }
+    EVO_DEV const unsigned char *head_src(u32 h) const { return src + (u64)h * head_elems * (u32)C::EB; }
+};
+
+/* ---- chunk passes (modes 0 and 1): vectors v0 + (it*UNROLL + u)*THREADS + tid of one head ---- */
+
+template <class C, int HINT>
+EVO_DEV float chunk_absmax(const unsigned char *xh, u32 v0, u32 nv, u32 smask)
+{
+    const u64 pol = make_policy<HINT>();
+    const u32 tid = threadIdx.x, lane = tid & 31u;
+    float m = 0.0f;
+#pragma unroll
+    for (int it = 0; it < C::ITERS_; it++) {
+        Raw<C::VEC_> r[C::UNROLL_];
+#pragma unroll
+        for (int u = 0; u < C::UNROLL_; u++) {
+            u32 j = v0 + (u32)((it * C::UNROLL_ + u) * C::THREADS) + tid;
+            if (j < nv) load_raw<C::VEC_, HINT>(r[u], xh + (u64)j * C::VEC_, pol);
+            else zero_raw(r[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < C::UNROLL_; u++) {
+            float f[C::EPV];
+            to_float<C::IN>(r[u], f);
+            if (C::ROT) rotate<C::D_>(f, smask, lane);
+#pragma unroll
+            for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
+        }
+    }
+    return m;
+}
+
+template <class C, bool FAST, int HINT>
+EVO_DEV void chunk_encode(const unsigned char *xh, unsigned char *ch, u32 v0, u32 nv, u32 smask, float s, float inv)
+{
+    const u64 pol = make_policy<HINT>();
+    const u32 tid = threadIdx.x, lane = tid & 31u;
+#pragma unroll
+    for (int it = 0; it < C::ITERS_; it++) {
+        Raw<C::VEC_> r[C::UNROLL_];
+#pragma unroll
+        for (int u = 0; u < C::UNROLL_; u++) {
+            u32 j = v0 + (u32)((it * C::UNROLL_ + u) * C::THREADS) + tid;
+            if (j < nv) load_raw<C::VEC_, HINT>(r[u], xh + (u64)j * C::VEC_, pol);
+            else zero_raw(r[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < C::UNROLL_; u++) {
+            u32 j = v0 + (u32)((it * C::UNROLL_ + u) * C::THREADS) + tid;
+            float f[C::EPV];
+            to_float<C::IN>(r[u], f);
+            if (C::ROT) rotate<C::D_>(f, smask, lane);
+            Codes<C::EPV> o;
+            encode_vec<C::EPV, C::CVT_, FAST>(f, s, inv, o);
+            if (j < nv) store_codes<C::EPV, C::CACHE_>(ch + (u64)j * C::EPV, o.w);
+        }
+    }
+}
+
+template <class C> EVO_DEV u32 thread_signs()
+{
+    if (!C::ROT) return 0u;
+    constexpr u32 TPR = (u32)(C::D_ / C::EPV);
+    return sign_bits<C::EPV>((threadIdx.x % TPR) * (u32)C::EPV);
+}
+
+/* ---- mode 0: split ---- */
+
+template <class C> EVO_DEV void split_absmax(const evo_quant_params &p)
+{
+    __shared__ float red[C::WARPS_];
+    Shape<C> sh(p);
+    require(gridDim.x == sh.cph && gridDim.y == sh.n_heads);
+    const u32 h = blockIdx.y, c = blockIdx.x;
+    float m = chunk_absmax<C, C::HINT_FIRST>(sh.head_src(h), c * (u32)C::CHUNK_V, sh.nv, thread_signs<C>());
+    m = block_max<C::WARPS_>(m, red);
+    if (threadIdx.x == 0) ((float *)sh.mode_scratch)[(u64)h * sh.cph + c] = m;
+}
+
+template <class C> EVO_DEV void split_encode(const evo_quant_params &p)
+{
+    __shared__ float red[C::WARPS_];
+    Shape<C> sh(p);
+    require(gridDim.x == sh.cph && gridDim.y == sh.n_heads);
+    const u32 h = blockIdx.y, c = blockIdx.x;
+    const float *part = (const float *)sh.mode_scratch + (u64)h * sh.cph;
+    float m = 0.0f;
+    for (u32 i = threadIdx.x; i < sh.cph; i += (u32)C::THREADS) m = fmaxf(m, part[i]);
+    const float s = scale_of(block_max<C::WARPS_>(m, red));
+    if (c == 0 && threadIdx.x == 0) p.scales[h] = s;
+    const float inv = __frcp_rn(s);
+    const unsigned char *xh = sh.head_src(h);
+    unsigned char *ch = p.codes + (u64)h * sh.head_elems;
+    if (scale_fast(s)) chunk_encode<C, true, C::HINT_LAST>(xh, ch, c * (u32)C::CHUNK_V, sh.nv, thread_signs<C>(), s, inv);
+    else chunk_encode<C, false, C::HINT_LAST>(xh, ch, c * (u32)C::CHUNK_V, sh.nv, thread_signs<C>(), s, inv);
+}
+
+/* ---- mode 1: chained ---- */
+
+/* Scratch: u32 ticket, u32 done, 2 u32 unused, then per head {u32 reported chunks, u32 absmax bits}. */
+template <class C> EVO_DEV void chained(const evo_quant_params &p)
+{
+    __shared__ float red[C::WARPS_];
+    __shared__ u32 s_ticket;
+    __shared__ float s_absmax;
+    Shape<C> sh(p);
+    u32 *ctl = (u32 *)sh.mode_scratch;
+    u32 *heads = ctl + 4;
+    const u32 lag = (u32)p.chain_lag, chunks = sh.n_heads * sh.cph;
+    require(p.chain_lag >= 0 && lag + 1u >= sh.cph && gridDim.x == chunks + lag && gridDim.y == 1);
+    const u32 tid = threadIdx.x, smask = thread_signs<C>();
+
+    if (tid == 0) s_ticket = atomicAdd(&ctl[0], 1u);
+    __syncthreads();
+    const u32 t = s_ticket;
+
+    if (t < chunks) { /* absmax of chunk t: never waits, so every ticket below t finishes this part */
+        const u32 h = t / sh.cph, c = t % sh.cph;
+        float m = chunk_absmax<C, C::HINT_FIRST>(sh.head_src(h), c * (u32)C::CHUNK_V, sh.nv, smask);
+        m = block_max<C::WARPS_>(m, red);
+        if (tid == 0) {
+            atomicMax(&heads[2 * h + 1], __float_as_uint(m)); /* m >= 0: its bits order as the values */
+            __threadfence();
+            atomicAdd(&heads[2 * h], 1u);
+        }
+    }
+    if (t >= lag && t - lag < chunks) { /* encode chunk t - lag; its head's chunks all have tickets <= t */
+        const u32 c2 = t - lag, h = c2 / sh.cph, c = c2 % sh.cph;
+        if (tid == 0) {
+            while (ld_acquire(&heads[2 * h]) < sh.cph) asm volatile("nanosleep.u32 64;");
+            s_absmax = __uint_as_float(ld_acquire(&heads[2 * h + 1]));
+        }
+        __syncthreads();
+        const float s = scale_of(s_absmax);
+        if (c == 0 && tid == 0) p.scales[h] = s;
+        const float inv = __frcp_rn(s);
+        const unsigned char *xh = sh.head_src(h);
+        unsigned char *ch = p.codes + (u64)h * sh.head_elems;
+        if (scale_fast(s)) chunk_encode<C, true, C::HINT_LAST>(xh, ch, c * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
+        else chunk_encode<C, false, C::HINT_LAST>(xh, ch, c * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
+    }
+    if (tid == 0) { /* the last block to finish finds every other block done and zeroes the scratch */
+        __threadfence();
+        if (atomicAdd(&ctl[1], 1u) == gridDim.x - 1u) {
+            __threadfence();
+            for (u32 i = 0; i < 2u * sh.n_heads; i++) heads[i] = 0u;
+            ctl[0] = 0u;
+            ctl[1] = 0u;
+            __threadfence();
+        }
+    }
+}
+
+/* ---- mode 2: cluster ---- */
+
+template <class C, bool FAST>
+EVO_DEV void cluster_encode(const unsigned char *xh, unsigned char *ch, u32 nv, u32 rank, u32 rounds, u32 smask,
+                            float s, float inv, const Raw<C::VEC_> (&kr)[C::KEEP_ ? C::KEEP_ : 1],
+                            const float (&kf)[C::KEEP_F32 ? C::KEEP_ : 1][C::KEEP_F32 ? C::EPV : 1])
+{
+    const u32 tid = threadIdx.x, lane = tid & 31u;
+#pragma unroll
+    for (int k = 0; k < C::KEEP_; k++) {
+        u32 j = ((u32)k * C::CLUSTER_ + rank) * (u32)C::THREADS + tid;
+        float f[C::EPV];
+        if (C::KEEP_F32) {
+#pragma unroll
+            for (int e = 0; e < C::EPV; e++) f[e] = kf[C::KEEP_F32 ? k : 0][C::KEEP_F32 ? e : 0];
+        } else {
+            to_float<C::IN>(kr[k], f);
+            if (C::ROT) rotate<C::D_>(f, smask, lane);
+        }
+        Codes<C::EPV> o;
+        encode_vec<C::EPV, C::CVT_, FAST>(f, s, inv, o);
+        if (j < nv) store_codes<C::EPV, C::CACHE_>(ch + (u64)j * C::EPV, o.w);
+    }
+    const u64 pol = make_policy<C::HINT_LAST>();
+    for (u32 k = C::KEEP_; k < rounds; k += C::UNROLL_) {
+        Raw<C::VEC_> r[C::UNROLL_];
+#pragma unroll
+        for (int u = 0; u < C::UNROLL_; u++) {
+            u32 j = ((k + u) * C::CLUSTER_ + rank) * (u32)C::THREADS + tid;
+            if (j < nv) load_raw<C::VEC_, C::HINT_LAST>(r[u], xh + (u64)j * C::VEC_, pol);
+            else zero_raw(r[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < C::UNROLL_; u++) {
+            u32 j = ((k + u) * C::CLUSTER_ + rank) * (u32)C::THREADS + tid;
+            float f[C::EPV];
+            to_float<C::IN>(r[u], f);
+            if (C::ROT) rotate<C::D_>(f, smask, lane);
+            Codes<C::EPV> o;
+            encode_vec<C::EPV, C::CVT_, FAST>(f, s, inv, o);
+            if (j < nv) store_codes<C::EPV, C::CACHE_>(ch + (u64)j * C::EPV, o.w);
+        }
+    }
+}
+
+/* Vector (k*CLUSTER + rank)*THREADS + tid of the head is this thread's k-th; k < KEEP stay in registers. */
+template <class C> EVO_DEV void cluster_head(const evo_quant_params &p)
+{
+    __shared__ float red[C::WARPS_];
+    __shared__ float s_block, s_absmax;
+    Shape<C> sh(p);
+    require(gridDim.x == sh.n_heads * (u32)C::CLUSTER_ && gridDim.y == 1 && cluster_size() == (u32)C::CLUSTER_);
+    const u32 tid = threadIdx.x, lane = tid & 31u, smask = thread_signs<C>();
+    const u32 h = blockIdx.x / (u32)C::CLUSTER_, rank = C::CLUSTER_ > 1 ? cluster_rank() : 0u;
+    const u32 per_round = (u32)(C::CLUSTER_ * C::THREADS), rounds = (sh.nv + per_round - 1u) / per_round;
+    const unsigned char *xh = sh.head_src(h);
+
+    Raw<C::VEC_> kr[C::KEEP_ ? C::KEEP_ : 1];
+    float kf[C::KEEP_F32 ? C::KEEP_ : 1][C::KEEP_F32 ? C::EPV : 1];
+    float m = 0.0f;
+    {
+        const u64 pol = make_policy<C::HINT_LAST>();
+#pragma unroll
+        for (int k = 0; k < C::KEEP_; k++) {
+            u32 j = ((u32)k * C::CLUSTER_ + rank) * (u32)C::THREADS + tid;
+            if (j < sh.nv) load_raw<C::VEC_, C::HINT_LAST>(kr[k], xh + (u64)j * C::VEC_, pol);
+            else zero_raw(kr[k]);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < C::KEEP_; k++) {
+        float f[C::EPV];
+        to_float<C::IN>(kr[k], f);
+        if (C::ROT) rotate<C::D_>(f, smask, lane);
+#pragma unroll
+        for (int e = 0; e < C::EPV; e++) {
+            m = fmaxf(m, fabsf(f[e]));
+            if (C::KEEP_F32) kf[C::KEEP_F32 ? k : 0][C::KEEP_F32 ? e : 0] = f[e];
+        }
+    }
+    {
+        const u64 pol = make_policy<C::HINT_FIRST>();
+        for (u32 k = C::KEEP_; k < rounds; k += C::UNROLL_) {
+            Raw<C::VEC_> r[C::UNROLL_];
+#pragma unroll
+            for (int u = 0; u < C::UNROLL_; u++) {
+                u32 j = ((k + u) * C::CLUSTER_ + rank) * (u32)C::THREADS + tid;
+                if (j < sh.nv) load_raw<C::VEC_, C::HINT_FIRST>(r[u], xh + (u64)j * C::VEC_, pol);
+                else zero_raw(r[u]);
+            }
+#pragma unroll
+            for (int u = 0; u < C::UNROLL_; u++) {
+                float f[C::EPV];
+                to_float<C::IN>(r[u], f);
+                if (C::ROT) rotate<C::D_>(f, smask, lane);
+#pragma unroll
+                for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
+            }
+        }
+    }
+    m = block_max<C::WARPS_>(m, red);
+    float absmax = m;
+    if (C::CLUSTER_ > 1) {
+        if (tid == 0) s_block = m;
+        cluster_sync_all(); /* every CTA's s_block is written and visible */
+        if (tid < 32) {
+            float v = tid < (u32)C::CLUSTER_ ? ld_cluster(&s_block, tid) : 0.0f;
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+            if (tid == 0) s_absmax = v;
+        }
+        cluster_arrive_relaxed(); /* done reading the others' shared memory; the wait is at the end */
+        __syncthreads();
+        absmax = s_absmax;
+    }
+    const float s = scale_of(absmax);
+    if (rank == 0 && tid == 0) p.scales[h] = s;
+    const float inv = __frcp_rn(s);
+    unsigned char *ch = p.codes + (u64)h * sh.head_elems;
+    if (scale_fast(s)) cluster_encode<C, true>(xh, ch, sh.nv, rank, rounds, smask, s, inv, kr, kf);
+    else cluster_encode<C, false>(xh, ch, sh.nv, rank, rounds, smask, s, inv, kr, kf);
+    if (C::CLUSTER_ > 1) cluster_wait(); /* no CTA leaves while another may still read its s_block */
+}
+
+} // namespace evoq
+
+#define EVO_QUANT_TPARAMS                                                                                        \
+    int D, int IN_BF16, int ROTATE, int VEC, int WARPS, int MODE, int CLUSTER, int KEEP, int UNROLL, int ITERS,   \
+        int CVT, int CACHE, int FUSED_ROT
+#define EVO_QUANT_TARGS D, IN_BF16, ROTATE, VEC, WARPS, MODE, CLUSTER, KEEP, UNROLL, ITERS, CVT, CACHE, FUSED_ROT
+
+/* The main kernel of every plan: mode 0's encode pass, mode 1 or mode 2. */
+template <EVO_QUANT_TPARAMS>
+__global__ void __launch_bounds__(32 * WARPS) evo_quant(const evo_quant_params p)
+{
+    typedef evoq::Cfg<EVO_QUANT_TARGS> C;
+    if constexpr (MODE == EVO_QUANT_MODE_SPLIT) evoq::split_encode<C>(p);
+    else if constexpr (MODE == EVO_QUANT_MODE_CHAINED) evoq::chained<C>(p);
+    else evoq::cluster_head<C>(p);
+}
+
+/* Mode 0's first pass: one partial absmax per (chunk, head) into scratch. */
+template <EVO_QUANT_TPARAMS>
+__global__ void __launch_bounds__(32 * WARPS) evo_quant_absmax(const evo_quant_params p)
+{
+    typedef evoq::Cfg<EVO_QUANT_TARGS> C;
+    static_assert(MODE == EVO_QUANT_MODE_SPLIT, "evo_quant_absmax belongs to mode 0");
+    evoq::split_absmax<C>(p);
+}
+
+/* ROTATE with FUSED_ROT = 0: rotated rows as floats into the start of scratch; one thread per VEC input bytes. */
+template <EVO_QUANT_TPARAMS>
+__global__ void __launch_bounds__(32 * WARPS) evo_quant_rotate(const evo_quant_params p)
+{
+    using namespace evoq;
+    typedef Cfg<EVO_QUANT_TARGS> C;
+    static_assert(ROTATE == 1 && FUSED_ROT == 0, "evo_quant_rotate belongs to ROTATE = 1, FUSED_ROT = 0");
+    constexpr int EPV = C::IN_EPV;
+    const u32 n_heads = (u32)p.batch * (u32)p.heads;
+    const u64 n = (u64)n_heads * (u32)p.seq * (u32)D, nv = n / EPV;
+    require(p.head_dim == D && p.in_dtype == IN_BF16 && p.rotate == 1 && p.scratch != 0 &&
+            p.scratch_bytes >= evo_quant_rot_bytes(n) && (u64)gridDim.x == (nv + C::THREADS - 1) / C::THREADS);
+    const u64 j = (u64)blockIdx.x * C::THREADS + threadIdx.x;
+    const u64 pol = make_policy<C::HINT_LAST>();
+    Raw<VEC> r;
+    if (j < nv) load_raw<VEC, C::HINT_LAST>(r, (const unsigned char *)p.x + j * VEC, pol);
+    else zero_raw(r);
+    float f[EPV];
+    to_float<IN_BF16>(r, f);
+    rotate<D>(f, sign_bits<EPV>((threadIdx.x % (u32)(D / EPV)) * (u32)EPV), threadIdx.x & 31u);
+    if (j < nv) {
+        float4 *out = (float4 *)p.scratch + j * (EPV / 4);
+#pragma unroll
+        for (int i = 0; i < EPV / 4; i++) out[i] = make_float4(f[4 * i], f[4 * i + 1], f[4 * i + 2], f[4 * i + 3]);
+    }
+}

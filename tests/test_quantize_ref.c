@@ -1,0 +1,386 @@
+/* test_quantize_ref.c — the quantize_fp8 task's CPU reference (tasks/quantize_fp8/quantize_ref.h): bf16, the sign
+ * vector, the rotation (exact cases, FP64 dense product, inverse), the kernels' fast quotient against division,
+ * and per-head codes on chosen values (448, subnormals, ties, zero heads, saturation, bf16, tiny bf16 heads).
+ * Run: ctest --test-dir build -R test_quantize_ref --output-on-failure
+ * EVO_QUANT_EXHAUSTIVE=1 also checks the fast quotient on every fp16 and bf16 (value, absmax) pair (minutes).
+ */
+#include "quantize_ref.h"
+
+#include "attn_ref.h"
+#include "check.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t fbits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+static float bitsf(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* ---- bf16 ---- */
+
+static void test_bf16(void)
+{
+    CHECK_EQ_INT(evo_qref_float_to_bf16(1.0f), 0x3f80);
+    CHECK_EQ_INT(evo_qref_float_to_bf16(-2.0f), 0xc000);
+    CHECK_EQ_INT(evo_qref_float_to_bf16(0.0f), 0x0000);
+    CHECK_EQ_INT(evo_qref_float_to_bf16(-0.0f), 0x8000);
+    CHECK_EQ_INT(evo_qref_float_to_bf16(1.0f + 0x1p-8f), 0x3f80);       /* tie: even mantissa */
+    CHECK_EQ_INT(evo_qref_float_to_bf16(1.0f + 0x3p-8f), 0x3f82);       /* tie: even mantissa */
+    CHECK_EQ_INT(evo_qref_float_to_bf16(1.0f + 0x1.01p-8f), 0x3f81);    /* above the tie */
+    CHECK_EQ_INT(evo_qref_float_to_bf16(3.0e38f), 0x7f62);
+    CHECK_EQ_INT(evo_qref_float_to_bf16(0x1.ffp127f), 0x7f80); /* the tie above the largest bf16: even is inf */
+    CHECK_EQ_INT(evo_qref_float_to_bf16(0x1.fefffep127f), 0x7f7f);
+    CHECK_EQ_INT(evo_qref_float_to_bf16(INFINITY), 0x7f80);
+    CHECK_EQ_INT(evo_qref_float_to_bf16(-INFINITY), 0xff80);
+    CHECK_EQ_INT(evo_qref_float_to_bf16(NAN), 0x7fc0);
+    CHECK_EQ_INT(evo_qref_float_to_bf16(0x1p-133f), 0x0001);            /* smallest bf16 subnormal */
+    CHECK(evo_qref_bf16_to_float(0x3f80) == 1.0f);
+    CHECK(evo_qref_bf16_to_float(0xc0a0) == -5.0f);
+    CHECK(evo_qref_bf16_to_float(0x0001) == 0x1p-133f);
+    CHECK(evo_qref_in_to_float(0x3c00, EVO_QUANT_IN_F16) == 1.0f);
+    CHECK(evo_qref_in_to_float(0x3c00, EVO_QUANT_IN_BF16) == 0x1p-7f);
+    int bad = 0;
+    for (uint32_t b = 0; b < 0x10000u; b++) { /* every non-NaN pattern survives the round trip */
+        if ((b & 0x7fffu) > 0x7f80u) continue;
+        if (evo_qref_float_to_bf16(evo_qref_bf16_to_float((uint16_t)b)) != b) bad++;
+    }
+    CHECK_EQ_INT(bad, 0);
+}
+
+/* ---- signs and rotation ---- */
+
+static void test_signs(void)
+{
+    /* splitmix64 words computed independently (Python) from the seed in evo_quantize_abi.h */
+    CHECK(evo_quant_sign_word(0) == 0x60159a8d7ad7eefbull);
+    CHECK(evo_quant_sign_word(1) == 0x66580f1337f4f3ecull);
+    CHECK(evo_quant_sign_word(2) == 0xf73276ef64554580ull);
+    CHECK(evo_quant_sign_word(3) == 0xeb04fb3743dade4cull);
+    const int first[16] = {-1, -1, 1, -1, -1, -1, -1, -1, 1, -1, -1, -1, 1, -1, -1, -1};
+    for (int i = 0; i < 16; i++) CHECK_EQ_INT(evo_qref_sign(i), first[i]);
+    int neg = 0;
+    for (int i = 0; i < 128; i++) neg += evo_qref_sign(i) < 0;
+    CHECK_EQ_INT(neg, 72);
+    CHECK(evo_quant_rsqrt_d(64) == 0.125f);
+    CHECK(evo_quant_rsqrt_d(128) == 0x1.6a09e6p-4f);
+    CHECK(evo_quant_rsqrt_d(32) == 0x1.6a09e6p-3f);
+    CHECK(evo_quant_rsqrt_d(48) == 0.0f);
+    /* the float constants are the nearest floats to 1/sqrt(D) */
+    CHECK(fabs((double)evo_quant_rsqrt_d(128) - 1.0 / sqrt(128.0)) <= 0.5 * 0x1p-27);
+}
+
+static int popcount_u(unsigned v)
+{
+    int c = 0;
+    for (; v; v &= v - 1) c++;
+    return c;
+}
+
+/* H[j][i] = (-1)^popcount(i & j); y = H·(s∘x)/sqrt(D) in double. */
+static void rotate_dense(const float *x, double *y, int d)
+{
+    for (int j = 0; j < d; j++) {
+        double acc = 0.0;
+        for (int i = 0; i < d; i++) acc += (popcount_u((unsigned)(i & j)) & 1 ? -1.0 : 1.0) * evo_qref_sign(i) * x[i];
+        y[j] = acc / sqrt((double)d);
+    }
+}
+
+static void test_rotation(void)
+{
+    float v[256];
+    /* a unit vector e_k: y_j = s_k * (-1)^popcount(j & k) / sqrt(D), exactly */
+    const int dims[] = {32, 64, 128, 256};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        int d = dims[di];
+        for (int k = 0; k < d; k += 7) {
+            memset(v, 0, sizeof v);
+            v[k] = 1.0f;
+            evo_qref_rotate_row(v, d);
+            int bad = 0;
+            for (int j = 0; j < d; j++) {
+                float want = (float)(evo_qref_sign(k) * (popcount_u((unsigned)(j & k)) & 1 ? -1 : 1)) * evo_quant_rsqrt_d(d);
+                bad += fbits(v[j]) != fbits(want);
+            }
+            CHECK_EQ_INT(bad, 0);
+        }
+    }
+    /* small integers: every butterfly is exact, so y = RN(integer sum * c) */
+    for (int d = 32; d <= 256; d *= 2) {
+        for (int i = 0; i < d; i++) v[i] = (float)((i * 37) % 11 - 5);
+        double y[256];
+        rotate_dense(v, y, d);
+        float x0[256];
+        memcpy(x0, v, sizeof x0);
+        evo_qref_rotate_row(v, d);
+        int bad = 0;
+        for (int j = 0; j < d; j++) {
+            double sum = 0.0;
+            for (int i = 0; i < d; i++) sum += (popcount_u((unsigned)(i & j)) & 1 ? -1.0 : 1.0) * evo_qref_sign(i) * x0[i];
+            float want = (float)sum * evo_quant_rsqrt_d(d);
+            bad += fbits(v[j]) != fbits(want);
+            bad += fabs((double)v[j] - y[j]) > 1e-6 * (1.0 + fabs(y[j]));
+        }
+        CHECK_EQ_INT(bad, 0);
+    }
+    /* random rows: close to the FP64 dense product, norm kept, and the inverse s∘(H·y)/sqrt(D) gives x back */
+    uint64_t st = 12345;
+    for (int trial = 0; trial < 20; trial++) {
+        int d = dims[trial % 4];
+        float x[256];
+        for (int i = 0; i < d; i++) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            x[i] = (float)((double)(st >> 11) * 0x1p-53 * 20.0 - 10.0);
+            v[i] = x[i];
+        }
+        double y[256], n0 = 0.0, n1 = 0.0, err = 0.0, back_err = 0.0;
+        rotate_dense(x, y, d);
+        evo_qref_rotate_row(v, d);
+        for (int j = 0; j < d; j++) {
+            err = fmax(err, fabs((double)v[j] - y[j]));
+            n0 += (double)x[j] * x[j];
+            n1 += (double)v[j] * v[j];
+        }
+        for (int i = 0; i < d; i++) {
+            double acc = 0.0;
+            for (int j = 0; j < d; j++) acc += (popcount_u((unsigned)(i & j)) & 1 ? -1.0 : 1.0) * v[j];
+            back_err = fmax(back_err, fabs(evo_qref_sign(i) * acc / sqrt((double)d) - x[i]));
+        }
+        CHECK(err < 1e-4);
+        CHECK(fabs(n1 - n0) < 1e-5 * n0);
+        CHECK(back_err < 1e-4);
+    }
+}
+
+/* ---- the fast quotient ---- */
+
+/* Mismatches of evo_qref_quot_fast against a / s over fp16 (or bf16) values a and absmax values m_lo..m_hi (step):
+ * in the float bits when |a| and |a/s| are at least 2^-100 (remainders exact, no subnormal quotient), in the e4m3
+ * code always (below that, both are far under e4m3's smallest step and encode as a zero of a's sign). */
+static int exact_regime(float a, float s) { return fabsf(a) >= 0x1p-100f && fabsf(a / s) >= 0x1p-100f; }
+
+static long quotient_sweep(int in_dtype, uint32_t m_lo, uint32_t m_hi, uint32_t step)
+{
+    long bad = 0;
+    for (uint32_t mb = m_lo; mb <= m_hi; mb += step) {
+        float m = evo_qref_in_to_float((uint16_t)mb, in_dtype);
+        if (!(m > 0.0f) || isinf(m)) continue;
+        float s = evo_qref_scale(m);
+        if (!evo_qref_scale_fast(s)) continue;
+        float inv = 1.0f / s;
+        for (uint32_t ab = 0; ab < 0x10000u; ab++) {
+            float a = evo_qref_in_to_float((uint16_t)ab, in_dtype);
+            if (isnan(a) || isinf(a) || fabsf(a) > m) continue;
+            float q = evo_qref_quot_fast(a, s, inv), d = a / s;
+            if (exact_regime(a, s) ? fbits(q) != fbits(d) : evo_ref_e4m3_encode(q) != evo_ref_e4m3_encode(d)) bad++;
+        }
+    }
+    return bad;
+}
+
+static void test_quotient(void)
+{
+    /* every fp16 value against every 61st fp16 absmax, and bf16 likewise */
+    CHECK_EQ_INT(quotient_sweep(EVO_QUANT_IN_F16, 1, 0x7bff, 61), 0);
+    CHECK_EQ_INT(quotient_sweep(EVO_QUANT_IN_BF16, 0x0d80, 0x7280, 97), 0);
+    if (getenv("EVO_QUANT_EXHAUSTIVE")) {
+        CHECK_EQ_INT(quotient_sweep(EVO_QUANT_IN_F16, 1, 0x7bff, 1), 0);
+        CHECK_EQ_INT(quotient_sweep(EVO_QUANT_IN_BF16, 1, 0x7f7f, 1), 0);
+    }
+    /* random floats: a in [-absmax, absmax], scales across the whole fast range */
+    uint64_t st = 99;
+    long bad = 0, tiny = 0;
+    for (int i = 0; i < 2000000; i++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        float s = bitsf((uint32_t)((st >> 32) % (120u << 23)) + (67u << 23)); /* 2^-60 .. 2^60 */
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        float a = bitsf((uint32_t)(st >> 32)), u = (float)((double)(st & 0xffffffu) * 0x1p-23 - 1.0);
+        if (isnan(a) || isinf(a)) continue;
+        a = fmodf(a, 448.0f * s);  /* any bits below 448*s */
+        float b = u * 448.0f * s;  /* uniform in [-448*s, 448*s) */
+        if (!evo_qref_scale_fast(s)) continue;
+        float qa = evo_qref_quot_fast(a, s, 1.0f / s), qb = evo_qref_quot_fast(b, s, 1.0f / s);
+        bad += exact_regime(a, s) ? fbits(qa) != fbits(a / s) : evo_ref_e4m3_encode(qa) != evo_ref_e4m3_encode(a / s);
+        bad += exact_regime(b, s) ? fbits(qb) != fbits(b / s) : evo_ref_e4m3_encode(qb) != evo_ref_e4m3_encode(b / s);
+        tiny += !exact_regime(a, s);
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK(tiny > 1000); /* the code-only regime was visited */
+    /* signed zeros keep their sign */
+    CHECK_EQ_INT(fbits(evo_qref_quot_fast(-0.0f, 0.75f, 1.0f / 0.75f)), 0x80000000u);
+    CHECK_EQ_INT(fbits(evo_qref_quot_fast(0.0f, 0.75f, 1.0f / 0.75f)), 0x00000000u);
+    CHECK(evo_qref_scale_fast(0x1p-60f) && evo_qref_scale_fast(0x1p60f));
+    CHECK(!evo_qref_scale_fast(0x1.fffffep-61f) && !evo_qref_scale_fast(INFINITY));
+}
+
+/* ---- quantization ---- */
+
+static uint16_t h16(float x) { return evo_ref_float_to_half(x); }
+
+static void test_codes_fp16(void)
+{
+    /* one head whose absmax is 448: scale 1, so every code is e4m3(x) itself */
+    enum { S = 2, D = 32 };
+    uint16_t x[S * D];
+    uint8_t c[S * D];
+    float scale;
+    const float vals[] = {448.0f, -448.0f, 0.0f, -0.0f, 1.0f, -1.75f, 0x1p-9f, 0x1p-10f, 0x3p-10f, -0x5p-10f,
+                          1.0625f, 1.1875f, 0x1p-6f, 0x1.cp-7f, 240.0f, 232.0f};
+    const uint8_t want[] = {0x7e, 0xfe, 0x00, 0x80, 0x38, 0xbe, 0x01, 0x00, 0x02, 0x82,
+                            0x38, 0x3a, 0x08, 0x07, 0x77, 0x76};
+    for (int i = 0; i < S * D; i++) x[i] = h16(0.0f);
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) x[i] = h16(vals[i]);
+    evo_qref_quantize(x, EVO_QUANT_IN_F16, 0, 1, S, D, c, &scale);
+    CHECK(scale == 1.0f);
+    for (size_t i = 0; i < sizeof want; i++) CHECK_EQ_INT(c[i], want[i]);
+    for (int i = (int)sizeof want; i < S * D; i++) CHECK_EQ_INT(c[i], 0x00);
+
+    /* absmax 896: scale 2; 880/2 = 440 rounds to 448, never to NaN; 0x1p-24 (fp16's smallest) / 2 is 0 */
+    for (int i = 0; i < S * D; i++) x[i] = h16(0.0f);
+    x[0] = h16(896.0f);
+    x[1] = h16(-880.0f);
+    x[2] = h16(0x1p-24f);
+    x[3] = h16(100.0f); /* 50 -> 48 (step 4 at 32..64: 48 and 52, 50 is a tie, even is 48) */
+    evo_qref_quantize(x, EVO_QUANT_IN_F16, 0, 1, S, D, c, &scale);
+    CHECK(scale == 2.0f);
+    CHECK_EQ_INT(c[0], 0x7e);
+    CHECK_EQ_INT(c[1], 0xfe);
+    CHECK_EQ_INT(c[2], 0x00);
+    CHECK_EQ_INT(c[3], 0x64);
+
+    /* an all-zero head: scale 1, codes 0; and the attention gate's quantizer agrees on generated inputs */
+    for (int i = 0; i < S * D; i++) x[i] = h16(0.0f);
+    evo_qref_quantize(x, EVO_QUANT_IN_F16, 0, 1, S, D, c, &scale);
+    CHECK(scale == 1.0f);
+    int nz = 0;
+    for (int i = 0; i < S * D; i++) nz += c[i] != 0;
+    CHECK_EQ_INT(nz, 0);
+
+    enum { NH = 6, SEQ = 77, HD = 64, N = NH * SEQ * HD };
+    static uint16_t g[N];
+    static uint8_t c1[N], c2[N];
+    float s1[NH], s2[NH];
+    for (int dist = 0; dist <= 4; dist++) {
+        evo_ref_gen_inputs(g, N, SEQ * HD, 7, 0, dist);
+        evo_qref_quantize(g, EVO_QUANT_IN_F16, 0, NH, SEQ, HD, c1, s1);
+        evo_ref_quantize(g, NH, (size_t)SEQ * HD, EVO_FORMAT_E4M3, c2, s2);
+        CHECK(memcmp(c1, c2, sizeof c1) == 0);
+        CHECK(memcmp(s1, s2, sizeof s1) == 0);
+        int nan_codes = 0;
+        for (int i = 0; i < N; i++) nan_codes += (c1[i] & 0x7f) == 0x7f;
+        CHECK_EQ_INT(nan_codes, 0);
+    }
+    /* NaN elements are left out of the absmax and encode as 0x7f */
+    for (int i = 0; i < S * D; i++) x[i] = h16(0.0f);
+    x[0] = 0x7e00;
+    x[1] = h16(4.0f);
+    evo_qref_quantize(x, EVO_QUANT_IN_F16, 0, 1, S, D, c, &scale);
+    CHECK(scale == 4.0f / 448.0f);
+    CHECK_EQ_INT(c[0], 0x7f);
+    CHECK_EQ_INT(c[1], 0x7e);
+}
+
+static void test_codes_bf16(void)
+{
+    enum { S = 1, D = 32 };
+    uint16_t x[D];
+    uint8_t c[D];
+    float scale;
+    for (int i = 0; i < D; i++) x[i] = 0;
+    x[0] = evo_qref_float_to_bf16(3.0f);
+    x[1] = evo_qref_float_to_bf16(-3.0f);
+    x[2] = evo_qref_float_to_bf16(1.5f);
+    x[3] = evo_qref_float_to_bf16(-0.0f);
+    evo_qref_quantize(x, EVO_QUANT_IN_BF16, 0, 1, S, D, c, &scale);
+    CHECK(scale == 3.0f / 448.0f);
+    CHECK_EQ_INT(c[0], 0x7e);
+    CHECK_EQ_INT(c[1], 0xfe);
+    CHECK_EQ_INT(c[2], 0x76); /* 224 */
+    CHECK_EQ_INT(c[3], 0x80);
+    CHECK(evo_qref_scale_fast(scale));
+
+    /* a head of bf16 subnormals: the scale is a float subnormal and the kernels divide (slow path) */
+    for (int i = 0; i < D; i++) x[i] = 0;
+    x[0] = 0x0008; /* 2^-130 */
+    x[1] = 0x8004; /* -2^-131 */
+    x[2] = 0x0001; /* 2^-133 */
+    evo_qref_quantize(x, EVO_QUANT_IN_BF16, 0, 1, S, D, c, &scale);
+    CHECK(!evo_qref_scale_fast(scale) && scale > 0.0f);
+    CHECK_EQ_INT(c[0], 0x7e);
+    CHECK_EQ_INT(c[1], 0xf6); /* -224 */
+    CHECK_EQ_INT(c[2], 0x66); /* scale = 1170 * 2^-149, quotients 448.1 -> 448, -224.05, 56.01 = 1.75 * 2^5 */
+}
+
+static void test_codes_rotated(void)
+{
+    /* x = 3·e_k in one row: every rotated value has magnitude 3/sqrt(D), so every code is +-448 with the sign
+     * s_k·(-1)^popcount(j & k) */
+    enum { D = 64 };
+    uint16_t x[2 * D];
+    uint8_t c[2 * D];
+    float scale;
+    const int k = 5;
+    memset(x, 0, sizeof x);
+    x[k] = h16(3.0f);
+    evo_qref_quantize(x, EVO_QUANT_IN_F16, 1, 1, 2, D, c, &scale);
+    CHECK(scale == 0.375f / 448.0f);
+    int bad = 0;
+    for (int j = 0; j < D; j++) {
+        int neg = evo_qref_sign(k) * (popcount_u((unsigned)(j & k)) & 1 ? -1 : 1) < 0;
+        bad += c[j] != (neg ? 0xfe : 0x7e);
+        bad += (c[D + j] & 0x7f) != 0x00; /* the second row is zero (signed zeros: the signs flip 0 to -0) */
+    }
+    CHECK_EQ_INT(bad, 0);
+
+    /* rotated quantization = quantization of the rotated rows; dequantized within half an e4m3 step */
+    enum { NH = 3, SEQ = 19, HD = 128, N = NH * SEQ * HD };
+    static uint16_t g[N];
+    static uint8_t cr[N];
+    float sr[NH];
+    evo_ref_gen_inputs(g, N, SEQ * HD, 11, 1, 2 /* outliers */);
+    evo_qref_quantize(g, EVO_QUANT_IN_F16, 1, NH, SEQ, HD, cr, sr);
+    int mism = 0, far = 0;
+    for (int h = 0; h < NH; h++) {
+        float rows[SEQ][HD], absmax = 0.0f;
+        for (int r = 0; r < SEQ; r++) {
+            for (int i = 0; i < HD; i++) rows[r][i] = evo_ref_half_to_float(g[(h * SEQ + r) * HD + i]);
+            evo_qref_rotate_row(rows[r], HD);
+            for (int i = 0; i < HD; i++) absmax = fmaxf(absmax, fabsf(rows[r][i]));
+        }
+        mism += sr[h] != absmax / 448.0f;
+        for (int r = 0; r < SEQ; r++) {
+            for (int i = 0; i < HD; i++) {
+                uint8_t code = cr[(h * SEQ + r) * HD + i];
+                mism += code != evo_ref_e4m3_encode(rows[r][i] / sr[h]);
+                double q = (double)rows[r][i] / sr[h], dq = evo_ref_e4m3_decode(code);
+                double step = fabs(q) < 0x1p-6 ? 0x1p-9 : exp2(floor(log2(fabs(q))) - 3);
+                far += fabs(dq - q) > 0.5 * step * (1 + 1e-6);
+            }
+        }
+    }
+    CHECK_EQ_INT(mism, 0);
+    CHECK_EQ_INT(far, 0);
+}
+
+int main(void)
+{
+    test_bf16();
+    test_signs();
+    test_rotation();
+    test_quotient();
+    test_codes_fp16();
+    test_codes_bf16();
+    test_codes_rotated();
+    return check_result();
+}
