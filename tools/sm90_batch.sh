@@ -53,6 +53,17 @@ if [ "$what" = all ] || [ "$what" = cudnn ]; then
     >>"$OUT/cudnn.log" 2>&1
   cp /tmp/cudnn_out/sdpa-peers.md "$OUT/" 2>/dev/null
 fi
+if [ "$what" = probe ]; then # time the PROBE variants, then Nsight Compute on the genomes named in $PROF
+  PROF=${PROF:-"128,64,2,128,2,2,0,1,1,0,24,0;128,64,1,128,2,1,0,0,0,0,24,0"}
+  $BIN --time --big-only --no-baseline --filter "${PROBE_FILTER:-128,64,}" --csv "$OUT/probe.csv" >"$OUT/probe.log" 2>&1
+  ncu --clock-control none --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
+    --section SchedulerStats --section InstructionStats --section MemoryWorkloadAnalysis --section SourceCounters \
+    -k regex:evo_attn_sm90 -o /tmp/prof -f $BIN --profile --no-baseline --only "$PROF" >"$OUT/ncu.log" 2>&1
+  ncu --import /tmp/prof.ncu-rep --page details >>"$OUT/ncu.log" 2>&1
+  ncu --import /tmp/prof.ncu-rep --page source --csv --print-source sass >"$OUT/ncu_source.csv" 2>&1
+  grep -E 'probe|128,64,2,128,2,2,0,1,1,0,24,0 ' "$OUT/probe.log" | head -40
+  grep -E 'evo_attn_sm90|Duration|Compute \(SM\) Throughput|Issue Slots Busy|Stall|Warp Cycles Per Issued|Tensor|L1/TEX Hit|L2 Hit|Memory Throughput' "$OUT/ncu.log" | head -80
+fi
 echo "--- summary"
 grep -E '^(genome|HANG|ERROR|device)' "$OUT/check.log" 2>/dev/null | head -40
 sed -n '/^genome (D,WG_ROWS/,/^$/p' "$OUT/check.log" 2>/dev/null

@@ -5,7 +5,7 @@
  *        tools/sm90_bench.cu tasks/attention_fp8/attn_sm90_host.c [-DSM90_BASELINE variants/attention_fp8-sm_90-*.cu] \
  *        -o sm90_bench                                                        (tools/sm90_batch.sh builds and runs it)
  *   ./sm90_bench [--check] [--time] [--list] [--filter SUBSTR] [--only 'G;G'] [--skip 'G;G'] [--csv FILE] [--reps N]
- *                [--big-only] [--no-baseline]     (exit 3: a kernel hung, named on the HANG line; 1: failed checks)
+ *                [--big-only] [--no-baseline] [--profile]     (exit 3: a kernel hung, named on the HANG line; 1: failed checks)
  */
 #include "attention_fp8_sm90.cu"
 #include "attn_sm90_host.h"
@@ -76,20 +76,46 @@ extern "C" const char *evo_attention_genome(void);
     X(64, 64, 1, 64, 3, 0, 1, 0, 0, 0, 24, 0)
 #endif
 
+/* Timing probes: a genome with stages left out (PROBE bits, see the template); never checked, only timed. */
+#ifndef SM90_PROBES
+#define SM90_PROBES(X)                                                                                                 \
+    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 1)                                                                     \
+    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 2)                                                                     \
+    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 4)                                                                     \
+    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 8)                                                                     \
+    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 3)                                                                     \
+    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 6)                                                                     \
+    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 7)                                                                     \
+    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 14)                                                                    \
+    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 15)                                                                    \
+    X(128, 64, 1, 128, 2, 1, 0, 0, 0, 0, 24, 0, 1)                                                                     \
+    X(128, 64, 1, 128, 2, 1, 0, 0, 0, 0, 24, 0, 2)                                                                     \
+    X(128, 64, 1, 128, 2, 1, 0, 0, 0, 0, 24, 0, 15)
+#endif
+
 struct Entry {
     const char *name;
     int d;
     evo_sm90_genome g;
     const void *fn;
     int smem_cfg; /* Sm90Cfg<...>::SMEM, which attn_sm90_smem_bytes must equal */
+    int probe;
 };
 #define SM90_ENTRY(D, WR, NC, TN, ST, PI, VP, OV, PP, OA, RP, PE)                                                      \
     {#D "," #WR "," #NC "," #TN "," #ST "," #PI "," #VP "," #OV "," #PP "," #OA "," #RP "," #PE,                        \
      D,                                                                                                                \
      {WR, NC, TN, ST, PI, VP, OV, PP, OA, RP, PE},                                                                     \
      (const void *)evo_attn_sm90<D, WR, NC, TN, ST, PI, VP, OV, PP, OA, RP, PE>,                                        \
-     evo_sm90::Sm90Cfg<D, WR, NC, TN, ST, PI, VP>::SMEM},
-static const Entry g_entries[] = {SM90_GENOMES(SM90_ENTRY)};
+     evo_sm90::Sm90Cfg<D, WR, NC, TN, ST, PI, VP>::SMEM,                                                               \
+     0},
+#define SM90_PROBE_ENTRY(D, WR, NC, TN, ST, PI, VP, OV, PP, OA, RP, PE, PR)                                            \
+    {#D "," #WR "," #NC "," #TN "," #ST "," #PI "," #VP "," #OV "," #PP "," #OA "," #RP "," #PE " probe " #PR,         \
+     D,                                                                                                                \
+     {WR, NC, TN, ST, PI, VP, OV, PP, OA, RP, PE},                                                                     \
+     (const void *)evo_attn_sm90<D, WR, NC, TN, ST, PI, VP, OV, PP, OA, RP, PE, PR>,                                    \
+     evo_sm90::Sm90Cfg<D, WR, NC, TN, ST, PI, VP>::SMEM,                                                               \
+     PR},
+static const Entry g_entries[] = {SM90_GENOMES(SM90_ENTRY) SM90_PROBES(SM90_PROBE_ENTRY)};
 static const int g_n_entries = (int)(sizeof g_entries / sizeof g_entries[0]);
 #define BASELINE (-1)
 
@@ -437,6 +463,14 @@ static Err compare_rows64(const std::vector<__half> &o, const Problem &pr, const
     return compare_rows(o, pr, rf);
 }
 
+/* The genome's name for CSV files: '/' between knob values, so the columns stay fixed. */
+static std::string csv_name(int e)
+{
+    std::string n = e == BASELINE ? "baseline" : g_entries[e].name;
+    std::replace(n.begin(), n.end(), ',', '/');
+    return n;
+}
+
 static const char *entry_name(int e)
 {
 #ifdef SM90_BASELINE
@@ -497,6 +531,7 @@ static int run_checks(const std::vector<int> &sel, FILE *csv, bool with_baseline
                              dist_names[dist], sm_scale);
                     for (int k = with_baseline ? -1 : 0; k < (int)sel.size(); k++) {
                         const int e = k < 0 ? BASELINE : sel[k];
+                        if (e != BASELINE && g_entries[e].probe) continue;
                         CK(cudaMemset(pr.o, 0xff, pr.n * 2)); /* NaN everywhere: an unwritten element shows */
                         if (!launch(e, pr, st)) continue;
                         CK(cudaGetLastError());
@@ -532,7 +567,7 @@ static int run_checks(const std::vector<int> &sel, FILE *csv, bool with_baseline
                                    entry_name(e), cname, eg.rel_l2, ex.rel_l2, eg.max_abs, eg.n_over, unwritten);
                         if (csv)
                             fprintf(csv, "check,%s,%d,%d,%d,%d,%d,%s,%g,%d,%.4e,%.4e,%.4e,%lld,%lld,%.4e,%.4e,%.4e\n",
-                                    e == BASELINE ? "baseline" : g_entries[e].name, sh.b, sh.h, s, d, causal,
+                                    csv_name(e).c_str(), sh.b, sh.h, s, d, causal,
                                     dist_names[dist], sm_scale, ok, eg.rel_l2, ex.rel_l2, eg.max_abs, eg.n_over,
                                     unwritten, e64, e64x, ee2e);
                     }
@@ -542,7 +577,7 @@ static int run_checks(const std::vector<int> &sel, FILE *csv, bool with_baseline
                             sd += (r64[0][i] - e2e[i]) * (r64[0][i] - e2e[i]), sr += e2e[i] * e2e[i];
                         double sd1 = 0;
                         for (size_t i = 0; i < e2e.size(); i++) sd1 += (r64[1][i] - e2e[i]) * (r64[1][i] - e2e[i]);
-                        fprintf(csv, "quantfloor,%d,%d,%d,%d,%s,%.4e,%.4e\n", s, d, causal, dist_names[dist],
+                        fprintf(csv, "quantfloor,%d,%d,%d,%s,%.4e,%.4e\n", s, d, causal, dist_names[dist],
                                 sqrt(sd / sr), sqrt(sd1 / sr));
                     }
                     problem_free(pr);
@@ -595,6 +630,7 @@ static void run_timing(const std::vector<int> &sel, FILE *csv, bool with_baselin
             snprintf(sname, sizeof sname, "(%d,%d,%d,%d)%s", sh.b, sh.h, sh.s, sh.d, causal ? " causal" : "");
             for (int k = with_baseline ? -1 : 0; k < (int)sel.size(); k++) {
                 const int e = k < 0 ? BASELINE : sel[k];
+                if (e != BASELINE && g_entries[e].probe && sh.s < 4096) continue;
                 CK(cudaMemset(pr.o, 0xff, pr.n * 2));
                 if (!launch(e, pr, st)) continue;
                 wait_or_die(st, entry_name(e), 20.0);
@@ -659,7 +695,7 @@ static void run_timing(const std::vector<int> &sel, FILE *csv, bool with_baselin
                        (eg.rel_l2 <= 2e-3 && eg.n_over == 0 && unwritten == 0) ? "" : "  (INCORRECT)");
                 if (csv)
                     fprintf(csv, "time,%s,%d,%d,%d,%d,%d,%.2f,%.2f,%.2f,%.2f,%.1f,%.3e,%lld\n",
-                            e == BASELINE ? "baseline" : g_entries[e].name, sh.b, sh.h, sh.s, sh.d, causal, se.med,
+                            csv_name(e).c_str(), sh.b, sh.h, sh.s, sh.d, causal, se.med,
                             se.p10, se.p90, sg.med, tf, eg.rel_l2, unwritten);
                 fflush(stdout);
             }
@@ -685,7 +721,7 @@ static bool in_name_list(const char *list, const char *name)
 
 int main(int argc, char **argv)
 {
-    bool check = false, timing = false, list = false, big_only = false, no_baseline = false;
+    bool check = false, timing = false, list = false, big_only = false, no_baseline = false, profile = false;
     const char *filter = nullptr, *csv_path = nullptr, *only = nullptr, *skip = nullptr;
     int reps = 30;
     for (int i = 1; i < argc; i++) {
@@ -694,6 +730,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--list")) list = true;
         else if (!strcmp(argv[i], "--big-only")) big_only = true;
         else if (!strcmp(argv[i], "--no-baseline")) no_baseline = true;
+        else if (!strcmp(argv[i], "--profile")) profile = true;
         else if (!strcmp(argv[i], "--filter") && i + 1 < argc) filter = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--skip") && i + 1 < argc) skip = argv[++i];
@@ -763,6 +800,18 @@ int main(int argc, char **argv)
     const bool with_baseline = false;
     (void)no_baseline;
 #endif
+    if (profile) { /* one warm-up and one launch of each selected genome at (4,16,4096,128) or (1,16,16384,64) */
+        for (int e : sel) {
+            Problem pr;
+            const Shape sh = g_entries[e].d == 128 ? Shape{4, 16, 4096, 128, 0} : Shape{1, 16, 16384, 64, 0};
+            problem_alloc(pr, sh, 1.0f / sqrtf((float)sh.d), DIST_NORMAL, 5, 0);
+            launch(e, pr, 0);
+            launch(e, pr, 0);
+            wait_or_die(0, g_entries[e].name, 20.0);
+            problem_free(pr);
+        }
+        return 0;
+    }
     FILE *csv = csv_path ? fopen(csv_path, "a") : nullptr; /* appended: a batch reruns after a hang */
     int fails = 0;
     if (check) fails = run_checks(sel, csv, with_baseline);

@@ -39,6 +39,8 @@
  *   PRODUCER_REGS  24, 32, 40, 56   PIPE 2 with CONSUMERS ≥ 2: setmaxnreg of the producer warpgroup; consumers get
  *                            ⌊((CONSUMERS+1)·R0 − PRODUCER_REGS)/CONSUMERS⌋₈ with R0 = ⌊65536/threads⌋₈ (240 for
  *                            2 consumers and 24): more for the producer only matters for its V transpose
+ *   PROBE          (not a knob, default 0; measurement only, results are wrong) leaves stages out to time the
+ *                            rest: 1 the V transform, 2 the softmax, 4 P·V, 8 Q·Kᵀ (bits combine)
  *   PERSIST        0, 1      1: a persistent grid of min(work items, SMs) blocks walks the (query tile, head) items
  *                            heaviest first (causal: the longest rows first); 0: one block per item
  *
@@ -611,7 +613,7 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, u32
 
 /* PIPE 2, warps 1-3 of the producer warpgroup: each raw V tile → the Vᵀ (or FP16 V) ring, then a proxy fence so the
  * tensor cores see the generic stores, then arrive (96 threads). */
-template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int V_PATH, int PERSIST>
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int V_PATH, int PERSIST, int PROBE>
 EVO_DEV void producer_v(const evo_attn_params &p, u32 sV, u32 sVt, u32 sBar, int nq, int worker, int lane)
 {
     typedef Bars<STAGES> B;
@@ -625,8 +627,12 @@ EVO_DEV void producer_v(const evo_attn_params &p, u32 sV, u32 sVt, u32 sBar, int
         for (int j = 0; j < n; j++, it++) {
             const int s = it % STAGES;
             mbar_wait(bar(B::vfull(s)), (u32)(it / STAGES) & 1u);
-            if constexpr (V_PATH) convert_v16<D, TILE_N>(sV + s * KV, sVt + s * VT, worker, 3, lane);
-            else transpose_v<D, TILE_N>(sV + s * KV, sVt + s * VT, worker, 3, lane);
+            if constexpr (PROBE & 1) {
+            } else if constexpr (V_PATH) {
+                convert_v16<D, TILE_N>(sV + s * KV, sVt + s * VT, worker, 3, lane);
+            } else {
+                transpose_v<D, TILE_N>(sV + s * KV, sVt + s * VT, worker, 3, lane);
+            }
             fence_proxy_async();
             mbar_arrive(bar(B::vtfull(s)));
         }
@@ -635,7 +641,7 @@ EVO_DEV void producer_v(const evo_attn_params &p, u32 sV, u32 sVt, u32 sBar, int
 
 /* PIPE 2 consumer warpgroup cw (thread ct of 128): waits for the ring, computes, releases stages, stores its rows. */
 template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int V_PATH, int OVERLAP, int PINGPONG, int O_ACC,
-          int PERSIST>
+          int PERSIST, int PROBE>
 EVO_DEV void consumer_ws(const evo_attn_params &p, u32 sQ, u32 sK, u32 sVt, u32 sBar, int nq, int cw, int ct)
 {
     typedef Bars<STAGES> B;
@@ -685,16 +691,16 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, u32 sQ, u32 sK, u32 sVt, u32 
                 const int st = it % STAGES;
                 const u32 ph = (u32)(it / STAGES) & 1u;
                 mbar_wait(bar(B::kfull(st)), ph);
-                issue_qk<D, TILE_N, MT>(s, q_addr, sK + st * KV);
+                if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT>(s, q_addr, sK + st * KV);
                 wg_wait<0>();
                 fence_regs(s);
                 mbar_arrive(bar(B::kempty(st)));
                 if (j == n - 1) mbar_arrive(bar(BAR_QEMPTY));
-                sm.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
+                if constexpr (!(PROBE & 2)) sm.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
                 if constexpr (!O_ACC) scale_o<D, MT>(o, sm.alpha);
                 pf.pack(s);
                 mbar_wait(bar(B::vtfull(st)), ph);
-                issue_pv<D, TILE_N, MT, P8>(pvt, pf, sVt + st * VT, O_ACC != 0);
+                if constexpr (!(PROBE & 4)) issue_pv<D, TILE_N, MT, P8>(pvt, pf, sVt + st * VT, O_ACC != 0);
                 wg_wait<0>();
                 fence_regs(pvt);
                 mbar_arrive(bar(B::vempty(st)));
@@ -708,13 +714,13 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, u32 sQ, u32 sK, u32 sVt, u32 
             u32 pph = (u32)(it / STAGES) & 1u;
             if (PINGPONG) named_sync(my_turn, 256);
             mbar_wait(bar(B::kfull(pst)), pph);
-            issue_qk<D, TILE_N, MT>(s, q_addr, sK + pst * KV);
+            if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT>(s, q_addr, sK + pst * KV);
             if (PINGPONG) named_arrive(other_turn, 256);
             wg_wait<0>();
             fence_regs(s);
             mbar_arrive(bar(B::kempty(pst)));
             if (n == 1) mbar_arrive(bar(BAR_QEMPTY));
-            sm.step(s, qk_mul, need_mask(0), 0, rowbase, p.seq, p.causal, g, q);
+            if constexpr (!(PROBE & 2)) sm.step(s, qk_mul, need_mask(0), 0, rowbase, p.seq, p.causal, g, q);
             pf.pack(s);
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sm.alpha[mt][0], alpha_prev[mt][1] = sm.alpha[mt][1];
@@ -724,16 +730,16 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, u32 sQ, u32 sK, u32 sVt, u32 
                 const u32 ph = (u32)(it / STAGES) & 1u;
                 if (PINGPONG) named_sync(my_turn, 256);
                 mbar_wait(bar(B::kfull(st)), ph);
-                issue_qk<D, TILE_N, MT>(s, q_addr, sK + st * KV);
+                if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT>(s, q_addr, sK + st * KV);
                 if constexpr (!O_ACC) scale_o<D, MT>(o, alpha_prev);
                 mbar_wait(bar(B::vtfull(pst)), pph);
-                issue_pv<D, TILE_N, MT, P8>(pvt, pf, sVt + pst * VT, O_ACC != 0);
+                if constexpr (!(PROBE & 4)) issue_pv<D, TILE_N, MT, P8>(pvt, pf, sVt + pst * VT, O_ACC != 0);
                 if (PINGPONG) named_arrive(other_turn, 256);
                 wg_wait<1>();
                 fence_regs(s);
                 mbar_arrive(bar(B::kempty(st)));
                 if (j == n - 1) mbar_arrive(bar(BAR_QEMPTY));
-                sm.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
+                if constexpr (!(PROBE & 2)) sm.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
                 wg_wait<0>();
                 fence_regs(pvt);
                 mbar_arrive(bar(B::vempty(pst)));
@@ -747,7 +753,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, u32 sQ, u32 sK, u32 sVt, u32 
             if (PINGPONG) named_sync(my_turn, 256);
             if constexpr (!O_ACC) scale_o<D, MT>(o, alpha_prev);
             mbar_wait(bar(B::vtfull(pst)), pph);
-            issue_pv<D, TILE_N, MT, P8>(pvt, pf, sVt + pst * VT, O_ACC != 0);
+            if constexpr (!(PROBE & 4)) issue_pv<D, TILE_N, MT, P8>(pvt, pf, sVt + pst * VT, O_ACC != 0);
             /* the last turn of warpgroup 1 has no one left to hand over to */
             if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
             wg_wait<0>();
@@ -761,7 +767,8 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, u32 sQ, u32 sK, u32 sVt, u32 
 
 /* PIPE 0 and 1: no producer. Every consumer thread loads (PIPE 0, cp.async) or thread 0 issues TMA (PIPE 1), all
  * transform V into one Vᵀ buffer, then compute; named barrier 1 separates the phases of a tile. */
-template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int V_PATH, int O_ACC, int PERSIST>
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int V_PATH, int O_ACC, int PERSIST,
+          int PROBE>
 EVO_DEV void consumer_simple(const evo_attn_params &p, const evo_attn_tmaps &t, u32 sQ, u32 sK, u32 sV, u32 sVt,
                              u32 sBar, int nq, int tid)
 {
@@ -841,25 +848,29 @@ EVO_DEV void consumer_simple(const evo_attn_params &p, const evo_attn_tmaps &t, 
             } else {
                 if (tid == 0 && jn < n) load_kv(jn, (it + STAGES - 1) % STAGES);
             }
-            if constexpr (V_PATH) convert_v16<D, TILE_N>(sV + st * KV, sVt, tid >> 5, CONSUMERS * 4, lane);
-            else transpose_v<D, TILE_N>(sV + st * KV, sVt, tid >> 5, CONSUMERS * 4, lane);
+            if constexpr (PROBE & 1) {
+            } else if constexpr (V_PATH) {
+                convert_v16<D, TILE_N>(sV + st * KV, sVt, tid >> 5, CONSUMERS * 4, lane);
+            } else {
+                transpose_v<D, TILE_N>(sV + st * KV, sVt, tid >> 5, CONSUMERS * 4, lane);
+            }
             fence_proxy_async();
             named_sync(1, NCT);
-            issue_qk<D, TILE_N, MT>(s, q_addr, sK + st * KV);
+            if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT>(s, q_addr, sK + st * KV);
             wg_wait<0>();
             fence_regs(s);
             const int key_end = (j + 1) * TILE_N;
             const bool need_mask = key_end > p.seq || (p.causal && key_end - 1 > wg_row0);
-            sm.step(s, qk_mul, need_mask, j * TILE_N, rowbase, p.seq, p.causal, g, q);
+            if constexpr (!(PROBE & 2)) sm.step(s, qk_mul, need_mask, j * TILE_N, rowbase, p.seq, p.causal, g, q);
             if constexpr (!O_ACC) scale_o<D, MT>(o, sm.alpha);
             pf.pack(s);
             if constexpr (O_ACC) {
-                issue_pv<D, TILE_N, MT, P8>(ot, pf, sVt, true);
+                if constexpr (!(PROBE & 4)) issue_pv<D, TILE_N, MT, P8>(ot, pf, sVt, true);
                 wg_wait<0>();
                 fence_regs(ot);
                 add_scaled<D, MT>(o, ot, sm.alpha);
             } else {
-                issue_pv<D, TILE_N, MT, P8>(o, pf, sVt, false);
+                if constexpr (!(PROBE & 4)) issue_pv<D, TILE_N, MT, P8>(o, pf, sVt, false);
                 wg_wait<0>();
                 fence_regs(o);
             }
@@ -881,7 +892,7 @@ template <int CONSUMERS, int PRODUCER_REGS> struct RegSplit {
 } // namespace evo_sm90
 
 template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int V_PATH, int OVERLAP, int PINGPONG,
-          int O_ACC, int PRODUCER_REGS, int PERSIST>
+          int O_ACC, int PRODUCER_REGS, int PERSIST, int PROBE = 0>
 __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     evo_attn_sm90(const __grid_constant__ evo_attn_params p, const __grid_constant__ evo_attn_tmaps t)
 {
@@ -932,16 +943,16 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
                 if ((tid & 31) == 0)
                     producer_tma<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST>(p, t, sQ, sK, sV, sBar, nq);
             } else {
-                producer_v<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, V_PATH, PERSIST>(p, sV, sVt, sBar, nq, warp - 1,
+                producer_v<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, V_PATH, PERSIST, PROBE>(p, sV, sVt, sBar, nq, warp - 1,
                                                                                     tid & 31);
             }
         } else {
             if constexpr (CONSUMERS >= 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R::RC));
-            consumer_ws<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, V_PATH, OVERLAP, PINGPONG, O_ACC, PERSIST>(
+            consumer_ws<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, V_PATH, OVERLAP, PINGPONG, O_ACC, PERSIST, PROBE>(
                 p, sQ, sK, sVt, sBar, nq, wg - 1, tid & 127);
         }
     } else {
-        consumer_simple<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, V_PATH, O_ACC, PERSIST>(p, t, sQ, sK, sV, sVt,
+        consumer_simple<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, V_PATH, O_ACC, PERSIST, PROBE>(p, t, sQ, sK, sV, sVt,
                                                                                             sBar, nq, tid);
     }
 }
