@@ -44,53 +44,49 @@ extern "C" int evo_attention_forward(const void *q, const void *k, const void *v
 extern "C" const char *evo_attention_genome(void);
 #endif
 
-/* ---- the genomes under test: D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, V_PATH, OVERLAP, PINGPONG, O_ACC,
- *      PRODUCER_REGS, PERSIST ---- */
+/* ---- the genomes under test: D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_F16, V_PATH, OVERLAP, PINGPONG,
+ *      O_ACC, PRODUCER_REGS, PERSIST ---- */
 #ifndef SM90_GENOMES
 #define SM90_GENOMES(X)                                                                                                \
-    X(128, 64, 1, 128, 2, 0, 0, 0, 0, 0, 24, 0)  /* step 1: one warpgroup, cp.async */                                  \
-    X(128, 64, 1, 128, 2, 1, 0, 0, 0, 0, 24, 0)  /* step 2: TMA ring */                                                 \
-    X(128, 64, 2, 128, 2, 1, 0, 0, 0, 0, 24, 0)                                                                        \
-    X(128, 64, 2, 128, 2, 2, 0, 0, 0, 0, 24, 0)  /* step 3: producer warpgroup */                                       \
-    X(128, 64, 2, 128, 2, 2, 0, 1, 0, 0, 24, 0)  /* + overlap */                                                        \
-    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0)  /* step 4: ping-pong */                                                \
-    X(128, 64, 2, 128, 3, 2, 0, 1, 1, 0, 24, 0)                                                                        \
-    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 1, 24, 0)  /* two-level O */                                                      \
-    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 1)  /* persistent */                                                       \
-    X(128, 64, 2, 192, 2, 2, 0, 1, 1, 0, 24, 0)                                                                        \
-    X(128, 64, 2, 64, 4, 2, 0, 1, 1, 0, 24, 0)                                                                         \
-    X(128, 64, 3, 128, 2, 2, 0, 1, 0, 0, 24, 0)                                                                        \
-    X(128, 64, 1, 128, 2, 2, 0, 1, 0, 0, 56, 0)                                                                        \
-    X(128, 64, 2, 128, 2, 2, 1, 1, 1, 0, 24, 0)  /* FP16 P·V */                                                         \
-    X(128, 64, 1, 128, 2, 0, 1, 0, 0, 0, 24, 0)                                                                        \
-    X(64, 64, 1, 128, 2, 0, 0, 0, 0, 0, 24, 0)                                                                         \
-    X(64, 64, 1, 128, 2, 1, 0, 0, 0, 0, 24, 0)                                                                         \
-    X(64, 64, 2, 128, 2, 2, 0, 0, 0, 0, 24, 0)                                                                         \
-    X(64, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0)                                                                         \
-    X(64, 64, 2, 128, 3, 2, 0, 1, 1, 0, 24, 1)                                                                         \
-    X(64, 64, 2, 256, 2, 2, 0, 1, 1, 0, 24, 0)                                                                         \
-    X(64, 64, 2, 192, 2, 2, 0, 1, 1, 1, 24, 0)                                                                         \
-    X(64, 64, 3, 128, 2, 2, 0, 1, 0, 0, 24, 0)                                                                         \
-    X(64, 128, 2, 64, 2, 2, 0, 1, 0, 0, 24, 0)                                                                         \
-    X(64, 64, 2, 128, 2, 2, 1, 1, 1, 0, 24, 0)                                                                         \
-    X(64, 64, 1, 64, 3, 0, 1, 0, 0, 0, 24, 0)
+    X(128, 64, 1, 128, 2, 0, 0, 0, 0, 0, 0, 40, 0)  /* step 1: one warpgroup, cp.async */                               \
+    X(128, 64, 1, 128, 2, 1, 0, 0, 0, 0, 0, 40, 0)  /* step 2: TMA ring */                                              \
+    X(128, 64, 2, 128, 2, 2, 0, 0, 0, 0, 0, 40, 0)  /* step 3: producer warpgroup */                                    \
+    X(128, 64, 2, 128, 2, 2, 0, 0, 1, 0, 0, 40, 0)  /* + overlap */                                                     \
+    X(128, 64, 2, 128, 2, 2, 0, 0, 1, 1, 0, 40, 0)  /* step 4: ping-pong */                                             \
+    X(128, 64, 2, 128, 3, 2, 0, 0, 1, 1, 0, 40, 0)                                                                     \
+    X(128, 64, 2, 128, 4, 2, 0, 0, 1, 1, 0, 40, 0)                                                                     \
+    X(128, 64, 2, 128, 3, 2, 0, 0, 1, 1, 0, 40, 1)  /* persistent */                                                    \
+    X(128, 64, 2, 128, 3, 2, 0, 0, 1, 0, 1, 40, 0)  /* two-level O */                                                   \
+    X(128, 64, 2, 192, 2, 2, 0, 0, 1, 1, 0, 40, 0)                                                                     \
+    X(128, 64, 2, 64, 4, 2, 0, 0, 1, 1, 0, 40, 0)                                                                      \
+    X(128, 64, 3, 128, 2, 2, 0, 0, 1, 0, 0, 40, 0)                                                                     \
+    X(128, 64, 2, 128, 3, 2, 0, 1, 1, 1, 0, 40, 0)  /* FP16 P·V */                                                      \
+    X(128, 64, 2, 64, 2, 2, 1, 1, 1, 1, 0, 40, 0)   /* FP16 Q·Kᵀ and P·V: the accurate one */                          \
+    X(128, 64, 2, 64, 3, 2, 1, 1, 1, 1, 0, 40, 0)                                                                      \
+    X(128, 64, 2, 128, 2, 2, 1, 0, 1, 1, 0, 40, 0)  /* FP16 Q·Kᵀ, e4m3 P·V */                                          \
+    X(128, 64, 1, 128, 2, 1, 1, 1, 0, 0, 0, 40, 0)                                                                     \
+    X(64, 64, 1, 128, 2, 0, 0, 0, 0, 0, 0, 40, 0)                                                                      \
+    X(64, 64, 1, 128, 2, 1, 0, 0, 0, 0, 0, 40, 0)                                                                      \
+    X(64, 64, 2, 128, 2, 2, 0, 0, 1, 1, 0, 40, 0)                                                                      \
+    X(64, 64, 2, 128, 3, 2, 0, 0, 1, 1, 0, 40, 0)                                                                      \
+    X(64, 64, 2, 128, 4, 2, 0, 0, 1, 1, 0, 40, 1)                                                                      \
+    X(64, 64, 2, 256, 2, 2, 0, 0, 1, 1, 0, 40, 0)                                                                      \
+    X(64, 64, 2, 192, 3, 2, 0, 0, 1, 1, 0, 40, 0)                                                                      \
+    X(64, 64, 3, 128, 3, 2, 0, 0, 1, 0, 0, 40, 0)                                                                      \
+    X(64, 128, 2, 64, 3, 2, 0, 0, 1, 0, 0, 40, 0)                                                                      \
+    X(64, 64, 2, 128, 3, 2, 0, 1, 1, 1, 0, 40, 0)                                                                      \
+    X(64, 64, 2, 128, 3, 2, 1, 1, 1, 1, 0, 40, 0)                                                                      \
+    X(64, 64, 2, 256, 2, 2, 1, 1, 1, 1, 0, 40, 0)                                                                      \
+    X(64, 64, 1, 64, 3, 0, 1, 1, 0, 0, 0, 40, 0)
 #endif
 
 /* Timing probes: a genome with stages left out (PROBE bits, see the template); never checked, only timed. */
 #ifndef SM90_PROBES
 #define SM90_PROBES(X)                                                                                                 \
-    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 1)                                                                     \
-    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 2)                                                                     \
-    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 4)                                                                     \
-    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 8)                                                                     \
-    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 3)                                                                     \
-    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 6)                                                                     \
-    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 7)                                                                     \
-    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 14)                                                                    \
-    X(128, 64, 2, 128, 2, 2, 0, 1, 1, 0, 24, 0, 15)                                                                    \
-    X(128, 64, 1, 128, 2, 1, 0, 0, 0, 0, 24, 0, 1)                                                                     \
-    X(128, 64, 1, 128, 2, 1, 0, 0, 0, 0, 24, 0, 2)                                                                     \
-    X(128, 64, 1, 128, 2, 1, 0, 0, 0, 0, 24, 0, 15)
+    X(128, 64, 2, 128, 3, 2, 0, 0, 1, 1, 0, 40, 0, 1)                                                                  \
+    X(128, 64, 2, 128, 3, 2, 0, 0, 1, 1, 0, 40, 0, 2)                                                                  \
+    X(128, 64, 2, 128, 3, 2, 0, 0, 1, 1, 0, 40, 0, 3)                                                                  \
+    X(128, 64, 2, 128, 3, 2, 0, 0, 1, 1, 0, 40, 0, 15)
 #endif
 
 struct Entry {
@@ -101,19 +97,19 @@ struct Entry {
     int smem_cfg; /* Sm90Cfg<...>::SMEM, which attn_sm90_smem_bytes must equal */
     int probe;
 };
-#define SM90_ENTRY(D, WR, NC, TN, ST, PI, VP, OV, PP, OA, RP, PE)                                                      \
-    {#D "," #WR "," #NC "," #TN "," #ST "," #PI "," #VP "," #OV "," #PP "," #OA "," #RP "," #PE,                        \
+#define SM90_ENTRY(D, WR, NC, TN, ST, PI, QF, VP, OV, PP, OA, RP, PE)                                                  \
+    {#D "," #WR "," #NC "," #TN "," #ST "," #PI "," #QF "," #VP "," #OV "," #PP "," #OA "," #RP "," #PE,               \
      D,                                                                                                                \
-     {WR, NC, TN, ST, PI, VP, OV, PP, OA, RP, PE},                                                                     \
-     (const void *)evo_attn_sm90<D, WR, NC, TN, ST, PI, VP, OV, PP, OA, RP, PE>,                                        \
-     evo_sm90::Sm90Cfg<D, WR, NC, TN, ST, PI, VP>::SMEM,                                                               \
+     {WR, NC, TN, ST, PI, QF, VP, OV, PP, OA, RP, PE},                                                                 \
+     (const void *)evo_attn_sm90<D, WR, NC, TN, ST, PI, QF, VP, OV, PP, OA, RP, PE>,                                    \
+     evo_sm90::Sm90Cfg<D, WR, NC, TN, ST, PI, QF, VP>::SMEM,                                                           \
      0},
-#define SM90_PROBE_ENTRY(D, WR, NC, TN, ST, PI, VP, OV, PP, OA, RP, PE, PR)                                            \
-    {#D "," #WR "," #NC "," #TN "," #ST "," #PI "," #VP "," #OV "," #PP "," #OA "," #RP "," #PE " probe " #PR,         \
+#define SM90_PROBE_ENTRY(D, WR, NC, TN, ST, PI, QF, VP, OV, PP, OA, RP, PE, PR)                                        \
+    {#D "," #WR "," #NC "," #TN "," #ST "," #PI "," #QF "," #VP "," #OV "," #PP "," #OA "," #RP "," #PE " probe " #PR, \
      D,                                                                                                                \
-     {WR, NC, TN, ST, PI, VP, OV, PP, OA, RP, PE},                                                                     \
-     (const void *)evo_attn_sm90<D, WR, NC, TN, ST, PI, VP, OV, PP, OA, RP, PE, PR>,                                    \
-     evo_sm90::Sm90Cfg<D, WR, NC, TN, ST, PI, VP>::SMEM,                                                               \
+     {WR, NC, TN, ST, PI, QF, VP, OV, PP, OA, RP, PE},                                                                 \
+     (const void *)evo_attn_sm90<D, WR, NC, TN, ST, PI, QF, VP, OV, PP, OA, RP, PE, PR>,                                \
+     evo_sm90::Sm90Cfg<D, WR, NC, TN, ST, PI, QF, VP>::SMEM,                                                           \
      PR},
 static const Entry g_entries[] = {SM90_GENOMES(SM90_ENTRY) SM90_PROBES(SM90_PROBE_ENTRY)};
 static const int g_n_entries = (int)(sizeof g_entries / sizeof g_entries[0]);
@@ -582,7 +578,7 @@ static int run_checks(const std::vector<int> &sel, FILE *csv, bool with_baseline
                     }
                     problem_free(pr);
                 }
-    printf("\n%-46s %6s %6s %10s  %s\n", "genome (D,WG_ROWS,CONS,TILE_N,ST,PIPE,VP,OVL,PP,OACC,PREG,PERS)", "cases",
+    printf("\n%-46s %6s %6s %10s  %s\n", "genome (D,WG_ROWS,CONS,TILE_N,ST,PIPE,QK16,VP,OVL,PP,OACC,PREG,PERS)", "cases",
            "fails", "worst", "worst case");
     for (int k = with_baseline ? -1 : 0; k < (int)sel.size(); k++) {
         const int e = k < 0 ? BASELINE : sel[k];
