@@ -33,7 +33,7 @@ int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
 {
     const int q_bytes = attn_sm90_rows_per_block(g) * d, kv = g->tile_n * d;
     const int vt = g->v_path ? 2 * kv : kv, nx = g->pipe == 2 ? g->stages : 1;
-    const int q16 = g->qk_f16 ? 2 * q_bytes : 0, k16 = g->qk_f16 ? 2 * kv : 0;
+    const int q16 = g->qk_mode == 2 ? 2 * q_bytes : 0, k16 = g->qk_mode == 2 ? 2 * kv : 0;
     const int n_bars = 3 + 6 * g->stages;
     return align1024(q_bytes) + 2 * g->stages * kv + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
 }
@@ -66,7 +66,7 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (!in_list(g->tile_n, tiles, 4)) return "TILE_N must be 64, 128, 192 or 256";
     if (g->stages < 2 || g->stages > 4) return "STAGES must be 2, 3 or 4";
     if (g->pipe < 0 || g->pipe > 2) return "PIPE must be 0 (cp.async), 1 (TMA ring) or 2 (producer warpgroup)";
-    if (g->qk_f16 != 0 && g->qk_f16 != 1) return "QK_F16 must be 0 (e4m3) or 1 (FP16)";
+    if (g->qk_mode < 0 || g->qk_mode > 2) return "QK_MODE must be 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)";
     if (g->v_path != 0 && g->v_path != 1) return "V_PATH must be 0 (e4m3) or 1 (FP16)";
     if (g->overlap != 0 && g->overlap != 1) return "OVERLAP must be 0 or 1";
     if (g->overlap && g->pipe != 2) return "OVERLAP=1 needs PIPE=2";
@@ -100,7 +100,7 @@ void attn_sm90_grid(const evo_sm90_genome *g, int batch, int heads, int seq, int
 int attn_sm90_name_expr(const evo_sm90_genome *g, int d, char *buf, size_t len)
 {
     const int n = snprintf(buf, len, "evo_attn_sm90<%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d>", d, g->wg_rows,
-                           g->consumers, g->tile_n, g->stages, g->pipe, g->qk_f16, g->v_path, g->overlap, g->pingpong,
+                           g->consumers, g->tile_n, g->stages, g->pipe, g->qk_mode, g->v_path, g->overlap, g->pingpong,
                            g->o_acc, g->producer_regs, g->persist);
     return n < 0 || (size_t)n >= len ? -1 : n;
 }

@@ -43,7 +43,7 @@ typedef struct {
     int tile_n;        /* TILE_N: 64, 128, 192, 256 */
     int stages;        /* STAGES: 2, 3, 4 */
     int pipe;          /* PIPE: 0 cp.async, 1 TMA ring, 2 TMA + producer warpgroup */
-    int qk_f16;        /* QK_F16: 0 e4m3 Q·Kᵀ, 1 FP16 Q·Kᵀ (Q and K converted in shared memory) */
+    int qk_mode;        /* QK_MODE: 0 e4m3 (Q from smem), 1 e4m3 (Q in registers), 2 FP16 (Q, K converted in smem) */
     int v_path;        /* V_PATH: 0 e4m3 Vᵀ, 1 FP16 V */
     int overlap;       /* OVERLAP: 0, 1 (PIPE 2) */
     int pingpong;      /* PINGPONG: 0, 1 (OVERLAP 1, CONSUMERS 2) */
