@@ -103,7 +103,7 @@ struct Sm90Cfg {
     static constexpr int OFF_Q16 = OFF_VT + NX * VT_BYTES;
     static constexpr int OFF_K16 = OFF_Q16 + Q16_BYTES;
     static constexpr int OFF_BAR = OFF_K16 + NX * K16_BYTES;
-    static constexpr int N_BARS = 3 + 6 * STAGES;
+    static constexpr int N_BARS = 3 + 7 * STAGES;
     static constexpr int SMEM = OFF_BAR + N_BARS * 8 + 1024;          /* + slack to align the base to 1024 */
 
     static_assert(D == 64 || D == 128, "head dim 64 or 128");
@@ -126,6 +126,7 @@ template <int STAGES> struct Bars {
     static constexpr __host__ __device__ int kempty(int s) { return 3 + 3 * STAGES + s; }
     static constexpr __host__ __device__ int vempty(int s) { return 3 + 4 * STAGES + s; }
     static constexpr __host__ __device__ int k16full(int s) { return 3 + 5 * STAGES + s; }
+    static constexpr __host__ __device__ int vrawempty(int s) { return 3 + 6 * STAGES + s; }
 };
 
 /* Shared-memory addresses of one block (1024-aligned base). */
@@ -658,8 +659,14 @@ template <int TILE_N, int MT, bool P8> struct Softmax {
     }
 };
 
+/* O·alpha, skipped when no row of the warp changed its offset (alpha = 1 everywhere): after the first tiles a row's
+ * maximum rarely moves, and with the integer offsets of the e4m3 path even more rarely. */
 template <int D, int MT> EVO_DEV void scale_o(float (&o)[MT][D / 2], const float (&alpha)[MT][2])
 {
+    bool any = false;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) any |= alpha[mt][0] != 1.f || alpha[mt][1] != 1.f;
+    if (!__any_sync(0xffffffffu, any)) return;
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -730,8 +737,8 @@ EVO_DEV void producer_qk(const evo_attn_params &p, const evo_attn_tmaps &t, cons
     }
 }
 
-/* PIPE 2, warp 1 lane 0: V of every key tile, after the consumers released the stage's transformed V (which the
- * transform warps made from this stage's raw V, so the raw buffer is free too). */
+/* PIPE 2, warp 1 lane 0: raw V of every key tile, as soon as the transform warps are done with the stage's raw
+ * buffer: the raw ring runs ahead of the transformed one. */
 template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PERSIST>
 EVO_DEV void producer_v(const evo_attn_params &p, const evo_attn_tmaps &t, const Smem &sm, int nq)
 {
@@ -744,7 +751,7 @@ EVO_DEV void producer_v(const evo_attn_params &p, const evo_attn_tmaps &t, const
         const int n = kv_tiles<TILE_N>(p, qt * BM, BM);
         for (int j = 0; j < n; j++, it++) {
             const int s = it % STAGES;
-            if (it >= STAGES) mbar_wait(sm.b(B::vempty(s)), ((u32)(it / STAGES) & 1u) ^ 1u);
+            if (it >= STAGES) mbar_wait(sm.b(B::vrawempty(s)), ((u32)(it / STAGES) & 1u) ^ 1u);
             mbar_expect_tx(sm.b(B::vfull(s)), KV);
             tma_load_3d(sm.v + s * KV, &t.v, 0, j * TILE_N, bh, sm.b(B::vfull(s)));
         }
@@ -781,12 +788,14 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
                 mbar_arrive(sm.b(B::k16full(s)));
             }
             mbar_wait(sm.b(B::vfull(s)), ph);
+            if (it >= STAGES) mbar_wait(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
             if constexpr (PROBE & 1) {
             } else if constexpr (V_PATH) {
                 convert16<D, TILE_N, TRANSFORM_WARPS>(sm.v + s * KV, sm.vt + s * VT, worker, lane);
             } else {
                 transpose_v<D, TILE_N, TRANSFORM_WARPS>(sm.v + s * KV, sm.vt + s * VT, worker, lane);
             }
+            mbar_arrive(sm.b(B::vrawempty(s))); /* the raw stage may be refilled (the arrive orders the reads) */
             fence_proxy_async();
             mbar_arrive(sm.b(B::vtfull(s)));
         }
@@ -1098,6 +1107,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
             mbar_init(sm.b(B::kempty(s)), NCT);
             mbar_init(sm.b(B::vempty(s)), NCT);
             mbar_init(sm.b(B::k16full(s)), NXT);
+            mbar_init(sm.b(B::vrawempty(s)), NXT);
         }
         fence_barrier_init();
     }

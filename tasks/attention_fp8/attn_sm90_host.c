@@ -34,7 +34,7 @@ int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
     const int q_bytes = attn_sm90_rows_per_block(g) * d, kv = g->tile_n * d;
     const int vt = g->v_path ? 2 * kv : kv, nx = g->pipe == 2 ? g->stages : 1;
     const int q16 = g->qk_mode == 2 ? 2 * q_bytes : 0, k16 = g->qk_mode == 2 ? 2 * kv : 0;
-    const int n_bars = 3 + 6 * g->stages;
+    const int n_bars = 3 + 7 * g->stages;
     return align1024(q_bytes) + 2 * g->stages * kv + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
 }
 
@@ -49,12 +49,12 @@ static int consumer_regs(const evo_sm90_genome *g)
 }
 
 /* Live accumulator registers of a consumer thread: S (TILE_N/2 per m64 tile), O (D/2), the P·V tile accumulator
- * (O_ACC), and the P fragments (e4m3: TILE_N/8, f16: TILE_N/4). */
+ * (O_ACC), the P fragments (e4m3: TILE_N/8, f16: TILE_N/4) and Q's fragments (QK_MODE 1: D/8). */
 static int accumulator_regs(const evo_sm90_genome *g, int d)
 {
     const int mt = g->wg_rows / 64;
     const int p_regs = g->v_path ? g->tile_n / 4 : g->tile_n / 8;
-    return mt * (g->tile_n / 2 + d / 2 + (g->o_acc ? d / 2 : 0) + p_regs);
+    return mt * (g->tile_n / 2 + d / 2 + (g->o_acc ? d / 2 : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
 }
 
 const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
@@ -76,9 +76,11 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (!in_list(g->producer_regs, regs, 4)) return "PRODUCER_REGS must be 24, 32, 40 or 56";
     if (g->persist != 0 && g->persist != 1) return "PERSIST must be 0 or 1";
     if (attn_sm90_smem_bytes(g, d) > max_smem_optin) return "shared memory over the device's opt-in limit";
-    /* Measured with ptxas (docs/perf-notes.md): every genome whose accumulators leave at least 56 registers of the
-     * consumer's budget compiles without spills; closer to the budget some spill. */
-    if (accumulator_regs(g, d) + 56 > consumer_regs(g)) return "accumulators do not fit the consumer's registers";
+    /* Measured with ptxas 13.0 (docs/perf-notes.md): the producer's transforms need 40 registers, 56 with PERSIST;
+     * a consumer compiles without spills when its accumulators leave 32 of its registers free (8 spilled). */
+    if (g->pipe == 2 && g->consumers >= 2 && g->producer_regs < (g->persist ? 56 : 40))
+        return "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST=1)";
+    if (accumulator_regs(g, d) + 32 > consumer_regs(g)) return "accumulators do not fit the consumer's registers";
     return NULL;
 }
 
