@@ -102,17 +102,16 @@ int main(int argc, char **argv)
             int regs = -1, spill_st = -1, spill_ld = -1, stack = -1;
             const char *u = strstr(log, "Used ");
             if (u) sscanf(u, "Used %d registers", &regs);
-            const char *sp = strstr(log, "bytes stack frame");
-            if (sp) {
-                const char *line = sp;
-                while (line > log && line[-1] != '\n') line--;
-                sscanf(line, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &stack, &spill_st,
+            const char *sp = strstr(log, " bytes stack frame");
+            if (sp) { /* "ptxas . N bytes stack frame, N bytes spill stores, N bytes spill loads" */
+                while (sp > log && sp[-1] >= '0' && sp[-1] <= '9') sp--;
+                sscanf(sp, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &stack, &spill_st,
                        &spill_ld);
             }
             const int bad = r != NVRTC_SUCCESS || spill_st != 0 || spill_ld != 0 || stack != 0;
             printf("%-4s %-64s regs %3d stack %d spills %d/%d smem %d%s\n", bad ? "FAIL" : "ok", expr, regs, stack,
                    spill_st, spill_ld, attn_sm90_smem_bytes(&all[i], d), strstr(log, "C7512") ? " (wgmma serialized)" : "");
-            if (r != NVRTC_SUCCESS) printf("%s\n", log);
+            if (r != NVRTC_SUCCESS || getenv("SM90_LOG")) printf("%s\n", log);
             if (r == NVRTC_SUCCESS && cubin_dir) {
                 size_t sz = 0;
                 nvrtcGetCUBINSize(prog, &sz);

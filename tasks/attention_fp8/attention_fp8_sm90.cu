@@ -81,7 +81,7 @@ typedef unsigned long long u64;
 typedef unsigned short u16;
 typedef unsigned char u8;
 
-constexpr int align1024(int x) { return (x + 1023) / 1024 * 1024; }
+__host__ __device__ constexpr int align1024(int x) { return (x + 1023) / 1024 * 1024; }
 
 /* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes(). */
 template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH>
@@ -524,8 +524,8 @@ template <int D, int MT> struct QFrag {
 /* S[mt] = Q[mt]·K(stage)ᵀ for every m64 tile of this warpgroup; issued and committed, not waited for.
  * QK_MODE 0: q_addr/k_addr are the raw tiles (rows of D bytes). 1: Q comes from qf, k_addr is the raw K tile.
  * 2: the FP16 copies, 64-dim column blocks of BM or TILE_N rows; q_addr points at this warpgroup's first row. */
-template <int D, int TILE_N, int MT, int QK_MODE, int BM>
-EVO_DEV void issue_qk(float (&s)[MT][TILE_N / 2], u32 q_addr, u32 k_addr, const QFrag<D, MT> &qf)
+template <int D, int TILE_N, int MT, int QK_MODE, int BM, class QF>
+EVO_DEV void issue_qk(float (&s)[MT][TILE_N / 2], u32 q_addr, u32 k_addr, const QF &qf)
 {
     wg_fence();
 #pragma unroll

@@ -80,7 +80,9 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
      * a consumer compiles without spills when its accumulators leave 32 of its registers free (8 spilled). */
     if (g->pipe == 2 && g->consumers >= 2 && g->producer_regs < (g->persist ? 56 : 40))
         return "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST=1)";
-    if (accumulator_regs(g, d) + 32 > consumer_regs(g)) return "accumulators do not fit the consumer's registers";
+    if (g->persist && g->qk_mode == 2) return "PERSIST=1 with QK_MODE=2 spills (the loop state and the FP16 copies)";
+    if (accumulator_regs(g, d) + (g->persist ? 48 : 32) > consumer_regs(g))
+        return "accumulators do not fit the consumer's registers";
     return NULL;
 }
 
