@@ -6,53 +6,60 @@
  * scores, as in the first family).
  *
  * A block owns CONSUMERS × WG_ROWS query rows of one (batch, head). Each consumer warpgroup owns WG_ROWS rows (one or
- * two m64 tiles) and runs, per key tile of TILE_N keys: S = Q·Kᵀ with wgmma m64nTILE_Nk32 e4m3 (Q and K from shared
- * memory, K-major, swizzled as TMA writes them), online softmax in registers (exp2, every scale in one multiplier),
- * then O += P·V with P taken from the accumulator registers:
+ * two m64 tiles) and runs, per key tile of TILE_N keys: S = Q·Kᵀ with wgmma m64nTILE_Nk32 e4m3 (K from shared memory,
+ * K-major, swizzled as TMA writes it; Q from shared memory or registers), online softmax in registers (exp2, every
+ * scale in one multiplier), then O += P·V with P taken from the accumulator registers:
  *   V_PATH 0: P in e4m3 (scaled into (0, 256] by an integer row offset, so rescaling is exact), V transposed to
  *             K-major e4m3 in shared memory; the transpose applies the key permutation that makes the S accumulator
  *             registers the wgmma A fragment without shuffles (keys 8s+2a+t of each 16 sit at position 4a+2s+t).
  *             Reference variant: P̃ = e4m3(2^(x − ⌈max x⌉ + 8)), x = score·log2(e), l = Σ 2^(x − ⌈max x⌉ + 8) unrounded.
  *   V_PATH 1: P in FP16, V converted to FP16 in shared memory and read N-major by an f16 wgmma (half the P·V rate,
  *             no rounding of P beyond FP16: compares against the plain reference).
+ * The FP8 wgmma keeps ~14 bits of the aligned products: scores carry ~1e-4 relative error, which defeats the 2e-3 gate
+ * on logits in the thousands and flips e4m3 roundings of P; QK_MODE 2 + V_PATH 1 is the configuration that passes
+ * every distribution (docs/perf-notes.md, "Precision").
  *
  * Knobs (template parameters after D), legal values and what each trades:
  *   WG_ROWS        64, 128   query rows per consumer warpgroup (one or two m64 wgmma tiles): 128 reuses every K/V
- *                            tile twice per warpgroup at twice the accumulator registers (spills unless D = 64 and
- *                            TILE_N = 64)
+ *                            tile twice per warpgroup at twice the accumulator registers (fits small tiles only)
  *   CONSUMERS      1, 2, 3   consumer warpgroups per block: more rows per K/V tile loaded (less traffic per FLOP) and
- *                            latency hidden by the other warpgroups, at fewer registers each (240 for 2, 160 for 3)
+ *                            latency hidden by the other warpgroups, at fewer registers each (232 for 2, 152 for 3
+ *                            at PRODUCER_REGS 40)
  *   TILE_N         64, 128, 192, 256   keys per pipeline stage: longer tiles amortize barriers and the softmax
- *                            bookkeeping, cost TILE_N/2 accumulator registers and 3·TILE_N·D bytes of smem per stage
- *   STAGES         2, 3, 4   depth of the K/V ring in shared memory: hides load latency, costs shared memory
+ *                            bookkeeping, cost TILE_N/2 accumulator registers and ~3·TILE_N·D bytes of smem a stage
+ *   STAGES         2, 3, 4   depth of the K/V rings in shared memory: hides load latency, costs shared memory
  *   PIPE           0, 1, 2   0: cp.async by all threads, no producer (step 1); 1: TMA into an mbarrier ring issued by
- *                            one consumer thread (step 2); 2: a producer warpgroup (warp 0 issues TMA, warps 1-3
- *                            transpose/convert V) and setmaxnreg (step 3)
+ *                            one consumer thread (step 2); 2: a producer warpgroup (warp 0: TMA of Q and K; warp 1:
+ *                            TMA of V; warps 2-3: V transpose or FP16 conversions) and setmaxnreg (step 3)
+ *   QK_MODE        0, 1, 2   Q·Kᵀ: 0 e4m3, Q from shared memory; 1 e4m3, Q held in registers for the whole work item
+ *                            (16 KB less smem traffic a tile, D/8 registers); 2 FP16, Q and K converted to FP16 in
+ *                            shared memory (exact FP32 scores, the accurate path; ~2x slower)
  *   V_PATH         0, 1      see above: e4m3 P·V (full FP8 rate, P rounded to e4m3) or FP16 P·V (accurate, slower)
- *   OVERLAP        0, 1      PIPE 2 only: issue S(j+1) = Q·Kᵀ before the softmax of tile j is consumed, so the
- *                            tensor cores work during the softmax; costs the registers of a second live S/P
+ *   OVERLAP        0, 1      PIPE 2 only: issue S(j+1) = Q·Kᵀ before P·V(j), so the tensor cores work during the
+ *                            softmax of tile j+1
  *   PINGPONG       0, 1      PIPE 2, OVERLAP 1, CONSUMERS 2 only: the two consumer warpgroups take turns issuing
- *                            their GEMMs (named barriers), so one's softmax runs under the other's GEMMs
+ *                            their GEMMs (named barriers 2 and 3), so one's softmax runs under the other's GEMMs
  *   O_ACC          0, 1      1: P·V of each key tile goes to a fresh accumulator added to O in FP32 (the FP8 wgmma
  *                            accumulator keeps ~14 bits: long sequences drift); 0: accumulate in place (D/2 fewer
  *                            registers)
  *   PRODUCER_REGS  24, 32, 40, 56   PIPE 2 with CONSUMERS ≥ 2: setmaxnreg of the producer warpgroup; consumers get
- *                            ⌊((CONSUMERS+1)·R0 − PRODUCER_REGS)/CONSUMERS⌋₈ with R0 = ⌊65536/threads⌋₈ (240 for
- *                            2 consumers and 24): more for the producer only matters for its V transpose
- *   PROBE          (not a knob, default 0; measurement only, results are wrong) leaves stages out to time the
- *                            rest: 1 the V transform, 2 the softmax, 4 P·V, 8 Q·Kᵀ (bits combine)
+ *                            ⌊((CONSUMERS+1)·R0 − PRODUCER_REGS)/CONSUMERS⌋₈ with R0 = ⌊65536/threads⌋₈. The
+ *                            transforms spill below 40 (below 56 with PERSIST): attn_sm90_check rejects those
  *   PERSIST        0, 1      1: a persistent grid of min(work items, SMs) blocks walks the (query tile, head) items
  *                            heaviest first (causal: the longest rows first); 0: one block per item
+ *   PROBE          (not a knob, default 0; measurement only, results are wrong) leaves stages out to time the
+ *                            rest: 1 the K/V transforms, 2 the softmax, 4 P·V, 8 Q·Kᵀ (bits combine)
  *
  * LAUNCH RULES (what a launcher must do; attn_sm90_host.h computes each of these):
- *   kernel      evo_attn_sm90<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, V_PATH, OVERLAP, PINGPONG, O_ACC,
+ *   kernel      evo_attn_sm90<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH, OVERLAP, PINGPONG, O_ACC,
  *               PRODUCER_REGS, PERSIST>(const __grid_constant__ evo_attn_params p,
  *                                       const __grid_constant__ evo_attn_tmaps t)
+ *               (an explicit instantiation repeats both __grid_constant__)
  *   block       (CONSUMERS + (PIPE == 2)) × 128 threads, 1-D
  *   rows        rows per block BM = CONSUMERS × WG_ROWS; query tiles nq = ceil(S / BM)
  *   grid        PERSIST 0: (nq, H, B); PERSIST 1: (min(nq·H·B, SM count), 1, 1)
- *   smem        dynamic shared memory = Sm90Cfg<...>::SMEM bytes (the kernel traps with less); set
- *               cudaFuncAttributeMaxDynamicSharedMemorySize (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) first
+ *   smem        dynamic shared memory = Sm90Cfg<...>::SMEM bytes = attn_sm90_smem_bytes() (the kernel traps with
+ *               less); set cudaFuncAttributeMaxDynamicSharedMemorySize (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
  *   tensor maps t.q, t.k, t.v (PIPE ≥ 1; PIPE 0 ignores them, zeros are fine): 3-D UINT8 maps of the [B·H, S, D]
  *               tensors, dims {D, S, B·H}, strides {D, S·D} bytes, box {D, WG_ROWS, 1} for Q and {D, TILE_N, 1}
  *               for K and V, swizzle 128B (D = 128) or 64B (D = 64), no interleave, OOB fill zero;
