@@ -292,7 +292,7 @@ typedef enum { OPEN, CLOSED } bound;
 static evo_status as_double(loader *L, const yaml_node_t *n, const char *path, double lo, bound lob, double hi,
                             bound hib, double *out)
 {
-    const char *v;
+    const char *v = NULL;
     TRY(need_scalar(L, n, path, "a number", &v));
     char *end;
     errno = 0;
@@ -665,8 +665,8 @@ static evo_status load_shape_list(loader *L, const yaml_node_t *list, const char
 
 static evo_status load_correctness(loader *L, const yaml_node_t *root)
 {
-    static const char *const keys[] = {"seeds", "timed_seeds", "distributions", "causal", "shapes", "tolerance",
-                                       NULL};
+    static const char *const keys[] = {"seeds",  "timed_seeds", "distributions", "causal",
+                                       "shapes", "tolerance",   "softmax_scales", NULL};
     static const char *const tol_keys[] = {"rel_l2", "atol", "rtol", "max_frac_over", NULL};
     char p[PATH_MAX_LEN];
     const char *path = "correctness";
@@ -722,6 +722,22 @@ static evo_status load_correctness(loader *L, const yaml_node_t *root)
         L->c->correctness.n_causal = n;
     }
     if ((v = get(L, m, "shapes"))) TRY(load_shape_list(L, v, sub(p, path, "shapes"), false));
+    if ((v = get(L, m, "softmax_scales"))) {
+        sub(p, path, "softmax_scales");
+        TRY(need_kind(L, v, p, YAML_SEQUENCE_NODE));
+        int n = N_ITEMS(v);
+        if (n < 1 || n > EVO_MAX_SOFTMAX_SCALES)
+            return FAIL(L, v, p, "%d scales: give 1 to %d (0 = 1/sqrt(head_dim))", n, EVO_MAX_SOFTMAX_SCALES);
+        for (int i = 0; i < n; i++) {
+            char q[PATH_MAX_LEN];
+            double x = 0;
+            TRY(as_double(L, ITEM(L, v, i), item(q, p, i), 0, CLOSED, 1e6, CLOSED, &x));
+            for (int j = 0; j < i; j++)
+                if (L->c->correctness.softmax_scales[j] == x) return FAIL(L, ITEM(L, v, i), q, "scale %g given twice", x);
+            L->c->correctness.softmax_scales[i] = x;
+        }
+        L->c->correctness.n_softmax_scales = n;
+    }
     L->c->correctness.timed_seeds = L->c->correctness.n_seeds;
     if ((v = get(L, m, "timed_seeds")))
         TRY(as_i32(L, v, sub(p, path, "timed_seeds"), 1, L->c->correctness.n_seeds, &L->c->correctness.timed_seeds));
@@ -740,16 +756,35 @@ static evo_status load_correctness(loader *L, const yaml_node_t *root)
 
 static evo_status load_timing(loader *L, const yaml_node_t *root)
 {
-    static const char *const keys[] = {"warmup", "repetitions", "flush_l2", "abort_factor", "kernel_timeout_s", NULL};
+    static const char *const keys[] = {"warmup",       "repetitions",      "flush_l2",     "abort_factor",
+                                       "kernel_timeout_s", "method",       "max_repetitions", "target_us",
+                                       "fresh_inputs", "check_samples",    "interleave",   NULL};
+    static const char *const methods[] = {"auto", "events", "graph", "cupti", NULL};
     const char *path = "timing";
-    yaml_node_t *m;
+    yaml_node_t *m, *v;
     TRY(opt_map(L, root, path, keys, &m));
     if (!m) return EVO_OK;
+    if ((v = get(L, m, "method"))) {
+        int k;
+        TRY(as_name(L, v, "timing.method", methods, "timing method", &k));
+        L->c->timing.method = (evo_timing_method)k;
+    }
+    TRY(opt_i32(L, m, path, "max_repetitions", 1, 10000, &L->c->timing.max_repetitions));
+    TRY(opt_double(L, m, path, "target_us", 0, CLOSED, 1e7, CLOSED, &L->c->timing.target_us));
+    TRY(opt_bool(L, m, path, "fresh_inputs", &L->c->timing.fresh_inputs));
+    TRY(opt_i32(L, m, path, "check_samples", 0, 8, &L->c->timing.check_samples));
+    TRY(opt_bool(L, m, path, "interleave", &L->c->timing.interleave));
     TRY(opt_i32(L, m, path, "warmup", 0, 1000, &L->c->timing.warmup));
     TRY(opt_i32(L, m, path, "repetitions", 1, 10000, &L->c->timing.repetitions));
     TRY(opt_bool(L, m, path, "flush_l2", &L->c->timing.flush_l2));
     TRY(opt_double(L, m, path, "abort_factor", 1, OPEN, 1000, CLOSED, &L->c->timing.abort_factor));
     TRY(opt_double(L, m, path, "kernel_timeout_s", 0, OPEN, 600, CLOSED, &L->c->timing.kernel_timeout_s));
+    if (L->c->timing.max_repetitions < L->c->timing.repetitions) {
+        if (get(L, m, "max_repetitions"))
+            return FAIL(L, get(L, m, "max_repetitions"), "timing.max_repetitions",
+                        "%d is below timing.repetitions (%d)", L->c->timing.max_repetitions, L->c->timing.repetitions);
+        L->c->timing.max_repetitions = L->c->timing.repetitions;
+    }
     return EVO_OK;
 }
 
@@ -873,6 +908,12 @@ static void set_defaults(evo_config *c)
     c->timing.flush_l2 = true;
     c->timing.abort_factor = 3.0;
     c->timing.kernel_timeout_s = 5;
+    c->timing.method = EVO_TIMING_AUTO;
+    c->timing.max_repetitions = 200;
+    c->timing.target_us = 1000;
+    c->timing.fresh_inputs = true;
+    c->timing.check_samples = 2;
+    c->timing.interleave = false;
     snprintf(c->evolution.strategy, sizeof c->evolution.strategy, "ga");
     c->evolution.population = 32;
     c->evolution.generations = 20;
@@ -925,6 +966,8 @@ static evo_status load_root(loader *L, const yaml_node_t *root)
         strcpy(c->arch, s);
     }
     TRY(opt_double(L, root, "", "softmax_scale", 0, CLOSED, 1e6, CLOSED, &c->softmax_scale));
+    c->correctness.softmax_scales[0] = c->softmax_scale;
+    c->correctness.n_softmax_scales = 1;
     if ((v = get(L, root, "fitness"))) {
         int f;
         TRY(as_name(L, v, "fitness", fitness_kinds, "fitness", &f));

@@ -60,6 +60,19 @@ typedef enum {
  * shows one. */
 const char *evo_fitness_describe(evo_fitness f);
 
+/* How the timing gate clocks a launch (engine/timing.h says what each measures). */
+typedef enum {
+    EVO_TIMING_AUTO = 0, /* cupti where libcupti loads, else events */
+    EVO_TIMING_EVENTS,   /* CUDA events around each launch */
+    EVO_TIMING_GRAPH,    /* the same, captured into a CUDA graph per batch */
+    EVO_TIMING_CUPTI,    /* the GPU's kernel start/end timestamps (CUPTI activity records) */
+    EVO_TIMING_COUNT
+} evo_timing_method;
+const char *evo_timing_method_name(evo_timing_method m); /* "auto", "events", "graph", "cupti" */
+int evo_timing_method_parse(const char *name, evo_timing_method *m); /* 0, or -1 when unknown */
+
+#define EVO_MAX_SOFTMAX_SCALES 4
+
 typedef struct {
     char *path;        /* as given */
     char *text;        /* the whole file, stored with each run for provenance */
@@ -88,6 +101,8 @@ typedef struct {
         evo_shape shapes[EVO_MAX_SHAPES]; /* checked in addition to `shapes` */
         int n_shapes;
         evo_tolerance tol;
+        double softmax_scales[EVO_MAX_SOFTMAX_SCALES]; /* every case runs with each; 0 = 1/sqrt(head_dim) */
+        int n_softmax_scales;                           /* default: one, the timed softmax_scale */
     } correctness;
 
     struct {
@@ -96,6 +111,12 @@ typedef struct {
         bool flush_l2;       /* write a buffer >= 2x L2 before each repetition        */
         double abort_factor; /* stop timing a candidate whose first reps exceed k x best */
         double kernel_timeout_s; /* a launch running longer than this is TIMEOUT  */
+        evo_timing_method method;
+        int max_repetitions; /* short kernels get more repetitions, up to this     */
+        double target_us;    /* ... until repetitions x time reaches this (0: exactly `repetitions`) */
+        bool fresh_inputs;   /* every repetition on inputs perturbed on the GPU    */
+        int check_samples;   /* timed repetitions whose outputs are checked         */
+        bool interleave;     /* baseline launches interleaved with the candidate's (A/B) */
     } timing;
 
     struct {

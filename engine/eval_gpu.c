@@ -5,14 +5,17 @@
  * Implements evo_gpu_serve (worker.h). A fault or a hung kernel ends this process after its reply: the parent
  * restarts it. */
 #include "attn_ref.h"
+#include "cases.h"
 #include "compile.h"
 #include "config.h"
 #include "cudrv.h"
 #include "evo_attention_abi.h"
+#include "noise.h"
 #include "protocol.h"
 #include "sanitize.h"
 #include "task.h"
 #include "templates.h"
+#include "timing.h"
 #include "util.h"
 #include "worker.h"
 
@@ -26,8 +29,7 @@
 
 #define GUARD_WORDS 4096u     /* canary words before and after the output */
 #define CANARY 0xC0DEC0DEu
-#define MAX_REPS 1000
-#define TIMING_SEED 0x7157ull /* timing inputs differ from every checked one (config seeds are small) */
+#define MAX_SAMPLES 8         /* timing.check_samples <= 8 (config.c) */
 
 /* One set of inputs with its references, made on first use and kept for the life of the worker. */
 typedef struct {
@@ -35,6 +37,7 @@ typedef struct {
     bool causal;
     uint64_t seed;
     evo_dist dist;
+    double scale;    /* softmax scale of the case; 0 = 1/sqrt(head_dim) */
     bool timing;     /* the timing inputs of timed shape `shape` */
     bool ready;
     size_t n;        /* elements of Q (and of O) */
@@ -47,6 +50,7 @@ typedef struct {
 typedef struct {
     CUfunction fn;
     int head_dim, threads, rows, smem, min_waves;
+    char symbol[EVO_PROTO_SYMBOL_MAX]; /* the lowered name (CUPTI's records carry it) */
 } kvariant;
 
 typedef struct {
@@ -55,7 +59,7 @@ typedef struct {
     CUcontext ctx;
     CUstream st;
     CUmodule support;
-    CUfunction f_gen, f_quant, f_deq, f_h2f, f_ref, f_cmp_reset, f_cmp, f_canary;
+    CUfunction f_gen, f_quant, f_deq, f_h2f, f_ref, f_cmp_reset, f_cmp, f_canary, f_perturb;
     evo_hello_reply info;
     int gpu;
     bool sanitize;           /* under compute-sanitizer: few cases, long kernel time limits, no timing */
@@ -70,16 +74,27 @@ typedef struct {
     CUdeviceptr scratch16[3], scratchf[3];
     CUdeviceptr acc, canary_res, flush;
     size_t flush_bytes;
-    CUevent ev[2 * MAX_REPS + 2];
+    CUevent ev[1];
     double baseline_us[EVO_MAX_SHAPES]; /* the baseline genome's last times on this GPU */
     double baseline_noise[EVO_MAX_SHAPES];
+    /* timing */
+    evo_timer *timer;
+    uint64_t nonce;                  /* per timed shape: where its fresh inputs come from */
+    size_t max_timed_n;
+    CUdeviceptr tcodes[3];           /* a repetition's perturbed Q, K, V codes */
+    CUdeviceptr tref;                /* FP32 reference for a sampled repetition's inputs */
+    CUdeviceptr sample_out[MAX_SAMPLES]; /* sampled outputs of timed repetitions */
+    /* the baseline genome's module, kept after its evaluation: interleaved timing and re-timing */
+    CUmodule base_mod;
+    kvariant base_vs[EVO_MAX_VARIANTS];
+    int base_nv;
 } gpu_state;
 
 #define CU(g, call, err) EVO_CU((g)->cu, call, err)
 
-static double softmax_scale(const gpu_state *g, int d)
+static double softmax_scale(const gcase *c, int d)
 {
-    return g->cfg->softmax_scale > 0 ? g->cfg->softmax_scale : 1.0 / sqrt((double)d);
+    return c->scale > 0 ? c->scale : 1.0 / sqrt((double)d);
 }
 
 static unsigned grid_for(size_t n)
@@ -116,7 +131,8 @@ static evo_status load_support(gpu_state *g, evo_err *err)
     } fns[] = {{&g->f_gen, "evo_gen_inputs"},     {&g->f_quant, "evo_quantize"},
                {&g->f_deq, "evo_dequantize"},     {&g->f_h2f, "evo_half_to_float"},
                {&g->f_ref, "evo_reference_attention"}, {&g->f_cmp_reset, "evo_compare_reset"},
-               {&g->f_cmp, "evo_compare"},        {&g->f_canary, "evo_canary_check"}};
+               {&g->f_cmp, "evo_compare"},        {&g->f_canary, "evo_canary_check"},
+               {&g->f_perturb, "evo_perturb_codes"}};
     for (size_t i = 0; i < EVO_ARRAY_LEN(fns); i++) {
         s = evo_cu_check(g->cu, g->cu->cuModuleGetFunction(fns[i].f, g->support, fns[i].name), fns[i].name, err);
         if (s != EVO_OK) return s;
@@ -124,37 +140,28 @@ static evo_status load_support(gpu_state *g, evo_err *err)
     return EVO_OK;
 }
 
-static void add_case(gpu_state *g, int shape, bool causal, uint64_t seed, evo_dist dist, bool timing)
+static void add_case(gpu_state *g, int shape, bool causal, uint64_t seed, evo_dist dist, double scale, bool timing)
 {
     g->cases = evo_xrealloc(g->cases, (size_t)(g->n_cases + 1) * sizeof *g->cases);
     gcase *c = &g->cases[g->n_cases++];
     memset(c, 0, sizeof *c);
-    c->shape = shape, c->causal = causal, c->seed = seed, c->dist = dist, c->timing = timing;
+    c->shape = shape, c->causal = causal, c->seed = seed, c->dist = dist, c->scale = scale, c->timing = timing;
     const evo_shape *sh = &g->shapes[shape];
     c->n = (size_t)sh->batch * sh->heads * sh->seq * sh->head_dim;
     if (c->n > g->max_n) g->max_n = c->n;
 }
 
+/* The cases of cases.h: the same list the fake worker reports. */
 static void build_cases(gpu_state *g)
 {
     const evo_config *cfg = g->cfg;
     for (int i = 0; i < cfg->n_shapes; i++) g->shapes[g->n_shapes++] = cfg->shapes[i];
     for (int i = 0; i < cfg->correctness.n_shapes; i++) g->shapes[g->n_shapes++] = cfg->correctness.shapes[i];
-    /* Every shape with every causal setting and distribution; the timed shapes (the large ones) with the first
-     * correctness.timed_seeds seeds, the extra shapes with all of them. Under a sanitizer, the first seed and
-     * distribution only: what it finds depends on the shape, not on the values. */
-    for (int sh = 0; sh < g->n_shapes; sh++) {
-        const int n_seeds = g->sanitize ? 1 : sh < cfg->n_shapes ? cfg->correctness.timed_seeds : cfg->correctness.n_seeds;
-        const int n_dists = g->sanitize ? 1 : cfg->correctness.n_dists;
-        for (int c = 0; c < cfg->correctness.n_causal; c++)
-            for (int s = 0; s < n_seeds; s++)
-                for (int d = 0; d < n_dists; d++)
-                    add_case(g, sh, cfg->correctness.causal[c], cfg->correctness.seeds[s], cfg->correctness.dists[d],
-                             false);
-    }
-    if (!g->sanitize)
-        for (int i = 0; i < cfg->n_shapes; i++)
-            add_case(g, i, cfg->shapes[i].causal, TIMING_SEED + (uint64_t)i, EVO_DIST_NORMAL, true);
+    evo_gate_case *list = NULL;
+    const int n = evo_gate_cases(cfg, g->sanitize, &list);
+    for (int i = 0; i < n; i++)
+        add_case(g, list[i].shape, list[i].causal, list[i].seed, list[i].dist, list[i].scale, list[i].timing);
+    free(list);
 }
 
 static evo_status prepare_case(gpu_state *g, gcase *c, evo_err *err);
@@ -204,6 +211,13 @@ static evo_status gpu_open(gpu_state *g, int gpu, const char *config_path, bool 
     if (s != EVO_OK) return s;
     CU(g, cuStreamCreate(&g->st, CU_STREAM_NON_BLOCKING), err);
     for (size_t i = 0; i < EVO_ARRAY_LEN(g->ev); i++) CU(g, cuEventCreate(&g->ev[i], CU_EVENT_DEFAULT), err);
+    s = evo_timer_open(g->cu, !sanitize, &g->timer, err);
+    if (s != EVO_OK) return s;
+    {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        g->nonce = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 48);
+    }
 
     build_cases(g);
     const size_t n = g->max_n;
@@ -218,6 +232,17 @@ static evo_status gpu_open(gpu_state *g, int gpu, const char *config_path, bool 
     g->flush_bytes = (size_t)h->l2_bytes * 2;
     if (g->flush_bytes < (64u << 20)) g->flush_bytes = 64u << 20;
     CU(g, cuMemAlloc(&g->flush, g->flush_bytes), err);
+    for (int i = 0; i < g->cfg->n_shapes; i++) {
+        const evo_shape *sh = &g->cfg->shapes[i];
+        const size_t tn = (size_t)sh->batch * sh->heads * sh->seq * sh->head_dim;
+        if (tn > g->max_timed_n) g->max_timed_n = tn;
+    }
+    if (!sanitize) {
+        for (int t = 0; t < 3; t++) CU(g, cuMemAlloc(&g->tcodes[t], g->max_timed_n), err);
+        CU(g, cuMemAlloc(&g->tref, g->max_timed_n * 4), err);
+        for (int k = 0; k < g->cfg->timing.check_samples; k++)
+            CU(g, cuMemAlloc(&g->sample_out[k], g->max_timed_n * 2), err);
+    }
     /* Every case now, before the hello reply: an evaluation's watchdog then covers the candidate alone. */
     const double t0 = evo_now();
     for (int i = 0; i < g->n_cases; i++) {
@@ -225,8 +250,12 @@ static evo_status gpu_open(gpu_state *g, int gpu, const char *config_path, bool 
         if (s != EVO_OK) return s;
     }
     CU(g, cuStreamSynchronize(g->st), err);
-    fprintf(stderr, "evo worker gpu %d: %s, %d cases prepared in %.1f s\n", gpu, h->device, g->n_cases,
-            evo_now() - t0);
+    char why[256];
+    const bool cupti = evo_timer_cupti(g->timer, why, sizeof why);
+    fprintf(stderr, "evo worker gpu %d: %s, %d cases prepared in %.1f s; timing.method %s -> %s%s%s\n", gpu, h->device,
+            g->n_cases, evo_now() - t0, evo_timing_method_name(g->cfg->timing.method),
+            evo_timing_method_name(evo_timer_resolve(g->timer, g->cfg->timing.method)), cupti ? "" : "; CUPTI: ",
+            cupti ? "" : why);
     return EVO_OK;
 }
 
@@ -267,11 +296,11 @@ static evo_status launch_support(gpu_state *g, CUfunction f, unsigned gx, unsign
     return evo_cu_check(g->cu, g->cu->cuLaunchKernel(f, gx, gy, gz, block, 1, 1, 0, g->st, args, NULL), what, err);
 }
 
-static evo_status reference(gpu_state *g, const evo_shape *sh, bool causal, CUdeviceptr q, CUdeviceptr k,
+static evo_status reference(gpu_state *g, const evo_shape *sh, const gcase *gc, CUdeviceptr q, CUdeviceptr k,
                             CUdeviceptr v, CUdeviceptr o, evo_err *err)
 {
-    int b = sh->batch, h = sh->heads, s = sh->seq, d = sh->head_dim, c = causal;
-    float scale = (float)softmax_scale(g, d);
+    int b = sh->batch, h = sh->heads, s = sh->seq, d = sh->head_dim, c = gc->causal;
+    float scale = (float)softmax_scale(gc, d);
     void *args[] = {&q, &k, &v, &o, &b, &h, &s, &d, &c, &scale};
     return launch_support(g, g->f_ref, (unsigned)((s + EVO_SUPPORT_REF_ROWS - 1) / EVO_SUPPORT_REF_ROWS),
                           (unsigned)h, (unsigned)b, EVO_SUPPORT_REF_BLOCK, args, "reference attention", err);
@@ -313,7 +342,7 @@ static evo_status prepare_case(gpu_state *g, gcase *c, evo_err *err)
         if ((s = launch_support(g, g->f_deq, grid_for(n), 1, 1, EVO_SUPPORT_BLOCK, da, "dequantize", err))) return s;
     }
     CU(g, cuMemAlloc(&c->ref, n * 4), err);
-    if ((s = reference(g, sh, c->causal, g->scratchf[0], g->scratchf[1], g->scratchf[2], c->ref, err))) return s;
+    if ((s = reference(g, sh, c, g->scratchf[0], g->scratchf[1], g->scratchf[2], c->ref, err))) return s;
     /* End-to-end errors (vs the unquantized inputs) are reported per timed shape, on normal and outlier inputs. */
     if (c->shape < g->cfg->n_shapes && (c->timing || c->dist == EVO_DIST_NORMAL || c->dist == EVO_DIST_OUTLIERS)) {
         CU(g, cuMemAlloc(&c->ref16, n * 4), err);
@@ -322,7 +351,7 @@ static evo_status prepare_case(gpu_state *g, gcase *c, evo_err *err)
             if ((s = launch_support(g, g->f_h2f, grid_for(n), 1, 1, EVO_SUPPORT_BLOCK, ha, "half to float", err)))
                 return s;
         }
-        if ((s = reference(g, sh, c->causal, g->scratchf[0], g->scratchf[1], g->scratchf[2], c->ref16, err)))
+        if ((s = reference(g, sh, c, g->scratchf[0], g->scratchf[1], g->scratchf[2], c->ref16, err)))
             return s;
     }
     /* ||ref|| from a comparison against zeros: the element tolerance is in units of the reference's RMS. */
@@ -355,23 +384,30 @@ static void fail_case(outcome *o, evo_verdict v, const char *what, const gpu_sta
         cJSON_AddBoolToObject(k, "causal", c->causal);
         cJSON_AddNumberToObject(k, "seed", (double)c->seed);
         cJSON_AddStringToObject(k, "dist", evo_dist_name(c->dist));
+        cJSON_AddNumberToObject(k, "softmax_scale", softmax_scale(c, g->shapes[c->shape].head_dim));
         cJSON_AddBoolToObject(k, "timing_inputs", c->timing);
     }
 }
 
-static CUresult launch_candidate(gpu_state *g, const kvariant *v, const gcase *c)
+/* One launch of variant v on case c's inputs, or on the codes given (a timed repetition's fresh inputs). */
+static CUresult launch_on(gpu_state *g, const kvariant *v, const gcase *c, const CUdeviceptr *codes)
 {
     const evo_shape *sh = &g->shapes[c->shape];
     evo_attn_params p = {
-        .q = c->codes[0], .k = c->codes[1], .v = c->codes[2],
+        .q = codes[0], .k = codes[1], .v = codes[2],
         .q_scale = c->scales[0], .k_scale = c->scales[1], .v_scale = c->scales[2],
         .o = g->out, .batch = sh->batch, .heads = sh->heads, .seq = sh->seq, .head_dim = sh->head_dim,
-        .causal = c->causal, .softmax_scale = (float)softmax_scale(g, sh->head_dim),
+        .causal = c->causal, .softmax_scale = (float)softmax_scale(c, sh->head_dim),
     };
     void *args[] = {&p};
     const unsigned gx = (unsigned)((sh->seq + v->rows - 1) / v->rows);
     return g->cu->cuLaunchKernel(v->fn, gx, (unsigned)sh->heads, (unsigned)sh->batch, (unsigned)v->threads, 1, 1,
                                  (unsigned)v->smem, g->st, args, NULL);
+}
+
+static CUresult launch_candidate(gpu_state *g, const kvariant *v, const gcase *c)
+{
+    return launch_on(g, v, c, c->codes);
 }
 
 /* Launch once into a poisoned output between canaries and wait. EVO_OK with o->verdict untouched when it ran. */
@@ -404,9 +440,8 @@ static evo_status run_once(gpu_state *g, const kvariant *v, const gcase *c, outc
     return EVO_OK;
 }
 
-/* Canaries intact, every element written and finite, errors within tolerance. Fills metrics. */
-static evo_status check_output(gpu_state *g, const gcase *c, outcome *o, evo_metrics *m, evo_metrics *e2e,
-                               evo_err *err)
+/* Words of the guard bands around the output (of case c's size) that are not the canary any more. */
+static evo_status canary_words(gpu_state *g, const gcase *c, unsigned long long *bad, evo_err *err)
 {
     unsigned long long res_init[2] = {0, ~0ull}, res[2];
     CU(g, cuMemcpyHtoD(g->canary_res, res_init, sizeof res_init), err);
@@ -420,20 +455,18 @@ static evo_status check_output(gpu_state *g, const gcase *c, outcome *o, evo_met
     if (s != EVO_OK) return s;
     CU(g, cuStreamSynchronize(g->st), err);
     CU(g, cuMemcpyDtoH(res, g->canary_res, sizeof res), err);
+    *bad = res[0];
+    return EVO_OK;
+}
+
+/* The verdict on an output's metrics and canary count: INCORRECT with the evidence, or nothing. */
+static void judge_output(const gpu_state *g, const gcase *c, outcome *o, const evo_metrics *m,
+                         unsigned long long canary_bad)
+{
     const evo_tolerance *tol = &g->cfg->correctness.tol;
-    evo_compare_acc acc;
-    s = compare(g, g->out, c->ref, c->n, tol->atol * c->ref_rms, tol->rtol, &acc, err);
-    if (s != EVO_OK) return s;
-    evo_ref_metrics_from_acc(&acc, c->n, m);
-    memset(e2e, 0, sizeof *e2e);
-    if (c->ref16) {
-        s = compare(g, g->out, c->ref16, c->n, 0, 0, &acc, err);
-        if (s != EVO_OK) return s;
-        evo_ref_metrics_from_acc(&acc, c->n, e2e);
-    }
     char why[256] = "";
-    if (res[0] > 0)
-        snprintf(why, sizeof why, "wrote %llu words outside its output (canary guard band)", res[0]);
+    if (canary_bad > 0)
+        snprintf(why, sizeof why, "wrote %llu words outside its output (canary guard band)", canary_bad);
     else if (m->n_nonfinite > 0)
         snprintf(why, sizeof why, "%zu output elements not written or not finite (first at %lld)", m->n_nonfinite,
                  m->first_bad);
@@ -449,8 +482,29 @@ static evo_status check_output(gpu_state *g, const gcase *c, outcome *o, evo_met
         cJSON_AddNumberToObject(o->detail, "frac_over", m->frac_over);
         cJSON_AddNumberToObject(o->detail, "nonfinite", (double)m->n_nonfinite);
         cJSON_AddNumberToObject(o->detail, "first_bad_index", (double)m->first_bad);
-        cJSON_AddNumberToObject(o->detail, "canary_words", (double)res[0]);
+        cJSON_AddNumberToObject(o->detail, "canary_words", (double)canary_bad);
     }
+}
+
+/* Canaries intact, every element written and finite, errors within tolerance. Fills metrics. */
+static evo_status check_output(gpu_state *g, const gcase *c, outcome *o, evo_metrics *m, evo_metrics *e2e,
+                               evo_err *err)
+{
+    unsigned long long bad = 0;
+    evo_status s = canary_words(g, c, &bad, err);
+    if (s != EVO_OK) return s;
+    const evo_tolerance *tol = &g->cfg->correctness.tol;
+    evo_compare_acc acc;
+    s = compare(g, g->out, c->ref, c->n, tol->atol * c->ref_rms, tol->rtol, &acc, err);
+    if (s != EVO_OK) return s;
+    evo_ref_metrics_from_acc(&acc, c->n, m);
+    memset(e2e, 0, sizeof *e2e);
+    if (c->ref16) {
+        s = compare(g, g->out, c->ref16, c->n, 0, 0, &acc, err);
+        if (s != EVO_OK) return s;
+        evo_ref_metrics_from_acc(&acc, c->n, e2e);
+    }
+    judge_output(g, c, o, m, bad);
     return EVO_OK;
 }
 
@@ -465,11 +519,6 @@ static const kvariant *variant_for(const gpu_state *g, const kvariant *vs, int n
     return i < 0 ? NULL : &vs[i];
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* Resource gate: the kernel as loaded against this device's limits. */
 static evo_status load_variants(gpu_state *g, CUmodule mod, const evo_eval_request *req, kvariant *vs, outcome *o,
@@ -481,6 +530,7 @@ static evo_status load_variants(gpu_state *g, CUmodule mod, const evo_eval_reque
         kvariant *v = &vs[i];
         v->head_dim = rv->head_dim, v->threads = rv->threads, v->rows = rv->rows_per_block, v->smem = rv->smem_bytes;
         v->min_waves = rv->min_waves;
+        snprintf(v->symbol, sizeof v->symbol, "%s", rv->symbol);
         char msg[700];
         CUresult r = cu->cuModuleGetFunction(&v->fn, mod, rv->symbol);
         if (r != CUDA_SUCCESS) {
@@ -535,6 +585,320 @@ static evo_status load_variants(gpu_state *g, CUmodule mod, const evo_eval_reque
         if (msg[0]) fail_case(o, EVO_V_RESOURCE_FAIL, msg, g, NULL);
     }
     return EVO_OK;
+}
+
+/* ---- timing: engine/timing.h clocks; here the attention-specific callbacks and the gate's rules ---- */
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* One kernel timed on one shape: its variant, the shape's timing case, where its fresh inputs come from. */
+typedef struct {
+    gpu_state *g;
+    const kvariant *v;
+    gcase *c;
+    uint64_t nonce;   /* repetition r runs on the case's codes perturbed with mix64(nonce + r) */
+    bool sampled;     /* copy sampled outputs (the candidate; the baseline passed its gates already) */
+    int sample_rep[MAX_SAMPLES]; /* -1: not taken */
+} tsubject;
+
+static uint64_t rep_seed(const tsubject *t, int rep) { return mix64(t->nonce + (uint64_t)(int64_t)rep * 0x9e3779b97f4a7c15ull); }
+
+/* Repetition rep's inputs: the shape's timing codes perturbed on the GPU (fresh_inputs), into g->tcodes. */
+static evo_status perturb(gpu_state *g, const tsubject *t, int rep, evo_err *err)
+{
+    gcase *c = t->c;
+    unsigned long long n = c->n, seed = rep_seed(t, rep);
+    int fmt = (int)g->cfg->format;
+    void *a[] = {&c->codes[0], &c->codes[1], &c->codes[2], &g->tcodes[0], &g->tcodes[1], &g->tcodes[2], &n, &seed, &fmt};
+    return launch_support(g, g->f_perturb, grid_for(c->n), 1, 1, EVO_SUPPORT_BLOCK, a, "perturb timing inputs", err);
+}
+
+static evo_status ts_prepare(void *ctx, int rep, evo_err *err)
+{
+    tsubject *t = ctx;
+    gpu_state *g = t->g;
+    if (g->cfg->timing.fresh_inputs) {
+        evo_status s = perturb(g, t, rep, err);
+        if (s != EVO_OK) return s;
+    }
+    CU(g, cuMemsetD8Async(g->out, 0xff, t->c->n * 2, g->st), err); /* NaN: a skipped element shows */
+    return EVO_OK;
+}
+
+static CUresult ts_launch(void *ctx)
+{
+    tsubject *t = ctx;
+    return launch_on(t->g, t->v, t->c, t->g->cfg->timing.fresh_inputs ? t->g->tcodes : t->c->codes);
+}
+
+/* Sample k of reps repetitions: the last one for k = 0 (a kernel that skips work when called again fails there),
+ * the others drawn from the nonce, so a kernel cannot know which outputs are read. */
+static int sample_at(const tsubject *t, int k, int reps)
+{
+    if (k == 0 || reps < 2) return reps - 1;
+    return (int)(mix64(t->nonce ^ (uint64_t)k) % (uint64_t)(reps - 1));
+}
+
+static evo_status ts_after(void *ctx, int rep, int reps, evo_err *err)
+{
+    tsubject *t = ctx;
+    gpu_state *g = t->g;
+    for (int k = 0; t->sampled && k < g->cfg->timing.check_samples; k++) {
+        if (sample_at(t, k, reps) != rep) continue;
+        CUresult r = evo_timer_copy_async(g->timer, g->sample_out[k], g->out, t->c->n * 2, g->st);
+        if (r != CUDA_SUCCESS) return evo_cu_check(g->cu, r, "copying a timed output", err);
+        t->sample_rep[k] = rep;
+    }
+    return EVO_OK;
+}
+
+/* The sampled outputs against a reference on the inputs their repetitions saw, with the correctness tolerance. */
+static evo_status check_samples(gpu_state *g, tsubject *t, outcome *o, evo_err *err)
+{
+    gcase *c = t->c;
+    const evo_shape *sh = &g->shapes[c->shape];
+    const evo_tolerance *tol = &g->cfg->correctness.tol;
+    unsigned long long bad = 0;
+    evo_status s = canary_words(g, c, &bad, err);
+    for (int k = 0; s == EVO_OK && o->verdict == EVO_V_OK && k < g->cfg->timing.check_samples; k++) {
+        if (t->sample_rep[k] < 0) continue;
+        CUdeviceptr ref = c->ref;
+        double rms = c->ref_rms;
+        if (g->cfg->timing.fresh_inputs) {
+            unsigned long long nn = c->n, head = (unsigned long long)sh->seq * sh->head_dim;
+            int fmt = (int)g->cfg->format;
+            if ((s = perturb(g, t, t->sample_rep[k], err)) != EVO_OK) break;
+            for (int q = 0; q < 3 && s == EVO_OK; q++) {
+                void *da[] = {&g->tcodes[q], &c->scales[q], &g->scratchf[q], &nn, &head, &fmt};
+                s = launch_support(g, g->f_deq, grid_for(c->n), 1, 1, EVO_SUPPORT_BLOCK, da, "dequantize", err);
+            }
+            if (s == EVO_OK) s = reference(g, sh, c, g->scratchf[0], g->scratchf[1], g->scratchf[2], g->tref, err);
+            if (s != EVO_OK) break;
+            CU(g, cuMemsetD8Async(g->scratch16[0], 0, c->n * 2, g->st), err);
+            evo_compare_acc acc;
+            if ((s = compare(g, g->scratch16[0], g->tref, c->n, 0, 0, &acc, err)) != EVO_OK) break;
+            ref = g->tref;
+            rms = sqrt(acc.sum_sq_ref / (double)c->n);
+        }
+        evo_compare_acc acc;
+        if ((s = compare(g, g->sample_out[k], ref, c->n, tol->atol * rms, tol->rtol, &acc, err)) != EVO_OK) break;
+        evo_metrics m;
+        evo_ref_metrics_from_acc(&acc, c->n, &m);
+        judge_output(g, c, o, &m, bad);
+        if (o->verdict != EVO_V_OK) {
+            cJSON_AddStringToObject(o->detail, "stage", "output of a timed launch");
+            cJSON_AddNumberToObject(o->detail, "repetition", t->sample_rep[k]);
+        }
+    }
+    return s;
+}
+
+typedef struct {
+    double best_us, factor;
+} abort_rule;
+
+static bool too_slow(void *ctx, double first_median_us)
+{
+    const abort_rule *a = ctx;
+    return a->best_us > 0 && first_median_us > a->factor * a->best_us;
+}
+
+/* What time_shape measured: per subject, the stats of the method's times and the events' median. */
+typedef struct {
+    evo_noise_stats st[EVO_TIMING_MAX_SUBJECTS];
+    double events_median[EVO_TIMING_MAX_SUBJECTS];
+    evo_timing_method method;
+    int reps;
+    double seconds;
+    char note[256];
+} shape_timing;
+
+/* Times timed shape i: v (checked through its sampled outputs when `check`), with bv interleaved when given.
+ * Failures set o->verdict (LAUNCH_FAIL, TIMEOUT, CRASHED, SLOW, INCORRECT). */
+static evo_status time_shape(gpu_state *g, int i, const kvariant *v, const kvariant *bv, bool check, double best_us,
+                             outcome *o, shape_timing *out, evo_err *err)
+{
+    const evo_config *cfg = g->cfg;
+    memset(out, 0, sizeof *out);
+    gcase *c = NULL;
+    for (int k = 0; k < g->n_cases; k++)
+        if (g->cases[k].timing && g->cases[k].shape == i) c = &g->cases[k];
+    if (!c) return evo_fail(err, EVO_E_INTERNAL, "no timing inputs for shape %d", i);
+    evo_status s = prepare_case(g, c, err);
+    if (s != EVO_OK) return s;
+    /* Guard bands around this shape's output, for the canary check of the sampled repetitions. */
+    CU(g, cuMemsetD32Async(g->outbuf, CANARY, GUARD_WORDS, g->st), err);
+    CU(g, cuMemsetD32Async(g->out + c->n * 2, CANARY, GUARD_WORDS, g->st), err);
+    tsubject ts[2];
+    const uint64_t nonce = mix64(++g->nonce);
+    for (int k = 0; k < 2; k++) {
+        ts[k] = (tsubject){.g = g, .v = k ? bv : v, .c = c, .nonce = nonce, .sampled = check && k == 0};
+        for (int j = 0; j < MAX_SAMPLES; j++) ts[k].sample_rep[j] = -1;
+    }
+    evo_timing_subject subj[2];
+    for (int k = 0; k < 2; k++)
+        subj[k] = (evo_timing_subject){.symbol = ts[k].v ? ts[k].v->symbol : NULL, .prepare = ts_prepare,
+                                       .launch = ts_launch, .after = ts_after, .ctx = &ts[k]};
+    abort_rule rule = {best_us, cfg->timing.abort_factor};
+    evo_timing_opts opts = {
+        .method = cfg->timing.method, .stream = g->st,
+        .flush = cfg->timing.flush_l2 ? g->flush : 0, .flush_bytes = cfg->timing.flush_l2 ? g->flush_bytes : 0,
+        .warmup = cfg->timing.warmup, .min_reps = cfg->timing.repetitions, .max_reps = cfg->timing.max_repetitions,
+        .target_us = cfg->timing.target_us, .judge_first = best_us > 0 ? 3 : 0, .judge = too_slow,
+        .judge_ctx = &rule, .kernel_timeout_s = cfg->timing.kernel_timeout_s,
+    };
+    evo_timing_result r;
+    const double t0 = evo_now();
+    s = evo_timer_run(g->timer, &opts, subj, bv ? 2 : 1, &r, err);
+    if (s != EVO_OK) return s;
+    char msg[256];
+    switch (r.outcome) {
+    case EVO_TIMED_OK: break;
+    case EVO_TIMED_REFUSED:
+        snprintf(msg, sizeof msg, "launch refused while timing%s: %s", r.subject == 1 ? " (the baseline)" : "",
+                 cu_name(g, r.error));
+        fail_case(o, EVO_V_LAUNCH_FAIL, msg, g, c);
+        return EVO_OK;
+    case EVO_TIMED_TIMEOUT:
+        fail_case(o, EVO_V_TIMEOUT, "did not finish while timing", g, c);
+        o->exit_after = true;
+        return EVO_OK;
+    case EVO_TIMED_FAULT:
+        snprintf(msg, sizeof msg, "faulted while timing: %s", cu_name(g, r.error));
+        fail_case(o, EVO_V_CRASHED, msg, g, c);
+        o->exit_after = true;
+        return EVO_OK;
+    case EVO_TIMED_ABORTED:
+        snprintf(msg, sizeof msg, "%.1f us after %d runs > %.1f x the best %.1f us", r.first_median_us,
+                 opts.judge_first, cfg->timing.abort_factor, best_us);
+        fail_case(o, EVO_V_SLOW, msg, g, c);
+        out->st[0].median = r.first_median_us;
+        return EVO_OK;
+    }
+    if (check && (s = check_samples(g, &ts[0], o, err)) != EVO_OK) return s;
+    for (int k = 0; k < (bv ? 2 : 1); k++) {
+        evo_noise_summarize(r.us[k], r.reps, &out->st[k]);
+        evo_noise_stats e;
+        evo_noise_summarize(r.event_us[k], r.reps, &e);
+        out->events_median[k] = e.median;
+    }
+    out->method = r.method;
+    out->reps = r.reps;
+    out->seconds = evo_now() - t0;
+    snprintf(out->note, sizeof out->note, "%s", r.note);
+    return EVO_OK;
+}
+
+static void fill_timed(const evo_config *cfg, int i, const evo_noise_stats *st, evo_shape_result *sr)
+{
+    sr->median_us = st->median;
+    sr->p10_us = st->p10;
+    sr->p90_us = st->p90;
+    sr->ci_lo_us = st->ci_lo;
+    sr->ci_hi_us = st->ci_hi;
+    const evo_task *task = evo_task_find(cfg->task);
+    sr->tflops = task && st->median > 0 ? task->flops(&cfg->shapes[i]) / (st->median * 1e-6) / 1e12 : 0;
+}
+
+/* The timing gate: every timed shape, the candidate's sampled outputs checked; with timing.interleave the
+ * baseline's launches alternate with the candidate's and the speedups come from the same run (rep->paired). */
+static evo_status timing_gate(gpu_state *g, const evo_eval_request *req, const kvariant *vs, evo_eval_reply *rep,
+                              outcome *o, evo_err *err)
+{
+    const evo_config *cfg = g->cfg;
+    const bool paired = cfg->timing.interleave && !req->is_baseline && g->base_mod;
+    cJSON *tj = cJSON_CreateObject();
+    cJSON *reps = cJSON_AddArrayToObject(tj, "reps"), *ev = cJSON_AddArrayToObject(tj, "events_median_us");
+    const char *note = "";
+    evo_timing_method method = evo_timer_resolve(g->timer, cfg->timing.method);
+    evo_status s = EVO_OK;
+    shape_timing st;
+    for (int i = 0; s == EVO_OK && o->verdict == EVO_V_OK && i < cfg->n_shapes; i++) {
+        const kvariant *v = variant_for(g, vs, req->n_variants, &cfg->shapes[i], cfg->shapes[i].causal);
+        const kvariant *bv = paired ? variant_for(g, g->base_vs, g->base_nv, &cfg->shapes[i], cfg->shapes[i].causal) : NULL;
+        if (!v || (paired && !bv)) {
+            fail_case(o, EVO_V_INVALID, "no kernel for a timed shape's head dim", g, NULL);
+            break;
+        }
+        const double best = !req->is_baseline && i < req->n_best ? req->best_us[i] : 0;
+        s = time_shape(g, i, v, bv, true, best, o, &st, err);
+        evo_shape_result *sr = &rep->shapes[i];
+        if (s == EVO_OK && o->verdict == EVO_V_SLOW) sr->median_us = st.st[0].median;
+        if (s != EVO_OK || o->verdict != EVO_V_OK) break;
+        fill_timed(cfg, i, &st.st[0], sr);
+        method = st.method;
+        if (st.note[0]) note = st.note; /* the last fallback note (they repeat) */
+        cJSON_AddItemToArray(reps, cJSON_CreateNumber(st.reps));
+        cJSON_AddItemToArray(ev, cJSON_CreateNumber(st.events_median[0]));
+        if (req->is_baseline) {
+            g->baseline_us[i] = sr->median_us;
+            g->baseline_noise[i] = (sr->p90_us - sr->p10_us) / sr->median_us;
+        }
+        if (paired) {
+            sr->baseline_us = st.st[1].median;
+            sr->baseline_ci_lo_us = st.st[1].ci_lo;
+            sr->baseline_ci_hi_us = st.st[1].ci_hi;
+        } else {
+            sr->baseline_us = g->baseline_us[i];
+        }
+        sr->speedup = sr->baseline_us > 0 ? sr->baseline_us / sr->median_us : 0;
+    }
+    cJSON_AddStringToObject(tj, "method", evo_timing_method_name(method));
+    if (note[0]) cJSON_AddStringToObject(tj, "note", note);
+    if (paired) cJSON_AddBoolToObject(tj, "interleaved", true);
+    cJSON_AddItemToObject(o->detail, "timing", tj);
+    rep->paired = paired;
+    return s;
+}
+
+/* evo check --retime N: N rounds, each timing the baseline and the candidate on every shape (interleaved or one
+ * after the other), into detail.retime.rounds[k] = {median_us, ci_lo_us, ci_hi_us, baseline_us,
+ * baseline_ci_lo_us, baseline_ci_hi_us, reps: per shape; time_s: the candidate's timing seconds}. */
+static evo_status retime(gpu_state *g, const evo_eval_request *req, const kvariant *vs, outcome *o, evo_err *err)
+{
+    const evo_config *cfg = g->cfg;
+    if (!g->base_mod) return evo_fail(err, EVO_E_INTERNAL, "retime: the baseline was not evaluated in this worker");
+    cJSON *rt = cJSON_AddObjectToObject(o->detail, "retime");
+    cJSON_AddStringToObject(rt, "method", evo_timing_method_name(evo_timer_resolve(g->timer, cfg->timing.method)));
+    cJSON_AddBoolToObject(rt, "interleaved", cfg->timing.interleave);
+    cJSON *rounds = cJSON_AddArrayToObject(rt, "rounds");
+    evo_status s = EVO_OK;
+    for (int k = 0; s == EVO_OK && o->verdict == EVO_V_OK && k < req->retime; k++) {
+        static const char *const keys[] = {"median_us", "ci_lo_us", "ci_hi_us", "baseline_us", "baseline_ci_lo_us",
+                                           "baseline_ci_hi_us", "events_median_us", "baseline_events_median_us",
+                                           "reps"};
+        cJSON *round = cJSON_CreateObject(), *a[EVO_ARRAY_LEN(keys)];
+        for (size_t j = 0; j < EVO_ARRAY_LEN(keys); j++) a[j] = cJSON_AddArrayToObject(round, keys[j]);
+        cJSON_AddItemToArray(rounds, round);
+        double seconds = 0;
+        for (int i = 0; s == EVO_OK && o->verdict == EVO_V_OK && i < cfg->n_shapes; i++) {
+            const evo_shape *sh = &cfg->shapes[i];
+            const kvariant *v = variant_for(g, vs, req->n_variants, sh, sh->causal);
+            const kvariant *bv = variant_for(g, g->base_vs, g->base_nv, sh, sh->causal);
+            shape_timing c, b;
+            if (cfg->timing.interleave) {
+                s = time_shape(g, i, v, bv, true, 0, o, &c, err);
+                b = c;
+                b.st[0] = c.st[1];
+                b.events_median[0] = c.events_median[1];
+            } else {
+                s = time_shape(g, i, bv, NULL, false, 0, o, &b, err);
+                if (s == EVO_OK && o->verdict == EVO_V_OK) s = time_shape(g, i, v, NULL, true, 0, o, &c, err);
+            }
+            if (s != EVO_OK || o->verdict != EVO_V_OK) break;
+            seconds += c.seconds;
+            const double vals[] = {c.st[0].median, c.st[0].ci_lo, c.st[0].ci_hi, b.st[0].median, b.st[0].ci_lo,
+                                   b.st[0].ci_hi, c.events_median[0], b.events_median[0], c.reps};
+            for (size_t j = 0; j < EVO_ARRAY_LEN(keys); j++) cJSON_AddItemToArray(a[j], cJSON_CreateNumber(vals[j]));
+        }
+        cJSON_AddNumberToObject(round, "time_s", seconds);
+    }
+    return s;
 }
 
 static evo_status evaluate(gpu_state *g, const evo_eval_request *req, evo_eval_reply *rep, outcome *o, evo_err *err)
@@ -610,95 +974,21 @@ static evo_status evaluate(gpu_state *g, const evo_eval_request *req, evo_eval_r
 
     /* ---- timing ---- */
     const double t_time = evo_now();
-    const int reps = cfg->timing.repetitions < MAX_REPS ? cfg->timing.repetitions : MAX_REPS;
-    double *ts = evo_xcalloc((size_t)reps, sizeof *ts);
-    for (int i = 0; s == EVO_OK && req->time && !g->sanitize && o->verdict == EVO_V_OK && i < cfg->n_shapes; i++) {
-        gcase *c = NULL;
-        for (int k = 0; k < g->n_cases; k++)
-            if (g->cases[k].timing && g->cases[k].shape == i) c = &g->cases[k];
-        const kvariant *v = variant_for(g, vs, req->n_variants, &cfg->shapes[i], cfg->shapes[i].causal);
-        if (!c || !v) {
-            fail_case(o, EVO_V_INVALID, "no kernel for a timed shape's head dim", g, c);
-            break;
-        }
-        if ((s = prepare_case(g, c, err)) != EVO_OK) break;
-        for (int w = 0; w < cfg->timing.warmup && o->verdict == EVO_V_OK; w++)
-            if ((s = run_once(g, v, c, o, err)) != EVO_OK) break;
-        if (s != EVO_OK || o->verdict != EVO_V_OK) break;
-        /* Each repetition: flush L2, poison the output, time the launch. All queued before waiting, so no host
-         * gap falls inside a measurement; the first three are judged for an early abort. */
-        int done = 0;
-        const int first = reps < 3 ? reps : 3;
-        for (int batch_end = first; done < reps; batch_end = reps) {
-            for (int k = done; k < batch_end; k++) {
-                if (cfg->timing.flush_l2) CU(g, cuMemsetD8Async(g->flush, (unsigned char)k, g->flush_bytes, g->st), err);
-                CU(g, cuMemsetD8Async(g->out, 0xff, c->n * 2, g->st), err);
-                CU(g, cuEventRecord(g->ev[2 * k], g->st), err);
-                r = launch_candidate(g, v, c);
-                if (r != CUDA_SUCCESS) {
-                    fail_case(o, EVO_V_LAUNCH_FAIL, "launch refused while timing", g, c);
-                    break;
-                }
-                CU(g, cuEventRecord(g->ev[2 * k + 1], g->st), err);
-            }
-            if (o->verdict != EVO_V_OK) break;
-            CUresult fault = CUDA_SUCCESS;
-            wait_result wr = wait_event(g, g->ev[2 * batch_end - 1],
-                                        cfg->timing.kernel_timeout_s * (batch_end - done) + 1.0, &fault);
-            if (wr != WAIT_OK) {
-                fail_case(o, wr == WAIT_TIMEOUT ? EVO_V_TIMEOUT : EVO_V_CRASHED,
-                          wr == WAIT_TIMEOUT ? "did not finish while timing" : cu_name(g, fault), g, c);
-                o->exit_after = true;
-                break;
-            }
-            for (int k = done; k < batch_end; k++) {
-                float ms = 0;
-                CU(g, cuEventElapsedTime(&ms, g->ev[2 * k], g->ev[2 * k + 1]), err);
-                ts[k] = 1000.0 * ms;
-            }
-            done = batch_end;
-            if (done == first && done < reps && !req->is_baseline && i < req->n_best && req->best_us[i] > 0) {
-                double head[3];
-                memcpy(head, ts, (size_t)first * sizeof *ts);
-                qsort(head, (size_t)first, sizeof *head, cmp_double);
-                if (head[first / 2] > cfg->timing.abort_factor * req->best_us[i]) {
-                    char msg[160];
-                    snprintf(msg, sizeof msg, "%.1f us after %d runs > %.1f x the best %.1f us", head[first / 2],
-                             first, cfg->timing.abort_factor, req->best_us[i]);
-                    fail_case(o, EVO_V_SLOW, msg, g, c);
-                    rep->shapes[i].median_us = head[first / 2];
-                    break;
-                }
-            }
-        }
-        if (s != EVO_OK || o->verdict != EVO_V_OK) break;
-        /* The last timed launch must have written a correct output too (a kernel that skips work when called
-         * again with the same pointers fails here). */
-        evo_metrics m, e2e;
-        if ((s = check_output(g, c, o, &m, &e2e, err)) != EVO_OK || o->verdict != EVO_V_OK) {
-            if (o->verdict != EVO_V_OK) cJSON_AddStringToObject(o->detail, "stage", "output of a timed launch");
-            break;
-        }
-        qsort(ts, (size_t)reps, sizeof *ts, cmp_double);
-        evo_shape_result *sr = &rep->shapes[i];
-        sr->median_us = ts[reps / 2];
-        sr->p10_us = ts[(reps - 1) / 10];
-        sr->p90_us = ts[(reps - 1) * 9 / 10];
-        const evo_task *task = evo_task_find(cfg->task);
-        sr->tflops = task ? task->flops(&cfg->shapes[i]) / (sr->median_us * 1e-6) / 1e12 : 0;
-        if (req->is_baseline) {
-            g->baseline_us[i] = sr->median_us;
-            g->baseline_noise[i] = (sr->p90_us - sr->p10_us) / sr->median_us;
-        }
-        sr->baseline_us = g->baseline_us[i];
-        sr->speedup = sr->baseline_us > 0 ? sr->baseline_us / sr->median_us : 0;
-    }
-    free(ts);
+    if (s == EVO_OK && req->time && !g->sanitize && o->verdict == EVO_V_OK) s = timing_gate(g, req, vs, rep, o, err);
     rep->time_s = evo_now() - t_time;
     if (req->time) {
         double noise = 0;
         for (int i = 0; i < cfg->n_shapes; i++) noise = fmax(noise, g->baseline_noise[i]);
         cJSON_AddNumberToObject(o->detail, "baseline_noise", noise);
+    }
+    if (s == EVO_OK && req->retime > 0 && !g->sanitize && o->verdict == EVO_V_OK) s = retime(g, req, vs, o, err);
+    /* The baseline's module stays loaded: it is timed beside candidates (interleave) and in re-timings. */
+    if (s == EVO_OK && req->is_baseline && o->verdict == EVO_V_OK && !o->exit_after) {
+        if (g->base_mod) g->cu->cuModuleUnload(g->base_mod);
+        g->base_mod = mod;
+        memcpy(g->base_vs, vs, sizeof g->base_vs);
+        g->base_nv = req->n_variants;
+        return s;
     }
     if (!o->exit_after) g->cu->cuModuleUnload(mod);
     return s;

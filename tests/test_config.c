@@ -99,12 +99,18 @@ static void test_default(void)
     CHECK_EQ_INT(c->correctness.dists[4], EVO_DIST_LARGE);
     CHECK_EQ_INT(c->correctness.n_causal, 2);
     CHECK(!c->correctness.causal[0] && c->correctness.causal[1]);
-    CHECK_EQ_INT(c->correctness.n_shapes, 5);
+    CHECK_EQ_INT(c->correctness.n_shapes, 7);
     check_shape(&c->correctness.shapes[0], "s1", 1, 2, 1, 64, false);
     check_shape(&c->correctness.shapes[1], "s77", 3, 5, 77, 64, false);
     check_shape(&c->correctness.shapes[2], "s500", 1, 3, 500, 128, false);
     check_shape(&c->correctness.shapes[3], "s1000", 2, 2, 1000, 64, false);
     check_shape(&c->correctness.shapes[4], "s77w", 3, 5, 77, 128, false);
+    /* beyond the longest timed sequence (2048): an exported kernel accepts any S */
+    check_shape(&c->correctness.shapes[5], "s4097", 1, 1, 4097, 64, false);
+    check_shape(&c->correctness.shapes[6], "s4097w", 1, 1, 4097, 128, false);
+    CHECK_EQ_INT(c->correctness.n_softmax_scales, 2);
+    CHECK_NEAR(c->correctness.softmax_scales[0], 0, 0);
+    CHECK_NEAR(c->correctness.softmax_scales[1], 0.07, 1e-15);
     CHECK_NEAR(c->correctness.tol.rel_l2, 2.0e-3, 1e-15);
     CHECK_NEAR(c->correctness.tol.atol, 2.0e-2, 1e-15);
     CHECK_NEAR(c->correctness.tol.rtol, 2.0e-2, 1e-15);
@@ -115,6 +121,12 @@ static void test_default(void)
     CHECK(c->timing.flush_l2);
     CHECK_NEAR(c->timing.abort_factor, 3.0, 0);
     CHECK_NEAR(c->timing.kernel_timeout_s, 5.0, 0);
+    CHECK_EQ_INT(c->timing.method, EVO_TIMING_AUTO);
+    CHECK_EQ_INT(c->timing.max_repetitions, 200);
+    CHECK_NEAR(c->timing.target_us, 1000, 0);
+    CHECK(c->timing.fresh_inputs);
+    CHECK_EQ_INT(c->timing.check_samples, 2);
+    CHECK(!c->timing.interleave);
 
     CHECK_STR(c->evolution.strategy, "ga");
     CHECK_EQ_INT(c->evolution.population, 32);
@@ -211,6 +223,14 @@ static void test_minimal_and_defaults(void)
     CHECK_NEAR(c->correctness.tol.rel_l2, 2.0e-3, 1e-15);
     CHECK_EQ_INT(c->timing.warmup, 3);
     CHECK_EQ_INT(c->timing.repetitions, 20);
+    CHECK_EQ_INT(c->timing.method, EVO_TIMING_AUTO);
+    CHECK_EQ_INT(c->timing.max_repetitions, 200);
+    CHECK_NEAR(c->timing.target_us, 1000, 0);
+    CHECK(c->timing.fresh_inputs);
+    CHECK_EQ_INT(c->timing.check_samples, 2);
+    CHECK(!c->timing.interleave);
+    CHECK_EQ_INT(c->correctness.n_softmax_scales, 1); /* the timed scale alone */
+    CHECK_NEAR(c->correctness.softmax_scales[0], c->softmax_scale, 0);
     CHECK_EQ_INT(c->evolution.population, 2);
     CHECK_EQ_INT(c->evolution.elites, 1);     /* 3, capped at population - 1 */
     CHECK_EQ_INT(c->evolution.tournament, 2); /* 3, capped at population */
@@ -316,6 +336,13 @@ static const struct {
      "shape name 'a' is already used by shapes[0]"},
     {"null_value.yaml", "null_value.yaml:19:7: seeds", "no value given (expected a list"},
     {"bad_bool.yaml", "bad_bool.yaml:29:47: timing.flush_l2", "expected true or false, found 'yes'"},
+    {"unknown_timing_method.yaml", "unknown_timing_method.yaml:29:61: timing.method",
+     "unknown timing method 'nvtx' (known: auto, events, graph, cupti)"},
+    {"max_repetitions.yaml", "max_repetitions.yaml:29:70: timing.max_repetitions",
+     "4 is below timing.repetitions (5)"},
+    {"check_samples.yaml", "check_samples.yaml:29:68: timing.check_samples", "9 is out of range: must be 0 to 8"},
+    {"softmax_scales_duplicate.yaml", "softmax_scales_duplicate.yaml:26:29: correctness.softmax_scales[2]",
+     "scale 0.07 given twice"},
     {"min_shapes.yaml", "min_shapes.yaml:33:42: regression.min_shapes", "more than the 2 timed shapes"},
     {"two_documents.yaml", "two_documents.yaml:36:1: top level", "a second YAML document"},
     {"empty.yaml", "empty.yaml:1:1: top level", "the configuration is empty"},
