@@ -336,6 +336,25 @@ static void print_compiled(const char *file, const char *arch, const evo_candida
     }
 }
 
+/* --genome G: a genome of the config's space, built as a search builds it, through the same gates. A genome that
+ * does not parse is EVO_E_USAGE; one the build refuses (constraint, can_implement, compile, resources) comes back
+ * as that verdict. */
+static evo_status check_genome(const evo_config *cfg, evo_evaluator *ev, const char *text, evo_result *r,
+                               evo_err *err)
+{
+    evo_candidate c;
+    memset(&c, 0, sizeof c);
+    evo_err why = {{0}};
+    if (evo_genome_parse(cfg->space, text, &c.genome, &why) != EVO_OK)
+        return evo_fail(err, EVO_E_USAGE, "check: --genome: %s", why.msg);
+    evo_build_opts bo = {.cfg = cfg, .task = evo_task_find(cfg->task), .lim = evo_evaluator_limits(ev),
+                         .arch = evo_evaluator_arch(ev)};
+    evo_status s = evo_candidates_build(&bo, &c, 1, err);
+    if (s == EVO_OK) s = evo_evaluator_run(ev, &c, 1, false, r, NULL, NULL, NULL, err);
+    evo_candidate_free(&c);
+    return s;
+}
+
 /* Compile one kernel file and run it through the gates. Returns EVO_E_CONFIG when it does not compile. */
 static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char *file, evo_store *st,
                             sanitize_ctx *z, evo_result *r, evo_err *err)
@@ -442,11 +461,12 @@ EVO_CMD(check)
 {
     const evo_cmd *self = evo_cli_find("check");
     const char *config_path = EVO_DEFAULT_CONFIG, *db_path = NULL, *sanitize = NULL, *sanitizer = NULL;
+    const char *genome = NULL;
     int json = 0, retime = 0;
     static const struct option longopts[] = {
         {"config", required_argument, 0, 'c'}, {"json", no_argument, 0, 'J'},         {"db", required_argument, 0, 'D'},
         {"sanitize", optional_argument, 0, 'Z'}, {"sanitizer", required_argument, 0, 'Y'},
-        {"retime", required_argument, 0, 'R'}, {0, 0, 0, 0},
+        {"retime", required_argument, 0, 'R'}, {"genome", required_argument, 0, 'G'}, {0, 0, 0, 0},
     };
     optind = 1;
     opterr = 0;
@@ -457,6 +477,7 @@ EVO_CMD(check)
         case 'D': db_path = optarg; break;
         case 'Z': sanitize = optarg ? optarg : EVO_SANITIZE_DEFAULT_TOOLS; break;
         case 'Y': sanitizer = optarg; break;
+        case 'G': genome = optarg; break;
         case 'R': {
             char *end;
             const long v = strtol(optarg, &end, 10);
@@ -470,7 +491,10 @@ EVO_CMD(check)
         default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind >= argc) return evo_cli_usage_error(self, err, "give the kernel file(s) to check");
+    if (optind >= argc && !genome) return evo_cli_usage_error(self, err, "give the kernel file(s) to check");
+    if (genome && optind < argc) return evo_cli_usage_error(self, err, "--genome checks a genome instead of files");
+    if (genome && (sanitize || db_path))
+        return evo_cli_usage_error(self, err, "--genome goes without --sanitize and --db (evo run does those)");
     sanitize_ctx z = {.n_tools = 0};
     if (sanitize) {
         evo_err why = {{0}};
@@ -486,7 +510,12 @@ EVO_CMD(check)
     if (!getenv("EVO_FAKE_WORKER")) {
         const evo_cudrv *cu;
         evo_err why = {{0}};
-        if (evo_cudrv_load(&cu, &why) != EVO_OK) {
+        if (evo_cudrv_load(&cu, &why) != EVO_OK && genome) {
+            evo_config_free(cfg);
+            return evo_fail(err, EVO_E_NODRIVER, "check: %s. evo check --genome runs a kernel: it needs an NVIDIA "
+                            "GPU (evo compile --genome compiles one without)", why.msg);
+        }
+        if (why.msg[0]) {
             s = compile_only(cfg, argv + optind, argc - optind, json, why.msg, err);
             evo_config_free(cfg);
             return s;
@@ -509,6 +538,19 @@ EVO_CMD(check)
     if (s == EVO_OK && !json) fprintf(stderr, "starting the GPU worker (inputs and references are made once)...\n");
     if (s == EVO_OK) s = evo_evaluator_open(&eo, &ev, err);
     int rejected = 0, n_files = argc - optind;
+    if (s == EVO_OK && genome) {
+        evo_result r;
+        memset(&r, 0, sizeof r);
+        s = check_genome(cfg, ev, genome, &r, err);
+        if (s == EVO_OK) {
+            char label[EVO_GENOME_TEXT_MAX + 8];
+            snprintf(label, sizeof label, "genome %s", genome);
+            print_result(label, &r, cfg->fitness, &z, json);
+            rejected += r.verdict != EVO_V_OK && r.verdict != EVO_V_REGRESSED;
+        }
+        evo_result_free(&r);
+        n_files = 1;
+    }
     if (json && n_files > 1) printf("[\n");
     for (int i = optind; s == EVO_OK && i < argc; i++) {
         evo_result r;

@@ -198,10 +198,20 @@ static evo_status cupti_start(evo_timer *t, const evo_timing_subject *s, int n, 
     return EVO_OK;
 }
 
-static void cupti_stop(evo_timer *t)
+/* Disables kernel records and flushes until `expected` records arrived (a forced flush hands over every buffer;
+ * the retries cover a delivery still on CUPTI's thread), then stops collecting. */
+static void cupti_stop(evo_timer *t, int expected)
 {
     t->act_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    t->act_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    for (int attempt = 0; attempt < 20; attempt++) {
+        t->act_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        pthread_mutex_lock(&t->lock);
+        const bool all = t->n_recs >= expected;
+        pthread_mutex_unlock(&t->lock);
+        if (all) break;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
     pthread_mutex_lock(&t->lock);
     t->collecting = false;
     pthread_mutex_unlock(&t->lock);
@@ -524,7 +534,8 @@ evo_status evo_timer_run(evo_timer *t, const evo_timing_opts *o, const evo_timin
         st = run_batch(t, o, s, n, first, reps, reps, &method, r, err);
 #ifdef EVO_HAVE_CUPTI
     if (method == EVO_TIMING_CUPTI) {
-        if (r->outcome != EVO_TIMED_TIMEOUT && r->outcome != EVO_TIMED_FAULT) cupti_stop(t);
+        if (r->outcome != EVO_TIMED_TIMEOUT && r->outcome != EVO_TIMED_FAULT)
+            cupti_stop(t, r->outcome == EVO_TIMED_OK ? n * reps : 0);
         if (st == EVO_OK && r->outcome == EVO_TIMED_OK && !cupti_times(t, n, reps, r->us, r->note, sizeof r->note))
             method = EVO_TIMING_EVENTS;
     }
