@@ -758,7 +758,7 @@ static evo_status load_timing(loader *L, const yaml_node_t *root)
 {
     static const char *const keys[] = {"warmup",       "repetitions",      "flush_l2",     "abort_factor",
                                        "kernel_timeout_s", "method",       "max_repetitions", "target_us",
-                                       "fresh_inputs", "check_samples",    "interleave",   NULL};
+                                       "fresh_inputs", "check_samples",    "interleave",   "target_ci", NULL};
     static const char *const methods[] = {"auto", "events", "graph", "cupti", NULL};
     const char *path = "timing";
     yaml_node_t *m, *v;
@@ -771,6 +771,7 @@ static evo_status load_timing(loader *L, const yaml_node_t *root)
     }
     TRY(opt_i32(L, m, path, "max_repetitions", 1, 10000, &L->c->timing.max_repetitions));
     TRY(opt_double(L, m, path, "target_us", 0, CLOSED, 1e7, CLOSED, &L->c->timing.target_us));
+    TRY(opt_double(L, m, path, "target_ci", 0, CLOSED, 1, CLOSED, &L->c->timing.target_ci));
     TRY(opt_bool(L, m, path, "fresh_inputs", &L->c->timing.fresh_inputs));
     TRY(opt_i32(L, m, path, "check_samples", 0, 8, &L->c->timing.check_samples));
     TRY(opt_bool(L, m, path, "interleave", &L->c->timing.interleave));
@@ -911,6 +912,7 @@ static void set_defaults(evo_config *c)
     c->timing.method = EVO_TIMING_AUTO;
     c->timing.max_repetitions = 200;
     c->timing.target_us = 1000;
+    c->timing.target_ci = 0.005;
     c->timing.fresh_inputs = true;
     c->timing.check_samples = 2;
     c->timing.interleave = false;

@@ -114,6 +114,8 @@ typedef struct {
         evo_timing_method method;
         int max_repetitions; /* short kernels get more repetitions, up to this     */
         double target_us;    /* ... until repetitions x time reaches this (0: exactly `repetitions`) */
+        double target_ci;    /* then more, up to max_repetitions, until the median's 95 % interval is within
+                                +- this fraction (0: no second pass) */
         bool fresh_inputs;   /* every repetition on inputs perturbed on the GPU    */
         int check_samples;   /* timed repetitions whose outputs are checked         */
         bool interleave;     /* baseline launches interleaved with the candidate's (A/B) */

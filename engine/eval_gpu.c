@@ -657,43 +657,71 @@ static evo_status ts_after(void *ctx, int rep, int reps, evo_err *err)
     return EVO_OK;
 }
 
-/* The sampled outputs against a reference on the inputs their repetitions saw, with the correctness tolerance. */
+#define SAMPLE_HEADS 2 /* heads of a sampled output checked (each head is an attention of its own) */
+
+/* One head bh of sampled output k against a reference on the inputs its repetition saw. */
+static evo_status check_sample_head(gpu_state *g, tsubject *t, int k, int bh, evo_compare_acc *acc, double *rms,
+                                    evo_err *err)
+{
+    gcase *c = t->c;
+    const evo_shape *sh = &g->shapes[c->shape];
+    const evo_shape one = {.batch = 1, .heads = 1, .seq = sh->seq, .head_dim = sh->head_dim};
+    const size_t hn = (size_t)sh->seq * sh->head_dim;
+    unsigned long long nn = hn, head = hn;
+    int fmt = (int)g->cfg->format;
+    evo_status s = perturb(g, t, t->sample_rep[k], err);
+    for (int q = 0; q < 3 && s == EVO_OK; q++) {
+        CUdeviceptr codes = g->tcodes[q] + (CUdeviceptr)bh * hn, scale = c->scales[q] + (CUdeviceptr)bh * 4;
+        void *da[] = {&codes, &scale, &g->scratchf[q], &nn, &head, &fmt};
+        s = launch_support(g, g->f_deq, grid_for(hn), 1, 1, EVO_SUPPORT_BLOCK, da, "dequantize", err);
+    }
+    if (s == EVO_OK) s = reference(g, &one, c, g->scratchf[0], g->scratchf[1], g->scratchf[2], g->tref, err);
+    if (s != EVO_OK) return s;
+    CU(g, cuMemsetD8Async(g->scratch16[0], 0, hn * 2, g->st), err);
+    if ((s = compare(g, g->scratch16[0], g->tref, hn, 0, 0, acc, err)) != EVO_OK) return s;
+    *rms = sqrt(acc->sum_sq_ref / (double)hn);
+    const evo_tolerance *tol = &g->cfg->correctness.tol;
+    return compare(g, g->sample_out[k] + (CUdeviceptr)bh * hn * 2, g->tref, hn, tol->atol * *rms, tol->rtol, acc, err);
+}
+
+/* The sampled outputs against a reference on the inputs their repetitions saw, with the correctness tolerance:
+ * with fresh inputs, SAMPLE_HEADS heads of each drawn from the nonce (the reference of a whole stress shape costs
+ * milliseconds), else the whole output against the case's reference. Canaries once. */
 static evo_status check_samples(gpu_state *g, tsubject *t, outcome *o, evo_err *err)
 {
     gcase *c = t->c;
     const evo_shape *sh = &g->shapes[c->shape];
     const evo_tolerance *tol = &g->cfg->correctness.tol;
+    const int bh_count = sh->batch * sh->heads;
     unsigned long long bad = 0;
     evo_status s = canary_words(g, c, &bad, err);
     for (int k = 0; s == EVO_OK && o->verdict == EVO_V_OK && k < g->cfg->timing.check_samples; k++) {
         if (t->sample_rep[k] < 0) continue;
-        CUdeviceptr ref = c->ref;
-        double rms = c->ref_rms;
-        if (g->cfg->timing.fresh_inputs) {
-            unsigned long long nn = c->n, head = (unsigned long long)sh->seq * sh->head_dim;
-            int fmt = (int)g->cfg->format;
-            if ((s = perturb(g, t, t->sample_rep[k], err)) != EVO_OK) break;
-            for (int q = 0; q < 3 && s == EVO_OK; q++) {
-                void *da[] = {&g->tcodes[q], &c->scales[q], &g->scratchf[q], &nn, &head, &fmt};
-                s = launch_support(g, g->f_deq, grid_for(c->n), 1, 1, EVO_SUPPORT_BLOCK, da, "dequantize", err);
-            }
-            if (s == EVO_OK) s = reference(g, sh, c, g->scratchf[0], g->scratchf[1], g->scratchf[2], g->tref, err);
-            if (s != EVO_OK) break;
-            CU(g, cuMemsetD8Async(g->scratch16[0], 0, c->n * 2, g->st), err);
+        const int n_heads = g->cfg->timing.fresh_inputs ? (bh_count < SAMPLE_HEADS ? bh_count : SAMPLE_HEADS) : 1;
+        for (int j = 0; s == EVO_OK && o->verdict == EVO_V_OK && j < n_heads; j++) {
             evo_compare_acc acc;
-            if ((s = compare(g, g->scratch16[0], g->tref, c->n, 0, 0, &acc, err)) != EVO_OK) break;
-            ref = g->tref;
-            rms = sqrt(acc.sum_sq_ref / (double)c->n);
+            size_t n = c->n;
+            int bh = -1;
+            if (g->cfg->timing.fresh_inputs) {
+                bh = (int)((mix64(t->nonce ^ (uint64_t)(k * 16 + j) ^ 0x5eadull) % (uint64_t)bh_count + (uint64_t)j) %
+                           (uint64_t)bh_count);
+                double rms;
+                s = check_sample_head(g, t, k, bh, &acc, &rms, err);
+                n = (size_t)sh->seq * sh->head_dim;
+            } else {
+                s = compare(g, g->sample_out[k], c->ref, c->n, tol->atol * c->ref_rms, tol->rtol, &acc, err);
+            }
+            if (s != EVO_OK) break;
+            evo_metrics m;
+            evo_ref_metrics_from_acc(&acc, n, &m);
+            judge_output(g, c, o, &m, bad);
+            if (o->verdict != EVO_V_OK) {
+                cJSON_AddStringToObject(o->detail, "stage", "output of a timed launch");
+                cJSON_AddNumberToObject(o->detail, "repetition", t->sample_rep[k]);
+                if (bh >= 0) cJSON_AddNumberToObject(o->detail, "head", bh);
+            }
         }
-        evo_compare_acc acc;
-        if ((s = compare(g, g->sample_out[k], ref, c->n, tol->atol * rms, tol->rtol, &acc, err)) != EVO_OK) break;
-        evo_metrics m;
-        evo_ref_metrics_from_acc(&acc, c->n, &m);
-        judge_output(g, c, o, &m, bad);
-        if (o->verdict != EVO_V_OK) {
-            cJSON_AddStringToObject(o->detail, "stage", "output of a timed launch");
-            cJSON_AddNumberToObject(o->detail, "repetition", t->sample_rep[k]);
-        }
+        t->sample_rep[k] = -1;
     }
     return s;
 }
@@ -754,8 +782,45 @@ static evo_status time_shape(gpu_state *g, int i, const kvariant *v, const kvari
     };
     evo_timing_result r;
     const double t0 = evo_now();
-    s = evo_timer_run(g->timer, &opts, subj, bv ? 2 : 1, &r, err);
-    if (s != EVO_OK) return s;
+    const int n_subj = bv ? 2 : 1;
+    double *us[2] = {NULL, NULL}, *eus[2] = {NULL, NULL};
+    int total = 0;
+    /* A first pass sized by target_us; when the median's interval is still wider than target_ci (a kernel whose
+     * launches vary, like a causal one with a long tail), one more pass on inputs of its own, up to max_repetitions
+     * in all. */
+    for (int pass = 0; pass < 2; pass++) {
+        s = evo_timer_run(g->timer, &opts, subj, n_subj, &r, err);
+        if (s != EVO_OK || r.outcome != EVO_TIMED_OK) break;
+        for (int k = 0; k < n_subj; k++) {
+            us[k] = evo_xrealloc(us[k], (size_t)(total + r.reps) * sizeof(double));
+            eus[k] = evo_xrealloc(eus[k], (size_t)(total + r.reps) * sizeof(double));
+            memcpy(us[k] + total, r.us[k], (size_t)r.reps * sizeof(double));
+            memcpy(eus[k] + total, r.event_us[k], (size_t)r.reps * sizeof(double));
+        }
+        total += r.reps;
+        if (check && (s = check_samples(g, &ts[0], o, err)) != EVO_OK) break;
+        if (o->verdict != EVO_V_OK) break;
+        double hw = 0;
+        for (int k = 0; k < n_subj; k++) {
+            evo_noise_stats st;
+            evo_noise_summarize(us[k], total, &st);
+            if (st.median > 0) hw = fmax(hw, (st.ci_hi - st.ci_lo) / (2 * st.median));
+        }
+        const int room = cfg->timing.max_repetitions - total;
+        if (pass > 0 || cfg->timing.target_ci <= 0 || hw <= cfg->timing.target_ci || room <= 0) break;
+        const double want = ceil(total * (hw / cfg->timing.target_ci) * (hw / cfg->timing.target_ci)) - total;
+        const int more = want > room ? room : want < cfg->timing.repetitions ? cfg->timing.repetitions : (int)want;
+        opts.min_reps = opts.max_reps = more < room ? more : room;
+        opts.target_us = 0;
+        opts.judge_first = 0;
+        for (int k = 0; k < 2; k++) {
+            ts[k].nonce = mix64(++g->nonce); /* inputs no earlier repetition saw */
+            for (int j = 0; j < MAX_SAMPLES; j++) ts[k].sample_rep[j] = -1;
+        }
+    }
+    if (s != EVO_OK || r.outcome != EVO_TIMED_OK || o->verdict != EVO_V_OK)
+        for (int k = 0; k < 2; k++) free(us[k]), free(eus[k]);
+    if (s != EVO_OK || (r.outcome == EVO_TIMED_OK && o->verdict != EVO_V_OK)) return s;
     char msg[256];
     switch (r.outcome) {
     case EVO_TIMED_OK: break;
@@ -780,15 +845,16 @@ static evo_status time_shape(gpu_state *g, int i, const kvariant *v, const kvari
         out->st[0].median = r.first_median_us;
         return EVO_OK;
     }
-    if (check && (s = check_samples(g, &ts[0], o, err)) != EVO_OK) return s;
-    for (int k = 0; k < (bv ? 2 : 1); k++) {
-        evo_noise_summarize(r.us[k], r.reps, &out->st[k]);
+    for (int k = 0; k < n_subj; k++) {
+        evo_noise_summarize(us[k], total, &out->st[k]);
         evo_noise_stats e;
-        evo_noise_summarize(r.event_us[k], r.reps, &e);
+        evo_noise_summarize(eus[k], total, &e);
         out->events_median[k] = e.median;
+        free(us[k]);
+        free(eus[k]);
     }
     out->method = r.method;
-    out->reps = r.reps;
+    out->reps = total;
     out->seconds = evo_now() - t0;
     snprintf(out->note, sizeof out->note, "%s", r.note);
     return EVO_OK;

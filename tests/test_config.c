@@ -124,6 +124,7 @@ static void test_default(void)
     CHECK_EQ_INT(c->timing.method, EVO_TIMING_AUTO);
     CHECK_EQ_INT(c->timing.max_repetitions, 200);
     CHECK_NEAR(c->timing.target_us, 1000, 0);
+    CHECK_NEAR(c->timing.target_ci, 0.005, 0);
     CHECK(c->timing.fresh_inputs);
     CHECK_EQ_INT(c->timing.check_samples, 2);
     CHECK(!c->timing.interleave);
@@ -226,6 +227,7 @@ static void test_minimal_and_defaults(void)
     CHECK_EQ_INT(c->timing.method, EVO_TIMING_AUTO);
     CHECK_EQ_INT(c->timing.max_repetitions, 200);
     CHECK_NEAR(c->timing.target_us, 1000, 0);
+    CHECK_NEAR(c->timing.target_ci, 0.005, 0);
     CHECK(c->timing.fresh_inputs);
     CHECK_EQ_INT(c->timing.check_samples, 2);
     CHECK(!c->timing.interleave);

@@ -18,7 +18,7 @@ export EVO_CACHE=${EVO_CACHE:-$T/cache}
 # name | timing keys (flush_l2, abort_factor and kernel_timeout_s as in presets.yaml)
 BASE="warmup: 3, repetitions: 20, max_repetitions: 200, target_us: 1000, check_samples: 2"
 methods=(
-  "old|warmup: 3, repetitions: 20, max_repetitions: 20, target_us: 0, method: events, fresh_inputs: false, check_samples: 1"
+  "old|warmup: 3, repetitions: 20, max_repetitions: 20, target_us: 0, target_ci: 0, method: events, fresh_inputs: false, check_samples: 1"
   "events|$BASE, method: events"
   "graph|$BASE, method: graph"
   "cupti|$BASE, method: cupti"
@@ -44,7 +44,7 @@ for m in "${methods[@]}"; do
   make_config "$keys" "$T/$name.yaml"
   grep "^timing:" "$T/$name.yaml" >>"$OUT/methods.log"
   start=$SECONDS
-  timeout 120 ./build/evo check --genome "$GENOME" --config "$T/$name.yaml" --retime "$ROUNDS" --json >"$T/$name.json" \
+  timeout "${STUDY_TIMEOUT:-120}" ./build/evo check --genome "$GENOME" --config "$T/$name.yaml" --retime "$ROUNDS" --json >"$T/$name.json" \
     2>>"$OUT/methods.log"
   echo "--- $name: exit $? in $((SECONDS - start)) s" >>"$OUT/methods.log"
   [ $first = 1 ] || echo "," >>"$OUT/methods.json"
@@ -91,7 +91,7 @@ for r in rows:
     print("%-10s %6d  +-%8.2f %%  %8.3f %%  %12.4f  %11.3f  %s" % (r["method"], len(t["spread"]),
           100 * t["worst_spread"], 100 * t["fitness_cv"], t["fitness_mean"], t["cost_s"],
           res["detail"].get("timing", {}).get("method", "?")))
-    names = [s["shape"].split("(")[0] + ("_c" if "causal" in s["shape"] else "") for s in res["shapes"]]
+    names = [s["shape"].split("(")[0] for s in res["shapes"]]
     rounds = res["detail"]["retime"]["rounds"]
     print("   per shape spread %:", " ".join("%s %.2f" % (n, 100 * x) for n, x in zip(names, t["spread"])))
     print("   baseline spread %: ", " ".join("%s %.2f" % (n, 100 * x) for n, x in zip(names, t["baseline_spread"])))
