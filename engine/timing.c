@@ -52,6 +52,7 @@ struct evo_timer {
     CUresult (*graph_destroy)(CUgraph);
     CUresult (*record_with_flags)(CUevent, CUstream, unsigned int);
     CUresult (*copy_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*func_name)(const char **, CUfunction);
     bool have_graph;
     CUevent *ev; /* 2 per (repetition, subject): start, end */
     int n_ev;
@@ -68,8 +69,10 @@ struct evo_timer {
     int (*act_next)(uint8_t *, size_t, void **);
     int (*act_register)(void *, void *);
     int (*result_string)(int, const char **);
+    int (*timestamp)(uint64_t *);
     pthread_mutex_t lock;
     bool collecting;
+    uint64_t floor_ns; /* records of kernels that started before the run began are another run's, late */
     const char *want[EVO_TIMING_MAX_SUBJECTS];
     int n_want;
     krec *recs;
@@ -85,6 +88,13 @@ static evo_timer *g_timer;
 CUresult evo_timer_copy_async(const evo_timer *t, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream st)
 {
     return t->copy_async ? t->copy_async(dst, src, bytes, st) : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+const char *evo_timer_func_name(const evo_timer *t, CUfunction f)
+{
+    const char *name = NULL;
+    if (!t->func_name || t->func_name(&name, f) != CUDA_SUCCESS) return NULL;
+    return name;
 }
 
 /* ---- CUPTI ---- */
@@ -113,6 +123,7 @@ static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t
             /* The fields read here (kind, start, end, correlationId, name) sit at the same offsets in every
              * kernel record version since CUDA 9. */
             const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
+            if (k->start < t->floor_ns) continue;
             unsigned match = 0;
             for (int s = 0; s < t->n_want; s++)
                 if (k->name && !strcmp(k->name, t->want[s])) match |= 1u << s;
@@ -155,7 +166,8 @@ static void cupti_open(evo_timer *t)
                 {(void **)&t->act_flush, "cuptiActivityFlushAll"},
                 {(void **)&t->act_next, "cuptiActivityGetNextRecord"},
                 {(void **)&t->act_register, "cuptiActivityRegisterCallbacks"},
-                {(void **)&t->result_string, "cuptiGetResultString"}};
+                {(void **)&t->result_string, "cuptiGetResultString"},
+                {(void **)&t->timestamp, "cuptiGetTimestamp"}};
     for (size_t i = 0; i < EVO_ARRAY_LEN(syms); i++)
         if (!(*syms[i].fn = dlsym(t->cupti_lib, syms[i].sym))) {
             snprintf(t->cupti_why, sizeof t->cupti_why, "libcupti lacks %s", syms[i].sym);
@@ -180,8 +192,11 @@ static void cupti_open(evo_timer *t)
 
 static evo_status cupti_start(evo_timer *t, const evo_timing_subject *s, int n, char *note, size_t nn)
 {
+    uint64_t now = 0;
+    t->timestamp(&now);
     pthread_mutex_lock(&t->lock);
     t->n_recs = 0;
+    t->floor_ns = now;
     for (int i = 0; i < n; i++) t->want[i] = s[i].symbol ? s[i].symbol : "";
     t->n_want = n;
     t->collecting = true;
@@ -267,6 +282,7 @@ evo_status evo_timer_open(const evo_cudrv *cu, bool try_cupti, evo_timer **out, 
     for (size_t i = 0; i < EVO_ARRAY_LEN(syms); i++)
         if (!(*syms[i].fn = dlsym(cu->lib, syms[i].sym))) t->have_graph = false;
     *(void **)&t->copy_async = dlsym(cu->lib, "cuMemcpyDtoDAsync_v2");
+    *(void **)&t->func_name = dlsym(cu->lib, "cuFuncGetName");
     evo_status s = EVO_OK;
     for (int i = 0; i < 2 && s == EVO_OK; i++) s = evo_cu_check(cu, cu->cuEventCreate(&t->warm[i], 0), "event", err);
     if (s == EVO_OK) s = evo_cu_check(cu, cu->cuEventCreate(&t->done, 0), "event", err);

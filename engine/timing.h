@@ -106,5 +106,8 @@ evo_status evo_timer_run(evo_timer *t, const evo_timing_opts *o, const evo_timin
 
 /* cuMemcpyDtoDAsync, which the driver table (cudrv.h) lacks: for an `after` callback copying a sampled output. */
 CUresult evo_timer_copy_async(const evo_timer *t, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream st);
+/* The function's name as the driver (and so CUPTI) knows it (cuFuncGetName, CUDA 12.3+); NULL when not to be had.
+ * The string belongs to the driver and lives as long as the module. */
+const char *evo_timer_func_name(const evo_timer *t, CUfunction f);
 
 #endif
