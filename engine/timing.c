@@ -34,12 +34,17 @@ int evo_timing_method_parse(const char *name, evo_timing_method *m)
     return -1;
 }
 
-/* One kernel record from CUPTI that names a subject's function. */
+/* A kernel record from CUPTI (by the correlation id of its launch), or an external-correlation record tying a
+ * launch's correlation id to the tag the timer pushed around it (1 + rep * n + subject). */
 typedef struct {
     uint32_t corr;
     uint64_t start, end;
-    unsigned match; /* bit s: the name is subject s's */
 } krec;
+
+typedef struct {
+    uint32_t corr;
+    uint64_t tag;
+} xrec;
 
 struct evo_timer {
     const evo_cudrv *cu;
@@ -70,13 +75,15 @@ struct evo_timer {
     int (*act_register)(void *, void *);
     int (*result_string)(int, const char **);
     int (*timestamp)(uint64_t *);
+    int (*push_tag)(int, uint64_t);
+    int (*pop_tag)(int, uint64_t *);
     pthread_mutex_t lock;
     bool collecting;
     uint64_t floor_ns; /* records of kernels that started before the run began are another run's, late */
-    const char *want[EVO_TIMING_MAX_SUBJECTS];
-    int n_want;
     krec *recs;
     int n_recs, cap_recs;
+    xrec *tags;
+    int n_tags, cap_tags;
     long dropped;
 };
 
@@ -118,21 +125,28 @@ static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t
         CUpti_Activity *rec = NULL;
         while (t->act_next(buffer, valid, (void **)&rec) == CUPTI_SUCCESS) {
             if (!t->collecting) continue;
+            if (rec->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
+                const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;
+                if (x->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) continue;
+                if (t->n_tags == t->cap_tags) {
+                    t->cap_tags = t->cap_tags ? 2 * t->cap_tags : 1024;
+                    t->tags = evo_xrealloc(t->tags, (size_t)t->cap_tags * sizeof *t->tags);
+                }
+                t->tags[t->n_tags++] = (xrec){x->correlationId, x->externalId};
+                continue;
+            }
             if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL)
                 continue;
-            /* The fields read here (kind, start, end, correlationId, name) sit at the same offsets in every
-             * kernel record version since CUDA 9. */
+            /* The fields read here (kind, start, end, correlationId) sit at the same offsets in every kernel record
+             * version since CUDA 9. Names are not used: the driver reuses function ids after a module is unloaded,
+             * and a record may carry the name of an earlier function. */
             const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
             if (k->start < t->floor_ns) continue;
-            unsigned match = 0;
-            for (int s = 0; s < t->n_want; s++)
-                if (k->name && !strcmp(k->name, t->want[s])) match |= 1u << s;
-            if (!match) continue;
             if (t->n_recs == t->cap_recs) {
                 t->cap_recs = t->cap_recs ? 2 * t->cap_recs : 1024;
                 t->recs = evo_xrealloc(t->recs, (size_t)t->cap_recs * sizeof *t->recs);
             }
-            t->recs[t->n_recs++] = (krec){k->correlationId, k->start, k->end, match};
+            t->recs[t->n_recs++] = (krec){k->correlationId, k->start, k->end};
         }
         pthread_mutex_unlock(&t->lock);
     }
@@ -167,7 +181,9 @@ static void cupti_open(evo_timer *t)
                 {(void **)&t->act_next, "cuptiActivityGetNextRecord"},
                 {(void **)&t->act_register, "cuptiActivityRegisterCallbacks"},
                 {(void **)&t->result_string, "cuptiGetResultString"},
-                {(void **)&t->timestamp, "cuptiGetTimestamp"}};
+                {(void **)&t->timestamp, "cuptiGetTimestamp"},
+                {(void **)&t->push_tag, "cuptiActivityPushExternalCorrelationId"},
+                {(void **)&t->pop_tag, "cuptiActivityPopExternalCorrelationId"}};
     for (size_t i = 0; i < EVO_ARRAY_LEN(syms); i++)
         if (!(*syms[i].fn = dlsym(t->cupti_lib, syms[i].sym))) {
             snprintf(t->cupti_why, sizeof t->cupti_why, "libcupti lacks %s", syms[i].sym);
@@ -190,18 +206,17 @@ static void cupti_open(evo_timer *t)
     t->cupti = true;
 }
 
-static evo_status cupti_start(evo_timer *t, const evo_timing_subject *s, int n, char *note, size_t nn)
+static evo_status cupti_start(evo_timer *t, char *note, size_t nn)
 {
     uint64_t now = 0;
     t->timestamp(&now);
     pthread_mutex_lock(&t->lock);
-    t->n_recs = 0;
+    t->n_recs = t->n_tags = 0;
     t->floor_ns = now;
-    for (int i = 0; i < n; i++) t->want[i] = s[i].symbol ? s[i].symbol : "";
-    t->n_want = n;
     t->collecting = true;
     pthread_mutex_unlock(&t->lock);
-    int r = t->act_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    int r = t->act_enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+    if (r == CUPTI_SUCCESS) r = t->act_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (r != CUPTI_SUCCESS) {
         const char *msg = "?";
         t->result_string(r, &msg);
@@ -218,10 +233,11 @@ static evo_status cupti_start(evo_timer *t, const evo_timing_subject *s, int n, 
 static void cupti_stop(evo_timer *t, int expected)
 {
     t->act_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    t->act_disable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
     for (int attempt = 0; attempt < 20; attempt++) {
         t->act_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         pthread_mutex_lock(&t->lock);
-        const bool all = t->n_recs >= expected;
+        const bool all = t->n_tags >= expected && t->n_recs >= expected;
         pthread_mutex_unlock(&t->lock);
         if (all) break;
         struct timespec ts = {0, 1000000};
@@ -238,24 +254,25 @@ static int cmp_corr(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Records in launch order (correlation ids grow with API calls) against launches rep-major, subject-minor. */
+/* Each tagged launch (tag 1 + rep * n + subject) finds its kernel record by correlation id. */
 static bool cupti_times(evo_timer *t, int n, int reps, double **us, char *note, size_t nn)
 {
     pthread_mutex_lock(&t->lock);
     qsort(t->recs, (size_t)t->n_recs, sizeof *t->recs, cmp_corr);
-    bool ok = t->n_recs == n * reps;
-    if (!ok) snprintf(note, nn, "CUPTI delivered %d kernel records for %d launches: timed with events", t->n_recs,
-                      n * reps);
-    for (int k = 0; ok && k < t->n_recs; k++) {
-        const krec *r = &t->recs[k];
-        const int s = k % n;
-        if (!(r->match >> s & 1u) || r->end <= r->start) {
-            snprintf(note, nn, "CUPTI record %d does not match launch %d: timed with events", k, k);
-            ok = false;
-            break;
-        }
-        us[s][k / n] = (double)(r->end - r->start) * 1e-3;
+    int found = 0;
+    for (int i = 0; i < t->n_tags; i++) {
+        const uint64_t tag = t->tags[i].tag;
+        if (tag < 1 || tag > (uint64_t)n * reps) continue;
+        const krec key = {t->tags[i].corr, 0, 0};
+        const krec *r = bsearch(&key, t->recs, (size_t)t->n_recs, sizeof *t->recs, cmp_corr);
+        if (!r || r->end <= r->start) continue;
+        us[(tag - 1) % n][(tag - 1) / n] = (double)(r->end - r->start) * 1e-3;
+        found++;
     }
+    const bool ok = found == n * reps;
+    if (!ok)
+        snprintf(note, nn, "CUPTI matched %d of %d launches (%d kernel and %d tag records): timed with events", found,
+                 n * reps, t->n_recs, t->n_tags);
     pthread_mutex_unlock(&t->lock);
     return ok;
 }
@@ -312,6 +329,7 @@ void evo_timer_close(evo_timer *t)
     for (size_t i = 0; i < EVO_ARRAY_LEN(t->buf); i++) free(t->buf[i]);
     free(t->ev);
     free(t->recs);
+    free(t->tags);
     free(t);
 }
 
@@ -372,7 +390,7 @@ static CUresult record(evo_timer *t, CUevent e, CUstream st, bool captured)
 
 /* Queues the batch. *refused >= 0: that subject's launch was refused (r->error set). */
 static evo_status queue_batch(evo_timer *t, const evo_timing_opts *o, const evo_timing_subject *s, int n, int a,
-                              int b, int reps, bool captured, evo_timing_result *r, evo_err *err)
+                              int b, int reps, bool captured, bool tagged, evo_timing_result *r, evo_err *err)
 {
     const evo_cudrv *cu = t->cu;
     for (int k = a; k < b; k++)
@@ -383,7 +401,14 @@ static evo_status queue_batch(evo_timer *t, const evo_timing_opts *o, const evo_
                 TCU(t, cuMemsetD8Async(o->flush, (unsigned char)k, o->flush_bytes, o->stream), err);
             CUevent *e = &t->ev[2 * (k * n + j)];
             if (evo_cu_check(cu, record(t, e[0], o->stream, captured), "event record", err) != EVO_OK) return EVO_E_CUDA;
+#ifdef EVO_HAVE_CUPTI
+            if (tagged) t->push_tag(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 1 + (uint64_t)k * n + j);
+#endif
             CUresult lr = s[j].launch(s[j].ctx);
+#ifdef EVO_HAVE_CUPTI
+            uint64_t popped;
+            if (tagged) t->pop_tag(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &popped);
+#endif
             if (lr != CUDA_SUCCESS) {
                 r->outcome = EVO_TIMED_REFUSED;
                 r->subject = j;
@@ -407,7 +432,7 @@ static evo_status run_batch(evo_timer *t, const evo_timing_opts *o, const evo_ti
         CUgraph graph = NULL;
         CUresult cr = t->begin_capture(o->stream, CU_STREAM_CAPTURE_MODE_RELAXED);
         if (cr == CUDA_SUCCESS) {
-            st = queue_batch(t, o, s, n, a, b, reps, true, r, err);
+            st = queue_batch(t, o, s, n, a, b, reps, true, false, r, err);
             CUresult er = t->end_capture(o->stream, &graph);
             if (st == EVO_OK && r->outcome == EVO_TIMED_OK && er == CUDA_SUCCESS)
                 cr = t->instantiate(&exec, graph, 0);
@@ -434,7 +459,7 @@ static evo_status run_batch(evo_timer *t, const evo_timing_opts *o, const evo_ti
         }
     }
     if (*method != EVO_TIMING_GRAPH) {
-        st = queue_batch(t, o, s, n, a, b, reps, false, r, err);
+        st = queue_batch(t, o, s, n, a, b, reps, false, *method == EVO_TIMING_CUPTI, r, err);
         if (st != EVO_OK || r->outcome != EVO_TIMED_OK) return st;
     }
     TCU(t, cuEventRecord(t->done, o->stream), err);
@@ -533,7 +558,7 @@ evo_status evo_timer_run(evo_timer *t, const evo_timing_opts *o, const evo_timin
     }
     r->reps = reps;
 #ifdef EVO_HAVE_CUPTI
-    if (method == EVO_TIMING_CUPTI && cupti_start(t, s, n, r->note, sizeof r->note) != EVO_OK)
+    if (method == EVO_TIMING_CUPTI && cupti_start(t, r->note, sizeof r->note) != EVO_OK)
         method = EVO_TIMING_EVENTS;
 #endif
     const int first = o->judge_first > 0 && o->judge_first < reps ? o->judge_first : reps;
