@@ -771,9 +771,18 @@ static evo_status time_shape(gpu_state *g, int i, const kvariant *v, const kvari
         for (int j = 0; j < MAX_SAMPLES; j++) ts[k].sample_rep[j] = -1;
     }
     evo_timing_subject subj[2];
-    for (int k = 0; k < 2; k++)
-        subj[k] = (evo_timing_subject){.symbol = ts[k].v ? ts[k].v->symbol : NULL, .prepare = ts_prepare,
-                                       .launch = ts_launch, .after = ts_after, .ctx = &ts[k]};
+    const evo_shape *sh = &g->shapes[c->shape];
+    for (int k = 0; k < 2; k++) {
+        const kvariant *kv = ts[k].v;
+        subj[k] = (evo_timing_subject){.symbol = kv ? kv->symbol : NULL, .prepare = ts_prepare, .launch = ts_launch,
+                                       .after = ts_after, .ctx = &ts[k]};
+        if (kv) { /* launch_on's geometry */
+            subj[k].grid[0] = (unsigned)((sh->seq + kv->rows - 1) / kv->rows);
+            subj[k].grid[1] = (unsigned)sh->heads;
+            subj[k].grid[2] = (unsigned)sh->batch;
+            subj[k].block = (unsigned)kv->threads;
+        }
+    }
     abort_rule rule = {best_us, cfg->timing.abort_factor};
     evo_timing_opts opts = {
         .method = cfg->timing.method, .stream = g->st,

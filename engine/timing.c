@@ -34,17 +34,7 @@ int evo_timing_method_parse(const char *name, evo_timing_method *m)
     return -1;
 }
 
-/* A kernel record from CUPTI (by the correlation id of its launch), or an external-correlation record tying a
- * launch's correlation id to the tag the timer pushed around it (1 + rep * n + subject). */
-typedef struct {
-    uint32_t corr;
-    uint64_t start, end;
-} krec;
-
-typedef struct {
-    uint32_t corr;
-    uint64_t tag;
-} xrec;
+typedef evo_kernel_record krec;
 
 struct evo_timer {
     const evo_cudrv *cu;
@@ -75,15 +65,11 @@ struct evo_timer {
     int (*act_register)(void *, void *);
     int (*result_string)(int, const char **);
     int (*timestamp)(uint64_t *);
-    int (*push_tag)(int, uint64_t);
-    int (*pop_tag)(int, uint64_t *);
     pthread_mutex_t lock;
     bool collecting;
     uint64_t floor_ns; /* records of kernels that started before the run began are another run's, late */
     krec *recs;
     int n_recs, cap_recs;
-    xrec *tags;
-    int n_tags, cap_tags;
     long dropped;
 };
 
@@ -125,28 +111,18 @@ static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t
         CUpti_Activity *rec = NULL;
         while (t->act_next(buffer, valid, (void **)&rec) == CUPTI_SUCCESS) {
             if (!t->collecting) continue;
-            if (rec->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
-                const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;
-                if (x->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) continue;
-                if (t->n_tags == t->cap_tags) {
-                    t->cap_tags = t->cap_tags ? 2 * t->cap_tags : 1024;
-                    t->tags = evo_xrealloc(t->tags, (size_t)t->cap_tags * sizeof *t->tags);
-                }
-                t->tags[t->n_tags++] = (xrec){x->correlationId, x->externalId};
-                continue;
-            }
             if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL)
                 continue;
-            /* The fields read here (kind, start, end, correlationId) sit at the same offsets in every kernel record
-             * version since CUDA 9. Names are not used: the driver reuses function ids after a module is unloaded,
-             * and a record may carry the name of an earlier function. */
+            /* The fields read here (kind, start, end, grid, block, correlationId) sit at the same offsets in every
+             * kernel record version since CUDA 9. Names are not used: after a module is unloaded, a record can
+             * carry the name of an earlier function (seen on CUDA 13.0 with a search's many modules). */
             const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
             if (k->start < t->floor_ns) continue;
             if (t->n_recs == t->cap_recs) {
                 t->cap_recs = t->cap_recs ? 2 * t->cap_recs : 1024;
                 t->recs = evo_xrealloc(t->recs, (size_t)t->cap_recs * sizeof *t->recs);
             }
-            t->recs[t->n_recs++] = (krec){k->correlationId, k->start, k->end};
+            t->recs[t->n_recs++] = (krec){k->correlationId, k->start, k->end, {k->gridX, k->gridY, k->gridZ}, k->blockX};
         }
         pthread_mutex_unlock(&t->lock);
     }
@@ -181,9 +157,7 @@ static void cupti_open(evo_timer *t)
                 {(void **)&t->act_next, "cuptiActivityGetNextRecord"},
                 {(void **)&t->act_register, "cuptiActivityRegisterCallbacks"},
                 {(void **)&t->result_string, "cuptiGetResultString"},
-                {(void **)&t->timestamp, "cuptiGetTimestamp"},
-                {(void **)&t->push_tag, "cuptiActivityPushExternalCorrelationId"},
-                {(void **)&t->pop_tag, "cuptiActivityPopExternalCorrelationId"}};
+                {(void **)&t->timestamp, "cuptiGetTimestamp"}};
     for (size_t i = 0; i < EVO_ARRAY_LEN(syms); i++)
         if (!(*syms[i].fn = dlsym(t->cupti_lib, syms[i].sym))) {
             snprintf(t->cupti_why, sizeof t->cupti_why, "libcupti lacks %s", syms[i].sym);
@@ -211,12 +185,11 @@ static evo_status cupti_start(evo_timer *t, char *note, size_t nn)
     uint64_t now = 0;
     t->timestamp(&now);
     pthread_mutex_lock(&t->lock);
-    t->n_recs = t->n_tags = 0;
+    t->n_recs = 0;
     t->floor_ns = now;
     t->collecting = true;
     pthread_mutex_unlock(&t->lock);
-    int r = t->act_enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-    if (r == CUPTI_SUCCESS) r = t->act_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    int r = t->act_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (r != CUPTI_SUCCESS) {
         const char *msg = "?";
         t->result_string(r, &msg);
@@ -233,11 +206,10 @@ static evo_status cupti_start(evo_timer *t, char *note, size_t nn)
 static void cupti_stop(evo_timer *t, int expected)
 {
     t->act_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    t->act_disable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
     for (int attempt = 0; attempt < 20; attempt++) {
         t->act_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         pthread_mutex_lock(&t->lock);
-        const bool all = t->n_tags >= expected && t->n_recs >= expected;
+        const bool all = t->n_recs >= expected;
         pthread_mutex_unlock(&t->lock);
         if (all) break;
         struct timespec ts = {0, 1000000};
@@ -248,35 +220,43 @@ static void cupti_stop(evo_timer *t, int expected)
     pthread_mutex_unlock(&t->lock);
 }
 
+
+static bool cupti_times(evo_timer *t, const evo_timing_subject *s, int n, int reps, double **us, char *note,
+                        size_t nn)
+{
+    pthread_mutex_lock(&t->lock);
+    const int q = evo_timing_match(t->recs, t->n_recs, s, n, reps, us);
+    const bool ok = q == n * reps;
+    if (!ok)
+        snprintf(note, nn, "CUPTI matched %d of %d launches among %d kernel records: timed with events", q, n * reps,
+                 t->n_recs);
+    pthread_mutex_unlock(&t->lock);
+    return ok;
+}
+#endif
+
 static int cmp_corr(const void *a, const void *b)
 {
     uint32_t x = ((const krec *)a)->corr, y = ((const krec *)b)->corr;
     return x < y ? -1 : x > y;
 }
 
-/* Each tagged launch (tag 1 + rep * n + subject) finds its kernel record by correlation id. */
-static bool cupti_times(evo_timer *t, int n, int reps, double **us, char *note, size_t nn)
+int evo_timing_match(evo_kernel_record *recs, int n_recs, const evo_timing_subject *s, int n, int reps, double **us)
 {
-    pthread_mutex_lock(&t->lock);
-    qsort(t->recs, (size_t)t->n_recs, sizeof *t->recs, cmp_corr);
-    int found = 0;
-    for (int i = 0; i < t->n_tags; i++) {
-        const uint64_t tag = t->tags[i].tag;
-        if (tag < 1 || tag > (uint64_t)n * reps) continue;
-        const krec key = {t->tags[i].corr, 0, 0};
-        const krec *r = bsearch(&key, t->recs, (size_t)t->n_recs, sizeof *t->recs, cmp_corr);
-        if (!r || r->end <= r->start) continue;
-        us[(tag - 1) % n][(tag - 1) / n] = (double)(r->end - r->start) * 1e-3;
-        found++;
+    qsort(recs, (size_t)n_recs, sizeof *recs, cmp_corr);
+    int q = 0;
+    for (int i = 0; i < n_recs && q < n * reps; i++) {
+        const evo_kernel_record *r = &recs[i];
+        const evo_timing_subject *w = &s[q % n];
+        if (r->grid[0] != (int)w->grid[0] || r->grid[1] != (int)w->grid[1] || r->grid[2] != (int)w->grid[2] ||
+            r->block != (int)w->block)
+            continue;
+        if (r->end <= r->start) break;
+        us[q % n][q / n] = (double)(r->end - r->start) * 1e-3;
+        q++;
     }
-    const bool ok = found == n * reps;
-    if (!ok)
-        snprintf(note, nn, "CUPTI matched %d of %d launches (%d kernel and %d tag records): timed with events", found,
-                 n * reps, t->n_recs, t->n_tags);
-    pthread_mutex_unlock(&t->lock);
-    return ok;
+    return q;
 }
-#endif
 
 /* ---- set-up ---- */
 
@@ -329,7 +309,6 @@ void evo_timer_close(evo_timer *t)
     for (size_t i = 0; i < EVO_ARRAY_LEN(t->buf); i++) free(t->buf[i]);
     free(t->ev);
     free(t->recs);
-    free(t->tags);
     free(t);
 }
 
@@ -390,7 +369,7 @@ static CUresult record(evo_timer *t, CUevent e, CUstream st, bool captured)
 
 /* Queues the batch. *refused >= 0: that subject's launch was refused (r->error set). */
 static evo_status queue_batch(evo_timer *t, const evo_timing_opts *o, const evo_timing_subject *s, int n, int a,
-                              int b, int reps, bool captured, bool tagged, evo_timing_result *r, evo_err *err)
+                              int b, int reps, bool captured, evo_timing_result *r, evo_err *err)
 {
     const evo_cudrv *cu = t->cu;
     for (int k = a; k < b; k++)
@@ -401,14 +380,7 @@ static evo_status queue_batch(evo_timer *t, const evo_timing_opts *o, const evo_
                 TCU(t, cuMemsetD8Async(o->flush, (unsigned char)k, o->flush_bytes, o->stream), err);
             CUevent *e = &t->ev[2 * (k * n + j)];
             if (evo_cu_check(cu, record(t, e[0], o->stream, captured), "event record", err) != EVO_OK) return EVO_E_CUDA;
-#ifdef EVO_HAVE_CUPTI
-            if (tagged) t->push_tag(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 1 + (uint64_t)k * n + j);
-#endif
             CUresult lr = s[j].launch(s[j].ctx);
-#ifdef EVO_HAVE_CUPTI
-            uint64_t popped;
-            if (tagged) t->pop_tag(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &popped);
-#endif
             if (lr != CUDA_SUCCESS) {
                 r->outcome = EVO_TIMED_REFUSED;
                 r->subject = j;
@@ -432,7 +404,7 @@ static evo_status run_batch(evo_timer *t, const evo_timing_opts *o, const evo_ti
         CUgraph graph = NULL;
         CUresult cr = t->begin_capture(o->stream, CU_STREAM_CAPTURE_MODE_RELAXED);
         if (cr == CUDA_SUCCESS) {
-            st = queue_batch(t, o, s, n, a, b, reps, true, false, r, err);
+            st = queue_batch(t, o, s, n, a, b, reps, true, r, err);
             CUresult er = t->end_capture(o->stream, &graph);
             if (st == EVO_OK && r->outcome == EVO_TIMED_OK && er == CUDA_SUCCESS)
                 cr = t->instantiate(&exec, graph, 0);
@@ -459,7 +431,7 @@ static evo_status run_batch(evo_timer *t, const evo_timing_opts *o, const evo_ti
         }
     }
     if (*method != EVO_TIMING_GRAPH) {
-        st = queue_batch(t, o, s, n, a, b, reps, false, *method == EVO_TIMING_CUPTI, r, err);
+        st = queue_batch(t, o, s, n, a, b, reps, false, r, err);
         if (st != EVO_OK || r->outcome != EVO_TIMED_OK) return st;
     }
     TCU(t, cuEventRecord(t->done, o->stream), err);
@@ -577,7 +549,7 @@ evo_status evo_timer_run(evo_timer *t, const evo_timing_opts *o, const evo_timin
     if (method == EVO_TIMING_CUPTI) {
         if (r->outcome != EVO_TIMED_TIMEOUT && r->outcome != EVO_TIMED_FAULT)
             cupti_stop(t, r->outcome == EVO_TIMED_OK ? n * reps : 0);
-        if (st == EVO_OK && r->outcome == EVO_TIMED_OK && !cupti_times(t, n, reps, r->us, r->note, sizeof r->note))
+        if (st == EVO_OK && r->outcome == EVO_TIMED_OK && !cupti_times(t, s, n, reps, r->us, r->note, sizeof r->note))
             method = EVO_TIMING_EVENTS;
     }
 #endif

@@ -14,10 +14,12 @@
  *   graph   the same work captured into a CUDA graph per batch (flush, inputs and event-record nodes inside) and
  *           replayed once: shorter gaps between nodes, the same event clock.
  *   cupti   CUPTI activity records: the GPU's own start and end timestamps of each kernel (ns), nothing around it;
- *           the flush is a memset and the input kernels are other functions, so only the subjects' launches are
- *           counted (matched by name, in launch order). libcupti is loaded with dlopen ($EVO_LIBCUPTI, then the
- *           loader's path, then the toolkit's extras/CUPTI/lib64 and lib64); where it is missing, or its records
- *           do not match the launches, the timing falls back to events and says so in the result's note.
+ *           the flush is a memset, so only kernels have records, and the subjects' ones are found in launch order
+ *           by their geometry (grid, block), which the input kernels do not share. Names are not used: after a
+ *           module is unloaded a record may carry an earlier function's name. libcupti is loaded with dlopen
+ *           ($EVO_LIBCUPTI, then the loader's path, then the toolkit's extras/CUPTI/lib64 and lib64); where it is
+ *           missing, or its records do not match the launches, the timing falls back to events and says so in the
+ *           result's note.
  * Every method also records the events, so a result always has the event times beside the method's own.
  *
  * Failures of a subject are outcomes, not errors: a refused launch, a launch that did not finish within
@@ -41,7 +43,8 @@
 
 
 typedef struct {
-    const char *symbol; /* the kernel function's name as the driver knows it (lowered); CUPTI matches by it */
+    const char *symbol;    /* the kernel function's name (for messages) */
+    unsigned grid[3], block; /* its launch geometry: how CUPTI's records are told apart from the input kernels' */
     /* Queue fresh inputs for repetition rep (rep < 0: warm-up) and poison the output. Outside the interval. */
     evo_status (*prepare)(void *ctx, int rep, evo_err *err);
     /* Queue one launch; anything but CUDA_SUCCESS is a refused launch. */
@@ -87,6 +90,19 @@ typedef struct {
     double overhead_s;          /* host seconds spent in evo_timer_run */
     char note[256];             /* why a fallback happened; "" when none */
 } evo_timing_result;
+
+/* A kernel record as CUPTI gives it: the correlation id of its launch (they grow with the API calls), the GPU's
+ * start and end timestamps (ns), its geometry. */
+typedef struct {
+    uint32_t corr;
+    uint64_t start, end;
+    int grid[3], block;
+} evo_kernel_record;
+
+/* The subjects' launches among a timing window's kernel records: sorted by correlation id (recs is sorted in
+ * place), launches rep-major and subject-minor, each the next record with its subject's geometry; us[subject][rep]
+ * gets its duration in us. Returns how many launches were matched (n * reps when all). Pure: for tests. */
+int evo_timing_match(evo_kernel_record *recs, int n_recs, const evo_timing_subject *s, int n, int reps, double **us);
 
 typedef struct evo_timer evo_timer;
 

@@ -1,10 +1,12 @@
 /* test_noise.c — the measurement statistics (noise.h: order-statistic intervals of the median, speedup and fitness
- * intervals, better-beyond-noise) and the list of gate cases (cases.h) for the shipped configs. CPU only.
+ * intervals, better-beyond-noise), the list of gate cases (cases.h) for the shipped configs, and how CUPTI's kernel
+ * records are matched to the timed launches (timing.h). CPU only.
  * Run: build/tests/test_noise */
 #include "cases.h"
 #include "check.h"
 #include "config.h"
 #include "noise.h"
+#include "timing.h"
 #include "util.h"
 
 #include <math.h>
@@ -138,6 +140,37 @@ static void test_cases(void)
     evo_config_free(cfg);
 }
 
+/* Records out of order, an input kernel (grid-stride, 256 threads) before each launch, A and B with the same
+ * geometry (the order tells them apart), then a second geometry for B; a missing record stops the match short. */
+static void test_record_match(void)
+{
+    evo_timing_subject s[2] = {{.grid = {8, 8, 1}, .block = 128}, {.grid = {8, 8, 1}, .block = 128}};
+    evo_kernel_record r[16];
+    int n = 0;
+    uint32_t corr = 100;
+    for (int rep = 0; rep < 3; rep++)
+        for (int j = 0; j < 2; j++) {
+            r[n++] = (evo_kernel_record){corr++, 0, 5000, {1024, 1, 1}, 256};          /* fresh inputs */
+            const uint64_t t0 = 1000000 * (uint64_t)(rep * 2 + j + 1);
+            r[n++] = (evo_kernel_record){corr++, t0, t0 + 7000 + 1000 * j + 10 * rep, {8, 8, 1}, 128};
+        }
+    for (int i = 0; i < n / 2; i++) { /* delivered in another order */
+        evo_kernel_record x = r[i];
+        r[i] = r[n - 1 - i];
+        r[n - 1 - i] = x;
+    }
+    double a[3], b[3], *us[2] = {a, b};
+    CHECK_EQ_INT(evo_timing_match(r, n, s, 2, 3, us), 6);
+    CHECK_NEAR(a[0], 7.0, 1e-12);
+    CHECK_NEAR(b[0], 8.0, 1e-12);
+    CHECK_NEAR(a[2], 7.02, 1e-12);
+    CHECK_NEAR(b[2], 8.02, 1e-12);
+    s[1].block = 256, s[1].grid[0] = 16; /* B of another geometry: only A's records match it... */
+    CHECK_EQ_INT(evo_timing_match(r, n, s, 2, 3, us), 1); /* ...so the match stops after A's first */
+    s[1] = s[0];
+    CHECK_EQ_INT(evo_timing_match(r, n - 1, s, 2, 3, us), 5); /* the last launch's record is missing */
+}
+
 int main(void)
 {
     test_ranks();
@@ -146,5 +179,6 @@ int main(void)
     test_intervals();
     test_better();
     test_cases();
+    test_record_match();
     return check_result();
 }
