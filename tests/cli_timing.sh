@@ -73,6 +73,19 @@ run check "$SRC/tests/planted/good.cu" --config "$SRC/configs/default.yaml" --re
 expect_rc 2 "retime 0"
 expect_err_has "--retime: '0' is not a count from 1 to 100" "retime 0"
 
+# ---- --genome: a genome of the config's space through the same gates ----
+G="TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=1,BIG_TILE_M=128,BIG_TILE_N=64"
+run check --config "$SRC/configs/presets.yaml" --genome "$G" --retime 2
+expect_rc 0 "--genome"
+expect_out_has "genome $G: OK on fake" "--genome"
+expect_out_has "re-timed 2 times in one worker" "--genome --retime"
+run check --config "$SRC/configs/presets.yaml" --genome "$G" "$SRC/tests/planted/good.cu"
+expect_rc 2 "--genome with a file"
+expect_err_has "--genome checks a genome instead of files" "--genome with a file"
+run check --config "$SRC/configs/presets.yaml" --genome "TILE_M=7"
+expect_rc 2 "--genome bad"
+expect_err_has "check: --genome:" "--genome bad"
+
 # ---- a run re-times its elites at the end; evo elite --show has their intervals and the re-timing ----
 run run --config "$SRC/tests/data/faults.yaml" --db "$T/run.db" --generations 2
 expect_rc 0 "run"
