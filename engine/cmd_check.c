@@ -1,11 +1,14 @@
-/* cmd_check.c — `evo check FILE.cu`: a hand-written kernel (the ABI of templates/evo_attention_abi.h, see
+/* cmd_check.c — `evo check FILE.cu`: a hand-written kernel (the task's ABI, e.g. evo_attention_abi.h; see
  * docs/templates.md) through the same gates as every candidate, timed against the config's baseline genome on the
- * same GPU. Exit 0 when it passes every gate, 1 for any other verdict, 2 when the file does not compile. */
+ * same GPU; --retime N times it N times more in the same worker and reports how far the figures move. Without a
+ * GPU the compile gate still runs and prints its log. Exit 0 when it passes every gate, 1 for any other verdict
+ * (or no GPU), 2 when the file does not compile. */
 #include "candidate.h"
 #include "cli.h"
 #include "compile.h"
 #include "cudrv.h"
 #include "evaluate.h"
+#include "noise.h"
 #include "sanitize.h"
 #include "store.h"
 #include "templates.h"
@@ -53,9 +56,91 @@ static bool sanitize_clean(const sanitize_ctx *z)
     return true;
 }
 
+/* What --retime N measured: per shape the spread of the N medians, per round the fitness, their CV. */
+typedef struct {
+    int rounds, n_shapes;
+    char method[16];
+    double med_min[EVO_MAX_SHAPES], med_max[EVO_MAX_SHAPES], med_mid[EVO_MAX_SHAPES], spread[EVO_MAX_SHAPES];
+    double base_spread[EVO_MAX_SHAPES];
+    double fitness[EVO_PROTO_MAX_RETIME];
+    double fit_mean, fit_cv, worst_spread, cost_s;
+} retime_summary;
+
+static double half_range(const double *x, int n, double *lo, double *hi, double *mid)
+{
+    double a = INFINITY, b = -INFINITY, sorted[EVO_PROTO_MAX_RETIME];
+    for (int i = 0; i < n; i++) a = fmin(a, x[i]), b = fmax(b, x[i]), sorted[i] = x[i];
+    evo_noise_stats st;
+    evo_noise_summarize(sorted, n, &st);
+    if (lo) *lo = a, *hi = b, *mid = st.median;
+    return a > 0 ? (b - a) / (b + a) : NAN; /* +-: every value within (mid +- this) of the range's centre */
+}
+
+static bool summarize_retime(const char *detail, evo_fitness kind, retime_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    cJSON *d = cJSON_Parse(detail ? detail : "{}");
+    const cJSON *rt = cJSON_GetObjectItem(d, "retime"), *rounds = cJSON_GetObjectItem(rt, "rounds");
+    const cJSON *m = cJSON_GetObjectItem(rt, "method");
+    if (cJSON_IsString(m)) snprintf(out->method, sizeof out->method, "%s", m->valuestring);
+    const int n = cJSON_GetArraySize(rounds);
+    double med[EVO_MAX_SHAPES][EVO_PROTO_MAX_RETIME], base[EVO_MAX_SHAPES][EVO_PROTO_MAX_RETIME], cost[EVO_PROTO_MAX_RETIME];
+    for (int k = 0; k < n && k < EVO_PROTO_MAX_RETIME; k++) {
+        const cJSON *r = cJSON_GetArrayItem(rounds, k);
+        const cJSON *c = cJSON_GetObjectItem(r, "median_us"), *b = cJSON_GetObjectItem(r, "baseline_us");
+        const int ns = cJSON_GetArraySize(c);
+        if (ns < 1 || ns > EVO_MAX_SHAPES || cJSON_GetArraySize(b) != ns) break;
+        double log_sum = 0, worst = INFINITY;
+        for (int i = 0; i < ns; i++) {
+            med[i][k] = cJSON_GetArrayItem(c, i)->valuedouble;
+            base[i][k] = cJSON_GetArrayItem(b, i)->valuedouble;
+            const double sp = base[i][k] / med[i][k];
+            log_sum += log(sp), worst = fmin(worst, sp);
+        }
+        out->fitness[k] = kind == EVO_FITNESS_WORST ? worst : exp(log_sum / ns);
+        const cJSON *t = cJSON_GetObjectItem(r, "time_s");
+        cost[k] = cJSON_IsNumber(t) ? t->valuedouble : 0;
+        out->n_shapes = ns;
+        out->rounds = k + 1;
+    }
+    cJSON_Delete(d);
+    if (out->rounds < 1) return false;
+    for (int i = 0; i < out->n_shapes; i++) {
+        out->spread[i] = half_range(med[i], out->rounds, &out->med_min[i], &out->med_max[i], &out->med_mid[i]);
+        out->base_spread[i] = half_range(base[i], out->rounds, NULL, NULL, NULL);
+        out->worst_spread = fmax(out->worst_spread, out->spread[i]);
+    }
+    evo_noise_stats f, c;
+    evo_noise_summarize(out->fitness, out->rounds, &f);
+    evo_noise_summarize(cost, out->rounds, &c);
+    out->fit_mean = f.mean;
+    out->fit_cv = f.mean > 0 ? f.sd / f.mean : NAN;
+    out->cost_s = c.median;
+    return true;
+}
+
+static void print_retime(const evo_result *r, evo_fitness kind, const retime_summary *t)
+{
+    printf("  re-timed %d times in one worker (timing.method %s; the baseline re-timed in each round):\n", t->rounds,
+           t->method);
+    printf("  %-30s %10s %19s %10s %14s\n", "shape", "median us", "min..max us", "spread", "baseline spread");
+    for (int i = 0; i < t->n_shapes && i < r->n_shapes; i++) {
+        char range[40];
+        snprintf(range, sizeof range, "%.2f..%.2f", t->med_min[i], t->med_max[i]);
+        printf("  %-30s %10.2f %19s %8.2f %% %12.2f %%\n", r->shapes[i].shape, t->med_mid[i], range,
+               100 * t->spread[i], 100 * t->base_spread[i]);
+    }
+    printf("  fitness (%s) per round:", evo_fitness_describe(kind));
+    for (int k = 0; k < t->rounds; k++) printf(" %.4f", t->fitness[k]);
+    printf("\n  fitness mean %.4f, CV %.3f %%; worst shape spread +-%.2f %%; timing cost per candidate %.3f s\n",
+           t->fit_mean, 100 * t->fit_cv, 100 * t->worst_spread, t->cost_s);
+}
+
 static void print_result(const char *file, const evo_result *r, const evo_task *task, evo_fitness kind,
                          const sanitize_ctx *z, bool json)
 {
+    retime_summary rt;
+    const bool retimed = summarize_retime(r->detail, kind, &rt);
     if (json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "file", file);
@@ -63,6 +148,24 @@ static void print_result(const char *file, const evo_result *r, const evo_task *
         if (isfinite(r->fitness)) cJSON_AddNumberToObject(o, "speedup_vs_baseline", r->fitness);
         cJSON_AddStringToObject(o, "fitness", kind == EVO_FITNESS_WORST ? "worst" : "geomean");
         cJSON_AddStringToObject(o, "gpu", r->gpu);
+        if (isfinite(r->fitness_lo)) {
+            cJSON_AddNumberToObject(o, "speedup_lo", r->fitness_lo);
+            cJSON_AddNumberToObject(o, "speedup_hi", r->fitness_hi);
+        }
+        if (retimed) {
+            cJSON *t = cJSON_AddObjectToObject(o, "retime_summary");
+            cJSON_AddNumberToObject(t, "rounds", rt.rounds);
+            cJSON_AddStringToObject(t, "method", rt.method);
+            cJSON_AddNumberToObject(t, "fitness_mean", rt.fit_mean);
+            cJSON_AddNumberToObject(t, "fitness_cv", rt.fit_cv);
+            cJSON_AddNumberToObject(t, "worst_spread", rt.worst_spread);
+            cJSON_AddNumberToObject(t, "cost_s", rt.cost_s);
+            cJSON *sp = cJSON_AddArrayToObject(t, "spread"), *bs = cJSON_AddArrayToObject(t, "baseline_spread");
+            for (int i = 0; i < rt.n_shapes; i++) {
+                cJSON_AddItemToArray(sp, cJSON_CreateNumber(rt.spread[i]));
+                cJSON_AddItemToArray(bs, cJSON_CreateNumber(rt.base_spread[i]));
+            }
+        }
         cJSON *d = cJSON_Parse(r->detail ? r->detail : "{}");
         cJSON_AddItemToObject(o, "detail", d ? d : cJSON_CreateObject());
         cJSON *shapes = cJSON_AddArrayToObject(o, "shapes");
@@ -92,6 +195,7 @@ static void print_result(const char *file, const evo_result *r, const evo_task *
     }
     printf("%s: %s on %s", file, evo_verdict_name(r->verdict), r->gpu);
     if (isfinite(r->fitness)) printf(", %.3fx the baseline genome (%s)", r->fitness, evo_fitness_describe(kind));
+    if (isfinite(r->fitness_lo)) printf(" [95%% interval %.3f..%.3f]", r->fitness_lo, r->fitness_hi);
     if (r->verdict == EVO_V_REGRESSED)
         printf("\n  correct, but slower than the baseline on too many shapes for a search to keep it");
     printf("\n");
@@ -118,6 +222,7 @@ static void print_result(const char *file, const evo_result *r, const evo_task *
                    s->baseline_us, s->speedup, s->rate, s->rel_l2, s->max_abs, s->e2e_rel_l2);
         }
     }
+    if (retimed) print_retime(r, kind, &rt);
     if (z->n_tools && z->n_res) {
         char summary[2400];
         evo_sanitize_summary(z->res, z->n_res, summary, sizeof summary);
@@ -135,9 +240,10 @@ static bool ran(evo_verdict v)
     return v == EVO_V_OK || v == EVO_V_REGRESSED || v == EVO_V_INCORRECT || v == EVO_V_CRASHED;
 }
 
-/* Compile one kernel file and run it through the gates. Returns EVO_E_CONFIG when it does not compile. */
-static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char *file, evo_store *st,
-                            sanitize_ctx *z, evo_result *r, evo_err *err)
+/* The compile gate: the file compiled for arch into c->cr (c->key, names set). EVO_E_CONFIG when it does not
+ * compile, with the first error lines in the message; c->cr is then freed. */
+static evo_status compile_file(const evo_config *cfg, const char *arch, const char *file, evo_candidate *c,
+                               evo_err *err)
 {
     char *source = NULL;
     evo_status s = evo_read_file(file, &source, NULL, err);
@@ -153,24 +259,95 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
     const char *opts[] = {"-std=c++17", inc};
     const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
     evo_compile_req req = {.source = source, .program_name = base, .headers = hdr, .n_headers = n_hdr,
-                           .arch = evo_evaluator_arch(ev), .options = opts, .n_options = 2,
-                           .timeout_s = cfg->compile.timeout_s};
-    evo_candidate c;
-    memset(&c, 0, sizeof c);
-    s = evo_compile(NULL, &req, &c.cr, err);
+                           .arch = arch, .options = opts, .n_options = 2, .timeout_s = cfg->compile.timeout_s};
+    memset(c, 0, sizeof *c);
+    s = evo_compile(NULL, &req, &c->cr, err);
     free(source);
     if (s != EVO_OK) return s;
-    snprintf(c.genome_text, sizeof c.genome_text, "file:%s", base);
-    memcpy(c.key, c.cr.key, sizeof c.key);
-    snprintf(c.prog.program_name, sizeof c.prog.program_name, "%s", base);
-    if (c.cr.outcome != EVO_COMPILE_OK) {
+    snprintf(c->genome_text, sizeof c->genome_text, "file:%s", base);
+    memcpy(c->key, c->cr.key, sizeof c->key);
+    snprintf(c->prog.program_name, sizeof c->prog.program_name, "%s", base);
+    if (c->cr.outcome != EVO_COMPILE_OK) {
         char lines[1024];
-        log_errors(c.cr.log, lines, sizeof lines);
-        s = evo_fail(err, EVO_E_CONFIG, "check: %s does not compile (%s)%s", file, evo_compile_outcome_name(c.cr.outcome),
-                     lines);
-        evo_compile_result_free(&c.cr);
+        log_errors(c->cr.log, lines, sizeof lines);
+        s = evo_fail(err, EVO_E_CONFIG, "check: %s does not compile (%s)%s", file,
+                     evo_compile_outcome_name(c->cr.outcome), lines);
+        evo_compile_result_free(&c->cr);
         return s;
     }
+    return EVO_OK;
+}
+
+/* Without a GPU: the compile gate's result, what ptxas reported per kernel, and the log. */
+static void print_compiled(const char *file, const char *arch, const evo_candidate *c, bool json)
+{
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "file", file);
+        cJSON_AddStringToObject(o, "arch", arch);
+        cJSON_AddStringToObject(o, "compile", "ok");
+        cJSON *ks = cJSON_AddArrayToObject(o, "kernels");
+        for (int j = 0; j < c->cr.n_kernels; j++) {
+            const evo_compiled_kernel *k = &c->cr.kernels[j];
+            cJSON *jk = cJSON_CreateObject();
+            cJSON_AddStringToObject(jk, "name", k->lowered ? k->lowered : k->name_expr);
+            cJSON_AddNumberToObject(jk, "registers", k->res.registers);
+            cJSON_AddNumberToObject(jk, "smem_bytes", k->res.smem_bytes);
+            cJSON_AddNumberToObject(jk, "spill_store_bytes", k->res.spill_store_bytes);
+            cJSON_AddNumberToObject(jk, "spill_load_bytes", k->res.spill_load_bytes);
+            cJSON_AddNumberToObject(jk, "stack_frame_bytes", k->res.stack_frame_bytes);
+            cJSON_AddItemToArray(ks, jk);
+        }
+        cJSON_AddStringToObject(o, "log", c->cr.log);
+        cJSON_AddStringToObject(o, "gpu_gates", "not run: no NVIDIA driver");
+        char *t = cJSON_Print(o);
+        puts(t);
+        free(t);
+        cJSON_Delete(o);
+        return;
+    }
+    printf("%s: compiles for %s (%s, %.1f s)\n", file, arch, c->cr.cache_hit ? "cached" : "NVRTC", c->cr.seconds);
+    for (int j = 0; j < c->cr.n_kernels; j++) {
+        const evo_compiled_kernel *k = &c->cr.kernels[j];
+        printf("  %-24s %3d registers, %6d bytes static smem, spill stores %d, loads %d bytes, stack %d bytes\n",
+               k->lowered ? k->lowered : k->name_expr, k->res.registers, k->res.smem_bytes, k->res.spill_store_bytes,
+               k->res.spill_load_bytes, k->res.stack_frame_bytes);
+    }
+    printf("  compile log:\n");
+    for (const char *p = c->cr.log; p && *p;) {
+        const char *eol = strchr(p, '\n');
+        const int l = eol ? (int)(eol - p) : (int)strlen(p);
+        if (l > 0) printf("    %.*s\n", l, p);
+        p += l + (eol ? 1 : 0);
+    }
+}
+
+/* --genome G: a genome of the config's space, built as a search builds it, through the same gates. A genome that
+ * does not parse is EVO_E_USAGE; one the build refuses (constraint, can_implement, compile, resources) comes back
+ * as that verdict. */
+static evo_status check_genome(const evo_config *cfg, evo_evaluator *ev, const char *text, evo_result *r,
+                               evo_err *err)
+{
+    evo_candidate c;
+    memset(&c, 0, sizeof c);
+    evo_err why = {{0}};
+    if (evo_genome_parse(cfg->space, text, &c.genome, &why) != EVO_OK)
+        return evo_fail(err, EVO_E_USAGE, "check: --genome: %s", why.msg);
+    evo_build_opts bo = {.cfg = cfg, .task = cfg->task_ops, .lim = evo_evaluator_limits(ev),
+                         .arch = evo_evaluator_arch(ev)};
+    evo_status s = evo_candidates_build(&bo, &c, 1, err);
+    if (s == EVO_OK) s = evo_evaluator_run(ev, &c, 1, false, r, NULL, NULL, NULL, err);
+    evo_candidate_free(&c);
+    return s;
+}
+
+/* Compile one kernel file and run it through the gates. Returns EVO_E_CONFIG when it does not compile. */
+static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char *file, evo_store *st,
+                            sanitize_ctx *z, evo_result *r, evo_err *err)
+{
+    evo_candidate c;
+    evo_status s = compile_file(cfg, evo_evaluator_arch(ev), file, &c, err);
+    if (s != EVO_OK) return s;
     /* The entry points the config's shapes need (attention: evo_attn_d64, evo_attn_d128), in the task's order. */
     evo_program want = {0};
     s = cfg->task_ops->handwritten(cfg, &want, err);
@@ -217,7 +394,8 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
         char ss[65];
         evo_config_shape_set_key(cfg, ss);
         evo_eval_rec e = {.candidate_id = cr.id, .generation = -1, .shape_set = ss, .verdict = r->verdict,
-                          .fitness = r->fitness, .detail = r->detail, .gpu = r->gpu, .check_s = r->check_s,
+                          .fitness = r->fitness, .fitness_lo = r->fitness_lo, .fitness_hi = r->fitness_hi,
+                          .detail = r->detail, .gpu = r->gpu, .check_s = r->check_s,
                           .time_s = r->time_s, .shapes = r->shapes, .n_shapes = r->n_shapes};
         if (s == EVO_OK) s = evo_store_put_evaluation(st, &e, err);
         free(e.created_at);
@@ -232,14 +410,47 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
     return s;
 }
 
+/* No driver: the compile gate for every file (its log printed), then why the GPU gates did not run. A file that
+ * does not compile is EVO_E_CONFIG (exit 2) as on a GPU machine; otherwise EVO_E_NODRIVER. */
+static evo_status compile_only(const evo_config *cfg, char **files, int n, bool json, const char *why, evo_err *err)
+{
+    const char *arch = strcmp(cfg->arch, "auto") == 0 ? "sm_90" : cfg->arch;
+    int failed = 0;
+    evo_status s = EVO_OK;
+    if (json && n > 1) printf("[\n");
+    for (int i = 0; i < n && s == EVO_OK; i++) {
+        evo_candidate c;
+        s = compile_file(cfg, arch, files[i], &c, err);
+        if (s == EVO_OK) {
+            if (json && n > 1 && i > 0) printf(",\n");
+            print_compiled(files[i], arch, &c, json);
+            evo_compile_result_free(&c.cr);
+        } else if (s == EVO_E_CONFIG && n > 1) {
+            fprintf(stderr, "evo: %s\n", err->msg);
+            failed++;
+            s = EVO_OK;
+        }
+    }
+    if (json && n > 1) printf("]\n");
+    fflush(stdout);
+    if (s != EVO_OK) return s;
+    if (failed) return evo_fail(err, EVO_E_REJECTED, "check: %d of %d kernel files do not compile", failed, n);
+    return evo_fail(err, EVO_E_NODRIVER,
+                    "check: compiled for %s; the GPU gates (device resources, correctness, timing) need an NVIDIA "
+                    "GPU: %s. %s",
+                    arch, why, EVO_NO_DRIVER_HINT);
+}
+
 EVO_CMD(check)
 {
     const evo_cmd *self = evo_cli_find("check");
     const char *config_path = EVO_DEFAULT_CONFIG, *db_path = NULL, *sanitize = NULL, *sanitizer = NULL;
-    int json = 0;
+    const char *genome = NULL;
+    int json = 0, retime = 0;
     static const struct option longopts[] = {
         {"config", required_argument, 0, 'c'}, {"json", no_argument, 0, 'J'},         {"db", required_argument, 0, 'D'},
-        {"sanitize", optional_argument, 0, 'Z'}, {"sanitizer", required_argument, 0, 'Y'}, {0, 0, 0, 0},
+        {"sanitize", optional_argument, 0, 'Z'}, {"sanitizer", required_argument, 0, 'Y'},
+        {"retime", required_argument, 0, 'R'}, {"genome", required_argument, 0, 'G'}, {0, 0, 0, 0},
     };
     optind = 1;
     opterr = 0;
@@ -250,11 +461,24 @@ EVO_CMD(check)
         case 'D': db_path = optarg; break;
         case 'Z': sanitize = optarg ? optarg : EVO_SANITIZE_DEFAULT_TOOLS; break;
         case 'Y': sanitizer = optarg; break;
+        case 'G': genome = optarg; break;
+        case 'R': {
+            char *end;
+            const long v = strtol(optarg, &end, 10);
+            if (*end || end == optarg || v < 1 || v > EVO_PROTO_MAX_RETIME)
+                return evo_cli_usage_error(self, err, "--retime: '%s' is not a count from 1 to %d", optarg,
+                                           EVO_PROTO_MAX_RETIME);
+            retime = (int)v;
+            break;
+        }
         case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
         default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind >= argc) return evo_cli_usage_error(self, err, "give the kernel file(s) to check");
+    if (optind >= argc && !genome) return evo_cli_usage_error(self, err, "give the kernel file(s) to check");
+    if (genome && optind < argc) return evo_cli_usage_error(self, err, "--genome checks a genome instead of files");
+    if (genome && (sanitize || db_path))
+        return evo_cli_usage_error(self, err, "--genome goes without --sanitize and --db (evo run does those)");
     sanitize_ctx z = {.n_tools = 0};
     if (sanitize) {
         evo_err why = {{0}};
@@ -270,10 +494,15 @@ EVO_CMD(check)
     if (!getenv("EVO_FAKE_WORKER")) {
         const evo_cudrv *cu;
         evo_err why = {{0}};
-        if (evo_cudrv_load(&cu, &why) != EVO_OK) {
+        if (evo_cudrv_load(&cu, &why) != EVO_OK && genome) {
             evo_config_free(cfg);
-            return evo_fail(err, EVO_E_NODRIVER, "check: %s. evo check runs kernels: it needs an NVIDIA GPU; %s",
-                            why.msg, EVO_NO_DRIVER_HINT);
+            return evo_fail(err, EVO_E_NODRIVER, "check: %s. evo check --genome runs a kernel: it needs an NVIDIA "
+                            "GPU (evo compile --genome compiles one without)", why.msg);
+        }
+        if (why.msg[0]) {
+            s = compile_only(cfg, argv + optind, argc - optind, json, why.msg, err);
+            evo_config_free(cfg);
+            return s;
         }
     }
     /* A sanitizer that is not there is refused before anything runs. */
@@ -285,13 +514,27 @@ EVO_CMD(check)
     char work[256];
     snprintf(work, sizeof work, "%s/evo-check-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
     evo_evaluator *ev = NULL;
-    evo_evaluator_opts eo = {.cfg = cfg, .config_path = config_path, .work_dir = work, .full_timing = true};
+    evo_evaluator_opts eo = {.cfg = cfg, .config_path = config_path, .work_dir = work, .full_timing = true,
+                             .retime = retime};
     /* The store first: a database evo cannot use is refused before a worker starts. */
     evo_store *st = NULL;
     if (db_path) s = evo_store_open(db_path, EVO_STORE_READWRITE, &st, err);
     if (s == EVO_OK && !json) fprintf(stderr, "starting the GPU worker (inputs and references are made once)...\n");
     if (s == EVO_OK) s = evo_evaluator_open(&eo, &ev, err);
     int rejected = 0, n_files = argc - optind;
+    if (s == EVO_OK && genome) {
+        evo_result r;
+        memset(&r, 0, sizeof r);
+        s = check_genome(cfg, ev, genome, &r, err);
+        if (s == EVO_OK) {
+            char label[EVO_GENOME_TEXT_MAX + 8];
+            snprintf(label, sizeof label, "genome %s", genome);
+            print_result(label, &r, cfg->task_ops, cfg->fitness, &z, json);
+            rejected += r.verdict != EVO_V_OK && r.verdict != EVO_V_REGRESSED;
+        }
+        evo_result_free(&r);
+        n_files = 1;
+    }
     if (json && n_files > 1) printf("[\n");
     for (int i = optind; s == EVO_OK && i < argc; i++) {
         evo_result r;

@@ -152,10 +152,29 @@ static void print_profile(const metric_list *l)
     if (shape) printf("\n");
 }
 
-static void print_table(const evo_elite_rec *el, int n, metric_list *profiles)
+/* "±0.42%": the half-width of the fitness interval relative to the fitness; "-" when unknown. */
+static void fmt_pm(char *buf, size_t n, double f, double lo, double hi)
+{
+    if (!(lo > 0) || !(hi > 0) || !(f > 0)) snprintf(buf, n, "-");
+    else snprintf(buf, n, "±%.2f%%", 100 * (hi - lo) / 2 / f);
+}
+
+static void fmt_interval(char *buf, size_t n, const char *fmt, double lo, double hi)
+{
+    char a[32], b[32];
+    if (!(lo > 0) || !(hi > 0)) {
+        snprintf(buf, n, "-");
+        return;
+    }
+    snprintf(a, sizeof a, fmt, lo);
+    snprintf(b, sizeof b, fmt, hi);
+    snprintf(buf, n, "%s..%s", a, b);
+}
+
+static void print_table(const evo_elite_rec *el, int n, metric_list *profiles, const evo_retime_rec *rt)
 {
     const char *unit = evo_cli_task_of(n > 0 ? el[0].cand.task : NULL)->rate_unit;
-    printf("rank  id        speedup  %7s  regs  smem KiB  spills B  worst rel-L2  genome\n", unit);
+    printf("rank  id        speedup    ±95%%  %7s  regs  smem KiB  spills B  worst rel-L2  genome\n", unit);
     for (int i = 0; i < n; i++) {
         const evo_candidate_rec *c = &el[i].cand;
         const evo_eval_rec *e = &el[i].eval;
@@ -167,23 +186,37 @@ static void print_table(const evo_elite_rec *el, int n, metric_list *profiles)
         else snprintf(smem, sizeof smem, "%.1f", c->smem_bytes / 1024.0);
         fmt_int(spill, sizeof spill, c->spill_bytes);
         fmt_num(rel, sizeof rel, "%.2e", worst(e, offsetof(evo_shape_result, rel_l2)));
-        printf("%4d  %-8s  %6.3fx  %7s  %4s  %8s  %8s  %-12s  %s\n", i + 1, id, e->fitness, tf, regs, smem, spill,
-               rel, c->genome ? c->genome : "");
+        char pm[32];
+        fmt_pm(pm, sizeof pm, e->fitness, e->fitness_lo, e->fitness_hi);
+        /* ± is two bytes: its column gets one more byte of width to line up. */
+        printf("%4d  %-8s  %6.3fx  %8s  %7s  %4s  %8s  %8s  %-12s  %s\n", i + 1, id, e->fitness, pm, tf, regs, smem,
+               spill, rel, c->genome ? c->genome : "");
     }
     for (int i = 0; i < n; i++) {
         const evo_candidate_rec *c = &el[i].cand;
         const evo_eval_rec *e = &el[i].eval;
         char id[9];
         short_id(c->key, id);
-        printf("\n#%d %s  %.3fx  candidate %lld", i + 1, id, e->fitness, (long long)c->id);
+        char fi[80];
+        fmt_interval(fi, sizeof fi, "%.3f", e->fitness_lo, e->fitness_hi);
+        printf("\n#%d %s  %.3fx", i + 1, id, e->fitness);
+        if (e->fitness_lo > 0) printf(" [95%% interval %s]", fi);
+        printf("  candidate %lld", (long long)c->id);
         if (e->run_id > 0) printf(", run %lld generation %d", (long long)e->run_id, e->generation);
         if (e->gpu) printf(", %s", e->gpu);
+        if (rt[i].created_at) {
+            fmt_interval(fi, sizeof fi, "%.3f", rt[i].fitness_lo, rt[i].fitness_hi);
+            printf("\n  re-timed (%s", rt[i].why ? rt[i].why : "");
+            if (rt[i].run_id > 0) printf(", run %lld generation %d", (long long)rt[i].run_id, rt[i].generation);
+            printf("): %.3fx [%s]", rt[i].fitness, fi);
+        }
         /* µ is two bytes: its columns get one more byte of width to line up. */
-        printf("\n  %-28s %11s %20s %8s %8s %9s %9s %11s\n", "shape", "median µs", "p10..p90 µs", "speedup",
-               unit, "rel-L2", "max-abs", "e2e rel-L2");
+        printf("\n  %-28s %11s %20s %20s %8s %8s %9s %9s %11s\n", "shape", "median µs", "p10..p90 µs",
+               "95% interval µs", "speedup", unit, "rel-L2", "max-abs", "e2e rel-L2");
         for (int s = 0; s < e->n_shapes; s++) {
             const evo_shape_result *r = &e->shapes[s];
-            char med[32], p10[32], p90[32], spread[72], sp[32], tf[32], rel[32], mx[32], e2e[32];
+            char med[32], p10[32], p90[32], spread[72], sp[32], tf[32], rel[32], mx[32], e2e[32], ci[80];
+            fmt_interval(ci, sizeof ci, "%.2f", r->ci_lo_us, r->ci_hi_us);
             fmt_num(med, sizeof med, "%.2f", r->median_us);
             fmt_num(p10, sizeof p10, "%.2f", r->p10_us);
             fmt_num(p90, sizeof p90, "%.2f", r->p90_us);
@@ -193,7 +226,7 @@ static void print_table(const evo_elite_rec *el, int n, metric_list *profiles)
             fmt_num(rel, sizeof rel, "%.2e", r->rel_l2);
             fmt_num(mx, sizeof mx, "%.2e", r->max_abs);
             fmt_num(e2e, sizeof e2e, "%.2e", r->e2e_rel_l2);
-            printf("  %-28s %10s %19s %8s %8s %9s %9s %11s\n", r->shape, med, spread, sp, tf, rel, mx, e2e);
+            printf("  %-28s %10s %19s %19s %8s %8s %9s %9s %11s\n", r->shape, med, spread, ci, sp, tf, rel, mx, e2e);
         }
         print_profile(&profiles[i]);
     }
@@ -201,7 +234,7 @@ static void print_table(const evo_elite_rec *el, int n, metric_list *profiles)
 
 /* ---- JSON ---- */
 
-static cJSON *elite_json(int rank, const evo_elite_rec *el, const metric_list *prof)
+static cJSON *elite_json(int rank, const evo_elite_rec *el, const metric_list *prof, const evo_retime_rec *rt)
 {
     const evo_candidate_rec *c = &el->cand;
     const evo_eval_rec *e = &el->eval;
@@ -217,6 +250,16 @@ static cJSON *elite_json(int rank, const evo_elite_rec *el, const metric_list *p
     evo_json_str(o, "shape_set", e->shape_set);
     evo_json_str(o, "genome", c->genome);
     evo_json_num(o, "fitness", e->fitness);
+    evo_json_num(o, "fitness_lo", e->fitness_lo > 0 ? e->fitness_lo : NAN);
+    evo_json_num(o, "fitness_hi", e->fitness_hi > 0 ? e->fitness_hi : NAN);
+    if (rt->created_at) {
+        cJSON *r = cJSON_AddObjectToObject(o, "retimed");
+        evo_json_str(r, "why", rt->why);
+        evo_json_num(r, "fitness", rt->fitness);
+        evo_json_num(r, "fitness_lo", rt->fitness_lo);
+        evo_json_num(r, "fitness_hi", rt->fitness_hi);
+        evo_json_str(r, "at", rt->created_at);
+    }
     char key[48];
     snprintf(key, sizeof key, "%s_geomean", evo_cli_task_of(c->task)->rate_key);
     evo_json_num(o, key, geomean_rate(e));
@@ -340,6 +383,7 @@ EVO_CMD(elite)
     evo_elite_rec *el = NULL;
     int n = 0;
     metric_list *profiles = NULL;
+    evo_retime_rec *rt = NULL;
     s = resolve_scope(st, &o, &run, err);
     const char *task = o.task ? o.task : run.task;
     const char *arch = o.arch ? o.arch : run.arch;
@@ -355,10 +399,15 @@ EVO_CMD(elite)
             s = evo_store_profiles(st, el[i].cand.id, collect_metric, &profiles[i], err);
             if (profiles[i].n) qsort(profiles[i].rows, (size_t)profiles[i].n, sizeof *profiles[i].rows, metric_cmp);
         }
+        rt = evo_xcalloc((size_t)n, sizeof *rt);
+        for (int i = 0; i < n && s == EVO_OK; i++) {
+            bool found = false;
+            s = evo_store_last_retime(st, el[i].cand.id, el[i].eval.shape_set, &rt[i], &found, err);
+        }
     }
     if (s == EVO_OK && o.json) {
         cJSON *arr = cJSON_CreateArray();
-        for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, elite_json(i + 1, &el[i], &profiles[i]));
+        for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, elite_json(i + 1, &el[i], &profiles[i], &rt[i]));
         char *text = cJSON_Print(arr);
         printf("%s\n", text);
         free(text);
@@ -367,10 +416,12 @@ EVO_CMD(elite)
         printf("%s: top %d of %s on %s", o.db, n, el[0].cand.task, el[0].cand.arch);
         if (run.shape_set) printf(", shape set %.8s (as in run %lld)", run.shape_set, (long long)run.id);
         printf("\nspeedup: %s of baseline time / candidate time\n\n", fitness_words(&run));
-        print_table(el, n, profiles);
+        print_table(el, n, profiles, rt);
     }
     for (int i = 0; profiles && i < n; i++) metric_list_free(&profiles[i]);
     free(profiles);
+    for (int i = 0; rt && i < n; i++) evo_store_retime_free(&rt[i]);
+    free(rt);
     evo_store_elites_free(el, n);
     evo_store_run_free(&run);
     evo_store_close(st);

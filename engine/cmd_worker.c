@@ -70,7 +70,7 @@ EVO_CMD(worker)
     /* A parent that goes away must show up as a write error, not kill us before we log it. */
     signal(SIGPIPE, SIG_IGN);
 
-    evo_status s = fake ? evo_worker_fake_serve(fake, gpu, STDIN_FILENO, out_fd, err)
+    evo_status s = fake ? evo_worker_fake_serve(fake, gpu, config, STDIN_FILENO, out_fd, err)
                         : evo_gpu_serve(gpu, config, sanitize, STDIN_FILENO, out_fd, err);
     close(out_fd);
     return s;

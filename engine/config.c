@@ -55,8 +55,14 @@ static void shapes_key(const evo_config *c, bool with_fitness, char hex[65])
         const evo_shape *s = &c->shapes[i];
         size_t used = 0;
         lines[i][0] = '\0';
-        for (int f = 0; f < c->task_ops->n_shape_fields; f++)
-            used += (size_t)snprintf(lines[i] + used, sizeof lines[i] - used, "%s%lld", f ? "," : "", s->v[f]);
+        for (int f = 0; f < c->task_ops->n_shape_fields; f++) {
+            const evo_field *fd = &c->task_ops->shape_fields[f];
+            if (fd->type != EVO_FIELD_REAL)
+                used += (size_t)snprintf(lines[i] + used, sizeof lines[i] - used, "%s%lld", f ? "," : "", s->v[f]);
+            else if (evo_field_load(fd, s->v[f]) != fd->dflt) /* a real field counts only when set */
+                used += (size_t)snprintf(lines[i] + used, sizeof lines[i] - used, ",%s=%.17g", fd->name,
+                                         evo_field_load(fd, s->v[f]));
+        }
         snprintf(lines[i] + used, sizeof lines[i] - used, "\n");
         sorted[i] = lines[i];
     }
@@ -592,7 +598,7 @@ static evo_status load_field(loader *L, const yaml_node_t *v, const char *path, 
     char why[256];
     switch (f->type) {
     case EVO_FIELD_BOOL: {
-        bool b;
+        bool b = false;
         TRY(as_bool(L, v, path, &b));
         *out = b;
         return EVO_OK;
@@ -651,7 +657,7 @@ static evo_status load_shape(loader *L, const yaml_node_t *n, const char *path, 
         else if (f->dflt == (double)EVO_FIELD_REQUIRED) TRY(need(L, n, path, f->name, &v));
         else v = get(L, n, f->name);
         if (v) TRY(load_field(L, v, sub(p, path, f->name), f, &x));
-        out->v[i] = (long long)x;
+        out->v[i] = evo_field_store(f, x);
     }
     char why[256];
     if (t->shape_check && !t->shape_check(out, why, sizeof why)) return FAIL(L, n, path, "%s", why);
@@ -757,11 +763,11 @@ static evo_status load_correctness(loader *L, const yaml_node_t *root)
             double x;
             TRY(load_field(L, ITEM(L, v, i), item(q, p, i), f, &x));
             for (int j = 0; j < i; j++)
-                if (L->c->correctness.axes[a].values[j] == (long long)x) {
+                if (L->c->correctness.axes[a].values[j] == evo_field_store(f, x)) {
                     evo_field_value_text(f, x, text, sizeof text);
                     return FAIL(L, ITEM(L, v, i), q, "%s given twice", text);
                 }
-            L->c->correctness.axes[a].values[i] = (long long)x;
+            L->c->correctness.axes[a].values[i] = evo_field_store(f, x);
         }
         L->c->correctness.axes[a].n = n;
     }
@@ -784,16 +790,36 @@ static evo_status load_correctness(loader *L, const yaml_node_t *root)
 
 static evo_status load_timing(loader *L, const yaml_node_t *root)
 {
-    static const char *const keys[] = {"warmup", "repetitions", "flush_l2", "abort_factor", "kernel_timeout_s", NULL};
+    static const char *const keys[] = {"warmup",       "repetitions",      "flush_l2",     "abort_factor",
+                                       "kernel_timeout_s", "method",       "max_repetitions", "target_us",
+                                       "fresh_inputs", "check_samples",    "interleave",   "target_ci", NULL};
+    static const char *const methods[] = {"auto", "events", "graph", "cupti", NULL};
     const char *path = "timing";
-    yaml_node_t *m;
+    yaml_node_t *m, *v;
     TRY(opt_map(L, root, path, keys, &m));
     if (!m) return EVO_OK;
+    if ((v = get(L, m, "method"))) {
+        int k;
+        TRY(as_name(L, v, "timing.method", methods, "timing method", &k));
+        L->c->timing.method = (evo_timing_method)k;
+    }
+    TRY(opt_i32(L, m, path, "max_repetitions", 1, 10000, &L->c->timing.max_repetitions));
+    TRY(opt_double(L, m, path, "target_us", 0, CLOSED, 1e7, CLOSED, &L->c->timing.target_us));
+    TRY(opt_double(L, m, path, "target_ci", 0, CLOSED, 1, CLOSED, &L->c->timing.target_ci));
+    TRY(opt_bool(L, m, path, "fresh_inputs", &L->c->timing.fresh_inputs));
+    TRY(opt_i32(L, m, path, "check_samples", 0, 8, &L->c->timing.check_samples));
+    TRY(opt_bool(L, m, path, "interleave", &L->c->timing.interleave));
     TRY(opt_i32(L, m, path, "warmup", 0, 1000, &L->c->timing.warmup));
     TRY(opt_i32(L, m, path, "repetitions", 1, 10000, &L->c->timing.repetitions));
     TRY(opt_bool(L, m, path, "flush_l2", &L->c->timing.flush_l2));
     TRY(opt_double(L, m, path, "abort_factor", 1, OPEN, 1000, CLOSED, &L->c->timing.abort_factor));
     TRY(opt_double(L, m, path, "kernel_timeout_s", 0, OPEN, 600, CLOSED, &L->c->timing.kernel_timeout_s));
+    if (L->c->timing.max_repetitions < L->c->timing.repetitions) {
+        if (get(L, m, "max_repetitions"))
+            return FAIL(L, get(L, m, "max_repetitions"), "timing.max_repetitions",
+                        "%d is below timing.repetitions (%d)", L->c->timing.max_repetitions, L->c->timing.repetitions);
+        L->c->timing.max_repetitions = L->c->timing.repetitions;
+    }
     return EVO_OK;
 }
 
@@ -911,6 +937,13 @@ static void set_defaults(evo_config *c)
     c->timing.flush_l2 = true;
     c->timing.abort_factor = 3.0;
     c->timing.kernel_timeout_s = 5;
+    c->timing.method = EVO_TIMING_AUTO;
+    c->timing.max_repetitions = 200;
+    c->timing.target_us = 1000;
+    c->timing.target_ci = 0.005;
+    c->timing.fresh_inputs = true;
+    c->timing.check_samples = 2;
+    c->timing.interleave = false;
     snprintf(c->evolution.strategy, sizeof c->evolution.strategy, "ga");
     c->evolution.population = 32;
     c->evolution.generations = 20;

@@ -50,6 +50,17 @@ typedef enum {
  * shows one. */
 const char *evo_fitness_describe(evo_fitness f);
 
+/* How the timing gate clocks a launch (engine/timing.h says what each measures). */
+typedef enum {
+    EVO_TIMING_AUTO = 0, /* cupti where libcupti loads, else events */
+    EVO_TIMING_EVENTS,   /* CUDA events around each launch */
+    EVO_TIMING_GRAPH,    /* the same, captured into a CUDA graph per batch */
+    EVO_TIMING_CUPTI,    /* the GPU's kernel start/end timestamps (CUPTI activity records) */
+    EVO_TIMING_COUNT
+} evo_timing_method;
+const char *evo_timing_method_name(evo_timing_method m); /* "auto", "events", "graph", "cupti" */
+int evo_timing_method_parse(const char *name, evo_timing_method *m); /* 0, or -1 when unknown */
+
 typedef struct evo_config {
     char *path;        /* as given */
     char *text;        /* the whole file, stored with each run for provenance */
@@ -90,6 +101,14 @@ typedef struct evo_config {
         bool flush_l2;       /* write a buffer >= 2x L2 before each repetition        */
         double abort_factor; /* stop timing a candidate whose first reps exceed k x best */
         double kernel_timeout_s; /* a launch running longer than this is TIMEOUT  */
+        evo_timing_method method;
+        int max_repetitions; /* short kernels get more repetitions, up to this     */
+        double target_us;    /* ... until repetitions x time reaches this (0: exactly `repetitions`) */
+        double target_ci;    /* then more, up to max_repetitions, until the median's 95 % interval is within
+                                +- this fraction (0: no second pass) */
+        bool fresh_inputs;   /* every repetition on inputs perturbed on the GPU    */
+        int check_samples;   /* timed repetitions whose outputs are checked         */
+        bool interleave;     /* baseline launches interleaved with the candidate's (A/B) */
     } timing;
 
     struct {

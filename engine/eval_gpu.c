@@ -1,17 +1,21 @@
 /* eval_gpu.c — the GPU side of an evaluation, run only inside a worker process (`evo worker`): device set-up, the
- * correctness cases (made once per worker through the task: task_gpu.h), and the gates — resources (limits read
- * from the device), correctness (0xff-poisoned outputs between canary guard bands, every configured case),
- * timing (CUDA events, L2 flushed, warm-up, median with p10/p90, early abort, re-checked output). Names no task:
- * inputs, references, launches and comparisons are the task's. Implements evo_gpu_serve (worker.h). A fault or a
- * hung kernel ends this process after its reply: the parent restarts it. */
+ * correctness cases (cases.h; inputs and references made once per worker through the task: task_gpu.h), and the
+ * gates — resources (limits read from the device), correctness (0xff-poisoned outputs between canary guard bands,
+ * every configured case), timing (timing.h: CUPTI, graph or events, L2 flushed, fresh inputs per repetition,
+ * sampled outputs checked, median with its interval, early abort). Names no task: inputs, references, launches and
+ * comparisons are the task's. Implements evo_gpu_serve (worker.h). A fault or a hung kernel ends this process after
+ * its reply: the parent restarts it. */
+#include "cases.h"
 #include "compile.h"
 #include "config.h"
 #include "cudrv.h"
+#include "noise.h"
 #include "protocol.h"
 #include "sanitize.h"
 #include "task.h"
 #include "task_gpu.h"
 #include "templates.h"
+#include "timing.h"
 #include "util.h"
 #include "worker.h"
 
@@ -25,8 +29,7 @@
 
 #define GUARD_WORDS 4096u     /* canary words before and after the output */
 #define CANARY 0xC0DEC0DEu
-#define MAX_REPS 1000
-#define TIMING_SEED 0x7157ull /* timing inputs differ from every checked one (config seeds are small) */
+#define MAX_SAMPLES 8         /* timing.check_samples <= 8 (config.c) */
 
 /* One set of inputs with its references (the task's, in gc.data), made once and kept for the life of the worker. */
 typedef struct {
@@ -37,6 +40,12 @@ typedef struct {
 } gcase;
 
 typedef evo_gpu_kernel kvariant;
+
+/* The loaded kernels of one program. */
+typedef struct {
+    const kvariant *kv;
+    int n;
+} kset;
 
 struct evo_gpu {
     const evo_cudrv *cu;
@@ -56,13 +65,21 @@ struct evo_gpu {
     int n_shapes;
     gcase *cases;
     int n_cases;
-    size_t max_out;
+    size_t max_out, max_timed_out;
     CUdeviceptr outbuf, out; /* out = outbuf + guard */
     CUdeviceptr acc, canary_res, flush;
     size_t flush_bytes;
-    CUevent ev[2 * MAX_REPS + 2];
+    CUevent ev[1];
     double baseline_us[EVO_MAX_SHAPES]; /* the baseline genome's last times on this GPU */
     double baseline_noise[EVO_MAX_SHAPES];
+    /* timing */
+    evo_timer *timer;
+    uint64_t nonce;                      /* where the fresh inputs of a timed shape come from */
+    CUdeviceptr sample_out[MAX_SAMPLES]; /* sampled outputs of timed repetitions */
+    /* the baseline genome's module, kept after its evaluation: interleaved timing and re-timing */
+    CUmodule base_mod;
+    kvariant base_kv[EVO_MAX_VARIANTS];
+    int base_nv;
 };
 
 typedef evo_gpu gpu_state;
@@ -167,51 +184,26 @@ static evo_status load_support(gpu_state *g, evo_err *err)
     return EVO_OK;
 }
 
-/* A case of shape `shape` with the axis fields set to axis[] (one value per config axis; NULL: the shape's own). */
-static void add_case(gpu_state *g, int shape, const long long *axis, uint64_t seed, evo_dist dist, bool timing)
-{
-    g->cases = evo_xrealloc(g->cases, (size_t)(g->n_cases + 1) * sizeof *g->cases);
-    gcase *c = &g->cases[g->n_cases++];
-    memset(c, 0, sizeof *c);
-    c->shape = shape;
-    c->gc.shape = g->shapes[shape];
-    for (int a = 0; axis && a < g->cfg->correctness.n_axes; a++) c->gc.shape.v[g->cfg->correctness.axes[a].field] = axis[a];
-    c->gc.seed = seed, c->gc.dist = dist, c->gc.timing = timing;
-    c->gc.timed_shape = shape < g->cfg->n_shapes;
-    c->out_bytes = g->task->gpu->output_bytes(g->task_state, &c->gc.shape);
-    if (c->out_bytes > g->max_out) g->max_out = c->out_bytes;
-}
-
-/* The n-th combination of the axis values (e.g. causal false, then true), the last axis varying fastest; false
- * past the last one. */
-static bool axis_combination(const evo_config *cfg, int n, long long *axis)
-{
-    for (int a = cfg->correctness.n_axes - 1; a >= 0; a--) {
-        axis[a] = cfg->correctness.axes[a].values[n % cfg->correctness.axes[a].n];
-        n /= cfg->correctness.axes[a].n;
-    }
-    return n == 0;
-}
-
+/* The cases of cases.h (the same list the fake worker reports), each with its output size. */
 static void build_cases(gpu_state *g)
 {
     const evo_config *cfg = g->cfg;
     for (int i = 0; i < cfg->n_shapes; i++) g->shapes[g->n_shapes++] = cfg->shapes[i];
     for (int i = 0; i < cfg->correctness.n_shapes; i++) g->shapes[g->n_shapes++] = cfg->correctness.shapes[i];
-    /* Every shape with every combination of axis values (causal settings) and distribution; the timed shapes (the
-     * large ones) with the first correctness.timed_seeds seeds, the extra shapes with all of them. Under a
-     * sanitizer, the first seed and distribution only: what it finds depends on the shape, not on the values. */
-    for (int sh = 0; sh < g->n_shapes; sh++) {
-        const int n_seeds = g->sanitize ? 1 : sh < cfg->n_shapes ? cfg->correctness.timed_seeds : cfg->correctness.n_seeds;
-        const int n_dists = g->sanitize ? 1 : cfg->correctness.n_dists;
-        long long axis[EVO_FIELDS_MAX];
-        for (int k = 0; axis_combination(cfg, k, axis); k++)
-            for (int s = 0; s < n_seeds; s++)
-                for (int d = 0; d < n_dists; d++)
-                    add_case(g, sh, axis, cfg->correctness.seeds[s], cfg->correctness.dists[d], false);
+    evo_gate_case *list = NULL;
+    g->n_cases = evo_gate_cases(cfg, g->sanitize, &list);
+    g->cases = evo_xcalloc((size_t)(g->n_cases ? g->n_cases : 1), sizeof *g->cases);
+    for (int i = 0; i < g->n_cases; i++) {
+        gcase *c = &g->cases[i];
+        c->shape = list[i].shape;
+        c->gc.shape = list[i].s;
+        c->gc.seed = list[i].seed, c->gc.dist = list[i].dist, c->gc.timing = list[i].timing;
+        c->gc.timed_shape = list[i].shape < cfg->n_shapes;
+        c->out_bytes = g->task->gpu->output_bytes(g->task_state, &c->gc.shape);
+        if (c->out_bytes > g->max_out) g->max_out = c->out_bytes;
+        if (c->gc.timing && c->out_bytes > g->max_timed_out) g->max_timed_out = c->out_bytes;
     }
-    if (!g->sanitize)
-        for (int i = 0; i < cfg->n_shapes; i++) add_case(g, i, NULL, TIMING_SEED + (uint64_t)i, EVO_DIST_NORMAL, true);
+    free(list);
 }
 
 static evo_status prepare_case(gpu_state *g, gcase *c, evo_err *err)
@@ -269,6 +261,13 @@ static evo_status gpu_open(gpu_state *g, int gpu, const char *config_path, bool 
     if (s != EVO_OK) return s;
     CU(g, cuStreamCreate(&g->st, CU_STREAM_NON_BLOCKING), err);
     for (size_t i = 0; i < EVO_ARRAY_LEN(g->ev); i++) CU(g, cuEventCreate(&g->ev[i], CU_EVENT_DEFAULT), err);
+    s = evo_timer_open(g->cu, !sanitize, &g->timer, err);
+    if (s != EVO_OK) return s;
+    {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        g->nonce = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 48);
+    }
     s = g->task->gpu->open(g, &g->task_state, err);
     if (s != EVO_OK) return s;
 
@@ -280,6 +279,8 @@ static evo_status gpu_open(gpu_state *g, int gpu, const char *config_path, bool 
     g->flush_bytes = (size_t)h->l2_bytes * 2;
     if (g->flush_bytes < (64u << 20)) g->flush_bytes = 64u << 20;
     CU(g, cuMemAlloc(&g->flush, g->flush_bytes), err);
+    for (int k = 0; !sanitize && k < g->cfg->timing.check_samples; k++)
+        CU(g, cuMemAlloc(&g->sample_out[k], g->max_timed_out ? g->max_timed_out : 1), err);
     /* Every case now, before the hello reply: an evaluation's watchdog then covers the candidate alone. */
     const double t0 = evo_now();
     for (int i = 0; i < g->n_cases; i++) {
@@ -287,8 +288,12 @@ static evo_status gpu_open(gpu_state *g, int gpu, const char *config_path, bool 
         if (s != EVO_OK) return s;
     }
     CU(g, cuStreamSynchronize(g->st), err);
-    fprintf(stderr, "evo worker gpu %d: %s, %d cases prepared in %.1f s\n", gpu, h->device, g->n_cases,
-            evo_now() - t0);
+    char why[256];
+    const bool cupti = evo_timer_cupti(g->timer, why, sizeof why);
+    fprintf(stderr, "evo worker gpu %d: %s, %d cases prepared in %.1f s; timing.method %s -> %s%s%s\n", gpu, h->device,
+            g->n_cases, evo_now() - t0, evo_timing_method_name(g->cfg->timing.method),
+            evo_timing_method_name(evo_timer_resolve(g->timer, g->cfg->timing.method)), cupti ? "" : "; CUPTI: ",
+            cupti ? "" : why);
     return EVO_OK;
 }
 
@@ -342,7 +347,7 @@ static void fail_case(outcome *o, evo_verdict v, const char *what, const gpu_sta
             const int fi = g->cfg->correctness.axes[a].field;
             const evo_field *f = &g->task->shape_fields[fi];
             if (f->type == EVO_FIELD_BOOL) cJSON_AddBoolToObject(k, f->name, c->gc.shape.v[fi] != 0);
-            else cJSON_AddNumberToObject(k, f->name, (double)c->gc.shape.v[fi]);
+            else cJSON_AddNumberToObject(k, f->name, evo_field_load(f, c->gc.shape.v[fi]));
         }
         cJSON_AddNumberToObject(k, "seed", (double)c->gc.seed);
         cJSON_AddStringToObject(k, "dist", evo_dist_name(c->gc.dist));
@@ -350,15 +355,9 @@ static void fail_case(outcome *o, evo_verdict v, const char *what, const gpu_sta
     }
 }
 
-/* The program's kernels, loaded, for the launch of one of them (kv[pick]). */
-typedef struct {
-    const kvariant *kv;
-    int n;
-} kset;
-
-static CUresult launch_candidate(gpu_state *g, const kset *ks, const kvariant *v, const gcase *c)
+static CUresult launch_candidate(gpu_state *g, const kset *ks, const kvariant *v, const gcase *c, bool fresh)
 {
-    return g->task->gpu->launch(g->task_state, &c->gc, ks->kv, ks->n, (int)(v - ks->kv), g->out);
+    return g->task->gpu->launch(g->task_state, &c->gc, ks->kv, ks->n, (int)(v - ks->kv), g->out, fresh);
 }
 
 /* Poison the output (0xff bytes: NaN in fp16, fp32 and e4m3) between canaries. */
@@ -376,7 +375,7 @@ static evo_status run_once(gpu_state *g, const kset *ks, const kvariant *v, cons
 {
     evo_status s = poison(g, c, err);
     if (s != EVO_OK) return s;
-    CUresult r = launch_candidate(g, ks, v, c);
+    CUresult r = launch_candidate(g, ks, v, c, false);
     if (r != CUDA_SUCCESS) {
         char msg[256];
         snprintf(msg, sizeof msg, "launch refused: %s", cu_name(g, r));
@@ -400,8 +399,8 @@ static evo_status run_once(gpu_state *g, const kset *ks, const kvariant *v, cons
     return EVO_OK;
 }
 
-/* Canaries intact, then the task's comparison (every element written and finite, errors within tolerance). */
-static evo_status check_output(gpu_state *g, const gcase *c, outcome *o, evo_gpu_check *chk, evo_err *err)
+/* Words of the guard bands around the output (of case c's size) that are not the canary any more. */
+static evo_status canary_words(gpu_state *g, const gcase *c, unsigned long long *bad, evo_err *err)
 {
     unsigned long long res_init[2] = {0, ~0ull}, res[2];
     CU(g, cuMemcpyHtoD(g->canary_res, res_init, sizeof res_init), err);
@@ -415,23 +414,38 @@ static evo_status check_output(gpu_state *g, const gcase *c, outcome *o, evo_gpu
     if (s != EVO_OK) return s;
     CU(g, cuStreamSynchronize(g->st), err);
     CU(g, cuMemcpyDtoH(res, g->canary_res, sizeof res), err);
-    memset(chk, 0, sizeof *chk);
-    s = g->task->gpu->check(g->task_state, &c->gc, g->out, chk, err);
-    if (s != EVO_OK) return s;
+    *bad = res[0];
+    return EVO_OK;
+}
+
+/* The verdict on an output: INCORRECT with the evidence when the canaries moved or the task's comparison failed. */
+static void judge_output(const gpu_state *g, const gcase *c, outcome *o, const evo_gpu_check *chk,
+                         unsigned long long canary_bad)
+{
     const evo_metrics *m = &chk->m;
     char why[300] = "";
-    if (res[0] > 0) snprintf(why, sizeof why, "wrote %llu words outside its output (canary guard band)", res[0]);
+    if (canary_bad > 0) snprintf(why, sizeof why, "wrote %llu words outside its output (canary guard band)", canary_bad);
     else snprintf(why, sizeof why, "%s", chk->why);
-    if (why[0]) {
-        fail_case(o, EVO_V_INCORRECT, why, g, c);
-        cJSON_AddNumberToObject(o->detail, "max_abs", m->max_abs);
-        cJSON_AddNumberToObject(o->detail, "rel_l2", m->rel_l2);
-        cJSON_AddNumberToObject(o->detail, "frac_over", m->frac_over);
-        cJSON_AddNumberToObject(o->detail, "nonfinite", (double)m->n_nonfinite);
-        cJSON_AddNumberToObject(o->detail, "first_bad_index", (double)m->first_bad);
-        cJSON_AddNumberToObject(o->detail, "canary_words", (double)res[0]);
-    }
-    return EVO_OK;
+    if (!why[0]) return;
+    fail_case(o, EVO_V_INCORRECT, why, g, c);
+    cJSON_AddNumberToObject(o->detail, "max_abs", m->max_abs);
+    cJSON_AddNumberToObject(o->detail, "rel_l2", m->rel_l2);
+    cJSON_AddNumberToObject(o->detail, "frac_over", m->frac_over);
+    cJSON_AddNumberToObject(o->detail, "nonfinite", (double)m->n_nonfinite);
+    cJSON_AddNumberToObject(o->detail, "first_bad_index", (double)m->first_bad);
+    cJSON_AddNumberToObject(o->detail, "canary_words", (double)canary_bad);
+}
+
+/* Canaries intact, then the task's comparison (every element written and finite, errors within tolerance). */
+static evo_status check_output(gpu_state *g, const gcase *c, outcome *o, evo_gpu_check *chk, evo_err *err)
+{
+    unsigned long long bad = 0;
+    evo_status s = canary_words(g, c, &bad, err);
+    if (s != EVO_OK) return s;
+    memset(chk, 0, sizeof *chk);
+    s = g->task->gpu->check(g->task_state, &c->gc, g->out, chk, err);
+    if (s == EVO_OK) judge_output(g, c, o, chk, bad);
+    return s;
 }
 
 /* The variant a shape is timed with: the task's pick. */
@@ -441,12 +455,6 @@ static const kvariant *variant_for(const gpu_state *g, const kvariant *vs, int n
     for (int i = 0; i < n; i++) v[i] = vs[i].v;
     const int i = g->task->pick(v, n, sh, g->info.sm_count);
     return i < 0 ? NULL : &vs[i];
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* Resource gate: the kernel as loaded against this device's limits. */
@@ -495,6 +503,373 @@ static evo_status load_variants(gpu_state *g, CUmodule mod, const evo_eval_reque
         if (msg[0]) fail_case(o, EVO_V_RESOURCE_FAIL, msg, g, NULL);
     }
     return EVO_OK;
+}
+
+/* ---- timing: engine/timing.h clocks; the task brings fresh inputs and checks sampled outputs ---- */
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* One kernel timed on one shape: its program's kernels and which one, the shape's timing case, where its fresh
+ * inputs come from. */
+typedef struct {
+    gpu_state *g;
+    kset ks;
+    const kvariant *v;
+    gcase *c;
+    uint64_t nonce;   /* repetition r runs on the case's inputs perturbed with rep_seed(r) */
+    bool sampled;     /* copy sampled outputs (the candidate; the baseline passed its gates already) */
+    int sample_rep[MAX_SAMPLES]; /* -1: not taken */
+} tsubject;
+
+static uint64_t rep_seed(const tsubject *t, int rep)
+{
+    return mix64(t->nonce + (uint64_t)(int64_t)rep * 0x9e3779b97f4a7c15ull);
+}
+
+static bool fresh_inputs(const gpu_state *g) { return g->cfg->timing.fresh_inputs && g->task->gpu->perturb; }
+
+static evo_status ts_prepare(void *ctx, int rep, evo_err *err)
+{
+    tsubject *t = ctx;
+    gpu_state *g = t->g;
+    if (fresh_inputs(g)) {
+        evo_status s = g->task->gpu->perturb(g->task_state, &t->c->gc, rep_seed(t, rep), err);
+        if (s != EVO_OK) return s;
+    }
+    CU(g, cuMemsetD8Async(g->out, 0xff, t->c->out_bytes, g->st), err); /* NaN: a skipped element shows */
+    return EVO_OK;
+}
+
+static CUresult ts_launch(void *ctx)
+{
+    tsubject *t = ctx;
+    return launch_candidate(t->g, &t->ks, t->v, t->c, fresh_inputs(t->g));
+}
+
+/* Sample k of reps repetitions: the last one for k = 0 (a kernel that skips work when called again fails there),
+ * the others drawn from the nonce, so a kernel cannot know which outputs are read. */
+static int sample_at(const tsubject *t, int k, int reps)
+{
+    if (k == 0 || reps < 2) return reps - 1;
+    return (int)(mix64(t->nonce ^ (uint64_t)k) % (uint64_t)(reps - 1));
+}
+
+static evo_status ts_after(void *ctx, int rep, int reps, evo_err *err)
+{
+    tsubject *t = ctx;
+    gpu_state *g = t->g;
+    for (int k = 0; t->sampled && k < g->cfg->timing.check_samples; k++) {
+        if (sample_at(t, k, reps) != rep) continue;
+        CUresult r = evo_timer_copy_async(g->timer, g->sample_out[k], g->out, t->c->out_bytes, g->st);
+        if (r != CUDA_SUCCESS) return evo_cu_check(g->cu, r, "copying a timed output", err);
+        t->sample_rep[k] = rep;
+    }
+    return EVO_OK;
+}
+
+/* The sampled outputs against a reference on the inputs their repetitions saw (the task's check_fresh), or with
+ * fresh inputs off against the case's reference; canaries once. */
+static evo_status check_samples(gpu_state *g, tsubject *t, outcome *o, evo_err *err)
+{
+    gcase *c = t->c;
+    unsigned long long bad = 0;
+    evo_status s = canary_words(g, c, &bad, err);
+    for (int k = 0; s == EVO_OK && o->verdict == EVO_V_OK && k < g->cfg->timing.check_samples; k++) {
+        if (t->sample_rep[k] < 0) continue;
+        evo_gpu_check chk;
+        memset(&chk, 0, sizeof chk);
+        if (fresh_inputs(g))
+            s = g->task->gpu->check_fresh(g->task_state, &c->gc, rep_seed(t, t->sample_rep[k]), g->sample_out[k], &chk,
+                                          err);
+        else
+            s = g->task->gpu->check(g->task_state, &c->gc, g->sample_out[k], &chk, err);
+        if (s != EVO_OK) break;
+        judge_output(g, c, o, &chk, bad);
+        if (o->verdict != EVO_V_OK) {
+            cJSON_AddStringToObject(o->detail, "stage", "output of a timed launch");
+            cJSON_AddNumberToObject(o->detail, "repetition", t->sample_rep[k]);
+        }
+        t->sample_rep[k] = -1;
+    }
+    return s;
+}
+
+typedef struct {
+    double best_us, factor;
+} abort_rule;
+
+static bool too_slow(void *ctx, double first_median_us)
+{
+    const abort_rule *a = ctx;
+    return a->best_us > 0 && first_median_us > a->factor * a->best_us;
+}
+
+/* What time_shape measured: per subject, the stats of the method's times and the events' median. */
+typedef struct {
+    evo_noise_stats st[EVO_TIMING_MAX_SUBJECTS];
+    double events_median[EVO_TIMING_MAX_SUBJECTS];
+    evo_timing_method method;
+    int reps;
+    double seconds;
+    char note[256];
+} shape_timing;
+
+/* Times timed shape i: v of ks (checked through its sampled outputs when `check`), with bv of bks interleaved when
+ * given. Failures set o->verdict (LAUNCH_FAIL, TIMEOUT, CRASHED, SLOW, INCORRECT). */
+static evo_status time_shape(gpu_state *g, int i, const kset *ks, const kvariant *v, const kset *bks,
+                             const kvariant *bv, bool check, double best_us, outcome *o, shape_timing *out,
+                             evo_err *err)
+{
+    const evo_config *cfg = g->cfg;
+    memset(out, 0, sizeof *out);
+    gcase *c = NULL;
+    for (int k = 0; k < g->n_cases; k++)
+        if (g->cases[k].gc.timing && g->cases[k].shape == i) c = &g->cases[k];
+    if (!c) return evo_fail(err, EVO_E_INTERNAL, "no timing inputs for shape %d", i);
+    evo_status s = prepare_case(g, c, err);
+    if (s != EVO_OK) return s;
+    /* Guard bands around this shape's output, for the canary check of the sampled repetitions. */
+    CU(g, cuMemsetD32Async(g->outbuf, CANARY, GUARD_WORDS, g->st), err);
+    CU(g, cuMemsetD32Async(g->out + ((c->out_bytes + 3) & ~(size_t)3), CANARY, GUARD_WORDS, g->st), err);
+    tsubject ts[2];
+    const uint64_t nonce = mix64(++g->nonce);
+    for (int k = 0; k < 2; k++) {
+        ts[k] = (tsubject){.g = g, .ks = k ? (bks ? *bks : *ks) : *ks, .v = k ? bv : v, .c = c, .nonce = nonce,
+                           .sampled = check && k == 0};
+        for (int j = 0; j < MAX_SAMPLES; j++) ts[k].sample_rep[j] = -1;
+    }
+    evo_timing_subject subj[2];
+    for (int k = 0; k < 2; k++) {
+        const kvariant *kv = ts[k].v;
+        subj[k] = (evo_timing_subject){.symbol = kv ? kv->v.name_expr : NULL, .prepare = ts_prepare,
+                                       .launch = ts_launch, .after = ts_after, .ctx = &ts[k]};
+        if (kv) { /* what CUPTI tells the kernels' records apart by */
+            unsigned grid[EVO_TIMING_MAX_KERNELS][3], block[EVO_TIMING_MAX_KERNELS];
+            const int nk = g->task->gpu->geometry_of(g->task_state, &c->gc, ts[k].ks.kv, ts[k].ks.n,
+                                                     (int)(kv - ts[k].ks.kv), grid, block, EVO_TIMING_MAX_KERNELS);
+            memcpy(subj[k].grid, grid[0], sizeof grid[0]);
+            subj[k].block = block[0];
+            subj[k].n_more = nk - 1;
+            for (int j = 1; j < nk; j++) {
+                memcpy(subj[k].more_grid[j - 1], grid[j], sizeof grid[j]);
+                subj[k].more_block[j - 1] = block[j];
+            }
+        }
+    }
+    abort_rule rule = {best_us, cfg->timing.abort_factor};
+    evo_timing_opts opts = {
+        .method = cfg->timing.method, .stream = g->st,
+        .flush = cfg->timing.flush_l2 ? g->flush : 0, .flush_bytes = cfg->timing.flush_l2 ? g->flush_bytes : 0,
+        .warmup = cfg->timing.warmup, .min_reps = cfg->timing.repetitions, .max_reps = cfg->timing.max_repetitions,
+        .target_us = cfg->timing.target_us, .judge_first = best_us > 0 ? 3 : 0, .judge = too_slow,
+        .judge_ctx = &rule, .kernel_timeout_s = cfg->timing.kernel_timeout_s,
+    };
+    evo_timing_result r;
+    const double t0 = evo_now();
+    const int n_subj = bv ? 2 : 1;
+    double *us[2] = {NULL, NULL}, *eus[2] = {NULL, NULL};
+    int total = 0;
+    /* A first pass sized by target_us; when the median's interval is still wider than target_ci (a kernel whose
+     * launches vary, like a causal one with a long tail), one more pass on inputs of its own, up to max_repetitions
+     * in all. */
+    const evo_timing_method want = evo_timer_resolve(g->timer, cfg->timing.method);
+    for (int pass = 0; pass < 2; pass++) {
+        s = evo_timer_run(g->timer, &opts, subj, n_subj, &r, err);
+        /* CUPTI's records did not match the launches (a rare late delivery): once more, so that one shape's
+         * figures are never events where the others are CUPTI's */
+        if (s == EVO_OK && r.outcome == EVO_TIMED_OK && r.method != want) {
+            fprintf(stderr, "evo worker: shape %d: %s; timing it again\n", i, r.note);
+            for (int k = 0; k < 2; k++) {
+                ts[k].nonce = mix64(++g->nonce);
+                for (int j = 0; j < MAX_SAMPLES; j++) ts[k].sample_rep[j] = -1;
+            }
+            s = evo_timer_run(g->timer, &opts, subj, n_subj, &r, err);
+        }
+        if (s != EVO_OK || r.outcome != EVO_TIMED_OK) break;
+        for (int k = 0; k < n_subj; k++) {
+            us[k] = evo_xrealloc(us[k], (size_t)(total + r.reps) * sizeof(double));
+            eus[k] = evo_xrealloc(eus[k], (size_t)(total + r.reps) * sizeof(double));
+            memcpy(us[k] + total, r.us[k], (size_t)r.reps * sizeof(double));
+            memcpy(eus[k] + total, r.event_us[k], (size_t)r.reps * sizeof(double));
+        }
+        total += r.reps;
+        if (check && (s = check_samples(g, &ts[0], o, err)) != EVO_OK) break;
+        if (o->verdict != EVO_V_OK) break;
+        double hw = 0;
+        for (int k = 0; k < n_subj; k++) {
+            evo_noise_stats st;
+            evo_noise_summarize(us[k], total, &st);
+            if (st.median > 0) hw = fmax(hw, (st.ci_hi - st.ci_lo) / (2 * st.median));
+        }
+        const int room = cfg->timing.max_repetitions - total;
+        if (pass > 0 || cfg->timing.target_ci <= 0 || hw <= cfg->timing.target_ci || room <= 0) break;
+        const double more_f = ceil(total * (hw / cfg->timing.target_ci) * (hw / cfg->timing.target_ci)) - total;
+        const int more = more_f > room ? room : more_f < cfg->timing.repetitions ? cfg->timing.repetitions : (int)more_f;
+        opts.min_reps = opts.max_reps = more < room ? more : room;
+        opts.target_us = 0;
+        opts.judge_first = 0;
+        for (int k = 0; k < 2; k++) {
+            ts[k].nonce = mix64(++g->nonce); /* inputs no earlier repetition saw */
+            for (int j = 0; j < MAX_SAMPLES; j++) ts[k].sample_rep[j] = -1;
+        }
+    }
+    if (s != EVO_OK || r.outcome != EVO_TIMED_OK || o->verdict != EVO_V_OK)
+        for (int k = 0; k < 2; k++) free(us[k]), free(eus[k]);
+    if (s != EVO_OK || (r.outcome == EVO_TIMED_OK && o->verdict != EVO_V_OK)) return s;
+    char msg[256];
+    switch (r.outcome) {
+    case EVO_TIMED_OK: break;
+    case EVO_TIMED_REFUSED:
+        snprintf(msg, sizeof msg, "launch refused while timing%s: %s", r.subject == 1 ? " (the baseline)" : "",
+                 cu_name(g, r.error));
+        fail_case(o, EVO_V_LAUNCH_FAIL, msg, g, c);
+        return EVO_OK;
+    case EVO_TIMED_TIMEOUT:
+        fail_case(o, EVO_V_TIMEOUT, "did not finish while timing", g, c);
+        o->exit_after = true;
+        return EVO_OK;
+    case EVO_TIMED_FAULT:
+        snprintf(msg, sizeof msg, "faulted while timing: %s", cu_name(g, r.error));
+        fail_case(o, EVO_V_CRASHED, msg, g, c);
+        o->exit_after = true;
+        return EVO_OK;
+    case EVO_TIMED_ABORTED:
+        snprintf(msg, sizeof msg, "%.1f us after %d runs > %.1f x the best %.1f us", r.first_median_us,
+                 opts.judge_first, cfg->timing.abort_factor, best_us);
+        fail_case(o, EVO_V_SLOW, msg, g, c);
+        out->st[0].median = r.first_median_us;
+        return EVO_OK;
+    }
+    for (int k = 0; k < n_subj; k++) {
+        evo_noise_summarize(us[k], total, &out->st[k]);
+        evo_noise_stats e;
+        evo_noise_summarize(eus[k], total, &e);
+        out->events_median[k] = e.median;
+        free(us[k]);
+        free(eus[k]);
+    }
+    out->method = r.method;
+    out->reps = total;
+    out->seconds = evo_now() - t0;
+    snprintf(out->note, sizeof out->note, "%s", r.note);
+    return EVO_OK;
+}
+
+static void fill_timed(const gpu_state *g, int i, const evo_noise_stats *st, evo_shape_result *sr)
+{
+    sr->median_us = st->median;
+    sr->p10_us = st->p10;
+    sr->p90_us = st->p90;
+    sr->ci_lo_us = st->ci_lo;
+    sr->ci_hi_us = st->ci_hi;
+    sr->rate = st->median > 0 ? g->task->work(&g->cfg->shapes[i]) / (st->median * 1e-6) / g->task->rate_scale : 0;
+}
+
+/* The timing gate: every timed shape, the candidate's sampled outputs checked; with timing.interleave the
+ * baseline's launches alternate with the candidate's and the speedups come from the same run (rep->paired). */
+static evo_status timing_gate(gpu_state *g, const evo_eval_request *req, const kset *ks, evo_eval_reply *rep,
+                              outcome *o, evo_err *err)
+{
+    const evo_config *cfg = g->cfg;
+    const bool paired = cfg->timing.interleave && !req->is_baseline && g->base_mod;
+    const kset bks = {g->base_kv, g->base_nv};
+    cJSON *tj = cJSON_CreateObject();
+    cJSON *reps = cJSON_AddArrayToObject(tj, "reps"), *ev = cJSON_AddArrayToObject(tj, "events_median_us");
+    const char *note = "";
+    evo_timing_method method = evo_timer_resolve(g->timer, cfg->timing.method);
+    evo_status s = EVO_OK;
+    shape_timing st;
+    for (int i = 0; s == EVO_OK && o->verdict == EVO_V_OK && i < cfg->n_shapes; i++) {
+        const kvariant *v = variant_for(g, ks->kv, ks->n, &cfg->shapes[i]);
+        const kvariant *bv = paired ? variant_for(g, bks.kv, bks.n, &cfg->shapes[i]) : NULL;
+        if (!v || (paired && !bv)) {
+            fail_case(o, EVO_V_INVALID, "no kernel serves a timed shape", g, NULL);
+            break;
+        }
+        const double best = !req->is_baseline && i < req->n_best ? req->best_us[i] : 0;
+        s = time_shape(g, i, ks, v, paired ? &bks : NULL, bv, true, best, o, &st, err);
+        evo_shape_result *sr = &rep->shapes[i];
+        if (s == EVO_OK && o->verdict == EVO_V_SLOW) sr->median_us = st.st[0].median;
+        if (s != EVO_OK || o->verdict != EVO_V_OK) break;
+        fill_timed(g, i, &st.st[0], sr);
+        method = st.method;
+        if (st.note[0]) note = st.note; /* the last fallback note (they repeat) */
+        cJSON_AddItemToArray(reps, cJSON_CreateNumber(st.reps));
+        cJSON_AddItemToArray(ev, cJSON_CreateNumber(st.events_median[0]));
+        if (req->is_baseline) {
+            g->baseline_us[i] = sr->median_us;
+            g->baseline_noise[i] = (sr->p90_us - sr->p10_us) / sr->median_us;
+        }
+        if (paired) {
+            sr->baseline_us = st.st[1].median;
+            sr->baseline_ci_lo_us = st.st[1].ci_lo;
+            sr->baseline_ci_hi_us = st.st[1].ci_hi;
+        } else {
+            sr->baseline_us = g->baseline_us[i];
+        }
+        sr->speedup = sr->baseline_us > 0 ? sr->baseline_us / sr->median_us : 0;
+    }
+    cJSON_AddStringToObject(tj, "method", evo_timing_method_name(method));
+    if (note[0]) cJSON_AddStringToObject(tj, "note", note);
+    if (paired) cJSON_AddBoolToObject(tj, "interleaved", true);
+    cJSON_AddItemToObject(o->detail, "timing", tj);
+    rep->paired = paired;
+    return s;
+}
+
+/* evo check --retime N: N rounds, each timing the baseline and the candidate on every shape (interleaved or one
+ * after the other), into detail.retime.rounds[k] = {median_us, ci_lo_us, ci_hi_us, baseline_us,
+ * baseline_ci_lo_us, baseline_ci_hi_us, reps: per shape; time_s: the candidate's timing seconds}. */
+static evo_status retime(gpu_state *g, const evo_eval_request *req, const kset *ks, outcome *o, evo_err *err)
+{
+    const evo_config *cfg = g->cfg;
+    if (!g->base_mod) return evo_fail(err, EVO_E_INTERNAL, "retime: the baseline was not evaluated in this worker");
+    const kset bks = {g->base_kv, g->base_nv};
+    cJSON *rt = cJSON_AddObjectToObject(o->detail, "retime");
+    cJSON_AddStringToObject(rt, "method", evo_timing_method_name(evo_timer_resolve(g->timer, cfg->timing.method)));
+    cJSON_AddBoolToObject(rt, "interleaved", cfg->timing.interleave);
+    cJSON *rounds = cJSON_AddArrayToObject(rt, "rounds");
+    evo_status s = EVO_OK;
+    for (int k = 0; s == EVO_OK && o->verdict == EVO_V_OK && k < req->retime; k++) {
+        static const char *const keys[] = {"median_us", "ci_lo_us", "ci_hi_us", "baseline_us", "baseline_ci_lo_us",
+                                           "baseline_ci_hi_us", "events_median_us", "baseline_events_median_us",
+                                           "reps"};
+        cJSON *round = cJSON_CreateObject(), *a[EVO_ARRAY_LEN(keys)];
+        for (size_t j = 0; j < EVO_ARRAY_LEN(keys); j++) a[j] = cJSON_AddArrayToObject(round, keys[j]);
+        cJSON_AddItemToArray(rounds, round);
+        double seconds = 0;
+        for (int i = 0; s == EVO_OK && o->verdict == EVO_V_OK && i < cfg->n_shapes; i++) {
+            const evo_shape *sh = &cfg->shapes[i];
+            const kvariant *v = variant_for(g, ks->kv, ks->n, sh);
+            const kvariant *bv = variant_for(g, bks.kv, bks.n, sh);
+            if (!v || !bv) {
+                fail_case(o, EVO_V_INVALID, "no kernel serves a timed shape", g, NULL);
+                break;
+            }
+            shape_timing c, b;
+            if (cfg->timing.interleave) {
+                s = time_shape(g, i, ks, v, &bks, bv, true, 0, o, &c, err);
+                b = c;
+                b.st[0] = c.st[1];
+                b.events_median[0] = c.events_median[1];
+            } else {
+                s = time_shape(g, i, &bks, bv, NULL, NULL, false, 0, o, &b, err);
+                if (s == EVO_OK && o->verdict == EVO_V_OK) s = time_shape(g, i, ks, v, NULL, NULL, true, 0, o, &c, err);
+            }
+            if (s != EVO_OK || o->verdict != EVO_V_OK) break;
+            seconds += c.seconds;
+            const double vals[] = {c.st[0].median, c.st[0].ci_lo, c.st[0].ci_hi, b.st[0].median, b.st[0].ci_lo,
+                                   b.st[0].ci_hi, c.events_median[0], b.events_median[0], c.reps};
+            for (size_t j = 0; j < EVO_ARRAY_LEN(keys); j++) cJSON_AddItemToArray(a[j], cJSON_CreateNumber(vals[j]));
+        }
+        cJSON_AddNumberToObject(round, "time_s", seconds);
+    }
+    return s;
 }
 
 static evo_status evaluate(gpu_state *g, const evo_eval_request *req, evo_eval_reply *rep, outcome *o, evo_err *err)
@@ -572,94 +947,21 @@ static evo_status evaluate(gpu_state *g, const evo_eval_request *req, evo_eval_r
 
     /* ---- timing ---- */
     const double t_time = evo_now();
-    const int reps = cfg->timing.repetitions < MAX_REPS ? cfg->timing.repetitions : MAX_REPS;
-    double *ts = evo_xcalloc((size_t)reps, sizeof *ts);
-    for (int i = 0; s == EVO_OK && req->time && !g->sanitize && o->verdict == EVO_V_OK && i < cfg->n_shapes; i++) {
-        gcase *c = NULL;
-        for (int k = 0; k < g->n_cases; k++)
-            if (g->cases[k].gc.timing && g->cases[k].shape == i) c = &g->cases[k];
-        const kvariant *v = variant_for(g, vs, req->n_variants, &cfg->shapes[i]);
-        if (!c || !v) {
-            fail_case(o, EVO_V_INVALID, "no kernel serves a timed shape", g, c);
-            break;
-        }
-        if ((s = prepare_case(g, c, err)) != EVO_OK) break;
-        for (int w = 0; w < cfg->timing.warmup && o->verdict == EVO_V_OK; w++)
-            if ((s = run_once(g, &ks, v, c, o, err)) != EVO_OK) break;
-        if (s != EVO_OK || o->verdict != EVO_V_OK) break;
-        /* Each repetition: flush L2, poison the output, time the launch. All queued before waiting, so no host
-         * gap falls inside a measurement; the first three are judged for an early abort. */
-        int done = 0;
-        const int first = reps < 3 ? reps : 3;
-        for (int batch_end = first; done < reps; batch_end = reps) {
-            for (int k = done; k < batch_end; k++) {
-                if (cfg->timing.flush_l2) CU(g, cuMemsetD8Async(g->flush, (unsigned char)k, g->flush_bytes, g->st), err);
-                CU(g, cuMemsetD8Async(g->out, 0xff, c->out_bytes, g->st), err);
-                CU(g, cuEventRecord(g->ev[2 * k], g->st), err);
-                r = launch_candidate(g, &ks, v, c);
-                if (r != CUDA_SUCCESS) {
-                    fail_case(o, EVO_V_LAUNCH_FAIL, "launch refused while timing", g, c);
-                    break;
-                }
-                CU(g, cuEventRecord(g->ev[2 * k + 1], g->st), err);
-            }
-            if (o->verdict != EVO_V_OK) break;
-            CUresult fault = CUDA_SUCCESS;
-            wait_result wr = wait_event(g, g->ev[2 * batch_end - 1],
-                                        cfg->timing.kernel_timeout_s * (batch_end - done) + 1.0, &fault);
-            if (wr != WAIT_OK) {
-                fail_case(o, wr == WAIT_TIMEOUT ? EVO_V_TIMEOUT : EVO_V_CRASHED,
-                          wr == WAIT_TIMEOUT ? "did not finish while timing" : cu_name(g, fault), g, c);
-                o->exit_after = true;
-                break;
-            }
-            for (int k = done; k < batch_end; k++) {
-                float ms = 0;
-                CU(g, cuEventElapsedTime(&ms, g->ev[2 * k], g->ev[2 * k + 1]), err);
-                ts[k] = 1000.0 * ms;
-            }
-            done = batch_end;
-            if (done == first && done < reps && !req->is_baseline && i < req->n_best && req->best_us[i] > 0) {
-                double head[3];
-                memcpy(head, ts, (size_t)first * sizeof *ts);
-                qsort(head, (size_t)first, sizeof *head, cmp_double);
-                if (head[first / 2] > cfg->timing.abort_factor * req->best_us[i]) {
-                    char msg[160];
-                    snprintf(msg, sizeof msg, "%.1f us after %d runs > %.1f x the best %.1f us", head[first / 2],
-                             first, cfg->timing.abort_factor, req->best_us[i]);
-                    fail_case(o, EVO_V_SLOW, msg, g, c);
-                    rep->shapes[i].median_us = head[first / 2];
-                    break;
-                }
-            }
-        }
-        if (s != EVO_OK || o->verdict != EVO_V_OK) break;
-        /* The last timed launch must have written a correct output too (a kernel that skips work when called
-         * again with the same pointers fails here). */
-        evo_gpu_check chk;
-        if ((s = check_output(g, c, o, &chk, err)) != EVO_OK || o->verdict != EVO_V_OK) {
-            if (o->verdict != EVO_V_OK) cJSON_AddStringToObject(o->detail, "stage", "output of a timed launch");
-            break;
-        }
-        qsort(ts, (size_t)reps, sizeof *ts, cmp_double);
-        evo_shape_result *sr = &rep->shapes[i];
-        sr->median_us = ts[reps / 2];
-        sr->p10_us = ts[(reps - 1) / 10];
-        sr->p90_us = ts[(reps - 1) * 9 / 10];
-        sr->rate = g->task->work(&cfg->shapes[i]) / (sr->median_us * 1e-6) / g->task->rate_scale;
-        if (req->is_baseline) {
-            g->baseline_us[i] = sr->median_us;
-            g->baseline_noise[i] = (sr->p90_us - sr->p10_us) / sr->median_us;
-        }
-        sr->baseline_us = g->baseline_us[i];
-        sr->speedup = sr->baseline_us > 0 ? sr->baseline_us / sr->median_us : 0;
-    }
-    free(ts);
+    if (s == EVO_OK && req->time && !g->sanitize && o->verdict == EVO_V_OK) s = timing_gate(g, req, &ks, rep, o, err);
     rep->time_s = evo_now() - t_time;
     if (req->time) {
         double noise = 0;
         for (int i = 0; i < cfg->n_shapes; i++) noise = fmax(noise, g->baseline_noise[i]);
         cJSON_AddNumberToObject(o->detail, "baseline_noise", noise);
+    }
+    if (s == EVO_OK && req->retime > 0 && !g->sanitize && o->verdict == EVO_V_OK) s = retime(g, req, &ks, o, err);
+    /* The baseline's module stays loaded: it is timed beside candidates (interleave) and in re-timings. */
+    if (s == EVO_OK && req->is_baseline && o->verdict == EVO_V_OK && !o->exit_after) {
+        if (g->base_mod) g->cu->cuModuleUnload(g->base_mod);
+        g->base_mod = mod;
+        memcpy(g->base_kv, vs, sizeof g->base_kv);
+        g->base_nv = req->n_variants;
+        return s;
     }
     if (!o->exit_after) g->cu->cuModuleUnload(mod);
     return s;

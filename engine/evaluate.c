@@ -1,6 +1,7 @@
 /* evaluate.c — the "gpu" and "replay" evaluators (see evaluate.h). */
 #include "evaluate.h"
 
+#include "noise.h"
 #include "pool.h"
 #include "protocol.h"
 #include "util.h"
@@ -30,8 +31,10 @@ struct evo_evaluator {
     char baseline_cubin[4096];
     bool have_baseline_times;
     double baseline_us[EVO_POOL_MAX_WORKERS][EVO_MAX_SHAPES]; /* per worker: speedups use the same GPU's time */
+    double baseline_ci[EVO_POOL_MAX_WORKERS][EVO_MAX_SHAPES][2]; /* ... and its interval */
     double best_us[EVO_MAX_SHAPES];
     bool full_timing;
+    int retime;
     /* replay */
     evo_store *replay;
     char shape_set[65];
@@ -63,22 +66,27 @@ int evo_gpu_count(void)
 
 void evo_result_score(const evo_config *cfg, evo_result *r)
 {
+    r->fitness_lo = r->fitness_hi = NAN;
     if (r->verdict != EVO_V_OK) {
         r->fitness = NAN;
         return;
     }
-    double log_sum = 0, worst = INFINITY;
+    double log_sum = 0, worst = INFINITY, sp[EVO_MAX_SHAPES], h[EVO_MAX_SHAPES];
     int n = 0, regressed = 0;
     for (int i = 0; i < r->n_shapes; i++) {
         const evo_shape_result *s = &r->shapes[i];
         if (!(s->speedup > 0)) continue;
         log_sum += log(s->speedup);
         worst = fmin(worst, s->speedup);
+        sp[n] = s->speedup;
+        h[n] = evo_noise_ratio_halfwidth(s->ci_lo_us, s->ci_hi_us, s->baseline_ci_lo_us, s->baseline_ci_hi_us);
         n++;
         if (s->median_us > cfg->regression.slowdown * s->baseline_us) regressed++;
     }
     r->fitness = !n ? NAN : cfg->fitness == EVO_FITNESS_WORST ? worst : exp(log_sum / n);
     if (n < r->n_shapes) r->fitness = NAN; /* a shape without a time has no fitness */
+    if (isfinite(r->fitness))
+        evo_noise_fitness_interval(sp, h, n, cfg->fitness == EVO_FITNESS_WORST, &r->fitness_lo, &r->fitness_hi);
     if (regressed >= cfg->regression.min_shapes) r->verdict = EVO_V_REGRESSED;
 }
 
@@ -87,6 +95,8 @@ void evo_result_from_eval(const evo_eval_rec *e, evo_result *r)
     memset(r, 0, sizeof *r);
     r->verdict = e->verdict;
     r->fitness = e->fitness;
+    r->fitness_lo = e->fitness_lo;
+    r->fitness_hi = e->fitness_hi;
     r->detail = evo_strdup(e->detail ? e->detail : "{}");
     r->n_shapes = e->n_shapes < EVO_MAX_SHAPES ? e->n_shapes : EVO_MAX_SHAPES;
     memcpy(r->shapes, e->shapes, (size_t)r->n_shapes * sizeof *r->shapes);
@@ -132,6 +142,7 @@ static void fill_request(const evo_evaluator *e, const evo_candidate *c, const c
     }
     rq->check = rq->time = true;
     rq->n_best = e->full_timing ? 0 : e->cfg->n_shapes;
+    rq->retime = c == &e->baseline ? 0 : e->retime;
     for (int i = 0; i < e->cfg->n_shapes; i++) rq->best_us[i] = e->best_us[i];
 }
 
@@ -169,13 +180,22 @@ static void on_done(void *p, const evo_pool_job *job, const evo_pool_done *d)
     copy_reply(e->pool, d, r);
     const int w = d->worker;
     if (rc->job_cand[d->job] < 0 && r->verdict == EVO_V_OK) {
-        for (int i = 0; i < r->n_shapes; i++) e->baseline_us[w][i] = r->shapes[i].median_us;
+        for (int i = 0; i < r->n_shapes; i++) {
+            e->baseline_us[w][i] = r->shapes[i].median_us;
+            e->baseline_ci[w][i][0] = r->shapes[i].ci_lo_us;
+            e->baseline_ci[w][i][1] = r->shapes[i].ci_hi_us;
+        }
         e->have_baseline_times = true;
     }
-    /* Speedups against this GPU's baseline (a worker restarted since still runs on the same GPU). */
+    /* Speedups against this GPU's baseline (a worker restarted since still runs on the same GPU), or against the
+     * baseline timed interleaved with the candidate when the worker did that (paired). */
     for (int i = 0; i < r->n_shapes; i++) {
         evo_shape_result *s = &r->shapes[i];
-        s->baseline_us = e->baseline_us[w][i];
+        if (!d->reply->paired || !(s->baseline_us > 0)) {
+            s->baseline_us = e->baseline_us[w][i];
+            s->baseline_ci_lo_us = e->baseline_ci[w][i][0];
+            s->baseline_ci_hi_us = e->baseline_ci[w][i][1];
+        }
         s->speedup = s->baseline_us > 0 && s->median_us > 0 ? s->baseline_us / s->median_us : 0;
     }
     evo_result_score(e->cfg, r);
@@ -245,7 +265,7 @@ static evo_status gpu_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_er
     return write_cubin(e, &e->baseline, e->baseline_cubin, sizeof e->baseline_cubin, err);
 }
 
-static evo_status gpu_run(evo_evaluator *e, const evo_candidate *c, int n, bool retime, evo_result *out,
+static evo_status gpu_run(evo_evaluator *e, const evo_candidate *c, int n, bool retime, bool check, evo_result *out,
                           evo_result *baseline, void (*progress)(void *, int, const evo_result *), void *ctx,
                           evo_err *err)
 {
@@ -279,6 +299,8 @@ static evo_status gpu_run(evo_evaluator *e, const evo_candidate *c, int n, bool 
         s = write_cubin(e, &c[i], path, sizeof path, err);
         if (s != EVO_OK) break;
         fill_request(e, &c[i], path, &reqs[nj]);
+        reqs[nj].check = check;
+        if (!check) reqs[nj].n_best = 0; /* a re-timing is never cut short */
         job_cand[nj] = i;
         cand_job[i] = nj++;
     }
@@ -399,6 +421,7 @@ evo_status evo_evaluator_open(const evo_evaluator_opts *o, evo_evaluator **out, 
     evo_evaluator *e = evo_xcalloc(1, sizeof *e);
     e->cfg = o->cfg;
     e->full_timing = o->full_timing;
+    e->retime = o->retime;
     e->name = o->replay_db ? "replay" : "gpu";
     evo_status s = o->replay_db ? replay_open(e, o, err) : gpu_open(e, o, err);
     if (s != EVO_OK) {
@@ -438,6 +461,12 @@ evo_status evo_evaluator_run(evo_evaluator *e, const evo_candidate *c, int n, bo
                              void (*progress)(void *ctx, int i, const evo_result *r), void *ctx, evo_err *err)
 {
     if (baseline) memset(baseline, 0, sizeof *baseline);
-    if (e->pool) return gpu_run(e, c, n, retime_baseline, out, baseline, progress, ctx, err);
+    if (e->pool) return gpu_run(e, c, n, retime_baseline, true, out, baseline, progress, ctx, err);
     return replay_run(e, c, n, out, progress, ctx, err);
+}
+
+evo_status evo_evaluator_retime(evo_evaluator *e, const evo_candidate *c, int n, evo_result *out, evo_err *err)
+{
+    if (e->pool) return gpu_run(e, c, n, true, false, out, NULL, NULL, NULL, err);
+    return replay_run(e, c, n, out, NULL, NULL, err);
 }

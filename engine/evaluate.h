@@ -27,6 +27,7 @@
 typedef struct {
     evo_verdict verdict;
     double fitness;      /* NAN unless OK or REGRESSED */
+    double fitness_lo, fitness_hi; /* its 95 % interval from the per-shape intervals (noise.h); NAN when unknown */
     char *detail;        /* JSON object text (malloc'd, never NULL once filled) */
     evo_shape_result shapes[EVO_MAX_SHAPES];
     int n_shapes;
@@ -47,6 +48,7 @@ typedef struct {
     const char *work_dir;     /* gpu: cubin files and worker logs go here (created) */
     int jobs;                 /* parallel compiles of the baseline */
     bool full_timing;         /* never abort timing early (evo check: the user wants the whole measurement) */
+    int retime;               /* > 0: each candidate is timed this many times more (evo check --retime) */
     volatile sig_atomic_t *interrupt;
 } evo_evaluator_opts;
 
@@ -68,6 +70,10 @@ void evo_evaluator_interrupt(evo_evaluator *e);          /* async-signal-safe: s
 evo_status evo_evaluator_run(evo_evaluator *e, const evo_candidate *c, int n, bool retime_baseline,
                              evo_result *out, evo_result *baseline,
                              void (*progress)(void *ctx, int i, const evo_result *r), void *ctx, evo_err *err);
+
+/* Candidates timed again without the correctness gate (elites after a baseline drift, and at the end of a run),
+ * the baseline re-timed on every worker first; never aborted early. Replay: the recorded results again. */
+evo_status evo_evaluator_retime(evo_evaluator *e, const evo_candidate *c, int n, evo_result *out, evo_err *err);
 
 /* Candidate c (verdict OK) under each of the compute-sanitizer tools (sanitize.h), one worker of its own per tool
  * on the first worker's GPU; out[t] for tools[t]. label names the report files in the work directory. The gpu

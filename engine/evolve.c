@@ -5,6 +5,7 @@
 #include "config.h"
 #include "evaluate.h"
 #include "insights.h"
+#include "noise.h"
 #include "space.h"
 #include "store.h"
 #include "strategy.h"
@@ -83,6 +84,9 @@ typedef struct {
     /* the generation in progress */
     int gen, done, total;
     int counts[EVO_V_COUNT];
+    /* the last generation's baseline timing: a drift beyond its noise re-times the elites */
+    evo_shape_result base_prev[EVO_MAX_SHAPES];
+    int n_base_prev;
 } loop;
 
 /* ---- storing one result ---- */
@@ -114,6 +118,8 @@ static evo_status put_result(loop *L, const evo_candidate *c, const evo_proposal
         .shape_set = L->shape_set,
         .verdict = r->verdict,
         .fitness = r->fitness,
+        .fitness_lo = r->fitness_lo,
+        .fitness_hi = r->fitness_hi,
         .detail = r->detail,
         .gpu = (char *)r->gpu,
         .compile_s = c->cr.seconds,
@@ -179,6 +185,35 @@ static void on_result(void *ctx, int i, const evo_result *r)
     g->L->done++;
     g->L->counts[r->verdict]++;
     print_progress(g->L);
+}
+
+/* ---- re-timing the elites ---- */
+
+static evo_status retime_elites(loop *L, const char *why, bool report, evo_err *err);
+
+/* The baseline is re-timed every generation; when a shape's median moved beyond the noise of both timings
+ * (their intervals, noise.h), the clocks or the machine changed under the search: the elites are timed again, so
+ * newcomers are not compared with figures from another state of the GPU. */
+static evo_status check_drift(loop *L, const evo_result *base, evo_err *err)
+{
+    const bool have_prev = L->n_base_prev == base->n_shapes;
+    int worst = -1;
+    double worst_d = 0;
+    for (int i = 0; have_prev && i < base->n_shapes; i++) {
+        const evo_shape_result *a = &L->base_prev[i], *b = &base->shapes[i];
+        const double h = evo_noise_ratio_halfwidth(a->ci_lo_us, a->ci_hi_us, b->ci_lo_us, b->ci_hi_us);
+        if (!(a->median_us > 0) || !(b->median_us > 0) || !isfinite(h)) continue;
+        const double d = fabs(log(b->median_us / a->median_us));
+        if (d > h && d - h > worst_d) worst = i, worst_d = d - h;
+    }
+    memcpy(L->base_prev, base->shapes, (size_t)base->n_shapes * sizeof *base->shapes);
+    L->n_base_prev = base->n_shapes;
+    if (worst < 0) return EVO_OK;
+    const evo_shape_result *a = &L->base_prev[worst];
+    if (!L->o.quiet)
+        fprintf(L->o.out, "baseline moved beyond its noise on %s (%.2f us now): re-timing the elites\n", a->shape,
+                a->median_us);
+    return retime_elites(L, "baseline drift", false, err);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -327,10 +362,12 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
             fflush(L->o.out);
         }
         free(fit);
+        if (s == EVO_OK && base.detail && base.verdict == EVO_V_OK) s = check_drift(L, &base, err);
         evo_result_free(&base);
     }
     for (int i = 0; i < n; i++)
         obs[i] = (evo_observation){.genome = c[i].genome, .verdict = res[i].verdict, .fitness = res[i].fitness,
+                                   .fitness_lo = res[i].fitness_lo, .fitness_hi = res[i].fitness_hi,
                                    .reused = reused[i]};
     /* only what has a result is observed (an interrupted generation leaves some without) */
     int m = 0;
@@ -614,6 +651,113 @@ static evo_status sanitize_elites(loop *L, evo_err *err)
     return s;
 }
 
+/* The top elites of this task, arch and shape set (the store's order), timed again without the correctness gate
+ * (the baseline first, on every worker); each kept as a re-timing and handed to the strategy. With `report`, the
+ * table of stored and new figures and whether the rank order held beyond the noise. */
+static evo_status retime_elites(loop *L, const char *why, bool report, evo_err *err)
+{
+    const int k = L->cfg->evolution.elites > 0 ? L->cfg->evolution.elites : 1;
+    evo_elite_rec *el = NULL;
+    int n = 0;
+    evo_status s = evo_store_elites(L->st, L->cfg->task, evo_evaluator_arch(L->ev), L->shape_set, k, &el, &n, err);
+    evo_candidate *c = evo_xcalloc((size_t)(n ? n : 1), sizeof *c);
+    int *of = evo_xcalloc((size_t)(n ? n : 1), sizeof *of); /* elite index of c[j] */
+    int m = 0;
+    evo_build_opts bo = {.cfg = L->cfg, .task = L->task, .lim = evo_evaluator_limits(L->ev),
+                         .arch = evo_evaluator_arch(L->ev), .jobs = L->o.jobs, .interrupt = &g_interrupted};
+    for (int i = 0; s == EVO_OK && i < n; i++) {
+        memset(&c[m], 0, sizeof c[m]);
+        if (evo_genome_parse(L->cfg->space, el[i].cand.genome, &c[m].genome, NULL) != EVO_OK) continue;
+        s = evo_candidates_build(&bo, &c[m], 1, err);
+        /* an elite another evo built differently cannot be re-timed: what would run is not what was measured */
+        if (s == EVO_OK && c[m].verdict == EVO_V_OK && !strcmp(c[m].key, el[i].cand.key)) of[m++] = i;
+        else evo_candidate_free(&c[m]);
+    }
+    evo_result *res = evo_xcalloc((size_t)(m ? m : 1), sizeof *res);
+    if (s == EVO_OK && m > 0) s = evo_evaluator_retime(L->ev, c, m, res, err);
+    evo_observation *obs = evo_xcalloc((size_t)(m ? m : 1), sizeof *obs);
+    for (int j = 0; s == EVO_OK && j < m; j++) {
+        evo_retime_rec rr = {.candidate_id = el[of[j]].cand.id, .run_id = L->run.id, .generation = L->gen,
+                             .shape_set = L->shape_set, .fitness = res[j].fitness, .fitness_lo = res[j].fitness_lo,
+                             .fitness_hi = res[j].fitness_hi, .why = (char *)why, .gpu = res[j].gpu};
+        s = evo_store_put_retime(L->st, &rr, err);
+        free(rr.created_at);
+        obs[j] = (evo_observation){.genome = c[j].genome, .verdict = res[j].verdict, .fitness = res[j].fitness,
+                                   .fitness_lo = res[j].fitness_lo, .fitness_hi = res[j].fitness_hi};
+    }
+    if (s == EVO_OK) evo_strategy_refresh(L->strat, obs, m);
+    if (s == EVO_OK && report && !L->o.quiet && m > 0) {
+        FILE *out = L->o.out;
+        fprintf(out, "elites re-timed at the %s (baseline re-timed first), fitness [95%% interval]:\n", why);
+        for (int j = 0; j < m; j++) {
+            const evo_eval_rec *e = &el[of[j]].eval;
+            fprintf(out, "  #%d %.8s  stored %.3fx [%.3f, %.3f]  now %.3fx [%.3f, %.3f]%s\n", of[j] + 1,
+                    el[of[j]].cand.key, e->fitness, e->fitness_lo, e->fitness_hi, res[j].fitness, res[j].fitness_lo,
+                    res[j].fitness_hi, res[j].verdict == EVO_V_OK ? "" : "  (not OK now)");
+        }
+        int swaps = 0, close = 0;
+        for (int a = 0; a < m; a++)
+            for (int b = a + 1; b < m; b++) {
+                if (res[b].fitness <= res[a].fitness) continue;
+                if (evo_noise_better(res[b].fitness, res[b].fitness_lo, res[b].fitness_hi, res[a].fitness,
+                                     res[a].fitness_lo, res[a].fitness_hi)) {
+                    fprintf(out, "  #%d now beats #%d beyond the noise\n", of[b] + 1, of[a] + 1);
+                    swaps++;
+                } else {
+                    close++;
+                }
+            }
+        if (!swaps)
+            fprintf(out, "  rank order kept: no swap beyond the noise%s\n",
+                    close ? " (some are within it of each other)" : "");
+    }
+    for (int j = 0; j < m; j++) {
+        evo_result_free(&res[j]);
+        evo_candidate_free(&c[j]);
+    }
+    free(obs);
+    free(res);
+    free(of);
+    free(c);
+    evo_store_elites_free(el, n);
+    return s;
+}
+
+/* --resume: the re-timings made after generation gen, handed to the strategy again as the first pass did. */
+typedef struct {
+    loop *L;
+    evo_observation *obs;
+    int n, cap;
+} retime_replay;
+
+static void collect_retime(const evo_retime_rec *r, void *ctx)
+{
+    retime_replay *x = ctx;
+    evo_candidate_rec cr;
+    char id[32];
+    snprintf(id, sizeof id, "%lld", (long long)r->candidate_id);
+    if (evo_store_get_candidate(x->L->st, id, &cr, NULL) != EVO_OK) return;
+    evo_observation o = {.verdict = isfinite(r->fitness) ? EVO_V_OK : EVO_V_CRASHED, .fitness = r->fitness,
+                         .fitness_lo = r->fitness_lo, .fitness_hi = r->fitness_hi};
+    if (evo_genome_parse(x->L->cfg->space, cr.genome, &o.genome, NULL) == EVO_OK) {
+        if (x->n == x->cap) {
+            x->cap = x->cap ? 2 * x->cap : 8;
+            x->obs = evo_xrealloc(x->obs, (size_t)x->cap * sizeof *x->obs);
+        }
+        x->obs[x->n++] = o;
+    }
+    evo_store_candidate_free(&cr);
+}
+
+static evo_status replay_retimes(loop *L, evo_err *err)
+{
+    retime_replay x = {L, NULL, 0, 0};
+    evo_status s = evo_store_foreach_retime(L->st, L->run.id, L->gen, collect_retime, &x, err);
+    if (s == EVO_OK) evo_strategy_refresh(L->strat, x.obs, x.n);
+    free(x.obs);
+    return s;
+}
+
 static void update_run(loop *L, const char *state)
 {
     free(L->run.state);
@@ -689,6 +833,7 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
             break;
         }
         evo_strategy_observe(L->strat, obs, n);
+        if (replaying && (s = replay_retimes(L, err)) != EVO_OK) break;
         if (g_interrupted) {
             stop = "interrupted";
             break;
@@ -704,6 +849,12 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
         }
     }
     if (s == EVO_E_INTERRUPTED) stop = "interrupted", s = EVO_OK;
+    /* The end-of-run check: do the elites keep their rank order when timed again? */
+    if (s == EVO_OK && !g_interrupted && strcmp(stop, "interrupted") != 0 && evo_evaluator_needs_compile(L->ev)) {
+        if (L->gen >= L->generations) L->gen = L->generations - 1; /* the re-timing belongs to the last generation */
+        s = retime_elites(L, "end of run", true, err);
+        if (s == EVO_E_INTERRUPTED) stop = "interrupted", s = EVO_OK;
+    }
     if (s == EVO_OK && L->o.sanitize && strcmp(stop, "interrupted") != 0) s = sanitize_elites(L, err);
     if (s == EVO_E_INTERRUPTED || (s == EVO_OK && g_interrupted)) stop = "interrupted", s = EVO_OK;
     if (L->st && L->run.id) update_run(L, s != EVO_OK ? "failed" : stop);

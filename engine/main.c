@@ -69,14 +69,19 @@ static const evo_cmd commands[] = {
      0},
     {"check", cmd_check, "run a hand-written kernel through the same gates",
      "usage: evo check FILE.cu [FILE.cu...] [--config F] [--json] [--db F] [--sanitize[=TOOLS]]\n"
-     "                 [--sanitizer PATH]\n"
+     "                 [--sanitizer PATH] [--retime N]\n"
+     "       evo check --genome G [--config F] [--json] [--retime N]\n"
      "\n"
      "Compiles each FILE.cu (which implements the attention ABI of docs/templates.md), runs the correctness gate\n"
      "on every configured case and the timing gate against the baseline genome, and prints the verdict, per-shape\n"
-     "times and errors. Exit 0 when every file passes, 1 when one is rejected, 2 when one does not compile.\n"
-     "Needs an NVIDIA driver.\n"
+     "times with their 95% intervals and errors. Exit 0 when every file passes, 1 when one is rejected, 2 when one\n"
+     "does not compile. Without an NVIDIA driver only the compile gate runs: its log (registers, spills) is\n"
+     "printed, then evo says the GPU gates need a driver (exit 1; 2 when a file does not compile).\n"
      "\n"
      "  -c, --config F        the configuration whose cases, tolerances and baseline apply\n"
+     "      --genome G        a genome of the config's space instead of files, built as a search builds it\n"
+     "      --retime N        then time the kernel and the baseline N more times in the same worker and print\n"
+     "                        how far the figures move: per-shape spread of the medians, fitness CV, timing cost\n"
      "      --json            machine-readable output\n"
      "      --db F            also store each result in database F (as candidate file:NAME)\n"
      "      --sanitize[=TOOLS] then run each kernel that ran under compute-sanitizer (TOOLS: a comma list of\n"
@@ -276,6 +281,8 @@ cJSON *evo_json_shape_result(const evo_shape_result *r, const evo_task *task)
     evo_json_num(s, "median_us", r->median_us);
     evo_json_num(s, "p10_us", r->p10_us);
     evo_json_num(s, "p90_us", r->p90_us);
+    evo_json_num(s, "ci_lo_us", r->ci_lo_us > 0 ? r->ci_lo_us : NAN);
+    evo_json_num(s, "ci_hi_us", r->ci_hi_us > 0 ? r->ci_hi_us : NAN);
     evo_json_num(s, "baseline_us", r->baseline_us);
     evo_json_num(s, "speedup", r->speedup);
     evo_json_num(s, task ? task->rate_key : "rate", r->rate);

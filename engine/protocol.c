@@ -421,6 +421,7 @@ char *evo_proto_encode_eval_request(const evo_eval_request *r)
     cJSON *best = cJSON_AddArrayToObject(o, "best_us");
     for (int i = 0; i < r->n_best; i++) cJSON_AddItemToArray(best, double_item(r->best_us[i]));
     if (r->fault_injection[0]) cJSON_AddStringToObject(o, "fault_injection", r->fault_injection);
+    if (r->retime > 0) add_int(o, "retime", r->retime);
     return print_line(o);
 }
 
@@ -490,6 +491,7 @@ evo_status evo_proto_decode_eval_request(const char *line, evo_eval_request *out
     out->n_best = n;
     if (field(root, "fault_injection"))
         TRY(get_str(&w, root, "fault_injection", out->fault_injection, sizeof out->fault_injection));
+    if (field(root, "retime")) TRY(get_int(&w, root, "retime", 0, EVO_PROTO_MAX_RETIME, &out->retime));
 done:
     cJSON_Delete(root);
     return s;
@@ -533,11 +535,20 @@ evo_status evo_proto_encode_eval_reply(const evo_eval_reply *r, char **line, evo
         add_double(so, "rel_l2", x->rel_l2);
         add_double(so, "e2e_rel_l2", x->e2e_rel_l2);
         add_double(so, "e2e_rmse", x->e2e_rmse);
+        if (x->ci_hi_us > 0) {
+            add_double(so, "ci_lo_us", x->ci_lo_us);
+            add_double(so, "ci_hi_us", x->ci_hi_us);
+        }
+        if (x->baseline_ci_hi_us > 0) {
+            add_double(so, "baseline_ci_lo_us", x->baseline_ci_lo_us);
+            add_double(so, "baseline_ci_hi_us", x->baseline_ci_hi_us);
+        }
         cJSON_AddItemToArray(shapes, so);
     }
     add_double(o, "check_s", r->check_s);
     add_double(o, "time_s", r->time_s);
     cJSON_AddStringToObject(o, "device", r->device);
+    if (r->paired) cJSON_AddBoolToObject(o, "paired", true);
     *line = print_line(o);
     return EVO_OK;
 }
@@ -599,11 +610,17 @@ evo_status evo_proto_decode_eval_reply(const char *line, evo_eval_reply *out, ev
         TRY(get_double(&ws, so, "rel_l2", &x->rel_l2));
         TRY(get_double(&ws, so, "e2e_rel_l2", &x->e2e_rel_l2));
         TRY(get_double(&ws, so, "e2e_rmse", &x->e2e_rmse));
+        /* optional (protocol 1 workers before intervals existed send none) */
+        if (field(so, "ci_lo_us")) TRY(get_double(&ws, so, "ci_lo_us", &x->ci_lo_us));
+        if (field(so, "ci_hi_us")) TRY(get_double(&ws, so, "ci_hi_us", &x->ci_hi_us));
+        if (field(so, "baseline_ci_lo_us")) TRY(get_double(&ws, so, "baseline_ci_lo_us", &x->baseline_ci_lo_us));
+        if (field(so, "baseline_ci_hi_us")) TRY(get_double(&ws, so, "baseline_ci_hi_us", &x->baseline_ci_hi_us));
     }
     out->n_shapes = n;
     TRY(get_double(&w, root, "check_s", &out->check_s));
     TRY(get_double(&w, root, "time_s", &out->time_s));
     TRY(get_str(&w, root, "device", out->device, sizeof out->device));
+    if (field(root, "paired")) TRY(get_bool(&w, root, "paired", &out->paired));
     out->detail = cJSON_PrintUnformatted(detail);
     if (!out->detail) {
         s = evo_fail(err, EVO_E_NOMEM, "eval reply: out of memory printing detail");

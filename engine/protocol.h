@@ -35,6 +35,7 @@
 #define EVO_PROTO_SYMBOL_MAX 512
 #define EVO_PROTO_OP_MAX 32
 #define EVO_PROTO_ID_MAX ((int64_t)1 << 53) /* ids are exact in a JSON number up to here */
+#define EVO_PROTO_MAX_RETIME 100
 
 /* ---- eval ---- */
 
@@ -55,6 +56,8 @@ typedef struct {
     double best_us[EVO_MAX_SHAPES];      /* current best time per timed shape, config order; 0 = none yet */
     int n_best;
     char fault_injection[64];            /* "" = none; tests tell a worker to misbehave (see worker.h) */
+    int retime;                          /* > 0: after the gates, time the candidate and the baseline again
+                                            this many rounds; detail.retime holds each round (evo check --retime) */
 } evo_eval_request;
 
 typedef struct {
@@ -66,6 +69,8 @@ typedef struct {
     int n_shapes;
     double check_s, time_s; /* seconds spent in the correctness and timing gates */
     char device[128];
+    bool paired;        /* shapes[].baseline_us (and its interval) were measured interleaved with the candidate
+                           (timing.interleave): keep them instead of the generation's baseline */
 } evo_eval_reply;
 
 char *evo_proto_encode_eval_request(const evo_eval_request *r);

@@ -168,16 +168,20 @@ static const char schema_v1[] =
 #define CAND_COLS                                                                                                 \
     "id, key, task, arch, genome, template_hash, options, nvrtc_version, registers, smem_bytes, spill_bytes, "     \
     "stack_bytes, compile_log"
-#define EVAL_COLS                                                                                                 \
+#define EVAL_COLS_V2                                                                                              \
     "id, candidate_id, run_id, generation, shape_set, verdict, fitness, detail, gpu, compile_s, check_s, time_s, " \
     "created_at"
+#define EVAL_COLS EVAL_COLS_V2 ", fitness_lo, fitness_hi"
 #define RESULT_COLS                                                                                               \
-    "shape, fields, median_us, p10_us, p90_us, baseline_us, speedup, rate, max_abs, rel_l2, e2e_rel_l2, e2e_rmse"
+    "shape, fields, median_us, p10_us, p90_us, baseline_us, speedup, rate, max_abs, rel_l2, e2e_rel_l2, e2e_rmse, " \
+    "ci_lo_us, ci_hi_us, baseline_ci_lo_us, baseline_ci_hi_us"
 /* Schema 1-2 kept attention's shape fields in columns of their own: read them as the fields object they are. */
 #define RESULT_COLS_V2                                                                                            \
     "shape, '{\"batch\":' || batch || ',\"heads\":' || heads || ',\"seq\":' || seq || ',\"head_dim\":' || "           \
     "head_dim || ',\"causal\":' || CASE causal WHEN 1 THEN 'true' ELSE 'false' END || '}', median_us, p10_us, "   \
-    "p90_us, baseline_us, speedup, tflops, max_abs, rel_l2, e2e_rel_l2, e2e_rmse"
+    "p90_us, baseline_us, speedup, tflops, max_abs, rel_l2, e2e_rel_l2, e2e_rmse, NULL, NULL, NULL, NULL"
+#define RETIME_COLS                                                                                               \
+    "id, candidate_id, run_id, generation, shape_set, fitness, fitness_lo, fitness_hi, why, gpu, created_at"
 #define GEN_COLS                                                                                                  \
     "run_id, generation, best_fitness, median_fitness, evaluated, reused, n_ok, n_invalid, n_compile_fail, "       \
     "n_resource_fail, n_launch_fail, n_crashed, n_timeout, n_incorrect, n_slow, n_regressed, wall_s, compile_s, "  \
@@ -199,7 +203,6 @@ enum stmt_id {
     S_EVAL_OF_RUN,
     S_RESULT_INSERT,
     S_RESULTS_OF,
-    S_RESULTS_OF_V2,
     S_LINEAGE_INSERT,
     S_LINEAGE_OF,
     S_GEN_UPSERT,
@@ -211,6 +214,9 @@ enum stmt_id {
     S_GENOME_VERDICTS,
     S_EVAL_BY_GENOME,
     S_CAND_DEMOTE,
+    S_RETIME_INSERT,
+    S_RETIME_LAST,
+    S_RETIMES_OF_RUN,
     S_COUNT
 };
 
@@ -250,17 +256,16 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_CAND_BY_ID] = "SELECT " CAND_COLS " FROM candidates WHERE id = ?",
     [S_CAND_PREFIX] = "SELECT id FROM candidates WHERE key GLOB ? ORDER BY id LIMIT 2",
     [S_EVAL_INSERT] = "INSERT INTO evaluations (candidate_id, run_id, generation, shape_set, verdict, fitness, "
-                      "detail, gpu, compile_s, check_s, time_s, created_at) "
-                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      "detail, gpu, compile_s, check_s, time_s, created_at, fitness_lo, fitness_hi) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [S_EVAL_BY_ID] = "SELECT " EVAL_COLS " FROM evaluations WHERE id = ?",
     [S_EVAL_FIND] = "SELECT " EVAL_COLS " FROM evaluations WHERE candidate_id = ? AND shape_set = ? "
                     "ORDER BY id DESC LIMIT 1",
     [S_EVAL_OF_RUN] = "SELECT " EVAL_COLS " FROM evaluations WHERE run_id = ?1 AND (?2 < 0 OR generation = ?2) "
                       "ORDER BY id",
     [S_RESULT_INSERT] = "INSERT INTO results (evaluation_id, position, " RESULT_COLS ") "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [S_RESULTS_OF] = "SELECT " RESULT_COLS " FROM results WHERE evaluation_id = ? ORDER BY position",
-    [S_RESULTS_OF_V2] = "SELECT " RESULT_COLS_V2 " FROM results WHERE evaluation_id = ? ORDER BY position",
     [S_LINEAGE_INSERT] = "INSERT OR IGNORE INTO lineage (run_id, generation, child_id, parent_id, operator) "
                          "VALUES (?, ?, ?, ?, ?)",
     [S_LINEAGE_OF] = "SELECT run_id, generation, parent_id, operator FROM lineage WHERE child_id = ? "
@@ -284,6 +289,22 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_EVAL_BY_GENOME] = "SELECT e.id FROM evaluations e JOIN candidates c ON c.id = e.candidate_id WHERE c.task = ?1 "
                          "AND c.genome = ?2 AND e.shape_set = ?3 AND (?4 IS NULL OR c.arch = ?4) ORDER BY e.id DESC "
                          "LIMIT 1",
+    [S_RETIME_INSERT] = "INSERT INTO retimes (candidate_id, run_id, generation, shape_set, fitness, fitness_lo, "
+                        "fitness_hi, why, gpu, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    [S_RETIME_LAST] = "SELECT " RETIME_COLS " FROM retimes WHERE candidate_id = ? AND shape_set = ? ORDER BY id DESC "
+                      "LIMIT 1",
+    [S_RETIMES_OF_RUN] = "SELECT " RETIME_COLS " FROM retimes WHERE run_id = ?1 AND (?2 < 0 OR generation = ?2) "
+                         "ORDER BY id",
+};
+
+/* Readers of a file of an older schema (opened read-only, not migrated): the columns it lacks read as NULL. */
+static const char *const stmt_sql_v2[S_COUNT] = {
+    [S_EVAL_BY_ID] = "SELECT " EVAL_COLS_V2 ", NULL, NULL FROM evaluations WHERE id = ?",
+    [S_EVAL_FIND] = "SELECT " EVAL_COLS_V2 ", NULL, NULL FROM evaluations WHERE candidate_id = ? AND shape_set = ? "
+                    "ORDER BY id DESC LIMIT 1",
+    [S_EVAL_OF_RUN] = "SELECT " EVAL_COLS_V2 ", NULL, NULL FROM evaluations WHERE run_id = ?1 AND (?2 < 0 OR "
+                      "generation = ?2) ORDER BY id",
+    [S_RESULTS_OF] = "SELECT " RESULT_COLS_V2 " FROM results WHERE evaluation_id = ? ORDER BY position",
 };
 
 struct evo_store {
@@ -418,6 +439,7 @@ static evo_status prep(evo_store *st, enum stmt_id id, sqlite3_stmt **q, evo_err
 {
     if (!st->stmt[id]) {
         const char *sql = stmt_sql[id];
+        if (st->version < 3 && stmt_sql_v2[id]) sql = stmt_sql_v2[id];
         if (st->version < 2 && (id == S_ELITES_EXACT || id == S_ELITES_ANY))
             sql = elites_sql_v1[id == S_ELITES_ANY];
         SQL(st, err, sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[id], NULL));
@@ -682,10 +704,12 @@ static evo_status migrate_1_to_2(evo_store *st, evo_err *err)
     return exec_sql(st, "ALTER TABLE candidates ADD COLUMN demoted TEXT;", err);
 }
 
+
 /* migrations[v] takes a file from schema v to v + 1. Append only: files in the field have run the old ones. */
 typedef evo_status (*migration_fn)(evo_store *st, evo_err *err);
-/* Version 3: a result's shape is the task's fields as one JSON object (any task), not attention's five columns; the
- * rate column holds work / time in the task's unit (TFLOP/s for attention, as before). */
+/* Version 3: a result's shape is the task's fields as one JSON object (any task), not attention's five columns, and
+ * its rate column holds work / time in the task's unit (TFLOP/s for attention, as before); results carry the 95 %
+ * intervals of their medians, evaluations the interval of their fitness, and re-timings of elites have a table. */
 static evo_status migrate_2_to_3(evo_store *st, evo_err *err)
 {
     return exec_sql(st,
@@ -704,11 +728,32 @@ static evo_status migrate_2_to_3(evo_store *st, evo_err *err)
                     "  rel_l2        REAL,"
                     "  e2e_rel_l2    REAL,"
                     "  e2e_rmse      REAL,"
+                    "  ci_lo_us      REAL,"
+                    "  ci_hi_us      REAL,"
+                    "  baseline_ci_lo_us REAL,"
+                    "  baseline_ci_hi_us REAL,"
                     "  PRIMARY KEY (evaluation_id, position)"
                     ") WITHOUT ROWID;"
                     "INSERT INTO results_v3 SELECT evaluation_id, position, " RESULT_COLS_V2 " FROM results;"
                     "DROP TABLE results;"
-                    "ALTER TABLE results_v3 RENAME TO results;",
+                    "ALTER TABLE results_v3 RENAME TO results;"
+                    "ALTER TABLE evaluations ADD COLUMN fitness_lo REAL;"
+                    "ALTER TABLE evaluations ADD COLUMN fitness_hi REAL;"
+                    "CREATE TABLE retimes ("
+                    "  id            INTEGER PRIMARY KEY,"
+                    "  candidate_id  INTEGER NOT NULL REFERENCES candidates (id),"
+                    "  run_id        INTEGER REFERENCES runs (id),"
+                    "  generation    INTEGER,"
+                    "  shape_set     TEXT NOT NULL,"
+                    "  fitness       REAL,"
+                    "  fitness_lo    REAL,"
+                    "  fitness_hi    REAL,"
+                    "  why           TEXT NOT NULL,"
+                    "  gpu           TEXT,"
+                    "  created_at    TEXT NOT NULL"
+                    ");"
+                    "CREATE INDEX retimes_candidate ON retimes (candidate_id, shape_set);"
+                    "CREATE INDEX retimes_run ON retimes (run_id, generation);",
                     err);
 }
 
@@ -1177,6 +1222,8 @@ static evo_status evaluation_put(evo_store *st, evo_eval_rec *e, evo_err *err)
     b_real(&b, e->check_s);
     b_real(&b, e->time_s);
     b_text(&b, e->created_at);
+    b_real(&b, e->fitness_lo);
+    b_real(&b, e->fitness_hi);
     SQL(st, err, b.rc);
     SQL(st, err, sqlite3_step(q));
     int64_t id = sqlite3_last_insert_rowid(st->db);
@@ -1200,6 +1247,10 @@ static evo_status evaluation_put(evo_store *st, evo_eval_rec *e, evo_err *err)
         b_real(&rb, r->rel_l2);
         b_real(&rb, r->e2e_rel_l2);
         b_real(&rb, r->e2e_rmse);
+        b_real(&rb, r->ci_lo_us > 0 ? r->ci_lo_us : NAN);
+        b_real(&rb, r->ci_hi_us > 0 ? r->ci_hi_us : NAN);
+        b_real(&rb, r->baseline_ci_lo_us > 0 ? r->baseline_ci_lo_us : NAN);
+        b_real(&rb, r->baseline_ci_hi_us > 0 ? r->baseline_ci_hi_us : NAN);
         SQL(st, err, rb.rc);
         SQL(st, err, sqlite3_step(q));
     }
@@ -1236,10 +1287,12 @@ static evo_status read_evaluation(evo_store *st, sqlite3_stmt *q, evo_eval_rec *
     e->check_s = r_real(&r);
     e->time_s = r_real(&r);
     e->created_at = r_text(&r);
+    e->fitness_lo = r_real(&r);
+    e->fitness_hi = r_real(&r);
     if (bad) return evo_fail(err, EVO_E_DB, "%s: evaluation %lld has an unknown verdict", st->path, (long long)e->id);
 
     sqlite3_stmt *rq = NULL;
-    TRY(prep(st, st->version >= 3 ? S_RESULTS_OF : S_RESULTS_OF_V2, &rq, err));
+    TRY(prep(st, S_RESULTS_OF, &rq, err));
     SQL(st, err, sqlite3_bind_int64(rq, 1, e->id));
     int rc, cap = 0;
     while ((rc = sqlite3_step(rq)) == SQLITE_ROW) {
@@ -1264,6 +1317,13 @@ static evo_status read_evaluation(evo_store *st, sqlite3_stmt *q, evo_eval_rec *
         s->rel_l2 = r_real(&c);
         s->e2e_rel_l2 = r_real(&c);
         s->e2e_rmse = r_real(&c);
+        /* unknown intervals read as 0, as a worker that measured none sends them */
+        double ci[4];
+        for (int k = 0; k < 4; k++) ci[k] = r_real(&c);
+        s->ci_lo_us = isnan(ci[0]) ? 0 : ci[0];
+        s->ci_hi_us = isnan(ci[1]) ? 0 : ci[1];
+        s->baseline_ci_lo_us = isnan(ci[2]) ? 0 : ci[2];
+        s->baseline_ci_hi_us = isnan(ci[3]) ? 0 : ci[3];
     }
     SQL(st, err, rc);
     return EVO_OK;
@@ -1690,4 +1750,103 @@ evo_status evo_store_demote(evo_store *st, int64_t candidate_id, const char *rea
     if (sqlite3_changes(st->db) != 1)
         return evo_fail(err, EVO_E_NOTFOUND, "%s: no candidate %lld", st->path, (long long)candidate_id);
     return EVO_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* Re-timings (schema 3)                                                                                         */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+evo_status evo_store_put_retime(evo_store *st, evo_retime_rec *r, evo_err *err)
+{
+    TRY(write_begin(st, "put_retime", err));
+    if (!r->created_at) {
+        char now[32];
+        evo_utc_iso8601(now);
+        r->created_at = evo_strdup(now);
+    }
+    sqlite3_stmt *q = NULL;
+    evo_status s = prep(st, S_RETIME_INSERT, &q, err);
+    if (s == EVO_OK) {
+        binder b = {q, 0, SQLITE_OK};
+        b_int(&b, r->candidate_id);
+        if (r->run_id > 0) b_int(&b, r->run_id);
+        else b_null(&b);
+        if (r->generation >= 0) b_int(&b, r->generation);
+        else b_null(&b);
+        b_text(&b, r->shape_set);
+        b_real(&b, r->fitness);
+        b_real(&b, r->fitness_lo);
+        b_real(&b, r->fitness_hi);
+        b_text(&b, r->why ? r->why : "");
+        b_text(&b, r->gpu);
+        b_text(&b, r->created_at);
+        int rc = b.rc == SQLITE_OK ? sqlite3_step(q) : b.rc;
+        if (sql_error(rc)) s = sql_fail(st, rc, err, __func__);
+        else r->id = sqlite3_last_insert_rowid(st->db);
+    }
+    return write_end(st, s, err);
+}
+
+static void read_retime(sqlite3_stmt *q, evo_retime_rec *r)
+{
+    memset(r, 0, sizeof *r);
+    reader c = {q, 0};
+    r->id = r_int(&c);
+    r->candidate_id = r_int(&c);
+    r->run_id = r_isnull(&c) ? (c.i++, 0) : r_int(&c);
+    r->generation = r_isnull(&c) ? (c.i++, -1) : r_int32(&c);
+    r->shape_set = r_text(&c);
+    r->fitness = r_real(&c);
+    r->fitness_lo = r_real(&c);
+    r->fitness_hi = r_real(&c);
+    r->why = r_text(&c);
+    r->gpu = r_text(&c);
+    r->created_at = r_text(&c);
+}
+
+evo_status evo_store_last_retime(evo_store *st, int64_t candidate_id, const char *shape_set, evo_retime_rec *out,
+                                 bool *found, evo_err *err)
+{
+    memset(out, 0, sizeof *out);
+    *found = false;
+    if (st->version < 3) return EVO_OK;
+    sqlite3_stmt *q = NULL;
+    TRY(prep(st, S_RETIME_LAST, &q, err));
+    SQL(st, err, sqlite3_bind_int64(q, 1, candidate_id));
+    SQL(st, err, sqlite3_bind_text(q, 2, shape_set, -1, SQLITE_TRANSIENT));
+    int rc = sqlite3_step(q);
+    if (sql_error(rc)) return read_end(st, sql_fail(st, rc, err, __func__));
+    if (rc == SQLITE_ROW) {
+        read_retime(q, out);
+        *found = true;
+    }
+    return read_end(st, EVO_OK);
+}
+
+evo_status evo_store_foreach_retime(evo_store *st, int64_t run_id, int gen,
+                                    void (*fn)(const evo_retime_rec *r, void *ctx), void *ctx, evo_err *err)
+{
+    if (st->version < 3) return EVO_OK;
+    sqlite3_stmt *q = NULL;
+    TRY(prep(st, S_RETIMES_OF_RUN, &q, err));
+    SQL(st, err, sqlite3_bind_int64(q, 1, run_id));
+    SQL(st, err, sqlite3_bind_int(q, 2, gen));
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        evo_retime_rec r;
+        read_retime(q, &r);
+        fn(&r, ctx);
+        evo_store_retime_free(&r);
+    }
+    if (sql_error(rc)) return read_end(st, sql_fail(st, rc, err, __func__));
+    return read_end(st, EVO_OK);
+}
+
+void evo_store_retime_free(evo_retime_rec *r)
+{
+    free(r->shape_set);
+    free(r->why);
+    free(r->gpu);
+    free(r->created_at);
+    memset(r, 0, sizeof *r);
 }

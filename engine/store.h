@@ -106,6 +106,8 @@ typedef struct {
     double rate;                      /* work / median time in the task's unit (TFLOP/s, GB/s); 0 when not timed */
     double max_abs, rel_l2;           /* worst over the correctness cases of this shape, vs the gate's reference */
     double e2e_rel_l2, e2e_rmse;      /* the task's second error (attention: vs the unquantized fp16 inputs) */
+    double ci_lo_us, ci_hi_us;        /* 95 % interval of median_us (noise.h); 0 when unknown (schema < 3) */
+    double baseline_ci_lo_us, baseline_ci_hi_us; /* ... of baseline_us */
 } evo_shape_result;
 
 typedef struct {
@@ -116,6 +118,7 @@ typedef struct {
     char *shape_set;
     evo_verdict verdict;
     double fitness;      /* geomean speedup; NAN unless verdict is OK (or REGRESSED, kept for insight) */
+    double fitness_lo, fitness_hi; /* its 95 % interval (noise.h); NAN when unknown (schema < 3, or not timed) */
     char *detail;        /* JSON evidence: failing case, metrics, first bad index, log excerpt ... */
     char *gpu;
     double compile_s, check_s, time_s;
@@ -180,6 +183,28 @@ void evo_store_elites_free(evo_elite_rec *e, int n);
 /* Demote a candidate (compute-sanitizer reported errors in it): its results stay, it is no elite any more; reason
  * is kept in candidates.demoted (schema 2). EVO_E_NOTFOUND for an unknown id. */
 evo_status evo_store_demote(evo_store *st, int64_t candidate_id, const char *reason, evo_err *err);
+
+/* ---- re-timings (schema 3): an elite timed again, apart from its evaluation (which stays what the search saw) ---- */
+typedef struct {
+    int64_t id;
+    int64_t candidate_id;
+    int64_t run_id;      /* 0 outside a run */
+    int generation;      /* the generation after which it was re-timed; -1 outside a run */
+    char *shape_set;
+    double fitness, fitness_lo, fitness_hi; /* NAN when unknown */
+    char *why;           /* "baseline drift" (during a run), "end of run" */
+    char *gpu;
+    char *created_at;    /* set by put_retime when NULL (malloc'd, owned by the record) */
+} evo_retime_rec;
+
+evo_status evo_store_put_retime(evo_store *st, evo_retime_rec *r, evo_err *err); /* sets r->id */
+/* The latest re-timing of a candidate for a shape set; *found = false when none (or schema < 3). */
+evo_status evo_store_last_retime(evo_store *st, int64_t candidate_id, const char *shape_set, evo_retime_rec *out,
+                                 bool *found, evo_err *err);
+/* Every re-timing of a run after generation gen (-1 = all), oldest first: what --resume replays. */
+evo_status evo_store_foreach_retime(evo_store *st, int64_t run_id, int gen,
+                                    void (*fn)(const evo_retime_rec *r, void *ctx), void *ctx, evo_err *err);
+void evo_store_retime_free(evo_retime_rec *r);
 
 /* ---- profiles (ncu metrics), one value per (candidate, shape, metric); `evo elite` names these four ---- */
 #define EVO_PROFILE_TENSOR_PIPE "tensor_pipe_util"      /* tensor-pipe utilisation, % of peak */

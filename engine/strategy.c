@@ -96,6 +96,11 @@ void evo_strategy_observe(evo_strategy *s, const evo_observation *obs, int n)
     free(fresh);
 }
 
+void evo_strategy_refresh(evo_strategy *s, const evo_observation *obs, int n)
+{
+    if (s->ops->refresh && n > 0) s->ops->refresh(s->state, obs, n);
+}
+
 const char *evo_strategy_name(const evo_strategy *s) { return s->ops->name; }
 
 void evo_strategy_destroy(evo_strategy *s)

@@ -63,6 +63,7 @@ typedef struct {
     evo_genome genome;
     evo_verdict verdict;
     double fitness; /* geomean speedup over the baseline; NAN unless verdict is OK or REGRESSED */
+    double fitness_lo, fitness_hi; /* its 95 % interval (noise.h); 0 or NAN when unknown */
     bool reused;    /* the result came from the store, not a new evaluation: it is seen and may breed, but it is
                        not added to insights again (the loop fed the store's evaluations in already) */
 } evo_observation;
@@ -99,6 +100,9 @@ typedef struct {
     /* Take n results, in any order within a generation. Through evo_strategy_observe each genome arrives at most
      * once: the wrapper drops repeats and adds the non-reused results to params->insights itself. */
     void (*observe)(void *state, const evo_observation *obs, int n);
+    /* Take new measurements of genomes observed before (elites re-timed after the baseline drifted): their
+     * fitness and interval replace the old ones. NULL: the strategy keeps what it saw first. */
+    void (*refresh)(void *state, const evo_observation *obs, int n);
     /* Free the state; NULL is allowed. */
     void (*destroy)(void *state);
 } evo_strategy_ops;
@@ -118,6 +122,8 @@ typedef struct evo_strategy evo_strategy;
 evo_status evo_strategy_create(const char *name, const evo_space *space, const evo_strategy_params *params,
                                evo_strategy **out, evo_err *err);
 evo_status evo_strategy_propose(evo_strategy *s, evo_proposal *out, int max, int *n, evo_err *err);
+/* New measurements of genomes already observed (ops->refresh; ignored when the strategy has none). */
+void evo_strategy_refresh(evo_strategy *s, const evo_observation *obs, int n);
 void evo_strategy_observe(evo_strategy *s, const evo_observation *obs, int n);
 const char *evo_strategy_name(const evo_strategy *s);
 void evo_strategy_destroy(evo_strategy *s); /* NULL is allowed */

@@ -4,6 +4,8 @@
  */
 #include "strategy.h"
 
+#include "noise.h"
+
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@ typedef struct {
     evo_genome g;
     evo_verdict v;
     double fitness;
+    double lo, hi; /* the fitness interval; 0 or NAN when unknown */
 } member;
 
 typedef struct {
@@ -153,9 +156,16 @@ static void ga_destroy(void *state)
     free(s);
 }
 
+/* Admission: while there is room every OK result enters; once the elites are full, a newcomer replaces the weakest
+ * only when it is better beyond the noise of both measurements (noise.h), so selection does not follow
+ * measurement luck. Without intervals (older stores, replays) it is the plain comparison. */
 static void note_elite(ga *s, const member *m)
 {
     if (s->p.elites == 0 || tier(m) != 0) return;
+    if (s->elites.n >= s->p.elites) {
+        const member *w = &s->elites.m[s->elites.n - 1];
+        if (!evo_noise_better(m->fitness, m->lo, m->hi, w->fitness, w->lo, w->hi)) return;
+    }
     list_push(&s->elites, m);
     qsort(s->elites.m, (size_t)s->elites.n, sizeof *s->elites.m, member_qsort_cmp);
     if (s->elites.n > s->p.elites) s->elites.n = s->p.elites;
@@ -165,18 +175,38 @@ static void ga_observe(void *state, const evo_observation *obs, int n)
 {
     ga *s = state;
     for (int i = 0; i < n; i++) {
-        member m = {normalized(s, &obs[i].genome), obs[i].verdict, obs[i].fitness};
+        member m = {normalized(s, &obs[i].genome), obs[i].verdict, obs[i].fitness, obs[i].fitness_lo,
+                    obs[i].fitness_hi};
         evo_genome_set_add(s->seen, &m.g);
         list_push(&s->fresh, &m);
-        note_elite(s, &m);
     }
 }
 
-/* Close the generation the observations since the last propose belong to: it becomes the breeding pool, with
- * the elites added. Sorting by genome first makes the pool independent of the order results arrived in. */
+static void ga_refresh(void *state, const evo_observation *obs, int n)
+{
+    ga *s = state;
+    for (int i = 0; i < n; i++) {
+        const evo_genome g = normalized(s, &obs[i].genome);
+        member_list *lists[] = {&s->elites, &s->pool, &s->fresh};
+        for (size_t l = 0; l < EVO_ARRAY_LEN(lists); l++)
+            for (int j = 0; j < lists[l]->n; j++)
+                if (genome_cmp(&lists[l]->m[j].g, &g) == 0) {
+                    member *m = &lists[l]->m[j];
+                    m->fitness = obs[i].fitness, m->lo = obs[i].fitness_lo, m->hi = obs[i].fitness_hi;
+                    if (!isfinite(obs[i].fitness)) m->v = obs[i].verdict;
+                }
+    }
+    qsort(s->elites.m, (size_t)s->elites.n, sizeof *s->elites.m, member_qsort_cmp);
+}
+
+/* Close the generation the observations since the last propose belong to: its results are offered to the elites
+ * best first (so admission does not depend on arrival order), then it becomes the breeding pool, with the elites
+ * added. Sorting by genome first makes the pool independent of the order results arrived in. */
 static void close_generation(ga *s)
 {
     if (s->fresh.n == 0) return;
+    qsort(s->fresh.m, (size_t)s->fresh.n, sizeof *s->fresh.m, member_qsort_cmp);
+    for (int i = 0; i < s->fresh.n; i++) note_elite(s, &s->fresh.m[i]);
     qsort(s->fresh.m, (size_t)s->fresh.n, sizeof *s->fresh.m, genome_qsort_cmp);
     s->pool.n = 0;
     for (int i = 0; i < s->fresh.n; i++) list_push(&s->pool, &s->fresh.m[i]);
@@ -327,5 +357,6 @@ const evo_strategy_ops evo_strategy_ga = {
     .create = ga_create,
     .propose = ga_propose,
     .observe = ga_observe,
+    .refresh = ga_refresh,
     .destroy = ga_destroy,
 };

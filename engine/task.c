@@ -36,6 +36,22 @@ void evo_program_free(evo_program *p)
 
 /* ---- fields ---- */
 
+long long evo_field_store(const evo_field *f, double v)
+{
+    if (f->type != EVO_FIELD_REAL) return (long long)v;
+    long long bits;
+    memcpy(&bits, &v, sizeof bits);
+    return bits;
+}
+
+double evo_field_load(const evo_field *f, long long stored)
+{
+    if (f->type != EVO_FIELD_REAL) return (double)stored;
+    double v;
+    memcpy(&v, &stored, sizeof v);
+    return v;
+}
+
 int evo_field_value_text(const evo_field *f, double v, char *buf, size_t n)
 {
     switch (f->type) {
@@ -119,6 +135,8 @@ int evo_shape_format(const evo_shape *s, char *buf, size_t n)
             evo_field_value_text(f, (double)s->v[i], v, sizeof v);
             evo_str_appendf(&t, " %s", v);
         }
+        if (f->type == EVO_FIELD_REAL && evo_field_load(f, s->v[i]) != f->dflt)
+            evo_str_appendf(&t, " %s=%g", f->name, evo_field_load(f, s->v[i]));
     }
     const int w = snprintf(buf, n, "%s", t.p ? t.p : "");
     evo_str_free(&t);
@@ -133,6 +151,8 @@ void evo_shape_fields_json(const evo_shape *s, evo_str *out)
         evo_str_appendf(out, "%s\"%s\":", i ? "," : "", f->name);
         if (f->type == EVO_FIELD_INT) {
             evo_str_appendf(out, "%lld", s->v[i]);
+        } else if (f->type == EVO_FIELD_REAL) {
+            evo_str_appendf(out, "%.17g", evo_field_load(f, s->v[i]));
         } else {
             char v[64];
             evo_field_value_text(f, (double)s->v[i], v, sizeof v);

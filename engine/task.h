@@ -39,7 +39,7 @@ typedef enum {
     EVO_FIELD_INT,  /* an integer in [min, max], one of `allowed` when given                     */
     EVO_FIELD_BOOL, /* false / true, stored 0 / 1                                               */
     EVO_FIELD_ENUM, /* one of `names`, stored as its index                                      */
-    EVO_FIELD_REAL, /* a number in [rmin, rmax] (task options only: shapes and variants are exact) */
+    EVO_FIELD_REAL, /* a number in [rmin, rmax]; in a shape it counts in the shape-set key only when not dflt */
 } evo_field_type;
 
 typedef struct {
@@ -53,10 +53,16 @@ typedef struct {
     double dflt;               /* a config that leaves it out gets this; EVO_FIELD_REQUIRED: must be written */
     bool axis;                 /* shapes only: correctness checks every shape with each value listed under
                                   correctness.<name> (default: axis_default); correctness shapes leave it out  */
-    long long axis_default[4];
+    bool axis_cheap;           /* ... the values after the first with the first seed and distribution only      */
+    long long axis_default[4]; /* stored values (evo_field_store)                                                */
     int n_axis_default;
     const char *doc;           /* one line for messages and `evo space`                                      */
 } evo_field;
+
+/* A shape's and an axis's values are stored as long long: integers, booleans and enum indices as they are, a REAL
+ * field's number as the bits of its double. */
+long long evo_field_store(const evo_field *f, double v);
+double evo_field_load(const evo_field *f, long long stored);
 
 /* "64", "true", "bf16": a field value as text. */
 int evo_field_value_text(const evo_field *f, double v, char *buf, size_t n);
@@ -71,8 +77,8 @@ typedef struct {
     long long v[EVO_FIELDS_MAX]; /* in the order of task->shape_fields                  */
 } evo_shape;
 
-/* Display text: "long(2,8,2048,64) causal": the INT fields in parentheses, then each true BOOL field's name and
- * each ENUM field's value name when it is not the first. */
+/* Display text: "long(2,8,2048,64) causal": the INT fields in parentheses, then each true BOOL field's name, each
+ * ENUM field's value name when it is not the first, and each REAL field as name=value when it is not its default. */
 int evo_shape_format(const evo_shape *s, char *buf, size_t n);
 /* The fields as a JSON object text {"batch":2,"heads":8,...} (booleans as true/false, enums by name). */
 void evo_shape_fields_json(const evo_shape *s, evo_str *out);

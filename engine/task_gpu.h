@@ -87,10 +87,25 @@ typedef struct evo_task_gpu {
      * clear the scratch memory a kernel relies on. */
     evo_status (*begin)(void *state, const evo_gpu_kernel *k, int n, evo_err *err);
     /* Launch variant k[pick] on case c with its output at out, asynchronously on evo_gpu_stream; a variant whose
-     * work takes several kernels finds its helpers among k[0..n). */
-    CUresult (*launch)(void *state, const evo_gpu_case *c, const evo_gpu_kernel *k, int n, int pick, CUdeviceptr out);
+     * work takes several kernels finds its helpers among k[0..n). fresh: on the inputs the last perturb made
+     * (timed repetitions) instead of the case's own. */
+    CUresult (*launch)(void *state, const evo_gpu_case *c, const evo_gpu_kernel *k, int n, int pick, CUdeviceptr out,
+                       bool fresh);
+    /* The grid and block of each kernel a launch of k[pick] on c makes, in order (CUPTI tells their records apart by
+     * them; a launch's time runs from the first one's start to the last one's end); returns how many (1..max). */
+    int (*geometry_of)(void *state, const evo_gpu_case *c, const evo_gpu_kernel *k, int n, int pick,
+                       unsigned grid[][3], unsigned *block, int max);
     /* Compare the output at out (every byte written: the engine checked the canaries) with c's reference. */
     evo_status (*check)(void *state, const evo_gpu_case *c, CUdeviceptr out, evo_gpu_check *r, evo_err *err);
+
+    /* Fresh inputs for a timed repetition of timing case c: its inputs perturbed by seed, cheaply on the GPU, into
+     * buffers the task keeps (sized in prepare for timing cases); asynchronous. A kernel that keeps results keyed on
+     * the content of its inputs then never sees the same inputs twice. */
+    evo_status (*perturb)(void *state, const evo_gpu_case *c, uint64_t seed, evo_err *err);
+    /* An output at out of a launch on the inputs perturb(seed) made: against a reference for those inputs, all of it
+     * or a part the task draws from seed (attention: two heads); r->why names the part when it fails. */
+    evo_status (*check_fresh)(void *state, const evo_gpu_case *c, uint64_t seed, CUdeviceptr out, evo_gpu_check *r,
+                              evo_err *err);
 } evo_task_gpu;
 
 #endif

@@ -1,11 +1,16 @@
 /* worker_fake.c — `evo worker --fake MODE`: a worker without a GPU that answers, dies, stalls or talks garbage
  * on demand (see worker.h for the modes). The watchdog and pool tests drive it through the real evo binary, so
- * the fault paths they exercise are the ones a faulting kernel takes.
+ * the fault paths they exercise are the ones a faulting kernel takes. Given a config, it also says which cases the
+ * gates would check (cases.h: the GPU worker's own list), with median intervals and --retime rounds, so CPU-only
+ * tests see what the driver does with them.
  */
+#include "cases.h"
+#include "config.h"
 #include "protocol.h"
 #include "util.h"
 #include "worker.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,6 +39,7 @@ typedef struct {
 typedef struct {
     fake_mode mode;
     int gpu;
+    evo_config *cfg; /* NULL: no config given, or it did not load */
 } fake_ctx;
 
 static evo_status parse_mode(const char *text, fake_mode *m, evo_err *err)
@@ -108,16 +114,65 @@ static void fake_sleep(double s)
     }
 }
 
+/* With a config: what the GPU worker would check (cases run, the values of each axis, the largest value of each
+ * integer field) and, for --retime N, N rounds of made-up medians 0.1 % apart. */
+static void add_config_detail(const fake_ctx *f, const evo_eval_request *req, const evo_eval_reply *r, cJSON *d)
+{
+    const evo_task *task = f->cfg->task_ops;
+    evo_gate_case *list = NULL;
+    const int n = evo_gate_cases(f->cfg, false, &list);
+    int checked = 0;
+    long long largest[EVO_FIELDS_MAX] = {0};
+    for (int i = 0; i < n; i++) {
+        if (list[i].timing) continue;
+        for (int k = 0; k < req->n_variants; k++) checked += task->serves(&req->variants[k], &list[i].s);
+        for (int j = 0; j < task->n_shape_fields; j++)
+            if (task->shape_fields[j].type == EVO_FIELD_INT && list[i].s.v[j] > largest[j]) largest[j] = list[i].s.v[j];
+    }
+    free(list);
+    if (req->check) {
+        cJSON *c = cJSON_AddObjectToObject(d, "cases");
+        cJSON_AddNumberToObject(c, "checked", checked);
+        cJSON *axes = cJSON_AddObjectToObject(c, "axes"), *big = cJSON_AddObjectToObject(c, "largest");
+        for (int a = 0; a < f->cfg->correctness.n_axes; a++) {
+            const evo_field *fd = &task->shape_fields[f->cfg->correctness.axes[a].field];
+            cJSON *vals = cJSON_AddArrayToObject(axes, fd->name);
+            for (int j = 0; j < f->cfg->correctness.axes[a].n; j++) {
+                const double v = evo_field_load(fd, f->cfg->correctness.axes[a].values[j]);
+                cJSON_AddItemToArray(vals, fd->type == EVO_FIELD_BOOL ? cJSON_CreateBool(v != 0) : cJSON_CreateNumber(v));
+            }
+        }
+        for (int j = 0; j < task->n_shape_fields; j++)
+            if (task->shape_fields[j].type == EVO_FIELD_INT)
+                cJSON_AddNumberToObject(big, task->shape_fields[j].name, (double)largest[j]);
+    }
+    if (req->retime > 0 && req->time) {
+        cJSON *rt = cJSON_AddObjectToObject(d, "retime");
+        cJSON_AddStringToObject(rt, "method", evo_timing_method_name(f->cfg->timing.method));
+        cJSON *rounds = cJSON_AddArrayToObject(rt, "rounds");
+        for (int k = 0; k < req->retime; k++) {
+            cJSON *round = cJSON_CreateObject();
+            cJSON *m = cJSON_AddArrayToObject(round, "median_us"), *b = cJSON_AddArrayToObject(round, "baseline_us");
+            for (int i = 0; i < r->n_shapes; i++) {
+                cJSON_AddItemToArray(m, cJSON_CreateNumber(r->shapes[i].median_us * (1 + 0.001 * (k % 3 - 1))));
+                cJSON_AddItemToArray(b, cJSON_CreateNumber(r->shapes[i].baseline_us));
+            }
+            cJSON_AddNumberToObject(round, "time_s", 0.02);
+            cJSON_AddItemToArray(rounds, round);
+        }
+    }
+}
+
 /* Plausible numbers for a correct candidate: a few percent faster than the baseline on every shape. */
-static evo_status ok_reply(const evo_eval_request *req, char **reply, evo_err *err)
+static evo_status ok_reply(const fake_ctx *f, const evo_eval_request *req, char **reply, evo_err *err)
 {
     evo_eval_reply r;
     memset(&r, 0, sizeof r);
     r.id = req->id;
     r.verdict = EVO_V_OK;
-    char detail[128];
-    snprintf(detail, sizeof detail, "{\"fake\":true,\"request\":%lld}", (long long)req->id);
-    r.detail = detail;
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddBoolToObject(d, "fake", true);
+    cJSON_AddNumberToObject(d, "request", (double)req->id);
     r.n_shapes = req->n_best > 0 ? req->n_best : 1;
     for (int i = 0; i < r.n_shapes; i++) {
         evo_shape_result *x = &r.shapes[i];
@@ -129,6 +184,8 @@ static evo_status ok_reply(const evo_eval_request *req, char **reply, evo_err *e
             x->p10_us = 0.97 * x->median_us;
             x->p90_us = 1.04 * x->median_us;
             x->baseline_us = req->is_baseline ? x->median_us : 1.05 * x->median_us;
+            x->ci_lo_us = 0.995 * x->median_us;
+            x->ci_hi_us = 1.005 * x->median_us;
             x->speedup = x->baseline_us / x->median_us;
             x->rate = (double)size * size / (x->median_us * 1e-6) / 1e9;
         }
@@ -142,7 +199,12 @@ static evo_status ok_reply(const evo_eval_request *req, char **reply, evo_err *e
     r.check_s = req->check ? 0.01 : 0;
     r.time_s = req->time ? 0.02 : 0;
     snprintf(r.device, sizeof r.device, "fake");
-    return evo_proto_encode_eval_reply(&r, reply, err);
+    if (f->cfg) add_config_detail(f, req, &r, d);
+    r.detail = cJSON_PrintUnformatted(d);
+    cJSON_Delete(d);
+    evo_status s = evo_proto_encode_eval_reply(&r, reply, err);
+    free(r.detail);
+    return s;
 }
 
 static evo_status fake_eval(void *ctx, const char *line, char **reply, bool *exit_after, evo_err *err)
@@ -181,14 +243,18 @@ static evo_status fake_eval(void *ctx, const char *line, char **reply, bool *exi
                         (long long)req.id);
     case FAKE_EXIT_AFTER: *exit_after = true; break;
     }
-    return ok_reply(&req, reply, err);
+    return ok_reply(f, &req, reply, err);
 }
 
-evo_status evo_worker_fake_serve(const char *mode, int gpu, int in_fd, int out_fd, evo_err *err)
+evo_status evo_worker_fake_serve(const char *mode, int gpu, const char *config_path, int in_fd, int out_fd,
+                                 evo_err *err)
 {
     fake_ctx f = {.gpu = gpu};
     evo_status s = parse_mode(mode, &f.mode, err);
     if (s != EVO_OK) return s;
+    if (config_path && evo_config_load(config_path, &f.cfg, NULL) != EVO_OK) f.cfg = NULL;
     static const evo_worker_handler handlers[] = {{"hello", fake_hello}, {"eval", fake_eval}};
-    return evo_worker_serve(in_fd, out_fd, handlers, (int)EVO_ARRAY_LEN(handlers), &f, err);
+    s = evo_worker_serve(in_fd, out_fd, handlers, (int)EVO_ARRAY_LEN(handlers), &f, err);
+    evo_config_free(f.cfg);
+    return s;
 }

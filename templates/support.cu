@@ -29,6 +29,11 @@
  *             evo_compare_acc *acc)
  *     fp16 candidate vs float reference, accumulated into *acc (reset it first); element i is bad when
  *     either side is not finite or !(|out-ref| <= atol + rtol*|ref|).   any grid, block = 256 (any multiple of 32)
+ * evo_perturb_codes(const unsigned char *q, const unsigned char *k, const unsigned char *v, unsigned char *q2,
+ *                   unsigned char *k2, unsigned char *v2, unsigned long long n, unsigned long long seed, int format)
+ *     fresh inputs for one timed repetition: each code with bits flipped by a hash of (seed, tensor, index) —
+ *     e4m3: sign and the 3 mantissa bits (the exponent stays, so the per-head scale still holds; a NaN code
+ *     0x7F/0xFF that would result is turned into 0x7E/0xFE), u8sim: the low 4 bits.         any grid, any block
  * evo_canary_check(const unsigned int *guard, unsigned long long n_words, unsigned int pattern,
  *                  unsigned long long *result)
  *     result[0] += number of words != pattern; result[1] = min(result[1], first such index). Set result to
@@ -152,6 +157,31 @@ extern "C" __global__ void evo_gen_inputs(unsigned short *out, u64 n, u64 head_e
                                           unsigned int tensor_id, int dist)
 {
     GRID_STRIDE(i, n) out[i] = gen_value(seed, tensor_id, dist, head_elems, i);
+}
+
+/* ---- perturbed timing inputs ---- */
+
+__device__ __forceinline__ unsigned char perturb_code(unsigned c, u64 h, int format)
+{
+    if (format == 0) {
+        c ^= (unsigned)(h & 0x87u);
+        if ((c & 0x7Fu) == 0x7Fu) c ^= 1u;
+    } else {
+        c ^= (unsigned)(h & 0x0Fu);
+    }
+    return (unsigned char)c;
+}
+
+extern "C" __global__ void evo_perturb_codes(const unsigned char *q, const unsigned char *k, const unsigned char *v,
+                                             unsigned char *q2, unsigned char *k2, unsigned char *v2, u64 n, u64 seed,
+                                             int format)
+{
+    GRID_STRIDE(i, n)
+    {
+        q2[i] = perturb_code(q[i], gen_mix(seed ^ (3 * i)), format);
+        k2[i] = perturb_code(k[i], gen_mix(seed ^ (3 * i + 1)), format);
+        v2[i] = perturb_code(v[i], gen_mix(seed ^ (3 * i + 2)), format);
+    }
 }
 
 /* ---- quantizer ---- */

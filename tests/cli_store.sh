@@ -76,7 +76,7 @@ expect_out "$(printf '%4d  %-8s  %6.3fx' 2 "$(short "$G2")" 1.52)" "elite rank 2
 expect_out "$(printf '%4d  %-8s  %6.3fx' 3 "$(short "$G4")" 1.31)" "elite rank 3"
 expect_out "$G1" "elite genome"
 expect_out "shape set 0f7a0e32 (as in run 1)" "elite scope"
-expect_out "mission(1,8,512,64)               20.70        20.29..21.33   1.932x     25.9" "elite per-shape"
+expect_out "mission(1,8,512,64)               20.70        20.29..21.33                   -   1.932x     25.9" "elite per-shape (no interval: stored without one)"
 expect_out "ncu mission(1,8,512,64): tensor pipe 61.2 %, DRAM throughput 45.1 %, achieved occupancy 37.5 %, bank conflicts 0" "elite ncu"
 checks=$((checks + 1)); [ "$(grep -c '^ *[0-9]  [0-9a-f]\{8\}  ' <<<"$out")" = 3 ] || fail "elite: want 3 rows"
 checks=$((checks + 1)); ! grep -qF "$G3" <<<"$out" || fail "elite shows an INCORRECT candidate"

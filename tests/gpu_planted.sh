@@ -1,5 +1,7 @@
 # gpu_planted.sh — `evo check` on the planted kernels of tests/planted/: the correct one passes, every planted
-# fault is rejected with its status, and the worker survives the trap and the endless loop (GPU; skipped without).
+# fault is rejected with its status, the content-memoizing kernel is timed at its true cost (fresh inputs: at least
+# 2.5x its time when the timed inputs repeat and its copy path serves them), and the worker survives the trap and
+# the endless loop (GPU; skipped without).
 # Then, where compute-sanitizer is installed, `evo check --sanitize`: memcheck finds the out-of-bounds reads,
 # racecheck the missing barrier, and the correct kernel is clean under both.
 # Run: bash tests/gpu_planted.sh build/evo .   (ctest -L gpu)
@@ -13,28 +15,49 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$SRC"
-files=(good skip_tile nan_outliers oob_read race causal_mask multiple_of_64 timing_cheat write_past spin trap)
+files=(good skip_tile nan_outliers oob_read race causal_mask multiple_of_64 timing_cheat write_past memo memo_weak
+       ignore_scale long_seq spin trap)
 paths=()
 for f in "${files[@]}"; do paths+=("tests/planted/$f.cu"); done
 "$EVO" check --config tests/data/planted.yaml --json "${paths[@]}" >"$tmp/out.json" 2>"$tmp/err"
 rc=$?
 cat "$tmp/err" >&2
+# the memoizing kernel once more with the timed inputs repeating (the hole fresh inputs close)
+sed 's/^timing: {\(.*\)}$/timing: {\1, fresh_inputs: false}/' tests/data/planted.yaml >"$tmp/same.yaml"
+"$EVO" check --config "$tmp/same.yaml" --json tests/planted/memo.cu >"$tmp/same.json" 2>>"$tmp/err"
 [ -n "${OUT:-}" ] && cp "$tmp/out.json" "$OUT/planted.json"
-python3 - "$tmp/out.json" "$rc" <<'PY'
+python3 - "$tmp/out.json" "$rc" "$tmp/same.json" <<'PY'
 import json, sys
 res = {r["file"].split("/")[-1][:-3]: r for r in json.load(open(sys.argv[1]))}
+try:
+    same = json.load(open(sys.argv[3]))
+except ValueError:
+    same = None
 expect = {"good": {"OK", "REGRESSED"}, "skip_tile": {"INCORRECT"}, "nan_outliers": {"INCORRECT"},
           "oob_read": {"INCORRECT", "CRASHED"}, "race": {"INCORRECT"}, "causal_mask": {"INCORRECT"},
           "multiple_of_64": {"INCORRECT"}, "timing_cheat": {"INCORRECT"}, "write_past": {"INCORRECT"},
-          "spin": {"TIMEOUT"}, "trap": {"CRASHED"}}
+          "memo": {"OK", "REGRESSED"}, "memo_weak": {"INCORRECT"}, "ignore_scale": {"INCORRECT"},
+          "long_seq": {"INCORRECT"}, "spin": {"TIMEOUT"}, "trap": {"CRASHED"}}
 bad = 0
 for name, allowed in expect.items():
     r = res.get(name)
     v = r["verdict"] if r else "missing"
     reason = r["detail"].get("reason", "") if r else ""
     ok = v in allowed
-    if name == "timing_cheat" and ok:
+    if name in ("timing_cheat", "memo_weak") and ok:
         ok = r["detail"].get("stage") == "output of a timed launch"
+    if name == "ignore_scale" and ok:
+        ok = abs(r["detail"].get("case", {}).get("softmax_scale", 0) - 0.07) < 1e-6
+    if name == "long_seq" and ok:
+        ok = r["detail"].get("case", {}).get("shape", "").startswith("s4097")
+    if name == "memo" and ok: # fresh inputs time its work; repeated ones would time its copy path
+        cached = {s["shape"]: s["median_us"] for s in (same or {}).get("shapes", [])}
+        ratios = [s["median_us"] / cached[s["shape"]] for s in r["shapes"] if cached.get(s["shape"])]
+        ok = len(ratios) == len(r["shapes"]) > 0 and min(ratios) >= 2.5
+        good = {s["shape"]: s["median_us"] for s in res["good"]["shapes"]}
+        reason = "fresh / repeated inputs: %s; fresh / good.cu's: %s" % (
+            ", ".join("%.1f" % x for x in ratios),
+            ", ".join("%.2f" % (s["median_us"] / good[s["shape"]]) for s in r["shapes"] if good.get(s["shape"])))
     if name == "write_past" and ok:
         ok = "canary" in reason
     print("%-15s %-10s %s  %s" % (name, v, "ok" if ok else "WRONG", reason))

@@ -98,16 +98,26 @@ static void test_default(void)
     CHECK_EQ_INT(c->correctness.dists[0], EVO_DIST_NORMAL);
     CHECK_EQ_INT(c->correctness.dists[3], EVO_DIST_ZERO_HEAD);
     CHECK_EQ_INT(c->correctness.dists[4], EVO_DIST_LARGE);
-    CHECK_EQ_INT(c->correctness.n_axes, 1); /* causal */
+    CHECK_EQ_INT(c->correctness.n_axes, 2); /* causal, softmax_scale */
     CHECK_EQ_INT(c->correctness.axes[0].field, evo_task_shape_field(c->task_ops, "causal"));
     CHECK_EQ_INT(c->correctness.axes[0].n, 2);
     CHECK(c->correctness.axes[0].values[0] == 0 && c->correctness.axes[0].values[1] == 1);
-    CHECK_EQ_INT(c->correctness.n_shapes, 5);
+    CHECK_EQ_INT(c->correctness.n_shapes, 7);
     check_shape(&c->correctness.shapes[0], "s1", 1, 2, 1, 64, false);
     check_shape(&c->correctness.shapes[1], "s77", 3, 5, 77, 64, false);
     check_shape(&c->correctness.shapes[2], "s500", 1, 3, 500, 128, false);
     check_shape(&c->correctness.shapes[3], "s1000", 2, 2, 1000, 64, false);
     check_shape(&c->correctness.shapes[4], "s77w", 3, 5, 77, 128, false);
+    /* beyond the longest timed sequence (2048): an exported kernel accepts any S */
+    check_shape(&c->correctness.shapes[5], "s4097", 1, 1, 4097, 64, false);
+    check_shape(&c->correctness.shapes[6], "s4097w", 1, 1, 4097, 128, false);
+    CHECK_EQ_INT(c->correctness.axes[1].field, evo_task_shape_field(c->task_ops, "softmax_scale"));
+    CHECK_EQ_INT(c->correctness.axes[1].n, 2);
+    if (c->correctness.axes[1].n == 2) {
+        const evo_field *sf = &c->task_ops->shape_fields[c->correctness.axes[1].field];
+        CHECK_NEAR(evo_field_load(sf, c->correctness.axes[1].values[0]), 0, 0);
+        CHECK_NEAR(evo_field_load(sf, c->correctness.axes[1].values[1]), 0.07, 1e-15);
+    }
     CHECK_NEAR(c->correctness.tol.rel_l2, 2.0e-3, 1e-15);
     CHECK_NEAR(c->correctness.tol.atol, 2.0e-2, 1e-15);
     CHECK_NEAR(c->correctness.tol.rtol, 2.0e-2, 1e-15);
@@ -118,6 +128,13 @@ static void test_default(void)
     CHECK(c->timing.flush_l2);
     CHECK_NEAR(c->timing.abort_factor, 3.0, 0);
     CHECK_NEAR(c->timing.kernel_timeout_s, 5.0, 0);
+    CHECK_EQ_INT(c->timing.method, EVO_TIMING_AUTO);
+    CHECK_EQ_INT(c->timing.max_repetitions, 200);
+    CHECK_NEAR(c->timing.target_us, 1000, 0);
+    CHECK_NEAR(c->timing.target_ci, 0.005, 0);
+    CHECK(c->timing.fresh_inputs);
+    CHECK_EQ_INT(c->timing.check_samples, 2);
+    CHECK(!c->timing.interleave);
 
     CHECK_STR(c->evolution.strategy, "ga");
     CHECK_EQ_INT(c->evolution.population, 32);
@@ -214,6 +231,15 @@ static void test_minimal_and_defaults(void)
     CHECK_NEAR(c->correctness.tol.rel_l2, 2.0e-3, 1e-15);
     CHECK_EQ_INT(c->timing.warmup, 3);
     CHECK_EQ_INT(c->timing.repetitions, 20);
+    CHECK_EQ_INT(c->timing.method, EVO_TIMING_AUTO);
+    CHECK_EQ_INT(c->timing.max_repetitions, 200);
+    CHECK_NEAR(c->timing.target_us, 1000, 0);
+    CHECK_NEAR(c->timing.target_ci, 0.005, 0);
+    CHECK(c->timing.fresh_inputs);
+    CHECK_EQ_INT(c->timing.check_samples, 2);
+    CHECK(!c->timing.interleave);
+    CHECK_EQ_INT(c->correctness.axes[1].n, 1); /* the timed scale alone (0: the config's softmax_scale) */
+    CHECK_EQ_INT(c->correctness.axes[1].values[0], 0);
     CHECK_EQ_INT(c->evolution.population, 2);
     CHECK_EQ_INT(c->evolution.elites, 1);     /* 3, capped at population - 1 */
     CHECK_EQ_INT(c->evolution.tournament, 2); /* 3, capped at population */
@@ -319,6 +345,13 @@ static const struct {
      "shape name 'a' is already used by shapes[0]"},
     {"null_value.yaml", "null_value.yaml:19:7: seeds", "no value given (expected a list"},
     {"bad_bool.yaml", "bad_bool.yaml:29:47: timing.flush_l2", "expected true or false, found 'yes'"},
+    {"unknown_timing_method.yaml", "unknown_timing_method.yaml:29:61: timing.method",
+     "unknown timing method 'nvtx' (known: auto, events, graph, cupti)"},
+    {"max_repetitions.yaml", "max_repetitions.yaml:29:70: timing.max_repetitions",
+     "4 is below timing.repetitions (5)"},
+    {"check_samples.yaml", "check_samples.yaml:29:68: timing.check_samples", "9 is out of range: must be 0 to 8"},
+    {"softmax_scales_duplicate.yaml", "softmax_scales_duplicate.yaml:26:28: correctness.softmax_scale[2]",
+     "0.07 given twice"},
     {"min_shapes.yaml", "min_shapes.yaml:33:42: regression.min_shapes", "more than the 2 timed shapes"},
     {"two_documents.yaml", "two_documents.yaml:36:1: top level", "a second YAML document"},
     {"empty.yaml", "empty.yaml:1:1: top level", "the configuration is empty"},
@@ -394,7 +427,7 @@ static void test_names(void)
     CHECK_STR(buf, "x(1,2,3,64)");
     evo_str j = {0};
     evo_shape_fields_json(&s, &j);
-    CHECK_STR(evo_str_cstr(&j), "{\"batch\":1,\"heads\":2,\"seq\":3,\"head_dim\":64,\"causal\":false}");
+    CHECK_STR(evo_str_cstr(&j), "{\"batch\":1,\"heads\":2,\"seq\":3,\"head_dim\":64,\"causal\":false,\"softmax_scale\":0}");
     evo_str_free(&j);
     char why[128] = "";
     CHECK(!evo_field_check(&s.task->shape_fields[3], 96, why, sizeof why));

@@ -45,6 +45,7 @@ static void fill_request(evo_eval_request *r)
     for (int i = 0; i < EVO_MAX_SHAPES; i++) r->best_us[i] = i == 0 ? 0 : i == 1 ? INFINITY : i == 2 ? NAN : 0.1 * i;
     r->n_best = EVO_MAX_SHAPES;
     snprintf(r->fault_injection, sizeof r->fault_injection, "slow:0.5");
+    r->retime = 10;
 }
 
 static void test_eval_request_round_trip(void)
@@ -83,6 +84,7 @@ static void test_eval_request_round_trip(void)
     CHECK(isnan(out.best_us[2]));
     CHECK(out.best_us[63] == 0.1 * 63); /* 6.300000000000001: all 17 digits survive */
     CHECK_STR(out.fault_injection, "slow:0.5");
+    CHECK_EQ_INT(out.retime, 10);
     /* The whole record, padding included (both were zeroed before being filled). */
     CHECK(memcmp(&in, &out, sizeof in) == 0);
 
@@ -90,11 +92,14 @@ static void test_eval_request_round_trip(void)
     in.fault_injection[0] = '\0';
     in.n_best = 0;
     in.n_variants = 1;
+    in.retime = 0; /* absent on the wire, as from a driver before --retime existed */
     free(line);
     line = evo_proto_encode_eval_request(&in);
     CHECK(strstr(line, "fault_injection") == NULL);
+    CHECK(strstr(line, "retime") == NULL);
     CHECK_EQ_INT(evo_proto_decode_eval_request(line, &out, &err), EVO_OK);
     CHECK_STR(out.fault_injection, "");
+    CHECK_EQ_INT(out.retime, 0);
     CHECK_EQ_INT(out.n_best, 0);
     CHECK_EQ_INT(out.n_variants, 1);
     free(line);
@@ -122,7 +127,12 @@ static void fill_reply(evo_eval_reply *r, char *detail)
         x->rel_l2 = INFINITY;
         x->e2e_rel_l2 = -INFINITY;
         x->e2e_rmse = -1e-300;
+        x->ci_lo_us = i % 3 ? 0.99 * x->median_us : 0; /* every third shape: no interval (not on the wire) */
+        x->ci_hi_us = i % 3 ? 1.01 * x->median_us : 0;
+        x->baseline_ci_lo_us = i % 2 ? 1.0 / 7 : 0;
+        x->baseline_ci_hi_us = i % 2 ? 2.0 / 7 : 0;
     }
+    r->paired = true;
     r->check_s = 0.1 + 0.2; /* 0.30000000000000004: a printer with 15 digits would say 0.3 */
     r->time_s = 1e9;
     snprintf(r->device, sizeof r->device, "NVIDIA H100 \"80GB\"\nHBM3");
@@ -156,8 +166,13 @@ static void test_eval_reply_round_trip(void)
                 same_double(a->speedup, b->speedup) && same_double(a->rate, b->rate) &&
                 same_double(a->max_abs, b->max_abs) && same_double(a->rel_l2, b->rel_l2) &&
                 same_double(a->e2e_rel_l2, b->e2e_rel_l2) && same_double(a->e2e_rmse, b->e2e_rmse);
+        same &= same_double(a->ci_lo_us, b->ci_lo_us) && same_double(a->ci_hi_us, b->ci_hi_us) &&
+                same_double(a->baseline_ci_lo_us, b->baseline_ci_lo_us) &&
+                same_double(a->baseline_ci_hi_us, b->baseline_ci_hi_us);
     }
     CHECK(same);
+    CHECK(out.paired);
+    CHECK(out.shapes[1].baseline_ci_hi_us == 2.0 / 7);
     CHECK_STR(out.shapes[5].shape, "s5(2,8,462,64) causal");
     CHECK_STR(out.shapes[5].fields, "{\"batch\":2,\"heads\":8,\"seq\":462,\"head_dim\":64,\"causal\":true}");
     CHECK(out.shapes[0].median_us == 123.456789012345678);
@@ -178,10 +193,13 @@ static void test_eval_reply_round_trip(void)
     /* Detail written with spaces comes back canonical; NULL detail is {}. */
     fill_reply(&in, NULL);
     in.n_shapes = 0;
+    in.paired = false;
     in.verdict = EVO_V_OK;
     CHECK_EQ_INT(evo_proto_encode_eval_reply(&in, &line, &err), EVO_OK);
     CHECK_EQ_INT(evo_proto_decode_eval_reply(line, &out, &err), EVO_OK);
     CHECK_STR(out.detail, "{}");
+    CHECK(!out.paired); /* "paired" is absent unless true */
+    CHECK(strstr(line, "paired") == NULL);
     CHECK_EQ_INT(out.n_shapes, 0);
     CHECK_EQ_INT(out.verdict, EVO_V_OK);
     evo_eval_reply_free(&out);

@@ -1194,6 +1194,97 @@ static void test_migrate_v1_and_demote(void)
     CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), EVO_STORE_SCHEMA);
 }
 
+/* Schema 3: intervals travel through an evaluation, re-timings are kept apart and found again; an older file reads
+ * the same before and after its migration (the new columns unknown). */
+static void retime_cb(const evo_retime_rec *r, void *ctx)
+{
+    int *n = ctx;
+    CHECK_STR(r->why, *n == 0 ? "baseline drift" : "end of run");
+    ++*n;
+}
+
+static void test_intervals_and_retimes(void)
+{
+    const char *p = tmp_path("v3.db");
+    evo_store *st = open_ok(p, EVO_STORE_READWRITE);
+    char ss[65];
+    shape_set_key(ss);
+    const int64_t cand = add_candidate(st, pop_genomes[1], "sm_90", 96, 49152);
+    evo_shape_result sh[2];
+    fill_shapes(sh, 1.25);
+    sh[0].ci_lo_us = 0.99 * sh[0].median_us, sh[0].ci_hi_us = 1.01 * sh[0].median_us;
+    sh[0].baseline_ci_lo_us = 39.5, sh[0].baseline_ci_hi_us = 40.5; /* shape 1: no interval (0) */
+    evo_eval_rec e = {.candidate_id = cand, .generation = -1, .shape_set = ss, .verdict = EVO_V_OK, .fitness = 1.25,
+                      .fitness_lo = 1.24, .fitness_hi = NAN, .gpu = "g", .shapes = sh, .n_shapes = 2};
+    evo_err err = {{0}};
+    CHECK_EQ_INT(evo_store_put_evaluation(st, &e, &err), EVO_OK);
+    free(e.created_at);
+    evo_eval_rec got;
+    bool found = false;
+    CHECK_EQ_INT(evo_store_find_evaluation(st, cand, ss, &got, &found, &err), EVO_OK);
+    CHECK(found);
+    CHECK_NEAR(got.fitness_lo, 1.24, 0);
+    CHECK(isnan(got.fitness_hi));
+    CHECK_EQ_INT(got.n_shapes, 2);
+    if (got.n_shapes == 2) {
+        CHECK_NEAR(got.shapes[0].ci_lo_us, sh[0].ci_lo_us, 0);
+        CHECK_NEAR(got.shapes[0].ci_hi_us, sh[0].ci_hi_us, 0);
+        CHECK_NEAR(got.shapes[0].baseline_ci_hi_us, 40.5, 0);
+        CHECK_NEAR(got.shapes[1].ci_lo_us, 0, 0);
+        CHECK_NEAR(got.shapes[1].baseline_ci_lo_us, 0, 0);
+    }
+    evo_store_eval_free(&got);
+
+    evo_retime_rec r = {.candidate_id = cand, .run_id = 0, .generation = 3, .shape_set = ss, .fitness = 1.2,
+                        .fitness_lo = 1.19, .fitness_hi = 1.21, .why = "baseline drift", .gpu = "g"};
+    CHECK_EQ_INT(evo_store_put_retime(st, &r, &err), EVO_OK);
+    free(r.created_at);
+    r.created_at = NULL;
+    r.why = "end of run", r.fitness = 1.22, r.generation = -1;
+    CHECK_EQ_INT(evo_store_put_retime(st, &r, &err), EVO_OK);
+    free(r.created_at);
+    evo_retime_rec last;
+    CHECK_EQ_INT(evo_store_last_retime(st, cand, ss, &last, &found, &err), EVO_OK);
+    CHECK(found);
+    CHECK_NEAR(last.fitness, 1.22, 0);
+    CHECK_NEAR(last.fitness_hi, 1.21, 0);
+    CHECK_STR(last.why, "end of run");
+    CHECK_EQ_INT(last.generation, -1);
+    evo_store_retime_free(&last);
+    CHECK_EQ_INT(evo_store_last_retime(st, cand + 1, ss, &last, &found, &err), EVO_OK);
+    CHECK(!found);
+    evo_store_close(st);
+
+    /* The replay fixture (schema 1): its elites read the same read-only and after the migration. */
+    char cmd[600];
+    const char *q = tmp_path("v1-again.db");
+    snprintf(cmd, sizeof cmd, "cp '%s/tests/data/replay.db' '%s'", EVO_SOURCE_DIR, q);
+    CHECK(system(cmd) == 0);
+    double before[5], after[5];
+    int nb = 0, na = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        evo_store *x = open_ok(q, pass ? EVO_STORE_READWRITE : EVO_STORE_READONLY);
+        evo_elite_rec *el = NULL;
+        int n = 0;
+        CHECK_EQ_INT(evo_store_elites(x, TASK, NULL, NULL, 5, &el, &n, &err), EVO_OK);
+        for (int i = 0; i < n && i < 5; i++) {
+            (pass ? after : before)[i] = el[i].eval.fitness;
+            CHECK(isnan(el[i].eval.fitness_lo));
+            CHECK(el[i].eval.n_shapes > 0 && el[i].eval.shapes[0].ci_lo_us == 0 && el[i].eval.shapes[0].median_us > 0);
+        }
+        *(pass ? &na : &nb) = n;
+        int count = 0;
+        CHECK_EQ_INT(evo_store_foreach_retime(x, 1, -1, retime_cb, &count, &err), EVO_OK);
+        CHECK_EQ_INT(count, 0);
+        evo_store_elites_free(el, n);
+        evo_store_close(x);
+    }
+    CHECK_EQ_INT(nb, 5);
+    CHECK_EQ_INT(na, nb);
+    for (int i = 0; i < nb && i < na; i++) CHECK(before[i] == after[i]);
+    CHECK_EQ_INT(raw_int(q, "PRAGMA user_version"), EVO_STORE_SCHEMA);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "--fixture") == 0) return fixture(argv[2], argv[3]);
@@ -1214,6 +1305,7 @@ int main(int argc, char **argv)
     test_group_rollback();
     test_refuse_foreign_and_corrupt();
     test_newer_schema();
+    test_intervals_and_retimes();
     test_readonly();
     test_readonly_directory();
     test_elites();

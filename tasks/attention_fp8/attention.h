@@ -10,7 +10,7 @@
 #include "task.h"
 
 /* Shape fields, in the order of evo_shape.v (the order is part of the shape-set key: never reorder). */
-enum { ATTN_BATCH, ATTN_HEADS, ATTN_SEQ, ATTN_DIM, ATTN_CAUSAL, ATTN_N_FIELDS };
+enum { ATTN_BATCH, ATTN_HEADS, ATTN_SEQ, ATTN_DIM, ATTN_CAUSAL, ATTN_SCALE, ATTN_N_FIELDS };
 /* Options: top-level config keys. */
 enum { ATTN_OPT_FORMAT, ATTN_OPT_SCALE, ATTN_N_OPTIONS };
 /* Variant attributes (evo_variant.attr). */
@@ -18,8 +18,9 @@ enum { ATTN_V_DIM, ATTN_V_FORMAT, ATTN_V_ROWS, ATTN_V_MIN_WAVES, ATTN_N_VATTRS }
 
 /* EVO_FORMAT_E4M3 / EVO_FORMAT_U8SIM of evo_attention_abi.h, by name: "e4m3", "u8sim". */
 const char *evo_attn_format_name(int format);
-/* The config's format and softmax scale (0 = 1/sqrt(head_dim)). */
+/* The config's format. */
 int evo_attn_format(const evo_config *cfg);
-double evo_attn_softmax_scale(const evo_config *cfg, int head_dim);
+/* The softmax scale of shape s: its own softmax_scale field when set, else the config's, else 1/sqrt(head_dim). */
+double evo_attn_softmax_scale(const evo_config *cfg, const evo_shape *s);
 
 #endif

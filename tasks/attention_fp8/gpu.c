@@ -16,9 +16,12 @@
 typedef struct {
     evo_gpu *g;
     const evo_config *cfg;
-    CUfunction f_gen, f_quant, f_deq, f_h2f, f_ref;
+    CUfunction f_gen, f_quant, f_deq, f_h2f, f_ref, f_perturb;
     size_t scratch_n; /* elements the scratch buffers hold */
     CUdeviceptr scratch16[3], scratchf[3];
+    size_t timed_n;     /* elements the timing buffers hold (the largest timing case) */
+    CUdeviceptr tcodes[3]; /* a timed repetition's perturbed Q, K, V codes */
+    CUdeviceptr tref;      /* FP32 reference of one head on them */
 } attn_gpu;
 
 /* One case's inputs: 8-bit codes and scales of Q, K, V, the reference, and the end-to-end reference. */
@@ -45,8 +48,9 @@ static evo_status attn_open(evo_gpu *g, void **state, evo_err *err)
     struct {
         CUfunction *f;
         const char *name;
-    } fns[] = {{&a->f_gen, "evo_gen_inputs"}, {&a->f_quant, "evo_quantize"}, {&a->f_deq, "evo_dequantize"},
-               {&a->f_h2f, "evo_half_to_float"}, {&a->f_ref, "evo_reference_attention"}};
+    } fns[] = {{&a->f_gen, "evo_gen_inputs"},   {&a->f_quant, "evo_quantize"},
+               {&a->f_deq, "evo_dequantize"},   {&a->f_h2f, "evo_half_to_float"},
+               {&a->f_ref, "evo_reference_attention"}, {&a->f_perturb, "evo_perturb_codes"}};
     for (size_t i = 0; i < EVO_ARRAY_LEN(fns); i++)
         if (!(*fns[i].f = evo_gpu_support(g, fns[i].name))) {
             free(a);
@@ -67,7 +71,7 @@ static evo_status reference(attn_gpu *a, const evo_shape *sh, CUdeviceptr q, CUd
 {
     int b = (int)sh->v[ATTN_BATCH], h = (int)sh->v[ATTN_HEADS], s = (int)sh->v[ATTN_SEQ], d = (int)sh->v[ATTN_DIM];
     int c = (int)sh->v[ATTN_CAUSAL];
-    float scale = (float)evo_attn_softmax_scale(a->cfg, d);
+    float scale = (float)evo_attn_softmax_scale(a->cfg, sh);
     void *args[] = {&q, &k, &v, &o, &b, &h, &s, &d, &c, &scale};
     return evo_gpu_launch(a->g, a->f_ref, (unsigned)((s + EVO_SUPPORT_REF_ROWS - 1) / EVO_SUPPORT_REF_ROWS),
                           (unsigned)h, (unsigned)b, EVO_SUPPORT_REF_BLOCK, args, "reference attention", err);
@@ -101,6 +105,12 @@ static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
     const size_t n = c->n = elems(sh);
     evo_status s = scratch(a, n, err);
     if (s != EVO_OK) return s;
+    if (gc->timing && n > a->timed_n) { /* the fresh inputs of timed repetitions (perturb) */
+        for (int t = 0; t < 3 && s == EVO_OK; t++) s = evo_gpu_alloc(a->g, n, &a->tcodes[t], err);
+        if (s == EVO_OK) s = evo_gpu_alloc(a->g, (size_t)sh->v[ATTN_SEQ] * sh->v[ATTN_DIM] * 4, &a->tref, err);
+        if (s != EVO_OK) return s;
+        a->timed_n = n;
+    }
     unsigned long long nn = n, head = (unsigned long long)sh->v[ATTN_SEQ] * sh->v[ATTN_DIM], seed = gc->seed;
     int dist = (int)gc->dist, fmt = evo_attn_format(a->cfg);
     const int bh = (int)(sh->v[ATTN_BATCH] * sh->v[ATTN_HEADS]);
@@ -165,7 +175,7 @@ static evo_status attn_geometry(void *state, CUmodule mod, evo_variant *v, char 
 
 /* Grid (ceil(S / rows), H, B), block = threads, dynamic shared memory = smem_bytes (evo_attention_abi.h). */
 static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_gpu_kernel *k, int n, int pick,
-                            CUdeviceptr out)
+                            CUdeviceptr out, bool fresh)
 {
     (void)n;
     const evo_variant *v = &k[pick].v;
@@ -173,12 +183,13 @@ static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_gpu_k
     attn_gpu *a = state;
     const attn_case *c = gc->data;
     const evo_shape *sh = &gc->shape;
+    const CUdeviceptr *codes = fresh ? a->tcodes : c->codes;
     evo_attn_params p = {
-        .q = c->codes[0], .k = c->codes[1], .v = c->codes[2],
+        .q = codes[0], .k = codes[1], .v = codes[2],
         .q_scale = c->scales[0], .k_scale = c->scales[1], .v_scale = c->scales[2],
         .o = out, .batch = (int)sh->v[ATTN_BATCH], .heads = (int)sh->v[ATTN_HEADS], .seq = (int)sh->v[ATTN_SEQ],
         .head_dim = (int)sh->v[ATTN_DIM], .causal = (int)sh->v[ATTN_CAUSAL],
-        .softmax_scale = (float)evo_attn_softmax_scale(a->cfg, (int)sh->v[ATTN_DIM]),
+        .softmax_scale = (float)evo_attn_softmax_scale(a->cfg, sh),
     };
     void *args[] = {&p};
     const long long rows = v->attr[ATTN_V_ROWS];
@@ -186,6 +197,98 @@ static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_gpu_k
     return evo_gpu_cu(a->g)->cuLaunchKernel(f, gx, (unsigned)sh->v[ATTN_HEADS], (unsigned)sh->v[ATTN_BATCH],
                                             (unsigned)v->threads, 1, 1, (unsigned)v->smem_bytes,
                                             evo_gpu_stream(a->g), args, NULL);
+}
+
+static int attn_geometry_of(void *state, const evo_gpu_case *gc, const evo_gpu_kernel *k, int n, int pick,
+                            unsigned grid[][3], unsigned *block, int max)
+{
+    (void)state, (void)n, (void)max;
+    const evo_shape *sh = &gc->shape;
+    const long long rows = k[pick].v.attr[ATTN_V_ROWS];
+    grid[0][0] = (unsigned)((sh->v[ATTN_SEQ] + rows - 1) / rows);
+    grid[0][1] = (unsigned)sh->v[ATTN_HEADS];
+    grid[0][2] = (unsigned)sh->v[ATTN_BATCH];
+    block[0] = (unsigned)k[pick].v.threads;
+    return 1;
+}
+
+/* Fresh inputs: every code of Q, K, V with bits flipped by a hash of (seed, tensor, index) that keep its exponent
+ * (support.cu's evo_perturb_codes), so the per-head scales still hold. */
+static evo_status attn_perturb(void *state, const evo_gpu_case *gc, uint64_t seed, evo_err *err)
+{
+    attn_gpu *a = state;
+    attn_case *c = gc->data;
+    unsigned long long n = c->n, sd = seed;
+    int fmt = evo_attn_format(a->cfg);
+    void *args[] = {&c->codes[0], &c->codes[1], &c->codes[2], &a->tcodes[0], &a->tcodes[1], &a->tcodes[2], &n, &sd,
+                    &fmt};
+    return evo_gpu_launch(a->g, a->f_perturb, evo_gpu_grid_for(c->n), 1, 1, EVO_SUPPORT_BLOCK, args,
+                          "perturb timing inputs", err);
+}
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Why an output fails: not written, rel-L2, the element test; "" when it passes. */
+static void judge(const evo_metrics *m, const evo_tolerance *tol, char *why, size_t n)
+{
+    why[0] = '\0';
+    if (m->n_nonfinite > 0)
+        snprintf(why, n, "%zu output elements not written or not finite (first at %lld)", m->n_nonfinite,
+                 m->first_bad);
+    else if (m->rel_l2 > tol->rel_l2)
+        snprintf(why, n, "rel-L2 %.3g > %.3g", m->rel_l2, tol->rel_l2);
+    else if (m->frac_over > tol->max_frac_over)
+        snprintf(why, n, "%zu elements over atol %.3g x rms + rtol %.3g x |ref| (first at %lld)", m->n_over, tol->atol,
+                 tol->rtol, m->first_bad);
+}
+
+#define SAMPLE_HEADS 2 /* heads of a sampled output checked (each head is an attention of its own) */
+
+/* A timed repetition's output on the inputs perturb(seed) made: SAMPLE_HEADS heads drawn from the seed, each
+ * against a reference of that head alone (the reference of a whole stress shape costs milliseconds). */
+static evo_status attn_check_fresh(void *state, const evo_gpu_case *gc, uint64_t seed, CUdeviceptr out,
+                                   evo_gpu_check *r, evo_err *err)
+{
+    attn_gpu *a = state;
+    attn_case *c = gc->data;
+    const evo_shape *sh = &gc->shape;
+    const evo_tolerance *tol = &a->cfg->correctness.tol;
+    const int bh_count = (int)(sh->v[ATTN_BATCH] * sh->v[ATTN_HEADS]);
+    const size_t hn = (size_t)sh->v[ATTN_SEQ] * sh->v[ATTN_DIM];
+    evo_shape one = *sh;
+    one.v[ATTN_BATCH] = one.v[ATTN_HEADS] = 1;
+    int fmt = evo_attn_format(a->cfg);
+    evo_status s = attn_perturb(state, gc, seed, err);
+    for (int j = 0; s == EVO_OK && j < (bh_count < SAMPLE_HEADS ? bh_count : SAMPLE_HEADS) && !r->why[0]; j++) {
+        const int bh = (int)((mix64(seed ^ (uint64_t)j ^ 0x5eadull) % (uint64_t)bh_count + (uint64_t)j) %
+                             (uint64_t)bh_count);
+        unsigned long long nn = hn, head = hn;
+        for (int q = 0; q < 3 && s == EVO_OK; q++) {
+            CUdeviceptr codes = a->tcodes[q] + (CUdeviceptr)bh * hn, scale = c->scales[q] + (CUdeviceptr)bh * 4;
+            void *da[] = {&codes, &scale, &a->scratchf[q], &nn, &head, &fmt};
+            s = evo_gpu_launch(a->g, a->f_deq, evo_gpu_grid_for(hn), 1, 1, EVO_SUPPORT_BLOCK, da, "dequantize", err);
+        }
+        if (s == EVO_OK) s = reference(a, &one, a->scratchf[0], a->scratchf[1], a->scratchf[2], a->tref, err);
+        if (s != EVO_OK) break;
+        CU(cuMemsetD8Async(a->scratch16[0], 0, hn * 2, evo_gpu_stream(a->g)), err);
+        evo_metrics zero;
+        if ((s = evo_gpu_compare_f16(a->g, a->scratch16[0], a->tref, hn, 0, 0, &zero, err)) != EVO_OK) break;
+        const double rms = sqrt(zero.sum_sq_ref / (double)hn);
+        s = evo_gpu_compare_f16(a->g, out + (CUdeviceptr)bh * hn * 2, a->tref, hn, tol->atol * rms, tol->rtol, &r->m,
+                                err);
+        if (s != EVO_OK) break;
+        judge(&r->m, tol, r->why, sizeof r->why);
+        if (r->why[0]) {
+            const size_t l = strlen(r->why);
+            snprintf(r->why + l, sizeof r->why - l, " (head %d of a timed repetition's fresh inputs)", bh);
+        }
+    }
+    return s;
 }
 
 /* Every element written and finite, rel-L2 and the element test within the config's tolerance. */
@@ -197,15 +300,7 @@ static evo_status attn_check(void *state, const evo_gpu_case *gc, CUdeviceptr ou
     evo_status s = evo_gpu_compare_f16(a->g, out, c->ref, c->n, tol->atol * c->ref_rms, tol->rtol, &r->m, err);
     if (s != EVO_OK) return s;
     if (c->ref16 && (s = evo_gpu_compare_f16(a->g, out, c->ref16, c->n, 0, 0, &r->e2e, err))) return s;
-    const evo_metrics *m = &r->m;
-    if (m->n_nonfinite > 0)
-        snprintf(r->why, sizeof r->why, "%zu output elements not written or not finite (first at %lld)",
-                 m->n_nonfinite, m->first_bad);
-    else if (m->rel_l2 > tol->rel_l2)
-        snprintf(r->why, sizeof r->why, "rel-L2 %.3g > %.3g", m->rel_l2, tol->rel_l2);
-    else if (m->frac_over > tol->max_frac_over)
-        snprintf(r->why, sizeof r->why, "%zu elements over atol %.3g x rms + rtol %.3g x |ref| (first at %lld)",
-                 m->n_over, tol->atol, tol->rtol, m->first_bad);
+    judge(&r->m, tol, r->why, sizeof r->why);
     return EVO_OK;
 }
 
@@ -215,5 +310,8 @@ const evo_task_gpu evo_attn_gpu = {
     .prepare = attn_prepare,
     .geometry = attn_geometry,
     .launch = attn_launch,
+    .geometry_of = attn_geometry_of,
     .check = attn_check,
+    .perturb = attn_perturb,
+    .check_fresh = attn_check_fresh,
 };

@@ -24,6 +24,9 @@ static const evo_field attention_shape_fields[ATTN_N_FIELDS] = {
                   .n_allowed = 2, .dflt = EVO_FIELD_REQUIRED},
     [ATTN_CAUSAL] = {.name = "causal", .type = EVO_FIELD_BOOL, .dflt = 0, .axis = true, .axis_default = {0, 1},
                      .n_axis_default = 2, .doc = "key j is masked for query i when j > i"},
+    [ATTN_SCALE] = {.name = "softmax_scale", .type = EVO_FIELD_REAL, .rmin = 0, .rmax = 1e6, .dflt = 0, .axis = true,
+                    .axis_cheap = true, .axis_default = {0}, .n_axis_default = 1,
+                    .doc = "scale of the scores; 0: the config's softmax_scale"},
 };
 
 static const evo_field attention_options[ATTN_N_OPTIONS] = {
@@ -47,10 +50,11 @@ const char *evo_attn_format_name(int format)
 
 int evo_attn_format(const evo_config *cfg) { return (int)cfg->options[ATTN_OPT_FORMAT]; }
 
-double evo_attn_softmax_scale(const evo_config *cfg, int head_dim)
+double evo_attn_softmax_scale(const evo_config *cfg, const evo_shape *s)
 {
-    const double s = cfg->options[ATTN_OPT_SCALE];
-    return s > 0 ? s : 1.0 / sqrt((double)head_dim);
+    const double own = evo_field_load(&s->task->shape_fields[ATTN_SCALE], s->v[ATTN_SCALE]);
+    const double x = own > 0 ? own : cfg->options[ATTN_OPT_SCALE];
+    return x > 0 ? x : 1.0 / sqrt((double)s->v[ATTN_DIM]);
 }
 
 static bool attention_shape_check(const evo_shape *s, char *why, size_t why_len)

@@ -17,13 +17,16 @@
 typedef struct {
     evo_gpu *g;
     CUmodule mod;
-    CUfunction f_gen, f_bf16, f_ref, f_cmp;
+    CUfunction f_gen, f_bf16, f_ref, f_cmp, f_perturb;
     CUdeviceptr res; /* two u64: mismatches, first index */
     CUdeviceptr scratch;
     unsigned long long scratch_bytes;
     evo_shape shapes[MAX_SHAPES]; /* every case's shape, for sizing the scratch of a genome's plans */
     int n_shapes;
     int arch;
+    size_t timed_n;   /* elements the timing buffers hold (the largest timing case) */
+    CUdeviceptr tx;   /* a timed repetition's perturbed input */
+    CUdeviceptr tref; /* reference codes and scales on it */
 } qz_gpu;
 
 typedef struct {
@@ -52,7 +55,8 @@ static evo_status qz_open(evo_gpu *g, void **state, evo_err *err)
     struct {
         CUfunction *f;
         const char *name;
-    } fns[] = {{&q->f_bf16, "evo_qs_to_bf16"}, {&q->f_ref, "evo_qs_reference"}, {&q->f_cmp, "evo_qs_compare"}};
+    } fns[] = {{&q->f_bf16, "evo_qs_to_bf16"}, {&q->f_ref, "evo_qs_reference"}, {&q->f_cmp, "evo_qs_compare"},
+               {&q->f_perturb, "evo_qs_perturb"}};
     for (size_t i = 0; s == EVO_OK && i < EVO_ARRAY_LEN(fns); i++)
         s = evo_cu_check(evo_gpu_cu(g), evo_gpu_cu(g)->cuModuleGetFunction(fns[i].f, q->mod, fns[i].name), fns[i].name,
                          err);
@@ -91,6 +95,11 @@ static evo_status qz_prepare(void *state, evo_gpu_case *gc, evo_err *err)
     const unsigned grid = evo_gpu_grid_for(c->n);
     evo_status s = evo_gpu_alloc(q->g, c->n * 2, &c->x, err);
     if (s == EVO_OK) s = evo_gpu_alloc(q->g, c->scales_at + 4 * c->n_heads, &c->ref, err);
+    if (s == EVO_OK && gc->timing && c->n > q->timed_n) { /* the fresh inputs of timed repetitions (perturb) */
+        s = evo_gpu_alloc(q->g, c->n * 2, &q->tx, err);
+        if (s == EVO_OK) s = evo_gpu_alloc(q->g, c->scales_at + 4 * c->n_heads, &q->tref, err);
+        if (s == EVO_OK) q->timed_n = c->n;
+    }
     if (s != EVO_OK) return s;
     void *ga[] = {&c->x, &nn, &head, &seed, &tensor, &dist};
     if ((s = evo_gpu_launch(q->g, q->f_gen, grid, 1, 1, EVO_SUPPORT_BLOCK, ga, "generate", err))) return s;
@@ -180,7 +189,7 @@ static CUresult launch_one(qz_gpu *q, const evo_gpu_kernel *kern, const evo_quan
 
 /* The plan's launches in order on the worker's stream: codes at out, scales after them (16-byte aligned). */
 static CUresult qz_launch(void *state, const evo_gpu_case *gc, const evo_gpu_kernel *k, int n, int pick,
-                          CUdeviceptr out)
+                          CUdeviceptr out, bool fresh)
 {
     qz_gpu *q = state;
     const qz_case *c = gc->data;
@@ -190,7 +199,7 @@ static CUresult qz_launch(void *state, const evo_gpu_case *gc, const evo_gpu_ker
         return CUDA_ERROR_INVALID_VALUE;
     evo_quant_params p;
     memset(&p, 0, sizeof p);
-    p.x = c->x;
+    p.x = fresh ? q->tx : c->x;
     p.codes = out;
     p.scales = out + c->scales_at;
     p.scratch = plan.scratch_bytes ? q->scratch : 0;
@@ -254,6 +263,53 @@ static evo_status qz_check(void *state, const evo_gpu_case *gc, CUdeviceptr out,
     return EVO_OK;
 }
 
+static int qz_geometry_of(void *state, const evo_gpu_case *gc, const evo_gpu_kernel *k, int n, int pick,
+                          unsigned grid[][3], unsigned *block, int max)
+{
+    (void)k, (void)n;
+    evo_quant_plan plan;
+    if (plan_for(state, &k[pick].v, &gc->shape, &plan) != 0) return 0;
+    int m = 0;
+    for (; m < plan.n_launches && m < max; m++) {
+        grid[m][0] = plan.launch[m].grid_x, grid[m][1] = plan.launch[m].grid_y, grid[m][2] = 1;
+        block[m] = plan.launch[m].block;
+    }
+    return m;
+}
+
+/* Fresh inputs: the case's input with its signs and lowest mantissa bits flipped by a hash of the seed. */
+static evo_status qz_perturb(void *state, const evo_gpu_case *gc, uint64_t seed, evo_err *err)
+{
+    qz_gpu *q = state;
+    const qz_case *c = gc->data;
+    unsigned long long n = c->n, sd = seed;
+    void *args[] = {(void *)&c->x, &q->tx, &n, &sd};
+    return evo_gpu_launch(q->g, q->f_perturb, evo_gpu_grid_for(c->n), 1, 1, EVO_SUPPORT_BLOCK, args,
+                          "perturb timing inputs", err);
+}
+
+/* A timed repetition's output: the reference quantizer on the same perturbed input, every code and scale. */
+static evo_status qz_check_fresh(void *state, const evo_gpu_case *gc, uint64_t seed, CUdeviceptr out,
+                                 evo_gpu_check *r, evo_err *err)
+{
+    qz_gpu *q = state;
+    const evo_shape *sh = &gc->shape;
+    qz_case fresh = *(const qz_case *)gc->data;
+    evo_status s = qz_perturb(state, gc, seed, err);
+    if (s != EVO_OK) return s;
+    fresh.x = q->tx;
+    fresh.ref = q->tref;
+    unsigned long long head = (unsigned long long)sh->v[QZ_SEQ] * sh->v[QZ_DIM];
+    int bf16 = (int)sh->v[QZ_DTYPE], rotate = (int)sh->v[QZ_ROTATE], d = (int)sh->v[QZ_DIM];
+    CUdeviceptr scales = q->tref + fresh.scales_at;
+    void *ra[] = {&q->tx, &bf16, &rotate, &d, &head, &q->tref, &scales};
+    s = evo_gpu_launch(q->g, q->f_ref, (unsigned)fresh.n_heads, 1, 1, 256, ra, "reference quantizer", err);
+    if (s != EVO_OK) return s;
+    evo_gpu_case copy = *gc;
+    copy.data = &fresh;
+    return qz_check(state, &copy, out, r, err);
+}
+
 const evo_task_gpu evo_qz_gpu = {
     .open = qz_open,
     .output_bytes = qz_output_bytes,
@@ -261,5 +317,8 @@ const evo_task_gpu evo_qz_gpu = {
     .geometry = NULL,
     .begin = qz_begin,
     .launch = qz_launch,
+    .geometry_of = qz_geometry_of,
     .check = qz_check,
+    .perturb = qz_perturb,
+    .check_fresh = qz_check_fresh,
 };

@@ -10,6 +10,9 @@
  *     grid.x = B*H (one block per head), block = 256: evo_qref_quantize, rows rotated when `rotate`.
  * evo_qs_compare(const unsigned char *out, const unsigned char *ref, u64 n, u64 *res)    any grid, any block
  *     res[0] += bytes that differ, res[1] = min(res[1], first such index); set res to {0, ~0ull} first.
+ * evo_qs_perturb(const unsigned short *x, unsigned short *out, u64 n, u64 seed)          any grid, any block
+ *     fresh inputs for a timed repetition: the sign and the 3 lowest mantissa bits of each fp16/bf16 value flipped
+ *     by a hash of (seed, index); the exponent stays, so a finite value stays finite.
  */
 #include "evo_numerics.cuh"
 #include "evo_quantize_abi.h"
@@ -77,6 +80,18 @@ extern "C" __global__ void __launch_bounds__(256) evo_qs_reference(const unsigne
     for (u64 r = threadIdx.x; r < rows; r += blockDim.x) {
         load_row(xh + r * head_dim, in_bf16, rotate, head_dim, v);
         for (int i = 0; i < head_dim; i++) ch[r * head_dim + i] = e4m3_encode(__fdiv_rn(v[i], scale));
+    }
+}
+
+extern "C" __global__ void evo_qs_perturb(const unsigned short *x, unsigned short *out, u64 n, u64 seed)
+{
+    GRID_STRIDE(i, n)
+    {
+        u64 h = (seed + (i + 1) * 0x9e3779b97f4a7c15ull);
+        h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+        h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+        h ^= h >> 31;
+        out[i] = (unsigned short)(x[i] ^ (unsigned short)((h & 7u) | ((h >> 3) & 1u) << 15));
     }
 }
 
