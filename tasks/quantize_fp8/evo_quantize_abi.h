@@ -115,7 +115,15 @@ EVO_QUANT_HD static inline float evo_quant_rsqrt_d(int d)
     }
 }
 
-/* ---- plan ---- */
+/* 4 bytes per element of the rotated-rows buffer at the start of the scratch (fused_rot = 0 with rotate), rounded
+ * up to 256. */
+EVO_QUANT_HD static inline unsigned long long evo_quant_rot_bytes(unsigned long long n_elems)
+{
+    return (n_elems * 4ull + 255ull) & ~255ull;
+}
+
+/* ---- plan (host code: not seen by NVRTC) ---- */
+#if !defined(__CUDACC_RTC__)
 
 static inline int evo_quant_is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -123,13 +131,6 @@ static inline int evo_quant_is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0;
 static inline int evo_quant_epv(const evo_quant_knobs *k, int rotate)
 {
     return (rotate && !k->fused_rot) ? k->vec / 4 : k->vec / 2;
-}
-
-/* Bytes of the rotated-rows buffer at the start of the scratch (fused_rot = 0 with rotate): 4 bytes per element,
- * rounded up to 256. */
-EVO_QUANT_HD static inline unsigned long long evo_quant_rot_bytes(unsigned long long n_elems)
-{
-    return (n_elems * 4ull + 255ull) & ~255ull;
 }
 
 /* Genome checks that need no shape: 0 when the genome can be built for (head_dim, rotate, arch), -1 with the
@@ -242,5 +243,7 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
     *plan = p;
     return 0;
 }
+
+#endif /* !__CUDACC_RTC__ */
 
 #endif

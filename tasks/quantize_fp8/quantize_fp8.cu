@@ -78,7 +78,9 @@ typedef unsigned int u32;
 typedef unsigned short u16;
 typedef unsigned long long u64;
 
-constexpr int pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+__host__ __device__ constexpr int pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+
 
 template <int D, int IN_BF16, int ROTATE, int VEC, int WARPS, int MODE, int CLUSTER, int KEEP, int UNROLL,
           int ITERS, int CVT, int CACHE, int FUSED_ROT>
@@ -90,7 +92,7 @@ struct Cfg {
     static constexpr int EPV = VEC / EB;
     static constexpr int IN_EPV = VEC / 2; /* of the fp16/bf16 input (the rotation pass) */
     static constexpr int CHUNK_V = THREADS * UNROLL * ITERS;
-    static constexpr bool KEEP_F32 = ROT && KEEP * EPV <= 64; /* keep rotated floats, else raw input re-rotated */
+    static constexpr bool KEEP_F32 = ROT && KEEP > 0 && KEEP * EPV <= 64; /* keep rotated floats, else raw input re-rotated */
     static constexpr int D_ = D, VEC_ = VEC, WARPS_ = WARPS, MODE_ = MODE, CLUSTER_ = CLUSTER, KEEP_ = KEEP,
                          UNROLL_ = UNROLL, ITERS_ = ITERS, CVT_ = CVT, CACHE_ = CACHE, IN_BF16_ = IN_BF16,
                          ROTATE_ = ROTATE;
@@ -519,7 +521,7 @@ template <class C> EVO_DEV void split_encode(const evo_quant_params &p)
 template <class C> EVO_DEV void chained(const evo_quant_params &p)
 {
     __shared__ float red[C::WARPS_];
-    __shared__ u32 s_ticket;
+    __shared__ u32 s_ticket, s_last;
     __shared__ float s_absmax;
     Shape<C> sh(p);
     u32 *ctl = (u32 *)sh.mode_scratch;
@@ -557,24 +559,28 @@ template <class C> EVO_DEV void chained(const evo_quant_params &p)
         if (scale_fast(s)) chunk_encode<C, true, C::HINT_LAST>(xh, ch, c * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
         else chunk_encode<C, false, C::HINT_LAST>(xh, ch, c * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
     }
-    if (tid == 0) { /* the last block to finish finds every other block done and zeroes the scratch */
+    if (tid == 0) { /* only thread 0 touched the scratch; the last block to finish finds every other one done */
         __threadfence();
-        if (atomicAdd(&ctl[1], 1u) == gridDim.x - 1u) {
-            __threadfence();
-            for (u32 i = 0; i < 2u * sh.n_heads; i++) heads[i] = 0u;
+        s_last = atomicAdd(&ctl[1], 1u) == gridDim.x - 1u;
+    }
+    __syncthreads();
+    if (s_last) { /* zero the scratch for the next launch */
+        __threadfence();
+        for (u32 i = tid; i < 2u * sh.n_heads; i += (u32)C::THREADS) heads[i] = 0u;
+        if (tid == 0) {
             ctl[0] = 0u;
             ctl[1] = 0u;
-            __threadfence();
         }
     }
 }
 
 /* ---- mode 2: cluster ---- */
 
-template <class C, bool FAST>
+/* Pass 2 of mode 2: the kept vectors from registers (KR: Raw[KEEP] or a dummy), kept rotated floats (KF), the rest
+ * re-read. */
+template <class C, bool FAST, class KR, class KF>
 EVO_DEV void cluster_encode(const unsigned char *xh, unsigned char *ch, u32 nv, u32 rank, u32 rounds, u32 smask,
-                            float s, float inv, const Raw<C::VEC_> (&kr)[C::KEEP_ ? C::KEEP_ : 1],
-                            const float (&kf)[C::KEEP_F32 ? C::KEEP_ : 1][C::KEEP_F32 ? C::EPV : 1])
+                            float s, float inv, const KR &kr, const KF &kf)
 {
     const u32 tid = threadIdx.x, lane = tid & 31u;
 #pragma unroll

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# quantize_gpu.sh — on a GPU host: the quantize_fp8 harness (self-tests, every genome bit-exact against the CPU
+# reference, timing against a device-to-device copy) and then PyTorch side by side; logs and JSON under OUT.
+# Usage: tools/quantize_gpu.sh OUT [BUILD_DIR]    (BUILD_DIR: default build/quantize, built with
+#        tools/quantize_build.sh when it holds no quantize_bench; prints a summary last)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: tools/quantize_gpu.sh OUT [BUILD_DIR]}
+bd=${2:-build/quantize}
+mkdir -p "$out"
+if [ ! -x "$bd/quantize_bench" ]; then tools/quantize_build.sh "$bd" || exit 1; fi
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv; date -u +%FT%TZ; } \
+  > "$out/gpu.txt" 2>&1
+"$bd/quantize_bench" --out "$out" > "$out/bench.log" 2>&1
+echo "bench rc=$?" >> "$out/bench.log"
+awk '/^CHECKED/ && $6 == 0 {sub(":", "", $3); print $3}' "$out/bench.log" > "$out/passing.txt"
+PYTHONUNBUFFERED=1 python3 tools/compare_quantize.py --lib "$bd/libquantize_bench.so" --variants "$out/passing.txt" \
+  --out "$out" > "$out/compare.log" 2>&1
+echo "compare rc=$?" >> "$out/compare.log"
+
+cat "$out/gpu.txt"
+grep -E "^(device|selftest|copy|CRASH|  FAIL|done|bench rc)" "$out/bench.log" | head -60
+echo "variants passing: $(wc -l < "$out/passing.txt") of $(grep -c '^CHECKED' "$out/bench.log")"
+python3 - "$out/quantize_bench.jsonl" <<'EOF'
+import json, sys
+copy, rows = {}, {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if "copy" in r:
+        copy[tuple(r["copy"])] = r["memcpy_us"]
+    elif "time" in r:
+        rows.setdefault((tuple(r["shape"]), r["bf16"], r["rot"]), []).append(r)
+print(f"{'shape':>18} {'dt':>4} {'rot':>3} {'copy us':>8} {'best genome':>8} {'us':>8} {'GB/s':>6} {'%copy':>6}   runners-up")
+for (shape, bf, rot), rs in sorted(rows.items()):
+    rs.sort(key=lambda r: r["us"])
+    c = copy.get(shape, float("nan"))
+    b = rs[0]
+    more = " ".join(f"{r['genome']}:{100 * c / r['us']:.0f}" for r in rs[1:5])
+    print(f"{','.join(map(str, shape)):>18} {'bf16' if bf else 'fp16':>4} {rot:>3} {c:8.2f} {b['genome']:>8} "
+          f"{b['us']:8.2f} {b['gbps']:6.0f} {100 * c / b['us']:6.1f}   {more}")
+main = [r for (s, bf, rot), rs in rows.items() if s == (4, 16, 4096, 128) and bf == 0 and rot == 0 for r in rs]
+print("(4,16,4096,128) fp16, every genome: " + " ".join(f"{r['genome']}:{r['us']:.1f}" for r in sorted(main, key=lambda r: r["us"])))
+EOF
+tail -32 "$out/compare.log"
