@@ -3,6 +3,7 @@
 # reference, timing against a device-to-device copy) and then PyTorch side by side; logs and JSON under OUT.
 # Usage: tools/quantize_gpu.sh OUT [BUILD_DIR]    (BUILD_DIR: default build/quantize, built with
 #        tools/quantize_build.sh when it holds no quantize_bench; prints a summary last)
+# Time limits in seconds (0: none): QB_BENCH_TIMEOUT, QB_COMPARE_TIMEOUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: tools/quantize_gpu.sh OUT [BUILD_DIR]}
@@ -11,10 +12,18 @@ mkdir -p "$out"
 if [ ! -x "$bd/quantize_bench" ]; then tools/quantize_build.sh "$bd" || exit 1; fi
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv; date -u +%FT%TZ; } \
   > "$out/gpu.txt" 2>&1
-"$bd/quantize_bench" --out "$out" > "$out/bench.log" 2>&1
+# in a session of its own, so that a time limit (QB_BENCH_TIMEOUT seconds) also ends its forked GPU child
+setsid "$bd/quantize_bench" --out "$out" > "$out/bench.log" 2>&1 &
+bench_pid=$!
+if [ "${QB_BENCH_TIMEOUT:-0}" -gt 0 ]; then
+  ( sleep "$QB_BENCH_TIMEOUT"; echo "time limit: bench stopped" >> "$out/bench.log"; kill -9 -- "-$bench_pid" ) 2>/dev/null &
+  watch_pid=$!
+fi
+wait "$bench_pid"
 echo "bench rc=$?" >> "$out/bench.log"
+[ -n "${watch_pid:-}" ] && kill "$watch_pid" 2>/dev/null
 awk '/^CHECKED/ && $6 == 0 {sub(":", "", $3); print $3}' "$out/bench.log" > "$out/passing.txt"
-PYTHONUNBUFFERED=1 python3 tools/compare_quantize.py --lib "$bd/libquantize_bench.so" --variants "$out/passing.txt" \
+PYTHONUNBUFFERED=1 timeout -k 5 "${QB_COMPARE_TIMEOUT:-0}" python3 tools/compare_quantize.py --lib "$bd/libquantize_bench.so" --variants "$out/passing.txt" \
   --out "$out" > "$out/compare.log" 2>&1
 echo "compare rc=$?" >> "$out/compare.log"
 
