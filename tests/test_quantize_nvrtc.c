@@ -111,6 +111,7 @@ int main(void)
     check_genome("sm_80", "64,1,1,16,8,1,1,0,4,1,0,1,1", 1, 0);
     check_genome("sm_80", "128,0,1,16,8,1,1,0,4,1,0,0,0", 1, 1);
     check_genome("sm_80", "64,0,1,16,16,2,1,8,2,1,0,0,1", 2, 0);
+    check_genome("sm_90", "128,0,0,32,8,3,1,0,2,2,1,1,1", 3, 0);
     check_genome("sm_90", "128,0,0,16,16,2,8,16,2,1,1,1,1", 2, 0);
     check_genome("sm_90", "128,0,1,16,16,2,16,8,2,1,1,1,1", 2, 0);
     check_rejected("sm_80", "128,0,0,16,8,1,1,0,4,1,1,1,1", "CVT = 1 needs sm_89");
@@ -118,6 +119,7 @@ int main(void)
     check_rejected("sm_90", "128,0,0,16,8,1,1,4,4,1,1,1,1", "CLUSTER and KEEP are mode 2 knobs");
     check_rejected("sm_90", "96,0,0,16,8,1,1,0,4,1,1,1,1", "D must be 32, 64, 128 or 256");
     check_rejected("sm_90", "256,0,1,8,8,1,1,0,4,1,1,1,1", "a row must span at most 32 lanes");
+    check_rejected("sm_90", "128,0,0,32,8,1,1,0,4,2,1,1,1", "two chunks of UNROLL*ITERS*VEC/4 registers");
     free(g_src);
     free(g_abi);
     return check_result();

@@ -120,12 +120,13 @@ def make_input(torch, shape, dtype, seed):
 
 
 def timed(torch, fn, reps, flush):
+    """flush(): evicts L2 before each repetition (read: leaves it clean; write: leaves it dirty)."""
     for _ in range(WARMUP):
-        flush.zero_()
+        flush()
         fn()
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
     for s, e in ev:
-        flush.zero_()
+        flush()
         s.record()
         fn()
         e.record()
@@ -141,6 +142,8 @@ def main():
     ap.add_argument("--out", default=".")
     ap.add_argument("--variants", default=None, help="file of variant names, or genome names (S1,C1,...)")
     ap.add_argument("--quick", action="store_true", help="only the two large shapes, fp16")
+    ap.add_argument("--flush", choices=["read", "write"], default="read",
+                    help="evict L2 before each repetition by reading 256 MB (L2 left clean) or writing it (left dirty)")
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args()
     if not os.path.exists(args.lib):
@@ -159,9 +162,10 @@ def main():
     dev = torch.cuda.get_device_properties(0)
     sms = dev.multi_processor_count
     stream = torch.cuda.current_stream().cuda_stream
-    flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    flush_buf = torch.ones(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    flush = (lambda: flush_buf.sum()) if args.flush == "read" else (lambda: flush_buf.zero_())
     head = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "device": dev.name,
-            "sms": sms, "torch": torch.__version__, "reps": args.reps}
+            "sms": sms, "torch": torch.__version__, "reps": args.reps, "flush": args.flush}
     print(json.dumps(head))
     results, summary = [], []
     for shape, is_timed in SHAPES:
@@ -236,7 +240,7 @@ def main():
                       flush=True)
     with open(os.path.join(args.out, "compare_quantize.json"), "w") as f:
         json.dump({"head": head, "cases": results, "summary": summary}, f, indent=1)
-    print(f"\n{dev.name}, {head['date']}, torch {torch.__version__}, median of {args.reps}, L2 flushed; "
+    print(f"\n{dev.name}, {head['date']}, torch {torch.__version__}, median of {args.reps}, L2 flushed ({args.flush}); "
           "GB/s = (3 bytes per element + 4 per head) / time")
     print(f"{'shape':>20} {'dtype':>5} {'rot':>3} {'copy us':>8} {'copy GB/s':>9} {'torch us':>9} {'best':>24} "
           f"{'us':>7} {'GB/s':>6} {'% copy':>6} {'x torch':>7}")

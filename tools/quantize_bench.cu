@@ -111,22 +111,22 @@ static void build_variants()
     add_genome<16, 8, 1, 1, 0, 4, 1, 1, 1, 1>("C1", 2);
     add_genome<16, 8, 1, 1, 0, 4, 2, 1, 1, 1>("C2", 4);
     add_genome<32, 8, 1, 1, 0, 2, 2, 1, 1, 1>("C3", 2);
-    add_genome<16, 4, 1, 1, 0, 4, 4, 1, 0, 1>("C4", 2);
-    add_genome<16, 8, 1, 1, 0, 4, 1, 0, 1, 1>("C5", 2);
+    add_genome<32, 8, 1, 1, 0, 4, 1, 1, 1, 1>("C4", 4);
+    add_genome<16, 4, 1, 1, 0, 8, 1, 1, 1, 1>("C5", 4);
     add_genome<16, 16, 1, 1, 0, 2, 1, 1, 1, 1>("C6", 8);
-    add_genome<8, 8, 1, 1, 0, 8, 1, 1, 1, 1>("C7", 2);
+    add_genome<32, 4, 1, 1, 0, 2, 1, 1, 1, 1>("C7", 8);
     add_genome<16, 8, 1, 1, 0, 4, 1, 1, 1, 0>("C8", 2);
-    add_genome<16, 8, 1, 1, 0, 4, 1, 1, 1, 1>("C9", 0);
-    add_genome<16, 8, 1, 1, 0, 4, 1, 1, 1, 1>("C10", 8);
-    add_genome<32, 8, 1, 1, 0, 4, 1, 1, 1, 1>("C11", 4);
-    add_genome<16, 16, 2, 8, 16, 2, 1, 1, 1, 1>("K1", 0);
+    add_genome<16, 8, 3, 1, 0, 4, 1, 1, 1, 1>("O1", 2);
+    add_genome<32, 8, 3, 1, 0, 2, 2, 1, 1, 1>("O2", 2);
+    add_genome<32, 8, 3, 1, 0, 4, 1, 1, 1, 1>("O3", 4);
+    add_genome<16, 8, 3, 1, 0, 2, 1, 1, 1, 1>("O4", 4);
+    add_genome<16, 8, 3, 1, 0, 4, 1, 1, 0, 1>("O5", 2);
+    add_genome<32, 8, 3, 1, 0, 2, 2, 0, 1, 1>("O6", 2);
+    add_genome<32, 16, 3, 1, 0, 2, 1, 1, 1, 1>("O7", 8);
     add_genome<16, 16, 2, 16, 8, 2, 1, 1, 1, 1>("K2", 0);
     add_genome<32, 8, 2, 8, 8, 2, 1, 1, 1, 1>("K3", 0);
     add_genome<16, 8, 2, 8, 0, 4, 1, 1, 1, 1>("K4", 0);
-    add_genome<16, 16, 2, 4, 16, 2, 1, 1, 1, 1>("K5", 0);
     add_genome<16, 32, 2, 1, 0, 4, 1, 1, 1, 1>("K6", 0);
-    add_genome<16, 16, 2, 2, 8, 2, 1, 1, 1, 1>("K7", 0);
-    add_genome<16, 16, 2, 1, 8, 2, 1, 0, 0, 1>("K8", 0);
 }
 
 static std::string knobs_text(const evo_quant_knobs &k)
@@ -284,7 +284,7 @@ static double normal(uint64_t key, uint64_t i)
     return std::sqrt(-2.0 * std::log(unif(key, 2 * i))) * std::cos(6.283185307179586 * unif(key, 2 * i + 1));
 }
 
-enum { KIND_MIX = 0, KIND_NONFINITE = 1 };
+enum { KIND_MIX = 0, KIND_NONFINITE = 1, KIND_TIMING = 2 };
 
 static uint16_t to_bits(double v, int bf16)
 {
@@ -302,7 +302,7 @@ static void gen_input(uint16_t *x, size_t n_heads, size_t he, int bf16, int kind
             for (size_t h = t; h < n_heads; h += nt) {
                 uint64_t key = mix64(seed * 1000003 + h);
                 uint16_t *xh = x + h * he;
-                int hk = (int)(h % 7);
+                int hk = kind == KIND_TIMING ? 1 : (int)(h % 7);
                 for (size_t i = 0; i < he; i++) {
                     double v;
                     switch (hk) {
@@ -359,7 +359,10 @@ struct Case {
 struct Opts {
     int reps = 30;
     bool quick = false;
+    bool check = true;
     std::string out = ".";
+    std::string genomes; /* comma-separated genome names; empty: all */
+    std::vector<int> flushes = {0, 1}; /* 0: read the flush buffer (L2 left clean), 1: write it (left dirty) */
 };
 
 static double median_of(std::vector<float> v)
@@ -431,6 +434,54 @@ __global__ void quotient_sweep(unsigned long long *res)
     warp_add(res, 1, pairs);
 }
 
+/* Reads n16 16-byte words (the read flush: evicts everything and leaves L2 clean); out is written only if the
+ * impossible happens, so the loads cannot be dropped. */
+__global__ void read_kernel(const uint4 *src, size_t n16, unsigned *out)
+{
+    unsigned acc = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += (size_t)gridDim.x * blockDim.x) {
+        uint4 v = src[i];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x9e3779b9u) out[0] = acc;
+}
+
+/* Probe: the streaming part of a quantizer with the scale known in advance (16 fp16 in, 16 codes out per thread
+ * and step, one multiply per element): the time a one-pass kernel would need for the same bytes. */
+__global__ void probe_encode(const uint4 *x, uint4 *codes, size_t n32, float inv)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n32; i += (size_t)gridDim.x * blockDim.x) {
+        uint4 a = x[2 * i], b = x[2 * i + 1];
+        unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w}, o[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            float f0, f1, f2, f3;
+            evoq::h2_to_f2(w[2 * k], f0, f1);
+            evoq::h2_to_f2(w[2 * k + 1], f2, f3);
+            o[k] = evoq::enc2<1>(f0 * inv, f1 * inv) | (evoq::enc2<1>(f2 * inv, f3 * inv) << 16);
+        }
+        codes[i] = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+}
+
+/* Probe: read only, one max per block (the absmax pass alone). */
+__global__ void probe_absmax(const uint4 *x, size_t n16, float *out)
+{
+    float m = 0.0f;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += (size_t)gridDim.x * blockDim.x) {
+        uint4 v = x[i];
+        unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            float f0, f1;
+            evoq::h2_to_f2(w[k], f0, f1);
+            m = fmaxf(m, fmaxf(fabsf(f0), fabsf(f1)));
+        }
+    }
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if ((threadIdx.x & 31u) == 0) atomicMax((unsigned *)out, __float_as_uint(m));
+}
+
 __global__ void copy_kernel(const uint4 *src, uint4 *dst, size_t n16)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += (size_t)gridDim.x * blockDim.x)
@@ -446,9 +497,20 @@ struct Gpu {
     cudaEvent_t e0, e1;
     void *flush = nullptr;
     size_t flush_bytes = 0;
+    int flush_mode = 0; /* Opts::flushes */
+    unsigned *sink = nullptr;
 };
 
-static void flush_l2(Gpu &g) { QB_CHECK(cudaMemsetAsync(g.flush, (int)(rand() & 0xff), g.flush_bytes, g.st)); }
+static void flush_l2(Gpu &g)
+{
+    if (g.flush_mode == 1) {
+        QB_CHECK(cudaMemsetAsync(g.flush, (int)(rand() & 0xff), g.flush_bytes, g.st));
+    } else {
+        read_kernel<<<g.sms * 8, 512, 0, g.st>>>((const uint4 *)g.flush, g.flush_bytes / 16, g.sink);
+        QB_CHECK(cudaGetLastError());
+    }
+}
+static const char *flush_name(int m) { return m == 1 ? "write" : "read"; }
 
 /* Times fn (which enqueues on g.st) reps times after 3 warm-ups; milliseconds per repetition. */
 template <class F> static std::vector<float> time_reps(Gpu &g, int reps, F fn)
@@ -484,6 +546,8 @@ static void child_main(std::vector<Case> &cases, int start, bool selftest, const
     QB_CHECK(cudaStreamCreateWithFlags(&g.st, cudaStreamNonBlocking));
     g.flush_bytes = std::max<size_t>(4 * g.l2, 256u << 20);
     QB_CHECK(cudaMalloc(&g.flush, g.flush_bytes));
+    QB_CHECK(cudaMemset(g.flush, 1, g.flush_bytes));
+    QB_CHECK(cudaMalloc(&g.sink, 64));
 
     size_t max_n = 0, max_heads = 0;
     for (auto &c : cases) {
@@ -535,27 +599,39 @@ static void child_main(std::vector<Case> &cases, int start, bool selftest, const
         fprintf(jl, "{\"selftest\": \"quotient\", \"bad\": %llu, \"pairs\": %llu}\n", r[0], r[1]);
         cudaFree(res);
 
-        /* copies of the same bytes (3 per element: 1.5n read + 1.5n written) for every timed shape */
-        for (auto &sh : k_shapes) {
-            if (!sh.timed) continue;
-            size_t n = (size_t)sh.b * sh.h * sh.s * sh.d, bytes = n * 3 / 2;
-            void *a, *b;
-            QB_CHECK(cudaMalloc(&a, bytes));
-            QB_CHECK(cudaMalloc(&b, bytes));
-            QB_CHECK(cudaMemset(a, 1, bytes));
-            auto t1 = time_reps(g, o.reps, [&] { QB_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, g.st)); });
-            size_t n16 = bytes / 16;
-            int grid = (int)std::min<size_t>((n16 + 255) / 256, (size_t)g.sms * 16);
-            auto t2 = time_reps(g, o.reps, [&] { copy_kernel<<<grid, 256, 0, g.st>>>((const uint4 *)a, (uint4 *)b, n16); });
-            double m1 = median_of(t1), m2 = median_of(t2);
-            printf("copy %d,%d,%d,%d: %zu bytes moved: memcpy %.2f us (%.0f GB/s, p10 %.2f p90 %.2f), copy kernel "
-                   "%.2f us (%.0f GB/s)\n", sh.b, sh.h, sh.s, sh.d, 2 * bytes, m1 * 1e3, 2 * bytes / m1 / 1e6,
-                   pct_of(t1, 0.1) * 1e3, pct_of(t1, 0.9) * 1e3, m2 * 1e3, 2 * bytes / m2 / 1e6);
-            fprintf(jl, "{\"copy\": [%d,%d,%d,%d], \"bytes_moved\": %zu, \"memcpy_us\": %.3f, \"memcpy_p10\": %.3f, "
-                        "\"memcpy_p90\": %.3f, \"kernel_us\": %.3f}\n", sh.b, sh.h, sh.s, sh.d, 2 * bytes, m1 * 1e3,
-                    pct_of(t1, 0.1) * 1e3, pct_of(t1, 0.9) * 1e3, m2 * 1e3);
-            cudaFree(a);
-            cudaFree(b);
+        /* copies of the same bytes (3 per element: 1.5n read + 1.5n written) and the probes, for every timed
+         * shape, under each flush */
+        for (int fm : o.flushes) {
+            g.flush_mode = fm;
+            for (auto &sh : k_shapes) {
+                if (!sh.timed) continue;
+                size_t n = (size_t)sh.b * sh.h * sh.s * sh.d, bytes = n * 3 / 2;
+                void *a, *b;
+                QB_CHECK(cudaMalloc(&a, bytes));
+                QB_CHECK(cudaMalloc(&b, bytes));
+                QB_CHECK(cudaMemset(a, 0x3c, bytes));
+                auto t1 = time_reps(g, o.reps, [&] { QB_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, g.st)); });
+                size_t n16 = bytes / 16;
+                int grid = (int)std::min<size_t>((n16 + 255) / 256, (size_t)g.sms * 16);
+                auto t2 = time_reps(g, o.reps, [&] { copy_kernel<<<grid, 256, 0, g.st>>>((const uint4 *)a, (uint4 *)b, n16); });
+                /* probes on n fp16 values (2n bytes from a, n bytes into b) */
+                size_t n32 = n / 16;
+                int pgrid = (int)std::min<size_t>((n32 + 255) / 256, (size_t)g.sms * 16);
+                auto t3 = time_reps(g, o.reps, [&] { probe_encode<<<pgrid, 256, 0, g.st>>>((const uint4 *)a, (uint4 *)b, n32, 0.5f); });
+                auto t4 = time_reps(g, o.reps, [&] { probe_absmax<<<pgrid, 256, 0, g.st>>>((const uint4 *)a, n / 8, (float *)b); });
+                double m1 = median_of(t1), m2 = median_of(t2), m3 = median_of(t3), m4 = median_of(t4);
+                printf("copy %d,%d,%d,%d flush=%s: %zu bytes moved: memcpy %.2f us (%.0f GB/s, p10 %.2f p90 %.2f), "
+                       "copy kernel %.2f us; probes: encode at a known scale %.2f us (%.0f GB/s), absmax only %.2f us "
+                       "(%.0f GB/s read)\n", sh.b, sh.h, sh.s, sh.d, flush_name(fm), 2 * bytes, m1 * 1e3,
+                       2 * bytes / m1 / 1e6, pct_of(t1, 0.1) * 1e3, pct_of(t1, 0.9) * 1e3, m2 * 1e3, m3 * 1e3,
+                       3.0 * n / m3 / 1e6, m4 * 1e3, 2.0 * n / m4 / 1e6);
+                fprintf(jl, "{\"copy\": [%d,%d,%d,%d], \"flush\": \"%s\", \"bytes_moved\": %zu, \"memcpy_us\": %.3f, "
+                            "\"memcpy_p10\": %.3f, \"memcpy_p90\": %.3f, \"kernel_us\": %.3f, \"probe_encode_us\": %.3f, "
+                            "\"probe_absmax_us\": %.3f}\n", sh.b, sh.h, sh.s, sh.d, flush_name(fm), 2 * bytes, m1 * 1e3,
+                        pct_of(t1, 0.1) * 1e3, pct_of(t1, 0.9) * 1e3, m2 * 1e3, m3 * 1e3, m4 * 1e3);
+                cudaFree(a);
+                cudaFree(b);
+            }
         }
         fflush(stdout);
         fflush(jl);
@@ -565,8 +641,10 @@ static void child_main(std::vector<Case> &cases, int start, bool selftest, const
         const Variant &v = g_variants[vi];
         printf("BEGIN %d\n", vi);
         fflush(stdout);
+        if (!o.genomes.empty() && ("," + o.genomes + ",").find("," + v.genome + ",") == std::string::npos) continue;
         int n_cases = 0, n_bad = 0;
         for (auto &c : cases) {
+            if (!o.check) break;
             const Shape &sh = k_shapes[c.shape];
             if (sh.d != v.d || c.bf16 != v.bf16 || c.rot != v.rot) continue;
             evo_quant_plan plan;
@@ -624,12 +702,12 @@ static void child_main(std::vector<Case> &cases, int start, bool selftest, const
                         "\"bad_scales\": %lld}\n", v.name.c_str(), sh.b, sh.h, sh.s, sh.d, c.kind, bad_codes,
                     bad_scales);
         }
-        printf("CHECKED %d %s: %d cases, %d failed\n", vi, v.name.c_str(), n_cases, n_bad);
+        if (o.check) printf("CHECKED %d %s: %d cases, %d failed\n", vi, v.name.c_str(), n_cases, n_bad);
         fflush(stdout);
-        /* timing: the kind-0 cases of timed shapes */
+        /* timing: the normal+outlier inputs of the timed shapes */
         for (auto &c : cases) {
             const Shape &sh = k_shapes[c.shape];
-            if (!sh.timed || c.kind != KIND_MIX || sh.d != v.d || c.bf16 != v.bf16 || c.rot != v.rot) continue;
+            if (!sh.timed || c.kind != KIND_TIMING || sh.d != v.d || c.bf16 != v.bf16 || c.rot != v.rot) continue;
             evo_quant_plan plan;
             char why[200];
             if (plan_for(v, sh.b, sh.h, sh.s, g.sms, &plan, why, sizeof why) != 0) continue;
@@ -647,14 +725,18 @@ static void child_main(std::vector<Case> &cases, int start, bool selftest, const
             p.rotate = c.rot;
             p.chain_lag = plan.chain_lag;
             QB_CHECK(cudaMemsetAsync(scratch, 0, plan.scratch_bytes, g.st));
-            auto t = time_reps(g, o.reps, [&] { QB_CHECK(launch_plan(v, plan, p, g.st)); });
-            double med = median_of(t), bytes = 3.0 * (double)c.n + 4.0 * (double)c.n_heads;
-            printf("  TIME %-28s %2d,%2d,%5d,%3d  %8.2f us  p10 %8.2f  p90 %8.2f  %7.0f GB/s\n", v.name.c_str(), sh.b,
-                   sh.h, sh.s, sh.d, med * 1e3, pct_of(t, 0.1) * 1e3, pct_of(t, 0.9) * 1e3, bytes / med / 1e6);
-            fprintf(jl, "{\"time\": \"%s\", \"genome\": \"%s\", \"shape\": [%d,%d,%d,%d], \"bf16\": %d, \"rot\": %d, "
-                        "\"us\": %.3f, \"p10\": %.3f, \"p90\": %.3f, \"gbps\": %.1f}\n", v.name.c_str(), v.genome.c_str(),
-                    sh.b, sh.h, sh.s, sh.d, c.bf16, c.rot, med * 1e3, pct_of(t, 0.1) * 1e3, pct_of(t, 0.9) * 1e3,
-                    bytes / med / 1e6);
+            for (int fm : o.flushes) {
+                g.flush_mode = fm;
+                auto t = time_reps(g, o.reps, [&] { QB_CHECK(launch_plan(v, plan, p, g.st)); });
+                double med = median_of(t), bytes = 3.0 * (double)c.n + 4.0 * (double)c.n_heads;
+                printf("  TIME %-28s %2d,%2d,%5d,%3d %-5s %8.2f us  p10 %8.2f  p90 %8.2f  %7.0f GB/s\n",
+                       v.name.c_str(), sh.b, sh.h, sh.s, sh.d, flush_name(fm), med * 1e3, pct_of(t, 0.1) * 1e3,
+                       pct_of(t, 0.9) * 1e3, bytes / med / 1e6);
+                fprintf(jl, "{\"time\": \"%s\", \"genome\": \"%s\", \"shape\": [%d,%d,%d,%d], \"bf16\": %d, "
+                            "\"rot\": %d, \"flush\": \"%s\", \"us\": %.3f, \"p10\": %.3f, \"p90\": %.3f, "
+                            "\"gbps\": %.1f}\n", v.name.c_str(), v.genome.c_str(), sh.b, sh.h, sh.s, sh.d, c.bf16, c.rot,
+                        flush_name(fm), med * 1e3, pct_of(t, 0.1) * 1e3, pct_of(t, 0.9) * 1e3, bytes / med / 1e6);
+            }
         }
         fflush(stdout);
         fflush(jl);
@@ -669,6 +751,18 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) o.reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--quick")) o.quick = true;
+        else if (!strcmp(argv[i], "--no-check")) o.check = false;
+        else if (!strcmp(argv[i], "--genomes") && i + 1 < argc) o.genomes = argv[++i];
+        else if (!strcmp(argv[i], "--flush") && i + 1 < argc) {
+            std::string f = argv[++i];
+            if (f == "read") o.flushes = {0};
+            else if (f == "write") o.flushes = {1};
+            else if (f == "both") o.flushes = {0, 1};
+            else {
+                fprintf(stderr, "quantize_bench: --flush read|write|both\n");
+                return 2;
+            }
+        }
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) o.out = argv[++i];
         else if (!strcmp(argv[i], "--list")) {
             build_variants();
@@ -676,7 +770,8 @@ int main(int argc, char **argv)
                 printf("%s: %s\n", g_variants[v].genome.c_str(), knobs_text(g_variants[v].k).c_str());
             return 0;
         } else {
-            fprintf(stderr, "usage: quantize_bench [--reps N] [--quick] [--out DIR] [--list]\n");
+            fprintf(stderr, "usage: quantize_bench [--reps N] [--quick] [--no-check] [--genomes A,B] [--flush read|write|both] "
+                            "[--out DIR] [--list]\n");
             return 2;
         }
     }
@@ -690,8 +785,9 @@ int main(int argc, char **argv)
         const Shape &sh = k_shapes[si];
         if (o.quick && sh.b * sh.h * sh.s > 65536) continue;
         for (int bf = 0; bf < 2; bf++) {
-            for (int kind = 0; kind < 2; kind++) {
+            for (int kind = 0; kind < 3; kind++) {
                 if (kind == KIND_NONFINITE && sh.b * sh.h * sh.s > 65536) continue;
+                if (kind == KIND_TIMING && !sh.timed) continue;
                 size_t nh = (size_t)sh.b * sh.h, n = nh * sh.s * sh.d;
                 auto *x = new std::vector<uint16_t>(n);
                 gen_input(x->data(), nh, (size_t)sh.s * sh.d, bf, kind, 1000 + si * 10 + bf * 2 + kind);

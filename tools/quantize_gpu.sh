@@ -3,7 +3,7 @@
 # reference, timing against a device-to-device copy) and then PyTorch side by side; logs and JSON under OUT.
 # Usage: tools/quantize_gpu.sh OUT [BUILD_DIR]    (BUILD_DIR: default build/quantize, built with
 #        tools/quantize_build.sh when it holds no quantize_bench; prints a summary last)
-# Time limits in seconds (0: none): QB_BENCH_TIMEOUT, QB_COMPARE_TIMEOUT.
+# Time limits in seconds (0: none): QB_BENCH_TIMEOUT, QB_COMPARE_TIMEOUT; extra bench options: QB_BENCH_ARGS.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: tools/quantize_gpu.sh OUT [BUILD_DIR]}
@@ -13,7 +13,7 @@ if [ ! -x "$bd/quantize_bench" ]; then tools/quantize_build.sh "$bd" || exit 1; 
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv; date -u +%FT%TZ; } \
   > "$out/gpu.txt" 2>&1
 # in a session of its own, so that a time limit (QB_BENCH_TIMEOUT seconds) also ends its forked GPU child
-setsid "$bd/quantize_bench" --out "$out" > "$out/bench.log" 2>&1 &
+setsid "$bd/quantize_bench" --out "$out" ${QB_BENCH_ARGS:-} > "$out/bench.log" 2>&1 &
 bench_pid=$!
 if [ "${QB_BENCH_TIMEOUT:-0}" -gt 0 ]; then
   ( sleep "$QB_BENCH_TIMEOUT"; echo "time limit: bench stopped" >> "$out/bench.log"; kill -9 -- "-$bench_pid" ) 2>/dev/null &
@@ -28,26 +28,30 @@ PYTHONUNBUFFERED=1 timeout -k 5 "${QB_COMPARE_TIMEOUT:-0}" python3 tools/compare
 echo "compare rc=$?" >> "$out/compare.log"
 
 cat "$out/gpu.txt"
-grep -E "^(device|selftest|copy|CRASH|  FAIL|done|bench rc)" "$out/bench.log" | head -60
+grep -E "^(device|selftest|copy|CRASH|HUNG|  FAIL|done|bench rc|time limit)" "$out/bench.log" | head -60
 echo "variants passing: $(wc -l < "$out/passing.txt") of $(grep -c '^CHECKED' "$out/bench.log")"
 python3 - "$out/quantize_bench.jsonl" <<'EOF'
 import json, sys
-copy, rows = {}, {}
+copy, rows, probes = {}, {}, {}
 for line in open(sys.argv[1]):
     r = json.loads(line)
     if "copy" in r:
-        copy[tuple(r["copy"])] = r["memcpy_us"]
+        copy[(tuple(r["copy"]), r.get("flush", "write"))] = r["memcpy_us"]
+        probes[(tuple(r["copy"]), r.get("flush", "write"))] = (r.get("probe_encode_us"), r.get("probe_absmax_us"))
     elif "time" in r:
-        rows.setdefault((tuple(r["shape"]), r["bf16"], r["rot"]), []).append(r)
-print(f"{'shape':>18} {'dt':>4} {'rot':>3} {'copy us':>8} {'best genome':>8} {'us':>8} {'GB/s':>6} {'%copy':>6}   runners-up")
-for (shape, bf, rot), rs in sorted(rows.items()):
+        rows.setdefault((tuple(r["shape"]), r["bf16"], r["rot"], r.get("flush", "write")), []).append(r)
+print(f"{'shape':>18} {'dt':>4} {'rot':>3} {'flush':>5} {'copy us':>8} {'probe':>6} {'best':>5} {'us':>8} {'GB/s':>6} {'%copy':>6}   runners-up (% of copy)")
+for (shape, bf, rot, fl), rs in sorted(rows.items()):
     rs.sort(key=lambda r: r["us"])
-    c = copy.get(shape, float("nan"))
+    c = copy.get((shape, fl), float("nan"))
+    pe = probes.get((shape, fl), (None, None))[0] or float("nan")
     b = rs[0]
-    more = " ".join(f"{r['genome']}:{100 * c / r['us']:.0f}" for r in rs[1:5])
-    print(f"{','.join(map(str, shape)):>18} {'bf16' if bf else 'fp16':>4} {rot:>3} {c:8.2f} {b['genome']:>8} "
+    more = " ".join(f"{r['genome']}:{100 * c / r['us']:.0f}" for r in rs[1:6])
+    print(f"{','.join(map(str, shape)):>18} {'bf16' if bf else 'fp16':>4} {rot:>3} {fl:>5} {c:8.2f} {pe:6.2f} {b['genome']:>5} "
           f"{b['us']:8.2f} {b['gbps']:6.0f} {100 * c / b['us']:6.1f}   {more}")
-main = [r for (s, bf, rot), rs in rows.items() if s == (4, 16, 4096, 128) and bf == 0 and rot == 0 for r in rs]
-print("(4,16,4096,128) fp16, every genome: " + " ".join(f"{r['genome']}:{r['us']:.1f}" for r in sorted(main, key=lambda r: r["us"])))
+for fl in ("read", "write"):
+    main = [r for (s, bf, rot, f), rs in rows.items() if s == (4, 16, 4096, 128) and bf == 0 and rot == 0 and f == fl for r in rs]
+    if main:
+        print(f"(4,16,4096,128) fp16 flush={fl}, every genome (us): " + " ".join(f"{r['genome']}:{r['us']:.1f}" for r in sorted(main, key=lambda r: r["us"])))
 EOF
 tail -32 "$out/compare.log"
