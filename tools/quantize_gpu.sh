@@ -3,7 +3,8 @@
 # reference, timing against a device-to-device copy) and then PyTorch side by side; logs and JSON under OUT.
 # Usage: tools/quantize_gpu.sh OUT [BUILD_DIR]    (BUILD_DIR: default build/quantize, built with
 #        tools/quantize_build.sh when it holds no quantize_bench; prints a summary last)
-# Time limits in seconds (0: none): QB_BENCH_TIMEOUT, QB_COMPARE_TIMEOUT; extra bench options: QB_BENCH_ARGS.
+# Time limits in seconds (0: none): QB_BENCH_TIMEOUT, QB_COMPARE_TIMEOUT; extra options: QB_BENCH_ARGS, QB_COMPARE_ARGS.
+# QB_NCU="G1,G2": also profile those genomes and the probes on (4,16,4096,128) fp16 with ncu (ncu.txt).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: tools/quantize_gpu.sh OUT [BUILD_DIR]}
@@ -24,8 +25,16 @@ echo "bench rc=$?" >> "$out/bench.log"
 [ -n "${watch_pid:-}" ] && kill "$watch_pid" 2>/dev/null
 awk '/^CHECKED/ && $6 == 0 {sub(":", "", $3); print $3}' "$out/bench.log" > "$out/passing.txt"
 PYTHONUNBUFFERED=1 timeout -k 5 "${QB_COMPARE_TIMEOUT:-0}" python3 tools/compare_quantize.py --lib "$bd/libquantize_bench.so" --variants "$out/passing.txt" \
-  --out "$out" > "$out/compare.log" 2>&1
+  --out "$out" ${QB_COMPARE_ARGS:-} > "$out/compare.log" 2>&1
 echo "compare rc=$?" >> "$out/compare.log"
+if [ -n "${QB_NCU:-}" ]; then
+  timeout -k 5 "${QB_NCU_TIMEOUT:-0}" ncu --clock-control none --target-processes all \
+    -k 'regex:evo_quant|probe_encode|copy_kernel' --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section Occupancy --section WarpStateStats --section LaunchStats \
+    "$bd/quantize_bench" --main-only --no-check --reps 1 --flush read --genomes "$QB_NCU" --out /tmp \
+    > "$out/ncu.txt" 2>&1
+  echo "ncu rc=$?" >> "$out/ncu.txt"
+fi
 
 cat "$out/gpu.txt"
 grep -E "^(device|selftest|copy|CRASH|HUNG|  FAIL|done|bench rc|time limit)" "$out/bench.log" | head -60
@@ -55,3 +64,7 @@ for fl in ("read", "write"):
         print(f"(4,16,4096,128) fp16 flush={fl}, every genome (us): " + " ".join(f"{r['genome']}:{r['us']:.1f}" for r in sorted(main, key=lambda r: r["us"])))
 EOF
 tail -32 "$out/compare.log"
+if [ -f "$out/ncu.txt" ]; then
+  grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|L2 Hit Rate|Achieved Occupancy|Registers Per Thread|Warp Cycles Per Issued|Issue Slots Busy|ncu rc|==ERROR" "$out/ncu.txt" \
+    | sed -E 's/ +/ /g' | awk 'NR % 9 != 0 || 1' | head -150
+fi

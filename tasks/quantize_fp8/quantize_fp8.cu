@@ -510,7 +510,8 @@ template <class C> EVO_DEV void split_encode(const evo_quant_params &p)
     __shared__ float red[C::WARPS_];
     Shape<C> sh(p);
     require(gridDim.x == sh.cph && gridDim.y == sh.n_heads);
-    const u32 h = blockIdx.y, c = blockIdx.x;
+    /* the reverse of the absmax pass's order: the chunks it read last, still in L2, come first */
+    const u32 h = sh.n_heads - 1u - blockIdx.y, c = sh.cph - 1u - blockIdx.x;
     const float *part = (const float *)sh.mode_scratch + (u64)h * sh.cph;
     float m = 0.0f;
     for (u32 i = threadIdx.x; i < sh.cph; i += (u32)C::THREADS) m = fmaxf(m, part[i]);
@@ -569,15 +570,17 @@ EVO_DEV u32 atom_add_acq_rel(u32 *p, u32 v)
 
 /* Scratch: u32 ticket, u32 done, 2 u32 unused, then one u32 slot per chunk: 0 until the chunk's absmax is known,
  * then 0x80000000 | its bits (a single word, so a relaxed store publishes it; absmax >= 0 leaves bit 31 free).
- * Block t (its ticket in mode 1, blockIdx.x in mode 3) loads chunk t and chunk t - lag at once, publishes the
- * absmax of chunk t, waits for the slots of chunk t - lag's head (all tickets <= t since lag >= chunks per head - 1;
- * a block publishes before it waits, so the lowest waiting block always finds its slots filled), encodes chunk
- * t - lag. The last block to finish zeroes the scratch for the next launch. */
+ * Block t (its ticket in mode 1, blockIdx.x in mode 3) loads chunk t and chunk t - lag at once and reads the slots
+ * of chunk t - lag's head, publishes the absmax of chunk t, then waits for any of those slots still empty (all
+ * belong to tickets <= t since lag >= chunks per head - 1, and a block publishes before it waits, so the lowest
+ * waiting block always finds its slots filled) and encodes chunk t - lag. Every block counts itself done with a
+ * relaxed add once its slot reads are over; the block with the last ticket, which starts after all others, waits
+ * for the count and zeroes the scratch for the next launch. */
 template <class C> EVO_DEV void chained(const evo_quant_params &p)
 {
     constexpr int NV = C::UNROLL_ * C::ITERS_;
     __shared__ float red1[C::WARPS_], red2[C::WARPS_];
-    __shared__ u32 s_ticket, s_last;
+    __shared__ u32 s_ticket;
     Shape<C> sh(p);
     u32 *ctl = (u32 *)sh.mode_scratch, *slot = ctl + 4;
     const u32 lag = (u32)p.chain_lag, chunks = sh.n_heads * sh.cph, tid = threadIdx.x;
@@ -595,6 +598,8 @@ template <class C> EVO_DEV void chained(const evo_quant_params &p)
     Raw<C::VEC_> a[NV], b[NV];
     chunk_load<C, C::HINT_FIRST>(a, sh.head_src(h1), c1 * (u32)C::CHUNK_V, sh.nv, first);
     chunk_load<C, C::HINT_LAST>(b, sh.head_src(h2), c2 * (u32)C::CHUNK_V, sh.nv, second);
+    const u32 *hslot = slot + (u64)h2 * sh.cph;
+    const u32 early = second && tid < sh.cph ? ld_relaxed(&hslot[tid]) : 0u; /* in flight with the loads */
 
     if (first) {
         float m = 0.0f;
@@ -612,15 +617,14 @@ template <class C> EVO_DEV void chained(const evo_quant_params &p)
     if (second) {
         float m = 0.0f;
         for (u32 i = tid; i < sh.cph; i += (u32)C::THREADS) {
-            const u32 *q = &slot[h2 * sh.cph + i];
-            u32 v = ld_relaxed(q);
+            u32 v = i == tid ? early : ld_relaxed(&hslot[i]);
             while (v == 0u) {
                 asm volatile("nanosleep.u32 32;");
-                v = ld_relaxed(q);
+                v = ld_relaxed(&hslot[i]);
             }
             m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
         }
-        const float s = scale_of(block_max<C::WARPS_>(m, red2));
+        const float s = scale_of(block_max<C::WARPS_>(m, red2)); /* its barrier ends every slot read */
         if (c2 == 0 && tid == 0) p.scales[h2] = s;
         const float inv = __frcp_rn(s);
         unsigned char *ch = p.codes + (u64)h2 * sh.head_elems;
@@ -628,14 +632,18 @@ template <class C> EVO_DEV void chained(const evo_quant_params &p)
         if (scale_fast(s)) chunk_encode_regs<C, true>(b, ch, v0, sh.nv, smask, s, inv);
         else chunk_encode_regs<C, false>(b, ch, v0, sh.nv, smask, s, inv);
     }
-    if (tid == 0) s_last = atom_add_acq_rel(&ctl[1], 1u) == gridDim.x - 1u; /* after this block's slot reads */
+    if (t != gridDim.x - 1u) {
+        if (tid == 0) asm volatile("red.relaxed.gpu.global.add.u32 [%0], 1;" ::"l"(&ctl[1]) : "memory");
+        return;
+    }
+    /* the last ticket: every other block has started; wait until all have counted themselves, then reset */
+    if (tid == 0)
+        while (ld_acquire(&ctl[1]) != gridDim.x - 1u) asm volatile("nanosleep.u32 128;");
     __syncthreads();
-    if (s_last) { /* every other block is done: zero the scratch for the next launch */
-        for (u32 i = tid; i < chunks; i += (u32)C::THREADS) slot[i] = 0u;
-        if (tid == 0) {
-            ctl[0] = 0u;
-            ctl[1] = 0u;
-        }
+    for (u32 i = tid; i < chunks; i += (u32)C::THREADS) slot[i] = 0u;
+    if (tid == 0) {
+        ctl[0] = 0u;
+        ctl[1] = 0u;
     }
 }
 
