@@ -33,6 +33,7 @@
 #define EVO_QUANT_MODE_SPLIT 0   /* absmax kernel writes a partial max per chunk; the encode kernel reduces them */
 #define EVO_QUANT_MODE_CHAINED 1 /* one kernel; block t takes the absmax of chunk t and encodes chunk t - lag */
 #define EVO_QUANT_MODE_CLUSTER 2 /* one kernel; a cluster of CTAs per head, absmax through distributed smem */
+#define EVO_QUANT_MODE_ORDERED 3 /* mode 1 with blockIdx.x as the ticket: relies on blocks starting in index order */
 
 /* Kernels of a plan: the template kernels of quantize_fp8.cu with the genome's template arguments. */
 #define EVO_QUANT_K_ROTATE 0 /* evo_quant_rotate<D, IN_BF16, VEC, WARPS, CACHE> */
@@ -48,7 +49,7 @@ typedef struct {
     int batch, heads, seq, head_dim;
     int in_dtype;  /* EVO_QUANT_IN_F16 or EVO_QUANT_IN_BF16 */
     int rotate;    /* 1: incoherent processing (the rotation above) */
-    int chain_lag; /* mode chained: plan.chain_lag; 0 otherwise */
+    int chain_lag; /* modes chained and ordered: plan.chain_lag; 0 otherwise */
     int reserved;
 } evo_quant_params;
 
@@ -115,7 +116,15 @@ EVO_QUANT_HD static inline float evo_quant_rsqrt_d(int d)
     }
 }
 
-/* ---- plan ---- */
+/* 4 bytes per element of the rotated-rows buffer at the start of the scratch (fused_rot = 0 with rotate), rounded
+ * up to 256. */
+EVO_QUANT_HD static inline unsigned long long evo_quant_rot_bytes(unsigned long long n_elems)
+{
+    return (n_elems * 4ull + 255ull) & ~255ull;
+}
+
+/* ---- plan (host code: not seen by NVRTC) ---- */
+#if !defined(__CUDACC_RTC__)
 
 static inline int evo_quant_is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -123,13 +132,6 @@ static inline int evo_quant_is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0;
 static inline int evo_quant_epv(const evo_quant_knobs *k, int rotate)
 {
     return (rotate && !k->fused_rot) ? k->vec / 4 : k->vec / 2;
-}
-
-/* Bytes of the rotated-rows buffer at the start of the scratch (fused_rot = 0 with rotate): 4 bytes per element,
- * rounded up to 256. */
-EVO_QUANT_HD static inline unsigned long long evo_quant_rot_bytes(unsigned long long n_elems)
-{
-    return (n_elems * 4ull + 255ull) & ~255ull;
 }
 
 /* Genome checks that need no shape: 0 when the genome can be built for (head_dim, rotate, arch), -1 with the
@@ -150,7 +152,7 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (!evo_quant_is_pow2(head_dim) || head_dim < 32 || head_dim > 256) EVO_QUANT_REJECT("head_dim must be 32, 64, 128 or 256");
     if (k->vec != 8 && k->vec != 16 && k->vec != 32) EVO_QUANT_REJECT("vec must be 8, 16 or 32");
     if (!evo_quant_is_pow2(k->warps) || k->warps < 2 || k->warps > 32) EVO_QUANT_REJECT("warps must be 2..32, a power of two");
-    if (k->mode < 0 || k->mode > 2) EVO_QUANT_REJECT("mode must be 0, 1 or 2");
+    if (k->mode < 0 || k->mode > 3) EVO_QUANT_REJECT("mode must be 0, 1, 2 or 3");
     if (!evo_quant_is_pow2(k->cluster) || k->cluster > 16) EVO_QUANT_REJECT("cluster must be 1, 2, 4, 8 or 16");
     if (k->mode != EVO_QUANT_MODE_CLUSTER && (k->cluster != 1 || k->keep != 0))
         EVO_QUANT_REJECT("cluster and keep apply to mode 2 only (1 and 0 otherwise)");
@@ -159,6 +161,9 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (k->keep * (k->vec / 4) > 64) EVO_QUANT_REJECT("keep * vec / 4 must be at most 64 registers");
     if (!evo_quant_is_pow2(k->unroll) || k->unroll > 8) EVO_QUANT_REJECT("unroll must be 1, 2, 4 or 8");
     if (!evo_quant_is_pow2(k->iters) || k->iters > 8) EVO_QUANT_REJECT("iters must be 1, 2, 4 or 8");
+    if ((k->mode == EVO_QUANT_MODE_CHAINED || k->mode == EVO_QUANT_MODE_ORDERED) &&
+        2 * k->unroll * k->iters * (k->vec / 4) > 64)
+        EVO_QUANT_REJECT("chained: 2 * unroll * iters * vec / 4 must be at most 64 registers");
     if (k->cvt != 0 && k->cvt != 1) EVO_QUANT_REJECT("cvt must be 0 or 1");
     if (k->cvt == 1 && arch < 89) EVO_QUANT_REJECT("cvt = 1 (hardware e4m3 conversion) needs sm_89");
     if (k->cache != 0 && k->cache != 1) EVO_QUANT_REJECT("cache must be 0 or 1");
@@ -219,13 +224,13 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
             l->grid_y = (unsigned)n_heads;
             l->block = threads;
         }
-    } else if (k->mode == EVO_QUANT_MODE_CHAINED) {
+    } else if (k->mode == EVO_QUANT_MODE_CHAINED || k->mode == EVO_QUANT_MODE_ORDERED) {
         unsigned long long chunks = n_heads * p.chunks_per_head;
         unsigned long long lag = (unsigned long long)k->slack * (unsigned long long)num_sms;
         if (lag > chunks) lag = chunks;
         if (lag < p.chunks_per_head - 1) lag = p.chunks_per_head - 1;
         p.chain_lag = (int)lag;
-        p.scratch_bytes = rot + 16ull + 8ull * n_heads;
+        p.scratch_bytes = rot + 16ull + 4ull * chunks;
         p.zero_scratch_once = 1;
         evo_quant_launch *l = &p.launch[p.n_launches++];
         l->kernel = EVO_QUANT_K_MAIN;
@@ -242,5 +247,7 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
     *plan = p;
     return 0;
 }
+
+#endif /* !__CUDACC_RTC__ */
 
 #endif

@@ -16,17 +16,21 @@
  *   WARPS     2, 4, 8, 16, 32    warps per block: more threads per block, fewer blocks
  *   MODE      0 split            two kernels: evo_quant_absmax writes one partial max per chunk to scratch, evo_quant
  *                                reduces its head's partials and encodes (second read from L2 when it fits)
- *             1 chained          one kernel, blocks take tickets in launch order; block t takes the absmax of chunk t
- *                                and encodes chunk t - lag once every chunk of that head has reported; the re-read is
- *                                lag chunks old, so it hits L2; no phases, no cluster; scratch zeroed once
+ *             1 chained          one kernel, blocks take tickets (one atomic each); block t loads chunk t and chunk
+ *                                t - lag at once, publishes chunk t's absmax in its slot, waits for the slots of chunk
+ *                                t - lag's head and encodes it: the re-read is lag chunks old (L2), reads, re-reads and
+ *                                writes overlap all the time, no cluster, no phases; scratch zeroed once
+ *             3 ordered          mode 1 with blockIdx.x as the ticket (no atomic before the loads): relies on blocks
+ *                                starting in index order, as single-pass scans do
  *             2 cluster          one kernel, a cluster of CLUSTER CTAs per head; absmax reduced through distributed
  *                                shared memory; each thread keeps KEEP vectors in registers, the rest is re-read
- *   CLUSTER   1, 2, 4, 8, 16     mode 2: CTAs per head (>1 needs sm_90; 16 is non-portable). Mode 0/1: 1
+ *   CLUSTER   1, 2, 4, 8, 16     mode 2: CTAs per head (>1 needs sm_90; 16 is non-portable). Other modes: 1
  *   KEEP      0, 1, 2, 4, 8, 16  mode 2: vectors per thread held in registers between the passes (read from DRAM
- *                                once); KEEP*VEC/4 <= 64 registers. Mode 0/1: 0
+ *                                once); KEEP*VEC/4 <= 64 registers. Other modes: 0
  *   UNROLL    1, 2, 4, 8         vectors per thread loaded before the first is used: memory-level parallelism
- *   ITERS     1, 2, 4, 8         mode 0/1: load groups per chunk; chunk = 32*WARPS*UNROLL*ITERS vectors. Bigger
- *                                chunks: fewer blocks, atomics and partials; smaller: finer balance
+ *   ITERS     1, 2, 4, 8         modes 0/1/3: load groups per chunk; chunk = 32*WARPS*UNROLL*ITERS vectors. Bigger
+ *                                chunks: fewer blocks, atomics and partials; smaller: finer balance. Modes 1/3 load
+ *                                both chunks whole: 2*UNROLL*ITERS*VEC/4 <= 64 registers
  *   CVT       0, 1               0: e4m3 encoded with integer code (any arch); 1: cvt.rn.satfinite.e4m3x2.f32
  *                                (sm_89+), a few instructions instead of ~20 per pair
  *   CACHE     0, 1               1: first read with L2 evict_last, last read with evict_first, streaming stores
@@ -34,8 +38,9 @@
  *   FUSED_ROT 0, 1               ROTATE only: 1 rotates inside every pass (shuffles, computed twice when the head
  *                                is re-read); 0 runs evo_quant_rotate first, which writes rotated float rows to
  *                                scratch (4 bytes per element written and read twice more)
- * and one launch-only knob, SLACK (0, 1, 2, 4, 8; mode 1): lag = max(chunks per head - 1, min(SLACK * SMs, chunks)).
- * Canonical genomes: mode 0/1 take CLUSTER 1, KEEP 0; mode 2 takes ITERS 1 (unused); ROTATE 0 takes FUSED_ROT 1.
+ * and one launch-only knob, SLACK (0, 1, 2, 4, 8; modes 1/3): lag = max(chunks per head - 1, min(SLACK * SMs,
+ * chunks)). Canonical genomes: modes 0/1/3 take CLUSTER 1, KEEP 0; mode 2 takes ITERS 1 (unused); ROTATE 0 takes
+ * FUSED_ROT 1.
  *
  * Host launch rules (evo_quant_plan_make in evo_quantize_abi.h computes them; the kernels trap when broken):
  *   every kernel takes one by-value evo_quant_params; block = 32*WARPS threads; dynamic shared memory 0; all
@@ -46,8 +51,8 @@
  *     with the rotated rows, evo_quant_rot_bytes(n) = 4n rounded up to 256 bytes; the mode's scratch follows.
  *   - MODE 0: evo_quant_absmax<args> then evo_quant<args>, both grid = (cph, n_heads); scratch += 4*n_heads*cph
  *     (rounded up to 256). No zeroing.
- *   - MODE 1: evo_quant<args>, grid = n_heads*cph + lag, p.chain_lag = lag; scratch += 16 + 8*n_heads bytes,
- *     zero-filled once after allocation; every launch leaves it zeroed (the last block to finish resets it).
+ *   - MODE 1 and 3: evo_quant<args>, grid = n_heads*cph + lag, p.chain_lag = lag; scratch += 16 + 4*n_heads*cph
+ *     bytes, zero-filled once after allocation; every launch leaves it zeroed (the last block to finish resets it).
  *   - MODE 2: evo_quant<args>, grid = CLUSTER*n_heads, cluster dims (CLUSTER, 1, 1) as a launch attribute
  *     (cuLaunchKernelEx / cudaLaunchKernelEx; CLUSTER 16 also needs NonPortableClusterSizeAllowed = 1 on the
  *     function); CLUSTER = 1 launches plainly and runs on sm_80. No scratch.
@@ -78,7 +83,9 @@ typedef unsigned int u32;
 typedef unsigned short u16;
 typedef unsigned long long u64;
 
-constexpr int pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+__host__ __device__ constexpr int pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+
 
 template <int D, int IN_BF16, int ROTATE, int VEC, int WARPS, int MODE, int CLUSTER, int KEEP, int UNROLL,
           int ITERS, int CVT, int CACHE, int FUSED_ROT>
@@ -90,7 +97,7 @@ struct Cfg {
     static constexpr int EPV = VEC / EB;
     static constexpr int IN_EPV = VEC / 2; /* of the fp16/bf16 input (the rotation pass) */
     static constexpr int CHUNK_V = THREADS * UNROLL * ITERS;
-    static constexpr bool KEEP_F32 = ROT && KEEP * EPV <= 64; /* keep rotated floats, else raw input re-rotated */
+    static constexpr bool KEEP_F32 = ROT && KEEP > 0 && KEEP * EPV <= 64; /* keep rotated floats, else raw input re-rotated */
     static constexpr int D_ = D, VEC_ = VEC, WARPS_ = WARPS, MODE_ = MODE, CLUSTER_ = CLUSTER, KEEP_ = KEEP,
                          UNROLL_ = UNROLL, ITERS_ = ITERS, CVT_ = CVT, CACHE_ = CACHE, IN_BF16_ = IN_BF16,
                          ROTATE_ = ROTATE;
@@ -102,11 +109,13 @@ struct Cfg {
     static_assert(ROTATE == 0 || ROTATE == 1, "ROTATE is 0 or 1");
     static_assert(VEC == 8 || VEC == 16 || VEC == 32, "VEC must be 8, 16 or 32 bytes");
     static_assert(pow2(WARPS) && WARPS >= 2 && WARPS <= 32, "WARPS must be 2..32, a power of two");
-    static_assert(MODE >= 0 && MODE <= 2, "MODE is 0 split, 1 chained or 2 cluster");
+    static_assert(MODE >= 0 && MODE <= 3, "MODE is 0 split, 1 chained, 2 cluster or 3 chained in launch order");
     static_assert(pow2(CLUSTER) && CLUSTER <= 16, "CLUSTER must be 1, 2, 4, 8 or 16");
     static_assert(MODE == 2 || (CLUSTER == 1 && KEEP == 0), "CLUSTER and KEEP are mode 2 knobs (1 and 0 otherwise)");
     static_assert(KEEP == 0 || (pow2(KEEP) && KEEP <= 16), "KEEP must be 0, 1, 2, 4, 8 or 16");
     static_assert(KEEP * VEC / 4 <= 64, "KEEP*VEC/4 registers must be at most 64");
+    static_assert((MODE != 1 && MODE != 3) || 2 * UNROLL * ITERS * VEC / 4 <= 64,
+                  "chained: two chunks of UNROLL*ITERS*VEC/4 registers must fit in 64");
     static_assert(pow2(UNROLL) && UNROLL <= 8, "UNROLL must be 1, 2, 4 or 8");
     static_assert(pow2(ITERS) && ITERS <= 8, "ITERS must be 1, 2, 4 or 8");
     static_assert(CVT == 0 || CVT == 1, "CVT is 0 or 1");
@@ -412,7 +421,8 @@ template <class C> struct Shape {
         cph = (nv + (u32)C::CHUNK_V - 1u) / (u32)C::CHUNK_V;
         u64 need = rot;
         if (C::MODE_ == EVO_QUANT_MODE_SPLIT) need += ((u64)n_heads * cph * 4ull + 255ull) & ~255ull;
-        if (C::MODE_ == EVO_QUANT_MODE_CHAINED) need += 16ull + 8ull * n_heads;
+        if (C::MODE_ == EVO_QUANT_MODE_CHAINED || C::MODE_ == EVO_QUANT_MODE_ORDERED)
+            need += 16ull + 4ull * n_heads * cph;
         require(p.head_dim == C::D_ && p.in_dtype == C::IN_BF16_ && p.rotate == C::ROTATE_ && p.batch >= 1 &&
                 p.heads >= 1 && p.seq >= 1 && p.scratch_bytes >= need && (need == 0 || p.scratch != 0));
     }
@@ -500,7 +510,8 @@ template <class C> EVO_DEV void split_encode(const evo_quant_params &p)
     __shared__ float red[C::WARPS_];
     Shape<C> sh(p);
     require(gridDim.x == sh.cph && gridDim.y == sh.n_heads);
-    const u32 h = blockIdx.y, c = blockIdx.x;
+    /* the reverse of the absmax pass's order: the chunks it read last, still in L2, come first */
+    const u32 h = sh.n_heads - 1u - blockIdx.y, c = sh.cph - 1u - blockIdx.x;
     const float *part = (const float *)sh.mode_scratch + (u64)h * sh.cph;
     float m = 0.0f;
     for (u32 i = threadIdx.x; i < sh.cph; i += (u32)C::THREADS) m = fmaxf(m, part[i]);
@@ -513,68 +524,136 @@ template <class C> EVO_DEV void split_encode(const evo_quant_params &p)
     else chunk_encode<C, false, C::HINT_LAST>(xh, ch, c * (u32)C::CHUNK_V, sh.nv, thread_signs<C>(), s, inv);
 }
 
-/* ---- mode 1: chained ---- */
+/* ---- modes 1 and 3: chained ---- */
 
-/* Scratch: u32 ticket, u32 done, 2 u32 unused, then per head {u32 reported chunks, u32 absmax bits}. */
+/* All UNROLL*ITERS vectors of a chunk (vectors v0 + i*THREADS + tid, i < UNROLL*ITERS) into registers. */
+template <class C, int HINT, class RA> EVO_DEV void chunk_load(RA &r, const unsigned char *xh, u32 v0, u32 nv, bool any)
+{
+    const u64 pol = make_policy<HINT>();
+#pragma unroll
+    for (int i = 0; i < C::UNROLL_ * C::ITERS_; i++) {
+        u32 j = v0 + (u32)(i * C::THREADS) + threadIdx.x;
+        if (any && j < nv) load_raw<C::VEC_, HINT>(r[i], xh + (u64)j * C::VEC_, pol);
+        else zero_raw(r[i]);
+    }
+}
+
+/* Encodes the chunk held in r (chunk_load's layout) and stores the codes of the vectors inside the head. */
+template <class C, bool FAST, class RA>
+EVO_DEV void chunk_encode_regs(const RA &r, unsigned char *ch, u32 v0, u32 nv, u32 smask, float s, float inv)
+{
+#pragma unroll
+    for (int i = 0; i < C::UNROLL_ * C::ITERS_; i++) {
+        u32 j = v0 + (u32)(i * C::THREADS) + threadIdx.x;
+        float f[C::EPV];
+        to_float<C::IN>(r[i], f);
+        if (C::ROT) rotate<C::D_>(f, smask, threadIdx.x & 31u);
+        Codes<C::EPV> o;
+        encode_vec<C::EPV, C::CVT_, FAST>(f, s, inv, o);
+        if (j < nv) store_codes<C::EPV, C::CACHE_>(ch + (u64)j * C::EPV, o.w);
+    }
+}
+
+EVO_DEV u32 ld_relaxed(const u32 *p)
+{
+    u32 v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+EVO_DEV void st_relaxed(u32 *p, u32 v) { asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory"); }
+EVO_DEV u32 atom_add_acq_rel(u32 *p, u32 v)
+{
+    u32 old;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+
+/* Scratch: u32 ticket, u32 done, 2 u32 unused, then one u32 slot per chunk: 0 until the chunk's absmax is known,
+ * then 0x80000000 | its bits (a single word, so a relaxed store publishes it; absmax >= 0 leaves bit 31 free).
+ * Block t (its ticket in mode 1, blockIdx.x in mode 3) loads chunk t and chunk t - lag at once and reads the slots
+ * of chunk t - lag's head, publishes the absmax of chunk t, then waits for any of those slots still empty (all
+ * belong to tickets <= t since lag >= chunks per head - 1, and a block publishes before it waits, so the lowest
+ * waiting block always finds its slots filled) and encodes chunk t - lag. Every block counts itself done with a
+ * relaxed add once its slot reads are over; the block with the last ticket, which starts after all others, waits
+ * for the count and zeroes the scratch for the next launch. */
 template <class C> EVO_DEV void chained(const evo_quant_params &p)
 {
-    __shared__ float red[C::WARPS_];
+    constexpr int NV = C::UNROLL_ * C::ITERS_;
+    __shared__ float red1[C::WARPS_], red2[C::WARPS_];
     __shared__ u32 s_ticket;
-    __shared__ float s_absmax;
     Shape<C> sh(p);
-    u32 *ctl = (u32 *)sh.mode_scratch;
-    u32 *heads = ctl + 4;
-    const u32 lag = (u32)p.chain_lag, chunks = sh.n_heads * sh.cph;
+    u32 *ctl = (u32 *)sh.mode_scratch, *slot = ctl + 4;
+    const u32 lag = (u32)p.chain_lag, chunks = sh.n_heads * sh.cph, tid = threadIdx.x;
     require(p.chain_lag >= 0 && lag + 1u >= sh.cph && gridDim.x == chunks + lag && gridDim.y == 1);
-    const u32 tid = threadIdx.x, smask = thread_signs<C>();
+    const u32 smask = thread_signs<C>();
 
-    if (tid == 0) s_ticket = atomicAdd(&ctl[0], 1u);
-    __syncthreads();
-    const u32 t = s_ticket;
-
-    if (t < chunks) { /* absmax of chunk t: never waits, so every ticket below t finishes this part */
-        const u32 h = t / sh.cph, c = t % sh.cph;
-        float m = chunk_absmax<C, C::HINT_FIRST>(sh.head_src(h), c * (u32)C::CHUNK_V, sh.nv, smask);
-        m = block_max<C::WARPS_>(m, red);
-        if (tid == 0) {
-            atomicMax(&heads[2 * h + 1], __float_as_uint(m)); /* m >= 0: its bits order as the values */
-            __threadfence();
-            atomicAdd(&heads[2 * h], 1u);
-        }
-    }
-    if (t >= lag && t - lag < chunks) { /* encode chunk t - lag; its head's chunks all have tickets <= t */
-        const u32 c2 = t - lag, h = c2 / sh.cph, c = c2 % sh.cph;
-        if (tid == 0) {
-            while (ld_acquire(&heads[2 * h]) < sh.cph) asm volatile("nanosleep.u32 64;");
-            s_absmax = __uint_as_float(ld_acquire(&heads[2 * h + 1]));
-        }
+    u32 t = blockIdx.x;
+    if (C::MODE_ == EVO_QUANT_MODE_CHAINED) {
+        if (tid == 0) s_ticket = atomicAdd(&ctl[0], 1u);
         __syncthreads();
-        const float s = scale_of(s_absmax);
-        if (c == 0 && tid == 0) p.scales[h] = s;
-        const float inv = __frcp_rn(s);
-        const unsigned char *xh = sh.head_src(h);
-        unsigned char *ch = p.codes + (u64)h * sh.head_elems;
-        if (scale_fast(s)) chunk_encode<C, true, C::HINT_LAST>(xh, ch, c * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
-        else chunk_encode<C, false, C::HINT_LAST>(xh, ch, c * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
+        t = s_ticket;
     }
-    if (tid == 0) { /* the last block to finish finds every other block done and zeroes the scratch */
-        __threadfence();
-        if (atomicAdd(&ctl[1], 1u) == gridDim.x - 1u) {
-            __threadfence();
-            for (u32 i = 0; i < 2u * sh.n_heads; i++) heads[i] = 0u;
-            ctl[0] = 0u;
-            ctl[1] = 0u;
-            __threadfence();
+    const bool first = t < chunks, second = t >= lag && t - lag < chunks;
+    const u32 h1 = t / sh.cph, c1 = t % sh.cph, h2 = (t - lag) / sh.cph, c2 = (t - lag) % sh.cph;
+    Raw<C::VEC_> a[NV], b[NV];
+    chunk_load<C, C::HINT_FIRST>(a, sh.head_src(h1), c1 * (u32)C::CHUNK_V, sh.nv, first);
+    chunk_load<C, C::HINT_LAST>(b, sh.head_src(h2), c2 * (u32)C::CHUNK_V, sh.nv, second);
+    const u32 *hslot = slot + (u64)h2 * sh.cph;
+    const u32 early = second && tid < sh.cph ? ld_relaxed(&hslot[tid]) : 0u; /* in flight with the loads */
+
+    if (first) {
+        float m = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            float f[C::EPV];
+            to_float<C::IN>(a[i], f);
+            if (C::ROT) rotate<C::D_>(f, smask, tid & 31u);
+#pragma unroll
+            for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
         }
+        m = block_max<C::WARPS_>(m, red1);
+        if (tid == 0) st_relaxed(&slot[t], 0x80000000u | __float_as_uint(m));
+    }
+    if (second) {
+        float m = 0.0f;
+        for (u32 i = tid; i < sh.cph; i += (u32)C::THREADS) {
+            u32 v = i == tid ? early : ld_relaxed(&hslot[i]);
+            while (v == 0u) {
+                asm volatile("nanosleep.u32 32;");
+                v = ld_relaxed(&hslot[i]);
+            }
+            m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
+        }
+        const float s = scale_of(block_max<C::WARPS_>(m, red2)); /* its barrier ends every slot read */
+        if (c2 == 0 && tid == 0) p.scales[h2] = s;
+        const float inv = __frcp_rn(s);
+        unsigned char *ch = p.codes + (u64)h2 * sh.head_elems;
+        const u32 v0 = c2 * (u32)C::CHUNK_V;
+        if (scale_fast(s)) chunk_encode_regs<C, true>(b, ch, v0, sh.nv, smask, s, inv);
+        else chunk_encode_regs<C, false>(b, ch, v0, sh.nv, smask, s, inv);
+    }
+    if (t != gridDim.x - 1u) {
+        if (tid == 0) asm volatile("red.relaxed.gpu.global.add.u32 [%0], 1;" ::"l"(&ctl[1]) : "memory");
+        return;
+    }
+    /* the last ticket: every other block has started; wait until all have counted themselves, then reset */
+    if (tid == 0)
+        while (ld_acquire(&ctl[1]) != gridDim.x - 1u) asm volatile("nanosleep.u32 128;");
+    __syncthreads();
+    for (u32 i = tid; i < chunks; i += (u32)C::THREADS) slot[i] = 0u;
+    if (tid == 0) {
+        ctl[0] = 0u;
+        ctl[1] = 0u;
     }
 }
 
 /* ---- mode 2: cluster ---- */
 
-template <class C, bool FAST>
+/* Pass 2 of mode 2: the kept vectors from registers (KR: Raw[KEEP] or a dummy), kept rotated floats (KF), the rest
+ * re-read. */
+template <class C, bool FAST, class KR, class KF>
 EVO_DEV void cluster_encode(const unsigned char *xh, unsigned char *ch, u32 nv, u32 rank, u32 rounds, u32 smask,
-                            float s, float inv, const Raw<C::VEC_> (&kr)[C::KEEP_ ? C::KEEP_ : 1],
-                            const float (&kf)[C::KEEP_F32 ? C::KEEP_ : 1][C::KEEP_F32 ? C::EPV : 1])
+                            float s, float inv, const KR &kr, const KF &kf)
 {
     const u32 tid = threadIdx.x, lane = tid & 31u;
 #pragma unroll
@@ -706,7 +785,7 @@ __global__ void __launch_bounds__(32 * WARPS) evo_quant(const evo_quant_params p
 {
     typedef evoq::Cfg<EVO_QUANT_TARGS> C;
     if constexpr (MODE == EVO_QUANT_MODE_SPLIT) evoq::split_encode<C>(p);
-    else if constexpr (MODE == EVO_QUANT_MODE_CHAINED) evoq::chained<C>(p);
+    else if constexpr (MODE == EVO_QUANT_MODE_CHAINED || MODE == EVO_QUANT_MODE_ORDERED) evoq::chained<C>(p);
     else evoq::cluster_head<C>(p);
 }
 
