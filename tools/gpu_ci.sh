@@ -9,6 +9,7 @@
 #   compare    tools/compare_sdpa.py on the exported best kernel
 #   worst      as presets, with `fitness: worst` (the search maximizes the worst shape's speedup); best to $OUT/best.cu
 #   sanitize   one generation of configs/presets.yaml, then its elites under compute-sanitizer (--sanitize)
+#   quant      QUANT_GENS (3) generations of configs/quantize.yaml (population QUANT_POP, 12), elites and history
 #   gpus       GPUS_GENS (6) generations of configs/default.yaml on GPU 0 alone and on every GPU, with a cold
 #              compile cache and then a warm one (compile time out of the way), GPU use sampled by nvidia-smi;
 #              GPUS_ORDER="all 0" runs every GPU first (the first run also pays for a cold page cache)
@@ -75,6 +76,11 @@ for step in "$@"; do
             done
           done
           unset EVO_CACHE ;;
+    quant) rm -f "$OUT/quant.db"
+           build/evo run --config configs/quantize.yaml --generations "${QUANT_GENS:-3}" --population "${QUANT_POP:-12}" \
+             --db "$OUT/quant.db" 2>&1 | tee "$OUT/quant.log" | tail -20
+           python3 -c "import sqlite3; sqlite3.connect('$OUT/quant.db').execute('pragma wal_checkpoint(TRUNCATE)')"
+           build/evo elite --show --db "$OUT/quant.db" 2>&1 | head -30 ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;
