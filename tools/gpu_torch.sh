@@ -4,7 +4,8 @@
 # self-tests, tests/gpu_torch_op.py on ATTENTION.cu + the cluster quantizer, then tools/compare_sdpa.py --rmse.
 # Usage: tools/gpu_torch.sh [ATTENTION.cu]   (default variants/attention_fp8-sm_90-e40fd3dd.cu)
 #   OUT: logs (default ./gpu-logs, 7 files); PREBUILT: a folder where q_{cluster,chained,split}.cu, their
-#   q_*_selftest and libevo_torch.so (attention + cluster quantizer) were built beforehand (saves ~1 min of nvcc).
+#   q_*_selftest and libevo_torch.so (attention + cluster quantizer) were built beforehand (saves ~1 min of nvcc);
+#   QUICK=1: the chained and split quantizers are checked, not timed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-logs}
@@ -28,17 +29,21 @@ if [ -z "$B" ]; then
   wait
   nvcc -arch=sm_90 -shared "$B/attn.o" "$B/q_cluster.o" -o "$B/libevo_torch.so"
 fi
-for g in cluster chained split; do
-  echo "=== quantizer self-test: $g $(date -u +%T)"
-  timeout 120 "$B/q_${g}_selftest" --reps 20 >"$OUT/qselftest-$g.log" 2>&1
+selftest() {
+  local g=$1; shift
+  echo "=== quantizer self-test: $g $* $(date -u +%T)"
+  timeout 120 "$B/q_${g}_selftest" "$@" >"$OUT/qselftest-$g.log" 2>&1
   echo "exit $?"
-  grep -E "^genome|FAIL|^check .*launcher|self-test|^shape|GB/s" "$OUT/qselftest-$g.log" | head -8
-  sed -n '/^shape/,$p' "$OUT/qselftest-$g.log" | tail -n +2 | head -12
-done
+  grep -E "^genome|FAIL|launcher|self-test" "$OUT/qselftest-$g.log" | head -8
+  sed -n '/^shape/,$p' "$OUT/qselftest-$g.log" | head -12
+}
+selftest cluster --reps 20
 echo "=== PyTorch ops $(date -u +%T)"
 EVO_TORCH_LIB=$B/libevo_torch.so timeout 300 python3 tests/gpu_torch_op.py "$ATT" "$B/q_cluster.cu" --out "$OUT" \
   --quick 2>&1 | tee "$OUT/gpu_torch_op.log" | grep -vE "^  [a-z0-9_]+\([0-9,]+\) +(float16|bfloat16)" | tail -60
 echo "=== RMSE on outlier inputs $(date -u +%T)"
 timeout 120 python3 tools/compare_sdpa.py "$ATT" --lib "$B/libevo_torch.so" --rmse --seeds 2 --out "$OUT" 2>&1 |
   grep -E "^\||RMSE|device|wrote" | tail -12
+selftest chained ${QUICK:+--check-only}
+selftest split ${QUICK:+--check-only}
 date -u +%FT%TZ
