@@ -7,9 +7,9 @@ PyTorch, a CUDA device or nvcc; 1 when a check fails.
 
 Checks: quantize_fp8 codes bit-exact against the same rule in PyTorch ops (x / (absmax/448) -> float8_e4m3fn),
 rotated codes decode back to x within the e4m3 budget; attention_fp8 against attention in FP32 on the dequantized
-codes (the kernel's own arithmetic: rel-L2 <= 2e-3, the gate's tolerance) and against FP32 attention on the fp16/bf16
-inputs (the FP8 budget: rel-L2 <= 0.15; per-head e4m3 codes of N(0,1) data lose ~3.6% per element, which shows up
-as 0.08-0.11 in the output, as the exported files' e2e column says), beside fp16 SDPA's own error, on the five
+codes (the kernel's own arithmetic, its fp16 output: rel-L2 <= 2e-3, the gate's tolerance; 2.8e-4 measured) and
+against FP32 attention on the fp16/bf16 inputs (the FP8 budget: rel-L2 <= 0.06 on N(0,1) inputs; per-head e4m3
+codes lose ~3.6% per element, 0.024-0.049 measured on an H200), beside fp16 SDPA's own error, on the five
 presets and S = 1, 77, 1000, causal and not, fp16 and bf16, per-head and incoherent; the same outputs bit for bit
 under torch.compile(fullgraph=True) and from a captured CUDA graph; bad input refused. Times: the quantizer (Q, K, V),
 the attention kernel, end to end, fp16 SDPA (CUDA graph replay of 20 calls, median of the replays) and the eager call
@@ -31,7 +31,7 @@ PRESETS = [("mission", 1, 8, 512, 64), ("small", 2, 8, 512, 64), ("long", 2, 8, 
 ODD = [("s1", 2, 3, 1, 64), ("s77", 2, 3, 77, 64), ("s1000", 1, 4, 1000, 64), ("s1_128", 2, 3, 1, 128),
        ("s77_128", 2, 3, 77, 128), ("s1000_128", 1, 4, 1000, 128)]
 TOL_KERNEL = 2e-3   # rel-L2 against FP32 attention on the dequantized codes
-TOL_FP8 = 0.15      # rel-L2 against FP32 attention on the unquantized inputs
+TOL_FP8 = 0.06      # rel-L2 against FP32 attention on the unquantized inputs
 TOL_ROUNDTRIP = 0.05  # rel-L2 of x against its rotated codes decoded and rotated back
 
 checks = 0
@@ -125,8 +125,10 @@ def main():
             x[-1, -1, 0, 0] = 40.0  # an outlier
             codes, scales = ops.quantize_fp8(x)
             want_c, want_s = cs.quantize(torch, x, "e4m3")
-            check(torch.equal(codes.view(torch.uint8), want_c) and torch.equal(scales.reshape(-1), want_s),
-                  f"quantize_fp8 {dtype} {(b, h, s, d)}: codes and scales bit-exact against PyTorch ops")
+            bad_c = int((codes.view(torch.uint8) != want_c).sum().item())
+            bad_s = int((scales.reshape(-1).view(torch.int32) != want_s.view(torch.int32)).sum().item())
+            check(bad_c == 0 and bad_s == 0, f"quantize_fp8 {dtype} {(b, h, s, d)}: bit-exact against PyTorch ops: "
+                                             f"{bad_c} codes, {bad_s} scales differ")
             check(scales[0, 0].item() == 1.0, "an all-zero head gets scale 1")
             if (d, dtype, True) in mod._QVARIANTS:
                 rc, rs = ops.quantize_fp8(x, rotate=True)
@@ -170,7 +172,7 @@ def main():
                            ((qc, qs), (kc, ks), (vc, vs))]
                     ref_deq = cs.attention_fp32(torch, *deq, causal, 1.0 / math.sqrt(d))
                     o2 = ops.attention_fp8_quantized(qc, kc, vc, qs, ks, vs, is_causal=causal)
-                    ek, ee = rel_l2(torch, o.float(), ref_deq), rel_l2(torch, o.float(), ref)
+                    ek, ee = rel_l2(torch, o2.float(), ref_deq), rel_l2(torch, o.float(), ref)
                     tag = f"({b},{h},{s},{d})"
                     check(o.dtype == dtype and o.shape == q.shape, f"{name} {dtype}: output dtype and shape")
                     check(torch.isfinite(o).all().item(), f"{name} {dtype} causal={causal} inc={inc}: all finite")

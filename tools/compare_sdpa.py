@@ -158,7 +158,8 @@ def quantize(torch, x, fmt):
     nearest even; u8sim codes = clamp(roundf(x/(scale*448)*127 + 128), 0, 255), halves away from zero."""
     xf = x.float()
     amax = xf.abs().amax(dim=(2, 3))
-    scale = torch.where(amax == 0, torch.ones_like(amax), amax / E4M3_MAX)
+    # a tensor divisor: PyTorch's CUDA division by a Python number multiplies by its reciprocal (1 ulp off at times)
+    scale = torch.where(amax == 0, torch.ones_like(amax), amax / torch.full_like(amax, E4M3_MAX))
     s = scale[:, :, None, None]
     if fmt == "e4m3":
         codes = (xf / s).clamp_(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn).view(torch.uint8)
