@@ -81,6 +81,7 @@ const evo_cudrv *evo_gpu_cu(const evo_gpu *g) { return g->cu; }
 CUstream evo_gpu_stream(const evo_gpu *g) { return g->st; }
 const evo_config *evo_gpu_config(const evo_gpu *g) { return g->cfg; }
 int evo_gpu_sm_count(const evo_gpu *g) { return g->info.sm_count; }
+int evo_gpu_arch(const evo_gpu *g) { return g->info.cc_major * 10 + g->info.cc_minor; }
 
 CUfunction evo_gpu_support(const evo_gpu *g, const char *name)
 {
@@ -116,14 +117,24 @@ evo_status evo_gpu_compare_f16(evo_gpu *g, CUdeviceptr out, CUdeviceptr ref, siz
     return EVO_OK;
 }
 
-evo_status evo_gpu_load_module(evo_gpu *g, const char *template_file, CUmodule *out, evo_err *err)
+evo_status evo_gpu_load_module(evo_gpu *g, const char *template_file, const char *const *headers, CUmodule *out,
+                               evo_err *err)
 {
     const char *src;
     evo_status s = evo_template_get(template_file, &src, NULL, err);
     if (s != EVO_OK) return s;
+    evo_compile_header hdr[8];
+    int n_hdr = 0;
+    hdr[n_hdr].name = "evo_numerics.cuh";
+    if ((s = evo_template_get(hdr[n_hdr].name, &hdr[n_hdr].text, NULL, err)) != EVO_OK) return s;
+    n_hdr++;
+    for (int i = 0; headers && headers[i] && n_hdr < (int)EVO_ARRAY_LEN(hdr); i++, n_hdr++) {
+        hdr[n_hdr].name = headers[i];
+        if ((s = evo_template_get(headers[i], &hdr[n_hdr].text, NULL, err)) != EVO_OK) return s;
+    }
     static const char *const opts[] = {"-std=c++17"};
-    evo_compile_req req = {.source = src, .program_name = template_file, .arch = g->info.arch,
-                           .options = opts, .n_options = 1, .timeout_s = 300};
+    evo_compile_req req = {.source = src, .program_name = template_file, .headers = hdr, .n_headers = n_hdr,
+                           .arch = g->info.arch, .options = opts, .n_options = 1, .timeout_s = 300};
     evo_compile_result r;
     s = evo_compile(NULL, &req, &r, err);
     if (s != EVO_OK) return s;
@@ -143,7 +154,7 @@ evo_status evo_gpu_load_module(evo_gpu *g, const char *template_file, CUmodule *
 
 static evo_status load_support(gpu_state *g, evo_err *err)
 {
-    evo_status s = evo_gpu_load_module(g, "support.cu", &g->support, err);
+    evo_status s = evo_gpu_load_module(g, "support.cu", NULL, &g->support, err);
     if (s != EVO_OK) return s;
     struct {
         CUfunction *f;
@@ -455,7 +466,7 @@ static evo_status load_variants(gpu_state *g, CUmodule mod, const evo_eval_reque
             fail_case(o, EVO_V_INVALID, msg, g, NULL);
             break;
         }
-        if (v->v.threads == 0) { /* a hand-written kernel declares its geometry next to itself */
+        if (v->v.threads == 0 && g->task->gpu->geometry) { /* a hand-written kernel declares its geometry */
             msg[0] = '\0';
             evo_status s = g->task->gpu->geometry(g->task_state, mod, &v->v, msg, sizeof msg, err);
             if (s != EVO_OK) return s;

@@ -412,7 +412,7 @@ char *evo_proto_encode_eval_request(const evo_eval_request *r)
         add_int(vo, "threads", v->threads);
         add_int(vo, "smem_bytes", v->smem_bytes);
         cJSON *attr = cJSON_AddArrayToObject(vo, "attr");
-        for (int a = 0; a < EVO_FIELDS_MAX; a++) cJSON_AddItemToArray(attr, cJSON_CreateNumber((double)v->attr[a]));
+        for (int a = 0; a < EVO_VARIANT_ATTRS_MAX; a++) cJSON_AddItemToArray(attr, cJSON_CreateNumber((double)v->attr[a]));
         cJSON_AddItemToArray(vars, vo);
     }
     cJSON_AddBoolToObject(o, "check", r->check);
@@ -461,7 +461,7 @@ evo_status evo_proto_decode_eval_request(const char *line, evo_eval_request *out
         TRY(get_int(&wv, vo, "smem_bytes", 0, 1 << 24, &v->smem_bytes));
         const cJSON *attr;
         int na;
-        TRY(get_array(&wv, vo, "attr", EVO_FIELDS_MAX, &attr, &na));
+        TRY(get_array(&wv, vo, "attr", EVO_VARIANT_ATTRS_MAX, &attr, &na));
         for (int a = 0; a < na; a++) {
             const cJSON *x = cJSON_GetArrayItem(attr, a);
             if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) || fabs(x->valuedouble) > 9e15) {

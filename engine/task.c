@@ -8,9 +8,10 @@
 #include <string.h>
 
 extern const evo_task evo_task_attention_fp8;
+extern const evo_task evo_task_quantize_fp8;
 
 
-const evo_task *const evo_tasks[] = {&evo_task_attention_fp8, NULL};
+const evo_task *const evo_tasks[] = {&evo_task_attention_fp8, &evo_task_quantize_fp8, NULL};
 
 const evo_task *evo_task_find(const char *name)
 {

@@ -30,6 +30,7 @@ struct evo_export_ctx;
 
 #define EVO_NAME_MAX 32
 #define EVO_FIELDS_MAX 8
+#define EVO_VARIANT_ATTRS_MAX 16
 #define EVO_FIELD_REQUIRED LLONG_MIN
 
 /* ---- named, typed fields: a shape's, a variant's, a task option's ---- */
@@ -105,7 +106,7 @@ typedef struct {
     char name_expr[512]; /* NVRTC name expression, or the extern "C" name of a hand-written kernel */
     int threads;         /* block size; 0: a hand-written kernel declares its geometry (task_gpu.h geometry) */
     int smem_bytes;      /* dynamic shared memory */
-    long long attr[EVO_FIELDS_MAX];
+    long long attr[EVO_VARIANT_ATTRS_MAX];
 } evo_variant;
 
 #define EVO_MAX_VARIANTS 24

@@ -31,11 +31,15 @@ const evo_cudrv *evo_gpu_cu(const evo_gpu *g);
 CUstream evo_gpu_stream(const evo_gpu *g);
 const evo_config *evo_gpu_config(const evo_gpu *g);
 int evo_gpu_sm_count(const evo_gpu *g);
+int evo_gpu_arch(const evo_gpu *g); /* compute capability as major * 10 + minor: 90 for an H100 */
 /* A kernel of the engine's support module (templates/support.cu: input generator, quantizer, references,
  * comparison); NULL when it has none of that name. */
 CUfunction evo_gpu_support(const evo_gpu *g, const char *name);
-/* Compiles an embedded template file with NVRTC for this device and loads it (a task's own support kernels). */
-evo_status evo_gpu_load_module(evo_gpu *g, const char *template_file, CUmodule *out, evo_err *err);
+/* Compiles an embedded template file with NVRTC for this device and loads it (a task's own support kernels). It
+ * may include evo_numerics.cuh (device number formats) and the embedded headers named in `headers`
+ * (NULL-terminated, may be NULL). */
+evo_status evo_gpu_load_module(evo_gpu *g, const char *template_file, const char *const *headers, CUmodule *out,
+                               evo_err *err);
 /* Asynchronous launch on the worker's stream; EVO_E_CUDA naming `what` when the driver refuses it. */
 evo_status evo_gpu_launch(evo_gpu *g, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block,
                           void **args, const char *what, evo_err *err);

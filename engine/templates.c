@@ -33,10 +33,16 @@ evo_status evo_template_get(const char *name, const char **text, size_t *len, ev
         while (o && strcmp(o->name, name) != 0) o = o->next;
         if (!o) {
             char path[4096];
-            snprintf(path, sizeof path, "%s/%s", dir, name);
-            char *data;
-            size_t n;
-            s = evo_read_file(path, &data, &n, err);
+            char *data = NULL;
+            size_t n = 0;
+            s = EVO_E_NOTFOUND;
+            for (const char *d = dir; *d && s == EVO_E_NOTFOUND;) {
+                const char *end = strchr(d, ':');
+                const int dl = end ? (int)(end - d) : (int)strlen(d);
+                snprintf(path, sizeof path, "%.*s/%s", dl, d, name);
+                if (evo_file_exists(path)) s = evo_read_file(path, &data, &n, err);
+                d += dl + (end ? 1 : 0);
+            }
             if (s == EVO_OK) {
                 o = evo_xcalloc(1, sizeof *o);
                 o->name = evo_strdup(name);
@@ -47,10 +53,12 @@ evo_status evo_template_get(const char *name, const char **text, size_t *len, ev
             }
         }
         pthread_mutex_unlock(&g_lock);
-        if (s != EVO_OK) return s;
-        *text = o->text;
-        if (len) *len = o->len;
-        return EVO_OK;
+        if (s != EVO_OK && s != EVO_E_NOTFOUND) return s;
+        if (s == EVO_OK) {
+            *text = o->text;
+            if (len) *len = o->len;
+            return EVO_OK;
+        }
     }
     for (const evo_embedded_file *f = evo_embedded_files; f->name; f++) {
         if (strcmp(f->name, name) == 0) {

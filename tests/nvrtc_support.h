@@ -6,6 +6,7 @@
 #ifndef EVO_TESTS_NVRTC_SUPPORT_H
 #define EVO_TESTS_NVRTC_SUPPORT_H
 
+#include "templates.h"
 #include "util.h"
 
 #include <nvrtc.h>
@@ -28,7 +29,10 @@ static int support_compile(const char *src, const char *arch, support_build *b)
     int cubin = strncmp(arch, "sm_", 3) == 0;
     const char *opts[] = {opt_arch, "--ptxas-options=-v"};
     nvrtcProgram prog;
-    nvrtcResult r = nvrtcCreateProgram(&prog, src, "support.cu", 0, NULL, NULL);
+    const char *numerics = "";
+    evo_template_get("evo_numerics.cuh", &numerics, NULL, NULL);
+    const char *hdr_names[] = {"evo_numerics.cuh"}, *hdr_texts[] = {numerics};
+    nvrtcResult r = nvrtcCreateProgram(&prog, src, "support.cu", 1, hdr_texts, hdr_names);
     if (r != NVRTC_SUCCESS) {
         b->log = evo_strdup(nvrtcGetErrorString(r));
         return -1;

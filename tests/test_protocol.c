@@ -36,7 +36,7 @@ static void fill_request(evo_eval_request *r)
         v->attr[2] = 64 + i;
         v->smem_bytes = 49152 + 1024 * i;
         v->attr[3] = i == 3 ? 1 : 0;
-        v->attr[EVO_FIELDS_MAX - 1] = -(1ll << 40) - i; /* any integer a JSON number holds exactly */
+        v->attr[EVO_VARIANT_ATTRS_MAX - 1] = -(1ll << 40) - i; /* any integer a JSON number holds exactly */
     }
     r->n_variants = EVO_MAX_VARIANTS;
     r->check = true;
@@ -71,7 +71,7 @@ static void test_eval_request_round_trip(void)
         CHECK_EQ_INT(out.variants[i].threads, 128 * (i % 8 + 1));
         CHECK_EQ_INT(out.variants[i].attr[2], 64 + i);
         CHECK_EQ_INT(out.variants[i].smem_bytes, 49152 + 1024 * i);
-        CHECK(out.variants[i].attr[EVO_FIELDS_MAX - 1] == -(1ll << 40) - i);
+        CHECK(out.variants[i].attr[EVO_VARIANT_ATTRS_MAX - 1] == -(1ll << 40) - i);
     }
     CHECK_EQ_INT(out.variants[3].attr[1], 1);
     CHECK(out.check && !out.time && out.is_baseline);

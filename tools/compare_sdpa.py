@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""compare_sdpa.py — an exported evo kernel against PyTorch SDPA (flash, efficient and cuDNN backends, fp16) on the
-same inputs, in one process, every contender timed the same two ways; errors against FP32 references.
-Needs python3, PyTorch with CUDA and nvcc on the GPU host; nothing else.
+"""compare_sdpa.py — an exported evo kernel against PyTorch SDPA (flash, efficient and cuDNN backends, fp16) and
+cuDNN's FP8 SDPA (cudnn-frontend graph.sdpa_fp8, e4m3 with per-tensor scales) on the same inputs, in one process,
+every contender timed the same two ways; errors against FP32 references.
+Needs python3, PyTorch with CUDA and nvcc on the GPU host; the cuDNN FP8 column needs the nvidia-cudnn-frontend
+wheel on PYTHONPATH (without it the column says why it is n/a).
 
   python3 tools/compare_sdpa.py variants/X.cu [--causal both|on|off] [--out DIR] [--reps N] [--replays N]
-                                [--presets mission,long] [--arch sm_90] [--nvcc PATH] [--lib LIB.so] [--incoherent]
+                                [--presets mission,long] [--shapes B,H,S,D;...] [--peers flash,cudnn,efficient,cudnn_fp8]
+                                [--arch sm_90] [--nvcc PATH] [--lib LIB.so] [--incoherent]
+  python3 tools/compare_sdpa.py --peers-only [--shapes ...] ...   (the peers alone, no exported kernel)
   python3 tools/compare_sdpa.py variants/X.cu --rmse      (RMSE against FP64 attention on outlier inputs, no timing)
   python3 tools/compare_sdpa.py variants/X.cu --dry-run   (no GPU, no PyTorch: the arguments and the file only)
 --incoherent rotates Q and K along D before quantizing (incoherent processing), with the quantizer's fixed rotation
@@ -39,7 +43,8 @@ SLEEP_CYCLES = 100_000_000  # GPU-side sleep (~50 ms) the host queues a whole me
 WARMUP = 3
 E4M3_MAX = 448.0
 BACKENDS = [("flash", "FLASH_ATTENTION"), ("cudnn", "CUDNN_ATTENTION"), ("efficient", "EFFICIENT_ATTENTION")]
-LABELS = {"flash": "flash", "cudnn": "cuDNN", "efficient": "efficient"}
+LABELS = {"flash": "flash", "cudnn": "cuDNN", "efficient": "efficient", "cudnn_fp8": "cuDNN FP8"}
+PEERS = [label for label, _ in BACKENDS] + ["cudnn_fp8"]
 RMSE_SHAPES = [(1, 16, 2048, 64), (1, 16, 2048, 128), (2, 8, 4096, 128)]  # (batch, heads, seq, head_dim)
 SIGN_SEED = 0x51554E5446503845  # EVO_QUANT_SIGN_SEED, evo_quantize_abi.h
 MASK64 = (1 << 64) - 1
@@ -96,7 +101,10 @@ def flops(b, h, s, d, causal):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description="Time an exported evo kernel against PyTorch SDPA.")
-    p.add_argument("file", help="a .cu file written by `evo export`")
+    p.add_argument("file", nargs="?", help="a .cu file written by `evo export` (not with --peers-only)")
+    p.add_argument("--peers-only", action="store_true", help="time the peers alone, no exported kernel")
+    p.add_argument("--peers", default=",".join(PEERS), help="comma-separated peers (default: all: %(default)s)")
+    p.add_argument("--shapes", default="", help="extra shapes 'B,H,S,D;B,H,S,D' timed after the presets")
     p.add_argument("--causal", choices=("both", "on", "off"), default="both")
     p.add_argument("--out", default="results", help="directory for the JSON and markdown (default: results)")
     p.add_argument("--reps", type=int, default=50, help="event-timed calls per contender (default 50)")
@@ -119,6 +127,22 @@ def parse_args(argv):
     if bad or not names:
         p.error(f"--presets: unknown {', '.join(bad) or '(none given)'}; choose from {', '.join(sorted(known))}")
     a.preset_list = [pr for pr in PRESETS if pr[0] in names]
+    for spec in (x.strip() for x in a.shapes.split(";") if x.strip()):
+        try:
+            b, h, n, d = (int(v) for v in spec.split(","))
+        except ValueError:
+            p.error(f"--shapes: '{spec}' is not B,H,S,D")
+        if min(b, h, n) < 1 or d not in (64, 128):
+            p.error(f"--shapes: '{spec}' needs positive B, H, S and D 64 or 128")
+        a.preset_list.append((f"{b}x{h}x{n}x{d}", b, h, n, d))
+    a.peer_list = [x.strip() for x in a.peers.split(",") if x.strip()]
+    bad = [x for x in a.peer_list if x not in PEERS]
+    if bad:
+        p.error(f"--peers: unknown {', '.join(bad)}; choose from {', '.join(PEERS)}")
+    if a.peers_only == bool(a.file):
+        p.error("give an exported .cu file, or --peers-only without one")
+    if a.peers_only and (a.rmse or a.incoherent or a.lib):
+        p.error("--rmse, --incoherent and --lib need an exported .cu file (not --peers-only)")
     a.causal_list = {"both": [False, True], "on": [True], "off": [False]}[a.causal]
     return a
 
@@ -135,6 +159,7 @@ def print_plan(args, k, cmd):
     print(f"format {k['format']}, arch {args.arch or k['arch']}, key {k['key'][:8]}")
     print(f"head dims {' '.join(str(d) for d in k['head_dims'])}")
     print(f"causal: {args.causal}")
+    print(f"peers: {', '.join(LABELS[x] for x in args.peer_list)}")
     print(f"quantization: per (batch, head){', Q and K rotated first (incoherent)' if args.incoherent else ''}")
     if args.rmse:
         print("rmse: outlier inputs N(0,1) + N(0,100)·Bernoulli(0.001), against FP64 attention, shapes " +
@@ -233,6 +258,64 @@ def errors(torch, out, ref):
         "max_abs": d.abs().max().item(),
         "nonfinite": int((~fin).sum().item()),
     }
+
+
+_CUDNN = {}
+
+
+def cudnn_fp8_call(torch, q, k, v, causal, scale):
+    """cuDNN's FP8 SDPA on e4m3 codes of q, k, v with one scale per tensor (absmax/448), P scaled by 448, FP8 output
+    scaled by 448/absmax(v) (cuDNN on Hopper writes FP8 O). Returns (call, output-as-float); raises RuntimeError with
+    the reason when the frontend or the graph is unavailable."""
+    try:
+        import cudnn
+    except ImportError as e:
+        raise RuntimeError(f"cudnn-frontend not importable ({e})") from e
+    if "handle" not in _CUDNN:
+        _CUDNN["handle"] = cudnn.create_handle()
+    handle = _CUDNN["handle"]
+    f8, f32 = cudnn.data_type.FP8_E4M3, cudnn.data_type.FLOAT
+
+    def per_tensor(x):
+        amax = x.float().abs().amax().item()
+        sc = amax / E4M3_MAX if amax > 0 else 1.0
+        return (x.float() / sc).clamp_(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn).contiguous(), sc
+
+    (q8, sq), (k8, sk), (v8, sv) = per_tensor(q), per_tensor(k), per_tensor(v)
+    b, h, n, d = q.shape
+    scale_o = E4M3_MAX / max(v.float().abs().amax().item(), 1e-30)
+    try:
+        cudnn.set_stream(handle=handle, stream=torch.cuda.current_stream().cuda_stream)
+        graph = cudnn.pygraph(io_data_type=f8, intermediate_data_type=f32, compute_data_type=f32, handle=handle)
+        tq, tk, tv = (graph.tensor(name=nm, dim=list(t.shape), stride=list(t.stride()), data_type=f8)
+                      for nm, t in (("q", q8), ("k", k8), ("v", v8)))
+        scal = [graph.tensor(name=nm, dim=[1, 1, 1, 1], stride=[1, 1, 1, 1], data_type=f32)
+                for nm in ("descale_q", "descale_k", "descale_v", "descale_s", "scale_s", "scale_o")]
+        o, _, amax_s, amax_o = graph.sdpa_fp8(q=tq, k=tk, v=tv, descale_q=scal[0], descale_k=scal[1],
+                                              descale_v=scal[2], descale_s=scal[3], scale_s=scal[4], scale_o=scal[5],
+                                              is_inference=True, attn_scale=scale, use_causal_mask=causal)
+        o.set_output(True).set_dim([b, h, n, d]).set_stride([h * n * d, n * d, d, 1]).set_data_type(f8)
+        for a in (amax_s, amax_o):
+            a.set_output(True).set_dim([1, 1, 1, 1]).set_stride([1, 1, 1, 1]).set_data_type(f32)
+        graph.validate()
+        graph.build_operation_graph()
+        graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+        graph.check_support()
+        graph.build_plans()
+    except Exception as e:  # cudnn raises its own error types
+        raise RuntimeError(f"cuDNN FP8 graph: {first_line(e)}") from e
+    one = lambda x: torch.full((1, 1, 1, 1), x, dtype=torch.float32, device="cuda")  # noqa: E731
+    o8 = torch.empty((b, h, n, d), dtype=torch.float8_e4m3fn, device="cuda")
+    a_s, a_o = one(0.0), one(0.0)
+    pack = {tq: q8, tk: k8, tv: v8, scal[0]: one(sq), scal[1]: one(sk), scal[2]: one(sv),
+            scal[3]: one(1.0 / E4M3_MAX), scal[4]: one(E4M3_MAX), scal[5]: one(scale_o), o: o8, amax_s: a_s,
+            amax_o: a_o}
+    ws = torch.empty(max(graph.get_workspace_size(), 1), dtype=torch.uint8, device="cuda")
+
+    def call():
+        cudnn.set_stream(handle=handle, stream=torch.cuda.current_stream().cuda_stream)
+        graph.execute(pack, ws, handle=handle)
+    return call, lambda: o8.float() / scale_o
 
 
 # ---- timing ----
@@ -354,7 +437,8 @@ def ours_call(torch, lib, q8, k8, v8, qs, ks, vs, o, shape, causal, scale):
     return call
 
 
-def run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal, seed, incoherent=False):
+def run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal, seed, peers,
+               incoherent=False):
     name, b, h, s, d = preset
     row = {"preset": name, "batch": b, "heads": h, "seq": s, "head_dim": d, "causal": causal,
            "flops": flops(b, h, s, d, causal)}
@@ -364,7 +448,9 @@ def run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal,
     ref16 = attention_fp32(torch, q, kk, v, causal, scale)
 
     ours = {}
-    if d in k["head_dims"]:
+    if k is None:
+        ours["error"] = "peers only"
+    elif d in k["head_dims"]:
         fmt = k["format"]
         quant = {}
         m = rotation(torch, d, q.device) if incoherent else None
@@ -393,7 +479,9 @@ def run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal,
     for label, attr in BACKENDS:
         entry = {}
         backend = getattr(SDPBackend, attr, None)
-        if backend is None:
+        if label not in peers:
+            entry["error"] = "not asked for (--peers)"
+        elif backend is None:
             entry["error"] = f"SDPBackend.{attr} is not in this PyTorch"
         else:
             fn = lambda: F.scaled_dot_product_attention(q, kk, v, is_causal=causal)  # noqa: E731
@@ -412,6 +500,20 @@ def run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal,
             except RuntimeError as e:
                 entry = {"error": first_line(e)}
         row[label] = entry
+
+    entry = {}
+    if "cudnn_fp8" not in peers:
+        entry["error"] = "not asked for (--peers)"
+    else:
+        try:
+            call, result = cudnn_fp8_call(torch, q, kk, v, causal, scale)
+            call()
+            torch.cuda.synchronize()
+            entry["err_e2e"] = errors(torch, result(), ref16)
+            timed(timer, call, entry)
+        except RuntimeError as e:
+            entry = {"error": first_line(e)}
+    row["cudnn_fp8"] = entry
     return row
 
 
@@ -506,8 +608,9 @@ def fmt_us(t, entry=None, method=None):
 
 def table(rows, causal, method, title):
     lines = [f"### {'causal' if causal else 'non-causal'} — {title}", "",
-             "| preset | ours µs | TFLOP/s | flash µs | ratio | cuDNN µs | ratio | efficient µs | ratio | errors (rel-L2) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "| preset | ours µs | TFLOP/s | flash µs | ratio | cuDNN µs | ratio | efficient µs | ratio | cuDNN FP8 µs | "
+             "TFLOP/s | ratio | errors (rel-L2) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         if r["causal"] != causal:
             continue
@@ -515,17 +618,19 @@ def table(rows, causal, method, title):
         t = cell_time(ours, method)
         cells = [f"{r['preset']} ({r['batch']},{r['heads']},{r['seq']},{r['head_dim']})",
                  fmt_us(t, ours, method), f"{r['flops'] / (t * 1e-6) / 1e12:.1f}" if t else "n/a"]
-        for label, _ in BACKENDS:
+        for label in PEERS:
             e = r[label]
             tb = cell_time(e, method)
             cells.append(fmt_us(tb, e, method))
+            if label == "cudnn_fp8":
+                cells.append(f"{r['flops'] / (tb * 1e-6) / 1e12:.1f}" if tb else "n/a")
             cells.append(f"{tb / t:.2f}" if tb and t else "n/a")
         errs = []
         if "err_deq" in ours:
             errs.append(f"ours {ours['err_deq']['rel_l2']:.1e} deq / {ours['err_e2e']['rel_l2']:.1e} e2e")
         else:
             errs.append("ours n/a")
-        for label, _ in BACKENDS:
+        for label in PEERS:
             if "err_e2e" in r[label]:
                 errs.append(f"{LABELS[label]} {r[label]['err_e2e']['rel_l2']:.1e}")
         cells.append("; ".join(errs))
@@ -536,8 +641,8 @@ def table(rows, causal, method, title):
 def error_table(rows, causal):
     lines = [f"### {'causal' if causal else 'non-causal'} — errors and quantization", "",
              "| preset | quantize q,k,v µs | ours vs dequantized: rel-L2 / max-abs | ours vs fp16 inputs | "
-             "flash | cuDNN | efficient | n/a reasons |",
-             "|---|---:|---|---|---|---|---|---|"]
+             "flash | cuDNN | efficient | cuDNN FP8 | n/a reasons |",
+             "|---|---:|---|---|---|---|---|---|---|"]
 
     def pair(e):
         return f"{e['rel_l2']:.2e} / {e['max_abs']:.2e}" + (f" ({e['nonfinite']} non-finite)" if e["nonfinite"] else "")
@@ -551,7 +656,7 @@ def error_table(rows, causal):
                  pair(ours["err_deq"]) if "err_deq" in ours else "n/a",
                  pair(ours["err_e2e"]) if "err_e2e" in ours else "n/a"]
         reasons = []
-        for who, e in [("ours", ours)] + [(LABELS[label], r[label]) for label, _ in BACKENDS]:
+        for who, e in [("ours", ours)] + [(LABELS[label], r[label]) for label in PEERS]:
             if who != "ours":
                 cells.append(pair(e["err_e2e"]) if "err_e2e" in e else "n/a")
             if "error" in e:
@@ -578,17 +683,27 @@ def finite_or_none(x):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        k = read_export(args.file)
-    except (OSError, NotAnExport) as e:
-        print(f"compare_sdpa: {e}", file=sys.stderr)
-        return 2
-    json_path, md_path = out_paths(args, k)
-    if args.dry_run:
-        print_plan(args, k, build_command(find_nvcc(args.nvcc), args.arch or k["arch"], k["path"],
-                                          "<tmp>/libevo_attn.so"))
-        print("dry run: nothing built, run or written")
-        return 0
+    if args.peers_only:
+        k = None
+        json_path, md_path = os.path.join(args.out, "sdpa-peers.json"), os.path.join(args.out, "sdpa-peers.md")
+        if args.dry_run:
+            print(f"peers only: {', '.join(LABELS[x] for x in args.peer_list)}; causal: {args.causal}")
+            for name, b, h, n, d in args.preset_list:
+                print(f"  {name:<9} ({b}, {h}, {n}, {d})")
+            print("dry run: nothing built, run or written")
+            return 0
+    else:
+        try:
+            k = read_export(args.file)
+        except (OSError, NotAnExport) as e:
+            print(f"compare_sdpa: {e}", file=sys.stderr)
+            return 2
+        json_path, md_path = out_paths(args, k)
+        if args.dry_run:
+            print_plan(args, k, build_command(find_nvcc(args.nvcc), args.arch or k["arch"], k["path"],
+                                              "<tmp>/libevo_attn.so"))
+            print("dry run: nothing built, run or written")
+            return 0
 
     try:
         import torch
@@ -604,9 +719,10 @@ def main(argv=None):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
+    kk = k or {"path": "(peers only)", "genome": "", "key": "", "format": "e4m3", "arch": args.arch or "sm_90"}
     info = {
-        "file": k["path"], "genome": k["genome"], "key": k["key"], "format": k["format"],
-        "arch": args.arch or k["arch"], "device": torch.cuda.get_device_name(),
+        "file": kk["path"], "genome": kk["genome"], "key": kk["key"], "format": kk["format"],
+        "arch": args.arch or kk["arch"], "device": torch.cuda.get_device_name(),
         "capability": "sm_%d%d" % torch.cuda.get_device_capability(), "torch": torch.__version__,
         "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -615,7 +731,7 @@ def main(argv=None):
     }
     print(f"device {info['device']} ({info['capability']}), torch {info['torch']}, CUDA {info['cuda']}, "
           f"cuDNN {info['cudnn']}, {info['date']}")
-    print(f"kernel {k['path']}: {k['genome']} ({k['format']})")
+    print(f"kernel {kk['path']}: {kk['genome']} ({kk['format']})")
 
     workdir = tempfile.mkdtemp(prefix="evo-sdpa-")
     if args.rmse:
@@ -628,25 +744,27 @@ def main(argv=None):
               f"Kernel: `{k['genome']}`, format {k['format']}, key {k['key'][:8]}.", ""] + rmse_table(rows, args.seeds)
         return write_report(args, info, rows, md, json_path, md_path)
     try:
-        lib = load_library(torch, k, args, workdir)
+        lib = load_library(torch, k, args, workdir) if k else None
         timer = Timer(torch, args.reps, args.replays)
         rows = []
         for causal in args.causal_list:
             for i, preset in enumerate(args.preset_list):
                 print(f"  {preset[0]}{' causal' if causal else ''} ...", flush=True)
                 rows.append(run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal, 1000 + i,
-                                       args.incoherent))
+                                       args.peer_list, args.incoherent))
                 torch.cuda.empty_cache()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
-    md = [f"# {os.path.basename(k['path'])} vs PyTorch SDPA", "",
+    md = [f"# {os.path.basename(kk['path'])} vs PyTorch SDPA and cuDNN FP8", "",
           f"{info['device']} ({info['capability']}), torch {info['torch']}, CUDA {info['cuda']}, cuDNN {info['cudnn']}, "
-          f"{info['date']}.", f"Kernel: `{k['genome']}`, format {k['format']}, key {k['key'][:8]}.", "",
+          f"{info['date']}.", f"Kernel: `{kk['genome']}`, format {kk['format']}, key {kk['key'][:8]}.", "",
           "Kernel time only; inputs fp16 `torch.randn`, ours on 8-bit codes quantized per (batch, head) beforehand "
-          + ("after rotating Q and K (incoherent processing) " if args.incoherent else "") + "(timed separately). Ratio = SDPA time / our time (> 1: ours is faster). TFLOP/s counts 4·B·H·S²·D "
-          "(causal: S(S+1)/2 pairs). Errors: rel-L2 against FP32 attention, ours on the dequantized inputs (deq) "
-          "and every contender on the fp16 inputs (e2e).", ""]
+          + ("after rotating Q and K (incoherent processing) " if args.incoherent else "") +
+          "(timed separately). Ratio = peer time / our time (> 1: ours is faster). TFLOP/s counts 4·B·H·S²·D "
+          "(causal: S(S+1)/2 pairs). cuDNN FP8: `graph.sdpa_fp8`, e4m3 codes with one scale per tensor, FP8 output. "
+          "Errors: rel-L2 against FP32 attention, ours on the dequantized inputs (deq) and every contender on the "
+          "fp16 inputs (e2e).", ""]
     for causal in args.causal_list:
         md += table(rows, causal, "graph",
                     f"CUDA graph replay: {GRAPH_CALLS} calls back to back, median per-call time over {args.replays} "

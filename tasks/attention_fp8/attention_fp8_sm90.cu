@@ -1,0 +1,1146 @@
+/* attention_fp8_sm90.cu — FP8 attention forward for Hopper (sm_90a only): the wgmma + TMA template family.
+ *
+ * Same ABI as templates/attention_fp8.cu (evo_attention_abi.h): e4m3 codes [B, H, S, D], one float scale per (batch,
+ * head) for each of Q, K, V, FP16 output [B, H, S, D], O = softmax(Q·Kᵀ·softmax_scale [causal]) · V on the
+ * dequantized values. e4m3 only (u8sim is no wgmma type). softmax_scale must be > 0 (the row max is taken on raw
+ * scores, as in the first family).
+ *
+ * A block owns CONSUMERS × WG_ROWS query rows of one (batch, head). Each consumer warpgroup owns WG_ROWS rows (one or
+ * two m64 tiles) and runs, per key tile of TILE_N keys: S = Q·Kᵀ with wgmma m64nTILE_Nk32 e4m3 (K from shared memory,
+ * K-major, swizzled as TMA writes it; Q from shared memory or registers), online softmax in registers (exp2, every
+ * scale in one multiplier), then O += P·V with P taken from the accumulator registers:
+ *   V_PATH 0: P in e4m3 (scaled into (0, 256] by an integer row offset, so rescaling is exact), V transposed to
+ *             K-major e4m3 in shared memory; the transpose applies the key permutation that makes the S accumulator
+ *             registers the wgmma A fragment without shuffles (keys 8s+2a+t of each 16 sit at position 4a+2s+t).
+ *             Reference variant: P̃ = e4m3(2^(x − ⌈max x⌉ + 8)), x = score·log2(e), l = Σ 2^(x − ⌈max x⌉ + 8) unrounded.
+ *   V_PATH 1: P in FP16, V converted to FP16 in shared memory and read N-major by an f16 wgmma (half the P·V rate,
+ *             no rounding of P beyond FP16: compares against the plain reference).
+ * The FP8 wgmma keeps ~14 bits of the aligned products: scores carry ~1e-4 relative error, which defeats the 2e-3 gate
+ * on logits in the thousands and flips e4m3 roundings of P; QK_MODE 2 + V_PATH 1 is the configuration that passes
+ * every distribution (docs/perf-notes.md, "Precision").
+ *
+ * Knobs (template parameters after D), legal values and what each trades:
+ *   WG_ROWS        64, 128   query rows per consumer warpgroup (one or two m64 wgmma tiles): 128 reuses every K/V
+ *                            tile twice per warpgroup at twice the accumulator registers (fits small tiles only)
+ *   CONSUMERS      1, 2, 3   consumer warpgroups per block: more rows per K/V tile loaded (less traffic per FLOP) and
+ *                            latency hidden by the other warpgroups, at fewer registers each (232 for 2, 152 for 3
+ *                            at PRODUCER_REGS 40)
+ *   TILE_N         64, 128, 192, 256   keys per pipeline stage: longer tiles amortize barriers and the softmax
+ *                            bookkeeping, cost TILE_N/2 accumulator registers and ~3·TILE_N·D bytes of smem a stage
+ *   STAGES         2, 3, 4   depth of the K/V rings in shared memory: hides load latency, costs shared memory
+ *   PIPE           0, 1, 2   0: cp.async by all threads, no producer (step 1); 1: TMA into an mbarrier ring issued by
+ *                            one consumer thread (step 2); 2: a producer warpgroup (warp 0: TMA of Q and K; warp 1:
+ *                            TMA of V; warps 2-3: V transpose or FP16 conversions) and setmaxnreg (step 3)
+ *   QK_MODE        0, 1, 2   Q·Kᵀ: 0 e4m3, Q from shared memory; 1 e4m3, Q held in registers for the whole work item
+ *                            (16 KB less smem traffic a tile, D/8 registers); 2 FP16, Q and K converted to FP16 in
+ *                            shared memory (exact FP32 scores, the accurate path; ~2x slower)
+ *   V_PATH         0, 1      see above: e4m3 P·V (full FP8 rate, P rounded to e4m3) or FP16 P·V (accurate, slower)
+ *   OVERLAP        0, 1      PIPE 2 only: issue S(j+1) = Q·Kᵀ before P·V(j), so the tensor cores work during the
+ *                            softmax of tile j+1
+ *   PINGPONG       0, 1      PIPE 2, OVERLAP 1, CONSUMERS 2 only: the two consumer warpgroups take turns issuing
+ *                            their GEMMs (named barriers 2 and 3), so one's softmax runs under the other's GEMMs
+ *   O_ACC          0, 1      1: P·V of each key tile goes to a fresh accumulator added to O in FP32 (the FP8 wgmma
+ *                            accumulator keeps ~14 bits: long sequences drift); 0: accumulate in place (D/2 fewer
+ *                            registers)
+ *   PRODUCER_REGS  24, 32, 40, 56   PIPE 2 with CONSUMERS ≥ 2: setmaxnreg of the producer warpgroup; consumers get
+ *                            ⌊((CONSUMERS+1)·R0 − PRODUCER_REGS)/CONSUMERS⌋₈ with R0 = ⌊65536/threads⌋₈. The
+ *                            transforms spill below 40 (below 56 with PERSIST): attn_sm90_check rejects those
+ *   PERSIST        0, 1      1: a persistent grid of min(work items, SMs) blocks walks the (query tile, head) items
+ *                            heaviest first (causal: the longest rows first); 0: one block per item
+ *   PROBE          (not a knob, default 0; measurement only, results are wrong) leaves stages out to time the
+ *                            rest: 1 the K/V transforms, 2 the softmax, 4 P·V, 8 Q·Kᵀ (bits combine)
+ *
+ * LAUNCH RULES (what a launcher must do; attn_sm90_host.h computes each of these):
+ *   kernel      evo_attn_sm90<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH, OVERLAP, PINGPONG, O_ACC,
+ *               PRODUCER_REGS, PERSIST>(const __grid_constant__ evo_attn_params p,
+ *                                       const __grid_constant__ evo_attn_tmaps t)
+ *               (an explicit instantiation repeats both __grid_constant__)
+ *   block       (CONSUMERS + (PIPE == 2)) × 128 threads, 1-D
+ *   rows        rows per block BM = CONSUMERS × WG_ROWS; query tiles nq = ceil(S / BM)
+ *   grid        PERSIST 0: (nq, H, B); PERSIST 1: (min(nq·H·B, SM count), 1, 1)
+ *   smem        dynamic shared memory = Sm90Cfg<...>::SMEM bytes = attn_sm90_smem_bytes() (the kernel traps with
+ *               less); set cudaFuncAttributeMaxDynamicSharedMemorySize (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+ *   tensor maps t.q, t.k, t.v (PIPE ≥ 1; PIPE 0 ignores them, zeros are fine): 3-D UINT8 maps of the [B·H, S, D]
+ *               tensors, dims {D, S, B·H}, strides {D, S·D} bytes, box {D, WG_ROWS, 1} for Q and {D, TILE_N, 1}
+ *               for K and V, swizzle 128B (D = 128) or 64B (D = 64), no interleave, OOB fill zero;
+ *               attn_sm90_fill_tmaps() builds them from the params and cuTensorMapEncodeTiled
+ *   no clusters; sm_90a cubins only (NVRTC --gpu-architecture=sm_90a, nvcc -gencode arch=compute_90a,code=sm_90a)
+ */
+#include "evo_attention_abi.h"
+
+#ifndef EVO_ATTN_TMAPS_DEFINED
+#define EVO_ATTN_TMAPS_DEFINED
+/* A CUtensorMap: 128 opaque bytes, 64-byte aligned. */
+typedef struct {
+    alignas(64) unsigned long long w[16];
+} evo_tmap;
+typedef struct {
+    evo_tmap q, k, v;
+} evo_attn_tmaps;
+#endif
+
+#define EVO_DEV __device__ __forceinline__
+
+namespace evo_sm90 {
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef unsigned short u16;
+typedef unsigned char u8;
+
+__host__ __device__ constexpr int align1024(int x) { return (x + 1023) / 1024 * 1024; }
+
+/* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes(). */
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH>
+struct Sm90Cfg {
+    static constexpr int MT = WG_ROWS / 64;                           /* m64 tiles per consumer warpgroup */
+    static constexpr int BM = CONSUMERS * WG_ROWS;                    /* query rows per block */
+    static constexpr int PRODUCER = PIPE == 2 ? 1 : 0;
+    static constexpr int THREADS = (CONSUMERS + PRODUCER) * 128;
+    static constexpr int VB = TILE_N % 128 == 0 ? 128 : 64;          /* e4m3 Vᵀ: bytes per swizzle column block */
+    static constexpr int Q_BYTES = BM * D;
+    static constexpr int KV_BYTES = TILE_N * D;                       /* one stage of K or of raw V */
+    static constexpr int VT_BYTES = V_PATH ? TILE_N * D * 2 : TILE_N * D;
+    static constexpr int NX = PIPE == 2 ? STAGES : 1;                 /* converted tiles: a ring with a producer */
+    static constexpr int Q16_BYTES = QK_MODE == 2 ? BM * D * 2 : 0;
+    static constexpr int K16_BYTES = QK_MODE == 2 ? TILE_N * D * 2 : 0;
+    static constexpr int OFF_K = align1024(Q_BYTES);
+    static constexpr int OFF_V = OFF_K + STAGES * KV_BYTES;
+    static constexpr int OFF_VT = OFF_V + STAGES * KV_BYTES;
+    static constexpr int OFF_Q16 = OFF_VT + NX * VT_BYTES;
+    static constexpr int OFF_K16 = OFF_Q16 + Q16_BYTES;
+    static constexpr int OFF_BAR = OFF_K16 + NX * K16_BYTES;
+    static constexpr int N_BARS = 3 + 7 * STAGES;
+    static constexpr int SMEM = OFF_BAR + N_BARS * 8 + 1024;          /* + slack to align the base to 1024 */
+
+    static_assert(D == 64 || D == 128, "head dim 64 or 128");
+    static_assert(WG_ROWS == 64 || WG_ROWS == 128, "a consumer warpgroup owns 64 or 128 rows");
+    static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "1 to 3 consumer warpgroups");
+    static_assert(TILE_N == 64 || TILE_N == 128 || TILE_N == 192 || TILE_N == 256, "key tile 64/128/192/256");
+    static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 stages");
+    static_assert(PIPE >= 0 && PIPE <= 2, "PIPE 0, 1 or 2");
+    static_assert(QK_MODE >= 0 && QK_MODE <= 2, "QK_MODE 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)");
+    static_assert(KV_BYTES % 1024 == 0 && VT_BYTES % 1024 == 0, "tiles keep 1024-byte alignment");
+    static_assert(SMEM <= 227 * 1024, "shared memory over the 227 KB an sm_90 block can have");
+};
+
+/* Barriers (8 bytes each) after the buffers. */
+enum { BAR_QFULL = 0, BAR_QEMPTY = 1, BAR_Q16FULL = 2 };
+template <int STAGES> struct Bars {
+    static constexpr __host__ __device__ int kfull(int s) { return 3 + s; }
+    static constexpr __host__ __device__ int vfull(int s) { return 3 + STAGES + s; }
+    static constexpr __host__ __device__ int vtfull(int s) { return 3 + 2 * STAGES + s; }
+    static constexpr __host__ __device__ int kempty(int s) { return 3 + 3 * STAGES + s; }
+    static constexpr __host__ __device__ int vempty(int s) { return 3 + 4 * STAGES + s; }
+    static constexpr __host__ __device__ int k16full(int s) { return 3 + 5 * STAGES + s; }
+    static constexpr __host__ __device__ int vrawempty(int s) { return 3 + 6 * STAGES + s; }
+};
+
+/* Shared-memory addresses of one block (1024-aligned base). */
+struct Smem {
+    u32 q, k, v, vt, q16, k16, bar;
+    EVO_DEV u32 b(int i) const { return bar + 8u * (u32)i; }
+};
+constexpr int TRANSFORM_WARPS = 2; /* producer warps 2-3: Q/K to FP16, V transpose or FP16 */
+
+EVO_DEV u32 smem_u32(const void *p) { return (u32)__cvta_generic_to_shared(p); }
+EVO_DEV float neg_inf() { return __int_as_float(0xff800000u); }
+
+/* ---- mbarrier, TMA, proxies, named barriers ---- */
+EVO_DEV void mbar_init(u32 bar, u32 count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+EVO_DEV void mbar_wait(u32 bar, u32 parity)
+{
+    asm volatile("{\n.reg .pred p;\nWAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra WAIT;\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+EVO_DEV void mbar_arrive(u32 bar) { asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory"); }
+EVO_DEV void mbar_expect_tx(u32 bar, u32 bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+EVO_DEV void tma_load_3d(u32 dst, const evo_tmap *map, int c0, int c1, int c2, u32 bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+                 "[%5];" ::"r"(dst),
+                 "l"((u64)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+}
+EVO_DEV void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+EVO_DEV void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+EVO_DEV void named_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+EVO_DEV void named_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+
+/* ---- cp.async (PIPE 0) ---- */
+EVO_DEV void cp_async16(u32 dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+EVO_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> EVO_DEV void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+/* ---- wgmma ---- */
+EVO_DEV void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+EVO_DEV void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> EVO_DEV void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+/* Keeps the compiler from moving reads or writes of an accumulator across a wgmma wait. */
+template <int N> EVO_DEV void fence_regs(float (&r)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+/* Shared-memory matrix descriptor: start address, leading and stride byte offsets, swizzle span (128/64/32 B). */
+EVO_DEV u64 make_desc(u32 addr, u32 lbo, u32 sbo, int span)
+{
+    const u64 mode = span == 128 ? 1 : span == 64 ? 2 : 3;
+    return (u64)((addr & 0x3FFFFu) >> 4) | ((u64)((lbo >> 4) & 0x3FFFu) << 16) | ((u64)((sbo >> 4) & 0x3FFFu) << 32) |
+           (mode << 62);
+}
+
+/* Byte offset of logical offset `off` inside a tile stored with SPAN-byte swizzling (the TMA and wgmma pattern):
+ * the 16-byte chunk index within each SPAN-byte row is XORed with the row's index modulo SPAN/16. Tiles start on
+ * 1024-byte boundaries, so the pattern is a function of the offset alone. */
+template <int SPAN> EVO_DEV int swz(int off) { return off ^ (((off >> 7) & (SPAN / 16 - 1)) << 4); }
+
+EVO_DEV u32 prmt(u32 a, u32 b, u32 sel)
+{
+    u32 r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+    return r;
+}
+EVO_DEV float ex2(float x)
+{
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+/* Four floats → four e4m3 bytes (a in byte 0), round to nearest even, saturating. */
+EVO_DEV u32 pack_e4m3x4(float a, float b, float c, float d)
+{
+    u32 r;
+    asm("{\n.reg .b16 lo, hi;\ncvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\ncvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n"
+        "mov.b32 %0, {lo, hi};\n}\n"
+        : "=r"(r)
+        : "f"(a), "f"(b), "f"(c), "f"(d));
+    return r;
+}
+EVO_DEV u32 pack_f16x2(float lo, float hi)
+{
+    u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+/* Bytes 0-1 (lo) or 2-3 (hi) of x, two e4m3 codes → f16x2 (the lower byte in the lower half). */
+EVO_DEV u32 e4m3x2_lo(u32 x)
+{
+    u32 r;
+    asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, lo;\n}\n" : "=r"(r) : "r"(x));
+    return r;
+}
+EVO_DEV u32 e4m3x2_hi(u32 x)
+{
+    u32 r;
+    asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, hi;\n}\n" : "=r"(r) : "r"(x));
+    return r;
+}
+EVO_DEV u32 lds32(u32 a)
+{
+    u32 r;
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(r) : "r"(a));
+    return r;
+}
+EVO_DEV void sts32(u32 a, u32 v) { asm volatile("st.shared.b32 [%0], %1;" ::"r"(a), "r"(v)); }
+EVO_DEV uint2 lds64(u32 a)
+{
+    uint2 r;
+    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=r"(r.x), "=r"(r.y) : "r"(a));
+    return r;
+}
+EVO_DEV void sts128(u32 a, u32 x, u32 y, u32 z, u32 w)
+{
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(x), "r"(y), "r"(z), "r"(w));
+}
+EVO_DEV uint4 lds128(u32 a)
+{
+    uint4 r;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(a));
+    return r;
+}
+EVO_DEV void ldsm_x4_trans(u32 a, u32 &r0, u32 &r1, u32 &r2, u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(a));
+}
+EVO_DEV void stsm_x4(u32 a, u32 r0, u32 r1, u32 r2, u32 r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(r0), "r"(r1), "r"(r2),
+                 "r"(r3)
+                 : "memory");
+}
+
+/* GENERATED by tools/gen_sm90_wgmma.py: do not edit by hand. */
+template <int N> struct WgQK;   /* S += Q·Kᵀ, e4m3, A and B from shared memory (K-major) */
+template <int N> struct WgPV8;  /* D += A·B, e4m3, A from registers (P, or Q with Q_REG), B K-major */
+template <int N> struct WgPV16; /* O += P·V, f16, A (P) from registers, B = V N-major (trans-b) */
+template <int N> struct WgQK16; /* S += Q·Kᵀ, f16, A and B from shared memory (K-major) */
+template <> struct WgQK<64> {
+    static EVO_DEV void mma(float (&d)[32], u64 da, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgQK<128> {
+    static EVO_DEV void mma(float (&d)[64], u64 da, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgQK<192> {
+    static EVO_DEV void mma(float (&d)[96], u64 da, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgQK<256> {
+    static EVO_DEV void mma(float (&d)[128], u64 da, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgQK16<64> {
+    static EVO_DEV void mma(float (&d)[32], u64 da, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgQK16<128> {
+    static EVO_DEV void mma(float (&d)[64], u64 da, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgQK16<192> {
+    static EVO_DEV void mma(float (&d)[96], u64 da, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, 0, 0;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgQK16<256> {
+    static EVO_DEV void mma(float (&d)[128], u64 da, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgPV8<64> {
+    static EVO_DEV void mma(float (&d)[32], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgPV8<128> {
+    static EVO_DEV void mma(float (&d)[64], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgPV8<192> {
+    static EVO_DEV void mma(float (&d)[96], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %101, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, {%96, %97, %98, %99}, %100, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgPV8<256> {
+    static EVO_DEV void mma(float (&d)[128], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgPV16<64> {
+    static EVO_DEV void mma(float (&d)[32], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgPV16<128> {
+    static EVO_DEV void mma(float (&d)[64], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
+/* END GENERATED */
+
+/* ---- tile transforms: raw e4m3 [rows][D] (swizzled like TMA writes it) → the operands the wgmma wants ---- */
+
+/* e4m3 Vᵀ: [D rows][TILE_N keys] in column blocks of VB keys (VB-byte swizzle), with the key permutation of the P
+ * fragment: physical key 16j + 8s + 2a + t sits at logical position 16j + 4a + 2s + t. One warp step moves 32 keys ×
+ * 16 dims: ldmatrix.x4.trans reads keys 32jp + 0-7, 8-15, 16-23, 24-31 of dim chunk c (lane (g, q) gets keys 2q, 2q+1
+ * of dims 2g, 2g+1 of each), two byte permutes per key group make the words of one dim and 4 logical keys, and
+ * stmatrix.x4 writes them as four 8-row matrices whose rows are dims 16c + {0,2,4,6,9,11,13,15} ("E") and
+ * {1,3,5,7,8,10,12,14} ("O"): eight different rows modulo 8, so neither side has bank conflicts. */
+template <int D, int TILE_N, int NW> EVO_DEV void transpose_v(u32 src, u32 dst, int worker, int lane)
+{
+    constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, NCH = D / 16, NJP = TILE_N / 32;
+    constexpr int STEPS = (NCH * NJP + NW - 1) / NW;
+    const int m = lane >> 3, x = lane & 7, hi = x >= 4 ? 1 : 0;
+    const int key_l = 16 * (m >> 1) + 8 * (m & 1) + x;                 /* ldmatrix: row x of matrix m */
+    const int dim_l = 2 * x + ((m & 1) ? 1 - hi : hi);                  /* stmatrix: row x of matrix m */
+    const u32 sel_e = (lane >> 2) < 4 ? 0x6420u : 0x7531u, sel_o = sel_e ^ (0x6420u ^ 0x7531u);
+#pragma unroll 4
+    for (int k = 0; k < STEPS; k++) {
+        const int it = worker + k * NW;
+        if ((NCH * NJP) % NW != 0 && it >= NCH * NJP) break;
+        const int c = it % NCH, jp = it / NCH;
+        u32 r0, r1, r2, r3;
+        ldsm_x4_trans(src + swz<D>((32 * jp + key_l) * D + 16 * c), r0, r1, r2, r3);
+        const u32 e0 = prmt(r0, r1, sel_e), o0 = prmt(r0, r1, sel_o);
+        const u32 e1 = prmt(r2, r3, sel_e), o1 = prmt(r2, r3, sel_o);
+        const int kl = 16 * (2 * jp + (m >> 1)), dim = 16 * c + dim_l;
+        stsm_x4(dst + (kl / VB) * D * VB + swz<VB>(dim * VB + kl % VB), e0, o0, e1, o1);
+    }
+}
+
+/* FP16 copy of a raw e4m3 tile [ROWS][D]: rows of D fp16 in column blocks of 64 dims (128 bytes, 128B swizzle).
+ * Read K-major it is the Q·Kᵀ operand (QK_MODE 2); read N-major (trans-b) it is the P·V operand (V_PATH 1). A unit is
+ * 16 dims of one row: one 16-byte load, 8 conversions, two 16-byte stores. */
+template <int D, int ROWS, int NW> EVO_DEV void convert16(u32 src, u32 dst, int worker, int lane)
+{
+    constexpr int CH = D / 16, STEPS = (ROWS * CH + NW * 32 - 1) / (NW * 32);
+#pragma unroll 4
+    for (int k = 0; k < STEPS; k++) {
+        const int u = (worker + k * NW) * 32 + lane;
+        if ((ROWS * CH) % (NW * 32) != 0 && u >= ROWS * CH) break;
+        const int r = u / CH, c = u % CH;
+        const uint4 x = lds128(src + swz<D>(r * D + 16 * c));
+        const u32 blk = dst + (c / 4) * ROWS * 128;
+        const int off = r * 128 + (c % 4) * 32;
+        sts128(blk + swz<128>(off), e4m3x2_lo(x.x), e4m3x2_hi(x.x), e4m3x2_lo(x.y), e4m3x2_hi(x.y));
+        sts128(blk + swz<128>(off + 16), e4m3x2_lo(x.z), e4m3x2_hi(x.z), e4m3x2_lo(x.w), e4m3x2_hi(x.w));
+    }
+}
+
+/* PIPE 0: this thread's share of a ROWS × D tile, rows row0.. of one head, by 16-byte cp.async; rows past the
+ * sequence are zero-filled. */
+template <int ROWS, int D> EVO_DEV void copy_tile(u32 dst, const u8 *head, int row0, int seq, int tid, int nt)
+{
+    constexpr int CH = D / 16;
+    for (int u = tid; u < ROWS * CH; u += nt) {
+        const int r = u / CH, c = u % CH;
+        const bool ok = row0 + r < seq;
+        cp_async16(dst + swz<D>(r * D + c * 16), ok ? head + (long long)(row0 + r) * D + c * 16 : head, ok ? 16 : 0);
+    }
+}
+
+/* Work items: (query tile, batch·head). PERSIST walks items w = blockIdx.x, +gridDim.x, ... with the heaviest query
+ * tiles first (causal); otherwise a block has the one item its grid position names (causal: longest rows first). */
+template <int PERSIST> struct Sched {
+    int w, n;
+    EVO_DEV Sched(const evo_attn_params &p, int nq)
+    {
+        w = PERSIST ? (int)blockIdx.x : 0;
+        n = PERSIST ? nq * p.heads * p.batch : 1;
+    }
+    EVO_DEV bool valid() const { return w < n; }
+    EVO_DEV bool last() const { return w + (PERSIST ? (int)gridDim.x : 1) >= n; }
+    EVO_DEV void next() { w += PERSIST ? (int)gridDim.x : 1; }
+    EVO_DEV void item(const evo_attn_params &p, int nq, int &bh, int &qt) const
+    {
+        if (PERSIST) {
+            const int nbh = p.heads * p.batch, r = w / nbh;
+            bh = w - r * nbh;
+            qt = p.causal ? nq - 1 - r : r;
+        } else {
+            bh = (int)blockIdx.z * p.heads + (int)blockIdx.y;
+            qt = p.causal ? nq - 1 - (int)blockIdx.x : (int)blockIdx.x;
+        }
+    }
+};
+
+template <int TILE_N> EVO_DEV int kv_tiles(const evo_attn_params &p, int m0, int bm)
+{
+    const int kv_len = p.causal ? min(p.seq, m0 + bm) : p.seq;
+    return (kv_len + TILE_N - 1) / TILE_N;
+}
+
+/* ---- the consumer's math on one key tile ---- */
+
+/* Q of this warpgroup as wgmma A fragments (QK_MODE 1), loaded once per work item: chunk kk (32 dims), register
+ * (row h, half v2) holds dims 32kk + 16v2 + 4q .. +3 of row 16·warp + g + 8h (the m16n8k32 A layout). */
+template <int D, int MT> struct QFrag {
+    u32 r[MT][D / 32][4];
+    EVO_DEV void load(u32 q_wg, int wi, int g, int q)
+    {
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int kk = 0; kk < D / 32; kk++)
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    const int row = mt * 64 + wi * 16 + g + 8 * (k & 1), byte = 32 * kk + 16 * (k >> 1) + 4 * q;
+                    r[mt][kk][k] = lds32(q_wg + swz<D>(row * D + byte));
+                }
+    }
+};
+
+/* S[mt] = Q[mt]·K(stage)ᵀ for every m64 tile of this warpgroup; issued and committed, not waited for.
+ * QK_MODE 0: q_addr/k_addr are the raw tiles (rows of D bytes). 1: Q comes from qf, k_addr is the raw K tile.
+ * 2: the FP16 copies, 64-dim column blocks of BM or TILE_N rows; q_addr points at this warpgroup's first row. */
+template <int D, int TILE_N, int MT, int QK_MODE, int BM, class QF>
+EVO_DEV void issue_qk(float (&s)[MT][TILE_N / 2], u32 q_addr, u32 k_addr, const QF &qf)
+{
+    wg_fence();
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        if constexpr (QK_MODE == 1) {
+#pragma unroll
+            for (int kk = 0; kk < D / 32; kk++)
+                WgPV8<TILE_N>::mma(s[mt], qf.r[mt][kk][0], qf.r[mt][kk][1], qf.r[mt][kk][2], qf.r[mt][kk][3],
+                                   make_desc(k_addr + kk * 32, 16, 8 * D, D), kk > 0);
+        } else if constexpr (QK_MODE == 2) {
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++)
+                WgQK16<TILE_N>::mma(s[mt],
+                                    make_desc(q_addr + (kk / 4) * BM * 128 + mt * 64 * 128 + (kk % 4) * 32, 16, 1024, 128),
+                                    make_desc(k_addr + (kk / 4) * TILE_N * 128 + (kk % 4) * 32, 16, 1024, 128), kk > 0);
+        } else {
+#pragma unroll
+            for (int kk = 0; kk < D / 32; kk++)
+                WgQK<TILE_N>::mma(s[mt], make_desc(q_addr + mt * 64 * D + kk * 32, 16, 8 * D, D),
+                                  make_desc(k_addr + kk * 32, 16, 8 * D, D), kk > 0);
+        }
+    }
+    wg_commit();
+}
+
+/* P fragments from the score registers. e4m3: chunk c (32 keys), registers (row h, half v2) take scores
+ * 4(4c+2v2)+2h+{0,1} and 4(4c+2v2+1)+2h+{0,1}. f16: chunk c (16 keys) is the m16n8k16 A layout of score tiles 2c, 2c+1. */
+template <int TILE_N, int MT, bool P8> struct PFrag {
+    static constexpr int NCH = P8 ? TILE_N / 32 : TILE_N / 16;
+    u32 r[MT][NCH][4];
+    EVO_DEV void pack(const float (&s)[MT][TILE_N / 2])
+    {
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int c = 0; c < NCH; c++)
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    const int h = k & 1, v2 = k >> 1;
+                    if constexpr (P8) {
+                        const int i0 = 4 * c + 2 * v2;
+                        r[mt][c][k] = pack_e4m3x4(s[mt][4 * i0 + 2 * h], s[mt][4 * i0 + 2 * h + 1],
+                                                  s[mt][4 * (i0 + 1) + 2 * h], s[mt][4 * (i0 + 1) + 2 * h + 1]);
+                    } else {
+                        const int i = 2 * c + v2;
+                        r[mt][c][k] = pack_f16x2(s[mt][4 * i + 2 * h], s[mt][4 * i + 2 * h + 1]);
+                    }
+                }
+    }
+};
+
+/* O[mt] (+)= P[mt]·V(stage); issued and committed, not waited for. zero_first: the first chunk overwrites O. */
+template <int D, int TILE_N, int MT, bool P8>
+EVO_DEV void issue_pv(float (&o)[MT][D / 2], const PFrag<TILE_N, MT, P8> &pf, u32 vt_addr, bool zero_first)
+{
+    constexpr int VB = TILE_N % 128 == 0 ? 128 : 64;
+    wg_fence();
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int c = 0; c < PFrag<TILE_N, MT, P8>::NCH; c++) {
+            const int sd = zero_first && c == 0 ? 0 : 1;
+            if constexpr (P8) {
+                const int kl = 32 * c;
+                const u64 db = make_desc(vt_addr + (kl / VB) * D * VB + kl % VB, 16, 8 * VB, VB);
+                WgPV8<D>::mma(o[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
+            } else {
+                const u64 db = make_desc(vt_addr + c * 16 * 128, TILE_N * 128, 1024, 128);
+                WgPV16<D>::mma(o[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
+            }
+        }
+    wg_commit();
+}
+
+/* Online softmax of one tile, in place: scores → P values (scaled as the V path wants), row state m (raw score
+ * max), M (the exponent offset in log2 units), l (row sum of this thread's P values) and alpha (O's factor).
+ * Element 4i+2h+e of s[mt] is row rowbase[mt] + g + 8h, key key0 + 8i + 2q + e. */
+template <int TILE_N, int MT, bool P8> struct Softmax {
+    float m[MT][2], M[MT][2], l[MT][2], alpha[MT][2];
+    EVO_DEV void init()
+    {
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) m[mt][h] = neg_inf(), M[mt][h] = neg_inf(), l[mt][h] = 0.f, alpha[mt][h] = 0.f;
+    }
+    EVO_DEV void step(float (&s)[MT][TILE_N / 2], float qk_mul, bool need_mask, int key0, const int (&rowbase)[MT],
+                      int seq, int causal, int g, int q)
+    {
+        if (need_mask) {
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int row = rowbase[mt] + g + 8 * h;
+                    const int lim = (causal ? min(row, seq - 1) : seq - 1) - key0 - 2 * q;
+#pragma unroll
+                    for (int i = 0; i < TILE_N / 8; i++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++)
+                            if (8 * i + e > lim) s[mt][4 * i + 2 * h + e] = neg_inf();
+                }
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float mx = m[mt][h];
+#pragma unroll
+                for (int i = 0; i < TILE_N / 8; i++) mx = fmaxf(mx, fmaxf(s[mt][4 * i + 2 * h], s[mt][4 * i + 2 * h + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                m[mt][h] = mx;
+                /* P8: an integer offset keeps P within (0, 256] and makes every rescale a power of two. */
+                const float x = mx * qk_mul;
+                const float Mn = mx == neg_inf() ? 0.f : (P8 ? ceilf(x) : x);
+                alpha[mt][h] = ex2(M[mt][h] - Mn);
+                M[mt][h] = Mn;
+                const float bias = (P8 ? 8.f : 0.f) - Mn;
+                float sum = 0.f;
+#pragma unroll
+                for (int i = 0; i < TILE_N / 8; i++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const float pv = ex2(fmaf(s[mt][4 * i + 2 * h + e], qk_mul, bias));
+                        s[mt][4 * i + 2 * h + e] = pv;
+                        sum += pv;
+                    }
+                l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
+            }
+    }
+};
+
+/* O·alpha, skipped when no row of the warp changed its offset (alpha = 1 everywhere): after the first tiles a row's
+ * maximum rarely moves, and with the integer offsets of the e4m3 path even more rarely. */
+template <int D, int MT> EVO_DEV void scale_o(float (&o)[MT][D / 2], const float (&alpha)[MT][2])
+{
+    bool any = false;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) any |= alpha[mt][0] != 1.f || alpha[mt][1] != 1.f;
+    if (!__any_sync(0xffffffffu, any)) return;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int i = 0; i < D / 2; i++) o[mt][i] *= alpha[mt][(i >> 1) & 1];
+}
+template <int D, int MT>
+EVO_DEV void add_scaled(float (&o)[MT][D / 2], const float (&ot)[MT][D / 2], const float (&alpha)[MT][2])
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int i = 0; i < D / 2; i++) o[mt][i] = fmaf(o[mt][i], alpha[mt][(i >> 1) & 1], ot[mt][i]);
+}
+
+/* O / l · v_scale → FP16 rows of the output; rows past the sequence are not written. */
+template <int D, int MT>
+EVO_DEV void store_o(const evo_attn_params &p, long long head_off, const float (&o)[MT][D / 2], float (&l)[MT][2],
+                     const int (&rowbase)[MT], float v_mul, int g, int q)
+{
+    u16 *og = p.o + head_off;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float lt = l[mt][h];
+            lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+            lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+            const int row = rowbase[mt] + g + 8 * h;
+            if (row >= p.seq) continue;
+            const float f = v_mul / lt;
+            u16 *orow = og + (long long)row * D;
+#pragma unroll
+            for (int i = 0; i < D / 8; i++)
+                *(u32 *)(orow + 8 * i + 2 * q) = pack_f16x2(o[mt][4 * i + 2 * h] * f, o[mt][4 * i + 2 * h + 1] * f);
+        }
+}
+
+template <int A, int N> EVO_DEV void fence_regs(float (&r)[A][N])
+{
+#pragma unroll
+    for (int a = 0; a < A; a++) fence_regs(r[a]);
+}
+
+/* ---- roles ---- */
+
+/* PIPE 2, warp 0 lane 0: Q once per work item, then K of every key tile into the ring after the consumers released
+ * the stage. Q boxes wholly past the sequence are skipped (their rows are never stored). */
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PERSIST>
+EVO_DEV void producer_qk(const evo_attn_params &p, const evo_attn_tmaps &t, const Smem &sm, int nq)
+{
+    typedef Bars<STAGES> B;
+    constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D;
+    int it = 0, item = 0;
+    for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
+        int bh, qt;
+        sc.item(p, nq, bh, qt);
+        const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM);
+        if (item > 0) mbar_wait(sm.b(BAR_QEMPTY), (item - 1) & 1);
+        const int boxes = min(CONSUMERS, (p.seq - m0 + WG_ROWS - 1) / WG_ROWS);
+        mbar_expect_tx(sm.b(BAR_QFULL), boxes * WG_ROWS * D);
+        for (int w = 0; w < boxes; w++) tma_load_3d(sm.q + w * WG_ROWS * D, &t.q, 0, m0 + w * WG_ROWS, bh, sm.b(BAR_QFULL));
+        for (int j = 0; j < n; j++, it++) {
+            const int s = it % STAGES;
+            if (it >= STAGES) mbar_wait(sm.b(B::kempty(s)), ((u32)(it / STAGES) & 1u) ^ 1u);
+            mbar_expect_tx(sm.b(B::kfull(s)), KV);
+            tma_load_3d(sm.k + s * KV, &t.k, 0, j * TILE_N, bh, sm.b(B::kfull(s)));
+        }
+    }
+}
+
+/* PIPE 2, warp 1 lane 0: raw V of every key tile, as soon as the transform warps are done with the stage's raw
+ * buffer: the raw ring runs ahead of the transformed one. */
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PERSIST>
+EVO_DEV void producer_v(const evo_attn_params &p, const evo_attn_tmaps &t, const Smem &sm, int nq)
+{
+    typedef Bars<STAGES> B;
+    constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D;
+    int it = 0;
+    for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next()) {
+        int bh, qt;
+        sc.item(p, nq, bh, qt);
+        const int n = kv_tiles<TILE_N>(p, qt * BM, BM);
+        for (int j = 0; j < n; j++, it++) {
+            const int s = it % STAGES;
+            if (it >= STAGES) mbar_wait(sm.b(B::vrawempty(s)), ((u32)(it / STAGES) & 1u) ^ 1u);
+            mbar_expect_tx(sm.b(B::vfull(s)), KV);
+            tma_load_3d(sm.v + s * KV, &t.v, 0, j * TILE_N, bh, sm.b(B::vfull(s)));
+        }
+    }
+}
+
+/* PIPE 2, warps 2-3: Q and K to FP16 (QK_MODE 2), each raw V tile to the Vᵀ (or FP16 V) ring; a proxy fence makes the
+ * generic stores visible to the tensor cores, then the 64 threads arrive. The K16 ring slot of tile it is free: its
+ * raw K arrived after the consumers released tile it-STAGES. The Q16 copy is free: the raw Q of the next item is
+ * loaded only after the consumers released Q. */
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int QK_MODE, int V_PATH, int PERSIST, int PROBE>
+EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq, int worker, int lane)
+{
+    typedef Bars<STAGES> B;
+    constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = V_PATH ? 2 * KV : KV, K16 = 2 * KV;
+    int it = 0, item = 0;
+    for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
+        int bh, qt;
+        sc.item(p, nq, bh, qt);
+        const int n = kv_tiles<TILE_N>(p, qt * BM, BM);
+        if constexpr (QK_MODE == 2) {
+            mbar_wait(sm.b(BAR_QFULL), (u32)item & 1u);
+            convert16<D, BM, TRANSFORM_WARPS>(sm.q, sm.q16, worker, lane);
+            fence_proxy_async();
+            mbar_arrive(sm.b(BAR_Q16FULL));
+        }
+        for (int j = 0; j < n; j++, it++) {
+            const int s = it % STAGES;
+            const u32 ph = (u32)(it / STAGES) & 1u;
+            if constexpr (QK_MODE == 2) {
+                mbar_wait(sm.b(B::kfull(s)), ph);
+                if constexpr (!(PROBE & 1)) convert16<D, TILE_N, TRANSFORM_WARPS>(sm.k + s * KV, sm.k16 + s * K16, worker, lane);
+                fence_proxy_async();
+                mbar_arrive(sm.b(B::k16full(s)));
+            }
+            mbar_wait(sm.b(B::vfull(s)), ph);
+            if (it >= STAGES) mbar_wait(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
+            if constexpr (PROBE & 1) {
+            } else if constexpr (V_PATH) {
+                convert16<D, TILE_N, TRANSFORM_WARPS>(sm.v + s * KV, sm.vt + s * VT, worker, lane);
+            } else {
+                transpose_v<D, TILE_N, TRANSFORM_WARPS>(sm.v + s * KV, sm.vt + s * VT, worker, lane);
+            }
+            mbar_arrive(sm.b(B::vrawempty(s))); /* the raw stage may be refilled (the arrive orders the reads) */
+            fence_proxy_async();
+            mbar_arrive(sm.b(B::vtfull(s)));
+        }
+    }
+}
+
+/* PIPE 2 consumer warpgroup cw (thread ct of 128): waits for the ring, computes, releases stages, stores its rows. */
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int QK_MODE, int V_PATH, int OVERLAP, int PINGPONG,
+          int O_ACC, int PERSIST, int PROBE>
+EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int cw, int ct)
+{
+    typedef Bars<STAGES> B;
+    constexpr int MT = WG_ROWS / 64, BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = V_PATH ? 2 * KV : KV;
+    constexpr bool P8 = V_PATH == 0;
+    constexpr float LOG2E = 1.4426950408889634f;
+    /* Q·Kᵀ operands: the raw e4m3 tiles, or their FP16 copies (made by the transform warps) */
+    const u32 q_addr = QK_MODE == 2 ? sm.q16 + (u32)(cw * WG_ROWS * 128) : sm.q + (u32)(cw * WG_ROWS * D);
+    const u32 k_base = QK_MODE == 2 ? sm.k16 : sm.k;
+    constexpr int KS = QK_MODE == 2 ? 2 * KV : KV;
+    auto kready = [&](int s) { return sm.b(QK_MODE == 2 ? B::k16full(s) : B::kfull(s)); };
+    const int lane = ct & 31, wi = ct >> 5, g = lane >> 2, q = lane & 3;
+    const int my_turn = 2 + cw, other_turn = 2 + (cw ^ 1);
+    if (PINGPONG && cw == 1) named_arrive(2, 256); /* warpgroup 0 issues first */
+
+    float s[MT][TILE_N / 2], o[MT][D / 2], ot[MT][D / 2];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+        for (int i = 0; i < TILE_N / 2; i++) s[mt][i] = 0.f;
+#pragma unroll
+        for (int i = 0; i < D / 2; i++) ot[mt][i] = 0.f;
+    }
+    float(&pvt)[MT][D / 2] = O_ACC ? ot : o; /* O_ACC: each tile's P·V lands in ot, then o = o·alpha + ot */
+    PFrag<TILE_N, MT, P8> pf;
+    QFrag<D, QK_MODE == 1 ? MT : 1> qf;
+    Softmax<TILE_N, MT, P8> sx;
+    int it = 0, item = 0;
+    for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
+        int bh, qt;
+        sc.item(p, nq, bh, qt);
+        const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM), wg_row0 = m0 + cw * WG_ROWS;
+        const long long head_off = (long long)bh * p.seq * D;
+        const float qk_mul = p.q_scale[bh] * p.k_scale[bh] * p.softmax_scale * LOG2E, v_mul = p.v_scale[bh];
+        int rowbase[MT];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) rowbase[mt] = wg_row0 + mt * 64 + wi * 16;
+        auto need_mask = [&](int j) {
+            const int key_end = (j + 1) * TILE_N;
+            return key_end > p.seq || (p.causal && key_end - 1 > wg_row0);
+        };
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int i = 0; i < D / 2; i++) o[mt][i] = 0.f;
+        sx.init();
+        mbar_wait(sm.b(QK_MODE == 2 ? BAR_Q16FULL : BAR_QFULL), (u32)item & 1u);
+        if constexpr (QK_MODE == 1) { /* Q into registers; its smem is free at once (the arrive releases the loads) */
+            qf.load(q_addr, wi, g, q);
+            mbar_arrive(sm.b(BAR_QEMPTY));
+        }
+        if constexpr (!OVERLAP) {
+            for (int j = 0; j < n; j++, it++) {
+                const int st = it % STAGES;
+                const u32 ph = (u32)(it / STAGES) & 1u;
+                mbar_wait(kready(st), ph);
+                if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
+                wg_wait<0>();
+                fence_regs(s);
+                mbar_arrive(sm.b(B::kempty(st)));
+                if (QK_MODE != 1 && j == n - 1) mbar_arrive(sm.b(BAR_QEMPTY));
+                if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
+                if constexpr (!O_ACC) scale_o<D, MT>(o, sx.alpha);
+                pf.pack(s);
+                mbar_wait(sm.b(B::vtfull(st)), ph);
+                if constexpr (!(PROBE & 4)) issue_pv<D, TILE_N, MT, P8>(pvt, pf, sm.vt + st * VT, O_ACC != 0);
+                wg_wait<0>();
+                fence_regs(pvt);
+                mbar_arrive(sm.b(B::vempty(st)));
+                if constexpr (O_ACC) add_scaled<D, MT>(o, ot, sx.alpha);
+            }
+        } else {
+            /* Tile j's Q·Kᵀ is issued before tile j-1's P·V; the softmax of j runs while P·V(j-1) is on the tensor
+             * cores. alpha_prev is the factor that belongs to P·V(j-1). */
+            float alpha_prev[MT][2];
+            int pst = it % STAGES;
+            u32 pph = (u32)(it / STAGES) & 1u;
+            if (PINGPONG) named_sync(my_turn, 256);
+            mbar_wait(kready(pst), pph);
+            if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + pst * KS, qf);
+            if (PINGPONG) named_arrive(other_turn, 256);
+            wg_wait<0>();
+            fence_regs(s);
+            mbar_arrive(sm.b(B::kempty(pst)));
+            if (QK_MODE != 1 && n == 1) mbar_arrive(sm.b(BAR_QEMPTY));
+            if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(0), 0, rowbase, p.seq, p.causal, g, q);
+            pf.pack(s);
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
+            it++;
+            for (int j = 1; j < n; j++, it++) {
+                const int st = it % STAGES;
+                const u32 ph = (u32)(it / STAGES) & 1u;
+                if (PINGPONG) named_sync(my_turn, 256);
+                mbar_wait(kready(st), ph);
+                if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
+                if constexpr (!O_ACC) scale_o<D, MT>(o, alpha_prev);
+                mbar_wait(sm.b(B::vtfull(pst)), pph);
+                if constexpr (!(PROBE & 4)) issue_pv<D, TILE_N, MT, P8>(pvt, pf, sm.vt + pst * VT, O_ACC != 0);
+                if (PINGPONG) named_arrive(other_turn, 256);
+                wg_wait<1>();
+                fence_regs(s);
+                mbar_arrive(sm.b(B::kempty(st)));
+                if (QK_MODE != 1 && j == n - 1) mbar_arrive(sm.b(BAR_QEMPTY));
+                if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
+                wg_wait<0>();
+                fence_regs(pvt);
+                mbar_arrive(sm.b(B::vempty(pst)));
+                if constexpr (O_ACC) add_scaled<D, MT>(o, ot, alpha_prev);
+                pf.pack(s);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
+                pst = st;
+                pph = ph;
+            }
+            if (PINGPONG) named_sync(my_turn, 256);
+            if constexpr (!O_ACC) scale_o<D, MT>(o, alpha_prev);
+            mbar_wait(sm.b(B::vtfull(pst)), pph);
+            if constexpr (!(PROBE & 4)) issue_pv<D, TILE_N, MT, P8>(pvt, pf, sm.vt + pst * VT, O_ACC != 0);
+            /* the last turn of warpgroup 1 has no one left to hand over to */
+            if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
+            wg_wait<0>();
+            fence_regs(pvt);
+            mbar_arrive(sm.b(B::vempty(pst)));
+            if constexpr (O_ACC) add_scaled<D, MT>(o, ot, alpha_prev);
+        }
+        store_o<D, MT>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
+    }
+}
+
+/* PIPE 0 and 1: no producer. Every consumer thread loads (PIPE 0, cp.async) or thread 0 issues TMA (PIPE 1), all
+ * transform V (and Q, K with QK_MODE 2) into one buffer each, then compute; named barrier 1 separates the phases. */
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH, int O_ACC,
+          int PERSIST, int PROBE>
+EVO_DEV void consumer_simple(const evo_attn_params &p, const evo_attn_tmaps &t, const Smem &sm, int nq, int tid)
+{
+    typedef Bars<STAGES> B;
+    constexpr int MT = WG_ROWS / 64, BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, NCT = CONSUMERS * 128;
+    constexpr int NW = CONSUMERS * 4;
+    constexpr bool P8 = V_PATH == 0;
+    constexpr float LOG2E = 1.4426950408889634f;
+    const int cw = tid >> 7, ct = tid & 127, lane = ct & 31, wi = ct >> 5, g = lane >> 2, q = lane & 3;
+    const u32 q_addr = QK_MODE == 2 ? sm.q16 + (u32)(cw * WG_ROWS * 128) : sm.q + (u32)(cw * WG_ROWS * D);
+
+    float s[MT][TILE_N / 2], o[MT][D / 2], ot[MT][D / 2];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+        for (int i = 0; i < TILE_N / 2; i++) s[mt][i] = 0.f;
+#pragma unroll
+        for (int i = 0; i < D / 2; i++) ot[mt][i] = 0.f;
+    }
+    PFrag<TILE_N, MT, P8> pf;
+    QFrag<D, QK_MODE == 1 ? MT : 1> qf;
+    Softmax<TILE_N, MT, P8> sx;
+    int it = 0, item = 0;
+    for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
+        int bh, qt;
+        sc.item(p, nq, bh, qt);
+        const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM), wg_row0 = m0 + cw * WG_ROWS;
+        const long long head_off = (long long)bh * p.seq * D;
+        const u8 *Qg = p.q + head_off, *Kg = p.k + head_off, *Vg = p.v + head_off;
+        const float qk_mul = p.q_scale[bh] * p.k_scale[bh] * p.softmax_scale * LOG2E, v_mul = p.v_scale[bh];
+        int rowbase[MT];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) rowbase[mt] = wg_row0 + mt * 64 + wi * 16;
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int i = 0; i < D / 2; i++) o[mt][i] = 0.f;
+        sx.init();
+
+        named_sync(1, NCT); /* the previous item is done with Q and every stage */
+        auto load_kv = [&](int j, int st) {
+            if constexpr (PIPE == 0) {
+                copy_tile<TILE_N, D>(sm.k + st * KV, Kg, j * TILE_N, p.seq, tid, NCT);
+                copy_tile<TILE_N, D>(sm.v + st * KV, Vg, j * TILE_N, p.seq, tid, NCT);
+            } else {
+                mbar_expect_tx(sm.b(B::kfull(st)), 2 * KV);
+                tma_load_3d(sm.k + st * KV, &t.k, 0, j * TILE_N, bh, sm.b(B::kfull(st)));
+                tma_load_3d(sm.v + st * KV, &t.v, 0, j * TILE_N, bh, sm.b(B::kfull(st)));
+            }
+        };
+        if constexpr (PIPE == 0) {
+            copy_tile<BM, D>(sm.q, Qg, m0, p.seq, tid, NCT);
+            for (int jj = 0; jj < STAGES - 1; jj++) {
+                if (jj < n) load_kv(jj, (it + jj) % STAGES);
+                cp_async_commit();
+            }
+        } else if (tid == 0) {
+            const int boxes = min(CONSUMERS, (p.seq - m0 + WG_ROWS - 1) / WG_ROWS);
+            mbar_expect_tx(sm.b(BAR_QFULL), boxes * WG_ROWS * D);
+            for (int w = 0; w < boxes; w++)
+                tma_load_3d(sm.q + w * WG_ROWS * D, &t.q, 0, m0 + w * WG_ROWS, bh, sm.b(BAR_QFULL));
+            for (int jj = 0; jj < STAGES - 1 && jj < n; jj++) load_kv(jj, (it + jj) % STAGES);
+        }
+        for (int j = 0; j < n; j++, it++) {
+            const int st = it % STAGES;
+            if constexpr (PIPE == 0) {
+                cp_async_wait<STAGES - 2>();
+                fence_proxy_async();
+            } else {
+                if (j == 0) mbar_wait(sm.b(BAR_QFULL), (u32)item & 1u);
+                mbar_wait(sm.b(B::kfull(st)), (u32)(it / STAGES) & 1u);
+            }
+            named_sync(1, NCT); /* tile j is in; everyone is done with tile j-1 and the transformed buffers */
+            const int jn = j + STAGES - 1;
+            if constexpr (PIPE == 0) {
+                if (jn < n) load_kv(jn, (it + STAGES - 1) % STAGES);
+                cp_async_commit();
+            } else {
+                if (tid == 0 && jn < n) load_kv(jn, (it + STAGES - 1) % STAGES);
+            }
+            if constexpr (QK_MODE == 1) {
+                if (j == 0) qf.load(q_addr, wi, g, q);
+            } else if constexpr (QK_MODE == 2) {
+                if (j == 0) convert16<D, BM, NW>(sm.q, sm.q16, tid >> 5, lane);
+                if constexpr (!(PROBE & 1)) convert16<D, TILE_N, NW>(sm.k + st * KV, sm.k16, tid >> 5, lane);
+            }
+            if constexpr (PROBE & 1) {
+            } else if constexpr (V_PATH) {
+                convert16<D, TILE_N, NW>(sm.v + st * KV, sm.vt, tid >> 5, lane);
+            } else {
+                transpose_v<D, TILE_N, NW>(sm.v + st * KV, sm.vt, tid >> 5, lane);
+            }
+            fence_proxy_async();
+            named_sync(1, NCT);
+            if constexpr (!(PROBE & 8))
+                issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, QK_MODE == 2 ? sm.k16 : sm.k + st * KV, qf);
+            wg_wait<0>();
+            fence_regs(s);
+            const int key_end = (j + 1) * TILE_N;
+            const bool need_mask = key_end > p.seq || (p.causal && key_end - 1 > wg_row0);
+            if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask, j * TILE_N, rowbase, p.seq, p.causal, g, q);
+            if constexpr (!O_ACC) scale_o<D, MT>(o, sx.alpha);
+            pf.pack(s);
+            if constexpr (O_ACC) {
+                if constexpr (!(PROBE & 4)) issue_pv<D, TILE_N, MT, P8>(ot, pf, sm.vt, true);
+                wg_wait<0>();
+                fence_regs(ot);
+                add_scaled<D, MT>(o, ot, sx.alpha);
+            } else {
+                if constexpr (!(PROBE & 4)) issue_pv<D, TILE_N, MT, P8>(o, pf, sm.vt, false);
+                wg_wait<0>();
+                fence_regs(o);
+            }
+        }
+        if constexpr (PIPE == 0) cp_async_wait<0>();
+        store_o<D, MT>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
+    }
+}
+
+/* setmaxnreg counts: the block's registers at entry, R0 per thread, are redistributed so that the producer keeps
+ * PRODUCER_REGS and each consumer warpgroup gets an equal share (a multiple of 8). */
+template <int CONSUMERS, int PRODUCER_REGS> struct RegSplit {
+    static constexpr int THREADS = (CONSUMERS + 1) * 128;
+    static constexpr int R0 = (65536 / THREADS) / 8 * 8 > 255 ? 248 : (65536 / THREADS) / 8 * 8;
+    static constexpr int RC0 = ((CONSUMERS + 1) * R0 - PRODUCER_REGS) / CONSUMERS / 8 * 8;
+    static constexpr int RC = RC0 > 256 ? 256 : RC0;
+};
+
+} // namespace evo_sm90
+
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH, int OVERLAP,
+          int PINGPONG, int O_ACC, int PRODUCER_REGS, int PERSIST, int PROBE = 0>
+__global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
+    evo_attn_sm90(const __grid_constant__ evo_attn_params p, const __grid_constant__ evo_attn_tmaps t)
+{
+    using namespace evo_sm90;
+    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH> C;
+    typedef Bars<STAGES> B;
+    static_assert(V_PATH == 0 || V_PATH == 1, "V_PATH 0 (e4m3 Vᵀ) or 1 (FP16 V)");
+    static_assert(!OVERLAP || PIPE == 2, "OVERLAP needs the producer warpgroup (PIPE 2)");
+    static_assert(!PINGPONG || (OVERLAP && CONSUMERS == 2), "PINGPONG needs OVERLAP and two consumer warpgroups");
+    static_assert(O_ACC == 0 || O_ACC == 1, "O_ACC 0 or 1");
+    static_assert(PRODUCER_REGS == 24 || PRODUCER_REGS == 32 || PRODUCER_REGS == 40 || PRODUCER_REGS == 56,
+                  "PRODUCER_REGS 24, 32, 40 or 56");
+    static_assert(PERSIST == 0 || PERSIST == 1, "PERSIST 0 or 1");
+
+    extern __shared__ __align__(1024) u8 smem_raw[];
+    {
+        u32 dyn;
+        asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+        if (dyn < (u32)C::SMEM || p.head_dim != D || !(p.softmax_scale > 0.f)) __trap();
+    }
+    const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+    const Smem sm = {base, base + C::OFF_K, base + C::OFF_V, base + C::OFF_VT, base + C::OFF_Q16, base + C::OFF_K16,
+                     base + C::OFF_BAR};
+    const int tid = (int)threadIdx.x, nq = (p.seq + C::BM - 1) / C::BM;
+    constexpr int NCT = CONSUMERS * 128, NXT = TRANSFORM_WARPS * 32;
+
+    if (tid == 0) {
+        mbar_init(sm.b(BAR_QFULL), 1);
+        mbar_init(sm.b(BAR_QEMPTY), NCT);
+        mbar_init(sm.b(BAR_Q16FULL), NXT);
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(sm.b(B::kfull(s)), 1);
+            mbar_init(sm.b(B::vfull(s)), 1);
+            mbar_init(sm.b(B::vtfull(s)), NXT);
+            mbar_init(sm.b(B::kempty(s)), NCT);
+            mbar_init(sm.b(B::vempty(s)), NCT);
+            mbar_init(sm.b(B::k16full(s)), NXT);
+            mbar_init(sm.b(B::vrawempty(s)), NXT);
+        }
+        fence_barrier_init();
+    }
+    __syncthreads();
+
+    if constexpr (PIPE == 2) {
+        typedef RegSplit<CONSUMERS, PRODUCER_REGS> R;
+        const int wg = tid >> 7;
+        if (wg == 0) {
+            if constexpr (CONSUMERS >= 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+            const int warp = tid >> 5, lane = tid & 31;
+            if (warp == 0) {
+                if (lane == 0) producer_qk<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST>(p, t, sm, nq);
+            } else if (warp == 1) {
+                if (lane == 0) producer_v<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST>(p, t, sm, nq);
+            } else {
+                producer_transform<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, QK_MODE, V_PATH, PERSIST, PROBE>(p, sm, nq,
+                                                                                                       warp - 2, lane);
+            }
+        } else {
+            if constexpr (CONSUMERS >= 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R::RC));
+            consumer_ws<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, QK_MODE, V_PATH, OVERLAP, PINGPONG, O_ACC, PERSIST, PROBE>(
+                p, sm, nq, wg - 1, tid & 127);
+        }
+    } else {
+        consumer_simple<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH, O_ACC, PERSIST, PROBE>(p, t, sm, nq,
+                                                                                                           tid);
+    }
+}

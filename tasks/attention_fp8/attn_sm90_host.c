@@ -1,0 +1,132 @@
+/* attn_sm90_host.c — legality, launch geometry, name expressions and tensor maps of the sm_90a attention family
+ * (see attn_sm90_host.h). The shared-memory formula mirrors Sm90Cfg in attention_fp8_sm90.cu.
+ */
+#include "attn_sm90_host.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* cuTensorMapEncodeTiled's enum values (cuda.h, CUDA 12 and 13). */
+enum {
+    TMAP_UINT8 = 0,
+    TMAP_INTERLEAVE_NONE = 0,
+    TMAP_SWIZZLE_64B = 2,
+    TMAP_SWIZZLE_128B = 3,
+    TMAP_L2_PROMOTION_128B = 2,
+    TMAP_OOB_FILL_ZERO = 0,
+};
+
+static int in_list(int v, const int *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] == v) return 1;
+    return 0;
+}
+
+static int align1024(int x) { return (x + 1023) / 1024 * 1024; }
+
+int attn_sm90_threads(const evo_sm90_genome *g) { return (g->consumers + (g->pipe == 2)) * 128; }
+
+int attn_sm90_rows_per_block(const evo_sm90_genome *g) { return g->wg_rows * g->consumers; }
+
+int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
+{
+    const int q_bytes = attn_sm90_rows_per_block(g) * d, kv = g->tile_n * d;
+    const int vt = g->v_path ? 2 * kv : kv, nx = g->pipe == 2 ? g->stages : 1;
+    const int q16 = g->qk_mode == 2 ? 2 * q_bytes : 0, k16 = g->qk_mode == 2 ? 2 * kv : 0;
+    const int n_bars = 3 + 7 * g->stages;
+    return align1024(q_bytes) + 2 * g->stages * kv + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
+}
+
+/* Registers a consumer thread has: 255 with one consumer warpgroup (or none with a producer), otherwise what
+ * setmaxnreg gives (RegSplit in the kernel), or the launch-bounds cap without a producer. */
+static int consumer_regs(const evo_sm90_genome *g)
+{
+    const int r0 = 65536 / attn_sm90_threads(g) / 8 * 8;
+    if (g->pipe != 2 || g->consumers == 1) return r0 > 255 ? 255 : r0;
+    const int rc = ((g->consumers + 1) * r0 - g->producer_regs) / g->consumers / 8 * 8;
+    return rc > 256 ? 256 : rc;
+}
+
+/* Live accumulator registers of a consumer thread: S (TILE_N/2 per m64 tile), O (D/2), the P·V tile accumulator
+ * (O_ACC), the P fragments (e4m3: TILE_N/8, f16: TILE_N/4) and Q's fragments (QK_MODE 1: D/8). */
+static int accumulator_regs(const evo_sm90_genome *g, int d)
+{
+    const int mt = g->wg_rows / 64;
+    const int p_regs = g->v_path ? g->tile_n / 4 : g->tile_n / 8;
+    return mt * (g->tile_n / 2 + d / 2 + (g->o_acc ? d / 2 : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
+}
+
+const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
+{
+    static const int wg_rows[] = {64, 128}, tiles[] = {64, 128, 192, 256}, regs[] = {24, 32, 40, 56};
+    if (d != 64 && d != 128) return "head dim must be 64 or 128";
+    if (!in_list(g->wg_rows, wg_rows, 2)) return "WG_ROWS must be 64 or 128";
+    if (g->consumers < 1 || g->consumers > 3) return "CONSUMERS must be 1, 2 or 3";
+    if (!in_list(g->tile_n, tiles, 4)) return "TILE_N must be 64, 128, 192 or 256";
+    if (g->stages < 2 || g->stages > 4) return "STAGES must be 2, 3 or 4";
+    if (g->pipe < 0 || g->pipe > 2) return "PIPE must be 0 (cp.async), 1 (TMA ring) or 2 (producer warpgroup)";
+    if (g->qk_mode < 0 || g->qk_mode > 2) return "QK_MODE must be 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)";
+    if (g->v_path != 0 && g->v_path != 1) return "V_PATH must be 0 (e4m3) or 1 (FP16)";
+    if (g->overlap != 0 && g->overlap != 1) return "OVERLAP must be 0 or 1";
+    if (g->overlap && g->pipe != 2) return "OVERLAP=1 needs PIPE=2";
+    if (g->pingpong != 0 && g->pingpong != 1) return "PINGPONG must be 0 or 1";
+    if (g->pingpong && !(g->overlap && g->consumers == 2)) return "PINGPONG=1 needs OVERLAP=1 and CONSUMERS=2";
+    if (g->o_acc != 0 && g->o_acc != 1) return "O_ACC must be 0 or 1";
+    if (!in_list(g->producer_regs, regs, 4)) return "PRODUCER_REGS must be 24, 32, 40 or 56";
+    if (g->persist != 0 && g->persist != 1) return "PERSIST must be 0 or 1";
+    if (attn_sm90_smem_bytes(g, d) > max_smem_optin) return "shared memory over the device's opt-in limit";
+    /* Measured with ptxas 13.0 (docs/perf-notes.md): the producer's transforms need 40 registers, 56 with PERSIST;
+     * a consumer compiles without spills when its accumulators leave 32 of its registers free (8 spilled). */
+    if (g->pipe == 2 && g->consumers >= 2 && g->producer_regs < (g->persist ? 56 : 40))
+        return "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST=1)";
+    if (g->persist && g->qk_mode == 2) return "PERSIST=1 with QK_MODE=2 spills (the loop state and the FP16 copies)";
+    if (accumulator_regs(g, d) + (g->persist ? 48 : 32) > consumer_regs(g))
+        return "accumulators do not fit the consumer's registers";
+    return NULL;
+}
+
+void attn_sm90_grid(const evo_sm90_genome *g, int batch, int heads, int seq, int sm_count, unsigned grid[3])
+{
+    const int rows = attn_sm90_rows_per_block(g);
+    const unsigned nq = (unsigned)((seq + rows - 1) / rows);
+    if (g->persist) {
+        const unsigned long long items = (unsigned long long)nq * (unsigned)heads * (unsigned)batch;
+        grid[0] = (unsigned)(items < (unsigned long long)sm_count ? items : (unsigned long long)sm_count);
+        grid[1] = grid[2] = 1;
+    } else {
+        grid[0] = nq;
+        grid[1] = (unsigned)heads;
+        grid[2] = (unsigned)batch;
+    }
+}
+
+int attn_sm90_name_expr(const evo_sm90_genome *g, int d, char *buf, size_t len)
+{
+    const int n = snprintf(buf, len, "evo_attn_sm90<%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d>", d, g->wg_rows,
+                           g->consumers, g->tile_n, g->stages, g->pipe, g->qk_mode, g->v_path, g->overlap, g->pingpong,
+                           g->o_acc, g->producer_regs, g->persist);
+    return n < 0 || (size_t)n >= len ? -1 : n;
+}
+
+/* A [B·H, S, D] tensor of bytes as a 3-D map {D, S, B·H}, box {D, rows, 1}: rows past S read as zeros. */
+static int encode_one(evo_tmap *m, unsigned long long addr, const evo_attn_params *p, unsigned rows,
+                      evo_tmap_encode_fn encode)
+{
+    const unsigned long long d = (unsigned long long)p->head_dim, s = (unsigned long long)p->seq;
+    const unsigned long long dim[3] = {d, s, (unsigned long long)p->batch * (unsigned long long)p->heads};
+    const unsigned long long stride[2] = {d, s * d};
+    const unsigned box[3] = {(unsigned)d, rows, 1}, estride[3] = {1, 1, 1};
+    memset(m, 0, sizeof *m);
+    return encode(m, TMAP_UINT8, 3, (void *)(size_t)addr, dim, stride, box, estride, TMAP_INTERLEAVE_NONE,
+                  p->head_dim == 128 ? TMAP_SWIZZLE_128B : TMAP_SWIZZLE_64B, TMAP_L2_PROMOTION_128B, TMAP_OOB_FILL_ZERO);
+}
+
+int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,
+                         evo_tmap_encode_fn encode)
+{
+    int r = encode_one(&t->q, (unsigned long long)(size_t)p->q, p, (unsigned)g->wg_rows, encode);
+    if (r == 0) r = encode_one(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode);
+    if (r == 0) r = encode_one(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode);
+    return r;
+}

@@ -1,0 +1,265 @@
+/* gpu.c — the quantize_fp8 task inside a worker (task_gpu.h): fp16 inputs from evo's generator (bf16 by rounding
+ * them), the reference codes and scales from quantize_support.cu's plain quantizer (bit-identical to
+ * quantize_ref.c), the launch of a genome's plan (evo_quant_plan_make: up to three kernels, scratch, thread-block
+ * clusters), and an exact comparison: every code and every scale must equal the reference's bits. */
+#include "quantize.h"
+
+#include "attn_ref.h"
+#include "task_gpu.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SHAPES 128
+
+typedef struct {
+    evo_gpu *g;
+    CUmodule mod;
+    CUfunction f_gen, f_bf16, f_ref, f_cmp;
+    CUdeviceptr res; /* two u64: mismatches, first index */
+    CUdeviceptr scratch;
+    unsigned long long scratch_bytes;
+    evo_shape shapes[MAX_SHAPES]; /* every case's shape, for sizing the scratch of a genome's plans */
+    int n_shapes;
+    int arch;
+} qz_gpu;
+
+typedef struct {
+    size_t n;            /* elements */
+    size_t n_heads;
+    size_t scales_at;    /* byte offset of the scales in the output (and in ref) */
+    CUdeviceptr x;       /* the input, fp16 or bf16 */
+    CUdeviceptr ref;     /* reference codes, then scales at scales_at */
+} qz_case;
+
+#define CU(call, err) EVO_CU(evo_gpu_cu(q->g), call, err)
+
+static size_t elems(const evo_shape *s)
+{
+    return (size_t)s->v[QZ_BATCH] * s->v[QZ_HEADS] * s->v[QZ_SEQ] * s->v[QZ_DIM];
+}
+
+static size_t scales_offset(size_t n) { return (n + 15) & ~(size_t)15; }
+
+static evo_status qz_open(evo_gpu *g, void **state, evo_err *err)
+{
+    qz_gpu *q = evo_xcalloc(1, sizeof *q);
+    q->g = g;
+    static const char *const headers[] = {"evo_quantize_abi.h", NULL};
+    evo_status s = evo_gpu_load_module(g, "quantize_support.cu", headers, &q->mod, err);
+    struct {
+        CUfunction *f;
+        const char *name;
+    } fns[] = {{&q->f_bf16, "evo_qs_to_bf16"}, {&q->f_ref, "evo_qs_reference"}, {&q->f_cmp, "evo_qs_compare"}};
+    for (size_t i = 0; s == EVO_OK && i < EVO_ARRAY_LEN(fns); i++)
+        s = evo_cu_check(evo_gpu_cu(g), evo_gpu_cu(g)->cuModuleGetFunction(fns[i].f, q->mod, fns[i].name), fns[i].name,
+                         err);
+    if (s == EVO_OK && !(q->f_gen = evo_gpu_support(g, "evo_gen_inputs")))
+        s = evo_fail(err, EVO_E_INTERNAL, "support.cu has no kernel evo_gen_inputs");
+    if (s == EVO_OK) s = evo_gpu_alloc(g, 16, &q->res, err);
+    q->arch = evo_gpu_arch(g);
+    if (s != EVO_OK) {
+        free(q);
+        return s;
+    }
+    *state = q;
+    return EVO_OK;
+}
+
+static size_t qz_output_bytes(void *state, const evo_shape *s)
+{
+    (void)state;
+    const size_t n = elems(s);
+    return scales_offset(n) + 4 * (size_t)(s->v[QZ_BATCH] * s->v[QZ_HEADS]);
+}
+
+static evo_status qz_prepare(void *state, evo_gpu_case *gc, evo_err *err)
+{
+    qz_gpu *q = state;
+    const evo_shape *sh = &gc->shape;
+    if (q->n_shapes < MAX_SHAPES) q->shapes[q->n_shapes++] = *sh;
+    qz_case *c = evo_xcalloc(1, sizeof *c);
+    gc->data = c;
+    c->n = elems(sh);
+    c->n_heads = (size_t)(sh->v[QZ_BATCH] * sh->v[QZ_HEADS]);
+    c->scales_at = scales_offset(c->n);
+    unsigned long long nn = c->n, head = (unsigned long long)sh->v[QZ_SEQ] * sh->v[QZ_DIM], seed = gc->seed;
+    unsigned tensor = 0;
+    int dist = (int)gc->dist, bf16 = (int)sh->v[QZ_DTYPE], rotate = (int)sh->v[QZ_ROTATE], d = (int)sh->v[QZ_DIM];
+    const unsigned grid = evo_gpu_grid_for(c->n);
+    evo_status s = evo_gpu_alloc(q->g, c->n * 2, &c->x, err);
+    if (s == EVO_OK) s = evo_gpu_alloc(q->g, c->scales_at + 4 * c->n_heads, &c->ref, err);
+    if (s != EVO_OK) return s;
+    void *ga[] = {&c->x, &nn, &head, &seed, &tensor, &dist};
+    if ((s = evo_gpu_launch(q->g, q->f_gen, grid, 1, 1, EVO_SUPPORT_BLOCK, ga, "generate", err))) return s;
+    if (bf16) { /* round the fp16 values to bf16 in place */
+        void *ba[] = {&c->x, &c->x, &nn};
+        if ((s = evo_gpu_launch(q->g, q->f_bf16, grid, 1, 1, EVO_SUPPORT_BLOCK, ba, "to bf16", err))) return s;
+    }
+    CUdeviceptr scales = c->ref + c->scales_at;
+    void *ra[] = {&c->x, &bf16, &rotate, &d, &head, &c->ref, &scales};
+    return evo_gpu_launch(q->g, q->f_ref, (unsigned)c->n_heads, 1, 1, 256, ra, "reference quantizer", err);
+}
+
+/* The kernel of role `role` serving the same problem class as k[pick]; NULL when the program has none. */
+static const evo_gpu_kernel *find_role(const evo_gpu_kernel *k, int n, int pick, int role)
+{
+    for (int i = 0; i < n; i++)
+        if (k[i].v.attr[QZ_V_ROLE] == role && k[i].v.attr[QZ_V_DIM] == k[pick].v.attr[QZ_V_DIM] &&
+            k[i].v.attr[QZ_V_DTYPE] == k[pick].v.attr[QZ_V_DTYPE] &&
+            k[i].v.attr[QZ_V_ROTATE] == k[pick].v.attr[QZ_V_ROTATE])
+            return &k[i];
+    return NULL;
+}
+
+static int plan_for(const qz_gpu *q, const evo_variant *main, const evo_shape *s, evo_quant_plan *plan)
+{
+    const evo_quant_knobs kn = evo_qz_knobs_of(main);
+    char why[160];
+    return evo_quant_plan_make(&kn, (int)s->v[QZ_BATCH], (int)s->v[QZ_HEADS], (int)s->v[QZ_SEQ], (int)s->v[QZ_DIM],
+                               (int)s->v[QZ_ROTATE], q->arch, evo_gpu_sm_count(q->g), plan, why, sizeof why);
+}
+
+/* The scratch every plan of this program needs on the worker's shapes, zero-filled (mode chained relies on it and
+ * leaves it so); clusters of 16 need the non-portable size allowed on their kernel. */
+static evo_status qz_begin(void *state, const evo_gpu_kernel *k, int n, evo_err *err)
+{
+    qz_gpu *q = state;
+    const evo_cudrv *cu = evo_gpu_cu(q->g);
+    unsigned long long need = 256;
+    for (int i = 0; i < n; i++) {
+        if (k[i].v.attr[QZ_V_ROLE] != EVO_QUANT_K_MAIN) continue;
+        if (k[i].v.attr[QZ_V_KNOBS + 3] > 8)
+            cu->cuFuncSetAttribute(k[i].fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+        for (int j = 0; j < q->n_shapes; j++) {
+            evo_quant_plan p;
+            if (evo_qz_serves(&k[i].v, &q->shapes[j]) &&
+                plan_for(q, &k[i].v, &q->shapes[j], &p) == 0 && p.scratch_bytes > need)
+                need = p.scratch_bytes;
+        }
+    }
+    if (need > q->scratch_bytes) {
+        if (q->scratch_bytes) {
+            CU(cuStreamSynchronize(evo_gpu_stream(q->g)), err);
+            cu->cuMemFree(q->scratch);
+        }
+        q->scratch_bytes = 0;
+        evo_status s = evo_gpu_alloc(q->g, need, &q->scratch, err);
+        if (s != EVO_OK) return s;
+        q->scratch_bytes = need;
+    }
+    CU(cuMemsetD8Async(q->scratch, 0, q->scratch_bytes, evo_gpu_stream(q->g)), err);
+    return EVO_OK;
+}
+
+static CUresult launch_one(qz_gpu *q, const evo_gpu_kernel *kern, const evo_quant_launch *l, evo_quant_params *p)
+{
+    const evo_cudrv *cu = evo_gpu_cu(q->g);
+    void *args[] = {p};
+    if (l->cluster_x <= 1)
+        return cu->cuLaunchKernel(kern->fn, l->grid_x, l->grid_y, 1, l->block, 1, 1, 0, evo_gpu_stream(q->g), args,
+                                  NULL);
+    if (!cu->cuLaunchKernelEx) return CUDA_ERROR_NOT_SUPPORTED;
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = l->cluster_x;
+    attr.value.clusterDim.y = 1;
+    attr.value.clusterDim.z = 1;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = l->grid_x, cfg.gridDimY = l->grid_y, cfg.gridDimZ = 1;
+    cfg.blockDimX = l->block, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+    cfg.hStream = evo_gpu_stream(q->g);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return cu->cuLaunchKernelEx(&cfg, kern->fn, args, NULL);
+}
+
+/* The plan's launches in order on the worker's stream: codes at out, scales after them (16-byte aligned). */
+static CUresult qz_launch(void *state, const evo_gpu_case *gc, const evo_gpu_kernel *k, int n, int pick,
+                          CUdeviceptr out)
+{
+    qz_gpu *q = state;
+    const qz_case *c = gc->data;
+    const evo_shape *sh = &gc->shape;
+    evo_quant_plan plan;
+    if (plan_for(q, &k[pick].v, sh, &plan) != 0 || plan.scratch_bytes > q->scratch_bytes)
+        return CUDA_ERROR_INVALID_VALUE;
+    evo_quant_params p;
+    memset(&p, 0, sizeof p);
+    p.x = c->x;
+    p.codes = out;
+    p.scales = out + c->scales_at;
+    p.scratch = plan.scratch_bytes ? q->scratch : 0;
+    p.scratch_bytes = plan.scratch_bytes;
+    p.batch = (int)sh->v[QZ_BATCH], p.heads = (int)sh->v[QZ_HEADS], p.seq = (int)sh->v[QZ_SEQ];
+    p.head_dim = (int)sh->v[QZ_DIM];
+    p.in_dtype = (int)sh->v[QZ_DTYPE];
+    p.rotate = (int)sh->v[QZ_ROTATE];
+    p.chain_lag = plan.chain_lag;
+    for (int i = 0; i < plan.n_launches; i++) {
+        const evo_gpu_kernel *kern = find_role(k, n, pick, plan.launch[i].kernel);
+        if (!kern) return CUDA_ERROR_NOT_FOUND;
+        const CUresult r = launch_one(q, kern, &plan.launch[i], &p);
+        if (r != CUDA_SUCCESS) return r;
+    }
+    return CUDA_SUCCESS;
+}
+
+static evo_status mismatches(qz_gpu *q, CUdeviceptr a, CUdeviceptr b, size_t n, unsigned long long res[2],
+                             evo_err *err)
+{
+    const unsigned long long init[2] = {0, ~0ull};
+    CU(cuMemcpyHtoD(q->res, init, sizeof init), err);
+    unsigned long long nn = n;
+    void *args[] = {&a, &b, &nn, &q->res};
+    evo_status s = evo_gpu_launch(q->g, q->f_cmp, evo_gpu_grid_for(n), 1, 1, EVO_SUPPORT_BLOCK, args, "compare", err);
+    if (s != EVO_OK) return s;
+    CU(cuStreamSynchronize(evo_gpu_stream(q->g)), err);
+    CU(cuMemcpyDtoH(res, q->res, 2 * sizeof res[0]), err);
+    return EVO_OK;
+}
+
+/* Bit-exact: every code and every scale equals the reference's. The metrics say how many differ: rel_l2 holds the
+ * fraction of codes that differ (0 for a correct kernel), first_bad the first one. */
+static evo_status qz_check(void *state, const evo_gpu_case *gc, CUdeviceptr out, evo_gpu_check *r, evo_err *err)
+{
+    qz_gpu *q = state;
+    const qz_case *c = gc->data;
+    unsigned long long codes[2], scales[2];
+    evo_status s = mismatches(q, out, c->ref, c->n, codes, err);
+    if (s == EVO_OK) s = mismatches(q, out + c->scales_at, c->ref + c->scales_at, 4 * c->n_heads, scales, err);
+    if (s != EVO_OK) return s;
+    evo_metrics *m = &r->m;
+    memset(m, 0, sizeof *m);
+    m->n = c->n;
+    m->n_over = (size_t)codes[0];
+    m->frac_over = (double)codes[0] / (double)c->n;
+    m->rel_l2 = m->frac_over;
+    m->first_bad = codes[0] ? (long long)codes[1] : -1;
+    if (codes[0]) {
+        unsigned char got = 0, want = 0;
+        CU(cuMemcpyDtoH(&got, out + codes[1], 1), err);
+        CU(cuMemcpyDtoH(&want, c->ref + codes[1], 1), err);
+        snprintf(r->why, sizeof r->why, "%llu of %zu codes differ from the reference (first at %llu: 0x%02x%s, want "
+                 "0x%02x)", codes[0], c->n, codes[1], got, got == 0xff ? " = not written" : "", want);
+    } else if (scales[0]) {
+        snprintf(r->why, sizeof r->why, "the scale of head %llu differs from the reference (of %zu heads)",
+                 scales[1] / 4, c->n_heads);
+        m->first_bad = (long long)(c->scales_at + scales[1]);
+    }
+    return EVO_OK;
+}
+
+const evo_task_gpu evo_qz_gpu = {
+    .open = qz_open,
+    .output_bytes = qz_output_bytes,
+    .prepare = qz_prepare,
+    .geometry = NULL,
+    .begin = qz_begin,
+    .launch = qz_launch,
+    .check = qz_check,
+};

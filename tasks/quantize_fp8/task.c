@@ -1,0 +1,272 @@
+/* task.c — the FP8 quantizer task, host side: fp16/bf16 [B, H, S, D] -> e4m3 codes + one scale per (batch, head),
+ * optionally rotated first (incoherent processing). Its shape fields, the knobs of quantize_fp8.cu and their legal
+ * values, the host-side check (evo_quant_check of the ABI), rendering a genome into the kernels of its launch plan
+ * for every (head dim, dtype, rotate) the config's shapes have, the bytes a shape moves, the table. */
+#include "quantize.h"
+
+#include "task_gpu.h"
+#include "templates.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- problem description ---- */
+
+static const long long head_dims[] = {32, 64, 128, 256};
+static const char *const dtype_names[] = {"fp16", "bf16", NULL};
+static const char *const role_names[] = {"rotate", "absmax", "main", NULL}; /* EVO_QUANT_K_* */
+
+static const evo_field quantize_shape_fields[QZ_N_FIELDS] = {
+    [QZ_BATCH] = {.name = "batch", .type = EVO_FIELD_INT, .min = 1, .max = 65535, .dflt = EVO_FIELD_REQUIRED},
+    [QZ_HEADS] = {.name = "heads", .type = EVO_FIELD_INT, .min = 1, .max = 65535, .dflt = EVO_FIELD_REQUIRED},
+    [QZ_SEQ] = {.name = "seq", .type = EVO_FIELD_INT, .min = 1, .max = 1 << 22, .dflt = EVO_FIELD_REQUIRED},
+    [QZ_DIM] = {.name = "head_dim", .type = EVO_FIELD_INT, .min = INT32_MIN, .max = INT32_MAX, .allowed = head_dims,
+                .n_allowed = 4, .dflt = EVO_FIELD_REQUIRED},
+    [QZ_DTYPE] = {.name = "dtype", .type = EVO_FIELD_ENUM, .names = dtype_names, .dflt = EVO_QUANT_IN_F16,
+                  .doc = "input dtype"},
+    [QZ_ROTATE] = {.name = "rotate", .type = EVO_FIELD_BOOL, .dflt = 0,
+                   .doc = "rotate every row by the fixed Hadamard·signs/sqrt(D) first (incoherent processing)"},
+};
+
+static const evo_field quantize_variant_attrs[QZ_N_VATTRS] = {
+    [QZ_V_ROLE] = {.name = "role", .type = EVO_FIELD_ENUM, .names = role_names},
+    [QZ_V_DIM] = {.name = "head_dim", .type = EVO_FIELD_INT, .min = 1, .max = 256},
+    [QZ_V_DTYPE] = {.name = "dtype", .type = EVO_FIELD_ENUM, .names = dtype_names},
+    [QZ_V_ROTATE] = {.name = "rotate", .type = EVO_FIELD_BOOL},
+    [QZ_V_KNOBS + 0] = {.name = "vec", .type = EVO_FIELD_INT, .min = 0, .max = 64},
+    [QZ_V_KNOBS + 1] = {.name = "warps", .type = EVO_FIELD_INT, .min = 0, .max = 64},
+    [QZ_V_KNOBS + 2] = {.name = "mode", .type = EVO_FIELD_INT, .min = 0, .max = 2},
+    [QZ_V_KNOBS + 3] = {.name = "cluster", .type = EVO_FIELD_INT, .min = 0, .max = 16},
+    [QZ_V_KNOBS + 4] = {.name = "keep", .type = EVO_FIELD_INT, .min = 0, .max = 16},
+    [QZ_V_KNOBS + 5] = {.name = "unroll", .type = EVO_FIELD_INT, .min = 0, .max = 8},
+    [QZ_V_KNOBS + 6] = {.name = "iters", .type = EVO_FIELD_INT, .min = 0, .max = 8},
+    [QZ_V_KNOBS + 7] = {.name = "cvt", .type = EVO_FIELD_INT, .min = 0, .max = 1},
+    [QZ_V_KNOBS + 8] = {.name = "cache", .type = EVO_FIELD_INT, .min = 0, .max = 1},
+    [QZ_V_KNOBS + 9] = {.name = "fused_rot", .type = EVO_FIELD_INT, .min = 0, .max = 1},
+    [QZ_V_KNOBS + 10] = {.name = "slack", .type = EVO_FIELD_INT, .min = 0, .max = 8},
+};
+
+static bool quantize_shape_check(const evo_shape *s, char *why, size_t why_len)
+{
+    const double heads = (double)s->v[QZ_BATCH] * s->v[QZ_HEADS], head = (double)s->v[QZ_SEQ] * s->v[QZ_DIM];
+    if (heads > 65535) {
+        snprintf(why, why_len, "batch*heads = %.0f: the quantizer takes at most 65535 heads", heads);
+        return false;
+    }
+    if (head >= 2147483648.0 || heads * head > 4294967295.0) {
+        snprintf(why, why_len, "seq*head_dim = %.0f per head, %.0f elements: more than the quantizer indexes", head,
+                 heads * head);
+        return false;
+    }
+    return true;
+}
+
+/* ---- knobs ---- */
+
+/* In the order of evo_quant_knobs (the ABI's). */
+static const char *const quantize_knobs[] = {"VEC",   "WARPS", "MODE", "CLUSTER", "KEEP",  "UNROLL",
+                                             "ITERS", "CVT",   "CACHE", "FUSED_ROT", "SLACK", NULL};
+static const int quantize_defaults[] = {EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, 1, 0, EVO_KNOB_REQUIRED,
+                                        1, 1, 0, 1, 1};
+static const struct {
+    int list[6], n;
+} quantize_legal[] = {
+    {{8, 16, 32}, 3},          /* VEC */
+    {{2, 4, 8, 16, 32}, 5},    /* WARPS */
+    {{0, 1, 2}, 3},            /* MODE */
+    {{1, 2, 4, 8, 16}, 5},     /* CLUSTER */
+    {{0, 1, 2, 4, 8, 16}, 6},  /* KEEP */
+    {{1, 2, 4, 8}, 4},         /* UNROLL */
+    {{1, 2, 4, 8}, 4},         /* ITERS */
+    {{0, 1}, 2},               /* CVT */
+    {{0, 1}, 2},               /* CACHE */
+    {{0, 1}, 2},               /* FUSED_ROT */
+    {{0, 1, 2, 4, 8}, 5},      /* SLACK */
+};
+
+static bool quantize_knob_legal(int knob, int value, char *why, size_t why_len)
+{
+    if (knob < 0 || knob >= (int)EVO_ARRAY_LEN(quantize_legal)) return false;
+    size_t used = (size_t)snprintf(why, why_len, "legal:");
+    for (int i = 0; i < quantize_legal[knob].n; i++) {
+        if (value == quantize_legal[knob].list[i]) return true;
+        if (used < why_len) used += (size_t)snprintf(why + used, why_len - used, "%s %d", i ? "," : "",
+                                                     quantize_legal[knob].list[i]);
+    }
+    return false;
+}
+
+static evo_quant_knobs knobs_of_genome(const evo_config *cfg, const evo_genome *g)
+{
+    int v[11];
+    for (int k = 0; k < 11; k++) v[k] = evo_genome_get(cfg->space, g, quantize_knobs[k], quantize_defaults[k]);
+    return (evo_quant_knobs){.vec = v[0], .warps = v[1], .mode = v[2], .cluster = v[3], .keep = v[4],
+                             .unroll = v[5], .iters = v[6], .cvt = v[7], .cache = v[8], .fused_rot = v[9],
+                             .slack = v[10]};
+}
+
+evo_quant_knobs evo_qz_knobs_of(const evo_variant *v)
+{
+    const long long *a = v->attr + QZ_V_KNOBS;
+    return (evo_quant_knobs){.vec = (int)a[0], .warps = (int)a[1], .mode = (int)a[2], .cluster = (int)a[3],
+                             .keep = (int)a[4], .unroll = (int)a[5], .iters = (int)a[6], .cvt = (int)a[7],
+                             .cache = (int)a[8], .fused_rot = (int)a[9], .slack = (int)a[10]};
+}
+
+/* ---- problem classes: one (head dim, dtype, rotate) per set of kernels ---- */
+
+typedef struct {
+    int dim, dtype, rotate;
+} qclass;
+
+static int classes_of(const evo_config *cfg, qclass *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < cfg->n_shapes + cfg->correctness.n_shapes; i++) {
+        const evo_shape *s = i < cfg->n_shapes ? &cfg->shapes[i] : &cfg->correctness.shapes[i - cfg->n_shapes];
+        const qclass c = {(int)s->v[QZ_DIM], (int)s->v[QZ_DTYPE], (int)s->v[QZ_ROTATE]};
+        int j = 0;
+        while (j < n && memcmp(&out[j], &c, sizeof c) != 0) j++;
+        if (j == n && n < max) out[n++] = c;
+    }
+    return n;
+}
+
+static int arch_number(const evo_device_limits *lim) { return lim->sm_major * 10 + lim->sm_minor; }
+
+static evo_verdict quantize_can_implement(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
+                                          char *why, size_t why_len)
+{
+    const evo_quant_knobs k = knobs_of_genome(cfg, g);
+    qclass cls[8];
+    const int n = classes_of(cfg, cls, 8);
+    for (int i = 0; i < n; i++)
+        if (evo_quant_check(&k, cls[i].dim, cls[i].rotate, arch_number(lim), why, why_len) != 0) return EVO_V_INVALID;
+    if (32 * k.warps > lim->max_threads_per_block) {
+        snprintf(why, why_len, "%d threads per block > %d on %s", 32 * k.warps, lim->max_threads_per_block, lim->arch);
+        return EVO_V_RESOURCE_FAIL;
+    }
+    return EVO_V_OK;
+}
+
+static void set_knob_attrs(evo_variant *v, const evo_quant_knobs *k)
+{
+    const int a[11] = {k->vec, k->warps, k->mode, k->cluster, k->keep, k->unroll, k->iters, k->cvt, k->cache,
+                       k->fused_rot, k->slack};
+    for (int i = 0; i < 11; i++) v->attr[QZ_V_KNOBS + i] = a[i];
+}
+
+static const char *const kernel_names[] = {"evo_quant_rotate", "evo_quant_absmax", "evo_quant"}; /* by role */
+
+/* The kernels of each class's plan: main, then absmax (mode split), then rotate (a separate rotation). */
+static evo_status quantize_render(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
+                                  evo_program *out, evo_err *err)
+{
+    (void)lim;
+    const char *text;
+    evo_status s = evo_template_get("quantize_fp8.cu", &text, NULL, err);
+    if (s != EVO_OK) return s;
+    memset(out, 0, sizeof *out);
+    out->source = evo_strdup(text);
+    snprintf(out->program_name, sizeof out->program_name, "quantize_fp8.cu");
+    const evo_quant_knobs gk = knobs_of_genome(cfg, g);
+    qclass cls[8];
+    const int n = classes_of(cfg, cls, 8);
+    for (int i = 0; i < n; i++) {
+        evo_quant_knobs k = gk;
+        if (!cls[i].rotate) k.fused_rot = 1; /* canonical: FUSED_ROT means nothing without a rotation */
+        const int roles[3] = {EVO_QUANT_K_MAIN, k.mode == EVO_QUANT_MODE_SPLIT ? EVO_QUANT_K_ABSMAX : -1,
+                              cls[i].rotate && !k.fused_rot ? EVO_QUANT_K_ROTATE : -1};
+        for (int r = 0; r < 3; r++) {
+            if (roles[r] < 0) continue;
+            if (out->n_variants == EVO_MAX_VARIANTS)
+                return evo_fail(err, EVO_E_CONFIG, "quantize_fp8: the config's shapes need more than %d kernels",
+                                EVO_MAX_VARIANTS);
+            evo_variant *v = &out->variants[out->n_variants++];
+            v->attr[QZ_V_ROLE] = roles[r];
+            v->attr[QZ_V_DIM] = cls[i].dim;
+            v->attr[QZ_V_DTYPE] = cls[i].dtype;
+            v->attr[QZ_V_ROTATE] = cls[i].rotate;
+            set_knob_attrs(v, &k);
+            v->threads = 32 * k.warps;
+            v->smem_bytes = 0;
+            snprintf(v->name_expr, sizeof v->name_expr, "%s<%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d>",
+                     kernel_names[roles[r]], cls[i].dim, cls[i].dtype, cls[i].rotate, k.vec, k.warps, k.mode,
+                     k.cluster, k.keep, k.unroll, k.iters, k.cvt, k.cache, k.fused_rot);
+        }
+    }
+    return EVO_OK;
+}
+
+static evo_status quantize_handwritten(const evo_config *cfg, evo_program *out, evo_err *err)
+{
+    (void)cfg, (void)out;
+    return evo_fail(err, EVO_E_USAGE,
+                    "quantize_fp8: evo check runs hand-written attention_fp8 kernels only; search quantizers with "
+                    "evo run --config configs/quantize.yaml");
+}
+
+bool evo_qz_serves(const evo_variant *v, const evo_shape *s)
+{
+    return v->attr[QZ_V_ROLE] == EVO_QUANT_K_MAIN && v->attr[QZ_V_DIM] == s->v[QZ_DIM] &&
+           v->attr[QZ_V_DTYPE] == s->v[QZ_DTYPE] && v->attr[QZ_V_ROTATE] == s->v[QZ_ROTATE];
+}
+
+static int quantize_pick(const evo_variant *v, int n, const evo_shape *s, int sm_count)
+{
+    (void)sm_count;
+    for (int i = 0; i < n; i++)
+        if (evo_qz_serves(&v[i], s)) return i;
+    return -1;
+}
+
+static void quantize_variant_label(const evo_variant *v, char *buf, size_t n)
+{
+    snprintf(buf, n, "d%lld%s%s%s", v->attr[QZ_V_DIM], v->attr[QZ_V_DTYPE] ? " bf16" : "",
+             v->attr[QZ_V_ROTATE] ? " rot" : "",
+             v->attr[QZ_V_ROLE] == EVO_QUANT_K_MAIN ? "" : v->attr[QZ_V_ROLE] == EVO_QUANT_K_ABSMAX ? " absmax" : " rotate");
+}
+
+/* The fewest bytes a quantization moves: every input element read once (2 bytes), every code written once (1 byte),
+ * one float scale per head written. Bandwidth = these bytes / time. */
+static double quantize_bytes(const evo_shape *s)
+{
+    const double heads = (double)s->v[QZ_BATCH] * s->v[QZ_HEADS];
+    return heads * (double)s->v[QZ_SEQ] * s->v[QZ_DIM] * 3.0 + heads * 4.0;
+}
+
+static const char *const quantize_headers[] = {"evo_quantize_abi.h", NULL};
+
+evo_status evo_qz_export_body(const struct evo_export_ctx *x, evo_str *out, evo_err *err);
+extern const evo_task_gpu evo_qz_gpu;
+
+const evo_task evo_task_quantize_fp8 = {
+    .name = "quantize_fp8",
+    .summary = "FP8 quantizer: fp16/bf16 [B,H,S,D] -> e4m3 codes + per-head scales, optionally Hadamard-rotated",
+    .template_file = "quantize_fp8.cu",
+    .headers = quantize_headers,
+    .knobs = quantize_knobs,
+    .knob_defaults = quantize_defaults,
+    .knob_legal = quantize_knob_legal,
+    .shape_fields = quantize_shape_fields,
+    .n_shape_fields = QZ_N_FIELDS,
+    .options = NULL,
+    .n_options = 0,
+    .variant_attrs = quantize_variant_attrs,
+    .n_variant_attrs = QZ_N_VATTRS,
+    .shape_check = quantize_shape_check,
+    .can_implement = quantize_can_implement,
+    .render = quantize_render,
+    .handwritten = quantize_handwritten,
+    .serves = evo_qz_serves,
+    .pick = quantize_pick,
+    .variant_label = quantize_variant_label,
+    .work = quantize_bytes,
+    .rate_unit = "GB/s",
+    .rate_key = "gbps",
+    .rate_scale = 1e9,
+    .export_body = evo_qz_export_body,
+    .kernel_prefix = "evo_quant",
+    .gpu = &evo_qz_gpu,
+};

@@ -1,0 +1,132 @@
+/* test_sm90_family.c — the sm_90a attention family without a GPU: the host rules (attn_sm90_check), launch geometry,
+ * shared-memory formula and name expressions of tasks/attention_fp8/attn_sm90_host.c, and an NVRTC compile of a sample
+ * of legal genomes for sm_90a with no spills and no stack (what the worker's compile gate would see).
+ */
+#include "../tasks/attention_fp8/attn_sm90_host.c"
+
+#include "check.h"
+
+#include <nvrtc.h>
+#include <stdlib.h>
+
+static char *slurp(const char *rel)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", EVO_SOURCE_DIR, rel);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf) buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* 0 when g compiles for sm_90a with no spill and no stack frame; registers into *regs. */
+static int compile_one(const char *src, const char *abi, const evo_sm90_genome *g, int d, int *regs)
+{
+    char expr[256];
+    CHECK(attn_sm90_name_expr(g, d, expr, sizeof expr) > 0);
+    nvrtcProgram prog;
+    const char *names[] = {"evo_attention_abi.h"}, *hdrs[] = {abi};
+    CHECK(nvrtcCreateProgram(&prog, src, "attention_fp8_sm90.cu", 1, hdrs, names) == NVRTC_SUCCESS);
+    CHECK(nvrtcAddNameExpression(prog, expr) == NVRTC_SUCCESS);
+    const char *opts[] = {"--gpu-architecture=sm_90a", "-std=c++17", "--ptxas-options=-v"};
+    const nvrtcResult r = nvrtcCompileProgram(prog, 3, opts);
+    size_t n = 0;
+    nvrtcGetProgramLogSize(prog, &n);
+    char *log = calloc(n + 1, 1);
+    nvrtcGetProgramLog(prog, log);
+    int stack = -1, st = -1, ld = -1;
+    *regs = -1;
+    const char *u = strstr(log, "Used ");
+    if (u) sscanf(u, "Used %d registers", regs);
+    const char *sp = strstr(log, " bytes stack frame");
+    if (sp) {
+        while (sp > log && sp[-1] >= '0' && sp[-1] <= '9') sp--;
+        sscanf(sp, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &stack, &st, &ld);
+    }
+    const int bad = r != NVRTC_SUCCESS || stack != 0 || st != 0 || ld != 0;
+    if (bad) fprintf(stderr, "%s:\n%s\n", expr, log);
+    free(log);
+    nvrtcDestroyProgram(&prog);
+    return bad;
+}
+
+static int has(const char *s, const char *word) { return s && strstr(s, word) != NULL; }
+
+int main(void)
+{
+    /* rules: concrete accept / reject with the reason */
+    const evo_sm90_genome best = {64, 2, 128, 4, 2, 1, 0, 1, 1, 0, 40, 0};
+    CHECK(attn_sm90_check(&best, 128, 227 * 1024) == NULL);
+    CHECK(attn_sm90_check(&best, 96, 227 * 1024) != NULL);
+    CHECK(attn_sm90_smem_bytes(&best, 128) == 16384 + 8 * 16384 + 4 * 16384 + (3 + 28) * 8 + 1024);
+    CHECK(attn_sm90_check(&best, 128, 100 * 1024) != NULL); /* over a smaller device's shared memory */
+    evo_sm90_genome g = best;
+    g.o_acc = 1; /* Q in registers, S, O and the P·V tile: 224 of 232 registers */
+    CHECK(has(attn_sm90_check(&g, 128, 227 * 1024), "registers"));
+    g = best;
+    g.producer_regs = 24;
+    CHECK(has(attn_sm90_check(&g, 128, 227 * 1024), "PRODUCER_REGS"));
+    g = best;
+    g.persist = 1; /* the persistent loop needs 56 producer registers */
+    CHECK(attn_sm90_check(&g, 128, 227 * 1024) != NULL);
+    g.producer_regs = 56;
+    CHECK(attn_sm90_check(&g, 128, 227 * 1024) == NULL);
+    g = best;
+    g.pingpong = 1, g.consumers = 3;
+    CHECK(has(attn_sm90_check(&g, 128, 227 * 1024), "PINGPONG"));
+    g = best;
+    g.pipe = 1;
+    CHECK(has(attn_sm90_check(&g, 128, 227 * 1024), "OVERLAP"));
+    g = best;
+    g.tile_n = 96;
+    CHECK(attn_sm90_check(&g, 128, 227 * 1024) != NULL);
+
+    /* geometry */
+    CHECK(attn_sm90_threads(&best) == 384);
+    CHECK(attn_sm90_rows_per_block(&best) == 128);
+    unsigned grid[3];
+    attn_sm90_grid(&best, 4, 16, 4097, 132, grid);
+    CHECK(grid[0] == 33 && grid[1] == 16 && grid[2] == 4);
+    g = best;
+    g.persist = 1, g.producer_regs = 56;
+    attn_sm90_grid(&g, 4, 16, 4097, 132, grid);
+    CHECK(grid[0] == 132 && grid[1] == 1 && grid[2] == 1);
+    attn_sm90_grid(&g, 1, 1, 77, 132, grid); /* fewer items than SMs */
+    CHECK(grid[0] == 1);
+    char expr[128];
+    CHECK(attn_sm90_name_expr(&best, 128, expr, sizeof expr) > 0);
+    CHECK(strcmp(expr, "evo_attn_sm90<128,64,2,128,4,2,1,0,1,1,0,40,0>") == 0);
+    CHECK(attn_sm90_name_expr(&best, 128, expr, 10) == -1);
+
+    /* NVRTC, sm_90a: the genomes the bench measured plus a spread of the legal grid, no spills */
+    char *src = slurp("tasks/attention_fp8/attention_fp8_sm90.cu"), *abi = slurp("templates/evo_attention_abi.h");
+    CHECK(src && abi);
+    const evo_sm90_genome sample[] = {
+        {64, 2, 128, 4, 2, 1, 0, 1, 1, 0, 40, 0}, {64, 2, 128, 3, 2, 1, 0, 1, 1, 0, 56, 1},
+        {64, 2, 64, 2, 2, 2, 1, 1, 1, 0, 40, 0},  {64, 1, 128, 2, 0, 0, 0, 0, 0, 0, 40, 0},
+        {64, 1, 128, 2, 1, 0, 0, 0, 0, 0, 40, 0}, {64, 3, 128, 3, 2, 1, 0, 1, 0, 0, 40, 0},
+        {64, 2, 192, 2, 2, 1, 0, 1, 1, 0, 40, 0}, {128, 2, 64, 3, 2, 1, 0, 1, 0, 0, 40, 0},
+    };
+    const int dims[] = {128, 128, 128, 128, 128, 64, 128, 64};
+    int compiled = 0;
+    for (size_t i = 0; i < sizeof sample / sizeof sample[0]; i++) {
+        CHECK(attn_sm90_check(&sample[i], dims[i], 227 * 1024) == NULL);
+        int regs;
+        CHECK(compile_one(src, abi, &sample[i], dims[i], &regs) == 0);
+        CHECK(regs > 0 && regs <= 255);
+        compiled++;
+    }
+    CHECK(compiled == 8);
+    free(src);
+    free(abi);
+    return check_result();
+}

@@ -1,0 +1,135 @@
+/* sm90_nvrtc_check.c — compiles genomes of the sm_90a attention family with NVRTC the way evo's worker would
+ * (--gpu-architecture=sm_90a -std=c++17, the ABI header in memory) and reports registers, spills and shared memory.
+ *   cc -std=c11 -O2 -Itemplates -Itasks/attention_fp8 -I/usr/local/cuda/include tools/sm90_nvrtc_check.c \
+ *      tasks/attention_fp8/attn_sm90_host.c -L/usr/local/cuda/lib64 -lnvrtc -o sm90_nvrtc_check
+ *   ./sm90_nvrtc_check [--every N] [--d 64|128] [--cubin-dir DIR] [EVO_DIR]   exit 1 on a failure or a spill
+ */
+#include "attn_sm90_host.h"
+
+#include <nvrtc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf) buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* Every genome of the knob grid that attn_sm90_check accepts at head dim d, in a fixed order. */
+static int enumerate(int d, evo_sm90_genome *out, int cap)
+{
+    static const int rows[] = {64, 128}, cons[] = {1, 2, 3}, tiles[] = {64, 128, 192, 256}, stages[] = {2, 3, 4};
+    static const int regs[] = {24, 32, 40, 56};
+    int n = 0;
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 4; c++)
+                for (int s = 0; s < 3; s++)
+                    for (int pipe = 0; pipe < 3; pipe++)
+                        for (int qk = 0; qk < 3; qk++)
+                            for (int vp = 0; vp < 2; vp++)
+                                for (int ov = 0; ov < 2; ov++)
+                                    for (int pp = 0; pp < 2; pp++)
+                                        for (int oa = 0; oa < 2; oa++)
+                                            for (int r = 0; r < 4; r++)
+                                                for (int pe = 0; pe < 2; pe++) {
+                                                    evo_sm90_genome g = {rows[a], cons[b], tiles[c], stages[s], pipe,
+                                                                         qk,      vp,      ov,       pp,        oa,
+                                                                         regs[r], pe};
+                                                    if (attn_sm90_check(&g, d, 227 * 1024)) continue;
+                                                    if (n < cap) out[n] = g;
+                                                    n++;
+                                                }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    int every = 97, only_d = 0;
+    const char *evo_dir = ".", *cubin_dir = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--every") && i + 1 < argc) every = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--d") && i + 1 < argc) only_d = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--cubin-dir") && i + 1 < argc) cubin_dir = argv[++i];
+        else if (argv[i][0] != '-') evo_dir = argv[i];
+        else {
+            fprintf(stderr, "usage: %s [--every N] [--d 64|128] [--cubin-dir DIR] [EVO_DIR]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (every < 1) every = 1;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tasks/attention_fp8/attention_fp8_sm90.cu", evo_dir);
+    char *src = read_file(path);
+    snprintf(path, sizeof path, "%s/templates/evo_attention_abi.h", evo_dir);
+    char *abi = read_file(path);
+    if (!src || !abi) {
+        fprintf(stderr, "%s: cannot read the template or the ABI header under %s\n", argv[0], evo_dir);
+        return 2;
+    }
+    int failures = 0, compiled = 0;
+    for (int d = 64; d <= 128; d += 64) {
+        if (only_d && only_d != d) continue;
+        static evo_sm90_genome all[200000];
+        const int n = enumerate(d, all, 200000);
+        printf("head dim %d: %d legal genomes, compiling every %d-th\n", d, n, every);
+        for (int i = 0; i < n; i += every) {
+            char expr[256];
+            attn_sm90_name_expr(&all[i], d, expr, sizeof expr);
+            nvrtcProgram prog;
+            const char *hdr_names[] = {"evo_attention_abi.h"}, *hdrs[] = {abi};
+            if (nvrtcCreateProgram(&prog, src, "attention_fp8_sm90.cu", 1, hdrs, hdr_names) != NVRTC_SUCCESS) return 1;
+            nvrtcAddNameExpression(prog, expr);
+            const char *opts[] = {"--gpu-architecture=sm_90a", "-std=c++17", "--ptxas-options=-v", "-DNDEBUG"};
+            const nvrtcResult r = nvrtcCompileProgram(prog, 4, opts);
+            size_t log_size = 0;
+            nvrtcGetProgramLogSize(prog, &log_size);
+            char *log = calloc(log_size + 1, 1);
+            nvrtcGetProgramLog(prog, log);
+            int regs = -1, spill_st = -1, spill_ld = -1, stack = -1;
+            const char *u = strstr(log, "Used ");
+            if (u) sscanf(u, "Used %d registers", &regs);
+            const char *sp = strstr(log, " bytes stack frame");
+            if (sp) { /* "ptxas . N bytes stack frame, N bytes spill stores, N bytes spill loads" */
+                while (sp > log && sp[-1] >= '0' && sp[-1] <= '9') sp--;
+                sscanf(sp, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &stack, &spill_st,
+                       &spill_ld);
+            }
+            const int bad = r != NVRTC_SUCCESS || spill_st != 0 || spill_ld != 0 || stack != 0;
+            printf("%-4s %-64s regs %3d stack %d spills %d/%d smem %d%s\n", bad ? "FAIL" : "ok", expr, regs, stack,
+                   spill_st, spill_ld, attn_sm90_smem_bytes(&all[i], d), strstr(log, "C7512") ? " (wgmma serialized)" : "");
+            if (r != NVRTC_SUCCESS || getenv("SM90_LOG")) printf("%s\n", log);
+            if (r == NVRTC_SUCCESS && cubin_dir) {
+                size_t sz = 0;
+                nvrtcGetCUBINSize(prog, &sz);
+                char *cubin = malloc(sz);
+                nvrtcGetCUBIN(prog, cubin);
+                snprintf(path, sizeof path, "%s/sm90_d%d_%d.cubin", cubin_dir, d, i);
+                FILE *f = fopen(path, "wb");
+                if (f) fwrite(cubin, 1, sz, f), fclose(f);
+                free(cubin);
+            }
+            failures += bad;
+            compiled++;
+            free(log);
+            nvrtcDestroyProgram(&prog);
+        }
+    }
+    printf("%d compiled, %d failed or spilled\n", compiled, failures);
+    free(src);
+    free(abi);
+    return failures ? 1 : 0;
+}
