@@ -58,7 +58,8 @@ if not hasattr(torch.library, "custom_op") or not hasattr(torch.library, "regist
     raise ImportError(f"{__name__} needs PyTorch 2.4 or newer (torch.library.custom_op); this is {torch.__version__}")
 
 _HEAD_DIMS = tuple(int(d) for d in ATTN_HEAD_DIMS.split(","))
-_QVARIANTS = frozenset((int(d), _DTYPES[t], bool(int(r))) for d, t, r in (v.split(":") for v in QUANT_VARIANTS.split(",")))
+_QVARIANTS = frozenset((int(d), _DTYPES[t], bool(int(r)))
+                       for d, t, r in (v.split(":") for v in QUANT_VARIANTS.split(",")))
 _ARCH_DIGITS = re.fullmatch(r"sm_(\d+)[af]?", ARCH)
 if not _ARCH_DIGITS:
     raise ImportError(f"{__file__}: ARCH {ARCH!r} is not sm_NN")
@@ -322,8 +323,8 @@ def _register():
     @torch.library.custom_op(f"{NAMESPACE}::attention_fp8", mutates_args=())
     def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False,
                       scale: Optional[float] = None, incoherent: bool = False) -> torch.Tensor:
-        """softmax(Q·Kᵀ·scale [causal]) · V for fp16/bf16 q, k, v [B, H, S, D]: each quantized to e4m3 with one scale
-        per (batch, head) (incoherent: Q and K rotated first, V never), then the FP8 kernel; returns q.dtype."""
+        """softmax(Q·Kᵀ·scale [causal]) · V for fp16/bf16 q, k, v [B, H, S, D]: each quantized to e4m3 with one
+        scale per (batch, head) (incoherent: Q and K rotated first, V never), then the FP8 kernel; returns q.dtype."""
         _check_attention("attention_fp8", q, k, v, (torch.float16, torch.bfloat16))
         if ATTN_FORMAT != "e4m3":
             _fail("attention_fp8", f"the exported attention kernel reads {ATTN_FORMAT} codes; this quantizer writes "

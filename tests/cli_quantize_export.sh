@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # cli_quantize_export.sh — quantizers assembled by tools/quantize_export.py (the export of the quantize_fp8 task:
-# ABI, template, genome section, tasks/quantize_fp8/export_harness.cu) build with plain nvcc and no warning: a cluster
-# genome as the shared library (its four extern "C" symbols present), a chained genome with a separate rotation pass
-# and a split genome with their self-tests; the self-test's CPU reference equals quantize_ref.c bit for bit; bad knobs
-# are refused. Exits 77 (skipped) when nvcc is not found. Run: bash tests/cli_quantize_export.sh build/evo .
+# ABI, template, genome section, tasks/quantize_fp8/quantize_export_harness.cu) build with plain nvcc and no warning:
+# a cluster genome as the shared library (its four extern "C" symbols present), a chained genome with a separate
+# rotation pass and a split genome with their self-tests; the self-test's CPU reference equals quantize_ref.c bit
+# for bit; bad knobs are refused. Exits 77 (skipped) when nvcc is not found. Run: bash tests/cli_quantize_export.sh build/evo .
 set -u
 SRC=$(realpath "$2")
 NVCC=$(command -v nvcc || true)

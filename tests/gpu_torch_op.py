@@ -149,7 +149,8 @@ def main():
     print(f"  {checks - len(failures)} of {checks} checks passed", flush=True)
 
     # ---- attention accuracy ----
-    print("\nattention_fp8 accuracy (rel-L2; budget: kernel vs dequantized <= %.0e, e2e <= %.2f)" % (TOL_KERNEL, TOL_FP8))
+    print(f"\nattention_fp8 accuracy (rel-L2; budget: kernel vs dequantized <= {TOL_KERNEL:.0e}, "
+          f"e2e <= {TOL_FP8:.2f})")
     print(f"  {'shape':<24} {'dtype':<5} {'causal':<6} {'mode':<10} {'kernel':>9} {'e2e':>9} {'sdpa fp16':>10}")
     acc = []
     for name, b, h, s, d in PRESETS + ODD:

@@ -211,7 +211,8 @@ def sign_vector(d):
 
 
 def rotation(torch, d, device):
-    """M [d, d] float64 with x·M = evo's rotation of each row x: M = diag(s)·H/sqrt(d), H[i][j] = (-1)^popcount(i&j)."""
+    """M [d, d] float64 with x·M = evo's rotation of each row x: M = diag(s)·H/sqrt(d),
+    H[i][j] = (-1)^popcount(i & j)."""
     idx = torch.arange(d, device=device)
     bits = torch.bitwise_and(idx[:, None], idx[None, :])
     parity = torch.zeros_like(bits)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """quantize_export.py — writes a standalone quantize_fp8 kernel (.cu) for one genome, by hand: what `evo export` will
 write for the quantizer task (header, evo_quantize_abi.h and quantize_fp8.cu inlined, the genome section, then
-tasks/quantize_fp8/export_harness.cu). Until the exporter knows the task, tests and the GPU scripts build with it.
+tasks/quantize_fp8/quantize_export_harness.cu). Until the exporter knows the task, tests and the GPU scripts build
+with it.
 
   python3 tools/quantize_export.py -o q.cu [--knobs vec=16,warps=16,...] [--head-dims 64,128] [--dtypes fp16,bf16]
                                    [--rotate 0,1] [--arch sm_90] [--shapes NAME:B,H,S,D,DTYPE,ROT;...]
@@ -63,7 +64,7 @@ def targs(k, d, bf16, rot):
 def assemble(k, head_dims, dtypes, rotates, arch, shapes):
     abi = open(os.path.join(TASK, "evo_quantize_abi.h")).read()
     tmpl = open(os.path.join(TASK, "quantize_fp8.cu")).read()
-    harness = open(os.path.join(TASK, "export_harness.cu")).read()
+    harness = open(os.path.join(TASK, "quantize_export_harness.cu")).read()
     genome = ",".join(f"{n}={k[n]}" for n in KNOBS)
     key = hashlib.sha256((genome + "\0" + arch + "\0" + tmpl + abi).encode()).hexdigest()
     tmpl = tmpl.replace('#include "evo_quantize_abi.h"', '/* #include "evo_quantize_abi.h": inlined above */', 1)
@@ -87,8 +88,8 @@ def assemble(k, head_dims, dtypes, rotates, arch, shapes):
         "/* quantize_fp8 kernel, specialised to one genome (standalone: plain nvcc builds it).",
         f" *   nvcc -arch={arch} -O3 -shared -Xcompiler -fPIC FILE -o libevo_quant.so        for ctypes",
         f" *   nvcc -arch={arch} -O3 -DEVO_SELFTEST FILE -o selftest && ./selftest          check and time",
-        " * Launcher (extern \"C\"): evo_quantize_forward, evo_quantize_scratch_bytes, evo_quantize_scratch_zero_bytes,",
-        " * evo_quantize_genome (contracts in the launcher section below).",
+        " * Launcher (extern \"C\"): evo_quantize_forward, evo_quantize_scratch_bytes,",
+        " * evo_quantize_scratch_zero_bytes, evo_quantize_genome (contracts in the launcher section below).",
         f" * genome {genome}",
         f" * assembled by tools/quantize_export.py, key {key}",
         " */",
@@ -136,7 +137,7 @@ def assemble(k, head_dims, dtypes, rotates, arch, shapes):
         "",
         "} // namespace evo_export",
         "",
-        "/* ==== launcher and self-test, the same in every exported quantizer (export_harness.cu) ==== */",
+        "/* ==== launcher and self-test, the same in every exported quantizer (quantize_export_harness.cu) ==== */",
         harness,
     ]
     return "\n".join(out)

@@ -44,8 +44,8 @@ def quantize_facts(path):
     if not rows or "evo_quantize_forward(" not in text:
         raise ExportError(f"{path}: not a quantizer written by evo export (no qvariant rows)")
     variants = ",".join(f"{d}:{'bf16' if bf == '1' else 'fp16'}:{rot}" for d, bf, rot in rows)
-    return {"QUANT_GENOME": _define(text, "EVO_EXPORT_GENOME", path), "QUANT_ARCH": _define(text, "EVO_EXPORT_ARCH", path),
-            "QUANT_VARIANTS": variants}
+    return {"QUANT_GENOME": _define(text, "EVO_EXPORT_GENOME", path),
+            "QUANT_ARCH": _define(text, "EVO_EXPORT_ARCH", path), "QUANT_VARIANTS": variants}
 
 
 def render(values, template=TEMPLATE):

@@ -1,12 +1,13 @@
-/* export_harness.cu — the host launcher and the self-test of every quantize_fp8 kernel `evo export` writes. evo
- * appends this text, unchanged, after evo_quantize_abi.h, quantize_fp8.cu and the genome's own section (knobs
- * evo_export_knobs, the kernels' explicit instantiations, namespace evo_export: qvariant table, timed shapes), so it
- * is the same in every exported quantizer. It is not a kernel template: evo never compiles it alone;
+/* quantize_export_harness.cu — the host launcher and the self-test of every quantize_fp8 kernel `evo export`
+ * writes. evo appends this text, unchanged, after evo_quantize_abi.h, quantize_fp8.cu and the genome's own section
+ * (knobs evo_export_knobs, the kernels' explicit instantiations, namespace evo_export: qvariant table, timed
+ * shapes), so it is the same in every exported quantizer. It is not a kernel template: evo never compiles it alone;
  * tools/quantize_export.py assembles a file by hand and tests/cli_quantize_export.sh builds it with nvcc.
  */
 #include <atomic>
 
-namespace evo_export {
+namespace evo_export
+{
 
 static const int n_qvariants = (int)(sizeof variants / sizeof variants[0]);
 
@@ -21,12 +22,12 @@ static std::atomic<unsigned long long> nonportable_set[sizeof variants / sizeof 
 static const unsigned long long chained_zone = (16ull + 8ull * 65535ull + 255ull) & ~255ull;
 
 struct qcall {
-    int vi;                   /* index in variants */
+    int vi; /* index in variants */
     evo_quant_plan plan;
-    unsigned long long offset; /* the plan's scratch starts at scratch + offset */
-    unsigned long long need;   /* bytes of the caller's scratch this call uses (0: none) */
+    unsigned long long offset;     /* the plan's scratch starts at scratch + offset */
+    unsigned long long need;       /* bytes of the caller's scratch this call uses (0: none) */
     unsigned long long zero_bytes; /* leading bytes a fresh scratch must have zeroed */
-    int memset_ctl;           /* 1: zero the chained control words before launching */
+    int memset_ctl;                /* 1: zero the chained control words before launching */
 };
 
 static int find_qvariant(int head_dim, int in_dtype, int rotate)
@@ -123,12 +124,11 @@ extern "C" unsigned long long evo_quantize_scratch_bytes(int in_dtype, int rotat
 
 /* For a scratch allocated afresh for one call: how many of its leading bytes must be zero (the rest may hold
  * anything); (unsigned long long)-1 as above. */
-extern "C" unsigned long long evo_quantize_scratch_zero_bytes(int in_dtype, int rotate, int batch, int heads,
-                                                              int seq, int head_dim)
+extern "C" unsigned long long evo_quantize_scratch_zero_bytes(int in_dtype, int rotate, int batch, int heads, int seq,
+                                                              int head_dim)
 {
     evo_export::qcall c;
-    return evo_export::resolve(in_dtype, rotate, batch, heads, seq, head_dim, &c) == cudaSuccess ? c.zero_bytes
-                                                                                                : ~0ull;
+    return evo_export::resolve(in_dtype, rotate, batch, heads, seq, head_dim, &c) == cudaSuccess ? c.zero_bytes : ~0ull;
 }
 
 /* x: [B, H, S, D] fp16 (in_dtype 0) or bf16 (1) -> codes: [B, H, S, D] e4m3fn bytes, scales: one float per (batch,
@@ -192,7 +192,8 @@ extern "C" int evo_quantize_forward(const void *x, int in_dtype, int rotate, voi
 #error "the self-test's reference needs float evaluated in its own precision (FLT_EVAL_METHOD 0)"
 #endif
 
-namespace evo_qselftest {
+namespace evo_qselftest
+{
 
 /* ---- number formats and the quantizer: evo's rules (tasks/quantize_fp8/quantize_ref.c), as plain C++ ---- */
 
@@ -315,8 +316,7 @@ static void rotate_row(float *v, int d)
 }
 
 /* One head of seq rows: absmax over the (rotated) values, NaN ignored; scale = absmax / 448 (1 for 0); codes. */
-static void reference_head(const uint16_t *x, int in_dtype, int rotate, size_t seq, int d, uint8_t *codes,
-                           float *scale)
+static void reference_head(const uint16_t *x, int in_dtype, int rotate, size_t seq, int d, uint8_t *codes, float *scale)
 {
     std::vector<float> row((size_t)d);
     float absmax = 0.0f;
@@ -326,8 +326,10 @@ static void reference_head(const uint16_t *x, int in_dtype, int rotate, size_t s
             for (int i = 0; i < d; i++) row[(size_t)i] = in_to_float(x[r * (size_t)d + (size_t)i], in_dtype);
             if (rotate) rotate_row(row.data(), d);
             for (int i = 0; i < d; i++) {
-                if (pass == 0) absmax = fmaxf(absmax, fabsf(row[(size_t)i]));
-                else codes[r * (size_t)d + (size_t)i] = e4m3_encode(row[(size_t)i] / s);
+                if (pass == 0)
+                    absmax = fmaxf(absmax, fabsf(row[(size_t)i]));
+                else
+                    codes[r * (size_t)d + (size_t)i] = e4m3_encode(row[(size_t)i] / s);
             }
         }
         if (pass == 1) *scale = s;
@@ -367,15 +369,15 @@ static void make_input(std::vector<uint16_t> &x, size_t head_elems, int in_dtype
     for (size_t i = 0; i < x.size(); i++) {
         double v;
         switch (dist) {
-        case DIST_OUTLIERS:
-            v = r.normal();
-            if (r.uniform() < 0.001) v += 10.0 * r.normal();
-            break;
-        case DIST_ZERO_HEAD: v = i < head_elems ? 0.0 : r.normal(); break;
-        case DIST_UNIFORM: v = 2.0 * r.uniform() - 1.0; break;
-        case DIST_LARGE: v = r.normal() * (bf ? 1e30 : 3000.0); break;
-        case DIST_TINY: v = r.normal() * (bf ? 1e-38 : 1e-6); break;
-        default: v = r.normal(); break;
+            case DIST_OUTLIERS:
+                v = r.normal();
+                if (r.uniform() < 0.001) v += 10.0 * r.normal();
+                break;
+            case DIST_ZERO_HEAD: v = i < head_elems ? 0.0 : r.normal(); break;
+            case DIST_UNIFORM: v = 2.0 * r.uniform() - 1.0; break;
+            case DIST_LARGE: v = r.normal() * (bf ? 1e30 : 3000.0); break;
+            case DIST_TINY: v = r.normal() * (bf ? 1e-38 : 1e-6); break;
+            default: v = r.normal(); break;
         }
         x[i] = bf ? float_to_bf16((float)v) : double_to_half(v);
     }
@@ -422,7 +424,8 @@ struct guarded {
         size_t bad = 0;
         for (int side = 0; side < 2; side++) {
             const unsigned char *src = side ? ptr + bytes : alloc;
-            if (!cuda_ok(cudaMemcpy(h.data(), src, GUARD_BYTES, cudaMemcpyDeviceToHost), "cudaMemcpy")) return ~(size_t)0;
+            if (!cuda_ok(cudaMemcpy(h.data(), src, GUARD_BYTES, cudaMemcpyDeviceToHost), "cudaMemcpy"))
+                return ~(size_t)0;
             for (unsigned char c : h) bad += c != GUARD;
         }
         return bad;
@@ -468,18 +471,20 @@ static bool run_case(const std::vector<uint16_t> &x, int in_dtype, int rotate, i
     const size_t n_heads = (size_t)batch * heads, head_elems = (size_t)seq * d, n = n_heads * head_elems;
     const unsigned long long need = evo_quantize_scratch_bytes(in_dtype, rotate, batch, heads, seq, d);
     if (need == ~0ull) {
-        fprintf(stderr, "selftest: no plan for D=%d dtype %d rotate %d (%d,%d,%d)\n", d, in_dtype, rotate, batch,
-                heads, seq);
+        fprintf(stderr, "selftest: no plan for D=%d dtype %d rotate %d (%d,%d,%d)\n", d, in_dtype, rotate, batch, heads,
+                seq);
         return false;
     }
     if (!scr.fit(need)) return false;
     guarded dx, dc, ds;
     bool ok = dx.make(n * 2) && dc.make(n) && ds.make(n_heads * 4) &&
               cuda_ok(cudaMemcpy(dx.ptr, x.data(), n * 2, cudaMemcpyHostToDevice), "cudaMemcpy") &&
-              cuda_ok(cudaMemset(dc.ptr, poison, n), "poison") && cuda_ok(cudaMemset(ds.ptr, 0xff, n_heads * 4), "poison");
-    ok = ok && cuda_ok((cudaError_t)evo_quantize_forward(dx.ptr, in_dtype, rotate, dc.ptr, (float *)ds.ptr, batch,
-                                                          heads, seq, d, need ? scr.ptr : nullptr, scr.bytes, 0),
-                       "evo_quantize_forward") &&
+              cuda_ok(cudaMemset(dc.ptr, poison, n), "poison") &&
+              cuda_ok(cudaMemset(ds.ptr, 0xff, n_heads * 4), "poison");
+    ok = ok &&
+         cuda_ok((cudaError_t)evo_quantize_forward(dx.ptr, in_dtype, rotate, dc.ptr, (float *)ds.ptr, batch, heads, seq,
+                                                   d, need ? scr.ptr : nullptr, scr.bytes, 0),
+                 "evo_quantize_forward") &&
          cuda_ok(cudaDeviceSynchronize(), "kernel");
     std::vector<uint8_t> codes, want((size_t)head_elems);
     std::vector<float> scales(n_heads);
@@ -573,8 +578,8 @@ static bool run_checks(int *n_cases, int *failed)
                                             scr.ptr, scr.bytes, 0)},
         {"misaligned x", evo_quantize_forward(b + 8, v0.in_dtype, v0.rotate, b + 65536, (float *)(b + 131072), 1, 1, 64,
                                               v0.head_dim, scr.ptr, scr.bytes, 0)},
-        {"misaligned codes", evo_quantize_forward(b, v0.in_dtype, v0.rotate, b + 65544, (float *)(b + 131072), 1, 1,
-                                                  64, v0.head_dim, scr.ptr, scr.bytes, 0)},
+        {"misaligned codes", evo_quantize_forward(b, v0.in_dtype, v0.rotate, b + 65544, (float *)(b + 131072), 1, 1, 64,
+                                                  v0.head_dim, scr.ptr, scr.bytes, 0)},
         {"seq 0", evo_quantize_forward(b, v0.in_dtype, v0.rotate, b + 65536, (float *)(b + 131072), 1, 1, 0,
                                        v0.head_dim, scr.ptr, scr.bytes, 0)},
         {"scratch too small", need ? evo_quantize_forward(b, v0.in_dtype, v0.rotate, b + 65536, (float *)(b + 131072),
@@ -586,7 +591,8 @@ static bool run_checks(int *n_cases, int *failed)
         ++*n_cases;
         if (r.rc != (int)cudaErrorInvalidValue) {
             ++refused_wrongly;
-            printf("  FAIL  %s returned %d, want cudaErrorInvalidValue (%d)\n", r.what, r.rc, (int)cudaErrorInvalidValue);
+            printf("  FAIL  %s returned %d, want cudaErrorInvalidValue (%d)\n", r.what, r.rc,
+                   (int)cudaErrorInvalidValue);
         }
     }
     printf("check  launcher refuses a head dim, dtype, misaligned pointers, seq 0%s: %s\n",
@@ -605,8 +611,7 @@ static double percentile(const std::vector<double> &sorted, int num, int den)
 
 /* Median and p10..p90 (µs) of reps launches of fn, each after the L2 flush, timed with CUDA events, all queued
  * before waiting. */
-template <class F>
-static bool time_reps(F fn, int reps, void *flush, size_t flush_bytes, std::vector<double> &ts)
+template <class F> static bool time_reps(F fn, int reps, void *flush, size_t flush_bytes, std::vector<double> &ts)
 {
     std::vector<cudaEvent_t> ev(2 * (size_t)reps);
     for (auto &e : ev)
@@ -644,8 +649,8 @@ static bool run_timing(const char *only, int reps, int *n_timed, int *failed)
     if (flush_bytes < (256u << 20)) flush_bytes = 256u << 20;
     void *flush = nullptr;
     if (!cuda_ok(cudaMalloc(&flush, flush_bytes), "cudaMalloc")) return false;
-    printf("\n%-34s %10s %16s %8s %10s %8s %9s  %s\n", "shape", "median us", "p10..p90 us", "GB/s", "copy us",
-           "% copy", "evo us", "output");
+    printf("\n%-34s %10s %16s %8s %10s %8s %9s  %s\n", "shape", "median us", "p10..p90 us", "GB/s", "copy us", "% copy",
+           "evo us", "output");
     const int n_shapes = (int)(sizeof evo_export::timed_shapes / sizeof evo_export::timed_shapes[0]);
     bool ok = true;
     shared_scratch scr;
@@ -656,8 +661,8 @@ static bool run_timing(const char *only, int reps, int *n_timed, int *failed)
                      n = n_heads * head_elems;
         std::vector<uint16_t> x(n);
         make_input(x, head_elems, sh.in_dtype, DIST_NORMAL, 5000 + (uint64_t)si);
-        const unsigned long long need = evo_quantize_scratch_bytes(sh.in_dtype, sh.rotate, sh.batch, sh.heads, sh.seq,
-                                                                   sh.head_dim);
+        const unsigned long long need =
+            evo_quantize_scratch_bytes(sh.in_dtype, sh.rotate, sh.batch, sh.heads, sh.seq, sh.head_dim);
         if (need == ~0ull) {
             printf("%-34s no variant for this shape\n", sh.name);
             ++*failed;
@@ -703,8 +708,10 @@ static bool run_timing(const char *only, int reps, int *n_timed, int *failed)
         snprintf(name, sizeof name, "%s(%d,%d,%d,%d) %s%s", sh.name, sh.batch, sh.heads, sh.seq, sh.head_dim,
                  sh.in_dtype ? "bf16" : "fp16", sh.rotate ? " rot" : "");
         snprintf(spread, sizeof spread, "%.2f..%.2f", percentile(tq, 1, 10), percentile(tq, 9, 10));
-        if (sh.evo_median_us > 0) snprintf(evo_us, sizeof evo_us, "%.2f", sh.evo_median_us);
-        else snprintf(evo_us, sizeof evo_us, "-");
+        if (sh.evo_median_us > 0)
+            snprintf(evo_us, sizeof evo_us, "%.2f", sh.evo_median_us);
+        else
+            snprintf(evo_us, sizeof evo_us, "-");
         printf("%-34s %10.2f %16s %8.0f %10.2f %7.1f%% %9s  %s\n", name, med, spread, gbs, copy_med,
                100.0 * copy_med / med, evo_us, vd.pass() ? "bit-exact" : "CODES DIFFER");
         ++*n_timed;
