@@ -7,9 +7,15 @@ wheel on PYTHONPATH (without it the column says why it is n/a).
 
   python3 tools/compare_sdpa.py variants/X.cu [--causal both|on|off] [--out DIR] [--reps N] [--replays N]
                                 [--presets mission,long] [--shapes B,H,S,D;...] [--peers flash,cudnn,efficient,cudnn_fp8]
-                                [--arch sm_90] [--nvcc PATH]
+                                [--arch sm_90] [--nvcc PATH] [--lib LIB.so] [--incoherent]
   python3 tools/compare_sdpa.py --peers-only [--shapes ...] ...   (the peers alone, no exported kernel)
+  python3 tools/compare_sdpa.py variants/X.cu --rmse      (RMSE against FP64 attention on outlier inputs, no timing)
   python3 tools/compare_sdpa.py variants/X.cu --dry-run   (no GPU, no PyTorch: the arguments and the file only)
+--incoherent rotates Q and K along D before quantizing (incoherent processing), with the quantizer's fixed rotation
+(tasks/quantize_fp8/evo_quantize_abi.h): each row x becomes x·M, M = diag(s)·H/sqrt(D), H the Walsh-Hadamard matrix;
+(Q·M)(K·M)ᵀ = Q·Kᵀ, so the kernel is unchanged. --rmse measures, on the FlashAttention-3 paper's outlier inputs
+(Q, K, V ~ N(0,1) + N(0,100)·Bernoulli(0.001)), the output's RMSE against FP64 attention on the unquantized inputs:
+per-head quantization, the same with incoherent processing, and fp16 SDPA.
 """
 import argparse
 import ctypes
@@ -39,6 +45,9 @@ E4M3_MAX = 448.0
 BACKENDS = [("flash", "FLASH_ATTENTION"), ("cudnn", "CUDNN_ATTENTION"), ("efficient", "EFFICIENT_ATTENTION")]
 LABELS = {"flash": "flash", "cudnn": "cuDNN", "efficient": "efficient", "cudnn_fp8": "cuDNN FP8"}
 PEERS = [label for label, _ in BACKENDS] + ["cudnn_fp8"]
+RMSE_SHAPES = [(1, 16, 2048, 64), (1, 16, 2048, 128), (2, 8, 4096, 128)]  # (batch, heads, seq, head_dim)
+SIGN_SEED = 0x51554E5446503845  # EVO_QUANT_SIGN_SEED, evo_quantize_abi.h
+MASK64 = (1 << 64) - 1
 
 
 class NotAnExport(Exception):
@@ -103,10 +112,15 @@ def parse_args(argv):
     p.add_argument("--presets", default=",".join(n for n, *_ in PRESETS), help="comma-separated preset names")
     p.add_argument("--arch", help="nvcc -arch (default: the file's, else sm_90)")
     p.add_argument("--nvcc", help="nvcc to build with (default: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)")
+    p.add_argument("--lib", help="a library already built from the file (skips nvcc)")
+    p.add_argument("--incoherent", action="store_true", help="rotate Q and K along D before quantizing")
+    p.add_argument("--rmse", action="store_true",
+                   help="RMSE on outlier inputs against FP64: per-head vs incoherent vs fp16 SDPA (no timing)")
+    p.add_argument("--seeds", type=int, default=3, help="--rmse: input draws per shape, RMSE averaged (default 3)")
     p.add_argument("--dry-run", action="store_true", help="check the arguments and the file; no GPU, no PyTorch")
     a = p.parse_args(argv)
-    if a.reps < 1 or a.replays < 1:
-        p.error("--reps and --replays want a positive count")
+    if a.reps < 1 or a.replays < 1 or a.seeds < 1:
+        p.error("--reps, --replays and --seeds want a positive count")
     names = [n.strip() for n in a.presets.split(",") if n.strip()]
     known = {n for n, *_ in PRESETS}
     bad = [n for n in names if n not in known]
@@ -127,13 +141,16 @@ def parse_args(argv):
         p.error(f"--peers: unknown {', '.join(bad)}; choose from {', '.join(PEERS)}")
     if a.peers_only == bool(a.file):
         p.error("give an exported .cu file, or --peers-only without one")
+    if a.peers_only and (a.rmse or a.incoherent or a.lib):
+        p.error("--rmse, --incoherent and --lib need an exported .cu file (not --peers-only)")
     a.causal_list = {"both": [False, True], "on": [True], "off": [False]}[a.causal]
     return a
 
 
 def out_paths(args, k):
     stem = os.path.splitext(os.path.basename(k["path"]))[0]
-    return os.path.join(args.out, f"sdpa-{stem}.json"), os.path.join(args.out, f"sdpa-{stem}.md")
+    kind = "rmse" if args.rmse else "sdpa-incoherent" if args.incoherent else "sdpa"
+    return os.path.join(args.out, f"{kind}-{stem}.json"), os.path.join(args.out, f"{kind}-{stem}.md")
 
 
 def print_plan(args, k, cmd):
@@ -143,6 +160,10 @@ def print_plan(args, k, cmd):
     print(f"head dims {' '.join(str(d) for d in k['head_dims'])}")
     print(f"causal: {args.causal}")
     print(f"peers: {', '.join(LABELS[x] for x in args.peer_list)}")
+    print(f"quantization: per (batch, head){', Q and K rotated first (incoherent)' if args.incoherent else ''}")
+    if args.rmse:
+        print("rmse: outlier inputs N(0,1) + N(0,100)·Bernoulli(0.001), against FP64 attention, shapes " +
+              ", ".join(str(sh) for sh in RMSE_SHAPES) + f", {args.seeds} draws each")
     print(f"timing: CUDA graph of {GRAPH_CALLS} back-to-back calls x {args.replays} replays (L2 warm); "
           f"CUDA events, {FLUSH_BYTES >> 20} MiB L2 flush before each call, reps {args.reps}")
     print("build: " + " ".join(cmd))
@@ -162,7 +183,8 @@ def quantize(torch, x, fmt):
     nearest even; u8sim codes = clamp(roundf(x/(scale*448)*127 + 128), 0, 255), halves away from zero."""
     xf = x.float()
     amax = xf.abs().amax(dim=(2, 3))
-    scale = torch.where(amax == 0, torch.ones_like(amax), amax / E4M3_MAX)
+    # a tensor divisor: PyTorch's CUDA division by a Python number multiplies by its reciprocal (1 ulp off at times)
+    scale = torch.where(amax == 0, torch.ones_like(amax), amax / torch.full_like(amax, E4M3_MAX))
     s = scale[:, :, None, None]
     if fmt == "e4m3":
         codes = (xf / s).clamp_(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn).view(torch.uint8)
@@ -173,6 +195,38 @@ def quantize(torch, x, fmt):
         r = torch.where(a - fl >= 0.5, fl + 1.0, fl) * y.sign()
         codes = r.clamp_(0, 255).to(torch.uint8)
     return codes.contiguous(), scale.reshape(-1).contiguous()
+
+
+def sign_vector(d):
+    """The quantizer's signs s_0..s_{d-1}: s_i = -1 where bit i mod 64 of word i / 64 is set; word w is the splitmix64
+    finalizer of SIGN_SEED + (w + 1)·0x9e3779b97f4a7c15 (evo_quant_sign_word)."""
+    signs = []
+    for i in range(d):
+        z = (SIGN_SEED + ((i >> 6) + 1) * 0x9E3779B97F4A7C15) & MASK64
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        z ^= z >> 31
+        signs.append(-1.0 if (z >> (i & 63)) & 1 else 1.0)
+    return signs
+
+
+def rotation(torch, d, device):
+    """M [d, d] float64 with x·M = evo's rotation of each row x: M = diag(s)·H/sqrt(d),
+    H[i][j] = (-1)^popcount(i & j)."""
+    idx = torch.arange(d, device=device)
+    bits = torch.bitwise_and(idx[:, None], idx[None, :])
+    parity = torch.zeros_like(bits)
+    while bool((bits != 0).any()):
+        parity ^= bits & 1
+        bits = bits >> 1
+    h = 1.0 - 2.0 * parity.double()
+    s = torch.tensor(sign_vector(d), dtype=torch.float64, device=device)
+    return s[:, None] * h / math.sqrt(d)
+
+
+def rotate(torch, x, m):
+    """x [B, H, S, D] (any float dtype) times M along D, in float64, returned as float32."""
+    return torch.matmul(x.double(), m).float()
 
 
 def dequantize(torch, codes, scales, fmt):
@@ -350,12 +404,16 @@ def timed(timer, fn, entry):
 # ---- the comparison ----
 
 def load_library(torch, k, args, workdir):
-    lib_path = os.path.join(workdir, "libevo_attn.so")
-    cmd = build_command(find_nvcc(args.nvcc), args.arch or k["arch"], k["path"], lib_path)
-    print("building: " + " ".join(cmd), flush=True)
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"nvcc failed ({r.returncode}):\n{r.stdout}")
+    if args.lib:
+        lib_path = args.lib
+        print(f"library: {lib_path} (prebuilt)")
+    else:
+        lib_path = os.path.join(workdir, "libevo_attn.so")
+        cmd = build_command(find_nvcc(args.nvcc), args.arch or k["arch"], k["path"], lib_path)
+        print("building: " + " ".join(cmd), flush=True)
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"nvcc failed ({r.returncode}):\n{r.stdout}")
     lib = ctypes.CDLL(lib_path)
     f = lib.evo_attention_forward
     f.restype = ctypes.c_int
@@ -380,7 +438,8 @@ def ours_call(torch, lib, q8, k8, v8, qs, ks, vs, o, shape, causal, scale):
     return call
 
 
-def run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal, seed, peers):
+def run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal, seed, peers,
+               incoherent=False):
     name, b, h, s, d = preset
     row = {"preset": name, "batch": b, "heads": h, "seq": s, "head_dim": d, "causal": causal,
            "flops": flops(b, h, s, d, causal)}
@@ -395,9 +454,11 @@ def run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal,
     elif d in k["head_dims"]:
         fmt = k["format"]
         quant = {}
-        timed(timer, lambda: [quantize(torch, x, fmt) for x in (q, kk, v)], quant)
+        m = rotation(torch, d, q.device) if incoherent else None
+        prep = (lambda x: rotate(torch, x, m)) if incoherent else (lambda x: x)  # noqa: E731
+        timed(timer, lambda: [quantize(torch, prep(x), fmt) for x in (q, kk)] + [quantize(torch, v, fmt)], quant)
         row["quant"] = quant
-        (q8, qs), (k8, ks), (v8, vs) = (quantize(torch, x, fmt) for x in (q, kk, v))
+        (q8, qs), (k8, ks), (v8, vs) = (quantize(torch, x, fmt) for x in (prep(q), prep(kk), v))
         ref_deq = attention_fp32(torch, dequantize(torch, q8, qs, fmt), dequantize(torch, k8, ks, fmt),
                                  dequantize(torch, v8, vs, fmt), causal, scale)
         o = torch.full_like(q, float("nan"))
@@ -455,6 +516,77 @@ def run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal,
             entry = {"error": first_line(e)}
     row["cudnn_fp8"] = entry
     return row
+
+
+# ---- RMSE on outlier inputs (--rmse) ----
+
+def outlier_inputs(torch, shape, gen):
+    """N(0,1) + N(0,100)·Bernoulli(0.001), drawn in float32 and rounded to fp16: the user's tensors."""
+    x = torch.randn(shape, generator=gen, device="cuda")
+    spike = torch.randn(shape, generator=gen, device="cuda") * 10.0
+    hit = torch.rand(shape, generator=gen, device="cuda") < 0.001
+    return (x + spike * hit).half()
+
+
+def attention_fp64(torch, q, k, v, scale):
+    """softmax(q·kᵀ·scale)·v in FP64 on the given (unquantized) inputs, four heads at a time."""
+    out = torch.empty(q.shape, dtype=torch.float64, device=q.device)
+    for b in range(q.shape[0]):
+        for h in range(0, q.shape[1], 4):
+            s = torch.matmul(q[b, h:h + 4].double(), k[b, h:h + 4].double().transpose(-1, -2)) * scale
+            out[b, h:h + 4] = torch.matmul(torch.softmax(s, dim=-1), v[b, h:h + 4].double())
+    return out
+
+
+def rmse_of(out, ref):
+    return math.sqrt(((out.double() - ref) ** 2).mean().item())
+
+
+def run_rmse(torch, F, lib, k, args):
+    rows = []
+    for b, h, s, d in RMSE_SHAPES:
+        row = {"batch": b, "heads": h, "seq": s, "head_dim": d, "per_head": [], "incoherent": [], "sdpa_fp16": []}
+        if d not in k["head_dims"]:
+            row["error"] = f"no variant for head dim {d}"
+            rows.append(row)
+            continue
+        m = rotation(torch, d, "cuda")
+        scale = 1.0 / math.sqrt(d)
+        for seed in range(args.seeds):
+            print(f"  ({b}, {h}, {s}, {d}) draw {seed + 1} ...", flush=True)
+            gen = torch.Generator(device="cuda").manual_seed(7000 + 101 * seed + d)
+            q, kk, v = (outlier_inputs(torch, (b, h, s, d), gen) for _ in range(3))
+            ref = attention_fp64(torch, q, kk, v, scale)
+            for label, prep in (("per_head", lambda x: x), ("incoherent", lambda x: rotate(torch, x, m))):
+                (q8, qs), (k8, ks) = (quantize(torch, prep(x), k["format"]) for x in (q, kk))
+                v8, vs = quantize(torch, v, k["format"])
+                o = torch.full_like(q, float("nan"))
+                ours_call(torch, lib, q8, k8, v8, qs, ks, vs, o, (b, h, s, d), False, scale)()
+                torch.cuda.synchronize()
+                row[label].append(rmse_of(o, ref))
+            row["sdpa_fp16"].append(rmse_of(F.scaled_dot_product_attention(q, kk, v), ref))
+            del ref
+            torch.cuda.empty_cache()
+        for label in ("per_head", "incoherent", "sdpa_fp16"):
+            row[label + "_mean"] = sum(row[label]) / len(row[label])
+        rows.append(row)
+    return rows
+
+
+def rmse_table(rows, seeds):
+    lines = ["| shape (B,H,S,D) | evo FP8, per-head e4m3 | evo FP8, per-head + incoherent | incoherent gain | "
+             "fp16 SDPA |", "|---|---:|---:|---:|---:|"]
+    for r in rows:
+        shape = f"({r['batch']},{r['heads']},{r['seq']},{r['head_dim']})"
+        if "error" in r:
+            lines.append(f"| {shape} | n/a | n/a | n/a | n/a ({r['error']}) |")
+            continue
+        lines.append(f"| {shape} | {r['per_head_mean']:.2e} | {r['incoherent_mean']:.2e} | "
+                     f"{r['per_head_mean'] / r['incoherent_mean']:.2f}x | {r['sdpa_fp16_mean']:.2e} |")
+    lines += ["", f"RMSE of the output against FP64 attention on the fp16 inputs, mean over {seeds} draws; inputs "
+              "Q, K, V ~ N(0,1) + N(0,100)·Bernoulli(0.001) rounded to fp16, softmax scale 1/sqrt(D), not causal. "
+              "Incoherent: Q and K times M = diag(s)·H/sqrt(D) (evo_quantize_abi.h) before quantizing."]
+    return lines
 
 
 # ---- reporting ----
@@ -603,6 +735,15 @@ def main(argv=None):
     print(f"kernel {kk['path']}: {kk['genome']} ({kk['format']})")
 
     workdir = tempfile.mkdtemp(prefix="evo-sdpa-")
+    if args.rmse:
+        try:
+            rows = run_rmse(torch, F, load_library(torch, k, args, workdir), k, args)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        md = [f"# {os.path.basename(k['path'])}: RMSE on outlier inputs", "",
+              f"{info['device']} ({info['capability']}), torch {info['torch']}, CUDA {info['cuda']}, {info['date']}.",
+              f"Kernel: `{k['genome']}`, format {k['format']}, key {k['key'][:8]}.", ""] + rmse_table(rows, args.seeds)
+        return write_report(args, info, rows, md, json_path, md_path)
     try:
         lib = load_library(torch, k, args, workdir) if k else None
         timer = Timer(torch, args.reps, args.replays)
@@ -611,7 +752,7 @@ def main(argv=None):
             for i, preset in enumerate(args.preset_list):
                 print(f"  {preset[0]}{' causal' if causal else ''} ...", flush=True)
                 rows.append(run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal, 1000 + i,
-                                       args.peer_list))
+                                       args.peer_list, args.incoherent))
                 torch.cuda.empty_cache()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -620,6 +761,7 @@ def main(argv=None):
           f"{info['device']} ({info['capability']}), torch {info['torch']}, CUDA {info['cuda']}, cuDNN {info['cudnn']}, "
           f"{info['date']}.", f"Kernel: `{kk['genome']}`, format {kk['format']}, key {kk['key'][:8]}.", "",
           "Kernel time only; inputs fp16 `torch.randn`, ours on 8-bit codes quantized per (batch, head) beforehand "
+          + ("after rotating Q and K (incoherent processing) " if args.incoherent else "") +
           "(timed separately). Ratio = peer time / our time (> 1: ours is faster). TFLOP/s counts 4·B·H·S²·D "
           "(causal: S(S+1)/2 pairs). cuDNN FP8: `graph.sdpa_fp8`, e4m3 codes with one scale per tensor, FP8 output. "
           "Errors: rel-L2 against FP32 attention, ours on the dequantized inputs (deq) and every contender on the "
@@ -632,12 +774,16 @@ def main(argv=None):
                     f"CUDA events around each call, {FLUSH_BYTES >> 20} MiB written before each (L2 cold); median "
                     f"[p10–p90] over {args.reps} calls") + [""]
         md += error_table(rows, causal) + [""]
+    return write_report(args, info, rows, md, json_path, md_path)
+
+
+def write_report(args, info, rows, md, json_path, md_path):
     text = "\n".join(md)
     print()
     print(text)
     os.makedirs(args.out, exist_ok=True)
     with open(json_path, "w") as f:
-        json.dump(finite_or_none({**info, "results": rows}), f, indent=2)
+        json.dump(finite_or_none({**info, "incoherent": args.incoherent, "results": rows}), f, indent=2)
         f.write("\n")
     with open(md_path, "w") as f:
         f.write(text + "\n")

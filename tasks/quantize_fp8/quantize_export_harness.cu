@@ -1,0 +1,773 @@
+/* quantize_export_harness.cu — the host launcher and the self-test of every quantize_fp8 kernel `evo export`
+ * writes. evo appends this text, unchanged, after evo_quantize_abi.h, quantize_fp8.cu and the genome's own section
+ * (knobs evo_export_knobs, the kernels' explicit instantiations, namespace evo_export: qvariant table, timed
+ * shapes), so it is the same in every exported quantizer. It is not a kernel template: evo never compiles it alone;
+ * tools/quantize_export.py assembles a file by hand and tests/cli_quantize_export.sh builds it with nvcc.
+ */
+#include <atomic>
+
+namespace evo_export
+{
+
+static const int n_qvariants = (int)(sizeof variants / sizeof variants[0]);
+
+/* Per variant, one bit per device on which NonPortableClusterSizeAllowed has been set (cluster 16). */
+static std::atomic<unsigned long long> nonportable_set[sizeof variants / sizeof variants[0]];
+
+/* Scratch layout. Mode chained keeps its control words (16 + 8 per head bytes) at the start of the caller's
+ * scratch and every launch leaves them zero. With a separate rotation pass (rotate, fused_rot = 0) the rotated rows
+ * come first in the template's layout, so that plan is placed past the largest control block (65535 heads): its rows
+ * never touch the words other calls rely on, and its own control words, behind rows that vary in size, are
+ * zeroed by a memset before the launch. */
+static const unsigned long long chained_zone = (16ull + 8ull * 65535ull + 255ull) & ~255ull;
+
+struct qcall {
+    int vi; /* index in variants */
+    evo_quant_plan plan;
+    unsigned long long offset;     /* the plan's scratch starts at scratch + offset */
+    unsigned long long need;       /* bytes of the caller's scratch this call uses (0: none) */
+    unsigned long long zero_bytes; /* leading bytes a fresh scratch must have zeroed */
+    int memset_ctl;                /* 1: zero the chained control words before launching */
+};
+
+static int find_qvariant(int head_dim, int in_dtype, int rotate)
+{
+    for (int i = 0; i < n_qvariants; i++)
+        if (variants[i].head_dim == head_dim && variants[i].in_dtype == in_dtype && variants[i].rotate == rotate)
+            return i;
+    return -1;
+}
+
+/* The plan of one call on the current device; cudaErrorInvalidValue for a combination or shape this file cannot
+ * run. */
+static cudaError_t resolve(int in_dtype, int rotate, int batch, int heads, int seq, int head_dim, qcall *c)
+{
+    if ((in_dtype != EVO_QUANT_IN_F16 && in_dtype != EVO_QUANT_IN_BF16) || (rotate != 0 && rotate != 1))
+        return cudaErrorInvalidValue;
+    c->vi = find_qvariant(head_dim, in_dtype, rotate);
+    if (c->vi < 0) return cudaErrorInvalidValue;
+    int dev = 0, major = 0, minor = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return e;
+    if (evo_quant_plan_make(&evo_export_knobs, batch, heads, seq, head_dim, rotate, major * 10 + minor, sms, &c->plan,
+                            0, 0) != 0)
+        return cudaErrorInvalidValue;
+    const int unfused = rotate && !evo_export_knobs.fused_rot;
+    const int chained = evo_export_knobs.mode == EVO_QUANT_MODE_CHAINED;
+    c->offset = chained && unfused ? chained_zone : 0ull;
+    c->memset_ctl = chained && unfused;
+    c->need = c->plan.scratch_bytes ? c->offset + c->plan.scratch_bytes : 0ull;
+    c->zero_bytes = chained && !unfused ? c->plan.scratch_bytes : 0ull;
+    return cudaSuccess;
+}
+
+static cudaError_t allow_nonportable(int vi, void (*fn)(const evo_quant_params))
+{
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    const unsigned long long bit = dev < 64 ? 1ull << dev : 0ull;
+    if (bit && (nonportable_set[vi].load(std::memory_order_acquire) & bit)) return cudaSuccess;
+    e = cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    if (e == cudaSuccess && bit) nonportable_set[vi].fetch_or(bit, std::memory_order_acq_rel);
+    return e;
+}
+
+static cudaError_t launch_plan(const qcall &c, const evo_quant_params &p, cudaStream_t stream)
+{
+    const qvariant &v = variants[c.vi];
+    for (int i = 0; i < c.plan.n_launches; i++) {
+        const evo_quant_launch &l = c.plan.launch[i];
+        void (*fn)(const evo_quant_params) = l.kernel == EVO_QUANT_K_MAIN     ? v.main
+                                             : l.kernel == EVO_QUANT_K_ABSMAX ? v.absmax
+                                                                              : v.rotate_k;
+        if (!fn) return cudaErrorInvalidDeviceFunction; /* the genome section lacks a kernel its plan needs */
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(l.grid_x, l.grid_y, 1);
+        cfg.blockDim = dim3(l.block, 1, 1);
+        cfg.dynamicSmemBytes = 0;
+        cfg.stream = stream;
+        cudaLaunchAttribute attr[1];
+        if (l.cluster_x > 1) {
+            if (l.nonportable) {
+                cudaError_t e = allow_nonportable(c.vi, fn);
+                if (e != cudaSuccess) return e;
+            }
+            attr[0].id = cudaLaunchAttributeClusterDimension;
+            attr[0].val.clusterDim.x = l.cluster_x;
+            attr[0].val.clusterDim.y = 1;
+            attr[0].val.clusterDim.z = 1;
+            cfg.attrs = attr;
+            cfg.numAttrs = 1;
+        }
+        cudaError_t e = cudaLaunchKernelEx(&cfg, fn, p);
+        if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+}
+
+} // namespace evo_export
+
+extern "C" const char *evo_quantize_genome(void) { return EVO_EXPORT_GENOME; }
+
+/* Bytes of device scratch evo_quantize_forward needs for this call on the current device (0: none; pass NULL);
+ * (unsigned long long)-1 when this file cannot run the combination or shape. */
+extern "C" unsigned long long evo_quantize_scratch_bytes(int in_dtype, int rotate, int batch, int heads, int seq,
+                                                         int head_dim)
+{
+    evo_export::qcall c;
+    return evo_export::resolve(in_dtype, rotate, batch, heads, seq, head_dim, &c) == cudaSuccess ? c.need : ~0ull;
+}
+
+/* For a scratch allocated afresh for one call: how many of its leading bytes must be zero (the rest may hold
+ * anything); (unsigned long long)-1 as above. */
+extern "C" unsigned long long evo_quantize_scratch_zero_bytes(int in_dtype, int rotate, int batch, int heads, int seq,
+                                                              int head_dim)
+{
+    evo_export::qcall c;
+    return evo_export::resolve(in_dtype, rotate, batch, heads, seq, head_dim, &c) == cudaSuccess ? c.zero_bytes : ~0ull;
+}
+
+/* x: [B, H, S, D] fp16 (in_dtype 0) or bf16 (1) -> codes: [B, H, S, D] e4m3fn bytes, scales: one float per (batch,
+ * head), index b*H + h; rotate 1: incoherent processing (evo_quantize_abi.h: each row times H·diag(s)/sqrt(D)).
+ * All device pointers; x and codes 16-byte aligned, scales 4-byte. scratch: at least evo_quantize_scratch_bytes()
+ * bytes, 256-byte aligned (NULL when that is 0), either zero-filled once before its first use and then left to these
+ * calls, which keep it ready for the next call of any shape (what a call reads before writing it leaves zero), or
+ * fresh for each call with its first evo_quantize_scratch_zero_bytes() bytes zero. Calls sharing a scratch must not
+ * overlap in time (one stream, or ordered). Returns the launches' cudaError_t as int: cudaErrorInvalidValue for a
+ * (head_dim, in_dtype, rotate) without a variant, a shape out of range, a null or misaligned pointer or a scratch
+ * too small. Asynchronous on `stream` (capturable into a CUDA graph); thread-safe. */
+extern "C" int evo_quantize_forward(const void *x, int in_dtype, int rotate, void *codes, float *scales, int batch,
+                                    int heads, int seq, int head_dim, void *scratch, unsigned long long scratch_bytes,
+                                    cudaStream_t stream)
+{
+    using namespace evo_export;
+    qcall c;
+    cudaError_t e = resolve(in_dtype, rotate, batch, heads, seq, head_dim, &c);
+    if (e != cudaSuccess) return (int)e;
+    const unsigned long long ux = (unsigned long long)x, uc = (unsigned long long)codes,
+                             us = (unsigned long long)scales, ut = (unsigned long long)scratch;
+    if (!x || !codes || !scales || (ux & 15ull) || (uc & 15ull) || (us & 3ull)) return (int)cudaErrorInvalidValue;
+    if (c.need && (!scratch || (ut & 255ull) || scratch_bytes < c.need)) return (int)cudaErrorInvalidValue;
+    evo_quant_params p = {};
+    p.x = x;
+    p.codes = (unsigned char *)codes;
+    p.scales = scales;
+    p.scratch = c.need ? (void *)((unsigned char *)scratch + c.offset) : (void *)0;
+    p.scratch_bytes = c.need ? c.plan.scratch_bytes : 0ull;
+    p.batch = batch;
+    p.heads = heads;
+    p.seq = seq;
+    p.head_dim = head_dim;
+    p.in_dtype = in_dtype;
+    p.rotate = rotate;
+    p.chain_lag = c.plan.chain_lag;
+    if (c.memset_ctl) {
+        const unsigned long long n_heads = (unsigned long long)batch * (unsigned long long)heads;
+        const unsigned long long n = n_heads * (unsigned long long)seq * (unsigned long long)head_dim;
+        e = cudaMemsetAsync((unsigned char *)p.scratch + evo_quant_rot_bytes(n), 0, (size_t)(16ull + 8ull * n_heads),
+                            stream);
+        if (e != cudaSuccess) return (int)e;
+    }
+    return (int)launch_plan(c, p, stream);
+}
+
+#ifdef EVO_SELFTEST
+/* ---- self-test: bit-exact against a CPU reference, then the config's shapes timed against a copy ----
+ * ./selftest [--check-only] [--shape NAME] [--reps N]; exit 0: every check passed, 1: a check failed,
+ * 2: it could not run (no GPU, bad arguments). */
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
+#error "the self-test's reference needs float evaluated in its own precision (FLT_EVAL_METHOD 0)"
+#endif
+
+namespace evo_qselftest
+{
+
+/* ---- number formats and the quantizer: evo's rules (tasks/quantize_fp8/quantize_ref.c), as plain C++ ---- */
+
+static uint32_t float_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+static float bits_float(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+static float half_to_float(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return bits_float(sign | 0x7f800000u | (m << 13));
+    if (e == 0) {
+        if (m == 0) return bits_float(sign);
+        uint32_t sh = 0;
+        while (!(m & 0x400u)) {
+            m <<= 1;
+            sh++;
+        }
+        return bits_float(sign | ((113u - sh) << 23) | ((m & 0x3ffu) << 13));
+    }
+    return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+static float in_to_float(uint16_t b, int in_dtype)
+{
+    return in_dtype == EVO_QUANT_IN_BF16 ? bits_float((uint32_t)b << 16) : half_to_float(b);
+}
+
+/* Round to nearest even, once, with integers only. */
+static uint16_t double_to_half(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    const uint16_t sign = (uint16_t)((b >> 48) & 0x8000u);
+    const uint64_t a = b & 0x7fffffffffffffffull;
+    if (a > 0x7ff0000000000000ull) return sign | 0x7e00u;
+    const int be = (int)(a >> 52);
+    if (be == 0) return sign;
+    const int e = be - 1023;
+    const uint64_t mant = (a & 0xfffffffffffffull) | (1ull << 52);
+    if (e >= 16) return sign | 0x7c00u;
+    if (e >= -14) {
+        uint32_t q = ((uint32_t)(e + 15) << 10) | (uint32_t)((mant >> 42) & 0x3ffu);
+        const uint64_t rem = mant & ((1ull << 42) - 1), half = 1ull << 41;
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (uint16_t)(sign | q);
+    }
+    const int sh = 28 - e;
+    if (sh > 53) return sign;
+    uint64_t q = mant >> sh;
+    const uint64_t rem = mant & ((1ull << sh) - 1), half = 1ull << (sh - 1);
+    if (rem > half || (rem == half && (q & 1u))) q++;
+    return (uint16_t)(sign | q);
+}
+
+/* float -> bf16 bits, round to nearest even; overflow -> inf; NaN -> quiet NaN of x's sign. */
+static uint16_t float_to_bf16(float x)
+{
+    const uint32_t u = float_bits(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);
+    uint32_t rest = u & 0xffffu, q = u >> 16;
+    if (rest > 0x8000u || (rest == 0x8000u && (q & 1u))) q++;
+    return (uint16_t)q;
+}
+
+/* OCP e4m3fn, round to nearest even, saturating at +-448; NaN -> 0x7f. */
+static uint8_t e4m3_encode(float x)
+{
+    const uint32_t b = float_bits(x);
+    const uint8_t sign = (uint8_t)((b >> 24) & 0x80u);
+    const uint32_t a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) return 0x7f;
+    const int be = (int)(a >> 23);
+    if (be == 0) return sign;
+    const int e = be - 127;
+    const uint32_t mant = (a & 0x7fffffu) | 0x800000u;
+    uint32_t q;
+    if (e > 8) {
+        q = 0x7e;
+    } else if (e >= -6) {
+        q = ((uint32_t)(e + 7) << 3) | ((mant >> 20) & 7u);
+        const uint32_t rem = mant & 0xfffffu, half = 0x80000u;
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        if (q > 0x7e) q = 0x7e;
+    } else {
+        const int sh = 14 - e;
+        if (sh > 24) return sign;
+        q = mant >> sh;
+        const uint32_t rem = mant & ((1u << sh) - 1), half = 1u << (sh - 1);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+    }
+    return (uint8_t)(sign | q);
+}
+
+/* y = H·(s∘x)/sqrt(D) in float, in quantize_ref.h's order: sign flips, butterflies h = 1, 2, .., D/2, one multiply.
+ * No product is followed by a sum, so no contraction into a fused multiply-add can change a bit. */
+static void rotate_row(float *v, int d)
+{
+    for (int i = 0; i < d; i++)
+        if ((evo_quant_sign_word((unsigned)i >> 6) >> (i & 63)) & 1u) v[i] = -v[i];
+    for (int h = 1; h < d; h <<= 1)
+        for (int i = 0; i < d; i++) {
+            if (i & h) continue;
+            const float a = v[i], b = v[i + h];
+            v[i] = a + b;
+            v[i + h] = a - b;
+        }
+    const float c = evo_quant_rsqrt_d(d);
+    for (int i = 0; i < d; i++) v[i] = v[i] * c;
+}
+
+/* One head of seq rows: absmax over the (rotated) values, NaN ignored; scale = absmax / 448 (1 for 0); codes. */
+static void reference_head(const uint16_t *x, int in_dtype, int rotate, size_t seq, int d, uint8_t *codes, float *scale)
+{
+    std::vector<float> row((size_t)d);
+    float absmax = 0.0f;
+    for (int pass = 0; pass < 2; pass++) {
+        const float s = absmax == 0.0f ? 1.0f : absmax / 448.0f;
+        for (size_t r = 0; r < seq; r++) {
+            for (int i = 0; i < d; i++) row[(size_t)i] = in_to_float(x[r * (size_t)d + (size_t)i], in_dtype);
+            if (rotate) rotate_row(row.data(), d);
+            for (int i = 0; i < d; i++) {
+                if (pass == 0)
+                    absmax = fmaxf(absmax, fabsf(row[(size_t)i]));
+                else
+                    codes[r * (size_t)d + (size_t)i] = e4m3_encode(row[(size_t)i] / s);
+            }
+        }
+        if (pass == 1) *scale = s;
+    }
+}
+
+/* ---- inputs ---- */
+
+enum { DIST_NORMAL, DIST_OUTLIERS, DIST_ZERO_HEAD, DIST_UNIFORM, DIST_LARGE, DIST_TINY, DIST_NONFINITE, N_DISTS };
+static const char *const dist_names[N_DISTS] = {"normal", "outliers", "zero_head", "uniform",
+                                                "large",  "tiny",     "nonfinite"};
+
+struct rng {
+    uint64_t s;
+    uint64_t next()
+    {
+        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    double uniform() { return (double)(next() >> 11) * 0x1p-53; } /* [0, 1) */
+    double normal()
+    {
+        const double u1 = 1.0 - uniform(), u2 = uniform();
+        return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+    }
+};
+
+/* fp16 or bf16 values: N(0,1); N(0,1) + N(0,100)·Bernoulli(0.001); N(0,1) with the first head all zero; U(-1,1);
+ * large (3000·N(0,1) for fp16, 1e30·N(0,1) for bf16: the division's slow path); tiny (down in the subnormals);
+ * N(0,1) with NaN and ±inf planted in the first three heads. */
+static void make_input(std::vector<uint16_t> &x, size_t head_elems, int in_dtype, int dist, uint64_t seed)
+{
+    rng r{seed * 0x2545f4914f6cdd1dull + 1};
+    const int bf = in_dtype == EVO_QUANT_IN_BF16;
+    for (size_t i = 0; i < x.size(); i++) {
+        double v;
+        switch (dist) {
+            case DIST_OUTLIERS:
+                v = r.normal();
+                if (r.uniform() < 0.001) v += 10.0 * r.normal();
+                break;
+            case DIST_ZERO_HEAD: v = i < head_elems ? 0.0 : r.normal(); break;
+            case DIST_UNIFORM: v = 2.0 * r.uniform() - 1.0; break;
+            case DIST_LARGE: v = r.normal() * (bf ? 1e30 : 3000.0); break;
+            case DIST_TINY: v = r.normal() * (bf ? 1e-38 : 1e-6); break;
+            default: v = r.normal(); break;
+        }
+        x[i] = bf ? float_to_bf16((float)v) : double_to_half(v);
+    }
+    if (dist == DIST_NONFINITE && head_elems > 3) {
+        const uint16_t nan = bf ? 0x7fc0 : 0x7e00, inf = bf ? 0x7f80 : 0x7c00;
+        const size_t n_heads = x.size() / head_elems;
+        x[head_elems / 2] = nan;
+        if (n_heads > 1) x[head_elems + head_elems / 3] = inf;
+        if (n_heads > 2) {
+            x[2 * head_elems + 1] = (uint16_t)(inf | 0x8000u);
+            x[2 * head_elems + 2] = (uint16_t)(nan | 0x8000u);
+        }
+    }
+}
+
+/* ---- device buffers with guard bands ---- */
+
+static const size_t GUARD_BYTES = 4096;
+static const unsigned char GUARD = 0xa5;
+
+static bool cuda_ok(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess) return true;
+    fprintf(stderr, "selftest: %s: %s\n", what, cudaGetErrorString(e));
+    return false;
+}
+
+/* A region of `bytes` between two guard bands; `ptr` is 256-byte aligned. */
+struct guarded {
+    unsigned char *alloc = nullptr;
+    unsigned char *ptr = nullptr;
+    size_t bytes = 0;
+    bool make(size_t n)
+    {
+        bytes = n;
+        if (!cuda_ok(cudaMalloc(&alloc, n + 2 * GUARD_BYTES), "cudaMalloc")) return false;
+        ptr = alloc + GUARD_BYTES;
+        return cuda_ok(cudaMemset(alloc, GUARD, n + 2 * GUARD_BYTES), "cudaMemset");
+    }
+    /* bytes outside [ptr, ptr + bytes) that changed */
+    size_t guard_changes()
+    {
+        std::vector<unsigned char> h(GUARD_BYTES);
+        size_t bad = 0;
+        for (int side = 0; side < 2; side++) {
+            const unsigned char *src = side ? ptr + bytes : alloc;
+            if (!cuda_ok(cudaMemcpy(h.data(), src, GUARD_BYTES, cudaMemcpyDeviceToHost), "cudaMemcpy"))
+                return ~(size_t)0;
+            for (unsigned char c : h) bad += c != GUARD;
+        }
+        return bad;
+    }
+    void release()
+    {
+        cudaFree(alloc);
+        alloc = ptr = nullptr;
+    }
+};
+
+/* The one scratch every check shares, zero-filled once: the harness must keep it ready across shapes, dtypes and
+ * rotation on and off. */
+struct shared_scratch {
+    unsigned char *ptr = nullptr;
+    unsigned long long bytes = 0;
+    bool fit(unsigned long long need)
+    {
+        if (need <= bytes) return true;
+        unsigned char *grown = nullptr;
+        if (!cuda_ok(cudaMalloc(&grown, need), "cudaMalloc")) return false;
+        if (ptr && !cuda_ok(cudaMemcpy(grown, ptr, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy")) return false;
+        if (!cuda_ok(cudaMemset(grown + bytes, 0, need - bytes), "cudaMemset")) return false;
+        cudaFree(ptr);
+        ptr = grown;
+        bytes = need;
+        return true;
+    }
+};
+
+struct verdict {
+    size_t bad_codes = 0, bad_scales = 0, guard = 0;
+    long long first = -1;
+    int got = 0, want = 0;
+    bool pass() const { return !bad_codes && !bad_scales && !guard; }
+};
+
+/* Quantizes x on the GPU (codes and scales poisoned first with `poison`), compares heads [h0, h1) with the reference
+ * (all heads when h1 == 0). */
+static bool run_case(const std::vector<uint16_t> &x, int in_dtype, int rotate, int batch, int heads, int seq, int d,
+                     shared_scratch &scr, const std::vector<size_t> &check_heads, unsigned char poison, verdict &vd)
+{
+    const size_t n_heads = (size_t)batch * heads, head_elems = (size_t)seq * d, n = n_heads * head_elems;
+    const unsigned long long need = evo_quantize_scratch_bytes(in_dtype, rotate, batch, heads, seq, d);
+    if (need == ~0ull) {
+        fprintf(stderr, "selftest: no plan for D=%d dtype %d rotate %d (%d,%d,%d)\n", d, in_dtype, rotate, batch, heads,
+                seq);
+        return false;
+    }
+    if (!scr.fit(need)) return false;
+    guarded dx, dc, ds;
+    bool ok = dx.make(n * 2) && dc.make(n) && ds.make(n_heads * 4) &&
+              cuda_ok(cudaMemcpy(dx.ptr, x.data(), n * 2, cudaMemcpyHostToDevice), "cudaMemcpy") &&
+              cuda_ok(cudaMemset(dc.ptr, poison, n), "poison") &&
+              cuda_ok(cudaMemset(ds.ptr, 0xff, n_heads * 4), "poison");
+    ok = ok &&
+         cuda_ok((cudaError_t)evo_quantize_forward(dx.ptr, in_dtype, rotate, dc.ptr, (float *)ds.ptr, batch, heads, seq,
+                                                   d, need ? scr.ptr : nullptr, scr.bytes, 0),
+                 "evo_quantize_forward") &&
+         cuda_ok(cudaDeviceSynchronize(), "kernel");
+    std::vector<uint8_t> codes, want((size_t)head_elems);
+    std::vector<float> scales(n_heads);
+    if (ok) {
+        codes.resize(n);
+        ok = cuda_ok(cudaMemcpy(codes.data(), dc.ptr, n, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
+             cuda_ok(cudaMemcpy(scales.data(), ds.ptr, n_heads * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+        vd.guard = dx.guard_changes() + dc.guard_changes() + ds.guard_changes();
+    }
+    for (size_t k = 0; ok && k < check_heads.size(); k++) {
+        const size_t h = check_heads[k];
+        float s = 0;
+        reference_head(&x[h * head_elems], in_dtype, rotate, (size_t)seq, d, want.data(), &s);
+        if (float_bits(s) != float_bits(scales[h])) vd.bad_scales++;
+        for (size_t i = 0; i < head_elems; i++)
+            if (codes[h * head_elems + i] != want[i]) {
+                if (vd.first < 0) {
+                    vd.first = (long long)(h * head_elems + i);
+                    vd.got = codes[h * head_elems + i];
+                    vd.want = want[i];
+                }
+                vd.bad_codes++;
+            }
+    }
+    dx.release();
+    dc.release();
+    ds.release();
+    return ok;
+}
+
+static std::vector<size_t> all_heads(size_t n)
+{
+    std::vector<size_t> v(n);
+    for (size_t i = 0; i < n; i++) v[i] = i;
+    return v;
+}
+
+/* ---- the two parts ---- */
+
+/* Every variant on odd and preset shapes, every distribution, twice with different poison; then the launcher's
+ * refusals. */
+static bool run_checks(int *n_cases, int *failed)
+{
+    struct bhs {
+        int b, h, s;
+    };
+    static const bhs shapes[] = {{2, 3, 1}, {2, 3, 77}, {1, 5, 1000}, {2, 8, 512}, {1, 2, 4097}};
+    shared_scratch scr;
+    for (int vi = 0; vi < evo_export::n_qvariants; vi++) {
+        const evo_export::qvariant &v = evo_export::variants[vi];
+        for (const bhs &sh : shapes) {
+            int bad = 0;
+            for (int dist = 0; dist < N_DISTS; dist++) {
+                const size_t n_heads = (size_t)sh.b * sh.h, head_elems = (size_t)sh.s * v.head_dim;
+                std::vector<uint16_t> x(n_heads * head_elems);
+                make_input(x, head_elems, v.in_dtype, dist, (uint64_t)(vi * 100 + dist * 10) + (uint64_t)sh.s);
+                for (int rep = 0; rep < 2; rep++) {
+                    verdict vd;
+                    if (!run_case(x, v.in_dtype, v.rotate, sh.b, sh.h, sh.s, v.head_dim, scr, all_heads(n_heads),
+                                  rep ? 0x5a : 0xa5, vd))
+                        return false;
+                    ++*n_cases;
+                    if (!vd.pass()) {
+                        bad++;
+                        printf("  FAIL  D=%d %s%s (%d,%d,%d) %s, call %d: %zu codes differ (first at %lld: 0x%02x, "
+                               "want 0x%02x), %zu scales, %zu guard bytes\n",
+                               v.head_dim, v.in_dtype ? "bf16" : "fp16", v.rotate ? " rotate" : "", sh.b, sh.h, sh.s,
+                               dist_names[dist], rep + 1, vd.bad_codes, vd.first, vd.got, vd.want, vd.bad_scales,
+                               vd.guard);
+                    }
+                }
+            }
+            *failed += bad;
+            printf("check  D=%-3d %-4s rotate=%d  (%d,%d,%4d)  %d distributions x 2 calls  %s\n", v.head_dim,
+                   v.in_dtype ? "bf16" : "fp16", v.rotate, sh.b, sh.h, sh.s, N_DISTS, bad ? "FAIL" : "bit-exact");
+        }
+    }
+    /* The launcher's contract: refusals launch nothing. */
+    const evo_export::qvariant &v0 = evo_export::variants[0];
+    void *buf = nullptr;
+    if (!cuda_ok(cudaMalloc(&buf, 1 << 20), "cudaMalloc")) return false;
+    unsigned char *b = (unsigned char *)buf;
+    const unsigned long long need = evo_quantize_scratch_bytes(v0.in_dtype, v0.rotate, 1, 1, 64, v0.head_dim);
+    struct refusal {
+        const char *what;
+        int rc;
+    } refusals[] = {
+        {"head_dim 96", evo_quantize_forward(b, v0.in_dtype, v0.rotate, b + 65536, (float *)(b + 131072), 1, 1, 64, 96,
+                                             scr.ptr, scr.bytes, 0)},
+        {"in_dtype 2", evo_quantize_forward(b, 2, v0.rotate, b + 65536, (float *)(b + 131072), 1, 1, 64, v0.head_dim,
+                                            scr.ptr, scr.bytes, 0)},
+        {"misaligned x", evo_quantize_forward(b + 8, v0.in_dtype, v0.rotate, b + 65536, (float *)(b + 131072), 1, 1, 64,
+                                              v0.head_dim, scr.ptr, scr.bytes, 0)},
+        {"misaligned codes", evo_quantize_forward(b, v0.in_dtype, v0.rotate, b + 65544, (float *)(b + 131072), 1, 1, 64,
+                                                  v0.head_dim, scr.ptr, scr.bytes, 0)},
+        {"seq 0", evo_quantize_forward(b, v0.in_dtype, v0.rotate, b + 65536, (float *)(b + 131072), 1, 1, 0,
+                                       v0.head_dim, scr.ptr, scr.bytes, 0)},
+        {"scratch too small", need ? evo_quantize_forward(b, v0.in_dtype, v0.rotate, b + 65536, (float *)(b + 131072),
+                                                          1, 1, 64, v0.head_dim, scr.ptr, need - 1, 0)
+                                   : (int)cudaErrorInvalidValue},
+    };
+    int refused_wrongly = 0;
+    for (const refusal &r : refusals) {
+        ++*n_cases;
+        if (r.rc != (int)cudaErrorInvalidValue) {
+            ++refused_wrongly;
+            printf("  FAIL  %s returned %d, want cudaErrorInvalidValue (%d)\n", r.what, r.rc,
+                   (int)cudaErrorInvalidValue);
+        }
+    }
+    printf("check  launcher refuses a head dim, dtype, misaligned pointers, seq 0%s: %s\n",
+           need ? ", a small scratch" : "", refused_wrongly ? "FAIL" : "ok");
+    *failed += refused_wrongly;
+    const bool ok = cuda_ok(cudaDeviceSynchronize(), "refusals");
+    cudaFree(buf);
+    cudaFree(scr.ptr);
+    return ok;
+}
+
+static double percentile(const std::vector<double> &sorted, int num, int den)
+{
+    return sorted[(size_t)((sorted.size() - 1) * num / den)];
+}
+
+/* Median and p10..p90 (µs) of reps launches of fn, each after the L2 flush, timed with CUDA events, all queued
+ * before waiting. */
+template <class F> static bool time_reps(F fn, int reps, void *flush, size_t flush_bytes, std::vector<double> &ts)
+{
+    std::vector<cudaEvent_t> ev(2 * (size_t)reps);
+    for (auto &e : ev)
+        if (!cuda_ok(cudaEventCreate(&e), "cudaEventCreate")) return false;
+    bool ok = true;
+    for (int w = 0; ok && w < evo_export::timing_warmup; w++) ok = cuda_ok(fn(), "launch");
+    ok = ok && cuda_ok(cudaDeviceSynchronize(), "warm-up");
+    for (int r = 0; ok && r < reps; r++) {
+        if (evo_export::timing_flush_l2) ok = cuda_ok(cudaMemsetAsync(flush, r & 0xff, flush_bytes, 0), "flush");
+        ok = ok && cuda_ok(cudaEventRecord(ev[2 * (size_t)r], 0), "event") && cuda_ok(fn(), "launch") &&
+             cuda_ok(cudaEventRecord(ev[2 * (size_t)r + 1], 0), "event");
+    }
+    ok = ok && cuda_ok(cudaDeviceSynchronize(), "kernel");
+    ts.assign((size_t)reps, 0.0);
+    for (int r = 0; ok && r < reps; r++) {
+        float ms = 0;
+        ok = cuda_ok(cudaEventElapsedTime(&ms, ev[2 * (size_t)r], ev[2 * (size_t)r + 1]), "elapsed");
+        ts[(size_t)r] = 1000.0 * ms;
+    }
+    for (auto &e : ev) cudaEventDestroy(e);
+    std::sort(ts.begin(), ts.end());
+    return ok;
+}
+
+/* The config's timed shapes: the quantizer and a device-to-device copy of the same bytes (3 per element: 1.5 N
+ * copied, so read plus written equals the quantizer's 2 N read + N written), both L2-cold; bandwidth = 3 N bytes
+ * over the median. The last output is checked on sampled heads. */
+static bool run_timing(const char *only, int reps, int *n_timed, int *failed)
+{
+    int dev = 0;
+    cudaDeviceProp prop;
+    if (!cuda_ok(cudaGetDevice(&dev), "cudaGetDevice") || !cuda_ok(cudaGetDeviceProperties(&prop, dev), "props"))
+        return false;
+    size_t flush_bytes = (size_t)prop.l2CacheSize * 4;
+    if (flush_bytes < (256u << 20)) flush_bytes = 256u << 20;
+    void *flush = nullptr;
+    if (!cuda_ok(cudaMalloc(&flush, flush_bytes), "cudaMalloc")) return false;
+    printf("\n%-34s %10s %16s %8s %10s %8s %9s  %s\n", "shape", "median us", "p10..p90 us", "GB/s", "copy us", "% copy",
+           "evo us", "output");
+    const int n_shapes = (int)(sizeof evo_export::timed_shapes / sizeof evo_export::timed_shapes[0]);
+    bool ok = true;
+    shared_scratch scr;
+    for (int si = 0; si < n_shapes && ok; si++) {
+        const evo_export::qshape &sh = evo_export::timed_shapes[si];
+        if (only && strcmp(only, sh.name) != 0) continue;
+        const size_t n_heads = (size_t)sh.batch * sh.heads, head_elems = (size_t)sh.seq * sh.head_dim,
+                     n = n_heads * head_elems;
+        std::vector<uint16_t> x(n);
+        make_input(x, head_elems, sh.in_dtype, DIST_NORMAL, 5000 + (uint64_t)si);
+        const unsigned long long need =
+            evo_quantize_scratch_bytes(sh.in_dtype, sh.rotate, sh.batch, sh.heads, sh.seq, sh.head_dim);
+        if (need == ~0ull) {
+            printf("%-34s no variant for this shape\n", sh.name);
+            ++*failed;
+            continue;
+        }
+        void *dx = nullptr, *dc = nullptr, *ds = nullptr, *copy_dst = nullptr;
+        ok = scr.fit(need) && cuda_ok(cudaMalloc(&dx, n * 2), "cudaMalloc") &&
+             cuda_ok(cudaMalloc(&dc, n), "cudaMalloc") && cuda_ok(cudaMalloc(&ds, n_heads * 4), "cudaMalloc") &&
+             cuda_ok(cudaMalloc(&copy_dst, n * 3 / 2 + 16), "cudaMalloc") &&
+             cuda_ok(cudaMemcpy(dx, x.data(), n * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+        std::vector<double> tq, tc;
+        auto quant = [&] {
+            return (cudaError_t)evo_quantize_forward(dx, sh.in_dtype, sh.rotate, dc, (float *)ds, sh.batch, sh.heads,
+                                                     sh.seq, sh.head_dim, need ? scr.ptr : nullptr, scr.bytes, 0);
+        };
+        auto copy = [&] { return cudaMemcpyAsync(copy_dst, dx, n * 3 / 2, cudaMemcpyDeviceToDevice, 0); };
+        ok = ok && cuda_ok(cudaMemset(dc, 0xa5, n), "poison") && time_reps(quant, reps, flush, flush_bytes, tq) &&
+             time_reps(copy, reps, flush, flush_bytes, tc);
+        verdict vd;
+        if (ok) { /* the timed launches' output: first, middle and last heads against the reference */
+            std::vector<uint8_t> codes(n), want(head_elems);
+            std::vector<float> scales(n_heads);
+            ok = cuda_ok(cudaMemcpy(codes.data(), dc, n, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
+                 cuda_ok(cudaMemcpy(scales.data(), ds, n_heads * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+            const size_t pick[] = {0, n_heads / 2, n_heads - 1};
+            for (int k = 0; ok && k < 3; k++) {
+                if (k > 0 && pick[k] == pick[k - 1]) continue;
+                float s = 0;
+                reference_head(&x[pick[k] * head_elems], sh.in_dtype, sh.rotate, (size_t)sh.seq, sh.head_dim,
+                               want.data(), &s);
+                vd.bad_scales += float_bits(s) != float_bits(scales[pick[k]]);
+                for (size_t i = 0; i < head_elems; i++) vd.bad_codes += codes[pick[k] * head_elems + i] != want[i];
+            }
+        }
+        cudaFree(dx);
+        cudaFree(dc);
+        cudaFree(ds);
+        cudaFree(copy_dst);
+        if (!ok) break;
+        const double med = tq[(size_t)reps / 2], copy_med = tc[(size_t)reps / 2];
+        const double gbs = 3.0 * (double)n / (med * 1e-6) / 1e9;
+        char name[96], spread[48], evo_us[32];
+        snprintf(name, sizeof name, "%s(%d,%d,%d,%d) %s%s", sh.name, sh.batch, sh.heads, sh.seq, sh.head_dim,
+                 sh.in_dtype ? "bf16" : "fp16", sh.rotate ? " rot" : "");
+        snprintf(spread, sizeof spread, "%.2f..%.2f", percentile(tq, 1, 10), percentile(tq, 9, 10));
+        if (sh.evo_median_us > 0)
+            snprintf(evo_us, sizeof evo_us, "%.2f", sh.evo_median_us);
+        else
+            snprintf(evo_us, sizeof evo_us, "-");
+        printf("%-34s %10.2f %16s %8.0f %10.2f %7.1f%% %9s  %s\n", name, med, spread, gbs, copy_med,
+               100.0 * copy_med / med, evo_us, vd.pass() ? "bit-exact" : "CODES DIFFER");
+        ++*n_timed;
+        if (!vd.pass()) ++*failed;
+    }
+    cudaFree(scr.ptr);
+    cudaFree(flush);
+    return ok;
+}
+
+} // namespace evo_qselftest
+
+int main(int argc, char **argv)
+{
+    using namespace evo_qselftest;
+    bool check_only = false;
+    const char *only = nullptr;
+    int reps = evo_export::timing_repetitions;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--check-only")) {
+            check_only = true;
+        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            only = argv[++i];
+        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
+            reps = atoi(argv[++i]);
+        } else {
+            fprintf(stderr, "usage: %s [--check-only] [--shape NAME] [--reps N]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (reps < 1) reps = 1;
+    int n_dev = 0, driver = 0, runtime = 0;
+    cudaError_t e = cudaGetDeviceCount(&n_dev);
+    if (e != cudaSuccess || n_dev == 0) {
+        fprintf(stderr, "selftest: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        return 2;
+    }
+    cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, 0);
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    printf("genome  %s\nkey %s, arch %s\ndevice  %s (sm_%d%d, %d SMs), driver %d, runtime %d\n\n", EVO_EXPORT_GENOME,
+           EVO_EXPORT_KEY, EVO_EXPORT_ARCH, prop.name, prop.major, prop.minor, prop.multiProcessorCount, driver,
+           runtime);
+    int n_cases = 0, n_timed = 0, failed = 0;
+    if (!run_checks(&n_cases, &failed)) return 1;
+    if (!check_only && !run_timing(only, reps, &n_timed, &failed)) return 1;
+    if (only && n_timed == 0 && !check_only) {
+        fprintf(stderr, "selftest: no timed shape is called '%s'\n", only);
+        return 2;
+    }
+    if (failed) {
+        printf("\nself-test FAILED: %d of %d checks\n", failed, n_cases + n_timed);
+        return 1;
+    }
+    printf("\nself-test passed: %d bit-exact checks, %d shapes timed\n", n_cases, n_timed);
+    return 0;
+}
+#endif /* EVO_SELFTEST */

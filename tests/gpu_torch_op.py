@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""gpu_torch_op.py — the PyTorch ops of an exported attention kernel + quantizer, for real on a GPU: the module
+rendered from templates/torch_op.py and built with nvcc, then checked and timed.
+  python3 tests/gpu_torch_op.py ATTENTION.cu QUANTIZE.cu|- [--out DIR] [--quick]
+(- assembles a quantizer with tools/quantize_export.py's default genome). Exits 77 (skipped, reason printed) without
+PyTorch, a CUDA device or nvcc; 1 when a check fails.
+
+Checks: quantize_fp8 codes bit-exact against the same rule in PyTorch ops (x / (absmax/448) -> float8_e4m3fn),
+rotated codes decode back to x within the e4m3 budget; attention_fp8 against attention in FP32 on the dequantized
+codes (the kernel's own arithmetic, its fp16 output: rel-L2 <= 2e-3, the gate's tolerance; 2.8e-4 measured) and
+against FP32 attention on the fp16/bf16 inputs (the FP8 budget: rel-L2 <= 0.06 on N(0,1) inputs; per-head e4m3
+codes lose ~3.6% per element, 0.024-0.049 measured on an H200), beside fp16 SDPA's own error, on the five
+presets and S = 1, 77, 1000, causal and not, fp16 and bf16, per-head and incoherent; the same outputs bit for bit
+under torch.compile(fullgraph=True) and from a captured CUDA graph; bad input refused. Times: the quantizer (Q, K, V),
+the attention kernel, end to end, fp16 SDPA (CUDA graph replay of 20 calls, median of the replays) and the eager call
+from Python (wall clock).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+PRESETS = [("mission", 1, 8, 512, 64), ("small", 2, 8, 512, 64), ("long", 2, 8, 2048, 64), ("wide", 2, 8, 512, 128),
+           ("stress", 4, 8, 2048, 64)]
+ODD = [("s1", 2, 3, 1, 64), ("s77", 2, 3, 77, 64), ("s1000", 1, 4, 1000, 64), ("s1_128", 2, 3, 1, 128),
+       ("s77_128", 2, 3, 77, 128), ("s1000_128", 1, 4, 1000, 128)]
+TOL_KERNEL = 2e-3   # rel-L2 against FP32 attention on the dequantized codes
+TOL_FP8 = 0.06      # rel-L2 against FP32 attention on the unquantized inputs
+TOL_ROUNDTRIP = 0.05  # rel-L2 of x against its rotated codes decoded and rotated back
+
+checks = 0
+failures = []
+
+
+def skip(why):
+    print(f"gpu_torch_op: skipped: {why}")
+    sys.exit(77)
+
+
+def check(cond, what):
+    global checks
+    checks += 1
+    if not cond:
+        failures.append(what)
+        print(f"  FAIL: {what}", flush=True)
+    return cond
+
+
+def rel_l2(torch, a, b):
+    a, b = a.double(), b.double()
+    return ((a - b).norm() / b.norm().clamp_min(1e-300)).item()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("attention_cu")
+    p.add_argument("quantize_cu", help="an exported quantizer, or - to assemble one (tools/quantize_export.py)")
+    p.add_argument("--out", help="directory for gpu_torch_op.json")
+    p.add_argument("--quick", action="store_true", help="fewer timing replays")
+    a = p.parse_args()
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError as e:
+        skip(f"PyTorch is not importable ({e})")
+    if not hasattr(torch.library, "custom_op"):
+        skip(f"PyTorch {torch.__version__} has no torch.library.custom_op (needs 2.4+)")
+    if not torch.cuda.is_available():
+        skip("PyTorch sees no CUDA device")
+    import compare_sdpa as cs
+    import quantize_export
+    import torch_export
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+    tmp = tempfile.mkdtemp(prefix="evo-gpu-torch-op-")
+    qcu = a.quantize_cu
+    if qcu == "-":
+        qcu = os.path.join(tmp, "quantize_fp8-default.cu")
+        quantize_export.main(["-o", qcu])
+    path = torch_export.write_module(a.attention_cu, qcu, os.path.join(tmp, "mod"), "evo_fp8_test")
+    sys.path.insert(0, os.path.dirname(path))
+    import evo_fp8_test as mod
+    if not os.environ.get("EVO_TORCH_LIB") and mod._find_nvcc() is None:
+        skip("nvcc not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin) and EVO_TORCH_LIB not set")
+    t0 = time.time()
+    mod.load()
+    build_s = time.time() - t0
+    dev = torch.cuda.get_device_name()
+    cc = torch.cuda.get_device_capability()
+    print(f"device {dev} (sm_{cc[0]}{cc[1]}), torch {torch.__version__}, CUDA {torch.version.cuda}")
+    print(f"attention {mod.GENOME}\nquantizer {mod.QUANT_GENOME}")
+    print(f"library {mod.library_path()} ({'loaded' if build_s < 2 else 'built'} in {build_s:.1f} s)")
+    if tuple(cc) != mod._ARCH_CC:
+        x = torch.zeros(1, 1, 16, 64, dtype=torch.float16, device="cuda")
+        try:
+            torch.ops.evo.quantize_fp8(x)
+            check(False, "a GPU of another arch is refused")
+        except RuntimeError as e:
+            check("built for" in str(e), f"arch refusal names the arch: {e}")
+        skip(f"the kernels are for {mod.ARCH}; this GPU is sm_{cc[0]}{cc[1]}")
+    ops = torch.ops.evo
+    result = {"device": dev, "torch": torch.__version__, "attention_genome": mod.GENOME,
+              "quantizer_genome": mod.QUANT_GENOME, "build_s": build_s}
+    gen = torch.Generator(device="cuda").manual_seed(1234)
+
+    def randn(shape, dtype):
+        return torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32).to(dtype)
+
+    dims = [int(d) for d in mod.ATTN_HEAD_DIMS.split(",")]
+    rot = {d: cs.rotation(torch, d, "cuda") for d in dims}
+
+    # ---- quantizer ----
+    print("\nquantize_fp8", flush=True)
+    for dtype in (torch.float16, torch.bfloat16):
+        for (b, h, s, d) in ((2, 8, 512, 64), (2, 3, 77, 128), (1, 4, 1000, 64), (2, 3, 1, 128)):
+            x = randn((b, h, s, d), dtype)
+            x[0, 0].zero_()  # an all-zero head: scale 1, codes 0
+            x[-1, -1, 0, 0] = 40.0  # an outlier
+            codes, scales = ops.quantize_fp8(x)
+            want_c, want_s = cs.quantize(torch, x, "e4m3")
+            bad_c = int((codes.view(torch.uint8) != want_c).sum().item())
+            bad_s = int((scales.reshape(-1).view(torch.int32) != want_s.view(torch.int32)).sum().item())
+            check(bad_c == 0 and bad_s == 0, f"quantize_fp8 {dtype} {(b, h, s, d)}: bit-exact against PyTorch ops: "
+                                             f"{bad_c} codes, {bad_s} scales differ")
+            check(scales[0, 0].item() == 1.0, "an all-zero head gets scale 1")
+            if (d, dtype, True) in mod._QVARIANTS:
+                rc, rs = ops.quantize_fp8(x, rotate=True)
+                y = cs.rotate(torch, x, rot[d])
+                amax = y.abs().amax(dim=(2, 3))
+                want = torch.where(amax == 0, torch.ones_like(amax), amax / 448.0)
+                back = torch.matmul(cs.dequantize(torch, rc.view(torch.uint8), rs.reshape(-1), "e4m3").double(),
+                                    rot[d].T)
+                err = rel_l2(torch, back, x)
+                check(((rs - want).abs() <= 1e-5 * want).all().item(),
+                      f"rotated scales {dtype} {(b, h, s, d)} = absmax(x·M)/448")
+                check(err <= TOL_ROUNDTRIP, f"rotated codes decode back {dtype} {(b, h, s, d)}: rel-L2 {err:.2e}")
+    # a non-contiguous view gives what its contiguous copy gives
+    xt = randn((2, 77, 3, 64), torch.float16).transpose(1, 2)
+    c1, s1 = ops.quantize_fp8(xt)
+    c2, s2 = ops.quantize_fp8(xt.contiguous())
+    check(torch.equal(c1.view(torch.uint8), c2.view(torch.uint8)) and torch.equal(s1, s2), "non-contiguous input")
+    print(f"  {checks - len(failures)} of {checks} checks passed", flush=True)
+
+    # ---- attention accuracy ----
+    print(f"\nattention_fp8 accuracy (rel-L2; budget: kernel vs dequantized <= {TOL_KERNEL:.0e}, "
+          f"e2e <= {TOL_FP8:.2f})")
+    print(f"  {'shape':<24} {'dtype':<5} {'causal':<6} {'mode':<10} {'kernel':>9} {'e2e':>9} {'sdpa fp16':>10}")
+    acc = []
+    for name, b, h, s, d in PRESETS + ODD:
+        if d not in dims:
+            continue
+        for dtype in (torch.float16, torch.bfloat16):
+            q, k, v = (randn((b, h, s, d), dtype) for _ in range(3))
+            for causal in (False, True):
+                ref = cs.attention_fp32(torch, q, k, v, causal, 1.0 / math.sqrt(d))
+                sd = F.scaled_dot_product_attention(q.half(), k.half(), v.half(), is_causal=causal)
+                sd_err = rel_l2(torch, sd, ref)
+                for inc in (False, True):
+                    if inc and (d, dtype, True) not in mod._QVARIANTS:
+                        continue
+                    o = ops.attention_fp8(q, k, v, is_causal=causal, incoherent=inc)
+                    qc, qs = ops.quantize_fp8(q, rotate=inc)
+                    kc, ks = ops.quantize_fp8(k, rotate=inc)
+                    vc, vs = ops.quantize_fp8(v)
+                    deq = [cs.dequantize(torch, c.view(torch.uint8), sc.reshape(-1), "e4m3") for c, sc in
+                           ((qc, qs), (kc, ks), (vc, vs))]
+                    ref_deq = cs.attention_fp32(torch, *deq, causal, 1.0 / math.sqrt(d))
+                    o2 = ops.attention_fp8_quantized(qc, kc, vc, qs, ks, vs, is_causal=causal)
+                    ek, ee = rel_l2(torch, o2.float(), ref_deq), rel_l2(torch, o.float(), ref)
+                    tag = f"({b},{h},{s},{d})"
+                    check(o.dtype == dtype and o.shape == q.shape, f"{name} {dtype}: output dtype and shape")
+                    check(torch.isfinite(o).all().item(), f"{name} {dtype} causal={causal} inc={inc}: all finite")
+                    check(ek <= TOL_KERNEL, f"{name} {dtype} causal={causal} inc={inc}: kernel rel-L2 {ek:.2e}")
+                    check(ee <= TOL_FP8, f"{name} {dtype} causal={causal} inc={inc}: e2e rel-L2 {ee:.2e}")
+                    check(torch.equal(o2.to(dtype), o), f"{name} {dtype}: attention_fp8 = quantize + quantized op")
+                    print(f"  {name + tag:<24} {str(dtype)[6:]:<5} {str(causal):<6} "
+                          f"{'incoherent' if inc else 'per-head':<10} {ek:9.2e} {ee:9.2e} {sd_err:10.2e}", flush=True)
+                    acc.append({"shape": [b, h, s, d], "dtype": str(dtype), "causal": causal, "incoherent": inc,
+                                "kernel_rel_l2": ek, "e2e_rel_l2": ee, "sdpa_fp16_rel_l2": sd_err})
+    result["accuracy"] = acc
+
+    # ---- bad input ----
+    q = randn((1, 2, 64, 64), torch.float16)
+    for what, fn, text in (
+            ("CPU tensors", lambda: ops.attention_fp8(q.cpu(), q.cpu(), q.cpu()), "must be a CUDA tensor"),
+            ("head dim 96", lambda: ops.attention_fp8(*(randn((1, 2, 64, 96), torch.float16),) * 3),
+             "head_dim 96"),
+            ("float32", lambda: ops.quantize_fp8(q.float()), "must be torch.float16 or torch.bfloat16"),
+            ("shapes", lambda: ops.attention_fp8(q, q[:, :, :32], q), "shapes disagree")):
+        try:
+            fn()
+            check(False, f"{what}: not refused")
+        except ValueError as e:
+            check(text in str(e), f"{what}: message {e}")
+
+    # ---- torch.compile(fullgraph=True) ----
+    print("\ntorch.compile(fullgraph=True)", flush=True)
+    compiled = {}
+    for inc in (False, True):
+        def f(q, k, v, inc=inc):
+            o = torch.ops.evo.attention_fp8(q, k, v, is_causal=True, incoherent=inc)
+            c, s = torch.ops.evo.quantize_fp8(v)
+            return o * 2.0, c, s + 1.0
+        q, k, v = (randn((2, 8, 512, 64), torch.float16) for _ in range(3))
+        t0 = time.time()
+        try:
+            cf = torch.compile(f, fullgraph=True)
+            got = cf(q, k, v)
+            want = f(q, k, v)
+            same = all(torch.equal(x.view(torch.uint8) if x.dtype == torch.float8_e4m3fn else x,
+                                   y.view(torch.uint8) if y.dtype == torch.float8_e4m3fn else y)
+                       for x, y in zip(got, want))
+            q2 = randn((2, 8, 512, 64), torch.float16)
+            same2 = torch.equal(cf(q2, k, v)[0], f(q2, k, v)[0])
+            compiled[f"incoherent={inc}"] = {"ok": bool(same and same2), "compile_s": time.time() - t0}
+            check(same and same2, f"torch.compile fullgraph incoherent={inc}: outputs equal eager bit for bit")
+        except Exception as e:  # a graph break or a compile failure is this check failing
+            compiled[f"incoherent={inc}"] = {"ok": False, "error": str(e).splitlines()[0] if str(e) else repr(e)}
+            check(False, f"torch.compile fullgraph incoherent={inc}: {type(e).__name__}: {e}")
+        print(f"  incoherent={inc}: {compiled[f'incoherent={inc}']}", flush=True)
+    result["compile"] = compiled
+
+    # ---- CUDA graph capture ----
+    print("\nCUDA graph capture", flush=True)
+    for inc in (False, True):
+        sq, sk, sv = (randn((2, 8, 2048, 64), torch.bfloat16) for _ in range(3))
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                ops.attention_fp8(sq, sk, sv, incoherent=inc)
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            out = ops.attention_fp8(sq, sk, sv, incoherent=inc)
+            codes, scales = ops.quantize_fp8(sk, rotate=inc)
+        ok = True
+        for _ in range(2):  # new data in the captured inputs, replayed
+            for t in (sq, sk, sv):
+                t.copy_(randn(t.shape, t.dtype))
+            g.replay()
+            torch.cuda.synchronize()
+            ok &= torch.equal(out, ops.attention_fp8(sq, sk, sv, incoherent=inc))
+            ok &= torch.equal(codes.view(torch.uint8), ops.quantize_fp8(sk, rotate=inc)[0].view(torch.uint8))
+        check(ok, f"CUDA graph incoherent={inc}: replays equal eager calls on the new inputs")
+        print(f"  incoherent={inc}: {'replays match eager' if ok else 'MISMATCH'}")
+        result[f"graph_incoherent={inc}"] = bool(ok)
+        del g
+
+    # ---- RMSE on outlier inputs, through the op ----
+    print("\nRMSE vs FP64 on outlier inputs N(0,1) + N(0,100)·Bernoulli(0.001), (1,16,2048,64), not causal")
+    g2 = torch.Generator(device="cuda").manual_seed(7000)
+    q, k, v = (cs.outlier_inputs(torch, (1, 16, 2048, 64), g2) for _ in range(3))
+    ref = cs.attention_fp64(torch, q, k, v, 1 / 8.0)
+    rm = {"per_head": cs.rmse_of(ops.attention_fp8(q, k, v), ref),
+          "incoherent": cs.rmse_of(ops.attention_fp8(q, k, v, incoherent=True), ref),
+          "sdpa_fp16": cs.rmse_of(F.scaled_dot_product_attention(q, k, v), ref)}
+    print("  " + ", ".join(f"{n} {x:.2e}" for n, x in rm.items()))
+    result["rmse_outliers_1_16_2048_64"] = rm
+
+    # ---- timing ----
+    print("\ntiming (fp16, µs per call: CUDA graph of 20 calls, median of the replays, L2 warm; eager: Python wall "
+          "clock per call, 50 calls)", flush=True)
+    timer = cs.Timer(torch, 10, 10 if a.quick else 30)
+    print(f"  {'preset':<24} {'causal':<6} {'quant q,k,v':>11} {'attention':>9} {'end2end':>8} {'incoh e2e':>9} "
+          f"{'sdpa fp16':>9} {'e2e/sdpa':>8} {'eager e2e':>9}")
+    times = []
+    for name, b, h, s, d in PRESETS:
+        q, k, v = (randn((b, h, s, d), torch.float16) for _ in range(3))
+        qc, qs = ops.quantize_fp8(q)
+        kc, ks = ops.quantize_fp8(k)
+        vc, vs = ops.quantize_fp8(v)
+        for causal in (False, True):
+            fns = {
+                "quantize": lambda: (ops.quantize_fp8(q), ops.quantize_fp8(k), ops.quantize_fp8(v)),
+                "attention": lambda: ops.attention_fp8_quantized(qc, kc, vc, qs, ks, vs, is_causal=causal),
+                "e2e": lambda: ops.attention_fp8(q, k, v, is_causal=causal),
+                "e2e_incoherent": lambda: ops.attention_fp8(q, k, v, is_causal=causal, incoherent=True),
+                "sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+            }
+            row = {"preset": name, "shape": [b, h, s, d], "causal": causal}
+            for key, fn in fns.items():
+                row[key] = timer.graph(fn)["median_us"]
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(50):
+                fns["e2e"]()
+            torch.cuda.synchronize()
+            row["eager_e2e_wall_us"] = (time.perf_counter() - t0) / 50 * 1e6
+            times.append(row)
+            print(f"  {name + str((b, h, s, d)):<24} {str(causal):<6} {row['quantize']:11.1f} {row['attention']:9.1f} "
+                  f"{row['e2e']:8.1f} {row['e2e_incoherent']:9.1f} {row['sdpa']:9.1f} "
+                  f"{row['e2e'] / row['sdpa']:8.2f} {row['eager_e2e_wall_us']:9.1f}", flush=True)
+    result["timing"] = times
+
+    result["checks"] = checks
+    result["failures"] = failures
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, "gpu_torch_op.json"), "w") as f:
+            json.dump(result, f, indent=2)
+    print(f"\n{checks - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

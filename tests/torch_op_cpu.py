@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""torch_op_cpu.py — the PyTorch module template (templates/torch_op.py) without a GPU: rendered with stand-in file
+names, imported without building, its three ops registered with the right schemas, their fake implementations
+giving the right shapes, dtypes and devices (FakeTensorMode), and bad input refused with the message it should get.
+Exits 77 (skipped, with the reason) when PyTorch 2.4+ is not importable. Run: python3 tests/torch_op_cpu.py
+"""
+import importlib.util
+import os
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+try:
+    import torch
+except ImportError as e:
+    print(f"torch_op_cpu: skipped: PyTorch is not importable here ({e})")
+    sys.exit(77)
+if not hasattr(torch.library, "custom_op"):
+    print(f"torch_op_cpu: skipped: PyTorch {torch.__version__} has no torch.library.custom_op (needs 2.4+)")
+    sys.exit(77)
+
+import torch_export  # noqa: E402
+from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+
+checks = 0
+failures = []
+
+
+def check(cond, what):
+    global checks
+    checks += 1
+    if not cond:
+        failures.append(what)
+        print(f"FAIL: {what}")
+
+
+def raises(fn, exc, text, what):
+    try:
+        fn()
+    except exc as e:
+        check(text in str(e), f"{what}: message {str(e)!r} lacks {text!r}")
+        return
+    except Exception as e:  # noqa: BLE001 — the wrong kind of error is a failure, reported
+        check(False, f"{what}: raised {type(e).__name__}: {e}, want {exc.__name__}")
+        return
+    check(False, f"{what}: no error raised")
+
+
+VALUES = {
+    "MODULE": "evo_stand_in", "ATTENTION_CU": "stand_in_attention.cu", "QUANTIZE_CU": "stand_in_quantize.cu",
+    "GENOME": "TILE_M=64,TILE_N=128", "QUANT_GENOME": "vec=16,warps=16,mode=2", "ARCH": "sm_90",
+    "ATTN_FORMAT": "e4m3", "ATTN_HEAD_DIMS": "64,128",
+    # no rotated bf16 variant at head dim 128: incoherent bf16 D=128 must be refused
+    "QUANT_VARIANTS": "64:fp16:0,64:fp16:1,64:bf16:0,64:bf16:1,128:fp16:0,128:fp16:1,128:bf16:0",
+}
+
+
+def import_file(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="evo-torch-op-cpu-")
+    cache = os.path.join(tmp, "cache")
+    os.environ["EVO_TORCH_CACHE"] = cache
+    os.environ.pop("EVO_TORCH_LIB", None)
+
+    # the template itself refuses to be imported
+    raises(lambda: import_file(torch_export.TEMPLATE, "evo_template_raw"), ImportError, "placeholders unfilled",
+           "importing the unrendered template")
+    try:
+        torch_export.render({k: v for k, v in VALUES.items() if k != "ARCH"})
+        check(False, "render without ARCH: no error")
+    except torch_export.ExportError as e:
+        check("@ARCH@" in str(e), f"render without ARCH names it: {e}")
+
+    path = os.path.join(tmp, "evo_stand_in.py")
+    with open(path, "w") as f:
+        f.write(torch_export.render(VALUES))
+    text = open(path).read()
+    check(torch_export.PLACEHOLDER.search(text) is None, "no placeholder left")
+    mod = import_file(path, "evo_stand_in")
+
+    # registered, nothing built
+    for name in ("attention_fp8", "attention_fp8_quantized", "quantize_fp8"):
+        check(hasattr(torch.ops.evo, name), f"torch.ops.evo.{name} registered")
+    check(mod._lib is None and not os.path.exists(cache), "import builds nothing")
+    check(mod._ARCH_CC == (9, 0), f"sm_90 -> capability (9, 0), got {mod._ARCH_CC}")
+    schema = str(torch.ops.evo.attention_fp8.default._schema)
+    check("bool is_causal=False" in schema and "float? scale=None" in schema and "bool incoherent=False" in schema,
+          f"attention_fp8 schema: {schema}")
+    schema = str(torch.ops.evo.quantize_fp8.default._schema)
+    check("bool rotate=False" in schema and "-> (Tensor, Tensor)" in schema, f"quantize_fp8 schema: {schema}")
+    schema = str(torch.ops.evo.attention_fp8_quantized.default._schema)
+    check(schema.count("Tensor") == 7 and "float? scale=None" in schema, f"attention_fp8_quantized schema: {schema}")
+    raises(lambda: import_file(path, "evo_stand_in_again"), ImportError, "already registered",
+           "a second module in the same process")
+
+    ops = torch.ops.evo
+    with FakeTensorMode():
+        for dtype in (torch.float16, torch.bfloat16):
+            for shape in ((2, 8, 77, 64), (1, 3, 1, 128), (4, 8, 2048, 64)):
+                q = torch.empty(shape, dtype=dtype, device="cuda")
+                for kw in ({}, {"is_causal": True, "scale": 0.1}, {"incoherent": True}):
+                    if kw.get("incoherent") and dtype == torch.bfloat16 and shape[3] == 128:
+                        continue
+                    o = ops.attention_fp8(q, q, q, **kw)
+                    check(tuple(o.shape) == shape and o.dtype == dtype and o.device.type == "cuda",
+                          f"attention_fp8 fake {shape} {dtype} {kw}: {tuple(o.shape)} {o.dtype} {o.device}")
+                for rotate in (False, True):
+                    if rotate and dtype == torch.bfloat16 and shape[3] == 128:
+                        continue
+                    codes, scales = ops.quantize_fp8(q, rotate=rotate)
+                    check(tuple(codes.shape) == shape and codes.dtype == torch.float8_e4m3fn and
+                          tuple(scales.shape) == shape[:2] and scales.dtype == torch.float32 and
+                          codes.is_contiguous(), f"quantize_fp8 fake {shape} {dtype} rotate={rotate}")
+                for cdt in (torch.uint8, torch.float8_e4m3fn):
+                    c = torch.empty(shape, dtype=cdt, device="cuda")
+                    for sshape in ((shape[0] * shape[1],), shape[:2]):
+                        s = torch.empty(sshape, dtype=torch.float32, device="cuda")
+                        o = ops.attention_fp8_quantized(c, c, c, s, s, s, is_causal=True)
+                        check(tuple(o.shape) == shape and o.dtype == torch.float16,
+                              f"attention_fp8_quantized fake {shape} {cdt} scales {sshape}")
+        # a non-contiguous view (a [B, S, H, D] tensor transposed): accepted, output contiguous
+        x = torch.empty(2, 77, 8, 64, dtype=torch.float16, device="cuda").transpose(1, 2)
+        o = ops.attention_fp8(x, x, x)
+        check(tuple(o.shape) == (2, 8, 77, 64), "non-contiguous input accepted")
+        codes, _ = ops.quantize_fp8(x)
+        check(codes.is_contiguous(), "quantize_fp8 of a non-contiguous view gives contiguous codes")
+
+        q = torch.empty(2, 8, 64, 64, dtype=torch.float16, device="cuda")
+        raises(lambda: ops.attention_fp8(q.cpu(), q.cpu(), q.cpu()), ValueError, "must be a CUDA tensor", "CPU tensors")
+        raises(lambda: ops.attention_fp8(q.float(), q.float(), q.float()), ValueError,
+               "must be torch.float16 or torch.bfloat16", "float32 inputs")
+        raises(lambda: ops.attention_fp8(q, q, q.to(torch.bfloat16)), ValueError, "dtypes disagree", "mixed dtypes")
+        k = torch.empty(2, 8, 32, 64, dtype=torch.float16, device="cuda")
+        raises(lambda: ops.attention_fp8(q, k, k), ValueError, "shapes disagree", "different sequence lengths")
+        q96 = torch.empty(2, 8, 64, 96, dtype=torch.float16, device="cuda")
+        raises(lambda: ops.attention_fp8(q96, q96, q96), ValueError, "head_dim 96 is not supported", "head dim 96")
+        raises(lambda: ops.quantize_fp8(q96), ValueError, "no variant for head_dim 96", "quantize head dim 96")
+        raises(lambda: ops.attention_fp8(q[0], q[0], q[0]), ValueError, "[batch, heads, seq, head_dim]", "3-D input")
+        b128 = torch.empty(1, 2, 16, 128, dtype=torch.bfloat16, device="cuda")
+        raises(lambda: ops.attention_fp8(b128, b128, b128, incoherent=True), ValueError, "rotate=True",
+               "incoherent without a rotated variant")
+        c = torch.empty(2, 8, 64, 64, dtype=torch.uint8, device="cuda")
+        s = torch.empty(16, dtype=torch.float32, device="cuda")
+        raises(lambda: ops.attention_fp8_quantized(c, c, c, s, s, s[:8]), ValueError, "v_scale has shape (8,)",
+               "scales of the wrong size")
+        raises(lambda: ops.attention_fp8_quantized(c, c, c, s, s.half(), s), ValueError, "k_scale is torch.float16",
+               "half scales")
+        raises(lambda: ops.attention_fp8_quantized(q, q, q, s, s, s), ValueError, "must be torch.uint8 or",
+               "fp16 tensors as codes")
+    check(mod._lib is None and not os.path.exists(cache), "fake calls build nothing")
+
+    print(f"{checks - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
