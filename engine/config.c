@@ -3,6 +3,7 @@
  * Each mapping's keys are checked against a fixed list before its values are read; docs/usage.md lists them. */
 #include "config.h"
 
+#include "strategy.h"
 #include "task.h"
 #include "util.h"
 
@@ -19,7 +20,6 @@
 
 static const char *const format_names[EVO_FMT_COUNT] = {"e4m3", "u8sim"};
 static const char *const dist_names[EVO_DIST_COUNT] = {"normal", "uniform", "outliers", "zero_head", "large"};
-static const char *const strategy_names[] = {"ga", "random", NULL};
 
 const char *evo_format_name(evo_format f) { return (unsigned)f < EVO_FMT_COUNT ? format_names[f] : "?"; }
 const char *evo_dist_name(evo_dist d) { return (unsigned)d < EVO_DIST_COUNT ? dist_names[d] : "?"; }
@@ -766,9 +766,12 @@ static evo_status load_evolution(loader *L, const yaml_node_t *root)
     evo_config *c = L->c;
     if (m) {
         if ((v = get(L, m, "strategy"))) {
-            int i;
-            TRY(as_name(L, v, sub(p, path, "strategy"), strategy_names, "strategy", &i));
-            strcpy(c->evolution.strategy, strategy_names[i]);
+            int i, n;
+            const evo_strategy_ops *const *list = evo_strategy_list(&n);
+            const char *names[16 + 1] = {0}; /* the strategy list's names, NULL-terminated */
+            for (int k = 0; k < n && k < 16; k++) names[k] = list[k]->name;
+            TRY(as_name(L, v, sub(p, path, "strategy"), names, "strategy", &i));
+            strcpy(c->evolution.strategy, names[i]);
         }
         TRY(opt_i32(L, m, path, "population", 2, 100000, &c->evolution.population));
         TRY(opt_i32(L, m, path, "generations", 1, 1000000, &c->evolution.generations));

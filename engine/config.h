@@ -99,7 +99,7 @@ typedef struct {
     } timing;
 
     struct {
-        char strategy[EVO_NAME_MAX]; /* "ga" or "random" */
+        char strategy[EVO_NAME_MAX]; /* a name of evo_strategy_list: "ga", "random", "seeds" */
         int population, generations, elites, tournament;
         double crossover_rate, mutation_rate, immigrant_rate;
         uint64_t seed;

@@ -3,11 +3,12 @@
  */
 #include "strategy.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const evo_strategy_ops *const strategies[] = {&evo_strategy_ga, &evo_strategy_random};
+static const evo_strategy_ops *const strategies[] = {&evo_strategy_ga, &evo_strategy_random, &evo_strategy_seeds};
 
 const evo_strategy_ops *const *evo_strategy_list(int *n)
 {
@@ -211,6 +212,28 @@ bool evo_strategy_random_unseen(const evo_space *space, const evo_genome_set *se
     if (!u.n) return false;
     *out = u.pick;
     return true;
+}
+
+/* ---- constraints ---- */
+uint32_t evo_constraint_knobs(const evo_space *space, const char *text)
+{
+    uint32_t mask = 0;
+    for (const char *p = text; p && *p;) {
+        if (isalpha((unsigned char)*p) || *p == '_') {
+            char name[64];
+            int n = 0;
+            while (isalnum((unsigned char)*p) || *p == '_') {
+                if (n < 63) name[n++] = *p;
+                p++;
+            }
+            name[n] = '\0';
+            int k = evo_space_find_knob(space, name);
+            if (k >= 0) mask |= 1u << k;
+        } else {
+            p++;
+        }
+    }
+    return mask;
 }
 
 /* ---- mutation step ---- */

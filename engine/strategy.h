@@ -2,7 +2,8 @@
  *
  * A strategy is one table of functions (evo_strategy_ops); adding one means one file and one entry in
  * strategy.c's list. Built in: "ga" (strategy_ga.c: tournament selection, uniform crossover, per-knob mutation,
- * elitism, random immigrants) and "random" (strategy_random.c: uniform random valid genomes, for comparison).
+ * elitism, random immigrants), "random" (strategy_random.c: uniform random valid genomes, for comparison) and
+ * "seeds" (strategy_seeds.c: the baseline and seeds, then hill climbing from the best measured genome).
  *
  * Call order: evo_strategy_create → { evo_strategy_propose → evo_strategy_observe ... } per generation →
  * evo_strategy_destroy. One propose call is one generation. observe takes the results of the generation's
@@ -88,7 +89,7 @@ typedef struct {
 void evo_strategy_params_default(evo_strategy_params *p);
 
 typedef struct {
-    const char *name;    /* what --strategy and evolution.strategy name: "ga", "random" */
+    const char *name;    /* what --strategy and evolution.strategy name: "ga", "random", "seeds" */
     const char *summary; /* one line for messages and docs */
     /* Make the state of a new search over space. Checks params (EVO_E_CONFIG naming the evolution.* key at
      * fault). space and params are borrowed for the life of the state. */
@@ -105,6 +106,7 @@ typedef struct {
 
 extern const evo_strategy_ops evo_strategy_ga;
 extern const evo_strategy_ops evo_strategy_random;
+extern const evo_strategy_ops evo_strategy_seeds;
 
 /* Lookup by name; NULL when unknown. */
 const evo_strategy_ops *evo_strategy_find(const char *name);
@@ -114,7 +116,7 @@ const evo_strategy_ops *const *evo_strategy_list(int *n);
 /* ---- a strategy instance: ops + state, what the loop holds ---- */
 typedef struct evo_strategy evo_strategy;
 
-/* Unknown name: EVO_E_CONFIG "unknown strategy 'x' (known: ga, random)". */
+/* Unknown name: EVO_E_CONFIG "unknown strategy 'x' (known: ga, random, seeds)". */
 evo_status evo_strategy_create(const char *name, const evo_space *space, const evo_strategy_params *params,
                                evo_strategy **out, evo_err *err);
 evo_status evo_strategy_propose(evo_strategy *s, evo_proposal *out, int max, int *n, evo_err *err);
@@ -137,6 +139,9 @@ int evo_genome_set_count(const evo_genome_set *set);
  * rejection keeps hitting seen ones). Returns false when every valid genome is in seen. */
 bool evo_strategy_random_unseen(const evo_space *space, const evo_genome_set *seen, evo_rng *rng,
                                 evo_genome *out);
+
+/* Which knobs a constraint's text names (bit k for knob k): every identifier in it that is a knob. */
+uint32_t evo_constraint_knobs(const evo_space *space, const char *text);
 
 /* Probability that mutation moves a knob to one of the neighbouring domain values (domains are ordered, so a
  * neighbour is a small step); the rest is spread evenly over the other values. */

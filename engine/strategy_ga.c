@@ -4,7 +4,6 @@
  */
 #include "strategy.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,28 +101,6 @@ static evo_status check_params(const evo_strategy_params *p, evo_err *err)
     return EVO_OK;
 }
 
-/* Which knobs a constraint names: every identifier in its text that is a knob. */
-static uint32_t knobs_named(const evo_space *space, const char *text)
-{
-    uint32_t mask = 0;
-    for (const char *p = text; *p;) {
-        if (isalpha((unsigned char)*p) || *p == '_') {
-            char name[64];
-            int n = 0;
-            while (isalnum((unsigned char)*p) || *p == '_') {
-                if (n < 63) name[n++] = *p;
-                p++;
-            }
-            name[n] = '\0';
-            int k = evo_space_find_knob(space, name);
-            if (k >= 0) mask |= 1u << k;
-        } else {
-            p++;
-        }
-    }
-    return mask;
-}
-
 static evo_status ga_create(const evo_space *space, const evo_strategy_params *params, void **state, evo_err *err)
 {
     evo_status st = check_params(params, err);
@@ -137,7 +114,7 @@ static evo_status ga_create(const evo_space *space, const evo_strategy_params *p
     s->n_constraints = evo_space_n_constraints(space);
     if (s->n_constraints > MAX_CONSTRAINTS_TRACKED) s->n_constraints = MAX_CONSTRAINTS_TRACKED;
     for (int i = 0; i < s->n_constraints; i++)
-        s->constraint_knobs[i] = knobs_named(space, evo_space_constraint_text(space, i));
+        s->constraint_knobs[i] = evo_constraint_knobs(space, evo_space_constraint_text(space, i));
     *state = s;
     return EVO_OK;
 }

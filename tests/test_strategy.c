@@ -243,7 +243,7 @@ static void test_lookup_and_params(void)
 {
     int n;
     const evo_strategy_ops *const *list = evo_strategy_list(&n);
-    CHECK_EQ_INT(n, 2);
+    CHECK_EQ_INT(n, 3);
     CHECK_STR(list[0]->name, "ga");
     CHECK_STR(list[1]->name, "random");
     CHECK(evo_strategy_find("ga") == &evo_strategy_ga);
@@ -258,7 +258,7 @@ static void test_lookup_and_params(void)
     evo_strategy *st = NULL;
     evo_err err = {{0}};
     CHECK_EQ_INT(evo_strategy_create("anneal", s, &p, &st, &err), EVO_E_CONFIG);
-    CHECK_STR(err.msg, "evolution.strategy: unknown strategy 'anneal' (known: ga, random)");
+    CHECK_STR(err.msg, "evolution.strategy: unknown strategy 'anneal' (known: ga, random, seeds)");
     CHECK(st == NULL);
     p.elites = 20;
     CHECK_EQ_INT(evo_strategy_create("ga", s, &p, &st, &err), EVO_E_CONFIG);
