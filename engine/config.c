@@ -756,7 +756,7 @@ static evo_status load_timing(loader *L, const yaml_node_t *root)
 static evo_status load_evolution(loader *L, const yaml_node_t *root)
 {
     static const char *const keys[] = {"strategy",       "population",    "generations",    "elites",
-                                       "tournament",     "crossover_rate", "mutation_rate", "immigrant_rate",
+                                       "tournament",     "crossover_rate", "mutation_rate", "immigrant_rate", "local_rate",
                                        "seed",           "stall_generations", "time_budget_s", "insights",
                                        NULL};
     char p[PATH_MAX_LEN];
@@ -778,6 +778,7 @@ static evo_status load_evolution(loader *L, const yaml_node_t *root)
         TRY(opt_double(L, m, path, "crossover_rate", 0, CLOSED, 1, CLOSED, &c->evolution.crossover_rate));
         TRY(opt_double(L, m, path, "mutation_rate", 0, CLOSED, 1, CLOSED, &c->evolution.mutation_rate));
         TRY(opt_double(L, m, path, "immigrant_rate", 0, CLOSED, 1, OPEN, &c->evolution.immigrant_rate));
+        TRY(opt_double(L, m, path, "local_rate", 0, CLOSED, 1, CLOSED, &c->evolution.local_rate));
         if ((v = get(L, m, "seed"))) {
             long long x;
             TRY(as_int(L, v, sub(p, path, "seed"), 0, INT64_MAX, &x));
@@ -882,6 +883,7 @@ static void set_defaults(evo_config *c)
     c->evolution.crossover_rate = 0.7;
     c->evolution.mutation_rate = 0.2;
     c->evolution.immigrant_rate = 0.1;
+    c->evolution.local_rate = 0.5;
     c->evolution.seed = 1;
     c->evolution.stall_generations = 8;
     c->evolution.time_budget_s = 0;

@@ -47,16 +47,17 @@ typedef enum {
     EVO_OP_CROSSOVER,         /* uniform crossover of parents[0] and parents[1]                  */
     EVO_OP_MUTATION,          /* mutation of parents[0]                                         */
     EVO_OP_CROSSOVER_MUTATION, /* crossover, then mutation of the child                          */
+    EVO_OP_NEIGHBOUR,         /* a neighbour of parents[0] (evo_strategy_neighbours): local search */
     EVO_OP_COUNT
 } evo_operator;
 
-/* "baseline", "seed", "elite", "random", "immigrant", "crossover", "mutation", "crossover+mutation". */
+/* "baseline", "seed", "elite", "random", "immigrant", "crossover", "mutation", "crossover+mutation", "neighbour". */
 const char *evo_operator_name(evo_operator op);
 
 typedef struct {
     evo_genome genome;
     evo_operator op;
-    int n_parents;          /* 0, 1 (mutation) or 2 (crossover) */
+    int n_parents;          /* 0, 1 (mutation, neighbour) or 2 (crossover) */
     evo_genome parents[2];  /* the loop maps them to candidate ids for the lineage table */
 } evo_proposal;
 
@@ -76,6 +77,9 @@ typedef struct {
     double crossover_rate;  /* ga: probability a child has two parents, [0, 1]                     */
     double mutation_rate;   /* ga: probability each knob of a child mutates, [0, 1]                */
     double immigrant_rate;  /* ga: probability a child is a random immigrant instead, [0, 1]       */
+    double local_rate;      /* ga: probability a child is the next unseen neighbour of the elites (best first),
+                               and the share of generation 0's free slots given to the seeds' and earlier
+                               elites' neighbours, [0, 1]; 0 = no neighbour children                  */
     const evo_genome *baseline;     /* may be NULL; first proposal of generation 0 when valid and unseen */
     const evo_genome *seeds;        /* config seed genomes, proposed next in generation 0 */
     int n_seeds;
@@ -85,7 +89,7 @@ typedef struct {
 } evo_strategy_params;
 
 /* Sensible values for tools and tests (the config sets its own): population 16, elites 2, tournament 3,
- * crossover 0.7, mutation 0.2, immigrants 0.1, seed 0, no genomes, no insights. */
+ * crossover 0.7, mutation 0.2, immigrants 0.1, local 0.5, seed 0, no genomes, no insights. */
 void evo_strategy_params_default(evo_strategy_params *p);
 
 typedef struct {
@@ -142,6 +146,19 @@ bool evo_strategy_random_unseen(const evo_space *space, const evo_genome_set *se
 
 /* Which knobs a constraint's text names (bit k for knob k): every identifier in it that is a knob. */
 uint32_t evo_constraint_knobs(const evo_space *space, const char *text);
+
+/* A growable list of genomes (free g when done). */
+typedef struct {
+    evo_genome *g;
+    int n, cap;
+} evo_genome_list;
+void evo_genome_list_push(evo_genome_list *l, const evo_genome *g);
+
+/* The neighbours of g in an order fixed by (seed, g), into out (emptied first): for each move of one knob to
+ * another value — moves to an adjacent value first, then the others, each group in a seeded order — the moved
+ * genome when it is valid, else every valid genome made from it by also changing one knob that the first violated
+ * constraint names (nearest values first). Genomes may repeat; g itself never appears. */
+void evo_strategy_neighbours(const evo_space *space, const evo_genome *g, uint64_t seed, evo_genome_list *out);
 
 /* Probability that mutation moves a knob to one of the neighbouring domain values (domains are ordered, so a
  * neighbour is a small step); the rest is spread evenly over the other values. */

@@ -17,11 +17,6 @@ typedef struct {
 } centre;
 
 typedef struct {
-    evo_genome *g;
-    int n, cap;
-} genome_list;
-
-typedef struct {
     const evo_space *space;
     evo_strategy_params p;
     int n_knobs;
@@ -29,18 +24,9 @@ typedef struct {
     evo_genome_set *seen; /* proposed or observed */
     centre *c;            /* measured genomes; sorted best first at each propose */
     int n_c, cap_c;
-    genome_list starts;   /* seeds, earlier elites, baseline: the centres before anything is measured */
+    evo_genome_list starts;   /* seeds, earlier elites, baseline: the centres before anything is measured */
     int generation;
 } hill;
-
-static void glist_push(genome_list *l, const evo_genome *g)
-{
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 64;
-        l->g = evo_xrealloc(l->g, sizeof *l->g * (size_t)l->cap);
-    }
-    l->g[l->n++] = *g;
-}
 
 static evo_genome normalized(const hill *s, const evo_genome *g)
 {
@@ -57,57 +43,6 @@ static int centre_cmp(const void *pa, const void *pb)
     if (a->tier != b->tier) return a->tier < b->tier ? -1 : 1;
     if (a->fitness != b->fitness) return a->fitness > b->fitness ? -1 : 1;
     return memcmp(a->g.idx, b->g.idx, sizeof a->g.idx);
-}
-
-typedef struct {
-    int knob, value;
-    uint64_t key; /* far moves after adjacent ones, then a draw seeded by (seed, centre) */
-} move;
-
-static int move_cmp(const void *pa, const void *pb)
-{
-    const move *a = pa, *b = pb;
-    if (a->key != b->key) return a->key < b->key ? -1 : 1;
-    return a->knob != b->knob ? a->knob - b->knob : a->value - b->value;
-}
-
-/* The neighbours of g, in an order fixed by (params.seed, g): for each move of one knob to another value —
- * adjacent values first, then the others — the moved genome when valid, else every valid genome made from it by
- * also changing one knob that the first violated constraint names (nearest values first). May repeat genomes. */
-static void neighbours(const hill *s, const evo_genome *g, genome_list *out)
-{
-    out->n = 0;
-    evo_rng r;
-    evo_rng_seed(&r, s->p.seed ^ evo_fnv1a64(g->idx, (size_t)s->n_knobs));
-    move moves[EVO_MAX_KNOBS * EVO_MAX_DOMAIN];
-    int nm = 0;
-    for (int k = 0; k < s->n_knobs; k++)
-        for (int v = 0; v < evo_space_domain_size(s->space, k); v++)
-            if (v != g->idx[k])
-                moves[nm++] = (move){k, v, (uint64_t)(abs(v - g->idx[k]) > 1) << 32 | (uint32_t)evo_rng_next(&r)};
-    qsort(moves, (size_t)nm, sizeof *moves, move_cmp);
-    for (int i = 0; i < nm; i++) {
-        evo_genome m = *g;
-        m.idx[moves[i].knob] = (uint8_t)moves[i].value;
-        const char *violated = NULL;
-        if (evo_space_valid(s->space, &m, &violated)) {
-            glist_push(out, &m);
-            continue;
-        }
-        const uint32_t mask = evo_constraint_knobs(s->space, violated);
-        for (int j = 0; j < s->n_knobs; j++) {
-            if (j == moves[i].knob || !(mask >> j & 1u)) continue;
-            const int n = evo_space_domain_size(s->space, j), cur = m.idx[j];
-            for (int d = 1; d < n; d++)
-                for (int sign = -1; sign <= 1; sign += 2) {
-                    const int w = cur + sign * d;
-                    if (w < 0 || w >= n) continue;
-                    evo_genome fix = m;
-                    fix.idx[j] = (uint8_t)w;
-                    if (evo_space_valid(s->space, &fix, NULL)) glist_push(out, &fix);
-                }
-        }
-    }
 }
 
 static evo_status hill_create(const evo_space *space, const evo_strategy_params *params, void **state, evo_err *err)
@@ -165,13 +100,13 @@ static bool take(hill *s, const evo_genome *g, evo_operator op, const evo_genome
 /* Unseen neighbours of the start genomes, one per start in turn, until want or none is left. */
 static int around_starts(hill *s, evo_proposal *out, int n, int want)
 {
-    genome_list *nb = evo_xcalloc((size_t)(s->starts.n ? s->starts.n : 1), sizeof *nb);
+    evo_genome_list *nb = evo_xcalloc((size_t)(s->starts.n ? s->starts.n : 1), sizeof *nb);
     int *next = evo_xcalloc((size_t)(s->starts.n ? s->starts.n : 1), sizeof *next);
-    for (int i = 0; i < s->starts.n; i++) neighbours(s, &s->starts.g[i], &nb[i]);
+    for (int i = 0; i < s->starts.n; i++) evo_strategy_neighbours(s->space, &s->starts.g[i], s->p.seed, &nb[i]);
     for (bool any = true; any && n < want;) {
         any = false;
         for (int i = 0; i < s->starts.n && n < want; i++) {
-            while (next[i] < nb[i].n && !take(s, &nb[i].g[next[i]], EVO_OP_MUTATION, &s->starts.g[i], &out[n]))
+            while (next[i] < nb[i].n && !take(s, &nb[i].g[next[i]], EVO_OP_NEIGHBOUR, &s->starts.g[i], &out[n]))
                 next[i]++;
             if (next[i] < nb[i].n) {
                 n++, next[i]++;
@@ -189,12 +124,12 @@ static int around_starts(hill *s, evo_proposal *out, int n, int want)
 static int around_best(hill *s, evo_proposal *out, int n, int want)
 {
     qsort(s->c, (size_t)s->n_c, sizeof *s->c, centre_cmp);
-    genome_list nb = {0};
+    evo_genome_list nb = {0};
     for (int i = 0; i < s->n_c && n < want; i++) {
         if (s->c[i].done) continue;
-        neighbours(s, &s->c[i].g, &nb);
+        evo_strategy_neighbours(s->space, &s->c[i].g, s->p.seed, &nb);
         int j = 0;
-        for (; j < nb.n && n < want; j++) n += take(s, &nb.g[j], EVO_OP_MUTATION, &s->c[i].g, &out[n]);
+        for (; j < nb.n && n < want; j++) n += take(s, &nb.g[j], EVO_OP_NEIGHBOUR, &s->c[i].g, &out[n]);
         bool left = false;
         for (; j < nb.n && !left; j++) left = !evo_genome_set_has(s->seen, &nb.g[j]);
         s->c[i].done = !left;
@@ -221,12 +156,12 @@ static evo_status hill_propose(void *state, evo_proposal *out, int max, int *n, 
             for (int j = 0; j < sources[i].count; j++) {
                 const bool fresh = *n < want && take(s, &sources[i].g[j], sources[i].op, NULL, &out[*n]);
                 /* the baseline is the last resort as a start: the seeds are meant to be better */
-                if (fresh && i > 0) glist_push(&s->starts, &out[*n].genome);
+                if (fresh && i > 0) evo_genome_list_push(&s->starts, &out[*n].genome);
                 *n += fresh;
             }
         if (s->p.baseline && evo_space_valid(s->space, s->p.baseline, NULL)) {
             evo_genome b = normalized(s, s->p.baseline);
-            glist_push(&s->starts, &b);
+            evo_genome_list_push(&s->starts, &b);
         }
     }
     *n = s->n_c ? around_best(s, out, *n, want) : around_starts(s, out, *n, want);

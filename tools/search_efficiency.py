@@ -6,11 +6,17 @@ tests/data/replay-space.yaml) with `evo run --replay`, for each strategy and see
 of the fitness of the kernel the search would pick after N evaluations, divided by the exhaustive best.
 
     python3 tools/search_efficiency.py [--evo build/evo] [--seeds 10] [--population 16] [--generations 14]
-        [--strategies ga,random,seeds] [--with-seeds configs/default.yaml] [--noise 0,1,2] [--markdown]
+        [--strategies ga,ga@local_rate=0,random,seeds] [--with-seeds configs/default.yaml | --draw-seeds 4]
+        [--noise 0,2]
+
+A strategy NAME@KEY=VALUE+KEY=VALUE... runs NAME with those evolution.KEY settings added to the config.
 
 --with-seeds C   the search starts from C's seed genomes, projected onto the replay space (a knob the space fixes
                  takes the space's value), as a config with those seeds would; the "seeds only" column is the best
                  of the baseline and those seeds (what evaluating them and stopping gives).
+--draw-seeds N   each search seed starts from N seeds drawn at random (seeded) from the recorded genomes within
+                 1-7 % below the exhaustive best: good hand-written seeds that are not the best; the "seeds only"
+                 column is then the median over searches of the best of the baseline and the drawn seeds.
 --noise K        each seed's search runs on a copy of the recording whose per-shape times are measured again, in
                  effect: each speedup is multiplied by exp(K * sigma * z), z ~ N(0, 1), sigma the standard error of
                  the candidate's and the baseline's median time, from their recorded p10-p90 spread and the
@@ -108,12 +114,41 @@ def noisy_copy(src, dst, k, rng, reps, baseline):
     con.close()
 
 
+def with_settings(text, settings):
+    """Config text with evolution.KEY: VALUE added (the `evolution:` mapping, flow or block style)."""
+    if not settings:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        m = re.match(r"evolution:\s*\{(.*)\}\s*(#.*)?$", line)
+        if m:
+            lines[i] = "evolution: {%s, %s}" % (m.group(1), ", ".join("%s: %s" % kv for kv in settings))
+            return "\n".join(lines)
+        if re.match(r"evolution:\s*(#.*)?$", line):
+            lines[i + 1:i + 1] = ["  %s: %s" % kv for kv in settings]
+            return "\n".join(lines)
+    return text + "\nevolution: {%s}\n" % ", ".join("%s: %s" % kv for kv in settings)
+
+
 def picks(db):
     """(genome, measured fitness or None) of each new evaluation of the run, in order."""
     con = sqlite3.connect(db)
     return [(g, f if v == "OK" else None) for g, v, f in con.execute(
         "SELECT c.genome, e.verdict, e.fitness FROM evaluations e JOIN candidates c ON c.id = e.candidate_id "
         "ORDER BY e.id")]
+
+
+def measured(db, genomes):
+    """genome -> fitness as measured in db (geometric mean of its speedups), for the genomes given."""
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+    out = {}
+    for g in genomes:
+        row = con.execute("SELECT exp(avg(ln(r.speedup))) FROM results r JOIN evaluations e ON e.id = r.evaluation_id "
+                          "JOIN candidates c ON c.id = e.candidate_id WHERE c.genome = ? AND r.speedup > 0",
+                          (g,)).fetchone()
+        if row and row[0]:
+            out[g] = row[0]
+    return out
 
 
 def pick_at(traj, budget, truth):
@@ -133,6 +168,7 @@ def main():
     ap.add_argument("--strategies", default="ga,random,seeds")
     ap.add_argument("--budgets", default="16,32,48,64,96,128,192")
     ap.add_argument("--with-seeds", metavar="CONFIG")
+    ap.add_argument("--draw-seeds", type=int, default=0, metavar="N")
     ap.add_argument("--noise", default="0")
     ap.add_argument("--extra", default="", help="more `evo run` arguments, space-separated")
     a = ap.parse_args()
@@ -152,32 +188,46 @@ def main():
                 seeds.append(p)
     budgets = [int(b) for b in a.budgets.split(",")]
     strategies = a.strategies.split(",")
+    pool = sorted(g for g, f in truth.items() if 0.93 * best < f < 0.99 * best and g != baseline)
     print("replay database %s: %d measured genomes, exhaustive best fitness %.4f; population %d, %d seeds%s" %
           (a.replay, len(truth), best, a.population, a.seeds, a.extra and ", " + a.extra))
+    if a.draw_seeds:
+        print("seeds: %d per search, drawn from the %d recorded genomes within 1-7 %% below the best" %
+              (a.draw_seeds, len(pool)))
     if seeds:
-        only = max(truth.get(g, 0.0) for g in [baseline] + seeds)
-        print("seed genomes (projected from %s): %s" % (a.with_seeds, ", ".join(
-            "%.4f" % truth.get(g, float("nan")) for g in seeds)))
-        print("seeds only (the baseline and %d seeds, %d evaluations): %.3f of the exhaustive best" %
-              (len(seeds), len(seeds) + 1, only / best))
-    with tempfile.TemporaryDirectory() as tmp:
-        config = a.config
+        print("seed genomes (projected from %s): %s; the best of them and the baseline is %.3f of the exhaustive "
+              "best" % (a.with_seeds, ", ".join("%.4f" % truth.get(g, float("nan")) for g in seeds),
+                        max(truth.get(g, 0.0) for g in [baseline] + seeds) / best))
+    def config_for(tmp, strat, seeds):
+        name, _, rest = strat.partition("@")
+        text = with_settings(open(a.config).read(), [tuple(kv.split("=", 1)) for kv in rest.split("+") if kv])
         if seeds:
-            config = os.path.join(tmp, "space.yaml")
-            with open(config, "w") as f:
-                f.write(open(a.config).read() + "\nseeds:\n" + "".join('  - "%s"\n' % g for g in seeds))
+            text += "\nseeds:\n" + "".join('  - "%s"\n' % g for g in seeds)
+        path = os.path.join(tmp, "space-%s.yaml" % re.sub(r"\W", "_", strat))
+        with open(path, "w") as f:
+            f.write(text)
+        return name, path
+
+    with tempfile.TemporaryDirectory() as tmp:
         for k in [float(x) for x in a.noise.split(",")]:
             fracs = {(s, b): [] for s in strategies for b in budgets}
+            only = []
             for seed in range(1, a.seeds + 1):
+                if a.draw_seeds:
+                    seeds = random.Random(1000 + seed).sample(pool, a.draw_seeds)
                 replay = a.replay
                 if k > 0:
-                    replay = os.path.join(tmp, "noisy-%d.db" % seed)
+                    replay = os.path.join(tmp, "noisy.db")
                     noisy_copy(a.replay, replay, k, random.Random(seed), reps, baseline)
+                if seeds:  # seeds only: the baseline and the seeds measured, the best measured one picked
+                    m = measured(replay, [baseline] + seeds)
+                    only.append(truth[max((f, g) for g, f in m.items())[1]] / best)
                 for strat in strategies:
-                    db = os.path.join(tmp, "%s-%d.db" % (strat, seed))
+                    name, config = config_for(tmp, strat, seeds)
+                    db = os.path.join(tmp, "run.db")
                     if os.path.exists(db):
                         os.remove(db)
-                    cmd = [a.evo, "run", "--replay", replay, "--config", config, "--strategy", strat, "--seed",
+                    cmd = [a.evo, "run", "--replay", replay, "--config", config, "--strategy", name, "--seed",
                            str(seed), "--population", str(a.population), "--generations", str(a.generations),
                            "--db", db, "--quiet", "--no-insights"] + a.extra.split()
                     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -188,11 +238,12 @@ def main():
                         fracs[(strat, b)].append(pick_at(traj, b, truth) / best)
             print("\nnoise %gx: median over %d seeds of the recorded fitness of the search's pick (the best measured"
                   " so far) / exhaustive best" % (k, a.seeds))
-            print("\n| evaluations | " + " | ".join(strategies) + " |")
-            print("|---:|" + "---:|" * len(strategies))
+            head = strategies + (["seeds only (%d evaluations)" % (len(seeds) + 1)] if only else [])
+            print("\n| evaluations | " + " | ".join(head) + " |")
+            print("|---:|" + "---:|" * len(head))
             for b in budgets:
-                print("| %d | " % b + " | ".join("%.3f" % statistics.median(fracs[(s, b)]) for s in strategies) +
-                      " |")
+                row = ["%.3f" % statistics.median(fracs[(s, b)]) for s in strategies]
+                print("| %d | " % b + " | ".join(row + (["%.3f" % statistics.median(only)] if only else [])) + " |")
 
 
 if __name__ == "__main__":
