@@ -211,6 +211,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for k in [float(x) for x in a.noise.split(",")]:
             fracs = {(s, b): [] for s in strategies for b in budgets}
+            ok_share = {s: [] for s in strategies}
             only = []
             for seed in range(1, a.seeds + 1):
                 if a.draw_seeds:
@@ -234,6 +235,8 @@ def main():
                     if r.returncode != 0:
                         sys.exit("evo run failed: %s\n%s" % (" ".join(cmd), r.stderr))
                     traj = picks(db)
+                    ok_share[strat].append(sum(f is not None for _, f in traj[:budgets[-1]]) /
+                                           max(1, len(traj[:budgets[-1]])))
                     for b in budgets:
                         fracs[(strat, b)].append(pick_at(traj, b, truth) / best)
             print("\nnoise %gx: median over %d seeds of the recorded fitness of the search's pick (the best measured"
@@ -244,6 +247,8 @@ def main():
             for b in budgets:
                 row = ["%.3f" % statistics.median(fracs[(s, b)]) for s in strategies]
                 print("| %d | " % b + " | ".join(row + (["%.3f" % statistics.median(only)] if only else [])) + " |")
+            print("| OK share of the first %d | " % budgets[-1] + " | ".join(
+                "%.2f" % statistics.median(ok_share[s]) for s in strategies) + (" | |" if only else " |"))
 
 
 if __name__ == "__main__":
