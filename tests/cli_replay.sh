@@ -108,7 +108,11 @@ print("replay, seeds: seeds only = baseline + 4 seeds; hill climbing at the exha
 PY
 # The GPU comparison (tools/compare_strategies.py, tools/gpu_ci.sh strategies) runs end to end by replay.
 python3 "$SRC/tools/compare_strategies.py" --evo "$EVO" --config "$tmp/seeds.yaml" --replay "$R" --seeds 2 \
-  --work "$tmp/cmp" --out "$tmp/cmp.md" >/dev/null 2>"$tmp/cmp.err" || fail "compare_strategies: $(cat "$tmp/cmp.err")"
+  --strategies seeds,ga,ga@local_rate=0,random --work "$tmp/cmp" --out "$tmp/cmp.md" >/dev/null 2>"$tmp/cmp.err" ||
+  fail "compare_strategies: $(cat "$tmp/cmp.err")"
+grep -q "^| ga@local_rate=0 | 55 | 1.0691 | 1.0691 | " "$tmp/cmp.md" || fail "compare_strategies: ga@local_rate=0 row"
+grep -q "^evolution: {strategy: random, population: 216, generations: 1, local_rate: 0}$" \
+  "$tmp/cmp/config-ga_local_rate_0.yaml" || fail "compare_strategies: local_rate not set in the config"
 grep -q "^| seeds only (baseline + 4 seeds) | 5 | 1.0691 | 1.0691 | - | 0 / 2 |$" "$tmp/cmp.md" ||
   fail "compare_strategies: seeds only row: $(grep 'seeds only' "$tmp/cmp.md")"
 grep -q "^| ga | 55 | 1.0691 | 1.0691 | " "$tmp/cmp.md" || fail "compare_strategies: ga row: $(grep '^| ga' "$tmp/cmp.md")"

@@ -14,6 +14,9 @@ the re-timing noise. "seeds only" is the baseline and the config's seeds, the fi
     python3 tools/compare_strategies.py [--config configs/default.yaml] [--strategies seeds,ga,random]
         [--seeds 8] [--budget-s 210] [--population 16] [--generations 4] [--retimes 3] [--work DIR] [--out F]
         [--replay DB]     (CI: evaluate by replay instead of on the GPU; the re-timings then repeat the recording)
+
+A strategy NAME@KEY=VALUE+KEY=VALUE runs NAME with those evolution settings (ga@local_rate=0: the GA before
+local children).
 """
 import argparse
 import math
@@ -25,6 +28,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+from search_efficiency import with_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -90,6 +95,17 @@ def best_of(rows):
     return max(ok) if ok else (float("nan"), None)
 
 
+def strategy_config(a, text, strategy):
+    """(strategy name, config path) for NAME or NAME@KEY=VALUE+KEY=VALUE (evolution settings changed)."""
+    name, _, rest = strategy.partition("@")
+    if not rest:
+        return name, a.config
+    path = os.path.join(a.work, "config-%s.yaml" % re.sub(r"\W", "_", strategy))
+    with open(path, "w") as f:
+        f.write(with_settings(text, [tuple(kv.split("=", 1)) for kv in rest.split("+") if kv]))
+    return name, path
+
+
 def evo_run(a, config, strategy, seed, population, generations, db, log):
     if os.path.exists(db):
         os.remove(db)
@@ -136,8 +152,9 @@ def main():
         if seed > 1 and elapsed + elapsed / (seed - 1) > a.budget_s:  # the next seed would end past the budget
             break
         for s in strategies:
-            db = os.path.join(a.work, "run-%s-%d.db" % (s, seed))
-            walls[(s, seed)] = evo_run(a, a.config, s, seed, a.population, a.generations, db, log)
+            db = os.path.join(a.work, "run-%s-%d.db" % (re.sub(r"\W", "_", s), seed))
+            name, config = strategy_config(a, text, s)
+            walls[(s, seed)] = evo_run(a, config, name, seed, a.population, a.generations, db, log)
             runs[(s, seed)] = evaluations(db)
         done = seed
     search_s = time.time() - t0
@@ -174,7 +191,7 @@ def main():
     sd = statistics.median(noise) if noise else float("nan")
     best_seed = max([(mean(re_fit[g]), g) for g in seeds + [baseline] if re_fit.get(g)] or [(float("nan"), "-")])
 
-    gpu = run_gpu(os.path.join(a.work, "run-%s-1.db" % strategies[0]))
+    gpu = run_gpu(os.path.join(a.work, "run-%s-1.db" % re.sub(r"\W", "_", strategies[0])))
     out = []
     p = out.append
     p("## GA vs random vs seeds only (`tools/compare_strategies.py`, %s)\n" % time.strftime("%Y-%m-%d %H:%M UTC",

@@ -15,7 +15,8 @@
 #   strategies GA vs random vs seeds only on configs/default.yaml at equal evaluation budgets
 #              (tools/compare_strategies.py): seeds 1, 2, ... while the next fits in STRAT_BUDGET_S (210 s of
 #              search; at most STRAT_SEEDS, 8), STRAT_POP (16) x STRAT_GENS (4) per run, one compile cache; then
-#              the picks and the seeds re-timed 3 times; summary to $OUT/strategies.md (about 4 minutes in all)
+#              the picks and the seeds re-timed 3 times; summary to $OUT/strategies.md (about 4 minutes in all);
+#              STRAT_LIST=seeds,ga,ga@local_rate=0,random adds the GA without local children (a third more)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-logs}
@@ -81,6 +82,7 @@ for step in "$@"; do
           unset EVO_CACHE ;;
     strategies) export EVO_CACHE=/tmp/evo-strategies-cache
                 python3 tools/compare_strategies.py --config configs/default.yaml --seeds "${STRAT_SEEDS:-8}" \
+                  --strategies "${STRAT_LIST:-seeds,ga,random}" \
                   --budget-s "${STRAT_BUDGET_S:-210}" --population "${STRAT_POP:-16}" --generations "${STRAT_GENS:-4}" \
                   --work /tmp/evo-strategies --out "$OUT/strategies.md" 2>&1 | tail -40
                 tail -60 /tmp/evo-strategies/runs.log > "$OUT/strategies-runs.log"

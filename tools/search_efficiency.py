@@ -115,17 +115,34 @@ def noisy_copy(src, dst, k, rng, reps, baseline):
 
 
 def with_settings(text, settings):
-    """Config text with evolution.KEY: VALUE added (the `evolution:` mapping, flow or block style)."""
+    """Config text with evolution.KEY: VALUE set for each (KEY, VALUE): replaced where the `evolution` mapping (flow
+    or block style) has the key, added where it has not."""
     if not settings:
         return text
     lines = text.split("\n")
     for i, line in enumerate(lines):
         m = re.match(r"evolution:\s*\{(.*)\}\s*(#.*)?$", line)
         if m:
-            lines[i] = "evolution: {%s, %s}" % (m.group(1), ", ".join("%s: %s" % kv for kv in settings))
+            items = [kv.strip() for kv in m.group(1).split(",") if kv.strip()]
+            keys = [kv.split(":")[0].strip() for kv in items]
+            for k, v in settings:
+                if k in keys:
+                    items[keys.index(k)] = "%s: %s" % (k, v)
+                else:
+                    items.append("%s: %s" % (k, v))
+            lines[i] = "evolution: {%s}" % ", ".join(items)
             return "\n".join(lines)
         if re.match(r"evolution:\s*(#.*)?$", line):
-            lines[i + 1:i + 1] = ["  %s: %s" % kv for kv in settings]
+            j = i + 1
+            while j < len(lines) and (lines[j].startswith(" ") or not lines[j].strip()):
+                j += 1
+            for k, v in settings:
+                at = [n for n in range(i + 1, j) if re.match(r"\s+%s:" % re.escape(k), lines[n])]
+                if at:
+                    lines[at[0]] = "  %s: %s" % (k, v)
+                else:
+                    lines.insert(i + 1, "  %s: %s" % (k, v))
+                    j += 1
             return "\n".join(lines)
     return text + "\nevolution: {%s}\n" % ", ".join("%s: %s" % kv for kv in settings)
 
