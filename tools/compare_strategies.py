@@ -4,7 +4,7 @@
 For seed 1, 2, ... (until --seeds, or while the next seed, as long as the seeds so far took on average, ends
 within --budget-s seconds) it runs
 `evo run --strategy S --seed N` for every strategy S, each into a database of its own (no reuse, no earlier
-elites) with one compile cache for all ($EVO_CACHE: set it to keep repeats cheap). Then it re-times, --retimes
+elites), all on evo's one compile cache ($EVO_CACHE, else ~/.cache/evo), so a genome compiles once. Then it re-times, --retimes
 times, every run's pick (its best measured genome within the common budget) together with the baseline and the
 config's seeds, in one generation each (`--strategy seeds --generations 1`: all timed against the same baseline
 measurement), and prints a markdown summary: per strategy the median over seeds of the best measured fitness and

@@ -14,9 +14,10 @@
 #              GPUS_ORDER="all 0" runs every GPU first (the first run also pays for a cold page cache)
 #   strategies GA vs random vs seeds only on configs/default.yaml at equal evaluation budgets
 #              (tools/compare_strategies.py): seeds 1, 2, ... while the next fits in STRAT_BUDGET_S (210 s of
-#              search; at most STRAT_SEEDS, 8), STRAT_POP (16) x STRAT_GENS (4) per run, one compile cache; then
+#              search; at most STRAT_SEEDS, 8), STRAT_POP (16) x STRAT_GENS (4) per run, all on evo's one compile
+#              cache ($EVO_CACHE, else ~/.cache/evo: warm from earlier steps of the call); then
 #              the picks and the seeds re-timed 3 times; summary to $OUT/strategies.md (about 4 minutes in all);
-#              STRAT_LIST=seeds,ga,ga@local_rate=0,random adds the GA without local children (a third more)
+#              STRAT_LIST=seeds,ga,ga@local_rate=0,random adds the GA without local children (fewer seeds fit)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-logs}
@@ -80,13 +81,11 @@ for step in "$@"; do
             done
           done
           unset EVO_CACHE ;;
-    strategies) export EVO_CACHE=/tmp/evo-strategies-cache
-                python3 tools/compare_strategies.py --config configs/default.yaml --seeds "${STRAT_SEEDS:-8}" \
+    strategies) python3 tools/compare_strategies.py --config configs/default.yaml --seeds "${STRAT_SEEDS:-8}" \
                   --strategies "${STRAT_LIST:-seeds,ga,random}" \
                   --budget-s "${STRAT_BUDGET_S:-210}" --population "${STRAT_POP:-16}" --generations "${STRAT_GENS:-4}" \
                   --work /tmp/evo-strategies --out "$OUT/strategies.md" 2>&1 | tail -40
-                tail -60 /tmp/evo-strategies/runs.log > "$OUT/strategies-runs.log"
-                unset EVO_CACHE ;;
+                tail -60 /tmp/evo-strategies/runs.log > "$OUT/strategies-runs.log" ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;
