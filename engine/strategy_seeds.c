@@ -11,20 +11,20 @@
 
 typedef struct {
     evo_genome g;
-    int tier;       /* 0 OK, 1 REGRESSED: both measured; nothing else is a centre */
+    int tier; /* 0 OK, 1 REGRESSED: both measured; nothing else is a centre */
     double fitness;
-    bool done;      /* every neighbour seen: skipped from now on (the seen set only grows) */
+    bool done; /* every neighbour seen: skipped from now on (the seen set only grows) */
 } centre;
 
 typedef struct {
     const evo_space *space;
     evo_strategy_params p;
     int n_knobs;
-    evo_rng rng;          /* the random fallback once every neighbourhood is seen */
-    evo_genome_set *seen; /* proposed or observed */
-    centre *c;            /* measured genomes; sorted best first at each propose */
+    evo_rng rng;            /* the random fallback once every neighbourhood is seen */
+    evo_genome_set *seen;   /* proposed or observed */
+    centre *c;              /* measured genomes; sorted best first at each propose */
     int n_c, cap_c;
-    evo_genome_list starts;   /* seeds, earlier elites, baseline: the centres before anything is measured */
+    evo_genome_list starts; /* seeds, earlier elites, baseline: the centres before anything is measured */
     int generation;
 } hill;
 
