@@ -43,8 +43,14 @@ EVO_CMD(run)
         case 'c': o.config_path = optarg; break;
         case 'D': o.db_path = optarg; break;
         case 'S':
-            if (!evo_strategy_find(optarg))
-                return evo_cli_usage_error(self, err, "--strategy takes ga or random, not '%s'", optarg);
+            if (!evo_strategy_find(optarg)) {
+                int n;
+                const evo_strategy_ops *const *list = evo_strategy_list(&n);
+                char known[256] = "";
+                for (int i = 0; i < n; i++)
+                    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", list[i]->name);
+                return evo_cli_usage_error(self, err, "--strategy takes one of %s, not '%s'", known, optarg);
+            }
             o.strategy = optarg;
             break;
         case 'P': o.replay_db = optarg; break;

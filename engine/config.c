@@ -3,6 +3,7 @@
  * Each mapping's keys are checked against a fixed list before its values are read; docs/usage.md lists them. */
 #include "config.h"
 
+#include "strategy.h"
 #include "task.h"
 #include "util.h"
 
@@ -19,7 +20,6 @@
 /* ---- names ---- */
 
 static const char *const dist_names[EVO_DIST_COUNT] = {"normal", "uniform", "outliers", "zero_head", "large"};
-static const char *const strategy_names[] = {"ga", "random", NULL};
 
 const char *evo_dist_name(evo_dist d) { return (unsigned)d < EVO_DIST_COUNT ? dist_names[d] : "?"; }
 
@@ -826,7 +826,7 @@ static evo_status load_timing(loader *L, const yaml_node_t *root)
 static evo_status load_evolution(loader *L, const yaml_node_t *root)
 {
     static const char *const keys[] = {"strategy",       "population",    "generations",    "elites",
-                                       "tournament",     "crossover_rate", "mutation_rate", "immigrant_rate",
+                                       "tournament",     "crossover_rate", "mutation_rate", "immigrant_rate", "local_rate",
                                        "seed",           "stall_generations", "time_budget_s", "insights",
                                        NULL};
     char p[PATH_MAX_LEN];
@@ -836,15 +836,19 @@ static evo_status load_evolution(loader *L, const yaml_node_t *root)
     evo_config *c = L->c;
     if (m) {
         if ((v = get(L, m, "strategy"))) {
-            int i;
-            TRY(as_name(L, v, sub(p, path, "strategy"), strategy_names, "strategy", &i));
-            strcpy(c->evolution.strategy, strategy_names[i]);
+            int i, n;
+            const evo_strategy_ops *const *list = evo_strategy_list(&n);
+            const char *names[16 + 1] = {0}; /* the strategy list's names, NULL-terminated */
+            for (int k = 0; k < n && k < 16; k++) names[k] = list[k]->name;
+            TRY(as_name(L, v, sub(p, path, "strategy"), names, "strategy", &i));
+            strcpy(c->evolution.strategy, names[i]);
         }
         TRY(opt_i32(L, m, path, "population", 2, 100000, &c->evolution.population));
         TRY(opt_i32(L, m, path, "generations", 1, 1000000, &c->evolution.generations));
         TRY(opt_double(L, m, path, "crossover_rate", 0, CLOSED, 1, CLOSED, &c->evolution.crossover_rate));
         TRY(opt_double(L, m, path, "mutation_rate", 0, CLOSED, 1, CLOSED, &c->evolution.mutation_rate));
         TRY(opt_double(L, m, path, "immigrant_rate", 0, CLOSED, 1, OPEN, &c->evolution.immigrant_rate));
+        TRY(opt_double(L, m, path, "local_rate", 0, CLOSED, 1, CLOSED, &c->evolution.local_rate));
         if ((v = get(L, m, "seed"))) {
             long long x;
             TRY(as_int(L, v, sub(p, path, "seed"), 0, INT64_MAX, &x));
@@ -950,6 +954,7 @@ static void set_defaults(evo_config *c)
     c->evolution.crossover_rate = 0.7;
     c->evolution.mutation_rate = 0.2;
     c->evolution.immigrant_rate = 0.1;
+    c->evolution.local_rate = 0.5;
     c->evolution.seed = 1;
     c->evolution.stall_generations = 8;
     c->evolution.time_budget_s = 0;

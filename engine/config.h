@@ -112,9 +112,9 @@ typedef struct evo_config {
     } timing;
 
     struct {
-        char strategy[EVO_NAME_MAX]; /* "ga" or "random" */
+        char strategy[EVO_NAME_MAX]; /* a name of evo_strategy_list: "ga", "random", "seeds" */
         int population, generations, elites, tournament;
-        double crossover_rate, mutation_rate, immigrant_rate;
+        double crossover_rate, mutation_rate, immigrant_rate, local_rate;
         uint64_t seed;
         int stall_generations; /* stop after this many generations without improvement (0 = never) */
         double time_budget_s;  /* 0 = none */

@@ -543,6 +543,7 @@ static evo_status make_strategy(loop *L, evo_err *err)
         .crossover_rate = L->cfg->evolution.crossover_rate,
         .mutation_rate = L->cfg->evolution.mutation_rate,
         .immigrant_rate = L->cfg->evolution.immigrant_rate,
+        .local_rate = L->cfg->evolution.local_rate,
         .baseline = &L->cfg->baseline,
         .seeds = L->cfg->seeds,
         .n_seeds = L->cfg->n_seeds,

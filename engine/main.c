@@ -12,7 +12,7 @@
 static const evo_cmd commands[] = {
     {"run", cmd_run, "evolve kernels: compile, check and time a population for N generations",
      "usage: evo run [--config F] [--generations N] [--population N] [--seed N] [--db F] [--resume RUN]\n"
-     "               [--gpus LIST] [--jobs N] [--time-budget SECONDS] [--strategy ga|random] [--no-insights]\n"
+     "               [--gpus LIST] [--jobs N] [--time-budget SECONDS] [--strategy NAME] [--no-insights]\n"
      "               [--replay DB] [--sanitize[=TOOLS]] [--sanitizer PATH]\n"
      "\n"
      "Runs the search described by the config (default configs/default.yaml) on the GPUs of this machine and\n"
@@ -28,7 +28,7 @@ static const evo_cmd commands[] = {
      "      --gpus LIST       GPU ordinals to use, e.g. 0,1 (default: all)\n"
      "  -j, --jobs N          parallel compiles (default: all cores)\n"
      "      --time-budget S   stop after S seconds of wall time\n"
-     "      --strategy NAME   ga (default) or random\n"
+     "      --strategy NAME   ga (default), random, or seeds (the baseline and seeds, then hill climbing)\n"
      "      --no-insights     mutate without per-knob statistics from the store\n"
      "      --replay DB       evaluate by looking up results recorded in DB (no GPU needed)\n"
      "      --sanitize[=TOOLS] after the search, run the top elites under compute-sanitizer (TOOLS: a comma list\n"

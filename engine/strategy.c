@@ -3,11 +3,12 @@
  */
 #include "strategy.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const evo_strategy_ops *const strategies[] = {&evo_strategy_ga, &evo_strategy_random};
+static const evo_strategy_ops *const strategies[] = {&evo_strategy_ga, &evo_strategy_random, &evo_strategy_seeds};
 
 const evo_strategy_ops *const *evo_strategy_list(int *n)
 {
@@ -26,6 +27,7 @@ static const char *const op_names[EVO_OP_COUNT] = {
     [EVO_OP_BASELINE] = "baseline",   [EVO_OP_SEED] = "seed",           [EVO_OP_ELITE] = "elite",
     [EVO_OP_RANDOM] = "random",       [EVO_OP_IMMIGRANT] = "immigrant", [EVO_OP_CROSSOVER] = "crossover",
     [EVO_OP_MUTATION] = "mutation",   [EVO_OP_CROSSOVER_MUTATION] = "crossover+mutation",
+    [EVO_OP_NEIGHBOUR] = "neighbour",
 };
 
 const char *evo_operator_name(evo_operator op) { return (unsigned)op < EVO_OP_COUNT ? op_names[op] : "unknown"; }
@@ -39,6 +41,7 @@ void evo_strategy_params_default(evo_strategy_params *p)
     p->crossover_rate = 0.7;
     p->mutation_rate = 0.2;
     p->immigrant_rate = 0.1;
+    p->local_rate = 0.5;
 }
 
 /* ---- instance ---- */
@@ -216,6 +219,87 @@ bool evo_strategy_random_unseen(const evo_space *space, const evo_genome_set *se
     if (!u.n) return false;
     *out = u.pick;
     return true;
+}
+
+/* ---- constraints ---- */
+uint32_t evo_constraint_knobs(const evo_space *space, const char *text)
+{
+    uint32_t mask = 0;
+    for (const char *p = text; p && *p;) {
+        if (isalpha((unsigned char)*p) || *p == '_') {
+            char name[64];
+            int n = 0;
+            while (isalnum((unsigned char)*p) || *p == '_') {
+                if (n < 63) name[n++] = *p;
+                p++;
+            }
+            name[n] = '\0';
+            int k = evo_space_find_knob(space, name);
+            if (k >= 0) mask |= 1u << k;
+        } else {
+            p++;
+        }
+    }
+    return mask;
+}
+
+/* ---- neighbours ---- */
+void evo_genome_list_push(evo_genome_list *l, const evo_genome *g)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->g = evo_xrealloc(l->g, sizeof *l->g * (size_t)l->cap);
+    }
+    l->g[l->n++] = *g;
+}
+
+typedef struct {
+    int knob, value;
+    uint64_t key; /* far moves after adjacent ones, then a draw seeded by (seed, centre) */
+} move;
+
+static int move_cmp(const void *pa, const void *pb)
+{
+    const move *a = pa, *b = pb;
+    if (a->key != b->key) return a->key < b->key ? -1 : 1;
+    return a->knob != b->knob ? a->knob - b->knob : a->value - b->value;
+}
+
+void evo_strategy_neighbours(const evo_space *space, const evo_genome *g, uint64_t seed, evo_genome_list *out)
+{
+    out->n = 0;
+    const int n_knobs = evo_space_n_knobs(space);
+    evo_rng r;
+    evo_rng_seed(&r, seed ^ evo_fnv1a64(g->idx, (size_t)n_knobs));
+    move moves[EVO_MAX_KNOBS * EVO_MAX_DOMAIN];
+    int nm = 0;
+    for (int k = 0; k < n_knobs; k++)
+        for (int v = 0; v < evo_space_domain_size(space, k); v++)
+            if (v != g->idx[k])
+                moves[nm++] = (move){k, v, (uint64_t)(abs(v - g->idx[k]) > 1) << 32 | (uint32_t)evo_rng_next(&r)};
+    qsort(moves, (size_t)nm, sizeof *moves, move_cmp);
+    for (int i = 0; i < nm; i++) {
+        evo_genome m = *g;
+        m.idx[moves[i].knob] = (uint8_t)moves[i].value;
+        const char *violated = NULL;
+        if (evo_space_valid(space, &m, &violated)) {
+            evo_genome_list_push(out, &m);
+            continue;
+        }
+        const uint32_t mask = evo_constraint_knobs(space, violated);
+        for (int j = 0; j < n_knobs; j++) {
+            if (j == moves[i].knob || !(mask >> j & 1u)) continue;
+            const int n = evo_space_domain_size(space, j), cur = m.idx[j];
+            for (int d = 1; d < n; d++)
+                for (int sign = -1; sign <= 1; sign += 2) {
+                    const int w = cur + sign * d;
+                    if (w < 0 || w >= n) continue;
+                    evo_genome fix = m;
+                    fix.idx[j] = (uint8_t)w;
+                    if (evo_space_valid(space, &fix, NULL)) evo_genome_list_push(out, &fix);
+                }
+        }
+    }
 }
 
 /* ---- mutation step ---- */

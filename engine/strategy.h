@@ -2,7 +2,8 @@
  *
  * A strategy is one table of functions (evo_strategy_ops); adding one means one file and one entry in
  * strategy.c's list. Built in: "ga" (strategy_ga.c: tournament selection, uniform crossover, per-knob mutation,
- * elitism, random immigrants) and "random" (strategy_random.c: uniform random valid genomes, for comparison).
+ * elitism, random immigrants), "random" (strategy_random.c: uniform random valid genomes, for comparison) and
+ * "seeds" (strategy_seeds.c: the baseline and seeds, then hill climbing from the best measured genome).
  *
  * Call order: evo_strategy_create → { evo_strategy_propose → evo_strategy_observe ... } per generation →
  * evo_strategy_destroy. One propose call is one generation. observe takes the results of the generation's
@@ -46,16 +47,17 @@ typedef enum {
     EVO_OP_CROSSOVER,         /* uniform crossover of parents[0] and parents[1]                  */
     EVO_OP_MUTATION,          /* mutation of parents[0]                                         */
     EVO_OP_CROSSOVER_MUTATION, /* crossover, then mutation of the child                          */
+    EVO_OP_NEIGHBOUR,         /* a neighbour of parents[0] (evo_strategy_neighbours): local search */
     EVO_OP_COUNT
 } evo_operator;
 
-/* "baseline", "seed", "elite", "random", "immigrant", "crossover", "mutation", "crossover+mutation". */
+/* "baseline", "seed", "elite", "random", "immigrant", "crossover", "mutation", "crossover+mutation", "neighbour". */
 const char *evo_operator_name(evo_operator op);
 
 typedef struct {
     evo_genome genome;
     evo_operator op;
-    int n_parents;          /* 0, 1 (mutation) or 2 (crossover) */
+    int n_parents;          /* 0, 1 (mutation, neighbour) or 2 (crossover) */
     evo_genome parents[2];  /* the loop maps them to candidate ids for the lineage table */
 } evo_proposal;
 
@@ -76,6 +78,9 @@ typedef struct {
     double crossover_rate;  /* ga: probability a child has two parents, [0, 1]                     */
     double mutation_rate;   /* ga: probability each knob of a child mutates, [0, 1]                */
     double immigrant_rate;  /* ga: probability a child is a random immigrant instead, [0, 1]       */
+    double local_rate;      /* ga: probability a child is the next unseen neighbour of the elites (best first),
+                               and the share of generation 0's free slots given to the seeds' and earlier
+                               elites' neighbours, [0, 1]; 0 = no neighbour children                  */
     const evo_genome *baseline;     /* may be NULL; first proposal of generation 0 when valid and unseen */
     const evo_genome *seeds;        /* config seed genomes, proposed next in generation 0 */
     int n_seeds;
@@ -85,11 +90,11 @@ typedef struct {
 } evo_strategy_params;
 
 /* Sensible values for tools and tests (the config sets its own): population 16, elites 2, tournament 3,
- * crossover 0.7, mutation 0.2, immigrants 0.1, seed 0, no genomes, no insights. */
+ * crossover 0.7, mutation 0.2, immigrants 0.1, local 0.5, seed 0, no genomes, no insights. */
 void evo_strategy_params_default(evo_strategy_params *p);
 
 typedef struct {
-    const char *name;    /* what --strategy and evolution.strategy name: "ga", "random" */
+    const char *name;    /* what --strategy and evolution.strategy name: "ga", "random", "seeds" */
     const char *summary; /* one line for messages and docs */
     /* Make the state of a new search over space. Checks params (EVO_E_CONFIG naming the evolution.* key at
      * fault). space and params are borrowed for the life of the state. */
@@ -109,6 +114,7 @@ typedef struct {
 
 extern const evo_strategy_ops evo_strategy_ga;
 extern const evo_strategy_ops evo_strategy_random;
+extern const evo_strategy_ops evo_strategy_seeds;
 
 /* Lookup by name; NULL when unknown. */
 const evo_strategy_ops *evo_strategy_find(const char *name);
@@ -118,7 +124,7 @@ const evo_strategy_ops *const *evo_strategy_list(int *n);
 /* ---- a strategy instance: ops + state, what the loop holds ---- */
 typedef struct evo_strategy evo_strategy;
 
-/* Unknown name: EVO_E_CONFIG "unknown strategy 'x' (known: ga, random)". */
+/* Unknown name: EVO_E_CONFIG "unknown strategy 'x' (known: ga, random, seeds)". */
 evo_status evo_strategy_create(const char *name, const evo_space *space, const evo_strategy_params *params,
                                evo_strategy **out, evo_err *err);
 evo_status evo_strategy_propose(evo_strategy *s, evo_proposal *out, int max, int *n, evo_err *err);
@@ -143,6 +149,22 @@ int evo_genome_set_count(const evo_genome_set *set);
  * rejection keeps hitting seen ones). Returns false when every valid genome is in seen. */
 bool evo_strategy_random_unseen(const evo_space *space, const evo_genome_set *seen, evo_rng *rng,
                                 evo_genome *out);
+
+/* Which knobs a constraint's text names (bit k for knob k): every identifier in it that is a knob. */
+uint32_t evo_constraint_knobs(const evo_space *space, const char *text);
+
+/* A growable list of genomes (free g when done). */
+typedef struct {
+    evo_genome *g;
+    int n, cap;
+} evo_genome_list;
+void evo_genome_list_push(evo_genome_list *l, const evo_genome *g);
+
+/* The neighbours of g in an order fixed by (seed, g), into out (emptied first): for each move of one knob to
+ * another value — moves to an adjacent value first, then the others, each group in a seeded order — the moved
+ * genome when it is valid, else every valid genome made from it by also changing one knob that the first violated
+ * constraint names (nearest values first). Genomes may repeat; g itself never appears. */
+void evo_strategy_neighbours(const evo_space *space, const evo_genome *g, uint64_t seed, evo_genome_list *out);
 
 /* Probability that mutation moves a knob to one of the neighbouring domain values (domains are ordered, so a
  * neighbour is a small step); the rest is spread evenly over the other values. */

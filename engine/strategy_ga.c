@@ -1,6 +1,7 @@
 /* strategy_ga.c — the genetic algorithm: tournament selection, uniform crossover, per-knob mutation (neighbours
- * first, biased by insights), elitism, random immigrants; invalid children repaired by re-mutating the knobs of
- * the violated constraint. Generation 0 is baseline, seeds, earlier elites, then random valid genomes.
+ * first, biased by insights), elitism, random immigrants, and local children (the elites' unseen neighbours);
+ * invalid children repaired by re-mutating the knobs of the violated constraint. Generation 0 is baseline, seeds,
+ * earlier elites, then their neighbours and random valid genomes.
  */
 #include "strategy.h"
 
@@ -98,33 +99,12 @@ static evo_status check_params(const evo_strategy_params *p, evo_err *err)
         double v;
     } rates[] = {{"crossover_rate", p->crossover_rate},
                  {"mutation_rate", p->mutation_rate},
-                 {"immigrant_rate", p->immigrant_rate}};
+                 {"immigrant_rate", p->immigrant_rate},
+                 {"local_rate", p->local_rate}};
     for (size_t i = 0; i < EVO_ARRAY_LEN(rates); i++)
         if (!(rates[i].v >= 0 && rates[i].v <= 1))
             return evo_fail(err, EVO_E_CONFIG, "evolution.%s: must be in [0, 1], is %g", rates[i].key, rates[i].v);
     return EVO_OK;
-}
-
-/* Which knobs a constraint names: every identifier in its text that is a knob. */
-static uint32_t knobs_named(const evo_space *space, const char *text)
-{
-    uint32_t mask = 0;
-    for (const char *p = text; *p;) {
-        if (isalpha((unsigned char)*p) || *p == '_') {
-            char name[64];
-            int n = 0;
-            while (isalnum((unsigned char)*p) || *p == '_') {
-                if (n < 63) name[n++] = *p;
-                p++;
-            }
-            name[n] = '\0';
-            int k = evo_space_find_knob(space, name);
-            if (k >= 0) mask |= 1u << k;
-        } else {
-            p++;
-        }
-    }
-    return mask;
 }
 
 static evo_status ga_create(const evo_space *space, const evo_strategy_params *params, void **state, evo_err *err)
@@ -140,7 +120,7 @@ static evo_status ga_create(const evo_space *space, const evo_strategy_params *p
     s->n_constraints = evo_space_n_constraints(space);
     if (s->n_constraints > MAX_CONSTRAINTS_TRACKED) s->n_constraints = MAX_CONSTRAINTS_TRACKED;
     for (int i = 0; i < s->n_constraints; i++)
-        s->constraint_knobs[i] = knobs_named(space, evo_space_constraint_text(space, i));
+        s->constraint_knobs[i] = evo_constraint_knobs(space, evo_space_constraint_text(space, i));
     *state = s;
     return EVO_OK;
 }
@@ -276,8 +256,24 @@ static bool random_child(ga *s, evo_operator op, evo_proposal *out)
     return accept(s, &g, op, NULL, NULL, out);
 }
 
+/* The next unseen neighbour of the elites (evo_strategy_neighbours), the best elite's first. */
+static bool elite_neighbour(ga *s, evo_proposal *out)
+{
+    evo_genome_list nb = {0};
+    bool got = false;
+    for (int e = 0; e < s->elites.n && !got; e++) {
+        evo_strategy_neighbours(s->space, &s->elites.m[e].g, s->p.seed, &nb);
+        for (int j = 0; j < nb.n && !got; j++)
+            got = accept(s, &nb.g[j], EVO_OP_NEIGHBOUR, &s->elites.m[e].g, NULL, out);
+    }
+    free(nb.g);
+    return got;
+}
+
 static bool breed(ga *s, evo_proposal *out)
 {
+    /* no draw at all when local_rate is 0, so such a search is the same as before the rate existed */
+    if (s->p.local_rate > 0 && evo_rng_uniform(&s->rng) < s->p.local_rate && elite_neighbour(s, out)) return true;
     for (int attempt = 0; attempt < BREED_ATTEMPTS && s->pool.n > 0; attempt++) {
         if (evo_rng_uniform(&s->rng) < s->p.immigrant_rate) return random_child(s, EVO_OP_IMMIGRANT, out);
         const member *p1 = tournament(s), *p2 = NULL;
@@ -315,7 +311,34 @@ static bool breed(ga *s, evo_proposal *out)
     return random_child(s, EVO_OP_RANDOM, out);
 }
 
-/* Generation 0: baseline, seeds, earlier elites (each once, when valid and new), then random valid genomes. */
+/* Unseen neighbours of the start genomes (copied: they live in out), one per start in turn, into out[n..until). */
+static int around_starts(ga *s, const evo_proposal *starts_in, int n_starts, evo_proposal *out, int n, int until)
+{
+    if (n_starts <= 0) return n;
+    evo_genome *starts = evo_xcalloc((size_t)n_starts, sizeof *starts);
+    evo_genome_list *nb = evo_xcalloc((size_t)n_starts, sizeof *nb);
+    int *next = evo_xcalloc((size_t)n_starts, sizeof *next);
+    for (int i = 0; i < n_starts; i++) {
+        starts[i] = starts_in[i].genome;
+        evo_strategy_neighbours(s->space, &starts[i], s->p.seed, &nb[i]);
+    }
+    for (bool any = true; any && n < until;) {
+        any = false;
+        for (int i = 0; i < n_starts && n < until; i++) {
+            while (next[i] < nb[i].n && !accept(s, &nb[i].g[next[i]], EVO_OP_NEIGHBOUR, &starts[i], NULL, &out[n]))
+                next[i]++;
+            if (next[i] < nb[i].n) n++, next[i]++, any = true;
+        }
+    }
+    for (int i = 0; i < n_starts; i++) free(nb[i].g);
+    free(nb);
+    free(next);
+    free(starts);
+    return n;
+}
+
+/* Generation 0: baseline, seeds, earlier elites (each once, when valid and new); then, for a share local_rate of
+ * the slots left, neighbours of the seeds and elites taken in turn; the rest random valid genomes. */
 static int initial_population(ga *s, evo_proposal *out, int want)
 {
     int n = 0;
@@ -329,6 +352,8 @@ static int initial_population(ga *s, evo_proposal *out, int want)
     for (size_t i = 0; i < EVO_ARRAY_LEN(sources); i++)
         for (int j = 0; j < sources[i].count && n < want; j++)
             n += accept(s, &sources[i].g[j], sources[i].op, NULL, NULL, &out[n]);
+    const int n_starts = n - (s->p.baseline && n > 0 && out[0].op == EVO_OP_BASELINE);
+    n = around_starts(s, &out[n - n_starts], n_starts, out, n, n + (int)(s->p.local_rate * (want - n) + 0.5));
     while (n < want && !s->exhausted) n += random_child(s, EVO_OP_RANDOM, &out[n]);
     return n;
 }

@@ -98,7 +98,7 @@ expect "run --seed -5" 2 "run: --seed takes a non-negative integer, not '-5'" --
 expect "run --jobs 0" 2 "run: --jobs takes 1 to 1024, not '0'" -- run --db "$POP" --jobs 0
 expect "run --time-budget nan" 2 "run: --time-budget takes seconds > 0, not 'nan'" -- run --db "$POP" --time-budget nan
 expect "run --gpus a" 2 "run: --gpus takes ordinals like 0,1,3, not 'a'" -- run --db "$POP" --gpus a
-expect "run --strategy bogus" 2 "run: --strategy takes ga or random, not 'bogus'" -- run --db "$POP" --config "$FAULTS" --strategy bogus
+expect "run --strategy bogus" 2 "run: --strategy takes one of ga, random, seeds, not 'bogus'" -- run --db "$POP" --config "$FAULTS" --strategy bogus
 expect "run --resume with --config" 2 "run: --resume continues a run with its own config, population, seed and strategy" -- run --db "$POP" --resume 1 --config "$FAULTS"
 expect "run --resume of no such run" 2 "--resume 5: $POP has no such run" -- run --db "$POP" --resume 5
 expect "run --resume without a database" 2 "--resume 1: no database at $T/ws/none.db" -- run --db "$T/ws/none.db" --resume 1

@@ -1,6 +1,7 @@
 # cli_replay.sh — the search strategies on a space recorded on a GPU (tests/data/replay.db: every genome of
 # tests/data/replay-space.yaml evaluated on an H200), through `evo run --replay` (no GPU): runs complete and store
-# their results, a seed gives the same search twice, GA finds the exhaustive best, insights and resume work.
+# their results, a seed gives the same search twice, GA finds the exhaustive best, insights and resume work; the
+# "seeds" strategy (seeds only, hill climbing) and tools/compare_strategies.py end to end.
 # Run: bash tests/cli_replay.sh build/evo .   (ctest runs it as cli_replay)
 set -u
 EVO=$(realpath "$1")
@@ -69,6 +70,58 @@ ss = [sqlite3.connect(tmp + "/" + n + ".db").execute("SELECT shape_set FROM runs
 assert ss[0] != ss[1], "the worst-shape run has the geometric-mean runs' shape-set key"
 print("replay, worst shape: %d OK evaluations scored by their worst shape; elites %s" % (len(ok), elites))
 PY
+
+# "seeds": the default config's seeds projected onto the replay space (it has no large-problem variant). One
+# generation as large as the baseline and the seeds evaluates exactly those ("seeds only"); then hill climbing.
+{ cat "$C"; echo "seeds:"; sed -n 's/^  - "\(TILE_M=.*\)"$/  - "\1"/p' "$SRC/configs/default.yaml" |
+    sed 's/BIG_TILE_M=[0-9]*/BIG_TILE_M=0/'; } >"$tmp/seeds.yaml"
+run only --config "$tmp/seeds.yaml" --strategy seeds --seed 1 --population 5 --generations 1 ||
+  fail "seeds only: $(cat "$tmp/only.out")"
+run hill --strategy seeds --seed 1 --population 16 --generations 4 || fail "seeds strategy: $(cat "$tmp/hill.out")"
+run local0 --config "$tmp/seeds.yaml" --strategy ga --seed 1 --population 16 --generations 2 ||
+  fail "ga on seeds: $(cat "$tmp/local0.out")"
+python3 - "$tmp" "$R" "$SRC/configs/default.yaml" <<'PY' || fail "seeds strategy by replay"
+import re, sqlite3, sys
+tmp, replay, default = sys.argv[1:4]
+best = sqlite3.connect(replay).execute("SELECT max(fitness) FROM evaluations WHERE verdict='OK'").fetchone()[0]
+def seq(name):
+    c = sqlite3.connect("%s/%s.db" % (tmp, name))
+    return c.execute("SELECT c.genome, e.verdict, e.fitness FROM evaluations e JOIN candidates c "
+                     "ON c.id = e.candidate_id ORDER BY e.id").fetchall()
+seeds = [re.sub(r"BIG_TILE_M=\d+", "BIG_TILE_M=0", g) for g in re.findall(r'^  - "(TILE_M=[^"]+)"', open(default).read(), re.M)]
+only = seq("only")
+assert len(seeds) == 4 and len(only) == 5, "seeds only: %d evaluations, %d seeds" % (len(only), len(seeds))
+assert [g for g, *_ in only][1:] == seeds, "seeds only: not the baseline and the 4 seeds in order"
+assert only[0][0].startswith("TILE_M=64,TILE_N=64,WARPS_M=4"), "seeds only: the baseline first"
+rec = dict(sqlite3.connect(replay).execute("SELECT c.genome, e.fitness FROM evaluations e JOIN candidates c "
+                                           "ON c.id = e.candidate_id WHERE e.verdict IN ('OK', 'REGRESSED')"))
+assert max(f for _, v, f in only if v == "OK") == max(rec[g] for g in seeds), "seeds only: not the best seed"
+open(tmp + "/seeds-best", "w").write("%.4f" % max(rec[g] for g in seeds))
+hill = seq("hill")
+assert len(hill) == 64 and len({g for g, *_ in hill}) == 64, "hill climbing: 64 distinct evaluations"
+at = next(i for i, (g, v, f) in enumerate(hill) if v == "OK" and f == best)
+assert at < 32, "hill climbing from the baseline reached the exhaustive best only at evaluation %d" % (at + 1)
+ops = dict(sqlite3.connect(tmp + "/hill.db").execute("SELECT operator, count(*) FROM lineage GROUP BY operator"))
+# the baseline has 10 neighbours in this space: generation 0 is the baseline, those 10 and 5 random genomes
+assert set(ops) == {"neighbour"} and ops["neighbour"] == 64 - 1 - 5, "hill climbing lineage: %s" % ops
+ops = dict(sqlite3.connect(tmp + "/local0.db").execute("SELECT operator, count(*) FROM lineage GROUP BY operator"))
+assert ops.get("neighbour", 0) >= 6, "ga with local_rate 0.5: neighbours of the seeds in generation 0: %s" % ops
+print("replay, seeds: seeds only = baseline + 4 seeds; hill climbing at the exhaustive best after %d evaluations; "
+      "ga operators %s" % (at + 1, ops))
+PY
+# The GPU comparison (tools/compare_strategies.py, tools/gpu_ci.sh strategies) runs end to end by replay.
+python3 "$SRC/tools/compare_strategies.py" --evo "$EVO" --config "$tmp/seeds.yaml" --replay "$R" --seeds 2 \
+  --strategies seeds,ga,ga@local_rate=0,random --work "$tmp/cmp" --out "$tmp/cmp.md" >/dev/null 2>"$tmp/cmp.err" ||
+  fail "compare_strategies: $(cat "$tmp/cmp.err")"
+# by replay a re-timing repeats the recording: each row's re-timed fitness is its measured one
+sb=$(cat "$tmp/seeds-best")
+grep -qE "^\| ga@local_rate=0 \| 55 \| (1\.[0-9]{4}) \| \1 \| " "$tmp/cmp.md" || fail "compare_strategies: ga@local_rate=0 row"
+grep -q "^evolution: {strategy: random, population: 216, generations: 1, local_rate: 0}$" \
+  "$tmp/cmp/config-ga_local_rate_0.yaml" || fail "compare_strategies: local_rate not set in the config"
+grep -q "^| seeds only (baseline + 4 seeds) | 5 | $sb | $sb | - | 0 / 2 |$" "$tmp/cmp.md" ||
+  fail "compare_strategies: seeds only row: $(grep 'seeds only' "$tmp/cmp.md")"
+grep -qE "^\| ga \| 55 \| (1\.[0-9]{4}) \| \1 \| " "$tmp/cmp.md" || fail "compare_strategies: ga row: $(grep '^| ga' "$tmp/cmp.md")"
+grep -qE "^\| random \| 55 \| [0-9]\.[0-9]{4} \|" "$tmp/cmp.md" || fail "compare_strategies: random row"
 
 after=$(sha256sum "$R" | cut -d' ' -f1)
 [ "$before" = "$after" ] || fail "the replay database was modified"

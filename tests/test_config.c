@@ -144,6 +144,7 @@ static void test_default(void)
     CHECK_NEAR(c->evolution.crossover_rate, 0.7, 1e-15);
     CHECK_NEAR(c->evolution.mutation_rate, 0.2, 1e-15);
     CHECK_NEAR(c->evolution.immigrant_rate, 0.1, 1e-15);
+    CHECK_NEAR(c->evolution.local_rate, 0.5, 1e-15);
     CHECK_EQ_INT(c->evolution.seed, 1);
     CHECK_EQ_INT(c->evolution.stall_generations, 12);
     CHECK_NEAR(c->evolution.time_budget_s, 0, 0);

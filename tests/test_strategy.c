@@ -121,7 +121,8 @@ static bool provenance_ok(const evo_proposal *p)
     case EVO_OP_ELITE:
     case EVO_OP_RANDOM:
     case EVO_OP_IMMIGRANT: return p->n_parents == 0;
-    case EVO_OP_MUTATION: return p->n_parents == 1;
+    case EVO_OP_MUTATION:
+    case EVO_OP_NEIGHBOUR: return p->n_parents == 1;
     case EVO_OP_CROSSOVER:
     case EVO_OP_CROSSOVER_MUTATION: return p->n_parents == 2;
     default: return false;
@@ -221,6 +222,7 @@ static evo_strategy_params landscape_params(uint64_t seed, const evo_genome *bas
     p.crossover_rate = 0.7;
     p.mutation_rate = 0.2;
     p.immigrant_rate = 0.1;
+    p.local_rate = 0; /* the plain GA; the tests of local children set their own */
     p.baseline = baseline;
     return p;
 }
@@ -243,11 +245,13 @@ static void test_lookup_and_params(void)
 {
     int n;
     const evo_strategy_ops *const *list = evo_strategy_list(&n);
-    CHECK_EQ_INT(n, 2);
+    CHECK_EQ_INT(n, 3);
     CHECK_STR(list[0]->name, "ga");
     CHECK_STR(list[1]->name, "random");
+    CHECK_STR(list[2]->name, "seeds");
     CHECK(evo_strategy_find("ga") == &evo_strategy_ga);
     CHECK(evo_strategy_find("random") == &evo_strategy_random);
+    CHECK(evo_strategy_find("seeds") == &evo_strategy_seeds);
     CHECK(evo_strategy_find("anneal") == NULL);
     CHECK_STR(evo_operator_name(EVO_OP_CROSSOVER_MUTATION), "crossover+mutation");
     CHECK_STR(evo_operator_name(EVO_OP_IMMIGRANT), "immigrant");
@@ -258,7 +262,7 @@ static void test_lookup_and_params(void)
     evo_strategy *st = NULL;
     evo_err err = {{0}};
     CHECK_EQ_INT(evo_strategy_create("anneal", s, &p, &st, &err), EVO_E_CONFIG);
-    CHECK_STR(err.msg, "evolution.strategy: unknown strategy 'anneal' (known: ga, random)");
+    CHECK_STR(err.msg, "evolution.strategy: unknown strategy 'anneal' (known: ga, random, seeds)");
     CHECK(st == NULL);
     p.elites = 20;
     CHECK_EQ_INT(evo_strategy_create("ga", s, &p, &st, &err), EVO_E_CONFIG);
@@ -268,7 +272,13 @@ static void test_lookup_and_params(void)
     CHECK_EQ_INT(evo_strategy_create("ga", s, &p, &st, &err), EVO_E_CONFIG);
     CHECK_STR(err.msg, "evolution.mutation_rate: must be in [0, 1], is 1.5");
     p.mutation_rate = 0.2;
+    p.local_rate = -0.1;
+    CHECK_EQ_INT(evo_strategy_create("ga", s, &p, &st, &err), EVO_E_CONFIG);
+    CHECK_STR(err.msg, "evolution.local_rate: must be in [0, 1], is -0.1");
+    p.local_rate = 0.5;
     p.population = 0;
+    CHECK_EQ_INT(evo_strategy_create("seeds", s, &p, &st, &err), EVO_E_CONFIG);
+    CHECK_CONTAINS(err.msg, "evolution.population");
     CHECK_EQ_INT(evo_strategy_create("random", s, &p, &st, &err), EVO_E_CONFIG);
     CHECK_CONTAINS(err.msg, "evolution.population");
     p.population = 8;
@@ -302,9 +312,11 @@ static void test_determinism(void)
     evo_space *s = landscape_space();
     evo_genome base;
     CHECK(evo_genome_parse(s, "A=1,B=1,C=16,D=x,E=0,F=1", &base, NULL) == EVO_OK);
-    for (int which = 0; which < 2; which++) {
-        const char *name = which ? "random" : "ga";
+    static const char *const names[] = {"ga", "random", "seeds"};
+    for (int which = 0; which < 3; which++) {
+        const char *name = names[which];
         evo_strategy_params p1 = landscape_params(7, &base), p2 = landscape_params(8, &base);
+        p1.local_rate = p2.local_rate = 0.5;
         loop_opts lo = {false, 30, NULL};
         search a = run_search(name, s, &p1, 1 << 30, NULL, lo);
         search b = run_search(name, s, &p1, 1 << 30, NULL, lo);
@@ -324,34 +336,44 @@ static void test_determinism(void)
     evo_space_free(s);
 }
 
-/* The GA's proposals do not depend on the order results arrive in within a generation. */
+/* The proposals of the GA (plain and with local children) and of hill climbing do not depend on the order results
+ * arrive in within a generation. */
 static void test_observation_order(void)
 {
     evo_space *s = landscape_space();
-    evo_strategy_params p = landscape_params(3, NULL);
-    evo_insights *i1 = evo_insights_new(s), *i2 = evo_insights_new(s);
-    p.insights = i1;
-    search a = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){false, 25, NULL});
-    p.insights = i2;
-    search b = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){true, 25, NULL});
-    CHECK(a.n_log > 400);
-    CHECK(same_log(&a, &b));
-    free(a.log);
-    free(b.log);
-    evo_insights_free(i1);
-    evo_insights_free(i2);
+    evo_genome base;
+    CHECK(evo_genome_parse(s, "A=1,B=1,C=16,D=x,E=0,F=1", &base, NULL) == EVO_OK);
+    for (int which = 0; which < 3; which++) {
+        const char *name = which == 2 ? "seeds" : "ga";
+        evo_strategy_params p = landscape_params(3, which ? &base : NULL);
+        p.local_rate = which ? 0.5 : 0;
+        evo_insights *i1 = evo_insights_new(s), *i2 = evo_insights_new(s);
+        p.insights = i1;
+        search a = run_search(name, s, &p, 1 << 30, NULL, (loop_opts){false, 25, NULL});
+        p.insights = i2;
+        search b = run_search(name, s, &p, 1 << 30, NULL, (loop_opts){true, 25, NULL});
+        CHECK(a.n_log > 400);
+        CHECK(same_log(&a, &b));
+        free(a.log);
+        free(b.log);
+        evo_insights_free(i1);
+        evo_insights_free(i2);
+    }
     evo_space_free(s);
 }
 
 /* Resume is a replay: a new strategy fed the first k generations' results proposes generation k+1 exactly as the
- * original did. */
-static void test_resume_replay(void)
+ * original did. The GA proposes `population - elites` (the elites are carried over), hill climbing `population`. */
+static void resume_replay(const char *name, int expect_n)
 {
     evo_space *s = landscape_space();
-    evo_strategy_params p = landscape_params(11, NULL);
-    search full = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){false, 12, NULL});
+    evo_genome base;
+    CHECK(evo_genome_parse(s, "A=1,B=1,C=16,D=x,E=0,F=1", &base, NULL) == EVO_OK);
+    evo_strategy_params p = landscape_params(11, &base);
+    p.local_rate = 0.5;
+    search full = run_search(name, s, &p, 1 << 30, NULL, (loop_opts){false, 12, NULL});
     evo_strategy *st = NULL;
-    CHECK(evo_strategy_create("ga", s, &p, &st, NULL) == EVO_OK);
+    CHECK(evo_strategy_create(name, s, &p, &st, NULL) == EVO_OK);
     evo_proposal out[20];
     evo_observation obs[20];
     int at = 0, n = 0;
@@ -366,7 +388,7 @@ static void test_resume_replay(void)
         at += n;
     }
     CHECK(evo_strategy_propose(st, out, 20, &n, NULL) == EVO_OK);
-    CHECK_EQ_INT(n, 18); /* population 20 less the 2 elites carried over */
+    CHECK_EQ_INT(n, expect_n);
     CHECK(at + n <= full.n_log);
     for (int i = 0; i < n && at + i < full.n_log; i++) {
         CHECK(memcmp(out[i].genome.idx, full.log[at + i].genome.idx, sizeof out[i].genome.idx) == 0);
@@ -377,6 +399,12 @@ static void test_resume_replay(void)
     evo_space_free(s);
 }
 
+static void test_resume_replay(void)
+{
+    for (int which = 0; which < 2; which++)
+        resume_replay(which ? "seeds" : "ga", which ? 20 : 18);
+}
+
 /* On a 39-genome space, 30 generations of 8 propose every valid genome exactly once, then nothing. */
 static void test_no_duplicates_until_exhausted(void)
 {
@@ -385,17 +413,22 @@ static void test_no_duplicates_until_exhausted(void)
     bool exact;
     CHECK(evo_space_count(s, 1000, &total, &valid, &exact, NULL) == EVO_OK);
     CHECK_EQ_INT(valid, 39);
-    for (int which = 0; which < 2; which++) {
-        evo_strategy_params p = landscape_params(5, NULL);
+    evo_genome base;
+    CHECK(evo_genome_parse(s, "P=1,Q=1,R=8", &base, NULL) == EVO_OK);
+    static const char *const names[] = {"ga", "random", "seeds", "ga"};
+    /* 8 in generation 0; the GA then breeds 6 per generation (2 elites carried): 8 + 6 * 5 = 38, 1 more; random
+     * search and hill climbing propose 8 per generation: 8 * 4 + 7 */
+    static const int exhausted_at[] = {7, 5, 5, 7};
+    for (int which = 0; which < 4; which++) {
+        evo_strategy_params p = landscape_params(5, which >= 2 ? &base : NULL);
         p.population = 8;
-        const char *name = which ? "random" : "ga";
-        search r = run_search(name, s, &p, 1 << 30, NULL, (loop_opts){false, 30, small_fitness});
+        p.local_rate = which == 3 ? 0.5 : 0;
+        search r = run_search(names[which], s, &p, 1 << 30, NULL, (loop_opts){false, 30, small_fitness});
         CHECK_EQ_INT(r.n_log, 39);
         CHECK_EQ_INT(r.duplicates, 0);
         CHECK_EQ_INT(r.invalid, 0);
         CHECK_EQ_INT(r.bad_provenance, 0);
-        /* 8 in generation 0; the GA then breeds 6 per generation (2 elites carried): 8 + 6 * 5 = 38, 1 more */
-        CHECK_EQ_INT(r.exhausted_at, which ? 5 : 7);
+        CHECK_EQ_INT(r.exhausted_at, exhausted_at[which]);
         free(r.log);
     }
     evo_space_free(s);
@@ -490,6 +523,261 @@ static void test_ga_beats_random(void)
     CHECK(found_ga >= 7);
     CHECK(found_ins >= 7);
     CHECK(found_rnd <= 2);
+    evo_space_free(s);
+}
+
+/* ---- neighbours and local search ---- */
+
+/* Within 200 evaluations on the landscape, 10 seeds: with local children (local_rate 0.5) the GA finds the
+ * optimum on every seed, in about half the evaluations the plain GA (6/10) and hill climbing from the baseline
+ * ("seeds", 9/10, late) need. docs/results.md has the same comparison on 40 seeds. */
+static void test_local_on_landscape(void)
+{
+    evo_space *s = landscape_space();
+    evo_genome base, opt;
+    CHECK(evo_genome_parse(s, "A=1,B=1,C=16,D=x,E=0,F=1", &base, NULL) == EVO_OK);
+    CHECK(evo_genome_parse(s, OPTIMUM, &opt, NULL) == EVO_OK);
+    enum { SEEDS = 10, BUDGET = 200 };
+    int found[3] = {0}, evals[3][SEEDS];
+    static const char *const label[] = {"ga", "ga local 0.5", "seeds"};
+    for (int seed = 0; seed < SEEDS; seed++)
+        for (int k = 0; k < 3; k++) {
+            evo_strategy_params p = landscape_params(1000 + (uint64_t)seed, &base);
+            p.local_rate = k == 1 ? 0.5 : 0;
+            search r = run_search(k == 2 ? "seeds" : "ga", s, &p, BUDGET, &opt, (loop_opts){false, 0, NULL});
+            CHECK_EQ_INT(r.evaluated, BUDGET);
+            evals[k][seed] = r.evals_to_opt;
+            found[k] += r.evals_to_opt > 0;
+            free(r.log);
+        }
+    for (int k = 0; k < 3; k++) {
+        printf("%-13s optimum found %2d/10 within %d evaluations; evaluations to it:", label[k], found[k], BUDGET);
+        for (int seed = 0; seed < SEEDS; seed++) printf(" %d", evals[k][seed]);
+        printf("\n");
+    }
+    double med[3];
+    for (int k = 0; k < 3; k++) {
+        double v[SEEDS];
+        for (int seed = 0; seed < SEEDS; seed++) v[seed] = evals[k][seed] > 0 ? evals[k][seed] : BUDGET + 1;
+        med[k] = median(v, SEEDS);
+    }
+    printf("median evaluations to the optimum (%d: not found): ga %.1f, ga local %.1f, seeds %.1f\n", BUDGET + 1,
+           med[0], med[1], med[2]);
+    CHECK_EQ_INT(found[1], 10);
+    CHECK(found[0] <= 7);
+    CHECK(med[1] < 0.7 * med[0]);
+    CHECK(med[1] < 0.7 * med[2]);
+    evo_space_free(s);
+}
+
+
+static bool list_has(const evo_space *s, const evo_genome_list *l, int from, int to, const char *text)
+{
+    evo_genome g;
+    CHECK(evo_genome_parse(s, text, &g, NULL) == EVO_OK);
+    for (int i = from; i < to && i < l->n; i++)
+        if (evo_genome_equal(s, &l->g[i], &g)) return true;
+    return false;
+}
+
+static int list_index(const evo_space *s, const evo_genome_list *l, const char *text)
+{
+    evo_genome g;
+    CHECK(evo_genome_parse(s, text, &g, NULL) == EVO_OK);
+    for (int i = 0; i < l->n; i++)
+        if (evo_genome_equal(s, &l->g[i], &g)) return i;
+    return -1;
+}
+
+/* One knob moved, adjacent values first; a move that breaks P + Q <= 6 is repaired by moving the other knob the
+ * constraint names, nearest values first. */
+static void test_neighbours(void)
+{
+    evo_space *s = small_space();
+    evo_genome g;
+    evo_genome_list l = {0};
+    CHECK(evo_genome_parse(s, "P=2,Q=2,R=16", &g, NULL) == EVO_OK);
+    evo_strategy_neighbours(s, &g, 1, &l);
+    CHECK_EQ_INT(l.n, 8);
+    static const char *const adjacent[] = {"P=1,Q=2,R=16", "P=3,Q=2,R=16", "P=2,Q=1,R=16",
+                                           "P=2,Q=3,R=16", "P=2,Q=2,R=8",  "P=2,Q=2,R=32"};
+    for (int i = 0; i < 6; i++) CHECK(list_has(s, &l, 0, 6, adjacent[i]));
+    CHECK(list_has(s, &l, 6, 8, "P=4,Q=2,R=16"));
+    CHECK(list_has(s, &l, 6, 8, "P=2,Q=4,R=16"));
+
+    /* P=3,Q=3: P -> 4 breaks the constraint, repaired to Q=2 then Q=1; likewise Q -> 4 */
+    CHECK(evo_genome_parse(s, "P=3,Q=3,R=8", &g, NULL) == EVO_OK);
+    evo_strategy_neighbours(s, &g, 1, &l);
+    CHECK_EQ_INT(l.n, 10);
+    static const char *const near[] = {"P=2,Q=3,R=8", "P=4,Q=2,R=8", "P=4,Q=1,R=8", "P=3,Q=2,R=8",
+                                       "P=2,Q=4,R=8", "P=1,Q=4,R=8", "P=3,Q=3,R=16"};
+    for (int i = 0; i < 7; i++) CHECK(list_has(s, &l, 0, 7, near[i]));
+    static const char *const far[] = {"P=1,Q=3,R=8", "P=3,Q=1,R=8", "P=3,Q=3,R=32"};
+    for (int i = 0; i < 3; i++) CHECK(list_has(s, &l, 7, 10, far[i]));
+    CHECK_EQ_INT(list_index(s, &l, "P=4,Q=1,R=8"), list_index(s, &l, "P=4,Q=2,R=8") + 1);
+    CHECK_EQ_INT(list_index(s, &l, "P=1,Q=4,R=8"), list_index(s, &l, "P=2,Q=4,R=8") + 1);
+
+    /* the order is fixed by (seed, genome): the same twice, and some other seed orders it differently */
+    evo_genome_list a = {0};
+    evo_strategy_neighbours(s, &g, 1, &a);
+    CHECK(a.n == l.n && memcmp(a.g, l.g, sizeof *a.g * (size_t)a.n) == 0);
+    bool differs = false;
+    for (uint64_t seed = 2; seed < 10 && !differs; seed++) {
+        evo_strategy_neighbours(s, &g, seed, &a);
+        differs = memcmp(a.g, l.g, sizeof *a.g * (size_t)a.n) != 0;
+    }
+    CHECK(differs);
+    free(a.g);
+    free(l.g);
+    evo_space_free(s);
+}
+
+/* Fitness on the small space with no ties: P counts most, then Q, then R. Optimum P=4,Q=2,R=32. */
+static evo_verdict tilted_fitness(const evo_space *s, const evo_genome *g, double *fitness)
+{
+    *fitness = exp(0.1 * evo_genome_get(s, g, "P", 0) + 0.0731 * evo_genome_get(s, g, "Q", 0) +
+                   0.00917 * evo_genome_get(s, g, "R", 0));
+    return EVO_V_OK;
+}
+
+static bool same_genome(const evo_space *s, const evo_genome *g, const char *text)
+{
+    evo_genome t;
+    CHECK(evo_genome_parse(s, text, &t, NULL) == EVO_OK);
+    return evo_genome_equal(s, g, &t);
+}
+
+/* "seeds": the baseline and seeds alone with a population that holds just them; with more room their neighbours
+ * in turn; then the neighbours of the best measured genome; the optimum of the small space in 3 generations. */
+static void test_seeds_strategy(void)
+{
+    evo_space *s = small_space();
+    evo_genome base, seeds[3];
+    CHECK(evo_genome_parse(s, "P=1,Q=1,R=8", &base, NULL) == EVO_OK);
+    CHECK(evo_genome_parse(s, "P=2,Q=2,R=16", &seeds[0], NULL) == EVO_OK);
+    CHECK(evo_genome_parse(s, "P=1,Q=1,R=8", &seeds[1], NULL) == EVO_OK); /* the baseline again */
+    CHECK(evo_genome_parse(s, "P=1,Q=4,R=32", &seeds[2], NULL) == EVO_OK);
+    evo_strategy_params p = landscape_params(9, &base);
+    p.seeds = seeds;
+    p.n_seeds = 3;
+
+    /* seeds only: one generation of 3 is the baseline and the two new seeds */
+    p.population = 3;
+    search only = run_search("seeds", s, &p, 1 << 30, NULL, (loop_opts){false, 1, tilted_fitness});
+    CHECK_EQ_INT(only.n_log, 3);
+    CHECK_EQ_INT(only.log[0].op, EVO_OP_BASELINE);
+    CHECK_EQ_INT(only.log[1].op, EVO_OP_SEED);
+    CHECK_EQ_INT(only.log[2].op, EVO_OP_SEED);
+    CHECK(same_genome(s, &only.log[1].genome, "P=2,Q=2,R=16"));
+    CHECK(same_genome(s, &only.log[2].genome, "P=1,Q=4,R=32"));
+    free(only.log);
+
+    /* population 8: then neighbours of the seeds and of the baseline, one each in turn */
+    p.population = 8;
+    search r = run_search("seeds", s, &p, 1 << 30, NULL, (loop_opts){false, 3, tilted_fitness});
+    CHECK_EQ_INT(r.n_log, 24);
+    CHECK_EQ_INT(r.duplicates, 0);
+    CHECK_EQ_INT(r.invalid, 0);
+    CHECK_EQ_INT(r.bad_provenance, 0);
+    static const int start_of[] = {1, 2, 0, 1, 2}; /* proposals 3..7: parents seed 0, seed 2, baseline, ... */
+    const evo_genome *starts[] = {&base, &seeds[0], &seeds[2]};
+    for (int i = 3; i < 8; i++) {
+        CHECK_EQ_INT(r.log[i].op, EVO_OP_NEIGHBOUR);
+        CHECK(evo_genome_equal(s, &r.log[i].parents[0], starts[start_of[i - 3]]));
+    }
+    /* generation 1: every proposal a neighbour of the best of generation 0 while it has unseen ones */
+    double best = 0;
+    int best_i = 0;
+    for (int i = 0; i < 8; i++) {
+        double f;
+        tilted_fitness(s, &r.log[i].genome, &f);
+        if (f > best) best = f, best_i = i;
+    }
+    evo_genome_list nb = {0};
+    evo_strategy_neighbours(s, &r.log[best_i].genome, p.seed, &nb);
+    int unseen = 0;
+    for (int j = 0; j < nb.n; j++) {
+        bool seen = false;
+        for (int i = 0; i < 8; i++) seen |= evo_genome_equal(s, &nb.g[j], &r.log[i].genome);
+        unseen += !seen;
+    }
+    CHECK(unseen >= 1);
+    for (int i = 8; i < 8 + unseen && i < 16; i++) {
+        CHECK_EQ_INT(r.log[i].op, EVO_OP_NEIGHBOUR);
+        CHECK(evo_genome_equal(s, &r.log[i].parents[0], &r.log[best_i].genome));
+    }
+    free(nb.g);
+    /* hill climbing reaches the optimum P=4,Q=2,R=32 */
+    int at = -1;
+    for (int i = 0; i < r.n_log && at < 0; i++)
+        if (same_genome(s, &r.log[i].genome, "P=4,Q=2,R=32")) at = i;
+    printf("seeds strategy: optimum of the small space at proposal %d of %d\n", at + 1, r.n_log);
+    CHECK(at >= 8 && at < 16);
+    free(r.log);
+
+    /* no start genome at all: random genomes, then neighbours of the best */
+    evo_strategy_params q = landscape_params(9, NULL);
+    q.population = 8;
+    search z = run_search("seeds", s, &q, 1 << 30, NULL, (loop_opts){false, 2, tilted_fitness});
+    CHECK_EQ_INT(z.n_log, 16);
+    for (int i = 0; i < 8; i++) CHECK_EQ_INT(z.log[i].op, EVO_OP_RANDOM);
+    CHECK_EQ_INT(z.log[8].op, EVO_OP_NEIGHBOUR);
+    free(z.log);
+    evo_space_free(s);
+}
+
+/* The GA's local children: generation 0 gives local_rate of its free slots to the seeds' and earlier elites'
+ * neighbours, in turn; later about local_rate of the children are the elites' neighbours. */
+static void test_ga_local(void)
+{
+    evo_space *s = landscape_space();
+    evo_genome base, seeds[2], elites[2];
+    CHECK(evo_genome_parse(s, "A=1,B=1,C=16,D=x,E=0,F=1", &base, NULL) == EVO_OK);
+    CHECK(evo_genome_parse(s, "A=5,B=5,C=32,D=y,E=0,F=2", &seeds[0], NULL) == EVO_OK);
+    CHECK(evo_genome_parse(s, "A=1,B=1,C=16,D=x,E=0,F=1", &seeds[1], NULL) == EVO_OK);
+    CHECK(evo_genome_parse(s, "A=6,B=6,C=64,D=w,E=1,F=4", &elites[0], NULL) == EVO_OK);
+    CHECK(evo_genome_parse(s, "A=10,B=10,C=64,D=w,E=1,F=4", &elites[1], NULL) == EVO_OK); /* invalid */
+    evo_strategy_params p = landscape_params(21, &base);
+    p.seeds = seeds;
+    p.n_seeds = 2;
+    p.prior_elites = elites;
+    p.n_prior_elites = 2;
+    p.local_rate = 0.5;
+    search r = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){false, 30, NULL});
+    CHECK_EQ_INT(r.n_log, 20 + 29 * 18);
+    CHECK_EQ_INT(r.duplicates, 0);
+    CHECK_EQ_INT(r.invalid, 0);
+    CHECK_EQ_INT(r.bad_provenance, 0);
+    /* generation 0: baseline, seed, elite; 17 slots left, 9 of them (0.5 x 17, rounded) neighbours of the seed
+     * and the elite in turn, then 8 random */
+    CHECK_EQ_INT(r.log[0].op, EVO_OP_BASELINE);
+    CHECK_EQ_INT(r.log[1].op, EVO_OP_SEED);
+    CHECK_EQ_INT(r.log[2].op, EVO_OP_ELITE);
+    for (int i = 3; i < 12; i++) {
+        CHECK_EQ_INT(r.log[i].op, EVO_OP_NEIGHBOUR);
+        CHECK(evo_genome_equal(s, &r.log[i].parents[0], i % 2 ? &seeds[0] : &elites[0]));
+    }
+    for (int i = 12; i < 20; i++) CHECK_EQ_INT(r.log[i].op, EVO_OP_RANDOM);
+    int count[EVO_OP_COUNT] = {0};
+    for (int i = 20; i < r.n_log; i++) count[r.log[i].op]++;
+    printf("operators of generations 1-29 with local_rate 0.5:");
+    for (int i = 0; i < EVO_OP_COUNT; i++) printf(" %s %d", evo_operator_name((evo_operator)i), count[i]);
+    printf("\n");
+    /* 522 children, each local with probability 0.5 while the 2 elites have unseen neighbours (about 30 each): once
+     * the elites settle, their neighbourhoods run out and breeding takes over (112 with this seed) */
+    int gen1 = 0;
+    for (int i = 20; i < 38; i++) gen1 += r.log[i].op == EVO_OP_NEIGHBOUR;
+    CHECK(gen1 >= 5 && gen1 <= 13); /* 18 children, binomial(18, 0.5): 9 expected */
+    CHECK(count[EVO_OP_NEIGHBOUR] > 80 && count[EVO_OP_NEIGHBOUR] < 261);
+    CHECK(count[EVO_OP_CROSSOVER] + count[EVO_OP_CROSSOVER_MUTATION] > 100);
+    free(r.log);
+
+    /* local_rate 0 is the plain GA, draw for draw */
+    p.local_rate = 0;
+    search a = run_search("ga", s, &p, 1 << 30, NULL, (loop_opts){false, 10, NULL});
+    for (int i = 0; i < a.n_log; i++) CHECK(a.log[i].op != EVO_OP_NEIGHBOUR);
+    CHECK_EQ_INT(a.log[3].op, EVO_OP_RANDOM);
+    free(a.log);
     evo_space_free(s);
 }
 
@@ -732,6 +1020,10 @@ int main(void)
     test_no_duplicates_until_exhausted();
     test_ga_proposals();
     test_ga_beats_random();
+    test_neighbours();
+    test_seeds_strategy();
+    test_ga_local();
+    test_local_on_landscape();
     test_insights_failing_value();
     test_insights_speedup();
     test_insights_format();

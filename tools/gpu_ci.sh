@@ -13,6 +13,12 @@
 #   gpus       GPUS_GENS (6) generations of configs/default.yaml on GPU 0 alone and on every GPU, with a cold
 #              compile cache and then a warm one (compile time out of the way), GPU use sampled by nvidia-smi;
 #              GPUS_ORDER="all 0" runs every GPU first (the first run also pays for a cold page cache)
+#   strategies GA vs random vs seeds only on configs/default.yaml at equal evaluation budgets
+#              (tools/compare_strategies.py): seeds 1, 2, ... while the next fits in STRAT_BUDGET_S (210 s of
+#              search; at most STRAT_SEEDS, 8), STRAT_POP (16) x STRAT_GENS (4) per run, all on evo's one compile
+#              cache ($EVO_CACHE, else ~/.cache/evo: warm from earlier steps of the call); then
+#              the picks and the seeds re-timed 3 times; summary to $OUT/strategies.md (about 4 minutes in all);
+#              STRAT_LIST=seeds,ga,ga@local_rate=0,random adds the GA without local children (fewer seeds fit)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-logs}
@@ -81,6 +87,11 @@ for step in "$@"; do
              --db "$OUT/quant.db" 2>&1 | tee "$OUT/quant.log" | tail -20
            python3 -c "import sqlite3; sqlite3.connect('$OUT/quant.db').execute('pragma wal_checkpoint(TRUNCATE)')"
            build/evo elite --show --db "$OUT/quant.db" 2>&1 | head -30 ;;
+    strategies) python3 tools/compare_strategies.py --config configs/default.yaml --seeds "${STRAT_SEEDS:-8}" \
+                  --strategies "${STRAT_LIST:-seeds,ga,random}" \
+                  --budget-s "${STRAT_BUDGET_S:-210}" --population "${STRAT_POP:-16}" --generations "${STRAT_GENS:-4}" \
+                  --work /tmp/evo-strategies --out "$OUT/strategies.md" 2>&1 | tail -40
+                tail -60 /tmp/evo-strategies/runs.log > "$OUT/strategies-runs.log" ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;
