@@ -376,6 +376,7 @@ static void resume_replay(const char *name, int expect_n)
     CHECK(evo_strategy_create(name, s, &p, &st, NULL) == EVO_OK);
     evo_proposal out[20];
     evo_observation obs[20];
+    memset(obs, 0, sizeof obs); /* fitness intervals unknown, as in run_search */
     int at = 0, n = 0;
     for (int gen = 0; gen < 6; gen++) {
         CHECK(evo_strategy_propose(st, out, 20, &n, NULL) == EVO_OK);
