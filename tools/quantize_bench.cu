@@ -558,6 +558,9 @@ static void child_main(std::vector<Case> &cases, int start, bool selftest, const
         void *d;
         QB_CHECK(cudaMalloc(&d, h->size() * 2));
         QB_CHECK(cudaMemcpy(d, h->data(), h->size() * 2, cudaMemcpyHostToDevice));
+        /* from pageable memory the copy may return before its DMA lands, and the kernels run on a non-blocking
+         * stream: wait for it (without this, the first kernel on a small input read a partly copied tail) */
+        QB_CHECK(cudaDeviceSynchronize());
         hosts.push_back(h);
         devs.push_back(d);
         return d;

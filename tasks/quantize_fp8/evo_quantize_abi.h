@@ -84,7 +84,7 @@ typedef struct {
     evo_quant_launch launch[3];
     unsigned long long scratch_bytes; /* device scratch the launches need (0: none) */
     int zero_scratch_once;      /* 1: fill the scratch with zeros once after allocating it; every launch of the
-                                   plan leaves it zeroed again (mode chained) */
+                                   plan leaves it zeroed again (modes chained and ordered) */
     int chain_lag;              /* evo_quant_params.chain_lag */
     unsigned long long chunk_elems, chunks_per_head;
 } evo_quant_plan;
