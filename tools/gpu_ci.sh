@@ -10,6 +10,8 @@
 #   worst      as presets, with `fitness: worst` (the search maximizes the worst shape's speedup); best to $OUT/best.cu
 #   sanitize   one generation of configs/presets.yaml, then its elites under compute-sanitizer (--sanitize)
 #   quant      QUANT_GENS (3) generations of configs/quantize.yaml (population QUANT_POP, 12), elites and history
+#   qtorch     after quant: its best exported (evo export) and self-tested, then tests/gpu_torch_op.py on it and
+#              ATTENTION (default variants/attention_fp8-sm_90-e40fd3dd.cu) built into one library
 #   gpus       GPUS_GENS (6) generations of configs/default.yaml on GPU 0 alone and on every GPU, with a cold
 #              compile cache and then a warm one (compile time out of the way), GPU use sampled by nvidia-smi;
 #              GPUS_ORDER="all 0" runs every GPU first (the first run also pays for a cold page cache)
@@ -87,6 +89,17 @@ for step in "$@"; do
              --db "$OUT/quant.db" 2>&1 | tee "$OUT/quant.log" | tail -20
            python3 -c "import sqlite3; sqlite3.connect('$OUT/quant.db').execute('pragma wal_checkpoint(TRUNCATE)')"
            build/evo elite --show --db "$OUT/quant.db" 2>&1 | head -30 ;;
+    qtorch) att=${ATTENTION:-variants/attention_fp8-sm_90-e40fd3dd.cu}; q=/tmp/evo-quant; mkdir -p $q
+            build/evo export --best --db "$OUT/quant.db" -o $q/quant.cu 2>&1 | tail -2
+            nvcc -arch=sm_90 -O3 -DEVO_SELFTEST $q/quant.cu -o $q/selftest &
+            nvcc -arch=sm_90 -O3 -Xcompiler -fPIC -c "$att" -o $q/attn.o &
+            nvcc -arch=sm_90 -O3 -Xcompiler -fPIC -c $q/quant.cu -o $q/quant.o &
+            wait
+            nvcc -arch=sm_90 -shared $q/attn.o $q/quant.o -o $q/libevo_torch.so
+            timeout 120 $q/selftest --reps 20 >"$OUT/quant-selftest.log" 2>&1; echo "self-test exit $?"
+            grep -E "^genome|FAIL|checks|copy" "$OUT/quant-selftest.log" | head -8; sed -n '/^shape/,$p' "$OUT/quant-selftest.log" | head -14
+            EVO_TORCH_LIB=$q/libevo_torch.so timeout 240 python3 tests/gpu_torch_op.py "$att" $q/quant.cu --out "$OUT" \
+              --quick 2>&1 | tee "$OUT/gpu_torch_op.log" | grep -vE "^  [a-z0-9_]+\([0-9,]+\) +(float16|bfloat16)" | tail -40 ;;
     strategies) python3 tools/compare_strategies.py --config configs/default.yaml --seeds "${STRAT_SEEDS:-8}" \
                   --strategies "${STRAT_LIST:-seeds,ga,random}" \
                   --budget-s "${STRAT_BUDGET_S:-210}" --population "${STRAT_POP:-16}" --generations "${STRAT_GENS:-4}" \

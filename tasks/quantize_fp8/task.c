@@ -36,7 +36,7 @@ static const evo_field quantize_variant_attrs[QZ_N_VATTRS] = {
     [QZ_V_ROTATE] = {.name = "rotate", .type = EVO_FIELD_BOOL},
     [QZ_V_KNOBS + 0] = {.name = "vec", .type = EVO_FIELD_INT, .min = 0, .max = 64},
     [QZ_V_KNOBS + 1] = {.name = "warps", .type = EVO_FIELD_INT, .min = 0, .max = 64},
-    [QZ_V_KNOBS + 2] = {.name = "mode", .type = EVO_FIELD_INT, .min = 0, .max = 2},
+    [QZ_V_KNOBS + 2] = {.name = "mode", .type = EVO_FIELD_INT, .min = 0, .max = 3},
     [QZ_V_KNOBS + 3] = {.name = "cluster", .type = EVO_FIELD_INT, .min = 0, .max = 16},
     [QZ_V_KNOBS + 4] = {.name = "keep", .type = EVO_FIELD_INT, .min = 0, .max = 16},
     [QZ_V_KNOBS + 5] = {.name = "unroll", .type = EVO_FIELD_INT, .min = 0, .max = 8},
@@ -74,7 +74,7 @@ static const struct {
 } quantize_legal[] = {
     {{8, 16, 32}, 3},          /* VEC */
     {{2, 4, 8, 16, 32}, 5},    /* WARPS */
-    {{0, 1, 2}, 3},            /* MODE */
+    {{0, 1, 2, 3}, 4},         /* MODE */
     {{1, 2, 4, 8, 16}, 5},     /* CLUSTER */
     {{0, 1, 2, 4, 8, 16}, 6},  /* KEEP */
     {{1, 2, 4, 8}, 4},         /* UNROLL */
