@@ -56,7 +56,7 @@ static cudaError_t resolve(int in_dtype, int rotate, int batch, int heads, int s
                             0, 0) != 0)
         return cudaErrorInvalidValue;
     const int unfused = rotate && !evo_export_knobs.fused_rot;
-    const int chained = evo_export_knobs.mode == EVO_QUANT_MODE_CHAINED;
+    const int chained = c->plan.zero_scratch_once; /* modes chained and ordered: control words that start at zero */
     c->offset = chained && unfused ? chained_zone : 0ull;
     c->memset_ctl = chained && unfused;
     c->need = c->plan.scratch_bytes ? c->offset + c->plan.scratch_bytes : 0ull;
