@@ -481,7 +481,7 @@ static evo_status load_variants(gpu_state *g, CUmodule mod, const evo_eval_reque
         kvariant *v = &vs[i];
         v->head_dim = rv->head_dim, v->threads = rv->threads, v->rows = rv->rows_per_block, v->smem = rv->smem_bytes;
         v->min_waves = rv->min_waves;
-        char msg[700];
+        char msg[2 * EVO_PROTO_SYMBOL_MAX + 200]; /* two symbols and the words around them */
         CUresult r = cu->cuModuleGetFunction(&v->fn, mod, rv->symbol);
         if (r != CUDA_SUCCESS) {
             snprintf(msg, sizeof msg, "no kernel '%s' in the module (%s)", rv->symbol, cu_name(g, r));

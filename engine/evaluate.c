@@ -89,7 +89,7 @@ void evo_result_from_eval(const evo_eval_rec *e, evo_result *r)
     r->fitness = e->fitness;
     r->detail = evo_strdup(e->detail ? e->detail : "{}");
     r->n_shapes = e->n_shapes < EVO_MAX_SHAPES ? e->n_shapes : EVO_MAX_SHAPES;
-    memcpy(r->shapes, e->shapes, (size_t)r->n_shapes * sizeof *r->shapes);
+    if (r->n_shapes > 0) memcpy(r->shapes, e->shapes, (size_t)r->n_shapes * sizeof *r->shapes); /* shapes: NULL at 0 */
     r->check_s = e->check_s;
     r->time_s = e->time_s;
     snprintf(r->gpu, sizeof r->gpu, "%s", e->gpu ? e->gpu : "");
