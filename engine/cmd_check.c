@@ -152,7 +152,7 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
 {
     char *source = NULL;
     evo_status s = evo_read_file(file, &source, NULL, err);
-    if (s != EVO_OK) return evo_fail(err, EVO_E_USAGE, "check: %s", err->msg);
+    if (s != EVO_OK) return evo_failv_prefix(err, EVO_E_USAGE, "check");
     const char *abi = "";
     evo_template_get("evo_attention_abi.h", &abi, NULL, NULL);
     const evo_compile_header hdr = {"evo_attention_abi.h", abi};

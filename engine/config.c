@@ -106,9 +106,9 @@ static evo_status fail_at(loader *L, yaml_mark_t m, const char *path, const char
         char what[768];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(what, sizeof what, fmt, ap);
+        evo_format_clipped(what, sizeof what, fmt, ap);
         va_end(ap);
-        snprintf(L->err->msg, sizeof L->err->msg, "%s:%zu:%zu: %s: %s", L->file, m.line + 1, m.column + 1,
+        evo_fail(L->err, EVO_E_CONFIG, "%s:%zu:%zu: %s: %s", L->file, m.line + 1, m.column + 1,
                  path[0] ? path : "top level", what);
     }
     return EVO_E_CONFIG;
@@ -963,10 +963,8 @@ static evo_status yaml_error(loader *L, yaml_parser_t *yp)
     if (yp->context)
         snprintf(ctx, sizeof ctx, " (%s at line %zu, column %zu)", yp->context, yp->context_mark.line + 1,
                  yp->context_mark.column + 1);
-    if (L->err)
-        snprintf(L->err->msg, sizeof L->err->msg, "%s:%zu:%zu: malformed YAML: %s%s", L->file, m.line + 1,
-                 m.column + 1, yp->problem ? yp->problem : "parse error", ctx);
-    return EVO_E_CONFIG;
+    return evo_fail(L->err, EVO_E_CONFIG, "%s:%zu:%zu: malformed YAML: %s%s", L->file, m.line + 1, m.column + 1,
+                    yp->problem ? yp->problem : "parse error", ctx);
 }
 
 evo_status evo_config_parse(const char *name, const char *text, size_t len, evo_config **out, evo_err *err)

@@ -185,10 +185,10 @@ void evo_cli_print_usage(const evo_cmd *c) { fputs(c->usage, stdout); }
 evo_status evo_cli_usage_error(const evo_cmd *c, evo_err *err, const char *fmt, ...)
 {
     if (err) {
-        char what[512];
+        char what[768];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(what, sizeof what, fmt, ap);
+        evo_format_clipped(what, sizeof what, fmt, ap);
         va_end(ap);
         snprintf(err->msg, sizeof err->msg, "%s: %s (see 'evo help %s')", c->name, what, c->name);
     }

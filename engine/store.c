@@ -4,6 +4,7 @@
  */
 #include "store.h"
 
+#include "paths.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -696,20 +697,30 @@ static evo_status migrate_step(evo_store *st, evo_err *err)
     return EVO_OK;
 }
 
-static evo_status migrate(evo_store *st, evo_err *err)
+/* One step, in one transaction. */
+static evo_status migrate_once(evo_store *st, evo_err *err)
 {
-    while (st->version < EVO_STORE_SCHEMA) {
-        TRY(exec_sql(st, "BEGIN IMMEDIATE", err));
-        int before = st->version;
-        evo_status s = migrate_step(st, err);
-        if (s == EVO_OK) s = exec_sql(st, "COMMIT", err);
-        if (s != EVO_OK) {
-            if (!sqlite3_get_autocommit(st->db)) exec_quiet(st, "ROLLBACK");
-            st->version = before;
-            return evo_failv_prefix(err, s, "migrating the schema from version %d", before);
-        }
+    TRY(exec_sql(st, "BEGIN IMMEDIATE", err));
+    int before = st->version;
+    evo_status s = migrate_step(st, err);
+    if (s == EVO_OK) s = exec_sql(st, "COMMIT", err);
+    if (s != EVO_OK) {
+        if (!sqlite3_get_autocommit(st->db)) exec_quiet(st, "ROLLBACK");
+        st->version = before;
+        return evo_failv_prefix(err, s, "migrating the schema from version %d", before);
     }
     return EVO_OK;
+}
+
+static evo_status migrate(evo_store *st, evo_err *err)
+{
+    if (st->version >= EVO_STORE_SCHEMA) return EVO_OK;
+    /* Rebuilding a table must not cascade into the tables that reference it; the pragma is outside transactions. */
+    TRY(exec_sql(st, "PRAGMA foreign_keys = OFF", err));
+    evo_status s = EVO_OK;
+    while (s == EVO_OK && st->version < EVO_STORE_SCHEMA) s = migrate_once(st, err);
+    evo_status on = exec_sql(st, "PRAGMA foreign_keys = ON", s == EVO_OK ? err : NULL);
+    return s != EVO_OK ? s : on;
 }
 
 static evo_status open_readwrite(evo_store *st, evo_err *err)
@@ -717,7 +728,12 @@ static evo_status open_readwrite(evo_store *st, evo_err *err)
     bool empty = true;
     evo_status s = check_header(st->path, &empty, err);
     if (s != EVO_OK && s != EVO_E_NOTFOUND) return s;
-    if (s == EVO_E_NOTFOUND && err) err->msg[0] = '\0'; /* a missing file is simply created */
+    if (s == EVO_E_NOTFOUND) {
+        /* A missing file is created: its name must be new in a directory evo may write, said with the directory and
+         * the reason (SQLite would say "unable to open database file"); a dangling link is refused, not followed. */
+        if (err) err->msg[0] = '\0';
+        TRY(evo_path_check_output(NULL, st->path, true, err));
+    }
     if (s == EVO_OK && !empty) {
         /* Judge an existing file through a read-only connection first, so a refused file is never written. */
         evo_store probe = {.path = st->path, .mode = EVO_STORE_READONLY, .busy_ms = st->busy_ms};

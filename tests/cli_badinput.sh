@@ -31,7 +31,7 @@ expect() {
   shift
   local before listing rc err
   before=$(sha "$db")
-  "$EVO" "$@" >"$T/out" 2>"$T/err"
+  "${as[@]}" "$EVO" "$@" >"$T/out" 2>"$T/err"
   rc=$?
   err=$(cat "$T/err")
   checks=$((checks + 4))
@@ -47,6 +47,7 @@ expect() {
     printf '| %s | `%s` | %s |\n' "$name" "${line#evo: }" "$rc" >>"$EVO_BADINPUT_TABLE"
   fi
 }
+as=() # a command (setpriv, env) that expect runs evo under
 # variant NAME SED: a copy of tests/data/config/good.yaml edited by SED, at $T/NAME.yaml
 variant() { sed "$2" "$CFGS/good.yaml" >"$T/$1.yaml"; }
 
@@ -102,6 +103,25 @@ expect "run --strategy bogus" 2 "run: --strategy takes ga or random, not 'bogus'
 expect "run --resume with --config" 2 "run: --resume continues a run with its own config, population, seed and strategy" -- run --db "$POP" --resume 1 --config "$FAULTS"
 expect "run --resume of no such run" 2 "--resume 5: $POP has no such run" -- run --db "$POP" --resume 5
 expect "run --resume without a database" 2 "--resume 1: no database at $T/ws/none.db" -- run --db "$T/ws/none.db" --resume 1
+
+# ---- messages keep their reason: a 100 KB argument is cut to its head and tail ----
+long=$(printf 'a%.0s' $(seq 100000)) tail60=$(printf 'a%.0s' $(seq 60))
+expect "run --config with a 100 KB name" 2 "a...[100000 bytes]...$tail60: File name too long (cannot read the configuration)" -- run --db "$POP" --config "$long"
+expect "run --generations with a 100 KB value" 2 "run: --generations takes 1 to 1000000, not 'aaaa" -- run --db "$POP" --generations "$long"
+checks=$((checks + 1))
+grep -qF "a...[100000 bytes]...$tail60' (see 'evo help run')" "$T/err" || fail "long option value: $(cat "$T/err")"
+# A new database in a folder evo may not write names the folder and the reason (root writes anywhere: run as nobody).
+mkdir "$T/ro" && chmod 555 "$T/ro" && chmod 755 "$T"
+[ "$(id -u)" = 0 ] && as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+expect "run: new database in a read-only folder" 1 "$T/ro/new.db: cannot create a file in $T/ro: Permission denied" "$T/ro" -- run --config "$FAULTS" --db "$T/ro/new.db"
+as=()
+chmod 700 "$T"
+# The driver's loader names the library once.
+as=(env -u EVO_FAKE_WORKER EVO_LIBCUDA=/nonexistent/libcuda.so.1)
+expect "run: no CUDA driver" 1 "run: the NVIDIA CUDA driver was not found (/nonexistent/libcuda.so.1: cannot open shared object file: No such file or directory)" -- run --db "$POP" --config "$FAULTS"
+as=()
+checks=$((checks + 1))
+[ "$(grep -o 'libcuda.so.1' "$T/err" | wc -l)" = 1 ] || fail "driver message names the library more than once: $(cat "$T/err")"
 
 # ---- corrupt databases: refused untouched by every command that opens one ----
 head -c 8192 /dev/urandom >"$T/random.db"
