@@ -130,7 +130,8 @@ evo_status evo_write_file_atomic(const char *path, const void *data, size_t len,
     size_t n = strlen(path) + 32;
     char *tmp = evo_xmalloc(n);
     snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    unlink(tmp); /* a leftover of a killed process with this pid; O_EXCL then never writes through a link */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
         evo_status s = evo_fail(err, EVO_E_IO, "%s: %s", tmp, strerror(errno));
         free(tmp);

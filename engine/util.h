@@ -37,7 +37,8 @@ void *evo_xrealloc(void *p, size_t n);
 /* ---- files ---- */
 /* Read a whole file; *data is NUL-terminated (len excludes the NUL). */
 evo_status evo_read_file(const char *path, char **data, size_t *len, evo_err *err);
-/* Write via a temporary file in the same directory and rename(2), so readers never see half a file. */
+/* Write via a temporary file in the same directory and rename(2), so readers never see half a file. rename
+ * replaces whatever path names: check a path the user gave with evo_path_check_output (paths.h) first. */
 evo_status evo_write_file_atomic(const char *path, const void *data, size_t len, evo_err *err);
 evo_status evo_mkdir_p(const char *path, evo_err *err);
 bool evo_file_exists(const char *path);

@@ -18,7 +18,7 @@ cd "$T/ws" || exit 1 # evo's default population.db would appear here
 fails=0
 checks=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-sha() { if [ -d "$1" ]; then ls -A "$1"; else sha256sum "$1" | cut -d' ' -f1; fi; }
+sha() { if [ -d "$1" ]; then ls -A "$1"; elif [ -p "$1" ] || [ -L "$1" ]; then ls -l "$1"; else sha256sum "$1" | cut -d' ' -f1; fi; }
 POP=$T/pop.db
 "$FIXTURE" --fixture populated "$POP" || fail "fixture"
 
@@ -152,6 +152,18 @@ expect "history --run 9 (none)" 1 "$POP: no run 9" -- history --db "$POP" --run 
 expect "insights: malformed config" 2 "malformed.yaml:6:12: malformed YAML" -- insights --db "$POP" --config "$CFGS/malformed.yaml"
 expect "insights: unknown option" 2 "insights: unknown option '--bogus'" -- insights --db "$POP" --bogus
 expect "elite: missing database" 1 "no database at $T/ws/none.db — run \`evo run\` first" -- elite --db "$T/ws/none.db"
+
+# ---- paths evo writes: a regular file (replaced whole) or a new name in an existing directory, nothing else ----
+mkfifo "$T/fifo.cu"
+ln -s "$T/fifo.cu" "$T/link.cu"
+mkdir "$T/charts" && mkfifo "$T/charts/run1-fitness.svg"
+expect "export -o a FIFO" 2 "export -o $T/fifo.cu: is a FIFO; evo writes only a regular file or a new name in an existing directory" -- export --db "$POP" -o "$T/fifo.cu"
+expect "export -o a symbolic link" 2 "export -o $T/link.cu: is a symbolic link; evo writes only a regular file or a new name in an existing directory" -- export --db "$POP" -o "$T/link.cu"
+expect "export -o in a missing directory" 2 "export -o $T/none/x.cu: no such directory $T/none" -- export --db "$POP" -o "$T/none/x.cu"
+expect "plot: a chart that is a FIFO" 2 "plot $T/charts/run1-fitness.svg: is a FIFO; evo writes only a regular file or a new name in an existing directory" -- plot --db "$POP" --run 1 -o "$T/charts"
+expect "run --db a FIFO" 1 "$T/fifo.cu: not an evo database (not a regular file)" "$T/fifo.cu" -- run --config "$FAULTS" --db "$T/fifo.cu"
+ln -s "$T/none/x.db" "$T/dangling.db"
+expect "run --db a dangling link" 2 "$T/dangling.db: is a symbolic link; evo writes only a regular file or a new name in an existing directory" "$T/dangling.db" -- run --config "$FAULTS" --db "$T/dangling.db"
 
 # ---- evo compile --genome: the genome parser ----
 G="TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1"
