@@ -376,7 +376,7 @@ static evo_status replay_run(evo_evaluator *e, const evo_candidate *c, int n, ev
                                                            NULL, &rec, &found, err);
         if (s != EVO_OK) return s;
         if (!found) {
-            r->verdict = c[i].verdict != EVO_V_OK ? c[i].verdict : EVO_V_INVALID;
+            r->verdict = c[i].verdict != EVO_V_OK ? c[i].verdict : EVO_V_NOT_RECORDED;
             r->fitness = NAN;
             set_detail(r, c[i].verdict != EVO_V_OK ? c[i].why : "not recorded in the replay database", NULL);
         } else {

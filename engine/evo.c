@@ -135,6 +135,7 @@ static const char *const verdict_names[EVO_V_COUNT] = {
     [EVO_V_INCORRECT] = "INCORRECT",
     [EVO_V_SLOW] = "SLOW",
     [EVO_V_REGRESSED] = "REGRESSED",
+    [EVO_V_NOT_RECORDED] = "NOT_RECORDED",
 };
 
 const char *evo_verdict_name(evo_verdict v)

@@ -60,6 +60,8 @@ typedef enum {
     EVO_V_INCORRECT,     /* a correctness case failed (case, metrics, first bad index kept)   */
     EVO_V_SLOW,          /* timing aborted early at k x the best                              */
     EVO_V_REGRESSED,     /* correct but slower than baseline on too many shapes               */
+    EVO_V_NOT_RECORDED,  /* replay: the replayed database has no result for it (not a failure) */
+    /* new verdicts go last (stored by name; a new one needs a store migration, see store.c) */
     EVO_V_COUNT
 } evo_verdict;
 

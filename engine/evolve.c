@@ -206,6 +206,11 @@ static evo_status lookup(loop *L, evo_candidate *c, evo_result *r, bool *found, 
     evo_eval_rec e;
     bool f = false;
     s = evo_store_find_evaluation(L->st, rec.id, L->shape_set, &e, &f, err);
+    /* Another run's NOT_RECORDED says only that its replay source lacked the genome: evaluate it again. */
+    if (s == EVO_OK && f && e.verdict == EVO_V_NOT_RECORDED && e.run_id != L->run.id) {
+        evo_store_eval_free(&e);
+        f = false;
+    }
     if (s == EVO_OK && f) {
         *found = true;
         *own = e.run_id == L->run.id;
@@ -318,12 +323,14 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
             const double elapsed = evo_now() - L->t0;
             fmt_time(elapsed, el, sizeof el);
             fmt_time(elapsed / (L->gen + 1) * (L->generations - L->gen - 1), eta, sizeof eta);
-            fprintf(L->o.out, "%sgen %2d/%d  %2d evaluated (%d reused)", L->tty ? "\r\033[K" : "", L->gen + 1,
-                    L->generations, n - n_reused, n_reused);
+            char best[32] = "-", median[32] = "-"; /* no fitness: as evo history shows it */
+            if (nf) snprintf(best, sizeof best, "%.3f", fit[nf - 1]), snprintf(median, sizeof median, "%.3f", fit[nf / 2]);
+            fprintf(L->o.out, "%sgen %2d (%d of %d)  %2d evaluated (%d reused)", L->tty ? "\r\033[K" : "", L->gen,
+                    L->gen + 1, L->generations, n - n_reused, n_reused);
             for (int v = 0; v < EVO_V_COUNT; v++)
                 if (L->counts[v]) fprintf(L->o.out, " %s %d", evo_verdict_name((evo_verdict)v), L->counts[v]);
-            fprintf(L->o.out, "  best %.3f median %.3f  noise %.1f%%  %s elapsed, ETA %s\n", nf ? fit[nf - 1] : NAN,
-                    nf ? fit[nf / 2] : NAN, 100 * noise, el, eta);
+            fprintf(L->o.out, "  best %s median %s  noise %.1f%%  %s elapsed, ETA %s\n", best, median, 100 * noise,
+                    el, eta);
             fflush(L->o.out);
         }
         free(fit);

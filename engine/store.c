@@ -23,7 +23,7 @@
 /* Schema                                                                                                        */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-_Static_assert(EVO_V_COUNT == 10, "a new verdict needs a migration: a count column in generations and the CHECK "
+_Static_assert(EVO_V_COUNT == 11, "a new verdict needs a migration: a count column in generations and the CHECK "
                                   "list of evaluations.verdict");
 
 /* Version 1. REAL columns are nullable because SQLite stores NaN as NULL: NULL reads back as NAN. */
@@ -159,6 +159,34 @@ static const char schema_v1[] =
     "  PRIMARY KEY (candidate_id, shape, metric)"
     ") WITHOUT ROWID;";
 
+/* Version 3: evaluations as in version 1 but for the verdict NOT_RECORDED in its CHECK list (SQLite changes a CHECK
+ * only by rebuilding the table: migrate_2_to_3), and generations with a count of it. */
+static const char schema_v3[] =
+    "CREATE TABLE evaluations_v3 ("
+    "  id            INTEGER PRIMARY KEY,"
+    "  candidate_id  INTEGER NOT NULL REFERENCES candidates (id),"
+    "  run_id        INTEGER REFERENCES runs (id),"
+    "  generation    INTEGER,"
+    "  shape_set     TEXT NOT NULL,"
+    "  verdict       TEXT NOT NULL CHECK (verdict IN ('OK', 'INVALID', 'COMPILE_FAIL', 'RESOURCE_FAIL',"
+    "                  'LAUNCH_FAIL', 'CRASHED', 'TIMEOUT', 'INCORRECT', 'SLOW', 'REGRESSED', 'NOT_RECORDED')),"
+    "  fitness       REAL,"
+    "  detail        TEXT,"
+    "  gpu           TEXT,"
+    "  compile_s     REAL,"
+    "  check_s       REAL,"
+    "  time_s        REAL,"
+    "  created_at    TEXT NOT NULL"
+    ");"
+    "INSERT INTO evaluations_v3 SELECT id, candidate_id, run_id, generation, shape_set, verdict, fitness, detail, "
+    "gpu, compile_s, check_s, time_s, created_at FROM evaluations;"
+    "DROP TABLE evaluations;"
+    "ALTER TABLE evaluations_v3 RENAME TO evaluations;"
+    "CREATE INDEX evaluations_candidate ON evaluations (candidate_id, shape_set);"
+    "CREATE INDEX evaluations_run ON evaluations (run_id, generation);"
+    "CREATE INDEX evaluations_ok ON evaluations (shape_set, fitness DESC) WHERE verdict = 'OK';"
+    "ALTER TABLE generations ADD COLUMN n_not_recorded INTEGER NOT NULL DEFAULT 0;";
+
 /* ------------------------------------------------------------------------------------------------------------ */
 /* Statements: prepared once per handle, reset before each use                                                   */
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -175,10 +203,12 @@ static const char schema_v1[] =
 #define RESULT_COLS                                                                                               \
     "shape, batch, heads, seq, head_dim, causal, median_us, p10_us, p90_us, baseline_us, speedup, tflops, "        \
     "max_abs, rel_l2, e2e_rel_l2, e2e_rmse"
-#define GEN_COLS                                                                                                  \
+/* The verdict counts in the order of evo_verdict; a file before version 3 reads 0 for NOT_RECORDED. */
+#define GEN_COLS_(not_recorded)                                                                                   \
     "run_id, generation, best_fitness, median_fitness, evaluated, reused, n_ok, n_invalid, n_compile_fail, "       \
-    "n_resource_fail, n_launch_fail, n_crashed, n_timeout, n_incorrect, n_slow, n_regressed, wall_s, compile_s, "  \
-    "check_s, time_s, baseline_noise, best_genome"
+    "n_resource_fail, n_launch_fail, n_crashed, n_timeout, n_incorrect, n_slow, n_regressed, " not_recorded        \
+    ", wall_s, compile_s, check_s, time_s, baseline_noise, best_genome"
+#define GEN_COLS GEN_COLS_("n_not_recorded")
 
 enum stmt_id {
     S_RUN_INSERT,
@@ -261,7 +291,7 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_LINEAGE_OF] = "SELECT run_id, generation, parent_id, operator FROM lineage WHERE child_id = ? "
                      "ORDER BY rowid",
     [S_GEN_UPSERT] = "INSERT OR REPLACE INTO generations (" GEN_COLS ") "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [S_GENS_OF] = "SELECT " GEN_COLS " FROM generations WHERE run_id = ? ORDER BY generation",
     [S_ELITES_EXACT] = ELITES_SQL("c.task = ?1 AND c.arch = ?2 AND e.shape_set = ?3"),
     [S_ELITES_ANY] = ELITES_SQL("(?1 IS NULL OR c.task = ?1) AND (?2 IS NULL OR c.arch = ?2) AND "
@@ -409,12 +439,15 @@ static const char *const elites_sql_v1[2] = {
     ELITES_SQL_V1("(?1 IS NULL OR c.task = ?1) AND (?2 IS NULL OR c.arch = ?2) AND (?3 IS NULL OR e.shape_set = ?3)"),
 };
 
+static const char gens_of_v2[] = "SELECT " GEN_COLS_("0") " FROM generations WHERE run_id = ? ORDER BY generation";
+
 static evo_status prep(evo_store *st, enum stmt_id id, sqlite3_stmt **q, evo_err *err)
 {
     if (!st->stmt[id]) {
         const char *sql = stmt_sql[id];
         if (st->version < 2 && (id == S_ELITES_EXACT || id == S_ELITES_ANY))
             sql = elites_sql_v1[id == S_ELITES_ANY];
+        if (st->version < 3 && id == S_GENS_OF) sql = gens_of_v2;
         SQL(st, err, sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[id], NULL));
     } else {
         sqlite3_reset(st->stmt[id]);
@@ -677,9 +710,21 @@ static evo_status migrate_1_to_2(evo_store *st, evo_err *err)
     return exec_sql(st, "ALTER TABLE candidates ADD COLUMN demoted TEXT;", err);
 }
 
+/* Version 3: the verdict NOT_RECORDED. The evaluations table is rebuilt with foreign keys off (migrate turns them
+ * off around every step; results, which reference evaluations, keep their rows) and checked before the commit. */
+static evo_status migrate_2_to_3(evo_store *st, evo_err *err)
+{
+    TRY(exec_sql(st, schema_v3, err));
+    int64_t bad = 0;
+    SQL(st, err, query_int(st->db, "SELECT count(*) FROM pragma_foreign_key_check", &bad));
+    if (bad) return evo_fail(err, EVO_E_DB, "%s: %lld rows lost their references while rebuilding evaluations", st->path,
+                             (long long)bad);
+    return EVO_OK;
+}
+
 /* migrations[v] takes a file from schema v to v + 1. Append only: files in the field have run the old ones. */
 typedef evo_status (*migration_fn)(evo_store *st, evo_err *err);
-static const migration_fn migrations[] = {migrate_0_to_1, migrate_1_to_2};
+static const migration_fn migrations[] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3};
 _Static_assert(sizeof migrations / sizeof migrations[0] == EVO_STORE_SCHEMA,
                "one migration per schema version: EVO_STORE_SCHEMA and migrations[] disagree");
 

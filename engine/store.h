@@ -32,13 +32,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define EVO_STORE_SCHEMA 2
+#define EVO_STORE_SCHEMA 3
 #define EVO_STORE_BUSY_MS 5000
 #define EVO_STORE_APP_ID 0x45564f31 /* PRAGMA application_id of every evo database: "EVO1" */
 
 typedef struct evo_store evo_store;
 
-enum { EVO_STORE_READONLY = 0, EVO_STORE_READWRITE = 1 };
+enum { EVO_STORE_READONLY = 0, EVO_STORE_READWRITE = 1, EVO_STORE_IMMUTABLE = 2 };
 
 evo_status evo_store_open(const char *path, int mode, evo_store **out, evo_err *err);
 void evo_store_close(evo_store *st); /* NULL is fine; an open group is rolled back */
