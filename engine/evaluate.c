@@ -340,10 +340,12 @@ const char *evo_evaluator_work_dir(const evo_evaluator *e) { return e->pool ? e-
 
 /* ---- replay ---- */
 
+/* The replayed database is input: opened immutable (nothing is created beside it, nothing written), and anything
+ * wrong with it (missing, unreadable, not evo's, no run of the task) is a usage error. */
 static evo_status replay_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_err *err)
 {
-    evo_status s = evo_store_open(o->replay_db, EVO_STORE_READONLY, &e->replay, err);
-    if (s != EVO_OK) return evo_failv_prefix(err, s, "--replay");
+    evo_status s = evo_store_open(o->replay_db, EVO_STORE_IMMUTABLE, &e->replay, err);
+    if (s != EVO_OK) return evo_failv_prefix(err, s == EVO_E_NOMEM ? s : EVO_E_USAGE, "--replay");
     evo_config_measured_key(e->cfg, e->shape_set); /* recorded under any fitness kind; scored again below */
     int64_t run;
     s = evo_store_last_run_matching(e->replay, e->cfg->task, NULL, &run, err);
@@ -356,7 +358,7 @@ static evo_status replay_open(evo_evaluator *e, const evo_evaluator_opts *o, evo
             evo_store_run_free(&rr);
         }
     } else if (s == EVO_E_NOTFOUND) {
-        return evo_fail(err, EVO_E_NOTFOUND, "--replay %s: no run of task %s is recorded there", o->replay_db,
+        return evo_fail(err, EVO_E_USAGE, "--replay %s: no run of task %s is recorded there", o->replay_db,
                         e->cfg->task);
     }
     if (s != EVO_OK) return s;

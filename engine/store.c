@@ -624,11 +624,24 @@ static void connection_settings(evo_store *st)
     sqlite3_busy_timeout(st->db, st->busy_ms);
 }
 
+/* Whether F-wal holds pages not yet checkpointed into F (an immutable reader would not see them). */
+static bool wal_has_content(const char *path)
+{
+    evo_str w = {0};
+    evo_str_appendf(&w, "%s-wal", path);
+    struct stat sb;
+    const bool has = stat(evo_str_cstr(&w), &sb) == 0 && sb.st_size > 0;
+    evo_str_free(&w);
+    return has;
+}
+
 /* Opens st->db read-only. Reading a WAL file needs its -shm index; where that cannot be created (read-only
- * directory) the file is read as immutable, which sees what was checkpointed into it. */
+ * directory) the file is read as immutable, which sees what was checkpointed into it. EVO_STORE_IMMUTABLE starts
+ * there, unless a -wal file beside F holds pages that only a WAL reader sees. */
 static evo_status connect_readonly(evo_store *st, evo_err *err)
 {
-    for (int immutable = 0; immutable < 2; immutable++) {
+    const int first = st->mode == EVO_STORE_IMMUTABLE && !wal_has_content(st->path);
+    for (int immutable = first; immutable < 2; immutable++) {
         char *uri = readonly_uri(st->path, immutable);
         int rc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
         free(uri);
@@ -832,7 +845,7 @@ evo_status evo_store_open(const char *path, int mode, evo_store **out, evo_err *
 {
     *out = NULL;
     if (!path || !*path) return evo_fail(err, EVO_E_USAGE, "no database path given");
-    if (mode != EVO_STORE_READONLY && mode != EVO_STORE_READWRITE)
+    if (mode != EVO_STORE_READONLY && mode != EVO_STORE_READWRITE && mode != EVO_STORE_IMMUTABLE)
         return evo_fail(err, EVO_E_INTERNAL, "%s: bad open mode %d", path, mode);
     evo_store *st = evo_xcalloc(1, sizeof *st);
     st->path = evo_strdup(path);

@@ -10,7 +10,8 @@ HOLDER=$(dirname "$EVO")/tests/test_store # `test_store --hold-lock FILE READY`
 CFG=$SRC/tests/data/faults.yaml
 T=$(mktemp -d /tmp/evo-cli-faults-XXXXXX)
 chmod 755 "$T" # the read-only cases run evo as another user
-export EVO_CACHE=$T/cache
+export EVO_CACHE=$T/cache TMPDIR=$T/tmp # evo's work directories (evo-run-PID) go to $T/tmp
+mkdir "$T/tmp" && chmod 1777 "$T/tmp"
 bg=()
 cleanup() {
   for p in "${bg[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
@@ -87,7 +88,7 @@ t [ "$(db scalar "$T/kill.db" "SELECT count(*) FROM generations")" = 1 ] || fail
 stored=$(count "$T/kill.db")
 EVO_FAKE_WORKER=ok run run --resume 1 --db "$T/kill.db"
 expect_rc 0 "resume"
-expect_out_has "resuming run 1 after generation 1 of 3" "resume"
+expect_out_has "resuming run 1: generations 0 to 0 of 3 are stored" "resume"
 expect_out_has "run 1 done" "resume"
 db dump "$T/kill.db" >"$T/kill.after"
 t no_lost_rows "$T/kill.before" "$T/kill.after" ||
@@ -96,6 +97,21 @@ t db check_run "$T/kill.db" 1 || fail "resume: structure (a candidate evaluated 
 db search "$T/kill.db" 1 >"$T/kill.search"
 t diff "$T/ref.search" "$T/kill.search" >&2 || fail "resume: the resumed search differs from the uninterrupted one"
 t [ "$(count "$T/kill.db")" -gt "$stored" ] || fail "resume: evaluated nothing new"
+# One numbering: the console's generations are evo history's (0 to 2 here), and the last one stored is 2.
+expect_out_has "gen  2 (3 of 3)" "resume: console numbering"
+run history --db "$T/kill.db"
+t grep -qE '^   2 ' <<<"$out" || fail "history: no generation 2"$'\n'"$out"
+t [ "$(db scalar "$T/kill.db" "SELECT max(generation) FROM generations")" = 2 ] || fail "stored generations are not 0 to 2"
+# --resume of a finished run: it says so, exits 0 and changes nothing (finished time and wall time included).
+db dump "$T/kill.db" >"$T/done.before"
+EVO_FAKE_WORKER=ok run run --resume 1 --db "$T/kill.db"
+expect_rc 0 "resume of a finished run"
+expect_out_has "run 1 is finished (done after 3 of 3 generations); nothing to resume" "resume of a finished run"
+db dump "$T/kill.db" >"$T/done.after"
+t diff "$T/done.before" "$T/done.after" >&2 || fail "resume of a finished run changed the database"
+# The killed driver could not remove its work directory; every run that ended removed its own.
+t [ "$(ls "$T/tmp")" = "evo-run-$driver" ] || fail "work directories left behind: $(ls "$T/tmp")"
+rm -rf "$T/tmp/evo-run-$driver"
 
 # ---- a worker killed mid-timing: that candidate is CRASHED, the worker restarts, the run finishes ----
 EVO_FAKE_WORKER=slow:1 "$EVO" run --config "$CFG" --db "$T/worker.db" --generations 1 >"$T/worker.out" 2>&1 &
