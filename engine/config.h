@@ -3,6 +3,8 @@
  * evo_config_load parses with libyaml, checks every key against the schema (unknown keys are errors: a typo must
  * not silently fall back to a default), builds the search space, and validates the baseline and seed genomes.
  * Every error names "file:line:column: key: what is wrong" and returns EVO_E_CONFIG (an unreadable file too).
+ * Numbers and booleans are written plain (a tagged `!!str 216` is a string); compile.extra_options are shown to
+ * NVRTC at load (compile.h: evo_compile_check_options), since options it refuses would fail every candidate.
  * docs/usage.md documents each key, its default and its limits; configs/default.yaml shows all of them.
  * The space's knobs are exactly the task's (evo_task_find(task)->knobs), added in the task's order whatever order
  * the YAML lists them in, so genome texts and hashes do not depend on how a config is written. The baseline and
@@ -21,6 +23,11 @@
 #include <stdint.h>
 
 #define EVO_NAME_MAX 32
+/* What a configuration may be, checked before libyaml builds it: its size, its YAML nodes (values, lists and
+ * mappings; configs/default.yaml has about 200) and how deep they nest. */
+#define EVO_CONFIG_MAX_BYTES (1 << 20)
+#define EVO_CONFIG_MAX_NODES 100000
+#define EVO_CONFIG_MAX_DEPTH 32
 #define EVO_MAX_SHAPES 64
 
 typedef enum { EVO_FMT_E4M3 = 0, EVO_FMT_U8SIM = 1, EVO_FMT_COUNT } evo_format;

@@ -105,16 +105,14 @@ bool evo_path_same_file(const char *a, const char *b)
 
 evo_status evo_read_file_max(const char *path, size_t max, char **data, size_t *len, evo_err *err)
 {
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer before it can be refused */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return evo_fail(err, errno == ENOENT ? EVO_E_NOTFOUND : EVO_E_IO, "%s: %s", path, strerror(errno));
     struct stat st;
     evo_status s = EVO_OK;
     if (fstat(fd, &st) != 0) s = evo_fail(err, EVO_E_IO, "%s: %s", path, strerror(errno));
     else if (S_ISDIR(st.st_mode)) s = evo_fail(err, EVO_E_IO, "%s: read failed: %s", path, strerror(EISDIR));
-    else if (!S_ISREG(st.st_mode)) s = evo_fail(err, EVO_E_USAGE, "%s: is %s, not a file", path, kind_of(st.st_mode));
-    else if ((unsigned long long)st.st_size > max)
-        s = evo_fail(err, EVO_E_USAGE, "%s: %lld bytes, more than the %zu evo reads", path, (long long)st.st_size, max);
+    else if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > max)
+        s = evo_fail(err, EVO_E_USAGE, "%s: %lld bytes; evo reads at most %zu", path, (long long)st.st_size, max);
     evo_str buf = {0};
     while (s == EVO_OK) {
         char chunk[65536];
@@ -123,8 +121,8 @@ evo_status evo_read_file_max(const char *path, size_t max, char **data, size_t *
         if (n < 0) s = evo_fail(err, EVO_E_IO, "%s: read failed: %s", path, strerror(errno));
         if (n <= 0) break;
         evo_str_appendn(&buf, chunk, (size_t)n);
-        if (buf.len > max) /* grew while being read */
-            s = evo_fail(err, EVO_E_USAGE, "%s: more than the %zu bytes evo reads", path, max);
+        if (buf.len > max) /* a pipe, a device, or a file that grew while being read */
+            s = evo_fail(err, EVO_E_USAGE, "%s: more than %zu bytes; evo reads at most %zu", path, max, max);
     }
     close(fd);
     if (s != EVO_OK) {

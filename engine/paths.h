@@ -28,8 +28,8 @@ evo_status evo_write_file_new(const char *path, const void *data, size_t len, ev
 /* True when both names exist and are one file (same device and inode, whatever links or spellings lead there). */
 bool evo_path_same_file(const char *a, const char *b);
 
-/* evo_read_file for a regular file of at most max bytes: a larger one, or one that is not a regular file (a FIFO,
- * /dev/zero), is refused (EVO_E_USAGE) before it is read. */
+/* evo_read_file that reads at most max bytes: a larger regular file is refused (EVO_E_USAGE) before it is read, a
+ * pipe or device (/dev/zero) once more than max bytes came. */
 evo_status evo_read_file_max(const char *path, size_t max, char **data, size_t *len, evo_err *err);
 
 /* True when directory dir holds a non-empty file whose name ends in suffix (".log"): worker logs worth keeping. */

@@ -1,6 +1,7 @@
 /* task.c — the table of tasks and the per-architecture device limits used when no GPU is present. */
 #include "task.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,37 @@ const evo_task *evo_task_find(const char *name)
     for (int i = 0; evo_tasks[i]; i++)
         if (strcmp(evo_tasks[i]->name, name) == 0) return evo_tasks[i];
     return NULL;
+}
+
+bool evo_knob_legal_has(const evo_knob_legal *l, int v)
+{
+    if (l->set) {
+        for (int i = 0; i < l->n_set; i++)
+            if (l->set[i] == v) return true;
+        return false;
+    }
+    return v >= l->lo && v <= l->hi && (long long)(v - l->lo) % (l->step > 0 ? l->step : 1) == 0;
+}
+
+void evo_knob_legal_format(const evo_knob_legal *l, char *buf, size_t n)
+{
+    if (!n) return;
+    buf[0] = '\0';
+    if (!l->set) {
+        const int step = l->step > 0 ? l->step : 1;
+        if ((l->hi - l->lo) / step < 3) { /* a few values read best as a list */
+            size_t k = 0;
+            for (int v = l->lo; v <= l->hi && k < n; v += step)
+                k += (size_t)snprintf(buf + k, n - k, "%s%d", v == l->lo ? "" : ", ", v);
+        } else if (step == 1) {
+            snprintf(buf, n, "%d..%d", l->lo, l->hi);
+        } else {
+            snprintf(buf, n, "%d..%d in steps of %d", l->lo, l->hi, step);
+        }
+        return;
+    }
+    size_t k = 0;
+    for (int i = 0; i < l->n_set && k < n; i++) k += (size_t)snprintf(buf + k, n - k, "%s%d", i ? ", " : "", l->set[i]);
 }
 
 void evo_program_free(evo_program *p)

@@ -61,6 +61,19 @@ typedef struct {
 
 void evo_program_free(evo_program *p);
 
+/* The values a knob can take in its template (its parameter block and static_asserts): lo..hi in steps of step, or,
+ * when set is not NULL, exactly the n_set values of set. Config loading refuses any other value with file:line and
+ * key, so a genome the template cannot instantiate never enters a space. */
+typedef struct {
+    int lo, hi, step;
+    const int *set;
+    int n_set;
+} evo_knob_legal;
+
+bool evo_knob_legal_has(const evo_knob_legal *l, int v);
+/* "1..4", "16..256 in steps of 16", "0, 128, 256" (NUL-terminated, cut to n). */
+void evo_knob_legal_format(const evo_knob_legal *l, char *buf, size_t n);
+
 typedef struct evo_task {
     const char *name;          /* "attention_fp8"                                        */
     const char *template_file; /* file in templates/                                     */
@@ -68,6 +81,7 @@ typedef struct evo_task {
                                   any order) and no others                                */
     const int *knob_defaults;  /* per knob: the value a config that leaves the knob out gets (a one-value
                                   domain), or EVO_KNOB_REQUIRED                          */
+    const evo_knob_legal *knob_legal; /* per knob: the values the template takes (NULL: any integer) */
     /* Before compiling: EVO_V_OK, EVO_V_INVALID (the template cannot be instantiated so), or EVO_V_RESOURCE_FAIL
      * (threads or shared memory over lim); *why says which rule or limit. */
     evo_verdict (*can_implement)(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim, char *why,

@@ -20,6 +20,28 @@ static const int attention_defaults[] = {
     EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, 0, 0, 64,
 };
 
+/* What each knob can take, in the order of attention_knobs: the template's parameter block and static_asserts (tiles in
+ * multiples of 16 rows or keys, at most 8 warps of rows, a 1 to 4 deep pipeline, ...); can_implement then checks the
+ * combinations against the device. */
+static const int warps_n_set[] = {1, 2, 4}, big_tile_m_set[] = {0, 128, 256};
+static const evo_knob_legal attention_legal[] = {
+    {16, 256, 16, NULL, 0},          /* TILE_M      */
+    {16, 256, 16, NULL, 0},          /* TILE_N      */
+    {1, 8, 1, NULL, 0},              /* WARPS_M     */
+    {0, 0, 0, warps_n_set, 3},       /* WARPS_N     */
+    {1, 4, 1, NULL, 0},              /* STAGES      */
+    {0, 1, 1, NULL, 0},              /* SWIZZLE     */
+    {0, 1, 1, NULL, 0},              /* PV_MMA      */
+    {0, 1, 1, NULL, 0},              /* QK_8BIT     */
+    {0, 2, 1, NULL, 0},              /* F16_SMEM    */
+    {1, 32, 1, NULL, 0},             /* MIN_BLOCKS  */
+    {0, 1, 1, NULL, 0},              /* FAST_EXP    */
+    {0, 1, 1, NULL, 0},              /* CAUSAL_PAIR */
+    {0, 0, 0, big_tile_m_set, 3},    /* BIG_TILE_M  */
+    {16, 256, 16, NULL, 0},          /* BIG_TILE_N  */
+};
+_Static_assert(EVO_ARRAY_LEN(attention_legal) == EVO_ARRAY_LEN(attention_knobs) - 1, "one legal set per knob");
+
 typedef struct {
     int tile_m, tile_n, warps_m, warps_n, stages, swizzle, pv_mma, qk_8bit, f16_smem, min_blocks, fast_exp, causal_pair;
     int big_tile_m, big_tile_n;
@@ -203,6 +225,7 @@ const evo_task evo_task_attention_fp8 = {
     .template_file = "attention_fp8.cu",
     .knobs = attention_knobs,
     .knob_defaults = attention_defaults,
+    .knob_legal = attention_legal,
     .can_implement = attention_can_implement,
     .render = attention_render,
     .flops = attention_flops,
