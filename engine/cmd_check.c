@@ -249,7 +249,7 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
 EVO_CMD(check)
 {
     const evo_cmd *self = evo_cli_find("check");
-    const char *config_path = EVO_DEFAULT_CONFIG, *db_path = NULL, *sanitize = NULL, *sanitizer = NULL;
+    const char *config_path = NULL, *db_path = NULL, *sanitize = NULL, *sanitizer = NULL;
     int json = 0;
     static const struct option longopts[] = {
         {"config", required_argument, 0, 'c'}, {"json", no_argument, 0, 'J'},         {"db", required_argument, 0, 'D'},
@@ -279,7 +279,7 @@ EVO_CMD(check)
     for (int i = optind; i < argc; i++)
         if (!evo_file_exists(argv[i])) return evo_fail(err, EVO_E_USAGE, "check: %s: no such file", argv[i]);
     evo_config *cfg = NULL;
-    evo_status s = evo_config_load(config_path, &cfg, err);
+    evo_status s = evo_cli_config_load(config_path, &cfg, err);
     if (s != EVO_OK) return s;
     if (!getenv("EVO_FAKE_WORKER")) {
         const evo_cudrv *cu;

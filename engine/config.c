@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <yaml.h>
 
 /* ---- names ---- */
@@ -1137,4 +1138,30 @@ evo_status evo_config_load(const char *path, evo_config **out, evo_err *err)
     evo_status st = evo_config_parse(path, text, len, out, err);
     free(text);
     return st;
+}
+
+/* ---- the default configuration ---- */
+
+typedef struct {
+    const char *name, *text;
+    size_t len;
+} embedded_config;
+extern const embedded_config evo_embedded_configs[]; /* configs/default.yaml, built in by tools/embed.cmake */
+
+const char *evo_config_builtin(size_t *len)
+{
+    if (len) *len = evo_embedded_configs[0].len;
+    return evo_embedded_configs[0].text;
+}
+
+evo_status evo_config_load_default(const char *path, evo_config **out, bool *builtin, evo_err *err)
+{
+    if (builtin) *builtin = false;
+    struct stat sb;
+    if (path || lstat(EVO_DEFAULT_CONFIG_PATH, &sb) == 0)
+        return evo_config_load(path ? path : EVO_DEFAULT_CONFIG_PATH, out, err);
+    if (builtin) *builtin = true;
+    size_t len;
+    const char *text = evo_config_builtin(&len);
+    return evo_config_parse(EVO_BUILTIN_CONFIG_NAME, text, len, out, err);
 }

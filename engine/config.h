@@ -129,6 +129,16 @@ typedef struct {
 } evo_config;
 
 evo_status evo_config_load(const char *path, evo_config **out, evo_err *err);
+/* The configuration a command uses: path when given; else configs/default.yaml of the working directory when there
+ * is one; else the copy of configs/default.yaml built into evo (its name in messages and the store:
+ * EVO_BUILTIN_CONFIG_NAME), and *builtin (may be NULL) says so. */
+#define EVO_DEFAULT_CONFIG_PATH "configs/default.yaml"
+#define EVO_BUILTIN_CONFIG_NAME "(built-in) configs/default.yaml"
+#define EVO_BUILTIN_CONFIG_NOTE                                                                                    \
+    "no configs/default.yaml here: using the default search built into evo (evo init writes it out to edit)"
+evo_status evo_config_load_default(const char *path, evo_config **out, bool *builtin, evo_err *err);
+/* The text of the built-in configs/default.yaml (static). */
+const char *evo_config_builtin(size_t *len);
 /* Same, from text already in memory; `name` is used in messages as the file name. */
 evo_status evo_config_parse(const char *name, const char *text, size_t len, evo_config **out, evo_err *err);
 void evo_config_free(evo_config *c);

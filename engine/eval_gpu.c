@@ -164,7 +164,7 @@ static evo_status gpu_open(gpu_state *g, int gpu, const char *config_path, bool 
     memset(g, 0, sizeof *g);
     g->gpu = gpu;
     g->sanitize = sanitize;
-    evo_status s = evo_config_load(config_path ? config_path : "configs/default.yaml", &g->cfg, err);
+    evo_status s = evo_config_load_default(config_path, &g->cfg, NULL, err);
     if (s != EVO_OK) return s;
     g->kernel_timeout_s = g->cfg->timing.kernel_timeout_s * (sanitize ? EVO_SANITIZE_SLOWDOWN : 1);
     s = evo_cudrv_load(&g->cu, err);

@@ -200,10 +200,18 @@ static void on_done(void *p, const evo_pool_job *job, const evo_pool_done *d)
 static evo_status gpu_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_err *err)
 {
     e->work_dir = evo_strdup(o->work_dir);
-    e->config_path = evo_strdup(o->config_path);
     e->interrupt = o->interrupt;
     evo_status s = evo_mkdir_p(e->work_dir, err);
     if (s != EVO_OK) return s;
+    if (o->config_path && *o->config_path) {
+        e->config_path = evo_strdup(o->config_path);
+    } else { /* the workers read the config's own text (built-in, or stored with a resumed run) from here */
+        evo_str p = {0};
+        evo_str_appendf(&p, "%s/config.yaml", e->work_dir);
+        e->config_path = evo_str_take(&p);
+        s = evo_write_file_atomic(e->config_path, o->cfg->text, strlen(o->cfg->text), err);
+        if (s != EVO_OK) return s;
+    }
     int all[EVO_POOL_MAX_WORKERS];
     const int *gpus = o->gpus;
     int n = o->n_gpus;
@@ -216,7 +224,7 @@ static evo_status gpu_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_er
     /* EVO_FAKE_WORKER=MODE runs `evo worker --fake MODE` (worker.h): the loop, the store and the fault paths
      * can then be tested where there is no GPU. */
     const char *fake = getenv("EVO_FAKE_WORKER");
-    const char *args[] = {"--config", o->config_path, fake ? "--fake" : NULL, fake, NULL};
+    const char *args[] = {"--config", e->config_path, fake ? "--fake" : NULL, fake, NULL};
     evo_pool_opts po = {.gpus = gpus, .n_gpus = n, .args = args, .log_dir = e->work_dir, .hello_timeout_s = 900};
     s = evo_pool_start(&po, &e->pool, err);
     if (s != EVO_OK) return s;
@@ -243,7 +251,7 @@ static evo_status gpu_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_er
     s = evo_candidates_build(&bo, &e->baseline, 1, err);
     if (s != EVO_OK) return s;
     if (e->baseline.verdict != EVO_V_OK)
-        return evo_fail(err, EVO_E_CONFIG, "%s: the baseline genome cannot run on %s: %s: %s", o->config_path,
+        return evo_fail(err, EVO_E_CONFIG, "%s: the baseline genome cannot run on %s: %s: %s", o->cfg->path,
                         e->gpu, evo_verdict_name(e->baseline.verdict), e->baseline.why);
     return write_cubin(e, &e->baseline, e->baseline_cubin, sizeof e->baseline_cubin, err);
 }

@@ -40,7 +40,7 @@ typedef struct evo_evaluator evo_evaluator;
 
 typedef struct {
     const evo_config *cfg;
-    const char *config_path;  /* handed to the workers */
+    const char *config_path;  /* handed to the workers; NULL: cfg's text, written into work_dir */
     const int *gpus;          /* gpu: ordinals, one worker each; NULL = every GPU evo_gpu_count sees */
     int n_gpus;
     const char *replay_db;    /* replay: the recorded database */

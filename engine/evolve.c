@@ -83,6 +83,7 @@ typedef struct {
     char *work_dir;
     bool keep_work; /* sanitizer reports of demoted elites are in it */
     bool finished;  /* --resume of a run that is done: nothing to do, nothing changed */
+    bool builtin_config; /* no --config and no configs/default.yaml: the one built into evo */
     evo_gen_rec *gens; /* the generations the store holds for the run (a resume) */
     int done_gens;
     struct sigaction old_int, old_term;
@@ -428,23 +429,18 @@ static evo_status check_replay(const char *replay, const char *db, evo_err *err)
 }
 
 /* The evaluator: a replay reads its database (nothing is created); the GPU one starts workers, which read the
- * config from a scratch directory that also holds cubins and worker logs (created here). */
+ * config's text (the file's, the built-in one or a resumed run's stored one) from a scratch directory that also
+ * holds cubins and worker logs. */
 static evo_status open_evaluator(loop *L, evo_err *err)
 {
     const evo_run_opts *o = &L->o;
-    char cfg_path[4200] = "";
     if (!o->replay_db) {
         const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-        char *work = L->work_dir = evo_xmalloc(strlen(tmpdir) + 32);
-        sprintf(work, "%s/evo-run-%d", tmpdir, (int)getpid());
-        evo_status s = evo_mkdir_p(work, err);
-        if (s != EVO_OK) return s;
-        snprintf(cfg_path, sizeof cfg_path, "%s/config.yaml", work);
-        s = evo_write_file_atomic(cfg_path, L->cfg->text, strlen(L->cfg->text), err);
-        if (s != EVO_OK) return s;
+        L->work_dir = evo_xmalloc(strlen(tmpdir) + 32);
+        sprintf(L->work_dir, "%s/evo-run-%d", tmpdir, (int)getpid());
         if (!o->quiet) fprintf(o->out, "starting GPU workers (inputs and references are made once per worker)...\n");
     }
-    evo_evaluator_opts eo = {.cfg = L->cfg, .config_path = cfg_path, .gpus = o->gpus, .n_gpus = o->n_gpus,
+    evo_evaluator_opts eo = {.cfg = L->cfg, .config_path = NULL, .gpus = o->gpus, .n_gpus = o->n_gpus,
                              .replay_db = o->replay_db, .work_dir = L->work_dir, .jobs = o->jobs,
                              .interrupt = &g_interrupted};
     evo_status s = evo_evaluator_open(&eo, &L->ev, err);
@@ -467,7 +463,7 @@ static evo_status open_run(loop *L, evo_err *err)
     /* Every input is checked before anything is created: a bad config, a missing or unreadable replay source, or the
      * replay source named as the output leave no database and no work directory behind. */
     if (!o->resume_run) {
-        s = evo_config_load(o->config_path ? o->config_path : "configs/default.yaml", &L->cfg, err);
+        s = evo_config_load_default(o->config_path, &L->cfg, &L->builtin_config, err);
         if (s != EVO_OK) return s;
     } else if (!evo_file_exists(db)) {
         return evo_fail(err, EVO_E_USAGE, "--resume %lld: no database at %s", (long long)o->resume_run, db);
@@ -752,6 +748,8 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
                     (long long)L->run.id, L->done_gens, L->run.generations);
         return finish(L, s, err);
     }
+    /* said once every input has passed: a bad one is the first line */
+    if (s == EVO_OK && L->builtin_config && !L->o.quiet) fprintf(stderr, "evo: note: %s\n", EVO_BUILTIN_CONFIG_NOTE);
     if (s == EVO_OK) s = make_strategy(L, err);
     const int done_gens = L->done_gens;
     if (s == EVO_OK && L->o.resume_run && !L->o.quiet) {

@@ -28,7 +28,8 @@
 #include <stdio.h>
 
 typedef struct {
-    const char *config_path; /* default configs/default.yaml; ignored with resume (the run's own config is used) */
+    const char *config_path; /* NULL: the default (config.h: evo_config_load_default); ignored with resume (the run's
+                                own config is used) */
     const char *db_path;     /* default population.db */
     int generations;         /* 0 = config */
     int population;          /* 0 = config */

@@ -120,6 +120,7 @@ bad() { # bad NAME MESSAGE ARGS...
   [ ! -e population.db ] && [ -z "$(ls "$tmp/tmp")" ] || fail "$1: left $(ls population.db "$tmp/tmp" 2>&1)"
 }
 bad "missing replay db" "--replay $tmp/none.db: No such file or directory" --replay "$tmp/none.db" --config "$C"
+bad "missing replay db, default config" "--replay none.db: No such file or directory" --replay none.db
 head -c 4096 /dev/urandom >"$tmp/random.db"
 bad "replay db not a database" "--replay: $tmp/random.db: not an evo database (file is not a database)" --replay "$tmp/random.db" --config "$C"
 cp "$R" "$tmp/copy.db"
