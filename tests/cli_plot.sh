@@ -10,7 +10,7 @@ if [ ! -x "$FIXTURE" ]; then
   exit 1
 fi
 if ! command -v python3 >/dev/null; then
-  echo "cli_plot: python3 not found (it parses the SVG files); skipped"
+  echo "SKIP: python3 not found (it parses the SVG files)"
   exit 77
 fi
 T=$(mktemp -d /tmp/evo-cli-plot-XXXXXX)
