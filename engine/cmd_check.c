@@ -331,10 +331,9 @@ EVO_CMD(check)
     evo_evaluator_close(ev);
     evo_config_free(cfg);
     free(z.sanitizer);
-    /* The worker's log is kept when the worker or the GPU failed, the sanitizer reports when they found errors; a
-     * kernel that does not compile, a refused database or a rejected verdict leave nothing behind. */
+    /* The worker's log is kept when the worker or the GPU failed and it says something (the message then says
+     * where), the sanitizer reports when they found errors; anything else leaves nothing behind. */
     if (z.found) fprintf(stderr, "evo: sanitizer reports are kept in %s\n", work);
-    else if (s == EVO_OK || s == EVO_E_REJECTED || s == EVO_E_CONFIG || s == EVO_E_USAGE || s == EVO_E_DB)
-        evo_remove_tree(work);
+    else evo_work_dir_settle(work, s, err);
     return s;
 }

@@ -1,6 +1,7 @@
 /* evaluate.c — the "gpu" and "replay" evaluators (see evaluate.h). */
 #include "evaluate.h"
 
+#include "paths.h"
 #include "pool.h"
 #include "protocol.h"
 #include "util.h"
@@ -345,6 +346,22 @@ evo_status evo_evaluator_sanitize(evo_evaluator *e, const evo_candidate *c, cons
 }
 
 const char *evo_evaluator_work_dir(const evo_evaluator *e) { return e->pool ? e->work_dir : NULL; }
+
+bool evo_work_dir_settle(const char *dir, evo_status s, evo_err *err)
+{
+    const bool worker = s == EVO_E_WORKER || s == EVO_E_CUDA || s == EVO_E_NODRIVER || s == EVO_E_TIMEOUT ||
+                        s == EVO_E_INTERNAL;
+    const bool named = err && strstr(err->msg, dir);
+    if (s == EVO_OK || s == EVO_E_INTERRUPTED || !(worker || named) || !evo_dir_has_nonempty(dir, ".log")) {
+        evo_remove_tree(dir);
+        return false;
+    }
+    if (err && !named) {
+        const size_t n = strnlen(err->msg, sizeof err->msg - 1);
+        snprintf(err->msg + n, sizeof err->msg - n, " (worker logs: %s)", dir);
+    }
+    return true;
+}
 
 /* ---- replay ---- */
 

@@ -682,12 +682,6 @@ static void update_run(loop *L, const char *state)
     L->run.compile_s -= L->compile_s, L->run.check_s -= L->check_s, L->run.time_s -= L->time_s;
 }
 
-/* Worker logs explain failures of the workers and the GPU; other failures say all in their message. */
-static bool worker_failure(evo_status s)
-{
-    return s == EVO_E_WORKER || s == EVO_E_CUDA || s == EVO_E_NODRIVER || s == EVO_E_TIMEOUT || s == EVO_E_INTERNAL;
-}
-
 /* Frees everything; the work directory goes unless it holds what explains the outcome: sanitizer reports of demoted
  * elites (said on stderr) or the worker logs of a failed run (said once, at the end of the error message). */
 static evo_status finish(loop *L, evo_status s, evo_err *err)
@@ -703,17 +697,8 @@ static evo_status finish(loop *L, evo_status s, evo_err *err)
     evo_config_free(L->cfg);
     free(L->prior);
     if (L->work_dir) {
-        const bool failed = s != EVO_OK && s != EVO_E_INTERRUPTED;
-        if (L->keep_work) {
-            fprintf(stderr, "evo: sanitizer reports are kept in %s\n", L->work_dir);
-        } else if (failed && worker_failure(s) && evo_dir_has_nonempty(L->work_dir, ".log")) {
-            if (err) {
-                const size_t n = strnlen(err->msg, sizeof err->msg - 1);
-                snprintf(err->msg + n, sizeof err->msg - n, " (worker logs: %s)", L->work_dir);
-            }
-        } else {
-            evo_remove_tree(L->work_dir);
-        }
+        if (L->keep_work) fprintf(stderr, "evo: sanitizer reports are kept in %s\n", L->work_dir);
+        else evo_work_dir_settle(L->work_dir, s, err);
     }
     free(L->work_dir);
     free(L->sanitizer);

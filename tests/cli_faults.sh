@@ -112,6 +112,15 @@ t diff "$T/done.before" "$T/done.after" >&2 || fail "resume of a finished run ch
 # The killed driver could not remove its work directory; every run that ended removed its own.
 t [ "$(ls "$T/tmp")" = "evo-run-$driver" ] || fail "work directories left behind: $(ls "$T/tmp")"
 rm -rf "$T/tmp/evo-run-$driver"
+# A run that fails in its workers keeps the work directory, says where once (here the message quotes the worker's
+# log), and nothing else stays behind.
+EVO_FAKE_WORKER=die run run --config "$CFG" --db "$T/die.db" --generations 1
+expect_rc 2 "baseline crashes"
+t [ "$(wc -l <<<"$err")" = 1 ] || fail "baseline crashes: more than one line: $err"
+kept=$(ls "$T/tmp")
+t [ "$(grep -o "$T/tmp/$kept" <<<"$err" | wc -l)" = 1 ] && [ -s "$T/tmp/$kept/worker-gpu0.log" ] ||
+  fail "baseline crashes: work directory '$kept' not kept or not named once: $err"
+rm -rf "${T:?}/tmp/"*
 
 # ---- a worker killed mid-timing: that candidate is CRASHED, the worker restarts, the run finishes ----
 EVO_FAKE_WORKER=slow:1 "$EVO" run --config "$CFG" --db "$T/worker.db" --generations 1 >"$T/worker.out" 2>&1 &
