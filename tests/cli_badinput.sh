@@ -135,6 +135,12 @@ as=()
 checks=$((checks + 1))
 [ "$(grep -o 'libcuda.so.1' "$T/err" | wc -l)" = 1 ] || fail "driver message names the library more than once: $(cat "$T/err")"
 
+# ---- evo run --replay: the source is input, checked before anything is created, and never the output ----
+expect "run --replay of a missing file" 2 "--replay $T/ws/none.db: No such file or directory" -- run --replay "$T/ws/none.db" --config "$FAULTS"
+expect "run --replay and --db the same file" 2 "--replay $POP and --db $T/ws/../pop.db are the same file: a replay reads one database and writes another" -- run --replay "$POP" --db "$T/ws/../pop.db" --config "$FAULTS"
+head -c 4096 /dev/urandom >"$T/noise.db"
+expect "run --replay of a file that is not a database" 2 "--replay: $T/noise.db: not an evo database (file is not a database)" "$T/noise.db" -- run --replay "$T/noise.db" --config "$FAULTS"
+
 # ---- corrupt databases: refused untouched by every command that opens one ----
 head -c 8192 /dev/urandom >"$T/random.db"
 head -c 40000 "$POP" >"$T/truncated.db"
