@@ -443,21 +443,6 @@ done:
     return ok;
 }
 
-static evo_status write_all(int fd, const void *data, size_t len)
-{
-    const char *q = data;
-    while (len > 0) {
-        ssize_t w = write(fd, q, len);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return EVO_E_IO;
-        }
-        q += w;
-        len -= (size_t)w;
-    }
-    return EVO_OK;
-}
-
 static evo_status entry_write(const prep *p, const evo_compile_result *r, bool transient, evo_err *err)
 {
     cJSON *o = evo_compile_result_json(r, true);
@@ -479,8 +464,8 @@ static evo_status entry_write(const prep *p, const evo_compile_result *r, bool t
     if (fd < 0) {
         s = evo_fail(err, EVO_E_IO, "cannot write cache entry %s: %s", tmp, strerror(errno));
     } else {
-        if (write_all(fd, head, (size_t)hn) || write_all(fd, json, strlen(json)) ||
-            (r->cubin_len && write_all(fd, r->cubin, r->cubin_len)))
+        if (evo_write_all(fd, head, (size_t)hn) || evo_write_all(fd, json, strlen(json)) ||
+            (r->cubin_len && evo_write_all(fd, r->cubin, r->cubin_len)))
             s = evo_fail(err, EVO_E_IO, "cannot write cache entry %s: %s", tmp, strerror(errno));
         if (close(fd) != 0 && s == EVO_OK) s = evo_fail(err, EVO_E_IO, "cannot write %s: %s", tmp, strerror(errno));
         if (s == EVO_OK && rename(tmp, p->entry) != 0)
@@ -653,7 +638,7 @@ static void child_main(const evo_compile_req *req, const prep *p, int fd, pid_t 
     evo_status s = child_compile(req, p, out_fd, &e);
     /* Always a message, so the parent can tell this end from an exit() deep inside the compiler. */
     const char *msg = s == EVO_OK ? CHILD_DONE : e.msg[0] ? e.msg : "compile process failed";
-    (void)write_all(fd, msg, strlen(msg));
+    (void)evo_write_all(fd, msg, strlen(msg));
     /* _exit, not exit: atexit handlers and unflushed stdio belong to the parent. */
     _exit((int)s);
 }
@@ -960,7 +945,7 @@ static void probe_main(const strlist *opts, int fd)
     size_t n = 0;
     if (nvrtcGetProgramLogSize(prog, &n) == NVRTC_SUCCESS && n > 1) {
         char *log = evo_xcalloc(n + 1, 1);
-        if (nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS) (void)write_all(fd, log, strlen(log));
+        if (nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS) (void)evo_write_all(fd, log, strlen(log));
     }
     _exit(rc == NVRTC_SUCCESS ? 0 : rc == NVRTC_ERROR_INVALID_OPTION || rc == NVRTC_ERROR_COMPILATION ? 1 : 2);
 }
@@ -994,24 +979,7 @@ evo_status evo_compile_check_options(const char *arch, const char *const *option
         return EVO_E_IO;
     }
     evo_str log = {0};
-    const double deadline = evo_now() + (timeout_s > 0 ? timeout_s : 60);
-    bool timed_out = false;
-    for (;;) {
-        const double left = deadline - evo_now();
-        if (left <= 0) {
-            timed_out = true;
-            break;
-        }
-        struct pollfd pf = {.fd = fds[0], .events = POLLIN};
-        int r = poll(&pf, 1, (int)(left * 1000) + 1);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) continue;
-        char buf[4096];
-        ssize_t got = read(fds[0], buf, sizeof buf);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) break;
-        if (log.len < 65536) evo_str_appendn(&log, buf, (size_t)got);
-    }
+    const bool timed_out = evo_read_until(fds[0], evo_now() + (timeout_s > 0 ? timeout_s : 60), 65536, &log);
     close(fds[0]);
     if (timed_out) kill(pid, SIGKILL);
     int ws = 0;

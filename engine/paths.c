@@ -61,20 +61,6 @@ evo_status evo_path_check_output(const char *what, const char *path, bool follow
     return s;
 }
 
-static evo_status write_all(int fd, const char *p, size_t left)
-{
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return EVO_E_IO;
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    return EVO_OK;
-}
-
 evo_status evo_write_file_new(const char *path, const void *data, size_t len, evo_err *err)
 {
     evo_str tmp = {0};
@@ -86,7 +72,7 @@ evo_status evo_write_file_new(const char *path, const void *data, size_t len, ev
     if (fd < 0) {
         s = evo_fail(err, EVO_E_IO, "%s: %s", path, strerror(errno));
     } else {
-        if (write_all(fd, data, len) != EVO_OK) s = evo_fail(err, EVO_E_IO, "%s: write failed: %s", t, strerror(errno));
+        if (evo_write_all(fd, data, len) != EVO_OK) s = evo_fail(err, EVO_E_IO, "%s: write failed: %s", t, strerror(errno));
         if (close(fd) != 0 && s == EVO_OK) s = evo_fail(err, EVO_E_IO, "%s: %s", t, strerror(errno));
         if (s == EVO_OK && link(t, path) != 0)
             s = errno == EEXIST ? evo_fail(err, EVO_E_USAGE, "%s exists; evo does not replace it", path)

@@ -26,6 +26,28 @@
 _Static_assert(EVO_V_COUNT == 11, "a new verdict needs a migration: a count column in generations and the CHECK "
                                   "list of evaluations.verdict");
 
+/* The evaluations table, whose CHECK list of verdicts grew with version 3, and its indexes. */
+#define VERDICTS_V1 "'OK', 'INVALID', 'COMPILE_FAIL', 'RESOURCE_FAIL', 'LAUNCH_FAIL', 'CRASHED', 'TIMEOUT', 'INCORRECT', " \
+                    "'SLOW', 'REGRESSED'"
+#define EVALUATIONS_COLUMNS(verdicts)                                                                             \
+    "  id            INTEGER PRIMARY KEY,"                                                                        \
+    "  candidate_id  INTEGER NOT NULL REFERENCES candidates (id),"                                                \
+    "  run_id        INTEGER REFERENCES runs (id),"                                                               \
+    "  generation    INTEGER,"                                                                                    \
+    "  shape_set     TEXT NOT NULL,"                                                                              \
+    "  verdict       TEXT NOT NULL CHECK (verdict IN (" verdicts ")),"                                             \
+    "  fitness       REAL,"                                                                                       \
+    "  detail        TEXT,"                                                                                       \
+    "  gpu           TEXT,"                                                                                       \
+    "  compile_s     REAL,"                                                                                       \
+    "  check_s       REAL,"                                                                                       \
+    "  time_s        REAL,"                                                                                       \
+    "  created_at    TEXT NOT NULL"
+#define EVALUATIONS_INDEXES                                                                                       \
+    "CREATE INDEX evaluations_candidate ON evaluations (candidate_id, shape_set);"                                \
+    "CREATE INDEX evaluations_run ON evaluations (run_id, generation);"                                           \
+    "CREATE INDEX evaluations_ok ON evaluations (shape_set, fitness DESC) WHERE verdict = 'OK';"
+
 /* Version 1. REAL columns are nullable because SQLite stores NaN as NULL: NULL reads back as NAN. */
 static const char schema_v1[] =
     "CREATE TABLE runs ("
@@ -70,25 +92,7 @@ static const char schema_v1[] =
     ");"
     "CREATE INDEX candidates_task_arch ON candidates (task, arch);"
 
-    "CREATE TABLE evaluations ("
-    "  id            INTEGER PRIMARY KEY,"
-    "  candidate_id  INTEGER NOT NULL REFERENCES candidates (id),"
-    "  run_id        INTEGER REFERENCES runs (id),"
-    "  generation    INTEGER,"
-    "  shape_set     TEXT NOT NULL,"
-    "  verdict       TEXT NOT NULL CHECK (verdict IN ('OK', 'INVALID', 'COMPILE_FAIL', 'RESOURCE_FAIL',"
-    "                  'LAUNCH_FAIL', 'CRASHED', 'TIMEOUT', 'INCORRECT', 'SLOW', 'REGRESSED')),"
-    "  fitness       REAL,"
-    "  detail        TEXT,"
-    "  gpu           TEXT,"
-    "  compile_s     REAL,"
-    "  check_s       REAL,"
-    "  time_s        REAL,"
-    "  created_at    TEXT NOT NULL"
-    ");"
-    "CREATE INDEX evaluations_candidate ON evaluations (candidate_id, shape_set);"
-    "CREATE INDEX evaluations_run ON evaluations (run_id, generation);"
-    "CREATE INDEX evaluations_ok ON evaluations (shape_set, fitness DESC) WHERE verdict = 'OK';"
+    "CREATE TABLE evaluations (" EVALUATIONS_COLUMNS(VERDICTS_V1) ");" EVALUATIONS_INDEXES
 
     "CREATE TABLE results ("
     "  evaluation_id INTEGER NOT NULL REFERENCES evaluations (id) ON DELETE CASCADE,"
@@ -162,29 +166,11 @@ static const char schema_v1[] =
 /* Version 3: evaluations as in version 1 but for the verdict NOT_RECORDED in its CHECK list (SQLite changes a CHECK
  * only by rebuilding the table: migrate_2_to_3), and generations with a count of it. */
 static const char schema_v3[] =
-    "CREATE TABLE evaluations_v3 ("
-    "  id            INTEGER PRIMARY KEY,"
-    "  candidate_id  INTEGER NOT NULL REFERENCES candidates (id),"
-    "  run_id        INTEGER REFERENCES runs (id),"
-    "  generation    INTEGER,"
-    "  shape_set     TEXT NOT NULL,"
-    "  verdict       TEXT NOT NULL CHECK (verdict IN ('OK', 'INVALID', 'COMPILE_FAIL', 'RESOURCE_FAIL',"
-    "                  'LAUNCH_FAIL', 'CRASHED', 'TIMEOUT', 'INCORRECT', 'SLOW', 'REGRESSED', 'NOT_RECORDED')),"
-    "  fitness       REAL,"
-    "  detail        TEXT,"
-    "  gpu           TEXT,"
-    "  compile_s     REAL,"
-    "  check_s       REAL,"
-    "  time_s        REAL,"
-    "  created_at    TEXT NOT NULL"
-    ");"
+    "CREATE TABLE evaluations_v3 (" EVALUATIONS_COLUMNS(VERDICTS_V1 ", 'NOT_RECORDED'") ");"
     "INSERT INTO evaluations_v3 SELECT id, candidate_id, run_id, generation, shape_set, verdict, fitness, detail, "
     "gpu, compile_s, check_s, time_s, created_at FROM evaluations;"
     "DROP TABLE evaluations;"
-    "ALTER TABLE evaluations_v3 RENAME TO evaluations;"
-    "CREATE INDEX evaluations_candidate ON evaluations (candidate_id, shape_set);"
-    "CREATE INDEX evaluations_run ON evaluations (run_id, generation);"
-    "CREATE INDEX evaluations_ok ON evaluations (shape_set, fitness DESC) WHERE verdict = 'OK';"
+    "ALTER TABLE evaluations_v3 RENAME TO evaluations;" EVALUATIONS_INDEXES
     "ALTER TABLE generations ADD COLUMN n_not_recorded INTEGER NOT NULL DEFAULT 0;";
 
 /* ------------------------------------------------------------------------------------------------------------ */
