@@ -5,6 +5,7 @@
 #ifndef EVO_CLI_H
 #define EVO_CLI_H
 
+#include "config.h"
 #include "evo.h"
 #include "store.h"
 
@@ -33,9 +34,12 @@ struct cJSON *evo_json_shape_result(const evo_shape_result *r, const struct evo_
 /* The task of a stored candidate; attention_fp8 (the only task of older databases) when the name is unknown. */
 const struct evo_task *evo_cli_task_of(const char *name);
 
-/* The default store and config paths. */
+/* The default store path. */
 #define EVO_DEFAULT_DB "population.db"
-#define EVO_DEFAULT_CONFIG "configs/default.yaml"
+
+/* --config F, or the default (config.h: evo_config_load_default); a note on stderr says when the built-in one is
+ * used. */
+evo_status evo_cli_config_load(const char *path, evo_config **out, evo_err *err);
 
 #define EVO_CMD(name) evo_status cmd_##name(int argc, char **argv, evo_err *err)
 EVO_CMD(run);
@@ -48,6 +52,7 @@ EVO_CMD(history);
 EVO_CMD(insights);
 EVO_CMD(profile);
 EVO_CMD(plot);
+EVO_CMD(init);
 EVO_CMD(help);
 EVO_CMD(worker);
 

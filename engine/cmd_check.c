@@ -247,7 +247,7 @@ static evo_status compile_file(const evo_config *cfg, const char *arch, const ch
 {
     char *source = NULL;
     evo_status s = evo_read_file(file, &source, NULL, err);
-    if (s != EVO_OK) return evo_fail(err, EVO_E_USAGE, "check: %s", err->msg);
+    if (s != EVO_OK) return evo_failv_prefix(err, EVO_E_USAGE, "check");
     evo_compile_header hdr[8];
     const int n_hdr = evo_task_headers(cfg->task_ops, hdr, (int)EVO_ARRAY_LEN(hdr));
     /* The file's own directory is on the include path, so a kernel may include its helpers. */
@@ -444,7 +444,7 @@ static evo_status compile_only(const evo_config *cfg, char **files, int n, bool 
 EVO_CMD(check)
 {
     const evo_cmd *self = evo_cli_find("check");
-    const char *config_path = EVO_DEFAULT_CONFIG, *db_path = NULL, *sanitize = NULL, *sanitizer = NULL;
+    const char *config_path = NULL, *db_path = NULL, *sanitize = NULL, *sanitizer = NULL;
     const char *genome = NULL;
     int json = 0, retime = 0;
     static const struct option longopts[] = {
@@ -489,7 +489,7 @@ EVO_CMD(check)
     for (int i = optind; i < argc; i++)
         if (!evo_file_exists(argv[i])) return evo_fail(err, EVO_E_USAGE, "check: %s: no such file", argv[i]);
     evo_config *cfg = NULL;
-    evo_status s = evo_config_load(config_path, &cfg, err);
+    evo_status s = evo_cli_config_load(config_path, &cfg, err);
     if (s != EVO_OK) return s;
     if (!getenv("EVO_FAKE_WORKER")) {
         const evo_cudrv *cu;
@@ -560,10 +560,9 @@ EVO_CMD(check)
     evo_evaluator_close(ev);
     evo_config_free(cfg);
     free(z.sanitizer);
-    /* The worker's log is kept when the worker or the GPU failed, the sanitizer reports when they found errors; a
-     * kernel that does not compile, a refused database or a rejected verdict leave nothing behind. */
+    /* The worker's log is kept when the worker or the GPU failed and it says something (the message then says
+     * where), the sanitizer reports when they found errors; anything else leaves nothing behind. */
     if (z.found) fprintf(stderr, "evo: sanitizer reports are kept in %s\n", work);
-    else if (s == EVO_OK || s == EVO_E_REJECTED || s == EVO_E_CONFIG || s == EVO_E_USAGE || s == EVO_E_DB)
-        evo_remove_tree(work);
+    else evo_work_dir_settle(work, s, err);
     return s;
 }

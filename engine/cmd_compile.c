@@ -81,7 +81,7 @@ static cJSON *candidate_json(const evo_task *task, const evo_candidate *c)
 EVO_CMD(compile)
 {
     const evo_cmd *self = evo_cli_find("compile");
-    const char *config_path = EVO_DEFAULT_CONFIG, *genome_text = NULL, *arch = NULL;
+    const char *config_path = NULL, *genome_text = NULL, *arch = NULL;
     int sample = 0, jobs = 0, json = 0;
     static const struct option longopts[] = {
         {"config", required_argument, 0, 'c'}, {"genome", required_argument, 0, 'G'},
@@ -116,7 +116,7 @@ EVO_CMD(compile)
     if (genome_text && sample) return evo_cli_usage_error(self, err, "--genome and --sample exclude each other");
 
     evo_config *cfg = NULL;
-    evo_status s = evo_config_load(config_path, &cfg, err);
+    evo_status s = evo_cli_config_load(config_path, &cfg, err);
     if (s != EVO_OK) return s;
     if (!arch) arch = strcmp(cfg->arch, "auto") == 0 ? "sm_90" : cfg->arch;
     evo_device_limits lim;
@@ -124,7 +124,7 @@ EVO_CMD(compile)
     const evo_task *task = evo_task_find(cfg->task);
     evo_genome *genomes = NULL;
     int n = 0;
-    if (s == EVO_OK && !task) s = evo_fail(err, EVO_E_CONFIG, "%s: unknown task '%s'", config_path, cfg->task);
+    if (s == EVO_OK && !task) s = evo_fail(err, EVO_E_CONFIG, "%s: unknown task '%s'", cfg->path, cfg->task);
     if (s == EVO_OK && genome_text) {
         genomes = evo_xcalloc(1, sizeof *genomes);
         s = evo_genome_parse(cfg->space, genome_text, genomes, err);

@@ -1,9 +1,10 @@
 /* cmd_export.c — `evo export [--best | --id ID] [-o FILE] [--db F]`: the top elite (or a chosen candidate) as a
  * standalone .cu (export.h), written to variants/<task>-<arch>-<shortid>.cu unless -o says otherwise. Opens the
- * store read-only.
+ * store read-only. The output is a regular file (replaced atomically) or a new name (paths.h); nothing else.
  */
 #include "cli.h"
 #include "export.h"
+#include "paths.h"
 #include "store.h"
 #include "util.h"
 
@@ -50,6 +51,8 @@ EVO_CMD(export)
     export_opts o;
     evo_status s = parse_opts(argc, argv, &o, err);
     if (s != EVO_OK) return s;
+    /* -o is checked before anything is read: a FIFO, a device, a link or a directory is never replaced */
+    if (o.output && (s = evo_path_check_output("export -o", o.output, false, err)) != EVO_OK) return s;
     evo_store *st;
     s = evo_store_open(o.db, EVO_STORE_READONLY, &st, err);
     if (s != EVO_OK) return s;
@@ -65,6 +68,7 @@ EVO_CMD(export)
         evo_export_default_name(&src, name, sizeof name);
         snprintf(path, sizeof path, "variants/%s", name);
         s = evo_mkdir_p("variants", err);
+        if (s == EVO_OK) s = evo_path_check_output("export", path, false, err);
     }
     if (s == EVO_OK) s = evo_write_file_atomic(path, out.text, strlen(out.text), err);
     if (s == EVO_OK) {

@@ -14,7 +14,7 @@
 EVO_CMD(insights)
 {
     const evo_cmd *self = evo_cli_find("insights");
-    const char *config_path = EVO_DEFAULT_CONFIG, *db_path = EVO_DEFAULT_DB;
+    const char *config_path = NULL, *db_path = EVO_DEFAULT_DB;
     bool json = false;
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -38,7 +38,7 @@ EVO_CMD(insights)
     evo_config *cfg = NULL;
     evo_store *st = NULL;
     evo_insights *ins = NULL;
-    evo_status s = evo_config_load(config_path, &cfg, err);
+    evo_status s = evo_cli_config_load(config_path, &cfg, err);
     if (s == EVO_OK) s = evo_store_open(db_path, EVO_STORE_READONLY, &st, err);
     if (s == EVO_OK) {
         char shape_set[65];

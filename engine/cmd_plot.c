@@ -3,6 +3,7 @@
  * read-only; writes DIR/run<ID>-fitness.svg, -elites.svg and -evaluations.svg (DIR default plots/).
  */
 #include "cli.h"
+#include "paths.h"
 #include "plot.h"
 #include "store.h"
 #include "util.h"
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct {
     const char *db, *dir;
@@ -72,10 +74,33 @@ static void run_subtitle(const evo_run_rec *r, char *buf, size_t n)
              r->strategy ? r->strategy : "?", r->state ? r->state : "?");
 }
 
+static const char *const chart_names[] = {"fitness", "elites", "evaluations"};
+
+static void svg_path(const char *dir, int64_t run, const char *what, char *path, size_t n)
+{
+    snprintf(path, n, "%s/run%lld-%s.svg", dir, (long long)run, what);
+}
+
+/* Before anything is written: DIR is a directory (or is created), each chart a regular file or a new name. */
+static evo_status check_outputs(const char *dir, int64_t run, evo_err *err)
+{
+    struct stat sb;
+    if (lstat(dir, &sb) != 0) return EVO_OK; /* created, with its parents */
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return evo_fail(err, EVO_E_USAGE, "plot -o %s: not a directory (evo plot writes its charts into one)", dir);
+    for (size_t i = 0; i < EVO_ARRAY_LEN(chart_names); i++) {
+        char path[4096];
+        svg_path(dir, run, chart_names[i], path, sizeof path);
+        evo_status s = evo_path_check_output("plot", path, false, err);
+        if (s != EVO_OK) return s;
+    }
+    return EVO_OK;
+}
+
 static evo_status write_svg(const char *dir, int64_t run, const char *what, evo_str *svg, evo_err *err)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/run%lld-%s.svg", dir, (long long)run, what);
+    svg_path(dir, run, what, path, sizeof path);
     evo_status s = evo_write_file_atomic(path, evo_str_cstr(svg), svg->len, err);
     if (s == EVO_OK) printf("%s\n", path);
     return s;
@@ -281,6 +306,7 @@ EVO_CMD(plot)
     if (!id) s = evo_store_last_run(st, &id, err);
     if (s == EVO_OK) s = evo_store_get_run(st, id, &run, err);
     if (s == EVO_OK) s = evo_store_generations(st, id, &gens, &n, err);
+    if (s == EVO_OK) s = check_outputs(o.dir, id, err);
     if (s == EVO_OK) s = evo_mkdir_p(o.dir, err);
     if (s == EVO_OK) s = plot_fitness(&o, &run, gens, n, err);
     if (s == EVO_OK) s = plot_elites(&o, st, &run, err);

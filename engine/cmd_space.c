@@ -83,7 +83,7 @@ EVO_CMD(space)
         {NULL, 0, NULL, 0},
     };
     const evo_cmd *self = evo_cli_find("space");
-    const char *path = EVO_DEFAULT_CONFIG;
+    const char *path = NULL; /* the default (config.h) */
     bool json = false;
     optind = 1;
     opterr = 0;
@@ -99,7 +99,7 @@ EVO_CMD(space)
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
 
     evo_config *c;
-    evo_status st = evo_config_load(path, &c, err);
+    evo_status st = evo_cli_config_load(path, &c, err);
     if (st != EVO_OK) return st;
     uint64_t total, valid;
     bool exact;

@@ -443,21 +443,6 @@ done:
     return ok;
 }
 
-static evo_status write_all(int fd, const void *data, size_t len)
-{
-    const char *q = data;
-    while (len > 0) {
-        ssize_t w = write(fd, q, len);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return EVO_E_IO;
-        }
-        q += w;
-        len -= (size_t)w;
-    }
-    return EVO_OK;
-}
-
 static evo_status entry_write(const prep *p, const evo_compile_result *r, bool transient, evo_err *err)
 {
     cJSON *o = evo_compile_result_json(r, true);
@@ -479,8 +464,8 @@ static evo_status entry_write(const prep *p, const evo_compile_result *r, bool t
     if (fd < 0) {
         s = evo_fail(err, EVO_E_IO, "cannot write cache entry %s: %s", tmp, strerror(errno));
     } else {
-        if (write_all(fd, head, (size_t)hn) || write_all(fd, json, strlen(json)) ||
-            (r->cubin_len && write_all(fd, r->cubin, r->cubin_len)))
+        if (evo_write_all(fd, head, (size_t)hn) || evo_write_all(fd, json, strlen(json)) ||
+            (r->cubin_len && evo_write_all(fd, r->cubin, r->cubin_len)))
             s = evo_fail(err, EVO_E_IO, "cannot write cache entry %s: %s", tmp, strerror(errno));
         if (close(fd) != 0 && s == EVO_OK) s = evo_fail(err, EVO_E_IO, "cannot write %s: %s", tmp, strerror(errno));
         if (s == EVO_OK && rename(tmp, p->entry) != 0)
@@ -653,7 +638,7 @@ static void child_main(const evo_compile_req *req, const prep *p, int fd, pid_t 
     evo_status s = child_compile(req, p, out_fd, &e);
     /* Always a message, so the parent can tell this end from an exit() deep inside the compiler. */
     const char *msg = s == EVO_OK ? CHILD_DONE : e.msg[0] ? e.msg : "compile process failed";
-    (void)write_all(fd, msg, strlen(msg));
+    (void)evo_write_all(fd, msg, strlen(msg));
     /* _exit, not exit: atexit handlers and unflushed stdio belong to the parent. */
     _exit((int)s);
 }
@@ -939,4 +924,88 @@ evo_status evo_compile(const evo_compile_opts *opts, const evo_compile_req *req,
                        evo_err *err)
 {
     return evo_compile_batch(opts, req, 1, out, err);
+}
+
+/* ---- options alone ---- */
+
+/* The child of evo_compile_check_options: the trivial program under the options; NVRTC's log (and whatever the
+ * compiler printed) on fd; exit 0 accepted, 1 refused, 2 NVRTC itself failed. */
+static void probe_main(const strlist *opts, int fd) __attribute__((noreturn));
+static void probe_main(const strlist *opts, int fd)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (fd <= STDERR_FILENO) fd = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    static const char src[] = "extern \"C\" __global__ void evo_options_probe(int *x) { if (x) *x = 1; }\n";
+    nvrtcProgram prog = NULL;
+    nvrtcResult rc = nvrtcCreateProgram(&prog, src, "options.cu", 0, NULL, NULL);
+    if (rc != NVRTC_SUCCESS) _exit(2);
+    rc = nvrtcCompileProgram(prog, opts->n, (const char *const *)opts->v);
+    size_t n = 0;
+    if (nvrtcGetProgramLogSize(prog, &n) == NVRTC_SUCCESS && n > 1) {
+        char *log = evo_xcalloc(n + 1, 1);
+        if (nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS) (void)evo_write_all(fd, log, strlen(log));
+    }
+    _exit(rc == NVRTC_SUCCESS ? 0 : rc == NVRTC_ERROR_INVALID_OPTION || rc == NVRTC_ERROR_COMPILATION ? 1 : 2);
+}
+
+evo_status evo_compile_check_options(const char *arch, const char *const *options, int n, double timeout_s,
+                                     char *why, size_t why_len)
+{
+    if (why_len) why[0] = '\0';
+    if (!arch_valid(arch)) return EVO_E_CONFIG;
+    const evo_compile_req req = {.source = "", .arch = arch, .options = options, .n_options = n};
+    strlist opts = {0};
+    req_options(&req, &opts);
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        strlist_free(&opts);
+        snprintf(why, why_len, "pipe: %s", strerror(errno));
+        return EVO_E_IO;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        probe_main(&opts, fds[1]);
+    }
+    close(fds[1]);
+    strlist_free(&opts);
+    if (pid < 0) {
+        close(fds[0]);
+        snprintf(why, why_len, "cannot fork: %s", strerror(errno));
+        return EVO_E_IO;
+    }
+    evo_str log = {0};
+    const bool timed_out = evo_read_until(fds[0], evo_now() + (timeout_s > 0 ? timeout_s : 60), 65536, &log);
+    close(fds[0]);
+    if (timed_out) kill(pid, SIGKILL);
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+    }
+    /* The first line that says what is wrong: NVRTC's logs lead with "nvrtc: error: ..." or "options.cu(1): ..." */
+    const char *text = evo_str_cstr(&log), *line = text;
+    for (const char *p = text; *p;) {
+        const size_t len = strcspn(p, "\n");
+        if (memmem(p, len, "error", 5)) {
+            line = p;
+            break;
+        }
+        p += len + (p[len] == '\n');
+    }
+    const size_t line_len = strcspn(line, "\n");
+    evo_status s = EVO_OK;
+    if (timed_out) {
+        snprintf(why, why_len, "NVRTC did not finish within %.0f s", timeout_s > 0 ? timeout_s : 60);
+        s = EVO_E_CONFIG;
+    } else if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
+        if (line_len) snprintf(why, why_len, "%.*s", (int)line_len, line);
+        else snprintf(why, why_len, "NVRTC failed (%s %d)", WIFEXITED(ws) ? "exit" : "signal",
+                      WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
+        s = WIFEXITED(ws) && WEXITSTATUS(ws) == 1 ? EVO_E_CONFIG : EVO_E_NVRTC;
+    }
+    evo_str_free(&log);
+    return s;
 }

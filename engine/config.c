@@ -4,6 +4,8 @@
 #include "config.h"
 
 #include "strategy.h"
+#include "compile.h"
+#include "paths.h"
 #include "task.h"
 #include "util.h"
 
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <yaml.h>
 
 /* ---- names ---- */
@@ -91,6 +94,11 @@ void evo_config_free(evo_config *c)
 /* ---- the walk over the document ---- */
 
 typedef struct {
+    size_t index;  /* the node's start_mark.index */
+    char tag[24];  /* as written, shortened: "!!str" */
+} tagged_scalar;
+
+typedef struct {
     const char *file;
     const char *text; /* for positions libyaml reports as byte offsets */
     size_t len;
@@ -98,6 +106,8 @@ typedef struct {
     evo_err *err;
     evo_config *c;
     const evo_task *task;
+    tagged_scalar *tagged; /* scalars written with an explicit tag, by position (the document forgets the tag) */
+    int n_tagged;
 } loader;
 
 #define PATH_MAX_LEN 256
@@ -110,9 +120,9 @@ static evo_status fail_at(loader *L, yaml_mark_t m, const char *path, const char
         char what[768];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(what, sizeof what, fmt, ap);
+        evo_format_clipped(what, sizeof what, fmt, ap);
         va_end(ap);
-        snprintf(L->err->msg, sizeof L->err->msg, "%s:%zu:%zu: %s: %s", L->file, m.line + 1, m.column + 1,
+        evo_fail(L->err, EVO_E_CONFIG, "%s:%zu:%zu: %s: %s", L->file, m.line + 1, m.column + 1,
                  path[0] ? path : "top level", what);
     }
     return EVO_E_CONFIG;
@@ -264,10 +274,22 @@ static evo_status need(loader *L, const yaml_node_t *map, const char *path, cons
 
 /* ---- typed scalars: numbers and booleans must be written plain (a quoted "64" is a string in YAML) ---- */
 
+/* A number or boolean is written plain: `!!str 216` is a string in YAML, whatever its text looks like. */
+static evo_status refuse_tag(loader *L, const yaml_node_t *n, const char *path, const char *what, const char *allowed)
+{
+    if (n->type != YAML_SCALAR_NODE) return EVO_OK;
+    for (int i = 0; i < L->n_tagged; i++)
+        if (L->tagged[i].index == n->start_mark.index && strcmp(L->tagged[i].tag, allowed) != 0)
+            return FAIL(L, n, path, "expected %s, found '%s %.40s' (a value tagged %s is not %s; write it plain)", what,
+                        L->tagged[i].tag, (const char *)n->data.scalar.value, L->tagged[i].tag, what);
+    return EVO_OK;
+}
+
 static evo_status as_int(loader *L, const yaml_node_t *n, const char *path, long long lo, long long hi,
                          long long *out)
 {
     const char *v = NULL;
+    TRY(refuse_tag(L, n, path, "an integer", "!!int"));
     TRY(need_scalar(L, n, path, "an integer", &v));
     char *end;
     errno = 0;
@@ -297,6 +319,7 @@ static evo_status as_double(loader *L, const yaml_node_t *n, const char *path, d
                             bound hib, double *out)
 {
     const char *v = NULL;
+    TRY(refuse_tag(L, n, path, "a number", "!!float"));
     TRY(need_scalar(L, n, path, "a number", &v));
     char *end;
     errno = 0;
@@ -314,6 +337,7 @@ static evo_status as_double(loader *L, const yaml_node_t *n, const char *path, d
 static evo_status as_bool(loader *L, const yaml_node_t *n, const char *path, bool *out)
 {
     const char *v = NULL;
+    TRY(refuse_tag(L, n, path, "true or false", "!!bool"));
     TRY(need_scalar(L, n, path, "true or false", &v));
     if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
         if (!strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "TRUE")) return *out = true, EVO_OK;
@@ -395,8 +419,10 @@ static int utf8_chars(const char *s, size_t n)
     return c;
 }
 
-/* Adds one knob from its YAML domain: all integers, or all names (an enumerated knob). */
-static evo_status add_knob(loader *L, evo_space *s, const char *name, const yaml_node_t *dom, const char *path)
+/* Adds one knob from its YAML domain: all integers, or all names (an enumerated knob). With legal (the task's
+ * values for the knob), integers only, each one the template can take. */
+static evo_status add_knob(loader *L, evo_space *s, const char *name, const evo_knob_legal *legal,
+                           const yaml_node_t *dom, const char *path)
 {
     char p[PATH_MAX_LEN];
     TRY(need_kind(L, dom, path, YAML_SEQUENCE_NODE));
@@ -406,6 +432,9 @@ static evo_status add_knob(loader *L, evo_space *s, const char *name, const yaml
     const yaml_node_t *first = ITEM(L, dom, 0);
     bool is_enum = first->type == YAML_SCALAR_NODE && !is_null(first) &&
                    is_identifier((const char *)first->data.scalar.value);
+    char legal_text[128] = "";
+    if (legal) evo_knob_legal_format(legal, legal_text, sizeof legal_text);
+    if (legal && is_enum) return FAIL(L, first, item(p, path, 0), "expected an integer (legal: %s)", legal_text);
     int values[EVO_MAX_DOMAIN];
     const char *names[EVO_MAX_DOMAIN];
     for (int i = 0; i < n; i++) {
@@ -418,6 +447,8 @@ static evo_status add_knob(loader *L, evo_space *s, const char *name, const yaml
                                      "domain's first value makes this an enumerated knob", names[i]);
         } else {
             TRY(as_i32(L, v, p, -2147483647 - 1, 2147483647, &values[i]));
+            if (legal && !evo_knob_legal_has(legal, values[i]))
+                return FAIL(L, v, p, "%d is not a legal value; legal: %s", values[i], legal_text);
         }
         for (int j = 0; j < i; j++)
             if (is_enum ? !strcmp(names[i], names[j]) : values[i] == values[j])
@@ -458,7 +489,8 @@ static evo_status build_space(loader *L, yaml_node_t *const *domains, const yaml
             st = evo_space_add_int_knob(s, L->task->knobs[k], &L->task->knob_defaults[k], 1, NULL);
             continue;
         }
-        st = add_knob(L, s, L->task->knobs[k], domains[k], sub(p, "space.knobs", L->task->knobs[k]));
+        st = add_knob(L, s, L->task->knobs[k], L->task->knob_legal ? &L->task->knob_legal[k] : NULL, domains[k],
+                      sub(p, "space.knobs", L->task->knobs[k]));
     }
     for (int i = 0; i < n_cons && st == EVO_OK; i++) {
         const yaml_node_t *n = ITEM(L, cons, i);
@@ -898,6 +930,28 @@ static evo_status load_regression(loader *L, const yaml_node_t *root)
     return EVO_OK;
 }
 
+/* compile.extra_options as NVRTC sees them (split at blanks, as every compile splits them): options it refuses would
+ * fail every candidate alike, so NVRTC is asked now, on a trivial program for the config's arch. */
+static evo_status check_options(loader *L, const yaml_node_t *v, const char *path, const char *text)
+{
+    char *buf = evo_strdup(text);
+    const char *opts[256];
+    int n = 0;
+    for (char *q = strtok(buf, " \t"); q && n < (int)EVO_ARRAY_LEN(opts); q = strtok(NULL, " \t")) opts[n++] = q;
+    char why[512];
+    evo_status st = EVO_OK;
+    if (n == (int)EVO_ARRAY_LEN(opts)) {
+        st = FAIL(L, v, path, "more than %d options", (int)EVO_ARRAY_LEN(opts) - 1);
+    } else if (n > 0) {
+        const char *arch = strcmp(L->c->arch, "auto") == 0 ? "sm_90" : L->c->arch;
+        evo_status s = evo_compile_check_options(arch, opts, n, L->c->compile.timeout_s, why, sizeof why);
+        if (s == EVO_E_CONFIG) st = FAIL(L, v, path, "NVRTC refuses these options: %s", why);
+        else if (s != EVO_OK) st = evo_fail(L->err, s, "%s: %s: cannot ask NVRTC about these options: %s", L->file, path, why);
+    }
+    free(buf);
+    return st;
+}
+
 static evo_status load_compile(loader *L, const yaml_node_t *root)
 {
     static const char *const keys[] = {"timeout_s", "max_registers", "allow_spills", "extra_options", NULL};
@@ -922,6 +976,7 @@ static evo_status load_compile(loader *L, const yaml_node_t *root)
             return EVO_OK; /* "" means none */
         TRY(as_str(L, v, p, 4096, &s));
         L->c->compile.extra_options = evo_strdup(s);
+        TRY(check_options(L, v, p, s));
     }
     return EVO_OK;
 }
@@ -1065,22 +1120,77 @@ static evo_status yaml_error(loader *L, yaml_parser_t *yp)
     if (yp->context)
         snprintf(ctx, sizeof ctx, " (%s at line %zu, column %zu)", yp->context, yp->context_mark.line + 1,
                  yp->context_mark.column + 1);
-    if (L->err)
-        snprintf(L->err->msg, sizeof L->err->msg, "%s:%zu:%zu: malformed YAML: %s%s", L->file, m.line + 1,
-                 m.column + 1, yp->problem ? yp->problem : "parse error", ctx);
-    return EVO_E_CONFIG;
+    return evo_fail(L->err, EVO_E_CONFIG, "%s:%zu:%zu: malformed YAML: %s%s", L->file, m.line + 1, m.column + 1,
+                    yp->problem ? yp->problem : "parse error", ctx);
+}
+
+/* Before libyaml builds the document (which would take memory in proportion to the nodes, and time growing faster
+ * than the nesting): refuse more than EVO_CONFIG_MAX_NODES nodes or EVO_CONFIG_MAX_DEPTH levels of nesting, and note
+ * the scalars written with an explicit tag. */
+static evo_status prescan(loader *L)
+{
+    yaml_parser_t yp;
+    if (!yaml_parser_initialize(&yp)) return evo_fail(L->err, EVO_E_NOMEM, "%s: cannot start the YAML parser", L->file);
+    yaml_parser_set_input_string(&yp, (const unsigned char *)L->text, L->len);
+    evo_status st = EVO_OK;
+    long nodes = 0;
+    int cap = 0, depth = 0;
+    for (bool done = false; !done && st == EVO_OK;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&yp, &ev)) break; /* the document load reports the error with its position */
+        done = ev.type == YAML_STREAM_END_EVENT;
+        if (ev.type == YAML_SCALAR_EVENT || ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT ||
+            ev.type == YAML_ALIAS_EVENT) {
+            if (++nodes > EVO_CONFIG_MAX_NODES)
+                st = fail_at(L, ev.start_mark, "top level",
+                             "more than %d YAML nodes (values, lists, mappings); a configuration has a few hundred",
+                             EVO_CONFIG_MAX_NODES);
+        }
+        if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+            if (++depth > EVO_CONFIG_MAX_DEPTH && st == EVO_OK)
+                st = fail_at(L, ev.start_mark, "top level",
+                             "lists and mappings nested more than %d deep; a configuration nests 4", EVO_CONFIG_MAX_DEPTH);
+        }
+        if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) depth--;
+        if (ev.type == YAML_SCALAR_EVENT && ev.data.scalar.tag) {
+            if (L->n_tagged == cap) {
+                cap = cap ? 2 * cap : 8;
+                L->tagged = evo_xrealloc(L->tagged, (size_t)cap * sizeof *L->tagged);
+            }
+            tagged_scalar *t = &L->tagged[L->n_tagged++];
+            const char *tag = (const char *)ev.data.scalar.tag, *core = "tag:yaml.org,2002:";
+            t->index = ev.start_mark.index;
+            if (strncmp(tag, core, strlen(core)) == 0) snprintf(t->tag, sizeof t->tag, "!!%s", tag + strlen(core));
+            else snprintf(t->tag, sizeof t->tag, "%s", tag);
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&yp);
+    return st;
 }
 
 evo_status evo_config_parse(const char *name, const char *text, size_t len, evo_config **out, evo_err *err)
 {
     *out = NULL;
+    if (len > EVO_CONFIG_MAX_BYTES)
+        return evo_fail(err, EVO_E_CONFIG, "%s: %zu bytes; a configuration is at most %d bytes (1 MiB)", name, len,
+                        EVO_CONFIG_MAX_BYTES);
     loader L = {.file = name, .text = text, .len = len, .err = err};
+    evo_status pre = prescan(&L);
+    if (pre != EVO_OK) {
+        free(L.tagged);
+        return pre;
+    }
     yaml_parser_t yp;
-    if (!yaml_parser_initialize(&yp)) return evo_fail(err, EVO_E_NOMEM, "%s: cannot start the YAML parser", name);
+    if (!yaml_parser_initialize(&yp)) {
+        free(L.tagged);
+        return evo_fail(err, EVO_E_NOMEM, "%s: cannot start the YAML parser", name);
+    }
     yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
     if (!yaml_parser_load(&yp, &L.doc)) {
         evo_status st = yaml_error(&L, &yp);
         yaml_parser_delete(&yp);
+        free(L.tagged);
         return st;
     }
     evo_status st = EVO_OK;
@@ -1115,6 +1225,7 @@ evo_status evo_config_parse(const char *name, const char *text, size_t len, evo_
     }
     yaml_document_delete(&L.doc);
     yaml_parser_delete(&yp);
+    free(L.tagged);
     return st;
 }
 
@@ -1124,9 +1235,35 @@ evo_status evo_config_load(const char *path, evo_config **out, evo_err *err)
     size_t len;
     *out = NULL;
     evo_err e = {{0}};
-    if (evo_read_file(path, &text, &len, &e) != EVO_OK)
+    if (evo_read_file_max(path, EVO_CONFIG_MAX_BYTES, &text, &len, &e) != EVO_OK)
         return evo_fail(err, EVO_E_CONFIG, "%s (cannot read the configuration)", e.msg);
     evo_status st = evo_config_parse(path, text, len, out, err);
     free(text);
     return st;
+}
+
+/* ---- the default configuration ---- */
+
+typedef struct {
+    const char *name, *text;
+    size_t len;
+} embedded_config;
+extern const embedded_config evo_embedded_configs[]; /* configs/default.yaml, built in by tools/embed.cmake */
+
+const char *evo_config_builtin(size_t *len)
+{
+    if (len) *len = evo_embedded_configs[0].len;
+    return evo_embedded_configs[0].text;
+}
+
+evo_status evo_config_load_default(const char *path, evo_config **out, bool *builtin, evo_err *err)
+{
+    if (builtin) *builtin = false;
+    struct stat sb;
+    if (path || lstat(EVO_DEFAULT_CONFIG_PATH, &sb) == 0)
+        return evo_config_load(path ? path : EVO_DEFAULT_CONFIG_PATH, out, err);
+    if (builtin) *builtin = true;
+    size_t len;
+    const char *text = evo_config_builtin(&len);
+    return evo_config_parse(EVO_BUILTIN_CONFIG_NAME, text, len, out, err);
 }

@@ -3,6 +3,8 @@
  * evo_config_load parses with libyaml, checks every key against the schema (unknown keys are errors: a typo must
  * not silently fall back to a default), builds the search space, and validates the baseline and seed genomes.
  * Every error names "file:line:column: key: what is wrong" and returns EVO_E_CONFIG (an unreadable file too).
+ * Numbers and booleans are written plain (a tagged `!!str 216` is a string); compile.extra_options are shown to
+ * NVRTC at load (compile.h: evo_compile_check_options), since options it refuses would fail every candidate.
  * docs/usage.md documents each key, its default and its limits; configs/default.yaml shows all of them.
  * The space's knobs are exactly the task's (evo_task_find(task)->knobs), added in the task's order whatever order
  * the YAML lists them in, so genome texts and hashes do not depend on how a config is written. The baseline and
@@ -21,6 +23,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* What a configuration may be, checked before libyaml builds it: its size, its YAML nodes (values, lists and
+ * mappings; configs/default.yaml has about 200) and how deep they nest. */
+#define EVO_CONFIG_MAX_BYTES (1 << 20)
+#define EVO_CONFIG_MAX_NODES 100000
+#define EVO_CONFIG_MAX_DEPTH 32
 #define EVO_MAX_SHAPES 64
 
 typedef enum {
@@ -135,6 +142,16 @@ typedef struct evo_config {
 } evo_config;
 
 evo_status evo_config_load(const char *path, evo_config **out, evo_err *err);
+/* The configuration a command uses: path when given; else configs/default.yaml of the working directory when there
+ * is one; else the copy of configs/default.yaml built into evo (its name in messages and the store:
+ * EVO_BUILTIN_CONFIG_NAME), and *builtin (may be NULL) says so. */
+#define EVO_DEFAULT_CONFIG_PATH "configs/default.yaml"
+#define EVO_BUILTIN_CONFIG_NAME "(built-in) configs/default.yaml"
+#define EVO_BUILTIN_CONFIG_NOTE                                                                                    \
+    "no configs/default.yaml here: using the default search built into evo (evo init writes it out to edit)"
+evo_status evo_config_load_default(const char *path, evo_config **out, bool *builtin, evo_err *err);
+/* The text of the built-in configs/default.yaml (static). */
+const char *evo_config_builtin(size_t *len);
 /* Same, from text already in memory; `name` is used in messages as the file name. */
 evo_status evo_config_parse(const char *name, const char *text, size_t len, evo_config **out, evo_err *err);
 void evo_config_free(evo_config *c);

@@ -6,10 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
+#include <string.h>
 
 static evo_cudrv g_cu;
 static evo_status g_status = EVO_E_NODRIVER;
-static char g_msg[512];
+static char g_msg[1024];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 /* Versioned names: cuda.h maps the plain names to these with macros. `alt` is tried when `sym` is missing
@@ -74,7 +75,11 @@ static void load_once(void)
     const char *path = getenv("EVO_LIBCUDA") ? getenv("EVO_LIBCUDA") : "libcuda.so.1";
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-        snprintf(g_msg, sizeof g_msg, "the NVIDIA CUDA driver was not found (%s: %s)", path, dlerror());
+        /* dlerror() names the file itself ("libcuda.so.1: cannot open shared object file: ..."): say it once */
+        const char *why = dlerror(), *p = why ? why : "not found";
+        const size_t n = strlen(path);
+        if (strncmp(p, path, n) == 0 && strncmp(p + n, ": ", 2) == 0) p += n + 2;
+        snprintf(g_msg, sizeof g_msg, "the NVIDIA CUDA driver was not found (%.300s: %.600s)", path, p);
         return;
     }
     for (size_t i = 0; i < EVO_ARRAY_LEN(entries); i++) {

@@ -219,7 +219,7 @@ static evo_status gpu_open(gpu_state *g, int gpu, const char *config_path, bool 
     memset(g, 0, sizeof *g);
     g->gpu = gpu;
     g->sanitize = sanitize;
-    evo_status s = evo_config_load(config_path ? config_path : "configs/default.yaml", &g->cfg, err);
+    evo_status s = evo_config_load_default(config_path, &g->cfg, NULL, err);
     if (s != EVO_OK) return s;
     g->task = g->cfg->task_ops;
     if (!g->task->gpu) return evo_fail(err, EVO_E_INTERNAL, "task %s has no GPU side", g->task->name);
@@ -467,7 +467,7 @@ static evo_status load_variants(gpu_state *g, CUmodule mod, const evo_eval_reque
         kvariant *v = &vs[i];
         v->v = req->variants[i];
         const char *symbol = v->v.name_expr; /* the lowered name */
-        char msg[700];
+        char msg[2 * EVO_PROTO_SYMBOL_MAX + 200]; /* two symbols and the words around them */
         CUresult r = cu->cuModuleGetFunction(&v->fn, mod, symbol);
         if (r != CUDA_SUCCESS) {
             snprintf(msg, sizeof msg, "no kernel '%s' in the module (%s)", symbol, cu_name(g, r));

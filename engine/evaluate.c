@@ -2,6 +2,7 @@
 #include "evaluate.h"
 
 #include "noise.h"
+#include "paths.h"
 #include "pool.h"
 #include "protocol.h"
 #include "util.h"
@@ -99,7 +100,7 @@ void evo_result_from_eval(const evo_eval_rec *e, evo_result *r)
     r->fitness_hi = e->fitness_hi;
     r->detail = evo_strdup(e->detail ? e->detail : "{}");
     r->n_shapes = e->n_shapes < EVO_MAX_SHAPES ? e->n_shapes : EVO_MAX_SHAPES;
-    memcpy(r->shapes, e->shapes, (size_t)r->n_shapes * sizeof *r->shapes);
+    if (r->n_shapes > 0) memcpy(r->shapes, e->shapes, (size_t)r->n_shapes * sizeof *r->shapes); /* shapes: NULL at 0 */
     r->check_s = e->check_s;
     r->time_s = e->time_s;
     snprintf(r->gpu, sizeof r->gpu, "%s", e->gpu ? e->gpu : "");
@@ -217,10 +218,18 @@ static void on_done(void *p, const evo_pool_job *job, const evo_pool_done *d)
 static evo_status gpu_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_err *err)
 {
     e->work_dir = evo_strdup(o->work_dir);
-    e->config_path = evo_strdup(o->config_path);
     e->interrupt = o->interrupt;
     evo_status s = evo_mkdir_p(e->work_dir, err);
     if (s != EVO_OK) return s;
+    if (o->config_path && *o->config_path) {
+        e->config_path = evo_strdup(o->config_path);
+    } else { /* the workers read the config's own text (built-in, or stored with a resumed run) from here */
+        evo_str p = {0};
+        evo_str_appendf(&p, "%s/config.yaml", e->work_dir);
+        e->config_path = evo_str_take(&p);
+        s = evo_write_file_atomic(e->config_path, o->cfg->text, strlen(o->cfg->text), err);
+        if (s != EVO_OK) return s;
+    }
     int all[EVO_POOL_MAX_WORKERS];
     const int *gpus = o->gpus;
     int n = o->n_gpus;
@@ -233,7 +242,7 @@ static evo_status gpu_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_er
     /* EVO_FAKE_WORKER=MODE runs `evo worker --fake MODE` (worker.h): the loop, the store and the fault paths
      * can then be tested where there is no GPU. */
     const char *fake = getenv("EVO_FAKE_WORKER");
-    const char *args[] = {"--config", o->config_path, fake ? "--fake" : NULL, fake, NULL};
+    const char *args[] = {"--config", e->config_path, fake ? "--fake" : NULL, fake, NULL};
     evo_pool_opts po = {.gpus = gpus, .n_gpus = n, .args = args, .log_dir = e->work_dir, .hello_timeout_s = 900};
     s = evo_pool_start(&po, &e->pool, err);
     if (s != EVO_OK) return s;
@@ -260,7 +269,7 @@ static evo_status gpu_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_er
     s = evo_candidates_build(&bo, &e->baseline, 1, err);
     if (s != EVO_OK) return s;
     if (e->baseline.verdict != EVO_V_OK)
-        return evo_fail(err, EVO_E_CONFIG, "%s: the baseline genome cannot run on %s: %s: %s", o->config_path,
+        return evo_fail(err, EVO_E_CONFIG, "%s: the baseline genome cannot run on %s: %s: %s", o->cfg->path,
                         e->gpu, evo_verdict_name(e->baseline.verdict), e->baseline.why);
     return write_cubin(e, &e->baseline, e->baseline_cubin, sizeof e->baseline_cubin, err);
 }
@@ -358,12 +367,30 @@ evo_status evo_evaluator_sanitize(evo_evaluator *e, const evo_candidate *c, cons
 
 const char *evo_evaluator_work_dir(const evo_evaluator *e) { return e->pool ? e->work_dir : NULL; }
 
+bool evo_work_dir_settle(const char *dir, evo_status s, evo_err *err)
+{
+    const bool worker = s == EVO_E_WORKER || s == EVO_E_CUDA || s == EVO_E_NODRIVER || s == EVO_E_TIMEOUT ||
+                        s == EVO_E_INTERNAL;
+    const bool named = err && strstr(err->msg, dir);
+    if (s == EVO_OK || s == EVO_E_INTERRUPTED || !(worker || named) || !evo_dir_has_nonempty(dir, ".log")) {
+        evo_remove_tree(dir);
+        return false;
+    }
+    if (err && !named) {
+        const size_t n = strnlen(err->msg, sizeof err->msg - 1);
+        snprintf(err->msg + n, sizeof err->msg - n, " (worker logs: %s)", dir);
+    }
+    return true;
+}
+
 /* ---- replay ---- */
 
+/* The replayed database is input: opened immutable (nothing is created beside it, nothing written), and anything
+ * wrong with it (missing, unreadable, not evo's, no run of the task) is a usage error. */
 static evo_status replay_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_err *err)
 {
-    evo_status s = evo_store_open(o->replay_db, EVO_STORE_READONLY, &e->replay, err);
-    if (s != EVO_OK) return evo_failv_prefix(err, s, "--replay");
+    evo_status s = evo_store_open(o->replay_db, EVO_STORE_IMMUTABLE, &e->replay, err);
+    if (s != EVO_OK) return evo_failv_prefix(err, s == EVO_E_NOMEM ? s : EVO_E_USAGE, "--replay");
     evo_config_measured_key(e->cfg, e->shape_set); /* recorded under any fitness kind; scored again below */
     int64_t run;
     s = evo_store_last_run_matching(e->replay, e->cfg->task, NULL, &run, err);
@@ -376,7 +403,7 @@ static evo_status replay_open(evo_evaluator *e, const evo_evaluator_opts *o, evo
             evo_store_run_free(&rr);
         }
     } else if (s == EVO_E_NOTFOUND) {
-        return evo_fail(err, EVO_E_NOTFOUND, "--replay %s: no run of task %s is recorded there", o->replay_db,
+        return evo_fail(err, EVO_E_USAGE, "--replay %s: no run of task %s is recorded there", o->replay_db,
                         e->cfg->task);
     }
     if (s != EVO_OK) return s;
@@ -396,7 +423,7 @@ static evo_status replay_run(evo_evaluator *e, const evo_candidate *c, int n, ev
                                                            NULL, &rec, &found, err);
         if (s != EVO_OK) return s;
         if (!found) {
-            r->verdict = c[i].verdict != EVO_V_OK ? c[i].verdict : EVO_V_INVALID;
+            r->verdict = c[i].verdict != EVO_V_OK ? c[i].verdict : EVO_V_NOT_RECORDED;
             r->fitness = NAN;
             set_detail(r, c[i].verdict != EVO_V_OK ? c[i].why : "not recorded in the replay database", NULL);
         } else {

@@ -41,7 +41,7 @@ typedef struct evo_evaluator evo_evaluator;
 
 typedef struct {
     const evo_config *cfg;
-    const char *config_path;  /* handed to the workers */
+    const char *config_path;  /* handed to the workers; NULL: cfg's text, written into work_dir */
     const int *gpus;          /* gpu: ordinals, one worker each; NULL = every GPU evo_gpu_count sees */
     int n_gpus;
     const char *replay_db;    /* replay: the recorded database */
@@ -81,6 +81,11 @@ evo_status evo_evaluator_retime(evo_evaluator *e, const evo_candidate *c, int n,
 evo_status evo_evaluator_sanitize(evo_evaluator *e, const evo_candidate *c, const char *sanitizer,
                                   const char *const *tools, int n_tools, const char *label, evo_sanitize_result *out,
                                   evo_err *err);
+/* After a command that ended with s and message err: keep its work directory dir for the worker logs in it? Yes when
+ * a log there is not empty and the failure is the workers', the GPU's or a timeout, or the message names a file in
+ * dir (it quotes a worker's log); then the message says where, once: " (worker logs: DIR)" is appended unless it
+ * names dir already. Otherwise the directory is removed. Returns whether it was kept. */
+bool evo_work_dir_settle(const char *dir, evo_status s, evo_err *err);
 /* Where the evaluator keeps cubins, worker logs and sanitizer reports (NULL for replay). */
 const char *evo_evaluator_work_dir(const evo_evaluator *e);
 

@@ -1,16 +1,70 @@
 /* evo.c — status names, verdict names, error formatting (see evo.h). */
 #include "evo.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A message names what the user gave, and an argument of 100 KB would push the reason out of the message: a run
+ * of more than CLIP_RUN bytes without a blank is cut to its head and tail, saying how long it was. */
+#define CLIP_RUN 300
+#define CLIP_HEAD 120
+#define CLIP_TAIL 60
+
+static size_t utf8_back(const char *s, size_t i) /* to the start of the character at or before byte i */
+{
+    while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80) i--;
+    return i;
+}
+
+/* A run ends at a blank, a quote, or the ": " after a name. */
+static bool ends_run(const char *p)
+{
+    return *p == ' ' || *p == '\n' || *p == '\'' || *p == '"' || (p[0] == ':' && p[1] == ' ');
+}
+
+void evo_format_clipped(char *dst, size_t n, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    const int len = vsnprintf(dst, n, fmt, ap);
+    char *full = len >= 0 && (size_t)len > CLIP_RUN ? malloc((size_t)len + 1) : NULL;
+    if (!full) { /* short (nothing to clip) or no memory: what vsnprintf wrote stands */
+        va_end(ap2);
+        return;
+    }
+    vsnprintf(full, (size_t)len + 1, fmt, ap2);
+    va_end(ap2);
+    size_t o = 0;
+    for (size_t i = 0; i < (size_t)len && o + 1 < n;) {
+        size_t run = 0;
+        while (i + run < (size_t)len && !ends_run(full + i + run)) run++;
+        if (run > CLIP_RUN) {
+            const size_t head = utf8_back(full + i, CLIP_HEAD), tail = utf8_back(full + i, run - CLIP_TAIL);
+            o += (size_t)snprintf(dst + o, n - o, "%.*s...[%zu bytes]...%.*s", (int)head, full + i, run,
+                                  (int)(run - tail), full + i + tail);
+            i += run;
+        } else if (run > 0) {
+            const size_t take = run < n - 1 - o ? run : n - 1 - o;
+            memcpy(dst + o, full + i, take);
+            o += take;
+            i += run;
+        } else {
+            dst[o++] = full[i++];
+        }
+        if (o >= n) o = n - 1;
+    }
+    dst[o] = '\0';
+    free(full);
+}
 
 evo_status evo_fail(evo_err *err, evo_status s, const char *fmt, ...)
 {
     if (err) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        evo_format_clipped(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
     }
     return s;
@@ -23,8 +77,9 @@ evo_status evo_failv_prefix(evo_err *err, evo_status s, const char *fmt, ...)
         memcpy(old, err->msg, sizeof old);
         va_list ap;
         va_start(ap, fmt);
-        int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        evo_format_clipped(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        const int n = (int)strlen(err->msg);
         if (n >= 0 && (size_t)n + 2 < sizeof err->msg) {
             memcpy(err->msg + n, ": ", 2);
             size_t room = sizeof err->msg - (size_t)n - 2;
@@ -80,6 +135,7 @@ static const char *const verdict_names[EVO_V_COUNT] = {
     [EVO_V_INCORRECT] = "INCORRECT",
     [EVO_V_SLOW] = "SLOW",
     [EVO_V_REGRESSED] = "REGRESSED",
+    [EVO_V_NOT_RECORDED] = "NOT_RECORDED",
 };
 
 const char *evo_verdict_name(evo_verdict v)

@@ -3,7 +3,8 @@
  * Contract: engine functions return evo_status and, on failure, fill the caller's evo_err (optional: NULL is
  * allowed everywhere) with one line that names the file, line, key or knob at fault. Only main() prints and
  * chooses the exit code (evo_exit_code). A failed *candidate* is not an error: it is an evo_verdict, stored as
- * data. Nothing here allocates; everything is thread-safe.
+ * data. A message over 300 bytes without a blank (a 100 KB argument) is cut to its head and tail, so the reason
+ * after it survives; formatting such a message allocates a temporary buffer. Everything is thread-safe.
  */
 #ifndef EVO_H
 #define EVO_H
@@ -42,6 +43,8 @@ typedef struct {
 evo_status evo_fail(evo_err *err, evo_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Prefix an existing message: "ctx: old message". */
 evo_status evo_failv_prefix(evo_err *err, evo_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* vsnprintf into dst[n], with runs of more than 300 bytes without a blank cut to their head and tail. */
+void evo_format_clipped(char *dst, size_t n, const char *fmt, va_list ap);
 const char *evo_status_name(evo_status s);
 int evo_exit_code(evo_status s); /* 0 ok, 2 usage/config, 1 everything else */
 
@@ -57,6 +60,8 @@ typedef enum {
     EVO_V_INCORRECT,     /* a correctness case failed (case, metrics, first bad index kept)   */
     EVO_V_SLOW,          /* timing aborted early at k x the best                              */
     EVO_V_REGRESSED,     /* correct but slower than baseline on too many shapes               */
+    EVO_V_NOT_RECORDED,  /* replay: the replayed database has no result for it (not a failure) */
+    /* new verdicts go last (stored by name; a new one needs a store migration, see store.c) */
     EVO_V_COUNT
 } evo_verdict;
 

@@ -6,6 +6,7 @@
 #include "evaluate.h"
 #include "insights.h"
 #include "noise.h"
+#include "paths.h"
 #include "space.h"
 #include "store.h"
 #include "strategy.h"
@@ -13,10 +14,12 @@
 #include "util.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t g_interrupted;
@@ -80,6 +83,11 @@ typedef struct {
     bool tty;
     char *work_dir;
     bool keep_work; /* sanitizer reports of demoted elites are in it */
+    bool finished;  /* --resume of a run that is done: nothing to do, nothing changed */
+    bool builtin_config; /* no --config and no configs/default.yaml: the one built into evo */
+    evo_gen_rec *gens; /* the generations the store holds for the run (a resume) */
+    int done_gens;
+    struct sigaction old_int, old_term;
     char *sanitizer; /* --sanitize: the compute-sanitizer found before the search */
     /* the generation in progress */
     int gen, done, total;
@@ -158,7 +166,7 @@ static void print_progress(loop *L)
 {
     if (!L->tty || L->o.quiet) return;
     const int width = 30, filled = L->total ? L->done * width / L->total : width;
-    fprintf(L->o.out, "\r  gen %d/%d [", L->gen + 1, L->generations);
+    fprintf(L->o.out, "\r  gen %d (%d of %d) [", L->gen, L->gen + 1, L->generations);
     for (int i = 0; i < width; i++) fputc(i < filled ? '#' : '.', L->o.out);
     fprintf(L->o.out, "] %d/%d  %.0fs ", L->done, L->total, evo_now() - L->t0);
     fflush(L->o.out);
@@ -241,6 +249,11 @@ static evo_status lookup(loop *L, evo_candidate *c, evo_result *r, bool *found, 
     evo_eval_rec e;
     bool f = false;
     s = evo_store_find_evaluation(L->st, rec.id, L->shape_set, &e, &f, err);
+    /* Another run's NOT_RECORDED says only that its replay source lacked the genome: evaluate it again. */
+    if (s == EVO_OK && f && e.verdict == EVO_V_NOT_RECORDED && e.run_id != L->run.id) {
+        evo_store_eval_free(&e);
+        f = false;
+    }
     if (s == EVO_OK && f) {
         *found = true;
         *own = e.run_id == L->run.id;
@@ -353,12 +366,14 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
             const double elapsed = evo_now() - L->t0;
             fmt_time(elapsed, el, sizeof el);
             fmt_time(elapsed / (L->gen + 1) * (L->generations - L->gen - 1), eta, sizeof eta);
-            fprintf(L->o.out, "%sgen %2d/%d  %2d evaluated (%d reused)", L->tty ? "\r\033[K" : "", L->gen + 1,
-                    L->generations, n - n_reused, n_reused);
+            char best[32] = "-", median[32] = "-"; /* no fitness: as evo history shows it */
+            if (nf) snprintf(best, sizeof best, "%.3f", fit[nf - 1]), snprintf(median, sizeof median, "%.3f", fit[nf / 2]);
+            fprintf(L->o.out, "%sgen %2d (%d of %d)  %2d evaluated (%d reused)", L->tty ? "\r\033[K" : "", L->gen,
+                    L->gen + 1, L->generations, n - n_reused, n_reused);
             for (int v = 0; v < EVO_V_COUNT; v++)
                 if (L->counts[v]) fprintf(L->o.out, " %s %d", evo_verdict_name((evo_verdict)v), L->counts[v]);
-            fprintf(L->o.out, "  best %.3f median %.3f  noise %.1f%%  %s elapsed, ETA %s\n", nf ? fit[nf - 1] : NAN,
-                    nf ? fit[nf / 2] : NAN, 100 * noise, el, eta);
+            fprintf(L->o.out, "  best %s median %s  noise %.1f%%  %s elapsed, ETA %s\n", best, median, 100 * noise,
+                    el, eta);
             fflush(L->o.out);
         }
         free(fit);
@@ -437,26 +452,77 @@ static evo_status prior_elites(loop *L, evo_err *err)
     return s;
 }
 
+/* --replay DB: a database that exists, and never the one this run writes (compared by device and inode, so no link
+ * or other spelling of the same file gets through). Whether it can be read is found out by opening it. */
+static evo_status check_replay(const char *replay, const char *db, evo_err *err)
+{
+    struct stat sb;
+    if (stat(replay, &sb) != 0) return evo_fail(err, EVO_E_USAGE, "--replay %s: %s", replay, strerror(errno));
+    if (evo_path_same_file(replay, db))
+        return evo_fail(err, EVO_E_USAGE,
+                        "--replay %s and --db %s are the same file: a replay reads one database and writes another",
+                        replay, db);
+    return EVO_OK;
+}
+
+/* The evaluator: a replay reads its database (nothing is created); the GPU one starts workers, which read the
+ * config's text (the file's, the built-in one or a resumed run's stored one) from a scratch directory that also
+ * holds cubins and worker logs. */
+static evo_status open_evaluator(loop *L, evo_err *err)
+{
+    const evo_run_opts *o = &L->o;
+    if (!o->replay_db) {
+        const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+        L->work_dir = evo_xmalloc(strlen(tmpdir) + 32);
+        sprintf(L->work_dir, "%s/evo-run-%d", tmpdir, (int)getpid());
+        if (!o->quiet) fprintf(o->out, "starting GPU workers (inputs and references are made once per worker)...\n");
+    }
+    evo_evaluator_opts eo = {.cfg = L->cfg, .config_path = NULL, .gpus = o->gpus, .n_gpus = o->n_gpus,
+                             .replay_db = o->replay_db, .work_dir = L->work_dir, .jobs = o->jobs,
+                             .interrupt = &g_interrupted};
+    evo_status s = evo_evaluator_open(&eo, &L->ev, err);
+    if (s == EVO_OK) g_evaluator = L->ev;
+    return s;
+}
+
+/* A resumed run that is done has nothing left, unless --generations asks for more than it has. */
+static bool run_finished(const loop *L)
+{
+    return L->run.state && strcmp(L->run.state, "done") == 0 &&
+           (!L->o.generations || L->o.generations <= L->done_gens);
+}
+
 static evo_status open_run(loop *L, evo_err *err)
 {
     const evo_run_opts *o = &L->o;
     const char *db = o->db_path ? o->db_path : "population.db";
     evo_status s;
-    /* Bad input is refused before the store is opened, so it never creates or touches a database. */
+    /* Every input is checked before anything is created: a bad config, a missing or unreadable replay source, or the
+     * replay source named as the output leave no database and no work directory behind. */
     if (!o->resume_run) {
-        s = evo_config_load(o->config_path ? o->config_path : "configs/default.yaml", &L->cfg, err);
+        s = evo_config_load_default(o->config_path, &L->cfg, &L->builtin_config, err);
         if (s != EVO_OK) return s;
     } else if (!evo_file_exists(db)) {
         return evo_fail(err, EVO_E_USAGE, "--resume %lld: no database at %s", (long long)o->resume_run, db);
     }
+    if (o->replay_db) {
+        s = check_replay(o->replay_db, db, err);
+        if (s == EVO_OK && L->cfg) s = open_evaluator(L, err);
+        if (s != EVO_OK) return s;
+    }
     s = evo_store_open(db, EVO_STORE_READWRITE, &L->st, err);
     if (s != EVO_OK) return s;
-    char cfg_path[4200];
     if (o->resume_run) {
         s = evo_store_get_run(L->st, o->resume_run, &L->run, err);
         if (s == EVO_E_NOTFOUND)
             return evo_fail(err, EVO_E_USAGE, "--resume %lld: %s has no such run", (long long)o->resume_run, db);
         if (s != EVO_OK) return s;
+        s = evo_store_generations(L->st, L->run.id, &L->gens, &L->done_gens, err);
+        if (s != EVO_OK) return s;
+        if (run_finished(L)) {
+            L->finished = true;
+            return EVO_OK;
+        }
         if (!L->run.config_text)
             return evo_fail(err, EVO_E_DB, "--resume %lld: %s stores no config for the run", (long long)L->run.id, db);
         s = evo_config_parse(L->run.config_path ? L->run.config_path : "(stored config)", L->run.config_text,
@@ -466,25 +532,10 @@ static evo_status open_run(loop *L, evo_err *err)
     L->task = evo_task_find(L->cfg->task);
     if (!L->task) return evo_fail(err, EVO_E_CONFIG, "%s: unknown task '%s'", L->cfg->path, L->cfg->task);
     evo_config_shape_set_key(L->cfg, L->shape_set);
-
-    /* Cubins, worker logs and the config the workers read (a resumed run's is the stored text, written out) live
-     * in a scratch directory, removed at the end unless the run failed. */
-    const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    char *work = L->work_dir = evo_xmalloc(strlen(tmpdir) + 32);
-    sprintf(work, "%s/evo-run-%d", tmpdir, (int)getpid());
-    s = evo_mkdir_p(work, err);
-    if (s != EVO_OK) return s;
-    snprintf(cfg_path, sizeof cfg_path, "%s/config.yaml", work);
-    s = evo_write_file_atomic(cfg_path, L->cfg->text, strlen(L->cfg->text), err);
-    if (s != EVO_OK) return s;
-    evo_evaluator_opts eo = {.cfg = L->cfg, .config_path = cfg_path, .gpus = o->gpus, .n_gpus = o->n_gpus,
-                             .replay_db = o->replay_db, .work_dir = work, .jobs = o->jobs,
-                             .interrupt = &g_interrupted};
-    if (!o->quiet && !o->replay_db)
-        fprintf(o->out, "starting GPU workers (inputs and references are made once per worker)...\n");
-    s = evo_evaluator_open(&eo, &L->ev, err);
-    if (s != EVO_OK) return s;
-    g_evaluator = L->ev;
+    if (!L->ev) {
+        s = open_evaluator(L, err);
+        if (s != EVO_OK) return s;
+    }
 
     if (!o->resume_run) {
         char gpu[160];
@@ -776,6 +827,34 @@ static void update_run(loop *L, const char *state)
     L->run.compile_s -= L->compile_s, L->run.check_s -= L->check_s, L->run.time_s -= L->time_s;
 }
 
+/* Frees everything; the work directory goes unless it holds what explains the outcome: sanitizer reports of demoted
+ * elites (said on stderr) or the worker logs of a failed run (said once, at the end of the error message). */
+static evo_status finish(loop *L, evo_status s, evo_err *err)
+{
+    for (int i = 0; i < L->done_gens; i++) evo_store_gen_free(&L->gens[i]);
+    free(L->gens);
+    evo_strategy_destroy(L->strat);
+    evo_insights_free(L->ins);
+    g_evaluator = NULL;
+    evo_evaluator_close(L->ev);
+    evo_store_run_free(&L->run);
+    evo_store_close(L->st);
+    evo_config_free(L->cfg);
+    free(L->prior);
+    if (L->work_dir) {
+        if (L->keep_work) fprintf(stderr, "evo: sanitizer reports are kept in %s\n", L->work_dir);
+        else evo_work_dir_settle(L->work_dir, s, err);
+    }
+    free(L->work_dir);
+    free(L->sanitizer);
+    free(L->ids.text);
+    free(L->ids.id);
+    sigaction(SIGINT, &L->old_int, NULL);
+    sigaction(SIGTERM, &L->old_term, NULL);
+    free(L);
+    return s;
+}
+
 evo_status evo_run(const evo_run_opts *opts, evo_err *err)
 {
     loop *L = evo_xcalloc(1, sizeof *L);
@@ -785,22 +864,29 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
     L->t0 = evo_now();
     L->best_fitness = -INFINITY;
     g_interrupted = 0;
-    struct sigaction sa = {0}, old_int, old_term;
+    struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGINT, &sa, &L->old_int);
+    sigaction(SIGTERM, &sa, &L->old_term);
 
     /* A missing compute-sanitizer is found out before the search, not after it. */
     evo_status s = L->o.sanitize ? evo_sanitize_find(L->o.sanitizer, &L->sanitizer, err) : EVO_OK;
     if (s == EVO_OK) s = open_run(L, err);
+    if (s == EVO_OK && L->finished) {
+        if (!L->o.quiet)
+            fprintf(L->o.out, "run %lld is finished (done after %d of %d generations); nothing to resume\n",
+                    (long long)L->run.id, L->done_gens, L->run.generations);
+        return finish(L, s, err);
+    }
+    /* said once every input has passed: a bad one is the first line */
+    if (s == EVO_OK && L->builtin_config && !L->o.quiet) fprintf(stderr, "evo: note: %s\n", EVO_BUILTIN_CONFIG_NOTE);
     if (s == EVO_OK) s = make_strategy(L, err);
-    int done_gens = 0;
-    evo_gen_rec *gens = NULL;
-    if (s == EVO_OK && L->o.resume_run) {
-        s = evo_store_generations(L->st, L->run.id, &gens, &done_gens, err);
-        if (!L->o.quiet && s == EVO_OK)
-            fprintf(L->o.out, "resuming run %lld after generation %d of %d\n", (long long)L->run.id, done_gens,
-                    L->generations);
+    const int done_gens = L->done_gens;
+    if (s == EVO_OK && L->o.resume_run && !L->o.quiet) {
+        if (done_gens) fprintf(L->o.out, "resuming run %lld: generations 0 to %d of %d are stored\n",
+                               (long long)L->run.id, done_gens - 1, L->generations);
+        else fprintf(L->o.out, "resuming run %lld: no generation of %d is stored yet\n", (long long)L->run.id,
+                     L->generations);
     }
     if (s == EVO_OK && !L->o.quiet)
         fprintf(L->o.out, "run %lld: %s on %s (%s), strategy %s, population %d, %d generations, seed %lld\n",
@@ -860,42 +946,22 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
     if (s == EVO_E_INTERRUPTED || (s == EVO_OK && g_interrupted)) stop = "interrupted", s = EVO_OK;
     if (L->st && L->run.id) update_run(L, s != EVO_OK ? "failed" : stop);
     if (s == EVO_OK && !L->o.quiet) {
-        char wall[32];
+        char wall[32], best[32] = "-";
         fmt_time(evo_now() - L->t0, wall, sizeof wall);
+        if (isfinite(L->best_fitness)) snprintf(best, sizeof best, "%.3f", L->best_fitness);
         fprintf(L->o.out,
-                "run %lld %s: %s wall; compile %.1f s, correctness %.1f s, timing %.1f s; best fitness %.3f; "
+                "run %lld %s: %s wall; compile %.1f s, correctness %.1f s, timing %.1f s; best fitness %s; "
                 "worker restarts %d\n",
-                (long long)L->run.id, stop, wall, L->compile_s, L->check_s, L->time_s, L->best_fitness,
+                (long long)L->run.id, stop, wall, L->compile_s, L->check_s, L->time_s, best,
                 evo_evaluator_restarts(L->ev));
-        fprintf(L->o.out, "see: evo elite --show%s%s, evo history --run %lld\n", L->o.db_path ? " --db " : "",
-                L->o.db_path ? L->o.db_path : "", (long long)L->run.id);
+        const char *db = L->o.db_path ? " --db " : "", *path = L->o.db_path ? L->o.db_path : "";
+        fprintf(L->o.out, "see: evo elite --show%s%s, evo history%s%s --run %lld\n", db, path, db, path,
+                (long long)L->run.id);
     }
     if (s == EVO_OK && !strcmp(stop, "interrupted")) {
         s = evo_fail(err, EVO_E_INTERRUPTED, "interrupted: finished evaluations are stored; continue with "
                                              "evo run --resume %lld", (long long)L->run.id);
     }
-    for (int i = 0; i < done_gens; i++) evo_store_gen_free(&gens[i]);
-    free(gens);
     free(obs);
-    evo_strategy_destroy(L->strat);
-    evo_insights_free(L->ins);
-    g_evaluator = NULL;
-    evo_evaluator_close(L->ev);
-    evo_store_run_free(&L->run);
-    evo_store_close(L->st);
-    evo_config_free(L->cfg);
-    free(L->prior);
-    if (L->work_dir) {
-        if (L->keep_work) fprintf(stderr, "evo: sanitizer reports are kept in %s\n", L->work_dir);
-        else if (s == EVO_OK || s == EVO_E_INTERRUPTED) evo_remove_tree(L->work_dir);
-        else fprintf(stderr, "evo: worker logs are kept in %s\n", L->work_dir);
-    }
-    free(L->work_dir);
-    free(L->sanitizer);
-    free(L->ids.text);
-    free(L->ids.id);
-    free(L);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    return s;
+    return finish(L, s, err);
 }

@@ -16,7 +16,13 @@
  * compute-sanitizer (sanitize.h). An elite with errors is demoted in the store (its results stay; it is no
  * longer an elite) and the one that moves up is checked in turn, up to 3K candidates in all.
  *
- * Output: one line per generation on stdout (a live progress line on a terminal). Nothing here calls exit().
+ * Inputs first: the config, the database to resume, the replay source (never the output database, compared by
+ * device and inode) are checked before anything is created, so a bad one leaves no database and no work directory.
+ * A resume of a run that is done changes nothing. The work directory (GPU runs) goes when the run ends unless
+ * sanitizer reports or the worker logs of a failure are in it (evaluate.h: evo_work_dir_settle).
+ *
+ * Output: one line per generation on stdout (a live progress line on a terminal), generations numbered from 0 as
+ * the store numbers them. Nothing here calls exit().
  */
 #ifndef EVO_EVOLVE_H
 #define EVO_EVOLVE_H
@@ -28,7 +34,8 @@
 #include <stdio.h>
 
 typedef struct {
-    const char *config_path; /* default configs/default.yaml; ignored with resume (the run's own config is used) */
+    const char *config_path; /* NULL: the default (config.h: evo_config_load_default); ignored with resume (the run's
+                                own config is used) */
     const char *db_path;     /* default population.db */
     int generations;         /* 0 = config */
     int population;          /* 0 = config */

@@ -49,6 +49,7 @@ static bool is_failure(evo_verdict v)
 
 void evo_insights_add(evo_insights *ins, const evo_genome *g, evo_verdict v, double fitness)
 {
+    if (v == EVO_V_NOT_RECORDED) return; /* a replay without a result says nothing about the genome */
     bool fail = is_failure(v);
     bool timed = (v == EVO_V_OK || v == EVO_V_REGRESSED) && isfinite(fitness) && fitness > 0;
     int64_t q = timed ? llround(log(fitness) * LOG_SCALE) : 0;

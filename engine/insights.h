@@ -2,7 +2,8 @@
  *
  * For every (knob, value) the table keeps: how many evaluations had that value, how many failed (INVALID,
  * COMPILE_FAIL, RESOURCE_FAIL, LAUNCH_FAIL, CRASHED, TIMEOUT, INCORRECT), and the mean log fitness of the
- * measured ones (OK and REGRESSED: both correct and timed; SLOW was aborted and has no fitness). From that,
+ * measured ones (OK and REGRESSED: both correct and timed; SLOW was aborted and has no fitness). NOT_RECORDED (a
+ * replay found no result) is not counted at all: it says nothing about the genome. From that,
  * evo_insights_weight gives the factor by which mutation multiplies a value's plain probability:
  *
  *     weight = clamp((1 - fail_rate) * exp(EVO_INSIGHTS_BETA * (mean_log - overall_mean_log)),

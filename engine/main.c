@@ -15,9 +15,10 @@ static const evo_cmd commands[] = {
      "               [--gpus LIST] [--jobs N] [--time-budget SECONDS] [--strategy NAME] [--no-insights]\n"
      "               [--replay DB] [--sanitize[=TOOLS]] [--sanitizer PATH]\n"
      "\n"
-     "Runs the search described by the config (default configs/default.yaml) on the GPUs of this machine and\n"
-     "stores every result in the database (default population.db). Needs an NVIDIA driver, except with --replay,\n"
-     "which looks results up in a database recorded on a GPU instead.\n"
+     "Runs the search described by the config (default configs/default.yaml; where there is none, the one built\n"
+     "into evo: see evo init) on the GPUs of this machine and stores every result in the database (default\n"
+     "population.db). Needs an NVIDIA driver, except with --replay, which looks results up in a database\n"
+     "recorded on a GPU instead.\n"
      "\n"
      "  -c, --config F        search configuration (YAML)\n"
      "  -g, --generations N   generations to run (config: evolution.generations)\n"
@@ -125,7 +126,7 @@ static const evo_cmd commands[] = {
      "measured ones, and the weight mutation gives the value now (1 = no opinion; below 1 avoided, above 1\n"
      "preferred). Counts the evaluations of the config's task, arch and shape set. Reads the database only.\n"
      "\n"
-     "  -c, --config F        search configuration (default configs/default.yaml)\n"
+     "  -c, --config F        search configuration (default configs/default.yaml, else the built-in one)\n"
      "      --db F            database (default population.db)\n"
      "      --json            machine-readable output\n",
      0},
@@ -155,6 +156,13 @@ static const evo_cmd commands[] = {
      "  -o, --output DIR      where to write (created when missing; default plots)\n"
      "      --db F            database (default population.db)\n"
      "  -k, --top K           elites in the speedup chart, 1 to 10 (default 5)\n",
+     0},
+    {"init", cmd_init, "write the default configuration out to edit",
+     "usage: evo init [PATH]\n"
+     "\n"
+     "Writes the default search configuration built into evo to PATH (default configs/default.yaml, which evo run,\n"
+     "space, compile, check and insights read when no --config is given; without that file they use the built-in\n"
+     "one). Never replaces a file: an existing PATH is refused. No GPU needed.\n",
      0},
     {"help", cmd_help, "show help for a command",
      "usage: evo help [COMMAND]\n", 0},
@@ -191,10 +199,10 @@ void evo_cli_print_usage(const evo_cmd *c) { fputs(c->usage, stdout); }
 evo_status evo_cli_usage_error(const evo_cmd *c, evo_err *err, const char *fmt, ...)
 {
     if (err) {
-        char what[512];
+        char what[768];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(what, sizeof what, fmt, ap);
+        evo_format_clipped(what, sizeof what, fmt, ap);
         va_end(ap);
         snprintf(err->msg, sizeof err->msg, "%s: %s (see 'evo help %s')", c->name, what, c->name);
     }
@@ -256,6 +264,14 @@ int main(int argc, char **argv)
         else fprintf(stderr, "evo: %s: %s\n", c->name, evo_status_name(s));
     }
     return evo_exit_code(s);
+}
+
+evo_status evo_cli_config_load(const char *path, evo_config **out, evo_err *err)
+{
+    bool builtin = false;
+    evo_status s = evo_config_load_default(path, out, &builtin, err);
+    if (s == EVO_OK && builtin) fprintf(stderr, "evo: note: %s\n", EVO_BUILTIN_CONFIG_NOTE);
+    return s;
 }
 
 void evo_json_num(cJSON *o, const char *name, double v)

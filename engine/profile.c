@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -14,7 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -291,13 +289,6 @@ evo_status evo_profile_find_tool(const char *name, const char *given, char **pat
 
 /* ---- running a program ---- */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 evo_status evo_profile_run_capture(char *const argv[], char *const extra_env[], int timeout_s, char **output,
                                    int *exit_code, evo_err *err)
 {
@@ -346,24 +337,8 @@ evo_status evo_profile_run_capture(char *const argv[], char *const extra_env[], 
     }
 
     evo_str out = {0};
-    double deadline = now_s() + (timeout_s > 0 ? timeout_s : EVO_NCU_TIMEOUT_S);
-    int timed_out = 0;
-    for (;;) {
-        double left = deadline - now_s();
-        if (left <= 0) {
-            timed_out = 1;
-            break;
-        }
-        struct pollfd pfd = {.fd = fd[0], .events = POLLIN};
-        int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
-        if (pr < 0 && errno == EINTR) continue;
-        if (pr <= 0) continue;
-        char buf[8192];
-        ssize_t r = read(fd[0], buf, sizeof buf);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break; /* every writer closed: the program and its children are done with the pipe */
-        evo_str_appendn(&out, buf, (size_t)r);
-    }
+    /* until every writer closed the pipe: the program and its children are done with it */
+    const bool timed_out = evo_read_until(fd[0], evo_now() + (timeout_s > 0 ? timeout_s : EVO_NCU_TIMEOUT_S), 0, &out);
     close(fd[0]);
     if (timed_out) kill(-pid, SIGKILL);
     int status;

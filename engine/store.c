@@ -4,6 +4,7 @@
  */
 #include "store.h"
 
+#include "paths.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -22,8 +23,30 @@
 /* Schema                                                                                                        */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-_Static_assert(EVO_V_COUNT == 10, "a new verdict needs a migration: a count column in generations and the CHECK "
+_Static_assert(EVO_V_COUNT == 11, "a new verdict needs a migration: a count column in generations and the CHECK "
                                   "list of evaluations.verdict");
+
+/* The evaluations table, whose CHECK list of verdicts grew with version 3, and its indexes. */
+#define VERDICTS_V1 "'OK', 'INVALID', 'COMPILE_FAIL', 'RESOURCE_FAIL', 'LAUNCH_FAIL', 'CRASHED', 'TIMEOUT', 'INCORRECT', " \
+                    "'SLOW', 'REGRESSED'"
+#define EVALUATIONS_COLUMNS(verdicts)                                                                             \
+    "  id            INTEGER PRIMARY KEY,"                                                                        \
+    "  candidate_id  INTEGER NOT NULL REFERENCES candidates (id),"                                                \
+    "  run_id        INTEGER REFERENCES runs (id),"                                                               \
+    "  generation    INTEGER,"                                                                                    \
+    "  shape_set     TEXT NOT NULL,"                                                                              \
+    "  verdict       TEXT NOT NULL CHECK (verdict IN (" verdicts ")),"                                             \
+    "  fitness       REAL,"                                                                                       \
+    "  detail        TEXT,"                                                                                       \
+    "  gpu           TEXT,"                                                                                       \
+    "  compile_s     REAL,"                                                                                       \
+    "  check_s       REAL,"                                                                                       \
+    "  time_s        REAL,"                                                                                       \
+    "  created_at    TEXT NOT NULL"
+#define EVALUATIONS_INDEXES                                                                                       \
+    "CREATE INDEX evaluations_candidate ON evaluations (candidate_id, shape_set);"                                \
+    "CREATE INDEX evaluations_run ON evaluations (run_id, generation);"                                           \
+    "CREATE INDEX evaluations_ok ON evaluations (shape_set, fitness DESC) WHERE verdict = 'OK';"
 
 /* Version 1. REAL columns are nullable because SQLite stores NaN as NULL: NULL reads back as NAN. */
 static const char schema_v1[] =
@@ -69,25 +92,7 @@ static const char schema_v1[] =
     ");"
     "CREATE INDEX candidates_task_arch ON candidates (task, arch);"
 
-    "CREATE TABLE evaluations ("
-    "  id            INTEGER PRIMARY KEY,"
-    "  candidate_id  INTEGER NOT NULL REFERENCES candidates (id),"
-    "  run_id        INTEGER REFERENCES runs (id),"
-    "  generation    INTEGER,"
-    "  shape_set     TEXT NOT NULL,"
-    "  verdict       TEXT NOT NULL CHECK (verdict IN ('OK', 'INVALID', 'COMPILE_FAIL', 'RESOURCE_FAIL',"
-    "                  'LAUNCH_FAIL', 'CRASHED', 'TIMEOUT', 'INCORRECT', 'SLOW', 'REGRESSED')),"
-    "  fitness       REAL,"
-    "  detail        TEXT,"
-    "  gpu           TEXT,"
-    "  compile_s     REAL,"
-    "  check_s       REAL,"
-    "  time_s        REAL,"
-    "  created_at    TEXT NOT NULL"
-    ");"
-    "CREATE INDEX evaluations_candidate ON evaluations (candidate_id, shape_set);"
-    "CREATE INDEX evaluations_run ON evaluations (run_id, generation);"
-    "CREATE INDEX evaluations_ok ON evaluations (shape_set, fitness DESC) WHERE verdict = 'OK';"
+    "CREATE TABLE evaluations (" EVALUATIONS_COLUMNS(VERDICTS_V1) ");" EVALUATIONS_INDEXES
 
     "CREATE TABLE results ("
     "  evaluation_id INTEGER NOT NULL REFERENCES evaluations (id) ON DELETE CASCADE,"
@@ -158,6 +163,16 @@ static const char schema_v1[] =
     "  PRIMARY KEY (candidate_id, shape, metric)"
     ") WITHOUT ROWID;";
 
+/* Version 3: evaluations as in version 1 but for the verdict NOT_RECORDED in its CHECK list (SQLite changes a CHECK
+ * only by rebuilding the table: migrate_2_to_3), and generations with a count of it. */
+static const char schema_v3[] =
+    "CREATE TABLE evaluations_v3 (" EVALUATIONS_COLUMNS(VERDICTS_V1 ", 'NOT_RECORDED'") ");"
+    "INSERT INTO evaluations_v3 SELECT id, candidate_id, run_id, generation, shape_set, verdict, fitness, detail, "
+    "gpu, compile_s, check_s, time_s, created_at FROM evaluations;"
+    "DROP TABLE evaluations;"
+    "ALTER TABLE evaluations_v3 RENAME TO evaluations;" EVALUATIONS_INDEXES
+    "ALTER TABLE generations ADD COLUMN n_not_recorded INTEGER NOT NULL DEFAULT 0;";
+
 /* ------------------------------------------------------------------------------------------------------------ */
 /* Statements: prepared once per handle, reset before each use                                                   */
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -182,10 +197,12 @@ static const char schema_v1[] =
     "p90_us, baseline_us, speedup, tflops, max_abs, rel_l2, e2e_rel_l2, e2e_rmse, NULL, NULL, NULL, NULL"
 #define RETIME_COLS                                                                                               \
     "id, candidate_id, run_id, generation, shape_set, fitness, fitness_lo, fitness_hi, why, gpu, created_at"
-#define GEN_COLS                                                                                                  \
+/* The verdict counts in the order of evo_verdict; a file before version 3 reads 0 for NOT_RECORDED. */
+#define GEN_COLS_(not_recorded)                                                                                   \
     "run_id, generation, best_fitness, median_fitness, evaluated, reused, n_ok, n_invalid, n_compile_fail, "       \
-    "n_resource_fail, n_launch_fail, n_crashed, n_timeout, n_incorrect, n_slow, n_regressed, wall_s, compile_s, "  \
-    "check_s, time_s, baseline_noise, best_genome"
+    "n_resource_fail, n_launch_fail, n_crashed, n_timeout, n_incorrect, n_slow, n_regressed, " not_recorded        \
+    ", wall_s, compile_s, check_s, time_s, baseline_noise, best_genome"
+#define GEN_COLS GEN_COLS_("n_not_recorded")
 
 enum stmt_id {
     S_RUN_INSERT,
@@ -271,7 +288,7 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_LINEAGE_OF] = "SELECT run_id, generation, parent_id, operator FROM lineage WHERE child_id = ? "
                      "ORDER BY rowid",
     [S_GEN_UPSERT] = "INSERT OR REPLACE INTO generations (" GEN_COLS ") "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [S_GENS_OF] = "SELECT " GEN_COLS " FROM generations WHERE run_id = ? ORDER BY generation",
     [S_ELITES_EXACT] = ELITES_SQL("c.task = ?1 AND c.arch = ?2 AND e.shape_set = ?3"),
     [S_ELITES_ANY] = ELITES_SQL("(?1 IS NULL OR c.task = ?1) AND (?2 IS NULL OR c.arch = ?2) AND "
@@ -435,6 +452,8 @@ static const char *const elites_sql_v1[2] = {
     ELITES_SQL_V1("(?1 IS NULL OR c.task = ?1) AND (?2 IS NULL OR c.arch = ?2) AND (?3 IS NULL OR e.shape_set = ?3)"),
 };
 
+static const char gens_of_v2[] = "SELECT " GEN_COLS_("0") " FROM generations WHERE run_id = ? ORDER BY generation";
+
 static evo_status prep(evo_store *st, enum stmt_id id, sqlite3_stmt **q, evo_err *err)
 {
     if (!st->stmt[id]) {
@@ -442,6 +461,7 @@ static evo_status prep(evo_store *st, enum stmt_id id, sqlite3_stmt **q, evo_err
         if (st->version < 3 && stmt_sql_v2[id]) sql = stmt_sql_v2[id];
         if (st->version < 2 && (id == S_ELITES_EXACT || id == S_ELITES_ANY))
             sql = elites_sql_v1[id == S_ELITES_ANY];
+        if (st->version < 3 && id == S_GENS_OF) sql = gens_of_v2;
         SQL(st, err, sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[id], NULL));
     } else {
         sqlite3_reset(st->stmt[id]);
@@ -618,11 +638,24 @@ static void connection_settings(evo_store *st)
     sqlite3_busy_timeout(st->db, st->busy_ms);
 }
 
+/* Whether F-wal holds pages not yet checkpointed into F (an immutable reader would not see them). */
+static bool wal_has_content(const char *path)
+{
+    evo_str w = {0};
+    evo_str_appendf(&w, "%s-wal", path);
+    struct stat sb;
+    const bool has = stat(evo_str_cstr(&w), &sb) == 0 && sb.st_size > 0;
+    evo_str_free(&w);
+    return has;
+}
+
 /* Opens st->db read-only. Reading a WAL file needs its -shm index; where that cannot be created (read-only
- * directory) the file is read as immutable, which sees what was checkpointed into it. */
+ * directory) the file is read as immutable, which sees what was checkpointed into it. EVO_STORE_IMMUTABLE starts
+ * there, unless a -wal file beside F holds pages that only a WAL reader sees. */
 static evo_status connect_readonly(evo_store *st, evo_err *err)
 {
-    for (int immutable = 0; immutable < 2; immutable++) {
+    const int first = st->mode == EVO_STORE_IMMUTABLE && !wal_has_content(st->path);
+    for (int immutable = first; immutable < 2; immutable++) {
         char *uri = readonly_uri(st->path, immutable);
         int rc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
         free(uri);
@@ -707,12 +740,15 @@ static evo_status migrate_1_to_2(evo_store *st, evo_err *err)
 
 /* migrations[v] takes a file from schema v to v + 1. Append only: files in the field have run the old ones. */
 typedef evo_status (*migration_fn)(evo_store *st, evo_err *err);
-/* Version 3: a result's shape is the task's fields as one JSON object (any task), not attention's five columns, and
- * its rate column holds work / time in the task's unit (TFLOP/s for attention, as before); results carry the 95 %
- * intervals of their medians, evaluations the interval of their fitness, and re-timings of elites have a table. */
+/* Version 3: the verdict NOT_RECORDED (the evaluations table is rebuilt with foreign keys off: migrate turns them off
+ * around every step; results, which reference evaluations, keep their rows; checked before the commit); a result's
+ * shape is the task's fields as one JSON object (any task), not attention's five columns, and its rate column holds
+ * work / time in the task's unit (TFLOP/s for attention, as before); results carry the 95 % intervals of their
+ * medians, evaluations the interval of their fitness, and re-timings of elites have a table. */
 static evo_status migrate_2_to_3(evo_store *st, evo_err *err)
 {
-    return exec_sql(st,
+    TRY(exec_sql(st, schema_v3, err));
+    TRY(exec_sql(st,
                     "CREATE TABLE results_v3 ("
                     "  evaluation_id INTEGER NOT NULL REFERENCES evaluations (id) ON DELETE CASCADE,"
                     "  position      INTEGER NOT NULL,"
@@ -754,7 +790,12 @@ static evo_status migrate_2_to_3(evo_store *st, evo_err *err)
                     ");"
                     "CREATE INDEX retimes_candidate ON retimes (candidate_id, shape_set);"
                     "CREATE INDEX retimes_run ON retimes (run_id, generation);",
-                    err);
+                    err));
+    int64_t bad = 0;
+    SQL(st, err, query_int(st->db, "SELECT count(*) FROM pragma_foreign_key_check", &bad));
+    if (bad) return evo_fail(err, EVO_E_DB, "%s: %lld rows lost their references while rebuilding evaluations", st->path,
+                             (long long)bad);
+    return EVO_OK;
 }
 
 static const migration_fn migrations[] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3};
@@ -775,20 +816,30 @@ static evo_status migrate_step(evo_store *st, evo_err *err)
     return EVO_OK;
 }
 
-static evo_status migrate(evo_store *st, evo_err *err)
+/* One step, in one transaction. */
+static evo_status migrate_once(evo_store *st, evo_err *err)
 {
-    while (st->version < EVO_STORE_SCHEMA) {
-        TRY(exec_sql(st, "BEGIN IMMEDIATE", err));
-        int before = st->version;
-        evo_status s = migrate_step(st, err);
-        if (s == EVO_OK) s = exec_sql(st, "COMMIT", err);
-        if (s != EVO_OK) {
-            if (!sqlite3_get_autocommit(st->db)) exec_quiet(st, "ROLLBACK");
-            st->version = before;
-            return evo_failv_prefix(err, s, "migrating the schema from version %d", before);
-        }
+    TRY(exec_sql(st, "BEGIN IMMEDIATE", err));
+    int before = st->version;
+    evo_status s = migrate_step(st, err);
+    if (s == EVO_OK) s = exec_sql(st, "COMMIT", err);
+    if (s != EVO_OK) {
+        if (!sqlite3_get_autocommit(st->db)) exec_quiet(st, "ROLLBACK");
+        st->version = before;
+        return evo_failv_prefix(err, s, "migrating the schema from version %d", before);
     }
     return EVO_OK;
+}
+
+static evo_status migrate(evo_store *st, evo_err *err)
+{
+    if (st->version >= EVO_STORE_SCHEMA) return EVO_OK;
+    /* Rebuilding a table must not cascade into the tables that reference it; the pragma is outside transactions. */
+    TRY(exec_sql(st, "PRAGMA foreign_keys = OFF", err));
+    evo_status s = EVO_OK;
+    while (s == EVO_OK && st->version < EVO_STORE_SCHEMA) s = migrate_once(st, err);
+    evo_status on = exec_sql(st, "PRAGMA foreign_keys = ON", s == EVO_OK ? err : NULL);
+    return s != EVO_OK ? s : on;
 }
 
 static evo_status open_readwrite(evo_store *st, evo_err *err)
@@ -796,7 +847,12 @@ static evo_status open_readwrite(evo_store *st, evo_err *err)
     bool empty = true;
     evo_status s = check_header(st->path, &empty, err);
     if (s != EVO_OK && s != EVO_E_NOTFOUND) return s;
-    if (s == EVO_E_NOTFOUND && err) err->msg[0] = '\0'; /* a missing file is simply created */
+    if (s == EVO_E_NOTFOUND) {
+        /* A missing file is created: its name must be new in a directory evo may write, said with the directory and
+         * the reason (SQLite would say "unable to open database file"); a dangling link is refused, not followed. */
+        if (err) err->msg[0] = '\0';
+        TRY(evo_path_check_output(NULL, st->path, true, err));
+    }
     if (s == EVO_OK && !empty) {
         /* Judge an existing file through a read-only connection first, so a refused file is never written. */
         evo_store probe = {.path = st->path, .mode = EVO_STORE_READONLY, .busy_ms = st->busy_ms};
@@ -850,7 +906,7 @@ evo_status evo_store_open(const char *path, int mode, evo_store **out, evo_err *
 {
     *out = NULL;
     if (!path || !*path) return evo_fail(err, EVO_E_USAGE, "no database path given");
-    if (mode != EVO_STORE_READONLY && mode != EVO_STORE_READWRITE)
+    if (mode != EVO_STORE_READONLY && mode != EVO_STORE_READWRITE && mode != EVO_STORE_IMMUTABLE)
         return evo_fail(err, EVO_E_INTERNAL, "%s: bad open mode %d", path, mode);
     evo_store *st = evo_xcalloc(1, sizeof *st);
     st->path = evo_strdup(path);

@@ -9,7 +9,9 @@
  * evo_store_open(READONLY) (elite, history, export) never creates, migrates or writes the file: a missing file is
  * EVO_E_NOTFOUND ("no database at F — run `evo run` first"); an empty file opens as schema 0 and every query on it
  * finds nothing. Like any SQLite reader of a WAL database it may leave empty F-wal / F-shm files beside F; in a
- * read-only directory it reads the file as immutable instead.
+ * read-only directory it reads the file as immutable instead. evo_store_open(IMMUTABLE) (a replay source) is
+ * READONLY that creates nothing beside F: SQLite's immutable mode, which takes no locks and sees what was
+ * checkpointed into F (a database no evo is writing; when a non-empty F-wal lies beside F it reads as READONLY).
  *
  * Connection: WAL, foreign keys on, synchronous FULL, busy timeout EVO_STORE_BUSY_MS (the environment variable of
  * the same name overrides it); a lock held longer than that is EVO_E_DB "F: database is locked by another process".
@@ -38,7 +40,7 @@
 
 typedef struct evo_store evo_store;
 
-enum { EVO_STORE_READONLY = 0, EVO_STORE_READWRITE = 1 };
+enum { EVO_STORE_READONLY = 0, EVO_STORE_READWRITE = 1, EVO_STORE_IMMUTABLE = 2 };
 
 evo_status evo_store_open(const char *path, int mode, evo_store **out, evo_err *err);
 void evo_store_close(evo_store *st); /* NULL is fine; an open group is rolled back */

@@ -28,6 +28,37 @@ void evo_task_names(char *buf, size_t n)
         used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", evo_tasks[i]->name);
 }
 
+bool evo_knob_legal_has(const evo_knob_legal *l, int v)
+{
+    if (l->set) {
+        for (int i = 0; i < l->n_set; i++)
+            if (l->set[i] == v) return true;
+        return false;
+    }
+    return v >= l->lo && v <= l->hi && (long long)(v - l->lo) % (l->step > 0 ? l->step : 1) == 0;
+}
+
+void evo_knob_legal_format(const evo_knob_legal *l, char *buf, size_t n)
+{
+    if (!n) return;
+    buf[0] = '\0';
+    if (!l->set) {
+        const int step = l->step > 0 ? l->step : 1;
+        if ((l->hi - l->lo) / step < 3) { /* a few values read best as a list */
+            size_t k = 0;
+            for (int v = l->lo; v <= l->hi && k < n; v += step)
+                k += (size_t)snprintf(buf + k, n - k, "%s%d", v == l->lo ? "" : ", ", v);
+        } else if (step == 1) {
+            snprintf(buf, n, "%d..%d", l->lo, l->hi);
+        } else {
+            snprintf(buf, n, "%d..%d in steps of %d", l->lo, l->hi, step);
+        }
+        return;
+    }
+    size_t k = 0;
+    for (int i = 0; i < l->n_set && k < n; i++) k += (size_t)snprintf(buf + k, n - k, "%s%d", i ? ", " : "", l->set[i]);
+}
+
 void evo_program_free(evo_program *p)
 {
     free(p->source);

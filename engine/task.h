@@ -131,6 +131,19 @@ void evo_program_free(evo_program *p);
 
 #define EVO_KNOB_REQUIRED (-2147483647 - 1)
 
+/* The values a knob can take in its template (its parameter block and static_asserts): lo..hi in steps of step, or,
+ * when set is not NULL, exactly the n_set values of set. Config loading refuses any other value with file:line and
+ * key, so a genome the template cannot instantiate never enters a space. */
+typedef struct {
+    int lo, hi, step;
+    const int *set;
+    int n_set;
+} evo_knob_legal;
+
+bool evo_knob_legal_has(const evo_knob_legal *l, int v);
+/* "1..4", "16..256 in steps of 16", "0, 128, 256" (NUL-terminated, cut to n). */
+void evo_knob_legal_format(const evo_knob_legal *l, char *buf, size_t n);
+
 typedef struct evo_task {
     const char *name;          /* "attention_fp8"                                                           */
     const char *summary;       /* one line for `evo help` and exported files                                */
@@ -138,11 +151,10 @@ typedef struct evo_task {
     const char *const *headers;/* in-memory headers every program of the task includes, NULL-terminated      */
 
     /* Knobs: names the template takes (a config declares these, in any order, and no others), the value a
-     * config that leaves one out gets (or EVO_KNOB_REQUIRED), and the legal values of each: knob_legal(k, v)
-     * false means the template cannot be instantiated with it (*why says what is legal). */
+     * config that leaves one out gets (or EVO_KNOB_REQUIRED), and the values the template can take for each. */
     const char *const *knobs;
     const int *knob_defaults;
-    bool (*knob_legal)(int knob, int value, char *why, size_t why_len);
+    const evo_knob_legal *knob_legal; /* per knob (NULL: any integer) */
 
     /* Problem description. */
     const evo_field *shape_fields;   /* a shape's fields; n_shape_fields of them                           */

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,26 +131,19 @@ evo_status evo_write_file_atomic(const char *path, const void *data, size_t len,
     size_t n = strlen(path) + 32;
     char *tmp = evo_xmalloc(n);
     snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    unlink(tmp); /* a leftover of a killed process with this pid; O_EXCL then never writes through a link */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
         evo_status s = evo_fail(err, EVO_E_IO, "%s: %s", tmp, strerror(errno));
         free(tmp);
         return s;
     }
-    const char *p = data;
-    size_t left = len;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            evo_status s = evo_fail(err, EVO_E_IO, "%s: write failed: %s", tmp, strerror(errno));
-            close(fd);
-            unlink(tmp);
-            free(tmp);
-            return s;
-        }
-        p += w;
-        left -= (size_t)w;
+    if (evo_write_all(fd, data, len) != EVO_OK) {
+        evo_status s = evo_fail(err, EVO_E_IO, "%s: write failed: %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
+        free(tmp);
+        return s;
     }
     if (close(fd) != 0 || rename(tmp, path) != 0) {
         evo_status s = evo_fail(err, EVO_E_IO, "%s: %s", path, strerror(errno));
@@ -159,6 +153,38 @@ evo_status evo_write_file_atomic(const char *path, const void *data, size_t len,
     }
     free(tmp);
     return EVO_OK;
+}
+
+evo_status evo_write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return EVO_E_IO;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return EVO_OK;
+}
+
+bool evo_read_until(int fd, double deadline, size_t max, evo_str *out)
+{
+    for (;;) {
+        const double left = deadline - evo_now();
+        if (left <= 0) return true;
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int r = poll(&pf, 1, (int)(left * 1000) + 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) continue;
+        char buf[8192];
+        ssize_t got = read(fd, buf, sizeof buf);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return false; /* every writer closed the pipe */
+        if (!max || out->len < max) evo_str_appendn(out, buf, (size_t)got);
+    }
 }
 
 evo_status evo_mkdir_p(const char *path, evo_err *err)

@@ -37,9 +37,15 @@ void *evo_xrealloc(void *p, size_t n);
 /* ---- files ---- */
 /* Read a whole file; *data is NUL-terminated (len excludes the NUL). */
 evo_status evo_read_file(const char *path, char **data, size_t *len, evo_err *err);
-/* Write via a temporary file in the same directory and rename(2), so readers never see half a file. */
+/* Write via a temporary file in the same directory and rename(2), so readers never see half a file. rename
+ * replaces whatever path names: check a path the user gave with evo_path_check_output (paths.h) first. */
 evo_status evo_write_file_atomic(const char *path, const void *data, size_t len, evo_err *err);
 evo_status evo_mkdir_p(const char *path, evo_err *err);
+/* write(2) all of data to fd, again after EINTR and short writes; EVO_E_IO (errno set) on failure. */
+evo_status evo_write_all(int fd, const void *data, size_t len);
+/* Reads fd into *out until end of file or until the monotonic clock (evo_now) passes deadline; keeps the first max
+ * bytes (0: all) and reads the rest to the end. Returns true when the deadline came first. */
+bool evo_read_until(int fd, double deadline, size_t max, evo_str *out);
 bool evo_file_exists(const char *path);
 /* rm -rf path (files and directories below it, then itself); a missing path is fine. */
 evo_status evo_remove_tree(const char *path);

@@ -18,7 +18,7 @@ cd "$T/ws" || exit 1 # evo's default population.db would appear here
 fails=0
 checks=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-sha() { if [ -d "$1" ]; then ls -A "$1"; else sha256sum "$1" | cut -d' ' -f1; fi; }
+sha() { if [ -d "$1" ]; then ls -A "$1"; elif [ -p "$1" ] || [ -L "$1" ]; then ls -l "$1"; else sha256sum "$1" | cut -d' ' -f1; fi; }
 POP=$T/pop.db
 "$FIXTURE" --fixture populated "$POP" || fail "fixture"
 
@@ -31,7 +31,7 @@ expect() {
   shift
   local before listing rc err
   before=$(sha "$db")
-  "$EVO" "$@" >"$T/out" 2>"$T/err"
+  "${as[@]}" "$EVO" "$@" >"$T/out" 2>"$T/err"
   rc=$?
   err=$(cat "$T/err")
   checks=$((checks + 4))
@@ -47,6 +47,7 @@ expect() {
     printf '| %s | `%s` | %s |\n' "$name" "${line#evo: }" "$rc" >>"$EVO_BADINPUT_TABLE"
   fi
 }
+as=() # a command (setpriv, env) that expect runs evo under
 # variant NAME SED: a copy of tests/data/config/good.yaml edited by SED, at $T/NAME.yaml
 variant() { sed "$2" "$CFGS/good.yaml" >"$T/$1.yaml"; }
 
@@ -56,6 +57,18 @@ expect "run: malformed YAML" 2 "malformed.yaml:6:12: malformed YAML: did not fin
 expect "run: wrong type" 2 "wrong_type.yaml:22:40: shapes[1].seq: expected an integer, found 'long'" -- "${R[@]}" "$CFGS/wrong_type.yaml"
 expect "run: unknown key" 2 "unknown_key.yaml:31:3: evolution.populaton: unknown key (did you mean 'population'?)" -- "${R[@]}" "$CFGS/unknown_key.yaml"
 expect "run: unknown knob" 2 "unknown_knob.yaml:16:5: space.knobs.TILE_Q: unknown knob" -- "${R[@]}" "$CFGS/unknown_knob.yaml"
+expect "run: knob value the template cannot take (STAGES: [2, 9])" 2 "illegal_stages.yaml:8:17: space.knobs.STAGES[1]: 9 is not a legal value; legal: 1..4" -- "${R[@]}" "$CFGS/illegal_stages.yaml"
+expect "run: knob value the template cannot take (WARPS_N: [1, -2])" 2 "illegal_warps_n.yaml:7:18: space.knobs.WARPS_N[1]: -2 is not a legal value; legal: 1, 2, 4" -- "${R[@]}" "$CFGS/illegal_warps_n.yaml"
+expect "run: knob value the template cannot take (TILE_N: [0, 64])" 2 "illegal_tile_n.yaml:5:14: space.knobs.TILE_N[0]: 0 is not a legal value; legal: 16..256 in steps of 16" -- "${R[@]}" "$CFGS/illegal_tile_n.yaml"
+expect "space: knob value the template cannot take" 2 "illegal_stages.yaml:8:17: space.knobs.STAGES[1]: 9 is not a legal value" -- space --config "$CFGS/illegal_stages.yaml"
+expect "run: a tagged string as a number (population: !!str 216)" 2 "tagged_number.yaml:31:15: evolution.population: expected an integer, found '!!str 216' (a value tagged !!str is not an integer; write it plain)" -- "${R[@]}" "$CFGS/tagged_number.yaml"
+expect "run: compile.extra_options NVRTC refuses" 2 "extra_options.yaml:34:61: compile.extra_options: NVRTC refuses these options: nvrtc: error: unrecognized option --bogus-flag found" -- "${R[@]}" "$CFGS/extra_options.yaml"
+expect "space: compile.extra_options NVRTC refuses" 2 "extra_options.yaml:34:61: compile.extra_options: NVRTC refuses these options" -- space --config "$CFGS/extra_options.yaml"
+python3 -c 'print("task: attention_fp8\nx: [" + ",".join(["1"] * 1000000) + "]")' >"$T/big.yaml"
+expect "run: a 2 MB configuration" 2 "big.yaml: 2000025 bytes; evo reads at most 1048576 (cannot read the configuration)" -- "${R[@]}" "$T/big.yaml"
+python3 -c 'print("task: attention_fp8\nx: [" + ",".join(["1"] * 200000) + "]")' >"$T/nodes.yaml"
+expect "run: 200000 YAML nodes" 2 "nodes.yaml:2:199995: top level: more than 100000 YAML nodes (values, lists, mappings); a configuration has a few hundred" -- "${R[@]}" "$T/nodes.yaml"
+expect "run: /dev/zero as config" 2 "/dev/zero: more than 1048576 bytes; evo reads at most 1048576 (cannot read the configuration)" -- "${R[@]}" /dev/zero
 expect "run: empty domain" 2 "empty_domain.yaml:8:13: space.knobs.STAGES: empty domain: a knob needs at least one value" -- "${R[@]}" "$CFGS/empty_domain.yaml"
 expect "run: impossible constraint" 2 "unsatisfiable.yaml:17:7: space.constraints[0]: no genome satisfies this constraint" -- "${R[@]}" "$CFGS/unsatisfiable.yaml"
 expect "run: negative number" 2 "negative.yaml:22:22: shapes[1].batch: -1 is out of range: must be 1 to 65535" -- "${R[@]}" "$CFGS/negative.yaml"
@@ -80,7 +93,7 @@ open(sys.argv[2], "w").write(text)
 PY
 expect "run: constraint nested 100000 deep" 2 "deep.yaml:17:72: space.constraints[0]: expression nested deeper than 64 levels" -- "${R[@]}" "$T/deep.yaml"
 python3 -c 'print("task: " + "[" * 100000 + "]" * 100000)' >"$T/deep_yaml.yaml"
-expect "run: YAML nested 100000 deep" 2 "deep_yaml.yaml:1:7: task: expected a string, found a list" -- "${R[@]}" "$T/deep_yaml.yaml"
+expect "run: YAML nested 100000 deep" 2 "deep_yaml.yaml:1:38: top level: lists and mappings nested more than 32 deep; a configuration nests 4" -- "${R[@]}" "$T/deep_yaml.yaml"
 head -c 4096 /dev/urandom | tr -d '\n' >"$T/random.yaml"
 expect "run: random bytes as config" 2 "random.yaml:1:" -- "${R[@]}" "$T/random.yaml"
 printf 'task: attention_fp8\0\nformat: e4m3\n' >"$T/nul.yaml"
@@ -102,6 +115,31 @@ expect "run --strategy bogus" 2 "run: --strategy takes one of ga, random, seeds,
 expect "run --resume with --config" 2 "run: --resume continues a run with its own config, population, seed and strategy" -- run --db "$POP" --resume 1 --config "$FAULTS"
 expect "run --resume of no such run" 2 "--resume 5: $POP has no such run" -- run --db "$POP" --resume 5
 expect "run --resume without a database" 2 "--resume 1: no database at $T/ws/none.db" -- run --db "$T/ws/none.db" --resume 1
+
+# ---- messages keep their reason: a 100 KB argument is cut to its head and tail ----
+long=$(printf 'a%.0s' $(seq 100000)) tail60=$(printf 'a%.0s' $(seq 60))
+expect "run --config with a 100 KB name" 2 "a...[100000 bytes]...$tail60: File name too long (cannot read the configuration)" -- run --db "$POP" --config "$long"
+expect "run --generations with a 100 KB value" 2 "run: --generations takes 1 to 1000000, not 'aaaa" -- run --db "$POP" --generations "$long"
+checks=$((checks + 1))
+grep -qF "a...[100000 bytes]...$tail60' (see 'evo help run')" "$T/err" || fail "long option value: $(cat "$T/err")"
+# A new database in a folder evo may not write names the folder and the reason (root writes anywhere: run as nobody).
+mkdir "$T/ro" && chmod 555 "$T/ro" && chmod 755 "$T"
+[ "$(id -u)" = 0 ] && as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+expect "run: new database in a read-only folder" 1 "$T/ro/new.db: cannot create a file in $T/ro: Permission denied" "$T/ro" -- run --config "$FAULTS" --db "$T/ro/new.db"
+as=()
+chmod 700 "$T"
+# The driver's loader names the library once.
+as=(env -u EVO_FAKE_WORKER EVO_LIBCUDA=/nonexistent/libcuda.so.1)
+expect "run: no CUDA driver" 1 "run: the NVIDIA CUDA driver was not found (/nonexistent/libcuda.so.1: cannot open shared object file: No such file or directory)" -- run --db "$POP" --config "$FAULTS"
+as=()
+checks=$((checks + 1))
+[ "$(grep -o 'libcuda.so.1' "$T/err" | wc -l)" = 1 ] || fail "driver message names the library more than once: $(cat "$T/err")"
+
+# ---- evo run --replay: the source is input, checked before anything is created, and never the output ----
+expect "run --replay of a missing file" 2 "--replay $T/ws/none.db: No such file or directory" -- run --replay "$T/ws/none.db" --config "$FAULTS"
+expect "run --replay and --db the same file" 2 "--replay $POP and --db $T/ws/../pop.db are the same file: a replay reads one database and writes another" -- run --replay "$POP" --db "$T/ws/../pop.db" --config "$FAULTS"
+head -c 4096 /dev/urandom >"$T/noise.db"
+expect "run --replay of a file that is not a database" 2 "--replay: $T/noise.db: not an evo database (file is not a database)" "$T/noise.db" -- run --replay "$T/noise.db" --config "$FAULTS"
 
 # ---- corrupt databases: refused untouched by every command that opens one ----
 head -c 8192 /dev/urandom >"$T/random.db"
@@ -132,6 +170,18 @@ expect "history --run 9 (none)" 1 "$POP: no run 9" -- history --db "$POP" --run 
 expect "insights: malformed config" 2 "malformed.yaml:6:12: malformed YAML" -- insights --db "$POP" --config "$CFGS/malformed.yaml"
 expect "insights: unknown option" 2 "insights: unknown option '--bogus'" -- insights --db "$POP" --bogus
 expect "elite: missing database" 1 "no database at $T/ws/none.db — run \`evo run\` first" -- elite --db "$T/ws/none.db"
+
+# ---- paths evo writes: a regular file (replaced whole) or a new name in an existing directory, nothing else ----
+mkfifo "$T/fifo.cu"
+ln -s "$T/fifo.cu" "$T/link.cu"
+mkdir "$T/charts" && mkfifo "$T/charts/run1-fitness.svg"
+expect "export -o a FIFO" 2 "export -o $T/fifo.cu: is a FIFO; evo writes only a regular file or a new name in an existing directory" -- export --db "$POP" -o "$T/fifo.cu"
+expect "export -o a symbolic link" 2 "export -o $T/link.cu: is a symbolic link; evo writes only a regular file or a new name in an existing directory" -- export --db "$POP" -o "$T/link.cu"
+expect "export -o in a missing directory" 2 "export -o $T/none/x.cu: no such directory $T/none" -- export --db "$POP" -o "$T/none/x.cu"
+expect "plot: a chart that is a FIFO" 2 "plot $T/charts/run1-fitness.svg: is a FIFO; evo writes only a regular file or a new name in an existing directory" -- plot --db "$POP" --run 1 -o "$T/charts"
+expect "run --db a FIFO" 1 "$T/fifo.cu: not an evo database (not a regular file)" "$T/fifo.cu" -- run --config "$FAULTS" --db "$T/fifo.cu"
+ln -s "$T/none/x.db" "$T/dangling.db"
+expect "run --db a dangling link" 2 "$T/dangling.db: is a symbolic link; evo writes only a regular file or a new name in an existing directory" "$T/dangling.db" -- run --config "$FAULTS" --db "$T/dangling.db"
 
 # ---- evo compile --genome: the genome parser ----
 G="TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1"

@@ -105,7 +105,37 @@ expect_rc 2 "extra argument"
 run export --db pop.db -o
 expect_rc 2 "-o without a value"
 run export --db pop.db -o no/such/dir/x.cu
-expect_rc 1 "unwritable output"
+expect_rc 2 "output in a missing directory"
+expect_err "evo: export -o no/such/dir/x.cu: no such directory no/such/dir" "output in a missing directory"
+
+# ---- -o is a regular file (replaced whole) or a new name: a FIFO, a link, a device or a directory is refused and
+# left as it was, and no temporary file stays behind ----
+mkdir outs && cd outs || exit 1
+mkfifo fifo
+echo target >target.txt
+ln -s target.txt link.cu
+ln -s nowhere.cu dangling.cu
+mkdir adir
+kinds=("fifo|a FIFO" "link.cu|a symbolic link" "dangling.cu|a symbolic link" "adir|a directory")
+if mknod dev c 1 7 2>/dev/null; then kinds+=("dev|a device"); fi # /dev/full's numbers, as root
+for pair in "${kinds[@]}"; do
+  o=${pair%%|*}
+  run export --db ../pop.db -o "$o"
+  expect_rc 2 "export -o $o"
+  expect_err "evo: export -o $o: is ${pair#*|}; evo writes only a regular file or a new name in an existing directory" "export -o $o"
+done
+checks=$((checks + 6))
+[ -p fifo ] || fail "the FIFO was replaced"
+[ -L link.cu ] && [ "$(cat target.txt)" = target ] || fail "the link or its target changed"
+[ -L dangling.cu ] && [ ! -e nowhere.cu ] || fail "the dangling link was followed or replaced"
+[ -d adir ] && [ -z "$(ls -A adir)" ] || fail "the directory changed"
+[ ! -e dev ] || [ -c dev ] || fail "the device node was replaced"
+[ -z "$(ls -A | grep -v -x -e fifo -e target.txt -e link.cu -e dangling.cu -e adir -e dev)" ] || fail "left behind: $(ls -A)"
+echo old >old.cu
+run export --db ../pop.db -o old.cu
+expect_rc 0 "export over a regular file"
+expect_file_has old.cu "#define EVO_EXPORT_KEY \"$A\"" "a regular file is replaced"
+cd .. || exit 1
 checks=$((checks + 1)); [ "$(sha pop.db)" = "$before" ] || fail "export changed the database"
 
 # ---- tools/compare_sdpa.py --dry-run reads the file's format, genome and variants (no GPU, no PyTorch) ----

@@ -10,7 +10,8 @@ HOLDER=$(dirname "$EVO")/tests/test_store # `test_store --hold-lock FILE READY`
 CFG=$SRC/tests/data/faults.yaml
 T=$(mktemp -d /tmp/evo-cli-faults-XXXXXX)
 chmod 755 "$T" # the read-only cases run evo as another user
-export EVO_CACHE=$T/cache
+export EVO_CACHE=$T/cache TMPDIR=$T/tmp # evo's work directories (evo-run-PID) go to $T/tmp
+mkdir "$T/tmp" && chmod 1777 "$T/tmp"
 bg=()
 cleanup() {
   for p in "${bg[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
@@ -87,7 +88,7 @@ t [ "$(db scalar "$T/kill.db" "SELECT count(*) FROM generations")" = 1 ] || fail
 stored=$(count "$T/kill.db")
 EVO_FAKE_WORKER=ok run run --resume 1 --db "$T/kill.db"
 expect_rc 0 "resume"
-expect_out_has "resuming run 1 after generation 1 of 3" "resume"
+expect_out_has "resuming run 1: generations 0 to 0 of 3 are stored" "resume"
 expect_out_has "run 1 done" "resume"
 db dump "$T/kill.db" >"$T/kill.after"
 t no_lost_rows "$T/kill.before" "$T/kill.after" ||
@@ -96,6 +97,30 @@ t db check_run "$T/kill.db" 1 || fail "resume: structure (a candidate evaluated 
 db search "$T/kill.db" 1 >"$T/kill.search"
 t diff "$T/ref.search" "$T/kill.search" >&2 || fail "resume: the resumed search differs from the uninterrupted one"
 t [ "$(count "$T/kill.db")" -gt "$stored" ] || fail "resume: evaluated nothing new"
+# One numbering: the console's generations are evo history's (0 to 2 here), and the last one stored is 2.
+expect_out_has "gen  2 (3 of 3)" "resume: console numbering"
+run history --db "$T/kill.db"
+t grep -qE '^   2 ' <<<"$out" || fail "history: no generation 2"$'\n'"$out"
+t [ "$(db scalar "$T/kill.db" "SELECT max(generation) FROM generations")" = 2 ] || fail "stored generations are not 0 to 2"
+# --resume of a finished run: it says so, exits 0 and changes nothing (finished time and wall time included).
+db dump "$T/kill.db" >"$T/done.before"
+EVO_FAKE_WORKER=ok run run --resume 1 --db "$T/kill.db"
+expect_rc 0 "resume of a finished run"
+expect_out_has "run 1 is finished (done after 3 of 3 generations); nothing to resume" "resume of a finished run"
+db dump "$T/kill.db" >"$T/done.after"
+t diff "$T/done.before" "$T/done.after" >&2 || fail "resume of a finished run changed the database"
+# The killed driver could not remove its work directory; every run that ended removed its own.
+t [ "$(ls "$T/tmp")" = "evo-run-$driver" ] || fail "work directories left behind: $(ls "$T/tmp")"
+rm -rf "$T/tmp/evo-run-$driver"
+# A run that fails in its workers keeps the work directory, says where once (here the message quotes the worker's
+# log), and nothing else stays behind.
+EVO_FAKE_WORKER=die run run --config "$CFG" --db "$T/die.db" --generations 1
+expect_rc 2 "baseline crashes"
+t [ "$(wc -l <<<"$err")" = 1 ] || fail "baseline crashes: more than one line: $err"
+kept=$(ls "$T/tmp")
+t [ "$(grep -o "$T/tmp/$kept" <<<"$err" | wc -l)" = 1 ] && [ -s "$T/tmp/$kept/worker-gpu0.log" ] ||
+  fail "baseline crashes: work directory '$kept' not kept or not named once: $err"
+rm -rf "${T:?}/tmp/"*
 
 # ---- a worker killed mid-timing: that candidate is CRASHED, the worker restarts, the run finishes ----
 EVO_FAKE_WORKER=slow:1 "$EVO" run --config "$CFG" --db "$T/worker.db" --generations 1 >"$T/worker.out" 2>&1 &
@@ -227,7 +252,7 @@ limited() { # limited KB ARGS...: evo with every file it writes capped at KB kil
   err=$(cat "$T/err")
 }
 # A fresh database: the schema is written, then results until the WAL reaches the limit.
-limited 160 run --config "$CFG" --db "$T/full.db" --seed 9 --generations 8
+limited 320 run --config "$CFG" --db "$T/full.db" --seed 9 --generations 8
 expect_rc 1 "size limit, fresh database"
 expect_err_has "evo: $T/full.db: write failed (disk I/O error); is the disk full? The failed write was rolled back" "size limit, fresh"
 t [ "$(db quick_check "$T/full.db")" = ok ] || fail "size limit, fresh: quick_check"
@@ -255,7 +280,7 @@ t db check_run "$T/full2.db" 3 || fail "after the size limit: structure of the n
 if unshare -rm true 2>/dev/null; then
   mkdir "$T/mnt" "$T/mnt-work"
   unshare -rm bash -c '
-    mount -t tmpfs -o size=200k tmpfs "$1/mnt" || exit 99
+    mount -t tmpfs -o size=400k tmpfs "$1/mnt" || exit 99
     ln -s "$1/mnt-work" "$1/mnt/full.db.work"
     EVO_FAKE_WORKER=ok "$2" run --config "$3" --db "$1/mnt/full.db" --seed 9 --generations 20 >"$1/out" 2>"$1/err"
     echo $? >"$1/rc"

@@ -10,7 +10,7 @@ if [ ! -x "$FIXTURE" ]; then
   exit 1
 fi
 if ! command -v python3 >/dev/null; then
-  echo "cli_plot: python3 not found (it parses the SVG files); skipped"
+  echo "SKIP: python3 not found (it parses the SVG files)"
   exit 77
 fi
 T=$(mktemp -d /tmp/evo-cli-plot-XXXXXX)
@@ -151,6 +151,19 @@ expect_rc 2 "plot extra argument"
 run plot --db "$db" -o "$T/afile/sub"
 expect_rc 1 "plot -o under a file"
 checks=$((checks + 1)); [ -n "$err" ] || fail "plot -o under a file: no message"
+# -o names a directory; each chart in it is a regular file or a new name. A FIFO (as DIR or as a chart) is refused
+# before any chart is written, and left as it was.
+mkfifo "$T/fifo"
+run plot --db "$db" --run 1 -o "$T/fifo"
+expect_rc 2 "plot -o FIFO"
+expect_err "evo: plot -o $T/fifo: not a directory (evo plot writes its charts into one)" "plot -o FIFO"
+mkdir "$T/withfifo" && mkfifo "$T/withfifo/run1-elites.svg"
+run plot --db "$db" --run 1 -o "$T/withfifo"
+expect_rc 2 "plot over a FIFO"
+expect_err "evo: plot $T/withfifo/run1-elites.svg: is a FIFO; evo writes only a regular file or a new name in an existing directory" "plot over a FIFO"
+checks=$((checks + 2))
+[ -p "$T/fifo" ] && [ -p "$T/withfifo/run1-elites.svg" ] || fail "plot replaced a FIFO"
+[ "$(ls -A "$T/withfifo")" = run1-elites.svg ] || fail "plot wrote charts before refusing: $(ls -A "$T/withfifo")"
 
 checks=$((checks + 1)); [ "$(sha "$db")" = "$before" ] || fail "plot changed the database"
 

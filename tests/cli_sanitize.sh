@@ -27,7 +27,7 @@ expect_rc() { t [ "$rc" = "$1" ] || fail "$2: exit $rc, want $1"$'\n'"stdout: $o
 expect_err_has() { t grep -qF -- "$1" <<<"$err" || fail "$2: stderr '$err' lacks '$1'"; }
 expect_out_has() { t grep -qF -- "$1" <<<"$out" || fail "$2: stdout lacks '$1'"$'\n'"$out"; }
 db() { python3 "$SRC/tests/evo_db.py" "$@"; }
-no_sanitizer_left() { ! pgrep -f fake-sanitizer.sh >/dev/null; }
+no_sanitizer_left() { ! pgrep -f "fake-sanitizer.sh.*$T" >/dev/null; } # this test's alone: others may run at once
 demoted() { db scalar "$1" "SELECT count(*) FROM candidates WHERE demoted IS NOT NULL"; }
 
 # ---- options ----

@@ -15,7 +15,7 @@ for c in "${CUDA_HOME:-}/bin/nvcc" /usr/local/cuda/bin/nvcc; do
   [ -z "$NVCC" ] && [ -x "$c" ] && NVCC=$c
 done
 if [ -z "$NVCC" ]; then
-  echo "cli_variants: skipped: nvcc not found (PATH, \$CUDA_HOME/bin, /usr/local/cuda/bin)"
+  echo "SKIP: nvcc not found (PATH, \$CUDA_HOME/bin, /usr/local/cuda/bin)"
   exit 77
 fi
 T=$(mktemp -d /tmp/evo-cli-variants-XXXXXX)

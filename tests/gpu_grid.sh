@@ -6,7 +6,7 @@ set -u
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 if [ ! -e /proc/driver/nvidia/version ] && ! ldconfig -p 2>/dev/null | grep -q libcuda.so.1; then
-  echo "skipped: no NVIDIA driver on this machine"
+  echo "SKIP: no NVIDIA driver on this machine"
   exit 77
 fi
 tmp=$(mktemp -d)

@@ -317,6 +317,16 @@ static const struct {
     {"empty_domain.yaml", "empty_domain.yaml:8:13: space.knobs.STAGES", "empty domain"},
     {"duplicate_value.yaml", "duplicate_value.yaml:4:23: space.knobs.TILE_M[2]", "value 64 appears twice"},
     {"mixed_domain.yaml", "mixed_domain.yaml:10:17: space.knobs.PV_MMA[1]", "expected an integer, found 'mma'"},
+    {"illegal_stages.yaml", "illegal_stages.yaml:8:17: space.knobs.STAGES[1]", "9 is not a legal value; legal: 1..4"},
+    {"illegal_warps_n.yaml", "illegal_warps_n.yaml:7:18: space.knobs.WARPS_N[1]",
+     "-2 is not a legal value; legal: 1, 2, 4"},
+    {"illegal_tile_n.yaml", "illegal_tile_n.yaml:5:14: space.knobs.TILE_N[0]",
+     "0 is not a legal value; legal: 16..256 in steps of 16"},
+    {"tagged_number.yaml", "tagged_number.yaml:31:15: evolution.population",
+     "expected an integer, found '!!str 216' (a value tagged !!str is not an integer; write it plain)"},
+    {"extra_options.yaml", "extra_options.yaml:34:61: compile.extra_options",
+     "NVRTC refuses these options: nvrtc: error: unrecognized option --bogus-flag"},
+    {"illegal_enum.yaml", "illegal_enum.yaml:9:15: space.knobs.SWIZZLE[0]", "expected an integer (legal: 0, 1)"},
     {"bad_constraint.yaml", "bad_constraint.yaml:17:17: space.constraints[0]", "unknown knob 'WARPS_Q'"},
     {"bad_constraint_syntax.yaml", "bad_constraint_syntax.yaml:17:28: space.constraints[0]",
      "expected a number, a knob or '(', found end of expression"},
@@ -393,6 +403,8 @@ static void test_memory_errors(void)
         {"task: attention_fp8\nsoftmax_scale: .nan\n", "mem.yaml:2:16: softmax_scale: expected a number"},
         {"task: attention_fp8\nsoftmax_scale: 1e999\n", "softmax_scale: 1e999 is not a finite number"},
         {"task: attention_fp8\nsoftmax_scale: -0.5\n", "mem.yaml:2:16: softmax_scale: -0.5 is out of range"},
+        {"task: attention_fp8\nsoftmax_scale: !!str 1\n", "mem.yaml:2:16: softmax_scale: expected a number, found '!!str 1'"},
+        {"task: attention_fp8\nsoftmax_scale: &s !!str 1\n", "mem.yaml:2:16: softmax_scale: expected a number, found '!!str 1'"},
     };
     for (size_t i = 0; i < EVO_ARRAY_LEN(cases); i++) {
         evo_config *c = NULL;
@@ -400,6 +412,29 @@ static void test_memory_errors(void)
         CHECK_EQ_INT(evo_config_parse("mem.yaml", cases[i].text, strlen(cases[i].text), &c, &err), EVO_E_CONFIG);
         CHECK(c == NULL);
         CHECK_CONTAINS(err.msg, cases[i].msg);
+    }
+    /* Tagged as what it is, a number is still a number; NVRTC takes real options; too many nodes are refused before
+     * the document is built, too many bytes before anything is parsed. */
+    {
+        static const char ok[] = MINIMAL_SPACE MINIMAL_REST "softmax_scale: !!float 0.125\n"
+                                 "compile: {extra_options: '-maxrregcount=128 -DEVO_UNUSED=1'}\n";
+        evo_config *c = NULL;
+        evo_err err = {{0}};
+        CHECK_EQ_INT(evo_config_parse("mem.yaml", ok, strlen(ok), &c, &err), EVO_OK);
+        CHECK(c && evo_config_option(c, "softmax_scale", -1) == 0.125);
+        evo_config_free(c);
+        evo_str big = {0};
+        evo_str_append(&big, "task: attention_fp8\nx: [");
+        for (int i = 0; i < EVO_CONFIG_MAX_NODES; i++) evo_str_append(&big, "1,");
+        evo_str_append(&big, "1]\n");
+        CHECK_EQ_INT(evo_config_parse("mem.yaml", big.p, big.len, &c, &err), EVO_E_CONFIG);
+        CHECK_CONTAINS(err.msg, "top level: more than 100000 YAML nodes");
+        evo_str_free(&big);
+        char *huge = malloc(EVO_CONFIG_MAX_BYTES + 1);
+        memset(huge, ' ', EVO_CONFIG_MAX_BYTES + 1);
+        CHECK_EQ_INT(evo_config_parse("mem.yaml", huge, EVO_CONFIG_MAX_BYTES + 1, &c, &err), EVO_E_CONFIG);
+        CHECK_STR(err.msg, "mem.yaml: 1048577 bytes; a configuration is at most 1048576 bytes (1 MiB)");
+        free(huge);
     }
     /* A constraint error in a config read from memory points into the text too. */
     static const char text[] = MINIMAL_SPACE "  constraints: ['TILE_M >= 2 *']\n" MINIMAL_REST;

@@ -1285,6 +1285,58 @@ static void test_intervals_and_retimes(void)
     CHECK_EQ_INT(raw_int(q, "PRAGMA user_version"), EVO_STORE_SCHEMA);
 }
 
+/* Version 2 to 3 (the verdict NOT_RECORDED): a version-2 file is read as it is (no NOT_RECORDED count: 0), then the
+ * writing open rebuilds evaluations with every row, id and per-shape result kept, and NOT_RECORDED can be stored. */
+static void test_migrate_v2_to_v3(void)
+{
+    char cmd[600];
+    const char *p = tmp_path("v2.db");
+    snprintf(cmd, sizeof cmd, "cp '%s/tests/data/replay.db' '%s'", EVO_SOURCE_DIR, p);
+    CHECK(system(cmd) == 0);
+    raw_exec(p, "ALTER TABLE candidates ADD COLUMN demoted TEXT; PRAGMA user_version = 2"); /* what 1 to 2 does */
+    const int64_t evals = raw_int(p, "SELECT count(*) FROM evaluations"), results = raw_int(p, "SELECT count(*) FROM results");
+    const int64_t id_sum = raw_int(p, "SELECT sum(id * 7 + candidate_id) FROM evaluations");
+    CHECK(evals > 0 && results > 0);
+    evo_err err = {{0}};
+    evo_store *ro = open_ok(p, EVO_STORE_READONLY);
+    int64_t run = 0;
+    CHECK_EQ_INT(evo_store_last_run(ro, &run, &err), EVO_OK);
+    evo_gen_rec *g = NULL;
+    int ng = 0;
+    CHECK_EQ_INT(evo_store_generations(ro, run, &g, &ng, &err), EVO_OK);
+    CHECK(ng > 0);
+    for (int i = 0; i < ng; i++) {
+        CHECK_EQ_INT(g[i].counts[EVO_V_NOT_RECORDED], 0);
+        evo_store_gen_free(&g[i]);
+    }
+    free(g);
+    evo_store_close(ro);
+    CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), 2);
+
+    evo_store *st = open_ok(p, EVO_STORE_READWRITE);
+    CHECK_EQ_INT(evo_store_schema_version(st), 3);
+    CHECK_EQ_INT(raw_int(p, "SELECT count(*) FROM evaluations"), evals);
+    CHECK_EQ_INT(raw_int(p, "SELECT count(*) FROM results"), results);
+    CHECK_EQ_INT(raw_int(p, "SELECT sum(id * 7 + candidate_id) FROM evaluations"), id_sum);
+    CHECK_EQ_INT(raw_int(p, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    CHECK_EQ_INT(raw_int(p, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'evaluations'"), 3);
+    const int64_t cid = raw_int(p, "SELECT min(id) FROM candidates");
+    evo_eval_rec e = {.candidate_id = cid, .run_id = run, .generation = 0, .shape_set = "ss-nr",
+                      .verdict = EVO_V_NOT_RECORDED, .fitness = NAN, .detail = "{}", .created_at = "2026-11-23T00:00:00Z"};
+    CHECK_EQ_INT(evo_store_put_evaluation(st, &e, &err), EVO_OK);
+    evo_gen_rec gr = {.run_id = run, .generation = 99, .best_fitness = NAN, .median_fitness = NAN, .evaluated = 5};
+    gr.counts[EVO_V_NOT_RECORDED] = 5;
+    CHECK_EQ_INT(evo_store_put_generation(st, &gr, &err), EVO_OK);
+    g = NULL, ng = 0;
+    CHECK_EQ_INT(evo_store_generations(st, run, &g, &ng, &err), EVO_OK);
+    CHECK(ng > 0 && g[ng - 1].generation == 99 && g[ng - 1].counts[EVO_V_NOT_RECORDED] == 5);
+    for (int i = 0; i < ng; i++) evo_store_gen_free(&g[i]);
+    free(g);
+    evo_store_close(st);
+    CHECK_EQ_INT(raw_int(p, "SELECT count(*) FROM evaluations WHERE verdict = 'NOT_RECORDED'"), 1);
+    CHECK_EQ_INT(raw_int(p, "PRAGMA foreign_keys"), 0); /* a raw connection's default: the file keeps no setting */
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "--fixture") == 0) return fixture(argv[2], argv[3]);
@@ -1299,6 +1351,7 @@ int main(int argc, char **argv)
     test_create_and_settings();
     test_migrate_empty_file();
     test_migrate_v1_and_demote();
+    test_migrate_v2_to_v3();
     test_round_trip();
     test_readers();
     test_durability();

@@ -77,44 +77,27 @@ static const int attention_defaults[] = {
     EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, 0, 0, 64,
 };
 
-/* The values the template can be instantiated with, knob by knob (static_asserts in templates/attention_fp8.cu
- * and can_implement below hold the rules between knobs). In the order of attention_knobs. */
-static const struct {
-    int lo, hi, step; /* lo..hi in steps of step (step 0: only the listed values) */
-    int list[4], n;
-} attention_legal[] = {
-    {16, 256, 16, {0}, 0}, /* TILE_M */
-    {16, 256, 16, {0}, 0}, /* TILE_N */
-    {1, 8, 1, {0}, 0},     /* WARPS_M */
-    {0, 0, 0, {1, 2, 4}, 3}, /* WARPS_N */
-    {1, 4, 1, {0}, 0},     /* STAGES */
-    {0, 1, 1, {0}, 0},     /* SWIZZLE */
-    {0, 1, 1, {0}, 0},     /* PV_MMA */
-    {0, 1, 1, {0}, 0},     /* QK_8BIT */
-    {0, 2, 1, {0}, 0},     /* F16_SMEM */
-    {1, 4, 1, {0}, 0},     /* MIN_BLOCKS */
-    {0, 1, 1, {0}, 0},     /* FAST_EXP */
-    {0, 1, 1, {0}, 0},     /* CAUSAL_PAIR */
-    {0, 0, 0, {0, 128, 256}, 3}, /* BIG_TILE_M */
-    {16, 256, 16, {0}, 0}, /* BIG_TILE_N */
+/* The values the template can be instantiated with, knob by knob (static_asserts in templates/attention_fp8.cu and
+ * can_implement below hold the rules between knobs), in the order of attention_knobs. */
+static const int warps_n_set[] = {1, 2, 4};
+static const int big_tile_m_set[] = {0, 128, 256};
+static const evo_knob_legal attention_legal[] = {
+    {16, 256, 16, NULL, 0},       /* TILE_M      */
+    {16, 256, 16, NULL, 0},       /* TILE_N      */
+    {1, 8, 1, NULL, 0},           /* WARPS_M     */
+    {0, 0, 0, warps_n_set, 3},    /* WARPS_N     */
+    {1, 4, 1, NULL, 0},           /* STAGES      */
+    {0, 1, 1, NULL, 0},           /* SWIZZLE     */
+    {0, 1, 1, NULL, 0},           /* PV_MMA      */
+    {0, 1, 1, NULL, 0},           /* QK_8BIT     */
+    {0, 2, 1, NULL, 0},           /* F16_SMEM    */
+    {1, 32, 1, NULL, 0},          /* MIN_BLOCKS  */
+    {0, 1, 1, NULL, 0},           /* FAST_EXP    */
+    {0, 1, 1, NULL, 0},           /* CAUSAL_PAIR */
+    {0, 0, 0, big_tile_m_set, 3}, /* BIG_TILE_M  */
+    {16, 256, 16, NULL, 0},       /* BIG_TILE_N  */
 };
-
-static bool attention_knob_legal(int knob, int value, char *why, size_t why_len)
-{
-    if (knob < 0 || knob >= (int)EVO_ARRAY_LEN(attention_legal)) return false;
-    const int lo = attention_legal[knob].lo, hi = attention_legal[knob].hi, step = attention_legal[knob].step;
-    if (step && value >= lo && value <= hi && (value - lo) % step == 0) return true;
-    for (int i = 0; i < attention_legal[knob].n; i++)
-        if (value == attention_legal[knob].list[i]) return true;
-    if (step == 1) snprintf(why, why_len, "legal: %d to %d", lo, hi);
-    else if (step) snprintf(why, why_len, "legal: multiples of %d from %d to %d", step, lo, hi);
-    else {
-        size_t used = (size_t)snprintf(why, why_len, "legal:");
-        for (int i = 0; i < attention_legal[knob].n && used < why_len; i++)
-            used += (size_t)snprintf(why + used, why_len - used, "%s %d", i ? "," : "", attention_legal[knob].list[i]);
-    }
-    return false;
-}
+_Static_assert(EVO_ARRAY_LEN(attention_legal) == EVO_ARRAY_LEN(attention_knobs) - 1, "one legal set per knob");
 
 typedef struct {
     int tile_m, tile_n, warps_m, warps_n, stages, swizzle, pv_mma, qk_8bit, f16_smem, min_blocks, fast_exp, causal_pair;
@@ -350,7 +333,7 @@ const evo_task evo_task_attention_fp8 = {
     .headers = attention_headers,
     .knobs = attention_knobs,
     .knob_defaults = attention_defaults,
-    .knob_legal = attention_knob_legal,
+    .knob_legal = attention_legal,
     .shape_fields = attention_shape_fields,
     .n_shape_fields = ATTN_N_FIELDS,
     .options = attention_options,

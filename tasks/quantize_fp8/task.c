@@ -69,33 +69,23 @@ static const char *const quantize_knobs[] = {"VEC",   "WARPS", "MODE", "CLUSTER"
                                              "ITERS", "CVT",   "CACHE", "FUSED_ROT", "SLACK", NULL};
 static const int quantize_defaults[] = {EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, 1, 0, EVO_KNOB_REQUIRED,
                                         1, 1, 0, 1, 1};
-static const struct {
-    int list[6], n;
-} quantize_legal[] = {
-    {{8, 16, 32}, 3},          /* VEC */
-    {{2, 4, 8, 16, 32}, 5},    /* WARPS */
-    {{0, 1, 2, 3}, 4},         /* MODE */
-    {{1, 2, 4, 8, 16}, 5},     /* CLUSTER */
-    {{0, 1, 2, 4, 8, 16}, 6},  /* KEEP */
-    {{1, 2, 4, 8}, 4},         /* UNROLL */
-    {{1, 2, 4, 8}, 4},         /* ITERS */
-    {{0, 1}, 2},               /* CVT */
-    {{0, 1}, 2},               /* CACHE */
-    {{0, 1}, 2},               /* FUSED_ROT */
-    {{0, 1, 2, 4, 8}, 5},      /* SLACK */
+static const int vec_set[] = {8, 16, 32}, warps_set[] = {2, 4, 8, 16, 32}, cluster_set[] = {1, 2, 4, 8, 16};
+static const int keep_set[] = {0, 1, 2, 4, 8, 16}, pow2_8_set[] = {1, 2, 4, 8}, slack_set[] = {0, 1, 2, 4, 8};
+/* The values quantize_fp8.cu's static_asserts (and evo_quant_check) allow, in the order of quantize_knobs. */
+static const evo_knob_legal quantize_legal[] = {
+    {0, 0, 0, vec_set, 3},      /* VEC */
+    {0, 0, 0, warps_set, 5},    /* WARPS */
+    {0, 3, 1, NULL, 0},         /* MODE */
+    {0, 0, 0, cluster_set, 5},  /* CLUSTER */
+    {0, 0, 0, keep_set, 6},     /* KEEP */
+    {0, 0, 0, pow2_8_set, 4},   /* UNROLL */
+    {0, 0, 0, pow2_8_set, 4},   /* ITERS */
+    {0, 1, 1, NULL, 0},         /* CVT */
+    {0, 1, 1, NULL, 0},         /* CACHE */
+    {0, 1, 1, NULL, 0},         /* FUSED_ROT */
+    {0, 0, 0, slack_set, 5},    /* SLACK */
 };
-
-static bool quantize_knob_legal(int knob, int value, char *why, size_t why_len)
-{
-    if (knob < 0 || knob >= (int)EVO_ARRAY_LEN(quantize_legal)) return false;
-    size_t used = (size_t)snprintf(why, why_len, "legal:");
-    for (int i = 0; i < quantize_legal[knob].n; i++) {
-        if (value == quantize_legal[knob].list[i]) return true;
-        if (used < why_len) used += (size_t)snprintf(why + used, why_len - used, "%s %d", i ? "," : "",
-                                                     quantize_legal[knob].list[i]);
-    }
-    return false;
-}
+_Static_assert(EVO_ARRAY_LEN(quantize_legal) == EVO_ARRAY_LEN(quantize_knobs) - 1, "one legal set per knob");
 
 static evo_quant_knobs knobs_of_genome(const evo_config *cfg, const evo_genome *g)
 {
@@ -248,7 +238,7 @@ const evo_task evo_task_quantize_fp8 = {
     .headers = quantize_headers,
     .knobs = quantize_knobs,
     .knob_defaults = quantize_defaults,
-    .knob_legal = quantize_knob_legal,
+    .knob_legal = quantize_legal,
     .shape_fields = quantize_shape_fields,
     .n_shape_fields = QZ_N_FIELDS,
     .options = NULL,
