@@ -94,7 +94,7 @@ expect_err_has "has no evaluation that passed every gate (latest: INCORRECT in r
 S=$(key STALE)
 run export --db pop.db --id "${S:0:8}"
 expect_rc 1 "changed template"
-expect_err_has "was measured with another version of templates/attention_fp8.cu" "changed template"
+expect_err_has "was measured with another version of attention_fp8.cu" "changed template"
 run export --db pop.db --best --id 1
 expect_rc 2 "--best --id"
 expect_err "evo: export: --best and --id exclude each other (see 'evo help export')" "--best --id"

@@ -365,7 +365,7 @@ static void test_refusals(const fixture *fx)
     snprintf(id, sizeof id, "%.8s", fx->key[C_STALE]);
     CHECK_EQ_INT(export_one(st, id, &src, &out, &err), EVO_E_NOTFOUND);
     snprintf(want, sizeof want,
-             "candidate %lld (%.8s) was measured with another version of templates/attention_fp8.cu (SHA-256 "
+             "candidate %lld (%.8s) was measured with another version of attention_fp8.cu (SHA-256 "
              "000000000000..., this evo has ",
              (long long)fx->id[C_STALE], fx->key[C_STALE]);
     CHECK_CONTAINS(err.msg, want);

@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 out=${1:-build/quantize}
 arch=${2:-sm_90}
 mkdir -p "$out"
-inc=(-Itasks/quantize_fp8 -Iengine -Itemplates)
-for f in tasks/quantize_fp8/quantize_ref.c engine/attn_ref.c engine/evo.c; do
+inc=(-Itasks/quantize_fp8 -Iengine/core -Itasks/attention_fp8 -Itemplates)
+for f in tasks/quantize_fp8/quantize_ref.c engine/core/attn_ref.c engine/core/evo.c; do
   gcc -O2 -std=c11 -fPIC -D_GNU_SOURCE -Wall -Wextra -Werror "${inc[@]}" -c "$f" -o "$out/$(basename "${f%.c}").o"
 done
 objs=("$out/quantize_ref.o" "$out/attn_ref.o" "$out/evo.o")

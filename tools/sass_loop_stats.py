@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sass_loop_stats.py — static instruction mix of the key-tile loop of templates/attention_fp8.cu instantiations.
+"""sass_loop_stats.py — static instruction mix of the key-tile loop of tasks/attention_fp8/attention_fp8.cu instantiations.
 
 Compiles each genome (template arguments <D,FMT,TILE_M,TILE_N,WARPS_M,WARPS_N,STAGES,SWIZZLE,PV_MMA,QK_8BIT,
 F16_SMEM,MIN_BLOCKS,FAST_EXP>) with nvcc, disassembles it and prints registers, spills and, for every outermost loop

@@ -74,7 +74,7 @@ int main(int argc, char **argv)
     char path[4096];
     snprintf(path, sizeof path, "%s/tasks/attention_fp8/attention_fp8_sm90.cu", evo_dir);
     char *src = read_file(path);
-    snprintf(path, sizeof path, "%s/templates/evo_attention_abi.h", evo_dir);
+    snprintf(path, sizeof path, "%s/tasks/attention_fp8/evo_attention_abi.h", evo_dir);
     char *abi = read_file(path);
     if (!src || !abi) {
         fprintf(stderr, "%s: cannot read the template or the ABI header under %s\n", argv[0], evo_dir);

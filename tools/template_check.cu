@@ -1,11 +1,11 @@
-/* template_check.cu — checks and times instantiations of templates/attention_fp8.cu without the engine: a
+/* template_check.cu — checks and times instantiations of tasks/attention_fp8/attention_fp8.cu without the engine: a
  * template author's bench. CPU FP64 reference on dequantized inputs, NaN-poisoned outputs, CUDA-event timing with
  * the L2 flushed, medians. Build and run (GPU host):
  *   nvcc -O2 -std=c++17 -arch=sm_90 -Itemplates -Xcompiler -fopenmp tools/template_check.cu -o build/template_check
  *   build/template_check [--quick] [--small] [--no-time] [--time-only] [--filter TEXT] [--json FILE]
  * The sm_80 path as PTX: add -DTC_PTX80 -gencode arch=compute_80,code=compute_80 instead of -arch=sm_90.
  */
-#include "../templates/attention_fp8.cu"
+#include "../tasks/attention_fp8/attention_fp8.cu"
 
 #include <algorithm>
 #include <cmath>

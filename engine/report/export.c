@@ -302,7 +302,7 @@ static evo_status render_checked(const evo_export_src *src, const evo_config *cf
     evo_sha256_hex(prog->source, strlen(prog->source), hash);
     if (!c->template_hash || strcmp(hash, c->template_hash) != 0)
         return evo_fail(err, EVO_E_NOTFOUND,
-                        "candidate %lld (%.8s) was measured with another version of templates/%s (SHA-256 %.12s..., "
+                        "candidate %lld (%.8s) was measured with another version of %s (SHA-256 %.12s..., "
                         "this evo has %.12s...): export it with the evo that measured it",
                         (long long)c->id, c->key, task->template_file, c->template_hash ? c->template_hash : "?",
                         hash);
