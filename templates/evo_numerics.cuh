@@ -1,12 +1,12 @@
 /* evo_numerics.cuh — device-side number formats shared by evo's support kernels (support.cu) and the tasks' own
- * reference kernels: fp16, e4m3 and the simulated u8 encoding, bit for bit the CPU rules of engine/attn_ref.c, plus
+ * reference kernels: fp16, e4m3 and the simulated u8 encoding, bit for bit the CPU rules of engine/core/numerics.c, plus
  * the comparison accumulator's layout and a grid-stride loop. Every floating-point step uses __f*_rn / __d*_rn
  * intrinsics (never fused into FMAs). NVRTC gets it as an in-memory header; needs no other header.
  */
 #ifndef EVO_NUMERICS_CUH
 #define EVO_NUMERICS_CUH
 
-/* Same layout as evo_compare_acc in engine/attn_ref.h. */
+/* Same layout as evo_compare_acc in engine/core/numerics.h. */
 typedef struct {
     double max_abs;
     double sum_sq_diff;
@@ -23,7 +23,7 @@ typedef unsigned long long u64;
 #define GRID_STRIDE(i, n)                                                                          \
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (u64)gridDim.x * blockDim.x)
 
-/* ---- number formats (mirrors of attn_ref.c) ---- */
+/* ---- number formats (mirrors of numerics.c) ---- */
 
 __device__ __forceinline__ float half_to_float(unsigned short h)
 {

@@ -1,6 +1,6 @@
 /* support.cu — the GPU kernels around every attention candidate: input generator, quantizer, dequantizer, FP32
  * reference attention, output comparison and canary check. Compiled by NVRTC at run time, needs no header.
- * The generator, quantizer and dequantizer match engine/attn_ref.c bit for bit: the same integer code, and
+ * The generator, quantizer and dequantizer match engine/core/numerics.c and tasks/attention_fp8/attn_ref.c bit for bit: the same integer code, and
  * floating-point steps written with __f*_rn / __d*_rn intrinsics, which are never fused into FMAs. Compile
  * WITHOUT --use_fast_math, -ftz=true, -prec-div=false or -prec-sqrt=false (expf must stay the accurate one).
  *
@@ -45,7 +45,7 @@
 
 #include "evo_numerics.cuh"
 
-/* ---- generator (mirror of attn_ref.c) ---- */
+/* ---- generator (mirror of numerics.c) ---- */
 
 #define GEN_GAMMA 0x9e3779b97f4a7c15ull
 #define GEN_STREAM_MUL 0xd1b54a32d192ed03ull

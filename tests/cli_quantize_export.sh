@@ -43,12 +43,12 @@ build() { local name=$1; shift; ("$NVCC" -arch=sm_90 -O3 "$@" >"$name.log" 2>&1;
 build so -shared -Xcompiler -fPIC cluster.cu -o libq.so
 build chained -DEVO_SELFTEST chained.cu -o chained-selftest
 build split -DEVO_SELFTEST -c split.cu -o split.o
-for f in tasks/quantize_fp8/quantize_ref.c engine/core/attn_ref.c engine/core/evo.c; do
+for f in tasks/quantize_fp8/quantize_ref.c engine/core/numerics.c engine/core/evo.c; do
   gcc -O2 -std=c11 -D_GNU_SOURCE -I"$SRC/tasks/quantize_fp8" -I"$SRC/engine/core" -I"$SRC/tasks/attention_fp8" -I"$SRC/templates" -c "$SRC/$f" \
     -o "$(basename "${f%.c}").o" || fail "gcc $f"
 done
 build refcheck -DEVO_SELFTEST -DEVO_QX_FILE="\"$T/one.cu\"" -I"$SRC/tasks/quantize_fp8" -I"$SRC/engine/core" -I"$SRC/tasks/attention_fp8" \
-  -I"$SRC/templates" "$SRC/tests/quantize_export_refcheck.cu" quantize_ref.o attn_ref.o evo.o -o refcheck
+  -I"$SRC/templates" "$SRC/tests/quantize_export_refcheck.cu" quantize_ref.o numerics.o evo.o -o refcheck
 wait
 for name in so chained split refcheck; do
   checks=$((checks + 2))

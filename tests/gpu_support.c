@@ -1,4 +1,4 @@
-/* gpu_support.c — templates/support.cu on a real GPU against engine/core/attn_ref.c: generator and quantizer bit for
+/* gpu_support.c — templates/support.cu on a real GPU against engine/core/numerics.c and tasks/attention_fp8/attn_ref.c: generator and quantizer bit for
  * bit, FP32 reference attention vs the FP64 CPU reference, evo_compare's counts, the canary check.
  * Run: ctest --test-dir build -L gpu --output-on-failure   (or build/tests/gpu_support; exits 77 without a GPU)
  * Every failing comparison prints its case and first differing index, so one run tells what is wrong.

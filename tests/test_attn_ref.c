@@ -1,5 +1,5 @@
 /* test_attn_ref.c — the CPU number formats, quantizer, generator, FP64 reference attention and metrics
- * (engine/core/attn_ref.h) on fixed values, exhaustive sweeps and independent oracles.
+ * (engine/core/numerics.h, tasks/attention_fp8/attn_ref.h) on fixed values, exhaustive sweeps and independent oracles.
  * Run: ctest --test-dir build -R test_attn_ref --output-on-failure
  */
 #include "attn_ref.h"

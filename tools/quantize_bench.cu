@@ -8,7 +8,7 @@
 #include "quantize_fp8.cu"
 
 extern "C" {
-#include "attn_ref.h"
+#include "numerics.h"
 #include "quantize_ref.h"
 }
 

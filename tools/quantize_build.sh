@@ -8,10 +8,10 @@ out=${1:-build/quantize}
 arch=${2:-sm_90}
 mkdir -p "$out"
 inc=(-Itasks/quantize_fp8 -Iengine/core -Itasks/attention_fp8 -Itemplates)
-for f in tasks/quantize_fp8/quantize_ref.c engine/core/attn_ref.c engine/core/evo.c; do
+for f in tasks/quantize_fp8/quantize_ref.c engine/core/numerics.c engine/core/evo.c; do
   gcc -O2 -std=c11 -fPIC -D_GNU_SOURCE -Wall -Wextra -Werror "${inc[@]}" -c "$f" -o "$out/$(basename "${f%.c}").o"
 done
-objs=("$out/quantize_ref.o" "$out/attn_ref.o" "$out/evo.o")
+objs=("$out/quantize_ref.o" "$out/numerics.o" "$out/evo.o")
 nv=(nvcc -O2 -std=c++17 -arch="$arch" "${inc[@]}" -Xcompiler -fPIC -Xptxas -warn-spills)
 "${nv[@]}" tools/quantize_bench.cu "${objs[@]}" -o "$out/quantize_bench" &
 "${nv[@]}" -DQB_LIB -shared tools/quantize_bench.cu "${objs[@]}" -o "$out/libquantize_bench.so" &

@@ -16,7 +16,7 @@
 #ifndef EVO_TASK_GPU_H
 #define EVO_TASK_GPU_H
 
-#include "attn_ref.h" /* evo_metrics */
+#include "numerics.h" /* evo_metrics */
 #include "config.h"
 #include "cudrv.h"
 #include "evo.h"

@@ -6,7 +6,7 @@
  * X [B, H, S, D] fp16 or bf16, contiguous -> codes [B, H, S, D] OCP e4m3fn + one float scale per (batch, head),
  * heads numbered b*H + h. Per head: scale = absmax / 448 (1 for an all-zero head; NaN elements ignored), code =
  * e4m3(x / scale) with the quotient rounded to nearest even in float, saturating at +-448 (the rule of
- * evo_ref_quantize in engine/attn_ref.h). With rotate = 1 every row of D elements is first replaced by
+ * evo_ref_quantize in tasks/attention_fp8/attn_ref.h). With rotate = 1 every row of D elements is first replaced by
  * y = H·(s∘x)/sqrt(D) (H the Walsh–Hadamard matrix, s the sign vector below), computed in float in a fixed order
  * (quantize_ref.h, "rotation"), and absmax and codes are taken over y. M = H·diag(s)/sqrt(D) is orthogonal and
  * the same for Q and K, so (Q·M)(K·M)ᵀ = Q·Kᵀ.

@@ -4,7 +4,7 @@
  * clusters), and an exact comparison: every code and every scale must equal the reference's bits. */
 #include "quantize.h"
 
-#include "attn_ref.h"
+#include "numerics.h"
 #include "task_gpu.h"
 #include "util.h"
 

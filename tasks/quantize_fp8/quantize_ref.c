@@ -4,7 +4,7 @@
  */
 #include "quantize_ref.h"
 
-#include "attn_ref.h"
+#include "numerics.h"
 #include "evo.h"
 
 #include <float.h>

@@ -4,7 +4,7 @@
  * Contract: pure functions of their arguments, no allocation, no global state, thread-safe. Tensors are
  * [B, H, S, D] contiguous; a head is S*D elements, heads numbered b*H + h; fp16 and bf16 values travel as uint16_t
  * bits, dtypes are EVO_QUANT_IN_F16 / EVO_QUANT_IN_BF16 (evo_quantize_abi.h). The e4m3 encoder and fp16 decoder
- * are engine/attn_ref.h's, so the rule is the attention gate's.
+ * are engine/core/numerics.h's, so the rule is the attention gate's.
  *
  * Rotation of one row x[0..D) (D a power of two, 16..256), in this order, every step rounded to float:
  *   1. v_i = -x_i where s_i = -1 (an exact sign flip; s from evo_quant_sign_word, evo_quantize_abi.h)

@@ -1,17 +1,13 @@
-/* attn_ref.h — the trusted CPU side of the attention task: fp16 and 8-bit number formats, the per-head quantizer,
- * the input generator, an FP64 reference attention and the error metrics. templates/support.cu is its GPU twin
- * (same generator, same quantizer, bit for bit); the tests hold the two together.
+/* numerics.h — the trusted CPU side of the number formats every task uses: fp16, OCP e4m3 and the simulated
+ * 8-bit encoding; the deterministic input generator; the error metrics the gates compare with. templates/support.cu
+ * and evo_numerics.cuh are its GPU twins (same generator, same encodings, bit for bit); the tests hold them together.
  *
- * Contract: pure functions of their arguments, no allocation, no global state, thread-safe. Tensors are
- * [B, H, S, D] contiguous; a "head" is the S*D elements of one (batch, head) pair, heads are numbered b*H + h.
- * fp16 values travel as uint16_t bit patterns. Formats are EVO_FORMAT_E4M3 / EVO_FORMAT_U8SIM of
- * evo_attention_abi.h; distributions are the values of evo_dist (config.h): 0 normal, 1 uniform, 2 outliers,
+ * Contract: pure functions of their arguments, no allocation, no global state, thread-safe. fp16 values travel as
+ * uint16_t bit patterns; distributions are the values of evo_dist (config.h): 0 normal, 1 uniform, 2 outliers,
  * 3 zero_head, 4 large. docs/templates.md ("Quantization and references") gives the exact arithmetic.
  */
-#ifndef EVO_ATTN_REF_H
-#define EVO_ATTN_REF_H
-
-#include "evo_attention_abi.h"
+#ifndef EVO_NUMERICS_H
+#define EVO_NUMERICS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -32,20 +28,7 @@ float evo_ref_e4m3_decode(uint8_t code); /* exact; 0x7f and 0xff decode to NaN *
 uint8_t evo_ref_u8sim_encode(float x, float scale);
 float evo_ref_u8sim_decode(uint8_t code, float scale);
 
-/* ---- per-head quantization ---- */
-/* absmax(|x|) / 448 in float (NaN elements ignored), 1.0 when the head is all zeros. */
-float evo_ref_head_scale(const uint16_t *x, size_t head_elems);
-/* Quantizes n_heads heads of head_elems fp16 values: scales[h] = evo_ref_head_scale(head h); codes[i] =
- * encode(x[i] / scale) for e4m3 (the quotient rounded in float), evo_ref_u8sim_encode(x[i], scale) for u8sim. */
-void evo_ref_quantize(const uint16_t *x, size_t n_heads, size_t head_elems, int format, uint8_t *codes,
-                      float *scales);
-/* out[i] = decode(codes[i]) * scale (e4m3, one float multiply) or evo_ref_u8sim_decode (u8sim). */
-void evo_ref_dequantize(const uint8_t *codes, const float *scales, size_t n_heads, size_t head_elems, int format,
-                        float *out);
-
 /* ---- deterministic inputs ---- */
-/* Tensor ids the engine uses; a different seed, not a different id, gives the timing inputs. */
-enum { EVO_TENSOR_Q = 0, EVO_TENSOR_K = 1, EVO_TENSOR_V = 2 };
 /* Element `index` of tensor (seed, tensor_id) drawn from dist and rounded to fp16. Counter-based: every element
  * is computed on its own from a hash of (seed, tensor_id, index), with integer and correctly rounded double
  * arithmetic only, so the GPU's evo_gen_inputs produces the same bits. head_elems = S*D (zero_head zeroes
@@ -53,12 +36,6 @@ enum { EVO_TENSOR_Q = 0, EVO_TENSOR_K = 1, EVO_TENSOR_V = 2 };
  * standard deviation of 10, with probability 2^-32 * 4294967 (0.001). */
 uint16_t evo_ref_gen_value(uint64_t seed, uint32_t tensor_id, int dist, uint64_t head_elems, uint64_t index);
 void evo_ref_gen_inputs(uint16_t *out, size_t n, uint64_t head_elems, uint64_t seed, uint32_t tensor_id, int dist);
-
-/* ---- reference attention ---- */
-/* o = softmax(q·kᵀ · softmax_scale, key j masked for query i when causal and j > i) · v, in double on float
- * inputs (the dequantized tensors), output double [B, H, S, D]. Exact up to FP64 rounding. */
-void evo_ref_attention(const float *q, const float *k, const float *v, double *o, int batch, int heads, int seq,
-                       int head_dim, int causal, double softmax_scale);
 
 /* ---- error metrics ---- */
 typedef enum { EVO_ELEM_F16 = 0, EVO_ELEM_F32, EVO_ELEM_F64 } evo_elem;

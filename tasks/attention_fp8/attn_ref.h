@@ -1,0 +1,38 @@
+/* attn_ref.h — the attention task's trusted CPU side: the per-head quantizer and an FP64 reference attention, on
+ * top of the shared number formats and generator of numerics.h. templates/support.cu is its GPU twin (same
+ * quantizer, bit for bit); the tests hold the two together.
+ *
+ * Contract: pure functions of their arguments, no allocation, no global state, thread-safe. Tensors are
+ * [B, H, S, D] contiguous; a "head" is the S*D elements of one (batch, head) pair, heads are numbered b*H + h.
+ * Formats are EVO_FORMAT_E4M3 / EVO_FORMAT_U8SIM of evo_attention_abi.h.
+ */
+#ifndef EVO_ATTN_REF_H
+#define EVO_ATTN_REF_H
+
+#include "evo_attention_abi.h"
+#include "numerics.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Tensor ids of the attention inputs; a different seed, not a different id, gives the timing inputs. */
+enum { EVO_TENSOR_Q = 0, EVO_TENSOR_K = 1, EVO_TENSOR_V = 2 };
+
+/* ---- per-head quantization ---- */
+/* absmax(|x|) / 448 in float (NaN elements ignored), 1.0 when the head is all zeros. */
+float evo_ref_head_scale(const uint16_t *x, size_t head_elems);
+/* Quantizes n_heads heads of head_elems fp16 values: scales[h] = evo_ref_head_scale(head h); codes[i] =
+ * encode(x[i] / scale) for e4m3 (the quotient rounded in float), evo_ref_u8sim_encode(x[i], scale) for u8sim. */
+void evo_ref_quantize(const uint16_t *x, size_t n_heads, size_t head_elems, int format, uint8_t *codes,
+                      float *scales);
+/* out[i] = decode(codes[i]) * scale (e4m3, one float multiply) or evo_ref_u8sim_decode (u8sim). */
+void evo_ref_dequantize(const uint8_t *codes, const float *scales, size_t n_heads, size_t head_elems, int format,
+                        float *out);
+
+/* ---- reference attention ---- */
+/* o = softmax(q·kᵀ · softmax_scale, key j masked for query i when causal and j > i) · v, in double on float
+ * inputs (the dequantized tensors), output double [B, H, S, D]. Exact up to FP64 rounding. */
+void evo_ref_attention(const float *q, const float *k, const float *v, double *o, int batch, int heads, int seq,
+                       int head_dim, int causal, double softmax_scale);
+
+#endif
