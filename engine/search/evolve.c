@@ -270,7 +270,7 @@ static evo_status lookup(loop *L, evo_candidate *c, evo_result *r, bool *found, 
 /* Propose, then look every proposal up; evaluate (compile, run) only when `evaluate`. Fills obs. */
 static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *n_obs, evo_err *err)
 {
-    const int elites = !strcmp(evo_strategy_name(L->strat), "ga") && L->gen > 0 ? L->cfg->evolution.elites : 0;
+    const int elites = evo_strategy_carries_elites(L->strat) && L->gen > 0 ? L->cfg->evolution.elites : 0;
     int want = L->population - elites;
     if (want < 1) want = 1;
     evo_proposal *p = evo_xcalloc((size_t)want, sizeof *p);

@@ -105,6 +105,7 @@ void evo_strategy_refresh(evo_strategy *s, const evo_observation *obs, int n)
 }
 
 const char *evo_strategy_name(const evo_strategy *s) { return s->ops->name; }
+bool evo_strategy_carries_elites(const evo_strategy *s) { return s->ops->carries_elites; }
 
 void evo_strategy_destroy(evo_strategy *s)
 {

@@ -96,6 +96,9 @@ void evo_strategy_params_default(evo_strategy_params *p);
 typedef struct {
     const char *name;    /* what --strategy and evolution.strategy name: "ga", "random", "seeds" */
     const char *summary; /* one line for messages and docs */
+    /* The strategy carries params->elites evaluated genomes from one generation to the next without proposing
+     * them again, so the loop asks it for population - elites proposals after generation 0. */
+    bool carries_elites;
     /* Make the state of a new search over space. Checks params (EVO_E_CONFIG naming the evolution.* key at
      * fault). space and params are borrowed for the life of the state. */
     evo_status (*create)(const evo_space *space, const evo_strategy_params *params, void **state, evo_err *err);
@@ -132,6 +135,7 @@ evo_status evo_strategy_propose(evo_strategy *s, evo_proposal *out, int max, int
 void evo_strategy_refresh(evo_strategy *s, const evo_observation *obs, int n);
 void evo_strategy_observe(evo_strategy *s, const evo_observation *obs, int n);
 const char *evo_strategy_name(const evo_strategy *s);
+bool evo_strategy_carries_elites(const evo_strategy *s);
 void evo_strategy_destroy(evo_strategy *s); /* NULL is allowed */
 
 /* ---- helpers shared by strategy implementations ---- */

@@ -378,6 +378,7 @@ static evo_status ga_propose(void *state, evo_proposal *out, int max, int *n, ev
 
 const evo_strategy_ops evo_strategy_ga = {
     .name = "ga",
+    .carries_elites = true,
     .summary = "genetic algorithm: tournament selection, uniform crossover, per-knob mutation, elitism, immigrants",
     .create = ga_create,
     .propose = ga_propose,
