@@ -192,6 +192,26 @@ void evo_export_append_template(evo_str *o, const char *text, const char *header
     if (o->len && o->p[o->len - 1] != '\n') evo_str_append(o, "\n");
 }
 
+evo_status evo_export_assemble(const evo_export_ctx *x, const char *abi, const char *harness, const char *what,
+                               void (*header)(evo_str *o, const evo_export_ctx *x),
+                               void (*genome)(evo_str *o, const evo_export_ctx *x), evo_str *o, evo_err *err)
+{
+    const char *abi_text = NULL, *harness_text = NULL;
+    evo_status s = evo_template_get(abi, &abi_text, NULL, err);
+    if (s == EVO_OK) s = evo_template_get(harness, &harness_text, NULL, err);
+    if (s != EVO_OK) return s;
+    header(o, x);
+    evo_str_appendf(o, "\n#include <cuda_runtime.h>\n\n/* ==== %s, verbatim ==== */\n", abi);
+    evo_str_append(o, abi_text);
+    evo_str_appendf(o, "\n/* ==== %s, verbatim but for its #include of the header above ==== */\n",
+                    x->cfg->task_ops->template_file);
+    evo_export_append_template(o, x->prog->source, abi);
+    genome(o, x);
+    evo_str_appendf(o, "\n/* ==== launcher and self-test, the same in every exported %s (%s) ==== */\n", what, harness);
+    evo_str_append(o, harness_text);
+    return EVO_OK;
+}
+
 void evo_export_append_cstring(evo_str *o, const char *s)
 {
     evo_str_append(o, "\"");

@@ -72,6 +72,13 @@ void evo_export_provenance_begin(evo_str *o, const evo_export_ctx *x);
 void evo_export_provenance_end(evo_str *o, const evo_export_ctx *x, const char *errors_are);
 /* The template text with its `#include "header"` line turned into a comment (the header is inlined above it). */
 void evo_export_append_template(evo_str *o, const char *text, const char *header);
+/* The usual body of a standalone file, in this order: top comment (header, the task's), `#include <cuda_runtime.h>`,
+ * the ABI header abi verbatim, the program with its #include of abi inlined, the genome's section (the task's),
+ * then the harness (launcher and self-test, "the same in every exported <what>"). abi and harness are names in the
+ * embedded template tree. */
+evo_status evo_export_assemble(const evo_export_ctx *x, const char *abi, const char *harness, const char *what,
+                               void (*header)(evo_str *o, const evo_export_ctx *x),
+                               void (*genome)(evo_str *o, const evo_export_ctx *x), evo_str *o, evo_err *err);
 /* s as a C string literal. */
 void evo_export_append_cstring(evo_str *o, const char *s);
 /* The stored result of shape sh in e (matched by its text), NULL when none. */

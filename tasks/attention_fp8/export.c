@@ -121,18 +121,5 @@ static void append_genome_section(evo_str *o, const evo_export_ctx *x)
 
 evo_status evo_attn_export_body(const evo_export_ctx *x, evo_str *o, evo_err *err)
 {
-    const char *abi = NULL, *harness = NULL;
-    evo_status s = evo_template_get(ABI_HEADER, &abi, NULL, err);
-    if (s == EVO_OK) s = evo_template_get(HARNESS, &harness, NULL, err);
-    if (s != EVO_OK) return s;
-    append_header(o, x);
-    evo_str_append(o, "\n#include <cuda_runtime.h>\n\n/* ==== " ABI_HEADER ", verbatim ==== */\n");
-    evo_str_append(o, abi);
-    evo_str_appendf(o, "\n/* ==== %s, verbatim but for its #include of the header above ==== */\n",
-                    x->cfg->task_ops->template_file);
-    evo_export_append_template(o, x->prog->source, ABI_HEADER);
-    append_genome_section(o, x);
-    evo_str_append(o, "\n/* ==== launcher and self-test, the same in every exported kernel (" HARNESS ") ==== */\n");
-    evo_str_append(o, harness);
-    return EVO_OK;
+    return evo_export_assemble(x, ABI_HEADER, HARNESS, "kernel", append_header, append_genome_section, o, err);
 }
