@@ -68,7 +68,7 @@ typedef struct {
 
 static double half_range(const double *x, int n, double *lo, double *hi, double *mid)
 {
-    double a = INFINITY, b = -INFINITY, sorted[EVO_PROTO_MAX_RETIME];
+    double a = INFINITY, b = -INFINITY, sorted[EVO_PROTO_MAX_RETIME] = {0};
     for (int i = 0; i < n; i++) a = fmin(a, x[i]), b = fmax(b, x[i]), sorted[i] = x[i];
     evo_noise_stats st;
     evo_noise_summarize(sorted, n, &st);
