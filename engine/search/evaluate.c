@@ -162,7 +162,7 @@ static void copy_reply(const evo_pool *pool, const evo_pool_done *d, evo_result 
     r->verdict = rep->verdict;
     r->detail = evo_strdup(rep->detail ? rep->detail : "{}");
     r->n_shapes = rep->n_shapes;
-    memcpy(r->shapes, rep->shapes, (size_t)rep->n_shapes * sizeof *rep->shapes);
+    if (rep->n_shapes > 0) memcpy(r->shapes, rep->shapes, (size_t)rep->n_shapes * sizeof *rep->shapes);
     r->check_s = rep->check_s;
     r->time_s = rep->time_s;
     /* With several GPUs each result says which one timed it (its speedups are against that GPU's baseline). */

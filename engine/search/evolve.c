@@ -214,7 +214,7 @@ static evo_status check_drift(loop *L, const evo_result *base, evo_err *err)
         const double d = fabs(log(b->median_us / a->median_us));
         if (d > h && d - h > worst_d) worst = i, worst_d = d - h;
     }
-    memcpy(L->base_prev, base->shapes, (size_t)base->n_shapes * sizeof *base->shapes);
+    if (base->n_shapes > 0) memcpy(L->base_prev, base->shapes, (size_t)base->n_shapes * sizeof *base->shapes);
     L->n_base_prev = base->n_shapes;
     if (worst < 0) return EVO_OK;
     const evo_shape_result *a = &L->base_prev[worst];
@@ -342,7 +342,7 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
                 if (best_i < 0 || res[i].fitness > res[best_i].fitness) best_i = i;
             }
         }
-        qsort(fit, (size_t)nf, sizeof *fit, cmp_double);
+        if (nf > 1) qsort(fit, (size_t)nf, sizeof *fit, cmp_double);
         double noise = 0;
         for (int k = 0; k < base.n_shapes; k++)
             if (base.shapes[k].median_us > 0)

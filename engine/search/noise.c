@@ -36,7 +36,7 @@ void evo_noise_summarize(const double *x, int n, evo_noise_stats *out)
     if (n <= 0) return;
     double *s = evo_xmalloc((size_t)n * sizeof *s);
     memcpy(s, x, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    if (n > 1) qsort(s, (size_t)n, sizeof *s, cmp_double);
     out->n = n;
     out->median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
     out->p10 = s[(n - 1) / 10];

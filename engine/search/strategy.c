@@ -278,7 +278,7 @@ void evo_strategy_neighbours(const evo_space *space, const evo_genome *g, uint64
         for (int v = 0; v < evo_space_domain_size(space, k); v++)
             if (v != g->idx[k])
                 moves[nm++] = (move){k, v, (uint64_t)(abs(v - g->idx[k]) > 1) << 32 | (uint32_t)evo_rng_next(&r)};
-    qsort(moves, (size_t)nm, sizeof *moves, move_cmp);
+    if (nm > 1) qsort(moves, (size_t)nm, sizeof *moves, move_cmp);
     for (int i = 0; i < nm; i++) {
         evo_genome m = *g;
         m.idx[moves[i].knob] = (uint8_t)moves[i].value;

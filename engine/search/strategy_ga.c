@@ -147,7 +147,7 @@ static void note_elite(ga *s, const member *m)
         if (!evo_noise_better(m->fitness, m->lo, m->hi, w->fitness, w->lo, w->hi)) return;
     }
     list_push(&s->elites, m);
-    qsort(s->elites.m, (size_t)s->elites.n, sizeof *s->elites.m, member_qsort_cmp);
+    if (s->elites.n > 1) qsort(s->elites.m, (size_t)s->elites.n, sizeof *s->elites.m, member_qsort_cmp);
     if (s->elites.n > s->p.elites) s->elites.n = s->p.elites;
 }
 
@@ -176,7 +176,7 @@ static void ga_refresh(void *state, const evo_observation *obs, int n)
                     if (!isfinite(obs[i].fitness)) m->v = obs[i].verdict;
                 }
     }
-    qsort(s->elites.m, (size_t)s->elites.n, sizeof *s->elites.m, member_qsort_cmp);
+    if (s->elites.n > 1) qsort(s->elites.m, (size_t)s->elites.n, sizeof *s->elites.m, member_qsort_cmp);
 }
 
 /* Close the generation the observations since the last propose belong to: its results are offered to the elites
@@ -185,9 +185,9 @@ static void ga_refresh(void *state, const evo_observation *obs, int n)
 static void close_generation(ga *s)
 {
     if (s->fresh.n == 0) return;
-    qsort(s->fresh.m, (size_t)s->fresh.n, sizeof *s->fresh.m, member_qsort_cmp);
+    if (s->fresh.n > 1) qsort(s->fresh.m, (size_t)s->fresh.n, sizeof *s->fresh.m, member_qsort_cmp);
     for (int i = 0; i < s->fresh.n; i++) note_elite(s, &s->fresh.m[i]);
-    qsort(s->fresh.m, (size_t)s->fresh.n, sizeof *s->fresh.m, genome_qsort_cmp);
+    if (s->fresh.n > 1) qsort(s->fresh.m, (size_t)s->fresh.n, sizeof *s->fresh.m, genome_qsort_cmp);
     s->pool.n = 0;
     for (int i = 0; i < s->fresh.n; i++) list_push(&s->pool, &s->fresh.m[i]);
     for (int i = 0; i < s->elites.n; i++) {

@@ -123,7 +123,7 @@ static int around_starts(hill *s, evo_proposal *out, int n, int want)
 /* Unseen neighbours of the measured genomes, best first, until want or none is left. */
 static int around_best(hill *s, evo_proposal *out, int n, int want)
 {
-    qsort(s->c, (size_t)s->n_c, sizeof *s->c, centre_cmp);
+    if (s->n_c > 1) qsort(s->c, (size_t)s->n_c, sizeof *s->c, centre_cmp);
     evo_genome_list nb = {0};
     for (int i = 0; i < s->n_c && n < want; i++) {
         if (s->c[i].done) continue;
