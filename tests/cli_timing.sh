@@ -104,7 +104,7 @@ expect_out_has "95% interval µs" "elite --show: per-shape intervals"
 unset EVO_FAKE_WORKER
 
 # ---- an older store (the replay fixture, schema 1): the same elites read-only and after migrating ----
-cp "$SRC/tests/data/replay.db" "$T/old.db"
+cp "$SRC/tests/data/replay-v1.db" "$T/old.db"
 "$EVO" elite --show --db "$T/old.db" --json >"$T/before.json" 2>&1 || fail "old store read-only"
 run run --replay "$SRC/tests/data/replay.db" --config "$SRC/tests/data/replay-space.yaml" --db "$T/old.db" \
   --generations 1 --population 4

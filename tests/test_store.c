@@ -1142,13 +1142,13 @@ static int hold_lock(const char *path, const char *ready)
 }
 
 
-/* A version-1 file (tests/data/replay.db was recorded by the first schema): read as it is, then migrated to version
+/* A version-1 file (tests/data/replay-v1.db was recorded by the first schema): read as it is, then migrated to version
  * 2 on a writing open with every row kept; a demoted candidate leaves the elites. */
 static void test_migrate_v1_and_demote(void)
 {
     char cmd[600];
     const char *p = tmp_path("v1.db");
-    snprintf(cmd, sizeof cmd, "cp '%s/tests/data/replay.db' '%s'", EVO_SOURCE_DIR, p);
+    snprintf(cmd, sizeof cmd, "cp '%s/tests/data/replay-v1.db' '%s'", EVO_SOURCE_DIR, p);
     CHECK(system(cmd) == 0);
     CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), 1);
     const int evals = raw_int(p, "SELECT count(*) FROM evaluations"), results = raw_int(p, "SELECT count(*) FROM results");
@@ -1258,7 +1258,7 @@ static void test_intervals_and_retimes(void)
     /* The replay fixture (schema 1): its elites read the same read-only and after the migration. */
     char cmd[600];
     const char *q = tmp_path("v1-again.db");
-    snprintf(cmd, sizeof cmd, "cp '%s/tests/data/replay.db' '%s'", EVO_SOURCE_DIR, q);
+    snprintf(cmd, sizeof cmd, "cp '%s/tests/data/replay-v1.db' '%s'", EVO_SOURCE_DIR, q);
     CHECK(system(cmd) == 0);
     double before[5], after[5];
     int nb = 0, na = 0;
@@ -1291,7 +1291,7 @@ static void test_migrate_v2_to_v3(void)
 {
     char cmd[600];
     const char *p = tmp_path("v2.db");
-    snprintf(cmd, sizeof cmd, "cp '%s/tests/data/replay.db' '%s'", EVO_SOURCE_DIR, p);
+    snprintf(cmd, sizeof cmd, "cp '%s/tests/data/replay-v1.db' '%s'", EVO_SOURCE_DIR, p);
     CHECK(system(cmd) == 0);
     raw_exec(p, "ALTER TABLE candidates ADD COLUMN demoted TEXT; PRAGMA user_version = 2"); /* what 1 to 2 does */
     const int64_t evals = raw_int(p, "SELECT count(*) FROM evaluations"), results = raw_int(p, "SELECT count(*) FROM results");

@@ -177,7 +177,7 @@ def pick_at(traj, budget, truth):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--evo", default=os.path.join(ROOT, "build", "evo"))
-    ap.add_argument("--replay", default=os.path.join(ROOT, "tests", "data", "replay.db"))
+    ap.add_argument("--replay", default=os.path.join(ROOT, "tests", "data", "replay.db"))  # replay-v1.db: the 2026-11-22 recording
     ap.add_argument("--config", default=os.path.join(ROOT, "tests", "data", "replay-space.yaml"))
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--population", type=int, default=16)
