@@ -818,6 +818,57 @@ static double draw_frequency(const evo_space *s, const evo_insights *ins, int cu
     return (double)hits / draws;
 }
 
+/* A re-timing that makes an elite fail or regress (ops->refresh) takes it out of the elites: with one elite slot,
+ * the next OK result takes the slot and the local children are its neighbours, not the stale elite's. */
+static void test_ga_refresh_drops_failed_elite(void)
+{
+    evo_space *s = insight_space();
+    evo_strategy_params p;
+    evo_strategy_params_default(&p);
+    p.seed = 5;
+    p.population = 3;
+    p.elites = 1;
+    p.local_rate = 1.0;
+    p.immigrant_rate = 0;
+    evo_strategy *st;
+    evo_err err = {0};
+    CHECK(evo_strategy_create("ga", s, &p, &st, &err) == EVO_OK);
+    evo_proposal out[8];
+    int n = 0;
+    CHECK(evo_strategy_propose(st, out, 3, &n, &err) == EVO_OK);
+    CHECK_EQ_INT(n, 3);
+    /* generation 0: the first proposal is the elite (fitness 2), the others fail */
+    evo_observation obs[3];
+    for (int i = 0; i < n; i++)
+        obs[i] = (evo_observation){.genome = out[i].genome, .verdict = i ? EVO_V_INCORRECT : EVO_V_OK,
+                                   .fitness = i ? NAN : 2.0, .fitness_lo = NAN, .fitness_hi = NAN};
+    const evo_genome old_elite = out[0].genome;
+    evo_strategy_observe(st, obs, n);
+    CHECK(evo_strategy_propose(st, out, 2, &n, &err) == EVO_OK);
+    CHECK_EQ_INT(n, 2);
+    for (int i = 0; i < n; i++) {
+        CHECK_EQ_INT(out[i].op, EVO_OP_NEIGHBOUR);
+        CHECK(evo_genome_equal(s, &out[i].parents[0], &old_elite));
+    }
+    /* the elite's re-timing failed; generation 1's first child is OK at 1.5 */
+    evo_observation re = {.genome = old_elite, .verdict = EVO_V_CRASHED, .fitness = NAN, .fitness_lo = NAN,
+                          .fitness_hi = NAN};
+    evo_strategy_refresh(st, &re, 1);
+    for (int i = 0; i < n; i++)
+        obs[i] = (evo_observation){.genome = out[i].genome, .verdict = i ? EVO_V_INCORRECT : EVO_V_OK,
+                                   .fitness = i ? NAN : 1.5, .fitness_lo = NAN, .fitness_hi = NAN};
+    const evo_genome new_elite = out[0].genome;
+    evo_strategy_observe(st, obs, n);
+    CHECK(evo_strategy_propose(st, out, 2, &n, &err) == EVO_OK);
+    CHECK(n >= 1);
+    for (int i = 0; i < n; i++) {
+        CHECK_EQ_INT(out[i].op, EVO_OP_NEIGHBOUR);
+        CHECK(evo_genome_equal(s, &out[i].parents[0], &new_elite));
+    }
+    evo_strategy_destroy(st);
+    evo_space_free(s);
+}
+
 /* K=4 (index 3) always fails: mutation from K=3 to it drops from the neighbour rate 0.375 to ~0.029, not 0. */
 static void test_insights_failing_value(void)
 {
@@ -1024,6 +1075,7 @@ int main(void)
     test_neighbours();
     test_seeds_strategy();
     test_ga_local();
+    test_ga_refresh_drops_failed_elite();
     test_local_on_landscape();
     test_insights_failing_value();
     test_insights_speedup();

@@ -173,9 +173,15 @@ static void ga_refresh(void *state, const evo_observation *obs, int n)
                 if (genome_cmp(&lists[l]->m[j].g, &g) == 0) {
                     member *m = &lists[l]->m[j];
                     m->fitness = obs[i].fitness, m->lo = obs[i].fitness_lo, m->hi = obs[i].fitness_hi;
-                    if (!isfinite(obs[i].fitness)) m->v = obs[i].verdict;
+                    m->v = obs[i].verdict;
                 }
     }
+    /* An elite whose new measurement is no longer OK (regressed, or the re-timing failed) leaves the elites: a
+     * NaN or regressed weakest elite would otherwise keep every newcomer out (note_elite compares with it). */
+    int kept = 0;
+    for (int j = 0; j < s->elites.n; j++)
+        if (tier(&s->elites.m[j]) == 0) s->elites.m[kept++] = s->elites.m[j];
+    s->elites.n = kept;
     if (s->elites.n > 1) qsort(s->elites.m, (size_t)s->elites.n, sizeof *s->elites.m, member_qsort_cmp);
 }
 
