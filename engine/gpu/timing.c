@@ -330,8 +330,9 @@ bool evo_timer_cupti(const evo_timer *t, char *why, size_t n)
 
 evo_timing_method evo_timer_resolve(const evo_timer *t, evo_timing_method m)
 {
-    if (m != EVO_TIMING_AUTO) return m;
-    return t->cupti ? EVO_TIMING_CUPTI : EVO_TIMING_EVENTS;
+    if (m == EVO_TIMING_AUTO) return t->cupti ? EVO_TIMING_CUPTI : EVO_TIMING_EVENTS;
+    if ((m == EVO_TIMING_CUPTI && !t->cupti) || (m == EVO_TIMING_GRAPH && !t->have_graph)) return EVO_TIMING_EVENTS;
+    return m;
 }
 
 static evo_status reserve(evo_timer *t, int reps, int n, evo_err *err)
@@ -518,14 +519,10 @@ evo_status evo_timer_run(evo_timer *t, const evo_timing_opts *o, const evo_timin
         return evo_fail(err, EVO_E_INTERNAL, "evo_timer_run: %d subjects, repetitions %d..%d", n, o->min_reps,
                         o->max_reps);
     evo_timing_method method = evo_timer_resolve(t, o->method);
-    if (method == EVO_TIMING_CUPTI && !t->cupti) {
+    if (o->method == EVO_TIMING_CUPTI && method != EVO_TIMING_CUPTI)
         snprintf(r->note, sizeof r->note, "CUPTI unavailable (%.200s): timed with events", t->cupti_why);
-        method = EVO_TIMING_EVENTS;
-    }
-    if (method == EVO_TIMING_GRAPH && !t->have_graph) {
+    if (o->method == EVO_TIMING_GRAPH && method != EVO_TIMING_GRAPH)
         snprintf(r->note, sizeof r->note, "CUDA graphs unavailable: timed with events");
-        method = EVO_TIMING_EVENTS;
-    }
     evo_status st = warm_up(t, o, s, n, r, err);
     if (st != EVO_OK || r->outcome != EVO_TIMED_OK) goto out;
     int reps = o->min_reps;

@@ -118,7 +118,8 @@ evo_status evo_timer_open(const evo_cudrv *cu, bool try_cupti, evo_timer **out, 
 void evo_timer_close(evo_timer *t); /* NULL is fine */
 /* Whether CUPTI records can be had; why not in `why` (may be NULL). */
 bool evo_timer_cupti(const evo_timer *t, char *why, size_t n);
-/* The method AUTO stands for on this timer; other methods unchanged. */
+/* The method a run with method m uses on this timer: AUTO stands for CUPTI where it loaded, else events; CUPTI or
+ * graph where unavailable fall back to events (evo_timer_run says so in its note). */
 evo_timing_method evo_timer_resolve(const evo_timer *t, evo_timing_method m);
 
 /* Times n (1..EVO_TIMING_MAX_SUBJECTS) subjects as described above. The arrays in *r belong to the timer and stay
