@@ -652,6 +652,7 @@ static evo_status time_shape(gpu_state *g, int i, const kset *ks, const kvariant
             unsigned grid[EVO_TIMING_MAX_KERNELS][3], block[EVO_TIMING_MAX_KERNELS];
             const int nk = g->task->gpu->geometry_of(g->task_state, &c->gc, ts[k].ks.kv, ts[k].ks.n,
                                                      (int)(kv - ts[k].ks.kv), grid, block, EVO_TIMING_MAX_KERNELS);
+            if (nk < 1) continue; /* no geometry: CUPTI matches nothing and the run says it timed with events */
             memcpy(subj[k].grid, grid[0], sizeof grid[0]);
             subj[k].block = block[0];
             subj[k].n_more = nk - 1;

@@ -201,15 +201,16 @@ static evo_status cupti_start(evo_timer *t, char *note, size_t nn)
     return EVO_OK;
 }
 
-/* Disables kernel records and flushes until `expected` records arrived (a forced flush hands over every buffer;
- * the retries cover a delivery still on CUPTI's thread), then stops collecting. */
-static void cupti_stop(evo_timer *t, int expected)
+/* Disables kernel records and flushes until every launch of the n subjects' reps repetitions is among the records
+ * (other kernels of the window, such as the input perturbations, have records too; a forced flush hands over every
+ * buffer, the retries cover a delivery still on CUPTI's thread), then stops collecting. n = 0: no wait. */
+static void cupti_stop(evo_timer *t, const evo_timing_subject *s, int n, int reps, double **us)
 {
     t->act_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     for (int attempt = 0; attempt < 20; attempt++) {
         t->act_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         pthread_mutex_lock(&t->lock);
-        const bool all = t->n_recs >= expected;
+        const bool all = n == 0 || evo_timing_match(t->recs, t->n_recs, s, n, reps, us) == n * reps;
         pthread_mutex_unlock(&t->lock);
         if (all) break;
         struct timespec ts = {0, 1000000};
@@ -219,7 +220,6 @@ static void cupti_stop(evo_timer *t, int expected)
     t->collecting = false;
     pthread_mutex_unlock(&t->lock);
 }
-
 
 static bool cupti_times(evo_timer *t, const evo_timing_subject *s, int n, int reps, double **us, char *note,
                         size_t nn)
@@ -555,7 +555,7 @@ evo_status evo_timer_run(evo_timer *t, const evo_timing_opts *o, const evo_timin
 #ifdef EVO_HAVE_CUPTI
     if (method == EVO_TIMING_CUPTI) {
         if (r->outcome != EVO_TIMED_TIMEOUT && r->outcome != EVO_TIMED_FAULT)
-            cupti_stop(t, r->outcome == EVO_TIMED_OK ? n * reps : 0);
+            cupti_stop(t, s, r->outcome == EVO_TIMED_OK ? n : 0, reps, r->us);
         if (st == EVO_OK && r->outcome == EVO_TIMED_OK && !cupti_times(t, s, n, reps, r->us, r->note, sizeof r->note))
             method = EVO_TIMING_EVENTS;
     }
