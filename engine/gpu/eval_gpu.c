@@ -117,6 +117,13 @@ evo_status evo_gpu_alloc(evo_gpu *g, size_t bytes, CUdeviceptr *out, evo_err *er
     return evo_cu_check(g->cu, g->cu->cuMemAlloc(out, bytes ? bytes : 1), "cuMemAlloc", err);
 }
 
+evo_status evo_gpu_reset_count(evo_gpu *g, CUdeviceptr res, evo_err *err)
+{
+    CU(g, cuMemsetD32Async(res, 0, 2, g->st), err);
+    CU(g, cuMemsetD32Async(res + 8, 0xffffffffu, 2, g->st), err);
+    return EVO_OK;
+}
+
 evo_status evo_gpu_compare_f16(evo_gpu *g, CUdeviceptr out, CUdeviceptr ref, size_t n, double atol, double rtol,
                                evo_metrics *m, evo_err *err)
 {
@@ -402,14 +409,15 @@ static evo_status run_once(gpu_state *g, const kset *ks, const kvariant *v, cons
 /* Words of the guard bands around the output (of case c's size) that are not the canary any more. */
 static evo_status canary_words(gpu_state *g, const gcase *c, unsigned long long *bad, evo_err *err)
 {
-    unsigned long long res_init[2] = {0, ~0ull}, res[2];
-    CU(g, cuMemcpyHtoD(g->canary_res, res_init, sizeof res_init), err);
+    unsigned long long res[2];
+    evo_status s = evo_gpu_reset_count(g, g->canary_res, err);
+    if (s != EVO_OK) return s;
     unsigned long long words = GUARD_WORDS;
     unsigned pattern = CANARY;
     CUdeviceptr hi = g->out + ((c->out_bytes + 3) & ~(size_t)3);
     void *a0[] = {&g->outbuf, &words, &pattern, &g->canary_res};
     void *a1[] = {&hi, &words, &pattern, &g->canary_res};
-    evo_status s = evo_gpu_launch(g, g->f_canary, 4, 1, 1, EVO_SUPPORT_BLOCK, a0, "canary check", err);
+    s = evo_gpu_launch(g, g->f_canary, 4, 1, 1, EVO_SUPPORT_BLOCK, a0, "canary check", err);
     if (s == EVO_OK) s = evo_gpu_launch(g, g->f_canary, 4, 1, 1, EVO_SUPPORT_BLOCK, a1, "canary check", err);
     if (s != EVO_OK) return s;
     CU(g, cuStreamSynchronize(g->st), err);

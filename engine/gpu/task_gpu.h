@@ -48,6 +48,10 @@ evo_status evo_gpu_alloc(evo_gpu *g, size_t bytes, CUdeviceptr *out, evo_err *er
  * rtol x |ref|); synchronizes the stream. */
 evo_status evo_gpu_compare_f16(evo_gpu *g, CUdeviceptr out, CUdeviceptr ref, size_t n, double atol, double rtol,
                                evo_metrics *m, evo_err *err);
+/* Sets the two 64-bit words at res to {0, ~0} (a count and a smallest index, as evo_canary_check and the tasks'
+ * comparison kernels keep them), in order on the worker's stream: a synchronous copy from host memory would not be
+ * ordered before kernels on that (non-blocking) stream. */
+evo_status evo_gpu_reset_count(evo_gpu *g, CUdeviceptr res, evo_err *err);
 /* Grid-stride kernels of the support module take this grid for n elements. */
 unsigned evo_gpu_grid_for(size_t n);
 

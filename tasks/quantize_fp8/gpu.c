@@ -221,11 +221,11 @@ static CUresult qz_launch(void *state, const evo_gpu_case *gc, const evo_gpu_ker
 static evo_status mismatches(qz_gpu *q, CUdeviceptr a, CUdeviceptr b, size_t n, unsigned long long res[2],
                              evo_err *err)
 {
-    const unsigned long long init[2] = {0, ~0ull};
-    CU(cuMemcpyHtoD(q->res, init, sizeof init), err);
+    evo_status s = evo_gpu_reset_count(q->g, q->res, err);
+    if (s != EVO_OK) return s;
     unsigned long long nn = n;
     void *args[] = {&a, &b, &nn, &q->res};
-    evo_status s = evo_gpu_launch(q->g, q->f_cmp, evo_gpu_grid_for(n), 1, 1, EVO_SUPPORT_BLOCK, args, "compare", err);
+    s = evo_gpu_launch(q->g, q->f_cmp, evo_gpu_grid_for(n), 1, 1, EVO_SUPPORT_BLOCK, args, "compare", err);
     if (s != EVO_OK) return s;
     CU(cuStreamSynchronize(evo_gpu_stream(q->g)), err);
     CU(cuMemcpyDtoH(res, q->res, 2 * sizeof res[0]), err);
