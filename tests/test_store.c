@@ -374,6 +374,11 @@ static void test_round_trip(void)
                             .verdict = EVO_V_INCORRECT, .fitness = NAN, .detail = "{\"first_bad\":17}",
                             .created_at = "2026-11-21T23:00:00Z"};
     CHECK_EQ_INT(evo_store_put_evaluation(st, &outside, &err), EVO_OK);
+    /* a later NOT_RECORDED (a replay whose source lacked the genome) must not hide the measured evaluation */
+    evo_eval_rec nr = {.candidate_id = cid, .run_id = 0, .generation = -1, .shape_set = "ss-1",
+                       .verdict = EVO_V_NOT_RECORDED, .fitness = NAN, .detail = "{}",
+                       .created_at = "2026-11-21T23:30:00Z"};
+    CHECK_EQ_INT(evo_store_put_evaluation(st, &nr, &err), EVO_OK);
 
     CHECK_EQ_INT(evo_store_put_lineage(st, run.id, 3, cid, cid, "mutate", &err), EVO_OK);
     CHECK_EQ_INT(evo_store_put_lineage(st, run.id, 3, cid, cid, "mutate", &err), EVO_OK); /* no duplicate */
@@ -449,7 +454,7 @@ static void test_round_trip(void)
     bool found = false;
     CHECK_EQ_INT(evo_store_find_evaluation(st, cid, "ss-1", &re, &found, &err), EVO_OK);
     CHECK(found);
-    CHECK_EQ_INT(re.id, outside.id); /* the most recent */
+    CHECK_EQ_INT(re.id, outside.id); /* the most recent measured one, not the later NOT_RECORDED */
     CHECK_EQ_INT(re.run_id, 0);
     CHECK_EQ_INT(re.generation, -1);
     CHECK_EQ_INT(re.verdict, EVO_V_INCORRECT);

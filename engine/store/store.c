@@ -277,7 +277,7 @@ static const char *const stmt_sql[S_COUNT] = {
                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [S_EVAL_BY_ID] = "SELECT " EVAL_COLS " FROM evaluations WHERE id = ?",
     [S_EVAL_FIND] = "SELECT " EVAL_COLS " FROM evaluations WHERE candidate_id = ? AND shape_set = ? "
-                    "ORDER BY id DESC LIMIT 1",
+                    "ORDER BY verdict = 'NOT_RECORDED', id DESC LIMIT 1",
     [S_EVAL_OF_RUN] = "SELECT " EVAL_COLS " FROM evaluations WHERE run_id = ?1 AND (?2 < 0 OR generation = ?2) "
                       "ORDER BY id",
     [S_RESULT_INSERT] = "INSERT INTO results (evaluation_id, position, " RESULT_COLS ") "
@@ -304,8 +304,8 @@ static const char *const stmt_sql[S_COUNT] = {
                           "ORDER BY e.id",
     [S_CAND_DEMOTE] = "UPDATE candidates SET demoted = ? WHERE id = ?",
     [S_EVAL_BY_GENOME] = "SELECT e.id FROM evaluations e JOIN candidates c ON c.id = e.candidate_id WHERE c.task = ?1 "
-                         "AND c.genome = ?2 AND e.shape_set = ?3 AND (?4 IS NULL OR c.arch = ?4) ORDER BY e.id DESC "
-                         "LIMIT 1",
+                         "AND c.genome = ?2 AND e.shape_set = ?3 AND (?4 IS NULL OR c.arch = ?4) "
+                         "ORDER BY e.verdict = 'NOT_RECORDED', e.id DESC LIMIT 1",
     [S_RETIME_INSERT] = "INSERT INTO retimes (candidate_id, run_id, generation, shape_set, fitness, fitness_lo, "
                         "fitness_hi, why, gpu, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [S_RETIME_LAST] = "SELECT " RETIME_COLS " FROM retimes WHERE candidate_id = ? AND shape_set = ? ORDER BY id DESC "

@@ -131,7 +131,8 @@ typedef struct {
 
 /* Writes the evaluation and its per-shape rows in one transaction; sets e->id. */
 evo_status evo_store_put_evaluation(evo_store *st, evo_eval_rec *e, evo_err *err);
-/* The most recent evaluation of this candidate for this shape set; *found = false when none. */
+/* The most recent evaluation of this candidate for this shape set, a measured one before any NOT_RECORDED (which
+ * says only that a replay source lacked the genome); *found = false when none. */
 evo_status evo_store_find_evaluation(evo_store *st, int64_t candidate_id, const char *shape_set, evo_eval_rec *out,
                                      bool *found, evo_err *err);
 void evo_store_eval_free(evo_eval_rec *e);
@@ -234,8 +235,8 @@ evo_status evo_store_foreach_evaluation(evo_store *st, const char *task, const c
                                         int64_t before_run,
                                         void (*fn)(const char *genome, evo_verdict v, double fitness, void *ctx),
                                         void *ctx, evo_err *err);
-/* The latest evaluation of the genome (canonical text) of task for shape_set, on arch (NULL = any); the replay
- * evaluator's lookup. *found = false when none. */
+/* The latest evaluation of the genome (canonical text) of task for shape_set, on arch (NULL = any), a measured
+ * one before any NOT_RECORDED; the replay evaluator's lookup. *found = false when none. */
 evo_status evo_store_find_evaluation_by_genome(evo_store *st, const char *task, const char *genome,
                                                const char *shape_set, const char *arch, evo_eval_rec *out,
                                                bool *found, evo_err *err);
