@@ -65,6 +65,14 @@ static const struct {
     E(cuGetErrorName, "cuGetErrorName"),
     EOPT(cuLaunchKernelEx, "cuLaunchKernelEx"),
     EOPT(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled"),
+    EOPT(cuStreamBeginCapture, "cuStreamBeginCapture_v2"),
+    EOPT(cuStreamEndCapture, "cuStreamEndCapture"),
+    EOPT(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags"),
+    EOPT(cuGraphLaunch, "cuGraphLaunch"),
+    EOPT(cuGraphExecDestroy, "cuGraphExecDestroy"),
+    EOPT(cuGraphDestroy, "cuGraphDestroy"),
+    EOPT(cuEventRecordWithFlags, "cuEventRecordWithFlags"),
+    EOPT(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
 #undef E
 #undef E2
 #undef EOPT

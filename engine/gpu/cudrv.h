@@ -63,6 +63,16 @@ typedef struct {
                                        const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
                                        CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
                                        CUtensorMapFloatOOBfill);
+    /* Optional: stream capture into CUDA graphs and their launch, event records inside a capture (timing.method
+     * graph), stream-ordered device copies (timing's sampled outputs). */
+    CUresult (*cuStreamBeginCapture)(CUstream, CUstreamCaptureMode);
+    CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*cuGraphExecDestroy)(CUgraphExec);
+    CUresult (*cuGraphDestroy)(CUgraph);
+    CUresult (*cuEventRecordWithFlags)(CUevent, CUstream, unsigned int);
+    CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 } evo_cudrv;
 
 /* Loads libcuda.so.1 and resolves every entry; EVO_E_NODRIVER with a message naming what was missing. Idempotent.

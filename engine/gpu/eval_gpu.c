@@ -573,7 +573,9 @@ static evo_status ts_after(void *ctx, int rep, int reps, evo_err *err)
     gpu_state *g = t->g;
     for (int k = 0; t->sampled && k < g->cfg->timing.check_samples; k++) {
         if (sample_at(t, k, reps) != rep) continue;
-        CUresult r = evo_timer_copy_async(g->timer, g->sample_out[k], g->out, t->c->out_bytes, g->st);
+        CUresult r = g->cu->cuMemcpyDtoDAsync
+                         ? g->cu->cuMemcpyDtoDAsync(g->sample_out[k], g->out, t->c->out_bytes, g->st)
+                         : CUDA_ERROR_NOT_SUPPORTED;
         if (r != CUDA_SUCCESS) return evo_cu_check(g->cu, r, "copying a timed output", err);
         t->sample_rep[k] = rep;
     }
@@ -654,7 +656,7 @@ static evo_status time_shape(gpu_state *g, int i, const kset *ks, const kvariant
     evo_timing_subject subj[2];
     for (int k = 0; k < 2; k++) {
         const kvariant *kv = ts[k].v;
-        subj[k] = (evo_timing_subject){.symbol = kv ? kv->v.name_expr : NULL, .prepare = ts_prepare,
+        subj[k] = (evo_timing_subject){.prepare = ts_prepare,
                                        .launch = ts_launch, .after = ts_after, .ctx = &ts[k]};
         if (kv) { /* what CUPTI tells the kernels' records apart by */
             unsigned grid[EVO_TIMING_MAX_KERNELS][3], block[EVO_TIMING_MAX_KERNELS];

@@ -38,17 +38,7 @@ typedef evo_kernel_record krec;
 
 struct evo_timer {
     const evo_cudrv *cu;
-    /* driver entries the table in cudrv.h does not carry */
-    CUresult (*begin_capture)(CUstream, CUstreamCaptureMode);
-    CUresult (*end_capture)(CUstream, CUgraph *);
-    CUresult (*instantiate)(CUgraphExec *, CUgraph, unsigned long long);
-    CUresult (*graph_launch)(CUgraphExec, CUstream);
-    CUresult (*exec_destroy)(CUgraphExec);
-    CUresult (*graph_destroy)(CUgraph);
-    CUresult (*record_with_flags)(CUevent, CUstream, unsigned int);
-    CUresult (*copy_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
-    CUresult (*func_name)(const char **, CUfunction);
-    bool have_graph;
+    bool have_graph; /* the driver has the optional graph entries (and graphs did not fail once) */
     CUevent *ev; /* 2 per (repetition, subject): start, end */
     int n_ev;
     CUevent warm[2], done;
@@ -77,18 +67,6 @@ struct evo_timer {
 static evo_timer *g_timer;
 
 #define TCU(t, call, err) EVO_CU((t)->cu, call, err)
-
-CUresult evo_timer_copy_async(const evo_timer *t, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream st)
-{
-    return t->copy_async ? t->copy_async(dst, src, bytes, st) : CUDA_ERROR_NOT_SUPPORTED;
-}
-
-const char *evo_timer_func_name(const evo_timer *t, CUfunction f)
-{
-    const char *name = NULL;
-    if (!t->func_name || t->func_name(&name, f) != CUDA_SUCCESS) return NULL;
-    return name;
-}
 
 /* ---- CUPTI ---- */
 
@@ -275,21 +253,8 @@ evo_status evo_timer_open(const evo_cudrv *cu, bool try_cupti, evo_timer **out, 
     evo_timer *t = evo_xcalloc(1, sizeof *t);
     t->cu = cu;
     pthread_mutex_init(&t->lock, NULL);
-    struct {
-        void **fn;
-        const char *sym;
-    } syms[] = {{(void **)&t->begin_capture, "cuStreamBeginCapture_v2"},
-                {(void **)&t->end_capture, "cuStreamEndCapture"},
-                {(void **)&t->instantiate, "cuGraphInstantiateWithFlags"},
-                {(void **)&t->graph_launch, "cuGraphLaunch"},
-                {(void **)&t->exec_destroy, "cuGraphExecDestroy"},
-                {(void **)&t->graph_destroy, "cuGraphDestroy"},
-                {(void **)&t->record_with_flags, "cuEventRecordWithFlags"}};
-    t->have_graph = true;
-    for (size_t i = 0; i < EVO_ARRAY_LEN(syms); i++)
-        if (!(*syms[i].fn = dlsym(cu->lib, syms[i].sym))) t->have_graph = false;
-    *(void **)&t->copy_async = dlsym(cu->lib, "cuMemcpyDtoDAsync_v2");
-    *(void **)&t->func_name = dlsym(cu->lib, "cuFuncGetName");
+    t->have_graph = cu->cuStreamBeginCapture && cu->cuStreamEndCapture && cu->cuGraphInstantiateWithFlags &&
+                    cu->cuGraphLaunch && cu->cuGraphExecDestroy && cu->cuGraphDestroy && cu->cuEventRecordWithFlags;
     evo_status s = EVO_OK;
     for (int i = 0; i < 2 && s == EVO_OK; i++) s = evo_cu_check(cu, cu->cuEventCreate(&t->warm[i], 0), "event", err);
     if (s == EVO_OK) s = evo_cu_check(cu, cu->cuEventCreate(&t->done, 0), "event", err);
@@ -375,7 +340,7 @@ static wait_result wait_done(evo_timer *t, double timeout_s, CUresult *fault)
 
 static CUresult record(evo_timer *t, CUevent e, CUstream st, bool captured)
 {
-    return captured ? t->record_with_flags(e, st, CU_EVENT_RECORD_EXTERNAL) : t->cu->cuEventRecord(e, st);
+    return captured ? t->cu->cuEventRecordWithFlags(e, st, CU_EVENT_RECORD_EXTERNAL) : t->cu->cuEventRecord(e, st);
 }
 
 /* Queues the batch. *refused >= 0: that subject's launch was refused (r->error set). */
@@ -413,15 +378,15 @@ static evo_status run_batch(evo_timer *t, const evo_timing_opts *o, const evo_ti
     CUgraphExec exec = NULL;
     if (*method == EVO_TIMING_GRAPH) {
         CUgraph graph = NULL;
-        CUresult cr = t->begin_capture(o->stream, CU_STREAM_CAPTURE_MODE_RELAXED);
+        CUresult cr = t->cu->cuStreamBeginCapture(o->stream, CU_STREAM_CAPTURE_MODE_RELAXED);
         if (cr == CUDA_SUCCESS) {
             st = queue_batch(t, o, s, n, a, b, reps, true, r, err);
-            CUresult er = t->end_capture(o->stream, &graph);
+            CUresult er = t->cu->cuStreamEndCapture(o->stream, &graph);
             if (st == EVO_OK && r->outcome == EVO_TIMED_OK && er == CUDA_SUCCESS)
-                cr = t->instantiate(&exec, graph, 0);
+                cr = t->cu->cuGraphInstantiateWithFlags(&exec, graph, 0);
             else if (st == EVO_OK && r->outcome == EVO_TIMED_OK)
                 cr = er;
-            if (graph) t->graph_destroy(graph);
+            if (graph) t->cu->cuGraphDestroy(graph);
         }
         if (st != EVO_OK || r->outcome != EVO_TIMED_OK) return st;
         if (cr != CUDA_SUCCESS) { /* the graph could not be made: this run is timed with events */
@@ -431,9 +396,9 @@ static evo_status run_batch(evo_timer *t, const evo_timing_opts *o, const evo_ti
             *method = EVO_TIMING_EVENTS;
             t->have_graph = false;
         } else {
-            cr = t->graph_launch(exec, o->stream);
+            cr = t->cu->cuGraphLaunch(exec, o->stream);
             if (cr != CUDA_SUCCESS) {
-                t->exec_destroy(exec);
+                t->cu->cuGraphExecDestroy(exec);
                 r->outcome = EVO_TIMED_REFUSED;
                 r->subject = -1;
                 r->error = cr;
@@ -448,7 +413,7 @@ static evo_status run_batch(evo_timer *t, const evo_timing_opts *o, const evo_ti
     TCU(t, cuEventRecord(t->done, o->stream), err);
     CUresult fault = CUDA_SUCCESS;
     const wait_result w = wait_done(t, o->kernel_timeout_s * (b - a) * n + 1.0, &fault);
-    if (exec && w == WAIT_OK) t->exec_destroy(exec);
+    if (exec && w == WAIT_OK) t->cu->cuGraphExecDestroy(exec);
     if (w != WAIT_OK) {
         r->outcome = w == WAIT_TIMEOUT ? EVO_TIMED_TIMEOUT : EVO_TIMED_FAULT;
         r->subject = -1;
@@ -511,7 +476,6 @@ static evo_status warm_up(evo_timer *t, const evo_timing_opts *o, const evo_timi
 evo_status evo_timer_run(evo_timer *t, const evo_timing_opts *o, const evo_timing_subject *s, int n,
                          evo_timing_result *r, evo_err *err)
 {
-    const double t0 = evo_now();
     memset(r, 0, sizeof *r);
     r->subject = -1;
     if (n < 1 || n > EVO_TIMING_MAX_SUBJECTS || o->min_reps < 1 || o->max_reps < o->min_reps ||
@@ -564,6 +528,5 @@ evo_status evo_timer_run(evo_timer *t, const evo_timing_opts *o, const evo_timin
         for (int j = 0; j < n; j++) memcpy(r->us[j], r->event_us[j], (size_t)reps * sizeof(double));
 out:
     r->method = method;
-    r->overhead_s = evo_now() - t0;
     return st;
 }

@@ -45,7 +45,6 @@
 #define EVO_TIMING_MAX_KERNELS 4
 
 typedef struct {
-    const char *symbol;    /* the kernel function's name (for messages) */
     unsigned grid[3], block; /* its launch geometry: how CUPTI's records are told apart from the input kernels' */
     /* A launch of several kernels in a row (a task's plan): n_more more after the first, their geometries; the
      * launch's time runs from the first kernel's start to the last one's end. */
@@ -93,7 +92,6 @@ typedef struct {
     double warmup_us;           /* the last warm-up launch of subject 0 (events) */
     double *us[EVO_TIMING_MAX_SUBJECTS];       /* per subject, reps times in us by `method` */
     double *event_us[EVO_TIMING_MAX_SUBJECTS]; /* the same launches by CUDA events */
-    double overhead_s;          /* host seconds spent in evo_timer_run */
     char note[256];             /* why a fallback happened; "" when none */
 } evo_timing_result;
 
@@ -126,11 +124,5 @@ evo_timing_method evo_timer_resolve(const evo_timer *t, evo_timing_method m);
  * valid until the next run or close. */
 evo_status evo_timer_run(evo_timer *t, const evo_timing_opts *o, const evo_timing_subject *s, int n,
                          evo_timing_result *r, evo_err *err);
-
-/* cuMemcpyDtoDAsync, which the driver table (cudrv.h) lacks: for an `after` callback copying a sampled output. */
-CUresult evo_timer_copy_async(const evo_timer *t, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream st);
-/* The function's name as the driver (and so CUPTI) knows it (cuFuncGetName, CUDA 12.3+); NULL when not to be had.
- * The string belongs to the driver and lives as long as the module. */
-const char *evo_timer_func_name(const evo_timer *t, CUfunction f);
 
 #endif
