@@ -1,12 +1,15 @@
 /* cudrv.c — dlopen the CUDA driver and resolve the entry points evo uses (see cudrv.h). */
 #include "cudrv.h"
 
+#include "util.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 
 static evo_cudrv g_cu;
 static evo_status g_status = EVO_E_NODRIVER;
@@ -120,4 +123,22 @@ evo_status evo_cu_check(const evo_cudrv *cu, CUresult r, const char *what, evo_e
     if (cu && cu->cuGetErrorName) cu->cuGetErrorName(r, &name);
     if (cu && cu->cuGetErrorString) cu->cuGetErrorString(r, &str);
     return evo_fail(err, EVO_E_CUDA, "%s: %s (%s)", what, name ? name : "?", str ? str : "?");
+}
+
+evo_cu_wait evo_cu_wait_event(const evo_cudrv *cu, CUevent e, double timeout_s, CUresult *fault)
+{
+    const double end = evo_now() + timeout_s;
+    for (unsigned spins = 0;; spins++) {
+        const CUresult r = cu->cuEventQuery(e);
+        if (r == CUDA_SUCCESS) return EVO_CU_WAIT_OK;
+        if (r != CUDA_ERROR_NOT_READY) {
+            *fault = r;
+            return EVO_CU_WAIT_FAULT;
+        }
+        if (evo_now() > end) return EVO_CU_WAIT_TIMEOUT;
+        if (spins > 1000) {
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
+    }
 }

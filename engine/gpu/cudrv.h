@@ -87,6 +87,12 @@ evo_status evo_cu_check(const evo_cudrv *cu, CUresult r, const char *what, evo_e
         if (s_ != EVO_OK) return s_;                                                               \
     } while (0)
 
+/* Waits for event e by polling (spinning, then sleeping 20 us between queries) until it completes, the driver
+ * reports an error (*fault, a kernel's fault) or timeout_s passes: a kernel that never ends is noticed, not waited
+ * for. */
+typedef enum { EVO_CU_WAIT_OK, EVO_CU_WAIT_TIMEOUT, EVO_CU_WAIT_FAULT } evo_cu_wait;
+evo_cu_wait evo_cu_wait_event(const evo_cudrv *cu, CUevent e, double timeout_s, CUresult *fault);
+
 /* The sentence `evo run` prints when no driver is present. */
 #define EVO_NO_DRIVER_HINT                                                                         \
     "commands that need no GPU: evo space, evo compile, evo elite, evo history, evo export, "     \

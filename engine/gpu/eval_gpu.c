@@ -306,26 +306,6 @@ static evo_status gpu_open(gpu_state *g, int gpu, const char *config_path, bool 
 
 /* ---- waiting with a deadline ---- */
 
-typedef enum { WAIT_OK, WAIT_TIMEOUT, WAIT_FAULT } wait_result;
-
-static wait_result wait_event(gpu_state *g, CUevent e, double timeout_s, CUresult *fault)
-{
-    const double end = evo_now() + timeout_s;
-    for (unsigned spins = 0;; spins++) {
-        CUresult r = g->cu->cuEventQuery(e);
-        if (r == CUDA_SUCCESS) return WAIT_OK;
-        if (r != CUDA_ERROR_NOT_READY) {
-            *fault = r;
-            return WAIT_FAULT;
-        }
-        if (evo_now() > end) return WAIT_TIMEOUT;
-        if (spins > 1000) {
-            struct timespec ts = {0, 20000};
-            nanosleep(&ts, NULL);
-        }
-    }
-}
-
 static const char *cu_name(const gpu_state *g, CUresult r)
 {
     const char *name = "CUDA_ERROR_UNKNOWN";
@@ -391,13 +371,13 @@ static evo_status run_once(gpu_state *g, const kset *ks, const kvariant *v, cons
     }
     CU(g, cuEventRecord(g->ev[0], g->st), err);
     CUresult fault = CUDA_SUCCESS;
-    wait_result w = wait_event(g, g->ev[0], g->kernel_timeout_s, &fault);
-    if (w == WAIT_TIMEOUT) {
+    evo_cu_wait w = evo_cu_wait_event(g->cu, g->ev[0], g->kernel_timeout_s, &fault);
+    if (w == EVO_CU_WAIT_TIMEOUT) {
         char msg[128];
         snprintf(msg, sizeof msg, "did not finish within %.1f s", g->kernel_timeout_s);
         fail_case(o, EVO_V_TIMEOUT, msg, g, c);
         o->exit_after = true;
-    } else if (w == WAIT_FAULT) {
+    } else if (w == EVO_CU_WAIT_FAULT) {
         char msg[256];
         snprintf(msg, sizeof msg, "faulted: %s", cu_name(g, fault));
         fail_case(o, EVO_V_CRASHED, msg, g, c);

@@ -316,26 +316,6 @@ static evo_status reserve(evo_timer *t, int reps, int n, evo_err *err)
 
 /* ---- waiting ---- */
 
-typedef enum { WAIT_OK, WAIT_TIMEOUT, WAIT_FAULT } wait_result;
-
-static wait_result wait_done(evo_timer *t, double timeout_s, CUresult *fault)
-{
-    const double end = evo_now() + timeout_s;
-    for (unsigned spins = 0;; spins++) {
-        CUresult r = t->cu->cuEventQuery(t->done);
-        if (r == CUDA_SUCCESS) return WAIT_OK;
-        if (r != CUDA_ERROR_NOT_READY) {
-            *fault = r;
-            return WAIT_FAULT;
-        }
-        if (evo_now() > end) return WAIT_TIMEOUT;
-        if (spins > 1000) {
-            struct timespec ts = {0, 20000};
-            nanosleep(&ts, NULL);
-        }
-    }
-}
-
 /* ---- one batch: repetitions [a, b) of every subject ---- */
 
 static CUresult record(evo_timer *t, CUevent e, CUstream st, bool captured)
@@ -412,10 +392,10 @@ static evo_status run_batch(evo_timer *t, const evo_timing_opts *o, const evo_ti
     }
     TCU(t, cuEventRecord(t->done, o->stream), err);
     CUresult fault = CUDA_SUCCESS;
-    const wait_result w = wait_done(t, o->kernel_timeout_s * (b - a) * n + 1.0, &fault);
-    if (exec && w == WAIT_OK) t->cu->cuGraphExecDestroy(exec);
-    if (w != WAIT_OK) {
-        r->outcome = w == WAIT_TIMEOUT ? EVO_TIMED_TIMEOUT : EVO_TIMED_FAULT;
+    const evo_cu_wait w = evo_cu_wait_event(t->cu, t->done, o->kernel_timeout_s * (b - a) * n + 1.0, &fault);
+    if (exec && w == EVO_CU_WAIT_OK) t->cu->cuGraphExecDestroy(exec);
+    if (w != EVO_CU_WAIT_OK) {
+        r->outcome = w == EVO_CU_WAIT_TIMEOUT ? EVO_TIMED_TIMEOUT : EVO_TIMED_FAULT;
         r->subject = -1;
         r->error = fault;
         return EVO_OK;
@@ -460,9 +440,9 @@ static evo_status warm_up(evo_timer *t, const evo_timing_opts *o, const evo_timi
         }
     TCU(t, cuEventRecord(t->done, o->stream), err);
     CUresult fault = CUDA_SUCCESS;
-    const wait_result wr = wait_done(t, o->kernel_timeout_s * w * n + 1.0, &fault);
-    if (wr != WAIT_OK) {
-        r->outcome = wr == WAIT_TIMEOUT ? EVO_TIMED_TIMEOUT : EVO_TIMED_FAULT;
+    const evo_cu_wait wr = evo_cu_wait_event(t->cu, t->done, o->kernel_timeout_s * w * n + 1.0, &fault);
+    if (wr != EVO_CU_WAIT_OK) {
+        r->outcome = wr == EVO_CU_WAIT_TIMEOUT ? EVO_TIMED_TIMEOUT : EVO_TIMED_FAULT;
         r->subject = -1;
         r->error = fault;
         return EVO_OK;
