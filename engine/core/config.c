@@ -820,19 +820,25 @@ static evo_status load_correctness(loader *L, const yaml_node_t *root)
     return EVO_OK;
 }
 
+static const char *const timing_methods[EVO_TIMING_COUNT + 1] = {"auto", "events", "graph", "cupti", NULL};
+
+const char *evo_timing_method_name(evo_timing_method m)
+{
+    return m >= 0 && m < EVO_TIMING_COUNT ? timing_methods[m] : "?";
+}
+
 static evo_status load_timing(loader *L, const yaml_node_t *root)
 {
     static const char *const keys[] = {"warmup",       "repetitions",      "flush_l2",     "abort_factor",
                                        "kernel_timeout_s", "method",       "max_repetitions", "target_us",
                                        "fresh_inputs", "check_samples",    "interleave",   "target_ci", NULL};
-    static const char *const methods[] = {"auto", "events", "graph", "cupti", NULL};
     const char *path = "timing";
     yaml_node_t *m, *v;
     TRY(opt_map(L, root, path, keys, &m));
     if (!m) return EVO_OK;
     if ((v = get(L, m, "method"))) {
         int k;
-        TRY(as_name(L, v, "timing.method", methods, "timing method", &k));
+        TRY(as_name(L, v, "timing.method", timing_methods, "timing method", &k));
         L->c->timing.method = (evo_timing_method)k;
     }
     TRY(opt_i32(L, m, path, "max_repetitions", 1, 10000, &L->c->timing.max_repetitions));

@@ -66,7 +66,6 @@ typedef enum {
     EVO_TIMING_COUNT
 } evo_timing_method;
 const char *evo_timing_method_name(evo_timing_method m); /* "auto", "events", "graph", "cupti" */
-int evo_timing_method_parse(const char *name, evo_timing_method *m); /* 0, or -1 when unknown */
 
 typedef struct evo_config {
     char *path;        /* as given */

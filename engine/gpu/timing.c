@@ -17,23 +17,6 @@
 #include <cupti_version.h>
 #endif
 
-static const char *const method_names[EVO_TIMING_COUNT] = {"auto", "events", "graph", "cupti"};
-
-const char *evo_timing_method_name(evo_timing_method m)
-{
-    return m >= 0 && m < EVO_TIMING_COUNT ? method_names[m] : "?";
-}
-
-int evo_timing_method_parse(const char *name, evo_timing_method *m)
-{
-    for (int i = 0; i < EVO_TIMING_COUNT; i++)
-        if (!strcmp(name, method_names[i])) {
-            *m = (evo_timing_method)i;
-            return 0;
-        }
-    return -1;
-}
-
 typedef evo_kernel_record krec;
 
 struct evo_timer {
