@@ -266,6 +266,69 @@ static int move_cmp(const void *pa, const void *pb)
     return a->knob != b->knob ? a->knob - b->knob : a->value - b->value;
 }
 
+evo_genome evo_genome_normalized(const evo_space *space, const evo_genome *g)
+{
+    evo_genome n;
+    memset(&n, 0, sizeof n);
+    memcpy(n.idx, g->idx, (size_t)evo_space_n_knobs(space));
+    return n;
+}
+
+bool evo_strategy_take(const evo_space *space, evo_genome_set *seen, const evo_genome *g, evo_operator op,
+                       const evo_genome *p1, const evo_genome *p2, evo_proposal *out)
+{
+    const evo_genome n = evo_genome_normalized(space, g);
+    if (!evo_space_valid(space, &n, NULL) || !evo_genome_set_add(seen, &n)) return false;
+    memset(out, 0, sizeof *out);
+    out->genome = n;
+    out->op = op;
+    if (p1) out->parents[out->n_parents++] = *p1;
+    if (p2) out->parents[out->n_parents++] = *p2;
+    return true;
+}
+
+int evo_strategy_given(const evo_space *space, evo_genome_set *seen, const evo_strategy_params *p, evo_proposal *out,
+                       int want)
+{
+    const struct {
+        const evo_genome *g;
+        int count;
+        evo_operator op;
+    } sources[] = {{p->baseline, p->baseline ? 1 : 0, EVO_OP_BASELINE},
+                   {p->seeds, p->n_seeds, EVO_OP_SEED},
+                   {p->prior_elites, p->n_prior_elites, EVO_OP_ELITE}};
+    int n = 0;
+    for (size_t i = 0; i < EVO_ARRAY_LEN(sources); i++)
+        for (int j = 0; j < sources[i].count && n < want; j++)
+            n += evo_strategy_take(space, seen, &sources[i].g[j], sources[i].op, NULL, NULL, &out[n]);
+    return n;
+}
+
+int evo_strategy_around(const evo_space *space, evo_genome_set *seen, uint64_t seed, const evo_genome *starts_in,
+                        int n_starts, evo_proposal *out, int n, int until)
+{
+    if (n_starts <= 0) return n;
+    evo_genome *starts = evo_xcalloc((size_t)n_starts, sizeof *starts); /* a copy: starts_in may live in out */
+    memcpy(starts, starts_in, (size_t)n_starts * sizeof *starts);
+    evo_genome_list *nb = evo_xcalloc((size_t)n_starts, sizeof *nb);
+    int *next = evo_xcalloc((size_t)n_starts, sizeof *next);
+    for (int i = 0; i < n_starts; i++) evo_strategy_neighbours(space, &starts[i], seed, &nb[i]);
+    for (bool any = true; any && n < until;) {
+        any = false;
+        for (int i = 0; i < n_starts && n < until; i++) {
+            while (next[i] < nb[i].n &&
+                   !evo_strategy_take(space, seen, &nb[i].g[next[i]], EVO_OP_NEIGHBOUR, &starts[i], NULL, &out[n]))
+                next[i]++;
+            if (next[i] < nb[i].n) n++, next[i]++, any = true;
+        }
+    }
+    for (int i = 0; i < n_starts; i++) free(nb[i].g);
+    free(nb);
+    free(next);
+    free(starts);
+    return n;
+}
+
 void evo_strategy_neighbours(const evo_space *space, const evo_genome *g, uint64_t seed, evo_genome_list *out)
 {
     out->n = 0;

@@ -170,6 +170,25 @@ void evo_genome_list_push(evo_genome_list *l, const evo_genome *g);
  * constraint names (nearest values first). Genomes may repeat; g itself never appears. */
 void evo_strategy_neighbours(const evo_space *space, const evo_genome *g, uint64_t seed, evo_genome_list *out);
 
+/* g with every index past the space's last knob zeroed: strategies keep genomes so, and whole structs compare. */
+evo_genome evo_genome_normalized(const evo_space *space, const evo_genome *g);
+
+/* Makes out a proposal of g (normalized) by op with parents p1, p2 (either may be NULL) when g is valid and not in
+ * seen; adds it to seen. false, and out untouched, otherwise. */
+bool evo_strategy_take(const evo_space *space, evo_genome_set *seen, const evo_genome *g, evo_operator op,
+                       const evo_genome *p1, const evo_genome *p2, evo_proposal *out);
+
+/* Generation 0's given genomes: the baseline, the seeds, the earlier elites of p, each taken (evo_strategy_take) in
+ * that order while fewer than want are proposed. Returns how many are in out. */
+int evo_strategy_given(const evo_space *space, evo_genome_set *seen, const evo_strategy_params *p, evo_proposal *out,
+                       int want);
+
+/* Unseen neighbours (evo_strategy_neighbours with seed) of the n_starts start genomes, one per start in turn, as
+ * EVO_OP_NEIGHBOUR proposals with the start as parent, into out[n..until) (starts may point into out). Returns the
+ * new n. */
+int evo_strategy_around(const evo_space *space, evo_genome_set *seen, uint64_t seed, const evo_genome *starts,
+                        int n_starts, evo_proposal *out, int n, int until);
+
 /* Probability that mutation moves a knob to one of the neighbouring domain values (domains are ordered, so a
  * neighbour is a small step); the rest is spread evenly over the other values. */
 #define EVO_MUTATE_NEIGHBOUR_P 0.75

@@ -7,7 +7,6 @@
 
 #include "noise.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,14 +61,6 @@ static int tier(const member *m)
 
 /* Genomes inside the GA have every index past the last knob zeroed (see normalized), so whole structs compare. */
 static int genome_cmp(const evo_genome *a, const evo_genome *b) { return memcmp(a->idx, b->idx, sizeof a->idx); }
-
-static evo_genome normalized(const ga *s, const evo_genome *g)
-{
-    evo_genome n;
-    memset(&n, 0, sizeof n);
-    memcpy(n.idx, g->idx, (size_t)s->n_knobs);
-    return n;
-}
 
 /* A total order, best first: tier, then fitness, then genome indices, so ties never depend on arrival order. */
 static int member_cmp(const member *a, const member *b)
@@ -155,7 +146,7 @@ static void ga_observe(void *state, const evo_observation *obs, int n)
 {
     ga *s = state;
     for (int i = 0; i < n; i++) {
-        member m = {normalized(s, &obs[i].genome), obs[i].verdict, obs[i].fitness, obs[i].fitness_lo,
+        member m = {evo_genome_normalized(s->space, &obs[i].genome), obs[i].verdict, obs[i].fitness, obs[i].fitness_lo,
                     obs[i].fitness_hi};
         evo_genome_set_add(s->seen, &m.g);
         list_push(&s->fresh, &m);
@@ -166,7 +157,7 @@ static void ga_refresh(void *state, const evo_observation *obs, int n)
 {
     ga *s = state;
     for (int i = 0; i < n; i++) {
-        const evo_genome g = normalized(s, &obs[i].genome);
+        const evo_genome g = evo_genome_normalized(s->space, &obs[i].genome);
         member_list *lists[] = {&s->elites, &s->pool, &s->fresh};
         for (size_t l = 0; l < EVO_ARRAY_LEN(lists); l++)
             for (int j = 0; j < lists[l]->n; j++)
@@ -239,19 +230,6 @@ static uint32_t violated_knobs(ga *s, const char *violated)
     return 0;
 }
 
-static bool accept(ga *s, const evo_genome *g, evo_operator op, const evo_genome *p1, const evo_genome *p2,
-                   evo_proposal *out)
-{
-    evo_genome n = normalized(s, g);
-    if (!evo_space_valid(s->space, &n, NULL) || !evo_genome_set_add(s->seen, &n)) return false;
-    memset(out, 0, sizeof *out);
-    out->genome = n;
-    out->op = op;
-    if (p1) out->parents[out->n_parents++] = *p1;
-    if (p2) out->parents[out->n_parents++] = *p2;
-    return true;
-}
-
 static bool random_child(ga *s, evo_operator op, evo_proposal *out)
 {
     evo_genome g;
@@ -259,7 +237,7 @@ static bool random_child(ga *s, evo_operator op, evo_proposal *out)
         s->exhausted = true;
         return false;
     }
-    return accept(s, &g, op, NULL, NULL, out);
+    return evo_strategy_take(s->space, s->seen, &g, op, NULL, NULL, out);
 }
 
 /* The next unseen neighbour of the elites (evo_strategy_neighbours), the best elite's first. */
@@ -270,7 +248,7 @@ static bool elite_neighbour(ga *s, evo_proposal *out)
     for (int e = 0; e < s->elites.n && !got; e++) {
         evo_strategy_neighbours(s->space, &s->elites.m[e].g, s->p.seed, &nb);
         for (int j = 0; j < nb.n && !got; j++)
-            got = accept(s, &nb.g[j], EVO_OP_NEIGHBOUR, &s->elites.m[e].g, NULL, out);
+            got = evo_strategy_take(s->space, s->seen, &nb.g[j], EVO_OP_NEIGHBOUR, &s->elites.m[e].g, NULL, out);
     }
     free(nb.g);
     return got;
@@ -312,54 +290,22 @@ static bool breed(ga *s, evo_proposal *out)
             mutated = true;
         }
         evo_operator op = p2 ? (mutated ? EVO_OP_CROSSOVER_MUTATION : EVO_OP_CROSSOVER) : EVO_OP_MUTATION;
-        if (accept(s, &child, op, &p1->g, p2 ? &p2->g : NULL, out)) return true;
+        if (evo_strategy_take(s->space, s->seen, &child, op, &p1->g, p2 ? &p2->g : NULL, out)) return true;
     }
     return random_child(s, EVO_OP_RANDOM, out);
-}
-
-/* Unseen neighbours of the start genomes (copied: they live in out), one per start in turn, into out[n..until). */
-static int around_starts(ga *s, const evo_proposal *starts_in, int n_starts, evo_proposal *out, int n, int until)
-{
-    if (n_starts <= 0) return n;
-    evo_genome *starts = evo_xcalloc((size_t)n_starts, sizeof *starts);
-    evo_genome_list *nb = evo_xcalloc((size_t)n_starts, sizeof *nb);
-    int *next = evo_xcalloc((size_t)n_starts, sizeof *next);
-    for (int i = 0; i < n_starts; i++) {
-        starts[i] = starts_in[i].genome;
-        evo_strategy_neighbours(s->space, &starts[i], s->p.seed, &nb[i]);
-    }
-    for (bool any = true; any && n < until;) {
-        any = false;
-        for (int i = 0; i < n_starts && n < until; i++) {
-            while (next[i] < nb[i].n && !accept(s, &nb[i].g[next[i]], EVO_OP_NEIGHBOUR, &starts[i], NULL, &out[n]))
-                next[i]++;
-            if (next[i] < nb[i].n) n++, next[i]++, any = true;
-        }
-    }
-    for (int i = 0; i < n_starts; i++) free(nb[i].g);
-    free(nb);
-    free(next);
-    free(starts);
-    return n;
 }
 
 /* Generation 0: baseline, seeds, earlier elites (each once, when valid and new); then, for a share local_rate of
  * the slots left, neighbours of the seeds and elites taken in turn; the rest random valid genomes. */
 static int initial_population(ga *s, evo_proposal *out, int want)
 {
-    int n = 0;
-    const struct {
-        const evo_genome *g;
-        int count;
-        evo_operator op;
-    } sources[] = {{s->p.baseline, s->p.baseline ? 1 : 0, EVO_OP_BASELINE},
-                   {s->p.seeds, s->p.n_seeds, EVO_OP_SEED},
-                   {s->p.prior_elites, s->p.n_prior_elites, EVO_OP_ELITE}};
-    for (size_t i = 0; i < EVO_ARRAY_LEN(sources); i++)
-        for (int j = 0; j < sources[i].count && n < want; j++)
-            n += accept(s, &sources[i].g[j], sources[i].op, NULL, NULL, &out[n]);
+    int n = evo_strategy_given(s->space, s->seen, &s->p, out, want);
     const int n_starts = n - (s->p.baseline && n > 0 && out[0].op == EVO_OP_BASELINE);
-    n = around_starts(s, &out[n - n_starts], n_starts, out, n, n + (int)(s->p.local_rate * (want - n) + 0.5));
+    evo_genome *starts = evo_xcalloc((size_t)(n_starts > 0 ? n_starts : 1), sizeof *starts);
+    for (int i = 0; i < n_starts; i++) starts[i] = out[n - n_starts + i].genome;
+    n = evo_strategy_around(s->space, s->seen, s->p.seed, starts, n_starts, out, n,
+                            n + (int)(s->p.local_rate * (want - n) + 0.5));
+    free(starts);
     while (n < want && !s->exhausted) n += random_child(s, EVO_OP_RANDOM, &out[n]);
     return n;
 }

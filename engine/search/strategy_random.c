@@ -49,13 +49,8 @@ static evo_status rnd_propose(void *state, evo_proposal *out, int max, int *n, e
     rnd *s = state;
     int want = max < s->population ? max : s->population;
     *n = 0;
-    if (!s->started && s->baseline && evo_space_valid(s->space, s->baseline, NULL) &&
-        evo_genome_set_add(s->seen, s->baseline)) {
-        memset(&out[0], 0, sizeof out[0]);
-        memcpy(out[0].genome.idx, s->baseline->idx, (size_t)evo_space_n_knobs(s->space));
-        out[0].op = EVO_OP_BASELINE;
-        (*n)++;
-    }
+    if (!s->started && s->baseline)
+        *n += evo_strategy_take(s->space, s->seen, s->baseline, EVO_OP_BASELINE, NULL, NULL, &out[0]);
     s->started = true;
     while (*n < want && !s->exhausted) {
         evo_genome g;
@@ -63,11 +58,7 @@ static evo_status rnd_propose(void *state, evo_proposal *out, int max, int *n, e
             s->exhausted = true;
             break;
         }
-        evo_genome_set_add(s->seen, &g);
-        memset(&out[*n], 0, sizeof out[*n]);
-        memcpy(out[*n].genome.idx, g.idx, (size_t)evo_space_n_knobs(s->space));
-        out[*n].op = EVO_OP_RANDOM;
-        (*n)++;
+        *n += evo_strategy_take(s->space, s->seen, &g, EVO_OP_RANDOM, NULL, NULL, &out[*n]);
     }
     return EVO_OK;
 }

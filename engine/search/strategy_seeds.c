@@ -28,14 +28,6 @@ typedef struct {
     int generation;
 } hill;
 
-static evo_genome normalized(const hill *s, const evo_genome *g)
-{
-    evo_genome n;
-    memset(&n, 0, sizeof n);
-    memcpy(n.idx, g->idx, (size_t)s->n_knobs);
-    return n;
-}
-
 /* Best first: OK before REGRESSED, then higher fitness, then genome indices (never arrival order). */
 static int centre_cmp(const void *pa, const void *pb)
 {
@@ -73,7 +65,7 @@ static void hill_observe(void *state, const evo_observation *obs, int n)
 {
     hill *s = state;
     for (int i = 0; i < n; i++) {
-        evo_genome g = normalized(s, &obs[i].genome);
+        evo_genome g = evo_genome_normalized(s->space, &obs[i].genome);
         evo_genome_set_add(s->seen, &g);
         const bool measured = (obs[i].verdict == EVO_V_OK || obs[i].verdict == EVO_V_REGRESSED) &&
                               isfinite(obs[i].fitness);
@@ -86,40 +78,6 @@ static void hill_observe(void *state, const evo_observation *obs, int n)
     }
 }
 
-static bool take(hill *s, const evo_genome *g, evo_operator op, const evo_genome *parent, evo_proposal *out)
-{
-    evo_genome n = normalized(s, g);
-    if (!evo_space_valid(s->space, &n, NULL) || !evo_genome_set_add(s->seen, &n)) return false;
-    memset(out, 0, sizeof *out);
-    out->genome = n;
-    out->op = op;
-    if (parent) out->parents[out->n_parents++] = *parent;
-    return true;
-}
-
-/* Unseen neighbours of the start genomes, one per start in turn, until want or none is left. */
-static int around_starts(hill *s, evo_proposal *out, int n, int want)
-{
-    evo_genome_list *nb = evo_xcalloc((size_t)(s->starts.n ? s->starts.n : 1), sizeof *nb);
-    int *next = evo_xcalloc((size_t)(s->starts.n ? s->starts.n : 1), sizeof *next);
-    for (int i = 0; i < s->starts.n; i++) evo_strategy_neighbours(s->space, &s->starts.g[i], s->p.seed, &nb[i]);
-    for (bool any = true; any && n < want;) {
-        any = false;
-        for (int i = 0; i < s->starts.n && n < want; i++) {
-            while (next[i] < nb[i].n && !take(s, &nb[i].g[next[i]], EVO_OP_NEIGHBOUR, &s->starts.g[i], &out[n]))
-                next[i]++;
-            if (next[i] < nb[i].n) {
-                n++, next[i]++;
-                any = true;
-            }
-        }
-    }
-    for (int i = 0; i < s->starts.n; i++) free(nb[i].g);
-    free(nb);
-    free(next);
-    return n;
-}
-
 /* Unseen neighbours of the measured genomes, best first, until want or none is left. */
 static int around_best(hill *s, evo_proposal *out, int n, int want)
 {
@@ -129,7 +87,7 @@ static int around_best(hill *s, evo_proposal *out, int n, int want)
         if (s->c[i].done) continue;
         evo_strategy_neighbours(s->space, &s->c[i].g, s->p.seed, &nb);
         int j = 0;
-        for (; j < nb.n && n < want; j++) n += take(s, &nb.g[j], EVO_OP_NEIGHBOUR, &s->c[i].g, &out[n]);
+        for (; j < nb.n && n < want; j++) n += evo_strategy_take(s->space, s->seen, &nb.g[j], EVO_OP_NEIGHBOUR, &s->c[i].g, NULL, &out[n]);
         bool left = false;
         for (; j < nb.n && !left; j++) left = !evo_genome_set_has(s->seen, &nb.g[j]);
         s->c[i].done = !left;
@@ -145,29 +103,20 @@ static evo_status hill_propose(void *state, evo_proposal *out, int max, int *n, 
     const int want = max < s->p.population ? max : s->p.population;
     *n = 0;
     if (s->generation == 0) {
-        const struct {
-            const evo_genome *g;
-            int count;
-            evo_operator op;
-        } sources[] = {{s->p.baseline, s->p.baseline ? 1 : 0, EVO_OP_BASELINE},
-                       {s->p.seeds, s->p.n_seeds, EVO_OP_SEED},
-                       {s->p.prior_elites, s->p.n_prior_elites, EVO_OP_ELITE}};
-        for (size_t i = 0; i < EVO_ARRAY_LEN(sources); i++)
-            for (int j = 0; j < sources[i].count; j++) {
-                const bool fresh = *n < want && take(s, &sources[i].g[j], sources[i].op, NULL, &out[*n]);
-                /* the baseline is the last resort as a start: the seeds are meant to be better */
-                if (fresh && i > 0) evo_genome_list_push(&s->starts, &out[*n].genome);
-                *n += fresh;
-            }
+        *n = evo_strategy_given(s->space, s->seen, &s->p, out, want);
+        /* the baseline is the last resort as a start: the seeds are meant to be better */
+        for (int i = 0; i < *n; i++)
+            if (out[i].op != EVO_OP_BASELINE) evo_genome_list_push(&s->starts, &out[i].genome);
         if (s->p.baseline && evo_space_valid(s->space, s->p.baseline, NULL)) {
-            evo_genome b = normalized(s, s->p.baseline);
+            evo_genome b = evo_genome_normalized(s->space, s->p.baseline);
             evo_genome_list_push(&s->starts, &b);
         }
     }
-    *n = s->n_c ? around_best(s, out, *n, want) : around_starts(s, out, *n, want);
+    *n = s->n_c ? around_best(s, out, *n, want)
+               : evo_strategy_around(s->space, s->seen, s->p.seed, s->starts.g, s->starts.n, out, *n, want);
     evo_genome g;
     while (*n < want && evo_strategy_random_unseen(s->space, s->seen, &s->rng, &g))
-        *n += take(s, &g, EVO_OP_RANDOM, NULL, &out[*n]);
+        *n += evo_strategy_take(s->space, s->seen, &g, EVO_OP_RANDOM, NULL, NULL, &out[*n]);
     s->generation++;
     return EVO_OK;
 }
