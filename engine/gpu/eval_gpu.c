@@ -33,8 +33,7 @@
 
 /* One set of inputs with its references (the task's, in gc.data), made once and kept for the life of the worker. */
 typedef struct {
-    int shape;       /* index into the worker's shape list (timed shapes first) */
-    bool ready;
+    int shape;       /* index into timed shapes followed by correctness.shapes (cases.h) */
     size_t out_bytes;
     evo_gpu_case gc;
 } gcase;
@@ -61,15 +60,13 @@ struct evo_gpu {
     evo_config *cfg;
     const evo_task *task;
     void *task_state;
-    evo_shape shapes[2 * EVO_MAX_SHAPES]; /* timed shapes, then the extra correctness shapes */
-    int n_shapes;
     gcase *cases;
     int n_cases;
     size_t max_out, max_timed_out;
     CUdeviceptr outbuf, out; /* out = outbuf + guard */
     CUdeviceptr acc, canary_res, flush;
     size_t flush_bytes;
-    CUevent ev[1];
+    CUevent done; /* recorded after a correctness launch, waited for with a deadline */
     double baseline_us[EVO_MAX_SHAPES]; /* the baseline genome's last times on this GPU */
     double baseline_noise[EVO_MAX_SHAPES];
     /* timing */
@@ -195,8 +192,6 @@ static evo_status load_support(gpu_state *g, evo_err *err)
 static void build_cases(gpu_state *g)
 {
     const evo_config *cfg = g->cfg;
-    for (int i = 0; i < cfg->n_shapes; i++) g->shapes[g->n_shapes++] = cfg->shapes[i];
-    for (int i = 0; i < cfg->correctness.n_shapes; i++) g->shapes[g->n_shapes++] = cfg->correctness.shapes[i];
     evo_gate_case *list = NULL;
     g->n_cases = evo_gate_cases(cfg, g->sanitize, &list);
     g->cases = evo_xcalloc((size_t)(g->n_cases ? g->n_cases : 1), sizeof *g->cases);
@@ -211,14 +206,6 @@ static void build_cases(gpu_state *g)
         if (c->gc.timing && c->out_bytes > g->max_timed_out) g->max_timed_out = c->out_bytes;
     }
     free(list);
-}
-
-static evo_status prepare_case(gpu_state *g, gcase *c, evo_err *err)
-{
-    if (c->ready) return EVO_OK;
-    evo_status s = g->task->gpu->prepare(g->task_state, &c->gc, err);
-    if (s == EVO_OK) c->ready = true;
-    return s;
 }
 
 static evo_status gpu_open(gpu_state *g, int gpu, const char *config_path, bool sanitize, evo_err *err)
@@ -267,7 +254,7 @@ static evo_status gpu_open(gpu_state *g, int gpu, const char *config_path, bool 
     s = load_support(g, err);
     if (s != EVO_OK) return s;
     CU(g, cuStreamCreate(&g->st, CU_STREAM_NON_BLOCKING), err);
-    for (size_t i = 0; i < EVO_ARRAY_LEN(g->ev); i++) CU(g, cuEventCreate(&g->ev[i], CU_EVENT_DEFAULT), err);
+    CU(g, cuEventCreate(&g->done, CU_EVENT_DEFAULT), err);
     s = evo_timer_open(g->cu, !sanitize, &g->timer, err);
     if (s != EVO_OK) return s;
     {
@@ -291,7 +278,7 @@ static evo_status gpu_open(gpu_state *g, int gpu, const char *config_path, bool 
     /* Every case now, before the hello reply: an evaluation's watchdog then covers the candidate alone. */
     const double t0 = evo_now();
     for (int i = 0; i < g->n_cases; i++) {
-        s = prepare_case(g, &g->cases[i], err);
+        s = g->task->gpu->prepare(g->task_state, &g->cases[i].gc, err);
         if (s != EVO_OK) return s;
     }
     CU(g, cuStreamSynchronize(g->st), err);
@@ -321,6 +308,12 @@ typedef struct {
     bool exit_after; /* the context is unusable (fault) or a kernel still runs (timeout) */
 } outcome;
 
+/* Case c's shape as the config wrote it (without the case's axis values). */
+static const evo_shape *case_shape(const gpu_state *g, const gcase *c)
+{
+    return evo_gate_case_shape(g->cfg, &(evo_gate_case){.shape = c->shape});
+}
+
 static void fail_case(outcome *o, evo_verdict v, const char *what, const gpu_state *g, const gcase *c)
 {
     o->verdict = v;
@@ -328,7 +321,7 @@ static void fail_case(outcome *o, evo_verdict v, const char *what, const gpu_sta
     if (c) {
         cJSON *k = cJSON_AddObjectToObject(o->detail, "case");
         char shape[128];
-        evo_shape_format(&g->shapes[c->shape], shape, sizeof shape);
+        evo_shape_format(case_shape(g, c), shape, sizeof shape);
         cJSON_AddStringToObject(k, "shape", shape);
         for (int a = 0; a < g->cfg->correctness.n_axes; a++) {
             const int fi = g->cfg->correctness.axes[a].field;
@@ -369,9 +362,9 @@ static evo_status run_once(gpu_state *g, const kset *ks, const kvariant *v, cons
         fail_case(o, r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ? EVO_V_RESOURCE_FAIL : EVO_V_LAUNCH_FAIL, msg, g, c);
         return EVO_OK;
     }
-    CU(g, cuEventRecord(g->ev[0], g->st), err);
+    CU(g, cuEventRecord(g->done, g->st), err);
     CUresult fault = CUDA_SUCCESS;
-    evo_cu_wait w = evo_cu_wait_event(g->cu, g->ev[0], g->kernel_timeout_s, &fault);
+    evo_cu_wait w = evo_cu_wait_event(g->cu, g->done, g->kernel_timeout_s, &fault);
     if (w == EVO_CU_WAIT_TIMEOUT) {
         char msg[128];
         snprintf(msg, sizeof msg, "did not finish within %.1f s", g->kernel_timeout_s);
@@ -445,7 +438,6 @@ static const kvariant *variant_for(const gpu_state *g, const kvariant *vs, int n
     return i < 0 ? NULL : &vs[i];
 }
 
-/* Resource gate: the kernel as loaded against this device's limits. */
 /* Resource gate: the kernel as loaded against this device's limits. */
 static evo_status load_variants(gpu_state *g, CUmodule mod, const evo_eval_request *req, kvariant *vs, outcome *o,
                                 evo_err *err)
@@ -609,6 +601,17 @@ typedef struct {
     char note[256];
 } shape_timing;
 
+/* A new nonce for a timing run of the candidate and the baseline (the same for both: interleaved, they see the
+ * same fresh inputs), no samples taken yet. */
+static void reseed(gpu_state *g, tsubject ts[2])
+{
+    const uint64_t nonce = mix64(++g->nonce);
+    for (int k = 0; k < 2; k++) {
+        ts[k].nonce = nonce;
+        for (int j = 0; j < MAX_SAMPLES; j++) ts[k].sample_rep[j] = -1;
+    }
+}
+
 /* Times timed shape i: v of ks (checked through its sampled outputs when `check`), with bv of bks interleaved when
  * given. Failures set o->verdict (LAUNCH_FAIL, TIMEOUT, CRASHED, SLOW, INCORRECT). */
 static evo_status time_shape(gpu_state *g, int i, const kset *ks, const kvariant *v, const kset *bks,
@@ -621,18 +624,14 @@ static evo_status time_shape(gpu_state *g, int i, const kset *ks, const kvariant
     for (int k = 0; k < g->n_cases; k++)
         if (g->cases[k].gc.timing && g->cases[k].shape == i) c = &g->cases[k];
     if (!c) return evo_fail(err, EVO_E_INTERNAL, "no timing inputs for shape %d", i);
-    evo_status s = prepare_case(g, c, err);
-    if (s != EVO_OK) return s;
     /* Guard bands around this shape's output, for the canary check of the sampled repetitions. */
     CU(g, cuMemsetD32Async(g->outbuf, CANARY, GUARD_WORDS, g->st), err);
     CU(g, cuMemsetD32Async(g->out + ((c->out_bytes + 3) & ~(size_t)3), CANARY, GUARD_WORDS, g->st), err);
     tsubject ts[2];
-    const uint64_t nonce = mix64(++g->nonce);
-    for (int k = 0; k < 2; k++) {
-        ts[k] = (tsubject){.g = g, .ks = k ? (bks ? *bks : *ks) : *ks, .v = k ? bv : v, .c = c, .nonce = nonce,
+    for (int k = 0; k < 2; k++)
+        ts[k] = (tsubject){.g = g, .ks = k ? (bks ? *bks : *ks) : *ks, .v = k ? bv : v, .c = c,
                            .sampled = check && k == 0};
-        for (int j = 0; j < MAX_SAMPLES; j++) ts[k].sample_rep[j] = -1;
-    }
+    reseed(g, ts);
     evo_timing_subject subj[2];
     for (int k = 0; k < 2; k++) {
         const kvariant *kv = ts[k].v;
@@ -669,16 +668,14 @@ static evo_status time_shape(gpu_state *g, int i, const kset *ks, const kvariant
      * launches vary, like a causal one with a long tail), one more pass on inputs of its own, up to max_repetitions
      * in all. */
     const evo_timing_method want = evo_timer_resolve(g->timer, cfg->timing.method);
+    evo_status s = EVO_OK;
     for (int pass = 0; pass < 2; pass++) {
         s = evo_timer_run(g->timer, &opts, subj, n_subj, &r, err);
         /* CUPTI's records did not match the launches (a rare late delivery): once more, so that one shape's
          * figures are never events where the others are CUPTI's */
         if (s == EVO_OK && r.outcome == EVO_TIMED_OK && r.method != want) {
             fprintf(stderr, "evo worker: shape %d: %s; timing it again\n", i, r.note);
-            for (int k = 0; k < 2; k++) {
-                ts[k].nonce = mix64(++g->nonce);
-                for (int j = 0; j < MAX_SAMPLES; j++) ts[k].sample_rep[j] = -1;
-            }
+            reseed(g, ts);
             s = evo_timer_run(g->timer, &opts, subj, n_subj, &r, err);
         }
         if (s != EVO_OK || r.outcome != EVO_TIMED_OK) break;
@@ -704,10 +701,7 @@ static evo_status time_shape(gpu_state *g, int i, const kset *ks, const kvariant
         opts.min_reps = opts.max_reps = more < room ? more : room;
         opts.target_us = 0;
         opts.judge_first = 0;
-        for (int k = 0; k < 2; k++) {
-            ts[k].nonce = mix64(++g->nonce); /* inputs no earlier repetition saw */
-            for (int j = 0; j < MAX_SAMPLES; j++) ts[k].sample_rep[j] = -1;
-        }
+        reseed(g, ts); /* inputs no earlier repetition saw */
     }
     if (s != EVO_OK || r.outcome != EVO_TIMED_OK || o->verdict != EVO_V_OK)
         for (int k = 0; k < 2; k++) free(us[k]), free(eus[k]);
@@ -910,7 +904,6 @@ static evo_status evaluate(gpu_state *g, const evo_eval_request *req, evo_eval_r
             const kvariant *v = &vs[k];
             if (!g->task->serves(&v->v, &c->gc.shape)) continue;
             ran++;
-            if ((s = prepare_case(g, c, err)) != EVO_OK) break;
             if ((s = run_once(g, &ks, v, c, o, err)) != EVO_OK || o->verdict != EVO_V_OK) break;
             evo_gpu_check chk;
             if ((s = check_output(g, c, o, &chk, err)) != EVO_OK) break;
@@ -927,7 +920,7 @@ static evo_status evaluate(gpu_state *g, const evo_eval_request *req, evo_eval_r
         }
         if (s == EVO_OK && o->verdict == EVO_V_OK && !ran) {
             char msg[160], shape[96];
-            evo_shape_format(&g->shapes[c->shape], shape, sizeof shape);
+            evo_shape_format(case_shape(g, c), shape, sizeof shape);
             snprintf(msg, sizeof msg, "no kernel serves shape %s", shape);
             fail_case(o, EVO_V_INVALID, msg, g, c);
         }
