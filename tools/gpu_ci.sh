@@ -110,3 +110,9 @@ for step in "$@"; do
     *) echo "unknown step $step" ;;
   esac
 done
+# at most 8 files come back from $OUT: beyond that, all of it travels as one archive
+rm -f "$OUT"/*.db-wal "$OUT"/*.db-shm
+if [ "$(find "$OUT" -type f | wc -l)" -gt 8 ]; then
+  tar -C "$OUT" -czf /tmp/gpu-logs.tgz . && find "$OUT" -mindepth 1 -delete && mv /tmp/gpu-logs.tgz "$OUT/" &&
+    echo "logs packed into $OUT/gpu-logs.tgz"
+fi
