@@ -149,20 +149,30 @@ static cudaError_t launch_plan(const Variant &v, const evo_quant_plan &plan, con
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = dim3(l.grid_x, l.grid_y, 1);
         cfg.blockDim = dim3(l.block, 1, 1);
-        cfg.dynamicSmemBytes = 0;
+        cfg.dynamicSmemBytes = l.smem;
         cfg.stream = st;
-        cudaLaunchAttribute attr[1];
+        if (l.smem > 48u * 1024u) {
+            cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)l.smem);
+            if (e != cudaSuccess) return e;
+        }
+        cudaLaunchAttribute attr[2];
+        cfg.attrs = attr;
+        cfg.numAttrs = 0;
         if (l.cluster_x > 1) {
             if (l.nonportable) {
                 cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
                 if (e != cudaSuccess) return e;
             }
-            attr[0].id = cudaLaunchAttributeClusterDimension;
-            attr[0].val.clusterDim.x = l.cluster_x;
-            attr[0].val.clusterDim.y = 1;
-            attr[0].val.clusterDim.z = 1;
-            cfg.attrs = attr;
-            cfg.numAttrs = 1;
+            attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+            attr[cfg.numAttrs].val.clusterDim.x = l.cluster_x;
+            attr[cfg.numAttrs].val.clusterDim.y = 1;
+            attr[cfg.numAttrs].val.clusterDim.z = 1;
+            cfg.numAttrs++;
+        }
+        if (l.cooperative) {
+            attr[cfg.numAttrs].id = cudaLaunchAttributeCooperative;
+            attr[cfg.numAttrs].val.cooperative = 1;
+            cfg.numAttrs++;
         }
         cudaError_t e = cudaLaunchKernelEx(&cfg, fn, p);
         if (e != cudaSuccess) return e;
@@ -252,6 +262,7 @@ int qb_run(int i, const void *x, void *codes, float *scales, void *scratch, long
     p.in_dtype = v.bf16;
     p.rotate = v.rot;
     p.chain_lag = plan.chain_lag;
+    p.stages = plan.stages;
     return (int)launch_plan(v, plan, p, (cudaStream_t)stream);
 }
 /* The CPU reference (threads over heads). */
@@ -685,6 +696,7 @@ static void child_main(std::vector<Case> &cases, int start, bool selftest, const
             p.in_dtype = c.bf16;
             p.rotate = c.rot;
             p.chain_lag = plan.chain_lag;
+            p.stages = plan.stages;
             QB_CHECK(cudaMemsetAsync(scratch, 0, plan.scratch_bytes, g.st));
             /* twice with different poison: unwritten codes cannot match both; the second launch also checks that a
              * plan leaves its scratch ready for the next */
@@ -739,6 +751,7 @@ static void child_main(std::vector<Case> &cases, int start, bool selftest, const
             p.in_dtype = c.bf16;
             p.rotate = c.rot;
             p.chain_lag = plan.chain_lag;
+            p.stages = plan.stages;
             QB_CHECK(cudaMemsetAsync(scratch, 0, plan.scratch_bytes, g.st));
             for (int fm : o.flushes) {
                 g.flush_mode = fm;

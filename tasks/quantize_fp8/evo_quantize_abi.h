@@ -34,6 +34,10 @@
 #define EVO_QUANT_MODE_CHAINED 1 /* one kernel; block t takes the absmax of chunk t and encodes chunk t - lag */
 #define EVO_QUANT_MODE_CLUSTER 2 /* one kernel; a cluster of CTAs per head, absmax through distributed smem */
 #define EVO_QUANT_MODE_ORDERED 3 /* mode 1 with blockIdx.x as the ticket: relies on blocks starting in index order */
+#define EVO_QUANT_MODE_RESIDENT 4 /* one block per SM, co-resident (cooperative launch): chunks stream through a ring
+                                     of shared memory by bulk copies, each read from DRAM once; a chunk is encoded
+                                     from shared memory slack rounds after its absmax was published (sm_90) */
+#define EVO_QUANT_MAX_STAGES 8    /* mode resident: most chunks in its shared-memory ring */
 
 /* Kernels of a plan: the template kernels of quantize_fp8.cu with the genome's template arguments. */
 #define EVO_QUANT_K_ROTATE 0 /* evo_quant_rotate<D, IN_BF16, VEC, WARPS, CACHE> */
@@ -49,8 +53,8 @@ typedef struct {
     int batch, heads, seq, head_dim;
     int in_dtype;  /* EVO_QUANT_IN_F16 or EVO_QUANT_IN_BF16 */
     int rotate;    /* 1: incoherent processing (the rotation above) */
-    int chain_lag; /* modes chained and ordered: plan.chain_lag; 0 otherwise */
-    int reserved;
+    int chain_lag; /* modes chained, ordered and resident: plan.chain_lag; 0 otherwise */
+    int stages;    /* mode resident: plan.stages (chunks in the shared-memory ring); 0 otherwise */
 } evo_quant_params;
 
 /* The genome. Template order of evo_quant: D, IN_BF16, ROTATE, then vec .. fused_rot as listed; slack is a
@@ -67,7 +71,8 @@ typedef struct {
     int cache;     /* 0: plain loads and stores; 1: L2 evict_last on the first read, evict_first on the last,
                       streaming stores */
     int fused_rot; /* 1: rotation inside the quantizer; 0: a separate pass writes rotated float rows to scratch */
-    int slack;     /* 0, 1, 2, 4, 8: mode chained: lag = max(chunks per head - 1, min(slack * SMs, chunks)) */
+    int slack;     /* 0, 1, 2, 4, 8: modes chained and ordered: lag = max(chunks per head - 1, min(slack * SMs,
+                      chunks)); mode resident: rounds of the grid between a chunk's absmax and its encoding (1+) */
 } evo_quant_knobs;
 
 typedef struct {
@@ -77,15 +82,20 @@ typedef struct {
     unsigned block;     /* threads = 32 * warps */
     unsigned cluster_x; /* cluster dims (cluster_x, 1, 1) as a launch attribute; 1: launch without a cluster */
     int nonportable;    /* 1: cluster_x = 16 needs the kernel attribute NonPortableClusterSizeAllowed = 1 */
+    unsigned smem;      /* dynamic shared memory bytes (mode resident; 0 otherwise): above 48 KiB the kernel needs
+                           MaxDynamicSharedMemorySize set to it */
+    int cooperative;    /* 1: every block must be resident at once: a cooperative launch (launch attribute), which
+                           fails instead of deadlocking when the device cannot hold the grid */
 } evo_quant_launch;
 
 typedef struct {
-    int n_launches;             /* 1 to 3, launched in this order on one stream; dynamic smem is 0 for all */
+    int n_launches;             /* 1 to 3, launched in this order on one stream */
     evo_quant_launch launch[3];
     unsigned long long scratch_bytes; /* device scratch the launches need (0: none) */
     int zero_scratch_once;      /* 1: fill the scratch with zeros once after allocating it; every launch of the
                                    plan leaves it zeroed again (modes chained and ordered) */
     int chain_lag;              /* evo_quant_params.chain_lag */
+    int stages;                 /* evo_quant_params.stages */
     unsigned long long chunk_elems, chunks_per_head;
 } evo_quant_plan;
 
@@ -128,6 +138,26 @@ EVO_QUANT_HD static inline unsigned long long evo_quant_rot_bytes(unsigned long 
 
 static inline int evo_quant_is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
+/* Dynamic shared memory a block may take on arch (80 for sm_80): the opt-in limit less 1 KiB for the kernels'
+ * static shared memory. */
+static inline unsigned evo_quant_smem_budget(int arch)
+{
+    unsigned kib = arch >= 90 && arch < 120 ? 227u : (arch == 80 || arch == 87) ? 163u : 99u;
+    return (kib - 1u) * 1024u;
+}
+
+/* Mode resident: bytes of one chunk (every thread loads unroll * iters vectors of vec bytes) and the chunks its ring
+ * holds on arch (at most EVO_QUANT_MAX_STAGES). */
+static inline unsigned long long evo_quant_chunk_bytes(const evo_quant_knobs *k)
+{
+    return 32ull * (unsigned long long)(k->warps * k->unroll * k->iters * k->vec);
+}
+static inline int evo_quant_stages(const evo_quant_knobs *k, int arch)
+{
+    unsigned long long s = evo_quant_smem_budget(arch) / evo_quant_chunk_bytes(k);
+    return s > EVO_QUANT_MAX_STAGES ? EVO_QUANT_MAX_STAGES : (int)s;
+}
+
 /* Elements per vector: vec bytes of fp16/bf16, or of float for the main kernels after a separate rotation. */
 static inline int evo_quant_epv(const evo_quant_knobs *k, int rotate)
 {
@@ -152,7 +182,7 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (!evo_quant_is_pow2(head_dim) || head_dim < 32 || head_dim > 256) EVO_QUANT_REJECT("head_dim must be 32, 64, 128 or 256");
     if (k->vec != 8 && k->vec != 16 && k->vec != 32) EVO_QUANT_REJECT("vec must be 8, 16 or 32");
     if (!evo_quant_is_pow2(k->warps) || k->warps < 2 || k->warps > 32) EVO_QUANT_REJECT("warps must be 2..32, a power of two");
-    if (k->mode < 0 || k->mode > 3) EVO_QUANT_REJECT("mode must be 0, 1, 2 or 3");
+    if (k->mode < 0 || k->mode > 4) EVO_QUANT_REJECT("mode must be 0, 1, 2, 3 or 4");
     if (!evo_quant_is_pow2(k->cluster) || k->cluster > 16) EVO_QUANT_REJECT("cluster must be 1, 2, 4, 8 or 16");
     if (k->mode != EVO_QUANT_MODE_CLUSTER && (k->cluster != 1 || k->keep != 0))
         EVO_QUANT_REJECT("cluster and keep apply to mode 2 only (1 and 0 otherwise)");
@@ -169,13 +199,20 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (k->cache != 0 && k->cache != 1) EVO_QUANT_REJECT("cache must be 0 or 1");
     if (k->fused_rot != 0 && k->fused_rot != 1) EVO_QUANT_REJECT("fused_rot must be 0 or 1");
     if (k->slack != 0 && (!evo_quant_is_pow2(k->slack) || k->slack > 8)) EVO_QUANT_REJECT("slack must be 0, 1, 2, 4 or 8");
+    if (k->mode == EVO_QUANT_MODE_RESIDENT) {
+        if (arch < 90) EVO_QUANT_REJECT("mode 4 (resident) needs sm_90 (bulk copies into shared memory)");
+        if (k->slack < 1) EVO_QUANT_REJECT("mode 4 (resident): slack must be at least 1 round");
+        if (evo_quant_stages(k, arch) < k->slack + 2)
+            EVO_QUANT_REJECT("mode 4 (resident): slack + 2 chunks (32 * warps * unroll * iters * vec bytes each) "
+                             "must fit in the shared memory of a block");
+    }
     if (rotate && head_dim / (k->vec / 2) > 32) EVO_QUANT_REJECT("rotation: head_dim / (vec / 2) must be at most 32 lanes");
     return 0;
 #undef EVO_QUANT_REJECT
 }
 
 /* The launches and scratch of genome k for one shape. 0 on success, -1 with the reason in why. num_sms: the
- * device's multiprocessor count (mode chained sizes its lag from it). */
+ * device's multiprocessor count (mode chained sizes its lag from it, mode resident its grid). */
 static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int heads, int seq, int head_dim,
                                       int rotate, int arch, int num_sms, evo_quant_plan *plan, char *why,
                                       unsigned long why_size)
@@ -201,12 +238,15 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
     p.scratch_bytes = rot;
     p.zero_scratch_once = 0;
     p.chain_lag = 0;
+    p.stages = 0;
     p.chunk_elems = (unsigned long long)threads * (unsigned long long)(epv * k->unroll * k->iters);
     p.chunks_per_head = (head_elems + p.chunk_elems - 1) / p.chunk_elems;
     for (int i = 0; i < 3; i++) {
         p.launch[i].kernel = 0;
         p.launch[i].grid_x = p.launch[i].grid_y = p.launch[i].block = p.launch[i].cluster_x = 1;
         p.launch[i].nonportable = 0;
+        p.launch[i].smem = 0;
+        p.launch[i].cooperative = 0;
     }
     if (rot) { /* one thread per vector of vec input bytes */
         unsigned long long nv = n / (unsigned long long)(k->vec / 2);
@@ -236,6 +276,35 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         l->kernel = EVO_QUANT_K_MAIN;
         l->grid_x = (unsigned)(chunks + lag);
         l->block = threads;
+    } else if (k->mode == EVO_QUANT_MODE_RESIDENT) {
+        /* Chunk c goes to block c % grid in round c / grid. A block encodes the chunk of round r in round r + lag
+         * and waits then only for chunks published in rounds up to r + lag, so the lowest block in progress always
+         * finds its head complete when lag is at least the rounds a head spans; the ring holds lag + 2 chunks or
+         * more (one being loaded ahead). */
+        unsigned long long chunks = n_heads * p.chunks_per_head, grid = (unsigned long long)num_sms;
+        if (grid > chunks) grid = chunks;
+        unsigned long long lag = (p.chunks_per_head + grid - 1) / grid; /* rounds a head spans, at most */
+        if (lag < (unsigned long long)k->slack) lag = (unsigned long long)k->slack;
+        p.stages = evo_quant_stages(k, arch);
+        if (lag + 2 > (unsigned long long)p.stages) {
+            if (why && why_size) {
+                const char *m = "mode 4 (resident): a head spans more rounds of the grid than the shared-memory ring "
+                                "can hold behind its encoding; take larger chunks";
+                unsigned long i = 0;
+                for (; m[i] && i + 1 < why_size; i++) why[i] = m[i];
+                why[i] = 0;
+            }
+            return -1;
+        }
+        p.chain_lag = (int)lag;
+        p.scratch_bytes = rot + 16ull + 4ull * chunks;
+        p.zero_scratch_once = 1;
+        evo_quant_launch *l = &p.launch[p.n_launches++];
+        l->kernel = EVO_QUANT_K_MAIN;
+        l->grid_x = (unsigned)grid;
+        l->block = threads;
+        l->smem = (unsigned)((unsigned long long)p.stages * evo_quant_chunk_bytes(k));
+        l->cooperative = 1;
     } else {
         evo_quant_launch *l = &p.launch[p.n_launches++];
         l->kernel = EVO_QUANT_K_MAIN;

@@ -167,23 +167,33 @@ static CUresult launch_one(qz_gpu *q, const evo_gpu_kernel *kern, const evo_quan
 {
     const evo_cudrv *cu = evo_gpu_cu(q->g);
     void *args[] = {p};
-    if (l->cluster_x <= 1)
-        return cu->cuLaunchKernel(kern->fn, l->grid_x, l->grid_y, 1, l->block, 1, 1, 0, evo_gpu_stream(q->g), args,
-                                  NULL);
+    if (l->cluster_x <= 1 && !l->cooperative)
+        return cu->cuLaunchKernel(kern->fn, l->grid_x, l->grid_y, 1, l->block, 1, 1, l->smem, evo_gpu_stream(q->g),
+                                  args, NULL);
     if (!cu->cuLaunchKernelEx) return CUDA_ERROR_NOT_SUPPORTED;
-    CUlaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = l->cluster_x;
-    attr.value.clusterDim.y = 1;
-    attr.value.clusterDim.z = 1;
+    CUlaunchAttribute attr[2];
+    memset(attr, 0, sizeof attr);
+    unsigned n_attr = 0;
+    if (l->cluster_x > 1) {
+        attr[n_attr].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attr[n_attr].value.clusterDim.x = l->cluster_x;
+        attr[n_attr].value.clusterDim.y = 1;
+        attr[n_attr].value.clusterDim.z = 1;
+        n_attr++;
+    }
+    if (l->cooperative) { /* all blocks resident at once, or the launch fails (never a deadlock) */
+        attr[n_attr].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        attr[n_attr].value.cooperative = 1;
+        n_attr++;
+    }
     CUlaunchConfig cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.gridDimX = l->grid_x, cfg.gridDimY = l->grid_y, cfg.gridDimZ = 1;
     cfg.blockDimX = l->block, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = l->smem;
     cfg.hStream = evo_gpu_stream(q->g);
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = n_attr;
     return cu->cuLaunchKernelEx(&cfg, kern->fn, args, NULL);
 }
 
@@ -209,6 +219,7 @@ static CUresult qz_launch(void *state, const evo_gpu_case *gc, const evo_gpu_ker
     p.in_dtype = (int)sh->v[QZ_DTYPE];
     p.rotate = (int)sh->v[QZ_ROTATE];
     p.chain_lag = plan.chain_lag;
+    p.stages = plan.stages;
     for (int i = 0; i < plan.n_launches; i++) {
         const evo_gpu_kernel *kern = find_role(k, n, pick, plan.launch[i].kernel);
         if (!kern) return CUDA_ERROR_NOT_FOUND;

@@ -11,14 +11,17 @@ namespace evo_export
 
 static const int n_qvariants = (int)(sizeof variants / sizeof variants[0]);
 
-/* Per variant, one bit per device on which NonPortableClusterSizeAllowed has been set (cluster 16). */
+/* Per variant, one bit per device on which NonPortableClusterSizeAllowed (cluster 16), and MaxDynamicSharedMemorySize
+ * (mode resident), have been set. */
 static std::atomic<unsigned long long> nonportable_set[sizeof variants / sizeof variants[0]];
+static std::atomic<unsigned long long> smem_set[sizeof variants / sizeof variants[0]];
 
-/* Scratch layout. Mode chained keeps its control words (16 + 8 per head bytes) at the start of the caller's
- * scratch and every launch leaves them zero. With a separate rotation pass (rotate, fused_rot = 0) the rotated rows
- * come first in the template's layout, so that plan is placed past the largest control block (65535 heads): its rows
- * never touch the words other calls rely on, and its own control words, behind rows that vary in size, are
- * zeroed by a memset before the launch. */
+/* Scratch layout. Modes chained, ordered and resident keep their control words (16 bytes + 4 per chunk) at the start
+ * of the caller's scratch and every launch leaves them zero. With a separate rotation pass (rotate, fused_rot = 0)
+ * the rotated rows come first in the template's layout, so that plan is placed past chained_zone: its rows never
+ * touch the control words of calls without rotation that have up to 131068 chunks (about 2^28 elements in the
+ * smallest chunks; a larger call without rotation after a rotated one in the same scratch needs a fresh zeroed
+ * scratch), and its own control words, behind rows that vary in size, are zeroed by a memset before the launch. */
 static const unsigned long long chained_zone = (16ull + 8ull * 65535ull + 255ull) & ~255ull;
 
 struct qcall {
@@ -64,15 +67,17 @@ static cudaError_t resolve(int in_dtype, int rotate, int batch, int heads, int s
     return cudaSuccess;
 }
 
-static cudaError_t allow_nonportable(int vi, void (*fn)(const evo_quant_params))
+/* Sets a function attribute once per device (the bit of the current device in done). */
+static cudaError_t set_once(std::atomic<unsigned long long> &done, void (*fn)(const evo_quant_params),
+                            cudaFuncAttribute attr, int value)
 {
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) return e;
     const unsigned long long bit = dev < 64 ? 1ull << dev : 0ull;
-    if (bit && (nonportable_set[vi].load(std::memory_order_acquire) & bit)) return cudaSuccess;
-    e = cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    if (e == cudaSuccess && bit) nonportable_set[vi].fetch_or(bit, std::memory_order_acq_rel);
+    if (bit && (done.load(std::memory_order_acquire) & bit)) return cudaSuccess;
+    e = cudaFuncSetAttribute(fn, attr, value);
+    if (e == cudaSuccess && bit) done.fetch_or(bit, std::memory_order_acq_rel);
     return e;
 }
 
@@ -88,20 +93,30 @@ static cudaError_t launch_plan(const qcall &c, const evo_quant_params &p, cudaSt
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = dim3(l.grid_x, l.grid_y, 1);
         cfg.blockDim = dim3(l.block, 1, 1);
-        cfg.dynamicSmemBytes = 0;
+        cfg.dynamicSmemBytes = l.smem;
         cfg.stream = stream;
-        cudaLaunchAttribute attr[1];
+        if (l.smem > 48u * 1024u) {
+            cudaError_t e = set_once(smem_set[c.vi], fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)l.smem);
+            if (e != cudaSuccess) return e;
+        }
+        cudaLaunchAttribute attr[2];
+        cfg.attrs = attr;
+        cfg.numAttrs = 0;
         if (l.cluster_x > 1) {
             if (l.nonportable) {
-                cudaError_t e = allow_nonportable(c.vi, fn);
+                cudaError_t e = set_once(nonportable_set[c.vi], fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
                 if (e != cudaSuccess) return e;
             }
-            attr[0].id = cudaLaunchAttributeClusterDimension;
-            attr[0].val.clusterDim.x = l.cluster_x;
-            attr[0].val.clusterDim.y = 1;
-            attr[0].val.clusterDim.z = 1;
-            cfg.attrs = attr;
-            cfg.numAttrs = 1;
+            attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+            attr[cfg.numAttrs].val.clusterDim.x = l.cluster_x;
+            attr[cfg.numAttrs].val.clusterDim.y = 1;
+            attr[cfg.numAttrs].val.clusterDim.z = 1;
+            cfg.numAttrs++;
+        }
+        if (l.cooperative) { /* every block resident at once, or the launch fails (never a deadlock) */
+            attr[cfg.numAttrs].id = cudaLaunchAttributeCooperative;
+            attr[cfg.numAttrs].val.cooperative = 1;
+            cfg.numAttrs++;
         }
         cudaError_t e = cudaLaunchKernelEx(&cfg, fn, p);
         if (e != cudaSuccess) return e;
@@ -165,11 +180,12 @@ extern "C" int evo_quantize_forward(const void *x, int in_dtype, int rotate, voi
     p.in_dtype = in_dtype;
     p.rotate = rotate;
     p.chain_lag = c.plan.chain_lag;
-    if (c.memset_ctl) {
+    p.stages = c.plan.stages;
+    if (c.memset_ctl) { /* the control words and slots behind the rotated rows */
         const unsigned long long n_heads = (unsigned long long)batch * (unsigned long long)heads;
         const unsigned long long n = n_heads * (unsigned long long)seq * (unsigned long long)head_dim;
-        e = cudaMemsetAsync((unsigned char *)p.scratch + evo_quant_rot_bytes(n), 0, (size_t)(16ull + 8ull * n_heads),
-                            stream);
+        e = cudaMemsetAsync((unsigned char *)p.scratch + evo_quant_rot_bytes(n), 0,
+                            (size_t)(c.plan.scratch_bytes - evo_quant_rot_bytes(n)), stream);
         if (e != cudaSuccess) return (int)e;
     }
     return (int)launch_plan(c, p, stream);

@@ -109,7 +109,7 @@ struct Cfg {
     static_assert(ROTATE == 0 || ROTATE == 1, "ROTATE is 0 or 1");
     static_assert(VEC == 8 || VEC == 16 || VEC == 32, "VEC must be 8, 16 or 32 bytes");
     static_assert(pow2(WARPS) && WARPS >= 2 && WARPS <= 32, "WARPS must be 2..32, a power of two");
-    static_assert(MODE >= 0 && MODE <= 3, "MODE is 0 split, 1 chained, 2 cluster or 3 chained in launch order");
+    static_assert(MODE >= 0 && MODE <= 4, "MODE is 0 split, 1 chained, 2 cluster, 3 ordered or 4 resident");
     static_assert(pow2(CLUSTER) && CLUSTER <= 16, "CLUSTER must be 1, 2, 4, 8 or 16");
     static_assert(MODE == 2 || (CLUSTER == 1 && KEEP == 0), "CLUSTER and KEEP are mode 2 knobs (1 and 0 otherwise)");
     static_assert(KEEP == 0 || (pow2(KEEP) && KEEP <= 16), "KEEP must be 0, 1, 2, 4, 8 or 16");
@@ -124,6 +124,7 @@ struct Cfg {
     static_assert(!ROTATE || D / IN_EPV <= 32, "rotation: a row must span at most 32 lanes (D / (VEC/2) <= 32)");
     static_assert(CVT == 0 || EVO_QUANT_ARCH >= 890, "CVT = 1 needs sm_89 or newer");
     static_assert(CLUSTER == 1 || EVO_QUANT_ARCH >= 900, "CLUSTER > 1 needs sm_90");
+    static_assert(MODE != 4 || EVO_QUANT_ARCH >= 900, "MODE 4 (resident) needs sm_90");
 };
 
 /* ---- memory access ---- */
@@ -421,7 +422,8 @@ template <class C> struct Shape {
         cph = (nv + (u32)C::CHUNK_V - 1u) / (u32)C::CHUNK_V;
         u64 need = rot;
         if (C::MODE_ == EVO_QUANT_MODE_SPLIT) need += ((u64)n_heads * cph * 4ull + 255ull) & ~255ull;
-        if (C::MODE_ == EVO_QUANT_MODE_CHAINED || C::MODE_ == EVO_QUANT_MODE_ORDERED)
+        if (C::MODE_ == EVO_QUANT_MODE_CHAINED || C::MODE_ == EVO_QUANT_MODE_ORDERED ||
+            C::MODE_ == EVO_QUANT_MODE_RESIDENT)
             need += 16ull + 4ull * n_heads * cph;
         require(p.head_dim == C::D_ && p.in_dtype == C::IN_BF16_ && p.rotate == C::ROTATE_ && p.batch >= 1 &&
                 p.heads >= 1 && p.seq >= 1 && p.scratch_bytes >= need && (need == 0 || p.scratch != 0));
@@ -772,6 +774,189 @@ template <class C> EVO_DEV void cluster_head(const evo_quant_params &p)
     if (C::CLUSTER_ > 1) cluster_wait(); /* no CTA leaves while another may still read its s_block */
 }
 
+
+/* ---- mode 4: resident ---- */
+
+#if EVO_QUANT_ARCH >= 900
+EVO_DEV void mbar_init(u64 *bar, u32 count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+EVO_DEV void mbar_expect_tx(u64 *bar, u32 bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+EVO_DEV bool mbar_done(u64 *bar, u32 parity)
+{
+    u32 ok;
+    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(ok)
+                 : "r"(smem_addr(bar)), "r"(parity)
+                 : "memory");
+    return ok != 0u;
+}
+/* bytes (a multiple of 16) from global src to shared dst by the bulk-copy unit; completion counted on bar. */
+template <int HINT> EVO_DEV void bulk_load(void *dst, const void *src, u32 bytes, u64 *bar, u64 pol)
+{
+    if (HINT == 0)
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar))
+                     : "memory");
+    else
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], "
+                     "%2, [%3], %4;" ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(pol)
+                     : "memory");
+}
+EVO_DEV void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+EVO_DEV void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+#else
+EVO_DEV void mbar_init(u64 *, u32) {}
+EVO_DEV void mbar_expect_tx(u64 *, u32) {}
+EVO_DEV bool mbar_done(u64 *, u32) { return true; }
+template <int HINT> EVO_DEV void bulk_load(void *, const void *, u32, u64 *, u64) {}
+EVO_DEV void fence_barrier_init() {}
+EVO_DEV void fence_proxy_async() {}
+#endif
+
+template <int VEC> EVO_DEV void load_smem(Raw<VEC> &r, const unsigned char *p)
+{
+    if (VEC == 8) {
+        uint2 v = *(const uint2 *)p;
+        r.w[0] = v.x, r.w[1] = v.y;
+    }
+#pragma unroll
+    for (int i = 0; i < VEC / 16; i++) {
+        uint4 v = *(const uint4 *)(p + 16 * i);
+        r.w[4 * i] = v.x, r.w[4 * i + 1] = v.y, r.w[4 * i + 2] = v.z, r.w[4 * i + 3] = v.w;
+    }
+}
+
+/* Block-wide max that may be called repeatedly: red is rewritten only after every thread has read it. */
+template <int WARPS> EVO_DEV float block_max_again(float m, float *red)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if ((threadIdx.x & 31u) == 0) red[threadIdx.x >> 5] = m;
+    __syncthreads();
+    m = red[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; w++) m = fmaxf(m, red[w]);
+    __syncthreads();
+    return m;
+}
+
+/* gridDim.x blocks, all resident (cooperative launch), one chunk of CHUNK_V vectors per block and round: chunk c
+ * belongs to block c % grid, round c / grid. The block's chunks enter a ring of p.stages buffers of shared memory
+ * by bulk copies issued as soon as a buffer is free. Round r: wait for the chunk of round r, take its absmax from
+ * shared memory and publish it in its slot (mode 3's slots); then the chunk of round r - lag: wait for its head's
+ * slots, encode it from shared memory, free its buffer and start the load that reuses it. DRAM is read once and
+ * nothing waits on a block that has not started. The last block to finish zeroes the slots for the next launch. */
+template <class C> EVO_DEV void resident(const evo_quant_params &p)
+{
+    extern __shared__ __align__(128) unsigned char ring[];
+    __shared__ u64 bar[EVO_QUANT_MAX_STAGES];
+    __shared__ float red[C::WARPS_];
+    __shared__ u32 s_last;
+    Shape<C> sh(p);
+    u32 *ctl = (u32 *)sh.mode_scratch, *slot = ctl + 4;
+    const u32 lag = (u32)p.chain_lag, stages = (u32)p.stages, grid = gridDim.x, b = blockIdx.x, tid = threadIdx.x;
+    const u32 chunks = sh.n_heads * sh.cph, cb = (u32)C::CHUNK_V * (u32)C::VEC_;
+    const u64 head_bytes = (u64)sh.nv * (u32)C::VEC_;
+    u32 dyn;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+    require(p.chain_lag >= 1 && stages >= lag + 2u && stages <= EVO_QUANT_MAX_STAGES && (u64)stages * cb <= dyn &&
+            gridDim.y == 1 && grid <= chunks && (u64)lag * grid >= sh.cph);
+    const u32 rounds = b < chunks ? (chunks - b + grid - 1u) / grid : 0u;
+    const u32 smask = thread_signs<C>();
+    const u64 pol = make_policy<C::HINT_LAST>();
+
+    auto issue = [&](u32 r) { /* thread 0: the load of round r into buffer r % stages */
+        const u32 c = r * grid + b, h = c / sh.cph, k = c % sh.cph, st = r % stages;
+        const u64 off = (u64)k * cb;
+        const u32 bytes = (u32)(head_bytes - off < (u64)cb ? head_bytes - off : (u64)cb);
+        mbar_expect_tx(&bar[st], bytes);
+        bulk_load<C::HINT_LAST>(ring + (u64)st * cb, sh.head_src(h) + off, bytes, &bar[st], pol);
+    };
+    if (tid == 0) {
+        for (u32 i = 0; i < stages; i++) mbar_init(&bar[i], 1u);
+        fence_barrier_init();
+        for (u32 r = 0; r < rounds && r < stages; r++) issue(r);
+    }
+    __syncthreads();
+
+    for (u32 r = 0; r < rounds + lag; r++) {
+        if (r < rounds) {
+            const u32 c = r * grid + b, k = c % sh.cph, st = r % stages;
+            const u32 nvc = min((u32)C::CHUNK_V, sh.nv - k * (u32)C::CHUNK_V); /* vectors in this chunk */
+            while (!mbar_done(&bar[st], (r / stages) & 1u)) {
+            }
+            const unsigned char *buf = ring + (u64)st * cb;
+            float m = 0.0f;
+#pragma unroll 4
+            for (int i = 0; i < C::UNROLL_ * C::ITERS_; i++) {
+                const u32 j = (u32)i * (u32)C::THREADS + tid;
+                Raw<C::VEC_> raw;
+                if (j < nvc) load_smem<C::VEC_>(raw, buf + (u64)j * C::VEC_);
+                else zero_raw(raw);
+                float f[C::EPV];
+                to_float<C::IN>(raw, f);
+                if (C::ROT) rotate<C::D_>(f, smask, tid & 31u);
+#pragma unroll
+                for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
+            }
+            m = block_max_again<C::WARPS_>(m, red);
+            if (tid == 0) st_relaxed(&slot[c], 0x80000000u | __float_as_uint(m));
+        }
+        if (r >= lag && r - lag < rounds) {
+            const u32 u = r - lag, c = u * grid + b, h = c / sh.cph, k = c % sh.cph, st = u % stages;
+            const u32 nvc = min((u32)C::CHUNK_V, sh.nv - k * (u32)C::CHUNK_V);
+            const u32 *hslot = slot + (u64)h * sh.cph;
+            float m = 0.0f;
+            for (u32 i = tid; i < sh.cph; i += (u32)C::THREADS) {
+                u32 v = ld_relaxed(&hslot[i]);
+                while (v == 0u) {
+                    asm volatile("nanosleep.u32 32;");
+                    v = ld_relaxed(&hslot[i]);
+                }
+                m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
+            }
+            const float s = scale_of(block_max_again<C::WARPS_>(m, red));
+            if (k == 0 && tid == 0) p.scales[h] = s;
+            const float inv = __frcp_rn(s);
+            const unsigned char *buf = ring + (u64)st * cb;
+            unsigned char *ch = p.codes + (u64)h * sh.head_elems + (u64)k * (u32)C::CHUNK_V * (u32)C::EPV;
+            const bool fast = scale_fast(s);
+#pragma unroll 4
+            for (int i = 0; i < C::UNROLL_ * C::ITERS_; i++) {
+                const u32 j = (u32)i * (u32)C::THREADS + tid;
+                Raw<C::VEC_> raw;
+                if (j < nvc) load_smem<C::VEC_>(raw, buf + (u64)j * C::VEC_);
+                else zero_raw(raw);
+                float f[C::EPV];
+                to_float<C::IN>(raw, f);
+                if (C::ROT) rotate<C::D_>(f, smask, tid & 31u);
+                Codes<C::EPV> o;
+                if (fast) encode_vec<C::EPV, C::CVT_, true>(f, s, inv, o);
+                else encode_vec<C::EPV, C::CVT_, false>(f, s, inv, o);
+                if (j < nvc) store_codes<C::EPV, C::CACHE_>(ch + (u64)j * C::EPV, o.w);
+            }
+            __syncthreads(); /* every read of the buffer is done */
+            if (tid == 0 && u + stages < rounds) {
+                fence_proxy_async();
+                issue(u + stages);
+            }
+        }
+    }
+    /* the last block to finish (every other has read its slots) zeroes them for the next launch */
+    __syncthreads();
+    if (tid == 0) s_last = atom_add_acq_rel(&ctl[1], 1u) == grid - 1u;
+    __syncthreads();
+    if (!s_last) return;
+    for (u32 i = tid; i < chunks; i += (u32)C::THREADS) slot[i] = 0u;
+    if (tid == 0) ctl[1] = 0u;
+}
+
 } // namespace evoq
 
 #define EVO_QUANT_TPARAMS                                                                                        \
@@ -779,13 +964,14 @@ template <class C> EVO_DEV void cluster_head(const evo_quant_params &p)
         int CVT, int CACHE, int FUSED_ROT
 #define EVO_QUANT_TARGS D, IN_BF16, ROTATE, VEC, WARPS, MODE, CLUSTER, KEEP, UNROLL, ITERS, CVT, CACHE, FUSED_ROT
 
-/* The main kernel of every plan: mode 0's encode pass, mode 1 or mode 2. */
+/* The main kernel of every plan: mode 0's encode pass, or the one kernel of modes 1 to 4. */
 template <EVO_QUANT_TPARAMS>
 __global__ void __launch_bounds__(32 * WARPS) evo_quant(const evo_quant_params p)
 {
     typedef evoq::Cfg<EVO_QUANT_TARGS> C;
     if constexpr (MODE == EVO_QUANT_MODE_SPLIT) evoq::split_encode<C>(p);
     else if constexpr (MODE == EVO_QUANT_MODE_CHAINED || MODE == EVO_QUANT_MODE_ORDERED) evoq::chained<C>(p);
+    else if constexpr (MODE == EVO_QUANT_MODE_RESIDENT) evoq::resident<C>(p);
     else evoq::cluster_head<C>(p);
 }
 
