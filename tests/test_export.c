@@ -444,6 +444,52 @@ static void test_render_errors(const fixture *fx)
     evo_store_close(st);
 }
 
+/* Launch-only knobs enter the candidate's key (quantize_fp8's SLACK): genomes that differ only there are separate
+ * candidates; a task without launch knobs keeps the compile key as is. */
+static void test_launch_knob_keys(void)
+{
+    evo_err err = {{0}};
+    char *text = NULL;
+    if (evo_read_file(EVO_SOURCE_DIR "/configs/quantize.yaml", &text, NULL, &err) != EVO_OK) die("quantize.yaml", &err);
+    evo_config *cfg = NULL;
+    if (evo_config_parse("configs/quantize.yaml", text, strlen(text), &cfg, &err) != EVO_OK) die("parse", &err);
+    evo_device_limits lim;
+    if (evo_device_limits_for_arch("sm_90", &lim, &err) != EVO_OK) die("limits", &err);
+    const evo_task *task = evo_task_find(cfg->task);
+    const evo_build_opts bo = {.cfg = cfg, .task = task, .lim = &lim, .arch = "sm_90", .jobs = 1};
+    static const char *const genomes[] = {
+        "VEC=32,WARPS=8,MODE=4,CLUSTER=1,KEEP=0,UNROLL=1,ITERS=4,CVT=1,CACHE=1,FUSED_ROT=1,SLACK=1",
+        "VEC=32,WARPS=8,MODE=4,CLUSTER=1,KEEP=0,UNROLL=1,ITERS=4,CVT=1,CACHE=1,FUSED_ROT=1,SLACK=2",
+        "VEC=32,WARPS=8,MODE=4,CLUSTER=1,KEEP=0,UNROLL=1,ITERS=4,CVT=1,CACHE=1,FUSED_ROT=1,SLACK=1"};
+    evo_candidate c[3];
+    memset(c, 0, sizeof c);
+    for (int i = 0; i < 3; i++)
+        if (evo_genome_parse(cfg->space, genomes[i], &c[i].genome, &err) != EVO_OK) die(genomes[i], &err);
+    if (evo_candidates_prepare(&bo, c, 3, &err) != EVO_OK) die("prepare", &err);
+    CHECK_EQ_INT(c[0].verdict, EVO_V_OK);
+    CHECK(strcmp(c[0].key, c[1].key) != 0);
+    CHECK_STR(c[0].key, c[2].key);
+    CHECK_STR(c[0].template_hash, c[1].template_hash);
+    /* mode resident's variants ask for the deepest ring: 7 chunks of 32 KiB on sm_90 */
+    CHECK_EQ_INT(c[0].prog.variants[0].smem_bytes, 7 * 32768);
+    for (int i = 0; i < 3; i++) evo_candidate_free(&c[i]);
+    evo_config_free(cfg);
+    free(text);
+
+    const evo_task *att = evo_task_find("attention_fp8");
+    CHECK(att->launch_knobs == NULL);
+    char *atext = config_text(EVO_FORMAT_E4M3);
+    if (evo_config_parse("configs/default.yaml", atext, strlen(atext), &cfg, &err) != EVO_OK) die("parse", &err);
+    evo_genome g;
+    if (evo_genome_parse(cfg->space, GENOME_A, &g, &err) != EVO_OK) die("genome", &err);
+    char key[65];
+    const char *ck = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    evo_candidate_key(att, cfg->space, &g, ck, key);
+    CHECK_STR(key, ck);
+    evo_config_free(cfg);
+    free(atext);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "--fixture") == 0) return fixture_main(argv[2], argv[3]);
@@ -465,6 +511,7 @@ int main(int argc, char **argv)
     test_refusals(&fx);
     test_u8sim();
     test_render_errors(&fx);
+    test_launch_knob_keys();
 
     evo_remove_tree(tmpdir);
     return check_result();

@@ -1,5 +1,5 @@
 /* test_quantize_nvrtc.c — tasks/quantize_fp8/quantize_fp8.cu compiles with NVRTC (no GPU needed): a sample of
- * genomes of every mode for sm_80 and sm_90, with evo_quantize_abi.h given in memory as evo's compile service does;
+ * genomes of every mode (mode 4 on sm_90 only) for sm_80 and sm_90, with evo_quantize_abi.h given in memory as evo's compile service does;
  * every kernel of each plan is there under its name expression, none spills; the static_asserts reject what an
  * architecture cannot run (CVT = 1 and clusters on sm_80) and illegal knobs.
  * Run: ctest --test-dir build -R test_quantize_nvrtc --output-on-failure
@@ -114,8 +114,12 @@ int main(void)
     check_genome("sm_90", "128,0,0,32,8,3,1,0,2,2,1,1,1", 3, 0);
     check_genome("sm_90", "128,0,0,16,16,2,8,16,2,1,1,1,1", 2, 0);
     check_genome("sm_90", "128,0,1,16,16,2,16,8,2,1,1,1,1", 2, 0);
+    check_genome("sm_90", "128,0,0,32,8,4,1,0,1,4,1,1,1", 4, 0);
+    check_genome("sm_90", "64,1,1,16,16,4,1,0,2,4,1,0,1", 4, 0);
+    check_genome("sm_90", "128,0,1,16,8,4,1,0,1,4,1,1,0", 4, 1);
     check_rejected("sm_80", "128,0,0,16,8,1,1,0,4,1,1,1,1", "CVT = 1 needs sm_89");
     check_rejected("sm_80", "128,0,0,16,16,2,8,16,2,1,0,1,1", "CLUSTER > 1 needs sm_90");
+    check_rejected("sm_80", "128,0,0,16,8,4,1,0,1,4,0,1,1", "MODE 4 (resident) needs sm_90");
     check_rejected("sm_90", "128,0,0,16,8,1,1,4,4,1,1,1,1", "CLUSTER and KEEP are mode 2 knobs");
     check_rejected("sm_90", "96,0,0,16,8,1,1,0,4,1,1,1,1", "D must be 32, 64, 128 or 256");
     check_rejected("sm_90", "256,0,1,8,8,1,1,0,4,1,1,1,1", "a row must span at most 32 lanes");

@@ -373,8 +373,61 @@ static void test_codes_rotated(void)
     CHECK_EQ_INT(far, 0);
 }
 
+/* ---- launch plans of mode 4 (resident) ---- */
+
+static void test_resident_plan(void)
+{
+    evo_quant_knobs k = {.vec = 32, .warps = 8, .mode = EVO_QUANT_MODE_RESIDENT, .cluster = 1, .keep = 0, .unroll = 1,
+                         .iters = 4, .cvt = 1, .cache = 1, .fused_rot = 1, .slack = 1};
+    evo_quant_plan p;
+    char why[200] = "";
+    /* 32 KiB chunks: two blocks of 3 chunks (3 * 32 KiB + 2 KiB each) fill 228 KiB; 32 chunks a head, 2048 in all */
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 4, 16, 4096, 128, 0, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT(p.n_launches, 1);
+    CHECK_EQ_INT((int)p.chunks_per_head, 32);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 264);
+    CHECK_EQ_INT((int)p.launch[0].block, 256);
+    CHECK_EQ_INT(p.stages, 3);
+    CHECK_EQ_INT((int)p.launch[0].smem, 3 * 32768);
+    CHECK_EQ_INT(p.launch[0].cooperative, 1);
+    CHECK_EQ_INT(p.chain_lag, 1);
+    CHECK_EQ_INT((int)p.scratch_bytes, 16 + 4 * 2048);
+    CHECK_EQ_INT(p.zero_scratch_once, 1);
+    /* fewer chunks than blocks: one block per chunk */
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 2, 2, 77, 64, 0, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 4);
+    /* slack 2: 4 chunks no longer fit twice, so one block per SM with the deepest ring (7 of 32 KiB) */
+    k.slack = 2;
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 4, 16, 4096, 128, 0, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 132);
+    CHECK_EQ_INT(p.stages, 7);
+    CHECK_EQ_INT(p.chain_lag, 2);
+    /* a head of 65536 chunks spans 249 rounds of 264 blocks: more than the ring can hold behind its encoding */
+    k.slack = 1;
+    CHECK(evo_quant_plan_make(&k, 1, 1, 1 << 22, 256, 0, 90, 132, &p, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "mode 4 (resident)");
+    /* a head of 48 chunks on 16 SMs spans 2 rounds of 32 blocks: the lag grows to 2, which needs a ring of 4, so one
+     * block per SM (ring of 7; the head spans 3 rounds of 16 blocks) */
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 1, 2, 6144, 128, 0, 90, 16, &p, why, sizeof why), 0);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 16);
+    CHECK_EQ_INT(p.chain_lag, 3);
+    CHECK_EQ_INT(p.stages, 7);
+    CHECK_EQ_INT((int)p.launch[0].smem, 7 * 32768);
+    k.cvt = 0;
+    CHECK(evo_quant_check(&k, 128, 0, 80, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "needs sm_90");
+    k.slack = 0;
+    CHECK(evo_quant_check(&k, 128, 0, 90, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "slack must be at least 1");
+    /* 128 KiB chunks: slack + 2 of them cannot fit */
+    k.slack = 1, k.warps = 32;
+    CHECK(evo_quant_check(&k, 128, 0, 90, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "must fit in the shared memory");
+}
+
 int main(void)
 {
+    test_resident_plan();
     test_bf16();
     test_signs();
     test_rotation();

@@ -60,6 +60,25 @@ static evo_compile_req request_of(const evo_build_opts *o, const evo_candidate *
     };
 }
 
+void evo_candidate_key(const evo_task *task, const evo_space *space, const evo_genome *g, const char compile_key[65],
+                       char key[65])
+{
+    if (!task->launch_knobs || !task->launch_knobs[0]) {
+        memcpy(key, compile_key, 65);
+        return;
+    }
+    evo_str s = {0};
+    evo_str_appendf(&s, "%s launch", compile_key);
+    for (int i = 0; task->launch_knobs[i]; i++) {
+        int def = 0;
+        for (int k = 0; task->knobs[k]; k++)
+            if (strcmp(task->knobs[k], task->launch_knobs[i]) == 0) def = task->knob_defaults[k];
+        evo_str_appendf(&s, " %s=%d", task->launch_knobs[i], evo_genome_get(space, g, task->launch_knobs[i], def));
+    }
+    evo_sha256_hex(evo_str_cstr(&s), s.len, key);
+    evo_str_free(&s);
+}
+
 evo_status evo_candidates_prepare(const evo_build_opts *o, evo_candidate *c, int n, evo_err *err)
 {
     evo_compile_header hdr[8];
@@ -78,8 +97,10 @@ evo_status evo_candidates_prepare(const evo_build_opts *o, evo_candidate *c, int
         if (s != EVO_OK) return s;
         evo_sha256_hex(ci->prog.source, strlen(ci->prog.source), ci->template_hash);
         const evo_compile_req req = request_of(o, ci, hdr, n_hdr, exprs, opts, n_opts);
-        s = evo_compile_key(&req, ci->key, err);
+        char compile_key[65];
+        s = evo_compile_key(&req, compile_key, err);
         if (s != EVO_OK) return s;
+        evo_candidate_key(o->task, o->cfg->space, &g, compile_key, ci->key);
         const char *violated = NULL;
         if (!evo_space_valid(o->cfg->space, &g, &violated)) {
             set_verdict(ci, EVO_V_INVALID, "violates constraint: %s", violated ? violated : "?");

@@ -44,6 +44,12 @@ evo_status evo_candidates_compile(const evo_build_opts *o, evo_candidate *c, int
 evo_status evo_candidates_build(const evo_build_opts *o, evo_candidate *c, int n, evo_err *err);
 void evo_candidate_free(evo_candidate *c);
 
+/* A candidate's key: the compile key when the task has no launch knobs (task->launch_knobs), else the SHA-256 of
+ * the compile key and those knobs' values, so that genomes differing only in how one kernel is launched are
+ * separate candidates (and share the compiled code). */
+void evo_candidate_key(const evo_task *task, const evo_space *space, const evo_genome *g, const char compile_key[65],
+                       char key[65]);
+
 /* The task's in-memory headers (task->headers) for a compile request; returns the count. */
 int evo_task_headers(const evo_task *t, evo_compile_header *out, int max);
 

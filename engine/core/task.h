@@ -155,6 +155,9 @@ typedef struct evo_task {
     const char *const *knobs;
     const int *knob_defaults;
     const evo_knob_legal *knob_legal; /* per knob (NULL: any integer) */
+    /* Knobs (of knobs) that are no template argument: they change how the same code is launched, so they enter
+     * the candidate's key beside the compile key (evo_candidate_key). NULL-terminated; NULL: none. */
+    const char *const *launch_knobs;
 
     /* Problem description. */
     const evo_field *shape_fields;   /* a shape's fields; n_shape_fields of them                           */

@@ -348,9 +348,10 @@ static evo_status render_checked(const evo_export_src *src, const evo_config *cf
         .n_options = n_opts,
         .timeout_s = cfg->compile.timeout_s,
     };
-    char key[65];
-    s = evo_compile_key(&req, key, err);
+    char compile_key[65], key[65];
+    s = evo_compile_key(&req, compile_key, err);
     if (s != EVO_OK) return s;
+    evo_candidate_key(task, cfg->space, &g, compile_key, key);
     if (strcmp(key, c->key) == 0) {
         snprintf(key_check, key_check_len, "the compile key recomputed at export equals the stored one");
     } else {

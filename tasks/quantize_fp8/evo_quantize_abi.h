@@ -34,9 +34,9 @@
 #define EVO_QUANT_MODE_CHAINED 1 /* one kernel; block t takes the absmax of chunk t and encodes chunk t - lag */
 #define EVO_QUANT_MODE_CLUSTER 2 /* one kernel; a cluster of CTAs per head, absmax through distributed smem */
 #define EVO_QUANT_MODE_ORDERED 3 /* mode 1 with blockIdx.x as the ticket: relies on blocks starting in index order */
-#define EVO_QUANT_MODE_RESIDENT 4 /* one block per SM, co-resident (cooperative launch): chunks stream through a ring
-                                     of shared memory by bulk copies, each read from DRAM once; a chunk is encoded
-                                     from shared memory slack rounds after its absmax was published (sm_90) */
+#define EVO_QUANT_MODE_RESIDENT 4 /* a grid of blocks all resident at once (cooperative launch): chunks stream through
+                                     rings of shared memory by bulk copies, each read from DRAM once; a chunk is
+                                     encoded from shared memory slack rounds after its absmax was published (sm_90) */
 #define EVO_QUANT_MAX_STAGES 8    /* mode resident: most chunks in its shared-memory ring */
 
 /* Kernels of a plan: the template kernels of quantize_fp8.cu with the genome's template arguments. */
@@ -138,25 +138,43 @@ EVO_QUANT_HD static inline unsigned long long evo_quant_rot_bytes(unsigned long 
 
 static inline int evo_quant_is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
-/* Dynamic shared memory a block may take on arch (80 for sm_80): the opt-in limit less 1 KiB for the kernels'
- * static shared memory. */
+/* Shared memory on arch (80 for sm_80): what one block may take dynamically (the opt-in limit less 1 KiB for the
+ * kernels' static shared memory) and what a multiprocessor holds for its blocks. */
 static inline unsigned evo_quant_smem_budget(int arch)
 {
     unsigned kib = arch >= 90 && arch < 120 ? 227u : (arch == 80 || arch == 87) ? 163u : 99u;
     return (kib - 1u) * 1024u;
 }
+static inline unsigned evo_quant_smem_per_sm(int arch) { return evo_quant_smem_budget(arch) + 2048u; }
 
-/* Mode resident: bytes of one chunk (every thread loads unroll * iters vectors of vec bytes) and the chunks its ring
- * holds on arch (at most EVO_QUANT_MAX_STAGES). */
+/* Mode resident: bytes of one chunk (every thread loads unroll * iters vectors of vec bytes). */
 static inline unsigned long long evo_quant_chunk_bytes(const evo_quant_knobs *k)
 {
     return 32ull * (unsigned long long)(k->warps * k->unroll * k->iters * k->vec);
 }
-static inline int evo_quant_stages(const evo_quant_knobs *k, int arch)
+
+/* Mode resident: the chunks of each block's ring when bps blocks share a multiprocessor (2 KiB more per block for
+ * static and reserved shared memory), at most EVO_QUANT_MAX_STAGES. */
+static inline int evo_quant_ring(const evo_quant_knobs *k, int arch, unsigned long long bps)
 {
-    unsigned long long s = evo_quant_smem_budget(arch) / evo_quant_chunk_bytes(k);
+    unsigned long long share = evo_quant_smem_per_sm(arch) / bps - 2048ull, s;
+    if (share > evo_quant_smem_budget(arch)) share = evo_quant_smem_budget(arch);
+    s = share / evo_quant_chunk_bytes(k);
     return s > EVO_QUANT_MAX_STAGES ? EVO_QUANT_MAX_STAGES : (int)s;
 }
+
+/* Mode resident: the most blocks per multiprocessor whose rings hold `least` chunks each, at most 1024 threads per
+ * multiprocessor (registers for 64 each); 1 when not even one block's does (then its ring is short). */
+static inline int evo_quant_blocks_per_sm(const evo_quant_knobs *k, int arch, int least)
+{
+    unsigned long long bps = 1024ull / (32ull * (unsigned long long)k->warps);
+    while (bps > 1 && evo_quant_ring(k, arch, bps) < least) bps--;
+    return bps < 1 ? 1 : (int)bps;
+}
+
+/* Mode resident: the deepest ring (one block per multiprocessor): the most dynamic shared memory a plan asks for
+ * is this many chunks. */
+static inline int evo_quant_stages(const evo_quant_knobs *k, int arch) { return evo_quant_ring(k, arch, 1); }
 
 /* Elements per vector: vec bytes of fp16/bf16, or of float for the main kernels after a separate rotation. */
 static inline int evo_quant_epv(const evo_quant_knobs *k, int rotate)
@@ -202,7 +220,7 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (k->mode == EVO_QUANT_MODE_RESIDENT) {
         if (arch < 90) EVO_QUANT_REJECT("mode 4 (resident) needs sm_90 (bulk copies into shared memory)");
         if (k->slack < 1) EVO_QUANT_REJECT("mode 4 (resident): slack must be at least 1 round");
-        if (evo_quant_stages(k, arch) < k->slack + 2)
+        if (evo_quant_ring(k, arch, 1) < k->slack + 2)
             EVO_QUANT_REJECT("mode 4 (resident): slack + 2 chunks (32 * warps * unroll * iters * vec bytes each) "
                              "must fit in the shared memory of a block");
     }
@@ -281,11 +299,17 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
          * and waits then only for chunks published in rounds up to r + lag, so the lowest block in progress always
          * finds its head complete when lag is at least the rounds a head spans; the ring holds lag + 2 chunks or
          * more (one being loaded ahead). */
-        unsigned long long chunks = n_heads * p.chunks_per_head, grid = (unsigned long long)num_sms;
-        if (grid > chunks) grid = chunks;
-        unsigned long long lag = (p.chunks_per_head + grid - 1) / grid; /* rounds a head spans, at most */
-        if (lag < (unsigned long long)k->slack) lag = (unsigned long long)k->slack;
-        p.stages = evo_quant_stages(k, arch);
+        /* the most blocks per SM whose rings hold lag + 2 chunks, lag growing as the grid shrinks */
+        const unsigned long long chunks = n_heads * p.chunks_per_head;
+        unsigned long long grid = 0, lag = 0;
+        for (int bps = evo_quant_blocks_per_sm(k, arch, k->slack + 2); bps >= 1; bps--) {
+            grid = (unsigned long long)num_sms * (unsigned long long)bps;
+            if (grid > chunks) grid = chunks;
+            lag = (p.chunks_per_head + grid - 1) / grid; /* rounds a head spans, at most */
+            if (lag < (unsigned long long)k->slack) lag = (unsigned long long)k->slack;
+            p.stages = evo_quant_ring(k, arch, (unsigned long long)bps);
+            if (lag + 2 <= (unsigned long long)p.stages) break;
+        }
         if (lag + 2 > (unsigned long long)p.stages) {
             if (why && why_size) {
                 const char *m = "mode 4 (resident): a head spans more rounds of the grid than the shared-memory ring "

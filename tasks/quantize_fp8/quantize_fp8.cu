@@ -846,12 +846,13 @@ template <int WARPS> EVO_DEV float block_max_again(float m, float *red)
     return m;
 }
 
-/* gridDim.x blocks, all resident (cooperative launch), one chunk of CHUNK_V vectors per block and round: chunk c
- * belongs to block c % grid, round c / grid. The block's chunks enter a ring of p.stages buffers of shared memory
- * by bulk copies issued as soon as a buffer is free. Round r: wait for the chunk of round r, take its absmax from
- * shared memory and publish it in its slot (mode 3's slots); then the chunk of round r - lag: wait for its head's
- * slots, encode it from shared memory, free its buffer and start the load that reuses it. DRAM is read once and
- * nothing waits on a block that has not started. The last block to finish zeroes the slots for the next launch. */
+/* gridDim.x blocks (one or more per SM), all resident (cooperative launch), one chunk of CHUNK_V vectors per block
+ * and round: chunk c belongs to block c % grid, round c / grid. The block's chunks enter a ring of p.stages buffers
+ * of shared memory by bulk copies issued as soon as a buffer is free. Round r: wait for the chunk of round r, take
+ * its absmax from shared memory and publish it in its slot (mode 3's slots); then the chunk of round r - lag: wait
+ * for its head's slots (read at the start of the round), encode it from shared memory, free its buffer and start
+ * the load that reuses it. DRAM is read once and nothing waits on a block that has not started. The last block to
+ * finish zeroes the slots for the next launch. */
 template <class C> EVO_DEV void resident(const evo_quant_params &p)
 {
     extern __shared__ __align__(128) unsigned char ring[];
@@ -886,6 +887,10 @@ template <class C> EVO_DEV void resident(const evo_quant_params &p)
     __syncthreads();
 
     for (u32 r = 0; r < rounds + lag; r++) {
+        /* the slots of the head encoded below, read while this round's absmax is taken (in flight meanwhile) */
+        const bool enc = r >= lag && r - lag < rounds;
+        const u32 ec = (r - lag) * grid + b, eh = ec / sh.cph;
+        const u32 early = enc && tid < sh.cph ? ld_relaxed(&slot[(u64)eh * sh.cph + tid]) : 0u;
         if (r < rounds) {
             const u32 c = r * grid + b, k = c % sh.cph, st = r % stages;
             const u32 nvc = min((u32)C::CHUNK_V, sh.nv - k * (u32)C::CHUNK_V); /* vectors in this chunk */
@@ -908,13 +913,13 @@ template <class C> EVO_DEV void resident(const evo_quant_params &p)
             m = block_max_again<C::WARPS_>(m, red);
             if (tid == 0) st_relaxed(&slot[c], 0x80000000u | __float_as_uint(m));
         }
-        if (r >= lag && r - lag < rounds) {
-            const u32 u = r - lag, c = u * grid + b, h = c / sh.cph, k = c % sh.cph, st = u % stages;
+        if (enc) {
+            const u32 u = r - lag, c = ec, h = eh, k = c % sh.cph, st = u % stages;
             const u32 nvc = min((u32)C::CHUNK_V, sh.nv - k * (u32)C::CHUNK_V);
             const u32 *hslot = slot + (u64)h * sh.cph;
             float m = 0.0f;
             for (u32 i = tid; i < sh.cph; i += (u32)C::THREADS) {
-                u32 v = ld_relaxed(&hslot[i]);
+                u32 v = i == tid ? early : ld_relaxed(&hslot[i]);
                 while (v == 0u) {
                     asm volatile("nanosleep.u32 32;");
                     v = ld_relaxed(&hslot[i]);

@@ -67,6 +67,7 @@ static bool quantize_shape_check(const evo_shape *s, char *why, size_t why_len)
 /* In the order of evo_quant_knobs (the ABI's). */
 static const char *const quantize_knobs[] = {"VEC",   "WARPS", "MODE", "CLUSTER", "KEEP",  "UNROLL",
                                              "ITERS", "CVT",   "CACHE", "FUSED_ROT", "SLACK", NULL};
+static const char *const quantize_launch_knobs[] = {"SLACK", NULL}; /* the plan's lag; not a template argument */
 static const int quantize_defaults[] = {EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, 1, 0, EVO_KNOB_REQUIRED,
                                         1, 1, 0, 1, 1};
 static const int vec_set[] = {8, 16, 32}, warps_set[] = {2, 4, 8, 16, 32}, cluster_set[] = {1, 2, 4, 8, 16};
@@ -179,7 +180,7 @@ static evo_status quantize_render(const evo_config *cfg, const evo_genome *g, co
             v->attr[QZ_V_ROTATE] = cls[i].rotate;
             set_knob_attrs(v, &k);
             v->threads = 32 * k.warps;
-            /* mode resident's ring: the dynamic shared memory its plans launch with (evo_quant_plan_make) */
+            /* mode resident: its deepest ring, the most dynamic shared memory its plans launch with */
             v->smem_bytes = roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_RESIDENT
                                 ? (int)((unsigned long long)evo_quant_stages(&k, arch_number(lim)) *
                                         evo_quant_chunk_bytes(&k))
@@ -242,6 +243,7 @@ const evo_task evo_task_quantize_fp8 = {
     .knobs = quantize_knobs,
     .knob_defaults = quantize_defaults,
     .knob_legal = quantize_legal,
+    .launch_knobs = quantize_launch_knobs,
     .shape_fields = quantize_shape_fields,
     .n_shape_fields = QZ_N_FIELDS,
     .options = NULL,
