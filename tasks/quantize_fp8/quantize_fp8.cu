@@ -832,65 +832,8 @@ template <int VEC> EVO_DEV void load_smem(Raw<VEC> &r, const unsigned char *p)
     }
 }
 
-/* Mode 4's unit of shared memory a thread reads: 16 bytes where VEC allows it (consecutive threads, consecutive
- * units: no bank conflicts) and a rotated row still spans at most 32 lanes, else VEC bytes. */
-template <class C> struct Resident {
-    static constexpr int SV = (C::VEC_ >= 16 && (!C::ROT || C::D_ / (16 / C::EB) <= 32)) ? 16 : C::VEC_;
-    static constexpr int EPU = SV / C::EB;                                /* elements per unit */
-    static constexpr int UPT = C::UNROLL_ * C::ITERS_ * (C::VEC_ / SV);   /* units per thread and chunk */
-    static constexpr int NU = C::THREADS * UPT;                           /* units per chunk */
-};
-
-template <class C> EVO_DEV u32 resident_signs()
-{
-    typedef Resident<C> R;
-    if (!C::ROT) return 0u;
-    constexpr u32 TPR = (u32)(C::D_ / R::EPU);
-    return sign_bits<R::EPU>((threadIdx.x % TPR) * (u32)R::EPU);
-}
-
-/* One pass over the shared memory of two chunks: the absmax of the na units at abuf (when TAKE), and the codes of
- * the ne units at ebuf (when ENC) into ch. Unit q = i * THREADS + tid. Returns the thread's absmax. */
-template <class C, bool TAKE, bool ENC, bool FAST>
-EVO_DEV float resident_pass(const unsigned char *abuf, u32 na, const unsigned char *ebuf, u32 ne, unsigned char *ch,
-                            float s, float inv, u32 smask)
-{
-    typedef Resident<C> R;
-    const u32 tid = threadIdx.x, lane = tid & 31u;
-    float m = 0.0f;
-#pragma unroll 4
-    for (int i = 0; i < R::UPT; i++) {
-        const u32 q = (u32)i * (u32)C::THREADS + tid;
-        Raw<R::SV> ra, re;
-        if (TAKE) {
-            if (q < na) load_smem<R::SV>(ra, abuf + (u64)q * R::SV);
-            else zero_raw(ra);
-        }
-        if (ENC) {
-            if (q < ne) load_smem<R::SV>(re, ebuf + (u64)q * R::SV);
-            else zero_raw(re);
-        }
-        if (TAKE) {
-            float f[R::EPU];
-            to_float<C::IN>(ra, f);
-            if (C::ROT) rotate<C::D_>(f, smask, lane);
-#pragma unroll
-            for (int e = 0; e < R::EPU; e++) m = fmaxf(m, fabsf(f[e]));
-        }
-        if (ENC) {
-            float f[R::EPU];
-            to_float<C::IN>(re, f);
-            if (C::ROT) rotate<C::D_>(f, smask, lane);
-            Codes<R::EPU> o;
-            encode_vec<R::EPU, C::CVT_, FAST>(f, s, inv, o);
-            if (q < ne) store_codes<R::EPU, C::CACHE_>(ch + (u64)q * R::EPU, o.w);
-        }
-    }
-    return m;
-}
-
-/* Block-wide max with one barrier: red is written again only after a later barrier (callers alternate arrays). */
-template <int WARPS> EVO_DEV float block_max_once(float m, float *red)
+/* Block-wide max that may be called repeatedly: red is rewritten only after every thread has read it. */
+template <int WARPS> EVO_DEV float block_max_again(float m, float *red)
 {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
@@ -899,35 +842,34 @@ template <int WARPS> EVO_DEV float block_max_once(float m, float *red)
     m = red[0];
 #pragma unroll
     for (int w = 1; w < WARPS; w++) m = fmaxf(m, red[w]);
+    __syncthreads();
     return m;
 }
 
 /* gridDim.x blocks (one or more per SM), all resident (cooperative launch), one chunk of CHUNK_V vectors per block
  * and round: chunk c belongs to block c % grid, round c / grid. The block's chunks enter a ring of p.stages buffers
- * of shared memory by bulk copies issued as soon as a buffer is free. Round r: the scale of the chunk of round
- * r - lag from its head's slots (mode 3's slots, first read at the end of the round before); then one pass over shared memory
- * that takes the absmax of the chunk of round r and encodes the chunk of round r - lag; the absmax is published in
- * its slot, and the encoded chunk's buffer takes the next load. Two barriers a round. DRAM is read once and nothing
- * waits on a block that has not started. The last block to finish zeroes the slots for the next launch. */
+ * of shared memory by bulk copies issued as soon as a buffer is free. Round r: wait for the chunk of round r, take
+ * its absmax from shared memory and publish it in its slot (mode 3's slots); then the chunk of round r - lag: wait
+ * for its head's slots (read at the start of the round), encode it from shared memory, free its buffer and start
+ * the load that reuses it. DRAM is read once and nothing waits on a block that has not started. The last block to
+ * finish zeroes the slots for the next launch. */
 template <class C> EVO_DEV void resident(const evo_quant_params &p)
 {
-    typedef Resident<C> R;
     extern __shared__ __align__(128) unsigned char ring[];
     __shared__ u64 bar[EVO_QUANT_MAX_STAGES];
-    __shared__ float red_s[C::WARPS_], red_a[C::WARPS_];
+    __shared__ float red[C::WARPS_];
     __shared__ u32 s_last;
     Shape<C> sh(p);
     u32 *ctl = (u32 *)sh.mode_scratch, *slot = ctl + 4;
     const u32 lag = (u32)p.chain_lag, stages = (u32)p.stages, grid = gridDim.x, b = blockIdx.x, tid = threadIdx.x;
     const u32 chunks = sh.n_heads * sh.cph, cb = (u32)C::CHUNK_V * (u32)C::VEC_;
     const u64 head_bytes = (u64)sh.nv * (u32)C::VEC_;
-    const u32 head_units = (u32)(head_bytes / R::SV);
     u32 dyn;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
     require(p.chain_lag >= 1 && stages >= lag + 2u && stages <= EVO_QUANT_MAX_STAGES && (u64)stages * cb <= dyn &&
-            gridDim.y == 1 && grid <= chunks && (u64)lag * grid >= sh.cph && R::NU * R::SV == (int)cb);
+            gridDim.y == 1 && grid <= chunks && (u64)lag * grid >= sh.cph);
     const u32 rounds = b < chunks ? (chunks - b + grid - 1u) / grid : 0u;
-    const u32 smask = resident_signs<C>();
+    const u32 smask = thread_signs<C>();
     const u64 pol = make_policy<C::HINT_LAST>();
 
     auto issue = [&](u32 r) { /* thread 0: the load of round r into buffer r % stages */
@@ -944,16 +886,38 @@ template <class C> EVO_DEV void resident(const evo_quant_params &p)
     }
     __syncthreads();
 
-    /* slot words of the head encoded in the coming round, read at the end of the round before (in flight meanwhile) */
-    u32 early = 0u;
     for (u32 r = 0; r < rounds + lag; r++) {
-        const bool take = r < rounds, enc = r >= lag && r - lag < rounds;
-        const u32 ac = r * grid + b, ak = ac % sh.cph, u = r - lag, ec = u * grid + b, eh = ec / sh.cph,
-                  ek = ec % sh.cph;
-        /* the scale of the chunk encoded in this round, from its head's slots */
-        float m = 0.0f;
+        /* the slots of the head encoded below, read while this round's absmax is taken (in flight meanwhile) */
+        const bool enc = r >= lag && r - lag < rounds;
+        const u32 ec = (r - lag) * grid + b, eh = ec / sh.cph;
+        const u32 early = enc && tid < sh.cph ? ld_relaxed(&slot[(u64)eh * sh.cph + tid]) : 0u;
+        if (r < rounds) {
+            const u32 c = r * grid + b, k = c % sh.cph, st = r % stages;
+            const u32 nvc = min((u32)C::CHUNK_V, sh.nv - k * (u32)C::CHUNK_V); /* vectors in this chunk */
+            while (!mbar_done(&bar[st], (r / stages) & 1u)) {
+            }
+            const unsigned char *buf = ring + (u64)st * cb;
+            float m = 0.0f;
+#pragma unroll 4
+            for (int i = 0; i < C::UNROLL_ * C::ITERS_; i++) {
+                const u32 j = (u32)i * (u32)C::THREADS + tid;
+                Raw<C::VEC_> raw;
+                if (j < nvc) load_smem<C::VEC_>(raw, buf + (u64)j * C::VEC_);
+                else zero_raw(raw);
+                float f[C::EPV];
+                to_float<C::IN>(raw, f);
+                if (C::ROT) rotate<C::D_>(f, smask, tid & 31u);
+#pragma unroll
+                for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
+            }
+            m = block_max_again<C::WARPS_>(m, red);
+            if (tid == 0) st_relaxed(&slot[c], 0x80000000u | __float_as_uint(m));
+        }
         if (enc) {
-            const u32 *hslot = slot + (u64)eh * sh.cph;
+            const u32 u = r - lag, c = ec, h = eh, k = c % sh.cph, st = u % stages;
+            const u32 nvc = min((u32)C::CHUNK_V, sh.nv - k * (u32)C::CHUNK_V);
+            const u32 *hslot = slot + (u64)h * sh.cph;
+            float m = 0.0f;
             for (u32 i = tid; i < sh.cph; i += (u32)C::THREADS) {
                 u32 v = i == tid ? early : ld_relaxed(&hslot[i]);
                 while (v == 0u) {
@@ -962,36 +926,32 @@ template <class C> EVO_DEV void resident(const evo_quant_params &p)
                 }
                 m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
             }
-        }
-        const float s = scale_of(block_max_once<C::WARPS_>(m, red_s));
-        if (enc && ek == 0 && tid == 0) p.scales[eh] = s;
-        const float inv = __frcp_rn(s);
-        if (take)
-            while (!mbar_done(&bar[r % stages], (r / stages) & 1u)) {
+            const float s = scale_of(block_max_again<C::WARPS_>(m, red));
+            if (k == 0 && tid == 0) p.scales[h] = s;
+            const float inv = __frcp_rn(s);
+            const unsigned char *buf = ring + (u64)st * cb;
+            unsigned char *ch = p.codes + (u64)h * sh.head_elems + (u64)k * (u32)C::CHUNK_V * (u32)C::EPV;
+            const bool fast = scale_fast(s);
+#pragma unroll 4
+            for (int i = 0; i < C::UNROLL_ * C::ITERS_; i++) {
+                const u32 j = (u32)i * (u32)C::THREADS + tid;
+                Raw<C::VEC_> raw;
+                if (j < nvc) load_smem<C::VEC_>(raw, buf + (u64)j * C::VEC_);
+                else zero_raw(raw);
+                float f[C::EPV];
+                to_float<C::IN>(raw, f);
+                if (C::ROT) rotate<C::D_>(f, smask, tid & 31u);
+                Codes<C::EPV> o;
+                if (fast) encode_vec<C::EPV, C::CVT_, true>(f, s, inv, o);
+                else encode_vec<C::EPV, C::CVT_, false>(f, s, inv, o);
+                if (j < nvc) store_codes<C::EPV, C::CACHE_>(ch + (u64)j * C::EPV, o.w);
             }
-        const unsigned char *abuf = ring + (u64)(r % stages) * cb, *ebuf = ring + (u64)(u % stages) * cb;
-        const u32 na = take ? min((u32)R::NU, head_units - ak * (u32)R::NU) : 0u;
-        const u32 ne = enc ? min((u32)R::NU, head_units - ek * (u32)R::NU) : 0u;
-        unsigned char *ch = p.codes + (u64)eh * sh.head_elems + (u64)ek * (u32)R::NU * (u32)R::EPU;
-        float am;
-        if (take && enc) {
-            am = scale_fast(s) ? resident_pass<C, true, true, true>(abuf, na, ebuf, ne, ch, s, inv, smask)
-                               : resident_pass<C, true, true, false>(abuf, na, ebuf, ne, ch, s, inv, smask);
-        } else if (take) {
-            am = resident_pass<C, true, false, true>(abuf, na, ebuf, 0u, ch, s, inv, smask);
-        } else {
-            am = scale_fast(s) ? resident_pass<C, false, true, true>(abuf, 0u, ebuf, ne, ch, s, inv, smask)
-                               : resident_pass<C, false, true, false>(abuf, 0u, ebuf, ne, ch, s, inv, smask);
+            __syncthreads(); /* every read of the buffer is done */
+            if (tid == 0 && u + stages < rounds) {
+                fence_proxy_async();
+                issue(u + stages);
+            }
         }
-        am = block_max_once<C::WARPS_>(am, red_a); /* its barrier also ends every read of both buffers */
-        if (take && tid == 0) st_relaxed(&slot[ac], 0x80000000u | __float_as_uint(am));
-        if (enc && tid == 0 && u + stages < rounds) {
-            fence_proxy_async();
-            issue(u + stages);
-        }
-        const u32 nr = r + 1u, nu = nr - lag;
-        early = nr >= lag && nu < rounds && tid < sh.cph ? ld_relaxed(&slot[(u64)((nu * grid + b) / sh.cph) * sh.cph + tid])
-                                                         : 0u;
     }
     /* the last block to finish (every other has read its slots) zeroes them for the next launch */
     __syncthreads();
