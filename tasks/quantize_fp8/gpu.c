@@ -21,6 +21,7 @@ typedef struct {
     CUdeviceptr res; /* two u64: mismatches, first index */
     CUdeviceptr scratch;
     unsigned long long scratch_bytes;
+    unsigned long long ctl_zone; /* plans with rotated rows start past the control words of the plans without */
     evo_shape shapes[MAX_SHAPES]; /* every case's shape, for sizing the scratch of a genome's plans */
     int n_shapes;
     int arch;
@@ -131,24 +132,33 @@ static int plan_for(const qz_gpu *q, const evo_variant *main, const evo_shape *s
                                (int)s->v[QZ_ROTATE], q->arch, evo_gpu_sm_count(q->g), plan, why, sizeof why);
 }
 
-/* The scratch every plan of this program needs on the worker's shapes, zero-filled (mode chained relies on it and
- * leaves it so); clusters of 16 need the non-portable size allowed on their kernel. */
+/* A plan whose first launch writes rotated rows at the start of its scratch (rotate, fused_rot = 0). */
+static bool has_rows(const evo_quant_plan *p) { return p->n_launches > 0 && p->launch[0].kernel == EVO_QUANT_K_ROTATE; }
+
+/* The scratch every plan of this program needs on the worker's shapes, zero-filled (modes chained, ordered and
+ * resident rely on it and leave it so); clusters of 16 need the non-portable size allowed on their kernel. Layout:
+ * the plans without rotated rows use the scratch from its start (their control words are zero between launches);
+ * plans with rows start at ctl_zone, past all of those, and get their own control words zeroed before each launch
+ * (behind rows whose size varies with the shape, other launches overwrite them). */
 static evo_status qz_begin(void *state, const evo_gpu_kernel *k, int n, evo_err *err)
 {
     qz_gpu *q = state;
     const evo_cudrv *cu = evo_gpu_cu(q->g);
-    unsigned long long need = 256;
+    unsigned long long zone = 256, rows_need = 0;
     for (int i = 0; i < n; i++) {
         if (k[i].v.attr[QZ_V_ROLE] != EVO_QUANT_K_MAIN) continue;
         if (k[i].v.attr[QZ_V_KNOBS + 3] > 8)
             cu->cuFuncSetAttribute(k[i].fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
         for (int j = 0; j < q->n_shapes; j++) {
             evo_quant_plan p;
-            if (evo_qz_serves(&k[i].v, &q->shapes[j]) &&
-                plan_for(q, &k[i].v, &q->shapes[j], &p) == 0 && p.scratch_bytes > need)
-                need = p.scratch_bytes;
+            if (!evo_qz_serves(&k[i].v, &q->shapes[j]) || plan_for(q, &k[i].v, &q->shapes[j], &p) != 0) continue;
+            if (has_rows(&p) && p.scratch_bytes > rows_need) rows_need = p.scratch_bytes;
+            if (!has_rows(&p) && p.scratch_bytes > zone) zone = p.scratch_bytes;
         }
     }
+    zone = (zone + 255ull) & ~255ull;
+    q->ctl_zone = zone;
+    const unsigned long long need = zone + rows_need;
     if (need > q->scratch_bytes) {
         if (q->scratch_bytes) {
             CU(cuStreamSynchronize(evo_gpu_stream(q->g)), err);
@@ -205,15 +215,23 @@ static CUresult qz_launch(void *state, const evo_gpu_case *gc, const evo_gpu_ker
     const qz_case *c = gc->data;
     const evo_shape *sh = &gc->shape;
     evo_quant_plan plan;
-    if (plan_for(q, &k[pick].v, sh, &plan) != 0 || plan.scratch_bytes > q->scratch_bytes)
-        return CUDA_ERROR_INVALID_VALUE;
+    if (plan_for(q, &k[pick].v, sh, &plan) != 0) return CUDA_ERROR_INVALID_VALUE;
     evo_quant_params p;
     memset(&p, 0, sizeof p);
     p.x = fresh ? q->tx : c->x;
     p.codes = out;
     p.scales = out + c->scales_at;
-    p.scratch = plan.scratch_bytes ? q->scratch : 0;
+    const unsigned long long at = has_rows(&plan) ? q->ctl_zone : 0ull;
+    if (plan.scratch_bytes && at + plan.scratch_bytes > q->scratch_bytes) return CUDA_ERROR_INVALID_VALUE;
+    p.scratch = plan.scratch_bytes ? q->scratch + at : 0;
     p.scratch_bytes = plan.scratch_bytes;
+    if (has_rows(&plan) && plan.zero_scratch_once) { /* its control words, behind the rows */
+        const evo_cudrv *cu = evo_gpu_cu(q->g);
+        const unsigned long long rows = evo_quant_rot_bytes(elems(sh));
+        const CUresult r = cu->cuMemsetD8Async(p.scratch + rows, 0, (size_t)(plan.scratch_bytes - rows),
+                                               evo_gpu_stream(q->g));
+        if (r != CUDA_SUCCESS) return r;
+    }
     p.batch = (int)sh->v[QZ_BATCH], p.heads = (int)sh->v[QZ_HEADS], p.seq = (int)sh->v[QZ_SEQ];
     p.head_dim = (int)sh->v[QZ_DIM];
     p.in_dtype = (int)sh->v[QZ_DTYPE];
