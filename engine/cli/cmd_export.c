@@ -1,21 +1,38 @@
-/* cmd_export.c — `evo export [--best | --id ID] [-o FILE] [--db F]`: the top elite (or a chosen candidate) as a
- * standalone .cu (export.h), written to variants/<task>-<arch>-<shortid>.cu unless -o says otherwise. Opens the
- * store read-only. The output is a regular file (replaced atomically) or a new name (paths.h); nothing else.
+/* cmd_export.c — `evo export [--best | --id ID] [-o FILE | --torch DIR [--quantizer FILE] [--module NAME]]
+ * [--db F]`: the top elite (or a chosen candidate) as a standalone .cu (export.h), written to
+ * variants/<task>-<arch>-<shortid>.cu unless -o says otherwise; with --torch, that file, the companion file the
+ * task's PyTorch op needs (the quantizer) and the Python module that registers the ops (task->torch_module) into
+ * DIR. Opens the store read-only. Every output is a regular file (replaced atomically) or a new name (paths.h);
+ * everything is checked before the first file is written.
  */
 #include "cli.h"
 #include "export.h"
 #include "paths.h"
 #include "store.h"
+#include "task.h"
 #include "util.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
+#include <glob.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct {
-    const char *db, *id, *output;
+    const char *db, *id, *output, *torch, *quantizer, *module;
     int best;
 } export_opts;
+
+static bool python_name(const char *s)
+{
+    if (!*s || !(isalpha((unsigned char)*s) || *s == '_')) return false;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_')) return false;
+    return true;
+}
 
 static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err)
 {
@@ -23,9 +40,10 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
     static const struct option longopts[] = {
         {"best", no_argument, NULL, 'B'},          {"id", required_argument, NULL, 'I'},
         {"output", required_argument, NULL, 'o'}, {"db", required_argument, NULL, 'D'},
-        {NULL, 0, NULL, 0},
+        {"torch", required_argument, NULL, 'T'},  {"quantizer", required_argument, NULL, 'Q'},
+        {"module", required_argument, NULL, 'M'}, {NULL, 0, NULL, 0},
     };
-    *o = (export_opts){.db = EVO_DEFAULT_DB};
+    *o = (export_opts){.db = EVO_DEFAULT_DB, .module = "evo_fp8"};
     optind = 0;
     opterr = 0;
     int c;
@@ -35,6 +53,9 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
         case 'I': o->id = optarg; break;
         case 'o': o->output = optarg; break;
         case 'D': o->db = optarg; break;
+        case 'T': o->torch = optarg; break;
+        case 'Q': o->quantizer = optarg; break;
+        case 'M': o->module = optarg; break;
         case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
         default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
@@ -43,7 +64,110 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
     if (o->best && o->id) return evo_cli_usage_error(self, err, "--best and --id exclude each other");
     if (o->id && !*o->id) return evo_cli_usage_error(self, err, "--id wants a candidate id or key prefix");
     if (o->output && !*o->output) return evo_cli_usage_error(self, err, "-o wants a file name");
+    if (o->torch && o->output) return evo_cli_usage_error(self, err, "-o and --torch exclude each other");
+    if (o->torch && !*o->torch) return evo_cli_usage_error(self, err, "--torch wants a directory");
+    if (!o->torch && (o->quantizer || strcmp(o->module, "evo_fp8") != 0))
+        return evo_cli_usage_error(self, err, "--quantizer and --module go with --torch DIR");
+    if (o->quantizer && !*o->quantizer) return evo_cli_usage_error(self, err, "--quantizer wants a file name");
+    if (!python_name(o->module))
+        return evo_cli_usage_error(self, err, "--module: '%s' is not a Python module name", o->module);
     return EVO_OK;
+}
+
+/* --torch DIR must be a directory or a name that does not exist yet (created with its parents). */
+static evo_status check_torch_dir(const char *dir, evo_err *err)
+{
+    struct stat st;
+    if (lstat(dir, &st) != 0)
+        return errno == ENOENT ? EVO_OK : evo_fail(err, EVO_E_IO, "export --torch %s: %s", dir, strerror(errno));
+    if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode))
+        return evo_fail(err, EVO_E_USAGE, "export --torch %s: %s", dir,
+                        S_ISLNK(st.st_mode) ? "is a symbolic link; give the directory itself" : "is not a directory");
+    return EVO_OK;
+}
+
+/* The companion file: --quantizer, else the one file the task's glob finds for the arch. */
+static evo_status find_companion(const evo_task *task, const char *given, const char *arch, char *path, size_t n,
+                                 evo_err *err)
+{
+    if (given) {
+        struct stat st;
+        if (stat(given, &st) != 0)
+            return evo_fail(err, EVO_E_USAGE, "export --quantizer %s: %s", given,
+                            errno == ENOENT ? "no such file" : strerror(errno));
+        if (!S_ISREG(st.st_mode))
+            return evo_fail(err, EVO_E_USAGE, "export --quantizer %s: not a regular file", given);
+        snprintf(path, n, "%s", given);
+        return EVO_OK;
+    }
+    if (!task->torch_companion)
+        return evo_fail(err, EVO_E_USAGE, "export --torch: task %s needs --quantizer FILE", task->name);
+    char pattern[512];
+    snprintf(pattern, sizeof pattern, task->torch_companion, arch);
+    glob_t g;
+    const int r = glob(pattern, 0, NULL, &g);
+    evo_status s = EVO_OK;
+    if (r != 0 || g.gl_pathc == 0)
+        s = evo_fail(err, EVO_E_USAGE, "export --torch: no quantizer given and no file matches %s here; give "
+                                       "--quantizer FILE.cu (a file evo export wrote)", pattern);
+    else if (g.gl_pathc > 1)
+        s = evo_fail(err, EVO_E_USAGE, "export --torch: %zu files match %s (%s, %s...); choose one with --quantizer",
+                     (size_t)g.gl_pathc, pattern, g.gl_pathv[0], g.gl_pathv[1]);
+    else
+        snprintf(path, n, "%s", g.gl_pathv[0]);
+    if (r == 0) globfree(&g);
+    return s;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+/* The kernel's text (already rendered), the companion and the module, into dir. */
+static evo_status write_torch(const export_opts *o, const evo_export_src *src, const char *kernel_text, evo_err *err)
+{
+    const evo_task *task = evo_task_find(src->cand.task);
+    if (!task || !task->torch_module)
+        return evo_fail(err, EVO_E_USAGE, "export --torch: task %s has no PyTorch op", src->cand.task);
+    char comp[4096], kname[200], paths[3][4400];
+    evo_status s = find_companion(task, o->quantizer, src->cand.arch, comp, sizeof comp, err);
+    if (s != EVO_OK) return s;
+    char *comp_text = NULL, *py = NULL;
+    s = evo_read_file_max(comp, (size_t)64 << 20, &comp_text, NULL, err);
+    if (s != EVO_OK) return s;
+    evo_export_default_name(src, kname, sizeof kname);
+    const char *cname = base_name(comp);
+    char pyname[300];
+    snprintf(pyname, sizeof pyname, "%s.py", o->module);
+    const evo_torch_files f = {.kernel_text = kernel_text, .kernel_name = kname, .kernel_path = kname,
+                               .companion_text = comp_text, .companion_name = cname, .companion_path = comp};
+    if (strcmp(cname, kname) == 0 || strcmp(cname, pyname) == 0)
+        s = evo_fail(err, EVO_E_USAGE, "export --torch: the quantizer %s would take the name of another file of "
+                                       "the module", comp);
+    if (s == EVO_OK) s = task->torch_module(&f, o->module, &py, err);
+    if (s == EVO_OK) s = evo_mkdir_p(o->torch, err);
+    const char *names[3] = {kname, cname, pyname};
+    const char *texts[3] = {kernel_text, comp_text, py};
+    bool skip[3] = {false, false, false};
+    for (int i = 0; s == EVO_OK && i < 3; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/%s", o->torch, names[i]);
+        skip[i] = i == 1 && evo_path_same_file(comp, paths[i]); /* the quantizer is already there */
+        if (!skip[i]) s = evo_path_check_output("export --torch", paths[i], false, err);
+    }
+    for (int i = 0; s == EVO_OK && i < 3; i++)
+        if (!skip[i]) s = evo_write_file_atomic(paths[i], texts[i], strlen(texts[i]), err);
+    if (s == EVO_OK) {
+        printf("wrote %s: PyTorch ops of candidate %lld (%.8s), %.3fx the baseline in run %lld\n", paths[2],
+               (long long)src->cand.id, src->cand.key, src->eval.fitness, (long long)src->run.id);
+        printf("  beside it: %s (genome %s) and %s\n", names[0], src->cand.genome, names[1]);
+        printf("  use: PYTHONPATH=%s python3 -c \"import torch, %s\"   (torch.ops.evo.*; nvcc builds at first use)\n",
+               o->torch, o->module);
+    }
+    free(comp_text);
+    free(py);
+    return s;
 }
 
 EVO_CMD(export)
@@ -53,6 +177,7 @@ EVO_CMD(export)
     if (s != EVO_OK) return s;
     /* -o is checked before anything is read: a FIFO, a device, a link or a directory is never replaced */
     if (o.output && (s = evo_path_check_output("export -o", o.output, false, err)) != EVO_OK) return s;
+    if (o.torch && (s = check_torch_dir(o.torch, err)) != EVO_OK) return s;
     evo_store *st;
     s = evo_store_open(o.db, EVO_STORE_READONLY, &st, err);
     if (s != EVO_OK) return s;
@@ -61,6 +186,15 @@ EVO_CMD(export)
     s = evo_export_pick(st, o.id, &src, err);
     if (s == EVO_OK) s = evo_export_render(&src, NULL, &out, err);
     char path[4200];
+    if (s == EVO_OK && o.torch) {
+        s = write_torch(&o, &src, out.text, err);
+        if (s == EVO_OK && src.note[0]) fprintf(stderr, "evo: note: %s\n", src.note);
+        if (s == EVO_OK && out.warning[0]) fprintf(stderr, "evo: warning: %s\n", out.warning);
+        evo_export_out_free(&out);
+        evo_export_src_free(&src);
+        evo_store_close(st);
+        return s;
+    }
     if (s == EVO_OK && o.output) {
         snprintf(path, sizeof path, "%s", o.output);
     } else if (s == EVO_OK) {

@@ -53,7 +53,7 @@ static const evo_cmd commands[] = {
      "      --arch sm_XX      rank candidates compiled for this arch (default: the latest run's)\n",
      0},
     {"export", cmd_export, "write the best (or a chosen) kernel as a standalone .cu",
-     "usage: evo export [--best | --id ID] [-o FILE] [--db F]\n"
+     "usage: evo export [--best | --id ID] [-o FILE | --torch DIR [--quantizer FILE] [--module NAME]] [--db F]\n"
      "\n"
      "Writes the kernel specialised to its genome as a .cu file that plain nvcc compiles without evo:\n"
      "an extern \"C\" launcher, a provenance header, and a self-test under -DEVO_SELFTEST.\n"
@@ -66,6 +66,12 @@ static const evo_cmd commands[] = {
      "      --best            the top elite (the default)\n"
      "      --id ID           a candidate id or key prefix (see evo elite --show)\n"
      "  -o, --output FILE     where to write\n"
+     "      --torch DIR       a PyTorch package instead: the kernel's .cu, the quantizer's .cu and NAME.py, which\n"
+     "                        registers torch.ops.evo.* (built with nvcc at first use); DIR is created if missing.\n"
+     "                        Tasks with a PyTorch op only (attention_fp8)\n"
+     "      --quantizer FILE  the quantizer to put in front (a .cu evo export wrote; default: the one file\n"
+     "                        variants/quantize_fp8-<arch>-*.cu)\n"
+     "      --module NAME     the Python module's name (default evo_fp8)\n"
      "      --db F            database (default population.db)\n",
      0},
     {"check", cmd_check, "run a hand-written kernel through the same gates",

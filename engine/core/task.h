@@ -117,6 +117,13 @@ typedef struct {
 
 #define EVO_MAX_VARIANTS 24
 
+/* The files of a PyTorch module (task->torch_module): texts, the names they get beside the module, and the paths
+ * they came from (for messages). */
+typedef struct evo_torch_files {
+    const char *kernel_text, *kernel_name, *kernel_path;
+    const char *companion_text, *companion_name, *companion_path;
+} evo_torch_files;
+
 typedef struct {
     char *source;      /* complete program text (owned) */
     char program_name[64];
@@ -195,6 +202,13 @@ typedef struct evo_task {
     /* What a standalone export writes after the provenance block (export.h). */
     evo_status (*export_body)(const struct evo_export_ctx *x, evo_str *out, evo_err *err);
     const char *kernel_prefix;       /* the candidate's kernels' names start with this (sanitizer, profiler) */
+    /* `evo export --torch`: the text of a Python module that registers PyTorch ops for an exported kernel and a
+     * companion file (another task's export, e.g. the quantizer in front of attention), both to lie beside it
+     * under their names (evo_torch_files); EVO_E_CONFIG when a file is not what it must be. NULL: no PyTorch op.
+     * torch_companion: where the companion is looked for when none is given, a glob with one %s for the arch
+     * (relative to the working directory). */
+    evo_status (*torch_module)(const struct evo_torch_files *f, const char *module, char **py, evo_err *err);
+    const char *torch_companion;
 
     const struct evo_task_gpu *gpu;  /* worker side (task_gpu.h)                                          */
 } evo_task;

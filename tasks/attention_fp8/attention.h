@@ -22,5 +22,7 @@ const char *evo_attn_format_name(int format);
 int evo_attn_format(const evo_config *cfg);
 /* The softmax scale of shape s: its own softmax_scale field when set, else the config's, else 1/sqrt(head_dim). */
 double evo_attn_softmax_scale(const evo_config *cfg, const evo_shape *s);
+/* `evo export --torch` (torch.c): the PyTorch module for an exported kernel and an exported quantizer. */
+evo_status evo_attn_torch_module(const evo_torch_files *f, const char *module, char **py, evo_err *err);
 
 #endif

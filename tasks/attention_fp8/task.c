@@ -352,6 +352,8 @@ const evo_task evo_task_attention_fp8 = {
     .rate_key = "tflops",
     .rate_scale = 1e12,
     .export_body = evo_attn_export_body,
+    .torch_module = evo_attn_torch_module,
+    .torch_companion = "variants/quantize_fp8-%s-*.cu",
     .kernel_prefix = "evo_attn",
     .gpu = &evo_attn_gpu,
 };

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# cli_export_torch.sh — `evo export --torch DIR`: the kernel's .cu (byte for byte what -o writes), the quantizer's
+# .cu and evo_fp8.py with every placeholder filled by the concrete facts of the two files (and byte for byte what
+# tools/torch_export.py writes, when python3 is here); the default quantizer found under variants/; every refusal
+# (exit 2, nothing written, the database unchanged). Needs no GPU, nvcc or PyTorch (tests/torch_op_cpu.py imports
+# the module; tests/gpu_torch_op.py runs it).
+# Run: bash tests/cli_export_torch.sh build/evo .   (ctest runs it; fixtures come from build/tests/test_export)
+set -u
+EVO=$(realpath "$1")
+SRC=$(realpath "$2")
+FIXTURE=$(dirname "$EVO")/tests/test_export
+[ -x "$FIXTURE" ] || { echo "cli_export_torch: fixture maker $FIXTURE not built" >&2; exit 1; }
+T=$(mktemp -d /tmp/evo-cli-export-torch-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+fails=0
+checks=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+run() { "$EVO" "$@" >"$T/out" 2>"$T/err"; rc=$?; out=$(cat "$T/out"); err=$(cat "$T/err"); }
+expect_rc() { checks=$((checks + 1)); [ "$rc" = "$1" ] || fail "$2: exit $rc, want $1 (stderr: $err)"; }
+expect_err_has() { checks=$((checks + 1)); grep -qF -- "$1" <<<"$err" || fail "$2: stderr '$err' lacks '$1'"; }
+expect_line() { checks=$((checks + 1)); grep -qxF -- "$2" "$1" || fail "$3: $1 lacks the line '$2'"; }
+
+"$FIXTURE" --fixture e4m3 pop.db >keys.txt || fail "fixture e4m3"
+A=$(awk '$1 == "A" { print substr($2, 1, 8) }' keys.txt)
+QSRC="$SRC/variants/quantize_fp8-sm_90-fbcfe4b6.cu"
+before=$(sha256sum pop.db | cut -d' ' -f1)
+
+# --quantizer given; DIR created with its parents
+run export --db pop.db --best --torch dest/pkg --quantizer "$QSRC"
+expect_rc 0 "export --torch"
+K="attention_fp8-sm_90-$A.cu"
+for f in "$K" quantize_fp8-sm_90-fbcfe4b6.cu evo_fp8.py; do
+  checks=$((checks + 1)); [ -f "dest/pkg/$f" ] || fail "dest/pkg/$f missing"
+done
+checks=$((checks + 1)); grep -qE '@[A-Z_]+@' dest/pkg/evo_fp8.py && fail "placeholders left in evo_fp8.py"
+checks=$((checks + 1)); cmp -s "$QSRC" dest/pkg/quantize_fp8-sm_90-fbcfe4b6.cu || fail "the quantizer was not copied as is"
+expect_line dest/pkg/evo_fp8.py "ATTENTION_CU = \"$K\"" "module: attention file"
+expect_line dest/pkg/evo_fp8.py 'QUANTIZE_CU = "quantize_fp8-sm_90-fbcfe4b6.cu"' "module: quantizer file"
+expect_line dest/pkg/evo_fp8.py 'GENOME = "TILE_M=128,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=1,F16_SMEM=1,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"' "module: genome"
+expect_line dest/pkg/evo_fp8.py 'QUANT_GENOME = "VEC=32,WARPS=8,MODE=3,CLUSTER=1,KEEP=0,UNROLL=1,ITERS=4,CVT=1,CACHE=1,FUSED_ROT=1,SLACK=4"' "module: quantizer genome"
+expect_line dest/pkg/evo_fp8.py 'ARCH = "sm_90"' "module: arch"
+expect_line dest/pkg/evo_fp8.py 'ATTN_FORMAT = "e4m3"' "module: format"
+expect_line dest/pkg/evo_fp8.py 'ATTN_HEAD_DIMS = "64,128"' "module: head dims"
+expect_line dest/pkg/evo_fp8.py 'QUANT_VARIANTS = "64:fp16:0,64:fp16:1,64:bf16:0,64:bf16:1,128:fp16:0,128:fp16:1,128:bf16:0,128:bf16:1"' "module: quantizer variants"
+run export --db pop.db --best -o plain.cu
+checks=$((checks + 1)); cmp -s plain.cu "dest/pkg/$K" || fail "the kernel under --torch differs from what -o writes"
+if command -v python3 >/dev/null; then
+  python3 "$SRC/tools/torch_export.py" "dest/pkg/$K" "$QSRC" -o py >/dev/null 2>&1 || fail "tools/torch_export.py"
+  checks=$((checks + 1)); cmp -s py/evo_fp8.py dest/pkg/evo_fp8.py || fail "evo export --torch and tools/torch_export.py write different modules"
+fi
+
+# again into the same directory (files replaced), with another module name; the default quantizer from variants/
+mkdir -p variants && cp "$QSRC" variants/
+run export --db pop.db --best --torch dest/pkg --module my_ops
+expect_rc 0 "export --torch, default quantizer"
+expect_line dest/pkg/my_ops.py 'QUANTIZE_CU = "quantize_fp8-sm_90-fbcfe4b6.cu"' "default quantizer"
+# two candidates for the default: refused
+cp variants/quantize_fp8-sm_90-fbcfe4b6.cu variants/quantize_fp8-sm_90-00000000.cu
+run export --db pop.db --best --torch dest/two
+expect_rc 2 "two default quantizers"; expect_err_has "choose one with --quantizer" "two default quantizers"
+rm variants/quantize_fp8-sm_90-00000000.cu
+
+# refusals: nothing written
+: >afile
+run export --db pop.db --best --torch afile --quantizer "$QSRC"
+expect_rc 2 "DIR is a file"; expect_err_has "is not a directory" "DIR is a file"
+ln -s dest/pkg linkdir
+run export --db pop.db --best --torch linkdir --quantizer "$QSRC"
+expect_rc 2 "DIR is a link"; expect_err_has "symbolic link" "DIR is a link"
+run export --db pop.db --best --torch n1 --module 9lives
+expect_rc 2 "bad module name"; expect_err_has "'9lives' is not a Python module name" "bad module name"
+run export --db pop.db --best --torch n2 --quantizer plain.cu
+expect_rc 2 "not a quantizer"; expect_err_has "plain.cu: not a quantizer written by evo export" "not a quantizer"
+sed 's/^#define EVO_EXPORT_ARCH "sm_90"/#define EVO_EXPORT_ARCH "sm_80"/' "$QSRC" >q80.cu
+run export --db pop.db --best --torch n3 --quantizer q80.cu
+expect_rc 2 "arch mismatch"; expect_err_has "q80.cu for sm_80: export both for one arch" "arch mismatch"
+run export --db pop.db --best --torch n4 --quantizer missing.cu
+expect_rc 2 "missing quantizer"; expect_err_has "missing.cu: no such file" "missing quantizer"
+mkdir n5 && ln -s ../plain.cu "n5/evo_fp8.py"
+run export --db pop.db --best --torch n5 --quantizer "$QSRC"
+expect_rc 2 "symlinked output"; checks=$((checks + 1)); [ ! -e "n5/$K" ] || fail "a file was written before the refusal"
+run export --db pop.db --best -o x.cu --torch n6
+expect_rc 2 "-o with --torch"
+run export --db pop.db --best --quantizer "$QSRC"
+expect_rc 2 "--quantizer without --torch"
+for d in n1 n2 n3 n4 n6; do checks=$((checks + 1)); [ ! -e "$d" ] || fail "$d was created by a refused export"; done
+checks=$((checks + 1)); [ "$(sha256sum pop.db | cut -d' ' -f1)" = "$before" ] || fail "the database changed"
+
+echo "cli_export_torch: $checks checks, $fails failed"
+[ "$fails" = 0 ]
