@@ -172,9 +172,6 @@ static inline int evo_quant_blocks_per_sm(const evo_quant_knobs *k, int arch, in
     return bps < 1 ? 1 : (int)bps;
 }
 
-/* Mode resident: the deepest ring (one block per multiprocessor): the most dynamic shared memory a plan asks for
- * is this many chunks. */
-static inline int evo_quant_stages(const evo_quant_knobs *k, int arch) { return evo_quant_ring(k, arch, 1); }
 
 /* Elements per vector: vec bytes of fp16/bf16, or of float for the main kernels after a separate rotation. */
 static inline int evo_quant_epv(const evo_quant_knobs *k, int rotate)

@@ -182,7 +182,7 @@ static evo_status quantize_render(const evo_config *cfg, const evo_genome *g, co
             v->threads = 32 * k.warps;
             /* mode resident: its deepest ring, the most dynamic shared memory its plans launch with */
             v->smem_bytes = roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_RESIDENT
-                                ? (int)((unsigned long long)evo_quant_stages(&k, arch_number(lim)) *
+                                ? (int)((unsigned long long)evo_quant_ring(&k, arch_number(lim), 1) *
                                         evo_quant_chunk_bytes(&k))
                                 : 0;
             snprintf(v->name_expr, sizeof v->name_expr, "%s<%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d>",
