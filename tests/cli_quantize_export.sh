@@ -2,7 +2,8 @@
 # cli_quantize_export.sh — quantizers assembled by tools/quantize_export.py (the export of the quantize_fp8 task:
 # ABI, template, genome section, tasks/quantize_fp8/quantize_export_harness.cu) build with plain nvcc and no warning:
 # a cluster genome as the shared library (its four extern "C" symbols present), a chained genome with a separate
-# rotation pass and a split genome with their self-tests; the self-test's CPU reference equals quantize_ref.c bit
+# rotation pass, a split genome and a resident (mode 4: dynamic shared memory, cooperative launch) with their
+# self-tests; the self-test's CPU reference equals quantize_ref.c bit
 # for bit; bad knobs are refused. Exits 77 (skipped) when nvcc is not found. Run: bash tests/cli_quantize_export.sh build/evo .
 set -u
 SRC=$(realpath "$2")
@@ -30,6 +31,9 @@ qx -o split.cu --head-dims 128 --dtypes fp16 --rotate 1 \
    --knobs vec=32,warps=4,mode=0,cluster=1,keep=0,unroll=2,iters=4,cvt=1,cache=0,fused_rot=1,slack=0 >/dev/null ||
   fail "assemble split"
 qx -o one.cu --head-dims 64 --dtypes fp16 --rotate 0 >/dev/null || fail "assemble one"
+qx -o resident.cu --head-dims 128 --dtypes fp16,bf16 --rotate 1 \
+   --knobs vec=32,warps=8,mode=4,cluster=1,keep=0,unroll=1,iters=4,cvt=1,cache=1,fused_rot=1,slack=1 >/dev/null ||
+  fail "assemble resident"
 checks=$((checks + 1))
 qx -o bad.cu --knobs vec=16,warps=8 >bad.out 2>&1
 [ $? = 2 ] && grep -q "missing mode" bad.out || fail "missing knobs: want exit 2 naming them, got: $(cat bad.out)"
@@ -43,6 +47,7 @@ build() { local name=$1; shift; ("$NVCC" -arch=sm_90 -O3 "$@" >"$name.log" 2>&1;
 build so -shared -Xcompiler -fPIC cluster.cu -o libq.so
 build chained -DEVO_SELFTEST chained.cu -o chained-selftest
 build split -DEVO_SELFTEST -c split.cu -o split.o
+build resident -DEVO_SELFTEST resident.cu -o resident-selftest
 for f in tasks/quantize_fp8/quantize_ref.c engine/core/numerics.c engine/core/evo.c; do
   gcc -O2 -std=c11 -D_GNU_SOURCE -I"$SRC/tasks/quantize_fp8" -I"$SRC/engine/core" -I"$SRC/tasks/attention_fp8" -I"$SRC/templates" -c "$SRC/$f" \
     -o "$(basename "${f%.c}").o" || fail "gcc $f"
@@ -50,7 +55,7 @@ done
 build refcheck -DEVO_SELFTEST -DEVO_QX_FILE="\"$T/one.cu\"" -I"$SRC/tasks/quantize_fp8" -I"$SRC/engine/core" -I"$SRC/tasks/attention_fp8" \
   -I"$SRC/templates" "$SRC/tests/quantize_export_refcheck.cu" quantize_ref.o numerics.o evo.o -o refcheck
 wait
-for name in so chained split refcheck; do
+for name in so chained split resident refcheck; do
   checks=$((checks + 2))
   [ "$(cat $name.rc)" = 0 ] || fail "nvcc $name: $(head -20 $name.log)"
   ! grep -qi "warning" $name.log || fail "nvcc $name warns: $(grep -i warning $name.log | head -5)"
