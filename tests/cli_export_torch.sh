@@ -52,6 +52,14 @@ checks=$((checks + 1)); [ "$(grep -c '^ \*   exported  ' plain.cu)" = 1 ] || fai
 if command -v python3 >/dev/null; then
   python3 "$SRC/tools/torch_export.py" "dest/pkg/$K" "$QSRC" -o py >/dev/null 2>&1 || fail "tools/torch_export.py"
   checks=$((checks + 1)); cmp -s py/evo_fp8.py dest/pkg/evo_fp8.py || fail "evo export --torch and tools/torch_export.py write different modules"
+  # the script keeps the same output rule: a link among its outputs is refused, its target untouched
+  echo keep >target.txt && ln -s ../target.txt py/evo_fp8.py.new && mv py/evo_fp8.py.new py/evo_fp8.py
+  python3 "$SRC/tools/torch_export.py" "dest/pkg/$K" "$QSRC" -o py >pyout 2>&1
+  prc=$?
+  checks=$((checks + 3))
+  [ "$prc" = 2 ] || fail "torch_export.py with a linked output: exit $prc, want 2"
+  [ "$(cat target.txt)" = keep ] || fail "torch_export.py wrote through a link"
+  grep -q "is a symbolic link" pyout || fail "torch_export.py: no message for the link: $(cat pyout)"
 fi
 
 # again into the same directory (files replaced), with another module name; the default quantizer from variants/

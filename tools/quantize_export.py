@@ -13,6 +13,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import outpath  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TASK = os.path.join(ROOT, "tasks", "quantize_fp8")
 KNOBS = ["vec", "warps", "mode", "cluster", "keep", "unroll", "iters", "cvt", "cache", "fused_rot", "slack"]
@@ -163,8 +166,11 @@ def main(argv=None):
     if not re.fullmatch(r"sm_\d+[af]?", a.arch):
         fail(f"--arch: '{a.arch}' is not sm_NN")
     shapes = [s for s in parse_shapes(a.shapes) if s[4] in head_dims and s[5] in dtypes and s[6] in rotates]
-    with open(a.output, "w") as f:
-        f.write(assemble(k, head_dims, dtypes, rotates, a.arch, shapes))
+    try:
+        outpath.check(a.output, "-o")
+        outpath.write(a.output, assemble(k, head_dims, dtypes, rotates, a.arch, shapes), "-o")
+    except (OSError, outpath.OutputError) as e:
+        fail(str(e))
     print(f"wrote {a.output}")
     return 0
 

@@ -8,8 +8,10 @@ two .cu files copied into DIR and DIR/NAME.py rendered from templates/torch_op.p
 import argparse
 import os
 import re
-import shutil
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import outpath  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATE = os.path.join(ROOT, "templates", "torch_op.py")
@@ -63,17 +65,24 @@ def write_module(attention_cu, quantize_cu, out_dir, name="evo_fp8"):
     if a["ARCH"] != q["QUANT_ARCH"]:
         raise ExportError(f"{attention_cu} is for {a['ARCH']}, {quantize_cu} for {q['QUANT_ARCH']}: export both for "
                           "one arch")
-    os.makedirs(out_dir, exist_ok=True)
-    names = []
-    for src in (attention_cu, quantize_cu):
-        dst = os.path.join(out_dir, os.path.basename(src))
-        if os.path.abspath(src) != os.path.abspath(dst):
-            shutil.copyfile(src, dst)
-        names.append(os.path.basename(src))
+    if os.path.islink(out_dir) or (os.path.exists(out_dir) and not os.path.isdir(out_dir)):
+        raise ExportError(f"-o {out_dir}: is {'a symbolic link' if os.path.islink(out_dir) else 'not a directory'}")
+    names = [os.path.basename(attention_cu), os.path.basename(quantize_cu)]
     values = {**a, **q, "MODULE": name, "ATTENTION_CU": names[0], "QUANTIZE_CU": names[1]}
+    text = render(values)
     path = os.path.join(out_dir, name + ".py")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(render(values))
+    os.makedirs(out_dir, exist_ok=True)
+    copies = []
+    for src in (attention_cu, quantize_cu):  # everything checked before the first write
+        dst = os.path.join(out_dir, os.path.basename(src))
+        if not (os.path.exists(dst) and os.path.samefile(src, dst)):
+            outpath.check(dst, "-o")
+            copies.append((src, dst))
+    outpath.check(path, "-o")
+    for src, dst in copies:
+        with open(src, "rb") as f:
+            outpath.write(dst, f.read(), "-o")
+    outpath.write(path, text, "-o")
     return path
 
 
@@ -88,7 +97,7 @@ def main(argv=None):
         p.error(f"--name: '{a.name}' is not a Python module name")
     try:
         path = write_module(a.attention_cu, a.quantize_cu, a.out, a.name)
-    except (OSError, ExportError) as e:
+    except (OSError, ExportError, outpath.OutputError) as e:
         print(f"torch_export: {e}", file=sys.stderr)
         return 2
     print(f"wrote {path}")
