@@ -232,13 +232,16 @@ extern "C" __global__ void evo_half_to_float(const unsigned short *x, float *out
 
 /* ---- reference attention ---- */
 
-/* One warp per query row, EVO_REF_WARPS consecutive rows per block. The block stages 32 keys at a time in shared
+/* p_e4m3 0: O = Σ exp(x − max x)·v / Σ exp(x − max x), x = score·softmax_scale, in FP32.
+ * p_e4m3 1: the reference of a kernel whose P enters P·V in e4m3 (the sm_90a family's V_PATH 0): with
+ * x2 = x·log2(e) and M = ⌈max x2⌉, P̃ = e4m3(2^(x2 − M + 8)) and O = Σ P̃·v / Σ 2^(x2 − M + 8) (the sum unrounded).
+ * One warp per query row, EVO_REF_WARPS consecutive rows per block. The block stages 32 keys at a time in shared
  * memory (K rows padded by one float so that lane j reading row j is conflict-free), so K and V are read from
  * memory once per block instead of once per row. Pass 1 finds the row max, pass 2 takes the 32 staged keys, each
  * lane computing one exponential, and broadcasts them so that every lane accumulates its own output columns. */
 extern "C" __global__ void __launch_bounds__(EVO_REF_WARPS * 32)
 evo_reference_attention(const float *q, const float *k, const float *v, float *o, int batch, int heads, int seq,
-                        int head_dim, int causal, float softmax_scale)
+                        int head_dim, int causal, float softmax_scale, int p_e4m3)
 {
     __shared__ float k_tile[32][EVO_REF_MAX_D + 1];
     __shared__ float v_tile[32][EVO_REF_MAX_D];
@@ -282,6 +285,7 @@ evo_reference_attention(const float *q, const float *k, const float *v, float *o
         }
     }
     for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+    const float LOG2E = 1.4426950408889634f, m2 = ceilf(__fmul_rn(mx, LOG2E));
 
     float acc[EVO_REF_MAX_D / 32];
 #pragma unroll
@@ -304,9 +308,11 @@ evo_reference_attention(const float *q, const float *k, const float *v, float *o
 #pragma unroll
             for (int t = 0; t < EVO_REF_MAX_D; t++)
                 if (t < head_dim) s = fmaf(q_reg[t], k_tile[lane][t], s);
-            p = expf(__fmul_rn(s, softmax_scale) - mx);
+            p = p_e4m3 ? exp2f(__fmul_rn(__fmul_rn(s, softmax_scale), LOG2E) - m2 + 8.0f)
+                       : expf(__fmul_rn(s, softmax_scale) - mx);
         }
         l += p;
+        if (p_e4m3) p = e4m3_decode(e4m3_encode(p));
         int count = min(32, n_keys - c0);
         for (int jj = 0; jj < count; jj++) {
             float pj = __shfl_sync(0xffffffffu, p, jj);

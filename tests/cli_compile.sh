@@ -86,5 +86,26 @@ run compile --config "$SRC/configs/default.yaml" --genome "${g/QK_8BIT=0/QK_8BIT
 expect_rc 2 "e4m3 mma on sm_80"
 expect_err "INVALID: QK_8BIT=1 with e4m3 needs the FP8 mma of sm_89"
 
+# Both families in one space (configs/hopper.yaml): a FAMILY=1 genome compiles for sm_90a (one wgmma kernel per
+# head dim, no spills); on sm_80 it is INVALID before compiling; the family-1 seeds compile.
+h=$(sed -n 's/^  - "\(.*FAMILY=1.*H_QK_MODE=1.*\)"$/\1/p' "$SRC/configs/hopper.yaml" | head -1)
+[ -n "$h" ] || fail "hopper.yaml has no FAMILY=1 seed with H_QK_MODE=1"
+run compile --config "$SRC/configs/hopper.yaml" --genome "$h" --arch sm_90 --json
+expect_rc 0 "family 1 on sm_90"
+python3 - "$tmp/out" <<'PY' || fail "family 1 on sm_90: content"
+import json, sys
+c = json.load(open(sys.argv[1]))["candidates"][0]
+assert c["verdict"] == "OK", c
+v = c["variants"]
+assert [(x["head_dim"], x["family"]) for x in v] == [(64, 1), (128, 1)], v
+assert all(x["name_expr"].startswith("evo_attn_sm90<") for x in v), v
+assert all(x["spill_store_bytes"] == 0 and 0 < x["registers"] <= 255 for x in v), v
+PY
+run compile --config "$SRC/configs/hopper.yaml" --genome "$h" --arch sm_80
+expect_rc 2 "family 1 on sm_80"
+expect_err "FAMILY=1 (wgmma + TMA) runs on sm_90"
+run compile --config "$SRC/configs/hopper.yaml" --genome "${h/FAMILY=1/FAMILY=0}" --arch sm_80
+expect_rc 0 "the same genome as family 0 on sm_80"
+
 [ $fails = 0 ] && echo "cli_compile: all checks passed"
 exit $((fails > 0))

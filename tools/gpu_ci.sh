@@ -7,6 +7,9 @@
 #   smoke      two generations on configs/smoke.yaml
 #   run20      evo run --generations 20 on configs/default.yaml, then elite, history, export
 #   compare    tools/compare_sdpa.py on the exported best kernel
+#   sm90       tests/gpu_sm90_grid.sh (the sm_90a family through the gates; its databases into $OUT)
+#   hopper     HOPPER_GENS (6) generations x HOPPER_POP (24) of configs/hopper.yaml (both families in one
+#              population), elites, history and the verdicts per family
 #   worst      as presets, with `fitness: worst` (the search maximizes the worst shape's speedup); best to $OUT/best.cu
 #   sanitize   one generation of configs/presets.yaml, then its elites under compute-sanitizer (--sanitize)
 #   quant      QUANT_GENS (3) generations of configs/quantize.yaml (population QUANT_POP, 12), elites and history
@@ -105,6 +108,20 @@ for step in "$@"; do
                   --budget-s "${STRAT_BUDGET_S:-210}" --population "${STRAT_POP:-16}" --generations "${STRAT_GENS:-4}" \
                   --work /tmp/evo-strategies --out "$OUT/strategies.md" 2>&1 | tail -40
                 tail -60 /tmp/evo-strategies/runs.log > "$OUT/strategies-runs.log" ;;
+    sm90) bash tests/gpu_sm90_grid.sh build/evo . 2>&1 | tee "$OUT/sm90-grid.log" | tail -40 ;;
+    hopper) rm -f "$OUT/hopper.db"
+            build/evo run --config configs/hopper.yaml --generations "${HOPPER_GENS:-6}" --population "${HOPPER_POP:-24}" \
+              --db "$OUT/hopper.db" 2>&1 | tee "$OUT/hopper.log" | tail -12
+            python3 -c "import sqlite3; sqlite3.connect('$OUT/hopper.db').execute('pragma wal_checkpoint(TRUNCATE)')"
+            build/evo elite --show --db "$OUT/hopper.db" > "$OUT/hopper-elite.txt" 2>&1; head -24 "$OUT/hopper-elite.txt"
+            python3 - "$OUT/hopper.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+q = ("SELECT CASE WHEN c.genome LIKE '%FAMILY=1%' THEN 1 ELSE 0 END, e.verdict, count(*), max(e.fitness) "
+     "FROM evaluations e JOIN candidates c ON c.id = e.candidate_id GROUP BY 1, 2 ORDER BY 1, 2")
+for fam, v, n, f in db.execute(q): print("family", fam, v, n, "best fitness", f)
+PY
+            ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;

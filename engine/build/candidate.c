@@ -215,25 +215,36 @@ void evo_candidate_free(evo_candidate *c)
 
 /* ---- sampling ---- */
 
-typedef struct {
-    const evo_space *s;
-    const evo_genome *base;
-    int knob, idx;
-    int best_dist;
-    evo_genome best;
-} nearest_ctx;
-
-static int nearest_visit(const evo_genome *g, void *p)
+/* The valid genome nearest to base (fewest knobs changed) with knob k at value index v: base itself with that
+ * value, else with one other knob changed too, else two; false when none of those is valid. The search is over
+ * the genomes within that distance only (a few thousand), so it stays cheap in spaces far too large to walk. */
+static bool nearest_with(const evo_space *s, const evo_genome *base, int k, int v, evo_genome *out)
 {
-    nearest_ctx *n = p;
-    if (g->idx[n->knob] != n->idx) return 0;
-    int d = 0;
-    for (int k = 0; k < evo_space_n_knobs(n->s); k++) d += g->idx[k] != n->base->idx[k];
-    if (d < n->best_dist) {
-        n->best_dist = d;
-        n->best = *g;
+    const int nk = evo_space_n_knobs(s);
+    evo_genome g = *base;
+    g.idx[k] = (uint8_t)v;
+    if (evo_space_valid(s, &g, NULL)) return *out = g, true;
+    for (int a = 0; a < nk; a++) {
+        if (a == k) continue;
+        for (int x = 0; x < evo_space_domain_size(s, a); x++) {
+            if (x == base->idx[a]) continue;
+            evo_genome h = g;
+            h.idx[a] = (uint8_t)x;
+            if (evo_space_valid(s, &h, NULL)) return *out = h, true;
+        }
     }
-    return n->best_dist == 1;
+    for (int a = 0; a < nk; a++)
+        for (int b = a + 1; b < nk; b++) {
+            if (a == k || b == k) continue;
+            for (int x = 0; x < evo_space_domain_size(s, a); x++)
+                for (int y = 0; y < evo_space_domain_size(s, b); y++) {
+                    if (x == base->idx[a] || y == base->idx[b]) continue;
+                    evo_genome h = g;
+                    h.idx[a] = (uint8_t)x, h.idx[b] = (uint8_t)y;
+                    if (evo_space_valid(s, &h, NULL)) return *out = h, true;
+                }
+        }
+    return false;
 }
 
 static bool already(const evo_space *s, const evo_genome *list, int n, const evo_genome *g)
@@ -253,9 +264,8 @@ evo_status evo_sample_genomes(const evo_config *cfg, int n, uint64_t seed, evo_g
     for (int k = 0; k < evo_space_n_knobs(s) && m < n; k++) {
         const int ends[2] = {0, evo_space_domain_size(s, k) - 1};
         for (int e = 0; e < 2 && m < n; e++) {
-            nearest_ctx nc = {s, &cfg->baseline, k, ends[e], 1 << 30, {{0}}};
-            evo_space_foreach_valid(s, nearest_visit, &nc);
-            if (nc.best_dist < (1 << 30) && !already(s, list, m, &nc.best)) list[m++] = nc.best;
+            evo_genome g;
+            if (nearest_with(s, &cfg->baseline, k, ends[e], &g) && !already(s, list, m, &g)) list[m++] = g;
         }
     }
     evo_rng rng;

@@ -58,8 +58,8 @@ int evo_task_headers(const evo_task *t, evo_compile_header *out, int max);
 int evo_candidate_options(const evo_config *cfg, char *buf, size_t buf_len, const char **opts, int max);
 
 /* A deterministic sample of n valid genomes for `evo compile --sample`: the baseline, then for each knob its
- * smallest and largest value (on the valid genome nearest the baseline that has it), then uniformly random
- * valid genomes, no duplicates. *out is malloc'd. */
+ * smallest and largest value (on the valid genome nearest the baseline that has it, searched up to two other
+ * knobs changed), then uniformly random valid genomes, no duplicates. *out is malloc'd. */
 evo_status evo_sample_genomes(const evo_config *cfg, int n, uint64_t seed, evo_genome **out, int *n_out,
                               evo_err *err);
 

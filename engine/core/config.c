@@ -485,8 +485,9 @@ static evo_status build_space(loader *L, yaml_node_t *const *domains, const yaml
     TRY(evo_space_new(&s));
     evo_status st = EVO_OK;
     for (int k = 0; L->task->knobs[k] && st == EVO_OK; k++) {
-        if (!domains[k]) { /* left out: the task's default, the only value */
-            st = evo_space_add_int_knob(s, L->task->knobs[k], &L->task->knob_defaults[k], 1, NULL);
+        if (!domains[k]) { /* left out: the task's default, the only value (or no knob at all, when optional) */
+            if (!evo_str_in_list(L->task->knobs[k], L->task->optional_knobs))
+                st = evo_space_add_int_knob(s, L->task->knobs[k], &L->task->knob_defaults[k], 1, NULL);
             continue;
         }
         st = add_knob(L, s, L->task->knobs[k], L->task->knob_legal ? &L->task->knob_legal[k] : NULL, domains[k],

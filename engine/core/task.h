@@ -165,6 +165,10 @@ typedef struct evo_task {
     /* Knobs (of knobs) that are no template argument: they change how the same code is launched, so they enter
      * the candidate's key beside the compile key (evo_candidate_key). NULL-terminated; NULL: none. */
     const char *const *launch_knobs;
+    /* Knobs (of knobs) that a config leaving them out does not put into its space at all: its genomes then have
+     * no such knob and the task reads the default (evo_genome_get). For knobs added after databases exist, so
+     * that their genomes keep their text. NULL-terminated; NULL: none (a left-out knob is a one-value knob). */
+    const char *const *optional_knobs;
 
     /* Problem description. */
     const evo_field *shape_fields;   /* a shape's fields; n_shape_fields of them                           */

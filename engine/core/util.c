@@ -44,6 +44,13 @@ void *evo_xrealloc(void *p, size_t n)
     return q;
 }
 
+bool evo_str_in_list(const char *s, const char *const *list)
+{
+    for (int i = 0; list && list[i]; i++)
+        if (strcmp(s, list[i]) == 0) return true;
+    return false;
+}
+
 char *evo_strdup(const char *s)
 {
     size_t n = strlen(s) + 1;

@@ -30,6 +30,8 @@ void evo_str_free(evo_str *s);
 
 /* strdup that aborts on out-of-memory (allocation failure of a few bytes is not recoverable here). */
 char *evo_strdup(const char *s);
+/* Whether s equals one of the strings of a NULL-terminated list (list may be NULL: no). */
+bool evo_str_in_list(const char *s, const char *const *list);
 void *evo_xmalloc(size_t n);
 void *evo_xcalloc(size_t n, size_t size);
 void *evo_xrealloc(void *p, size_t n);

@@ -418,13 +418,14 @@ static void judge_output(const gpu_state *g, const gcase *c, outcome *o, const e
 }
 
 /* Canaries intact, then the task's comparison (every element written and finite, errors within tolerance). */
-static evo_status check_output(gpu_state *g, const gcase *c, outcome *o, evo_gpu_check *chk, evo_err *err)
+static evo_status check_output(gpu_state *g, const gcase *c, const kvariant *v, outcome *o, evo_gpu_check *chk,
+                               evo_err *err)
 {
     unsigned long long bad = 0;
     evo_status s = canary_words(g, c, &bad, err);
     if (s != EVO_OK) return s;
     memset(chk, 0, sizeof *chk);
-    s = g->task->gpu->check(g->task_state, &c->gc, g->out, chk, err);
+    s = g->task->gpu->check(g->task_state, &c->gc, &v->v, g->out, chk, err);
     if (s == EVO_OK) judge_output(g, c, o, chk, bad);
     return s;
 }
@@ -566,10 +567,10 @@ static evo_status check_samples(gpu_state *g, tsubject *t, outcome *o, evo_err *
         evo_gpu_check chk;
         memset(&chk, 0, sizeof chk);
         if (fresh_inputs(g))
-            s = g->task->gpu->check_fresh(g->task_state, &c->gc, rep_seed(t, t->sample_rep[k]), g->sample_out[k], &chk,
-                                          err);
+            s = g->task->gpu->check_fresh(g->task_state, &c->gc, &t->v->v, rep_seed(t, t->sample_rep[k]),
+                                          g->sample_out[k], &chk, err);
         else
-            s = g->task->gpu->check(g->task_state, &c->gc, g->sample_out[k], &chk, err);
+            s = g->task->gpu->check(g->task_state, &c->gc, &t->v->v, g->sample_out[k], &chk, err);
         if (s != EVO_OK) break;
         judge_output(g, c, o, &chk, bad);
         if (o->verdict != EVO_V_OK) {
@@ -906,7 +907,7 @@ static evo_status evaluate(gpu_state *g, const evo_eval_request *req, evo_eval_r
             ran++;
             if ((s = run_once(g, &ks, v, c, o, err)) != EVO_OK || o->verdict != EVO_V_OK) break;
             evo_gpu_check chk;
-            if ((s = check_output(g, c, o, &chk, err)) != EVO_OK) break;
+            if ((s = check_output(g, c, v, o, &chk, err)) != EVO_OK) break;
             if (o->verdict != EVO_V_OK && req->n_variants > 1) cJSON_AddNumberToObject(o->detail, "variant", k);
             n_checked++;
             if (chk.m.rel_l2 > worst_rel) worst_rel = chk.m.rel_l2;

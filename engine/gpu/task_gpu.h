@@ -99,8 +99,10 @@ typedef struct evo_task_gpu {
      * them; a launch's time runs from the first one's start to the last one's end); returns how many (1..max). */
     int (*geometry_of)(void *state, const evo_gpu_case *c, const evo_gpu_kernel *k, int n, int pick,
                        unsigned grid[][3], unsigned *block, int max);
-    /* Compare the output at out (every byte written: the engine checked the canaries) with c's reference. */
-    evo_status (*check)(void *state, const evo_gpu_case *c, CUdeviceptr out, evo_gpu_check *r, evo_err *err);
+    /* Compare the output at out of variant v (every byte written: the engine checked the canaries) with c's
+     * reference (the task may keep several, one per arithmetic its variants declare). */
+    evo_status (*check)(void *state, const evo_gpu_case *c, const evo_variant *v, CUdeviceptr out, evo_gpu_check *r,
+                        evo_err *err);
 
     /* Fresh inputs for a timed repetition of timing case c: its inputs perturbed by seed, cheaply on the GPU, into
      * buffers the task keeps (sized in prepare for timing cases); asynchronous. A kernel that keeps results keyed on
@@ -108,8 +110,8 @@ typedef struct evo_task_gpu {
     evo_status (*perturb)(void *state, const evo_gpu_case *c, uint64_t seed, evo_err *err);
     /* An output at out of a launch on the inputs perturb(seed) made: against a reference for those inputs, all of it
      * or a part the task draws from seed (attention: two heads); r->why names the part when it fails. */
-    evo_status (*check_fresh)(void *state, const evo_gpu_case *c, uint64_t seed, CUdeviceptr out, evo_gpu_check *r,
-                              evo_err *err);
+    evo_status (*check_fresh)(void *state, const evo_gpu_case *c, const evo_variant *v, uint64_t seed,
+                              CUdeviceptr out, evo_gpu_check *r, evo_err *err);
 } evo_task_gpu;
 
 #endif

@@ -121,5 +121,11 @@ static void append_genome_section(evo_str *o, const evo_export_ctx *x)
 
 evo_status evo_attn_export_body(const evo_export_ctx *x, evo_str *o, evo_err *err)
 {
+    for (int v = 0; v < x->prog->n_variants; v++)
+        if (x->prog->variants[v].attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90)
+            return evo_fail(err, EVO_E_CONFIG,
+                            "export: candidate %s is of the sm_90a family (FAMILY=1), which evo cannot export as a "
+                            "standalone file yet; export a FAMILY=0 candidate (evo elite --show lists them)",
+                            x->src->cand.key);
     return evo_export_assemble(x, ABI_HEADER, HARNESS, "kernel", append_header, append_genome_section, o, err);
 }

@@ -5,6 +5,7 @@
 #include "attention.h"
 
 #include "attn_ref.h"
+#include "attn_sm90_host.h"
 #include "task_gpu.h"
 #include "util.h"
 
@@ -22,6 +23,10 @@ typedef struct {
     size_t timed_n;     /* elements the timing buffers hold (the largest timing case) */
     CUdeviceptr tcodes[3]; /* a timed repetition's perturbed Q, K, V codes */
     CUdeviceptr tref;      /* FP32 reference of one head on them */
+    /* Family 1 (sm_90a): the tensor maps of the last launch and what they were made for. */
+    evo_attn_tmaps tmaps;
+    CUdeviceptr tmap_ptr[3];
+    long long tmap_key[5];
 } attn_gpu;
 
 /* One case's inputs: 8-bit codes and scales of Q, K, V, the reference, and the end-to-end reference. */
@@ -31,6 +36,8 @@ typedef struct {
     CUdeviceptr ref;   /* FP32 reference on the dequantized inputs */
     CUdeviceptr ref16; /* FP32 reference on the unquantized FP16 inputs: the end-to-end error (0: none) */
     double ref_rms;
+    CUdeviceptr ref_p8; /* the reference that rounds P to e4m3 (variants with attr P8), made when first needed */
+    double ref_p8_rms;
 } attn_case;
 
 #define CU(call, err) EVO_CU(evo_gpu_cu(a->g), call, err)
@@ -66,13 +73,14 @@ static size_t attn_output_bytes(void *state, const evo_shape *s)
     return elems(s) * 2; /* fp16 */
 }
 
+/* p_e4m3: the reference variant that rounds P to e4m3 (support.cu). */
 static evo_status reference(attn_gpu *a, const evo_shape *sh, CUdeviceptr q, CUdeviceptr k, CUdeviceptr v,
-                            CUdeviceptr o, evo_err *err)
+                            CUdeviceptr o, int p_e4m3, evo_err *err)
 {
     int b = (int)sh->v[ATTN_BATCH], h = (int)sh->v[ATTN_HEADS], s = (int)sh->v[ATTN_SEQ], d = (int)sh->v[ATTN_DIM];
     int c = (int)sh->v[ATTN_CAUSAL];
     float scale = (float)evo_attn_softmax_scale(a->cfg, sh);
-    void *args[] = {&q, &k, &v, &o, &b, &h, &s, &d, &c, &scale};
+    void *args[] = {&q, &k, &v, &o, &b, &h, &s, &d, &c, &scale, &p_e4m3};
     return evo_gpu_launch(a->g, a->f_ref, (unsigned)((s + EVO_SUPPORT_REF_ROWS - 1) / EVO_SUPPORT_REF_ROWS),
                           (unsigned)h, (unsigned)b, EVO_SUPPORT_REF_BLOCK, args, "reference attention", err);
 }
@@ -126,7 +134,7 @@ static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
         if ((s = evo_gpu_launch(a->g, a->f_deq, grid, 1, 1, EVO_SUPPORT_BLOCK, da, "dequantize", err))) return s;
     }
     if ((s = evo_gpu_alloc(a->g, n * 4, &c->ref, err))) return s;
-    if ((s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], c->ref, err))) return s;
+    if ((s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], c->ref, 0, err))) return s;
     /* End-to-end errors (vs the unquantized inputs) are reported per timed shape, on normal and outlier inputs. */
     if (gc->timed_shape && (gc->timing || gc->dist == EVO_DIST_NORMAL || gc->dist == EVO_DIST_OUTLIERS)) {
         if ((s = evo_gpu_alloc(a->g, n * 4, &c->ref16, err))) return s;
@@ -135,7 +143,7 @@ static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
             if ((s = evo_gpu_launch(a->g, a->f_h2f, grid, 1, 1, EVO_SUPPORT_BLOCK, ha, "half to float", err)))
                 return s;
         }
-        if ((s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], c->ref16, err))) return s;
+        if ((s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], c->ref16, 0, err))) return s;
     }
     /* ||ref|| from a comparison against zeros: the element tolerance is in units of the reference's RMS. The zeros
      * are the fp16 scratch tensor of Q, cleared. */
@@ -173,7 +181,43 @@ static evo_status attn_geometry(void *state, CUmodule mod, evo_variant *v, char 
     return EVO_OK;
 }
 
-/* Grid (ceil(S / rows), H, B), block = threads, dynamic shared memory = smem_bytes (evo_attention_abi.h). */
+/* Family 1's launch geometry: rows per block, consumers and PERSIST from the variant (attn_sm90_host.h). */
+static void sm90_grid(const evo_gpu *g, const evo_variant *v, const evo_shape *sh, unsigned grid[3])
+{
+    const int wg = (int)v->attr[ATTN_V_WG_ROWS];
+    const evo_sm90_genome h = {.wg_rows = wg, .consumers = wg > 0 ? (int)v->attr[ATTN_V_ROWS] / wg : 1,
+                               .persist = (int)v->attr[ATTN_V_PERSIST]};
+    attn_sm90_grid(&h, (int)sh->v[ATTN_BATCH], (int)sh->v[ATTN_HEADS], (int)sh->v[ATTN_SEQ], evo_gpu_sm_count(g),
+                   grid);
+}
+
+/* Family 1: the kernel takes (params, tensor maps); the maps are remade when the tensors or the boxes change. The
+ * driver's cuTensorMapEncodeTiled has the signature of evo_tmap_encode_fn with its typedef'd integer types. */
+static CUresult sm90_launch(attn_gpu *a, const evo_variant *v, CUfunction f, const evo_shape *sh, evo_attn_params *p)
+{
+    const evo_cudrv *cu = evo_gpu_cu(a->g);
+    if (!cu->cuTensorMapEncodeTiled) return CUDA_ERROR_NOT_SUPPORTED;
+    const long long key[5] = {(long long)p->batch * p->heads, p->seq, p->head_dim, v->attr[ATTN_V_WG_ROWS],
+                              v->attr[ATTN_V_TILE_N]};
+    const CUdeviceptr ptr[3] = {p->q, p->k, p->v};
+    if (memcmp(key, a->tmap_key, sizeof key) != 0 || memcmp(ptr, a->tmap_ptr, sizeof ptr) != 0) {
+        const evo_sm90_genome h = {.wg_rows = (int)v->attr[ATTN_V_WG_ROWS], .tile_n = (int)v->attr[ATTN_V_TILE_N]};
+        const evo_tmap_encode_fn encode = (evo_tmap_encode_fn)(void (*)(void))cu->cuTensorMapEncodeTiled;
+        memset(a->tmap_key, 0, sizeof a->tmap_key);
+        const int r = attn_sm90_fill_tmaps(&a->tmaps, p, &h, encode);
+        if (r != 0) return (CUresult)r;
+        memcpy(a->tmap_key, key, sizeof key);
+        memcpy(a->tmap_ptr, ptr, sizeof ptr);
+    }
+    unsigned grid[3];
+    sm90_grid(a->g, v, sh, grid);
+    void *args[] = {p, &a->tmaps};
+    return cu->cuLaunchKernel(f, grid[0], grid[1], grid[2], (unsigned)v->threads, 1, 1, (unsigned)v->smem_bytes,
+                              evo_gpu_stream(a->g), args, NULL);
+}
+
+/* Family 0: grid (ceil(S / rows), H, B), block = threads, dynamic shared memory = smem_bytes (evo_attention_abi.h);
+ * family 1: sm90_launch. */
 static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_gpu_kernel *k, int n, int pick,
                             CUdeviceptr out, bool fresh)
 {
@@ -191,6 +235,7 @@ static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_gpu_k
         .head_dim = (int)sh->v[ATTN_DIM], .causal = (int)sh->v[ATTN_CAUSAL],
         .softmax_scale = (float)evo_attn_softmax_scale(a->cfg, sh),
     };
+    if (v->attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90) return sm90_launch(a, v, f, sh, &p);
     void *args[] = {&p};
     const long long rows = v->attr[ATTN_V_ROWS];
     const unsigned gx = (unsigned)((sh->v[ATTN_SEQ] + rows - 1) / rows);
@@ -202,8 +247,13 @@ static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_gpu_k
 static int attn_geometry_of(void *state, const evo_gpu_case *gc, const evo_gpu_kernel *k, int n, int pick,
                             unsigned grid[][3], unsigned *block, int max)
 {
-    (void)state, (void)n, (void)max;
+    (void)n, (void)max;
     const evo_shape *sh = &gc->shape;
+    if (k[pick].v.attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90) {
+        sm90_grid(((attn_gpu *)state)->g, &k[pick].v, sh, grid[0]);
+        block[0] = (unsigned)k[pick].v.threads;
+        return 1;
+    }
     const long long rows = k[pick].v.attr[ATTN_V_ROWS];
     grid[0][0] = (unsigned)((sh->v[ATTN_SEQ] + rows - 1) / rows);
     grid[0][1] = (unsigned)sh->v[ATTN_HEADS];
@@ -251,8 +301,8 @@ static void judge(const evo_metrics *m, const evo_tolerance *tol, char *why, siz
 
 /* A timed repetition's output on the inputs perturb(seed) made: SAMPLE_HEADS heads drawn from the seed, each
  * against a reference of that head alone (the reference of a whole stress shape costs milliseconds). */
-static evo_status attn_check_fresh(void *state, const evo_gpu_case *gc, uint64_t seed, CUdeviceptr out,
-                                   evo_gpu_check *r, evo_err *err)
+static evo_status attn_check_fresh(void *state, const evo_gpu_case *gc, const evo_variant *v, uint64_t seed,
+                                   CUdeviceptr out, evo_gpu_check *r, evo_err *err)
 {
     attn_gpu *a = state;
     attn_case *c = gc->data;
@@ -273,7 +323,9 @@ static evo_status attn_check_fresh(void *state, const evo_gpu_case *gc, uint64_t
             void *da[] = {&codes, &scale, &a->scratchf[q], &nn, &head, &fmt};
             s = evo_gpu_launch(a->g, a->f_deq, evo_gpu_grid_for(hn), 1, 1, EVO_SUPPORT_BLOCK, da, "dequantize", err);
         }
-        if (s == EVO_OK) s = reference(a, &one, a->scratchf[0], a->scratchf[1], a->scratchf[2], a->tref, err);
+        if (s == EVO_OK)
+            s = reference(a, &one, a->scratchf[0], a->scratchf[1], a->scratchf[2], a->tref, (int)v->attr[ATTN_V_P8],
+                          err);
         if (s != EVO_OK) break;
         CU(cuMemsetD8Async(a->scratch16[0], 0, hn * 2, evo_gpu_stream(a->g)), err);
         evo_metrics zero;
@@ -291,13 +343,43 @@ static evo_status attn_check_fresh(void *state, const evo_gpu_case *gc, uint64_t
     return s;
 }
 
-/* Every element written and finite, rel-L2 and the element test within the config's tolerance. */
-static evo_status attn_check(void *state, const evo_gpu_case *gc, CUdeviceptr out, evo_gpu_check *r, evo_err *err)
+/* The reference that rounds P to e4m3, for case c: its inputs dequantized again (the scratch tensors hold the last
+ * prepared case's), then the reference with p_e4m3 = 1 and its RMS. */
+static evo_status make_ref_p8(attn_gpu *a, const evo_gpu_case *gc, attn_case *c, evo_err *err)
+{
+    const evo_shape *sh = &gc->shape;
+    unsigned long long nn = c->n, head = (unsigned long long)sh->v[ATTN_SEQ] * sh->v[ATTN_DIM];
+    int fmt = evo_attn_format(a->cfg);
+    evo_status s = EVO_OK;
+    for (int t = 0; t < 3 && s == EVO_OK; t++) {
+        void *da[] = {&c->codes[t], &c->scales[t], &a->scratchf[t], &nn, &head, &fmt};
+        s = evo_gpu_launch(a->g, a->f_deq, evo_gpu_grid_for(c->n), 1, 1, EVO_SUPPORT_BLOCK, da, "dequantize", err);
+    }
+    CUdeviceptr ref = 0;
+    if (s == EVO_OK) s = evo_gpu_alloc(a->g, c->n * 4, &ref, err);
+    if (s == EVO_OK) s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], ref, 1, err);
+    if (s != EVO_OK) return s;
+    CU(cuMemsetD8Async(a->scratch16[0], 0, c->n * 2, evo_gpu_stream(a->g)), err);
+    evo_metrics m;
+    if ((s = evo_gpu_compare_f16(a->g, a->scratch16[0], ref, c->n, 0, 0, &m, err))) return s;
+    c->ref_p8 = ref;
+    c->ref_p8_rms = sqrt(m.sum_sq_ref / (double)c->n);
+    return EVO_OK;
+}
+
+/* Every element written and finite, rel-L2 and the element test within the config's tolerance, against the
+ * reference of the variant's arithmetic (P rounded to e4m3 or not). */
+static evo_status attn_check(void *state, const evo_gpu_case *gc, const evo_variant *v, CUdeviceptr out,
+                             evo_gpu_check *r, evo_err *err)
 {
     attn_gpu *a = state;
-    const attn_case *c = gc->data;
+    attn_case *c = gc->data;
     const evo_tolerance *tol = &a->cfg->correctness.tol;
-    evo_status s = evo_gpu_compare_f16(a->g, out, c->ref, c->n, tol->atol * c->ref_rms, tol->rtol, &r->m, err);
+    evo_status s = EVO_OK;
+    if (v->attr[ATTN_V_P8] && !c->ref_p8 && (s = make_ref_p8(a, gc, c, err)) != EVO_OK) return s;
+    const CUdeviceptr ref = v->attr[ATTN_V_P8] ? c->ref_p8 : c->ref;
+    const double rms = v->attr[ATTN_V_P8] ? c->ref_p8_rms : c->ref_rms;
+    s = evo_gpu_compare_f16(a->g, out, ref, c->n, tol->atol * rms, tol->rtol, &r->m, err);
     if (s != EVO_OK) return s;
     if (c->ref16 && (s = evo_gpu_compare_f16(a->g, out, c->ref16, c->n, 0, 0, &r->e2e, err))) return s;
     judge(&r->m, tol, r->why, sizeof r->why);

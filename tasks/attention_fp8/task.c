@@ -3,6 +3,7 @@
  * can_implement check (threads, shared memory, arch), which variant serves a shape, FLOP count, the table. */
 #include "attention.h"
 
+#include "attn_sm90_host.h"
 #include "task_gpu.h"
 #include "templates.h"
 #include "util.h"
@@ -41,6 +42,11 @@ static const evo_field attention_variant_attrs[ATTN_N_VATTRS] = {
     [ATTN_V_FORMAT] = {.name = "format", .type = EVO_FIELD_ENUM, .names = format_names},
     [ATTN_V_ROWS] = {.name = "rows_per_block", .type = EVO_FIELD_INT, .min = 0, .max = 1 << 16},
     [ATTN_V_MIN_WAVES] = {.name = "min_waves", .type = EVO_FIELD_INT, .min = 0, .max = 1000},
+    [ATTN_V_FAMILY] = {.name = "family", .type = EVO_FIELD_INT, .min = 0, .max = 1},
+    [ATTN_V_WG_ROWS] = {.name = "wg_rows", .type = EVO_FIELD_INT, .min = 0, .max = 1024},
+    [ATTN_V_TILE_N] = {.name = "tile_n", .type = EVO_FIELD_INT, .min = 0, .max = 1024},
+    [ATTN_V_PERSIST] = {.name = "persist", .type = EVO_FIELD_INT, .min = 0, .max = 1},
+    [ATTN_V_P8] = {.name = "p_e4m3", .type = EVO_FIELD_INT, .min = 0, .max = 1},
 };
 
 const char *evo_attn_format_name(int format)
@@ -65,22 +71,30 @@ static bool attention_shape_check(const evo_shape *s, char *why, size_t why_len)
     return false;
 }
 
-/* In the order of the template's parameters after <HEAD_DIM, FORMAT>. */
+/* FAMILY picks the template: 0 attention_fp8.cu (mma.sync, any arch from sm_80), 1 attention_fp8_sm90.cu (wgmma +
+ * TMA, sm_90 only). The next fourteen knobs are family 0's template parameters after <HEAD_DIM, FORMAT> (and its
+ * large-problem variant); the H_ knobs are family 1's after <D>, in order. A genome carries both sets; the family
+ * it does not use ignores the other's knobs (the rendered program, and so the candidate, is the same). */
 static const char *const attention_knobs[] = {
     "TILE_M", "TILE_N", "WARPS_M", "WARPS_N", "STAGES", "SWIZZLE", "PV_MMA", "QK_8BIT", "F16_SMEM",
-    "MIN_BLOCKS", "FAST_EXP", "CAUSAL_PAIR", "BIG_TILE_M", "BIG_TILE_N", NULL,
+    "MIN_BLOCKS", "FAST_EXP", "CAUSAL_PAIR", "BIG_TILE_M", "BIG_TILE_N",
+    "FAMILY", "H_WG_ROWS", "H_CONSUMERS", "H_TILE_N", "H_STAGES", "H_PIPE", "H_QK_MODE", "H_V_PATH", "H_OVERLAP",
+    "H_PINGPONG", "H_O_ACC", "H_PRODUCER_REGS", "H_PERSIST", NULL,
 };
 /* What a config that leaves a knob out gets; the first eleven must be written. BIG_TILE_M and BIG_TILE_N are not
- * template parameters: they describe the genome's large-problem variant (big_variant below). */
+ * template parameters: they describe the genome's large-problem variant (big_variant below). A config without
+ * FAMILY searches family 0 alone; the H_ defaults are the fastest family 1 genome measured at (4,16,4096,128). */
 static const int attention_defaults[] = {
     EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED,
     EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, 0, 0, 64,
+    ATTN_FAMILY_MMA, 64, 2, 128, 4, 2, 1, 0, 1, 1, 0, 40, 0,
 };
 
 /* The values the template can be instantiated with, knob by knob (static_asserts in templates/attention_fp8.cu and
  * can_implement below hold the rules between knobs), in the order of attention_knobs. */
 static const int warps_n_set[] = {1, 2, 4};
 static const int big_tile_m_set[] = {0, 128, 256};
+static const int h_wg_rows_set[] = {64, 128}, h_tile_n_set[] = {64, 128, 192, 256}, h_regs_set[] = {24, 32, 40, 56};
 static const evo_knob_legal attention_legal[] = {
     {16, 256, 16, NULL, 0},       /* TILE_M      */
     {16, 256, 16, NULL, 0},       /* TILE_N      */
@@ -96,8 +110,26 @@ static const evo_knob_legal attention_legal[] = {
     {0, 1, 1, NULL, 0},           /* CAUSAL_PAIR */
     {0, 0, 0, big_tile_m_set, 3}, /* BIG_TILE_M  */
     {16, 256, 16, NULL, 0},       /* BIG_TILE_N  */
+    {0, 1, 1, NULL, 0},           /* FAMILY      */
+    {0, 0, 0, h_wg_rows_set, 2},  /* H_WG_ROWS   */
+    {1, 3, 1, NULL, 0},           /* H_CONSUMERS */
+    {0, 0, 0, h_tile_n_set, 4},   /* H_TILE_N    */
+    {2, 4, 1, NULL, 0},           /* H_STAGES    */
+    {0, 2, 1, NULL, 0},           /* H_PIPE      */
+    {0, 2, 1, NULL, 0},           /* H_QK_MODE   */
+    {0, 1, 1, NULL, 0},           /* H_V_PATH    */
+    {0, 1, 1, NULL, 0},           /* H_OVERLAP   */
+    {0, 1, 1, NULL, 0},           /* H_PINGPONG  */
+    {0, 1, 1, NULL, 0},           /* H_O_ACC     */
+    {0, 0, 0, h_regs_set, 4},     /* H_PRODUCER_REGS */
+    {0, 1, 1, NULL, 0},           /* H_PERSIST   */
 };
 _Static_assert(EVO_ARRAY_LEN(attention_legal) == EVO_ARRAY_LEN(attention_knobs) - 1, "one legal set per knob");
+/* The family 1 knobs came after databases of family 0 genomes: a config without them keeps the genome text. */
+static const char *const attention_optional[] = {
+    "FAMILY", "H_WG_ROWS", "H_CONSUMERS", "H_TILE_N", "H_STAGES", "H_PIPE", "H_QK_MODE", "H_V_PATH", "H_OVERLAP",
+    "H_PINGPONG", "H_O_ACC", "H_PRODUCER_REGS", "H_PERSIST", NULL,
+};
 
 typedef struct {
     int tile_m, tile_n, warps_m, warps_n, stages, swizzle, pv_mma, qk_8bit, f16_smem, min_blocks, fast_exp, causal_pair;
@@ -121,6 +153,31 @@ static void attn_read(const evo_config *cfg, const evo_genome *g, attn_genome *a
     a->causal_pair = evo_genome_get(s, g, "CAUSAL_PAIR", 0);
     a->big_tile_m = evo_genome_get(s, g, "BIG_TILE_M", 0);
     a->big_tile_n = evo_genome_get(s, g, "BIG_TILE_N", 64);
+}
+
+static int attn_family(const evo_config *cfg, const evo_genome *g)
+{
+    return evo_genome_get(cfg->space, g, "FAMILY", ATTN_FAMILY_MMA);
+}
+
+/* Family 1's knobs (defaults as attention_defaults). */
+static evo_sm90_genome sm90_read(const evo_config *cfg, const evo_genome *g)
+{
+    const evo_space *s = cfg->space;
+    return (evo_sm90_genome){
+        .wg_rows = evo_genome_get(s, g, "H_WG_ROWS", 64),
+        .consumers = evo_genome_get(s, g, "H_CONSUMERS", 2),
+        .tile_n = evo_genome_get(s, g, "H_TILE_N", 128),
+        .stages = evo_genome_get(s, g, "H_STAGES", 4),
+        .pipe = evo_genome_get(s, g, "H_PIPE", 2),
+        .qk_mode = evo_genome_get(s, g, "H_QK_MODE", 1),
+        .v_path = evo_genome_get(s, g, "H_V_PATH", 0),
+        .overlap = evo_genome_get(s, g, "H_OVERLAP", 1),
+        .pingpong = evo_genome_get(s, g, "H_PINGPONG", 1),
+        .o_acc = evo_genome_get(s, g, "H_O_ACC", 0),
+        .producer_regs = evo_genome_get(s, g, "H_PRODUCER_REGS", 40),
+        .persist = evo_genome_get(s, g, "H_PERSIST", 0),
+    };
 }
 
 /* The large-problem variant of a genome with BIG_TILE_M > 0, at head dim 64: BIG_TILE_M rows per block with 32
@@ -175,9 +232,44 @@ static int attn_head_dims(const evo_config *cfg, int dims[2])
     return n;
 }
 
+/* Family 1: Hopper (sm_90) only, e4m3 only, and attn_sm90_check's rules at every head dim the config needs. */
+static evo_verdict sm90_can_implement(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
+                                      char *why, size_t why_len)
+{
+    if (lim->sm_major != 9 || lim->sm_minor != 0) {
+        snprintf(why, why_len, "FAMILY=1 (wgmma + TMA) runs on sm_90 (H100, H200) only, not %s", lim->arch);
+        return EVO_V_INVALID;
+    }
+    if (evo_attn_format(cfg) != EVO_FORMAT_E4M3) {
+        snprintf(why, why_len, "FAMILY=1 takes format e4m3 only (u8sim is no wgmma type)");
+        return EVO_V_INVALID;
+    }
+    const evo_sm90_genome h = sm90_read(cfg, g);
+    if (attn_sm90_threads(&h) > lim->max_threads_per_block) {
+        snprintf(why, why_len, "%d threads per block > %d on %s", attn_sm90_threads(&h), lim->max_threads_per_block,
+                 lim->arch);
+        return EVO_V_RESOURCE_FAIL;
+    }
+    int dims[2];
+    const int nd = attn_head_dims(cfg, dims);
+    for (int i = 0; i < nd; i++) {
+        const char *bad = attn_sm90_check(&h, dims[i], lim->max_smem_per_block_optin);
+        if (!bad) continue;
+        snprintf(why, why_len, "FAMILY=1 at head dim %d: %s", dims[i], bad);
+        return strstr(bad, "shared memory") ? EVO_V_RESOURCE_FAIL : EVO_V_INVALID;
+    }
+    return EVO_V_OK;
+}
+
 static evo_verdict attention_can_implement(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
                                            char *why, size_t why_len)
 {
+    const int family = attn_family(cfg, g);
+    if (family == ATTN_FAMILY_SM90) return sm90_can_implement(cfg, g, lim, why, why_len);
+    if (family != ATTN_FAMILY_MMA) {
+        snprintf(why, why_len, "FAMILY=%d: 0 (mma.sync) or 1 (wgmma + TMA, sm_90)", family);
+        return EVO_V_INVALID;
+    }
     attn_genome a;
     attn_read(cfg, g, &a);
     const int rpw = a.warps_m > 0 ? a.tile_m / a.warps_m : 0;
@@ -241,10 +333,45 @@ static evo_verdict attention_can_implement(const evo_config *cfg, const evo_geno
     return EVO_V_OK;
 }
 
+/* Family 1: one kernel per head dim, compiled for sm_90a (its wgmma and setmaxnreg exist there only). */
+static evo_status sm90_render(const evo_config *cfg, const evo_genome *g, evo_program *out, evo_err *err)
+{
+    const char *text;
+    evo_status s = evo_template_get("attention_fp8_sm90.cu", &text, NULL, err);
+    if (s != EVO_OK) return s;
+    memset(out, 0, sizeof *out);
+    out->source = evo_strdup(text);
+    snprintf(out->program_name, sizeof out->program_name, "attention_fp8_sm90.cu");
+    snprintf(out->arch, sizeof out->arch, "sm_90a");
+    const evo_sm90_genome h = sm90_read(cfg, g);
+    int dims[2];
+    const int nd = attn_head_dims(cfg, dims);
+    for (int i = 0; i < nd; i++) {
+        evo_variant *v = &out->variants[out->n_variants++];
+        v->attr[ATTN_V_DIM] = dims[i];
+        v->attr[ATTN_V_FORMAT] = EVO_FORMAT_E4M3;
+        v->attr[ATTN_V_ROWS] = attn_sm90_rows_per_block(&h);
+        v->attr[ATTN_V_MIN_WAVES] = 0;
+        v->attr[ATTN_V_FAMILY] = ATTN_FAMILY_SM90;
+        v->attr[ATTN_V_WG_ROWS] = h.wg_rows;
+        v->attr[ATTN_V_TILE_N] = h.tile_n;
+        v->attr[ATTN_V_PERSIST] = h.persist;
+        v->attr[ATTN_V_P8] = h.v_path == 0;
+        v->threads = attn_sm90_threads(&h);
+        v->smem_bytes = attn_sm90_smem_bytes(&h, dims[i]);
+        if (attn_sm90_name_expr(&h, dims[i], v->name_expr, sizeof v->name_expr) < 0) {
+            evo_program_free(out);
+            return evo_fail(err, EVO_E_INTERNAL, "name expression too long");
+        }
+    }
+    return EVO_OK;
+}
+
 static evo_status attention_render(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
                                    evo_program *out, evo_err *err)
 {
     (void)lim;
+    if (attn_family(cfg, g) == ATTN_FAMILY_SM90) return sm90_render(cfg, g, out, err);
     const char *text;
     evo_status s = evo_template_get("attention_fp8.cu", &text, NULL, err);
     if (s != EVO_OK) return s;
@@ -293,7 +420,8 @@ static bool attention_serves(const evo_variant *v, const evo_shape *s) { return 
 
 static void attention_variant_label(const evo_variant *v, char *buf, size_t n)
 {
-    snprintf(buf, n, "d%lld%s", v->attr[ATTN_V_DIM], v->attr[ATTN_V_MIN_WAVES] ? "big" : "");
+    snprintf(buf, n, "d%lld%s", v->attr[ATTN_V_DIM],
+             v->attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90 ? "wg" : v->attr[ATTN_V_MIN_WAVES] ? "big" : "");
 }
 
 /* Among the variants of the shape's head dim, the one with the largest min_waves whose grid (ceil(S/rows) x H x B
@@ -334,6 +462,7 @@ const evo_task evo_task_attention_fp8 = {
     .knobs = attention_knobs,
     .knob_defaults = attention_defaults,
     .knob_legal = attention_legal,
+    .optional_knobs = attention_optional,
     .shape_fields = attention_shape_fields,
     .n_shape_fields = ATTN_N_FIELDS,
     .options = attention_options,

@@ -263,8 +263,10 @@ static evo_status mismatches(qz_gpu *q, CUdeviceptr a, CUdeviceptr b, size_t n, 
 
 /* Bit-exact: every code and every scale equals the reference's. The metrics say how many differ: rel_l2 holds the
  * fraction of codes that differ (0 for a correct kernel), first_bad the first one. */
-static evo_status qz_check(void *state, const evo_gpu_case *gc, CUdeviceptr out, evo_gpu_check *r, evo_err *err)
+static evo_status qz_check(void *state, const evo_gpu_case *gc, const evo_variant *v, CUdeviceptr out,
+                           evo_gpu_check *r, evo_err *err)
 {
+    (void)v;
     qz_gpu *q = state;
     const qz_case *c = gc->data;
     unsigned long long codes[2], scales[2];
@@ -318,8 +320,8 @@ static evo_status qz_perturb(void *state, const evo_gpu_case *gc, uint64_t seed,
 }
 
 /* A timed repetition's output: the reference quantizer on the same perturbed input, every code and scale. */
-static evo_status qz_check_fresh(void *state, const evo_gpu_case *gc, uint64_t seed, CUdeviceptr out,
-                                 evo_gpu_check *r, evo_err *err)
+static evo_status qz_check_fresh(void *state, const evo_gpu_case *gc, const evo_variant *v, uint64_t seed,
+                                 CUdeviceptr out, evo_gpu_check *r, evo_err *err)
 {
     qz_gpu *q = state;
     const evo_shape *sh = &gc->shape;
@@ -336,7 +338,7 @@ static evo_status qz_check_fresh(void *state, const evo_gpu_case *gc, uint64_t s
     if (s != EVO_OK) return s;
     evo_gpu_case copy = *gc;
     copy.data = &fresh;
-    return qz_check(state, &copy, out, r, err);
+    return qz_check(state, &copy, v, out, r, err);
 }
 
 const evo_task_gpu evo_qz_gpu = {
