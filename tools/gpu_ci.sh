@@ -10,6 +10,8 @@
 #   sm90       tests/gpu_sm90_grid.sh (the sm_90a family through the gates; its databases into $OUT)
 #   hopper     HOPPER_GENS (6) generations x HOPPER_POP (24) of configs/hopper.yaml (both families in one
 #              population), elites, history and the verdicts per family
+#   large      one generation of configs/hopper-large.yaml (its seeds against the family-0 best at the large
+#              problems), elites and the per-shape table of every evaluated genome
 #   worst      as presets, with `fitness: worst` (the search maximizes the worst shape's speedup); best to $OUT/best.cu
 #   sanitize   one generation of configs/presets.yaml, then its elites under compute-sanitizer (--sanitize)
 #   quant      QUANT_GENS (3) generations of configs/quantize.yaml (population QUANT_POP, 12), elites and history
@@ -122,6 +124,28 @@ q = ("SELECT CASE WHEN c.genome LIKE '%FAMILY=1%' THEN 1 ELSE 0 END, e.verdict, 
 for fam, v, n, f in db.execute(q): print("family", fam, v, n, "best fitness", f)
 PY
             ;;
+    large) rm -f "$OUT/large.db"
+           build/evo run --config configs/hopper-large.yaml --generations 1 --population "${LARGE_POP:-9}" \
+             --db "$OUT/large.db" 2>&1 | tee "$OUT/large.log" | tail -6
+           python3 -c "import sqlite3; sqlite3.connect('$OUT/large.db').execute('pragma wal_checkpoint(TRUNCATE)')"
+           build/evo elite --show --db "$OUT/large.db" > "$OUT/large-elite.txt" 2>&1; head -40 "$OUT/large-elite.txt"
+           python3 - "$OUT/large.db" <<'PY'
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+for g, v, f, d in db.execute("SELECT c.genome, e.verdict, e.fitness, e.detail FROM evaluations e JOIN candidates c "
+                             "ON c.id = e.candidate_id ORDER BY e.id"):
+    h = ",".join(kv.split("=")[1] for kv in g.split(",") if kv.startswith("H_") or kv.startswith("FAMILY"))
+    try: dj = json.loads(d or "{}")
+    except ValueError: dj = {}
+    print(v, "fitness", f, h, dj.get("reason", "")[:100], dj.get("case", {}).get("shape", ""), dj.get("case", {}).get("dist", ""))
+print("per shape: median us (TFLOP/s) of each timed genome; baseline us")
+for g, sh, med, rate, base in db.execute("SELECT c.genome, r.shape, r.median_us, r.rate, r.baseline_us FROM results r "
+                                         "JOIN evaluations e ON e.id = r.evaluation_id JOIN candidates c ON c.id = e.candidate_id "
+                                         "WHERE r.median_us IS NOT NULL ORDER BY e.id, r.position"):
+    h = ",".join(kv.split("=")[1] for kv in g.split(",") if kv.startswith("H_") or kv.startswith("FAMILY"))
+    print("  %-40s %-28s %9.1f us %7.1f TFLOP/s  baseline %9.1f us" % (h, sh, med, rate or 0, base or 0))
+PY
+           ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;
