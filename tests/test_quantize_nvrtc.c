@@ -117,10 +117,15 @@ int main(void)
     check_genome("sm_90", "128,0,0,32,8,4,1,0,1,4,1,1,1", 4, 0);
     check_genome("sm_90", "64,1,1,16,16,4,1,0,2,4,1,0,1", 4, 0);
     check_genome("sm_90", "128,0,1,16,8,4,1,0,1,4,1,1,0", 4, 1);
+    check_genome("sm_90", "128,0,0,16,8,5,16,0,4,1,1,1,1", 5, 0);
+    check_genome("sm_90", "128,1,1,32,4,5,8,0,2,1,1,0,1", 5, 0);
+    check_genome("sm_90", "64,0,1,8,16,5,16,0,1,1,0,1,0", 5, 1);
     check_rejected("sm_80", "128,0,0,16,8,1,1,0,4,1,1,1,1", "CVT = 1 needs sm_89");
     check_rejected("sm_80", "128,0,0,16,16,2,8,16,2,1,0,1,1", "CLUSTER > 1 needs sm_90");
     check_rejected("sm_80", "128,0,0,16,8,4,1,0,1,4,0,1,1", "MODE 4 (resident) needs sm_90");
-    check_rejected("sm_90", "128,0,0,16,8,1,1,4,4,1,1,1,1", "CLUSTER and KEEP are mode 2 knobs");
+    check_rejected("sm_90", "128,0,0,16,8,1,1,4,4,1,1,1,1", "CLUSTER is a knob of modes 2 and 5, KEEP of mode 2");
+    check_rejected("sm_80", "128,0,0,16,8,5,1,0,4,1,1,1,1", "MODE 5 (staged) needs sm_90");
+    check_rejected("sm_90", "128,0,0,16,8,5,16,4,4,1,1,1,1", "mode 5 keeps the head in shared memory: KEEP 0");
     check_rejected("sm_90", "96,0,0,16,8,1,1,0,4,1,1,1,1", "D must be 32, 64, 128 or 256");
     check_rejected("sm_90", "256,0,1,8,8,1,1,0,4,1,1,1,1", "a row must span at most 32 lanes");
     check_rejected("sm_90", "128,0,0,32,8,1,1,0,4,2,1,1,1", "two chunks of UNROLL*ITERS*VEC/4 registers");

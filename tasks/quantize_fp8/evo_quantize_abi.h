@@ -37,7 +37,13 @@
 #define EVO_QUANT_MODE_RESIDENT 4 /* a grid of blocks all resident at once (cooperative launch): chunks stream through
                                      rings of shared memory by bulk copies, each read from DRAM once; a chunk is
                                      encoded from shared memory slack rounds after its absmax was published (sm_90) */
+#define EVO_QUANT_MODE_STAGED 5  /* mode cluster with each CTA's share of the head staged in shared memory by bulk
+                                     copies: DRAM read once, several CTAs per SM (sm_90) */
 #define EVO_QUANT_MAX_STAGES 8    /* mode resident: most chunks in its shared-memory ring */
+/* Mode staged: the bytes of a head's input each CTA of a cluster stages, an equal share rounded up to 1 KiB (whole
+ * rows of any head dim, 16-byte aligned for the bulk copies). */
+#define EVO_QUANT_STAGED_SLICE(head_bytes, cluster)                                                               \
+    ((((head_bytes) + (cluster) - 1ull) / (cluster) + 1023ull) / 1024ull * 1024ull)
 
 /* Kernels of a plan: the template kernels of quantize_fp8.cu with the genome's template arguments. */
 #define EVO_QUANT_K_ROTATE 0 /* evo_quant_rotate<D, IN_BF16, VEC, WARPS, CACHE> */
@@ -63,7 +69,7 @@ typedef struct {
     int vec;       /* 8, 16, 32: input bytes per thread access */
     int warps;     /* 2, 4, 8, 16, 32: warps per block */
     int mode;      /* EVO_QUANT_MODE_* */
-    int cluster;   /* 1, 2, 4, 8, 16: CTAs per head (mode cluster; 1 otherwise) */
+    int cluster;   /* 1, 2, 4, 8, 16: CTAs per head (modes cluster and staged; 1 otherwise) */
     int keep;      /* 0, 1, 2, 4, 8, 16: vectors per thread held in registers between the passes (mode cluster) */
     int unroll;    /* 1, 2, 4, 8: vectors per thread loaded before the first is used */
     int iters;     /* 1, 2, 4, 8: load groups per chunk (modes split and chained) */
@@ -82,7 +88,7 @@ typedef struct {
     unsigned block;     /* threads = 32 * warps */
     unsigned cluster_x; /* cluster dims (cluster_x, 1, 1) as a launch attribute; 1: launch without a cluster */
     int nonportable;    /* 1: cluster_x = 16 needs the kernel attribute NonPortableClusterSizeAllowed = 1 */
-    unsigned smem;      /* dynamic shared memory bytes (mode resident; 0 otherwise): above 48 KiB the kernel needs
+    unsigned smem;      /* dynamic shared memory bytes (modes resident, staged; 0 otherwise): above 48 KiB the kernel needs
                            MaxDynamicSharedMemorySize set to it */
     int cooperative;    /* 1: every block must be resident at once: a cooperative launch (launch attribute), which
                            fails instead of deadlocking when the device cannot hold the grid */
@@ -197,10 +203,13 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (!evo_quant_is_pow2(head_dim) || head_dim < 32 || head_dim > 256) EVO_QUANT_REJECT("head_dim must be 32, 64, 128 or 256");
     if (k->vec != 8 && k->vec != 16 && k->vec != 32) EVO_QUANT_REJECT("vec must be 8, 16 or 32");
     if (!evo_quant_is_pow2(k->warps) || k->warps < 2 || k->warps > 32) EVO_QUANT_REJECT("warps must be 2..32, a power of two");
-    if (k->mode < 0 || k->mode > 4) EVO_QUANT_REJECT("mode must be 0, 1, 2, 3 or 4");
+    if (k->mode < 0 || k->mode > 5) EVO_QUANT_REJECT("mode must be 0, 1, 2, 3, 4 or 5");
     if (!evo_quant_is_pow2(k->cluster) || k->cluster > 16) EVO_QUANT_REJECT("cluster must be 1, 2, 4, 8 or 16");
-    if (k->mode != EVO_QUANT_MODE_CLUSTER && (k->cluster != 1 || k->keep != 0))
-        EVO_QUANT_REJECT("cluster and keep apply to mode 2 only (1 and 0 otherwise)");
+    if (k->mode != EVO_QUANT_MODE_CLUSTER && k->mode != EVO_QUANT_MODE_STAGED && (k->cluster != 1 || k->keep != 0))
+        EVO_QUANT_REJECT("cluster applies to modes 2 and 5, keep to mode 2 only (1 and 0 otherwise)");
+    if (k->mode == EVO_QUANT_MODE_STAGED && k->keep != 0) EVO_QUANT_REJECT("mode 5 (staged): keep must be 0");
+    if (k->mode == EVO_QUANT_MODE_STAGED && arch < 90)
+        EVO_QUANT_REJECT("mode 5 (staged) needs sm_90 (bulk copies into shared memory)");
     if (k->cluster > 1 && arch < 90) EVO_QUANT_REJECT("thread-block clusters need sm_90");
     if (k->keep != 0 && (!evo_quant_is_pow2(k->keep) || k->keep > 16)) EVO_QUANT_REJECT("keep must be 0, 1, 2, 4, 8 or 16");
     if (k->keep * (k->vec / 4) > 64) EVO_QUANT_REJECT("keep * vec / 4 must be at most 64 registers");
@@ -327,6 +336,21 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         l->smem = (unsigned)((unsigned long long)p.stages * evo_quant_chunk_bytes(k));
         l->cooperative = 1;
     } else {
+        if (k->mode == EVO_QUANT_MODE_STAGED) {
+            const unsigned long long in_bytes = (rotate && !k->fused_rot) ? 4ull : 2ull;
+            const unsigned long long slice = EVO_QUANT_STAGED_SLICE(head_elems * in_bytes, (unsigned long long)k->cluster);
+            if (slice > evo_quant_smem_budget(arch)) {
+                if (why && why_size) {
+                    const char *m = "mode 5 (staged): a CTA's share of a head does not fit in shared memory; take a "
+                                    "larger cluster";
+                    unsigned long i = 0;
+                    for (; m[i] && i + 1 < why_size; i++) why[i] = m[i];
+                    why[i] = 0;
+                }
+                return -1;
+            }
+            p.launch[p.n_launches].smem = (unsigned)slice;
+        }
         evo_quant_launch *l = &p.launch[p.n_launches++];
         l->kernel = EVO_QUANT_K_MAIN;
         l->grid_x = (unsigned)(n_heads * (unsigned long long)k->cluster);

@@ -24,7 +24,11 @@
  *                                starting in index order, as single-pass scans do
  *             2 cluster          one kernel, a cluster of CLUSTER CTAs per head; absmax reduced through distributed
  *                                shared memory; each thread keeps KEEP vectors in registers, the rest is re-read
- *   CLUSTER   1, 2, 4, 8, 16     mode 2: CTAs per head (>1 needs sm_90; 16 is non-portable). Other modes: 1
+ *             4 resident         (see evo_quantize_abi.h) a cooperative grid streaming chunks through shared-memory
+ *                                rings, slots like mode 3 (sm_90)
+ *             5 staged           mode 2 with each CTA's share of the head staged in shared memory by bulk copies
+ *                                (DRAM read once, no data registers: several CTAs per SM overlap); sm_90
+ *   CLUSTER   1, 2, 4, 8, 16     modes 2, 5: CTAs per head (>1 needs sm_90; 16 is non-portable). Other modes: 1
  *   KEEP      0, 1, 2, 4, 8, 16  mode 2: vectors per thread held in registers between the passes (read from DRAM
  *                                once); KEEP*VEC/4 <= 64 registers. Other modes: 0
  *   UNROLL    1, 2, 4, 8         vectors per thread loaded before the first is used: memory-level parallelism
@@ -53,6 +57,8 @@
  *     (rounded up to 256). No zeroing.
  *   - MODE 1 and 3: evo_quant<args>, grid = n_heads*cph + lag, p.chain_lag = lag; scratch += 16 + 4*n_heads*cph
  *     bytes, zero-filled once after allocation; every launch leaves it zeroed (the last block to finish resets it).
+ *   - MODE 5: as mode 2, with dynamic shared memory EVO_QUANT_STAGED_SLICE(head bytes, CLUSTER) (set
+ *     MaxDynamicSharedMemorySize above 48 KiB). sm_90. No scratch.
  *   - MODE 2: evo_quant<args>, grid = CLUSTER*n_heads, cluster dims (CLUSTER, 1, 1) as a launch attribute
  *     (cuLaunchKernelEx / cudaLaunchKernelEx; CLUSTER 16 also needs NonPortableClusterSizeAllowed = 1 on the
  *     function); CLUSTER = 1 launches plainly and runs on sm_80. No scratch.
@@ -109,9 +115,11 @@ struct Cfg {
     static_assert(ROTATE == 0 || ROTATE == 1, "ROTATE is 0 or 1");
     static_assert(VEC == 8 || VEC == 16 || VEC == 32, "VEC must be 8, 16 or 32 bytes");
     static_assert(pow2(WARPS) && WARPS >= 2 && WARPS <= 32, "WARPS must be 2..32, a power of two");
-    static_assert(MODE >= 0 && MODE <= 4, "MODE is 0 split, 1 chained, 2 cluster, 3 ordered or 4 resident");
+    static_assert(MODE >= 0 && MODE <= 5, "MODE is 0 split, 1 chained, 2 cluster, 3 ordered, 4 resident or 5 staged");
     static_assert(pow2(CLUSTER) && CLUSTER <= 16, "CLUSTER must be 1, 2, 4, 8 or 16");
-    static_assert(MODE == 2 || (CLUSTER == 1 && KEEP == 0), "CLUSTER and KEEP are mode 2 knobs (1 and 0 otherwise)");
+    static_assert(MODE == 2 || MODE == 5 || (CLUSTER == 1 && KEEP == 0),
+                  "CLUSTER is a knob of modes 2 and 5, KEEP of mode 2 (1 and 0 otherwise)");
+    static_assert(MODE != 5 || KEEP == 0, "mode 5 keeps the head in shared memory: KEEP 0");
     static_assert(KEEP == 0 || (pow2(KEEP) && KEEP <= 16), "KEEP must be 0, 1, 2, 4, 8 or 16");
     static_assert(KEEP * VEC / 4 <= 64, "KEEP*VEC/4 registers must be at most 64");
     static_assert((MODE != 1 && MODE != 3) || 2 * UNROLL * ITERS * VEC / 4 <= 64,
@@ -125,6 +133,7 @@ struct Cfg {
     static_assert(CVT == 0 || EVO_QUANT_ARCH >= 890, "CVT = 1 needs sm_89 or newer");
     static_assert(CLUSTER == 1 || EVO_QUANT_ARCH >= 900, "CLUSTER > 1 needs sm_90");
     static_assert(MODE != 4 || EVO_QUANT_ARCH >= 900, "MODE 4 (resident) needs sm_90");
+    static_assert(MODE != 5 || EVO_QUANT_ARCH >= 900, "MODE 5 (staged) needs sm_90");
 };
 
 /* ---- memory access ---- */
@@ -832,6 +841,103 @@ template <int VEC> EVO_DEV void load_smem(Raw<VEC> &r, const unsigned char *p)
     }
 }
 
+/* ---- mode 5: staged cluster ---- */
+
+/* A cluster of CLUSTER CTAs per head, as mode 2, but each CTA stages its share of the head (EVO_QUANT_STAGED_SLICE
+ * bytes, whole rows) in shared memory with bulk copies: DRAM is read once, no register is held for the data, so
+ * several CTAs share a multiprocessor and one's encoding overlaps another's loads. Then: absmax from shared memory,
+ * the cluster's max through distributed shared memory, codes from shared memory. */
+template <class C> EVO_DEV void staged_head(const evo_quant_params &p)
+{
+    extern __shared__ __align__(128) unsigned char stage[];
+    __shared__ u64 bar;
+    __shared__ float red[C::WARPS_];
+    __shared__ float s_block, s_absmax;
+    Shape<C> sh(p);
+    const u64 head_bytes = (u64)sh.nv * (u32)C::VEC_;
+    const u64 slice = EVO_QUANT_STAGED_SLICE(head_bytes, (u64)C::CLUSTER_);
+    u32 dyn;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+    require(gridDim.x == sh.n_heads * (u32)C::CLUSTER_ && gridDim.y == 1 && cluster_size() == (u32)C::CLUSTER_ &&
+            slice <= (u64)dyn);
+    const u32 tid = threadIdx.x, lane = tid & 31u, smask = thread_signs<C>();
+    const u32 h = blockIdx.x / (u32)C::CLUSTER_, rank = C::CLUSTER_ > 1 ? cluster_rank() : 0u;
+    const u64 beg = (u64)rank * slice < head_bytes ? (u64)rank * slice : head_bytes;
+    const u32 bytes = (u32)(head_bytes - beg < slice ? head_bytes - beg : slice);
+    const u32 nvl = bytes / (u32)C::VEC_, rounds = (nvl + (u32)C::THREADS - 1u) / (u32)C::THREADS;
+    if (tid == 0) {
+        mbar_init(&bar, 1u);
+        fence_barrier_init();
+        mbar_expect_tx(&bar, bytes); /* 0 bytes (a CTA past the head's end): the phase completes at once */
+        const u64 pol = make_policy<C::HINT_LAST>();
+        for (u32 o = 0; o < bytes; o += 16384u)
+            bulk_load<C::HINT_LAST>(stage + o, sh.head_src(h) + beg + o, bytes - o < 16384u ? bytes - o : 16384u, &bar,
+                                    pol);
+    }
+    __syncthreads(); /* the barrier is initialized before anyone waits on it */
+    while (!mbar_done(&bar, 0u)) {
+    }
+    float m = 0.0f;
+    for (u32 k = 0; k < rounds; k += (u32)C::UNROLL_) {
+        Raw<C::VEC_> r[C::UNROLL_];
+#pragma unroll
+        for (int u = 0; u < C::UNROLL_; u++) {
+            const u32 j = (k + (u32)u) * (u32)C::THREADS + tid;
+            if (j < nvl) load_smem<C::VEC_>(r[u], stage + (u64)j * C::VEC_);
+            else zero_raw(r[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < C::UNROLL_; u++) {
+            float f[C::EPV];
+            to_float<C::IN>(r[u], f);
+            if (C::ROT) rotate<C::D_>(f, smask, lane);
+#pragma unroll
+            for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
+        }
+    }
+    m = block_max<C::WARPS_>(m, red);
+    float absmax = m;
+    if (C::CLUSTER_ > 1) {
+        if (tid == 0) s_block = m;
+        cluster_sync_all(); /* every CTA's s_block is written and visible */
+        if (tid < 32) {
+            float v = tid < (u32)C::CLUSTER_ ? ld_cluster(&s_block, tid) : 0.0f;
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+            if (tid == 0) s_absmax = v;
+        }
+        cluster_arrive_relaxed(); /* done reading the others' shared memory; the wait is at the end */
+        __syncthreads();
+        absmax = s_absmax;
+    }
+    const float s = scale_of(absmax);
+    if (rank == 0 && tid == 0) p.scales[h] = s;
+    const float inv = __frcp_rn(s);
+    const bool fast = scale_fast(s);
+    unsigned char *ch = p.codes + (u64)h * sh.head_elems + beg / (u32)C::EB;
+    for (u32 k = 0; k < rounds; k += (u32)C::UNROLL_) {
+        Raw<C::VEC_> r[C::UNROLL_];
+#pragma unroll
+        for (int u = 0; u < C::UNROLL_; u++) {
+            const u32 j = (k + (u32)u) * (u32)C::THREADS + tid;
+            if (j < nvl) load_smem<C::VEC_>(r[u], stage + (u64)j * C::VEC_);
+            else zero_raw(r[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < C::UNROLL_; u++) {
+            const u32 j = (k + (u32)u) * (u32)C::THREADS + tid;
+            float f[C::EPV];
+            to_float<C::IN>(r[u], f);
+            if (C::ROT) rotate<C::D_>(f, smask, lane);
+            Codes<C::EPV> o;
+            if (fast) encode_vec<C::EPV, C::CVT_, true>(f, s, inv, o);
+            else encode_vec<C::EPV, C::CVT_, false>(f, s, inv, o);
+            if (j < nvl) store_codes<C::EPV, C::CACHE_>(ch + (u64)j * C::EPV, o.w);
+        }
+    }
+    if (C::CLUSTER_ > 1) cluster_wait(); /* no CTA leaves while another may still read its s_block */
+}
+
 /* Block-wide max that may be called repeatedly: red is rewritten only after every thread has read it. */
 template <int WARPS> EVO_DEV float block_max_again(float m, float *red)
 {
@@ -969,7 +1075,7 @@ template <class C> EVO_DEV void resident(const evo_quant_params &p)
         int CVT, int CACHE, int FUSED_ROT
 #define EVO_QUANT_TARGS D, IN_BF16, ROTATE, VEC, WARPS, MODE, CLUSTER, KEEP, UNROLL, ITERS, CVT, CACHE, FUSED_ROT
 
-/* The main kernel of every plan: mode 0's encode pass, or the one kernel of modes 1 to 4. */
+/* The main kernel of every plan: mode 0's encode pass, or the one kernel of modes 1 to 5. */
 template <EVO_QUANT_TPARAMS>
 __global__ void __launch_bounds__(32 * WARPS) evo_quant(const evo_quant_params p)
 {
@@ -977,6 +1083,7 @@ __global__ void __launch_bounds__(32 * WARPS) evo_quant(const evo_quant_params p
     if constexpr (MODE == EVO_QUANT_MODE_SPLIT) evoq::split_encode<C>(p);
     else if constexpr (MODE == EVO_QUANT_MODE_CHAINED || MODE == EVO_QUANT_MODE_ORDERED) evoq::chained<C>(p);
     else if constexpr (MODE == EVO_QUANT_MODE_RESIDENT) evoq::resident<C>(p);
+    else if constexpr (MODE == EVO_QUANT_MODE_STAGED) evoq::staged_head<C>(p);
     else evoq::cluster_head<C>(p);
 }
 
