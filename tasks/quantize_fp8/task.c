@@ -138,6 +138,21 @@ static evo_verdict quantize_can_implement(const evo_config *cfg, const evo_genom
         snprintf(why, why_len, "%d threads per block > %d on %s", 32 * k.warps, lim->max_threads_per_block, lim->arch);
         return EVO_V_RESOURCE_FAIL;
     }
+    /* What depends on the shape (mode 5: a CTA's share of a head in shared memory; mode 4: its ring): the plan of
+     * every shape the config checks or times, before any GPU time is spent. */
+    for (int i = 0; i < cfg->n_shapes + cfg->correctness.n_shapes; i++) {
+        const evo_shape *s = i < cfg->n_shapes ? &cfg->shapes[i] : &cfg->correctness.shapes[i - cfg->n_shapes];
+        evo_quant_knobs ks = k;
+        if (!s->v[QZ_ROTATE]) ks.fused_rot = 1;
+        evo_quant_plan plan;
+        char reason[200];
+        if (evo_quant_plan_make(&ks, (int)s->v[QZ_BATCH], (int)s->v[QZ_HEADS], (int)s->v[QZ_SEQ], (int)s->v[QZ_DIM],
+                                (int)s->v[QZ_ROTATE], arch_number(lim), lim->sm_count > 0 ? lim->sm_count : 1, &plan,
+                                reason, sizeof reason) != 0) {
+            snprintf(why, why_len, "shape %s: %s", s->name, reason);
+            return EVO_V_RESOURCE_FAIL;
+        }
+    }
     return EVO_V_OK;
 }
 
