@@ -161,8 +161,63 @@ static void make_fixture(const char *path, int fmt, fixture *fx)
     free(text);
 }
 
+/* One finished run of configs/hopper.yaml on sm_90: its baseline (family 0, 1.0x) and a family-1 genome (1.5x, the
+ * best), so that the export is of the sm_90a family: FP16 scores and FP16 P·V (the gate holds it on every
+ * distribution), or with p8 FP16 scores and e4m3 P (its self-test compares against the P-rounding reference).
+ * Prints the family-1 key. */
+#define GENOME_SM90 "FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=64,H_STAGES=3,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0"
+#define GENOME_SM90_P8 "FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=0,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0"
+static void make_hopper_fixture(const char *path, bool p8)
+{
+    evo_err err = {{0}};
+    char *text = NULL;
+    if (evo_read_file(EVO_SOURCE_DIR "/configs/hopper.yaml", &text, NULL, &err) != EVO_OK) die("config", &err);
+    evo_config *cfg = NULL;
+    if (evo_config_parse("configs/hopper.yaml", text, strlen(text), &cfg, &err) != EVO_OK) die("parse", &err);
+    evo_store *st = NULL;
+    if (evo_store_open(path, EVO_STORE_READWRITE, &st, &err) != EVO_OK) die("open", &err);
+    char ss[65];
+    evo_config_shape_set_key(cfg, ss);
+    evo_run_rec run = {.started_at = "2026-11-26T08:00:00Z", .finished_at = "2026-11-26T08:05:00Z", .state = "done",
+                       .task = "attention_fp8", .arch = "sm_90", .shape_set = ss,
+                       .config_path = "configs/hopper.yaml", .config_text = text, .strategy = "ga", .seed = 1,
+                       .generations = 1, .population = 32, .gpu = "NVIDIA H100 80GB HBM3", .driver = "13000",
+                       .nvrtc_version = (char *)evo_nvrtc_version(), .evo_version = EVO_VERSION};
+    if (evo_store_begin_run(st, &run, &err) != EVO_OK) die("begin_run", &err);
+    evo_device_limits lim;
+    if (evo_device_limits_for_arch("sm_90", &lim, &err) != EVO_OK) die("limits", &err);
+    const evo_build_opts bo = {.cfg = cfg, .task = evo_task_find(cfg->task), .lim = &lim, .arch = "sm_90", .jobs = 1};
+    char sm90[2048];
+    const char *base = strstr(text, "baseline: \"") + 11;
+    snprintf(sm90, sizeof sm90, "%.*s", (int)(strstr(base, ",FAMILY=") - base), base);
+    strncat(sm90, p8 ? "," GENOME_SM90_P8 : "," GENOME_SM90, sizeof sm90 - strlen(sm90) - 1);
+    evo_candidate c[2];
+    memset(c, 0, sizeof c);
+    c[0].genome = cfg->baseline;
+    if (evo_genome_parse(cfg->space, sm90, &c[1].genome, &err) != EVO_OK) die(sm90, &err);
+    if (evo_candidates_prepare(&bo, c, 2, &err) != EVO_OK) die("prepare", &err);
+    for (int i = 0; i < 2; i++) {
+        if (c[i].verdict != EVO_V_OK) die(c[i].why, NULL);
+        evo_candidate_rec r = {.key = c[i].key, .task = "attention_fp8", .arch = "sm_90", .genome = c[i].genome_text,
+                               .template_hash = c[i].template_hash, .options = "",
+                               .nvrtc_version = (char *)evo_nvrtc_version(), .registers = 168, .smem_bytes = 65536,
+                               .spill_bytes = 0, .stack_bytes = 0};
+        if (evo_store_put_candidate(st, &r, &err) != EVO_OK) die("put_candidate", &err);
+        put_eval(st, cfg, ss, r.id, run.id, 0, EVO_V_OK, i ? 1.5 : 1.0);
+    }
+    printf("SM90 %s\n", c[1].key);
+    for (int i = 0; i < 2; i++) evo_candidate_free(&c[i]);
+    evo_store_close(st);
+    evo_config_free(cfg);
+    free(text);
+}
+
 static int fixture_main(const char *kind, const char *path)
 {
+    if (strcmp(kind, "hopper") == 0 || strcmp(kind, "hopper-p8") == 0) {
+        make_hopper_fixture(path, strcmp(kind, "hopper-p8") == 0);
+        return 0;
+    }
     if (strcmp(kind, "empty") == 0) {
         evo_store *st = NULL;
         evo_err err = {{0}};
@@ -171,7 +226,7 @@ static int fixture_main(const char *kind, const char *path)
         return 0;
     }
     if (strcmp(kind, "e4m3") != 0 && strcmp(kind, "u8sim") != 0) {
-        fprintf(stderr, "test_export: unknown fixture '%s' (e4m3, u8sim, empty)\n", kind);
+        fprintf(stderr, "test_export: unknown fixture '%s' (e4m3, u8sim, hopper, hopper-p8, empty)\n", kind);
         return 2;
     }
     fixture fx;
@@ -294,11 +349,13 @@ static void test_best(const fixture *fx)
     CHECK_CONTAINS(t, "#define EVO_EXPORT_GENOME \"" GENOME_A "\"\n");
     snprintf(line, sizeof line, "#define EVO_EXPORT_KEY \"%s\"\n", fx->key[C_A]);
     CHECK_CONTAINS(t, line);
-    CHECK_CONTAINS(t, "#define EVO_EXPORT_ARCH \"sm_90\"\n#define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3\n");
+    CHECK_CONTAINS(t, "#define EVO_EXPORT_ARCH \"sm_90\"\n#define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3\n#define EVO_EXPORT_SM90 0\n");
     CHECK_CONTAINS(t, "template __global__ void evo_attn_fwd<64,0,128,64,4,1,2,1,1,1,1,1,1,0>(const evo_attn_params);\n"
                       "template __global__ void evo_attn_fwd<128,0,64,64,4,1,2,1,1,1,1,1,1,0>(const evo_attn_params);\n");
-    CHECK_CONTAINS(t, "    {64, evo_attn_fwd<64,0,128,64,4,1,2,1,1,1,1,1,1,0>, 128, 128, 32768, 0},\n"
-                      "    {128, evo_attn_fwd<128,0,64,64,4,1,2,1,1,1,1,1,1,0>, 128, 64, 57344, 0},\n};\n");
+    CHECK_CONTAINS(t, "    {64, (const void *)evo_attn_fwd<64,0,128,64,4,1,2,1,1,1,1,1,1,0>, 128, 128, 32768, 0, 0, 0, 0, 0, 0},\n"
+                      "    {128, (const void *)evo_attn_fwd<128,0,64,64,4,1,2,1,1,1,1,1,1,0>, 128, 64, 57344, 0, 0, 0, 0, 0, "
+                      "0},\n};\n");
+    CHECK(strstr(t, "attn_sm90_fill_tmaps(evo_attn_tmaps") == NULL); /* family 0: no sm_90a host code inlined */
     CHECK_CONTAINS(t, "    {\"mission\", 1, 8, 512, 64, 0, 10.87},\n");
     CHECK_CONTAINS(t, "    {\"wide\", 2, 8, 512, 128, 0, 43.48},\n");
     CHECK_CONTAINS(t, "static const double tol_rel_l2 = 0.002, tol_atol = 0.02, tol_rtol = 0.02, tol_max_frac_over = 0;\n");
@@ -329,7 +386,7 @@ static void test_best(const fixture *fx)
 
     /* the baseline is an elite too */
     CHECK_EQ_INT(export_one(st, fx->key[C_BASE], &src, &out, &err), EVO_OK);
-    CHECK_CONTAINS(out.text, "    {64, evo_attn_fwd<64,0,64,64,4,1,2,1,1,0,0,1,1,0>, 128, 64, 20480, 0},\n");
+    CHECK_CONTAINS(out.text, "    {64, (const void *)evo_attn_fwd<64,0,64,64,4,1,2,1,1,0,0,1,1,0>, 128, 64, 20480, 0, 0, 0, 0, 0, 0},\n");
     CHECK_CONTAINS(out.text, " *   fitness       1.000x");
     evo_export_out_free(&out);
     evo_export_src_free(&src);
@@ -411,6 +468,38 @@ static void test_u8sim(void)
     CHECK_CONTAINS(out.text, " *   task          attention_fp8, format u8sim, arch sm_90, head dims 64 128\n");
     CHECK_CONTAINS(out.text, "#define EVO_EXPORT_FORMAT EVO_FORMAT_U8SIM\n");
     CHECK_CONTAINS(out.text, "template __global__ void evo_attn_fwd<64,1,128,64,4,1,2,1,1,1,1,1,1,0>(const evo_attn_params);\n");
+    evo_export_out_free(&out);
+    evo_export_src_free(&src);
+    evo_store_close(st);
+}
+
+/* A kernel of the sm_90a family (configs/hopper.yaml): its template, the host code that makes its tensor maps, its
+ * instantiations with both __grid_constant__, the variant table's family-1 fields, and the -gencode target. */
+static void test_sm90(void)
+{
+    evo_store *st = open_ro("hopper-p8.db");
+    evo_export_src src;
+    evo_export_out out = {0};
+    evo_err err = {{0}};
+    CHECK_EQ_INT(export_one(st, NULL, &src, &out, &err), EVO_OK);
+    const char *t = out.text ? out.text : "";
+    CHECK_STR(out.nvcc_arch, "-gencode=arch=compute_90a,code=sm_90a");
+    CHECK_CONTAINS(t, " *   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -c ");
+    CHECK_CONTAINS(t, "/* ==== attention_fp8_sm90.cu, verbatim but for its #include of the header above ==== */\n");
+    CHECK_CONTAINS(t, "#define EVO_EXPORT_ARCH \"sm_90a\"\n#define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3\n#define EVO_EXPORT_SM90 1\n");
+    CHECK_CONTAINS(t, "int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,");
+    CHECK_EQ_INT(count_lines_equal(t, "#include \"attn_sm90_host.h\""), 0);
+    CHECK_CONTAINS(t, "template __global__ void evo_attn_sm90<64,64,2,128,2,2,2,0,1,1,0,40,0>(const __grid_constant__ "
+                      "evo_attn_params, const __grid_constant__ evo_attn_tmaps);\n");
+    CHECK_CONTAINS(t, "    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,0,1,1,0,40,0>, 384, 128, 107656, 0, 1, 64, "
+                      "128, 0, 1},\n");
+    evo_export_out_free(&out);
+    evo_export_src_free(&src);
+    evo_store_close(st);
+    st = open_ro("hopper.db"); /* FP16 P·V: the plain reference */
+    CHECK_EQ_INT(export_one(st, NULL, &src, &out, &err), EVO_OK);
+    CHECK_CONTAINS(out.text ? out.text : "", "    {64, (const void *)evo_attn_sm90<64,64,2,64,3,2,2,1,1,0,0,56,0>, 384, 128, ");
+    CHECK_CONTAINS(out.text ? out.text : "", ", 0, 1, 64, 64, 0, 0},\n");
     evo_export_out_free(&out);
     evo_export_src_free(&src);
     evo_store_close(st);
@@ -506,10 +595,15 @@ int main(int argc, char **argv)
     make_fixture(path, EVO_FORMAT_U8SIM, &fu);
     snprintf(path, sizeof path, "%s/empty.db", tmpdir);
     fixture_main("empty", path);
+    snprintf(path, sizeof path, "%s/hopper.db", tmpdir);
+    make_hopper_fixture(path, false);
+    snprintf(path, sizeof path, "%s/hopper-p8.db", tmpdir);
+    make_hopper_fixture(path, true);
 
     test_best(&fx);
     test_refusals(&fx);
     test_u8sim();
+    test_sm90();
     test_render_errors(&fx);
     test_launch_knob_keys();
 

@@ -210,8 +210,8 @@ EVO_CMD(export)
         if (out.warning[0]) fprintf(stderr, "evo: warning: %s\n", out.warning);
         printf("wrote %s: candidate %lld (%.8s), %.3fx the baseline in run %lld\n  genome %s\n", path,
                (long long)src.cand.id, src.cand.key, src.eval.fitness, (long long)src.run.id, src.cand.genome);
-        printf("  build: nvcc -arch=%s -O3 -c %s;  self-test: nvcc -arch=%s -O3 -DEVO_SELFTEST %s -o selftest\n",
-               src.cand.arch, path, src.cand.arch, path);
+        printf("  build: nvcc %s -O3 -c %s;  self-test: nvcc %s -O3 -DEVO_SELFTEST %s -o selftest\n",
+               out.nvcc_arch, path, out.nvcc_arch, path);
     }
     evo_export_out_free(&out);
     evo_export_src_free(&src);

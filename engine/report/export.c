@@ -192,6 +192,15 @@ void evo_export_append_template(evo_str *o, const char *text, const char *header
     if (o->len && o->p[o->len - 1] != '\n') evo_str_append(o, "\n");
 }
 
+void evo_export_nvcc_arch(const char *arch, char *buf, size_t n)
+{
+    const size_t len = strlen(arch);
+    if (len > 3 && (arch[len - 1] == 'a' || arch[len - 1] == 'f') && strncmp(arch, "sm_", 3) == 0)
+        snprintf(buf, n, "-gencode=arch=compute_%s,code=%s", arch + 3, arch);
+    else
+        snprintf(buf, n, "-arch=%s", arch);
+}
+
 evo_status evo_export_assemble(const evo_export_ctx *x, const char *abi, const char *harness, const char *what,
                                void (*header)(evo_str *o, const evo_export_ctx *x),
                                void (*genome)(evo_str *o, const evo_export_ctx *x), evo_str *o, evo_err *err)
@@ -204,7 +213,7 @@ evo_status evo_export_assemble(const evo_export_ctx *x, const char *abi, const c
     evo_str_appendf(o, "\n#include <cuda_runtime.h>\n\n/* ==== %s, verbatim ==== */\n", abi);
     evo_str_append(o, abi_text);
     evo_str_appendf(o, "\n/* ==== %s, verbatim but for its #include of the header above ==== */\n",
-                    x->cfg->task_ops->template_file);
+                    x->prog->program_name[0] ? x->prog->program_name : x->cfg->task_ops->template_file);
     evo_export_append_template(o, x->prog->source, abi);
     genome(o, x);
     evo_str_appendf(o, "\n/* ==== launcher and self-test, the same in every exported %s (%s) ==== */\n", what, harness);
@@ -401,6 +410,7 @@ evo_status evo_export_render(const evo_export_src *src, const char *exported_at,
         evo_str o = {0};
         s = task->export_body(&x, &o, err);
         if (s == EVO_OK) out->text = evo_str_take(&o);
+        evo_export_nvcc_arch(prog.arch[0] ? prog.arch : src->cand.arch, out->nvcc_arch, sizeof out->nvcc_arch);
         evo_str_free(&o);
     }
     evo_program_free(&prog);

@@ -45,7 +45,12 @@ void evo_export_src_free(evo_export_src *s);
 typedef struct {
     char *text;        /* the .cu file, NUL-terminated */
     char warning[512]; /* "" or a caveat worth showing (the compile key recomputed here differs) */
+    char nvcc_arch[64]; /* how nvcc must target the file: "-arch=sm_90", "-gencode=arch=compute_90a,code=sm_90a" */
 } evo_export_out;
+
+/* nvcc's target option for arch: -arch=sm_NN, or for an arch-specific target (sm_90a) the -gencode form, which
+ * alone keeps nvcc from also building a compute_90 PTX the arch-specific instructions do not assemble for. */
+void evo_export_nvcc_arch(const char *arch, char *buf, size_t n);
 
 /* exported_at: the date written into the header (ISO 8601); NULL: now. Errors: EVO_E_DB (the run stored no config
  * text, or its genome does not fit it), EVO_E_CONFIG (the stored config no longer parses), EVO_E_NOTFOUND (the

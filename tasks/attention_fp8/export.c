@@ -13,21 +13,37 @@
 
 #define ABI_HEADER "evo_attention_abi.h"
 #define HARNESS "export_harness.cu"
+#define SM90_HOST_H "attn_sm90_host.h"
+#define SM90_HOST_C "attn_sm90_host.c"
+
+/* Family 1 (the sm_90a template): its kernels take tensor maps, which attn_sm90_host.c makes. */
+static bool is_sm90(const evo_export_ctx *x)
+{
+    return x->prog->n_variants > 0 && x->prog->variants[0].attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90;
+}
+
+/* The arch nvcc must target: the program's own ("sm_90a") or the run's. */
+static const char *export_arch(const evo_export_ctx *x)
+{
+    return x->prog->arch[0] ? x->prog->arch : x->src->cand.arch;
+}
 
 static void append_header(evo_str *o, const evo_export_ctx *x)
 {
     const evo_candidate_rec *c = &x->src->cand;
     const evo_config *cfg = x->cfg;
     const char *f = x->file_name;
+    char na[64];
+    evo_export_nvcc_arch(export_arch(x), na, sizeof na);
     evo_str_appendf(o,
                     "/* %s — an FP8 attention forward kernel found by evo, specialised to one genome.\n"
                     " * Standalone: plain nvcc builds it, without evo, its templates folder or -I.\n"
                     " *\n"
-                    " *   nvcc -arch=%s -O3 -c %s                                  the launcher, to link\n"
-                    " *   nvcc -arch=%s -O3 -shared -Xcompiler -fPIC %s -o libevo_attn.so    for ctypes\n"
-                    " *   nvcc -arch=%s -O3 -DEVO_SELFTEST %s -o selftest && ./selftest    check and time\n"
+                    " *   nvcc %s -O3 -c %s                                  the launcher, to link\n"
+                    " *   nvcc %s -O3 -shared -Xcompiler -fPIC %s -o libevo_attn.so    for ctypes\n"
+                    " *   nvcc %s -O3 -DEVO_SELFTEST %s -o selftest && ./selftest    check and time\n"
                     " *   (selftest [--check-only] [--shape NAME] [--reps N]; exit 0 only when every check passed)\n",
-                    f, c->arch, f, c->arch, f, c->arch, f);
+                    f, na, f, na, f, na, f);
     evo_str_append(o,
                    " *\n"
                    " * Launcher (extern \"C\"; device pointers; layout [B, H, S, D] contiguous; scales: one float per\n"
@@ -48,7 +64,8 @@ static void append_header(evo_str *o, const evo_export_ctx *x)
     for (int v = 0; v < x->prog->n_variants; v++) evo_str_appendf(o, " %lld", x->prog->variants[v].attr[ATTN_V_DIM]);
     evo_str_append(o, "\n");
     evo_export_provenance_end(o, x, "against the FP32 reference on the dequantized inputs (e2e: on the fp16 inputs)");
-    evo_str_append(o, " *\n * Variants (grid: ceil(S / rows) x H x B):\n");
+    evo_str_append(o, is_sm90(x) ? " *\n * Variants (the sm_90a family: launch rules in attention_fp8_sm90.cu below):\n"
+                                 : " *\n * Variants (grid: ceil(S / rows) x H x B):\n");
     for (int v = 0; v < x->prog->n_variants; v++) {
         const evo_variant *y = &x->prog->variants[v];
         evo_str_appendf(o, " *   head dim %3lld: %s\n *                 %d threads, %lld rows per block, %d bytes of dynamic "
@@ -67,24 +84,43 @@ static void append_genome_section(evo_str *o, const evo_export_ctx *x)
     evo_str_append(o, "\n#define EVO_EXPORT_KEY ");
     evo_export_append_cstring(o, c->key);
     evo_str_append(o, "\n#define EVO_EXPORT_ARCH ");
-    evo_export_append_cstring(o, c->arch);
-    evo_str_appendf(o, "\n#define EVO_EXPORT_FORMAT %s\n\n",
-                    evo_attn_format(cfg) == EVO_FORMAT_E4M3 ? "EVO_FORMAT_E4M3" : "EVO_FORMAT_U8SIM");
+    evo_export_append_cstring(o, export_arch(x));
+    evo_str_appendf(o, "\n#define EVO_EXPORT_FORMAT %s\n#define EVO_EXPORT_SM90 %d\n\n",
+                    evo_attn_format(cfg) == EVO_FORMAT_E4M3 ? "EVO_FORMAT_E4M3" : "EVO_FORMAT_U8SIM", is_sm90(x));
+    if (is_sm90(x)) { /* the host side of the sm_90a family: tensor maps and grid (the same code evo runs) */
+        const char *h = NULL, *c_text = NULL;
+        evo_template_get(SM90_HOST_H, &h, NULL, NULL);
+        evo_template_get(SM90_HOST_C, &c_text, NULL, NULL);
+        evo_str_appendf(o, "/* ==== %s, verbatim but for its #include of %s ==== */\n", SM90_HOST_H, ABI_HEADER);
+        evo_export_append_template(o, h ? h : "", ABI_HEADER);
+        evo_str_appendf(o, "/* ==== %s, verbatim but for its #include of %s ==== */\n", SM90_HOST_C, SM90_HOST_H);
+        evo_export_append_template(o, c_text ? c_text : "", SM90_HOST_H);
+        evo_str_append(o, "\n");
+    }
     for (int v = 0; v < x->prog->n_variants; v++)
-        evo_str_appendf(o, "template __global__ void %s(const evo_attn_params);\n", x->prog->variants[v].name_expr);
+        evo_str_appendf(o,
+                        is_sm90(x) ? "template __global__ void %s(const __grid_constant__ evo_attn_params, "
+                                     "const __grid_constant__ evo_attn_tmaps);\n"
+                                   : "template __global__ void %s(const evo_attn_params);\n",
+                        x->prog->variants[v].name_expr);
     evo_str_append(o,
                    "\nnamespace evo_export {\n\n"
                    "struct variant {\n"
                    "    int head_dim;\n"
-                   "    void (*kernel)(const evo_attn_params);\n"
-                   "    int threads, rows_per_block, smem_bytes; /* grid: ceil(S / rows_per_block) x H x B */\n"
+                   "    const void *kernel; /* family 0: (evo_attn_params); family 1: (evo_attn_params, evo_attn_tmaps) */\n"
+                   "    int threads, rows_per_block, smem_bytes; /* family 0 grid: ceil(S / rows_per_block) x H x B */\n"
                    "    int min_waves; /* > 0: the large-problem variant, for grids of min_waves x SMs blocks or more */\n"
+                   "    int family;    /* 0 mma.sync (attention_fp8.cu), 1 wgmma + TMA (attention_fp8_sm90.cu, sm_90a) */\n"
+                   "    int wg_rows, tile_n, persist; /* family 1: the tensor maps' boxes and the grid */\n"
+                   "    int p_e4m3;    /* 1: P enters P.V in e4m3; the self-test's reference rounds it the same way */\n"
                    "};\n"
                    "static const variant variants[] = {\n");
     for (int v = 0; v < x->prog->n_variants; v++) {
         const evo_variant *y = &x->prog->variants[v];
-        evo_str_appendf(o, "    {%lld, %s, %d, %lld, %d, %lld},\n", y->attr[ATTN_V_DIM], y->name_expr, y->threads,
-                        y->attr[ATTN_V_ROWS], y->smem_bytes, y->attr[ATTN_V_MIN_WAVES]);
+        evo_str_appendf(o, "    {%lld, (const void *)%s, %d, %lld, %d, %lld, %lld, %lld, %lld, %lld, %lld},\n",
+                        y->attr[ATTN_V_DIM], y->name_expr, y->threads, y->attr[ATTN_V_ROWS], y->smem_bytes,
+                        y->attr[ATTN_V_MIN_WAVES], y->attr[ATTN_V_FAMILY], y->attr[ATTN_V_WG_ROWS],
+                        y->attr[ATTN_V_TILE_N], y->attr[ATTN_V_PERSIST], y->attr[ATTN_V_P8]);
     }
     evo_str_appendf(o,
                     "};\n\n"
@@ -121,11 +157,5 @@ static void append_genome_section(evo_str *o, const evo_export_ctx *x)
 
 evo_status evo_attn_export_body(const evo_export_ctx *x, evo_str *o, evo_err *err)
 {
-    for (int v = 0; v < x->prog->n_variants; v++)
-        if (x->prog->variants[v].attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90)
-            return evo_fail(err, EVO_E_CONFIG,
-                            "export: candidate %s is of the sm_90a family (FAMILY=1), which evo cannot export as a "
-                            "standalone file yet; export a FAMILY=0 candidate (evo elite --show lists them)",
-                            x->src->cand.key);
     return evo_export_assemble(x, ABI_HEADER, HARNESS, "kernel", append_header, append_genome_section, o, err);
 }

@@ -50,6 +50,47 @@ static cudaError_t raise_smem_limit(int i)
     return e;
 }
 
+#if EVO_EXPORT_SM90
+/* The driver's cuTensorMapEncodeTiled, looked up once through the runtime (no -lcuda needed). */
+static evo_tmap_encode_fn tmap_encoder(void)
+{
+    static std::atomic<void *> fn{nullptr};
+    void *f = fn.load(std::memory_order_acquire);
+    if (!f) {
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess || !f)
+            return nullptr;
+        fn.store(f, std::memory_order_release);
+    }
+    return (evo_tmap_encode_fn)f;
+}
+
+/* The sm_90a family (attn_sm90_host.h's launch rules): tensor maps for these tensors, then the grid. */
+static cudaError_t launch_sm90(int i, evo_attn_params &p, cudaStream_t stream)
+{
+    const evo_tmap_encode_fn encode = tmap_encoder();
+    if (!encode) return cudaErrorNotSupported;
+    evo_sm90_genome g;
+    memset(&g, 0, sizeof g);
+    g.wg_rows = variants[i].wg_rows;
+    g.consumers = variants[i].rows_per_block / variants[i].wg_rows;
+    g.tile_n = variants[i].tile_n;
+    g.persist = variants[i].persist;
+    evo_attn_tmaps t;
+    if (attn_sm90_fill_tmaps(&t, &p, &g, encode) != 0) return cudaErrorInvalidValue;
+    int dev = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return e;
+    unsigned grid[3];
+    attn_sm90_grid(&g, p.batch, p.heads, p.seq, sms, grid);
+    void *args[] = {&p, &t};
+    return cudaLaunchKernel(variants[i].kernel, dim3(grid[0], grid[1], grid[2]), dim3((unsigned)variants[i].threads),
+                            args, (size_t)variants[i].smem_bytes, stream);
+}
+#endif
+
 } // namespace evo_export
 
 extern "C" const char *evo_attention_genome(void) { return EVO_EXPORT_GENOME; }
@@ -85,6 +126,9 @@ extern "C" int evo_attention_forward(const void *q, const void *k, const void *v
     p.head_dim = head_dim;
     p.causal = causal != 0;
     p.softmax_scale = softmax_scale;
+#if EVO_EXPORT_SM90
+    if (variants[i].family == 1) return (int)launch_sm90(i, p, stream);
+#endif
     void *args[] = {&p};
     const int rows = variants[i].rows_per_block;
     const dim3 grid((unsigned)((seq + rows - 1) / rows), (unsigned)heads, (unsigned)batch);
@@ -358,8 +402,9 @@ static cudaError_t problem_launch(const problem &p, cudaStream_t stream)
                                               (float)p.scale, stream);
 }
 
-/* Output row i of head bh in FP64 on the dequantized inputs. */
-static void reference_row(const problem &p, size_t bh, int i, double *out)
+/* Output row i of head bh in FP64 on the dequantized inputs. p_e4m3: the reference of a kernel whose P enters P·V
+ * in e4m3 (evo's gate uses the same): x2 = score·log2(e), M = ⌈max x2⌉, O = Σ e4m3(2^(x2 − M + 8))·v / Σ 2^(x2 − M + 8). */
+static void reference_row(const problem &p, size_t bh, int i, double *out, bool p_e4m3)
 {
     const int D = p.head_dim, S = p.seq;
     const size_t head = (size_t)S * D;
@@ -375,10 +420,12 @@ static void reference_row(const problem &p, size_t bh, int i, double *out)
     }
     for (int t = 0; t < D; t++) out[t] = 0.0;
     double l = 0.0;
+    const double L2E = 1.4426950408889634, m2 = ceil(mx * L2E);
     for (int j = 0; j < n_keys; j++) {
-        const double w = exp(s[(size_t)j] - mx);
+        const double w = p_e4m3 ? exp2(s[(size_t)j] * L2E - m2 + 8.0) : exp(s[(size_t)j] - mx);
+        const double wv = p_e4m3 ? (double)e4m3_decode(e4m3_encode((float)w)) : w;
         l += w;
-        for (int t = 0; t < D; t++) out[t] += w * (double)v[(size_t)j * D + t];
+        for (int t = 0; t < D; t++) out[t] += wv * (double)v[(size_t)j * D + t];
     }
     for (int t = 0; t < D; t++) out[t] /= l;
 }
@@ -408,11 +455,13 @@ static bool problem_check(const problem &p, const std::vector<int> &rows, verdic
     if (rows.empty())
         for (int i = 0; i < p.seq; i++) all.push_back(i);
     const std::vector<int> &use = rows.empty() ? all : rows;
+    const int vi = evo_export::find_variant(p.head_dim, p.batch, p.heads, p.seq, p.causal);
+    const bool p_e4m3 = vi >= 0 && evo_export::variants[vi].p_e4m3;
     std::vector<double> ref, got;
     std::vector<double> row((size_t)D);
     for (size_t bh = 0; bh < (size_t)p.batch * p.heads; bh++)
         for (int i : use) {
-            reference_row(p, bh, i, row.data());
+            reference_row(p, bh, i, row.data(), p_e4m3);
             for (int t = 0; t < D; t++) {
                 ref.push_back(row[(size_t)t]);
                 got.push_back(half_to_float(out[(bh * p.seq + (size_t)i) * D + t]));
