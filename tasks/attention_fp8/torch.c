@@ -121,6 +121,12 @@ evo_status evo_attn_torch_module(const evo_torch_files *f, const char *module, c
     evo_status s = attention_facts(f, &t, err);
     if (s == EVO_OK) s = quantize_facts(f, &t, err);
     if (s != EVO_OK) return s;
+    if (strcmp(t.arch, "sm_90a") == 0)
+        return evo_fail(err, EVO_E_CONFIG,
+                        "%s is a kernel of the sm_90a family (FAMILY=1): the PyTorch module builds its kernels with "
+                        "one -arch and does not take that family yet; use the file's launcher (evo_attention_forward) "
+                        "or export a FAMILY=0 candidate for --torch",
+                        f->kernel_path);
     if (strcmp(t.arch, t.quant_arch) != 0)
         return evo_fail(err, EVO_E_CONFIG, "%s is for %s, %s for %s: export both for one arch", f->kernel_path,
                         t.arch, f->companion_path, t.quant_arch);
