@@ -12,8 +12,9 @@
 #   sm90       tests/gpu_sm90_grid.sh (the sm_90a family through the gates; its databases into $OUT)
 #   hopper     HOPPER_GENS (6) generations x HOPPER_POP (24) of configs/hopper.yaml (both families in one
 #              population), elites, history and the verdicts per family
-#   large      one generation of configs/hopper-large.yaml (its seeds against the family-0 best at the large
-#              problems), elites and the per-shape table of every evaluated genome
+#   large      LARGE_GENS (1) generations x LARGE_POP (9) of configs/hopper-large.yaml (its seeds against the
+#              family-0 best at the large problems), elites, the per-shape table of every evaluated genome, then the
+#              best exported and self-tested (nvcc with the target its header names)
 #   worst      as presets, with `fitness: worst` (the search maximizes the worst shape's speedup); best to $OUT/best.cu
 #   sanitize   one generation of configs/presets.yaml, then its elites under compute-sanitizer (--sanitize)
 #   quant      QUANT_GENS (3) generations of configs/quantize.yaml (population QUANT_POP, 12), elites and history
@@ -137,7 +138,7 @@ for fam, v, n, f in db.execute(q): print("family", fam, v, n, "best fitness", f)
 PY
             ;;
     large) rm -f "$OUT/large.db"
-           build/evo run --config configs/hopper-large.yaml --generations 1 --population "${LARGE_POP:-9}" \
+           build/evo run --config configs/hopper-large.yaml --generations "${LARGE_GENS:-1}" --population "${LARGE_POP:-9}" \
              --db "$OUT/large.db" 2>&1 | tee "$OUT/large.log" | tail -6
            python3 -c "import sqlite3; sqlite3.connect('$OUT/large.db').execute('pragma wal_checkpoint(TRUNCATE)')"
            build/evo elite --show --db "$OUT/large.db" > "$OUT/large-elite.txt" 2>&1; head -40 "$OUT/large-elite.txt"
@@ -157,7 +158,12 @@ for g, sh, med, rate, base in db.execute("SELECT c.genome, r.shape, r.median_us,
     h = ",".join(kv.split("=")[1] for kv in g.split(",") if kv.startswith("H_") or kv.startswith("FAMILY"))
     print("  %-40s %-28s %9.1f us %7.1f TFLOP/s  baseline %9.1f us" % (h, sh, med, rate or 0, base or 0))
 PY
-           ;;
+           build/evo export --best --db "$OUT/large.db" -o /tmp/large-best.cu 2>&1 | tail -3
+           t=$(sed -n 's/^ \*   nvcc \(-[^ ]*\) -O3 -c .*/\1/p' /tmp/large-best.cu | head -1)
+           nvcc $t -O3 -DEVO_SELFTEST /tmp/large-best.cu -o /tmp/large-best && timeout 300 /tmp/large-best --reps 10 \
+             >"$OUT/large-best-selftest.log" 2>&1; echo "self-test exit $?"
+           grep -E "^genome|FAIL|passed|FAILED" "$OUT/large-best-selftest.log" | head -6
+           sed -n '/^shape/,$p' "$OUT/large-best-selftest.log" | head -8 ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;
