@@ -743,9 +743,12 @@ static evo_status retime_elites(loop *L, const char *why, bool report, evo_err *
         fprintf(out, "elites re-timed at the %s (baseline re-timed first), fitness [95%% interval]:\n", why);
         for (int j = 0; j < m; j++) {
             const evo_eval_rec *e = &el[of[j]].eval;
-            fprintf(out, "  #%d %.8s  stored %.3fx [%.3f, %.3f]  now %.3fx [%.3f, %.3f]%s\n", of[j] + 1,
+            fprintf(out, "  #%d %.8s  stored %.3fx [%.3f, %.3f]  now %.3fx [%.3f, %.3f]%s%s%s\n", of[j] + 1,
                     el[of[j]].cand.key, e->fitness, e->fitness_lo, e->fitness_hi, res[j].fitness, res[j].fitness_lo,
-                    res[j].fitness_hi, res[j].verdict == EVO_V_OK ? "" : "  (not OK now)");
+                    res[j].fitness_hi, res[j].verdict == EVO_V_OK ? "" : "  (not OK now: ",
+                    res[j].verdict == EVO_V_OK ? "" : evo_verdict_name(res[j].verdict),
+                    res[j].verdict == EVO_V_OK ? "" : ")");
+            if (res[j].verdict != EVO_V_OK && res[j].detail) fprintf(out, "     %.300s\n", res[j].detail);
         }
         int swaps = 0, close = 0;
         for (int a = 0; a < m; a++)

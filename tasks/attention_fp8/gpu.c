@@ -21,6 +21,7 @@ typedef struct {
     size_t scratch_n; /* elements the scratch buffers hold */
     CUdeviceptr scratch16[3], scratchf[3];
     size_t timed_n;     /* elements the timing buffers hold (the largest timing case) */
+    size_t tref_n;      /* elements tref holds (the longest head of any timing case: not that case's head) */
     CUdeviceptr tcodes[3]; /* a timed repetition's perturbed Q, K, V codes */
     CUdeviceptr tref;      /* FP32 reference of one head on them */
     /* Family 1 (sm_90a): the tensor maps of the last launch and what they were made for. */
@@ -115,9 +116,13 @@ static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
     if (s != EVO_OK) return s;
     if (gc->timing && n > a->timed_n) { /* the fresh inputs of timed repetitions (perturb) */
         for (int t = 0; t < 3 && s == EVO_OK; t++) s = evo_gpu_alloc(a->g, n, &a->tcodes[t], err);
-        if (s == EVO_OK) s = evo_gpu_alloc(a->g, (size_t)sh->v[ATTN_SEQ] * sh->v[ATTN_DIM] * 4, &a->tref, err);
         if (s != EVO_OK) return s;
         a->timed_n = n;
+    }
+    const size_t head_n = (size_t)sh->v[ATTN_SEQ] * sh->v[ATTN_DIM];
+    if (gc->timing && head_n > a->tref_n) { /* one head's reference (check_fresh): the largest head, wherever it is */
+        if ((s = evo_gpu_alloc(a->g, head_n * 4, &a->tref, err)) != EVO_OK) return s;
+        a->tref_n = head_n;
     }
     unsigned long long nn = n, head = (unsigned long long)sh->v[ATTN_SEQ] * sh->v[ATTN_DIM], seed = gc->seed;
     int dist = (int)gc->dist, fmt = evo_attn_format(a->cfg);
