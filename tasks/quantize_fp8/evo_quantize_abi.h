@@ -185,21 +185,23 @@ static inline int evo_quant_epv(const evo_quant_knobs *k, int rotate)
     return (rotate && !k->fused_rot) ? k->vec / 4 : k->vec / 2;
 }
 
+/* Copies msg into why (why_size bytes, NUL-terminated, cut to fit) and returns -1: the refusals below. */
+static inline int evo_quant_refuse(const char *msg, char *why, unsigned long why_size)
+{
+    if (why && why_size) {
+        unsigned long i = 0;
+        for (; msg[i] && i + 1 < why_size; i++) why[i] = msg[i];
+        why[i] = 0;
+    }
+    return -1;
+}
+
 /* Genome checks that need no shape: 0 when the genome can be built for (head_dim, rotate, arch), -1 with the
  * reason in why (arch as 80, 89, 90). The template's static_asserts state the same. */
 static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int rotate, int arch, char *why,
                                   unsigned long why_size)
 {
-#define EVO_QUANT_REJECT(msg)                                                                                     \
-    do {                                                                                                          \
-        if (why && why_size) {                                                                                    \
-            unsigned long i_ = 0;                                                                                 \
-            const char *m_ = (msg);                                                                               \
-            for (; m_[i_] && i_ + 1 < why_size; i_++) why[i_] = m_[i_];                                           \
-            why[i_] = 0;                                                                                          \
-        }                                                                                                         \
-        return -1;                                                                                                \
-    } while (0)
+#define EVO_QUANT_REJECT(msg) return evo_quant_refuse((msg), why, why_size)
     if (!evo_quant_is_pow2(head_dim) || head_dim < 32 || head_dim > 256) EVO_QUANT_REJECT("head_dim must be 32, 64, 128 or 256");
     if (k->vec != 8 && k->vec != 16 && k->vec != 32) EVO_QUANT_REJECT("vec must be 8, 16 or 32");
     if (!evo_quant_is_pow2(k->warps) || k->warps < 2 || k->warps > 32) EVO_QUANT_REJECT("warps must be 2..32, a power of two");
@@ -245,13 +247,8 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
     unsigned long long n_heads = (unsigned long long)batch * (unsigned long long)heads;
     unsigned long long head_elems = (unsigned long long)seq * (unsigned long long)head_dim;
     if (batch < 1 || heads < 1 || seq < 1 || n_heads > 65535ull || head_elems >= (1ull << 31) || num_sms < 1) {
-        if (why && why_size) {
-            const char *m = "shape: need batch, heads, seq >= 1, batch*heads <= 65535, seq*head_dim < 2^31";
-            unsigned long i = 0;
-            for (; m[i] && i + 1 < why_size; i++) why[i] = m[i];
-            why[i] = 0;
-        }
-        return -1;
+        return evo_quant_refuse("shape: need batch, heads, seq >= 1, batch*heads <= 65535, seq*head_dim < 2^31", why,
+                                why_size);
     }
     unsigned threads = 32u * (unsigned)k->warps;
     unsigned long long n = n_heads * head_elems;
@@ -317,14 +314,9 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
             if (lag + 2 <= (unsigned long long)p.stages) break;
         }
         if (lag + 2 > (unsigned long long)p.stages) {
-            if (why && why_size) {
-                const char *m = "mode 4 (resident): a head spans more rounds of the grid than the shared-memory ring "
-                                "can hold behind its encoding; take larger chunks";
-                unsigned long i = 0;
-                for (; m[i] && i + 1 < why_size; i++) why[i] = m[i];
-                why[i] = 0;
-            }
-            return -1;
+            return evo_quant_refuse("mode 4 (resident): a head spans more rounds of the grid than the shared-memory "
+                                    "ring can hold behind its encoding; take larger chunks",
+                                    why, why_size);
         }
         p.chain_lag = (int)lag;
         p.scratch_bytes = rot + 16ull + 4ull * chunks;
@@ -340,14 +332,9 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
             const unsigned long long in_bytes = (rotate && !k->fused_rot) ? 4ull : 2ull;
             const unsigned long long slice = EVO_QUANT_STAGED_SLICE(head_elems * in_bytes, (unsigned long long)k->cluster);
             if (slice > evo_quant_smem_budget(arch)) {
-                if (why && why_size) {
-                    const char *m = "mode 5 (staged): a CTA's share of a head does not fit in shared memory; take a "
-                                    "larger cluster";
-                    unsigned long i = 0;
-                    for (; m[i] && i + 1 < why_size; i++) why[i] = m[i];
-                    why[i] = 0;
-                }
-                return -1;
+                return evo_quant_refuse("mode 5 (staged): a CTA's share of a head does not fit in shared memory; take "
+                                        "a larger cluster",
+                                        why, why_size);
             }
             p.launch[p.n_launches].smem = (unsigned)slice;
         }

@@ -660,6 +660,28 @@ template <class C> EVO_DEV void chained(const evo_quant_params &p)
 
 /* ---- mode 2: cluster ---- */
 
+/* Modes 2 and 5: the head's absmax from each thread's m, over the block and then (CLUSTER > 1) over the cluster's
+ * CTAs through distributed shared memory. Each CTA arrives on the cluster barrier a second time without waiting: the
+ * caller waits (cluster_wait) before it exits, so no CTA leaves while another may still read its partial. */
+template <class C> EVO_DEV float head_absmax(float m, float *red)
+{
+    __shared__ float s_block, s_absmax;
+    m = block_max<C::WARPS_>(m, red);
+    if (C::CLUSTER_ == 1) return m;
+    const u32 tid = threadIdx.x;
+    if (tid == 0) s_block = m;
+    cluster_sync_all(); /* every CTA's s_block is written and visible */
+    if (tid < 32) {
+        float v = tid < (u32)C::CLUSTER_ ? ld_cluster(&s_block, tid) : 0.0f;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+        if (tid == 0) s_absmax = v;
+    }
+    cluster_arrive_relaxed(); /* done reading the others' shared memory; the wait is at the end */
+    __syncthreads();
+    return s_absmax;
+}
+
 /* Pass 2 of mode 2: the kept vectors from registers (KR: Raw[KEEP] or a dummy), kept rotated floats (KF), the rest
  * re-read. */
 template <class C, bool FAST, class KR, class KF>
@@ -708,7 +730,6 @@ EVO_DEV void cluster_encode(const unsigned char *xh, unsigned char *ch, u32 nv, 
 template <class C> EVO_DEV void cluster_head(const evo_quant_params &p)
 {
     __shared__ float red[C::WARPS_];
-    __shared__ float s_block, s_absmax;
     Shape<C> sh(p);
     require(gridDim.x == sh.n_heads * (u32)C::CLUSTER_ && gridDim.y == 1 && cluster_size() == (u32)C::CLUSTER_);
     const u32 tid = threadIdx.x, lane = tid & 31u, smask = thread_signs<C>();
@@ -759,21 +780,7 @@ template <class C> EVO_DEV void cluster_head(const evo_quant_params &p)
             }
         }
     }
-    m = block_max<C::WARPS_>(m, red);
-    float absmax = m;
-    if (C::CLUSTER_ > 1) {
-        if (tid == 0) s_block = m;
-        cluster_sync_all(); /* every CTA's s_block is written and visible */
-        if (tid < 32) {
-            float v = tid < (u32)C::CLUSTER_ ? ld_cluster(&s_block, tid) : 0.0f;
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-            if (tid == 0) s_absmax = v;
-        }
-        cluster_arrive_relaxed(); /* done reading the others' shared memory; the wait is at the end */
-        __syncthreads();
-        absmax = s_absmax;
-    }
+    const float absmax = head_absmax<C>(m, red);
     const float s = scale_of(absmax);
     if (rank == 0 && tid == 0) p.scales[h] = s;
     const float inv = __frcp_rn(s);
@@ -852,7 +859,6 @@ template <class C> EVO_DEV void staged_head(const evo_quant_params &p)
     extern __shared__ __align__(128) unsigned char stage[];
     __shared__ u64 bar;
     __shared__ float red[C::WARPS_];
-    __shared__ float s_block, s_absmax;
     Shape<C> sh(p);
     const u64 head_bytes = (u64)sh.nv * (u32)C::VEC_;
     const u64 slice = EVO_QUANT_STAGED_SLICE(head_bytes, (u64)C::CLUSTER_);
@@ -895,21 +901,7 @@ template <class C> EVO_DEV void staged_head(const evo_quant_params &p)
             for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
         }
     }
-    m = block_max<C::WARPS_>(m, red);
-    float absmax = m;
-    if (C::CLUSTER_ > 1) {
-        if (tid == 0) s_block = m;
-        cluster_sync_all(); /* every CTA's s_block is written and visible */
-        if (tid < 32) {
-            float v = tid < (u32)C::CLUSTER_ ? ld_cluster(&s_block, tid) : 0.0f;
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-            if (tid == 0) s_absmax = v;
-        }
-        cluster_arrive_relaxed(); /* done reading the others' shared memory; the wait is at the end */
-        __syncthreads();
-        absmax = s_absmax;
-    }
+    const float absmax = head_absmax<C>(m, red);
     const float s = scale_of(absmax);
     if (rank == 0 && tid == 0) p.scales[h] = s;
     const float inv = __frcp_rn(s);
