@@ -116,10 +116,31 @@ static evo_status get_source(evo_store *st, const profile_opts *o, const evo_can
 #endif
 }
 
+/* nvcc's target for an exported file: the arch its EVO_EXPORT_ARCH names ("sm_90a" for the sm_90a attention family,
+ * which needs the -gencode form), else the candidate's. */
+static void target_option(const char *arch, const char *cu, char *opt, size_t n)
+{
+    char file_arch[32] = "";
+    char *text = NULL;
+    if (evo_read_file(cu, &text, NULL, NULL) == EVO_OK) {
+        static const char tag[] = "#define EVO_EXPORT_ARCH \"";
+        const char *d = strstr(text, tag);
+        const size_t k = d ? strcspn(d + sizeof tag - 1, "\"\n") : 0;
+        if (d && k > 0 && k < sizeof file_arch) memcpy(file_arch, d + sizeof tag - 1, k), file_arch[k] = '\0';
+        free(text);
+    }
+    const char *use = file_arch[0] ? file_arch : arch;
+#ifdef EVO_HAVE_EXPORT
+    evo_export_nvcc_arch(use, opt, n);
+#else
+    snprintf(opt, n, "-arch=%s", use);
+#endif
+}
+
 static evo_status build_selftest(const char *nvcc, const char *arch, const char *cu, const char *exe, evo_err *err)
 {
     char arch_opt[64];
-    snprintf(arch_opt, sizeof arch_opt, "-arch=%s", arch);
+    target_option(arch, cu, arch_opt, sizeof arch_opt);
     char *argv[] = {(char *)nvcc, arch_opt, "-O3", "-lineinfo", "-DEVO_SELFTEST", "-o", (char *)exe, (char *)cu,
                     NULL};
     char *log = NULL;
