@@ -87,6 +87,15 @@ expect_out "stored in $db for candidate 3; \`evo elite --show\` prints them" "pr
 # nvcc: the candidate's arch, the self-test switched on
 checks=$((checks + 1))
 grep -q -- "^-arch=sm_90 -O3 -lineinfo -DEVO_SELFTEST -o /.*/selftest $T/cand3.cu\$" "$T/nvcc.args" || fail "nvcc args: $(cat "$T/nvcc.args")"
+# an export of the sm_90a family names its arch: nvcc gets the -gencode form
+printf '/* an export of candidate 3 */\n#define EVO_EXPORT_KEY "%s"\n#define EVO_EXPORT_ARCH "sm_90a"\n' "$KEY2" >"$T/cand3a.cu"
+: >"$T/nvcc.args"
+PATH=$T/bin:$BASEPATH run profile --db "$db" --id 3 --cu "$T/cand3a.cu" --shape mission
+checks=$((checks + 1))
+grep -q -- "^-gencode=arch=compute_90a,code=sm_90a -O3 -lineinfo -DEVO_SELFTEST -o /.*/selftest $T/cand3a.cu\$" "$T/nvcc.args" ||
+  fail "nvcc args for an sm_90a export: $(cat "$T/nvcc.args")"
+reset_logs
+PATH=$T/bin:$BASEPATH run profile --db "$db" --id f2e6 --cu "$T/cand3.cu"
 # ncu: two runs per shape; the second profiles launch 42 - 5 + 1 = 38 (after 30 check and 7 warm-up launches)
 checks=$((checks + 1)); [ "$(wc -l <"$T/ncu.args")" = 4 ] || fail "ncu runs: $(cat "$T/ncu.args")"
 first=$(sed -n 1p "$T/ncu.args")
