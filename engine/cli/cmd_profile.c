@@ -120,20 +120,17 @@ static evo_status get_source(evo_store *st, const profile_opts *o, const evo_can
  * which needs the -gencode form), else the candidate's. */
 static void target_option(const char *arch, const char *cu, char *opt, size_t n)
 {
+#ifdef EVO_HAVE_EXPORT
     char file_arch[32] = "";
     char *text = NULL;
     if (evo_read_file(cu, &text, NULL, NULL) == EVO_OK) {
-        static const char tag[] = "#define EVO_EXPORT_ARCH \"";
-        const char *d = strstr(text, tag);
-        const size_t k = d ? strcspn(d + sizeof tag - 1, "\"\n") : 0;
-        if (d && k > 0 && k < sizeof file_arch) memcpy(file_arch, d + sizeof tag - 1, k), file_arch[k] = '\0';
+        if (!evo_export_define(text, "EVO_EXPORT_ARCH", file_arch, sizeof file_arch)) file_arch[0] = '\0';
         free(text);
     }
-    const char *use = file_arch[0] ? file_arch : arch;
-#ifdef EVO_HAVE_EXPORT
-    evo_export_nvcc_arch(use, opt, n);
+    evo_export_nvcc_arch(file_arch[0] ? file_arch : arch, opt, n);
 #else
-    snprintf(opt, n, "-arch=%s", use);
+    (void)cu;
+    snprintf(opt, n, "-arch=%s", arch);
 #endif
 }
 

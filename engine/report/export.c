@@ -192,6 +192,24 @@ void evo_export_append_template(evo_str *o, const char *text, const char *header
     if (o->len && o->p[o->len - 1] != '\n') evo_str_append(o, "\n");
 }
 
+bool evo_export_define(const char *text, const char *name, char *out, size_t n)
+{
+    const size_t nlen = strlen(name);
+    for (const char *l = text; *l;) {
+        if (strncmp(l, "#define ", 8) == 0 && strncmp(l + 8, name, nlen) == 0 && strncmp(l + 8 + nlen, " \"", 2) == 0) {
+            const char *v = l + 8 + nlen + 2, *q = v;
+            while (*q && *q != '"' && *q != '\n') q++;
+            if (*q != '"' || (size_t)(q - v) >= n) return false;
+            memcpy(out, v, (size_t)(q - v));
+            out[q - v] = '\0';
+            return true;
+        }
+        const char *nl = strchr(l, '\n');
+        l = nl ? nl + 1 : l + strlen(l);
+    }
+    return false;
+}
+
 void evo_export_nvcc_arch(const char *arch, char *buf, size_t n)
 {
     const size_t len = strlen(arch);

@@ -52,6 +52,10 @@ typedef struct {
  * alone keeps nvcc from also building a compute_90 PTX the arch-specific instructions do not assemble for. */
 void evo_export_nvcc_arch(const char *arch, char *buf, size_t n);
 
+/* The quoted value of `#define NAME "value"` at the start of a line of an exported file's text (EVO_EXPORT_ARCH,
+ * EVO_EXPORT_GENOME, ...), into out (n bytes); false when there is none or it does not fit. */
+bool evo_export_define(const char *text, const char *name, char *out, size_t n);
+
 /* exported_at: the date written into the header (ISO 8601); NULL: now. Errors: EVO_E_DB (the run stored no config
  * text, or its genome does not fit it), EVO_E_CONFIG (the stored config no longer parses), EVO_E_NOTFOUND (the
  * template changed since the candidate was measured), EVO_E_USAGE (a task export does not know). */

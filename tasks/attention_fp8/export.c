@@ -89,12 +89,12 @@ static void append_genome_section(evo_str *o, const evo_export_ctx *x)
                     evo_attn_format(cfg) == EVO_FORMAT_E4M3 ? "EVO_FORMAT_E4M3" : "EVO_FORMAT_U8SIM", is_sm90(x));
     if (is_sm90(x)) { /* the host side of the sm_90a family: tensor maps and grid (the same code evo runs) */
         const char *h = NULL, *c_text = NULL;
-        evo_template_get(SM90_HOST_H, &h, NULL, NULL);
+        evo_template_get(SM90_HOST_H, &h, NULL, NULL); /* both present: evo_attn_export_body checked */
         evo_template_get(SM90_HOST_C, &c_text, NULL, NULL);
         evo_str_appendf(o, "/* ==== %s, verbatim but for its #include of %s ==== */\n", SM90_HOST_H, ABI_HEADER);
-        evo_export_append_template(o, h ? h : "", ABI_HEADER);
+        evo_export_append_template(o, h, ABI_HEADER);
         evo_str_appendf(o, "/* ==== %s, verbatim but for its #include of %s ==== */\n", SM90_HOST_C, SM90_HOST_H);
-        evo_export_append_template(o, c_text ? c_text : "", SM90_HOST_H);
+        evo_export_append_template(o, c_text, SM90_HOST_H);
         evo_str_append(o, "\n");
     }
     for (int v = 0; v < x->prog->n_variants; v++)
@@ -157,5 +157,10 @@ static void append_genome_section(evo_str *o, const evo_export_ctx *x)
 
 evo_status evo_attn_export_body(const evo_export_ctx *x, evo_str *o, evo_err *err)
 {
+    const char *text;
+    evo_status s = EVO_OK;
+    if (is_sm90(x) && ((s = evo_template_get(SM90_HOST_H, &text, NULL, err)) != EVO_OK ||
+                       (s = evo_template_get(SM90_HOST_C, &text, NULL, err)) != EVO_OK))
+        return s;
     return evo_export_assemble(x, ABI_HEADER, HARNESS, "kernel", append_header, append_genome_section, o, err);
 }

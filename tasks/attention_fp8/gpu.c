@@ -105,6 +105,32 @@ static evo_status scratch(attn_gpu *a, size_t n, evo_err *err)
     return EVO_OK;
 }
 
+/* Q, K, V codes back to floats in the scratch tensors: n elements each, one scale per head of `head` elements. */
+static evo_status dequantize3(attn_gpu *a, const CUdeviceptr codes[3], const CUdeviceptr scales[3], size_t n,
+                              size_t head, evo_err *err)
+{
+    unsigned long long nn = n, hh = head;
+    int fmt = evo_attn_format(a->cfg);
+    evo_status s = EVO_OK;
+    for (int t = 0; t < 3 && s == EVO_OK; t++) {
+        CUdeviceptr cd = codes[t], sc = scales[t];
+        void *da[] = {&cd, &sc, &a->scratchf[t], &nn, &hh, &fmt};
+        s = evo_gpu_launch(a->g, a->f_deq, evo_gpu_grid_for(n), 1, 1, EVO_SUPPORT_BLOCK, da, "dequantize", err);
+    }
+    return s;
+}
+
+/* The RMS of n reference floats, from a comparison against zeros (the fp16 scratch tensor of Q, cleared): the
+ * element tolerance is in units of it. */
+static evo_status ref_rms(attn_gpu *a, CUdeviceptr ref, size_t n, double *rms, evo_err *err)
+{
+    CU(cuMemsetD8Async(a->scratch16[0], 0, n * 2, evo_gpu_stream(a->g)), err);
+    evo_metrics m;
+    evo_status s = evo_gpu_compare_f16(a->g, a->scratch16[0], ref, n, 0, 0, &m, err);
+    if (s == EVO_OK) *rms = sqrt(m.sum_sq_ref / (double)n);
+    return s;
+}
+
 static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
 {
     attn_gpu *a = state;
@@ -124,7 +150,7 @@ static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
         if ((s = evo_gpu_alloc(a->g, head_n * 4, &a->tref, err)) != EVO_OK) return s;
         a->tref_n = head_n;
     }
-    unsigned long long nn = n, head = (unsigned long long)sh->v[ATTN_SEQ] * sh->v[ATTN_DIM], seed = gc->seed;
+    unsigned long long nn = n, head = head_n, seed = gc->seed;
     int dist = (int)gc->dist, fmt = evo_attn_format(a->cfg);
     const int bh = (int)(sh->v[ATTN_BATCH] * sh->v[ATTN_HEADS]);
     const unsigned grid = evo_gpu_grid_for(n);
@@ -135,9 +161,8 @@ static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
         if ((s = evo_gpu_launch(a->g, a->f_gen, grid, 1, 1, EVO_SUPPORT_BLOCK, ga, "generate", err))) return s;
         void *qa[] = {&a->scratch16[t], &c->codes[t], &c->scales[t], &head, &fmt};
         if ((s = evo_gpu_launch(a->g, a->f_quant, (unsigned)bh, 1, 1, EVO_SUPPORT_BLOCK, qa, "quantize", err))) return s;
-        void *da[] = {&c->codes[t], &c->scales[t], &a->scratchf[t], &nn, &head, &fmt};
-        if ((s = evo_gpu_launch(a->g, a->f_deq, grid, 1, 1, EVO_SUPPORT_BLOCK, da, "dequantize", err))) return s;
     }
+    if ((s = dequantize3(a, c->codes, c->scales, n, head_n, err))) return s;
     if ((s = evo_gpu_alloc(a->g, n * 4, &c->ref, err))) return s;
     if ((s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], c->ref, 0, err))) return s;
     /* End-to-end errors (vs the unquantized inputs) are reported per timed shape, on normal and outlier inputs. */
@@ -150,13 +175,7 @@ static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
         }
         if ((s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], c->ref16, 0, err))) return s;
     }
-    /* ||ref|| from a comparison against zeros: the element tolerance is in units of the reference's RMS. The zeros
-     * are the fp16 scratch tensor of Q, cleared. */
-    CU(cuMemsetD8Async(a->scratch16[0], 0, n * 2, evo_gpu_stream(a->g)), err);
-    evo_metrics m;
-    if ((s = evo_gpu_compare_f16(a->g, a->scratch16[0], c->ref, n, 0, 0, &m, err))) return s;
-    c->ref_rms = sqrt(m.sum_sq_ref / (double)n);
-    return EVO_OK;
+    return ref_rms(a, c->ref, n, &c->ref_rms, err);
 }
 
 /* A hand-written kernel declares, next to each entry point evo_attn_dD, an evo_attn_launch evo_attn_dD_launch. */
@@ -317,25 +336,21 @@ static evo_status attn_check_fresh(void *state, const evo_gpu_case *gc, const ev
     const size_t hn = (size_t)sh->v[ATTN_SEQ] * sh->v[ATTN_DIM];
     evo_shape one = *sh;
     one.v[ATTN_BATCH] = one.v[ATTN_HEADS] = 1;
-    int fmt = evo_attn_format(a->cfg);
     evo_status s = attn_perturb(state, gc, seed, err);
     for (int j = 0; s == EVO_OK && j < (bh_count < SAMPLE_HEADS ? bh_count : SAMPLE_HEADS) && !r->why[0]; j++) {
         const int bh = (int)((mix64(seed ^ (uint64_t)j ^ 0x5eadull) % (uint64_t)bh_count + (uint64_t)j) %
                              (uint64_t)bh_count);
-        unsigned long long nn = hn, head = hn;
-        for (int q = 0; q < 3 && s == EVO_OK; q++) {
-            CUdeviceptr codes = a->tcodes[q] + (CUdeviceptr)bh * hn, scale = c->scales[q] + (CUdeviceptr)bh * 4;
-            void *da[] = {&codes, &scale, &a->scratchf[q], &nn, &head, &fmt};
-            s = evo_gpu_launch(a->g, a->f_deq, evo_gpu_grid_for(hn), 1, 1, EVO_SUPPORT_BLOCK, da, "dequantize", err);
-        }
+        const CUdeviceptr codes[3] = {a->tcodes[0] + (CUdeviceptr)bh * hn, a->tcodes[1] + (CUdeviceptr)bh * hn,
+                                      a->tcodes[2] + (CUdeviceptr)bh * hn};
+        const CUdeviceptr scales[3] = {c->scales[0] + (CUdeviceptr)bh * 4, c->scales[1] + (CUdeviceptr)bh * 4,
+                                       c->scales[2] + (CUdeviceptr)bh * 4};
+        double rms = 0;
+        s = dequantize3(a, codes, scales, hn, hn, err);
         if (s == EVO_OK)
             s = reference(a, &one, a->scratchf[0], a->scratchf[1], a->scratchf[2], a->tref, (int)v->attr[ATTN_V_P8],
                           err);
+        if (s == EVO_OK) s = ref_rms(a, a->tref, hn, &rms, err);
         if (s != EVO_OK) break;
-        CU(cuMemsetD8Async(a->scratch16[0], 0, hn * 2, evo_gpu_stream(a->g)), err);
-        evo_metrics zero;
-        if ((s = evo_gpu_compare_f16(a->g, a->scratch16[0], a->tref, hn, 0, 0, &zero, err)) != EVO_OK) break;
-        const double rms = sqrt(zero.sum_sq_ref / (double)hn);
         s = evo_gpu_compare_f16(a->g, out + (CUdeviceptr)bh * hn * 2, a->tref, hn, tol->atol * rms, tol->rtol, &r->m,
                                 err);
         if (s != EVO_OK) break;
@@ -353,23 +368,13 @@ static evo_status attn_check_fresh(void *state, const evo_gpu_case *gc, const ev
 static evo_status make_ref_p8(attn_gpu *a, const evo_gpu_case *gc, attn_case *c, evo_err *err)
 {
     const evo_shape *sh = &gc->shape;
-    unsigned long long nn = c->n, head = (unsigned long long)sh->v[ATTN_SEQ] * sh->v[ATTN_DIM];
-    int fmt = evo_attn_format(a->cfg);
-    evo_status s = EVO_OK;
-    for (int t = 0; t < 3 && s == EVO_OK; t++) {
-        void *da[] = {&c->codes[t], &c->scales[t], &a->scratchf[t], &nn, &head, &fmt};
-        s = evo_gpu_launch(a->g, a->f_deq, evo_gpu_grid_for(c->n), 1, 1, EVO_SUPPORT_BLOCK, da, "dequantize", err);
-    }
     CUdeviceptr ref = 0;
+    evo_status s = dequantize3(a, c->codes, c->scales, c->n, (size_t)sh->v[ATTN_SEQ] * sh->v[ATTN_DIM], err);
     if (s == EVO_OK) s = evo_gpu_alloc(a->g, c->n * 4, &ref, err);
     if (s == EVO_OK) s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], ref, 1, err);
-    if (s != EVO_OK) return s;
-    CU(cuMemsetD8Async(a->scratch16[0], 0, c->n * 2, evo_gpu_stream(a->g)), err);
-    evo_metrics m;
-    if ((s = evo_gpu_compare_f16(a->g, a->scratch16[0], ref, c->n, 0, 0, &m, err))) return s;
-    c->ref_p8 = ref;
-    c->ref_p8_rms = sqrt(m.sum_sq_ref / (double)c->n);
-    return EVO_OK;
+    if (s == EVO_OK) s = ref_rms(a, ref, c->n, &c->ref_p8_rms, err);
+    if (s == EVO_OK) c->ref_p8 = ref;
+    return s;
 }
 
 /* Every element written and finite, rel-L2 and the element test within the config's tolerance, against the

@@ -125,11 +125,10 @@ static const evo_knob_legal attention_legal[] = {
     {0, 1, 1, NULL, 0},           /* H_PERSIST   */
 };
 _Static_assert(EVO_ARRAY_LEN(attention_legal) == EVO_ARRAY_LEN(attention_knobs) - 1, "one legal set per knob");
-/* The family 1 knobs came after databases of family 0 genomes: a config without them keeps the genome text. */
-static const char *const attention_optional[] = {
-    "FAMILY", "H_WG_ROWS", "H_CONSUMERS", "H_TILE_N", "H_STAGES", "H_PIPE", "H_QK_MODE", "H_V_PATH", "H_OVERLAP",
-    "H_PINGPONG", "H_O_ACC", "H_PRODUCER_REGS", "H_PERSIST", NULL,
-};
+/* FAMILY and the H_ knobs, the tail of attention_knobs: they came after databases of family 0 genomes, so a config
+ * without them keeps the genome text (evo_task.optional_knobs). */
+enum { KNOB_FAMILY = 14, KNOB_H_FIRST = 15, N_H_KNOBS = 12 };
+_Static_assert(EVO_ARRAY_LEN(attention_knobs) == KNOB_H_FIRST + N_H_KNOBS + 1, "FAMILY and 12 H_ knobs end the list");
 
 typedef struct {
     int tile_m, tile_n, warps_m, warps_n, stages, swizzle, pv_mma, qk_8bit, f16_smem, min_blocks, fast_exp, causal_pair;
@@ -155,29 +154,22 @@ static void attn_read(const evo_config *cfg, const evo_genome *g, attn_genome *a
     a->big_tile_n = evo_genome_get(s, g, "BIG_TILE_N", 64);
 }
 
-static int attn_family(const evo_config *cfg, const evo_genome *g)
+/* Knob i of attention_knobs, or its default when the config's space has no such knob. */
+static int knob_at(const evo_config *cfg, const evo_genome *g, int i)
 {
-    return evo_genome_get(cfg->space, g, "FAMILY", ATTN_FAMILY_MMA);
+    return evo_genome_get(cfg->space, g, attention_knobs[i], attention_defaults[i]);
 }
 
-/* Family 1's knobs (defaults as attention_defaults). */
+static int attn_family(const evo_config *cfg, const evo_genome *g) { return knob_at(cfg, g, KNOB_FAMILY); }
+
+/* Family 1's knobs: the H_ knobs in evo_sm90_genome's field order. */
 static evo_sm90_genome sm90_read(const evo_config *cfg, const evo_genome *g)
 {
-    const evo_space *s = cfg->space;
-    return (evo_sm90_genome){
-        .wg_rows = evo_genome_get(s, g, "H_WG_ROWS", 64),
-        .consumers = evo_genome_get(s, g, "H_CONSUMERS", 2),
-        .tile_n = evo_genome_get(s, g, "H_TILE_N", 128),
-        .stages = evo_genome_get(s, g, "H_STAGES", 4),
-        .pipe = evo_genome_get(s, g, "H_PIPE", 2),
-        .qk_mode = evo_genome_get(s, g, "H_QK_MODE", 1),
-        .v_path = evo_genome_get(s, g, "H_V_PATH", 0),
-        .overlap = evo_genome_get(s, g, "H_OVERLAP", 1),
-        .pingpong = evo_genome_get(s, g, "H_PINGPONG", 1),
-        .o_acc = evo_genome_get(s, g, "H_O_ACC", 0),
-        .producer_regs = evo_genome_get(s, g, "H_PRODUCER_REGS", 40),
-        .persist = evo_genome_get(s, g, "H_PERSIST", 0),
-    };
+    int v[N_H_KNOBS];
+    for (int i = 0; i < N_H_KNOBS; i++) v[i] = knob_at(cfg, g, KNOB_H_FIRST + i);
+    return (evo_sm90_genome){.wg_rows = v[0], .consumers = v[1], .tile_n = v[2], .stages = v[3], .pipe = v[4],
+                             .qk_mode = v[5], .v_path = v[6], .overlap = v[7], .pingpong = v[8], .o_acc = v[9],
+                             .producer_regs = v[10], .persist = v[11]};
 }
 
 /* The large-problem variant of a genome with BIG_TILE_M > 0, at head dim 64: BIG_TILE_M rows per block with 32
@@ -264,12 +256,7 @@ static evo_verdict sm90_can_implement(const evo_config *cfg, const evo_genome *g
 static evo_verdict attention_can_implement(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
                                            char *why, size_t why_len)
 {
-    const int family = attn_family(cfg, g);
-    if (family == ATTN_FAMILY_SM90) return sm90_can_implement(cfg, g, lim, why, why_len);
-    if (family != ATTN_FAMILY_MMA) {
-        snprintf(why, why_len, "FAMILY=%d: 0 (mma.sync) or 1 (wgmma + TMA, sm_90)", family);
-        return EVO_V_INVALID;
-    }
+    if (attn_family(cfg, g) == ATTN_FAMILY_SM90) return sm90_can_implement(cfg, g, lim, why, why_len); /* legal: 0, 1 */
     attn_genome a;
     attn_read(cfg, g, &a);
     const int rpw = a.warps_m > 0 ? a.tile_m / a.warps_m : 0;
@@ -462,7 +449,7 @@ const evo_task evo_task_attention_fp8 = {
     .knobs = attention_knobs,
     .knob_defaults = attention_defaults,
     .knob_legal = attention_legal,
-    .optional_knobs = attention_optional,
+    .optional_knobs = &attention_knobs[KNOB_FAMILY],
     .shape_fields = attention_shape_fields,
     .n_shape_fields = ATTN_N_FIELDS,
     .options = attention_options,

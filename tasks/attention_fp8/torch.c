@@ -5,6 +5,7 @@
  * (head dim:dtype:rotate, in table order). */
 #include "attention.h"
 
+#include "export.h"
 #include "templates.h"
 #include "util.h"
 
@@ -18,23 +19,6 @@ static const char *next_line(const char *at)
 {
     const char *nl = strchr(at, '\n');
     return nl ? nl + 1 : at + strlen(at);
-}
-
-/* The quoted value of `#define NAME "value"` at the start of a line, into out; false when there is none. */
-static bool define_value(const char *text, const char *name, char *out, size_t n)
-{
-    const size_t nlen = strlen(name);
-    for (const char *l = text; *l; l = next_line(l)) {
-        if (strncmp(l, "#define ", 8) != 0 || strncmp(l + 8, name, nlen) != 0 || strncmp(l + 8 + nlen, " \"", 2) != 0)
-            continue;
-        const char *v = l + 8 + nlen + 2, *q = v;
-        while (*q && *q != '"' && *q != '\n') q++;
-        if (*q != '"' || (size_t)(q - v) >= n) return false;
-        memcpy(out, v, (size_t)(q - v));
-        out[q - v] = '\0';
-        return true;
-    }
-    return false;
 }
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
@@ -78,8 +62,8 @@ static evo_status attention_facts(const evo_torch_files *f, torch_facts *t, evo_
     size_t used = 0;
     for (int i = 0; i < n; i++)
         used += (size_t)snprintf(t->head_dims + used, sizeof t->head_dims - used, "%s%d", i ? "," : "", dims[i]);
-    if (!define_value(text, "EVO_EXPORT_GENOME", t->genome, sizeof t->genome) ||
-        !define_value(text, "EVO_EXPORT_ARCH", t->arch, sizeof t->arch))
+    if (!evo_export_define(text, "EVO_EXPORT_GENOME", t->genome, sizeof t->genome) ||
+        !evo_export_define(text, "EVO_EXPORT_ARCH", t->arch, sizeof t->arch))
         return evo_fail(err, EVO_E_CONFIG, "%s: no #define EVO_EXPORT_GENOME or EVO_EXPORT_ARCH: not a file written "
                                            "by evo export", f->kernel_path);
     return EVO_OK;
@@ -108,8 +92,8 @@ static evo_status quantize_facts(const evo_torch_files *f, torch_facts *t, evo_e
     if (rows == 0 || used >= sizeof t->variants || !strstr(text, "evo_quantize_forward("))
         return evo_fail(err, EVO_E_CONFIG, "%s: not a quantizer written by evo export (no qvariant rows)",
                         f->companion_path);
-    if (!define_value(text, "EVO_EXPORT_GENOME", t->quant_genome, sizeof t->quant_genome) ||
-        !define_value(text, "EVO_EXPORT_ARCH", t->quant_arch, sizeof t->quant_arch))
+    if (!evo_export_define(text, "EVO_EXPORT_GENOME", t->quant_genome, sizeof t->quant_genome) ||
+        !evo_export_define(text, "EVO_EXPORT_ARCH", t->quant_arch, sizeof t->quant_arch))
         return evo_fail(err, EVO_E_CONFIG, "%s: no #define EVO_EXPORT_GENOME or EVO_EXPORT_ARCH: not a file written "
                                            "by evo export", f->companion_path);
     return EVO_OK;
