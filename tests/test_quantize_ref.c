@@ -425,9 +425,60 @@ static void test_resident_plan(void)
     CHECK_CONTAINS(why, "must fit in the shared memory");
 }
 
+/* ---- launch plans of mode 6 (streamed) ---- */
+
+static void test_streamed_plan(void)
+{
+    evo_quant_knobs k = {.vec = 16, .warps = 8, .mode = EVO_QUANT_MODE_STREAMED, .cluster = 1, .keep = 0,
+                         .unroll = 4, .iters = 2, .cvt = 1, .cache = 1, .fused_rot = 1, .slack = 1};
+    evo_quant_plan p;
+    char why[200] = "";
+    /* 4 KiB warp chunks (+ an 8-byte mbarrier each): 4 blocks of 8 warps per SM hold 1 chunk a warp, 3 hold 2, 2
+     * hold 3 = lag + 2; 256 chunks a head, 16384 in all over 2112 warps: a head spans 1 round after its first */
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 4, 16, 4096, 128, 0, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT(p.n_launches, 1);
+    CHECK_EQ_INT((int)p.chunk_elems, 2048);
+    CHECK_EQ_INT((int)p.chunks_per_head, 256);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 264);
+    CHECK_EQ_INT((int)p.launch[0].block, 256);
+    CHECK_EQ_INT(p.stages, 3);
+    CHECK_EQ_INT(p.chain_lag, 1);
+    CHECK_EQ_INT((int)p.launch[0].smem, 3 * 8 * (4096 + 8));
+    CHECK_EQ_INT(p.launch[0].cooperative, 1);
+    CHECK_EQ_INT((int)p.scratch_bytes, 768); /* 12 bytes a head, rounded up to 256 */
+    CHECK_EQ_INT(p.zero_scratch_once, 1);
+    /* fewer chunks than warps: ceil(chunks / warps) blocks (77 * 64 elements: 3 chunks a head, 12 in all) */
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 2, 2, 77, 64, 0, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 2);
+    CHECK_EQ_INT(p.chain_lag, 1);
+    /* a separate rotation: the rows first, then the head words; chunks of float vectors (1024 elements) */
+    k.fused_rot = 0;
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 4, 16, 4096, 128, 1, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT(p.n_launches, 2);
+    CHECK_EQ_INT((int)p.chunk_elems, 1024);
+    CHECK_EQ_INT((unsigned long long)p.scratch_bytes == evo_quant_rot_bytes(33554432ull) + 768ull, 1);
+    k.fused_rot = 1;
+    /* one head of 2^24 elements on 16 SMs: 8192 chunks span 32 rounds of 256 warps, more than any ring holds */
+    CHECK(evo_quant_plan_make(&k, 1, 1, 1 << 17, 128, 0, 90, 16, &p, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "mode 6 (streamed)");
+    /* slack 2 on the first shape: 4 chunks a warp fit with 1 block of 8 warps per SM (7: the deepest ring) */
+    k.slack = 2;
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 4, 16, 4096, 128, 0, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 132);
+    CHECK_EQ_INT(p.chain_lag, 2);
+    CHECK_EQ_INT(p.stages, 7);
+    k.cvt = 0;
+    CHECK(evo_quant_check(&k, 128, 0, 80, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "needs sm_90");
+    k.slack = 0;
+    CHECK(evo_quant_check(&k, 128, 0, 90, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "slack must be at least 1");
+}
+
 int main(void)
 {
     test_resident_plan();
+    test_streamed_plan();
     test_bf16();
     test_signs();
     test_rotation();

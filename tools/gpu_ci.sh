@@ -17,7 +17,8 @@
 #              best exported and self-tested (nvcc with the target its header names)
 #   worst      as presets, with `fitness: worst` (the search maximizes the worst shape's speedup); best to $OUT/best.cu
 #   sanitize   one generation of configs/presets.yaml, then its elites under compute-sanitizer (--sanitize)
-#   quant      QUANT_GENS (3) generations of configs/quantize.yaml (population QUANT_POP, 12), elites and history
+#   quant      QUANT_GENS (3) generations of QUANT_CONFIG (configs/quantize.yaml; population QUANT_POP, 12), elites
+#              and history
 #   qtorch     after quant: its best exported (evo export) and self-tested, then tests/gpu_torch_op.py on it and
 #              ATTENTION (default variants/attention_fp8-sm_90-e40fd3dd.cu) built into one library
 #   gpus       GPUS_GENS (6) generations of configs/default.yaml on GPU 0 alone and on every GPU, with a cold
@@ -93,7 +94,7 @@ for step in "$@"; do
           done
           unset EVO_CACHE ;;
     quant) rm -f "$OUT/quant.db"
-           build/evo run --config configs/quantize.yaml --generations "${QUANT_GENS:-3}" --population "${QUANT_POP:-12}" \
+           build/evo run --config "${QUANT_CONFIG:-configs/quantize.yaml}" --generations "${QUANT_GENS:-3}" --population "${QUANT_POP:-12}" \
              --db "$OUT/quant.db" 2>&1 | tee "$OUT/quant.log" | tail -20
            python3 -c "import sqlite3; sqlite3.connect('$OUT/quant.db').execute('pragma wal_checkpoint(TRUNCATE)')"
            build/evo elite --show --db "$OUT/quant.db" 2>&1 | head -30 ;;
@@ -114,7 +115,7 @@ for step in "$@"; do
                   --work /tmp/evo-strategies --out "$OUT/strategies.md" 2>&1 | tail -40
                 tail -60 /tmp/evo-strategies/runs.log > "$OUT/strategies-runs.log" ;;
     qmodes) q=/tmp/evo-qmodes; mkdir -p $q
-            for mode in 0 1 2 3 4 5; do
+            for mode in 0 1 2 3 4 5 6; do
               key=$(python3 -c "import sqlite3,sys; r=sqlite3.connect('$OUT/quant.db').execute(\"SELECT c.key FROM evaluations e JOIN candidates c ON c.id=e.candidate_id WHERE e.verdict='OK' AND c.genome LIKE '%MODE=$mode,%' ORDER BY e.fitness DESC LIMIT 1\").fetchone(); print(r[0] if r else '')")
               [ -n "$key" ] || { echo "mode $mode: no OK candidate"; continue; }
               build/evo export --id "$key" --db "$OUT/quant.db" -o $q/m$mode.cu >/dev/null 2>&1 &&

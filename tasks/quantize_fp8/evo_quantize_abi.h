@@ -39,7 +39,11 @@
                                      encoded from shared memory slack rounds after its absmax was published (sm_90) */
 #define EVO_QUANT_MODE_STAGED 5  /* mode cluster with each CTA's share of the head staged in shared memory by bulk
                                      copies: DRAM read once, several CTAs per SM (sm_90) */
-#define EVO_QUANT_MAX_STAGES 8    /* mode resident: most chunks in its shared-memory ring */
+#define EVO_QUANT_MODE_STREAMED 6 /* a resident grid (cooperative launch) in which every warp streams its own chunks
+                                     through its own shared-memory ring by bulk copies, DRAM read once; a chunk's
+                                     absmax goes into its head's max and count words, and the chunk is encoded slack
+                                     rounds later once the count is complete; no block-wide barrier (sm_90) */
+#define EVO_QUANT_MAX_STAGES 8    /* modes resident and streamed: most chunks in a shared-memory ring */
 /* Mode staged: the bytes of a head's input each CTA of a cluster stages, an equal share rounded up to 1 KiB (whole
  * rows of any head dim, 16-byte aligned for the bulk copies). */
 #define EVO_QUANT_STAGED_SLICE(head_bytes, cluster)                                                               \
@@ -59,8 +63,8 @@ typedef struct {
     int batch, heads, seq, head_dim;
     int in_dtype;  /* EVO_QUANT_IN_F16 or EVO_QUANT_IN_BF16 */
     int rotate;    /* 1: incoherent processing (the rotation above) */
-    int chain_lag; /* modes chained, ordered and resident: plan.chain_lag; 0 otherwise */
-    int stages;    /* mode resident: plan.stages (chunks in the shared-memory ring); 0 otherwise */
+    int chain_lag; /* modes chained, ordered, resident and streamed: plan.chain_lag; 0 otherwise */
+    int stages;    /* modes resident and streamed: plan.stages (chunks in each shared-memory ring); 0 otherwise */
 } evo_quant_params;
 
 /* The genome. Template order of evo_quant: D, IN_BF16, ROTATE, then vec .. fused_rot as listed; slack is a
@@ -72,13 +76,14 @@ typedef struct {
     int cluster;   /* 1, 2, 4, 8, 16: CTAs per head (modes cluster and staged; 1 otherwise) */
     int keep;      /* 0, 1, 2, 4, 8, 16: vectors per thread held in registers between the passes (mode cluster) */
     int unroll;    /* 1, 2, 4, 8: vectors per thread loaded before the first is used */
-    int iters;     /* 1, 2, 4, 8: load groups per chunk (modes split and chained) */
+    int iters;     /* 1, 2, 4, 8: load groups per chunk (modes split, chained, resident, streamed) */
     int cvt;       /* 0: e4m3 encoded in integer code; 1: cvt.rn.satfinite.e4m3x2.f32 (sm_89+) */
     int cache;     /* 0: plain loads and stores; 1: L2 evict_last on the first read, evict_first on the last,
                       streaming stores */
     int fused_rot; /* 1: rotation inside the quantizer; 0: a separate pass writes rotated float rows to scratch */
     int slack;     /* 0, 1, 2, 4, 8: modes chained and ordered: lag = max(chunks per head - 1, min(slack * SMs,
-                      chunks)); mode resident: rounds of the grid between a chunk's absmax and its encoding (1+) */
+                      chunks)); modes resident and streamed: rounds of the grid between a chunk's absmax and its
+                      encoding (1+) */
 } evo_quant_knobs;
 
 typedef struct {
@@ -179,6 +184,20 @@ static inline int evo_quant_blocks_per_sm(const evo_quant_knobs *k, int arch, in
 }
 
 
+/* Mode streamed: bytes of one warp's chunk, and its ring's chunks (at most EVO_QUANT_MAX_STAGES) when bps blocks
+ * share a multiprocessor: each chunk of each warp takes its bytes and an 8-byte mbarrier of dynamic shared memory. */
+static inline unsigned long long evo_quant_warp_chunk_bytes(const evo_quant_knobs *k)
+{
+    return 32ull * (unsigned long long)(k->unroll * k->iters * k->vec);
+}
+static inline int evo_quant_warp_ring(const evo_quant_knobs *k, int arch, unsigned long long bps)
+{
+    unsigned long long share = evo_quant_smem_per_sm(arch) / bps - 2048ull, s;
+    if (share > evo_quant_smem_budget(arch)) share = evo_quant_smem_budget(arch);
+    s = share / ((unsigned long long)k->warps * (evo_quant_warp_chunk_bytes(k) + 8ull));
+    return s > EVO_QUANT_MAX_STAGES ? EVO_QUANT_MAX_STAGES : (int)s;
+}
+
 /* Elements per vector: vec bytes of fp16/bf16, or of float for the main kernels after a separate rotation. */
 static inline int evo_quant_epv(const evo_quant_knobs *k, int rotate)
 {
@@ -205,7 +224,7 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (!evo_quant_is_pow2(head_dim) || head_dim < 32 || head_dim > 256) EVO_QUANT_REJECT("head_dim must be 32, 64, 128 or 256");
     if (k->vec != 8 && k->vec != 16 && k->vec != 32) EVO_QUANT_REJECT("vec must be 8, 16 or 32");
     if (!evo_quant_is_pow2(k->warps) || k->warps < 2 || k->warps > 32) EVO_QUANT_REJECT("warps must be 2..32, a power of two");
-    if (k->mode < 0 || k->mode > 5) EVO_QUANT_REJECT("mode must be 0, 1, 2, 3, 4 or 5");
+    if (k->mode < 0 || k->mode > 6) EVO_QUANT_REJECT("mode must be 0, 1, 2, 3, 4, 5 or 6");
     if (!evo_quant_is_pow2(k->cluster) || k->cluster > 16) EVO_QUANT_REJECT("cluster must be 1, 2, 4, 8 or 16");
     if (k->mode != EVO_QUANT_MODE_CLUSTER && k->mode != EVO_QUANT_MODE_STAGED && (k->cluster != 1 || k->keep != 0))
         EVO_QUANT_REJECT("cluster applies to modes 2 and 5, keep to mode 2 only (1 and 0 otherwise)");
@@ -231,6 +250,13 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
         if (evo_quant_ring(k, arch, 1) < k->slack + 2)
             EVO_QUANT_REJECT("mode 4 (resident): slack + 2 chunks (32 * warps * unroll * iters * vec bytes each) "
                              "must fit in the shared memory of a block");
+    }
+    if (k->mode == EVO_QUANT_MODE_STREAMED) {
+        if (arch < 90) EVO_QUANT_REJECT("mode 6 (streamed) needs sm_90 (bulk copies into shared memory)");
+        if (k->slack < 1) EVO_QUANT_REJECT("mode 6 (streamed): slack must be at least 1 round");
+        if (evo_quant_warp_ring(k, arch, 1) < k->slack + 2)
+            EVO_QUANT_REJECT("mode 6 (streamed): slack + 2 warp chunks (32 * unroll * iters * vec bytes each) per "
+                             "warp must fit in the shared memory of a block");
     }
     if (rotate && head_dim / (k->vec / 2) > 32) EVO_QUANT_REJECT("rotation: head_dim / (vec / 2) must be at most 32 lanes");
     return 0;
@@ -260,7 +286,8 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
     p.zero_scratch_once = 0;
     p.chain_lag = 0;
     p.stages = 0;
-    p.chunk_elems = (unsigned long long)threads * (unsigned long long)(epv * k->unroll * k->iters);
+    p.chunk_elems = (k->mode == EVO_QUANT_MODE_STREAMED ? 32ull : (unsigned long long)threads) *
+                    (unsigned long long)(epv * k->unroll * k->iters);
     p.chunks_per_head = (head_elems + p.chunk_elems - 1) / p.chunk_elems;
     for (int i = 0; i < 3; i++) {
         p.launch[i].kernel = 0;
@@ -326,6 +353,35 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         l->grid_x = (unsigned)grid;
         l->block = threads;
         l->smem = (unsigned)((unsigned long long)p.stages * evo_quant_chunk_bytes(k));
+        l->cooperative = 1;
+    } else if (k->mode == EVO_QUANT_MODE_STREAMED) {
+        /* Warp chunk c goes to warp c % W (W = grid * warps) in round c / W. The most blocks per SM (1024 threads at
+         * most, the kernel's 64-register bound) whose warps' rings hold lag + 2 chunks: one being encoded lag
+         * rounds behind, the current one and at least one loading ahead. lag: the rounds a head spans after its
+         * first, at least slack. */
+        const unsigned long long chunks = n_heads * p.chunks_per_head, w = (unsigned long long)k->warps;
+        unsigned long long grid = 0, lag = 0;
+        for (unsigned long long bps = 1024ull / threads; bps >= 1; bps--) {
+            grid = (unsigned long long)num_sms * bps;
+            if (grid > (chunks + w - 1) / w) grid = (chunks + w - 1) / w;
+            lag = (p.chunks_per_head - 1 + grid * w - 1) / (grid * w);
+            if (lag < (unsigned long long)k->slack) lag = (unsigned long long)k->slack;
+            p.stages = evo_quant_warp_ring(k, arch, bps);
+            if (lag + 2 <= (unsigned long long)p.stages) break;
+        }
+        if (lag + 2 > (unsigned long long)p.stages) {
+            return evo_quant_refuse("mode 6 (streamed): a head spans more rounds of the grid than the warps' "
+                                    "shared-memory rings can hold behind its encoding; take larger chunks",
+                                    why, why_size);
+        }
+        p.chain_lag = (int)lag;
+        p.scratch_bytes = rot + ((12ull * n_heads + 255ull) & ~255ull);
+        p.zero_scratch_once = 1;
+        evo_quant_launch *l = &p.launch[p.n_launches++];
+        l->kernel = EVO_QUANT_K_MAIN;
+        l->grid_x = (unsigned)grid;
+        l->block = threads;
+        l->smem = (unsigned)((unsigned long long)p.stages * w * (evo_quant_warp_chunk_bytes(k) + 8ull));
         l->cooperative = 1;
     } else {
         if (k->mode == EVO_QUANT_MODE_STAGED) {

@@ -16,12 +16,13 @@ static const int n_qvariants = (int)(sizeof variants / sizeof variants[0]);
 static std::atomic<unsigned long long> nonportable_set[sizeof variants / sizeof variants[0]];
 static std::atomic<unsigned long long> smem_set[sizeof variants / sizeof variants[0]];
 
-/* Scratch layout. Modes chained, ordered and resident keep their control words (16 bytes + 4 per chunk) at the start
- * of the caller's scratch and every launch leaves them zero. With a separate rotation pass (rotate, fused_rot = 0)
- * the rotated rows come first in the template's layout, so that plan is placed past chained_zone: its rows never
- * touch the control words of calls without rotation that have up to 131068 chunks (about 2^28 elements in the
- * smallest chunks; a larger call without rotation after a rotated one in the same scratch needs a fresh zeroed
- * scratch), and its own control words, behind rows that vary in size, are zeroed by a memset before the launch. */
+/* Scratch layout. Modes chained, ordered, resident and streamed keep their control words (16 bytes + 4 per chunk;
+ * streamed: 12 per head) at the start of the caller's scratch and every launch leaves them zero. With a separate
+ * rotation pass (rotate, fused_rot = 0) the rotated rows come first in the template's layout, so that plan is
+ * placed past chained_zone: its rows never touch the control words of calls without rotation that have up to 131068
+ * chunks (about 2^28 elements in the smallest chunks; streamed: 43690 heads; a larger call without rotation after
+ * a rotated one in the same scratch needs a fresh zeroed scratch), and its own control words, behind rows that vary
+ * in size, are zeroed by a memset before the launch. */
 static const unsigned long long chained_zone = (16ull + 8ull * 65535ull + 255ull) & ~255ull;
 
 struct qcall {

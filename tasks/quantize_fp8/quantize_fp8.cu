@@ -28,11 +28,17 @@
  *                                rings, slots like mode 3 (sm_90)
  *             5 staged           mode 2 with each CTA's share of the head staged in shared memory by bulk copies
  *                                (DRAM read once, no data registers: several CTAs per SM overlap); sm_90
+ *             6 streamed         a resident grid in which every warp streams its own chunks (32*UNROLL*ITERS
+ *                                vectors) through its own ring of shared memory by bulk copies: DRAM read once, each
+ *                                chunk's absmax goes into its head's max and count words, the chunk of SLACK rounds
+ *                                back is encoded from shared memory once its head's count is complete; no
+ *                                block-wide barrier anywhere (sm_90)
  *   CLUSTER   1, 2, 4, 8, 16     modes 2, 5: CTAs per head (>1 needs sm_90; 16 is non-portable). Other modes: 1
  *   KEEP      0, 1, 2, 4, 8, 16  mode 2: vectors per thread held in registers between the passes (read from DRAM
  *                                once); KEEP*VEC/4 <= 64 registers. Other modes: 0
  *   UNROLL    1, 2, 4, 8         vectors per thread loaded before the first is used: memory-level parallelism
- *   ITERS     1, 2, 4, 8         modes 0/1/3: load groups per chunk; chunk = 32*WARPS*UNROLL*ITERS vectors. Bigger
+ *   ITERS     1, 2, 4, 8         modes 0/1/3/4: load groups per chunk; chunk = 32*WARPS*UNROLL*ITERS vectors (mode 6:
+ *                                a warp's chunk, 32*UNROLL*ITERS). Bigger
  *                                chunks: fewer blocks, atomics and partials; smaller: finer balance. Modes 1/3 load
  *                                both chunks whole: 2*UNROLL*ITERS*VEC/4 <= 64 registers
  *   CVT       0, 1               0: e4m3 encoded with integer code (any arch); 1: cvt.rn.satfinite.e4m3x2.f32
@@ -43,7 +49,7 @@
  *                                is re-read); 0 runs evo_quant_rotate first, which writes rotated float rows to
  *                                scratch (4 bytes per element written and read twice more)
  * and one launch-only knob, SLACK (0, 1, 2, 4, 8; modes 1/3): lag = max(chunks per head - 1, min(SLACK * SMs,
- * chunks)). Canonical genomes: modes 0/1/3 take CLUSTER 1, KEEP 0; mode 2 takes ITERS 1 (unused); ROTATE 0 takes
+ * chunks)); modes 4/6: rounds between a chunk's absmax and its encoding, at least the rounds a head spans. Canonical genomes: modes 0/1/3 take CLUSTER 1, KEEP 0; mode 2 takes ITERS 1 (unused); ROTATE 0 takes
  * FUSED_ROT 1.
  *
  * Host launch rules (evo_quant_plan_make in evo_quantize_abi.h computes them; the kernels trap when broken):
@@ -57,6 +63,10 @@
  *     (rounded up to 256). No zeroing.
  *   - MODE 1 and 3: evo_quant<args>, grid = n_heads*cph + lag, p.chain_lag = lag; scratch += 16 + 4*n_heads*cph
  *     bytes, zero-filled once after allocation; every launch leaves it zeroed (the last block to finish resets it).
+ *   - MODE 6: evo_quant, grid = SMs * blocks per SM (all resident: cooperative launch), dynamic shared memory
+ *     WARPS * p.stages * (warp chunk bytes + 8); scratch += 12 * n_heads bytes (rounded up to 256),
+ *     zero-filled once after allocation, left zeroed by every launch (the last encoder of a head resets its
+ *     words). sm_90.
  *   - MODE 5: as mode 2, with dynamic shared memory EVO_QUANT_STAGED_SLICE(head bytes, CLUSTER) (set
  *     MaxDynamicSharedMemorySize above 48 KiB). sm_90. No scratch.
  *   - MODE 2: evo_quant<args>, grid = CLUSTER*n_heads, cluster dims (CLUSTER, 1, 1) as a launch attribute
@@ -103,6 +113,7 @@ struct Cfg {
     static constexpr int EPV = VEC / EB;
     static constexpr int IN_EPV = VEC / 2; /* of the fp16/bf16 input (the rotation pass) */
     static constexpr int CHUNK_V = THREADS * UNROLL * ITERS;
+    static constexpr int WCHUNK_V = 32 * UNROLL * ITERS; /* mode 6: one warp's chunk */
     static constexpr bool KEEP_F32 = ROT && KEEP > 0 && KEEP * EPV <= 64; /* keep rotated floats, else raw input re-rotated */
     static constexpr int D_ = D, VEC_ = VEC, WARPS_ = WARPS, MODE_ = MODE, CLUSTER_ = CLUSTER, KEEP_ = KEEP,
                          UNROLL_ = UNROLL, ITERS_ = ITERS, CVT_ = CVT, CACHE_ = CACHE, IN_BF16_ = IN_BF16,
@@ -115,7 +126,8 @@ struct Cfg {
     static_assert(ROTATE == 0 || ROTATE == 1, "ROTATE is 0 or 1");
     static_assert(VEC == 8 || VEC == 16 || VEC == 32, "VEC must be 8, 16 or 32 bytes");
     static_assert(pow2(WARPS) && WARPS >= 2 && WARPS <= 32, "WARPS must be 2..32, a power of two");
-    static_assert(MODE >= 0 && MODE <= 5, "MODE is 0 split, 1 chained, 2 cluster, 3 ordered, 4 resident or 5 staged");
+    static_assert(MODE >= 0 && MODE <= 6,
+                  "MODE is 0 split, 1 chained, 2 cluster, 3 ordered, 4 resident, 5 staged or 6 streamed");
     static_assert(pow2(CLUSTER) && CLUSTER <= 16, "CLUSTER must be 1, 2, 4, 8 or 16");
     static_assert(MODE == 2 || MODE == 5 || (CLUSTER == 1 && KEEP == 0),
                   "CLUSTER is a knob of modes 2 and 5, KEEP of mode 2 (1 and 0 otherwise)");
@@ -134,6 +146,7 @@ struct Cfg {
     static_assert(CLUSTER == 1 || EVO_QUANT_ARCH >= 900, "CLUSTER > 1 needs sm_90");
     static_assert(MODE != 4 || EVO_QUANT_ARCH >= 900, "MODE 4 (resident) needs sm_90");
     static_assert(MODE != 5 || EVO_QUANT_ARCH >= 900, "MODE 5 (staged) needs sm_90");
+    static_assert(MODE != 6 || EVO_QUANT_ARCH >= 900, "MODE 6 (streamed) needs sm_90");
 };
 
 /* ---- memory access ---- */
@@ -417,7 +430,7 @@ template <class C> struct Shape {
     u64 n;
     const unsigned char *src;    /* what the main kernels read: x, or the rotated rows in scratch */
     unsigned char *mode_scratch; /* after the rotated rows */
-    u32 cph;                     /* chunks per head (modes 0 and 1) */
+    u32 cph;                     /* chunks per head (mode 6: warp chunks) */
 
     EVO_DEV explicit Shape(const evo_quant_params &p)
     {
@@ -428,12 +441,14 @@ template <class C> struct Shape {
         u64 rot = C::IN == EVO_QUANT_IN_F32 ? evo_quant_rot_bytes(n) : 0ull;
         src = C::IN == EVO_QUANT_IN_F32 ? (const unsigned char *)p.scratch : (const unsigned char *)p.x;
         mode_scratch = (unsigned char *)p.scratch + rot;
-        cph = (nv + (u32)C::CHUNK_V - 1u) / (u32)C::CHUNK_V;
+        const u32 chunk_v = C::MODE_ == EVO_QUANT_MODE_STREAMED ? (u32)C::WCHUNK_V : (u32)C::CHUNK_V;
+        cph = (nv + chunk_v - 1u) / chunk_v;
         u64 need = rot;
         if (C::MODE_ == EVO_QUANT_MODE_SPLIT) need += ((u64)n_heads * cph * 4ull + 255ull) & ~255ull;
         if (C::MODE_ == EVO_QUANT_MODE_CHAINED || C::MODE_ == EVO_QUANT_MODE_ORDERED ||
             C::MODE_ == EVO_QUANT_MODE_RESIDENT)
             need += 16ull + 4ull * n_heads * cph;
+        if (C::MODE_ == EVO_QUANT_MODE_STREAMED) need += 12ull * n_heads;
         require(p.head_dim == C::D_ && p.in_dtype == C::IN_BF16_ && p.rotate == C::ROTATE_ && p.batch >= 1 &&
                 p.heads >= 1 && p.seq >= 1 && p.scratch_bytes >= need && (need == 0 || p.scratch != 0));
     }
@@ -1060,6 +1075,170 @@ template <class C> EVO_DEV void resident(const evo_quant_params &p)
     if (tid == 0) ctl[1] = 0u;
 }
 
+/* ---- mode 6: streamed ---- */
+
+/* |x| max over one vector of raw input, folded into m: fp16/bf16 pairs by one AND and one max.f16x2 / max.bf16x2 per
+ * word (a NaN operand yields the other, and m never holds a NaN: NaN ignored, as fmaxf does); the result's halves
+ * are converted to float by absmax_fold. */
+template <int IN, int VEC> EVO_DEV void absmax_pairs(const Raw<VEC> &r, u32 &m)
+{
+#pragma unroll
+    for (int i = 0; i < VEC / 4; i++) {
+        const u32 a = r.w[i] & 0x7fff7fffu;
+        if (IN == EVO_QUANT_IN_F16) asm("max.f16x2 %0, %0, %1;" : "+r"(m) : "r"(a));
+        else asm("max.bf16x2 %0, %0, %1;" : "+r"(m) : "r"(a));
+    }
+}
+template <int IN> EVO_DEV float absmax_fold(u32 m)
+{
+    float lo, hi;
+    if (IN == EVO_QUANT_IN_F16) h2_to_f2(m, lo, hi);
+    else lo = __uint_as_float(m << 16), hi = __uint_as_float(m & 0xffff0000u);
+    return fmaxf(lo, hi);
+}
+
+EVO_DEV void red_add_release(u32 *p, u32 v)
+{
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+/* gridDim.x blocks, all resident (cooperative launch); W = gridDim.x * WARPS warps, numbered warp * gridDim.x +
+ * blockIdx.x so that a round's chunks spread over every block. Chunk c (WCHUNK_V vectors of one head) belongs to
+ * warp c % W in round c / W. Each warp owns p.stages buffers of shared memory and an mbarrier per buffer, refilled
+ * by bulk copies its lane 0 issues as soon as a buffer is encoded. Round r: wait for the chunk of round r, take its
+ * absmax, fold it into its head's max word (atomic max on the float's bits, all non-negative) and count it (release
+ * add); then the chunk of round r - lag: wait until its head's count is complete (acquire), encode it from shared
+ * memory, count it as encoded; the head's last encoder zeroes the head's three words for the next launch. A head
+ * spans at most lag rounds after its first, so the warp furthest behind always finds its heads complete (it has
+ * published its own round, and every other warp is at that round or past it): no deadlock, and no barrier wider
+ * than a warp. Measured slower than modes 3 and 4 (docs/perf-notes.md, "Mode 6"): every chunk's atomics and
+ * polls meet on its head's words. */
+template <class C> EVO_DEV void streamed(const evo_quant_params &p)
+{
+    extern __shared__ __align__(128) unsigned char ring[];
+    Shape<C> sh(p);
+    u32 *hmax = (u32 *)sh.mode_scratch, *hcnt = hmax + sh.n_heads, *hdone = hcnt + sh.n_heads;
+    const u32 lag = (u32)p.chain_lag, stages = (u32)p.stages, grid = gridDim.x, lane = threadIdx.x & 31u;
+    const u32 warp = threadIdx.x >> 5, nw = grid * (u32)C::WARPS_, g = warp * grid + blockIdx.x;
+    const u32 chunks = sh.n_heads * sh.cph, cb = (u32)C::WCHUNK_V * (u32)C::VEC_;
+    const u64 head_bytes = (u64)sh.nv * (u32)C::VEC_;
+    u32 dyn;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+    require(stages >= lag + 2u && stages <= EVO_QUANT_MAX_STAGES && (u64)C::WARPS_ * stages * (cb + 8u) <= dyn &&
+            gridDim.y == 1 && (u64)lag * nw + 1u >= sh.cph);
+    const u32 rounds = g < chunks ? (chunks - g + nw - 1u) / nw : 0u;
+    u64 *wbar = (u64 *)(ring + (u64)C::WARPS_ * stages * cb) + warp * stages; /* the mbarriers follow the rings */
+    unsigned char *wring = ring + (u64)warp * stages * cb;
+    const u32 smask = thread_signs<C>();
+    const u64 pol = make_policy<C::HINT_LAST>();
+    /* a lane's NV vectors of a chunk, G loaded from shared memory before the first is used (one at a time with a
+     * fused rotation, whose shuffles and temporaries would not fit in 64 registers beside more) */
+    constexpr int NV = C::UNROLL_ * C::ITERS_, G = C::ROT ? 1 : C::UNROLL_;
+
+    auto issue = [&](u32 r) { /* lane 0: the load of round r into buffer r % stages */
+        const u32 c = r * nw + g, h = c / sh.cph, k = c % sh.cph, st = r % stages;
+        const u64 off = (u64)k * cb;
+        const u32 bytes = (u32)(head_bytes - off < (u64)cb ? head_bytes - off : (u64)cb);
+        mbar_expect_tx(&wbar[st], bytes);
+        bulk_load<C::HINT_LAST>(wring + (u64)st * cb, sh.head_src(h) + off, bytes, &wbar[st], pol);
+    };
+    if (lane == 0) {
+        for (u32 i = 0; i < stages; i++) mbar_init(&wbar[i], 1u);
+        fence_barrier_init();
+        for (u32 r = 0; r < rounds && r < stages; r++) issue(r);
+    }
+    __syncwarp();
+
+    for (u32 r = 0; r < rounds + lag; r++) {
+        if (r < rounds) {
+            const u32 c = r * nw + g, h = c / sh.cph, k = c % sh.cph, st = r % stages;
+            const u32 nvc = min((u32)C::WCHUNK_V, sh.nv - k * (u32)C::WCHUNK_V);
+            while (!mbar_done(&wbar[st], (r / stages) & 1u)) {
+            }
+            const unsigned char *buf = wring + (u64)st * cb;
+            float m = 0.0f;
+            u32 m2 = 0u;
+#pragma unroll 1
+            for (int it = 0; it < NV / G; it++) {
+                Raw<C::VEC_> raw[G];
+#pragma unroll
+                for (int u = 0; u < G; u++) {
+                    const u32 j = (u32)(it * G + u) * 32u + lane;
+                    if (j < nvc) load_smem<C::VEC_>(raw[u], buf + (u64)j * C::VEC_);
+                    else zero_raw(raw[u]);
+                }
+#pragma unroll
+                for (int u = 0; u < G; u++) {
+                    if (C::IN != EVO_QUANT_IN_F32 && !C::ROT) {
+                        absmax_pairs<C::IN>(raw[u], m2);
+                    } else {
+                        float f[C::EPV];
+                        to_float<C::IN>(raw[u], f);
+                        if (C::ROT) rotate<C::D_>(f, smask, lane);
+#pragma unroll
+                        for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
+                    }
+                }
+            }
+            if (C::IN != EVO_QUANT_IN_F32 && !C::ROT) m = absmax_fold<C::IN>(m2);
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+            if (lane == 0) {
+                atomicMax(&hmax[h], __float_as_uint(m));
+                red_add_release(&hcnt[h], 1u);
+            }
+        }
+        if (r >= lag && r - lag < rounds) {
+            const u32 u = r - lag, c = u * nw + g, h = c / sh.cph, k = c % sh.cph, st = u % stages;
+            const u32 nvc = min((u32)C::WCHUNK_V, sh.nv - k * (u32)C::WCHUNK_V);
+            u32 mb = 0u;
+            if (lane == 0) { /* usually complete at the first look; else back off (the polls share one L2 line) */
+                for (u32 ns = 128u; ld_acquire(&hcnt[h]) != sh.cph; ns = ns < 2048u ? 2u * ns : ns) __nanosleep(ns);
+                mb = ld_relaxed(&hmax[h]);
+            }
+            const float s = scale_of(__uint_as_float(__shfl_sync(0xffffffffu, mb, 0)));
+            if (k == 0 && lane == 0) p.scales[h] = s;
+            const float inv = __frcp_rn(s);
+            const bool fast = scale_fast(s);
+            const unsigned char *buf = wring + (u64)st * cb;
+            unsigned char *ch = p.codes + (u64)h * sh.head_elems + (u64)k * (u32)C::WCHUNK_V * (u32)C::EPV;
+#pragma unroll 1
+            for (int it = 0; it < NV / G; it++) {
+                Raw<C::VEC_> raw[G];
+#pragma unroll
+                for (int v = 0; v < G; v++) {
+                    const u32 j = (u32)(it * G + v) * 32u + lane;
+                    if (j < nvc) load_smem<C::VEC_>(raw[v], buf + (u64)j * C::VEC_);
+                    else zero_raw(raw[v]);
+                }
+#pragma unroll
+                for (int v = 0; v < G; v++) {
+                    const u32 j = (u32)(it * G + v) * 32u + lane;
+                    float f[C::EPV];
+                    to_float<C::IN>(raw[v], f);
+                    if (C::ROT) rotate<C::D_>(f, smask, lane);
+                    Codes<C::EPV> o;
+                    if (fast) encode_vec<C::EPV, C::CVT_, true>(f, s, inv, o);
+                    else encode_vec<C::EPV, C::CVT_, false>(f, s, inv, o);
+                    if (j < nvc) store_codes<C::EPV, C::CACHE_>(ch + (u64)j * C::EPV, o.w);
+                }
+            }
+            __syncwarp(); /* every lane's reads of the buffer are done */
+            if (lane == 0) { /* the refill first: the count below is a round trip */
+                if (u + stages < rounds) {
+                    fence_proxy_async();
+                    issue(u + stages);
+                }
+                if (atomicAdd(&hdone[h], 1u) == sh.cph - 1u) { /* every encoder of the head has read its max */
+                    hmax[h] = 0u;
+                    hcnt[h] = 0u;
+                    hdone[h] = 0u;
+                }
+            }
+        }
+    }
+}
+
 } // namespace evoq
 
 #define EVO_QUANT_TPARAMS                                                                                        \
@@ -1067,15 +1246,18 @@ template <class C> EVO_DEV void resident(const evo_quant_params &p)
         int CVT, int CACHE, int FUSED_ROT
 #define EVO_QUANT_TARGS D, IN_BF16, ROTATE, VEC, WARPS, MODE, CLUSTER, KEEP, UNROLL, ITERS, CVT, CACHE, FUSED_ROT
 
-/* The main kernel of every plan: mode 0's encode pass, or the one kernel of modes 1 to 5. */
+/* The main kernel of every plan: mode 0's encode pass, or the one kernel of modes 1 to 6. Mode 6 is compiled for
+ * 1024 threads per multiprocessor (64 registers), the residency its plan counts on. */
 template <EVO_QUANT_TPARAMS>
-__global__ void __launch_bounds__(32 * WARPS) evo_quant(const evo_quant_params p)
+__global__ void __launch_bounds__(32 * WARPS, MODE == EVO_QUANT_MODE_STREAMED && WARPS < 32 ? 32 / WARPS : 0)
+    evo_quant(const evo_quant_params p)
 {
     typedef evoq::Cfg<EVO_QUANT_TARGS> C;
     if constexpr (MODE == EVO_QUANT_MODE_SPLIT) evoq::split_encode<C>(p);
     else if constexpr (MODE == EVO_QUANT_MODE_CHAINED || MODE == EVO_QUANT_MODE_ORDERED) evoq::chained<C>(p);
     else if constexpr (MODE == EVO_QUANT_MODE_RESIDENT) evoq::resident<C>(p);
     else if constexpr (MODE == EVO_QUANT_MODE_STAGED) evoq::staged_head<C>(p);
+    else if constexpr (MODE == EVO_QUANT_MODE_STREAMED) evoq::streamed<C>(p);
     else evoq::cluster_head<C>(p);
 }
 

@@ -76,7 +76,7 @@ static const int keep_set[] = {0, 1, 2, 4, 8, 16}, pow2_8_set[] = {1, 2, 4, 8}, 
 static const evo_knob_legal quantize_legal[] = {
     {0, 0, 0, vec_set, 3},      /* VEC */
     {0, 0, 0, warps_set, 5},    /* WARPS */
-    {0, 5, 1, NULL, 0},         /* MODE */
+    {0, 6, 1, NULL, 0},         /* MODE */
     {0, 0, 0, cluster_set, 5},  /* CLUSTER */
     {0, 0, 0, keep_set, 6},     /* KEEP */
     {0, 0, 0, pow2_8_set, 4},   /* UNROLL */
@@ -196,12 +196,15 @@ static evo_status quantize_render(const evo_config *cfg, const evo_genome *g, co
             set_knob_attrs(v, &k);
             v->threads = 32 * k.warps;
             /* mode resident: its deepest ring, the most dynamic shared memory its plans launch with */
-            /* mode staged: the most its shares of a head may take */
+            /* mode staged: the most its shares of a head may take; mode streamed: its warps' deepest rings */
             v->smem_bytes = roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_RESIDENT
                                 ? (int)((unsigned long long)evo_quant_ring(&k, arch_number(lim), 1) *
                                         evo_quant_chunk_bytes(&k))
                             : roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_STAGED
                                 ? (int)evo_quant_smem_budget(arch_number(lim))
+                            : roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_STREAMED
+                                ? (int)((unsigned long long)evo_quant_warp_ring(&k, arch_number(lim), 1) * k.warps *
+                                        (evo_quant_warp_chunk_bytes(&k) + 8ull))
                                 : 0;
             snprintf(v->name_expr, sizeof v->name_expr, "%s<%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d>",
                      kernel_names[roles[r]], cls[i].dim, cls[i].dtype, cls[i].rotate, k.vec, k.warps, k.mode,
