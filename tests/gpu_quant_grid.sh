@@ -1,5 +1,5 @@
 # gpu_quant_grid.sh — the quantizer's modes through the real gates: the genomes of tests/data/grid-quantize.yaml
-# (every mode, 0 to 6, fused and separate rotation, both encoders) on rotated and plain shapes, fp16 and bf16, S = 1, 77,
+# (every mode, 0 to 7, fused and separate rotation, both encoders) on rotated and plain shapes, fp16 and bf16, S = 1, 77,
 # 1000, heads across rounds, one after another in one worker. All must be evaluated and none may be INCORRECT,
 # CRASHED, TIMEOUT, LAUNCH_FAIL or fail to compile (bit-exact codes and scales against the reference).
 # Run: bash tests/gpu_quant_grid.sh build/evo .   (ctest -L gpu; skipped without a driver or an sm_90 GPU)
@@ -31,6 +31,6 @@ bad = [r for r in rows if r[1] in ("INCORRECT", "CRASHED", "TIMEOUT", "LAUNCH_FA
 for r in bad: print("BAD", r[1], r[0], r[2][:300])
 missing = seeds - {r[0] for r in rows}
 for g in sorted(missing): print("NOT EVALUATED", g)
-assert len(seeds) == 20, "the grid lost genomes"
+assert len(seeds) == 22, "the grid lost genomes"
 assert not bad and not missing, "failures on the quantizer grid"
 PY

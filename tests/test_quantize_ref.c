@@ -475,10 +475,37 @@ static void test_streamed_plan(void)
     CHECK_CONTAINS(why, "slack must be at least 1");
 }
 
+/* ---- launch plans of mode 7 (local) ---- */
+
+static void test_local_plan(void)
+{
+    evo_quant_knobs k = {.vec = 32, .warps = 8, .mode = EVO_QUANT_MODE_LOCAL, .cluster = 1, .keep = 0, .unroll = 4,
+                         .iters = 1, .cvt = 1, .cache = 1, .fused_rot = 1, .slack = 1};
+    evo_quant_plan p;
+    char why[200] = "";
+    /* 32 KiB chunks: 32 a head, one block each, 2048 blocks; slots as modes 1 and 3 */
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 4, 16, 4096, 128, 0, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT(p.n_launches, 1);
+    CHECK_EQ_INT((int)p.chunks_per_head, 32);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 2048);
+    CHECK_EQ_INT((int)p.launch[0].block, 256);
+    CHECK_EQ_INT(p.launch[0].cooperative, 0);
+    CHECK_EQ_INT((int)p.scratch_bytes, 16 + 4 * 2048);
+    CHECK_EQ_INT(p.zero_scratch_once, 1);
+    /* a head of 32 chunks on 16 SMs: its blocks could not all run together */
+    CHECK(evo_quant_plan_make(&k, 4, 16, 4096, 128, 0, 90, 16, &p, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "mode 7 (local)");
+    /* 2 KiB chunks (2 warps, VEC 8, UNROLL 2, ITERS 2): 512 for a (1,1,4096,128) head's 1 MiB, more than 132 SMs */
+    k.vec = 8, k.warps = 2, k.unroll = 2, k.iters = 2;
+    CHECK(evo_quant_plan_make(&k, 1, 1, 4096, 128, 0, 90, 132, &p, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "more chunks than the device has SMs");
+}
+
 int main(void)
 {
     test_resident_plan();
     test_streamed_plan();
+    test_local_plan();
     test_bf16();
     test_signs();
     test_rotation();

@@ -115,7 +115,7 @@ for step in "$@"; do
                   --work /tmp/evo-strategies --out "$OUT/strategies.md" 2>&1 | tail -40
                 tail -60 /tmp/evo-strategies/runs.log > "$OUT/strategies-runs.log" ;;
     qmodes) q=/tmp/evo-qmodes; mkdir -p $q
-            for mode in 0 1 2 3 4 5 6; do
+            for mode in 0 1 2 3 4 5 6 7; do
               key=$(python3 -c "import sqlite3,sys; r=sqlite3.connect('$OUT/quant.db').execute(\"SELECT c.key FROM evaluations e JOIN candidates c ON c.id=e.candidate_id WHERE e.verdict='OK' AND c.genome LIKE '%MODE=$mode,%' ORDER BY e.fitness DESC LIMIT 1\").fetchone(); print(r[0] if r else '')")
               [ -n "$key" ] || { echo "mode $mode: no OK candidate"; continue; }
               build/evo export --id "$key" --db "$OUT/quant.db" -o $q/m$mode.cu >/dev/null 2>&1 &&

@@ -43,6 +43,8 @@
                                      through its own shared-memory ring by bulk copies, DRAM read once; a chunk's
                                      absmax goes into its head's max and count words, and the chunk is encoded slack
                                      rounds later once the count is complete; no block-wide barrier (sm_90) */
+#define EVO_QUANT_MODE_LOCAL 7    /* one block per chunk in index order (as mode ordered): absmax, the head's slots,
+                                     then the block reads its own chunk again (from its SM's L1) and encodes it */
 #define EVO_QUANT_MAX_STAGES 8    /* modes resident and streamed: most chunks in a shared-memory ring */
 /* Mode staged: the bytes of a head's input each CTA of a cluster stages, an equal share rounded up to 1 KiB (whole
  * rows of any head dim, 16-byte aligned for the bulk copies). */
@@ -224,7 +226,7 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (!evo_quant_is_pow2(head_dim) || head_dim < 32 || head_dim > 256) EVO_QUANT_REJECT("head_dim must be 32, 64, 128 or 256");
     if (k->vec != 8 && k->vec != 16 && k->vec != 32) EVO_QUANT_REJECT("vec must be 8, 16 or 32");
     if (!evo_quant_is_pow2(k->warps) || k->warps < 2 || k->warps > 32) EVO_QUANT_REJECT("warps must be 2..32, a power of two");
-    if (k->mode < 0 || k->mode > 6) EVO_QUANT_REJECT("mode must be 0, 1, 2, 3, 4, 5 or 6");
+    if (k->mode < 0 || k->mode > 7) EVO_QUANT_REJECT("mode must be 0, 1, 2, 3, 4, 5, 6 or 7");
     if (!evo_quant_is_pow2(k->cluster) || k->cluster > 16) EVO_QUANT_REJECT("cluster must be 1, 2, 4, 8 or 16");
     if (k->mode != EVO_QUANT_MODE_CLUSTER && k->mode != EVO_QUANT_MODE_STAGED && (k->cluster != 1 || k->keep != 0))
         EVO_QUANT_REJECT("cluster applies to modes 2 and 5, keep to mode 2 only (1 and 0 otherwise)");
@@ -354,6 +356,20 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         l->block = threads;
         l->smem = (unsigned)((unsigned long long)p.stages * evo_quant_chunk_bytes(k));
         l->cooperative = 1;
+    } else if (k->mode == EVO_QUANT_MODE_LOCAL) {
+        /* a block waits for its head's other blocks: they must be able to run beside it */
+        if (p.chunks_per_head > (unsigned long long)num_sms) {
+            return evo_quant_refuse("mode 7 (local): a head has more chunks than the device has SMs (its blocks must "
+                                    "run together); take larger chunks",
+                                    why, why_size);
+        }
+        const unsigned long long chunks = n_heads * p.chunks_per_head;
+        p.scratch_bytes = rot + 16ull + 4ull * chunks;
+        p.zero_scratch_once = 1;
+        evo_quant_launch *l = &p.launch[p.n_launches++];
+        l->kernel = EVO_QUANT_K_MAIN;
+        l->grid_x = (unsigned)chunks;
+        l->block = threads;
     } else if (k->mode == EVO_QUANT_MODE_STREAMED) {
         /* Warp chunk c goes to warp c % W (W = grid * warps) in round c / W. The most blocks per SM (1024 threads at
          * most, the kernel's 64-register bound) whose warps' rings hold lag + 2 chunks: one being encoded lag

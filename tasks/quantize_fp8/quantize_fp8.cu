@@ -33,6 +33,11 @@
  *                                chunk's absmax goes into its head's max and count words, the chunk of SLACK rounds
  *                                back is encoded from shared memory once its head's count is complete; no
  *                                block-wide barrier anywhere (sm_90)
+ *             7 local            one kernel, one block per chunk in index order (as mode 3): the block takes its
+ *                                chunk's absmax, publishes it in the chunk's slot, waits for its head's slots and
+ *                                reads its own chunk again to encode it: the second read is the SM's L1 (the same
+ *                                SM read the same bytes microseconds before), so neither DRAM nor L2 is read twice;
+ *                                needs chunks per head <= SMs (the head's blocks resident together)
  *   CLUSTER   1, 2, 4, 8, 16     modes 2, 5: CTAs per head (>1 needs sm_90; 16 is non-portable). Other modes: 1
  *   KEEP      0, 1, 2, 4, 8, 16  mode 2: vectors per thread held in registers between the passes (read from DRAM
  *                                once); KEEP*VEC/4 <= 64 registers. Other modes: 0
@@ -63,6 +68,8 @@
  *     (rounded up to 256). No zeroing.
  *   - MODE 1 and 3: evo_quant<args>, grid = n_heads*cph + lag, p.chain_lag = lag; scratch += 16 + 4*n_heads*cph
  *     bytes, zero-filled once after allocation; every launch leaves it zeroed (the last block to finish resets it).
+ *   - MODE 7: evo_quant, grid = n_heads*cph, cph <= SMs; scratch += 16 + 4*n_heads*cph bytes, zero-filled once
+ *     after allocation; every launch leaves it zeroed (as modes 1 and 3).
  *   - MODE 6: evo_quant, grid = SMs * blocks per SM (all resident: cooperative launch), dynamic shared memory
  *     WARPS * p.stages * (warp chunk bytes + 8); scratch += 12 * n_heads bytes (rounded up to 256),
  *     zero-filled once after allocation, left zeroed by every launch (the last encoder of a head resets its
@@ -126,8 +133,8 @@ struct Cfg {
     static_assert(ROTATE == 0 || ROTATE == 1, "ROTATE is 0 or 1");
     static_assert(VEC == 8 || VEC == 16 || VEC == 32, "VEC must be 8, 16 or 32 bytes");
     static_assert(pow2(WARPS) && WARPS >= 2 && WARPS <= 32, "WARPS must be 2..32, a power of two");
-    static_assert(MODE >= 0 && MODE <= 6,
-                  "MODE is 0 split, 1 chained, 2 cluster, 3 ordered, 4 resident, 5 staged or 6 streamed");
+    static_assert(MODE >= 0 && MODE <= 7,
+                  "MODE is 0 split, 1 chained, 2 cluster, 3 ordered, 4 resident, 5 staged, 6 streamed or 7 local");
     static_assert(pow2(CLUSTER) && CLUSTER <= 16, "CLUSTER must be 1, 2, 4, 8 or 16");
     static_assert(MODE == 2 || MODE == 5 || (CLUSTER == 1 && KEEP == 0),
                   "CLUSTER is a knob of modes 2 and 5, KEEP of mode 2 (1 and 0 otherwise)");
@@ -446,7 +453,7 @@ template <class C> struct Shape {
         u64 need = rot;
         if (C::MODE_ == EVO_QUANT_MODE_SPLIT) need += ((u64)n_heads * cph * 4ull + 255ull) & ~255ull;
         if (C::MODE_ == EVO_QUANT_MODE_CHAINED || C::MODE_ == EVO_QUANT_MODE_ORDERED ||
-            C::MODE_ == EVO_QUANT_MODE_RESIDENT)
+            C::MODE_ == EVO_QUANT_MODE_RESIDENT || C::MODE_ == EVO_QUANT_MODE_LOCAL)
             need += 16ull + 4ull * n_heads * cph;
         if (C::MODE_ == EVO_QUANT_MODE_STREAMED) need += 12ull * n_heads;
         require(p.head_dim == C::D_ && p.in_dtype == C::IN_BF16_ && p.rotate == C::ROTATE_ && p.batch >= 1 &&
@@ -1239,6 +1246,54 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
     }
 }
 
+/* ---- mode 7: local ---- */
+
+/* Block t (blocks start in index order, as in mode 3) owns chunk t: its absmax (first read, loads cached in L1) into
+ * slot t, then its head's slots, then the same chunk read again and encoded. The second read finds the bytes in the
+ * SM's L1 (the same SM loaded them microseconds before), so neither DRAM nor L2 is read twice. A block waits only
+ * for the blocks of its own head, which start with it when chunks per head <= SMs (the plan's condition): some
+ * slot always holds a block whose head has fully started. The last block (which starts last) zeroes the slots for
+ * the next launch once every other block has read its head's. */
+template <class C> EVO_DEV void local(const evo_quant_params &p)
+{
+    __shared__ float red1[C::WARPS_], red2[C::WARPS_];
+    Shape<C> sh(p);
+    u32 *ctl = (u32 *)sh.mode_scratch, *slot = ctl + 4;
+    const u32 chunks = sh.n_heads * sh.cph, tid = threadIdx.x, t = blockIdx.x;
+    require(gridDim.x == chunks && gridDim.y == 1);
+    const u32 h = t / sh.cph, c = t % sh.cph, smask = thread_signs<C>();
+    const unsigned char *xh = sh.head_src(h);
+    float m = chunk_absmax<C, C::HINT_FIRST>(xh, c * (u32)C::CHUNK_V, sh.nv, smask);
+    m = block_max<C::WARPS_>(m, red1);
+    if (tid == 0) st_relaxed(&slot[t], 0x80000000u | __float_as_uint(m));
+    const u32 *hslot = slot + (u64)h * sh.cph;
+    m = 0.0f;
+    for (u32 i = tid; i < sh.cph; i += (u32)C::THREADS) {
+        u32 v = ld_relaxed(&hslot[i]);
+        while (v == 0u) {
+            asm volatile("nanosleep.u32 32;");
+            v = ld_relaxed(&hslot[i]);
+        }
+        m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
+    }
+    const float s = scale_of(block_max<C::WARPS_>(m, red2)); /* its barrier ends every slot read */
+    if (t != chunks - 1u) { /* count this block's slot reads as done */
+        if (tid == 0) red_add_release(&ctl[1], 1u);
+    } else { /* the last block: once every other has read its slots, zero them (before its own encoding, so that
+              * nothing stays live across the encoding's slow-path calls) */
+        if (tid == 0)
+            while (ld_acquire(&ctl[1]) != chunks - 1u) asm volatile("nanosleep.u32 128;");
+        __syncthreads();
+        for (u32 i = tid; i < chunks; i += (u32)C::THREADS) slot[i] = 0u;
+        if (tid == 0) ctl[1] = 0u;
+    }
+    if (c == 0 && tid == 0) p.scales[h] = s;
+    const float inv = __frcp_rn(s);
+    unsigned char *ch = p.codes + (u64)h * sh.head_elems;
+    if (scale_fast(s)) chunk_encode<C, true, C::HINT_LAST>(xh, ch, c * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
+    else chunk_encode<C, false, C::HINT_LAST>(xh, ch, c * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
+}
+
 } // namespace evoq
 
 #define EVO_QUANT_TPARAMS                                                                                        \
@@ -1246,7 +1301,7 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
         int CVT, int CACHE, int FUSED_ROT
 #define EVO_QUANT_TARGS D, IN_BF16, ROTATE, VEC, WARPS, MODE, CLUSTER, KEEP, UNROLL, ITERS, CVT, CACHE, FUSED_ROT
 
-/* The main kernel of every plan: mode 0's encode pass, or the one kernel of modes 1 to 6. Mode 6 is compiled for
+/* The main kernel of every plan: mode 0's encode pass, or the one kernel of modes 1 to 7. Mode 6 is compiled for
  * 1024 threads per multiprocessor (64 registers), the residency its plan counts on. */
 template <EVO_QUANT_TPARAMS>
 __global__ void __launch_bounds__(32 * WARPS, MODE == EVO_QUANT_MODE_STREAMED && WARPS < 32 ? 32 / WARPS : 0)
@@ -1258,6 +1313,7 @@ __global__ void __launch_bounds__(32 * WARPS, MODE == EVO_QUANT_MODE_STREAMED &&
     else if constexpr (MODE == EVO_QUANT_MODE_RESIDENT) evoq::resident<C>(p);
     else if constexpr (MODE == EVO_QUANT_MODE_STAGED) evoq::staged_head<C>(p);
     else if constexpr (MODE == EVO_QUANT_MODE_STREAMED) evoq::streamed<C>(p);
+    else if constexpr (MODE == EVO_QUANT_MODE_LOCAL) evoq::local<C>(p);
     else evoq::cluster_head<C>(p);
 }
 

@@ -76,7 +76,7 @@ static const int keep_set[] = {0, 1, 2, 4, 8, 16}, pow2_8_set[] = {1, 2, 4, 8}, 
 static const evo_knob_legal quantize_legal[] = {
     {0, 0, 0, vec_set, 3},      /* VEC */
     {0, 0, 0, warps_set, 5},    /* WARPS */
-    {0, 6, 1, NULL, 0},         /* MODE */
+    {0, 7, 1, NULL, 0},         /* MODE */
     {0, 0, 0, cluster_set, 5},  /* CLUSTER */
     {0, 0, 0, keep_set, 6},     /* KEEP */
     {0, 0, 0, pow2_8_set, 4},   /* UNROLL */
