@@ -360,6 +360,40 @@ template <int D, int EPV> EVO_DEV void rotate(float (&v)[EPV], u32 smask, u32 la
     for (int i = 0; i < EPV; i++) v[i] = __fmul_rn(v[i], c);
 }
 
+/* ---- one vector: its part of the absmax, or its codes ---- */
+
+/* The EPV elements of raw vector r as floats, rotated with a fused rotation (every lane of the warp calls it: the
+ * rotation shuffles). */
+template <class C> EVO_DEV void vec_floats(const Raw<C::VEC_> &r, u32 smask, u32 lane, float (&f)[C::EPV])
+{
+    to_float<C::IN>(r, f);
+    if (C::ROT) rotate<C::D_>(f, smask, lane);
+}
+
+/* m folded with |x| over the elements of r. */
+template <class C> EVO_DEV float vec_absmax(const Raw<C::VEC_> &r, float m, u32 smask, u32 lane)
+{
+    float f[C::EPV];
+    vec_floats<C>(r, smask, lane, f);
+#pragma unroll
+    for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
+    return m;
+}
+
+/* The EPV codes of r at scale s (inv = RN(1/s)), stored at dst when `in`; FAST 1 or 0 as quot, 2: chosen by `fast`
+ * at run time (one conversion and rotation either way). */
+template <class C, int FAST>
+EVO_DEV void vec_encode(const Raw<C::VEC_> &r, u32 smask, u32 lane, float s, float inv, unsigned char *dst, bool in,
+                        bool fast = true)
+{
+    float f[C::EPV];
+    vec_floats<C>(r, smask, lane, f);
+    Codes<C::EPV> o;
+    if (FAST == 1 || (FAST == 2 && fast)) encode_vec<C::EPV, C::CVT_, true>(f, s, inv, o);
+    else encode_vec<C::EPV, C::CVT_, false>(f, s, inv, o);
+    if (in) store_codes<C::EPV, C::CACHE_>(dst, o.w);
+}
+
 /* ---- reductions and synchronization ---- */
 
 /* Block-wide max; red holds WARPS floats. Call once per kernel (red is not reset). */
@@ -481,11 +515,7 @@ EVO_DEV float chunk_absmax(const unsigned char *xh, u32 v0, u32 nv, u32 smask)
         }
 #pragma unroll
         for (int u = 0; u < C::UNROLL_; u++) {
-            float f[C::EPV];
-            to_float<C::IN>(r[u], f);
-            if (C::ROT) rotate<C::D_>(f, smask, lane);
-#pragma unroll
-            for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
+            m = vec_absmax<C>(r[u], m, smask, lane);
         }
     }
     return m;
@@ -508,12 +538,7 @@ EVO_DEV void chunk_encode(const unsigned char *xh, unsigned char *ch, u32 v0, u3
 #pragma unroll
         for (int u = 0; u < C::UNROLL_; u++) {
             u32 j = v0 + (u32)((it * C::UNROLL_ + u) * C::THREADS) + tid;
-            float f[C::EPV];
-            to_float<C::IN>(r[u], f);
-            if (C::ROT) rotate<C::D_>(f, smask, lane);
-            Codes<C::EPV> o;
-            encode_vec<C::EPV, C::CVT_, FAST>(f, s, inv, o);
-            if (j < nv) store_codes<C::EPV, C::CACHE_>(ch + (u64)j * C::EPV, o.w);
+            vec_encode<C, FAST>(r[u], smask, lane, s, inv, ch + (u64)j * C::EPV, j < nv);
         }
     }
 }
@@ -578,12 +603,7 @@ EVO_DEV void chunk_encode_regs(const RA &r, unsigned char *ch, u32 v0, u32 nv, u
 #pragma unroll
     for (int i = 0; i < C::UNROLL_ * C::ITERS_; i++) {
         u32 j = v0 + (u32)(i * C::THREADS) + threadIdx.x;
-        float f[C::EPV];
-        to_float<C::IN>(r[i], f);
-        if (C::ROT) rotate<C::D_>(f, smask, threadIdx.x & 31u);
-        Codes<C::EPV> o;
-        encode_vec<C::EPV, C::CVT_, FAST>(f, s, inv, o);
-        if (j < nv) store_codes<C::EPV, C::CACHE_>(ch + (u64)j * C::EPV, o.w);
+        vec_encode<C, FAST>(r[i], smask, threadIdx.x & 31u, s, inv, ch + (u64)j * C::EPV, j < nv);
     }
 }
 
@@ -638,11 +658,7 @@ template <class C> EVO_DEV void chained(const evo_quant_params &p)
         float m = 0.0f;
 #pragma unroll
         for (int i = 0; i < NV; i++) {
-            float f[C::EPV];
-            to_float<C::IN>(a[i], f);
-            if (C::ROT) rotate<C::D_>(f, smask, tid & 31u);
-#pragma unroll
-            for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
+            m = vec_absmax<C>(a[i], m, smask, tid & 31u);
         }
         m = block_max<C::WARPS_>(m, red1);
         if (tid == 0) st_relaxed(&slot[t], 0x80000000u | __float_as_uint(m));
@@ -738,12 +754,7 @@ EVO_DEV void cluster_encode(const unsigned char *xh, unsigned char *ch, u32 nv, 
 #pragma unroll
         for (int u = 0; u < C::UNROLL_; u++) {
             u32 j = ((k + u) * C::CLUSTER_ + rank) * (u32)C::THREADS + tid;
-            float f[C::EPV];
-            to_float<C::IN>(r[u], f);
-            if (C::ROT) rotate<C::D_>(f, smask, lane);
-            Codes<C::EPV> o;
-            encode_vec<C::EPV, C::CVT_, FAST>(f, s, inv, o);
-            if (j < nv) store_codes<C::EPV, C::CACHE_>(ch + (u64)j * C::EPV, o.w);
+            vec_encode<C, FAST>(r[u], smask, lane, s, inv, ch + (u64)j * C::EPV, j < nv);
         }
     }
 }
@@ -794,11 +805,7 @@ template <class C> EVO_DEV void cluster_head(const evo_quant_params &p)
             }
 #pragma unroll
             for (int u = 0; u < C::UNROLL_; u++) {
-                float f[C::EPV];
-                to_float<C::IN>(r[u], f);
-                if (C::ROT) rotate<C::D_>(f, smask, lane);
-#pragma unroll
-                for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
+                m = vec_absmax<C>(r[u], m, smask, lane);
             }
         }
     }
@@ -870,6 +877,24 @@ template <int VEC> EVO_DEV void load_smem(Raw<VEC> &r, const unsigned char *p)
     }
 }
 
+/* Modes 4 and 6: the bulk copy of chunk c (cb bytes of its head, fewer at the head's end) into buf, counted on bar. */
+template <class C>
+EVO_DEV void ring_load(u64 *bar, unsigned char *buf, const Shape<C> &sh, u32 c, u32 cb, u64 head_bytes, u64 pol)
+{
+    const u64 off = (u64)(c % sh.cph) * cb;
+    const u32 bytes = (u32)(head_bytes - off < (u64)cb ? head_bytes - off : (u64)cb);
+    mbar_expect_tx(bar, bytes);
+    bulk_load<C::HINT_LAST>(buf, sh.head_src(c / sh.cph) + off, bytes, bar, pol);
+}
+
+/* Modes 4 and 6, by the thread that issues a ring's loads: its stages mbarriers, then the loads of the first rounds. */
+template <class F> EVO_DEV void ring_start(u64 *bar, u32 stages, u32 rounds, F issue)
+{
+    for (u32 i = 0; i < stages; i++) mbar_init(&bar[i], 1u);
+    fence_barrier_init();
+    for (u32 r = 0; r < rounds && r < stages; r++) issue(r);
+}
+
 /* ---- mode 5: staged cluster ---- */
 
 /* A cluster of CLUSTER CTAs per head, as mode 2, but each CTA stages its share of the head (EVO_QUANT_STAGED_SLICE
@@ -916,11 +941,7 @@ template <class C> EVO_DEV void staged_head(const evo_quant_params &p)
         }
 #pragma unroll
         for (int u = 0; u < C::UNROLL_; u++) {
-            float f[C::EPV];
-            to_float<C::IN>(r[u], f);
-            if (C::ROT) rotate<C::D_>(f, smask, lane);
-#pragma unroll
-            for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
+            m = vec_absmax<C>(r[u], m, smask, lane);
         }
     }
     const float absmax = head_absmax<C>(m, red);
@@ -940,13 +961,7 @@ template <class C> EVO_DEV void staged_head(const evo_quant_params &p)
 #pragma unroll
         for (int u = 0; u < C::UNROLL_; u++) {
             const u32 j = (k + (u32)u) * (u32)C::THREADS + tid;
-            float f[C::EPV];
-            to_float<C::IN>(r[u], f);
-            if (C::ROT) rotate<C::D_>(f, smask, lane);
-            Codes<C::EPV> o;
-            if (fast) encode_vec<C::EPV, C::CVT_, true>(f, s, inv, o);
-            else encode_vec<C::EPV, C::CVT_, false>(f, s, inv, o);
-            if (j < nvl) store_codes<C::EPV, C::CACHE_>(ch + (u64)j * C::EPV, o.w);
+            vec_encode<C, 2>(r[u], smask, lane, s, inv, ch + (u64)j * C::EPV, j < nvl, fast);
         }
     }
     if (C::CLUSTER_ > 1) cluster_wait(); /* no CTA leaves while another may still read its s_block */
@@ -993,17 +1008,10 @@ template <class C> EVO_DEV void resident(const evo_quant_params &p)
     const u64 pol = make_policy<C::HINT_LAST>();
 
     auto issue = [&](u32 r) { /* thread 0: the load of round r into buffer r % stages */
-        const u32 c = r * grid + b, h = c / sh.cph, k = c % sh.cph, st = r % stages;
-        const u64 off = (u64)k * cb;
-        const u32 bytes = (u32)(head_bytes - off < (u64)cb ? head_bytes - off : (u64)cb);
-        mbar_expect_tx(&bar[st], bytes);
-        bulk_load<C::HINT_LAST>(ring + (u64)st * cb, sh.head_src(h) + off, bytes, &bar[st], pol);
+        const u32 st = r % stages;
+        ring_load<C>(&bar[st], ring + (u64)st * cb, sh, r * grid + b, cb, head_bytes, pol);
     };
-    if (tid == 0) {
-        for (u32 i = 0; i < stages; i++) mbar_init(&bar[i], 1u);
-        fence_barrier_init();
-        for (u32 r = 0; r < rounds && r < stages; r++) issue(r);
-    }
+    if (tid == 0) ring_start(bar, stages, rounds, issue);
     __syncthreads();
 
     for (u32 r = 0; r < rounds + lag; r++) {
@@ -1024,11 +1032,7 @@ template <class C> EVO_DEV void resident(const evo_quant_params &p)
                 Raw<C::VEC_> raw;
                 if (j < nvc) load_smem<C::VEC_>(raw, buf + (u64)j * C::VEC_);
                 else zero_raw(raw);
-                float f[C::EPV];
-                to_float<C::IN>(raw, f);
-                if (C::ROT) rotate<C::D_>(f, smask, tid & 31u);
-#pragma unroll
-                for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
+                m = vec_absmax<C>(raw, m, smask, tid & 31u);
             }
             m = block_max_again<C::WARPS_>(m, red);
             if (tid == 0) st_relaxed(&slot[c], 0x80000000u | __float_as_uint(m));
@@ -1058,13 +1062,7 @@ template <class C> EVO_DEV void resident(const evo_quant_params &p)
                 Raw<C::VEC_> raw;
                 if (j < nvc) load_smem<C::VEC_>(raw, buf + (u64)j * C::VEC_);
                 else zero_raw(raw);
-                float f[C::EPV];
-                to_float<C::IN>(raw, f);
-                if (C::ROT) rotate<C::D_>(f, smask, tid & 31u);
-                Codes<C::EPV> o;
-                if (fast) encode_vec<C::EPV, C::CVT_, true>(f, s, inv, o);
-                else encode_vec<C::EPV, C::CVT_, false>(f, s, inv, o);
-                if (j < nvc) store_codes<C::EPV, C::CACHE_>(ch + (u64)j * C::EPV, o.w);
+                vec_encode<C, 2>(raw, smask, tid & 31u, s, inv, ch + (u64)j * C::EPV, j < nvc, fast);
             }
             __syncthreads(); /* every read of the buffer is done */
             if (tid == 0 && u + stages < rounds) {
@@ -1143,17 +1141,10 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
     constexpr int NV = C::UNROLL_ * C::ITERS_, G = C::ROT ? 1 : C::UNROLL_;
 
     auto issue = [&](u32 r) { /* lane 0: the load of round r into buffer r % stages */
-        const u32 c = r * nw + g, h = c / sh.cph, k = c % sh.cph, st = r % stages;
-        const u64 off = (u64)k * cb;
-        const u32 bytes = (u32)(head_bytes - off < (u64)cb ? head_bytes - off : (u64)cb);
-        mbar_expect_tx(&wbar[st], bytes);
-        bulk_load<C::HINT_LAST>(wring + (u64)st * cb, sh.head_src(h) + off, bytes, &wbar[st], pol);
+        const u32 st = r % stages;
+        ring_load<C>(&wbar[st], wring + (u64)st * cb, sh, r * nw + g, cb, head_bytes, pol);
     };
-    if (lane == 0) {
-        for (u32 i = 0; i < stages; i++) mbar_init(&wbar[i], 1u);
-        fence_barrier_init();
-        for (u32 r = 0; r < rounds && r < stages; r++) issue(r);
-    }
+    if (lane == 0) ring_start(wbar, stages, rounds, issue);
     __syncwarp();
 
     for (u32 r = 0; r < rounds + lag; r++) {
@@ -1179,11 +1170,7 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
                     if (C::IN != EVO_QUANT_IN_F32 && !C::ROT) {
                         absmax_pairs<C::IN>(raw[u], m2);
                     } else {
-                        float f[C::EPV];
-                        to_float<C::IN>(raw[u], f);
-                        if (C::ROT) rotate<C::D_>(f, smask, lane);
-#pragma unroll
-                        for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
+                        m = vec_absmax<C>(raw[u], m, smask, lane);
                     }
                 }
             }
@@ -1221,13 +1208,7 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
 #pragma unroll
                 for (int v = 0; v < G; v++) {
                     const u32 j = (u32)(it * G + v) * 32u + lane;
-                    float f[C::EPV];
-                    to_float<C::IN>(raw[v], f);
-                    if (C::ROT) rotate<C::D_>(f, smask, lane);
-                    Codes<C::EPV> o;
-                    if (fast) encode_vec<C::EPV, C::CVT_, true>(f, s, inv, o);
-                    else encode_vec<C::EPV, C::CVT_, false>(f, s, inv, o);
-                    if (j < nvc) store_codes<C::EPV, C::CACHE_>(ch + (u64)j * C::EPV, o.w);
+                    vec_encode<C, 2>(raw[v], smask, lane, s, inv, ch + (u64)j * C::EPV, j < nvc, fast);
                 }
             }
             __syncwarp(); /* every lane's reads of the buffer are done */
