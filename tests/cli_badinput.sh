@@ -208,8 +208,10 @@ printf '#include "evo_attention_abi.h"\nextern "C" __global__ void evo_attn_d64(
 expect "check: kernel that does not compile" 2 "check: $T/bad.cu does not compile (compile_error)" -- check "$T/bad.cu" --config "$FAULTS"
 checks=$((checks + 1))
 grep -qF "bad.cu(3): error: identifier \"undefined_thing\" is undefined" "$T/err" || fail "check: no file(line) in $(cat "$T/err")"
-head -c 2048 /dev/urandom >"$T/random.cu"
+head -c 2048 /dev/urandom | tr -d '\000' >"$T/random.cu"
 expect "check: random bytes as a kernel" 2 "check: $T/random.cu does not compile (compile_error)" -- check "$T/random.cu" --config "$FAULTS"
+printf '__global__ void k() {}\n\000garbage' >"$T/nul.cu"
+expect "check: a NUL byte in a kernel" 2 "check: $T/nul.cu does not compile: byte 23 is NUL (not a CUDA source file)" -- check "$T/nul.cu" --config "$FAULTS"
 printf 'extern "C" __global__ void something_else(float *x) { x[0] = 1; }\n' >"$T/nokernel.cu"
 expect "check: no evo_attn_d64 kernel" 1 "check: 1 of 1 kernel file rejected" -- check "$T/nokernel.cu" --config "$FAULTS"
 checks=$((checks + 1))

@@ -246,8 +246,15 @@ static evo_status compile_file(const evo_config *cfg, const char *arch, const ch
                                evo_err *err)
 {
     char *source = NULL;
-    evo_status s = evo_read_file(file, &source, NULL, err);
+    size_t len = 0;
+    evo_status s = evo_read_file(file, &source, &len, err);
     if (s != EVO_OK) return evo_failv_prefix(err, EVO_E_USAGE, "check");
+    if (strlen(source) != len) { /* the compiler would see only the text before it */
+        s = evo_fail(err, EVO_E_CONFIG, "check: %s does not compile: byte %zu is NUL (not a CUDA source file)", file,
+                     strlen(source));
+        free(source);
+        return s;
+    }
     evo_compile_header hdr[8];
     const int n_hdr = evo_task_headers(cfg->task_ops, hdr, (int)EVO_ARRAY_LEN(hdr));
     /* The file's own directory is on the include path, so a kernel may include its helpers. */
