@@ -479,26 +479,36 @@ static void test_streamed_plan(void)
 
 static void test_local_plan(void)
 {
-    evo_quant_knobs k = {.vec = 32, .warps = 8, .mode = EVO_QUANT_MODE_LOCAL, .cluster = 1, .keep = 0, .unroll = 4,
-                         .iters = 1, .cvt = 1, .cache = 1, .fused_rot = 1, .slack = 1};
+    evo_quant_knobs k = {.vec = 32, .warps = 4, .mode = EVO_QUANT_MODE_LOCAL, .cluster = 1, .keep = 0, .unroll = 2,
+                         .iters = 1, .cvt = 1, .cache = 1, .fused_rot = 1, .slack = 2};
     evo_quant_plan p;
     char why[200] = "";
-    /* 32 KiB chunks: 32 a head, one block each, 2048 blocks; slots as modes 1 and 3 */
+    /* 8 KiB chunks: 128 a head, 8192 in all; 6 blocks of 4 warps per SM (24 warps), all resident; a head spans one
+     * round after its first, slack makes it 2; slots as modes 1 and 3 */
     CHECK_EQ_INT(evo_quant_plan_make(&k, 4, 16, 4096, 128, 0, 90, 132, &p, why, sizeof why), 0);
     CHECK_EQ_INT(p.n_launches, 1);
-    CHECK_EQ_INT((int)p.chunks_per_head, 32);
-    CHECK_EQ_INT((int)p.launch[0].grid_x, 2048);
-    CHECK_EQ_INT((int)p.launch[0].block, 256);
-    CHECK_EQ_INT(p.launch[0].cooperative, 0);
-    CHECK_EQ_INT((int)p.scratch_bytes, 16 + 4 * 2048);
+    CHECK_EQ_INT((int)p.chunks_per_head, 128);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 792);
+    CHECK_EQ_INT((int)p.launch[0].block, 128);
+    CHECK_EQ_INT(p.launch[0].cooperative, 1);
+    CHECK_EQ_INT(p.chain_lag, 2);
+    CHECK_EQ_INT((int)p.scratch_bytes, 16 + 4 * 8192);
     CHECK_EQ_INT(p.zero_scratch_once, 1);
-    /* a head of 32 chunks on 16 SMs: its blocks could not all run together */
-    CHECK(evo_quant_plan_make(&k, 4, 16, 4096, 128, 0, 90, 16, &p, why, sizeof why) != 0);
-    CHECK_CONTAINS(why, "mode 7 (local)");
-    /* 2 KiB chunks (2 warps, VEC 8, UNROLL 2, ITERS 2): 512 for a (1,1,4096,128) head's 1 MiB, more than 132 SMs */
-    k.vec = 8, k.warps = 2, k.unroll = 2, k.iters = 2;
-    CHECK(evo_quant_plan_make(&k, 1, 1, 4096, 128, 0, 90, 132, &p, why, sizeof why) != 0);
-    CHECK_CONTAINS(why, "more chunks than the device has SMs");
+    /* fewer chunks than blocks: one block per chunk (2 * 2 heads of 77 x 64 elements: 2 chunks each) */
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 2, 2, 77, 64, 0, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 8);
+    /* a head of 2^15 chunks over 16 SMs (96 blocks) spans 342 rounds after its first: the lag grows with it */
+    k.slack = 1;
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 1, 1, 1 << 19, 256, 0, 90, 16, &p, why, sizeof why), 0);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 96);
+    CHECK_EQ_INT(p.chain_lag, 342);
+    k.slack = 0;
+    CHECK(evo_quant_check(&k, 128, 0, 90, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "slack must be at least 1");
+    /* two chunks in registers, as modes 1 and 3 */
+    k.slack = 2, k.unroll = 4, k.iters = 2;
+    CHECK(evo_quant_check(&k, 128, 0, 90, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "2 * unroll * iters * vec / 4 must be at most 64");
 }
 
 int main(void)

@@ -43,8 +43,8 @@
                                      through its own shared-memory ring by bulk copies, DRAM read once; a chunk's
                                      absmax goes into its head's max and count words, and the chunk is encoded slack
                                      rounds later once the count is complete; no block-wide barrier (sm_90) */
-#define EVO_QUANT_MODE_LOCAL 7    /* one block per chunk in index order (as mode ordered): absmax, the head's slots,
-                                     then the block reads its own chunk again (from its SM's L1) and encodes it */
+#define EVO_QUANT_MODE_LOCAL 7    /* mode ordered's flow in a resident grid (cooperative launch) where a block reads
+                                     again only chunks it read itself, lag rounds before: from its SM's L1 */
 #define EVO_QUANT_MAX_STAGES 8    /* modes resident and streamed: most chunks in a shared-memory ring */
 /* Mode staged: the bytes of a head's input each CTA of a cluster stages, an equal share rounded up to 1 KiB (whole
  * rows of any head dim, 16-byte aligned for the bulk copies). */
@@ -65,7 +65,7 @@ typedef struct {
     int batch, heads, seq, head_dim;
     int in_dtype;  /* EVO_QUANT_IN_F16 or EVO_QUANT_IN_BF16 */
     int rotate;    /* 1: incoherent processing (the rotation above) */
-    int chain_lag; /* modes chained, ordered, resident and streamed: plan.chain_lag; 0 otherwise */
+    int chain_lag; /* modes chained, ordered, resident, streamed and local: plan.chain_lag; 0 otherwise */
     int stages;    /* modes resident and streamed: plan.stages (chunks in each shared-memory ring); 0 otherwise */
 } evo_quant_params;
 
@@ -84,8 +84,8 @@ typedef struct {
                       streaming stores */
     int fused_rot; /* 1: rotation inside the quantizer; 0: a separate pass writes rotated float rows to scratch */
     int slack;     /* 0, 1, 2, 4, 8: modes chained and ordered: lag = max(chunks per head - 1, min(slack * SMs,
-                      chunks)); modes resident and streamed: rounds of the grid between a chunk's absmax and its
-                      encoding (1+) */
+                      chunks)); modes resident, streamed and local: rounds of the grid between a chunk's absmax
+                      and its encoding (1+) */
 } evo_quant_knobs;
 
 typedef struct {
@@ -238,9 +238,9 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (k->keep * (k->vec / 4) > 64) EVO_QUANT_REJECT("keep * vec / 4 must be at most 64 registers");
     if (!evo_quant_is_pow2(k->unroll) || k->unroll > 8) EVO_QUANT_REJECT("unroll must be 1, 2, 4 or 8");
     if (!evo_quant_is_pow2(k->iters) || k->iters > 8) EVO_QUANT_REJECT("iters must be 1, 2, 4 or 8");
-    if ((k->mode == EVO_QUANT_MODE_CHAINED || k->mode == EVO_QUANT_MODE_ORDERED) &&
+    if ((k->mode == EVO_QUANT_MODE_CHAINED || k->mode == EVO_QUANT_MODE_ORDERED || k->mode == EVO_QUANT_MODE_LOCAL) &&
         2 * k->unroll * k->iters * (k->vec / 4) > 64)
-        EVO_QUANT_REJECT("chained: 2 * unroll * iters * vec / 4 must be at most 64 registers");
+        EVO_QUANT_REJECT("modes 1, 3, 7 hold two chunks: 2 * unroll * iters * vec / 4 must be at most 64 registers");
     if (k->cvt != 0 && k->cvt != 1) EVO_QUANT_REJECT("cvt must be 0 or 1");
     if (k->cvt == 1 && arch < 89) EVO_QUANT_REJECT("cvt = 1 (hardware e4m3 conversion) needs sm_89");
     if (k->cache != 0 && k->cache != 1) EVO_QUANT_REJECT("cache must be 0 or 1");
@@ -253,6 +253,7 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
             EVO_QUANT_REJECT("mode 4 (resident): slack + 2 chunks (32 * warps * unroll * iters * vec bytes each) "
                              "must fit in the shared memory of a block");
     }
+    if (k->mode == EVO_QUANT_MODE_LOCAL && k->slack < 1) EVO_QUANT_REJECT("mode 7 (local): slack must be at least 1 round");
     if (k->mode == EVO_QUANT_MODE_STREAMED) {
         if (arch < 90) EVO_QUANT_REJECT("mode 6 (streamed) needs sm_90 (bulk copies into shared memory)");
         if (k->slack < 1) EVO_QUANT_REJECT("mode 6 (streamed): slack must be at least 1 round");
@@ -357,19 +358,21 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         l->smem = (unsigned)((unsigned long long)p.stages * evo_quant_chunk_bytes(k));
         l->cooperative = 1;
     } else if (k->mode == EVO_QUANT_MODE_LOCAL) {
-        /* a block waits for its head's other blocks: they must be able to run beside it */
-        if (p.chunks_per_head > (unsigned long long)num_sms) {
-            return evo_quant_refuse("mode 7 (local): a head has more chunks than the device has SMs (its blocks must "
-                                    "run together); take larger chunks",
-                                    why, why_size);
-        }
+        /* 24 warps per SM (the kernel's register bound), all resident; lag: the rounds a head spans after its first,
+         * at least slack */
         const unsigned long long chunks = n_heads * p.chunks_per_head;
+        unsigned long long grid = (unsigned long long)num_sms * (threads >= 768u ? 1ull : 768ull / threads);
+        if (grid > chunks) grid = chunks;
+        unsigned long long lag = (p.chunks_per_head - 1ull + grid - 1ull) / grid;
+        if (lag < (unsigned long long)k->slack) lag = (unsigned long long)k->slack;
+        p.chain_lag = (int)lag;
         p.scratch_bytes = rot + 16ull + 4ull * chunks;
         p.zero_scratch_once = 1;
         evo_quant_launch *l = &p.launch[p.n_launches++];
         l->kernel = EVO_QUANT_K_MAIN;
-        l->grid_x = (unsigned)chunks;
+        l->grid_x = (unsigned)grid;
         l->block = threads;
+        l->cooperative = 1;
     } else if (k->mode == EVO_QUANT_MODE_STREAMED) {
         /* Warp chunk c goes to warp c % W (W = grid * warps) in round c / W. The most blocks per SM (1024 threads at
          * most, the kernel's 64-register bound) whose warps' rings hold lag + 2 chunks: one being encoded lag

@@ -33,11 +33,10 @@
  *                                chunk's absmax goes into its head's max and count words, the chunk of SLACK rounds
  *                                back is encoded from shared memory once its head's count is complete; no
  *                                block-wide barrier anywhere (sm_90)
- *             7 local            one kernel, one block per chunk in index order (as mode 3): the block takes its
- *                                chunk's absmax, publishes it in the chunk's slot, waits for its head's slots and
- *                                reads its own chunk again to encode it: the second read is the SM's L1 (the same
- *                                SM read the same bytes microseconds before), so neither DRAM nor L2 is read twice;
- *                                needs chunks per head <= SMs (the head's blocks resident together)
+ *             7 local            mode 3's flow (two chunks loaded at once: one for its absmax, one lag rounds old
+ *                                to encode) in a resident grid where chunk c is always block c % grid's, so the
+ *                                second read is of a chunk the same SM read lag rounds before: an L1 hit while the
+ *                                SM's blocks' lag + 1 chunks fit there; cooperative launch, 24 warps per SM
  *   CLUSTER   1, 2, 4, 8, 16     modes 2, 5: CTAs per head (>1 needs sm_90; 16 is non-portable). Other modes: 1
  *   KEEP      0, 1, 2, 4, 8, 16  mode 2: vectors per thread held in registers between the passes (read from DRAM
  *                                once); KEEP*VEC/4 <= 64 registers. Other modes: 0
@@ -54,7 +53,8 @@
  *                                is re-read); 0 runs evo_quant_rotate first, which writes rotated float rows to
  *                                scratch (4 bytes per element written and read twice more)
  * and one launch-only knob, SLACK (0, 1, 2, 4, 8; modes 1/3): lag = max(chunks per head - 1, min(SLACK * SMs,
- * chunks)); modes 4/6: rounds between a chunk's absmax and its encoding, at least the rounds a head spans. Canonical genomes: modes 0/1/3 take CLUSTER 1, KEEP 0; mode 2 takes ITERS 1 (unused); ROTATE 0 takes
+ * chunks)); modes 4/6/7: rounds between a chunk's absmax and its encoding, at least the rounds a head spans.
+ * Canonical genomes: modes 0/1/3/4/6/7 take CLUSTER 1, KEEP 0; mode 2 takes ITERS 1 (unused); ROTATE 0 takes
  * FUSED_ROT 1.
  *
  * Host launch rules (evo_quant_plan_make in evo_quantize_abi.h computes them; the kernels trap when broken):
@@ -68,8 +68,9 @@
  *     (rounded up to 256). No zeroing.
  *   - MODE 1 and 3: evo_quant<args>, grid = n_heads*cph + lag, p.chain_lag = lag; scratch += 16 + 4*n_heads*cph
  *     bytes, zero-filled once after allocation; every launch leaves it zeroed (the last block to finish resets it).
- *   - MODE 7: evo_quant, grid = n_heads*cph, cph <= SMs; scratch += 16 + 4*n_heads*cph bytes, zero-filled once
- *     after allocation; every launch leaves it zeroed (as modes 1 and 3).
+ *   - MODE 7: evo_quant, grid = min(chunks, SMs * max(1, 768 / THREADS)) as a cooperative launch, p.chain_lag =
+ *     lag (rounds a head spans after its first, at least SLACK); scratch += 16 + 4*n_heads*cph bytes, zero-filled
+ *     once after allocation; every launch leaves it zeroed (as modes 1 and 3).
  *   - MODE 6: evo_quant, grid = SMs * blocks per SM (all resident: cooperative launch), dynamic shared memory
  *     WARPS * p.stages * (warp chunk bytes + 8); scratch += 12 * n_heads bytes (rounded up to 256),
  *     zero-filled once after allocation, left zeroed by every launch (the last encoder of a head resets its
@@ -1229,50 +1230,66 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
 
 /* ---- mode 7: local ---- */
 
-/* Block t (blocks start in index order, as in mode 3) owns chunk t: its absmax (first read, loads cached in L1) into
- * slot t, then its head's slots, then the same chunk read again and encoded. The second read finds the bytes in the
- * SM's L1 (the same SM loaded them microseconds before), so neither DRAM nor L2 is read twice. A block waits only
- * for the blocks of its own head, which start with it when chunks per head <= SMs (the plan's condition): some
- * slot always holds a block whose head has fully started. The last block (which starts last) zeroes the slots for
- * the next launch once every other block has read its head's. */
+/* gridDim.x blocks, all resident (cooperative launch); chunk c belongs to block c % grid in round c / grid, so a
+ * block reads again only chunks it read itself. Round r: the chunk of round r and the chunk of round r - lag are
+ * loaded at once (plain loads, cached in L1: the second is the block's own chunk of lag rounds before, found in the
+ * SM's L1 when the SM's blocks' lag + 1 chunks fit there), the first one's absmax is published in its slot (as in
+ * mode 3), and the second is encoded once its head's slots are full. A head spans at most lag rounds after its
+ * first, so the block furthest behind always finds its heads complete. Mode 3's flow (two chunks in flight per
+ * block, the re-read lag chunks old) with the re-read served by L1 instead of L2. The last block to finish zeroes the
+ * slots for the next launch. */
 template <class C> EVO_DEV void local(const evo_quant_params &p)
 {
+    constexpr int NV = C::UNROLL_ * C::ITERS_;
     __shared__ float red1[C::WARPS_], red2[C::WARPS_];
+    __shared__ u32 s_last;
     Shape<C> sh(p);
     u32 *ctl = (u32 *)sh.mode_scratch, *slot = ctl + 4;
-    const u32 chunks = sh.n_heads * sh.cph, tid = threadIdx.x, t = blockIdx.x;
-    require(gridDim.x == chunks && gridDim.y == 1);
-    const u32 h = t / sh.cph, c = t % sh.cph, smask = thread_signs<C>();
-    const unsigned char *xh = sh.head_src(h);
-    float m = chunk_absmax<C, C::HINT_FIRST>(xh, c * (u32)C::CHUNK_V, sh.nv, smask);
-    m = block_max<C::WARPS_>(m, red1);
-    if (tid == 0) st_relaxed(&slot[t], 0x80000000u | __float_as_uint(m));
-    const u32 *hslot = slot + (u64)h * sh.cph;
-    m = 0.0f;
-    for (u32 i = tid; i < sh.cph; i += (u32)C::THREADS) {
-        u32 v = ld_relaxed(&hslot[i]);
-        while (v == 0u) {
-            asm volatile("nanosleep.u32 32;");
-            v = ld_relaxed(&hslot[i]);
+    const u32 lag = (u32)p.chain_lag, grid = gridDim.x, b = blockIdx.x, tid = threadIdx.x;
+    const u32 chunks = sh.n_heads * sh.cph;
+    require(lag >= 1u && gridDim.y == 1 && grid <= chunks && (u64)lag * grid + 1u >= sh.cph);
+    const u32 rounds = b < chunks ? (chunks - b + grid - 1u) / grid : 0u, smask = thread_signs<C>();
+    for (u32 r = 0; r < rounds + lag; r++) {
+        const bool first = r < rounds, second = r >= lag && r - lag < rounds;
+        const u32 c1 = r * grid + b, c2 = (r - lag) * grid + b;
+        const u32 h1 = first ? c1 / sh.cph : 0u, k1 = c1 % sh.cph, h2 = second ? c2 / sh.cph : 0u, k2 = c2 % sh.cph;
+        Raw<C::VEC_> a[NV], bv[NV];
+        chunk_load<C, C::HINT_FIRST>(a, sh.head_src(h1), k1 * (u32)C::CHUNK_V, sh.nv, first);
+        chunk_load<C, C::HINT_LAST>(bv, sh.head_src(h2), k2 * (u32)C::CHUNK_V, sh.nv, second);
+        const u32 *hslot = slot + (u64)h2 * sh.cph;
+        const u32 early = second && tid < sh.cph ? ld_relaxed(&hslot[tid]) : 0u; /* in flight with the loads */
+        if (first) {
+            float m = 0.0f;
+#pragma unroll
+            for (int i = 0; i < NV; i++) m = vec_absmax<C>(a[i], m, smask, tid & 31u);
+            m = block_max_again<C::WARPS_>(m, red1);
+            if (tid == 0) st_relaxed(&slot[c1], 0x80000000u | __float_as_uint(m));
         }
-        m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
+        if (second) {
+            float m = 0.0f;
+            for (u32 i = tid; i < sh.cph; i += (u32)C::THREADS) {
+                u32 v = i == tid ? early : ld_relaxed(&hslot[i]);
+                while (v == 0u) {
+                    asm volatile("nanosleep.u32 32;");
+                    v = ld_relaxed(&hslot[i]);
+                }
+                m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
+            }
+            const float s = scale_of(block_max_again<C::WARPS_>(m, red2));
+            if (k2 == 0 && tid == 0) p.scales[h2] = s;
+            const float inv = __frcp_rn(s);
+            unsigned char *ch = p.codes + (u64)h2 * sh.head_elems;
+            if (scale_fast(s)) chunk_encode_regs<C, true>(bv, ch, k2 * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
+            else chunk_encode_regs<C, false>(bv, ch, k2 * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
+        }
     }
-    const float s = scale_of(block_max<C::WARPS_>(m, red2)); /* its barrier ends every slot read */
-    if (t != chunks - 1u) { /* count this block's slot reads as done */
-        if (tid == 0) red_add_release(&ctl[1], 1u);
-    } else { /* the last block: once every other has read its slots, zero them (before its own encoding, so that
-              * nothing stays live across the encoding's slow-path calls) */
-        if (tid == 0)
-            while (ld_acquire(&ctl[1]) != chunks - 1u) asm volatile("nanosleep.u32 128;");
-        __syncthreads();
-        for (u32 i = tid; i < chunks; i += (u32)C::THREADS) slot[i] = 0u;
-        if (tid == 0) ctl[1] = 0u;
-    }
-    if (c == 0 && tid == 0) p.scales[h] = s;
-    const float inv = __frcp_rn(s);
-    unsigned char *ch = p.codes + (u64)h * sh.head_elems;
-    if (scale_fast(s)) chunk_encode<C, true, C::HINT_LAST>(xh, ch, c * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
-    else chunk_encode<C, false, C::HINT_LAST>(xh, ch, c * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
+    /* the last block to finish (every other has read its slots) zeroes them for the next launch */
+    __syncthreads();
+    if (tid == 0) s_last = atom_add_acq_rel(&ctl[1], 1u) == gridDim.x - 1u;
+    __syncthreads();
+    if (!s_last) return;
+    for (u32 i = tid; i < chunks; i += (u32)C::THREADS) slot[i] = 0u;
+    if (tid == 0) ctl[1] = 0u;
 }
 
 } // namespace evoq
@@ -1283,9 +1300,12 @@ template <class C> EVO_DEV void local(const evo_quant_params &p)
 #define EVO_QUANT_TARGS D, IN_BF16, ROTATE, VEC, WARPS, MODE, CLUSTER, KEEP, UNROLL, ITERS, CVT, CACHE, FUSED_ROT
 
 /* The main kernel of every plan: mode 0's encode pass, or the one kernel of modes 1 to 7. Mode 6 is compiled for
- * 1024 threads per multiprocessor (64 registers), the residency its plan counts on. */
+ * 1024 threads per multiprocessor (64 registers) and mode 7 for 24 warps (85 registers; one block of 16 or 32
+ * warps), the residency their plans count on. */
 template <EVO_QUANT_TPARAMS>
-__global__ void __launch_bounds__(32 * WARPS, MODE == EVO_QUANT_MODE_STREAMED && WARPS < 32 ? 32 / WARPS : 0)
+__global__ void __launch_bounds__(32 * WARPS, MODE == EVO_QUANT_MODE_STREAMED && WARPS < 32 ? 32 / WARPS
+                                              : MODE == EVO_QUANT_MODE_LOCAL && WARPS < 24   ? 24 / WARPS
+                                                                                               : 0)
     evo_quant(const evo_quant_params p)
 {
     typedef evoq::Cfg<EVO_QUANT_TARGS> C;
