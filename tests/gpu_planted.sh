@@ -8,10 +8,8 @@
 set -u
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
-if [ ! -e /proc/driver/nvidia/version ] && ! ldconfig -p 2>/dev/null | grep -q libcuda.so.1; then
-  echo "SKIP: no NVIDIA driver on this machine"
-  exit 77
-fi
+. "$(dirname "$0")/skip_gpu.sh"
+skip_without_driver
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$SRC"

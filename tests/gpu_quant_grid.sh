@@ -6,14 +6,9 @@
 set -u
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
-if [ ! -e /proc/driver/nvidia/version ] && ! ldconfig -p 2>/dev/null | grep -q libcuda.so.1; then
-  echo "SKIP: no NVIDIA driver on this machine"
-  exit 77
-fi
-if command -v nvidia-smi >/dev/null && ! nvidia-smi --query-gpu=compute_cap --format=csv,noheader | grep -q '^9\.0'; then
-  echo "SKIP: the grid holds sm_90 genomes (clusters, mode 4); this GPU is not sm_90"
-  exit 77
-fi
+. "$(dirname "$0")/skip_gpu.sh"
+skip_without_driver
+skip_unless_sm90 "the grid (clusters, modes 4 to 6)"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$EVO" run --config "$SRC/tests/data/grid-quantize.yaml" --db "$tmp/q.db" 2>&1 | tail -3

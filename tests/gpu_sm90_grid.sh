@@ -9,15 +9,9 @@
 set -u
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
-if [ ! -e /proc/driver/nvidia/version ] && ! ldconfig -p 2>/dev/null | grep -q libcuda.so.1; then
-  echo "SKIP: no NVIDIA driver on this machine"
-  exit 77
-fi
-cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)
-if [ "$cc" != "9.0" ]; then
-  echo "SKIP: the sm_90a family needs an sm_90 GPU (H100, H200); GPU 0 is compute capability '${cc:-unknown}'"
-  exit 77
-fi
+. "$(dirname "$0")/skip_gpu.sh"
+skip_without_driver
+skip_unless_sm90 "the sm_90a family"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
