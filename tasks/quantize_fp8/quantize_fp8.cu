@@ -410,6 +410,20 @@ template <int WARPS> EVO_DEV float block_max(float m, float *red)
     return m;
 }
 
+/* Block-wide max that may be called repeatedly: red is rewritten only after every thread has read it. */
+template <int WARPS> EVO_DEV float block_max_again(float m, float *red)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if ((threadIdx.x & 31u) == 0) red[threadIdx.x >> 5] = m;
+    __syncthreads();
+    m = red[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; w++) m = fmaxf(m, red[w]);
+    __syncthreads();
+    return m;
+}
+
 EVO_DEV u32 ld_acquire(const u32 *p)
 {
     u32 v;
@@ -622,6 +636,49 @@ EVO_DEV u32 atom_add_acq_rel(u32 *p, u32 v)
     return old;
 }
 
+/* Modes 1, 3 and 7, one block's step: chunk c1 (when first: its absmax, published in slot c1) and chunk c2 (when
+ * second: encoded once all slots of its head are published) loaded at once, with the slots of c2's head. The waiting
+ * block has published c1 already, which keeps the lowest waiting block's slots filled (the callers' lag rules).
+ * AGAIN: the block runs further steps, so its reductions must leave red1 and red2 reusable. */
+template <class C, bool AGAIN>
+EVO_DEV void chain_step(const evo_quant_params &p, const Shape<C> &sh, u32 *slot, u32 c1, bool first, u32 c2,
+                        bool second, u32 smask, float *red1, float *red2)
+{
+    constexpr int NV = C::UNROLL_ * C::ITERS_;
+    const u32 tid = threadIdx.x;
+    const u32 h1 = c1 / sh.cph, k1 = c1 % sh.cph, h2 = c2 / sh.cph, k2 = c2 % sh.cph;
+    Raw<C::VEC_> a[NV], b[NV];
+    chunk_load<C, C::HINT_FIRST>(a, sh.head_src(h1), k1 * (u32)C::CHUNK_V, sh.nv, first);
+    chunk_load<C, C::HINT_LAST>(b, sh.head_src(h2), k2 * (u32)C::CHUNK_V, sh.nv, second);
+    const u32 *hslot = slot + (u64)h2 * sh.cph;
+    const u32 early = second && tid < sh.cph ? ld_relaxed(&hslot[tid]) : 0u; /* in flight with the loads */
+    if (first) {
+        float m = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NV; i++) m = vec_absmax<C>(a[i], m, smask, tid & 31u);
+        m = AGAIN ? block_max_again<C::WARPS_>(m, red1) : block_max<C::WARPS_>(m, red1);
+        if (tid == 0) st_relaxed(&slot[c1], 0x80000000u | __float_as_uint(m));
+    }
+    if (second) {
+        float m = 0.0f;
+        for (u32 i = tid; i < sh.cph; i += (u32)C::THREADS) {
+            u32 v = i == tid ? early : ld_relaxed(&hslot[i]);
+            while (v == 0u) {
+                asm volatile("nanosleep.u32 32;");
+                v = ld_relaxed(&hslot[i]);
+            }
+            m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
+        }
+        /* the reduction's barrier ends every slot read */
+        const float s = scale_of(AGAIN ? block_max_again<C::WARPS_>(m, red2) : block_max<C::WARPS_>(m, red2));
+        if (k2 == 0 && tid == 0) p.scales[h2] = s;
+        const float inv = __frcp_rn(s);
+        unsigned char *ch = p.codes + (u64)h2 * sh.head_elems;
+        if (scale_fast(s)) chunk_encode_regs<C, true>(b, ch, k2 * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
+        else chunk_encode_regs<C, false>(b, ch, k2 * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
+    }
+}
+
 /* Scratch: u32 ticket, u32 done, 2 u32 unused, then one u32 slot per chunk: 0 until the chunk's absmax is known,
  * then 0x80000000 | its bits (a single word, so a relaxed store publishes it; absmax >= 0 leaves bit 31 free).
  * Block t (its ticket in mode 1, blockIdx.x in mode 3) loads chunk t and chunk t - lag at once and reads the slots
@@ -632,7 +689,6 @@ EVO_DEV u32 atom_add_acq_rel(u32 *p, u32 v)
  * for the count and zeroes the scratch for the next launch. */
 template <class C> EVO_DEV void chained(const evo_quant_params &p)
 {
-    constexpr int NV = C::UNROLL_ * C::ITERS_;
     __shared__ float red1[C::WARPS_], red2[C::WARPS_];
     __shared__ u32 s_ticket;
     Shape<C> sh(p);
@@ -647,41 +703,7 @@ template <class C> EVO_DEV void chained(const evo_quant_params &p)
         __syncthreads();
         t = s_ticket;
     }
-    const bool first = t < chunks, second = t >= lag && t - lag < chunks;
-    const u32 h1 = t / sh.cph, c1 = t % sh.cph, h2 = (t - lag) / sh.cph, c2 = (t - lag) % sh.cph;
-    Raw<C::VEC_> a[NV], b[NV];
-    chunk_load<C, C::HINT_FIRST>(a, sh.head_src(h1), c1 * (u32)C::CHUNK_V, sh.nv, first);
-    chunk_load<C, C::HINT_LAST>(b, sh.head_src(h2), c2 * (u32)C::CHUNK_V, sh.nv, second);
-    const u32 *hslot = slot + (u64)h2 * sh.cph;
-    const u32 early = second && tid < sh.cph ? ld_relaxed(&hslot[tid]) : 0u; /* in flight with the loads */
-
-    if (first) {
-        float m = 0.0f;
-#pragma unroll
-        for (int i = 0; i < NV; i++) {
-            m = vec_absmax<C>(a[i], m, smask, tid & 31u);
-        }
-        m = block_max<C::WARPS_>(m, red1);
-        if (tid == 0) st_relaxed(&slot[t], 0x80000000u | __float_as_uint(m));
-    }
-    if (second) {
-        float m = 0.0f;
-        for (u32 i = tid; i < sh.cph; i += (u32)C::THREADS) {
-            u32 v = i == tid ? early : ld_relaxed(&hslot[i]);
-            while (v == 0u) {
-                asm volatile("nanosleep.u32 32;");
-                v = ld_relaxed(&hslot[i]);
-            }
-            m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
-        }
-        const float s = scale_of(block_max<C::WARPS_>(m, red2)); /* its barrier ends every slot read */
-        if (c2 == 0 && tid == 0) p.scales[h2] = s;
-        const float inv = __frcp_rn(s);
-        unsigned char *ch = p.codes + (u64)h2 * sh.head_elems;
-        const u32 v0 = c2 * (u32)C::CHUNK_V;
-        if (scale_fast(s)) chunk_encode_regs<C, true>(b, ch, v0, sh.nv, smask, s, inv);
-        else chunk_encode_regs<C, false>(b, ch, v0, sh.nv, smask, s, inv);
-    }
+    chain_step<C, false>(p, sh, slot, t, t < chunks, t - lag, t >= lag && t - lag < chunks, smask, red1, red2);
     if (t != gridDim.x - 1u) {
         if (tid == 0) asm volatile("red.relaxed.gpu.global.add.u32 [%0], 1;" ::"l"(&ctl[1]) : "memory");
         return;
@@ -968,19 +990,6 @@ template <class C> EVO_DEV void staged_head(const evo_quant_params &p)
     if (C::CLUSTER_ > 1) cluster_wait(); /* no CTA leaves while another may still read its s_block */
 }
 
-/* Block-wide max that may be called repeatedly: red is rewritten only after every thread has read it. */
-template <int WARPS> EVO_DEV float block_max_again(float m, float *red)
-{
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    if ((threadIdx.x & 31u) == 0) red[threadIdx.x >> 5] = m;
-    __syncthreads();
-    m = red[0];
-#pragma unroll
-    for (int w = 1; w < WARPS; w++) m = fmaxf(m, red[w]);
-    __syncthreads();
-    return m;
-}
 
 /* gridDim.x blocks (one or more per SM), all resident (cooperative launch), one chunk of CHUNK_V vectors per block
  * and round: chunk c belongs to block c % grid, round c / grid. The block's chunks enter a ring of p.stages buffers
@@ -1240,7 +1249,6 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
  * slots for the next launch. */
 template <class C> EVO_DEV void local(const evo_quant_params &p)
 {
-    constexpr int NV = C::UNROLL_ * C::ITERS_;
     __shared__ float red1[C::WARPS_], red2[C::WARPS_];
     __shared__ u32 s_last;
     Shape<C> sh(p);
@@ -1249,40 +1257,9 @@ template <class C> EVO_DEV void local(const evo_quant_params &p)
     const u32 chunks = sh.n_heads * sh.cph;
     require(lag >= 1u && gridDim.y == 1 && grid <= chunks && (u64)lag * grid + 1u >= sh.cph);
     const u32 rounds = b < chunks ? (chunks - b + grid - 1u) / grid : 0u, smask = thread_signs<C>();
-    for (u32 r = 0; r < rounds + lag; r++) {
-        const bool first = r < rounds, second = r >= lag && r - lag < rounds;
-        const u32 c1 = r * grid + b, c2 = (r - lag) * grid + b;
-        const u32 h1 = first ? c1 / sh.cph : 0u, k1 = c1 % sh.cph, h2 = second ? c2 / sh.cph : 0u, k2 = c2 % sh.cph;
-        Raw<C::VEC_> a[NV], bv[NV];
-        chunk_load<C, C::HINT_FIRST>(a, sh.head_src(h1), k1 * (u32)C::CHUNK_V, sh.nv, first);
-        chunk_load<C, C::HINT_LAST>(bv, sh.head_src(h2), k2 * (u32)C::CHUNK_V, sh.nv, second);
-        const u32 *hslot = slot + (u64)h2 * sh.cph;
-        const u32 early = second && tid < sh.cph ? ld_relaxed(&hslot[tid]) : 0u; /* in flight with the loads */
-        if (first) {
-            float m = 0.0f;
-#pragma unroll
-            for (int i = 0; i < NV; i++) m = vec_absmax<C>(a[i], m, smask, tid & 31u);
-            m = block_max_again<C::WARPS_>(m, red1);
-            if (tid == 0) st_relaxed(&slot[c1], 0x80000000u | __float_as_uint(m));
-        }
-        if (second) {
-            float m = 0.0f;
-            for (u32 i = tid; i < sh.cph; i += (u32)C::THREADS) {
-                u32 v = i == tid ? early : ld_relaxed(&hslot[i]);
-                while (v == 0u) {
-                    asm volatile("nanosleep.u32 32;");
-                    v = ld_relaxed(&hslot[i]);
-                }
-                m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
-            }
-            const float s = scale_of(block_max_again<C::WARPS_>(m, red2));
-            if (k2 == 0 && tid == 0) p.scales[h2] = s;
-            const float inv = __frcp_rn(s);
-            unsigned char *ch = p.codes + (u64)h2 * sh.head_elems;
-            if (scale_fast(s)) chunk_encode_regs<C, true>(bv, ch, k2 * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
-            else chunk_encode_regs<C, false>(bv, ch, k2 * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
-        }
-    }
+    for (u32 r = 0; r < rounds + lag; r++)
+        chain_step<C, true>(p, sh, slot, r * grid + b, r < rounds, (r - lag) * grid + b, r >= lag && r - lag < rounds,
+                            smask, red1, red2);
     /* the last block to finish (every other has read its slots) zeroes them for the next launch */
     __syncthreads();
     if (tid == 0) s_last = atom_add_acq_rel(&ctl[1], 1u) == gridDim.x - 1u;
