@@ -46,6 +46,10 @@
 #define EVO_QUANT_MODE_LOCAL 7    /* mode ordered's flow in a resident grid (cooperative launch) where a block reads
                                      again only chunks it read itself, lag rounds before: from its SM's L1 */
 #define EVO_QUANT_MAX_STAGES 8    /* modes resident and streamed: most chunks in a shared-memory ring */
+/* Warps per multiprocessor that modes streamed and local are compiled for (the kernel's launch bound: at least
+ * this many / WARPS blocks, one block when WARPS is larger) and their plans' grids count on (all resident). */
+#define EVO_QUANT_STREAM_WARPS_PER_SM 32 /* 64 registers */
+#define EVO_QUANT_LOCAL_WARPS_PER_SM 24  /* 85 registers: two chunks in flight */
 /* Mode staged: the bytes of a head's input each CTA of a cluster stages, an equal share rounded up to 1 KiB (whole
  * rows of any head dim, 16-byte aligned for the bulk copies). */
 #define EVO_QUANT_STAGED_SLICE(head_bytes, cluster)                                                               \
@@ -358,10 +362,11 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         l->smem = (unsigned)((unsigned long long)p.stages * evo_quant_chunk_bytes(k));
         l->cooperative = 1;
     } else if (k->mode == EVO_QUANT_MODE_LOCAL) {
-        /* 24 warps per SM (the kernel's register bound), all resident; lag: the rounds a head spans after its first,
+        /* EVO_QUANT_LOCAL_WARPS_PER_SM warps per SM, all resident; lag: the rounds a head spans after its first,
          * at least slack */
         const unsigned long long chunks = n_heads * p.chunks_per_head;
-        unsigned long long grid = (unsigned long long)num_sms * (threads >= 768u ? 1ull : 768ull / threads);
+        const unsigned long long wps = EVO_QUANT_LOCAL_WARPS_PER_SM;
+        unsigned long long grid = (unsigned long long)num_sms * ((unsigned long long)k->warps >= wps ? 1ull : wps / k->warps);
         if (grid > chunks) grid = chunks;
         unsigned long long lag = (p.chunks_per_head - 1ull + grid - 1ull) / grid;
         if (lag < (unsigned long long)k->slack) lag = (unsigned long long)k->slack;
@@ -374,13 +379,13 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         l->block = threads;
         l->cooperative = 1;
     } else if (k->mode == EVO_QUANT_MODE_STREAMED) {
-        /* Warp chunk c goes to warp c % W (W = grid * warps) in round c / W. The most blocks per SM (1024 threads at
-         * most, the kernel's 64-register bound) whose warps' rings hold lag + 2 chunks: one being encoded lag
-         * rounds behind, the current one and at least one loading ahead. lag: the rounds a head spans after its
-         * first, at least slack. */
+        /* Warp chunk c goes to warp c % W (W = grid * warps) in round c / W. The most blocks per SM (at most
+         * EVO_QUANT_STREAM_WARPS_PER_SM warps, the kernel's bound) whose warps' rings hold lag + 2 chunks: one being
+         * encoded lag rounds behind, the current one and at least one loading ahead. lag: the rounds a head spans
+         * after its first, at least slack. */
         const unsigned long long chunks = n_heads * p.chunks_per_head, w = (unsigned long long)k->warps;
         unsigned long long grid = 0, lag = 0;
-        for (unsigned long long bps = 1024ull / threads; bps >= 1; bps--) {
+        for (unsigned long long bps = 32ull * EVO_QUANT_STREAM_WARPS_PER_SM / threads; bps >= 1; bps--) {
             grid = (unsigned long long)num_sms * bps;
             if (grid > (chunks + w - 1) / w) grid = (chunks + w - 1) / w;
             lag = (p.chunks_per_head - 1 + grid * w - 1) / (grid * w);

@@ -1276,13 +1276,15 @@ template <class C> EVO_DEV void local(const evo_quant_params &p)
         int CVT, int CACHE, int FUSED_ROT
 #define EVO_QUANT_TARGS D, IN_BF16, ROTATE, VEC, WARPS, MODE, CLUSTER, KEEP, UNROLL, ITERS, CVT, CACHE, FUSED_ROT
 
-/* The main kernel of every plan: mode 0's encode pass, or the one kernel of modes 1 to 7. Mode 6 is compiled for
- * 1024 threads per multiprocessor (64 registers) and mode 7 for 24 warps (85 registers; one block of 16 or 32
- * warps), the residency their plans count on. */
+/* The main kernel of every plan: mode 0's encode pass, or the one kernel of modes 1 to 7. Modes 6 and 7 are
+ * compiled for EVO_QUANT_STREAM_WARPS_PER_SM and EVO_QUANT_LOCAL_WARPS_PER_SM warps per multiprocessor, the
+ * residency their plans count on; the other modes have no minimum (0: the compiler's own choice). */
 template <EVO_QUANT_TPARAMS>
-__global__ void __launch_bounds__(32 * WARPS, MODE == EVO_QUANT_MODE_STREAMED && WARPS < 32 ? 32 / WARPS
-                                              : MODE == EVO_QUANT_MODE_LOCAL && WARPS < 24   ? 24 / WARPS
-                                                                                               : 0)
+__global__ void __launch_bounds__(32 * WARPS, MODE == EVO_QUANT_MODE_STREAMED && WARPS < EVO_QUANT_STREAM_WARPS_PER_SM
+                                                  ? EVO_QUANT_STREAM_WARPS_PER_SM / WARPS
+                                              : MODE == EVO_QUANT_MODE_LOCAL && WARPS < EVO_QUANT_LOCAL_WARPS_PER_SM
+                                                  ? EVO_QUANT_LOCAL_WARPS_PER_SM / WARPS
+                                                  : 0)
     evo_quant(const evo_quant_params p)
 {
     typedef evoq::Cfg<EVO_QUANT_TARGS> C;
