@@ -1,5 +1,5 @@
 /* test_quantize_nvrtc.c — tasks/quantize_fp8/quantize_fp8.cu compiles with NVRTC (no GPU needed): a sample of
- * genomes of every mode (modes 4 to 6 on sm_90 only) for sm_80 and sm_90, with evo_quantize_abi.h given in memory as evo's compile service does;
+ * genomes of every mode (modes 4 to 6 and 8 on sm_90 only) for sm_80 and sm_90, with evo_quantize_abi.h given in memory as evo's compile service does;
  * every kernel of each plan is there under its name expression, none spills; the static_asserts reject what an
  * architecture cannot run (CVT = 1 and clusters on sm_80) and illegal knobs.
  * Run: ctest --test-dir build -R test_quantize_nvrtc --output-on-failure
@@ -127,11 +127,16 @@ int main(void)
     check_genome("sm_80", "128,0,0,16,8,7,1,0,4,1,0,1,1", 7, 0);
     check_genome("sm_90", "128,1,1,32,4,7,1,0,2,1,1,1,1", 7, 0);
     check_genome("sm_90", "64,0,1,16,8,7,1,0,4,1,1,0,0", 7, 1);
+    check_genome("sm_90", "128,0,0,32,16,8,8,0,2,1,1,1,1", 8, 0);
+    check_genome("sm_90", "64,1,1,16,16,8,4,0,2,2,1,0,1", 8, 0);
+    check_genome("sm_90", "128,0,1,32,4,8,16,0,2,2,0,1,0", 8, 1);
     check_rejected("sm_80", "128,0,0,16,8,1,1,0,4,1,1,1,1", "CVT = 1 needs sm_89");
     check_rejected("sm_80", "128,0,0,16,8,6,1,0,4,2,0,1,1", "MODE 6 (streamed) needs sm_90");
     check_rejected("sm_80", "128,0,0,16,16,2,8,16,2,1,0,1,1", "CLUSTER > 1 needs sm_90");
     check_rejected("sm_80", "128,0,0,16,8,4,1,0,1,4,0,1,1", "MODE 4 (resident) needs sm_90");
-    check_rejected("sm_90", "128,0,0,16,8,1,1,4,4,1,1,1,1", "CLUSTER is a knob of modes 2 and 5, KEEP of mode 2");
+    check_rejected("sm_90", "128,0,0,16,8,1,1,4,4,1,1,1,1", "CLUSTER is a knob of modes 2, 5 and 8, KEEP of mode 2");
+    check_rejected("sm_80", "128,0,0,16,8,8,8,0,2,1,0,1,1", "MODE 8 (piped) needs sm_90");
+    check_rejected("sm_90", "128,0,0,16,32,8,8,0,2,1,1,1,1", "mode 8: KEEP 0, at most 16 consumer warps");
     check_rejected("sm_80", "128,0,0,16,8,5,1,0,4,1,1,1,1", "MODE 5 (staged) needs sm_90");
     check_rejected("sm_90", "128,0,0,16,8,5,16,4,4,1,1,1,1", "mode 5 keeps the head in shared memory: KEEP 0");
     check_rejected("sm_90", "96,0,0,16,8,1,1,0,4,1,1,1,1", "D must be 32, 64, 128 or 256");

@@ -511,11 +511,57 @@ static void test_local_plan(void)
     CHECK_CONTAINS(why, "2 * unroll * iters * vec / 4 must be at most 64");
 }
 
+/* ---- launch plans of mode 8 (piped) ---- */
+
+static void test_piped_plan(void)
+{
+    evo_quant_knobs k = {.vec = 32, .warps = 16, .mode = EVO_QUANT_MODE_PIPED, .cluster = 8, .keep = 0, .unroll = 2,
+                         .iters = 1, .cvt = 1, .cache = 1, .fused_rot = 1, .slack = 1};
+    evo_quant_plan p;
+    char why[200] = "";
+    /* 32 KiB chunks, at most 7 in a block's ring (225 KiB); 1 MiB heads in 8 parts of 4 chunks: 512 parts over 132
+     * blocks of 16 consumer warps and a producer warp, one per SM; max, count and done words per head */
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 4, 16, 4096, 128, 0, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT(p.n_launches, 1);
+    CHECK_EQ_INT(p.parts, 8);
+    CHECK_EQ_INT(p.stages, 7);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 132);
+    CHECK_EQ_INT((int)p.launch[0].block, 544);
+    CHECK_EQ_INT((int)p.launch[0].smem, 7 * 32768);
+    CHECK_EQ_INT(p.launch[0].cooperative, 1);
+    CHECK_EQ_INT((int)p.launch[0].cluster_x, 1);
+    CHECK_EQ_INT((int)p.scratch_bytes, 12 * 64);
+    CHECK_EQ_INT(p.zero_scratch_once, 1);
+    /* 2 MiB heads: an eighth (8 chunks) and a chunk more do not fit, a sixteenth does */
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 1, 16, 16384, 64, 0, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT(p.parts, 16);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 132);
+    /* small heads: parts double while fewer than the grid's blocks (6 heads: 16 parts, 96 blocks); the ring still
+     * takes the SM's shared memory */
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 2, 3, 77, 64, 0, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT(p.parts, 16);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 96);
+    CHECK_EQ_INT(p.stages, 7);
+    /* no more parts than blocks (two parts of one head in one block would wait on each other) */
+    CHECK(evo_quant_plan_make(&k, 1, 16, 16384, 64, 0, 90, 8, &p, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "mode 8 (piped)");
+    /* a 64 MiB head does not fit in 64 parts of 6 chunks */
+    CHECK(evo_quant_plan_make(&k, 1, 1, 1 << 19, 64, 0, 90, 132, &p, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "do not fit");
+    k.warps = 32;
+    CHECK(evo_quant_check(&k, 128, 0, 90, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "at most 16 consumer warps");
+    k.warps = 16;
+    CHECK(evo_quant_check(&k, 128, 0, 89, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "needs sm_90");
+}
+
 int main(void)
 {
     test_resident_plan();
     test_streamed_plan();
     test_local_plan();
+    test_piped_plan();
     test_bf16();
     test_signs();
     test_rotation();

@@ -7,8 +7,8 @@
 #   smoke      two generations on configs/smoke.yaml
 #   run20      evo run --generations 20 on configs/default.yaml, then elite, history, export
 #   compare    tools/compare_sdpa.py on the exported best kernel
-#   qmodes     after quant: the best candidate of each MODE in $OUT/quant.db exported and self-tested (bit-exact
-#              checks, then each timed shape against a copy of the same bytes: "% copy")
+#   qmodes     after quant: the best candidate of each MODE in $OUT/quant.db (QMODES, default all: "0 1 ... 8")
+#              exported and self-tested (bit-exact checks, then each timed shape against a copy of the same bytes)
 #   sm90       tests/gpu_sm90_grid.sh (the sm_90a family through the gates; its databases into $OUT)
 #   hopper     HOPPER_GENS (6) generations x HOPPER_POP (24) of configs/hopper.yaml (both families in one
 #              population), elites, history and the verdicts per family
@@ -115,7 +115,7 @@ for step in "$@"; do
                   --work /tmp/evo-strategies --out "$OUT/strategies.md" 2>&1 | tail -40
                 tail -60 /tmp/evo-strategies/runs.log > "$OUT/strategies-runs.log" ;;
     qmodes) q=/tmp/evo-qmodes; mkdir -p $q
-            for mode in 0 1 2 3 4 5 6 7; do
+            for mode in ${QMODES:-0 1 2 3 4 5 6 7 8}; do
               key=$(python3 -c "import sqlite3,sys; r=sqlite3.connect('$OUT/quant.db').execute(\"SELECT c.key FROM evaluations e JOIN candidates c ON c.id=e.candidate_id WHERE e.verdict='OK' AND c.genome LIKE '%MODE=$mode,%' ORDER BY e.fitness DESC LIMIT 1\").fetchone(); print(r[0] if r else '')")
               [ -n "$key" ] || { echo "mode $mode: no OK candidate"; continue; }
               build/evo export --id "$key" --db "$OUT/quant.db" -o $q/m$mode.cu >/dev/null 2>&1 &&

@@ -263,6 +263,7 @@ int qb_run(int i, const void *x, void *codes, float *scales, void *scratch, long
     p.rotate = v.rot;
     p.chain_lag = plan.chain_lag;
     p.stages = plan.stages;
+    p.parts = plan.parts;
     return (int)launch_plan(v, plan, p, (cudaStream_t)stream);
 }
 /* The CPU reference (threads over heads). */
@@ -697,6 +698,8 @@ static void child_main(std::vector<Case> &cases, int start, bool selftest, const
             p.rotate = c.rot;
             p.chain_lag = plan.chain_lag;
             p.stages = plan.stages;
+            p.parts = plan.parts;
+    p.parts = plan.parts;
             QB_CHECK(cudaMemsetAsync(scratch, 0, plan.scratch_bytes, g.st));
             /* twice with different poison: unwritten codes cannot match both; the second launch also checks that a
              * plan leaves its scratch ready for the next */
@@ -752,6 +755,8 @@ static void child_main(std::vector<Case> &cases, int start, bool selftest, const
             p.rotate = c.rot;
             p.chain_lag = plan.chain_lag;
             p.stages = plan.stages;
+            p.parts = plan.parts;
+    p.parts = plan.parts;
             QB_CHECK(cudaMemsetAsync(scratch, 0, plan.scratch_bytes, g.st));
             for (int fm : o.flushes) {
                 g.flush_mode = fm;

@@ -45,7 +45,15 @@
                                      rounds later once the count is complete; no block-wide barrier (sm_90) */
 #define EVO_QUANT_MODE_LOCAL 7    /* mode ordered's flow in a resident grid (cooperative launch) where a block reads
                                      again only chunks it read itself, lag rounds before: from its SM's L1 */
+#define EVO_QUANT_MODE_PIPED 8    /* a resident grid (cooperative launch) over parts of heads (parts per head from
+                                     the plan): part u is block u % grid's; a producer warp streams the block's
+                                     parts through a shared-memory ring by bulk copies (DRAM read once), the
+                                     consumer warps take a part's absmax from the ring, publish it in its head's max
+                                     and count words, and encode the part from the ring once the count is complete,
+                                     while the next parts load behind it (sm_90) */
 #define EVO_QUANT_MAX_STAGES 8    /* modes resident and streamed: most chunks in a shared-memory ring */
+#define EVO_QUANT_PIPED_MAX_STAGES 32 /* mode piped: most chunks in a block's ring */
+#define EVO_QUANT_PIPED_MAX_PARTS 64ull /* mode piped: most parts per head */
 /* Warps per multiprocessor that modes streamed and local are compiled for (the kernel's launch bound: at least
  * this many / WARPS blocks, one block when WARPS is larger) and their plans' grids count on (all resident). */
 #define EVO_QUANT_STREAM_WARPS_PER_SM 32 /* 64 registers */
@@ -70,16 +78,21 @@ typedef struct {
     int in_dtype;  /* EVO_QUANT_IN_F16 or EVO_QUANT_IN_BF16 */
     int rotate;    /* 1: incoherent processing (the rotation above) */
     int chain_lag; /* modes chained, ordered, resident, streamed and local: plan.chain_lag; 0 otherwise */
-    int stages;    /* modes resident and streamed: plan.stages (chunks in each shared-memory ring); 0 otherwise */
+    int stages;    /* modes resident, streamed and piped: plan.stages (chunks in each shared-memory ring); 0
+                      otherwise */
+    int parts;     /* mode piped: plan.parts (parts per head); 0 otherwise */
 } evo_quant_params;
 
 /* The genome. Template order of evo_quant: D, IN_BF16, ROTATE, then vec .. fused_rot as listed; slack is a
  * launch-only knob (mode chained). quantize_fp8.cu's top comment says what each trades. */
 typedef struct {
     int vec;       /* 8, 16, 32: input bytes per thread access */
-    int warps;     /* 2, 4, 8, 16, 32: warps per block */
+    int warps;     /* 2, 4, 8, 16, 32: warps per block (mode piped: consumer warps, at most 16; a producer warp
+                      more) */
     int mode;      /* EVO_QUANT_MODE_* */
-    int cluster;   /* 1, 2, 4, 8, 16: CTAs per head (modes cluster and staged; 1 otherwise) */
+    int cluster;   /* 1, 2, 4, 8, 16: CTAs per head (modes cluster and staged); mode piped: the fewest parts per
+                      head (the plan doubles them until a part fits a block's ring and the parts fill the grid); 1
+                      otherwise */
     int keep;      /* 0, 1, 2, 4, 8, 16: vectors per thread held in registers between the passes (mode cluster) */
     int unroll;    /* 1, 2, 4, 8: vectors per thread loaded before the first is used */
     int iters;     /* 1, 2, 4, 8: load groups per chunk (modes split, chained, resident, streamed) */
@@ -113,6 +126,7 @@ typedef struct {
                                    plan leaves it zeroed again (modes chained and ordered) */
     int chain_lag;              /* evo_quant_params.chain_lag */
     int stages;                 /* evo_quant_params.stages */
+    int parts;                  /* evo_quant_params.parts */
     unsigned long long chunk_elems, chunks_per_head;
 } evo_quant_plan;
 
@@ -204,6 +218,59 @@ static inline int evo_quant_warp_ring(const evo_quant_knobs *k, int arch, unsign
     return s > EVO_QUANT_MAX_STAGES ? EVO_QUANT_MAX_STAGES : (int)s;
 }
 
+/* Mode piped: the chunks of the largest part when a head of head_bytes is cut into `parts` (EVO_QUANT_STAGED_SLICE). */
+static inline unsigned long long evo_quant_part_chunks(const evo_quant_knobs *k, unsigned long long head_bytes,
+                                                       unsigned long long parts)
+{
+    return (EVO_QUANT_STAGED_SLICE(head_bytes, parts) + evo_quant_chunk_bytes(k) - 1ull) / evo_quant_chunk_bytes(k);
+}
+
+/* Mode piped, for n_heads heads of head_bytes: parts per head (k->cluster doubled, at most 64, while a part and one
+ * chunk more do not fit a block's ring, then, up to 16, while the parts are fewer than the grid's blocks), the blocks
+ * per SM (shared memory for a ring of twice a part's chunks, 2048 threads, registers for 96 each), the ring's stages
+ * (the block's share of the SM's shared memory: the next parts load while a head completes and its codes are
+ * written) and the cooperative launch, appended to p. -1 when no part fits. */
+static inline int evo_quant_piped(const evo_quant_knobs *k, unsigned long long head_bytes, unsigned long long n_heads,
+                                  int arch, int num_sms, evo_quant_plan *p)
+{
+    const unsigned long long cb = evo_quant_chunk_bytes(k), threads = 32ull * (unsigned long long)k->warps + 32ull;
+    /* static and reserved shared memory of a block: up to 2 KiB, 1 KiB more than the budget's */
+    const unsigned long long budget = evo_quant_smem_budget(arch) - 1024ull;
+    unsigned long long most = budget / cb, parts = (unsigned long long)k->cluster, ns, stages = 0, bps = 0, grid;
+    if (most > EVO_QUANT_PIPED_MAX_STAGES) most = EVO_QUANT_PIPED_MAX_STAGES;
+    while (parts < EVO_QUANT_PIPED_MAX_PARTS && evo_quant_part_chunks(k, head_bytes, parts) + 1ull > most) parts *= 2ull;
+    for (;; parts *= 2ull) {
+        ns = evo_quant_part_chunks(k, head_bytes, parts);
+        if (ns + 1ull > most) return -1;
+        stages = 2ull * ns < most ? 2ull * ns : most;
+        if (stages < ns + 1ull) stages = ns + 1ull;
+        bps = evo_quant_smem_per_sm(arch) / (stages * cb + 3072ull);
+        if (bps > 2048ull / threads) bps = 2048ull / threads;
+        if (bps > 65536ull / (96ull * threads)) bps = 65536ull / (96ull * threads);
+        if (bps < 1ull) bps = 1ull;
+        if (parts >= 16ull || n_heads * parts >= (unsigned long long)num_sms * bps) break;
+    }
+    if (parts > (unsigned long long)num_sms * bps) return -1; /* a block would hold two parts of one head */
+    {
+        unsigned long long share = evo_quant_smem_per_sm(arch) / bps - 3072ull, fill;
+        if (share > budget) share = budget;
+        fill = share / cb;
+        if (fill > EVO_QUANT_PIPED_MAX_STAGES) fill = EVO_QUANT_PIPED_MAX_STAGES;
+        if (fill > stages) stages = fill;
+    }
+    grid = (unsigned long long)num_sms * bps;
+    if (grid > n_heads * parts) grid = n_heads * parts;
+    evo_quant_launch *l = &p->launch[p->n_launches++];
+    l->kernel = EVO_QUANT_K_MAIN;
+    l->grid_x = (unsigned)grid;
+    l->block = (unsigned)threads;
+    l->smem = (unsigned)(stages * cb);
+    l->cooperative = 1;
+    p->stages = (int)stages;
+    p->parts = (int)parts;
+    return 0;
+}
+
 /* Elements per vector: vec bytes of fp16/bf16, or of float for the main kernels after a separate rotation. */
 static inline int evo_quant_epv(const evo_quant_knobs *k, int rotate)
 {
@@ -230,10 +297,20 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (!evo_quant_is_pow2(head_dim) || head_dim < 32 || head_dim > 256) EVO_QUANT_REJECT("head_dim must be 32, 64, 128 or 256");
     if (k->vec != 8 && k->vec != 16 && k->vec != 32) EVO_QUANT_REJECT("vec must be 8, 16 or 32");
     if (!evo_quant_is_pow2(k->warps) || k->warps < 2 || k->warps > 32) EVO_QUANT_REJECT("warps must be 2..32, a power of two");
-    if (k->mode < 0 || k->mode > 7) EVO_QUANT_REJECT("mode must be 0, 1, 2, 3, 4, 5, 6 or 7");
+    if (k->mode < 0 || k->mode > 8) EVO_QUANT_REJECT("mode must be 0, 1, 2, 3, 4, 5, 6, 7 or 8");
     if (!evo_quant_is_pow2(k->cluster) || k->cluster > 16) EVO_QUANT_REJECT("cluster must be 1, 2, 4, 8 or 16");
-    if (k->mode != EVO_QUANT_MODE_CLUSTER && k->mode != EVO_QUANT_MODE_STAGED && (k->cluster != 1 || k->keep != 0))
-        EVO_QUANT_REJECT("cluster applies to modes 2 and 5, keep to mode 2 only (1 and 0 otherwise)");
+    if (k->mode != EVO_QUANT_MODE_CLUSTER && k->mode != EVO_QUANT_MODE_STAGED && k->mode != EVO_QUANT_MODE_PIPED &&
+        (k->cluster != 1 || k->keep != 0))
+        EVO_QUANT_REJECT("cluster applies to modes 2, 5 and 8, keep to mode 2 only (1 and 0 otherwise)");
+    if (k->mode == EVO_QUANT_MODE_PIPED) {
+        if (arch < 90) EVO_QUANT_REJECT("mode 8 (piped) needs sm_90 (clusters, bulk copies into shared memory)");
+        if (k->keep != 0) EVO_QUANT_REJECT("mode 8 (piped): keep must be 0");
+        if (k->warps > 16)
+            EVO_QUANT_REJECT("mode 8 (piped): at most 16 consumer warps (a producer warp more)");
+        if (evo_quant_chunk_bytes(k) * 2ull > evo_quant_smem_budget(arch))
+            EVO_QUANT_REJECT("mode 8 (piped): two chunks (32 * warps * unroll * iters * vec bytes each) must fit in "
+                             "the shared memory of a block");
+    }
     if (k->mode == EVO_QUANT_MODE_STAGED && k->keep != 0) EVO_QUANT_REJECT("mode 5 (staged): keep must be 0");
     if (k->mode == EVO_QUANT_MODE_STAGED && arch < 90)
         EVO_QUANT_REJECT("mode 5 (staged) needs sm_90 (bulk copies into shared memory)");
@@ -293,6 +370,7 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
     p.zero_scratch_once = 0;
     p.chain_lag = 0;
     p.stages = 0;
+    p.parts = 0;
     p.chunk_elems = (k->mode == EVO_QUANT_MODE_STREAMED ? 32ull : (unsigned long long)threads) *
                     (unsigned long long)(epv * k->unroll * k->iters);
     p.chunks_per_head = (head_elems + p.chunk_elems - 1) / p.chunk_elems;
@@ -407,6 +485,15 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         l->block = threads;
         l->smem = (unsigned)((unsigned long long)p.stages * w * (evo_quant_warp_chunk_bytes(k) + 8ull));
         l->cooperative = 1;
+    } else if (k->mode == EVO_QUANT_MODE_PIPED) {
+        if (evo_quant_piped(k, head_elems * ((rotate && !k->fused_rot) ? 4ull : 2ull), n_heads, arch, num_sms, &p) != 0) {
+            return evo_quant_refuse("mode 8 (piped): a part of a head (at most 64 parts, no more than the grid's "
+                                    "blocks) and one chunk more do not fit in a block's shared memory; take smaller "
+                                    "chunks",
+                                    why, why_size);
+        }
+        p.scratch_bytes = rot + ((12ull * n_heads + 255ull) & ~255ull);
+        p.zero_scratch_once = 1;
     } else {
         if (k->mode == EVO_QUANT_MODE_STAGED) {
             const unsigned long long in_bytes = (rotate && !k->fused_rot) ? 4ull : 2ull;

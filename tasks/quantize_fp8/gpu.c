@@ -238,6 +238,7 @@ static CUresult qz_launch(void *state, const evo_gpu_case *gc, const evo_gpu_ker
     p.rotate = (int)sh->v[QZ_ROTATE];
     p.chain_lag = plan.chain_lag;
     p.stages = plan.stages;
+    p.parts = plan.parts;
     for (int i = 0; i < plan.n_launches; i++) {
         const evo_gpu_kernel *kern = find_role(k, n, pick, plan.launch[i].kernel);
         if (!kern) return CUDA_ERROR_NOT_FOUND;

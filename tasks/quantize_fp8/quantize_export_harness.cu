@@ -96,8 +96,16 @@ static cudaError_t launch_plan(const qcall &c, const evo_quant_params &p, cudaSt
         cfg.blockDim = dim3(l.block, 1, 1);
         cfg.dynamicSmemBytes = l.smem;
         cfg.stream = stream;
-        if (l.smem > 48u * 1024u) {
-            cudaError_t e = set_once(smem_set[c.vi], fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)l.smem);
+        if (l.smem > 0u) { /* once, to the most the kernel may take beside its static shared memory: the plans of
+                              other shapes take other sizes, and with the static part even 48 KiB may need it */
+            cudaFuncAttributes fa;
+            int optin = 0, dev = 0;
+            cudaError_t e = cudaFuncGetAttributes(&fa, fn);
+            if (e == cudaSuccess) e = cudaGetDevice(&dev);
+            if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+            if (e == cudaSuccess)
+                e = set_once(smem_set[c.vi], fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             optin - (int)fa.sharedSizeBytes);
             if (e != cudaSuccess) return e;
         }
         cudaLaunchAttribute attr[2];
@@ -182,6 +190,7 @@ extern "C" int evo_quantize_forward(const void *x, int in_dtype, int rotate, voi
     p.rotate = rotate;
     p.chain_lag = c.plan.chain_lag;
     p.stages = c.plan.stages;
+    p.parts = c.plan.parts;
     if (c.memset_ctl) { /* the control words and slots behind the rotated rows */
         const unsigned long long n_heads = (unsigned long long)batch * (unsigned long long)heads;
         const unsigned long long n = n_heads * (unsigned long long)seq * (unsigned long long)head_dim;

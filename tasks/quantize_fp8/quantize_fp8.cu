@@ -37,7 +37,14 @@
  *                                to encode) in a resident grid where chunk c is always block c % grid's, so the
  *                                second read is of a chunk the same SM read lag rounds before: an L1 hit while the
  *                                SM's blocks' lag + 1 chunks fit there; cooperative launch, 24 warps per SM
- *   CLUSTER   1, 2, 4, 8, 16     modes 2, 5: CTAs per head (>1 needs sm_90; 16 is non-portable). Other modes: 1
+ *             8 piped            a resident grid over parts of heads (at least CLUSTER parts per head, whole rows):
+ *                                a producer warp streams each block's parts through a shared-memory ring by bulk
+ *                                copies (DRAM read once), WARPS consumer warps take a part's absmax from the ring,
+ *                                thread 0 publishes it in its head's max and count words and waits for the rest of
+ *                                the head, then the part is encoded from the ring while the next parts load (sm_90)
+ *   CLUSTER   1, 2, 4, 8, 16     modes 2, 5: CTAs per head (>1 needs sm_90; 16 is non-portable); mode 8: the fewest
+ *                                parts per head (fewer parts: fewer blocks wait on each other, more of the ring held).
+ *                                Other modes: 1
  *   KEEP      0, 1, 2, 4, 8, 16  mode 2: vectors per thread held in registers between the passes (read from DRAM
  *                                once); KEEP*VEC/4 <= 64 registers. Other modes: 0
  *   UNROLL    1, 2, 4, 8         vectors per thread loaded before the first is used: memory-level parallelism
@@ -54,7 +61,7 @@
  *                                scratch (4 bytes per element written and read twice more)
  * and one launch-only knob, SLACK (0, 1, 2, 4, 8; modes 1/3): lag = max(chunks per head - 1, min(SLACK * SMs,
  * chunks)); modes 4/6/7: rounds between a chunk's absmax and its encoding, at least the rounds a head spans.
- * Canonical genomes: modes 0/1/3/4/6/7 take CLUSTER 1, KEEP 0; mode 2 takes ITERS 1 (unused); ROTATE 0 takes
+ * Canonical genomes: modes 0/1/3/4/6/7 take CLUSTER 1, KEEP 0; mode 8 KEEP 0, SLACK 1; mode 2 takes ITERS 1 (unused); ROTATE 0 takes
  * FUSED_ROT 1.
  *
  * Host launch rules (evo_quant_plan_make in evo_quantize_abi.h computes them; the kernels trap when broken):
@@ -71,6 +78,11 @@
  *   - MODE 7: evo_quant, grid = min(chunks, SMs * max(1, 768 / THREADS)) as a cooperative launch, p.chain_lag =
  *     lag (rounds a head spans after its first, at least SLACK); scratch += 16 + 4*n_heads*cph bytes, zero-filled
  *     once after allocation; every launch leaves it zeroed (as modes 1 and 3).
+ *   - MODE 8: evo_quant, block = 32*WARPS + 32 threads (the producer warp), grid = min(parts of all heads, SMs *
+ *     blocks per SM) as a cooperative launch, p.parts parts per head and p.stages chunks in each block's ring, dynamic
+ *     shared memory p.stages * chunk bytes (evo_quant_piped: a part and one chunk more fit, parts <= grid);
+ *     scratch += 12 * n_heads bytes (rounded up to 256), zero-filled once after allocation, left zeroed by every
+ *     launch (the last reader of a head resets its words). sm_90.
  *   - MODE 6: evo_quant, grid = SMs * blocks per SM (all resident: cooperative launch), dynamic shared memory
  *     WARPS * p.stages * (warp chunk bytes + 8); scratch += 12 * n_heads bytes (rounded up to 256),
  *     zero-filled once after allocation, left zeroed by every launch (the last encoder of a head resets its
@@ -134,11 +146,12 @@ struct Cfg {
     static_assert(ROTATE == 0 || ROTATE == 1, "ROTATE is 0 or 1");
     static_assert(VEC == 8 || VEC == 16 || VEC == 32, "VEC must be 8, 16 or 32 bytes");
     static_assert(pow2(WARPS) && WARPS >= 2 && WARPS <= 32, "WARPS must be 2..32, a power of two");
-    static_assert(MODE >= 0 && MODE <= 7,
-                  "MODE is 0 split, 1 chained, 2 cluster, 3 ordered, 4 resident, 5 staged, 6 streamed or 7 local");
+    static_assert(MODE >= 0 && MODE <= 8, "MODE is 0 split, 1 chained, 2 cluster, 3 ordered, 4 resident, 5 staged, "
+                                          "6 streamed, 7 local or 8 piped");
     static_assert(pow2(CLUSTER) && CLUSTER <= 16, "CLUSTER must be 1, 2, 4, 8 or 16");
-    static_assert(MODE == 2 || MODE == 5 || (CLUSTER == 1 && KEEP == 0),
-                  "CLUSTER is a knob of modes 2 and 5, KEEP of mode 2 (1 and 0 otherwise)");
+    static_assert(MODE == 2 || MODE == 5 || MODE == 8 || (CLUSTER == 1 && KEEP == 0),
+                  "CLUSTER is a knob of modes 2, 5 and 8, KEEP of mode 2 (1 and 0 otherwise)");
+    static_assert(MODE != 8 || (KEEP == 0 && WARPS <= 16), "mode 8: KEEP 0, at most 16 consumer warps");
     static_assert(MODE != 5 || KEEP == 0, "mode 5 keeps the head in shared memory: KEEP 0");
     static_assert(KEEP == 0 || (pow2(KEEP) && KEEP <= 16), "KEEP must be 0, 1, 2, 4, 8 or 16");
     static_assert(KEEP * VEC / 4 <= 64, "KEEP*VEC/4 registers must be at most 64");
@@ -155,6 +168,7 @@ struct Cfg {
     static_assert(MODE != 4 || EVO_QUANT_ARCH >= 900, "MODE 4 (resident) needs sm_90");
     static_assert(MODE != 5 || EVO_QUANT_ARCH >= 900, "MODE 5 (staged) needs sm_90");
     static_assert(MODE != 6 || EVO_QUANT_ARCH >= 900, "MODE 6 (streamed) needs sm_90");
+    static_assert(MODE != 8 || EVO_QUANT_ARCH >= 900, "MODE 8 (piped) needs sm_90");
 };
 
 /* ---- memory access ---- */
@@ -504,7 +518,7 @@ template <class C> struct Shape {
         if (C::MODE_ == EVO_QUANT_MODE_CHAINED || C::MODE_ == EVO_QUANT_MODE_ORDERED ||
             C::MODE_ == EVO_QUANT_MODE_RESIDENT || C::MODE_ == EVO_QUANT_MODE_LOCAL)
             need += 16ull + 4ull * n_heads * cph;
-        if (C::MODE_ == EVO_QUANT_MODE_STREAMED) need += 12ull * n_heads;
+        if (C::MODE_ == EVO_QUANT_MODE_STREAMED || C::MODE_ == EVO_QUANT_MODE_PIPED) need += 12ull * n_heads;
         require(p.head_dim == C::D_ && p.in_dtype == C::IN_BF16_ && p.rotate == C::ROTATE_ && p.batch >= 1 &&
                 p.heads >= 1 && p.seq >= 1 && p.scratch_bytes >= need && (need == 0 || p.scratch != 0));
     }
@@ -1269,6 +1283,172 @@ template <class C> EVO_DEV void local(const evo_quant_params &p)
     if (tid == 0) ctl[1] = 0u;
 }
 
+/* ---- mode 8: piped ---- */
+
+#if EVO_QUANT_ARCH >= 900
+EVO_DEV void mbar_arrive(u64 *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+#else
+EVO_DEV void mbar_arrive(u64 *) {}
+#endif
+/* The consumer warps' own barrier (the producer warp never joins). */
+EVO_DEV void consumers_sync(u32 threads) { asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory"); }
+
+/* The vectors of one chunk of the ring (nvc of them): their absmax folded into m (ENC 0), or their codes stored at
+ * dst (ENC 1; FAST as quot). Consumer thread tid takes vectors i*THREADS + tid. */
+template <class C, bool ENC, bool FAST>
+EVO_DEV float ring_chunk(const unsigned char *buf, u32 nvc, u32 smask, float m, float s, float inv, unsigned char *dst)
+{
+    const u32 tid = threadIdx.x, lane = tid & 31u;
+    if (ENC && !FAST) { /* the slow quotient calls a division routine: one vector at a time, nothing live across */
+#pragma unroll 1
+        for (int i = 0; i < C::UNROLL_ * C::ITERS_; i++) {
+            const u32 j = (u32)i * (u32)C::THREADS + tid;
+            Raw<C::VEC_> r;
+            if (j < nvc) load_smem<C::VEC_>(r, buf + (u64)j * C::VEC_);
+            else zero_raw(r);
+            vec_encode<C, 0>(r, smask, lane, s, inv, dst + (u64)j * C::EPV, j < nvc);
+        }
+        return m;
+    }
+#pragma unroll 1
+    for (int i = 0; i < C::UNROLL_ * C::ITERS_; i += C::UNROLL_) {
+        Raw<C::VEC_> r[C::UNROLL_];
+#pragma unroll
+        for (int u = 0; u < C::UNROLL_; u++) {
+            const u32 j = (u32)(i + u) * (u32)C::THREADS + tid;
+            if (j < nvc) load_smem<C::VEC_>(r[u], buf + (u64)j * C::VEC_);
+            else zero_raw(r[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < C::UNROLL_; u++) {
+            const u32 j = (u32)(i + u) * (u32)C::THREADS + tid;
+            if (ENC) vec_encode<C, FAST ? 1 : 0>(r[u], smask, lane, s, inv, dst + (u64)j * C::EPV, j < nvc);
+            else m = vec_absmax<C>(r[u], m, smask, lane);
+        }
+    }
+    return m;
+}
+
+/* Mode piped: part u of the heads: head u / parts, bytes [beg, beg + bytes) of it (share u % parts of
+ * EVO_QUANT_STAGED_SLICE(head bytes, parts) bytes, whole rows), in nsub chunks of cb bytes. */
+template <class C> struct Part {
+    u32 h, nsub, bytes;
+    u64 beg;
+    EVO_DEV Part(u32 u, u32 parts, u64 head_bytes, u64 slice, u32 cb)
+    {
+        h = u / parts;
+        const u64 b0 = (u64)(u % parts) * slice;
+        beg = b0 < head_bytes ? b0 : head_bytes;
+        bytes = (u32)(head_bytes - beg < slice ? head_bytes - beg : slice);
+        nsub = (bytes + cb - 1u) / cb;
+    }
+    EVO_DEV u32 len(u32 k, u32 cb) const { return bytes - k * cb < cb ? bytes - k * cb : cb; }
+};
+
+/* gridDim.x blocks, all resident (cooperative launch), of WARPS consumer warps and a producer warp. Every head is
+ * cut into p.parts parts (Part) and part u is block u % grid's, in turn u / grid. One lane of the producer warp
+ * streams the block's parts, chunk by chunk (CHUNK_V vectors), through a ring of p.stages buffers by bulk copies,
+ * refilling each buffer as soon as the consumers release it. The consumers take a part's absmax from the ring (its
+ * chunks stay there); thread 0 publishes it in its head's max word (atomic max) and count (release add) and waits
+ * for the count to reach p.parts; then the consumers encode the part from the ring, releasing each buffer once
+ * encoded. A part fits the ring with a chunk to spare, so the next part loads while a head completes and its codes
+ * are written: DRAM is read once and keeps streaming. The parts of a head are neighbours in the same or the next
+ * turn of the grid and parts <= grid: a block waits only for parts of its turn or the next, whose blocks have
+ * finished their earlier turns, so the lowest unpublished part can always be published. The last of a head's parts
+ * to read its max resets the head's words for the next launch. */
+template <class C> EVO_DEV void piped(const evo_quant_params &p)
+{
+    extern __shared__ __align__(128) unsigned char ring[];
+    __shared__ u64 full[EVO_QUANT_PIPED_MAX_STAGES], empty[EVO_QUANT_PIPED_MAX_STAGES];
+    __shared__ float red[2][C::WARPS_], s_scale[2], s_inv[2];
+    Shape<C> sh(p);
+    u32 *words = (u32 *)sh.mode_scratch; /* per head: max, count, done */
+    const u32 tid = threadIdx.x, stages = (u32)p.stages, parts = (u32)p.parts, grid = gridDim.x, b = blockIdx.x;
+    const u32 cb = (u32)C::CHUNK_V * (u32)C::VEC_, units = sh.n_heads * parts;
+    /* EVO_QUANT_STAGED_SLICE(head_bytes, parts) with a shift: parts is a power of two */
+    const u64 head_bytes = (u64)sh.nv * (u32)C::VEC_;
+    const u64 slice = (((head_bytes + parts - 1u) >> (__ffs(parts) - 1)) + 1023u) & ~1023ull;
+    u32 dyn;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+    require(parts >= 1u && parts <= (u32)EVO_QUANT_PIPED_MAX_PARTS && (parts & (parts - 1u)) == 0 && gridDim.y == 1 &&
+            grid <= units && grid >= parts && blockDim.x == (u32)C::THREADS + 32u &&
+            stages <= EVO_QUANT_PIPED_MAX_STAGES && (u64)stages * cb <= dyn && (slice + cb - 1u) / cb < stages);
+    const u32 turns = b < units ? (units - b + grid - 1u) / grid : 0u;
+    if (tid == 0) {
+        for (u32 i = 0; i < stages; i++) mbar_init(&full[i], 1u), mbar_init(&empty[i], (u32)C::WARPS_);
+        fence_barrier_init();
+    }
+    __syncthreads(); /* the barriers are initialized before anyone waits on them */
+
+    if (tid >= (u32)C::THREADS) { /* the producer warp */
+        if (tid != (u32)C::THREADS) return;
+        const u64 pol = make_policy<C::HINT_LAST>();
+        u32 q = 0;
+        for (u32 t = 0; t < turns; t++) {
+            const Part<C> pt(b + t * grid, parts, head_bytes, slice, cb);
+            const unsigned char *src = sh.head_src(pt.h) + pt.beg;
+            for (u32 k = 0; k < pt.nsub; k++, q++) {
+                const u32 st = q % stages, len = pt.len(k, cb);
+                if (q >= stages) {
+                    while (!mbar_done(&empty[st], (q / stages - 1u) & 1u)) {
+                    }
+                    fence_proxy_async();
+                }
+                mbar_expect_tx(&full[st], len);
+                bulk_load<C::HINT_LAST>(ring + (u64)st * cb, src + (u64)k * cb, len, &full[st], pol);
+            }
+        }
+        return;
+    }
+    const u32 smask = thread_signs<C>(), warp = tid >> 5, lane = tid & 31u;
+    u32 q = 0;
+    for (u32 t = 0; t < turns; t++) {
+        const Part<C> pt(b + t * grid, parts, head_bytes, slice, cb);
+        const u32 par = t & 1u;
+        float m = 0.0f;
+        for (u32 k = 0; k < pt.nsub; k++) {
+            const u32 st = (q + k) % stages;
+            while (!mbar_done(&full[st], ((q + k) / stages) & 1u)) {
+            }
+            m = ring_chunk<C, false, true>(ring + (u64)st * cb, pt.len(k, cb) / (u32)C::VEC_, smask, m, 0.0f, 0.0f,
+                                           nullptr);
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        if (lane == 0) red[par][warp] = m;
+        consumers_sync((u32)C::THREADS);
+        if (tid == 0) { /* publish, then wait for the head's other parts */
+            m = red[par][0];
+#pragma unroll
+            for (int w = 1; w < C::WARPS_; w++) m = fmaxf(m, red[par][w]);
+            u32 *hw = words + 3ull * pt.h;
+            atomicMax(&hw[0], __float_as_uint(m)); /* |x| >= 0 and never NaN: the bits order as the floats */
+            red_add_release(&hw[1], 1u);
+            while (ld_acquire(&hw[1]) < parts) __nanosleep(64u);
+            const float sc = scale_of(__uint_as_float(ld_relaxed(&hw[0])));
+            if (atom_add_acq_rel(&hw[2], 1u) == parts - 1u) hw[0] = 0u, hw[1] = 0u, hw[2] = 0u;
+            if (pt.beg == 0) p.scales[pt.h] = sc;
+            s_scale[par] = sc, s_inv[par] = __frcp_rn(sc); /* the divisions once, by one thread */
+        }
+        consumers_sync((u32)C::THREADS);
+        const float s = s_scale[par], inv = s_inv[par];
+        const bool fast = scale_fast(s);
+        unsigned char *ch = p.codes + (u64)pt.h * sh.head_elems + pt.beg / (u32)C::EB;
+        for (u32 k = 0; k < pt.nsub; k++, q++) {
+            const u32 st = q % stages, nvc = pt.len(k, cb) / (u32)C::VEC_;
+            const unsigned char *buf = ring + (u64)st * cb;
+            unsigned char *dst = ch + (u64)k * (u32)C::CHUNK_V * (u32)C::EPV;
+            if (fast) ring_chunk<C, true, true>(buf, nvc, smask, 0.0f, s, inv, dst);
+            else ring_chunk<C, true, false>(buf, nvc, smask, 0.0f, s, inv, dst);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&empty[st]);
+        }
+    }
+}
+
 } // namespace evoq
 
 #define EVO_QUANT_TPARAMS                                                                                        \
@@ -1280,7 +1460,8 @@ template <class C> EVO_DEV void local(const evo_quant_params &p)
  * compiled for EVO_QUANT_STREAM_WARPS_PER_SM and EVO_QUANT_LOCAL_WARPS_PER_SM warps per multiprocessor, the
  * residency their plans count on; the other modes have no minimum (0: the compiler's own choice). */
 template <EVO_QUANT_TPARAMS>
-__global__ void __launch_bounds__(32 * WARPS, MODE == EVO_QUANT_MODE_STREAMED && WARPS < EVO_QUANT_STREAM_WARPS_PER_SM
+__global__ void __launch_bounds__(32 * WARPS + (MODE == EVO_QUANT_MODE_PIPED ? 32 : 0),
+                                  MODE == EVO_QUANT_MODE_STREAMED && WARPS < EVO_QUANT_STREAM_WARPS_PER_SM
                                                   ? EVO_QUANT_STREAM_WARPS_PER_SM / WARPS
                                               : MODE == EVO_QUANT_MODE_LOCAL && WARPS < EVO_QUANT_LOCAL_WARPS_PER_SM
                                                   ? EVO_QUANT_LOCAL_WARPS_PER_SM / WARPS
@@ -1294,6 +1475,7 @@ __global__ void __launch_bounds__(32 * WARPS, MODE == EVO_QUANT_MODE_STREAMED &&
     else if constexpr (MODE == EVO_QUANT_MODE_STAGED) evoq::staged_head<C>(p);
     else if constexpr (MODE == EVO_QUANT_MODE_STREAMED) evoq::streamed<C>(p);
     else if constexpr (MODE == EVO_QUANT_MODE_LOCAL) evoq::local<C>(p);
+    else if constexpr (MODE == EVO_QUANT_MODE_PIPED) evoq::piped<C>(p);
     else evoq::cluster_head<C>(p);
 }
 

@@ -36,7 +36,7 @@ static const evo_field quantize_variant_attrs[QZ_N_VATTRS] = {
     [QZ_V_ROTATE] = {.name = "rotate", .type = EVO_FIELD_BOOL},
     [QZ_V_KNOBS + 0] = {.name = "vec", .type = EVO_FIELD_INT, .min = 0, .max = 64},
     [QZ_V_KNOBS + 1] = {.name = "warps", .type = EVO_FIELD_INT, .min = 0, .max = 64},
-    [QZ_V_KNOBS + 2] = {.name = "mode", .type = EVO_FIELD_INT, .min = 0, .max = 5},
+    [QZ_V_KNOBS + 2] = {.name = "mode", .type = EVO_FIELD_INT, .min = 0, .max = 8},
     [QZ_V_KNOBS + 3] = {.name = "cluster", .type = EVO_FIELD_INT, .min = 0, .max = 16},
     [QZ_V_KNOBS + 4] = {.name = "keep", .type = EVO_FIELD_INT, .min = 0, .max = 16},
     [QZ_V_KNOBS + 5] = {.name = "unroll", .type = EVO_FIELD_INT, .min = 0, .max = 8},
@@ -76,7 +76,7 @@ static const int keep_set[] = {0, 1, 2, 4, 8, 16}, pow2_8_set[] = {1, 2, 4, 8}, 
 static const evo_knob_legal quantize_legal[] = {
     {0, 0, 0, vec_set, 3},      /* VEC */
     {0, 0, 0, warps_set, 5},    /* WARPS */
-    {0, 7, 1, NULL, 0},         /* MODE */
+    {0, 8, 1, NULL, 0},         /* MODE */
     {0, 0, 0, cluster_set, 5},  /* CLUSTER */
     {0, 0, 0, keep_set, 6},     /* KEEP */
     {0, 0, 0, pow2_8_set, 4},   /* UNROLL */
@@ -194,14 +194,17 @@ static evo_status quantize_render(const evo_config *cfg, const evo_genome *g, co
             v->attr[QZ_V_DTYPE] = cls[i].dtype;
             v->attr[QZ_V_ROTATE] = cls[i].rotate;
             set_knob_attrs(v, &k);
-            v->threads = 32 * k.warps;
+            v->threads = 32 * k.warps + (roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_PIPED ? 32 : 0);
             /* mode resident: its deepest ring, the most dynamic shared memory its plans launch with */
-            /* mode staged: the most its shares of a head may take; mode streamed: its warps' deepest rings */
+            /* modes staged and piped: the most a share of a head or a ring may take; mode streamed: its warps'
+             * deepest rings */
             v->smem_bytes = roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_RESIDENT
                                 ? (int)((unsigned long long)evo_quant_ring(&k, arch_number(lim), 1) *
                                         evo_quant_chunk_bytes(&k))
                             : roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_STAGED
                                 ? (int)evo_quant_smem_budget(arch_number(lim))
+                            : roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_PIPED
+                                ? (int)evo_quant_smem_budget(arch_number(lim)) - 1024 /* see evo_quant_piped */
                             : roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_STREAMED
                                 ? (int)((unsigned long long)evo_quant_warp_ring(&k, arch_number(lim), 1) * k.warps *
                                         (evo_quant_warp_chunk_bytes(&k) + 8ull))
