@@ -218,6 +218,18 @@ static inline int evo_quant_warp_ring(const evo_quant_knobs *k, int arch, unsign
     return s > EVO_QUANT_MAX_STAGES ? EVO_QUANT_MAX_STAGES : (int)s;
 }
 
+/* Appends the next launch to plan p: kernel, grid (grid_x, 1, 1), block `threads`; the caller sets what else it needs
+ * (the plan starts every launch with no cluster, no dynamic shared memory, not cooperative). */
+static inline evo_quant_launch *evo_quant_add_launch(evo_quant_plan *p, int kernel, unsigned long long grid_x,
+                                                     unsigned long long threads)
+{
+    evo_quant_launch *l = &p->launch[p->n_launches++];
+    l->kernel = kernel;
+    l->grid_x = (unsigned)grid_x;
+    l->block = (unsigned)threads;
+    return l;
+}
+
 /* Mode piped: the chunks of the largest part when a head of head_bytes is cut into `parts` (EVO_QUANT_STAGED_SLICE). */
 static inline unsigned long long evo_quant_part_chunks(const evo_quant_knobs *k, unsigned long long head_bytes,
                                                        unsigned long long parts)
@@ -260,10 +272,7 @@ static inline int evo_quant_piped(const evo_quant_knobs *k, unsigned long long h
     }
     grid = (unsigned long long)num_sms * bps;
     if (grid > n_heads * parts) grid = n_heads * parts;
-    evo_quant_launch *l = &p->launch[p->n_launches++];
-    l->kernel = EVO_QUANT_K_MAIN;
-    l->grid_x = (unsigned)grid;
-    l->block = (unsigned)threads;
+    evo_quant_launch *l = evo_quant_add_launch(p, EVO_QUANT_K_MAIN, grid, threads);
     l->smem = (unsigned)(stages * cb);
     l->cooperative = 1;
     p->stages = (int)stages;
@@ -383,19 +392,12 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
     }
     if (rot) { /* one thread per vector of vec input bytes */
         unsigned long long nv = n / (unsigned long long)(k->vec / 2);
-        evo_quant_launch *l = &p.launch[p.n_launches++];
-        l->kernel = EVO_QUANT_K_ROTATE;
-        l->grid_x = (unsigned)((nv + threads - 1) / threads);
-        l->block = threads;
+        evo_quant_add_launch(&p, EVO_QUANT_K_ROTATE, (nv + threads - 1) / threads, threads);
     }
     if (k->mode == EVO_QUANT_MODE_SPLIT) {
         p.scratch_bytes = rot + ((n_heads * p.chunks_per_head * 4ull + 255ull) & ~255ull);
         for (int kern = EVO_QUANT_K_ABSMAX; kern <= EVO_QUANT_K_MAIN; kern++) {
-            evo_quant_launch *l = &p.launch[p.n_launches++];
-            l->kernel = kern;
-            l->grid_x = (unsigned)p.chunks_per_head;
-            l->grid_y = (unsigned)n_heads;
-            l->block = threads;
+            evo_quant_add_launch(&p, kern, p.chunks_per_head, threads)->grid_y = (unsigned)n_heads;
         }
     } else if (k->mode == EVO_QUANT_MODE_CHAINED || k->mode == EVO_QUANT_MODE_ORDERED) {
         unsigned long long chunks = n_heads * p.chunks_per_head;
@@ -405,10 +407,7 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         p.chain_lag = (int)lag;
         p.scratch_bytes = rot + 16ull + 4ull * chunks;
         p.zero_scratch_once = 1;
-        evo_quant_launch *l = &p.launch[p.n_launches++];
-        l->kernel = EVO_QUANT_K_MAIN;
-        l->grid_x = (unsigned)(chunks + lag);
-        l->block = threads;
+        evo_quant_add_launch(&p, EVO_QUANT_K_MAIN, chunks + lag, threads);
     } else if (k->mode == EVO_QUANT_MODE_RESIDENT) {
         /* Chunk c goes to block c % grid in round c / grid. A block encodes the chunk of round r in round r + lag
          * and waits then only for chunks published in rounds up to r + lag, so the lowest block in progress always
@@ -433,10 +432,7 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         p.chain_lag = (int)lag;
         p.scratch_bytes = rot + 16ull + 4ull * chunks;
         p.zero_scratch_once = 1;
-        evo_quant_launch *l = &p.launch[p.n_launches++];
-        l->kernel = EVO_QUANT_K_MAIN;
-        l->grid_x = (unsigned)grid;
-        l->block = threads;
+        evo_quant_launch *l = evo_quant_add_launch(&p, EVO_QUANT_K_MAIN, grid, threads);
         l->smem = (unsigned)((unsigned long long)p.stages * evo_quant_chunk_bytes(k));
         l->cooperative = 1;
     } else if (k->mode == EVO_QUANT_MODE_LOCAL) {
@@ -451,11 +447,7 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         p.chain_lag = (int)lag;
         p.scratch_bytes = rot + 16ull + 4ull * chunks;
         p.zero_scratch_once = 1;
-        evo_quant_launch *l = &p.launch[p.n_launches++];
-        l->kernel = EVO_QUANT_K_MAIN;
-        l->grid_x = (unsigned)grid;
-        l->block = threads;
-        l->cooperative = 1;
+        evo_quant_add_launch(&p, EVO_QUANT_K_MAIN, grid, threads)->cooperative = 1;
     } else if (k->mode == EVO_QUANT_MODE_STREAMED) {
         /* Warp chunk c goes to warp c % W (W = grid * warps) in round c / W. The most blocks per SM (at most
          * EVO_QUANT_STREAM_WARPS_PER_SM warps, the kernel's bound) whose warps' rings hold lag + 2 chunks: one being
@@ -479,10 +471,7 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         p.chain_lag = (int)lag;
         p.scratch_bytes = rot + ((12ull * n_heads + 255ull) & ~255ull);
         p.zero_scratch_once = 1;
-        evo_quant_launch *l = &p.launch[p.n_launches++];
-        l->kernel = EVO_QUANT_K_MAIN;
-        l->grid_x = (unsigned)grid;
-        l->block = threads;
+        evo_quant_launch *l = evo_quant_add_launch(&p, EVO_QUANT_K_MAIN, grid, threads);
         l->smem = (unsigned)((unsigned long long)p.stages * w * (evo_quant_warp_chunk_bytes(k) + 8ull));
         l->cooperative = 1;
     } else if (k->mode == EVO_QUANT_MODE_PIPED) {
@@ -495,20 +484,18 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         p.scratch_bytes = rot + ((12ull * n_heads + 255ull) & ~255ull);
         p.zero_scratch_once = 1;
     } else {
+        unsigned long long slice = 0; /* mode staged: a CTA's share of the head, in dynamic shared memory */
         if (k->mode == EVO_QUANT_MODE_STAGED) {
             const unsigned long long in_bytes = (rotate && !k->fused_rot) ? 4ull : 2ull;
-            const unsigned long long slice = EVO_QUANT_STAGED_SLICE(head_elems * in_bytes, (unsigned long long)k->cluster);
+            slice = EVO_QUANT_STAGED_SLICE(head_elems * in_bytes, (unsigned long long)k->cluster);
             if (slice > evo_quant_smem_budget(arch)) {
                 return evo_quant_refuse("mode 5 (staged): a CTA's share of a head does not fit in shared memory; take "
                                         "a larger cluster",
                                         why, why_size);
             }
-            p.launch[p.n_launches].smem = (unsigned)slice;
         }
-        evo_quant_launch *l = &p.launch[p.n_launches++];
-        l->kernel = EVO_QUANT_K_MAIN;
-        l->grid_x = (unsigned)(n_heads * (unsigned long long)k->cluster);
-        l->block = threads;
+        evo_quant_launch *l = evo_quant_add_launch(&p, EVO_QUANT_K_MAIN, n_heads * (unsigned long long)k->cluster, threads);
+        l->smem = (unsigned)slice;
         l->cluster_x = (unsigned)k->cluster;
         l->nonportable = k->cluster > 8;
     }

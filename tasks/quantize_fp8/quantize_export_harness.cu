@@ -68,16 +68,19 @@ static cudaError_t resolve(int in_dtype, int rotate, int batch, int heads, int s
     return cudaSuccess;
 }
 
-/* Sets a function attribute once per device (the bit of the current device in done). */
+/* Sets a function attribute once per device (the bit of the current device in done) to value_of(dev, &value), which
+ * runs only then. */
+template <class V>
 static cudaError_t set_once(std::atomic<unsigned long long> &done, void (*fn)(const evo_quant_params),
-                            cudaFuncAttribute attr, int value)
+                            cudaFuncAttribute attr, V value_of)
 {
-    int dev = 0;
+    int dev = 0, value = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) return e;
     const unsigned long long bit = dev < 64 ? 1ull << dev : 0ull;
     if (bit && (done.load(std::memory_order_acquire) & bit)) return cudaSuccess;
-    e = cudaFuncSetAttribute(fn, attr, value);
+    e = value_of(dev, &value);
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(fn, attr, value);
     if (e == cudaSuccess && bit) done.fetch_or(bit, std::memory_order_acq_rel);
     return e;
 }
@@ -98,14 +101,16 @@ static cudaError_t launch_plan(const qcall &c, const evo_quant_params &p, cudaSt
         cfg.stream = stream;
         if (l.smem > 0u) { /* once, to the most the kernel may take beside its static shared memory: the plans of
                               other shapes take other sizes, and with the static part even 48 KiB may need it */
-            cudaFuncAttributes fa;
-            int optin = 0, dev = 0;
-            cudaError_t e = cudaFuncGetAttributes(&fa, fn);
-            if (e == cudaSuccess) e = cudaGetDevice(&dev);
-            if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-            if (e == cudaSuccess)
-                e = set_once(smem_set[c.vi], fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             optin - (int)fa.sharedSizeBytes);
+            cudaError_t e = set_once(smem_set[c.vi], fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     [fn](int dev, int *value) {
+                                         cudaFuncAttributes fa;
+                                         int optin = 0;
+                                         cudaError_t r = cudaFuncGetAttributes(&fa, fn);
+                                         if (r == cudaSuccess)
+                                             r = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+                                         *value = optin - (int)fa.sharedSizeBytes;
+                                         return r;
+                                     });
             if (e != cudaSuccess) return e;
         }
         cudaLaunchAttribute attr[2];
@@ -113,7 +118,11 @@ static cudaError_t launch_plan(const qcall &c, const evo_quant_params &p, cudaSt
         cfg.numAttrs = 0;
         if (l.cluster_x > 1) {
             if (l.nonportable) {
-                cudaError_t e = set_once(nonportable_set[c.vi], fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+                cudaError_t e = set_once(nonportable_set[c.vi], fn, cudaFuncAttributeNonPortableClusterSizeAllowed,
+                                         [](int, int *value) {
+                                             *value = 1;
+                                             return cudaSuccess;
+                                         });
                 if (e != cudaSuccess) return e;
             }
             attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;

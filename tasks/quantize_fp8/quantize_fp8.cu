@@ -914,6 +914,61 @@ template <int VEC> EVO_DEV void load_smem(Raw<VEC> &r, const unsigned char *p)
     }
 }
 
+/* Modes 4 and 8: the nvc vectors of one chunk in shared memory at buf, vector i*THREADS + tid (i < UNROLL*ITERS) by
+ * thread tid, UNROLL loaded before the first is used. smem_group loads group i / UNROLL into r. */
+template <class C> EVO_DEV void smem_group(Raw<C::VEC_> (&r)[C::UNROLL_], const unsigned char *buf, u32 nvc, int i)
+{
+#pragma unroll
+    for (int u = 0; u < C::UNROLL_; u++) {
+        const u32 j = (u32)(i + u) * (u32)C::THREADS + threadIdx.x;
+        if (j < nvc) load_smem<C::VEC_>(r[u], buf + (u64)j * C::VEC_);
+        else zero_raw(r[u]);
+    }
+}
+
+/* m folded with the chunk's |x|. */
+template <class C> EVO_DEV float smem_chunk_absmax(const unsigned char *buf, u32 nvc, u32 smask, float m)
+{
+#pragma unroll 1
+    for (int i = 0; i < C::UNROLL_ * C::ITERS_; i += C::UNROLL_) {
+        Raw<C::VEC_> r[C::UNROLL_];
+        smem_group<C>(r, buf, nvc, i);
+#pragma unroll
+        for (int u = 0; u < C::UNROLL_; u++) m = vec_absmax<C>(r[u], m, smask, threadIdx.x & 31u);
+    }
+    return m;
+}
+
+/* The chunk's codes at scale s (inv = RN(1/s)) to dst. The slow quotient (fast false) calls a division routine: one
+ * vector at a time there, so that nothing is live across the call. */
+template <class C>
+EVO_DEV void smem_chunk_encode(const unsigned char *buf, u32 nvc, u32 smask, float s, float inv, unsigned char *dst,
+                               bool fast)
+{
+    const u32 tid = threadIdx.x, lane = tid & 31u;
+    if (!fast) {
+#pragma unroll 1
+        for (int i = 0; i < C::UNROLL_ * C::ITERS_; i++) {
+            const u32 j = (u32)i * (u32)C::THREADS + tid;
+            Raw<C::VEC_> r;
+            if (j < nvc) load_smem<C::VEC_>(r, buf + (u64)j * C::VEC_);
+            else zero_raw(r);
+            vec_encode<C, 0>(r, smask, lane, s, inv, dst + (u64)j * C::EPV, j < nvc);
+        }
+        return;
+    }
+#pragma unroll 1
+    for (int i = 0; i < C::UNROLL_ * C::ITERS_; i += C::UNROLL_) {
+        Raw<C::VEC_> r[C::UNROLL_];
+        smem_group<C>(r, buf, nvc, i);
+#pragma unroll
+        for (int u = 0; u < C::UNROLL_; u++) {
+            const u32 j = (u32)(i + u) * (u32)C::THREADS + tid;
+            vec_encode<C, 1>(r[u], smask, lane, s, inv, dst + (u64)j * C::EPV, j < nvc);
+        }
+    }
+}
+
 /* Modes 4 and 6: the bulk copy of chunk c (cb bytes of its head, fewer at the head's end) into buf, counted on bar. */
 template <class C>
 EVO_DEV void ring_load(u64 *bar, unsigned char *buf, const Shape<C> &sh, u32 c, u32 cb, u64 head_bytes, u64 pol)
@@ -1048,17 +1103,7 @@ template <class C> EVO_DEV void resident(const evo_quant_params &p)
             const u32 nvc = min((u32)C::CHUNK_V, sh.nv - k * (u32)C::CHUNK_V); /* vectors in this chunk */
             while (!mbar_done(&bar[st], (r / stages) & 1u)) {
             }
-            const unsigned char *buf = ring + (u64)st * cb;
-            float m = 0.0f;
-#pragma unroll 4
-            for (int i = 0; i < C::UNROLL_ * C::ITERS_; i++) {
-                const u32 j = (u32)i * (u32)C::THREADS + tid;
-                Raw<C::VEC_> raw;
-                if (j < nvc) load_smem<C::VEC_>(raw, buf + (u64)j * C::VEC_);
-                else zero_raw(raw);
-                m = vec_absmax<C>(raw, m, smask, tid & 31u);
-            }
-            m = block_max_again<C::WARPS_>(m, red);
+            const float m = block_max_again<C::WARPS_>(smem_chunk_absmax<C>(ring + (u64)st * cb, nvc, smask, 0.0f), red);
             if (tid == 0) st_relaxed(&slot[c], 0x80000000u | __float_as_uint(m));
         }
         if (enc) {
@@ -1077,17 +1122,8 @@ template <class C> EVO_DEV void resident(const evo_quant_params &p)
             const float s = scale_of(block_max_again<C::WARPS_>(m, red));
             if (k == 0 && tid == 0) p.scales[h] = s;
             const float inv = __frcp_rn(s);
-            const unsigned char *buf = ring + (u64)st * cb;
             unsigned char *ch = p.codes + (u64)h * sh.head_elems + (u64)k * (u32)C::CHUNK_V * (u32)C::EPV;
-            const bool fast = scale_fast(s);
-#pragma unroll 4
-            for (int i = 0; i < C::UNROLL_ * C::ITERS_; i++) {
-                const u32 j = (u32)i * (u32)C::THREADS + tid;
-                Raw<C::VEC_> raw;
-                if (j < nvc) load_smem<C::VEC_>(raw, buf + (u64)j * C::VEC_);
-                else zero_raw(raw);
-                vec_encode<C, 2>(raw, smask, tid & 31u, s, inv, ch + (u64)j * C::EPV, j < nvc, fast);
-            }
+            smem_chunk_encode<C>(ring + (u64)st * cb, nvc, smask, s, inv, ch, scale_fast(s));
             __syncthreads(); /* every read of the buffer is done */
             if (tid == 0 && u + stages < rounds) {
                 fence_proxy_async();
@@ -1131,6 +1167,29 @@ EVO_DEV void red_add_release(u32 *p, u32 v)
     asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
+/* Modes 6 and 8: heads completed through three words each at the start of the mode's scratch (max, count and done,
+ * n_heads of each; zero-filled once, left zeroed by every launch). A piece of a head publishes its absmax (atomic max
+ * on the float's bits: every value is |x| >= 0 and never NaN, so the bits order as the floats; then a release add to
+ * the count); a reader waits for the count with its own polls (acquire) and reads the max; the last of a head's
+ * readers zeroes its words for the next launch. */
+struct HeadWords {
+    u32 *max, *count, *done;
+    EVO_DEV HeadWords(unsigned char *scratch, u32 n_heads)
+        : max((u32 *)scratch), count(max + n_heads), done(count + n_heads)
+    {
+    }
+    EVO_DEV void publish(u32 h, float m) const
+    {
+        atomicMax(&max[h], __float_as_uint(m));
+        red_add_release(&count[h], 1u);
+    }
+    /* after reading the max of head h, which `readers` pieces read in all */
+    EVO_DEV void read_done(u32 h, u32 readers) const
+    {
+        if (atom_add_acq_rel(&done[h], 1u) == readers - 1u) max[h] = 0u, count[h] = 0u, done[h] = 0u;
+    }
+};
+
 /* gridDim.x blocks, all resident (cooperative launch); W = gridDim.x * WARPS warps, numbered warp * gridDim.x +
  * blockIdx.x so that a round's chunks spread over every block. Chunk c (WCHUNK_V vectors of one head) belongs to
  * warp c % W in round c / W. Each warp owns p.stages buffers of shared memory and an mbarrier per buffer, refilled
@@ -1146,7 +1205,7 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
 {
     extern __shared__ __align__(128) unsigned char ring[];
     Shape<C> sh(p);
-    u32 *hmax = (u32 *)sh.mode_scratch, *hcnt = hmax + sh.n_heads, *hdone = hcnt + sh.n_heads;
+    const HeadWords hw(sh.mode_scratch, sh.n_heads);
     const u32 lag = (u32)p.chain_lag, stages = (u32)p.stages, grid = gridDim.x, lane = threadIdx.x & 31u;
     const u32 warp = threadIdx.x >> 5, nw = grid * (u32)C::WARPS_, g = warp * grid + blockIdx.x;
     const u32 chunks = sh.n_heads * sh.cph, cb = (u32)C::WCHUNK_V * (u32)C::VEC_;
@@ -1202,8 +1261,7 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
 #pragma unroll
             for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
             if (lane == 0) {
-                atomicMax(&hmax[h], __float_as_uint(m));
-                red_add_release(&hcnt[h], 1u);
+                hw.publish(h, m);
             }
         }
         if (r >= lag && r - lag < rounds) {
@@ -1211,8 +1269,8 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
             const u32 nvc = min((u32)C::WCHUNK_V, sh.nv - k * (u32)C::WCHUNK_V);
             u32 mb = 0u;
             if (lane == 0) { /* usually complete at the first look; else back off (the polls share one L2 line) */
-                for (u32 ns = 128u; ld_acquire(&hcnt[h]) != sh.cph; ns = ns < 2048u ? 2u * ns : ns) __nanosleep(ns);
-                mb = ld_relaxed(&hmax[h]);
+                for (u32 ns = 128u; ld_acquire(&hw.count[h]) != sh.cph; ns = ns < 2048u ? 2u * ns : ns) __nanosleep(ns);
+                mb = ld_relaxed(&hw.max[h]);
             }
             const float s = scale_of(__uint_as_float(__shfl_sync(0xffffffffu, mb, 0)));
             if (k == 0 && lane == 0) p.scales[h] = s;
@@ -1241,11 +1299,9 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
                     fence_proxy_async();
                     issue(u + stages);
                 }
-                if (atomicAdd(&hdone[h], 1u) == sh.cph - 1u) { /* every encoder of the head has read its max */
-                    hmax[h] = 0u;
-                    hcnt[h] = 0u;
-                    hdone[h] = 0u;
-                }
+                /* the chunk's encoder read its head's max; a relaxed count, not read_done's acq_rel, which would wait
+                 * for this lane's codes in flight (9 % slower, measured) */
+                if (atomicAdd(&hw.done[h], 1u) == sh.cph - 1u) hw.max[h] = 0u, hw.count[h] = 0u, hw.done[h] = 0u;
             }
         }
     }
@@ -1296,56 +1352,21 @@ EVO_DEV void mbar_arrive(u64 *) {}
 /* The consumer warps' own barrier (the producer warp never joins). */
 EVO_DEV void consumers_sync(u32 threads) { asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory"); }
 
-/* The vectors of one chunk of the ring (nvc of them): their absmax folded into m (ENC 0), or their codes stored at
- * dst (ENC 1; FAST as quot). Consumer thread tid takes vectors i*THREADS + tid. */
-template <class C, bool ENC, bool FAST>
-EVO_DEV float ring_chunk(const unsigned char *buf, u32 nvc, u32 smask, float m, float s, float inv, unsigned char *dst)
-{
-    const u32 tid = threadIdx.x, lane = tid & 31u;
-    if (ENC && !FAST) { /* the slow quotient calls a division routine: one vector at a time, nothing live across */
-#pragma unroll 1
-        for (int i = 0; i < C::UNROLL_ * C::ITERS_; i++) {
-            const u32 j = (u32)i * (u32)C::THREADS + tid;
-            Raw<C::VEC_> r;
-            if (j < nvc) load_smem<C::VEC_>(r, buf + (u64)j * C::VEC_);
-            else zero_raw(r);
-            vec_encode<C, 0>(r, smask, lane, s, inv, dst + (u64)j * C::EPV, j < nvc);
-        }
-        return m;
-    }
-#pragma unroll 1
-    for (int i = 0; i < C::UNROLL_ * C::ITERS_; i += C::UNROLL_) {
-        Raw<C::VEC_> r[C::UNROLL_];
-#pragma unroll
-        for (int u = 0; u < C::UNROLL_; u++) {
-            const u32 j = (u32)(i + u) * (u32)C::THREADS + tid;
-            if (j < nvc) load_smem<C::VEC_>(r[u], buf + (u64)j * C::VEC_);
-            else zero_raw(r[u]);
-        }
-#pragma unroll
-        for (int u = 0; u < C::UNROLL_; u++) {
-            const u32 j = (u32)(i + u) * (u32)C::THREADS + tid;
-            if (ENC) vec_encode<C, FAST ? 1 : 0>(r[u], smask, lane, s, inv, dst + (u64)j * C::EPV, j < nvc);
-            else m = vec_absmax<C>(r[u], m, smask, lane);
-        }
-    }
-    return m;
-}
-
 /* Mode piped: part u of the heads: head u / parts, bytes [beg, beg + bytes) of it (share u % parts of
- * EVO_QUANT_STAGED_SLICE(head bytes, parts) bytes, whole rows), in nsub chunks of cb bytes. */
+ * EVO_QUANT_STAGED_SLICE(head bytes, parts) bytes, whole rows), in nsub chunks of CB bytes. */
 template <class C> struct Part {
+    static constexpr u32 CB = (u32)C::CHUNK_V * (u32)C::VEC_;
     u32 h, nsub, bytes;
     u64 beg;
-    EVO_DEV Part(u32 u, u32 parts, u64 head_bytes, u64 slice, u32 cb)
+    EVO_DEV Part(u32 u, u32 parts, u64 head_bytes, u64 slice)
     {
         h = u / parts;
         const u64 b0 = (u64)(u % parts) * slice;
         beg = b0 < head_bytes ? b0 : head_bytes;
         bytes = (u32)(head_bytes - beg < slice ? head_bytes - beg : slice);
-        nsub = (bytes + cb - 1u) / cb;
+        nsub = (bytes + CB - 1u) / CB;
     }
-    EVO_DEV u32 len(u32 k, u32 cb) const { return bytes - k * cb < cb ? bytes - k * cb : cb; }
+    EVO_DEV u32 len(u32 k) const { return bytes - k * CB < CB ? bytes - k * CB : CB; } /* of chunk k */
 };
 
 /* gridDim.x blocks, all resident (cooperative launch), of WARPS consumer warps and a producer warp. Every head is
@@ -1365,7 +1386,7 @@ template <class C> EVO_DEV void piped(const evo_quant_params &p)
     __shared__ u64 full[EVO_QUANT_PIPED_MAX_STAGES], empty[EVO_QUANT_PIPED_MAX_STAGES];
     __shared__ float red[2][C::WARPS_], s_scale[2], s_inv[2];
     Shape<C> sh(p);
-    u32 *words = (u32 *)sh.mode_scratch; /* per head: max, count, done */
+    const HeadWords hw(sh.mode_scratch, sh.n_heads);
     const u32 tid = threadIdx.x, stages = (u32)p.stages, parts = (u32)p.parts, grid = gridDim.x, b = blockIdx.x;
     const u32 cb = (u32)C::CHUNK_V * (u32)C::VEC_, units = sh.n_heads * parts;
     /* EVO_QUANT_STAGED_SLICE(head_bytes, parts) with a shift: parts is a power of two */
@@ -1388,10 +1409,10 @@ template <class C> EVO_DEV void piped(const evo_quant_params &p)
         const u64 pol = make_policy<C::HINT_LAST>();
         u32 q = 0;
         for (u32 t = 0; t < turns; t++) {
-            const Part<C> pt(b + t * grid, parts, head_bytes, slice, cb);
+            const Part<C> pt(b + t * grid, parts, head_bytes, slice);
             const unsigned char *src = sh.head_src(pt.h) + pt.beg;
             for (u32 k = 0; k < pt.nsub; k++, q++) {
-                const u32 st = q % stages, len = pt.len(k, cb);
+                const u32 st = q % stages, len = pt.len(k);
                 if (q >= stages) {
                     while (!mbar_done(&empty[st], (q / stages - 1u) & 1u)) {
                     }
@@ -1406,15 +1427,14 @@ template <class C> EVO_DEV void piped(const evo_quant_params &p)
     const u32 smask = thread_signs<C>(), warp = tid >> 5, lane = tid & 31u;
     u32 q = 0;
     for (u32 t = 0; t < turns; t++) {
-        const Part<C> pt(b + t * grid, parts, head_bytes, slice, cb);
+        const Part<C> pt(b + t * grid, parts, head_bytes, slice);
         const u32 par = t & 1u;
         float m = 0.0f;
         for (u32 k = 0; k < pt.nsub; k++) {
             const u32 st = (q + k) % stages;
             while (!mbar_done(&full[st], ((q + k) / stages) & 1u)) {
             }
-            m = ring_chunk<C, false, true>(ring + (u64)st * cb, pt.len(k, cb) / (u32)C::VEC_, smask, m, 0.0f, 0.0f,
-                                           nullptr);
+            m = smem_chunk_absmax<C>(ring + (u64)st * cb, pt.len(k) / (u32)C::VEC_, smask, m);
         }
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
@@ -1424,12 +1444,10 @@ template <class C> EVO_DEV void piped(const evo_quant_params &p)
             m = red[par][0];
 #pragma unroll
             for (int w = 1; w < C::WARPS_; w++) m = fmaxf(m, red[par][w]);
-            u32 *hw = words + 3ull * pt.h;
-            atomicMax(&hw[0], __float_as_uint(m)); /* |x| >= 0 and never NaN: the bits order as the floats */
-            red_add_release(&hw[1], 1u);
-            while (ld_acquire(&hw[1]) < parts) __nanosleep(64u);
-            const float sc = scale_of(__uint_as_float(ld_relaxed(&hw[0])));
-            if (atom_add_acq_rel(&hw[2], 1u) == parts - 1u) hw[0] = 0u, hw[1] = 0u, hw[2] = 0u;
+            hw.publish(pt.h, m);
+            while (ld_acquire(&hw.count[pt.h]) < parts) __nanosleep(64u);
+            const float sc = scale_of(__uint_as_float(ld_relaxed(&hw.max[pt.h])));
+            hw.read_done(pt.h, parts);
             if (pt.beg == 0) p.scales[pt.h] = sc;
             s_scale[par] = sc, s_inv[par] = __frcp_rn(sc); /* the divisions once, by one thread */
         }
@@ -1438,11 +1456,9 @@ template <class C> EVO_DEV void piped(const evo_quant_params &p)
         const bool fast = scale_fast(s);
         unsigned char *ch = p.codes + (u64)pt.h * sh.head_elems + pt.beg / (u32)C::EB;
         for (u32 k = 0; k < pt.nsub; k++, q++) {
-            const u32 st = q % stages, nvc = pt.len(k, cb) / (u32)C::VEC_;
-            const unsigned char *buf = ring + (u64)st * cb;
-            unsigned char *dst = ch + (u64)k * (u32)C::CHUNK_V * (u32)C::EPV;
-            if (fast) ring_chunk<C, true, true>(buf, nvc, smask, 0.0f, s, inv, dst);
-            else ring_chunk<C, true, false>(buf, nvc, smask, 0.0f, s, inv, dst);
+            const u32 st = q % stages;
+            smem_chunk_encode<C>(ring + (u64)st * cb, pt.len(k) / (u32)C::VEC_, smask, s, inv,
+                                 ch + (u64)k * (u32)C::CHUNK_V * (u32)C::EPV, fast);
             __syncwarp();
             if (lane == 0) mbar_arrive(&empty[st]);
         }
