@@ -1,7 +1,7 @@
 /* quantize_rounds.cu — measures a candidate structure for the quantizer before it becomes a mode: a resident grid
  * in which every thread keeps the chunks of its last rounds in registers (DRAM read once, no shared-memory ring):
  * round r's loads are issued before round r-1's absmax is reduced and published and round r-1-LAG's codes are
- * written, so one round of loads is always in flight. Heads complete through max/count words as in modes 6 and 8.
+ * written, so rounds of loads are always in flight. Heads complete through one slot word per chunk, as in mode 3.
  * fp16, no rotation. Prints, on (4,16,4096,128) and (1,16,16384,64): device-to-device copy of the same bytes, the
  * one-pass probe (scale known), and each variant (bit-exact check against the CPU reference first).
  * Measured slower than mode 3 (docs/perf-notes.md, "Register rounds"); kept to repeat the measurement.

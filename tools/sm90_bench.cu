@@ -5,7 +5,9 @@
  *        tools/sm90_bench.cu tasks/attention_fp8/attn_sm90_host.c [-DSM90_BASELINE variants/attention_fp8-sm_90-*.cu] \
  *        -o sm90_bench                                                        (tools/sm90_batch.sh builds and runs it)
  *   ./sm90_bench [--check] [--time] [--list] [--filter SUBSTR] [--only 'G;G'] [--skip 'G;G'] [--csv FILE] [--reps N]
- *                [--big-only] [--no-baseline] [--profile]     (exit 3: a kernel hung, named on the HANG line; 1: failed checks)
+ *                [--big-only] [--no-baseline] [--profile] [--repeat N [--shape B,H,S,D,CAUSAL]]
+ *                (exit 3: a kernel hung, named on the HANG line; 1: failed checks; --repeat: N launches on one problem
+ *                must give the first launch's bits)
  */
 #include "attention_fp8_sm90.cu"
 #include "attn_sm90_host.h"
@@ -527,7 +529,9 @@ static int run_checks(const std::vector<int> &sel, FILE *csv, bool with_baseline
                     for (int k = with_baseline ? -1 : 0; k < (int)sel.size(); k++) {
                         const int e = k < 0 ? BASELINE : sel[k];
                         if (e != BASELINE && g_entries[e].probe) continue;
-                        CK(cudaMemset(pr.o, 0xff, pr.n * 2)); /* NaN everywhere: an unwritten element shows */
+                        /* NaN everywhere: an unwritten element shows (on the kernel's stream: st does not wait for the
+                         * legacy default stream, so a plain cudaMemset could land after the kernel) */
+                        CK(cudaMemsetAsync(pr.o, 0xff, pr.n * 2, st));
                         if (!launch(e, pr, st)) continue;
                         CK(cudaGetLastError());
                         wait_or_die(st, entry_name(e), 20.0);
@@ -626,7 +630,7 @@ static void run_timing(const std::vector<int> &sel, FILE *csv, bool with_baselin
             for (int k = with_baseline ? -1 : 0; k < (int)sel.size(); k++) {
                 const int e = k < 0 ? BASELINE : sel[k];
                 if (e != BASELINE && g_entries[e].probe && sh.s < 4096) continue;
-                CK(cudaMemset(pr.o, 0xff, pr.n * 2));
+                CK(cudaMemsetAsync(pr.o, 0xff, pr.n * 2, st)); /* on st: see run_checks */
                 if (!launch(e, pr, st)) continue;
                 wait_or_die(st, entry_name(e), 20.0);
                 CK(cudaGetLastError());
@@ -714,11 +718,61 @@ static bool in_name_list(const char *list, const char *name)
     return false;
 }
 
+/* --repeat N: each selected genome (of the shape's head dim) launched N times on one problem, the output poisoned
+ * before each launch and compared bit for bit with the first launch's (a deterministic kernel gives the same bits
+ * every time: a difference is a race or an unwritten element), the first also against the reference rows. */
+static int run_repeat(const std::vector<int> &sel, const Shape &sh, int n)
+{
+    int bad_genomes = 0;
+    Problem pr;
+    problem_alloc(pr, sh, 1.0f / sqrtf((float)sh.d), DIST_NORMAL, 77, 512);
+    problem_refs(pr);
+    cudaStream_t st;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    std::vector<__half> first(pr.n), out(pr.n);
+    for (int e : sel) {
+        if (g_entries[e].d != sh.d || g_entries[e].probe) continue;
+        long long runs_diff = 0, elems_diff = 0, first_bad = -1;
+        Err e0 = {};
+        for (int r = 0; r <= n; r++) {
+            CK(cudaMemsetAsync(pr.o, 0xff, pr.n * 2, st));
+            if (!launch(e, pr, st)) break;
+            wait_or_die(st, entry_name(e), 20.0);
+            CK(cudaMemcpy(r == 0 ? first.data() : out.data(), pr.o, pr.n * 2, cudaMemcpyDeviceToHost));
+            if (r == 0) {
+                e0 = compare_rows(first, pr, pr.ref[g_entries[e].g.v_path == 0 ? 1 : 0]);
+                continue;
+            }
+            long long d = 0;
+            for (size_t i = 0; i < pr.n; i++)
+                if (memcmp(&out[i], &first[i], 2) != 0) {
+                    if (first_bad < 0) first_bad = (long long)i;
+                    d++;
+                }
+            runs_diff += d > 0;
+            elems_diff += d;
+        }
+        const bool ok = runs_diff == 0 && e0.rel_l2 <= 2e-3;
+        bad_genomes += !ok;
+        printf("REPEAT %-44s (%d,%d,%d,%d)%s: %d launches, %lld differ from the first (%lld elements", entry_name(e),
+               sh.b, sh.h, sh.s, sh.d, sh.causal ? " causal" : "", n, runs_diff, elems_diff);
+        if (first_bad >= 0)
+            printf(", first at head %lld row %lld col %lld", first_bad / ((long long)sh.s * sh.d),
+                   first_bad / sh.d % sh.s, first_bad % sh.d);
+        printf("); first launch rel_l2 %.3e over %lld%s\n", e0.rel_l2, e0.n_over, ok ? "" : "  (BAD)");
+        fflush(stdout);
+    }
+    problem_free(pr);
+    cudaStreamDestroy(st);
+    return bad_genomes;
+}
+
 int main(int argc, char **argv)
 {
     bool check = false, timing = false, list = false, big_only = false, no_baseline = false, profile = false;
     const char *filter = nullptr, *csv_path = nullptr, *only = nullptr, *skip = nullptr;
-    int reps = 30;
+    int reps = 30, repeat = 0;
+    Shape rshape = {1, 16, 16384, 64, 1};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--check")) check = true;
         else if (!strcmp(argv[i], "--time")) timing = true;
@@ -731,9 +785,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--skip") && i + 1 < argc) skip = argv[++i];
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else {
+        else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--shape") && i + 1 < argc &&
+                 sscanf(argv[++i], "%d,%d,%d,%d,%d", &rshape.b, &rshape.h, &rshape.s, &rshape.d, &rshape.causal) == 5) {
+        } else {
             fprintf(stderr, "usage: %s [--check] [--time] [--list] [--filter SUBSTR] [--only 'G;G'] [--skip 'G;G'] "
-                            "[--csv FILE] [--reps N] [--big-only] [--no-baseline]\n", argv[0]);
+                            "[--csv FILE] [--reps N] [--big-only] [--no-baseline] [--repeat N [--shape B,H,S,D,CAUSAL]]\n", argv[0]);
             return 2;
         }
     }
@@ -811,6 +868,7 @@ int main(int argc, char **argv)
     int fails = 0;
     if (check) fails = run_checks(sel, csv, with_baseline);
     if (timing) run_timing(sel, csv, with_baseline, reps, big_only);
+    if (repeat > 0) fails += run_repeat(sel, rshape, repeat);
     if (csv) fclose(csv);
     printf("\n%s: %d failing check cases\n", check ? "checks done" : "no checks", fails);
     return fails ? 1 : 0;

@@ -29,8 +29,8 @@
  *                            bookkeeping, cost TILE_N/2 accumulator registers and ~3·TILE_N·D bytes of smem a stage
  *   STAGES         2, 3, 4   depth of the K/V rings in shared memory: hides load latency, costs shared memory
  *   PIPE           0, 1, 2   0: cp.async by all threads, no producer (step 1); 1: TMA into an mbarrier ring issued by
- *                            one consumer thread (step 2); 2: a producer warpgroup (warp 0: TMA of Q and K; warp 1:
- *                            TMA of V; warps 2-3: V transpose or FP16 conversions) and setmaxnreg (step 3)
+ *                            one consumer thread (step 2); 2: a producer warpgroup (warp 0: one thread issues the
+ *                            TMA of Q, K and V; warps 1-3: V transpose or FP16 conversions) and setmaxnreg (step 3)
  *   QK_MODE        0, 1, 2   Q·Kᵀ: 0 e4m3, Q from shared memory; 1 e4m3, Q held in registers for the whole work item
  *                            (16 KB less smem traffic a tile, D/8 registers); 2 FP16, Q and K converted to FP16 in
  *                            shared memory (exact FP32 scores, the accurate path; ~2x slower)
@@ -141,7 +141,7 @@ struct Smem {
     u32 q, k, v, vt, q16, k16, bar;
     EVO_DEV u32 b(int i) const { return bar + 8u * (u32)i; }
 };
-constexpr int TRANSFORM_WARPS = 2; /* producer warps 2-3: Q/K to FP16, V transpose or FP16 */
+constexpr int TRANSFORM_WARPS = 3; /* producer warps 1-3: Q/K to FP16, V transpose or FP16 (warp 0: the TMA thread) */
 
 EVO_DEV u32 smem_u32(const void *p) { return (u32)__cvta_generic_to_shared(p); }
 EVO_DEV float neg_inf() { return __int_as_float(0xff800000u); }
@@ -156,6 +156,16 @@ EVO_DEV void mbar_wait(u32 bar, u32 parity)
     asm volatile("{\n.reg .pred p;\nWAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra WAIT;\n}\n" ::"r"(bar),
                  "r"(parity)
                  : "memory");
+}
+/* The non-blocking form of mbar_wait: has the phase of this parity completed? */
+EVO_DEV bool mbar_test(u32 bar, u32 parity)
+{
+    u32 ok;
+    asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(ok)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+    return ok != 0u;
 }
 EVO_DEV void mbar_arrive(u32 bar) { asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory"); }
 EVO_DEV void mbar_expect_tx(u32 bar, u32 bytes)
@@ -719,54 +729,86 @@ template <int A, int N> EVO_DEV void fence_regs(float (&r)[A][N])
 
 /* ---- roles ---- */
 
-/* PIPE 2, warp 0 lane 0: Q once per work item, then K of every key tile into the ring after the consumers released
- * the stage. Q boxes wholly past the sequence are skipped (their rows are never stored). */
+/* PIPE 2, warp 0 lane 0, the one TMA thread: Q once per work item and K of every key tile into the K ring after the
+ * consumers released the stage; raw V of every key tile after the transform warps released the raw stage (the raw
+ * ring runs ahead of the transformed one). Two cursors over the same work items, each advanced when its barrier has
+ * completed (test_wait: a K that waits for its stage never holds up a V that could go, nor the reverse), K first.
+ * Q boxes wholly past the sequence are skipped (their rows are never stored). */
 template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PERSIST>
-EVO_DEV void producer_qk(const evo_attn_params &p, const evo_attn_tmaps &t, const Smem &sm, int nq)
+EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, const Smem &sm, int nq)
 {
     typedef Bars<STAGES> B;
     constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D;
-    int it = 0, item = 0;
-    for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
-        int bh, qt;
-        sc.item(p, nq, bh, qt);
-        const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM);
-        if (item > 0) mbar_wait(sm.b(BAR_QEMPTY), (item - 1) & 1);
-        const int boxes = min(CONSUMERS, (p.seq - m0 + WG_ROWS - 1) / WG_ROWS);
-        mbar_expect_tx(sm.b(BAR_QFULL), boxes * WG_ROWS * D);
-        for (int w = 0; w < boxes; w++) tma_load_3d(sm.q + w * WG_ROWS * D, &t.q, 0, m0 + w * WG_ROWS, bh, sm.b(BAR_QFULL));
-        for (int j = 0; j < n; j++, it++) {
-            const int s = it % STAGES;
-            if (it >= STAGES) mbar_wait(sm.b(B::kempty(s)), ((u32)(it / STAGES) & 1u) ^ 1u);
-            mbar_expect_tx(sm.b(B::kfull(s)), KV);
-            tma_load_3d(sm.k + s * KV, &t.k, 0, j * TILE_N, bh, sm.b(B::kfull(s)));
+    struct Cursor {
+        Sched<PERSIST> sc;
+        int item, j, n, bh, m0, it; /* j = -1: the item's Q is next (K cursor) */
+        bool done;
+        EVO_DEV Cursor(const evo_attn_params &p, int nq) : sc(p, nq), item(0), it(0) { start(p, nq); }
+        EVO_DEV void start(const evo_attn_params &p, int nq)
+        {
+            done = !sc.valid();
+            if (done) return;
+            int qt;
+            sc.item(p, nq, bh, qt);
+            m0 = qt * BM;
+            n = kv_tiles<TILE_N>(p, m0, BM);
+            j = -1;
+        }
+        EVO_DEV void advance(const evo_attn_params &p, int nq) /* after tile j */
+        {
+            it++;
+            if (++j < n) return;
+            sc.next();
+            item++;
+            start(p, nq);
+        }
+    };
+    Cursor kc(p, nq), vc(p, nq);
+    if (!vc.done) vc.j = 0; /* V has no Q step */
+    u32 idle_ns = 0u; /* back off while neither can go: a spinning thread takes issue slots from a consumer warp */
+    while (!kc.done || !vc.done) {
+        bool moved = false;
+        if (!kc.done) {
+            if (kc.j < 0) {
+                if (kc.item == 0 || mbar_test(sm.b(BAR_QEMPTY), (u32)(kc.item - 1) & 1u)) {
+                    const int boxes = min(CONSUMERS, (p.seq - kc.m0 + WG_ROWS - 1) / WG_ROWS);
+                    mbar_expect_tx(sm.b(BAR_QFULL), boxes * WG_ROWS * D);
+                    for (int w = 0; w < boxes; w++)
+                        tma_load_3d(sm.q + w * WG_ROWS * D, &t.q, 0, kc.m0 + w * WG_ROWS, kc.bh, sm.b(BAR_QFULL));
+                    kc.j = 0;
+                    moved = true;
+                }
+            } else {
+                const int s = kc.it % STAGES;
+                if (kc.it < STAGES || mbar_test(sm.b(B::kempty(s)), ((u32)(kc.it / STAGES) & 1u) ^ 1u)) {
+                    mbar_expect_tx(sm.b(B::kfull(s)), KV);
+                    tma_load_3d(sm.k + s * KV, &t.k, 0, kc.j * TILE_N, kc.bh, sm.b(B::kfull(s)));
+                    kc.advance(p, nq);
+                    moved = true;
+                }
+            }
+        }
+        if (!vc.done) {
+            const int s = vc.it % STAGES;
+            if (vc.it < STAGES || mbar_test(sm.b(B::vrawempty(s)), ((u32)(vc.it / STAGES) & 1u) ^ 1u)) {
+                mbar_expect_tx(sm.b(B::vfull(s)), KV);
+                tma_load_3d(sm.v + s * KV, &t.v, 0, vc.j * TILE_N, vc.bh, sm.b(B::vfull(s)));
+                vc.advance(p, nq);
+                if (!vc.done && vc.j < 0) vc.j = 0;
+                moved = true;
+            }
+        }
+        if (moved) {
+            idle_ns = 0u;
+        } else {
+            idle_ns = idle_ns ? min(2u * idle_ns, 256u) : 32u;
+            __nanosleep(idle_ns);
         }
     }
 }
 
-/* PIPE 2, warp 1 lane 0: raw V of every key tile, as soon as the transform warps are done with the stage's raw
- * buffer: the raw ring runs ahead of the transformed one. */
-template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PERSIST>
-EVO_DEV void producer_v(const evo_attn_params &p, const evo_attn_tmaps &t, const Smem &sm, int nq)
-{
-    typedef Bars<STAGES> B;
-    constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D;
-    int it = 0;
-    for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next()) {
-        int bh, qt;
-        sc.item(p, nq, bh, qt);
-        const int n = kv_tiles<TILE_N>(p, qt * BM, BM);
-        for (int j = 0; j < n; j++, it++) {
-            const int s = it % STAGES;
-            if (it >= STAGES) mbar_wait(sm.b(B::vrawempty(s)), ((u32)(it / STAGES) & 1u) ^ 1u);
-            mbar_expect_tx(sm.b(B::vfull(s)), KV);
-            tma_load_3d(sm.v + s * KV, &t.v, 0, j * TILE_N, bh, sm.b(B::vfull(s)));
-        }
-    }
-}
-
-/* PIPE 2, warps 2-3: Q and K to FP16 (QK_MODE 2), each raw V tile to the Vᵀ (or FP16 V) ring; a proxy fence makes the
- * generic stores visible to the tensor cores, then the 64 threads arrive. The K16 ring slot of tile it is free: its
+/* PIPE 2, warps 1-3: Q and K to FP16 (QK_MODE 2), each raw V tile to the Vᵀ (or FP16 V) ring; a proxy fence makes the
+ * generic stores visible to the tensor cores, then the 96 threads arrive. The K16 ring slot of tile it is free: its
  * raw K arrived after the consumers released tile it-STAGES. The Q16 copy is free: the raw Q of the next item is
  * loaded only after the consumers released Q. */
 template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int QK_MODE, int V_PATH, int PERSIST, int PROBE>
@@ -1127,12 +1169,10 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
             if constexpr (CONSUMERS >= 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
             const int warp = tid >> 5, lane = tid & 31;
             if (warp == 0) {
-                if (lane == 0) producer_qk<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST>(p, t, sm, nq);
-            } else if (warp == 1) {
-                if (lane == 0) producer_v<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST>(p, t, sm, nq);
+                if (lane == 0) producer_tma<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST>(p, t, sm, nq);
             } else {
                 producer_transform<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, QK_MODE, V_PATH, PERSIST, PROBE>(p, sm, nq,
-                                                                                                       warp - 2, lane);
+                                                                                                       warp - 1, lane);
             }
         } else {
             if constexpr (CONSUMERS >= 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R::RC));
