@@ -159,6 +159,17 @@ if command -v python3 >/dev/null; then
     expect_out "stress    (4, 8, 2048, 64)" "dry-run presets $fmt"
   done
   checks=$((checks + 1)); [ ! -e "$T/res" ] || fail "compare_sdpa --dry-run wrote results"
+  # an export of the sm_90a family: its instantiations are evo_attn_sm90<D, ...>, built for sm_90a
+  "$FIXTURE" --fixture hopper hopper.db >/dev/null || fail "fixture hopper"
+  "$EVO" export --db hopper.db -o hopper.cu >/dev/null 2>&1 || fail "export hopper"
+  python3 "$SRC/tools/compare_sdpa.py" hopper.cu --dry-run >"$T/out" 2>"$T/err"
+  rc=$?
+  out=$(cat "$T/out")
+  err=$(cat "$T/err")
+  expect_rc 0 "compare_sdpa --dry-run sm_90a family"
+  expect_out "FAMILY=1" "dry-run genome sm_90a family"
+  expect_out "head dims 64 128" "dry-run head dims sm_90a family"
+  expect_out "-arch=sm_90a -O3" "dry-run nvcc line sm_90a family"
   python3 "$SRC/tools/compare_sdpa.py" pop.db --dry-run >"$T/out" 2>"$T/err"
   rc=$?
   err=$(cat "$T/err")

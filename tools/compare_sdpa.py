@@ -64,7 +64,7 @@ def read_export(path):
     genome = re.search(r'^#define EVO_EXPORT_GENOME "([^"]*)"', text, re.M)
     key = re.search(r'^#define EVO_EXPORT_KEY "([0-9a-f]*)"', text, re.M)
     arch = re.search(r'^#define EVO_EXPORT_ARCH "(sm_[0-9]+[af]?)"', text, re.M)
-    dims = sorted({int(d) for d in re.findall(r"^template __global__ void evo_attn_fwd<(\d+),", text, re.M)})
+    dims = sorted({int(d) for d in re.findall(r"^template __global__ void evo_attn_(?:fwd|sm90)<(\d+),", text, re.M)})
     if not (fmt and genome and dims and "evo_attention_forward(" in text):
         raise NotAnExport(f"{path}: not a kernel exported by evo (no EVO_EXPORT_FORMAT / EVO_EXPORT_GENOME / "
                           f"instantiations); make one with `evo export`")
