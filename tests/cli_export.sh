@@ -169,7 +169,7 @@ if command -v python3 >/dev/null; then
   expect_rc 0 "compare_sdpa --dry-run sm_90a family"
   expect_out "FAMILY=1" "dry-run genome sm_90a family"
   expect_out "head dims 64 128" "dry-run head dims sm_90a family"
-  expect_out "-arch=sm_90a -O3" "dry-run nvcc line sm_90a family"
+  expect_out "-gencode=arch=compute_90a,code=sm_90a -O3" "dry-run nvcc line sm_90a family"
   python3 "$SRC/tools/compare_sdpa.py" pop.db --dry-run >"$T/out" 2>"$T/err"
   rc=$?
   err=$(cat "$T/err")

@@ -79,7 +79,10 @@ def read_export(path):
 
 
 def build_command(nvcc, arch, src, lib):
-    return [nvcc, "-shared", "-Xcompiler", "-fPIC", f"-arch={arch}", "-O3", "-o", lib, src]
+    # an arch-specific target (sm_90a) names its code and its PTX explicitly: nvcc's -arch=sm_90a also emits
+    # compute_90 PTX, which cannot hold wgmma or setmaxnreg
+    target = (f"-gencode=arch=compute_{arch[3:]},code={arch}" if arch[-1] in "af" else f"-arch={arch}")
+    return [nvcc, "-shared", "-Xcompiler", "-fPIC", target, "-O3", "-o", lib, src]
 
 
 def find_nvcc(given):
