@@ -101,7 +101,7 @@ static void add_genome(const char *name, int slack)
     add_variant<64, 1, 1, VEC, WARPS, MODE, CL, KEEP, UN, IT, CVT, CACHE, FR>(name, slack);
 }
 
-/* Genome names: mode letter (S split, C chained, K cluster) and number; qb_genomes prints the knobs. */
+/* Genome names: mode letter (S split, C chained, O ordered, K cluster, L local) and number; qb_genomes prints the knobs. */
 static void build_variants()
 {
     if (!g_variants.empty()) return;
@@ -121,6 +121,7 @@ static void build_variants()
     add_genome<16, 8, 3, 1, 0, 4, 1, 1, 0, 1>("O9", 8);
     add_genome<16, 16, 2, 16, 8, 2, 1, 1, 1, 1>("K2", 0);
     add_genome<16, 8, 2, 8, 0, 4, 1, 1, 1, 1>("K4", 0);
+    add_genome<32, 4, 7, 1, 0, 2, 1, 1, 1, 1>("L1", 2);
 }
 
 static std::string knobs_text(const evo_quant_knobs &k)
