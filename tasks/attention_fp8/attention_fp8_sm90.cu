@@ -460,14 +460,15 @@ template <int D, int TILE_N, int NW> EVO_DEV void transpose_v(u32 src, u32 dst, 
  * Read K-major it is the Q·Kᵀ operand (QK_MODE 2); read N-major (trans-b) it is the P·V operand (V_PATH 1). A unit is
  * 16 dims of one row: one 16-byte load, 8 conversions, two 16-byte stores. Thread t keeps one column chunk
  * c = t % CH and walks rows t / CH, + RS, + 2·RS, ..: the addresses are a fixed base plus the row's offset and its
- * swizzle, not a division per unit (which tripled the loop's instructions). */
-template <int D, int ROWS, int NW> EVO_DEV void convert16(u32 src, u32 dst, int worker, int lane)
+ * swizzle, not a division per unit (which tripled the loop's instructions). UNR units are loaded before the first
+ * is converted: 8 when the producer has 56 registers (1.1x the FP16 path at D = 128), 4 when it has 40 (8 spill). */
+template <int D, int ROWS, int NW, int UNR = 4> EVO_DEV void convert16(u32 src, u32 dst, int worker, int lane)
 {
     constexpr int CH = D / 16, RS = NW * 32 / CH, STEPS = (ROWS + RS - 1) / RS;
     static_assert(NW * 32 % CH == 0, "the transform threads must cover whole rows");
     const u32 t = (u32)(worker * 32 + lane), c = t % CH, r0 = t / CH;
     const u32 blk = dst + (c / 4) * ROWS * 128, cb = (c % 4) * 32;
-#pragma unroll 4
+#pragma unroll UNR
     for (int k = 0; k < STEPS; k++) {
         const u32 r = r0 + (u32)(k * RS);
         if (ROWS % RS != 0 && r >= (u32)ROWS) break;
@@ -814,10 +815,12 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
  * generic stores visible to the tensor cores, then the 96 threads arrive. The K16 ring slot of tile it is free: its
  * raw K arrived after the consumers released tile it-STAGES. The Q16 copy is free: the raw Q of the next item is
  * loaded only after the consumers released Q. */
-template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int QK_MODE, int V_PATH, int PERSIST, int PROBE>
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int QK_MODE, int V_PATH, int PERSIST, int PROBE,
+          int PRODUCER_REGS>
 EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq, int worker, int lane)
 {
     typedef Bars<STAGES> B;
+    constexpr int UNR = PRODUCER_REGS >= 56 ? 8 : 4; /* convert16's loads in flight: 8 spill at 40 registers */
     constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = V_PATH ? 2 * KV : KV, K16 = 2 * KV;
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
@@ -826,7 +829,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
         const int n = kv_tiles<TILE_N>(p, qt * BM, BM);
         if constexpr (QK_MODE == 2) {
             mbar_wait(sm.b(BAR_QFULL), (u32)item & 1u);
-            convert16<D, BM, TRANSFORM_WARPS>(sm.q, sm.q16, worker, lane);
+            convert16<D, BM, TRANSFORM_WARPS, UNR>(sm.q, sm.q16, worker, lane);
             fence_proxy_async();
             mbar_arrive(sm.b(BAR_Q16FULL));
         }
@@ -835,7 +838,8 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
             const u32 ph = (u32)(it / STAGES) & 1u;
             if constexpr (QK_MODE == 2) {
                 mbar_wait(sm.b(B::kfull(s)), ph);
-                if constexpr (!(PROBE & 1)) convert16<D, TILE_N, TRANSFORM_WARPS>(sm.k + s * KV, sm.k16 + s * K16, worker, lane);
+                if constexpr (!(PROBE & 1))
+                    convert16<D, TILE_N, TRANSFORM_WARPS, UNR>(sm.k + s * KV, sm.k16 + s * K16, worker, lane);
                 fence_proxy_async();
                 mbar_arrive(sm.b(B::k16full(s)));
             }
@@ -843,7 +847,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
             if (it >= STAGES) mbar_wait(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
             if constexpr (PROBE & 1) {
             } else if constexpr (V_PATH) {
-                convert16<D, TILE_N, TRANSFORM_WARPS>(sm.v + s * KV, sm.vt + s * VT, worker, lane);
+                convert16<D, TILE_N, TRANSFORM_WARPS, UNR>(sm.v + s * KV, sm.vt + s * VT, worker, lane);
             } else {
                 transpose_v<D, TILE_N, TRANSFORM_WARPS>(sm.v + s * KV, sm.vt + s * VT, worker, lane);
             }
@@ -1174,8 +1178,8 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
             if (warp == 0) {
                 if (lane == 0) producer_tma<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST>(p, t, sm, nq);
             } else {
-                producer_transform<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, QK_MODE, V_PATH, PERSIST, PROBE>(p, sm, nq,
-                                                                                                       warp - 1, lane);
+                producer_transform<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, QK_MODE, V_PATH, PERSIST, PROBE,
+                                   PRODUCER_REGS>(p, sm, nq, warp - 1, lane);
             }
         } else {
             if constexpr (CONSUMERS >= 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R::RC));
