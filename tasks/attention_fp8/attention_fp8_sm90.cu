@@ -459,23 +459,32 @@ template <int D, int TILE_N, int NW> EVO_DEV void transpose_v(u32 src, u32 dst, 
 /* FP16 copy of a raw e4m3 tile [ROWS][D]: rows of D fp16 in column blocks of 64 dims (128 bytes, 128B swizzle).
  * Read K-major it is the Q·Kᵀ operand (QK_MODE 2); read N-major (trans-b) it is the P·V operand (V_PATH 1). A unit is
  * 16 dims of one row: one 16-byte load, 8 conversions, two 16-byte stores. Thread t keeps one column chunk
- * c = t % CH and walks rows t / CH, + RS, + 2·RS, ..: the addresses are a fixed base plus the row's offset and its
- * swizzle, not a division per unit (which tripled the loop's instructions). UNR units are loaded before the first
+ * c = t % CH and walks rows t / CH, + RS, + 2·RS, ..: the addresses are a base per step parity plus an immediate, not
+ * a division and a swizzle per unit (which tripled the loop's instructions). UNR units are loaded before the first
  * is converted: 8 when the producer has 56 registers (1.1x the FP16 path at D = 128), 4 when it has 40 (8 spill). */
 template <int D, int ROWS, int NW, int UNR = 4> EVO_DEV void convert16(u32 src, u32 dst, int worker, int lane)
 {
     constexpr int CH = D / 16, RS = NW * 32 / CH, STEPS = (ROWS + RS - 1) / RS;
     static_assert(NW * 32 % CH == 0, "the transform threads must cover whole rows");
+    static_assert(2 * RS % 8 == 0, "both swizzles repeat every two steps");
     const u32 t = (u32)(worker * 32 + lane), c = t % CH, r0 = t / CH;
-    const u32 blk = dst + (c / 4) * ROWS * 128, cb = (c % 4) * 32;
+    /* the swizzles depend on the row's low three bits, which repeat every two steps: one source and one destination
+     * address per parity, then only immediate offsets */
+    u32 sa[2], da[2], db[2];
+#pragma unroll
+    for (int q = 0; q < 2; q++) {
+        const u32 r = r0 + (u32)(q * RS), off = r * 128 + (c % 4) * 32, blk = dst + (c / 4) * ROWS * 128;
+        sa[q] = src + (u32)swz<D>((int)(r * D + 16 * c));
+        da[q] = blk + (off ^ ((r & 7u) << 4)); /* swz<128> */
+        db[q] = blk + ((off + 16) ^ ((r & 7u) << 4));
+    }
 #pragma unroll UNR
     for (int k = 0; k < STEPS; k++) {
-        const u32 r = r0 + (u32)(k * RS);
-        if (ROWS % RS != 0 && r >= (u32)ROWS) break;
-        const uint4 x = lds128(src + swz<D>((int)(r * D + 16 * c)));
-        const u32 off = r * 128 + cb, sw = (r & 7u) << 4; /* swz<128>: the row's low 3 bits, in 16-byte units */
-        sts128(blk + (off ^ sw), e4m3x2_lo(x.x), e4m3x2_hi(x.x), e4m3x2_lo(x.y), e4m3x2_hi(x.y));
-        sts128(blk + ((off + 16) ^ sw), e4m3x2_lo(x.z), e4m3x2_hi(x.z), e4m3x2_lo(x.w), e4m3x2_hi(x.w));
+        if (ROWS % RS != 0 && r0 + (u32)(k * RS) >= (u32)ROWS) break;
+        const u32 step = (u32)(k / 2 * 2 * RS);
+        const uint4 x = lds128(sa[k & 1] + step * D);
+        sts128(da[k & 1] + step * 128, e4m3x2_lo(x.x), e4m3x2_hi(x.x), e4m3x2_lo(x.y), e4m3x2_hi(x.y));
+        sts128(db[k & 1] + step * 128, e4m3x2_lo(x.z), e4m3x2_hi(x.z), e4m3x2_lo(x.w), e4m3x2_hi(x.w));
     }
 }
 
