@@ -27,13 +27,13 @@ extern "C" {
 #include <random>
 #include <vector>
 
-#define CK(call)                                                                                                  \
-    do {                                                                                                          \
-        cudaError_t e_ = (call);                                                                                  \
-        if (e_ != cudaSuccess) {                                                                                  \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));               \
-            exit(3);                                                                                              \
-        }                                                                                                         \
+#define CK(call) \
+    do { \
+        cudaError_t e_ = (call); \
+        if (e_ != cudaSuccess) { \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(3); \
+        } \
     } while (0)
 
 using evoq::u32;
@@ -81,8 +81,8 @@ template <int V> __device__ __forceinline__ void set_encode(const Set<V> &s, uns
  * every warp completes its slot reads itself and encodes its piece of round r-LAG. */
 template <int V, int LAG, int DEPTH, int T, int MINB, int SL>
 __global__ void __launch_bounds__(T, MINB)
-rounds_kernel(const uint4 *__restrict__ x, unsigned char *__restrict__ codes, float *__restrict__ scales, u32 *words,
-              u32 n_heads, u32 head_vecs, u32 cph, u32 chunks, u32 epoch)
+    rounds_kernel(const uint4 *__restrict__ x, unsigned char *__restrict__ codes, float *__restrict__ scales,
+                  u32 *words, u32 n_heads, u32 head_vecs, u32 cph, u32 chunks, u32 epoch)
 {
     constexpr int K = LAG + 1 + DEPTH; /* register sets */
     constexpr int W = T / 32;
@@ -92,10 +92,10 @@ rounds_kernel(const uint4 *__restrict__ x, unsigned char *__restrict__ codes, fl
     const u32 rounds = b < chunks ? (chunks - b + grid - 1u) / grid : 0u;
     const u32 chunk_vecs = (u32)T * V;
     auto vec_of = [&](u32 r, u32 &h, u32 &v0, u32 &nvc) { /* the chunk of round r: head, first vector, vectors */
-        const u32 c = r * grid + b;
-        h = c / cph;
-        v0 = (c % cph) * chunk_vecs;
-        nvc = min(chunk_vecs, head_vecs - v0);
+                                                          const u32 c = r * grid + b;
+                                                          h = c / cph;
+                                                          v0 = (c % cph) * chunk_vecs;
+                                                          nvc = min(chunk_vecs, head_vecs - v0);
     };
     auto issue = [&](Set<V> &s, u32 r) {
         u32 h, v0, nvc;
@@ -104,10 +104,12 @@ rounds_kernel(const uint4 *__restrict__ x, unsigned char *__restrict__ codes, fl
         const uint4 *p = x + (u64)h * head_vecs + v0 + j;
 #pragma unroll
         for (int i = 0; i < V; i++) {
-            if (j + i * 32u < nvc) asm volatile("ld.global.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-                                               : "=r"(s.v[i].x), "=r"(s.v[i].y), "=r"(s.v[i].z), "=r"(s.v[i].w)
-                                               : "l"(p + i * 32));
-            else s.v[i] = make_uint4(0, 0, 0, 0);
+            if (j + i * 32u < nvc)
+                asm volatile("ld.global.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                             : "=r"(s.v[i].x), "=r"(s.v[i].y), "=r"(s.v[i].z), "=r"(s.v[i].w)
+                             : "l"(p + i * 32));
+            else
+                s.v[i] = make_uint4(0, 0, 0, 0);
         }
     };
     Set<V> set[K];
@@ -147,7 +149,8 @@ rounds_kernel(const uint4 *__restrict__ x, unsigned char *__restrict__ codes, fl
 #pragma unroll
                 for (int w = 0; w < W; w++) f = fmaxf(f, __uint_as_float(red[r & 1u][w]));
                 const u32 c = r * grid + b;
-                asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(&slot[c]), "r"(0x80000000u | __float_as_uint(f))
+                asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(&slot[c]),
+                             "r"(0x80000000u | __float_as_uint(f))
                              : "memory");
                 other[c] = 0u; /* the next launch's slots */
             }
