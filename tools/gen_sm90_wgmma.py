@@ -9,6 +9,7 @@ import sys
 
 QK_N = (64, 128, 192, 256)   # Q·Kᵀ: e4m3 × e4m3, both operands from shared memory, N = key tile
 PV_N = (64, 128, 192, 256)   # P·V (N = head dim) and Q·Kᵀ with Q in registers (N = key tile); A from registers
+PV16_N = (72, 136)           # FP16 P·V: N = head dim + 8 columns of ones (the row sum of P comes out with O)
 
 
 def regs(n, first=0):
@@ -71,7 +72,7 @@ def generate():
     out += [ss_e4m3(n) for n in QK_N]
     out += [ss_f16(n) for n in QK_N]
     out += [rs(n, "e4m3") for n in PV_N]
-    out += [rs(n, "f16") for n in (64, 128)]
+    out += [rs(n, "f16") for n in PV16_N]
     out.append("/* END GENERATED */")
     return "\n".join(out) + "\n"
 

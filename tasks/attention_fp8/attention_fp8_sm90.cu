@@ -14,7 +14,9 @@
  *             registers the wgmma A fragment without shuffles (keys 8s+2a+t of each 16 sit at position 4a+2s+t).
  *             Reference variant: P̃ = e4m3(2^(x − ⌈max x⌉ + 8)), x = score·log2(e), l = Σ 2^(x − ⌈max x⌉ + 8) unrounded.
  *   V_PATH 1: P in FP16, V converted to FP16 in shared memory and read N-major by an f16 wgmma (half the P·V rate,
- *             no rounding of P beyond FP16: compares against the plain reference).
+ *             no rounding of P beyond FP16: compares against the plain reference). The GEMM is D + 8 wide: its last
+ *             8 columns read a block of ones after each V stage, so it sums P too (the softmax adds nothing up, and
+ *             the row sum is rescaled with O); a V stage takes TILE_N·(D + 64)·2 bytes.
  * The FP8 wgmma keeps ~14 bits of the aligned products: scores carry ~1e-4 relative error, which defeats the 2e-3 gate
  * on logits in the thousands and flips e4m3 roundings of P; QK_MODE 2 + V_PATH 1 is the configuration that passes
  * every distribution (docs/perf-notes.md, "Precision").
@@ -90,6 +92,15 @@ typedef unsigned char u8;
 
 __host__ __device__ constexpr int align1024(int x) { return (x + 1023) / 1024 * 1024; }
 
+/* One stage of the P·V operand: e4m3 Vᵀ; or (V_PATH 1) FP16 V in 64-dim column blocks and one more block of ones,
+ * which the P·V GEMM reads as columns D..D+7, so that every row's sum of P comes out beside O (in the accumulator
+ * column D, which the running rescale of O rescales too). ACC: the P·V accumulator's columns. */
+template <int D, int TILE_N, int V_PATH> __host__ __device__ constexpr int vt_bytes()
+{
+    return V_PATH ? TILE_N * (D + 64) * 2 : TILE_N * D;
+}
+template <int D, int V_PATH> __host__ __device__ constexpr int acc_cols() { return V_PATH ? D + 8 : D; }
+
 /* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes(). */
 template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH>
 struct Sm90Cfg {
@@ -100,7 +111,7 @@ struct Sm90Cfg {
     static constexpr int VB = TILE_N % 128 == 0 ? 128 : 64;          /* e4m3 Vᵀ: bytes per swizzle column block */
     static constexpr int Q_BYTES = BM * D;
     static constexpr int KV_BYTES = TILE_N * D;                       /* one stage of K or of raw V */
-    static constexpr int VT_BYTES = V_PATH ? TILE_N * D * 2 : TILE_N * D;
+    static constexpr int VT_BYTES = vt_bytes<D, TILE_N, V_PATH>();
     static constexpr int NX = PIPE == 2 ? STAGES : 1;                 /* converted tiles: a ring with a producer */
     static constexpr int Q16_BYTES = QK_MODE == 2 ? BM * D * 2 : 0;
     static constexpr int K16_BYTES = QK_MODE == 2 ? TILE_N * D * 2 : 0;
@@ -406,21 +417,21 @@ template <> struct WgPV8<256> {
                      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
     }
 };
-template <> struct WgPV16<64> {
-    static EVO_DEV void mma(float (&d)[32], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+template <> struct WgPV16<72> {
+    static EVO_DEV void mma(float (&d)[36], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
     {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %41, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n72k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35}, {%36, %37, %38, %39}, %40, p, 1, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
                      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
     }
 };
-template <> struct WgPV16<128> {
-    static EVO_DEV void mma(float (&d)[64], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+template <> struct WgPV16<136> {
+    static EVO_DEV void mma(float (&d)[68], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
     {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %73, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n136k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67}, {%68, %69, %70, %71}, %72, p, 1, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
                      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
     }
 };
@@ -631,7 +642,8 @@ EVO_DEV void issue_pv(float (&o)[MT][D / 2], const PFrag<TILE_N, MT, P8> &pf, u3
 }
 
 /* Online softmax of one tile, in place: scores → P values (scaled as the V path wants), row state m (raw score
- * max), M (the exponent offset in log2 units), l (row sum of this thread's P values) and alpha (O's factor).
+ * max), M (the exponent offset in log2 units), l (row sum of this thread's P values; e4m3 P only: FP16 P is summed
+ * by the P·V GEMM) and alpha (O's factor).
  * Element 4i+2h+e of s[mt] is row rowbase[mt] + g + 8h, key key0 + 8i + 2q + e. */
 template <int TILE_N, int MT, bool P8> struct Softmax {
     float m[MT][2], M[MT][2], l[MT][2], alpha[MT][2];
@@ -682,9 +694,9 @@ template <int TILE_N, int MT, bool P8> struct Softmax {
                     for (int e = 0; e < 2; e++) {
                         const float pv = ex2(fmaf(s[mt][4 * i + 2 * h + e], qk_mul, bias));
                         s[mt][4 * i + 2 * h + e] = pv;
-                        sum += pv;
+                        if (P8) sum += pv; /* FP16 P: the P·V GEMM sums P (vt_bytes) */
                     }
-                l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
+                if (P8) l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
             }
     }
 };
@@ -711,9 +723,10 @@ EVO_DEV void add_scaled(float (&o)[MT][D / 2], const float (&ot)[MT][D / 2], con
         for (int i = 0; i < D / 2; i++) o[mt][i] = fmaf(o[mt][i], alpha[mt][(i >> 1) & 1], ot[mt][i]);
 }
 
-/* O / l · v_scale → FP16 rows of the output; rows past the sequence are not written. */
-template <int D, int MT>
-EVO_DEV void store_o(const evo_attn_params &p, long long head_off, const float (&o)[MT][D / 2], float (&l)[MT][2],
+/* O / l · v_scale → FP16 rows of the output; rows past the sequence are not written. DA > D: O carries the row sums
+ * in its column D (every thread of the row holds it); DA = D: l holds this thread's part of them. */
+template <int D, int DA, int MT>
+EVO_DEV void store_o(const evo_attn_params &p, long long head_off, const float (&o)[MT][DA / 2], float (&l)[MT][2],
                      const int (&rowbase)[MT], float v_mul, int g, int q)
 {
     u16 *og = p.o + head_off;
@@ -721,9 +734,14 @@ EVO_DEV void store_o(const evo_attn_params &p, long long head_off, const float (
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            float lt = l[mt][h];
-            lt += __shfl_xor_sync(0xffffffffu, lt, 1);
-            lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+            float lt;
+            if constexpr (DA > D) {
+                lt = o[mt][D / 2 + 2 * h];
+            } else {
+                lt = l[mt][h];
+                lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+                lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+            }
             const int row = rowbase[mt] + g + 8 * h;
             if (row >= p.seq) continue;
             const float f = v_mul / lt;
@@ -830,7 +848,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
 {
     typedef Bars<STAGES> B;
     constexpr int UNR = PRODUCER_REGS >= 56 ? 8 : 4; /* convert16's loads in flight: 8 spill at 40 registers */
-    constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = V_PATH ? 2 * KV : KV, K16 = 2 * KV;
+    constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>(), K16 = 2 * KV;
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -873,7 +891,7 @@ template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int QK_MODE
 EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int cw, int ct)
 {
     typedef Bars<STAGES> B;
-    constexpr int MT = WG_ROWS / 64, BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = V_PATH ? 2 * KV : KV;
+    constexpr int MT = WG_ROWS / 64, BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>();
     constexpr bool P8 = V_PATH == 0;
     constexpr float LOG2E = 1.4426950408889634f;
     /* Q·Kᵀ operands: the raw e4m3 tiles, or their FP16 copies (made by the transform warps) */
@@ -885,15 +903,16 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     const int my_turn = 2 + cw, other_turn = 2 + (cw ^ 1);
     if (PINGPONG && cw == 1) named_arrive(2, 256); /* warpgroup 0 issues first */
 
-    float s[MT][TILE_N / 2], o[MT][D / 2], ot[MT][D / 2];
+    constexpr int DA = acc_cols<D, V_PATH>();
+    float s[MT][TILE_N / 2], o[MT][DA / 2], ot[MT][DA / 2];
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
         for (int i = 0; i < TILE_N / 2; i++) s[mt][i] = 0.f;
 #pragma unroll
-        for (int i = 0; i < D / 2; i++) ot[mt][i] = 0.f;
+        for (int i = 0; i < DA / 2; i++) ot[mt][i] = 0.f;
     }
-    float(&pvt)[MT][D / 2] = O_ACC ? ot : o; /* O_ACC: each tile's P·V lands in ot, then o = o·alpha + ot */
+    float(&pvt)[MT][DA / 2] = O_ACC ? ot : o; /* O_ACC: each tile's P·V lands in ot, then o = o·alpha + ot */
     PFrag<TILE_N, MT, P8> pf;
     QFrag<D, QK_MODE == 1 ? MT : 1> qf;
     Softmax<TILE_N, MT, P8> sx;
@@ -914,7 +933,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int i = 0; i < D / 2; i++) o[mt][i] = 0.f;
+            for (int i = 0; i < DA / 2; i++) o[mt][i] = 0.f;
         sx.init();
         mbar_wait(sm.b(QK_MODE == 2 ? BAR_Q16FULL : BAR_QFULL), (u32)item & 1u);
         if constexpr (QK_MODE == 1) { /* Q into registers; its smem is free at once (the arrive releases the loads) */
@@ -932,14 +951,14 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 mbar_arrive(sm.b(B::kempty(st)));
                 if (QK_MODE != 1 && j == n - 1) mbar_arrive(sm.b(BAR_QEMPTY));
                 if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
-                if constexpr (!O_ACC) scale_o<D, MT>(o, sx.alpha);
+                if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
                 pf.pack(s);
                 mbar_wait(sm.b(B::vtfull(st)), ph);
-                if constexpr (!(PROBE & 4)) issue_pv<D, TILE_N, MT, P8>(pvt, pf, sm.vt + st * VT, O_ACC != 0);
+                if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(pvt, pf, sm.vt + st * VT, O_ACC != 0);
                 wg_wait<0>();
                 fence_regs(pvt);
                 mbar_arrive(sm.b(B::vempty(st)));
-                if constexpr (O_ACC) add_scaled<D, MT>(o, ot, sx.alpha);
+                if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, sx.alpha);
             }
         } else {
             /* Tile j's Q·Kᵀ is issued before tile j-1's P·V; the softmax of j runs while P·V(j-1) is on the tensor
@@ -966,9 +985,9 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if (PINGPONG) named_sync(my_turn, 256);
                 mbar_wait(kready(st), ph);
                 if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
-                if constexpr (!O_ACC) scale_o<D, MT>(o, alpha_prev);
+                if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
                 mbar_wait(sm.b(B::vtfull(pst)), pph);
-                if constexpr (!(PROBE & 4)) issue_pv<D, TILE_N, MT, P8>(pvt, pf, sm.vt + pst * VT, O_ACC != 0);
+                if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(pvt, pf, sm.vt + pst * VT, O_ACC != 0);
                 if (PINGPONG) named_arrive(other_turn, 256);
                 wg_wait<1>();
                 fence_regs(s);
@@ -978,7 +997,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 wg_wait<0>();
                 fence_regs(pvt);
                 mbar_arrive(sm.b(B::vempty(pst)));
-                if constexpr (O_ACC) add_scaled<D, MT>(o, ot, alpha_prev);
+                if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
                 pf.pack(s);
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
@@ -986,17 +1005,17 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 pph = ph;
             }
             if (PINGPONG) named_sync(my_turn, 256);
-            if constexpr (!O_ACC) scale_o<D, MT>(o, alpha_prev);
+            if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
             mbar_wait(sm.b(B::vtfull(pst)), pph);
-            if constexpr (!(PROBE & 4)) issue_pv<D, TILE_N, MT, P8>(pvt, pf, sm.vt + pst * VT, O_ACC != 0);
+            if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(pvt, pf, sm.vt + pst * VT, O_ACC != 0);
             /* the last turn of warpgroup 1 has no one left to hand over to */
             if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
             wg_wait<0>();
             fence_regs(pvt);
             mbar_arrive(sm.b(B::vempty(pst)));
-            if constexpr (O_ACC) add_scaled<D, MT>(o, ot, alpha_prev);
+            if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
         }
-        store_o<D, MT>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
+        store_o<D, DA, MT>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
     }
 }
 
@@ -1014,13 +1033,14 @@ EVO_DEV void consumer_simple(const evo_attn_params &p, const evo_attn_tmaps &t, 
     const int cw = tid >> 7, ct = tid & 127, lane = ct & 31, wi = ct >> 5, g = lane >> 2, q = lane & 3;
     const u32 q_addr = QK_MODE == 2 ? sm.q16 + (u32)(cw * WG_ROWS * 128) : sm.q + (u32)(cw * WG_ROWS * D);
 
-    float s[MT][TILE_N / 2], o[MT][D / 2], ot[MT][D / 2];
+    constexpr int DA = acc_cols<D, V_PATH>();
+    float s[MT][TILE_N / 2], o[MT][DA / 2], ot[MT][DA / 2];
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
         for (int i = 0; i < TILE_N / 2; i++) s[mt][i] = 0.f;
 #pragma unroll
-        for (int i = 0; i < D / 2; i++) ot[mt][i] = 0.f;
+        for (int i = 0; i < DA / 2; i++) ot[mt][i] = 0.f;
     }
     PFrag<TILE_N, MT, P8> pf;
     QFrag<D, QK_MODE == 1 ? MT : 1> qf;
@@ -1039,7 +1059,7 @@ EVO_DEV void consumer_simple(const evo_attn_params &p, const evo_attn_tmaps &t, 
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int i = 0; i < D / 2; i++) o[mt][i] = 0.f;
+            for (int i = 0; i < DA / 2; i++) o[mt][i] = 0.f;
         sx.init();
 
         named_sync(1, NCT); /* the previous item is done with Q and every stage */
@@ -1104,21 +1124,21 @@ EVO_DEV void consumer_simple(const evo_attn_params &p, const evo_attn_tmaps &t, 
             const int key_end = (j + 1) * TILE_N;
             const bool need_mask = key_end > p.seq || (p.causal && key_end - 1 > wg_row0);
             if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask, j * TILE_N, rowbase, p.seq, p.causal, g, q);
-            if constexpr (!O_ACC) scale_o<D, MT>(o, sx.alpha);
+            if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
             pf.pack(s);
             if constexpr (O_ACC) {
-                if constexpr (!(PROBE & 4)) issue_pv<D, TILE_N, MT, P8>(ot, pf, sm.vt, true);
+                if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(ot, pf, sm.vt, true);
                 wg_wait<0>();
                 fence_regs(ot);
-                add_scaled<D, MT>(o, ot, sx.alpha);
+                add_scaled<DA, MT>(o, ot, sx.alpha);
             } else {
-                if constexpr (!(PROBE & 4)) issue_pv<D, TILE_N, MT, P8>(o, pf, sm.vt, false);
+                if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(o, pf, sm.vt, false);
                 wg_wait<0>();
                 fence_regs(o);
             }
         }
         if constexpr (PIPE == 0) cp_async_wait<0>();
-        store_o<D, MT>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
+        store_o<D, DA, MT>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
     }
 }
 
@@ -1161,6 +1181,13 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     const int tid = (int)threadIdx.x, nq = (p.seq + C::BM - 1) / C::BM;
     constexpr int NCT = CONSUMERS * 128, NXT = TRANSFORM_WARPS * 32;
 
+    if constexpr (V_PATH == 1) { /* the block of ones after each FP16 V stage (vt_bytes) */
+        constexpr int VT = vt_bytes<D, TILE_N, V_PATH>(), ONES = TILE_N * 128;
+        for (int s = 0; s < C::NX; s++)
+            for (int i = tid * 16; i < ONES; i += C::THREADS * 16)
+                sts128(sm.vt + s * VT + D * TILE_N * 2 + i, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u);
+        fence_proxy_async(); /* read by the tensor cores */
+    }
     if (tid == 0) {
         mbar_init(sm.b(BAR_QFULL), 1);
         mbar_init(sm.b(BAR_QEMPTY), NCT);

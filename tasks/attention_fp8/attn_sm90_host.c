@@ -32,7 +32,8 @@ int attn_sm90_rows_per_block(const evo_sm90_genome *g) { return g->wg_rows * g->
 int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
 {
     const int q_bytes = attn_sm90_rows_per_block(g) * d, kv = g->tile_n * d;
-    const int vt = g->v_path ? 2 * kv : kv, nx = g->pipe == 2 ? g->stages : 1;
+    /* V_PATH 1: FP16 V plus a 64-column block of ones (the row sums of P come out of the P·V GEMM) */
+    const int vt = g->v_path ? g->tile_n * (d + 64) * 2 : kv, nx = g->pipe == 2 ? g->stages : 1;
     const int q16 = g->qk_mode == 2 ? 2 * q_bytes : 0, k16 = g->qk_mode == 2 ? 2 * kv : 0;
     const int n_bars = 3 + 7 * g->stages;
     return align1024(q_bytes) + 2 * g->stages * kv + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
@@ -48,13 +49,14 @@ static int consumer_regs(const evo_sm90_genome *g)
     return rc > 256 ? 256 : rc;
 }
 
-/* Live accumulator registers of a consumer thread: S (TILE_N/2 per m64 tile), O (D/2), the P·V tile accumulator
- * (O_ACC), the P fragments (e4m3: TILE_N/8, f16: TILE_N/4) and Q's fragments (QK_MODE 1: D/8). */
+/* Live accumulator registers of a consumer thread: S (TILE_N/2 per m64 tile), O (D/2; (D+8)/2 with V_PATH 1, whose
+ * P·V also sums P), the P·V tile accumulator (O_ACC), the P fragments (e4m3: TILE_N/8, f16: TILE_N/4) and Q's
+ * fragments (QK_MODE 1: D/8). */
 static int accumulator_regs(const evo_sm90_genome *g, int d)
 {
-    const int mt = g->wg_rows / 64;
+    const int mt = g->wg_rows / 64, o = (g->v_path ? d + 8 : d) / 2;
     const int p_regs = g->v_path ? g->tile_n / 4 : g->tile_n / 8;
-    return mt * (g->tile_n / 2 + d / 2 + (g->o_acc ? d / 2 : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
+    return mt * (g->tile_n / 2 + o + (g->o_acc ? o : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
 }
 
 const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
