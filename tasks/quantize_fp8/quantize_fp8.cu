@@ -427,13 +427,7 @@ template <int WARPS> EVO_DEV float block_max(float m, float *red)
 /* Block-wide max that may be called repeatedly: red is rewritten only after every thread has read it. */
 template <int WARPS> EVO_DEV float block_max_again(float m, float *red)
 {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    if ((threadIdx.x & 31u) == 0) red[threadIdx.x >> 5] = m;
-    __syncthreads();
-    m = red[0];
-#pragma unroll
-    for (int w = 1; w < WARPS; w++) m = fmaxf(m, red[w]);
+    m = block_max<WARPS>(m, red);
     __syncthreads();
     return m;
 }
@@ -1183,10 +1177,12 @@ struct HeadWords {
         atomicMax(&max[h], __float_as_uint(m));
         red_add_release(&count[h], 1u);
     }
-    /* after reading the max of head h, which `readers` pieces read in all */
-    EVO_DEV void read_done(u32 h, u32 readers) const
+    /* after reading the max of head h, which `readers` pieces read in all. ACQ_REL false: a relaxed count, for a
+     * reader whose stores in flight an acq_rel would wait for (mode 6: 9 % slower, measured) */
+    template <bool ACQ_REL = true> EVO_DEV void read_done(u32 h, u32 readers) const
     {
-        if (atom_add_acq_rel(&done[h], 1u) == readers - 1u) max[h] = 0u, count[h] = 0u, done[h] = 0u;
+        const u32 before = ACQ_REL ? atom_add_acq_rel(&done[h], 1u) : atomicAdd(&done[h], 1u);
+        if (before == readers - 1u) max[h] = 0u, count[h] = 0u, done[h] = 0u;
     }
 };
 
@@ -1299,9 +1295,7 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
                     fence_proxy_async();
                     issue(u + stages);
                 }
-                /* the chunk's encoder read its head's max; a relaxed count, not read_done's acq_rel, which would wait
-                 * for this lane's codes in flight (9 % slower, measured) */
-                if (atomicAdd(&hw.done[h], 1u) == sh.cph - 1u) hw.max[h] = 0u, hw.count[h] = 0u, hw.done[h] = 0u;
+                hw.read_done<false>(h, sh.cph); /* the chunk's encoder read its head's max; its codes are in flight */
             }
         }
     }
@@ -1389,9 +1383,7 @@ template <class C> EVO_DEV void piped(const evo_quant_params &p)
     const HeadWords hw(sh.mode_scratch, sh.n_heads);
     const u32 tid = threadIdx.x, stages = (u32)p.stages, parts = (u32)p.parts, grid = gridDim.x, b = blockIdx.x;
     const u32 cb = (u32)C::CHUNK_V * (u32)C::VEC_, units = sh.n_heads * parts;
-    /* EVO_QUANT_STAGED_SLICE(head_bytes, parts) with a shift: parts is a power of two */
-    const u64 head_bytes = (u64)sh.nv * (u32)C::VEC_;
-    const u64 slice = (((head_bytes + parts - 1u) >> (__ffs(parts) - 1)) + 1023u) & ~1023ull;
+    const u64 head_bytes = (u64)sh.nv * (u32)C::VEC_, slice = EVO_QUANT_STAGED_SLICE(head_bytes, (u64)parts);
     u32 dyn;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
     require(parts >= 1u && parts <= (u32)EVO_QUANT_PIPED_MAX_PARTS && (parts & (parts - 1u)) == 0 && gridDim.y == 1 &&
@@ -1472,7 +1464,7 @@ template <class C> EVO_DEV void piped(const evo_quant_params &p)
         int CVT, int CACHE, int FUSED_ROT
 #define EVO_QUANT_TARGS D, IN_BF16, ROTATE, VEC, WARPS, MODE, CLUSTER, KEEP, UNROLL, ITERS, CVT, CACHE, FUSED_ROT
 
-/* The main kernel of every plan: mode 0's encode pass, or the one kernel of modes 1 to 7. Modes 6 and 7 are
+/* The main kernel of every plan: mode 0's encode pass, or the one kernel of modes 1 to 8. Modes 6 and 7 are
  * compiled for EVO_QUANT_STREAM_WARPS_PER_SM and EVO_QUANT_LOCAL_WARPS_PER_SM warps per multiprocessor, the
  * residency their plans count on; the other modes have no minimum (0: the compiler's own choice). */
 template <EVO_QUANT_TPARAMS>
