@@ -94,7 +94,7 @@ __host__ __device__ constexpr int align1024(int x) { return (x + 1023) / 1024 * 
 
 /* One stage of the P·V operand: e4m3 Vᵀ; or (V_PATH 1) FP16 V in 64-dim column blocks and one more block of ones,
  * which the P·V GEMM reads as columns D..D+7, so that every row's sum of P comes out beside O (in the accumulator
- * column D, which the running rescale of O rescales too). ACC: the P·V accumulator's columns. */
+ * column D, which the running rescale of O rescales too). acc_cols: the P·V accumulator's columns. */
 template <int D, int TILE_N, int V_PATH> __host__ __device__ constexpr int vt_bytes()
 {
     return V_PATH ? TILE_N * (D + 64) * 2 : TILE_N * D;
@@ -772,9 +772,12 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
     constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D;
     struct Cursor {
         Sched<PERSIST> sc;
-        int item, j, n, bh, m0, it; /* j = -1: the item's Q is next (K cursor) */
-        bool done;
-        EVO_DEV Cursor(const evo_attn_params &p, int nq) : sc(p, nq), item(0), it(0) { start(p, nq); }
+        int item, j, n, bh, m0, it; /* j = -1: the item's Q is next (the K cursor, with_q) */
+        bool with_q, done;
+        EVO_DEV Cursor(const evo_attn_params &p, int nq, bool q) : sc(p, nq), item(0), it(0), with_q(q)
+        {
+            start(p, nq);
+        }
         EVO_DEV void start(const evo_attn_params &p, int nq)
         {
             done = !sc.valid();
@@ -783,7 +786,7 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
             sc.item(p, nq, bh, qt);
             m0 = qt * BM;
             n = kv_tiles<TILE_N>(p, m0, BM);
-            j = -1;
+            j = with_q ? -1 : 0;
         }
         EVO_DEV void advance(const evo_attn_params &p, int nq) /* after tile j */
         {
@@ -794,8 +797,7 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
             start(p, nq);
         }
     };
-    Cursor kc(p, nq), vc(p, nq);
-    if (!vc.done) vc.j = 0; /* V has no Q step */
+    Cursor kc(p, nq, true), vc(p, nq, false);
     u32 idle_ns = 0u; /* back off while neither can go: a spinning thread takes issue slots from a consumer warp */
     while (!kc.done || !vc.done) {
         bool moved = false;
@@ -825,7 +827,6 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
                 mbar_expect_tx(sm.b(B::vfull(s)), KV);
                 tma_load_3d(sm.v + s * KV, &t.v, 0, vc.j * TILE_N, vc.bh, sm.b(B::vfull(s)));
                 vc.advance(p, nq);
-                if (!vc.done && vc.j < 0) vc.j = 0;
                 moved = true;
             }
         }
