@@ -170,7 +170,8 @@ static void test_rotation(void)
  * code always (below that, both are far under e4m3's smallest step and encode as a zero of a's sign). */
 static int exact_regime(float a, float s) { return fabsf(a) >= 0x1p-100f && fabsf(a / s) >= 0x1p-100f; }
 
-static long quotient_sweep(int in_dtype, uint32_t m_lo, uint32_t m_hi, uint32_t step)
+/* steps: 2 for evo_qref_quot_fast, 1 for evo_qref_quot_fast1 (claimed for these fp16/bf16 pairs only) */
+static long quotient_sweep(int in_dtype, uint32_t m_lo, uint32_t m_hi, uint32_t step, int steps)
 {
     long bad = 0;
     for (uint32_t mb = m_lo; mb <= m_hi; mb += step) {
@@ -182,7 +183,7 @@ static long quotient_sweep(int in_dtype, uint32_t m_lo, uint32_t m_hi, uint32_t 
         for (uint32_t ab = 0; ab < 0x10000u; ab++) {
             float a = evo_qref_in_to_float((uint16_t)ab, in_dtype);
             if (isnan(a) || isinf(a) || fabsf(a) > m) continue;
-            float q = evo_qref_quot_fast(a, s, inv), d = a / s;
+            float q = steps == 1 ? evo_qref_quot_fast1(a, s, inv) : evo_qref_quot_fast(a, s, inv), d = a / s;
             if (exact_regime(a, s) ? fbits(q) != fbits(d) : evo_ref_e4m3_encode(q) != evo_ref_e4m3_encode(d)) bad++;
         }
     }
@@ -192,11 +193,23 @@ static long quotient_sweep(int in_dtype, uint32_t m_lo, uint32_t m_hi, uint32_t 
 static void test_quotient(void)
 {
     /* every fp16 value against every 61st fp16 absmax, and bf16 likewise */
-    CHECK_EQ_INT(quotient_sweep(EVO_QUANT_IN_F16, 1, 0x7bff, 61), 0);
-    CHECK_EQ_INT(quotient_sweep(EVO_QUANT_IN_BF16, 0x0d80, 0x7280, 97), 0);
-    if (getenv("EVO_QUANT_EXHAUSTIVE")) {
-        CHECK_EQ_INT(quotient_sweep(EVO_QUANT_IN_F16, 1, 0x7bff, 1), 0);
-        CHECK_EQ_INT(quotient_sweep(EVO_QUANT_IN_BF16, 1, 0x7f7f, 1), 0);
+    for (int steps = 1; steps <= 2; steps++) {
+        CHECK_EQ_INT(quotient_sweep(EVO_QUANT_IN_F16, 1, 0x7bff, 61, steps), 0);
+        CHECK_EQ_INT(quotient_sweep(EVO_QUANT_IN_BF16, 0x0d80, 0x7280, 97, steps), 0);
+        if (getenv("EVO_QUANT_EXHAUSTIVE")) {
+            CHECK_EQ_INT(quotient_sweep(EVO_QUANT_IN_F16, 1, 0x7bff, 1, steps), 0);
+            CHECK_EQ_INT(quotient_sweep(EVO_QUANT_IN_BF16, 1, 0x7f7f, 1, steps), 0);
+        }
+    }
+    /* the one-correction form is not exact for every float: a plain product already misses midpoints (e.g. fp16
+     * 0x0027 at the scale of absmax 0x0034 lands on 336, the midpoint of 320 and 352, which a*inv overshoots) */
+    {
+        float m = evo_qref_in_to_float(0x0034, EVO_QUANT_IN_F16), a = evo_qref_in_to_float(0x0027, EVO_QUANT_IN_F16);
+        float s = evo_qref_scale(m), inv = 1.0f / s;
+        CHECK_EQ_INT(fbits(a / s), fbits(336.0f));
+        CHECK(fbits(a * inv) != fbits(a / s));
+        CHECK_EQ_INT(fbits(evo_qref_quot_fast1(a, s, inv)), fbits(336.0f));
+        CHECK(evo_ref_e4m3_encode(a * inv) != evo_ref_e4m3_encode(a / s));
     }
     /* random floats: a in [-absmax, absmax], scales across the whole fast range */
     uint64_t st = 99;

@@ -122,6 +122,16 @@ static void build_variants()
     add_genome<16, 16, 2, 16, 8, 2, 1, 1, 1, 1>("K2", 0);
     add_genome<16, 8, 2, 8, 0, 4, 1, 1, 1, 1>("K4", 0);
     add_genome<32, 4, 7, 1, 0, 2, 1, 1, 1, 1>("L1", 2);
+    add_genome<32, 8, 7, 1, 0, 2, 1, 1, 1, 1>("L2", 2);
+    add_genome<16, 8, 7, 1, 0, 2, 1, 1, 1, 1>("L3", 2);
+    add_genome<32, 4, 7, 1, 0, 1, 1, 1, 1, 1>("L4", 2);
+    add_genome<32, 4, 7, 1, 0, 2, 1, 1, 1, 1>("L5", 1);
+    add_genome<32, 8, 7, 1, 0, 2, 1, 1, 1, 1>("L6", 4);
+    add_genome<32, 8, 7, 1, 0, 2, 1, 1, 1, 1>("L7", 1);
+    add_genome<32, 16, 7, 1, 0, 2, 1, 1, 1, 1>("L8", 2);
+    add_genome<32, 2, 7, 1, 0, 2, 1, 1, 1, 1>("L9", 2);
+    add_genome<32, 8, 7, 1, 0, 2, 1, 1, 0, 1>("L10", 2);
+    add_genome<16, 8, 7, 1, 0, 4, 1, 1, 1, 1>("L11", 2);
 }
 
 static std::string knobs_text(const evo_quant_knobs &k)
@@ -672,7 +682,6 @@ static void child_main(std::vector<Case> &cases, int start, bool selftest, const
             p.chain_lag = plan.chain_lag;
             p.stages = plan.stages;
             p.parts = plan.parts;
-    p.parts = plan.parts;
             QB_CHECK(cudaMemsetAsync(scratch, 0, plan.scratch_bytes, g.st));
             /* twice with different poison: unwritten codes cannot match both; the second launch also checks that a
              * plan leaves its scratch ready for the next */
@@ -729,7 +738,6 @@ static void child_main(std::vector<Case> &cases, int start, bool selftest, const
             p.chain_lag = plan.chain_lag;
             p.stages = plan.stages;
             p.parts = plan.parts;
-    p.parts = plan.parts;
             QB_CHECK(cudaMemsetAsync(scratch, 0, plan.scratch_bytes, g.st));
             for (int fm : o.flushes) {
                 g.flush_mode = fm;

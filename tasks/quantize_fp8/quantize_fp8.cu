@@ -96,16 +96,22 @@
  *   S*D < 2^31. Compile without --use_fast_math, -ftz=true, -prec-div=false: the slow path divides with __fdiv_rn.
  *
  * Exactness: conversions fp16/bf16 -> float are exact; the rotation uses __fadd_rn/__fsub_rn/__fmul_rn and an FMA
- * by +-1 (an exact product, so it equals the add or subtract); absmax is fmaxf (NaN ignored, as on the CPU). The
- * quotient x/scale uses inv = RN(1/scale) and two Markstein corrections, q <- q + (x - scale*q)*inv with exact FMA
- * remainders, when 2^-60 <= scale <= 2^60 (always for fp16 inputs), otherwise __fdiv_rn. It gives RN(x/scale)
- * whenever |x| and |x/scale| are at least 2^-100, and below that a zero of x's sign, as e4m3(RN(x/scale)) does.
+ * by +-1 (an exact product, so it equals the add or subtract); absmax is fmaxf (NaN ignored, as on the CPU), or on
+ * unrotated fp16/bf16 input a max.f16x2/bf16x2 of the values with their sign bits cleared (the same maximum, NaN
+ * likewise ignored). The quotient x/scale uses inv = RN(1/scale) and two Markstein corrections, q <- q + (x -
+ * scale*q)*inv with exact FMA remainders, when 2^-60 <= scale <= 2^60 (always for fp16 inputs), otherwise
+ * __fdiv_rn. It gives RN(x/scale) whenever |x| and |x/scale| are at least 2^-100, and below that a zero of x's sign,
+ * as e4m3(RN(x/scale)) does. Unrotated fp16/bf16 values need one correction only (evo_qref_quot_fast1: exact for
+ * every value and absmax of those types, checked over all pairs).
  * The remainder is formed as scale*q - x so that -0 keeps its sign. quantize_ref.c models the same and the tests
  * compare it with a plain division over every fp16 pair.
  */
 #include "evo_quantize_abi.h"
 
 #define EVO_DEV __device__ __forceinline__
+#ifndef EVO_QUANT_BOUND_CHAINED
+#define EVO_QUANT_BOUND_CHAINED 1
+#endif
 
 #if defined(__CUDA_ARCH__)
 #define EVO_QUANT_ARCH __CUDA_ARCH__
@@ -135,6 +141,13 @@ struct Cfg {
     static constexpr int CHUNK_V = THREADS * UNROLL * ITERS;
     static constexpr int WCHUNK_V = 32 * UNROLL * ITERS; /* mode 6: one warp's chunk */
     static constexpr bool KEEP_F32 = ROT && KEEP > 0 && KEEP * EPV <= 64; /* keep rotated floats, else raw input re-rotated */
+    /* Markstein corrections of the fast quotient: one suffices for fp16/bf16 values as read (quot) */
+    static constexpr int QUOT_STEPS = IN == EVO_QUANT_IN_F32 || ROT ? 2 : 1;
+    /* absmax of fp16/bf16 values as read by packed maxima (absmax_pairs), not per float */
+    static constexpr bool PACKED_MAX = IN != EVO_QUANT_IN_F32 && !ROT;
+    /* mode 7 issues a step's loads before the previous step finishes when four chunks fit in 64 registers without
+     * spilling (two vectors a chunk, the packed absmax and the hardware conversion; else one step at a time) */
+    static constexpr bool LOCAL_PREFETCH = PACKED_MAX && CVT == 1 && UNROLL * ITERS <= 2;
     static constexpr int D_ = D, VEC_ = VEC, WARPS_ = WARPS, MODE_ = MODE, CLUSTER_ = CLUSTER, KEEP_ = KEEP,
                          UNROLL_ = UNROLL, ITERS_ = ITERS, CVT_ = CVT, CACHE_ = CACHE, IN_BF16_ = IN_BF16,
                          ROTATE_ = ROTATE;
@@ -310,26 +323,30 @@ template <int CVT> EVO_DEV u32 enc2(float lo, float hi)
 EVO_DEV float scale_of(float absmax) { return absmax == 0.0f ? 1.0f : __fdiv_rn(absmax, 448.0f); }
 EVO_DEV bool scale_fast(float s) { return s >= 0x1p-60f && s <= 0x1p60f; }
 
-/* RN(a / s): with FAST, inv = RN(1/s) and two Markstein corrections (exact for 2^-60 <= s <= 2^60). */
-template <bool FAST> EVO_DEV float quot(float a, float s, float inv)
+/* RN(a / s). STEPS 0: a division. STEPS 1 or 2: inv = RN(1/s), q = RN(a*inv) and STEPS Markstein corrections
+ * (for 2^-60 <= s <= 2^60): two are exact for any float a; one is exact when a is an fp16 or bf16 value and s the
+ * scale of an absmax of the same type that bounds |a| (evo_qref_quot_fast1: every such pair, checked exhaustively). */
+template <int STEPS> EVO_DEV float quot(float a, float s, float inv)
 {
-    if (!FAST) return __fdiv_rn(a, s);
+    if (STEPS == 0) return __fdiv_rn(a, s);
     float q = __fmul_rn(a, inv);
-    float r = __fmaf_rn(s, q, -a);
-    q = __fmaf_rn(-r, inv, q);
-    r = __fmaf_rn(s, q, -a);
-    return __fmaf_rn(-r, inv, q);
+#pragma unroll
+    for (int i = 0; i < STEPS; i++) {
+        float r = __fmaf_rn(s, q, -a);
+        q = __fmaf_rn(-r, inv, q);
+    }
+    return q;
 }
 
 template <int EPV> struct Codes {
     u32 w[EPV >= 4 ? EPV / 4 : 1];
 };
 
-template <int EPV, int CVT, bool FAST> EVO_DEV void encode_vec(const float (&f)[EPV], float s, float inv, Codes<EPV> &o)
+template <int EPV, int CVT, int STEPS> EVO_DEV void encode_vec(const float (&f)[EPV], float s, float inv, Codes<EPV> &o)
 {
 #pragma unroll
     for (int i = 0; i < EPV; i += 2) {
-        u32 e = enc2<CVT>(quot<FAST>(f[i], s, inv), quot<FAST>(f[i + 1], s, inv));
+        u32 e = enc2<CVT>(quot<STEPS>(f[i], s, inv), quot<STEPS>(f[i + 1], s, inv));
         if ((i & 3) == 0) o.w[i / 4] = e;
         else o.w[i / 4] |= e << 16;
     }
@@ -385,14 +402,55 @@ template <class C> EVO_DEV void vec_floats(const Raw<C::VEC_> &r, u32 smask, u32
     if (C::ROT) rotate<C::D_>(f, smask, lane);
 }
 
+/* |x| max over one vector of raw input, folded into m: fp16/bf16 pairs by one AND and one max.f16x2 / max.bf16x2 per
+ * word (a NaN operand yields the other, and m never holds a NaN: NaN ignored, as fmaxf does); the result's halves
+ * are converted to float by absmax_fold. */
+template <int IN, int VEC> EVO_DEV void absmax_pairs(const Raw<VEC> &r, u32 &m)
+{
+#pragma unroll
+    for (int i = 0; i < VEC / 4; i++) {
+        const u32 a = r.w[i] & 0x7fff7fffu;
+        if (IN == EVO_QUANT_IN_F16) asm("max.f16x2 %0, %0, %1;" : "+r"(m) : "r"(a));
+        else asm("max.bf16x2 %0, %0, %1;" : "+r"(m) : "r"(a));
+    }
+}
+template <int IN> EVO_DEV float absmax_fold(u32 m)
+{
+    float lo, hi;
+    if (IN == EVO_QUANT_IN_F16) h2_to_f2(m, lo, hi);
+    else lo = __uint_as_float(m << 16), hi = __uint_as_float(m & 0xffff0000u);
+    return fmaxf(lo, hi);
+}
+
 /* m folded with |x| over the elements of r. */
 template <class C> EVO_DEV float vec_absmax(const Raw<C::VEC_> &r, float m, u32 smask, u32 lane)
 {
-    float f[C::EPV];
-    vec_floats<C>(r, smask, lane, f);
+    if constexpr (C::PACKED_MAX) {
+        u32 pm = 0u;
+        absmax_pairs<C::IN>(r, pm);
+        return fmaxf(m, absmax_fold<C::IN>(pm));
+    } else {
+        float f[C::EPV];
+        vec_floats<C>(r, smask, lane, f);
 #pragma unroll
-    for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
-    return m;
+        for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
+        return m;
+    }
+}
+
+/* m folded with |x| over the N vectors of r (one fold at the end when the maxima are packed). */
+template <class C, int N> EVO_DEV float regs_absmax(const Raw<C::VEC_> (&r)[N], float m, u32 smask, u32 lane)
+{
+    if constexpr (C::PACKED_MAX) {
+        u32 pm = 0u;
+#pragma unroll
+        for (int i = 0; i < N; i++) absmax_pairs<C::IN>(r[i], pm);
+        return fmaxf(m, absmax_fold<C::IN>(pm));
+    } else {
+#pragma unroll
+        for (int i = 0; i < N; i++) m = vec_absmax<C>(r[i], m, smask, lane);
+        return m;
+    }
 }
 
 /* The EPV codes of r at scale s (inv = RN(1/s)), stored at dst when `in`; FAST 1 or 0 as quot, 2: chosen by `fast`
@@ -404,18 +462,26 @@ EVO_DEV void vec_encode(const Raw<C::VEC_> &r, u32 smask, u32 lane, float s, flo
     float f[C::EPV];
     vec_floats<C>(r, smask, lane, f);
     Codes<C::EPV> o;
-    if (FAST == 1 || (FAST == 2 && fast)) encode_vec<C::EPV, C::CVT_, true>(f, s, inv, o);
-    else encode_vec<C::EPV, C::CVT_, false>(f, s, inv, o);
+    if (FAST == 1 || (FAST == 2 && fast)) encode_vec<C::EPV, C::CVT_, C::QUOT_STEPS>(f, s, inv, o);
+    else encode_vec<C::EPV, C::CVT_, 0>(f, s, inv, o);
     if (in) store_codes<C::EPV, C::CACHE_>(dst, o.w);
 }
 
 /* ---- reductions and synchronization ---- */
 
-/* Block-wide max; red holds WARPS floats. Call once per kernel (red is not reset). */
-template <int WARPS> EVO_DEV float block_max(float m, float *red)
+EVO_DEV float warp_max(float m)
 {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    return m;
+}
+
+/* Block-wide max; red holds WARPS floats, which the next call may rewrite before every thread has read them: call
+ * it once per kernel, or alternate arrays with another reduction's barrier between two uses of one (mode 7), or
+ * call block_max_again. */
+template <int WARPS> EVO_DEV float block_max(float m, float *red)
+{
+    m = warp_max(m);
     if ((threadIdx.x & 31u) == 0) red[threadIdx.x >> 5] = m;
     __syncthreads();
     m = red[0];
@@ -645,47 +711,68 @@ EVO_DEV u32 atom_add_acq_rel(u32 *p, u32 v)
 }
 
 /* Modes 1, 3 and 7, one block's step: chunk c1 (when first: its absmax, published in slot c1) and chunk c2 (when
- * second: encoded once all slots of its head are published) loaded at once, with the slots of c2's head. The waiting
- * block has published c1 already, which keeps the lowest waiting block's slots filled (the callers' lag rules).
- * AGAIN: the block runs further steps, so its reductions must leave red1 and red2 reusable. */
-template <class C, bool AGAIN>
-EVO_DEV void chain_step(const evo_quant_params &p, const Shape<C> &sh, u32 *slot, u32 c1, bool first, u32 c2,
-                        bool second, u32 smask, float *red1, float *red2)
-{
-    constexpr int NV = C::UNROLL_ * C::ITERS_;
-    const u32 tid = threadIdx.x;
-    const u32 h1 = c1 / sh.cph, k1 = c1 % sh.cph, h2 = c2 / sh.cph, k2 = c2 % sh.cph;
+ * second: encoded once all slots of its head are published), both loaded into registers, and the slots of c2's
+ * head. Chunk c is chunk k = c % cph of head h = c / cph; the caller passes (h, k) of both. load() issues the
+ * chunks' loads, read_slots() this thread's first slot read, finish() the rest; a caller may
+ * issue the next step's loads before finishing this one (mode 7). The waiting block has published c1 already,
+ * which keeps the lowest waiting block's slots filled (the callers' lag rules; waiting first and publishing after,
+ * with one barrier for both reductions, measured 4-50 % slower: every wait then delays the slots others wait for).
+ * The reductions go through red1 and red2 (block_max): a caller that runs more steps alternates two pairs of arrays
+ * between consecutive steps, so that an array is rewritten only after the next step's reduction barrier. */
+template <class C> struct ChainStep {
+    static constexpr int NV = C::UNROLL_ * C::ITERS_;
+    u32 h1, k1, h2, k2, early;
+    bool first, second;
     Raw<C::VEC_> a[NV], b[NV];
-    chunk_load<C, C::HINT_FIRST>(a, sh.head_src(h1), k1 * (u32)C::CHUNK_V, sh.nv, first);
-    chunk_load<C, C::HINT_LAST>(b, sh.head_src(h2), k2 * (u32)C::CHUNK_V, sh.nv, second);
-    const u32 *hslot = slot + (u64)h2 * sh.cph;
-    const u32 early = second && tid < sh.cph ? ld_relaxed(&hslot[tid]) : 0u; /* in flight with the loads */
-    if (first) {
-        float m = 0.0f;
-#pragma unroll
-        for (int i = 0; i < NV; i++) m = vec_absmax<C>(a[i], m, smask, tid & 31u);
-        m = AGAIN ? block_max_again<C::WARPS_>(m, red1) : block_max<C::WARPS_>(m, red1);
-        if (tid == 0) st_relaxed(&slot[c1], 0x80000000u | __float_as_uint(m));
+
+    EVO_DEV void load(const Shape<C> &sh, u32 h1_, u32 k1_, bool first_, u32 h2_, u32 k2_, bool second_)
+    {
+        h1 = h1_, k1 = k1_, first = first_, h2 = h2_, k2 = k2_, second = second_;
+        chunk_load<C, C::HINT_FIRST>(a, sh.head_src(h1), k1 * (u32)C::CHUNK_V, sh.nv, first);
+        chunk_load<C, C::HINT_LAST>(b, sh.head_src(h2), k2 * (u32)C::CHUNK_V, sh.nv, second);
     }
-    if (second) {
+    EVO_DEV void read_slots(const Shape<C> &sh, const u32 *slot)
+    {
+        const u32 tid = threadIdx.x;
+        early = second && tid < sh.cph ? ld_relaxed(&slot[(u64)h2 * sh.cph + tid]) : 0u;
+    }
+    /* The largest absmax published in c2's head, after waiting for any slot still empty. */
+    EVO_DEV float slots_max(const Shape<C> &sh, const u32 *slot) const
+    {
+        const u32 *hslot = slot + (u64)h2 * sh.cph;
         float m = 0.0f;
-        for (u32 i = tid; i < sh.cph; i += (u32)C::THREADS) {
-            u32 v = i == tid ? early : ld_relaxed(&hslot[i]);
+        for (u32 i = threadIdx.x; i < sh.cph; i += (u32)C::THREADS) {
+            u32 v = i == threadIdx.x ? early : ld_relaxed(&hslot[i]);
             while (v == 0u) {
                 asm volatile("nanosleep.u32 32;");
                 v = ld_relaxed(&hslot[i]);
             }
             m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
         }
-        /* the reduction's barrier ends every slot read */
-        const float s = scale_of(AGAIN ? block_max_again<C::WARPS_>(m, red2) : block_max<C::WARPS_>(m, red2));
-        if (k2 == 0 && tid == 0) p.scales[h2] = s;
+        return m;
+    }
+    EVO_DEV void publish(const Shape<C> &sh, u32 *slot, float m) const
+    {
+        if (threadIdx.x == 0) st_relaxed(&slot[(u64)h1 * sh.cph + k1], 0x80000000u | __float_as_uint(m));
+    }
+    /* c2's codes at the scale of its head's absmax hmax (every thread) */
+    EVO_DEV void encode(const evo_quant_params &p, const Shape<C> &sh, u32 smask, float hmax) const
+    {
+        const float s = scale_of(hmax);
+        if (k2 == 0 && threadIdx.x == 0) p.scales[h2] = s;
         const float inv = __frcp_rn(s);
         unsigned char *ch = p.codes + (u64)h2 * sh.head_elems;
         if (scale_fast(s)) chunk_encode_regs<C, true>(b, ch, k2 * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
         else chunk_encode_regs<C, false>(b, ch, k2 * (u32)C::CHUNK_V, sh.nv, smask, s, inv);
     }
-}
+    /* Publishes c1's absmax, then waits for c2's head: two reductions (red1, red2) */
+    EVO_DEV void finish(const evo_quant_params &p, const Shape<C> &sh, u32 *slot, u32 smask, float *red1, float *red2)
+    {
+        if (first) publish(sh, slot, block_max<C::WARPS_>(regs_absmax<C>(a, 0.0f, smask, threadIdx.x & 31u), red1));
+        /* the reduction's barrier ends every slot read */
+        if (second) encode(p, sh, smask, block_max<C::WARPS_>(slots_max(sh, slot), red2));
+    }
+};
 
 /* Scratch: u32 ticket, u32 done, 2 u32 unused, then one u32 slot per chunk: 0 until the chunk's absmax is known,
  * then 0x80000000 | its bits (a single word, so a relaxed store publishes it; absmax >= 0 leaves bit 31 free).
@@ -711,7 +798,11 @@ template <class C> EVO_DEV void chained(const evo_quant_params &p)
         __syncthreads();
         t = s_ticket;
     }
-    chain_step<C, false>(p, sh, slot, t, t < chunks, t - lag, t >= lag && t - lag < chunks, smask, red1, red2);
+    ChainStep<C> st;
+    const u32 t2 = t - lag;
+    st.load(sh, t / sh.cph, t % sh.cph, t < chunks, t2 / sh.cph, t2 % sh.cph, t >= lag && t2 < chunks);
+    st.read_slots(sh, slot); /* in flight with the loads */
+    st.finish(p, sh, slot, smask, red1, red2);
     if (t != gridDim.x - 1u) {
         if (tid == 0) asm volatile("red.relaxed.gpu.global.add.u32 [%0], 1;" ::"l"(&ctl[1]) : "memory");
         return;
@@ -770,7 +861,7 @@ EVO_DEV void cluster_encode(const unsigned char *xh, unsigned char *ch, u32 nv, 
             if (C::ROT) rotate<C::D_>(f, smask, lane);
         }
         Codes<C::EPV> o;
-        encode_vec<C::EPV, C::CVT_, FAST>(f, s, inv, o);
+        encode_vec<C::EPV, C::CVT_, FAST ? C::QUOT_STEPS : 0>(f, s, inv, o);
         if (j < nv) store_codes<C::EPV, C::CACHE_>(ch + (u64)j * C::EPV, o.w);
     }
     const u64 pol = make_policy<C::HINT_LAST>();
@@ -1075,7 +1166,7 @@ template <class C> EVO_DEV void resident(const evo_quant_params &p)
     u32 dyn;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
     require(p.chain_lag >= 1 && stages >= lag + 2u && stages <= EVO_QUANT_MAX_STAGES && (u64)stages * cb <= dyn &&
-            gridDim.y == 1 && grid <= chunks && (u64)lag * grid >= sh.cph);
+            gridDim.y == 1 && grid <= chunks && (u64)lag * grid + 1u >= sh.cph);
     const u32 rounds = b < chunks ? (chunks - b + grid - 1u) / grid : 0u;
     const u32 smask = thread_signs<C>();
     const u64 pol = make_policy<C::HINT_LAST>();
@@ -1135,26 +1226,6 @@ template <class C> EVO_DEV void resident(const evo_quant_params &p)
 }
 
 /* ---- mode 6: streamed ---- */
-
-/* |x| max over one vector of raw input, folded into m: fp16/bf16 pairs by one AND and one max.f16x2 / max.bf16x2 per
- * word (a NaN operand yields the other, and m never holds a NaN: NaN ignored, as fmaxf does); the result's halves
- * are converted to float by absmax_fold. */
-template <int IN, int VEC> EVO_DEV void absmax_pairs(const Raw<VEC> &r, u32 &m)
-{
-#pragma unroll
-    for (int i = 0; i < VEC / 4; i++) {
-        const u32 a = r.w[i] & 0x7fff7fffu;
-        if (IN == EVO_QUANT_IN_F16) asm("max.f16x2 %0, %0, %1;" : "+r"(m) : "r"(a));
-        else asm("max.bf16x2 %0, %0, %1;" : "+r"(m) : "r"(a));
-    }
-}
-template <int IN> EVO_DEV float absmax_fold(u32 m)
-{
-    float lo, hi;
-    if (IN == EVO_QUANT_IN_F16) h2_to_f2(m, lo, hi);
-    else lo = __uint_as_float(m << 16), hi = __uint_as_float(m & 0xffff0000u);
-    return fmaxf(lo, hi);
-}
 
 EVO_DEV void red_add_release(u32 *p, u32 v)
 {
@@ -1246,14 +1317,14 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
                 }
 #pragma unroll
                 for (int u = 0; u < G; u++) {
-                    if (C::IN != EVO_QUANT_IN_F32 && !C::ROT) {
+                    if (C::PACKED_MAX) {
                         absmax_pairs<C::IN>(raw[u], m2);
                     } else {
                         m = vec_absmax<C>(raw[u], m, smask, lane);
                     }
                 }
             }
-            if (C::IN != EVO_QUANT_IN_F32 && !C::ROT) m = absmax_fold<C::IN>(m2);
+            if (C::PACKED_MAX) m = absmax_fold<C::IN>(m2);
 #pragma unroll
             for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
             if (lane == 0) {
@@ -1313,7 +1384,7 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
  * slots for the next launch. */
 template <class C> EVO_DEV void local(const evo_quant_params &p)
 {
-    __shared__ float red1[C::WARPS_], red2[C::WARPS_];
+    __shared__ float red[2][2][C::WARPS_];
     __shared__ u32 s_last;
     Shape<C> sh(p);
     u32 *ctl = (u32 *)sh.mode_scratch, *slot = ctl + 4;
@@ -1321,9 +1392,41 @@ template <class C> EVO_DEV void local(const evo_quant_params &p)
     const u32 chunks = sh.n_heads * sh.cph;
     require(lag >= 1u && gridDim.y == 1 && grid <= chunks && (u64)lag * grid + 1u >= sh.cph);
     const u32 rounds = b < chunks ? (chunks - b + grid - 1u) / grid : 0u, smask = thread_signs<C>();
-    for (u32 r = 0; r < rounds + lag; r++)
-        chain_step<C, true>(p, sh, slot, r * grid + b, r < rounds, (r - lag) * grid + b, r >= lag && r - lag < rounds,
-                            smask, red1, red2);
+    /* step r: chunk r*grid + b's absmax, chunk (r - lag)*grid + b encoded; with LOCAL_PREFETCH step r + 1's loads
+     * are issued before step r finishes (two steps in registers, st0 and st1 by parity). Consecutive steps alternate
+     * pairs of reduction arrays. The chunks' (head, index) pairs advance by grid chunks a step: (dh, dk) = (grid /
+     * cph, grid % cph). */
+    const u32 steps = rounds + lag, dh = grid / sh.cph, dk = grid % sh.cph;
+    u32 h1 = b / sh.cph, k1 = b % sh.cph, h2 = h1, k2 = k1;
+    auto advance = [&](u32 &h, u32 &k) {
+        h += dh, k += dk;
+        if (k >= sh.cph) h++, k -= sh.cph;
+    };
+    auto load = [&](ChainStep<C> &st, u32 r) { /* r = 0, 1, 2, ... in turn */
+        const bool first = r < rounds, second = r >= lag && r - lag < rounds;
+        st.load(sh, h1, k1, first, h2, k2, second);
+        advance(h1, k1);
+        if (r >= lag) advance(h2, k2);
+    };
+    ChainStep<C> st0, st1;
+    if constexpr (!C::LOCAL_PREFETCH) {
+        for (u32 r = 0; r < steps; r++) {
+            load(st0, r);
+            st0.read_slots(sh, slot);
+            st0.finish(p, sh, slot, smask, red[r & 1u][0], red[r & 1u][1]);
+        }
+    } else {
+        load(st0, 0u);
+        for (u32 r = 0; r < steps; r += 2u) {
+            load(st1, r + 1u); /* past the last step: loads nothing */
+            st0.read_slots(sh, slot); /* not a step ahead: then most were not yet published (measured 30 % slower) */
+            st0.finish(p, sh, slot, smask, red[0][0], red[0][1]);
+            if (r + 1u >= steps) break;
+            load(st0, r + 2u);
+            st1.read_slots(sh, slot);
+            st1.finish(p, sh, slot, smask, red[1][0], red[1][1]);
+        }
+    }
     /* the last block to finish (every other has read its slots) zeroes them for the next launch */
     __syncthreads();
     if (tid == 0) s_last = atom_add_acq_rel(&ctl[1], 1u) == gridDim.x - 1u;
@@ -1471,7 +1574,10 @@ template <EVO_QUANT_TPARAMS>
 __global__ void __launch_bounds__(32 * WARPS + (MODE == EVO_QUANT_MODE_PIPED ? 32 : 0),
                                   MODE == EVO_QUANT_MODE_STREAMED && WARPS < EVO_QUANT_STREAM_WARPS_PER_SM
                                                   ? EVO_QUANT_STREAM_WARPS_PER_SM / WARPS
-                                              : MODE == EVO_QUANT_MODE_LOCAL && WARPS < EVO_QUANT_LOCAL_WARPS_PER_SM
+                                              : (MODE == EVO_QUANT_MODE_LOCAL ||
+                                                 (EVO_QUANT_BOUND_CHAINED && !ROTATE &&
+                                                  (MODE == EVO_QUANT_MODE_CHAINED || MODE == EVO_QUANT_MODE_ORDERED))) &&
+                                                        WARPS < EVO_QUANT_LOCAL_WARPS_PER_SM
                                                   ? EVO_QUANT_LOCAL_WARPS_PER_SM / WARPS
                                                   : 0)
     evo_quant(const evo_quant_params p)

@@ -94,6 +94,13 @@ float evo_qref_quot_fast(float a, float scale, float inv)
     return fmaf(-r, inv, q);
 }
 
+float evo_qref_quot_fast1(float a, float scale, float inv)
+{
+    float q = a * inv;
+    float r = fmaf(scale, q, -a);
+    return fmaf(-r, inv, q);
+}
+
 /* ---- quantization ---- */
 
 /* Row r of a head as float, rotated when asked. */

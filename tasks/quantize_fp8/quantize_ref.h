@@ -40,6 +40,11 @@ int evo_qref_scale_fast(float scale);
  * (below that both are zeros of a's sign). The tests check it against a division over fp16 and bf16 pairs; the
  * reference itself divides. */
 float evo_qref_quot_fast(float a, float scale, float inv);
+/* The same with one correction: q = RN(a*inv), then q = RN(q - RN(scale*q - a)*inv). Equals RN(a/scale) bit for bit
+ * when a is an fp16 or bf16 value, scale = evo_qref_scale(m) for an absmax m of the same type with |a| <= m, and
+ * evo_qref_scale_fast(scale) (every such pair: the tests check them all with EVO_QUANT_EXHAUSTIVE set, a sample
+ * otherwise). The kernels take it for unrotated inputs, the two-correction form for floats after the rotation. */
+float evo_qref_quot_fast1(float a, float scale, float inv);
 
 /* ---- quantization ---- */
 /* scales[h] and codes of n_heads heads of seq*head_dim elements each: absmax over the head's values (rotated rows
