@@ -151,8 +151,9 @@ struct Cfg {
     static constexpr int D_ = D, VEC_ = VEC, WARPS_ = WARPS, MODE_ = MODE, CLUSTER_ = CLUSTER, KEEP_ = KEEP,
                          UNROLL_ = UNROLL, ITERS_ = ITERS, CVT_ = CVT, CACHE_ = CACHE, IN_BF16_ = IN_BF16,
                          ROTATE_ = ROTATE;
-    static constexpr int HINT_FIRST = CACHE ? 1 : 0; /* a read that will be repeated: L2 evict_last */
-    static constexpr int HINT_LAST = CACHE ? 2 : 0;  /* the last read of these bytes: L2 evict_first */
+    /* a read that will be repeated: L2 evict_last (mode 7: and L1's); the last read of these bytes: evict_first */
+    static constexpr int HINT_FIRST = CACHE ? (MODE == EVO_QUANT_MODE_LOCAL ? 3 : 1) : 0;
+    static constexpr int HINT_LAST = CACHE ? (MODE == EVO_QUANT_MODE_LOCAL ? 4 : 2) : 0;
 
     static_assert(pow2(D) && D >= 32 && D <= 256, "D must be 32, 64, 128 or 256");
     static_assert(IN_BF16 == 0 || IN_BF16 == 1, "IN_BF16 is 0 or 1");
@@ -190,11 +191,13 @@ template <int VEC> struct Raw {
     u32 w[VEC / 4];
 };
 
+/* Load hints: 0 none; 1 L2 evict_last; 2 L2 evict_first; 3 and 4 as 1 and 2 with the same L1 priority (mode 7,
+ * whose second read comes from L1). */
 template <int HINT> EVO_DEV u64 make_policy()
 {
     u64 pol = 0;
-    if (HINT == 1) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-    if (HINT == 2) asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    if (HINT == 1 || HINT == 3) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+    if (HINT == 2 || HINT == 4) asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
     return pol;
 }
 
@@ -202,6 +205,14 @@ template <int HINT> EVO_DEV void ld16(u32 *w, const unsigned char *p, u64 pol)
 {
     if (HINT == 0)
         asm("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "l"(p));
+    else if (HINT == 3)
+        asm("ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+            : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+            : "l"(p), "l"(pol));
+    else if (HINT == 4)
+        asm("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+            : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+            : "l"(p), "l"(pol));
     else
         asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
             : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
@@ -212,6 +223,10 @@ template <int HINT> EVO_DEV void ld8(u32 *w, const unsigned char *p, u64 pol)
 {
     if (HINT == 0)
         asm("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "l"(p));
+    else if (HINT == 3)
+        asm("ld.global.L1::evict_last.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(w[0]), "=r"(w[1]) : "l"(p), "l"(pol));
+    else if (HINT == 4)
+        asm("ld.global.L1::evict_first.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(w[0]), "=r"(w[1]) : "l"(p), "l"(pol));
     else
         asm("ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(w[0]), "=r"(w[1]) : "l"(p), "l"(pol));
 }
