@@ -123,15 +123,6 @@ static void build_variants()
     add_genome<16, 8, 2, 8, 0, 4, 1, 1, 1, 1>("K4", 0);
     add_genome<32, 4, 7, 1, 0, 2, 1, 1, 1, 1>("L1", 2);
     add_genome<32, 8, 7, 1, 0, 2, 1, 1, 1, 1>("L2", 2);
-    add_genome<16, 8, 7, 1, 0, 2, 1, 1, 1, 1>("L3", 2);
-    add_genome<32, 4, 7, 1, 0, 1, 1, 1, 1, 1>("L4", 2);
-    add_genome<32, 4, 7, 1, 0, 2, 1, 1, 1, 1>("L5", 1);
-    add_genome<32, 8, 7, 1, 0, 2, 1, 1, 1, 1>("L6", 4);
-    add_genome<32, 8, 7, 1, 0, 2, 1, 1, 1, 1>("L7", 1);
-    add_genome<32, 16, 7, 1, 0, 2, 1, 1, 1, 1>("L8", 2);
-    add_genome<32, 2, 7, 1, 0, 2, 1, 1, 1, 1>("L9", 2);
-    add_genome<32, 8, 7, 1, 0, 2, 1, 1, 0, 1>("L10", 2);
-    add_genome<16, 8, 7, 1, 0, 4, 1, 1, 1, 1>("L11", 2);
 }
 
 static std::string knobs_text(const evo_quant_knobs &k)

@@ -36,7 +36,9 @@
  *             7 local            mode 3's flow (two chunks loaded at once: one for its absmax, one lag rounds old
  *                                to encode) in a resident grid where chunk c is always block c % grid's, so the
  *                                second read is of a chunk the same SM read lag rounds before: an L1 hit while the
- *                                SM's blocks' lag + 1 chunks fit there; cooperative launch, 24 warps per SM
+ *                                SM's blocks' lag + 1 chunks fit there; cooperative launch, 24 warps per SM; a
+ *                                step's two chunks are loaded before the previous step finishes when four chunks
+ *                                fit in registers (LOCAL_PREFETCH)
  *             8 piped            a resident grid over parts of heads (at least CLUSTER parts per head, whole rows):
  *                                a producer warp streams each block's parts through a shared-memory ring by bulk
  *                                copies (DRAM read once), WARPS consumer warps take a part's absmax from the ring,
@@ -109,9 +111,6 @@
 #include "evo_quantize_abi.h"
 
 #define EVO_DEV __device__ __forceinline__
-#ifndef EVO_QUANT_BOUND_CHAINED
-#define EVO_QUANT_BOUND_CHAINED 1
-#endif
 
 #if defined(__CUDA_ARCH__)
 #define EVO_QUANT_ARCH __CUDA_ARCH__
@@ -1589,10 +1588,7 @@ template <EVO_QUANT_TPARAMS>
 __global__ void __launch_bounds__(32 * WARPS + (MODE == EVO_QUANT_MODE_PIPED ? 32 : 0),
                                   MODE == EVO_QUANT_MODE_STREAMED && WARPS < EVO_QUANT_STREAM_WARPS_PER_SM
                                                   ? EVO_QUANT_STREAM_WARPS_PER_SM / WARPS
-                                              : (MODE == EVO_QUANT_MODE_LOCAL ||
-                                                 (EVO_QUANT_BOUND_CHAINED && !ROTATE &&
-                                                  (MODE == EVO_QUANT_MODE_CHAINED || MODE == EVO_QUANT_MODE_ORDERED))) &&
-                                                        WARPS < EVO_QUANT_LOCAL_WARPS_PER_SM
+                                              : MODE == EVO_QUANT_MODE_LOCAL && WARPS < EVO_QUANT_LOCAL_WARPS_PER_SM
                                                   ? EVO_QUANT_LOCAL_WARPS_PER_SM / WARPS
                                                   : 0)
     evo_quant(const evo_quant_params p)
