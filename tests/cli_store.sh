@@ -85,6 +85,30 @@ run elite --db "$db" --top 5
 expect_rc 0 "elite --top 5"
 checks=$((checks + 1)); [ "$(grep -c '^ *[0-9]  [0-9a-f]\{8\}  ' <<<"$out")" = 4 ] || fail "elite --top 5: want the 4 OK candidates"
 expect_out "$(printf '%4d  %-8s  %6.3fx' 4 "$(short "$G0")" 1.0)" "elite rank 4"
+# ranked by one shape: G4 (1.31 overall) is the best on long and the worst on mission
+run elite --db "$db" --shape long --top 2
+expect_rc 0 "elite --shape long"
+expect_out "ranked by the speedup on long(2,8,2048,64): 2.145x, 1.752x" "elite --shape long: speedups"
+expect_out "$(printf '%4d  %-8s  %6.3fx' 1 "$(short "$G4")" 1.31)" "elite --shape long rank 1"
+expect_out "$(printf '%4d  %-8s  %6.3fx' 2 "$(short "$G1")" 1.84)" "elite --shape long rank 2"
+checks=$((checks + 1))
+[ "$(grep -c '^ *[0-9]  [0-9a-f]\{8\}  ' <<<"$out")" = 2 ] || fail "elite --shape long --top 2: want 2 rows"
+run elite --db "$db" --shape mission --top 9
+expect_out "ranked by the speedup on mission(1,8,512,64): 1.932x, 1.596x, 1.050x, 0.800x" "elite --shape mission"
+expect_out "$(printf '%4d  %-8s  %6.3fx' 4 "$(short "$G4")" 1.31)" "elite --shape mission rank 4"
+run elite --db "$db" --shape long --json --top 1
+flat=$(tr -d ' \t\n' <<<"$out")
+checks=$((checks + 1))
+case "$flat" in "[{\"rank\":1,\"id\":\"$(short "$G4")\","*) ;; *) fail "elite --shape long --json: $flat" ;; esac
+run elite --db "$db" --shape longer
+expect_rc 2 "elite --shape longer"
+expect_err "evo: elite --shape longer: no elite was measured on a shape of that name (shapes: mission, long)" \
+  "elite --shape longer"
+run elite --db "$db" --shape ""
+expect_rc 2 "elite --shape ''"
+expect_err_has "--shape wants a shape name" "elite --shape ''"
+expect_same "$db" "$before" "elite --shape reads only"
+
 run elite -k 1 --db "$db"
 checks=$((checks + 1)); [ "$(grep -c '^ *[0-9]  [0-9a-f]\{8\}  ' <<<"$out")" = 1 ] || fail "elite -k 1"
 

@@ -1,5 +1,6 @@
-/* cmd_elite.c — `evo elite --show`: the top-K candidates of one (task, arch, shape set), as a table or JSON.
- * Opens the store read-only; by default shows the task, arch and shape set of the latest run.
+/* cmd_elite.c — `evo elite --show`: the top-K candidates of one (task, arch, shape set), as a table or JSON, by
+ * fitness or (--shape NAME) by their speedup on one shape of the set. Opens the store read-only; by default shows
+ * the task, arch and shape set of the latest run.
  */
 #include "cli.h"
 #include "config.h"
@@ -8,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,7 +298,7 @@ static cJSON *elite_json(int rank, const evo_elite_rec *el, const metric_list *p
 /* ---- the command ---- */
 
 typedef struct {
-    const char *db, *task, *arch;
+    const char *db, *task, *arch, *shape;
     int top;
     int json;
 } elite_opts;
@@ -307,7 +309,7 @@ static evo_status parse_opts(int argc, char **argv, elite_opts *o, evo_err *err)
     static const struct option longopts[] = {
         {"show", no_argument, NULL, 'S'}, {"top", required_argument, NULL, 'k'}, {"json", no_argument, NULL, 'J'},
         {"db", required_argument, NULL, 'D'}, {"task", required_argument, NULL, 'T'},
-        {"arch", required_argument, NULL, 'A'}, {NULL, 0, NULL, 0},
+        {"arch", required_argument, NULL, 'A'}, {"shape", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
     };
     *o = (elite_opts){.db = EVO_DEFAULT_DB, .top = 3};
     optind = 0;
@@ -320,6 +322,7 @@ static evo_status parse_opts(int argc, char **argv, elite_opts *o, evo_err *err)
         case 'D': o->db = optarg; break;
         case 'T': o->task = optarg; break;
         case 'A': o->arch = optarg; break;
+        case 'H': o->shape = optarg; break;
         case 'k': {
             char *end;
             long k = strtol(optarg, &end, 10);
@@ -333,6 +336,68 @@ static evo_status parse_opts(int argc, char **argv, elite_opts *o, evo_err *err)
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
+    if (o->shape && !*o->shape) return evo_cli_usage_error(self, err, "--shape wants a shape name");
+    return EVO_OK;
+}
+
+/* ---- ranking by one shape ---- */
+
+/* The index of the shape called `name` (the text before its dimensions: "big" of "big(4,16,4096,128)") in e, or -1. */
+static int shape_index(const evo_eval_rec *e, const char *name)
+{
+    const size_t len = strlen(name);
+    for (int i = 0; i < e->n_shapes; i++) {
+        const char *s = e->shapes[i].shape;
+        if (strncmp(s, name, len) == 0 && (s[len] == '(' || s[len] == '\0' || s[len] == ' ')) return i;
+    }
+    return -1;
+}
+
+static double shape_speedup(const evo_elite_rec *el, const char *name)
+{
+    const int i = shape_index(&el->eval, name);
+    return i < 0 || !(el->eval.shapes[i].speedup > 0) ? -1.0 : el->eval.shapes[i].speedup;
+}
+
+typedef struct {
+    double speedup, fitness;
+    int64_t eval_id;
+    int index;
+} shape_key;
+
+static int shape_key_cmp(const void *a, const void *b)
+{
+    const shape_key *x = a, *y = b;
+    if (x->speedup != y->speedup) return x->speedup > y->speedup ? -1 : 1;
+    if (x->fitness != y->fitness) return x->fitness > y->fitness ? -1 : 1;
+    return x->eval_id < y->eval_id ? -1 : x->eval_id > y->eval_id;
+}
+
+/* Orders every elite by its speedup on shape `name` (then by fitness) and sets *shown to the number of those that
+ * measured it, at most top. A name that no elite's shape set has is a usage error that lists the names it has. */
+static evo_status rank_by_shape(evo_elite_rec *el, int n, const char *name, int top, int *shown, evo_err *err)
+{
+    int with = 0;
+    for (int i = 0; i < n; i++) with += shape_speedup(&el[i], name) > 0;
+    if (with == 0) {
+        char names[512] = "";
+        const evo_eval_rec *e = &el[0].eval;
+        for (int i = 0; i < e->n_shapes; i++) {
+            const size_t len = strlen(names), cut = strcspn(e->shapes[i].shape, "( ");
+            snprintf(names + len, sizeof names - len, "%s%.*s", i ? ", " : "", (int)cut, e->shapes[i].shape);
+        }
+        return evo_fail(err, EVO_E_USAGE,
+                        "elite --shape %s: no elite was measured on a shape of that name (shapes: %s)", name, names);
+    }
+    shape_key *k = evo_xcalloc((size_t)n, sizeof *k);
+    for (int i = 0; i < n; i++) k[i] = (shape_key){shape_speedup(&el[i], name), el[i].eval.fitness, el[i].eval.id, i};
+    qsort(k, (size_t)n, sizeof *k, shape_key_cmp);
+    evo_elite_rec *sorted = evo_xcalloc((size_t)n, sizeof *sorted);
+    for (int i = 0; i < n; i++) sorted[i] = el[k[i].index];
+    memcpy(el, sorted, (size_t)n * sizeof *el);
+    free(sorted);
+    free(k);
+    *shown = with < top ? with : top;
     return EVO_OK;
 }
 
@@ -387,12 +452,15 @@ EVO_CMD(elite)
     s = resolve_scope(st, &o, &run, err);
     const char *task = o.task ? o.task : run.task;
     const char *arch = o.arch ? o.arch : run.arch;
-    if (s == EVO_OK) s = evo_store_elites(st, task, arch, run.shape_set, o.top, &el, &n, err);
+    /* with --shape every elite is read and ranked by that shape; n_all of them are freed, n shown */
+    if (s == EVO_OK) s = evo_store_elites(st, task, arch, run.shape_set, o.shape ? INT_MAX : o.top, &el, &n, err);
+    const int n_all = n;
     if (s == EVO_OK && n == 0) {
         s = evo_fail(err, EVO_E_NOTFOUND,
                      "%s: no elites yet%s%s%s%s — no candidate has passed every gate; run `evo run`", o.db,
                      task ? " for " : "", task ? task : "", arch ? " on " : "", arch ? arch : "");
     }
+    if (s == EVO_OK && o.shape) s = rank_by_shape(el, n, o.shape, o.top, &n, err);
     if (s == EVO_OK) {
         profiles = evo_xcalloc((size_t)n, sizeof *profiles);
         for (int i = 0; i < n && s == EVO_OK; i++) {
@@ -415,14 +483,21 @@ EVO_CMD(elite)
     } else if (s == EVO_OK) {
         printf("%s: top %d of %s on %s", o.db, n, el[0].cand.task, el[0].cand.arch);
         if (run.shape_set) printf(", shape set %.8s (as in run %lld)", run.shape_set, (long long)run.id);
-        printf("\nspeedup: %s of baseline time / candidate time\n\n", fitness_words(&run));
+        printf("\nspeedup: %s of baseline time / candidate time\n", fitness_words(&run));
+        if (o.shape) {
+            const int i = shape_index(&el[0].eval, o.shape);
+            printf("ranked by the speedup on %s: ", el[0].eval.shapes[i].shape);
+            for (int k = 0; k < n; k++) printf("%s%.3fx", k ? ", " : "", shape_speedup(&el[k], o.shape));
+            printf("\n");
+        }
+        printf("\n");
         print_table(el, n, profiles, rt);
     }
     for (int i = 0; profiles && i < n; i++) metric_list_free(&profiles[i]);
     free(profiles);
     for (int i = 0; rt && i < n; i++) evo_store_retime_free(&rt[i]);
     free(rt);
-    evo_store_elites_free(el, n);
+    evo_store_elites_free(el, n_all);
     evo_store_run_free(&run);
     evo_store_close(st);
     return s;

@@ -38,7 +38,7 @@ static const evo_cmd commands[] = {
      "      --sanitizer PATH  the compute-sanitizer to use (default: on PATH, then $CUDA_HOME/bin)\n",
      0},
     {"elite", cmd_elite, "show the best kernels found so far",
-     "usage: evo elite --show [--top K] [--json] [--db F] [--task T] [--arch sm_XX]\n"
+     "usage: evo elite --show [--top K] [--shape NAME] [--json] [--db F] [--task T] [--arch sm_XX]\n"
      "\n"
      "Lists the top-K candidates by fitness (speedup over the baseline genome) with their genome,\n"
      "per-shape times, TFLOP/s, resources and worst error. Reads the database only; never modifies it.\n"
@@ -47,6 +47,8 @@ static const evo_cmd commands[] = {
      "\n"
      "      --show            print the table (the default action)\n"
      "  -k, --top K           how many (default 3)\n"
+     "      --shape NAME      rank by the speedup on the shape called NAME (a name of the config's shapes),\n"
+     "                        e.g. to pick the kernel for one problem size: evo export --id ID\n"
      "      --json            machine-readable output (a JSON array, best first)\n"
      "      --db F            database (default population.db)\n"
      "      --task T          rank candidates of task T (default: the latest run's)\n"
