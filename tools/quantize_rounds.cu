@@ -67,8 +67,8 @@ template <int V> __device__ __forceinline__ void set_encode(const Set<V> &s, uns
             float f0, f1, f2, f3;
             evoq::h2_to_f2(w[2 * k], f0, f1);
             evoq::h2_to_f2(w[2 * k + 1], f2, f3);
-            o[k] = evoq::enc2<1>(evoq::quot<true>(f0, sc, inv), evoq::quot<true>(f1, sc, inv)) |
-                   (evoq::enc2<1>(evoq::quot<true>(f2, sc, inv), evoq::quot<true>(f3, sc, inv)) << 16);
+            o[k] = evoq::enc2<1>(evoq::quot<1>(f0, sc, inv), evoq::quot<1>(f1, sc, inv)) |
+                   (evoq::enc2<1>(evoq::quot<1>(f2, sc, inv), evoq::quot<1>(f3, sc, inv)) << 16);
         }
         asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" ::"l"(dst + i * 256), "r"(o[0]), "r"(o[1]) : "memory");
     }
