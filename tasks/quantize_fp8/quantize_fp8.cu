@@ -223,9 +223,13 @@ template <int HINT> EVO_DEV void ld8(u32 *w, const unsigned char *p, u64 pol)
     if (HINT == 0)
         asm("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "l"(p));
     else if (HINT == 3)
-        asm("ld.global.L1::evict_last.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(w[0]), "=r"(w[1]) : "l"(p), "l"(pol));
+        asm("ld.global.L1::evict_last.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
+            : "=r"(w[0]), "=r"(w[1])
+            : "l"(p), "l"(pol));
     else if (HINT == 4)
-        asm("ld.global.L1::evict_first.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(w[0]), "=r"(w[1]) : "l"(p), "l"(pol));
+        asm("ld.global.L1::evict_first.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
+            : "=r"(w[0]), "=r"(w[1])
+            : "l"(p), "l"(pol));
     else
         asm("ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(w[0]), "=r"(w[1]) : "l"(p), "l"(pol));
 }
