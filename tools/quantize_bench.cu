@@ -14,6 +14,8 @@ extern "C" {
 
 #include <cuda_runtime.h>
 
+#include "quantize_probes.cuh"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -32,14 +34,6 @@ extern "C" {
 #define QB_SILENT_S 20
 #endif
 
-#define QB_CHECK(call)                                                                                            \
-    do {                                                                                                          \
-        cudaError_t e_ = (call);                                                                                  \
-        if (e_ != cudaSuccess) {                                                                                  \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));               \
-            exit(3);                                                                                              \
-        }                                                                                                         \
-    } while (0)
 
 /* ---- the genomes ---- */
 
@@ -444,7 +438,6 @@ __global__ void quotient_sweep(unsigned long long *res)
     warp_add(res, 1, pairs);
 }
 
-#include "quantize_probes.cuh"
 
 /* Probe: read only, one max per block (the absmax pass alone). */
 __global__ void probe_absmax(const uint4 *x, size_t n16, float *out)

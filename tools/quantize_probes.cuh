@@ -1,6 +1,20 @@
 /* quantize_probes.cuh — the kernels the quantizer harnesses (tools/quantize_bench.cu, tools/quantize_rounds.cu) time
- * beside the quantizer: the read flush and the one-pass probe at a known scale. Include after quantize_fp8.cu. */
+ * beside the quantizer: the read flush and the one-pass probe at a known scale; and QB_CHECK, the CUDA call check
+ * both use. Include after quantize_fp8.cu. */
 #pragma once
+
+#include <cstdio>
+#include <cstdlib>
+
+/* A CUDA runtime call that must succeed: else the file, line, call and error on stderr, and exit 3. */
+#define QB_CHECK(call)                                                                                            \
+    do {                                                                                                          \
+        cudaError_t e_ = (call);                                                                                  \
+        if (e_ != cudaSuccess) {                                                                                  \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));               \
+            exit(3);                                                                                              \
+        }                                                                                                         \
+    } while (0)
 
 /* Reads n16 16-byte words (the read flush: evicts everything and leaves L2 clean); out is written only if the
  * impossible happens, so the loads cannot be dropped. */

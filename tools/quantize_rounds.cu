@@ -18,6 +18,8 @@ extern "C" {
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "quantize_probes.cuh"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -26,15 +28,6 @@ extern "C" {
 #include <cstring>
 #include <random>
 #include <vector>
-
-#define CK(call) \
-    do { \
-        cudaError_t e_ = (call); \
-        if (e_ != cudaSuccess) { \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(3); \
-        } \
-    } while (0)
 
 using evoq::u32;
 using evoq::u64;
@@ -179,7 +172,6 @@ __global__ void __launch_bounds__(T, MINB)
 
 /* ---- baselines ---- */
 
-#include "quantize_probes.cuh"
 
 static uint4 *g_flush;
 static size_t g_flush_n;
@@ -189,20 +181,20 @@ static int g_sms;
 template <class F> static double time_median(F f, int reps)
 {
     cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
+    QB_CHECK(cudaEventCreate(&a));
+    QB_CHECK(cudaEventCreate(&b));
     std::vector<float> t;
     for (int i = 0; i < reps + 2; i++) {
         read_kernel<<<g_sms * 8, 512>>>(g_flush, g_flush_n, g_sink);
-        CK(cudaEventRecord(a));
+        QB_CHECK(cudaEventRecord(a));
         f();
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
+        QB_CHECK(cudaEventRecord(b));
+        QB_CHECK(cudaEventSynchronize(b));
         float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
+        QB_CHECK(cudaEventElapsedTime(&ms, a, b));
         if (i >= 2) t.push_back(ms * 1e3f);
     }
-    CK(cudaGetLastError());
+    QB_CHECK(cudaGetLastError());
     std::sort(t.begin(), t.end());
     printf("(p10 %.2f p90 %.2f) ", t[t.size() / 10], t[t.size() * 9 / 10]);
     return t[t.size() / 2];
@@ -229,13 +221,13 @@ int main(int argc, char **argv)
 {
     int reps = argc > 1 ? atoi(argv[1]) : 30;
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
+    QB_CHECK(cudaGetDeviceProperties(&prop, 0));
     g_sms = prop.multiProcessorCount;
     printf("device: %s, %d SMs, L2 %d MB\n", prop.name, g_sms, prop.l2CacheSize >> 20);
     g_flush_n = (256u << 20) / 16;
-    CK(cudaMalloc(&g_flush, g_flush_n * 16));
-    CK(cudaMemset(g_flush, 1, g_flush_n * 16));
-    CK(cudaMalloc(&g_sink, 64));
+    QB_CHECK(cudaMalloc(&g_flush, g_flush_n * 16));
+    QB_CHECK(cudaMemset(g_flush, 1, g_flush_n * 16));
+    QB_CHECK(cudaMalloc(&g_sink, 64));
     std::vector<RV> vars = {
         rv<4, 1, 1, 256, 3, 4>("V4 L1 D1 T256x3"), rv<2, 1, 2, 256, 4, 8>("V2 L1 D2 T256x4"),
         rv<2, 1, 2, 512, 2, 4>("V2 L1 D2 T512x2"), rv<2, 1, 3, 256, 3, 8>("V2 L1 D3 T256x3"),
@@ -261,16 +253,16 @@ int main(int argc, char **argv)
         unsigned char *dc, *dbig;
         float *dsc;
         u32 *words;
-        CK(cudaMalloc(&dx, n * 2));
-        CK(cudaMalloc(&dc, n * 2));
-        CK(cudaMalloc(&dbig, n * 2));
-        CK(cudaMalloc(&dsc, nh * 4));
-        CK(cudaMalloc(&words, nh * 8 * 4096));
-        CK(cudaMemcpy(dx, hx.data(), n * 2, cudaMemcpyHostToDevice));
+        QB_CHECK(cudaMalloc(&dx, n * 2));
+        QB_CHECK(cudaMalloc(&dc, n * 2));
+        QB_CHECK(cudaMalloc(&dbig, n * 2));
+        QB_CHECK(cudaMalloc(&dsc, nh * 4));
+        QB_CHECK(cudaMalloc(&words, nh * 8 * 4096));
+        QB_CHECK(cudaMemcpy(dx, hx.data(), n * 2, cudaMemcpyHostToDevice));
         const size_t bytes = n * 3 / 2;
         printf("\n(%d,%d,%d,%d) fp16, %zu bytes moved\n", pb.b, pb.h, pb.s, pb.d, 2 * bytes);
         printf("  memcpy 1.5n bytes: ");
-        double tc = time_median([&] { CK(cudaMemcpyAsync(dbig, dx, bytes, cudaMemcpyDeviceToDevice)); }, reps);
+        double tc = time_median([&] { QB_CHECK(cudaMemcpyAsync(dbig, dx, bytes, cudaMemcpyDeviceToDevice)); }, reps);
         printf("%.2f us\n", tc);
         size_t n32 = n / 16;
         int pgrid = (int)std::min<size_t>((n32 + 255) / 256, (size_t)g_sms * 16);
@@ -279,9 +271,9 @@ int main(int argc, char **argv)
         printf("%.2f us = %.1f %% of copy\n", tp, 100 * tc / tp);
         for (const RV &v : vars) {
             int bps = 0;
-            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, v.t, 0));
+            QB_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, v.fn, v.t, 0));
             cudaFuncAttributes fa;
-            CK(cudaFuncGetAttributes(&fa, v.fn));
+            QB_CHECK(cudaFuncGetAttributes(&fa, v.fn));
             const u32 head_vecs = (u32)(he / 8), chunk_vecs = (u32)(v.t * v.v);
             const u32 cph = (head_vecs + chunk_vecs - 1) / chunk_vecs, chunks = (u32)nh * cph;
             u32 grid = std::min<u32>(chunks, (u32)(g_sms * bps));
@@ -290,7 +282,7 @@ int main(int argc, char **argv)
                        cph, grid);
                 continue;
             }
-            CK(cudaMemset(words, 0, nh * 8 * 4096));
+            QB_CHECK(cudaMemset(words, 0, nh * 8 * 4096));
             u32 epoch = 0;
             auto launch = [&] {
                 epoch++;
@@ -299,13 +291,13 @@ int main(int argc, char **argv)
                 float *a2 = dsc;
                 u32 *a3 = words, a4 = (u32)nh, a5 = head_vecs, a6 = cph, a7 = chunks, a8 = epoch;
                 void *args[] = {&a0, &a1, &a2, &a3, &a4, &a5, &a6, &a7, &a8};
-                CK(cudaLaunchCooperativeKernel((const void *)v.fn, dim3(grid), dim3(v.t), args, 0, 0));
+                QB_CHECK(cudaLaunchCooperativeKernel((const void *)v.fn, dim3(grid), dim3(v.t), args, 0, 0));
             };
-            CK(cudaMemset(dc, 0xff, n));
+            QB_CHECK(cudaMemset(dc, 0xff, n));
             launch();
-            CK(cudaDeviceSynchronize());
-            CK(cudaMemcpy(gc.data(), dc, n, cudaMemcpyDeviceToHost));
-            CK(cudaMemcpy(gs.data(), dsc, nh * 4, cudaMemcpyDeviceToHost));
+            QB_CHECK(cudaDeviceSynchronize());
+            QB_CHECK(cudaMemcpy(gc.data(), dc, n, cudaMemcpyDeviceToHost));
+            QB_CHECK(cudaMemcpy(gs.data(), dsc, nh * 4, cudaMemcpyDeviceToHost));
             size_t bad = 0, bads = 0;
             for (size_t i = 0; i < n; i++) bad += gc[i] != rc[i];
             for (size_t i = 0; i < nh; i++) bads += memcmp(&gs[i], &rs[i], 4) != 0;
