@@ -18,12 +18,15 @@ cd "$T" || exit 1
 fails=0
 checks=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-run() {
-  "$EVO" "$@" >"$T/out" 2>"$T/err"
+# any command's exit code, stdout and stderr into rc, out and err; run: evo's
+run_cmd() {
+  "$@" >"$T/out" 2>"$T/err"
   rc=$?
   out=$(cat "$T/out")
   err=$(cat "$T/err")
 }
+run() { run_cmd "$EVO" "$@"; }
+compare_sdpa() { run_cmd python3 "$SRC/tools/compare_sdpa.py" "$@"; }
 expect_rc() { checks=$((checks + 1)); [ "$rc" = "$1" ] || fail "$2: exit $rc, want $1 (stderr: $err)"; }
 expect_out() { checks=$((checks + 1)); grep -qF -- "$1" <<<"$out" || fail "$2: stdout lacks '$1'"$'\n'"$out"; }
 expect_err() { checks=$((checks + 1)); [ "$err" = "$1" ] || fail "$2: stderr '$err', want '$1'"; }
@@ -145,10 +148,7 @@ if command -v python3 >/dev/null; then
   for pair in "$f|e4m3" "u8.cu|u8sim"; do
     file=${pair%%|*}
     fmt=${pair#*|}
-    python3 "$SRC/tools/compare_sdpa.py" "$file" --dry-run --causal on --reps 7 --out "$T/res" >"$T/out" 2>"$T/err"
-    rc=$?
-    out=$(cat "$T/out")
-    err=$(cat "$T/err")
+    compare_sdpa "$file" --dry-run --causal on --reps 7 --out "$T/res"
     expect_rc 0 "compare_sdpa --dry-run $fmt"
     expect_out "format $fmt" "dry-run format $fmt"
     expect_out "genome TILE_M=128,TILE_N=64,WARPS_M=4" "dry-run genome $fmt"
@@ -162,22 +162,15 @@ if command -v python3 >/dev/null; then
   # an export of the sm_90a family: its instantiations are evo_attn_sm90<D, ...>, built for sm_90a
   "$FIXTURE" --fixture hopper hopper.db >/dev/null || fail "fixture hopper"
   "$EVO" export --db hopper.db -o hopper.cu >/dev/null 2>&1 || fail "export hopper"
-  python3 "$SRC/tools/compare_sdpa.py" hopper.cu --dry-run >"$T/out" 2>"$T/err"
-  rc=$?
-  out=$(cat "$T/out")
-  err=$(cat "$T/err")
+  compare_sdpa hopper.cu --dry-run
   expect_rc 0 "compare_sdpa --dry-run sm_90a family"
   expect_out "FAMILY=1" "dry-run genome sm_90a family"
   expect_out "head dims 64 128" "dry-run head dims sm_90a family"
   expect_out "-gencode=arch=compute_90a,code=sm_90a -O3" "dry-run nvcc line sm_90a family"
-  python3 "$SRC/tools/compare_sdpa.py" pop.db --dry-run >"$T/out" 2>"$T/err"
-  rc=$?
-  err=$(cat "$T/err")
+  compare_sdpa pop.db --dry-run
   expect_rc 2 "compare_sdpa on a file that is not an exported kernel"
   expect_err_has "not a kernel exported by evo" "compare_sdpa on a non-export"
-  python3 "$SRC/tools/compare_sdpa.py" "$f" --dry-run --causal sideways >"$T/out" 2>"$T/err"
-  rc=$?
-  err=$(cat "$T/err")
+  compare_sdpa "$f" --dry-run --causal sideways
   expect_rc 2 "compare_sdpa bad --causal"
 else
   echo "cli_export: python3 not found; compare_sdpa.py --dry-run not checked"
