@@ -85,21 +85,17 @@ float evo_qref_scale(float absmax) { return absmax == 0.0f ? 1.0f : absmax / EVO
 
 int evo_qref_scale_fast(float scale) { return scale >= 0x1p-60f && scale <= 0x1p60f; }
 
-float evo_qref_quot_fast(float a, float scale, float inv)
+/* RN(a*inv) and then `steps` Markstein corrections q = RN(q - RN(scale*q - a)*inv). */
+static float quot_corrected(float a, float scale, float inv, int steps)
 {
     float q = a * inv;
-    float r = fmaf(scale, q, -a);
-    q = fmaf(-r, inv, q);
-    r = fmaf(scale, q, -a);
-    return fmaf(-r, inv, q);
+    for (int i = 0; i < steps; i++) q = fmaf(-fmaf(scale, q, -a), inv, q);
+    return q;
 }
 
-float evo_qref_quot_fast1(float a, float scale, float inv)
-{
-    float q = a * inv;
-    float r = fmaf(scale, q, -a);
-    return fmaf(-r, inv, q);
-}
+float evo_qref_quot_fast(float a, float scale, float inv) { return quot_corrected(a, scale, inv, 2); }
+
+float evo_qref_quot_fast1(float a, float scale, float inv) { return quot_corrected(a, scale, inv, 1); }
 
 /* ---- quantization ---- */
 
