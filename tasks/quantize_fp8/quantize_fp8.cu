@@ -1426,7 +1426,7 @@ template <class C> EVO_DEV void local(const evo_quant_params &p)
         advance(h1, k1);
         if (r >= lag) advance(h2, k2);
     };
-    ChainStep<C> st0, st1;
+    ChainStep<C> st0;
     if constexpr (!C::LOCAL_PREFETCH) {
         for (u32 r = 0; r < steps; r++) {
             load(st0, r);
@@ -1434,6 +1434,7 @@ template <class C> EVO_DEV void local(const evo_quant_params &p)
             st0.finish(p, sh, slot, smask, red[r & 1u][0], red[r & 1u][1]);
         }
     } else {
+        ChainStep<C> st1;
         load(st0, 0u);
         for (u32 r = 0; r < steps; r += 2u) {
             load(st1, r + 1u); /* past the last step: loads nothing */
