@@ -798,6 +798,15 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         }
     };
     Cursor kc(p, nq, true), vc(p, nq, false);
+    /* c's tile j into its stage (buffer base + stage * KV) once the stage is free: false while it must wait */
+    auto issue_tile = [&](Cursor &c, u32 base, const evo_tmap *map, int (*empty)(int), int (*full)(int)) {
+        const int s = c.it % STAGES;
+        if (c.it >= STAGES && !mbar_test(sm.b(empty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        mbar_expect_tx(sm.b(full(s)), KV);
+        tma_load_3d(base + s * KV, map, 0, c.j * TILE_N, c.bh, sm.b(full(s)));
+        c.advance(p, nq);
+        return true;
+    };
     u32 idle_ns = 0u; /* back off while neither can go: a spinning thread takes issue slots from a consumer warp */
     while (!kc.done || !vc.done) {
         bool moved = false;
@@ -812,24 +821,10 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
                     moved = true;
                 }
             } else {
-                const int s = kc.it % STAGES;
-                if (kc.it < STAGES || mbar_test(sm.b(B::kempty(s)), ((u32)(kc.it / STAGES) & 1u) ^ 1u)) {
-                    mbar_expect_tx(sm.b(B::kfull(s)), KV);
-                    tma_load_3d(sm.k + s * KV, &t.k, 0, kc.j * TILE_N, kc.bh, sm.b(B::kfull(s)));
-                    kc.advance(p, nq);
-                    moved = true;
-                }
+                moved |= issue_tile(kc, sm.k, &t.k, B::kempty, B::kfull);
             }
         }
-        if (!vc.done) {
-            const int s = vc.it % STAGES;
-            if (vc.it < STAGES || mbar_test(sm.b(B::vrawempty(s)), ((u32)(vc.it / STAGES) & 1u) ^ 1u)) {
-                mbar_expect_tx(sm.b(B::vfull(s)), KV);
-                tma_load_3d(sm.v + s * KV, &t.v, 0, vc.j * TILE_N, vc.bh, sm.b(B::vfull(s)));
-                vc.advance(p, nq);
-                moved = true;
-            }
-        }
+        if (!vc.done) moved |= issue_tile(vc, sm.v, &t.v, B::vrawempty, B::vfull);
         if (moved) {
             idle_ns = 0u;
         } else {
