@@ -496,17 +496,23 @@ static void test_local_plan(void)
                          .iters = 1, .cvt = 1, .cache = 1, .fused_rot = 1, .slack = 2};
     evo_quant_plan p;
     char why[200] = "";
-    /* 8 KiB chunks: 128 a head, 8192 in all; 6 blocks of 4 warps per SM (24 warps), all resident; a head spans one
-     * round after its first, slack makes it 2; slots as modes 1 and 3 */
+    /* 8 KiB chunks: 128 a head, 8192 in all; 6 blocks of 4 warps per SM (24 warps, 792 blocks) rounded down to
+     * whole heads (768: 6 heads a round), all resident; a head spans one round after its first at most, slack
+     * makes it 2; slots as modes 1 and 3 */
     CHECK_EQ_INT(evo_quant_plan_make(&k, 4, 16, 4096, 128, 0, 90, 132, &p, why, sizeof why), 0);
     CHECK_EQ_INT(p.n_launches, 1);
     CHECK_EQ_INT((int)p.chunks_per_head, 128);
-    CHECK_EQ_INT((int)p.launch[0].grid_x, 792);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 768);
     CHECK_EQ_INT((int)p.launch[0].block, 128);
     CHECK_EQ_INT(p.launch[0].cooperative, 1);
     CHECK_EQ_INT(p.chain_lag, 2);
     CHECK_EQ_INT((int)p.scratch_bytes, 16 + 4 * 8192);
     CHECK_EQ_INT(p.zero_scratch_once, 1);
+    /* heads of 500 chunks: whole heads (one, 500 blocks) would drop more than an eighth of 792, so 792 */
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 1, 2, 16000, 128, 0, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT((int)p.chunks_per_head, 500);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 792);
+    CHECK_EQ_INT(p.chain_lag, 2);
     /* fewer chunks than blocks: one block per chunk (2 * 2 heads of 77 x 64 elements: 2 chunks each) */
     CHECK_EQ_INT(evo_quant_plan_make(&k, 2, 2, 77, 64, 0, 90, 132, &p, why, sizeof why), 0);
     CHECK_EQ_INT((int)p.launch[0].grid_x, 8);

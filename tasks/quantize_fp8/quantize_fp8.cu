@@ -77,7 +77,8 @@
  *     (rounded up to 256). No zeroing.
  *   - MODE 1 and 3: evo_quant<args>, grid = n_heads*cph + lag, p.chain_lag = lag; scratch += 16 + 4*n_heads*cph
  *     bytes, zero-filled once after allocation; every launch leaves it zeroed (the last block to finish resets it).
- *   - MODE 7: evo_quant, grid = min(chunks, SMs * max(1, 768 / THREADS)) as a cooperative launch, p.chain_lag =
+ *   - MODE 7: evo_quant, grid = min(chunks, SMs * max(1, 768 / THREADS)), rounded down to a multiple of cph when
+ *     that keeps at least 7/8 of it, as a cooperative launch, p.chain_lag =
  *     lag (rounds a head spans after its first, at least SLACK); scratch += 16 + 4*n_heads*cph bytes, zero-filled
  *     once after allocation; every launch leaves it zeroed (as modes 1 and 3).
  *   - MODE 8: evo_quant, block = 32*WARPS + 32 threads (the producer warp), grid = min(parts of all heads, SMs *
