@@ -36,7 +36,8 @@
  *             7 local            mode 3's flow (two chunks loaded at once: one for its absmax, one lag rounds old
  *                                to encode) in a resident grid where chunk c is always block c % grid's, so the
  *                                second read is of a chunk the same SM read lag rounds before: an L1 hit while the
- *                                SM's blocks' lag + 1 chunks fit there; cooperative launch, 24 warps per SM; a
+ *                                SM's blocks' lag + 1 chunks fit there; 24 warps per SM, a plain launch (a warp
+ *                                that waits too long computes the missing absmax itself: head_slots_max); a
  *                                step's two chunks are loaded before the previous step finishes when four chunks
  *                                fit in registers (LOCAL_PREFETCH)
  *             8 piped            a resident grid over parts of heads (at least CLUSTER parts per head, whole rows):
@@ -78,7 +79,7 @@
  *   - MODE 1 and 3: evo_quant<args>, grid = n_heads*cph + lag, p.chain_lag = lag; scratch += 16 + 4*n_heads*cph
  *     bytes, zero-filled once after allocation; every launch leaves it zeroed (the last block to finish resets it).
  *   - MODE 7: evo_quant, grid = min(chunks, SMs * max(1, 768 / THREADS)), rounded down to a multiple of cph when
- *     that keeps at least 7/8 of it, as a cooperative launch, p.chain_lag =
+ *     that keeps at least 7/8 of it, a plain launch (no co-residency needed), p.chain_lag =
  *     lag (rounds a head spans after its first, at least SLACK); scratch += 16 + 4*n_heads*cph bytes, zero-filled
  *     once after allocation; every launch leaves it zeroed (as modes 1 and 3).
  *   - MODE 8: evo_quant, block = 32*WARPS + 32 threads (the producer warp), grid = min(parts of all heads, SMs *
@@ -729,6 +730,74 @@ EVO_DEV u32 atom_add_acq_rel(u32 *p, u32 v)
     return old;
 }
 
+/* Polls of an empty slot (each after a 32 ns sleep and an L2 round trip, ~0.1 ms in all) before a waiting warp
+ * computes the chunk's absmax itself (head_slots_max). */
+#define EVO_QUANT_HELP_POLLS 256
+
+/* The absmax of chunk v0 (CHUNK_V vectors from vector v0) of head xh, computed by one warp (all 32 lanes; rotated
+ * rows as every block rotates them: lane l takes vectors l, l + 32, ..., whose row positions are the lane's). */
+template <class C> EVO_DEV float warp_chunk_absmax(const unsigned char *xh, u32 v0, u32 nv, u32 smask)
+{
+    const u32 lane = threadIdx.x & 31u;
+    float m = 0.0f;
+#pragma unroll 1
+    for (u32 t = 0; t < (u32)C::CHUNK_V; t += 32u) { /* one vector at a time: a cold path, few registers */
+        const u32 j = v0 + t + lane;
+        Raw<C::VEC_> r;
+        if (j < nv) load_raw<C::VEC_, 0>(r, xh + (u64)j * C::VEC_, 0ull);
+        else zero_raw(r);
+        m = vec_absmax<C>(r, m, smask, lane);
+    }
+    return warp_max(m);
+}
+
+/* The largest absmax published in the slots of head h (every thread: slots tid, tid + THREADS, ...; early: slot
+ * tid, read before), after waiting for any slot still empty. Modes 1 and 3 wait only for blocks that started
+ * before (tickets, or blocks starting in index order). Mode 7 (HELP) waits for any block of its round: there a warp
+ * that has polled an empty slot EVO_QUANT_HELP_POLLS times computes that chunk's absmax itself and publishes it (the
+ * same bits its own block publishes: a maximum does not depend on who takes it), so a block never waits for one that
+ * has not started and the grid needs no co-residency guarantee (a plain launch, not a cooperative one). */
+template <class C, bool HELP>
+EVO_DEV float head_slots_max(const Shape<C> &sh, u32 *slot, u32 h, u32 early, u32 smask)
+{
+    u32 *hslot = slot + (u64)h * sh.cph;
+    float m = 0.0f;
+    if constexpr (!HELP) {
+        for (u32 i = threadIdx.x; i < sh.cph; i += (u32)C::THREADS) {
+            u32 v = i == threadIdx.x ? early : ld_relaxed(&hslot[i]);
+            while (v == 0u) {
+                asm volatile("nanosleep.u32 32;");
+                v = ld_relaxed(&hslot[i]);
+            }
+            m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
+        }
+        return m;
+    }
+    const u32 lane = threadIdx.x & 31u;
+    for (u32 base = threadIdx.x - lane; base < sh.cph; base += (u32)C::THREADS) { /* uniform in the warp */
+        const u32 i = base + lane;
+        u32 v = i >= sh.cph ? 1u : i == threadIdx.x ? early : ld_relaxed(&hslot[i]);
+        for (u32 polls = 0; __any_sync(0xffffffffu, v == 0u); polls++) {
+            if (polls < EVO_QUANT_HELP_POLLS) {
+                asm volatile("nanosleep.u32 32;");
+                if (v == 0u) v = ld_relaxed(&hslot[i]);
+                continue;
+            }
+            for (u32 e = __ballot_sync(0xffffffffu, v == 0u); e != 0u; e &= e - 1u) {
+                const u32 l = (u32)__ffs(e) - 1u, k = base + l;
+                const u32 w = 0x80000000u |
+                              __float_as_uint(warp_chunk_absmax<C>(sh.head_src(h), k * (u32)C::CHUNK_V, sh.nv, smask));
+                if (lane == l) {
+                    v = w;
+                    st_relaxed(&hslot[k], w);
+                }
+            }
+        }
+        if (i < sh.cph) m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
+    }
+    return m;
+}
+
 /* Modes 1, 3 and 7, one block's step: chunk c1 (when first: its absmax, published in slot c1) and chunk c2 (when
  * second: encoded once all slots of its head are published), both loaded into registers, and the slots of c2's
  * head. Chunk c is chunk k = c % cph of head h = c / cph; the caller passes (h, k) of both. load() issues the
@@ -755,20 +824,10 @@ template <class C> struct ChainStep {
         const u32 tid = threadIdx.x;
         early = second && tid < sh.cph ? ld_relaxed(&slot[(u64)h2 * sh.cph + tid]) : 0u;
     }
-    /* The largest absmax published in c2's head, after waiting for any slot still empty. */
-    EVO_DEV float slots_max(const Shape<C> &sh, const u32 *slot) const
+    /* The largest absmax published in c2's head, after waiting for any slot still empty (head_slots_max). */
+    EVO_DEV float slots_max(const Shape<C> &sh, u32 *slot, u32 smask) const
     {
-        const u32 *hslot = slot + (u64)h2 * sh.cph;
-        float m = 0.0f;
-        for (u32 i = threadIdx.x; i < sh.cph; i += (u32)C::THREADS) {
-            u32 v = i == threadIdx.x ? early : ld_relaxed(&hslot[i]);
-            while (v == 0u) {
-                asm volatile("nanosleep.u32 32;");
-                v = ld_relaxed(&hslot[i]);
-            }
-            m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
-        }
-        return m;
+        return head_slots_max<C, C::MODE_ == EVO_QUANT_MODE_LOCAL>(sh, slot, h2, early, smask);
     }
     EVO_DEV void publish(const Shape<C> &sh, u32 *slot, float m) const
     {
@@ -789,7 +848,7 @@ template <class C> struct ChainStep {
     {
         if (first) publish(sh, slot, block_max<C::WARPS_>(regs_absmax<C>(a, 0.0f, smask, threadIdx.x & 31u), red1));
         /* the reduction's barrier ends every slot read */
-        if (second) encode(p, sh, smask, block_max<C::WARPS_>(slots_max(sh, slot), red2));
+        if (second) encode(p, sh, smask, block_max<C::WARPS_>(slots_max(sh, slot, smask), red2));
     }
 };
 
@@ -1393,7 +1452,9 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
 
 /* ---- mode 7: local ---- */
 
-/* gridDim.x blocks, all resident (cooperative launch); chunk c belongs to block c % grid in round c / grid, so a
+/* gridDim.x blocks, as many as are resident at once (a plain launch: a block that waits too long for a slot
+ * computes the chunk's absmax itself, head_slots_max, so no block waits for one that has not started); chunk c
+ * belongs to block c % grid in round c / grid, so a
  * block reads again only chunks it read itself. Round r: the chunk of round r and the chunk of round r - lag are
  * loaded at once (plain loads, cached in L1: the second is the block's own chunk of lag rounds before, found in the
  * SM's L1 when the SM's blocks' lag + 1 chunks fit there), the first one's absmax is published in its slot (as in
