@@ -508,6 +508,16 @@ static void test_local_plan(void)
     CHECK_EQ_INT(p.chain_lag, 2);
     CHECK_EQ_INT((int)p.scratch_bytes, 16 + 4 * 8192);
     CHECK_EQ_INT(p.zero_scratch_once, 1);
+    /* the rotation fused in: its waiting threads cannot compute a missing absmax (no registers), so the grid must be
+     * resident at once: a cooperative launch; a separate rotation pass leaves the main kernel plain */
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 4, 16, 4096, 128, 1, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT(p.launch[p.n_launches - 1].cooperative, 1);
+    k.fused_rot = 0;
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 4, 16, 4096, 128, 1, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT(p.n_launches, 2);
+    CHECK_EQ_INT(p.launch[0].cooperative, 0);
+    CHECK_EQ_INT(p.launch[1].cooperative, 0);
+    k.fused_rot = 1;
     /* heads of 500 chunks: whole heads (one, 500 blocks) would drop more than an eighth of 792, so 792 */
     CHECK_EQ_INT(evo_quant_plan_make(&k, 1, 2, 16000, 128, 0, 90, 132, &p, why, sizeof why), 0);
     CHECK_EQ_INT((int)p.chunks_per_head, 500);

@@ -44,8 +44,9 @@
                                      absmax goes into its head's max and count words, and the chunk is encoded slack
                                      rounds later once the count is complete; no block-wide barrier (sm_90) */
 #define EVO_QUANT_MODE_LOCAL 7    /* mode ordered's flow in a grid the size of the resident blocks (a plain launch:
-                                     a warp that waits too long for a chunk's absmax computes it itself) where a
-                                     block reads again only chunks it read itself, lag rounds before: from its SM's L1 */
+                                     a warp that waits too long for a chunk's absmax computes it itself; cooperative
+                                     with a fused rotation) where a block reads again only chunks it read itself, lag
+                                     rounds before: from its SM's L1 */
 #define EVO_QUANT_MODE_PIPED 8    /* a resident grid (cooperative launch) over parts of heads (parts per head from
                                      the plan): part u is block u % grid's; a producer warp streams the block's
                                      parts through a shared-memory ring by bulk copies (DRAM read once), the
@@ -452,7 +453,9 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         p.chain_lag = (int)lag;
         p.scratch_bytes = rot + 16ull + 4ull * chunks;
         p.zero_scratch_once = 1;
-        evo_quant_add_launch(&p, EVO_QUANT_K_MAIN, grid, threads); /* plain: a waiting warp computes what it waits for */
+        /* plain: a waiting warp computes what it waits for; with the rotation fused into the kernel it cannot (no
+         * registers left for it) and the grid must be resident at once: a cooperative launch */
+        evo_quant_add_launch(&p, EVO_QUANT_K_MAIN, grid, threads)->cooperative = rotate && k->fused_rot;
     } else if (k->mode == EVO_QUANT_MODE_STREAMED) {
         /* Warp chunk c goes to warp c % W (W = grid * warps) in round c / W. The most blocks per SM (at most
          * EVO_QUANT_STREAM_WARPS_PER_SM warps, the kernel's bound) whose warps' rings hold lag + 2 chunks: one being

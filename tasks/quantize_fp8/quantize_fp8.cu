@@ -37,7 +37,8 @@
  *                                to encode) in a resident grid where chunk c is always block c % grid's, so the
  *                                second read is of a chunk the same SM read lag rounds before: an L1 hit while the
  *                                SM's blocks' lag + 1 chunks fit there; 24 warps per SM, a plain launch (a warp
- *                                that waits too long computes the missing absmax itself: head_slots_max); a
+ *                                that waits too long computes the missing absmax itself: head_slots_max;
+ *                                cooperative with a fused rotation); a
  *                                step's two chunks are loaded before the previous step finishes when four chunks
  *                                fit in registers (LOCAL_PREFETCH)
  *             8 piped            a resident grid over parts of heads (at least CLUSTER parts per head, whole rows):
@@ -79,7 +80,8 @@
  *   - MODE 1 and 3: evo_quant<args>, grid = n_heads*cph + lag, p.chain_lag = lag; scratch += 16 + 4*n_heads*cph
  *     bytes, zero-filled once after allocation; every launch leaves it zeroed (the last block to finish resets it).
  *   - MODE 7: evo_quant, grid = min(chunks, SMs * max(1, 768 / THREADS)), rounded down to a multiple of cph when
- *     that keeps at least 7/8 of it, a plain launch (no co-residency needed), p.chain_lag =
+ *     that keeps at least 7/8 of it, a plain launch (no co-residency needed; cooperative when ROTATE and
+ *     FUSED_ROT), p.chain_lag =
  *     lag (rounds a head spans after its first, at least SLACK); scratch += 16 + 4*n_heads*cph bytes, zero-filled
  *     once after allocation; every launch leaves it zeroed (as modes 1 and 3).
  *   - MODE 8: evo_quant, block = 32*WARPS + 32 threads (the producer warp), grid = min(parts of all heads, SMs *
@@ -149,6 +151,9 @@ struct Cfg {
     /* mode 7 issues a step's loads before the previous step finishes when four chunks fit in 64 registers without
      * spilling (two vectors a chunk, the packed absmax and the hardware conversion; else one step at a time) */
     static constexpr bool LOCAL_PREFETCH = PACKED_MAX && CVT == 1 && UNROLL * ITERS <= 2;
+    /* mode 7's waiting warps compute a missing chunk's absmax themselves (head_slots_max), except with the rotation
+     * fused in (its registers would spill): those plans launch cooperatively */
+    static constexpr bool LOCAL_HELP = MODE == EVO_QUANT_MODE_LOCAL && !ROT;
     static constexpr int D_ = D, VEC_ = VEC, WARPS_ = WARPS, MODE_ = MODE, CLUSTER_ = CLUSTER, KEEP_ = KEEP,
                          UNROLL_ = UNROLL, ITERS_ = ITERS, CVT_ = CVT, CACHE_ = CACHE, IN_BF16_ = IN_BF16,
                          ROTATE_ = ROTATE;
@@ -730,70 +735,54 @@ EVO_DEV u32 atom_add_acq_rel(u32 *p, u32 v)
     return old;
 }
 
-/* Polls of an empty slot (each after a 32 ns sleep and an L2 round trip, ~0.1 ms in all) before a waiting warp
- * computes the chunk's absmax itself (head_slots_max). */
+/* Polls of an empty slot (each a 32 ns sleep and an L2 round trip) before a waiting thread of mode 7 computes the
+ * chunk's absmax itself (head_slots_max). */
 #define EVO_QUANT_HELP_POLLS 256
 
-/* The absmax of chunk v0 (CHUNK_V vectors from vector v0) of head xh, computed by one warp (all 32 lanes; rotated
- * rows as every block rotates them: lane l takes vectors l, l + 32, ..., whose row positions are the lane's). */
-template <class C> EVO_DEV float warp_chunk_absmax(const unsigned char *xh, u32 v0, u32 nv, u32 smask)
+/* The absmax of chunk v0 (CHUNK_V vectors from vector v0) of head xh, computed by one thread a word at a time (a
+ * cold path: a few registers, slow): packed maxima of fp16/bf16 pairs, or floats of separately rotated rows, as
+ * vec_absmax takes them (the same maximum). Not for a fused rotation (no lanes to shuffle with). */
+template <class C> EVO_DEV float thread_chunk_absmax(const unsigned char *xh, u32 v0, u32 nv)
 {
-    const u32 lane = threadIdx.x & 31u;
+    static_assert(!C::ROT, "a fused rotation needs the row's lanes");
+    const u32 end = (v0 + (u32)C::CHUNK_V < nv ? v0 + (u32)C::CHUNK_V : nv) * (u32)C::VEC_ / 4u;
+    const u32 *w = (const u32 *)xh;
+    u32 pm = 0u;
     float m = 0.0f;
 #pragma unroll 1
-    for (u32 t = 0; t < (u32)C::CHUNK_V; t += 32u) { /* one vector at a time: a cold path, few registers */
-        const u32 j = v0 + t + lane;
-        Raw<C::VEC_> r;
-        if (j < nv) load_raw<C::VEC_, 0>(r, xh + (u64)j * C::VEC_, 0ull);
-        else zero_raw(r);
-        m = vec_absmax<C>(r, m, smask, lane);
+    for (u32 i = v0 * (u32)C::VEC_ / 4u; i < end; i++) {
+        const u32 x = w[i];
+        if constexpr (C::PACKED_MAX) absmax_pairs<C::IN, 4>(Raw<4>{{x}}, pm);
+        else m = fmaxf(m, fabsf(__uint_as_float(x)));
     }
-    return warp_max(m);
+    if constexpr (C::PACKED_MAX) m = absmax_fold<C::IN>(pm);
+    return m;
 }
 
 /* The largest absmax published in the slots of head h (every thread: slots tid, tid + THREADS, ...; early: slot
  * tid, read before), after waiting for any slot still empty. Modes 1 and 3 wait only for blocks that started
- * before (tickets, or blocks starting in index order). Mode 7 (HELP) waits for any block of its round: there a warp
- * that has polled an empty slot EVO_QUANT_HELP_POLLS times computes that chunk's absmax itself and publishes it (the
- * same bits its own block publishes: a maximum does not depend on who takes it), so a block never waits for one that
- * has not started and the grid needs no co-residency guarantee (a plain launch, not a cooperative one). */
-template <class C, bool HELP>
-EVO_DEV float head_slots_max(const Shape<C> &sh, u32 *slot, u32 h, u32 early, u32 smask)
+ * before (tickets, or blocks starting in index order). Mode 7 (HELP) waits for any block of its round: there a
+ * thread that has polled an empty slot EVO_QUANT_HELP_POLLS times computes that chunk's absmax itself and publishes
+ * it (the same bits its own block publishes: a maximum does not depend on who takes it), so a block never waits
+ * for one that has not started and the grid needs no co-residency guarantee (a plain launch). */
+template <class C, bool HELP> EVO_DEV float head_slots_max(const Shape<C> &sh, u32 *slot, u32 h, u32 early)
 {
     u32 *hslot = slot + (u64)h * sh.cph;
     float m = 0.0f;
-    if constexpr (!HELP) {
-        for (u32 i = threadIdx.x; i < sh.cph; i += (u32)C::THREADS) {
-            u32 v = i == threadIdx.x ? early : ld_relaxed(&hslot[i]);
-            while (v == 0u) {
-                asm volatile("nanosleep.u32 32;");
-                v = ld_relaxed(&hslot[i]);
-            }
-            m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
-        }
-        return m;
-    }
-    const u32 lane = threadIdx.x & 31u;
-    for (u32 base = threadIdx.x - lane; base < sh.cph; base += (u32)C::THREADS) { /* uniform in the warp */
-        const u32 i = base + lane;
-        u32 v = i >= sh.cph ? 1u : i == threadIdx.x ? early : ld_relaxed(&hslot[i]);
-        for (u32 polls = 0; __any_sync(0xffffffffu, v == 0u); polls++) {
-            if (polls < EVO_QUANT_HELP_POLLS) {
-                asm volatile("nanosleep.u32 32;");
-                if (v == 0u) v = ld_relaxed(&hslot[i]);
-                continue;
-            }
-            for (u32 e = __ballot_sync(0xffffffffu, v == 0u); e != 0u; e &= e - 1u) {
-                const u32 l = (u32)__ffs(e) - 1u, k = base + l;
-                const u32 w = 0x80000000u |
-                              __float_as_uint(warp_chunk_absmax<C>(sh.head_src(h), k * (u32)C::CHUNK_V, sh.nv, smask));
-                if (lane == l) {
-                    v = w;
-                    st_relaxed(&hslot[k], w);
+    for (u32 i = threadIdx.x; i < sh.cph; i += (u32)C::THREADS) {
+        u32 v = i == threadIdx.x ? early : ld_relaxed(&hslot[i]);
+        for (u32 polls = 0; v == 0u; polls++) {
+            if constexpr (HELP) {
+                if (polls >= EVO_QUANT_HELP_POLLS) {
+                    v = 0x80000000u | __float_as_uint(thread_chunk_absmax<C>(sh.head_src(h), i * (u32)C::CHUNK_V, sh.nv));
+                    st_relaxed(&hslot[i], v);
+                    break;
                 }
             }
+            asm volatile("nanosleep.u32 32;");
+            v = ld_relaxed(&hslot[i]);
         }
-        if (i < sh.cph) m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
+        m = fmaxf(m, __uint_as_float(v & 0x7fffffffu));
     }
     return m;
 }
@@ -825,9 +814,9 @@ template <class C> struct ChainStep {
         early = second && tid < sh.cph ? ld_relaxed(&slot[(u64)h2 * sh.cph + tid]) : 0u;
     }
     /* The largest absmax published in c2's head, after waiting for any slot still empty (head_slots_max). */
-    EVO_DEV float slots_max(const Shape<C> &sh, u32 *slot, u32 smask) const
+    EVO_DEV float slots_max(const Shape<C> &sh, u32 *slot) const
     {
-        return head_slots_max<C, C::MODE_ == EVO_QUANT_MODE_LOCAL>(sh, slot, h2, early, smask);
+        return head_slots_max<C, C::LOCAL_HELP>(sh, slot, h2, early);
     }
     EVO_DEV void publish(const Shape<C> &sh, u32 *slot, float m) const
     {
@@ -848,7 +837,7 @@ template <class C> struct ChainStep {
     {
         if (first) publish(sh, slot, block_max<C::WARPS_>(regs_absmax<C>(a, 0.0f, smask, threadIdx.x & 31u), red1));
         /* the reduction's barrier ends every slot read */
-        if (second) encode(p, sh, smask, block_max<C::WARPS_>(slots_max(sh, slot, smask), red2));
+        if (second) encode(p, sh, smask, block_max<C::WARPS_>(slots_max(sh, slot), red2));
     }
 };
 
@@ -1453,7 +1442,8 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
 /* ---- mode 7: local ---- */
 
 /* gridDim.x blocks, as many as are resident at once (a plain launch: a block that waits too long for a slot
- * computes the chunk's absmax itself, head_slots_max, so no block waits for one that has not started); chunk c
+ * computes the chunk's absmax itself, head_slots_max, so no block waits for one that has not started; with the
+ * rotation fused in, a cooperative launch, all resident); chunk c
  * belongs to block c % grid in round c / grid, so a
  * block reads again only chunks it read itself. Round r: the chunk of round r and the chunk of round r - lag are
  * loaded at once (plain loads, cached in L1: the second is the block's own chunk of lag rounds before, found in the
