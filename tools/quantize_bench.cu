@@ -4,6 +4,7 @@
  * every repetition, median). Also builds as a shared library (-DQB_LIB) that tools/compare_quantize.py loads.
  * Build: tools/quantize_build.sh [OUTDIR]     Run: OUTDIR/quantize_bench [--reps N] [--quick] [--out DIR]
  * GPU work runs in forked children: a kernel that traps costs its genome only; the parent restarts after it.
+ * QB_SMS_SCALE=N plans every grid for N times the SMs (mode 7 must then finish bit-exact without co-residency).
  */
 #include "quantize_fp8.cu"
 
