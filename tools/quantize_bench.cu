@@ -132,8 +132,8 @@ static std::string knobs_text(const evo_quant_knobs &k)
 /* ---- launching a plan ---- */
 
 /* QB_SMS_SCALE=N plans for N times the SMs: grids of resident-size modes then hold more blocks than can be resident
- * at once (mode 7 must still finish, bit-exact: its waiting warps compute what they wait for; the cooperative modes
- * 4, 6 and 8 refuse such launches). */
+ * at once (mode 7 must still finish, bit-exact: its waiting threads compute what they wait for; the cooperative
+ * launches, modes 4, 6 and 8 and mode 7 with a fused rotation, are refused by the driver). */
 static int plan_for(const Variant &v, int b, int h, int s, int num_sms, evo_quant_plan *plan, char *why, size_t n)
 {
     const char *scale = getenv("QB_SMS_SCALE");

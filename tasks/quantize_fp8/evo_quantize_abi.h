@@ -44,7 +44,7 @@
                                      absmax goes into its head's max and count words, and the chunk is encoded slack
                                      rounds later once the count is complete; no block-wide barrier (sm_90) */
 #define EVO_QUANT_MODE_LOCAL 7    /* mode ordered's flow in a grid the size of the resident blocks (a plain launch:
-                                     a warp that waits too long for a chunk's absmax computes it itself; cooperative
+                                     a thread that waits too long for a chunk's absmax computes it itself; cooperative
                                      with a fused rotation) where a block reads again only chunks it read itself, lag
                                      rounds before: from its SM's L1 */
 #define EVO_QUANT_MODE_PIPED 8    /* a resident grid (cooperative launch) over parts of heads (parts per head from
@@ -438,7 +438,7 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         l->smem = (unsigned)((unsigned long long)p.stages * evo_quant_chunk_bytes(k));
         l->cooperative = 1;
     } else if (k->mode == EVO_QUANT_MODE_LOCAL) {
-        /* EVO_QUANT_LOCAL_WARPS_PER_SM warps per SM, all resident; lag: the rounds a head spans after its first,
+        /* EVO_QUANT_LOCAL_WARPS_PER_SM warps per SM, as many blocks as can be resident at once; lag: the rounds a head spans after its first,
          * at least slack. A grid of whole heads (a multiple of the chunks per head, when that drops at most an
          * eighth of the blocks) keeps every head inside one round: a block then waits only for the blocks of its
          * own round, never for the next round's start of a head that straddles the two (measured 1 % faster). */
@@ -453,8 +453,8 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         p.chain_lag = (int)lag;
         p.scratch_bytes = rot + 16ull + 4ull * chunks;
         p.zero_scratch_once = 1;
-        /* plain: a waiting warp computes what it waits for; with the rotation fused into the kernel it cannot (no
-         * registers left for it) and the grid must be resident at once: a cooperative launch */
+        /* plain: a waiting thread computes what it waits for; with the rotation fused into the kernel it cannot
+         * (Cfg::LOCAL_HELP) and the grid must be resident at once: a cooperative launch */
         evo_quant_add_launch(&p, EVO_QUANT_K_MAIN, grid, threads)->cooperative = rotate && k->fused_rot;
     } else if (k->mode == EVO_QUANT_MODE_STREAMED) {
         /* Warp chunk c goes to warp c % W (W = grid * warps) in round c / W. The most blocks per SM (at most

@@ -36,11 +36,10 @@
  *             7 local            mode 3's flow (two chunks loaded at once: one for its absmax, one lag rounds old
  *                                to encode) in a resident grid where chunk c is always block c % grid's, so the
  *                                second read is of a chunk the same SM read lag rounds before: an L1 hit while the
- *                                SM's blocks' lag + 1 chunks fit there; 24 warps per SM, a plain launch (a warp
+ *                                SM's blocks' lag + 1 chunks fit there; 24 warps per SM, a plain launch (a thread
  *                                that waits too long computes the missing absmax itself: head_slots_max;
- *                                cooperative with a fused rotation); a
- *                                step's two chunks are loaded before the previous step finishes when four chunks
- *                                fit in registers (LOCAL_PREFETCH)
+ *                                cooperative with a fused rotation); a step's two chunks are loaded before the
+ *                                previous step finishes when four chunks fit in registers (LOCAL_PREFETCH)
  *             8 piped            a resident grid over parts of heads (at least CLUSTER parts per head, whole rows):
  *                                a producer warp streams each block's parts through a shared-memory ring by bulk
  *                                copies (DRAM read once), WARPS consumer warps take a part's absmax from the ring,
@@ -81,8 +80,7 @@
  *     bytes, zero-filled once after allocation; every launch leaves it zeroed (the last block to finish resets it).
  *   - MODE 7: evo_quant, grid = min(chunks, SMs * max(1, 768 / THREADS)), rounded down to a multiple of cph when
  *     that keeps at least 7/8 of it, a plain launch (no co-residency needed; cooperative when ROTATE and
- *     FUSED_ROT), p.chain_lag =
- *     lag (rounds a head spans after its first, at least SLACK); scratch += 16 + 4*n_heads*cph bytes, zero-filled
+ *     FUSED_ROT), p.chain_lag = lag (rounds a head spans after its first, at least SLACK); scratch += 16 + 4*n_heads*cph bytes, zero-filled
  *     once after allocation; every launch leaves it zeroed (as modes 1 and 3).
  *   - MODE 8: evo_quant, block = 32*WARPS + 32 threads (the producer warp), grid = min(parts of all heads, SMs *
  *     blocks per SM) as a cooperative launch, p.parts parts per head and p.stages chunks in each block's ring, dynamic
@@ -151,8 +149,8 @@ struct Cfg {
     /* mode 7 issues a step's loads before the previous step finishes when four chunks fit in 64 registers without
      * spilling (two vectors a chunk, the packed absmax and the hardware conversion; else one step at a time) */
     static constexpr bool LOCAL_PREFETCH = PACKED_MAX && CVT == 1 && UNROLL * ITERS <= 2;
-    /* mode 7's waiting warps compute a missing chunk's absmax themselves (head_slots_max), except with the rotation
-     * fused in (its registers would spill): those plans launch cooperatively */
+    /* mode 7's waiting threads compute a missing chunk's absmax themselves (head_slots_max), except with the
+     * rotation fused in (no lanes to rotate with): those plans launch cooperatively */
     static constexpr bool LOCAL_HELP = MODE == EVO_QUANT_MODE_LOCAL && !ROT;
     static constexpr int D_ = D, VEC_ = VEC, WARPS_ = WARPS, MODE_ = MODE, CLUSTER_ = CLUSTER, KEEP_ = KEEP,
                          UNROLL_ = UNROLL, ITERS_ = ITERS, CVT_ = CVT, CACHE_ = CACHE, IN_BF16_ = IN_BF16,
@@ -745,12 +743,13 @@ EVO_DEV u32 atom_add_acq_rel(u32 *p, u32 v)
 template <class C> EVO_DEV float thread_chunk_absmax(const unsigned char *xh, u32 v0, u32 nv)
 {
     static_assert(!C::ROT, "a fused rotation needs the row's lanes");
-    const u32 end = (v0 + (u32)C::CHUNK_V < nv ? v0 + (u32)C::CHUNK_V : nv) * (u32)C::VEC_ / 4u;
+    constexpr u32 WPV = (u32)C::VEC_ / 4u; /* words a vector; word indices stay below 2^31 (S*D < 2^31) */
+    const u32 end = (v0 + (u32)C::CHUNK_V < nv ? v0 + (u32)C::CHUNK_V : nv) * WPV;
     const u32 *w = (const u32 *)xh;
     u32 pm = 0u;
     float m = 0.0f;
 #pragma unroll 1
-    for (u32 i = v0 * (u32)C::VEC_ / 4u; i < end; i++) {
+    for (u32 i = v0 * WPV; i < end; i++) {
         const u32 x = w[i];
         if constexpr (C::PACKED_MAX) absmax_pairs<C::IN, 4>(Raw<4>{{x}}, pm);
         else m = fmaxf(m, fabsf(__uint_as_float(x)));
@@ -1441,10 +1440,9 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
 
 /* ---- mode 7: local ---- */
 
-/* gridDim.x blocks, as many as are resident at once (a plain launch: a block that waits too long for a slot
+/* gridDim.x blocks, as many as can be resident at once (a plain launch: a thread that waits too long for a slot
  * computes the chunk's absmax itself, head_slots_max, so no block waits for one that has not started; with the
- * rotation fused in, a cooperative launch, all resident); chunk c
- * belongs to block c % grid in round c / grid, so a
+ * rotation fused in, a cooperative launch, all resident); chunk c belongs to block c % grid in round c / grid, so a
  * block reads again only chunks it read itself. Round r: the chunk of round r and the chunk of round r - lag are
  * loaded at once (plain loads, cached in L1: the second is the block's own chunk of lag rounds before, found in the
  * SM's L1 when the SM's blocks' lag + 1 chunks fit there), the first one's absmax is published in its slot (as in
