@@ -15,7 +15,9 @@
 #include "util.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,16 +259,24 @@ static evo_status compile_file(const evo_config *cfg, const char *arch, const ch
     }
     evo_compile_header hdr[8];
     const int n_hdr = evo_task_headers(cfg->task_ops, hdr, (int)EVO_ARRAY_LEN(hdr));
-    /* The file's own directory is on the include path, so a kernel may include its helpers. */
-    char inc[4200], dir[4096];
-    snprintf(dir, sizeof dir, "%s", file);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    snprintf(inc, sizeof inc, "-I%s", slash ? dir : ".");
+    /* The file's own folder is on the include path, so a kernel may include its helpers; it is also the one folder
+     * besides the toolkit's and evo's headers that the compiler may read (sandbox.h), and its working directory. */
+    char inc[PATH_MAX + 8], dir[PATH_MAX], given[PATH_MAX];
+    snprintf(given, sizeof given, "%s", file);
+    char *slash = strrchr(given, '/');
+    if (slash) slash == given ? (void)(slash[1] = '\0') : (void)(*slash = '\0');
+    if (!realpath(slash ? given : ".", dir)) {
+        s = evo_fail(err, EVO_E_USAGE, "check: %s: cannot resolve its folder: %s", file, strerror(errno));
+        free(source);
+        return s;
+    }
+    snprintf(inc, sizeof inc, "-I%s", dir);
     const char *opts[] = {"-std=c++17", inc};
+    const char *const read_dirs[] = {dir};
     const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
     evo_compile_req req = {.source = source, .program_name = base, .headers = hdr, .n_headers = n_hdr,
-                           .arch = arch, .options = opts, .n_options = 2, .timeout_s = cfg->compile.timeout_s};
+                           .arch = arch, .options = opts, .n_options = 2, .timeout_s = cfg->compile.timeout_s,
+                           .limits = evo_config_compile_limits(cfg), .read_dirs = read_dirs, .n_read_dirs = 1};
     memset(c, 0, sizeof *c);
     s = evo_compile(NULL, &req, &c->cr, err);
     free(source);
@@ -277,8 +287,8 @@ static evo_status compile_file(const evo_config *cfg, const char *arch, const ch
     if (c->cr.outcome != EVO_COMPILE_OK) {
         char lines[1024];
         log_errors(c->cr.log, lines, sizeof lines);
-        s = evo_fail(err, EVO_E_CONFIG, "check: %s does not compile (%s)%s", file,
-                     evo_compile_outcome_name(c->cr.outcome), lines);
+        s = evo_fail(err, EVO_E_CONFIG, "check: %s does not compile (%s)%s", file, evo_compile_result_why(&c->cr),
+                     lines);
         evo_compile_result_free(&c->cr);
         return s;
     }

@@ -961,7 +961,10 @@ static evo_status check_options(loader *L, const yaml_node_t *v, const char *pat
 
 static evo_status load_compile(loader *L, const yaml_node_t *root)
 {
-    static const char *const keys[] = {"timeout_s", "max_registers", "allow_spills", "extra_options", NULL};
+    static const char *const keys[] = {"timeout_s",     "max_registers", "allow_spills",   "extra_options",
+                                       "max_memory_mb", "max_cpu_s",     "max_output_mb", "max_open_files",
+                                       "sandbox",       NULL};
+    static const char *const sandbox_modes[] = {"auto", "required", "off", NULL}; /* evo_sandbox_mode's order */
     char p[PATH_MAX_LEN];
     const char *path = "compile";
     yaml_node_t *m, *v;
@@ -976,6 +979,15 @@ static evo_status load_compile(loader *L, const yaml_node_t *root)
                         L->c->compile.max_registers);
     }
     TRY(opt_bool(L, m, path, "allow_spills", &L->c->compile.allow_spills));
+    int mb = 0;
+    TRY(opt_i32(L, m, path, "max_memory_mb", 64, 1048576, &mb));
+    L->c->compile.max_memory_mb = mb;
+    TRY(opt_double(L, m, path, "max_cpu_s", 0, OPEN, 86400, CLOSED, &L->c->compile.max_cpu_s));
+    mb = (int)L->c->compile.max_output_mb;
+    TRY(opt_i32(L, m, path, "max_output_mb", 1, 65536, &mb));
+    L->c->compile.max_output_mb = mb;
+    TRY(opt_i32(L, m, path, "max_open_files", 32, 65536, &L->c->compile.max_open_files));
+    if ((v = get(L, m, "sandbox"))) TRY(as_name(L, v, "compile.sandbox", sandbox_modes, "sandbox mode", &L->c->compile.sandbox));
     if ((v = get(L, m, "extra_options"))) {
         const char *s;
         sub(p, path, "extra_options");
@@ -1025,6 +1037,9 @@ static void set_defaults(evo_config *c)
     c->compile.timeout_s = 120;
     c->compile.max_registers = 255;
     c->compile.allow_spills = false;
+    c->compile.max_cpu_s = 300;
+    c->compile.max_output_mb = 256;
+    c->compile.max_open_files = 256;
 }
 
 /* The task's defaults: its options and the values every correctness case is checked with along each axis field. */
