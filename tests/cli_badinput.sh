@@ -221,6 +221,92 @@ expect "check: missing file" 2 "check: $T/none.cu: no such file" -- check "$T/no
 expect "check: malformed config" 2 "malformed.yaml:6:12: malformed YAML" -- check "$T/bad.cu" --config "$CFGS/malformed.yaml"
 expect "check --db corrupt" 1 "$T/random.db: not an evo database (file is not a database)" "$T/random.db" -- check "$T/bad.cu" --config "$FAULTS" --db "$T/random.db"
 
+# ---- evo check: untrusted kernel source. The compiler may read only the kernel's folder, evo's headers and the
+# toolkit's (sandbox.h), so no spelling of a path outside them gets a file's text into a message; its memory, CPU
+# time and output are limited, and what ended a compile is named with its value. ----
+mkdir -p "$T/x" "$T/k"
+echo 'SECRET_51e7_TOKEN here' >"$T/x/secret.txt"
+ln -s "$T/x/secret.txt" "$T/k/inside.h"
+printf '#include "%s"\n' "$T/x/secret.txt" >"$T/k/abs.cu"
+printf '#include "/proc/self/environ"\n' >"$T/k/environ.cu"
+printf '#include "inside.h"\n' >"$T/k/link.cu"
+printf '#define STR(x) #x\n#define XSTR(x) STR(x)\n#define DIR %s\n#include XSTR(DIR/secret.txt)\n' "$T/x" >"$T/k/computed.cu"
+if EVO_SECRET=SECRET_51e7_TOKEN "$EVO" compile --config "$FAULTS" --arch sm_90 --genome "$G" >/dev/null 2>&1 &&
+  [ "$(EVO_NO_LANDLOCK= "$EVO" check "$T/k/abs.cu" --config "$FAULTS" 2>&1 | grep -c 'access denied')" = 1 ]; then
+  as=(env EVO_SECRET=SECRET_51e7_TOKEN)
+  expect "check: #include of a file outside the kernel's folder" 2 "check: $T/k/abs.cu does not compile (access denied: \"$T/x/secret.txt\" is outside what the compiler may read: the kernel's folder, evo's headers, the CUDA Toolkit's headers (a link counts where it points))" -- check "$T/k/abs.cu" --config "$FAULTS"
+  expect "check: #include \"/proc/self/environ\"" 2 "check: $T/k/environ.cu does not compile (access denied: \"/proc/self/environ\" is outside what the compiler may read" -- check "$T/k/environ.cu" --config "$FAULTS"
+  expect "check: a link in the kernel's folder to a file outside" 2 "check: $T/k/link.cu does not compile (access denied: \"inside.h\" is outside what the compiler may read" -- check "$T/k/link.cu" --config "$FAULTS"
+  expect "check: an #include whose path a macro builds" 2 "check: $T/k/computed.cu does not compile (access denied: \"$T/x/secret.txt\" is outside what the compiler may read" -- check "$T/k/computed.cu" --config "$FAULTS"
+  as=()
+  for f in abs environ link computed; do
+    checks=$((checks + 1))
+    env EVO_SECRET=SECRET_51e7_TOKEN "$EVO" check "$T/k/$f.cu" --config "$FAULTS" --json >"$T/out" 2>"$T/err"
+    ! grep -q SECRET_51e7 "$T/out" "$T/err" || fail "check $f.cu: the secret is in the output: $(cat "$T/out" "$T/err")"
+  done
+  rm -rf "${T:?}"/ws/* "${T:?}"/tmp/*
+else
+  echo "cli_badinput: the file sandbox cases are skipped (no Landlock here)"
+fi
+{ cat "$FAULTS"; echo "compile: {max_memory_mb: 1024, max_cpu_s: 2, max_output_mb: 1}"; } >"$T/limits.yaml"
+truncate -s 20G "$T/k/huge.h"
+printf '#include "huge.h"\n' >"$T/k/sparse.cu"
+printf 'template <int D, long I> struct T { T<D - 1, 2 * I> a; T<D - 1, 2 * I + 1> b; };\ntemplate <long I> struct T<0, I> { char c; };\nextern "C" __global__ void evo_attn_d64(long *o) { *o = sizeof(T<40, 0>); }\n' >"$T/k/bomb.cu"
+SECONDS=0
+expect "check: #include of a 20 GB sparse file (compile.max_memory_mb: 1024)" 2 "check: $T/k/sparse.cu does not compile (memory limit: the compile process grew to " -- check "$T/k/sparse.cu" --config "$T/limits.yaml"
+checks=$((checks + 2))
+grep -qF "MiB, past its limit of 1024 MiB (compile.max_memory_mb))" "$T/err" || fail "sparse include: $(cat "$T/err")"
+[ $SECONDS -lt 30 ] || fail "sparse include: took $SECONDS s under a 1 GiB limit"
+SECONDS=0
+expect "check: a template bomb (compile.max_memory_mb: 1024)" 2 "check: $T/k/bomb.cu does not compile (memory limit: the compile process grew to " -- check "$T/k/bomb.cu" --config "$T/limits.yaml"
+checks=$((checks + 1))
+[ $SECONDS -lt 30 ] || fail "template bomb: took $SECONDS s under a 1 GiB limit"
+python3 -c '
+print("extern \"C\" __global__ void evo_attn_d64(float *o) { o[0] = 1; }")
+for i in range(30000): print("#warning a line to make the compile log large, number %d" % i)' >"$T/k/loud.cu"
+expect "check: a compile log of 3 MB (compile.max_output_mb: 1)" 2 "check: $T/k/loud.cu does not compile (output limit: the compile process wrote more than 1 MiB to one file (compile.max_output_mb))" -- check "$T/k/loud.cu" --config "$T/limits.yaml"
+# ptxas works more than ten seconds on this one (tests/test_compile.c: slow_src)
+printf '__global__ void __launch_bounds__(1024, 2) hot(float *o, const float *in)\n{\n    float r[96];\n#pragma unroll\n    for (int i = 0; i < 96; i++) r[i] = in[threadIdx.x + i * 1024];\n    float s = 0;\n#pragma unroll\n    for (int j = 0; j < 96; j++)\n#pragma unroll\n        for (int i = 0; i < 96; i++) s += r[i] * r[(i + j) %% 96];\n    o[threadIdx.x] = s;\n}\n' >"$T/k/slow.cu"
+expect "check: a compile past its CPU time (compile.max_cpu_s: 2)" 2 "check: $T/k/slow.cu does not compile (CPU time limit: the compile process used " -- check "$T/k/slow.cu" --config "$T/limits.yaml"
+{ cat "$FAULTS"; echo "compile: {timeout_s: 1}"; } >"$T/timeout.yaml"
+expect "check: a compile past its time limit (compile.timeout_s: 1)" 2 "check: $T/k/slow.cu does not compile (timeout: the compile process was killed at its time limit of 1 s (compile.timeout_s))" -- check "$T/k/slow.cu" --config "$T/timeout.yaml"
+# A compile process killed by a signal says which.
+"$EVO" check "$T/k/slow.cu" --config "$FAULTS" >"$T/out" 2>"$T/err" &
+checker=$!
+victim=
+for _ in $(seq 200); do
+  for st in $(grep -l "^PPid:[[:space:]]*$checker\$" /proc/[0-9]*/status 2>/dev/null); do
+    pid=$(cut -d/ -f3 <<<"$st") # the compile process is evo forked, not the worker evo started
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q ' check ' && victim=$pid
+  done
+  [ -n "$victim" ] && break
+  sleep 0.05
+done
+[ -n "$victim" ] && kill -TERM "$victim"
+wait "$checker"
+rc=$?
+checks=$((checks + 2))
+[ "$rc" = 2 ] || fail "check, compile process killed: exit $rc, want 2 ($(cat "$T/err"))"
+grep -qF "check: $T/k/slow.cu does not compile (the compile process was killed by SIGTERM (Terminated))" "$T/err" ||
+  fail "check, compile process killed: $(cat "$T/err")"
+if [ -n "${EVO_BADINPUT_TABLE:-}" ]; then
+  printf '| check: the compile process killed by a signal | `%s` | %s |\n' \
+    "$(grep -m1 '^evo: ' "$T/err" | sed -e "s|$T/||g" -e 's/^evo: //')" "$rc" >>"$EVO_BADINPUT_TABLE"
+fi
+rm -rf "${T:?}"/ws/* "${T:?}"/tmp/*
+# Where the kernel has no Landlock (EVO_NO_LANDLOCK=1 stands for it): a warning, or with sandbox: required a refusal.
+as=(env EVO_NO_LANDLOCK=1)
+{ cat "$FAULTS"; echo "compile: {sandbox: required}"; } >"$T/required.yaml"
+expect "check: compile.sandbox: required, no Landlock" 2 "compile.sandbox is required, but EVO_NO_LANDLOCK is set" -- check "$T/bad.cu" --config "$T/required.yaml"
+expect "check: no Landlock (a warning)" 2 "evo: warning: kernels are compiled without file confinement: EVO_NO_LANDLOCK is set; the compiler can read any file evo can (compile.sandbox: required refuses to compile instead)" -- check "$T/bad.cu" --config "$FAULTS"
+as=()
+# A cache folder is made, never the folders above it: HOME=/nonexistent used to create /nonexistent/.cache/evo.
+as=(env -u EVO_CACHE -u XDG_CACHE_HOME HOME="$T/nohome")
+expect "check: HOME that does not exist" 2 "compile cache $T/nohome/.cache/evo: HOME=$T/nohome, but $T/nohome is not a folder; evo does not create it (set EVO_CACHE to a folder whose parent exists)" -- check "$T/bad.cu" --config "$FAULTS"
+as=()
+checks=$((checks + 1))
+[ ! -e "$T/nohome" ] || fail "HOME=$T/nohome: it was created"
+
 if [ "$fails" -gt 0 ]; then
   echo "$fails of $checks checks failed" >&2
   exit 1
