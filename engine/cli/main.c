@@ -2,9 +2,11 @@
  * the exit code, and the small helpers the commands share (cli.h). */
 #include "cli.h"
 #include "task.h"
+#include "util.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -265,11 +267,17 @@ int main(int argc, char **argv)
             return 0;
         }
     }
+    /* A reader that goes away (evo run | head) makes writes fail with EPIPE instead of killing evo mid-write; a
+     * run then stops as on Ctrl-C (evolve.h). */
+    signal(SIGPIPE, SIG_IGN);
     evo_err err = {{0}};
     evo_status s = c->fn(argc - 1, argv + 1, &err);
     if (s != EVO_OK) {
-        if (err.msg[0]) fprintf(stderr, "evo: %s\n", err.msg);
-        else fprintf(stderr, "evo: %s: %s\n", c->name, evo_status_name(s));
+        /* a message may quote a name or a compiler's output: nothing in it may steer the terminal */
+        fputs("evo: ", stderr);
+        if (err.msg[0]) evo_fputs_text(err.msg, stderr);
+        else fprintf(stderr, "%s: %s", c->name, evo_status_name(s));
+        fputc('\n', stderr);
     }
     return evo_exit_code(s);
 }

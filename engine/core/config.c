@@ -1194,10 +1194,11 @@ static evo_status prescan(loader *L)
 evo_status evo_config_parse(const char *name, const char *text, size_t len, evo_config **out, evo_err *err)
 {
     *out = NULL;
+    const evo_shown shown = evo_show(name); /* the name as messages show it */
     if (len > EVO_CONFIG_MAX_BYTES)
-        return evo_fail(err, EVO_E_CONFIG, "%s: %zu bytes; a configuration is at most %d bytes (1 MiB)", name, len,
+        return evo_fail(err, EVO_E_CONFIG, "%s: %zu bytes; a configuration is at most %d bytes (1 MiB)", shown.s, len,
                         EVO_CONFIG_MAX_BYTES);
-    loader L = {.file = name, .text = text, .len = len, .err = err};
+    loader L = {.file = shown.s, .text = text, .len = len, .err = err};
     evo_status pre = prescan(&L);
     if (pre != EVO_OK) {
         free(L.tagged);
@@ -1206,7 +1207,7 @@ evo_status evo_config_parse(const char *name, const char *text, size_t len, evo_
     yaml_parser_t yp;
     if (!yaml_parser_initialize(&yp)) {
         free(L.tagged);
-        return evo_fail(err, EVO_E_NOMEM, "%s: cannot start the YAML parser", name);
+        return evo_fail(err, EVO_E_NOMEM, "%s: cannot start the YAML parser", shown.s);
     }
     yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
     if (!yaml_parser_load(&yp, &L.doc)) {
@@ -1257,6 +1258,8 @@ evo_status evo_config_load(const char *path, evo_config **out, evo_err *err)
     size_t len;
     *out = NULL;
     evo_err e = {{0}};
+    if (strcmp(path, "-") == 0)
+        return evo_fail(err, EVO_E_USAGE, "-: evo reads a configuration from a file, not from standard input");
     if (evo_read_file_max(path, EVO_CONFIG_MAX_BYTES, &text, &len, &e) != EVO_OK)
         return evo_fail(err, EVO_E_CONFIG, "%s (cannot read the configuration)", e.msg);
     evo_status st = evo_config_parse(path, text, len, out, err);

@@ -269,7 +269,7 @@ static evo_status gpu_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_er
     s = evo_candidates_build(&bo, &e->baseline, 1, err);
     if (s != EVO_OK) return s;
     if (e->baseline.verdict != EVO_V_OK)
-        return evo_fail(err, EVO_E_CONFIG, "%s: the baseline genome cannot run on %s: %s: %s", o->cfg->path,
+        return evo_fail(err, EVO_E_CONFIG, "%s: the baseline genome cannot run on %s: %s: %s", evo_show(o->cfg->path).s,
                         e->gpu, evo_verdict_name(e->baseline.verdict), e->baseline.why);
     return write_cubin(e, &e->baseline, e->baseline_cubin, sizeof e->baseline_cubin, err);
 }

@@ -530,7 +530,7 @@ static evo_status open_run(loop *L, evo_err *err)
         if (s != EVO_OK) return evo_failv_prefix(err, s, "--resume %lld: the run's stored config", (long long)L->run.id);
     }
     L->task = evo_task_find(L->cfg->task);
-    if (!L->task) return evo_fail(err, EVO_E_CONFIG, "%s: unknown task '%s'", L->cfg->path, L->cfg->task);
+    if (!L->task) return evo_fail(err, EVO_E_CONFIG, "%s: unknown task '%s'", evo_show(L->cfg->path).s, L->cfg->task);
     evo_config_shape_set_key(L->cfg, L->shape_set);
     if (!L->ev) {
         s = open_evaluator(L, err);
@@ -791,7 +791,7 @@ static void collect_retime(const evo_retime_rec *r, void *ctx)
     evo_candidate_rec cr;
     char id[32];
     snprintf(id, sizeof id, "%lld", (long long)r->candidate_id);
-    if (evo_store_get_candidate(x->L->st, id, &cr, NULL) != EVO_OK) return;
+    if (evo_store_find_candidate(x->L->st, id, EVO_CAND_ROW, &cr, NULL, NULL) != EVO_OK) return;
     evo_observation o = {.verdict = isfinite(r->fitness) ? EVO_V_OK : EVO_V_CRASHED, .fitness = r->fitness,
                          .fitness_lo = r->fitness_lo, .fitness_hi = r->fitness_hi};
     if (evo_genome_parse(x->L->cfg->space, cr.genome, &o.genome, NULL) == EVO_OK) {

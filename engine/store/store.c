@@ -326,7 +326,8 @@ static const char *const stmt_sql_v2[S_COUNT] = {
 
 struct evo_store {
     sqlite3 *db;
-    char *path;
+    char *path; /* as messages show it (control characters escaped: util.h evo_show) */
+    char *file; /* as given: what is opened */
     int mode;
     int version;
     int busy_ms;
@@ -604,19 +605,21 @@ static evo_status check_header(const char *path, bool *empty, evo_err *err)
 {
     struct stat sb;
     if (stat(path, &sb) != 0) {
-        if (errno == ENOENT) return evo_fail(err, EVO_E_NOTFOUND, "no database at %s — run `evo run` first", path);
-        return evo_fail(err, EVO_E_IO, "%s: %s", path, strerror(errno));
+        if (errno == ENOENT)
+            return evo_fail(err, EVO_E_NOTFOUND, "no database at %s — run `evo run` first", evo_show(path).s);
+        return evo_fail(err, EVO_E_IO, "%s: %s", evo_show(path).s, strerror(errno));
     }
-    if (!S_ISREG(sb.st_mode)) return evo_fail(err, EVO_E_DB, "%s: not an evo database (not a regular file)", path);
+    if (!S_ISREG(sb.st_mode))
+        return evo_fail(err, EVO_E_DB, "%s: not an evo database (not a regular file)", evo_show(path).s);
     *empty = sb.st_size == 0;
     if (*empty) return EVO_OK;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return evo_fail(err, EVO_E_DB, "%s: cannot open (%s)", path, strerror(errno));
+    if (fd < 0) return evo_fail(err, EVO_E_DB, "%s: cannot open (%s)", evo_show(path).s, strerror(errno));
     unsigned char h[100];
     ssize_t n = read(fd, h, sizeof h);
     close(fd);
     if (n != (ssize_t)sizeof h || memcmp(h, "SQLite format 3", 16) != 0)
-        return evo_fail(err, EVO_E_DB, "%s: not an evo database (file is not a database)", path);
+        return evo_fail(err, EVO_E_DB, "%s: not an evo database (file is not a database)", evo_show(path).s);
     return EVO_OK;
 }
 
@@ -654,9 +657,9 @@ static bool wal_has_content(const char *path)
  * there, unless a -wal file beside F holds pages that only a WAL reader sees. */
 static evo_status connect_readonly(evo_store *st, evo_err *err)
 {
-    const int first = st->mode == EVO_STORE_IMMUTABLE && !wal_has_content(st->path);
+    const int first = st->mode == EVO_STORE_IMMUTABLE && !wal_has_content(st->file);
     for (int immutable = first; immutable < 2; immutable++) {
-        char *uri = readonly_uri(st->path, immutable);
+        char *uri = readonly_uri(st->file, immutable);
         int rc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
         free(uri);
         if (rc == SQLITE_OK) {
@@ -845,23 +848,23 @@ static evo_status migrate(evo_store *st, evo_err *err)
 static evo_status open_readwrite(evo_store *st, evo_err *err)
 {
     bool empty = true;
-    evo_status s = check_header(st->path, &empty, err);
+    evo_status s = check_header(st->file, &empty, err);
     if (s != EVO_OK && s != EVO_E_NOTFOUND) return s;
     if (s == EVO_E_NOTFOUND) {
         /* A missing file is created: its name must be new in a directory evo may write, said with the directory and
          * the reason (SQLite would say "unable to open database file"); a dangling link is refused, not followed. */
         if (err) err->msg[0] = '\0';
-        TRY(evo_path_check_output(NULL, st->path, true, err));
+        TRY(evo_path_check_output(NULL, st->file, true, err));
     }
     if (s == EVO_OK && !empty) {
         /* Judge an existing file through a read-only connection first, so a refused file is never written. */
-        evo_store probe = {.path = st->path, .mode = EVO_STORE_READONLY, .busy_ms = st->busy_ms};
+        evo_store probe = {.path = st->path, .file = st->file, .mode = EVO_STORE_READONLY, .busy_ms = st->busy_ms};
         s = connect_readonly(&probe, err);
         if (s == EVO_OK) s = inspect(&probe, true, err);
         if (probe.db) sqlite3_close(probe.db);
         TRY(s);
     }
-    int rc = sqlite3_open_v2(st->path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    int rc = sqlite3_open_v2(st->file, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     if (rc != SQLITE_OK) return sql_fail(st, rc, err, "open");
     /* SQLite opens a file it may not write read-only without a word; the first write would fail much later. */
     if (sqlite3_db_readonly(st->db, "main") == 1)
@@ -896,20 +899,49 @@ static evo_status open_readwrite(evo_store *st, evo_err *err)
 static evo_status open_readonly(evo_store *st, evo_err *err)
 {
     bool empty = false;
-    TRY(check_header(st->path, &empty, err));
+    TRY(check_header(st->file, &empty, err));
     TRY(connect_readonly(st, err));
     /* An older schema is read as it is (the readers know every version's columns); a writing open migrates it. */
     return inspect(st, true, err);
+}
+
+/* SQLite opens a database by its full path (working directory prepended, links resolved), and refuses one within 8
+ * bytes of its VFS's path limit (512 on Unix) with a bare "unable to open database file": say so up front. */
+static evo_status check_path_length(const char *path, evo_err *err)
+{
+    const sqlite3_vfs *vfs = sqlite3_vfs_find(NULL);
+    const int max = vfs ? vfs->mxPathname - 8 : 504;
+    char full[PATH_MAX * 2], dir[PATH_MAX];
+    if (!realpath(path, full)) { /* not there yet: its folder's full path and its name */
+        const char *slash = strrchr(path, '/');
+        evo_str d = {0};
+        if (slash) evo_str_appendn(&d, path, slash == path ? 1 : (size_t)(slash - path));
+        else evo_str_append(&d, ".");
+        const bool ok = realpath(evo_str_cstr(&d), dir) != NULL;
+        evo_str_free(&d);
+        if (!ok) return EVO_OK; /* a missing folder is reported where the file is opened */
+        snprintf(full, sizeof full, "%s/%s", strcmp(dir, "/") ? dir : "", slash ? slash + 1 : path);
+    }
+    const size_t n = strlen(full);
+    if ((long)n <= max) return EVO_OK;
+    return evo_fail(err, EVO_E_USAGE, "%s: its full path is %zu bytes, longer than SQLite opens (%d bytes at most: its "
+                    "limit of %d, less room for the -journal name); use a folder with a shorter path, or a shorter "
+                    "--db", evo_show(path).s, n, max, max + 8);
 }
 
 evo_status evo_store_open(const char *path, int mode, evo_store **out, evo_err *err)
 {
     *out = NULL;
     if (!path || !*path) return evo_fail(err, EVO_E_USAGE, "no database path given");
+    if (strcmp(path, "-") == 0)
+        return evo_fail(err, EVO_E_USAGE, "-: a database is a file; '-' (standard input or output) cannot be one");
+    evo_status ps = check_path_length(path, err);
+    if (ps != EVO_OK) return ps;
     if (mode != EVO_STORE_READONLY && mode != EVO_STORE_READWRITE && mode != EVO_STORE_IMMUTABLE)
         return evo_fail(err, EVO_E_INTERNAL, "%s: bad open mode %d", path, mode);
     evo_store *st = evo_xcalloc(1, sizeof *st);
-    st->path = evo_strdup(path);
+    st->path = evo_strdup(evo_show(path).s);
+    st->file = evo_strdup(path);
     st->mode = mode;
     st->busy_ms = busy_ms_from_env();
     evo_status s = mode == EVO_STORE_READWRITE ? open_readwrite(st, err) : open_readonly(st, err);
@@ -930,6 +962,7 @@ void evo_store_close(evo_store *st)
         sqlite3_close(st->db);
     }
     free(st->path);
+    free(st->file);
     free(st);
 }
 
@@ -1196,43 +1229,88 @@ static evo_status candidate_fetch(evo_store *st, enum stmt_id id, const char *ke
     return EVO_OK;
 }
 
-static evo_status candidate_get(evo_store *st, const char *key_or_id, evo_candidate_rec *out, evo_err *err)
+/* The candidate whose key starts with the hex text p (n digits, 4..64); *found false when none. */
+static evo_status candidate_by_key(evo_store *st, const char *p, size_t n, evo_candidate_rec *out, bool *found,
+                                   evo_err *err)
+{
+    char lower[66];
+    for (size_t i = 0; i < n; i++) lower[i] = (char)tolower((unsigned char)p[i]);
+    lower[n] = '\0';
+    if (n == 64) return candidate_fetch(st, S_CAND_BY_KEY, lower, 0, out, found, err);
+    lower[n] = '*';
+    lower[n + 1] = '\0';
+    sqlite3_stmt *q = NULL;
+    TRY(prep(st, S_CAND_PREFIX, &q, err));
+    SQL(st, err, sqlite3_bind_text(q, 1, lower, -1, SQLITE_TRANSIENT));
+    int64_t ids[2];
+    int hits = 0, rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) ids[hits++] = sqlite3_column_int64(q, 0);
+    SQL(st, err, rc);
+    if (hits > 1)
+        return evo_fail(err, EVO_E_USAGE, "%s: key prefix '%.*s' matches several candidates; give more digits", st->path,
+                        (int)n, p);
+    if (hits == 1) return candidate_fetch(st, S_CAND_BY_ID, NULL, ids[0], out, found, err);
+    return EVO_OK;
+}
+
+static evo_status candidate_find(evo_store *st, const char *spec, evo_cand_ref how, evo_candidate_rec *out,
+                                 const char **taken, evo_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (no_tables(st)) return evo_fail(err, EVO_E_NOTFOUND, "%s: no candidate '%s'", st->path, key_or_id);
-    size_t n = strlen(key_or_id);
-    bool found = false;
-    if (n >= 4 && n <= 64 && is_hex(key_or_id, n, false)) {
-        char lower[66];
-        for (size_t i = 0; i < n; i++) lower[i] = (char)tolower((unsigned char)key_or_id[i]);
-        lower[n] = '\0';
-        if (n == 64) {
-            TRY(candidate_fetch(st, S_CAND_BY_KEY, lower, 0, out, &found, err));
-        } else {
-            lower[n] = '*';
-            lower[n + 1] = '\0';
-            sqlite3_stmt *q = NULL;
-            TRY(prep(st, S_CAND_PREFIX, &q, err));
-            SQL(st, err, sqlite3_bind_text(q, 1, lower, -1, SQLITE_TRANSIENT));
-            int64_t ids[2];
-            int hits = 0, rc;
-            while ((rc = sqlite3_step(q)) == SQLITE_ROW) ids[hits++] = sqlite3_column_int64(q, 0);
-            SQL(st, err, rc);
-            if (hits > 1)
-                return evo_fail(err, EVO_E_USAGE, "%s: id '%s' matches several candidates; give more digits", st->path,
-                                key_or_id);
-            if (hits == 1) TRY(candidate_fetch(st, S_CAND_BY_ID, NULL, ids[0], out, &found, err));
-        }
+    const evo_shown shown = evo_show(spec);
+    const size_t n = strlen(spec);
+    const bool decimal = n > 0 && n < 19 && strspn(spec, "0123456789") == n;
+    const bool hex = n >= 4 && n <= 64 && is_hex(spec, n, false);
+    if (how == EVO_CAND_ROW && !decimal)
+        return evo_fail(err, EVO_E_USAGE, "'%s' is not a candidate's row id (a decimal number)", shown.s);
+    if (how == EVO_CAND_KEY && !hex)
+        return evo_fail(err, EVO_E_USAGE, "'%s' is not a key or key prefix (4 to 64 hex digits)", shown.s);
+    if (no_tables(st)) return evo_fail(err, EVO_E_NOTFOUND, "%s: no candidate '%s'", st->path, shown.s);
+    evo_candidate_rec by_row = {0}, by_key = {0};
+    bool row = false, key = false;
+    if (decimal && how != EVO_CAND_KEY)
+        TRY(candidate_fetch(st, S_CAND_BY_ID, NULL, strtoll(spec, NULL, 10), &by_row, &row, err));
+    evo_status s = hex && how != EVO_CAND_ROW ? candidate_by_key(st, spec, n, &by_key, &key, err) : EVO_OK;
+    if (s != EVO_OK && !(row && s == EVO_E_USAGE)) { /* an ambiguous prefix that is also a row id: the row */
+        evo_store_candidate_free(&by_row);
+        return s;
     }
-    if (!found && n > 0 && n < 19 && strspn(key_or_id, "0123456789") == n)
-        TRY(candidate_fetch(st, S_CAND_BY_ID, NULL, strtoll(key_or_id, NULL, 10), out, &found, err));
-    if (!found) return evo_fail(err, EVO_E_NOTFOUND, "%s: no candidate '%s'", st->path, key_or_id);
-    return EVO_OK;
+    if (row && key && by_row.id != by_key.id) {
+        s = evo_fail(err, EVO_E_USAGE, "'%s' names two candidates: candidate %s by its row id (key %.8s) and candidate "
+                     "%lld by its key prefix (key %.8s); give --row %s or --key %s", shown.s, shown.s, by_row.key,
+                     (long long)by_key.id, by_key.key, shown.s, shown.s);
+        evo_store_candidate_free(&by_row);
+        evo_store_candidate_free(&by_key);
+        return s;
+    }
+    if (row) {
+        *out = by_row;
+        evo_store_candidate_free(&by_key);
+        if (taken) *taken = key ? "row id and key prefix" : "row id";
+        return EVO_OK;
+    }
+    if (key) {
+        *out = by_key;
+        if (taken) *taken = n == 64 ? "full key" : "key prefix";
+        return EVO_OK;
+    }
+    return evo_fail(err, EVO_E_NOTFOUND, "%s: no candidate '%s'", st->path, shown.s);
+}
+
+static evo_status candidate_get(evo_store *st, const char *key_or_id, evo_candidate_rec *out, evo_err *err)
+{
+    return candidate_find(st, key_or_id, EVO_CAND_ID_OR_KEY, out, NULL, err);
 }
 
 evo_status evo_store_get_candidate(evo_store *st, const char *key_or_id, evo_candidate_rec *out, evo_err *err)
 {
     return read_end(st, candidate_get(st, key_or_id, out, err));
+}
+
+evo_status evo_store_find_candidate(evo_store *st, const char *spec, evo_cand_ref how, evo_candidate_rec *out,
+                                    const char **taken, evo_err *err)
+{
+    return read_end(st, candidate_find(st, spec, how, out, taken, err));
 }
 
 void evo_store_candidate_free(evo_candidate_rec *c)

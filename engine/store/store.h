@@ -92,8 +92,22 @@ typedef struct {
  * (>= 0 / non-NULL); either way c->id is set to the row's id. */
 evo_status evo_store_put_candidate(evo_store *st, evo_candidate_rec *c, evo_err *err);
 /* By full key; by a key prefix of >= 4 hex digits (EVO_E_USAGE when it matches several); else by decimal id.
- * EVO_E_NOTFOUND when none. */
+ * EVO_E_NOTFOUND when none. A decimal text that is both a row id and a key prefix of another candidate is refused
+ * (EVO_E_USAGE), as evo_store_find_candidate with EVO_CAND_ID_OR_KEY does. */
 evo_status evo_store_get_candidate(evo_store *st, const char *key_or_id, evo_candidate_rec *out, evo_err *err);
+
+/* How the command line names a candidate (evo export, evo profile). */
+typedef enum {
+    EVO_CAND_ID_OR_KEY = 0, /* --id X: a row id or a key prefix; a decimal X that is the row id of one candidate and
+                               a key prefix of another is refused, naming both                                   */
+    EVO_CAND_ROW,           /* --row N: the row id only (decimal)                                              */
+    EVO_CAND_KEY,           /* --key X: a full key or a key prefix of >= 4 hex digits only                     */
+} evo_cand_ref;
+
+/* The candidate spec names, read as `how` says; *taken (may be NULL) is set to how it was read: "row id", "key
+ * prefix", "full key". EVO_E_NOTFOUND, or EVO_E_USAGE for an ambiguous or malformed spec. */
+evo_status evo_store_find_candidate(evo_store *st, const char *spec, evo_cand_ref how, evo_candidate_rec *out,
+                                    const char **taken, evo_err *err);
 void evo_store_candidate_free(evo_candidate_rec *c);
 
 /* ---- evaluations: one verdict on one candidate for one shape set, with per-shape results ---- */
