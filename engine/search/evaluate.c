@@ -28,6 +28,7 @@ struct evo_evaluator {
     char *work_dir;
     char *config_path;
     volatile sig_atomic_t *interrupt;
+    bool stopped; /* evo_evaluator_stop: nothing more is evaluated */
     evo_candidate baseline;
     char baseline_cubin[4096];
     bool have_baseline_times;
@@ -210,7 +211,7 @@ static void on_done(void *p, const evo_pool_job *job, const evo_pool_done *d)
             *rc->baseline = *r;
             rc->baseline->detail = evo_strdup(r->detail);
         }
-    } else if (rc->progress) {
+    } else if (rc->progress && !e->stopped) {
         rc->progress(rc->ctx, ci, r);
     }
 }
@@ -301,7 +302,7 @@ static evo_status gpu_run(evo_evaluator *e, const evo_candidate *c, int n, bool 
             out[i].verdict = c[i].verdict;
             out[i].fitness = NAN;
             set_detail(&out[i], c[i].why, c[i].verdict == EVO_V_COMPILE_FAIL ? c[i].cr.log : NULL);
-            if (progress) progress(ctx, i, &out[i]);
+            if (progress && !e->stopped) progress(ctx, i, &out[i]);
             continue;
         }
         char path[4096];
@@ -321,7 +322,7 @@ static evo_status gpu_run(evo_evaluator *e, const evo_candidate *c, int n, bool 
     /* Progress is reported per candidate once its result is final, in on_done order. */
     rc.progress = progress;
     rc.ctx = ctx;
-    if (s == EVO_OK && nj > 0) s = evo_pool_run(e->pool, jobs, nj, on_done, &rc, err);
+    if (s == EVO_OK && nj > 0 && !e->stopped) s = evo_pool_run(e->pool, jobs, nj, on_done, &rc, err);
     for (int i = 0; i < n; i++) {
         if (cand_job[i] < 0) continue;
         out[i] = res[cand_job[i]];
@@ -416,6 +417,11 @@ static evo_status replay_run(evo_evaluator *e, const evo_candidate *c, int n, ev
     for (int i = 0; i < n; i++) {
         evo_result *r = &out[i];
         memset(r, 0, sizeof *r);
+        if (e->stopped) { /* a result could not be stored: look nothing more up */
+            r->verdict = EVO_V_CRASHED;
+            r->fitness = NAN;
+            continue;
+        }
         snprintf(r->gpu, sizeof r->gpu, "%s", e->gpu);
         evo_eval_rec rec;
         bool found = false;
@@ -436,7 +442,7 @@ static evo_status replay_run(evo_evaluator *e, const evo_candidate *c, int n, ev
                 evo_result_score(e->cfg, r);
             }
         }
-        if (progress) progress(ctx, i, r);
+        if (progress && !e->stopped) progress(ctx, i, r);
     }
     return EVO_OK;
 }
@@ -481,6 +487,15 @@ int evo_evaluator_restarts(const evo_evaluator *e) { return e->pool ? evo_pool_r
 void evo_evaluator_interrupt(evo_evaluator *e)
 {
     if (e->pool) evo_pool_interrupt(e->pool);
+}
+
+void evo_evaluator_stop(evo_evaluator *e)
+{
+    e->stopped = true;
+    if (e->pool) { /* the second interrupt abandons the running jobs too */
+        evo_pool_interrupt(e->pool);
+        evo_pool_interrupt(e->pool);
+    }
 }
 
 evo_status evo_evaluator_run(evo_evaluator *e, const evo_candidate *c, int n, bool retime_baseline,

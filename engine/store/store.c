@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -335,6 +336,7 @@ struct evo_store {
     bool group_failed;
     char group_error[sizeof(((evo_err *)0)->msg)];
     sqlite3_stmt *stmt[S_COUNT];
+    int fail_at, groups; /* EVO_STORE_FAIL_AT=N: the N-th group's commit fails as on a full disk (tests) */
 };
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -547,6 +549,11 @@ evo_status evo_store_commit(evo_store *st, evo_err *err)
     if (!st->in_group) return evo_fail(err, EVO_E_INTERNAL, "%s: evo_store_commit without evo_store_begin", st->path);
     reset_all(st);
     st->in_group = false;
+    if (st->fail_at > 0 && ++st->groups == st->fail_at) {
+        exec_quiet(st, "ROLLBACK");
+        return evo_fail(err, EVO_E_DB, "%s: disk full (EVO_STORE_FAIL_AT=%d: write %d made to fail); the failed write "
+                        "was rolled back", st->path, st->fail_at, st->fail_at);
+    }
     if (st->group_failed) {
         exec_quiet(st, "ROLLBACK");
         return evo_fail(err, EVO_E_DB, "%s: transaction rolled back: %s", st->path, st->group_error);
@@ -801,7 +808,25 @@ static evo_status migrate_2_to_3(evo_store *st, evo_err *err)
     return EVO_OK;
 }
 
-static const migration_fn migrations[] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3};
+/* Version 4: a run in progress has a lease (store.h): who holds it, on which boot of which host, until when. */
+static evo_status migrate_3_to_4(evo_store *st, evo_err *err)
+{
+    return exec_sql(st,
+                    "CREATE TABLE leases ("
+                    "  run_id      INTEGER PRIMARY KEY REFERENCES runs (id),"
+                    "  host        TEXT NOT NULL,"
+                    "  boot_id     TEXT NOT NULL,"
+                    "  pid         INTEGER NOT NULL,"
+                    "  pid_start   INTEGER NOT NULL,"
+                    "  token       TEXT NOT NULL,"
+                    "  taken_at    TEXT NOT NULL,"
+                    "  renewed_at  TEXT NOT NULL,"
+                    "  expires_at  REAL NOT NULL"
+                    ");",
+                    err);
+}
+
+static const migration_fn migrations[] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3, migrate_3_to_4};
 _Static_assert(sizeof migrations / sizeof migrations[0] == EVO_STORE_SCHEMA,
                "one migration per schema version: EVO_STORE_SCHEMA and migrations[] disagree");
 
@@ -944,12 +969,38 @@ evo_status evo_store_open(const char *path, int mode, evo_store **out, evo_err *
     st->file = evo_strdup(path);
     st->mode = mode;
     st->busy_ms = busy_ms_from_env();
+    const char *fail_at = getenv("EVO_STORE_FAIL_AT");
+    st->fail_at = fail_at && mode == EVO_STORE_READWRITE ? atoi(fail_at) : 0;
     evo_status s = mode == EVO_STORE_READWRITE ? open_readwrite(st, err) : open_readonly(st, err);
     if (s != EVO_OK) {
         evo_store_close(st);
         return s;
     }
     *out = st;
+    return EVO_OK;
+}
+
+evo_status evo_store_reopen(const evo_store *st, evo_store **out, evo_err *err)
+{
+    *out = NULL;
+    if (st->mode != EVO_STORE_READWRITE) return evo_fail(err, EVO_E_INTERNAL, "%s: reopen of a read-only store", st->path);
+    evo_store *n = evo_xcalloc(1, sizeof *n);
+    n->path = evo_strdup(st->path);
+    n->file = evo_strdup(st->file);
+    n->mode = st->mode;
+    n->busy_ms = st->busy_ms;
+    n->version = st->version;
+    int rc = sqlite3_open_v2(st->file, &n->db, SQLITE_OPEN_READWRITE, NULL);
+    evo_status s = rc == SQLITE_OK ? EVO_OK : sql_fail(n, rc, err, "reopen");
+    if (s == EVO_OK) {
+        connection_settings(n);
+        s = exec_sql(n, "PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL", err);
+    }
+    if (s != EVO_OK) {
+        evo_store_close(n);
+        return s;
+    }
+    *out = n;
     return EVO_OK;
 }
 
@@ -968,6 +1019,7 @@ void evo_store_close(evo_store *st)
 
 int evo_store_schema_version(evo_store *st) { return st->version; }
 const char *evo_store_path(const evo_store *st) { return st->path; }
+const char *evo_store_file(const evo_store *st) { return st->file; }
 
 /* An empty file opened read-only has no tables: every query finds nothing. */
 static bool no_tables(const evo_store *st) { return st->version == 0; }
@@ -1983,4 +2035,200 @@ void evo_store_retime_free(evo_retime_rec *r)
     free(r->gpu);
     free(r->created_at);
     memset(r, 0, sizeof *r);
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* Run leases (schema 4)                                                                                         */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void iso_of(double t, char out[32])
+{
+    const time_t s = (time_t)t;
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* The lease row of run_id (a statement of its own: leases are rare, the cache is for the hot paths). */
+static evo_status lease_read(evo_store *st, int64_t run_id, evo_lease_rec *out, evo_err *err)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *q = NULL;
+    SQL(st, err, sqlite3_prepare_v2(st->db,
+                                    "SELECT host, boot_id, pid, pid_start, token, taken_at, renewed_at, expires_at "
+                                    "FROM leases WHERE run_id = ?",
+                                    -1, &q, NULL));
+    int rc = sqlite3_bind_int64(q, 1, run_id);
+    if (rc == SQLITE_OK) rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW) {
+        evo_lease_holder *h = &out->holder;
+        snprintf(h->host, sizeof h->host, "%s", (const char *)sqlite3_column_text(q, 0));
+        snprintf(h->boot_id, sizeof h->boot_id, "%s", (const char *)sqlite3_column_text(q, 1));
+        h->pid = sqlite3_column_int64(q, 2);
+        h->pid_start = sqlite3_column_int64(q, 3);
+        snprintf(h->token, sizeof h->token, "%s", (const char *)sqlite3_column_text(q, 4));
+        snprintf(out->taken_at, sizeof out->taken_at, "%s", (const char *)sqlite3_column_text(q, 5));
+        snprintf(out->renewed_at, sizeof out->renewed_at, "%s", (const char *)sqlite3_column_text(q, 6));
+        out->expires_at = sqlite3_column_double(q, 7);
+        rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(q);
+    SQL(st, err, rc);
+    return EVO_OK;
+}
+
+static evo_status lease_exec(evo_store *st, const char *sql, int64_t run_id, const evo_lease_holder *me, double now,
+                             double lease_s, int *changes, evo_err *err)
+{
+    sqlite3_stmt *q = NULL;
+    SQL(st, err, sqlite3_prepare_v2(st->db, sql, -1, &q, NULL));
+    char now_iso[32];
+    iso_of(now, now_iso);
+    /* named parameters: each statement uses the ones it needs */
+    static const char *const names[] = {":run", ":host", ":boot", ":pid", ":start", ":token", ":now", ":exp"};
+    int rc = SQLITE_OK;
+    for (size_t i = 0; i < EVO_ARRAY_LEN(names) && rc == SQLITE_OK; i++) {
+        const int k = sqlite3_bind_parameter_index(q, names[i]);
+        if (!k) continue;
+        switch (i) {
+        case 0: rc = sqlite3_bind_int64(q, k, run_id); break;
+        case 1: rc = sqlite3_bind_text(q, k, me->host, -1, SQLITE_TRANSIENT); break;
+        case 2: rc = sqlite3_bind_text(q, k, me->boot_id, -1, SQLITE_TRANSIENT); break;
+        case 3: rc = sqlite3_bind_int64(q, k, me->pid); break;
+        case 4: rc = sqlite3_bind_int64(q, k, me->pid_start); break;
+        case 5: rc = sqlite3_bind_text(q, k, me->token, -1, SQLITE_TRANSIENT); break;
+        case 6: rc = sqlite3_bind_text(q, k, now_iso, -1, SQLITE_TRANSIENT); break;
+        default: rc = sqlite3_bind_double(q, k, now + lease_s); break;
+        }
+    }
+    if (rc == SQLITE_OK) rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    SQL(st, err, rc);
+    if (changes) *changes = sqlite3_changes(st->db);
+    return EVO_OK;
+}
+
+/* Whether a process of this boot of this host is the holder: its pid runs and started when the holder did. */
+static bool holder_alive_here(const evo_lease_holder *h, const evo_lease_holder *me)
+{
+    if (strcmp(h->host, me->host) != 0 || strcmp(h->boot_id, me->boot_id) != 0) return true; /* cannot tell */
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%lld/stat", (long long)h->pid);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    long long start = -1;
+    /* after the command: state, then 18 fields, then starttime (field 22 of proc(5)) */
+    if (p && sscanf(p + 2, "%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %lld", &start) == 1)
+        return start == h->pid_start && !strchr("ZX", p[2]);
+    return true;
+}
+
+/* "host alpha, pid 4242 (since T), until T2" */
+static void lease_describe(const evo_lease_rec *l, char *out, size_t n)
+{
+    char until[32];
+    iso_of(l->expires_at, until);
+    snprintf(out, n, "host %s, pid %lld (since %s; last renewed %s), until %s", l->holder.host,
+             (long long)l->holder.pid, l->taken_at, l->renewed_at, until);
+}
+
+static evo_status lease_take(evo_store *st, int64_t run_id, const evo_lease_holder *me, double lease_s,
+                             evo_lease_rec *prev, const char **why, evo_err *err)
+{
+    evo_lease_rec cur;
+    TRY(lease_read(st, run_id, &cur, err));
+    const double now = wall_now();
+    const char *how = "new";
+    if (cur.expires_at > 0) {
+        if (strcmp(cur.holder.token, me->token) == 0) how = "mine";
+        else if (cur.expires_at <= now) how = "expired";
+        else if (!holder_alive_here(&cur.holder, me)) how = "holder gone";
+        else {
+            char who[600];
+            lease_describe(&cur, who, sizeof who);
+            return evo_fail(err, EVO_E_USAGE, "%s: run %lld is in progress elsewhere: its lease is held by %s; it "
+                            "renews the lease while it runs, and should that stop, the lease expires and the run may "
+                            "be resumed then", st->path, (long long)run_id, who);
+        }
+    }
+    if (prev) *prev = cur;
+    if (why) *why = how;
+    return lease_exec(st,
+                      "INSERT INTO leases (run_id, host, boot_id, pid, pid_start, token, taken_at, renewed_at, "
+                      "expires_at) VALUES (:run, :host, :boot, :pid, :start, :token, :now, :now, :exp) "
+                      "ON CONFLICT (run_id) DO UPDATE SET host = excluded.host, boot_id = excluded.boot_id, "
+                      "pid = excluded.pid, pid_start = excluded.pid_start, token = excluded.token, "
+                      "taken_at = CASE WHEN token = excluded.token THEN taken_at ELSE excluded.taken_at END, "
+                      "renewed_at = excluded.renewed_at, expires_at = excluded.expires_at",
+                      run_id, me, now, lease_s, NULL, err);
+}
+
+evo_status evo_store_lease_take(evo_store *st, int64_t run_id, const evo_lease_holder *me, double lease_s,
+                                evo_lease_rec *prev, const char **why, evo_err *err)
+{
+    TRY(write_begin(st, "lease_take", err));
+    return write_end(st, lease_take(st, run_id, me, lease_s, prev, why, err), err);
+}
+
+/* EVO_E_NOTFOUND unless me holds the lease: the message says who does. */
+static evo_status lease_mine(evo_store *st, int64_t run_id, const evo_lease_holder *me, evo_err *err)
+{
+    evo_lease_rec cur;
+    TRY(lease_read(st, run_id, &cur, err));
+    if (cur.expires_at > 0 && strcmp(cur.holder.token, me->token) == 0) return EVO_OK;
+    if (cur.expires_at <= 0)
+        return evo_fail(err, EVO_E_NOTFOUND, "%s: run %lld lost its lease: no process holds it now", st->path,
+                        (long long)run_id);
+    char who[600];
+    lease_describe(&cur, who, sizeof who);
+    return evo_fail(err, EVO_E_NOTFOUND, "%s: run %lld was taken over: its lease is held by %s", st->path,
+                    (long long)run_id, who);
+}
+
+evo_status evo_store_lease_renew(evo_store *st, int64_t run_id, const evo_lease_holder *me, double lease_s,
+                                 evo_err *err)
+{
+    TRY(write_begin(st, "lease_renew", err));
+    evo_status s = lease_mine(st, run_id, me, err);
+    if (s == EVO_OK)
+        s = lease_exec(st, "UPDATE leases SET renewed_at = :now, expires_at = :exp WHERE run_id = :run AND token = :token",
+                       run_id, me, wall_now(), lease_s, NULL, err);
+    return write_end(st, s, err);
+}
+
+evo_status evo_store_lease_check(evo_store *st, int64_t run_id, const evo_lease_holder *me, evo_err *err)
+{
+    TRY(write_begin(st, "lease_check", err));
+    return write_end(st, lease_mine(st, run_id, me, err), err);
+}
+
+evo_status evo_store_lease_release(evo_store *st, int64_t run_id, const evo_lease_holder *me, evo_err *err)
+{
+    TRY(write_begin(st, "lease_release", err));
+    return write_end(st,
+                     lease_exec(st, "DELETE FROM leases WHERE run_id = :run AND token = :token", run_id, me, 0, 0,
+                                NULL, err),
+                     err);
+}
+
+evo_status evo_store_lease_get(evo_store *st, int64_t run_id, evo_lease_rec *out, evo_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (st->version < 4) return EVO_OK;
+    return read_end(st, lease_read(st, run_id, out, err));
 }
