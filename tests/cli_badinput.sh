@@ -107,10 +107,15 @@ expect "run: bad config, no database yet" 2 "malformed.yaml:6:12: malformed YAML
 expect "run --generations -1" 2 "run: --generations takes 1 to 1000000, not '-1'" -- run --db "$POP" --generations -1
 expect "run --generations 1e20" 2 "run: --generations takes 1 to 1000000, not '99999999999999999999'" -- run --db "$POP" --generations 99999999999999999999
 expect "run --population 1" 2 "run: --population takes 2 to 100000, not '1'" -- run --db "$POP" --population 1
-expect "run --seed -5" 2 "run: --seed takes a non-negative integer, not '-5'" -- run --db "$POP" --seed -5
+expect "run --seed -5" 2 "run: --seed takes 0 to 9223372036854775807, not '-5'" -- run --db "$POP" --seed -5
+expect "run --seed 2^63" 2 "run: --seed takes 0 to 9223372036854775807, not '9223372036854775808'" -- run --db "$POP" --seed 9223372036854775808
 expect "run --jobs 0" 2 "run: --jobs takes 1 to 1024, not '0'" -- run --db "$POP" --jobs 0
 expect "run --time-budget nan" 2 "run: --time-budget takes seconds > 0, not 'nan'" -- run --db "$POP" --time-budget nan
 expect "run --gpus a" 2 "run: --gpus takes ordinals like 0,1,3, not 'a'" -- run --db "$POP" --gpus a
+for g in 0,,1 ,0 0,1,; do
+  expect "run --gpus $g" 2 "run: --gpus takes ordinals like 0,1,3, not '$g' (an empty entry)" -- run --db "$POP" --config "$FAULTS" --gpus "$g"
+done
+expect "run --gpus 0,0 (before any database is made)" 2 "run: --gpus names GPU 0 twice in '0,0'" -- run --db "$T/ws/new.db" --config "$FAULTS" --gpus 0,0
 expect "run --strategy bogus" 2 "run: --strategy takes one of ga, random, seeds, not 'bogus'" -- run --db "$POP" --config "$FAULTS" --strategy bogus
 expect "run --resume with --config" 2 "run: --resume continues a run with its own config, population, seed and strategy" -- run --db "$POP" --resume 1 --config "$FAULTS"
 expect "run --resume of no such run" 2 "--resume 5: $POP has no such run" -- run --db "$POP" --resume 5
@@ -170,6 +175,8 @@ expect "history --run 9 (none)" 1 "$POP: no run 9" -- history --db "$POP" --run 
 expect "insights: malformed config" 2 "malformed.yaml:6:12: malformed YAML" -- insights --db "$POP" --config "$CFGS/malformed.yaml"
 expect "insights: unknown option" 2 "insights: unknown option '--bogus'" -- insights --db "$POP" --bogus
 expect "elite: missing database" 1 "no database at $T/ws/none.db — run \`evo run\` first" -- elite --db "$T/ws/none.db"
+expect "elite --arch foo" 2 "elite: --arch takes sm_80, sm_86, sm_89 or sm_90, not 'foo'" -- elite --db "$POP" --arch foo
+expect "elite --task foo" 2 "elite: --task takes one of attention_fp8, quantize_fp8, not 'foo'" -- elite --db "$POP" --task foo
 
 # ---- paths evo writes: a regular file (replaced whole) or a new name in an existing directory, nothing else ----
 mkfifo "$T/fifo.cu"
@@ -182,6 +189,32 @@ expect "plot: a chart that is a FIFO" 2 "plot $T/charts/run1-fitness.svg: is a F
 expect "run --db a FIFO" 1 "$T/fifo.cu: not an evo database (not a regular file)" "$T/fifo.cu" -- run --config "$FAULTS" --db "$T/fifo.cu"
 ln -s "$T/none/x.db" "$T/dangling.db"
 expect "run --db a dangling link" 2 "$T/dangling.db: is a symbolic link; evo writes only a regular file or a new name in an existing directory" "$T/dangling.db" -- run --config "$FAULTS" --db "$T/dangling.db"
+# ... and never a file the command reads: the database, by any name or through its companions, the config, a kernel
+expect "export -o the database it reads" 2 "export -o $POP is the same file as --db $POP, an input: evo never writes over what it reads" -- export --best --db "$POP" -o "$POP"
+expect "export -o the database by another name" 2 "export -o $T/ws/../pop.db is the same file as --db $POP, an input: evo never writes over what it reads" -- export --db "$POP" -o "$T/ws/../pop.db"
+expect "export -o the database's -wal" 2 "export -o $POP-wal is the -wal file of --db $POP, an input: evo never writes over what it reads" -- export --db "$POP" -o "$POP-wal"
+mkdir "$T/charts2" && ln "$POP" "$T/charts2/run1-fitness.svg"
+expect "plot: a chart that is the database (a hard link)" 2 "plot $T/charts2/run1-fitness.svg is the same file as --db $POP, an input: evo never writes over what it reads" -- plot --db "$POP" --run 1 -o "$T/charts2"
+cp "$FAULTS" "$T/cfg.yaml"
+expect "run --db the config" 2 "--db $T/cfg.yaml is the same file as --config $T/cfg.yaml, an input: evo never writes over what it reads" "$T/cfg.yaml" -- run --config "$T/cfg.yaml" --db "$T/cfg.yaml"
+# "-" names standard output only where a command says so (export -o -, init -): anywhere else it is refused
+expect "run --db -" 2 "-: a database is a file; '-' (standard input or output) cannot be one" -- run --config "$FAULTS" --db -
+expect "run --config -" 2 "-: evo reads a configuration from a file, not from standard input" -- run --db "$POP" --config -
+expect "plot -o -" 2 "plot -o -: evo plot writes three files into a folder, not to standard output" -- plot --db "$POP" --run 1 -o -
+expect "export --torch -" 2 "export: --torch wants a directory, not '-' (three files go there)" -- export --db "$POP" --torch -
+# SQLite opens a database by a full path of at most 504 bytes: a deeper folder is said to be the reason
+deep=$T/$(printf 'd%.0s' $(seq 60))
+for _ in 1 2 3 4 5 6 7 8; do deep=$deep/$(printf 'e%.0s' $(seq 60)); done
+mkdir -p "$deep"
+expect "run in a folder too deep for SQLite" 2 "/population.db: its full path is $((${#deep} + 14)) bytes, longer than SQLite opens (504 bytes at most: its limit of 512, less room for the -journal name); use a folder with a shorter path, or a shorter --db" -- run --config "$FAULTS" --db "$deep/population.db"
+checks=$((checks + 1)); [ -z "$(ls "$deep")" ] || fail "too deep for SQLite: files appeared: $(ls "$deep")"
+# a name with a newline or a terminal escape in it is shown escaped, as --json shows it: one line, no colours
+nl=$'new\nline.cu' esc=$'red\e[31m.cu'
+expect "check: a file name with a newline" 2 "check: $T/new\nline.cu: no such file" -- check "$T/$nl" --config "$FAULTS"
+checks=$((checks + 1)); [ "$(wc -l <"$T/err")" = 1 ] || fail "a file name with a newline: $(wc -l <"$T/err") lines: $(cat "$T/err")"
+expect "check: a file name with an escape sequence" 2 "check: $T/red\u001b[31m.cu: no such file" -- check "$T/$esc" --config "$FAULTS"
+checks=$((checks + 1)); ! grep -q $'\e' "$T/err" || fail "an escape sequence reached the terminal: $(cat -v "$T/err")"
+expect "history --db with a newline in its name" 1 "no database at $T/new\nline.cu — run \`evo run\` first" -- history --db "$T/$nl"
 
 # ---- evo compile --genome: the genome parser ----
 G="TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1"
@@ -218,8 +251,28 @@ checks=$((checks + 1))
 grep -qF "reason: $T/nokernel.cu defines no extern \"C\" kernel evo_attn_d64 (the config's shapes need variant d64)" "$T/out" ||
   fail "check: no reason for the missing kernel: $(cat "$T/out")"
 expect "check: missing file" 2 "check: $T/none.cu: no such file" -- check "$T/none.cu" --config "$FAULTS"
+# one file that does not compile decides the exit status (2), whatever the others did; with or without a GPU
+expect "check: a good kernel and one that does not compile" 2 "check: 1 of 2 kernel files do not compile" -- check "$SRC/tests/planted/good.cu" "$T/bad.cu" --config "$FAULTS"
+as=(env -u EVO_FAKE_WORKER EVO_LIBCUDA=/nonexistent/libcuda.so.1)
+expect "check, no GPU: a good kernel and one that does not compile" 2 "check: 1 of 2 kernel files do not compile" -- check "$SRC/tests/planted/good.cu" "$T/bad.cu" --config "$FAULTS"
+as=()
+# --json: every outcome is JSON on stdout, a file that does not compile and an error of the command included
+expect "check --json: a kernel that does not compile" 2 "check: $T/bad.cu does not compile (compile_error)" -- check "$T/bad.cu" --config "$FAULTS" --json
+checks=$((checks + 1))
+python3 -c 'import json, sys; o = json.load(open(sys.argv[1])); assert o["verdict"] == "COMPILE_FAIL" and o["compile"]["outcome"] == "compile_error" and "undefined_thing" in o["compile"]["log"], o' "$T/out" ||
+  fail "check --json of a kernel that does not compile: stdout '$(cat "$T/out")'"
+expect "check --json: a bad option" 2 "check: unknown option '--bogus'" -- check "$T/bad.cu" --json --bogus
+checks=$((checks + 1))
+python3 -c 'import json, sys; o = json.load(open(sys.argv[1])); assert o["exit"] == 2 and o["status"] == "usage error" and "--bogus" in o["error"], o' "$T/out" ||
+  fail "check --json of a bad option: stdout '$(cat "$T/out")'"
+expect "check --json: two files, one does not compile" 2 "check: 1 of 2 kernel files do not compile" -- check "$SRC/tests/planted/good.cu" "$T/bad.cu" --config "$FAULTS" --json
+checks=$((checks + 1))
+python3 -c 'import json, sys; a = json.load(open(sys.argv[1])); assert [o["verdict"] for o in a] == ["OK", "COMPILE_FAIL"], a' "$T/out" ||
+  fail "check --json of two files: stdout '$(cat "$T/out")'"
 expect "check: malformed config" 2 "malformed.yaml:6:12: malformed YAML" -- check "$T/bad.cu" --config "$CFGS/malformed.yaml"
 expect "check --db corrupt" 1 "$T/random.db: not an evo database (file is not a database)" "$T/random.db" -- check "$T/bad.cu" --config "$FAULTS" --db "$T/random.db"
+: >"$T/empty.cu" # an empty file compiles, and an empty file would make a new database: never the kernel's own file
+expect "check --db the kernel file" 2 "check --db $T/empty.cu is the same file as the kernel file $T/empty.cu, an input: evo never writes over what it reads" "$T/empty.cu" -- check "$T/empty.cu" --config "$FAULTS" --db "$T/empty.cu"
 
 # ---- evo check: untrusted kernel source. The compiler may read only the kernel's folder, evo's headers and the
 # toolkit's (sandbox.h), so no spelling of a path outside them gets a file's text into a message; its memory, CPU

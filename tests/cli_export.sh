@@ -162,6 +162,13 @@ expect_out "#define EVO_EXPORT_KEY \"$A\"" "export -o -: the file"
 expect_err_has "exported to standard output: candidate $(cid A) (${A:0:8}), 1.840x the baseline in run 1" "export -o -: summary"
 checks=$((checks + 1)); [ ! -e ./- ] || fail "export -o - wrote a file named -"
 
+# ---- a name with a newline or an escape sequence is written as given and shown escaped ----
+run export --db pop.db -o $'nl\nname\e[1m.cu'
+expect_rc 0 "export to a name with a newline"
+expect_out "wrote nl\nname\u001b[1m.cu: candidate $(cid A) (${A:0:8}), 1.840x the baseline in run 1" "export to a name with a newline: shown escaped"
+checks=$((checks + 1)); [ "$(grep -c . <<<"$out")" = 3 ] || fail "export to a name with a newline: $(grep -c . <<<"$out") lines"
+checks=$((checks + 1)); [ -s $'nl\nname\e[1m.cu' ] || fail "export to a name with a newline: not written under its own name"
+
 # ---- replacing a file keeps its mode (a 0600 file stays 0600) ----
 echo old >private.cu && chmod 600 private.cu
 run export --db pop.db -o private.cu

@@ -9,6 +9,7 @@
 #include "cudrv.h"
 #include "evaluate.h"
 #include "noise.h"
+#include "paths.h"
 #include "sanitize.h"
 #include "store.h"
 #include "templates.h"
@@ -524,9 +525,12 @@ static evo_status check_files(int argc, char **argv, evo_err *err)
             return evo_cli_usage_error(self, err, "%s", why.msg);
     }
     if (sanitizer && !sanitize) return evo_cli_usage_error(self, err, "--sanitizer goes with --sanitize");
-    for (int i = optind; i < argc; i++)
+    for (int i = optind; i < argc; i++) {
         if (!evo_file_exists(argv[i]))
             return evo_fail(err, EVO_E_USAGE, "check: %s: no such file", evo_show(argv[i]).s);
+        evo_status ns = evo_path_check_not_input("check --db", db_path, "the kernel file", argv[i], false, err);
+        if (ns != EVO_OK) return ns;
+    }
     evo_config *cfg = NULL;
     evo_status s = evo_cli_config_load(config_path, &cfg, err);
     if (s != EVO_OK) return s;

@@ -284,11 +284,11 @@ evo_shown evo_show(const char *name)
     const char *t = evo_str_cstr(&e);
     if (e.len < sizeof r.s) {
         memcpy(r.s, t, e.len + 1);
-    } else { /* the head and the tail, cut at character boundaries */
-        size_t head = sizeof r.s / 2 - 8, tail = e.len - (sizeof r.s / 2 - 8);
+    } else { /* its head and tail, as evo_fail cuts any long run (evo.c), at character boundaries */
+        size_t head = 120, tail = e.len - 60;
         while (head > 0 && ((unsigned char)t[head] & 0xC0) == 0x80) head--;
         while (tail < e.len && ((unsigned char)t[tail] & 0xC0) == 0x80) tail++;
-        snprintf(r.s, sizeof r.s, "%.*s...%s", (int)head, t, t + tail);
+        snprintf(r.s, sizeof r.s, "%.*s...[%zu bytes]...%s", (int)head, t, e.len, t + tail);
     }
     evo_str_free(&e);
     return r;

@@ -85,7 +85,8 @@ double evo_rng_normal(evo_rng *r);           /* N(0, 1) */
  * terminal. Everything else, UTF-8 text included, is copied. */
 void evo_escape_append(evo_str *out, const char *s, size_t n, bool keep_lines);
 /* A file name (or any user-given text) as messages show it: escaped as above, newlines included; a name longer than
- * the buffer is cut in the middle ("..."). Use it in place: printf("%s", evo_show(path).s). */
+ * the buffer is cut to its head and tail ("...[N bytes]...", as evo_fail cuts long runs). Use it in place:
+ * printf("%s", evo_show(path).s). */
 typedef struct {
     char s[4200];
 } evo_shown;

@@ -587,6 +587,7 @@ static evo_status open_run(loop *L, evo_err *err)
     evo_status s;
     /* Every input is checked before anything is created: a bad config, a missing or unreadable replay source, or the
      * replay source named as the output leave no database and no work directory behind. */
+    if ((s = evo_path_check_not_input("--db", db, "--config", o->config_path, false, err)) != EVO_OK) return s;
     if (!o->resume_run) {
         s = evo_config_load_default(o->config_path, &L->cfg, &L->builtin_config, err);
         if (s != EVO_OK) return s;
