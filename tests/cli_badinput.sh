@@ -4,6 +4,7 @@
 # every database as it was (SHA-256 before and after) and creates none. No GPU needed (fake worker).
 # Run: bash tests/cli_badinput.sh build/evo .   EVO_BADINPUT_TABLE=FILE appends one markdown row per case.
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 FIXTURE=$(dirname "$EVO")/tests/test_store # `test_store --fixture populated FILE`

@@ -4,6 +4,7 @@
 # --dry-run reading the exported file. Needs no GPU and no nvcc (tests/cli_export_nvcc.sh compiles the files).
 # Run: bash tests/cli_export.sh build/evo .   (ctest runs it; fixtures come from build/tests/test_export --fixture)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 FIXTURE=$(dirname "$EVO")/tests/test_export

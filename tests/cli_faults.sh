@@ -4,6 +4,7 @@
 # fake worker (EVO_FAKE_WORKER), so no GPU is needed; it asserts what is stored, never speed.
 # Run: bash tests/cli_faults.sh build/evo .   (ctest runs it as cli_faults; a minute or two, mostly NVRTC)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 HOLDER=$(dirname "$EVO")/tests/test_store # `test_store --hold-lock FILE READY`

@@ -4,6 +4,7 @@
 # it out (the same bytes as configs/default.yaml), refuses to replace anything, and then evo reads the file; a replay
 # runs there. Run: bash tests/cli_install.sh build/evo .   (ctest runs it as cli_install)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 BUILD=$(dirname "$EVO")

@@ -4,6 +4,7 @@
 # stores and every error path (no ncu, no counter access, unknown metrics, failing self-test, unknown candidate) are
 # checked. Run: bash tests/cli_profile.sh build/evo .   (ctest runs it; the database comes from test_store --fixture)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$1
 SRC=$2
 FIXTURE=$(dirname "$EVO")/tests/test_store

@@ -6,6 +6,7 @@
 # before anything is created.
 # Run: bash tests/cli_replay.sh build/evo .   (ctest runs it as cli_replay)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 fails=0

@@ -3,6 +3,7 @@
 # populated databases: exit codes, messages, and the file's SHA-256 unchanged by every read.
 # Run: bash tests/cli_store.sh build/evo .   (ctest runs it; fixtures come from build/tests/test_store --fixture)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$1
 FIXTURE=$(dirname "$EVO")/tests/test_store
 if [ ! -x "$FIXTURE" ]; then

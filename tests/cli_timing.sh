@@ -6,6 +6,7 @@
 # intervals and the re-timing; the store migrates to schema 3 with the replay fixture reading the same.
 # Run: bash tests/cli_timing.sh build/evo .
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 T=$(mktemp -d /tmp/evo-cli-timing-XXXXXX)
