@@ -138,8 +138,10 @@ chmod 700 "$T"
 as=(env -u EVO_FAKE_WORKER EVO_LIBCUDA=/nonexistent/libcuda.so.1)
 expect "run: no CUDA driver" 1 "run: the NVIDIA CUDA driver was not found (/nonexistent/libcuda.so.1: cannot open shared object file: No such file or directory)" -- run --db "$POP" --config "$FAULTS"
 as=()
-checks=$((checks + 1))
+checks=$((checks + 2))
 [ "$(grep -o 'libcuda.so.1' "$T/err" | wc -l)" = 1 ] || fail "driver message names the library more than once: $(cat "$T/err")"
+grep -qF "commands that need no GPU: evo space, evo compile, evo elite, evo history, evo export, evo plot, evo insights, evo init, and evo run --replay DB" "$T/err" ||
+  fail "the no-GPU message does not list every command that needs no GPU: $(cat "$T/err")"
 
 # ---- evo run --replay: the source is input, checked before anything is created, and never the output ----
 expect "run --replay of a missing file" 2 "--replay $T/ws/none.db: No such file or directory" -- run --replay "$T/ws/none.db" --config "$FAULTS"

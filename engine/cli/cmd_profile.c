@@ -231,9 +231,6 @@ EVO_CMD(profile)
 
     const char *taken = NULL;
     s = evo_store_find_candidate(st, o.id, o.how, &c, &taken, err);
-    if (s == EVO_OK && o.how == EVO_CAND_ID_OR_KEY)
-        fprintf(stderr, "evo: note: --id %s read as a %s: candidate %lld (%.8s)\n", evo_show(o.id).s, taken,
-                (long long)c.id, c.key);
     if (s == EVO_OK) s = best_evaluation(st, &c, &all, &n_all, &best, err);
     if (s == EVO_OK) {
         pick = evo_xcalloc((size_t)(best->n_shapes ? best->n_shapes : 1), sizeof *pick);
@@ -264,7 +261,8 @@ EVO_CMD(profile)
     if (s == EVO_OK) s = get_source(st, &o, &c, dir, cu, sizeof cu, err);
     if (s == EVO_OK) {
         snprintf(exe, sizeof exe, "%s/selftest", dir);
-        printf("candidate %lld (%.8s), %s: building the self-test of %s\n", (long long)c.id, c.key, c.genome, cu);
+        printf("candidate %lld (%.8s, by its %s), %s: building the self-test of %s\n", (long long)c.id, c.key, taken,
+               c.genome, evo_show(cu).s);
         fflush(stdout);
         s = build_selftest(nvcc, c.arch, cu, exe, err);
     }

@@ -96,6 +96,6 @@ evo_cu_wait evo_cu_wait_event(const evo_cudrv *cu, CUevent e, double timeout_s, 
 /* The sentence `evo run` prints when no driver is present. */
 #define EVO_NO_DRIVER_HINT                                                                         \
     "commands that need no GPU: evo space, evo compile, evo elite, evo history, evo export, "     \
-    "and evo run --replay DB"
+    "evo plot, evo insights, evo init, and evo run --replay DB"
 
 #endif
