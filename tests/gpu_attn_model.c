@@ -244,9 +244,9 @@ static void model_error_table(void)
                 for (int i = 0; i < 8; i++) wr = fmax(wr, evo_slice_rel_l2(&acc[i])), wm = fmax(wm, acc[i].max_abs);
                 printf("  D=%3d causal=%d %-10s rel-L2 %.3e  max-abs %.3e  budget %.3e\n", d, causal,
                        probe >= 0 ? probes[probe] : dists[row], wr, wm, AN_FP8_K * wr + AN_FP8_REL_ATOL);
-                /* rounding P to 3 mantissa bits costs a few percent where the softmax is spread; the integer probe
-                 * is exact up to the final division */
-                if (probe == AN_PROBE_INTEGERS) CHECK(wr < 1e-6);
+                /* rounding P to 3 mantissa bits costs a few percent where the softmax is spread; on the integer
+                 * probe the model is exact, and what is left is the FP32 reference's own rounding (~1e-5 at D = 128) */
+                if (probe == AN_PROBE_INTEGERS) CHECK(wr < 1e-4);
                 else CHECK(wr < 0.1);
                 CU_MUST(cuMemFree(o));
                 CU_MUST(cuMemFree(ref));

@@ -9,7 +9,9 @@ the accumulation kept:
   inside a k-step: 2^16 + 2^(16-e) with both terms in the same 32 elements — the smallest e that is lost;
   across k-steps: the same with the second term 32 elements later;
   rounding: 2^16 followed (next k-step) by 6 = 0.75 of the 13-bit ulp (8), and by 4 = one half: truncation keeps 65536;
-  sign: the same below zero.
+  sign: the same below zero;
+  order: two half-ulps (4 + 4) in one k-step after 2^16 — 65544 when a step's products are summed exactly before the
+  accumulator is cut (the model's rule), 65536 when each is cut on its own; and the same spread over two k-steps.
   python3 tools/bench/fp8_accum_probe.py [--k 64,128,256] [--json FILE]
 """
 import argparse
@@ -62,6 +64,10 @@ def main(argv=None):
         row["plus_0.5ulp_next_step"] = run(k, [(0, 256.0, 256.0), (32, 2.0, 2.0)])
         row["minus_0.75ulp_next_step"] = run(k, [(0, -256.0, 256.0), (32, -2.0, 3.0)])
         row["plus_0.75ulp_same_step"] = run(k, [(0, 256.0, 256.0), (1, 2.0, 3.0)])
+        # two half-ulps in one k-step: 65544 if the step's products are summed exactly before the accumulator is
+        # cut, 65536 if each product is cut as it is added
+        row["plus_two_half_ulps_same_step"] = run(k, [(0, 256.0, 256.0), (1, 2.0, 2.0), (2, 2.0, 2.0)])
+        row["plus_two_half_ulps_two_steps"] = run(k, [(0, 256.0, 256.0), (32, 2.0, 2.0), (64 % k, 2.0, 2.0)])
         out["probes"].append(row)
         kept = row["lost_next_step"] - 1
         print(f"K={k}: inside a k-step a term 2^-{row['lost_inside_step']} of the sum is lost "
@@ -69,7 +75,8 @@ def main(argv=None):
               f"(~{kept} bits); in the last k-step 2^-{row['lost_last_step']}; 65536 + 6 (0.75 ulp at 13 bits) "
               f"-> {row['plus_0.75ulp_next_step']:.0f}, + 4 -> {row['plus_0.5ulp_next_step']:.0f}, "
               f"-65536 - 6 -> {row['minus_0.75ulp_next_step']:.0f}; + 6 in the same k-step -> "
-              f"{row['plus_0.75ulp_same_step']:.0f}")
+              f"{row['plus_0.75ulp_same_step']:.0f}; + 4 + 4 in one k-step -> "
+              f"{row['plus_two_half_ulps_same_step']:.0f}, in two -> {row['plus_two_half_ulps_two_steps']:.0f}")
     print(f"device: {name}")
     if args.json:
         with open(args.json, "w") as f:
