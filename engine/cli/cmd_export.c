@@ -1,10 +1,11 @@
-/* cmd_export.c — `evo export [--best | --id ID | --row N | --key PREFIX] [-o FILE | --torch DIR [--quantizer FILE]
- * [--module NAME]] [--db F]`: the top elite (or a chosen candidate) as a standalone .cu (export.h), written to
- * variants/<task>-<arch>-<shortid>.cu unless -o says otherwise (-o - : standard output); with --torch, that file,
- * the companion file the task's PyTorch op needs (the quantizer: given, else found under variants/ here or among the
- * variants installed with evo) and the Python module that registers the ops (task->torch_module) into DIR. Opens
- * the store read-only. Every output is a regular file (replaced atomically) or a new name (paths.h), and never an
- * input (the database and its companions, the quantizer); everything is checked before the first file is written.
+/* cmd_export.c — `evo export [--best [--accuracy CLASS] | --id ID | --row N | --key PREFIX] [-o FILE | --torch DIR
+ * [--quantizer FILE] [--module NAME]] [--db F]`: the top elite of an accuracy class (exact unless told; or a chosen
+ * candidate) as a standalone .cu (export.h), written to variants/<task>-<arch>-<shortid>.cu unless -o says otherwise
+ * (-o - : standard output); with --torch, that file, the companion file the task's PyTorch op needs (the quantizer:
+ * given, else found under variants/ here or among the variants installed with evo) and the Python module that
+ * registers the ops (task->torch_module) into DIR. Opens the store read-only. Every output is a regular file
+ * (replaced atomically) or a new name (paths.h), and never an input (the database and its companions, the
+ * quantizer); everything is checked before the first file is written.
  */
 #include "cli.h"
 #include "export.h"
@@ -28,7 +29,7 @@
 #include <sys/stat.h>
 
 typedef struct {
-    const char *db, *id, *output, *torch, *quantizer, *module;
+    const char *db, *id, *output, *torch, *quantizer, *module, *accuracy;
     evo_cand_ref how; /* how id names the candidate: --id, --row, --key */
     int best;
 } export_opts;
@@ -49,7 +50,8 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
         {"row", required_argument, NULL, 'W'},    {"key", required_argument, NULL, 'K'},
         {"output", required_argument, NULL, 'o'}, {"db", required_argument, NULL, 'D'},
         {"torch", required_argument, NULL, 'T'},  {"quantizer", required_argument, NULL, 'Q'},
-        {"module", required_argument, NULL, 'M'}, {NULL, 0, NULL, 0},
+        {"module", required_argument, NULL, 'M'}, {"accuracy", required_argument, NULL, 'C'},
+        {NULL, 0, NULL, 0},
     };
     *o = (export_opts){.db = EVO_DEFAULT_DB, .module = "evo_fp8"};
     optind = 0;
@@ -70,12 +72,16 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
         case 'T': o->torch = optarg; break;
         case 'Q': o->quantizer = optarg; break;
         case 'M': o->module = optarg; break;
+        case 'C': o->accuracy = optarg; break;
         case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
         default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
     if (o->best && o->id) return evo_cli_usage_error(self, err, "--best and --id (--row, --key) exclude each other");
+    if (o->accuracy && o->id)
+        return evo_cli_usage_error(self, err, "--accuracy goes with --best (a candidate given by --id has its own class)");
+    if (o->accuracy && !*o->accuracy) return evo_cli_usage_error(self, err, "--accuracy wants a class name");
     if (o->id && !*o->id) return evo_cli_usage_error(self, err, "--id wants a candidate id or key prefix");
     if (o->output && !*o->output) return evo_cli_usage_error(self, err, "-o wants a file name");
     if (o->torch && o->output) return evo_cli_usage_error(self, err, "-o and --torch exclude each other");
@@ -193,9 +199,11 @@ static evo_status write_torch(const export_opts *o, const evo_export_src *src, c
     for (int i = 0; s == EVO_OK && i < 3; i++)
         if (!skip[i]) s = evo_write_file_atomic(paths[i], texts[i], strlen(texts[i]), err);
     if (s == EVO_OK) {
-        printf("wrote %s: PyTorch ops of candidate %lld (%.8s%s%s), %.3fx the baseline in run %lld\n",
+        printf("wrote %s: PyTorch ops of candidate %lld (%.8s%s%s), accuracy class %s, %.3fx the baseline in run "
+               "%lld\n",
                evo_show(paths[2]).s, (long long)src->cand.id, src->cand.key, src->taken ? ", by its " : "",
-               src->taken ? src->taken : "", src->eval.fitness, (long long)src->run.id);
+               src->taken ? src->taken : "", src->eval.accuracy ? src->eval.accuracy : EVO_ACCURACY_EXACT,
+               src->eval.fitness, (long long)src->run.id);
         printf("  beside it: %s (genome %s) and %s\n", names[0], src->cand.genome, evo_show(names[1]).s);
         printf("  use: PYTHONPATH=%s python3 -c \"import torch, %s\"   (torch.ops.evo.*; nvcc builds at first use)\n",
                evo_show(o->torch).s, o->module);
@@ -222,7 +230,7 @@ EVO_CMD(export)
     if (s != EVO_OK) return s;
     evo_export_src src;
     evo_export_out out = {0};
-    s = evo_export_pick(st, o.id, o.how, &src, err);
+    s = evo_export_pick(st, o.id, o.how, o.accuracy, &src, err);
     if (s == EVO_OK) s = evo_export_render(&src, NULL, &out, err);
     char path[4200];
     if (s == EVO_OK && o.torch) {
@@ -255,10 +263,12 @@ EVO_CMD(export)
         FILE *said = to_stdout ? stderr : stdout;
         if (src.note[0]) fprintf(stderr, "evo: note: %s\n", src.note);
         if (out.warning[0]) fprintf(stderr, "evo: warning: %s\n", out.warning);
-        fprintf(said, "%s %s: candidate %lld (%.8s%s%s), %.3fx the baseline in run %lld\n  genome %s\n",
+        fprintf(said, "%s %s: candidate %lld (%.8s%s%s), accuracy class %s, %.3fx the baseline in run %lld\n"
+                "  genome %s\n",
                 to_stdout ? "exported" : "wrote", to_stdout ? "to standard output" : evo_show(path).s,
                 (long long)src.cand.id, src.cand.key, src.taken ? ", by its " : "", src.taken ? src.taken : "",
-                src.eval.fitness, (long long)src.run.id, src.cand.genome);
+                src.eval.accuracy ? src.eval.accuracy : EVO_ACCURACY_EXACT, src.eval.fitness, (long long)src.run.id,
+                src.cand.genome);
         if (!to_stdout)
             fprintf(said, "  build: nvcc %s -O3 -c %s;  self-test: nvcc %s -O3 -DEVO_SELFTEST %s -o selftest\n",
                     out.nvcc_arch, evo_show(path).s, out.nvcc_arch, evo_show(path).s);

@@ -41,25 +41,29 @@ static const evo_cmd commands[] = {
      "      --sanitizer PATH  the compute-sanitizer to use (default: on PATH, then $CUDA_HOME/bin)\n",
      0},
     {"elite", cmd_elite, "show the best kernels found so far",
-     "usage: evo elite --show [--top K] [--shape NAME] [--json] [--db F] [--task T] [--arch sm_XX]\n"
+     "usage: evo elite --show [--top K] [--shape NAME] [--accuracy CLASS] [--json] [--db F] [--task T]\n"
+     "                        [--arch sm_XX]\n"
      "\n"
      "Lists the top-K candidates by fitness (speedup over the baseline genome) with their genome,\n"
      "per-shape times, TFLOP/s, resources and worst error. Reads the database only; never modifies it.\n"
      "\n"
      "By default it ranks the task, arch and shape set of the latest run; ncu metrics are shown when stored.\n"
+     "Each accuracy class (attention: exact, fp8; docs/templates.md) is ranked on its own, in a table each.\n"
      "\n"
      "      --show            print the table (the default action)\n"
      "  -k, --top K           how many (default 3)\n"
      "      --shape NAME      rank by the speedup on the shape called NAME (a name of the config's shapes),\n"
      "                        e.g. to pick the kernel for one problem size: evo export --id ID\n"
-     "      --json            machine-readable output (a JSON array, best first)\n"
+     "      --accuracy CLASS  only this accuracy class\n"
+     "      --json            machine-readable output (a JSON array, best first within each class; every entry\n"
+     "                        names its \"accuracy\")\n"
      "      --db F            database (default population.db)\n"
      "      --task T          rank candidates of task T (default: the latest run's)\n"
      "      --arch sm_XX      rank candidates compiled for this arch (default: the latest run's)\n",
      0},
     {"export", cmd_export, "write the best (or a chosen) kernel as a standalone .cu",
-     "usage: evo export [--best | --id ID | --row N | --key PREFIX] [-o FILE | --torch DIR [--quantizer FILE]\n"
-     "                  [--module NAME]] [--db F]\n"
+     "usage: evo export [--best [--accuracy CLASS] | --id ID | --row N | --key PREFIX] [-o FILE | --torch DIR\n"
+     "                  [--quantizer FILE] [--module NAME]] [--db F]\n"
      "\n"
      "Writes the kernel specialised to its genome as a .cu file that plain nvcc compiles without evo:\n"
      "an extern \"C\" launcher, a provenance header, and a self-test under -DEVO_SELFTEST.\n"
@@ -69,9 +73,10 @@ static const evo_cmd commands[] = {
      "gate in a run are exported (kernels checked with `evo check` are hand-written files already). --best\n"
      "passes over such files. Reads the database only. No GPU needed.\n"
      "\n"
-     "      --best            the top elite (the default)\n"
-     "      --id ID           a candidate's row id or key prefix (see evo elite --show); a number that is both\n"
-     "                        (two candidates) is refused: then --row or --key says which\n"
+     "      --best            the top elite (the default) of the accuracy class --accuracy names\n"
+     "      --accuracy CLASS  with --best: the class to take it from (default exact; attention: exact, fp8)\n"
+     "      --id ID           a candidate's row id or key prefix (see evo elite --show); its class is its own. A\n"
+     "                        number that is both (two candidates) is refused: then --row or --key says which\n"
      "      --row N           the candidate with row id N\n"
      "      --key PREFIX      the candidate whose key starts with PREFIX (4 to 64 hex digits)\n"
      "  -o, --output FILE     where to write (- : standard output); never the database or another input\n"
@@ -84,8 +89,8 @@ static const evo_cmd commands[] = {
      "      --db F            database (default population.db)\n",
      0},
     {"check", cmd_check, "run a hand-written kernel through the same gates",
-     "usage: evo check FILE.cu [FILE.cu...] [--config F] [--json] [--db F] [--sanitize[=TOOLS]]\n"
-     "                 [--sanitizer PATH] [--retime N]\n"
+     "usage: evo check FILE.cu [FILE.cu...] [--config F] [--accuracy CLASS] [--json] [--db F]\n"
+     "                 [--sanitize[=TOOLS]] [--sanitizer PATH] [--retime N]\n"
      "       evo check --genome G [--config F] [--json] [--retime N]\n"
      "\n"
      "Compiles each FILE.cu (which implements the attention ABI of docs/templates.md), runs the correctness gate\n"
@@ -97,6 +102,8 @@ static const evo_cmd commands[] = {
      "CUDA Toolkit's, within the config's compile limits (memory, CPU time, output, open files).\n"
      "\n"
      "  -c, --config F        the configuration whose cases, tolerances and baseline apply\n"
+     "      --accuracy CLASS  the accuracy class the files' arithmetic claims, judged by that class's gate\n"
+     "                        (default exact; attention: exact, fp8 — docs/templates.md, \"Accuracy classes\")\n"
      "      --genome G        a genome of the config's space instead of files, built as a search builds it\n"
      "      --retime N        then time the kernel and the baseline N more times in the same worker and print\n"
      "                        how far the figures move: per-shape spread of the medians, fitness CV, timing cost\n"

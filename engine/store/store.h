@@ -22,7 +22,7 @@
  * transaction; when a call inside a group fails, its own writes are undone at once and evo_store_commit then
  * refuses (EVO_E_DB) and rolls the whole group back, so a group is all or nothing. Groups do not nest.
  *
- * Leases (schema 4): a run in progress belongs to one process. evo_store_lease_take grants it in one write
+ * Leases (schema 5): a run in progress belongs to one process. evo_store_lease_take grants it in one write
  * transaction, a heartbeat renews it (search/lease.h), every result the run stores checks it inside its own
  * transaction (evo_store_lease_check), and a lease not renewed for lease_s seconds expires, so a process that died
  * or lost its host gives the run up without anyone having to see its pid. Times are the hosts' wall clocks.
@@ -40,7 +40,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define EVO_STORE_SCHEMA 4
+#define EVO_STORE_SCHEMA 5
 #define EVO_STORE_BUSY_MS 5000
 #define EVO_STORE_APP_ID 0x45564f31 /* PRAGMA application_id of every evo database: "EVO1" */
 
@@ -151,14 +151,18 @@ typedef struct {
     char *created_at;    /* set by put_evaluation when NULL (malloc'd, owned by the record) */
     evo_shape_result *shapes;
     int n_shapes;
+    char *accuracy;      /* the accuracy class it was judged in (task.h); NULL writes EVO_ACCURACY_EXACT, and
+                            evaluations from before classes (schema < 4) read as it */
+    int gate;            /* the task's gate version it was judged by (evo_task_gate_version); <= 0 writes 1 */
 } evo_eval_rec;
 
 /* Writes the evaluation and its per-shape rows in one transaction; sets e->id. */
 evo_status evo_store_put_evaluation(evo_store *st, evo_eval_rec *e, evo_err *err);
 /* The most recent evaluation of this candidate for this shape set, a measured one before any NOT_RECORDED (which
- * says only that a replay source lacked the genome); *found = false when none. */
-evo_status evo_store_find_evaluation(evo_store *st, int64_t candidate_id, const char *shape_set, evo_eval_rec *out,
-                                     bool *found, evo_err *err);
+ * says only that a replay source lacked the genome), judged in accuracy class `accuracy` by gate version `gate`
+ * (accuracy NULL: any); *found = false when none. */
+evo_status evo_store_find_evaluation(evo_store *st, int64_t candidate_id, const char *shape_set, const char *accuracy,
+                                     int gate, evo_eval_rec *out, bool *found, evo_err *err);
 void evo_store_eval_free(evo_eval_rec *e);
 /* Every evaluation of a run in generation gen (-1 = all generations), in the order written — what --resume
  * rebuilds a population from. */
@@ -200,11 +204,11 @@ typedef struct {
     evo_eval_rec eval; /* the candidate's best OK evaluation for the shape set */
 } evo_elite_rec;
 
-/* task, arch or shape_set NULL = any. Returns at most k, by fitness descending; equal fitness: earlier evaluation
- * first. Each candidate appears once per shape set. *out malloc'd (NULL when *n is 0); free with
- * evo_store_elites_free. */
-evo_status evo_store_elites(evo_store *st, const char *task, const char *arch, const char *shape_set, int k,
-                            evo_elite_rec **out, int *n, evo_err *err);
+/* task, arch, shape_set or accuracy (an accuracy class) NULL = any. Returns at most k, by fitness descending; equal
+ * fitness: earlier evaluation first. Each candidate appears once per shape set. *out malloc'd (NULL when *n is 0);
+ * free with evo_store_elites_free. */
+evo_status evo_store_elites(evo_store *st, const char *task, const char *arch, const char *shape_set,
+                            const char *accuracy, int k, evo_elite_rec **out, int *n, evo_err *err);
 void evo_store_elites_free(evo_elite_rec *e, int n);
 
 /* Demote a candidate (compute-sanitizer reported errors in it): its results stay, it is no elite any more; reason
@@ -250,7 +254,7 @@ evo_status evo_store_profiles(evo_store *st, int64_t candidate_id,
                                          void *ctx),
                               void *ctx, evo_err *err);
 
-/* ---- run leases (schema 4) ---- */
+/* ---- run leases (schema 5) ---- */
 typedef struct {
     char host[256];         /* gethostname                                                              */
     char boot_id[64];       /* /proc/sys/kernel/random/boot_id: one boot of one host                   */
