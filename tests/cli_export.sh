@@ -60,7 +60,7 @@ expect_rc 0 "export --best -o"
 run export --id "${A:0:6}" --db pop.db -o by-prefix.cu
 expect_rc 0 "export --id prefix"
 expect_err "" "export --id: no note"
-expect_out "wrote by-prefix.cu: candidate $(cid A) (${A:0:8}, by its key prefix), 1.840x the baseline in run 1" "export --id prefix: which reading"
+expect_out "wrote by-prefix.cu: candidate $(cid A) (${A:0:8}, by its key prefix), accuracy class exact, 1.840x the baseline in run 1" "export --id prefix: which reading"
 run export --id "$(cid A)" --db pop.db --output by-number.cu
 expect_rc 0 "export --id number"
 expect_out "wrote by-number.cu: candidate $(cid A) (${A:0:8}, by its row id)" "export --id number: which reading"
@@ -160,13 +160,13 @@ checks=$((checks + 1)); [ "$(sha pop.db)" = "$before" ] || fail "--torch over th
 run export --db pop.db -o -
 expect_rc 0 "export -o -"
 expect_out "#define EVO_EXPORT_KEY \"$A\"" "export -o -: the file"
-expect_err_has "exported to standard output: candidate $(cid A) (${A:0:8}), 1.840x the baseline in run 1" "export -o -: summary"
+expect_err_has "exported to standard output: candidate $(cid A) (${A:0:8}), accuracy class exact, 1.840x the baseline in run 1" "export -o -: summary"
 checks=$((checks + 1)); [ ! -e ./- ] || fail "export -o - wrote a file named -"
 
 # ---- a name with a newline or an escape sequence is written as given and shown escaped ----
 run export --db pop.db -o $'nl\nname\e[1m.cu'
 expect_rc 0 "export to a name with a newline"
-expect_out "wrote nl\nname\u001b[1m.cu: candidate $(cid A) (${A:0:8}), 1.840x the baseline in run 1" "export to a name with a newline: shown escaped"
+expect_out "wrote nl\nname\u001b[1m.cu: candidate $(cid A) (${A:0:8}), accuracy class exact, 1.840x the baseline in run 1" "export to a name with a newline: shown escaped"
 checks=$((checks + 1)); [ "$(grep -c . <<<"$out")" = 3 ] || fail "export to a name with a newline: $(grep -c . <<<"$out") lines"
 checks=$((checks + 1)); [ -s $'nl\nname\e[1m.cu' ] || fail "export to a name with a newline: not written under its own name"
 
