@@ -770,10 +770,9 @@ static void test_cache_dir_and_version(void)
 /* ---- the compile process's limits and sandbox ---- */
 
 /* A template whose instantiations double with each level: ~2^40 types, gigabytes within seconds. */
-static const char bomb_src[] =
-    "template <int D, long I> struct T { T<D - 1, 2 * I> a; T<D - 1, 2 * I + 1> b; };\n"
-    "template <long I> struct T<0, I> { char c; };\n"
-    "extern \"C\" __global__ void k(long *o) { *o = sizeof(T<40, 0>); }\n";
+static const char bomb_src[] = "template <int D, long I> struct T { T<D - 1, 2 * I> a; T<D - 1, 2 * I + 1> b; };\n"
+                               "template <long I> struct T<0, I> { char c; };\n"
+                               "extern \"C\" __global__ void k(long *o) { *o = sizeof(T<40, 0>); }\n";
 
 typedef struct {
     const evo_compile_opts *o;
@@ -820,8 +819,8 @@ static void test_limits(void)
     evo_err e = {{0}};
 
     /* memory, watched by the parent: 1 GiB (what CI can spare), killed within seconds, not cached */
-    evo_compile_req q = {.source = bomb_src, .program_name = "bomb.cu", .arch = "sm_80", .timeout_s = 60,
-                         .limits = {.memory_mb = 1024}};
+    evo_compile_req q = {
+        .source = bomb_src, .program_name = "bomb.cu", .arch = "sm_80", .timeout_s = 60, .limits = {.memory_mb = 1024}};
     double t0 = evo_now();
     CHECK_EQ_INT(evo_compile(&o, &q, &r, &e), EVO_OK);
     CHECK_EQ_INT(r.outcome, EVO_COMPILE_LIMIT);
@@ -836,8 +835,8 @@ static void test_limits(void)
     CHECK_EQ_INT(count_files(cache, ".entry"), 0);
 
     /* CPU time (RLIMIT_CPU): ptxas takes ten seconds and more over slow_src */
-    q = (evo_compile_req){.source = slow_src, .program_name = "slow.cu", .arch = "sm_80", .timeout_s = 60,
-                          .limits = {.cpu_s = 1}};
+    q = (evo_compile_req){
+        .source = slow_src, .program_name = "slow.cu", .arch = "sm_80", .timeout_s = 60, .limits = {.cpu_s = 1}};
     t0 = evo_now();
     CHECK_EQ_INT(evo_compile(&o, &q, &r, &e), EVO_OK);
     CHECK_EQ_INT(r.outcome, EVO_COMPILE_LIMIT);
@@ -859,7 +858,10 @@ static void test_limits(void)
     evo_str big = {0};
     evo_str_append(&big, "extern \"C\" __global__ void k(float *o) { o[0] = 1; }\n");
     for (int i = 0; i < 30000; i++) evo_str_appendf(&big, "#warning a line to make the log large, number %d\n", i);
-    q = (evo_compile_req){.source = evo_str_cstr(&big), .program_name = "loud.cu", .arch = "sm_80", .timeout_s = 60,
+    q = (evo_compile_req){.source = evo_str_cstr(&big),
+                          .program_name = "loud.cu",
+                          .arch = "sm_80",
+                          .timeout_s = 60,
                           .limits = {.output_mb = 1}};
     CHECK_EQ_INT(evo_compile(&o, &q, &r, &e), EVO_OK);
     CHECK_EQ_INT(r.outcome, EVO_COMPILE_LIMIT);
@@ -872,7 +874,10 @@ static void test_limits(void)
     evo_str_free(&big);
 
     /* every limit is the compile process's own: read from /proc while it compiles */
-    q = (evo_compile_req){.source = slow_src, .program_name = "slow.cu", .arch = "sm_80", .timeout_s = 4,
+    q = (evo_compile_req){.source = slow_src,
+                          .program_name = "slow.cu",
+                          .arch = "sm_80",
+                          .timeout_s = 4,
                           .limits = {.cpu_s = 7, .output_mb = 3, .open_files = 40}};
     volatile sig_atomic_t stop = 0;
     evo_compile_opts stoppable = {.cache_dir = cache, .interrupt = &stop};
@@ -880,7 +885,8 @@ static void test_limits(void)
     pthread_t th;
     CHECK_EQ_INT(pthread_create(&th, NULL, compile_in_thread, &lp), 0);
     char limits[8192] = "";
-    for (double end = evo_now() + 3; !limits[0] && evo_now() < end; usleep(20000)) read_child_limits(limits, sizeof limits);
+    for (double end = evo_now() + 3; !limits[0] && evo_now() < end; usleep(20000))
+        read_child_limits(limits, sizeof limits);
     stop = 1; /* seen, no need to wait for the compile */
     pthread_join(th, NULL);
     CHECK_EQ_INT(lp.s, EVO_E_INTERRUPTED);
@@ -924,13 +930,18 @@ static void test_sandbox(void)
     evo_str_appendf(&src[0], "#include \"%s\"\n", secret);
     evo_str_append(&src[1], "#include \"/proc/self/environ\"\n");
     evo_str_append(&src[2], "#include \"inside.h\"\n"); /* a link in the kernel's own folder */
-    evo_str_appendf(&src[3], "#define STR(x) #x\n#define XSTR(x) STR(x)\n#define DIR %s\n#include XSTR(DIR/secret.txt)\n",
+    evo_str_appendf(&src[3],
+                    "#define STR(x) #x\n#define XSTR(x) STR(x)\n#define DIR %s\n#include XSTR(DIR/secret.txt)\n",
                     secret_dir);
     const char *names[] = {secret, "/proc/self/environ", "inside.h", secret};
     const char *const read_dirs[] = {kdir};
     for (int i = 0; i < 4; i++) {
-        evo_compile_req q = {.source = evo_str_cstr(&src[i]), .program_name = "hostile.cu", .arch = "sm_80",
-                             .timeout_s = 60, .read_dirs = read_dirs, .n_read_dirs = 1};
+        evo_compile_req q = {.source = evo_str_cstr(&src[i]),
+                             .program_name = "hostile.cu",
+                             .arch = "sm_80",
+                             .timeout_s = 60,
+                             .read_dirs = read_dirs,
+                             .n_read_dirs = 1};
         CHECK_EQ_INT(evo_compile(&o, &q, &r, &e), EVO_OK);
         CHECK_EQ_INT(r.outcome, EVO_COMPILE_ERROR);
         char want[600];
@@ -951,8 +962,13 @@ static void test_sandbox(void)
     CHECK_EQ_INT(evo_write_file_atomic(helper, "#define TWO 2\n", 14, NULL), EVO_OK);
     static const char *const expr[] = {"k"};
     evo_compile_req q = {.source = "#include \"helper.h\"\nextern \"C\" __global__ void k(int *o) { o[0] = TWO; }\n",
-                         .program_name = "fine.cu", .name_exprs = expr, .n_name_exprs = 1, .arch = "sm_80",
-                         .timeout_s = 60, .read_dirs = read_dirs, .n_read_dirs = 1};
+                         .program_name = "fine.cu",
+                         .name_exprs = expr,
+                         .n_name_exprs = 1,
+                         .arch = "sm_80",
+                         .timeout_s = 60,
+                         .read_dirs = read_dirs,
+                         .n_read_dirs = 1};
     CHECK_EQ_INT(evo_compile(&o, &q, &r, &e), EVO_OK);
     CHECK_EQ_INT(r.outcome, EVO_COMPILE_OK);
     evo_compile_result_free(&r);
@@ -960,8 +976,8 @@ static void test_sandbox(void)
     /* without Landlock (EVO_NO_LANDLOCK=1 stands for such a kernel): "auto" compiles unconfined, and the secret
      * is quoted, which is what the sandbox is for; "required" refuses to compile at all */
     setenv("EVO_NO_LANDLOCK", "1", 1);
-    evo_compile_req open_q = {.source = evo_str_cstr(&src[0]), .program_name = "hostile.cu", .arch = "sm_80",
-                              .timeout_s = 60};
+    evo_compile_req open_q = {
+        .source = evo_str_cstr(&src[0]), .program_name = "hostile.cu", .arch = "sm_80", .timeout_s = 60};
     CHECK_EQ_INT(evo_compile(&o, &open_q, &r, &e), EVO_OK);
     CHECK_EQ_INT(r.outcome, EVO_COMPILE_ERROR);
     CHECK_CONTAINS(r.log, "SECRET_7b1d_TOKEN");

@@ -1364,17 +1364,33 @@ static void test_candidate_refs(void)
         snprintf(genome, sizeof genome, "X=%d", i);
         key_of(genome, ARCH, key);
         if (strncmp(key, "1234", 4) == 0) key[0] = 'f';
-        evo_candidate_rec c = {.key = key, .task = TASK, .arch = ARCH, .genome = genome, .template_hash = "t",
-                               .options = "", .nvrtc_version = "13.0", .registers = -1, .smem_bytes = -1,
-                               .spill_bytes = -1, .stack_bytes = -1};
+        evo_candidate_rec c = {.key = key,
+                               .task = TASK,
+                               .arch = ARCH,
+                               .genome = genome,
+                               .template_hash = "t",
+                               .options = "",
+                               .nvrtc_version = "13.0",
+                               .registers = -1,
+                               .smem_bytes = -1,
+                               .spill_bytes = -1,
+                               .stack_bytes = -1};
         CHECK_EQ_INT(evo_store_put_candidate(st, &c, &err), EVO_OK);
         CHECK_EQ_INT(c.id, i);
     }
     memset(key, 'b', 64);
     memcpy(key, "1234", 4); /* candidate 1241: key 1234bbbb... */
-    evo_candidate_rec k = {.key = key, .task = TASK, .arch = ARCH, .genome = "X=0", .template_hash = "t",
-                           .options = "", .nvrtc_version = "13.0", .registers = -1, .smem_bytes = -1,
-                           .spill_bytes = -1, .stack_bytes = -1};
+    evo_candidate_rec k = {.key = key,
+                           .task = TASK,
+                           .arch = ARCH,
+                           .genome = "X=0",
+                           .template_hash = "t",
+                           .options = "",
+                           .nvrtc_version = "13.0",
+                           .registers = -1,
+                           .smem_bytes = -1,
+                           .spill_bytes = -1,
+                           .stack_bytes = -1};
     CHECK_EQ_INT(evo_store_put_candidate(st, &k, &err), EVO_OK);
     CHECK_EQ_INT(k.id, 1241);
     CHECK_EQ_INT(evo_store_commit(st, &err), EVO_OK);
@@ -1384,8 +1400,10 @@ static void test_candidate_refs(void)
     CHECK_EQ_INT(evo_store_find_candidate(st, "1234", EVO_CAND_ID_OR_KEY, &c, &taken, &err), EVO_E_USAGE);
     char want[300];
     key_of("X=1234", ARCH, key);
-    snprintf(want, sizeof want, "'1234' names two candidates: candidate 1234 by its row id (key %.8s) and candidate 1241 "
-             "by its key prefix (key 1234bbbb); give --row 1234 or --key 1234", key);
+    snprintf(want, sizeof want,
+             "'1234' names two candidates: candidate 1234 by its row id (key %.8s) and candidate 1241 "
+             "by its key prefix (key 1234bbbb); give --row 1234 or --key 1234",
+             key);
     CHECK_STR(err.msg, want);
     CHECK_EQ_INT(evo_store_get_candidate(st, "1234", &c, &err), EVO_E_USAGE); /* the old entry point too */
     CHECK_EQ_INT(evo_store_find_candidate(st, "1234", EVO_CAND_ROW, &c, &taken, &err), EVO_OK);
@@ -1426,8 +1444,8 @@ static void test_leases(void)
     snprintf(p, sizeof p, "%s/leases.db", tmpdir);
     evo_store *st = open_ok(p, EVO_STORE_READWRITE);
     evo_err err = {{0}};
-    evo_run_rec run = {.task = TASK, .arch = ARCH, .shape_set = "s", .strategy = "ga", .seed = 1, .generations = 2,
-                       .population = 4};
+    evo_run_rec run = {
+        .task = TASK, .arch = ARCH, .shape_set = "s", .strategy = "ga", .seed = 1, .generations = 2, .population = 4};
     CHECK_EQ_INT(evo_store_begin_run(st, &run, &err), EVO_OK);
     evo_lease_holder a = {.host = "alpha", .boot_id = "boot-a", .pid = 1, .pid_start = 1, .token = "aaaa"};
     evo_lease_holder b = {.host = "beta", .boot_id = "boot-b", .pid = 2, .pid_start = 2, .token = "bbbb"};

@@ -43,8 +43,10 @@ int evo_task_headers(const evo_task *t, evo_compile_header *out, int max)
 
 evo_compile_limits evo_config_compile_limits(const evo_config *cfg)
 {
-    return (evo_compile_limits){.memory_mb = cfg->compile.max_memory_mb, .cpu_s = cfg->compile.max_cpu_s,
-                                .output_mb = cfg->compile.max_output_mb, .open_files = cfg->compile.max_open_files,
+    return (evo_compile_limits){.memory_mb = cfg->compile.max_memory_mb,
+                                .cpu_s = cfg->compile.max_cpu_s,
+                                .output_mb = cfg->compile.max_output_mb,
+                                .open_files = cfg->compile.max_open_files,
                                 .sandbox = (evo_sandbox_mode)cfg->compile.sandbox};
 }
 
@@ -135,8 +137,9 @@ evo_status evo_candidates_prepare(const evo_build_opts *o, evo_candidate *c, int
 static void judge_compiled(const evo_build_opts *o, evo_candidate *ci)
 {
     const evo_compile_result *r = &ci->cr;
-    if (r->outcome == EVO_COMPILE_TIMEOUT || r->outcome == EVO_COMPILE_LIMIT || (r->outcome != EVO_COMPILE_OK && r->why[0])) {
-        snprintf(ci->why, sizeof ci->why, "does not compile: %s", r->why);
+    if (r->outcome == EVO_COMPILE_TIMEOUT || r->outcome == EVO_COMPILE_LIMIT ||
+        (r->outcome != EVO_COMPILE_OK && r->why[0])) {
+        snprintf(ci->why, sizeof ci->why, "does not compile: %.400s", r->why);
         ci->verdict = EVO_V_COMPILE_FAIL;
         return;
     }

@@ -265,8 +265,10 @@ static char *parent_of(const char *path)
         evo_str_free(&s);
         return evo_strdup(".");
     }
-    if (slash == p) slash[1] = '\0';
-    else *slash = '\0';
+    if (slash == p)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
     return evo_str_take(&s);
 }
 
@@ -277,14 +279,19 @@ evo_status evo_compile_cache_dir(char **dir, evo_err *err)
     const char *v, *var;
     char *must = NULL; /* a folder that must exist already */
     evo_str s = {0};
-    if ((v = getenv(var = "EVO_CACHE")) && *v) evo_str_append(&s, v), must = parent_of(v);
-    else if ((v = getenv(var = "XDG_CACHE_HOME")) && *v) evo_str_appendf(&s, "%s/evo", v), must = parent_of(v);
-    else if ((v = getenv(var = "HOME")) && *v) evo_str_appendf(&s, "%s/.cache/evo", v), must = evo_strdup(v);
+    if ((v = getenv(var = "EVO_CACHE")) && *v)
+        evo_str_append(&s, v), must = parent_of(v);
+    else if ((v = getenv(var = "XDG_CACHE_HOME")) && *v)
+        evo_str_appendf(&s, "%s/evo", v), must = parent_of(v);
+    else if ((v = getenv(var = "HOME")) && *v)
+        evo_str_appendf(&s, "%s/.cache/evo", v), must = evo_strdup(v);
     else return evo_fail(err, EVO_E_CONFIG, "no compile cache directory: set EVO_CACHE (or HOME)");
     const bool ok = is_dir(must);
     if (!ok)
-        evo_fail(err, EVO_E_CONFIG, "compile cache %s: %s=%s, but %s is not a folder; evo does not create it (set "
-                 "EVO_CACHE to a folder whose parent exists)", evo_str_cstr(&s), var, v, must);
+        evo_fail(err, EVO_E_CONFIG,
+                 "compile cache %s: %s=%s, but %s is not a folder; evo does not create it (set "
+                 "EVO_CACHE to a folder whose parent exists)",
+                 evo_str_cstr(&s), var, v, must);
     free(must);
     if (!ok) {
         evo_str_free(&s);
@@ -630,10 +637,13 @@ static bool explain_unopened(const evo_compile_req *req, const prep *p, char **l
             if (fd >= 0) close(fd);
             if (fd >= 0 || e == EMFILE) {
                 const int files = req->limits.open_files > 0 ? req->limits.open_files : EVO_COMPILE_DEFAULT_OPEN_FILES;
-                snprintf(line, sizeof line, "open files limit: \"%.300s\" could not be opened within the compile "
-                         "process's limit of %d open files (compile.max_open_files)", nm, files);
+                snprintf(line, sizeof line,
+                         "open files limit: \"%.300s\" could not be opened within the compile "
+                         "process's limit of %d open files (compile.max_open_files)",
+                         nm, files);
             } else if (e == EACCES && !under_allowed(cand, req)) {
-                snprintf(line, sizeof line, "access denied: \"%.300s\" is outside what the compiler may read: the "
+                snprintf(line, sizeof line,
+                         "access denied: \"%.300s\" is outside what the compiler may read: the "
                          "kernel's folder, evo's headers, the CUDA Toolkit's headers (a link counts where it points)",
                          nm);
             } else {
@@ -817,11 +827,16 @@ static void child_main(const evo_compile_req *req, const prep *p, int fd, pid_t 
     char limit[sizeof e.msg + 64];
     const double out_mb = req->limits.output_mb > 0 ? req->limits.output_mb : EVO_COMPILE_DEFAULT_OUTPUT_MB;
     if (s != EVO_OK && g_output_limit_hit) { /* past RLIMIT_FSIZE: the candidate's output, not a broken cache */
-        snprintf(limit, sizeof limit, "%soutput limit: the compile process wrote more than %.0f MiB to one file "
-                 "(compile.max_output_mb)", CHILD_LIMIT, out_mb);
+        snprintf(limit, sizeof limit,
+                 "%soutput limit: the compile process wrote more than %.0f MiB to one file "
+                 "(compile.max_output_mb)",
+                 CHILD_LIMIT, out_mb);
         s = EVO_OK;
     }
-    const char *msg = g_output_limit_hit ? limit : s == EVO_OK ? CHILD_DONE : e.msg[0] ? e.msg : "compile process failed";
+    const char *msg = g_output_limit_hit ? limit
+                      : s == EVO_OK      ? CHILD_DONE
+                      : e.msg[0]         ? e.msg
+                                         : "compile process failed";
     (void)evo_write_all(fd, msg, strlen(msg));
     /* _exit, not exit: atexit handlers and unflushed stdio belong to the parent. */
     _exit((int)s);
@@ -834,8 +849,8 @@ typedef struct {
     int fd;     /* read end of the child's message pipe; -1 after EOF */
     int index;  /* request */
     double start, deadline;
-    double memory_mb;  /* its resident-memory limit (the parent kills it past that) */
-    int64_t peak_rss;  /* the largest resident set seen, bytes */
+    double memory_mb; /* its resident-memory limit (the parent kills it past that) */
+    int64_t peak_rss; /* the largest resident set seen, bytes */
     char msg[sizeof(((evo_err *)0)->msg)];
     size_t msg_len;
 } child_slot;
@@ -968,13 +983,14 @@ static evo_status child_finish(const evo_compile_req *req, const prep *p, child_
         snprintf(r->why, sizeof r->why, "%s", c->msg + strlen(CHILD_LIMIT));
         log_line(r, "evo: %s\n", r->why);
         memcpy(r->key, p->key, sizeof r->key);
-    } else if (WIFSIGNALED(ws) &&
-               (WTERMSIG(ws) == SIGXCPU || (WTERMSIG(ws) == SIGKILL && cpu_used >= cpu_limit))) {
+    } else if (WIFSIGNALED(ws) && (WTERMSIG(ws) == SIGXCPU || (WTERMSIG(ws) == SIGKILL && cpu_used >= cpu_limit))) {
         memset(r, 0, sizeof *r);
         r->outcome = EVO_COMPILE_LIMIT;
         r->program_spill_bytes = -1;
-        snprintf(r->why, sizeof r->why, "CPU time limit: the compile process used %.1f s of CPU, its limit is %.0f s "
-                 "(compile.max_cpu_s)", cpu_used, cpu_limit);
+        snprintf(r->why, sizeof r->why,
+                 "CPU time limit: the compile process used %.1f s of CPU, its limit is %.0f s "
+                 "(compile.max_cpu_s)",
+                 cpu_used, cpu_limit);
         log_line(r, "evo: %s\n", r->why);
         memcpy(r->key, p->key, sizeof r->key);
     } else if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && done) {
@@ -1013,8 +1029,10 @@ static void memory_result(const prep *p, const child_slot *c, evo_compile_result
     r->seconds = evo_now() - c->start;
     r->peak_rss = c->peak_rss;
     memcpy(r->key, p->key, sizeof r->key);
-    snprintf(r->why, sizeof r->why, "memory limit: the compile process grew to %.0f MiB, past its limit of %.0f MiB "
-             "(compile.max_memory_mb)", (double)c->peak_rss / (1024.0 * 1024.0), c->memory_mb);
+    snprintf(r->why, sizeof r->why,
+             "memory limit: the compile process grew to %.0f MiB, past its limit of %.0f MiB "
+             "(compile.max_memory_mb)",
+             (double)c->peak_rss / (1024.0 * 1024.0), c->memory_mb);
     log_line(r, "evo: %s\n", r->why);
 }
 
@@ -1025,8 +1043,10 @@ static void timeout_result(const evo_compile_req *req, const prep *p, const chil
     r->program_spill_bytes = -1;
     r->seconds = evo_now() - c->start;
     memcpy(r->key, p->key, sizeof r->key);
-    snprintf(r->why, sizeof r->why, "timeout: the compile process was killed at its time limit of %.3g s "
-             "(compile.timeout_s)", req->timeout_s);
+    snprintf(r->why, sizeof r->why,
+             "timeout: the compile process was killed at its time limit of %.3g s "
+             "(compile.timeout_s)",
+             req->timeout_s);
     log_line(r, "evo: %s\n", r->why);
 }
 
@@ -1035,8 +1055,10 @@ static void timeout_result(const evo_compile_req *req, const prep *p, const chil
 static char g_unconfined_why[256];
 static void warn_once(void)
 {
-    fprintf(stderr, "evo: warning: kernels are compiled without file confinement: %s; the compiler can read any file "
-                    "evo can (compile.sandbox: required refuses to compile instead)\n", g_unconfined_why);
+    fprintf(stderr,
+            "evo: warning: kernels are compiled without file confinement: %s; the compiler can read any file "
+            "evo can (compile.sandbox: required refuses to compile instead)\n",
+            g_unconfined_why);
 }
 
 static void warn_unconfined(const evo_compile_req *reqs, int n)

@@ -171,8 +171,9 @@ evo_status evo_compile_key(const evo_compile_req *req, char key[65], evo_err *er
 evo_status evo_compile_cache_dir(char **dir, evo_err *err);
 /* Whether NVRTC takes these extra options (as a config's compile.extra_options gives them), beside the ones every
  * compile gets: a trivial program is compiled with them for arch in a child process, like a candidate (confined the
- * same way, default limits), within timeout_s (<= 0: 60 s). EVO_OK; EVO_E_CONFIG when NVRTC refuses them (why: the first line of its log that names an
- * error); EVO_E_NVRTC or EVO_E_IO when NVRTC or the child itself failed. No cache is read or written. */
+ * same way, default limits), within timeout_s (<= 0: 60 s). EVO_OK; EVO_E_CONFIG when NVRTC refuses them (why:
+ * the first line of its log that names an error); EVO_E_NVRTC or EVO_E_IO when NVRTC or the child itself failed. No
+ * cache is read or written. */
 evo_status evo_compile_check_options(const char *arch, const char *const *options, int n, double timeout_s,
                                      char *why, size_t why_len);
 /* NVRTC's version, "13.0". Static string. */

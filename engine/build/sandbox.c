@@ -29,20 +29,20 @@
 #endif
 
 #define FS_READ (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
-#define FS_FILE_RIGHTS                                                                                            \
-    (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE |                   \
+#define FS_FILE_RIGHTS \
+    (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE | \
      LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
 /* The cache shard: new files written, then renamed over the entry (rename within one folder needs no REFER). */
-#define FS_WRITE_DIR                                                                                              \
-    (LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_REMOVE_FILE |                \
+#define FS_WRITE_DIR \
+    (LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_REMOVE_FILE | \
      LANDLOCK_ACCESS_FS_TRUNCATE)
 
 const char *evo_sandbox_mode_name(evo_sandbox_mode m)
 {
     switch (m) {
-    case EVO_SANDBOX_AUTO: return "auto";
-    case EVO_SANDBOX_REQUIRED: return "required";
-    case EVO_SANDBOX_OFF: return "off";
+        case EVO_SANDBOX_AUTO: return "auto";
+        case EVO_SANDBOX_REQUIRED: return "required";
+        case EVO_SANDBOX_OFF: return "off";
     }
     return "?";
 }
@@ -87,7 +87,9 @@ int evo_sandbox_available(char *why, size_t n)
     const int abi = landlock_abi_raw();
     if (abi == 0 && why && n)
         snprintf(why, n, "this kernel has no Landlock (%s; it needs Linux 5.13 or later with Landlock among its LSMs)",
-                 errno == ENOSYS ? "the system call is missing" : errno == EOPNOTSUPP ? "it is disabled" : strerror(errno));
+                 errno == ENOSYS       ? "the system call is missing"
+                 : errno == EOPNOTSUPP ? "it is disabled"
+                                       : strerror(errno));
     return abi;
 }
 
@@ -203,7 +205,8 @@ evo_status evo_sandbox_enter(const evo_sandbox_paths *paths, const evo_compile_l
     const int files = lim->open_files > 0 ? lim->open_files : EVO_COMPILE_DEFAULT_OPEN_FILES;
     signal(SIGXFSZ, SIG_IGN); /* a write past the output limit fails with EFBIG instead of killing the child */
     if (set_limit(RLIMIT_CPU, cpu + 0.999, why, n, "RLIMIT_CPU") ||
-        set_limit(RLIMIT_FSIZE, out, why, n, "RLIMIT_FSIZE") || set_limit(RLIMIT_NOFILE, files, why, n, "RLIMIT_NOFILE"))
+        set_limit(RLIMIT_FSIZE, out, why, n, "RLIMIT_FSIZE") ||
+        set_limit(RLIMIT_NOFILE, files, why, n, "RLIMIT_NOFILE"))
         return EVO_E_IO;
     if (lim->sandbox == EVO_SANDBOX_OFF) return EVO_OK;
     const int abi = evo_sandbox_available(NULL, 0);

@@ -38,10 +38,10 @@ typedef enum {
 
 /* A compile child's limits; 0 in a field means its default (EVO_COMPILE_DEFAULT_*), never "none". */
 typedef struct {
-    double memory_mb;      /* resident memory; 0: evo_compile_default_memory_mb(jobs)   */
-    double cpu_s;          /* CPU time                                                   */
-    double output_mb;      /* bytes it may write to one file                             */
-    int open_files;        /* file descriptors                                           */
+    double memory_mb; /* resident memory; 0: evo_compile_default_memory_mb(jobs)   */
+    double cpu_s;     /* CPU time                                                   */
+    double output_mb; /* bytes it may write to one file                             */
+    int open_files;   /* file descriptors                                           */
     evo_sandbox_mode sandbox;
 } evo_compile_limits;
 
@@ -56,7 +56,7 @@ double evo_compile_default_memory_mb(int jobs);
 typedef struct {
     const char *const *read; /* folders (or files) it may read, absolute paths */
     int n_read;
-    const char *write_dir;   /* may be NULL */
+    const char *write_dir; /* may be NULL */
 } evo_sandbox_paths;
 
 /* "auto", "required", "off"; and back (false for another word). */

@@ -269,8 +269,7 @@ static evo_status compile_file(const evo_config *cfg, const char *arch, const ch
     if (s != EVO_OK) return evo_failv_prefix(err, EVO_E_USAGE, "check");
     if (strlen(source) != len) { /* the compiler would see only the text before it */
         s = evo_fail(err, EVO_E_CONFIG, "check: %s does not compile: byte %zu is NUL (not a CUDA source file)",
-                     evo_show(file).s,
-                     strlen(source));
+                     evo_show(file).s, strlen(source));
         json_compile_failure(file, NULL, err->msg);
         free(source);
         return s;
@@ -292,9 +291,17 @@ static evo_status compile_file(const evo_config *cfg, const char *arch, const ch
     const char *opts[] = {"-std=c++17", inc};
     const char *const read_dirs[] = {dir};
     const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-    evo_compile_req req = {.source = source, .program_name = base, .headers = hdr, .n_headers = n_hdr,
-                           .arch = arch, .options = opts, .n_options = 2, .timeout_s = cfg->compile.timeout_s,
-                           .limits = evo_config_compile_limits(cfg), .read_dirs = read_dirs, .n_read_dirs = 1};
+    evo_compile_req req = {.source = source,
+                           .program_name = base,
+                           .headers = hdr,
+                           .n_headers = n_hdr,
+                           .arch = arch,
+                           .options = opts,
+                           .n_options = 2,
+                           .timeout_s = cfg->compile.timeout_s,
+                           .limits = evo_config_compile_limits(cfg),
+                           .read_dirs = read_dirs,
+                           .n_read_dirs = 1};
     memset(c, 0, sizeof *c);
     s = evo_compile(NULL, &req, &c->cr, err);
     free(source);
@@ -305,8 +312,8 @@ static evo_status compile_file(const evo_config *cfg, const char *arch, const ch
     if (c->cr.outcome != EVO_COMPILE_OK) {
         char lines[1024];
         log_errors(c->cr.log, lines, sizeof lines);
-        s = evo_fail(err, EVO_E_CONFIG, "check: %s does not compile (%s)%s", evo_show(file).s, evo_compile_result_why(&c->cr),
-                     lines);
+        s = evo_fail(err, EVO_E_CONFIG, "check: %s does not compile (%s)%s", evo_show(file).s,
+                     evo_compile_result_why(&c->cr), lines);
         json_compile_failure(file, &c->cr, err->msg);
         evo_compile_result_free(&c->cr);
         return s;

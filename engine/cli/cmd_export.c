@@ -46,11 +46,16 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
 {
     const evo_cmd *self = evo_cli_find("export");
     static const struct option longopts[] = {
-        {"best", no_argument, NULL, 'B'},          {"id", required_argument, NULL, 'I'},
-        {"row", required_argument, NULL, 'W'},    {"key", required_argument, NULL, 'K'},
-        {"output", required_argument, NULL, 'o'}, {"db", required_argument, NULL, 'D'},
-        {"torch", required_argument, NULL, 'T'},  {"quantizer", required_argument, NULL, 'Q'},
-        {"module", required_argument, NULL, 'M'}, {"accuracy", required_argument, NULL, 'C'},
+        {"best", no_argument, NULL, 'B'},
+        {"id", required_argument, NULL, 'I'},
+        {"row", required_argument, NULL, 'W'},
+        {"key", required_argument, NULL, 'K'},
+        {"output", required_argument, NULL, 'o'},
+        {"db", required_argument, NULL, 'D'},
+        {"torch", required_argument, NULL, 'T'},
+        {"quantizer", required_argument, NULL, 'Q'},
+        {"module", required_argument, NULL, 'M'},
+        {"accuracy", required_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
     *o = (export_opts){.db = EVO_DEFAULT_DB, .module = "evo_fp8"};
@@ -145,16 +150,18 @@ static evo_status find_companion(const evo_task *task, const char *given, const 
         const int r = glob(pattern[k], 0, NULL, &g);
         const size_t found = r == 0 ? g.gl_pathc : 0;
         if (found > 1)
-            s = evo_fail(err, EVO_E_USAGE, "export --torch: %zu files match %s (%s, %s...); choose one with --quantizer",
-                         found, evo_show(pattern[k]).s, evo_show(g.gl_pathv[0]).s, evo_show(g.gl_pathv[1]).s);
+            s = evo_fail(err, EVO_E_USAGE,
+                         "export --torch: %zu files match %s (%s, %s...); choose one with --quantizer", found,
+                         evo_show(pattern[k]).s, evo_show(g.gl_pathv[0]).s, evo_show(g.gl_pathv[1]).s);
         else if (found == 1)
             snprintf(path, n, "%s", g.gl_pathv[0]);
         if (r == 0) globfree(&g);
         if (found) return s;
     }
-    return evo_fail(err, EVO_E_USAGE, "export --torch: no quantizer given and no file matches %s here%s%s; give "
-                    "--quantizer FILE.cu (a file evo export wrote)", evo_show(pattern[0]).s,
-                    n_pat > 1 ? " nor " : "", n_pat > 1 ? evo_show(pattern[1]).s : "");
+    return evo_fail(err, EVO_E_USAGE,
+                    "export --torch: no quantizer given and no file matches %s here%s%s; give "
+                    "--quantizer FILE.cu (a file evo export wrote)",
+                    evo_show(pattern[0]).s, n_pat > 1 ? " nor " : "", n_pat > 1 ? evo_show(pattern[1]).s : "");
 }
 
 static const char *base_name(const char *path)
@@ -182,8 +189,10 @@ static evo_status write_torch(const export_opts *o, const evo_export_src *src, c
     const evo_torch_files f = {.kernel_text = kernel_text, .kernel_name = kname, .kernel_path = kname,
                                .companion_text = comp_text, .companion_name = cname, .companion_path = comp};
     if (strcmp(cname, kname) == 0 || strcmp(cname, pyname) == 0)
-        s = evo_fail(err, EVO_E_USAGE, "export --torch: the quantizer %s would take the name of another file of "
-                                       "the module", evo_show(comp).s);
+        s = evo_fail(err, EVO_E_USAGE,
+                     "export --torch: the quantizer %s would take the name of another file of "
+                     "the module",
+                     evo_show(comp).s);
     if (s == EVO_OK) s = task->torch_module(&f, o->module, &py, err);
     if (s == EVO_OK) s = evo_mkdir_p(o->torch, err);
     const char *names[3] = {kname, cname, pyname};
@@ -194,7 +203,8 @@ static evo_status write_torch(const export_opts *o, const evo_export_src *src, c
         skip[i] = i == 1 && evo_path_same_file(comp, paths[i]); /* the quantizer is already there */
         if (!skip[i]) s = evo_path_check_output("export --torch", paths[i], false, err);
         if (s == EVO_OK) s = evo_path_check_not_input("export --torch", paths[i], "--db", o->db, true, err);
-        if (s == EVO_OK && !skip[i]) s = evo_path_check_not_input("export --torch", paths[i], "--quantizer", comp, false, err);
+        if (s == EVO_OK && !skip[i])
+            s = evo_path_check_not_input("export --torch", paths[i], "--quantizer", comp, false, err);
     }
     for (int i = 0; s == EVO_OK && i < 3; i++)
         if (!skip[i]) s = evo_write_file_atomic(paths[i], texts[i], strlen(texts[i]), err);
@@ -222,7 +232,8 @@ EVO_CMD(export)
      * is the database (or its -wal, -shm, -journal) the export reads; -o - is standard output */
     const bool to_stdout = o.output && evo_path_is_stdio(o.output);
     if (o.output && !to_stdout && (s = evo_path_check_output("export -o", o.output, false, err)) != EVO_OK) return s;
-    if (o.output && !to_stdout && (s = evo_path_check_not_input("export -o", o.output, "--db", o.db, true, err)) != EVO_OK)
+    if (o.output && !to_stdout &&
+        (s = evo_path_check_not_input("export -o", o.output, "--db", o.db, true, err)) != EVO_OK)
         return s;
     if (o.torch && (s = check_torch_dir(o.torch, err)) != EVO_OK) return s;
     evo_store *st;
@@ -263,7 +274,8 @@ EVO_CMD(export)
         FILE *said = to_stdout ? stderr : stdout;
         if (src.note[0]) fprintf(stderr, "evo: note: %s\n", src.note);
         if (out.warning[0]) fprintf(stderr, "evo: warning: %s\n", out.warning);
-        fprintf(said, "%s %s: candidate %lld (%.8s%s%s), accuracy class %s, %.3fx the baseline in run %lld\n"
+        fprintf(said,
+                "%s %s: candidate %lld (%.8s%s%s), accuracy class %s, %.3fx the baseline in run %lld\n"
                 "  genome %s\n",
                 to_stdout ? "exported" : "wrote", to_stdout ? "to standard output" : evo_show(path).s,
                 (long long)src.cand.id, src.cand.key, src.taken ? ", by its " : "", src.taken ? src.taken : "",

@@ -68,7 +68,8 @@ typedef struct {
 static void note_retime(const evo_retime_rec *r, void *ctx)
 {
     retimed_after *x = ctx;
-    if (r->why && !strcmp(r->why, "baseline drift") && x->n < (int)EVO_ARRAY_LEN(x->gen)) x->gen[x->n++] = r->generation;
+    if (r->why && !strcmp(r->why, "baseline drift") && x->n < (int)EVO_ARRAY_LEN(x->gen))
+        x->gen[x->n++] = r->generation;
 }
 
 static bool was_retimed(const retimed_after *x, int gen)
@@ -202,8 +203,10 @@ EVO_CMD(history)
     retimed_after *rt = evo_xcalloc(1, sizeof *rt);
     if (s == EVO_OK) s = evo_store_foreach_retime(st, id, -1, note_retime, rt, err);
     if (s == EVO_OK) {
-        if (o.json) print_json(&run, gens, n, rt);
-        else print_text(evo_show(o.db).s, &run, gens, n, rt);
+        if (o.json)
+            print_json(&run, gens, n, rt);
+        else
+            print_text(evo_show(o.db).s, &run, gens, n, rt);
     }
     free(rt);
     for (int i = 0; i < n; i++) evo_store_gen_free(&gens[i]);

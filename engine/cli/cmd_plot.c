@@ -86,7 +86,8 @@ static evo_status check_outputs(const char *dir, int64_t run, const char *db, ev
 {
     struct stat sb;
     if (evo_path_is_stdio(dir))
-        return evo_fail(err, EVO_E_USAGE, "plot -o -: evo plot writes three files into a folder, not to standard output");
+        return evo_fail(err, EVO_E_USAGE,
+                        "plot -o -: evo plot writes three files into a folder, not to standard output");
     if (lstat(dir, &sb) != 0) return EVO_OK; /* created, with its parents */
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return evo_fail(err, EVO_E_USAGE, "plot -o %s: not a directory (evo plot writes its charts into one)",

@@ -28,10 +28,10 @@ static evo_status parse_opts(int argc, char **argv, profile_opts *o, evo_err *er
 {
     const evo_cmd *self = evo_cli_find("profile");
     static const struct option longopts[] = {
-        {"id", required_argument, NULL, 'I'},  {"db", required_argument, NULL, 'D'},
+        {"id", required_argument, NULL, 'I'},    {"db", required_argument, NULL, 'D'},
         {"shape", required_argument, NULL, 'S'}, {"ncu", required_argument, NULL, 'N'},
-        {"cu", required_argument, NULL, 'C'},  {"row", required_argument, NULL, 'W'},
-        {"key", required_argument, NULL, 'K'}, {NULL, 0, NULL, 0},
+        {"cu", required_argument, NULL, 'C'},    {"row", required_argument, NULL, 'W'},
+        {"key", required_argument, NULL, 'K'},   {NULL, 0, NULL, 0},
     };
     *o = (profile_opts){.db = EVO_DEFAULT_DB};
     optind = 0;
@@ -39,19 +39,19 @@ static evo_status parse_opts(int argc, char **argv, profile_opts *o, evo_err *er
     int c;
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
-        case 'I':
-        case 'W':
-        case 'K':
-            if (o->id) return evo_cli_usage_error(self, err, "name one candidate: --id, --row or --key, once");
-            o->id = optarg;
-            o->how = c == 'I' ? EVO_CAND_ID_OR_KEY : c == 'W' ? EVO_CAND_ROW : EVO_CAND_KEY;
-            break;
-        case 'D': o->db = optarg; break;
-        case 'S': o->shape = optarg; break;
-        case 'N': o->ncu = optarg; break;
-        case 'C': o->cu = optarg; break;
-        case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
-        default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
+            case 'I':
+            case 'W':
+            case 'K':
+                if (o->id) return evo_cli_usage_error(self, err, "name one candidate: --id, --row or --key, once");
+                o->id = optarg;
+                o->how = c == 'I' ? EVO_CAND_ID_OR_KEY : c == 'W' ? EVO_CAND_ROW : EVO_CAND_KEY;
+                break;
+            case 'D': o->db = optarg; break;
+            case 'S': o->shape = optarg; break;
+            case 'N': o->ncu = optarg; break;
+            case 'C': o->cu = optarg; break;
+            case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
+            default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);

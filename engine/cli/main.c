@@ -189,8 +189,7 @@ static const evo_cmd commands[] = {
      "space, compile, check and insights read when no --config is given; without that file they use the built-in\n"
      "one), or to standard output for -. Never replaces a file: an existing PATH is refused. No GPU needed.\n",
      0},
-    {"help", cmd_help, "show help for a command",
-     "usage: evo help [COMMAND]\n", 0},
+    {"help", cmd_help, "show help for a command", "usage: evo help [COMMAND]\n", 0},
     {"worker", cmd_worker, "internal: the GPU worker process",
      "usage: evo worker --gpu N [--config F] [--log FILE] [--fake MODE]   (internal)\n"
      "\n"
@@ -290,8 +289,10 @@ int main(int argc, char **argv)
     if (s != EVO_OK) {
         /* a message may quote a name or a compiler's output: nothing in it may steer the terminal */
         fputs("evo: ", stderr);
-        if (err.msg[0]) evo_fputs_text(err.msg, stderr);
-        else fprintf(stderr, "%s: %s", c->name, evo_status_name(s));
+        if (err.msg[0])
+            evo_fputs_text(err.msg, stderr);
+        else
+            fprintf(stderr, "%s: %s", c->name, evo_status_name(s));
         fputc('\n', stderr);
     }
     return evo_exit_code(s);

@@ -1002,9 +1002,8 @@ static evo_status check_options(loader *L, const yaml_node_t *v, const char *pat
 
 static evo_status load_compile(loader *L, const yaml_node_t *root)
 {
-    static const char *const keys[] = {"timeout_s",     "max_registers", "allow_spills",   "extra_options",
-                                       "max_memory_mb", "max_cpu_s",     "max_output_mb", "max_open_files",
-                                       "sandbox",       NULL};
+    static const char *const keys[] = {"timeout_s", "max_registers", "allow_spills",   "extra_options", "max_memory_mb",
+                                       "max_cpu_s", "max_output_mb", "max_open_files", "sandbox",       NULL};
     static const char *const sandbox_modes[] = {"auto", "required", "off", NULL}; /* evo_sandbox_mode's order */
     char p[PATH_MAX_LEN];
     const char *path = "compile";
@@ -1028,7 +1027,8 @@ static evo_status load_compile(loader *L, const yaml_node_t *root)
     TRY(opt_i32(L, m, path, "max_output_mb", 1, 65536, &mb));
     L->c->compile.max_output_mb = mb;
     TRY(opt_i32(L, m, path, "max_open_files", 32, 65536, &L->c->compile.max_open_files));
-    if ((v = get(L, m, "sandbox"))) TRY(as_name(L, v, "compile.sandbox", sandbox_modes, "sandbox mode", &L->c->compile.sandbox));
+    if ((v = get(L, m, "sandbox")))
+        TRY(as_name(L, v, "compile.sandbox", sandbox_modes, "sandbox mode", &L->c->compile.sandbox));
     if ((v = get(L, m, "extra_options"))) {
         const char *s;
         sub(p, path, "extra_options");

@@ -143,7 +143,7 @@ typedef struct evo_config {
         double max_memory_mb; /* resident memory; 0: half the machine's memory over the parallel compiles */
         double max_cpu_s, max_output_mb;
         int max_open_files;
-        int sandbox;          /* evo_sandbox_mode: 0 auto, 1 required, 2 off */
+        int sandbox; /* evo_sandbox_mode: 0 auto, 1 required, 2 off */
     } compile;
 } evo_config;
 

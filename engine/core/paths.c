@@ -41,8 +41,10 @@ evo_status evo_path_check_output(const char *what, const char *path, bool follow
     const char *sep = what && *what ? " " : "";
     if (!what) what = "";
     if (evo_path_is_stdio(path))
-        return evo_fail(err, EVO_E_USAGE, "%s%s-: '-' is not a file name here (standard output is taken only by export "
-                        "-o - and init -)", what, sep);
+        return evo_fail(err, EVO_E_USAGE,
+                        "%s%s-: '-' is not a file name here (standard output is taken only by export "
+                        "-o - and init -)",
+                        what, sep);
     struct stat st;
     if (lstat(path, &st) == 0) {
         if (S_ISREG(st.st_mode)) return EVO_OK;
@@ -147,8 +149,10 @@ evo_status evo_read_file_max(const char *path, size_t max, char **data, size_t *
         return evo_fail(err, errno == ENOENT ? EVO_E_NOTFOUND : EVO_E_IO, "%s: %s", evo_show(path).s, strerror(errno));
     struct stat st;
     evo_status s = EVO_OK;
-    if (fstat(fd, &st) != 0) s = evo_fail(err, EVO_E_IO, "%s: %s", evo_show(path).s, strerror(errno));
-    else if (S_ISDIR(st.st_mode)) s = evo_fail(err, EVO_E_IO, "%s: read failed: %s", evo_show(path).s, strerror(EISDIR));
+    if (fstat(fd, &st) != 0)
+        s = evo_fail(err, EVO_E_IO, "%s: %s", evo_show(path).s, strerror(errno));
+    else if (S_ISDIR(st.st_mode))
+        s = evo_fail(err, EVO_E_IO, "%s: read failed: %s", evo_show(path).s, strerror(EISDIR));
     else if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > max)
         s = evo_fail(err, EVO_E_USAGE, "%s: %lld bytes; evo reads at most %zu", evo_show(path).s, (long long)st.st_size,
                      max);
@@ -161,7 +165,8 @@ evo_status evo_read_file_max(const char *path, size_t max, char **data, size_t *
         if (n <= 0) break;
         evo_str_appendn(&buf, chunk, (size_t)n);
         if (buf.len > max) /* a pipe, a device, or a file that grew while being read */
-            s = evo_fail(err, EVO_E_USAGE, "%s: more than %zu bytes; evo reads at most %zu", evo_show(path).s, max, max);
+            s = evo_fail(err, EVO_E_USAGE, "%s: more than %zu bytes; evo reads at most %zu", evo_show(path).s, max,
+                         max);
     }
     close(fd);
     if (s != EVO_OK) {

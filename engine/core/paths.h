@@ -4,8 +4,9 @@
  * Output rule (every file evo writes where the user names it: export -o, plot -o, init, a new --db): the path is
  * a regular file, replaced atomically (evo_write_file_atomic: it keeps the replaced file's mode; hard links to the
  * old file keep the old text), or a name that does not exist yet in an existing directory; never a file the same
- * command reads (evo_path_check_not_input), never "-" (which names standard output where a command says so). A symbolic link, directory, FIFO, device or socket is refused with EVO_E_USAGE and left alone; so is
- * a name whose directory does not exist. A directory evo may not write is EVO_E_IO, naming the directory and the
+ * command reads (evo_path_check_not_input), never "-" (which names standard output where a command says so). A
+ * symbolic link, directory, FIFO, device or socket is refused with EVO_E_USAGE and left alone; so is a name whose
+ * directory does not exist. A directory evo may not write is EVO_E_IO, naming the directory and the
  * reason. Checks are made before anything is created, so a refused command leaves nothing behind.
  *
  * Nothing here keeps state; everything is thread-safe.

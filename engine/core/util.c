@@ -212,7 +212,8 @@ evo_status evo_mkdir_p(const char *path, evo_err *err)
             char c = *q;
             *q = '\0';
             if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-                evo_status s = evo_fail(err, EVO_E_IO, "cannot create directory %s: %s", evo_show(p).s, strerror(errno));
+                evo_status s =
+                    evo_fail(err, EVO_E_IO, "cannot create directory %s: %s", evo_show(p).s, strerror(errno));
                 free(p);
                 return s;
             }
@@ -239,7 +240,11 @@ evo_status evo_remove_tree(const char *path)
 /* Length of the UTF-8 sequence at p (n bytes left), 0 when it is not one; *cp gets its code point. */
 static size_t utf8_seq(const unsigned char *p, size_t n, unsigned *cp)
 {
-    size_t len = p[0] < 0x80 ? 1 : (p[0] & 0xE0) == 0xC0 ? 2 : (p[0] & 0xF0) == 0xE0 ? 3 : (p[0] & 0xF8) == 0xF0 ? 4 : 0;
+    size_t len = p[0] < 0x80             ? 1
+                 : (p[0] & 0xE0) == 0xC0 ? 2
+                 : (p[0] & 0xF0) == 0xE0 ? 3
+                 : (p[0] & 0xF8) == 0xF0 ? 4
+                                         : 0;
     if (len == 0 || len > n) return 0;
     unsigned c = len == 1 ? p[0] : p[0] & (0x7F >> len);
     for (size_t i = 1; i < len; i++) {
@@ -264,11 +269,16 @@ void evo_escape_append(evo_str *out, const char *s, size_t n, bool keep_lines)
             continue;
         }
         if (c < 0x20 || c == 0x7F || (c >= 0x80 && c <= 0x9F)) {
-            if (keep_lines && (c == '\n' || c == '\t')) evo_str_appendn(out, (const char *)p + i, 1);
-            else if (c == '\n') evo_str_append(out, "\\n");
-            else if (c == '\t') evo_str_append(out, "\\t");
-            else if (c == '\r') evo_str_append(out, "\\r");
-            else evo_str_appendf(out, "\\u%04x", c);
+            if (keep_lines && (c == '\n' || c == '\t'))
+                evo_str_appendn(out, (const char *)p + i, 1);
+            else if (c == '\n')
+                evo_str_append(out, "\\n");
+            else if (c == '\t')
+                evo_str_append(out, "\\t");
+            else if (c == '\r')
+                evo_str_append(out, "\\r");
+            else
+                evo_str_appendf(out, "\\u%04x", c);
         } else {
             evo_str_appendn(out, (const char *)p + i, len);
         }

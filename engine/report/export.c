@@ -174,8 +174,8 @@ evo_status evo_export_pick(evo_store *st, const char *id, evo_cand_ref how, cons
                            evo_err *err)
 {
     memset(out, 0, sizeof *out);
-    evo_status s = id ? pick_by_id(st, id, how, out, err)
-                      : pick_best(st, accuracy ? accuracy : EVO_ACCURACY_EXACT, out, err);
+    evo_status s =
+        id ? pick_by_id(st, id, how, out, err) : pick_best(st, accuracy ? accuracy : EVO_ACCURACY_EXACT, out, err);
     if (s != EVO_OK) evo_export_src_free(out);
     return s;
 }

@@ -409,7 +409,9 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
                           .wall_s = evo_now() - t_gen,
                           .compile_s = gen_compile_s,
                           .baseline_noise = noise,
-                          .best_genome = best_e >= 0 ? carried_best : best_i >= 0 ? c[best_i].genome_text : NULL};
+                          .best_genome = best_e >= 0   ? carried_best
+                                         : best_i >= 0 ? c[best_i].genome_text
+                                                       : NULL};
         memcpy(gr.counts, L->counts, sizeof gr.counts);
         for (int i = 0; i < n; i++) gr.check_s += reused[i] ? 0 : res[i].check_s, gr.time_s += reused[i] ? 0 : res[i].time_s;
         if (s == EVO_OK && !(g_interrupted && L->done < L->total)) {
@@ -577,11 +579,15 @@ static evo_status take_lease(loop *L, evo_err *err)
         struct tm tm;
         gmtime_r(&t, &tm);
         strftime(until, sizeof until, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        fprintf(stderr, "evo: note: run %lld's lease, held by host %s pid %lld, expired at %s: this process takes the "
-                        "run over\n", (long long)L->run.id, prev.holder.host, (long long)prev.holder.pid, until);
+        fprintf(stderr,
+                "evo: note: run %lld's lease, held by host %s pid %lld, expired at %s: this process takes the "
+                "run over\n",
+                (long long)L->run.id, prev.holder.host, (long long)prev.holder.pid, until);
     } else if (!strcmp(took, "holder gone")) {
-        fprintf(stderr, "evo: note: run %lld was held by pid %lld of this host, which has ended: this process takes the "
-                        "run over\n", (long long)L->run.id, (long long)prev.holder.pid);
+        fprintf(stderr,
+                "evo: note: run %lld was held by pid %lld of this host, which has ended: this process takes the "
+                "run over\n",
+                (long long)L->run.id, (long long)prev.holder.pid);
     }
     return EVO_OK;
 }

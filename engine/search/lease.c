@@ -25,8 +25,8 @@ struct evo_lease {
     bool running;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool stop;        /* under mu */
-    atomic_int lost;  /* set by the heartbeat; why holds its message */
+    bool stop;       /* under mu */
+    atomic_int lost; /* set by the heartbeat; why holds its message */
     char why[1024];
 };
 

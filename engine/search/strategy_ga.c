@@ -334,8 +334,8 @@ static int ga_elites(void *state, evo_observation *out, int max)
     int n = 0;
     for (; n < s->elites.n && n < max; n++) {
         const member *m = &s->elites.m[n];
-        out[n] = (evo_observation){.genome = m->g, .verdict = m->v, .fitness = m->fitness, .fitness_lo = m->lo,
-                                   .fitness_hi = m->hi};
+        out[n] = (evo_observation){
+            .genome = m->g, .verdict = m->v, .fitness = m->fitness, .fitness_lo = m->lo, .fitness_hi = m->hi};
     }
     return n;
 }

@@ -567,8 +567,10 @@ evo_status evo_store_commit(evo_store *st, evo_err *err)
     st->in_group = false;
     if (st->fail_at > 0 && ++st->groups == st->fail_at) {
         exec_quiet(st, "ROLLBACK");
-        return evo_fail(err, EVO_E_DB, "%s: disk full (EVO_STORE_FAIL_AT=%d: write %d made to fail); the failed write "
-                        "was rolled back", st->path, st->fail_at, st->fail_at);
+        return evo_fail(err, EVO_E_DB,
+                        "%s: disk full (EVO_STORE_FAIL_AT=%d: write %d made to fail); the failed write "
+                        "was rolled back",
+                        st->path, st->fail_at, st->fail_at);
     }
     if (st->group_failed) {
         exec_quiet(st, "ROLLBACK");
@@ -966,8 +968,10 @@ static evo_status check_path_length(const char *path, evo_err *err)
     if (!realpath(path, full)) { /* not there yet: its folder's full path and its name */
         const char *slash = strrchr(path, '/');
         evo_str d = {0};
-        if (slash) evo_str_appendn(&d, path, slash == path ? 1 : (size_t)(slash - path));
-        else evo_str_append(&d, ".");
+        if (slash)
+            evo_str_appendn(&d, path, slash == path ? 1 : (size_t)(slash - path));
+        else
+            evo_str_append(&d, ".");
         const bool ok = realpath(evo_str_cstr(&d), dir) != NULL;
         evo_str_free(&d);
         if (!ok) return EVO_OK; /* a missing folder is reported where the file is opened */
@@ -975,9 +979,11 @@ static evo_status check_path_length(const char *path, evo_err *err)
     }
     const size_t n = strlen(full);
     if ((long)n <= max) return EVO_OK;
-    return evo_fail(err, EVO_E_USAGE, "%s: its full path is %zu bytes, longer than SQLite opens (%d bytes at most: its "
+    return evo_fail(err, EVO_E_USAGE,
+                    "%s: its full path is %zu bytes, longer than SQLite opens (%d bytes at most: its "
                     "limit of %d, less room for the -journal name); use a folder with a shorter path, or a shorter "
-                    "--db", evo_show(path).s, n, max, max + 8);
+                    "--db",
+                    evo_show(path).s, n, max, max + 8);
 }
 
 evo_status evo_store_open(const char *path, int mode, evo_store **out, evo_err *err)
@@ -1009,7 +1015,8 @@ evo_status evo_store_open(const char *path, int mode, evo_store **out, evo_err *
 evo_status evo_store_reopen(const evo_store *st, evo_store **out, evo_err *err)
 {
     *out = NULL;
-    if (st->mode != EVO_STORE_READWRITE) return evo_fail(err, EVO_E_INTERNAL, "%s: reopen of a read-only store", st->path);
+    if (st->mode != EVO_STORE_READWRITE)
+        return evo_fail(err, EVO_E_INTERNAL, "%s: reopen of a read-only store", st->path);
     evo_store *n = evo_xcalloc(1, sizeof *n);
     n->path = evo_strdup(st->path);
     n->file = evo_strdup(st->file);
@@ -1325,8 +1332,8 @@ static evo_status candidate_by_key(evo_store *st, const char *p, size_t n, evo_c
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) ids[hits++] = sqlite3_column_int64(q, 0);
     SQL(st, err, rc);
     if (hits > 1)
-        return evo_fail(err, EVO_E_USAGE, "%s: key prefix '%.*s' matches several candidates; give more digits", st->path,
-                        (int)n, p);
+        return evo_fail(err, EVO_E_USAGE, "%s: key prefix '%.*s' matches several candidates; give more digits",
+                        st->path, (int)n, p);
     if (hits == 1) return candidate_fetch(st, S_CAND_BY_ID, NULL, ids[0], out, found, err);
     return EVO_OK;
 }
@@ -1354,9 +1361,10 @@ static evo_status candidate_find(evo_store *st, const char *spec, evo_cand_ref h
         return s;
     }
     if (row && key && by_row.id != by_key.id) {
-        s = evo_fail(err, EVO_E_USAGE, "'%s' names two candidates: candidate %s by its row id (key %.8s) and candidate "
-                     "%lld by its key prefix (key %.8s); give --row %s or --key %s", shown.s, shown.s, by_row.key,
-                     (long long)by_key.id, by_key.key, shown.s, shown.s);
+        s = evo_fail(err, EVO_E_USAGE,
+                     "'%s' names two candidates: candidate %s by its row id (key %.8s) and candidate "
+                     "%lld by its key prefix (key %.8s); give --row %s or --key %s",
+                     shown.s, shown.s, by_row.key, (long long)by_key.id, by_key.key, shown.s, shown.s);
         evo_store_candidate_free(&by_row);
         evo_store_candidate_free(&by_key);
         return s;
@@ -2096,10 +2104,11 @@ static evo_status lease_read(evo_store *st, int64_t run_id, evo_lease_rec *out, 
 {
     memset(out, 0, sizeof *out);
     sqlite3_stmt *q = NULL;
-    SQL(st, err, sqlite3_prepare_v2(st->db,
-                                    "SELECT host, boot_id, pid, pid_start, token, taken_at, renewed_at, expires_at "
-                                    "FROM leases WHERE run_id = ?",
-                                    -1, &q, NULL));
+    SQL(st, err,
+        sqlite3_prepare_v2(st->db,
+                           "SELECT host, boot_id, pid, pid_start, token, taken_at, renewed_at, expires_at "
+                           "FROM leases WHERE run_id = ?",
+                           -1, &q, NULL));
     int rc = sqlite3_bind_int64(q, 1, run_id);
     if (rc == SQLITE_OK) rc = sqlite3_step(q);
     if (rc == SQLITE_ROW) {
@@ -2135,14 +2144,14 @@ static evo_status lease_exec(evo_store *st, const char *sql, int64_t run_id, con
         const int k = sqlite3_bind_parameter_index(q, names[i]);
         if (!k) continue;
         switch (i) {
-        case 0: rc = sqlite3_bind_int64(q, k, run_id); break;
-        case 1: rc = sqlite3_bind_text(q, k, me->host, -1, SQLITE_TRANSIENT); break;
-        case 2: rc = sqlite3_bind_text(q, k, me->boot_id, -1, SQLITE_TRANSIENT); break;
-        case 3: rc = sqlite3_bind_int64(q, k, me->pid); break;
-        case 4: rc = sqlite3_bind_int64(q, k, me->pid_start); break;
-        case 5: rc = sqlite3_bind_text(q, k, me->token, -1, SQLITE_TRANSIENT); break;
-        case 6: rc = sqlite3_bind_text(q, k, now_iso, -1, SQLITE_TRANSIENT); break;
-        default: rc = sqlite3_bind_double(q, k, now + lease_s); break;
+            case 0: rc = sqlite3_bind_int64(q, k, run_id); break;
+            case 1: rc = sqlite3_bind_text(q, k, me->host, -1, SQLITE_TRANSIENT); break;
+            case 2: rc = sqlite3_bind_text(q, k, me->boot_id, -1, SQLITE_TRANSIENT); break;
+            case 3: rc = sqlite3_bind_int64(q, k, me->pid); break;
+            case 4: rc = sqlite3_bind_int64(q, k, me->pid_start); break;
+            case 5: rc = sqlite3_bind_text(q, k, me->token, -1, SQLITE_TRANSIENT); break;
+            case 6: rc = sqlite3_bind_text(q, k, now_iso, -1, SQLITE_TRANSIENT); break;
+            default: rc = sqlite3_bind_double(q, k, now + lease_s); break;
         }
     }
     if (rc == SQLITE_OK) rc = sqlite3_step(q);
@@ -2168,7 +2177,8 @@ static bool holder_alive_here(const evo_lease_holder *h, const evo_lease_holder 
     const char *p = strrchr(buf, ')');
     long long start = -1;
     /* after the command: state, then 18 fields, then starttime (field 22 of proc(5)) */
-    if (p && sscanf(p + 2, "%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %lld", &start) == 1)
+    if (p &&
+        sscanf(p + 2, "%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %lld", &start) == 1)
         return start == h->pid_start && !strchr("ZX", p[2]);
     return true;
 }
@@ -2190,15 +2200,20 @@ static evo_status lease_take(evo_store *st, int64_t run_id, const evo_lease_hold
     const double now = wall_now();
     const char *how = "new";
     if (cur.expires_at > 0) {
-        if (strcmp(cur.holder.token, me->token) == 0) how = "mine";
-        else if (cur.expires_at <= now) how = "expired";
-        else if (!holder_alive_here(&cur.holder, me)) how = "holder gone";
+        if (strcmp(cur.holder.token, me->token) == 0)
+            how = "mine";
+        else if (cur.expires_at <= now)
+            how = "expired";
+        else if (!holder_alive_here(&cur.holder, me))
+            how = "holder gone";
         else {
             char who[600];
             lease_describe(&cur, who, sizeof who);
-            return evo_fail(err, EVO_E_USAGE, "%s: run %lld is in progress elsewhere: its lease is held by %s; it "
+            return evo_fail(err, EVO_E_USAGE,
+                            "%s: run %lld is in progress elsewhere: its lease is held by %s; it "
                             "renews the lease while it runs, and should that stop, the lease expires and the run may "
-                            "be resumed then", st->path, (long long)run_id, who);
+                            "be resumed then",
+                            st->path, (long long)run_id, who);
         }
     }
     if (prev) *prev = cur;
@@ -2241,7 +2256,8 @@ evo_status evo_store_lease_renew(evo_store *st, int64_t run_id, const evo_lease_
     TRY(write_begin(st, "lease_renew", err));
     evo_status s = lease_mine(st, run_id, me, err);
     if (s == EVO_OK)
-        s = lease_exec(st, "UPDATE leases SET renewed_at = :now, expires_at = :exp WHERE run_id = :run AND token = :token",
+        s = lease_exec(st,
+                       "UPDATE leases SET renewed_at = :now, expires_at = :exp WHERE run_id = :run AND token = :token",
                        run_id, me, wall_now(), lease_s, NULL, err);
     return write_end(st, s, err);
 }
@@ -2255,10 +2271,9 @@ evo_status evo_store_lease_check(evo_store *st, int64_t run_id, const evo_lease_
 evo_status evo_store_lease_release(evo_store *st, int64_t run_id, const evo_lease_holder *me, evo_err *err)
 {
     TRY(write_begin(st, "lease_release", err));
-    return write_end(st,
-                     lease_exec(st, "DELETE FROM leases WHERE run_id = :run AND token = :token", run_id, me, 0, 0,
-                                NULL, err),
-                     err);
+    return write_end(
+        st, lease_exec(st, "DELETE FROM leases WHERE run_id = :run AND token = :token", run_id, me, 0, 0, NULL, err),
+        err);
 }
 
 evo_status evo_store_lease_get(evo_store *st, int64_t run_id, evo_lease_rec *out, evo_err *err)
