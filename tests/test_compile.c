@@ -877,7 +877,7 @@ static void test_limits(void)
     q = (evo_compile_req){.source = slow_src,
                           .program_name = "slow.cu",
                           .arch = "sm_80",
-                          .timeout_s = 4,
+                          .timeout_s = 30,
                           .limits = {.cpu_s = 7, .output_mb = 3, .open_files = 40}};
     volatile sig_atomic_t stop = 0;
     evo_compile_opts stoppable = {.cache_dir = cache, .interrupt = &stop};
@@ -885,7 +885,9 @@ static void test_limits(void)
     pthread_t th;
     CHECK_EQ_INT(pthread_create(&th, NULL, compile_in_thread, &lp), 0);
     char limits[8192] = "";
-    for (double end = evo_now() + 3; !limits[0] && evo_now() < end; usleep(20000))
+    /* the child sets its limits right after it starts: read until they show (or 10 s pass) */
+    for (double end = evo_now() + 10; !strstr(limits, "Max open files            40 ") && evo_now() < end;
+         usleep(20000))
         read_child_limits(limits, sizeof limits);
     stop = 1; /* seen, no need to wait for the compile */
     pthread_join(th, NULL);
