@@ -304,7 +304,7 @@ if EVO_SECRET=SECRET_51e7_TOKEN "$EVO" compile --config "$FAULTS" --arch sm_90 -
 else
   echo "cli_badinput: the file sandbox cases are skipped (no Landlock here)"
 fi
-for l in "mem max_memory_mb: 1024" "cpu max_cpu_s: 2" "out max_output_mb: 1"; do # one limit each: no race between them
+for l in "mem max_memory_mb: 1024" "cpu max_cpu_s: 1" "out max_output_mb: 1"; do # one limit each: no race between them
   { cat "$FAULTS"; echo "compile: {${l#* }}"; } >"$T/${l%% *}.yaml"
 done
 truncate -s 20G "$T/k/huge.h"
@@ -325,9 +325,9 @@ for i in range(30000): print("#warning a line to make the compile log large, num
 expect "check: a compile log of 3 MB (compile.max_output_mb: 1)" 2 "check: $T/k/loud.cu does not compile (output limit: the compile process wrote more than 1 MiB to one file (compile.max_output_mb))" -- check "$T/k/loud.cu" --config "$T/out.yaml"
 # ptxas works more than ten seconds on this one (tests/test_compile.c: slow_src)
 printf '__global__ void __launch_bounds__(1024, 2) hot(float *o, const float *in)\n{\n    float r[96];\n#pragma unroll\n    for (int i = 0; i < 96; i++) r[i] = in[threadIdx.x + i * 1024];\n    float s = 0;\n#pragma unroll\n    for (int j = 0; j < 96; j++)\n#pragma unroll\n        for (int i = 0; i < 96; i++) s += r[i] * r[(i + j) %% 96];\n    o[threadIdx.x] = s;\n}\n' >"$T/k/slow.cu"
-expect "check: a compile past its CPU time (compile.max_cpu_s: 2)" 2 "check: $T/k/slow.cu does not compile (CPU time limit: the compile process used " -- check "$T/k/slow.cu" --config "$T/cpu.yaml"
-{ cat "$FAULTS"; echo "compile: {timeout_s: 1}"; } >"$T/timeout.yaml"
-expect "check: a compile past its time limit (compile.timeout_s: 1)" 2 "check: $T/k/slow.cu does not compile (timeout: the compile process was killed at its time limit of 1 s (compile.timeout_s))" -- check "$T/k/slow.cu" --config "$T/timeout.yaml"
+expect "check: a compile past its CPU time (compile.max_cpu_s: 1)" 2 "check: $T/k/slow.cu does not compile (CPU time limit: the compile process used " -- check "$T/k/slow.cu" --config "$T/cpu.yaml"
+{ cat "$FAULTS"; echo "compile: {timeout_s: 0.5}"; } >"$T/timeout.yaml"
+expect "check: a compile past its time limit (compile.timeout_s: 0.5)" 2 "check: $T/k/slow.cu does not compile (timeout: the compile process was killed at its time limit of 0.5 s (compile.timeout_s))" -- check "$T/k/slow.cu" --config "$T/timeout.yaml"
 # A compile process killed by a signal says which.
 "$EVO" check "$T/k/slow.cu" --config "$FAULTS" >"$T/out" 2>"$T/err" &
 checker=$!

@@ -250,7 +250,7 @@ else:                          # print the lease: host pid expires_at
     print(" ".join(str(v) for v in row) if row else "none")
 PY
 }
-EVO_FAKE_WORKER=slow:0.3 "$EVO" run --config "$CFG" --db "$T/lease.db" >"$T/lease.out" 2>&1 &
+EVO_FAKE_WORKER=slow:0.1 "$EVO" run --config "$CFG" --db "$T/lease.db" >"$T/lease.out" 2>&1 &
 driver=$!
 bg+=("$driver")
 t wait_for 240 at_least "$T/lease.db" "" 2 || fail "lease: nothing was stored in time"
@@ -267,15 +267,15 @@ t diff "$T/lease.before" "$T/lease.after" >&2 || fail "refused resume: the datab
 lease "$T/lease.db" foreign -5 # its holder stopped renewing it 5 s ago: expired
 stored=$(count "$T/lease.db")
 retimed=$(db scalar "$T/lease.db" "SELECT count(*) FROM retimes")
-EVO_LEASE_S=1.5 EVO_FAKE_TRACE=$T/trace1 EVO_FAKE_WORKER=slow:0.3 "$EVO" run --resume 1 --db "$T/lease.db" >"$T/r1.out" 2>"$T/r1.err" &
+EVO_LEASE_S=0.9 EVO_FAKE_TRACE=$T/trace1 EVO_FAKE_WORKER=slow:0.15 "$EVO" run --resume 1 --db "$T/lease.db" >"$T/r1.out" 2>"$T/r1.err" &
 r1=$!
-EVO_LEASE_S=1.5 EVO_FAKE_TRACE=$T/trace2 EVO_FAKE_WORKER=slow:0.3 "$EVO" run --resume 1 --db "$T/lease.db" >"$T/r2.out" 2>"$T/r2.err" &
+EVO_LEASE_S=0.9 EVO_FAKE_TRACE=$T/trace2 EVO_FAKE_WORKER=slow:0.15 "$EVO" run --resume 1 --db "$T/lease.db" >"$T/r2.out" 2>"$T/r2.err" &
 r2=$!
 bg+=("$r1" "$r2")
 t wait_for 60 grep -q . "$T/r1.err" "$T/r2.err" || fail "lease: no resume said anything"
-sleep 0.5
+sleep 0.3
 first=$(lease "$T/lease.db")
-sleep 1.6
+sleep 0.8
 second=$(lease "$T/lease.db")
 wait "$r1"
 rc1=$?
@@ -294,13 +294,13 @@ t diff "$T/ref.search" "$T/lease.search" >&2 || fail "two resumes at once: the s
 t [ "$(count "$T/lease.db")" = "$(count "$T/ref.db")" ] || fail "two resumes at once: $(count "$T/lease.db") evaluations, the run has $(count "$T/ref.db")"
 new=$(($(count "$T/lease.db") - stored + $(db scalar "$T/lease.db" "SELECT count(*) FROM retimes") - retimed))
 t [ "$(wc -l <"$T/trace$w")" = "$new" ] || fail "two resumes at once: evaluated $(wc -l <"$T/trace$w"), stored $new new evaluations and re-timings"
-# the heartbeat renewed the lease while the run went on (every 0.5 s with EVO_LEASE_S=1.5), and the run gave it up
-t [ "${first%% *}" = "$(hostname)" ] && awk -v a="${first##* }" -v b="${second##* }" 'BEGIN { exit !(b > a + 1) }' ||
+# the heartbeat renewed the lease while the run went on (every 0.3 s with EVO_LEASE_S=0.9), and the run gave it up
+t [ "${first%% *}" = "$(hostname)" ] && awk -v a="${first##* }" -v b="${second##* }" 'BEGIN { exit !(b > a + 0.4) }' ||
   fail "heartbeat: the lease was not renewed ($first, then $second)"
 t [ "$(lease "$T/lease.db")" = none ] || fail "a finished run keeps its lease: $(lease "$T/lease.db")"
 # A run taken over while it runs (its lease another process's now) stores nothing more, leaves the run as it is
 # for the new holder, and says who has it.
-EVO_LEASE_S=1 EVO_FAKE_WORKER=slow:0.3 "$EVO" run --config "$CFG" --db "$T/stolen.db" >"$T/stolen.out" 2>"$T/stolen.err" &
+EVO_LEASE_S=1 EVO_FAKE_WORKER=slow:0.2 "$EVO" run --config "$CFG" --db "$T/stolen.db" >"$T/stolen.out" 2>"$T/stolen.err" &
 driver=$!
 bg+=("$driver")
 t wait_for 240 at_least "$T/stolen.db" "" 2 || fail "stolen: nothing was stored in time"
