@@ -26,11 +26,10 @@
  *   p      = 2^(x2 − M + 8) rounded to float (a deterministic double exp2), P̃ = e4m3(p);
  *   l     += p (float, key order);  acc[d] += Σ P̃·v_code[d] in k-steps of 32 keys (the P·V accumulator);
  *   out[d] = (acc[d] · v_scale) / l.
- * Where the score's k-steps begin is not known for a kernel (its layout of the head dim), and with large logits it
- * moves where P falls on e4m3's grid: the model runs with the k-steps starting at 0, 8, 16, 24 (AN_FP8_ORDERS) and
- * its error on a slice is the largest of the four, so a slice whose error is one rounding (one key, or logits so
- * large that one key takes every row) is not judged by where that one rounding happened to fall for the model.
- * Where the sums are exact (the integers probe) every partition gives the same scores.
+ * Where the score's k-steps begin is not known for a kernel (its layout of the head dim): the model can run with the
+ * k-steps starting at 0, 8, 16, ... (AN_FP8_ORDERS partitions; its error on a slice is then the largest of them).
+ * One is used: where the partition matters — logits so large that one key takes every row — the fp8 gate asks
+ * for the saturated bound instead (attn_gate.h), and each partition costs a run of the model.
  */
 #ifndef EVO_ATTN_NUMERICS_H
 #define EVO_ATTN_NUMERICS_H
@@ -44,6 +43,9 @@
 #define AN_DMUL(a, b) __dmul_rn(a, b)
 #define AN_D2F(x) __double2float_rn(x)
 #define AN_DBITS(x) ((unsigned long long)__double_as_longlong(x))
+#define AN_FBITS(x) __float_as_uint(x)
+#define AN_BITSF(u) __uint_as_float(u)
+#define AN_TRUNCF(x) truncf(x)
 #define AN_BITSD(u) __longlong_as_double((long long)(u))
 #define AN_CEILF(x) ceilf(x)
 #define AN_SQRTF(x) __fsqrt_rn(x)
@@ -69,8 +71,23 @@ AN_FN double an_bitsd_(unsigned long long u)
     memcpy(&x, &u, sizeof x);
     return x;
 }
+AN_FN unsigned an_fbits_(float x)
+{
+    unsigned u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+AN_FN float an_bitsf_(unsigned u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
 #define AN_DBITS(x) an_dbits_(x)
 #define AN_BITSD(u) an_bitsd_(u)
+#define AN_FBITS(x) an_fbits_(x)
+#define AN_BITSF(u) an_bitsf_(u)
+#define AN_TRUNCF(x) truncf(x)
 #endif
 
 /* ---- the fp8 gate (fixed here, not in the config: the class is defined by them) ---- */
@@ -79,7 +96,8 @@ AN_FN double an_bitsd_(unsigned long long u)
 #define AN_FP8_ABS_ATOL 0x1p-10 /* + this times max|reference| of the slice on every element's error            */
 #define AN_FP8_ACC_BITS 13      /* explicit mantissa bits the tensor core's accumulator keeps (cut toward zero)  */
 #define AN_FP8_KSTEP 32         /* products one k-step of the FP8 tensor core adds at once                      */
-#define AN_FP8_ORDERS 4         /* partitions of the score's k-steps the model's error is the largest of         */
+#define AN_FP8_ORDERS 1         /* partitions of the score's k-steps the model's error is the largest of (the
+                                   code takes several: each costs a run of the model)                            */
 #define AN_FP8_BLOCK 128        /* keys per online-softmax block                                                 */
 #define AN_FP8_P_OFFSET 8.0     /* P = 2^(x2 - M + 8): P is scaled into e4m3's range before the cast             */
 #define AN_FP8_SATURATED_REL 0.1 /* huge logits (the `large` inputs): each slice's rel-L2 at most this            */
@@ -120,28 +138,32 @@ AN_FN double an_exp2(double t)
     return AN_DMUL(AN_DMUL(p, 0x1.6a09e667f3bcdp+0), AN_BITSD(pow2n));
 }
 
+/* x (float) with its significand cut to 1 + AN_FP8_ACC_BITS bits, toward zero. */
+AN_FN float an_trunc_accf(float x) { return AN_BITSF(AN_FBITS(x) & ~((1u << (23 - AN_FP8_ACC_BITS)) - 1u)); }
+
 /* The unit a k-step aligns to: 2^(E − 13), E the exponent of the largest magnitude among the accumulator and the
- * step's products (0: all are zero). */
-AN_FN double an_unit(double maxabs)
+ * step's products (0: all are zero or tiny). */
+AN_FN float an_unit(float maxabs)
 {
-    const int e = (int)((AN_DBITS(maxabs) >> 52) & 0x7ff); /* biased; maxabs is a normal double or 0 */
-    return e > AN_FP8_ACC_BITS ? AN_BITSD((unsigned long long)(e - AN_FP8_ACC_BITS) << 52) : 0.0;
+    const int e = (int)((AN_FBITS(maxabs) >> 23) & 0xffu); /* biased */
+    return e > AN_FP8_ACC_BITS ? AN_BITSF((unsigned)(e - AN_FP8_ACC_BITS) << 23) : 0.0f;
 }
 
 /* x cut toward zero to a multiple of unit (exact: unit is a power of two). */
-AN_FN double an_cut(double x, double unit) { return unit > 0.0 ? trunc(x / unit) * unit : x; }
+AN_FN float an_cut(float x, float unit) { return unit > 0.0f ? AN_FMUL(AN_TRUNCF(AN_FDIV(x, unit)), unit) : x; }
 
 /* One k-step of the tensor core: the accumulator and n products (each a product of two e4m3 values, exact in float)
- * aligned to the largest of them — every one cut toward zero to 13 bits below its exponent —, summed (exactly), and
- * the sum cut to 13 explicit mantissa bits. */
+ * aligned to the largest of them — every one cut toward zero to 13 bits below its exponent —, summed, and the sum cut
+ * to 13 explicit mantissa bits. Every step is exact in float: the cut terms are multiples of the unit below 2^14 of
+ * it, so 33 of them sum to fewer than 20 significant bits. */
 AN_FN float an_kstep(float acc, const float *x, int n)
 {
-    double mx = fabs((double)acc);
-    for (int i = 0; i < n; i++) mx = fmax(mx, fabs((double)x[i]));
-    const double u = an_unit(mx);
-    double sum = an_cut((double)acc, u);
-    for (int i = 0; i < n; i++) sum = AN_DADD(sum, an_cut((double)x[i], u));
-    return AN_D2F(an_trunc_acc(sum));
+    float mx = fabsf(acc);
+    for (int i = 0; i < n; i++) mx = fmaxf(mx, fabsf(x[i]));
+    const float u = an_unit(mx);
+    float sum = an_cut(acc, u);
+    for (int i = 0; i < n; i++) sum = AN_FADD(sum, an_cut(x[i], u));
+    return an_trunc_accf(sum);
 }
 
 /* The head-dim index of position i of the score's k-steps in order `order` (0..AN_FP8_ORDERS-1): the steps start

@@ -38,21 +38,21 @@ extern "C" __global__ void evo_gen_probe(unsigned short *out, u64 n, int probe, 
 __device__ __forceinline__ float model_logit2(const unsigned int *qw, const unsigned char *kr, int d, float qk_scale,
                                               float sm_log2e, int order)
 {
-    float acc = 0.0f;
+    float acc = 0.0f, x[AN_FP8_KSTEP];
     for (int c0 = 0; c0 < d; c0 += AN_FP8_KSTEP) {
         const int n = min(AN_FP8_KSTEP, d - c0);
-        double mx = fabs((double)acc);
-        for (int i = 0; i < n; i++) {
+        float mx = fabsf(acc);
+#pragma unroll
+        for (int i = 0; i < AN_FP8_KSTEP; i++) {
             const int t = an_order_index(order, c0 + i, d);
-            mx = fmax(mx, fabs((double)__fmul_rn(e4m3_decode(QCODE(qw, t)), e4m3_decode(kr[t]))));
+            x[i] = i < n ? __fmul_rn(e4m3_decode(QCODE(qw, t)), e4m3_decode(kr[t])) : 0.0f;
+            mx = fmaxf(mx, fabsf(x[i]));
         }
-        const double u = an_unit(mx);
-        double sum = an_cut((double)acc, u);
-        for (int i = 0; i < n; i++) {
-            const int t = an_order_index(order, c0 + i, d);
-            sum = __dadd_rn(sum, an_cut((double)__fmul_rn(e4m3_decode(QCODE(qw, t)), e4m3_decode(kr[t])), u));
-        }
-        acc = __double2float_rn(an_trunc_acc(sum));
+        const float u = an_unit(mx);
+        float sum = an_cut(acc, u);
+#pragma unroll
+        for (int i = 0; i < AN_FP8_KSTEP; i++) sum = __fadd_rn(sum, an_cut(x[i], u));
+        acc = an_trunc_accf(sum);
     }
     return __fmul_rn(__fmul_rn(acc, qk_scale), sm_log2e);
 }
@@ -136,16 +136,17 @@ evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsi
             }
             if (mine == 0) continue;
             for (int t = 0; t < d; t++) {
-                double mx = fabs((double)acc[t * MODEL_ROWS]);
+                float x[MODEL_TILE], mx = fabsf(acc[t * MODEL_ROWS]);
 #pragma unroll
-                for (int jj = 0; jj < MODEL_TILE; jj++)
-                    if (jj < mine) mx = fmax(mx, fabs((double)__fmul_rn(pt[jj], e4m3_decode(vt[jj][t]))));
-                const double u = an_unit(mx);
-                double sum = an_cut((double)acc[t * MODEL_ROWS], u);
+                for (int jj = 0; jj < MODEL_TILE; jj++) { /* pt is 0 past the row's keys: those terms are 0 */
+                    x[jj] = __fmul_rn(pt[jj], e4m3_decode(vt[jj][t]));
+                    mx = fmaxf(mx, fabsf(x[jj]));
+                }
+                const float u = an_unit(mx);
+                float sum = an_cut(acc[t * MODEL_ROWS], u);
 #pragma unroll
-                for (int jj = 0; jj < MODEL_TILE; jj++)
-                    if (jj < mine) sum = __dadd_rn(sum, an_cut((double)__fmul_rn(pt[jj], e4m3_decode(vt[jj][t])), u));
-                acc[t * MODEL_ROWS] = __double2float_rn(an_trunc_acc(sum));
+                for (int jj = 0; jj < MODEL_TILE; jj++) sum = __fadd_rn(sum, an_cut(x[jj], u));
+                acc[t * MODEL_ROWS] = an_trunc_accf(sum);
             }
         }
     }
