@@ -369,8 +369,38 @@ static void test_slices(void)
     CHECK_NEAR(a2[1], 2 * 0.5 + 0x1p-10, 1e-15);
 }
 
+/* EVO_FP8_TABLE=1: the FP8 model's error against the FP64 reference per distribution and probe, worst head of
+ * (1,4,512,D) (docs/results.md; the CPU twin is bit for bit the GPU's, tests/gpu_attn_model.c). */
+static void model_table(void)
+{
+    static const char *const dists[] = {"normal", "uniform", "outliers", "zero_head", "large"};
+    static const char *const probes[] = {"heads", "needle", "last_key", "moderate", "integers"};
+    printf("| D | causal | inputs | worst head rel-L2 | worst head max-abs / max|ref| | rel-L2 budget (2x + 1e-3) |\n"
+           "|---|---|---|---:|---:|---:|\n");
+    for (int d = 64; d <= 128; d *= 2)
+        for (int causal = 0; causal < 2; causal++)
+            for (int row = 0; row < 10; row++) {
+                const int probe = row < 5 ? -1 : row - 5;
+                problem p;
+                const float sm = probe >= 0 ? evo_ref_probe_softmax_scale(probe, 1, d) : 0.0f;
+                problem_make(&p, probe, row < 5 ? row : 0, 3, 1, 4, 512, d, causal, sm);
+                evo_slice_acc a[4];
+                evo_ref_compare_slices(p.model, EVO_ELEM_F32, p.ref, EVO_ELEM_F64, 4, p.head, NULL, a);
+                double wr = 0, wm = 0;
+                for (int i = 0; i < 4; i++)
+                    wr = fmax(wr, evo_slice_rel_l2(&a[i])), wm = fmax(wm, a[i].max_ref > 0 ? a[i].max_abs / a[i].max_ref : 0);
+                printf("| %d | %d | %s | %.2e | %.2e | %.2e |\n", d, causal, probe >= 0 ? probes[probe] : dists[row], wr,
+                       wm, AN_FP8_K * wr + AN_FP8_REL_ATOL);
+                problem_free(&p);
+            }
+}
+
 int main(void)
 {
+    if (getenv("EVO_FP8_TABLE")) {
+        model_table();
+        return 0;
+    }
     test_exp2_and_trunc();
     test_slices();
     test_probe_inputs();
