@@ -31,12 +31,12 @@ static void test_exp2_and_trunc(void)
     }
     if (!(worst < 5e-16)) printf("an_exp2: worst relative error %.3g\n", worst);
     CHECK(worst < 5e-16);
-    CHECK(an_trunc_acc(1.0) == 1.0);
-    CHECK(an_trunc_acc(1.0 + 0x1p-13) == 1.0 + 0x1p-13); /* the 13th bit stays */
-    CHECK(an_trunc_acc(1.0 + 0x1p-14) == 1.0);           /* the 14th goes */
-    CHECK(an_trunc_acc(1.0 + 0x1.fp-14 + 0x1p-13) == 1.0 + 0x1p-13);
-    CHECK(an_trunc_acc(-(3.0 + 0x1p-13)) == -3.0); /* toward zero */
-    CHECK(an_trunc_acc(0.0) == 0.0);
+    CHECK(an_trunc_accf(1.0f) == 1.0f);
+    CHECK(an_trunc_accf(1.0f + 0x1p-13f) == 1.0f + 0x1p-13f); /* the 13th bit stays */
+    CHECK(an_trunc_accf(1.0f + 0x1p-14f) == 1.0f);            /* the 14th goes */
+    CHECK(an_trunc_accf(1.0f + 0x1.fp-14f + 0x1p-13f) == 1.0f + 0x1p-13f);
+    CHECK(an_trunc_accf(-(2.0f + 0x1p-13f)) == -2.0f);        /* toward zero */
+    CHECK(an_trunc_accf(0.0f) == 0.0f);
     /* a k-step aligns its terms to the largest and cuts each to 13 bits below it: what an H200 does
      * (tools/bench/fp8_accum_probe.py) */
     const float six[] = {6.0f}, two_fours[] = {4.0f, 4.0f}, eight[] = {8.0f}, small_first[] = {4.0f, 4.0f, 65536.0f};

@@ -42,7 +42,6 @@
 #define AN_DSUB(a, b) __dsub_rn(a, b)
 #define AN_DMUL(a, b) __dmul_rn(a, b)
 #define AN_D2F(x) __double2float_rn(x)
-#define AN_DBITS(x) ((unsigned long long)__double_as_longlong(x))
 #define AN_FBITS(x) __float_as_uint(x)
 #define AN_BITSF(u) __uint_as_float(u)
 #define AN_TRUNCF(x) truncf(x)
@@ -59,12 +58,6 @@
 #define AN_D2F(x) ((float)(x))
 #define AN_CEILF(x) ceilf(x)
 #define AN_SQRTF(x) sqrtf(x)
-AN_FN unsigned long long an_dbits_(double x)
-{
-    unsigned long long u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
 AN_FN double an_bitsd_(unsigned long long u)
 {
     double x;
@@ -83,7 +76,6 @@ AN_FN float an_bitsf_(unsigned u)
     memcpy(&x, &u, sizeof x);
     return x;
 }
-#define AN_DBITS(x) an_dbits_(x)
 #define AN_BITSD(u) an_bitsd_(u)
 #define AN_FBITS(x) an_fbits_(x)
 #define AN_BITSF(u) an_bitsf_(u)
@@ -113,11 +105,6 @@ AN_FN void an_fp8_budget(double model_rel_l2, double model_max_abs, double ref_m
 
 /* ---- the model's arithmetic ---- */
 
-/* x with its significand cut to 1 + AN_FP8_ACC_BITS bits, toward zero. */
-AN_FN double an_trunc_acc(double x)
-{
-    return AN_BITSD(AN_DBITS(x) & ~((1ull << (52 - AN_FP8_ACC_BITS)) - 1ull));
-}
 
 /* 2^t for t <= 16, the same bits on every side: exact for integer t; else 2^n · √2 · e^((f − 1/2)·ln 2) with
  * f = t − n in (0, 1), a degree-14 Taylor polynomial in correctly rounded double steps (relative error ~1e-16).
