@@ -177,9 +177,10 @@ static const char schema_v3[] =
 /* Statements: prepared once per handle, reset before each use                                                   */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-#define RUN_COLS                                                                                                  \
+#define RUN_COLS_V3                                                                                               \
     "id, started_at, finished_at, state, task, arch, shape_set, config_path, config_text, strategy, seed, "        \
     "generations, population, gpu, driver, nvrtc_version, evo_version, wall_s, compile_s, check_s, time_s"
+#define RUN_COLS RUN_COLS_V3 ", island"
 #define CAND_COLS                                                                                                 \
     "id, key, task, arch, genome, template_hash, options, nvrtc_version, registers, smem_bytes, spill_bytes, "     \
     "stack_bytes, compile_log"
@@ -249,14 +250,14 @@ enum stmt_id {
 #define ELITES_SQL_V1(filter) ELITES_SQL_("", filter)
 
 static const char *const stmt_sql[S_COUNT] = {
-    [S_RUN_INSERT] = "INSERT INTO runs (started_at, finished_at, state, task, arch, shape_set, config_path, "
+    [S_RUN_INSERT] = "INSERT INTO runs (id, started_at, finished_at, state, task, arch, shape_set, config_path, "
                      "config_text, strategy, seed, generations, population, gpu, driver, nvrtc_version, "
-                     "evo_version, wall_s, compile_s, check_s, time_s) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     "evo_version, wall_s, compile_s, check_s, time_s, island) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [S_RUN_UPDATE] = "UPDATE runs SET finished_at = ?, state = ?, task = ?, arch = ?, shape_set = ?, "
                      "config_path = ?, config_text = ?, strategy = ?, seed = ?, generations = ?, population = ?, "
                      "gpu = ?, driver = ?, nvrtc_version = ?, evo_version = ?, wall_s = ?, compile_s = ?, "
-                     "check_s = ?, time_s = ? WHERE id = ?",
+                     "check_s = ?, time_s = ?, island = ? WHERE id = ?",
     [S_RUN_GET] = "SELECT " RUN_COLS " FROM runs WHERE id = ?",
     [S_RUN_LAST] = "SELECT max(id) FROM runs",
     [S_RUN_LAST_MATCH] = "SELECT max(id) FROM runs WHERE (?1 IS NULL OR task = ?1) AND (?2 IS NULL OR arch = ?2)",
@@ -382,6 +383,12 @@ static evo_status sql_fail(const evo_store *st, int rc, evo_err *err, const char
 
 static bool sql_error(int rc) { return rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE; }
 
+sqlite3 *evo_store_db(evo_store *st) { return st->db; }
+evo_status evo_store_sql_fail(evo_store *st, int rc, evo_err *err, const char *where)
+{
+    return sql_fail(st, rc, err, where);
+}
+
 /* The one checking macro for sqlite3 calls: on an error code, return it as an evo_status. */
 #define SQL(st, err, call)                                                                                        \
     do {                                                                                                          \
@@ -453,6 +460,7 @@ static const char *const elites_sql_v1[2] = {
 };
 
 static const char gens_of_v2[] = "SELECT " GEN_COLS_("0") " FROM generations WHERE run_id = ? ORDER BY generation";
+static const char run_get_v3[] = "SELECT " RUN_COLS_V3 ", NULL FROM runs WHERE id = ?"; /* no island before 4 */
 
 static evo_status prep(evo_store *st, enum stmt_id id, sqlite3_stmt **q, evo_err *err)
 {
@@ -462,6 +470,7 @@ static evo_status prep(evo_store *st, enum stmt_id id, sqlite3_stmt **q, evo_err
         if (st->version < 2 && (id == S_ELITES_EXACT || id == S_ELITES_ANY))
             sql = elites_sql_v1[id == S_ELITES_ANY];
         if (st->version < 3 && id == S_GENS_OF) sql = gens_of_v2;
+        if (st->version < 4 && id == S_RUN_GET) sql = run_get_v3;
         SQL(st, err, sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[id], NULL));
     } else {
         sqlite3_reset(st->stmt[id]);
@@ -798,7 +807,14 @@ static evo_status migrate_2_to_3(evo_store *st, evo_err *err)
     return EVO_OK;
 }
 
-static const migration_fn migrations[] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3};
+/* Version 4: a run that is one island of an --islands job says so (runs.island, JSON: rank, islands, migration
+ * interval, migrants, the job's seed), so that --resume can hold the job to what it was. */
+static evo_status migrate_3_to_4(evo_store *st, evo_err *err)
+{
+    return exec_sql(st, "ALTER TABLE runs ADD COLUMN island TEXT;", err);
+}
+
+static const migration_fn migrations[] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3, migrate_3_to_4};
 _Static_assert(sizeof migrations / sizeof migrations[0] == EVO_STORE_SCHEMA,
                "one migration per schema version: EVO_STORE_SCHEMA and migrations[] disagree");
 
@@ -965,6 +981,7 @@ static void bind_run_body(binder *b, const evo_run_rec *r)
     b_real(b, r->compile_s);
     b_real(b, r->check_s);
     b_real(b, r->time_s);
+    b_text(b, r->island);
 }
 
 static evo_status run_insert(evo_store *st, evo_run_rec *r, evo_err *err)
@@ -978,6 +995,8 @@ static evo_status run_insert(evo_store *st, evo_run_rec *r, evo_err *err)
     sqlite3_stmt *q = NULL;
     TRY(prep(st, S_RUN_INSERT, &q, err));
     binder b = {q, 0, SQLITE_OK};
+    if (r->id > 0) b_int(&b, r->id);
+    else b_null(&b);
     b_text(&b, r->started_at);
     bind_run_body(&b, r);
     SQL(st, err, b.rc);
@@ -1055,6 +1074,7 @@ static evo_status run_get(evo_store *st, int64_t id, evo_run_rec *out, evo_err *
     out->compile_s = r_real(&r);
     out->check_s = r_real(&r);
     out->time_s = r_real(&r);
+    out->island = r_text(&r);
     return EVO_OK;
 }
 
@@ -1104,7 +1124,7 @@ void evo_store_run_free(evo_run_rec *r)
     if (!r) return;
     char **strs[] = {&r->started_at, &r->finished_at, &r->state,    &r->task,          &r->arch,
                      &r->shape_set,  &r->config_path, &r->config_text, &r->strategy,   &r->gpu,
-                     &r->driver,     &r->nvrtc_version, &r->evo_version};
+                     &r->driver,     &r->nvrtc_version, &r->evo_version, &r->island};
     for (size_t i = 0; i < EVO_ARRAY_LEN(strs); i++) {
         free(*strs[i]);
         *strs[i] = NULL;
