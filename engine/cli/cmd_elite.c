@@ -435,32 +435,25 @@ static const char *fitness_words(const evo_run_rec *run)
     return evo_fitness_describe(kind);
 }
 
-EVO_CMD(elite)
+/* The top elites of one scope (model NULL: every GPU; else the evaluations made on that GPU model), printed as a
+ * table, or added to arr (--json). */
+static evo_status show(evo_store *st, const elite_opts *o, const evo_run_rec *run, const char *task, const char *arch,
+                       const char *model, cJSON *arr, evo_err *err)
 {
-    elite_opts o;
-    evo_status s = parse_opts(argc, argv, &o, err);
-    if (s != EVO_OK) return s;
-    evo_store *st;
-    s = evo_store_open(o.db, EVO_STORE_READONLY, &st, err);
-    if (s != EVO_OK) return s;
-
-    evo_run_rec run = {0};
     evo_elite_rec *el = NULL;
     int n = 0;
     metric_list *profiles = NULL;
     evo_retime_rec *rt = NULL;
-    s = resolve_scope(st, &o, &run, err);
-    const char *task = o.task ? o.task : run.task;
-    const char *arch = o.arch ? o.arch : run.arch;
     /* with --shape every elite is read and ranked by that shape; n_all of them are freed, n shown */
-    if (s == EVO_OK) s = evo_store_elites(st, task, arch, run.shape_set, o.shape ? INT_MAX : o.top, &el, &n, err);
+    evo_status s = evo_store_elites_on(st, task, arch, run->shape_set, model, o->shape ? INT_MAX : o->top, &el, &n,
+                                       err);
     const int n_all = n;
     if (s == EVO_OK && n == 0) {
         s = evo_fail(err, EVO_E_NOTFOUND,
-                     "%s: no elites yet%s%s%s%s — no candidate has passed every gate; run `evo run`", o.db,
+                     "%s: no elites yet%s%s%s%s — no candidate has passed every gate; run `evo run`", o->db,
                      task ? " for " : "", task ? task : "", arch ? " on " : "", arch ? arch : "");
     }
-    if (s == EVO_OK && o.shape) s = rank_by_shape(el, n, o.shape, o.top, &n, err);
+    if (s == EVO_OK && o->shape) s = rank_by_shape(el, n, o->shape, o->top, &n, err);
     if (s == EVO_OK) {
         profiles = evo_xcalloc((size_t)n, sizeof *profiles);
         for (int i = 0; i < n && s == EVO_OK; i++) {
@@ -473,21 +466,21 @@ EVO_CMD(elite)
             s = evo_store_last_retime(st, el[i].cand.id, el[i].eval.shape_set, &rt[i], &found, err);
         }
     }
-    if (s == EVO_OK && o.json) {
-        cJSON *arr = cJSON_CreateArray();
-        for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, elite_json(i + 1, &el[i], &profiles[i], &rt[i]));
-        char *text = cJSON_Print(arr);
-        printf("%s\n", text);
-        free(text);
-        cJSON_Delete(arr);
+    if (s == EVO_OK && arr) {
+        for (int i = 0; i < n; i++) {
+            cJSON *e = elite_json(i + 1, &el[i], &profiles[i], &rt[i]);
+            if (model) cJSON_AddStringToObject(e, "gpu_model", model);
+            cJSON_AddItemToArray(arr, e);
+        }
     } else if (s == EVO_OK) {
-        printf("%s: top %d of %s on %s", o.db, n, el[0].cand.task, el[0].cand.arch);
-        if (run.shape_set) printf(", shape set %.8s (as in run %lld)", run.shape_set, (long long)run.id);
-        printf("\nspeedup: %s of baseline time / candidate time\n", fitness_words(&run));
-        if (o.shape) {
-            const int i = shape_index(&el[0].eval, o.shape);
+        if (model) printf("== %s (speedups against the baseline timed on this GPU model)\n", model);
+        printf("%s: top %d of %s on %s", o->db, n, el[0].cand.task, el[0].cand.arch);
+        if (run->shape_set) printf(", shape set %.8s (as in run %lld)", run->shape_set, (long long)run->id);
+        printf("\nspeedup: %s of baseline time / candidate time\n", fitness_words(run));
+        if (o->shape) {
+            const int i = shape_index(&el[0].eval, o->shape);
             printf("ranked by the speedup on %s: ", el[0].eval.shapes[i].shape);
-            for (int k = 0; k < n; k++) printf("%s%.3fx", k ? ", " : "", shape_speedup(&el[k], o.shape));
+            for (int k = 0; k < n; k++) printf("%s%.3fx", k ? ", " : "", shape_speedup(&el[k], o->shape));
             printf("\n");
         }
         printf("\n");
@@ -498,6 +491,41 @@ EVO_CMD(elite)
     for (int i = 0; rt && i < n; i++) evo_store_retime_free(&rt[i]);
     free(rt);
     evo_store_elites_free(el, n_all);
+    return s;
+}
+
+EVO_CMD(elite)
+{
+    elite_opts o;
+    evo_status s = parse_opts(argc, argv, &o, err);
+    if (s != EVO_OK) return s;
+    evo_store *st;
+    s = evo_store_open(o.db, EVO_STORE_READONLY, &st, err);
+    if (s != EVO_OK) return s;
+
+    evo_run_rec run = {0};
+    s = resolve_scope(st, &o, &run, err);
+    const char *task = o.task ? o.task : run.task;
+    const char *arch = o.arch ? o.arch : run.arch;
+    /* A store several GPU models wrote into (evo merge, islands) is ranked per model: a speedup is relative to the
+     * baseline timed on the GPU that measured it. One model (the usual case): one table, as always. */
+    char **models = NULL;
+    int n_models = 0;
+    if (s == EVO_OK) s = evo_store_gpu_models(st, task, arch, run.shape_set, &models, &n_models, err);
+    cJSON *arr = o.json ? cJSON_CreateArray() : NULL;
+    if (s == EVO_OK && n_models <= 1) s = show(st, &o, &run, task, arch, NULL, arr, err);
+    for (int m = 0; s == EVO_OK && n_models > 1 && m < n_models; m++) {
+        if (m && !arr) printf("\n");
+        s = show(st, &o, &run, task, arch, models[m], arr, err);
+    }
+    if (s == EVO_OK && arr) {
+        char *text = cJSON_Print(arr);
+        printf("%s\n", text);
+        free(text);
+    }
+    cJSON_Delete(arr);
+    for (int m = 0; m < n_models; m++) free(models[m]);
+    free(models);
     evo_store_run_free(&run);
     evo_store_close(st);
     return s;

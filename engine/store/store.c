@@ -235,6 +235,8 @@ enum stmt_id {
     S_RETIME_INSERT,
     S_RETIME_LAST,
     S_RETIMES_OF_RUN,
+    S_ELITES_MODEL,
+    S_GPU_MODELS,
     S_COUNT
 };
 
@@ -245,6 +247,10 @@ enum stmt_id {
     "e.shape_set ORDER BY e.fitness DESC, e.id) AS rank FROM evaluations e JOIN candidates c ON c.id = "          \
     "e.candidate_id WHERE e.verdict = 'OK' AND e.fitness IS NOT NULL AND " demoted filter ") WHERE rank = 1 "     \
     "ORDER BY fitness DESC, id LIMIT ?4"
+/* The GPU model of an evaluation: its gpu without the " (GPU N)" the pool appends. */
+#define GPU_MODEL_SQL                                                                                             \
+    "CASE WHEN instr(e.gpu, ' (GPU ') > 0 THEN substr(e.gpu, 1, instr(e.gpu, ' (GPU ') - 1) ELSE "                 \
+    "coalesce(e.gpu, '') END"
 /* Demoted candidates are no elites; a version-1 file (read without migrating) has no such column. */
 #define ELITES_SQL(filter) ELITES_SQL_("c.demoted IS NULL AND ", filter)
 #define ELITES_SQL_V1(filter) ELITES_SQL_("", filter)
@@ -313,6 +319,11 @@ static const char *const stmt_sql[S_COUNT] = {
                       "LIMIT 1",
     [S_RETIMES_OF_RUN] = "SELECT " RETIME_COLS " FROM retimes WHERE run_id = ?1 AND (?2 < 0 OR generation = ?2) "
                          "ORDER BY id",
+    [S_ELITES_MODEL] = ELITES_SQL("(?1 IS NULL OR c.task = ?1) AND (?2 IS NULL OR c.arch = ?2) AND "
+                                  "(?3 IS NULL OR e.shape_set = ?3) AND " GPU_MODEL_SQL " = ?5"),
+    [S_GPU_MODELS] = "SELECT DISTINCT " GPU_MODEL_SQL " FROM evaluations e JOIN candidates c ON c.id = "
+                     "e.candidate_id WHERE e.verdict = 'OK' AND e.fitness IS NOT NULL AND (?1 IS NULL OR c.task = ?1) "
+                     "AND (?2 IS NULL OR c.arch = ?2) AND (?3 IS NULL OR e.shape_set = ?3) ORDER BY 1",
 };
 
 /* Readers of a file of an older schema (opened read-only, not migrated): the columns it lacks read as NULL. */
@@ -1626,17 +1637,18 @@ void evo_store_gen_free(evo_gen_rec *g)
 /* Elites                                                                                                        */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-static evo_status elites(evo_store *st, const char *task, const char *arch, const char *shape_set, int k,
-                         evo_elite_rec **out, int *n, evo_err *err)
+static evo_status elites(evo_store *st, const char *task, const char *arch, const char *shape_set, const char *model,
+                         int k, evo_elite_rec **out, int *n, evo_err *err)
 {
     if (no_tables(st) || k <= 0) return EVO_OK;
     sqlite3_stmt *q = NULL;
-    TRY(prep(st, task && arch && shape_set ? S_ELITES_EXACT : S_ELITES_ANY, &q, err));
+    TRY(prep(st, model ? S_ELITES_MODEL : task && arch && shape_set ? S_ELITES_EXACT : S_ELITES_ANY, &q, err));
     binder b = {q, 0, SQLITE_OK};
     b_text(&b, task);
     b_text(&b, arch);
     b_text(&b, shape_set);
     b_int(&b, k);
+    if (model) b_text(&b, model);
     SQL(st, err, b.rc);
     int64_t *ids = NULL;
     int count = 0, cap = 0, rc;
@@ -1671,15 +1683,49 @@ static evo_status elites(evo_store *st, const char *task, const char *arch, cons
 evo_status evo_store_elites(evo_store *st, const char *task, const char *arch, const char *shape_set, int k,
                             evo_elite_rec **out, int *n, evo_err *err)
 {
+    return evo_store_elites_on(st, task, arch, shape_set, NULL, k, out, n, err);
+}
+
+evo_status evo_store_elites_on(evo_store *st, const char *task, const char *arch, const char *shape_set,
+                               const char *model, int k, evo_elite_rec **out, int *n, evo_err *err)
+{
     *out = NULL;
     *n = 0;
-    evo_status s = read_end(st, elites(st, task, arch, shape_set, k, out, n, err));
+    evo_status s = read_end(st, elites(st, task, arch, shape_set, model, k, out, n, err));
     if (s != EVO_OK) {
         evo_store_elites_free(*out, *n);
         *out = NULL;
         *n = 0;
     }
     return s;
+}
+
+static evo_status gpu_models(evo_store *st, const char *task, const char *arch, const char *shape_set,
+                             char ***models, int *n, evo_err *err)
+{
+    if (no_tables(st) || st->version < 2) return EVO_OK; /* a version-1 file reads as one model */
+    sqlite3_stmt *q = NULL;
+    TRY(prep(st, S_GPU_MODELS, &q, err));
+    binder b = {q, 0, SQLITE_OK};
+    b_text(&b, task);
+    b_text(&b, arch);
+    b_text(&b, shape_set);
+    SQL(st, err, b.rc);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        *models = evo_xrealloc(*models, (size_t)(*n + 1) * sizeof **models);
+        (*models)[(*n)++] = evo_strdup((const char *)sqlite3_column_text(q, 0));
+    }
+    SQL(st, err, rc);
+    return EVO_OK;
+}
+
+evo_status evo_store_gpu_models(evo_store *st, const char *task, const char *arch, const char *shape_set,
+                                char ***models, int *n, evo_err *err)
+{
+    *models = NULL;
+    *n = 0;
+    return read_end(st, gpu_models(st, task, arch, shape_set, models, n, err));
 }
 
 void evo_store_elites_free(evo_elite_rec *e, int n)

@@ -185,6 +185,15 @@ typedef struct {
  * evo_store_elites_free. */
 evo_status evo_store_elites(evo_store *st, const char *task, const char *arch, const char *shape_set, int k,
                             evo_elite_rec **out, int *n, evo_err *err);
+/* The same, of evaluations made on one GPU model only (model NULL: any): an evaluation's gpu without the " (GPU N)"
+ * the pool appends ("NVIDIA H200"). A speedup is relative to the baseline timed on the GPU that measured it, so a
+ * store that several GPU models wrote into (evo merge) is ranked per model. */
+evo_status evo_store_elites_on(evo_store *st, const char *task, const char *arch, const char *shape_set,
+                               const char *model, int k, evo_elite_rec **out, int *n, evo_err *err);
+/* The GPU models of the OK evaluations of (task, arch, shape_set) (NULL = any), sorted; *models and its strings are
+ * malloc'd (free each, then the array); none for a version-1 file. */
+evo_status evo_store_gpu_models(evo_store *st, const char *task, const char *arch, const char *shape_set,
+                                char ***models, int *n, evo_err *err);
 void evo_store_elites_free(evo_elite_rec *e, int n);
 
 /* Demote a candidate (compute-sanitizer reported errors in it): its results stay, it is no elite any more; reason
