@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The tasks of a store (read-only), or "" for an empty one. */
-static evo_status tasks_of(const char *path, char **tasks, evo_err *err)
+/* The tasks of a store, or "" for an empty one; an input is read without creating anything beside it. */
+static evo_status tasks_of(const char *path, bool input, char **tasks, evo_err *err)
 {
     evo_store *st = NULL;
     *tasks = NULL;
-    evo_status s = evo_store_open(path, EVO_STORE_READONLY, &st, err);
+    evo_status s = evo_store_open(path, input ? EVO_STORE_IMMUTABLE : EVO_STORE_READONLY, &st, err);
     if (s == EVO_OK) s = evo_store_tasks(st, tasks, err);
     evo_store_close(st);
     return s;
@@ -67,7 +67,7 @@ EVO_CMD(merge)
         }
         if (i < 0 && !evo_file_exists(out)) continue; /* a new output */
         char *tasks = NULL;
-        s = tasks_of(path, &tasks, err);
+        s = tasks_of(path, i >= 0, &tasks, err);
         if (s != EVO_OK) {
             s = evo_failv_prefix(err, s, "merge");
             free(tasks);

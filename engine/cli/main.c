@@ -1,6 +1,7 @@
 /* main.c — evo's entry point: the subcommand table, usage texts, the only place that prints errors and chooses
  * the exit code, and the small helpers the commands share (cli.h). */
 #include "cli.h"
+#include "comm.h"
 #include "task.h"
 
 #include <cjson/cJSON.h>
@@ -271,6 +272,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("evo %s\n", EVO_VERSION);
+        if (evo_comm_built()) printf("MPI: %s (evo run --islands)\n", evo_comm_library());
+        else printf("MPI: none (built without MPI: no evo run --islands)\n");
         return 0;
     }
     const evo_cmd *c = evo_cli_find(argv[1]);

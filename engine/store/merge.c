@@ -382,7 +382,7 @@ static evo_status private_copy(const char *in, char **path, evo_err *err)
 {
     *path = NULL;
     evo_store *src = NULL;
-    TRY(evo_store_open(in, EVO_STORE_READONLY, &src, err));
+    TRY(evo_store_open(in, EVO_STORE_IMMUTABLE, &src, err)); /* nothing is created beside an input */
     const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     evo_str p = {0};
     evo_str_appendf(&p, "%s/evo-merge-XXXXXX", tmpdir);
