@@ -106,6 +106,7 @@ typedef struct {
     int n_best;
     evo_migrant *arrived; /* migrants to measure with the coming generation */
     int n_arrived;
+    evo_genome *island_seeds; /* this island's share of the config's seeds */
     int64_t job_evaluated, job_reused, job_migrants; /* the job's totals (rank 0 reports them) */
     double job_best;
     int job_best_island;
@@ -345,8 +346,23 @@ static evo_status lookup(loop *L, evo_candidate *c, evo_result *r, bool *found, 
 static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *n_obs, evo_err *err)
 {
     const int elites = evo_strategy_carries_elites(L->strat) && L->gen > 0 ? L->cfg->evolution.elites : 0;
-    /* migrants that arrived (islands) take slots of the generation: an island evaluates as much as any other */
-    const int n_migr = L->n_arrived;
+    /* Migrants that arrived (islands) take slots of the generation, so that an island evaluates as much as any
+     * other; one this run evaluated in an earlier generation is nothing new and is passed over first. */
+    int n_migr = 0;
+    for (int k = 0; k < L->n_arrived; k++) {
+        evo_eval_rec e;
+        bool found = false;
+        evo_status fs = evo_store_find_evaluation_by_genome(L->st, L->cfg->task, L->arrived[k].genome, L->shape_set,
+                                                            evo_evaluator_arch(L->ev), &e, &found, err);
+        if (fs != EVO_OK) {
+            L->n_arrived = 0;
+            *n_obs = 0;
+            return fs;
+        }
+        const bool seen = found && e.run_id == L->run.id && e.generation < L->gen;
+        if (found) evo_store_eval_free(&e);
+        if (!seen) L->arrived[n_migr++] = L->arrived[k];
+    }
     int want = L->population - elites - n_migr;
     if (want < 1) want = 1;
     evo_proposal *p = evo_xcalloc((size_t)(want + n_migr), sizeof *p);
@@ -803,6 +819,16 @@ static evo_status make_strategy(loop *L, evo_err *err)
         .n_prior_elites = L->n_prior,
         .insights = L->ins,
     };
+    if (o->island) {
+        /* The given genomes are dealt among the islands, so that generation 0 measures none of them twice: the
+         * baseline to island 0, seed i to island i mod N (a one-island job keeps them all: the plain run). */
+        const int r = evo_island_rank(o->island), n = evo_island_size(o->island);
+        if (r != 0) L->sp.baseline = NULL;
+        L->island_seeds = evo_xcalloc((size_t)(L->cfg->n_seeds + 1), sizeof *L->island_seeds);
+        L->sp.n_seeds = 0;
+        for (int i = r; i < L->cfg->n_seeds; i += n) L->island_seeds[L->sp.n_seeds++] = L->cfg->seeds[i];
+        L->sp.seeds = L->island_seeds;
+    }
     return evo_strategy_create(L->run.strategy, L->cfg->space, &L->sp, &L->strat, err);
 }
 
@@ -1054,6 +1080,7 @@ static evo_status finish(loop *L, evo_status s, evo_err *err)
     free(L->ids.text);
     free(L->ids.id);
     free(L->island_json);
+    free(L->island_seeds);
     free(L->best);
     free(L->arrived);
     sigaction(SIGINT, &L->old_int, NULL);
