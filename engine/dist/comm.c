@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NO_MPI_MSG                                                                                                \
@@ -105,6 +106,37 @@ int evo_comm_local_rank(const evo_comm *c) { return c->local_rank; }
 int evo_comm_local_size(const evo_comm *c) { return c->local_size; }
 const char *evo_comm_host(const evo_comm *c) { return c->host; }
 
+/* Waits for requests without spinning: MPI implementations poll, and a rank waiting for a slower island would take
+ * a core from that island's compiles (or, oversubscribed, from the island itself). A few quick tests, then a test
+ * every millisecond. */
+static int wait_all(int n, MPI_Request *req)
+{
+    for (int spins = 0;; spins++) {
+        int done = 0;
+        const int rc = MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS || done) return rc;
+        if (spins > 64) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+/* A blocking send and receive that wait as wait_all does. */
+static int send_wait(const void *buf, int count, MPI_Datatype type, int to, int tag)
+{
+    MPI_Request req;
+    int rc = MPI_Isend(buf, count, type, to, tag, MPI_COMM_WORLD, &req);
+    return rc == MPI_SUCCESS ? wait_all(1, &req) : rc;
+}
+
+static int recv_wait(void *buf, int count, MPI_Datatype type, int from, int tag)
+{
+    MPI_Request req;
+    int rc = MPI_Irecv(buf, count, type, from, tag, MPI_COMM_WORLD, &req);
+    return rc == MPI_SUCCESS ? wait_all(1, &req) : rc;
+}
+
 /* MPI counts are ints: larger messages go in pieces. */
 static evo_status check_size(size_t n, evo_err *err)
 {
@@ -116,7 +148,9 @@ evo_status evo_comm_allgather(evo_comm *c, const void *mine, size_t n, void *all
 {
     (void)c;
     TRY(check_size(n, err));
-    MPI_TRY(MPI_Allgather(mine, (int)n, MPI_BYTE, all, (int)n, MPI_BYTE, MPI_COMM_WORLD), "Allgather");
+    MPI_Request req;
+    MPI_TRY(MPI_Iallgather(mine, (int)n, MPI_BYTE, all, (int)n, MPI_BYTE, MPI_COMM_WORLD, &req), "Iallgather");
+    MPI_TRY(wait_all(1, &req), "Iallgather (wait)");
     return EVO_OK;
 }
 
@@ -127,18 +161,20 @@ evo_status evo_comm_exchange(evo_comm *c, int to, const void *buf, size_t n, int
     *in = NULL, *in_n = 0;
     TRY(check_size(n, err));
     uint64_t len_out = n, len_in = 0;
-    MPI_TRY(MPI_Sendrecv(&len_out, 1, MPI_UINT64_T, to, TAG_EXCHANGE, &len_in, 1, MPI_UINT64_T, from, TAG_EXCHANGE,
-                         MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-            "Sendrecv (message length)");
+    MPI_Request req[2];
+    MPI_TRY(MPI_Irecv(&len_in, 1, MPI_UINT64_T, from, TAG_EXCHANGE, MPI_COMM_WORLD, &req[0]), "Irecv (length)");
+    MPI_TRY(MPI_Isend(&len_out, 1, MPI_UINT64_T, to, TAG_EXCHANGE, MPI_COMM_WORLD, &req[1]), "Isend (length)");
+    MPI_TRY(wait_all(2, req), "exchange (message length)");
     if (len_in > (uint64_t)INT32_MAX)
         return evo_fail(err, EVO_E_COMM, "rank %d announced a message of %llu bytes", from,
                         (unsigned long long)len_in);
     char *got = evo_xmalloc((size_t)len_in + 1);
-    const int rc = MPI_Sendrecv(buf, (int)n, MPI_BYTE, to, TAG_EXCHANGE, got, (int)len_in, MPI_BYTE, from,
-                                TAG_EXCHANGE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    int rc = MPI_Irecv(got, (int)len_in, MPI_BYTE, from, TAG_EXCHANGE, MPI_COMM_WORLD, &req[0]);
+    if (rc == MPI_SUCCESS) rc = MPI_Isend(buf, (int)n, MPI_BYTE, to, TAG_EXCHANGE, MPI_COMM_WORLD, &req[1]);
+    if (rc == MPI_SUCCESS) rc = wait_all(2, req);
     if (rc != MPI_SUCCESS) {
         free(got);
-        return mpi_fail(rc, err, "Sendrecv");
+        return mpi_fail(rc, err, "exchange");
     }
     got[len_in] = '\0';
     *in = got, *in_n = (size_t)len_in;
@@ -154,7 +190,7 @@ evo_status evo_comm_send_file(evo_comm *c, int to, const char *path, evo_err *er
     if (fd >= 0 && fstat(fd, &sb) == 0) size = (uint64_t)sb.st_size;
     /* The size goes first even when the file cannot be read (as 0 bytes and a message): the receiver must not wait
      * for chunks that never come. */
-    const int rc = MPI_Send(&size, 1, MPI_UINT64_T, to, TAG_FILE, MPI_COMM_WORLD);
+    const int rc = send_wait(&size, 1, MPI_UINT64_T, to, TAG_FILE);
     if (fd < 0) return evo_fail(err, EVO_E_IO, "%s: %s", path, strerror(errno));
     if (rc != MPI_SUCCESS) {
         close(fd);
@@ -175,7 +211,7 @@ evo_status evo_comm_send_file(evo_comm *c, int to, const char *path, evo_err *er
             }
             got += (size_t)r;
         }
-        const int rc2 = MPI_Send(buf, (int)want, MPI_BYTE, to, TAG_FILE, MPI_COMM_WORLD);
+        const int rc2 = send_wait(buf, (int)want, MPI_BYTE, to, TAG_FILE);
         if (rc2 != MPI_SUCCESS && s == EVO_OK) s = mpi_fail(rc2, err, "Send (file)");
         sent += want;
     }
@@ -189,7 +225,7 @@ evo_status evo_comm_recv_file(evo_comm *c, int from, const char *path, size_t *b
     (void)c;
     *bytes = 0;
     uint64_t size = 0;
-    MPI_TRY(MPI_Recv(&size, 1, MPI_UINT64_T, from, TAG_FILE, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "Recv (file size)");
+    MPI_TRY(recv_wait(&size, 1, MPI_UINT64_T, from, TAG_FILE), "Recv (file size)");
     const int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     const int open_errno = errno;
     char *buf = evo_xmalloc(EVO_COMM_CHUNK);
@@ -197,7 +233,7 @@ evo_status evo_comm_recv_file(evo_comm *c, int from, const char *path, size_t *b
     /* every chunk is received, whatever happens to the file: the sender sends them all */
     for (uint64_t got = 0; got < size;) {
         const size_t want = size - got < EVO_COMM_CHUNK ? (size_t)(size - got) : EVO_COMM_CHUNK;
-        const int rc = MPI_Recv(buf, (int)want, MPI_BYTE, from, TAG_FILE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        const int rc = recv_wait(buf, (int)want, MPI_BYTE, from, TAG_FILE);
         if (rc != MPI_SUCCESS) {
             if (s == EVO_OK) s = mpi_fail(rc, err, "Recv (file)");
             break;

@@ -1,8 +1,10 @@
 /* comm.h — the messages of an --islands job: MPI point-to-point and two collectives, or nothing at all when evo
  * was built without MPI (CMake's FindMPI found none, or -DEVO_MPI=OFF).
  *
- * Only the MPI standard is used (MPI_Init, Comm_rank/size, Comm_split_type, Get_processor_name, Sendrecv, Send,
- * Recv, Allgather, Abort, Finalize), so Open MPI and MPICH both serve. Errors come back as EVO_E_COMM with MPI's own
+ * Only the MPI standard is used (MPI-3: Init, Comm_rank/size, Comm_split_type, Get_processor_name, Isend, Irecv,
+ * Iallgather, Testall, Abort, Finalize), so Open MPI and MPICH both serve. A rank that waits does not spin: it tests
+ * its requests every millisecond, so the ranks waiting for a slow island leave the cores to it (and to its
+ * compiles). Errors come back as EVO_E_COMM with MPI's own
  * string (the communicator's handler is MPI_ERRORS_RETURN); a rank that dies ends the whole job, which is MPI's
  * rule and the one evo relies on: nothing here waits on a timer.
  *
