@@ -760,7 +760,6 @@ static evo_status begin_new_run(loop *L, int64_t id, evo_err *err)
         snprintf(driver, sizeof driver, "%d", evo_evaluator_driver(L->ev));
         L->job_seed = o->seed_set ? o->seed : L->cfg->evolution.seed;
         L->run = (evo_run_rec){
-            .id = id,
             .task = L->cfg->task,
             .arch = (char *)evo_evaluator_arch(L->ev),
             .shape_set = L->shape_set,
@@ -779,7 +778,7 @@ static evo_status begin_new_run(loop *L, int64_t id, evo_err *err)
         /* The record points at borrowed strings but for the two begin_run allocates: keep our own copies (a
          * refused insert, e.g. on a locked database, leaves nothing that evo_store_run_free may not free). */
         evo_run_rec copy = {0};
-        s = evo_store_begin_run(L->st, &L->run, err);
+        s = id > 0 ? evo_store_begin_run_id(L->st, &L->run, id, err) : evo_store_begin_run(L->st, &L->run, err);
         if (s == EVO_OK) s = evo_store_get_run(L->st, L->run.id, &copy, err);
         free(L->run.started_at);
         free(L->run.state);

@@ -995,7 +995,7 @@ static void bind_run_body(binder *b, const evo_run_rec *r)
     b_text(b, r->island);
 }
 
-static evo_status run_insert(evo_store *st, evo_run_rec *r, evo_err *err)
+static evo_status run_insert(evo_store *st, evo_run_rec *r, int64_t id, evo_err *err)
 {
     if (!r->started_at) {
         char now[32];
@@ -1006,7 +1006,7 @@ static evo_status run_insert(evo_store *st, evo_run_rec *r, evo_err *err)
     sqlite3_stmt *q = NULL;
     TRY(prep(st, S_RUN_INSERT, &q, err));
     binder b = {q, 0, SQLITE_OK};
-    if (r->id > 0) b_int(&b, r->id);
+    if (id > 0) b_int(&b, id);
     else b_null(&b);
     b_text(&b, r->started_at);
     bind_run_body(&b, r);
@@ -1019,7 +1019,13 @@ static evo_status run_insert(evo_store *st, evo_run_rec *r, evo_err *err)
 evo_status evo_store_begin_run(evo_store *st, evo_run_rec *run, evo_err *err)
 {
     TRY(write_begin(st, "begin_run", err));
-    return write_end(st, run_insert(st, run, err), err);
+    return write_end(st, run_insert(st, run, 0, err), err);
+}
+
+evo_status evo_store_begin_run_id(evo_store *st, evo_run_rec *run, int64_t id, evo_err *err)
+{
+    TRY(write_begin(st, "begin_run", err));
+    return write_end(st, run_insert(st, run, id, err), err);
 }
 
 static evo_status run_update(evo_store *st, const evo_run_rec *r, evo_err *err)

@@ -68,10 +68,10 @@ typedef struct {
                               "migrants", "seed"} (islands.h); NULL for a plain run */
 } evo_run_rec;
 
-/* Inserts the run with run->id when that is > 0 (an --islands job gives every island's run the same id; EVO_E_DB
- * when the id is taken), else the next id; sets run->id, and run->started_at / run->state (malloc'd, owned by run)
- * when they were NULL. */
+/* Inserts the run; sets run->id, and run->started_at / run->state (malloc'd, owned by run) when they were NULL. */
 evo_status evo_store_begin_run(evo_store *st, evo_run_rec *run, evo_err *err);
+/* The same under the given id (> 0; EVO_E_DB when it is taken): an --islands job gives every island's run one id. */
+evo_status evo_store_begin_run_id(evo_store *st, evo_run_rec *run, int64_t id, evo_err *err);
 /* Rewrites every field but id and started_at, by run->id (EVO_E_NOTFOUND when no such run). */
 evo_status evo_store_update_run(evo_store *st, const evo_run_rec *run, evo_err *err);
 evo_status evo_store_get_run(evo_store *st, int64_t id, evo_run_rec *out, evo_err *err); /* EVO_E_NOTFOUND */
