@@ -29,6 +29,12 @@
  *             evo_compare_acc *acc)
  *     fp16 candidate vs float reference, accumulated into *acc (reset it first); element i is bad when
  *     either side is not finite or !(|out-ref| <= atol + rtol*|ref|).   any grid, block = 256 (any multiple of 32)
+ * evo_compare_slices_reset(evo_slice_acc *acc, u64 n_slices)                        any grid, any block
+ * evo_compare_slices(const void *out, int out_f32, const float *ref, u64 slice_elems, const double *bound,
+ *                    evo_slice_acc *acc)
+ *     per slice of slice_elems consecutive elements (numerics.h's evo_ref_compare_slices): out fp16 (out_f32 0)
+ *     or float (1) vs float ref, into acc[slice] (reset it first); with bound (may be NULL) an element is bad when
+ *     !(|out - ref| <= bound[slice]), and always when not finite. grid = (any, slices), block = 256.
  * evo_perturb_codes(const unsigned char *q, const unsigned char *k, const unsigned char *v, unsigned char *q2,
  *                   unsigned char *k2, unsigned char *v2, unsigned long long n, unsigned long long seed, int format)
  *     fresh inputs for one timed repetition: each code with bits flipped by a hash of (seed, tensor, index) —
@@ -45,113 +51,7 @@
 
 #include "evo_numerics.cuh"
 
-/* ---- generator (mirror of numerics.c) ---- */
-
-#define GEN_GAMMA 0x9e3779b97f4a7c15ull
-#define GEN_STREAM_MUL 0xd1b54a32d192ed03ull
-#define GEN_OUTLIER_THRESHOLD 4294967u
-
-__device__ __forceinline__ u64 gen_mix(u64 z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-__device__ __forceinline__ u64 gen_word(u64 seed, unsigned int tensor_id, unsigned int stream, u64 index)
-{
-    u64 key = gen_mix(gen_mix(seed + GEN_GAMMA) + ((((u64)tensor_id) << 8) | stream) * GEN_STREAM_MUL);
-    return gen_mix(key + (index + 1) * GEN_GAMMA);
-}
-
-__device__ double gen_log(double u)
-{
-    u64 b = (u64)__double_as_longlong(u);
-    int e = (int)(b >> 52) - 1023;
-    double m = __longlong_as_double((long long)((b & 0xfffffffffffffull) | 0x3ff0000000000000ull));
-    if (m > 0x1.6a09e667f3bcdp+0) {
-        m = __longlong_as_double((long long)((b & 0xfffffffffffffull) | 0x3fe0000000000000ull));
-        e += 1;
-    }
-    double s = __ddiv_rn(__dsub_rn(m, 1.0), __dadd_rn(m, 1.0));
-    double z = __dmul_rn(s, s);
-    double p = 0x1.642c8590b2164p-5;
-    p = __dadd_rn(0x1.8618618618618p-5, __dmul_rn(z, p));
-    p = __dadd_rn(0x1.af286bca1af28p-5, __dmul_rn(z, p));
-    p = __dadd_rn(0x1.e1e1e1e1e1e1ep-5, __dmul_rn(z, p));
-    p = __dadd_rn(0x1.1111111111111p-4, __dmul_rn(z, p));
-    p = __dadd_rn(0x1.3b13b13b13b14p-4, __dmul_rn(z, p));
-    p = __dadd_rn(0x1.745d1745d1746p-4, __dmul_rn(z, p));
-    p = __dadd_rn(0x1.c71c71c71c71cp-4, __dmul_rn(z, p));
-    p = __dadd_rn(0x1.2492492492492p-3, __dmul_rn(z, p));
-    p = __dadd_rn(0x1.999999999999ap-3, __dmul_rn(z, p));
-    p = __dadd_rn(0x1.5555555555555p-2, __dmul_rn(z, p));
-    double lnm = __dmul_rn(2.0, __dadd_rn(s, __dmul_rn(__dmul_rn(s, z), p)));
-    return __dadd_rn(__dmul_rn((double)e, 0x1.62e42fefa39efp-1), lnm);
-}
-
-__device__ double gen_cos_turn(unsigned int lo)
-{
-    unsigned int k = ((lo + 0x20000000u) >> 30) & 3u;
-    int w = (int)(lo - (k << 30));
-    double x = __dmul_rn((double)w, 0x1.921fb54442d18p-30);
-    double x2 = __dmul_rn(x, x);
-    if (k == 0 || k == 2) {
-        double p = 0x1.ae7f3e733b81fp-45;
-        p = __dadd_rn(-0x1.93974a8c07c9dp-37, __dmul_rn(x2, p));
-        p = __dadd_rn(0x1.1eed8eff8d898p-29, __dmul_rn(x2, p));
-        p = __dadd_rn(-0x1.27e4fb7789f5cp-22, __dmul_rn(x2, p));
-        p = __dadd_rn(0x1.a01a01a01a01ap-16, __dmul_rn(x2, p));
-        p = __dadd_rn(-0x1.6c16c16c16c17p-10, __dmul_rn(x2, p));
-        p = __dadd_rn(0x1.5555555555555p-5, __dmul_rn(x2, p));
-        p = __dadd_rn(-0x1.0p-1, __dmul_rn(x2, p));
-        double c = __dadd_rn(1.0, __dmul_rn(x2, p));
-        return k == 0 ? c : -c;
-    }
-    double p = 0x1.952c77030ad4ap-49;
-    p = __dadd_rn(-0x1.ae7f3e733b81fp-41, __dmul_rn(x2, p));
-    p = __dadd_rn(0x1.6124613a86d09p-33, __dmul_rn(x2, p));
-    p = __dadd_rn(-0x1.ae64567f544e4p-26, __dmul_rn(x2, p));
-    p = __dadd_rn(0x1.71de3a556c734p-19, __dmul_rn(x2, p));
-    p = __dadd_rn(-0x1.a01a01a01a01ap-13, __dmul_rn(x2, p));
-    p = __dadd_rn(0x1.1111111111111p-7, __dmul_rn(x2, p));
-    p = __dadd_rn(-0x1.5555555555555p-3, __dmul_rn(x2, p));
-    double s = __dadd_rn(x, __dmul_rn(__dmul_rn(x, x2), p));
-    return k == 1 ? -s : s;
-}
-
-__device__ double gen_normal(u64 w)
-{
-    double u1 = __dmul_rn((double)((w >> 32) + 1), 0x1p-32);
-    double r = __dsqrt_rn(__dsub_rn(0.0, __dmul_rn(2.0, gen_log(u1))));
-    return __dmul_rn(r, gen_cos_turn((unsigned int)w));
-}
-
-__device__ unsigned short gen_value(u64 seed, unsigned int tensor_id, int dist, u64 head_elems, u64 index)
-{
-    u64 w = gen_word(seed, tensor_id, 0, index);
-    double v;
-    switch (dist) {
-    case 1:
-        v = __dsub_rn(__dmul_rn(__dmul_rn((double)(w >> 11), 0x1p-53), 2.0), 1.0);
-        break;
-    case 2:
-        v = gen_normal(w);
-        if ((unsigned int)(gen_word(seed, tensor_id, 1, index) >> 32) < GEN_OUTLIER_THRESHOLD)
-            v = __dadd_rn(v, __dmul_rn(10.0, gen_normal(gen_word(seed, tensor_id, 2, index))));
-        break;
-    case 3:
-        v = index < head_elems ? 0.0 : gen_normal(w);
-        break;
-    case 4:
-        v = __dmul_rn(30.0, gen_normal(w));
-        break;
-    default:
-        v = gen_normal(w);
-        break;
-    }
-    return double_to_half(v);
-}
+/* ---- generator (evo_numerics.cuh: gen_value) ---- */
 
 extern "C" __global__ void evo_gen_inputs(unsigned short *out, u64 n, u64 head_elems, u64 seed,
                                           unsigned int tensor_id, int dist)
@@ -232,16 +132,14 @@ extern "C" __global__ void evo_half_to_float(const unsigned short *x, float *out
 
 /* ---- reference attention ---- */
 
-/* p_e4m3 0: O = Σ exp(x − max x)·v / Σ exp(x − max x), x = score·softmax_scale, in FP32.
- * p_e4m3 1: the reference of a kernel whose P enters P·V in e4m3 (the sm_90a family's V_PATH 0): with
- * x2 = x·log2(e) and M = ⌈max x2⌉, P̃ = e4m3(2^(x2 − M + 8)) and O = Σ P̃·v / Σ 2^(x2 − M + 8) (the sum unrounded).
- * One warp per query row, EVO_REF_WARPS consecutive rows per block. The block stages 32 keys at a time in shared
+/* O = Σ exp(x − max x)·v / Σ exp(x − max x), x = score·softmax_scale, in FP32 (the exact reference of both accuracy
+ * classes; the fp8 class's budget comes from the FP8 model of attn_support.cu). One warp per query row, EVO_REF_WARPS consecutive rows per block. The block stages 32 keys at a time in shared
  * memory (K rows padded by one float so that lane j reading row j is conflict-free), so K and V are read from
  * memory once per block instead of once per row. Pass 1 finds the row max, pass 2 takes the 32 staged keys, each
  * lane computing one exponential, and broadcasts them so that every lane accumulates its own output columns. */
 extern "C" __global__ void __launch_bounds__(EVO_REF_WARPS * 32)
 evo_reference_attention(const float *q, const float *k, const float *v, float *o, int batch, int heads, int seq,
-                        int head_dim, int causal, float softmax_scale, int p_e4m3)
+                        int head_dim, int causal, float softmax_scale)
 {
     __shared__ float k_tile[32][EVO_REF_MAX_D + 1];
     __shared__ float v_tile[32][EVO_REF_MAX_D];
@@ -285,7 +183,6 @@ evo_reference_attention(const float *q, const float *k, const float *v, float *o
         }
     }
     for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-    const float LOG2E = 1.4426950408889634f, m2 = ceilf(__fmul_rn(mx, LOG2E));
 
     float acc[EVO_REF_MAX_D / 32];
 #pragma unroll
@@ -308,11 +205,9 @@ evo_reference_attention(const float *q, const float *k, const float *v, float *o
 #pragma unroll
             for (int t = 0; t < EVO_REF_MAX_D; t++)
                 if (t < head_dim) s = fmaf(q_reg[t], k_tile[lane][t], s);
-            p = p_e4m3 ? exp2f(__fmul_rn(__fmul_rn(s, softmax_scale), LOG2E) - m2 + 8.0f)
-                       : expf(__fmul_rn(s, softmax_scale) - mx);
+            p = expf(__fmul_rn(s, softmax_scale) - mx);
         }
         l += p;
-        if (p_e4m3) p = e4m3_decode(e4m3_encode(p));
         int count = min(32, n_keys - c0);
         for (int jj = 0; jj < count; jj++) {
             float pj = __shfl_sync(0xffffffffu, p, jj);
@@ -413,6 +308,76 @@ extern "C" __global__ void evo_compare(const unsigned short *out, const float *r
         atomicAdd(&acc->n_over, over);
         atomicAdd(&acc->n_nonfinite, nonf);
         atomicMin(&acc->first_bad, first);
+    }
+}
+
+extern "C" __global__ void evo_compare_slices_reset(evo_slice_acc *acc, u64 n_slices)
+{
+    GRID_STRIDE(i, n_slices)
+    {
+        acc[i].sum_sq_diff = acc[i].sum_sq_ref = acc[i].max_abs = acc[i].max_ref = 0.0;
+        acc[i].n_over = acc[i].n_nonfinite = acc[i].reserved = 0;
+        acc[i].first_bad = ~0ull;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256) evo_compare_slices(const void *out, int out_f32, const float *ref,
+                                                                     u64 slice_elems, const double *bound,
+                                                                     evo_slice_acc *acc)
+{
+    __shared__ double s_d[4][8];
+    __shared__ u64 s_u[3][8];
+    const u64 slice = blockIdx.y, base = slice * slice_elems;
+    const double lim = bound ? bound[slice] : 0.0;
+    double ssd = 0.0, ssr = 0.0, mx = 0.0, mr = 0.0;
+    u64 over = 0, nonf = 0, first = ~0ull;
+    for (u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x; j < slice_elems; j += (u64)gridDim.x * blockDim.x) {
+        const u64 i = base + j;
+        const float of = out_f32 ? ((const float *)out)[i] : half_to_float(((const unsigned short *)out)[i]);
+        const float rf = ref[i];
+        const bool fo = is_finite_f(of), finite = fo && is_finite_f(rf);
+        if (!fo) nonf++;
+        const double diff = fabs(__dsub_rn((double)of, (double)rf));
+        if (!finite || (bound && !(diff <= lim))) {
+            over++;
+            if (first == ~0ull) first = i;
+        }
+        if (finite) {
+            ssd += diff * diff;
+            ssr += (double)rf * (double)rf;
+            mx = fmax(mx, diff);
+            mr = fmax(mr, fabs((double)rf));
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        ssd += __shfl_xor_sync(0xffffffffu, ssd, off);
+        ssr += __shfl_xor_sync(0xffffffffu, ssr, off);
+        mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+        mr = fmax(mr, __shfl_xor_sync(0xffffffffu, mr, off));
+        over += __shfl_xor_sync(0xffffffffu, over, off);
+        nonf += __shfl_xor_sync(0xffffffffu, nonf, off);
+        const u64 f = __shfl_xor_sync(0xffffffffu, first, off);
+        first = f < first ? f : first;
+    }
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) {
+        s_d[0][warp] = ssd, s_d[1][warp] = ssr, s_d[2][warp] = mx, s_d[3][warp] = mr;
+        s_u[0][warp] = over, s_u[1][warp] = nonf, s_u[2][warp] = first;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < (int)(blockDim.x >> 5); w++) {
+            ssd += s_d[0][w], ssr += s_d[1][w], mx = fmax(mx, s_d[2][w]), mr = fmax(mr, s_d[3][w]);
+            over += s_u[0][w], nonf += s_u[1][w], first = s_u[2][w] < first ? s_u[2][w] : first;
+        }
+        evo_slice_acc *a = &acc[slice];
+        atomicAdd(&a->sum_sq_diff, ssd);
+        atomicAdd(&a->sum_sq_ref, ssr);
+        atomicMax((u64 *)&a->max_abs, (u64)__double_as_longlong(mx));
+        atomicMax((u64 *)&a->max_ref, (u64)__double_as_longlong(mr));
+        atomicAdd(&a->n_over, over);
+        atomicAdd(&a->n_nonfinite, nonf);
+        atomicMin(&a->first_bad, first);
     }
 }
 

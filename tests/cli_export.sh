@@ -46,7 +46,7 @@ run export --db pop.db
 expect_rc 0 "export"
 f=variants/attention_fp8-sm_90-${A:0:8}.cu
 checks=$((checks + 1)); [ -s "$f" ] || fail "export: $f not written"
-expect_out "wrote $f: candidate $(cid A) (${A:0:8}), 1.840x the baseline in run 1" "export summary"
+expect_out "wrote $f: candidate $(cid A) (${A:0:8}), accuracy class exact, 1.840x the baseline in run 1" "export summary"
 expect_out "genome TILE_M=128,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=1,F16_SMEM=1,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64" "export genome"
 expect_err "evo: note: passed over 1 better-ranked elite checked outside a run with \`evo check\` (the first: my_attn.cu, 2.500x); exported the best searched kernel" "export note"
 expect_file_has "$f" "#define EVO_EXPORT_KEY \"$A\"" "exported key"

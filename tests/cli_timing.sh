@@ -57,8 +57,9 @@ expect_rc 0 "fake check"
 t [ "$(json 'd["detail"]["cases"]["axes"]["softmax_scale"]')" = "[0, 0.07]" ] || fail "cases: softmax scales: $out"
 t [ "$(json 'd["detail"]["cases"]["axes"]["causal"]')" = "[False, True]" ] || fail "cases: causal: $out"
 t [ "$(json 'd["detail"]["cases"]["largest"]["seq"]')" = 4097 ] || fail "cases: longest sequence: $out"
-# good.cu serves head dims 64 and 128: each of the 384 correctness cases runs once (160 on timed shapes, 224 extra)
-t [ "$(json 'd["detail"]["cases"]["checked"]')" = 384 ] || fail "cases: count: $out"
+# good.cu serves head dims 64 and 128: each of the 782 correctness cases runs once (160 on timed shapes, 384 extra,
+# 238 structural probes)
+t [ "$(json 'd["detail"]["cases"]["checked"]')" = 782 ] || fail "cases: count: $out"
 t [ "$(json 'round(d["speedup_lo"], 4)')" = 0.993 ] || fail "check: interval: $out"
 
 # ---- --retime N: the rounds and their summary ----

@@ -20,8 +20,10 @@ typedef struct {
     char *log;   /* compiler and ptxas output, malloc'd, NUL-terminated */
 } support_build;
 
-/* 0 on success; on failure -1 with b->log holding the reason. */
-static int support_compile(const char *src, const char *arch, support_build *b)
+/* 0 on success; on failure -1 with b->log holding the reason. name: the program's name; extra_header: one more
+ * embedded header it includes besides evo_numerics.cuh (NULL: none). */
+static int support_compile_named(const char *src, const char *name, const char *extra_header, const char *arch,
+                                 support_build *b)
 {
     memset(b, 0, sizeof *b);
     char opt_arch[64];
@@ -29,10 +31,11 @@ static int support_compile(const char *src, const char *arch, support_build *b)
     int cubin = strncmp(arch, "sm_", 3) == 0;
     const char *opts[] = {opt_arch, "--ptxas-options=-v"};
     nvrtcProgram prog;
-    const char *numerics = "";
+    const char *numerics = "", *extra = "";
     evo_template_get("evo_numerics.cuh", &numerics, NULL, NULL);
-    const char *hdr_names[] = {"evo_numerics.cuh"}, *hdr_texts[] = {numerics};
-    nvrtcResult r = nvrtcCreateProgram(&prog, src, "support.cu", 1, hdr_texts, hdr_names);
+    if (extra_header) evo_template_get(extra_header, &extra, NULL, NULL);
+    const char *hdr_names[] = {"evo_numerics.cuh", extra_header}, *hdr_texts[] = {numerics, extra};
+    nvrtcResult r = nvrtcCreateProgram(&prog, src, name, extra_header ? 2 : 1, hdr_texts, hdr_names);
     if (r != NVRTC_SUCCESS) {
         b->log = evo_strdup(nvrtcGetErrorString(r));
         return -1;
@@ -61,6 +64,11 @@ static int support_compile(const char *src, const char *arch, support_build *b)
     return 0;
 }
 
+static inline int support_compile(const char *src, const char *arch, support_build *b)
+{
+    return support_compile_named(src, "support.cu", NULL, arch, b);
+}
+
 static void support_build_free(support_build *b)
 {
     free(b->image);
@@ -71,7 +79,9 @@ static void support_build_free(support_build *b)
 /* The kernels support.cu must define (extern "C", so these are also their symbol names). */
 static const char *const support_kernels[] = {
     "evo_gen_inputs",    "evo_quantize",      "evo_dequantize", "evo_half_to_float", "evo_reference_attention",
-    "evo_compare_reset", "evo_compare",       "evo_canary_check",
+    "evo_compare_reset", "evo_compare",       "evo_canary_check", "evo_compare_slices_reset", "evo_compare_slices",
 };
+/* tasks/attention_fp8/attn_support.cu's (it includes attn_numerics.h). */
+static const char *const attn_support_kernels[] = {"evo_gen_probe", "evo_fp8_model_attention"};
 
 #endif

@@ -102,7 +102,7 @@ static void test_default(void)
     CHECK_EQ_INT(c->correctness.axes[0].field, evo_task_shape_field(c->task_ops, "causal"));
     CHECK_EQ_INT(c->correctness.axes[0].n, 2);
     CHECK(c->correctness.axes[0].values[0] == 0 && c->correctness.axes[0].values[1] == 1);
-    CHECK_EQ_INT(c->correctness.n_shapes, 7);
+    CHECK_EQ_INT(c->correctness.n_shapes, 12);
     check_shape(&c->correctness.shapes[0], "s1", 1, 2, 1, 64, false);
     check_shape(&c->correctness.shapes[1], "s77", 3, 5, 77, 64, false);
     check_shape(&c->correctness.shapes[2], "s500", 1, 3, 500, 128, false);
@@ -111,6 +111,10 @@ static void test_default(void)
     /* beyond the longest timed sequence (2048): an exported kernel accepts any S */
     check_shape(&c->correctness.shapes[5], "s4097", 1, 1, 4097, 64, false);
     check_shape(&c->correctness.shapes[6], "s4097w", 1, 1, 4097, 128, false);
+    check_shape(&c->correctness.shapes[7], "s127", 1, 16, 127, 64, false); /* 16 heads: faults in one head */
+    check_shape(&c->correctness.shapes[11], "s4095", 1, 1, 4095, 128, false);
+    CHECK_EQ_INT(c->accuracy, 3u);            /* accuracy: [exact, fp8] */
+    CHECK_EQ_INT(c->correctness.probes, 31u); /* the five probes */
     CHECK_EQ_INT(c->correctness.axes[1].field, evo_task_shape_field(c->task_ops, "softmax_scale"));
     CHECK_EQ_INT(c->correctness.axes[1].n, 2);
     if (c->correctness.axes[1].n == 2) {
@@ -289,6 +293,10 @@ static const struct {
     const char *file, *where, *what;
 } bad[] = {
     {"malformed.yaml", "malformed.yaml:6:12: malformed YAML", "did not find expected ',' or ']'"},
+    {"unknown_accuracy.yaml", "unknown_accuracy.yaml:2:19: accuracy[1]", "unknown accuracy class 'fp9' (known: exact, fp8)"},
+    {"accuracy_twice.yaml", "accuracy_twice.yaml:2:17: accuracy[1]", "accuracy class 'fp8' given twice"},
+    {"unknown_probe.yaml", "unknown_probe.yaml:24:20: correctness.probes[1]",
+     "unknown probe 'tail' (known: heads, needle, last_key, moderate, integers)"},
     {"malformed_indent.yaml", "malformed_indent.yaml:32:11: malformed YAML", "mapping values are not allowed"},
     {"wrong_type.yaml", "wrong_type.yaml:22:40: shapes[1].seq", "expected an integer, found 'long'"},
     {"quoted_number.yaml", "quoted_number.yaml:31:15: evolution.population", "found the quoted string '4'"},

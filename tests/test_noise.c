@@ -4,6 +4,8 @@
  * Run: build/tests/test_noise */
 #include "cases.h"
 #include "check.h"
+
+#define AN_PROBES 5 /* heads, needle, last_key, moderate, integers: configs/default.yaml's correctness.probes */
 #include "config.h"
 #include "noise.h"
 #include "timing.h"
@@ -109,8 +111,9 @@ static void test_better(void)
 }
 
 /* The gate cases of the shipped configs: every shape x causal x seed x distribution at the timed scale (timed
- * shapes with timed_seeds seeds), each further scale on every shape and causal setting once, a timing case per
- * timed shape; the S = 4097 shapes and the scale 0.07 among them. */
+ * shapes with timed_seeds seeds), each further scale on every shape and causal setting once, the structural probes
+ * on every shape and causal setting (moderate at three scales), a timing case per timed shape; the S = 4097 shapes
+ * and the scale 0.07 among them. */
 static void test_cases(void)
 {
     evo_config *cfg = NULL;
@@ -119,9 +122,9 @@ static void test_cases(void)
     if (!cfg) return;
     evo_gate_case *c = NULL;
     const int n = evo_gate_cases(cfg, false, &c);
-    /* timed: 5 x 2 x 3 x 5 + 5 x 2; extra: 7 x 2 x 3 x 5 + 7 x 2; timing: 5 */
-    CHECK_EQ_INT(n, 160 + 224 + 5);
-    int scaled = 0, long_seq = 0, timing = 0;
+    /* timed: 5 x 2 x 3 x 5 + 5 x 2; extra: 12 x 2 x 3 x 5 + 12 x 2; probes: 17 x 2 x 7; timing: 5 */
+    CHECK_EQ_INT(n, 160 + 384 + 238 + 5);
+    int scaled = 0, long_seq = 0, timing = 0, probes[AN_PROBES] = {0};
     const int f_scale = evo_task_shape_field(cfg->task_ops, "softmax_scale");
     const evo_field *sf = &cfg->task_ops->shape_fields[f_scale];
     for (int i = 0; i < n; i++) {
@@ -130,14 +133,19 @@ static void test_cases(void)
         long_seq += evo_shape_get(&c[i].s, "seq", 0) == 4097 && !c[i].timing;
         timing += c[i].timing;
         if (c[i].timing) CHECK(c[i].shape < cfg->n_shapes && scale == 0);
+        if (c[i].probe >= 0 && c[i].probe < AN_PROBES) probes[c[i].probe]++;
+        if (c[i].probe == 4) CHECK(fabs(scale - 0.6931471805599453) < 1e-7); /* integers: ln 2 */
+        if (c[i].probe == 3 && evo_shape_get(&c[i].s, "head_dim", 0) == 64)
+            CHECK(scale == 0.0625f || scale == 0.125f || scale == 0.25f); /* moderate: 0.5, 1, 2 / sqrt(64) */
     }
-    CHECK_EQ_INT(scaled, 24);         /* 12 shapes x 2 causal settings */
-    CHECK_EQ_INT(long_seq, 2 * 32);   /* 2 shapes x (30 + 2) */
+    CHECK_EQ_INT(scaled, 34);         /* 17 shapes x 2 causal settings */
+    CHECK_EQ_INT(long_seq, 2 * 46);   /* 2 shapes x (30 + 2 + 14) */
     CHECK_EQ_INT(timing, 5);
+    for (int p = 0; p < AN_PROBES; p++) CHECK_EQ_INT(probes[p], p == 3 ? 3 * 34 : 34);
     free(c);
-    /* under a sanitizer: one seed, distribution and scale; no timing */
+    /* under a sanitizer: one seed, distribution and scale; no timing, no probes */
     const int m = evo_gate_cases(cfg, true, &c);
-    CHECK_EQ_INT(m, 12 * 2);
+    CHECK_EQ_INT(m, 17 * 2);
     free(c);
     evo_config_free(cfg);
 }

@@ -293,7 +293,7 @@ static void test_migrate_empty_file(void)
     CHECK_EQ_INT(evo_store_last_run(ro, &id, &err), EVO_E_NOTFOUND);
     evo_elite_rec *el = NULL;
     int n = -1;
-    CHECK_EQ_INT(evo_store_elites(ro, TASK, ARCH, NULL, 3, &el, &n, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_elites(ro, TASK, ARCH, NULL, NULL, 3, &el, &n, &err), EVO_OK);
     CHECK_EQ_INT(n, 0);
     evo_store_close(ro);
     struct stat sb;
@@ -459,7 +459,7 @@ static void test_round_trip(void)
 
     evo_eval_rec re;
     bool found = false;
-    CHECK_EQ_INT(evo_store_find_evaluation(st, cid, "ss-1", &re, &found, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_find_evaluation(st, cid, "ss-1", NULL, 0, &re, &found, &err), EVO_OK);
     CHECK(found);
     CHECK_EQ_INT(re.id, outside.id); /* the most recent measured one, not the later NOT_RECORDED */
     CHECK_EQ_INT(re.run_id, 0);
@@ -470,12 +470,12 @@ static void test_round_trip(void)
     CHECK(re.gpu == NULL);
     CHECK_EQ_INT(re.n_shapes, 0);
     evo_store_eval_free(&re);
-    CHECK_EQ_INT(evo_store_find_evaluation(st, cid, "other", &re, &found, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_find_evaluation(st, cid, "other", NULL, 0, &re, &found, &err), EVO_OK);
     CHECK(!found);
 
     evo_elite_rec *el = NULL;
     int n = 0;
-    CHECK_EQ_INT(evo_store_elites(st, TASK, ARCH, "ss-1", 5, &el, &n, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_elites(st, TASK, ARCH, "ss-1", NULL, 5, &el, &n, &err), EVO_OK);
     CHECK_EQ_INT(n, 1);
     if (n == 1) {
         const evo_eval_rec *x = &el[0].eval;
@@ -690,7 +690,7 @@ static void test_durability(void)
     evo_store *r = open_ok(p, EVO_STORE_READONLY);
     evo_eval_rec e;
     bool found = false;
-    CHECK_EQ_INT(evo_store_find_evaluation(r, cid, "ss", &e, &found, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_find_evaluation(r, cid, "ss", NULL, 0, &e, &found, &err), EVO_OK);
     CHECK(found && e.fitness == 1.25 && e.n_shapes == 2);
     evo_store_eval_free(&e);
 
@@ -698,10 +698,10 @@ static void test_durability(void)
     CHECK_EQ_INT(evo_store_begin(w, &err), EVO_OK);
     int64_t cid2 = add_candidate(w, "D=2", ARCH, 1, 2);
     add_evaluation(w, cid2, 0, -1, "ss", EVO_V_OK, 2.5);
-    CHECK_EQ_INT(evo_store_find_evaluation(r, cid2, "ss", &e, &found, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_find_evaluation(r, cid2, "ss", NULL, 0, &e, &found, &err), EVO_OK);
     CHECK(!found);
     CHECK_EQ_INT(evo_store_commit(w, &err), EVO_OK);
-    CHECK_EQ_INT(evo_store_find_evaluation(r, cid2, "ss", &e, &found, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_find_evaluation(r, cid2, "ss", NULL, 0, &e, &found, &err), EVO_OK);
     CHECK(found && e.fitness == 2.5);
     evo_store_eval_free(&e);
     evo_store_close(r);
@@ -723,7 +723,7 @@ static void test_durability(void)
     char key[65];
     key_of("D=3", ARCH, key);
     CHECK_EQ_INT(evo_store_get_candidate(r, key, &c, &err), EVO_OK);
-    CHECK_EQ_INT(evo_store_find_evaluation(r, c.id, "ss", &e, &found, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_find_evaluation(r, c.id, "ss", NULL, 0, &e, &found, &err), EVO_OK);
     CHECK(found && e.fitness == 3.75);
     evo_store_eval_free(&e);
     evo_store_candidate_free(&c);
@@ -765,7 +765,7 @@ static void test_group_rollback(void)
     CHECK_EQ_INT(half.id, 0);
     evo_eval_rec e;
     bool found = true;
-    CHECK_EQ_INT(evo_store_find_evaluation(st, cid1, "ss", &e, &found, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_find_evaluation(st, cid1, "ss", NULL, 0, &e, &found, &err), EVO_OK);
     CHECK(!found);
     evo_candidate_rec c2 = {.key = k2, .task = TASK, .arch = ARCH, .genome = "R=2", .template_hash = "t",
                             .options = "", .nvrtc_version = "13.0"};
@@ -957,7 +957,7 @@ static void test_readonly(void)
     CHECK_CONTAINS(err.msg, "read-only");
     evo_elite_rec *el;
     int n;
-    CHECK_EQ_INT(evo_store_elites(st, TASK, ARCH, NULL, 10, &el, &n, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_elites(st, TASK, ARCH, NULL, NULL, 10, &el, &n, &err), EVO_OK);
     CHECK_EQ_INT(n, 4);
     evo_store_elites_free(el, n);
     evo_store_close(st);
@@ -990,7 +990,7 @@ static void test_readonly_directory(void)
         }
         evo_elite_rec *el;
         int n = 0;
-        evo_status s = evo_store_elites(ro, TASK, ARCH, NULL, 3, &el, &n, &err);
+        evo_status s = evo_store_elites(ro, TASK, ARCH, NULL, NULL, 3, &el, &n, &err);
         int ok = s == EVO_OK && n == 3 && el[0].eval.fitness == 1.84;
         evo_store_elites_free(el, n);
         evo_store_close(ro);
@@ -1046,7 +1046,7 @@ static void test_elites(void)
     for (size_t i = 0; i < EVO_ARRAY_LEN(cases); i++) {
         evo_elite_rec *el = NULL;
         int n = -1;
-        CHECK_EQ_INT(evo_store_elites(st, TASK, cases[i].arch, cases[i].set, cases[i].k, &el, &n, &err), EVO_OK);
+        CHECK_EQ_INT(evo_store_elites(st, TASK, cases[i].arch, cases[i].set, NULL, cases[i].k, &el, &n, &err), EVO_OK);
         char got[256] = "";
         for (int j = 0; j < n; j++) {
             size_t len = strlen(got);
@@ -1170,7 +1170,7 @@ static void test_migrate_v1_and_demote(void)
     evo_elite_rec *el = NULL;
     int n = 0;
     evo_store *ro = open_ok(p, EVO_STORE_READONLY);
-    CHECK_EQ_INT(evo_store_elites(ro, TASK, NULL, NULL, 1000, &el, &n, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_elites(ro, TASK, NULL, NULL, NULL, 1000, &el, &n, &err), EVO_OK);
     CHECK(n >= 3);
     const int64_t best = n ? el[0].cand.id : -1, second = n > 1 ? el[1].cand.id : -1;
     /* schema 1-2 results carry attention's columns; they read as the fields object of schema 3 */
@@ -1185,7 +1185,7 @@ static void test_migrate_v1_and_demote(void)
     /* every per-shape result reads the same after the migration as before it */
     evo_elite_rec *el2 = NULL;
     int n2 = 0;
-    CHECK_EQ_INT(evo_store_elites(st, TASK, NULL, NULL, 1000, &el2, &n2, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_elites(st, TASK, NULL, NULL, NULL, 1000, &el2, &n2, &err), EVO_OK);
     CHECK_EQ_INT(n2, n);
     int same = n2 == n;
     for (int i = 0; same && i < n; i++) {
@@ -1198,7 +1198,7 @@ static void test_migrate_v1_and_demote(void)
     evo_store_elites_free(el2, n2);
     CHECK_EQ_INT(evo_store_demote(st, best, "compute-sanitizer memcheck: 3 errors", &err), EVO_OK);
     CHECK_EQ_INT(evo_store_demote(st, 999999, "x", &err), EVO_E_NOTFOUND);
-    CHECK_EQ_INT(evo_store_elites(st, TASK, NULL, NULL, 3, &el, &n, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_elites(st, TASK, NULL, NULL, NULL, 3, &el, &n, &err), EVO_OK);
     CHECK(n >= 1 && el[0].cand.id == second); /* the demoted one is gone; the next one leads */
     for (int i = 0; i < n; i++) CHECK(el[i].cand.id != best);
     evo_store_elites_free(el, n);
@@ -1233,7 +1233,7 @@ static void test_intervals_and_retimes(void)
     free(e.created_at);
     evo_eval_rec got;
     bool found = false;
-    CHECK_EQ_INT(evo_store_find_evaluation(st, cand, ss, &got, &found, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_find_evaluation(st, cand, ss, NULL, 0, &got, &found, &err), EVO_OK);
     CHECK(found);
     CHECK_NEAR(got.fitness_lo, 1.24, 0);
     CHECK(isnan(got.fitness_hi));
@@ -1278,7 +1278,7 @@ static void test_intervals_and_retimes(void)
         evo_store *x = open_ok(q, pass ? EVO_STORE_READWRITE : EVO_STORE_READONLY);
         evo_elite_rec *el = NULL;
         int n = 0;
-        CHECK_EQ_INT(evo_store_elites(x, TASK, NULL, NULL, 5, &el, &n, &err), EVO_OK);
+        CHECK_EQ_INT(evo_store_elites(x, TASK, NULL, NULL, NULL, 5, &el, &n, &err), EVO_OK);
         for (int i = 0; i < n && i < 5; i++) {
             (pass ? after : before)[i] = el[i].eval.fitness;
             CHECK(isnan(el[i].eval.fitness_lo));

@@ -24,6 +24,12 @@
 #   gpus       GPUS_GENS (6) generations of configs/default.yaml on GPU 0 alone and on every GPU, with a cold
 #              compile cache and then a warm one (compile time out of the way), GPU use sampled by nvidia-smi;
 #              GPUS_ORDER="all 0" runs every GPU first (the first run also pays for a cold page cache)
+#   fp8probe   what the FP8 tensor core's accumulator keeps (tools/bench/fp8_accum_probe.py, torch._scaled_mm)
+#   fp8large   FP8_GENS (2) generations x FP8_POP (16) of configs/hopper-large.yaml (both accuracy classes), the
+#              best of each class exported (/tmp/fp8-best.cu, /tmp/exact-best.cu) and self-tested
+#   calib      after fp8large: tools/bench/fp8_calibrate.py on those files (the fp8 class against the FP8 model and
+#              cuDNN's FP8 SDPA: per head on the gate's inputs, end to end on outlier inputs); needs .wheels/
+#              (nvidia-cudnn-frontend, ../shared/gpu-host/fetch-wheels.sh .wheels)
 #   strategies GA vs random vs seeds only on configs/default.yaml at equal evaluation budgets
 #              (tools/compare_strategies.py): seeds 1, 2, ... while the next fits in STRAT_BUDGET_S (210 s of
 #              search; at most STRAT_SEEDS, 8), STRAT_POP (16) x STRAT_GENS (4) per run, all on evo's one compile
@@ -165,6 +171,26 @@ PY
              >"$OUT/large-best-selftest.log" 2>&1; echo "self-test exit $?"
            grep -E "^genome|FAIL|passed|FAILED" "$OUT/large-best-selftest.log" | head -6
            sed -n '/^shape/,$p' "$OUT/large-best-selftest.log" | head -8 ;;
+    fp8probe) PYTHONUNBUFFERED=1 python3 tools/bench/fp8_accum_probe.py --json "$OUT/fp8-accum.json" 2>&1 |
+                tee "$OUT/fp8-accum.log" ;;
+    fp8large) rm -f "$OUT/fp8large.db"
+              build/evo run --config configs/hopper-large.yaml --generations "${FP8_GENS:-2}" \
+                --population "${FP8_POP:-16}" --db "$OUT/fp8large.db" 2>&1 | tee "$OUT/fp8large.log" | tail -8
+              python3 -c "import sqlite3; sqlite3.connect('$OUT/fp8large.db').execute('pragma wal_checkpoint(TRUNCATE)')"
+              build/evo elite --show --db "$OUT/fp8large.db" > "$OUT/fp8large-elite.txt" 2>&1
+              grep -E "accuracy class|^ +[0-9]+  " "$OUT/fp8large-elite.txt" | head -12
+              for cls in fp8 exact; do
+                build/evo export --best --accuracy $cls --db "$OUT/fp8large.db" -o /tmp/$cls-best.cu 2>&1 | tail -2
+                t=$(sed -n 's/^ \*   nvcc \(-[^ ]*\) -O3 -c .*/\1/p' /tmp/$cls-best.cu | head -1)
+                nvcc $t -O3 -DEVO_SELFTEST /tmp/$cls-best.cu -o /tmp/$cls-best && timeout 300 /tmp/$cls-best --reps 10 \
+                  >"$OUT/$cls-best-selftest.log" 2>&1; echo "$cls self-test exit $?"
+                grep -E "^genome|FAIL|passed|FAILED" "$OUT/$cls-best-selftest.log" | head -6
+              done ;;
+    calib) python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .wheels/*.whl
+           ex=; [ -f /tmp/exact-best.cu ] && ex="--exact /tmp/exact-best.cu"
+           PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout "${CALIB_TIMEOUT:-420}" \
+             python3 tools/bench/fp8_calibrate.py --fp8 "${FP8_CU:-/tmp/fp8-best.cu}" $ex --out "$OUT" \
+             --seeds "${CALIB_SEEDS:-2}" 2>&1 | tee "$OUT/calib.log" | tail -60 ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;

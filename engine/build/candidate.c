@@ -95,6 +95,9 @@ evo_status evo_candidates_prepare(const evo_build_opts *o, evo_candidate *c, int
         evo_genome_format(o->cfg->space, &g, ci->genome_text, sizeof ci->genome_text);
         evo_status s = o->task->render(o->cfg, &g, o->lim, &ci->prog, err);
         if (s != EVO_OK) return s;
+        ci->accuracy = o->task->genome_accuracy ? o->task->genome_accuracy(o->cfg, &g) : 0;
+        EVO_ASSERT(ci->accuracy >= 0 && ci->accuracy < evo_task_accuracy_count(o->task));
+        for (int v = 0; v < ci->prog.n_variants; v++) ci->prog.variants[v].accuracy = ci->accuracy;
         evo_sha256_hex(ci->prog.source, strlen(ci->prog.source), ci->template_hash);
         const evo_compile_req req = request_of(o, ci, hdr, n_hdr, exprs, opts, n_opts);
         char compile_key[65];
@@ -104,6 +107,15 @@ evo_status evo_candidates_prepare(const evo_build_opts *o, evo_candidate *c, int
         const char *violated = NULL;
         if (!evo_space_valid(o->cfg->space, &g, &violated)) {
             set_verdict(ci, EVO_V_INVALID, "violates constraint: %s", violated ? violated : "?");
+            continue;
+        }
+        if (!(o->cfg->accuracy & (1u << ci->accuracy))) {
+            char admitted[128];
+            evo_config_accuracy_names(o->cfg, admitted, sizeof admitted);
+            ci->verdict = EVO_V_INVALID;
+            snprintf(ci->why, sizeof ci->why,
+                     "its arithmetic is of accuracy class %s, which the config does not admit (accuracy: [%s])",
+                     evo_task_accuracy_name(o->task, ci->accuracy), admitted);
             continue;
         }
         ci->verdict = o->task->can_implement(o->cfg, &g, o->lim, ci->why, sizeof ci->why);

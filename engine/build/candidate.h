@@ -25,6 +25,7 @@ typedef struct {
     char key[65];            /* SHA-256 of (template, headers, genome via name expressions, options, NVRTC, arch) */
     char template_hash[65];  /* SHA-256 of the template text */
     int registers, smem_bytes, spill_bytes, stack_bytes; /* worst over the variants; -1 when not compiled */
+    int accuracy;            /* its accuracy class (task.h): the task's genome_accuracy, on every variant */
 } evo_candidate;
 
 typedef struct {

@@ -349,7 +349,7 @@ static evo_status check_genome(const evo_config *cfg, evo_evaluator *ev, const c
 }
 
 /* Compile one kernel file and run it through the gates. Returns EVO_E_CONFIG when it does not compile. */
-static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char *file, evo_store *st,
+static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char *file, int accuracy, evo_store *st,
                             sanitize_ctx *z, evo_result *r, evo_err *err)
 {
     evo_candidate c;
@@ -378,12 +378,14 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
             (void)len; /* a message longer than why is cut, never lost: the file and kernel come first */
             break;
         }
-        c.prog.variants[c.prog.n_variants++] = want.variants[at]; /* threads 0: the worker reads the geometry */
+        c.prog.variants[c.prog.n_variants] = want.variants[at]; /* threads 0: the worker reads the geometry */
+        c.prog.variants[c.prog.n_variants++].accuracy = accuracy;
         evo_compiled_kernel t = c.cr.kernels[at]; /* kernels[] in variants order, for the request */
         c.cr.kernels[at] = c.cr.kernels[found];
         c.cr.kernels[found] = t;
     }
     evo_program_free(&want);
+    c.accuracy = accuracy;
     s = evo_evaluator_run(ev, &c, 1, false, r, NULL, NULL, NULL, err);
     z->n_res = 0;
     if (s == EVO_OK && z->n_tools && c.verdict == EVO_V_OK && ran(r->verdict)) {
@@ -405,7 +407,9 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
         evo_eval_rec e = {.candidate_id = cr.id, .generation = -1, .shape_set = ss, .verdict = r->verdict,
                           .fitness = r->fitness, .fitness_lo = r->fitness_lo, .fitness_hi = r->fitness_hi,
                           .detail = r->detail, .gpu = r->gpu, .check_s = r->check_s,
-                          .time_s = r->time_s, .shapes = r->shapes, .n_shapes = r->n_shapes};
+                          .time_s = r->time_s, .shapes = r->shapes, .n_shapes = r->n_shapes,
+                          .accuracy = (char *)evo_task_accuracy_name(cfg->task_ops, accuracy),
+                          .gate = evo_task_gate_version(cfg->task_ops)};
         if (s == EVO_OK) s = evo_store_put_evaluation(st, &e, err);
         free(e.created_at);
         if (s == EVO_OK && !sanitize_clean(z)) {
@@ -454,12 +458,13 @@ EVO_CMD(check)
 {
     const evo_cmd *self = evo_cli_find("check");
     const char *config_path = NULL, *db_path = NULL, *sanitize = NULL, *sanitizer = NULL;
-    const char *genome = NULL;
+    const char *genome = NULL, *accuracy = NULL;
     int json = 0, retime = 0;
     static const struct option longopts[] = {
         {"config", required_argument, 0, 'c'}, {"json", no_argument, 0, 'J'},         {"db", required_argument, 0, 'D'},
         {"sanitize", optional_argument, 0, 'Z'}, {"sanitizer", required_argument, 0, 'Y'},
-        {"retime", required_argument, 0, 'R'}, {"genome", required_argument, 0, 'G'}, {0, 0, 0, 0},
+        {"retime", required_argument, 0, 'R'}, {"genome", required_argument, 0, 'G'},
+        {"accuracy", required_argument, 0, 'C'}, {0, 0, 0, 0},
     };
     optind = 1;
     opterr = 0;
@@ -471,6 +476,7 @@ EVO_CMD(check)
         case 'Z': sanitize = optarg ? optarg : EVO_SANITIZE_DEFAULT_TOOLS; break;
         case 'Y': sanitizer = optarg; break;
         case 'G': genome = optarg; break;
+        case 'C': accuracy = optarg; break;
         case 'R': {
             char *end;
             const long v = strtol(optarg, &end, 10);
@@ -486,6 +492,8 @@ EVO_CMD(check)
     }
     if (optind >= argc && !genome) return evo_cli_usage_error(self, err, "give the kernel file(s) to check");
     if (genome && optind < argc) return evo_cli_usage_error(self, err, "--genome checks a genome instead of files");
+    if (genome && accuracy)
+        return evo_cli_usage_error(self, err, "--accuracy is a hand-written file's claim; a genome has its own class");
     if (genome && (sanitize || db_path))
         return evo_cli_usage_error(self, err, "--genome goes without --sanitize and --db (evo run does those)");
     sanitize_ctx z = {.n_tools = 0};
@@ -500,6 +508,14 @@ EVO_CMD(check)
     evo_config *cfg = NULL;
     evo_status s = evo_cli_config_load(config_path, &cfg, err);
     if (s != EVO_OK) return s;
+    const int acc = accuracy ? evo_task_accuracy_find(cfg->task_ops, accuracy) : 0;
+    if (acc < 0) {
+        char names[128];
+        evo_task_accuracy_names(cfg->task_ops, names, sizeof names);
+        s = evo_cli_usage_error(self, err, "--accuracy %s: task %s has the classes %s", accuracy, cfg->task, names);
+        evo_config_free(cfg);
+        return s;
+    }
     if (!getenv("EVO_FAKE_WORKER")) {
         const evo_cudrv *cu;
         evo_err why = {{0}};
@@ -548,7 +564,7 @@ EVO_CMD(check)
     for (int i = optind; s == EVO_OK && i < argc; i++) {
         evo_result r;
         memset(&r, 0, sizeof r);
-        s = check_one(cfg, ev, argv[i], st, &z, &r, err);
+        s = check_one(cfg, ev, argv[i], acc, st, &z, &r, err);
         if (s == EVO_OK) {
             if (json && n_files > 1 && i > optind) printf(",\n");
             print_result(argv[i], &r, cfg->task_ops, cfg->fitness, &z, json);

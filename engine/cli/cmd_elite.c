@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "config.h"
 #include "store.h"
+#include "task.h"
 #include "util.h"
 
 #include <cjson/cJSON.h>
@@ -251,6 +252,7 @@ static cJSON *elite_json(int rank, const evo_elite_rec *el, const metric_list *p
     evo_json_str(o, "arch", c->arch);
     evo_json_str(o, "shape_set", e->shape_set);
     evo_json_str(o, "genome", c->genome);
+    evo_json_str(o, "accuracy", e->accuracy);
     evo_json_num(o, "fitness", e->fitness);
     evo_json_num(o, "fitness_lo", e->fitness_lo > 0 ? e->fitness_lo : NAN);
     evo_json_num(o, "fitness_hi", e->fitness_hi > 0 ? e->fitness_hi : NAN);
@@ -298,7 +300,7 @@ static cJSON *elite_json(int rank, const evo_elite_rec *el, const metric_list *p
 /* ---- the command ---- */
 
 typedef struct {
-    const char *db, *task, *arch, *shape;
+    const char *db, *task, *arch, *shape, *accuracy;
     int top;
     int json;
 } elite_opts;
@@ -309,7 +311,8 @@ static evo_status parse_opts(int argc, char **argv, elite_opts *o, evo_err *err)
     static const struct option longopts[] = {
         {"show", no_argument, NULL, 'S'}, {"top", required_argument, NULL, 'k'}, {"json", no_argument, NULL, 'J'},
         {"db", required_argument, NULL, 'D'}, {"task", required_argument, NULL, 'T'},
-        {"arch", required_argument, NULL, 'A'}, {"shape", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+        {"arch", required_argument, NULL, 'A'}, {"shape", required_argument, NULL, 'H'},
+        {"accuracy", required_argument, NULL, 'C'}, {NULL, 0, NULL, 0},
     };
     *o = (elite_opts){.db = EVO_DEFAULT_DB, .top = 3};
     optind = 0;
@@ -323,6 +326,7 @@ static evo_status parse_opts(int argc, char **argv, elite_opts *o, evo_err *err)
         case 'T': o->task = optarg; break;
         case 'A': o->arch = optarg; break;
         case 'H': o->shape = optarg; break;
+        case 'C': o->accuracy = optarg; break;
         case 'k': {
             char *end;
             long k = strtol(optarg, &end, 10);
@@ -435,63 +439,48 @@ static const char *fitness_words(const evo_run_rec *run)
     return evo_fitness_describe(kind);
 }
 
-/* The top elites of one scope (model NULL: every GPU; else the evaluations made on that GPU model), printed as a
- * table, or added to arr (--json). */
-static evo_status show(evo_store *st, const elite_opts *o, const evo_run_rec *run, const char *task, const char *arch,
-                       const char *model, cJSON *arr, evo_err *err)
+/* One accuracy class's elites (on one GPU model, when the store holds several), ranked on their own, with what is
+ * shown of each. */
+typedef struct {
+    const char *accuracy; /* NULL: any (a task unknown here) */
+    const char *model;    /* NULL: any GPU; else the evaluations made on this GPU model */
+    evo_elite_rec *el;
+    int n, n_all;         /* shown, and read (freed) */
+    metric_list *profiles;
+    evo_retime_rec *rt;
+} section;
+
+static evo_status read_section(evo_store *st, const elite_opts *o, const char *task, const char *arch,
+                               const char *shape_set, section *sec, evo_err *err)
 {
-    evo_elite_rec *el = NULL;
-    int n = 0;
-    metric_list *profiles = NULL;
-    evo_retime_rec *rt = NULL;
     /* with --shape every elite is read and ranked by that shape; n_all of them are freed, n shown */
-    evo_status s = evo_store_elites_on(st, task, arch, run->shape_set, model, o->shape ? INT_MAX : o->top, &el, &n,
-                                       err);
-    const int n_all = n;
-    if (s == EVO_OK && n == 0) {
-        s = evo_fail(err, EVO_E_NOTFOUND,
-                     "%s: no elites yet%s%s%s%s — no candidate has passed every gate; run `evo run`", o->db,
-                     task ? " for " : "", task ? task : "", arch ? " on " : "", arch ? arch : "");
+    evo_status s = evo_store_elites_on(st, task, arch, shape_set, sec->accuracy, sec->model,
+                                       o->shape ? INT_MAX : o->top, &sec->el, &sec->n, err);
+    sec->n_all = sec->n;
+    if (s != EVO_OK || sec->n == 0) return s;
+    if (o->shape) s = rank_by_shape(sec->el, sec->n, o->shape, o->top, &sec->n, err);
+    if (s != EVO_OK) return s;
+    sec->profiles = evo_xcalloc((size_t)sec->n, sizeof *sec->profiles);
+    for (int i = 0; i < sec->n && s == EVO_OK; i++) {
+        s = evo_store_profiles(st, sec->el[i].cand.id, collect_metric, &sec->profiles[i], err);
+        if (sec->profiles[i].n)
+            qsort(sec->profiles[i].rows, (size_t)sec->profiles[i].n, sizeof *sec->profiles[i].rows, metric_cmp);
     }
-    if (s == EVO_OK && o->shape) s = rank_by_shape(el, n, o->shape, o->top, &n, err);
-    if (s == EVO_OK) {
-        profiles = evo_xcalloc((size_t)n, sizeof *profiles);
-        for (int i = 0; i < n && s == EVO_OK; i++) {
-            s = evo_store_profiles(st, el[i].cand.id, collect_metric, &profiles[i], err);
-            if (profiles[i].n) qsort(profiles[i].rows, (size_t)profiles[i].n, sizeof *profiles[i].rows, metric_cmp);
-        }
-        rt = evo_xcalloc((size_t)n, sizeof *rt);
-        for (int i = 0; i < n && s == EVO_OK; i++) {
-            bool found = false;
-            s = evo_store_last_retime(st, el[i].cand.id, el[i].eval.shape_set, &rt[i], &found, err);
-        }
+    sec->rt = evo_xcalloc((size_t)sec->n, sizeof *sec->rt);
+    for (int i = 0; i < sec->n && s == EVO_OK; i++) {
+        bool found = false;
+        s = evo_store_last_retime(st, sec->el[i].cand.id, sec->el[i].eval.shape_set, &sec->rt[i], &found, err);
     }
-    if (s == EVO_OK && arr) {
-        for (int i = 0; i < n; i++) {
-            cJSON *e = elite_json(i + 1, &el[i], &profiles[i], &rt[i]);
-            if (model) cJSON_AddStringToObject(e, "gpu_model", model);
-            cJSON_AddItemToArray(arr, e);
-        }
-    } else if (s == EVO_OK) {
-        if (model) printf("== %s (speedups against the baseline timed on this GPU model)\n", model);
-        printf("%s: top %d of %s on %s", o->db, n, el[0].cand.task, el[0].cand.arch);
-        if (run->shape_set) printf(", shape set %.8s (as in run %lld)", run->shape_set, (long long)run->id);
-        printf("\nspeedup: %s of baseline time / candidate time\n", fitness_words(run));
-        if (o->shape) {
-            const int i = shape_index(&el[0].eval, o->shape);
-            printf("ranked by the speedup on %s: ", el[0].eval.shapes[i].shape);
-            for (int k = 0; k < n; k++) printf("%s%.3fx", k ? ", " : "", shape_speedup(&el[k], o->shape));
-            printf("\n");
-        }
-        printf("\n");
-        print_table(el, n, profiles, rt);
-    }
-    for (int i = 0; profiles && i < n; i++) metric_list_free(&profiles[i]);
-    free(profiles);
-    for (int i = 0; rt && i < n; i++) evo_store_retime_free(&rt[i]);
-    free(rt);
-    evo_store_elites_free(el, n_all);
     return s;
+}
+
+static void section_free(section *sec)
+{
+    for (int i = 0; sec->profiles && i < sec->n; i++) metric_list_free(&sec->profiles[i]);
+    free(sec->profiles);
+    for (int i = 0; sec->rt && i < sec->n; i++) evo_store_retime_free(&sec->rt[i]);
+    free(sec->rt);
+    evo_store_elites_free(sec->el, sec->n_all);
 }
 
 EVO_CMD(elite)
@@ -504,26 +493,92 @@ EVO_CMD(elite)
     if (s != EVO_OK) return s;
 
     evo_run_rec run = {0};
+    int n_secs = 0, shown = 0;
     s = resolve_scope(st, &o, &run, err);
     const char *task = o.task ? o.task : run.task;
     const char *arch = o.arch ? o.arch : run.arch;
-    /* A store several GPU models wrote into (evo merge, islands) is ranked per model: a speedup is relative to the
-     * baseline timed on the GPU that measured it. One model (the usual case): one table, as always. */
+    /* A store several GPU models wrote into (evo merge, islands) is ranked per model too: a speedup is relative to
+     * the baseline timed on the GPU that measured it. One model (the usual case): no model sections. */
     char **models = NULL;
     int n_models = 0;
     if (s == EVO_OK) s = evo_store_gpu_models(st, task, arch, run.shape_set, &models, &n_models, err);
-    cJSON *arr = o.json ? cJSON_CreateArray() : NULL;
-    if (s == EVO_OK && n_models <= 1) s = show(st, &o, &run, task, arch, NULL, arr, err);
-    for (int m = 0; s == EVO_OK && n_models > 1 && m < n_models; m++) {
-        if (m && !arr) printf("\n");
-        s = show(st, &o, &run, task, arch, models[m], arr, err);
+    const int per_model = n_models > 1 ? n_models : 1;
+    section *secs = evo_xcalloc((size_t)(EVO_ACCURACY_MAX * per_model), sizeof *secs);
+    /* each accuracy class of the task ranked on its own (--accuracy: that one) */
+    const evo_task *t = task ? evo_task_find(task) : NULL;
+    if (s == EVO_OK && o.accuracy && t && evo_task_accuracy_find(t, o.accuracy) < 0) {
+        char names[128];
+        evo_task_accuracy_names(t, names, sizeof names);
+        s = evo_cli_usage_error(evo_cli_find("elite"), err, "--accuracy %s: task %s has the classes %s", o.accuracy,
+                                task, names);
     }
-    if (s == EVO_OK && arr) {
+    for (int m = 0; m < per_model; m++) {
+        const char *model = n_models > 1 ? models[m] : NULL;
+        if (o.accuracy) secs[n_secs++] = (section){.accuracy = o.accuracy, .model = model};
+        else if (t)
+            for (int i = 0; i < evo_task_accuracy_count(t) && i < EVO_ACCURACY_MAX; i++)
+                secs[n_secs++] = (section){.accuracy = evo_task_accuracy_name(t, i), .model = model};
+        else secs[n_secs++] = (section){.model = model};
+    }
+    evo_err shape_err = {{0}};
+    for (int i = 0; i < n_secs && s == EVO_OK; i++) {
+        s = read_section(st, &o, task, arch, run.shape_set, &secs[i], err);
+        /* --shape names a shape none of a class's elites has: fine while another class has it */
+        if (s == EVO_E_USAGE && o.shape && n_secs > 1) {
+            if (!shape_err.msg[0]) shape_err = *err;
+            secs[i].n = 0;
+            s = EVO_OK;
+        }
+        shown += secs[i].n;
+    }
+    if (s == EVO_OK && shown == 0 && shape_err.msg[0]) {
+        *err = shape_err;
+        s = EVO_E_USAGE;
+    } else if (s == EVO_OK && shown == 0) {
+        s = evo_fail(err, EVO_E_NOTFOUND,
+                                             "%s: no elites yet%s%s%s%s%s%s — no candidate has passed every gate; run "
+                                             "`evo run`",
+                                             o.db, task ? " for " : "", task ? task : "", arch ? " on " : "",
+                                             arch ? arch : "", o.accuracy ? " in accuracy class " : "",
+                     o.accuracy ? o.accuracy : "");
+    }
+    if (s == EVO_OK && o.json) {
+        cJSON *arr = cJSON_CreateArray();
+        for (int k = 0; k < n_secs; k++)
+            for (int i = 0; i < secs[k].n; i++) {
+                cJSON *e = elite_json(i + 1, &secs[k].el[i], &secs[k].profiles[i], &secs[k].rt[i]);
+                if (secs[k].model) cJSON_AddStringToObject(e, "gpu_model", secs[k].model);
+                cJSON_AddItemToArray(arr, e);
+            }
         char *text = cJSON_Print(arr);
         printf("%s\n", text);
         free(text);
+        cJSON_Delete(arr);
+    } else if (s == EVO_OK) {
+        const char *model_said = NULL;
+        for (int k = 0; k < n_secs; k++) {
+            const section *c = &secs[k];
+            if (!c->n) continue;
+            if (c->model && c->model != model_said)
+                printf("%s== %s (speedups against the baseline timed on this GPU model)\n", k ? "\n" : "", c->model);
+            printf("%s%s: top %d of %s on %s", k && shown && c->model == model_said ? "\n" : "", o.db, c->n,
+                   c->el[0].cand.task, c->el[0].cand.arch);
+            model_said = c->model;
+            if (c->accuracy) printf(", accuracy class %s", c->accuracy);
+            if (run.shape_set) printf(", shape set %.8s (as in run %lld)", run.shape_set, (long long)run.id);
+            printf("\nspeedup: %s of baseline time / candidate time\n", fitness_words(&run));
+            if (o.shape) {
+                const int i = shape_index(&c->el[0].eval, o.shape);
+                printf("ranked by the speedup on %s: ", c->el[0].eval.shapes[i].shape);
+                for (int j = 0; j < c->n; j++) printf("%s%.3fx", j ? ", " : "", shape_speedup(&c->el[j], o.shape));
+                printf("\n");
+            }
+            printf("\n");
+            print_table(c->el, c->n, c->profiles, c->rt);
+        }
     }
-    cJSON_Delete(arr);
+    for (int k = 0; k < n_secs; k++) section_free(&secs[k]);
+    free(secs);
     for (int m = 0; m < n_models; m++) free(models[m]);
     free(models);
     evo_store_run_free(&run);

@@ -1,5 +1,6 @@
-/* cmd_export.c — `evo export [--best | --id ID] [-o FILE | --torch DIR [--quantizer FILE] [--module NAME]]
- * [--db F]`: the top elite (or a chosen candidate) as a standalone .cu (export.h), written to
+/* cmd_export.c — `evo export [--best [--accuracy CLASS] | --id ID] [-o FILE | --torch DIR [--quantizer FILE]
+ * [--module NAME]] [--db F]`: the top elite of an accuracy class (exact unless told; or a chosen candidate) as a
+ * standalone .cu (export.h), written to
  * variants/<task>-<arch>-<shortid>.cu unless -o says otherwise; with --torch, that file, the companion file the
  * task's PyTorch op needs (the quantizer) and the Python module that registers the ops (task->torch_module) into
  * DIR. Opens the store read-only. Every output is a regular file (replaced atomically) or a new name (paths.h);
@@ -22,7 +23,7 @@
 #include <sys/stat.h>
 
 typedef struct {
-    const char *db, *id, *output, *torch, *quantizer, *module;
+    const char *db, *id, *output, *torch, *quantizer, *module, *accuracy;
     int best;
 } export_opts;
 
@@ -41,7 +42,8 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
         {"best", no_argument, NULL, 'B'},          {"id", required_argument, NULL, 'I'},
         {"output", required_argument, NULL, 'o'}, {"db", required_argument, NULL, 'D'},
         {"torch", required_argument, NULL, 'T'},  {"quantizer", required_argument, NULL, 'Q'},
-        {"module", required_argument, NULL, 'M'}, {NULL, 0, NULL, 0},
+        {"module", required_argument, NULL, 'M'}, {"accuracy", required_argument, NULL, 'C'},
+        {NULL, 0, NULL, 0},
     };
     *o = (export_opts){.db = EVO_DEFAULT_DB, .module = "evo_fp8"};
     optind = 0;
@@ -56,12 +58,16 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
         case 'T': o->torch = optarg; break;
         case 'Q': o->quantizer = optarg; break;
         case 'M': o->module = optarg; break;
+        case 'C': o->accuracy = optarg; break;
         case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
         default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
     if (o->best && o->id) return evo_cli_usage_error(self, err, "--best and --id exclude each other");
+    if (o->accuracy && o->id)
+        return evo_cli_usage_error(self, err, "--accuracy goes with --best (a candidate given by --id has its own class)");
+    if (o->accuracy && !*o->accuracy) return evo_cli_usage_error(self, err, "--accuracy wants a class name");
     if (o->id && !*o->id) return evo_cli_usage_error(self, err, "--id wants a candidate id or key prefix");
     if (o->output && !*o->output) return evo_cli_usage_error(self, err, "-o wants a file name");
     if (o->torch && o->output) return evo_cli_usage_error(self, err, "-o and --torch exclude each other");
@@ -159,8 +165,9 @@ static evo_status write_torch(const export_opts *o, const evo_export_src *src, c
     for (int i = 0; s == EVO_OK && i < 3; i++)
         if (!skip[i]) s = evo_write_file_atomic(paths[i], texts[i], strlen(texts[i]), err);
     if (s == EVO_OK) {
-        printf("wrote %s: PyTorch ops of candidate %lld (%.8s), %.3fx the baseline in run %lld\n", paths[2],
-               (long long)src->cand.id, src->cand.key, src->eval.fitness, (long long)src->run.id);
+        printf("wrote %s: PyTorch ops of candidate %lld (%.8s), accuracy class %s, %.3fx the baseline in run %lld\n",
+               paths[2], (long long)src->cand.id, src->cand.key,
+               src->eval.accuracy ? src->eval.accuracy : EVO_ACCURACY_EXACT, src->eval.fitness, (long long)src->run.id);
         printf("  beside it: %s (genome %s) and %s\n", names[0], src->cand.genome, names[1]);
         printf("  use: PYTHONPATH=%s python3 -c \"import torch, %s\"   (torch.ops.evo.*; nvcc builds at first use)\n",
                o->torch, o->module);
@@ -183,7 +190,7 @@ EVO_CMD(export)
     if (s != EVO_OK) return s;
     evo_export_src src;
     evo_export_out out = {0};
-    s = evo_export_pick(st, o.id, &src, err);
+    s = evo_export_pick(st, o.id, o.accuracy, &src, err);
     if (s == EVO_OK) s = evo_export_render(&src, NULL, &out, err);
     char path[4200];
     if (s == EVO_OK && o.torch) {
@@ -208,8 +215,9 @@ EVO_CMD(export)
     if (s == EVO_OK) {
         if (src.note[0]) fprintf(stderr, "evo: note: %s\n", src.note);
         if (out.warning[0]) fprintf(stderr, "evo: warning: %s\n", out.warning);
-        printf("wrote %s: candidate %lld (%.8s), %.3fx the baseline in run %lld\n  genome %s\n", path,
-               (long long)src.cand.id, src.cand.key, src.eval.fitness, (long long)src.run.id, src.cand.genome);
+        printf("wrote %s: candidate %lld (%.8s), accuracy class %s, %.3fx the baseline in run %lld\n  genome %s\n",
+               path, (long long)src.cand.id, src.cand.key, src.eval.accuracy ? src.eval.accuracy : EVO_ACCURACY_EXACT,
+               src.eval.fitness, (long long)src.run.id, src.cand.genome);
         printf("  build: nvcc %s -O3 -c %s;  self-test: nvcc %s -O3 -DEVO_SELFTEST %s -o selftest\n",
                out.nvcc_arch, path, out.nvcc_arch, path);
     }

@@ -149,7 +149,7 @@ static evo_status plot_elites(const plot_opts *o, evo_store *st, const evo_run_r
 {
     evo_elite_rec *el = NULL;
     int n = 0;
-    evo_status s = evo_store_elites(st, run->task, run->arch, run->shape_set, o->top, &el, &n, err);
+    evo_status s = evo_store_elites(st, run->task, run->arch, run->shape_set, NULL, o->top, &el, &n, err);
     if (s != EVO_OK) return s;
 
     /* The groups: every shape of any elite, in the order the first elite lists them. */

@@ -61,7 +61,7 @@ static evo_status best_evaluation(evo_store *st, const evo_candidate_rec *c, evo
                                   const evo_eval_rec **best, evo_err *err)
 {
     *best = NULL;
-    evo_status s = evo_store_elites(st, c->task, c->arch, NULL, 1 << 30, all, n, err);
+    evo_status s = evo_store_elites(st, c->task, c->arch, NULL, NULL, 1 << 30, all, n, err);
     for (int i = 0; s == EVO_OK && i < *n && !*best; i++)
         if ((*all)[i].cand.id == c->id) *best = &(*all)[i].eval;
     if (s == EVO_OK && !*best)
@@ -93,7 +93,7 @@ static evo_status get_source(evo_store *st, const profile_opts *o, const evo_can
     }
 #ifdef EVO_HAVE_EXPORT
     evo_export_src src;
-    evo_status s = evo_export_pick(st, c->key, &src, err);
+    evo_status s = evo_export_pick(st, c->key, NULL, &src, err);
     if (s != EVO_OK) return evo_failv_prefix(err, s, "profile: cannot export candidate %lld", (long long)c->id);
     evo_export_out out = {0};
     s = evo_export_render(&src, NULL, &out, err);

@@ -47,24 +47,29 @@ static const evo_cmd commands[] = {
      "      --migrants M      genomes each island sends per migration, 0 to 256 (default 2)\n",
      0},
     {"elite", cmd_elite, "show the best kernels found so far",
-     "usage: evo elite --show [--top K] [--shape NAME] [--json] [--db F] [--task T] [--arch sm_XX]\n"
+     "usage: evo elite --show [--top K] [--shape NAME] [--accuracy CLASS] [--json] [--db F] [--task T]\n"
+     "                        [--arch sm_XX]\n"
      "\n"
      "Lists the top-K candidates by fitness (speedup over the baseline genome) with their genome,\n"
      "per-shape times, TFLOP/s, resources and worst error. Reads the database only; never modifies it.\n"
      "\n"
      "By default it ranks the task, arch and shape set of the latest run; ncu metrics are shown when stored.\n"
+     "Each accuracy class (attention: exact, fp8; docs/templates.md) is ranked on its own, in a table each.\n"
      "\n"
      "      --show            print the table (the default action)\n"
      "  -k, --top K           how many (default 3)\n"
      "      --shape NAME      rank by the speedup on the shape called NAME (a name of the config's shapes),\n"
      "                        e.g. to pick the kernel for one problem size: evo export --id ID\n"
-     "      --json            machine-readable output (a JSON array, best first)\n"
+     "      --accuracy CLASS  only this accuracy class\n"
+     "      --json            machine-readable output (a JSON array, best first within each class; every entry\n"
+     "                        names its \"accuracy\")\n"
      "      --db F            database (default population.db)\n"
      "      --task T          rank candidates of task T (default: the latest run's)\n"
      "      --arch sm_XX      rank candidates compiled for this arch (default: the latest run's)\n",
      0},
     {"export", cmd_export, "write the best (or a chosen) kernel as a standalone .cu",
-     "usage: evo export [--best | --id ID] [-o FILE | --torch DIR [--quantizer FILE] [--module NAME]] [--db F]\n"
+     "usage: evo export [--best [--accuracy CLASS] | --id ID] [-o FILE | --torch DIR [--quantizer FILE]\n"
+     "                  [--module NAME]] [--db F]\n"
      "\n"
      "Writes the kernel specialised to its genome as a .cu file that plain nvcc compiles without evo:\n"
      "an extern \"C\" launcher, a provenance header, and a self-test under -DEVO_SELFTEST.\n"
@@ -74,8 +79,9 @@ static const evo_cmd commands[] = {
      "gate in a run are exported (kernels checked with `evo check` are hand-written files already). --best\n"
      "passes over such files. Reads the database only. No GPU needed.\n"
      "\n"
-     "      --best            the top elite (the default)\n"
-     "      --id ID           a candidate id or key prefix (see evo elite --show)\n"
+     "      --best            the top elite (the default) of the accuracy class --accuracy names\n"
+     "      --accuracy CLASS  with --best: the class to take it from (default exact; attention: exact, fp8)\n"
+     "      --id ID           a candidate id or key prefix (see evo elite --show); its class is its own\n"
      "  -o, --output FILE     where to write\n"
      "      --torch DIR       a PyTorch package instead: the kernel's .cu, the quantizer's .cu and NAME.py, which\n"
      "                        registers torch.ops.evo.* (built with nvcc at first use); DIR is created if missing.\n"
@@ -86,8 +92,8 @@ static const evo_cmd commands[] = {
      "      --db F            database (default population.db)\n",
      0},
     {"check", cmd_check, "run a hand-written kernel through the same gates",
-     "usage: evo check FILE.cu [FILE.cu...] [--config F] [--json] [--db F] [--sanitize[=TOOLS]]\n"
-     "                 [--sanitizer PATH] [--retime N]\n"
+     "usage: evo check FILE.cu [FILE.cu...] [--config F] [--accuracy CLASS] [--json] [--db F]\n"
+     "                 [--sanitize[=TOOLS]] [--sanitizer PATH] [--retime N]\n"
      "       evo check --genome G [--config F] [--json] [--retime N]\n"
      "\n"
      "Compiles each FILE.cu (which implements the attention ABI of docs/templates.md), runs the correctness gate\n"
@@ -97,6 +103,8 @@ static const evo_cmd commands[] = {
      "printed, then evo says the GPU gates need a driver (exit 1; 2 when a file does not compile).\n"
      "\n"
      "  -c, --config F        the configuration whose cases, tolerances and baseline apply\n"
+     "      --accuracy CLASS  the accuracy class the files' arithmetic claims, judged by that class's gate\n"
+     "                        (default exact; attention: exact, fp8 — docs/templates.md, \"Accuracy classes\")\n"
      "      --genome G        a genome of the config's space instead of files, built as a search builds it\n"
      "      --retime N        then time the kernel and the baseline N more times in the same worker and print\n"
      "                        how far the figures move: per-shape spread of the medians, fitness CV, timing cost\n"

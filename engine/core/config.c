@@ -77,6 +77,15 @@ static void shapes_key(const evo_config *c, bool with_fitness, char hex[65])
     evo_str_free(&t);
 }
 
+void evo_config_accuracy_names(const evo_config *c, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < evo_task_accuracy_count(c->task_ops) && used < n; i++)
+        if (c->accuracy & (1u << i))
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "", evo_task_accuracy_name(c->task_ops, i));
+}
+
 void evo_config_shape_set_key(const evo_config *c, char hex[65]) { shapes_key(c, true, hex); }
 void evo_config_measured_key(const evo_config *c, char hex[65]) { shapes_key(c, false, hex); }
 
@@ -733,10 +742,34 @@ static evo_status load_shape_list(loader *L, const yaml_node_t *list, const char
 
 /* ---- the other sections ---- */
 
+/* A name or a list of distinct names, each one of names[] (NULL-terminated): bit i set for names[i]. */
+static evo_status load_name_set(loader *L, const yaml_node_t *v, const char *path, const char *const *names,
+                                const char *what, bool allow_empty, unsigned *mask)
+{
+    *mask = 0;
+    if (v->type == YAML_SCALAR_NODE) {
+        int i;
+        TRY(as_name(L, v, path, names, what, &i));
+        *mask = 1u << i;
+        return EVO_OK;
+    }
+    TRY(need_kind(L, v, path, YAML_SEQUENCE_NODE));
+    const int n = N_ITEMS(v);
+    if (n == 0 && !allow_empty) return FAIL(L, v, path, "give at least one %s", what);
+    for (int k = 0; k < n; k++) {
+        char q[PATH_MAX_LEN];
+        int i;
+        TRY(as_name(L, ITEM(L, v, k), item(q, path, k), names, what, &i));
+        if (*mask & (1u << i)) return FAIL(L, ITEM(L, v, k), q, "%s '%s' given twice", what, names[i]);
+        *mask |= 1u << i;
+    }
+    return EVO_OK;
+}
+
 static evo_status load_correctness(loader *L, const yaml_node_t *root)
 {
-    const char *keys[8 + EVO_FIELDS_MAX] = {"seeds", "timed_seeds", "distributions", "shapes", "tolerance"};
-    int nk = 5;
+    const char *keys[8 + EVO_FIELDS_MAX] = {"seeds", "timed_seeds", "distributions", "shapes", "tolerance", "probes"};
+    int nk = 6;
     for (int a = 0; a < L->c->correctness.n_axes; a++)
         keys[nk++] = L->task->shape_fields[L->c->correctness.axes[a].field].name;
     keys[nk] = NULL;
@@ -780,6 +813,14 @@ static evo_status load_correctness(loader *L, const yaml_node_t *root)
             L->c->correctness.dists[i] = (evo_dist)d;
         }
         L->c->correctness.n_dists = n;
+    }
+    if ((v = get(L, m, "probes"))) {
+        const char *names[33] = {NULL};
+        for (int i = 0; i < L->task->n_probes && i < 32; i++) names[i] = L->task->probes[i].name;
+        if (!L->task->n_probes && (v->type != YAML_SEQUENCE_NODE || N_ITEMS(v) > 0))
+            return FAIL(L, v, "correctness.probes", "task %s has no structural probes (give [] or leave it out)",
+                        L->task->name);
+        TRY(load_name_set(L, v, "correctness.probes", names, "probe", true, &L->c->correctness.probes));
     }
     for (int a = 0; a < L->c->correctness.n_axes; a++) {
         const evo_field *f = &L->task->shape_fields[L->c->correctness.axes[a].field];
@@ -1043,13 +1084,15 @@ static void set_task_defaults(evo_config *c, const evo_task *t)
                (size_t)f->n_axis_default * sizeof f->axis_default[0]);
         c->correctness.axes[c->correctness.n_axes++].n = f->n_axis_default;
     }
+    c->accuracy = 1u; /* the exact class alone, unless the config says `accuracy` */
+    c->correctness.probes = t->n_probes >= 32 ? ~0u : (1u << t->n_probes) - 1u; /* every probe */
 }
 
 static evo_status load_root(loader *L, const yaml_node_t *root)
 {
-    static const char *const base_keys[] = {"task",  "arch",        "space",  "baseline",  "seeds",
-                                            "shapes", "correctness", "timing", "evolution", "regression",
-                                            "compile", "fitness"};
+    static const char *const base_keys[] = {"task",    "arch",    "space",    "baseline",  "seeds",
+                                            "shapes",  "correctness", "timing", "evolution", "regression",
+                                            "compile", "fitness", "accuracy"};
     static const char *const fitness_kinds[] = {"geomean", "worst", NULL};
     evo_config *c = L->c;
     yaml_node_t *v;
@@ -1093,6 +1136,12 @@ static evo_status load_root(loader *L, const yaml_node_t *root)
         int f;
         TRY(as_name(L, v, "fitness", fitness_kinds, "fitness", &f));
         c->fitness = (evo_fitness)f;
+    }
+    if ((v = get(L, root, "accuracy"))) {
+        const char *names[EVO_ACCURACY_MAX + 1] = {NULL};
+        for (int i = 0; i < evo_task_accuracy_count(L->task) && i < EVO_ACCURACY_MAX; i++)
+            names[i] = evo_task_accuracy_name(L->task, i);
+        TRY(load_name_set(L, v, "accuracy", names, "accuracy class", false, &c->accuracy));
     }
 
     TRY(load_space(L, root));

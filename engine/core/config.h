@@ -99,7 +99,9 @@ typedef struct evo_config {
         evo_shape shapes[EVO_MAX_SHAPES]; /* checked in addition to `shapes` */
         int n_shapes;
         evo_tolerance tol;
+        unsigned probes;  /* bit i: the task's structural probe i is checked (default: every one) */
     } correctness;
+    unsigned accuracy;    /* bit i: the task's accuracy class i is admitted (`accuracy`; default: exact alone) */
 
     struct {
         int warmup;          /* launches before timing                                */
@@ -161,6 +163,8 @@ void evo_config_free(evo_config *c);
 void evo_config_shape_set_key(const evo_config *c, char hex[65]);
 /* The key of the timed shapes alone, whatever the fitness kind (what was measured; replay looks results up by it). */
 void evo_config_measured_key(const evo_config *c, char hex[65]);
+/* The admitted accuracy classes by name: "exact, fp8". */
+void evo_config_accuracy_names(const evo_config *c, char *buf, size_t n);
 /* A task option's value by name (evo_task.options); def when the task has none of that name. */
 double evo_config_option(const evo_config *c, const char *name, double def);
 

@@ -66,6 +66,10 @@ typedef enum {
     EVO_V_COUNT
 } evo_verdict;
 
+/* Every task's first (strictest) accuracy class (task.h): what a verdict is judged in when a task has no others, and
+ * what stored results from before accuracy classes count as. */
+#define EVO_ACCURACY_EXACT "exact"
+
 const char *evo_verdict_name(evo_verdict v);
 /* Returns 0 and sets *v when name is a verdict name, else -1. */
 int evo_verdict_parse(const char *name, evo_verdict *v);

@@ -183,6 +183,8 @@ static uint64_t gen_word(uint64_t seed, uint32_t tensor_id, uint32_t stream, uin
     return gen_mix(key + (index + 1) * GEN_GAMMA);
 }
 
+uint64_t evo_ref_gen_word(uint64_t seed, uint32_t tensor_id, uint64_t index) { return gen_word(seed, tensor_id, 0, index); }
+
 /* ln(u) for u in (0, 1]: u = m * 2^e with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh((m-1)/(m+1)) as a series. */
 static double gen_log(double u)
 {
@@ -339,4 +341,59 @@ void evo_ref_metrics_from_acc(const evo_compare_acc *acc, size_t n, evo_metrics 
     m->n_nonfinite = (size_t)acc->n_nonfinite;
     m->frac_over = n ? (double)acc->n_over / (double)n : 0.0;
     m->first_bad = acc->first_bad == ~0ull ? -1 : (long long)acc->first_bad;
+}
+
+/* ---- per-slice comparison ---- */
+
+void evo_ref_slice_acc_init(evo_slice_acc *acc, size_t n)
+{
+    memset(acc, 0, n * sizeof *acc);
+    for (size_t s = 0; s < n; s++) acc[s].first_bad = ~0ull;
+}
+
+void evo_ref_compare_slices(const void *out, evo_elem out_type, const void *ref, evo_elem ref_type, size_t n_slices,
+                            size_t slice_elems, const double *bound, evo_slice_acc *acc)
+{
+    evo_ref_slice_acc_init(acc, n_slices);
+    for (size_t s = 0; s < n_slices; s++) {
+        evo_slice_acc *a = &acc[s];
+        for (size_t j = 0; j < slice_elems; j++) {
+            const size_t i = s * slice_elems + j;
+            const double o = elem_at(out, out_type, i), r = elem_at(ref, ref_type, i);
+            const bool finite = isfinite(o) && isfinite(r);
+            if (!isfinite(o)) a->n_nonfinite++;
+            const double diff = fabs(d_sub(o, r));
+            if (!finite || (bound && !(diff <= bound[s]))) {
+                a->n_over++;
+                if (a->first_bad == ~0ull) a->first_bad = i;
+            }
+            if (finite) {
+                a->max_abs = fmax(a->max_abs, diff);
+                a->max_ref = fmax(a->max_ref, fabs(r));
+                a->sum_sq_diff += diff * diff;
+                a->sum_sq_ref += r * r;
+            }
+        }
+    }
+}
+
+double evo_slice_rel_l2(const evo_slice_acc *a)
+{
+    return a->sum_sq_ref > 0.0 ? sqrt(a->sum_sq_diff / a->sum_sq_ref) : sqrt(a->sum_sq_diff);
+}
+
+void evo_slice_metrics(const evo_slice_acc *acc, size_t n_slices, size_t slice_elems, evo_metrics *m)
+{
+    evo_compare_acc t;
+    evo_ref_compare_acc_init(&t);
+    for (size_t s = 0; s < n_slices; s++) {
+        t.max_abs = fmax(t.max_abs, acc[s].max_abs);
+        t.sum_sq_diff += acc[s].sum_sq_diff;
+        t.sum_sq_ref += acc[s].sum_sq_ref;
+        t.n_over += acc[s].n_over;
+        t.n_nonfinite += acc[s].n_nonfinite;
+        if (acc[s].first_bad < t.first_bad) t.first_bad = acc[s].first_bad;
+    }
+    t.n_finite = n_slices * slice_elems - t.n_nonfinite;
+    evo_ref_metrics_from_acc(&t, n_slices * slice_elems, m);
 }

@@ -36,6 +36,8 @@ float evo_ref_u8sim_decode(uint8_t code, float scale);
  * standard deviation of 10, with probability 2^-32 * 4294967 (0.001). */
 uint16_t evo_ref_gen_value(uint64_t seed, uint32_t tensor_id, int dist, uint64_t head_elems, uint64_t index);
 void evo_ref_gen_inputs(uint16_t *out, size_t n, uint64_t head_elems, uint64_t seed, uint32_t tensor_id, int dist);
+/* The generator's 64-bit word for element index of tensor (seed, tensor_id) (stream 0): what the draws are made of. */
+uint64_t evo_ref_gen_word(uint64_t seed, uint32_t tensor_id, uint64_t index);
 
 /* ---- error metrics ---- */
 typedef enum { EVO_ELEM_F16 = 0, EVO_ELEM_F32, EVO_ELEM_F64 } evo_elem;
@@ -76,11 +78,34 @@ void evo_ref_compare_acc_init(evo_compare_acc *acc);
 /* Turns an accumulator (GPU or host) over n elements into metrics. */
 void evo_ref_metrics_from_acc(const evo_compare_acc *acc, size_t n, evo_metrics *m);
 
+/* ---- per-slice comparison: the same counts and sums for each slice of slice_elems consecutive elements ---- */
+/* Element i of slice s is bad when out[i] or ref[i] is not finite or, with bound given, !(|out - ref| <= bound[s]).
+ * Same layout as evo_slice_acc in evo_numerics.cuh (the GPU's evo_compare_slices fills it). */
+typedef struct {
+    double sum_sq_diff;
+    double sum_sq_ref;
+    double max_abs;               /* max |out - ref| over the finite pairs */
+    double max_ref;               /* max |ref| over the finite pairs */
+    unsigned long long n_over;    /* bad elements */
+    unsigned long long n_nonfinite; /* elements whose out is not finite */
+    unsigned long long first_bad; /* smallest bad index (over the whole tensor), ~0ull when none */
+    unsigned long long reserved;
+} evo_slice_acc;
+
+void evo_ref_slice_acc_init(evo_slice_acc *acc, size_t n);
+void evo_ref_compare_slices(const void *out, evo_elem out_type, const void *ref, evo_elem ref_type, size_t n_slices,
+                            size_t slice_elems, const double *bound, evo_slice_acc *acc);
+/* ||out - ref|| / ||ref|| of one slice; the absolute ||out - ref|| when ||ref|| = 0. */
+double evo_slice_rel_l2(const evo_slice_acc *a);
+/* The whole tensor's metrics from its slices (no element test beyond the slices' own). */
+void evo_slice_metrics(const evo_slice_acc *acc, size_t n_slices, size_t slice_elems, evo_metrics *m);
+
 /* ---- launch geometry of templates/support.cu (its top comment gives each kernel's arguments) ---- */
 #define EVO_SUPPORT_BLOCK 256     /* evo_gen_inputs, evo_quantize (grid.x = B*H), evo_dequantize, evo_half_to_float,
                                      evo_compare, evo_canary_check (grid-stride: any grid.x) */
 #define EVO_SUPPORT_REF_BLOCK 256 /* evo_reference_attention: 8 warps, one query row each */
 #define EVO_SUPPORT_REF_ROWS 8    /* grid = (ceil(S / 8), H, B) */
 #define EVO_SUPPORT_REF_MAX_D 128
+#define EVO_SUPPORT_SLICE_BLOCKS 64 /* evo_compare_slices: grid = (blocks per slice, slices), block = 256 */
 
 #endif

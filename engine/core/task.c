@@ -28,6 +28,36 @@ void evo_task_names(char *buf, size_t n)
         used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", evo_tasks[i]->name);
 }
 
+int evo_task_accuracy_count(const evo_task *t)
+{
+    int n = 0;
+    while (t->accuracy_classes && t->accuracy_classes[n]) n++;
+    return n ? n : 1;
+}
+
+const char *evo_task_accuracy_name(const evo_task *t, int i)
+{
+    if (i < 0 || i >= evo_task_accuracy_count(t)) return "?";
+    return t->accuracy_classes ? t->accuracy_classes[i] : EVO_ACCURACY_EXACT;
+}
+
+int evo_task_accuracy_find(const evo_task *t, const char *name)
+{
+    for (int i = 0; i < evo_task_accuracy_count(t); i++)
+        if (strcmp(evo_task_accuracy_name(t, i), name) == 0) return i;
+    return -1;
+}
+
+void evo_task_accuracy_names(const evo_task *t, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < evo_task_accuracy_count(t) && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", evo_task_accuracy_name(t, i));
+}
+
+int evo_task_gate_version(const evo_task *t) { return t->gate_version > 1 ? t->gate_version : 1; }
+
 bool evo_knob_legal_has(const evo_knob_legal *l, int v)
 {
     if (l->set) {

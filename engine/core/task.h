@@ -112,10 +112,23 @@ typedef struct {
     char name_expr[512]; /* NVRTC name expression, or the extern "C" name of a hand-written kernel */
     int threads;         /* block size; 0: a hand-written kernel declares its geometry (task_gpu.h geometry) */
     int smem_bytes;      /* dynamic shared memory */
+    int accuracy;        /* the accuracy class of its arithmetic: an index of the task's accuracy_classes; every
+                            variant of a program has the same */
     long long attr[EVO_VARIANT_ATTRS_MAX];
 } evo_variant;
 
 #define EVO_MAX_VARIANTS 24
+
+/* ---- accuracy classes ---- */
+/* Every task's first class is "exact" (EVO_ACCURACY_EXACT, what a task without accuracy_classes has alone); stored
+ * results from before classes existed count as it. */
+#define EVO_ACCURACY_MAX 8
+
+/* ---- structural probes: inputs built so that a structural fault shows (task->probes) ---- */
+typedef struct {
+    const char *name; /* config key value: "needle"                   */
+    const char *doc;  /* one line for `evo space` and messages         */
+} evo_probe;
 
 /* The files of a PyTorch module (task->torch_module): texts, the names they get beside the module, and the paths
  * they came from (for messages). */
@@ -214,8 +227,34 @@ typedef struct evo_task {
     evo_status (*torch_module)(const struct evo_torch_files *f, const char *module, char **py, evo_err *err);
     const char *torch_companion;
 
+    /* Accuracy classes: the arithmetic a genome's kernels do, each judged by its own gate (the worker side knows
+     * the rules; the engine stores the class with every result and ranks each class on its own). NULL-terminated
+     * names, the first "exact"; NULL: one class, "exact". genome_accuracy: a genome's class (NULL: 0). A config's
+     * `accuracy` says which classes a search admits; a genome of another class is INVALID before compiling. */
+    const char *const *accuracy_classes;
+    int (*genome_accuracy)(const struct evo_config *cfg, const evo_genome *g);
+    /* The gates' version: raised whenever the cases or rules change, so a stored result judged by an older gate is
+     * evaluated again instead of reused (0 counts as 1, what results from before versions were judged by). */
+    int gate_version;
+
+    /* Structural probes (may be none): each is checked on every shape and each combination of the non-cheap axis
+     * values, first seed; probe_cases writes the shapes a probe checks shape s with (e.g. with its own softmax
+     * scales) into out[0..max) and returns how many. */
+    const evo_probe *probes;
+    int n_probes;
+    int (*probe_cases)(const struct evo_config *cfg, const evo_shape *s, int probe, evo_shape *out, int max);
+
     const struct evo_task_gpu *gpu;  /* worker side (task_gpu.h)                                          */
 } evo_task;
+
+/* The task's accuracy classes: how many (>= 1), the name of class i ("exact" for 0), and a name's index (-1). */
+int evo_task_accuracy_count(const evo_task *t);
+const char *evo_task_accuracy_name(const evo_task *t, int i);
+int evo_task_accuracy_find(const evo_task *t, const char *name);
+/* "exact, fp8" */
+void evo_task_accuracy_names(const evo_task *t, char *buf, size_t n);
+/* The gate version results are stored and reused under (>= 1). */
+int evo_task_gate_version(const evo_task *t);
 
 /* NULL when unknown. */
 const evo_task *evo_task_find(const char *name);

@@ -39,7 +39,7 @@ static bool full_combination(const evo_config *cfg, int k, long long *axis)
 
 static evo_gate_case make(const evo_config *cfg, int sh, const long long *axis, uint64_t seed, evo_dist dist)
 {
-    evo_gate_case c = {.shape = sh, .seed = seed, .dist = dist};
+    evo_gate_case c = {.shape = sh, .seed = seed, .dist = dist, .probe = -1};
     c.s = *evo_gate_case_shape(cfg, &c);
     for (int a = 0; axis && a < cfg->correctness.n_axes; a++) c.s.v[cfg->correctness.axes[a].field] = axis[a];
     return c;
@@ -64,6 +64,21 @@ int evo_gate_cases(const evo_config *cfg, bool sanitize, evo_gate_case **out)
                     axis[a] = cfg->correctness.axes[a].values[j];
                     push(&l, make(cfg, sh, axis, cfg->correctness.seeds[0], cfg->correctness.dists[0]));
                 }
+        }
+        const evo_task *t = cfg->task_ops;
+        for (int pr = 0; !sanitize && t->probe_cases && pr < t->n_probes && pr < 32; pr++) {
+            if (!(cfg->correctness.probes & (1u << pr))) continue;
+            for (int k = 0; full_combination(cfg, k, axis); k++) {
+                evo_gate_case base = make(cfg, sh, axis, cfg->correctness.seeds[0], EVO_DIST_NORMAL);
+                evo_shape ps[8];
+                const int n = t->probe_cases(cfg, &base.s, pr, ps, (int)EVO_ARRAY_LEN(ps));
+                for (int j = 0; j < n; j++) {
+                    evo_gate_case c = base;
+                    c.s = ps[j];
+                    c.probe = pr;
+                    push(&l, c);
+                }
+            }
         }
     }
     for (int i = 0; !sanitize && i < cfg->n_shapes; i++) {

@@ -7,7 +7,9 @@
  * (correctness.<field>; the first value of each "cheap" axis) x distribution x seed: the timed shapes with the first
  * correctness.timed_seeds seeds, the extra shapes with all. Then each further value of a cheap axis on every
  * combination of the others, with the first seed and distribution only (a kernel that ignores a softmax scale is
- * wrong on any input). Under a sanitizer: the first seed and distribution, and no cheap values beyond the first.
+ * wrong on any input). Then each of the task's structural probes the config keeps (correctness.probes) on every
+ * combination of the non-cheap axes, with the first seed, in the shapes task->probe_cases gives (e.g. its own
+ * softmax scales). Under a sanitizer: the first seed and distribution, no cheap values beyond the first, no probes.
  * Then, unless under a sanitizer, one timing case per timed shape: its own field values, seed EVO_TIMING_SEED +
  * shape, normal inputs.
  *
@@ -29,6 +31,7 @@ typedef struct {
     uint64_t seed;
     evo_dist dist;
     bool timing;    /* the timing inputs of timed shape `shape` */
+    int probe;      /* -1: inputs of distribution dist; else the task's structural probe of that index */
 } evo_gate_case;
 
 /* The cases in the order above; returns how many (*out malloc'd, NULL when 0). */

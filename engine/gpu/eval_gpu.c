@@ -200,6 +200,7 @@ static void build_cases(gpu_state *g)
         c->shape = list[i].shape;
         c->gc.shape = list[i].s;
         c->gc.seed = list[i].seed, c->gc.dist = list[i].dist, c->gc.timing = list[i].timing;
+        c->gc.probe = list[i].probe;
         c->gc.timed_shape = list[i].shape < cfg->n_shapes;
         c->out_bytes = g->task->gpu->output_bytes(g->task_state, &c->gc.shape);
         if (c->out_bytes > g->max_out) g->max_out = c->out_bytes;
@@ -330,7 +331,8 @@ static void fail_case(outcome *o, evo_verdict v, const char *what, const gpu_sta
             else cJSON_AddNumberToObject(k, f->name, evo_field_load(f, c->gc.shape.v[fi]));
         }
         cJSON_AddNumberToObject(k, "seed", (double)c->gc.seed);
-        cJSON_AddStringToObject(k, "dist", evo_dist_name(c->gc.dist));
+        if (c->gc.probe >= 0) cJSON_AddStringToObject(k, "probe", g->task->probes[c->gc.probe].name);
+        else cJSON_AddStringToObject(k, "dist", evo_dist_name(c->gc.dist));
         cJSON_AddBoolToObject(k, "timing_inputs", c->gc.timing);
     }
 }

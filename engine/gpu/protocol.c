@@ -411,6 +411,7 @@ char *evo_proto_encode_eval_request(const evo_eval_request *r)
         cJSON_AddStringToObject(vo, "symbol", v->name_expr);
         add_int(vo, "threads", v->threads);
         add_int(vo, "smem_bytes", v->smem_bytes);
+        add_int(vo, "accuracy", v->accuracy);
         cJSON *attr = cJSON_AddArrayToObject(vo, "attr");
         for (int a = 0; a < EVO_VARIANT_ATTRS_MAX; a++) cJSON_AddItemToArray(attr, cJSON_CreateNumber((double)v->attr[a]));
         cJSON_AddItemToArray(vars, vo);
@@ -460,6 +461,8 @@ evo_status evo_proto_decode_eval_request(const char *line, evo_eval_request *out
         /* 0: a hand-written kernel declares its geometry in the module (task_gpu.h) */
         TRY(get_int(&wv, vo, "threads", 0, 1024, &v->threads));
         TRY(get_int(&wv, vo, "smem_bytes", 0, 1 << 24, &v->smem_bytes));
+        if (cJSON_GetObjectItemCaseSensitive(vo, "accuracy")) /* absent: 0, the exact class */
+            TRY(get_int(&wv, vo, "accuracy", 0, EVO_ACCURACY_MAX - 1, &v->accuracy));
         const cJSON *attr;
         int na;
         TRY(get_array(&wv, vo, "attr", EVO_VARIANT_ATTRS_MAX, &attr, &na));

@@ -60,6 +60,7 @@ typedef struct {
     evo_shape shape;  /* the case's shape, with the values of the axis fields applied (e.g. causal) */
     uint64_t seed;
     evo_dist dist;
+    int probe;        /* -1: inputs of distribution dist; else the task's structural probe (task.h)  */
     bool timing;      /* the timing inputs of a timed shape                                          */
     bool timed_shape; /* the shape is timed: the task may add errors it reports per shape (e2e)      */
     void *data;       /* the task's: inputs and references, filled by prepare                        */

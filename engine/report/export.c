@@ -47,7 +47,7 @@ static evo_status take_run(evo_store *st, evo_export_src *out, evo_err *err)
     return evo_store_get_run(st, out->eval.run_id, &out->run, err);
 }
 
-static evo_status pick_best(evo_store *st, evo_export_src *out, evo_err *err)
+static evo_status pick_best(evo_store *st, const char *accuracy, evo_export_src *out, evo_err *err)
 {
     const char *db = evo_store_path(st);
     int64_t rid = 0;
@@ -60,13 +60,33 @@ static evo_status pick_best(evo_store *st, evo_export_src *out, evo_err *err)
     evo_elite_rec *el = NULL;
     int n = 0, pick = -1;
     s = evo_store_get_run(st, rid, &scope, err);
-    if (s == EVO_OK) s = evo_store_elites(st, scope.task, scope.arch, scope.shape_set, BEST_LOOKAHEAD, &el, &n, err);
+    if (s == EVO_OK)
+        s = evo_store_elites(st, scope.task, scope.arch, scope.shape_set, accuracy, BEST_LOOKAHEAD, &el, &n, err);
     for (int i = 0; s == EVO_OK && i < n && pick < 0; i++)
         if (!is_file_candidate(&el[i].cand) && el[i].eval.run_id > 0) pick = i;
     if (s == EVO_OK && n == 0) {
-        s = evo_fail(err, EVO_E_NOTFOUND,
-                     "%s: no elites yet for %s on %s — no candidate has passed every gate; run `evo run`", db,
-                     scope.task, scope.arch);
+        /* say which classes do have elites */
+        evo_elite_rec *any = NULL;
+        int n_any = 0;
+        char others[160] = "";
+        s = evo_store_elites(st, scope.task, scope.arch, scope.shape_set, NULL, BEST_LOOKAHEAD, &any, &n_any, err);
+        for (int i = 0; s == EVO_OK && i < n_any; i++) {
+            const char *a = any[i].eval.accuracy ? any[i].eval.accuracy : EVO_ACCURACY_EXACT;
+            if (!strstr(others, a)) {
+                const size_t l = strlen(others);
+                snprintf(others + l, sizeof others - l, "%s--accuracy %s", l ? ", " : "", a);
+            }
+        }
+        evo_store_elites_free(any, n_any);
+        if (s == EVO_OK && others[0])
+            s = evo_fail(err, EVO_E_NOTFOUND,
+                         "%s: no elites of accuracy class %s for %s on %s; the latest run has elites in another "
+                         "class (%s)",
+                         db, accuracy, scope.task, scope.arch, others);
+        else if (s == EVO_OK)
+            s = evo_fail(err, EVO_E_NOTFOUND,
+                         "%s: no elites yet for %s on %s — no candidate has passed every gate; run `evo run`", db,
+                         scope.task, scope.arch);
     } else if (s == EVO_OK && pick < 0) {
         s = evo_fail(err, EVO_E_NOTFOUND,
                      "%s: every elite of %s on %s is a hand-written file checked with `evo check` (standalone "
@@ -96,8 +116,8 @@ static evo_status best_evaluation(evo_store *st, const char *shape_set, evo_expo
     for (int pass = shape_set ? 0 : 1; pass < 2 && !*found; pass++) {
         evo_elite_rec *el = NULL;
         int n = 0;
-        evo_status s = evo_store_elites(st, out->cand.task, out->cand.arch, pass == 0 ? shape_set : NULL, ALL_ELITES,
-                                        &el, &n, err);
+        evo_status s = evo_store_elites(st, out->cand.task, out->cand.arch, pass == 0 ? shape_set : NULL, NULL,
+                                        ALL_ELITES, &el, &n, err);
         for (int i = 0; s == EVO_OK && i < n && !*found; i++) {
             if (el[i].cand.id != out->cand.id) continue;
             evo_store_eval_free(&out->eval);
@@ -133,7 +153,7 @@ static evo_status pick_by_id(evo_store *st, const char *id, evo_export_src *out,
         char latest[160] = "";
         evo_eval_rec last = {0};
         bool any = false;
-        if (scope.shape_set) s = evo_store_find_evaluation(st, c->id, scope.shape_set, &last, &any, err);
+        if (scope.shape_set) s = evo_store_find_evaluation(st, c->id, scope.shape_set, NULL, 0, &last, &any, err);
         if (s == EVO_OK && any && last.run_id > 0)
             snprintf(latest, sizeof latest, " (latest: %s in run %lld generation %d)", evo_verdict_name(last.verdict),
                      (long long)last.run_id, last.generation);
@@ -150,10 +170,10 @@ static evo_status pick_by_id(evo_store *st, const char *id, evo_export_src *out,
     return s == EVO_OK ? take_run(st, out, err) : s;
 }
 
-evo_status evo_export_pick(evo_store *st, const char *id, evo_export_src *out, evo_err *err)
+evo_status evo_export_pick(evo_store *st, const char *id, const char *accuracy, evo_export_src *out, evo_err *err)
 {
     memset(out, 0, sizeof *out);
-    evo_status s = id ? pick_by_id(st, id, out, err) : pick_best(st, out, err);
+    evo_status s = id ? pick_by_id(st, id, out, err) : pick_best(st, accuracy ? accuracy : EVO_ACCURACY_EXACT, out, err);
     if (s != EVO_OK) evo_export_src_free(out);
     return s;
 }
@@ -219,6 +239,26 @@ void evo_export_nvcc_arch(const char *arch, char *buf, size_t n)
         snprintf(buf, n, "-arch=%s", arch);
 }
 
+/* text, each line `#include "NAME"` of an embedded file (templates.h) replaced by that file's text: the harness may
+ * share code with evo (attention's self-test runs the gate's FP8 model) and the file stays standalone. */
+static void append_inlined(evo_str *o, const char *text)
+{
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        const size_t len = end ? (size_t)(end - line + 1) : strlen(line);
+        char name[128];
+        const char *inc = NULL;
+        if (sscanf(line, "#include \"%127[^\"]\"", name) == 1 && evo_template_get(name, &inc, NULL, NULL) == EVO_OK) {
+            evo_str_appendf(o, "/* ==== %s, inlined ==== */\n", name);
+            evo_str_append(o, inc);
+            evo_str_appendf(o, "/* ==== end of %s ==== */\n", name);
+        } else {
+            evo_str_appendn(o, line, len);
+        }
+        line += len;
+    }
+}
+
 evo_status evo_export_assemble(const evo_export_ctx *x, const char *abi, const char *harness, const char *what,
                                void (*header)(evo_str *o, const evo_export_ctx *x),
                                void (*genome)(evo_str *o, const evo_export_ctx *x), evo_str *o, evo_err *err)
@@ -235,7 +275,7 @@ evo_status evo_export_assemble(const evo_export_ctx *x, const char *abi, const c
     evo_export_append_template(o, x->prog->source, abi);
     genome(o, x);
     evo_str_appendf(o, "\n/* ==== launcher and self-test, the same in every exported %s (%s) ==== */\n", what, harness);
-    evo_str_append(o, harness_text);
+    append_inlined(o, harness_text);
     return EVO_OK;
 }
 
@@ -291,6 +331,8 @@ void evo_export_provenance_end(evo_str *o, const evo_export_ctx *x, const char *
     evo_str_appendf(o, " *   config        %s, as stored with run %lld\n", r->config_path ? r->config_path : "?",
                     (long long)r->id);
     evo_str_appendf(o, " *   exported      %s by evo %s\n", x->exported_at, EVO_VERSION);
+    evo_str_appendf(o, " *   accuracy      class %s (gate version %d)\n", e->accuracy ? e->accuracy : EVO_ACCURACY_EXACT,
+                    e->gate > 0 ? e->gate : 1);
     evo_str_appendf(o, " *   fitness       %.3fx: %s of baseline time / this kernel's time\n", e->fitness,
                     evo_fitness_describe(cfg->fitness));
     evo_str_appendf(o, " *\n *   %-28s %10s %16s %8s %8s %9s %9s %10s\n", "shape", "median µs", "p10..p90 µs",
@@ -321,6 +363,11 @@ void evo_export_provenance_end(evo_str *o, const evo_export_ctx *x, const char *
         evo_str_appendf(o, "; over all %d correctness cases: rel-L2 %.2e", (int)nc->valuedouble, wr->valuedouble);
     cJSON_Delete(d);
     const evo_tolerance *t = &cfg->correctness.tol;
+    if (e->accuracy && strcmp(e->accuracy, EVO_ACCURACY_EXACT) != 0) {
+        evo_str_appendf(o, "\n *   tolerances: the gate of accuracy class %s, fixed by the task (docs/templates.md)\n",
+                        e->accuracy);
+        return;
+    }
     evo_str_appendf(o,
                     "\n *   tolerances: rel-L2 <= %g; an element passes when |out - ref| <= %g x RMS(ref) + %g x |ref|;\n"
                     " *   fraction of elements allowed to fail that: %g\n",
@@ -344,6 +391,8 @@ static evo_status render_checked(const evo_export_src *src, const evo_config *cf
         evo_device_limits_for_arch("sm_90", &lim, NULL);
     snprintf(lim.arch, sizeof lim.arch, "%s", c->arch);
     s = task->render(cfg, &g, &lim, prog, err);
+    const int accuracy = s == EVO_OK && task->genome_accuracy ? task->genome_accuracy(cfg, &g) : 0;
+    for (int v = 0; s == EVO_OK && v < prog->n_variants; v++) prog->variants[v].accuracy = accuracy;
     if (s != EVO_OK) return s;
     char hash[65];
     evo_sha256_hex(prog->source, strlen(prog->source), hash);

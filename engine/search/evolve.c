@@ -152,6 +152,8 @@ static evo_status put_result(loop *L, const evo_candidate *c, const evo_proposal
         .time_s = r->time_s,
         .shapes = (evo_shape_result *)r->shapes,
         .n_shapes = r->n_shapes,
+        .accuracy = (char *)evo_task_accuracy_name(L->task, c->accuracy),
+        .gate = evo_evaluator_needs_compile(L->ev) ? evo_task_gate_version(L->task) : 1,
     };
     s = evo_store_put_evaluation(L->st, &e, err);
     free(e.created_at); /* the one string put_evaluation fills in */
@@ -322,7 +324,11 @@ static evo_status lookup(loop *L, evo_candidate *c, evo_result *r, bool *found, 
     if (s != EVO_OK) return s;
     evo_eval_rec e;
     bool f = false;
-    s = evo_store_find_evaluation(L->st, rec.id, L->shape_set, &e, &f, err);
+    /* On a GPU, only a result judged in the candidate's accuracy class by the current gates is reused; a replay
+     * reuses whatever it recorded. */
+    const bool gpu = evo_evaluator_needs_compile(L->ev);
+    s = evo_store_find_evaluation(L->st, rec.id, L->shape_set, gpu ? evo_task_accuracy_name(L->task, c->accuracy) : NULL,
+                                  evo_task_gate_version(L->task), &e, &f, err);
     /* Another run's NOT_RECORDED says only that its replay source lacked the genome: evaluate it again. */
     if (s == EVO_OK && f && e.verdict == EVO_V_NOT_RECORDED && e.run_id != L->run.id) {
         evo_store_eval_free(&e);
@@ -905,7 +911,7 @@ static evo_status sanitize_elites(loop *L, evo_err *err)
     while (s == EVO_OK && !g_interrupted && n_tried < 3 * k) {
         evo_elite_rec *el = NULL;
         int n = 0;
-        s = evo_store_elites(L->st, L->cfg->task, evo_evaluator_arch(L->ev), L->shape_set, k, &el, &n, err);
+        s = evo_store_elites(L->st, L->cfg->task, evo_evaluator_arch(L->ev), L->shape_set, NULL, k, &el, &n, err);
         int next = -1;
         for (int i = 0; s == EVO_OK && i < n && next < 0; i++)
             if (!in_list(tried, n_tried, el[i].cand.id)) next = i;
@@ -937,7 +943,7 @@ static evo_status retime_elites(loop *L, const char *why, bool report, evo_err *
     const int k = L->cfg->evolution.elites > 0 ? L->cfg->evolution.elites : 1;
     evo_elite_rec *el = NULL;
     int n = 0;
-    evo_status s = evo_store_elites(L->st, L->cfg->task, evo_evaluator_arch(L->ev), L->shape_set, k, &el, &n, err);
+    evo_status s = evo_store_elites(L->st, L->cfg->task, evo_evaluator_arch(L->ev), L->shape_set, NULL, k, &el, &n, err);
     evo_candidate *c = evo_xcalloc((size_t)(n ? n : 1), sizeof *c);
     int *of = evo_xcalloc((size_t)(n ? n : 1), sizeof *of); /* elite index of c[j] */
     int m = 0;

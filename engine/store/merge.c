@@ -298,7 +298,7 @@ static evo_status merge_evaluations(evo_store *st, evo_merge_counts *added, evo_
                                 "d.candidate_id = ?2 AND d.shape_set = s.shape_set AND d.run_id IS ?3 AND "
                                 "d.generation IS s.generation AND d.verdict = s.verdict AND d.created_at = "
                                 "s.created_at AND d.gpu IS s.gpu AND d.fitness IS s.fitness AND d.detail IS s.detail "
-                                "LIMIT 1",
+                                "AND d.accuracy IS s.accuracy AND d.gate IS s.gate LIMIT 1",
                                 -1, &find, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(db, ins, -1, &q_ins, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(db, res, -1, &q_res, NULL);

@@ -177,17 +177,18 @@ static const char schema_v3[] =
 /* Statements: prepared once per handle, reset before each use                                                   */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-#define RUN_COLS_V3                                                                                               \
+#define RUN_COLS_V4                                                                                               \
     "id, started_at, finished_at, state, task, arch, shape_set, config_path, config_text, strategy, seed, "        \
     "generations, population, gpu, driver, nvrtc_version, evo_version, wall_s, compile_s, check_s, time_s"
-#define RUN_COLS RUN_COLS_V3 ", island"
+#define RUN_COLS RUN_COLS_V4 ", island"
 #define CAND_COLS                                                                                                 \
     "id, key, task, arch, genome, template_hash, options, nvrtc_version, registers, smem_bytes, spill_bytes, "     \
     "stack_bytes, compile_log"
 #define EVAL_COLS_V2                                                                                              \
     "id, candidate_id, run_id, generation, shape_set, verdict, fitness, detail, gpu, compile_s, check_s, time_s, " \
     "created_at"
-#define EVAL_COLS EVAL_COLS_V2 ", fitness_lo, fitness_hi"
+#define EVAL_COLS_V3 EVAL_COLS_V2 ", fitness_lo, fitness_hi"
+#define EVAL_COLS EVAL_COLS_V3 ", accuracy, gate"
 #define RESULT_COLS                                                                                               \
     "shape, fields, median_us, p10_us, p90_us, baseline_us, speedup, rate, max_abs, rel_l2, e2e_rel_l2, e2e_rmse, " \
     "ci_lo_us, ci_hi_us, baseline_ci_lo_us, baseline_ci_hi_us"
@@ -242,18 +243,25 @@ enum stmt_id {
 
 /* The elite query: each candidate's best OK evaluation per shape set, then the best k of those. The _EXACT form
  * (all filters given, the usual case) can use the partial index evaluations_ok and candidates_task_arch. */
-#define ELITES_SQL_(demoted, filter)                                                                              \
+#define ELITES_SQL_(demoted, acc, filter)                                                                         \
     "SELECT id FROM (SELECT e.id AS id, e.fitness AS fitness, row_number() OVER (PARTITION BY e.candidate_id, "   \
     "e.shape_set ORDER BY e.fitness DESC, e.id) AS rank FROM evaluations e JOIN candidates c ON c.id = "          \
-    "e.candidate_id WHERE e.verdict = 'OK' AND e.fitness IS NOT NULL AND " demoted filter ") WHERE rank = 1 "     \
-    "ORDER BY fitness DESC, id LIMIT ?4"
+    "e.candidate_id WHERE e.verdict = 'OK' AND e.fitness IS NOT NULL AND " demoted "(?5 IS NULL OR " acc " = ?5) " \
+    "AND " filter ") WHERE rank = 1 ORDER BY fitness DESC, id LIMIT ?4"
+/* Demoted candidates are no elites; a version-1 file (read without migrating) has no such column. Evaluations
+ * from before accuracy classes (schema < 4, or a NULL column) are of the exact class. */
+#define ACC_V4 "coalesce(e.accuracy, '" EVO_ACCURACY_EXACT "')"
+#define ACC_V3 "'" EVO_ACCURACY_EXACT "'"
+#define ELITES_SQL(filter) ELITES_SQL_("c.demoted IS NULL AND ", ACC_V4, filter)
+#define ELITES_SQL_V3(filter) ELITES_SQL_("c.demoted IS NULL AND ", ACC_V3, filter)
+#define ELITES_SQL_V1(filter) ELITES_SQL_("", ACC_V3, filter)
+#define ELITES_FILTER_EXACT "c.task = ?1 AND c.arch = ?2 AND e.shape_set = ?3"
+#define ELITES_FILTER_ANY "(?1 IS NULL OR c.task = ?1) AND (?2 IS NULL OR c.arch = ?2) AND (?3 IS NULL OR e.shape_set = ?3)"
 /* The GPU model of an evaluation: its gpu without the " (GPU N)" the pool appends. */
 #define GPU_MODEL_SQL                                                                                             \
     "CASE WHEN instr(e.gpu, ' (GPU ') > 0 THEN substr(e.gpu, 1, instr(e.gpu, ' (GPU ') - 1) ELSE "                 \
     "coalesce(e.gpu, '') END"
-/* Demoted candidates are no elites; a version-1 file (read without migrating) has no such column. */
-#define ELITES_SQL(filter) ELITES_SQL_("c.demoted IS NULL AND ", filter)
-#define ELITES_SQL_V1(filter) ELITES_SQL_("", filter)
+#define ELITES_FILTER_MODEL ELITES_FILTER_ANY " AND " GPU_MODEL_SQL " = ?6"
 
 static const char *const stmt_sql[S_COUNT] = {
     [S_RUN_INSERT] = "INSERT INTO runs (id, started_at, finished_at, state, task, arch, shape_set, config_path, "
@@ -280,10 +288,11 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_CAND_BY_ID] = "SELECT " CAND_COLS " FROM candidates WHERE id = ?",
     [S_CAND_PREFIX] = "SELECT id FROM candidates WHERE key GLOB ? ORDER BY id LIMIT 2",
     [S_EVAL_INSERT] = "INSERT INTO evaluations (candidate_id, run_id, generation, shape_set, verdict, fitness, "
-                      "detail, gpu, compile_s, check_s, time_s, created_at, fitness_lo, fitness_hi) "
-                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      "detail, gpu, compile_s, check_s, time_s, created_at, fitness_lo, fitness_hi, accuracy, gate) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [S_EVAL_BY_ID] = "SELECT " EVAL_COLS " FROM evaluations WHERE id = ?",
-    [S_EVAL_FIND] = "SELECT " EVAL_COLS " FROM evaluations WHERE candidate_id = ? AND shape_set = ? "
+    [S_EVAL_FIND] = "SELECT " EVAL_COLS " FROM evaluations WHERE candidate_id = ?1 AND shape_set = ?2 AND (?3 IS NULL "
+                    "OR (coalesce(accuracy, '" EVO_ACCURACY_EXACT "') = ?3 AND coalesce(gate, 1) = ?4)) "
                     "ORDER BY verdict = 'NOT_RECORDED', id DESC LIMIT 1",
     [S_EVAL_OF_RUN] = "SELECT " EVAL_COLS " FROM evaluations WHERE run_id = ?1 AND (?2 < 0 OR generation = ?2) "
                       "ORDER BY id",
@@ -297,9 +306,8 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_GEN_UPSERT] = "INSERT OR REPLACE INTO generations (" GEN_COLS ") "
                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [S_GENS_OF] = "SELECT " GEN_COLS " FROM generations WHERE run_id = ? ORDER BY generation",
-    [S_ELITES_EXACT] = ELITES_SQL("c.task = ?1 AND c.arch = ?2 AND e.shape_set = ?3"),
-    [S_ELITES_ANY] = ELITES_SQL("(?1 IS NULL OR c.task = ?1) AND (?2 IS NULL OR c.arch = ?2) AND "
-                                "(?3 IS NULL OR e.shape_set = ?3)"),
+    [S_ELITES_EXACT] = ELITES_SQL(ELITES_FILTER_EXACT),
+    [S_ELITES_ANY] = ELITES_SQL(ELITES_FILTER_ANY),
     [S_PROFILE_UPSERT] = "INSERT INTO profiles (candidate_id, shape, metric, value, unit, measured_at) "
                          "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (candidate_id, shape, metric) DO UPDATE SET "
                          "value = excluded.value, unit = excluded.unit, measured_at = excluded.measured_at",
@@ -319,21 +327,32 @@ static const char *const stmt_sql[S_COUNT] = {
                       "LIMIT 1",
     [S_RETIMES_OF_RUN] = "SELECT " RETIME_COLS " FROM retimes WHERE run_id = ?1 AND (?2 < 0 OR generation = ?2) "
                          "ORDER BY id",
-    [S_ELITES_MODEL] = ELITES_SQL("(?1 IS NULL OR c.task = ?1) AND (?2 IS NULL OR c.arch = ?2) AND "
-                                  "(?3 IS NULL OR e.shape_set = ?3) AND " GPU_MODEL_SQL " = ?5"),
+    [S_ELITES_MODEL] = ELITES_SQL(ELITES_FILTER_MODEL),
     [S_GPU_MODELS] = "SELECT DISTINCT " GPU_MODEL_SQL " FROM evaluations e JOIN candidates c ON c.id = "
                      "e.candidate_id WHERE e.verdict = 'OK' AND e.fitness IS NOT NULL AND (?1 IS NULL OR c.task = ?1) "
                      "AND (?2 IS NULL OR c.arch = ?2) AND (?3 IS NULL OR e.shape_set = ?3) ORDER BY 1",
 };
 
-/* Readers of a file of an older schema (opened read-only, not migrated): the columns it lacks read as NULL. */
+/* Readers of a file of an older schema (opened read-only, not migrated): the columns it lacks read as NULL, and
+ * its evaluations are of the exact class and the first gate. */
+#define FIND_V3 " AND (?3 IS NULL OR (?3 = '" EVO_ACCURACY_EXACT "' AND ?4 = 1))"
 static const char *const stmt_sql_v2[S_COUNT] = {
-    [S_EVAL_BY_ID] = "SELECT " EVAL_COLS_V2 ", NULL, NULL FROM evaluations WHERE id = ?",
-    [S_EVAL_FIND] = "SELECT " EVAL_COLS_V2 ", NULL, NULL FROM evaluations WHERE candidate_id = ? AND shape_set = ? "
-                    "ORDER BY id DESC LIMIT 1",
-    [S_EVAL_OF_RUN] = "SELECT " EVAL_COLS_V2 ", NULL, NULL FROM evaluations WHERE run_id = ?1 AND (?2 < 0 OR "
-                      "generation = ?2) ORDER BY id",
+    [S_EVAL_BY_ID] = "SELECT " EVAL_COLS_V2 ", NULL, NULL, NULL, NULL FROM evaluations WHERE id = ?",
+    [S_EVAL_FIND] = "SELECT " EVAL_COLS_V2 ", NULL, NULL, NULL, NULL FROM evaluations WHERE candidate_id = ?1 AND "
+                    "shape_set = ?2" FIND_V3 " ORDER BY id DESC LIMIT 1",
+    [S_EVAL_OF_RUN] = "SELECT " EVAL_COLS_V2 ", NULL, NULL, NULL, NULL FROM evaluations WHERE run_id = ?1 AND "
+                      "(?2 < 0 OR generation = ?2) ORDER BY id",
     [S_RESULTS_OF] = "SELECT " RESULT_COLS_V2 " FROM results WHERE evaluation_id = ? ORDER BY position",
+};
+static const char *const stmt_sql_v3[S_COUNT] = {
+    [S_EVAL_BY_ID] = "SELECT " EVAL_COLS_V3 ", NULL, NULL FROM evaluations WHERE id = ?",
+    [S_EVAL_FIND] = "SELECT " EVAL_COLS_V3 ", NULL, NULL FROM evaluations WHERE candidate_id = ?1 AND shape_set = ?2"
+                    FIND_V3 " ORDER BY verdict = 'NOT_RECORDED', id DESC LIMIT 1",
+    [S_EVAL_OF_RUN] = "SELECT " EVAL_COLS_V3 ", NULL, NULL FROM evaluations WHERE run_id = ?1 AND (?2 < 0 OR "
+                      "generation = ?2) ORDER BY id",
+    [S_ELITES_EXACT] = ELITES_SQL_V3(ELITES_FILTER_EXACT),
+    [S_ELITES_ANY] = ELITES_SQL_V3(ELITES_FILTER_ANY),
+    [S_ELITES_MODEL] = ELITES_SQL_V3(ELITES_FILTER_MODEL),
 };
 
 struct evo_store {
@@ -465,23 +484,21 @@ static double r_real(reader *r)
 /* Statement cache and transactions                                                                              */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-static const char *const elites_sql_v1[2] = {
-    ELITES_SQL_V1("c.task = ?1 AND c.arch = ?2 AND e.shape_set = ?3"),
-    ELITES_SQL_V1("(?1 IS NULL OR c.task = ?1) AND (?2 IS NULL OR c.arch = ?2) AND (?3 IS NULL OR e.shape_set = ?3)"),
-};
+static const char *const elites_sql_v1[2] = {ELITES_SQL_V1(ELITES_FILTER_EXACT), ELITES_SQL_V1(ELITES_FILTER_ANY)};
 
 static const char gens_of_v2[] = "SELECT " GEN_COLS_("0") " FROM generations WHERE run_id = ? ORDER BY generation";
-static const char run_get_v3[] = "SELECT " RUN_COLS_V3 ", NULL FROM runs WHERE id = ?"; /* no island before 4 */
+static const char run_get_v4[] = "SELECT " RUN_COLS_V4 ", NULL FROM runs WHERE id = ?"; /* no island before 5 */
 
 static evo_status prep(evo_store *st, enum stmt_id id, sqlite3_stmt **q, evo_err *err)
 {
     if (!st->stmt[id]) {
         const char *sql = stmt_sql[id];
+        if (st->version < 4 && stmt_sql_v3[id]) sql = stmt_sql_v3[id];
         if (st->version < 3 && stmt_sql_v2[id]) sql = stmt_sql_v2[id];
         if (st->version < 2 && (id == S_ELITES_EXACT || id == S_ELITES_ANY))
             sql = elites_sql_v1[id == S_ELITES_ANY];
         if (st->version < 3 && id == S_GENS_OF) sql = gens_of_v2;
-        if (st->version < 4 && id == S_RUN_GET) sql = run_get_v3;
+        if (st->version < 5 && id == S_RUN_GET) sql = run_get_v4;
         SQL(st, err, sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[id], NULL));
     } else {
         sqlite3_reset(st->stmt[id]);
@@ -818,14 +835,24 @@ static evo_status migrate_2_to_3(evo_store *st, evo_err *err)
     return EVO_OK;
 }
 
-/* Version 4: a run that is one island of an --islands job says so (runs.island, JSON: rank, islands, migration
- * interval, migrants, the job's seed), so that --resume can hold the job to what it was. */
+/* Version 4: the accuracy class an evaluation was judged in and the version of the gates (NULL: exact, 1). */
 static evo_status migrate_3_to_4(evo_store *st, evo_err *err)
+{
+    return exec_sql(st,
+                    "ALTER TABLE evaluations ADD COLUMN accuracy TEXT;"
+                    "ALTER TABLE evaluations ADD COLUMN gate INTEGER;",
+                    err);
+}
+
+/* Version 5: a run that is one island of an --islands job says so (runs.island, JSON: rank, islands, migration
+ * interval, migrants, the job's seed), so that --resume can hold the job to what it was. */
+static evo_status migrate_4_to_5(evo_store *st, evo_err *err)
 {
     return exec_sql(st, "ALTER TABLE runs ADD COLUMN island TEXT;", err);
 }
 
-static const migration_fn migrations[] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3, migrate_3_to_4};
+static const migration_fn migrations[] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3, migrate_3_to_4,
+                                          migrate_4_to_5};
 _Static_assert(sizeof migrations / sizeof migrations[0] == EVO_STORE_SCHEMA,
                "one migration per schema version: EVO_STORE_SCHEMA and migrations[] disagree");
 
@@ -1317,6 +1344,8 @@ static evo_status evaluation_put(evo_store *st, evo_eval_rec *e, evo_err *err)
     b_text(&b, e->created_at);
     b_real(&b, e->fitness_lo);
     b_real(&b, e->fitness_hi);
+    b_text(&b, e->accuracy ? e->accuracy : EVO_ACCURACY_EXACT);
+    b_int(&b, e->gate > 0 ? e->gate : 1);
     SQL(st, err, b.rc);
     SQL(st, err, sqlite3_step(q));
     int64_t id = sqlite3_last_insert_rowid(st->db);
@@ -1382,6 +1411,9 @@ static evo_status read_evaluation(evo_store *st, sqlite3_stmt *q, evo_eval_rec *
     e->created_at = r_text(&r);
     e->fitness_lo = r_real(&r);
     e->fitness_hi = r_real(&r);
+    e->accuracy = r_text(&r);
+    if (!e->accuracy) e->accuracy = evo_strdup(EVO_ACCURACY_EXACT);
+    e->gate = r_isnull(&r) ? (r.i++, 1) : r_int32(&r);
     if (bad) return evo_fail(err, EVO_E_DB, "%s: evaluation %lld has an unknown verdict", st->path, (long long)e->id);
 
     sqlite3_stmt *rq = NULL;
@@ -1433,8 +1465,8 @@ static evo_status evaluation_by_id(evo_store *st, int64_t id, evo_eval_rec *out,
     return read_evaluation(st, q, out, err);
 }
 
-static evo_status evaluation_find(evo_store *st, int64_t candidate_id, const char *shape_set, evo_eval_rec *out,
-                                  bool *found, evo_err *err)
+static evo_status evaluation_find(evo_store *st, int64_t candidate_id, const char *shape_set, const char *accuracy,
+                                  int gate, evo_eval_rec *out, bool *found, evo_err *err)
 {
     memset(out, 0, sizeof *out);
     *found = false;
@@ -1444,6 +1476,8 @@ static evo_status evaluation_find(evo_store *st, int64_t candidate_id, const cha
     binder b = {q, 0, SQLITE_OK};
     b_int(&b, candidate_id);
     b_text(&b, shape_set);
+    b_text(&b, accuracy);
+    b_int(&b, gate > 0 ? gate : 1);
     SQL(st, err, b.rc);
     int rc = sqlite3_step(q);
     SQL(st, err, rc);
@@ -1452,10 +1486,10 @@ static evo_status evaluation_find(evo_store *st, int64_t candidate_id, const cha
     return read_evaluation(st, q, out, err);
 }
 
-evo_status evo_store_find_evaluation(evo_store *st, int64_t candidate_id, const char *shape_set, evo_eval_rec *out,
-                                     bool *found, evo_err *err)
+evo_status evo_store_find_evaluation(evo_store *st, int64_t candidate_id, const char *shape_set, const char *accuracy,
+                                     int gate, evo_eval_rec *out, bool *found, evo_err *err)
 {
-    return read_end(st, evaluation_find(st, candidate_id, shape_set, out, found, err));
+    return read_end(st, evaluation_find(st, candidate_id, shape_set, accuracy, gate, out, found, err));
 }
 
 void evo_store_eval_free(evo_eval_rec *e)
@@ -1466,7 +1500,8 @@ void evo_store_eval_free(evo_eval_rec *e)
     free(e->gpu);
     free(e->created_at);
     free(e->shapes);
-    e->shape_set = e->detail = e->gpu = e->created_at = NULL;
+    free(e->accuracy);
+    e->shape_set = e->detail = e->gpu = e->created_at = e->accuracy = NULL;
     e->shapes = NULL;
     e->n_shapes = 0;
 }
@@ -1643,8 +1678,8 @@ void evo_store_gen_free(evo_gen_rec *g)
 /* Elites                                                                                                        */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-static evo_status elites(evo_store *st, const char *task, const char *arch, const char *shape_set, const char *model,
-                         int k, evo_elite_rec **out, int *n, evo_err *err)
+static evo_status elites(evo_store *st, const char *task, const char *arch, const char *shape_set,
+                         const char *accuracy, const char *model, int k, evo_elite_rec **out, int *n, evo_err *err)
 {
     if (no_tables(st) || k <= 0) return EVO_OK;
     sqlite3_stmt *q = NULL;
@@ -1654,6 +1689,7 @@ static evo_status elites(evo_store *st, const char *task, const char *arch, cons
     b_text(&b, arch);
     b_text(&b, shape_set);
     b_int(&b, k);
+    b_text(&b, accuracy);
     if (model) b_text(&b, model);
     SQL(st, err, b.rc);
     int64_t *ids = NULL;
@@ -1686,18 +1722,19 @@ static evo_status elites(evo_store *st, const char *task, const char *arch, cons
     return s;
 }
 
-evo_status evo_store_elites(evo_store *st, const char *task, const char *arch, const char *shape_set, int k,
-                            evo_elite_rec **out, int *n, evo_err *err)
+evo_status evo_store_elites(evo_store *st, const char *task, const char *arch, const char *shape_set,
+                            const char *accuracy, int k, evo_elite_rec **out, int *n, evo_err *err)
 {
-    return evo_store_elites_on(st, task, arch, shape_set, NULL, k, out, n, err);
+    return evo_store_elites_on(st, task, arch, shape_set, accuracy, NULL, k, out, n, err);
 }
 
 evo_status evo_store_elites_on(evo_store *st, const char *task, const char *arch, const char *shape_set,
-                               const char *model, int k, evo_elite_rec **out, int *n, evo_err *err)
+                               const char *accuracy, const char *model, int k, evo_elite_rec **out, int *n,
+                               evo_err *err)
 {
     *out = NULL;
     *n = 0;
-    evo_status s = read_end(st, elites(st, task, arch, shape_set, model, k, out, n, err));
+    evo_status s = read_end(st, elites(st, task, arch, shape_set, accuracy, model, k, out, n, err));
     if (s != EVO_OK) {
         evo_store_elites_free(*out, *n);
         *out = NULL;

@@ -34,7 +34,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define EVO_STORE_SCHEMA 4
+#define EVO_STORE_SCHEMA 5
 #define EVO_STORE_BUSY_MS 5000
 #define EVO_STORE_APP_ID 0x45564f31 /* PRAGMA application_id of every evo database: "EVO1" */
 
@@ -64,7 +64,7 @@ typedef struct {
     int generations, population;
     char *gpu, *driver, *nvrtc_version, *evo_version;
     double wall_s, compile_s, check_s, time_s; /* wall-time split, updated as the run goes */
-    char *island;          /* one island of an --islands job (schema 4): JSON {"rank", "islands", "migrate_every",
+    char *island;          /* one island of an --islands job (schema 5): JSON {"rank", "islands", "migrate_every",
                               "migrants", "seed"} (islands.h); NULL for a plain run */
 } evo_run_rec;
 
@@ -131,14 +131,18 @@ typedef struct {
     char *created_at;    /* set by put_evaluation when NULL (malloc'd, owned by the record) */
     evo_shape_result *shapes;
     int n_shapes;
+    char *accuracy;      /* the accuracy class it was judged in (task.h); NULL writes EVO_ACCURACY_EXACT, and
+                            evaluations from before classes (schema < 4) read as it */
+    int gate;            /* the task's gate version it was judged by (evo_task_gate_version); <= 0 writes 1 */
 } evo_eval_rec;
 
 /* Writes the evaluation and its per-shape rows in one transaction; sets e->id. */
 evo_status evo_store_put_evaluation(evo_store *st, evo_eval_rec *e, evo_err *err);
 /* The most recent evaluation of this candidate for this shape set, a measured one before any NOT_RECORDED (which
- * says only that a replay source lacked the genome); *found = false when none. */
-evo_status evo_store_find_evaluation(evo_store *st, int64_t candidate_id, const char *shape_set, evo_eval_rec *out,
-                                     bool *found, evo_err *err);
+ * says only that a replay source lacked the genome), judged in accuracy class `accuracy` by gate version `gate`
+ * (accuracy NULL: any); *found = false when none. */
+evo_status evo_store_find_evaluation(evo_store *st, int64_t candidate_id, const char *shape_set, const char *accuracy,
+                                     int gate, evo_eval_rec *out, bool *found, evo_err *err);
 void evo_store_eval_free(evo_eval_rec *e);
 /* Every evaluation of a run in generation gen (-1 = all generations), in the order written — what --resume
  * rebuilds a population from. */
@@ -180,16 +184,17 @@ typedef struct {
     evo_eval_rec eval; /* the candidate's best OK evaluation for the shape set */
 } evo_elite_rec;
 
-/* task, arch or shape_set NULL = any. Returns at most k, by fitness descending; equal fitness: earlier evaluation
- * first. Each candidate appears once per shape set. *out malloc'd (NULL when *n is 0); free with
- * evo_store_elites_free. */
-evo_status evo_store_elites(evo_store *st, const char *task, const char *arch, const char *shape_set, int k,
-                            evo_elite_rec **out, int *n, evo_err *err);
+/* task, arch, shape_set or accuracy (an accuracy class) NULL = any. Returns at most k, by fitness descending; equal
+ * fitness: earlier evaluation first. Each candidate appears once per shape set. *out malloc'd (NULL when *n is 0);
+ * free with evo_store_elites_free. */
+evo_status evo_store_elites(evo_store *st, const char *task, const char *arch, const char *shape_set,
+                            const char *accuracy, int k, evo_elite_rec **out, int *n, evo_err *err);
 /* The same, of evaluations made on one GPU model only (model NULL: any): an evaluation's gpu without the " (GPU N)"
  * the pool appends ("NVIDIA H200"). A speedup is relative to the baseline timed on the GPU that measured it, so a
  * store that several GPU models wrote into (evo merge) is ranked per model. */
 evo_status evo_store_elites_on(evo_store *st, const char *task, const char *arch, const char *shape_set,
-                               const char *model, int k, evo_elite_rec **out, int *n, evo_err *err);
+                               const char *accuracy, const char *model, int k, evo_elite_rec **out, int *n,
+                               evo_err *err);
 /* The GPU models of the OK evaluations of (task, arch, shape_set) (NULL = any), sorted; *models and its strings are
  * malloc'd (free each, then the array); none for a version-1 file. */
 evo_status evo_store_gpu_models(evo_store *st, const char *task, const char *arch, const char *shape_set,
@@ -278,7 +283,7 @@ evo_status evo_store_tasks(evo_store *st, char **tasks, evo_err *err);
  *   seed, strategy, population, config text, GPU and island; st keeps one row, with the figures of whichever copy
  *   got further (more wall time);
  * - an evaluation (or re-timing) already in st (same candidate, run, generation, shape set, verdict, time, GPU,
- *   fitness and detail) is not added again; lineage and generation rows by their keys; a profile figure by
+ *   fitness and detail; an evaluation's accuracy class and gate too) is not added again; lineage and generation rows by their keys; a profile figure by
  *   (candidate, shape, metric), the later measurement kept.
  * Merging the same file twice changes nothing the second time. `added` and `known` may be NULL. Not a group call:
  * st must have no open evo_store_begin. */

@@ -14,14 +14,15 @@ enum { ATTN_BATCH, ATTN_HEADS, ATTN_SEQ, ATTN_DIM, ATTN_CAUSAL, ATTN_SCALE, ATTN
 /* Options: top-level config keys. */
 enum { ATTN_OPT_FORMAT, ATTN_OPT_SCALE, ATTN_N_OPTIONS };
 /* Variant attributes (evo_variant.attr). FAMILY: 0 the mma.sync template (attention_fp8.cu), 1 the sm_90a wgmma
- * template (attention_fp8_sm90.cu), whose launch also needs WG_ROWS and TILE_N (the tensor maps' boxes), PERSIST
- * (the grid) and P8 (1: P enters P·V in e4m3, so the gate compares against the reference that rounds P so). */
+ * template (attention_fp8_sm90.cu), whose launch also needs WG_ROWS and TILE_N (the tensor maps' boxes) and PERSIST
+ * (the grid). A variant's arithmetic is its accuracy class (evo_variant.accuracy: ATTN_ACC_* of attn_gate.h). */
 enum {
     ATTN_V_DIM, ATTN_V_FORMAT, ATTN_V_ROWS, ATTN_V_MIN_WAVES,
-    ATTN_V_FAMILY, ATTN_V_WG_ROWS, ATTN_V_TILE_N, ATTN_V_PERSIST, ATTN_V_P8,
+    ATTN_V_FAMILY, ATTN_V_WG_ROWS, ATTN_V_TILE_N, ATTN_V_PERSIST,
     ATTN_N_VATTRS
 };
 enum { ATTN_FAMILY_MMA = 0, ATTN_FAMILY_SM90 = 1 };
+#define ATTN_MODEL_ROWS 128 /* attn_support.cu's evo_fp8_model_attention: threads per block, one query row each */
 
 /* EVO_FORMAT_E4M3 / EVO_FORMAT_U8SIM of evo_attention_abi.h, by name: "e4m3", "u8sim". */
 const char *evo_attn_format_name(int format);

@@ -8,6 +8,8 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -19,6 +21,13 @@ _Static_assert(EVO_FORMAT_E4M3 == 0 && EVO_FORMAT_U8SIM == 1, "formats are numbe
 
 static inline float f_mul(float a, float b) { return a * b; }
 static inline float f_div(float a, float b) { return a / b; }
+
+static inline float e4m3_round(float x) { return evo_ref_e4m3_decode(evo_ref_e4m3_encode(x)); }
+#define AN_FN static inline
+#define AN_E4M3_ROUND(x) e4m3_round(x)
+#define AN_NORMAL(seed, t, i) evo_ref_half_to_float(evo_ref_gen_value(seed, t, 0, 0, i))
+#define AN_WORD(seed, t, i) evo_ref_gen_word(seed, t, i)
+#include "attn_numerics.h"
 
 /* ---- quantizer ---- */
 
@@ -92,4 +101,45 @@ void evo_ref_attention(const float *q, const float *k, const float *v, double *o
             for (int t = 0; t < head_dim; t++) oi[t] /= l;
         }
     }
+}
+
+/* ---- the FP8 model and the probes (attn_numerics.h) ---- */
+
+void evo_ref_fp8_model(const uint8_t *q, const float *q_scale, const uint8_t *k, const float *k_scale,
+                       const uint8_t *v, const float *v_scale, float *o, int batch, int heads, int seq, int head_dim,
+                       int causal, float softmax_scale)
+{
+    EVO_ASSERT(batch >= 1 && heads >= 1 && seq >= 1 && head_dim >= 1);
+    const size_t head = (size_t)seq * (size_t)head_dim;
+    float *kf = malloc(2 * head * sizeof *kf), *qf = malloc((size_t)head_dim * 2 * sizeof *qf);
+    EVO_ASSERT(kf && qf);
+    float *vf = kf + head, *acc = qf + head_dim;
+    const float sm_log2e = f_mul(softmax_scale, 1.4426950408889634f);
+    for (size_t bh = 0; bh < (size_t)batch * (size_t)heads; bh++) {
+        for (size_t i = 0; i < head; i++) {
+            kf[i] = evo_ref_e4m3_decode(k[bh * head + i]);
+            vf[i] = evo_ref_e4m3_decode(v[bh * head + i]);
+        }
+        const float qk = f_mul(q_scale[bh], k_scale[bh]);
+        for (int i = 0; i < seq; i++) {
+            for (int t = 0; t < head_dim; t++) qf[t] = evo_ref_e4m3_decode(q[bh * head + (size_t)i * head_dim + t]);
+            an_model_row(qf, kf, vf, causal ? i + 1 : seq, head_dim, qk, sm_log2e, v_scale[bh], acc,
+                         o + bh * head + (size_t)i * head_dim);
+        }
+    }
+    free(kf);
+    free(qf);
+}
+
+void evo_ref_gen_probe(uint16_t *out, size_t n, int probe, uint64_t seed, uint32_t tensor, int seq, int head_dim)
+{
+    EVO_ASSERT(probe >= 0 && probe < AN_PROBE_COUNT && tensor < 3 && seq >= 1 && head_dim >= 2);
+    for (size_t i = 0; i < n; i++) out[i] = evo_ref_float_to_half(an_probe_value(probe, seed, tensor, seq, head_dim, i));
+}
+
+float evo_ref_probe_softmax_scale(int probe, int sub, int head_dim)
+{
+    if (probe == AN_PROBE_INTEGERS) return 0.693147180559945f;
+    if (probe == AN_PROBE_MODERATE) return (float)((sub == 0 ? 0.5 : sub == 1 ? 1.0 : 2.0) / sqrt((double)head_dim));
+    return 0.0f;
 }

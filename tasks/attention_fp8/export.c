@@ -112,7 +112,7 @@ static void append_genome_section(evo_str *o, const evo_export_ctx *x)
                    "    int min_waves; /* > 0: the large-problem variant, for grids of min_waves x SMs blocks or more */\n"
                    "    int family;    /* 0 mma.sync (attention_fp8.cu), 1 wgmma + TMA (attention_fp8_sm90.cu, sm_90a) */\n"
                    "    int wg_rows, tile_n, persist; /* family 1: the tensor maps' boxes and the grid */\n"
-                   "    int p_e4m3;    /* 1: P enters P.V in e4m3; the self-test's reference rounds it the same way */\n"
+                   "    int accuracy;  /* its accuracy class: 0 exact, 1 fp8 (the self-test judges it by that class's rule) */\n"
                    "};\n"
                    "static const variant variants[] = {\n");
     for (int v = 0; v < x->prog->n_variants; v++) {
@@ -120,7 +120,7 @@ static void append_genome_section(evo_str *o, const evo_export_ctx *x)
         evo_str_appendf(o, "    {%lld, (const void *)%s, %d, %lld, %d, %lld, %lld, %lld, %lld, %lld, %lld},\n",
                         y->attr[ATTN_V_DIM], y->name_expr, y->threads, y->attr[ATTN_V_ROWS], y->smem_bytes,
                         y->attr[ATTN_V_MIN_WAVES], y->attr[ATTN_V_FAMILY], y->attr[ATTN_V_WG_ROWS],
-                        y->attr[ATTN_V_TILE_N], y->attr[ATTN_V_PERSIST], y->attr[ATTN_V_P8]);
+                        y->attr[ATTN_V_TILE_N], y->attr[ATTN_V_PERSIST], (long long)y->accuracy);
     }
     evo_str_appendf(o,
                     "};\n\n"

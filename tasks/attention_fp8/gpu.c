@@ -1,9 +1,12 @@
-/* gpu.c — the attention_fp8 task inside a worker (task_gpu.h): inputs generated, quantized and dequantized on the
- * GPU once per case (bit-identical to engine/attn_ref.c), the FP32 reference attention on the dequantized inputs
- * and, for the timed shapes, on the unquantized fp16 inputs (the end-to-end error), the launch through
- * evo_attn_params, and the comparison of the fp16 output with the reference. */
+/* gpu.c — the attention_fp8 task inside a worker (task_gpu.h): inputs (a distribution or a structural probe)
+ * generated, quantized and dequantized on the GPU once per case (bit-identical to attn_ref.c), the FP32 reference
+ * attention on the dequantized inputs and, for the timed shapes, on the unquantized fp16 inputs (the end-to-end
+ * error), the launch through evo_attn_params, and the verdict of the variant's accuracy class (attn_gate.h): the
+ * exact class against the config's tolerance (each head on its own on a probe), the fp8 class per head against
+ * twice the FP8 model's error (the model runs on the GPU, once per case, when a variant of the class first needs it). */
 #include "attention.h"
 
+#include "attn_gate.h"
 #include "attn_ref.h"
 #include "attn_sm90_host.h"
 #include "task_gpu.h"
@@ -17,7 +20,14 @@
 typedef struct {
     evo_gpu *g;
     const evo_config *cfg;
-    CUfunction f_gen, f_quant, f_deq, f_h2f, f_ref, f_perturb;
+    CUfunction f_gen, f_quant, f_deq, f_h2f, f_ref, f_perturb, f_slices, f_slices_reset;
+    CUmodule mod;                  /* attn_support.cu: the probes' inputs, the FP8 model */
+    CUfunction f_probe, f_model;
+    size_t slices_cap;             /* per-slice accumulators the device buffer holds */
+    CUdeviceptr slice_acc;
+    CUdeviceptr bound1;            /* one slice's element bound (check_fresh) */
+    size_t model_n;                /* floats modelf holds */
+    CUdeviceptr modelf;            /* the FP8 model's output */
     size_t scratch_n; /* elements the scratch buffers hold */
     CUdeviceptr scratch16[3], scratchf[3];
     size_t timed_n;     /* elements the timing buffers hold (the largest timing case) */
@@ -37,8 +47,10 @@ typedef struct {
     CUdeviceptr ref;   /* FP32 reference on the dequantized inputs */
     CUdeviceptr ref16; /* FP32 reference on the unquantized FP16 inputs: the end-to-end error (0: none) */
     double ref_rms;
-    CUdeviceptr ref_p8; /* the reference that rounds P to e4m3 (variants with attr P8), made when first needed */
-    double ref_p8_rms;
+    /* the fp8 class's budget, made when a variant of the class first checks this case */
+    evo_slice_acc *model;  /* the FP8 model against the reference, per (batch, head) */
+    double *rel_bound, *abs_bound;
+    CUdeviceptr abs_bound_dev;
 } attn_case;
 
 #define CU(call, err) EVO_CU(evo_gpu_cu(a->g), call, err)
@@ -58,12 +70,27 @@ static evo_status attn_open(evo_gpu *g, void **state, evo_err *err)
         const char *name;
     } fns[] = {{&a->f_gen, "evo_gen_inputs"},   {&a->f_quant, "evo_quantize"},
                {&a->f_deq, "evo_dequantize"},   {&a->f_h2f, "evo_half_to_float"},
-               {&a->f_ref, "evo_reference_attention"}, {&a->f_perturb, "evo_perturb_codes"}};
+               {&a->f_ref, "evo_reference_attention"}, {&a->f_perturb, "evo_perturb_codes"},
+               {&a->f_slices, "evo_compare_slices"}, {&a->f_slices_reset, "evo_compare_slices_reset"}};
     for (size_t i = 0; i < EVO_ARRAY_LEN(fns); i++)
         if (!(*fns[i].f = evo_gpu_support(g, fns[i].name))) {
             free(a);
             return evo_fail(err, EVO_E_INTERNAL, "support.cu has no kernel %s", fns[i].name);
         }
+    static const char *const headers[] = {"attn_numerics.h", NULL};
+    evo_status s = evo_gpu_load_module(g, "attn_support.cu", headers, &a->mod, err);
+    const struct {
+        CUfunction *f;
+        const char *name;
+    } own[] = {{&a->f_probe, "evo_gen_probe"}, {&a->f_model, "evo_fp8_model_attention"}};
+    for (size_t i = 0; s == EVO_OK && i < EVO_ARRAY_LEN(own); i++)
+        s = evo_cu_check(evo_gpu_cu(g), evo_gpu_cu(g)->cuModuleGetFunction(own[i].f, a->mod, own[i].name), own[i].name,
+                         err);
+    if (s == EVO_OK) s = evo_gpu_alloc(g, sizeof(double), &a->bound1, err);
+    if (s != EVO_OK) {
+        free(a);
+        return s;
+    }
     *state = a;
     return EVO_OK;
 }
@@ -74,14 +101,14 @@ static size_t attn_output_bytes(void *state, const evo_shape *s)
     return elems(s) * 2; /* fp16 */
 }
 
-/* p_e4m3: the reference variant that rounds P to e4m3 (support.cu). */
+/* The exact FP32 reference (support.cu) on dequantized inputs. */
 static evo_status reference(attn_gpu *a, const evo_shape *sh, CUdeviceptr q, CUdeviceptr k, CUdeviceptr v,
-                            CUdeviceptr o, int p_e4m3, evo_err *err)
+                            CUdeviceptr o, evo_err *err)
 {
     int b = (int)sh->v[ATTN_BATCH], h = (int)sh->v[ATTN_HEADS], s = (int)sh->v[ATTN_SEQ], d = (int)sh->v[ATTN_DIM];
     int c = (int)sh->v[ATTN_CAUSAL];
     float scale = (float)evo_attn_softmax_scale(a->cfg, sh);
-    void *args[] = {&q, &k, &v, &o, &b, &h, &s, &d, &c, &scale, &p_e4m3};
+    void *args[] = {&q, &k, &v, &o, &b, &h, &s, &d, &c, &scale};
     return evo_gpu_launch(a->g, a->f_ref, (unsigned)((s + EVO_SUPPORT_REF_ROWS - 1) / EVO_SUPPORT_REF_ROWS),
                           (unsigned)h, (unsigned)b, EVO_SUPPORT_REF_BLOCK, args, "reference attention", err);
 }
@@ -157,23 +184,31 @@ static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
     for (unsigned t = 0; t < 3; t++) {
         if ((s = evo_gpu_alloc(a->g, n, &c->codes[t], err))) return s;
         if ((s = evo_gpu_alloc(a->g, (size_t)bh * 4, &c->scales[t], err))) return s;
-        void *ga[] = {&a->scratch16[t], &nn, &head, &seed, &t, &dist};
-        if ((s = evo_gpu_launch(a->g, a->f_gen, grid, 1, 1, EVO_SUPPORT_BLOCK, ga, "generate", err))) return s;
+        if (gc->probe >= 0) {
+            int probe = gc->probe, seq = (int)sh->v[ATTN_SEQ], d = (int)sh->v[ATTN_DIM];
+            void *pa[] = {&a->scratch16[t], &nn, &probe, &seed, &t, &seq, &d};
+            if ((s = evo_gpu_launch(a->g, a->f_probe, grid, 1, 1, EVO_SUPPORT_BLOCK, pa, "probe inputs", err)))
+                return s;
+        } else {
+            void *ga[] = {&a->scratch16[t], &nn, &head, &seed, &t, &dist};
+            if ((s = evo_gpu_launch(a->g, a->f_gen, grid, 1, 1, EVO_SUPPORT_BLOCK, ga, "generate", err))) return s;
+        }
         void *qa[] = {&a->scratch16[t], &c->codes[t], &c->scales[t], &head, &fmt};
         if ((s = evo_gpu_launch(a->g, a->f_quant, (unsigned)bh, 1, 1, EVO_SUPPORT_BLOCK, qa, "quantize", err))) return s;
     }
     if ((s = dequantize3(a, c->codes, c->scales, n, head_n, err))) return s;
     if ((s = evo_gpu_alloc(a->g, n * 4, &c->ref, err))) return s;
-    if ((s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], c->ref, 0, err))) return s;
+    if ((s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], c->ref, err))) return s;
     /* End-to-end errors (vs the unquantized inputs) are reported per timed shape, on normal and outlier inputs. */
-    if (gc->timed_shape && (gc->timing || gc->dist == EVO_DIST_NORMAL || gc->dist == EVO_DIST_OUTLIERS)) {
+    if (gc->timed_shape && gc->probe < 0 &&
+        (gc->timing || gc->dist == EVO_DIST_NORMAL || gc->dist == EVO_DIST_OUTLIERS)) {
         if ((s = evo_gpu_alloc(a->g, n * 4, &c->ref16, err))) return s;
         for (int t = 0; t < 3; t++) {
             void *ha[] = {&a->scratch16[t], &a->scratchf[t], &nn};
             if ((s = evo_gpu_launch(a->g, a->f_h2f, grid, 1, 1, EVO_SUPPORT_BLOCK, ha, "half to float", err)))
                 return s;
         }
-        if ((s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], c->ref16, 0, err))) return s;
+        if ((s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], c->ref16, err))) return s;
     }
     return ref_rms(a, c->ref, n, &c->ref_rms, err);
 }
@@ -307,7 +342,102 @@ static uint64_t mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-/* Why an output fails: not written, rel-L2, the element test; "" when it passes. */
+/* ---- per-slice statistics and the fp8 class's budget ---- */
+
+/* Statistics of n_slices slices of out (fp16, or float with out_f32) against ref into host[], each element bounded
+ * by bound_dev[slice] when bound_dev is not 0 (support.cu's evo_compare_slices); synchronizes the stream. */
+static evo_status slices(attn_gpu *a, CUdeviceptr out, int out_f32, CUdeviceptr ref, size_t n_slices,
+                         size_t slice_elems, CUdeviceptr bound_dev, evo_slice_acc *host, evo_err *err)
+{
+    const evo_cudrv *cu = evo_gpu_cu(a->g);
+    evo_status s = EVO_OK;
+    if (n_slices > a->slices_cap) {
+        if (a->slices_cap) {
+            CU(cuStreamSynchronize(evo_gpu_stream(a->g)), err);
+            cu->cuMemFree(a->slice_acc);
+            a->slices_cap = 0;
+        }
+        if ((s = evo_gpu_alloc(a->g, n_slices * sizeof *host, &a->slice_acc, err)) != EVO_OK) return s;
+        a->slices_cap = n_slices;
+    }
+    unsigned long long ns = n_slices, se = slice_elems;
+    void *ra[] = {&a->slice_acc, &ns};
+    s = evo_gpu_launch(a->g, a->f_slices_reset, evo_gpu_grid_for(n_slices), 1, 1, EVO_SUPPORT_BLOCK, ra,
+                       "reset slice statistics", err);
+    void *ca[] = {&out, &out_f32, &ref, &se, &bound_dev, &a->slice_acc};
+    const unsigned per = (unsigned)((slice_elems + EVO_SUPPORT_BLOCK - 1) / EVO_SUPPORT_BLOCK);
+    if (s == EVO_OK)
+        s = evo_gpu_launch(a->g, a->f_slices, per < EVO_SUPPORT_SLICE_BLOCKS ? per : EVO_SUPPORT_SLICE_BLOCKS,
+                           (unsigned)n_slices, 1, EVO_SUPPORT_BLOCK, ca, "compare per head", err);
+    if (s != EVO_OK) return s;
+    CU(cuStreamSynchronize(evo_gpu_stream(a->g)), err);
+    CU(cuMemcpyDtoH(host, a->slice_acc, n_slices * sizeof *host), err);
+    return EVO_OK;
+}
+
+/* The FP8 model (attn_support.cu) on codes/scales of shape sh into a->modelf. */
+static evo_status model(attn_gpu *a, const evo_shape *sh, const CUdeviceptr codes[3], const CUdeviceptr scales[3],
+                        evo_err *err)
+{
+    const size_t n = elems(sh);
+    evo_status s = EVO_OK;
+    if (n > a->model_n) {
+        if (a->model_n) {
+            CU(cuStreamSynchronize(evo_gpu_stream(a->g)), err);
+            evo_gpu_cu(a->g)->cuMemFree(a->modelf);
+            a->model_n = 0;
+        }
+        if ((s = evo_gpu_alloc(a->g, n * 4, &a->modelf, err)) != EVO_OK) return s;
+        a->model_n = n;
+    }
+    int b = (int)sh->v[ATTN_BATCH], h = (int)sh->v[ATTN_HEADS], sq = (int)sh->v[ATTN_SEQ], d = (int)sh->v[ATTN_DIM];
+    int c = (int)sh->v[ATTN_CAUSAL];
+    float scale = (float)evo_attn_softmax_scale(a->cfg, sh);
+    CUdeviceptr q = codes[0], qs = scales[0], k = codes[1], ks = scales[1], v = codes[2], vs = scales[2];
+    void *args[] = {&q, &qs, &k, &ks, &v, &vs, &a->modelf, &b, &h, &sq, &d, &c, &scale};
+    return evo_gpu_launch(a->g, a->f_model, (unsigned)((sq + ATTN_MODEL_ROWS - 1) / ATTN_MODEL_ROWS), (unsigned)h,
+                          (unsigned)b, ATTN_MODEL_ROWS, args, "FP8 model", err);
+}
+
+/* The fp8 budget of case c: the model against the exact reference, per (batch, head). */
+static evo_status fp8_budget(attn_gpu *a, const evo_gpu_case *gc, attn_case *c, evo_err *err)
+{
+    if (c->model) return EVO_OK;
+    const evo_shape *sh = &gc->shape;
+    const size_t ns = (size_t)(sh->v[ATTN_BATCH] * sh->v[ATTN_HEADS]), se = c->n / ns;
+    evo_slice_acc *m = evo_xcalloc(ns, sizeof *m);
+    double *rb = evo_xcalloc(ns, sizeof *rb), *ab = evo_xcalloc(ns, sizeof *ab);
+    CUdeviceptr dev = 0;
+    evo_status s = model(a, sh, c->codes, c->scales, err);
+    if (s == EVO_OK) s = slices(a, a->modelf, 1, c->ref, ns, se, 0, m, err);
+    if (s == EVO_OK) attn_fp8_bounds(m, ns, rb, ab);
+    if (s == EVO_OK) s = evo_gpu_alloc(a->g, ns * sizeof *ab, &dev, err);
+    if (s == EVO_OK) /* the stream is idle (slices synchronized it): a plain copy is ordered before what follows */
+        s = evo_cu_check(evo_gpu_cu(a->g), evo_gpu_cu(a->g)->cuMemcpyHtoD(dev, ab, ns * sizeof *ab), "fp8 budget", err);
+    if (s != EVO_OK) {
+        free(m), free(rb), free(ab);
+        return s;
+    }
+    c->model = m, c->rel_bound = rb, c->abs_bound = ab, c->abs_bound_dev = dev;
+    return EVO_OK;
+}
+
+/* The fp8 class on out against ref, n_slices heads of slice_elems, with their model statistics and bounds. */
+static evo_status fp8_judge(attn_gpu *a, CUdeviceptr out, CUdeviceptr ref, const evo_shape *sh, size_t n_slices,
+                            size_t slice_elems, const evo_slice_acc *m, const double *rb, const double *ab,
+                            CUdeviceptr ab_dev, evo_gpu_check *r, evo_err *err)
+{
+    evo_slice_acc *k = evo_xcalloc(n_slices, sizeof *k);
+    evo_status s = slices(a, out, 0, ref, n_slices, slice_elems, ab_dev, k, err);
+    if (s == EVO_OK) {
+        evo_slice_metrics(k, n_slices, slice_elems, &r->m);
+        attn_fp8_judge(k, m, rb, ab, n_slices, slice_elems, (int)sh->v[ATTN_DIM], r->why, sizeof r->why);
+    }
+    free(k);
+    return s;
+}
+
+/* Why an output fails the exact class: not written, rel-L2, the element test; "" when it passes. */
 static void judge(const evo_metrics *m, const evo_tolerance *tol, char *why, size_t n)
 {
     why[0] = '\0';
@@ -324,7 +454,8 @@ static void judge(const evo_metrics *m, const evo_tolerance *tol, char *why, siz
 #define SAMPLE_HEADS 2 /* heads of a sampled output checked (each head is an attention of its own) */
 
 /* A timed repetition's output on the inputs perturb(seed) made: SAMPLE_HEADS heads drawn from the seed, each
- * against a reference of that head alone (the reference of a whole stress shape costs milliseconds). */
+ * against a reference of that head alone (the reference of a whole stress shape costs milliseconds), judged in the
+ * variant's class (fp8: with the model of that head). */
 static evo_status attn_check_fresh(void *state, const evo_gpu_case *gc, const evo_variant *v, uint64_t seed,
                                    CUdeviceptr out, evo_gpu_check *r, evo_err *err)
 {
@@ -344,18 +475,26 @@ static evo_status attn_check_fresh(void *state, const evo_gpu_case *gc, const ev
                                       a->tcodes[2] + (CUdeviceptr)bh * hn};
         const CUdeviceptr scales[3] = {c->scales[0] + (CUdeviceptr)bh * 4, c->scales[1] + (CUdeviceptr)bh * 4,
                                        c->scales[2] + (CUdeviceptr)bh * 4};
-        double rms = 0;
+        const CUdeviceptr oh = out + (CUdeviceptr)bh * hn * 2;
         s = dequantize3(a, codes, scales, hn, hn, err);
-        if (s == EVO_OK)
-            s = reference(a, &one, a->scratchf[0], a->scratchf[1], a->scratchf[2], a->tref, (int)v->attr[ATTN_V_P8],
-                          err);
-        if (s == EVO_OK) s = ref_rms(a, a->tref, hn, &rms, err);
+        if (s == EVO_OK) s = reference(a, &one, a->scratchf[0], a->scratchf[1], a->scratchf[2], a->tref, err);
         if (s != EVO_OK) break;
-        s = evo_gpu_compare_f16(a->g, out + (CUdeviceptr)bh * hn * 2, a->tref, hn, tol->atol * rms, tol->rtol, &r->m,
-                                err);
-        if (s != EVO_OK) break;
-        judge(&r->m, tol, r->why, sizeof r->why);
-        if (r->why[0]) {
+        if (v->accuracy == ATTN_ACC_FP8) {
+            evo_slice_acc m;
+            double rb, ab;
+            s = model(a, &one, codes, scales, err);
+            if (s == EVO_OK) s = slices(a, a->modelf, 1, a->tref, 1, hn, 0, &m, err);
+            if (s != EVO_OK) break;
+            attn_fp8_bounds(&m, 1, &rb, &ab);
+            CU(cuMemcpyHtoD(a->bound1, &ab, sizeof ab), err); /* the stream is idle: slices synchronized it */
+            s = fp8_judge(a, oh, a->tref, &one, 1, hn, &m, &rb, &ab, a->bound1, r, err);
+        } else {
+            double rms = 0;
+            s = ref_rms(a, a->tref, hn, &rms, err);
+            if (s == EVO_OK) s = evo_gpu_compare_f16(a->g, oh, a->tref, hn, tol->atol * rms, tol->rtol, &r->m, err);
+            if (s == EVO_OK) judge(&r->m, tol, r->why, sizeof r->why);
+        }
+        if (s == EVO_OK && r->why[0]) {
             const size_t l = strlen(r->why);
             snprintf(r->why + l, sizeof r->why - l, " (head %d of a timed repetition's fresh inputs)", bh);
         }
@@ -363,37 +502,38 @@ static evo_status attn_check_fresh(void *state, const evo_gpu_case *gc, const ev
     return s;
 }
 
-/* The reference that rounds P to e4m3, for case c: its inputs dequantized again (the scratch tensors hold the last
- * prepared case's), then the reference with p_e4m3 = 1 and its RMS. */
-static evo_status make_ref_p8(attn_gpu *a, const evo_gpu_case *gc, attn_case *c, evo_err *err)
-{
-    const evo_shape *sh = &gc->shape;
-    CUdeviceptr ref = 0;
-    evo_status s = dequantize3(a, c->codes, c->scales, c->n, (size_t)sh->v[ATTN_SEQ] * sh->v[ATTN_DIM], err);
-    if (s == EVO_OK) s = evo_gpu_alloc(a->g, c->n * 4, &ref, err);
-    if (s == EVO_OK) s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], ref, 1, err);
-    if (s == EVO_OK) s = ref_rms(a, ref, c->n, &c->ref_p8_rms, err);
-    if (s == EVO_OK) c->ref_p8 = ref;
-    return s;
-}
-
-/* Every element written and finite, rel-L2 and the element test within the config's tolerance, against the
- * reference of the variant's arithmetic (P rounded to e4m3 or not). */
+/* Every element written and finite, then the verdict of the variant's accuracy class: exact, the config's
+ * tolerance on the whole tensor (and each head's rel-L2 on its own on a probe); fp8, each head against twice the
+ * FP8 model's error on it (attn_gate.h). */
 static evo_status attn_check(void *state, const evo_gpu_case *gc, const evo_variant *v, CUdeviceptr out,
                              evo_gpu_check *r, evo_err *err)
 {
     attn_gpu *a = state;
     attn_case *c = gc->data;
+    const evo_shape *sh = &gc->shape;
     const evo_tolerance *tol = &a->cfg->correctness.tol;
+    const size_t ns = (size_t)(sh->v[ATTN_BATCH] * sh->v[ATTN_HEADS]), se = c->n / ns;
     evo_status s = EVO_OK;
-    if (v->attr[ATTN_V_P8] && !c->ref_p8 && (s = make_ref_p8(a, gc, c, err)) != EVO_OK) return s;
-    const CUdeviceptr ref = v->attr[ATTN_V_P8] ? c->ref_p8 : c->ref;
-    const double rms = v->attr[ATTN_V_P8] ? c->ref_p8_rms : c->ref_rms;
-    s = evo_gpu_compare_f16(a->g, out, ref, c->n, tol->atol * rms, tol->rtol, &r->m, err);
-    if (s != EVO_OK) return s;
-    if (c->ref16 && (s = evo_gpu_compare_f16(a->g, out, c->ref16, c->n, 0, 0, &r->e2e, err))) return s;
-    judge(&r->m, tol, r->why, sizeof r->why);
-    return EVO_OK;
+    if (v->accuracy == ATTN_ACC_FP8 && evo_attn_format(a->cfg) != EVO_FORMAT_E4M3) {
+        snprintf(r->why, sizeof r->why, "accuracy class fp8 is defined on e4m3 inputs; the config's format is %s",
+                 evo_attn_format_name(evo_attn_format(a->cfg)));
+        return EVO_OK;
+    }
+    if (v->accuracy == ATTN_ACC_FP8) {
+        if ((s = fp8_budget(a, gc, c, err)) != EVO_OK) return s;
+        s = fp8_judge(a, out, c->ref, sh, ns, se, c->model, c->rel_bound, c->abs_bound, c->abs_bound_dev, r, err);
+    } else {
+        s = evo_gpu_compare_f16(a->g, out, c->ref, c->n, tol->atol * c->ref_rms, tol->rtol, &r->m, err);
+        if (s == EVO_OK) judge(&r->m, tol, r->why, sizeof r->why);
+        if (s == EVO_OK && !r->why[0] && gc->probe >= 0) {
+            evo_slice_acc *k = evo_xcalloc(ns, sizeof *k);
+            s = slices(a, out, 0, c->ref, ns, se, 0, k, err);
+            if (s == EVO_OK) attn_exact_slices_judge(k, ns, tol->rel_l2, r->why, sizeof r->why);
+            free(k);
+        }
+    }
+    if (s == EVO_OK && c->ref16) s = evo_gpu_compare_f16(a->g, out, c->ref16, c->n, 0, 0, &r->e2e, err);
+    return s;
 }
 
 const evo_task_gpu evo_attn_gpu = {

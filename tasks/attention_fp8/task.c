@@ -3,6 +3,8 @@
  * can_implement check (threads, shared memory, arch), which variant serves a shape, FLOP count, the table. */
 #include "attention.h"
 
+#include "attn_gate.h"
+#include "attn_ref.h"
 #include "attn_sm90_host.h"
 #include "task_gpu.h"
 #include "templates.h"
@@ -11,6 +13,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#define AN_FN static inline
+#include "attn_numerics.h"
 
 /* ---- problem description ---- */
 
@@ -46,7 +51,6 @@ static const evo_field attention_variant_attrs[ATTN_N_VATTRS] = {
     [ATTN_V_WG_ROWS] = {.name = "wg_rows", .type = EVO_FIELD_INT, .min = 0, .max = 1024},
     [ATTN_V_TILE_N] = {.name = "tile_n", .type = EVO_FIELD_INT, .min = 0, .max = 1024},
     [ATTN_V_PERSIST] = {.name = "persist", .type = EVO_FIELD_INT, .min = 0, .max = 1},
-    [ATTN_V_P8] = {.name = "p_e4m3", .type = EVO_FIELD_INT, .min = 0, .max = 1},
 };
 
 const char *evo_attn_format_name(int format)
@@ -343,7 +347,6 @@ static evo_status sm90_render(const evo_config *cfg, const evo_genome *g, evo_pr
         v->attr[ATTN_V_WG_ROWS] = h.wg_rows;
         v->attr[ATTN_V_TILE_N] = h.tile_n;
         v->attr[ATTN_V_PERSIST] = h.persist;
-        v->attr[ATTN_V_P8] = h.v_path == 0;
         v->threads = attn_sm90_threads(&h);
         v->smem_bytes = attn_sm90_smem_bytes(&h, dims[i]);
         if (attn_sm90_name_expr(&h, dims[i], v->name_expr, sizeof v->name_expr) < 0) {
@@ -436,6 +439,41 @@ static double attention_flops(const evo_shape *s)
     return 4.0 * bh * pairs * (double)s->v[ATTN_DIM];
 }
 
+/* ---- accuracy classes and probes (attn_gate.h, attn_numerics.h) ---- */
+
+static const char *const attention_accuracy[] = {EVO_ACCURACY_EXACT, "fp8", NULL};
+
+/* fp8: a sm_90a genome whose Q·Kᵀ (QK_MODE 0, 1) or P·V (V_PATH 0) runs on e4m3 tensor cores; everything else
+ * (family 0, the FP16 paths) multiplies and adds at FP16 precision or better. */
+static int attention_genome_accuracy(const evo_config *cfg, const evo_genome *g)
+{
+    if (attn_family(cfg, g) != ATTN_FAMILY_SM90) return ATTN_ACC_EXACT;
+    const evo_sm90_genome h = sm90_read(cfg, g);
+    return h.qk_mode < 2 || h.v_path == 0 ? ATTN_ACC_FP8 : ATTN_ACC_EXACT;
+}
+
+static const evo_probe attention_probes[AN_PROBE_COUNT] = {
+    [AN_PROBE_HEADS] = {"heads", "every head with its own scales of Q, K and V; each head judged on its own"},
+    [AN_PROBE_NEEDLE] = {"needle", "key i+1 aligned with query i: a causal mask that leaks one key fails"},
+    [AN_PROBE_LAST_KEY] = {"last_key", "the last key dominates every row: dropped keys fail"},
+    [AN_PROBE_MODERATE] = {"moderate", "logits of std 1.5 at softmax scales 0.5, 1 and 2 / sqrt(head_dim)"},
+    [AN_PROBE_INTEGERS] = {"integers", "small integers, softmax scale ln 2: every P exact in e4m3"},
+};
+
+static int attention_probe_cases(const evo_config *cfg, const evo_shape *s, int probe, evo_shape *out, int max)
+{
+    (void)cfg;
+    const evo_field *f = &attention_shape_fields[ATTN_SCALE];
+    const int d = (int)s->v[ATTN_DIM];
+    const int n = probe == AN_PROBE_MODERATE ? 3 : 1;
+    for (int i = 0; i < n && i < max; i++) {
+        out[i] = *s;
+        const float sm = evo_ref_probe_softmax_scale(probe, i, d);
+        if (sm != 0.0f) out[i].v[ATTN_SCALE] = evo_field_store(f, (double)sm);
+    }
+    return n < max ? n : max;
+}
+
 static const char *const attention_headers[] = {"evo_attention_abi.h", NULL};
 
 evo_status evo_attn_export_body(const struct evo_export_ctx *x, evo_str *out, evo_err *err);
@@ -471,5 +509,11 @@ const evo_task evo_task_attention_fp8 = {
     .torch_module = evo_attn_torch_module,
     .torch_companion = "variants/quantize_fp8-%s-*.cu",
     .kernel_prefix = "evo_attn",
+    .accuracy_classes = attention_accuracy,
+    .genome_accuracy = attention_genome_accuracy,
+    .gate_version = 2, /* 2: accuracy classes, structural probes, per-head checks */
+    .probes = attention_probes,
+    .n_probes = AN_PROBE_COUNT,
+    .probe_cases = attention_probe_cases,
     .gpu = &evo_attn_gpu,
 };

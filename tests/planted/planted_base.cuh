@@ -1,7 +1,10 @@
 /* planted_base.cuh — a plain, correct attention kernel implementing evo's ABI (one warp per query row, FP32
  * arithmetic on the decoded 8-bit inputs), and the switches that plant exactly one fault in it. Every other file
  * in tests/planted/ defines one switch (or none: good.cu) and includes this; `evo check` must pass good.cu and
- * reject each of the others with the status docs/reliability.md lists. */
+ * reject each of the others with the status docs/reliability.md lists.
+ * PLANT_P_E4M3 (a file's own, or -DPLANT_P_E4M3 from tests/data/planted-fp8.yaml's compile options) makes it a
+ * kernel of the fp8 accuracy class: P = 2^(x - ceil(max x) + 8) in log2 units, rounded to e4m3 before P·V, the row
+ * sum of the unrounded P (what FlashAttention-3 does); every fault then sits in an fp8-class kernel. */
 #include "evo_attention_abi.h"
 
 #define PLANT_ROWS 4 /* query rows (one warp each) per block */
@@ -29,6 +32,24 @@ __device__ __forceinline__ float plant_warp_sum(float x)
     for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
     return x;
 }
+
+#if defined(PLANT_P_SCALE_TWICE) && !defined(PLANT_P_E4M3)
+#define PLANT_P_E4M3
+#endif
+#ifdef PLANT_P_SCALE_TWICE
+#define PLANT_P_OFFSET 16.0f /* P scaled by 2^8 twice before the cast: everything near the max saturates at 448 */
+#else
+#define PLANT_P_OFFSET 8.0f
+#endif
+#ifdef PLANT_P_E4M3
+/* e4m3 code of x >= 0 (round to nearest even, saturating at 448): the hardware conversion */
+__device__ __forceinline__ unsigned plant_e4m3(float x)
+{
+    unsigned short pair;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(x));
+    return pair & 0xffu;
+}
+#endif
 
 #ifdef PLANT_TIMING_CHEAT
 __device__ unsigned long long plant_last_q, plant_last_o; /* pointers of the previous launch */
@@ -88,7 +109,17 @@ template <int D> __device__ void plant_attention(const evo_attn_params &p)
     const long long head = (long long)bh * S * D;
     const unsigned char *Q = p.q + head, *K = p.k + head, *V = p.v + head;
     unsigned short *O = p.o + head;
+#if defined(PLANT_HEAD_Q_SCALE) || defined(PLANT_HEAD_V_SCALE)
+    /* head 5 (of at least 6) with one scale 10 % off */
+    const float wrong = bh == 5 ? 1.1f : 1.0f;
+#endif
+#ifdef PLANT_HEAD_Q_SCALE
+    const float sq = p.q_scale[bh] * wrong, sk = p.k_scale[bh], sv = p.v_scale[bh];
+#elif defined(PLANT_HEAD_V_SCALE)
+    const float sq = p.q_scale[bh], sk = p.k_scale[bh], sv = p.v_scale[bh] * wrong;
+#else
     const float sq = p.q_scale[bh], sk = p.k_scale[bh], sv = p.v_scale[bh];
+#endif
     constexpr int T = D / 32; /* dims per lane: lane + 32 t */
 
 #ifdef PLANT_TRAP
@@ -137,6 +168,12 @@ template <int D> __device__ void plant_attention(const evo_attn_params &p)
 #ifdef PLANT_LONG_SEQ
     if (n_keys > 2048) n_keys = 2048; /* keys past 2048 are never seen: right on every S <= 2048 */
 #endif
+#ifdef PLANT_LONG_SEQ_4096
+    if (n_keys > 4096) n_keys = 4096; /* keys past 4096 are never seen: right on every S <= 4096 */
+#endif
+#ifdef PLANT_CAUSAL_LEAK
+    if (p.causal) n_keys = min(row + 2, S); /* one future key leaks in */
+#endif
 #ifdef PLANT_IGNORE_SCALE
     const float softmax_scale = rsqrtf((float)D); /* the default scale, whatever the caller asked for */
 #else
@@ -164,12 +201,20 @@ template <int D> __device__ void plant_attention(const evo_attn_params &p)
 #endif
     float acc[T], l = 0.0f;
     for (int t = 0; t < T; t++) acc[t] = 0.0f;
+#ifdef PLANT_P_E4M3
+    const float m2 = ceilf(mx * 1.4426950408889634f);
+#endif
     for (int j = 0; j < n_keys; j++) {
         float part = 0.0f;
         for (int t = 0; t < T; t++) part += q[t] * plant_decode(K[(long long)j * D + lane + 32 * t], sk);
-        const float e = expf(plant_warp_sum(part) * softmax_scale - mx);
+#ifdef PLANT_P_E4M3
+        const float e = exp2f(plant_warp_sum(part) * softmax_scale * 1.4426950408889634f - m2 + PLANT_P_OFFSET);
+        const float pe = plant_decode(plant_e4m3(e), 1.0f);
+#else
+        const float e = expf(plant_warp_sum(part) * softmax_scale - mx), pe = e;
+#endif
         l += e;
-        for (int t = 0; t < T; t++) acc[t] += e * plant_decode(V[(long long)j * D + lane + 32 * t], sv);
+        for (int t = 0; t < T; t++) acc[t] += pe * plant_decode(V[(long long)j * D + lane + 32 * t], sv);
     }
     for (int t = 0; t < T; t++) O[(long long)row * D + lane + 32 * t] = plant_half(acc[t] / l);
 #if defined(PLANT_MEMO) || defined(PLANT_MEMO_WEAK)
