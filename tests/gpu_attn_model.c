@@ -98,12 +98,12 @@ static void release(inputs *in)
     }
 }
 
-static void gpu_model(const inputs *in, int causal, float sm, CUdeviceptr o)
+static void gpu_model(const inputs *in, int causal, float sm, int phase, CUdeviceptr o)
 {
     CUdeviceptr q = in->dcodes[0], qs = in->dscales[0], k = in->dcodes[1], ks = in->dscales[1];
     CUdeviceptr v = in->dcodes[2], vs = in->dscales[2];
     int b = in->b, h = in->h, s = in->s, d = in->d;
-    void *a[] = {&q, &qs, &k, &ks, &v, &vs, &o, &b, &h, &s, &d, &causal, &sm};
+    void *a[] = {&q, &qs, &k, &ks, &v, &vs, &o, &b, &h, &s, &d, &causal, &sm, &phase};
     launch(k_model, (unsigned)((s + 127) / 128), (unsigned)h, (unsigned)b, 128, a);
 }
 
@@ -154,21 +154,22 @@ static void test_model_bits(void)
                  {AN_PROBE_MODERATE, 0, 129, 64}};
     for (size_t c = 0; c < EVO_ARRAY_LEN(cases); c++)
         for (int causal = 0; causal < 2; causal++) {
+            const int phase = (int)(c + (size_t)causal) % AN_FP8_ORDERS;
             inputs in;
             make(&in, cases[c].probe, cases[c].dist, 40 + c, 1, 2, cases[c].s, cases[c].d);
             const float sm = cases[c].probe >= 0 && evo_ref_probe_softmax_scale(cases[c].probe, 2, cases[c].d) != 0
                                  ? evo_ref_probe_softmax_scale(cases[c].probe, 2, cases[c].d)
                                  : 1.0f / sqrtf((float)cases[c].d);
             CUdeviceptr o = dalloc(in.n * 4);
-            gpu_model(&in, causal, sm, o);
+            gpu_model(&in, causal, sm, phase, o);
             float *g = evo_xmalloc(in.n * 4), *h = evo_xmalloc(in.n * 4);
             CU_MUST(cuMemcpyDtoH(g, o, in.n * 4));
             evo_ref_fp8_model(in.codes[0], in.scales[0], in.codes[1], in.scales[1], in.codes[2], in.scales[2], h,
-                              in.b, in.h, in.s, in.d, causal, sm);
+                              in.b, in.h, in.s, in.d, causal, sm, phase);
             size_t diff = 0;
             for (size_t i = 0; i < in.n; i++) diff += memcmp(&g[i], &h[i], 4) != 0;
-            printf("model probe %d dist %d S=%d D=%d causal %d: %zu of %zu differ from the CPU twin\n", cases[c].probe,
-                   cases[c].dist, in.s, in.d, causal, diff, in.n);
+            printf("model probe %d dist %d S=%d D=%d causal %d phase %d: %zu of %zu differ from the CPU twin\n",
+                   cases[c].probe, cases[c].dist, in.s, in.d, causal, phase, diff, in.n);
             CHECK_EQ_INT(diff, 0);
             free(g), free(h);
             CU_MUST(cuMemFree(o));
@@ -232,21 +233,26 @@ static void model_error_table(void)
                                      ? evo_ref_probe_softmax_scale(probe, 1, d)
                                      : 1.0f / sqrtf((float)d);
                 CUdeviceptr o = dalloc(in.n * 4), ref = dalloc(in.n * 4);
-                gpu_model(&in, causal, sm, o);
                 int b = 1, h = 8, s = 1024, dd = d;
                 float smf = sm;
                 void *a[] = {&in.dfloat[0], &in.dfloat[1], &in.dfloat[2], &ref, &b, &h, &s, &dd, &causal, &smf};
                 launch(k_ref, (unsigned)((s + EVO_SUPPORT_REF_ROWS - 1) / EVO_SUPPORT_REF_ROWS), 8, 1,
                        EVO_SUPPORT_REF_BLOCK, a);
-                evo_slice_acc acc[8];
-                gpu_slices(o, 1, ref, 8, in.n / 8, 0, 64, acc);
-                double wr = 0, wm = 0;
-                for (int i = 0; i < 8; i++) wr = fmax(wr, evo_slice_rel_l2(&acc[i])), wm = fmax(wm, acc[i].max_abs);
-                printf("  D=%3d causal=%d %-10s rel-L2 %.3e  max-abs %.3e  budget %.3e\n", d, causal,
-                       probe >= 0 ? probes[probe] : dists[row], wr, wm, AN_FP8_K * wr + AN_FP8_REL_ATOL);
+                double wr = 0, wm = 0, wr0 = 0; /* the worst head, over the orders (the gate's rule) and in phase 0 */
+                for (int ph = 0; ph < AN_FP8_ORDERS; ph++) {
+                    evo_slice_acc acc[8];
+                    gpu_model(&in, causal, sm, ph, o);
+                    gpu_slices(o, 1, ref, 8, in.n / 8, 0, 64, acc);
+                    for (int i = 0; i < 8; i++) {
+                        wr = fmax(wr, evo_slice_rel_l2(&acc[i])), wm = fmax(wm, acc[i].max_abs);
+                        if (!ph) wr0 = fmax(wr0, evo_slice_rel_l2(&acc[i]));
+                    }
+                }
+                printf("  D=%3d causal=%d %-10s rel-L2 %.3e (phase 0 %.3e)  max-abs %.3e  budget %.3e\n", d, causal,
+                       probe >= 0 ? probes[probe] : dists[row], wr, wr0, wm, AN_FP8_K * wr + AN_FP8_REL_ATOL);
                 /* rounding P to 3 mantissa bits costs a few percent where the softmax is spread; on the integer
-                 * probe the model is exact, and what is left is the FP32 reference's own rounding (~1e-5 at D = 128) */
-                if (probe == AN_PROBE_INTEGERS) CHECK(wr < 1e-4);
+                 * probe every P and product is exact and what is left is the tensor core's 13-bit P·V accumulator */
+                if (probe == AN_PROBE_INTEGERS) CHECK(wr < 5e-3);
                 else CHECK(wr < 0.1);
                 CU_MUST(cuMemFree(o));
                 CU_MUST(cuMemFree(ref));

@@ -42,11 +42,25 @@ static void test_exp2_and_trunc(void)
     for (int t = 0; t < 64; t++) q[t] = k[t] = 0.0f;
     q[0] = 256.0f, k[0] = 32.0f;      /* step 0: 8192 */
     q[32] = 0.5f, k[32] = 0.5f;       /* step 1: + 0.25: 8192.25 needs 15 bits: cut to 8192 */
-    CHECK(an_logit2(q, k, 64, 1.0f, 1.0f) == 8192.0f);
+    CHECK(an_logit2(q, k, 64, 1.0f, 1.0f, 0) == 8192.0f);
     q[32] = 1.0f, k[32] = 1.0f;       /* + 1: 8193 needs 13 bits after the point: kept */
-    CHECK(an_logit2(q, k, 64, 1.0f, 1.0f) == 8193.0f);
-    q[1] = 0.5f, k[1] = 0.5f;         /* inside one step the sum is exact: 8192.25 + 1 -> cut to 8193 */
-    CHECK(an_logit2(q, k, 64, 1.0f, 1.0f) == 8193.0f);
+    CHECK(an_logit2(q, k, 64, 1.0f, 1.0f, 0) == 8193.0f);
+    q[1] = 0.5f, k[1] = 0.5f;         /* every addition is cut, inside a k-step too (measured on an H200): */
+    q[2] = 0.5f, k[2] = 0.5f;         /* 8192 + 0.25 + 0.25 stays 8192, then + 1: 8193 */
+    CHECK(an_logit2(q, k, 64, 1.0f, 1.0f, 0) == 8193.0f);
+    q[32] = 0.0f;
+    CHECK(an_logit2(q, k, 64, 1.0f, 1.0f, 0) == 8192.0f); /* (an exact sum of the step would keep 8192.5: 14 bits) */
+    CHECK(an_acc_add(65536.0f, 6.0f) == 65536.0f);     /* 0.75 ulp: cut, not rounded */
+    CHECK(an_acc_add(-65536.0f, -6.0f) == -65536.0f);  /* toward zero */
+    CHECK(an_acc_add(65536.0f, 8.0f) == 65544.0f);
+    /* the orders of the additions: each index once */
+    for (int order = 0; order < AN_FP8_ORDERS; order++)
+        for (int d = 63; d <= 128; d += 65) {
+            int seen[128] = {0}, ok = 1;
+            for (int i = 0; i < d; i++) seen[an_order_index(order, i, d)]++;
+            for (int i = 0; i < d; i++) ok &= seen[i] == 1;
+            CHECK(ok);
+        }
 }
 
 /* ---- helpers: inputs, quantization, references ---- */
@@ -58,7 +72,8 @@ typedef struct {
     uint8_t *codes[3];
     float *scales[3], *deq[3];
     double *ref;            /* FP64 on the dequantized inputs */
-    float *model;           /* the FP8 model */
+    float *model;           /* the FP8 model, phase 0 */
+    float *model_ph[AN_FP8_ORDERS]; /* every phase (model_ph[0] == model) */
 } problem;
 
 static void problem_make(problem *p, int probe, int dist, uint64_t seed, int b, int h, int s, int d, int causal,
@@ -81,16 +96,19 @@ static void problem_make(problem *p, int probe, int dist, uint64_t seed, int b, 
     free(x);
     p->ref = malloc(p->n * sizeof *p->ref);
     evo_ref_attention(p->deq[0], p->deq[1], p->deq[2], p->ref, b, h, s, d, causal, p->sm);
-    p->model = malloc(p->n * sizeof *p->model);
-    evo_ref_fp8_model(p->codes[0], p->scales[0], p->codes[1], p->scales[1], p->codes[2], p->scales[2], p->model, b,
-                      h, s, d, causal, p->sm);
+    for (int ph = 0; ph < AN_FP8_ORDERS; ph++) {
+        p->model_ph[ph] = malloc(p->n * sizeof(float));
+        evo_ref_fp8_model(p->codes[0], p->scales[0], p->codes[1], p->scales[1], p->codes[2], p->scales[2],
+                          p->model_ph[ph], b, h, s, d, causal, p->sm, ph);
+    }
+    p->model = p->model_ph[0];
 }
 
 static void problem_free(problem *p)
 {
     for (int t = 0; t < 3; t++) free(p->codes[t]), free(p->scales[t]), free(p->deq[t]);
     free(p->ref);
-    free(p->model);
+    for (int ph = 0; ph < AN_FP8_ORDERS; ph++) free(p->model_ph[ph]);
 }
 
 /* ---- kernels emulated on the CPU, each with at most one fault ---- */
@@ -150,7 +168,18 @@ static void judge(const problem *p, const void *out, evo_elem type, bool *fp8_ok
     const size_t ns = (size_t)p->b * p->h;
     evo_slice_acc *model = malloc(ns * sizeof *model), *k = malloc(ns * sizeof *k);
     double *rb = malloc(ns * sizeof *rb), *ab = malloc(ns * sizeof *ab);
+    /* the model's error: the largest over its orders (the gate's rule, gpu.c model_stats) */
     evo_ref_compare_slices(p->model, EVO_ELEM_F32, p->ref, EVO_ELEM_F64, ns, p->head, NULL, model);
+    evo_slice_acc *ph = malloc(ns * sizeof *ph);
+    for (int j = 1; j < AN_FP8_ORDERS; j++) {
+        evo_ref_compare_slices(p->model_ph[j], EVO_ELEM_F32, p->ref, EVO_ELEM_F64, ns, p->head, NULL, ph);
+        for (size_t s = 0; s < ns; s++) {
+            const double mx = fmax(model[s].max_abs, ph[s].max_abs);
+            if (evo_slice_rel_l2(&ph[s]) > evo_slice_rel_l2(&model[s])) model[s] = ph[s];
+            model[s].max_abs = mx;
+        }
+    }
+    free(ph);
     attn_fp8_bounds(model, ns, rb, ab);
     evo_ref_compare_slices(out, type, p->ref, EVO_ELEM_F64, ns, p->head, ab, k);
     *fp8_ok = attn_fp8_judge(k, model, rb, ab, ns, p->head, p->d, why, why_len);
@@ -195,7 +224,8 @@ static void test_model_cases(void)
     printf("FP8 model vs FP64, normal (1,4,130,64) causal: worst head rel-L2 %.3g\n", r);
     CHECK(r > 5e-3 && r < 6e-2);
     problem_free(&p);
-    /* the integer probe: P is a power of two and V an integer, so the model is exact up to the final division */
+    /* the integer probe: P is a power of two and V an integer: every product is exact, every order of the scores
+     * gives the same bits, and what is left is the 13-bit P·V accumulator */
     problem_make(&p, AN_PROBE_INTEGERS, 0, 1, 1, 3, 100, 64, 0, evo_ref_probe_softmax_scale(AN_PROBE_INTEGERS, 0, 64));
     for (int t = 0; t < 3; t++) CHECK(p.scales[t][0] == 0x1p-6f); /* absmax 7: every code exact */
     bool ints = true;
@@ -203,7 +233,7 @@ static void test_model_cases(void)
     CHECK(ints);
     const double ri = model_worst_rel(&p);
     printf("FP8 model vs FP64, integer probe: worst head rel-L2 %.3g\n", ri);
-    CHECK(ri < 1e-6);
+    CHECK(ri < 2e-4); /* exact but for the tensor core's 13-bit P·V accumulator */
     problem_free(&p);
 }
 

@@ -14,16 +14,22 @@
  *   AN_DEVICE                    defined for device code
  * and gets only static functions and macros prefixed an_/AN_.
  *
- * The FP8 model (docs/templates.md, "Accuracy classes"): per query row, over the e4m3 codes (not yet scaled),
- *   score  = Σ over the head dim in k-steps of 32: acc = trunc13(acc + Σ_{32} q·k), the products and the step's sum
- *            exact (in double), then the accumulator cut to 13 explicit mantissa bits toward zero — the Hopper FP8
- *            tensor core's FP32 accumulator as measured (docs/perf-notes.md, "The FP8 accumulator");
+ * The FP8 model (docs/templates.md, "Accuracy classes"): an FP8 attention kernel whose two GEMMs run on the Hopper
+ * FP8 tensor core as it was measured to accumulate (docs/perf-notes.md, "The FP8 accumulator": every partial sum is
+ * cut to 13 explicit mantissa bits toward zero, inside a k-step of 32 too). Per query row, over the e4m3 codes:
+ *   score  = Σ_d q·k, each product exact and every addition cut: acc = trunc13(acc + q_d·k_d), in index order;
  *   x2     = ((float)score · (q_scale·k_scale)) · (softmax_scale·log2 e), each product rounded to float;
  *   online softmax over blocks of 128 keys: M = ⌈max x2 so far⌉ (an integer, so rescaling is exact), when M grows
  *            l and acc are multiplied by 2^(M_old − M_new);
  *   p      = 2^(x2 − M + 8) rounded to float (a deterministic double exp2), P̃ = e4m3(p);
- *   l     += p (float, key order);  o_acc[d] = fma(P̃, v_code[d], o_acc[d]) (float, key order);
- *   out[d] = (o_acc[d] · v_scale) / l.
+ *   l     += p (float, key order);  acc[d] = trunc13(acc[d] + P̃·v_code[d]) (the P·V accumulator, key order);
+ *   out[d] = (acc[d] · v_scale) / l.
+ * The order of the score's additions is not known for the tensor core (only that every partial sum is cut), and
+ * with large logits it moves where P falls on e4m3's grid: the model runs in four orders (AN_FP8_ORDERS: index
+ * order, reversed, even indices then odd, from the middle) and its error on a slice is the largest of the four, so a
+ * slice whose error is one rounding (one key, or logits so large that one key takes every row) is not judged by
+ * where that one rounding happened to fall for the model. Where the sums are exact (the integers probe) every order
+ * gives the same scores.
  */
 #ifndef EVO_ATTN_NUMERICS_H
 #define EVO_ATTN_NUMERICS_H
@@ -32,7 +38,6 @@
 #define AN_FMUL(a, b) __fmul_rn(a, b)
 #define AN_FADD(a, b) __fadd_rn(a, b)
 #define AN_FDIV(a, b) __fdiv_rn(a, b)
-#define AN_FFMA(a, b, c) __fmaf_rn(a, b, c)
 #define AN_DADD(a, b) __dadd_rn(a, b)
 #define AN_DSUB(a, b) __dsub_rn(a, b)
 #define AN_DMUL(a, b) __dmul_rn(a, b)
@@ -45,7 +50,6 @@
 #define AN_FMUL(a, b) ((float)(a) * (float)(b))
 #define AN_FADD(a, b) ((float)(a) + (float)(b))
 #define AN_FDIV(a, b) ((float)(a) / (float)(b))
-#define AN_FFMA(a, b, c) fmaf(a, b, c)
 #define AN_DADD(a, b) ((double)(a) + (double)(b))
 #define AN_DSUB(a, b) ((double)(a) - (double)(b))
 #define AN_DMUL(a, b) ((double)(a) * (double)(b))
@@ -72,8 +76,8 @@ AN_FN double an_bitsd_(unsigned long long u)
 #define AN_FP8_K 2.0            /* the kernel may be this many times as far from the exact reference as the model */
 #define AN_FP8_REL_ATOL 1e-3    /* + this on a slice's rel-L2                                                    */
 #define AN_FP8_ABS_ATOL 0x1p-10 /* + this times max|reference| of the slice on every element's error            */
-#define AN_FP8_KSTEP 32         /* the model's k-step (elements of the head dim per accumulation)                */
-#define AN_FP8_ACC_BITS 13      /* explicit mantissa bits the accumulator keeps after each k-step                */
+#define AN_FP8_ACC_BITS 13      /* explicit mantissa bits the tensor core's accumulator keeps (cut toward zero)  */
+#define AN_FP8_ORDERS 4         /* orders of the score's additions the model's error is the largest of           */
 #define AN_FP8_BLOCK 128        /* keys per online-softmax block                                                 */
 #define AN_FP8_P_OFFSET 8.0     /* P = 2^(x2 - M + 8): P is scaled into e4m3's range before the cast             */
 
@@ -113,16 +117,32 @@ AN_FN double an_exp2(double t)
     return AN_DMUL(AN_DMUL(p, 0x1.6a09e667f3bcdp+0), AN_BITSD(pow2n));
 }
 
-/* The score of one (query, key) pair in log2 units, from e4m3 code values (exact floats) q[0..d), k[0..d). */
-AN_FN float an_logit2(const float *q, const float *k, int d, float qk_scale, float sm_log2e)
+/* acc + x into the tensor core's accumulator: the exact sum (x is a product of two e4m3 values, acc has 14 bits: both
+ * fit a double), cut to 13 explicit mantissa bits. */
+AN_FN float an_acc_add(float acc, float x) { return AN_D2F(an_trunc_acc(AN_DADD((double)acc, (double)x))); }
+
+/* The i-th index of the head dim (of d) the score adds in order `order` (0..AN_FP8_ORDERS-1). */
+AN_FN int an_order_index(int order, int i, int d)
 {
-    double acc = 0.0;
-    for (int c0 = 0; c0 < d; c0 += AN_FP8_KSTEP) {
-        double step = 0.0;
-        for (int t = c0; t < d && t < c0 + AN_FP8_KSTEP; t++) step = AN_DADD(step, (double)AN_FMUL(q[t], k[t]));
-        acc = an_trunc_acc(AN_DADD(acc, step));
+    const int half = (d + 1) / 2;
+    switch (order) {
+    case 1: return d - 1 - i;
+    case 2: return i < half ? 2 * i : 2 * (i - half) + 1;
+    case 3: return (i + d / 2) % d;
+    default: return i;
     }
-    return AN_FMUL(AN_FMUL(AN_D2F(acc), qk_scale), sm_log2e);
+}
+
+/* The score of one (query, key) pair in log2 units, from e4m3 code values (exact floats) q[0..d), k[0..d), its
+ * products added in order `order`. */
+AN_FN float an_logit2(const float *q, const float *k, int d, float qk_scale, float sm_log2e, int order)
+{
+    float acc = 0.0f;
+    for (int i = 0; i < d; i++) {
+        const int t = an_order_index(order, i, d);
+        acc = an_acc_add(acc, AN_FMUL(q[t], k[t]));
+    }
+    return AN_FMUL(AN_FMUL(acc, qk_scale), sm_log2e);
 }
 
 #ifdef AN_E4M3_ROUND
@@ -136,10 +156,10 @@ AN_FN void an_p(float x2, float m_int, float *p, float *pt)
 /* The rescale factor 2^(m_old − m_new) of two integer offsets (exact). */
 AN_FN float an_rescale(float m_old, float m_new) { return AN_D2F(an_exp2(AN_DSUB((double)m_old, (double)m_new))); }
 
-/* One query row of the model on the host: q[0..d) and the n_keys rows of k and v (d floats each, row stride d) are
- * e4m3 code values; acc is d floats of scratch; out gets d floats. */
+/* One query row of the model on the host, its scores added in order `order`: q[0..d) and the n_keys rows of k
+ * and v (d floats each, row stride d) are e4m3 code values; acc is d floats of scratch; out gets d floats. */
 AN_FN void an_model_row(const float *q, const float *k, const float *v, int n_keys, int d, float qk_scale,
-                        float sm_log2e, float v_scale, float *acc, float *out)
+                        float sm_log2e, float v_scale, int order, float *acc, float *out)
 {
     float m = 0.0f, l = 0.0f, x2b[AN_FP8_BLOCK];
     int started = 0;
@@ -148,7 +168,7 @@ AN_FN void an_model_row(const float *q, const float *k, const float *v, int n_ke
         const int b1 = n_keys < b0 + AN_FP8_BLOCK ? n_keys : b0 + AN_FP8_BLOCK;
         float mb = 0.0f;
         for (int j = b0; j < b1; j++) {
-            x2b[j - b0] = an_logit2(q, k + (long long)j * d, d, qk_scale, sm_log2e);
+            x2b[j - b0] = an_logit2(q, k + (long long)j * d, d, qk_scale, sm_log2e, order);
             mb = j == b0 || x2b[j - b0] > mb ? x2b[j - b0] : mb;
         }
         const float mc = AN_CEILF(mb);
@@ -166,7 +186,7 @@ AN_FN void an_model_row(const float *q, const float *k, const float *v, int n_ke
             an_p(x2b[j - b0], m, &p, &pt);
             l = AN_FADD(l, p);
             const float *vj = v + (long long)j * d;
-            for (int t = 0; t < d; t++) acc[t] = AN_FFMA(pt, vj[t], acc[t]);
+            for (int t = 0; t < d; t++) acc[t] = an_acc_add(acc[t], AN_FMUL(pt, vj[t]));
         }
     }
     for (int t = 0; t < d; t++) out[t] = AN_FDIV(AN_FMUL(acc[t], v_scale), l);

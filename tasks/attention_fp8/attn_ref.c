@@ -107,9 +107,9 @@ void evo_ref_attention(const float *q, const float *k, const float *v, double *o
 
 void evo_ref_fp8_model(const uint8_t *q, const float *q_scale, const uint8_t *k, const float *k_scale,
                        const uint8_t *v, const float *v_scale, float *o, int batch, int heads, int seq, int head_dim,
-                       int causal, float softmax_scale)
+                       int causal, float softmax_scale, int order)
 {
-    EVO_ASSERT(batch >= 1 && heads >= 1 && seq >= 1 && head_dim >= 1);
+    EVO_ASSERT(batch >= 1 && heads >= 1 && seq >= 1 && head_dim >= 1 && order >= 0 && order < AN_FP8_ORDERS);
     const size_t head = (size_t)seq * (size_t)head_dim;
     float *kf = malloc(2 * head * sizeof *kf), *qf = malloc((size_t)head_dim * 2 * sizeof *qf);
     EVO_ASSERT(kf && qf);
@@ -123,7 +123,7 @@ void evo_ref_fp8_model(const uint8_t *q, const float *q_scale, const uint8_t *k,
         const float qk = f_mul(q_scale[bh], k_scale[bh]);
         for (int i = 0; i < seq; i++) {
             for (int t = 0; t < head_dim; t++) qf[t] = evo_ref_e4m3_decode(q[bh * head + (size_t)i * head_dim + t]);
-            an_model_row(qf, kf, vf, causal ? i + 1 : seq, head_dim, qk, sm_log2e, v_scale[bh], acc,
+            an_model_row(qf, kf, vf, causal ? i + 1 : seq, head_dim, qk, sm_log2e, v_scale[bh], order, acc,
                          o + bh * head + (size_t)i * head_dim);
         }
     }

@@ -36,11 +36,11 @@ void evo_ref_attention(const float *q, const float *k, const float *v, double *o
                        int head_dim, int causal, double softmax_scale);
 
 /* ---- the fp8 accuracy class (attn_numerics.h holds the arithmetic, shared with the GPU and the export) ---- */
-/* The FP8 model on e4m3 codes with one scale per head: o float [B, H, S, D]. Bit for bit the GPU's
- * evo_fp8_model_attention (attn_support.cu). */
+/* The FP8 model, its scores added in order 0..AN_FP8_ORDERS-1, on e4m3 codes with one scale per head: o float
+ * [B, H, S, D]. Bit for bit the GPU's evo_fp8_model_attention (attn_support.cu). */
 void evo_ref_fp8_model(const uint8_t *q, const float *q_scale, const uint8_t *k, const float *k_scale,
                        const uint8_t *v, const float *v_scale, float *o, int batch, int heads, int seq, int head_dim,
-                       int causal, float softmax_scale);
+                       int causal, float softmax_scale, int order);
 
 /* ---- structural probes (AN_PROBE_* of attn_numerics.h) ---- */
 /* n elements of tensor (0 Q, 1 K, 2 V) of a probe's inputs, as fp16 bits; bit for bit the GPU's evo_gen_probe. */

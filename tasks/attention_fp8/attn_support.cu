@@ -6,8 +6,8 @@
  *     out[i] = fp16 of an_probe_value(probe, seed, tensor, seq, head_dim, i).               any grid, any block
  * evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsigned char *k,
  *                         const float *k_scale, const unsigned char *v, const float *v_scale, float *o,
- *                         int batch, int heads, int seq, int head_dim, int causal, float softmax_scale)
- *     the FP8 model (attn_numerics.h) on e4m3 codes, o float [B, H, S, D]: one thread per query row (its codes
+ *                         int batch, int heads, int seq, int head_dim, int causal, float softmax_scale, int order)
+ *     the FP8 model (attn_numerics.h), its scores added in order 0..3, on e4m3 codes, o float [B, H, S, D]: one thread per query row (its codes
  *     in shared memory), keys in tiles of 16 decoded into shared memory. block = 128 threads (exactly), grid = (ceil(seq / 128), heads,
  *     batch); 2 <= head_dim <= 128.
  */
@@ -35,26 +35,20 @@ extern "C" __global__ void evo_gen_probe(unsigned short *out, u64 n, int probe, 
 /* The score of this thread's row (codes packed 4 to a word in qw, decoded through dec) with key row kr, in log2
  * units: an_logit2's arithmetic, step for step. */
 __device__ __forceinline__ float model_logit2(const unsigned int *qw, const float *dec, const float *kr, int d,
-                                              float qk_scale, float sm_log2e)
+                                              float qk_scale, float sm_log2e, int order)
 {
-    double acc = 0.0;
-    for (int c0 = 0; c0 < d; c0 += AN_FP8_KSTEP) {
-        double step = 0.0;
-        for (int t = c0; t < d && t < c0 + AN_FP8_KSTEP; t += 4) {
-            const unsigned int w = qw[t >> 2];
-#pragma unroll
-            for (int c = 0; c < 4; c++)
-                if (t + c < d) step = __dadd_rn(step, (double)__fmul_rn(dec[(w >> (8 * c)) & 0xffu], kr[t + c]));
-        }
-        acc = an_trunc_acc(__dadd_rn(acc, step));
+    float acc = 0.0f;
+    for (int i = 0; i < d; i++) {
+        const int t = an_order_index(order, i, d);
+        acc = an_acc_add(acc, __fmul_rn(dec[(qw[t >> 2] >> (8 * (t & 3))) & 0xffu], kr[t]));
     }
-    return __fmul_rn(__fmul_rn(__double2float_rn(acc), qk_scale), sm_log2e);
+    return __fmul_rn(__fmul_rn(acc, qk_scale), sm_log2e);
 }
 
 extern "C" __global__ void __launch_bounds__(MODEL_ROWS)
 evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsigned char *k, const float *k_scale,
                         const unsigned char *v, const float *v_scale, float *o, int batch, int heads, int seq,
-                        int head_dim, int causal, float softmax_scale)
+                        int head_dim, int causal, float softmax_scale, int order)
 {
     __shared__ float kt[MODEL_TILE][MODEL_MAX_D], vt[MODEL_TILE][MODEL_MAX_D], dec[256];
     __shared__ unsigned int qs[MODEL_ROWS][QW];
@@ -91,7 +85,7 @@ evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsi
             }
             __syncthreads();
             for (int j = t0; j < min(b1, t0 + MODEL_TILE) && j < n_keys; j++) {
-                const float x2 = model_logit2(qc, dec, kt[j - t0], d, qk, sm_log2e);
+                const float x2 = model_logit2(qc, dec, kt[j - t0], d, qk, sm_log2e, order);
                 mb = !any || x2 > mb ? x2 : mb;
                 any = true;
             }
@@ -120,11 +114,11 @@ evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsi
             __syncthreads();
             for (int j = t0; j < min(b1, t0 + MODEL_TILE) && j < n_keys; j++) {
                 float p, pt;
-                an_p(model_logit2(qc, dec, kt[j - t0], d, qk, sm_log2e), m, &p, &pt);
+                an_p(model_logit2(qc, dec, kt[j - t0], d, qk, sm_log2e, order), m, &p, &pt);
                 l = __fadd_rn(l, p);
 #pragma unroll
                 for (int t = 0; t < MODEL_MAX_D; t++)
-                    if (t < d) acc[t] = __fmaf_rn(pt, vt[j - t0][t], acc[t]);
+                    if (t < d) acc[t] = an_acc_add(acc[t], __fmul_rn(pt, vt[j - t0][t]));
             }
         }
     }

@@ -438,8 +438,8 @@ static inline float round_e4m3(float x) { return e4m3_decode(e4m3_encode(x)); }
 #define AN_E4M3_ROUND(x) round_e4m3(x)
 #include "attn_numerics.h"
 
-/* Row i of head bh of the FP8 model on the problem's codes. */
-static void model_row(const problem &p, size_t bh, int i, double *out)
+/* Row i of head bh of the FP8 model, its scores added in order `phase`, on the problem's codes. */
+static void model_row(const problem &p, size_t bh, int i, int phase, double *out)
 {
     const int D = p.head_dim, S = p.seq;
     const size_t head = (size_t)S * D;
@@ -451,7 +451,7 @@ static void model_row(const problem &p, size_t bh, int i, double *out)
         v[j] = e4m3_decode(p.codes[2][bh * head + j]);
     }
     const float qk = p.scales[0][bh] * p.scales[1][bh], sm = (float)p.scale * 1.4426950408889634f;
-    an_model_row(q.data(), k.data(), v.data(), n_keys, D, qk, sm, p.scales[2][bh], acc.data(), o.data());
+    an_model_row(q.data(), k.data(), v.data(), n_keys, D, qk, sm, p.scales[2][bh], phase, acc.data(), o.data());
     for (int t = 0; t < D; t++) out[t] = o[(size_t)t];
 }
 
@@ -483,7 +483,7 @@ static bool problem_check(const problem &p, const std::vector<int> &rows, verdic
     const int vi = evo_export::find_variant(p.head_dim, p.batch, p.heads, p.seq, p.causal);
     const bool fp8 = vi >= 0 && evo_export::variants[vi].accuracy == 1;
     const size_t n_heads = (size_t)p.batch * p.heads;
-    std::vector<double> ref, got, mod;
+    std::vector<double> ref, got, mod[AN_FP8_ORDERS];
     std::vector<double> row((size_t)D);
     for (size_t bh = 0; bh < n_heads; bh++)
         for (int i : use) {
@@ -492,9 +492,10 @@ static bool problem_check(const problem &p, const std::vector<int> &rows, verdic
                 ref.push_back(row[(size_t)t]);
                 got.push_back(half_to_float(out[(bh * p.seq + (size_t)i) * D + t]));
             }
-            if (!fp8) continue;
-            model_row(p, bh, i, row.data());
-            for (int t = 0; t < D; t++) mod.push_back(row[(size_t)t]);
+            for (int ph = 0; fp8 && ph < AN_FP8_ORDERS; ph++) {
+                model_row(p, bh, i, ph, row.data());
+                for (int t = 0; t < D; t++) mod[ph].push_back(row[(size_t)t]);
+            }
         }
     double sum_ref = 0, sum_diff = 0;
     for (size_t i = 0; i < ref.size(); i++) sum_ref += ref[i] * ref[i];
@@ -524,9 +525,15 @@ static bool problem_check(const problem &p, const std::vector<int> &rows, verdic
             for (size_t i = h * per; i < (h + 1) * per; i++) {
                 sr += ref[i] * ref[i];
                 sk += (got[i] - ref[i]) * (got[i] - ref[i]);
-                sm += (mod[i] - ref[i]) * (mod[i] - ref[i]);
-                mm = std::max(mm, fabs(mod[i] - ref[i]));
                 mr = std::max(mr, fabs(ref[i]));
+            }
+            for (int ph = 0; ph < AN_FP8_ORDERS; ph++) { /* the model's error: the largest over its orders */
+                double s2 = 0;
+                for (size_t i = h * per; i < (h + 1) * per; i++) {
+                    s2 += (mod[ph][i] - ref[i]) * (mod[ph][i] - ref[i]);
+                    mm = std::max(mm, fabs(mod[ph][i] - ref[i]));
+                }
+                sm = std::max(sm, s2);
             }
             double rel_bound, abs_bound;
             an_fp8_budget(sr > 0 ? sqrt(sm / sr) : sqrt(sm), mm, mr, &rel_bound, &abs_bound);

@@ -60,7 +60,7 @@ class Model:
                            ("evo_lib_probe", [P, U, I, U, ctypes.c_uint, I, I, P]),
                            ("evo_lib_quantize", [P, P, P, I, U, P]),
                            ("evo_lib_dequantize", [P, P, P, U, U, P]),
-                           ("evo_lib_fp8_model", [P] * 7 + [I] * 5 + [F, P])):
+                           ("evo_lib_fp8_model", [P] * 7 + [I] * 5 + [F, I, P])):
             f = getattr(self.lib, name)
             f.argtypes, f.restype = args, I
 
@@ -102,13 +102,13 @@ class Model:
                                              self.stream()), "dequantize")
         return out
 
-    def run(self, qk, kk, vk, causal, scale):
+    def run(self, qk, kk, vk, causal, scale, phase=0):
         (q8, qs), (k8, ks), (v8, vs) = qk, kk, vk
         b, h, s, d = q8.shape
         o = self.torch.full(q8.shape, float("nan"), dtype=self.torch.float32, device="cuda")
         self._ok(self.lib.evo_lib_fp8_model(q8.data_ptr(), qs.data_ptr(), k8.data_ptr(), ks.data_ptr(), v8.data_ptr(),
                                             vs.data_ptr(), o.data_ptr(), b, h, s, d, 1 if causal else 0, scale,
-                                            self.stream()), "FP8 model")
+                                            phase, self.stream()), "FP8 model")
         return o
 
 
