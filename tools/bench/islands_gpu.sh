@@ -118,6 +118,6 @@ print("one rank, GPU 0:     %4d evaluations, %7.1f s evaluating (+ %.1f s compil
       "wall clock %.2f/s" % (ev1, t1, comp1, r1, w1))
 print("2 ranks x 1 GPU:     %4d evaluations, %7.1f s evaluating (+ %.1f s compiling) = %6.2f candidates/s; "
       "wall clock %.2f/s" % (ev2, t2, comp2, r2, w2))
-print("ratio (compile excluded): %.2fx  (wall clock: %.2fx); the issue asks >= 1.8x" % (r2 / r1, w2 / w1))
+print("ratio (compile excluded): %.2fx  (wall clock: %.2fx); the target is >= 1.8x" % (r2 / r1, w2 / w1))
 PY
 say "logs and stores: $OUT"
