@@ -1326,7 +1326,7 @@ static void test_migrate_v2_to_v3(void)
     CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), 2);
 
     evo_store *st = open_ok(p, EVO_STORE_READWRITE);
-    CHECK_EQ_INT(evo_store_schema_version(st), EVO_STORE_SCHEMA);
+    CHECK_EQ_INT(evo_store_schema_version(st), EVO_STORE_SCHEMA); /* 2 to 3, then on to the newest */
     CHECK_EQ_INT(raw_int(p, "SELECT count(*) FROM evaluations"), evals);
     CHECK_EQ_INT(raw_int(p, "SELECT count(*) FROM results"), results);
     CHECK_EQ_INT(raw_int(p, "SELECT sum(id * 7 + candidate_id) FROM evaluations"), id_sum);
