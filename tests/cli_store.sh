@@ -212,7 +212,7 @@ head -c $(( $(stat -c %s "$db") / 2 )) "$db" >"$T/truncated.db"
 for case in "random.db|not an evo database (file is not a database)" \
             "truncated.db|corrupt database" \
             "foreign.db|not an evo database (a SQLite file with 1 schema objects of another program" \
-            "newer.db|schema version 7 is newer than this evo understands (5); upgrade evo"; do
+            "newer.db|schema version 7 is newer than this evo understands (6); upgrade evo"; do
   f=$T/${case%%|*}
   msg=${case#*|}
   before=$(sha "$f")

@@ -31,29 +31,33 @@ static void test_exp2_and_trunc(void)
     }
     if (!(worst < 5e-16)) printf("an_exp2: worst relative error %.3g\n", worst);
     CHECK(worst < 5e-16);
-    CHECK(an_trunc_acc(1.0) == 1.0);
-    CHECK(an_trunc_acc(1.0 + 0x1p-13) == 1.0 + 0x1p-13); /* the 13th bit stays */
-    CHECK(an_trunc_acc(1.0 + 0x1p-14) == 1.0);           /* the 14th goes */
-    CHECK(an_trunc_acc(1.0 + 0x1.fp-14 + 0x1p-13) == 1.0 + 0x1p-13);
-    CHECK(an_trunc_acc(-(3.0 + 0x1p-13)) == -3.0); /* toward zero */
-    CHECK(an_trunc_acc(0.0) == 0.0);
-    /* a score over two k-steps: the second step's small part is cut */
+    CHECK(an_trunc_accf(1.0f) == 1.0f);
+    CHECK(an_trunc_accf(1.0f + 0x1p-13f) == 1.0f + 0x1p-13f); /* the 13th bit stays */
+    CHECK(an_trunc_accf(1.0f + 0x1p-14f) == 1.0f);            /* the 14th goes */
+    CHECK(an_trunc_accf(1.0f + 0x1.fp-14f + 0x1p-13f) == 1.0f + 0x1p-13f);
+    CHECK(an_trunc_accf(-(2.0f + 0x1p-13f)) == -2.0f);        /* toward zero */
+    CHECK(an_trunc_accf(0.0f) == 0.0f);
+    /* a k-step aligns its terms to the largest and cuts each to 13 bits below it: what an H200 does
+     * (tools/bench/fp8_accum_probe.py) */
+    const float six[] = {6.0f}, two_fours[] = {4.0f, 4.0f}, eight[] = {8.0f}, small_first[] = {4.0f, 4.0f, 65536.0f};
+    CHECK(an_kstep(65536.0f, six, 1) == 65536.0f);        /* 0.75 ulp: cut, not rounded */
+    CHECK(an_kstep(65536.0f, two_fours, 2) == 65536.0f);  /* two half ulps inside one k-step: both cut */
+    CHECK(an_kstep(65536.0f, eight, 1) == 65544.0f);
+    CHECK(an_kstep(0.0f, small_first, 3) == 65536.0f);    /* aligned to the largest, whatever comes first */
+    const float neg[] = {-6.0f};
+    CHECK(an_kstep(-65536.0f, neg, 1) == -65536.0f);      /* toward zero */
+    CHECK(an_kstep(0.0f, two_fours, 2) == 8.0f);          /* small sums stay exact */
     float q[64], k[64];
     for (int t = 0; t < 64; t++) q[t] = k[t] = 0.0f;
-    q[0] = 256.0f, k[0] = 32.0f;      /* step 0: 8192 */
-    q[32] = 0.5f, k[32] = 0.5f;       /* step 1: + 0.25: 8192.25 needs 15 bits: cut to 8192 */
+    q[0] = 256.0f, k[0] = 32.0f;      /* step 0: 8192 (the 13-bit unit is 1) */
+    q[1] = 0.5f, k[1] = 0.5f;         /* + 0.25, cut */
+    q[32] = 1.0f, k[32] = 1.0f;       /* step 1: + 1, kept */
+    CHECK(an_logit2(q, k, 64, 1.0f, 1.0f, 0) == 8193.0f);
+    q[32] = 0.5f;                     /* + 0.5: cut */
     CHECK(an_logit2(q, k, 64, 1.0f, 1.0f, 0) == 8192.0f);
-    q[32] = 1.0f, k[32] = 1.0f;       /* + 1: 8193 needs 13 bits after the point: kept */
-    CHECK(an_logit2(q, k, 64, 1.0f, 1.0f, 0) == 8193.0f);
-    q[1] = 0.5f, k[1] = 0.5f;         /* every addition is cut, inside a k-step too (measured on an H200): */
-    q[2] = 0.5f, k[2] = 0.5f;         /* 8192 + 0.25 + 0.25 stays 8192, then + 1: 8193 */
-    CHECK(an_logit2(q, k, 64, 1.0f, 1.0f, 0) == 8193.0f);
-    q[32] = 0.0f;
-    CHECK(an_logit2(q, k, 64, 1.0f, 1.0f, 0) == 8192.0f); /* (an exact sum of the step would keep 8192.5: 14 bits) */
-    CHECK(an_acc_add(65536.0f, 6.0f) == 65536.0f);     /* 0.75 ulp: cut, not rounded */
-    CHECK(an_acc_add(-65536.0f, -6.0f) == -65536.0f);  /* toward zero */
-    CHECK(an_acc_add(65536.0f, 8.0f) == 65544.0f);
-    /* the orders of the additions: each index once */
+    /* k-steps starting at 8: indices 1 and 32 in one step, 8192 in the last: 0.25 + 0.5 = 0.75 first, then cut */
+    CHECK(an_logit2(q, k, 64, 1.0f, 1.0f, 1) == 8192.0f);
+    /* the partitions: each index once */
     for (int order = 0; order < AN_FP8_ORDERS; order++)
         for (int d = 63; d <= 128; d += 65) {
             int seen[128] = {0}, ok = 1;
@@ -365,8 +369,38 @@ static void test_slices(void)
     CHECK_NEAR(a2[1], 2 * 0.5 + 0x1p-10, 1e-15);
 }
 
+/* EVO_FP8_TABLE=1: the FP8 model's error against the FP64 reference per distribution and probe, worst head of
+ * (1,4,512,D) (docs/results.md; the CPU twin is bit for bit the GPU's, tests/gpu_attn_model.c). */
+static void model_table(void)
+{
+    static const char *const dists[] = {"normal", "uniform", "outliers", "zero_head", "large"};
+    static const char *const probes[] = {"heads", "needle", "last_key", "moderate", "integers"};
+    printf("| D | causal | inputs | worst head rel-L2 | worst head max-abs / max|ref| | rel-L2 budget (2x + 1e-3) |\n"
+           "|---|---|---|---:|---:|---:|\n");
+    for (int d = 64; d <= 128; d *= 2)
+        for (int causal = 0; causal < 2; causal++)
+            for (int row = 0; row < 10; row++) {
+                const int probe = row < 5 ? -1 : row - 5;
+                problem p;
+                const float sm = probe >= 0 ? evo_ref_probe_softmax_scale(probe, 1, d) : 0.0f;
+                problem_make(&p, probe, row < 5 ? row : 0, 3, 1, 4, 512, d, causal, sm);
+                evo_slice_acc a[4];
+                evo_ref_compare_slices(p.model, EVO_ELEM_F32, p.ref, EVO_ELEM_F64, 4, p.head, NULL, a);
+                double wr = 0, wm = 0;
+                for (int i = 0; i < 4; i++)
+                    wr = fmax(wr, evo_slice_rel_l2(&a[i])), wm = fmax(wm, a[i].max_ref > 0 ? a[i].max_abs / a[i].max_ref : 0);
+                printf("| %d | %d | %s | %.2e | %.2e | %.2e |\n", d, causal, probe >= 0 ? probes[probe] : dists[row], wr,
+                       wm, AN_FP8_K * wr + AN_FP8_REL_ATOL);
+                problem_free(&p);
+            }
+}
+
 int main(void)
 {
+    if (getenv("EVO_FP8_TABLE")) {
+        model_table();
+        return 0;
+    }
     test_exp2_and_trunc();
     test_slices();
     test_probe_inputs();

@@ -1327,7 +1327,7 @@ static void test_migrate_v2_to_v3(void)
     CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), 2);
 
     evo_store *st = open_ok(p, EVO_STORE_READWRITE);
-    CHECK_EQ_INT(evo_store_schema_version(st), EVO_STORE_SCHEMA);
+    CHECK_EQ_INT(evo_store_schema_version(st), EVO_STORE_SCHEMA); /* 2 to 3, then on to the newest */
     CHECK_EQ_INT(raw_int(p, "SELECT count(*) FROM evaluations"), evals);
     CHECK_EQ_INT(raw_int(p, "SELECT count(*) FROM results"), results);
     CHECK_EQ_INT(raw_int(p, "SELECT sum(id * 7 + candidate_id) FROM evaluations"), id_sum);
@@ -1435,7 +1435,7 @@ static void test_candidate_refs(void)
     evo_store_close(st);
 }
 
-/* The lease of a run in progress (schema 5): granted new, kept by its holder, refused to another while live, taken
+/* The lease of a run in progress (schema 6): granted new, kept by its holder, refused to another while live, taken
  * over once expired or once its holder (a process of this boot of this host) is gone; renewal and checks fail for
  * the one that lost it; a release leaves no row. */
 static void test_leases(void)

@@ -55,5 +55,6 @@ EVO_CMD(plot);
 EVO_CMD(init);
 EVO_CMD(help);
 EVO_CMD(worker);
+EVO_CMD(merge);
 
 #endif

@@ -451,9 +451,11 @@ static const char *fitness_words(const evo_run_rec *run)
     return evo_fitness_describe(kind);
 }
 
-/* One accuracy class's elites, ranked on their own, with what is shown of each. */
+/* One accuracy class's elites (on one GPU model, when the store holds several), ranked on their own, with what is
+ * shown of each. */
 typedef struct {
     const char *accuracy; /* NULL: any (a task unknown here) */
+    const char *model;    /* NULL: any GPU; else the evaluations made on this GPU model */
     evo_elite_rec *el;
     int n, n_all;         /* shown, and read (freed) */
     metric_list *profiles;
@@ -464,8 +466,8 @@ static evo_status read_section(evo_store *st, const elite_opts *o, const char *t
                                const char *shape_set, section *sec, evo_err *err)
 {
     /* with --shape every elite is read and ranked by that shape; n_all of them are freed, n shown */
-    evo_status s = evo_store_elites(st, task, arch, shape_set, sec->accuracy, o->shape ? INT_MAX : o->top, &sec->el,
-                                    &sec->n, err);
+    evo_status s = evo_store_elites_on(st, task, arch, shape_set, sec->accuracy, sec->model,
+                                       o->shape ? INT_MAX : o->top, &sec->el, &sec->n, err);
     sec->n_all = sec->n;
     if (s != EVO_OK || sec->n == 0) return s;
     if (o->shape) s = rank_by_shape(sec->el, sec->n, o->shape, o->top, &sec->n, err);
@@ -503,12 +505,17 @@ EVO_CMD(elite)
     if (s != EVO_OK) return s;
 
     evo_run_rec run = {0};
-    section secs[EVO_ACCURACY_MAX];
     int n_secs = 0, shown = 0;
-    memset(secs, 0, sizeof secs);
     s = resolve_scope(st, &o, &run, err);
     const char *task = o.task ? o.task : run.task;
     const char *arch = o.arch ? o.arch : run.arch;
+    /* A store several GPU models wrote into (evo merge, islands) is ranked per model too: a speedup is relative to
+     * the baseline timed on the GPU that measured it. One model (the usual case): no model sections. */
+    char **models = NULL;
+    int n_models = 0;
+    if (s == EVO_OK) s = evo_store_gpu_models(st, task, arch, run.shape_set, &models, &n_models, err);
+    const int per_model = n_models > 1 ? n_models : 1;
+    section *secs = evo_xcalloc((size_t)(EVO_ACCURACY_MAX * per_model), sizeof *secs);
     /* each accuracy class of the task ranked on its own (--accuracy: that one) */
     const evo_task *t = task ? evo_task_find(task) : NULL;
     if (s == EVO_OK && o.accuracy && t && evo_task_accuracy_find(t, o.accuracy) < 0) {
@@ -517,11 +524,14 @@ EVO_CMD(elite)
         s = evo_cli_usage_error(evo_cli_find("elite"), err, "--accuracy %s: task %s has the classes %s", o.accuracy,
                                 task, names);
     }
-    if (o.accuracy) secs[n_secs++].accuracy = o.accuracy;
-    else if (t)
-        for (int i = 0; i < evo_task_accuracy_count(t) && i < EVO_ACCURACY_MAX; i++)
-            secs[n_secs++].accuracy = evo_task_accuracy_name(t, i);
-    else n_secs = 1;
+    for (int m = 0; m < per_model; m++) {
+        const char *model = n_models > 1 ? models[m] : NULL;
+        if (o.accuracy) secs[n_secs++] = (section){.accuracy = o.accuracy, .model = model};
+        else if (t)
+            for (int i = 0; i < evo_task_accuracy_count(t) && i < EVO_ACCURACY_MAX; i++)
+                secs[n_secs++] = (section){.accuracy = evo_task_accuracy_name(t, i), .model = model};
+        else secs[n_secs++] = (section){.model = model};
+    }
     evo_err shape_err = {{0}};
     for (int i = 0; i < n_secs && s == EVO_OK; i++) {
         s = read_section(st, &o, task, arch, run.shape_set, &secs[i], err);
@@ -547,18 +557,25 @@ EVO_CMD(elite)
     if (s == EVO_OK && o.json) {
         cJSON *arr = cJSON_CreateArray();
         for (int k = 0; k < n_secs; k++)
-            for (int i = 0; i < secs[k].n; i++)
-                cJSON_AddItemToArray(arr, elite_json(i + 1, &secs[k].el[i], &secs[k].profiles[i], &secs[k].rt[i]));
+            for (int i = 0; i < secs[k].n; i++) {
+                cJSON *e = elite_json(i + 1, &secs[k].el[i], &secs[k].profiles[i], &secs[k].rt[i]);
+                if (secs[k].model) cJSON_AddStringToObject(e, "gpu_model", secs[k].model);
+                cJSON_AddItemToArray(arr, e);
+            }
         char *text = cJSON_Print(arr);
         printf("%s\n", text);
         free(text);
         cJSON_Delete(arr);
     } else if (s == EVO_OK) {
+        const char *model_said = NULL;
         for (int k = 0; k < n_secs; k++) {
             const section *c = &secs[k];
             if (!c->n) continue;
-            printf("%s%s: top %d of %s on %s", k && shown ? "\n" : "", o.db, c->n, c->el[0].cand.task,
-                   c->el[0].cand.arch);
+            if (c->model && c->model != model_said)
+                printf("%s== %s (speedups against the baseline timed on this GPU model)\n", k ? "\n" : "", c->model);
+            printf("%s%s: top %d of %s on %s", k && shown && c->model == model_said ? "\n" : "", o.db, c->n,
+                   c->el[0].cand.task, c->el[0].cand.arch);
+            model_said = c->model;
             if (c->accuracy) printf(", accuracy class %s", c->accuracy);
             if (run.shape_set) printf(", shape set %.8s (as in run %lld)", run.shape_set, (long long)run.id);
             printf("\nspeedup: %s of baseline time / candidate time\n", fitness_words(&run));
@@ -573,6 +590,9 @@ EVO_CMD(elite)
         }
     }
     for (int k = 0; k < n_secs; k++) section_free(&secs[k]);
+    free(secs);
+    for (int m = 0; m < n_models; m++) free(models[m]);
+    free(models);
     evo_store_run_free(&run);
     evo_store_close(st);
     return s;

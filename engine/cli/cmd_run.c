@@ -1,7 +1,9 @@
 /* cmd_run.c — `evo run`: options, the driver check, then the evolution loop (evolve.h). */
 #include "cli.h"
 #include "cudrv.h"
+#include "evaluate.h"
 #include "evolve.h"
+#include "islands.h"
 #include "sanitize.h"
 #include "strategy.h"
 
@@ -20,6 +22,59 @@ static int parse_long(const char *s, long long lo, long long hi, long long *out)
     return 0;
 }
 
+/* `--islands`: this process is one rank of an MPI job (islands.h). Its store is <db>.rank<R>, its GPUs its share of
+ * the host's unless --gpus names them; at the end every island's store is merged into <db> on rank 0. */
+static evo_status run_islands(evo_run_opts *o, int every, int migrants, evo_err *err)
+{
+    if (!o->resume_run) {
+        if (every < 0) every = 5;
+        if (migrants < 0) migrants = 2;
+    }
+    evo_island *is = NULL;
+    evo_status s = evo_island_open(every, migrants, &is, err);
+    if (s != EVO_OK) return evo_failv_prefix(err, s, "run --islands");
+    const int rank = evo_island_rank(is);
+    const char *db = o->db_path ? o->db_path : EVO_DEFAULT_DB;
+    char *island_db = evo_island_store_path(db, rank);
+    o->db_path = island_db;
+    o->island = is;
+    if (rank > 0) o->quiet = true;
+    int gpus[64];
+    if (!o->gpus && !o->replay_db) {
+        o->n_gpus = evo_island_gpu_share(evo_island_local_rank(is), evo_island_local_size(is), evo_gpu_count(), gpus,
+                                         (int)(sizeof gpus / sizeof gpus[0]));
+        o->gpus = gpus;
+    }
+    const evo_cudrv *cu;
+    evo_err why = {{0}};
+    if (!o->replay_db && !getenv("EVO_FAKE_WORKER") && evo_cudrv_load(&cu, &why) != EVO_OK) {
+        /* this island cannot start: it tells the others, and every rank stops before any work */
+        s = evo_fail(err, EVO_E_NODRIVER, "run: %s. evo run needs an NVIDIA GPU and its driver; %s", why.msg,
+                     EVO_NO_DRIVER_HINT);
+        int64_t job = 0;
+        bool all_done = false;
+        evo_island_ready(is, s, err ? err->msg : why.msg, "", 0, false, &job, &all_done, NULL);
+    } else {
+        s = evo_run(o, err);
+    }
+    if (evo_island_started(is)) {
+        evo_err gerr = {{0}};
+        const evo_status gs = evo_island_gather(is, island_db, db, o->out ? o->out : stdout, o->quiet, &gerr);
+        if (gs != EVO_OK && (s == EVO_OK || evo_island_peer_stop(is))) {
+            s = evo_fail(err, gs, "%s", gerr.msg);
+        } else if (gs == EVO_OK && rank == 0 && !o->quiet) {
+            printf("see: evo elite --show --db %s (every island; each GPU model ranked on its own), evo history --db "
+                   "%s.rank<R>\n",
+                   db, db);
+        }
+    }
+    /* a stop the job decided because of another island is reported by rank 0 (and by the island at fault) */
+    if (s != EVO_OK && rank > 0 && evo_island_peer_stop(is)) s = EVO_OK;
+    evo_island_close(is);
+    free(island_db);
+    return s;
+}
+
 EVO_CMD(run)
 {
     const evo_cmd *self = evo_cli_find("run");
@@ -31,8 +86,12 @@ EVO_CMD(run)
         {"time-budget", required_argument, 0, 'T'}, {"strategy", required_argument, 0, 'S'},
         {"no-insights", no_argument, 0, 'N'},    {"replay", required_argument, 0, 'P'},
         {"quiet", no_argument, 0, 'q'},          {"sanitize", optional_argument, 0, 'Z'},
-        {"sanitizer", required_argument, 0, 'Y'}, {0, 0, 0, 0},
+        {"sanitizer", required_argument, 0, 'Y'}, {"islands", no_argument, 0, 'I'},
+        {"migrate-every", required_argument, 0, 'K'}, {"migrants", required_argument, 0, 'M'},
+        {0, 0, 0, 0},
     };
+    bool islands = false;
+    int every = -1, migrants = -1;
     evo_run_opts o = {.time_budget_s = -1, .insights = -1, .out = stdout};
     int gpus[64], n_gpus = 0;
     long long v;
@@ -58,6 +117,18 @@ EVO_CMD(run)
         case 'Y': o.sanitizer = optarg; break;
         case 'N': o.insights = 0; break;
         case 'q': o.quiet = true; break;
+        case 'I': islands = true; break;
+        case 'K':
+            if (parse_long(optarg, 1, 1000000, &v))
+                return evo_cli_usage_error(self, err, "--migrate-every takes 1 to 1000000 generations, not '%s'", optarg);
+            every = (int)v;
+            break;
+        case 'M':
+            if (parse_long(optarg, 0, EVO_ISLAND_MAX_MIGRANTS, &v))
+                return evo_cli_usage_error(self, err, "--migrants takes 0 to %d, not '%s'", EVO_ISLAND_MAX_MIGRANTS,
+                                           optarg);
+            migrants = (int)v;
+            break;
         case 'g':
             if (parse_long(optarg, 1, 1000000, &v))
                 return evo_cli_usage_error(self, err, "--generations takes 1 to 1000000, not '%s'", optarg);
@@ -131,9 +202,13 @@ EVO_CMD(run)
             return evo_cli_usage_error(self, err, "--sanitize runs kernels on a GPU; a --replay run has none");
     }
     if (o.sanitizer && !o.sanitize) return evo_cli_usage_error(self, err, "--sanitizer goes with --sanitize");
-    if (o.resume_run && (o.config_path || o.population || o.seed_set || o.strategy))
+    if (!islands && (every >= 0 || migrants >= 0))
+        return evo_cli_usage_error(self, err, "--migrate-every and --migrants go with --islands");
+    /* an island job is resumed by the same command with --resume: what it gives again is checked against the run */
+    if (!islands && o.resume_run && (o.config_path || o.population || o.seed_set || o.strategy))
         return evo_cli_usage_error(self, err,
                                    "--resume continues a run with its own config, population, seed and strategy");
+    if (islands) return run_islands(&o, every, migrants, err);
     if (!o.replay_db && !getenv("EVO_FAKE_WORKER")) {
         /* Only a check that the library is there; CUDA itself is initialized by the workers alone. */
         const evo_cudrv *cu;

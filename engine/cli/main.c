@@ -1,6 +1,7 @@
 /* main.c — evo's entry point: the subcommand table, usage texts, the only place that prints errors and chooses
  * the exit code, and the small helpers the commands share (cli.h). */
 #include "cli.h"
+#include "comm.h"
 #include "task.h"
 #include "util.h"
 
@@ -16,6 +17,7 @@ static const evo_cmd commands[] = {
      "usage: evo run [--config F] [--generations N] [--population N] [--seed N] [--db F] [--resume RUN]\n"
      "               [--gpus LIST] [--jobs N] [--time-budget SECONDS] [--strategy NAME] [--no-insights]\n"
      "               [--replay DB] [--sanitize[=TOOLS]] [--sanitizer PATH]\n"
+     "       mpirun -n N evo run --islands [--migrate-every K] [--migrants M] [the options above]\n"
      "\n"
      "Runs the search described by the config (default configs/default.yaml; where there is none, the one built\n"
      "into evo: see evo init) on the GPUs of this machine and stores every result in the database (default\n"
@@ -38,7 +40,14 @@ static const evo_cmd commands[] = {
      "      --sanitize[=TOOLS] after the search, run the top elites under compute-sanitizer (TOOLS: a comma list\n"
      "                        of memcheck, racecheck, initcheck, synccheck; default memcheck,racecheck); an\n"
      "                        elite with errors is demoted (kept, but no longer an elite) and the next is checked\n"
-     "      --sanitizer PATH  the compute-sanitizer to use (default: on PATH, then $CUDA_HOME/bin)\n",
+     "      --sanitizer PATH  the compute-sanitizer to use (default: on PATH, then $CUDA_HOME/bin)\n"
+     "      --islands         one island of the search per MPI rank (under mpirun or srun), each on its share of\n"
+     "                        its host's GPUs (or --gpus) with its own store F.rank<R>; every K generations each\n"
+     "                        sends its best M genomes to the next rank, which measures them again; rank 0 prints\n"
+     "                        the job's progress and at the end merges every island's store into F. Resume: the\n"
+     "                        same command with --resume RUN. Needs evo built with MPI\n"
+     "      --migrate-every K generations between migrations (default 5)\n"
+     "      --migrants M      genomes each island sends per migration, 0 to 256 (default 2)\n",
      0},
     {"elite", cmd_elite, "show the best kernels found so far",
      "usage: evo elite --show [--top K] [--shape NAME] [--accuracy CLASS] [--json] [--db F] [--task T]\n"
@@ -182,6 +191,18 @@ static const evo_cmd commands[] = {
      "      --db F            database (default population.db)\n"
      "  -k, --top K           elites in the speedup chart, 1 to 10 (default 5)\n",
      0},
+    {"merge", cmd_merge, "combine stores (islands, other machines) into one",
+     "usage: evo merge OUT.db IN.db [IN.db...] [--quiet]\n"
+     "\n"
+     "Adds every row of each IN.db to OUT.db (created when missing): runs, candidates, evaluations with their\n"
+     "per-shape results, lineage, generations, re-timings and profiles. A candidate is one row per key, with the\n"
+     "evaluations of every file; what OUT.db has already is not added again, so merging twice changes nothing.\n"
+     "The inputs are only read; an older schema is read as evo reads it, a newer one is refused, and so are files\n"
+     "holding different tasks, before anything is written. Each IN.db is merged in one transaction. `evo elite\n"
+     "--show` on the result ranks each GPU model on its own. No GPU needed.\n"
+     "\n"
+     "  -q, --quiet           print nothing but errors\n",
+     0},
     {"init", cmd_init, "write the default configuration out to edit",
      "usage: evo init [PATH | -]\n"
      "\n"
@@ -267,6 +288,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("evo %s\n", EVO_VERSION);
+        if (evo_comm_built()) printf("MPI: %s (evo run --islands)\n", evo_comm_library());
+        else printf("MPI: none (built without MPI: no evo run --islands)\n");
         return 0;
     }
     const evo_cmd *c = evo_cli_find(argv[1]);

@@ -108,6 +108,7 @@ static const char *const status_names[] = {
     [EVO_E_INTERRUPTED] = "interrupted",
     [EVO_E_NOTFOUND] = "not found",
     [EVO_E_REJECTED] = "rejected",
+    [EVO_E_COMM] = "MPI error",
     [EVO_E_INTERNAL] = "internal error",
 };
 

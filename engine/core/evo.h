@@ -32,6 +32,7 @@ typedef enum {
     EVO_E_NOTFOUND,    /* the asked-for run, candidate or file does not exist      exit 1 */
     EVO_E_INTERNAL,    /* a bug in evo                                             exit 1 */
     EVO_E_REJECTED,    /* `evo check`: the kernel failed a gate (the verdict says) exit 1 */
+    EVO_E_COMM,        /* the messages between the islands of a job (MPI) failed  exit 1 */
     /* new values go last: the numbers travel between evo and its workers */
 } evo_status;
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define EVAL_WATCHDOG_S 300.0 /* per candidate; the worker's own per-kernel limit fires long before */
 
@@ -39,6 +40,7 @@ struct evo_evaluator {
     int retime;
     /* replay */
     evo_store *replay;
+    int replay_delay_ms; /* EVO_REPLAY_DELAY_MS: each lookup takes this long (fault tests kill a replay mid-run) */
     char shape_set[65];
 };
 
@@ -390,6 +392,9 @@ bool evo_work_dir_settle(const char *dir, evo_status s, evo_err *err)
  * wrong with it (missing, unreadable, not evo's, no run of the task) is a usage error. */
 static evo_status replay_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_err *err)
 {
+    const char *delay = getenv("EVO_REPLAY_DELAY_MS");
+    e->replay_delay_ms = delay ? atoi(delay) : 0;
+    if (e->replay_delay_ms < 0 || e->replay_delay_ms > 60000) e->replay_delay_ms = 0;
     evo_status s = evo_store_open(o->replay_db, EVO_STORE_IMMUTABLE, &e->replay, err);
     if (s != EVO_OK) return evo_failv_prefix(err, s == EVO_E_NOMEM ? s : EVO_E_USAGE, "--replay");
     evo_config_measured_key(e->cfg, e->shape_set); /* recorded under any fitness kind; scored again below */
@@ -423,6 +428,7 @@ static evo_status replay_run(evo_evaluator *e, const evo_candidate *c, int n, ev
             continue;
         }
         snprintf(r->gpu, sizeof r->gpu, "%s", e->gpu);
+        if (e->replay_delay_ms > 0) usleep((useconds_t)e->replay_delay_ms * 1000u);
         evo_eval_rec rec;
         bool found = false;
         evo_status s = evo_store_find_evaluation_by_genome(e->replay, e->cfg->task, c[i].genome_text, e->shape_set,

@@ -6,6 +6,7 @@
 #include "evaluate.h"
 #include "insights.h"
 #include "lease.h"
+#include "islands.h"
 #include "noise.h"
 #include "paths.h"
 #include "space.h"
@@ -101,6 +102,22 @@ typedef struct {
     /* the last generation's baseline timing: a drift beyond its noise re-times the elites */
     evo_shape_result base_prev[EVO_MAX_SHAPES];
     int n_base_prev;
+    /* the last generation's figures (what an island reports to the job) */
+    int gen_evaluated, gen_reused, gen_migrants;
+    double gen_best, gen_median;
+    /* --islands */
+    char *island_json;    /* runs.island of a new run */
+    uint64_t job_seed;    /* the job's seed (the run's is evo_island_seed of it) */
+    evo_migrant *best;    /* this run's best OK results on this island, best first, at most the migrants */
+    int n_best;
+    evo_migrant *arrived; /* migrants to measure with the coming generation */
+    int n_arrived;
+    evo_genome *island_seeds; /* this island's share of the config's seeds */
+    int64_t job_evaluated, job_reused, job_migrants; /* the job's totals (rank 0 reports them) */
+    double job_best;
+    int job_best_island;
+    int peer_failed;       /* the island whose failure stopped this one, or -1 */
+    bool self_interrupted; /* this island got the Ctrl-C / SIGTERM itself */
 } loop;
 
 /* ---- storing one result ---- */
@@ -170,6 +187,62 @@ static evo_status store_result(loop *L, const evo_candidate *c, const evo_propos
     return s;
 }
 
+/* ---- an island's best results (what it sends when migrants are due) ---- */
+
+/* Best first: fitness, then genome text, so that ties never depend on the order results arrived in. */
+static int migrant_cmp(const void *a, const void *b)
+{
+    const evo_migrant *x = a, *y = b;
+    if (x->fitness != y->fitness) return x->fitness > y->fitness ? -1 : 1;
+    return strcmp(x->genome, y->genome);
+}
+
+static void best_offer(loop *L, const char *genome, const evo_result *r)
+{
+    const int cap = L->o.island ? evo_island_migrants(L->o.island) : 0;
+    if (cap <= 0 || r->verdict != EVO_V_OK || !isfinite(r->fitness)) return;
+    if (!L->best) L->best = evo_xcalloc((size_t)cap + 1, sizeof *L->best);
+    int at = -1;
+    for (int i = 0; i < L->n_best; i++)
+        if (!strcmp(L->best[i].genome, genome)) at = i;
+    if (at >= 0 && !(r->fitness > L->best[at].fitness)) return;
+    if (at < 0) at = L->n_best++;
+    evo_migrant *m = &L->best[at];
+    memset(m, 0, sizeof *m);
+    snprintf(m->genome, sizeof m->genome, "%s", genome);
+    m->fitness = r->fitness, m->fitness_lo = r->fitness_lo, m->fitness_hi = r->fitness_hi;
+    snprintf(m->gpu, sizeof m->gpu, "%s", r->gpu);
+    for (int k = 0; k < r->n_shapes && k < EVO_MAX_SHAPES; k++) {
+        snprintf(m->shapes[k].shape, sizeof m->shapes[k].shape, "%s", r->shapes[k].shape);
+        m->shapes[k].median_us = r->shapes[k].median_us;
+        m->shapes[k].speedup = r->shapes[k].speedup;
+        m->n_shapes = k + 1;
+    }
+    qsort(L->best, (size_t)L->n_best, sizeof *L->best, migrant_cmp);
+    if (L->n_best > cap) L->n_best = cap;
+}
+
+/* New figures for genomes measured before (re-timings): what the strategy is told, the best list is told too. */
+static void refresh(loop *L, const evo_observation *obs, int n)
+{
+    evo_strategy_refresh(L->strat, obs, n);
+    for (int i = 0; i < n && L->n_best > 0; i++) {
+        char text[EVO_GENOME_TEXT_MAX];
+        evo_genome_format(L->cfg->space, &obs[i].genome, text, sizeof text);
+        for (int j = 0; j < L->n_best; j++)
+            if (!strcmp(L->best[j].genome, text)) {
+                if (obs[i].verdict == EVO_V_OK && isfinite(obs[i].fitness)) {
+                    L->best[j].fitness = obs[i].fitness;
+                    L->best[j].fitness_lo = obs[i].fitness_lo, L->best[j].fitness_hi = obs[i].fitness_hi;
+                } else {
+                    L->best[j] = L->best[--L->n_best];
+                }
+                break;
+            }
+    }
+    if (L->n_best > 1) qsort(L->best, (size_t)L->n_best, sizeof *L->best, migrant_cmp);
+}
+
 /* ---- progress ---- */
 
 /* Flushes the console; once it cannot be written (a reader that went away: evo run | head), the run stops as on
@@ -186,7 +259,7 @@ static void out_flush(loop *L)
 
 static void print_progress(loop *L)
 {
-    if (!L->tty || L->o.quiet) return;
+    if (!L->tty || L->o.quiet || L->o.island) return;
     const int width = 30, filled = L->total ? L->done * width / L->total : width;
     fprintf(L->o.out, "\r  gen %d (%d of %d) [", L->gen, L->gen + 1, L->generations);
     for (int i = 0; i < width; i++) fputc(i < filled ? '#' : '.', L->o.out);
@@ -271,9 +344,10 @@ static void fmt_time(double s, char *buf, size_t n)
 
 /* ---- one generation ---- */
 
-static evo_status lookup(loop *L, evo_candidate *c, evo_result *r, bool *found, bool *own, evo_err *err)
+static evo_status lookup(loop *L, evo_candidate *c, evo_result *r, bool *found, bool *own, int *gen, evo_err *err)
 {
     *found = *own = false;
+    *gen = -1;
     evo_candidate_rec rec;
     evo_status s = evo_store_get_candidate(L->st, c->key, &rec, err);
     if (s == EVO_E_NOTFOUND) return EVO_OK;
@@ -293,6 +367,7 @@ static evo_status lookup(loop *L, evo_candidate *c, evo_result *r, bool *found, 
     if (s == EVO_OK && f) {
         *found = true;
         *own = e.run_id == L->run.id;
+        *gen = e.generation;
         evo_result_from_eval(&e, r);
         c->registers = rec.registers, c->smem_bytes = rec.smem_bytes;
         c->spill_bytes = rec.spill_bytes, c->stack_bytes = rec.stack_bytes;
@@ -307,10 +382,30 @@ static evo_status lookup(loop *L, evo_candidate *c, evo_result *r, bool *found, 
 static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *n_obs, evo_err *err)
 {
     const int elites = evo_strategy_carries_elites(L->strat) && L->gen > 0 ? L->cfg->evolution.elites : 0;
-    int want = L->population - elites;
+    /* Migrants that arrived (islands) take slots of the generation, so that an island evaluates as much as any
+     * other; one this run evaluated in an earlier generation is nothing new and is passed over first. */
+    int n_migr = 0;
+    for (int k = 0; k < L->n_arrived; k++) {
+        evo_eval_rec e;
+        bool found = false;
+        evo_status fs = evo_store_find_evaluation_by_genome(L->st, L->cfg->task, L->arrived[k].genome, L->shape_set,
+                                                            evo_evaluator_arch(L->ev), &e, &found, err);
+        if (fs != EVO_OK) {
+            L->n_arrived = 0;
+            *n_obs = 0;
+            return fs;
+        }
+        const bool seen = found && e.run_id == L->run.id && e.generation < L->gen;
+        if (found) evo_store_eval_free(&e);
+        if (!seen) L->arrived[n_migr++] = L->arrived[k];
+    }
+    int want = L->population - elites - n_migr;
     if (want < 1) want = 1;
-    evo_proposal *p = evo_xcalloc((size_t)want, sizeof *p);
+    evo_proposal *p = evo_xcalloc((size_t)(want + n_migr), sizeof *p);
     int n = 0;
+    L->n_arrived = 0;
+    L->gen_evaluated = L->gen_reused = L->gen_migrants = 0;
+    L->gen_best = L->gen_median = NAN;
     evo_status s = evo_strategy_propose(L->strat, p, want, &n, err);
     if (s != EVO_OK || n == 0) {
         free(p);
@@ -321,9 +416,19 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
      * latest figures: a re-timing after the baseline drifted may have lowered them, and says so in the store) */
     evo_observation *carried = evo_xcalloc((size_t)(elites > 0 ? elites : 1), sizeof *carried);
     const int n_carried = elites > 0 ? evo_strategy_elites(L->strat, carried, elites) : 0;
+    const int n_prop = n;
+    for (int k = 0; k < n_migr; k++) {
+        evo_genome g;
+        memset(&g, 0, sizeof g);
+        if (evo_genome_parse(L->cfg->space, L->arrived[k].genome, &g, NULL) != EVO_OK) continue;
+        bool dup = false;
+        for (int i = 0; i < n && !dup; i++) dup = evo_genome_equal(L->cfg->space, &p[i].genome, &g);
+        if (!dup) p[n++] = (evo_proposal){.genome = g, .op = EVO_OP_MIGRANT};
+    }
     evo_candidate *c = evo_xcalloc((size_t)n, sizeof *c);
     evo_result *res = evo_xcalloc((size_t)n, sizeof *res);
     bool *have = evo_xcalloc((size_t)n, sizeof *have), *reused = evo_xcalloc((size_t)n, sizeof *reused);
+    bool *drop = evo_xcalloc((size_t)n, sizeof *drop);
     int *index = evo_xcalloc((size_t)n, sizeof *index);
     for (int i = 0; i < n; i++) c[i].genome = p[i].genome;
     evo_build_opts bo = {.cfg = L->cfg, .task = L->task, .lim = evo_evaluator_limits(L->ev),
@@ -335,13 +440,33 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
     memset(L->counts, 0, sizeof L->counts);
     for (int i = 0; i < n && s == EVO_OK; i++) {
         bool own = false;
-        s = lookup(L, &c[i], &res[i], &have[i], &own, err);
+        int at = -1;
+        s = lookup(L, &c[i], &res[i], &have[i], &own, &at, err);
+        /* a migrant this run measured in an earlier generation is nothing new: it is not counted again */
+        if (have[i] && own && i >= n_prop && at < L->gen) {
+            drop[i] = true;
+            continue;
+        }
         if (have[i]) {
             reused[i] = !own;
             n_reused += !own;
             L->done++;
             L->counts[res[i].verdict]++;
         }
+    }
+    if (s == EVO_OK) {
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            if (drop[i]) {
+                evo_result_free(&res[i]);
+                evo_candidate_free(&c[i]);
+                continue;
+            }
+            c[m] = c[i], res[m] = res[i], have[m] = have[i], reused[m] = reused[i], p[m] = p[i];
+            m++;
+        }
+        n = m;
+        L->total = n;
     }
     const double t_gen = evo_now();
     double gen_compile_s = 0;
@@ -431,7 +556,7 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
                 if (L->counts[v]) fprintf(L->o.out, " %s %d", evo_verdict_name((evo_verdict)v), L->counts[v]);
             fprintf(L->o.out, ", %d reused; no generation row\n", n_reused);
             out_flush(L);
-        } else if (!L->o.quiet) {
+        } else if (!L->o.quiet && !L->o.island) {
             char el[32], eta[32];
             const double elapsed = evo_now() - L->t0;
             fmt_time(elapsed, el, sizeof el);
@@ -450,6 +575,20 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
         if (s == EVO_OK && base.detail && base.verdict == EVO_V_OK) s = check_drift(L, &base, err);
         evo_result_free(&base);
     }
+    /* what the generation did, as an island reports it; and this island's best results */
+    double *fv = evo_xcalloc((size_t)n, sizeof *fv);
+    int nf = 0;
+    for (int i = 0; i < n; i++) {
+        if (!res[i].detail) continue;
+        L->gen_migrants += p[i].op == EVO_OP_MIGRANT;
+        if (reused[i]) L->gen_reused++;
+        else L->gen_evaluated++;
+        if (res[i].verdict == EVO_V_OK && isfinite(res[i].fitness)) fv[nf++] = res[i].fitness;
+        best_offer(L, c[i].genome_text, &res[i]);
+    }
+    if (nf > 1) qsort(fv, (size_t)nf, sizeof *fv, cmp_double);
+    if (nf) L->gen_best = fv[nf - 1], L->gen_median = fv[nf / 2];
+    free(fv);
     for (int i = 0; i < n; i++)
         obs[i] = (evo_observation){.genome = c[i].genome, .verdict = res[i].verdict, .fitness = res[i].fitness,
                                    .fitness_lo = res[i].fitness_lo, .fitness_hi = res[i].fitness_hi,
@@ -465,6 +604,7 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
     }
     free(index);
     free(have);
+    free(drop);
     free(reused);
     free(res);
     free(c);
@@ -592,6 +732,62 @@ static evo_status take_lease(loop *L, evo_err *err)
     return EVO_OK;
 }
 
+static evo_status begin_new_run(loop *L, int64_t id, evo_err *err);
+
+/* An island's --resume: the stored run must be this island of a job of this shape, and what the command gives again
+ * (config, seed, population, strategy, migration) must be what the run began with; migration options left out are
+ * taken from the run. */
+static evo_status check_island_resume(loop *L, const char *db, evo_err *err)
+{
+    const evo_run_opts *o = &L->o;
+    evo_island *is = o->island;
+    const long long id = (long long)L->run.id;
+    if (!L->run.island)
+        return evo_fail(err, EVO_E_USAGE,
+                        "--resume %lld: run %lld of %s is not an island of an --islands job; resume it without --islands",
+                        id, id, db);
+    int rank, n, every, migrants;
+    uint64_t seed;
+    evo_status s = evo_island_parse_json(L->run.island, &rank, &n, &every, &migrants, &seed, err);
+    if (s != EVO_OK) return evo_failv_prefix(err, s, "--resume %lld: %s", id, db);
+    L->job_seed = seed;
+    if (n != evo_island_size(is) || rank != evo_island_rank(is))
+        return evo_fail(err, EVO_E_USAGE,
+                        "--resume %lld: %s holds island %d of a job of %d islands, and this is rank %d of %d: resume "
+                        "with mpirun -n %d",
+                        id, db, rank, n, evo_island_rank(is), evo_island_size(is), n);
+    if (evo_island_migrate_every(is) < 0) evo_island_set_migration(is, every, evo_island_migrants(is));
+    if (evo_island_migrants(is) < 0) evo_island_set_migration(is, evo_island_migrate_every(is), migrants);
+    if (evo_island_migrate_every(is) != every || evo_island_migrants(is) != migrants)
+        return evo_fail(err, EVO_E_USAGE,
+                        "--resume %lld: the job migrated %d genomes every %d generations; this command says %d every "
+                        "%d (give the same --migrate-every and --migrants, or leave them out)",
+                        id, migrants, every, evo_island_migrants(is), evo_island_migrate_every(is));
+    if (o->seed_set && o->seed != seed)
+        return evo_fail(err, EVO_E_USAGE, "--resume %lld: the job's seed is %llu, not %llu", id,
+                        (unsigned long long)seed, (unsigned long long)o->seed);
+    if (o->population && o->population != L->run.population)
+        return evo_fail(err, EVO_E_USAGE, "--resume %lld: the job's population is %d, not %d", id, L->run.population,
+                        o->population);
+    if (o->strategy && (!L->run.strategy || strcmp(o->strategy, L->run.strategy) != 0))
+        return evo_fail(err, EVO_E_USAGE, "--resume %lld: the job's strategy is %s, not %s", id,
+                        L->run.strategy ? L->run.strategy : "(none)", o->strategy);
+    if (o->config_path) {
+        evo_config *given = NULL;
+        bool builtin = false;
+        s = evo_config_load_default(o->config_path, &given, &builtin, err);
+        const bool same = s == EVO_OK && L->run.config_text && !strcmp(given->text, L->run.config_text);
+        evo_config_free(given);
+        if (s != EVO_OK) return s;
+        if (!same)
+            return evo_fail(err, EVO_E_USAGE,
+                            "--resume %lld: %s is not the config the job began with (its text is stored with the run; "
+                            "leave --config out to use it)",
+                            id, o->config_path);
+    }
+    return EVO_OK;
+}
+
 static evo_status open_run(loop *L, evo_err *err)
 {
     const evo_run_opts *o = &L->o;
@@ -620,9 +816,13 @@ static evo_status open_run(loop *L, evo_err *err)
         if (s != EVO_OK) return s;
         s = evo_store_generations(L->st, L->run.id, &L->gens, &L->done_gens, err);
         if (s != EVO_OK) return s;
+        if (o->island) {
+            s = check_island_resume(L, db, err);
+            if (s != EVO_OK) return s;
+        }
         if (run_finished(L)) {
             L->finished = true;
-            return EVO_OK;
+            if (!o->island) return EVO_OK; /* an island opens all the same: the others may need its replay */
         }
         /* one process per run in progress: a second --resume while the first runs is refused here */
         s = take_lease(L, err);
@@ -642,10 +842,27 @@ static evo_status open_run(loop *L, evo_err *err)
     }
 
     if (!o->resume_run) {
+        /* an island's run begins once every island is ready (evo_island_ready), under the job's run id */
+        if (!o->island) return begin_new_run(L, 0, err);
+        return EVO_OK;
+    }
+    if (o->generations) L->run.generations = o->generations;
+    L->generations = L->run.generations;
+    L->population = L->run.population;
+    return EVO_OK;
+}
+
+/* A new run in the store, with the given id (> 0: an island's, the job's) or the next one. */
+static evo_status begin_new_run(loop *L, int64_t id, evo_err *err)
+{
+    const evo_run_opts *o = &L->o;
+    evo_status s;
+    {
         char gpu[160];
         snprintf(gpu, sizeof gpu, "%s", evo_evaluator_gpu(L->ev));
         char driver[32];
         snprintf(driver, sizeof driver, "%d", evo_evaluator_driver(L->ev));
+        L->job_seed = o->seed_set ? o->seed : L->cfg->evolution.seed;
         L->run = (evo_run_rec){
             .task = L->cfg->task,
             .arch = (char *)evo_evaluator_arch(L->ev),
@@ -653,26 +870,25 @@ static evo_status open_run(loop *L, evo_err *err)
             .config_path = L->cfg->path,
             .config_text = L->cfg->text,
             .strategy = o->strategy ? (char *)o->strategy : L->cfg->evolution.strategy,
-            .seed = (int64_t)(o->seed_set ? o->seed : L->cfg->evolution.seed),
+            .seed = (int64_t)(o->island ? evo_island_seed(L->job_seed, evo_island_rank(o->island)) : L->job_seed),
             .generations = o->generations ? o->generations : L->cfg->evolution.generations,
             .population = o->population ? o->population : L->cfg->evolution.population,
             .gpu = gpu,
             .driver = driver,
             .nvrtc_version = (char *)evo_nvrtc_version(),
             .evo_version = EVO_VERSION,
+            .island = o->island ? (L->island_json = evo_island_json(o->island, L->job_seed)) : NULL,
         };
         /* The record points at borrowed strings but for the two begin_run allocates: keep our own copies (a
          * refused insert, e.g. on a locked database, leaves nothing that evo_store_run_free may not free). */
         evo_run_rec copy = {0};
-        s = evo_store_begin_run(L->st, &L->run, err);
+        s = id > 0 ? evo_store_begin_run_id(L->st, &L->run, id, err) : evo_store_begin_run(L->st, &L->run, err);
         if (s == EVO_OK) s = evo_store_get_run(L->st, L->run.id, &copy, err);
         free(L->run.started_at);
         free(L->run.state);
         L->run = copy;
         if (s == EVO_OK) s = take_lease(L, err);
         if (s != EVO_OK) return s;
-    } else if (o->generations) {
-        L->run.generations = o->generations;
     }
     L->generations = L->run.generations;
     L->population = L->run.population;
@@ -707,6 +923,16 @@ static evo_status make_strategy(loop *L, evo_err *err)
         .n_prior_elites = L->n_prior,
         .insights = L->ins,
     };
+    if (o->island) {
+        /* The given genomes are dealt among the islands, so that generation 0 measures none of them twice: the
+         * baseline to island 0, seed i to island i mod N (a one-island job keeps them all: the plain run). */
+        const int r = evo_island_rank(o->island), n = evo_island_size(o->island);
+        if (r != 0) L->sp.baseline = NULL;
+        L->island_seeds = evo_xcalloc((size_t)(L->cfg->n_seeds + 1), sizeof *L->island_seeds);
+        L->sp.n_seeds = 0;
+        for (int i = r; i < L->cfg->n_seeds; i += n) L->island_seeds[L->sp.n_seeds++] = L->cfg->seeds[i];
+        L->sp.seeds = L->island_seeds;
+    }
     return evo_strategy_create(L->run.strategy, L->cfg->space, &L->sp, &L->strat, err);
 }
 
@@ -842,7 +1068,7 @@ static evo_status retime_elites(loop *L, const char *why, bool report, evo_err *
         obs[j] = (evo_observation){.genome = c[j].genome, .verdict = res[j].verdict, .fitness = res[j].fitness,
                                    .fitness_lo = res[j].fitness_lo, .fitness_hi = res[j].fitness_hi};
     }
-    if (s == EVO_OK) evo_strategy_refresh(L->strat, obs, m);
+    if (s == EVO_OK) refresh(L, obs, m);
     if (s == EVO_OK && report && !L->o.quiet && m > 0) {
         FILE *out = L->o.out;
         fprintf(out, "elites re-timed at the %s (baseline re-timed first), fitness [95%% interval]:\n", why);
@@ -913,7 +1139,7 @@ static evo_status replay_retimes(loop *L, evo_err *err)
 {
     retime_replay x = {L, NULL, 0, 0};
     evo_status s = evo_store_foreach_retime(L->st, L->run.id, L->gen, collect_retime, &x, err);
-    if (s == EVO_OK) evo_strategy_refresh(L->strat, x.obs, x.n);
+    if (s == EVO_OK) refresh(L, x.obs, x.n);
     free(x.obs);
     return s;
 }
@@ -963,10 +1189,168 @@ static evo_status finish(loop *L, evo_status s, evo_err *err)
     free(L->sanitizer);
     free(L->ids.text);
     free(L->ids.id);
+    free(L->island_json);
+    free(L->island_seeds);
+    free(L->best);
+    free(L->arrived);
     sigaction(SIGINT, &L->old_int, NULL);
     sigaction(SIGTERM, &L->old_term, NULL);
     free(L);
     return s;
+}
+
+/* ---- islands ---- */
+
+/* Every island says whether it could open its inputs, store and GPUs, and what search it is; then the new runs
+ * begin, all under one id. mine is what open_run returned. */
+static evo_status island_start(loop *L, evo_status mine, bool *all_done, evo_err *err)
+{
+    const evo_run_opts *o = &L->o;
+    char fp[512] = "", why[1024] = "";
+    int64_t next = 0;
+    evo_status s = mine;
+    if (s == EVO_OK && !o->resume_run) {
+        int64_t last = 0;
+        evo_err e2 = {{0}};
+        s = evo_store_last_run(L->st, &last, &e2);
+        if (s == EVO_E_NOTFOUND) s = EVO_OK, last = 0;
+        if (s != EVO_OK) snprintf(why, sizeof why, "%s", e2.msg);
+        next = last + 1;
+        snprintf(fp, sizeof fp, "new run of %s, shape set %.12s, population %d, %d generations, strategy %s, seed %llu",
+                 L->cfg->task, L->shape_set, o->population ? o->population : L->cfg->evolution.population,
+                 o->generations ? o->generations : L->cfg->evolution.generations,
+                 o->strategy ? o->strategy : L->cfg->evolution.strategy,
+                 (unsigned long long)(o->seed_set ? o->seed : L->cfg->evolution.seed));
+    } else if (s == EVO_OK) {
+        next = L->run.id;
+        snprintf(fp, sizeof fp, "resume of run %lld of %s, shape set %.12s, population %d, %d generations, seed %llu",
+                 (long long)L->run.id, L->cfg->task, L->shape_set, L->population, L->generations,
+                 (unsigned long long)L->job_seed);
+    } else if (err) {
+        snprintf(why, sizeof why, "%s", err->msg);
+    }
+    int64_t job = 0;
+    s = evo_island_ready(o->island, s, why, fp, next, L->finished, &job, all_done, err);
+    if (s == EVO_OK && !o->resume_run) s = begin_new_run(L, job, err);
+    return s;
+}
+
+/* The loop of an island: the plain loop's steps, with migrants before every K-th generation, and after every
+ * generation the job's figures and its one decision to go on or stop (every rank takes the same one). Returns the
+ * run's end state; *ps the status. */
+static const char *island_loop(loop *L, evo_observation *obs, double budget, evo_status *ps, evo_err *err)
+{
+    evo_island *is = L->o.island;
+    const int N = evo_island_size(is), K = evo_island_migrate_every(is), M = evo_island_migrants(is);
+    const bool speak = evo_island_rank(is) == 0 && !L->o.quiet;
+    evo_island_gen *all = evo_xcalloc((size_t)N, sizeof *all);
+    const char *stop = "done";
+    evo_status s = EVO_OK;
+    int stall = 0;
+    for (L->gen = 0; L->gen < L->generations; L->gen++) {
+        const bool replaying = L->gen < L->done_gens;
+        int why = 0, n = 0;
+        if (L->gen > 0 && M > 0 && N > 1 && L->gen % K == 0) {
+            const int n_out = L->n_best < M ? L->n_best : M;
+            free(L->arrived);
+            L->arrived = NULL;
+            L->n_arrived = 0;
+            s = evo_island_migrate(is, L->gen, L->best, n_out, &L->arrived, &L->n_arrived, err);
+            if (s != EVO_OK) break; /* the job's messages failed: nothing collective can follow */
+        }
+        s = generation(L, !replaying, obs, &n, err);
+        if (s == EVO_E_INTERRUPTED) s = EVO_OK, why |= EVO_ISLAND_STOP_INTERRUPTED;
+        if (s != EVO_OK) why |= EVO_ISLAND_STOP_FAILED;
+        if (s == EVO_OK && n == 0) why |= EVO_ISLAND_STOP_EXHAUSTED;
+        if (s == EVO_OK && n > 0) {
+            for (int i = 0; replaying && i < n; i++)
+                if (obs[i].verdict == EVO_V_OK && obs[i].fitness > L->best_fitness) L->best_fitness = obs[i].fitness;
+            evo_strategy_observe(L->strat, obs, n);
+            if (replaying && (s = replay_retimes(L, err)) != EVO_OK) why |= EVO_ISLAND_STOP_FAILED;
+        }
+        if (g_interrupted) why |= EVO_ISLAND_STOP_INTERRUPTED, L->self_interrupted = true;
+        if (!replaying && budget > 0 && evo_now() - L->t0 >= budget) why |= EVO_ISLAND_STOP_BUDGET;
+        if (!replaying && !(why & EVO_ISLAND_STOP_FAILED)) update_run(L, "running");
+        evo_island_gen mine = {.stop = why,
+                               .evaluated = L->gen_evaluated,
+                               .reused = L->gen_reused,
+                               .migrants_in = L->gen_migrants,
+                               .live = !replaying,
+                               .best = L->gen_best,
+                               .median = L->gen_median,
+                               .best_so_far = L->best_fitness};
+        for (int v = 0; v < EVO_V_COUNT; v++) mine.counts[v] = L->counts[v];
+        evo_err cerr = {{0}};
+        const evo_status cs = evo_island_generation(is, &mine, all, &cerr);
+        if (cs != EVO_OK) {
+            if (s == EVO_OK) s = evo_fail(err, cs, "%s", cerr.msg);
+            break;
+        }
+        /* the job's figures: every rank computes the same from the same numbers */
+        int any = 0, live = 0, ev = 0, re = 0, mi = 0, counts[EVO_V_COUNT] = {0}, best_at = -1, failed_at = -1;
+        double best = -INFINITY, gen_best = -INFINITY, lo = INFINITY;
+        for (int r = 0; r < N; r++) {
+            any |= all[r].stop;
+            live |= all[r].live;
+            ev += all[r].evaluated, re += all[r].reused, mi += all[r].migrants_in;
+            for (int v = 0; v < EVO_V_COUNT; v++) counts[v] += all[r].counts[v];
+            if (all[r].best_so_far > best) best = all[r].best_so_far, best_at = r;
+            if (isfinite(all[r].best)) {
+                gen_best = fmax(gen_best, all[r].best);
+                lo = fmin(lo, all[r].best);
+            }
+            if ((all[r].stop & EVO_ISLAND_STOP_FAILED) && failed_at < 0) failed_at = r;
+        }
+        L->job_evaluated += ev, L->job_reused += re, L->job_migrants += mi;
+        const double before = L->job_best;
+        if (best > L->job_best) L->job_best = best, L->job_best_island = best_at;
+        stall = L->job_best > before * 1.001 ? 0 : stall + 1;
+        if (speak && live) {
+            char el[32], eta[32], b[32] = "-", range[48] = "-";
+            const double elapsed = evo_now() - L->t0;
+            fmt_time(elapsed, el, sizeof el);
+            fmt_time(elapsed / (L->gen + 1) * (L->generations - L->gen - 1), eta, sizeof eta);
+            if (isfinite(gen_best)) {
+                snprintf(b, sizeof b, "%.3f", gen_best);
+                snprintf(range, sizeof range, "%.3f..%.3f", lo, gen_best);
+            }
+            fprintf(L->o.out, "gen %2d (%d of %d)  %d islands  %d evaluated (%d reused, %d migrants)", L->gen,
+                    L->gen + 1, L->generations, N, ev, re, mi);
+            for (int v = 0; v < EVO_V_COUNT; v++)
+                if (counts[v]) fprintf(L->o.out, " %s %d", evo_verdict_name((evo_verdict)v), counts[v]);
+            fprintf(L->o.out, "  best %s (islands' bests %s), job best %s  %s elapsed, ETA %s\n", b, range,
+                    isfinite(L->job_best) ? (snprintf(b, sizeof b, "%.3f", L->job_best), b) : "-", el, eta);
+            fflush(L->o.out);
+        }
+        if (s != EVO_OK) {
+            stop = "failed";
+            break;
+        }
+        if (any & EVO_ISLAND_STOP_FAILED) {
+            L->peer_failed = failed_at;
+            stop = "interrupted";
+            break;
+        }
+        if (any & EVO_ISLAND_STOP_INTERRUPTED) {
+            stop = "interrupted";
+            break;
+        }
+        if (any & EVO_ISLAND_STOP_BUDGET) {
+            if (speak) fprintf(L->o.out, "time budget of %.0f s reached\n", budget);
+            break;
+        }
+        if (any & EVO_ISLAND_STOP_EXHAUSTED) {
+            if (speak) fprintf(L->o.out, "every valid genome has been evaluated on an island\n");
+            break;
+        }
+        if (L->cfg->evolution.stall_generations > 0 && stall >= L->cfg->evolution.stall_generations) {
+            if (speak) fprintf(L->o.out, "no improvement of the job's best for %d generations: stopping\n", stall);
+            break;
+        }
+    }
+    free(all);
+    *ps = s;
+    return stop;
 }
 
 evo_status evo_run(const evo_run_opts *opts, evo_err *err)
@@ -977,6 +1361,8 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
     L->tty = isatty(fileno(L->o.out));
     L->t0 = evo_now();
     L->best_fitness = -INFINITY;
+    L->job_best = -INFINITY;
+    L->peer_failed = -1;
     g_interrupted = 0;
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
@@ -986,6 +1372,16 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
     /* A missing compute-sanitizer is found out before the search, not after it. */
     evo_status s = L->o.sanitize ? evo_sanitize_find(L->o.sanitizer, &L->sanitizer, err) : EVO_OK;
     if (s == EVO_OK) s = open_run(L, err);
+    if (L->o.island) {
+        bool all_done = false;
+        s = island_start(L, s, &all_done, err);
+        if (s == EVO_OK && all_done) {
+            if (evo_island_rank(L->o.island) == 0 && !opts->quiet)
+                fprintf(L->o.out, "run %lld is finished on every island; nothing to resume\n", (long long)L->run.id);
+            return finish(L, s, err);
+        }
+        L->finished = false; /* an island whose run is done replays it for the others */
+    }
     if (s == EVO_OK && L->finished) {
         if (!L->o.quiet)
             fprintf(L->o.out, "run %lld is finished (done after %d of %d generations); nothing to resume\n",
@@ -1006,12 +1402,22 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
         fprintf(L->o.out, "run %lld: %s on %s (%s), strategy %s, population %d, %d generations, seed %lld\n",
                 (long long)L->run.id, L->cfg->task, evo_evaluator_gpu(L->ev), evo_evaluator_arch(L->ev),
                 L->run.strategy, L->population, L->generations, (long long)L->run.seed);
-    evo_observation *obs = evo_xcalloc((size_t)L->population + 1, sizeof *obs);
+    if (s == EVO_OK && L->o.island && !L->o.quiet) {
+        evo_island *is = L->o.island;
+        fprintf(L->o.out,
+                "islands: %d on %d host%s (%s); run %lld in every island's store (%.*s.rank<R>); %d migrants every "
+                "%d generations, to the next rank in a ring; seeds from %llu and the rank\n",
+                evo_island_size(is), evo_island_hosts(is), evo_island_hosts(is) == 1 ? "" : "s", evo_island_library(),
+                (long long)L->run.id, (int)(strlen(L->o.db_path) - strlen(".rank0")), L->o.db_path,
+                evo_island_migrants(is), evo_island_migrate_every(is), (unsigned long long)L->job_seed);
+    }
+    evo_observation *obs = evo_xcalloc((size_t)L->population + 1 + EVO_ISLAND_MAX_MIGRANTS, sizeof *obs);
     int stall = 0;
     /* no config when opening the store or loading it failed */
     const double budget = L->o.time_budget_s >= 0 ? L->o.time_budget_s : L->cfg ? L->cfg->evolution.time_budget_s : 0;
     const char *stop = "done";
-    for (L->gen = 0; s == EVO_OK && L->gen < L->generations; L->gen++) {
+    if (s == EVO_OK && L->o.island) stop = island_loop(L, obs, budget, &s, err);
+    for (L->gen = 0; s == EVO_OK && !L->o.island && L->gen < L->generations; L->gen++) {
         if (g_interrupted) {
             stop = "interrupted";
             break;
@@ -1063,8 +1469,20 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
     }
     if (s == EVO_OK && L->o.sanitize && strcmp(stop, "interrupted") != 0) s = sanitize_elites(L, err);
     if (s == EVO_E_INTERRUPTED || (s == EVO_OK && g_interrupted)) stop = "interrupted", s = EVO_OK;
-    if (L->st && L->run.id) update_run(L, s != EVO_OK ? "failed" : stop);
-    if (s == EVO_OK && !L->o.quiet) {
+    /* an island that never started (another island could not) leaves its stored run as it was */
+    if (L->st && L->run.id && (!L->o.island || evo_island_started(L->o.island)))
+        update_run(L, s != EVO_OK ? "failed" : stop);
+    if (s == EVO_OK && L->o.island && !L->o.quiet) {
+        char wall[32], best[48] = "-";
+        fmt_time(evo_now() - L->t0, wall, sizeof wall);
+        if (isfinite(L->job_best)) snprintf(best, sizeof best, "%.3f (island %d)", L->job_best, L->job_best_island);
+        fprintf(L->o.out,
+                "job run %lld %s: %s wall; %d islands, %lld evaluations (%lld reused, %lld of them migrants); best "
+                "fitness %s\n",
+                (long long)L->run.id, stop, wall, evo_island_size(L->o.island), (long long)L->job_evaluated,
+                (long long)L->job_reused, (long long)L->job_migrants, best);
+    }
+    if (s == EVO_OK && !L->o.quiet && !L->o.island) {
         char wall[32], best[32] = "-";
         fmt_time(evo_now() - L->t0, wall, sizeof wall);
         if (isfinite(L->best_fitness)) snprintf(best, sizeof best, "%.3f", L->best_fitness);
@@ -1084,7 +1502,19 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
         const size_t n = strnlen(err->msg, sizeof err->msg);
         snprintf(err->msg + n, sizeof err->msg - n, "%s", at);
     }
-    if (s == EVO_OK && !strcmp(stop, "interrupted")) {
+    if (s == EVO_OK && !strcmp(stop, "interrupted") && L->o.island && L->peer_failed >= 0) {
+        s = evo_fail(err, EVO_E_INTERRUPTED,
+                     "island %d failed in generation %d (its own message is on its stderr); every island stopped "
+                     "there and stored what it had finished: continue the job with the same command and --resume %lld",
+                     L->peer_failed, L->gen, (long long)L->run.id);
+        evo_island_set_peer_stop(L->o.island);
+    } else if (s == EVO_OK && !strcmp(stop, "interrupted") && L->o.island) {
+        s = evo_fail(err, EVO_E_INTERRUPTED,
+                     "interrupted: finished evaluations are stored in every island's store; continue the job with "
+                     "the same command and --resume %lld",
+                     (long long)L->run.id);
+        if (!L->self_interrupted) evo_island_set_peer_stop(L->o.island);
+    } else if (s == EVO_OK && !strcmp(stop, "interrupted")) {
         s = evo_fail(err, EVO_E_INTERRUPTED, "%s: finished evaluations are stored; continue with evo run --resume %lld",
                      L->out_closed ? "standard output was closed, so the run stopped" : "interrupted",
                      (long long)L->run.id);

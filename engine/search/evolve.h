@@ -21,6 +21,10 @@
  * A resume of a run that is done changes nothing. The work directory (GPU runs) goes when the run ends unless
  * sanitizer reports or the worker logs of a failure are in it (evaluate.h: evo_work_dir_settle).
  *
+ * Islands (opts.island, islands.h): the same loop on every rank, with a migration before every K-th generation
+ * (the migrants measured with the generation's proposals, which make room for them) and the job's figures and
+ * stop decision after every generation; a failing island stops the others cleanly (state interrupted).
+ *
  * Output: one line per generation on stdout (a live progress line on a terminal), generations numbered from 0 as
  * the store numbers them. Nothing here calls exit().
  */
@@ -54,6 +58,12 @@ typedef struct {
     const char *sanitizer;   /* its path; NULL = found on PATH or under $CUDA_HOME */
     FILE *out;               /* progress and summary (stdout) */
     bool quiet;
+    /* --islands: this rank's island of the job (islands.h), NULL for a plain run. Then db_path is the island's own
+     * store, seed the job's (the run takes evo_island_seed(seed, rank)); rank 0 prints the job's lines, the other
+     * ranks are quiet; stop decisions (interrupt, failure, time budget, stall, an exhausted space) are the job's,
+     * taken after every generation; with resume_run, config/seed/population/strategy may be given again and must
+     * match the stored run. */
+    struct evo_island *island;
 } evo_run_opts;
 
 evo_status evo_run(const evo_run_opts *o, evo_err *err);

@@ -27,7 +27,7 @@ static const char *const op_names[EVO_OP_COUNT] = {
     [EVO_OP_BASELINE] = "baseline",   [EVO_OP_SEED] = "seed",           [EVO_OP_ELITE] = "elite",
     [EVO_OP_RANDOM] = "random",       [EVO_OP_IMMIGRANT] = "immigrant", [EVO_OP_CROSSOVER] = "crossover",
     [EVO_OP_MUTATION] = "mutation",   [EVO_OP_CROSSOVER_MUTATION] = "crossover+mutation",
-    [EVO_OP_NEIGHBOUR] = "neighbour",
+    [EVO_OP_NEIGHBOUR] = "neighbour", [EVO_OP_MIGRANT] = "migrant",
 };
 
 const char *evo_operator_name(evo_operator op) { return (unsigned)op < EVO_OP_COUNT ? op_names[op] : "unknown"; }

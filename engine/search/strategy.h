@@ -48,10 +48,12 @@ typedef enum {
     EVO_OP_MUTATION,          /* mutation of parents[0]                                         */
     EVO_OP_CROSSOVER_MUTATION, /* crossover, then mutation of the child                          */
     EVO_OP_NEIGHBOUR,         /* a neighbour of parents[0] (evo_strategy_neighbours): local search */
+    EVO_OP_MIGRANT,           /* a genome another island sent (islands.h); the loop adds it, no strategy proposes it */
     EVO_OP_COUNT
 } evo_operator;
 
-/* "baseline", "seed", "elite", "random", "immigrant", "crossover", "mutation", "crossover+mutation", "neighbour". */
+/* "baseline", "seed", "elite", "random", "immigrant", "crossover", "mutation", "crossover+mutation", "neighbour",
+ * "migrant". */
 const char *evo_operator_name(evo_operator op);
 
 typedef struct {

@@ -178,9 +178,10 @@ static const char schema_v3[] =
 /* Statements: prepared once per handle, reset before each use                                                   */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-#define RUN_COLS                                                                                                  \
+#define RUN_COLS_V4                                                                                               \
     "id, started_at, finished_at, state, task, arch, shape_set, config_path, config_text, strategy, seed, "        \
     "generations, population, gpu, driver, nvrtc_version, evo_version, wall_s, compile_s, check_s, time_s"
+#define RUN_COLS RUN_COLS_V4 ", island"
 #define CAND_COLS                                                                                                 \
     "id, key, task, arch, genome, template_hash, options, nvrtc_version, registers, smem_bytes, spill_bytes, "     \
     "stack_bytes, compile_log"
@@ -236,6 +237,8 @@ enum stmt_id {
     S_RETIME_INSERT,
     S_RETIME_LAST,
     S_RETIMES_OF_RUN,
+    S_ELITES_MODEL,
+    S_GPU_MODELS,
     S_COUNT
 };
 
@@ -255,16 +258,21 @@ enum stmt_id {
 #define ELITES_SQL_V1(filter) ELITES_SQL_("", ACC_V3, filter)
 #define ELITES_FILTER_EXACT "c.task = ?1 AND c.arch = ?2 AND e.shape_set = ?3"
 #define ELITES_FILTER_ANY "(?1 IS NULL OR c.task = ?1) AND (?2 IS NULL OR c.arch = ?2) AND (?3 IS NULL OR e.shape_set = ?3)"
+/* The GPU model of an evaluation: its gpu without the " (GPU N)" the pool appends. */
+#define GPU_MODEL_SQL                                                                                             \
+    "CASE WHEN instr(e.gpu, ' (GPU ') > 0 THEN substr(e.gpu, 1, instr(e.gpu, ' (GPU ') - 1) ELSE "                 \
+    "coalesce(e.gpu, '') END"
+#define ELITES_FILTER_MODEL ELITES_FILTER_ANY " AND " GPU_MODEL_SQL " = ?6"
 
 static const char *const stmt_sql[S_COUNT] = {
-    [S_RUN_INSERT] = "INSERT INTO runs (started_at, finished_at, state, task, arch, shape_set, config_path, "
+    [S_RUN_INSERT] = "INSERT INTO runs (id, started_at, finished_at, state, task, arch, shape_set, config_path, "
                      "config_text, strategy, seed, generations, population, gpu, driver, nvrtc_version, "
-                     "evo_version, wall_s, compile_s, check_s, time_s) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     "evo_version, wall_s, compile_s, check_s, time_s, island) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [S_RUN_UPDATE] = "UPDATE runs SET finished_at = ?, state = ?, task = ?, arch = ?, shape_set = ?, "
                      "config_path = ?, config_text = ?, strategy = ?, seed = ?, generations = ?, population = ?, "
                      "gpu = ?, driver = ?, nvrtc_version = ?, evo_version = ?, wall_s = ?, compile_s = ?, "
-                     "check_s = ?, time_s = ? WHERE id = ?",
+                     "check_s = ?, time_s = ?, island = ? WHERE id = ?",
     [S_RUN_GET] = "SELECT " RUN_COLS " FROM runs WHERE id = ?",
     [S_RUN_LAST] = "SELECT max(id) FROM runs",
     [S_RUN_LAST_MATCH] = "SELECT max(id) FROM runs WHERE (?1 IS NULL OR task = ?1) AND (?2 IS NULL OR arch = ?2)",
@@ -320,6 +328,10 @@ static const char *const stmt_sql[S_COUNT] = {
                       "LIMIT 1",
     [S_RETIMES_OF_RUN] = "SELECT " RETIME_COLS " FROM retimes WHERE run_id = ?1 AND (?2 < 0 OR generation = ?2) "
                          "ORDER BY id",
+    [S_ELITES_MODEL] = ELITES_SQL(ELITES_FILTER_MODEL),
+    [S_GPU_MODELS] = "SELECT DISTINCT " GPU_MODEL_SQL " FROM evaluations e JOIN candidates c ON c.id = "
+                     "e.candidate_id WHERE e.verdict = 'OK' AND e.fitness IS NOT NULL AND (?1 IS NULL OR c.task = ?1) "
+                     "AND (?2 IS NULL OR c.arch = ?2) AND (?3 IS NULL OR e.shape_set = ?3) ORDER BY 1",
 };
 
 /* Readers of a file of an older schema (opened read-only, not migrated): the columns it lacks read as NULL, and
@@ -341,6 +353,7 @@ static const char *const stmt_sql_v3[S_COUNT] = {
                       "generation = ?2) ORDER BY id",
     [S_ELITES_EXACT] = ELITES_SQL_V3(ELITES_FILTER_EXACT),
     [S_ELITES_ANY] = ELITES_SQL_V3(ELITES_FILTER_ANY),
+    [S_ELITES_MODEL] = ELITES_SQL_V3(ELITES_FILTER_MODEL),
 };
 
 struct evo_store {
@@ -402,6 +415,12 @@ static evo_status sql_fail(const evo_store *st, int rc, evo_err *err, const char
 }
 
 static bool sql_error(int rc) { return rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE; }
+
+sqlite3 *evo_store_db(evo_store *st) { return st->db; }
+evo_status evo_store_sql_fail(evo_store *st, int rc, evo_err *err, const char *where)
+{
+    return sql_fail(st, rc, err, where);
+}
 
 /* The one checking macro for sqlite3 calls: on an error code, return it as an evo_status. */
 #define SQL(st, err, call)                                                                                        \
@@ -471,6 +490,7 @@ static double r_real(reader *r)
 static const char *const elites_sql_v1[2] = {ELITES_SQL_V1(ELITES_FILTER_EXACT), ELITES_SQL_V1(ELITES_FILTER_ANY)};
 
 static const char gens_of_v2[] = "SELECT " GEN_COLS_("0") " FROM generations WHERE run_id = ? ORDER BY generation";
+static const char run_get_v4[] = "SELECT " RUN_COLS_V4 ", NULL FROM runs WHERE id = ?"; /* no island before 5 */
 
 static evo_status prep(evo_store *st, enum stmt_id id, sqlite3_stmt **q, evo_err *err)
 {
@@ -481,6 +501,7 @@ static evo_status prep(evo_store *st, enum stmt_id id, sqlite3_stmt **q, evo_err
         if (st->version < 2 && (id == S_ELITES_EXACT || id == S_ELITES_ANY))
             sql = elites_sql_v1[id == S_ELITES_ANY];
         if (st->version < 3 && id == S_GENS_OF) sql = gens_of_v2;
+        if (st->version < 5 && id == S_RUN_GET) sql = run_get_v4;
         SQL(st, err, sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[id], NULL));
     } else {
         sqlite3_reset(st->stmt[id]);
@@ -835,8 +856,15 @@ static evo_status migrate_3_to_4(evo_store *st, evo_err *err)
                     err);
 }
 
-/* Version 5: a run in progress has a lease (store.h): who holds it, on which boot of which host, until when. */
+/* Version 5: a run that is one island of an --islands job says so (runs.island, JSON: rank, islands, migration
+ * interval, migrants, the job's seed), so that --resume can hold the job to what it was. */
 static evo_status migrate_4_to_5(evo_store *st, evo_err *err)
+{
+    return exec_sql(st, "ALTER TABLE runs ADD COLUMN island TEXT;", err);
+}
+
+/* Version 6: a run in progress has a lease (store.h): who holds it, on which boot of which host, until when. */
+static evo_status migrate_5_to_6(evo_store *st, evo_err *err)
 {
     return exec_sql(st,
                     "CREATE TABLE leases ("
@@ -854,7 +882,7 @@ static evo_status migrate_4_to_5(evo_store *st, evo_err *err)
 }
 
 static const migration_fn migrations[] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3, migrate_3_to_4,
-                                          migrate_4_to_5};
+                                          migrate_4_to_5, migrate_5_to_6};
 _Static_assert(sizeof migrations / sizeof migrations[0] == EVO_STORE_SCHEMA,
                "one migration per schema version: EVO_STORE_SCHEMA and migrations[] disagree");
 
@@ -1083,9 +1111,10 @@ static void bind_run_body(binder *b, const evo_run_rec *r)
     b_real(b, r->compile_s);
     b_real(b, r->check_s);
     b_real(b, r->time_s);
+    b_text(b, r->island);
 }
 
-static evo_status run_insert(evo_store *st, evo_run_rec *r, evo_err *err)
+static evo_status run_insert(evo_store *st, evo_run_rec *r, int64_t id, evo_err *err)
 {
     if (!r->started_at) {
         char now[32];
@@ -1096,6 +1125,8 @@ static evo_status run_insert(evo_store *st, evo_run_rec *r, evo_err *err)
     sqlite3_stmt *q = NULL;
     TRY(prep(st, S_RUN_INSERT, &q, err));
     binder b = {q, 0, SQLITE_OK};
+    if (id > 0) b_int(&b, id);
+    else b_null(&b);
     b_text(&b, r->started_at);
     bind_run_body(&b, r);
     SQL(st, err, b.rc);
@@ -1107,7 +1138,13 @@ static evo_status run_insert(evo_store *st, evo_run_rec *r, evo_err *err)
 evo_status evo_store_begin_run(evo_store *st, evo_run_rec *run, evo_err *err)
 {
     TRY(write_begin(st, "begin_run", err));
-    return write_end(st, run_insert(st, run, err), err);
+    return write_end(st, run_insert(st, run, 0, err), err);
+}
+
+evo_status evo_store_begin_run_id(evo_store *st, evo_run_rec *run, int64_t id, evo_err *err)
+{
+    TRY(write_begin(st, "begin_run", err));
+    return write_end(st, run_insert(st, run, id, err), err);
 }
 
 static evo_status run_update(evo_store *st, const evo_run_rec *r, evo_err *err)
@@ -1173,6 +1210,7 @@ static evo_status run_get(evo_store *st, int64_t id, evo_run_rec *out, evo_err *
     out->compile_s = r_real(&r);
     out->check_s = r_real(&r);
     out->time_s = r_real(&r);
+    out->island = r_text(&r);
     return EVO_OK;
 }
 
@@ -1222,7 +1260,7 @@ void evo_store_run_free(evo_run_rec *r)
     if (!r) return;
     char **strs[] = {&r->started_at, &r->finished_at, &r->state,    &r->task,          &r->arch,
                      &r->shape_set,  &r->config_path, &r->config_text, &r->strategy,   &r->gpu,
-                     &r->driver,     &r->nvrtc_version, &r->evo_version};
+                     &r->driver,     &r->nvrtc_version, &r->evo_version, &r->island};
     for (size_t i = 0; i < EVO_ARRAY_LEN(strs); i++) {
         free(*strs[i]);
         *strs[i] = NULL;
@@ -1779,17 +1817,18 @@ void evo_store_gen_free(evo_gen_rec *g)
 /* ------------------------------------------------------------------------------------------------------------ */
 
 static evo_status elites(evo_store *st, const char *task, const char *arch, const char *shape_set,
-                         const char *accuracy, int k, evo_elite_rec **out, int *n, evo_err *err)
+                         const char *accuracy, const char *model, int k, evo_elite_rec **out, int *n, evo_err *err)
 {
     if (no_tables(st) || k <= 0) return EVO_OK;
     sqlite3_stmt *q = NULL;
-    TRY(prep(st, task && arch && shape_set ? S_ELITES_EXACT : S_ELITES_ANY, &q, err));
+    TRY(prep(st, model ? S_ELITES_MODEL : task && arch && shape_set ? S_ELITES_EXACT : S_ELITES_ANY, &q, err));
     binder b = {q, 0, SQLITE_OK};
     b_text(&b, task);
     b_text(&b, arch);
     b_text(&b, shape_set);
     b_int(&b, k);
     b_text(&b, accuracy);
+    if (model) b_text(&b, model);
     SQL(st, err, b.rc);
     int64_t *ids = NULL;
     int count = 0, cap = 0, rc;
@@ -1824,15 +1863,50 @@ static evo_status elites(evo_store *st, const char *task, const char *arch, cons
 evo_status evo_store_elites(evo_store *st, const char *task, const char *arch, const char *shape_set,
                             const char *accuracy, int k, evo_elite_rec **out, int *n, evo_err *err)
 {
+    return evo_store_elites_on(st, task, arch, shape_set, accuracy, NULL, k, out, n, err);
+}
+
+evo_status evo_store_elites_on(evo_store *st, const char *task, const char *arch, const char *shape_set,
+                               const char *accuracy, const char *model, int k, evo_elite_rec **out, int *n,
+                               evo_err *err)
+{
     *out = NULL;
     *n = 0;
-    evo_status s = read_end(st, elites(st, task, arch, shape_set, accuracy, k, out, n, err));
+    evo_status s = read_end(st, elites(st, task, arch, shape_set, accuracy, model, k, out, n, err));
     if (s != EVO_OK) {
         evo_store_elites_free(*out, *n);
         *out = NULL;
         *n = 0;
     }
     return s;
+}
+
+static evo_status gpu_models(evo_store *st, const char *task, const char *arch, const char *shape_set,
+                             char ***models, int *n, evo_err *err)
+{
+    if (no_tables(st) || st->version < 2) return EVO_OK; /* a version-1 file reads as one model */
+    sqlite3_stmt *q = NULL;
+    TRY(prep(st, S_GPU_MODELS, &q, err));
+    binder b = {q, 0, SQLITE_OK};
+    b_text(&b, task);
+    b_text(&b, arch);
+    b_text(&b, shape_set);
+    SQL(st, err, b.rc);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        *models = evo_xrealloc(*models, (size_t)(*n + 1) * sizeof **models);
+        (*models)[(*n)++] = evo_strdup((const char *)sqlite3_column_text(q, 0));
+    }
+    SQL(st, err, rc);
+    return EVO_OK;
+}
+
+evo_status evo_store_gpu_models(evo_store *st, const char *task, const char *arch, const char *shape_set,
+                                char ***models, int *n, evo_err *err)
+{
+    *models = NULL;
+    *n = 0;
+    return read_end(st, gpu_models(st, task, arch, shape_set, models, n, err));
 }
 
 void evo_store_elites_free(evo_elite_rec *e, int n)
@@ -2081,7 +2155,7 @@ void evo_store_retime_free(evo_retime_rec *r)
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */
-/* Run leases (schema 5)                                                                                         */
+/* Run leases (schema 6)                                                                                         */
 /* ------------------------------------------------------------------------------------------------------------ */
 
 static double wall_now(void)
@@ -2279,6 +2353,6 @@ evo_status evo_store_lease_release(evo_store *st, int64_t run_id, const evo_leas
 evo_status evo_store_lease_get(evo_store *st, int64_t run_id, evo_lease_rec *out, evo_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (st->version < 5) return EVO_OK;
+    if (st->version < 6) return EVO_OK;
     return read_end(st, lease_read(st, run_id, out, err));
 }

@@ -22,7 +22,7 @@
  * transaction; when a call inside a group fails, its own writes are undone at once and evo_store_commit then
  * refuses (EVO_E_DB) and rolls the whole group back, so a group is all or nothing. Groups do not nest.
  *
- * Leases (schema 5): a run in progress belongs to one process. evo_store_lease_take grants it in one write
+ * Leases (schema 6): a run in progress belongs to one process. evo_store_lease_take grants it in one write
  * transaction, a heartbeat renews it (search/lease.h), every result the run stores checks it inside its own
  * transaction (evo_store_lease_check), and a lease not renewed for lease_s seconds expires, so a process that died
  * or lost its host gives the run up without anyone having to see its pid. Times are the hosts' wall clocks.
@@ -40,7 +40,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define EVO_STORE_SCHEMA 5
+#define EVO_STORE_SCHEMA 6
 #define EVO_STORE_BUSY_MS 5000
 #define EVO_STORE_APP_ID 0x45564f31 /* PRAGMA application_id of every evo database: "EVO1" */
 
@@ -74,10 +74,14 @@ typedef struct {
     int generations, population;
     char *gpu, *driver, *nvrtc_version, *evo_version;
     double wall_s, compile_s, check_s, time_s; /* wall-time split, updated as the run goes */
+    char *island;          /* one island of an --islands job (schema 5): JSON {"rank", "islands", "migrate_every",
+                              "migrants", "seed"} (islands.h); NULL for a plain run */
 } evo_run_rec;
 
 /* Inserts the run; sets run->id, and run->started_at / run->state (malloc'd, owned by run) when they were NULL. */
 evo_status evo_store_begin_run(evo_store *st, evo_run_rec *run, evo_err *err);
+/* The same under the given id (> 0; EVO_E_DB when it is taken): an --islands job gives every island's run one id. */
+evo_status evo_store_begin_run_id(evo_store *st, evo_run_rec *run, int64_t id, evo_err *err);
 /* Rewrites every field but id and started_at, by run->id (EVO_E_NOTFOUND when no such run). */
 evo_status evo_store_update_run(evo_store *st, const evo_run_rec *run, evo_err *err);
 evo_status evo_store_get_run(evo_store *st, int64_t id, evo_run_rec *out, evo_err *err); /* EVO_E_NOTFOUND */
@@ -209,6 +213,16 @@ typedef struct {
  * free with evo_store_elites_free. */
 evo_status evo_store_elites(evo_store *st, const char *task, const char *arch, const char *shape_set,
                             const char *accuracy, int k, evo_elite_rec **out, int *n, evo_err *err);
+/* The same, of evaluations made on one GPU model only (model NULL: any): an evaluation's gpu without the " (GPU N)"
+ * the pool appends ("NVIDIA H200"). A speedup is relative to the baseline timed on the GPU that measured it, so a
+ * store that several GPU models wrote into (evo merge) is ranked per model. */
+evo_status evo_store_elites_on(evo_store *st, const char *task, const char *arch, const char *shape_set,
+                               const char *accuracy, const char *model, int k, evo_elite_rec **out, int *n,
+                               evo_err *err);
+/* The GPU models of the OK evaluations of (task, arch, shape_set) (NULL = any), sorted; *models and its strings are
+ * malloc'd (free each, then the array); none for a version-1 file. */
+evo_status evo_store_gpu_models(evo_store *st, const char *task, const char *arch, const char *shape_set,
+                                char ***models, int *n, evo_err *err);
 void evo_store_elites_free(evo_elite_rec *e, int n);
 
 /* Demote a candidate (compute-sanitizer reported errors in it): its results stay, it is no elite any more; reason
@@ -254,7 +268,7 @@ evo_status evo_store_profiles(evo_store *st, int64_t candidate_id,
                                          void *ctx),
                               void *ctx, evo_err *err);
 
-/* ---- run leases (schema 5) ---- */
+/* ---- run leases (schema 6) ---- */
 typedef struct {
     char host[256];         /* gethostname                                                              */
     char boot_id[64];       /* /proc/sys/kernel/random/boot_id: one boot of one host                   */
@@ -302,5 +316,41 @@ evo_status evo_store_foreach_evaluation(evo_store *st, const char *task, const c
 evo_status evo_store_find_evaluation_by_genome(evo_store *st, const char *task, const char *genome,
                                                const char *shape_set, const char *arch, evo_eval_rec *out,
                                                bool *found, evo_err *err);
+
+/* ---- whole files (merge.c): a consistent copy, and merging one store into another ---- */
+/* A copy of the store's file as it is now, at path (a new name: refused when it exists), through SQLite's online
+ * backup: one consistent snapshot, schema version and application id included, whatever writes go on meanwhile. */
+evo_status evo_store_copy(evo_store *st, const char *path, evo_err *err);
+
+/* Rows by table, what a merge added (and what it found there already). */
+typedef struct {
+    int64_t runs, candidates, evaluations, results, lineage, generations, retimes, profiles;
+} evo_merge_counts;
+
+/* The tasks a store holds (of its runs and candidates), sorted, comma-separated, malloc'd; "" when it has none. */
+evo_status evo_store_tasks(evo_store *st, char **tasks, evo_err *err);
+
+/* Merges the store file `in` into st (opened READWRITE), losslessly and idempotently, in one transaction:
+ * - in is read only: opened read-only (so a file that is no evo store, is damaged or of a newer schema is refused
+ *   with the store's own message and left as it was), copied (evo_store_copy) into $TMPDIR, and the copy opened
+ *   read-write, which migrates an older schema the way every writing command does; the copy is then removed;
+ * - candidates are one row per key: a key st has keeps its row (resource figures, compile log and a demotion it
+ *   lacks are filled in from in's); every other row gets a new id, and every reference (evaluations, results,
+ *   lineage, generations, re-timings, profiles) follows it;
+ * - a run is the same run in both files when it began at the same second with the same task, arch, shape set,
+ *   seed, strategy, population, config text, GPU and island; st keeps one row, with the figures of whichever copy
+ *   got further (more wall time);
+ * - an evaluation (or re-timing) already in st (same candidate, run, generation, shape set, verdict, time, GPU,
+ *   fitness and detail; an evaluation's accuracy class and gate too) is not added again; lineage and generation rows by their keys; a profile figure by
+ *   (candidate, shape, metric), the later measurement kept.
+ * Merging the same file twice changes nothing the second time. `added` and `known` may be NULL. Not a group call:
+ * st must have no open evo_store_begin. */
+evo_status evo_store_merge(evo_store *st, const char *in, evo_merge_counts *added, evo_merge_counts *known,
+                           evo_err *err);
+
+/* ---- for the store's own files (merge.c) only: the connection, and SQLite codes as evo's messages ---- */
+struct sqlite3;
+struct sqlite3 *evo_store_db(evo_store *st);
+evo_status evo_store_sql_fail(evo_store *st, int rc, evo_err *err, const char *where);
 
 #endif

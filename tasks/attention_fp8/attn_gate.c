@@ -51,6 +51,20 @@ bool attn_fp8_judge(const evo_slice_acc *kernel, const evo_slice_acc *model, con
     return true;
 }
 
+bool attn_fp8_judge_saturated(const evo_slice_acc *kernel, size_t n, char *why, size_t why_len)
+{
+    why[0] = '\0';
+    if (nonfinite(kernel, n, why, why_len)) return false;
+    for (size_t s = 0; s < n; s++) {
+        const double rel = evo_slice_rel_l2(&kernel[s]);
+        if (!(rel <= AN_FP8_SATURATED_REL)) {
+            snprintf(why, why_len, "head %zu: rel-L2 %.3g > %g (huge logits)", s, rel, AN_FP8_SATURATED_REL);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool attn_exact_slices_judge(const evo_slice_acc *kernel, size_t n, double rel_l2, char *why, size_t why_len)
 {
     why[0] = '\0';

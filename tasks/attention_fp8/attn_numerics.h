@@ -15,21 +15,21 @@
  * and gets only static functions and macros prefixed an_/AN_.
  *
  * The FP8 model (docs/templates.md, "Accuracy classes"): an FP8 attention kernel whose two GEMMs run on the Hopper
- * FP8 tensor core as it was measured to accumulate (docs/perf-notes.md, "The FP8 accumulator": every partial sum is
- * cut to 13 explicit mantissa bits toward zero, inside a k-step of 32 too). Per query row, over the e4m3 codes:
- *   score  = Σ_d q·k, each product exact and every addition cut: acc = trunc13(acc + q_d·k_d), in index order;
+ * FP8 tensor core as it was measured to add (docs/perf-notes.md, "The FP8 accumulator": 13 explicit mantissa bits,
+ * cut toward zero, small terms lost inside a k-step as well). A k-step adds the accumulator and 32 products aligned
+ * to the largest of them: each is cut toward zero to 13 bits below that exponent, they are summed, the sum is cut to
+ * 13 bits (an_kstep). Per query row, over the e4m3 codes:
+ *   score  = Σ_d q·k in k-steps of 32 (an_logit2);
  *   x2     = ((float)score · (q_scale·k_scale)) · (softmax_scale·log2 e), each product rounded to float;
  *   online softmax over blocks of 128 keys: M = ⌈max x2 so far⌉ (an integer, so rescaling is exact), when M grows
  *            l and acc are multiplied by 2^(M_old − M_new);
  *   p      = 2^(x2 − M + 8) rounded to float (a deterministic double exp2), P̃ = e4m3(p);
- *   l     += p (float, key order);  acc[d] = trunc13(acc[d] + P̃·v_code[d]) (the P·V accumulator, key order);
+ *   l     += p (float, key order);  acc[d] += Σ P̃·v_code[d] in k-steps of 32 keys (the P·V accumulator);
  *   out[d] = (acc[d] · v_scale) / l.
- * The order of the score's additions is not known for the tensor core (only that every partial sum is cut), and
- * with large logits it moves where P falls on e4m3's grid: the model runs in four orders (AN_FP8_ORDERS: index
- * order, reversed, even indices then odd, from the middle) and its error on a slice is the largest of the four, so a
- * slice whose error is one rounding (one key, or logits so large that one key takes every row) is not judged by
- * where that one rounding happened to fall for the model. Where the sums are exact (the integers probe) every order
- * gives the same scores.
+ * Where the score's k-steps begin is not known for a kernel (its layout of the head dim): the model can run with the
+ * k-steps starting at 0, 8, 16, ... (AN_FP8_ORDERS partitions; its error on a slice is then the largest of them).
+ * One is used: where the partition matters — logits so large that one key takes every row — the fp8 gate asks
+ * for the saturated bound instead (attn_gate.h), and each partition costs a run of the model.
  */
 #ifndef EVO_ATTN_NUMERICS_H
 #define EVO_ATTN_NUMERICS_H
@@ -42,7 +42,9 @@
 #define AN_DSUB(a, b) __dsub_rn(a, b)
 #define AN_DMUL(a, b) __dmul_rn(a, b)
 #define AN_D2F(x) __double2float_rn(x)
-#define AN_DBITS(x) ((unsigned long long)__double_as_longlong(x))
+#define AN_FBITS(x) __float_as_uint(x)
+#define AN_BITSF(u) __uint_as_float(u)
+#define AN_TRUNCF(x) truncf(x)
 #define AN_BITSD(u) __longlong_as_double((long long)(u))
 #define AN_CEILF(x) ceilf(x)
 #define AN_SQRTF(x) __fsqrt_rn(x)
@@ -56,20 +58,28 @@
 #define AN_D2F(x) ((float)(x))
 #define AN_CEILF(x) ceilf(x)
 #define AN_SQRTF(x) sqrtf(x)
-AN_FN unsigned long long an_dbits_(double x)
-{
-    unsigned long long u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
 AN_FN double an_bitsd_(unsigned long long u)
 {
     double x;
     memcpy(&x, &u, sizeof x);
     return x;
 }
-#define AN_DBITS(x) an_dbits_(x)
+AN_FN unsigned an_fbits_(float x)
+{
+    unsigned u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+AN_FN float an_bitsf_(unsigned u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
 #define AN_BITSD(u) an_bitsd_(u)
+#define AN_FBITS(x) an_fbits_(x)
+#define AN_BITSF(u) an_bitsf_(u)
+#define AN_TRUNCF(x) truncf(x)
 #endif
 
 /* ---- the fp8 gate (fixed here, not in the config: the class is defined by them) ---- */
@@ -77,9 +87,12 @@ AN_FN double an_bitsd_(unsigned long long u)
 #define AN_FP8_REL_ATOL 1e-3    /* + this on a slice's rel-L2                                                    */
 #define AN_FP8_ABS_ATOL 0x1p-10 /* + this times max|reference| of the slice on every element's error            */
 #define AN_FP8_ACC_BITS 13      /* explicit mantissa bits the tensor core's accumulator keeps (cut toward zero)  */
-#define AN_FP8_ORDERS 4         /* orders of the score's additions the model's error is the largest of           */
+#define AN_FP8_KSTEP 32         /* products one k-step of the FP8 tensor core adds at once                      */
+#define AN_FP8_ORDERS 1         /* partitions of the score's k-steps the model's error is the largest of (the
+                                   code takes several: each costs a run of the model)                            */
 #define AN_FP8_BLOCK 128        /* keys per online-softmax block                                                 */
 #define AN_FP8_P_OFFSET 8.0     /* P = 2^(x2 - M + 8): P is scaled into e4m3's range before the cast             */
+#define AN_FP8_SATURATED_REL 0.1 /* huge logits (the `large` inputs): each slice's rel-L2 at most this            */
 
 /* The fp8 class's budget on one (batch, head) slice, from the model's errors there against the exact reference:
  * the kernel's rel-L2 on the slice must be <= *rel_bound, and every element's |out - ref| <= *abs_bound. */
@@ -92,11 +105,6 @@ AN_FN void an_fp8_budget(double model_rel_l2, double model_max_abs, double ref_m
 
 /* ---- the model's arithmetic ---- */
 
-/* x with its significand cut to 1 + AN_FP8_ACC_BITS bits, toward zero. */
-AN_FN double an_trunc_acc(double x)
-{
-    return AN_BITSD(AN_DBITS(x) & ~((1ull << (52 - AN_FP8_ACC_BITS)) - 1ull));
-}
 
 /* 2^t for t <= 16, the same bits on every side: exact for integer t; else 2^n · √2 · e^((f − 1/2)·ln 2) with
  * f = t − n in (0, 1), a degree-14 Taylor polynomial in correctly rounded double steps (relative error ~1e-16).
@@ -117,30 +125,50 @@ AN_FN double an_exp2(double t)
     return AN_DMUL(AN_DMUL(p, 0x1.6a09e667f3bcdp+0), AN_BITSD(pow2n));
 }
 
-/* acc + x into the tensor core's accumulator: the exact sum (x is a product of two e4m3 values, acc has 14 bits: both
- * fit a double), cut to 13 explicit mantissa bits. */
-AN_FN float an_acc_add(float acc, float x) { return AN_D2F(an_trunc_acc(AN_DADD((double)acc, (double)x))); }
+/* x (float) with its significand cut to 1 + AN_FP8_ACC_BITS bits, toward zero. */
+AN_FN float an_trunc_accf(float x) { return AN_BITSF(AN_FBITS(x) & ~((1u << (23 - AN_FP8_ACC_BITS)) - 1u)); }
 
-/* The i-th index of the head dim (of d) the score adds in order `order` (0..AN_FP8_ORDERS-1). */
-AN_FN int an_order_index(int order, int i, int d)
+/* The unit a k-step aligns to: 2^(E − 13), E the exponent of the largest magnitude among the accumulator and the
+ * step's products (0: all are zero or tiny). */
+AN_FN float an_unit(float maxabs)
 {
-    const int half = (d + 1) / 2;
-    switch (order) {
-    case 1: return d - 1 - i;
-    case 2: return i < half ? 2 * i : 2 * (i - half) + 1;
-    case 3: return (i + d / 2) % d;
-    default: return i;
-    }
+    const int e = (int)((AN_FBITS(maxabs) >> 23) & 0xffu); /* biased */
+    return e > AN_FP8_ACC_BITS ? AN_BITSF((unsigned)(e - AN_FP8_ACC_BITS) << 23) : 0.0f;
 }
 
-/* The score of one (query, key) pair in log2 units, from e4m3 code values (exact floats) q[0..d), k[0..d), its
- * products added in order `order`. */
+/* x cut toward zero to a multiple of unit (exact: unit is a power of two). */
+AN_FN float an_cut(float x, float unit) { return unit > 0.0f ? AN_FMUL(AN_TRUNCF(AN_FDIV(x, unit)), unit) : x; }
+
+/* One k-step of the tensor core: the accumulator and n products (each a product of two e4m3 values, exact in float)
+ * aligned to the largest of them — every one cut toward zero to 13 bits below its exponent —, summed, and the sum cut
+ * to 13 explicit mantissa bits. Every step is exact in float: the cut terms are multiples of the unit below 2^14 of
+ * it, so 33 of them sum to fewer than 20 significant bits. */
+AN_FN float an_kstep(float acc, const float *x, int n)
+{
+    float mx = fabsf(acc);
+    for (int i = 0; i < n; i++) mx = fmaxf(mx, fabsf(x[i]));
+    const float u = an_unit(mx);
+    float sum = an_cut(acc, u);
+    for (int i = 0; i < n; i++) sum = AN_FADD(sum, an_cut(x[i], u));
+    return an_trunc_accf(sum);
+}
+
+/* The head-dim index of position i of the score's k-steps in order `order` (0..AN_FP8_ORDERS-1): the steps start
+ * 8·order positions later (the partition into k-steps moves; the tensor core's is not known to the kernel's data). */
+AN_FN int an_order_index(int order, int i, int d) { return (i + 8 * order) % d; }
+
+/* The score of one (query, key) pair in log2 units, from e4m3 code values (exact floats) q[0..d), k[0..d), in
+ * k-steps of 32 in order `order`. */
 AN_FN float an_logit2(const float *q, const float *k, int d, float qk_scale, float sm_log2e, int order)
 {
-    float acc = 0.0f;
-    for (int i = 0; i < d; i++) {
-        const int t = an_order_index(order, i, d);
-        acc = an_acc_add(acc, AN_FMUL(q[t], k[t]));
+    float acc = 0.0f, x[AN_FP8_KSTEP];
+    for (int c0 = 0; c0 < d; c0 += AN_FP8_KSTEP) {
+        const int n = d - c0 < AN_FP8_KSTEP ? d - c0 : AN_FP8_KSTEP;
+        for (int i = 0; i < n; i++) {
+            const int t = an_order_index(order, c0 + i, d);
+            x[i] = AN_FMUL(q[t], k[t]);
+        }
+        acc = an_kstep(acc, x, n);
     }
     return AN_FMUL(AN_FMUL(acc, qk_scale), sm_log2e);
 }
@@ -161,7 +189,7 @@ AN_FN float an_rescale(float m_old, float m_new) { return AN_D2F(an_exp2(AN_DSUB
 AN_FN void an_model_row(const float *q, const float *k, const float *v, int n_keys, int d, float qk_scale,
                         float sm_log2e, float v_scale, int order, float *acc, float *out)
 {
-    float m = 0.0f, l = 0.0f, x2b[AN_FP8_BLOCK];
+    float m = 0.0f, l = 0.0f, x2b[AN_FP8_BLOCK], ptb[AN_FP8_KSTEP], x[AN_FP8_KSTEP];
     int started = 0;
     for (int t = 0; t < d; t++) acc[t] = 0.0f;
     for (int b0 = 0; b0 < n_keys; b0 += AN_FP8_BLOCK) {
@@ -181,12 +209,17 @@ AN_FN void an_model_row(const float *q, const float *k, const float *v, int n_ke
             m = mc;
             started = 1;
         }
-        for (int j = b0; j < b1; j++) {
-            float p, pt;
-            an_p(x2b[j - b0], m, &p, &pt);
-            l = AN_FADD(l, p);
-            const float *vj = v + (long long)j * d;
-            for (int t = 0; t < d; t++) acc[t] = an_acc_add(acc[t], AN_FMUL(pt, vj[t]));
+        for (int s0 = b0; s0 < b1; s0 += AN_FP8_KSTEP) { /* P·V in k-steps of 32 keys */
+            const int n = b1 - s0 < AN_FP8_KSTEP ? b1 - s0 : AN_FP8_KSTEP;
+            for (int j = 0; j < n; j++) {
+                float p;
+                an_p(x2b[s0 + j - b0], m, &p, &ptb[j]);
+                l = AN_FADD(l, p);
+            }
+            for (int t = 0; t < d; t++) {
+                for (int j = 0; j < n; j++) x[j] = AN_FMUL(ptb[j], v[(long long)(s0 + j) * d + t]);
+                acc[t] = an_kstep(acc[t], x, n);
+            }
         }
     }
     for (int t = 0; t < d; t++) out[t] = AN_FDIV(AN_FMUL(acc[t], v_scale), l);

@@ -7,9 +7,9 @@
  * evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsigned char *k,
  *                         const float *k_scale, const unsigned char *v, const float *v_scale, float *o,
  *                         int batch, int heads, int seq, int head_dim, int causal, float softmax_scale, int order)
- *     the FP8 model (attn_numerics.h), its scores added in order 0..3, on e4m3 codes, o float [B, H, S, D]: one thread per query row (its codes
- *     in shared memory), keys in tiles of 16 decoded into shared memory. block = 128 threads (exactly), grid = (ceil(seq / 128), heads,
- *     batch); 2 <= head_dim <= 128.
+ *     the FP8 model (attn_numerics.h), its scores' k-steps in order 0..3, on e4m3 codes, o float [B, H, S, D]: one
+ *     thread per query row (its codes and accumulator in shared memory), keys in tiles of 32 codes in shared memory
+ *     (one P·V k-step). block = 64 threads (exactly), grid = (ceil(seq / 64), heads, batch); 2 <= head_dim <= 128.
  */
 #include "evo_numerics.cuh"
 
@@ -20,8 +20,8 @@
 #define AN_WORD(seed, t, i) gen_word(seed, t, 0, i)
 #include "attn_numerics.h"
 
-#define MODEL_ROWS 128
-#define MODEL_TILE 16
+#define MODEL_ROWS 64
+#define MODEL_TILE AN_FP8_KSTEP /* keys per staged tile: one P·V k-step */
 #define MODEL_MAX_D 128
 
 extern "C" __global__ void evo_gen_probe(unsigned short *out, u64 n, int probe, u64 seed, unsigned tensor, int seq,
@@ -30,17 +30,29 @@ extern "C" __global__ void evo_gen_probe(unsigned short *out, u64 n, int probe, 
     GRID_STRIDE(i, n) out[i] = double_to_half((double)an_probe_value(probe, seed, tensor, seq, head_dim, i));
 }
 
-#define QW (MODEL_MAX_D / 4 + 1) /* words of a row's codes in shared memory, padded: rows in different banks */
+/* q code t of this thread's row: codes packed 4 to a word, word w of every row together (qw = &qs[0][thread]). */
+#define QCODE(qw, t) ((qw[((t) >> 2) * MODEL_ROWS] >> (8 * ((t) & 3))) & 0xffu)
 
-/* The score of this thread's row (codes packed 4 to a word in qw, decoded through dec) with key row kr, in log2
- * units: an_logit2's arithmetic, step for step. */
-__device__ __forceinline__ float model_logit2(const unsigned int *qw, const float *dec, const float *kr, int d,
-                                              float qk_scale, float sm_log2e, int order)
+/* The score of this thread's row with key row kr (codes), in log2 units: an_logit2's arithmetic, k-step for k-step
+ * (the largest magnitude first, then the cut sum). */
+__device__ __forceinline__ float model_logit2(const unsigned int *qw, const unsigned char *kr, int d, float qk_scale,
+                                              float sm_log2e, int order)
 {
-    float acc = 0.0f;
-    for (int i = 0; i < d; i++) {
-        const int t = an_order_index(order, i, d);
-        acc = an_acc_add(acc, __fmul_rn(dec[(qw[t >> 2] >> (8 * (t & 3))) & 0xffu], kr[t]));
+    float acc = 0.0f, x[AN_FP8_KSTEP];
+    for (int c0 = 0; c0 < d; c0 += AN_FP8_KSTEP) {
+        const int n = min(AN_FP8_KSTEP, d - c0);
+        float mx = fabsf(acc);
+#pragma unroll
+        for (int i = 0; i < AN_FP8_KSTEP; i++) {
+            const int t = an_order_index(order, c0 + i, d);
+            x[i] = i < n ? __fmul_rn(e4m3_decode(QCODE(qw, t)), e4m3_decode(kr[t])) : 0.0f;
+            mx = fmaxf(mx, fabsf(x[i]));
+        }
+        const float u = an_unit(mx);
+        float sum = an_cut(acc, u);
+#pragma unroll
+        for (int i = 0; i < AN_FP8_KSTEP; i++) sum = __fadd_rn(sum, an_cut(x[i], u));
+        acc = an_trunc_accf(sum);
     }
     return __fmul_rn(__fmul_rn(acc, qk_scale), sm_log2e);
 }
@@ -50,11 +62,12 @@ evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsi
                         const unsigned char *v, const float *v_scale, float *o, int batch, int heads, int seq,
                         int head_dim, int causal, float softmax_scale, int order)
 {
-    __shared__ float kt[MODEL_TILE][MODEL_MAX_D], vt[MODEL_TILE][MODEL_MAX_D], dec[256];
-    __shared__ unsigned int qs[MODEL_ROWS][QW];
+    /* 48 KiB: each row's accumulator and codes by column (conflict-free), a k-step of K and V codes */
+    __shared__ float acc_s[MODEL_MAX_D][MODEL_ROWS];
+    __shared__ unsigned int qs[MODEL_MAX_D / 4][MODEL_ROWS];
+    __shared__ unsigned char kt[MODEL_TILE][MODEL_MAX_D], vt[MODEL_TILE][MODEL_MAX_D];
     const int i0 = blockIdx.x * MODEL_ROWS, i = i0 + threadIdx.x, h = blockIdx.y, b = blockIdx.z;
     if (i0 >= seq || h >= heads || b >= batch || head_dim < 2 || head_dim > MODEL_MAX_D) return; /* whole block */
-    for (int c = threadIdx.x; c < 256; c += MODEL_ROWS) dec[c] = e4m3_decode((unsigned char)c);
     const bool active = i < seq;
     const int bh = b * heads + h, d = head_dim;
     const u64 base = (u64)bh * (u64)seq * (u64)d;
@@ -62,15 +75,15 @@ evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsi
         unsigned int x = 0;
         for (int c = 0; c < 4; c++)
             if (active && 4 * w + c < d) x |= (unsigned int)q[base + (u64)i * d + 4 * w + c] << (8 * c);
-        qs[threadIdx.x][w] = x;
+        qs[w][threadIdx.x] = x;
     }
-    const unsigned int *qc = qs[threadIdx.x];
+    const unsigned int *qc = &qs[0][threadIdx.x];
+    float *acc = &acc_s[0][threadIdx.x]; /* acc[t * MODEL_ROWS]: column t of this row */
     const float qk = __fmul_rn(q_scale[bh], k_scale[bh]), sm_log2e = __fmul_rn(softmax_scale, 1.4426950408889634f);
     const int n_keys = active ? (causal ? i + 1 : seq) : 0;
     const int last = min(seq, causal ? i0 + MODEL_ROWS : seq);
-    float acc[MODEL_MAX_D];
-#pragma unroll
-    for (int t = 0; t < MODEL_MAX_D; t++) acc[t] = 0.0f;
+    float pt[MODEL_TILE];
+    for (int t = 0; t < d; t++) acc[t * MODEL_ROWS] = 0.0f;
     float m = 0.0f, l = 0.0f;
     bool started = false;
     for (int b0 = 0; b0 < last; b0 += AN_FP8_BLOCK) {
@@ -81,11 +94,11 @@ evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsi
             __syncthreads();
             for (int x = threadIdx.x; x < MODEL_TILE * d; x += MODEL_ROWS) {
                 const int r = x / d, c = x % d;
-                kt[r][c] = t0 + r < seq ? dec[k[base + (u64)(t0 + r) * d + c]] : 0.0f;
+                kt[r][c] = t0 + r < seq ? k[base + (u64)(t0 + r) * d + c] : 0;
             }
             __syncthreads();
             for (int j = t0; j < min(b1, t0 + MODEL_TILE) && j < n_keys; j++) {
-                const float x2 = model_logit2(qc, dec, kt[j - t0], d, qk, sm_log2e, order);
+                const float x2 = model_logit2(qc, kt[j - t0], d, qk, sm_log2e, order);
                 mb = !any || x2 > mb ? x2 : mb;
                 any = true;
             }
@@ -96,35 +109,48 @@ evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsi
                 if (started) {
                     const float r = an_rescale(m, mc);
                     l = __fmul_rn(l, r);
-#pragma unroll
-                    for (int t = 0; t < MODEL_MAX_D; t++) acc[t] = __fmul_rn(acc[t], r);
+                    for (int t = 0; t < d; t++) acc[t * MODEL_ROWS] = __fmul_rn(acc[t * MODEL_ROWS], r);
                 }
                 m = mc;
                 started = true;
             }
         }
-        for (int t0 = b0; t0 < b1; t0 += MODEL_TILE) { /* pass 2: P, the row sum, P̃·V */
+        for (int t0 = b0; t0 < b1; t0 += MODEL_TILE) { /* pass 2: P, the row sum, P̃·V one k-step per tile */
             __syncthreads();
             for (int x = threadIdx.x; x < MODEL_TILE * d; x += MODEL_ROWS) {
                 const int r = x / d, c = x % d;
                 const bool in = t0 + r < seq;
-                kt[r][c] = in ? dec[k[base + (u64)(t0 + r) * d + c]] : 0.0f;
-                vt[r][c] = in ? dec[v[base + (u64)(t0 + r) * d + c]] : 0.0f;
+                kt[r][c] = in ? k[base + (u64)(t0 + r) * d + c] : 0;
+                vt[r][c] = in ? v[base + (u64)(t0 + r) * d + c] : 0;
             }
             __syncthreads();
-            for (int j = t0; j < min(b1, t0 + MODEL_TILE) && j < n_keys; j++) {
-                float p, pt;
-                an_p(model_logit2(qc, dec, kt[j - t0], d, qk, sm_log2e, order), m, &p, &pt);
-                l = __fadd_rn(l, p);
+            const int n = min(b1, t0 + MODEL_TILE) - t0, mine = max(0, min(n, n_keys - t0));
 #pragma unroll
-                for (int t = 0; t < MODEL_MAX_D; t++)
-                    if (t < d) acc[t] = an_acc_add(acc[t], __fmul_rn(pt, vt[j - t0][t]));
+            for (int jj = 0; jj < MODEL_TILE; jj++) {
+                pt[jj] = 0.0f;
+                if (jj < mine) {
+                    float p;
+                    an_p(model_logit2(qc, kt[jj], d, qk, sm_log2e, order), m, &p, &pt[jj]);
+                    l = __fadd_rn(l, p);
+                }
+            }
+            if (mine == 0) continue;
+            for (int t = 0; t < d; t++) {
+                float x[MODEL_TILE], mx = fabsf(acc[t * MODEL_ROWS]);
+#pragma unroll
+                for (int jj = 0; jj < MODEL_TILE; jj++) { /* pt is 0 past the row's keys: those terms are 0 */
+                    x[jj] = __fmul_rn(pt[jj], e4m3_decode(vt[jj][t]));
+                    mx = fmaxf(mx, fabsf(x[jj]));
+                }
+                const float u = an_unit(mx);
+                float sum = an_cut(acc[t * MODEL_ROWS], u);
+#pragma unroll
+                for (int jj = 0; jj < MODEL_TILE; jj++) sum = __fadd_rn(sum, an_cut(x[jj], u));
+                acc[t * MODEL_ROWS] = an_trunc_accf(sum);
             }
         }
     }
     if (!active) return;
     const float vs = v_scale[bh];
-#pragma unroll
-    for (int t = 0; t < MODEL_MAX_D; t++)
-        if (t < d) o[base + (u64)i * d + t] = __fdiv_rn(__fmul_rn(acc[t], vs), l);
+    for (int t = 0; t < d; t++) o[base + (u64)i * d + t] = __fdiv_rn(__fmul_rn(acc[t * MODEL_ROWS], vs), l);
 }

@@ -68,6 +68,10 @@ def main(argv=None):
         # cut, 65536 if each product is cut as it is added
         row["plus_two_half_ulps_same_step"] = run(k, [(0, 256.0, 256.0), (1, 2.0, 2.0), (2, 2.0, 2.0)])
         row["plus_two_half_ulps_two_steps"] = run(k, [(0, 256.0, 256.0), (1, 2.0, 2.0), (32, 2.0, 2.0)])
+        # alignment: two 4s first, 2^16 at index g: 65544 when the 4s are summed before 2^16 arrives (g in a later
+        # group of the adder, or a sequential sum), 65536 when 2^16 is aligned with them (they are cut to its unit)
+        row["small_first_then_big_at"] = {g: run(k, [(0, 2.0, 2.0), (1, 2.0, 2.0), (g, 256.0, 256.0)])
+                                          for g in (2, 3, 4, 8, 16, 31, 32) if g < k}
         out["probes"].append(row)
         kept = row["lost_next_step"] - 1
         print(f"K={k}: inside a k-step a term 2^-{row['lost_inside_step']} of the sum is lost "
@@ -76,7 +80,9 @@ def main(argv=None):
               f"-> {row['plus_0.75ulp_next_step']:.0f}, + 4 -> {row['plus_0.5ulp_next_step']:.0f}, "
               f"-65536 - 6 -> {row['minus_0.75ulp_next_step']:.0f}; + 6 in the same k-step -> "
               f"{row['plus_0.75ulp_same_step']:.0f}; + 4 + 4 in one k-step -> "
-              f"{row['plus_two_half_ulps_same_step']:.0f}, in two -> {row['plus_two_half_ulps_two_steps']:.0f}")
+              f"{row['plus_two_half_ulps_same_step']:.0f}, in two -> {row['plus_two_half_ulps_two_steps']:.0f}; "
+              "4 + 4 first, 65536 at index g: " +
+              ", ".join(f"g={g} -> {v:.0f}" for g, v in row["small_first_then_big_at"].items()))
     print(f"device: {name}")
     if args.json:
         with open(args.json, "w") as f:
