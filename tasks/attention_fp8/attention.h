@@ -22,7 +22,7 @@ enum {
     ATTN_N_VATTRS
 };
 enum { ATTN_FAMILY_MMA = 0, ATTN_FAMILY_SM90 = 1 };
-#define ATTN_MODEL_ROWS 64 /* attn_support.cu's evo_fp8_model_attention: threads per block, one query row each */
+#define ATTN_MODEL_ROWS 32 /* attn_support.cu's evo_fp8_model_attention: threads per block, one query row each */
 
 /* EVO_FORMAT_E4M3 / EVO_FORMAT_U8SIM of evo_attention_abi.h, by name: "e4m3", "u8sim". */
 const char *evo_attn_format_name(int format);

@@ -129,15 +129,19 @@ AN_FN double an_exp2(double t)
 AN_FN float an_trunc_accf(float x) { return AN_BITSF(AN_FBITS(x) & ~((1u << (23 - AN_FP8_ACC_BITS)) - 1u)); }
 
 /* The unit a k-step aligns to: 2^(E − 13), E the exponent of the largest magnitude among the accumulator and the
- * step's products (0: all are zero or tiny). */
-AN_FN float an_unit(float maxabs)
+ * step's products, and its inverse (both 0: all are zero or tiny). */
+AN_FN void an_unit(float maxabs, float *unit, float *inv)
 {
     const int e = (int)((AN_FBITS(maxabs) >> 23) & 0xffu); /* biased */
-    return e > AN_FP8_ACC_BITS ? AN_BITSF((unsigned)(e - AN_FP8_ACC_BITS) << 23) : 0.0f;
+    *unit = e > AN_FP8_ACC_BITS ? AN_BITSF((unsigned)(e - AN_FP8_ACC_BITS) << 23) : 0.0f;
+    *inv = e > AN_FP8_ACC_BITS ? AN_BITSF((unsigned)(254 + AN_FP8_ACC_BITS - e) << 23) : 0.0f;
 }
 
-/* x cut toward zero to a multiple of unit (exact: unit is a power of two). */
-AN_FN float an_cut(float x, float unit) { return unit > 0.0f ? AN_FMUL(AN_TRUNCF(AN_FDIV(x, unit)), unit) : x; }
+/* x cut toward zero to a multiple of unit (exact: unit and inv are powers of two, |x|·inv < 2^14). */
+AN_FN float an_cut(float x, float unit, float inv)
+{
+    return unit > 0.0f ? AN_FMUL(AN_TRUNCF(AN_FMUL(x, inv)), unit) : x;
+}
 
 /* One k-step of the tensor core: the accumulator and n products (each a product of two e4m3 values, exact in float)
  * aligned to the largest of them — every one cut toward zero to 13 bits below its exponent —, summed, and the sum cut
@@ -147,9 +151,10 @@ AN_FN float an_kstep(float acc, const float *x, int n)
 {
     float mx = fabsf(acc);
     for (int i = 0; i < n; i++) mx = fmaxf(mx, fabsf(x[i]));
-    const float u = an_unit(mx);
-    float sum = an_cut(acc, u);
-    for (int i = 0; i < n; i++) sum = AN_FADD(sum, an_cut(x[i], u));
+    float u, inv;
+    an_unit(mx, &u, &inv);
+    float sum = an_cut(acc, u, inv);
+    for (int i = 0; i < n; i++) sum = AN_FADD(sum, an_cut(x[i], u, inv));
     return an_trunc_accf(sum);
 }
 

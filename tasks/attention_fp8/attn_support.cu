@@ -8,8 +8,9 @@
  *                         const float *k_scale, const unsigned char *v, const float *v_scale, float *o,
  *                         int batch, int heads, int seq, int head_dim, int causal, float softmax_scale, int order)
  *     the FP8 model (attn_numerics.h), its scores' k-steps in order 0..3, on e4m3 codes, o float [B, H, S, D]: one
- *     thread per query row (its codes and accumulator in shared memory), keys in tiles of 32 codes in shared memory
- *     (one P·V k-step). block = 64 threads (exactly), grid = (ceil(seq / 64), heads, batch); 2 <= head_dim <= 128.
+ *     thread per query row (its codes, accumulator and a k-step's P̃ in shared memory), keys in tiles of 32 codes in
+ *     shared memory (one P·V k-step). block = 32 threads (exactly), grid = (ceil(seq / 32), heads, batch);
+ *     2 <= head_dim <= 128.
  */
 #include "evo_numerics.cuh"
 
@@ -20,7 +21,7 @@
 #define AN_WORD(seed, t, i) gen_word(seed, t, 0, i)
 #include "attn_numerics.h"
 
-#define MODEL_ROWS 64
+#define MODEL_ROWS 32
 #define MODEL_TILE AN_FP8_KSTEP /* keys per staged tile: one P·V k-step */
 #define MODEL_MAX_D 128
 
@@ -38,20 +39,21 @@ extern "C" __global__ void evo_gen_probe(unsigned short *out, u64 n, int probe, 
 __device__ __forceinline__ float model_logit2(const unsigned int *qw, const unsigned char *kr, int d, float qk_scale,
                                               float sm_log2e, int order)
 {
-    float acc = 0.0f, x[AN_FP8_KSTEP];
-    for (int c0 = 0; c0 < d; c0 += AN_FP8_KSTEP) {
+    float acc = 0.0f;
+    for (int c0 = 0; c0 < d; c0 += AN_FP8_KSTEP) { /* the products twice (max, then the cut sum): no array */
         const int n = min(AN_FP8_KSTEP, d - c0);
         float mx = fabsf(acc);
-#pragma unroll
-        for (int i = 0; i < AN_FP8_KSTEP; i++) {
+        for (int i = 0; i < n; i++) {
             const int t = an_order_index(order, c0 + i, d);
-            x[i] = i < n ? __fmul_rn(e4m3_decode(QCODE(qw, t)), e4m3_decode(kr[t])) : 0.0f;
-            mx = fmaxf(mx, fabsf(x[i]));
+            mx = fmaxf(mx, fabsf(__fmul_rn(e4m3_decode(QCODE(qw, t)), e4m3_decode(kr[t]))));
         }
-        const float u = an_unit(mx);
-        float sum = an_cut(acc, u);
-#pragma unroll
-        for (int i = 0; i < AN_FP8_KSTEP; i++) sum = __fadd_rn(sum, an_cut(x[i], u));
+        float u, inv;
+        an_unit(mx, &u, &inv);
+        float sum = an_cut(acc, u, inv);
+        for (int i = 0; i < n; i++) {
+            const int t = an_order_index(order, c0 + i, d);
+            sum = __fadd_rn(sum, an_cut(__fmul_rn(e4m3_decode(QCODE(qw, t)), e4m3_decode(kr[t])), u, inv));
+        }
         acc = an_trunc_accf(sum);
     }
     return __fmul_rn(__fmul_rn(acc, qk_scale), sm_log2e);
@@ -62,8 +64,8 @@ evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsi
                         const unsigned char *v, const float *v_scale, float *o, int batch, int heads, int seq,
                         int head_dim, int causal, float softmax_scale, int order)
 {
-    /* 48 KiB: each row's accumulator and codes by column (conflict-free), a k-step of K and V codes */
-    __shared__ float acc_s[MODEL_MAX_D][MODEL_ROWS];
+    /* 32 KiB: each row's accumulator, codes and P̃ of a k-step by column (conflict-free), a k-step of K and V codes */
+    __shared__ float acc_s[MODEL_MAX_D][MODEL_ROWS], pt_s[MODEL_TILE][MODEL_ROWS];
     __shared__ unsigned int qs[MODEL_MAX_D / 4][MODEL_ROWS];
     __shared__ unsigned char kt[MODEL_TILE][MODEL_MAX_D], vt[MODEL_TILE][MODEL_MAX_D];
     const int i0 = blockIdx.x * MODEL_ROWS, i = i0 + threadIdx.x, h = blockIdx.y, b = blockIdx.z;
@@ -82,7 +84,7 @@ evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsi
     const float qk = __fmul_rn(q_scale[bh], k_scale[bh]), sm_log2e = __fmul_rn(softmax_scale, 1.4426950408889634f);
     const int n_keys = active ? (causal ? i + 1 : seq) : 0;
     const int last = min(seq, causal ? i0 + MODEL_ROWS : seq);
-    float pt[MODEL_TILE];
+    float *pt = &pt_s[0][threadIdx.x]; /* pt[jj * MODEL_ROWS]: P̃ of key jj of the tile */
     for (int t = 0; t < d; t++) acc[t * MODEL_ROWS] = 0.0f;
     float m = 0.0f, l = 0.0f;
     bool started = false;
@@ -125,27 +127,24 @@ evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsi
             }
             __syncthreads();
             const int n = min(b1, t0 + MODEL_TILE) - t0, mine = max(0, min(n, n_keys - t0));
-#pragma unroll
-            for (int jj = 0; jj < MODEL_TILE; jj++) {
-                pt[jj] = 0.0f;
+            for (int jj = 0; jj < MODEL_TILE; jj++) { /* P̃ is 0 past the row's keys: those terms are 0 */
+                float p = 0.0f, q = 0.0f;
                 if (jj < mine) {
-                    float p;
-                    an_p(model_logit2(qc, kt[jj], d, qk, sm_log2e, order), m, &p, &pt[jj]);
+                    an_p(model_logit2(qc, kt[jj], d, qk, sm_log2e, order), m, &p, &q);
                     l = __fadd_rn(l, p);
                 }
+                pt[jj * MODEL_ROWS] = q;
             }
             if (mine == 0) continue;
-            for (int t = 0; t < d; t++) {
-                float x[MODEL_TILE], mx = fabsf(acc[t * MODEL_ROWS]);
-#pragma unroll
-                for (int jj = 0; jj < MODEL_TILE; jj++) { /* pt is 0 past the row's keys: those terms are 0 */
-                    x[jj] = __fmul_rn(pt[jj], e4m3_decode(vt[jj][t]));
-                    mx = fmaxf(mx, fabsf(x[jj]));
-                }
-                const float u = an_unit(mx);
-                float sum = an_cut(acc[t * MODEL_ROWS], u);
-#pragma unroll
-                for (int jj = 0; jj < MODEL_TILE; jj++) sum = __fadd_rn(sum, an_cut(x[jj], u));
+            for (int t = 0; t < d; t++) { /* the products twice (max, then the cut sum): no array */
+                float mx = fabsf(acc[t * MODEL_ROWS]);
+                for (int jj = 0; jj < MODEL_TILE; jj++)
+                    mx = fmaxf(mx, fabsf(__fmul_rn(pt[jj * MODEL_ROWS], e4m3_decode(vt[jj][t]))));
+                float u, inv;
+                an_unit(mx, &u, &inv);
+                float sum = an_cut(acc[t * MODEL_ROWS], u, inv);
+                for (int jj = 0; jj < MODEL_TILE; jj++)
+                    sum = __fadd_rn(sum, an_cut(__fmul_rn(pt[jj * MODEL_ROWS], e4m3_decode(vt[jj][t])), u, inv));
                 acc[t * MODEL_ROWS] = an_trunc_accf(sum);
             }
         }
