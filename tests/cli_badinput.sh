@@ -4,6 +4,7 @@
 # every database as it was (SHA-256 before and after) and creates none. No GPU needed (fake worker).
 # Run: bash tests/cli_badinput.sh build/evo .   EVO_BADINPUT_TABLE=FILE appends one markdown row per case.
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 FIXTURE=$(dirname "$EVO")/tests/test_store # `test_store --fixture populated FILE`
@@ -107,10 +108,15 @@ expect "run: bad config, no database yet" 2 "malformed.yaml:6:12: malformed YAML
 expect "run --generations -1" 2 "run: --generations takes 1 to 1000000, not '-1'" -- run --db "$POP" --generations -1
 expect "run --generations 1e20" 2 "run: --generations takes 1 to 1000000, not '99999999999999999999'" -- run --db "$POP" --generations 99999999999999999999
 expect "run --population 1" 2 "run: --population takes 2 to 100000, not '1'" -- run --db "$POP" --population 1
-expect "run --seed -5" 2 "run: --seed takes a non-negative integer, not '-5'" -- run --db "$POP" --seed -5
+expect "run --seed -5" 2 "run: --seed takes 0 to 9223372036854775807, not '-5'" -- run --db "$POP" --seed -5
+expect "run --seed 2^63" 2 "run: --seed takes 0 to 9223372036854775807, not '9223372036854775808'" -- run --db "$POP" --seed 9223372036854775808
 expect "run --jobs 0" 2 "run: --jobs takes 1 to 1024, not '0'" -- run --db "$POP" --jobs 0
 expect "run --time-budget nan" 2 "run: --time-budget takes seconds > 0, not 'nan'" -- run --db "$POP" --time-budget nan
 expect "run --gpus a" 2 "run: --gpus takes ordinals like 0,1,3, not 'a'" -- run --db "$POP" --gpus a
+for g in 0,,1 ,0 0,1,; do
+  expect "run --gpus $g" 2 "run: --gpus takes ordinals like 0,1,3, not '$g' (an empty entry)" -- run --db "$POP" --config "$FAULTS" --gpus "$g"
+done
+expect "run --gpus 0,0 (before any database is made)" 2 "run: --gpus names GPU 0 twice in '0,0'" -- run --db "$T/ws/new.db" --config "$FAULTS" --gpus 0,0
 expect "run --strategy bogus" 2 "run: --strategy takes one of ga, random, seeds, not 'bogus'" -- run --db "$POP" --config "$FAULTS" --strategy bogus
 expect "run --resume with --config" 2 "run: --resume continues a run with its own config, population, seed and strategy" -- run --db "$POP" --resume 1 --config "$FAULTS"
 expect "run --resume of no such run" 2 "--resume 5: $POP has no such run" -- run --db "$POP" --resume 5
@@ -132,8 +138,10 @@ chmod 700 "$T"
 as=(env -u EVO_FAKE_WORKER EVO_LIBCUDA=/nonexistent/libcuda.so.1)
 expect "run: no CUDA driver" 1 "run: the NVIDIA CUDA driver was not found (/nonexistent/libcuda.so.1: cannot open shared object file: No such file or directory)" -- run --db "$POP" --config "$FAULTS"
 as=()
-checks=$((checks + 1))
+checks=$((checks + 2))
 [ "$(grep -o 'libcuda.so.1' "$T/err" | wc -l)" = 1 ] || fail "driver message names the library more than once: $(cat "$T/err")"
+grep -qF "commands that need no GPU: evo space, evo compile, evo elite, evo history, evo export, evo plot, evo insights, evo init, and evo run --replay DB" "$T/err" ||
+  fail "the no-GPU message does not list every command that needs no GPU: $(cat "$T/err")"
 
 # ---- evo run --replay: the source is input, checked before anything is created, and never the output ----
 expect "run --replay of a missing file" 2 "--replay $T/ws/none.db: No such file or directory" -- run --replay "$T/ws/none.db" --config "$FAULTS"
@@ -170,6 +178,8 @@ expect "history --run 9 (none)" 1 "$POP: no run 9" -- history --db "$POP" --run 
 expect "insights: malformed config" 2 "malformed.yaml:6:12: malformed YAML" -- insights --db "$POP" --config "$CFGS/malformed.yaml"
 expect "insights: unknown option" 2 "insights: unknown option '--bogus'" -- insights --db "$POP" --bogus
 expect "elite: missing database" 1 "no database at $T/ws/none.db — run \`evo run\` first" -- elite --db "$T/ws/none.db"
+expect "elite --arch foo" 2 "elite: --arch takes sm_80, sm_86, sm_89 or sm_90, not 'foo'" -- elite --db "$POP" --arch foo
+expect "elite --task foo" 2 "elite: --task takes one of attention_fp8, quantize_fp8, not 'foo'" -- elite --db "$POP" --task foo
 
 # ---- paths evo writes: a regular file (replaced whole) or a new name in an existing directory, nothing else ----
 mkfifo "$T/fifo.cu"
@@ -182,6 +192,32 @@ expect "plot: a chart that is a FIFO" 2 "plot $T/charts/run1-fitness.svg: is a F
 expect "run --db a FIFO" 1 "$T/fifo.cu: not an evo database (not a regular file)" "$T/fifo.cu" -- run --config "$FAULTS" --db "$T/fifo.cu"
 ln -s "$T/none/x.db" "$T/dangling.db"
 expect "run --db a dangling link" 2 "$T/dangling.db: is a symbolic link; evo writes only a regular file or a new name in an existing directory" "$T/dangling.db" -- run --config "$FAULTS" --db "$T/dangling.db"
+# ... and never a file the command reads: the database, by any name or through its companions, the config, a kernel
+expect "export -o the database it reads" 2 "export -o $POP is the same file as --db $POP, an input: evo never writes over what it reads" -- export --best --db "$POP" -o "$POP"
+expect "export -o the database by another name" 2 "export -o $T/ws/../pop.db is the same file as --db $POP, an input: evo never writes over what it reads" -- export --db "$POP" -o "$T/ws/../pop.db"
+expect "export -o the database's -wal" 2 "export -o $POP-wal is the -wal file of --db $POP, an input: evo never writes over what it reads" -- export --db "$POP" -o "$POP-wal"
+mkdir "$T/charts2" && ln "$POP" "$T/charts2/run1-fitness.svg"
+expect "plot: a chart that is the database (a hard link)" 2 "plot $T/charts2/run1-fitness.svg is the same file as --db $POP, an input: evo never writes over what it reads" -- plot --db "$POP" --run 1 -o "$T/charts2"
+cp "$FAULTS" "$T/cfg.yaml"
+expect "run --db the config" 2 "--db $T/cfg.yaml is the same file as --config $T/cfg.yaml, an input: evo never writes over what it reads" "$T/cfg.yaml" -- run --config "$T/cfg.yaml" --db "$T/cfg.yaml"
+# "-" names standard output only where a command says so (export -o -, init -): anywhere else it is refused
+expect "run --db -" 2 "-: a database is a file; '-' (standard input or output) cannot be one" -- run --config "$FAULTS" --db -
+expect "run --config -" 2 "-: evo reads a configuration from a file, not from standard input" -- run --db "$POP" --config -
+expect "plot -o -" 2 "plot -o -: evo plot writes three files into a folder, not to standard output" -- plot --db "$POP" --run 1 -o -
+expect "export --torch -" 2 "export: --torch wants a directory, not '-' (three files go there)" -- export --db "$POP" --torch -
+# SQLite opens a database by a full path of at most 504 bytes: a deeper folder is said to be the reason
+deep=$T/$(printf 'd%.0s' $(seq 60))
+for _ in 1 2 3 4 5 6 7 8; do deep=$deep/$(printf 'e%.0s' $(seq 60)); done
+mkdir -p "$deep"
+expect "run in a folder too deep for SQLite" 2 "/population.db: its full path is $((${#deep} + 14)) bytes, longer than SQLite opens (504 bytes at most: its limit of 512, less room for the -journal name); use a folder with a shorter path, or a shorter --db" -- run --config "$FAULTS" --db "$deep/population.db"
+checks=$((checks + 1)); [ -z "$(ls "$deep")" ] || fail "too deep for SQLite: files appeared: $(ls "$deep")"
+# a name with a newline or a terminal escape in it is shown escaped, as --json shows it: one line, no colours
+nl=$'new\nline.cu' esc=$'red\e[31m.cu'
+expect "check: a file name with a newline" 2 "check: $T/new\nline.cu: no such file" -- check "$T/$nl" --config "$FAULTS"
+checks=$((checks + 1)); [ "$(wc -l <"$T/err")" = 1 ] || fail "a file name with a newline: $(wc -l <"$T/err") lines: $(cat "$T/err")"
+expect "check: a file name with an escape sequence" 2 "check: $T/red\u001b[31m.cu: no such file" -- check "$T/$esc" --config "$FAULTS"
+checks=$((checks + 1)); ! grep -q $'\e' "$T/err" || fail "an escape sequence reached the terminal: $(cat -v "$T/err")"
+expect "history --db with a newline in its name" 1 "no database at $T/new\nline.cu — run \`evo run\` first" -- history --db "$T/$nl"
 
 # ---- evo compile --genome: the genome parser ----
 G="TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1"
@@ -218,8 +254,116 @@ checks=$((checks + 1))
 grep -qF "reason: $T/nokernel.cu defines no extern \"C\" kernel evo_attn_d64 (the config's shapes need variant d64)" "$T/out" ||
   fail "check: no reason for the missing kernel: $(cat "$T/out")"
 expect "check: missing file" 2 "check: $T/none.cu: no such file" -- check "$T/none.cu" --config "$FAULTS"
+# one file that does not compile decides the exit status (2), whatever the others did; with or without a GPU
+expect "check: a good kernel and one that does not compile" 2 "check: 1 of 2 kernel files do not compile" -- check "$SRC/tests/planted/good.cu" "$T/bad.cu" --config "$FAULTS"
+as=(env -u EVO_FAKE_WORKER EVO_LIBCUDA=/nonexistent/libcuda.so.1)
+expect "check, no GPU: a good kernel and one that does not compile" 2 "check: 1 of 2 kernel files do not compile" -- check "$SRC/tests/planted/good.cu" "$T/bad.cu" --config "$FAULTS"
+as=()
+# --json: every outcome is JSON on stdout, a file that does not compile and an error of the command included
+expect "check --json: a kernel that does not compile" 2 "check: $T/bad.cu does not compile (compile_error)" -- check "$T/bad.cu" --config "$FAULTS" --json
+checks=$((checks + 1))
+python3 -c 'import json, sys; o = json.load(open(sys.argv[1])); assert o["verdict"] == "COMPILE_FAIL" and o["compile"]["outcome"] == "compile_error" and "undefined_thing" in o["compile"]["log"], o' "$T/out" ||
+  fail "check --json of a kernel that does not compile: stdout '$(cat "$T/out")'"
+expect "check --json: a bad option" 2 "check: unknown option '--bogus'" -- check "$T/bad.cu" --json --bogus
+checks=$((checks + 1))
+python3 -c 'import json, sys; o = json.load(open(sys.argv[1])); assert o["exit"] == 2 and o["status"] == "usage error" and "--bogus" in o["error"], o' "$T/out" ||
+  fail "check --json of a bad option: stdout '$(cat "$T/out")'"
+expect "check --json: two files, one does not compile" 2 "check: 1 of 2 kernel files do not compile" -- check "$SRC/tests/planted/good.cu" "$T/bad.cu" --config "$FAULTS" --json
+checks=$((checks + 1))
+python3 -c 'import json, sys; a = json.load(open(sys.argv[1])); assert [o["verdict"] for o in a] == ["OK", "COMPILE_FAIL"], a' "$T/out" ||
+  fail "check --json of two files: stdout '$(cat "$T/out")'"
 expect "check: malformed config" 2 "malformed.yaml:6:12: malformed YAML" -- check "$T/bad.cu" --config "$CFGS/malformed.yaml"
 expect "check --db corrupt" 1 "$T/random.db: not an evo database (file is not a database)" "$T/random.db" -- check "$T/bad.cu" --config "$FAULTS" --db "$T/random.db"
+: >"$T/empty.cu" # an empty file compiles, and an empty file would make a new database: never the kernel's own file
+expect "check --db the kernel file" 2 "check --db $T/empty.cu is the same file as the kernel file $T/empty.cu, an input: evo never writes over what it reads" "$T/empty.cu" -- check "$T/empty.cu" --config "$FAULTS" --db "$T/empty.cu"
+
+# ---- evo check: untrusted kernel source. The compiler may read only the kernel's folder, evo's headers and the
+# toolkit's (sandbox.h), so no spelling of a path outside them gets a file's text into a message; its memory, CPU
+# time and output are limited, and what ended a compile is named with its value. ----
+mkdir -p "$T/x" "$T/k"
+echo 'SECRET_51e7_TOKEN here' >"$T/x/secret.txt"
+ln -s "$T/x/secret.txt" "$T/k/inside.h"
+printf '#include "%s"\n' "$T/x/secret.txt" >"$T/k/abs.cu"
+printf '#include "/proc/self/environ"\n' >"$T/k/environ.cu"
+printf '#include "inside.h"\n' >"$T/k/link.cu"
+printf '#define STR(x) #x\n#define XSTR(x) STR(x)\n#define DIR %s\n#include XSTR(DIR/secret.txt)\n' "$T/x" >"$T/k/computed.cu"
+if EVO_SECRET=SECRET_51e7_TOKEN "$EVO" compile --config "$FAULTS" --arch sm_90 --genome "$G" >/dev/null 2>&1 &&
+  [ "$(EVO_NO_LANDLOCK= "$EVO" check "$T/k/abs.cu" --config "$FAULTS" 2>&1 | grep -c 'access denied')" = 1 ]; then
+  as=(env EVO_SECRET=SECRET_51e7_TOKEN)
+  expect "check: #include of a file outside the kernel's folder" 2 "check: $T/k/abs.cu does not compile (access denied: \"$T/x/secret.txt\" is outside what the compiler may read: the kernel's folder, evo's headers, the CUDA Toolkit's headers (a link counts where it points))" -- check "$T/k/abs.cu" --config "$FAULTS"
+  expect "check: #include \"/proc/self/environ\"" 2 "check: $T/k/environ.cu does not compile (access denied: \"/proc/self/environ\" is outside what the compiler may read" -- check "$T/k/environ.cu" --config "$FAULTS"
+  expect "check: a link in the kernel's folder to a file outside" 2 "check: $T/k/link.cu does not compile (access denied: \"inside.h\" is outside what the compiler may read" -- check "$T/k/link.cu" --config "$FAULTS"
+  expect "check: an #include whose path a macro builds" 2 "check: $T/k/computed.cu does not compile (access denied: \"$T/x/secret.txt\" is outside what the compiler may read" -- check "$T/k/computed.cu" --config "$FAULTS"
+  as=()
+  for f in abs environ link computed; do
+    checks=$((checks + 1))
+    env EVO_SECRET=SECRET_51e7_TOKEN "$EVO" check "$T/k/$f.cu" --config "$FAULTS" --json >"$T/out" 2>"$T/err"
+    ! grep -q SECRET_51e7 "$T/out" "$T/err" || fail "check $f.cu: the secret is in the output: $(cat "$T/out" "$T/err")"
+  done
+  rm -rf "${T:?}"/ws/* "${T:?}"/tmp/*
+else
+  echo "cli_badinput: the file sandbox cases are skipped (no Landlock here)"
+fi
+for l in "mem max_memory_mb: 1024" "cpu max_cpu_s: 1" "out max_output_mb: 1"; do # one limit each: no race between them
+  { cat "$FAULTS"; echo "compile: {${l#* }}"; } >"$T/${l%% *}.yaml"
+done
+truncate -s 20G "$T/k/huge.h"
+printf '#include "huge.h"\n' >"$T/k/sparse.cu"
+printf 'template <int D, long I> struct T { T<D - 1, 2 * I> a; T<D - 1, 2 * I + 1> b; };\ntemplate <long I> struct T<0, I> { char c; };\nextern "C" __global__ void evo_attn_d64(long *o) { *o = sizeof(T<40, 0>); }\n' >"$T/k/bomb.cu"
+SECONDS=0
+expect "check: #include of a 20 GB sparse file (compile.max_memory_mb: 1024)" 2 "check: $T/k/sparse.cu does not compile (memory limit: the compile process grew to " -- check "$T/k/sparse.cu" --config "$T/mem.yaml"
+checks=$((checks + 2))
+grep -qF "MiB, past its limit of 1024 MiB (compile.max_memory_mb))" "$T/err" || fail "sparse include: $(cat "$T/err")"
+[ $SECONDS -lt 30 ] || fail "sparse include: took $SECONDS s under a 1 GiB limit"
+SECONDS=0
+expect "check: a template bomb (compile.max_memory_mb: 1024)" 2 "check: $T/k/bomb.cu does not compile (memory limit: the compile process grew to " -- check "$T/k/bomb.cu" --config "$T/mem.yaml"
+checks=$((checks + 1))
+[ $SECONDS -lt 30 ] || fail "template bomb: took $SECONDS s under a 1 GiB limit"
+python3 -c '
+print("extern \"C\" __global__ void evo_attn_d64(float *o) { o[0] = 1; }")
+for i in range(30000): print("#warning a line to make the compile log large, number %d" % i)' >"$T/k/loud.cu"
+expect "check: a compile log of 3 MB (compile.max_output_mb: 1)" 2 "check: $T/k/loud.cu does not compile (output limit: the compile process wrote more than 1 MiB to one file (compile.max_output_mb))" -- check "$T/k/loud.cu" --config "$T/out.yaml"
+# ptxas works more than ten seconds on this one (tests/test_compile.c: slow_src)
+printf '__global__ void __launch_bounds__(1024, 2) hot(float *o, const float *in)\n{\n    float r[96];\n#pragma unroll\n    for (int i = 0; i < 96; i++) r[i] = in[threadIdx.x + i * 1024];\n    float s = 0;\n#pragma unroll\n    for (int j = 0; j < 96; j++)\n#pragma unroll\n        for (int i = 0; i < 96; i++) s += r[i] * r[(i + j) %% 96];\n    o[threadIdx.x] = s;\n}\n' >"$T/k/slow.cu"
+expect "check: a compile past its CPU time (compile.max_cpu_s: 1)" 2 "check: $T/k/slow.cu does not compile (CPU time limit: the compile process used " -- check "$T/k/slow.cu" --config "$T/cpu.yaml"
+{ cat "$FAULTS"; echo "compile: {timeout_s: 0.5}"; } >"$T/timeout.yaml"
+expect "check: a compile past its time limit (compile.timeout_s: 0.5)" 2 "check: $T/k/slow.cu does not compile (timeout: the compile process was killed at its time limit of 0.5 s (compile.timeout_s))" -- check "$T/k/slow.cu" --config "$T/timeout.yaml"
+# A compile process killed by a signal says which.
+"$EVO" check "$T/k/slow.cu" --config "$FAULTS" >"$T/out" 2>"$T/err" &
+checker=$!
+victim=
+for _ in $(seq 200); do
+  for st in $(grep -l "^PPid:[[:space:]]*$checker\$" /proc/[0-9]*/status 2>/dev/null); do
+    pid=$(cut -d/ -f3 <<<"$st") # the compile process is evo forked, not the worker evo started
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q ' check ' && victim=$pid
+  done
+  [ -n "$victim" ] && break
+  sleep 0.05
+done
+[ -n "$victim" ] && kill -TERM "$victim"
+wait "$checker"
+rc=$?
+checks=$((checks + 2))
+[ "$rc" = 2 ] || fail "check, compile process killed: exit $rc, want 2 ($(cat "$T/err"))"
+grep -qF "check: $T/k/slow.cu does not compile (the compile process was killed by SIGTERM (Terminated))" "$T/err" ||
+  fail "check, compile process killed: $(cat "$T/err")"
+if [ -n "${EVO_BADINPUT_TABLE:-}" ]; then
+  printf '| check: the compile process killed by a signal | `%s` | %s |\n' \
+    "$(grep -m1 '^evo: ' "$T/err" | sed -e "s|$T/||g" -e 's/^evo: //')" "$rc" >>"$EVO_BADINPUT_TABLE"
+fi
+rm -rf "${T:?}"/ws/* "${T:?}"/tmp/*
+# Where the kernel has no Landlock (EVO_NO_LANDLOCK=1 stands for it): a warning, or with sandbox: required a refusal.
+as=(env EVO_NO_LANDLOCK=1)
+{ cat "$FAULTS"; echo "compile: {sandbox: required}"; } >"$T/required.yaml"
+expect "check: compile.sandbox: required, no Landlock" 2 "compile.sandbox is required, but EVO_NO_LANDLOCK is set" -- check "$T/bad.cu" --config "$T/required.yaml"
+expect "check: no Landlock (a warning)" 2 "evo: warning: kernels are compiled without file confinement: EVO_NO_LANDLOCK is set; the compiler can read any file evo can (compile.sandbox: required refuses to compile instead)" -- check "$T/bad.cu" --config "$FAULTS"
+as=()
+# A cache folder is made, never the folders above it: HOME=/nonexistent used to create /nonexistent/.cache/evo.
+as=(env -u EVO_CACHE -u XDG_CACHE_HOME HOME="$T/nohome")
+expect "check: HOME that does not exist" 2 "compile cache $T/nohome/.cache/evo: HOME=$T/nohome, but $T/nohome is not a folder; evo does not create it (set EVO_CACHE to a folder whose parent exists)" -- check "$T/bad.cu" --config "$FAULTS"
+as=()
+checks=$((checks + 1))
+[ ! -e "$T/nohome" ] || fail "HOME=$T/nohome: it was created"
 
 if [ "$fails" -gt 0 ]; then
   echo "$fails of $checks checks failed" >&2

@@ -3,6 +3,7 @@
 # genome that passes has no spills. Also --genome, JSON output and bad input. No GPU needed.
 # Run: bash tests/cli_compile.sh build/evo .   (ctest runs it as cli_compile)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 fails=0

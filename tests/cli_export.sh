@@ -4,6 +4,7 @@
 # --dry-run reading the exported file. Needs no GPU and no nvcc (tests/cli_export_nvcc.sh compiles the files).
 # Run: bash tests/cli_export.sh build/evo .   (ctest runs it; fixtures come from build/tests/test_export --fixture)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 FIXTURE=$(dirname "$EVO")/tests/test_export
@@ -59,9 +60,15 @@ expect_rc 0 "export --best -o"
 run export --id "${A:0:6}" --db pop.db -o by-prefix.cu
 expect_rc 0 "export --id prefix"
 expect_err "" "export --id: no note"
+expect_out "wrote by-prefix.cu: candidate $(cid A) (${A:0:8}, by its key prefix), accuracy class exact, 1.840x the baseline in run 1" "export --id prefix: which reading"
 run export --id "$(cid A)" --db pop.db --output by-number.cu
 expect_rc 0 "export --id number"
-for g in best.cu by-prefix.cu by-number.cu; do
+expect_out "wrote by-number.cu: candidate $(cid A) (${A:0:8}, by its row id)" "export --id number: which reading"
+run export --key "${A:0:6}" --db pop.db -o by-key.cu
+expect_rc 0 "export --key"
+run export --row "$(cid A)" --db pop.db -o by-row.cu
+expect_rc 0 "export --row"
+for g in best.cu by-prefix.cu by-number.cu by-key.cu by-row.cu; do
   checks=$((checks + 1))
   cmp -s <(grep -v '^ \*   exported ' "$f") <(grep -v '^ \*   exported ' "$g") || fail "$g differs from $f"
 done
@@ -86,7 +93,7 @@ run export --db pop.db --id 999
 expect_rc 1 "unknown number"
 run export --db pop.db --id "${A:0:4}"
 expect_rc 2 "ambiguous prefix"
-expect_err "evo: pop.db: id '${A:0:4}' matches several candidates; give more digits" "ambiguous prefix"
+expect_err "evo: pop.db: key prefix '${A:0:4}' matches several candidates; give more digits" "ambiguous prefix"
 run export --db pop.db --id "$(cid FILE)"
 expect_rc 2 "hand-written file"
 expect_err_has "is my_attn.cu, a hand-written kernel checked with \`evo check\`: that file is standalone already" "hand-written file"
@@ -100,7 +107,75 @@ expect_rc 1 "changed template"
 expect_err_has "was measured with another version of attention_fp8.cu" "changed template"
 run export --db pop.db --best --id 1
 expect_rc 2 "--best --id"
-expect_err "evo: export: --best and --id exclude each other (see 'evo help export')" "--best --id"
+expect_err "evo: export: --best and --id (--row, --key) exclude each other (see 'evo help export')" "--best --id"
+run export --db pop.db --id 1 --key "${A:0:6}"
+expect_rc 2 "--id and --key"
+expect_err "evo: export: name one candidate: --id, --row or --key, once (see 'evo help export')" "--id and --key"
+run export --db pop.db --row "${A:0:6}"
+expect_rc 2 "--row of a key"
+expect_err "evo: '${A:0:6}' is not a candidate's row id (a decimal number)" "--row of a key"
+
+# ---- a row id that is also another candidate's key prefix: refused, naming both (it used to take the prefix) ----
+cp pop.db amb.db
+python3 - amb.db "$(cid A)" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+key = db.execute("SELECT key FROM candidates WHERE id = ?", (int(sys.argv[2]),)).fetchone()[0]
+db.execute("UPDATE candidates SET key = ? WHERE id = ?", ("6442" + key[4:], int(sys.argv[2])))
+db.execute("INSERT INTO candidates (id, key, task, arch, genome, template_hash, options, nvrtc_version) "
+           "VALUES (6442, ?, 'attention_fp8', 'sm_90', 'X=1', '', '', '13.0')", ("ab" * 32,))
+db.commit()
+PY
+run export --db amb.db --id 6442 -o amb.cu
+expect_rc 2 "row id and key prefix"
+expect_err "evo: '6442' names two candidates: candidate 6442 by its row id (key abababab) and candidate $(cid A) by its key prefix (key 6442${A:4:4}); give --row 6442 or --key 6442" "row id and key prefix"
+checks=$((checks + 1)); [ ! -e amb.cu ] || fail "row id and key prefix: wrote amb.cu"
+run export --db amb.db --key 6442 -o amb.cu
+expect_rc 0 "--key of the prefix"
+expect_out "wrote amb.cu: candidate $(cid A) (6442${A:4:4}, by its key prefix)" "--key of the prefix"
+run export --db amb.db --row 6442 -o amb.cu
+expect_rc 1 "--row of the row"
+expect_err_has "evo: amb.db: candidate 6442 (abababab) has no evaluation that passed every gate" "--row of the row"
+
+# ---- an output that is an input: the database itself, by any name, or its companions ----
+mkdir -p sub
+for o in pop.db ./sub/../pop.db pop.db-wal pop.db-shm pop.db-journal; do
+  run export --db pop.db -o "$o"
+  expect_rc 2 "export -o $o"
+  expect_err_has "evo: export -o $o is the " "export -o $o"
+  expect_err_has " --db pop.db, an input: evo never writes over what it reads" "export -o $o"
+done
+checks=$((checks + 1)); [ "$(sha pop.db)" = "$before" ] || fail "export -o the database: it changed"
+cp pop.db s.db
+run export --best --db s.db -o s.db
+expect_rc 2 "--db s.db -o s.db"
+checks=$((checks + 1)); cmp -s s.db pop.db || fail "--db s.db -o s.db: s.db changed"
+mkdir -p torchdir && ln pop.db torchdir/evo_fp8.py # a hard link: the same file by another name
+run export --db pop.db --torch torchdir --quantizer "$SRC/variants/quantize_fp8-sm_90-6d90bcdf.cu"
+expect_rc 2 "--torch over the database"
+expect_err "evo: export --torch torchdir/evo_fp8.py is the same file as --db pop.db, an input: evo never writes over what it reads" "--torch over the database"
+checks=$((checks + 1)); [ "$(sha pop.db)" = "$before" ] || fail "--torch over the database: it changed"
+
+# ---- -o -: the file on standard output, the summary on stderr; never a file named "-" ----
+run export --db pop.db -o -
+expect_rc 0 "export -o -"
+expect_out "#define EVO_EXPORT_KEY \"$A\"" "export -o -: the file"
+expect_err_has "exported to standard output: candidate $(cid A) (${A:0:8}), accuracy class exact, 1.840x the baseline in run 1" "export -o -: summary"
+checks=$((checks + 1)); [ ! -e ./- ] || fail "export -o - wrote a file named -"
+
+# ---- a name with a newline or an escape sequence is written as given and shown escaped ----
+run export --db pop.db -o $'nl\nname\e[1m.cu'
+expect_rc 0 "export to a name with a newline"
+expect_out "wrote nl\nname\u001b[1m.cu: candidate $(cid A) (${A:0:8}), accuracy class exact, 1.840x the baseline in run 1" "export to a name with a newline: shown escaped"
+checks=$((checks + 1)); [ "$(grep -c . <<<"$out")" = 3 ] || fail "export to a name with a newline: $(grep -c . <<<"$out") lines"
+checks=$((checks + 1)); [ -s $'nl\nname\e[1m.cu' ] || fail "export to a name with a newline: not written under its own name"
+
+# ---- replacing a file keeps its mode (a 0600 file stays 0600) ----
+echo old >private.cu && chmod 600 private.cu
+run export --db pop.db -o private.cu
+expect_rc 0 "export over a 0600 file"
+checks=$((checks + 1)); [ "$(stat -c %a private.cu)" = 600 ] || fail "export over a 0600 file: mode $(stat -c %a private.cu)"
+checks=$((checks + 1)); grep -q EVO_EXPORT_KEY private.cu || fail "export over a 0600 file: not replaced"
 run export --db pop.db --frobnicate
 expect_rc 2 "unknown option"
 run export --db pop.db extra

@@ -6,6 +6,7 @@
 # the module; tests/gpu_torch_op.py runs it).
 # Run: bash tests/cli_export_torch.sh build/evo .   (ctest runs it; fixtures come from build/tests/test_export)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 FIXTURE=$(dirname "$EVO")/tests/test_export

@@ -4,6 +4,7 @@
 # fake worker (EVO_FAKE_WORKER), so no GPU is needed; it asserts what is stored, never speed.
 # Run: bash tests/cli_faults.sh build/evo .   (ctest runs it as cli_faults; a minute or two, mostly NVRTC)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 HOLDER=$(dirname "$EVO")/tests/test_store # `test_store --hold-lock FILE READY`
@@ -82,7 +83,7 @@ kill -9 "$driver"
 { wait "$driver"; } 2>/dev/null # the shell's own "Killed" notice is expected here
 # shellcheck disable=SC2086
 t wait_for 5 none_alive $workers || fail "kill: workers $workers outlived the driver"
-db dump "$T/kill.db" | grep -v '^runs|' >"$T/kill.before"
+db dump "$T/kill.db" | grep -v -e '^runs|' -e '^leases|' >"$T/kill.before" # the resume takes the run's lease
 t [ "$(db scalar "$T/kill.db" "SELECT state FROM runs WHERE id = 1")" = running ] || fail "kill: run 1 not left running"
 t [ "$(db scalar "$T/kill.db" "SELECT count(*) FROM generations")" = 1 ] || fail "kill: want generation 1 alone finished"
 stored=$(count "$T/kill.db")
@@ -232,6 +233,88 @@ else
 fi
 
 
+# ---- one process per run in progress: the lease. A run is killed; its lease is made another host's, live, then
+# expired; two resumes are started together: one takes the run over, the other is refused naming it. ----
+lease() { python3 - "$@" <<'PY'
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+what = sys.argv[2] if len(sys.argv) > 2 else "show"
+if what == "foreign":   # a live lease of a process on another host
+    db.execute("UPDATE leases SET host = 'gpu-7', boot_id = 'another-boot', pid = 4242, token = 'f' || token, "
+               "expires_at = ? WHERE run_id = 1", (time.time() + float(sys.argv[3]),))
+elif what == "steal":   # another process takes the run over while it runs
+    db.execute("UPDATE leases SET host = 'thief', boot_id = 'another-boot', pid = 99, token = 't' || token, "
+               "expires_at = ? WHERE run_id = 1", (time.time() + 600,))
+else:                          # print the lease: host pid expires_at
+    row = db.execute("SELECT host, pid, expires_at FROM leases WHERE run_id = 1").fetchone()
+    print(" ".join(str(v) for v in row) if row else "none")
+PY
+}
+EVO_FAKE_WORKER=slow:0.1 "$EVO" run --config "$CFG" --db "$T/lease.db" >"$T/lease.out" 2>&1 &
+driver=$!
+bg+=("$driver")
+t wait_for 240 at_least "$T/lease.db" "" 2 || fail "lease: nothing was stored in time"
+kill -9 "$driver"
+{ wait "$driver"; } 2>/dev/null
+lease "$T/lease.db" foreign 600
+db dump "$T/lease.db" >"$T/lease.before"
+EVO_FAKE_WORKER=ok run run --resume 1 --db "$T/lease.db"
+expect_rc 2 "resume of a run another host holds"
+expect_err_has "evo: --resume 1: $T/lease.db: run 1 is in progress elsewhere: its lease is held by host gpu-7, pid 4242 (since " "resume of a run another host holds"
+expect_err_has "), until $(date -u -d "@$(lease "$T/lease.db" | cut -d' ' -f3 | cut -d. -f1)" +%Y-%m-%dT%H:%M:%SZ); it renews the lease while it runs" "resume of a run another host holds: until when"
+db dump "$T/lease.db" >"$T/lease.after"
+t diff "$T/lease.before" "$T/lease.after" >&2 || fail "refused resume: the database changed"
+lease "$T/lease.db" foreign -5 # its holder stopped renewing it 5 s ago: expired
+stored=$(count "$T/lease.db")
+retimed=$(db scalar "$T/lease.db" "SELECT count(*) FROM retimes")
+EVO_LEASE_S=0.9 EVO_FAKE_TRACE=$T/trace1 EVO_FAKE_WORKER=slow:0.15 "$EVO" run --resume 1 --db "$T/lease.db" >"$T/r1.out" 2>"$T/r1.err" &
+r1=$!
+EVO_LEASE_S=0.9 EVO_FAKE_TRACE=$T/trace2 EVO_FAKE_WORKER=slow:0.15 "$EVO" run --resume 1 --db "$T/lease.db" >"$T/r2.out" 2>"$T/r2.err" &
+r2=$!
+bg+=("$r1" "$r2")
+t wait_for 60 grep -q . "$T/r1.err" "$T/r2.err" || fail "lease: no resume said anything"
+sleep 0.3
+first=$(lease "$T/lease.db")
+sleep 0.8
+second=$(lease "$T/lease.db")
+wait "$r1"
+rc1=$?
+wait "$r2"
+rc2=$?
+if [ "$rc1" = 0 ]; then winner=$r1 w=1 l=2 lrc=$rc2; else winner=$r2 w=2 l=1 lrc=$rc1; fi
+t [ "$(printf '%s\n' "$rc1" "$rc2" | sort | tr '\n' ' ')" = "0 2 " ] || fail "two resumes at once: exits $rc1 and $rc2, want 0 and 2 ($(cat "$T/r1.err" "$T/r2.err"))"
+err=$(cat "$T/r$l.err")
+expect_err_has "evo: --resume 1: $T/lease.db: run 1 is in progress elsewhere: its lease is held by host $(hostname), pid $winner (since " "two resumes at once: the second"
+err=$(cat "$T/r$w.err")
+expect_err_has "evo: note: run 1's lease, held by host gpu-7 pid 4242, expired at " "two resumes at once: the first takes over"
+t [ ! -s "$T/trace$l" ] || fail "two resumes at once: the refused one evaluated $(wc -l <"$T/trace$l") candidates"
+t db check_run "$T/lease.db" 1 || fail "two resumes at once: a candidate evaluated twice, or generations missing"
+db search "$T/lease.db" 1 >"$T/lease.search"
+t diff "$T/ref.search" "$T/lease.search" >&2 || fail "two resumes at once: the search differs from the uninterrupted one"
+t [ "$(count "$T/lease.db")" = "$(count "$T/ref.db")" ] || fail "two resumes at once: $(count "$T/lease.db") evaluations, the run has $(count "$T/ref.db")"
+new=$(($(count "$T/lease.db") - stored + $(db scalar "$T/lease.db" "SELECT count(*) FROM retimes") - retimed))
+t [ "$(wc -l <"$T/trace$w")" = "$new" ] || fail "two resumes at once: evaluated $(wc -l <"$T/trace$w"), stored $new new evaluations and re-timings"
+# the heartbeat renewed the lease while the run went on (every 0.3 s with EVO_LEASE_S=0.9), and the run gave it up
+t [ "${first%% *}" = "$(hostname)" ] && awk -v a="${first##* }" -v b="${second##* }" 'BEGIN { exit !(b > a + 0.4) }' ||
+  fail "heartbeat: the lease was not renewed ($first, then $second)"
+t [ "$(lease "$T/lease.db")" = none ] || fail "a finished run keeps its lease: $(lease "$T/lease.db")"
+# A run taken over while it runs (its lease another process's now) stores nothing more, leaves the run as it is
+# for the new holder, and says who has it.
+EVO_LEASE_S=1 EVO_FAKE_WORKER=slow:0.2 "$EVO" run --config "$CFG" --db "$T/stolen.db" >"$T/stolen.out" 2>"$T/stolen.err" &
+driver=$!
+bg+=("$driver")
+t wait_for 240 at_least "$T/stolen.db" "" 2 || fail "stolen: nothing was stored in time"
+lease "$T/stolen.db" steal
+at_steal=$(count "$T/stolen.db")
+wait "$driver"
+rc=$?
+err=$(cat "$T/stolen.err")
+expect_rc 1 "a run taken over"
+expect_err_has "run 1 was taken over: its lease is held by host thief, pid 99" "a run taken over"
+t [ "$(count "$T/stolen.db")" -le $((at_steal + 1)) ] || fail "a run taken over: stored $(($(count "$T/stolen.db") - at_steal)) results after it lost the run"
+t [ "$(db scalar "$T/stolen.db" "SELECT state FROM runs WHERE id = 1")" = running ] || fail "a run taken over: its state was changed by the loser"
+t [ "$(lease "$T/stolen.db" | cut -d' ' -f1)" = thief ] || fail "a run taken over: the loser touched the new holder's lease"
+
 # ---- two GPUs (two fake workers): the same search as on one; every result says which GPU timed it ----
 EVO_FAKE_WORKER=ok run run --config "$CFG" --db "$T/two.db" --gpus 0,1
 expect_rc 0 "two GPUs"
@@ -253,6 +336,7 @@ limited() { # limited KB ARGS...: evo with every file it writes capped at KB kil
 }
 # A fresh database: the schema is written, then results until the WAL reaches the limit.
 limited 320 run --config "$CFG" --db "$T/full.db" --seed 9 --generations 8
+cp "$T/out" "$T/full.out"
 expect_rc 1 "size limit, fresh database"
 expect_err_has "evo: $T/full.db: write failed (disk I/O error); is the disk full? The failed write was rolled back" "size limit, fresh"
 t [ "$(db quick_check "$T/full.db")" = ok ] || fail "size limit, fresh: quick_check"
@@ -262,6 +346,20 @@ run history --db "$T/full.db"
 expect_rc 0 "size limit, fresh: history"
 run elite --show --db "$T/full.db"
 expect_rc 0 "size limit, fresh: elite"
+# The first failed write stops the run: nothing is evaluated after it (the fake worker's trace), the console's counts
+# are the store's, and a generation cut short has no row. EVO_STORE_FAIL_AT=4 makes the 4th result's commit fail.
+EVO_STORE_FAIL_AT=4 EVO_FAKE_TRACE=$T/trace-fail EVO_FAKE_WORKER=ok run run --config "$CFG" --db "$T/fail4.db" --gpus 0
+expect_rc 1 "the 4th write fails"
+expect_err_has "evo: $T/fail4.db: disk full (EVO_STORE_FAIL_AT=4: write 4 made to fail); the failed write was rolled back; run 1 stopped at that write: 3 evaluations of generation 0 stored before it" "the 4th write fails"
+expect_out_has "gen  0 (1 of 3)  stopped at the first write that failed: 3 evaluated and stored" "the 4th write fails: console"
+t [ "$(count "$T/fail4.db")" = 3 ] || fail "the 4th write fails: $(count "$T/fail4.db") evaluations stored, want 3"
+t [ "$(wc -l <"$T/trace-fail")" = 4 ] || fail "the 4th write fails: $(wc -l <"$T/trace-fail") candidates evaluated, want 4 (3 stored, the 4th not)"
+t [ "$(db scalar "$T/fail4.db" "SELECT count(*) FROM generations")" = 0 ] || fail "the 4th write fails: a generation row"
+t [ "$(db scalar "$T/fail4.db" "SELECT state FROM runs WHERE id = 1")" = failed ] || fail "the 4th write fails: run not failed"
+# Under a file size limit the console's counts equal the store's too.
+out=$(cat "$T/full.out")
+t [ "$(grep -o 'stopped at the first write that failed: [0-9]* evaluated' <<<"$out" | grep -o '[0-9]*')" = "$(count "$T/full.db" "generation = (SELECT max(generation) FROM evaluations)")" ] ||
+  fail "size limit: the console and the store disagree: $out"
 # A database with results: every row it had is still there as it was, and a run without the limit then works.
 cp "$T/ref.db" "$T/full2.db"
 limited 120 run --config "$CFG" --db "$T/full2.db" --seed 9 --generations 8

@@ -4,6 +4,7 @@
 # it out (the same bytes as configs/default.yaml), refuses to replace anything, and then evo reads the file; a replay
 # runs there. Run: bash tests/cli_install.sh build/evo .   (ctest runs it as cli_install)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 BUILD=$(dirname "$EVO")
@@ -57,6 +58,22 @@ t [ "$rc" = 0 ] && cmp -s mine.yaml "$SRC/configs/default.yaml" || fail "init mi
 run space
 t [ "$rc" = 0 ] && [ -z "$err" ] || fail "space with configs/default.yaml here: exit $rc, '$err'"
 t grep -qx "config:   configs/default.yaml" <<<"$out" || fail "space does not read ./configs/default.yaml: $out"
+
+# evo init - : the configuration on standard output, nothing written
+run init -
+t [ "$rc" = 0 ] && [ "$out" = "$(cat "$SRC/configs/default.yaml")" ] && [ ! -e ./- ] || fail "init -: exit $rc, $(ls)"
+
+# The shipped files are installed beside evo (PREFIX/share/evo), and the installed evo finds them there: export
+# --torch from a fresh folder takes the shipped quantizer (it used to exit 2: no variants/ here).
+for f in variants/quantize_fp8-sm_90-6d90bcdf.cu variants/attention_fp8-sm_90-e40fd3dd.cu configs/default.yaml configs/quantize.yaml; do
+  t cmp -s "$SRC/$f" "$T/prefix/share/evo/$f" || fail "not installed: share/evo/$f"
+done
+mkdir "$T/fresh" && cd "$T/fresh" || exit 1
+"$BUILD/tests/test_export" --fixture e4m3 pop.db >/dev/null || fail "fixture e4m3"
+run export --best --db pop.db --torch op
+t [ "$rc" = 0 ] || fail "export --torch from a fresh folder: exit $rc: $err"
+t cmp -s op/quantize_fp8-sm_90-6d90bcdf.cu "$SRC/variants/quantize_fp8-sm_90-6d90bcdf.cu" || fail "export --torch: not the shipped quantizer: $(ls op)"
+t [ -s op/evo_fp8.py ] || fail "export --torch: no module"
 
 # The search itself from elsewhere, on results recorded on a GPU (no GPU here): the built-in config in a fresh folder.
 mkdir "$T/away" && cd "$T/away" || exit 1

@@ -7,6 +7,7 @@
 # the job before any work, and resume refuses another job shape. Built without MPI, --islands exits 2 saying so.
 # Run: bash tests/cli_islands.sh build/evo .   (ctest runs it as cli_islands; about 15 s)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 T=$(mktemp -d /tmp/evo-cli-islands-XXXXXX)
@@ -139,7 +140,7 @@ rc=$?
 for r in 0 1 2; do
   [ "$(db scalar "$T/kill.db.rank$r" "PRAGMA integrity_check")" = ok ] || fail "kill: island $r store damaged"
   [ "$(db scalar "$T/kill.db.rank$r" "SELECT state FROM runs WHERE id = 1")" = running ] || fail "kill: island $r not left running"
-  db dump "$T/kill.db.rank$r" | grep -v '^runs|' >"$T/kill$r.before"
+  db dump "$T/kill.db.rank$r" | grep -v -e '^runs|' -e '^leases|' >"$T/kill$r.before" # the resume takes each run's lease
   # a finished evaluation is whole: its per-shape results are there (one transaction)
   [ "$(db scalar "$T/kill.db.rank$r" "SELECT count(*) FROM evaluations e WHERE e.verdict IN ('OK','REGRESSED') AND NOT EXISTS (SELECT 1 FROM results r WHERE r.evaluation_id = e.id)")" = 0 ] ||
     fail "kill: island $r has an evaluation without its results"

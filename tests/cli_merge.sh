@@ -6,6 +6,7 @@
 # on a store two GPU models wrote into ranks each model on its own. No GPU: the stores come from replays.
 # Run: bash tests/cli_merge.sh build/evo .   (ctest runs it as cli_merge; a few seconds)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 T=$(mktemp -d /tmp/evo-cli-merge-XXXXXX)

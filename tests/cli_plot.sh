@@ -3,6 +3,7 @@
 # the files written, their validity as XML, element counts, notes, error paths, and the database left unchanged.
 # Run: bash tests/cli_plot.sh build/evo .   (ctest runs it; the fixture comes from build/tests/test_plot --fixture)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$1
 FIXTURE=$(dirname "$EVO")/tests/test_plot
 if [ ! -x "$FIXTURE" ]; then

@@ -4,6 +4,7 @@
 # stores and every error path (no ncu, no counter access, unknown metrics, failing self-test, unknown candidate) are
 # checked. Run: bash tests/cli_profile.sh build/evo .   (ctest runs it; the database comes from test_store --fixture)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$1
 SRC=$2
 FIXTURE=$(dirname "$EVO")/tests/test_store
@@ -79,7 +80,7 @@ printf '/* some other kernel */\n' >"$T/other.cu"
 reset_logs
 PATH=$T/bin:$BASEPATH run profile --db "$db" --id f2e6 --cu "$T/cand3.cu"
 expect_rc 0 "profile"
-expect_out "candidate 3 (f2e61753), $G2: building the self-test of $T/cand3.cu" "profile header"
+expect_out "candidate 3 (f2e61753, by its key prefix), $G2: building the self-test of $T/cand3.cu" "profile header"
 expect_out "mission(1,8,512,64): tensor pipe 71.3 %, DRAM throughput 12.5 %, achieved occupancy 18.7 %, bank conflicts 1234567, issue slots 40.2 %, duration 20.42 µs" "profile mission"
 expect_out "long(2,8,2048,64): tensor pipe 71.3 %" "profile long"
 expect_out "  ncu launch 0, void evo_attn_fwd<64, 0, 64, 64, 4, 1, 2, 1, 1, 1, 0, 1, 1>(evo_attn_params); tensor pipe from sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active" "profile launch"
@@ -192,7 +193,7 @@ expect_rc 2 "--shape unknown"
 expect_err "evo: profile: candidate f2e61753 has no timed shape 'wide' (its shapes: mission(1,8,512,64), long(2,8,2048,64)) (see 'evo help profile')" "--shape unknown"
 run profile --db "$db"
 expect_rc 2 "no --id"
-expect_err "evo: profile: --id is required (a candidate id or key prefix) (see 'evo help profile')" "no --id"
+expect_err "evo: profile: --id is required (a candidate id or key prefix; --row N, --key PREFIX) (see 'evo help profile')" "no --id"
 run profile --db "$T/none.db" --id 3
 expect_rc 1 "no database"
 expect_err "evo: no database at $T/none.db — run \`evo run\` first" "no database"

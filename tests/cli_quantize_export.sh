@@ -6,6 +6,7 @@
 # self-tests; the self-test's CPU reference equals quantize_ref.c bit
 # for bit; bad knobs are refused. Exits 77 (skipped) when nvcc is not found. Run: bash tests/cli_quantize_export.sh build/evo .
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 SRC=$(realpath "$2")
 NVCC=$(command -v nvcc || true)
 for c in "${CUDA_HOME:-}/bin/nvcc" /usr/local/cuda/bin/nvcc; do

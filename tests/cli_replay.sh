@@ -6,6 +6,7 @@
 # before anything is created.
 # Run: bash tests/cli_replay.sh build/evo .   (ctest runs it as cli_replay)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 fails=0
@@ -44,6 +45,13 @@ for name, s in (("ga1", ga1), ("rnd", rnd)):
     assert max(gen for *_, gen in s) == 7, name + ": not 8 generations"
 found = max(f for _, v, f, _ in ga1 if v == "OK")
 assert found == best, "GA did not reach the exhaustive best %.4f (found %.4f)" % (best, found)
+# A generation's best counts the elites carried into it: with no re-timing (a replay makes none) it never falls.
+for name in ("ga1", "ga2"):
+    rows = sqlite3.connect("%s/%s.db" % (tmp, name)).execute(
+        "SELECT generation, best_fitness FROM generations ORDER BY generation").fetchall()
+    for (g0, b0), (g1, b1) in zip(rows, rows[1:]):
+        assert b0 is None or (b1 is not None and b1 >= b0), "%s: best fell from %s (gen %d) to %s (gen %d)" % (
+            name, b0, g0, b1, g1)
 print("replay: exhaustive best %.4f, GA found it; %d / %d evaluations" % (best, len(ga1), len(rnd)))
 PY
 # fitness: worst scores the same recorded measurements by their worst shape: every OK evaluation's fitness is its
@@ -161,6 +169,27 @@ PY
 "$EVO" run --replay "$R" --config "$SRC/configs/default.yaml" --db "$tmp/dflt.db" --seed 1 --population 10 \
   --generations 2 --strategy random >"$tmp/dflt.out" 2>&1 || fail "replay with the default config: $(cat "$tmp/dflt.out")"
 grep -q "NOT_RECORDED" "$tmp/dflt.out" && ! grep -qi nan "$tmp/dflt.out" || fail "default config: $(cat "$tmp/dflt.out")"
+
+# A console nobody reads any more (evo run ... | head, the reader gone): the run stops as on Ctrl-C, marked
+# interrupted and resumable, where it used to die of SIGPIPE and stay "running".
+python3 - "$EVO" "$R" "$C" "$tmp/pipe.db" <<'PY' || fail "stdout closed"
+import os, sqlite3, subprocess, sys
+evo, replay, cfg, db = sys.argv[1:5]
+r, w = os.pipe()
+os.close(r)  # the reader is gone before evo writes a line
+p = subprocess.run([evo, "run", "--replay", replay, "--config", cfg, "--db", db, "--seed", "1", "--population", "16",
+                    "--generations", "8"], stdout=w, stderr=subprocess.PIPE)  # SIGPIPE at its default in evo
+os.close(w)
+err = p.stderr.decode()
+assert p.returncode == 1, "exit %d (%s)" % (p.returncode, err)
+want = "evo: standard output was closed, so the run stopped: finished evaluations are stored; continue with evo run --resume 1"
+assert want in err, err
+state = sqlite3.connect(db).execute("SELECT state FROM runs WHERE id = 1").fetchone()[0]
+assert state == "interrupted", state
+p = subprocess.run([evo, "run", "--resume", "1", "--db", db, "--replay", replay], capture_output=True)
+assert p.returncode == 0, p.stderr.decode()
+assert sqlite3.connect(db).execute("SELECT state FROM runs WHERE id = 1").fetchone()[0] == "done"
+PY
 
 # A bad replay source is refused (exit 2) before anything is created: no output database, no work directory.
 # The replay source can never be the output, whatever name leads to it.

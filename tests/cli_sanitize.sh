@@ -5,6 +5,7 @@
 # next one, the reasons stored. tests/gpu_planted.sh runs the real compute-sanitizer on planted kernels.
 # Run: bash tests/cli_sanitize.sh build/evo .
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 CFG=$SRC/tests/data/faults.yaml

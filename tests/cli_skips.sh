@@ -5,6 +5,7 @@
 # that passes. Run: bash tests/cli_skips.sh build/evo .   (ctest runs it as cli_skips)
 set -u
 EVO=$(realpath "$1")
+SRC=$(realpath "$2")
 BUILD=$(dirname "$EVO")
 T=$(mktemp -d /tmp/evo-cli-skips-XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -30,5 +31,45 @@ if grep -q "gpu_support .*Skipped" "$T/out"; then
   grep -q "^  gpu_support: " "$T/out" || fail "gpu_support skipped without its reason: $(cat "$T/out")"
 fi
 grep -q "passes .*Passed" "$T/out" && ! grep -q "^  passes:" "$T/out" || fail "a passing test counted as a skip: $(cat "$T/out")"
+# The Python tests say why they skip where ctest lists it (they used to skip without a reason there).
+for t in torch_op_cpu gpu_torch_op; do
+  grep -q "^add_test(\[=\[$t\]=\]" "$BUILD/tests/CTestTestfile.cmake" || fail "$t is not registered"
+  grep "^set_tests_properties(\[=\[$t\]=\]" "$BUILD/tests/CTestTestfile.cmake" | grep -q 'SKIP_REGULAR_EXPRESSION "^SKIP: "' ||
+    fail "$t has no skip expression: ctest would not show why it skipped"
+done
+if command -v python3 >/dev/null && ! python3 -c 'import torch' 2>/dev/null; then
+  python3 "$SRC/tests/torch_op_cpu.py" >"$T/torch.out" 2>&1
+  rc=$?
+  [ $rc = 77 ] && head -1 "$T/torch.out" | grep -q '^SKIP: PyTorch is not importable here' ||
+    fail "torch_op_cpu without PyTorch: exit $rc, first line '$(head -1 "$T/torch.out")'"
+fi
+
+# Without python3 the CLI tests that need it skip at once with the reason (cli_faults used to loop for minutes).
+mkdir "$T/nopy"
+for d in ${PATH//:/ }; do
+  for f in "$d"/*; do
+    b=${f##*/}
+    case $b in python3* | python) continue ;; esac
+    [ -x "$f" ] && [ ! -e "$T/nopy/$b" ] && ln -s "$f" "$T/nopy/$b"
+  done
+done
+for t in cli_faults cli_replay cli_badinput cli_compile; do
+  SECONDS=0
+  PATH=$T/nopy bash "$SRC/tests/$t.sh" "$EVO" "$SRC" >"$T/nopy.out" 2>&1
+  rc=$?
+  [ $rc = 77 ] && [ $SECONDS -lt 10 ] && [ "$(head -1 "$T/nopy.out")" = "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)" ] ||
+    fail "$t without python3: exit $rc after $SECONDS s: $(head -3 "$T/nopy.out")"
+done
+# tools/setup.sh checks for python3 with the rest, and says how to install it (here: as a user without sudo)
+mkdir "$T/fake"
+printf '#!/bin/sh\n[ "$3" = python3 ] && exit 1; echo "install ok installed"\n' >"$T/fake/dpkg-query"
+printf '#!/bin/sh\necho 1000\n' >"$T/fake/id"
+printf '#!/bin/sh\nexit 1\n' >"$T/fake/sudo"
+chmod +x "$T/fake/"*
+PATH=$T/fake:$PATH bash "$SRC/tools/setup.sh" >"$T/setup.out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -qx "evo setup: missing packages: python3" "$T/setup.out" &&
+  grep -qx "evo setup: as root run: apt-get install python3" "$T/setup.out" || fail "setup without python3: exit $rc: $(cat "$T/setup.out")"
+
 [ "$fails" = 0 ] && echo "cli_skips: the skip reasons are shown"
 exit $((fails > 0))

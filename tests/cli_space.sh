@@ -1,6 +1,7 @@
 # cli_space.sh — `evo space`: output, --json, exit codes and messages on bad configs and bad options.
 # Run: bash tests/cli_space.sh build/evo .   (ctest runs it as cli_space)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 fails=0

@@ -3,6 +3,7 @@
 # populated databases: exit codes, messages, and the file's SHA-256 unchanged by every read.
 # Run: bash tests/cli_store.sh build/evo .   (ctest runs it; fixtures come from build/tests/test_store --fixture)
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$1
 FIXTURE=$(dirname "$EVO")/tests/test_store
 if [ ! -x "$FIXTURE" ]; then
@@ -147,6 +148,23 @@ expect_out "run 1 — attention_fp8 on sm_90, strategy ga, seed 7, population 6,
 expect_out "   0    1.840x    1.420x          4       0    150.2       60.5     40.2    45.5    1.2%  OK 2, COMPILE_FAIL 1, INCORRECT 1" "history gen 0"
 expect_out "   1    1.840x    1.520x          2       1    150.2       59.8     40.2    45.2    1.5%  OK 2" "history gen 1"
 expect_out "best: 1.840x in generation 0: $G1" "history best"
+# the gates' times are summed over evaluations (workers run at once), so they are not parts of the wall
+expect_out "started 2026-11-21T10:00:00Z, finished 2026-11-21T10:05:00Z; wall 300.5 s, of which compile 120.2 s; summed over evaluations: check 80.5 s, timing 90.8 s" "history: what the times are"
+expect_out "best and median count the elites carried into each generation" "history: elites counted"
+# elites re-timed after a baseline drift: the next generation's best is marked, and the mark explained
+cp "$db" "$T/retimed.db"
+python3 - "$T/retimed.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("INSERT INTO retimes (candidate_id, run_id, generation, shape_set, fitness, why, created_at) "
+           "SELECT candidate_id, 1, 0, shape_set, 1.7, 'baseline drift', '2026-11-21T10:02:30Z' FROM evaluations "
+           "WHERE verdict = 'OK' LIMIT 1")
+db.commit()
+PY
+run history --db "$T/retimed.db"
+expect_rc 0 "history after a re-timing"
+expect_out "   1   1.840x*    1.520x" "history after a re-timing: marked"
+expect_out "best and median count the elites carried into each generation; * the elites were re-timed before it (the baseline drifted): their new figures count" "history after a re-timing: the note"
 run history --run 1 --db "$db"
 expect_rc 0 "history --run 1"
 run history --run 9 --db "$db"
@@ -194,7 +212,7 @@ head -c $(( $(stat -c %s "$db") / 2 )) "$db" >"$T/truncated.db"
 for case in "random.db|not an evo database (file is not a database)" \
             "truncated.db|corrupt database" \
             "foreign.db|not an evo database (a SQLite file with 1 schema objects of another program" \
-            "newer.db|schema version 7 is newer than this evo understands (5); upgrade evo"; do
+            "newer.db|schema version 7 is newer than this evo understands (6); upgrade evo"; do
   f=$T/${case%%|*}
   msg=${case#*|}
   before=$(sha "$f")

@@ -6,6 +6,7 @@
 # intervals and the re-timing; the store migrates to schema 3 with the replay fixture reading the same.
 # Run: bash tests/cli_timing.sh build/evo .
 set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (this test reads databases and makes fixtures with it; tools/setup.sh installs it)"; exit 77; }
 EVO=$(realpath "$1")
 SRC=$(realpath "$2")
 T=$(mktemp -d /tmp/evo-cli-timing-XXXXXX)
@@ -45,7 +46,7 @@ else
   expect_err_has "broken.cu does not compile (compile_error)" "no driver, compile error"
   expect_err_has "error: expected an expression" "no driver, compile error"
   run check "$SRC/tests/planted/good.cu" "$T/broken.cu" --config "$SRC/tests/data/planted.yaml" --json
-  expect_rc 1 "no driver, two files, one broken"
+  expect_rc 2 "no driver, two files, one broken"
   expect_err_has "1 of 2 kernel files do not compile" "no driver, two files"
   t [ "$(json 'd[0]["kernels"][0]["spill_store_bytes"]')" = 0 ] || fail "no driver --json: kernels"
 fi

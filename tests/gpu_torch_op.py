@@ -39,7 +39,7 @@ failures = []
 
 
 def skip(why):
-    print(f"gpu_torch_op: skipped: {why}")
+    print(f"SKIP: {why}")
     sys.exit(77)
 
 

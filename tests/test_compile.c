@@ -11,7 +11,10 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -727,22 +730,31 @@ static void test_cache_dir_and_version(void)
 {
     char *dir = NULL;
     char *home = getenv("HOME") ? evo_strdup(getenv("HOME")) : NULL;
-    setenv("EVO_CACHE", "/x/evo-cache", 1);
+    evo_err e = {{0}};
+    setenv("EVO_CACHE", "/tmp/evo-cache", 1);
     CHECK_EQ_INT(evo_compile_cache_dir(&dir, NULL), EVO_OK);
-    CHECK_STR(dir, "/x/evo-cache");
+    CHECK_STR(dir, "/tmp/evo-cache");
     free(dir);
+    /* the cache folder is made, but never a folder above the one the variable names */
+    setenv("EVO_CACHE", "/nonexistent-evo/evo-cache", 1);
+    CHECK_EQ_INT(evo_compile_cache_dir(&dir, &e), EVO_E_CONFIG);
+    CHECK_STR(e.msg, "compile cache /nonexistent-evo/evo-cache: EVO_CACHE=/nonexistent-evo/evo-cache, but "
+                     "/nonexistent-evo is not a folder; evo does not create it (set EVO_CACHE to a folder whose "
+                     "parent exists)");
     unsetenv("EVO_CACHE");
-    setenv("XDG_CACHE_HOME", "/x/xdg", 1);
+    setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
     CHECK_EQ_INT(evo_compile_cache_dir(&dir, NULL), EVO_OK);
-    CHECK_STR(dir, "/x/xdg/evo");
+    CHECK_STR(dir, "/tmp/xdg/evo");
     free(dir);
     unsetenv("XDG_CACHE_HOME");
-    setenv("HOME", "/x/home", 1);
+    setenv("HOME", "/tmp", 1);
     CHECK_EQ_INT(evo_compile_cache_dir(&dir, NULL), EVO_OK);
-    CHECK_STR(dir, "/x/home/.cache/evo");
+    CHECK_STR(dir, "/tmp/.cache/evo");
     free(dir);
+    setenv("HOME", "/nonexistent", 1); /* was: /nonexistent/.cache/evo created */
+    CHECK_EQ_INT(evo_compile_cache_dir(&dir, &e), EVO_E_CONFIG);
+    CHECK_CONTAINS(e.msg, "HOME=/nonexistent, but /nonexistent is not a folder; evo does not create it");
     unsetenv("HOME");
-    evo_err e = {{0}};
     CHECK_EQ_INT(evo_compile_cache_dir(&dir, &e), EVO_E_CONFIG);
     CHECK_CONTAINS(e.msg, "EVO_CACHE");
     if (home) setenv("HOME", home, 1);
@@ -753,6 +765,233 @@ static void test_cache_dir_and_version(void)
     CHECK(sscanf(v, "%d.%d%n", &major, &minor, &used) == 2 && v[used] == '\0');
     CHECK(major >= 12 && minor >= 0);
     printf("NVRTC %s\n", v);
+}
+
+/* ---- the compile process's limits and sandbox ---- */
+
+/* A template whose instantiations double with each level: ~2^40 types, gigabytes within seconds. */
+static const char bomb_src[] = "template <int D, long I> struct T { T<D - 1, 2 * I> a; T<D - 1, 2 * I + 1> b; };\n"
+                               "template <long I> struct T<0, I> { char c; };\n"
+                               "extern \"C\" __global__ void k(long *o) { *o = sizeof(T<40, 0>); }\n";
+
+typedef struct {
+    const evo_compile_opts *o;
+    const evo_compile_req *q;
+    evo_status s;
+} limits_probe;
+
+static void *compile_in_thread(void *arg)
+{
+    limits_probe *p = arg;
+    evo_compile_result r;
+    p->s = evo_compile(p->o, p->q, &r, NULL);
+    evo_compile_result_free(&r);
+    return NULL;
+}
+
+/* /proc/PID/limits of a child of this process, once one exists (the compile process); "" until then. */
+static void read_child_limits(char *out, size_t n)
+{
+    DIR *d = opendir("/proc");
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char path[300], line[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        long ppid = 0;
+        const char *rp = fgets(line, sizeof line, f) ? strrchr(line, ')') : NULL;
+        fclose(f);
+        if (!rp || sscanf(rp + 2, "%*c %ld", &ppid) != 1 || ppid != (long)getpid()) continue;
+        snprintf(path, sizeof path, "/proc/%s/limits", e->d_name);
+        char *text = NULL;
+        size_t len = 0;
+        if (evo_read_file(path, &text, &len, NULL) == EVO_OK) snprintf(out, n, "%s", text);
+        free(text);
+    }
+    if (d) closedir(d);
+}
+
+static void test_limits(void)
+{
+    char *cache = make_cache();
+    evo_compile_opts o = {.cache_dir = cache};
+    evo_compile_result r;
+    evo_err e = {{0}};
+
+    /* memory, watched by the parent: 1 GiB (what CI can spare), killed within seconds, not cached */
+    evo_compile_req q = {
+        .source = bomb_src, .program_name = "bomb.cu", .arch = "sm_80", .timeout_s = 60, .limits = {.memory_mb = 1024}};
+    double t0 = evo_now();
+    CHECK_EQ_INT(evo_compile(&o, &q, &r, &e), EVO_OK);
+    CHECK_EQ_INT(r.outcome, EVO_COMPILE_LIMIT);
+    CHECK(evo_now() - t0 < 30);
+    CHECK(r.peak_rss > (int64_t)1024 << 20);
+    CHECK_CONTAINS(r.why, "memory limit: the compile process grew to ");
+    CHECK_CONTAINS(r.why, "MiB, past its limit of 1024 MiB (compile.max_memory_mb)");
+    CHECK_CONTAINS(r.log, r.why);
+    CHECK_STR(evo_compile_outcome_name(r.outcome), "limit");
+    CHECK(no_children_left());
+    evo_compile_result_free(&r);
+    CHECK_EQ_INT(count_files(cache, ".entry"), 0);
+
+    /* CPU time (RLIMIT_CPU): ptxas takes ten seconds and more over slow_src */
+    q = (evo_compile_req){
+        .source = slow_src, .program_name = "slow.cu", .arch = "sm_80", .timeout_s = 60, .limits = {.cpu_s = 1}};
+    t0 = evo_now();
+    CHECK_EQ_INT(evo_compile(&o, &q, &r, &e), EVO_OK);
+    CHECK_EQ_INT(r.outcome, EVO_COMPILE_LIMIT);
+    CHECK(evo_now() - t0 < 10);
+    CHECK_CONTAINS(r.why, "CPU time limit: the compile process used ");
+    CHECK_CONTAINS(r.why, "s of CPU, its limit is 1 s (compile.max_cpu_s)");
+    evo_compile_result_free(&r);
+
+    /* the wall-clock limit names itself and its value */
+    q.limits.cpu_s = 0;
+    q.timeout_s = 1;
+    CHECK_EQ_INT(evo_compile(&o, &q, &r, &e), EVO_OK);
+    CHECK_EQ_INT(r.outcome, EVO_COMPILE_TIMEOUT);
+    CHECK_STR(r.why, "timeout: the compile process was killed at its time limit of 1 s (compile.timeout_s)");
+    CHECK_STR(evo_compile_result_why(&r), r.why);
+    evo_compile_result_free(&r);
+
+    /* output (RLIMIT_FSIZE): a log of megabytes cannot be written into a 1 MiB cache entry */
+    evo_str big = {0};
+    evo_str_append(&big, "extern \"C\" __global__ void k(float *o) { o[0] = 1; }\n");
+    for (int i = 0; i < 30000; i++) evo_str_appendf(&big, "#warning a line to make the log large, number %d\n", i);
+    q = (evo_compile_req){.source = evo_str_cstr(&big),
+                          .program_name = "loud.cu",
+                          .arch = "sm_80",
+                          .timeout_s = 60,
+                          .limits = {.output_mb = 1}};
+    CHECK_EQ_INT(evo_compile(&o, &q, &r, &e), EVO_OK);
+    CHECK_EQ_INT(r.outcome, EVO_COMPILE_LIMIT);
+    CHECK_STR(r.why, "output limit: the compile process wrote more than 1 MiB to one file (compile.max_output_mb)");
+    evo_compile_result_free(&r);
+    q.limits.output_mb = 0; /* the default, 256 MiB, holds it */
+    CHECK_EQ_INT(evo_compile(&o, &q, &r, &e), EVO_OK);
+    CHECK_EQ_INT(r.outcome, EVO_COMPILE_OK);
+    evo_compile_result_free(&r);
+    evo_str_free(&big);
+
+    /* every limit is the compile process's own: read from /proc while it compiles */
+    q = (evo_compile_req){.source = slow_src,
+                          .program_name = "slow.cu",
+                          .arch = "sm_80",
+                          .timeout_s = 30,
+                          .limits = {.cpu_s = 7, .output_mb = 3, .open_files = 40}};
+    volatile sig_atomic_t stop = 0;
+    evo_compile_opts stoppable = {.cache_dir = cache, .interrupt = &stop};
+    limits_probe lp = {.o = &stoppable, .q = &q};
+    pthread_t th;
+    CHECK_EQ_INT(pthread_create(&th, NULL, compile_in_thread, &lp), 0);
+    char limits[8192] = "";
+    /* the child sets its limits right after it starts: read until they show (or 10 s pass) */
+    for (double end = evo_now() + 10; !strstr(limits, "Max open files            40 ") && evo_now() < end;
+         usleep(20000))
+        read_child_limits(limits, sizeof limits);
+    stop = 1; /* seen, no need to wait for the compile */
+    pthread_join(th, NULL);
+    CHECK_EQ_INT(lp.s, EVO_E_INTERRUPTED);
+    CHECK(strstr(limits, "Max cpu time              7                    8                    seconds") != NULL);
+    CHECK(strstr(limits, "Max file size             3145728              3145728              bytes") != NULL);
+    CHECK(strstr(limits, "Max open files            40                   40                   files") != NULL);
+    if (!strstr(limits, "Max open files            40")) fprintf(stderr, "the compile process's limits:\n%s\n", limits);
+
+    /* bad limits are a malformed request */
+    q.limits = (evo_compile_limits){.memory_mb = -1};
+    CHECK_EQ_INT(evo_compile(&o, &q, &r, &e), EVO_E_CONFIG);
+    CHECK_CONTAINS(e.msg, "a limit is negative");
+    CHECK(no_children_left());
+    drop_cache(cache);
+}
+
+/* An include of a file outside the allowed folders, spelled every way a scan of the text would miss. */
+static void test_sandbox(void)
+{
+    char *cache = make_cache();
+    evo_compile_opts o = {.cache_dir = cache};
+    evo_compile_result r;
+    evo_err e = {{0}};
+    char why[256];
+    if (!evo_sandbox_available(why, sizeof why)) {
+        printf("test_sandbox: skipped, %s\n", why);
+        drop_cache(cache);
+        return;
+    }
+    char secret_dir[4096], secret[4200], kdir[4096], link[4200];
+    snprintf(secret_dir, sizeof secret_dir, "%s/x", cache);
+    snprintf(kdir, sizeof kdir, "%s/kernels", cache);
+    CHECK_EQ_INT(evo_mkdir_p(secret_dir, NULL), EVO_OK);
+    CHECK_EQ_INT(evo_mkdir_p(kdir, NULL), EVO_OK);
+    snprintf(secret, sizeof secret, "%s/secret.txt", secret_dir);
+    CHECK_EQ_INT(evo_write_file_atomic(secret, "SECRET_7b1d_TOKEN\n", 18, NULL), EVO_OK);
+    snprintf(link, sizeof link, "%s/inside.h", kdir);
+    CHECK_EQ_INT(symlink(secret, link), 0);
+    setenv("EVO_TEST_SECRET", "SECRET_7b1d_TOKEN", 1); /* in /proc/self/environ of the compile process */
+    evo_str src[4] = {{0}};
+    evo_str_appendf(&src[0], "#include \"%s\"\n", secret);
+    evo_str_append(&src[1], "#include \"/proc/self/environ\"\n");
+    evo_str_append(&src[2], "#include \"inside.h\"\n"); /* a link in the kernel's own folder */
+    evo_str_appendf(&src[3],
+                    "#define STR(x) #x\n#define XSTR(x) STR(x)\n#define DIR %s\n#include XSTR(DIR/secret.txt)\n",
+                    secret_dir);
+    const char *names[] = {secret, "/proc/self/environ", "inside.h", secret};
+    const char *const read_dirs[] = {kdir};
+    for (int i = 0; i < 4; i++) {
+        evo_compile_req q = {.source = evo_str_cstr(&src[i]),
+                             .program_name = "hostile.cu",
+                             .arch = "sm_80",
+                             .timeout_s = 60,
+                             .read_dirs = read_dirs,
+                             .n_read_dirs = 1};
+        CHECK_EQ_INT(evo_compile(&o, &q, &r, &e), EVO_OK);
+        CHECK_EQ_INT(r.outcome, EVO_COMPILE_ERROR);
+        char want[600];
+        snprintf(want, sizeof want, "access denied: \"%s\" is outside what the compiler may read", names[i]);
+        CHECK_CONTAINS(r.why, want);
+        CHECK(strstr(r.log, "SECRET_7b1d_TOKEN") == NULL);
+        evo_compile_result_free(&r);
+        /* a denial depends on the sandbox, not the text alone: never taken from the cache */
+        CHECK_EQ_INT(evo_compile(&o, &q, &r, &e), EVO_OK);
+        CHECK(!r.cache_hit);
+        CHECK_CONTAINS(r.why, want);
+        evo_compile_result_free(&r);
+    }
+
+    /* the kernel's own folder is readable, and it is the working directory: its helper wins over the cwd's */
+    char helper[4200];
+    snprintf(helper, sizeof helper, "%s/helper.h", kdir);
+    CHECK_EQ_INT(evo_write_file_atomic(helper, "#define TWO 2\n", 14, NULL), EVO_OK);
+    static const char *const expr[] = {"k"};
+    evo_compile_req q = {.source = "#include \"helper.h\"\nextern \"C\" __global__ void k(int *o) { o[0] = TWO; }\n",
+                         .program_name = "fine.cu",
+                         .name_exprs = expr,
+                         .n_name_exprs = 1,
+                         .arch = "sm_80",
+                         .timeout_s = 60,
+                         .read_dirs = read_dirs,
+                         .n_read_dirs = 1};
+    CHECK_EQ_INT(evo_compile(&o, &q, &r, &e), EVO_OK);
+    CHECK_EQ_INT(r.outcome, EVO_COMPILE_OK);
+    evo_compile_result_free(&r);
+
+    /* without Landlock (EVO_NO_LANDLOCK=1 stands for such a kernel): "auto" compiles unconfined, and the secret
+     * is quoted, which is what the sandbox is for; "required" refuses to compile at all */
+    setenv("EVO_NO_LANDLOCK", "1", 1);
+    evo_compile_req open_q = {
+        .source = evo_str_cstr(&src[0]), .program_name = "hostile.cu", .arch = "sm_80", .timeout_s = 60};
+    CHECK_EQ_INT(evo_compile(&o, &open_q, &r, &e), EVO_OK);
+    CHECK_EQ_INT(r.outcome, EVO_COMPILE_ERROR);
+    CHECK_CONTAINS(r.log, "SECRET_7b1d_TOKEN");
+    evo_compile_result_free(&r);
+    open_q.limits.sandbox = EVO_SANDBOX_REQUIRED;
+    CHECK_EQ_INT(evo_compile(&o, &open_q, &r, &e), EVO_E_CONFIG);
+    CHECK_STR(e.msg, "compile.sandbox is required, but EVO_NO_LANDLOCK is set");
+    unsetenv("EVO_NO_LANDLOCK");
+    unsetenv("EVO_TEST_SECRET");
+    for (int i = 0; i < 4; i++) evo_str_free(&src[i]);
+    CHECK(no_children_left());
+    drop_cache(cache);
 }
 
 int main(void)
@@ -768,5 +1007,7 @@ int main(void)
     test_parallel_batch();
     test_service_errors();
     test_cache_dir_and_version();
+    test_limits();
+    test_sandbox();
     return check_result();
 }

@@ -252,7 +252,7 @@ static evo_store *open_ro(const char *name)
 /* Export candidate id (NULL: best) of store st; returns the status, fills text (malloc'd or NULL). */
 static evo_status export_one(evo_store *st, const char *id, evo_export_src *src, evo_export_out *out, evo_err *err)
 {
-    evo_status s = evo_export_pick(st, id, NULL, src, err);
+    evo_status s = evo_export_pick(st, id, EVO_CAND_ID_OR_KEY, NULL, src, err);
     if (s == EVO_OK) s = evo_export_render(src, "2026-11-22T08:00:00Z", out, err);
     return s;
 }
@@ -526,7 +526,7 @@ static void test_render_errors(const fixture *fx)
     evo_export_src src;
     evo_export_out out = {0};
     evo_err err = {{0}};
-    CHECK_EQ_INT(evo_export_pick(st, fx->key[C_A], NULL, &src, &err), EVO_OK);
+    CHECK_EQ_INT(evo_export_pick(st, fx->key[C_A], EVO_CAND_ID_OR_KEY, NULL, &src, &err), EVO_OK);
     char *saved = src.run.config_text;
     src.run.config_text = NULL;
     CHECK_EQ_INT(evo_export_render(&src, NULL, &out, &err), EVO_E_DB);

@@ -4,6 +4,7 @@
  * `test_store --hold-lock FILE READY` (holds an exclusive lock, touches READY, sleeps until killed).
  */
 #include "check.h"
+#include "lease.h"
 #include "store.h"
 #include "util.h"
 
@@ -1349,6 +1350,155 @@ static void test_migrate_v2_to_v3(void)
     CHECK_EQ_INT(raw_int(p, "PRAGMA foreign_keys"), 0); /* a raw connection's default: the file keeps no setting */
 }
 
+/* --id: a decimal text that is one candidate's row id and another's key prefix names both: refused; --row and --key
+ * read it one way each, and say which reading was taken. */
+static void test_candidate_refs(void)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/refs.db", tmpdir);
+    evo_store *st = open_ok(p, EVO_STORE_READWRITE);
+    evo_err err = {{0}};
+    CHECK_EQ_INT(evo_store_begin(st, &err), EVO_OK);
+    char key[65], genome[32];
+    for (int i = 1; i <= 1240; i++) { /* ids 1..1240; none of their keys starts with "1234" */
+        snprintf(genome, sizeof genome, "X=%d", i);
+        key_of(genome, ARCH, key);
+        if (strncmp(key, "1234", 4) == 0) key[0] = 'f';
+        evo_candidate_rec c = {.key = key,
+                               .task = TASK,
+                               .arch = ARCH,
+                               .genome = genome,
+                               .template_hash = "t",
+                               .options = "",
+                               .nvrtc_version = "13.0",
+                               .registers = -1,
+                               .smem_bytes = -1,
+                               .spill_bytes = -1,
+                               .stack_bytes = -1};
+        CHECK_EQ_INT(evo_store_put_candidate(st, &c, &err), EVO_OK);
+        CHECK_EQ_INT(c.id, i);
+    }
+    memset(key, 'b', 64);
+    memcpy(key, "1234", 4); /* candidate 1241: key 1234bbbb... */
+    evo_candidate_rec k = {.key = key,
+                           .task = TASK,
+                           .arch = ARCH,
+                           .genome = "X=0",
+                           .template_hash = "t",
+                           .options = "",
+                           .nvrtc_version = "13.0",
+                           .registers = -1,
+                           .smem_bytes = -1,
+                           .spill_bytes = -1,
+                           .stack_bytes = -1};
+    CHECK_EQ_INT(evo_store_put_candidate(st, &k, &err), EVO_OK);
+    CHECK_EQ_INT(k.id, 1241);
+    CHECK_EQ_INT(evo_store_commit(st, &err), EVO_OK);
+
+    evo_candidate_rec c;
+    const char *taken = NULL;
+    CHECK_EQ_INT(evo_store_find_candidate(st, "1234", EVO_CAND_ID_OR_KEY, &c, &taken, &err), EVO_E_USAGE);
+    char want[300];
+    key_of("X=1234", ARCH, key);
+    snprintf(want, sizeof want,
+             "'1234' names two candidates: candidate 1234 by its row id (key %.8s) and candidate 1241 "
+             "by its key prefix (key 1234bbbb); give --row 1234 or --key 1234",
+             key);
+    CHECK_STR(err.msg, want);
+    CHECK_EQ_INT(evo_store_get_candidate(st, "1234", &c, &err), EVO_E_USAGE); /* the old entry point too */
+    CHECK_EQ_INT(evo_store_find_candidate(st, "1234", EVO_CAND_ROW, &c, &taken, &err), EVO_OK);
+    CHECK_EQ_INT(c.id, 1234);
+    CHECK_STR(taken, "row id");
+    evo_store_candidate_free(&c);
+    CHECK_EQ_INT(evo_store_find_candidate(st, "1234", EVO_CAND_KEY, &c, &taken, &err), EVO_OK);
+    CHECK_EQ_INT(c.id, 1241);
+    CHECK_STR(taken, "key prefix");
+    evo_store_candidate_free(&c);
+    /* one reading only: no refusal, and the reading is said */
+    CHECK_EQ_INT(evo_store_find_candidate(st, "1235", EVO_CAND_ID_OR_KEY, &c, &taken, &err), EVO_OK);
+    CHECK_EQ_INT(c.id, 1235);
+    CHECK_STR(taken, "row id");
+    evo_store_candidate_free(&c);
+    CHECK_EQ_INT(evo_store_find_candidate(st, "1234bb", EVO_CAND_ID_OR_KEY, &c, &taken, &err), EVO_OK);
+    CHECK_EQ_INT(c.id, 1241);
+    CHECK_STR(taken, "key prefix");
+    evo_store_candidate_free(&c);
+    CHECK_EQ_INT(evo_store_find_candidate(st, key, EVO_CAND_ID_OR_KEY, &c, &taken, &err), EVO_OK);
+    CHECK_EQ_INT(c.id, 1234);
+    CHECK_STR(taken, "full key");
+    evo_store_candidate_free(&c);
+    CHECK_EQ_INT(evo_store_find_candidate(st, "12a4", EVO_CAND_ROW, &c, &taken, &err), EVO_E_USAGE);
+    CHECK_STR(err.msg, "'12a4' is not a candidate's row id (a decimal number)");
+    CHECK_EQ_INT(evo_store_find_candidate(st, "12", EVO_CAND_KEY, &c, &taken, &err), EVO_E_USAGE);
+    CHECK_STR(err.msg, "'12' is not a key or key prefix (4 to 64 hex digits)");
+    CHECK_EQ_INT(evo_store_find_candidate(st, "99999", EVO_CAND_ID_OR_KEY, &c, &taken, &err), EVO_E_NOTFOUND);
+    evo_store_close(st);
+}
+
+/* The lease of a run in progress (schema 6): granted new, kept by its holder, refused to another while live, taken
+ * over once expired or once its holder (a process of this boot of this host) is gone; renewal and checks fail for
+ * the one that lost it; a release leaves no row. */
+static void test_leases(void)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/leases.db", tmpdir);
+    evo_store *st = open_ok(p, EVO_STORE_READWRITE);
+    evo_err err = {{0}};
+    evo_run_rec run = {
+        .task = TASK, .arch = ARCH, .shape_set = "s", .strategy = "ga", .seed = 1, .generations = 2, .population = 4};
+    CHECK_EQ_INT(evo_store_begin_run(st, &run, &err), EVO_OK);
+    evo_lease_holder a = {.host = "alpha", .boot_id = "boot-a", .pid = 1, .pid_start = 1, .token = "aaaa"};
+    evo_lease_holder b = {.host = "beta", .boot_id = "boot-b", .pid = 2, .pid_start = 2, .token = "bbbb"};
+    evo_lease_rec prev;
+    const char *why = NULL;
+    CHECK_EQ_INT(evo_store_lease_take(st, run.id, &a, 60, &prev, &why, &err), EVO_OK);
+    CHECK_STR(why, "new");
+    CHECK(prev.expires_at == 0);
+    CHECK_EQ_INT(evo_store_lease_take(st, run.id, &a, 60, &prev, &why, &err), EVO_OK);
+    CHECK_STR(why, "mine");
+    CHECK_EQ_INT(evo_store_lease_take(st, run.id, &b, 60, &prev, &why, &err), EVO_E_USAGE);
+    CHECK_CONTAINS(err.msg, "run 1 is in progress elsewhere: its lease is held by host alpha, pid 1 (since ");
+    CHECK_EQ_INT(evo_store_lease_check(st, run.id, &a, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_lease_check(st, run.id, &b, &err), EVO_E_NOTFOUND);
+    CHECK_CONTAINS(err.msg, "run 1 was taken over: its lease is held by host alpha, pid 1");
+    evo_lease_rec l;
+    CHECK_EQ_INT(evo_store_lease_get(st, run.id, &l, &err), EVO_OK);
+    const double first = l.expires_at;
+    CHECK_EQ_INT(evo_store_lease_renew(st, run.id, &a, 120, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_lease_get(st, run.id, &l, &err), EVO_OK);
+    CHECK(l.expires_at > first + 30);
+    /* expired: taken over, and the old holder learns it at its next renewal or check */
+    CHECK_EQ_INT(evo_store_lease_renew(st, run.id, &a, -1, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_lease_take(st, run.id, &b, 60, &prev, &why, &err), EVO_OK);
+    CHECK_STR(why, "expired");
+    CHECK_STR(prev.holder.host, "alpha");
+    CHECK_EQ_INT(evo_store_lease_renew(st, run.id, &a, 60, &err), EVO_E_NOTFOUND);
+    CHECK_CONTAINS(err.msg, "run 1 was taken over: its lease is held by host beta, pid 2");
+    CHECK_EQ_INT(evo_store_lease_release(st, run.id, &a, &err), EVO_OK); /* not a's: nothing happens */
+    CHECK_EQ_INT(evo_store_lease_get(st, run.id, &l, &err), EVO_OK);
+    CHECK_STR(l.holder.host, "beta");
+    /* a holder of this boot of this host whose process has ended: taken over at once, live lease or not */
+    evo_lease_holder me, gone;
+    evo_lease_holder_self(&me);
+    gone = me;
+    snprintf(gone.token, sizeof gone.token, "gone");
+    gone.pid_start = me.pid_start + 1; /* this pid, another start: a reused pid is not the holder */
+    CHECK_EQ_INT(evo_store_lease_release(st, run.id, &b, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_lease_take(st, run.id, &gone, 600, &prev, &why, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_lease_take(st, run.id, &me, 60, &prev, &why, &err), EVO_OK);
+    CHECK_STR(why, "holder gone");
+    /* ... but this very process, alive, keeps it */
+    evo_lease_holder twin = me;
+    snprintf(twin.token, sizeof twin.token, "twin");
+    CHECK_EQ_INT(evo_store_lease_take(st, run.id, &twin, 60, &prev, &why, &err), EVO_E_USAGE);
+    CHECK_EQ_INT(evo_store_lease_release(st, run.id, &me, &err), EVO_OK);
+    CHECK_EQ_INT(evo_store_lease_get(st, run.id, &l, &err), EVO_OK);
+    CHECK(l.expires_at == 0);
+    free(run.started_at); /* the two strings begin_run filled in; the rest are borrowed */
+    free(run.state);
+    evo_store_close(st);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "--fixture") == 0) return fixture(argv[2], argv[3]);
@@ -1375,6 +1525,8 @@ int main(int argc, char **argv)
     test_readonly_directory();
     test_elites();
     test_locked();
+    test_candidate_refs();
+    test_leases();
     int rc = check_result();
     if (rc == 0) {
         char cmd[128];

@@ -15,10 +15,10 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 try:
     import torch
 except ImportError as e:
-    print(f"torch_op_cpu: skipped: PyTorch is not importable here ({e})")
+    print(f"SKIP: PyTorch is not importable here ({e})")
     sys.exit(77)
 if not hasattr(torch.library, "custom_op"):
-    print(f"torch_op_cpu: skipped: PyTorch {torch.__version__} has no torch.library.custom_op (needs 2.4+)")
+    print(f"SKIP: PyTorch {torch.__version__} has no torch.library.custom_op (needs 2.4+)")
     sys.exit(77)
 
 import torch_export  # noqa: E402

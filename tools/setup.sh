@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # setup.sh — install what evo builds against (if missing) and build it into build/.
 # Usage: tools/setup.sh            (from the repository root; root or sudo for the package install)
-# Needs the CUDA Toolkit (nvcc, NVRTC) already installed; installs cmake, gcc, SQLite, cJSON, libyaml from apt.
+# Needs the CUDA Toolkit (nvcc, NVRTC) already installed; installs cmake, gcc, SQLite, cJSON, libyaml and python3 (the
+# tests read databases and make fixtures with it) from apt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(cmake gcc make pkg-config libsqlite3-dev libcjson-dev libyaml-dev)
+pkgs=(cmake gcc make pkg-config libsqlite3-dev libcjson-dev libyaml-dev python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -41,6 +41,15 @@ int evo_task_headers(const evo_task *t, evo_compile_header *out, int max)
     return n;
 }
 
+evo_compile_limits evo_config_compile_limits(const evo_config *cfg)
+{
+    return (evo_compile_limits){.memory_mb = cfg->compile.max_memory_mb,
+                                .cpu_s = cfg->compile.max_cpu_s,
+                                .output_mb = cfg->compile.max_output_mb,
+                                .open_files = cfg->compile.max_open_files,
+                                .sandbox = (evo_sandbox_mode)cfg->compile.sandbox};
+}
+
 /* The compile request of a prepared candidate; exprs and opts must outlive it. */
 static evo_compile_req request_of(const evo_build_opts *o, const evo_candidate *c, const evo_compile_header *hdr,
                                   int n_hdr, const char **exprs, const char **opts, int n_opts)
@@ -57,6 +66,7 @@ static evo_compile_req request_of(const evo_build_opts *o, const evo_candidate *
         .options = opts,
         .n_options = n_opts,
         .timeout_s = o->cfg->compile.timeout_s,
+        .limits = evo_config_compile_limits(o->cfg),
     };
 }
 
@@ -127,8 +137,9 @@ evo_status evo_candidates_prepare(const evo_build_opts *o, evo_candidate *c, int
 static void judge_compiled(const evo_build_opts *o, evo_candidate *ci)
 {
     const evo_compile_result *r = &ci->cr;
-    if (r->outcome == EVO_COMPILE_TIMEOUT) {
-        snprintf(ci->why, sizeof ci->why, "compile exceeded its %.0f s limit", o->cfg->compile.timeout_s);
+    if (r->outcome == EVO_COMPILE_TIMEOUT || r->outcome == EVO_COMPILE_LIMIT ||
+        (r->outcome != EVO_COMPILE_OK && r->why[0])) {
+        snprintf(ci->why, sizeof ci->why, "does not compile: %.400s", r->why);
         ci->verdict = EVO_V_COMPILE_FAIL;
         return;
     }

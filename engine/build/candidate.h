@@ -57,6 +57,8 @@ int evo_task_headers(const evo_task *t, evo_compile_header *out, int max);
 /* The NVRTC options every candidate of cfg is compiled with (the same for all genomes; part of the key). The
  * option strings point into buf or are static. Returns the count. */
 int evo_candidate_options(const evo_config *cfg, char *buf, size_t buf_len, const char **opts, int max);
+/* The compile process's limits and sandbox mode as the config's compile section sets them (sandbox.h). */
+evo_compile_limits evo_config_compile_limits(const evo_config *cfg);
 
 /* A deterministic sample of n valid genomes for `evo compile --sample`: the baseline, then for each knob its
  * smallest and largest value (on the valid genome nearest the baseline that has it, searched up to two other

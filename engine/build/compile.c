@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <nvrtc.h>
 #include <poll.h>
@@ -21,7 +22,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,8 +35,9 @@
 #define POLL_CAP_MS 100
 /* Every arch evo targets caps static (non-dynamic) shared memory per block at 48 KB. */
 #define STATIC_SMEM_MAX (48 * 1024)
-/* What a child writes to its pipe after publishing the cache entry. */
+/* What a child writes to its pipe after publishing the cache entry; or, when a limit ended it, "limit:" and why. */
 #define CHILD_DONE "done"
+#define CHILD_LIMIT "limit:"
 
 #ifndef EVO_CUDA_INCLUDE_DIR
 #define EVO_CUDA_INCLUDE_DIR ""
@@ -105,15 +109,17 @@ static bool has_cuda_headers(const char *dir)
 }
 
 /* The toolkit's include directory (build-time one first: its headers match the NVRTC evo links), then
- * $CUDA_HOME/include, then /usr/local/cuda/include; plus its cccl/ where <cuda/std/...> lives since CUDA 13. */
-static void add_include_options(strlist *opts)
+ * $CUDA_HOME/include, then /usr/local/cuda/include; plus its cccl/ where <cuda/std/...> lives since CUDA 13.
+ * Returns how many of dirs[0..1] it filled. */
+static int toolkit_include_dirs(char dirs[2][4096])
 {
-    char dir[4096] = "";
+    char *dir = dirs[0];
+    dir[0] = '\0';
     const char *built = EVO_CUDA_INCLUDE_DIR; /* a CMake list: "a;b" */
     for (const char *p = built; *p && !dir[0];) {
         const char *semi = strchr(p, ';');
         size_t n = semi ? (size_t)(semi - p) : strlen(p);
-        if (n < sizeof dir) {
+        if (n < 4096) {
             memcpy(dir, p, n);
             dir[n] = '\0';
             if (!has_cuda_headers(dir)) dir[0] = '\0';
@@ -122,22 +128,25 @@ static void add_include_options(strlist *opts)
     }
     const char *home = getenv("CUDA_HOME");
     if (!dir[0] && home && *home) {
-        snprintf(dir, sizeof dir, "%s/include", home);
+        snprintf(dir, 4096, "%.4000s/include", home);
         if (!has_cuda_headers(dir)) dir[0] = '\0';
     }
-    if (!dir[0] && has_cuda_headers("/usr/local/cuda/include")) snprintf(dir, sizeof dir, "/usr/local/cuda/include");
-    if (!dir[0]) return; /* the program may need no toolkit header; if it does, the log says which */
-    evo_str s = {0};
-    evo_str_appendf(&s, "-I%s", dir);
-    strlist_add(opts, evo_str_take(&s));
-    evo_str_appendf(&s, "%s/cccl", dir);
+    if (!dir[0] && has_cuda_headers("/usr/local/cuda/include")) snprintf(dir, 4096, "/usr/local/cuda/include");
+    if (!dir[0]) return 0; /* the program may need no toolkit header; if it does, the log says which */
+    snprintf(dirs[1], 4096, "%.4000s/cccl", dir);
     struct stat st;
-    if (stat(s.p, &st) == 0 && S_ISDIR(st.st_mode)) {
-        evo_str t = {0};
-        evo_str_appendf(&t, "-I%s", s.p);
-        strlist_add(opts, evo_str_take(&t));
+    return stat(dirs[1], &st) == 0 && S_ISDIR(st.st_mode) ? 2 : 1;
+}
+
+static void add_include_options(strlist *opts)
+{
+    char dirs[2][4096];
+    const int n = toolkit_include_dirs(dirs);
+    for (int i = 0; i < n; i++) {
+        evo_str s = {0};
+        evo_str_appendf(&s, "-I%s", dirs[i]);
+        strlist_add(opts, evo_str_take(&s));
     }
-    evo_str_free(&s);
 }
 
 static const char *req_name(const evo_compile_req *r) { return r->program_name ? r->program_name : "program.cu"; }
@@ -171,6 +180,15 @@ static evo_status req_check(const evo_compile_req *r, evo_err *err)
     for (int i = 0; i < r->n_options; i++)
         if (!r->options[i]) return evo_fail(err, EVO_E_CONFIG, "compile %s: option %d is missing", name, i);
     if (isnan(r->timeout_s)) return evo_fail(err, EVO_E_CONFIG, "compile %s: timeout is not a number", name);
+    const evo_compile_limits *l = &r->limits;
+    if (!(l->memory_mb >= 0) || !(l->cpu_s >= 0) || !(l->output_mb >= 0) || l->open_files < 0 ||
+        (unsigned)l->sandbox > EVO_SANDBOX_OFF)
+        return evo_fail(err, EVO_E_CONFIG, "compile %s: a limit is negative or not a number", name);
+    if (r->n_read_dirs < 0 || (r->n_read_dirs > 0 && !r->read_dirs))
+        return evo_fail(err, EVO_E_CONFIG, "compile %s: read_dirs is missing", name);
+    for (int i = 0; i < r->n_read_dirs; i++)
+        if (!r->read_dirs[i] || r->read_dirs[i][0] != '/')
+            return evo_fail(err, EVO_E_CONFIG, "compile %s: read_dirs[%d] is not an absolute path", name, i);
     return EVO_OK;
 }
 
@@ -228,14 +246,57 @@ evo_status evo_compile_key(const evo_compile_req *req, char key[65], evo_err *er
     return EVO_OK;
 }
 
+static bool is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The folder above path ("." for a bare name), malloc'd. */
+static char *parent_of(const char *path)
+{
+    evo_str s = {0};
+    evo_str_append(&s, path);
+    char *p = s.p;
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/') p[--n] = '\0';
+    char *slash = strrchr(p, '/');
+    if (!slash) {
+        evo_str_free(&s);
+        return evo_strdup(".");
+    }
+    if (slash == p)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    return evo_str_take(&s);
+}
+
 evo_status evo_compile_cache_dir(char **dir, evo_err *err)
 {
-    const char *v;
+    /* evo creates the cache folder and, under HOME, .cache; never a folder above what the variable names, so a
+     * HOME or EVO_CACHE that points nowhere is said, not built (HOME=/nonexistent made /nonexistent/.cache/evo). */
+    const char *v, *var;
+    char *must = NULL; /* a folder that must exist already */
     evo_str s = {0};
-    if ((v = getenv("EVO_CACHE")) && *v) evo_str_append(&s, v);
-    else if ((v = getenv("XDG_CACHE_HOME")) && *v) evo_str_appendf(&s, "%s/evo", v);
-    else if ((v = getenv("HOME")) && *v) evo_str_appendf(&s, "%s/.cache/evo", v);
+    if ((v = getenv(var = "EVO_CACHE")) && *v)
+        evo_str_append(&s, v), must = parent_of(v);
+    else if ((v = getenv(var = "XDG_CACHE_HOME")) && *v)
+        evo_str_appendf(&s, "%s/evo", v), must = parent_of(v);
+    else if ((v = getenv(var = "HOME")) && *v)
+        evo_str_appendf(&s, "%s/.cache/evo", v), must = evo_strdup(v);
     else return evo_fail(err, EVO_E_CONFIG, "no compile cache directory: set EVO_CACHE (or HOME)");
+    const bool ok = is_dir(must);
+    if (!ok)
+        evo_fail(err, EVO_E_CONFIG,
+                 "compile cache %s: %s=%s, but %s is not a folder; evo does not create it (set "
+                 "EVO_CACHE to a folder whose parent exists)",
+                 evo_str_cstr(&s), var, v, must);
+    free(must);
+    if (!ok) {
+        evo_str_free(&s);
+        return EVO_E_CONFIG;
+    }
     *dir = evo_str_take(&s);
     return EVO_OK;
 }
@@ -248,8 +309,14 @@ const char *evo_compile_outcome_name(evo_compile_outcome o)
     case EVO_COMPILE_OK: return "ok";
     case EVO_COMPILE_ERROR: return "compile_error";
     case EVO_COMPILE_TIMEOUT: return "timeout";
+    case EVO_COMPILE_LIMIT: return "limit";
     }
     return "?";
+}
+
+const char *evo_compile_result_why(const evo_compile_result *r)
+{
+    return r->why[0] ? r->why : evo_compile_outcome_name(r->outcome);
 }
 
 void evo_compile_result_free(evo_compile_result *r)
@@ -334,6 +401,7 @@ struct cJSON *evo_compile_result_json(const evo_compile_result *r, bool with_log
             cJSON_AddNumberToObject(kj, res_fields[f].name, *res_field(&res, f));
     }
     if (with_log) cJSON_AddStringToObject(o, "log", r->log ? r->log : "");
+    if (r->why[0]) cJSON_AddStringToObject(o, "why", r->why);
     return o;
 }
 
@@ -360,6 +428,8 @@ static bool result_from_json(const cJSON *o, evo_compile_result *r)
     else if (strcmp(outcome, "compile_error") == 0) r->outcome = EVO_COMPILE_ERROR;
     else return false;
     r->log = evo_strdup(log);
+    const char *why = json_str(o, "why");
+    if (why) snprintf(r->why, sizeof r->why, "%s", why);
     const cJSON *ks = cJSON_GetObjectItemCaseSensitive(o, "kernels");
     if (!cJSON_IsArray(ks)) return false;
     int n = cJSON_GetArraySize(ks);
@@ -443,6 +513,9 @@ done:
     return ok;
 }
 
+/* Set in a compile child when a write failed past its output limit (RLIMIT_FSIZE: EFBIG). */
+static bool g_output_limit_hit;
+
 static evo_status entry_write(const prep *p, const evo_compile_result *r, bool transient, evo_err *err)
 {
     cJSON *o = evo_compile_result_json(r, true);
@@ -465,8 +538,10 @@ static evo_status entry_write(const prep *p, const evo_compile_result *r, bool t
         s = evo_fail(err, EVO_E_IO, "cannot write cache entry %s: %s", tmp, strerror(errno));
     } else {
         if (evo_write_all(fd, head, (size_t)hn) || evo_write_all(fd, json, strlen(json)) ||
-            (r->cubin_len && evo_write_all(fd, r->cubin, r->cubin_len)))
+            (r->cubin_len && evo_write_all(fd, r->cubin, r->cubin_len))) {
+            g_output_limit_hit = errno == EFBIG;
             s = evo_fail(err, EVO_E_IO, "cannot write cache entry %s: %s", tmp, strerror(errno));
+        }
         if (close(fd) != 0 && s == EVO_OK) s = evo_fail(err, EVO_E_IO, "cannot write %s: %s", tmp, strerror(errno));
         if (s == EVO_OK && rename(tmp, p->entry) != 0)
             s = evo_fail(err, EVO_E_IO, "cannot publish cache entry %s: %s", p->entry, strerror(errno));
@@ -510,6 +585,86 @@ static void append_captured(char **log, int out_fd)
     *log = evo_str_take(&s);
 }
 
+/* Whether path lies in (or is) one of the folders the child may read. */
+static bool under_allowed(const char *path, const evo_compile_req *req)
+{
+    char real[PATH_MAX], dirs[2][4096];
+    if (!realpath(path, real)) return false;
+    const int n_tk = toolkit_include_dirs(dirs);
+    for (int i = 0; i < n_tk + req->n_read_dirs; i++) {
+        char d[PATH_MAX];
+        if (!realpath(i < n_tk ? dirs[i] : req->read_dirs[i - n_tk], d)) continue;
+        const size_t n = strlen(d);
+        if (strncmp(real, d, n) == 0 && (real[n] == '/' || real[n] == '\0' || (n == 1 && d[0] == '/'))) return true;
+    }
+    return false;
+}
+
+/* After a failed compile, in the child (still confined): why could the compiler not open each file its log names
+ * ("cannot open source file \"X\"")? A file that exists but that the sandbox hides is "access denied"; one that
+ * opens now (the compiler had closed its nested includes since) was beyond the open-files limit. Appends an "evo:"
+ * line per file to *log, sets why from the first; returns whether it found anything. */
+static bool explain_unopened(const evo_compile_req *req, const prep *p, char **log, char *why, size_t why_len)
+{
+    static const char needle[] = "cannot open source file \"";
+    evo_str add = {0};
+    int found = 0;
+    for (const char *at = strstr(*log, needle); at && found < 4; at = strstr(at + 1, needle)) {
+        const char *name = at + strlen(needle), *end = strchr(name, '"');
+        if (!end || end == name || end - name >= 1024) continue;
+        char nm[1024], cand[4200];
+        snprintf(nm, sizeof nm, "%.*s", (int)(end - name), name);
+        /* where the compiler looks: the name itself when absolute, else the working directory, then each -I */
+        for (int k = 0;; k++) {
+            if (nm[0] == '/') {
+                if (k > 0) break;
+                snprintf(cand, sizeof cand, "%s", nm);
+            } else if (k == 0) {
+                snprintf(cand, sizeof cand, "%s", nm);
+            } else {
+                int seen = 0;
+                const char *dir = NULL;
+                for (int i = 0; i < p->opts.n && !dir; i++)
+                    if (strncmp(p->opts.v[i], "-I", 2) == 0 && ++seen == k) dir = p->opts.v[i] + 2;
+                if (!dir) break;
+                snprintf(cand, sizeof cand, "%s/%s", dir, nm);
+            }
+            struct stat st;
+            if (stat(cand, &st) != 0) continue;
+            const int fd = open(cand, O_RDONLY | O_CLOEXEC);
+            const int e = errno;
+            char line[900];
+            if (fd >= 0) close(fd);
+            if (fd >= 0 || e == EMFILE) {
+                const int files = req->limits.open_files > 0 ? req->limits.open_files : EVO_COMPILE_DEFAULT_OPEN_FILES;
+                snprintf(line, sizeof line,
+                         "open files limit: \"%.300s\" could not be opened within the compile "
+                         "process's limit of %d open files (compile.max_open_files)",
+                         nm, files);
+            } else if (e == EACCES && !under_allowed(cand, req)) {
+                snprintf(line, sizeof line,
+                         "access denied: \"%.300s\" is outside what the compiler may read: the "
+                         "kernel's folder, evo's headers, the CUDA Toolkit's headers (a link counts where it points)",
+                         nm);
+            } else {
+                snprintf(line, sizeof line, "\"%.300s\": %s", nm, strerror(e));
+            }
+            evo_str_appendf(&add, "evo: %s\n", line);
+            if (!found++ && why_len) snprintf(why, why_len, "%.*s", (int)(why_len - 1), line);
+            break;
+        }
+    }
+    if (found) {
+        evo_str l = {0};
+        evo_str_append(&l, *log);
+        evo_str_append(&l, evo_str_cstr(&add));
+        free(*log);
+        *log = evo_str_take(&l);
+    }
+    evo_str_free(&add);
+    return found > 0;
+}
+
 static evo_status child_compile(const evo_compile_req *req, const prep *p, int out_fd, evo_err *err)
 {
     evo_status s = EVO_OK;
@@ -543,7 +698,10 @@ static evo_status child_compile(const evo_compile_req *req, const prep *p, int o
     }
     if (rc != NVRTC_SUCCESS) {
         r.outcome = EVO_COMPILE_ERROR;
-        if (rc == NVRTC_ERROR_COMPILATION && compile_failure_is_transient(r.log)) {
+        /* a file the sandbox or a limit kept from the compiler: not the program's text alone, so not cached */
+        if (rc == NVRTC_ERROR_COMPILATION && explain_unopened(req, p, &r.log, r.why, sizeof r.why)) {
+            transient = true;
+        } else if (rc == NVRTC_ERROR_COMPILATION && compile_failure_is_transient(r.log)) {
             /* Memory exhaustion makes NVRTC fail with an empty log or a ptxas "fatal" line: not the program's
              * fault, so not cached. ptxas also refuses static shared memory over 48 KB without a word, so say
              * what it reported. */
@@ -619,6 +777,25 @@ done:
     return s;
 }
 
+/* The child's limits and file access (sandbox.h): it may read the toolkit's include folders and the request's
+ * folders, write in its cache shard only, and works in the first request folder. Non-zero on failure (why set). */
+static int child_confine(const evo_compile_req *req, const prep *p, char *why, size_t n)
+{
+    char dirs[2][4096];
+    const int n_tk = toolkit_include_dirs(dirs);
+    const char *read[2 + 16];
+    int n_read = 0;
+    for (int i = 0; i < n_tk; i++) read[n_read++] = dirs[i];
+    for (int i = 0; i < req->n_read_dirs && n_read < (int)EVO_ARRAY_LEN(read); i++) read[n_read++] = req->read_dirs[i];
+    if (req->n_read_dirs > 0 && chdir(req->read_dirs[0]) != 0) {
+        snprintf(why, n, "compile: cannot enter %s: %s", req->read_dirs[0], strerror(errno));
+        return -1;
+    }
+    const evo_sandbox_paths paths = {.read = read, .n_read = n_read, .write_dir = p->shard};
+    if (evo_sandbox_enter(&paths, &req->limits, why, n) != EVO_OK) return -1;
+    return 0;
+}
+
 /* Runs in the forked child; never returns. */
 static void child_main(const evo_compile_req *req, const prep *p, int fd, pid_t parent) __attribute__((noreturn));
 static void child_main(const evo_compile_req *req, const prep *p, int fd, pid_t parent)
@@ -628,16 +805,38 @@ static void child_main(const evo_compile_req *req, const prep *p, int fd, pid_t 
     if (getppid() != parent) _exit(EVO_E_INTERRUPTED);
     /* ptxas prints some failures ("ptxas fatal : Memory allocation failure") on stderr instead of the log:
      * capture both streams so they land in the log, not on the user's terminal. */
-    if (fd <= STDERR_FILENO) fd = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1); /* parent ran without stdio */
-    int out_fd = memfd_create("evo-compile-output", MFD_CLOEXEC);
-    if (out_fd >= 0) {
+    /* Only what it needs stays open: the message pipe as 3, the captured output as 1, 2 and 4; not the database,
+     * the workers' pipes or anything else the parent holds, so its open-files limit counts its own files. */
+    const int msg_fd = fcntl(fd, F_DUPFD_CLOEXEC, 16);
+    const int mem_fd = memfd_create("evo-compile-output", MFD_CLOEXEC);
+    const int cap_fd = mem_fd >= 0 ? fcntl(mem_fd, F_DUPFD_CLOEXEC, 17) : -1;
+    if (msg_fd < 0 || dup2(msg_fd, 3) != 3) _exit(EVO_E_IO);
+    fd = 3;
+    int out_fd = -1;
+    if (cap_fd >= 0 && dup2(cap_fd, 4) == 4) {
+        out_fd = 4;
         dup2(out_fd, STDOUT_FILENO);
         dup2(out_fd, STDERR_FILENO);
     }
+    if (syscall(SYS_close_range, 5U, ~0U, 0U) != 0)
+        for (int k = 5; k < 4096; k++) close(k);
     evo_err e = {{0}};
-    evo_status s = child_compile(req, p, out_fd, &e);
+    evo_status s = child_confine(req, p, e.msg, sizeof e.msg) ? EVO_E_IO : EVO_OK;
+    if (s == EVO_OK) s = child_compile(req, p, out_fd, &e);
     /* Always a message, so the parent can tell this end from an exit() deep inside the compiler. */
-    const char *msg = s == EVO_OK ? CHILD_DONE : e.msg[0] ? e.msg : "compile process failed";
+    char limit[sizeof e.msg + 64];
+    const double out_mb = req->limits.output_mb > 0 ? req->limits.output_mb : EVO_COMPILE_DEFAULT_OUTPUT_MB;
+    if (s != EVO_OK && g_output_limit_hit) { /* past RLIMIT_FSIZE: the candidate's output, not a broken cache */
+        snprintf(limit, sizeof limit,
+                 "%soutput limit: the compile process wrote more than %.0f MiB to one file "
+                 "(compile.max_output_mb)",
+                 CHILD_LIMIT, out_mb);
+        s = EVO_OK;
+    }
+    const char *msg = g_output_limit_hit ? limit
+                      : s == EVO_OK      ? CHILD_DONE
+                      : e.msg[0]         ? e.msg
+                                         : "compile process failed";
     (void)evo_write_all(fd, msg, strlen(msg));
     /* _exit, not exit: atexit handlers and unflushed stdio belong to the parent. */
     _exit((int)s);
@@ -650,6 +849,8 @@ typedef struct {
     int fd;     /* read end of the child's message pipe; -1 after EOF */
     int index;  /* request */
     double start, deadline;
+    double memory_mb; /* its resident-memory limit (the parent kills it past that) */
+    int64_t peak_rss; /* the largest resident set seen, bytes */
     char msg[sizeof(((evo_err *)0)->msg)];
     size_t msg_len;
 } child_slot;
@@ -666,7 +867,8 @@ static int online_cpus(void)
     return n > 0 ? (int)n : 1;
 }
 
-static evo_status spawn(const evo_compile_req *req, const prep *p, int index, child_slot *c, evo_err *err)
+static evo_status spawn(const evo_compile_req *req, const prep *p, int index, double memory_mb, child_slot *c,
+                        evo_err *err)
 {
     evo_status s = evo_mkdir_p(p->shard, err);
     if (s != EVO_OK) return evo_failv_prefix(err, s, "compile cache");
@@ -698,6 +900,7 @@ static evo_status spawn(const evo_compile_req *req, const prep *p, int index, ch
     c->index = index;
     c->start = start;
     c->deadline = req->timeout_s > 0 ? start + req->timeout_s : INFINITY;
+    c->memory_mb = memory_mb;
     return EVO_OK;
 }
 
@@ -748,15 +951,49 @@ static void log_line(evo_compile_result *r, const char *fmt, ...)
     r->log = evo_str_take(&s);
 }
 
-/* A child has exited with wait status ws: fill its result, or say why the service failed. */
+static const char *signal_name(int sig)
+{
+    static const struct {
+        int sig;
+        const char *name;
+    } names[] = {{SIGSEGV, "SIGSEGV"}, {SIGABRT, "SIGABRT"}, {SIGKILL, "SIGKILL"}, {SIGBUS, "SIGBUS"},
+                 {SIGILL, "SIGILL"},   {SIGFPE, "SIGFPE"},   {SIGTERM, "SIGTERM"}, {SIGXCPU, "SIGXCPU"},
+                 {SIGXFSZ, "SIGXFSZ"}, {SIGINT, "SIGINT"},   {SIGHUP, "SIGHUP"},   {SIGPIPE, "SIGPIPE"}};
+    for (size_t i = 0; i < EVO_ARRAY_LEN(names); i++)
+        if (names[i].sig == sig) return names[i].name;
+    return "signal";
+}
+
+/* A child has exited with wait status ws (ru: its resource use): fill its result, or say why the service failed. */
 static evo_status child_finish(const evo_compile_req *req, const prep *p, child_slot *c, int ws,
-                               evo_compile_result *r, evo_err *err)
+                               const struct rusage *ru, evo_compile_result *r, evo_err *err)
 {
     drain(c);
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
     bool done = c->msg_len == strlen(CHILD_DONE) && strcmp(c->msg, CHILD_DONE) == 0;
-    if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && done) {
+    const double cpu_used = (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec * 1e-6 + (double)ru->ru_stime.tv_sec +
+                            ru->ru_stime.tv_usec * 1e-6;
+    const double cpu_limit = req->limits.cpu_s > 0 ? req->limits.cpu_s : EVO_COMPILE_DEFAULT_CPU_S;
+    if ((int64_t)ru->ru_maxrss * 1024 > c->peak_rss) c->peak_rss = (int64_t)ru->ru_maxrss * 1024;
+    if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && strncmp(c->msg, CHILD_LIMIT, strlen(CHILD_LIMIT)) == 0) {
+        memset(r, 0, sizeof *r);
+        r->outcome = EVO_COMPILE_LIMIT;
+        r->program_spill_bytes = -1;
+        snprintf(r->why, sizeof r->why, "%s", c->msg + strlen(CHILD_LIMIT));
+        log_line(r, "evo: %s\n", r->why);
+        memcpy(r->key, p->key, sizeof r->key);
+    } else if (WIFSIGNALED(ws) && (WTERMSIG(ws) == SIGXCPU || (WTERMSIG(ws) == SIGKILL && cpu_used >= cpu_limit))) {
+        memset(r, 0, sizeof *r);
+        r->outcome = EVO_COMPILE_LIMIT;
+        r->program_spill_bytes = -1;
+        snprintf(r->why, sizeof r->why,
+                 "CPU time limit: the compile process used %.1f s of CPU, its limit is %.0f s "
+                 "(compile.max_cpu_s)",
+                 cpu_used, cpu_limit);
+        log_line(r, "evo: %s\n", r->why);
+        memcpy(r->key, p->key, sizeof r->key);
+    } else if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && done) {
         if (!entry_load(p, true, r))
             return evo_fail(err, EVO_E_IO, "compile %s: the compile process left no readable cache entry at %s",
                             req_name(req), p->entry);
@@ -770,14 +1007,33 @@ static evo_status child_finish(const evo_compile_req *req, const prep *p, child_
         r->outcome = EVO_COMPILE_ERROR;
         r->program_spill_bytes = -1;
         if (WIFSIGNALED(ws))
-            log_line(r, "evo: the compile process died of signal %d (%s)\n", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
+            snprintf(r->why, sizeof r->why, "the compile process was killed by %s (%s)", signal_name(WTERMSIG(ws)),
+                     strsignal(WTERMSIG(ws)));
         else
-            log_line(r, "evo: the compile process exited with status %d before finishing\n",
+            snprintf(r->why, sizeof r->why, "the compile process exited with status %d before finishing",
                      WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+        log_line(r, "evo: %s\n", r->why);
         memcpy(r->key, p->key, sizeof r->key);
     }
     r->seconds = evo_now() - c->start;
+    r->peak_rss = c->peak_rss;
     return EVO_OK;
+}
+
+/* A child grew past its memory limit and was killed. */
+static void memory_result(const prep *p, const child_slot *c, evo_compile_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->outcome = EVO_COMPILE_LIMIT;
+    r->program_spill_bytes = -1;
+    r->seconds = evo_now() - c->start;
+    r->peak_rss = c->peak_rss;
+    memcpy(r->key, p->key, sizeof r->key);
+    snprintf(r->why, sizeof r->why,
+             "memory limit: the compile process grew to %.0f MiB, past its limit of %.0f MiB "
+             "(compile.max_memory_mb)",
+             (double)c->peak_rss / (1024.0 * 1024.0), c->memory_mb);
+    log_line(r, "evo: %s\n", r->why);
 }
 
 static void timeout_result(const evo_compile_req *req, const prep *p, const child_slot *c, evo_compile_result *r)
@@ -787,7 +1043,33 @@ static void timeout_result(const evo_compile_req *req, const prep *p, const chil
     r->program_spill_bytes = -1;
     r->seconds = evo_now() - c->start;
     memcpy(r->key, p->key, sizeof r->key);
-    log_line(r, "evo: compile killed at its time limit of %.3g s\n", req->timeout_s);
+    snprintf(r->why, sizeof r->why,
+             "timeout: the compile process was killed at its time limit of %.3g s "
+             "(compile.timeout_s)",
+             req->timeout_s);
+    log_line(r, "evo: %s\n", r->why);
+}
+
+/* Said once per process (on stderr: the one thing here that talks) when a request that should be confined is
+ * compiled without Landlock. */
+static char g_unconfined_why[256];
+static void warn_once(void)
+{
+    fprintf(stderr,
+            "evo: warning: kernels are compiled without file confinement: %s; the compiler can read any file "
+            "evo can (compile.sandbox: required refuses to compile instead)\n",
+            g_unconfined_why);
+}
+
+static void warn_unconfined(const evo_compile_req *reqs, int n)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    bool want = false;
+    for (int i = 0; i < n; i++) want |= reqs[i].limits.sandbox == EVO_SANDBOX_AUTO;
+    char why[256];
+    if (!want || evo_sandbox_available(why, sizeof why)) return;
+    snprintf(g_unconfined_why, sizeof g_unconfined_why, "%s", why);
+    pthread_once(&once, warn_once);
 }
 
 evo_status evo_compile_batch(const evo_compile_opts *opts, const evo_compile_req *reqs, int n,
@@ -802,17 +1084,38 @@ evo_status evo_compile_batch(const evo_compile_opts *opts, const evo_compile_req
         evo_status s = req_check(&reqs[i], err);
         if (s != EVO_OK) return s;
     }
+    for (int i = 0; i < n; i++)
+        if (reqs[i].limits.sandbox == EVO_SANDBOX_REQUIRED) {
+            char why[256];
+            if (!evo_sandbox_available(why, sizeof why))
+                return evo_fail(err, EVO_E_CONFIG, "compile.sandbox is required, but %s", why);
+            break;
+        }
+    warn_unconfined(reqs, n);
+    evo_sandbox_prepare();
     char *cache = NULL;
     if (opts->cache_dir) cache = evo_strdup(opts->cache_dir);
     else {
         evo_status s = evo_compile_cache_dir(&cache, err);
         if (s != EVO_OK) return s;
     }
+    if (cache[0] != '/') { /* a child works in the kernel's folder: the cache's path must not depend on the cwd */
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd)) {
+            free(cache);
+            return evo_fail(err, EVO_E_IO, "compile cache: cannot tell the working directory: %s", strerror(errno));
+        }
+        evo_str a = {0};
+        evo_str_appendf(&a, "%s/%s", cwd, cache);
+        free(cache);
+        cache = evo_str_take(&a);
+    }
 
     prep *pr = evo_xcalloc((size_t)n, sizeof *pr);
     int *queue = evo_xcalloc((size_t)n, sizeof *queue);
     int nqueue = 0, next = 0;
     int jobs = opts->jobs > 0 ? opts->jobs : online_cpus();
+    const double default_mb = evo_compile_default_memory_mb(jobs < n ? jobs : n);
     child_slot *run = evo_xcalloc((size_t)jobs, sizeof *run);
     struct pollfd *pfd = evo_xcalloc((size_t)jobs, sizeof *pfd);
     int nrun = 0;
@@ -845,7 +1148,8 @@ evo_status evo_compile_batch(const evo_compile_opts *opts, const evo_compile_req
     while (next < nqueue || nrun > 0) {
         while (nrun < jobs && next < nqueue) {
             int i = queue[next];
-            s = spawn(&reqs[i], &pr[i], i, &run[nrun], err);
+            s = spawn(&reqs[i], &pr[i], i, reqs[i].limits.memory_mb > 0 ? reqs[i].limits.memory_mb : default_mb,
+                      &run[nrun], err);
             if (s != EVO_OK) goto fail;
             nrun++;
             next++;
@@ -870,9 +1174,12 @@ evo_status evo_compile_batch(const evo_compile_opts *opts, const evo_compile_req
             child_slot *c = &run[k];
             int i = c->index;
             int ws;
-            pid_t w = waitpid(c->pid, &ws, WNOHANG);
+            struct rusage ru;
+            const int64_t rss = evo_proc_rss(c->pid);
+            if (rss > c->peak_rss) c->peak_rss = rss;
+            pid_t w = wait4(c->pid, &ws, WNOHANG, &ru);
             if (w == c->pid) {
-                evo_status cs = child_finish(&reqs[i], &pr[i], c, ws, &out[i], err);
+                evo_status cs = child_finish(&reqs[i], &pr[i], c, ws, &ru, &out[i], err);
                 run[k] = run[--nrun];
                 if (cs != EVO_OK) {
                     s = cs;
@@ -882,6 +1189,10 @@ evo_status evo_compile_batch(const evo_compile_opts *opts, const evo_compile_req
                 s = evo_fail(err, EVO_E_INTERNAL, "compile: waitpid(%ld): %s (is SIGCHLD ignored?)", (long)c->pid,
                              strerror(errno));
                 goto fail;
+            } else if ((double)rss > c->memory_mb * 1024 * 1024) {
+                kill_reap(c, &pr[i]);
+                memory_result(&pr[i], c, &out[i]);
+                run[k] = run[--nrun];
             } else if (evo_now() >= c->deadline) {
                 kill_reap(c, &pr[i]);
                 timeout_result(&reqs[i], &pr[i], c, &out[i]);
@@ -937,6 +1248,15 @@ static void probe_main(const strlist *opts, int fd)
     if (fd <= STDERR_FILENO) fd = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
     dup2(fd, STDOUT_FILENO);
     dup2(fd, STDERR_FILENO);
+    /* confined as a candidate is: an option like -include names a file the compiler would quote */
+    char dirs[2][4096], why[512];
+    const char *read[2] = {dirs[0], dirs[1]};
+    const evo_sandbox_paths paths = {.read = read, .n_read = toolkit_include_dirs(dirs)};
+    const evo_compile_limits lim = {.sandbox = EVO_SANDBOX_AUTO};
+    if (evo_sandbox_enter(&paths, &lim, why, sizeof why) != EVO_OK) {
+        (void)evo_write_all(fd, why, strlen(why));
+        _exit(2);
+    }
     static const char src[] = "extern \"C\" __global__ void evo_options_probe(int *x) { if (x) *x = 1; }\n";
     nvrtcProgram prog = NULL;
     nvrtcResult rc = nvrtcCreateProgram(&prog, src, "options.cu", 0, NULL, NULL);
@@ -958,6 +1278,7 @@ evo_status evo_compile_check_options(const char *arch, const char *const *option
     const evo_compile_req req = {.source = "", .arch = arch, .options = options, .n_options = n};
     strlist opts = {0};
     req_options(&req, &opts);
+    evo_sandbox_prepare();
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         strlist_free(&opts);

@@ -7,10 +7,17 @@
  *   name expressions, the full option list (arch and include directories included), NVRTC's version and library
  *   build. Nothing else names an entry, so a changed template, header or option never hits an old one.
  * - A candidate that does not compile is a result (EVO_COMPILE_ERROR, log kept; cached like a success), so is a
- *   compile cut off by its limit (EVO_COMPILE_TIMEOUT; never cached) and a compiler crash or a failure that names
- *   no error in the program, as memory exhaustion does (EVO_COMPILE_ERROR, not cached). An evo_status error
- *   means the service failed: a malformed request, options NVRTC rejects (EVO_E_CONFIG), an unusable cache
- *   directory (EVO_E_IO), fork failure, or the interrupt flag. Then every result of the batch is freed and zeroed.
+ *   compile cut off by its time limit (EVO_COMPILE_TIMEOUT) or by one of its resource limits (EVO_COMPILE_LIMIT:
+ *   memory, CPU time, output size, open files), a compiler crash, a failure that names no error in the program, as
+ *   memory exhaustion does, and a program that includes a file the sandbox denies (EVO_COMPILE_ERROR); none of these
+ *   is cached, and each says what ended it in `why` (the limit and its value, the signal, the file). An evo_status
+ *   error means the service failed: a malformed request, options NVRTC rejects (EVO_E_CONFIG), an unusable cache
+ *   directory (EVO_E_IO), fork failure, a sandbox that is required but missing (EVO_E_CONFIG), or the interrupt
+ *   flag. Then every result of the batch is freed and zeroed.
+ * - Confinement (sandbox.h): each child runs under req->limits and may read only the CUDA Toolkit's include folders
+ *   and req->read_dirs (its working directory is the first of these, so `#include "x.h"` finds the kernel's own
+ *   helper before anything else); the parent watches its resident memory. Mode AUTO without Landlock compiles
+ *   unconfined and says so once on stderr.
  * - Call order: fill evo_compile_req values (the service copies nothing it keeps; pointers need only live for the
  *   call), call evo_compile_batch (or evo_compile for one), read the results, free them with
  *   evo_compile_results_free. Results own all their memory.
@@ -27,6 +34,7 @@
 #define EVO_COMPILE_H
 
 #include "evo.h"
+#include "sandbox.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -88,12 +96,16 @@ typedef struct {
     const char *const *options;    /* extra NVRTC options, one per element ("-DX=1"); may be NULL         */
     int n_options;
     double timeout_s;              /* wall-clock limit of this compile; <= 0: none                        */
+    evo_compile_limits limits;     /* memory, CPU, output, open files, sandbox mode; zeros: the defaults   */
+    const char *const *read_dirs;  /* absolute folders the program may include from besides the toolkit's  */
+    int n_read_dirs;               /* (evo check: the kernel's folder); the first is the child's cwd        */
 } evo_compile_req;
 
 typedef enum {
     EVO_COMPILE_OK = 0,
     EVO_COMPILE_ERROR,   /* NVRTC or ptxas rejected the program, or the compiler crashed; see log */
     EVO_COMPILE_TIMEOUT, /* killed at the request's timeout_s                                     */
+    EVO_COMPILE_LIMIT,   /* ended by a resource limit of req->limits (why names it and its value)  */
 } evo_compile_outcome;
 
 typedef struct {
@@ -116,6 +128,10 @@ typedef struct {
     bool cache_hit;               /* read from the cache (or shared with an identical request of the batch) */
     double seconds;               /* wall time spent on this request: compile, or cache read on a hit        */
     char key[65];                 /* SHA-256 hex of the request (see the contract)                           */
+    char why[512];                /* one line on what ended the compile when the log alone does not say:
+                                     "timeout: ...", "memory limit: ...", "killed by SIGSEGV ...", "access
+                                     denied: ..."; "" otherwise                                              */
+    int64_t peak_rss;             /* the child's largest resident set seen, bytes; 0 on a cache hit          */
 } evo_compile_result;
 
 typedef struct {
@@ -140,7 +156,9 @@ void evo_compile_results_free(evo_compile_result *r, int n);
 
 /* The kernel of r compiled for name_expr; NULL when there is none. */
 const evo_compiled_kernel *evo_compile_result_kernel(const evo_compile_result *r, const char *name_expr);
-const char *evo_compile_outcome_name(evo_compile_outcome o); /* "ok", "compile_error", "timeout" */
+const char *evo_compile_outcome_name(evo_compile_outcome o); /* "ok", "compile_error", "timeout", "limit" */
+/* r->why when set, else the outcome's name: what a message about a failed compile should say. */
+const char *evo_compile_result_why(const evo_compile_result *r);
 /* {"key","outcome","cache_hit","seconds","cubin_bytes","program_spill_bytes","kernels":[{"name_expr",
  * "lowered","found","registers","smem_bytes","spill_store_bytes","spill_load_bytes","stack_frame_bytes",
  * "cmem_bytes","barriers"}]} plus "log" when with_log. The caller owns it (cJSON_Delete). */
@@ -148,12 +166,14 @@ struct cJSON *evo_compile_result_json(const evo_compile_result *r, bool with_log
 
 /* The key evo_compile_batch would use for req (EVO_E_CONFIG for a malformed request). */
 evo_status evo_compile_key(const evo_compile_req *req, char key[65], evo_err *err);
-/* The cache directory in effect (malloc'd); EVO_E_CONFIG when none of EVO_CACHE, XDG_CACHE_HOME, HOME is set. */
+/* The cache directory in effect (malloc'd); EVO_E_CONFIG when none of EVO_CACHE, XDG_CACHE_HOME, HOME is set, or
+ * when the folder it would be made in does not exist (EVO_CACHE's or XDG_CACHE_HOME's parent, HOME itself). */
 evo_status evo_compile_cache_dir(char **dir, evo_err *err);
 /* Whether NVRTC takes these extra options (as a config's compile.extra_options gives them), beside the ones every
- * compile gets: a trivial program is compiled with them for arch in a child process, like a candidate, within
- * timeout_s (<= 0: 60 s). EVO_OK; EVO_E_CONFIG when NVRTC refuses them (why: the first line of its log that names an
- * error); EVO_E_NVRTC or EVO_E_IO when NVRTC or the child itself failed. No cache is read or written. */
+ * compile gets: a trivial program is compiled with them for arch in a child process, like a candidate (confined the
+ * same way, default limits), within timeout_s (<= 0: 60 s). EVO_OK; EVO_E_CONFIG when NVRTC refuses them (why:
+ * the first line of its log that names an error); EVO_E_NVRTC or EVO_E_IO when NVRTC or the child itself failed. No
+ * cache is read or written. */
 evo_status evo_compile_check_options(const char *arch, const char *const *options, int n, double timeout_s,
                                      char *why, size_t why_len);
 /* NVRTC's version, "13.0". Static string. */

@@ -9,18 +9,39 @@
 #include "cudrv.h"
 #include "evaluate.h"
 #include "noise.h"
+#include "paths.h"
 #include "sanitize.h"
 #include "store.h"
 #include "templates.h"
 #include "util.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* --json: every outcome goes here, printed once at the end (check_json_print): one object for one file, an array
+ * for several, and an object with "error" when the command failed for another reason than its files' verdicts. */
+static cJSON *g_json;
+static bool g_json_verdicts; /* the status is the files' verdicts (rejected, does not compile, no GPU), not an error */
+static bool g_json_many;     /* several files: an array, even when only one got a result */
+
+/* A file that does not compile, as JSON: the file, the verdict, why, and the compile result with its log. */
+static void json_compile_failure(const char *file, const evo_compile_result *cr, const char *msg)
+{
+    if (!g_json) return;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "file", file);
+    cJSON_AddStringToObject(o, "verdict", evo_verdict_name(EVO_V_COMPILE_FAIL));
+    cJSON_AddStringToObject(o, "error", msg);
+    if (cr) cJSON_AddItemToObject(o, "compile", evo_compile_result_json(cr, true));
+    cJSON_AddItemToArray(g_json, o);
+}
 
 /* The first few error lines of a compile log, for the message. */
 static void log_errors(const char *log, char *out, size_t n)
@@ -187,13 +208,10 @@ static void print_result(const char *file, const evo_result *r, const evo_task *
                 cJSON_AddItemToArray(san, j);
             }
         }
-        char *t = cJSON_Print(o);
-        puts(t);
-        free(t);
-        cJSON_Delete(o);
+        cJSON_AddItemToArray(g_json, o);
         return;
     }
-    printf("%s: %s on %s", file, evo_verdict_name(r->verdict), r->gpu);
+    printf("%s: %s on %s", evo_show(file).s, evo_verdict_name(r->verdict), r->gpu);
     if (isfinite(r->fitness)) printf(", %.3fx the baseline genome (%s)", r->fitness, evo_fitness_describe(kind));
     if (isfinite(r->fitness_lo)) printf(" [95%% interval %.3f..%.3f]", r->fitness_lo, r->fitness_hi);
     if (r->verdict == EVO_V_REGRESSED)
@@ -250,23 +268,40 @@ static evo_status compile_file(const evo_config *cfg, const char *arch, const ch
     evo_status s = evo_read_file(file, &source, &len, err);
     if (s != EVO_OK) return evo_failv_prefix(err, EVO_E_USAGE, "check");
     if (strlen(source) != len) { /* the compiler would see only the text before it */
-        s = evo_fail(err, EVO_E_CONFIG, "check: %s does not compile: byte %zu is NUL (not a CUDA source file)", file,
-                     strlen(source));
+        s = evo_fail(err, EVO_E_CONFIG, "check: %s does not compile: byte %zu is NUL (not a CUDA source file)",
+                     evo_show(file).s, strlen(source));
+        json_compile_failure(file, NULL, err->msg);
         free(source);
         return s;
     }
     evo_compile_header hdr[8];
     const int n_hdr = evo_task_headers(cfg->task_ops, hdr, (int)EVO_ARRAY_LEN(hdr));
-    /* The file's own directory is on the include path, so a kernel may include its helpers. */
-    char inc[4200], dir[4096];
-    snprintf(dir, sizeof dir, "%s", file);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    snprintf(inc, sizeof inc, "-I%s", slash ? dir : ".");
+    /* The file's own folder is on the include path, so a kernel may include its helpers; it is also the one folder
+     * besides the toolkit's and evo's headers that the compiler may read (sandbox.h), and its working directory. */
+    char inc[PATH_MAX + 8], dir[PATH_MAX], given[PATH_MAX];
+    snprintf(given, sizeof given, "%s", file);
+    char *slash = strrchr(given, '/');
+    if (slash) slash == given ? (void)(slash[1] = '\0') : (void)(*slash = '\0');
+    if (!realpath(slash ? given : ".", dir)) {
+        s = evo_fail(err, EVO_E_USAGE, "check: %s: cannot resolve its folder: %s", evo_show(file).s, strerror(errno));
+        free(source);
+        return s;
+    }
+    snprintf(inc, sizeof inc, "-I%s", dir);
     const char *opts[] = {"-std=c++17", inc};
+    const char *const read_dirs[] = {dir};
     const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-    evo_compile_req req = {.source = source, .program_name = base, .headers = hdr, .n_headers = n_hdr,
-                           .arch = arch, .options = opts, .n_options = 2, .timeout_s = cfg->compile.timeout_s};
+    evo_compile_req req = {.source = source,
+                           .program_name = base,
+                           .headers = hdr,
+                           .n_headers = n_hdr,
+                           .arch = arch,
+                           .options = opts,
+                           .n_options = 2,
+                           .timeout_s = cfg->compile.timeout_s,
+                           .limits = evo_config_compile_limits(cfg),
+                           .read_dirs = read_dirs,
+                           .n_read_dirs = 1};
     memset(c, 0, sizeof *c);
     s = evo_compile(NULL, &req, &c->cr, err);
     free(source);
@@ -277,8 +312,9 @@ static evo_status compile_file(const evo_config *cfg, const char *arch, const ch
     if (c->cr.outcome != EVO_COMPILE_OK) {
         char lines[1024];
         log_errors(c->cr.log, lines, sizeof lines);
-        s = evo_fail(err, EVO_E_CONFIG, "check: %s does not compile (%s)%s", file,
-                     evo_compile_outcome_name(c->cr.outcome), lines);
+        s = evo_fail(err, EVO_E_CONFIG, "check: %s does not compile (%s)%s", evo_show(file).s,
+                     evo_compile_result_why(&c->cr), lines);
+        json_compile_failure(file, &c->cr, err->msg);
         evo_compile_result_free(&c->cr);
         return s;
     }
@@ -307,13 +343,11 @@ static void print_compiled(const char *file, const char *arch, const evo_candida
         }
         cJSON_AddStringToObject(o, "log", c->cr.log);
         cJSON_AddStringToObject(o, "gpu_gates", "not run: no NVIDIA driver");
-        char *t = cJSON_Print(o);
-        puts(t);
-        free(t);
-        cJSON_Delete(o);
+        cJSON_AddItemToArray(g_json, o);
         return;
     }
-    printf("%s: compiles for %s (%s, %.1f s)\n", file, arch, c->cr.cache_hit ? "cached" : "NVRTC", c->cr.seconds);
+    printf("%s: compiles for %s (%s, %.1f s)\n", evo_show(file).s, arch, c->cr.cache_hit ? "cached" : "NVRTC",
+           c->cr.seconds);
     for (int j = 0; j < c->cr.n_kernels; j++) {
         const evo_compiled_kernel *k = &c->cr.kernels[j];
         printf("  %-24s %3d registers, %6d bytes static smem, spill stores %d, loads %d bytes, stack %d bytes\n",
@@ -324,7 +358,10 @@ static void print_compiled(const char *file, const char *arch, const evo_candida
     for (const char *p = c->cr.log; p && *p;) {
         const char *eol = strchr(p, '\n');
         const int l = eol ? (int)(eol - p) : (int)strlen(p);
-        if (l > 0) printf("    %.*s\n", l, p);
+        evo_str line = {0}; /* the log quotes the source: nothing in it may steer the terminal */
+        evo_escape_append(&line, p, (size_t)l, false);
+        if (l > 0) printf("    %s\n", evo_str_cstr(&line));
+        evo_str_free(&line);
         p += l + (eol ? 1 : 0);
     }
 }
@@ -430,31 +467,30 @@ static evo_status compile_only(const evo_config *cfg, char **files, int n, bool 
     const char *arch = strcmp(cfg->arch, "auto") == 0 ? "sm_90" : cfg->arch;
     int failed = 0;
     evo_status s = EVO_OK;
-    if (json && n > 1) printf("[\n");
     for (int i = 0; i < n && s == EVO_OK; i++) {
         evo_candidate c;
         s = compile_file(cfg, arch, files[i], &c, err);
         if (s == EVO_OK) {
-            if (json && n > 1 && i > 0) printf(",\n");
             print_compiled(files[i], arch, &c, json);
             evo_compile_result_free(&c.cr);
         } else if (s == EVO_E_CONFIG && n > 1) {
-            fprintf(stderr, "evo: %s\n", err->msg);
+            if (!json) fprintf(stderr, "evo: %s\n", err->msg);
             failed++;
             s = EVO_OK;
         }
     }
-    if (json && n > 1) printf("]\n");
     fflush(stdout);
+    g_json_verdicts = s == EVO_OK || s == EVO_E_CONFIG; /* the files' own outcomes */
     if (s != EVO_OK) return s;
-    if (failed) return evo_fail(err, EVO_E_REJECTED, "check: %d of %d kernel files do not compile", failed, n);
+    /* a file that does not compile decides the exit status (2) whatever the others did */
+    if (failed) return evo_fail(err, EVO_E_CONFIG, "check: %d of %d kernel files do not compile", failed, n);
     return evo_fail(err, EVO_E_NODRIVER,
                     "check: compiled for %s; the GPU gates (device resources, correctness, timing) need an NVIDIA "
                     "GPU: %s. %s",
                     arch, why, EVO_NO_DRIVER_HINT);
 }
 
-EVO_CMD(check)
+static evo_status check_files(int argc, char **argv, evo_err *err)
 {
     const evo_cmd *self = evo_cli_find("check");
     const char *config_path = NULL, *db_path = NULL, *sanitize = NULL, *sanitizer = NULL;
@@ -491,6 +527,7 @@ EVO_CMD(check)
         }
     }
     if (optind >= argc && !genome) return evo_cli_usage_error(self, err, "give the kernel file(s) to check");
+    g_json_many = argc - optind > 1;
     if (genome && optind < argc) return evo_cli_usage_error(self, err, "--genome checks a genome instead of files");
     if (genome && accuracy)
         return evo_cli_usage_error(self, err, "--accuracy is a hand-written file's claim; a genome has its own class");
@@ -503,8 +540,12 @@ EVO_CMD(check)
             return evo_cli_usage_error(self, err, "%s", why.msg);
     }
     if (sanitizer && !sanitize) return evo_cli_usage_error(self, err, "--sanitizer goes with --sanitize");
-    for (int i = optind; i < argc; i++)
-        if (!evo_file_exists(argv[i])) return evo_fail(err, EVO_E_USAGE, "check: %s: no such file", argv[i]);
+    for (int i = optind; i < argc; i++) {
+        if (!evo_file_exists(argv[i]))
+            return evo_fail(err, EVO_E_USAGE, "check: %s: no such file", evo_show(argv[i]).s);
+        evo_status ns = evo_path_check_not_input("check --db", db_path, "the kernel file", argv[i], false, err);
+        if (ns != EVO_OK) return ns;
+    }
     evo_config *cfg = NULL;
     evo_status s = evo_cli_config_load(config_path, &cfg, err);
     if (s != EVO_OK) return s;
@@ -560,25 +601,28 @@ EVO_CMD(check)
         evo_result_free(&r);
         n_files = 1;
     }
-    if (json && n_files > 1) printf("[\n");
+    int not_compiled = 0;
     for (int i = optind; s == EVO_OK && i < argc; i++) {
         evo_result r;
         memset(&r, 0, sizeof r);
         s = check_one(cfg, ev, argv[i], acc, st, &z, &r, err);
         if (s == EVO_OK) {
-            if (json && n_files > 1 && i > optind) printf(",\n");
             print_result(argv[i], &r, cfg->task_ops, cfg->fitness, &z, json);
             /* REGRESSED is the search's rule against slow candidates; the kernel itself passed every gate. */
             rejected += (r.verdict != EVO_V_OK && r.verdict != EVO_V_REGRESSED) || !sanitize_clean(&z);
         } else if (s == EVO_E_CONFIG && n_files > 1) {
-            fprintf(stderr, "evo: %s\n", err->msg); /* the other files are still checked */
-            rejected++;
+            if (!json) fprintf(stderr, "evo: %s\n", err->msg); /* the other files are still checked */
+            not_compiled++;
             s = EVO_OK;
         }
         evo_result_free(&r);
     }
-    if (json && n_files > 1) printf("]\n");
-    if (s == EVO_OK && rejected)
+    /* the files' outcomes, a failed compile first: exit 2 when one does not compile, 1 when one is rejected */
+    g_json_verdicts = s == EVO_OK || (s == EVO_E_CONFIG && cJSON_GetArraySize(g_json) > 0);
+    if (s == EVO_OK && not_compiled)
+        s = evo_fail(err, EVO_E_CONFIG, "check: %d of %d kernel files do not compile%s", not_compiled, n_files,
+                     rejected ? "; others were rejected" : "");
+    else if (s == EVO_OK && rejected)
         s = evo_fail(err, EVO_E_REJECTED, "check: %d of %d kernel file%s rejected", rejected, n_files,
                      n_files == 1 ? "" : "s");
     evo_store_close(st);
@@ -589,5 +633,40 @@ EVO_CMD(check)
      * where), the sanitizer reports when they found errors; anything else leaves nothing behind. */
     if (z.found) fprintf(stderr, "evo: sanitizer reports are kept in %s\n", work);
     else evo_work_dir_settle(work, s, err);
+    return s;
+}
+
+/* The JSON of a finished check: the files' results as they are, or, when the command itself failed, an object
+ * with the error, its status and exit code, and the results it had so far. */
+static void check_json_print(evo_status s, const evo_err *err, bool single)
+{
+    cJSON *out;
+    if (s == EVO_OK || g_json_verdicts) {
+        out = single && cJSON_GetArraySize(g_json) == 1 ? cJSON_DetachItemFromArray(g_json, 0) : g_json;
+    } else {
+        out = cJSON_CreateObject();
+        cJSON_AddStringToObject(out, "error", err->msg[0] ? err->msg : evo_status_name(s));
+        cJSON_AddStringToObject(out, "status", evo_status_name(s));
+        cJSON_AddNumberToObject(out, "exit", evo_exit_code(s));
+        cJSON_AddItemReferenceToObject(out, "results", g_json);
+    }
+    char *t = cJSON_Print(out);
+    if (t) puts(t);
+    free(t);
+    if (out != g_json) cJSON_Delete(out);
+    fflush(stdout);
+}
+
+EVO_CMD(check)
+{
+    bool json = false; /* known before the options are parsed, so that a usage error is JSON too */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) json |= strcmp(argv[i], "--json") == 0;
+    g_json = json ? cJSON_CreateArray() : NULL;
+    g_json_verdicts = false;
+    g_json_many = false;
+    evo_status s = check_files(argc, argv, err);
+    if (json) check_json_print(s, err, !g_json_many);
+    cJSON_Delete(g_json);
+    g_json = NULL;
     return s;
 }

@@ -124,7 +124,8 @@ EVO_CMD(compile)
     const evo_task *task = evo_task_find(cfg->task);
     evo_genome *genomes = NULL;
     int n = 0;
-    if (s == EVO_OK && !task) s = evo_fail(err, EVO_E_CONFIG, "%s: unknown task '%s'", cfg->path, cfg->task);
+    if (s == EVO_OK && !task)
+        s = evo_fail(err, EVO_E_CONFIG, "%s: unknown task '%s'", evo_show(cfg->path).s, cfg->task);
     if (s == EVO_OK && genome_text) {
         genomes = evo_xcalloc(1, sizeof *genomes);
         s = evo_genome_parse(cfg->space, genome_text, genomes, err);

@@ -341,6 +341,18 @@ static evo_status parse_opts(int argc, char **argv, elite_opts *o, evo_err *err)
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
     if (o->shape && !*o->shape) return evo_cli_usage_error(self, err, "--shape wants a shape name");
+    evo_device_limits lim;
+    char arch[16];
+    snprintf(arch, sizeof arch, "%.15s", o->arch ? o->arch : "");
+    if (arch[0] && arch[strlen(arch) - 1] == 'a') arch[strlen(arch) - 1] = '\0'; /* sm_90a: sm_90's */
+    if (o->arch && evo_device_limits_for_arch(arch, &lim, NULL) != EVO_OK)
+        return evo_cli_usage_error(self, err, "--arch takes sm_80, sm_86, sm_89 or sm_90, not '%s'", o->arch);
+    if (o->task && !evo_task_find(o->task)) {
+        char known[256] = "";
+        for (int i = 0; evo_tasks[i]; i++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", evo_tasks[i]->name);
+        return evo_cli_usage_error(self, err, "--task takes one of %s, not '%s'", known, o->task);
+    }
     return EVO_OK;
 }
 

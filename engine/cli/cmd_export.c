@@ -1,10 +1,11 @@
-/* cmd_export.c — `evo export [--best [--accuracy CLASS] | --id ID] [-o FILE | --torch DIR [--quantizer FILE]
- * [--module NAME]] [--db F]`: the top elite of an accuracy class (exact unless told; or a chosen candidate) as a
- * standalone .cu (export.h), written to
- * variants/<task>-<arch>-<shortid>.cu unless -o says otherwise; with --torch, that file, the companion file the
- * task's PyTorch op needs (the quantizer) and the Python module that registers the ops (task->torch_module) into
- * DIR. Opens the store read-only. Every output is a regular file (replaced atomically) or a new name (paths.h);
- * everything is checked before the first file is written.
+/* cmd_export.c — `evo export [--best [--accuracy CLASS] | --id ID | --row N | --key PREFIX] [-o FILE | --torch DIR
+ * [--quantizer FILE] [--module NAME]] [--db F]`: the top elite of an accuracy class (exact unless told; or a chosen
+ * candidate) as a standalone .cu (export.h), written to variants/<task>-<arch>-<shortid>.cu unless -o says otherwise
+ * (-o - : standard output); with --torch, that file, the companion file the task's PyTorch op needs (the quantizer:
+ * given, else found under variants/ here or among the variants installed with evo) and the Python module that
+ * registers the ops (task->torch_module) into DIR. Opens the store read-only. Every output is a regular file
+ * (replaced atomically) or a new name (paths.h), and never an input (the database and its companions, the
+ * quantizer); everything is checked before the first file is written.
  */
 #include "cli.h"
 #include "export.h"
@@ -18,12 +19,18 @@
 #include <getopt.h>
 #include <glob.h>
 #include <stdio.h>
+#include <unistd.h>
+
+#ifndef EVO_DATA_REL
+#define EVO_DATA_REL "../share/evo" /* the shipped files, relative to the folder of the evo binary (CMakeLists.txt) */
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 typedef struct {
     const char *db, *id, *output, *torch, *quantizer, *module, *accuracy;
+    evo_cand_ref how; /* how id names the candidate: --id, --row, --key */
     int best;
 } export_opts;
 
@@ -39,10 +46,16 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
 {
     const evo_cmd *self = evo_cli_find("export");
     static const struct option longopts[] = {
-        {"best", no_argument, NULL, 'B'},          {"id", required_argument, NULL, 'I'},
-        {"output", required_argument, NULL, 'o'}, {"db", required_argument, NULL, 'D'},
-        {"torch", required_argument, NULL, 'T'},  {"quantizer", required_argument, NULL, 'Q'},
-        {"module", required_argument, NULL, 'M'}, {"accuracy", required_argument, NULL, 'C'},
+        {"best", no_argument, NULL, 'B'},
+        {"id", required_argument, NULL, 'I'},
+        {"row", required_argument, NULL, 'W'},
+        {"key", required_argument, NULL, 'K'},
+        {"output", required_argument, NULL, 'o'},
+        {"db", required_argument, NULL, 'D'},
+        {"torch", required_argument, NULL, 'T'},
+        {"quantizer", required_argument, NULL, 'Q'},
+        {"module", required_argument, NULL, 'M'},
+        {"accuracy", required_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
     *o = (export_opts){.db = EVO_DEFAULT_DB, .module = "evo_fp8"};
@@ -52,7 +65,13 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
     while ((c = getopt_long(argc, argv, ":o:", longopts, NULL)) != -1) {
         switch (c) {
         case 'B': o->best = 1; break;
-        case 'I': o->id = optarg; break;
+        case 'I':
+        case 'W':
+        case 'K':
+            if (o->id) return evo_cli_usage_error(self, err, "name one candidate: --id, --row or --key, once");
+            o->id = optarg;
+            o->how = c == 'I' ? EVO_CAND_ID_OR_KEY : c == 'W' ? EVO_CAND_ROW : EVO_CAND_KEY;
+            break;
         case 'o': o->output = optarg; break;
         case 'D': o->db = optarg; break;
         case 'T': o->torch = optarg; break;
@@ -64,7 +83,7 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
-    if (o->best && o->id) return evo_cli_usage_error(self, err, "--best and --id exclude each other");
+    if (o->best && o->id) return evo_cli_usage_error(self, err, "--best and --id (--row, --key) exclude each other");
     if (o->accuracy && o->id)
         return evo_cli_usage_error(self, err, "--accuracy goes with --best (a candidate given by --id has its own class)");
     if (o->accuracy && !*o->accuracy) return evo_cli_usage_error(self, err, "--accuracy wants a class name");
@@ -72,6 +91,8 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
     if (o->output && !*o->output) return evo_cli_usage_error(self, err, "-o wants a file name");
     if (o->torch && o->output) return evo_cli_usage_error(self, err, "-o and --torch exclude each other");
     if (o->torch && !*o->torch) return evo_cli_usage_error(self, err, "--torch wants a directory");
+    if (o->torch && evo_path_is_stdio(o->torch))
+        return evo_cli_usage_error(self, err, "--torch wants a directory, not '-' (three files go there)");
     if (!o->torch && (o->quantizer || strcmp(o->module, "evo_fp8") != 0))
         return evo_cli_usage_error(self, err, "--quantizer and --module go with --torch DIR");
     if (o->quantizer && !*o->quantizer) return evo_cli_usage_error(self, err, "--quantizer wants a file name");
@@ -85,9 +106,10 @@ static evo_status check_torch_dir(const char *dir, evo_err *err)
 {
     struct stat st;
     if (lstat(dir, &st) != 0)
-        return errno == ENOENT ? EVO_OK : evo_fail(err, EVO_E_IO, "export --torch %s: %s", dir, strerror(errno));
+        return errno == ENOENT ? EVO_OK
+                               : evo_fail(err, EVO_E_IO, "export --torch %s: %s", evo_show(dir).s, strerror(errno));
     if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode))
-        return evo_fail(err, EVO_E_USAGE, "export --torch %s: %s", dir,
+        return evo_fail(err, EVO_E_USAGE, "export --torch %s: %s", evo_show(dir).s,
                         S_ISLNK(st.st_mode) ? "is a symbolic link; give the directory itself" : "is not a directory");
     return EVO_OK;
 }
@@ -99,30 +121,47 @@ static evo_status find_companion(const evo_task *task, const char *given, const 
     if (given) {
         struct stat st;
         if (stat(given, &st) != 0)
-            return evo_fail(err, EVO_E_USAGE, "export --quantizer %s: %s", given,
+            return evo_fail(err, EVO_E_USAGE, "export --quantizer %s: %s", evo_show(given).s,
                             errno == ENOENT ? "no such file" : strerror(errno));
         if (!S_ISREG(st.st_mode))
-            return evo_fail(err, EVO_E_USAGE, "export --quantizer %s: not a regular file", given);
+            return evo_fail(err, EVO_E_USAGE, "export --quantizer %s: not a regular file", evo_show(given).s);
         snprintf(path, n, "%s", given);
         return EVO_OK;
     }
     if (!task->torch_companion)
         return evo_fail(err, EVO_E_USAGE, "export --torch: task %s needs --quantizer FILE", task->name);
-    char pattern[512];
-    snprintf(pattern, sizeof pattern, task->torch_companion, arch);
-    glob_t g;
-    const int r = glob(pattern, 0, NULL, &g);
+    /* variants/ of the working directory first (a clone of the repository), then the variants installed with evo
+     * (cmake --install puts them in PREFIX/share/evo/variants, EVO_DATA_REL from PREFIX/bin/evo) */
+    char pattern[2][4600], exe[4096];
+    snprintf(pattern[0], sizeof pattern[0], task->torch_companion, arch);
+    int n_pat = 1;
+    const ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        char installed[4400];
+        snprintf(installed, sizeof installed, "%s/%s/%s", exe, EVO_DATA_REL, task->torch_companion);
+        snprintf(pattern[n_pat++], sizeof pattern[1], installed, arch);
+    }
     evo_status s = EVO_OK;
-    if (r != 0 || g.gl_pathc == 0)
-        s = evo_fail(err, EVO_E_USAGE, "export --torch: no quantizer given and no file matches %s here; give "
-                                       "--quantizer FILE.cu (a file evo export wrote)", pattern);
-    else if (g.gl_pathc > 1)
-        s = evo_fail(err, EVO_E_USAGE, "export --torch: %zu files match %s (%s, %s...); choose one with --quantizer",
-                     (size_t)g.gl_pathc, pattern, g.gl_pathv[0], g.gl_pathv[1]);
-    else
-        snprintf(path, n, "%s", g.gl_pathv[0]);
-    if (r == 0) globfree(&g);
-    return s;
+    for (int k = 0; k < n_pat; k++) {
+        glob_t g;
+        const int r = glob(pattern[k], 0, NULL, &g);
+        const size_t found = r == 0 ? g.gl_pathc : 0;
+        if (found > 1)
+            s = evo_fail(err, EVO_E_USAGE,
+                         "export --torch: %zu files match %s (%s, %s...); choose one with --quantizer", found,
+                         evo_show(pattern[k]).s, evo_show(g.gl_pathv[0]).s, evo_show(g.gl_pathv[1]).s);
+        else if (found == 1)
+            snprintf(path, n, "%s", g.gl_pathv[0]);
+        if (r == 0) globfree(&g);
+        if (found) return s;
+    }
+    return evo_fail(err, EVO_E_USAGE,
+                    "export --torch: no quantizer given and no file matches %s here%s%s; give "
+                    "--quantizer FILE.cu (a file evo export wrote)",
+                    evo_show(pattern[0]).s, n_pat > 1 ? " nor " : "", n_pat > 1 ? evo_show(pattern[1]).s : "");
 }
 
 static const char *base_name(const char *path)
@@ -150,8 +189,10 @@ static evo_status write_torch(const export_opts *o, const evo_export_src *src, c
     const evo_torch_files f = {.kernel_text = kernel_text, .kernel_name = kname, .kernel_path = kname,
                                .companion_text = comp_text, .companion_name = cname, .companion_path = comp};
     if (strcmp(cname, kname) == 0 || strcmp(cname, pyname) == 0)
-        s = evo_fail(err, EVO_E_USAGE, "export --torch: the quantizer %s would take the name of another file of "
-                                       "the module", comp);
+        s = evo_fail(err, EVO_E_USAGE,
+                     "export --torch: the quantizer %s would take the name of another file of "
+                     "the module",
+                     evo_show(comp).s);
     if (s == EVO_OK) s = task->torch_module(&f, o->module, &py, err);
     if (s == EVO_OK) s = evo_mkdir_p(o->torch, err);
     const char *names[3] = {kname, cname, pyname};
@@ -161,16 +202,21 @@ static evo_status write_torch(const export_opts *o, const evo_export_src *src, c
         snprintf(paths[i], sizeof paths[i], "%s/%s", o->torch, names[i]);
         skip[i] = i == 1 && evo_path_same_file(comp, paths[i]); /* the quantizer is already there */
         if (!skip[i]) s = evo_path_check_output("export --torch", paths[i], false, err);
+        if (s == EVO_OK) s = evo_path_check_not_input("export --torch", paths[i], "--db", o->db, true, err);
+        if (s == EVO_OK && !skip[i])
+            s = evo_path_check_not_input("export --torch", paths[i], "--quantizer", comp, false, err);
     }
     for (int i = 0; s == EVO_OK && i < 3; i++)
         if (!skip[i]) s = evo_write_file_atomic(paths[i], texts[i], strlen(texts[i]), err);
     if (s == EVO_OK) {
-        printf("wrote %s: PyTorch ops of candidate %lld (%.8s), accuracy class %s, %.3fx the baseline in run %lld\n",
-               paths[2], (long long)src->cand.id, src->cand.key,
-               src->eval.accuracy ? src->eval.accuracy : EVO_ACCURACY_EXACT, src->eval.fitness, (long long)src->run.id);
-        printf("  beside it: %s (genome %s) and %s\n", names[0], src->cand.genome, names[1]);
+        printf("wrote %s: PyTorch ops of candidate %lld (%.8s%s%s), accuracy class %s, %.3fx the baseline in run "
+               "%lld\n",
+               evo_show(paths[2]).s, (long long)src->cand.id, src->cand.key, src->taken ? ", by its " : "",
+               src->taken ? src->taken : "", src->eval.accuracy ? src->eval.accuracy : EVO_ACCURACY_EXACT,
+               src->eval.fitness, (long long)src->run.id);
+        printf("  beside it: %s (genome %s) and %s\n", names[0], src->cand.genome, evo_show(names[1]).s);
         printf("  use: PYTHONPATH=%s python3 -c \"import torch, %s\"   (torch.ops.evo.*; nvcc builds at first use)\n",
-               o->torch, o->module);
+               evo_show(o->torch).s, o->module);
     }
     free(comp_text);
     free(py);
@@ -182,15 +228,20 @@ EVO_CMD(export)
     export_opts o;
     evo_status s = parse_opts(argc, argv, &o, err);
     if (s != EVO_OK) return s;
-    /* -o is checked before anything is read: a FIFO, a device, a link or a directory is never replaced */
-    if (o.output && (s = evo_path_check_output("export -o", o.output, false, err)) != EVO_OK) return s;
+    /* -o is checked before anything is read: a FIFO, a device, a link or a directory is never replaced, and neither
+     * is the database (or its -wal, -shm, -journal) the export reads; -o - is standard output */
+    const bool to_stdout = o.output && evo_path_is_stdio(o.output);
+    if (o.output && !to_stdout && (s = evo_path_check_output("export -o", o.output, false, err)) != EVO_OK) return s;
+    if (o.output && !to_stdout &&
+        (s = evo_path_check_not_input("export -o", o.output, "--db", o.db, true, err)) != EVO_OK)
+        return s;
     if (o.torch && (s = check_torch_dir(o.torch, err)) != EVO_OK) return s;
     evo_store *st;
     s = evo_store_open(o.db, EVO_STORE_READONLY, &st, err);
     if (s != EVO_OK) return s;
     evo_export_src src;
     evo_export_out out = {0};
-    s = evo_export_pick(st, o.id, o.accuracy, &src, err);
+    s = evo_export_pick(st, o.id, o.how, o.accuracy, &src, err);
     if (s == EVO_OK) s = evo_export_render(&src, NULL, &out, err);
     char path[4200];
     if (s == EVO_OK && o.torch) {
@@ -210,16 +261,29 @@ EVO_CMD(export)
         snprintf(path, sizeof path, "variants/%s", name);
         s = evo_mkdir_p("variants", err);
         if (s == EVO_OK) s = evo_path_check_output("export", path, false, err);
+        if (s == EVO_OK) s = evo_path_check_not_input("export", path, "--db", o.db, true, err);
     }
-    if (s == EVO_OK) s = evo_write_file_atomic(path, out.text, strlen(out.text), err);
+    if (s == EVO_OK && to_stdout) { /* the file on stdout, what would have been said about it on stderr */
+        fputs(out.text, stdout);
+        fflush(stdout);
+        if (ferror(stdout)) s = evo_fail(err, EVO_E_IO, "export -o -: standard output: %s", strerror(errno));
+    } else if (s == EVO_OK) {
+        s = evo_write_file_atomic(path, out.text, strlen(out.text), err);
+    }
     if (s == EVO_OK) {
+        FILE *said = to_stdout ? stderr : stdout;
         if (src.note[0]) fprintf(stderr, "evo: note: %s\n", src.note);
         if (out.warning[0]) fprintf(stderr, "evo: warning: %s\n", out.warning);
-        printf("wrote %s: candidate %lld (%.8s), accuracy class %s, %.3fx the baseline in run %lld\n  genome %s\n",
-               path, (long long)src.cand.id, src.cand.key, src.eval.accuracy ? src.eval.accuracy : EVO_ACCURACY_EXACT,
-               src.eval.fitness, (long long)src.run.id, src.cand.genome);
-        printf("  build: nvcc %s -O3 -c %s;  self-test: nvcc %s -O3 -DEVO_SELFTEST %s -o selftest\n",
-               out.nvcc_arch, path, out.nvcc_arch, path);
+        fprintf(said,
+                "%s %s: candidate %lld (%.8s%s%s), accuracy class %s, %.3fx the baseline in run %lld\n"
+                "  genome %s\n",
+                to_stdout ? "exported" : "wrote", to_stdout ? "to standard output" : evo_show(path).s,
+                (long long)src.cand.id, src.cand.key, src.taken ? ", by its " : "", src.taken ? src.taken : "",
+                src.eval.accuracy ? src.eval.accuracy : EVO_ACCURACY_EXACT, src.eval.fitness, (long long)src.run.id,
+                src.cand.genome);
+        if (!to_stdout)
+            fprintf(said, "  build: nvcc %s -O3 -c %s;  self-test: nvcc %s -O3 -DEVO_SELFTEST %s -o selftest\n",
+                    out.nvcc_arch, evo_show(path).s, out.nvcc_arch, evo_show(path).s);
     }
     evo_export_out_free(&out);
     evo_export_src_free(&src);

@@ -58,7 +58,28 @@ static void fmt_num(char *buf, size_t n, const char *fmt, double v)
     else snprintf(buf, n, fmt, v);
 }
 
-static void print_text(const char *db, const evo_run_rec *r, const evo_gen_rec *g, int n)
+/* The generations after which the elites were re-timed because the baseline drifted (retimes, schema 3): the next
+ * generation counts their new figures, so its best may be lower without anything having got worse. */
+typedef struct {
+    int gen[4096];
+    int n;
+} retimed_after;
+
+static void note_retime(const evo_retime_rec *r, void *ctx)
+{
+    retimed_after *x = ctx;
+    if (r->why && !strcmp(r->why, "baseline drift") && x->n < (int)EVO_ARRAY_LEN(x->gen))
+        x->gen[x->n++] = r->generation;
+}
+
+static bool was_retimed(const retimed_after *x, int gen)
+{
+    for (int i = 0; i < x->n; i++)
+        if (x->gen[i] == gen) return true;
+    return false;
+}
+
+static void print_text(const char *db, const evo_run_rec *r, const evo_gen_rec *g, int n, const retimed_after *rt)
 {
     printf("%s: run %lld — %s on %s, strategy %s, seed %lld, population %d, %d generations planned; %s\n", db,
            (long long)r->id, r->task, r->arch, r->strategy ? r->strategy : "?", (long long)r->seed, r->population,
@@ -68,8 +89,11 @@ static void print_text(const char *db, const evo_run_rec *r, const evo_gen_rec *
     fmt_num(comp, sizeof comp, "%.1f", r->compile_s);
     fmt_num(chk, sizeof chk, "%.1f", r->check_s);
     fmt_num(tim, sizeof tim, "%.1f", r->time_s);
-    printf("started %s, %s%s; wall %s s (compile %s s, check %s s, timing %s s)", r->started_at,
-           r->finished_at ? "finished " : "not finished", r->finished_at ? r->finished_at : "", wall, comp, chk, tim);
+    /* compiling is wall time of the driver; the gates' times are summed over the evaluations (several workers run
+     * at once, and a replay's are the recording's), so they may add up to more than the wall */
+    printf("started %s, %s%s; wall %s s, of which compile %s s; summed over evaluations: check %s s, timing %s s",
+           r->started_at, r->finished_at ? "finished " : "not finished", r->finished_at ? r->finished_at : "", wall,
+           comp, chk, tim);
     if (r->gpu) printf("; %s", r->gpu);
     printf("\n\n");
     if (n == 0) {
@@ -79,10 +103,13 @@ static void print_text(const char *db, const evo_run_rec *r, const evo_gen_rec *
     printf("%4s  %8s  %8s  %9s  %6s  %7s  %9s  %7s  %6s  %6s  %s\n", "gen", "best", "median", "evaluated", "reused",
            "wall s", "compile s", "check s", "time s", "noise", "verdicts");
     int best = -1;
+    bool any_retime = false;
     for (int i = 0; i < n; i++) {
         const evo_gen_rec *x = &g[i];
         char b[32], m[32], w[32], c[32], k[32], t[32], noise[32];
-        fmt_num(b, sizeof b, "%.3fx", x->best_fitness);
+        const bool after_retime = i > 0 && was_retimed(rt, g[i - 1].generation);
+        fmt_num(b, sizeof b, after_retime ? "%.3fx*" : "%.3fx", x->best_fitness);
+        any_retime |= after_retime;
         fmt_num(m, sizeof m, "%.3fx", x->median_fitness);
         fmt_num(w, sizeof w, "%.1f", x->wall_s);
         fmt_num(c, sizeof c, "%.1f", x->compile_s);
@@ -100,12 +127,14 @@ static void print_text(const char *db, const evo_run_rec *r, const evo_gen_rec *
         printf("\n");
         if (isfinite(x->best_fitness) && (best < 0 || x->best_fitness > g[best].best_fitness)) best = i;
     }
+    printf("\nbest and median count the elites carried into each generation%s\n",
+           any_retime ? "; * the elites were re-timed before it (the baseline drifted): their new figures count" : "");
     if (best >= 0)
-        printf("\nbest: %.3fx in generation %d: %s\n", g[best].best_fitness, g[best].generation,
+        printf("best: %.3fx in generation %d: %s\n", g[best].best_fitness, g[best].generation,
                g[best].best_genome ? g[best].best_genome : "?");
 }
 
-static void print_json(const evo_run_rec *r, const evo_gen_rec *g, int n)
+static void print_json(const evo_run_rec *r, const evo_gen_rec *g, int n, const retimed_after *rt)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *run = cJSON_AddObjectToObject(root, "run");
@@ -147,6 +176,7 @@ static void print_json(const evo_run_rec *r, const evo_gen_rec *g, int n)
         evo_json_num(o, "time_s", x->time_s);
         evo_json_num(o, "baseline_noise", x->baseline_noise);
         evo_json_str(o, "best_genome", x->best_genome);
+        cJSON_AddBoolToObject(o, "elites_retimed_before", i > 0 && was_retimed(rt, g[i - 1].generation));
         cJSON_AddItemToArray(gens, o);
     }
     char *text = cJSON_Print(root);
@@ -170,10 +200,15 @@ EVO_CMD(history)
     if (!id) s = evo_store_last_run(st, &id, err);
     if (s == EVO_OK) s = evo_store_get_run(st, id, &run, err);
     if (s == EVO_OK) s = evo_store_generations(st, id, &gens, &n, err);
+    retimed_after *rt = evo_xcalloc(1, sizeof *rt);
+    if (s == EVO_OK) s = evo_store_foreach_retime(st, id, -1, note_retime, rt, err);
     if (s == EVO_OK) {
-        if (o.json) print_json(&run, gens, n);
-        else print_text(o.db, &run, gens, n);
+        if (o.json)
+            print_json(&run, gens, n, rt);
+        else
+            print_text(evo_show(o.db).s, &run, gens, n, rt);
     }
+    free(rt);
     for (int i = 0; i < n; i++) evo_store_gen_free(&gens[i]);
     free(gens);
     evo_store_run_free(&run);

@@ -24,17 +24,23 @@ EVO_CMD(init)
     if (argc - optind > 1) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind + 1]);
     const char *path = optind < argc ? argv[optind] : EVO_DEFAULT_CONFIG_PATH;
     if (!*path) return evo_cli_usage_error(self, err, "PATH is empty");
+    size_t len;
+    const char *text = evo_config_builtin(&len);
+    if (evo_path_is_stdio(path)) { /* evo init - : the configuration on standard output */
+        fwrite(text, 1, len, stdout);
+        fflush(stdout);
+        return ferror(stdout) ? evo_fail(err, EVO_E_IO, "init -: standard output: %s", strerror(errno)) : EVO_OK;
+    }
     struct stat sb;
-    if (lstat(path, &sb) == 0) return evo_fail(err, EVO_E_USAGE, "init: %s exists; evo init does not replace it", path);
+    if (lstat(path, &sb) == 0)
+        return evo_fail(err, EVO_E_USAGE, "init: %s exists; evo init does not replace it", evo_show(path).s);
     evo_status s = EVO_OK;
     /* The default path's folder is made; a path the user gives needs its folder to exist, like any output. */
     if (optind == argc && stat("configs", &sb) != 0) s = evo_mkdir_p("configs", err);
     if (s == EVO_OK) s = evo_path_check_output("init", path, false, err);
-    size_t len;
-    const char *text = evo_config_builtin(&len);
     if (s == EVO_OK) s = evo_write_file_new(path, text, len, err);
     if (s == EVO_OK)
-        printf("wrote %s: the default search (%zu bytes); edit it, then evo run%s%s\n", path, len,
-               optind == argc ? "" : " --config ", optind == argc ? "" : path);
+        printf("wrote %s: the default search (%zu bytes); edit it, then evo run%s%s\n", evo_show(path).s, len,
+               optind == argc ? "" : " --config ", optind == argc ? "" : evo_show(path).s);
     return s;
 }

@@ -82,16 +82,21 @@ static void svg_path(const char *dir, int64_t run, const char *what, char *path,
 }
 
 /* Before anything is written: DIR is a directory (or is created), each chart a regular file or a new name. */
-static evo_status check_outputs(const char *dir, int64_t run, evo_err *err)
+static evo_status check_outputs(const char *dir, int64_t run, const char *db, evo_err *err)
 {
     struct stat sb;
+    if (evo_path_is_stdio(dir))
+        return evo_fail(err, EVO_E_USAGE,
+                        "plot -o -: evo plot writes three files into a folder, not to standard output");
     if (lstat(dir, &sb) != 0) return EVO_OK; /* created, with its parents */
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return evo_fail(err, EVO_E_USAGE, "plot -o %s: not a directory (evo plot writes its charts into one)", dir);
+        return evo_fail(err, EVO_E_USAGE, "plot -o %s: not a directory (evo plot writes its charts into one)",
+                        evo_show(dir).s);
     for (size_t i = 0; i < EVO_ARRAY_LEN(chart_names); i++) {
         char path[4096];
         svg_path(dir, run, chart_names[i], path, sizeof path);
         evo_status s = evo_path_check_output("plot", path, false, err);
+        if (s == EVO_OK) s = evo_path_check_not_input("plot", path, "--db", db, true, err);
         if (s != EVO_OK) return s;
     }
     return EVO_OK;
@@ -102,7 +107,7 @@ static evo_status write_svg(const char *dir, int64_t run, const char *what, evo_
     char path[4096];
     svg_path(dir, run, what, path, sizeof path);
     evo_status s = evo_write_file_atomic(path, evo_str_cstr(svg), svg->len, err);
-    if (s == EVO_OK) printf("%s\n", path);
+    if (s == EVO_OK) printf("%s\n", evo_show(path).s);
     return s;
 }
 
@@ -306,7 +311,7 @@ EVO_CMD(plot)
     if (!id) s = evo_store_last_run(st, &id, err);
     if (s == EVO_OK) s = evo_store_get_run(st, id, &run, err);
     if (s == EVO_OK) s = evo_store_generations(st, id, &gens, &n, err);
-    if (s == EVO_OK) s = check_outputs(o.dir, id, err);
+    if (s == EVO_OK) s = check_outputs(o.dir, id, o.db, err);
     if (s == EVO_OK) s = evo_mkdir_p(o.dir, err);
     if (s == EVO_OK) s = plot_fitness(&o, &run, gens, n, err);
     if (s == EVO_OK) s = plot_elites(&o, st, &run, err);

@@ -3,6 +3,7 @@
  * issue-slot and duration figures in the profiles table, where `evo elite --show` finds them.
  */
 #include "cli.h"
+#include "paths.h"
 #include "profile.h"
 #include "store.h"
 #include "util.h"
@@ -20,15 +21,17 @@
 
 typedef struct {
     const char *db, *id, *shape, *ncu, *cu;
+    evo_cand_ref how; /* --id (row id or key prefix), --row, --key */
 } profile_opts;
 
 static evo_status parse_opts(int argc, char **argv, profile_opts *o, evo_err *err)
 {
     const evo_cmd *self = evo_cli_find("profile");
     static const struct option longopts[] = {
-        {"id", required_argument, NULL, 'I'},  {"db", required_argument, NULL, 'D'},
+        {"id", required_argument, NULL, 'I'},    {"db", required_argument, NULL, 'D'},
         {"shape", required_argument, NULL, 'S'}, {"ncu", required_argument, NULL, 'N'},
-        {"cu", required_argument, NULL, 'C'},  {NULL, 0, NULL, 0},
+        {"cu", required_argument, NULL, 'C'},    {"row", required_argument, NULL, 'W'},
+        {"key", required_argument, NULL, 'K'},   {NULL, 0, NULL, 0},
     };
     *o = (profile_opts){.db = EVO_DEFAULT_DB};
     optind = 0;
@@ -36,17 +39,24 @@ static evo_status parse_opts(int argc, char **argv, profile_opts *o, evo_err *er
     int c;
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
-        case 'I': o->id = optarg; break;
-        case 'D': o->db = optarg; break;
-        case 'S': o->shape = optarg; break;
-        case 'N': o->ncu = optarg; break;
-        case 'C': o->cu = optarg; break;
-        case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
-        default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
+            case 'I':
+            case 'W':
+            case 'K':
+                if (o->id) return evo_cli_usage_error(self, err, "name one candidate: --id, --row or --key, once");
+                o->id = optarg;
+                o->how = c == 'I' ? EVO_CAND_ID_OR_KEY : c == 'W' ? EVO_CAND_ROW : EVO_CAND_KEY;
+                break;
+            case 'D': o->db = optarg; break;
+            case 'S': o->shape = optarg; break;
+            case 'N': o->ncu = optarg; break;
+            case 'C': o->cu = optarg; break;
+            case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
+            default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
-    if (!o->id || !*o->id) return evo_cli_usage_error(self, err, "--id is required (a candidate id or key prefix)");
+    if (!o->id || !*o->id)
+        return evo_cli_usage_error(self, err, "--id is required (a candidate id or key prefix; --row N, --key PREFIX)");
     return EVO_OK;
 }
 
@@ -93,7 +103,7 @@ static evo_status get_source(evo_store *st, const profile_opts *o, const evo_can
     }
 #ifdef EVO_HAVE_EXPORT
     evo_export_src src;
-    evo_status s = evo_export_pick(st, c->key, NULL, &src, err);
+    evo_status s = evo_export_pick(st, c->key, EVO_CAND_KEY, NULL, &src, err);
     if (s != EVO_OK) return evo_failv_prefix(err, s, "profile: cannot export candidate %lld", (long long)c->id);
     evo_export_out out = {0};
     s = evo_export_render(&src, NULL, &out, err);
@@ -204,7 +214,9 @@ EVO_CMD(profile)
     evo_status s = parse_opts(argc, argv, &o, err);
     if (s != EVO_OK) return s;
     /* Read-write would create a missing file; profiling needs one with results in it. */
-    if (!evo_file_exists(o.db)) return evo_fail(err, EVO_E_NOTFOUND, "no database at %s — run `evo run` first", o.db);
+    if (!evo_file_exists(o.db))
+        return evo_fail(err, EVO_E_NOTFOUND, "no database at %s — run `evo run` first", evo_show(o.db).s);
+    if ((s = evo_path_check_not_input("--db", o.db, "--cu", o.cu, false, err)) != EVO_OK) return s;
     evo_store *st;
     s = evo_store_open(o.db, EVO_STORE_READWRITE, &st, err);
     if (s != EVO_OK) return s;
@@ -217,7 +229,8 @@ EVO_CMD(profile)
     char dir[64] = "";
     int *pick = NULL, n_pick = 0;
 
-    s = evo_store_get_candidate(st, o.id, &c, err);
+    const char *taken = NULL;
+    s = evo_store_find_candidate(st, o.id, o.how, &c, &taken, err);
     if (s == EVO_OK) s = best_evaluation(st, &c, &all, &n_all, &best, err);
     if (s == EVO_OK) {
         pick = evo_xcalloc((size_t)(best->n_shapes ? best->n_shapes : 1), sizeof *pick);
@@ -248,7 +261,8 @@ EVO_CMD(profile)
     if (s == EVO_OK) s = get_source(st, &o, &c, dir, cu, sizeof cu, err);
     if (s == EVO_OK) {
         snprintf(exe, sizeof exe, "%s/selftest", dir);
-        printf("candidate %lld (%.8s), %s: building the self-test of %s\n", (long long)c.id, c.key, c.genome, cu);
+        printf("candidate %lld (%.8s, by its %s), %s: building the self-test of %s\n", (long long)c.id, c.key, taken,
+               c.genome, evo_show(cu).s);
         fflush(stdout);
         s = build_selftest(nvcc, c.arch, cu, exe, err);
     }

@@ -141,7 +141,8 @@ EVO_CMD(run)
             break;
         case 's':
             if (parse_long(optarg, 0, (long long)(~0ull >> 1), &v))
-                return evo_cli_usage_error(self, err, "--seed takes a non-negative integer, not '%s'", optarg);
+                return evo_cli_usage_error(self, err, "--seed takes 0 to %lld, not '%s'", (long long)(~0ull >> 1),
+                                           optarg);
             o.seed = (uint64_t)v;
             o.seed_set = true;
             break;
@@ -165,16 +166,23 @@ EVO_CMD(run)
             break;
         }
         case 'G': {
-            char *copy = strdup(optarg), *save = NULL;
-            for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                if (n_gpus == (int)(sizeof gpus / sizeof gpus[0]) || parse_long(tok, 0, 1023, &v)) {
-                    free(copy);
-                    return evo_cli_usage_error(self, err, "--gpus takes ordinals like 0,1,3, not '%s'", optarg);
-                }
+            /* every entry an ordinal: no empty one (",0", "0,,1", "0,"), none twice, checked before anything opens */
+            n_gpus = 0;
+            for (const char *p = optarg;; p++) {
+                const size_t len = strcspn(p, ",");
+                char tok[32];
+                snprintf(tok, sizeof tok, "%.*s", (int)(len < sizeof tok ? len : sizeof tok - 1), p);
+                if (len == 0 || len >= sizeof tok || n_gpus == (int)(sizeof gpus / sizeof gpus[0]) ||
+                    parse_long(tok, 0, 1023, &v))
+                    return evo_cli_usage_error(self, err, "--gpus takes ordinals like 0,1,3, not '%s'%s", optarg,
+                                               len == 0 ? " (an empty entry)" : "");
+                for (int k = 0; k < n_gpus; k++)
+                    if (gpus[k] == v)
+                        return evo_cli_usage_error(self, err, "--gpus names GPU %lld twice in '%s'", v, optarg);
                 gpus[n_gpus++] = (int)v;
+                p += len;
+                if (!*p) break;
             }
-            free(copy);
-            if (n_gpus == 0) return evo_cli_usage_error(self, err, "--gpus names no GPU");
             o.gpus = gpus;
             o.n_gpus = n_gpus;
             break;

@@ -3,9 +3,11 @@
 #include "cli.h"
 #include "comm.h"
 #include "task.h"
+#include "util.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,15 +22,16 @@ static const evo_cmd commands[] = {
      "Runs the search described by the config (default configs/default.yaml; where there is none, the one built\n"
      "into evo: see evo init) on the GPUs of this machine and stores every result in the database (default\n"
      "population.db). Needs an NVIDIA driver, except with --replay, which looks results up in a database\n"
-     "recorded on a GPU instead.\n"
+     "recorded on a GPU instead. A run in progress belongs to one process (a lease in the database, renewed while\n"
+     "it runs): a second --resume of it is refused. The first result that cannot be stored stops the run.\n"
      "\n"
      "  -c, --config F        search configuration (YAML)\n"
      "  -g, --generations N   generations to run (config: evolution.generations)\n"
      "  -p, --population N    genomes per generation (config: evolution.population)\n"
-     "  -s, --seed N          seed of the search; the same seed gives the same search\n"
+     "  -s, --seed N          seed of the search, 0 to 2^63-1; the same seed gives the same search\n"
      "      --db F            database (default population.db)\n"
      "      --resume RUN      continue run RUN after an interruption; nothing finished is repeated\n"
-     "      --gpus LIST       GPU ordinals to use, e.g. 0,1 (default: all)\n"
+     "      --gpus LIST       GPU ordinals to use, e.g. 0,1, each once (default: all)\n"
      "  -j, --jobs N          parallel compiles (default: all cores)\n"
      "      --time-budget S   stop after S seconds of wall time\n"
      "      --strategy NAME   ga (default), random, or seeds (the baseline and seeds, then hill climbing)\n"
@@ -68,8 +71,8 @@ static const evo_cmd commands[] = {
      "      --arch sm_XX      rank candidates compiled for this arch (default: the latest run's)\n",
      0},
     {"export", cmd_export, "write the best (or a chosen) kernel as a standalone .cu",
-     "usage: evo export [--best [--accuracy CLASS] | --id ID] [-o FILE | --torch DIR [--quantizer FILE]\n"
-     "                  [--module NAME]] [--db F]\n"
+     "usage: evo export [--best [--accuracy CLASS] | --id ID | --row N | --key PREFIX] [-o FILE | --torch DIR\n"
+     "                  [--quantizer FILE] [--module NAME]] [--db F]\n"
      "\n"
      "Writes the kernel specialised to its genome as a .cu file that plain nvcc compiles without evo:\n"
      "an extern \"C\" launcher, a provenance header, and a self-test under -DEVO_SELFTEST.\n"
@@ -81,13 +84,16 @@ static const evo_cmd commands[] = {
      "\n"
      "      --best            the top elite (the default) of the accuracy class --accuracy names\n"
      "      --accuracy CLASS  with --best: the class to take it from (default exact; attention: exact, fp8)\n"
-     "      --id ID           a candidate id or key prefix (see evo elite --show); its class is its own\n"
-     "  -o, --output FILE     where to write\n"
+     "      --id ID           a candidate's row id or key prefix (see evo elite --show); its class is its own. A\n"
+     "                        number that is both (two candidates) is refused: then --row or --key says which\n"
+     "      --row N           the candidate with row id N\n"
+     "      --key PREFIX      the candidate whose key starts with PREFIX (4 to 64 hex digits)\n"
+     "  -o, --output FILE     where to write (- : standard output); never the database or another input\n"
      "      --torch DIR       a PyTorch package instead: the kernel's .cu, the quantizer's .cu and NAME.py, which\n"
      "                        registers torch.ops.evo.* (built with nvcc at first use); DIR is created if missing.\n"
      "                        Tasks with a PyTorch op only (attention_fp8)\n"
      "      --quantizer FILE  the quantizer to put in front (a .cu evo export wrote; default: the one file\n"
-     "                        variants/quantize_fp8-<arch>-*.cu)\n"
+     "                        variants/quantize_fp8-<arch>-*.cu here, else among those installed with evo)\n"
      "      --module NAME     the Python module's name (default evo_fp8)\n"
      "      --db F            database (default population.db)\n",
      0},
@@ -98,9 +104,11 @@ static const evo_cmd commands[] = {
      "\n"
      "Compiles each FILE.cu (which implements the attention ABI of docs/templates.md), runs the correctness gate\n"
      "on every configured case and the timing gate against the baseline genome, and prints the verdict, per-shape\n"
-     "times with their 95% intervals and errors. Exit 0 when every file passes, 1 when one is rejected, 2 when one\n"
-     "does not compile. Without an NVIDIA driver only the compile gate runs: its log (registers, spills) is\n"
-     "printed, then evo says the GPU gates need a driver (exit 1; 2 when a file does not compile).\n"
+     "times with their 95% intervals and errors. Exit 2 when a file does not compile (whatever the others did),\n"
+     "else 1 when one is rejected, 0 when every file passes. Without an NVIDIA driver only the compile gate runs:\n"
+     "its log (registers, spills) is printed, then evo says the GPU gates need a driver (exit 1; 2 when a file\n"
+     "does not compile). The compiler runs confined: it may read only the file's folder, evo's headers and the\n"
+     "CUDA Toolkit's, within the config's compile limits (memory, CPU time, output, open files).\n"
      "\n"
      "  -c, --config F        the configuration whose cases, tolerances and baseline apply\n"
      "      --accuracy CLASS  the accuracy class the files' arithmetic claims, judged by that class's gate\n"
@@ -108,7 +116,7 @@ static const evo_cmd commands[] = {
      "      --genome G        a genome of the config's space instead of files, built as a search builds it\n"
      "      --retime N        then time the kernel and the baseline N more times in the same worker and print\n"
      "                        how far the figures move: per-shape spread of the medians, fitness CV, timing cost\n"
-     "      --json            machine-readable output\n"
+     "      --json            machine-readable output: every outcome, errors included, is JSON on stdout\n"
      "      --db F            also store each result in database F (as candidate file:NAME)\n"
      "      --sanitize[=TOOLS] then run each kernel that ran under compute-sanitizer (TOOLS: a comma list of\n"
      "                        memcheck, racecheck, initcheck, synccheck; default memcheck,racecheck); errors\n"
@@ -156,14 +164,15 @@ static const evo_cmd commands[] = {
      "      --json            machine-readable output\n",
      0},
     {"profile", cmd_profile, "profile a stored kernel with Nsight Compute and store the metrics",
-     "usage: evo profile --id ID [--shape NAME] [--db F] [--ncu PATH] [--cu FILE]\n"
+     "usage: evo profile (--id ID | --row N | --key PREFIX) [--shape NAME] [--db F] [--ncu PATH] [--cu FILE]\n"
      "\n"
      "Exports the candidate, builds its self-test with nvcc, runs it under ncu (clocks not locked) and stores, per\n"
      "timed shape, tensor-pipe utilisation, DRAM throughput, achieved occupancy, shared-memory bank conflicts,\n"
      "issue-slot utilisation and the kernel's duration; `evo elite --show` prints them. Needs an NVIDIA GPU, nvcc\n"
      "and Nsight Compute with access to the GPU's performance counters.\n"
      "\n"
-     "      --id ID           a candidate id or key prefix (see evo elite --show)\n"
+     "      --id ID           a candidate's row id or key prefix (see evo elite --show); --row N, --key PREFIX\n"
+     "                        read it one way only\n"
      "      --shape NAME      only this shape: its full text or its name, e.g. mission (default: every timed shape)\n"
      "      --db F            database (default population.db)\n"
      "      --ncu PATH        the ncu executable (default: ncu on PATH, then $CUDA_HOME/bin/ncu)\n"
@@ -195,14 +204,13 @@ static const evo_cmd commands[] = {
      "  -q, --quiet           print nothing but errors\n",
      0},
     {"init", cmd_init, "write the default configuration out to edit",
-     "usage: evo init [PATH]\n"
+     "usage: evo init [PATH | -]\n"
      "\n"
      "Writes the default search configuration built into evo to PATH (default configs/default.yaml, which evo run,\n"
      "space, compile, check and insights read when no --config is given; without that file they use the built-in\n"
-     "one). Never replaces a file: an existing PATH is refused. No GPU needed.\n",
+     "one), or to standard output for -. Never replaces a file: an existing PATH is refused. No GPU needed.\n",
      0},
-    {"help", cmd_help, "show help for a command",
-     "usage: evo help [COMMAND]\n", 0},
+    {"help", cmd_help, "show help for a command", "usage: evo help [COMMAND]\n", 0},
     {"worker", cmd_worker, "internal: the GPU worker process",
      "usage: evo worker --gpu N [--config F] [--log FILE] [--fake MODE]   (internal)\n"
      "\n"
@@ -296,11 +304,19 @@ int main(int argc, char **argv)
             return 0;
         }
     }
+    /* A reader that goes away (evo run | head) makes writes fail with EPIPE instead of killing evo mid-write; a
+     * run then stops as on Ctrl-C (evolve.h). */
+    signal(SIGPIPE, SIG_IGN);
     evo_err err = {{0}};
     evo_status s = c->fn(argc - 1, argv + 1, &err);
     if (s != EVO_OK) {
-        if (err.msg[0]) fprintf(stderr, "evo: %s\n", err.msg);
-        else fprintf(stderr, "evo: %s: %s\n", c->name, evo_status_name(s));
+        /* a message may quote a name or a compiler's output: nothing in it may steer the terminal */
+        fputs("evo: ", stderr);
+        if (err.msg[0])
+            evo_fputs_text(err.msg, stderr);
+        else
+            fprintf(stderr, "%s: %s", c->name, evo_status_name(s));
+        fputc('\n', stderr);
     }
     return evo_exit_code(s);
 }

@@ -1002,7 +1002,9 @@ static evo_status check_options(loader *L, const yaml_node_t *v, const char *pat
 
 static evo_status load_compile(loader *L, const yaml_node_t *root)
 {
-    static const char *const keys[] = {"timeout_s", "max_registers", "allow_spills", "extra_options", NULL};
+    static const char *const keys[] = {"timeout_s", "max_registers", "allow_spills",   "extra_options", "max_memory_mb",
+                                       "max_cpu_s", "max_output_mb", "max_open_files", "sandbox",       NULL};
+    static const char *const sandbox_modes[] = {"auto", "required", "off", NULL}; /* evo_sandbox_mode's order */
     char p[PATH_MAX_LEN];
     const char *path = "compile";
     yaml_node_t *m, *v;
@@ -1017,6 +1019,16 @@ static evo_status load_compile(loader *L, const yaml_node_t *root)
                         L->c->compile.max_registers);
     }
     TRY(opt_bool(L, m, path, "allow_spills", &L->c->compile.allow_spills));
+    int mb = 0;
+    TRY(opt_i32(L, m, path, "max_memory_mb", 64, 1048576, &mb));
+    L->c->compile.max_memory_mb = mb;
+    TRY(opt_double(L, m, path, "max_cpu_s", 0, OPEN, 86400, CLOSED, &L->c->compile.max_cpu_s));
+    mb = (int)L->c->compile.max_output_mb;
+    TRY(opt_i32(L, m, path, "max_output_mb", 1, 65536, &mb));
+    L->c->compile.max_output_mb = mb;
+    TRY(opt_i32(L, m, path, "max_open_files", 32, 65536, &L->c->compile.max_open_files));
+    if ((v = get(L, m, "sandbox")))
+        TRY(as_name(L, v, "compile.sandbox", sandbox_modes, "sandbox mode", &L->c->compile.sandbox));
     if ((v = get(L, m, "extra_options"))) {
         const char *s;
         sub(p, path, "extra_options");
@@ -1066,6 +1078,9 @@ static void set_defaults(evo_config *c)
     c->compile.timeout_s = 120;
     c->compile.max_registers = 255;
     c->compile.allow_spills = false;
+    c->compile.max_cpu_s = 300;
+    c->compile.max_output_mb = 256;
+    c->compile.max_open_files = 256;
 }
 
 /* The task's defaults: its options and the values every correctness case is checked with along each axis field. */
@@ -1228,10 +1243,11 @@ static evo_status prescan(loader *L)
 evo_status evo_config_parse(const char *name, const char *text, size_t len, evo_config **out, evo_err *err)
 {
     *out = NULL;
+    const evo_shown shown = evo_show(name); /* the name as messages show it */
     if (len > EVO_CONFIG_MAX_BYTES)
-        return evo_fail(err, EVO_E_CONFIG, "%s: %zu bytes; a configuration is at most %d bytes (1 MiB)", name, len,
+        return evo_fail(err, EVO_E_CONFIG, "%s: %zu bytes; a configuration is at most %d bytes (1 MiB)", shown.s, len,
                         EVO_CONFIG_MAX_BYTES);
-    loader L = {.file = name, .text = text, .len = len, .err = err};
+    loader L = {.file = shown.s, .text = text, .len = len, .err = err};
     evo_status pre = prescan(&L);
     if (pre != EVO_OK) {
         free(L.tagged);
@@ -1240,7 +1256,7 @@ evo_status evo_config_parse(const char *name, const char *text, size_t len, evo_
     yaml_parser_t yp;
     if (!yaml_parser_initialize(&yp)) {
         free(L.tagged);
-        return evo_fail(err, EVO_E_NOMEM, "%s: cannot start the YAML parser", name);
+        return evo_fail(err, EVO_E_NOMEM, "%s: cannot start the YAML parser", shown.s);
     }
     yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
     if (!yaml_parser_load(&yp, &L.doc)) {
@@ -1291,6 +1307,8 @@ evo_status evo_config_load(const char *path, evo_config **out, evo_err *err)
     size_t len;
     *out = NULL;
     evo_err e = {{0}};
+    if (strcmp(path, "-") == 0)
+        return evo_fail(err, EVO_E_USAGE, "-: evo reads a configuration from a file, not from standard input");
     if (evo_read_file_max(path, EVO_CONFIG_MAX_BYTES, &text, &len, &e) != EVO_OK)
         return evo_fail(err, EVO_E_CONFIG, "%s (cannot read the configuration)", e.msg);
     evo_status st = evo_config_parse(path, text, len, out, err);

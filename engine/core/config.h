@@ -139,6 +139,11 @@ typedef struct evo_config {
         int max_registers; /* 0 = no cap; RESOURCE_FAIL above */
         bool allow_spills;
         char *extra_options; /* appended to the NVRTC options (space-separated), may be NULL */
+        /* the compile process's limits (sandbox.h); 0: the default */
+        double max_memory_mb; /* resident memory; 0: half the machine's memory over the parallel compiles */
+        double max_cpu_s, max_output_mb;
+        int max_open_files;
+        int sandbox; /* evo_sandbox_mode: 0 auto, 1 required, 2 off */
     } compile;
 } evo_config;
 

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,11 @@ evo_status evo_path_check_output(const char *what, const char *path, bool follow
 {
     const char *sep = what && *what ? " " : "";
     if (!what) what = "";
+    if (evo_path_is_stdio(path))
+        return evo_fail(err, EVO_E_USAGE,
+                        "%s%s-: '-' is not a file name here (standard output is taken only by export "
+                        "-o - and init -)",
+                        what, sep);
     struct stat st;
     if (lstat(path, &st) == 0) {
         if (S_ISREG(st.st_mode)) return EVO_OK;
@@ -46,17 +52,18 @@ evo_status evo_path_check_output(const char *what, const char *path, bool follow
         if (S_ISLNK(st.st_mode) && follow_link && stat(path, &target) == 0 && S_ISREG(target.st_mode)) return EVO_OK;
         return evo_fail(err, EVO_E_USAGE,
                         "%s%s%s: is %s; evo writes only a regular file or a new name in an existing directory", what,
-                        sep, path, kind_of(st.st_mode));
+                        sep, evo_show(path).s, kind_of(st.st_mode));
     }
     if (errno != ENOENT)
         return evo_fail(err, errno == ENAMETOOLONG || errno == ENOTDIR || errno == ELOOP ? EVO_E_USAGE : EVO_E_IO,
-                        "%s%s%s: %s", what, sep, path, strerror(errno));
+                        "%s%s%s: %s", what, sep, evo_show(path).s, strerror(errno));
     char *dir = dir_of(path);
     evo_status s = EVO_OK;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        s = evo_fail(err, EVO_E_USAGE, "%s%s%s: no such directory %s", what, sep, path, dir);
+        s = evo_fail(err, EVO_E_USAGE, "%s%s%s: no such directory %s", what, sep, evo_show(path).s, evo_show(dir).s);
     else if (access(dir, W_OK | X_OK) != 0)
-        s = evo_fail(err, EVO_E_IO, "%s%s%s: cannot create a file in %s: %s", what, sep, path, dir, strerror(errno));
+        s = evo_fail(err, EVO_E_IO, "%s%s%s: cannot create a file in %s: %s", what, sep, evo_show(path).s,
+                     evo_show(dir).s, strerror(errno));
     free(dir);
     return s;
 }
@@ -67,16 +74,17 @@ evo_status evo_write_file_new(const char *path, const void *data, size_t len, ev
     evo_str_appendf(&tmp, "%s.tmp.%ld", path, (long)getpid());
     const char *t = evo_str_cstr(&tmp);
     unlink(t); /* a leftover of a process with this pid that was killed */
-    int fd = open(t, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = open(t, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666); /* less the umask */
     evo_status s = EVO_OK;
     if (fd < 0) {
-        s = evo_fail(err, EVO_E_IO, "%s: %s", path, strerror(errno));
+        s = evo_fail(err, EVO_E_IO, "%s: %s", evo_show(path).s, strerror(errno));
     } else {
-        if (evo_write_all(fd, data, len) != EVO_OK) s = evo_fail(err, EVO_E_IO, "%s: write failed: %s", t, strerror(errno));
-        if (close(fd) != 0 && s == EVO_OK) s = evo_fail(err, EVO_E_IO, "%s: %s", t, strerror(errno));
+        if (evo_write_all(fd, data, len) != EVO_OK)
+            s = evo_fail(err, EVO_E_IO, "%s: write failed: %s", evo_show(t).s, strerror(errno));
+        if (close(fd) != 0 && s == EVO_OK) s = evo_fail(err, EVO_E_IO, "%s: %s", evo_show(t).s, strerror(errno));
         if (s == EVO_OK && link(t, path) != 0)
-            s = errno == EEXIST ? evo_fail(err, EVO_E_USAGE, "%s exists; evo does not replace it", path)
-                                : evo_fail(err, EVO_E_IO, "%s: %s", path, strerror(errno));
+            s = errno == EEXIST ? evo_fail(err, EVO_E_USAGE, "%s exists; evo does not replace it", evo_show(path).s)
+                                : evo_fail(err, EVO_E_IO, "%s: %s", evo_show(path).s, strerror(errno));
         unlink(t);
     }
     evo_str_free(&tmp);
@@ -89,26 +97,76 @@ bool evo_path_same_file(const char *a, const char *b)
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+bool evo_path_is_stdio(const char *path) { return path && strcmp(path, "-") == 0; }
+
+/* path with its folder's links and dots resolved (the file itself need not exist), malloc'd; NULL when the folder
+ * does not exist. A path that is a link to a file resolves to that file. */
+static char *canonical(const char *path)
+{
+    char real[PATH_MAX];
+    if (realpath(path, real)) return evo_strdup(real);
+    char *dir = dir_of(path);
+    const char *slash = strrchr(path, '/');
+    char *r = NULL;
+    if (realpath(dir, real)) {
+        evo_str s = {0};
+        evo_str_appendf(&s, "%s/%s", strcmp(real, "/") ? real : "", slash ? slash + 1 : path);
+        r = evo_str_take(&s);
+    }
+    free(dir);
+    return r;
+}
+
+evo_status evo_path_check_not_input(const char *what, const char *out, const char *in_what, const char *in, bool is_db,
+                                    evo_err *err)
+{
+    if (!out || !in) return EVO_OK;
+    static const char *const companions[] = {"", "-wal", "-shm", "-journal"};
+    char *out_c = canonical(out), *in_c = canonical(in);
+    for (size_t i = 0; i < (is_db ? EVO_ARRAY_LEN(companions) : 1); i++) {
+        evo_str c = {0}, cc = {0};
+        evo_str_appendf(&c, "%s%s", in, companions[i]);
+        /* the same file now, or the name the companion would have once SQLite makes it */
+        evo_str_appendf(&cc, "%s%s", in_c ? in_c : "", companions[i]);
+        const bool same = evo_path_same_file(out, evo_str_cstr(&c)) || (out_c && in_c && !strcmp(out_c, cc.p));
+        evo_str_free(&c);
+        evo_str_free(&cc);
+        if (same) free(out_c), free(in_c);
+        if (same)
+            return evo_fail(err, EVO_E_USAGE, "%s %s is %s%s%s %s %s, an input: evo never writes over what it reads",
+                            what, evo_show(out).s, i ? "the " : "the same file as", companions[i], i ? " file of" : "",
+                            in_what, evo_show(in).s);
+    }
+    free(out_c);
+    free(in_c);
+    return EVO_OK;
+}
+
 evo_status evo_read_file_max(const char *path, size_t max, char **data, size_t *len, evo_err *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return evo_fail(err, errno == ENOENT ? EVO_E_NOTFOUND : EVO_E_IO, "%s: %s", path, strerror(errno));
+    if (fd < 0)
+        return evo_fail(err, errno == ENOENT ? EVO_E_NOTFOUND : EVO_E_IO, "%s: %s", evo_show(path).s, strerror(errno));
     struct stat st;
     evo_status s = EVO_OK;
-    if (fstat(fd, &st) != 0) s = evo_fail(err, EVO_E_IO, "%s: %s", path, strerror(errno));
-    else if (S_ISDIR(st.st_mode)) s = evo_fail(err, EVO_E_IO, "%s: read failed: %s", path, strerror(EISDIR));
+    if (fstat(fd, &st) != 0)
+        s = evo_fail(err, EVO_E_IO, "%s: %s", evo_show(path).s, strerror(errno));
+    else if (S_ISDIR(st.st_mode))
+        s = evo_fail(err, EVO_E_IO, "%s: read failed: %s", evo_show(path).s, strerror(EISDIR));
     else if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > max)
-        s = evo_fail(err, EVO_E_USAGE, "%s: %lld bytes; evo reads at most %zu", path, (long long)st.st_size, max);
+        s = evo_fail(err, EVO_E_USAGE, "%s: %lld bytes; evo reads at most %zu", evo_show(path).s, (long long)st.st_size,
+                     max);
     evo_str buf = {0};
     while (s == EVO_OK) {
         char chunk[65536];
         ssize_t n = read(fd, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) s = evo_fail(err, EVO_E_IO, "%s: read failed: %s", path, strerror(errno));
+        if (n < 0) s = evo_fail(err, EVO_E_IO, "%s: read failed: %s", evo_show(path).s, strerror(errno));
         if (n <= 0) break;
         evo_str_appendn(&buf, chunk, (size_t)n);
         if (buf.len > max) /* a pipe, a device, or a file that grew while being read */
-            s = evo_fail(err, EVO_E_USAGE, "%s: more than %zu bytes; evo reads at most %zu", path, max, max);
+            s = evo_fail(err, EVO_E_USAGE, "%s: more than %zu bytes; evo reads at most %zu", evo_show(path).s, max,
+                         max);
     }
     close(fd);
     if (s != EVO_OK) {

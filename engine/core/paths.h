@@ -2,9 +2,11 @@
  * without ever replacing one, whether two names are one file, reading a file of bounded size.
  *
  * Output rule (every file evo writes where the user names it: export -o, plot -o, init, a new --db): the path is
- * a regular file, replaced atomically (evo_write_file_atomic), or a name that does not exist yet in an existing
- * directory. A symbolic link, directory, FIFO, device or socket is refused with EVO_E_USAGE and left alone; so is
- * a name whose directory does not exist. A directory evo may not write is EVO_E_IO, naming the directory and the
+ * a regular file, replaced atomically (evo_write_file_atomic: it keeps the replaced file's mode; hard links to the
+ * old file keep the old text), or a name that does not exist yet in an existing directory; never a file the same
+ * command reads (evo_path_check_not_input), never "-" (which names standard output where a command says so). A
+ * symbolic link, directory, FIFO, device or socket is refused with EVO_E_USAGE and left alone; so is a name whose
+ * directory does not exist. A directory evo may not write is EVO_E_IO, naming the directory and the
  * reason. Checks are made before anything is created, so a refused command leaves nothing behind.
  *
  * Nothing here keeps state; everything is thread-safe.
@@ -27,6 +29,16 @@ evo_status evo_write_file_new(const char *path, const void *data, size_t len, ev
 
 /* True when both names exist and are one file (same device and inode, whatever links or spellings lead there). */
 bool evo_path_same_file(const char *a, const char *b);
+
+/* Inputs are never outputs: EVO_E_USAGE when out names the same file as in (evo_path_same_file), or, when in is a
+ * database (is_db), as its -wal, -shm or -journal companion. what and in_what name them in the message
+ * ("export -o", "--db"). Call it for every input of a command that writes, before anything is written. */
+evo_status evo_path_check_not_input(const char *what, const char *out, const char *in_what, const char *in, bool is_db,
+                                    evo_err *err);
+
+/* "-" as a path: commands that can write to standard output say so (export -o -, init -); everywhere else it is
+ * refused (EVO_E_USAGE), never taken as a file named "-". */
+bool evo_path_is_stdio(const char *path);
 
 /* evo_read_file that reads at most max bytes: a larger regular file is refused (EVO_E_USAGE) before it is read, a
  * pipe or device (/dev/zero) once more than max bytes came. */

@@ -117,7 +117,8 @@ void evo_str_free(evo_str *s)
 evo_status evo_read_file(const char *path, char **data, size_t *len, evo_err *err)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) return evo_fail(err, errno == ENOENT ? EVO_E_NOTFOUND : EVO_E_IO, "%s: %s", path, strerror(errno));
+    if (!f)
+        return evo_fail(err, errno == ENOENT ? EVO_E_NOTFOUND : EVO_E_IO, "%s: %s", evo_show(path).s, strerror(errno));
     evo_str s = {0};
     char buf[65536];
     size_t n;
@@ -126,7 +127,7 @@ evo_status evo_read_file(const char *path, char **data, size_t *len, evo_err *er
     fclose(f);
     if (bad) {
         evo_str_free(&s);
-        return evo_fail(err, EVO_E_IO, "%s: read failed: %s", path, strerror(bad));
+        return evo_fail(err, EVO_E_IO, "%s: read failed: %s", evo_show(path).s, strerror(bad));
     }
     if (len) *len = s.len;
     *data = evo_str_take(&s);
@@ -139,21 +140,30 @@ evo_status evo_write_file_atomic(const char *path, const void *data, size_t len,
     char *tmp = evo_xmalloc(n);
     snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
     unlink(tmp); /* a leftover of a killed process with this pid; O_EXCL then never writes through a link */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    /* a new file gets 0666 less the umask, as any program's; a file replaced keeps its mode and, where evo may set
+     * it, its owner (cp's rule), so replacing a 0600 file never widens it */
+    struct stat old;
+    const bool replacing = stat(path, &old) == 0 && S_ISREG(old.st_mode);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, replacing ? 0600 : 0666);
     if (fd < 0) {
-        evo_status s = evo_fail(err, EVO_E_IO, "%s: %s", tmp, strerror(errno));
+        evo_status s = evo_fail(err, EVO_E_IO, "%s: %s", evo_show(tmp).s, strerror(errno));
         free(tmp);
         return s;
     }
+    if (replacing) {
+        const int owner = fchown(fd, old.st_uid, old.st_gid); /* fails unless evo may give it: the mode holds */
+        const int mode = fchmod(fd, old.st_mode & 07777);
+        (void)owner, (void)mode;
+    }
     if (evo_write_all(fd, data, len) != EVO_OK) {
-        evo_status s = evo_fail(err, EVO_E_IO, "%s: write failed: %s", tmp, strerror(errno));
+        evo_status s = evo_fail(err, EVO_E_IO, "%s: write failed: %s", evo_show(tmp).s, strerror(errno));
         close(fd);
         unlink(tmp);
         free(tmp);
         return s;
     }
     if (close(fd) != 0 || rename(tmp, path) != 0) {
-        evo_status s = evo_fail(err, EVO_E_IO, "%s: %s", path, strerror(errno));
+        evo_status s = evo_fail(err, EVO_E_IO, "%s: %s", evo_show(path).s, strerror(errno));
         unlink(tmp);
         free(tmp);
         return s;
@@ -202,7 +212,8 @@ evo_status evo_mkdir_p(const char *path, evo_err *err)
             char c = *q;
             *q = '\0';
             if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-                evo_status s = evo_fail(err, EVO_E_IO, "cannot create directory %s: %s", p, strerror(errno));
+                evo_status s =
+                    evo_fail(err, EVO_E_IO, "cannot create directory %s: %s", evo_show(p).s, strerror(errno));
                 free(p);
                 return s;
             }
@@ -224,6 +235,81 @@ evo_status evo_remove_tree(const char *path)
 {
     if (!evo_file_exists(path)) return EVO_OK;
     return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? EVO_OK : EVO_E_IO;
+}
+
+/* Length of the UTF-8 sequence at p (n bytes left), 0 when it is not one; *cp gets its code point. */
+static size_t utf8_seq(const unsigned char *p, size_t n, unsigned *cp)
+{
+    size_t len = p[0] < 0x80             ? 1
+                 : (p[0] & 0xE0) == 0xC0 ? 2
+                 : (p[0] & 0xF0) == 0xE0 ? 3
+                 : (p[0] & 0xF8) == 0xF0 ? 4
+                                         : 0;
+    if (len == 0 || len > n) return 0;
+    unsigned c = len == 1 ? p[0] : p[0] & (0x7F >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xC0) != 0x80) return 0;
+        c = c << 6 | (p[i] & 0x3F);
+    }
+    static const unsigned min[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (c < min[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0; /* overlong, surrogate */
+    *cp = c;
+    return len;
+}
+
+void evo_escape_append(evo_str *out, const char *s, size_t n, bool keep_lines)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        unsigned c = 0;
+        const size_t len = utf8_seq(p + i, n - i, &c);
+        if (len == 0) {
+            evo_str_appendf(out, "\\x%02x", p[i]);
+            i++;
+            continue;
+        }
+        if (c < 0x20 || c == 0x7F || (c >= 0x80 && c <= 0x9F)) {
+            if (keep_lines && (c == '\n' || c == '\t'))
+                evo_str_appendn(out, (const char *)p + i, 1);
+            else if (c == '\n')
+                evo_str_append(out, "\\n");
+            else if (c == '\t')
+                evo_str_append(out, "\\t");
+            else if (c == '\r')
+                evo_str_append(out, "\\r");
+            else
+                evo_str_appendf(out, "\\u%04x", c);
+        } else {
+            evo_str_appendn(out, (const char *)p + i, len);
+        }
+        i += len;
+    }
+}
+
+evo_shown evo_show(const char *name)
+{
+    evo_shown r;
+    evo_str e = {0};
+    if (name) evo_escape_append(&e, name, strlen(name), false);
+    const char *t = evo_str_cstr(&e);
+    if (e.len < sizeof r.s) {
+        memcpy(r.s, t, e.len + 1);
+    } else { /* its head and tail, as evo_fail cuts any long run (evo.c), at character boundaries */
+        size_t head = 120, tail = e.len - 60;
+        while (head > 0 && ((unsigned char)t[head] & 0xC0) == 0x80) head--;
+        while (tail < e.len && ((unsigned char)t[tail] & 0xC0) == 0x80) tail++;
+        snprintf(r.s, sizeof r.s, "%.*s...[%zu bytes]...%s", (int)head, t, e.len, t + tail);
+    }
+    evo_str_free(&e);
+    return r;
+}
+
+void evo_fputs_text(const char *text, FILE *file)
+{
+    evo_str e = {0};
+    if (text) evo_escape_append(&e, text, strlen(text), true);
+    fputs(evo_str_cstr(&e), file);
+    evo_str_free(&e);
 }
 
 bool evo_file_exists(const char *path)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---- growable string ---- */
 typedef struct {
@@ -76,6 +77,22 @@ uint64_t evo_rng_next(evo_rng *r);
 double evo_rng_uniform(evo_rng *r);          /* [0, 1) */
 uint32_t evo_rng_below(evo_rng *r, uint32_t n); /* [0, n), n > 0, unbiased */
 double evo_rng_normal(evo_rng *r);           /* N(0, 1) */
+
+/* ---- names and text shown on a terminal ---- */
+/* Appends s[0..n) to out with what a terminal would act on escaped as JSON writes it: control characters (\n, \t,
+ * \u001b, ...), DEL and the C1 controls (\u0080..\u009f); bytes that are not UTF-8 as \xNN. keep_lines leaves \n
+ * and \t as they are (a log's own lines); a name never keeps them, so it cannot split a message or colour a
+ * terminal. Everything else, UTF-8 text included, is copied. */
+void evo_escape_append(evo_str *out, const char *s, size_t n, bool keep_lines);
+/* A file name (or any user-given text) as messages show it: escaped as above, newlines included; a name longer than
+ * the buffer is cut to its head and tail ("...[N bytes]...", as evo_fail cuts long runs). Use it in place:
+ * printf("%s", evo_show(path).s). */
+typedef struct {
+    char s[4200];
+} evo_shown;
+evo_shown evo_show(const char *name);
+/* fputs of text whose own lines are kept (a log, a message) with every other control character escaped. */
+void evo_fputs_text(const char *text, FILE *file);
 
 /* ---- time ---- */
 double evo_now(void);            /* monotonic seconds */

@@ -94,8 +94,8 @@ typedef enum { EVO_CU_WAIT_OK, EVO_CU_WAIT_TIMEOUT, EVO_CU_WAIT_FAULT } evo_cu_w
 evo_cu_wait evo_cu_wait_event(const evo_cudrv *cu, CUevent e, double timeout_s, CUresult *fault);
 
 /* The sentence `evo run` prints when no driver is present. */
-#define EVO_NO_DRIVER_HINT                                                                         \
-    "commands that need no GPU: evo space, evo compile, evo elite, evo history, evo export, "     \
-    "and evo run --replay DB"
+#define EVO_NO_DRIVER_HINT \
+    "commands that need no GPU: evo space, evo compile, evo elite, evo history, evo export, " \
+    "evo plot, evo insights, evo init, and evo run --replay DB"
 
 #endif

@@ -126,7 +126,8 @@ evo_status evo_gpu_serve(int gpu, const char *config_path, bool sanitize, int in
  *   exit-after  replies OK, then exits (as a worker does after a kernel timed out)
  * hello replies describe a fake sm_90 device named "fake". EVO_E_USAGE when mode is not one of these.
  * config_path (may be NULL): when it loads, OK replies also carry detail.cases (what the GPU worker would check,
- * from cases.h), median intervals and, for a request with retime N, N made-up rounds. */
+ * from cases.h), median intervals and, for a request with retime N, N made-up rounds. EVO_FAKE_TRACE=FILE appends
+ * "eval ID" to FILE for each candidate request it starts (not the baseline's), so a test can count them. */
 evo_status evo_worker_fake_serve(const char *mode, int gpu, const char *config_path, int in_fd, int out_fd,
                                  evo_err *err);
 /* Checks a mode string without serving; EVO_E_USAGE naming it when unknown. */

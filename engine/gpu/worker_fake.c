@@ -218,6 +218,12 @@ static evo_status fake_eval(void *ctx, const char *line, char **reply, bool *exi
         s = parse_mode(req.fault_injection, &m, err);
         if (s != EVO_OK) return s;
     }
+    /* EVO_FAKE_TRACE=FILE: one line per candidate evaluation started, so tests can count what was evaluated */
+    const char *trace = getenv("EVO_FAKE_TRACE");
+    if (trace && *trace && !req.is_baseline) {
+        FILE *t = fopen(trace, "a");
+        if (t) fprintf(t, "eval %lld\n", (long long)req.id), fclose(t);
+    }
     switch (m.action) {
     case FAKE_OK: break;
     case FAKE_DIE: {

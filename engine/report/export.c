@@ -131,10 +131,10 @@ static evo_status best_evaluation(evo_store *st, const char *shape_set, evo_expo
     return EVO_OK;
 }
 
-static evo_status pick_by_id(evo_store *st, const char *id, evo_export_src *out, evo_err *err)
+static evo_status pick_by_id(evo_store *st, const char *id, evo_cand_ref how, evo_export_src *out, evo_err *err)
 {
     const char *db = evo_store_path(st);
-    evo_status s = evo_store_get_candidate(st, id, &out->cand, err);
+    evo_status s = evo_store_find_candidate(st, id, how, &out->cand, &out->taken, err);
     if (s != EVO_OK) return s;
     const evo_candidate_rec *c = &out->cand;
     if (is_file_candidate(c))
@@ -170,10 +170,12 @@ static evo_status pick_by_id(evo_store *st, const char *id, evo_export_src *out,
     return s == EVO_OK ? take_run(st, out, err) : s;
 }
 
-evo_status evo_export_pick(evo_store *st, const char *id, const char *accuracy, evo_export_src *out, evo_err *err)
+evo_status evo_export_pick(evo_store *st, const char *id, evo_cand_ref how, const char *accuracy, evo_export_src *out,
+                           evo_err *err)
 {
     memset(out, 0, sizeof *out);
-    evo_status s = id ? pick_by_id(st, id, out, err) : pick_best(st, accuracy ? accuracy : EVO_ACCURACY_EXACT, out, err);
+    evo_status s =
+        id ? pick_by_id(st, id, how, out, err) : pick_best(st, accuracy ? accuracy : EVO_ACCURACY_EXACT, out, err);
     if (s != EVO_OK) evo_export_src_free(out);
     return s;
 }
@@ -312,6 +314,15 @@ void evo_export_provenance_begin(evo_str *o, const evo_export_ctx *x)
     evo_str_appendf(o, " *   key           %s (candidate %lld)\n", c->key, (long long)c->id);
 }
 
+/* Stored text (a config's path, a GPU's name) as it may stand inside the provenance comment: control characters
+ * escaped and no "*" "/" pair that would end the comment early. */
+static evo_shown in_comment(const char *text)
+{
+    evo_shown r = evo_show(text);
+    for (char *p = strstr(r.s, "*/"); p; p = strstr(p, "*/")) *p = '+';
+    return r;
+}
+
 void evo_export_provenance_end(evo_str *o, const evo_export_ctx *x, const char *errors_are)
 {
     const evo_candidate_rec *c = &x->src->cand;
@@ -325,11 +336,11 @@ void evo_export_provenance_end(evo_str *o, const evo_export_ctx *x, const char *
                                     : "");
     evo_str_appendf(o, " *   key check     %s\n", x->key_check);
     evo_str_appendf(o, " *   measured on   %s, driver %s, %s, run %lld generation %d, by evo %s\n",
-                    e->gpu ? e->gpu : (r->gpu ? r->gpu : "?"), r->driver ? r->driver : "?",
+                    in_comment(e->gpu ? e->gpu : (r->gpu ? r->gpu : "?")).s, r->driver ? r->driver : "?",
                     e->created_at ? e->created_at : "?", (long long)r->id, e->generation,
                     r->evo_version ? r->evo_version : "?");
-    evo_str_appendf(o, " *   config        %s, as stored with run %lld\n", r->config_path ? r->config_path : "?",
-                    (long long)r->id);
+    evo_str_appendf(o, " *   config        %s, as stored with run %lld\n",
+                    in_comment(r->config_path ? r->config_path : "?").s, (long long)r->id);
     evo_str_appendf(o, " *   exported      %s by evo %s\n", x->exported_at, EVO_VERSION);
     evo_str_appendf(o, " *   accuracy      class %s (gate version %d)\n", e->accuracy ? e->accuracy : EVO_ACCURACY_EXACT,
                     e->gate > 0 ? e->gate : 1);

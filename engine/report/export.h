@@ -33,14 +33,16 @@ typedef struct {
     evo_eval_rec eval; /* its best OK evaluation (what `evo elite` shows for it) */
     evo_run_rec run;   /* the run that made eval */
     char note[512];    /* "" or why better-ranked elites were passed over (hand-written files) */
+    const char *taken; /* how id was read ("row id", "key prefix", "full key"); NULL for the top elite */
 } evo_export_src;
 
 /* id NULL: the top elite of accuracy class `accuracy` (NULL: exact) of the latest run's task, arch and shape set,
- * passing over `evo check` files (note says which). Else a candidate id or key prefix as evo_store_get_candidate
- * takes it (its class is its own). Errors: EVO_E_NOTFOUND (no run, no elite — naming the classes that have some —,
- * unknown id, no passing evaluation: the message gives its latest verdict), EVO_E_USAGE (ambiguous prefix, a
- * hand-written file, an evaluation made outside a run), store errors. */
-evo_status evo_export_pick(evo_store *st, const char *id, const char *accuracy, evo_export_src *out, evo_err *err);
+ * passing over `evo check` files (note says which). Else the candidate id names, read as `how` says
+ * (evo_store_find_candidate; its class is its own). Errors: EVO_E_NOTFOUND (no run, no elite — naming the classes
+ * that have some —, unknown id, no passing evaluation: the message gives its latest verdict), EVO_E_USAGE
+ * (ambiguous prefix or id, a hand-written file, an evaluation made outside a run), store errors. */
+evo_status evo_export_pick(evo_store *st, const char *id, evo_cand_ref how, const char *accuracy, evo_export_src *out,
+                           evo_err *err);
 void evo_export_src_free(evo_export_src *s);
 
 typedef struct {

@@ -29,6 +29,7 @@ struct evo_evaluator {
     char *work_dir;
     char *config_path;
     volatile sig_atomic_t *interrupt;
+    bool stopped; /* evo_evaluator_stop: nothing more is evaluated */
     evo_candidate baseline;
     char baseline_cubin[4096];
     bool have_baseline_times;
@@ -212,7 +213,7 @@ static void on_done(void *p, const evo_pool_job *job, const evo_pool_done *d)
             *rc->baseline = *r;
             rc->baseline->detail = evo_strdup(r->detail);
         }
-    } else if (rc->progress) {
+    } else if (rc->progress && !e->stopped) {
         rc->progress(rc->ctx, ci, r);
     }
 }
@@ -271,7 +272,7 @@ static evo_status gpu_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_er
     s = evo_candidates_build(&bo, &e->baseline, 1, err);
     if (s != EVO_OK) return s;
     if (e->baseline.verdict != EVO_V_OK)
-        return evo_fail(err, EVO_E_CONFIG, "%s: the baseline genome cannot run on %s: %s: %s", o->cfg->path,
+        return evo_fail(err, EVO_E_CONFIG, "%s: the baseline genome cannot run on %s: %s: %s", evo_show(o->cfg->path).s,
                         e->gpu, evo_verdict_name(e->baseline.verdict), e->baseline.why);
     return write_cubin(e, &e->baseline, e->baseline_cubin, sizeof e->baseline_cubin, err);
 }
@@ -303,7 +304,7 @@ static evo_status gpu_run(evo_evaluator *e, const evo_candidate *c, int n, bool 
             out[i].verdict = c[i].verdict;
             out[i].fitness = NAN;
             set_detail(&out[i], c[i].why, c[i].verdict == EVO_V_COMPILE_FAIL ? c[i].cr.log : NULL);
-            if (progress) progress(ctx, i, &out[i]);
+            if (progress && !e->stopped) progress(ctx, i, &out[i]);
             continue;
         }
         char path[4096];
@@ -323,7 +324,7 @@ static evo_status gpu_run(evo_evaluator *e, const evo_candidate *c, int n, bool 
     /* Progress is reported per candidate once its result is final, in on_done order. */
     rc.progress = progress;
     rc.ctx = ctx;
-    if (s == EVO_OK && nj > 0) s = evo_pool_run(e->pool, jobs, nj, on_done, &rc, err);
+    if (s == EVO_OK && nj > 0 && !e->stopped) s = evo_pool_run(e->pool, jobs, nj, on_done, &rc, err);
     for (int i = 0; i < n; i++) {
         if (cand_job[i] < 0) continue;
         out[i] = res[cand_job[i]];
@@ -421,6 +422,11 @@ static evo_status replay_run(evo_evaluator *e, const evo_candidate *c, int n, ev
     for (int i = 0; i < n; i++) {
         evo_result *r = &out[i];
         memset(r, 0, sizeof *r);
+        if (e->stopped) { /* a result could not be stored: look nothing more up */
+            r->verdict = EVO_V_CRASHED;
+            r->fitness = NAN;
+            continue;
+        }
         snprintf(r->gpu, sizeof r->gpu, "%s", e->gpu);
         if (e->replay_delay_ms > 0) usleep((useconds_t)e->replay_delay_ms * 1000u);
         evo_eval_rec rec;
@@ -442,7 +448,7 @@ static evo_status replay_run(evo_evaluator *e, const evo_candidate *c, int n, ev
                 evo_result_score(e->cfg, r);
             }
         }
-        if (progress) progress(ctx, i, r);
+        if (progress && !e->stopped) progress(ctx, i, r);
     }
     return EVO_OK;
 }
@@ -487,6 +493,15 @@ int evo_evaluator_restarts(const evo_evaluator *e) { return e->pool ? evo_pool_r
 void evo_evaluator_interrupt(evo_evaluator *e)
 {
     if (e->pool) evo_pool_interrupt(e->pool);
+}
+
+void evo_evaluator_stop(evo_evaluator *e)
+{
+    e->stopped = true;
+    if (e->pool) { /* the second interrupt abandons the running jobs too */
+        evo_pool_interrupt(e->pool);
+        evo_pool_interrupt(e->pool);
+    }
 }
 
 evo_status evo_evaluator_run(evo_evaluator *e, const evo_candidate *c, int n, bool retime_baseline,

@@ -64,6 +64,9 @@ const char *evo_evaluator_gpu(const evo_evaluator *e);   /* device name ("replay
 int evo_evaluator_driver(const evo_evaluator *e);        /* cuDriverGetVersion of the first worker, 0 for replay */
 int evo_evaluator_restarts(const evo_evaluator *e);      /* worker restarts so far */
 void evo_evaluator_interrupt(evo_evaluator *e);          /* async-signal-safe: stop handing out work */
+/* Stop at once: no more work is handed out and the running jobs are abandoned (no callback; their workers are
+ * killed), so nothing is evaluated after a result could not be stored. The evaluator runs nothing after this. */
+void evo_evaluator_stop(evo_evaluator *e);
 /* Candidate i's verdict so far (from building) is kept unless it is EVO_V_OK, in which case it is evaluated.
  * retime_baseline: time the baseline on every worker first (its result goes to *baseline when not NULL).
  * progress (may be NULL) is called after each result, on this thread. */

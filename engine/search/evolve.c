@@ -5,6 +5,7 @@
 #include "config.h"
 #include "evaluate.h"
 #include "insights.h"
+#include "lease.h"
 #include "islands.h"
 #include "noise.h"
 #include "paths.h"
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t g_interrupted;
@@ -89,6 +91,10 @@ typedef struct {
     evo_gen_rec *gens; /* the generations the store holds for the run (a resume) */
     int done_gens;
     struct sigaction old_int, old_term;
+    evo_lease *lease;  /* this process's claim on the run (lease.h); NULL until the run is ours */
+    bool write_failed; /* a result could not be stored: the run stopped there (nothing after it is kept) */
+    bool out_closed;   /* the console could not be written any more: the run stops as on Ctrl-C */
+    int stored_gen;    /* results of the generation in progress that are stored */
     char *sanitizer; /* --sanitize: the compute-sanitizer found before the search */
     /* the generation in progress */
     int gen, done, total;
@@ -173,7 +179,9 @@ static evo_status store_result(loop *L, const evo_candidate *c, const evo_propos
 {
     evo_status s = evo_store_begin(L->st, err);
     if (s != EVO_OK) return s;
-    s = put_result(L, c, p, r, err);
+    /* the run is still this process's, in the same transaction as the result: a run taken over stores nothing */
+    if (L->lease) s = evo_store_lease_check(L->st, L->run.id, evo_lease_me(L->lease), err);
+    if (s == EVO_OK) s = put_result(L, c, p, r, err);
     if (s == EVO_OK) return evo_store_commit(L->st, err);
     evo_store_rollback(L->st);
     return s;
@@ -237,6 +245,18 @@ static void refresh(loop *L, const evo_observation *obs, int n)
 
 /* ---- progress ---- */
 
+/* Flushes the console; once it cannot be written (a reader that went away: evo run | head), the run stops as on
+ * Ctrl-C and is marked interrupted, resumable, instead of dying of SIGPIPE half-way (main ignores SIGPIPE). */
+static void out_flush(loop *L)
+{
+    fflush(L->o.out);
+    if (ferror(L->o.out) && !L->out_closed) {
+        L->out_closed = true;
+        g_interrupted++;
+        if (L->ev) evo_evaluator_interrupt(L->ev);
+    }
+}
+
 static void print_progress(loop *L)
 {
     if (!L->tty || L->o.quiet || L->o.island) return;
@@ -254,18 +274,28 @@ typedef struct {
     int *index;         /* evaluated position -> slot */
     evo_result *results; /* per slot */
     evo_status status;
-    evo_err *err;
+    evo_err failed; /* why the first write failed (the evaluator's own error, "interrupted", must not hide it) */
 } gen_ctx;
 
+/* One result: stored, then counted. The first one that cannot be stored (disk full, the run taken over) stops the
+ * evaluator at once; it and everything after it is neither stored, counted nor observed, so what the console says
+ * is what the store holds. */
 static void on_result(void *ctx, int i, const evo_result *r)
 {
     gen_ctx *g = ctx;
+    if (g->status != EVO_OK) return;
     const int slot = g->index[i];
+    g->status = store_result(g->L, &g->c[slot], &g->p[slot], r, &g->failed);
+    if (g->status != EVO_OK) {
+        g->L->write_failed = true;
+        evo_evaluator_stop(g->L->ev);
+        return;
+    }
     evo_result *dst = &g->results[slot];
     *dst = *r;
     dst->detail = evo_strdup(r->detail ? r->detail : "{}");
-    if (g->status == EVO_OK) g->status = store_result(g->L, &g->c[slot], &g->p[slot], dst, g->err);
     g->L->done++;
+    g->L->stored_gen++;
     g->L->counts[r->verdict]++;
     print_progress(g->L);
 }
@@ -382,6 +412,10 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
         *n_obs = 0;
         return s;
     }
+    /* the elites carried into this generation are members of it: its best and median count them (with their
+     * latest figures: a re-timing after the baseline drifted may have lowered them, and says so in the store) */
+    evo_observation *carried = evo_xcalloc((size_t)(elites > 0 ? elites : 1), sizeof *carried);
+    const int n_carried = elites > 0 ? evo_strategy_elites(L->strat, carried, elites) : 0;
     const int n_prop = n;
     for (int k = 0; k < n_migr; k++) {
         evo_genome g;
@@ -449,22 +483,26 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
             }
         evo_result base;
         memset(&base, 0, sizeof base);
-        gen_ctx g = {L, c, p, index, res, EVO_OK, err};
+        gen_ctx g = {L, c, p, index, res, EVO_OK, {{0}}};
         print_progress(L);
+        L->stored_gen = 0;
         if (s == EVO_OK && n_eval > 0) {
             evo_result *tmp = evo_xcalloc((size_t)n_eval, sizeof *tmp);
             s = evo_evaluator_run(L->ev, todo, n_eval, true, tmp, &base, on_result, &g, err);
             for (int k = 0; k < n_eval; k++) evo_result_free(&tmp[k]);
             free(tmp);
-            if (s == EVO_OK) s = g.status;
+            if (g.status != EVO_OK) { /* the failed write, not the stop it caused */
+                s = g.status;
+                if (err) *err = g.failed;
+            }
         }
         free(todo); /* shallow copies of c[] */
         if (s == EVO_OK && base.detail && base.verdict != EVO_V_OK && L->gen == 0)
             s = evo_fail(err, EVO_E_CONFIG, "the baseline genome fails on %s: %s %s", evo_evaluator_gpu(L->ev),
                          evo_verdict_name(base.verdict), base.detail);
         /* generation summary */
-        double *fit = evo_xcalloc((size_t)n, sizeof *fit);
-        int nf = 0, best_i = -1;
+        double *fit = evo_xcalloc((size_t)(n + n_carried), sizeof *fit);
+        int nf = 0, best_i = -1, best_e = -1;
         for (int i = 0; i < n; i++) {
             L->check_s += reused[i] ? 0 : res[i].check_s;
             L->time_s += reused[i] ? 0 : res[i].time_s;
@@ -473,6 +511,15 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
                 if (best_i < 0 || res[i].fitness > res[best_i].fitness) best_i = i;
             }
         }
+        for (int e = 0; e < n_carried; e++) {
+            if (carried[e].verdict != EVO_V_OK || !isfinite(carried[e].fitness)) continue;
+            fit[nf++] = carried[e].fitness;
+            if ((best_i < 0 || carried[e].fitness > res[best_i].fitness) &&
+                (best_e < 0 || carried[e].fitness > carried[best_e].fitness))
+                best_e = e;
+        }
+        char carried_best[EVO_GENOME_TEXT_MAX] = "";
+        if (best_e >= 0) evo_genome_format(L->cfg->space, &carried[best_e].genome, carried_best, sizeof carried_best);
         if (nf > 1) qsort(fit, (size_t)nf, sizeof *fit, cmp_double);
         double noise = 0;
         for (int k = 0; k < base.n_shapes; k++)
@@ -487,12 +534,29 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
                           .wall_s = evo_now() - t_gen,
                           .compile_s = gen_compile_s,
                           .baseline_noise = noise,
-                          .best_genome = best_i >= 0 ? c[best_i].genome_text : NULL};
+                          .best_genome = best_e >= 0   ? carried_best
+                                         : best_i >= 0 ? c[best_i].genome_text
+                                                       : NULL};
         memcpy(gr.counts, L->counts, sizeof gr.counts);
         for (int i = 0; i < n; i++) gr.check_s += reused[i] ? 0 : res[i].check_s, gr.time_s += reused[i] ? 0 : res[i].time_s;
-        if (s == EVO_OK && !(g_interrupted && L->done < L->total)) s = evo_store_put_generation(L->st, &gr, err);
+        if (s == EVO_OK && !(g_interrupted && L->done < L->total)) {
+            /* the generation's row is the run's too: written only while the run is this process's */
+            s = L->lease ? evo_store_begin(L->st, err) : EVO_OK;
+            if (s == EVO_OK && L->lease) s = evo_store_lease_check(L->st, L->run.id, evo_lease_me(L->lease), err);
+            if (s == EVO_OK) s = evo_store_put_generation(L->st, &gr, err);
+            if (L->lease) s = s == EVO_OK ? evo_store_commit(L->st, err) : (evo_store_rollback(L->st), s);
+            L->write_failed |= s != EVO_OK;
+        }
         if (nf && fit[nf - 1] > L->best_fitness) L->best_fitness = fit[nf - 1];
-        if (!L->o.quiet && !L->o.island) {
+        if (L->write_failed && !L->o.quiet) {
+            /* what the store holds of this generation, and nothing it does not */
+            fprintf(L->o.out, "%sgen %2d (%d of %d)  stopped at the first write that failed: %d evaluated and stored",
+                    L->tty ? "\r\033[K" : "", L->gen, L->gen + 1, L->generations, L->stored_gen);
+            for (int v = 0; v < EVO_V_COUNT; v++)
+                if (L->counts[v]) fprintf(L->o.out, " %s %d", evo_verdict_name((evo_verdict)v), L->counts[v]);
+            fprintf(L->o.out, ", %d reused; no generation row\n", n_reused);
+            out_flush(L);
+        } else if (!L->o.quiet && !L->o.island) {
             char el[32], eta[32];
             const double elapsed = evo_now() - L->t0;
             fmt_time(elapsed, el, sizeof el);
@@ -505,7 +569,7 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
                 if (L->counts[v]) fprintf(L->o.out, " %s %d", evo_verdict_name((evo_verdict)v), L->counts[v]);
             fprintf(L->o.out, "  best %s median %s  noise %.1f%%  %s elapsed, ETA %s\n", best, median, 100 * noise,
                     el, eta);
-            fflush(L->o.out);
+            out_flush(L);
         }
         free(fit);
         if (s == EVO_OK && base.detail && base.verdict == EVO_V_OK) s = check_drift(L, &base, err);
@@ -545,6 +609,7 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
     free(res);
     free(c);
     free(p);
+    free(carried);
     return s;
 }
 
@@ -638,6 +703,35 @@ static bool run_finished(const loop *L)
            (!L->o.generations || L->o.generations <= L->done_gens);
 }
 
+/* The run's lease (lease.h): refused while another live process holds it; taken over, and said so, when its
+ * holder let it expire or is a process of this host that is gone. */
+static evo_status take_lease(loop *L, evo_err *err)
+{
+    double lease_s;
+    evo_status s = evo_lease_seconds(&lease_s, err);
+    evo_lease_rec prev;
+    const char *took = NULL;
+    if (s == EVO_OK) s = evo_lease_acquire(L->st, L->run.id, lease_s, &L->lease, &prev, &took, err);
+    if (s != EVO_OK || L->o.quiet) return s;
+    if (!strcmp(took, "expired")) {
+        char until[32];
+        const time_t t = (time_t)prev.expires_at;
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(until, sizeof until, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        fprintf(stderr,
+                "evo: note: run %lld's lease, held by host %s pid %lld, expired at %s: this process takes the "
+                "run over\n",
+                (long long)L->run.id, prev.holder.host, (long long)prev.holder.pid, until);
+    } else if (!strcmp(took, "holder gone")) {
+        fprintf(stderr,
+                "evo: note: run %lld was held by pid %lld of this host, which has ended: this process takes the "
+                "run over\n",
+                (long long)L->run.id, (long long)prev.holder.pid);
+    }
+    return EVO_OK;
+}
+
 static evo_status begin_new_run(loop *L, int64_t id, evo_err *err);
 
 /* An island's --resume: the stored run must be this island of a job of this shape, and what the command gives again
@@ -701,6 +795,7 @@ static evo_status open_run(loop *L, evo_err *err)
     evo_status s;
     /* Every input is checked before anything is created: a bad config, a missing or unreadable replay source, or the
      * replay source named as the output leave no database and no work directory behind. */
+    if ((s = evo_path_check_not_input("--db", db, "--config", o->config_path, false, err)) != EVO_OK) return s;
     if (!o->resume_run) {
         s = evo_config_load_default(o->config_path, &L->cfg, &L->builtin_config, err);
         if (s != EVO_OK) return s;
@@ -729,6 +824,9 @@ static evo_status open_run(loop *L, evo_err *err)
             L->finished = true;
             if (!o->island) return EVO_OK; /* an island opens all the same: the others may need its replay */
         }
+        /* one process per run in progress: a second --resume while the first runs is refused here */
+        s = take_lease(L, err);
+        if (s != EVO_OK) return evo_failv_prefix(err, s, "--resume %lld", (long long)o->resume_run);
         if (!L->run.config_text)
             return evo_fail(err, EVO_E_DB, "--resume %lld: %s stores no config for the run", (long long)L->run.id, db);
         s = evo_config_parse(L->run.config_path ? L->run.config_path : "(stored config)", L->run.config_text,
@@ -736,7 +834,7 @@ static evo_status open_run(loop *L, evo_err *err)
         if (s != EVO_OK) return evo_failv_prefix(err, s, "--resume %lld: the run's stored config", (long long)L->run.id);
     }
     L->task = evo_task_find(L->cfg->task);
-    if (!L->task) return evo_fail(err, EVO_E_CONFIG, "%s: unknown task '%s'", L->cfg->path, L->cfg->task);
+    if (!L->task) return evo_fail(err, EVO_E_CONFIG, "%s: unknown task '%s'", evo_show(L->cfg->path).s, L->cfg->task);
     evo_config_shape_set_key(L->cfg, L->shape_set);
     if (!L->ev) {
         s = open_evaluator(L, err);
@@ -789,6 +887,7 @@ static evo_status begin_new_run(loop *L, int64_t id, evo_err *err)
         free(L->run.started_at);
         free(L->run.state);
         L->run = copy;
+        if (s == EVO_OK) s = take_lease(L, err);
         if (s != EVO_OK) return s;
     }
     L->generations = L->run.generations;
@@ -1023,7 +1122,7 @@ static void collect_retime(const evo_retime_rec *r, void *ctx)
     evo_candidate_rec cr;
     char id[32];
     snprintf(id, sizeof id, "%lld", (long long)r->candidate_id);
-    if (evo_store_get_candidate(x->L->st, id, &cr, NULL) != EVO_OK) return;
+    if (evo_store_find_candidate(x->L->st, id, EVO_CAND_ROW, &cr, NULL, NULL) != EVO_OK) return;
     evo_observation o = {.verdict = isfinite(r->fitness) ? EVO_V_OK : EVO_V_CRASHED, .fitness = r->fitness,
                          .fitness_lo = r->fitness_lo, .fitness_hi = r->fitness_hi};
     if (evo_genome_parse(x->L->cfg->space, cr.genome, &o.genome, NULL) == EVO_OK) {
@@ -1057,7 +1156,11 @@ static void update_run(loop *L, const char *state)
         free(L->run.finished_at);
         L->run.finished_at = evo_strdup(now);
     }
-    evo_store_update_run(L->st, &L->run, NULL);
+    /* only the lease's holder records the run: a run this process never held (a refused --resume) or lost to
+     * another is left as it is (checked just before: the update keeps its own retry for a full disk) */
+    if (L->lease && !evo_lease_lost(L->lease, NULL, 0) &&
+        evo_store_lease_check(L->st, L->run.id, evo_lease_me(L->lease), NULL) == EVO_OK)
+        evo_store_update_run(L->st, &L->run, NULL);
     L->run.wall_s -= evo_now() - L->t0; /* keep the running totals additive */
     L->run.compile_s -= L->compile_s, L->run.check_s -= L->check_s, L->run.time_s -= L->time_s;
 }
@@ -1066,6 +1169,8 @@ static void update_run(loop *L, const char *state)
  * elites (said on stderr) or the worker logs of a failed run (said once, at the end of the error message). */
 static evo_status finish(loop *L, evo_status s, evo_err *err)
 {
+    evo_lease_release(L->lease, L->st); /* before the store closes: the run is free for another process */
+    L->lease = NULL;
     for (int i = 0; i < L->done_gens; i++) evo_store_gen_free(&L->gens[i]);
     free(L->gens);
     evo_strategy_destroy(L->strat);
@@ -1335,6 +1440,11 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
             break;
         }
         evo_strategy_observe(L->strat, obs, n);
+        char lost[1024];
+        if (evo_lease_lost(L->lease, lost, sizeof lost)) { /* taken over while this generation ran */
+            s = evo_fail(err, EVO_E_NOTFOUND, "%s; this process stops and leaves the run to it", lost);
+            break;
+        }
         if (replaying && (s = replay_retimes(L, err)) != EVO_OK) break;
         if (g_interrupted) {
             stop = "interrupted";
@@ -1377,13 +1487,20 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
         fmt_time(evo_now() - L->t0, wall, sizeof wall);
         if (isfinite(L->best_fitness)) snprintf(best, sizeof best, "%.3f", L->best_fitness);
         fprintf(L->o.out,
-                "run %lld %s: %s wall; compile %.1f s, correctness %.1f s, timing %.1f s; best fitness %s; "
-                "worker restarts %d\n",
+                "run %lld %s: %s wall, of which compile %.1f s; summed over evaluations: correctness %.1f s, timing "
+                "%.1f s; best fitness %s; worker restarts %d\n",
                 (long long)L->run.id, stop, wall, L->compile_s, L->check_s, L->time_s, best,
                 evo_evaluator_restarts(L->ev));
         const char *db = L->o.db_path ? " --db " : "", *path = L->o.db_path ? L->o.db_path : "";
         fprintf(L->o.out, "see: evo elite --show%s%s, evo history%s%s --run %lld\n", db, path, db, path,
                 (long long)L->run.id);
+    }
+    if (s != EVO_OK && err && L->write_failed && L->run.id) {
+        char at[200];
+        snprintf(at, sizeof at, "; run %lld stopped at that write: %d evaluation%s of generation %d stored before it",
+                 (long long)L->run.id, L->stored_gen, L->stored_gen == 1 ? "" : "s", L->gen);
+        const size_t n = strnlen(err->msg, sizeof err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, "%s", at);
     }
     if (s == EVO_OK && !strcmp(stop, "interrupted") && L->o.island && L->peer_failed >= 0) {
         s = evo_fail(err, EVO_E_INTERRUPTED,
@@ -1398,8 +1515,9 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
                      (long long)L->run.id);
         if (!L->self_interrupted) evo_island_set_peer_stop(L->o.island);
     } else if (s == EVO_OK && !strcmp(stop, "interrupted")) {
-        s = evo_fail(err, EVO_E_INTERRUPTED, "interrupted: finished evaluations are stored; continue with "
-                                             "evo run --resume %lld", (long long)L->run.id);
+        s = evo_fail(err, EVO_E_INTERRUPTED, "%s: finished evaluations are stored; continue with evo run --resume %lld",
+                     L->out_closed ? "standard output was closed, so the run stopped" : "interrupted",
+                     (long long)L->run.id);
     }
     free(obs);
     return finish(L, s, err);

@@ -104,6 +104,11 @@ void evo_strategy_refresh(evo_strategy *s, const evo_observation *obs, int n)
     if (s->ops->refresh && n > 0) s->ops->refresh(s->state, obs, n);
 }
 
+int evo_strategy_elites(const evo_strategy *s, evo_observation *out, int max)
+{
+    return s->ops->elites && max > 0 ? s->ops->elites(s->state, out, max) : 0;
+}
+
 const char *evo_strategy_name(const evo_strategy *s) { return s->ops->name; }
 bool evo_strategy_carries_elites(const evo_strategy *s) { return s->ops->carries_elites; }
 

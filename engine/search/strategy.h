@@ -113,6 +113,9 @@ typedef struct {
     /* Take new measurements of genomes observed before (elites re-timed after the baseline drifted): their
      * fitness and interval replace the old ones. NULL: the strategy keeps what it saw first. */
     void (*refresh)(void *state, const evo_observation *obs, int n);
+    /* The evaluated genomes carried into the generation last proposed (carries_elites), best first, at most max,
+     * with their current fitness (after any refresh); returns how many. NULL: the strategy carries none. */
+    int (*elites)(void *state, evo_observation *out, int max);
     /* Free the state; NULL is allowed. */
     void (*destroy)(void *state);
 } evo_strategy_ops;
@@ -136,6 +139,8 @@ evo_status evo_strategy_propose(evo_strategy *s, evo_proposal *out, int max, int
 /* New measurements of genomes already observed (ops->refresh; ignored when the strategy has none). */
 void evo_strategy_refresh(evo_strategy *s, const evo_observation *obs, int n);
 void evo_strategy_observe(evo_strategy *s, const evo_observation *obs, int n);
+/* ops->elites, or 0 when the strategy has none. */
+int evo_strategy_elites(const evo_strategy *s, evo_observation *out, int max);
 const char *evo_strategy_name(const evo_strategy *s);
 bool evo_strategy_carries_elites(const evo_strategy *s);
 void evo_strategy_destroy(evo_strategy *s); /* NULL is allowed */

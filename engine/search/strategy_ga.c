@@ -328,6 +328,18 @@ static evo_status ga_propose(void *state, evo_proposal *out, int max, int *n, ev
     return EVO_OK;
 }
 
+static int ga_elites(void *state, evo_observation *out, int max)
+{
+    const ga *s = state;
+    int n = 0;
+    for (; n < s->elites.n && n < max; n++) {
+        const member *m = &s->elites.m[n];
+        out[n] = (evo_observation){
+            .genome = m->g, .verdict = m->v, .fitness = m->fitness, .fitness_lo = m->lo, .fitness_hi = m->hi};
+    }
+    return n;
+}
+
 const evo_strategy_ops evo_strategy_ga = {
     .name = "ga",
     .carries_elites = true,
@@ -336,5 +348,6 @@ const evo_strategy_ops evo_strategy_ga = {
     .propose = ga_propose,
     .observe = ga_observe,
     .refresh = ga_refresh,
+    .elites = ga_elites,
     .destroy = ga_destroy,
 };

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -357,7 +358,8 @@ static const char *const stmt_sql_v3[S_COUNT] = {
 
 struct evo_store {
     sqlite3 *db;
-    char *path;
+    char *path; /* as messages show it (control characters escaped: util.h evo_show) */
+    char *file; /* as given: what is opened */
     int mode;
     int version;
     int busy_ms;
@@ -365,6 +367,7 @@ struct evo_store {
     bool group_failed;
     char group_error[sizeof(((evo_err *)0)->msg)];
     sqlite3_stmt *stmt[S_COUNT];
+    int fail_at, groups; /* EVO_STORE_FAIL_AT=N: the N-th group's commit fails as on a full disk (tests) */
 };
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -583,6 +586,13 @@ evo_status evo_store_commit(evo_store *st, evo_err *err)
     if (!st->in_group) return evo_fail(err, EVO_E_INTERNAL, "%s: evo_store_commit without evo_store_begin", st->path);
     reset_all(st);
     st->in_group = false;
+    if (st->fail_at > 0 && ++st->groups == st->fail_at) {
+        exec_quiet(st, "ROLLBACK");
+        return evo_fail(err, EVO_E_DB,
+                        "%s: disk full (EVO_STORE_FAIL_AT=%d: write %d made to fail); the failed write "
+                        "was rolled back",
+                        st->path, st->fail_at, st->fail_at);
+    }
     if (st->group_failed) {
         exec_quiet(st, "ROLLBACK");
         return evo_fail(err, EVO_E_DB, "%s: transaction rolled back: %s", st->path, st->group_error);
@@ -641,19 +651,21 @@ static evo_status check_header(const char *path, bool *empty, evo_err *err)
 {
     struct stat sb;
     if (stat(path, &sb) != 0) {
-        if (errno == ENOENT) return evo_fail(err, EVO_E_NOTFOUND, "no database at %s — run `evo run` first", path);
-        return evo_fail(err, EVO_E_IO, "%s: %s", path, strerror(errno));
+        if (errno == ENOENT)
+            return evo_fail(err, EVO_E_NOTFOUND, "no database at %s — run `evo run` first", evo_show(path).s);
+        return evo_fail(err, EVO_E_IO, "%s: %s", evo_show(path).s, strerror(errno));
     }
-    if (!S_ISREG(sb.st_mode)) return evo_fail(err, EVO_E_DB, "%s: not an evo database (not a regular file)", path);
+    if (!S_ISREG(sb.st_mode))
+        return evo_fail(err, EVO_E_DB, "%s: not an evo database (not a regular file)", evo_show(path).s);
     *empty = sb.st_size == 0;
     if (*empty) return EVO_OK;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return evo_fail(err, EVO_E_DB, "%s: cannot open (%s)", path, strerror(errno));
+    if (fd < 0) return evo_fail(err, EVO_E_DB, "%s: cannot open (%s)", evo_show(path).s, strerror(errno));
     unsigned char h[100];
     ssize_t n = read(fd, h, sizeof h);
     close(fd);
     if (n != (ssize_t)sizeof h || memcmp(h, "SQLite format 3", 16) != 0)
-        return evo_fail(err, EVO_E_DB, "%s: not an evo database (file is not a database)", path);
+        return evo_fail(err, EVO_E_DB, "%s: not an evo database (file is not a database)", evo_show(path).s);
     return EVO_OK;
 }
 
@@ -691,9 +703,9 @@ static bool wal_has_content(const char *path)
  * there, unless a -wal file beside F holds pages that only a WAL reader sees. */
 static evo_status connect_readonly(evo_store *st, evo_err *err)
 {
-    const int first = st->mode == EVO_STORE_IMMUTABLE && !wal_has_content(st->path);
+    const int first = st->mode == EVO_STORE_IMMUTABLE && !wal_has_content(st->file);
     for (int immutable = first; immutable < 2; immutable++) {
-        char *uri = readonly_uri(st->path, immutable);
+        char *uri = readonly_uri(st->file, immutable);
         int rc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
         free(uri);
         if (rc == SQLITE_OK) {
@@ -851,8 +863,26 @@ static evo_status migrate_4_to_5(evo_store *st, evo_err *err)
     return exec_sql(st, "ALTER TABLE runs ADD COLUMN island TEXT;", err);
 }
 
+/* Version 6: a run in progress has a lease (store.h): who holds it, on which boot of which host, until when. */
+static evo_status migrate_5_to_6(evo_store *st, evo_err *err)
+{
+    return exec_sql(st,
+                    "CREATE TABLE leases ("
+                    "  run_id      INTEGER PRIMARY KEY REFERENCES runs (id),"
+                    "  host        TEXT NOT NULL,"
+                    "  boot_id     TEXT NOT NULL,"
+                    "  pid         INTEGER NOT NULL,"
+                    "  pid_start   INTEGER NOT NULL,"
+                    "  token       TEXT NOT NULL,"
+                    "  taken_at    TEXT NOT NULL,"
+                    "  renewed_at  TEXT NOT NULL,"
+                    "  expires_at  REAL NOT NULL"
+                    ");",
+                    err);
+}
+
 static const migration_fn migrations[] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3, migrate_3_to_4,
-                                          migrate_4_to_5};
+                                          migrate_4_to_5, migrate_5_to_6};
 _Static_assert(sizeof migrations / sizeof migrations[0] == EVO_STORE_SCHEMA,
                "one migration per schema version: EVO_STORE_SCHEMA and migrations[] disagree");
 
@@ -899,23 +929,23 @@ static evo_status migrate(evo_store *st, evo_err *err)
 static evo_status open_readwrite(evo_store *st, evo_err *err)
 {
     bool empty = true;
-    evo_status s = check_header(st->path, &empty, err);
+    evo_status s = check_header(st->file, &empty, err);
     if (s != EVO_OK && s != EVO_E_NOTFOUND) return s;
     if (s == EVO_E_NOTFOUND) {
         /* A missing file is created: its name must be new in a directory evo may write, said with the directory and
          * the reason (SQLite would say "unable to open database file"); a dangling link is refused, not followed. */
         if (err) err->msg[0] = '\0';
-        TRY(evo_path_check_output(NULL, st->path, true, err));
+        TRY(evo_path_check_output(NULL, st->file, true, err));
     }
     if (s == EVO_OK && !empty) {
         /* Judge an existing file through a read-only connection first, so a refused file is never written. */
-        evo_store probe = {.path = st->path, .mode = EVO_STORE_READONLY, .busy_ms = st->busy_ms};
+        evo_store probe = {.path = st->path, .file = st->file, .mode = EVO_STORE_READONLY, .busy_ms = st->busy_ms};
         s = connect_readonly(&probe, err);
         if (s == EVO_OK) s = inspect(&probe, true, err);
         if (probe.db) sqlite3_close(probe.db);
         TRY(s);
     }
-    int rc = sqlite3_open_v2(st->path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    int rc = sqlite3_open_v2(st->file, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     if (rc != SQLITE_OK) return sql_fail(st, rc, err, "open");
     /* SQLite opens a file it may not write read-only without a word; the first write would fail much later. */
     if (sqlite3_db_readonly(st->db, "main") == 1)
@@ -950,28 +980,88 @@ static evo_status open_readwrite(evo_store *st, evo_err *err)
 static evo_status open_readonly(evo_store *st, evo_err *err)
 {
     bool empty = false;
-    TRY(check_header(st->path, &empty, err));
+    TRY(check_header(st->file, &empty, err));
     TRY(connect_readonly(st, err));
     /* An older schema is read as it is (the readers know every version's columns); a writing open migrates it. */
     return inspect(st, true, err);
+}
+
+/* SQLite opens a database by its full path (working directory prepended, links resolved), and refuses one within 8
+ * bytes of its VFS's path limit (512 on Unix) with a bare "unable to open database file": say so up front. */
+static evo_status check_path_length(const char *path, evo_err *err)
+{
+    const sqlite3_vfs *vfs = sqlite3_vfs_find(NULL);
+    const int max = vfs ? vfs->mxPathname - 8 : 504;
+    char full[PATH_MAX * 2], dir[PATH_MAX];
+    if (!realpath(path, full)) { /* not there yet: its folder's full path and its name */
+        const char *slash = strrchr(path, '/');
+        evo_str d = {0};
+        if (slash)
+            evo_str_appendn(&d, path, slash == path ? 1 : (size_t)(slash - path));
+        else
+            evo_str_append(&d, ".");
+        const bool ok = realpath(evo_str_cstr(&d), dir) != NULL;
+        evo_str_free(&d);
+        if (!ok) return EVO_OK; /* a missing folder is reported where the file is opened */
+        snprintf(full, sizeof full, "%s/%s", strcmp(dir, "/") ? dir : "", slash ? slash + 1 : path);
+    }
+    const size_t n = strlen(full);
+    if ((long)n <= max) return EVO_OK;
+    return evo_fail(err, EVO_E_USAGE,
+                    "%s: its full path is %zu bytes, longer than SQLite opens (%d bytes at most: its "
+                    "limit of %d, less room for the -journal name); use a folder with a shorter path, or a shorter "
+                    "--db",
+                    evo_show(path).s, n, max, max + 8);
 }
 
 evo_status evo_store_open(const char *path, int mode, evo_store **out, evo_err *err)
 {
     *out = NULL;
     if (!path || !*path) return evo_fail(err, EVO_E_USAGE, "no database path given");
+    if (strcmp(path, "-") == 0)
+        return evo_fail(err, EVO_E_USAGE, "-: a database is a file; '-' (standard input or output) cannot be one");
+    evo_status ps = check_path_length(path, err);
+    if (ps != EVO_OK) return ps;
     if (mode != EVO_STORE_READONLY && mode != EVO_STORE_READWRITE && mode != EVO_STORE_IMMUTABLE)
         return evo_fail(err, EVO_E_INTERNAL, "%s: bad open mode %d", path, mode);
     evo_store *st = evo_xcalloc(1, sizeof *st);
-    st->path = evo_strdup(path);
+    st->path = evo_strdup(evo_show(path).s);
+    st->file = evo_strdup(path);
     st->mode = mode;
     st->busy_ms = busy_ms_from_env();
+    const char *fail_at = getenv("EVO_STORE_FAIL_AT");
+    st->fail_at = fail_at && mode == EVO_STORE_READWRITE ? atoi(fail_at) : 0;
     evo_status s = mode == EVO_STORE_READWRITE ? open_readwrite(st, err) : open_readonly(st, err);
     if (s != EVO_OK) {
         evo_store_close(st);
         return s;
     }
     *out = st;
+    return EVO_OK;
+}
+
+evo_status evo_store_reopen(const evo_store *st, evo_store **out, evo_err *err)
+{
+    *out = NULL;
+    if (st->mode != EVO_STORE_READWRITE)
+        return evo_fail(err, EVO_E_INTERNAL, "%s: reopen of a read-only store", st->path);
+    evo_store *n = evo_xcalloc(1, sizeof *n);
+    n->path = evo_strdup(st->path);
+    n->file = evo_strdup(st->file);
+    n->mode = st->mode;
+    n->busy_ms = st->busy_ms;
+    n->version = st->version;
+    int rc = sqlite3_open_v2(st->file, &n->db, SQLITE_OPEN_READWRITE, NULL);
+    evo_status s = rc == SQLITE_OK ? EVO_OK : sql_fail(n, rc, err, "reopen");
+    if (s == EVO_OK) {
+        connection_settings(n);
+        s = exec_sql(n, "PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL", err);
+    }
+    if (s != EVO_OK) {
+        evo_store_close(n);
+        return s;
+    }
+    *out = n;
     return EVO_OK;
 }
 
@@ -984,11 +1074,13 @@ void evo_store_close(evo_store *st)
         sqlite3_close(st->db);
     }
     free(st->path);
+    free(st->file);
     free(st);
 }
 
 int evo_store_schema_version(evo_store *st) { return st->version; }
 const char *evo_store_path(const evo_store *st) { return st->path; }
+const char *evo_store_file(const evo_store *st) { return st->file; }
 
 /* An empty file opened read-only has no tables: every query finds nothing. */
 static bool no_tables(const evo_store *st) { return st->version == 0; }
@@ -1260,43 +1352,89 @@ static evo_status candidate_fetch(evo_store *st, enum stmt_id id, const char *ke
     return EVO_OK;
 }
 
-static evo_status candidate_get(evo_store *st, const char *key_or_id, evo_candidate_rec *out, evo_err *err)
+/* The candidate whose key starts with the hex text p (n digits, 4..64); *found false when none. */
+static evo_status candidate_by_key(evo_store *st, const char *p, size_t n, evo_candidate_rec *out, bool *found,
+                                   evo_err *err)
+{
+    char lower[66];
+    for (size_t i = 0; i < n; i++) lower[i] = (char)tolower((unsigned char)p[i]);
+    lower[n] = '\0';
+    if (n == 64) return candidate_fetch(st, S_CAND_BY_KEY, lower, 0, out, found, err);
+    lower[n] = '*';
+    lower[n + 1] = '\0';
+    sqlite3_stmt *q = NULL;
+    TRY(prep(st, S_CAND_PREFIX, &q, err));
+    SQL(st, err, sqlite3_bind_text(q, 1, lower, -1, SQLITE_TRANSIENT));
+    int64_t ids[2];
+    int hits = 0, rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) ids[hits++] = sqlite3_column_int64(q, 0);
+    SQL(st, err, rc);
+    if (hits > 1)
+        return evo_fail(err, EVO_E_USAGE, "%s: key prefix '%.*s' matches several candidates; give more digits",
+                        st->path, (int)n, p);
+    if (hits == 1) return candidate_fetch(st, S_CAND_BY_ID, NULL, ids[0], out, found, err);
+    return EVO_OK;
+}
+
+static evo_status candidate_find(evo_store *st, const char *spec, evo_cand_ref how, evo_candidate_rec *out,
+                                 const char **taken, evo_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (no_tables(st)) return evo_fail(err, EVO_E_NOTFOUND, "%s: no candidate '%s'", st->path, key_or_id);
-    size_t n = strlen(key_or_id);
-    bool found = false;
-    if (n >= 4 && n <= 64 && is_hex(key_or_id, n, false)) {
-        char lower[66];
-        for (size_t i = 0; i < n; i++) lower[i] = (char)tolower((unsigned char)key_or_id[i]);
-        lower[n] = '\0';
-        if (n == 64) {
-            TRY(candidate_fetch(st, S_CAND_BY_KEY, lower, 0, out, &found, err));
-        } else {
-            lower[n] = '*';
-            lower[n + 1] = '\0';
-            sqlite3_stmt *q = NULL;
-            TRY(prep(st, S_CAND_PREFIX, &q, err));
-            SQL(st, err, sqlite3_bind_text(q, 1, lower, -1, SQLITE_TRANSIENT));
-            int64_t ids[2];
-            int hits = 0, rc;
-            while ((rc = sqlite3_step(q)) == SQLITE_ROW) ids[hits++] = sqlite3_column_int64(q, 0);
-            SQL(st, err, rc);
-            if (hits > 1)
-                return evo_fail(err, EVO_E_USAGE, "%s: id '%s' matches several candidates; give more digits", st->path,
-                                key_or_id);
-            if (hits == 1) TRY(candidate_fetch(st, S_CAND_BY_ID, NULL, ids[0], out, &found, err));
-        }
+    const evo_shown shown = evo_show(spec);
+    const size_t n = strlen(spec);
+    const bool decimal = n > 0 && n < 19 && strspn(spec, "0123456789") == n;
+    const bool hex = n >= 4 && n <= 64 && is_hex(spec, n, false);
+    if (how == EVO_CAND_ROW && !decimal)
+        return evo_fail(err, EVO_E_USAGE, "'%s' is not a candidate's row id (a decimal number)", shown.s);
+    if (how == EVO_CAND_KEY && !hex)
+        return evo_fail(err, EVO_E_USAGE, "'%s' is not a key or key prefix (4 to 64 hex digits)", shown.s);
+    if (no_tables(st)) return evo_fail(err, EVO_E_NOTFOUND, "%s: no candidate '%s'", st->path, shown.s);
+    evo_candidate_rec by_row = {0}, by_key = {0};
+    bool row = false, key = false;
+    if (decimal && how != EVO_CAND_KEY)
+        TRY(candidate_fetch(st, S_CAND_BY_ID, NULL, strtoll(spec, NULL, 10), &by_row, &row, err));
+    evo_status s = hex && how != EVO_CAND_ROW ? candidate_by_key(st, spec, n, &by_key, &key, err) : EVO_OK;
+    if (s != EVO_OK && !(row && s == EVO_E_USAGE)) { /* an ambiguous prefix that is also a row id: the row */
+        evo_store_candidate_free(&by_row);
+        return s;
     }
-    if (!found && n > 0 && n < 19 && strspn(key_or_id, "0123456789") == n)
-        TRY(candidate_fetch(st, S_CAND_BY_ID, NULL, strtoll(key_or_id, NULL, 10), out, &found, err));
-    if (!found) return evo_fail(err, EVO_E_NOTFOUND, "%s: no candidate '%s'", st->path, key_or_id);
-    return EVO_OK;
+    if (row && key && by_row.id != by_key.id) {
+        s = evo_fail(err, EVO_E_USAGE,
+                     "'%s' names two candidates: candidate %s by its row id (key %.8s) and candidate "
+                     "%lld by its key prefix (key %.8s); give --row %s or --key %s",
+                     shown.s, shown.s, by_row.key, (long long)by_key.id, by_key.key, shown.s, shown.s);
+        evo_store_candidate_free(&by_row);
+        evo_store_candidate_free(&by_key);
+        return s;
+    }
+    if (row) {
+        *out = by_row;
+        evo_store_candidate_free(&by_key);
+        if (taken) *taken = key ? "row id and key prefix" : "row id";
+        return EVO_OK;
+    }
+    if (key) {
+        *out = by_key;
+        if (taken) *taken = n == 64 ? "full key" : "key prefix";
+        return EVO_OK;
+    }
+    return evo_fail(err, EVO_E_NOTFOUND, "%s: no candidate '%s'", st->path, shown.s);
+}
+
+static evo_status candidate_get(evo_store *st, const char *key_or_id, evo_candidate_rec *out, evo_err *err)
+{
+    return candidate_find(st, key_or_id, EVO_CAND_ID_OR_KEY, out, NULL, err);
 }
 
 evo_status evo_store_get_candidate(evo_store *st, const char *key_or_id, evo_candidate_rec *out, evo_err *err)
 {
     return read_end(st, candidate_get(st, key_or_id, out, err));
+}
+
+evo_status evo_store_find_candidate(evo_store *st, const char *spec, evo_cand_ref how, evo_candidate_rec *out,
+                                    const char **taken, evo_err *err)
+{
+    return read_end(st, candidate_find(st, spec, how, out, taken, err));
 }
 
 void evo_store_candidate_free(evo_candidate_rec *c)
@@ -2014,4 +2152,207 @@ void evo_store_retime_free(evo_retime_rec *r)
     free(r->gpu);
     free(r->created_at);
     memset(r, 0, sizeof *r);
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* Run leases (schema 6)                                                                                         */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void iso_of(double t, char out[32])
+{
+    const time_t s = (time_t)t;
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* The lease row of run_id (a statement of its own: leases are rare, the cache is for the hot paths). */
+static evo_status lease_read(evo_store *st, int64_t run_id, evo_lease_rec *out, evo_err *err)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *q = NULL;
+    SQL(st, err,
+        sqlite3_prepare_v2(st->db,
+                           "SELECT host, boot_id, pid, pid_start, token, taken_at, renewed_at, expires_at "
+                           "FROM leases WHERE run_id = ?",
+                           -1, &q, NULL));
+    int rc = sqlite3_bind_int64(q, 1, run_id);
+    if (rc == SQLITE_OK) rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW) {
+        evo_lease_holder *h = &out->holder;
+        snprintf(h->host, sizeof h->host, "%s", (const char *)sqlite3_column_text(q, 0));
+        snprintf(h->boot_id, sizeof h->boot_id, "%s", (const char *)sqlite3_column_text(q, 1));
+        h->pid = sqlite3_column_int64(q, 2);
+        h->pid_start = sqlite3_column_int64(q, 3);
+        snprintf(h->token, sizeof h->token, "%s", (const char *)sqlite3_column_text(q, 4));
+        snprintf(out->taken_at, sizeof out->taken_at, "%s", (const char *)sqlite3_column_text(q, 5));
+        snprintf(out->renewed_at, sizeof out->renewed_at, "%s", (const char *)sqlite3_column_text(q, 6));
+        out->expires_at = sqlite3_column_double(q, 7);
+        rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(q);
+    SQL(st, err, rc);
+    return EVO_OK;
+}
+
+static evo_status lease_exec(evo_store *st, const char *sql, int64_t run_id, const evo_lease_holder *me, double now,
+                             double lease_s, int *changes, evo_err *err)
+{
+    sqlite3_stmt *q = NULL;
+    SQL(st, err, sqlite3_prepare_v2(st->db, sql, -1, &q, NULL));
+    char now_iso[32];
+    iso_of(now, now_iso);
+    /* named parameters: each statement uses the ones it needs */
+    static const char *const names[] = {":run", ":host", ":boot", ":pid", ":start", ":token", ":now", ":exp"};
+    int rc = SQLITE_OK;
+    for (size_t i = 0; i < EVO_ARRAY_LEN(names) && rc == SQLITE_OK; i++) {
+        const int k = sqlite3_bind_parameter_index(q, names[i]);
+        if (!k) continue;
+        switch (i) {
+            case 0: rc = sqlite3_bind_int64(q, k, run_id); break;
+            case 1: rc = sqlite3_bind_text(q, k, me->host, -1, SQLITE_TRANSIENT); break;
+            case 2: rc = sqlite3_bind_text(q, k, me->boot_id, -1, SQLITE_TRANSIENT); break;
+            case 3: rc = sqlite3_bind_int64(q, k, me->pid); break;
+            case 4: rc = sqlite3_bind_int64(q, k, me->pid_start); break;
+            case 5: rc = sqlite3_bind_text(q, k, me->token, -1, SQLITE_TRANSIENT); break;
+            case 6: rc = sqlite3_bind_text(q, k, now_iso, -1, SQLITE_TRANSIENT); break;
+            default: rc = sqlite3_bind_double(q, k, now + lease_s); break;
+        }
+    }
+    if (rc == SQLITE_OK) rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    SQL(st, err, rc);
+    if (changes) *changes = sqlite3_changes(st->db);
+    return EVO_OK;
+}
+
+/* Whether a process of this boot of this host is the holder: its pid runs and started when the holder did. */
+static bool holder_alive_here(const evo_lease_holder *h, const evo_lease_holder *me)
+{
+    if (strcmp(h->host, me->host) != 0 || strcmp(h->boot_id, me->boot_id) != 0) return true; /* cannot tell */
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%lld/stat", (long long)h->pid);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    long long start = -1;
+    /* after the command: state, then 18 fields, then starttime (field 22 of proc(5)) */
+    if (p &&
+        sscanf(p + 2, "%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %lld", &start) == 1)
+        return start == h->pid_start && !strchr("ZX", p[2]);
+    return true;
+}
+
+/* "host alpha, pid 4242 (since T), until T2" */
+static void lease_describe(const evo_lease_rec *l, char *out, size_t n)
+{
+    char until[32];
+    iso_of(l->expires_at, until);
+    snprintf(out, n, "host %s, pid %lld (since %s; last renewed %s), until %s", l->holder.host,
+             (long long)l->holder.pid, l->taken_at, l->renewed_at, until);
+}
+
+static evo_status lease_take(evo_store *st, int64_t run_id, const evo_lease_holder *me, double lease_s,
+                             evo_lease_rec *prev, const char **why, evo_err *err)
+{
+    evo_lease_rec cur;
+    TRY(lease_read(st, run_id, &cur, err));
+    const double now = wall_now();
+    const char *how = "new";
+    if (cur.expires_at > 0) {
+        if (strcmp(cur.holder.token, me->token) == 0)
+            how = "mine";
+        else if (cur.expires_at <= now)
+            how = "expired";
+        else if (!holder_alive_here(&cur.holder, me))
+            how = "holder gone";
+        else {
+            char who[600];
+            lease_describe(&cur, who, sizeof who);
+            return evo_fail(err, EVO_E_USAGE,
+                            "%s: run %lld is in progress elsewhere: its lease is held by %s; it "
+                            "renews the lease while it runs, and should that stop, the lease expires and the run may "
+                            "be resumed then",
+                            st->path, (long long)run_id, who);
+        }
+    }
+    if (prev) *prev = cur;
+    if (why) *why = how;
+    return lease_exec(st,
+                      "INSERT INTO leases (run_id, host, boot_id, pid, pid_start, token, taken_at, renewed_at, "
+                      "expires_at) VALUES (:run, :host, :boot, :pid, :start, :token, :now, :now, :exp) "
+                      "ON CONFLICT (run_id) DO UPDATE SET host = excluded.host, boot_id = excluded.boot_id, "
+                      "pid = excluded.pid, pid_start = excluded.pid_start, token = excluded.token, "
+                      "taken_at = CASE WHEN token = excluded.token THEN taken_at ELSE excluded.taken_at END, "
+                      "renewed_at = excluded.renewed_at, expires_at = excluded.expires_at",
+                      run_id, me, now, lease_s, NULL, err);
+}
+
+evo_status evo_store_lease_take(evo_store *st, int64_t run_id, const evo_lease_holder *me, double lease_s,
+                                evo_lease_rec *prev, const char **why, evo_err *err)
+{
+    TRY(write_begin(st, "lease_take", err));
+    return write_end(st, lease_take(st, run_id, me, lease_s, prev, why, err), err);
+}
+
+/* EVO_E_NOTFOUND unless me holds the lease: the message says who does. */
+static evo_status lease_mine(evo_store *st, int64_t run_id, const evo_lease_holder *me, evo_err *err)
+{
+    evo_lease_rec cur;
+    TRY(lease_read(st, run_id, &cur, err));
+    if (cur.expires_at > 0 && strcmp(cur.holder.token, me->token) == 0) return EVO_OK;
+    if (cur.expires_at <= 0)
+        return evo_fail(err, EVO_E_NOTFOUND, "%s: run %lld lost its lease: no process holds it now", st->path,
+                        (long long)run_id);
+    char who[600];
+    lease_describe(&cur, who, sizeof who);
+    return evo_fail(err, EVO_E_NOTFOUND, "%s: run %lld was taken over: its lease is held by %s", st->path,
+                    (long long)run_id, who);
+}
+
+evo_status evo_store_lease_renew(evo_store *st, int64_t run_id, const evo_lease_holder *me, double lease_s,
+                                 evo_err *err)
+{
+    TRY(write_begin(st, "lease_renew", err));
+    evo_status s = lease_mine(st, run_id, me, err);
+    if (s == EVO_OK)
+        s = lease_exec(st,
+                       "UPDATE leases SET renewed_at = :now, expires_at = :exp WHERE run_id = :run AND token = :token",
+                       run_id, me, wall_now(), lease_s, NULL, err);
+    return write_end(st, s, err);
+}
+
+evo_status evo_store_lease_check(evo_store *st, int64_t run_id, const evo_lease_holder *me, evo_err *err)
+{
+    TRY(write_begin(st, "lease_check", err));
+    return write_end(st, lease_mine(st, run_id, me, err), err);
+}
+
+evo_status evo_store_lease_release(evo_store *st, int64_t run_id, const evo_lease_holder *me, evo_err *err)
+{
+    TRY(write_begin(st, "lease_release", err));
+    return write_end(
+        st, lease_exec(st, "DELETE FROM leases WHERE run_id = :run AND token = :token", run_id, me, 0, 0, NULL, err),
+        err);
+}
+
+evo_status evo_store_lease_get(evo_store *st, int64_t run_id, evo_lease_rec *out, evo_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (st->version < 6) return EVO_OK;
+    return read_end(st, lease_read(st, run_id, out, err));
 }

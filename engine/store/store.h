@@ -15,11 +15,17 @@
  *
  * Connection: WAL, foreign keys on, synchronous FULL, busy timeout EVO_STORE_BUSY_MS (the environment variable of
  * the same name overrides it); a lock held longer than that is EVO_E_DB "F: database is locked by another process".
+ * EVO_STORE_FAIL_AT=N (tests) makes the N-th group commit of a handle fail as a full disk would.
  *
  * Durability: every evo_store_put_* / begin_run / update_run outside a group commits before it returns, so a
  * finished evaluation survives kill -9 of the driver. evo_store_begin/commit/rollback group calls into one
  * transaction; when a call inside a group fails, its own writes are undone at once and evo_store_commit then
  * refuses (EVO_E_DB) and rolls the whole group back, so a group is all or nothing. Groups do not nest.
+ *
+ * Leases (schema 6): a run in progress belongs to one process. evo_store_lease_take grants it in one write
+ * transaction, a heartbeat renews it (search/lease.h), every result the run stores checks it inside its own
+ * transaction (evo_store_lease_check), and a lease not renewed for lease_s seconds expires, so a process that died
+ * or lost its host gives the run up without anyone having to see its pid. Times are the hosts' wall clocks.
  *
  * Ownership: records filled by the store hold malloc'd strings (NULL where the column is NULL); free them with the
  * matching evo_store_*_free, which also accepts zeroed records. Records passed to put functions are borrowed.
@@ -34,7 +40,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define EVO_STORE_SCHEMA 5
+#define EVO_STORE_SCHEMA 6
 #define EVO_STORE_BUSY_MS 5000
 #define EVO_STORE_APP_ID 0x45564f31 /* PRAGMA application_id of every evo database: "EVO1" */
 
@@ -44,6 +50,10 @@ enum { EVO_STORE_READONLY = 0, EVO_STORE_READWRITE = 1, EVO_STORE_IMMUTABLE = 2 
 
 evo_status evo_store_open(const char *path, int mode, evo_store **out, evo_err *err);
 void evo_store_close(evo_store *st); /* NULL is fine; an open group is rolled back */
+/* A second read-write connection to the file of st (opened read-write), for another thread of this process: none of
+ * evo_store_open's looks at the file, which st has passed (a raw open and close of the file would drop the locks
+ * SQLite holds on it in this process: POSIX locks belong to the process, not to a descriptor). */
+evo_status evo_store_reopen(const evo_store *st, evo_store **out, evo_err *err);
 int evo_store_schema_version(evo_store *st); /* EVO_STORE_SCHEMA, or 0 for an empty file opened read-only */
 const char *evo_store_path(const evo_store *st);
 
@@ -96,8 +106,22 @@ typedef struct {
  * (>= 0 / non-NULL); either way c->id is set to the row's id. */
 evo_status evo_store_put_candidate(evo_store *st, evo_candidate_rec *c, evo_err *err);
 /* By full key; by a key prefix of >= 4 hex digits (EVO_E_USAGE when it matches several); else by decimal id.
- * EVO_E_NOTFOUND when none. */
+ * EVO_E_NOTFOUND when none. A decimal text that is both a row id and a key prefix of another candidate is refused
+ * (EVO_E_USAGE), as evo_store_find_candidate with EVO_CAND_ID_OR_KEY does. */
 evo_status evo_store_get_candidate(evo_store *st, const char *key_or_id, evo_candidate_rec *out, evo_err *err);
+
+/* How the command line names a candidate (evo export, evo profile). */
+typedef enum {
+    EVO_CAND_ID_OR_KEY = 0, /* --id X: a row id or a key prefix; a decimal X that is the row id of one candidate and
+                               a key prefix of another is refused, naming both                                   */
+    EVO_CAND_ROW,           /* --row N: the row id only (decimal)                                              */
+    EVO_CAND_KEY,           /* --key X: a full key or a key prefix of >= 4 hex digits only                     */
+} evo_cand_ref;
+
+/* The candidate spec names, read as `how` says; *taken (may be NULL) is set to how it was read: "row id", "key
+ * prefix", "full key". EVO_E_NOTFOUND, or EVO_E_USAGE for an ambiguous or malformed spec. */
+evo_status evo_store_find_candidate(evo_store *st, const char *spec, evo_cand_ref how, evo_candidate_rec *out,
+                                    const char **taken, evo_err *err);
 void evo_store_candidate_free(evo_candidate_rec *c);
 
 /* ---- evaluations: one verdict on one candidate for one shape set, with per-shape results ---- */
@@ -243,6 +267,40 @@ evo_status evo_store_profiles(evo_store *st, int64_t candidate_id,
                               void (*fn)(const char *shape, const char *metric, double value, const char *unit,
                                          void *ctx),
                               void *ctx, evo_err *err);
+
+/* ---- run leases (schema 6) ---- */
+typedef struct {
+    char host[256];         /* gethostname                                                              */
+    char boot_id[64];       /* /proc/sys/kernel/random/boot_id: one boot of one host                   */
+    int64_t pid, pid_start; /* the process, and its start (clock ticks after boot): a reused pid is not it */
+    char token[33];         /* random per claim: what the store compares                               */
+} evo_lease_holder;
+
+typedef struct {
+    evo_lease_holder holder;
+    char taken_at[32], renewed_at[32]; /* ISO 8601 UTC */
+    double expires_at;                 /* seconds since the epoch; 0: no lease                            */
+} evo_lease_rec;
+
+/* Takes run_id's lease for me until now + lease_s, in one write transaction. Granted when the run has none, when it
+ * is me's, when it has expired, or when its holder was a process of this boot of this host that no longer runs;
+ * *prev (may be NULL) is then the lease replaced (expires_at 0: there was none) and *why (may be NULL) says why it
+ * could be ("new", "mine", "expired", "holder gone"). Refused with EVO_E_USAGE while another holder's lease is live:
+ * the message names the holder (host, pid) and until when it holds it. */
+evo_status evo_store_lease_take(evo_store *st, int64_t run_id, const evo_lease_holder *me, double lease_s,
+                                evo_lease_rec *prev, const char **why, evo_err *err);
+/* Extends me's lease to now + lease_s; EVO_E_NOTFOUND (naming the holder) when it is no longer me's. */
+evo_status evo_store_lease_renew(evo_store *st, int64_t run_id, const evo_lease_holder *me, double lease_s,
+                                 evo_err *err);
+/* EVO_OK while me holds run_id's lease (expired or not: nobody took it); EVO_E_NOTFOUND naming the holder otherwise.
+ * Inside a group, the check and the group's writes are one transaction: nothing is stored for a run taken over. */
+evo_status evo_store_lease_check(evo_store *st, int64_t run_id, const evo_lease_holder *me, evo_err *err);
+/* Gives me's lease of run_id up (nothing when it is another's). */
+evo_status evo_store_lease_release(evo_store *st, int64_t run_id, const evo_lease_holder *me, evo_err *err);
+/* The lease of run_id; out->expires_at 0 when there is none. */
+evo_status evo_store_lease_get(evo_store *st, int64_t run_id, evo_lease_rec *out, evo_err *err);
+/* The path the store was opened with, as given (evo_store_path is the one messages show). */
+const char *evo_store_file(const evo_store *st);
 
 /* ---- per-knob-value statistics for insight-guided mutation ---- */
 /* For every evaluation of (task, arch, shape_set) (NULL = any), oldest first, calls fn with the genome text,
