@@ -25,7 +25,8 @@
 #              compile cache and then a warm one (compile time out of the way), GPU use sampled by nvidia-smi;
 #              GPUS_ORDER="all 0" runs every GPU first (the first run also pays for a cold page cache)
 #   fp8probe   what the FP8 tensor core's accumulator keeps (tools/bench/fp8_accum_probe.py, torch._scaled_mm)
-#   fp8large   FP8_GENS (2) generations x FP8_POP (16) of configs/hopper-large.yaml (both accuracy classes), the
+#   fp8large   FP8_GENS (2) generations x FP8_POP (16) of configs/hopper-large.yaml (both accuracy classes; FP8_BUDGET
+#              seconds of search at most, 0 = no limit), the
 #              best of each class exported (/tmp/fp8-best.cu, /tmp/exact-best.cu) and self-tested
 #   calib      after fp8large: tools/bench/fp8_calibrate.py on those files (the fp8 class against the FP8 model and
 #              cuDNN's FP8 SDPA: per head on the gate's inputs, end to end on outlier inputs); needs .wheels/
@@ -47,6 +48,18 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,
 date -u +%FT%TZ
 tools/gpu_host.sh build >/dev/null || { tail -20 "$OUT/cmake.log"; exit 1; }
 rm -f "$OUT/cmake.log"
+# the compile process's sandbox on this host: two genomes compiled from an empty cache; where Landlock refuses a file
+# the toolkit needs here, the rest of the call runs without file confinement and says so
+if ! EVO_CACHE=$(mktemp -d) build/evo compile --config configs/hopper-large.yaml --sample 2 --arch sm_90 \
+     >"$OUT/sandbox.log" 2>&1; then
+  tail -5 "$OUT/sandbox.log"
+  if grep -q "outside what the compiler may read" "$OUT/sandbox.log"; then
+    echo "gpu_ci: the compile sandbox denies a file on this host: EVO_NO_LANDLOCK=1 for this call"
+    export EVO_NO_LANDLOCK=1
+  fi
+else
+  rm -f "$OUT/sandbox.log"
+fi
 for step in "$@"; do
   echo "=== $step $(date -u +%T)"
   case "$step" in
@@ -175,7 +188,7 @@ PY
                 tee "$OUT/fp8-accum.log" ;;
     fp8large) rm -f "$OUT/fp8large.db"
               build/evo run --config configs/hopper-large.yaml --generations "${FP8_GENS:-2}" \
-                --population "${FP8_POP:-16}" --db "$OUT/fp8large.db" 2>&1 | tee "$OUT/fp8large.log" | tail -8
+                --population "${FP8_POP:-16}" --time-budget "${FP8_BUDGET:-0}" --db "$OUT/fp8large.db" 2>&1 | tee "$OUT/fp8large.log" | tail -8
               python3 -c "import sqlite3; sqlite3.connect('$OUT/fp8large.db').execute('pragma wal_checkpoint(TRUNCATE)')"
               build/evo elite --show --db "$OUT/fp8large.db" > "$OUT/fp8large-elite.txt" 2>&1
               grep -E "accuracy class|^ +[0-9]+  " "$OUT/fp8large-elite.txt" | head -12
@@ -185,6 +198,7 @@ PY
                 nvcc $t -O3 -DEVO_SELFTEST /tmp/$cls-best.cu -o /tmp/$cls-best && timeout 300 /tmp/$cls-best --reps 10 \
                   >"$OUT/$cls-best-selftest.log" 2>&1; echo "$cls self-test exit $?"
                 grep -E "^genome|FAIL|passed|FAILED" "$OUT/$cls-best-selftest.log" | head -6
+                cp /tmp/$cls-best.cu "$OUT/" 2>/dev/null
               done ;;
     calib) python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .wheels/*.whl
            ex=; [ -f /tmp/exact-best.cu ] && ex="--exact /tmp/exact-best.cu"
