@@ -104,7 +104,7 @@ static void gpu_model(const inputs *in, int causal, float sm, int phase, CUdevic
     CUdeviceptr v = in->dcodes[2], vs = in->dscales[2];
     int b = in->b, h = in->h, s = in->s, d = in->d;
     void *a[] = {&q, &qs, &k, &ks, &v, &vs, &o, &b, &h, &s, &d, &causal, &sm, &phase};
-    launch(k_model, (unsigned)((s + 31) / 32), (unsigned)h, (unsigned)b, 32, a);
+    launch(k_model, (unsigned)((s + 31) / 32), (unsigned)h, (unsigned)b, 128, a); /* 32 rows, 128 threads */
 }
 
 static void gpu_slices(CUdeviceptr out, int out_f32, CUdeviceptr ref, size_t ns, size_t se, CUdeviceptr bound,

@@ -25,6 +25,7 @@
 #              compile cache and then a warm one (compile time out of the way), GPU use sampled by nvidia-smi;
 #              GPUS_ORDER="all 0" runs every GPU first (the first run also pays for a cold page cache)
 #   fp8probe   what the FP8 tensor core's accumulator keeps (tools/bench/fp8_accum_probe.py, torch._scaled_mm)
+#   modeltest  the FP8 model on the GPU bit for bit its CPU twin (gpu_attn_model), and its time at the large problems
 #   fp8large   FP8_GENS (2) generations x FP8_POP (16) of configs/hopper-large.yaml (both accuracy classes; FP8_BUDGET
 #              seconds of search at most, 0 = no limit), the
 #              best of each class exported (/tmp/fp8-best.cu, /tmp/exact-best.cu) and self-tested
@@ -186,6 +187,9 @@ PY
            sed -n '/^shape/,$p' "$OUT/large-best-selftest.log" | head -8 ;;
     fp8probe) PYTHONUNBUFFERED=1 python3 tools/bench/fp8_accum_probe.py --json "$OUT/fp8-accum.json" 2>&1 |
                 tee "$OUT/fp8-accum.log" ;;
+    modeltest) ctest --test-dir build -R gpu_attn_model --output-on-failure 2>&1 | tee "$OUT/modeltest.log" | tail -12
+               PYTHONUNBUFFERED=1 python3 tools/bench/fp8_calibrate.py --time-model 2>&1 | tee -a "$OUT/modeltest.log" |
+                 tail -8 ;;
     fp8large) rm -f "$OUT/fp8large.db"
               build/evo run --config configs/hopper-large.yaml --generations "${FP8_GENS:-2}" \
                 --population "${FP8_POP:-16}" --time-budget "${FP8_BUDGET:-0}" --db "$OUT/fp8large.db" 2>&1 | tee "$OUT/fp8large.log" | tail -8

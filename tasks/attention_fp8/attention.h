@@ -22,7 +22,8 @@ enum {
     ATTN_N_VATTRS
 };
 enum { ATTN_FAMILY_MMA = 0, ATTN_FAMILY_SM90 = 1 };
-#define ATTN_MODEL_ROWS 32 /* attn_support.cu's evo_fp8_model_attention: threads per block, one query row each */
+#define ATTN_MODEL_ROWS 32     /* attn_support.cu's evo_fp8_model_attention: query rows per block ... */
+#define ATTN_MODEL_THREADS 128 /* ... and threads per block (4 a row) */
 
 /* EVO_FORMAT_E4M3 / EVO_FORMAT_U8SIM of evo_attention_abi.h, by name: "e4m3", "u8sim". */
 const char *evo_attn_format_name(int format);

@@ -7,10 +7,11 @@
  * evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsigned char *k,
  *                         const float *k_scale, const unsigned char *v, const float *v_scale, float *o,
  *                         int batch, int heads, int seq, int head_dim, int causal, float softmax_scale, int order)
- *     the FP8 model (attn_numerics.h), its scores' k-steps in order 0..3, on e4m3 codes, o float [B, H, S, D]: one
- *     thread per query row (its codes, accumulator and a k-step's P̃ in shared memory), keys in tiles of 32 codes in
- *     shared memory (one P·V k-step). block = 32 threads (exactly), grid = (ceil(seq / 32), heads, batch);
- *     2 <= head_dim <= 128.
+ *     the FP8 model (attn_numerics.h), its scores' k-steps in order 0..3, on e4m3 codes, o float [B, H, S, D]: 32
+ *     query rows a block, 4 threads a row. Each score is computed once (a 128-key block's scores in shared memory,
+ *     4 threads of a row splitting the keys); each thread holds every 4th column of its row's accumulator; keys
+ *     staged decoded, 32 at a time (one P·V k-step); the row sums added by one thread in key order.
+ *     block = 128 threads (exactly), grid = (ceil(seq / 32), heads, batch); 2 <= head_dim <= 128.
  */
 #include "evo_numerics.cuh"
 
@@ -21,9 +22,12 @@
 #define AN_WORD(seed, t, i) gen_word(seed, t, 0, i)
 #include "attn_numerics.h"
 
-#define MODEL_ROWS 32
-#define MODEL_TILE AN_FP8_KSTEP /* keys per staged tile: one P·V k-step */
+#define MODEL_ROWS 32     /* query rows per block                                                    */
+#define MODEL_LANES 4     /* threads per row: 128 threads a block                                     */
+#define MODEL_THREADS (MODEL_ROWS * MODEL_LANES)
+#define MODEL_TILE AN_FP8_KSTEP /* keys per staged tile: one P·V k-step                                 */
 #define MODEL_MAX_D 128
+#define MODEL_ACC (MODEL_MAX_D / MODEL_LANES) /* accumulator columns a thread owns                           */
 
 extern "C" __global__ void evo_gen_probe(unsigned short *out, u64 n, int probe, u64 seed, unsigned tensor, int seq,
                                          int head_dim)
@@ -31,125 +35,152 @@ extern "C" __global__ void evo_gen_probe(unsigned short *out, u64 n, int probe, 
     GRID_STRIDE(i, n) out[i] = double_to_half((double)an_probe_value(probe, seed, tensor, seq, head_dim, i));
 }
 
-/* q code t of this thread's row: codes packed 4 to a word, word w of every row together (qw = &qs[0][thread]). */
-#define QCODE(qw, t) ((qw[((t) >> 2) * MODEL_ROWS] >> (8 * ((t) & 3))) & 0xffu)
-
-/* The score of this thread's row with key row kr (codes), in log2 units: an_logit2's arithmetic, k-step for k-step
- * (the largest magnitude first, then the cut sum). */
-__device__ __forceinline__ float model_logit2(const unsigned int *qw, const unsigned char *kr, int d, float qk_scale,
+/* The score of query row qr (e4m3 codes) with key row kr (decoded), in log2 units: an_logit2's arithmetic, k-step
+ * for k-step (the step's products once, then the largest magnitude, then the cut sum). */
+__device__ __forceinline__ float model_logit2(const unsigned char *qr, const float *kr, int d, float qk_scale,
                                               float sm_log2e, int order)
 {
     float acc = 0.0f;
-    for (int c0 = 0; c0 < d; c0 += AN_FP8_KSTEP) { /* the products twice (max, then the cut sum): no array */
+    for (int c0 = 0; c0 < d; c0 += AN_FP8_KSTEP) {
         const int n = min(AN_FP8_KSTEP, d - c0);
-        float mx = fabsf(acc);
-        for (int i = 0; i < n; i++) {
-            const int t = an_order_index(order, c0 + i, d);
-            mx = fmaxf(mx, fabsf(__fmul_rn(e4m3_decode(QCODE(qw, t)), e4m3_decode(kr[t]))));
+        float x[AN_FP8_KSTEP], mx = fabsf(acc);
+#pragma unroll
+        for (int i = 0; i < AN_FP8_KSTEP; i++) {
+            const int t = order ? an_order_index(order, c0 + i, d) : c0 + i;
+            x[i] = i < n ? __fmul_rn(e4m3_decode(qr[t]), kr[t]) : 0.0f; /* a zero term changes nothing */
+            mx = fmaxf(mx, fabsf(x[i]));
         }
         float u, inv;
         an_unit(mx, &u, &inv);
         float sum = an_cut(acc, u, inv);
-        for (int i = 0; i < n; i++) {
-            const int t = an_order_index(order, c0 + i, d);
-            sum = __fadd_rn(sum, an_cut(__fmul_rn(e4m3_decode(QCODE(qw, t)), e4m3_decode(kr[t])), u, inv));
-        }
+#pragma unroll
+        for (int i = 0; i < AN_FP8_KSTEP; i++)
+            if (i < n) sum = __fadd_rn(sum, an_cut(x[i], u, inv)); /* the step's n terms, as the host adds them */
         acc = an_trunc_accf(sum);
     }
     return __fmul_rn(__fmul_rn(acc, qk_scale), sm_log2e);
 }
 
-extern "C" __global__ void __launch_bounds__(MODEL_ROWS)
+/* A tile of 32 key rows (t0 ...) of k or v, decoded, into kv (zero past the sequence). */
+__device__ __forceinline__ void model_stage(float (*kv)[MODEL_MAX_D + 1], const unsigned char *src, u64 base, int t0,
+                                            int seq, int d)
+{
+    for (int x = threadIdx.x; x < MODEL_TILE * d; x += MODEL_THREADS) {
+        const int r = x / d, c = x - r * d;
+        kv[r][c] = t0 + r < seq ? e4m3_decode(src[base + (u64)(t0 + r) * d + c]) : 0.0f;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(MODEL_THREADS)
 evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsigned char *k, const float *k_scale,
                         const unsigned char *v, const float *v_scale, float *o, int batch, int heads, int seq,
                         int head_dim, int causal, float softmax_scale, int order)
 {
-    /* 32 KiB: each row's accumulator, codes and P̃ of a k-step by column (conflict-free), a k-step of K and V codes */
-    __shared__ float acc_s[MODEL_MAX_D][MODEL_ROWS], pt_s[MODEL_TILE][MODEL_ROWS];
-    __shared__ unsigned int qs[MODEL_MAX_D / 4][MODEL_ROWS];
-    __shared__ unsigned char kt[MODEL_TILE][MODEL_MAX_D], vt[MODEL_TILE][MODEL_MAX_D];
-    const int i0 = blockIdx.x * MODEL_ROWS, i = i0 + threadIdx.x, h = blockIdx.y, b = blockIdx.z;
+    /* 45 KiB: the rows' Q codes, a decoded tile of K or V, the rows' scores of one 128-key block, a tile's P and P̃ */
+    __shared__ unsigned char qc[MODEL_ROWS][MODEL_MAX_D + 4];
+    __shared__ float kv[MODEL_TILE][MODEL_MAX_D + 1];
+    __shared__ float x2s[MODEL_ROWS][AN_FP8_BLOCK];
+    __shared__ float ps[MODEL_ROWS][MODEL_TILE + 1], pts[MODEL_ROWS][MODEL_TILE + 1];
+    __shared__ float m_s[MODEL_ROWS], l_s[MODEL_ROWS], r_s[MODEL_ROWS];
+    const int i0 = blockIdx.x * MODEL_ROWS, h = blockIdx.y, b = blockIdx.z;
     if (i0 >= seq || h >= heads || b >= batch || head_dim < 2 || head_dim > MODEL_MAX_D) return; /* whole block */
+    const int row = threadIdx.x / MODEL_LANES, lane = threadIdx.x % MODEL_LANES, i = i0 + row;
     const bool active = i < seq;
     const int bh = b * heads + h, d = head_dim;
     const u64 base = (u64)bh * (u64)seq * (u64)d;
-    for (int w = 0; w < (d + 3) / 4; w++) {
-        unsigned int x = 0;
-        for (int c = 0; c < 4; c++)
-            if (active && 4 * w + c < d) x |= (unsigned int)q[base + (u64)i * d + 4 * w + c] << (8 * c);
-        qs[w][threadIdx.x] = x;
+    for (int x = threadIdx.x; x < MODEL_ROWS * d; x += MODEL_THREADS) {
+        const int r = x / d, c = x - r * d;
+        qc[r][c] = i0 + r < seq ? q[base + (u64)(i0 + r) * d + c] : 0;
     }
-    const unsigned int *qc = &qs[0][threadIdx.x];
-    float *acc = &acc_s[0][threadIdx.x]; /* acc[t * MODEL_ROWS]: column t of this row */
+    if (threadIdx.x < MODEL_ROWS) {
+        m_s[threadIdx.x] = 0.0f;
+        l_s[threadIdx.x] = 0.0f;
+    }
     const float qk = __fmul_rn(q_scale[bh], k_scale[bh]), sm_log2e = __fmul_rn(softmax_scale, 1.4426950408889634f);
     const int n_keys = active ? (causal ? i + 1 : seq) : 0;
     const int last = min(seq, causal ? i0 + MODEL_ROWS : seq);
-    float *pt = &pt_s[0][threadIdx.x]; /* pt[jj * MODEL_ROWS]: P̃ of key jj of the tile */
-    for (int t = 0; t < d; t++) acc[t * MODEL_ROWS] = 0.0f;
-    float m = 0.0f, l = 0.0f;
-    bool started = false;
+    float acc[MODEL_ACC]; /* columns lane, lane + 4, ... of this row */
+#pragma unroll
+    for (int j = 0; j < MODEL_ACC; j++) acc[j] = 0.0f;
+    bool started = false; /* the row's, kept alike by its 4 threads */
     for (int b0 = 0; b0 < last; b0 += AN_FP8_BLOCK) {
         const int b1 = min(last, b0 + AN_FP8_BLOCK);
-        float mb = 0.0f;
-        bool any = false;
-        for (int t0 = b0; t0 < b1; t0 += MODEL_TILE) { /* pass 1: the block's max */
+        for (int t0 = b0; t0 < b1; t0 += MODEL_TILE) { /* the block's scores, each once */
             __syncthreads();
-            for (int x = threadIdx.x; x < MODEL_TILE * d; x += MODEL_ROWS) {
-                const int r = x / d, c = x % d;
-                kt[r][c] = t0 + r < seq ? k[base + (u64)(t0 + r) * d + c] : 0;
-            }
+            model_stage(kv, k, base, t0, seq, d);
             __syncthreads();
-            for (int j = t0; j < min(b1, t0 + MODEL_TILE) && j < n_keys; j++) {
-                const float x2 = model_logit2(qc, kt[j - t0], d, qk, sm_log2e, order);
-                mb = !any || x2 > mb ? x2 : mb;
-                any = true;
-            }
+            for (int jj = lane; jj < MODEL_TILE; jj += MODEL_LANES)
+                if (t0 + jj < b1 && t0 + jj < n_keys)
+                    x2s[row][t0 - b0 + jj] = model_logit2(qc[row], kv[jj], d, qk, sm_log2e, order);
         }
-        if (any) {
+        __syncthreads();
+        const int mine_b = max(0, min(b1, n_keys) - b0); /* the row's keys in this block */
+        if (lane == 0 && mine_b > 0) {                  /* the block's max, then the row's offset and rescale */
+            float mb = 0.0f;
+            for (int j = 0; j < mine_b; j++) mb = j == 0 || x2s[row][j] > mb ? x2s[row][j] : mb;
             const float mc = ceilf(mb);
-            if (!started || mc > m) {
+            float r = 1.0f;
+            if (!started || mc > m_s[row]) {
                 if (started) {
-                    const float r = an_rescale(m, mc);
-                    l = __fmul_rn(l, r);
-                    for (int t = 0; t < d; t++) acc[t * MODEL_ROWS] = __fmul_rn(acc[t * MODEL_ROWS], r);
+                    r = an_rescale(m_s[row], mc);
+                    l_s[row] = __fmul_rn(l_s[row], r);
                 }
-                m = mc;
-                started = true;
+                m_s[row] = mc;
             }
+            r_s[row] = r;
         }
-        for (int t0 = b0; t0 < b1; t0 += MODEL_TILE) { /* pass 2: P, the row sum, P̃·V one k-step per tile */
+        __syncthreads();
+        if (mine_b > 0) {
+            if (started && r_s[row] != 1.0f) {
+                const float r = r_s[row];
+#pragma unroll
+                for (int j = 0; j < MODEL_ACC; j++) acc[j] = __fmul_rn(acc[j], r);
+            }
+            started = true;
+        }
+        const float m = m_s[row];
+        for (int t0 = b0; t0 < b1; t0 += MODEL_TILE) { /* P, the row sum, P̃·V one k-step per tile */
             __syncthreads();
-            for (int x = threadIdx.x; x < MODEL_TILE * d; x += MODEL_ROWS) {
-                const int r = x / d, c = x % d;
-                const bool in = t0 + r < seq;
-                kt[r][c] = in ? k[base + (u64)(t0 + r) * d + c] : 0;
-                vt[r][c] = in ? v[base + (u64)(t0 + r) * d + c] : 0;
+            model_stage(kv, v, base, t0, seq, d);
+            const int mine = max(0, min(min(b1, n_keys) - t0, MODEL_TILE));
+            for (int jj = lane; jj < MODEL_TILE; jj += MODEL_LANES) { /* P̃ is 0 past the row's keys */
+                float p = 0.0f, pt = 0.0f;
+                if (jj < mine) an_p(x2s[row][t0 - b0 + jj], m, &p, &pt);
+                ps[row][jj] = p;
+                pts[row][jj] = pt;
             }
             __syncthreads();
-            const int n = min(b1, t0 + MODEL_TILE) - t0, mine = max(0, min(n, n_keys - t0));
-            for (int jj = 0; jj < MODEL_TILE; jj++) { /* P̃ is 0 past the row's keys: those terms are 0 */
-                float p = 0.0f, q = 0.0f;
-                if (jj < mine) {
-                    an_p(model_logit2(qc, kt[jj], d, qk, sm_log2e, order), m, &p, &q);
-                    l = __fadd_rn(l, p);
-                }
-                pt[jj * MODEL_ROWS] = q;
-            }
             if (mine == 0) continue;
-            for (int t = 0; t < d; t++) { /* the products twice (max, then the cut sum): no array */
-                float mx = fabsf(acc[t * MODEL_ROWS]);
-                for (int jj = 0; jj < MODEL_TILE; jj++)
-                    mx = fmaxf(mx, fabsf(__fmul_rn(pt[jj * MODEL_ROWS], e4m3_decode(vt[jj][t]))));
+            if (lane == 0) { /* the row sum in key order */
+                float l = l_s[row];
+                for (int jj = 0; jj < mine; jj++) l = __fadd_rn(l, ps[row][jj]);
+                l_s[row] = l;
+            }
+#pragma unroll
+            for (int j = 0; j < MODEL_ACC; j++) {
+                const int t = lane + MODEL_LANES * j;
+                if (t >= d) break;
+                float x[MODEL_TILE], mx = fabsf(acc[j]);
+#pragma unroll
+                for (int jj = 0; jj < MODEL_TILE; jj++) {
+                    x[jj] = __fmul_rn(pts[row][jj], kv[jj][t]);
+                    mx = fmaxf(mx, fabsf(x[jj]));
+                }
                 float u, inv;
                 an_unit(mx, &u, &inv);
-                float sum = an_cut(acc[t * MODEL_ROWS], u, inv);
-                for (int jj = 0; jj < MODEL_TILE; jj++)
-                    sum = __fadd_rn(sum, an_cut(__fmul_rn(pt[jj * MODEL_ROWS], e4m3_decode(vt[jj][t])), u, inv));
-                acc[t * MODEL_ROWS] = an_trunc_accf(sum);
+                float sum = an_cut(acc[j], u, inv);
+#pragma unroll
+                for (int jj = 0; jj < MODEL_TILE; jj++) sum = __fadd_rn(sum, an_cut(x[jj], u, inv));
+                acc[j] = an_trunc_accf(sum);
             }
         }
     }
+    __syncthreads();
     if (!active) return;
-    const float vs = v_scale[bh];
-    for (int t = 0; t < d; t++) o[base + (u64)i * d + t] = __fdiv_rn(__fmul_rn(acc[t * MODEL_ROWS], vs), l);
+    const float vs = v_scale[bh], l = l_s[row];
+#pragma unroll
+    for (int j = 0; j < MODEL_ACC; j++) {
+        const int t = lane + MODEL_LANES * j;
+        if (t < d) o[base + (u64)i * d + t] = __fdiv_rn(__fmul_rn(acc[j], vs), l);
+    }
 }

@@ -3,7 +3,8 @@
  * attention on the dequantized inputs and, for the timed shapes, on the unquantized fp16 inputs (the end-to-end
  * error), the launch through evo_attn_params, and the verdict of the variant's accuracy class (attn_gate.h): the
  * exact class against the config's tolerance (each head on its own on a probe), the fp8 class per head against
- * twice the FP8 model's error (the model runs on the GPU, once per case, when a variant of the class first needs it). */
+ * twice the FP8 model's error (the model runs on the GPU once per case, with the references where the fp8 class can
+ * run, else when a variant of the class first needs it). */
 #include "attention.h"
 
 #include "attn_gate.h"
@@ -161,6 +162,8 @@ static evo_status ref_rms(attn_gpu *a, CUdeviceptr ref, size_t n, double *rms, e
     return s;
 }
 
+static evo_status fp8_budget(attn_gpu *a, const evo_gpu_case *gc, attn_case *c, evo_err *err);
+
 static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
 {
     attn_gpu *a = state;
@@ -213,7 +216,15 @@ static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
         }
         if ((s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], c->ref16, err))) return s;
     }
-    return ref_rms(a, c->ref, n, &c->ref_rms, err);
+    if ((s = ref_rms(a, c->ref, n, &c->ref_rms, err))) return s;
+    /* The fp8 class's budget is made here, with the references, where that class can run (e4m3 inputs on sm_89 and
+     * later, the config admitting it): a worker pays for it once at its start, under the start's time limit, never
+     * inside a candidate's evaluation (whose watchdog would kill it, and the next worker would start over). The
+     * saturated judge (`large` inputs) needs no model. */
+    if ((a->cfg->accuracy & (1u << ATTN_ACC_FP8)) && fmt == EVO_FORMAT_E4M3 && evo_gpu_arch(a->g) >= 89 &&
+        !(gc->probe < 0 && gc->dist == EVO_DIST_LARGE))
+        s = fp8_budget(a, gc, c, err);
+    return s;
 }
 
 /* A hand-written kernel declares, next to each entry point evo_attn_dD, an evo_attn_launch evo_attn_dD_launch. */
@@ -399,7 +410,7 @@ static evo_status model(attn_gpu *a, const evo_shape *sh, const CUdeviceptr code
     CUdeviceptr q = codes[0], qs = scales[0], k = codes[1], ks = scales[1], v = codes[2], vs = scales[2];
     void *args[] = {&q, &qs, &k, &ks, &v, &vs, &a->modelf, &b, &h, &sq, &d, &c, &scale, &phase};
     return evo_gpu_launch(a->g, a->f_model, (unsigned)((sq + ATTN_MODEL_ROWS - 1) / ATTN_MODEL_ROWS), (unsigned)h,
-                          (unsigned)b, ATTN_MODEL_ROWS, args, "FP8 model", err);
+                          (unsigned)b, ATTN_MODEL_THREADS, args, "FP8 model", err);
 }
 
 /* The model's error on each of ns slices against ref, the largest over its orders (attn_numerics.h): the sums of

@@ -251,6 +251,27 @@ def part_b(torch, model, kernels, shapes, seeds):
     return rows
 
 
+def time_model(torch, model, shapes):
+    """The FP8 model kernel's time (CUDA events, median of 3 after one warm-up) at each shape, causal and not."""
+    print(f"FP8 model kernel on {torch.cuda.get_device_name()}")
+    for shape in shapes:
+        x = model.inputs(shape, 0, dist="normal")
+        codes = [model.quantize(t) for t in x]
+        for causal in (False, True):
+            ms = []
+            for _ in range(4):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                model.run(codes[0], codes[1], codes[2], causal, 1.0 / math.sqrt(shape[3]))
+                b.record()
+                torch.cuda.synchronize()
+                ms.append(a.elapsed_time(b))
+            ms = sorted(ms[1:])
+            print(f"  {shape} causal={int(causal)}: {ms[1]:.1f} ms (of {', '.join('%.1f' % m for m in ms)})",
+                  flush=True)
+    return 0
+
+
 def markdown(a_rows, b_rows, header):
     lines = [header, "", "### A. Per head on the gate's inputs (worst head; rel-L2 and max-abs / max|ref|)", ""]
     cols = []
@@ -285,7 +306,7 @@ def markdown(a_rows, b_rows, header):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--fp8", required=True, help="an fp8-class kernel written by evo export")
+    p.add_argument("--fp8", help="an fp8-class kernel written by evo export (required unless --time-model)")
     p.add_argument("--exact", help="an exact-class kernel written by evo export (part A only)")
     p.add_argument("--out", default="results")
     p.add_argument("--seeds", type=int, default=2)
@@ -294,6 +315,8 @@ def main(argv=None):
     p.add_argument("--e2e-shapes", default=E2E_SHAPES)
     p.add_argument("--gate-shapes", default=GATE_SHAPES)
     p.add_argument("--skip-a", action="store_true")
+    p.add_argument("--time-model", action="store_true",
+                   help="only time the FP8 model (its GPU kernel) at the end-to-end shapes, causal and not")
     args = p.parse_args(argv)
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -303,6 +326,10 @@ def main(argv=None):
     major, minor = torch.cuda.get_device_capability()
     lib_path = args.model_lib or build_model_lib(nvcc, f"sm_{major}{minor}", os.path.join(work, "libevo_fp8_model.so"))
     model = Model(torch, lib_path)
+    if args.time_model:
+        return time_model(torch, model, shapes_of(args.e2e_shapes))
+    if not args.fp8:
+        p.error("--fp8 FILE is required")
     kernels = {"fp8": evo_kernel(torch, args.fp8, nvcc, work)}
     if args.exact:
         kernels["exact"] = evo_kernel(torch, args.exact, nvcc, work)
