@@ -1423,7 +1423,9 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
             break;
         }
         const bool replaying = L->gen < done_gens;
-        if (!replaying && budget > 0 && evo_now() - L->t0 >= budget) {
+        /* the budget never stops a run before its first new generation (workers that took the budget to start
+         * would leave the run with nothing evaluated) */
+        if (!replaying && L->gen > done_gens && budget > 0 && evo_now() - L->t0 >= budget) {
             if (!L->o.quiet) fprintf(L->o.out, "time budget of %.0f s reached\n", budget);
             break;
         }
