@@ -26,8 +26,8 @@
 #              GPUS_ORDER="all 0" runs every GPU first (the first run also pays for a cold page cache)
 #   fp8probe   what the FP8 tensor core's accumulator keeps (tools/bench/fp8_accum_probe.py, torch._scaled_mm)
 #   modeltest  the FP8 model on the GPU bit for bit its CPU twin (gpu_attn_model), and its time at the large problems
-#   fp8large   FP8_GENS (2) generations x FP8_POP (16) of configs/hopper-large.yaml (both accuracy classes; FP8_BUDGET
-#              seconds of search at most, 0 = no limit), the
+#   fp8large   FP8_GENS (2) generations x FP8_POP (16) of configs/hopper-large.yaml (both accuracy classes; FP8_BUDGET,
+#              when set, seconds of search at most), the
 #              best of each class exported (/tmp/fp8-best.cu, /tmp/exact-best.cu) and self-tested
 #   calib      after fp8large: tools/bench/fp8_calibrate.py on those files (the fp8 class against the FP8 model and
 #              cuDNN's FP8 SDPA: per head on the gate's inputs, end to end on outlier inputs); needs .wheels/
@@ -192,7 +192,7 @@ PY
                  tail -8 ;;
     fp8large) rm -f "$OUT/fp8large.db"
               build/evo run --config configs/hopper-large.yaml --generations "${FP8_GENS:-2}" \
-                --population "${FP8_POP:-16}" --time-budget "${FP8_BUDGET:-0}" --db "$OUT/fp8large.db" 2>&1 | tee "$OUT/fp8large.log" | tail -8
+                --population "${FP8_POP:-16}" ${FP8_BUDGET:+--time-budget "$FP8_BUDGET"} --db "$OUT/fp8large.db" 2>&1 | tee "$OUT/fp8large.log" | tail -8
               python3 -c "import sqlite3; sqlite3.connect('$OUT/fp8large.db').execute('pragma wal_checkpoint(TRUNCATE)')"
               build/evo elite --show --db "$OUT/fp8large.db" > "$OUT/fp8large-elite.txt" 2>&1
               grep -E "accuracy class|^ +[0-9]+  " "$OUT/fp8large-elite.txt" | head -12
