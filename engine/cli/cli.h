@@ -9,13 +9,19 @@
 #include "evo.h"
 #include "store.h"
 
+#include <stdio.h>
+
 typedef struct {
     const char *name;
     evo_status (*fn)(int argc, char **argv, evo_err *err);
     const char *summary; /* one line for `evo help` */
     const char *usage;   /* full text for `evo help NAME` and `--help` */
     int hidden;          /* internal commands (the GPU worker) are not listed */
+    void (*usage_more)(FILE *f); /* prints what the tasks register (options of their own); may be NULL */
 } evo_cmd;
+
+/* `evo export`'s options the tasks register (task->torch_option), for its usage. */
+void evo_cli_export_task_options(FILE *f);
 
 const evo_cmd *evo_cli_find(const char *name);
 const evo_cmd *evo_cli_commands(int *n);
@@ -31,7 +37,8 @@ void evo_json_str(struct cJSON *o, const char *name, const char *s);
  * rate (under the task's key: "tflops" for attention), errors. task NULL: the fields only as stored. */
 struct evo_task;
 struct cJSON *evo_json_shape_result(const evo_shape_result *r, const struct evo_task *task);
-/* The task of a stored candidate; attention_fp8 (the only task of older databases) when the name is unknown. */
+/* The task of a stored candidate; the first of evo_tasks (the only task of older databases) when the name is
+ * unknown. */
 const struct evo_task *evo_cli_task_of(const char *name);
 
 /* The default store path. */

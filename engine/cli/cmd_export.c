@@ -1,11 +1,12 @@
 /* cmd_export.c — `evo export [--best [--accuracy CLASS] | --id ID | --row N | --key PREFIX] [-o FILE | --torch DIR
- * [--quantizer FILE] [--module NAME]] [--db F]`: the top elite of an accuracy class (exact unless told; or a chosen
+ * [--module NAME] [the task's option]] [--db F]`: the top elite of an accuracy class (exact unless told; or a chosen
  * candidate) as a standalone .cu (export.h), written to variants/<task>-<arch>-<shortid>.cu unless -o says otherwise
- * (-o - : standard output); with --torch, that file, the companion file the task's PyTorch op needs (the quantizer:
- * given, else found under variants/ here or among the variants installed with evo) and the Python module that
+ * (-o - : standard output); with --torch, that file, the companion file the task's PyTorch op needs (named by the
+ * option the task registers, e.g. attention's --quantizer, else found under variants/ here or among the variants
+ * installed with evo) and the Python module that
  * registers the ops (task->torch_module) into DIR. Opens the store read-only. Every output is a regular file
  * (replaced atomically) or a new name (paths.h), and never an input (the database and its companions, the
- * quantizer); everything is checked before the first file is written.
+ * companion file); everything is checked before the first file is written.
  */
 #include "cli.h"
 #include "export.h"
@@ -29,7 +30,9 @@
 #include <sys/stat.h>
 
 typedef struct {
-    const char *db, *id, *output, *torch, *quantizer, *module, *accuracy;
+    const char *db, *id, *output, *torch, *module, *accuracy;
+    const char *companion;     /* the file the task's own option named (NULL: none given) */
+    const evo_task *opt_task;  /* the task whose option named it */
     evo_cand_ref how; /* how id names the candidate: --id, --row, --key */
     int best;
 } export_opts;
@@ -42,10 +45,44 @@ static bool python_name(const char *s)
     return true;
 }
 
+/* The options tasks register for --torch (task->torch_option): task i's is getopt value EXPORT_TASK_OPT + i. */
+enum { EXPORT_TASK_OPT = 1000 };
+
+void evo_cli_export_task_options(FILE *f)
+{
+    fprintf(f, "\nOptions the tasks register for --torch:\n");
+    for (int i = 0; evo_tasks[i]; i++) {
+        const evo_task *t = evo_tasks[i];
+        if (!t->torch_module) continue;
+        char head[64];
+        snprintf(head, sizeof head, "--%s FILE", t->torch_option ? t->torch_option : "?");
+        fprintf(f, "  %s (the module is %s unless --module names it):\n      %-18s", t->name,
+                t->torch_module_name ? t->torch_module_name : "evo_torch", head);
+        for (const char *h = t->torch_option_help ? t->torch_option_help : ""; *h; h++) {
+            fputc(*h, f);
+            if (*h == '\n') fprintf(f, "%24s", "");
+        }
+        fputc('\n', f);
+    }
+}
+
+/* The task options' names, "--quantizer" or "--a, --b", for messages. */
+static const char *task_option_names(void)
+{
+    static char buf[512];
+    buf[0] = '\0';
+    for (int i = 0; evo_tasks[i]; i++) {
+        const char *n = evo_tasks[i]->torch_option;
+        if (!n || strstr(buf, n)) continue;
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s--%s", buf[0] ? ", " : "", n);
+    }
+    return buf;
+}
+
 static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err)
 {
     const evo_cmd *self = evo_cli_find("export");
-    static const struct option longopts[] = {
+    static struct option longopts[32] = {
         {"best", no_argument, NULL, 'B'},
         {"id", required_argument, NULL, 'I'},
         {"row", required_argument, NULL, 'W'},
@@ -53,12 +90,19 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
         {"output", required_argument, NULL, 'o'},
         {"db", required_argument, NULL, 'D'},
         {"torch", required_argument, NULL, 'T'},
-        {"quantizer", required_argument, NULL, 'Q'},
         {"module", required_argument, NULL, 'M'},
         {"accuracy", required_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
-    *o = (export_opts){.db = EVO_DEFAULT_DB, .module = "evo_fp8"};
+    static int n_fixed = 0;
+    if (!n_fixed) { /* the tasks' own options join the table once */
+        while (longopts[n_fixed].name) n_fixed++;
+        int n = n_fixed;
+        for (int i = 0; evo_tasks[i] && n + 1 < (int)EVO_ARRAY_LEN(longopts); i++)
+            if (evo_tasks[i]->torch_option)
+                longopts[n++] = (struct option){evo_tasks[i]->torch_option, required_argument, NULL, EXPORT_TASK_OPT + i};
+    }
+    *o = (export_opts){.db = EVO_DEFAULT_DB};
     optind = 0;
     opterr = 0;
     int c;
@@ -75,11 +119,16 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
         case 'o': o->output = optarg; break;
         case 'D': o->db = optarg; break;
         case 'T': o->torch = optarg; break;
-        case 'Q': o->quantizer = optarg; break;
         case 'M': o->module = optarg; break;
         case 'C': o->accuracy = optarg; break;
         case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
-        default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
+        default:
+            if (c >= EXPORT_TASK_OPT && c - EXPORT_TASK_OPT < 64) {
+                o->companion = optarg;
+                o->opt_task = evo_tasks[c - EXPORT_TASK_OPT];
+                break;
+            }
+            return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
@@ -93,10 +142,11 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
     if (o->torch && !*o->torch) return evo_cli_usage_error(self, err, "--torch wants a directory");
     if (o->torch && evo_path_is_stdio(o->torch))
         return evo_cli_usage_error(self, err, "--torch wants a directory, not '-' (three files go there)");
-    if (!o->torch && (o->quantizer || strcmp(o->module, "evo_fp8") != 0))
-        return evo_cli_usage_error(self, err, "--quantizer and --module go with --torch DIR");
-    if (o->quantizer && !*o->quantizer) return evo_cli_usage_error(self, err, "--quantizer wants a file name");
-    if (!python_name(o->module))
+    if (!o->torch && (o->companion || o->module))
+        return evo_cli_usage_error(self, err, "%s and --module go with --torch DIR", task_option_names());
+    if (o->companion && !*o->companion)
+        return evo_cli_usage_error(self, err, "--%s wants a file name", o->opt_task->torch_option);
+    if (o->module && !python_name(o->module))
         return evo_cli_usage_error(self, err, "--module: '%s' is not a Python module name", o->module);
     return EVO_OK;
 }
@@ -114,22 +164,23 @@ static evo_status check_torch_dir(const char *dir, evo_err *err)
     return EVO_OK;
 }
 
-/* The companion file: --quantizer, else the one file the task's glob finds for the arch. */
+/* The companion file: the task's option (--quantizer), else the one file the task's glob finds for the arch. */
 static evo_status find_companion(const evo_task *task, const char *given, const char *arch, char *path, size_t n,
                                  evo_err *err)
 {
+    const char *opt = task->torch_option ? task->torch_option : "companion";
     if (given) {
         struct stat st;
         if (stat(given, &st) != 0)
-            return evo_fail(err, EVO_E_USAGE, "export --quantizer %s: %s", evo_show(given).s,
+            return evo_fail(err, EVO_E_USAGE, "export --%s %s: %s", opt, evo_show(given).s,
                             errno == ENOENT ? "no such file" : strerror(errno));
         if (!S_ISREG(st.st_mode))
-            return evo_fail(err, EVO_E_USAGE, "export --quantizer %s: not a regular file", evo_show(given).s);
+            return evo_fail(err, EVO_E_USAGE, "export --%s %s: not a regular file", opt, evo_show(given).s);
         snprintf(path, n, "%s", given);
         return EVO_OK;
     }
     if (!task->torch_companion)
-        return evo_fail(err, EVO_E_USAGE, "export --torch: task %s needs --quantizer FILE", task->name);
+        return evo_fail(err, EVO_E_USAGE, "export --torch: task %s needs --%s FILE", task->name, opt);
     /* variants/ of the working directory first (a clone of the repository), then the variants installed with evo
      * (cmake --install puts them in PREFIX/share/evo/variants, EVO_DATA_REL from PREFIX/bin/evo) */
     char pattern[2][4600], exe[4096];
@@ -151,17 +202,18 @@ static evo_status find_companion(const evo_task *task, const char *given, const 
         const size_t found = r == 0 ? g.gl_pathc : 0;
         if (found > 1)
             s = evo_fail(err, EVO_E_USAGE,
-                         "export --torch: %zu files match %s (%s, %s...); choose one with --quantizer", found,
-                         evo_show(pattern[k]).s, evo_show(g.gl_pathv[0]).s, evo_show(g.gl_pathv[1]).s);
+                         "export --torch: %zu files match %s (%s, %s...); choose one with --%s", found,
+                         evo_show(pattern[k]).s, evo_show(g.gl_pathv[0]).s, evo_show(g.gl_pathv[1]).s, opt);
         else if (found == 1)
             snprintf(path, n, "%s", g.gl_pathv[0]);
         if (r == 0) globfree(&g);
         if (found) return s;
     }
     return evo_fail(err, EVO_E_USAGE,
-                    "export --torch: no quantizer given and no file matches %s here%s%s; give "
-                    "--quantizer FILE.cu (a file evo export wrote)",
-                    evo_show(pattern[0]).s, n_pat > 1 ? " nor " : "", n_pat > 1 ? evo_show(pattern[1]).s : "");
+                    "export --torch: no %s given and no file matches %s here%s%s; give "
+                    "--%s FILE.cu (a file evo export wrote)",
+                    opt, evo_show(pattern[0]).s, n_pat > 1 ? " nor " : "", n_pat > 1 ? evo_show(pattern[1]).s : "",
+                    opt);
 }
 
 static const char *base_name(const char *path)
@@ -176,8 +228,14 @@ static evo_status write_torch(const export_opts *o, const evo_export_src *src, c
     const evo_task *task = evo_task_find(src->cand.task);
     if (!task || !task->torch_module)
         return evo_fail(err, EVO_E_USAGE, "export --torch: task %s has no PyTorch op", src->cand.task);
+    if (o->companion && o->opt_task != task)
+        return evo_fail(err, EVO_E_USAGE, "export --torch: --%s is task %s's option; the candidate is of task %s",
+                        o->opt_task->torch_option, o->opt_task->name, task->name);
+    const char *opt = task->torch_option ? task->torch_option : "companion";
+    const char *module = o->module ? o->module : task->torch_module_name ? task->torch_module_name : "evo_torch";
+    /* the default as the usage prints it (evo_cli_export_task_options) */
     char comp[4096], kname[200], paths[3][4400];
-    evo_status s = find_companion(task, o->quantizer, src->cand.arch, comp, sizeof comp, err);
+    evo_status s = find_companion(task, o->companion, src->cand.arch, comp, sizeof comp, err);
     if (s != EVO_OK) return s;
     char *comp_text = NULL, *py = NULL;
     s = evo_read_file_max(comp, (size_t)64 << 20, &comp_text, NULL, err);
@@ -185,26 +243,28 @@ static evo_status write_torch(const export_opts *o, const evo_export_src *src, c
     evo_export_default_name(src, kname, sizeof kname);
     const char *cname = base_name(comp);
     char pyname[300];
-    snprintf(pyname, sizeof pyname, "%s.py", o->module);
+    snprintf(pyname, sizeof pyname, "%s.py", module);
     const evo_torch_files f = {.kernel_text = kernel_text, .kernel_name = kname, .kernel_path = kname,
                                .companion_text = comp_text, .companion_name = cname, .companion_path = comp};
     if (strcmp(cname, kname) == 0 || strcmp(cname, pyname) == 0)
         s = evo_fail(err, EVO_E_USAGE,
-                     "export --torch: the quantizer %s would take the name of another file of "
+                     "export --torch: the %s %s would take the name of another file of "
                      "the module",
-                     evo_show(comp).s);
-    if (s == EVO_OK) s = task->torch_module(&f, o->module, &py, err);
+                     opt, evo_show(comp).s);
+    if (s == EVO_OK) s = task->torch_module(&f, module, &py, err);
     if (s == EVO_OK) s = evo_mkdir_p(o->torch, err);
     const char *names[3] = {kname, cname, pyname};
     const char *texts[3] = {kernel_text, comp_text, py};
     bool skip[3] = {false, false, false};
+    char opt_name[80];
+    snprintf(opt_name, sizeof opt_name, "--%s", opt);
     for (int i = 0; s == EVO_OK && i < 3; i++) {
         snprintf(paths[i], sizeof paths[i], "%s/%s", o->torch, names[i]);
         skip[i] = i == 1 && evo_path_same_file(comp, paths[i]); /* the quantizer is already there */
         if (!skip[i]) s = evo_path_check_output("export --torch", paths[i], false, err);
         if (s == EVO_OK) s = evo_path_check_not_input("export --torch", paths[i], "--db", o->db, true, err);
         if (s == EVO_OK && !skip[i])
-            s = evo_path_check_not_input("export --torch", paths[i], "--quantizer", comp, false, err);
+            s = evo_path_check_not_input("export --torch", paths[i], opt_name, comp, false, err);
     }
     for (int i = 0; s == EVO_OK && i < 3; i++)
         if (!skip[i]) s = evo_write_file_atomic(paths[i], texts[i], strlen(texts[i]), err);
@@ -216,7 +276,7 @@ static evo_status write_torch(const export_opts *o, const evo_export_src *src, c
                src->eval.fitness, (long long)src->run.id);
         printf("  beside it: %s (genome %s) and %s\n", names[0], src->cand.genome, evo_show(names[1]).s);
         printf("  use: PYTHONPATH=%s python3 -c \"import torch, %s\"   (torch.ops.evo.*; nvcc builds at first use)\n",
-               evo_show(o->torch).s, o->module);
+               evo_show(o->torch).s, module);
     }
     free(comp_text);
     free(py);

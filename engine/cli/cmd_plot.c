@@ -66,7 +66,7 @@ static evo_status parse_opts(int argc, char **argv, plot_opts *o, evo_err *err)
     return EVO_OK;
 }
 
-/* "attention_fp8 on sm_90 · NVIDIA H100 80GB HBM3 · seed 7, population 6, strategy ga" */
+/* "<task> on sm_90 · NVIDIA H100 80GB HBM3 · seed 7, population 6, strategy ga" */
 static void run_subtitle(const evo_run_rec *r, char *buf, size_t n)
 {
     snprintf(buf, n, "%s on %s%s%s · seed %lld, population %d, strategy %s · %s", r->task ? r->task : "?",

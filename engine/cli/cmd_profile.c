@@ -247,8 +247,8 @@ EVO_CMD(profile)
                                     c.key, o.shape ? o.shape : "", evo_str_cstr(&names));
         evo_str_free(&names);
     }
-    if (s == EVO_OK) s = evo_profile_find_tool("ncu", o.ncu, &ncu, err);
-    if (s == EVO_OK) s = evo_profile_find_tool("nvcc", NULL, &nvcc, err);
+    if (s == EVO_OK) s = evo_path_find_tool("ncu", o.ncu, &ncu, err);
+    if (s == EVO_OK) s = evo_path_find_tool("nvcc", NULL, &nvcc, err);
     if (s == EVO_OK) {
         const char *tmp = getenv("TMPDIR");
         snprintf(dir, sizeof dir, "%s/evo-profile-XXXXXX", tmp && *tmp && strlen(tmp) < 40 ? tmp : "/tmp");

@@ -2,6 +2,7 @@
  * the exit code, and the small helpers the commands share (cli.h). */
 #include "cli.h"
 #include "comm.h"
+#include "strategy.h"
 #include "task.h"
 #include "util.h"
 
@@ -48,7 +49,7 @@ static const evo_cmd commands[] = {
      "                        same command with --resume RUN. Needs evo built with MPI\n"
      "      --migrate-every K generations between migrations (default 5)\n"
      "      --migrants M      genomes each island sends per migration, 0 to 256 (default 2)\n",
-     0},
+     0, NULL},
     {"elite", cmd_elite, "show the best kernels found so far",
      "usage: evo elite --show [--top K] [--shape NAME] [--accuracy CLASS] [--json] [--db F] [--task T]\n"
      "                        [--arch sm_XX]\n"
@@ -69,10 +70,10 @@ static const evo_cmd commands[] = {
      "      --db F            database (default population.db)\n"
      "      --task T          rank candidates of task T (default: the latest run's)\n"
      "      --arch sm_XX      rank candidates compiled for this arch (default: the latest run's)\n",
-     0},
+     0, NULL},
     {"export", cmd_export, "write the best (or a chosen) kernel as a standalone .cu",
      "usage: evo export [--best [--accuracy CLASS] | --id ID | --row N | --key PREFIX] [-o FILE | --torch DIR\n"
-     "                  [--quantizer FILE] [--module NAME]] [--db F]\n"
+     "                  [--module NAME] [TASK OPTION]] [--db F]\n"
      "\n"
      "Writes the kernel specialised to its genome as a .cu file that plain nvcc compiles without evo:\n"
      "an extern \"C\" launcher, a provenance header, and a self-test under -DEVO_SELFTEST.\n"
@@ -89,14 +90,12 @@ static const evo_cmd commands[] = {
      "      --row N           the candidate with row id N\n"
      "      --key PREFIX      the candidate whose key starts with PREFIX (4 to 64 hex digits)\n"
      "  -o, --output FILE     where to write (- : standard output); never the database or another input\n"
-     "      --torch DIR       a PyTorch package instead: the kernel's .cu, the quantizer's .cu and NAME.py, which\n"
-     "                        registers torch.ops.evo.* (built with nvcc at first use); DIR is created if missing.\n"
-     "                        Tasks with a PyTorch op only (attention_fp8)\n"
-     "      --quantizer FILE  the quantizer to put in front (a .cu evo export wrote; default: the one file\n"
-     "                        variants/quantize_fp8-<arch>-*.cu here, else among those installed with evo)\n"
-     "      --module NAME     the Python module's name (default evo_fp8)\n"
+     "      --torch DIR       a PyTorch package instead: the kernel's .cu, the .cu its op needs (named by the\n"
+     "                        task's option below) and NAME.py, which registers torch.ops.evo.* (built with nvcc\n"
+     "                        at first use); DIR is created if missing. Tasks with a PyTorch op only (below)\n"
+     "      --module NAME     the Python module's name (default: the task's, below)\n"
      "      --db F            database (default population.db)\n",
-     0},
+     0, evo_cli_export_task_options},
     {"check", cmd_check, "run a hand-written kernel through the same gates",
      "usage: evo check FILE.cu [FILE.cu...] [--config F] [--accuracy CLASS] [--json] [--db F]\n"
      "                 [--sanitize[=TOOLS]] [--sanitizer PATH] [--retime N]\n"
@@ -122,13 +121,13 @@ static const evo_cmd commands[] = {
      "                        memcheck, racecheck, initcheck, synccheck; default memcheck,racecheck); errors\n"
      "                        reject the kernel, and with --db demote it\n"
      "      --sanitizer PATH  the compute-sanitizer to use (default: on PATH, then $CUDA_HOME/bin)\n",
-     0},
+     0, NULL},
     {"space", cmd_space, "print the search space: knobs, domains, size, valid count",
      "usage: evo space [--config F] [--json]\n"
      "\n"
      "Prints each knob with its domain, the constraints, the total number of genomes and how many satisfy\n"
      "every constraint. No GPU needed.\n",
-     0},
+     0, NULL},
     {"compile", cmd_compile, "compile genomes with NVRTC and report registers, shared memory, spills",
      "usage: evo compile [--config F] [--genome K=V,...] [--sample N] [--arch sm_XX] [--json] [--jobs N]\n"
      "\n"
@@ -140,7 +139,7 @@ static const evo_cmd commands[] = {
      "      --arch sm_XX      target architecture\n"
      "      --json            machine-readable output\n"
      "  -j, --jobs N          parallel compiles (default: all cores)\n",
-     0},
+     0, NULL},
     {"history", cmd_history, "per-generation best / median fitness and status counts of a run",
      "usage: evo history [--run ID] [--json] [--db F]\n"
      "\n"
@@ -151,7 +150,7 @@ static const evo_cmd commands[] = {
      "      --run ID          the run to show (default: the latest)\n"
      "      --json            machine-readable output\n"
      "      --db F            database (default population.db)\n",
-     0},
+     0, NULL},
     {"insights", cmd_insights, "per-knob-value statistics that guide mutation",
      "usage: evo insights [--config F] [--db F] [--json]\n"
      "\n"
@@ -162,7 +161,7 @@ static const evo_cmd commands[] = {
      "  -c, --config F        search configuration (default configs/default.yaml, else the built-in one)\n"
      "      --db F            database (default population.db)\n"
      "      --json            machine-readable output\n",
-     0},
+     0, NULL},
     {"profile", cmd_profile, "profile a stored kernel with Nsight Compute and store the metrics",
      "usage: evo profile (--id ID | --row N | --key PREFIX) [--shape NAME] [--db F] [--ncu PATH] [--cu FILE]\n"
      "\n"
@@ -177,7 +176,7 @@ static const evo_cmd commands[] = {
      "      --db F            database (default population.db)\n"
      "      --ncu PATH        the ncu executable (default: ncu on PATH, then $CUDA_HOME/bin/ncu)\n"
      "      --cu FILE         profile this file `evo export` wrote for the candidate instead of exporting it\n",
-     0},
+     0, NULL},
     {"plot", cmd_plot, "draw SVG charts of a run: fitness per generation, speedup per shape",
      "usage: evo plot [--run ID] [-o DIR] [--db F] [--top K]\n"
      "\n"
@@ -190,7 +189,7 @@ static const evo_cmd commands[] = {
      "  -o, --output DIR      where to write (created when missing; default plots)\n"
      "      --db F            database (default population.db)\n"
      "  -k, --top K           elites in the speedup chart, 1 to 10 (default 5)\n",
-     0},
+     0, NULL},
     {"merge", cmd_merge, "combine stores (islands, other machines) into one",
      "usage: evo merge OUT.db IN.db [IN.db...] [--quiet]\n"
      "\n"
@@ -202,15 +201,15 @@ static const evo_cmd commands[] = {
      "--show` on the result ranks each GPU model on its own. No GPU needed.\n"
      "\n"
      "  -q, --quiet           print nothing but errors\n",
-     0},
+     0, NULL},
     {"init", cmd_init, "write the default configuration out to edit",
      "usage: evo init [PATH | -]\n"
      "\n"
      "Writes the default search configuration built into evo to PATH (default configs/default.yaml, which evo run,\n"
      "space, compile, check and insights read when no --config is given; without that file they use the built-in\n"
      "one), or to standard output for -. Never replaces a file: an existing PATH is refused. No GPU needed.\n",
-     0},
-    {"help", cmd_help, "show help for a command", "usage: evo help [COMMAND]\n", 0},
+     0, NULL},
+    {"help", cmd_help, "show help for a command", "usage: evo help [COMMAND]\n", 0, NULL},
     {"worker", cmd_worker, "internal: the GPU worker process",
      "usage: evo worker --gpu N [--config F] [--log FILE] [--fake MODE]   (internal)\n"
      "\n"
@@ -223,7 +222,7 @@ static const evo_cmd commands[] = {
      "      --fake MODE       a test double that needs no GPU: ok, die, exit:N, stall, garbage, slow:SECONDS,\n"
      "                        error, exit-after (what every eval request does; a request's fault_injection\n"
      "                        overrides it)\n",
-     1},
+     1, NULL},
 };
 
 const evo_cmd *evo_cli_commands(int *n)
@@ -239,7 +238,11 @@ const evo_cmd *evo_cli_find(const char *name)
     return NULL;
 }
 
-void evo_cli_print_usage(const evo_cmd *c) { fputs(c->usage, stdout); }
+void evo_cli_print_usage(const evo_cmd *c)
+{
+    fputs(c->usage, stdout);
+    if (c->usage_more) c->usage_more(stdout);
+}
 
 evo_status evo_cli_usage_error(const evo_cmd *c, evo_err *err, const char *fmt, ...)
 {
@@ -292,6 +295,7 @@ int main(int argc, char **argv)
         else printf("MPI: none (built without MPI: no evo run --islands)\n");
         return 0;
     }
+    evo_strategy_register_config_checks();
     const evo_cmd *c = evo_cli_find(argv[1]);
     if (!c) {
         fprintf(stderr, "evo: unknown command '%s' (see 'evo help')\n", argv[1]);
@@ -338,7 +342,7 @@ void evo_json_num(cJSON *o, const char *name, double v)
 const evo_task *evo_cli_task_of(const char *name)
 {
     const evo_task *t = name ? evo_task_find(name) : NULL;
-    return t ? t : evo_task_find("attention_fp8");
+    return t ? t : evo_tasks[0];
 }
 
 cJSON *evo_json_shape_result(const evo_shape_result *r, const evo_task *task)

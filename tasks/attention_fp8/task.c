@@ -508,6 +508,10 @@ const evo_task evo_task_attention_fp8 = {
     .export_body = evo_attn_export_body,
     .torch_module = evo_attn_torch_module,
     .torch_companion = "variants/quantize_fp8-%s-*.cu",
+    .torch_option = "quantizer",
+    .torch_option_help = "the quantizer to put in front (a .cu evo export wrote; default: the one file\n"
+                         "variants/quantize_fp8-<arch>-*.cu here, else among those installed with evo)",
+    .torch_module_name = "evo_fp8",
     .kernel_prefix = "evo_attn",
     .accuracy_classes = attention_accuracy,
     .genome_accuracy = attention_genome_accuracy,

@@ -3,8 +3,6 @@
  * Each mapping's keys are checked against a fixed list before its values are read; docs/usage.md lists them. */
 #include "config.h"
 
-#include "strategy.h"
-#include "compile.h"
 #include "paths.h"
 #include "task.h"
 #include "util.h"
@@ -19,6 +17,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <yaml.h>
+
+/* Registered by the layers above (evo_config_set_checks); zero: nothing beyond this layer's own rules. */
+static evo_config_checks checks;
+
+void evo_config_set_checks(const evo_config_checks *c)
+{
+    checks = c ? *c : (evo_config_checks){0};
+}
 
 /* ---- names ---- */
 
@@ -916,12 +922,15 @@ static evo_status load_evolution(loader *L, const yaml_node_t *root)
     evo_config *c = L->c;
     if (m) {
         if ((v = get(L, m, "strategy"))) {
-            int i, n;
-            const evo_strategy_ops *const *list = evo_strategy_list(&n);
-            const char *names[16 + 1] = {0}; /* the strategy list's names, NULL-terminated */
-            for (int k = 0; k < n && k < 16; k++) names[k] = list[k]->name;
-            TRY(as_name(L, v, sub(p, path, "strategy"), names, "strategy", &i));
-            strcpy(c->evolution.strategy, names[i]);
+            if (checks.strategy_names) {
+                int i;
+                TRY(as_name(L, v, sub(p, path, "strategy"), checks.strategy_names, "strategy", &i));
+                snprintf(c->evolution.strategy, sizeof c->evolution.strategy, "%s", checks.strategy_names[i]);
+            } else {
+                const char *s;
+                TRY(as_str(L, v, sub(p, path, "strategy"), sizeof c->evolution.strategy, &s));
+                snprintf(c->evolution.strategy, sizeof c->evolution.strategy, "%s", s);
+            }
         }
         TRY(opt_i32(L, m, path, "population", 2, 100000, &c->evolution.population));
         TRY(opt_i32(L, m, path, "generations", 1, 1000000, &c->evolution.generations));
@@ -990,9 +999,9 @@ static evo_status check_options(loader *L, const yaml_node_t *v, const char *pat
     evo_status st = EVO_OK;
     if (n == (int)EVO_ARRAY_LEN(opts)) {
         st = FAIL(L, v, path, "more than %d options", (int)EVO_ARRAY_LEN(opts) - 1);
-    } else if (n > 0) {
+    } else if (n > 0 && checks.compile_options) {
         const char *arch = strcmp(L->c->arch, "auto") == 0 ? "sm_90" : L->c->arch;
-        evo_status s = evo_compile_check_options(arch, opts, n, L->c->compile.timeout_s, why, sizeof why);
+        evo_status s = checks.compile_options(arch, opts, n, L->c->compile.timeout_s, why, sizeof why);
         if (s == EVO_E_CONFIG) st = FAIL(L, v, path, "NVRTC refuses these options: %s", why);
         else if (s != EVO_OK) st = evo_fail(L->err, s, "%s: %s: cannot ask NVRTC about these options: %s", L->file, path, why);
     }

@@ -1,7 +1,7 @@
 /* sanitize.c — one candidate under one compute-sanitizer tool, in a worker of its own (see sanitize.h). */
 #include "sanitize.h"
 
-#include "profile.h"
+#include "paths.h"
 #include "util.h"
 #include "worker.h"
 
@@ -249,7 +249,7 @@ evo_status evo_sanitize_request(const evo_sanitize_job *job, const evo_eval_requ
 
 evo_status evo_sanitize_find(const char *given, char **path, evo_err *err)
 {
-    return evo_profile_find_tool("compute-sanitizer", given, path, err);
+    return evo_path_find_tool("compute-sanitizer", given, path, err);
 }
 
 void evo_sanitize_summary(const evo_sanitize_result *r, int n, char *buf, size_t len)

@@ -24,7 +24,7 @@
 
 #include "config.h"
 #include "evo.h"
-#include "store.h"
+#include "result.h"
 #include "task.h"
 
 #include <stdbool.h>
@@ -38,9 +38,6 @@
 #define EVO_PROTO_MAX_RETIME 100
 
 /* ---- eval ---- */
-
-/* Fills a per-shape result's shape text and fields from a shape. */
-void evo_shape_result_set_shape(evo_shape_result *r, const evo_shape *s);
 
 typedef struct {
     int64_t id;

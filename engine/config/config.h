@@ -70,7 +70,7 @@ const char *evo_timing_method_name(evo_timing_method m); /* "auto", "events", "g
 typedef struct evo_config {
     char *path;        /* as given */
     char *text;        /* the whole file, stored with each run for provenance */
-    char task[EVO_NAME_MAX];   /* "attention_fp8" */
+    char task[EVO_NAME_MAX];   /* a name of evo_tasks (task.h) */
     const evo_task *task_ops;  /* the task's table */
     char arch[16];     /* "auto" or "sm_90" ... */
     double options[EVO_FIELDS_MAX]; /* the task's options (task->options order): top-level keys it owns */
@@ -120,7 +120,7 @@ typedef struct evo_config {
     } timing;
 
     struct {
-        char strategy[EVO_NAME_MAX]; /* a name of evo_strategy_list: "ga", "random", "seeds" */
+        char strategy[EVO_NAME_MAX]; /* a strategy name (checked by evo_config_checks): "ga", "random", "seeds" */
         int population, generations, elites, tournament;
         double crossover_rate, mutation_rate, immigrant_rate, local_rate;
         uint64_t seed;
@@ -146,6 +146,19 @@ typedef struct evo_config {
         int sandbox; /* evo_sandbox_mode: 0 auto, 1 required, 2 off */
     } compile;
 } evo_config;
+
+/* What this layer cannot know itself, asked of functions the layers above register before loading (the CLI does at
+ * start, tests that load configs do too): the search's strategy names, and whether NVRTC takes compile.extra_options.
+ * With none registered, any strategy name is read (the search refuses an unknown one when a run starts) and the
+ * extra options are not tried. Not thread-safe: register once, before any load. */
+typedef struct {
+    const char *const *strategy_names; /* NULL-terminated */
+    /* EVO_OK; EVO_E_CONFIG when refused (why says so); another status when it could not ask (compile.h's
+     * evo_compile_check_options is one) */
+    evo_status (*compile_options)(const char *arch, const char *const *options, int n, double timeout_s, char *why,
+                                  size_t why_len);
+} evo_config_checks;
+void evo_config_set_checks(const evo_config_checks *c); /* NULL: none */
 
 evo_status evo_config_load(const char *path, evo_config **out, evo_err *err);
 /* The configuration a command uses: path when given; else configs/default.yaml of the working directory when there

@@ -46,7 +46,7 @@ evo_status evo_sanitize_parse_tools(const char *list, const char **tools, int *n
 int evo_sanitize_count_errors(const char *report, char *first, size_t first_len);
 
 typedef struct {
-    const char *sanitizer;   /* path of compute-sanitizer (evo_profile_find_tool) */
+    const char *sanitizer;   /* path of compute-sanitizer (evo_path_find_tool) */
     const char *tool;        /* one of evo_sanitize_tool_names */
     int gpu;                 /* ordinal */
     const char *config_path; /* handed to the worker */

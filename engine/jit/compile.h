@@ -85,7 +85,7 @@ typedef struct {
 
 typedef struct {
     const char *source;            /* program text                                                        */
-    const char *program_name;      /* file name the log uses ("attention_fp8.cu"); NULL: "program.cu"      */
+    const char *program_name;      /* file name the log uses (the template's); NULL: "program.cu"         */
     const char *const *name_exprs; /* kernels to report, as NVRTC name expressions ("attn<64, 0, 128>");
                                       an extern "C" kernel's plain name is one too. None (n = 0): report
                                       every entry function ptxas compiled, under its symbol name          */

@@ -640,12 +640,3 @@ void evo_eval_reply_free(evo_eval_reply *r)
     free(r->detail);
     r->detail = NULL;
 }
-
-void evo_shape_result_set_shape(evo_shape_result *r, const evo_shape *s)
-{
-    evo_shape_format(s, r->shape, sizeof r->shape);
-    evo_str t = {0};
-    evo_shape_fields_json(s, &t);
-    snprintf(r->fields, sizeof r->fields, "%s", evo_str_cstr(&t));
-    evo_str_free(&t);
-}
