@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """gpu_torch_op.py — the PyTorch ops of an exported attention kernel + quantizer, for real on a GPU: the module
-rendered from templates/torch_op.py and built with nvcc, then checked and timed.
+rendered from tasks/attention_fp8/torch_op.py and built with nvcc, then checked and timed.
   python3 tests/gpu_torch_op.py ATTENTION.cu QUANTIZE.cu|- [--out DIR] [--quick]
 (- assembles a quantizer with tools/quantize_export.py's default genome). Exits 77 (skipped, reason printed) without
 PyTorch, a CUDA device or nvcc; 1 when a check fails.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""torch_op_cpu.py — the PyTorch module template (templates/torch_op.py) without a GPU: rendered with stand-in file
-names, imported without building, its three ops registered with the right schemas, their fake implementations
+"""torch_op_cpu.py — the PyTorch module template (tasks/attention_fp8/torch_op.py) without a GPU: rendered with
+stand-in file names, imported without building, its three ops registered with the right schemas, their fake implementations
 giving the right shapes, dtypes and devices (FakeTensorMode), and bad input refused with the message it should get.
 Exits 77 (skipped, with the reason) when PyTorch 2.4+ is not importable. Run: python3 tests/torch_op_cpu.py
 """

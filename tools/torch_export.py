@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import outpath  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TEMPLATE = os.path.join(ROOT, "templates", "torch_op.py")
+TEMPLATE = os.path.join(ROOT, "tasks", "attention_fp8", "torch_op.py")
 PLACEHOLDER = re.compile(r"@[A-Z_]+@")
 
 

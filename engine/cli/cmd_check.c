@@ -1,5 +1,5 @@
-/* cmd_check.c — `evo check FILE.cu`: a hand-written kernel (the task's ABI, e.g. evo_attention_abi.h; see
- * docs/templates.md) through the same gates as every candidate, timed against the config's baseline genome on the
+/* cmd_check.c — `evo check FILE.cu`: a hand-written kernel (the task's ABI header, its *_abi.h under tasks/;
+ * see docs/templates.md) through the same gates as every candidate, timed against the config's baseline genome on the
  * same GPU; --retime N times it N times more in the same worker and reports how far the figures move. Without a
  * GPU the compile gate still runs and prints its log. Exit 0 when it passes every gate, 1 for any other verdict
  * (or no GPU), 2 when the file does not compile. */

@@ -57,7 +57,7 @@ typedef enum {
  * shows one. */
 const char *evo_fitness_describe(evo_fitness f);
 
-/* How the timing gate clocks a launch (engine/timing.h says what each measures). */
+/* How the timing gate clocks a launch (engine/worker/timing.h says what each measures). */
 typedef enum {
     EVO_TIMING_AUTO = 0, /* cupti where libcupti loads, else events */
     EVO_TIMING_EVENTS,   /* CUDA events around each launch */

@@ -79,7 +79,7 @@ int evo_kernel_res_format(const evo_kernel_res *r, char *buf, size_t n);
 /* ---- requests and results ---- */
 
 typedef struct {
-    const char *name; /* as the program #includes it: "evo_attention_abi.h" */
+    const char *name; /* as the program #includes it: "x_abi.h" */
     const char *text;
 } evo_compile_header;
 

@@ -488,7 +488,7 @@ static evo_status load_variants(gpu_state *g, CUmodule mod, const evo_eval_reque
     return EVO_OK;
 }
 
-/* ---- timing: engine/timing.h clocks; the task brings fresh inputs and checks sampled outputs ---- */
+/* ---- timing: engine/worker/timing.h clocks; the task brings fresh inputs and checks sampled outputs ---- */
 
 static uint64_t mix64(uint64_t z)
 {

@@ -32,8 +32,9 @@ CUstream evo_gpu_stream(const evo_gpu *g);
 const evo_config *evo_gpu_config(const evo_gpu *g);
 int evo_gpu_sm_count(const evo_gpu *g);
 int evo_gpu_arch(const evo_gpu *g); /* compute capability as major * 10 + minor: 90 for an H100 */
-/* A kernel of the engine's support module (templates/support.cu: input generator, quantizer, references,
- * comparison); NULL when it has none of that name. */
+/* A kernel of the engine's support module (templates/support.cu: input generator, fp16 to float, comparison,
+ * canaries); NULL when it has none of that name. A task's own kernels come from its own modules
+ * (evo_gpu_load_module). */
 CUfunction evo_gpu_support(const evo_gpu *g, const char *name);
 /* Compiles an embedded template file with NVRTC for this device and loads it (a task's own support kernels). It
  * may include evo_numerics.cuh (device number formats) and the embedded headers named in `headers`

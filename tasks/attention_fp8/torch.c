@@ -1,4 +1,4 @@
-/* torch.c — `evo export --torch` for attention_fp8: the PyTorch module (templates/torch_op.py rendered) for an
+/* torch.c — `evo export --torch` for attention_fp8: the PyTorch module (torch_op.py rendered) for an
  * exported attention kernel and an exported quantizer (task quantize_fp8). The facts come from the two files'
  * text, as tools/torch_export.py reads them, so both write the same module: the genomes and archs from their
  * EVO_EXPORT_* defines, the attention kernel's 8-bit format and head dims, the quantizer's variants

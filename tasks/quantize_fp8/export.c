@@ -1,5 +1,5 @@
-/* export.c — the quantize_fp8 task's standalone .cu (evo_task.export_body, see engine/export.h): a header with the
- * launcher's signature and the provenance, evo_quantize_abi.h and the template inlined, the genome's knobs and the
+/* export.c — the quantize_fp8 task's standalone .cu (evo_task.export_body, see engine/report/export.h): a header with
+ * the launcher's signature and the provenance, evo_quantize_abi.h and the template inlined, the genome's knobs and the
  * explicit instantiations of its kernels for every problem class a user may call it with (head dims 64 and 128 and
  * the config's, fp16 and bf16, rotated or not: the self-test checks each bit for bit), the timed shapes, then
  * tasks/quantize_fp8/quantize_export_harness.cu (launcher and self-test). */

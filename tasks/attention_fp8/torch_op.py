@@ -12,7 +12,8 @@ names a prebuilt library instead. The ops run on the current CUDA stream, work e
 torch.compile(fullgraph=True) (fake implementations give shapes and dtypes) and inside CUDA graph capture. They are
 forward-only (no autograd). Non-contiguous inputs are copied to contiguous ones first (a copy costs time).
 
-Written by evo from templates/torch_op.py: attention genome @GENOME@, quantizer genome @QUANT_GENOME@, arch @ARCH@.
+Written by evo from tasks/attention_fp8/torch_op.py: attention genome @GENOME@,
+quantizer genome @QUANT_GENOME@, arch @ARCH@.
 """
 import ctypes
 import hashlib
