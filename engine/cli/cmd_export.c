@@ -32,6 +32,7 @@
 typedef struct {
     const char *db, *id, *output, *torch, *module, *accuracy;
     const char *companion;     /* the file the task's own option named (NULL: none given) */
+    const char *kernel;        /* --kernel: a file evo export wrote, packaged as it is (no database read) */
     const evo_task *opt_task;  /* the task whose option named it */
     evo_cand_ref how; /* how id names the candidate: --id, --row, --key */
     int best;
@@ -91,6 +92,7 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
         {"db", required_argument, NULL, 'D'},
         {"torch", required_argument, NULL, 'T'},
         {"module", required_argument, NULL, 'M'},
+        {"kernel", required_argument, NULL, 'k'},
         {"accuracy", required_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
@@ -120,6 +122,7 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
         case 'D': o->db = optarg; break;
         case 'T': o->torch = optarg; break;
         case 'M': o->module = optarg; break;
+        case 'k': o->kernel = optarg; break;
         case 'C': o->accuracy = optarg; break;
         case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
         default:
@@ -144,6 +147,11 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
         return evo_cli_usage_error(self, err, "--torch wants a directory, not '-' (three files go there)");
     if (!o->torch && (o->companion || o->module))
         return evo_cli_usage_error(self, err, "%s and --module go with --torch DIR", task_option_names());
+    if (o->kernel && !o->torch)
+        return evo_cli_usage_error(self, err, "--kernel goes with --torch DIR (it packages a file evo export wrote)");
+    if (o->kernel && (o->best || o->id || o->accuracy))
+        return evo_cli_usage_error(self, err, "--kernel names the kernel itself: no --best, --id or --accuracy");
+    if (o->kernel && !*o->kernel) return evo_cli_usage_error(self, err, "--kernel wants a file name");
     if (o->companion && !*o->companion)
         return evo_cli_usage_error(self, err, "--%s wants a file name", o->opt_task->torch_option);
     if (o->module && !python_name(o->module))
@@ -223,11 +231,14 @@ static const char *base_name(const char *path)
 }
 
 /* The kernel's text (already rendered), the companion and the module, into dir. */
-static evo_status write_torch(const export_opts *o, const evo_export_src *src, const char *kernel_text, evo_err *err)
+/* src: the stored candidate the kernel was rendered from; NULL for --kernel (a file evo export wrote, whose task,
+ * arch and name are task_name, arch and kname). */
+static evo_status write_torch(const export_opts *o, const evo_export_src *src, const char *task_name, const char *arch,
+                             const char *kernel_text, const char *kname_in, evo_err *err)
 {
-    const evo_task *task = evo_task_find(src->cand.task);
+    const evo_task *task = evo_task_find(task_name);
     if (!task || !task->torch_module)
-        return evo_fail(err, EVO_E_USAGE, "export --torch: task %s has no PyTorch op", src->cand.task);
+        return evo_fail(err, EVO_E_USAGE, "export --torch: task %s has no PyTorch op", task_name);
     if (o->companion && o->opt_task != task)
         return evo_fail(err, EVO_E_USAGE, "export --torch: --%s is task %s's option; the candidate is of task %s",
                         o->opt_task->torch_option, o->opt_task->name, task->name);
@@ -235,12 +246,13 @@ static evo_status write_torch(const export_opts *o, const evo_export_src *src, c
     const char *module = o->module ? o->module : task->torch_module_name ? task->torch_module_name : "evo_torch";
     /* the default as the usage prints it (evo_cli_export_task_options) */
     char comp[4096], kname[200], paths[3][4400];
-    evo_status s = find_companion(task, o->companion, src->cand.arch, comp, sizeof comp, err);
+    evo_status s = find_companion(task, o->companion, arch, comp, sizeof comp, err);
     if (s != EVO_OK) return s;
     char *comp_text = NULL, *py = NULL;
     s = evo_read_file_max(comp, (size_t)64 << 20, &comp_text, NULL, err);
     if (s != EVO_OK) return s;
-    evo_export_default_name(src, kname, sizeof kname);
+    if (src) evo_export_default_name(src, kname, sizeof kname);
+    else snprintf(kname, sizeof kname, "%s", kname_in);
     const char *cname = base_name(comp);
     char pyname[300];
     snprintf(pyname, sizeof pyname, "%s.py", module);
@@ -268,7 +280,12 @@ static evo_status write_torch(const export_opts *o, const evo_export_src *src, c
     }
     for (int i = 0; s == EVO_OK && i < 3; i++)
         if (!skip[i]) s = evo_write_file_atomic(paths[i], texts[i], strlen(texts[i]), err);
-    if (s == EVO_OK) {
+    if (s == EVO_OK && !src) {
+        printf("wrote %s: PyTorch ops of %s as evo export wrote it\n", evo_show(paths[2]).s, evo_show(o->kernel).s);
+        printf("  beside it: %s and %s\n", evo_show(names[0]).s, evo_show(names[1]).s);
+        printf("  use: PYTHONPATH=%s python3 -c \"import torch, %s\"   (torch.ops.evo.*; nvcc builds at first use)\n",
+               evo_show(o->torch).s, module);
+    } else if (s == EVO_OK) {
         printf("wrote %s: PyTorch ops of candidate %lld (%.8s%s%s), accuracy class %s, %.3fx the baseline in run "
                "%lld\n",
                evo_show(paths[2]).s, (long long)src->cand.id, src->cand.key, src->taken ? ", by its " : "",
@@ -280,6 +297,49 @@ static evo_status write_torch(const export_opts *o, const evo_export_src *src, c
     }
     free(comp_text);
     free(py);
+    return s;
+}
+
+/* `#define NAME "value"` of an exported file, into buf; false when the file has none. */
+static bool export_define(const char *text, const char *name, char *buf, size_t n)
+{
+    char key[64];
+    snprintf(key, sizeof key, "#define %s \"", name);
+    const char *p = strstr(text, key);
+    if (!p) return false;
+    p += strlen(key);
+    const char *e = strchr(p, '"');
+    if (!e || (size_t)(e - p) >= n) return false;
+    snprintf(buf, n, "%.*s", (int)(e - p), p);
+    return true;
+}
+
+/* --torch DIR --kernel FILE: the module for a kernel evo export already wrote. Its task: the one its name starts
+ * with (<task>-<arch>-<key>.cu, export's default), else the only task with a PyTorch op; its arch: its
+ * EVO_EXPORT_ARCH. */
+static evo_status package_kernel(const export_opts *o, evo_err *err)
+{
+    char *text = NULL, arch[32];
+    evo_status s = evo_read_file_max(o->kernel, (size_t)64 << 20, &text, NULL, err);
+    if (s != EVO_OK) return s;
+    if (!export_define(text, "EVO_EXPORT_ARCH", arch, sizeof arch)) {
+        free(text);
+        return evo_fail(err, EVO_E_USAGE, "export --kernel %s: not a file evo export wrote (no EVO_EXPORT_ARCH)",
+                        evo_show(o->kernel).s);
+    }
+    const char *kname = base_name(o->kernel);
+    const evo_task *task = NULL, *only = NULL;
+    int n_torch = 0;
+    for (int i = 0; evo_tasks[i]; i++) {
+        const size_t len = strlen(evo_tasks[i]->name);
+        if (evo_tasks[i]->torch_module) only = evo_tasks[i], n_torch++;
+        if (strncmp(kname, evo_tasks[i]->name, len) == 0 && kname[len] == '-') task = evo_tasks[i];
+    }
+    if (!task && n_torch == 1) task = only;
+    if (!task) s = evo_fail(err, EVO_E_USAGE, "export --kernel %s: its name does not say its task (<task>-...)",
+                            evo_show(o->kernel).s);
+    else s = write_torch(o, NULL, task->name, arch, text, kname, err);
+    free(text);
     return s;
 }
 
@@ -296,6 +356,7 @@ EVO_CMD(export)
         (s = evo_path_check_not_input("export -o", o.output, "--db", o.db, true, err)) != EVO_OK)
         return s;
     if (o.torch && (s = check_torch_dir(o.torch, err)) != EVO_OK) return s;
+    if (o.kernel) return package_kernel(&o, err);
     evo_store *st;
     s = evo_store_open(o.db, EVO_STORE_READONLY, &st, err);
     if (s != EVO_OK) return s;
@@ -305,7 +366,7 @@ EVO_CMD(export)
     if (s == EVO_OK) s = evo_export_render(&src, NULL, &out, err);
     char path[4200];
     if (s == EVO_OK && o.torch) {
-        s = write_torch(&o, &src, out.text, err);
+        s = write_torch(&o, &src, src.cand.task, src.cand.arch, out.text, NULL, err);
         if (s == EVO_OK && src.note[0]) fprintf(stderr, "evo: note: %s\n", src.note);
         if (s == EVO_OK && out.warning[0]) fprintf(stderr, "evo: warning: %s\n", out.warning);
         evo_export_out_free(&out);

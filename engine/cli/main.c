@@ -73,7 +73,7 @@ static const evo_cmd commands[] = {
      0, NULL},
     {"export", cmd_export, "write the best (or a chosen) kernel as a standalone .cu",
      "usage: evo export [--best [--accuracy CLASS] | --id ID | --row N | --key PREFIX] [-o FILE | --torch DIR\n"
-     "                  [--module NAME] [TASK OPTION]] [--db F]\n"
+     "                  [--module NAME] [--kernel FILE] [TASK OPTION]] [--db F]\n"
      "\n"
      "Writes the kernel specialised to its genome as a .cu file that plain nvcc compiles without evo:\n"
      "an extern \"C\" launcher, a provenance header, and a self-test under -DEVO_SELFTEST.\n"
@@ -94,6 +94,8 @@ static const evo_cmd commands[] = {
      "                        task's option below) and NAME.py, which registers torch.ops.evo.* (built with nvcc\n"
      "                        at first use); DIR is created if missing. Tasks with a PyTorch op only (below)\n"
      "      --module NAME     the Python module's name (default: the task's, below)\n"
+     "      --kernel FILE     with --torch: package FILE, a kernel evo export wrote, instead of reading the\n"
+     "                        database (its task from its name, <task>-..., its arch from the file)\n"
      "      --db F            database (default population.db)\n",
      0, evo_cli_export_task_options},
     {"check", cmd_check, "run a hand-written kernel through the same gates",

@@ -11,7 +11,7 @@ measurement), and prints a markdown summary: per strategy the median over seeds 
 of the pick's re-timed fitness, the share of correct evaluations, and how often the pick beat the best seed beyond
 the re-timing noise. "seeds only" is the baseline and the config's seeds, the first evaluations of a `seeds` run.
 
-    python3 tools/compare_strategies.py [--config configs/default.yaml] [--strategies seeds,ga,random]
+    python3 tools/bench/compare_strategies.py [--config configs/default.yaml] [--strategies seeds,ga,random]
         [--seeds 8] [--budget-s 210] [--population 16] [--generations 4] [--retimes 3] [--work DIR] [--out F]
         [--replay DB]     (CI: evaluate by replay instead of on the GPU; the re-timings then repeat the recording)
 
@@ -31,7 +31,7 @@ import time
 
 from search_efficiency import with_settings
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def config_genomes(text):
@@ -194,7 +194,7 @@ def main():
     gpu = run_gpu(os.path.join(a.work, "run-%s-1.db" % re.sub(r"\W", "_", strategies[0])))
     out = []
     p = out.append
-    p("## GA vs random vs seeds only (`tools/compare_strategies.py`, %s)\n" % time.strftime("%Y-%m-%d %H:%M UTC",
+    p("## GA vs random vs seeds only (`tools/bench/compare_strategies.py`, %s)\n" % time.strftime("%Y-%m-%d %H:%M UTC",
                                                                                                time.gmtime()))
     p("Config `%s` on %s; %d seeds x {%s}, population %d, %d generations (%s); every run compared at the "
       "same budget of %d evaluations (the smallest run's). Search %.0f s, re-timing %.0f s (%d x %d genomes)." %

@@ -1,8 +1,8 @@
 /* quantize_bench.cu — standalone harness for the quantize_fp8 templates (tasks/quantize_fp8/quantize_fp8.cu): a
  * fixed list of genomes, each bit-exact against the CPU reference (quantize_ref.c) on every shape, dtype, rotation
  * and input kind, then timed against a device-to-device copy of the same bytes (CUDA events, L2 flushed before
- * every repetition, median). Also builds as a shared library (-DQB_LIB) that tools/compare_quantize.py loads.
- * Build: tools/quantize_build.sh [OUTDIR]     Run: OUTDIR/quantize_bench [--reps N] [--quick] [--out DIR]
+ * every repetition, median). Also builds as a shared library (-DQB_LIB) that tools/bench/compare_quantize.py loads.
+ * Build: tools/bench/quantize_build.sh [OUTDIR]     Run: OUTDIR/quantize_bench [--reps N] [--quick] [--out DIR]
  * GPU work runs in forked children: a kernel that traps costs its genome only; the parent restarts after it.
  * QB_SMS_SCALE=N plans every grid for N times the SMs (mode 7 must then finish bit-exact without co-residency).
  */
@@ -199,7 +199,7 @@ static void reference_mt(const uint16_t *x, int dtype, int rot, size_t n_heads, 
     for (auto &t : th) t.join();
 }
 
-/* ---- library interface (tools/compare_quantize.py) ---- */
+/* ---- library interface (tools/bench/compare_quantize.py) ---- */
 
 extern "C" {
 int qb_num_variants(void)

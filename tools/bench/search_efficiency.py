@@ -5,7 +5,7 @@ Replays searches over a space whose every genome was evaluated on a GPU (tests/d
 tests/data/replay-space.yaml) with `evo run --replay`, for each strategy and seed, and reports the median over seeds
 of the fitness of the kernel the search would pick after N evaluations, divided by the exhaustive best.
 
-    python3 tools/search_efficiency.py [--evo build/evo] [--seeds 10] [--population 16] [--generations 14]
+    python3 tools/bench/search_efficiency.py [--evo build/evo] [--seeds 10] [--population 16] [--generations 14]
         [--strategies ga,ga@local_rate=0,random,seeds] [--with-seeds configs/default.yaml | --draw-seeds 4]
         [--noise 0,2]
 
@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def recorded(db):

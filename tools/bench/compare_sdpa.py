@@ -5,12 +5,12 @@ every contender timed the same two ways; errors against FP32 references.
 Needs python3, PyTorch with CUDA and nvcc on the GPU host; the cuDNN FP8 column needs the nvidia-cudnn-frontend
 wheel on PYTHONPATH (without it the column says why it is n/a).
 
-  python3 tools/compare_sdpa.py variants/X.cu [--causal both|on|off] [--out DIR] [--reps N] [--replays N]
+  python3 tools/bench/compare_sdpa.py variants/X.cu [--causal both|on|off] [--out DIR] [--reps N] [--replays N]
                                 [--presets mission,long] [--shapes B,H,S,D;...] [--peers flash,cudnn,efficient,cudnn_fp8]
                                 [--arch sm_90] [--nvcc PATH] [--lib LIB.so] [--incoherent]
-  python3 tools/compare_sdpa.py --peers-only [--shapes ...] ...   (the peers alone, no exported kernel)
-  python3 tools/compare_sdpa.py variants/X.cu --rmse      (RMSE against FP64 attention on outlier inputs, no timing)
-  python3 tools/compare_sdpa.py variants/X.cu --dry-run   (no GPU, no PyTorch: the arguments and the file only)
+  python3 tools/bench/compare_sdpa.py --peers-only [--shapes ...] ...   (the peers alone, no exported kernel)
+  python3 tools/bench/compare_sdpa.py variants/X.cu --rmse      (RMSE against FP64 attention on outlier inputs, no timing)
+  python3 tools/bench/compare_sdpa.py variants/X.cu --dry-run   (no GPU, no PyTorch: the arguments and the file only)
 --incoherent rotates Q and K along D before quantizing (incoherent processing), with the quantizer's fixed rotation
 (tasks/quantize_fp8/evo_quantize_abi.h): each row x becomes x·M, M = diag(s)·H/sqrt(D), H the Walsh-Hadamard matrix;
 (Q·M)(K·M)ᵀ = Q·Kᵀ, so the kernel is unchanged. --rmse measures, on the FlashAttention-3 paper's outlier inputs

@@ -8,10 +8,10 @@ fitness among them, scored by its recorded fitness / the exhaustive best. One is
 seed (a one-island job is exactly that run). Measured evaluations count whatever they are (a migrant measured again on
 its new island counts; a result reused from the island's store does not occur: each island's store is new).
 
-    python3 tools/islands_study.py [--evo build/evo] [--islands 1,2,4,16] [--seeds 5] [--budgets 48,96,144]
+    python3 tools/bench/islands_study.py [--evo build/evo] [--islands 1,2,4,16] [--seeds 5] [--budgets 48,96,144]
         [--population 8] [--one-population 16] [--migrate-every 1] [--migrants 2] [--noise 0,2] [--out DIR]
 
---noise K    as tools/search_efficiency.py: every island replays a copy of the recording whose speedups were measured
+--noise K    as tools/bench/search_efficiency.py: every island replays a copy of the recording whose speedups were measured
              again under the noise model (K x the standard error of each median), one copy per seed; the pick is made
              by the noisy values and scored by the recorded ones.
 --check      the CI property: for every N and budget the mean over seeds of the islands' pick is >= one island's
@@ -29,8 +29,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from search_efficiency import exhaustive_best, noisy_copy, recorded, with_settings  # noqa: E402
 
 

@@ -2,8 +2,8 @@
  * against FP32 (GPU) and FP64 (CPU) references, beside the exported mma.sync kernel when one is linked in.
  *
  *   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Itemplates -Itasks/attention_fp8 \
- *        tools/sm90_bench.cu tasks/attention_fp8/attn_sm90_host.c [-DSM90_BASELINE variants/attention_fp8-sm_90-*.cu] \
- *        -o sm90_bench                                                        (tools/sm90_batch.sh builds and runs it)
+ *        tools/bench/sm90_bench.cu tasks/attention_fp8/attn_sm90_host.c [-DSM90_BASELINE variants/attention_fp8-sm_90-*.cu] \
+ *        -o sm90_bench                                                        (tools/bench/sm90_batch.sh builds and runs it)
  *   ./sm90_bench [--check] [--time] [--list] [--filter SUBSTR] [--only 'G;G'] [--skip 'G;G'] [--csv FILE] [--reps N]
  *                [--big-only] [--no-baseline] [--profile] [--repeat N [--shape B,H,S,D,CAUSAL]]
  *                (exit 3: a kernel hung, named on the HANG line; 1: failed checks; --repeat: N launches on one problem

@@ -11,9 +11,9 @@ Variants switch single roundings off or change the quantization (per 64-row bloc
 rotated back, K centred over S, Q left in fp16). Prints the RMSE of each against FP64 attention on the fp16 inputs,
 mean over the seeds.
 
-  pip install numpy ml_dtypes;  python3 tools/rmse_model.py [--dim 64] [--seeds 0 1]
+  pip install numpy ml_dtypes;  python3 tools/bench/rmse_model.py [--dim 64] [--seeds 0 1]
 
-Validated against the H200 measurements of tools/compare_sdpa.py --rmse (docs/results.md).
+Validated against the H200 measurements of tools/bench/compare_sdpa.py --rmse (docs/results.md).
 """
 import argparse
 import time

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # sm90_batch.sh — one GPU-host session for the sm_90a attention family: the correctness grid (a kernel that hangs is
 # named and the rest rerun without it), the timing table, and cuDNN FP8 SDPA timed in the same session; logs in $OUT.
-#   OUT=/tmp/out bash tools/sm90_batch.sh [all|check|time|cudnn] [extra sm90_bench args...]
-# Run from a folder holding sm90_bench (built by nvcc, see tools/sm90_bench.cu; rebuilt here from ./src if it does not
+#   OUT=/tmp/out bash tools/bench/sm90_batch.sh [all|check|time|cudnn] [extra sm90_bench args...]
+# Run from a folder holding sm90_bench (built by nvcc, see tools/bench/sm90_bench.cu; rebuilt here from ./src if it does not
 # run), compare_sdpa.py and wheels/ (nvidia-cudnn-frontend).
 set -u
 OUT=${OUT:-./out}

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# quantize_build.sh — builds tools/quantize_bench.cu twice: the harness binary and the shared library that
-# tools/compare_quantize.py loads (ctypes), with the CPU reference linked in.
-# Usage: tools/quantize_build.sh [OUTDIR] [ARCH]      (defaults: build/quantize, sm_90; needs nvcc and gcc)
+# quantize_build.sh — builds tools/bench/quantize_bench.cu twice: the harness binary and the shared library that
+# tools/bench/compare_quantize.py loads (ctypes), with the CPU reference linked in.
+# Usage: tools/bench/quantize_build.sh [OUTDIR] [ARCH]      (defaults: build/quantize, sm_90; needs nvcc and gcc)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${1:-build/quantize}
 arch=${2:-sm_90}
 mkdir -p "$out"
@@ -13,7 +13,7 @@ for f in tasks/quantize_fp8/quantize_ref.c engine/core/numerics.c engine/core/ev
 done
 objs=("$out/quantize_ref.o" "$out/numerics.o" "$out/evo.o")
 nv=(nvcc -O2 -std=c++17 -arch="$arch" "${inc[@]}" -Xcompiler -fPIC -Xptxas -warn-spills)
-"${nv[@]}" tools/quantize_bench.cu "${objs[@]}" -o "$out/quantize_bench" &
-"${nv[@]}" -DQB_LIB -shared tools/quantize_bench.cu "${objs[@]}" -o "$out/libquantize_bench.so" &
+"${nv[@]}" tools/bench/quantize_bench.cu "${objs[@]}" -o "$out/quantize_bench" &
+"${nv[@]}" -DQB_LIB -shared tools/bench/quantize_bench.cu "${objs[@]}" -o "$out/libquantize_bench.so" &
 wait %1 && wait %2
 echo "built $out/quantize_bench and $out/libquantize_bench.so ($arch)"

@@ -5,9 +5,9 @@
 # seed and distribution: the gates' cost, not the timing, is what that changes), then the content-memoizing planted
 # kernel with and without fresh inputs. Writes $OUT/methods.json (one evo check --json per method),
 # $OUT/methods.log, $OUT/memo.json and prints a summary table last.
-# Run: tools/timing_study.sh [GENOME]   (after building; uses ./build/evo)
+# Run: tools/bench/timing_study.sh [GENOME]   (after building; uses ./build/evo)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/timing-logs}
 mkdir -p "$OUT"
 GENOME=${1:-TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=1,BIG_TILE_M=128,BIG_TILE_N=64}

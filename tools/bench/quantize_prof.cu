@@ -1,7 +1,7 @@
 /* quantize_prof.cu — a profiler's driver for an exported quantizer: three calls of its launcher on
  * (4,16,4096,128) fp16 (inputs all 0x3c3c), so that `ncu --launch-skip 2 --launch-count 1` sees a warm third call.
  *
- *   nvcc -arch=sm_90 -O3 -DQFILE='"quantize_fp8-sm_90-ID.cu"' -I DIR_OF_THE_FILE tools/quantize_prof.cu -o prof
+ *   nvcc -arch=sm_90 -O3 -DQFILE='"quantize_fp8-sm_90-ID.cu"' -I DIR_OF_THE_FILE tools/bench/quantize_prof.cu -o prof
  *   ncu -k regex:evo_quant --launch-skip 2 --launch-count 1 --set full ./prof
  */
 #include QFILE

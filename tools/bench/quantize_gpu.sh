@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # quantize_gpu.sh — on a GPU host: the quantize_fp8 harness (self-tests, every genome bit-exact against the CPU
 # reference, timing against a device-to-device copy) and then PyTorch side by side; logs and JSON under OUT.
-# Usage: tools/quantize_gpu.sh OUT [BUILD_DIR]    (BUILD_DIR: default build/quantize, built with
-#        tools/quantize_build.sh when it holds no quantize_bench; prints a summary last)
+# Usage: tools/bench/quantize_gpu.sh OUT [BUILD_DIR]    (BUILD_DIR: default build/quantize, built with
+#        tools/bench/quantize_build.sh when it holds no quantize_bench; prints a summary last)
 # Time limits in seconds (0: none): QB_BENCH_TIMEOUT, QB_COMPARE_TIMEOUT; extra options: QB_BENCH_ARGS, QB_COMPARE_ARGS.
 # QB_NCU="G1,G2": also profile those genomes and the probes on (4,16,4096,128) fp16 with ncu (ncu.txt).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-out=${1:?usage: tools/quantize_gpu.sh OUT [BUILD_DIR]}
+cd "$(dirname "$0")/../.."
+out=${1:?usage: tools/bench/quantize_gpu.sh OUT [BUILD_DIR]}
 bd=${2:-build/quantize}
 mkdir -p "$out"
-if [ ! -x "$bd/quantize_bench" ]; then tools/quantize_build.sh "$bd" || exit 1; fi
+if [ ! -x "$bd/quantize_bench" ]; then tools/bench/quantize_build.sh "$bd" || exit 1; fi
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv; date -u +%FT%TZ; } \
   > "$out/gpu.txt" 2>&1
 # in a session of its own, so that a time limit (QB_BENCH_TIMEOUT seconds) also ends its forked GPU child
@@ -24,7 +24,7 @@ wait "$bench_pid"
 echo "bench rc=$?" >> "$out/bench.log"
 [ -n "${watch_pid:-}" ] && kill "$watch_pid" 2>/dev/null
 awk '/^CHECKED/ && $6 == 0 {sub(":", "", $3); print $3}' "$out/bench.log" > "$out/passing.txt"
-PYTHONUNBUFFERED=1 timeout -k 5 "${QB_COMPARE_TIMEOUT:-0}" python3 tools/compare_quantize.py --lib "$bd/libquantize_bench.so" --variants "$out/passing.txt" \
+PYTHONUNBUFFERED=1 timeout -k 5 "${QB_COMPARE_TIMEOUT:-0}" python3 tools/bench/compare_quantize.py --lib "$bd/libquantize_bench.so" --variants "$out/passing.txt" \
   --out "$out" ${QB_COMPARE_ARGS:-} > "$out/compare.log" 2>&1
 echo "compare rc=$?" >> "$out/compare.log"
 if [ -n "${QB_NCU:-}" ]; then

@@ -7,7 +7,7 @@ that holds HMMA/IMMA, the instructions on its hot path: the path from the loop h
 issues at least thread 0's share of one K and one V tile of cp.async copies (LDGSTS) with the fewest instructions: a tile that
 loads the next stage but needs no mask and no Q fragments. Inner loops on that path are counted once per pass (their
 iterations hold copies, so the count fixes how often they run) and listed with their size.
-  python3 tools/sass_loop_stats.py [--arch sm_90] [--top 24] [--templates DIR] [--sass-dir DIR] 64,0,128,64,4,1,2,...
+  python3 tools/bench/sass_loop_stats.py [--arch sm_90] [--top 24] [--templates DIR] [--sass-dir DIR] 64,0,128,64,4,1,2,...
 With no genome the default list below is used. Needs nvcc on PATH and cuobjdump (PATH, CUDA bin or $CUOBJDUMP).
 """
 import argparse
@@ -27,7 +27,7 @@ DEFAULT = [
     "64,0,128,64,4,1,2,1,1,0,2,1,1",   # FP16 K and V in smem
     "64,1,128,64,4,1,2,1,1,1,0,1,1",   # u8sim with s8 IMMA
 ]
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LINE = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 
 
@@ -171,7 +171,7 @@ def main():
     ap.add_argument("genomes", nargs="*", default=DEFAULT)
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--top", type=int, default=24, help="opcodes listed per kernel")
-    ap.add_argument("--templates", default=os.path.join(ROOT, "templates"),
+    ap.add_argument("--templates", default=os.path.join(ROOT, "tasks", "attention_fp8"),
                     help="directory holding attention_fp8.cu (e.g. an older revision, to compare)")
     ap.add_argument("--sass-dir", help="also write each kernel's SASS and each loop's hot path here")
     a = ap.parse_args()
@@ -182,7 +182,8 @@ def main():
             f.write('#include "attention_fp8.cu"\n')
             for g in a.genomes:
                 f.write(f"template __global__ void evo_attn_fwd<{g}>(const evo_attn_params);\n")
-        cp = subprocess.run([nvcc, f"-arch={a.arch}", "-std=c++17", "-I", a.templates, "-cubin",
+        cp = subprocess.run([nvcc, f"-arch={a.arch}", "-std=c++17", "-I", a.templates, "-I",
+                             os.path.join(ROOT, "templates"), "-cubin",
                              "-Xptxas=-v", src, "-o", cubin], capture_output=True, text=True)
         if cp.returncode:
             sys.exit(cp.stderr)

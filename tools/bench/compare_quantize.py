@@ -2,13 +2,13 @@
 """compare_quantize.py — the quantize_fp8 kernels against PyTorch in one process, on the same tensors: a
 device-to-device copy of the same bytes (1.5 bytes read + 1.5 written per element), the quantizer written in
 PyTorch ops (amax, divide, cast to float8_e4m3fn; the rotation as fp32 butterflies in the kernels' order) and every
-kernel variant of tools/quantize_bench.cu (built as a shared library by tools/quantize_build.sh, loaded with
+kernel variant of tools/bench/quantize_bench.cu (built as a shared library by tools/bench/quantize_build.sh, loaded with
 ctypes). CUDA events, L2 flushed before every repetition, median. Codes are checked bit for bit against PyTorch's
 cast (same rounding: nearest even, |x/scale| <= 448) and, on the smaller shapes, against the CPU reference.
 
-  python3 tools/compare_quantize.py --lib build/quantize/libquantize_bench.so [--reps 30] [--out DIR]
+  python3 tools/bench/compare_quantize.py --lib build/quantize/libquantize_bench.so [--reps 30] [--out DIR]
                                     [--variants FILE|S1,C1,...] [--quick]
-  python3 tools/compare_quantize.py --lib ... --dry-run     (no GPU, no PyTorch: the library and the signs only)
+  python3 tools/bench/compare_quantize.py --lib ... --dry-run     (no GPU, no PyTorch: the library and the signs only)
 """
 import argparse
 import ctypes
@@ -137,7 +137,7 @@ def timed(torch, fn, reps, flush):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True, help="libquantize_bench.so from tools/quantize_build.sh")
+    ap.add_argument("--lib", required=True, help="libquantize_bench.so from tools/bench/quantize_build.sh")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--out", default=".")
     ap.add_argument("--variants", default=None, help="file of variant names, or genome names (S1,C1,...)")
@@ -147,7 +147,7 @@ def main():
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args()
     if not os.path.exists(args.lib):
-        print(f"compare_quantize: {args.lib}: no such library; build it with tools/quantize_build.sh", file=sys.stderr)
+        print(f"compare_quantize: {args.lib}: no such library; build it with tools/bench/quantize_build.sh", file=sys.stderr)
         return 2
     if args.reps < 5:
         print("compare_quantize: --reps must be at least 5", file=sys.stderr)

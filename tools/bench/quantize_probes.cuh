@@ -1,4 +1,4 @@
-/* quantize_probes.cuh — the kernels the quantizer harnesses (tools/quantize_bench.cu, tools/quantize_rounds.cu) time
+/* quantize_probes.cuh — the kernels the quantizer harnesses (tools/bench/quantize_bench.cu, tools/bench/quantize_rounds.cu) time
  * beside the quantizer: the read flush and the one-pass probe at a known scale; and QB_CHECK, the CUDA call check
  * both use. Include after quantize_fp8.cu. */
 #pragma once

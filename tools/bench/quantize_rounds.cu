@@ -5,8 +5,8 @@
  * fp16, no rotation. Prints, on (4,16,4096,128) and (1,16,16384,64): device-to-device copy of the same bytes, the
  * one-pass probe (scale known), and each variant (bit-exact check against the CPU reference first).
  * Measured slower than mode 3 (docs/perf-notes.md, "Register rounds"); kept to repeat the measurement.
- * Build: nvcc -O2 -std=c++17 -arch=sm_90 -Itasks/quantize_fp8 -Iengine/core tools/quantize_rounds.cu
- *        build/quantize/{quantize_ref,numerics,evo}.o -o build/quantize/quantize_rounds   (tools/quantize_build.sh
+ * Build: nvcc -O2 -std=c++17 -arch=sm_90 -Itasks/quantize_fp8 -Iengine/core tools/bench/quantize_rounds.cu
+ *        build/quantize/{quantize_ref,numerics,evo}.o -o build/quantize/quantize_rounds   (tools/bench/quantize_build.sh
  *        builds the objects)
  */
 #include "quantize_fp8.cu"
