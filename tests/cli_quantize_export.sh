@@ -3,9 +3,10 @@
 # genome section, tasks/quantize_fp8/quantize_export_harness.cu) for chosen genomes of configs/quantize.yaml (each
 # stored by the fixture maker as a finished run's best) build with plain nvcc and no warning: a cluster genome as the
 # shared library (its four extern "C" symbols present), a chained genome with a separate rotation pass
-# (FUSED_ROT=0: an evo_quant_rotate beside each rotated class), a split genome with its absmax pass and a resident
-# (mode 4: dynamic shared memory, cooperative launch) with their self-tests; the self-test's CPU reference equals
-# quantize_ref.c bit for bit; a genome without every knob is refused naming the knob.
+# (FUSED_ROT=0: an evo_quant_rotate beside each rotated class) and a resident (mode 4: dynamic shared memory,
+# cooperative launch) with their self-tests; a split genome has its absmax pass (test_quantize_nvrtc compiles every
+# mode); the self-test's CPU reference equals quantize_ref.c bit for bit; a genome without every knob is refused
+# naming the knob.
 # Exits 77 (skipped) when nvcc is not found. Run: bash tests/cli_quantize_export.sh build/evo .
 set -u
 EVO=$(realpath "$1")
@@ -57,16 +58,15 @@ grep -q "evo_quant_absmax<128,0,1,32,4,0," split.cu || fail "split.cu lacks its 
 build() { local name=$1; shift; ("$NVCC" -arch=sm_90 -O3 "$@" >"$name.log" 2>&1; echo $? >"$name.rc") & }
 build so -shared -Xcompiler -fPIC cluster.cu -o libq.so
 build chained -DEVO_SELFTEST chained.cu -o chained-selftest
-build split -DEVO_SELFTEST -c split.cu -o split.o
 build resident -DEVO_SELFTEST resident.cu -o resident-selftest
 for f in tasks/quantize_fp8/quantize_ref.c engine/core/numerics.c engine/core/evo.c; do
   gcc -O2 -std=c11 -D_GNU_SOURCE -I"$SRC/tasks/quantize_fp8" -I"$SRC/engine/core" -I"$SRC/tasks/attention_fp8" -I"$SRC/templates" -c "$SRC/$f" \
     -o "$(basename "${f%.c}").o" || fail "gcc $f"
 done
-build refcheck -DEVO_SELFTEST -DEVO_QX_FILE="\"$T/cluster.cu\"" -I"$SRC/tasks/quantize_fp8" -I"$SRC/engine/core" -I"$SRC/tasks/attention_fp8" \
+build refcheck -DEVO_SELFTEST -DEVO_QX_FILE="\"$T/chained.cu\"" -I"$SRC/tasks/quantize_fp8" -I"$SRC/engine/core" -I"$SRC/tasks/attention_fp8" \
   -I"$SRC/templates" "$SRC/tests/quantize_export_refcheck.cu" quantize_ref.o numerics.o evo.o -o refcheck
 wait
-for name in so chained split resident refcheck; do
+for name in so chained resident refcheck; do
   checks=$((checks + 2))
   [ "$(cat $name.rc)" = 0 ] || fail "nvcc $name: $(head -20 $name.log)"
   ! grep -qi "warning" $name.log || fail "nvcc $name warns: $(grep -i warning $name.log | head -5)"
