@@ -242,6 +242,7 @@ const evo_cmd *evo_cli_find(const char *name)
 
 void evo_cli_print_usage(const evo_cmd *c)
 {
+    EVO_ASSERT(strncmp(c->usage, "usage: evo ", 11) == 0); /* every usage text opens the same way */
     fputs(c->usage, stdout);
     if (c->usage_more) c->usage_more(stdout);
 }

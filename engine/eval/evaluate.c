@@ -509,8 +509,13 @@ evo_status evo_evaluator_run(evo_evaluator *e, const evo_candidate *c, int n, bo
                              void (*progress)(void *ctx, int i, const evo_result *r), void *ctx, evo_err *err)
 {
     if (baseline) memset(baseline, 0, sizeof *baseline);
-    if (e->pool) return gpu_run(e, c, n, retime_baseline, true, out, baseline, progress, ctx, err);
-    return replay_run(e, c, n, out, progress, ctx, err);
+    const evo_status s = e->pool ? gpu_run(e, c, n, retime_baseline, true, out, baseline, progress, ctx, err)
+                                 : replay_run(e, c, n, out, progress, ctx, err);
+    /* every result the search and the store take has a verdict and at most the config's shapes */
+    for (int i = 0; s == EVO_OK && i < n; i++)
+        EVO_ASSERT((unsigned)out[i].verdict < EVO_V_COUNT && out[i].n_shapes >= 0 &&
+                   out[i].n_shapes <= EVO_MAX_SHAPES);
+    return s;
 }
 
 evo_status evo_evaluator_retime(evo_evaluator *e, const evo_candidate *c, int n, evo_result *out, evo_err *err)

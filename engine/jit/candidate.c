@@ -73,6 +73,7 @@ static evo_compile_req request_of(const evo_build_opts *o, const evo_candidate *
 void evo_candidate_key(const evo_task *task, const evo_space *space, const evo_genome *g, const char compile_key[65],
                        char key[65])
 {
+    EVO_ASSERT(evo_compile_key_valid(compile_key)); /* a candidate key extends a compile key */
     if (!task->launch_knobs || !task->launch_knobs[0]) {
         memcpy(key, compile_key, 65);
         return;
@@ -87,6 +88,7 @@ void evo_candidate_key(const evo_task *task, const evo_space *space, const evo_g
     }
     evo_sha256_hex(evo_str_cstr(&s), s.len, key);
     evo_str_free(&s);
+    EVO_ASSERT(evo_compile_key_valid(key));
 }
 
 evo_status evo_candidates_prepare(const evo_build_opts *o, evo_candidate *c, int n, evo_err *err)

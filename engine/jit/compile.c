@@ -204,6 +204,14 @@ static void req_options(const evo_compile_req *r, strlist *opts)
     for (int i = 0; i < r->n_options; i++) strlist_add(opts, evo_strdup(r->options[i]));
 }
 
+/* A cache key as every path and lookup takes it: 64 lowercase hex digits (so it names a file and a shard). */
+bool evo_compile_key_valid(const char *key)
+{
+    for (int i = 0; i < 64; i++)
+        if (!((key[i] >= '0' && key[i] <= '9') || (key[i] >= 'a' && key[i] <= 'f'))) return false;
+    return key[64] == '\0';
+}
+
 /* Tag, length, bytes: no two different requests hash the same byte stream. */
 static void key_field(evo_sha256 *c, const char *tag, const char *data)
 {
@@ -233,6 +241,7 @@ static void req_key(const evo_compile_req *r, const strlist *opts, char key[65])
     uint8_t d[32];
     evo_sha256_final(&c, d);
     for (int i = 0; i < 32; i++) snprintf(key + 2 * i, 3, "%02x", d[i]);
+    EVO_ASSERT(evo_compile_key_valid(key));
 }
 
 evo_status evo_compile_key(const evo_compile_req *req, char key[65], evo_err *err)
@@ -1126,6 +1135,7 @@ evo_status evo_compile_batch(const evo_compile_opts *opts, const evo_compile_req
         prep *p = &pr[i];
         req_options(&reqs[i], &p->opts);
         req_key(&reqs[i], &p->opts, p->key);
+        EVO_ASSERT(evo_compile_key_valid(p->key)); /* the entry's path is built from it */
         evo_str t = {0};
         evo_str_appendf(&t, "%s/nvrtc/%.2s", cache, p->key);
         p->shard = evo_str_take(&t);

@@ -164,6 +164,8 @@ const char *evo_compile_result_why(const evo_compile_result *r);
  * "cmem_bytes","barriers"}]} plus "log" when with_log. The caller owns it (cJSON_Delete). */
 struct cJSON *evo_compile_result_json(const evo_compile_result *r, bool with_log);
 
+/* True when key is 64 lowercase hex digits: the form every cache key has (asserted where one is made and used). */
+bool evo_compile_key_valid(const char *key);
 /* The key evo_compile_batch would use for req (EVO_E_CONFIG for a malformed request). */
 evo_status evo_compile_key(const evo_compile_req *req, char key[65], evo_err *err);
 /* The cache directory in effect (malloc'd); EVO_E_CONFIG when none of EVO_CACHE, XDG_CACHE_HOME, HOME is set, or

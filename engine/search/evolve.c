@@ -417,6 +417,10 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
     evo_observation *carried = evo_xcalloc((size_t)(elites > 0 ? elites : 1), sizeof *carried);
     const int n_carried = elites > 0 ? evo_strategy_elites(L->strat, carried, elites) : 0;
     const int n_prop = n;
+    /* population sizes: the strategy proposes at most what it was asked, the carried elites are at most the
+     * elites, best first */
+    EVO_ASSERT(n_prop <= want && n_carried <= (elites > 0 ? elites : 0));
+    for (int k = 1; k < n_carried; k++) EVO_ASSERT(!(carried[k].fitness > carried[k - 1].fitness));
     for (int k = 0; k < n_migr; k++) {
         evo_genome g;
         memset(&g, 0, sizeof g);

@@ -1486,6 +1486,7 @@ static evo_status evaluation_put(evo_store *st, evo_eval_rec *e, evo_err *err)
     b_int(&b, e->gate > 0 ? e->gate : 1);
     SQL(st, err, b.rc);
     SQL(st, err, sqlite3_step(q));
+    EVO_ASSERT(sqlite3_changes(st->db) == 1); /* one evaluation row */
     int64_t id = sqlite3_last_insert_rowid(st->db);
 
     TRY(prep(st, S_RESULT_INSERT, &q, err));
@@ -1513,6 +1514,7 @@ static evo_status evaluation_put(evo_store *st, evo_eval_rec *e, evo_err *err)
         b_real(&rb, r->baseline_ci_hi_us > 0 ? r->baseline_ci_hi_us : NAN);
         SQL(st, err, rb.rc);
         SQL(st, err, sqlite3_step(q));
+        EVO_ASSERT(sqlite3_changes(st->db) == 1); /* one result row per shape */
     }
     e->id = id;
     return EVO_OK;
