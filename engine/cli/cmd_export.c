@@ -80,30 +80,46 @@ static const char *task_option_names(void)
     return buf;
 }
 
+/* `evo export`'s options: parsing (getopt_long through evo_cli_longopts, with the tasks' own options after them)
+ * and the usage's option lines. */
+const evo_cli_opt evo_cli_opts_export[] = {
+    {"best", 'B', no_argument, false, NULL,
+     "the top elite (the default) of the accuracy class --accuracy names"},
+    {"accuracy", 'C', required_argument, false, "CLASS",
+     "with --best: the class to take it from (default exact; attention: exact, fp8)"},
+    {"id", 'I', required_argument, false, "ID",
+     "a candidate's row id or key prefix (see evo elite --show); its class is its own. A\n"
+     "number that is both (two candidates) is refused: then --row or --key says which"},
+    {"row", 'W', required_argument, false, "N",
+     "the candidate with row id N"},
+    {"key", 'K', required_argument, false, "PREFIX",
+     "the candidate whose key starts with PREFIX (4 to 64 hex digits)"},
+    {"output", 'o', required_argument, true, "FILE",
+     "where to write (- : standard output); never the database or another input"},
+    {"torch", 'T', required_argument, false, "DIR",
+     "a PyTorch package instead: the kernel's .cu, the .cu its op needs (named by the\n"
+     "task's option below) and NAME.py, which registers torch.ops.evo.* (built with nvcc\n"
+     "at first use); DIR is created if missing. Tasks with a PyTorch op only (below)"},
+    {"module", 'M', required_argument, false, "NAME",
+     "the Python module's name (default: the task's, below)"},
+    {"kernel", 'k', required_argument, false, "FILE",
+     "with --torch: package FILE, a kernel evo export wrote, instead of reading the\n"
+     "database (its task from its name, <task>-..., its arch from the file)"},
+    {"db", 'D', required_argument, false, "F",
+     "database (default population.db)"},
+    {0},
+};
+
 static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err)
 {
     const evo_cmd *self = evo_cli_find("export");
-    static struct option longopts[32] = {
-        {"best", no_argument, NULL, 'B'},
-        {"id", required_argument, NULL, 'I'},
-        {"row", required_argument, NULL, 'W'},
-        {"key", required_argument, NULL, 'K'},
-        {"output", required_argument, NULL, 'o'},
-        {"db", required_argument, NULL, 'D'},
-        {"torch", required_argument, NULL, 'T'},
-        {"module", required_argument, NULL, 'M'},
-        {"kernel", required_argument, NULL, 'k'},
-        {"accuracy", required_argument, NULL, 'C'},
-        {NULL, 0, NULL, 0},
-    };
-    static int n_fixed = 0;
-    if (!n_fixed) { /* the tasks' own options join the table once */
-        while (longopts[n_fixed].name) n_fixed++;
-        int n = n_fixed;
-        for (int i = 0; evo_tasks[i] && n + 1 < (int)EVO_ARRAY_LEN(longopts); i++)
-            if (evo_tasks[i]->torch_option)
-                longopts[n++] = (struct option){evo_tasks[i]->torch_option, required_argument, NULL, EXPORT_TASK_OPT + i};
-    }
+    struct option longopts[EVO_CLI_MAX_OPTS + 16];
+    int n = evo_cli_longopts(evo_cli_opts_export, longopts, EVO_ARRAY_LEN(longopts));
+    /* the tasks' own options join the table (evo_cli_export_task_options prints them) */
+    for (int i = 0; evo_tasks[i] && n + 1 < (int)EVO_ARRAY_LEN(longopts); i++)
+        if (evo_tasks[i]->torch_option)
+            longopts[n++] = (struct option){evo_tasks[i]->torch_option, required_argument, NULL, EXPORT_TASK_OPT + i};
+    longopts[n] = (struct option){0};
     *o = (export_opts){.db = EVO_DEFAULT_DB};
     optind = 0;
     opterr = 0;

@@ -20,13 +20,22 @@ typedef struct {
     int json;
 } history_opts;
 
+/* `evo history`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
+const evo_cli_opt evo_cli_opts_history[] = {
+    {"run", 'R', required_argument, false, "ID",
+     "the run to show (default: the latest)"},
+    {"json", 'J', no_argument, false, NULL,
+     "machine-readable output"},
+    {"db", 'D', required_argument, false, "F",
+     "database (default population.db)"},
+    {0},
+};
+
 static evo_status parse_opts(int argc, char **argv, history_opts *o, evo_err *err)
 {
     const evo_cmd *self = evo_cli_find("history");
-    static const struct option longopts[] = {
-        {"run", required_argument, NULL, 'R'}, {"json", no_argument, NULL, 'J'},
-        {"db", required_argument, NULL, 'D'}, {NULL, 0, NULL, 0},
-    };
+    struct option longopts[EVO_CLI_MAX_OPTS];
+    evo_cli_longopts(evo_cli_opts_history, longopts, EVO_ARRAY_LEN(longopts));
     *o = (history_opts){.db = EVO_DEFAULT_DB};
     optind = 0;
     opterr = 0;

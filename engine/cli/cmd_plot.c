@@ -22,14 +22,24 @@ typedef struct {
     int top;
 } plot_opts;
 
+/* `evo plot`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
+const evo_cli_opt evo_cli_opts_plot[] = {
+    {"run", 'R', required_argument, false, "ID",
+     "the run to plot (default: the latest)"},
+    {"output", 'o', required_argument, true, "DIR",
+     "where to write (created when missing; default plots)"},
+    {"db", 'D', required_argument, false, "F",
+     "database (default population.db)"},
+    {"top", 'k', required_argument, true, "K",
+     "elites in the speedup chart, 1 to 10 (default 5)"},
+    {0},
+};
+
 static evo_status parse_opts(int argc, char **argv, plot_opts *o, evo_err *err)
 {
     const evo_cmd *self = evo_cli_find("plot");
-    static const struct option longopts[] = {
-        {"run", required_argument, NULL, 'R'}, {"output", required_argument, NULL, 'o'},
-        {"db", required_argument, NULL, 'D'},  {"top", required_argument, NULL, 'k'},
-        {NULL, 0, NULL, 0},
-    };
+    struct option longopts[EVO_CLI_MAX_OPTS];
+    evo_cli_longopts(evo_cli_opts_plot, longopts, EVO_ARRAY_LEN(longopts));
     *o = (plot_opts){.db = EVO_DEFAULT_DB, .dir = "plots", .top = 5};
     optind = 0;
     opterr = 0;

@@ -17,6 +17,7 @@
 #define EVO_CONFIG_H
 
 #include "evo.h"
+#include "result.h"
 #include "space.h"
 #include "task.h"
 
@@ -28,7 +29,6 @@
 #define EVO_CONFIG_MAX_BYTES (1 << 20)
 #define EVO_CONFIG_MAX_NODES 100000
 #define EVO_CONFIG_MAX_DEPTH 32
-#define EVO_MAX_SHAPES 64
 
 typedef enum {
     EVO_DIST_NORMAL = 0, /* N(0,1)                                          */

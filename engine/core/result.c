@@ -4,6 +4,13 @@
 #include "util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+
+void evo_result_free(evo_result *r)
+{
+    free(r->detail);
+    r->detail = NULL;
+}
 
 void evo_shape_result_set_shape(evo_shape_result *r, const evo_shape *s)
 {

@@ -1,11 +1,16 @@
-/* result.h — what one candidate measured on one shape: the per-shape result the worker sends over the wire
- * (protocol.h), the search ranks and the store keeps (store.h). One type, in the bottom layer, so that every layer
- * above can hold it without reaching into another's header.
+/* result.h — what one candidate measured: its result (evo_result: verdict, evidence, per-shape results, the time
+ * the gates took, the GPU, and the fitness the evaluator gives it) and each shape's part (evo_shape_result). One
+ * type crosses the worker's wire (protocol.h's reply carries it), the search (the evaluator hands it over, eval/
+ * evaluate.h) and the store (evo_eval_rec_set_result, store.h, writes it); it sits in the bottom layer so that every
+ * layer above can hold it without reaching into another's header.
  */
 #ifndef EVO_RESULT_H
 #define EVO_RESULT_H
 
+#include "evo.h"
 #include "task.h"
+
+#define EVO_MAX_SHAPES 64 /* timed shapes of a config, and per-shape results of one evaluation */
 
 #define EVO_SHAPE_FIELDS_MAX 256
 
@@ -21,6 +26,22 @@ typedef struct {
     double ci_lo_us, ci_hi_us;        /* 95 % interval of median_us (noise.h); 0 when unknown (schema < 3) */
     double baseline_ci_lo_us, baseline_ci_hi_us; /* ... of baseline_us */
 } evo_shape_result;
+
+/* One candidate's result on a config's shape set. */
+typedef struct {
+    evo_verdict verdict;
+    double fitness;                /* NAN unless OK or REGRESSED; set by the evaluator (a worker's reply has none) */
+    double fitness_lo, fitness_hi; /* its 95 % interval from the per-shape intervals (noise.h); NAN when unknown */
+    char *detail;                  /* JSON object text: the evidence (failing case, metrics, log excerpt ...);
+                                      malloc'd, owned by the result; NULL encodes as {} */
+    evo_shape_result shapes[EVO_MAX_SHAPES];
+    int n_shapes;
+    double check_s, time_s;        /* seconds in the correctness and timing gates */
+    char gpu[128];                 /* the device that measured it */
+} evo_result;
+
+/* Frees detail; the record may be reused. */
+void evo_result_free(evo_result *r);
 
 /* Fills a per-shape result's shape text and fields from a shape. */
 void evo_shape_result_set_shape(evo_shape_result *r, const evo_shape *s);

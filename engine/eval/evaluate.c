@@ -44,12 +44,6 @@ struct evo_evaluator {
     char shape_set[65];
 };
 
-void evo_result_free(evo_result *r)
-{
-    free(r->detail);
-    r->detail = NULL;
-}
-
 int evo_gpu_count(void)
 {
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
@@ -159,20 +153,15 @@ typedef struct {
     void *ctx;
 } run_ctx;
 
+/* The worker's result as it came (the same type), with its own copy of the evidence. */
 static void copy_reply(const evo_pool *pool, const evo_pool_done *d, evo_result *r)
 {
-    const evo_eval_reply *rep = d->reply;
-    r->verdict = rep->verdict;
-    r->detail = evo_strdup(rep->detail ? rep->detail : "{}");
-    r->n_shapes = rep->n_shapes;
-    if (rep->n_shapes > 0) memcpy(r->shapes, rep->shapes, (size_t)rep->n_shapes * sizeof *rep->shapes);
-    r->check_s = rep->check_s;
-    r->time_s = rep->time_s;
+    const evo_result *w = &d->reply->r;
+    *r = *w;
+    r->detail = evo_strdup(w->detail ? w->detail : "{}");
     /* With several GPUs each result says which one timed it (its speedups are against that GPU's baseline). */
     if (evo_pool_size(pool) > 1)
-        snprintf(r->gpu, sizeof r->gpu, "%.100s (GPU %d)", rep->device, evo_pool_hello(pool, d->worker)->gpu);
-    else
-        snprintf(r->gpu, sizeof r->gpu, "%s", rep->device);
+        snprintf(r->gpu, sizeof r->gpu, "%.100s (GPU %d)", w->gpu, evo_pool_hello(pool, d->worker)->gpu);
 }
 
 static void on_done(void *p, const evo_pool_job *job, const evo_pool_done *d)

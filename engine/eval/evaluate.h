@@ -24,18 +24,7 @@
 
 #include <signal.h>
 
-typedef struct {
-    evo_verdict verdict;
-    double fitness;      /* NAN unless OK or REGRESSED */
-    double fitness_lo, fitness_hi; /* its 95 % interval from the per-shape intervals (noise.h); NAN when unknown */
-    char *detail;        /* JSON object text (malloc'd, never NULL once filled) */
-    evo_shape_result shapes[EVO_MAX_SHAPES];
-    int n_shapes;
-    double check_s, time_s; /* GPU seconds in the correctness and timing gates */
-    char gpu[128];
-} evo_result;
-
-void evo_result_free(evo_result *r);
+/* evo_result (core/result.h) is what an evaluator hands the search: the worker's result with its fitness. */
 
 typedef struct evo_evaluator evo_evaluator;
 

@@ -1452,6 +1452,20 @@ void evo_store_candidate_free(evo_candidate_rec *c)
 /* Evaluations and per-shape results                                                                             */
 /* ------------------------------------------------------------------------------------------------------------ */
 
+void evo_eval_rec_set_result(evo_eval_rec *e, const evo_result *r)
+{
+    e->verdict = r->verdict;
+    e->fitness = r->fitness;
+    e->fitness_lo = r->fitness_lo;
+    e->fitness_hi = r->fitness_hi;
+    e->detail = r->detail;
+    e->gpu = (char *)r->gpu;
+    e->check_s = r->check_s;
+    e->time_s = r->time_s;
+    e->shapes = (evo_shape_result *)r->shapes;
+    e->n_shapes = r->n_shapes;
+}
+
 static evo_status evaluation_put(evo_store *st, evo_eval_rec *e, evo_err *err)
 {
     if ((unsigned)e->verdict >= EVO_V_COUNT)

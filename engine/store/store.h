@@ -147,6 +147,9 @@ typedef struct {
     int gate;            /* the task's gate version it was judged by (evo_task_gate_version); <= 0 writes 1 */
 } evo_eval_rec;
 
+/* The result's part of an evaluation (verdict, fitness and interval, evidence, GPU, gate seconds, per-shape results),
+ * pointing into r (which must outlive e's use); ids, shape set, compile seconds, class and gate are the caller's. */
+void evo_eval_rec_set_result(evo_eval_rec *e, const evo_result *r);
 /* Writes the evaluation and its per-shape rows in one transaction; sets e->id. */
 evo_status evo_store_put_evaluation(evo_store *st, evo_eval_rec *e, evo_err *err);
 /* The most recent evaluation of this candidate for this shape set, a measured one before any NOT_RECORDED (which

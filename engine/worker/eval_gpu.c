@@ -781,7 +781,7 @@ static evo_status timing_gate(gpu_state *g, const evo_eval_request *req, const k
         }
         const double best = !req->is_baseline && i < req->n_best ? req->best_us[i] : 0;
         s = time_shape(g, i, ks, v, paired ? &bks : NULL, bv, true, best, o, &st, err);
-        evo_shape_result *sr = &rep->shapes[i];
+        evo_shape_result *sr = &rep->r.shapes[i];
         if (s == EVO_OK && o->verdict == EVO_V_SLOW) sr->median_us = st.st[0].median;
         if (s != EVO_OK || o->verdict != EVO_V_OK) break;
         fill_timed(g, i, &st.st[0], sr);
@@ -865,14 +865,14 @@ static evo_status evaluate(gpu_state *g, const evo_eval_request *req, evo_eval_r
     const evo_config *cfg = g->cfg;
     memset(rep, 0, sizeof *rep);
     rep->id = req->id;
-    snprintf(rep->device, sizeof rep->device, "%s", g->info.device);
+    snprintf(rep->r.gpu, sizeof rep->r.gpu, "%s", g->info.device);
     o->verdict = EVO_V_OK;
     for (int i = 0; i < cfg->n_shapes; i++) {
-        evo_shape_result *r = &rep->shapes[i];
+        evo_shape_result *r = &rep->r.shapes[i];
         const evo_shape *sh = &cfg->shapes[i];
         evo_shape_result_set_shape(r, sh);
     }
-    rep->n_shapes = cfg->n_shapes;
+    rep->r.n_shapes = cfg->n_shapes;
 
     char *cubin;
     size_t cubin_len;
@@ -914,7 +914,7 @@ static evo_status evaluate(gpu_state *g, const evo_eval_request *req, evo_eval_r
             n_checked++;
             if (chk.m.rel_l2 > worst_rel) worst_rel = chk.m.rel_l2;
             if (c->shape < cfg->n_shapes) {
-                evo_shape_result *sr = &rep->shapes[c->shape];
+                evo_shape_result *sr = &rep->r.shapes[c->shape];
                 if (chk.m.max_abs > sr->max_abs) sr->max_abs = chk.m.max_abs;
                 if (chk.m.rel_l2 > sr->rel_l2) sr->rel_l2 = chk.m.rel_l2;
                 if (chk.e2e.rel_l2 > sr->e2e_rel_l2) sr->e2e_rel_l2 = chk.e2e.rel_l2;
@@ -928,14 +928,14 @@ static evo_status evaluate(gpu_state *g, const evo_eval_request *req, evo_eval_r
             fail_case(o, EVO_V_INVALID, msg, g, c);
         }
     }
-    rep->check_s = evo_now() - t_check;
+    rep->r.check_s = evo_now() - t_check;
     cJSON_AddNumberToObject(o->detail, "cases_checked", n_checked);
     cJSON_AddNumberToObject(o->detail, "worst_rel_l2", worst_rel);
 
     /* ---- timing ---- */
     const double t_time = evo_now();
     if (s == EVO_OK && req->time && !g->sanitize && o->verdict == EVO_V_OK) s = timing_gate(g, req, &ks, rep, o, err);
-    rep->time_s = evo_now() - t_time;
+    rep->r.time_s = evo_now() - t_time;
     if (req->time) {
         double noise = 0;
         for (int i = 0; i < cfg->n_shapes; i++) noise = fmax(noise, g->baseline_noise[i]);
@@ -977,8 +977,8 @@ static evo_status on_eval(void *ctx, const char *line, char **reply, bool *exit_
     outcome o = {EVO_V_OK, cJSON_CreateObject(), false};
     if (s == EVO_OK) s = evaluate(g, req, rep, &o, err);
     if (s == EVO_OK) {
-        rep->verdict = o.verdict;
-        rep->detail = cJSON_PrintUnformatted(o.detail);
+        rep->r.verdict = o.verdict;
+        rep->r.detail = cJSON_PrintUnformatted(o.detail);
         s = evo_proto_encode_eval_reply(rep, reply, err);
         *exit_after = o.exit_after;
     }

@@ -276,16 +276,17 @@ static void finish_failed(evo_pool *p, run_state *r, slot *s, int job, evo_statu
     evo_eval_reply rep;
     memset(&rep, 0, sizeof rep);
     rep.id = r->jobs[job].req->id;
-    rep.verdict = v;
+    rep.r.verdict = v;
     cJSON *d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "worker", message);
     cJSON_AddNumberToObject(d, "gpu", s->gpu);
-    rep.detail = cJSON_PrintUnformatted(d);
+    rep.r.detail = cJSON_PrintUnformatted(d);
     cJSON_Delete(d);
-    snprintf(rep.device, sizeof rep.device, "%s", s->hello.device);
+    snprintf(rep.r.gpu, sizeof rep.r.gpu, "%s", s->hello.device);
+    rep.r.fitness = rep.r.fitness_lo = rep.r.fitness_hi = NAN;
     evo_pool_done done = {job, (int)(s - p->slots), st, &rep, message, evo_now() - s->sent_at};
     r->on_done(r->ctx, &r->jobs[job], &done);
-    free(rep.detail);
+    free(rep.r.detail);
 }
 
 /* A BUSY slot's call ended: st and line as evo_worker_receive gave them. */

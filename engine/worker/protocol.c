@@ -502,8 +502,9 @@ done:
 
 /* ---- eval reply ---- */
 
-evo_status evo_proto_encode_eval_reply(const evo_eval_reply *r, char **line, evo_err *err)
+evo_status evo_proto_encode_eval_reply(const evo_eval_reply *reply, char **line, evo_err *err)
 {
+    const evo_result *r = &reply->r;
     *line = NULL;
     EVO_ASSERT(r->n_shapes >= 0 && r->n_shapes <= EVO_MAX_SHAPES);
     EVO_ASSERT((unsigned)r->verdict < EVO_V_COUNT);
@@ -512,7 +513,7 @@ evo_status evo_proto_encode_eval_reply(const evo_eval_reply *r, char **line, evo
         cJSON_Delete(detail);
         return evo_fail(err, EVO_E_INTERNAL, "eval reply: detail is not a JSON object: %.200s", r->detail);
     }
-    cJSON *o = new_message("eval", r->id);
+    cJSON *o = new_message("eval", reply->id);
     cJSON_AddStringToObject(o, "verdict", evo_verdict_name(r->verdict));
     cJSON_AddItemToObject(o, "detail", detail);
     cJSON *shapes = cJSON_AddArrayToObject(o, "shapes");
@@ -550,17 +551,19 @@ evo_status evo_proto_encode_eval_reply(const evo_eval_reply *r, char **line, evo
     }
     add_double(o, "check_s", r->check_s);
     add_double(o, "time_s", r->time_s);
-    cJSON_AddStringToObject(o, "device", r->device);
-    if (r->paired) cJSON_AddBoolToObject(o, "paired", true);
+    cJSON_AddStringToObject(o, "device", r->gpu);
+    if (reply->paired) cJSON_AddBoolToObject(o, "paired", true);
     *line = print_line(o);
     return EVO_OK;
 }
 
-evo_status evo_proto_decode_eval_reply(const char *line, evo_eval_reply *out, evo_err *err)
+evo_status evo_proto_decode_eval_reply(const char *line, evo_eval_reply *reply, evo_err *err)
 {
-    memset(out, 0, sizeof *out);
+    memset(reply, 0, sizeof *reply);
+    evo_result *out = &reply->r;
+    out->fitness = out->fitness_lo = out->fitness_hi = NAN;
     cJSON *root;
-    evo_status s = open_message(line, "eval reply", "eval", &root, &out->id, err);
+    evo_status s = open_message(line, "eval reply", "eval", &root, &reply->id, err);
     if (s != EVO_OK) return s;
     where w = {"eval reply", "", err};
     char verdict[32];
@@ -622,8 +625,8 @@ evo_status evo_proto_decode_eval_reply(const char *line, evo_eval_reply *out, ev
     out->n_shapes = n;
     TRY(get_double(&w, root, "check_s", &out->check_s));
     TRY(get_double(&w, root, "time_s", &out->time_s));
-    TRY(get_str(&w, root, "device", out->device, sizeof out->device));
-    if (field(root, "paired")) TRY(get_bool(&w, root, "paired", &out->paired));
+    TRY(get_str(&w, root, "device", out->gpu, sizeof out->gpu));
+    if (field(root, "paired")) TRY(get_bool(&w, root, "paired", &reply->paired));
     out->detail = cJSON_PrintUnformatted(detail);
     if (!out->detail) {
         s = evo_fail(err, EVO_E_NOMEM, "eval reply: out of memory printing detail");
@@ -631,12 +634,8 @@ evo_status evo_proto_decode_eval_reply(const char *line, evo_eval_reply *out, ev
     }
 done:
     cJSON_Delete(root);
-    if (s != EVO_OK) evo_eval_reply_free(out);
+    if (s != EVO_OK) evo_eval_reply_free(reply);
     return s;
 }
 
-void evo_eval_reply_free(evo_eval_reply *r)
-{
-    free(r->detail);
-    r->detail = NULL;
-}
+void evo_eval_reply_free(evo_eval_reply *r) { evo_result_free(&r->r); }

@@ -57,16 +57,13 @@ typedef struct {
                                             this many rounds; detail.retime holds each round (evo check --retime) */
 } evo_eval_request;
 
+/* The reply to an eval request: the result itself (core/result.h; r.detail holds the evidence: failing case
+ * {shape, causal, seed, dist}, max_abs, rel_l2, frac_over, nonfinite, first_bad_index, launch error text...;
+ * r.gpu travels as "device"; the fitness does not travel: the evaluator computes it). */
 typedef struct {
     int64_t id;
-    evo_verdict verdict;
-    char *detail;       /* JSON object text with the evidence: failing case {shape, causal, seed, dist}, max_abs,
-                           rel_l2, frac_over, nonfinite, first_bad_index, launch error text...; NULL encodes as {} */
-    evo_shape_result shapes[EVO_MAX_SHAPES];
-    int n_shapes;
-    double check_s, time_s; /* seconds spent in the correctness and timing gates */
-    char device[128];
-    bool paired;        /* shapes[].baseline_us (and its interval) were measured interleaved with the candidate
+    evo_result r;
+    bool paired;        /* r.shapes[].baseline_us (and its interval) were measured interleaved with the candidate
                            (timing.interleave): keep them instead of the generation's baseline */
 } evo_eval_reply;
 

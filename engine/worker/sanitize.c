@@ -208,11 +208,11 @@ evo_status evo_sanitize_request(const evo_sanitize_job *job, const evo_eval_requ
         evo_eval_reply rep;
         cs = evo_proto_decode_eval_reply(reply, &rep, &call_err);
         if (cs == EVO_OK) {
-            out->verdict = rep.verdict;
-            if (rep.verdict != EVO_V_OK) {
+            out->verdict = rep.r.verdict;
+            if (rep.r.verdict != EVO_V_OK) {
                 char reason[400];
-                reason_of(rep.detail, reason, sizeof reason);
-                set_why(out, "%s under the sanitizer: %s", evo_verdict_name(rep.verdict), reason);
+                reason_of(rep.r.detail, reason, sizeof reason);
+                set_why(out, "%s under the sanitizer: %s", evo_verdict_name(rep.r.verdict), reason);
             }
             evo_eval_reply_free(&rep);
         }

@@ -153,9 +153,9 @@ static void add_config_detail(const fake_ctx *f, const evo_eval_request *req, co
         for (int k = 0; k < req->retime; k++) {
             cJSON *round = cJSON_CreateObject();
             cJSON *m = cJSON_AddArrayToObject(round, "median_us"), *b = cJSON_AddArrayToObject(round, "baseline_us");
-            for (int i = 0; i < r->n_shapes; i++) {
-                cJSON_AddItemToArray(m, cJSON_CreateNumber(r->shapes[i].median_us * (1 + 0.001 * (k % 3 - 1))));
-                cJSON_AddItemToArray(b, cJSON_CreateNumber(r->shapes[i].baseline_us));
+            for (int i = 0; i < r->r.n_shapes; i++) {
+                cJSON_AddItemToArray(m, cJSON_CreateNumber(r->r.shapes[i].median_us * (1 + 0.001 * (k % 3 - 1))));
+                cJSON_AddItemToArray(b, cJSON_CreateNumber(r->r.shapes[i].baseline_us));
             }
             cJSON_AddNumberToObject(round, "time_s", 0.02);
             cJSON_AddItemToArray(rounds, round);
@@ -169,13 +169,13 @@ static evo_status ok_reply(const fake_ctx *f, const evo_eval_request *req, char 
     evo_eval_reply r;
     memset(&r, 0, sizeof r);
     r.id = req->id;
-    r.verdict = EVO_V_OK;
+    r.r.verdict = EVO_V_OK;
     cJSON *d = cJSON_CreateObject();
     cJSON_AddBoolToObject(d, "fake", true);
     cJSON_AddNumberToObject(d, "request", (double)req->id);
-    r.n_shapes = req->n_best > 0 ? req->n_best : 1;
-    for (int i = 0; i < r.n_shapes; i++) {
-        evo_shape_result *x = &r.shapes[i];
+    r.r.n_shapes = req->n_best > 0 ? req->n_best : 1;
+    for (int i = 0; i < r.r.n_shapes; i++) {
+        evo_shape_result *x = &r.r.shapes[i];
         const int size = 512 << (i % 3), flag = i % 2;
         snprintf(x->shape, sizeof x->shape, "fake%d(%d)%s", i, size, flag ? " flag" : "");
         snprintf(x->fields, sizeof x->fields, "{\"size\":%d,\"flag\":%s}", size, flag ? "true" : "false");
@@ -196,14 +196,14 @@ static evo_status ok_reply(const fake_ctx *f, const evo_eval_request *req, char 
             x->e2e_rmse = 0.0032;
         }
     }
-    r.check_s = req->check ? 0.01 : 0;
-    r.time_s = req->time ? 0.02 : 0;
-    snprintf(r.device, sizeof r.device, "fake");
+    r.r.check_s = req->check ? 0.01 : 0;
+    r.r.time_s = req->time ? 0.02 : 0;
+    snprintf(r.r.gpu, sizeof r.r.gpu, "fake");
     if (f->cfg) add_config_detail(f, req, &r, d);
-    r.detail = cJSON_PrintUnformatted(d);
+    r.r.detail = cJSON_PrintUnformatted(d);
     cJSON_Delete(d);
     evo_status s = evo_proto_encode_eval_reply(&r, reply, err);
-    free(r.detail);
+    free(r.r.detail);
     return s;
 }
 
