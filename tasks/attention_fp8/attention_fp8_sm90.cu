@@ -9,10 +9,10 @@
  * two m64 tiles) and runs, per key tile of TILE_N keys: S = Q·Kᵀ with wgmma m64nTILE_Nk32 e4m3 (K from shared memory,
  * K-major, swizzled as TMA writes it; Q from shared memory or registers), online softmax in registers (exp2, every
  * scale in one multiplier), then O += P·V with P taken from the accumulator registers:
- *   V_PATH 0: P in e4m3, scaled into (0, 448] (P = 448 · 2^(x − max x), x = score·log2(e), the row's running
- *             maximum), l = Σ P unrounded; V transposed to K-major e4m3 in shared memory; the transpose applies the
- *             key permutation that makes the S accumulator registers the wgmma A fragment without shuffles (keys
- *             8s+2a+t of each 16 sit at position 4a+2s+t). Judged in the fp8 class against the FP8 model's error.
+ *   V_PATH 0: P in e4m3 (scaled into (0, 256] by an integer row offset, so rescaling is exact), V transposed to
+ *             K-major e4m3 in shared memory; the transpose applies the key permutation that makes the S accumulator
+ *             registers the wgmma A fragment without shuffles (keys 8s+2a+t of each 16 sit at position 4a+2s+t).
+ *             Reference variant: P̃ = e4m3(2^(x − ⌈max x⌉ + 8)), x = score·log2(e), l = Σ 2^(x − ⌈max x⌉ + 8) unrounded.
  *   V_PATH 1: P in FP16, V converted to FP16 in shared memory and read N-major by an f16 wgmma (half the P·V rate,
  *             no rounding of P beyond FP16: compares against the plain reference). The GEMM is D + 8 wide: its last
  *             8 columns read a block of ones after each V stage, so it sums P too (the softmax adds nothing up, and
@@ -681,14 +681,16 @@ template <int TILE_N, int MT, bool P8> struct Softmax {
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 m[mt][h] = mx;
-                /* P8: P = 448 · 2^(x − max), so the row's largest P is e4m3's largest value and the small ones keep
-                 * as many of e4m3's binades as they can (an integer offset, 2^(x − ⌈max⌉ + 8), loses 0.8 to 1.8
-                 * binades and measured 3-7 % more end-to-end error; docs/results.md, "The fp8 accuracy class"). */
+                /* P8: an integer offset keeps P within (0, 256] and makes every rescale a power of two, so P̃ does
+                 * not depend on the tiling: they are the FP8 model's (attn_numerics.h), whose per-element error the
+                 * fp8 gate holds a kernel to. P = 448·2^(x − max) measured 1.5-3.8 % less end-to-end error but is
+                 * the model's on no row it rescales, and fails that bound on short causal rows (docs/results.md,
+                 * "The fp8 accuracy class"). */
                 const float x = mx * qk_mul;
-                const float Mn = mx == neg_inf() ? 0.f : x;
+                const float Mn = mx == neg_inf() ? 0.f : (P8 ? ceilf(x) : x);
                 alpha[mt][h] = ex2(M[mt][h] - Mn);
                 M[mt][h] = Mn;
-                const float bias = (P8 ? 8.807354922057604f : 0.f) - Mn; /* log2(448) */
+                const float bias = (P8 ? 8.f : 0.f) - Mn;
                 float sum = 0.f;
 #pragma unroll
                 for (int i = 0; i < TILE_N / 8; i++)
@@ -704,7 +706,7 @@ template <int TILE_N, int MT, bool P8> struct Softmax {
 };
 
 /* O·alpha, skipped when no row of the warp changed its offset (alpha = 1 everywhere): after the first tiles a row's
- * maximum rarely moves. */
+ * maximum rarely moves, and with the integer offsets of the e4m3 path even more rarely. */
 template <int D, int MT> EVO_DEV void scale_o(float (&o)[MT][D / 2], const float (&alpha)[MT][2])
 {
     bool any = false;
