@@ -27,6 +27,14 @@ run ga1b --strategy ga --seed 1 --population 16 --generations 8 || fail "ga reru
 run ga2 --strategy ga --seed 2 --population 16 --generations 8 || fail "ga seed 2"
 run rnd --strategy random --seed 1 --population 16 --generations 8 || fail "random run"
 run noins --strategy ga --seed 1 --population 16 --generations 8 --no-insights || fail "ga without insights"
+# a time budget shorter than the start stops the run after its first generation, never before it
+"$EVO" run --replay "$R" --config "$C" --db "$tmp/budget.db" --seed 1 --population 8 --generations 3 \
+  --time-budget 0.001 >"$tmp/budget.out" 2>&1 || fail "budget run: $(cat "$tmp/budget.out")"
+grep -q "^time budget of 0.001 s reached" "$tmp/budget.out" || fail "budget run: $(cat "$tmp/budget.out")"
+q() { python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])' "$@"; }
+[ "$(q "$tmp/budget.db" "SELECT count(*) || ' ' || max(generation) FROM generations")" = "1 0" ] ||
+  fail "budget run: generations $(q "$tmp/budget.db" "SELECT count(*) FROM generations"), want 1"
+[ "$(q "$tmp/budget.db" "SELECT count(*) FROM evaluations WHERE generation = 0")" = 8 ] || fail "budget run: evaluations"
 
 python3 - "$tmp" "$R" <<'PY' || fail "replayed searches"
 import sqlite3, sys, math

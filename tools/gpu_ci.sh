@@ -28,7 +28,8 @@
 #   modeltest  the FP8 model on the GPU bit for bit its CPU twin (gpu_attn_model), and its time at the large problems
 #   fp8large   FP8_GENS (2) generations x FP8_POP (16) of configs/hopper-large.yaml (both accuracy classes; FP8_BUDGET,
 #              when set, seconds of search at most), the
-#              best of each class exported (/tmp/fp8-best.cu, /tmp/exact-best.cu) and self-tested
+#              best of each class (FP8_EXPORT, default "fp8 exact") exported (/tmp/fp8-best.cu, /tmp/exact-best.cu) and
+#              self-tested
 #   calib      after fp8large: tools/bench/fp8_calibrate.py on those files (the fp8 class against the FP8 model and
 #              cuDNN's FP8 SDPA: per head on the gate's inputs, end to end on outlier inputs); needs .wheels/
 #              (nvidia-cudnn-frontend, ../shared/gpu-host/fetch-wheels.sh .wheels)
@@ -196,7 +197,7 @@ PY
               python3 -c "import sqlite3; sqlite3.connect('$OUT/fp8large.db').execute('pragma wal_checkpoint(TRUNCATE)')"
               build/evo elite --show --db "$OUT/fp8large.db" > "$OUT/fp8large-elite.txt" 2>&1
               grep -E "accuracy class|^ +[0-9]+  " "$OUT/fp8large-elite.txt" | head -12
-              for cls in fp8 exact; do
+              for cls in ${FP8_EXPORT:-fp8 exact}; do
                 build/evo export --best --accuracy $cls --db "$OUT/fp8large.db" -o /tmp/$cls-best.cu 2>&1 | tail -2
                 t=$(sed -n 's/^ \*   nvcc \(-[^ ]*\) -O3 -c .*/\1/p' /tmp/$cls-best.cu | head -1)
                 nvcc $t -O3 -DEVO_SELFTEST /tmp/$cls-best.cu -o /tmp/$cls-best && timeout 300 /tmp/$cls-best --reps 10 \

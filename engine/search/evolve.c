@@ -1331,7 +1331,7 @@ static const char *island_loop(loop *L, evo_observation *obs, double budget, evo
             break;
         }
         if (any & EVO_ISLAND_STOP_BUDGET) {
-            if (speak) fprintf(L->o.out, "time budget of %.0f s reached\n", budget);
+            if (speak) fprintf(L->o.out, "time budget of %.3g s reached\n", budget);
             break;
         }
         if (any & EVO_ISLAND_STOP_EXHAUSTED) {
@@ -1421,7 +1421,7 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
         /* the budget never stops a run before its first new generation (workers that took the budget to start
          * would leave the run with nothing evaluated) */
         if (!replaying && L->gen > done_gens && budget > 0 && evo_now() - L->t0 >= budget) {
-            if (!L->o.quiet) fprintf(L->o.out, "time budget of %.0f s reached\n", budget);
+            if (!L->o.quiet) fprintf(L->o.out, "time budget of %.3g s reached\n", budget);
             break;
         }
         const double before = L->best_fitness;
