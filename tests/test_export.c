@@ -228,6 +228,8 @@ static int make_genome_fixture(const char *path, const char *config_path, const 
     c[0].genome = cfg->baseline;
     if (evo_genome_parse(cfg->space, genome, &c[1].genome, &err) != EVO_OK) {
         fprintf(stderr, "test_export: %s\n", err.msg);
+        evo_config_free(cfg);
+        free(text);
         return 2;
     }
     evo_device_limits lim;
@@ -236,6 +238,9 @@ static int make_genome_fixture(const char *path, const char *config_path, const 
     if (evo_candidates_prepare(&bo, c, 2, &err) != EVO_OK) die("prepare", &err);
     if (c[1].verdict != EVO_V_OK) {
         fprintf(stderr, "test_export: %s: %s\n", genome, c[1].why);
+        for (int i = 0; i < 2; i++) evo_candidate_free(&c[i]);
+        evo_config_free(cfg);
+        free(text);
         return 2;
     }
     evo_store *st = NULL;

@@ -79,6 +79,12 @@ struct cJSON *evo_json_shape_result(const evo_shape_result *r, const struct evo_
  * unknown. */
 const struct evo_task *evo_cli_task_of(const char *name);
 
+/* Opens db read-only and reads run *id (0: the latest, *id set to it) and its generation rows (history, plot).
+ * *st is NULL when the store could not be opened; otherwise the caller closes it and frees run and gens, whatever
+ * the status. */
+evo_status evo_cli_open_run(const char *db, int64_t *id, evo_store **st, evo_run_rec *run, evo_gen_rec **gens, int *n,
+                            evo_err *err);
+
 /* The default store path. */
 #define EVO_DEFAULT_DB "population.db"
 
