@@ -332,7 +332,7 @@ expect "check: a compile past its time limit (compile.timeout_s: 0.5)" 2 "check:
 "$EVO" check "$T/k/slow.cu" --config "$FAULTS" >"$T/out" 2>"$T/err" &
 checker=$!
 victim=
-for _ in $(seq 200); do
+for _ in $(seq 1200); do # up to a minute: a loaded machine may start the compile late
   for st in $(grep -l "^PPid:[[:space:]]*$checker\$" /proc/[0-9]*/status 2>/dev/null); do
     pid=$(cut -d/ -f3 <<<"$st") # the compile process is evo forked, not the worker evo started
     tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q ' check ' && victim=$pid

@@ -9,7 +9,8 @@
  *   ./fp8_p_grid rmse HEADS S D               one head after another, outlier inputs (seeded), every grid
  *   ./fp8_p_grid gate B H S D DIST SEED CAUSAL [SOFTMAX_SCALE]
  *                                             worst element / bound of each grid and tiling against the model
- *                                             (the project's model, or with MODEL=max448 a 128-key exact-max one)
+ *                                             (the project's model, or with MODEL=max448 a 128-key exact-max one;
+ *                                             GRIDS=0,2 and TILES=64,8192 pick grids and tiles)
  */
 #include "attn_ref.h"
 #include "config.h"
@@ -140,6 +141,20 @@ static int rmse(int heads, int s, int d)
     return 0;
 }
 
+/* Whether item is one of the comma-separated list. */
+static int listed(const char *list, const char *item)
+{
+    const size_t n = strlen(item);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        const size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, item, n)) return 1;
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
 static int gate(int b, int h, int s, int d, int dist, int seed, int causal, double sm)
 {
     const size_t hn = (size_t)s * d, n = hn * b * h;
@@ -160,10 +175,14 @@ static int gate(int b, int h, int s, int d, int dist, int seed, int causal, doub
     if (model_grid < 0) /* the project's model (bit for bit the gate's) */
         evo_ref_fp8_model(c[0], sc[0], c[1], sc[1], c[2], sc[2], mo, b, h, s, d, causal, (float)sm, 0);
     static const int tiles[] = {32, 64, 128, 256, 8192};
+    const char *only_g = getenv("GRIDS"), *only_t = getenv("TILES"); /* e.g. GRIDS=0,2,4 TILES=64,8192 */
     for (int pass = model_grid < 0 ? 1 : 0; pass < 2; pass++) {
         for (int gi = 0; gi < N_GRIDS; gi++)
             for (int ti = 0; ti < 5; ti++) {
                 if (pass == 0 && (gi != model_grid || tiles[ti] != 128)) continue;
+                char gs[16], ts[16];
+                snprintf(gs, sizeof gs, "%d", gi), snprintf(ts, sizeof ts, "%d", tiles[ti]);
+                if (pass == 1 && ((only_g && !listed(only_g, gs)) || (only_t && !listed(only_t, ts)))) continue;
                 double worst = 0, wk = 0, wm = 0;
                 int wh = -1, wr = -1;
                 for (int bh = 0; bh < b * h; bh++) {
