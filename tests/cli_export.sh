@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cli_export.sh — `evo export` from the command line: the default path, -o, --id by key prefix and number, the
-# note and the warning, every refusal with its exit code, the database left unchanged, and tools/compare_sdpa.py
+# note and the warning, every refusal with its exit code, the database left unchanged, and tools/bench/compare_sdpa.py
 # --dry-run reading the exported file. Needs no GPU and no nvcc (tests/cli_export_nvcc.sh compiles the files).
 # Run: bash tests/cli_export.sh build/evo .   (ctest runs it; fixtures come from build/tests/test_export --fixture)
 set -u
@@ -27,7 +27,7 @@ run_cmd() {
   err=$(cat "$T/err")
 }
 run() { run_cmd "$EVO" "$@"; }
-compare_sdpa() { run_cmd python3 "$SRC/tools/compare_sdpa.py" "$@"; }
+compare_sdpa() { run_cmd python3 "$SRC/tools/bench/compare_sdpa.py" "$@"; }
 expect_rc() { checks=$((checks + 1)); [ "$rc" = "$1" ] || fail "$2: exit $rc, want $1 (stderr: $err)"; }
 expect_out() { checks=$((checks + 1)); grep -qF -- "$1" <<<"$out" || fail "$2: stdout lacks '$1'"$'\n'"$out"; }
 expect_err() { checks=$((checks + 1)); [ "$err" = "$1" ] || fail "$2: stderr '$err', want '$1'"; }
@@ -216,7 +216,7 @@ expect_file_has old.cu "#define EVO_EXPORT_KEY \"$A\"" "a regular file is replac
 cd .. || exit 1
 checks=$((checks + 1)); [ "$(sha pop.db)" = "$before" ] || fail "export changed the database"
 
-# ---- tools/compare_sdpa.py --dry-run reads the file's format, genome and variants (no GPU, no PyTorch) ----
+# ---- tools/bench/compare_sdpa.py --dry-run reads the file's format, genome and variants (no GPU, no PyTorch) ----
 if command -v python3 >/dev/null; then
   "$FIXTURE" --fixture u8sim u8.db >/dev/null || fail "fixture u8sim"
   "$EVO" export --db u8.db -o u8.cu >/dev/null 2>&1 || fail "export u8sim"

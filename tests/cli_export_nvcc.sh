@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cli_export_nvcc.sh — kernels exported from the fixture stores (e4m3 and u8sim, two head dims each, and a kernel of
 # the sm_90a family from a configs/hopper.yaml run) build with plain nvcc, without evo or its templates: as an
-# object (-c), as the self-test executable (-DEVO_SELFTEST) and as the shared library tools/compare_sdpa.py loads
+# object (-c), as the self-test executable (-DEVO_SELFTEST) and as the shared library tools/bench/compare_sdpa.py loads
 # (its three extern "C" symbols present), with no compiler warning; each with the nvcc target its header names.
 # Exits 77 (skipped) when nvcc is not found. Run: bash tests/cli_export_nvcc.sh build/evo .   (ctest runs it)
 set -u

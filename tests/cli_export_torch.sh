@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cli_export_torch.sh — `evo export --torch DIR`: the kernel's .cu (what -o writes, but for the export time), the quantizer's
 # .cu and evo_fp8.py with every placeholder filled by the concrete facts of the two files (and byte for byte what
-# tools/torch_export.py writes, when python3 is here); the default quantizer found under variants/; every refusal
+# --kernel writes from the exported file alone); the default quantizer found under variants/; every refusal
 # (exit 2, nothing written, the database unchanged). Needs no GPU, nvcc or PyTorch (tests/torch_op_cpu.py imports
 # the module; tests/gpu_torch_op.py runs it).
 # Run: bash tests/cli_export_torch.sh build/evo .   (ctest runs it; fixtures come from build/tests/test_export)
@@ -50,18 +50,23 @@ checks=$((checks + 1))
 cmp -s <(grep -v '^ \*   exported  ' plain.cu) <(grep -v '^ \*   exported  ' "dest/pkg/$K") ||
   fail "the kernel under --torch differs from what -o writes"
 checks=$((checks + 1)); [ "$(grep -c '^ \*   exported  ' plain.cu)" = 1 ] || fail "no export time line in plain.cu"
-if command -v python3 >/dev/null; then
-  python3 "$SRC/tools/torch_export.py" "dest/pkg/$K" "$QSRC" -o py >/dev/null 2>&1 || fail "tools/torch_export.py"
-  checks=$((checks + 1)); cmp -s py/evo_fp8.py dest/pkg/evo_fp8.py || fail "evo export --torch and tools/torch_export.py write different modules"
-  # the script keeps the same output rule: a link among its outputs is refused, its target untouched
-  echo keep >target.txt && ln -s ../target.txt py/evo_fp8.py.new && mv py/evo_fp8.py.new py/evo_fp8.py
-  python3 "$SRC/tools/torch_export.py" "dest/pkg/$K" "$QSRC" -o py >pyout 2>&1
-  prc=$?
-  checks=$((checks + 3))
-  [ "$prc" = 2 ] || fail "torch_export.py with a linked output: exit $prc, want 2"
-  [ "$(cat target.txt)" = keep ] || fail "torch_export.py wrote through a link"
-  grep -q "is a symbolic link" pyout || fail "torch_export.py: no message for the link: $(cat pyout)"
-fi
+# --kernel: the module for a file evo export already wrote, without the database: the same module
+run export --torch py --kernel "dest/pkg/$K" --quantizer "$QSRC"
+expect_rc 0 "export --torch --kernel"
+checks=$((checks + 1)); cmp -s py/evo_fp8.py dest/pkg/evo_fp8.py || fail "--kernel and --best write different modules"
+checks=$((checks + 1)); cmp -s py/"$K" "dest/pkg/$K" || fail "--kernel did not copy the kernel as it is"
+# the same output rule: a link among its outputs is refused, its target untouched
+echo keep >target.txt && ln -s ../target.txt py/evo_fp8.py.new && mv py/evo_fp8.py.new py/evo_fp8.py
+run export --torch py --kernel "dest/pkg/$K" --quantizer "$QSRC"
+expect_rc 2 "--kernel with a linked output"; expect_err_has "is a symbolic link" "--kernel with a linked output"
+checks=$((checks + 1)); [ "$(cat target.txt)" = keep ] || fail "--kernel wrote through a link"
+echo "int x;" >notexport.cu
+run export --torch n0 --kernel notexport.cu --quantizer "$QSRC"
+expect_rc 2 "--kernel of a hand-written file"; expect_err_has "notexport.cu: not a file evo export wrote" "--kernel of a hand-written file"
+run export --kernel "dest/pkg/$K"
+expect_rc 2 "--kernel without --torch"; expect_err_has "--kernel goes with --torch DIR" "--kernel without --torch"
+run export --torch n0 --kernel "dest/pkg/$K" --best
+expect_rc 2 "--kernel with --best"; expect_err_has "no --best, --id or --accuracy" "--kernel with --best"
 
 # again into the same directory (files replaced), with another module name; the default quantizer from variants/
 mkdir -p variants && cp "$QSRC" variants/

@@ -1,7 +1,7 @@
 # cli_replay.sh — the search strategies on a space recorded on a GPU (tests/data/replay.db: every genome of
 # tests/data/replay-space.yaml evaluated on an H200), through `evo run --replay` (no GPU): runs complete and store
 # their results, a seed gives the same search twice, GA finds the exhaustive best, insights and resume work; the
-# "seeds" strategy (seeds only, hill climbing) and tools/compare_strategies.py end to end. The replay source is only
+# "seeds" strategy (seeds only, hill climbing) and tools/bench/compare_strategies.py end to end. The replay source is only
 # read (nothing beside it, never the output), genomes it lacks are NOT_RECORDED, and a bad replay source is refused
 # before anything is created.
 # Run: bash tests/cli_replay.sh build/evo .   (ctest runs it as cli_replay)
@@ -131,8 +131,8 @@ assert ops.get("neighbour", 0) >= 6, "ga with local_rate 0.5: neighbours of the 
 print("replay, seeds: seeds only = baseline + 4 seeds; hill climbing at the exhaustive best after %d evaluations; "
       "ga operators %s" % (at + 1, ops))
 PY
-# The GPU comparison (tools/compare_strategies.py, tools/gpu_ci.sh strategies) runs end to end by replay.
-python3 "$SRC/tools/compare_strategies.py" --evo "$EVO" --config "$tmp/seeds.yaml" --replay "$R" --seeds 2 \
+# The GPU comparison (tools/bench/compare_strategies.py, tools/gpu_ci.sh strategies) runs end to end by replay.
+python3 "$SRC/tools/bench/compare_strategies.py" --evo "$EVO" --config "$tmp/seeds.yaml" --replay "$R" --seeds 2 \
   --strategies seeds,ga,ga@local_rate=0,random --work "$tmp/cmp" --out "$tmp/cmp.md" >/dev/null 2>"$tmp/cmp.err" ||
   fail "compare_strategies: $(cat "$tmp/cmp.err")"
 # by replay a re-timing repeats the recording: each row's re-timed fitness is its measured one

@@ -236,8 +236,8 @@ static void model_error_table(void)
                 int b = 1, h = 8, s = 1024, dd = d;
                 float smf = sm;
                 void *a[] = {&in.dfloat[0], &in.dfloat[1], &in.dfloat[2], &ref, &b, &h, &s, &dd, &causal, &smf};
-                launch(k_ref, (unsigned)((s + EVO_SUPPORT_REF_ROWS - 1) / EVO_SUPPORT_REF_ROWS), 8, 1,
-                       EVO_SUPPORT_REF_BLOCK, a);
+                launch(k_ref, (unsigned)((s + ATTN_REF_ROWS - 1) / ATTN_REF_ROWS), 8, 1,
+                       ATTN_REF_BLOCK, a);
                 double wr = 0, wm = 0, wr0 = 0; /* the worst head, over the orders (the gate's rule) and in phase 0 */
                 for (int ph = 0; ph < AN_FP8_ORDERS; ph++) {
                     evo_slice_acc acc[8];
@@ -303,16 +303,18 @@ int main(void)
     CU_MUST(cuCtxSetCurrent(ctx));
     char arch[32];
     snprintf(arch, sizeof arch, "sm_%d%d", major, minor);
-    CUmodule sup, attn;
-    if (load("support.cu", NULL, arch, &sup) || load("attn_support.cu", "attn_numerics.h", arch, &attn)) return 1;
+    CUmodule sup, attn, aref;
+    if (load("support.cu", NULL, arch, &sup) || load("attn_support.cu", "attn_numerics.h", arch, &attn) ||
+        load("attn_ref.cu", NULL, arch, &aref))
+        return 1;
     struct {
         CUfunction *f;
         CUmodule m;
         const char *name;
     } fns[] = {{&k_probe, attn, "evo_gen_probe"},          {&k_model, attn, "evo_fp8_model_attention"},
                {&k_slices, sup, "evo_compare_slices"},      {&k_slices_reset, sup, "evo_compare_slices_reset"},
-               {&k_gen, sup, "evo_gen_inputs"},             {&k_quant, sup, "evo_quantize"},
-               {&k_deq, sup, "evo_dequantize"},             {&k_ref, sup, "evo_reference_attention"}};
+               {&k_gen, sup, "evo_gen_inputs"},             {&k_quant, aref, "evo_quantize"},
+               {&k_deq, aref, "evo_dequantize"},            {&k_ref, aref, "evo_reference_attention"}};
     for (size_t i = 0; i < EVO_ARRAY_LEN(fns); i++) CU_MUST(cuModuleGetFunction(fns[i].f, fns[i].m, fns[i].name));
     printf("device sm_%d%d\n", major, minor);
     test_probes();

@@ -83,8 +83,8 @@ static void gpu_reference(CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, CUdevicep
                           int causal, float softmax_scale)
 {
     void *args[] = {&q, &k, &v, &o, &B, &H, &S, &D, &causal, &softmax_scale};
-    launch(k_ref, (unsigned)((S + EVO_SUPPORT_REF_ROWS - 1) / EVO_SUPPORT_REF_ROWS), (unsigned)H, (unsigned)B,
-           EVO_SUPPORT_REF_BLOCK, args);
+    launch(k_ref, (unsigned)((S + ATTN_REF_ROWS - 1) / ATTN_REF_ROWS), (unsigned)H, (unsigned)B,
+           ATTN_REF_BLOCK, args);
 }
 
 static void gpu_compare(CUdeviceptr out, CUdeviceptr ref, size_t n, double atol, double rtol, unsigned blocks,
@@ -537,10 +537,26 @@ int main(void)
         }
     }
     printf("device %s (sm_%d%d), support.cu built for %s\n", name, major, minor, arch);
-    CUmodule mod;
+    /* attention's reference kernels (quantizer, dequantizer, reference) are the task's: attn_ref.cu */
+    const char *ref_src = NULL;
+    support_build rb;
+    if (evo_template_get("attn_ref.cu", &ref_src, NULL, &err) != EVO_OK ||
+        support_compile_named(ref_src, "attn_ref.cu", NULL, arch, &rb) != 0) {
+        fprintf(stderr, "attn_ref.cu does not compile for %s: %s\n", arch, ref_src ? rb.log : err.msg);
+        return 1;
+    }
+    CUmodule mod, ref_mod;
     CU_MUST(cuModuleLoadData(&mod, b.image));
-    CUfunction *slots[] = {&k_gen, &k_quant, &k_deq, &k_h2f, &k_ref, &k_reset, &k_cmp, &k_canary};
-    for (size_t i = 0; i < EVO_ARRAY_LEN(slots); i++) CU_MUST(cuModuleGetFunction(slots[i], mod, support_kernels[i]));
+    CU_MUST(cuModuleLoadData(&ref_mod, rb.image));
+    const struct {
+        CUfunction *f;
+        CUmodule *m;
+        const char *name;
+    } fns[] = {{&k_gen, &mod, "evo_gen_inputs"},        {&k_quant, &ref_mod, "evo_quantize"},
+               {&k_deq, &ref_mod, "evo_dequantize"},    {&k_h2f, &mod, "evo_half_to_float"},
+               {&k_ref, &ref_mod, "evo_reference_attention"}, {&k_reset, &mod, "evo_compare_reset"},
+               {&k_cmp, &mod, "evo_compare"},           {&k_canary, &mod, "evo_canary_check"}};
+    for (size_t i = 0; i < EVO_ARRAY_LEN(fns); i++) CU_MUST(cuModuleGetFunction(fns[i].f, *fns[i].m, fns[i].name));
 
     test_generator();
     test_half_to_float();
@@ -551,6 +567,8 @@ int main(void)
     time_reference();
 
     CU_MUST(cuModuleUnload(mod));
+    CU_MUST(cuModuleUnload(ref_mod));
+    support_build_free(&rb);
     CU_MUST(cuDevicePrimaryCtxRelease(dev));
     support_build_free(&b);
     return check_result();

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """gpu_torch_op.py — the PyTorch ops of an exported attention kernel + quantizer, for real on a GPU: the module
-rendered from templates/torch_op.py and built with nvcc, then checked and timed.
-  python3 tests/gpu_torch_op.py ATTENTION.cu QUANTIZE.cu|- [--out DIR] [--quick]
-(- assembles a quantizer with tools/quantize_export.py's default genome). Exits 77 (skipped, reason printed) without
+written by `evo export --torch DIR --kernel ATTENTION.cu --quantizer QUANTIZE.cu` and built with nvcc, then checked
+and timed.
+  python3 tests/gpu_torch_op.py ATTENTION.cu QUANTIZE.cu [--evo build/evo] [--out DIR] [--quick]
+Exits 77 (skipped, reason printed) without
 PyTorch, a CUDA device or nvcc; 1 when a check fails.
 
 Checks: quantize_fp8 codes bit-exact against the same rule in PyTorch ops (x / (absmax/448) -> float8_e4m3fn),
@@ -19,6 +20,7 @@ import argparse
 import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -60,7 +62,8 @@ def rel_l2(torch, a, b):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("attention_cu")
-    p.add_argument("quantize_cu", help="an exported quantizer, or - to assemble one (tools/quantize_export.py)")
+    p.add_argument("quantize_cu", help="an exported quantizer (evo export)")
+    p.add_argument("--evo", default=os.path.join(ROOT, "build", "evo"), help="the evo binary (default build/evo)")
     p.add_argument("--out", help="directory for gpu_torch_op.json")
     p.add_argument("--quick", action="store_true", help="fewer timing replays")
     a = p.parse_args()
@@ -74,17 +77,17 @@ def main():
     if not torch.cuda.is_available():
         skip("PyTorch sees no CUDA device")
     import compare_sdpa as cs
-    import quantize_export
-    import torch_export
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
 
     tmp = tempfile.mkdtemp(prefix="evo-gpu-torch-op-")
-    qcu = a.quantize_cu
-    if qcu == "-":
-        qcu = os.path.join(tmp, "quantize_fp8-default.cu")
-        quantize_export.main(["-o", qcu])
-    path = torch_export.write_module(a.attention_cu, qcu, os.path.join(tmp, "mod"), "evo_fp8_test")
+    mod_dir = os.path.join(tmp, "mod")
+    r = subprocess.run([a.evo, "export", "--torch", mod_dir, "--kernel", a.attention_cu, "--quantizer", a.quantize_cu,
+                        "--module", "evo_fp8_test"], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"FAIL: evo export --torch --kernel: {r.stderr.strip()}")
+        sys.exit(1)
+    path = os.path.join(mod_dir, "evo_fp8_test.py")
     sys.path.insert(0, os.path.dirname(path))
     import evo_fp8_test as mod
     if not os.environ.get("EVO_TORCH_LIB") and mod._find_nvcc() is None:

@@ -78,9 +78,12 @@ static void support_build_free(support_build *b)
 
 /* The kernels support.cu must define (extern "C", so these are also their symbol names). */
 static const char *const support_kernels[] = {
-    "evo_gen_inputs",    "evo_quantize",      "evo_dequantize", "evo_half_to_float", "evo_reference_attention",
-    "evo_compare_reset", "evo_compare",       "evo_canary_check", "evo_compare_slices_reset", "evo_compare_slices",
+    "evo_gen_inputs",   "evo_half_to_float",        "evo_compare_reset", "evo_compare",
+    "evo_canary_check", "evo_compare_slices_reset", "evo_compare_slices",
 };
+/* tasks/attention_fp8/attn_ref.cu's (attention's reference kernels). */
+static const char *const attn_ref_kernels[] = {"evo_quantize", "evo_dequantize", "evo_reference_attention",
+                                               "evo_perturb_codes"};
 /* tasks/attention_fp8/attn_support.cu's (it includes attn_numerics.h). */
 static const char *const attn_support_kernels[] = {"evo_gen_probe", "evo_fp8_model_attention"};
 

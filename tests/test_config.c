@@ -4,6 +4,7 @@
 #include "check.h"
 #include "config.h"
 #include "evaluate.h"
+#include "strategy.h"
 #include "util.h"
 
 #include <math.h>
@@ -521,8 +522,34 @@ static void test_fitness_score(void)
     evo_config_free(c);
 }
 
+/* The config layer knows no strategy and no NVRTC: what the layers above register is what it checks. */
+static void test_checks(void)
+{
+#define HOOKS_REST(strategy)                                                                                  \
+    "baseline: FAST_EXP=1, TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,"      \
+    "F16_SMEM=0,MIN_BLOCKS=1,CAUSAL_PAIR=0\n"                                                               \
+    "shapes: [{name: one, batch: 1, heads: 1, seq: 128, head_dim: 128, causal: true}]\n"                       \
+    "evolution: {population: 2, strategy: " strategy "}\ncompile: {extra_options: '--no-such-option'}\n"
+    static const char text[] = MINIMAL_SPACE HOOKS_REST("annealing");
+    static const char ga[] = MINIMAL_SPACE HOOKS_REST("ga");
+    evo_config *c = NULL;
+    evo_err err = {{0}};
+    evo_config_set_checks(NULL);
+    CHECK_EQ_INT(evo_config_parse("hooks.yaml", text, strlen(text), &c, &err), EVO_OK);
+    CHECK(c && strcmp(c->evolution.strategy, "annealing") == 0);
+    evo_config_free(c);
+    c = NULL;
+    evo_strategy_register_config_checks();
+    CHECK_EQ_INT(evo_config_parse("hooks.yaml", text, strlen(text), &c, &err), EVO_E_CONFIG);
+    CHECK(c == NULL);
+    CHECK_CONTAINS(err.msg, "evolution.strategy: unknown strategy 'annealing'");
+    CHECK_EQ_INT(evo_config_parse("hooks.yaml", ga, strlen(ga), &c, &err), EVO_E_CONFIG);
+    CHECK_CONTAINS(err.msg, "compile.extra_options: NVRTC refuses these options");
+}
+
 int main(void)
 {
+    test_checks();
     test_default();
     test_smoke();
     test_minimal_and_defaults();

@@ -2,7 +2,9 @@
  * exported file (provenance, verbatim ABI and template, instantiations, variant table, harness) on a store made
  * with real genomes of configs/default.yaml. Run: build/tests/test_export (ctest runs it).
  * Also the fixture maker of tests/cli_export*.sh: `test_export --fixture e4m3|u8sim|empty FILE` prints
- * "NAME KEY ID" for each candidate it stored.
+ * "NAME KEY ID" for each candidate it stored; `test_export --fixture genome FILE CONFIG GENOME` stores one finished
+ * run of CONFIG (any task) on sm_90 with its baseline (1.0x) and GENOME (1.5x, the best), and prints GENOME's key
+ * (tests/cli_quantize_export.sh exports quantizers of chosen genomes so).
  */
 #include "candidate.h"
 #include "check.h"
@@ -210,6 +212,61 @@ static void make_hopper_fixture(const char *path, bool p8)
     evo_store_close(st);
     evo_config_free(cfg);
     free(text);
+}
+
+/* One finished run of the config at config_path (its task, whatever it is) on sm_90: the baseline (1.0x) and genome
+ * (1.5x). Prints "GENOME key". Returns 2 when the genome does not parse or does not pass the host-side checks. */
+static int make_genome_fixture(const char *path, const char *config_path, const char *genome)
+{
+    evo_err err = {{0}};
+    char *text = NULL;
+    if (evo_read_file(config_path, &text, NULL, &err) != EVO_OK) die("config", &err);
+    evo_config *cfg = NULL;
+    if (evo_config_parse(config_path, text, strlen(text), &cfg, &err) != EVO_OK) die("parse", &err);
+    evo_candidate c[2];
+    memset(c, 0, sizeof c);
+    c[0].genome = cfg->baseline;
+    if (evo_genome_parse(cfg->space, genome, &c[1].genome, &err) != EVO_OK) {
+        fprintf(stderr, "test_export: %s\n", err.msg);
+        evo_config_free(cfg);
+        free(text);
+        return 2;
+    }
+    evo_device_limits lim;
+    if (evo_device_limits_for_arch("sm_90", &lim, &err) != EVO_OK) die("limits", &err);
+    const evo_build_opts bo = {.cfg = cfg, .task = evo_task_find(cfg->task), .lim = &lim, .arch = "sm_90", .jobs = 1};
+    if (evo_candidates_prepare(&bo, c, 2, &err) != EVO_OK) die("prepare", &err);
+    if (c[1].verdict != EVO_V_OK) {
+        fprintf(stderr, "test_export: %s: %s\n", genome, c[1].why);
+        for (int i = 0; i < 2; i++) evo_candidate_free(&c[i]);
+        evo_config_free(cfg);
+        free(text);
+        return 2;
+    }
+    evo_store *st = NULL;
+    if (evo_store_open(path, EVO_STORE_READWRITE, &st, &err) != EVO_OK) die("open", &err);
+    char ss[65];
+    evo_config_shape_set_key(cfg, ss);
+    evo_run_rec run = {.started_at = "2026-11-28T08:00:00Z", .finished_at = "2026-11-28T08:05:00Z", .state = "done",
+                       .task = cfg->task, .arch = "sm_90", .shape_set = ss, .config_path = (char *)config_path,
+                       .config_text = text, .strategy = "ga", .seed = 1, .generations = 1, .population = 2,
+                       .gpu = "NVIDIA H100 80GB HBM3", .driver = "13000",
+                       .nvrtc_version = (char *)evo_nvrtc_version(), .evo_version = EVO_VERSION};
+    if (evo_store_begin_run(st, &run, &err) != EVO_OK) die("begin_run", &err);
+    for (int i = 0; i < 2; i++) {
+        evo_candidate_rec r = {.key = c[i].key, .task = cfg->task, .arch = "sm_90", .genome = c[i].genome_text,
+                               .template_hash = c[i].template_hash, .options = "",
+                               .nvrtc_version = (char *)evo_nvrtc_version(), .registers = 32, .smem_bytes = 0,
+                               .spill_bytes = 0, .stack_bytes = 0};
+        if (evo_store_put_candidate(st, &r, &err) != EVO_OK) die("put_candidate", &err);
+        put_eval(st, cfg, ss, r.id, run.id, 0, EVO_V_OK, i ? 1.5 : 1.0);
+    }
+    printf("GENOME %s\n", c[1].key);
+    for (int i = 0; i < 2; i++) evo_candidate_free(&c[i]);
+    evo_store_close(st);
+    evo_config_free(cfg);
+    free(text);
+    return 0;
 }
 
 static int fixture_main(const char *kind, const char *path)
@@ -596,6 +653,8 @@ static void test_launch_knob_keys(void)
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "--fixture") == 0) return fixture_main(argv[2], argv[3]);
+    if (argc == 6 && strcmp(argv[1], "--fixture") == 0 && strcmp(argv[2], "genome") == 0)
+        return make_genome_fixture(argv[3], argv[4], argv[5]);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/evo-test-export-XXXXXX");
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");

@@ -39,9 +39,9 @@ static void on_done(void *ctx, const evo_pool_job *job, const evo_pool_done *d)
     CHECK(job->user == (void *)(intptr_t)(j + 100));
     r->calls[j]++;
     r->status[j] = d->status;
-    r->verdict[j] = d->reply->verdict;
+    r->verdict[j] = d->reply->r.verdict;
     r->reply_id[j] = d->reply->id;
-    snprintf(r->detail[j], sizeof r->detail[j], "%s", d->reply->detail ? d->reply->detail : "");
+    snprintf(r->detail[j], sizeof r->detail[j], "%s", d->reply->r.detail ? d->reply->r.detail : "");
     snprintf(r->message[j], sizeof r->message[j], "%s", d->message);
     r->worker[j] = d->worker;
     r->order[r->n_done++] = j;

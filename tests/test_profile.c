@@ -3,6 +3,7 @@
  * (output, exit codes, environment, time limit). Run: build/tests/test_profile (ctest runs it).
  */
 #include "check.h"
+#include "paths.h"
 #include "profile.h"
 #include "util.h"
 
@@ -196,11 +197,11 @@ static void test_find_tool(const char *dir)
 
     setenv("CUDA_HOME", "/nonexistent-cuda", 1);
     setenv("PATH", "/nonexistent-dir", 1);
-    CHECK_EQ_INT(evo_profile_find_tool("ncu", NULL, &p, &err), EVO_E_NOTFOUND);
+    CHECK_EQ_INT(evo_path_find_tool("ncu", NULL, &p, &err), EVO_E_NOTFOUND);
     CHECK_STR(err.msg, "ncu not found: install Nsight Compute or pass --ncu PATH");
-    CHECK_EQ_INT(evo_profile_find_tool("nvcc", NULL, &p, &err), EVO_E_NOTFOUND);
+    CHECK_EQ_INT(evo_path_find_tool("nvcc", NULL, &p, &err), EVO_E_NOTFOUND);
     CHECK_STR(err.msg, "nvcc not found: install the CUDA Toolkit or put its bin/ on PATH");
-    CHECK_EQ_INT(evo_profile_find_tool("ncu", plain, &p, &err), EVO_E_NOTFOUND);
+    CHECK_EQ_INT(evo_path_find_tool("ncu", plain, &p, &err), EVO_E_NOTFOUND);
     char want[800];
     snprintf(want, sizeof want, "ncu not found at %s: install Nsight Compute or pass --ncu PATH", plain);
     CHECK_STR(err.msg, want);
@@ -208,15 +209,15 @@ static void test_find_tool(const char *dir)
     char path[1200];
     snprintf(path, sizeof path, "/nonexistent-dir::%s", bin);
     setenv("PATH", path, 1);
-    CHECK_EQ_INT(evo_profile_find_tool("ncu", NULL, &p, &err), EVO_OK);
+    CHECK_EQ_INT(evo_path_find_tool("ncu", NULL, &p, &err), EVO_OK);
     CHECK_STR(p, tool);
     free(p);
     setenv("PATH", "/nonexistent-dir", 1);
     setenv("CUDA_HOME", dir, 1); /* $CUDA_HOME/bin after PATH */
-    CHECK_EQ_INT(evo_profile_find_tool("ncu", NULL, &p, &err), EVO_OK);
+    CHECK_EQ_INT(evo_path_find_tool("ncu", NULL, &p, &err), EVO_OK);
     CHECK_STR(p, tool);
     free(p);
-    CHECK_EQ_INT(evo_profile_find_tool("ncu", tool, &p, &err), EVO_OK);
+    CHECK_EQ_INT(evo_path_find_tool("ncu", tool, &p, &err), EVO_OK);
     CHECK_STR(p, tool);
     free(p);
     unsetenv("CUDA_HOME");

@@ -109,11 +109,11 @@ static void fill_reply(evo_eval_reply *r, char *detail)
 {
     memset(r, 0, sizeof *r);
     r->id = 17;
-    r->verdict = EVO_V_INCORRECT;
-    r->detail = detail;
-    r->n_shapes = EVO_MAX_SHAPES;
+    r->r.verdict = EVO_V_INCORRECT;
+    r->r.detail = detail;
+    r->r.n_shapes = EVO_MAX_SHAPES;
     for (int i = 0; i < EVO_MAX_SHAPES; i++) {
-        evo_shape_result *x = &r->shapes[i];
+        evo_shape_result *x = &r->r.shapes[i];
         snprintf(x->shape, sizeof x->shape, "s%d(2,8,%d,64)%s", i, 77 * (i + 1), i % 2 ? " causal" : "");
         snprintf(x->fields, sizeof x->fields, "{\"batch\":2,\"heads\":8,\"seq\":%d,\"head_dim\":64,\"causal\":%s}",
                  77 * (i + 1), i % 2 ? "true" : "false");
@@ -133,9 +133,9 @@ static void fill_reply(evo_eval_reply *r, char *detail)
         x->baseline_ci_hi_us = i % 2 ? 2.0 / 7 : 0;
     }
     r->paired = true;
-    r->check_s = 0.1 + 0.2; /* 0.30000000000000004: a printer with 15 digits would say 0.3 */
-    r->time_s = 1e9;
-    snprintf(r->device, sizeof r->device, "NVIDIA H100 \"80GB\"\nHBM3");
+    r->r.check_s = 0.1 + 0.2; /* 0.30000000000000004: a printer with 15 digits would say 0.3 */
+    r->r.time_s = 1e9;
+    snprintf(r->r.gpu, sizeof r->r.gpu, "NVIDIA H100 \"80GB\"\nHBM3");
 }
 
 static void test_eval_reply_round_trip(void)
@@ -154,12 +154,12 @@ static void test_eval_reply_round_trip(void)
     CHECK_CONTAINS(line, "\"detail\":{\"case\":{"); /* an object on the wire, not a string */
     CHECK_EQ_INT(evo_proto_decode_eval_reply(line, &out, &err), EVO_OK);
     CHECK_EQ_INT(out.id, 17);
-    CHECK_EQ_INT(out.verdict, EVO_V_INCORRECT);
-    CHECK_STR(out.detail, detail);
-    CHECK_EQ_INT(out.n_shapes, EVO_MAX_SHAPES);
+    CHECK_EQ_INT(out.r.verdict, EVO_V_INCORRECT);
+    CHECK_STR(out.r.detail, detail);
+    CHECK_EQ_INT(out.r.n_shapes, EVO_MAX_SHAPES);
     int same = 1;
     for (int i = 0; i < EVO_MAX_SHAPES; i++) {
-        const evo_shape_result *a = &in.shapes[i], *b = &out.shapes[i];
+        const evo_shape_result *a = &in.r.shapes[i], *b = &out.r.shapes[i];
         same &= strcmp(a->shape, b->shape) == 0 && strcmp(a->fields, b->fields) == 0;
         same &= same_double(a->median_us, b->median_us) && same_double(a->p10_us, b->p10_us) &&
                 same_double(a->p90_us, b->p90_us) && same_double(a->baseline_us, b->baseline_us) &&
@@ -172,67 +172,67 @@ static void test_eval_reply_round_trip(void)
     }
     CHECK(same);
     CHECK(out.paired);
-    CHECK(out.shapes[1].baseline_ci_hi_us == 2.0 / 7);
-    CHECK_STR(out.shapes[5].shape, "s5(2,8,462,64) causal");
-    CHECK_STR(out.shapes[5].fields, "{\"batch\":2,\"heads\":8,\"seq\":462,\"head_dim\":64,\"causal\":true}");
-    CHECK(out.shapes[0].median_us == 123.456789012345678);
-    CHECK(out.shapes[0].p90_us == 1.0 / 3.0);
-    CHECK(out.shapes[0].rate == 4.9e-324);
-    CHECK(isnan(out.shapes[0].max_abs));
-    CHECK(isinf(out.shapes[0].rel_l2) && out.shapes[0].rel_l2 > 0);
-    CHECK(isinf(out.shapes[0].e2e_rel_l2) && out.shapes[0].e2e_rel_l2 < 0);
-    CHECK(out.check_s == 0.1 + 0.2);
-    CHECK(out.shapes[0].baseline_us == DBL_MAX);
-    CHECK(out.shapes[0].e2e_rmse == -1e-300);
-    CHECK_NEAR(out.time_s, 1e9, 0);
-    CHECK_STR(out.device, "NVIDIA H100 \"80GB\"\nHBM3");
+    CHECK(out.r.shapes[1].baseline_ci_hi_us == 2.0 / 7);
+    CHECK_STR(out.r.shapes[5].shape, "s5(2,8,462,64) causal");
+    CHECK_STR(out.r.shapes[5].fields, "{\"batch\":2,\"heads\":8,\"seq\":462,\"head_dim\":64,\"causal\":true}");
+    CHECK(out.r.shapes[0].median_us == 123.456789012345678);
+    CHECK(out.r.shapes[0].p90_us == 1.0 / 3.0);
+    CHECK(out.r.shapes[0].rate == 4.9e-324);
+    CHECK(isnan(out.r.shapes[0].max_abs));
+    CHECK(isinf(out.r.shapes[0].rel_l2) && out.r.shapes[0].rel_l2 > 0);
+    CHECK(isinf(out.r.shapes[0].e2e_rel_l2) && out.r.shapes[0].e2e_rel_l2 < 0);
+    CHECK(out.r.check_s == 0.1 + 0.2);
+    CHECK(out.r.shapes[0].baseline_us == DBL_MAX);
+    CHECK(out.r.shapes[0].e2e_rmse == -1e-300);
+    CHECK_NEAR(out.r.time_s, 1e9, 0);
+    CHECK_STR(out.r.gpu, "NVIDIA H100 \"80GB\"\nHBM3");
     evo_eval_reply_free(&out);
-    CHECK(out.detail == NULL);
+    CHECK(out.r.detail == NULL);
     free(line);
 
     /* Detail written with spaces comes back canonical; NULL detail is {}. */
     fill_reply(&in, NULL);
-    in.n_shapes = 0;
+    in.r.n_shapes = 0;
     in.paired = false;
-    in.verdict = EVO_V_OK;
+    in.r.verdict = EVO_V_OK;
     CHECK_EQ_INT(evo_proto_encode_eval_reply(&in, &line, &err), EVO_OK);
     CHECK_EQ_INT(evo_proto_decode_eval_reply(line, &out, &err), EVO_OK);
-    CHECK_STR(out.detail, "{}");
+    CHECK_STR(out.r.detail, "{}");
     CHECK(!out.paired); /* "paired" is absent unless true */
     CHECK(strstr(line, "paired") == NULL);
-    CHECK_EQ_INT(out.n_shapes, 0);
-    CHECK_EQ_INT(out.verdict, EVO_V_OK);
+    CHECK_EQ_INT(out.r.n_shapes, 0);
+    CHECK_EQ_INT(out.r.verdict, EVO_V_OK);
     evo_eval_reply_free(&out);
     free(line);
     char spaced[] = "{ \"a\" : [1, 2],\n \"b\" : \"x\" }";
-    in.detail = spaced;
+    in.r.detail = spaced;
     CHECK_EQ_INT(evo_proto_encode_eval_reply(&in, &line, &err), EVO_OK);
     CHECK_EQ_INT(evo_proto_decode_eval_reply(line, &out, &err), EVO_OK);
-    CHECK_STR(out.detail, "{\"a\":[1,2],\"b\":\"x\"}");
+    CHECK_STR(out.r.detail, "{\"a\":[1,2],\"b\":\"x\"}");
     evo_eval_reply_free(&out);
     free(line);
 
     /* Every verdict travels by name. */
     for (int v = 0; v < EVO_V_COUNT; v++) {
-        in.verdict = (evo_verdict)v;
-        in.detail = NULL;
+        in.r.verdict = (evo_verdict)v;
+        in.r.detail = NULL;
         CHECK_EQ_INT(evo_proto_encode_eval_reply(&in, &line, &err), EVO_OK);
         char want[64];
         snprintf(want, sizeof want, "\"verdict\":\"%s\"", evo_verdict_name((evo_verdict)v));
         CHECK_CONTAINS(line, want);
         CHECK_EQ_INT(evo_proto_decode_eval_reply(line, &out, &err), EVO_OK);
-        CHECK_EQ_INT(out.verdict, v);
+        CHECK_EQ_INT(out.r.verdict, v);
         evo_eval_reply_free(&out);
         free(line);
     }
 
     /* A detail that is not a JSON object is the encoder's caller's bug. */
     char not_object[] = "[1,2]", not_json[] = "{\"max_abs\": nan}";
-    in.detail = not_object;
+    in.r.detail = not_object;
     CHECK_EQ_INT(evo_proto_encode_eval_reply(&in, &line, &err), EVO_E_INTERNAL);
     CHECK(line == NULL);
     CHECK_CONTAINS(err.msg, "detail is not a JSON object");
-    in.detail = not_json;
+    in.r.detail = not_json;
     CHECK_EQ_INT(evo_proto_encode_eval_reply(&in, &line, &err), EVO_E_INTERNAL);
 }
 
@@ -302,7 +302,7 @@ static void test_hello_shutdown_error(void)
     memset(err.msg, 0, sizeof err.msg);
     CHECK_EQ_INT(evo_proto_decode_eval_reply(line, &rep, &err), EVO_E_CUDA);
     CHECK_CONTAINS(err.msg, "CUDA_ERROR_INVALID_IMAGE");
-    CHECK(rep.detail == NULL);
+    CHECK(rep.r.detail == NULL);
     CHECK_EQ_INT(evo_proto_decode_hello_reply(line, &g, &err), EVO_E_CUDA);
     free(line);
     line = evo_proto_encode_error(-1, EVO_E_NODRIVER, NULL);
@@ -428,7 +428,7 @@ static void test_malformed(void)
     /* Reply fields. */
     evo_eval_reply rin, rout;
     fill_reply(&rin, NULL);
-    rin.n_shapes = 2;
+    rin.r.n_shapes = 2;
     char *rg = NULL;
     CHECK_EQ_INT(evo_proto_encode_eval_reply(&rin, &rg, &err), EVO_OK);
     struct {
@@ -448,13 +448,13 @@ static void test_malformed(void)
         char *bad = edit(rg, rcases[i].from, rcases[i].to);
         CHECK_EQ_INT(evo_proto_decode_eval_reply(bad, &rout, &err), EVO_E_WORKER);
         CHECK_CONTAINS(err.msg, rcases[i].want);
-        CHECK(rout.detail == NULL); /* nothing to free after a failure */
+        CHECK(rout.r.detail == NULL); /* nothing to free after a failure */
         free(bad);
     }
     /* null reads as NaN (what a plain cJSON printer makes of one). */
     char *nul = edit(rg, "\"max_abs\":\"NaN\"", "\"max_abs\":null");
     CHECK_EQ_INT(evo_proto_decode_eval_reply(nul, &rout, &err), EVO_OK);
-    CHECK(isnan(rout.shapes[0].max_abs));
+    CHECK(isnan(rout.r.shapes[0].max_abs));
     evo_eval_reply_free(&rout);
     free(nul);
     free(rg);

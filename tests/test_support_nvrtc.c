@@ -71,6 +71,8 @@ int main(void)
 {
     check_module(EVO_SOURCE_DIR "/tasks/attention_fp8/attn_support.cu", "attn_support.cu", "attn_numerics.h",
                  attn_support_kernels, EVO_ARRAY_LEN(attn_support_kernels));
+    check_module(EVO_SOURCE_DIR "/tasks/attention_fp8/attn_ref.cu", "attn_ref.cu", NULL, attn_ref_kernels,
+                 EVO_ARRAY_LEN(attn_ref_kernels));
     char *src;
     size_t len;
     evo_err err = {{0}};

@@ -97,11 +97,11 @@ static void test_call_ok(void)
     evo_err err = {{0}};
     CHECK_EQ_INT(eval(w, 42, NULL, 10, &rep, &err), EVO_OK);
     CHECK_EQ_INT(rep.id, 42);
-    CHECK_EQ_INT(rep.verdict, EVO_V_OK);
-    CHECK_EQ_INT(rep.n_shapes, 3);
-    CHECK_NEAR(rep.shapes[1].median_us, 110.0, 0);
-    CHECK_NEAR(rep.shapes[1].speedup, 1.05, 1e-12);
-    CHECK_STR(rep.detail, "{\"fake\":true,\"request\":42}");
+    CHECK_EQ_INT(rep.r.verdict, EVO_V_OK);
+    CHECK_EQ_INT(rep.r.n_shapes, 3);
+    CHECK_NEAR(rep.r.shapes[1].median_us, 110.0, 0);
+    CHECK_NEAR(rep.r.shapes[1].speedup, 1.05, 1e-12);
+    CHECK_STR(rep.r.detail, "{\"fake\":true,\"request\":42}");
     evo_eval_reply_free(&rep);
     /* Many calls on one process, ids in any order. */
     int all_ok = 1;
@@ -140,7 +140,7 @@ static void test_die(void)
     CHECK(evo_worker_pid(w) > 0 && evo_worker_pid(w) != pid);
     hello_ok(w);
     CHECK_EQ_INT(eval(w, 5, NULL, 10, &rep, &err), EVO_OK);
-    CHECK_EQ_INT(rep.verdict, EVO_V_OK);
+    CHECK_EQ_INT(rep.r.verdict, EVO_V_OK);
     evo_eval_reply_free(&rep);
     evo_worker_stop(w);
 
@@ -242,7 +242,7 @@ static void test_exit_after(void)
     evo_eval_reply rep;
     evo_err err = {{0}};
     CHECK_EQ_INT(eval(w, 1, NULL, 10, &rep, &err), EVO_OK);
-    CHECK_EQ_INT(rep.verdict, EVO_V_OK);
+    CHECK_EQ_INT(rep.r.verdict, EVO_V_OK);
     evo_eval_reply_free(&rep);
     CHECK(!evo_worker_running(w));
     CHECK(gone(pid));

@@ -6,7 +6,7 @@
 #   record     evaluate every genome of tests/data/replay-space.yaml into $OUT/replay.db
 #   smoke      two generations on configs/smoke.yaml
 #   run20      evo run --generations 20 on configs/default.yaml, then elite, history, export
-#   compare    tools/compare_sdpa.py on the exported best kernel
+#   compare    tools/bench/compare_sdpa.py on the exported best kernel
 #   qmodes     after quant: the best candidate of each MODE in $OUT/quant.db (QMODES, default all: "0 1 ... 8")
 #              exported and self-tested (bit-exact checks, then each timed shape against a copy of the same bytes)
 #   sm90       tests/gpu_sm90_grid.sh (the sm_90a family through the gates; its databases into $OUT)
@@ -34,7 +34,7 @@
 #              cuDNN's FP8 SDPA: per head on the gate's inputs, end to end on outlier inputs); needs .wheels/
 #              (nvidia-cudnn-frontend, ../shared/gpu-host/fetch-wheels.sh .wheels)
 #   strategies GA vs random vs seeds only on configs/default.yaml at equal evaluation budgets
-#              (tools/compare_strategies.py): seeds 1, 2, ... while the next fits in STRAT_BUDGET_S (210 s of
+#              (tools/bench/compare_strategies.py): seeds 1, 2, ... while the next fits in STRAT_BUDGET_S (210 s of
 #              search; at most STRAT_SEEDS, 8), STRAT_POP (16) x STRAT_GENS (4) per run, all on evo's one compile
 #              cache ($EVO_CACHE, else ~/.cache/evo: warm from earlier steps of the call); then
 #              the picks and the seeds re-timed 3 times; summary to $OUT/strategies.md (about 4 minutes in all);
@@ -130,7 +130,7 @@ for step in "$@"; do
             grep -E "^genome|FAIL|checks|copy" "$OUT/quant-selftest.log" | head -8; sed -n '/^shape/,$p' "$OUT/quant-selftest.log" | head -14
             EVO_TORCH_LIB=$q/libevo_torch.so timeout 240 python3 tests/gpu_torch_op.py "$att" $q/quant.cu --out "$OUT" \
               --quick 2>&1 | tee "$OUT/gpu_torch_op.log" | grep -vE "^  [a-z0-9_]+\([0-9,]+\) +(float16|bfloat16)" | tail -40 ;;
-    strategies) python3 tools/compare_strategies.py --config configs/default.yaml --seeds "${STRAT_SEEDS:-8}" \
+    strategies) python3 tools/bench/compare_strategies.py --config configs/default.yaml --seeds "${STRAT_SEEDS:-8}" \
                   --strategies "${STRAT_LIST:-seeds,ga,random}" \
                   --budget-s "${STRAT_BUDGET_S:-210}" --population "${STRAT_POP:-16}" --generations "${STRAT_GENS:-4}" \
                   --work /tmp/evo-strategies --out "$OUT/strategies.md" 2>&1 | tail -40
@@ -211,7 +211,7 @@ PY
              python3 tools/bench/fp8_calibrate.py --fp8 "${FP8_CU:-/tmp/fp8-best.cu}" $ex --out "$OUT" \
              --seeds "${CALIB_SEEDS:-2}" 2>&1 | tee "$OUT/calib.log" | tail -60 ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
-             PYTHONUNBUFFERED=1 python3 tools/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
+             PYTHONUNBUFFERED=1 python3 tools/bench/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;
   esac
 done

@@ -1,6 +1,8 @@
-/* cli.h — the subcommand table. One cmd_<name>.c per subcommand; each parses its own options with getopt_long
- * and returns an evo_status that main() turns into the exit code (0 ok, 1 runtime failure, 2 usage/config).
- * Usage texts live in the table only: `evo help NAME` and `evo NAME --help` print the same string.
+/* cli.h — the subcommand table. One cmd_<name>.c per subcommand; each holds its options as one table
+ * (evo_cli_opts_<name>: name, argument, help) from which it parses (getopt_long, through evo_cli_longopts) and from
+ * which the usage's option lines are printed, and returns an evo_status that main() turns into the exit code (0 ok,
+ * 1 runtime failure, 2 usage/config). `evo help NAME` and `evo NAME --help` print the same text: the command's
+ * synopsis and description (main.c), its option table, then what follows.
  */
 #ifndef EVO_CLI_H
 #define EVO_CLI_H
@@ -9,13 +11,55 @@
 #include "evo.h"
 #include "store.h"
 
+#include <stdio.h>
+
+#include <getopt.h>
+#include <stdbool.h>
+
+/* One option of a command. The table (ended by {0}) drives parsing and the usage; an option without help is parsed
+ * but not listed. */
+typedef struct {
+    const char *name; /* long name, without "--" */
+    int key;          /* what getopt_long returns for it; with `letter`, also the short option -key */
+    int has_arg;      /* no_argument, required_argument, optional_argument */
+    bool letter;      /* listed as "-k, --name" */
+    const char *arg;  /* the argument's placeholder ("FILE"; "[=TOOLS]" for an optional one); NULL: a flag */
+    const char *help; /* the usage's line(s), '\n' between lines; NULL: not listed */
+} evo_cli_opt;
+#define EVO_CLI_MAX_OPTS 32
+/* getopt_long's table of opts into out (n entries at most, the end marker included); returns the options copied. */
+int evo_cli_longopts(const evo_cli_opt *opts, struct option *out, int n);
+/* The usage's option lines ("  -o, --output FILE     help", continuation lines at the help column). */
+void evo_cli_print_opts(FILE *f, const evo_cli_opt *opts);
+
 typedef struct {
     const char *name;
     evo_status (*fn)(int argc, char **argv, evo_err *err);
-    const char *summary; /* one line for `evo help` */
-    const char *usage;   /* full text for `evo help NAME` and `--help` */
-    int hidden;          /* internal commands (the GPU worker) are not listed */
+    const char *summary;      /* one line for `evo help` */
+    const char *usage;        /* synopsis and description, before the options */
+    const evo_cli_opt *opts;  /* the command's option table (cmd_<name>.c); NULL: none */
+    const char *usage_after;  /* after the options; may be NULL */
+    int hidden;               /* internal commands (the GPU worker) are not listed */
+    void (*usage_more)(FILE *f); /* prints what the tasks register (options of their own); may be NULL */
 } evo_cmd;
+
+/* `evo export`'s options the tasks register (task->torch_option), for its usage. */
+void evo_cli_export_task_options(FILE *f);
+
+/* The option tables, one per command (cmd_<name>.c). */
+extern const evo_cli_opt evo_cli_opts_run[];
+extern const evo_cli_opt evo_cli_opts_elite[];
+extern const evo_cli_opt evo_cli_opts_export[];
+extern const evo_cli_opt evo_cli_opts_check[];
+extern const evo_cli_opt evo_cli_opts_space[];
+extern const evo_cli_opt evo_cli_opts_compile[];
+extern const evo_cli_opt evo_cli_opts_history[];
+extern const evo_cli_opt evo_cli_opts_insights[];
+extern const evo_cli_opt evo_cli_opts_profile[];
+extern const evo_cli_opt evo_cli_opts_plot[];
+extern const evo_cli_opt evo_cli_opts_merge[];
+extern const evo_cli_opt evo_cli_opts_init[];
+extern const evo_cli_opt evo_cli_opts_worker[];
 
 const evo_cmd *evo_cli_find(const char *name);
 const evo_cmd *evo_cli_commands(int *n);
@@ -31,8 +75,15 @@ void evo_json_str(struct cJSON *o, const char *name, const char *s);
  * rate (under the task's key: "tflops" for attention), errors. task NULL: the fields only as stored. */
 struct evo_task;
 struct cJSON *evo_json_shape_result(const evo_shape_result *r, const struct evo_task *task);
-/* The task of a stored candidate; attention_fp8 (the only task of older databases) when the name is unknown. */
+/* The task of a stored candidate; the first of evo_tasks (the only task of older databases) when the name is
+ * unknown. */
 const struct evo_task *evo_cli_task_of(const char *name);
+
+/* Opens db read-only and reads run *id (0: the latest, *id set to it) and its generation rows (history, plot).
+ * *st is NULL when the store could not be opened; otherwise the caller closes it and frees run and gens, whatever
+ * the status. */
+evo_status evo_cli_open_run(const char *db, int64_t *id, evo_store **st, evo_run_rec *run, evo_gen_rec **gens, int *n,
+                            evo_err *err);
 
 /* The default store path. */
 #define EVO_DEFAULT_DB "population.db"

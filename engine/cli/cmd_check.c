@@ -1,5 +1,5 @@
-/* cmd_check.c — `evo check FILE.cu`: a hand-written kernel (the task's ABI, e.g. evo_attention_abi.h; see
- * docs/templates.md) through the same gates as every candidate, timed against the config's baseline genome on the
+/* cmd_check.c — `evo check FILE.cu`: a hand-written kernel (the task's ABI header, its *_abi.h under tasks/;
+ * see docs/templates.md) through the same gates as every candidate, timed against the config's baseline genome on the
  * same GPU; --retime N times it N times more in the same worker and reports how far the figures move. Without a
  * GPU the compile gate still runs and prints its log. Exit 0 when it passes every gate, 1 for any other verdict
  * (or no GPU), 2 when the file does not compile. */
@@ -441,12 +441,10 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
         s = evo_store_put_candidate(st, &cr, err);
         char ss[65];
         evo_config_shape_set_key(cfg, ss);
-        evo_eval_rec e = {.candidate_id = cr.id, .generation = -1, .shape_set = ss, .verdict = r->verdict,
-                          .fitness = r->fitness, .fitness_lo = r->fitness_lo, .fitness_hi = r->fitness_hi,
-                          .detail = r->detail, .gpu = r->gpu, .check_s = r->check_s,
-                          .time_s = r->time_s, .shapes = r->shapes, .n_shapes = r->n_shapes,
+        evo_eval_rec e = {.candidate_id = cr.id, .generation = -1, .shape_set = ss,
                           .accuracy = (char *)evo_task_accuracy_name(cfg->task_ops, accuracy),
                           .gate = evo_task_gate_version(cfg->task_ops)};
+        evo_eval_rec_set_result(&e, r);
         if (s == EVO_OK) s = evo_store_put_evaluation(st, &e, err);
         free(e.created_at);
         if (s == EVO_OK && !sanitize_clean(z)) {
@@ -490,19 +488,40 @@ static evo_status compile_only(const evo_config *cfg, char **files, int n, bool 
                     arch, why, EVO_NO_DRIVER_HINT);
 }
 
+/* `evo check`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
+const evo_cli_opt evo_cli_opts_check[] = {
+    {"config", 'c', required_argument, true, "F",
+     "the configuration whose cases, tolerances and baseline apply"},
+    {"accuracy", 'C', required_argument, false, "CLASS",
+     "the accuracy class the files' arithmetic claims, judged by that class's gate\n"
+     "(default exact; attention: exact, fp8 — docs/templates.md, \"Accuracy classes\")"},
+    {"genome", 'G', required_argument, false, "G",
+     "a genome of the config's space instead of files, built as a search builds it"},
+    {"retime", 'R', required_argument, false, "N",
+     "then time the kernel and the baseline N more times in the same worker and print\n"
+     "how far the figures move: per-shape spread of the medians, fitness CV, timing cost"},
+    {"json", 'J', no_argument, false, NULL,
+     "machine-readable output: every outcome, errors included, is JSON on stdout"},
+    {"db", 'D', required_argument, false, "F",
+     "also store each result in database F (as candidate file:NAME)"},
+    {"sanitize", 'Z', optional_argument, false, "[=TOOLS]",
+     "then run each kernel that ran under compute-sanitizer (TOOLS: a comma list of\n"
+     "memcheck, racecheck, initcheck, synccheck; default memcheck,racecheck); errors\n"
+     "reject the kernel, and with --db demote it"},
+    {"sanitizer", 'Y', required_argument, false, "PATH",
+     "the compute-sanitizer to use (default: on PATH, then $CUDA_HOME/bin)"},
+    {0},
+};
+
 static evo_status check_files(int argc, char **argv, evo_err *err)
 {
     const evo_cmd *self = evo_cli_find("check");
     const char *config_path = NULL, *db_path = NULL, *sanitize = NULL, *sanitizer = NULL;
     const char *genome = NULL, *accuracy = NULL;
     int json = 0, retime = 0;
-    static const struct option longopts[] = {
-        {"config", required_argument, 0, 'c'}, {"json", no_argument, 0, 'J'},         {"db", required_argument, 0, 'D'},
-        {"sanitize", optional_argument, 0, 'Z'}, {"sanitizer", required_argument, 0, 'Y'},
-        {"retime", required_argument, 0, 'R'}, {"genome", required_argument, 0, 'G'},
-        {"accuracy", required_argument, 0, 'C'}, {0, 0, 0, 0},
-    };
-    optind = 1;
+    struct option longopts[EVO_CLI_MAX_OPTS];
+    evo_cli_longopts(evo_cli_opts_check, longopts, EVO_ARRAY_LEN(longopts));
+    optind = 0;
     opterr = 0;
     for (int ch; (ch = getopt_long(argc, argv, ":c:", longopts, NULL)) != -1;) {
         switch (ch) {

@@ -78,18 +78,30 @@ static cJSON *candidate_json(const evo_task *task, const evo_candidate *c)
     return o;
 }
 
+/* `evo compile`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
+const evo_cli_opt evo_cli_opts_compile[] = {
+    {"genome", 'G', required_argument, false, "G",
+     "one genome in canonical text form"},
+    {"sample", 'n', required_argument, false, "N",
+     "a deterministic sample of N valid genomes, extremes included"},
+    {"arch", 'a', required_argument, false, "sm_XX",
+     "target architecture"},
+    {"json", 'J', no_argument, false, NULL,
+     "machine-readable output"},
+    {"jobs", 'j', required_argument, true, "N",
+     "parallel compiles (default: all cores)"},
+    {"config", 'c', required_argument, false, NULL, NULL}, /* not listed in the usage */
+    {0},
+};
+
 EVO_CMD(compile)
 {
     const evo_cmd *self = evo_cli_find("compile");
     const char *config_path = NULL, *genome_text = NULL, *arch = NULL;
     int sample = 0, jobs = 0, json = 0;
-    static const struct option longopts[] = {
-        {"config", required_argument, 0, 'c'}, {"genome", required_argument, 0, 'G'},
-        {"sample", required_argument, 0, 'n'}, {"arch", required_argument, 0, 'a'},
-        {"json", no_argument, 0, 'J'},         {"jobs", required_argument, 0, 'j'},
-        {0, 0, 0, 0},
-    };
-    optind = 1;
+    struct option longopts[EVO_CLI_MAX_OPTS];
+    evo_cli_longopts(evo_cli_opts_compile, longopts, EVO_ARRAY_LEN(longopts));
+    optind = 0;
     opterr = 0;
     for (int ch; (ch = getopt_long(argc, argv, "c:j:", longopts, NULL)) != -1;) {
         char *end;

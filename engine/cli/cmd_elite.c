@@ -305,15 +305,34 @@ typedef struct {
     int json;
 } elite_opts;
 
+/* `evo elite`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
+const evo_cli_opt evo_cli_opts_elite[] = {
+    {"show", 'S', no_argument, false, NULL,
+     "print the table (the default action)"},
+    {"top", 'k', required_argument, true, "K",
+     "how many (default 3)"},
+    {"shape", 'H', required_argument, false, "NAME",
+     "rank by the speedup on the shape called NAME (a name of the config's shapes),\n"
+     "e.g. to pick the kernel for one problem size: evo export --id ID"},
+    {"accuracy", 'C', required_argument, false, "CLASS",
+     "only this accuracy class"},
+    {"json", 'J', no_argument, false, NULL,
+     "machine-readable output (a JSON array, best first within each class; every entry\n"
+     "names its \"accuracy\")"},
+    {"db", 'D', required_argument, false, "F",
+     "database (default population.db)"},
+    {"task", 'T', required_argument, false, "T",
+     "rank candidates of task T (default: the latest run's)"},
+    {"arch", 'A', required_argument, false, "sm_XX",
+     "rank candidates compiled for this arch (default: the latest run's)"},
+    {0},
+};
+
 static evo_status parse_opts(int argc, char **argv, elite_opts *o, evo_err *err)
 {
     const evo_cmd *self = evo_cli_find("elite");
-    static const struct option longopts[] = {
-        {"show", no_argument, NULL, 'S'}, {"top", required_argument, NULL, 'k'}, {"json", no_argument, NULL, 'J'},
-        {"db", required_argument, NULL, 'D'}, {"task", required_argument, NULL, 'T'},
-        {"arch", required_argument, NULL, 'A'}, {"shape", required_argument, NULL, 'H'},
-        {"accuracy", required_argument, NULL, 'C'}, {NULL, 0, NULL, 0},
-    };
+    struct option longopts[EVO_CLI_MAX_OPTS];
+    evo_cli_longopts(evo_cli_opts_elite, longopts, EVO_ARRAY_LEN(longopts));
     *o = (elite_opts){.db = EVO_DEFAULT_DB, .top = 3};
     optind = 0;
     opterr = 0;

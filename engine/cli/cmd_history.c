@@ -20,13 +20,22 @@ typedef struct {
     int json;
 } history_opts;
 
+/* `evo history`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
+const evo_cli_opt evo_cli_opts_history[] = {
+    {"run", 'R', required_argument, false, "ID",
+     "the run to show (default: the latest)"},
+    {"json", 'J', no_argument, false, NULL,
+     "machine-readable output"},
+    {"db", 'D', required_argument, false, "F",
+     "database (default population.db)"},
+    {0},
+};
+
 static evo_status parse_opts(int argc, char **argv, history_opts *o, evo_err *err)
 {
     const evo_cmd *self = evo_cli_find("history");
-    static const struct option longopts[] = {
-        {"run", required_argument, NULL, 'R'}, {"json", no_argument, NULL, 'J'},
-        {"db", required_argument, NULL, 'D'}, {NULL, 0, NULL, 0},
-    };
+    struct option longopts[EVO_CLI_MAX_OPTS];
+    evo_cli_longopts(evo_cli_opts_history, longopts, EVO_ARRAY_LEN(longopts));
     *o = (history_opts){.db = EVO_DEFAULT_DB};
     optind = 0;
     opterr = 0;
@@ -185,21 +194,36 @@ static void print_json(const evo_run_rec *r, const evo_gen_rec *g, int n, const 
     cJSON_Delete(root);
 }
 
+evo_status evo_cli_open_run(const char *db, int64_t *id, evo_store **st, evo_run_rec *run, evo_gen_rec **gens, int *n,
+                            evo_err *err)
+{
+    *gens = NULL;
+    *n = 0;
+    memset(run, 0, sizeof *run);
+    *st = NULL;
+    evo_status s = evo_store_open(db, EVO_STORE_READONLY, st, err);
+    if (s != EVO_OK) {
+        *st = NULL;
+        return s;
+    }
+    if (!*id) s = evo_store_last_run(*st, id, err);
+    if (s == EVO_OK) s = evo_store_get_run(*st, *id, run, err);
+    if (s == EVO_OK) s = evo_store_generations(*st, *id, gens, n, err);
+    return s;
+}
+
 EVO_CMD(history)
 {
     history_opts o;
     evo_status s = parse_opts(argc, argv, &o, err);
     if (s != EVO_OK) return s;
     evo_store *st;
-    s = evo_store_open(o.db, EVO_STORE_READONLY, &st, err);
-    if (s != EVO_OK) return s;
     int64_t id = o.run;
-    evo_run_rec run = {0};
-    evo_gen_rec *gens = NULL;
-    int n = 0;
-    if (!id) s = evo_store_last_run(st, &id, err);
-    if (s == EVO_OK) s = evo_store_get_run(st, id, &run, err);
-    if (s == EVO_OK) s = evo_store_generations(st, id, &gens, &n, err);
+    evo_run_rec run;
+    evo_gen_rec *gens;
+    int n;
+    s = evo_cli_open_run(o.db, &id, &st, &run, &gens, &n, err);
+    if (!st) return s;
     retimed_after *rt = evo_xcalloc(1, sizeof *rt);
     if (s == EVO_OK) s = evo_store_foreach_retime(st, id, -1, note_retime, rt, err);
     if (s == EVO_OK) {

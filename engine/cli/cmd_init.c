@@ -13,11 +13,17 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* `evo init`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
+const evo_cli_opt evo_cli_opts_init[] = {
+    {0},
+};
+
 EVO_CMD(init)
 {
     const evo_cmd *self = evo_cli_find("init");
-    static const struct option longopts[] = {{NULL, 0, NULL, 0}};
-    optind = 1;
+    struct option longopts[EVO_CLI_MAX_OPTS];
+    evo_cli_longopts(evo_cli_opts_init, longopts, EVO_ARRAY_LEN(longopts));
+    optind = 0;
     opterr = 0;
     for (int ch; (ch = getopt_long(argc, argv, "", longopts, NULL)) != -1;)
         return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);

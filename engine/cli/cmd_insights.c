@@ -11,18 +11,25 @@
 #include <stdio.h>
 #include <string.h>
 
+/* `evo insights`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
+const evo_cli_opt evo_cli_opts_insights[] = {
+    {"config", 'c', required_argument, true, "F",
+     "search configuration (default configs/default.yaml, else the built-in one)"},
+    {"db", 'd', required_argument, false, "F",
+     "database (default population.db)"},
+    {"json", 'J', no_argument, false, NULL,
+     "machine-readable output"},
+    {0},
+};
+
 EVO_CMD(insights)
 {
     const evo_cmd *self = evo_cli_find("insights");
     const char *config_path = NULL, *db_path = EVO_DEFAULT_DB;
     bool json = false;
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"db", required_argument, NULL, 'd'},
-        {"json", no_argument, NULL, 'J'},
-        {NULL, 0, NULL, 0},
-    };
-    optind = 1;
+    struct option opts[EVO_CLI_MAX_OPTS];
+    evo_cli_longopts(evo_cli_opts_insights, opts, EVO_ARRAY_LEN(opts));
+    optind = 0;
     opterr = 0;
     for (int c; (c = getopt_long(argc, argv, ":c:", opts, NULL)) != -1;) {
         switch (c) {

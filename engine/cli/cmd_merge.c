@@ -33,12 +33,20 @@ static void print_counts(FILE *out, const char *what, const evo_merge_counts *a,
             (long long)a->generations, (long long)a->retimes, (long long)a->profiles);
 }
 
+/* `evo merge`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
+const evo_cli_opt evo_cli_opts_merge[] = {
+    {"quiet", 'q', no_argument, true, NULL,
+     "print nothing but errors"},
+    {0},
+};
+
 EVO_CMD(merge)
 {
     const evo_cmd *self = evo_cli_find("merge");
-    static const struct option longopts[] = {{"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
+    struct option longopts[EVO_CLI_MAX_OPTS];
+    evo_cli_longopts(evo_cli_opts_merge, longopts, EVO_ARRAY_LEN(longopts));
     bool quiet = false;
-    optind = 1;
+    optind = 0;
     opterr = 0;
     for (int ch; (ch = getopt_long(argc, argv, ":q", longopts, NULL)) != -1;) {
         switch (ch) {

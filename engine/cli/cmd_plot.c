@@ -22,14 +22,24 @@ typedef struct {
     int top;
 } plot_opts;
 
+/* `evo plot`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
+const evo_cli_opt evo_cli_opts_plot[] = {
+    {"run", 'R', required_argument, false, "ID",
+     "the run to plot (default: the latest)"},
+    {"output", 'o', required_argument, true, "DIR",
+     "where to write (created when missing; default plots)"},
+    {"db", 'D', required_argument, false, "F",
+     "database (default population.db)"},
+    {"top", 'k', required_argument, true, "K",
+     "elites in the speedup chart, 1 to 10 (default 5)"},
+    {0},
+};
+
 static evo_status parse_opts(int argc, char **argv, plot_opts *o, evo_err *err)
 {
     const evo_cmd *self = evo_cli_find("plot");
-    static const struct option longopts[] = {
-        {"run", required_argument, NULL, 'R'}, {"output", required_argument, NULL, 'o'},
-        {"db", required_argument, NULL, 'D'},  {"top", required_argument, NULL, 'k'},
-        {NULL, 0, NULL, 0},
-    };
+    struct option longopts[EVO_CLI_MAX_OPTS];
+    evo_cli_longopts(evo_cli_opts_plot, longopts, EVO_ARRAY_LEN(longopts));
     *o = (plot_opts){.db = EVO_DEFAULT_DB, .dir = "plots", .top = 5};
     optind = 0;
     opterr = 0;
@@ -66,7 +76,7 @@ static evo_status parse_opts(int argc, char **argv, plot_opts *o, evo_err *err)
     return EVO_OK;
 }
 
-/* "attention_fp8 on sm_90 · NVIDIA H100 80GB HBM3 · seed 7, population 6, strategy ga" */
+/* "<task> on sm_90 · NVIDIA H100 80GB HBM3 · seed 7, population 6, strategy ga" */
 static void run_subtitle(const evo_run_rec *r, char *buf, size_t n)
 {
     snprintf(buf, n, "%s on %s%s%s · seed %lld, population %d, strategy %s · %s", r->task ? r->task : "?",
@@ -302,15 +312,12 @@ EVO_CMD(plot)
     evo_status s = parse_opts(argc, argv, &o, err);
     if (s != EVO_OK) return s;
     evo_store *st;
-    s = evo_store_open(o.db, EVO_STORE_READONLY, &st, err);
-    if (s != EVO_OK) return s;
     int64_t id = o.run;
-    evo_run_rec run = {0};
-    evo_gen_rec *gens = NULL;
-    int n = 0;
-    if (!id) s = evo_store_last_run(st, &id, err);
-    if (s == EVO_OK) s = evo_store_get_run(st, id, &run, err);
-    if (s == EVO_OK) s = evo_store_generations(st, id, &gens, &n, err);
+    evo_run_rec run;
+    evo_gen_rec *gens;
+    int n;
+    s = evo_cli_open_run(o.db, &id, &st, &run, &gens, &n, err);
+    if (!st) return s;
     if (s == EVO_OK) s = check_outputs(o.dir, id, o.db, err);
     if (s == EVO_OK) s = evo_mkdir_p(o.dir, err);
     if (s == EVO_OK) s = plot_fitness(&o, &run, gens, n, err);

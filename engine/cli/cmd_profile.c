@@ -24,15 +24,29 @@ typedef struct {
     evo_cand_ref how; /* --id (row id or key prefix), --row, --key */
 } profile_opts;
 
+/* `evo profile`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
+const evo_cli_opt evo_cli_opts_profile[] = {
+    {"id", 'I', required_argument, false, "ID",
+     "a candidate's row id or key prefix (see evo elite --show); --row N, --key PREFIX\n"
+     "read it one way only"},
+    {"shape", 'S', required_argument, false, "NAME",
+     "only this shape: its full text or its name, e.g. mission (default: every timed shape)"},
+    {"db", 'D', required_argument, false, "F",
+     "database (default population.db)"},
+    {"ncu", 'N', required_argument, false, "PATH",
+     "the ncu executable (default: ncu on PATH, then $CUDA_HOME/bin/ncu)"},
+    {"cu", 'C', required_argument, false, "FILE",
+     "profile this file `evo export` wrote for the candidate instead of exporting it"},
+    {"row", 'W', required_argument, false, NULL, NULL}, /* not listed in the usage */
+    {"key", 'K', required_argument, false, NULL, NULL}, /* not listed in the usage */
+    {0},
+};
+
 static evo_status parse_opts(int argc, char **argv, profile_opts *o, evo_err *err)
 {
     const evo_cmd *self = evo_cli_find("profile");
-    static const struct option longopts[] = {
-        {"id", required_argument, NULL, 'I'},    {"db", required_argument, NULL, 'D'},
-        {"shape", required_argument, NULL, 'S'}, {"ncu", required_argument, NULL, 'N'},
-        {"cu", required_argument, NULL, 'C'},    {"row", required_argument, NULL, 'W'},
-        {"key", required_argument, NULL, 'K'},   {NULL, 0, NULL, 0},
-    };
+    struct option longopts[EVO_CLI_MAX_OPTS];
+    evo_cli_longopts(evo_cli_opts_profile, longopts, EVO_ARRAY_LEN(longopts));
     *o = (profile_opts){.db = EVO_DEFAULT_DB};
     optind = 0;
     opterr = 0;
@@ -247,8 +261,8 @@ EVO_CMD(profile)
                                     c.key, o.shape ? o.shape : "", evo_str_cstr(&names));
         evo_str_free(&names);
     }
-    if (s == EVO_OK) s = evo_profile_find_tool("ncu", o.ncu, &ncu, err);
-    if (s == EVO_OK) s = evo_profile_find_tool("nvcc", NULL, &nvcc, err);
+    if (s == EVO_OK) s = evo_path_find_tool("ncu", o.ncu, &ncu, err);
+    if (s == EVO_OK) s = evo_path_find_tool("nvcc", NULL, &nvcc, err);
     if (s == EVO_OK) {
         const char *tmp = getenv("TMPDIR");
         snprintf(dir, sizeof dir, "%s/evo-profile-XXXXXX", tmp && *tmp && strlen(tmp) < 40 ? tmp : "/tmp");

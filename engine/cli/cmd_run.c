@@ -75,27 +75,63 @@ static evo_status run_islands(evo_run_opts *o, int every, int migrants, evo_err 
     return s;
 }
 
+/* `evo run`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
+const evo_cli_opt evo_cli_opts_run[] = {
+    {"config", 'c', required_argument, true, "F",
+     "search configuration (YAML)"},
+    {"generations", 'g', required_argument, true, "N",
+     "generations to run (config: evolution.generations)"},
+    {"population", 'p', required_argument, true, "N",
+     "genomes per generation (config: evolution.population)"},
+    {"seed", 's', required_argument, true, "N",
+     "seed of the search, 0 to 2^63-1; the same seed gives the same search"},
+    {"db", 'D', required_argument, false, "F",
+     "database (default population.db)"},
+    {"resume", 'R', required_argument, false, "RUN",
+     "continue run RUN after an interruption; nothing finished is repeated"},
+    {"gpus", 'G', required_argument, false, "LIST",
+     "GPU ordinals to use, e.g. 0,1, each once (default: all)"},
+    {"jobs", 'j', required_argument, true, "N",
+     "parallel compiles (default: all cores)"},
+    {"time-budget", 'T', required_argument, false, "S",
+     "stop after S seconds of wall time"},
+    {"strategy", 'S', required_argument, false, "NAME",
+     "ga (default), random, or seeds (the baseline and seeds, then hill climbing)"},
+    {"no-insights", 'N', no_argument, false, NULL,
+     "mutate without per-knob statistics from the store"},
+    {"replay", 'P', required_argument, false, "DB",
+     "evaluate by looking up results recorded in DB (no GPU needed)"},
+    {"sanitize", 'Z', optional_argument, false, "[=TOOLS]",
+     "after the search, run the top elites under compute-sanitizer (TOOLS: a comma list\n"
+     "of memcheck, racecheck, initcheck, synccheck; default memcheck,racecheck); an\n"
+     "elite with errors is demoted (kept, but no longer an elite) and the next is checked"},
+    {"sanitizer", 'Y', required_argument, false, "PATH",
+     "the compute-sanitizer to use (default: on PATH, then $CUDA_HOME/bin)"},
+    {"islands", 'I', no_argument, false, NULL,
+     "one island of the search per MPI rank (under mpirun or srun), each on its share of\n"
+     "its host's GPUs (or --gpus) with its own store F.rank<R>; every K generations each\n"
+     "sends its best M genomes to the next rank, which measures them again; rank 0 prints\n"
+     "the job's progress and at the end merges every island's store into F. Resume: the\n"
+     "same command with --resume RUN. Needs evo built with MPI"},
+    {"migrate-every", 'K', required_argument, false, "K",
+     "generations between migrations (default 5)"},
+    {"migrants", 'M', required_argument, false, "M",
+     "genomes each island sends per migration, 0 to 256 (default 2)"},
+    {"quiet", 'q', no_argument, false, NULL, NULL}, /* not listed in the usage */
+    {0},
+};
+
 EVO_CMD(run)
 {
     const evo_cmd *self = evo_cli_find("run");
-    static const struct option longopts[] = {
-        {"config", required_argument, 0, 'c'},   {"generations", required_argument, 0, 'g'},
-        {"population", required_argument, 0, 'p'}, {"seed", required_argument, 0, 's'},
-        {"db", required_argument, 0, 'D'},       {"resume", required_argument, 0, 'R'},
-        {"gpus", required_argument, 0, 'G'},     {"jobs", required_argument, 0, 'j'},
-        {"time-budget", required_argument, 0, 'T'}, {"strategy", required_argument, 0, 'S'},
-        {"no-insights", no_argument, 0, 'N'},    {"replay", required_argument, 0, 'P'},
-        {"quiet", no_argument, 0, 'q'},          {"sanitize", optional_argument, 0, 'Z'},
-        {"sanitizer", required_argument, 0, 'Y'}, {"islands", no_argument, 0, 'I'},
-        {"migrate-every", required_argument, 0, 'K'}, {"migrants", required_argument, 0, 'M'},
-        {0, 0, 0, 0},
-    };
+    struct option longopts[EVO_CLI_MAX_OPTS];
+    evo_cli_longopts(evo_cli_opts_run, longopts, EVO_ARRAY_LEN(longopts));
     bool islands = false;
     int every = -1, migrants = -1;
     evo_run_opts o = {.time_budget_s = -1, .insights = -1, .out = stdout};
     int gpus[64], n_gpus = 0;
     long long v;
-    optind = 1;
+    optind = 0;
     opterr = 0;
     for (int ch; (ch = getopt_long(argc, argv, ":c:g:p:s:j:q", longopts, NULL)) != -1;) {
         switch (ch) {

@@ -75,17 +75,21 @@ static evo_status print_json(const evo_config *c, uint64_t total, uint64_t valid
     return EVO_OK;
 }
 
+/* `evo space`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
+const evo_cli_opt evo_cli_opts_space[] = {
+    {"config", 'c', required_argument, false, NULL, NULL}, /* not listed in the usage */
+    {"json", 'J', no_argument, false, NULL, NULL}, /* not listed in the usage */
+    {0},
+};
+
 EVO_CMD(space)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"json", no_argument, NULL, 'J'},
-        {NULL, 0, NULL, 0},
-    };
+    struct option opts[EVO_CLI_MAX_OPTS];
+    evo_cli_longopts(evo_cli_opts_space, opts, EVO_ARRAY_LEN(opts));
     const evo_cmd *self = evo_cli_find("space");
     const char *path = NULL; /* the default (config.h) */
     bool json = false;
-    optind = 1;
+    optind = 0;
     opterr = 0;
     int o;
     while ((o = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {

@@ -13,17 +13,27 @@
 #include <string.h>
 #include <unistd.h>
 
+/* `evo worker`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
+const evo_cli_opt evo_cli_opts_worker[] = {
+    {"gpu", 'g', required_argument, false, "N",
+     "GPU ordinal to serve"},
+    {"config", 'c', required_argument, true, "F",
+     "search configuration (YAML)"},
+    {"log", 'l', required_argument, false, "FILE",
+     "append stderr to FILE"},
+    {"fake", 'f', required_argument, false, "MODE",
+     "a test double that needs no GPU: ok, die, exit:N, stall, garbage, slow:SECONDS,\n"
+     "error, exit-after (what every eval request does; a request's fault_injection\n"
+     "overrides it)"},
+    {"sanitize", 's', no_argument, false, NULL, NULL}, /* not listed in the usage */
+    {0},
+};
+
 EVO_CMD(worker)
 {
     const evo_cmd *self = evo_cli_find("worker");
-    static const struct option opts[] = {
-        {"gpu", required_argument, NULL, 'g'},
-        {"config", required_argument, NULL, 'c'},
-        {"log", required_argument, NULL, 'l'},
-        {"fake", required_argument, NULL, 'f'},
-        {"sanitize", no_argument, NULL, 's'},
-        {NULL, 0, NULL, 0},
-    };
+    struct option opts[EVO_CLI_MAX_OPTS];
+    evo_cli_longopts(evo_cli_opts_worker, opts, EVO_ARRAY_LEN(opts));
     int gpu = -1;
     const char *config = NULL, *log = NULL, *fake = NULL;
     bool sanitize = false;

@@ -2,6 +2,7 @@
  * the exit code, and the small helpers the commands share (cli.h). */
 #include "cli.h"
 #include "comm.h"
+#include "strategy.h"
 #include "task.h"
 #include "util.h"
 
@@ -24,31 +25,9 @@ static const evo_cmd commands[] = {
      "population.db). Needs an NVIDIA driver, except with --replay, which looks results up in a database\n"
      "recorded on a GPU instead. A run in progress belongs to one process (a lease in the database, renewed while\n"
      "it runs): a second --resume of it is refused. The first result that cannot be stored stops the run.\n"
-     "\n"
-     "  -c, --config F        search configuration (YAML)\n"
-     "  -g, --generations N   generations to run (config: evolution.generations)\n"
-     "  -p, --population N    genomes per generation (config: evolution.population)\n"
-     "  -s, --seed N          seed of the search, 0 to 2^63-1; the same seed gives the same search\n"
-     "      --db F            database (default population.db)\n"
-     "      --resume RUN      continue run RUN after an interruption; nothing finished is repeated\n"
-     "      --gpus LIST       GPU ordinals to use, e.g. 0,1, each once (default: all)\n"
-     "  -j, --jobs N          parallel compiles (default: all cores)\n"
-     "      --time-budget S   stop after S seconds of wall time\n"
-     "      --strategy NAME   ga (default), random, or seeds (the baseline and seeds, then hill climbing)\n"
-     "      --no-insights     mutate without per-knob statistics from the store\n"
-     "      --replay DB       evaluate by looking up results recorded in DB (no GPU needed)\n"
-     "      --sanitize[=TOOLS] after the search, run the top elites under compute-sanitizer (TOOLS: a comma list\n"
-     "                        of memcheck, racecheck, initcheck, synccheck; default memcheck,racecheck); an\n"
-     "                        elite with errors is demoted (kept, but no longer an elite) and the next is checked\n"
-     "      --sanitizer PATH  the compute-sanitizer to use (default: on PATH, then $CUDA_HOME/bin)\n"
-     "      --islands         one island of the search per MPI rank (under mpirun or srun), each on its share of\n"
-     "                        its host's GPUs (or --gpus) with its own store F.rank<R>; every K generations each\n"
-     "                        sends its best M genomes to the next rank, which measures them again; rank 0 prints\n"
-     "                        the job's progress and at the end merges every island's store into F. Resume: the\n"
-     "                        same command with --resume RUN. Needs evo built with MPI\n"
-     "      --migrate-every K generations between migrations (default 5)\n"
-     "      --migrants M      genomes each island sends per migration, 0 to 256 (default 2)\n",
-     0},
+     "\n",
+     evo_cli_opts_run, NULL,
+     0, NULL},
     {"elite", cmd_elite, "show the best kernels found so far",
      "usage: evo elite --show [--top K] [--shape NAME] [--accuracy CLASS] [--json] [--db F] [--task T]\n"
      "                        [--arch sm_XX]\n"
@@ -58,21 +37,12 @@ static const evo_cmd commands[] = {
      "\n"
      "By default it ranks the task, arch and shape set of the latest run; ncu metrics are shown when stored.\n"
      "Each accuracy class (attention: exact, fp8; docs/templates.md) is ranked on its own, in a table each.\n"
-     "\n"
-     "      --show            print the table (the default action)\n"
-     "  -k, --top K           how many (default 3)\n"
-     "      --shape NAME      rank by the speedup on the shape called NAME (a name of the config's shapes),\n"
-     "                        e.g. to pick the kernel for one problem size: evo export --id ID\n"
-     "      --accuracy CLASS  only this accuracy class\n"
-     "      --json            machine-readable output (a JSON array, best first within each class; every entry\n"
-     "                        names its \"accuracy\")\n"
-     "      --db F            database (default population.db)\n"
-     "      --task T          rank candidates of task T (default: the latest run's)\n"
-     "      --arch sm_XX      rank candidates compiled for this arch (default: the latest run's)\n",
-     0},
+     "\n",
+     evo_cli_opts_elite, NULL,
+     0, NULL},
     {"export", cmd_export, "write the best (or a chosen) kernel as a standalone .cu",
      "usage: evo export [--best [--accuracy CLASS] | --id ID | --row N | --key PREFIX] [-o FILE | --torch DIR\n"
-     "                  [--quantizer FILE] [--module NAME]] [--db F]\n"
+     "                  [--module NAME] [--kernel FILE] [TASK OPTION]] [--db F]\n"
      "\n"
      "Writes the kernel specialised to its genome as a .cu file that plain nvcc compiles without evo:\n"
      "an extern \"C\" launcher, a provenance header, and a self-test under -DEVO_SELFTEST.\n"
@@ -81,22 +51,9 @@ static const evo_cmd commands[] = {
      "The genome is rendered with the config of the run that measured it; only candidates that passed every\n"
      "gate in a run are exported (kernels checked with `evo check` are hand-written files already). --best\n"
      "passes over such files. Reads the database only. No GPU needed.\n"
-     "\n"
-     "      --best            the top elite (the default) of the accuracy class --accuracy names\n"
-     "      --accuracy CLASS  with --best: the class to take it from (default exact; attention: exact, fp8)\n"
-     "      --id ID           a candidate's row id or key prefix (see evo elite --show); its class is its own. A\n"
-     "                        number that is both (two candidates) is refused: then --row or --key says which\n"
-     "      --row N           the candidate with row id N\n"
-     "      --key PREFIX      the candidate whose key starts with PREFIX (4 to 64 hex digits)\n"
-     "  -o, --output FILE     where to write (- : standard output); never the database or another input\n"
-     "      --torch DIR       a PyTorch package instead: the kernel's .cu, the quantizer's .cu and NAME.py, which\n"
-     "                        registers torch.ops.evo.* (built with nvcc at first use); DIR is created if missing.\n"
-     "                        Tasks with a PyTorch op only (attention_fp8)\n"
-     "      --quantizer FILE  the quantizer to put in front (a .cu evo export wrote; default: the one file\n"
-     "                        variants/quantize_fp8-<arch>-*.cu here, else among those installed with evo)\n"
-     "      --module NAME     the Python module's name (default evo_fp8)\n"
-     "      --db F            database (default population.db)\n",
-     0},
+     "\n",
+     evo_cli_opts_export, NULL,
+     0, evo_cli_export_task_options},
     {"check", cmd_check, "run a hand-written kernel through the same gates",
      "usage: evo check FILE.cu [FILE.cu...] [--config F] [--accuracy CLASS] [--json] [--db F]\n"
      "                 [--sanitize[=TOOLS]] [--sanitizer PATH] [--retime N]\n"
@@ -109,60 +66,42 @@ static const evo_cmd commands[] = {
      "its log (registers, spills) is printed, then evo says the GPU gates need a driver (exit 1; 2 when a file\n"
      "does not compile). The compiler runs confined: it may read only the file's folder, evo's headers and the\n"
      "CUDA Toolkit's, within the config's compile limits (memory, CPU time, output, open files).\n"
-     "\n"
-     "  -c, --config F        the configuration whose cases, tolerances and baseline apply\n"
-     "      --accuracy CLASS  the accuracy class the files' arithmetic claims, judged by that class's gate\n"
-     "                        (default exact; attention: exact, fp8 — docs/templates.md, \"Accuracy classes\")\n"
-     "      --genome G        a genome of the config's space instead of files, built as a search builds it\n"
-     "      --retime N        then time the kernel and the baseline N more times in the same worker and print\n"
-     "                        how far the figures move: per-shape spread of the medians, fitness CV, timing cost\n"
-     "      --json            machine-readable output: every outcome, errors included, is JSON on stdout\n"
-     "      --db F            also store each result in database F (as candidate file:NAME)\n"
-     "      --sanitize[=TOOLS] then run each kernel that ran under compute-sanitizer (TOOLS: a comma list of\n"
-     "                        memcheck, racecheck, initcheck, synccheck; default memcheck,racecheck); errors\n"
-     "                        reject the kernel, and with --db demote it\n"
-     "      --sanitizer PATH  the compute-sanitizer to use (default: on PATH, then $CUDA_HOME/bin)\n",
-     0},
+     "\n",
+     evo_cli_opts_check, NULL,
+     0, NULL},
     {"space", cmd_space, "print the search space: knobs, domains, size, valid count",
      "usage: evo space [--config F] [--json]\n"
      "\n"
      "Prints each knob with its domain, the constraints, the total number of genomes and how many satisfy\n"
      "every constraint. No GPU needed.\n",
-     0},
+     evo_cli_opts_space, NULL,
+     0, NULL},
     {"compile", cmd_compile, "compile genomes with NVRTC and report registers, shared memory, spills",
      "usage: evo compile [--config F] [--genome K=V,...] [--sample N] [--arch sm_XX] [--json] [--jobs N]\n"
      "\n"
      "Renders the template for each genome and compiles it with NVRTC for the given architecture (default: the\n"
      "config's arch, sm_90 when that is auto and no GPU is present). No GPU needed.\n"
-     "\n"
-     "      --genome G        one genome in canonical text form\n"
-     "      --sample N        a deterministic sample of N valid genomes, extremes included\n"
-     "      --arch sm_XX      target architecture\n"
-     "      --json            machine-readable output\n"
-     "  -j, --jobs N          parallel compiles (default: all cores)\n",
-     0},
+     "\n",
+     evo_cli_opts_compile, NULL,
+     0, NULL},
     {"history", cmd_history, "per-generation best / median fitness and status counts of a run",
      "usage: evo history [--run ID] [--json] [--db F]\n"
      "\n"
      "Prints one line per generation of the run (default: the latest): best and median fitness, new and reused\n"
      "evaluations, counts by verdict, and the wall time split into compile, check and timing. Reads the database\n"
      "only; never modifies it.\n"
-     "\n"
-     "      --run ID          the run to show (default: the latest)\n"
-     "      --json            machine-readable output\n"
-     "      --db F            database (default population.db)\n",
-     0},
+     "\n",
+     evo_cli_opts_history, NULL,
+     0, NULL},
     {"insights", cmd_insights, "per-knob-value statistics that guide mutation",
      "usage: evo insights [--config F] [--db F] [--json]\n"
      "\n"
      "For each knob value: how many stored evaluations had it, their failure rate, the mean log speedup of the\n"
      "measured ones, and the weight mutation gives the value now (1 = no opinion; below 1 avoided, above 1\n"
      "preferred). Counts the evaluations of the config's task, arch and shape set. Reads the database only.\n"
-     "\n"
-     "  -c, --config F        search configuration (default configs/default.yaml, else the built-in one)\n"
-     "      --db F            database (default population.db)\n"
-     "      --json            machine-readable output\n",
-     0},
+     "\n",
+     evo_cli_opts_insights, NULL,
+     0, NULL},
     {"profile", cmd_profile, "profile a stored kernel with Nsight Compute and store the metrics",
      "usage: evo profile (--id ID | --row N | --key PREFIX) [--shape NAME] [--db F] [--ncu PATH] [--cu FILE]\n"
      "\n"
@@ -170,14 +109,9 @@ static const evo_cmd commands[] = {
      "timed shape, tensor-pipe utilisation, DRAM throughput, achieved occupancy, shared-memory bank conflicts,\n"
      "issue-slot utilisation and the kernel's duration; `evo elite --show` prints them. Needs an NVIDIA GPU, nvcc\n"
      "and Nsight Compute with access to the GPU's performance counters.\n"
-     "\n"
-     "      --id ID           a candidate's row id or key prefix (see evo elite --show); --row N, --key PREFIX\n"
-     "                        read it one way only\n"
-     "      --shape NAME      only this shape: its full text or its name, e.g. mission (default: every timed shape)\n"
-     "      --db F            database (default population.db)\n"
-     "      --ncu PATH        the ncu executable (default: ncu on PATH, then $CUDA_HOME/bin/ncu)\n"
-     "      --cu FILE         profile this file `evo export` wrote for the candidate instead of exporting it\n",
-     0},
+     "\n",
+     evo_cli_opts_profile, NULL,
+     0, NULL},
     {"plot", cmd_plot, "draw SVG charts of a run: fitness per generation, speedup per shape",
      "usage: evo plot [--run ID] [-o DIR] [--db F] [--top K]\n"
      "\n"
@@ -185,12 +119,9 @@ static const evo_cmd commands[] = {
      "(best and median fitness per generation), run<ID>-elites.svg (speedup per shape of the top K elites of the\n"
      "run's task, arch and shape set) and run<ID>-evaluations.svg (the fitness of every evaluation). Reads the\n"
      "database only; a browser shows the files.\n"
-     "\n"
-     "      --run ID          the run to plot (default: the latest)\n"
-     "  -o, --output DIR      where to write (created when missing; default plots)\n"
-     "      --db F            database (default population.db)\n"
-     "  -k, --top K           elites in the speedup chart, 1 to 10 (default 5)\n",
-     0},
+     "\n",
+     evo_cli_opts_plot, NULL,
+     0, NULL},
     {"merge", cmd_merge, "combine stores (islands, other machines) into one",
      "usage: evo merge OUT.db IN.db [IN.db...] [--quiet]\n"
      "\n"
@@ -200,30 +131,27 @@ static const evo_cmd commands[] = {
      "The inputs are only read; an older schema is read as evo reads it, a newer one is refused, and so are files\n"
      "holding different tasks, before anything is written. Each IN.db is merged in one transaction. `evo elite\n"
      "--show` on the result ranks each GPU model on its own. No GPU needed.\n"
-     "\n"
-     "  -q, --quiet           print nothing but errors\n",
-     0},
+     "\n",
+     evo_cli_opts_merge, NULL,
+     0, NULL},
     {"init", cmd_init, "write the default configuration out to edit",
      "usage: evo init [PATH | -]\n"
      "\n"
      "Writes the default search configuration built into evo to PATH (default configs/default.yaml, which evo run,\n"
      "space, compile, check and insights read when no --config is given; without that file they use the built-in\n"
      "one), or to standard output for -. Never replaces a file: an existing PATH is refused. No GPU needed.\n",
-     0},
-    {"help", cmd_help, "show help for a command", "usage: evo help [COMMAND]\n", 0},
+     evo_cli_opts_init, NULL,
+     0, NULL},
+    {"help", cmd_help, "show help for a command", "usage: evo help [COMMAND]\n",
+     NULL, NULL, 0, NULL},
     {"worker", cmd_worker, "internal: the GPU worker process",
      "usage: evo worker --gpu N [--config F] [--log FILE] [--fake MODE]   (internal)\n"
      "\n"
      "The process evo starts once per GPU: it owns that GPU's CUDA context and answers requests (one JSON object\n"
      "per line) on stdin/stdout. Not meant to be run by hand.\n"
-     "\n"
-     "      --gpu N           GPU ordinal to serve\n"
-     "  -c, --config F        search configuration (YAML)\n"
-     "      --log FILE        append stderr to FILE\n"
-     "      --fake MODE       a test double that needs no GPU: ok, die, exit:N, stall, garbage, slow:SECONDS,\n"
-     "                        error, exit-after (what every eval request does; a request's fault_injection\n"
-     "                        overrides it)\n",
-     1},
+     "\n",
+     evo_cli_opts_worker, NULL,
+     1, NULL},
 };
 
 const evo_cmd *evo_cli_commands(int *n)
@@ -239,7 +167,42 @@ const evo_cmd *evo_cli_find(const char *name)
     return NULL;
 }
 
-void evo_cli_print_usage(const evo_cmd *c) { fputs(c->usage, stdout); }
+int evo_cli_longopts(const evo_cli_opt *opts, struct option *out, int n)
+{
+    int k = 0;
+    for (; opts && opts[k].name; k++) {
+        EVO_ASSERT(k + 1 < n); /* room for every option and the end marker */
+        out[k] = (struct option){opts[k].name, opts[k].has_arg, NULL, opts[k].key};
+    }
+    out[k] = (struct option){0};
+    return k;
+}
+
+void evo_cli_print_opts(FILE *f, const evo_cli_opt *opts)
+{
+    for (int k = 0; opts && opts[k].name; k++) {
+        const evo_cli_opt *o = &opts[k];
+        if (!o->help) continue;
+        char head[96];
+        int len = snprintf(head, sizeof head, "  %s--%s%s%s", o->letter ? (char[]){'-', (char)o->key, ',', ' ', 0} : "    ",
+                           o->name, o->arg && o->arg[0] != '[' ? " " : "", o->arg ? o->arg : "");
+        fprintf(f, "%s%*s", head, len < 24 ? 24 - len : 1, "");
+        for (const char *h = o->help; *h; h++) {
+            fputc(*h, f);
+            if (*h == '\n') fprintf(f, "%24s", "");
+        }
+        fputc('\n', f);
+    }
+}
+
+void evo_cli_print_usage(const evo_cmd *c)
+{
+    EVO_ASSERT(strncmp(c->usage, "usage: evo ", 11) == 0); /* every usage text opens the same way */
+    fputs(c->usage, stdout);
+    evo_cli_print_opts(stdout, c->opts);
+    if (c->usage_after) fputs(c->usage_after, stdout);
+    if (c->usage_more) c->usage_more(stdout);
+}
 
 evo_status evo_cli_usage_error(const evo_cmd *c, evo_err *err, const char *fmt, ...)
 {
@@ -292,6 +255,7 @@ int main(int argc, char **argv)
         else printf("MPI: none (built without MPI: no evo run --islands)\n");
         return 0;
     }
+    evo_strategy_register_config_checks();
     const evo_cmd *c = evo_cli_find(argv[1]);
     if (!c) {
         fprintf(stderr, "evo: unknown command '%s' (see 'evo help')\n", argv[1]);
@@ -338,7 +302,7 @@ void evo_json_num(cJSON *o, const char *name, double v)
 const evo_task *evo_cli_task_of(const char *name)
 {
     const evo_task *t = name ? evo_task_find(name) : NULL;
-    return t ? t : evo_task_find("attention_fp8");
+    return t ? t : evo_tasks[0];
 }
 
 cJSON *evo_json_shape_result(const evo_shape_result *r, const evo_task *task)

@@ -101,11 +101,8 @@ double evo_slice_rel_l2(const evo_slice_acc *a);
 void evo_slice_metrics(const evo_slice_acc *acc, size_t n_slices, size_t slice_elems, evo_metrics *m);
 
 /* ---- launch geometry of templates/support.cu (its top comment gives each kernel's arguments) ---- */
-#define EVO_SUPPORT_BLOCK 256     /* evo_gen_inputs, evo_quantize (grid.x = B*H), evo_dequantize, evo_half_to_float,
-                                     evo_compare, evo_canary_check (grid-stride: any grid.x) */
-#define EVO_SUPPORT_REF_BLOCK 256 /* evo_reference_attention: 8 warps, one query row each */
-#define EVO_SUPPORT_REF_ROWS 8    /* grid = (ceil(S / 8), H, B) */
-#define EVO_SUPPORT_REF_MAX_D 128
+#define EVO_SUPPORT_BLOCK 256 /* evo_gen_inputs, evo_half_to_float, evo_compare, evo_canary_check (grid-stride: any
+                                 grid.x); the tasks' own support kernels use it too */
 #define EVO_SUPPORT_SLICE_BLOCKS 64 /* evo_compare_slices: grid = (blocks per slice, slices), block = 256 */
 
 #endif

@@ -193,3 +193,44 @@ bool evo_dir_has_nonempty(const char *dir, const char *suffix)
     closedir(d);
     return found;
 }
+
+static int path_executable(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && access(path, X_OK) == 0;
+}
+
+evo_status evo_path_find_tool(const char *name, const char *given, char **path, evo_err *err)
+{
+    *path = NULL;
+    int is_ncu = strcmp(name, "ncu") == 0;
+    const char *what = is_ncu ? "install Nsight Compute or pass --ncu PATH"
+                              : "install the CUDA Toolkit or put its bin/ on PATH";
+    if (given) {
+        if (!path_executable(given)) return evo_fail(err, EVO_E_NOTFOUND, "%s not found at %s: %s", name, given, what);
+        *path = evo_strdup(given);
+        return EVO_OK;
+    }
+    const char *env = getenv("PATH");
+    for (const char *p = env ? env : ""; *p;) {
+        size_t len = strcspn(p, ":");
+        if (len) {
+            char buf[4096];
+            snprintf(buf, sizeof buf, "%.*s/%s", (int)len, p, name);
+            if (path_executable(buf)) {
+                *path = evo_strdup(buf);
+                return EVO_OK;
+            }
+        }
+        p += len;
+        if (*p == ':') p++;
+    }
+    const char *home = getenv("CUDA_HOME");
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s/bin/%s", home && *home ? home : "/usr/local/cuda", name);
+    if (path_executable(buf)) {
+        *path = evo_strdup(buf);
+        return EVO_OK;
+    }
+    return evo_fail(err, EVO_E_NOTFOUND, "%s not found: %s", name, what);
+}

@@ -47,4 +47,10 @@ evo_status evo_read_file_max(const char *path, size_t max, char **data, size_t *
 /* True when directory dir holds a non-empty file whose name ends in suffix (".log"): worker logs worth keeping. */
 bool evo_dir_has_nonempty(const char *dir, const char *suffix);
 
+/* Path of an executable: `given` when not NULL (it must be executable: EVO_E_NOTFOUND otherwise), else name
+ * searched on PATH, else $CUDA_HOME/bin/name (CUDA_HOME default /usr/local/cuda). EVO_E_NOTFOUND when none; the
+ * message says what to install and which option names the program ("ncu not found: install Nsight Compute or
+ * pass --ncu PATH"). */
+evo_status evo_path_find_tool(const char *name, const char *given, char **path, evo_err *err);
+
 #endif

@@ -1,4 +1,4 @@
-/* task.c — the table of tasks, typed fields and shapes (text, JSON), and the per-architecture device limits used
+/* task.c — looking up the task list (tasks/tasks.c defines it), typed fields and shapes (text, JSON), and the per-architecture device limits used
  * when no GPU is present. */
 #include "task.h"
 
@@ -6,12 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-extern const evo_task evo_task_attention_fp8;
-extern const evo_task evo_task_quantize_fp8;
-
-
-const evo_task *const evo_tasks[] = {&evo_task_attention_fp8, &evo_task_quantize_fp8, NULL};
 
 const evo_task *evo_task_find(const char *name)
 {

@@ -1,6 +1,6 @@
 /* task.h — a task is everything problem-specific, as one table of functions: adding a task is one folder under
- * tasks/ and one line in evo_tasks (task.c). The engine (search, compile, pool, worker, store, CLI) names no task;
- * it reaches the problem only through this table. Tasks today: "attention_fp8" and "quantize_fp8".
+ * tasks/ and one line in evo_tasks (tasks/tasks.c, the tasks' layer, linked into every evo binary). The engine (search,
+ * compile, pool, worker, store, CLI) names no task; it reaches the problem only through this table.
  *
  * What a task brings:
  *   - its problem description: the fields of a shape (named, typed, with legal values), the top-level config keys
@@ -165,7 +165,7 @@ bool evo_knob_legal_has(const evo_knob_legal *l, int v);
 void evo_knob_legal_format(const evo_knob_legal *l, char *buf, size_t n);
 
 typedef struct evo_task {
-    const char *name;          /* "attention_fp8"                                                           */
+    const char *name;          /* its folder under tasks/; what a config's `task:` names                    */
     const char *summary;       /* one line for `evo help` and exported files                                */
     const char *template_file; /* the template in the embedded tree (templates.h), for messages              */
     const char *const *headers;/* in-memory headers every program of the task includes, NULL-terminated      */
@@ -223,9 +223,14 @@ typedef struct evo_task {
      * companion file (another task's export, e.g. the quantizer in front of attention), both to lie beside it
      * under their names (evo_torch_files); EVO_E_CONFIG when a file is not what it must be. NULL: no PyTorch op.
      * torch_companion: where the companion is looked for when none is given, a glob with one %s for the arch
-     * (relative to the working directory). */
+     * (relative to the working directory). The task registers in `evo export`'s option table the option that
+     * names the companion (torch_option: its name without "--", also the noun messages call the file by, e.g.
+     * "quantizer"; torch_option_help: its help, lines after the first start at the help column) and gives the
+     * module's default name (torch_module_name). */
     evo_status (*torch_module)(const struct evo_torch_files *f, const char *module, char **py, evo_err *err);
     const char *torch_companion;
+    const char *torch_option, *torch_option_help;
+    const char *torch_module_name;
 
     /* Accuracy classes: the arithmetic a genome's kernels do, each judged by its own gate (the worker side knows
      * the rules; the engine stores the class with every result and ranks each class on its own). NULL-terminated
@@ -258,8 +263,8 @@ int evo_task_gate_version(const evo_task *t);
 
 /* NULL when unknown. */
 const evo_task *evo_task_find(const char *name);
-extern const evo_task *const evo_tasks[]; /* NULL-terminated */
-/* "attention_fp8, quantize_fp8" */
+extern const evo_task *const evo_tasks[]; /* NULL-terminated; defined by tasks/tasks.c */
+/* the names of evo_tasks, comma-separated */
 void evo_task_names(char *buf, size_t n);
 
 #endif

@@ -82,6 +82,7 @@ evo_status evo_comm_open(evo_comm **out, evo_err *err)
         MPI_Comm_size(local, &c->local_size);
         MPI_Comm_free(&local);
     }
+    EVO_ASSERT(c->rank >= 0 && c->rank < c->size && c->local_rank >= 0 && c->local_rank < c->local_size);
     *out = c;
     return EVO_OK;
 }

@@ -488,6 +488,7 @@ evo_status evo_export_render(const evo_export_src *src, const char *exported_at,
         evo_str o = {0};
         s = task->export_body(&x, &o, err);
         if (s == EVO_OK) out->text = evo_str_take(&o);
+        EVO_ASSERT(s != EVO_OK || (out->text && out->text[0])); /* a task's body is never empty */
         evo_export_nvcc_arch(prog.arch[0] ? prog.arch : src->cand.arch, out->nvcc_arch, sizeof out->nvcc_arch);
         evo_str_free(&o);
     }

@@ -244,49 +244,6 @@ evo_ncu_problem evo_ncu_diagnose(const char *output, char **unknown)
     return EVO_NCU_OK;
 }
 
-/* ---- tools ---- */
-
-static int executable(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && access(path, X_OK) == 0;
-}
-
-evo_status evo_profile_find_tool(const char *name, const char *given, char **path, evo_err *err)
-{
-    *path = NULL;
-    int is_ncu = strcmp(name, "ncu") == 0;
-    const char *what = is_ncu ? "install Nsight Compute or pass --ncu PATH"
-                              : "install the CUDA Toolkit or put its bin/ on PATH";
-    if (given) {
-        if (!executable(given)) return evo_fail(err, EVO_E_NOTFOUND, "%s not found at %s: %s", name, given, what);
-        *path = evo_strdup(given);
-        return EVO_OK;
-    }
-    const char *env = getenv("PATH");
-    for (const char *p = env ? env : ""; *p;) {
-        size_t len = strcspn(p, ":");
-        if (len) {
-            char buf[4096];
-            snprintf(buf, sizeof buf, "%.*s/%s", (int)len, p, name);
-            if (executable(buf)) {
-                *path = evo_strdup(buf);
-                return EVO_OK;
-            }
-        }
-        p += len;
-        if (*p == ':') p++;
-    }
-    const char *home = getenv("CUDA_HOME");
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s/bin/%s", home && *home ? home : "/usr/local/cuda", name);
-    if (executable(buf)) {
-        *path = evo_strdup(buf);
-        return EVO_OK;
-    }
-    return evo_fail(err, EVO_E_NOTFOUND, "%s not found: %s", name, what);
-}
-
 /* ---- running a program ---- */
 
 evo_status evo_profile_run_capture(char *const argv[], char *const extra_env[], int timeout_s, char **output,

@@ -8,7 +8,7 @@
  * --launch-count 1, so the one profiled launch is a timed one, never a correctness or warm-up launch. Both runs
  * pass --clock-control none (the GPU's own clocks, as evo timed it) and filter on kernels whose name holds the task's kernel_prefix (evo_attn).
  *
- * Call order: evo_profile_find_tool for ncu and nvcc, then evo_ncu_profile once per shape. evo_ncu_parse_csv,
+ * Call order: evo_path_find_tool for ncu and nvcc, then evo_ncu_profile once per shape. evo_ncu_parse_csv,
  * evo_ncu_summarize and evo_ncu_diagnose are the pure parts of evo_ncu_profile (tested on captured text).
  * Ownership: what comes back through out-pointers is malloc'd and the caller's. Thread-safe: nothing is shared;
  * evo_ncu_profile starts processes and waits for them.
@@ -75,14 +75,9 @@ typedef enum {
  * copy of the comma-separated metric list. */
 evo_ncu_problem evo_ncu_diagnose(const char *output, char **unknown);
 
-/* Path of an executable: `given` when not NULL (it must be executable: EVO_E_NOTFOUND otherwise), else name
- * searched on PATH, else $CUDA_HOME/bin/name (CUDA_HOME default /usr/local/cuda). EVO_E_NOTFOUND when none; the
- * message says what to install and which option names the program ("ncu not found: install Nsight Compute or
- * pass --ncu PATH"). */
-evo_status evo_profile_find_tool(const char *name, const char *given, char **path, evo_err *err);
 
 typedef struct {
-    const char *ncu;   /* from evo_profile_find_tool */
+    const char *ncu;   /* from evo_path_find_tool */
     const char *exe;   /* the built self-test */
     const char *shape; /* the self-test's name of the shape (the timed shape's config name, e.g. "mission") */
     const char *kernel_prefix; /* only kernels whose name holds this are profiled (the task's, e.g. "evo_attn") */

@@ -147,20 +147,11 @@ static evo_status put_result(loop *L, const evo_candidate *c, const evo_proposal
         .run_id = L->run.id,
         .generation = L->gen,
         .shape_set = L->shape_set,
-        .verdict = r->verdict,
-        .fitness = r->fitness,
-        .fitness_lo = r->fitness_lo,
-        .fitness_hi = r->fitness_hi,
-        .detail = r->detail,
-        .gpu = (char *)r->gpu,
         .compile_s = c->cr.seconds,
-        .check_s = r->check_s,
-        .time_s = r->time_s,
-        .shapes = (evo_shape_result *)r->shapes,
-        .n_shapes = r->n_shapes,
         .accuracy = (char *)evo_task_accuracy_name(L->task, c->accuracy),
         .gate = evo_evaluator_needs_compile(L->ev) ? evo_task_gate_version(L->task) : 1,
     };
+    evo_eval_rec_set_result(&e, r); /* the search's result is the store's, as the worker sent it */
     s = evo_store_put_evaluation(L->st, &e, err);
     free(e.created_at); /* the one string put_evaluation fills in */
     for (int k = 0; s == EVO_OK && p && k < p->n_parents; k++) {
@@ -417,6 +408,10 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
     evo_observation *carried = evo_xcalloc((size_t)(elites > 0 ? elites : 1), sizeof *carried);
     const int n_carried = elites > 0 ? evo_strategy_elites(L->strat, carried, elites) : 0;
     const int n_prop = n;
+    /* population sizes: the strategy proposes at most what it was asked, the carried elites are at most the
+     * elites, best first */
+    EVO_ASSERT(n_prop <= want && n_carried <= (elites > 0 ? elites : 0));
+    for (int k = 1; k < n_carried; k++) EVO_ASSERT(!(carried[k].fitness > carried[k - 1].fitness));
     for (int k = 0; k < n_migr; k++) {
         evo_genome g;
         memset(&g, 0, sizeof g);

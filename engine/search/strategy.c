@@ -3,6 +3,9 @@
  */
 #include "strategy.h"
 
+#include "compile.h"
+#include "config.h"
+
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -14,6 +17,13 @@ const evo_strategy_ops *const *evo_strategy_list(int *n)
 {
     *n = (int)EVO_ARRAY_LEN(strategies);
     return strategies;
+}
+
+void evo_strategy_register_config_checks(void)
+{
+    static const char *names[EVO_ARRAY_LEN(strategies) + 1];
+    for (size_t i = 0; i < EVO_ARRAY_LEN(strategies); i++) names[i] = strategies[i]->name;
+    evo_config_set_checks(&(evo_config_checks){.strategy_names = names, .compile_options = evo_compile_check_options});
 }
 
 const evo_strategy_ops *evo_strategy_find(const char *name)

@@ -128,6 +128,10 @@ extern const evo_strategy_ops evo_strategy_seeds;
 const evo_strategy_ops *evo_strategy_find(const char *name);
 /* All built-in strategies, in a fixed order. */
 const evo_strategy_ops *const *evo_strategy_list(int *n);
+/* Registers with the config layer what it checks through hooks (config.h's evo_config_checks): these strategies'
+ * names, and NVRTC's verdict on compile.extra_options (compile.h). main calls it first; so do tests that load
+ * configs. */
+void evo_strategy_register_config_checks(void);
 
 /* ---- a strategy instance: ops + state, what the loop holds ---- */
 typedef struct evo_strategy evo_strategy;

@@ -63,6 +63,17 @@ static int tier(const member *m)
 static int genome_cmp(const evo_genome *a, const evo_genome *b) { return memcmp(a->idx, b->idx, sizeof a->idx); }
 
 /* A total order, best first: tier, then fitness, then genome indices, so ties never depend on arrival order. */
+static int member_cmp(const member *a, const member *b);
+/* The elites' stated invariants: at most p.elites of them, all OK, in member_cmp order (best first). */
+static bool elites_ordered(const ga *s)
+{
+    if (s->elites.n > s->p.elites) return false;
+    for (int i = 0; i < s->elites.n; i++)
+        if (tier(&s->elites.m[i]) != 0 || (i > 0 && member_cmp(&s->elites.m[i - 1], &s->elites.m[i]) > 0))
+            return false;
+    return true;
+}
+
 static int member_cmp(const member *a, const member *b)
 {
     int ta = tier(a), tb = tier(b);
@@ -140,6 +151,7 @@ static void note_elite(ga *s, const member *m)
     list_push(&s->elites, m);
     if (s->elites.n > 1) qsort(s->elites.m, (size_t)s->elites.n, sizeof *s->elites.m, member_qsort_cmp);
     if (s->elites.n > s->p.elites) s->elites.n = s->p.elites;
+    EVO_ASSERT(elites_ordered(s));
 }
 
 static void ga_observe(void *state, const evo_observation *obs, int n)
@@ -174,6 +186,7 @@ static void ga_refresh(void *state, const evo_observation *obs, int n)
         if (tier(&s->elites.m[j]) == 0) s->elites.m[kept++] = s->elites.m[j];
     s->elites.n = kept;
     if (s->elites.n > 1) qsort(s->elites.m, (size_t)s->elites.n, sizeof *s->elites.m, member_qsort_cmp);
+    EVO_ASSERT(elites_ordered(s));
 }
 
 /* Close the generation the observations since the last propose belong to: its results are offered to the elites
@@ -198,6 +211,7 @@ static void close_generation(ga *s)
 
 static const member *tournament(ga *s)
 {
+    EVO_ASSERT(s->pool.n > 0 && s->p.tournament >= 1);
     const member *best = NULL;
     for (int i = 0; i < s->p.tournament; i++) {
         const member *c = &s->pool.m[evo_rng_below(&s->rng, (uint32_t)s->pool.n)];

@@ -1452,6 +1452,20 @@ void evo_store_candidate_free(evo_candidate_rec *c)
 /* Evaluations and per-shape results                                                                             */
 /* ------------------------------------------------------------------------------------------------------------ */
 
+void evo_eval_rec_set_result(evo_eval_rec *e, const evo_result *r)
+{
+    e->verdict = r->verdict;
+    e->fitness = r->fitness;
+    e->fitness_lo = r->fitness_lo;
+    e->fitness_hi = r->fitness_hi;
+    e->detail = r->detail;
+    e->gpu = (char *)r->gpu;
+    e->check_s = r->check_s;
+    e->time_s = r->time_s;
+    e->shapes = (evo_shape_result *)r->shapes;
+    e->n_shapes = r->n_shapes;
+}
+
 static evo_status evaluation_put(evo_store *st, evo_eval_rec *e, evo_err *err)
 {
     if ((unsigned)e->verdict >= EVO_V_COUNT)
@@ -1486,6 +1500,7 @@ static evo_status evaluation_put(evo_store *st, evo_eval_rec *e, evo_err *err)
     b_int(&b, e->gate > 0 ? e->gate : 1);
     SQL(st, err, b.rc);
     SQL(st, err, sqlite3_step(q));
+    EVO_ASSERT(sqlite3_changes(st->db) == 1); /* one evaluation row */
     int64_t id = sqlite3_last_insert_rowid(st->db);
 
     TRY(prep(st, S_RESULT_INSERT, &q, err));
@@ -1513,6 +1528,7 @@ static evo_status evaluation_put(evo_store *st, evo_eval_rec *e, evo_err *err)
         b_real(&rb, r->baseline_ci_hi_us > 0 ? r->baseline_ci_hi_us : NAN);
         SQL(st, err, rb.rc);
         SQL(st, err, sqlite3_step(q));
+        EVO_ASSERT(sqlite3_changes(st->db) == 1); /* one result row per shape */
     }
     e->id = id;
     return EVO_OK;

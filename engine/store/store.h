@@ -36,6 +36,7 @@
 #define EVO_STORE_H
 
 #include "evo.h"
+#include "result.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -125,20 +126,6 @@ evo_status evo_store_find_candidate(evo_store *st, const char *spec, evo_cand_re
 void evo_store_candidate_free(evo_candidate_rec *c);
 
 /* ---- evaluations: one verdict on one candidate for one shape set, with per-shape results ---- */
-#define EVO_SHAPE_FIELDS_MAX 256
-
-typedef struct {
-    char shape[64];    /* evo_shape_format text: "long(2,8,2048,64) causal" */
-    char fields[EVO_SHAPE_FIELDS_MAX]; /* the shape's fields as a JSON object (evo_shape_fields_json) */
-    double median_us, p10_us, p90_us; /* 0 when not timed */
-    double baseline_us;               /* baseline re-timed in the same worker; 0 when unknown */
-    double speedup;
-    double rate;                      /* work / median time in the task's unit (TFLOP/s, GB/s); 0 when not timed */
-    double max_abs, rel_l2;           /* worst over the correctness cases of this shape, vs the gate's reference */
-    double e2e_rel_l2, e2e_rmse;      /* the task's second error (attention: vs the unquantized fp16 inputs) */
-    double ci_lo_us, ci_hi_us;        /* 95 % interval of median_us (noise.h); 0 when unknown (schema < 3) */
-    double baseline_ci_lo_us, baseline_ci_hi_us; /* ... of baseline_us */
-} evo_shape_result;
 
 typedef struct {
     int64_t id;
@@ -160,6 +147,9 @@ typedef struct {
     int gate;            /* the task's gate version it was judged by (evo_task_gate_version); <= 0 writes 1 */
 } evo_eval_rec;
 
+/* The result's part of an evaluation (verdict, fitness and interval, evidence, GPU, gate seconds, per-shape results),
+ * pointing into r (which must outlive e's use); ids, shape set, compile seconds, class and gate are the caller's. */
+void evo_eval_rec_set_result(evo_eval_rec *e, const evo_result *r);
 /* Writes the evaluation and its per-shape rows in one transaction; sets e->id. */
 evo_status evo_store_put_evaluation(evo_store *st, evo_eval_rec *e, evo_err *err);
 /* The most recent evaluation of this candidate for this shape set, a measured one before any NOT_RECORDED (which

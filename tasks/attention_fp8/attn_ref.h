@@ -29,6 +29,11 @@ void evo_ref_quantize(const uint16_t *x, size_t n_heads, size_t head_elems, int 
 void evo_ref_dequantize(const uint8_t *codes, const float *scales, size_t n_heads, size_t head_elems, int format,
                         float *out);
 
+/* ---- launch geometry of attn_ref.cu, the GPU twin (its top comment gives each kernel's arguments) ---- */
+#define ATTN_REF_BLOCK 256 /* evo_reference_attention: 8 warps, one query row each */
+#define ATTN_REF_ROWS 8    /* grid = (ceil(S / 8), H, B) */
+#define ATTN_REF_MAX_D 128
+
 /* ---- reference attention ---- */
 /* o = softmax(q·kᵀ · softmax_scale, key j masked for query i when causal and j > i) · v, in double on float
  * inputs (the dequantized tensors), output double [B, H, S, D]. Exact up to FP64 rounding. */

@@ -1,6 +1,7 @@
-/* export.c — the attention_fp8 task's standalone .cu (evo_task.export_body, see engine/export.h): a header with the
- * launcher's signature and the provenance, evo_attention_abi.h and the template inlined, explicit instantiations of
- * the variants, the variant table and the timed shapes, then templates/export_harness.cu (launcher, self-test). */
+/* export.c — the attention_fp8 task's standalone .cu (evo_task.export_body, see engine/report/export.h): a header
+ * with the launcher's signature and the provenance, evo_attention_abi.h and the template inlined, explicit
+ * instantiations of the variants, the variant table and the timed shapes, then export_harness.cu (launcher,
+ * self-test). */
 #include "attention.h"
 
 #include "export.h"

@@ -150,7 +150,7 @@ extern "C" int evo_attention_forward(const void *q, const void *k, const void *v
 
 namespace evo_selftest {
 
-/* ---- number formats: evo's rules (engine/attn_ref.c), as plain C++ ---- */
+/* ---- number formats: evo's rules (tasks/attention_fp8/attn_ref.c), as plain C++ ---- */
 
 static uint32_t float_bits(float x)
 {

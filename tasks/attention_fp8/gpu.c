@@ -26,6 +26,7 @@ typedef struct {
     const evo_config *cfg;
     CUfunction f_gen, f_quant, f_deq, f_h2f, f_ref, f_perturb, f_slices, f_slices_reset;
     CUmodule mod;                  /* attn_support.cu: the probes' inputs, the FP8 model */
+    CUmodule ref_mod;              /* attn_ref.cu: quantizer, dequantizer, FP32 reference, perturbation */
     CUfunction f_probe, f_model;
     size_t slices_cap;             /* per-slice accumulators the device buffer holds */
     CUdeviceptr slice_acc;
@@ -72,10 +73,10 @@ static evo_status attn_open(evo_gpu *g, void **state, evo_err *err)
     struct {
         CUfunction *f;
         const char *name;
-    } fns[] = {{&a->f_gen, "evo_gen_inputs"},   {&a->f_quant, "evo_quantize"},
-               {&a->f_deq, "evo_dequantize"},   {&a->f_h2f, "evo_half_to_float"},
-               {&a->f_ref, "evo_reference_attention"}, {&a->f_perturb, "evo_perturb_codes"},
-               {&a->f_slices, "evo_compare_slices"}, {&a->f_slices_reset, "evo_compare_slices_reset"}};
+    } fns[] = {{&a->f_gen, "evo_gen_inputs"},
+               {&a->f_h2f, "evo_half_to_float"},
+               {&a->f_slices, "evo_compare_slices"},
+               {&a->f_slices_reset, "evo_compare_slices_reset"}};
     for (size_t i = 0; i < EVO_ARRAY_LEN(fns); i++)
         if (!(*fns[i].f = evo_gpu_support(g, fns[i].name))) {
             free(a);
@@ -83,13 +84,18 @@ static evo_status attn_open(evo_gpu *g, void **state, evo_err *err)
         }
     static const char *const headers[] = {"attn_numerics.h", NULL};
     evo_status s = evo_gpu_load_module(g, "attn_support.cu", headers, &a->mod, err);
+    /* attn_ref.cu: the quantizer, dequantizer, FP32 reference and timing perturbation (attn_ref.c's twins) */
+    if (s == EVO_OK) s = evo_gpu_load_module(g, "attn_ref.cu", NULL, &a->ref_mod, err);
     const struct {
         CUfunction *f;
+        CUmodule *m;
         const char *name;
-    } own[] = {{&a->f_probe, "evo_gen_probe"}, {&a->f_model, "evo_fp8_model_attention"}};
+    } own[] = {{&a->f_probe, &a->mod, "evo_gen_probe"},         {&a->f_model, &a->mod, "evo_fp8_model_attention"},
+               {&a->f_quant, &a->ref_mod, "evo_quantize"},      {&a->f_deq, &a->ref_mod, "evo_dequantize"},
+               {&a->f_ref, &a->ref_mod, "evo_reference_attention"}, {&a->f_perturb, &a->ref_mod, "evo_perturb_codes"}};
     for (size_t i = 0; s == EVO_OK && i < EVO_ARRAY_LEN(own); i++)
-        s = evo_cu_check(evo_gpu_cu(g), evo_gpu_cu(g)->cuModuleGetFunction(own[i].f, a->mod, own[i].name), own[i].name,
-                         err);
+        s = evo_cu_check(evo_gpu_cu(g), evo_gpu_cu(g)->cuModuleGetFunction(own[i].f, *own[i].m, own[i].name),
+                         own[i].name, err);
     if (s == EVO_OK) s = evo_gpu_alloc(g, sizeof(double), &a->bound1, err);
     if (s != EVO_OK) {
         free(a);
@@ -105,7 +111,7 @@ static size_t attn_output_bytes(void *state, const evo_shape *s)
     return elems(s) * 2; /* fp16 */
 }
 
-/* The exact FP32 reference (support.cu) on dequantized inputs. */
+/* The exact FP32 reference (attn_ref.cu) on dequantized inputs. */
 static evo_status reference(attn_gpu *a, const evo_shape *sh, CUdeviceptr q, CUdeviceptr k, CUdeviceptr v,
                             CUdeviceptr o, evo_err *err)
 {
@@ -113,8 +119,8 @@ static evo_status reference(attn_gpu *a, const evo_shape *sh, CUdeviceptr q, CUd
     int c = (int)sh->v[ATTN_CAUSAL];
     float scale = (float)evo_attn_softmax_scale(a->cfg, sh);
     void *args[] = {&q, &k, &v, &o, &b, &h, &s, &d, &c, &scale};
-    return evo_gpu_launch(a->g, a->f_ref, (unsigned)((s + EVO_SUPPORT_REF_ROWS - 1) / EVO_SUPPORT_REF_ROWS),
-                          (unsigned)h, (unsigned)b, EVO_SUPPORT_REF_BLOCK, args, "reference attention", err);
+    return evo_gpu_launch(a->g, a->f_ref, (unsigned)((s + ATTN_REF_ROWS - 1) / ATTN_REF_ROWS),
+                          (unsigned)h, (unsigned)b, ATTN_REF_BLOCK, args, "reference attention", err);
 }
 
 /* The scratch tensors (fp16 inputs and their float copies) grow to the largest case. */
@@ -336,7 +342,7 @@ static int attn_geometry_of(void *state, const evo_gpu_case *gc, const evo_gpu_k
 }
 
 /* Fresh inputs: every code of Q, K, V with bits flipped by a hash of (seed, tensor, index) that keep its exponent
- * (support.cu's evo_perturb_codes), so the per-head scales still hold. */
+ * (attn_ref.cu's evo_perturb_codes), so the per-head scales still hold. */
 static evo_status attn_perturb(void *state, const evo_gpu_case *gc, uint64_t seed, evo_err *err)
 {
     attn_gpu *a = state;

@@ -1,5 +1,5 @@
-/* task.c — the FP8 attention forward task, host side: its shape fields and options, the knobs of
- * templates/attention_fp8.cu and their legal values, rendering a genome into NVRTC name expressions, the host-side
+/* task.c — the FP8 attention forward task, host side: its shape fields and options, the knobs of attention_fp8.cu
+ * and their legal values, rendering a genome into NVRTC name expressions, the host-side
  * can_implement check (threads, shared memory, arch), which variant serves a shape, FLOP count, the table. */
 #include "attention.h"
 
@@ -94,7 +94,7 @@ static const int attention_defaults[] = {
     ATTN_FAMILY_MMA, 64, 2, 128, 4, 2, 1, 0, 1, 1, 0, 40, 0,
 };
 
-/* The values the template can be instantiated with, knob by knob (static_asserts in templates/attention_fp8.cu and
+/* The values the template can be instantiated with, knob by knob (static_asserts in attention_fp8.cu and
  * can_implement below hold the rules between knobs), in the order of attention_knobs. */
 static const int warps_n_set[] = {1, 2, 4};
 static const int big_tile_m_set[] = {0, 128, 256};
@@ -202,7 +202,7 @@ static attn_genome attn_for_dim(const attn_genome *a, int d)
     return e;
 }
 
-/* Must equal AttnCfg<...>::SMEM in templates/attention_fp8.cu (the kernel traps when launched with less). */
+/* Must equal AttnCfg<...>::SMEM in attention_fp8.cu (the kernel traps when launched with less). */
 static int attn_smem_bytes(const attn_genome *a, int d)
 {
     const int nw = a->warps_m * a->warps_n, rpw = a->tile_m / a->warps_m, mt = rpw / 16;
@@ -508,6 +508,10 @@ const evo_task evo_task_attention_fp8 = {
     .export_body = evo_attn_export_body,
     .torch_module = evo_attn_torch_module,
     .torch_companion = "variants/quantize_fp8-%s-*.cu",
+    .torch_option = "quantizer",
+    .torch_option_help = "the quantizer to put in front (a .cu evo export wrote; default: the one file\n"
+                         "variants/quantize_fp8-<arch>-*.cu here, else among those installed with evo)",
+    .torch_module_name = "evo_fp8",
     .kernel_prefix = "evo_attn",
     .accuracy_classes = attention_accuracy,
     .genome_accuracy = attention_genome_accuracy,

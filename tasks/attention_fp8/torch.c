@@ -1,7 +1,7 @@
-/* torch.c — `evo export --torch` for attention_fp8: the PyTorch module (templates/torch_op.py rendered) for an
+/* torch.c — `evo export --torch` for attention_fp8: the PyTorch module (torch_op.py rendered) for an
  * exported attention kernel and an exported quantizer (task quantize_fp8). The facts come from the two files'
- * text, as tools/torch_export.py reads them, so both write the same module: the genomes and archs from their
- * EVO_EXPORT_* defines, the attention kernel's 8-bit format and head dims, the quantizer's variants
+ * text alone (so `evo export --torch --kernel FILE` writes the same module as from the store): the genomes and
+ * archs from their EVO_EXPORT_* defines, the attention kernel's 8-bit format and head dims, the quantizer's variants
  * (head dim:dtype:rotate, in table order). */
 #include "attention.h"
 

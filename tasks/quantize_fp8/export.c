@@ -1,5 +1,5 @@
-/* export.c — the quantize_fp8 task's standalone .cu (evo_task.export_body, see engine/export.h): a header with the
- * launcher's signature and the provenance, evo_quantize_abi.h and the template inlined, the genome's knobs and the
+/* export.c — the quantize_fp8 task's standalone .cu (evo_task.export_body, see engine/report/export.h): a header with
+ * the launcher's signature and the provenance, evo_quantize_abi.h and the template inlined, the genome's knobs and the
  * explicit instantiations of its kernels for every problem class a user may call it with (head dims 64 and 128 and
  * the config's, fp16 and bf16, rotated or not: the self-test checks each bit for bit), the timed shapes, then
  * tasks/quantize_fp8/quantize_export_harness.cu (launcher and self-test). */
@@ -20,11 +20,21 @@
 static const char *const kernel_of_role[] = {"evo_quant_rotate", "evo_quant_absmax", "evo_quant"};
 
 /* The main variant's knobs (every variant of a program carries the genome's). */
-static evo_quant_knobs genome_knobs(const evo_program *prog)
+/* The genome's knobs as its kernels carry them. A variant without rotation carries FUSED_ROT canonically as 1, so
+ * FUSED_ROT comes from a rotating variant, else from the genome's text (a config without rotated shapes renders
+ * none, and the export still instantiates the rotated classes). */
+static evo_quant_knobs genome_knobs(const evo_program *prog, const char *genome)
 {
-    for (int i = 0; i < prog->n_variants; i++)
-        if (prog->variants[i].attr[QZ_V_ROLE] == EVO_QUANT_K_MAIN) return evo_qz_knobs_of(&prog->variants[i]);
-    return evo_qz_knobs_of(&prog->variants[0]);
+    evo_quant_knobs k = evo_qz_knobs_of(&prog->variants[0]);
+    bool rotating = false;
+    for (int i = prog->n_variants - 1; i >= 0; i--)
+        if (prog->variants[i].attr[QZ_V_ROLE] == EVO_QUANT_K_MAIN) {
+            k = evo_qz_knobs_of(&prog->variants[i]);
+            if ((rotating = prog->variants[i].attr[QZ_V_ROTATE] != 0)) break;
+        }
+    const char *f = strstr(genome, "FUSED_ROT=");
+    if (!rotating && f && (f == genome || f[-1] == ',')) k.fused_rot = atoi(f + strlen("FUSED_ROT="));
+    return k;
 }
 
 static void append_header(evo_str *o, const evo_export_ctx *x)
@@ -64,7 +74,7 @@ static void append_genome_section(evo_str *o, const evo_export_ctx *x)
 {
     const evo_candidate_rec *c = &x->src->cand;
     const evo_config *cfg = x->cfg;
-    const evo_quant_knobs k = genome_knobs(x->prog);
+    const evo_quant_knobs k = genome_knobs(x->prog, c->genome);
     evo_str_append(o, "\n/* ==== this genome (written by evo export) ==== */\n#define EVO_EXPORT_GENOME ");
     evo_export_append_cstring(o, c->genome);
     evo_str_append(o, "\n#define EVO_EXPORT_KEY ");

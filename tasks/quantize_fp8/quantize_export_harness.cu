@@ -2,7 +2,7 @@
  * writes. evo appends this text, unchanged, after evo_quantize_abi.h, quantize_fp8.cu and the genome's own section
  * (knobs evo_export_knobs, the kernels' explicit instantiations, namespace evo_export: qvariant table, timed
  * shapes), so it is the same in every exported quantizer. It is not a kernel template: evo never compiles it alone;
- * tools/quantize_export.py assembles a file by hand and tests/cli_quantize_export.sh builds it with nvcc.
+ * tests/cli_quantize_export.sh builds the files evo export writes with nvcc.
  */
 #include <atomic>
 

@@ -1,9 +1,10 @@
 /* fp8_model_lib.cu — evo's gate kernels as a shared library for the calibration scripts (tools/bench/
- * fp8_calibrate.py): the input generator, quantizer and dequantizer of support.cu and the FP8 model of
- * attn_support.cu, the same code a worker runs, behind plain extern "C" launchers on a stream.
+ * fp8_calibrate.py): the input generator of support.cu, the quantizer and dequantizer of attn_ref.cu and the FP8
+ * model of attn_support.cu, the same code a worker runs, behind plain extern "C" launchers on a stream.
  * Build: nvcc -arch=sm_90 -O3 -shared -Xcompiler -fPIC -Itemplates -Itasks/attention_fp8 \
  *          tools/bench/fp8_model_lib.cu -o libevo_fp8_model.so */
 #include "support.cu"
+#include "attn_ref.cu"
 #include "attn_support.cu"
 
 extern "C" int evo_lib_gen(unsigned short *out, unsigned long long n, unsigned long long head_elems,

@@ -4,8 +4,8 @@
  * gate's own inputs (evo's generator and quantizer), a kernel of one P grid and tiling against the model of another.
  * Data: docs/data/fp8-p-grid-cpu-2026-11-28.txt; the findings: docs/results.md, "The fp8 accuracy class".
  *
- *   cc -O2 -std=gnu11 -I tasks/attention_fp8 -I engine/core tools/bench/fp8_p_grid.c tasks/attention_fp8/attn_ref.c \
- *      engine/core/numerics.c engine/core/evo.c -lm -o fp8_p_grid
+ *   cc -O2 -std=gnu11 -I tasks/attention_fp8 -I engine/core -I engine/config tools/bench/fp8_p_grid.c \
+ *      tasks/attention_fp8/attn_ref.c engine/core/numerics.c engine/core/evo.c -lm -o fp8_p_grid
  *   ./fp8_p_grid rmse HEADS S D               one head after another, outlier inputs (seeded), every grid
  *   ./fp8_p_grid gate B H S D DIST SEED CAUSAL [SOFTMAX_SCALE]
  *                                             worst element / bound of each grid and tiling against the model
