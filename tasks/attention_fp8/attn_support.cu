@@ -9,8 +9,10 @@
  *                         int batch, int heads, int seq, int head_dim, int causal, float softmax_scale, int order)
  *     the FP8 model (attn_numerics.h), its scores' k-steps in order 0..3, on e4m3 codes, o float [B, H, S, D]: 32
  *     query rows a block, 4 threads a row. Each score is computed once (a 128-key block's scores in shared memory,
- *     4 threads of a row splitting the keys); each thread holds every 4th column of its row's accumulator; keys
- *     staged decoded, 32 at a time (one P·V k-step); the row sums added by one thread in key order.
+ *     4 threads of a row splitting the keys); each thread holds every 4th column of its row's accumulator and
+ *     computes a P·V k-step's products twice (the largest, then the cut sum: no 32-wide unrolled array, which took
+ *     NVRTC 5 s per arch); keys staged decoded, 32 at a time (one P·V k-step); the row sums added by one thread in
+ *     key order.
  *     block = 128 threads (exactly), grid = (ceil(seq / 32), heads, batch); 2 <= head_dim <= 128.
  */
 #include "evo_numerics.cuh"
@@ -157,20 +159,17 @@ evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsi
                 l_s[row] = l;
             }
 #pragma unroll
-            for (int j = 0; j < MODEL_ACC; j++) {
+            for (int j = 0; j < MODEL_ACC; j++) { /* the products twice (max, then the cut sum): no array to unroll */
                 const int t = lane + MODEL_LANES * j;
                 if (t >= d) break;
-                float x[MODEL_TILE], mx = fabsf(acc[j]);
-#pragma unroll
-                for (int jj = 0; jj < MODEL_TILE; jj++) {
-                    x[jj] = __fmul_rn(pts[row][jj], kv[jj][t]);
-                    mx = fmaxf(mx, fabsf(x[jj]));
-                }
+                float mx = fabsf(acc[j]);
+#pragma unroll 4
+                for (int jj = 0; jj < MODEL_TILE; jj++) mx = fmaxf(mx, fabsf(__fmul_rn(pts[row][jj], kv[jj][t])));
                 float u, inv;
                 an_unit(mx, &u, &inv);
                 float sum = an_cut(acc[j], u, inv);
-#pragma unroll
-                for (int jj = 0; jj < MODEL_TILE; jj++) sum = __fadd_rn(sum, an_cut(x[jj], u, inv));
+#pragma unroll 4
+                for (int jj = 0; jj < MODEL_TILE; jj++) sum = __fadd_rn(sum, an_cut(__fmul_rn(pts[row][jj], kv[jj][t]), u, inv));
                 acc[j] = an_trunc_accf(sum);
             }
         }
