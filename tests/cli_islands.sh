@@ -184,7 +184,8 @@ if ! ls /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/lib64/libcuda.so.1 >/dev/nul
   [ "$rc" != 0 ] || fail "no GPU on one rank: the job exited 0"
   # rank 0 names the island that cannot start, unless mpirun stopped it first when that rank exited (then the rank's
   # own message is what is left); either way no island began a run (below)
-  grep -qE "evo: island 2 \(host .*\) cannot start: run: .*evo run needs an NVIDIA GPU and its driver.*; no island started|^evo: run: .*evo run needs an NVIDIA GPU and its driver" \
+  # (two ranks write to one stderr: a line may carry another rank's "evo: " before its own text)
+  grep -qE "island 2 \(host .*\) cannot start: run: .*evo run needs an NVIDIA GPU and its driver.*; no island started|evo: run: .*evo run needs an NVIDIA GPU and its driver" \
     "$T/nogpu.err" || fail "no GPU on one rank: $(cat "$T/nogpu.err")"
   for r in 0 1; do
     [ "$(db scalar "$T/nogpu.db.rank$r" "SELECT count(*) FROM runs")" = 0 ] || fail "no GPU on one rank: island $r began a run"
