@@ -170,6 +170,9 @@ static evo_status ref_rms(attn_gpu *a, CUdeviceptr ref, size_t n, double *rms, e
 
 static evo_status fp8_budget(attn_gpu *a, const evo_gpu_case *gc, attn_case *c, evo_err *err);
 
+/* The fp8 class judges case gc by the saturated rule (huge logits: the `large` inputs), which needs no model. */
+static bool fp8_saturated(const evo_gpu_case *gc) { return gc->probe < 0 && gc->dist == EVO_DIST_LARGE; }
+
 static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
 {
     attn_gpu *a = state;
@@ -228,7 +231,7 @@ static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
      * inside a candidate's evaluation (whose watchdog would kill it, and the next worker would start over). The
      * saturated judge (`large` inputs) needs no model. */
     if ((a->cfg->accuracy & (1u << ATTN_ACC_FP8)) && fmt == EVO_FORMAT_E4M3 && evo_gpu_arch(a->g) >= 89 &&
-        !(gc->probe < 0 && gc->dist == EVO_DIST_LARGE))
+        !fp8_saturated(gc))
         s = fp8_budget(a, gc, c, err);
     return s;
 }
@@ -557,7 +560,7 @@ static evo_status attn_check(void *state, const evo_gpu_case *gc, const evo_vari
                  evo_attn_format_name(evo_attn_format(a->cfg)));
         return EVO_OK;
     }
-    if (v->accuracy == ATTN_ACC_FP8 && gc->probe < 0 && gc->dist == EVO_DIST_LARGE) {
+    if (v->accuracy == ATTN_ACC_FP8 && fp8_saturated(gc)) {
         evo_slice_acc *k = evo_xcalloc(ns, sizeof *k);
         s = slices(a, out, 0, c->ref, ns, se, 0, k, err);
         if (s == EVO_OK) {
