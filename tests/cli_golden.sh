@@ -24,6 +24,20 @@ import re, sys
 path, src, tmp = sys.argv[1:4]
 t = open(path, encoding="utf-8", errors="replace").read()
 t = t.replace(tmp, "TMP").replace(src, "SRC")
+# the compile keys computed here (the replayed runs' candidates, a key recomputed at export) hash this machine's
+# NVRTC library (its size and date) and toolkit folders: each becomes a name by the database and candidate it keys
+import os, sqlite3
+keys = {}
+for db in ("r.db", "rr.db"):
+    if os.path.exists(os.path.join(tmp, db)):
+        c = sqlite3.connect(os.path.join(tmp, db))
+        for cid, key in c.execute("SELECT id, key FROM candidates ORDER BY id"):
+            keys.setdefault(key, "KEY-%s-%d" % (db.split(".")[0], cid))
+        c.close()
+for key, name in keys.items():
+    t = t.replace(key, name)
+    t = re.sub(r"\b%s\b" % key[:8], name, t)
+t = re.sub(r"recomputed here \([0-9a-f]{8}\)", "recomputed here (KEY-HERE)", t)
 t = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "DATE", t)
 t = re.sub(r"\d+:\d\d (elapsed|wall), ETA \d+:\d\d", r"T \1, ETA T", t)
 t = re.sub(r"\d+:\d\d wall", "T wall", t)
