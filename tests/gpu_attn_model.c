@@ -65,8 +65,10 @@ static void make(inputs *in, int probe, int dist, uint64_t seed, int b, int h, i
         in->x[t] = evo_xmalloc(in->n * 2);
         in->codes[t] = evo_xmalloc(in->n);
         in->scales[t] = evo_xmalloc((size_t)b * h * 4);
-        if (probe >= 0) evo_ref_gen_probe(in->x[t], in->n, probe, seed, t, s, d);
-        else evo_ref_gen_inputs(in->x[t], in->n, head, seed, t, dist);
+        if (probe >= 0)
+            evo_ref_gen_probe(in->x[t], in->n, probe, seed, t, s, d);
+        else
+            evo_ref_gen_inputs(in->x[t], in->n, head, seed, t, dist);
         evo_ref_quantize(in->x[t], (size_t)b * h, head, EVO_FORMAT_E4M3, in->codes[t], in->scales[t]);
         in->dx[t] = dalloc(in->n * 2);
         in->dcodes[t] = dalloc(in->n);
@@ -136,8 +138,9 @@ static void test_probes(void)
                     size_t diff = 0, first = 0;
                     for (size_t i = 0; i < in.n; i++)
                         if (g[i] != in.x[t][i] && !diff++) first = i;
-                    if (diff) printf("probe %d S=%d D=%d tensor %d: %zu differ (first %zu)\n", probe, seqs[si], dims[di],
-                                     t, diff, first);
+                    if (diff)
+                        printf("probe %d S=%d D=%d tensor %d: %zu differ (first %zu)\n", probe, seqs[si], dims[di], t,
+                               diff, first);
                     CHECK_EQ_INT(diff, 0);
                     free(g);
                 }
@@ -149,8 +152,14 @@ static void test_model_bits(void)
 {
     const struct {
         int probe, dist, s, d;
-    } cases[] = {{-1, 0, 1, 64},   {-1, 0, 77, 64},   {-1, 0, 300, 128}, {-1, 2, 130, 64}, {-1, 4, 200, 128},
-                 {-1, 3, 129, 64}, {AN_PROBE_INTEGERS, 0, 150, 64}, {AN_PROBE_NEEDLE, 0, 257, 128},
+    } cases[] = {{-1, 0, 1, 64},
+                 {-1, 0, 77, 64},
+                 {-1, 0, 300, 128},
+                 {-1, 2, 130, 64},
+                 {-1, 4, 200, 128},
+                 {-1, 3, 129, 64},
+                 {AN_PROBE_INTEGERS, 0, 150, 64},
+                 {AN_PROBE_NEEDLE, 0, 257, 128},
                  {AN_PROBE_MODERATE, 0, 129, 64}};
     for (size_t c = 0; c < EVO_ARRAY_LEN(cases); c++)
         for (int causal = 0; causal < 2; causal++) {
@@ -164,8 +173,8 @@ static void test_model_bits(void)
             gpu_model(&in, causal, sm, phase, o);
             float *g = evo_xmalloc(in.n * 4), *h = evo_xmalloc(in.n * 4);
             CU_MUST(cuMemcpyDtoH(g, o, in.n * 4));
-            evo_ref_fp8_model(in.codes[0], in.scales[0], in.codes[1], in.scales[1], in.codes[2], in.scales[2], h,
-                              in.b, in.h, in.s, in.d, causal, sm, phase);
+            evo_ref_fp8_model(in.codes[0], in.scales[0], in.codes[1], in.scales[1], in.codes[2], in.scales[2], h, in.b,
+                              in.h, in.s, in.d, causal, sm, phase);
             size_t diff = 0;
             for (size_t i = 0; i < in.n; i++) diff += memcmp(&g[i], &h[i], 4) != 0;
             printf("model probe %d dist %d S=%d D=%d causal %d phase %d: %zu of %zu differ from the CPU twin\n",
@@ -236,8 +245,7 @@ static void model_error_table(void)
                 int b = 1, h = 8, s = 1024, dd = d;
                 float smf = sm;
                 void *a[] = {&in.dfloat[0], &in.dfloat[1], &in.dfloat[2], &ref, &b, &h, &s, &dd, &causal, &smf};
-                launch(k_ref, (unsigned)((s + ATTN_REF_ROWS - 1) / ATTN_REF_ROWS), 8, 1,
-                       ATTN_REF_BLOCK, a);
+                launch(k_ref, (unsigned)((s + ATTN_REF_ROWS - 1) / ATTN_REF_ROWS), 8, 1, ATTN_REF_BLOCK, a);
                 double wr = 0, wm = 0, wr0 = 0; /* the worst head, over the orders (the gate's rule) and in phase 0 */
                 for (int ph = 0; ph < AN_FP8_ORDERS; ph++) {
                     evo_slice_acc acc[8];
@@ -252,8 +260,10 @@ static void model_error_table(void)
                        probe >= 0 ? probes[probe] : dists[row], wr, wr0, wm, AN_FP8_K * wr + AN_FP8_REL_ATOL);
                 /* rounding P to 3 mantissa bits costs a few percent where the softmax is spread; on the integer
                  * probe every P and product is exact and what is left is the tensor core's 13-bit P·V accumulator */
-                if (probe == AN_PROBE_INTEGERS) CHECK(wr < 5e-3);
-                else CHECK(wr < 0.1);
+                if (probe == AN_PROBE_INTEGERS)
+                    CHECK(wr < 5e-3);
+                else
+                    CHECK(wr < 0.1);
                 CU_MUST(cuMemFree(o));
                 CU_MUST(cuMemFree(ref));
                 release(&in);
@@ -311,10 +321,10 @@ int main(void)
         CUfunction *f;
         CUmodule m;
         const char *name;
-    } fns[] = {{&k_probe, attn, "evo_gen_probe"},          {&k_model, attn, "evo_fp8_model_attention"},
-               {&k_slices, sup, "evo_compare_slices"},      {&k_slices_reset, sup, "evo_compare_slices_reset"},
-               {&k_gen, sup, "evo_gen_inputs"},             {&k_quant, aref, "evo_quantize"},
-               {&k_deq, aref, "evo_dequantize"},            {&k_ref, aref, "evo_reference_attention"}};
+    } fns[] = {{&k_probe, attn, "evo_gen_probe"},      {&k_model, attn, "evo_fp8_model_attention"},
+               {&k_slices, sup, "evo_compare_slices"}, {&k_slices_reset, sup, "evo_compare_slices_reset"},
+               {&k_gen, sup, "evo_gen_inputs"},        {&k_quant, aref, "evo_quantize"},
+               {&k_deq, aref, "evo_dequantize"},       {&k_ref, aref, "evo_reference_attention"}};
     for (size_t i = 0; i < EVO_ARRAY_LEN(fns); i++) CU_MUST(cuModuleGetFunction(fns[i].f, fns[i].m, fns[i].name));
     printf("device sm_%d%d\n", major, minor);
     test_probes();

@@ -83,8 +83,7 @@ static void gpu_reference(CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, CUdevicep
                           int causal, float softmax_scale)
 {
     void *args[] = {&q, &k, &v, &o, &B, &H, &S, &D, &causal, &softmax_scale};
-    launch(k_ref, (unsigned)((S + ATTN_REF_ROWS - 1) / ATTN_REF_ROWS), (unsigned)H, (unsigned)B,
-           ATTN_REF_BLOCK, args);
+    launch(k_ref, (unsigned)((S + ATTN_REF_ROWS - 1) / ATTN_REF_ROWS), (unsigned)H, (unsigned)B, ATTN_REF_BLOCK, args);
 }
 
 static void gpu_compare(CUdeviceptr out, CUdeviceptr ref, size_t n, double atol, double rtol, unsigned blocks,
@@ -552,10 +551,14 @@ int main(void)
         CUfunction *f;
         CUmodule *m;
         const char *name;
-    } fns[] = {{&k_gen, &mod, "evo_gen_inputs"},        {&k_quant, &ref_mod, "evo_quantize"},
-               {&k_deq, &ref_mod, "evo_dequantize"},    {&k_h2f, &mod, "evo_half_to_float"},
-               {&k_ref, &ref_mod, "evo_reference_attention"}, {&k_reset, &mod, "evo_compare_reset"},
-               {&k_cmp, &mod, "evo_compare"},           {&k_canary, &mod, "evo_canary_check"}};
+    } fns[] = {{&k_gen, &mod, "evo_gen_inputs"},
+               {&k_quant, &ref_mod, "evo_quantize"},
+               {&k_deq, &ref_mod, "evo_dequantize"},
+               {&k_h2f, &mod, "evo_half_to_float"},
+               {&k_ref, &ref_mod, "evo_reference_attention"},
+               {&k_reset, &mod, "evo_compare_reset"},
+               {&k_cmp, &mod, "evo_compare"},
+               {&k_canary, &mod, "evo_canary_check"}};
     for (size_t i = 0; i < EVO_ARRAY_LEN(fns); i++) CU_MUST(cuModuleGetFunction(fns[i].f, *fns[i].m, fns[i].name));
 
     test_generator();

@@ -17,7 +17,7 @@
 typedef struct {
     char *image; /* cubin (arch "sm_XX") or PTX (arch "compute_XX"), malloc'd */
     size_t size;
-    char *log;   /* compiler and ptxas output, malloc'd, NUL-terminated */
+    char *log; /* compiler and ptxas output, malloc'd, NUL-terminated */
 } support_build;
 
 /* 0 on success; on failure -1 with b->log holding the reason. name: the program's name; extra_header: one more
@@ -78,7 +78,7 @@ static void support_build_free(support_build *b)
 
 /* The kernels support.cu must define (extern "C", so these are also their symbol names). */
 static const char *const support_kernels[] = {
-    "evo_gen_inputs",   "evo_half_to_float",        "evo_compare_reset", "evo_compare",
+    "evo_gen_inputs",   "evo_half_to_float",        "evo_compare_reset",  "evo_compare",
     "evo_canary_check", "evo_compare_slices_reset", "evo_compare_slices",
 };
 /* tasks/attention_fp8/attn_ref.cu's (attention's reference kernels). */

@@ -35,25 +35,25 @@ static void test_exp2_and_trunc(void)
     CHECK(an_trunc_accf(1.0f + 0x1p-13f) == 1.0f + 0x1p-13f); /* the 13th bit stays */
     CHECK(an_trunc_accf(1.0f + 0x1p-14f) == 1.0f);            /* the 14th goes */
     CHECK(an_trunc_accf(1.0f + 0x1.fp-14f + 0x1p-13f) == 1.0f + 0x1p-13f);
-    CHECK(an_trunc_accf(-(2.0f + 0x1p-13f)) == -2.0f);        /* toward zero */
+    CHECK(an_trunc_accf(-(2.0f + 0x1p-13f)) == -2.0f); /* toward zero */
     CHECK(an_trunc_accf(0.0f) == 0.0f);
     /* a k-step aligns its terms to the largest and cuts each to 13 bits below it: what an H200 does
      * (tools/bench/fp8_accum_probe.py) */
     const float six[] = {6.0f}, two_fours[] = {4.0f, 4.0f}, eight[] = {8.0f}, small_first[] = {4.0f, 4.0f, 65536.0f};
-    CHECK(an_kstep(65536.0f, six, 1) == 65536.0f);        /* 0.75 ulp: cut, not rounded */
-    CHECK(an_kstep(65536.0f, two_fours, 2) == 65536.0f);  /* two half ulps inside one k-step: both cut */
+    CHECK(an_kstep(65536.0f, six, 1) == 65536.0f);       /* 0.75 ulp: cut, not rounded */
+    CHECK(an_kstep(65536.0f, two_fours, 2) == 65536.0f); /* two half ulps inside one k-step: both cut */
     CHECK(an_kstep(65536.0f, eight, 1) == 65544.0f);
-    CHECK(an_kstep(0.0f, small_first, 3) == 65536.0f);    /* aligned to the largest, whatever comes first */
+    CHECK(an_kstep(0.0f, small_first, 3) == 65536.0f); /* aligned to the largest, whatever comes first */
     const float neg[] = {-6.0f};
-    CHECK(an_kstep(-65536.0f, neg, 1) == -65536.0f);      /* toward zero */
-    CHECK(an_kstep(0.0f, two_fours, 2) == 8.0f);          /* small sums stay exact */
+    CHECK(an_kstep(-65536.0f, neg, 1) == -65536.0f); /* toward zero */
+    CHECK(an_kstep(0.0f, two_fours, 2) == 8.0f);     /* small sums stay exact */
     float q[64], k[64];
     for (int t = 0; t < 64; t++) q[t] = k[t] = 0.0f;
-    q[0] = 256.0f, k[0] = 32.0f;      /* step 0: 8192 (the 13-bit unit is 1) */
-    q[1] = 0.5f, k[1] = 0.5f;         /* + 0.25, cut */
-    q[32] = 1.0f, k[32] = 1.0f;       /* step 1: + 1, kept */
+    q[0] = 256.0f, k[0] = 32.0f; /* step 0: 8192 (the 13-bit unit is 1) */
+    q[1] = 0.5f, k[1] = 0.5f;    /* + 0.25, cut */
+    q[32] = 1.0f, k[32] = 1.0f;  /* step 1: + 1, kept */
     CHECK(an_logit2(q, k, 64, 1.0f, 1.0f, 0) == 8193.0f);
-    q[32] = 0.5f;                     /* + 0.5: cut */
+    q[32] = 0.5f; /* + 0.5: cut */
     CHECK(an_logit2(q, k, 64, 1.0f, 1.0f, 0) == 8192.0f);
     /* k-steps starting at 8: indices 1 and 32 in one step, 8192 in the last: 0.25 + 0.5 = 0.75 first, then cut */
     CHECK(an_logit2(q, k, 64, 1.0f, 1.0f, 1) == 8192.0f);
@@ -71,12 +71,12 @@ static void test_exp2_and_trunc(void)
 
 typedef struct {
     int b, h, s, d, causal;
-    float sm;               /* softmax scale */
+    float sm; /* softmax scale */
     size_t n, head;
     uint8_t *codes[3];
     float *scales[3], *deq[3];
-    double *ref;            /* FP64 on the dequantized inputs */
-    float *model;           /* the FP8 model, phase 0 */
+    double *ref;                    /* FP64 on the dequantized inputs */
+    float *model;                   /* the FP8 model, phase 0 */
     float *model_ph[AN_FP8_ORDERS]; /* every phase (model_ph[0] == model) */
 } problem;
 
@@ -89,8 +89,10 @@ static void problem_make(problem *p, int probe, int dist, uint64_t seed, int b, 
     p->sm = sm != 0.0f ? sm : (float)(1.0 / sqrt((double)d));
     uint16_t *x = malloc(p->n * sizeof *x);
     for (unsigned t = 0; t < 3; t++) {
-        if (probe >= 0) evo_ref_gen_probe(x, p->n, probe, seed, t, s, d);
-        else evo_ref_gen_inputs(x, p->n, p->head, seed, t, dist);
+        if (probe >= 0)
+            evo_ref_gen_probe(x, p->n, probe, seed, t, s, d);
+        else
+            evo_ref_gen_inputs(x, p->n, p->head, seed, t, dist);
         p->codes[t] = malloc(p->n);
         p->scales[t] = malloc((size_t)b * h * sizeof(float));
         p->deq[t] = malloc(p->n * sizeof(float));
@@ -118,13 +120,13 @@ static void problem_free(problem *p)
 /* ---- kernels emulated on the CPU, each with at most one fault ---- */
 
 typedef struct {
-    int bad_head;           /* -1: none */
-    float q_mul, v_mul;     /* on bad_head's scales */
-    int causal_extra;       /* 1: the causal mask lets key i+1 through */
-    int key_limit;          /* 0: none; else keys past this are dropped */
-    bool ignore_scale;      /* 1/sqrt(D) whatever the softmax scale */
-    double p_offset;        /* P = 2^(x2 - M + p_offset) before the e4m3 cast; 8 is right */
-    bool p_round;           /* P enters P·V in e4m3 */
+    int bad_head;       /* -1: none */
+    float q_mul, v_mul; /* on bad_head's scales */
+    int causal_extra;   /* 1: the causal mask lets key i+1 through */
+    int key_limit;      /* 0: none; else keys past this are dropped */
+    bool ignore_scale;  /* 1/sqrt(D) whatever the softmax scale */
+    double p_offset;    /* P = 2^(x2 - M + p_offset) before the e4m3 cast; 8 is right */
+    bool p_round;       /* P enters P·V in e4m3 */
 } emu;
 
 static const emu EMU_OK = {-1, 1.0f, 1.0f, 0, 0, false, 8.0, true};
@@ -264,8 +266,10 @@ static void test_probe_inputs(void)
         for (int j = 0; j < 60; j++) {
             double s = 0;
             for (int t = 0; t < 64; t++) s += (double)p.deq[0][i * 64 + t] * p.deq[1][j * 64 + t];
-            if (j == 59) last = s;
-            else best = fmax(best, s);
+            if (j == 59)
+                last = s;
+            else
+                best = fmax(best, s);
         }
         dominated += last / 8.0 > best / 8.0 + 5.0;
     }
@@ -319,12 +323,18 @@ static void test_gate_verdicts(void)
         {"softmax scale ignored", AN_PROBE_MODERATE, 0, S, 2, {-1, 1.0f, 1.0f, 0, 0, true, 8.0, true}},
         {"softmax scale ignored (0.5)", AN_PROBE_MODERATE, 1, S, 0.5f, {-1, 1.0f, 1.0f, 0, 0, true, 8.0, true}},
         {"P's e4m3 scale applied twice", AN_PROBE_NEEDLE, 0, S, 0, {-1, 1.0f, 1.0f, 0, 0, false, 16.0, true}},
-        {"P's e4m3 scale applied twice (integers)", AN_PROBE_INTEGERS, 1, S, 0, {-1, 1.0f, 1.0f, 0, 0, false, 16.0, true}},
+        {"P's e4m3 scale applied twice (integers)",
+         AN_PROBE_INTEGERS,
+         1,
+         S,
+         0,
+         {-1, 1.0f, 1.0f, 0, 0, false, 16.0, true}},
     };
     for (size_t f = 0; f < sizeof faults / sizeof faults[0]; f++) {
         const fault_case *c = &faults[f];
         problem p;
-        const float sm = c->sm_mul != 0 ? (float)(c->sm_mul / sqrt((double)D)) : evo_ref_probe_softmax_scale(c->probe, 0, D);
+        const float sm =
+            c->sm_mul != 0 ? (float)(c->sm_mul / sqrt((double)D)) : evo_ref_probe_softmax_scale(c->probe, 0, D);
         problem_make(&p, c->probe, 0, 11, 1, H, c->s, D, c->causal, sm);
         uint16_t *o = malloc(p.n * sizeof *o);
         emulate(&p, &c->e, o);
@@ -388,9 +398,10 @@ static void model_table(void)
                 evo_ref_compare_slices(p.model, EVO_ELEM_F32, p.ref, EVO_ELEM_F64, 4, p.head, NULL, a);
                 double wr = 0, wm = 0;
                 for (int i = 0; i < 4; i++)
-                    wr = fmax(wr, evo_slice_rel_l2(&a[i])), wm = fmax(wm, a[i].max_ref > 0 ? a[i].max_abs / a[i].max_ref : 0);
-                printf("| %d | %d | %s | %.2e | %.2e | %.2e |\n", d, causal, probe >= 0 ? probes[probe] : dists[row], wr,
-                       wm, AN_FP8_K * wr + AN_FP8_REL_ATOL);
+                    wr = fmax(wr, evo_slice_rel_l2(&a[i])),
+                    wm = fmax(wm, a[i].max_ref > 0 ? a[i].max_abs / a[i].max_ref : 0);
+                printf("| %d | %d | %s | %.2e | %.2e | %.2e |\n", d, causal, probe >= 0 ? probes[probe] : dists[row],
+                       wr, wm, AN_FP8_K * wr + AN_FP8_REL_ATOL);
                 problem_free(&p);
             }
 }

@@ -35,17 +35,17 @@ static void test_half_fixed(void)
     CHECK_EQ_INT(evo_ref_float_to_half(0.0f), 0x0000);
     CHECK_EQ_INT(evo_ref_float_to_half(-0.0f), 0x8000);
     CHECK_EQ_INT(evo_ref_float_to_half(0.1f), 0x2e66);
-    CHECK_EQ_INT(evo_ref_float_to_half(0x1p-14f), 0x0400);        /* smallest normal */
-    CHECK_EQ_INT(evo_ref_float_to_half(0x1p-24f), 0x0001);        /* smallest subnormal */
+    CHECK_EQ_INT(evo_ref_float_to_half(0x1p-14f), 0x0400); /* smallest normal */
+    CHECK_EQ_INT(evo_ref_float_to_half(0x1p-24f), 0x0001); /* smallest subnormal */
     CHECK_EQ_INT(evo_ref_float_to_half(-0x1p-24f), 0x8001);
-    CHECK_EQ_INT(evo_ref_float_to_half(0x1p-25f), 0x0000);        /* tie between 0 and 2^-24: even is 0 */
-    CHECK_EQ_INT(evo_ref_float_to_half(0x1.000002p-25f), 0x0001); /* just above the tie */
-    CHECK_EQ_INT(evo_ref_float_to_half(0x3p-25f), 0x0002);        /* tie between 1 and 2 units: 2 */
-    CHECK_EQ_INT(evo_ref_float_to_half(0x5p-25f), 0x0002);        /* tie between 2 and 3 units: 2 */
-    CHECK_EQ_INT(evo_ref_float_to_half(1.0f + 0x1p-11f), 0x3c00); /* tie: even mantissa 0x000 */
-    CHECK_EQ_INT(evo_ref_float_to_half(1.0f + 0x3p-11f), 0x3c02); /* tie: even mantissa 0x002 */
-    CHECK_EQ_INT(evo_ref_float_to_half(0x1.ffcp-15f), 0x0400);     /* 1023.5 units rounds up into the normals */
-    CHECK_EQ_INT(evo_ref_double_to_half(0x1p-1050), 0x0000);       /* a double subnormal */
+    CHECK_EQ_INT(evo_ref_float_to_half(0x1p-25f), 0x0000);                 /* tie between 0 and 2^-24: even is 0 */
+    CHECK_EQ_INT(evo_ref_float_to_half(0x1.000002p-25f), 0x0001);          /* just above the tie */
+    CHECK_EQ_INT(evo_ref_float_to_half(0x3p-25f), 0x0002);                 /* tie between 1 and 2 units: 2 */
+    CHECK_EQ_INT(evo_ref_float_to_half(0x5p-25f), 0x0002);                 /* tie between 2 and 3 units: 2 */
+    CHECK_EQ_INT(evo_ref_float_to_half(1.0f + 0x1p-11f), 0x3c00);          /* tie: even mantissa 0x000 */
+    CHECK_EQ_INT(evo_ref_float_to_half(1.0f + 0x3p-11f), 0x3c02);          /* tie: even mantissa 0x002 */
+    CHECK_EQ_INT(evo_ref_float_to_half(0x1.ffcp-15f), 0x0400);             /* 1023.5 units rounds up into the normals */
+    CHECK_EQ_INT(evo_ref_double_to_half(0x1p-1050), 0x0000);               /* a double subnormal */
     CHECK_EQ_INT(evo_ref_double_to_half(1.0 + 0x1p-11 + 0x1p-40), 0x3c01); /* above the tie, below float precision */
 
     CHECK(evo_ref_half_to_float(0x3c00) == 1.0f);
@@ -129,18 +129,18 @@ static void test_e4m3_fixed(void)
     CHECK_EQ_INT(evo_ref_e4m3_encode(-1.5f), 0xbc);
     CHECK_EQ_INT(evo_ref_e4m3_encode(0.0f), 0x00);
     CHECK_EQ_INT(evo_ref_e4m3_encode(-0.0f), 0x80);
-    CHECK_EQ_INT(evo_ref_e4m3_encode(0x1p-6f), 0x08);     /* smallest normal */
-    CHECK_EQ_INT(evo_ref_e4m3_encode(0x7p-9f), 0x07);     /* largest subnormal */
-    CHECK_EQ_INT(evo_ref_e4m3_encode(0x1p-10f), 0x00);    /* tie between 0 and 2^-9: even is 0 */
+    CHECK_EQ_INT(evo_ref_e4m3_encode(0x1p-6f), 0x08);  /* smallest normal */
+    CHECK_EQ_INT(evo_ref_e4m3_encode(0x7p-9f), 0x07);  /* largest subnormal */
+    CHECK_EQ_INT(evo_ref_e4m3_encode(0x1p-10f), 0x00); /* tie between 0 and 2^-9: even is 0 */
     CHECK_EQ_INT(evo_ref_e4m3_encode(0x1.000002p-10f), 0x01);
-    CHECK_EQ_INT(evo_ref_e4m3_encode(0x3p-10f), 0x02);    /* tie between 1 and 2 units */
-    CHECK_EQ_INT(evo_ref_e4m3_encode(0xfp-10f), 0x08);    /* tie between 7 units and 2^-6: even mantissa */
-    CHECK_EQ_INT(evo_ref_e4m3_encode(1.0625f), 0x38);     /* tie between 1 and 1.125 */
-    CHECK_EQ_INT(evo_ref_e4m3_encode(1.1875f), 0x3a);     /* tie between 1.125 and 1.25 */
+    CHECK_EQ_INT(evo_ref_e4m3_encode(0x3p-10f), 0x02); /* tie between 1 and 2 units */
+    CHECK_EQ_INT(evo_ref_e4m3_encode(0xfp-10f), 0x08); /* tie between 7 units and 2^-6: even mantissa */
+    CHECK_EQ_INT(evo_ref_e4m3_encode(1.0625f), 0x38);  /* tie between 1 and 1.125 */
+    CHECK_EQ_INT(evo_ref_e4m3_encode(1.1875f), 0x3a);  /* tie between 1.125 and 1.25 */
     CHECK_EQ_INT(evo_ref_e4m3_encode(1.0626f), 0x39);
-    CHECK_EQ_INT(evo_ref_e4m3_encode(464.0f), 0x7e);      /* tie between 448 and the NaN slot */
-    CHECK_EQ_INT(evo_ref_e4m3_encode(440.0f), 0x7e);      /* tie between 416 and 448: 448 is even */
-    CHECK_EQ_INT(evo_ref_e4m3_encode(0x1p-127f), 0x00);   /* a float subnormal */
+    CHECK_EQ_INT(evo_ref_e4m3_encode(464.0f), 0x7e);    /* tie between 448 and the NaN slot */
+    CHECK_EQ_INT(evo_ref_e4m3_encode(440.0f), 0x7e);    /* tie between 416 and 448: 448 is even */
+    CHECK_EQ_INT(evo_ref_e4m3_encode(0x1p-127f), 0x00); /* a float subnormal */
     CHECK_EQ_INT(evo_ref_e4m3_encode(-0x1p-12f), 0x80);
 
     CHECK(evo_ref_e4m3_decode(0x7e) == 448.0f);
@@ -398,32 +398,32 @@ static void test_gen_distributions(void)
         }
         double mean = s1 / N, var = s2 / N - mean * mean;
         switch (dist) {
-        case 0:
-            CHECK_NEAR(mean, 0, 0.005);
-            CHECK_NEAR(var, 1, 0.01);
-            CHECK_NEAR(s4 / N, 3, 0.05); /* normal kurtosis */
-            CHECK(mx > 4.5 && mx < 7);
-            break;
-        case 1:
-            CHECK_NEAR(mean, 0, 0.005);
-            CHECK_NEAR(var, 1.0 / 3, 0.005);
-            CHECK(mx <= 1.0 && mx > 0.999);
-            break;
-        case 2: /* 0.1% outliers with standard deviation 10: about 1049 draws, ~43% of them beyond 8 */
-            CHECK_NEAR(var, 1 + 0.001 * 100, 0.03);
-            CHECK(big > 300 && big < 600);
-            CHECK(mx > 20 && mx < 80);
-            break;
-        case 3:
-            CHECK(zeros >= 4096 && zeros < 4096 + 10);
-            for (int i = 0; i < 4096; i++) CHECK_EQ_INT(x[i], 0);
-            CHECK(x[4096] != 0 || x[4097] != 0);
-            CHECK_NEAR(var, 1, 0.01);
-            break;
-        case 4:
-            CHECK_NEAR(var, 900, 9);
-            CHECK(mx > 120 && mx < 220);
-            break;
+            case 0:
+                CHECK_NEAR(mean, 0, 0.005);
+                CHECK_NEAR(var, 1, 0.01);
+                CHECK_NEAR(s4 / N, 3, 0.05); /* normal kurtosis */
+                CHECK(mx > 4.5 && mx < 7);
+                break;
+            case 1:
+                CHECK_NEAR(mean, 0, 0.005);
+                CHECK_NEAR(var, 1.0 / 3, 0.005);
+                CHECK(mx <= 1.0 && mx > 0.999);
+                break;
+            case 2: /* 0.1% outliers with standard deviation 10: about 1049 draws, ~43% of them beyond 8 */
+                CHECK_NEAR(var, 1 + 0.001 * 100, 0.03);
+                CHECK(big > 300 && big < 600);
+                CHECK(mx > 20 && mx < 80);
+                break;
+            case 3:
+                CHECK(zeros >= 4096 && zeros < 4096 + 10);
+                for (int i = 0; i < 4096; i++) CHECK_EQ_INT(x[i], 0);
+                CHECK(x[4096] != 0 || x[4097] != 0);
+                CHECK_NEAR(var, 1, 0.01);
+                break;
+            case 4:
+                CHECK_NEAR(var, 900, 9);
+                CHECK(mx > 120 && mx < 220);
+                break;
         }
     }
     /* ids and seeds give different streams, the index is the only state */
@@ -465,7 +465,7 @@ static void test_ref_attention(void)
         evo_ref_attention(q, k, v, o, 1, 1, 3, 2, 1, log(2.0));
         CHECK_NEAR(o[0], 7.0, 1e-12);
         CHECK_NEAR(o[1], 0.0, 1e-12);
-        CHECK_NEAR(o[2], (7 + 4 * 14) / 5.0, 1e-12);  /* row 1 sees keys 0, 1: weights 1, 4 */
+        CHECK_NEAR(o[2], (7 + 4 * 14) / 5.0, 1e-12); /* row 1 sees keys 0, 1: weights 1, 4 */
         CHECK_NEAR(o[3], -4 / 5.0, 1e-12);
         CHECK_NEAR(o[4], (7 + 8 * 14 + 64 * 21) / 73.0, 1e-12);
         CHECK_NEAR(o[5], (-8 - 64 * 2) / 73.0, 1e-12);

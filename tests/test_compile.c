@@ -190,17 +190,16 @@ static int count_files(const char *dir, const char *suffix)
         if (e->d_name[0] == '.') continue;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (e->d_type == DT_DIR) n += count_files(path, suffix);
-        else if (strstr(e->d_name, suffix)) n++;
+        if (e->d_type == DT_DIR)
+            n += count_files(path, suffix);
+        else if (strstr(e->d_name, suffix))
+            n++;
     }
     closedir(d);
     return n;
 }
 
-static bool no_children_left(void)
-{
-    return waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD;
-}
+static bool no_children_left(void) { return waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD; }
 
 static const char small_src[] =
     "#include <cuda_fp16.h>\n"
@@ -541,19 +540,18 @@ static void test_corrupt_entry(void)
 /* ---- time limit ---- */
 
 /* ptxas needs more than ten seconds for this (a fully unrolled 96x96 loop over 96 values held in 64 registers). */
-static const char slow_src[] =
-    "__global__ void __launch_bounds__(1024, 2) hot(float *o, const float *in)\n"
-    "{\n"
-    "    float r[96];\n"
-    "#pragma unroll\n"
-    "    for (int i = 0; i < 96; i++) r[i] = in[threadIdx.x + i * 1024];\n"
-    "    float s = 0;\n"
-    "#pragma unroll\n"
-    "    for (int j = 0; j < 96; j++)\n"
-    "#pragma unroll\n"
-    "        for (int i = 0; i < 96; i++) s += r[i] * r[(i + j) % 96];\n"
-    "    o[threadIdx.x] = s;\n"
-    "}\n";
+static const char slow_src[] = "__global__ void __launch_bounds__(1024, 2) hot(float *o, const float *in)\n"
+                               "{\n"
+                               "    float r[96];\n"
+                               "#pragma unroll\n"
+                               "    for (int i = 0; i < 96; i++) r[i] = in[threadIdx.x + i * 1024];\n"
+                               "    float s = 0;\n"
+                               "#pragma unroll\n"
+                               "    for (int j = 0; j < 96; j++)\n"
+                               "#pragma unroll\n"
+                               "        for (int i = 0; i < 96; i++) s += r[i] * r[(i + j) % 96];\n"
+                               "    o[threadIdx.x] = s;\n"
+                               "}\n";
 
 static void test_timeout(void)
 {
@@ -628,8 +626,11 @@ static void test_parallel_batch(void)
         expr_text[i] = evo_str_take(&s);
         exprs[i][0] = expr_text[i];
         snprintf(lowered[i], sizeof lowered[i], "_Z2k%dILi%dEEvPf", i, 10 + i);
-        q[i] = (evo_compile_req){.source = src[i], .name_exprs = exprs[i], .n_name_exprs = 1,
-                                 .arch = i % 2 ? "sm_89" : "sm_90", .timeout_s = 120};
+        q[i] = (evo_compile_req){.source = src[i],
+                                 .name_exprs = exprs[i],
+                                 .n_name_exprs = 1,
+                                 .arch = i % 2 ? "sm_89" : "sm_90",
+                                 .timeout_s = 120};
     }
     evo_compile_result r[N];
     double t0 = evo_now();

@@ -46,9 +46,9 @@ static void test_default(void)
     CHECK_CONTAINS(c->path, "configs/default.yaml");
 
     const evo_space *s = c->space;
-    static const char *const knobs[] = {"TILE_M",  "TILE_N", "WARPS_M",    "WARPS_N",    "STAGES",  "SWIZZLE",
-                                        "PV_MMA", "QK_8BIT", "F16_SMEM", "MIN_BLOCKS", "FAST_EXP", "CAUSAL_PAIR",
-                                        "BIG_TILE_M", "BIG_TILE_N"};
+    static const char *const knobs[] = {"TILE_M",   "TILE_N",      "WARPS_M",    "WARPS_N",   "STAGES",
+                                        "SWIZZLE",  "PV_MMA",      "QK_8BIT",    "F16_SMEM",  "MIN_BLOCKS",
+                                        "FAST_EXP", "CAUSAL_PAIR", "BIG_TILE_M", "BIG_TILE_N"};
     static const int sizes[] = {5, 4, 4, 3, 3, 2, 2, 2, 3, 4, 2, 1, 3, 2};
     CHECK_EQ_INT(evo_space_n_knobs(s), 14);
     for (int k = 0; k < 14; k++) {
@@ -195,15 +195,15 @@ static void test_smoke(void)
 
 /* From memory, the minimum a config must say; everything else is a default. Knobs listed out of order still
  * give genomes in the template's order. */
-#define MINIMAL_SPACE                                                                                         \
-    "task: attention_fp8\n"                                                                                    \
-    "space:\n"                                                                                                 \
-    "  knobs: {FAST_EXP: [0, 1], CAUSAL_PAIR: [0], TILE_N: [64], TILE_M: [64], WARPS_M: [4], WARPS_N: [1], STAGES: [2],\n"       \
+#define MINIMAL_SPACE \
+    "task: attention_fp8\n" \
+    "space:\n" \
+    "  knobs: {FAST_EXP: [0, 1], CAUSAL_PAIR: [0], TILE_N: [64], TILE_M: [64], WARPS_M: [4], WARPS_N: [1], STAGES: [2],\n" \
     "          SWIZZLE: [1], PV_MMA: [1], QK_8BIT: [0], F16_SMEM: [0], MIN_BLOCKS: [1]}\n"
-#define MINIMAL_REST                                                                                          \
-    "baseline: FAST_EXP=1, TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,"      \
-    "F16_SMEM=0,MIN_BLOCKS=1,CAUSAL_PAIR=0\n"                                                               \
-    "shapes: [{name: one, batch: 1, heads: 1, seq: 128, head_dim: 128, causal: true}]\n"                       \
+#define MINIMAL_REST \
+    "baseline: FAST_EXP=1, TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0," \
+    "F16_SMEM=0,MIN_BLOCKS=1,CAUSAL_PAIR=0\n" \
+    "shapes: [{name: one, batch: 1, heads: 1, seq: 128, head_dim: 128, causal: true}]\n" \
     "evolution: {population: 2}\n"
 static const char minimal[] = MINIMAL_SPACE MINIMAL_REST;
 
@@ -294,7 +294,8 @@ static const struct {
     const char *file, *where, *what;
 } bad[] = {
     {"malformed.yaml", "malformed.yaml:6:12: malformed YAML", "did not find expected ',' or ']'"},
-    {"unknown_accuracy.yaml", "unknown_accuracy.yaml:2:19: accuracy[1]", "unknown accuracy class 'fp9' (known: exact, fp8)"},
+    {"unknown_accuracy.yaml", "unknown_accuracy.yaml:2:19: accuracy[1]",
+     "unknown accuracy class 'fp9' (known: exact, fp8)"},
     {"accuracy_twice.yaml", "accuracy_twice.yaml:2:17: accuracy[1]", "accuracy class 'fp8' given twice"},
     {"unknown_probe.yaml", "unknown_probe.yaml:24:20: correctness.probes[1]",
      "unknown probe 'tail' (known: heads, needle, last_key, moderate, integers)"},
@@ -314,8 +315,7 @@ static const struct {
     {"head_dim.yaml", "head_dim.yaml:22:55: shapes[1].head_dim", "head_dim 96 is not supported (64 or 128)"},
     {"shape_too_large.yaml", "shape_too_large.yaml:22:5: shapes[1]", "more than 2^31-1"},
     {"unknown_key.yaml", "unknown_key.yaml:31:3: evolution.populaton", "unknown key (did you mean 'population'?)"},
-    {"unknown_key_nested.yaml", "unknown_key_nested.yaml:28:45: correctness.tolerance.rtoll",
-     "did you mean 'rtol'?"},
+    {"unknown_key_nested.yaml", "unknown_key_nested.yaml:28:45: correctness.tolerance.rtoll", "did you mean 'rtol'?"},
     {"unknown_key_top.yaml", "unknown_key_top.yaml:20:1: verbose", "unknown key (known here: task,"},
     {"duplicate_key.yaml", "duplicate_key.yaml:33:3: evolution.population", "key given twice (first at line 31)"},
     {"missing_baseline.yaml", "missing_baseline.yaml:1:1: baseline", "required key is missing"},
@@ -367,8 +367,7 @@ static const struct {
     {"bad_bool.yaml", "bad_bool.yaml:29:47: timing.flush_l2", "expected true or false, found 'yes'"},
     {"unknown_timing_method.yaml", "unknown_timing_method.yaml:29:61: timing.method",
      "unknown timing method 'nvtx' (known: auto, events, graph, cupti)"},
-    {"max_repetitions.yaml", "max_repetitions.yaml:29:70: timing.max_repetitions",
-     "4 is below timing.repetitions (5)"},
+    {"max_repetitions.yaml", "max_repetitions.yaml:29:70: timing.max_repetitions", "4 is below timing.repetitions (5)"},
     {"check_samples.yaml", "check_samples.yaml:29:68: timing.check_samples", "9 is out of range: must be 0 to 8"},
     {"softmax_scales_duplicate.yaml", "softmax_scales_duplicate.yaml:26:28: correctness.softmax_scale[2]",
      "0.07 given twice"},
@@ -412,8 +411,10 @@ static void test_memory_errors(void)
         {"task: attention_fp8\nsoftmax_scale: .nan\n", "mem.yaml:2:16: softmax_scale: expected a number"},
         {"task: attention_fp8\nsoftmax_scale: 1e999\n", "softmax_scale: 1e999 is not a finite number"},
         {"task: attention_fp8\nsoftmax_scale: -0.5\n", "mem.yaml:2:16: softmax_scale: -0.5 is out of range"},
-        {"task: attention_fp8\nsoftmax_scale: !!str 1\n", "mem.yaml:2:16: softmax_scale: expected a number, found '!!str 1'"},
-        {"task: attention_fp8\nsoftmax_scale: &s !!str 1\n", "mem.yaml:2:16: softmax_scale: expected a number, found '!!str 1'"},
+        {"task: attention_fp8\nsoftmax_scale: !!str 1\n",
+         "mem.yaml:2:16: softmax_scale: expected a number, found '!!str 1'"},
+        {"task: attention_fp8\nsoftmax_scale: &s !!str 1\n",
+         "mem.yaml:2:16: softmax_scale: expected a number, found '!!str 1'"},
     };
     for (size_t i = 0; i < EVO_ARRAY_LEN(cases); i++) {
         evo_config *c = NULL;
@@ -425,8 +426,9 @@ static void test_memory_errors(void)
     /* Tagged as what it is, a number is still a number; NVRTC takes real options; too many nodes are refused before
      * the document is built, too many bytes before anything is parsed. */
     {
-        static const char ok[] = MINIMAL_SPACE MINIMAL_REST "softmax_scale: !!float 0.125\n"
-                                 "compile: {extra_options: '-maxrregcount=128 -DEVO_UNUSED=1'}\n";
+        static const char ok[] =
+            MINIMAL_SPACE MINIMAL_REST "softmax_scale: !!float 0.125\n"
+                                       "compile: {extra_options: '-maxrregcount=128 -DEVO_UNUSED=1'}\n";
         evo_config *c = NULL;
         evo_err err = {{0}};
         CHECK_EQ_INT(evo_config_parse("mem.yaml", ok, strlen(ok), &c, &err), EVO_OK);
@@ -472,7 +474,8 @@ static void test_names(void)
     CHECK_STR(buf, "x(1,2,3,64)");
     evo_str j = {0};
     evo_shape_fields_json(&s, &j);
-    CHECK_STR(evo_str_cstr(&j), "{\"batch\":1,\"heads\":2,\"seq\":3,\"head_dim\":64,\"causal\":false,\"softmax_scale\":0}");
+    CHECK_STR(evo_str_cstr(&j),
+              "{\"batch\":1,\"heads\":2,\"seq\":3,\"head_dim\":64,\"causal\":false,\"softmax_scale\":0}");
     evo_str_free(&j);
     char why[128] = "";
     CHECK(!evo_field_check(&s.task->shape_fields[3], 96, why, sizeof why));
@@ -525,10 +528,10 @@ static void test_fitness_score(void)
 /* The config layer knows no strategy and no NVRTC: what the layers above register is what it checks. */
 static void test_checks(void)
 {
-#define HOOKS_REST(strategy)                                                                                  \
-    "baseline: FAST_EXP=1, TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,"      \
-    "F16_SMEM=0,MIN_BLOCKS=1,CAUSAL_PAIR=0\n"                                                               \
-    "shapes: [{name: one, batch: 1, heads: 1, seq: 128, head_dim: 128, causal: true}]\n"                       \
+#define HOOKS_REST(strategy) \
+    "baseline: FAST_EXP=1, TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0," \
+    "F16_SMEM=0,MIN_BLOCKS=1,CAUSAL_PAIR=0\n" \
+    "shapes: [{name: one, batch: 1, heads: 1, seq: 128, head_dim: 128, causal: true}]\n" \
     "evolution: {population: 2, strategy: " strategy "}\ncompile: {extra_options: '--no-such-option'}\n"
     static const char text[] = MINIMAL_SPACE HOOKS_REST("annealing");
     static const char ga[] = MINIMAL_SPACE HOOKS_REST("ga");

@@ -23,11 +23,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#define GENOME_A "TILE_M=128,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=1,F16_SMEM=1,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
-#define GENOME_BASE "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
-#define GENOME_BAD "TILE_M=64,TILE_N=128,WARPS_M=2,WARPS_N=2,STAGES=3,SWIZZLE=0,PV_MMA=1,QK_8BIT=0,F16_SMEM=2,MIN_BLOCKS=2,FAST_EXP=0,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
-#define GENOME_STALE "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=3,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
-#define GENOME_REKEYED "TILE_M=32,TILE_N=64,WARPS_M=2,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=2,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
+#define GENOME_A \
+    "TILE_M=128,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=1,F16_SMEM=1,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
+#define GENOME_BASE \
+    "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
+#define GENOME_BAD \
+    "TILE_M=64,TILE_N=128,WARPS_M=2,WARPS_N=2,STAGES=3,SWIZZLE=0,PV_MMA=1,QK_8BIT=0,F16_SMEM=2,MIN_BLOCKS=2,FAST_EXP=0,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
+#define GENOME_STALE \
+    "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=3,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
+#define GENOME_REKEYED \
+    "TILE_M=32,TILE_N=64,WARPS_M=2,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=2,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
 
 enum { C_A, C_BASE, C_BAD, C_STALE, C_REKEYED, C_FILE, N_CANDS };
 static const char *const cand_names[N_CANDS] = {"A", "BASE", "BAD", "STALE", "REKEYED", "FILE"};
@@ -113,11 +118,22 @@ static void make_fixture(const char *path, int fmt, fixture *fx)
     if (evo_store_open(path, EVO_STORE_READWRITE, &st, &err) != EVO_OK) die("open", &err);
     char ss[65];
     evo_config_shape_set_key(cfg, ss);
-    evo_run_rec run = {.started_at = "2026-11-21T10:00:00Z", .finished_at = "2026-11-21T10:30:00Z", .state = "done",
-                       .task = "attention_fp8", .arch = "sm_90", .shape_set = ss,
-                       .config_path = "configs/default.yaml", .config_text = text, .strategy = "ga", .seed = 1,
-                       .generations = 2, .population = 32, .gpu = "NVIDIA H100 80GB HBM3", .driver = "13000",
-                       .nvrtc_version = (char *)evo_nvrtc_version(), .evo_version = EVO_VERSION};
+    evo_run_rec run = {.started_at = "2026-11-21T10:00:00Z",
+                       .finished_at = "2026-11-21T10:30:00Z",
+                       .state = "done",
+                       .task = "attention_fp8",
+                       .arch = "sm_90",
+                       .shape_set = ss,
+                       .config_path = "configs/default.yaml",
+                       .config_text = text,
+                       .strategy = "ga",
+                       .seed = 1,
+                       .generations = 2,
+                       .population = 32,
+                       .gpu = "NVIDIA H100 80GB HBM3",
+                       .driver = "13000",
+                       .nvrtc_version = (char *)evo_nvrtc_version(),
+                       .evo_version = EVO_VERSION};
     if (evo_store_begin_run(st, &run, &err) != EVO_OK) die("begin_run", &err);
 
     evo_device_limits lim;
@@ -142,11 +158,18 @@ static void make_fixture(const char *path, int fmt, fixture *fx)
     evo_sha256_hex("file:my_attn.cu", 15, fx->key[C_FILE]);
     for (int i = 0; i < N_CANDS; i++) {
         const bool file = i == C_FILE;
-        evo_candidate_rec r = {.key = fx->key[i], .task = "attention_fp8", .arch = "sm_90",
+        evo_candidate_rec r = {.key = fx->key[i],
+                               .task = "attention_fp8",
+                               .arch = "sm_90",
                                .genome = file ? "file:my_attn.cu" : c[i].genome_text,
-                               .template_hash = file ? "" : i == C_STALE ? stale_hash : c[i].template_hash,
-                               .options = "", .nvrtc_version = (char *)evo_nvrtc_version(), .registers = file ? -1 : 128,
-                               .smem_bytes = file ? -1 : 32768, .spill_bytes = file ? -1 : 0,
+                               .template_hash = file           ? ""
+                                                : i == C_STALE ? stale_hash
+                                                               : c[i].template_hash,
+                               .options = "",
+                               .nvrtc_version = (char *)evo_nvrtc_version(),
+                               .registers = file ? -1 : 128,
+                               .smem_bytes = file ? -1 : 32768,
+                               .spill_bytes = file ? -1 : 0,
                                .stack_bytes = file ? -1 : 0};
         if (evo_store_put_candidate(st, &r, &err) != EVO_OK) die("put_candidate", &err);
         fx->id[i] = r.id;
@@ -167,8 +190,10 @@ static void make_fixture(const char *path, int fmt, fixture *fx)
  * best), so that the export is of the sm_90a family: FP16 scores and FP16 P·V (the gate holds it on every
  * distribution), or with p8 FP16 scores and e4m3 P (its self-test compares against the P-rounding reference).
  * Prints the family-1 key. */
-#define GENOME_SM90 "FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=64,H_STAGES=3,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0"
-#define GENOME_SM90_P8 "FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=0,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0"
+#define GENOME_SM90 \
+    "FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=64,H_STAGES=3,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0"
+#define GENOME_SM90_P8 \
+    "FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=0,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0"
 static void make_hopper_fixture(const char *path, bool p8)
 {
     evo_err err = {{0}};
@@ -180,11 +205,22 @@ static void make_hopper_fixture(const char *path, bool p8)
     if (evo_store_open(path, EVO_STORE_READWRITE, &st, &err) != EVO_OK) die("open", &err);
     char ss[65];
     evo_config_shape_set_key(cfg, ss);
-    evo_run_rec run = {.started_at = "2026-11-26T08:00:00Z", .finished_at = "2026-11-26T08:05:00Z", .state = "done",
-                       .task = "attention_fp8", .arch = "sm_90", .shape_set = ss,
-                       .config_path = "configs/hopper.yaml", .config_text = text, .strategy = "ga", .seed = 1,
-                       .generations = 1, .population = 32, .gpu = "NVIDIA H100 80GB HBM3", .driver = "13000",
-                       .nvrtc_version = (char *)evo_nvrtc_version(), .evo_version = EVO_VERSION};
+    evo_run_rec run = {.started_at = "2026-11-26T08:00:00Z",
+                       .finished_at = "2026-11-26T08:05:00Z",
+                       .state = "done",
+                       .task = "attention_fp8",
+                       .arch = "sm_90",
+                       .shape_set = ss,
+                       .config_path = "configs/hopper.yaml",
+                       .config_text = text,
+                       .strategy = "ga",
+                       .seed = 1,
+                       .generations = 1,
+                       .population = 32,
+                       .gpu = "NVIDIA H100 80GB HBM3",
+                       .driver = "13000",
+                       .nvrtc_version = (char *)evo_nvrtc_version(),
+                       .evo_version = EVO_VERSION};
     if (evo_store_begin_run(st, &run, &err) != EVO_OK) die("begin_run", &err);
     evo_device_limits lim;
     if (evo_device_limits_for_arch("sm_90", &lim, &err) != EVO_OK) die("limits", &err);
@@ -200,10 +236,17 @@ static void make_hopper_fixture(const char *path, bool p8)
     if (evo_candidates_prepare(&bo, c, 2, &err) != EVO_OK) die("prepare", &err);
     for (int i = 0; i < 2; i++) {
         if (c[i].verdict != EVO_V_OK) die(c[i].why, NULL);
-        evo_candidate_rec r = {.key = c[i].key, .task = "attention_fp8", .arch = "sm_90", .genome = c[i].genome_text,
-                               .template_hash = c[i].template_hash, .options = "",
-                               .nvrtc_version = (char *)evo_nvrtc_version(), .registers = 168, .smem_bytes = 65536,
-                               .spill_bytes = 0, .stack_bytes = 0};
+        evo_candidate_rec r = {.key = c[i].key,
+                               .task = "attention_fp8",
+                               .arch = "sm_90",
+                               .genome = c[i].genome_text,
+                               .template_hash = c[i].template_hash,
+                               .options = "",
+                               .nvrtc_version = (char *)evo_nvrtc_version(),
+                               .registers = 168,
+                               .smem_bytes = 65536,
+                               .spill_bytes = 0,
+                               .stack_bytes = 0};
         if (evo_store_put_candidate(st, &r, &err) != EVO_OK) die("put_candidate", &err);
         put_eval(st, cfg, ss, r.id, run.id, 0, EVO_V_OK, i ? 1.5 : 1.0);
     }
@@ -247,17 +290,35 @@ static int make_genome_fixture(const char *path, const char *config_path, const 
     if (evo_store_open(path, EVO_STORE_READWRITE, &st, &err) != EVO_OK) die("open", &err);
     char ss[65];
     evo_config_shape_set_key(cfg, ss);
-    evo_run_rec run = {.started_at = "2026-11-28T08:00:00Z", .finished_at = "2026-11-28T08:05:00Z", .state = "done",
-                       .task = cfg->task, .arch = "sm_90", .shape_set = ss, .config_path = (char *)config_path,
-                       .config_text = text, .strategy = "ga", .seed = 1, .generations = 1, .population = 2,
-                       .gpu = "NVIDIA H100 80GB HBM3", .driver = "13000",
-                       .nvrtc_version = (char *)evo_nvrtc_version(), .evo_version = EVO_VERSION};
+    evo_run_rec run = {.started_at = "2026-11-28T08:00:00Z",
+                       .finished_at = "2026-11-28T08:05:00Z",
+                       .state = "done",
+                       .task = cfg->task,
+                       .arch = "sm_90",
+                       .shape_set = ss,
+                       .config_path = (char *)config_path,
+                       .config_text = text,
+                       .strategy = "ga",
+                       .seed = 1,
+                       .generations = 1,
+                       .population = 2,
+                       .gpu = "NVIDIA H100 80GB HBM3",
+                       .driver = "13000",
+                       .nvrtc_version = (char *)evo_nvrtc_version(),
+                       .evo_version = EVO_VERSION};
     if (evo_store_begin_run(st, &run, &err) != EVO_OK) die("begin_run", &err);
     for (int i = 0; i < 2; i++) {
-        evo_candidate_rec r = {.key = c[i].key, .task = cfg->task, .arch = "sm_90", .genome = c[i].genome_text,
-                               .template_hash = c[i].template_hash, .options = "",
-                               .nvrtc_version = (char *)evo_nvrtc_version(), .registers = 32, .smem_bytes = 0,
-                               .spill_bytes = 0, .stack_bytes = 0};
+        evo_candidate_rec r = {.key = c[i].key,
+                               .task = cfg->task,
+                               .arch = "sm_90",
+                               .genome = c[i].genome_text,
+                               .template_hash = c[i].template_hash,
+                               .options = "",
+                               .nvrtc_version = (char *)evo_nvrtc_version(),
+                               .registers = 32,
+                               .smem_bytes = 0,
+                               .spill_bytes = 0,
+                               .stack_bytes = 0};
         if (evo_store_put_candidate(st, &r, &err) != EVO_OK) die("put_candidate", &err);
         put_eval(st, cfg, ss, r.id, run.id, 0, EVO_V_OK, i ? 1.5 : 1.0);
     }
@@ -365,18 +426,22 @@ static void test_best(const fixture *fx)
              evo_nvrtc_version());
     CHECK_CONTAINS(t, line);
     CHECK_CONTAINS(t, " *   key check     the compile key recomputed at export equals the stored one\n");
-    CHECK_CONTAINS(t, " *   measured on   NVIDIA H100 80GB HBM3, driver 13000, 2026-11-21T10:01:00Z, run 1 generation 1, "
-                      "by evo " EVO_VERSION "\n");
+    CHECK_CONTAINS(t,
+                   " *   measured on   NVIDIA H100 80GB HBM3, driver 13000, 2026-11-21T10:01:00Z, run 1 generation 1, "
+                   "by evo " EVO_VERSION "\n");
     CHECK_CONTAINS(t, " *   exported      2026-11-22T08:00:00Z by evo " EVO_VERSION "\n");
     CHECK_CONTAINS(t, " *   fitness       1.840x: geometric mean");
     /* mission: baseline 20 µs / 1.84 = 10.87 µs; 4*1*8*512*512*64 FLOP / 10.87 µs = 49.4 TFLOP/s */
-    CHECK_CONTAINS(t, " *   mission(1,8,512,64)              10.87    10.65..11.20     49.4   1.840x  2.00e-04  1.00e-03"
-                      "   3.00e-02\n");
-    CHECK_CONTAINS(t, " *   stress(4,8,2048,64)              54.35    53.26..55.98    632.2   1.840x  1.00e-03  5.00e-03");
+    CHECK_CONTAINS(t,
+                   " *   mission(1,8,512,64)              10.87    10.65..11.20     49.4   1.840x  2.00e-04  1.00e-03"
+                   "   3.00e-02\n");
+    CHECK_CONTAINS(t,
+                   " *   stress(4,8,2048,64)              54.35    53.26..55.98    632.2   1.840x  1.00e-03  5.00e-03");
     CHECK_CONTAINS(t, "worst over the timed shapes: rel-L2 1.00e-03, max-abs 5.00e-03; over all 300 correctness "
                       "cases: rel-L2 1.70e-03\n");
-    CHECK_CONTAINS(t, " *   tolerances: rel-L2 <= 0.002; an element passes when |out - ref| <= 0.02 x RMS(ref) + 0.02 x "
-                      "|ref|;\n");
+    CHECK_CONTAINS(t,
+                   " *   tolerances: rel-L2 <= 0.002; an element passes when |out - ref| <= 0.02 x RMS(ref) + 0.02 x "
+                   "|ref|;\n");
     /* D = 64 takes TILE_M = 128; D = 128 takes TILE_M / 2 = 64 (a warp owning 32 rows at D = 128 spills). Shared
      * memory: Q tile + 2 stages of K and V + one FP16 V tile = 128*64 + 2*2*64*64 + 64*64*2 = 32768 at D = 64,
      * 64*128 + 2*2*64*128 + 64*128*2 = 57344 at D = 128. */
@@ -420,20 +485,25 @@ static void test_best(const fixture *fx)
     CHECK_CONTAINS(t, "#define EVO_EXPORT_GENOME \"" GENOME_A "\"\n");
     snprintf(line, sizeof line, "#define EVO_EXPORT_KEY \"%s\"\n", fx->key[C_A]);
     CHECK_CONTAINS(t, line);
-    CHECK_CONTAINS(t, "#define EVO_EXPORT_ARCH \"sm_90\"\n#define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3\n#define EVO_EXPORT_SM90 0\n");
-    CHECK_CONTAINS(t, "template __global__ void evo_attn_fwd<64,0,128,64,4,1,2,1,1,1,1,1,1,0>(const evo_attn_params);\n"
-                      "template __global__ void evo_attn_fwd<128,0,64,64,4,1,2,1,1,1,1,1,1,0>(const evo_attn_params);\n");
-    CHECK_CONTAINS(t, "    {64, (const void *)evo_attn_fwd<64,0,128,64,4,1,2,1,1,1,1,1,1,0>, 128, 128, 32768, 0, 0, 0, 0, 0, 0},\n"
-                      "    {128, (const void *)evo_attn_fwd<128,0,64,64,4,1,2,1,1,1,1,1,1,0>, 128, 64, 57344, 0, 0, 0, 0, 0, "
-                      "0},\n};\n");
+    CHECK_CONTAINS(
+        t, "#define EVO_EXPORT_ARCH \"sm_90\"\n#define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3\n#define EVO_EXPORT_SM90 0\n");
+    CHECK_CONTAINS(t,
+                   "template __global__ void evo_attn_fwd<64,0,128,64,4,1,2,1,1,1,1,1,1,0>(const evo_attn_params);\n"
+                   "template __global__ void evo_attn_fwd<128,0,64,64,4,1,2,1,1,1,1,1,1,0>(const evo_attn_params);\n");
+    CHECK_CONTAINS(
+        t, "    {64, (const void *)evo_attn_fwd<64,0,128,64,4,1,2,1,1,1,1,1,1,0>, 128, 128, 32768, 0, 0, 0, 0, 0, 0},\n"
+           "    {128, (const void *)evo_attn_fwd<128,0,64,64,4,1,2,1,1,1,1,1,1,0>, 128, 64, 57344, 0, 0, 0, 0, 0, "
+           "0},\n};\n");
     CHECK(strstr(t, "attn_sm90_fill_tmaps(evo_attn_tmaps") == NULL); /* family 0: no sm_90a host code inlined */
     CHECK_CONTAINS(t, "    {\"mission\", 1, 8, 512, 64, 0, 10.87},\n");
     CHECK_CONTAINS(t, "    {\"wide\", 2, 8, 512, 128, 0, 43.48},\n");
-    CHECK_CONTAINS(t, "static const double tol_rel_l2 = 0.002, tol_atol = 0.02, tol_rtol = 0.02, tol_max_frac_over = 0;\n");
+    CHECK_CONTAINS(
+        t, "static const double tol_rel_l2 = 0.002, tol_atol = 0.02, tol_rtol = 0.02, tol_max_frac_over = 0;\n");
     CHECK_CONTAINS(t, "static const double cfg_softmax_scale = 0; /* 0: 1/sqrt(head_dim) */\n");
     CHECK_CONTAINS(t, "static const int timing_warmup = 3, timing_repetitions = 20, timing_flush_l2 = 1;\n");
     /* the launcher comes from the harness, after the table it uses */
-    const char *table = strstr(t, "static const variant variants[]"), *launcher = strstr(t, "extern \"C\" int evo_attention_forward(");
+    const char *table = strstr(t, "static const variant variants[]"),
+               *launcher = strstr(t, "extern \"C\" int evo_attention_forward(");
     CHECK(table && launcher && table < launcher);
     evo_export_out_free(&out);
     evo_export_src_free(&src);
@@ -448,8 +518,10 @@ static void test_best(const fixture *fx)
     for (int i = 0; i < 3; i++) {
         CHECK_EQ_INT(export_one(st, ids[i], &src, &out, &err), EVO_OK);
         CHECK_STR(src.note, "");
-        if (i == 0) first = evo_strdup(out.text ? out.text : "");
-        else CHECK_STR(out.text, first);
+        if (i == 0)
+            first = evo_strdup(out.text ? out.text : "");
+        else
+            CHECK_STR(out.text, first);
         evo_export_out_free(&out);
         evo_export_src_free(&src);
     }
@@ -457,7 +529,9 @@ static void test_best(const fixture *fx)
 
     /* the baseline is an elite too */
     CHECK_EQ_INT(export_one(st, fx->key[C_BASE], &src, &out, &err), EVO_OK);
-    CHECK_CONTAINS(out.text, "    {64, (const void *)evo_attn_fwd<64,0,64,64,4,1,2,1,1,0,0,1,1,0>, 128, 64, 20480, 0, 0, 0, 0, 0, 0},\n");
+    CHECK_CONTAINS(
+        out.text,
+        "    {64, (const void *)evo_attn_fwd<64,0,64,64,4,1,2,1,1,0,0,1,1,0>, 128, 64, 20480, 0, 0, 0, 0, 0, 0},\n");
     CHECK_CONTAINS(out.text, " *   fitness       1.000x");
     evo_export_out_free(&out);
     evo_export_src_free(&src);
@@ -483,10 +557,11 @@ static void test_refusals(const fixture *fx)
     /* INCORRECT: no passing evaluation, and the message says what the latest was */
     snprintf(id, sizeof id, "%.8s", fx->key[C_BAD]);
     CHECK_EQ_INT(export_one(st, id, &src, &out, &err), EVO_E_NOTFOUND);
-    snprintf(want, sizeof want,
-             "candidate %lld (%.8s) has no evaluation that passed every gate (latest: INCORRECT in run 1 generation 0); "
-             "only correct, timed kernels are exported",
-             (long long)fx->id[C_BAD], fx->key[C_BAD]);
+    snprintf(
+        want, sizeof want,
+        "candidate %lld (%.8s) has no evaluation that passed every gate (latest: INCORRECT in run 1 generation 0); "
+        "only correct, timed kernels are exported",
+        (long long)fx->id[C_BAD], fx->key[C_BAD]);
     CHECK_CONTAINS(err.msg, want);
 
     /* measured with another template */
@@ -538,7 +613,8 @@ static void test_u8sim(void)
     CHECK_STR(out.warning, "");
     CHECK_CONTAINS(out.text, " *   task          attention_fp8, format u8sim, arch sm_90, head dims 64 128\n");
     CHECK_CONTAINS(out.text, "#define EVO_EXPORT_FORMAT EVO_FORMAT_U8SIM\n");
-    CHECK_CONTAINS(out.text, "template __global__ void evo_attn_fwd<64,1,128,64,4,1,2,1,1,1,1,1,1,0>(const evo_attn_params);\n");
+    CHECK_CONTAINS(out.text,
+                   "template __global__ void evo_attn_fwd<64,1,128,64,4,1,2,1,1,1,1,1,1,0>(const evo_attn_params);\n");
     evo_export_out_free(&out);
     evo_export_src_free(&src);
     evo_store_close(st);
@@ -557,19 +633,24 @@ static void test_sm90(void)
     CHECK_STR(out.nvcc_arch, "-gencode=arch=compute_90a,code=sm_90a");
     CHECK_CONTAINS(t, " *   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -c ");
     CHECK_CONTAINS(t, "/* ==== attention_fp8_sm90.cu, verbatim but for its #include of the header above ==== */\n");
-    CHECK_CONTAINS(t, "#define EVO_EXPORT_ARCH \"sm_90a\"\n#define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3\n#define EVO_EXPORT_SM90 1\n");
-    CHECK_CONTAINS(t, "int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,");
+    CHECK_CONTAINS(
+        t,
+        "#define EVO_EXPORT_ARCH \"sm_90a\"\n#define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3\n#define EVO_EXPORT_SM90 1\n");
+    CHECK_CONTAINS(t,
+                   "int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,");
     CHECK_EQ_INT(count_lines_equal(t, "#include \"attn_sm90_host.h\""), 0);
     CHECK_CONTAINS(t, "template __global__ void evo_attn_sm90<64,64,2,128,2,2,2,0,1,1,0,40,0>(const __grid_constant__ "
                       "evo_attn_params, const __grid_constant__ evo_attn_tmaps);\n");
-    CHECK_CONTAINS(t, "    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,0,1,1,0,40,0>, 384, 128, 107656, 0, 1, 64, "
-                      "128, 0, 1},\n");
+    CHECK_CONTAINS(t,
+                   "    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,0,1,1,0,40,0>, 384, 128, 107656, 0, 1, 64, "
+                   "128, 0, 1},\n");
     evo_export_out_free(&out);
     evo_export_src_free(&src);
     evo_store_close(st);
     st = open_ro("hopper.db"); /* FP16 P·V: the plain reference */
     CHECK_EQ_INT(export_one(st, NULL, &src, &out, &err), EVO_OK);
-    CHECK_CONTAINS(out.text ? out.text : "", "    {64, (const void *)evo_attn_sm90<64,64,2,64,3,2,2,1,1,0,0,56,0>, 384, 128, ");
+    CHECK_CONTAINS(out.text ? out.text : "",
+                   "    {64, (const void *)evo_attn_sm90<64,64,2,64,3,2,2,1,1,0,0,56,0>, 384, 128, ");
     CHECK_CONTAINS(out.text ? out.text : "", ", 0, 1, 64, 64, 0, 0},\n");
     evo_export_out_free(&out);
     evo_export_src_free(&src);

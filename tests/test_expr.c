@@ -110,9 +110,9 @@ static void test_precedence(void)
     CHECK_EQ_INT(ev("-(2 + 3)"), -5);
     CHECK_EQ_INT(ev("!0 + 1"), 2); /* unary binds tighter than + */
     CHECK_EQ_INT(ev("1 + 2 < 4"), 1);
-    CHECK_EQ_INT(ev("1 < 2 == 1"), 1);     /* relational before equality */
+    CHECK_EQ_INT(ev("1 < 2 == 1"), 1); /* relational before equality */
     CHECK_EQ_INT(ev("1 == 1 && 0 == 1"), 0);
-    CHECK_EQ_INT(ev("1 || 0 && 0"), 1);    /* && before || */
+    CHECK_EQ_INT(ev("1 || 0 && 0"), 1); /* && before || */
     CHECK_EQ_INT(ev("(1 || 0) && 0"), 0);
     CHECK_EQ_INT(ev("0 ? 1 : 0 ? 2 : 3"), 3); /* ?: is right associative */
     CHECK_EQ_INT(ev("1 ? 0 ? 4 : 5 : 6"), 5);
@@ -126,7 +126,7 @@ static void test_sets(void)
     CHECK_EQ_INT(ev("A in [4, 12, 32]"), 1);
     CHECK_EQ_INT(ev("A in [4, 32]"), 0);
     CHECK_EQ_INT(ev("N in [-7]"), 1);
-    CHECK_EQ_INT(ev("A + 20 in [32]"), 1);     /* arithmetic binds tighter than in */
+    CHECK_EQ_INT(ev("A + 20 in [32]"), 1); /* arithmetic binds tighter than in */
     CHECK_EQ_INT(ev("!(A in [12]) || B in [5]"), 1);
     CHECK_EQ_INT(ev("B - 4 in [fma, mma]"), 1); /* enum value names are constants */
     CHECK_EQ_INT(ev("A in [1] == 0"), 1);
@@ -136,7 +136,7 @@ static void test_laziness_and_div_zero(void)
 {
     CHECK_EQ_INT(ev("A / Z"), DIV0);
     CHECK_EQ_INT(ev("A % Z"), DIV0);
-    CHECK_EQ_INT(ev("1 || A / Z"), 1);   /* the right side is never evaluated */
+    CHECK_EQ_INT(ev("1 || A / Z"), 1); /* the right side is never evaluated */
     CHECK_EQ_INT(ev("0 && A % Z"), 0);
     CHECK_EQ_INT(ev("Z != 0 && A % Z == 0"), 0);
     CHECK_EQ_INT(ev("Z ? A / Z : 99"), 99);

@@ -11,7 +11,7 @@
 
 static void test_seeds(void)
 {
-    CHECK(evo_island_seed(1, 0) == 1);  /* one island is the plain run */
+    CHECK(evo_island_seed(1, 0) == 1); /* one island is the plain run */
     CHECK(evo_island_seed(42, 0) == 42);
     uint64_t s[16];
     for (int r = 0; r < 16; r++) {
@@ -48,8 +48,8 @@ static void test_json(void)
     int rank, n, every, m;
     uint64_t seed;
     evo_err err = {{0}};
-    CHECK_EQ_INT(evo_island_parse_json("{\"rank\":2,\"islands\":4,\"migrate_every\":5,\"migrants\":2,\"seed\":9}", &rank,
-                                       &n, &every, &m, &seed, &err),
+    CHECK_EQ_INT(evo_island_parse_json("{\"rank\":2,\"islands\":4,\"migrate_every\":5,\"migrants\":2,\"seed\":9}",
+                                       &rank, &n, &every, &m, &seed, &err),
                  EVO_OK);
     CHECK(rank == 2 && n == 4 && every == 5 && m == 2 && seed == 9);
     CHECK_EQ_INT(evo_island_parse_json("{\"rank\":2,\"islands\":4,\"migrants\":2,\"seed\":9}", &rank, &n, &every, &m,
@@ -66,8 +66,8 @@ static evo_migrant migrant(const char *genome, double f)
     snprintf(m.genome, sizeof m.genome, "%s", genome);
     m.fitness = f, m.fitness_lo = f - 0.01, m.fitness_hi = f + 0.01;
     snprintf(m.gpu, sizeof m.gpu, "NVIDIA H200 (GPU 1)");
-    static const char *shapes[] = {"mission(1,8,512,64)", "small(2,8,512,64)", "long(2,8,2048,64)",
-                                   "wide(2,8,512,128)", "stress(4,8,2048,64)"};
+    static const char *shapes[] = {"mission(1,8,512,64)", "small(2,8,512,64)", "long(2,8,2048,64)", "wide(2,8,512,128)",
+                                   "stress(4,8,2048,64)"};
     for (int k = 0; k < 5; k++) {
         snprintf(m.shapes[k].shape, sizeof m.shapes[k].shape, "%s", shapes[k]);
         m.shapes[k].median_us = 6.5 + 10 * k;

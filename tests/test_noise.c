@@ -62,9 +62,9 @@ static void test_summary(void)
     evo_noise_summarize(x, 10, &st);
     CHECK_EQ_INT(st.n, 10);
     CHECK_NEAR(st.median, 11.25, 1e-12); /* (11 + 11.5) / 2 */
-    CHECK_NEAR(st.p10, 9, 0);           /* sorted[0] */
-    CHECK_NEAR(st.p90, 13, 0);          /* sorted[8] */
-    CHECK_NEAR(st.ci_lo, 10, 0);        /* ranks 1 and 8 */
+    CHECK_NEAR(st.p10, 9, 0);            /* sorted[0] */
+    CHECK_NEAR(st.p90, 13, 0);           /* sorted[8] */
+    CHECK_NEAR(st.ci_lo, 10, 0);         /* ranks 1 and 8 */
     CHECK_NEAR(st.ci_hi, 13, 0);
     CHECK_NEAR(st.mean, 20.05, 1e-12);
     evo_noise_summarize(x, 0, &st);
@@ -138,8 +138,8 @@ static void test_cases(void)
         if (c[i].probe == 3 && evo_shape_get(&c[i].s, "head_dim", 0) == 64)
             CHECK(scale == 0.0625f || scale == 0.125f || scale == 0.25f); /* moderate: 0.5, 1, 2 / sqrt(64) */
     }
-    CHECK_EQ_INT(scaled, 34);         /* 17 shapes x 2 causal settings */
-    CHECK_EQ_INT(long_seq, 2 * 46);   /* 2 shapes x (30 + 2 + 14) */
+    CHECK_EQ_INT(scaled, 34);       /* 17 shapes x 2 causal settings */
+    CHECK_EQ_INT(long_seq, 2 * 46); /* 2 shapes x (30 + 2 + 14) */
     CHECK_EQ_INT(timing, 5);
     for (int p = 0; p < AN_PROBES; p++) CHECK_EQ_INT(probes[p], p == 3 ? 3 * 34 : 34);
     free(c);
@@ -160,7 +160,7 @@ static void test_record_match(void)
     uint32_t corr = 100;
     for (int rep = 0; rep < 3; rep++)
         for (int j = 0; j < 2; j++) {
-            r[n++] = (evo_kernel_record){corr++, 0, 5000, {1024, 1, 1}, 256};          /* fresh inputs */
+            r[n++] = (evo_kernel_record){corr++, 0, 5000, {1024, 1, 1}, 256}; /* fresh inputs */
             const uint64_t t0 = 1000000 * (uint64_t)(rep * 2 + j + 1);
             r[n++] = (evo_kernel_record){corr++, t0, t0 + 7000 + 1000 * j + 10 * rep, {8, 8, 1}, 128};
         }
@@ -175,7 +175,7 @@ static void test_record_match(void)
     CHECK_NEAR(b[0], 8.0, 1e-12);
     CHECK_NEAR(a[2], 7.02, 1e-12);
     CHECK_NEAR(b[2], 8.02, 1e-12);
-    s[1].block = 256, s[1].grid[0] = 16; /* B of another geometry: only A's records match it... */
+    s[1].block = 256, s[1].grid[0] = 16;                  /* B of another geometry: only A's records match it... */
     CHECK_EQ_INT(evo_timing_match(r, n, s, 2, 3, us), 1); /* ...so the match stops after A's first */
     s[1] = s[0];
     CHECK_EQ_INT(evo_timing_match(r, n - 1, s, 2, 3, us), 5); /* the last launch's record is missing */

@@ -93,8 +93,14 @@ static void test_xy_counts(void)
         {.name = "best", .x = x, .y = best, .n = 5, .line = 1, .marker = EVO_PLOT_CIRCLE},
         {.name = "median", .x = x, .y = med, .n = 5, .line = 1, .marker = EVO_PLOT_SQUARE},
     };
-    evo_plot_xy c = {.title = "Run 7: best & median <fitness>", .subtitle = "sub", .x_label = "generation",
-                     .y_label = "fitness", .series = s, .n_series = 2, .integer_x = 1, .y_ref = 1.0,
+    evo_plot_xy c = {.title = "Run 7: best & median <fitness>",
+                     .subtitle = "sub",
+                     .x_label = "generation",
+                     .y_label = "fitness",
+                     .series = s,
+                     .n_series = 2,
+                     .integer_x = 1,
+                     .y_ref = 1.0,
                      .y_ref_label = "baseline"};
     evo_str o = {0};
     evo_err err = {{0}};
@@ -102,8 +108,8 @@ static void test_xy_counts(void)
     const char *t = evo_str_cstr(&o);
     CHECK(strncmp(t, "<?xml", 5) == 0);
     CHECK_CONTAINS(t, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"880\" height=\"500\"");
-    CHECK_EQ_INT(count(t, "<polyline"), 3);  /* best 0-1, best 3-4, median 0-4 */
-    CHECK_EQ_INT(count(t, "<circle"), 4 + 1); /* four finite bests and the legend's */
+    CHECK_EQ_INT(count(t, "<polyline"), 3);     /* best 0-1, best 3-4, median 0-4 */
+    CHECK_EQ_INT(count(t, "<circle"), 4 + 1);   /* four finite bests and the legend's */
     CHECK_EQ_INT(count(t, "<rect"), 1 + 5 + 1); /* background, five medians, legend */
     CHECK_EQ_INT(count(t, "<title>"), 9);
     CHECK_CONTAINS(t, "best, generation 3: 1.500");
@@ -122,7 +128,11 @@ static void test_xy_empty_and_single(void)
 {
     double x[1] = {0}, y[1] = {NAN};
     evo_plot_series s[1] = {{.name = "best", .x = x, .y = y, .n = 1, .line = 1, .marker = EVO_PLOT_CIRCLE}};
-    evo_plot_xy c = {.title = "t", .series = s, .n_series = 1, .integer_x = 1, .y_ref = 1.0,
+    evo_plot_xy c = {.title = "t",
+                     .series = s,
+                     .n_series = 1,
+                     .integer_x = 1,
+                     .y_ref = 1.0,
                      .note = "no candidate passed every gate in this run"};
     evo_str o = {0};
     CHECK_EQ_INT(evo_plot_xy_svg(&c, &o, NULL), EVO_OK);
@@ -211,8 +221,15 @@ static void test_bars_counts(void)
     const char *groups[3] = {"mission(1,8,512,64)", "mission(1,8,512,64) causal", "long(2,8,2048,64)"};
     const char *bars[2] = {"#1 ba11dba8 (1.84x)", "#2 f2e61753 (1.52x)"};
     double v[6] = {1.93, 1.60, 1.80, NAN, 1.75, 0.95};
-    evo_plot_bars c = {.title = "Run 1: speedup", .y_label = "speedup", .groups = groups, .n_groups = 3,
-                       .bars = bars, .n_bars = 2, .values = v, .y_ref = 1.0, .y_ref_label = "baseline"};
+    evo_plot_bars c = {.title = "Run 1: speedup",
+                       .y_label = "speedup",
+                       .groups = groups,
+                       .n_groups = 3,
+                       .bars = bars,
+                       .n_bars = 2,
+                       .values = v,
+                       .y_ref = 1.0,
+                       .y_ref_label = "baseline"};
     evo_str o = {0};
     CHECK_EQ_INT(evo_plot_bars_svg(&c, &o, NULL), EVO_OK);
     const char *t = evo_str_cstr(&o);
@@ -276,9 +293,18 @@ static void die(const char *what, const evo_err *err)
 
 static int64_t begin_run(evo_store *st, const char *shape_set, int gens, int pop, int seed)
 {
-    evo_run_rec r = {.started_at = "2026-11-21T10:00:00Z", .finished_at = "2026-11-21T11:00:00Z", .state = "done",
-                     .task = TASK, .arch = ARCH, .shape_set = (char *)shape_set, .strategy = "ga", .seed = seed,
-                     .generations = gens, .population = pop, .gpu = GPU, .evo_version = EVO_VERSION};
+    evo_run_rec r = {.started_at = "2026-11-21T10:00:00Z",
+                     .finished_at = "2026-11-21T11:00:00Z",
+                     .state = "done",
+                     .task = TASK,
+                     .arch = ARCH,
+                     .shape_set = (char *)shape_set,
+                     .strategy = "ga",
+                     .seed = seed,
+                     .generations = gens,
+                     .population = pop,
+                     .gpu = GPU,
+                     .evo_version = EVO_VERSION};
     evo_err err = {{0}};
     if (evo_store_begin_run(st, &r, &err) != EVO_OK) die("begin_run", &err);
     return r.id;
@@ -292,9 +318,17 @@ static void add_eval(evo_store *st, int64_t run, int gen, const char *shape_set,
     char genome[64], key[65];
     snprintf(genome, sizeof genome, "TILE_M=64,SERIAL=%d", serial++);
     evo_sha256_hex(genome, strlen(genome), key);
-    evo_candidate_rec c = {.key = key, .task = TASK, .arch = ARCH, .genome = genome, .template_hash = "t",
-                           .options = "o", .nvrtc_version = "13.0", .registers = 128, .smem_bytes = 32768,
-                           .spill_bytes = 0, .stack_bytes = 0};
+    evo_candidate_rec c = {.key = key,
+                           .task = TASK,
+                           .arch = ARCH,
+                           .genome = genome,
+                           .template_hash = "t",
+                           .options = "o",
+                           .nvrtc_version = "13.0",
+                           .registers = 128,
+                           .smem_bytes = 32768,
+                           .spill_bytes = 0,
+                           .stack_bytes = 0};
     evo_err err = {{0}};
     if (evo_store_put_candidate(st, &c, &err) != EVO_OK) die("put_candidate", &err);
     evo_shape_result sh[16];
@@ -305,16 +339,27 @@ static void add_eval(evo_store *st, int64_t run, int gen, const char *shape_set,
         sh[i].median_us = 100 / speedups[i];
         sh[i].baseline_us = 100;
     }
-    evo_eval_rec e = {.candidate_id = c.id, .run_id = run, .generation = gen, .shape_set = (char *)shape_set,
-                      .verdict = v, .fitness = fitness, .gpu = GPU, .created_at = "2026-11-21T10:30:00Z",
-                      .shapes = sh, .n_shapes = n_shapes};
+    evo_eval_rec e = {.candidate_id = c.id,
+                      .run_id = run,
+                      .generation = gen,
+                      .shape_set = (char *)shape_set,
+                      .verdict = v,
+                      .fitness = fitness,
+                      .gpu = GPU,
+                      .created_at = "2026-11-21T10:30:00Z",
+                      .shapes = sh,
+                      .n_shapes = n_shapes};
     if (evo_store_put_evaluation(st, &e, &err) != EVO_OK) die("put_evaluation", &err);
 }
 
 static void put_gen(evo_store *st, int64_t run, int g, double best, double median, int ok, int failed)
 {
-    evo_gen_rec r = {.run_id = run, .generation = g, .best_fitness = best, .median_fitness = median,
-                     .evaluated = ok + failed, .baseline_noise = 0.01};
+    evo_gen_rec r = {.run_id = run,
+                     .generation = g,
+                     .best_fitness = best,
+                     .median_fitness = median,
+                     .evaluated = ok + failed,
+                     .baseline_noise = 0.01};
     r.counts[EVO_V_OK] = ok;
     r.counts[EVO_V_INCORRECT] = failed;
     evo_err err = {{0}};
@@ -356,10 +401,10 @@ static int make_fixture(const char *path)
     for (int i = 0; i < 4; i++) add_eval(st, r2, 0, "set-b", EVO_V_INCORRECT, NAN, NULL, NULL, 0);
     put_gen(st, r2, 0, NAN, NAN, 0, 4);
 
-    const char *s3[12] = {"mission(1,8,512,64)", "mission(1,8,512,64) causal", "small(2,8,512,64)",
-                          "long(2,8,2048,64)", "long(2,8,2048,64) causal", "wide(2,8,512,128)",
-                          "wide(2,8,512,128) causal", "stress(4,8,2048,64)", "odd(1,4,77,64)",
-                          "odd(1,4,77,64) causal", "s1000(2,4,1000,128)", "s1000(2,4,1000,128) causal"};
+    const char *s3[12] = {"mission(1,8,512,64)",      "mission(1,8,512,64) causal", "small(2,8,512,64)",
+                          "long(2,8,2048,64)",        "long(2,8,2048,64) causal",   "wide(2,8,512,128)",
+                          "wide(2,8,512,128) causal", "stress(4,8,2048,64)",        "odd(1,4,77,64)",
+                          "odd(1,4,77,64) causal",    "s1000(2,4,1000,128)",        "s1000(2,4,1000,128) causal"};
     int64_t r3 = begin_run(st, "set-c", 1, 6, 9);
     for (int k = 0; k < 6; k++) {
         double sp[12], f = 1.6 - 0.1 * k;
@@ -382,8 +427,14 @@ static int render(const char *dir)
     for (int i = 0; i < N; i++) x[i] = i, best[i] = 1 + log1p(i) * 0.3, med[i] = 1 + log1p(i) * 0.2;
     evo_plot_series s[2] = {{.name = "best", .x = x, .y = best, .n = N, .line = 1, .marker = EVO_PLOT_CIRCLE},
                             {.name = "median", .x = x, .y = med, .n = N, .line = 1, .marker = EVO_PLOT_SQUARE}};
-    evo_plot_xy c = {.title = "200 generations", .x_label = "generation", .y_label = "fitness", .series = s,
-                     .n_series = 2, .integer_x = 1, .y_ref = 1.0, .y_ref_label = "baseline"};
+    evo_plot_xy c = {.title = "200 generations",
+                     .x_label = "generation",
+                     .y_label = "fitness",
+                     .series = s,
+                     .n_series = 2,
+                     .integer_x = 1,
+                     .y_ref = 1.0,
+                     .y_ref_label = "baseline"};
     evo_str o = {0};
     char path[512];
     evo_plot_xy_svg(&c, &o, NULL);
@@ -398,12 +449,19 @@ static int render(const char *dir)
         snprintf(names[g], 64, "preset%d(2,16,%d,128)%s", g, 512 * (g + 1), g % 2 ? " causal" : "");
         groups[g] = names[g];
     }
-    const char *bars[B] = {"#1 3f2a9c1d (1.84x)", "#2 a1b2c3d4 (1.52x)", "#3 00ff00ff (1.31x)",
-                           "#4 deadbeef (1.20x)", "#5 12345678 (1.01x)"};
+    const char *bars[B] = {"#1 3f2a9c1d (1.84x)", "#2 a1b2c3d4 (1.52x)", "#3 00ff00ff (1.31x)", "#4 deadbeef (1.20x)",
+                           "#5 12345678 (1.01x)"};
     double v[G * B];
     for (int i = 0; i < G * B; i++) v[i] = 0.8 + 0.01 * i;
-    evo_plot_bars b = {.title = "24 shapes", .y_label = "speedup", .groups = groups, .n_groups = G, .bars = bars,
-                       .n_bars = B, .values = v, .y_ref = 1.0, .y_ref_label = "baseline"};
+    evo_plot_bars b = {.title = "24 shapes",
+                       .y_label = "speedup",
+                       .groups = groups,
+                       .n_groups = G,
+                       .bars = bars,
+                       .n_bars = B,
+                       .values = v,
+                       .y_ref = 1.0,
+                       .y_ref_label = "baseline"};
     evo_plot_bars_svg(&b, &o, NULL);
     snprintf(path, sizeof path, "%s/many-shapes.svg", dir);
     evo_write_file_atomic(path, o.p, o.len, NULL);

@@ -42,8 +42,8 @@ static void test_parse_metrics(void)
         CHECK_STR(rows[0].unit, "%");
         CHECK(rows[0].value == 12.47);
         CHECK_STR(rows[1].unit, "nsecond");
-        CHECK(rows[1].value == 20416);     /* "20,416" */
-        CHECK(rows[2].value == 1234560);   /* "1,234,560" */
+        CHECK(rows[1].value == 20416);   /* "20,416" */
+        CHECK(rows[2].value == 1234560); /* "1,234,560" */
         CHECK_STR(rows[2].unit, "");
         CHECK(rows[5].value == 0);
     }

@@ -310,8 +310,7 @@ static void test_hello_shutdown_error(void)
     CHECK_STR(err.msg, "worker: no CUDA driver");
     free(line);
     /* A code evo does not know is still an error, never OK. */
-    CHECK_EQ_INT(evo_proto_check_error("{\"op\":\"error\",\"id\":1,\"code\":0,\"message\":\"m\"}", &err),
-                 EVO_E_WORKER);
+    CHECK_EQ_INT(evo_proto_check_error("{\"op\":\"error\",\"id\":1,\"code\":0,\"message\":\"m\"}", &err), EVO_E_WORKER);
     CHECK_EQ_INT(evo_proto_check_error("{\"op\":\"error\",\"id\":1,\"code\":999}", &err), EVO_E_WORKER);
     CHECK_STR(err.msg, "worker: error without a message");
     CHECK_EQ_INT(evo_proto_check_error("{\"op\":\"eval\",\"id\":1}", &err), EVO_OK);
@@ -386,8 +385,9 @@ static void test_malformed(void)
         {"\"best_us\":[0,5]", "\"best_us\":[0,-5]", "field 'best_us[1]': negative"},
         {"\"best_us\":[0,5]", "\"best_us\":{}", "field 'best_us': expected an array"},
         {"\"variants\":[", "\"variants\":[3,", "field 'variants[0]': expected an object"},
-        {"\"fault_injection\":\"slow:0.5\"", "\"fault_injection\":\"0123456789012345678901234567890123456789"
-                                             "0123456789012345678901234567890123456789\"",
+        {"\"fault_injection\":\"slow:0.5\"",
+         "\"fault_injection\":\"0123456789012345678901234567890123456789"
+         "0123456789012345678901234567890123456789\"",
          "field 'fault_injection': too long (80 bytes, at most 63)"},
     };
     for (size_t i = 0; i < EVO_ARRAY_LEN(cases); i++) {

@@ -50,7 +50,8 @@ static int spills(const char *log, const char *name)
     p += strlen(key);
     while (*p && *p != '\n' && (*p < '0' || *p > '9')) p++;
     int stack, st, ld;
-    if (sscanf(p, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &stack, &st, &ld) != 3) return -1;
+    if (sscanf(p, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &stack, &st, &ld) != 3)
+        return -1;
     return stack + st + ld;
 }
 

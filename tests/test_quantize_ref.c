@@ -35,16 +35,16 @@ static void test_bf16(void)
     CHECK_EQ_INT(evo_qref_float_to_bf16(-2.0f), 0xc000);
     CHECK_EQ_INT(evo_qref_float_to_bf16(0.0f), 0x0000);
     CHECK_EQ_INT(evo_qref_float_to_bf16(-0.0f), 0x8000);
-    CHECK_EQ_INT(evo_qref_float_to_bf16(1.0f + 0x1p-8f), 0x3f80);       /* tie: even mantissa */
-    CHECK_EQ_INT(evo_qref_float_to_bf16(1.0f + 0x3p-8f), 0x3f82);       /* tie: even mantissa */
-    CHECK_EQ_INT(evo_qref_float_to_bf16(1.0f + 0x1.01p-8f), 0x3f81);    /* above the tie */
+    CHECK_EQ_INT(evo_qref_float_to_bf16(1.0f + 0x1p-8f), 0x3f80);    /* tie: even mantissa */
+    CHECK_EQ_INT(evo_qref_float_to_bf16(1.0f + 0x3p-8f), 0x3f82);    /* tie: even mantissa */
+    CHECK_EQ_INT(evo_qref_float_to_bf16(1.0f + 0x1.01p-8f), 0x3f81); /* above the tie */
     CHECK_EQ_INT(evo_qref_float_to_bf16(3.0e38f), 0x7f62);
     CHECK_EQ_INT(evo_qref_float_to_bf16(0x1.ffp127f), 0x7f80); /* the tie above the largest bf16: even is inf */
     CHECK_EQ_INT(evo_qref_float_to_bf16(0x1.fefffep127f), 0x7f7f);
     CHECK_EQ_INT(evo_qref_float_to_bf16(INFINITY), 0x7f80);
     CHECK_EQ_INT(evo_qref_float_to_bf16(-INFINITY), 0xff80);
     CHECK_EQ_INT(evo_qref_float_to_bf16(NAN), 0x7fc0);
-    CHECK_EQ_INT(evo_qref_float_to_bf16(0x1p-133f), 0x0001);            /* smallest bf16 subnormal */
+    CHECK_EQ_INT(evo_qref_float_to_bf16(0x1p-133f), 0x0001); /* smallest bf16 subnormal */
     CHECK(evo_qref_bf16_to_float(0x3f80) == 1.0f);
     CHECK(evo_qref_bf16_to_float(0xc0a0) == -5.0f);
     CHECK(evo_qref_bf16_to_float(0x0001) == 0x1p-133f);
@@ -110,7 +110,8 @@ static void test_rotation(void)
             evo_qref_rotate_row(v, d);
             int bad = 0;
             for (int j = 0; j < d; j++) {
-                float want = (float)(evo_qref_sign(k) * (popcount_u((unsigned)(j & k)) & 1 ? -1 : 1)) * evo_quant_rsqrt_d(d);
+                float want =
+                    (float)(evo_qref_sign(k) * (popcount_u((unsigned)(j & k)) & 1 ? -1 : 1)) * evo_quant_rsqrt_d(d);
                 bad += fbits(v[j]) != fbits(want);
             }
             CHECK_EQ_INT(bad, 0);
@@ -127,7 +128,8 @@ static void test_rotation(void)
         int bad = 0;
         for (int j = 0; j < d; j++) {
             double sum = 0.0;
-            for (int i = 0; i < d; i++) sum += (popcount_u((unsigned)(i & j)) & 1 ? -1.0 : 1.0) * evo_qref_sign(i) * x0[i];
+            for (int i = 0; i < d; i++)
+                sum += (popcount_u((unsigned)(i & j)) & 1 ? -1.0 : 1.0) * evo_qref_sign(i) * x0[i];
             float want = (float)sum * evo_quant_rsqrt_d(d);
             bad += fbits(v[j]) != fbits(want);
             bad += fabs((double)v[j] - y[j]) > 1e-6 * (1.0 + fabs(y[j]));
@@ -220,8 +222,8 @@ static void test_quotient(void)
         st = st * 6364136223846793005ull + 1442695040888963407ull;
         float a = bitsf((uint32_t)(st >> 32)), u = (float)((double)(st & 0xffffffu) * 0x1p-23 - 1.0);
         if (isnan(a) || isinf(a)) continue;
-        a = fmodf(a, 448.0f * s);  /* any bits below 448*s */
-        float b = u * 448.0f * s;  /* uniform in [-448*s, 448*s) */
+        a = fmodf(a, 448.0f * s); /* any bits below 448*s */
+        float b = u * 448.0f * s; /* uniform in [-448*s, 448*s) */
         if (!evo_qref_scale_fast(s)) continue;
         float qa = evo_qref_quot_fast(a, s, 1.0f / s), qb = evo_qref_quot_fast(b, s, 1.0f / s);
         bad += exact_regime(a, s) ? fbits(qa) != fbits(a / s) : evo_ref_e4m3_encode(qa) != evo_ref_e4m3_encode(a / s);
@@ -248,10 +250,10 @@ static void test_codes_fp16(void)
     uint16_t x[S * D];
     uint8_t c[S * D];
     float scale;
-    const float vals[] = {448.0f, -448.0f, 0.0f, -0.0f, 1.0f, -1.75f, 0x1p-9f, 0x1p-10f, 0x3p-10f, -0x5p-10f,
-                          1.0625f, 1.1875f, 0x1p-6f, 0x1.cp-7f, 240.0f, 232.0f};
-    const uint8_t want[] = {0x7e, 0xfe, 0x00, 0x80, 0x38, 0xbe, 0x01, 0x00, 0x02, 0x82,
-                            0x38, 0x3a, 0x08, 0x07, 0x77, 0x76};
+    const float vals[] = {448.0f,   -448.0f,   0.0f,    -0.0f,   1.0f,    -1.75f,    0x1p-9f, 0x1p-10f,
+                          0x3p-10f, -0x5p-10f, 1.0625f, 1.1875f, 0x1p-6f, 0x1.cp-7f, 240.0f,  232.0f};
+    const uint8_t want[] = {0x7e, 0xfe, 0x00, 0x80, 0x38, 0xbe, 0x01, 0x00,
+                            0x02, 0x82, 0x38, 0x3a, 0x08, 0x07, 0x77, 0x76};
     for (int i = 0; i < S * D; i++) x[i] = h16(0.0f);
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) x[i] = h16(vals[i]);
     evo_qref_quantize(x, EVO_QUANT_IN_F16, 0, 1, S, D, c, &scale);
@@ -390,8 +392,17 @@ static void test_codes_rotated(void)
 
 static void test_resident_plan(void)
 {
-    evo_quant_knobs k = {.vec = 32, .warps = 8, .mode = EVO_QUANT_MODE_RESIDENT, .cluster = 1, .keep = 0, .unroll = 1,
-                         .iters = 4, .cvt = 1, .cache = 1, .fused_rot = 1, .slack = 1};
+    evo_quant_knobs k = {.vec = 32,
+                         .warps = 8,
+                         .mode = EVO_QUANT_MODE_RESIDENT,
+                         .cluster = 1,
+                         .keep = 0,
+                         .unroll = 1,
+                         .iters = 4,
+                         .cvt = 1,
+                         .cache = 1,
+                         .fused_rot = 1,
+                         .slack = 1};
     evo_quant_plan p;
     char why[200] = "";
     /* 32 KiB chunks: two blocks of 3 chunks (3 * 32 KiB + 2 KiB each) fill 228 KiB; 32 chunks a head, 2048 in all */
@@ -442,8 +453,17 @@ static void test_resident_plan(void)
 
 static void test_streamed_plan(void)
 {
-    evo_quant_knobs k = {.vec = 16, .warps = 8, .mode = EVO_QUANT_MODE_STREAMED, .cluster = 1, .keep = 0,
-                         .unroll = 4, .iters = 2, .cvt = 1, .cache = 1, .fused_rot = 1, .slack = 1};
+    evo_quant_knobs k = {.vec = 16,
+                         .warps = 8,
+                         .mode = EVO_QUANT_MODE_STREAMED,
+                         .cluster = 1,
+                         .keep = 0,
+                         .unroll = 4,
+                         .iters = 2,
+                         .cvt = 1,
+                         .cache = 1,
+                         .fused_rot = 1,
+                         .slack = 1};
     evo_quant_plan p;
     char why[200] = "";
     /* 4 KiB warp chunks (+ an 8-byte mbarrier each): 4 blocks of 8 warps per SM hold 1 chunk a warp, 3 hold 2, 2
@@ -492,8 +512,17 @@ static void test_streamed_plan(void)
 
 static void test_local_plan(void)
 {
-    evo_quant_knobs k = {.vec = 32, .warps = 4, .mode = EVO_QUANT_MODE_LOCAL, .cluster = 1, .keep = 0, .unroll = 2,
-                         .iters = 1, .cvt = 1, .cache = 1, .fused_rot = 1, .slack = 2};
+    evo_quant_knobs k = {.vec = 32,
+                         .warps = 4,
+                         .mode = EVO_QUANT_MODE_LOCAL,
+                         .cluster = 1,
+                         .keep = 0,
+                         .unroll = 2,
+                         .iters = 1,
+                         .cvt = 1,
+                         .cache = 1,
+                         .fused_rot = 1,
+                         .slack = 2};
     evo_quant_plan p;
     char why[200] = "";
     /* 8 KiB chunks: 128 a head, 8192 in all; 6 blocks of 4 warps per SM (24 warps, 792 blocks) rounded down to
@@ -544,8 +573,17 @@ static void test_local_plan(void)
 
 static void test_piped_plan(void)
 {
-    evo_quant_knobs k = {.vec = 32, .warps = 16, .mode = EVO_QUANT_MODE_PIPED, .cluster = 8, .keep = 0, .unroll = 2,
-                         .iters = 1, .cvt = 1, .cache = 1, .fused_rot = 1, .slack = 1};
+    evo_quant_knobs k = {.vec = 32,
+                         .warps = 16,
+                         .mode = EVO_QUANT_MODE_PIPED,
+                         .cluster = 8,
+                         .keep = 0,
+                         .unroll = 2,
+                         .iters = 1,
+                         .cvt = 1,
+                         .cache = 1,
+                         .fused_rot = 1,
+                         .slack = 1};
     evo_quant_plan p;
     char why[200] = "";
     /* 32 KiB chunks, at most 7 in a block's ring (225 KiB); 1 MiB heads in 8 parts of 4 chunks: 512 parts over 132

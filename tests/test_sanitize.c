@@ -55,14 +55,19 @@ static void test_reports(void)
     free(race);
 
     CHECK_EQ_INT(evo_sanitize_count_errors("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n", first,
-                                           sizeof first), 0);
+                                           sizeof first),
+                 0);
     CHECK_STR(first, "");
     CHECK_EQ_INT(evo_sanitize_count_errors("========= ERROR SUMMARY: 1 error\n", NULL, 0), 1);
     CHECK_EQ_INT(evo_sanitize_count_errors("========= RACECHECK SUMMARY: 3 hazards displayed (0 errors, 3 warnings)\n"
-                                           "========= ERROR SUMMARY: 0 errors\n", first, sizeof first), 0);
+                                           "========= ERROR SUMMARY: 0 errors\n",
+                                           first, sizeof first),
+                 0);
     /* no summary: the sanitizer died before the end */
     CHECK_EQ_INT(evo_sanitize_count_errors("========= COMPUTE-SANITIZER\n========= Invalid __shared__ write of size 4 "
-                                           "bytes\n=========     at k+0x10\n", first, sizeof first), -1);
+                                           "bytes\n=========     at k+0x10\n",
+                                           first, sizeof first),
+                 -1);
     CHECK_STR(first, "Invalid __shared__ write of size 4 bytes");
     CHECK_EQ_INT(evo_sanitize_count_errors("", first, sizeof first), -1);
     CHECK_EQ_INT(evo_sanitize_count_errors(NULL, first, sizeof first), -1);

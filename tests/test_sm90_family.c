@@ -108,7 +108,8 @@ int main(void)
     CHECK(attn_sm90_name_expr(&best, 128, expr, 10) == -1);
 
     /* NVRTC, sm_90a: the genomes the bench measured plus a spread of the legal grid, no spills */
-    char *src = slurp("tasks/attention_fp8/attention_fp8_sm90.cu"), *abi = slurp("tasks/attention_fp8/evo_attention_abi.h");
+    char *src = slurp("tasks/attention_fp8/attention_fp8_sm90.cu"),
+         *abi = slurp("tasks/attention_fp8/evo_attention_abi.h");
     CHECK(src && abi);
     const evo_sm90_genome sample[] = {
         {64, 2, 128, 4, 2, 1, 0, 1, 1, 0, 40, 0}, {64, 2, 128, 3, 2, 1, 0, 1, 1, 0, 56, 1},

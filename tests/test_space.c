@@ -283,7 +283,7 @@ static void test_sparse(void)
     CHECK_EQ_INT(evo_space_count(s, 1000, &total, &valid, &exact, NULL), EVO_OK);
     CHECK_EQ_INT(total, 16777216);
     CHECK_EQ_INT(valid, 0); /* an estimate from 1000 samples, none of which hit */
-    CHECK(!exact); /* the only constraint reads the last knob: nothing prunes, 1000 genomes are not enough */
+    CHECK(!exact);          /* the only constraint reads the last knob: nothing prunes, 1000 genomes are not enough */
     CHECK_EQ_INT(evo_space_count(s, 20000000, &total, &valid, &exact, NULL), EVO_OK);
     CHECK_EQ_INT(valid, 2);
     CHECK(exact);

@@ -136,9 +136,11 @@ static void fill_shapes(evo_shape_result sh[2], double f, double skew)
 {
     memset(sh, 0, 2 * sizeof *sh);
     snprintf(sh[0].shape, sizeof sh[0].shape, "mission(1,8,512,64)");
-    snprintf(sh[0].fields, sizeof sh[0].fields, "{\"batch\":1,\"heads\":8,\"seq\":512,\"head_dim\":64,\"causal\":false}");
+    snprintf(sh[0].fields, sizeof sh[0].fields,
+             "{\"batch\":1,\"heads\":8,\"seq\":512,\"head_dim\":64,\"causal\":false}");
     snprintf(sh[1].shape, sizeof sh[1].shape, "long(2,8,2048,64)");
-    snprintf(sh[1].fields, sizeof sh[1].fields, "{\"batch\":2,\"heads\":8,\"seq\":2048,\"head_dim\":64,\"causal\":false}");
+    snprintf(sh[1].fields, sizeof sh[1].fields,
+             "{\"batch\":2,\"heads\":8,\"seq\":2048,\"head_dim\":64,\"causal\":false}");
     const double base[2] = {40.0, 640.0}, bhs[2] = {1 * 8 * 512, 2 * 8 * 2048}, seq[2] = {512, 2048};
     for (int i = 0; i < 2; i++) {
         double flops = 4.0 * bhs[i] * seq[i] * 64;
@@ -182,19 +184,19 @@ static int64_t add_evaluation_skewed(evo_store *st, int64_t cand, int64_t run, i
     return e.id;
 }
 
-static int64_t add_evaluation(evo_store *st, int64_t cand, int64_t run, int gen, const char *shape_set,
-                              evo_verdict v, double fitness)
+static int64_t add_evaluation(evo_store *st, int64_t cand, int64_t run, int gen, const char *shape_set, evo_verdict v,
+                              double fitness)
 {
     return add_evaluation_skewed(st, cand, run, gen, shape_set, v, fitness, 1.05);
 }
 
 static const char *const pop_genomes[] = {
-    "TILE_M=64,TILE_N=64,WARPS=4,STAGES=1",    /* baseline, 1.00 */
-    "TILE_M=128,TILE_N=64,WARPS=8,STAGES=2",   /* 1.84 */
-    "TILE_M=64,TILE_N=128,WARPS=4,STAGES=2",   /* 1.52 */
-    "TILE_M=128,TILE_N=128,WARPS=8,STAGES=3",  /* INCORRECT */
-    "TILE_M=32,TILE_N=64,WARPS=2,STAGES=2",    /* 1.31: the best on long (2.145x), the worst on mission (0.8x) */
-    "TILE_M=256,TILE_N=128,WARPS=8,STAGES=3",  /* COMPILE_FAIL */
+    "TILE_M=64,TILE_N=64,WARPS=4,STAGES=1",   /* baseline, 1.00 */
+    "TILE_M=128,TILE_N=64,WARPS=8,STAGES=2",  /* 1.84 */
+    "TILE_M=64,TILE_N=128,WARPS=4,STAGES=2",  /* 1.52 */
+    "TILE_M=128,TILE_N=128,WARPS=8,STAGES=3", /* INCORRECT */
+    "TILE_M=32,TILE_N=64,WARPS=2,STAGES=2",   /* 1.31: the best on long (2.145x), the worst on mission (0.8x) */
+    "TILE_M=256,TILE_N=128,WARPS=8,STAGES=3", /* COMPILE_FAIL */
 };
 
 /* One finished run of two generations; see tests/cli_store.sh for what evo elite / history must print of it. */
@@ -243,13 +245,31 @@ static void make_population(evo_store *st)
     evo_store_put_profile(st, c[1], mission, EVO_PROFILE_DRAM, 45.1, "%", &err);
     evo_store_put_profile(st, c[1], mission, EVO_PROFILE_OCCUPANCY, 37.5, "%", &err);
     evo_store_put_profile(st, c[1], mission, EVO_PROFILE_BANK_CONFLICTS, 0, NULL, &err);
-    evo_gen_rec g0 = {.run_id = run.id, .generation = 0, .best_fitness = 1.84, .median_fitness = 1.42,
-                      .evaluated = 4, .reused = 0, .wall_s = 150.25, .compile_s = 60.5, .check_s = 40.25,
-                      .time_s = 45.5, .baseline_noise = 0.012, .best_genome = (char *)pop_genomes[1]};
+    evo_gen_rec g0 = {.run_id = run.id,
+                      .generation = 0,
+                      .best_fitness = 1.84,
+                      .median_fitness = 1.42,
+                      .evaluated = 4,
+                      .reused = 0,
+                      .wall_s = 150.25,
+                      .compile_s = 60.5,
+                      .check_s = 40.25,
+                      .time_s = 45.5,
+                      .baseline_noise = 0.012,
+                      .best_genome = (char *)pop_genomes[1]};
     g0.counts[EVO_V_OK] = 2, g0.counts[EVO_V_INCORRECT] = 1, g0.counts[EVO_V_COMPILE_FAIL] = 1;
-    evo_gen_rec g1 = {.run_id = run.id, .generation = 1, .best_fitness = 1.84, .median_fitness = 1.52,
-                      .evaluated = 2, .reused = 1, .wall_s = 150.25, .compile_s = 59.75, .check_s = 40.25,
-                      .time_s = 45.25, .baseline_noise = 0.015, .best_genome = (char *)pop_genomes[1]};
+    evo_gen_rec g1 = {.run_id = run.id,
+                      .generation = 1,
+                      .best_fitness = 1.84,
+                      .median_fitness = 1.52,
+                      .evaluated = 2,
+                      .reused = 1,
+                      .wall_s = 150.25,
+                      .compile_s = 59.75,
+                      .check_s = 40.25,
+                      .time_s = 45.25,
+                      .baseline_noise = 0.015,
+                      .best_genome = (char *)pop_genomes[1]};
     g1.counts[EVO_V_OK] = 2;
     if (evo_store_put_generation(st, &g0, &err) != EVO_OK || evo_store_put_generation(st, &g1, &err) != EVO_OK) {
         fprintf(stderr, "put_generation: %s\n", err.msg);
@@ -325,10 +345,23 @@ static void test_round_trip(void)
     evo_store *st = open_ok(p, EVO_STORE_READWRITE);
     evo_err err = {{0}};
 
-    evo_run_rec run = {.task = TASK, .arch = ARCH, .shape_set = "ss-1", .config_path = "c.yaml",
-                       .config_text = "a: 1\nb: [2, 3]\n", .strategy = "ga", .seed = -5, .generations = 20,
-                       .population = 16, .gpu = "NVIDIA H200", .driver = "580.65.06", .nvrtc_version = "13.0",
-                       .evo_version = "0.1.0", .wall_s = 1.25, .compile_s = 0.5, .check_s = 0.25, .time_s = 0.125};
+    evo_run_rec run = {.task = TASK,
+                       .arch = ARCH,
+                       .shape_set = "ss-1",
+                       .config_path = "c.yaml",
+                       .config_text = "a: 1\nb: [2, 3]\n",
+                       .strategy = "ga",
+                       .seed = -5,
+                       .generations = 20,
+                       .population = 16,
+                       .gpu = "NVIDIA H200",
+                       .driver = "580.65.06",
+                       .nvrtc_version = "13.0",
+                       .evo_version = "0.1.0",
+                       .wall_s = 1.25,
+                       .compile_s = 0.5,
+                       .check_s = 0.25,
+                       .time_s = 0.125};
     CHECK_EQ_INT(evo_store_begin_run(st, &run, &err), EVO_OK);
     CHECK_EQ_INT(run.id, 1);
     CHECK_STR(run.state, "running");
@@ -347,9 +380,18 @@ static void test_round_trip(void)
 
     char key[65];
     key_of("TILE_M=64", ARCH, key);
-    evo_candidate_rec c = {.key = key, .task = TASK, .arch = ARCH, .genome = "TILE_M=64", .template_hash = "th",
-                           .options = "-O3", .nvrtc_version = "13.0", .registers = 128, .smem_bytes = 49152,
-                           .spill_bytes = 8, .stack_bytes = 16, .compile_log = "ptxas info: 128 registers"};
+    evo_candidate_rec c = {.key = key,
+                           .task = TASK,
+                           .arch = ARCH,
+                           .genome = "TILE_M=64",
+                           .template_hash = "th",
+                           .options = "-O3",
+                           .nvrtc_version = "13.0",
+                           .registers = 128,
+                           .smem_bytes = 49152,
+                           .spill_bytes = 8,
+                           .stack_bytes = 16,
+                           .compile_log = "ptxas info: 128 registers"};
     CHECK_EQ_INT(evo_store_put_candidate(st, &c, &err), EVO_OK);
     int64_t cid = c.id;
     CHECK(cid > 0);
@@ -368,34 +410,64 @@ static void test_round_trip(void)
     evo_shape_result sh[2];
     fill_shapes(sh, 1.5, 1.05);
     snprintf(sh[1].shape, sizeof sh[1].shape, "long(2,8,2048,64) causal");
-    snprintf(sh[1].fields, sizeof sh[1].fields, "{\"batch\":2,\"heads\":8,\"seq\":2048,\"head_dim\":64,\"causal\":true}");
+    snprintf(sh[1].fields, sizeof sh[1].fields,
+             "{\"batch\":2,\"heads\":8,\"seq\":2048,\"head_dim\":64,\"causal\":true}");
     sh[1].e2e_rmse = NAN;
     sh[0].rel_l2 = INFINITY;
-    evo_eval_rec e = {.candidate_id = cid, .run_id = run.id, .generation = 3, .shape_set = "ss-1",
-                      .verdict = EVO_V_OK, .fitness = 1.5, .detail = "{\"k\":1}", .gpu = "NVIDIA H200",
-                      .compile_s = 0.5, .check_s = 0.25, .time_s = 0.75, .shapes = sh, .n_shapes = 2};
+    evo_eval_rec e = {.candidate_id = cid,
+                      .run_id = run.id,
+                      .generation = 3,
+                      .shape_set = "ss-1",
+                      .verdict = EVO_V_OK,
+                      .fitness = 1.5,
+                      .detail = "{\"k\":1}",
+                      .gpu = "NVIDIA H200",
+                      .compile_s = 0.5,
+                      .check_s = 0.25,
+                      .time_s = 0.75,
+                      .shapes = sh,
+                      .n_shapes = 2};
     CHECK_EQ_INT(evo_store_put_evaluation(st, &e, &err), EVO_OK);
     CHECK(e.id > 0);
     CHECK(e.created_at != NULL);
     char *created = e.created_at;
-    evo_eval_rec outside = {.candidate_id = cid, .run_id = 0, .generation = -1, .shape_set = "ss-1",
-                            .verdict = EVO_V_INCORRECT, .fitness = NAN, .detail = "{\"first_bad\":17}",
+    evo_eval_rec outside = {.candidate_id = cid,
+                            .run_id = 0,
+                            .generation = -1,
+                            .shape_set = "ss-1",
+                            .verdict = EVO_V_INCORRECT,
+                            .fitness = NAN,
+                            .detail = "{\"first_bad\":17}",
                             .created_at = "2026-11-21T23:00:00Z"};
     CHECK_EQ_INT(evo_store_put_evaluation(st, &outside, &err), EVO_OK);
     /* a later NOT_RECORDED (a replay whose source lacked the genome) must not hide the measured evaluation */
-    evo_eval_rec nr = {.candidate_id = cid, .run_id = 0, .generation = -1, .shape_set = "ss-1",
-                       .verdict = EVO_V_NOT_RECORDED, .fitness = NAN, .detail = "{}",
+    evo_eval_rec nr = {.candidate_id = cid,
+                       .run_id = 0,
+                       .generation = -1,
+                       .shape_set = "ss-1",
+                       .verdict = EVO_V_NOT_RECORDED,
+                       .fitness = NAN,
+                       .detail = "{}",
                        .created_at = "2026-11-21T23:30:00Z"};
     CHECK_EQ_INT(evo_store_put_evaluation(st, &nr, &err), EVO_OK);
 
     CHECK_EQ_INT(evo_store_put_lineage(st, run.id, 3, cid, cid, "mutate", &err), EVO_OK);
-    CHECK_EQ_INT(evo_store_put_lineage(st, run.id, 3, cid, cid, "mutate", &err), EVO_OK); /* no duplicate */
+    CHECK_EQ_INT(evo_store_put_lineage(st, run.id, 3, cid, cid, "mutate", &err), EVO_OK);   /* no duplicate */
     CHECK_EQ_INT(evo_store_put_lineage(st, run.id, 3, cid, 999, "mutate", &err), EVO_E_DB); /* FK */
     CHECK_CONTAINS(err.msg, "FOREIGN KEY");
 
-    evo_gen_rec g = {.run_id = run.id, .generation = 3, .best_fitness = 1.5, .median_fitness = NAN,
-                     .evaluated = 12, .reused = 4, .wall_s = 10.5, .compile_s = 4.25, .check_s = 2.5,
-                     .time_s = 3.75, .baseline_noise = 0.0125, .best_genome = "TILE_M=64"};
+    evo_gen_rec g = {.run_id = run.id,
+                     .generation = 3,
+                     .best_fitness = 1.5,
+                     .median_fitness = NAN,
+                     .evaluated = 12,
+                     .reused = 4,
+                     .wall_s = 10.5,
+                     .compile_s = 4.25,
+                     .check_s = 2.5,
+                     .time_s = 3.75,
+                     .baseline_noise = 0.0125,
+                     .best_genome = "TILE_M=64"};
     for (int v = 0; v < EVO_V_COUNT; v++) g.counts[v] = v * 3 + 1;
     CHECK_EQ_INT(evo_store_put_generation(st, &g, &err), EVO_OK);
     g.evaluated = 13; /* upsert */
@@ -517,8 +589,8 @@ static void test_round_trip(void)
         CHECK_EQ_INT(gens[0].evaluated, 13);
         CHECK_EQ_INT(gens[0].reused, 4);
         for (int v = 0; v < EVO_V_COUNT; v++) CHECK_EQ_INT(gens[0].counts[v], v * 3 + 1);
-        CHECK(gens[0].wall_s == 10.5 && gens[0].compile_s == 4.25 && gens[0].check_s == 2.5 &&
-              gens[0].time_s == 3.75 && gens[0].baseline_noise == 0.0125);
+        CHECK(gens[0].wall_s == 10.5 && gens[0].compile_s == 4.25 && gens[0].check_s == 2.5 && gens[0].time_s == 3.75 &&
+              gens[0].baseline_noise == 0.0125);
         CHECK_STR(gens[0].best_genome, "TILE_M=64");
         CHECK_EQ_INT(gens[1].generation, 4);
         CHECK(gens[1].best_genome == NULL);
@@ -615,8 +687,8 @@ static void test_readers(void)
     shape_set_key(ss);
     evo_eval_rec byg;
     bool found = false;
-    CHECK_EQ_INT(evo_store_find_evaluation_by_genome(st, TASK, "TILE_M=64,TILE_N=128,WARPS=4,STAGES=2", ss, ARCH,
-                                                     &byg, &found, &err),
+    CHECK_EQ_INT(evo_store_find_evaluation_by_genome(st, TASK, "TILE_M=64,TILE_N=128,WARPS=4,STAGES=2", ss, ARCH, &byg,
+                                                     &found, &err),
                  EVO_OK);
     CHECK(found);
     if (found) {
@@ -663,9 +735,17 @@ static void test_readers(void)
     kx[64] = '\0';
     memcpy(ky, kx, 65);
     ky[63] = 'b';
-    evo_candidate_rec x = {.key = kx, .task = TASK, .arch = ARCH, .genome = "X=1", .template_hash = "t",
-                           .options = "", .nvrtc_version = "13.0", .registers = -1, .smem_bytes = -1,
-                           .spill_bytes = -1, .stack_bytes = -1};
+    evo_candidate_rec x = {.key = kx,
+                           .task = TASK,
+                           .arch = ARCH,
+                           .genome = "X=1",
+                           .template_hash = "t",
+                           .options = "",
+                           .nvrtc_version = "13.0",
+                           .registers = -1,
+                           .smem_bytes = -1,
+                           .spill_bytes = -1,
+                           .stack_bytes = -1};
     evo_candidate_rec y = x;
     y.key = ky;
     y.genome = "X=2";
@@ -759,8 +839,14 @@ static void test_group_rollback(void)
     CHECK_EQ_INT(evo_store_begin(st, &err), EVO_OK);
     CHECK_EQ_INT(evo_store_begin(st, &err), EVO_E_INTERNAL);
     int64_t cid1 = add_candidate(st, "R=1", ARCH, 1, 2);
-    evo_eval_rec half = {.candidate_id = cid1, .shape_set = "ss", .verdict = EVO_V_OK, .fitness = 1.0,
-                         .generation = -1, .created_at = "2026-01-01T00:00:00Z", .shapes = sh, .n_shapes = 2};
+    evo_eval_rec half = {.candidate_id = cid1,
+                         .shape_set = "ss",
+                         .verdict = EVO_V_OK,
+                         .fitness = 1.0,
+                         .generation = -1,
+                         .created_at = "2026-01-01T00:00:00Z",
+                         .shapes = sh,
+                         .n_shapes = 2};
     CHECK_EQ_INT(evo_store_put_evaluation(st, &half, &err), EVO_E_DB);
     CHECK_CONTAINS(err.msg, "injected failure");
     CHECK_EQ_INT(half.id, 0);
@@ -768,8 +854,13 @@ static void test_group_rollback(void)
     bool found = true;
     CHECK_EQ_INT(evo_store_find_evaluation(st, cid1, "ss", NULL, 0, &e, &found, &err), EVO_OK);
     CHECK(!found);
-    evo_candidate_rec c2 = {.key = k2, .task = TASK, .arch = ARCH, .genome = "R=2", .template_hash = "t",
-                            .options = "", .nvrtc_version = "13.0"};
+    evo_candidate_rec c2 = {.key = k2,
+                            .task = TASK,
+                            .arch = ARCH,
+                            .genome = "R=2",
+                            .template_hash = "t",
+                            .options = "",
+                            .nvrtc_version = "13.0"};
     CHECK_EQ_INT(evo_store_put_candidate(st, &c2, &err), EVO_E_DB);
     CHECK_CONTAINS(err.msg, "an earlier write of this transaction failed (");
     CHECK_CONTAINS(err.msg, "injected failure");
@@ -781,8 +872,12 @@ static void test_group_rollback(void)
     /* A foreign-key violation inside a group: the same. */
     CHECK_EQ_INT(evo_store_begin(st, &err), EVO_OK);
     add_candidate(st, "R=1", ARCH, 1, 2);
-    evo_eval_rec orphan = {.candidate_id = 99999, .shape_set = "ss", .verdict = EVO_V_OK, .fitness = 1.0,
-                           .generation = -1, .created_at = "2026-01-01T00:00:00Z"};
+    evo_eval_rec orphan = {.candidate_id = 99999,
+                           .shape_set = "ss",
+                           .verdict = EVO_V_OK,
+                           .fitness = 1.0,
+                           .generation = -1,
+                           .created_at = "2026-01-01T00:00:00Z"};
     CHECK_EQ_INT(evo_store_put_evaluation(st, &orphan, &err), EVO_E_DB);
     CHECK_CONTAINS(err.msg, "FOREIGN KEY constraint failed");
     CHECK_EQ_INT(evo_store_commit(st, &err), EVO_E_DB);
@@ -1072,8 +1167,13 @@ static void test_locked(void)
     add_candidate(a, "L=1", ARCH, 1, 1);
     char key[65];
     key_of("L=2", ARCH, key);
-    evo_candidate_rec c = {.key = key, .task = TASK, .arch = ARCH, .genome = "L=2", .template_hash = "t",
-                           .options = "", .nvrtc_version = "13.0"};
+    evo_candidate_rec c = {.key = key,
+                           .task = TASK,
+                           .arch = ARCH,
+                           .genome = "L=2",
+                           .template_hash = "t",
+                           .options = "",
+                           .nvrtc_version = "13.0"};
     double t0 = evo_now();
     CHECK_EQ_INT(evo_store_put_candidate(b, &c, &err), EVO_E_DB);
     double waited = evo_now() - t0;
@@ -1154,7 +1254,6 @@ static int hold_lock(const char *path, const char *ready)
     return 0;
 }
 
-
 /* A version-1 file (tests/data/replay-v1.db was recorded by the first schema): read as it is, then migrated to version
  * 2 on a writing open with every row kept; a demoted candidate leaves the elites. */
 static void test_migrate_v1_and_demote(void)
@@ -1164,7 +1263,8 @@ static void test_migrate_v1_and_demote(void)
     snprintf(cmd, sizeof cmd, "cp '%s/tests/data/replay-v1.db' '%s'", EVO_SOURCE_DIR, p);
     CHECK(system(cmd) == 0);
     CHECK_EQ_INT(raw_int(p, "PRAGMA user_version"), 1);
-    const int evals = raw_int(p, "SELECT count(*) FROM evaluations"), results = raw_int(p, "SELECT count(*) FROM results");
+    const int evals = raw_int(p, "SELECT count(*) FROM evaluations"),
+              results = raw_int(p, "SELECT count(*) FROM results");
     CHECK_EQ_INT(evals, 216);
     CHECK_EQ_INT(results, 810);
     evo_err err = {{0}};
@@ -1227,8 +1327,16 @@ static void test_intervals_and_retimes(void)
     fill_shapes(sh, 1.25, 1.05);
     sh[0].ci_lo_us = 0.99 * sh[0].median_us, sh[0].ci_hi_us = 1.01 * sh[0].median_us;
     sh[0].baseline_ci_lo_us = 39.5, sh[0].baseline_ci_hi_us = 40.5; /* shape 1: no interval (0) */
-    evo_eval_rec e = {.candidate_id = cand, .generation = -1, .shape_set = ss, .verdict = EVO_V_OK, .fitness = 1.25,
-                      .fitness_lo = 1.24, .fitness_hi = NAN, .gpu = "g", .shapes = sh, .n_shapes = 2};
+    evo_eval_rec e = {.candidate_id = cand,
+                      .generation = -1,
+                      .shape_set = ss,
+                      .verdict = EVO_V_OK,
+                      .fitness = 1.25,
+                      .fitness_lo = 1.24,
+                      .fitness_hi = NAN,
+                      .gpu = "g",
+                      .shapes = sh,
+                      .n_shapes = 2};
     evo_err err = {{0}};
     CHECK_EQ_INT(evo_store_put_evaluation(st, &e, &err), EVO_OK);
     free(e.created_at);
@@ -1248,8 +1356,15 @@ static void test_intervals_and_retimes(void)
     }
     evo_store_eval_free(&got);
 
-    evo_retime_rec r = {.candidate_id = cand, .run_id = 0, .generation = 3, .shape_set = ss, .fitness = 1.2,
-                        .fitness_lo = 1.19, .fitness_hi = 1.21, .why = "baseline drift", .gpu = "g"};
+    evo_retime_rec r = {.candidate_id = cand,
+                        .run_id = 0,
+                        .generation = 3,
+                        .shape_set = ss,
+                        .fitness = 1.2,
+                        .fitness_lo = 1.19,
+                        .fitness_hi = 1.21,
+                        .why = "baseline drift",
+                        .gpu = "g"};
     CHECK_EQ_INT(evo_store_put_retime(st, &r, &err), EVO_OK);
     free(r.created_at);
     r.created_at = NULL;
@@ -1307,7 +1422,8 @@ static void test_migrate_v2_to_v3(void)
     snprintf(cmd, sizeof cmd, "cp '%s/tests/data/replay-v1.db' '%s'", EVO_SOURCE_DIR, p);
     CHECK(system(cmd) == 0);
     raw_exec(p, "ALTER TABLE candidates ADD COLUMN demoted TEXT; PRAGMA user_version = 2"); /* what 1 to 2 does */
-    const int64_t evals = raw_int(p, "SELECT count(*) FROM evaluations"), results = raw_int(p, "SELECT count(*) FROM results");
+    const int64_t evals = raw_int(p, "SELECT count(*) FROM evaluations"),
+                  results = raw_int(p, "SELECT count(*) FROM results");
     const int64_t id_sum = raw_int(p, "SELECT sum(id * 7 + candidate_id) FROM evaluations");
     CHECK(evals > 0 && results > 0);
     evo_err err = {{0}};
@@ -1334,8 +1450,14 @@ static void test_migrate_v2_to_v3(void)
     CHECK_EQ_INT(raw_int(p, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
     CHECK_EQ_INT(raw_int(p, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'evaluations'"), 3);
     const int64_t cid = raw_int(p, "SELECT min(id) FROM candidates");
-    evo_eval_rec e = {.candidate_id = cid, .run_id = run, .generation = 0, .shape_set = "ss-nr",
-                      .verdict = EVO_V_NOT_RECORDED, .fitness = NAN, .detail = "{}", .created_at = "2026-11-23T00:00:00Z"};
+    evo_eval_rec e = {.candidate_id = cid,
+                      .run_id = run,
+                      .generation = 0,
+                      .shape_set = "ss-nr",
+                      .verdict = EVO_V_NOT_RECORDED,
+                      .fitness = NAN,
+                      .detail = "{}",
+                      .created_at = "2026-11-23T00:00:00Z"};
     CHECK_EQ_INT(evo_store_put_evaluation(st, &e, &err), EVO_OK);
     evo_gen_rec gr = {.run_id = run, .generation = 99, .best_fitness = NAN, .median_fitness = NAN, .evaluated = 5};
     gr.counts[EVO_V_NOT_RECORDED] = 5;

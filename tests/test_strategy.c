@@ -73,7 +73,6 @@ static evo_verdict landscape(const evo_space *s, const evo_genome *g, double *fi
     return EVO_V_OK;
 }
 
-
 static const char *const OPTIMUM = "A=8,B=6,C=64,D=z,E=1,F=8";
 
 typedef struct {
@@ -99,7 +98,7 @@ typedef struct {
     int n_log, cap;
     int evaluated;
     double best;
-    int evals_to_opt;  /* evaluations until the optimum was found; -1 when never */
+    int evals_to_opt; /* evaluations until the optimum was found; -1 when never */
     int generations;
     int invalid, duplicates, bad_provenance, exhausted_at; /* exhausted_at: generation that proposed 0, or -1 */
 } search;
@@ -116,16 +115,16 @@ static void log_push(search *r, const evo_proposal *p)
 static bool provenance_ok(const evo_proposal *p)
 {
     switch (p->op) {
-    case EVO_OP_BASELINE:
-    case EVO_OP_SEED:
-    case EVO_OP_ELITE:
-    case EVO_OP_RANDOM:
-    case EVO_OP_IMMIGRANT: return p->n_parents == 0;
-    case EVO_OP_MUTATION:
-    case EVO_OP_NEIGHBOUR: return p->n_parents == 1;
-    case EVO_OP_CROSSOVER:
-    case EVO_OP_CROSSOVER_MUTATION: return p->n_parents == 2;
-    default: return false;
+        case EVO_OP_BASELINE:
+        case EVO_OP_SEED:
+        case EVO_OP_ELITE:
+        case EVO_OP_RANDOM:
+        case EVO_OP_IMMIGRANT: return p->n_parents == 0;
+        case EVO_OP_MUTATION:
+        case EVO_OP_NEIGHBOUR: return p->n_parents == 1;
+        case EVO_OP_CROSSOVER:
+        case EVO_OP_CROSSOVER_MUTATION: return p->n_parents == 2;
+        default: return false;
     }
 }
 
@@ -134,15 +133,15 @@ typedef evo_verdict (*evaluator)(const evo_space *s, const evo_genome *g, double
 /* Fitness on the small space: larger P, Q, R are better; all correct. */
 static evo_verdict small_fitness(const evo_space *s, const evo_genome *g, double *fitness)
 {
-    *fitness = exp(0.1 * (evo_genome_get(s, g, "P", 0) + evo_genome_get(s, g, "Q", 0)) +
-                   0.01 * evo_genome_get(s, g, "R", 0));
+    *fitness =
+        exp(0.1 * (evo_genome_get(s, g, "P", 0) + evo_genome_get(s, g, "Q", 0)) + 0.01 * evo_genome_get(s, g, "R", 0));
     return EVO_V_OK;
 }
 
 typedef struct {
-    bool reverse;          /* feed each generation's results back to front */
-    int stop_after_gen;    /* stop after this many generations (0 = budget only) */
-    evaluator eval;        /* NULL: the landscape */
+    bool reverse;       /* feed each generation's results back to front */
+    int stop_after_gen; /* stop after this many generations (0 = budget only) */
+    evaluator eval;     /* NULL: the landscape */
 } loop_opts;
 
 static search run_search(const char *name, const evo_space *s, const evo_strategy_params *p, int budget,
@@ -402,8 +401,7 @@ static void resume_replay(const char *name, int expect_n)
 
 static void test_resume_replay(void)
 {
-    for (int which = 0; which < 2; which++)
-        resume_replay(which ? "seeds" : "ga", which ? 20 : 18);
+    for (int which = 0; which < 2; which++) resume_replay(which ? "seeds" : "ga", which ? 20 : 18);
 }
 
 /* On a 39-genome space, 30 generations of 8 propose every valid genome exactly once, then nothing. */
@@ -570,7 +568,6 @@ static void test_local_on_landscape(void)
     CHECK(med[1] < 0.7 * med[2]);
     evo_space_free(s);
 }
-
 
 static bool list_has(const evo_space *s, const evo_genome_list *l, int from, int to, const char *text)
 {
@@ -840,8 +837,11 @@ static void test_ga_refresh_drops_failed_elite(void)
     /* generation 0: the first proposal is the elite (fitness 2), the others fail */
     evo_observation obs[3];
     for (int i = 0; i < n; i++)
-        obs[i] = (evo_observation){.genome = out[i].genome, .verdict = i ? EVO_V_INCORRECT : EVO_V_OK,
-                                   .fitness = i ? NAN : 2.0, .fitness_lo = NAN, .fitness_hi = NAN};
+        obs[i] = (evo_observation){.genome = out[i].genome,
+                                   .verdict = i ? EVO_V_INCORRECT : EVO_V_OK,
+                                   .fitness = i ? NAN : 2.0,
+                                   .fitness_lo = NAN,
+                                   .fitness_hi = NAN};
     const evo_genome old_elite = out[0].genome;
     evo_strategy_observe(st, obs, n);
     CHECK(evo_strategy_propose(st, out, 2, &n, &err) == EVO_OK);
@@ -851,12 +851,15 @@ static void test_ga_refresh_drops_failed_elite(void)
         CHECK(evo_genome_equal(s, &out[i].parents[0], &old_elite));
     }
     /* the elite's re-timing failed; generation 1's first child is OK at 1.5 */
-    evo_observation re = {.genome = old_elite, .verdict = EVO_V_CRASHED, .fitness = NAN, .fitness_lo = NAN,
-                          .fitness_hi = NAN};
+    evo_observation re = {
+        .genome = old_elite, .verdict = EVO_V_CRASHED, .fitness = NAN, .fitness_lo = NAN, .fitness_hi = NAN};
     evo_strategy_refresh(st, &re, 1);
     for (int i = 0; i < n; i++)
-        obs[i] = (evo_observation){.genome = out[i].genome, .verdict = i ? EVO_V_INCORRECT : EVO_V_OK,
-                                   .fitness = i ? NAN : 1.5, .fitness_lo = NAN, .fitness_hi = NAN};
+        obs[i] = (evo_observation){.genome = out[i].genome,
+                                   .verdict = i ? EVO_V_INCORRECT : EVO_V_OK,
+                                   .fitness = i ? NAN : 1.5,
+                                   .fitness_lo = NAN,
+                                   .fitness_hi = NAN};
     const evo_genome new_elite = out[0].genome;
     evo_strategy_observe(st, obs, n);
     CHECK(evo_strategy_propose(st, out, 2, &n, &err) == EVO_OK);

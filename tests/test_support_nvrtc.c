@@ -20,8 +20,8 @@ static int kernel_props(const char *log, const char *name, int *stack, int *spil
     if (!p) return -1;
     p += strlen(key);
     while (*p && *p != '\n' && (*p < '0' || *p > '9')) p++;
-    return sscanf(p, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads", stack, spill_st,
-                  spill_ld) == 3
+    return sscanf(p, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads", stack, spill_st, spill_ld) ==
+                   3
                ? 0
                : -1;
 }

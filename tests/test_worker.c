@@ -45,7 +45,8 @@ static char *eval_line(int64_t id, const char *fault, int n_best)
     r.id = id;
     snprintf(r.cubin_path, sizeof r.cubin_path, "/nonexistent/cubin.entry");
     snprintf(r.program, sizeof r.program, "attention_fp8");
-    r.variants[0] = (evo_variant){.name_expr = "attn_fwd_64", .threads = 128, .smem_bytes = 32768, .attr = {64, 0, 64, 0}};
+    r.variants[0] =
+        (evo_variant){.name_expr = "attn_fwd_64", .threads = 128, .smem_bytes = 32768, .attr = {64, 0, 64, 0}};
     r.n_variants = 1;
     r.check = r.time = true;
     for (int i = 0; i < n_best; i++) r.best_us[i] = 100 + i;

@@ -35,11 +35,11 @@ void evo_cli_print_opts(FILE *f, const evo_cli_opt *opts);
 typedef struct {
     const char *name;
     evo_status (*fn)(int argc, char **argv, evo_err *err);
-    const char *summary;      /* one line for `evo help` */
-    const char *usage;        /* synopsis and description, before the options */
-    const evo_cli_opt *opts;  /* the command's option table (cmd_<name>.c); NULL: none */
-    const char *usage_after;  /* after the options; may be NULL */
-    int hidden;               /* internal commands (the GPU worker) are not listed */
+    const char *summary;         /* one line for `evo help` */
+    const char *usage;           /* synopsis and description, before the options */
+    const evo_cli_opt *opts;     /* the command's option table (cmd_<name>.c); NULL: none */
+    const char *usage_after;     /* after the options; may be NULL */
+    int hidden;                  /* internal commands (the GPU worker) are not listed */
     void (*usage_more)(FILE *f); /* prints what the tasks register (options of their own); may be NULL */
 } evo_cmd;
 
@@ -65,7 +65,8 @@ const evo_cmd *evo_cli_find(const char *name);
 const evo_cmd *evo_cli_commands(int *n);
 void evo_cli_print_usage(const evo_cmd *c); /* to stdout */
 /* Report a usage error for command c: fills err, returns EVO_E_USAGE. */
-evo_status evo_cli_usage_error(const evo_cmd *c, evo_err *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+evo_status evo_cli_usage_error(const evo_cmd *c, evo_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* JSON output of the reading commands: a number that is not finite, or a NULL string, becomes null. */
 struct cJSON;

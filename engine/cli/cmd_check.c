@@ -66,8 +66,8 @@ typedef struct {
     int n_tools; /* 0: no --sanitize */
     char *sanitizer;
     evo_sanitize_result res[EVO_SANITIZE_MAX_TOOLS];
-    int n_res;   /* results for the current file; 0 when it was not run under the sanitizer */
-    bool found;  /* some file had errors: the reports are kept */
+    int n_res;  /* results for the current file; 0 when it was not run under the sanitizer */
+    bool found; /* some file had errors: the reports are kept */
 } sanitize_ctx;
 
 static bool sanitize_clean(const sanitize_ctx *z)
@@ -105,7 +105,8 @@ static bool summarize_retime(const char *detail, evo_fitness kind, retime_summar
     const cJSON *m = cJSON_GetObjectItem(rt, "method");
     if (cJSON_IsString(m)) snprintf(out->method, sizeof out->method, "%s", m->valuestring);
     const int n = cJSON_GetArraySize(rounds);
-    double med[EVO_MAX_SHAPES][EVO_PROTO_MAX_RETIME], base[EVO_MAX_SHAPES][EVO_PROTO_MAX_RETIME], cost[EVO_PROTO_MAX_RETIME];
+    double med[EVO_MAX_SHAPES][EVO_PROTO_MAX_RETIME], base[EVO_MAX_SHAPES][EVO_PROTO_MAX_RETIME],
+        cost[EVO_PROTO_MAX_RETIME];
     for (int k = 0; k < n && k < EVO_PROTO_MAX_RETIME; k++) {
         const cJSON *r = cJSON_GetArrayItem(rounds, k);
         const cJSON *c = cJSON_GetObjectItem(r, "median_us"), *b = cJSON_GetObjectItem(r, "baseline_us");
@@ -148,8 +149,8 @@ static void print_retime(const evo_result *r, evo_fitness kind, const retime_sum
     for (int i = 0; i < t->n_shapes && i < r->n_shapes; i++) {
         char range[40];
         snprintf(range, sizeof range, "%.2f..%.2f", t->med_min[i], t->med_max[i]);
-        printf("  %-30s %10.2f %19s %8.2f %% %12.2f %%\n", r->shapes[i].shape, t->med_mid[i], range,
-               100 * t->spread[i], 100 * t->base_spread[i]);
+        printf("  %-30s %10.2f %19s %8.2f %% %12.2f %%\n", r->shapes[i].shape, t->med_mid[i], range, 100 * t->spread[i],
+               100 * t->base_spread[i]);
     }
     printf("  fitness (%s) per round:", evo_fitness_describe(kind));
     for (int k = 0; k < t->rounds; k++) printf(" %.4f", t->fitness[k]);
@@ -369,16 +370,15 @@ static void print_compiled(const char *file, const char *arch, const evo_candida
 /* --genome G: a genome of the config's space, built as a search builds it, through the same gates. A genome that
  * does not parse is EVO_E_USAGE; one the build refuses (constraint, can_implement, compile, resources) comes back
  * as that verdict. */
-static evo_status check_genome(const evo_config *cfg, evo_evaluator *ev, const char *text, evo_result *r,
-                               evo_err *err)
+static evo_status check_genome(const evo_config *cfg, evo_evaluator *ev, const char *text, evo_result *r, evo_err *err)
 {
     evo_candidate c;
     memset(&c, 0, sizeof c);
     evo_err why = {{0}};
     if (evo_genome_parse(cfg->space, text, &c.genome, &why) != EVO_OK)
         return evo_fail(err, EVO_E_USAGE, "check: --genome: %s", why.msg);
-    evo_build_opts bo = {.cfg = cfg, .task = cfg->task_ops, .lim = evo_evaluator_limits(ev),
-                         .arch = evo_evaluator_arch(ev)};
+    evo_build_opts bo = {
+        .cfg = cfg, .task = cfg->task_ops, .lim = evo_evaluator_limits(ev), .arch = evo_evaluator_arch(ev)};
     evo_status s = evo_candidates_build(&bo, &c, 1, err);
     if (s == EVO_OK) s = evo_evaluator_run(ev, &c, 1, false, r, NULL, NULL, NULL, err);
     evo_candidate_free(&c);
@@ -434,14 +434,23 @@ static evo_status check_one(const evo_config *cfg, evo_evaluator *ev, const char
         z->found |= !sanitize_clean(z);
     }
     if (s == EVO_OK && st) {
-        evo_candidate_rec cr = {.key = c.key, .task = (char *)cfg->task, .arch = (char *)evo_evaluator_arch(ev),
-                                .genome = c.genome_text, .template_hash = "", .options = "",
-                                .nvrtc_version = (char *)evo_nvrtc_version(), .registers = -1, .smem_bytes = -1,
-                                .spill_bytes = -1, .stack_bytes = -1};
+        evo_candidate_rec cr = {.key = c.key,
+                                .task = (char *)cfg->task,
+                                .arch = (char *)evo_evaluator_arch(ev),
+                                .genome = c.genome_text,
+                                .template_hash = "",
+                                .options = "",
+                                .nvrtc_version = (char *)evo_nvrtc_version(),
+                                .registers = -1,
+                                .smem_bytes = -1,
+                                .spill_bytes = -1,
+                                .stack_bytes = -1};
         s = evo_store_put_candidate(st, &cr, err);
         char ss[65];
         evo_config_shape_set_key(cfg, ss);
-        evo_eval_rec e = {.candidate_id = cr.id, .generation = -1, .shape_set = ss,
+        evo_eval_rec e = {.candidate_id = cr.id,
+                          .generation = -1,
+                          .shape_set = ss,
                           .accuracy = (char *)evo_task_accuracy_name(cfg->task_ops, accuracy),
                           .gate = evo_task_gate_version(cfg->task_ops)};
         evo_eval_rec_set_result(&e, r);
@@ -490,8 +499,7 @@ static evo_status compile_only(const evo_config *cfg, char **files, int n, bool 
 
 /* `evo check`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
 const evo_cli_opt evo_cli_opts_check[] = {
-    {"config", 'c', required_argument, true, "F",
-     "the configuration whose cases, tolerances and baseline apply"},
+    {"config", 'c', required_argument, true, "F", "the configuration whose cases, tolerances and baseline apply"},
     {"accuracy", 'C', required_argument, false, "CLASS",
      "the accuracy class the files' arithmetic claims, judged by that class's gate\n"
      "(default exact; attention: exact, fp8 — docs/templates.md, \"Accuracy classes\")"},
@@ -502,8 +510,7 @@ const evo_cli_opt evo_cli_opts_check[] = {
      "how far the figures move: per-shape spread of the medians, fitness CV, timing cost"},
     {"json", 'J', no_argument, false, NULL,
      "machine-readable output: every outcome, errors included, is JSON on stdout"},
-    {"db", 'D', required_argument, false, "F",
-     "also store each result in database F (as candidate file:NAME)"},
+    {"db", 'D', required_argument, false, "F", "also store each result in database F (as candidate file:NAME)"},
     {"sanitize", 'Z', optional_argument, false, "[=TOOLS]",
      "then run each kernel that ran under compute-sanitizer (TOOLS: a comma list of\n"
      "memcheck, racecheck, initcheck, synccheck; default memcheck,racecheck); errors\n"
@@ -525,24 +532,24 @@ static evo_status check_files(int argc, char **argv, evo_err *err)
     opterr = 0;
     for (int ch; (ch = getopt_long(argc, argv, ":c:", longopts, NULL)) != -1;) {
         switch (ch) {
-        case 'c': config_path = optarg; break;
-        case 'J': json = 1; break;
-        case 'D': db_path = optarg; break;
-        case 'Z': sanitize = optarg ? optarg : EVO_SANITIZE_DEFAULT_TOOLS; break;
-        case 'Y': sanitizer = optarg; break;
-        case 'G': genome = optarg; break;
-        case 'C': accuracy = optarg; break;
-        case 'R': {
-            char *end;
-            const long v = strtol(optarg, &end, 10);
-            if (*end || end == optarg || v < 1 || v > EVO_PROTO_MAX_RETIME)
-                return evo_cli_usage_error(self, err, "--retime: '%s' is not a count from 1 to %d", optarg,
-                                           EVO_PROTO_MAX_RETIME);
-            retime = (int)v;
-            break;
-        }
-        case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
-        default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
+            case 'c': config_path = optarg; break;
+            case 'J': json = 1; break;
+            case 'D': db_path = optarg; break;
+            case 'Z': sanitize = optarg ? optarg : EVO_SANITIZE_DEFAULT_TOOLS; break;
+            case 'Y': sanitizer = optarg; break;
+            case 'G': genome = optarg; break;
+            case 'C': accuracy = optarg; break;
+            case 'R': {
+                char *end;
+                const long v = strtol(optarg, &end, 10);
+                if (*end || end == optarg || v < 1 || v > EVO_PROTO_MAX_RETIME)
+                    return evo_cli_usage_error(self, err, "--retime: '%s' is not a count from 1 to %d", optarg,
+                                               EVO_PROTO_MAX_RETIME);
+                retime = (int)v;
+                break;
+            }
+            case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
+            default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind >= argc && !genome) return evo_cli_usage_error(self, err, "give the kernel file(s) to check");
@@ -581,8 +588,10 @@ static evo_status check_files(int argc, char **argv, evo_err *err)
         evo_err why = {{0}};
         if (evo_cudrv_load(&cu, &why) != EVO_OK && genome) {
             evo_config_free(cfg);
-            return evo_fail(err, EVO_E_NODRIVER, "check: %s. evo check --genome runs a kernel: it needs an NVIDIA "
-                            "GPU (evo compile --genome compiles one without)", why.msg);
+            return evo_fail(err, EVO_E_NODRIVER,
+                            "check: %s. evo check --genome runs a kernel: it needs an NVIDIA "
+                            "GPU (evo compile --genome compiles one without)",
+                            why.msg);
         }
         if (why.msg[0]) {
             s = compile_only(cfg, argv + optind, argc - optind, json, why.msg, err);
@@ -599,8 +608,8 @@ static evo_status check_files(int argc, char **argv, evo_err *err)
     char work[256];
     snprintf(work, sizeof work, "%s/evo-check-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
     evo_evaluator *ev = NULL;
-    evo_evaluator_opts eo = {.cfg = cfg, .config_path = config_path, .work_dir = work, .full_timing = true,
-                             .retime = retime};
+    evo_evaluator_opts eo = {
+        .cfg = cfg, .config_path = config_path, .work_dir = work, .full_timing = true, .retime = retime};
     /* The store first: a database evo cannot use is refused before a worker starts. */
     evo_store *st = NULL;
     if (db_path) s = evo_store_open(db_path, EVO_STORE_READWRITE, &st, err);
@@ -650,8 +659,10 @@ static evo_status check_files(int argc, char **argv, evo_err *err)
     free(z.sanitizer);
     /* The worker's log is kept when the worker or the GPU failed and it says something (the message then says
      * where), the sanitizer reports when they found errors; anything else leaves nothing behind. */
-    if (z.found) fprintf(stderr, "evo: sanitizer reports are kept in %s\n", work);
-    else evo_work_dir_settle(work, s, err);
+    if (z.found)
+        fprintf(stderr, "evo: sanitizer reports are kept in %s\n", work);
+    else
+        evo_work_dir_settle(work, s, err);
     return s;
 }
 

@@ -58,8 +58,10 @@ static cJSON *candidate_json(const evo_task *task, const evo_candidate *c)
             const evo_field *f = &task->variant_attrs[a];
             char text[64];
             evo_field_value_text(f, (double)v->attr[a], text, sizeof text);
-            if (f->type == EVO_FIELD_ENUM) cJSON_AddStringToObject(j, f->name, text);
-            else cJSON_AddNumberToObject(j, f->name, (double)v->attr[a]);
+            if (f->type == EVO_FIELD_ENUM)
+                cJSON_AddStringToObject(j, f->name, text);
+            else
+                cJSON_AddNumberToObject(j, f->name, (double)v->attr[a]);
         }
         cJSON_AddStringToObject(j, "name_expr", v->name_expr);
         cJSON_AddNumberToObject(j, "threads", v->threads);
@@ -80,16 +82,11 @@ static cJSON *candidate_json(const evo_task *task, const evo_candidate *c)
 
 /* `evo compile`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
 const evo_cli_opt evo_cli_opts_compile[] = {
-    {"genome", 'G', required_argument, false, "G",
-     "one genome in canonical text form"},
-    {"sample", 'n', required_argument, false, "N",
-     "a deterministic sample of N valid genomes, extremes included"},
-    {"arch", 'a', required_argument, false, "sm_XX",
-     "target architecture"},
-    {"json", 'J', no_argument, false, NULL,
-     "machine-readable output"},
-    {"jobs", 'j', required_argument, true, "N",
-     "parallel compiles (default: all cores)"},
+    {"genome", 'G', required_argument, false, "G", "one genome in canonical text form"},
+    {"sample", 'n', required_argument, false, "N", "a deterministic sample of N valid genomes, extremes included"},
+    {"arch", 'a', required_argument, false, "sm_XX", "target architecture"},
+    {"json", 'J', no_argument, false, NULL, "machine-readable output"},
+    {"jobs", 'j', required_argument, true, "N", "parallel compiles (default: all cores)"},
     {"config", 'c', required_argument, false, NULL, NULL}, /* not listed in the usage */
     {0},
 };
@@ -106,22 +103,21 @@ EVO_CMD(compile)
     for (int ch; (ch = getopt_long(argc, argv, "c:j:", longopts, NULL)) != -1;) {
         char *end;
         switch (ch) {
-        case 'c': config_path = optarg; break;
-        case 'G': genome_text = optarg; break;
-        case 'a': arch = optarg; break;
-        case 'J': json = 1; break;
-        case 'n':
-            sample = (int)strtol(optarg, &end, 10);
-            if (*end || sample < 1 || sample > 100000)
-                return evo_cli_usage_error(self, err, "--sample takes a count from 1 to 100000, not '%s'", optarg);
-            break;
-        case 'j':
-            jobs = (int)strtol(optarg, &end, 10);
-            if (*end || jobs < 1 || jobs > 1024)
-                return evo_cli_usage_error(self, err, "--jobs takes a count from 1 to 1024, not '%s'", optarg);
-            break;
-        default:
-            return evo_cli_usage_error(self, err, "unknown or incomplete option '%s'", argv[optind - 1]);
+            case 'c': config_path = optarg; break;
+            case 'G': genome_text = optarg; break;
+            case 'a': arch = optarg; break;
+            case 'J': json = 1; break;
+            case 'n':
+                sample = (int)strtol(optarg, &end, 10);
+                if (*end || sample < 1 || sample > 100000)
+                    return evo_cli_usage_error(self, err, "--sample takes a count from 1 to 100000, not '%s'", optarg);
+                break;
+            case 'j':
+                jobs = (int)strtol(optarg, &end, 10);
+                if (*end || jobs < 1 || jobs > 1024)
+                    return evo_cli_usage_error(self, err, "--jobs takes a count from 1 to 1024, not '%s'", optarg);
+                break;
+            default: return evo_cli_usage_error(self, err, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);

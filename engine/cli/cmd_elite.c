@@ -52,12 +52,9 @@ static void metric_list_free(metric_list *l)
 static const struct {
     const char *name, *label;
 } known_metrics[] = {
-    {EVO_PROFILE_TENSOR_PIPE, "tensor pipe"},
-    {EVO_PROFILE_DRAM, "DRAM throughput"},
-    {EVO_PROFILE_OCCUPANCY, "achieved occupancy"},
-    {EVO_PROFILE_BANK_CONFLICTS, "bank conflicts"},
-    {EVO_PROFILE_ISSUE_SLOTS, "issue slots"},
-    {EVO_PROFILE_DURATION, "duration"},
+    {EVO_PROFILE_TENSOR_PIPE, "tensor pipe"},      {EVO_PROFILE_DRAM, "DRAM throughput"},
+    {EVO_PROFILE_OCCUPANCY, "achieved occupancy"}, {EVO_PROFILE_BANK_CONFLICTS, "bank conflicts"},
+    {EVO_PROFILE_ISSUE_SLOTS, "issue slots"},      {EVO_PROFILE_DURATION, "duration"},
 };
 
 static int metric_order(const char *name)
@@ -111,23 +108,24 @@ static double worst(const evo_eval_rec *e, size_t offset)
     return w;
 }
 
-static void short_id(const char *key, char out[9])
-{
-    snprintf(out, 9, "%.8s", key ? key : "");
-}
+static void short_id(const char *key, char out[9]) { snprintf(out, 9, "%.8s", key ? key : ""); }
 
 /* ---- text ---- */
 
 static void fmt_num(char *buf, size_t n, const char *fmt, double v)
 {
-    if (isnan(v)) snprintf(buf, n, "-");
-    else snprintf(buf, n, fmt, v);
+    if (isnan(v))
+        snprintf(buf, n, "-");
+    else
+        snprintf(buf, n, fmt, v);
 }
 
 static void fmt_int(char *buf, size_t n, int v)
 {
-    if (v < 0) snprintf(buf, n, "?");
-    else snprintf(buf, n, "%d", v);
+    if (v < 0)
+        snprintf(buf, n, "?");
+    else
+        snprintf(buf, n, "%d", v);
 }
 
 static void fmt_metric_value(char *buf, size_t n, double v, const char *unit)
@@ -158,8 +156,10 @@ static void print_profile(const metric_list *l)
 /* "±0.42%": the half-width of the fitness interval relative to the fitness; "-" when unknown. */
 static void fmt_pm(char *buf, size_t n, double f, double lo, double hi)
 {
-    if (!(lo > 0) || !(hi > 0) || !(f > 0)) snprintf(buf, n, "-");
-    else snprintf(buf, n, "±%.2f%%", 100 * (hi - lo) / 2 / f);
+    if (!(lo > 0) || !(hi > 0) || !(f > 0))
+        snprintf(buf, n, "-");
+    else
+        snprintf(buf, n, "±%.2f%%", 100 * (hi - lo) / 2 / f);
 }
 
 static void fmt_interval(char *buf, size_t n, const char *fmt, double lo, double hi)
@@ -185,8 +185,10 @@ static void print_table(const evo_elite_rec *el, int n, metric_list *profiles, c
         short_id(c->key, id);
         fmt_num(tf, sizeof tf, "%.1f", geomean_rate(e));
         fmt_int(regs, sizeof regs, c->registers);
-        if (c->smem_bytes < 0) snprintf(smem, sizeof smem, "?");
-        else snprintf(smem, sizeof smem, "%.1f", c->smem_bytes / 1024.0);
+        if (c->smem_bytes < 0)
+            snprintf(smem, sizeof smem, "?");
+        else
+            snprintf(smem, sizeof smem, "%.1f", c->smem_bytes / 1024.0);
         fmt_int(spill, sizeof spill, c->spill_bytes);
         fmt_num(rel, sizeof rel, "%.2e", worst(e, offsetof(evo_shape_result, rel_l2)));
         char pm[32];
@@ -274,10 +276,14 @@ static cJSON *elite_json(int rank, const evo_elite_rec *el, const metric_list *p
     evo_json_num(o, "worst_rel_l2", worst(e, offsetof(evo_shape_result, rel_l2)));
     evo_json_num(o, "worst_max_abs", worst(e, offsetof(evo_shape_result, max_abs)));
     cJSON_AddNumberToObject(o, "evaluation_id", (double)e->id);
-    if (e->run_id > 0) cJSON_AddNumberToObject(o, "run_id", (double)e->run_id);
-    else cJSON_AddNullToObject(o, "run_id");
-    if (e->generation >= 0) cJSON_AddNumberToObject(o, "generation", e->generation);
-    else cJSON_AddNullToObject(o, "generation");
+    if (e->run_id > 0)
+        cJSON_AddNumberToObject(o, "run_id", (double)e->run_id);
+    else
+        cJSON_AddNullToObject(o, "run_id");
+    if (e->generation >= 0)
+        cJSON_AddNumberToObject(o, "generation", e->generation);
+    else
+        cJSON_AddNullToObject(o, "generation");
     evo_json_str(o, "gpu", e->gpu);
     evo_json_str(o, "evaluated_at", e->created_at);
     cJSON *shapes = cJSON_AddArrayToObject(o, "shapes");
@@ -307,22 +313,17 @@ typedef struct {
 
 /* `evo elite`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
 const evo_cli_opt evo_cli_opts_elite[] = {
-    {"show", 'S', no_argument, false, NULL,
-     "print the table (the default action)"},
-    {"top", 'k', required_argument, true, "K",
-     "how many (default 3)"},
+    {"show", 'S', no_argument, false, NULL, "print the table (the default action)"},
+    {"top", 'k', required_argument, true, "K", "how many (default 3)"},
     {"shape", 'H', required_argument, false, "NAME",
      "rank by the speedup on the shape called NAME (a name of the config's shapes),\n"
      "e.g. to pick the kernel for one problem size: evo export --id ID"},
-    {"accuracy", 'C', required_argument, false, "CLASS",
-     "only this accuracy class"},
+    {"accuracy", 'C', required_argument, false, "CLASS", "only this accuracy class"},
     {"json", 'J', no_argument, false, NULL,
      "machine-readable output (a JSON array, best first within each class; every entry\n"
      "names its \"accuracy\")"},
-    {"db", 'D', required_argument, false, "F",
-     "database (default population.db)"},
-    {"task", 'T', required_argument, false, "T",
-     "rank candidates of task T (default: the latest run's)"},
+    {"db", 'D', required_argument, false, "F", "database (default population.db)"},
+    {"task", 'T', required_argument, false, "T", "rank candidates of task T (default: the latest run's)"},
     {"arch", 'A', required_argument, false, "sm_XX",
      "rank candidates compiled for this arch (default: the latest run's)"},
     {0},
@@ -339,23 +340,23 @@ static evo_status parse_opts(int argc, char **argv, elite_opts *o, evo_err *err)
     int c;
     while ((c = getopt_long(argc, argv, ":k:", longopts, NULL)) != -1) {
         switch (c) {
-        case 'S': break;
-        case 'J': o->json = 1; break;
-        case 'D': o->db = optarg; break;
-        case 'T': o->task = optarg; break;
-        case 'A': o->arch = optarg; break;
-        case 'H': o->shape = optarg; break;
-        case 'C': o->accuracy = optarg; break;
-        case 'k': {
-            char *end;
-            long k = strtol(optarg, &end, 10);
-            if (*optarg == '\0' || *end || k < 1 || k > 1000000)
-                return evo_cli_usage_error(self, err, "--top wants a positive integer, got '%s'", optarg);
-            o->top = (int)k;
-            break;
-        }
-        case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
-        default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
+            case 'S': break;
+            case 'J': o->json = 1; break;
+            case 'D': o->db = optarg; break;
+            case 'T': o->task = optarg; break;
+            case 'A': o->arch = optarg; break;
+            case 'H': o->shape = optarg; break;
+            case 'C': o->accuracy = optarg; break;
+            case 'k': {
+                char *end;
+                long k = strtol(optarg, &end, 10);
+                if (*optarg == '\0' || *end || k < 1 || k > 1000000)
+                    return evo_cli_usage_error(self, err, "--top wants a positive integer, got '%s'", optarg);
+                o->top = (int)k;
+                break;
+            }
+            case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
+            default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
@@ -463,8 +464,8 @@ static const char *fitness_words(const evo_run_rec *run)
     evo_config *cfg = NULL;
     evo_fitness kind = EVO_FITNESS_GEOMEAN;
     evo_err ignored;
-    if (run->config_text && evo_config_parse("(stored config)", run->config_text, strlen(run->config_text), &cfg,
-                                             &ignored) == EVO_OK)
+    if (run->config_text &&
+        evo_config_parse("(stored config)", run->config_text, strlen(run->config_text), &cfg, &ignored) == EVO_OK)
         kind = cfg->fitness;
     evo_config_free(cfg);
     return evo_fitness_describe(kind);
@@ -476,7 +477,7 @@ typedef struct {
     const char *accuracy; /* NULL: any (a task unknown here) */
     const char *model;    /* NULL: any GPU; else the evaluations made on this GPU model */
     evo_elite_rec *el;
-    int n, n_all;         /* shown, and read (freed) */
+    int n, n_all; /* shown, and read (freed) */
     metric_list *profiles;
     evo_retime_rec *rt;
 } section;
@@ -545,11 +546,13 @@ EVO_CMD(elite)
     }
     for (int m = 0; m < per_model; m++) {
         const char *model = n_models > 1 ? models[m] : NULL;
-        if (o.accuracy) secs[n_secs++] = (section){.accuracy = o.accuracy, .model = model};
+        if (o.accuracy)
+            secs[n_secs++] = (section){.accuracy = o.accuracy, .model = model};
         else if (t)
             for (int i = 0; i < evo_task_accuracy_count(t) && i < EVO_ACCURACY_MAX; i++)
                 secs[n_secs++] = (section){.accuracy = evo_task_accuracy_name(t, i), .model = model};
-        else secs[n_secs++] = (section){.model = model};
+        else
+            secs[n_secs++] = (section){.model = model};
     }
     evo_err shape_err = {{0}};
     for (int i = 0; i < n_secs && s == EVO_OK; i++) {
@@ -567,11 +570,10 @@ EVO_CMD(elite)
         s = EVO_E_USAGE;
     } else if (s == EVO_OK && shown == 0) {
         s = evo_fail(err, EVO_E_NOTFOUND,
-                                             "%s: no elites yet%s%s%s%s%s%s — no candidate has passed every gate; run "
-                                             "`evo run`",
-                                             o.db, task ? " for " : "", task ? task : "", arch ? " on " : "",
-                                             arch ? arch : "", o.accuracy ? " in accuracy class " : "",
-                     o.accuracy ? o.accuracy : "");
+                     "%s: no elites yet%s%s%s%s%s%s — no candidate has passed every gate; run "
+                     "`evo run`",
+                     o.db, task ? " for " : "", task ? task : "", arch ? " on " : "", arch ? arch : "",
+                     o.accuracy ? " in accuracy class " : "", o.accuracy ? o.accuracy : "");
     }
     if (s == EVO_OK && o.json) {
         cJSON *arr = cJSON_CreateArray();

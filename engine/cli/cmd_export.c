@@ -31,10 +31,10 @@
 
 typedef struct {
     const char *db, *id, *output, *torch, *module, *accuracy;
-    const char *companion;     /* the file the task's own option named (NULL: none given) */
-    const char *kernel;        /* --kernel: a file evo export wrote, packaged as it is (no database read) */
-    const evo_task *opt_task;  /* the task whose option named it */
-    evo_cand_ref how; /* how id names the candidate: --id, --row, --key */
+    const char *companion;    /* the file the task's own option named (NULL: none given) */
+    const char *kernel;       /* --kernel: a file evo export wrote, packaged as it is (no database read) */
+    const evo_task *opt_task; /* the task whose option named it */
+    evo_cand_ref how;         /* how id names the candidate: --id, --row, --key */
     int best;
 } export_opts;
 
@@ -83,30 +83,25 @@ static const char *task_option_names(void)
 /* `evo export`'s options: parsing (getopt_long through evo_cli_longopts, with the tasks' own options after them)
  * and the usage's option lines. */
 const evo_cli_opt evo_cli_opts_export[] = {
-    {"best", 'B', no_argument, false, NULL,
-     "the top elite (the default) of the accuracy class --accuracy names"},
+    {"best", 'B', no_argument, false, NULL, "the top elite (the default) of the accuracy class --accuracy names"},
     {"accuracy", 'C', required_argument, false, "CLASS",
      "with --best: the class to take it from (default exact; attention: exact, fp8)"},
     {"id", 'I', required_argument, false, "ID",
      "a candidate's row id or key prefix (see evo elite --show); its class is its own. A\n"
      "number that is both (two candidates) is refused: then --row or --key says which"},
-    {"row", 'W', required_argument, false, "N",
-     "the candidate with row id N"},
-    {"key", 'K', required_argument, false, "PREFIX",
-     "the candidate whose key starts with PREFIX (4 to 64 hex digits)"},
+    {"row", 'W', required_argument, false, "N", "the candidate with row id N"},
+    {"key", 'K', required_argument, false, "PREFIX", "the candidate whose key starts with PREFIX (4 to 64 hex digits)"},
     {"output", 'o', required_argument, true, "FILE",
      "where to write (- : standard output); never the database or another input"},
     {"torch", 'T', required_argument, false, "DIR",
      "a PyTorch package instead: the kernel's .cu, the .cu its op needs (named by the\n"
      "task's option below) and NAME.py, which registers torch.ops.evo.* (built with nvcc\n"
      "at first use); DIR is created if missing. Tasks with a PyTorch op only (below)"},
-    {"module", 'M', required_argument, false, "NAME",
-     "the Python module's name (default: the task's, below)"},
+    {"module", 'M', required_argument, false, "NAME", "the Python module's name (default: the task's, below)"},
     {"kernel", 'k', required_argument, false, "FILE",
      "with --torch: package FILE, a kernel evo export wrote, instead of reading the\n"
      "database (its task from its name, <task>-..., its arch from the file)"},
-    {"db", 'D', required_argument, false, "F",
-     "database (default population.db)"},
+    {"db", 'D', required_argument, false, "F", "database (default population.db)"},
     {0},
 };
 
@@ -126,34 +121,35 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
     int c;
     while ((c = getopt_long(argc, argv, ":o:", longopts, NULL)) != -1) {
         switch (c) {
-        case 'B': o->best = 1; break;
-        case 'I':
-        case 'W':
-        case 'K':
-            if (o->id) return evo_cli_usage_error(self, err, "name one candidate: --id, --row or --key, once");
-            o->id = optarg;
-            o->how = c == 'I' ? EVO_CAND_ID_OR_KEY : c == 'W' ? EVO_CAND_ROW : EVO_CAND_KEY;
-            break;
-        case 'o': o->output = optarg; break;
-        case 'D': o->db = optarg; break;
-        case 'T': o->torch = optarg; break;
-        case 'M': o->module = optarg; break;
-        case 'k': o->kernel = optarg; break;
-        case 'C': o->accuracy = optarg; break;
-        case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
-        default:
-            if (c >= EXPORT_TASK_OPT && c - EXPORT_TASK_OPT < 64) {
-                o->companion = optarg;
-                o->opt_task = evo_tasks[c - EXPORT_TASK_OPT];
+            case 'B': o->best = 1; break;
+            case 'I':
+            case 'W':
+            case 'K':
+                if (o->id) return evo_cli_usage_error(self, err, "name one candidate: --id, --row or --key, once");
+                o->id = optarg;
+                o->how = c == 'I' ? EVO_CAND_ID_OR_KEY : c == 'W' ? EVO_CAND_ROW : EVO_CAND_KEY;
                 break;
-            }
-            return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
+            case 'o': o->output = optarg; break;
+            case 'D': o->db = optarg; break;
+            case 'T': o->torch = optarg; break;
+            case 'M': o->module = optarg; break;
+            case 'k': o->kernel = optarg; break;
+            case 'C': o->accuracy = optarg; break;
+            case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
+            default:
+                if (c >= EXPORT_TASK_OPT && c - EXPORT_TASK_OPT < 64) {
+                    o->companion = optarg;
+                    o->opt_task = evo_tasks[c - EXPORT_TASK_OPT];
+                    break;
+                }
+                return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
     if (o->best && o->id) return evo_cli_usage_error(self, err, "--best and --id (--row, --key) exclude each other");
     if (o->accuracy && o->id)
-        return evo_cli_usage_error(self, err, "--accuracy goes with --best (a candidate given by --id has its own class)");
+        return evo_cli_usage_error(self, err,
+                                   "--accuracy goes with --best (a candidate given by --id has its own class)");
     if (o->accuracy && !*o->accuracy) return evo_cli_usage_error(self, err, "--accuracy wants a class name");
     if (o->id && !*o->id) return evo_cli_usage_error(self, err, "--id wants a candidate id or key prefix");
     if (o->output && !*o->output) return evo_cli_usage_error(self, err, "-o wants a file name");
@@ -225,9 +221,8 @@ static evo_status find_companion(const evo_task *task, const char *given, const 
         const int r = glob(pattern[k], 0, NULL, &g);
         const size_t found = r == 0 ? g.gl_pathc : 0;
         if (found > 1)
-            s = evo_fail(err, EVO_E_USAGE,
-                         "export --torch: %zu files match %s (%s, %s...); choose one with --%s", found,
-                         evo_show(pattern[k]).s, evo_show(g.gl_pathv[0]).s, evo_show(g.gl_pathv[1]).s, opt);
+            s = evo_fail(err, EVO_E_USAGE, "export --torch: %zu files match %s (%s, %s...); choose one with --%s",
+                         found, evo_show(pattern[k]).s, evo_show(g.gl_pathv[0]).s, evo_show(g.gl_pathv[1]).s, opt);
         else if (found == 1)
             snprintf(path, n, "%s", g.gl_pathv[0]);
         if (r == 0) globfree(&g);
@@ -250,7 +245,7 @@ static const char *base_name(const char *path)
 /* src: the stored candidate the kernel was rendered from; NULL for --kernel (a file evo export wrote, whose task,
  * arch and name are task_name, arch and kname). */
 static evo_status write_torch(const export_opts *o, const evo_export_src *src, const char *task_name, const char *arch,
-                             const char *kernel_text, const char *kname_in, evo_err *err)
+                              const char *kernel_text, const char *kname_in, evo_err *err)
 {
     const evo_task *task = evo_task_find(task_name);
     if (!task || !task->torch_module)
@@ -267,13 +262,19 @@ static evo_status write_torch(const export_opts *o, const evo_export_src *src, c
     char *comp_text = NULL, *py = NULL;
     s = evo_read_file_max(comp, (size_t)64 << 20, &comp_text, NULL, err);
     if (s != EVO_OK) return s;
-    if (src) evo_export_default_name(src, kname, sizeof kname);
-    else snprintf(kname, sizeof kname, "%s", kname_in);
+    if (src)
+        evo_export_default_name(src, kname, sizeof kname);
+    else
+        snprintf(kname, sizeof kname, "%s", kname_in);
     const char *cname = base_name(comp);
     char pyname[300];
     snprintf(pyname, sizeof pyname, "%s.py", module);
-    const evo_torch_files f = {.kernel_text = kernel_text, .kernel_name = kname, .kernel_path = kname,
-                               .companion_text = comp_text, .companion_name = cname, .companion_path = comp};
+    const evo_torch_files f = {.kernel_text = kernel_text,
+                               .kernel_name = kname,
+                               .kernel_path = kname,
+                               .companion_text = comp_text,
+                               .companion_name = cname,
+                               .companion_path = comp};
     if (strcmp(cname, kname) == 0 || strcmp(cname, pyname) == 0)
         s = evo_fail(err, EVO_E_USAGE,
                      "export --torch: the %s %s would take the name of another file of "
@@ -352,9 +353,11 @@ static evo_status package_kernel(const export_opts *o, evo_err *err)
         if (strncmp(kname, evo_tasks[i]->name, len) == 0 && kname[len] == '-') task = evo_tasks[i];
     }
     if (!task && n_torch == 1) task = only;
-    if (!task) s = evo_fail(err, EVO_E_USAGE, "export --kernel %s: its name does not say its task (<task>-...)",
-                            evo_show(o->kernel).s);
-    else s = write_torch(o, NULL, task->name, arch, text, kname, err);
+    if (!task)
+        s = evo_fail(err, EVO_E_USAGE, "export --kernel %s: its name does not say its task (<task>-...)",
+                     evo_show(o->kernel).s);
+    else
+        s = write_torch(o, NULL, task->name, arch, text, kname, err);
     free(text);
     return s;
 }

@@ -22,12 +22,9 @@ typedef struct {
 
 /* `evo history`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
 const evo_cli_opt evo_cli_opts_history[] = {
-    {"run", 'R', required_argument, false, "ID",
-     "the run to show (default: the latest)"},
-    {"json", 'J', no_argument, false, NULL,
-     "machine-readable output"},
-    {"db", 'D', required_argument, false, "F",
-     "database (default population.db)"},
+    {"run", 'R', required_argument, false, "ID", "the run to show (default: the latest)"},
+    {"json", 'J', no_argument, false, NULL, "machine-readable output"},
+    {"db", 'D', required_argument, false, "F", "database (default population.db)"},
     {0},
 };
 
@@ -42,19 +39,20 @@ static evo_status parse_opts(int argc, char **argv, history_opts *o, evo_err *er
     int c;
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
-        case 'J': o->json = 1; break;
-        case 'D': o->db = optarg; break;
-        case 'R': {
-            char *end;
-            errno = 0;
-            long long id = strtoll(optarg, &end, 10);
-            if (*optarg == '\0' || *end || errno || id < 1)
-                return evo_cli_usage_error(self, err, "--run wants a run id (a positive integer), got '%s'", optarg);
-            o->run = id;
-            break;
-        }
-        case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
-        default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
+            case 'J': o->json = 1; break;
+            case 'D': o->db = optarg; break;
+            case 'R': {
+                char *end;
+                errno = 0;
+                long long id = strtoll(optarg, &end, 10);
+                if (*optarg == '\0' || *end || errno || id < 1)
+                    return evo_cli_usage_error(self, err, "--run wants a run id (a positive integer), got '%s'",
+                                               optarg);
+                o->run = id;
+                break;
+            }
+            case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
+            default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
@@ -63,8 +61,10 @@ static evo_status parse_opts(int argc, char **argv, history_opts *o, evo_err *er
 
 static void fmt_num(char *buf, size_t n, const char *fmt, double v)
 {
-    if (!isfinite(v)) snprintf(buf, n, "-");
-    else snprintf(buf, n, fmt, v);
+    if (!isfinite(v))
+        snprintf(buf, n, "-");
+    else
+        snprintf(buf, n, fmt, v);
 }
 
 /* The generations after which the elites were re-timed because the baseline drifted (retimes, schema 3): the next
@@ -125,8 +125,8 @@ static void print_text(const char *db, const evo_run_rec *r, const evo_gen_rec *
         fmt_num(k, sizeof k, "%.1f", x->check_s);
         fmt_num(t, sizeof t, "%.1f", x->time_s);
         fmt_num(noise, sizeof noise, "%.1f%%", x->baseline_noise * 100);
-        printf("%4d  %8s  %8s  %9d  %6d  %7s  %9s  %7s  %6s  %6s  ", x->generation, b, m, x->evaluated, x->reused, w,
-               c, k, t, noise);
+        printf("%4d  %8s  %8s  %9d  %6d  %7s  %9s  %7s  %6s  %6s  ", x->generation, b, m, x->evaluated, x->reused, w, c,
+               k, t, noise);
         const char *sep = "";
         for (int v = 0; v < EVO_V_COUNT; v++) {
             if (!x->counts[v]) continue;

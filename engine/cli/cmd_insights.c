@@ -15,10 +15,8 @@
 const evo_cli_opt evo_cli_opts_insights[] = {
     {"config", 'c', required_argument, true, "F",
      "search configuration (default configs/default.yaml, else the built-in one)"},
-    {"db", 'd', required_argument, false, "F",
-     "database (default population.db)"},
-    {"json", 'J', no_argument, false, NULL,
-     "machine-readable output"},
+    {"db", 'd', required_argument, false, "F", "database (default population.db)"},
+    {"json", 'J', no_argument, false, NULL, "machine-readable output"},
     {0},
 };
 
@@ -33,11 +31,11 @@ EVO_CMD(insights)
     opterr = 0;
     for (int c; (c = getopt_long(argc, argv, ":c:", opts, NULL)) != -1;) {
         switch (c) {
-        case 'c': config_path = optarg; break;
-        case 'd': db_path = optarg; break;
-        case 'J': json = true; break;
-        case ':': return evo_cli_usage_error(self, err, "option '%s' needs a value", argv[optind - 1]);
-        default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
+            case 'c': config_path = optarg; break;
+            case 'd': db_path = optarg; break;
+            case 'J': json = true; break;
+            case ':': return evo_cli_usage_error(self, err, "option '%s' needs a value", argv[optind - 1]);
+            default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);

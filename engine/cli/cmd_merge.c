@@ -35,8 +35,7 @@ static void print_counts(FILE *out, const char *what, const evo_merge_counts *a,
 
 /* `evo merge`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
 const evo_cli_opt evo_cli_opts_merge[] = {
-    {"quiet", 'q', no_argument, true, NULL,
-     "print nothing but errors"},
+    {"quiet", 'q', no_argument, true, NULL, "print nothing but errors"},
     {0},
 };
 
@@ -50,8 +49,8 @@ EVO_CMD(merge)
     opterr = 0;
     for (int ch; (ch = getopt_long(argc, argv, ":q", longopts, NULL)) != -1;) {
         switch (ch) {
-        case 'q': quiet = true; break;
-        default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
+            case 'q': quiet = true; break;
+            default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (argc - optind < 2) return evo_cli_usage_error(self, err, "give the output and at least one store to merge");

@@ -24,14 +24,10 @@ typedef struct {
 
 /* `evo plot`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
 const evo_cli_opt evo_cli_opts_plot[] = {
-    {"run", 'R', required_argument, false, "ID",
-     "the run to plot (default: the latest)"},
-    {"output", 'o', required_argument, true, "DIR",
-     "where to write (created when missing; default plots)"},
-    {"db", 'D', required_argument, false, "F",
-     "database (default population.db)"},
-    {"top", 'k', required_argument, true, "K",
-     "elites in the speedup chart, 1 to 10 (default 5)"},
+    {"run", 'R', required_argument, false, "ID", "the run to plot (default: the latest)"},
+    {"output", 'o', required_argument, true, "DIR", "where to write (created when missing; default plots)"},
+    {"db", 'D', required_argument, false, "F", "database (default population.db)"},
+    {"top", 'k', required_argument, true, "K", "elites in the speedup chart, 1 to 10 (default 5)"},
     {0},
 };
 
@@ -46,30 +42,31 @@ static evo_status parse_opts(int argc, char **argv, plot_opts *o, evo_err *err)
     int c;
     while ((c = getopt_long(argc, argv, ":o:k:", longopts, NULL)) != -1) {
         switch (c) {
-        case 'D': o->db = optarg; break;
-        case 'o':
-            if (!*optarg) return evo_cli_usage_error(self, err, "-o wants a directory");
-            o->dir = optarg;
-            break;
-        case 'R': {
-            char *end;
-            errno = 0;
-            long long id = strtoll(optarg, &end, 10);
-            if (*optarg == '\0' || *end || errno || id < 1)
-                return evo_cli_usage_error(self, err, "--run wants a run id (a positive integer), got '%s'", optarg);
-            o->run = id;
-            break;
-        }
-        case 'k': {
-            char *end;
-            long k = strtol(optarg, &end, 10);
-            if (*optarg == '\0' || *end || k < 1 || k > 10) /* one colour each */
-                return evo_cli_usage_error(self, err, "--top wants an integer from 1 to 10, got '%s'", optarg);
-            o->top = (int)k;
-            break;
-        }
-        case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
-        default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
+            case 'D': o->db = optarg; break;
+            case 'o':
+                if (!*optarg) return evo_cli_usage_error(self, err, "-o wants a directory");
+                o->dir = optarg;
+                break;
+            case 'R': {
+                char *end;
+                errno = 0;
+                long long id = strtoll(optarg, &end, 10);
+                if (*optarg == '\0' || *end || errno || id < 1)
+                    return evo_cli_usage_error(self, err, "--run wants a run id (a positive integer), got '%s'",
+                                               optarg);
+                o->run = id;
+                break;
+            }
+            case 'k': {
+                char *end;
+                long k = strtol(optarg, &end, 10);
+                if (*optarg == '\0' || *end || k < 1 || k > 10) /* one colour each */
+                    return evo_cli_usage_error(self, err, "--top wants an integer from 1 to 10, got '%s'", optarg);
+                o->top = (int)k;
+                break;
+            }
+            case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
+            default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
@@ -123,8 +120,7 @@ static evo_status write_svg(const char *dir, int64_t run, const char *what, evo_
 
 /* ---- (a) best and median fitness per generation ---- */
 
-static evo_status plot_fitness(const plot_opts *o, const evo_run_rec *run, const evo_gen_rec *g, int n,
-                               evo_err *err)
+static evo_status plot_fitness(const plot_opts *o, const evo_run_rec *run, const evo_gen_rec *g, int n, evo_err *err)
 {
     double *x = evo_xcalloc((size_t)(n ? n : 1), sizeof *x), *best = evo_xcalloc((size_t)(n ? n : 1), sizeof *best),
            *med = evo_xcalloc((size_t)(n ? n : 1), sizeof *med);
@@ -184,7 +180,8 @@ static evo_status plot_elites(const plot_opts *o, evo_store *st, const evo_run_r
         for (int b = 0; b < n; b++) {
             values[g * n + b] = NAN;
             for (int k = 0; k < el[b].eval.n_shapes; k++)
-                if (strcmp(el[b].eval.shapes[k].shape, shapes[g]) == 0) values[g * n + b] = el[b].eval.shapes[k].speedup;
+                if (strcmp(el[b].eval.shapes[k].shape, shapes[g]) == 0)
+                    values[g * n + b] = el[b].eval.shapes[k].speedup;
         }
     char **legend = evo_xcalloc((size_t)(n ? n : 1), sizeof *legend);
     for (int b = 0; b < n; b++) {
@@ -194,9 +191,11 @@ static evo_status plot_elites(const plot_opts *o, evo_store *st, const evo_run_r
     }
 
     char title[128], sub[512];
-    if (n) snprintf(title, sizeof title, "Run %lld: speedup per shape of the top %d elite%s", (long long)run->id, n,
-                    n == 1 ? "" : "s");
-    else snprintf(title, sizeof title, "Run %lld: speedup per shape of the elites", (long long)run->id);
+    if (n)
+        snprintf(title, sizeof title, "Run %lld: speedup per shape of the top %d elite%s", (long long)run->id, n,
+                 n == 1 ? "" : "s");
+    else
+        snprintf(title, sizeof title, "Run %lld: speedup per shape of the elites", (long long)run->id);
     snprintf(sub, sizeof sub, "%s on %s%s%s · shape set %.8s · speedup = baseline time / candidate time",
              run->task ? run->task : "?", run->arch ? run->arch : "?", run->gpu ? " · " : "", run->gpu ? run->gpu : "",
              run->shape_set ? run->shape_set : "?");
@@ -258,10 +257,22 @@ static evo_status plot_evaluations(const plot_opts *o, evo_store *st, const evo_
     evo_status s = evo_store_foreach_run_evaluation(st, run->id, -1, collect_eval, &pts, err);
     if (s != EVO_OK) return s;
     evo_plot_series series[2] = {
-        {.name = "OK", .x = pts.x[0], .y = pts.y[0], .n = pts.n[0], .marker = EVO_PLOT_CIRCLE, .marker_r = 3,
-         .opacity = 0.6, .jitter = 0.25},
-        {.name = "REGRESSED", .x = pts.x[1], .y = pts.y[1], .n = pts.n[1], .marker = EVO_PLOT_DIAMOND,
-         .marker_r = 3, .opacity = 0.7, .jitter = 0.25},
+        {.name = "OK",
+         .x = pts.x[0],
+         .y = pts.y[0],
+         .n = pts.n[0],
+         .marker = EVO_PLOT_CIRCLE,
+         .marker_r = 3,
+         .opacity = 0.6,
+         .jitter = 0.25},
+        {.name = "REGRESSED",
+         .x = pts.x[1],
+         .y = pts.y[1],
+         .n = pts.n[1],
+         .marker = EVO_PLOT_DIAMOND,
+         .marker_r = 3,
+         .opacity = 0.7,
+         .jitter = 0.25},
     };
     for (int k = 0; k < 2; k++)
         if (!series[k].n) series[k].name = NULL; /* no legend entry for what is not there */

@@ -31,8 +31,7 @@ const evo_cli_opt evo_cli_opts_profile[] = {
      "read it one way only"},
     {"shape", 'S', required_argument, false, "NAME",
      "only this shape: its full text or its name, e.g. mission (default: every timed shape)"},
-    {"db", 'D', required_argument, false, "F",
-     "database (default population.db)"},
+    {"db", 'D', required_argument, false, "F", "database (default population.db)"},
     {"ncu", 'N', required_argument, false, "PATH",
      "the ncu executable (default: ncu on PATH, then $CUDA_HOME/bin/ncu)"},
     {"cu", 'C', required_argument, false, "FILE",
@@ -162,8 +161,7 @@ static evo_status build_selftest(const char *nvcc, const char *arch, const char 
 {
     char arch_opt[64];
     target_option(arch, cu, arch_opt, sizeof arch_opt);
-    char *argv[] = {(char *)nvcc, arch_opt, "-O3", "-lineinfo", "-DEVO_SELFTEST", "-o", (char *)exe, (char *)cu,
-                    NULL};
+    char *argv[] = {(char *)nvcc, arch_opt, "-O3", "-lineinfo", "-DEVO_SELFTEST", "-o", (char *)exe, (char *)cu, NULL};
     char *log = NULL;
     int code = 0;
     evo_status s = evo_profile_run_capture(argv, NULL, EVO_NCU_TIMEOUT_S, &log, &code, err);
@@ -178,7 +176,8 @@ static evo_status build_selftest(const char *nvcc, const char *arch, const char 
 
 static void fmt(char *buf, size_t n, const char *f, double v, const char *unit)
 {
-    if (isnan(v)) snprintf(buf, n, "-");
+    if (isnan(v))
+        snprintf(buf, n, "-");
     else {
         int k = snprintf(buf, n, f, v);
         if (unit && k >= 0 && (size_t)k < n) snprintf(buf + k, n - (size_t)k, "%s", unit);
@@ -186,16 +185,15 @@ static void fmt(char *buf, size_t n, const char *f, double v, const char *unit)
 }
 
 /* Writes one shape's figures in one transaction; a figure ncu did not report is left out. */
-static evo_status store_summary(evo_store *st, int64_t cand, const char *shape, const evo_ncu_summary *m,
-                                evo_err *err)
+static evo_status store_summary(evo_store *st, int64_t cand, const char *shape, const evo_ncu_summary *m, evo_err *err)
 {
     const struct {
         const char *metric;
         double v;
         const char *unit;
     } rows[] = {
-        {EVO_PROFILE_TENSOR_PIPE, m->tensor_pipe, "%"},  {EVO_PROFILE_DRAM, m->dram, "%"},
-        {EVO_PROFILE_OCCUPANCY, m->occupancy, "%"},      {EVO_PROFILE_BANK_CONFLICTS, m->bank_conflicts, NULL},
+        {EVO_PROFILE_TENSOR_PIPE, m->tensor_pipe, "%"}, {EVO_PROFILE_DRAM, m->dram, "%"},
+        {EVO_PROFILE_OCCUPANCY, m->occupancy, "%"},     {EVO_PROFILE_BANK_CONFLICTS, m->bank_conflicts, NULL},
         {EVO_PROFILE_ISSUE_SLOTS, m->issue_slots, "%"}, {EVO_PROFILE_DURATION, m->duration_us, "us"},
     };
     evo_status s = evo_store_begin(st, err);
@@ -257,8 +255,9 @@ EVO_CMD(profile)
             evo_str_appendf(&names, "%s%s", i ? ", " : "", sh);
         }
         if (n_pick == 0)
-            s = evo_cli_usage_error(evo_cli_find("profile"), err, "candidate %.8s has no timed shape '%s' (its shapes: %s)",
-                                    c.key, o.shape ? o.shape : "", evo_str_cstr(&names));
+            s = evo_cli_usage_error(evo_cli_find("profile"), err,
+                                    "candidate %.8s has no timed shape '%s' (its shapes: %s)", c.key,
+                                    o.shape ? o.shape : "", evo_str_cstr(&names));
         evo_str_free(&names);
     }
     if (s == EVO_OK) s = evo_path_find_tool("ncu", o.ncu, &ncu, err);
@@ -286,14 +285,14 @@ EVO_CMD(profile)
         shape_name(shape, name, sizeof name);
         printf("profiling %s with %s\n", shape, ncu);
         fflush(stdout);
-        evo_ncu_job job = {.ncu = ncu, .exe = exe, .shape = name, .kernel_prefix = evo_cli_task_of(c.task)->kernel_prefix};
+        evo_ncu_job job = {
+            .ncu = ncu, .exe = exe, .shape = name, .kernel_prefix = evo_cli_task_of(c.task)->kernel_prefix};
         evo_ncu_summary m;
         s = evo_ncu_profile(&job, &m, NULL, err);
         if (s == EVO_OK) s = store_summary(st, c.id, shape, &m, err);
         if (s == EVO_OK) print_summary(shape, &m);
     }
-    if (s == EVO_OK)
-        printf("stored in %s for candidate %lld; `evo elite --show` prints them\n", o.db, (long long)c.id);
+    if (s == EVO_OK) printf("stored in %s for candidate %lld; `evo elite --show` prints them\n", o.db, (long long)c.id);
     if (dir[0]) evo_remove_tree(dir);
     free(pick);
     free(ncu);

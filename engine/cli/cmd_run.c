@@ -77,30 +77,20 @@ static evo_status run_islands(evo_run_opts *o, int every, int migrants, evo_err 
 
 /* `evo run`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
 const evo_cli_opt evo_cli_opts_run[] = {
-    {"config", 'c', required_argument, true, "F",
-     "search configuration (YAML)"},
-    {"generations", 'g', required_argument, true, "N",
-     "generations to run (config: evolution.generations)"},
-    {"population", 'p', required_argument, true, "N",
-     "genomes per generation (config: evolution.population)"},
-    {"seed", 's', required_argument, true, "N",
-     "seed of the search, 0 to 2^63-1; the same seed gives the same search"},
-    {"db", 'D', required_argument, false, "F",
-     "database (default population.db)"},
+    {"config", 'c', required_argument, true, "F", "search configuration (YAML)"},
+    {"generations", 'g', required_argument, true, "N", "generations to run (config: evolution.generations)"},
+    {"population", 'p', required_argument, true, "N", "genomes per generation (config: evolution.population)"},
+    {"seed", 's', required_argument, true, "N", "seed of the search, 0 to 2^63-1; the same seed gives the same search"},
+    {"db", 'D', required_argument, false, "F", "database (default population.db)"},
     {"resume", 'R', required_argument, false, "RUN",
      "continue run RUN after an interruption; nothing finished is repeated"},
-    {"gpus", 'G', required_argument, false, "LIST",
-     "GPU ordinals to use, e.g. 0,1, each once (default: all)"},
-    {"jobs", 'j', required_argument, true, "N",
-     "parallel compiles (default: all cores)"},
-    {"time-budget", 'T', required_argument, false, "S",
-     "stop after S seconds of wall time"},
+    {"gpus", 'G', required_argument, false, "LIST", "GPU ordinals to use, e.g. 0,1, each once (default: all)"},
+    {"jobs", 'j', required_argument, true, "N", "parallel compiles (default: all cores)"},
+    {"time-budget", 'T', required_argument, false, "S", "stop after S seconds of wall time"},
     {"strategy", 'S', required_argument, false, "NAME",
      "ga (default), random, or seeds (the baseline and seeds, then hill climbing)"},
-    {"no-insights", 'N', no_argument, false, NULL,
-     "mutate without per-knob statistics from the store"},
-    {"replay", 'P', required_argument, false, "DB",
-     "evaluate by looking up results recorded in DB (no GPU needed)"},
+    {"no-insights", 'N', no_argument, false, NULL, "mutate without per-knob statistics from the store"},
+    {"replay", 'P', required_argument, false, "DB", "evaluate by looking up results recorded in DB (no GPU needed)"},
     {"sanitize", 'Z', optional_argument, false, "[=TOOLS]",
      "after the search, run the top elites under compute-sanitizer (TOOLS: a comma list\n"
      "of memcheck, racecheck, initcheck, synccheck; default memcheck,racecheck); an\n"
@@ -113,10 +103,8 @@ const evo_cli_opt evo_cli_opts_run[] = {
      "sends its best M genomes to the next rank, which measures them again; rank 0 prints\n"
      "the job's progress and at the end merges every island's store into F. Resume: the\n"
      "same command with --resume RUN. Needs evo built with MPI"},
-    {"migrate-every", 'K', required_argument, false, "K",
-     "generations between migrations (default 5)"},
-    {"migrants", 'M', required_argument, false, "M",
-     "genomes each island sends per migration, 0 to 256 (default 2)"},
+    {"migrate-every", 'K', required_argument, false, "K", "generations between migrations (default 5)"},
+    {"migrants", 'M', required_argument, false, "M", "genomes each island sends per migration, 0 to 256 (default 2)"},
     {"quiet", 'q', no_argument, false, NULL, NULL}, /* not listed in the usage */
     {0},
 };
@@ -135,96 +123,99 @@ EVO_CMD(run)
     opterr = 0;
     for (int ch; (ch = getopt_long(argc, argv, ":c:g:p:s:j:q", longopts, NULL)) != -1;) {
         switch (ch) {
-        case 'c': o.config_path = optarg; break;
-        case 'D': o.db_path = optarg; break;
-        case 'S':
-            if (!evo_strategy_find(optarg)) {
-                int n;
-                const evo_strategy_ops *const *list = evo_strategy_list(&n);
-                char known[256] = "";
-                for (int i = 0; i < n; i++)
-                    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", list[i]->name);
-                return evo_cli_usage_error(self, err, "--strategy takes one of %s, not '%s'", known, optarg);
+            case 'c': o.config_path = optarg; break;
+            case 'D': o.db_path = optarg; break;
+            case 'S':
+                if (!evo_strategy_find(optarg)) {
+                    int n;
+                    const evo_strategy_ops *const *list = evo_strategy_list(&n);
+                    char known[256] = "";
+                    for (int i = 0; i < n; i++)
+                        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                                 list[i]->name);
+                    return evo_cli_usage_error(self, err, "--strategy takes one of %s, not '%s'", known, optarg);
+                }
+                o.strategy = optarg;
+                break;
+            case 'P': o.replay_db = optarg; break;
+            case 'Z': o.sanitize = optarg ? optarg : EVO_SANITIZE_DEFAULT_TOOLS; break;
+            case 'Y': o.sanitizer = optarg; break;
+            case 'N': o.insights = 0; break;
+            case 'q': o.quiet = true; break;
+            case 'I': islands = true; break;
+            case 'K':
+                if (parse_long(optarg, 1, 1000000, &v))
+                    return evo_cli_usage_error(self, err, "--migrate-every takes 1 to 1000000 generations, not '%s'",
+                                               optarg);
+                every = (int)v;
+                break;
+            case 'M':
+                if (parse_long(optarg, 0, EVO_ISLAND_MAX_MIGRANTS, &v))
+                    return evo_cli_usage_error(self, err, "--migrants takes 0 to %d, not '%s'", EVO_ISLAND_MAX_MIGRANTS,
+                                               optarg);
+                migrants = (int)v;
+                break;
+            case 'g':
+                if (parse_long(optarg, 1, 1000000, &v))
+                    return evo_cli_usage_error(self, err, "--generations takes 1 to 1000000, not '%s'", optarg);
+                o.generations = (int)v;
+                break;
+            case 'p':
+                if (parse_long(optarg, 2, 100000, &v))
+                    return evo_cli_usage_error(self, err, "--population takes 2 to 100000, not '%s'", optarg);
+                o.population = (int)v;
+                break;
+            case 's':
+                if (parse_long(optarg, 0, (long long)(~0ull >> 1), &v))
+                    return evo_cli_usage_error(self, err, "--seed takes 0 to %lld, not '%s'", (long long)(~0ull >> 1),
+                                               optarg);
+                o.seed = (uint64_t)v;
+                o.seed_set = true;
+                break;
+            case 'R':
+                if (parse_long(optarg, 1, (long long)(~0ull >> 1), &v))
+                    return evo_cli_usage_error(self, err, "--resume takes a run id (see evo history), not '%s'",
+                                               optarg);
+                o.resume_run = v;
+                break;
+            case 'j':
+                if (parse_long(optarg, 1, 1024, &v))
+                    return evo_cli_usage_error(self, err, "--jobs takes 1 to 1024, not '%s'", optarg);
+                o.jobs = (int)v;
+                break;
+            case 'T': {
+                char *end;
+                errno = 0;
+                double t = strtod(optarg, &end);
+                if (end == optarg || *end || errno || !(t > 0) || t > 1e9)
+                    return evo_cli_usage_error(self, err, "--time-budget takes seconds > 0, not '%s'", optarg);
+                o.time_budget_s = t;
+                break;
             }
-            o.strategy = optarg;
-            break;
-        case 'P': o.replay_db = optarg; break;
-        case 'Z': o.sanitize = optarg ? optarg : EVO_SANITIZE_DEFAULT_TOOLS; break;
-        case 'Y': o.sanitizer = optarg; break;
-        case 'N': o.insights = 0; break;
-        case 'q': o.quiet = true; break;
-        case 'I': islands = true; break;
-        case 'K':
-            if (parse_long(optarg, 1, 1000000, &v))
-                return evo_cli_usage_error(self, err, "--migrate-every takes 1 to 1000000 generations, not '%s'", optarg);
-            every = (int)v;
-            break;
-        case 'M':
-            if (parse_long(optarg, 0, EVO_ISLAND_MAX_MIGRANTS, &v))
-                return evo_cli_usage_error(self, err, "--migrants takes 0 to %d, not '%s'", EVO_ISLAND_MAX_MIGRANTS,
-                                           optarg);
-            migrants = (int)v;
-            break;
-        case 'g':
-            if (parse_long(optarg, 1, 1000000, &v))
-                return evo_cli_usage_error(self, err, "--generations takes 1 to 1000000, not '%s'", optarg);
-            o.generations = (int)v;
-            break;
-        case 'p':
-            if (parse_long(optarg, 2, 100000, &v))
-                return evo_cli_usage_error(self, err, "--population takes 2 to 100000, not '%s'", optarg);
-            o.population = (int)v;
-            break;
-        case 's':
-            if (parse_long(optarg, 0, (long long)(~0ull >> 1), &v))
-                return evo_cli_usage_error(self, err, "--seed takes 0 to %lld, not '%s'", (long long)(~0ull >> 1),
-                                           optarg);
-            o.seed = (uint64_t)v;
-            o.seed_set = true;
-            break;
-        case 'R':
-            if (parse_long(optarg, 1, (long long)(~0ull >> 1), &v))
-                return evo_cli_usage_error(self, err, "--resume takes a run id (see evo history), not '%s'", optarg);
-            o.resume_run = v;
-            break;
-        case 'j':
-            if (parse_long(optarg, 1, 1024, &v))
-                return evo_cli_usage_error(self, err, "--jobs takes 1 to 1024, not '%s'", optarg);
-            o.jobs = (int)v;
-            break;
-        case 'T': {
-            char *end;
-            errno = 0;
-            double t = strtod(optarg, &end);
-            if (end == optarg || *end || errno || !(t > 0) || t > 1e9)
-                return evo_cli_usage_error(self, err, "--time-budget takes seconds > 0, not '%s'", optarg);
-            o.time_budget_s = t;
-            break;
-        }
-        case 'G': {
-            /* every entry an ordinal: no empty one (",0", "0,,1", "0,"), none twice, checked before anything opens */
-            n_gpus = 0;
-            for (const char *p = optarg;; p++) {
-                const size_t len = strcspn(p, ",");
-                char tok[32];
-                snprintf(tok, sizeof tok, "%.*s", (int)(len < sizeof tok ? len : sizeof tok - 1), p);
-                if (len == 0 || len >= sizeof tok || n_gpus == (int)(sizeof gpus / sizeof gpus[0]) ||
-                    parse_long(tok, 0, 1023, &v))
-                    return evo_cli_usage_error(self, err, "--gpus takes ordinals like 0,1,3, not '%s'%s", optarg,
-                                               len == 0 ? " (an empty entry)" : "");
-                for (int k = 0; k < n_gpus; k++)
-                    if (gpus[k] == v)
-                        return evo_cli_usage_error(self, err, "--gpus names GPU %lld twice in '%s'", v, optarg);
-                gpus[n_gpus++] = (int)v;
-                p += len;
-                if (!*p) break;
+            case 'G': {
+                /* every entry an ordinal: no empty one (",0", "0,,1", "0,"), none twice, checked before anything opens */
+                n_gpus = 0;
+                for (const char *p = optarg;; p++) {
+                    const size_t len = strcspn(p, ",");
+                    char tok[32];
+                    snprintf(tok, sizeof tok, "%.*s", (int)(len < sizeof tok ? len : sizeof tok - 1), p);
+                    if (len == 0 || len >= sizeof tok || n_gpus == (int)(sizeof gpus / sizeof gpus[0]) ||
+                        parse_long(tok, 0, 1023, &v))
+                        return evo_cli_usage_error(self, err, "--gpus takes ordinals like 0,1,3, not '%s'%s", optarg,
+                                                   len == 0 ? " (an empty entry)" : "");
+                    for (int k = 0; k < n_gpus; k++)
+                        if (gpus[k] == v)
+                            return evo_cli_usage_error(self, err, "--gpus names GPU %lld twice in '%s'", v, optarg);
+                    gpus[n_gpus++] = (int)v;
+                    p += len;
+                    if (!*p) break;
+                }
+                o.gpus = gpus;
+                o.n_gpus = n_gpus;
+                break;
             }
-            o.gpus = gpus;
-            o.n_gpus = n_gpus;
-            break;
-        }
-        case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
-        default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
+            case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
+            default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);

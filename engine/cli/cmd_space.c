@@ -35,8 +35,10 @@ static void print_text(const evo_config *c, uint64_t total, uint64_t valid, bool
     evo_genome_format(s, &c->baseline, g, sizeof g);
     printf("\nbaseline: %s\n", g);
     printf("total:    %" PRIu64 "%s\n", total, total == UINT64_MAX ? " or more" : "");
-    if (exact) printf("valid:    %" PRIu64 " (%.2f%%)\n", valid, total ? 100.0 * (double)valid / (double)total : 0.0);
-    else printf("valid:    about %" PRIu64 " (estimated by sampling: too many to enumerate)\n", valid);
+    if (exact)
+        printf("valid:    %" PRIu64 " (%.2f%%)\n", valid, total ? 100.0 * (double)valid / (double)total : 0.0);
+    else
+        printf("valid:    about %" PRIu64 " (estimated by sampling: too many to enumerate)\n", valid);
 }
 
 static evo_status print_json(const evo_config *c, uint64_t total, uint64_t valid, bool exact, evo_err *err)
@@ -78,7 +80,7 @@ static evo_status print_json(const evo_config *c, uint64_t total, uint64_t valid
 /* `evo space`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
 const evo_cli_opt evo_cli_opts_space[] = {
     {"config", 'c', required_argument, false, NULL, NULL}, /* not listed in the usage */
-    {"json", 'J', no_argument, false, NULL, NULL}, /* not listed in the usage */
+    {"json", 'J', no_argument, false, NULL, NULL},         /* not listed in the usage */
     {0},
 };
 
@@ -94,10 +96,9 @@ EVO_CMD(space)
     int o;
     while ((o = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
         switch (o) {
-        case 'c': path = optarg; break;
-        case 'J': json = true; break;
-        default:
-            return evo_cli_usage_error(self, err, "option '%s' is unknown or needs a value", argv[optind - 1]);
+            case 'c': path = optarg; break;
+            case 'J': json = true; break;
+            default: return evo_cli_usage_error(self, err, "option '%s' is unknown or needs a value", argv[optind - 1]);
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
@@ -109,8 +110,10 @@ EVO_CMD(space)
     bool exact;
     st = evo_space_count(c->space, SPACE_COUNT_LIMIT, &total, &valid, &exact, err);
     if (st == EVO_OK) {
-        if (json) st = print_json(c, total, valid, exact, err);
-        else print_text(c, total, valid, exact);
+        if (json)
+            st = print_json(c, total, valid, exact, err);
+        else
+            print_text(c, total, valid, exact);
     }
     evo_config_free(c);
     return st;

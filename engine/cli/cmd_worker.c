@@ -15,12 +15,9 @@
 
 /* `evo worker`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
 const evo_cli_opt evo_cli_opts_worker[] = {
-    {"gpu", 'g', required_argument, false, "N",
-     "GPU ordinal to serve"},
-    {"config", 'c', required_argument, true, "F",
-     "search configuration (YAML)"},
-    {"log", 'l', required_argument, false, "FILE",
-     "append stderr to FILE"},
+    {"gpu", 'g', required_argument, false, "N", "GPU ordinal to serve"},
+    {"config", 'c', required_argument, true, "F", "search configuration (YAML)"},
+    {"log", 'l', required_argument, false, "FILE", "append stderr to FILE"},
     {"fake", 'f', required_argument, false, "MODE",
      "a test double that needs no GPU: ok, die, exit:N, stall, garbage, slow:SECONDS,\n"
      "error, exit-after (what every eval request does; a request's fault_injection\n"
@@ -42,21 +39,21 @@ EVO_CMD(worker)
     int c;
     while ((c = getopt_long(argc, argv, ":g:c:l:f:", opts, NULL)) != -1) {
         switch (c) {
-        case 'g': {
-            char *end;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (end == optarg || *end || errno || v < 0 || v > 65535)
-                return evo_cli_usage_error(self, err, "--gpu: '%s' is not a GPU ordinal", optarg);
-            gpu = (int)v;
-            break;
-        }
-        case 'c': config = optarg; break;
-        case 'l': log = optarg; break;
-        case 'f': fake = optarg; break;
-        case 's': sanitize = true; break;
-        case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
-        default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
+            case 'g': {
+                char *end;
+                errno = 0;
+                long v = strtol(optarg, &end, 10);
+                if (end == optarg || *end || errno || v < 0 || v > 65535)
+                    return evo_cli_usage_error(self, err, "--gpu: '%s' is not a GPU ordinal", optarg);
+                gpu = (int)v;
+                break;
+            }
+            case 'c': config = optarg; break;
+            case 'l': log = optarg; break;
+            case 'f': fake = optarg; break;
+            case 's': sanitize = true; break;
+            case ':': return evo_cli_usage_error(self, err, "%s needs a value", argv[optind - 1]);
+            default: return evo_cli_usage_error(self, err, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);

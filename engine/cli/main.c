@@ -26,8 +26,7 @@ static const evo_cmd commands[] = {
      "recorded on a GPU instead. A run in progress belongs to one process (a lease in the database, renewed while\n"
      "it runs): a second --resume of it is refused. The first result that cannot be stored stops the run.\n"
      "\n",
-     evo_cli_opts_run, NULL,
-     0, NULL},
+     evo_cli_opts_run, NULL, 0, NULL},
     {"elite", cmd_elite, "show the best kernels found so far",
      "usage: evo elite --show [--top K] [--shape NAME] [--accuracy CLASS] [--json] [--db F] [--task T]\n"
      "                        [--arch sm_XX]\n"
@@ -38,8 +37,7 @@ static const evo_cmd commands[] = {
      "By default it ranks the task, arch and shape set of the latest run; ncu metrics are shown when stored.\n"
      "Each accuracy class (attention: exact, fp8; docs/templates.md) is ranked on its own, in a table each.\n"
      "\n",
-     evo_cli_opts_elite, NULL,
-     0, NULL},
+     evo_cli_opts_elite, NULL, 0, NULL},
     {"export", cmd_export, "write the best (or a chosen) kernel as a standalone .cu",
      "usage: evo export [--best [--accuracy CLASS] | --id ID | --row N | --key PREFIX] [-o FILE | --torch DIR\n"
      "                  [--module NAME] [--kernel FILE] [TASK OPTION]] [--db F]\n"
@@ -52,8 +50,7 @@ static const evo_cmd commands[] = {
      "gate in a run are exported (kernels checked with `evo check` are hand-written files already). --best\n"
      "passes over such files. Reads the database only. No GPU needed.\n"
      "\n",
-     evo_cli_opts_export, NULL,
-     0, evo_cli_export_task_options},
+     evo_cli_opts_export, NULL, 0, evo_cli_export_task_options},
     {"check", cmd_check, "run a hand-written kernel through the same gates",
      "usage: evo check FILE.cu [FILE.cu...] [--config F] [--accuracy CLASS] [--json] [--db F]\n"
      "                 [--sanitize[=TOOLS]] [--sanitizer PATH] [--retime N]\n"
@@ -67,23 +64,20 @@ static const evo_cmd commands[] = {
      "does not compile). The compiler runs confined: it may read only the file's folder, evo's headers and the\n"
      "CUDA Toolkit's, within the config's compile limits (memory, CPU time, output, open files).\n"
      "\n",
-     evo_cli_opts_check, NULL,
-     0, NULL},
+     evo_cli_opts_check, NULL, 0, NULL},
     {"space", cmd_space, "print the search space: knobs, domains, size, valid count",
      "usage: evo space [--config F] [--json]\n"
      "\n"
      "Prints each knob with its domain, the constraints, the total number of genomes and how many satisfy\n"
      "every constraint. No GPU needed.\n",
-     evo_cli_opts_space, NULL,
-     0, NULL},
+     evo_cli_opts_space, NULL, 0, NULL},
     {"compile", cmd_compile, "compile genomes with NVRTC and report registers, shared memory, spills",
      "usage: evo compile [--config F] [--genome K=V,...] [--sample N] [--arch sm_XX] [--json] [--jobs N]\n"
      "\n"
      "Renders the template for each genome and compiles it with NVRTC for the given architecture (default: the\n"
      "config's arch, sm_90 when that is auto and no GPU is present). No GPU needed.\n"
      "\n",
-     evo_cli_opts_compile, NULL,
-     0, NULL},
+     evo_cli_opts_compile, NULL, 0, NULL},
     {"history", cmd_history, "per-generation best / median fitness and status counts of a run",
      "usage: evo history [--run ID] [--json] [--db F]\n"
      "\n"
@@ -91,8 +85,7 @@ static const evo_cmd commands[] = {
      "evaluations, counts by verdict, and the wall time split into compile, check and timing. Reads the database\n"
      "only; never modifies it.\n"
      "\n",
-     evo_cli_opts_history, NULL,
-     0, NULL},
+     evo_cli_opts_history, NULL, 0, NULL},
     {"insights", cmd_insights, "per-knob-value statistics that guide mutation",
      "usage: evo insights [--config F] [--db F] [--json]\n"
      "\n"
@@ -100,8 +93,7 @@ static const evo_cmd commands[] = {
      "measured ones, and the weight mutation gives the value now (1 = no opinion; below 1 avoided, above 1\n"
      "preferred). Counts the evaluations of the config's task, arch and shape set. Reads the database only.\n"
      "\n",
-     evo_cli_opts_insights, NULL,
-     0, NULL},
+     evo_cli_opts_insights, NULL, 0, NULL},
     {"profile", cmd_profile, "profile a stored kernel with Nsight Compute and store the metrics",
      "usage: evo profile (--id ID | --row N | --key PREFIX) [--shape NAME] [--db F] [--ncu PATH] [--cu FILE]\n"
      "\n"
@@ -110,8 +102,7 @@ static const evo_cmd commands[] = {
      "issue-slot utilisation and the kernel's duration; `evo elite --show` prints them. Needs an NVIDIA GPU, nvcc\n"
      "and Nsight Compute with access to the GPU's performance counters.\n"
      "\n",
-     evo_cli_opts_profile, NULL,
-     0, NULL},
+     evo_cli_opts_profile, NULL, 0, NULL},
     {"plot", cmd_plot, "draw SVG charts of a run: fitness per generation, speedup per shape",
      "usage: evo plot [--run ID] [-o DIR] [--db F] [--top K]\n"
      "\n"
@@ -120,8 +111,7 @@ static const evo_cmd commands[] = {
      "run's task, arch and shape set) and run<ID>-evaluations.svg (the fitness of every evaluation). Reads the\n"
      "database only; a browser shows the files.\n"
      "\n",
-     evo_cli_opts_plot, NULL,
-     0, NULL},
+     evo_cli_opts_plot, NULL, 0, NULL},
     {"merge", cmd_merge, "combine stores (islands, other machines) into one",
      "usage: evo merge OUT.db IN.db [IN.db...] [--quiet]\n"
      "\n"
@@ -132,26 +122,22 @@ static const evo_cmd commands[] = {
      "holding different tasks, before anything is written. Each IN.db is merged in one transaction. `evo elite\n"
      "--show` on the result ranks each GPU model on its own. No GPU needed.\n"
      "\n",
-     evo_cli_opts_merge, NULL,
-     0, NULL},
+     evo_cli_opts_merge, NULL, 0, NULL},
     {"init", cmd_init, "write the default configuration out to edit",
      "usage: evo init [PATH | -]\n"
      "\n"
      "Writes the default search configuration built into evo to PATH (default configs/default.yaml, which evo run,\n"
      "space, compile, check and insights read when no --config is given; without that file they use the built-in\n"
      "one), or to standard output for -. Never replaces a file: an existing PATH is refused. No GPU needed.\n",
-     evo_cli_opts_init, NULL,
-     0, NULL},
-    {"help", cmd_help, "show help for a command", "usage: evo help [COMMAND]\n",
-     NULL, NULL, 0, NULL},
+     evo_cli_opts_init, NULL, 0, NULL},
+    {"help", cmd_help, "show help for a command", "usage: evo help [COMMAND]\n", NULL, NULL, 0, NULL},
     {"worker", cmd_worker, "internal: the GPU worker process",
      "usage: evo worker --gpu N [--config F] [--log FILE] [--fake MODE]   (internal)\n"
      "\n"
      "The process evo starts once per GPU: it owns that GPU's CUDA context and answers requests (one JSON object\n"
      "per line) on stdin/stdout. Not meant to be run by hand.\n"
      "\n",
-     evo_cli_opts_worker, NULL,
-     1, NULL},
+     evo_cli_opts_worker, NULL, 1, NULL},
 };
 
 const evo_cmd *evo_cli_commands(int *n)
@@ -184,8 +170,9 @@ void evo_cli_print_opts(FILE *f, const evo_cli_opt *opts)
         const evo_cli_opt *o = &opts[k];
         if (!o->help) continue;
         char head[96];
-        int len = snprintf(head, sizeof head, "  %s--%s%s%s", o->letter ? (char[]){'-', (char)o->key, ',', ' ', 0} : "    ",
-                           o->name, o->arg && o->arg[0] != '[' ? " " : "", o->arg ? o->arg : "");
+        int len =
+            snprintf(head, sizeof head, "  %s--%s%s%s", o->letter ? (char[]){'-', (char)o->key, ',', ' ', 0} : "    ",
+                     o->name, o->arg && o->arg[0] != '[' ? " " : "", o->arg ? o->arg : "");
         fprintf(f, "%s%*s", head, len < 24 ? 24 - len : 1, "");
         for (const char *h = o->help; *h; h++) {
             fputc(*h, f);
@@ -251,8 +238,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("evo %s\n", EVO_VERSION);
-        if (evo_comm_built()) printf("MPI: %s (evo run --islands)\n", evo_comm_library());
-        else printf("MPI: none (built without MPI: no evo run --islands)\n");
+        if (evo_comm_built())
+            printf("MPI: %s (evo run --islands)\n", evo_comm_library());
+        else
+            printf("MPI: none (built without MPI: no evo run --islands)\n");
         return 0;
     }
     evo_strategy_register_config_checks();
@@ -295,8 +284,10 @@ evo_status evo_cli_config_load(const char *path, evo_config **out, evo_err *err)
 
 void evo_json_num(cJSON *o, const char *name, double v)
 {
-    if (isfinite(v)) cJSON_AddNumberToObject(o, name, v);
-    else cJSON_AddNullToObject(o, name);
+    if (isfinite(v))
+        cJSON_AddNumberToObject(o, name, v);
+    else
+        cJSON_AddNullToObject(o, name);
 }
 
 const evo_task *evo_cli_task_of(const char *name)
@@ -330,6 +321,8 @@ cJSON *evo_json_shape_result(const evo_shape_result *r, const evo_task *task)
 
 void evo_json_str(cJSON *o, const char *name, const char *s)
 {
-    if (s) cJSON_AddStringToObject(o, name, s);
-    else cJSON_AddNullToObject(o, name);
+    if (s)
+        cJSON_AddStringToObject(o, name, s);
+    else
+        cJSON_AddNullToObject(o, name);
 }

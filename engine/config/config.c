@@ -21,10 +21,7 @@
 /* Registered by the layers above (evo_config_set_checks); zero: nothing beyond this layer's own rules. */
 static evo_config_checks checks;
 
-void evo_config_set_checks(const evo_config_checks *c)
-{
-    checks = c ? *c : (evo_config_checks){0};
-}
+void evo_config_set_checks(const evo_config_checks *c) { checks = c ? *c : (evo_config_checks){0}; }
 
 /* ---- names ---- */
 
@@ -89,7 +86,8 @@ void evo_config_accuracy_names(const evo_config *c, char *buf, size_t n)
     buf[0] = '\0';
     for (int i = 0; i < evo_task_accuracy_count(c->task_ops) && used < n; i++)
         if (c->accuracy & (1u << i))
-            used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "", evo_task_accuracy_name(c->task_ops, i));
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "",
+                                     evo_task_accuracy_name(c->task_ops, i));
 }
 
 void evo_config_shape_set_key(const evo_config *c, char hex[65]) { shapes_key(c, true, hex); }
@@ -109,8 +107,8 @@ void evo_config_free(evo_config *c)
 /* ---- the walk over the document ---- */
 
 typedef struct {
-    size_t index;  /* the node's start_mark.index */
-    char tag[24];  /* as written, shortened: "!!str" */
+    size_t index; /* the node's start_mark.index */
+    char tag[24]; /* as written, shortened: "!!str" */
 } tagged_scalar;
 
 typedef struct {
@@ -144,10 +142,10 @@ static evo_status fail_at(loader *L, yaml_mark_t m, const char *path, const char
 }
 
 #define FAIL(L, node, path, ...) fail_at((L), (node)->start_mark, (path), __VA_ARGS__)
-#define TRY(x)                                                                                                 \
-    do {                                                                                                       \
-        evo_status s_ = (x);                                                                                   \
-        if (s_ != EVO_OK) return s_;                                                                           \
+#define TRY(x) \
+    do { \
+        evo_status s_ = (x); \
+        if (s_ != EVO_OK) return s_; \
     } while (0)
 
 static yaml_node_t *node_at(loader *L, int id) { return yaml_document_get_node(&L->doc, id); }
@@ -188,8 +186,7 @@ static const char *found(const yaml_node_t *n, char *buf, size_t len)
 static evo_status expected(loader *L, const yaml_node_t *n, const char *path, const char *what)
 {
     char buf[96];
-    if (is_null(n))
-        return FAIL(L, n, path, "no value given (expected %s; leave the key out to get its default)", what);
+    if (is_null(n)) return FAIL(L, n, path, "no value given (expected %s; leave the key out to get its default)", what);
     return FAIL(L, n, path, "expected %s, found %s", what, found(n, buf, sizeof buf));
 }
 
@@ -300,8 +297,7 @@ static evo_status refuse_tag(loader *L, const yaml_node_t *n, const char *path, 
     return EVO_OK;
 }
 
-static evo_status as_int(loader *L, const yaml_node_t *n, const char *path, long long lo, long long hi,
-                         long long *out)
+static evo_status as_int(loader *L, const yaml_node_t *n, const char *path, long long lo, long long hi, long long *out)
 {
     const char *v = NULL;
     TRY(refuse_tag(L, n, path, "an integer", "!!int"));
@@ -369,8 +365,8 @@ static evo_status as_str(loader *L, const yaml_node_t *n, const char *path, size
     return EVO_OK;
 }
 
-static evo_status as_name(loader *L, const yaml_node_t *n, const char *path, const char *const *names,
-                          const char *what, int *out)
+static evo_status as_name(loader *L, const yaml_node_t *n, const char *path, const char *const *names, const char *what,
+                          int *out)
 {
     const char *v;
     TRY(need_scalar(L, n, path, what, &v));
@@ -390,8 +386,8 @@ static evo_status opt_i32(loader *L, const yaml_node_t *map, const char *path, c
     return n ? as_i32(L, n, sub(p, path, key), lo, hi, out) : EVO_OK;
 }
 
-static evo_status opt_double(loader *L, const yaml_node_t *map, const char *path, const char *key, double lo,
-                             bound lob, double hi, bound hib, double *out)
+static evo_status opt_double(loader *L, const yaml_node_t *map, const char *path, const char *key, double lo, bound lob,
+                             double hi, bound hib, double *out)
 {
     char p[PATH_MAX_LEN];
     yaml_node_t *n = get(L, map, key);
@@ -445,8 +441,8 @@ static evo_status add_knob(loader *L, evo_space *s, const char *name, const evo_
     if (n == 0) return FAIL(L, dom, path, "empty domain: a knob needs at least one value");
     if (n > EVO_MAX_DOMAIN) return FAIL(L, dom, path, "%d values: a domain holds at most %d", n, EVO_MAX_DOMAIN);
     const yaml_node_t *first = ITEM(L, dom, 0);
-    bool is_enum = first->type == YAML_SCALAR_NODE && !is_null(first) &&
-                   is_identifier((const char *)first->data.scalar.value);
+    bool is_enum =
+        first->type == YAML_SCALAR_NODE && !is_null(first) && is_identifier((const char *)first->data.scalar.value);
     char legal_text[128] = "";
     if (legal) evo_knob_legal_format(legal, legal_text, sizeof legal_text);
     if (legal && is_enum) return FAIL(L, first, item(p, path, 0), "expected an integer (legal: %s)", legal_text);
@@ -458,8 +454,10 @@ static evo_status add_knob(loader *L, evo_space *s, const char *name, const evo_
         if (is_enum) {
             TRY(need_scalar(L, v, p, "a value name like the domain's first", &names[i]));
             if (!is_identifier(names[i]) || strcmp(names[i], "in") == 0 || strlen(names[i]) > 63)
-                return FAIL(L, v, p, "'%.40s' is not a value name (letters, digits, '_'; at most 63) and the "
-                                     "domain's first value makes this an enumerated knob", names[i]);
+                return FAIL(L, v, p,
+                            "'%.40s' is not a value name (letters, digits, '_'; at most 63) and the "
+                            "domain's first value makes this an enumerated knob",
+                            names[i]);
         } else {
             TRY(as_i32(L, v, p, -2147483647 - 1, 2147483647, &values[i]));
             if (legal && !evo_knob_legal_has(legal, values[i]))
@@ -467,12 +465,12 @@ static evo_status add_knob(loader *L, evo_space *s, const char *name, const evo_
         }
         for (int j = 0; j < i; j++)
             if (is_enum ? !strcmp(names[i], names[j]) : values[i] == values[j])
-                return FAIL(L, v, p, "value %s appears twice in the domain of %s",
-                            (const char *)v->data.scalar.value, name);
+                return FAIL(L, v, p, "value %s appears twice in the domain of %s", (const char *)v->data.scalar.value,
+                            name);
     }
     evo_err e = {{0}};
-    evo_status st = is_enum ? evo_space_add_enum_knob(s, name, names, n, &e)
-                            : evo_space_add_int_knob(s, name, values, n, &e);
+    evo_status st =
+        is_enum ? evo_space_add_enum_knob(s, name, names, n, &e) : evo_space_add_int_knob(s, name, values, n, &e);
     if (st != EVO_OK) return FAIL(L, dom, path, "%s", e.msg);
     return EVO_OK;
 }
@@ -520,8 +518,10 @@ static evo_status build_space(loader *L, yaml_node_t *const *domains, const yaml
         if (st != EVO_OK) {
             bool exact;
             yaml_mark_t m = constraint_mark(n, col, &exact);
-            if (exact) st = fail_at(L, m, q, "%s", e.msg);
-            else st = fail_at(L, m, q, "%s (column %d of the expression)", e.msg, col);
+            if (exact)
+                st = fail_at(L, m, q, "%s", e.msg);
+            else
+                st = fail_at(L, m, q, "%s (column %d of the expression)", e.msg, col);
         }
     }
     if (st != EVO_OK) {
@@ -553,8 +553,10 @@ static int first_unsatisfiable(loader *L, yaml_node_t *const *domains, const yam
     int lo = 1, hi = n;
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
-        if (proven_empty(L, domains, cons, mid)) hi = mid;
-        else lo = mid + 1;
+        if (proven_empty(L, domains, cons, mid))
+            hi = mid;
+        else
+            lo = mid + 1;
     }
     return lo - 1;
 }
@@ -645,21 +647,20 @@ static evo_status load_field(loader *L, const yaml_node_t *v, const char *path, 
 {
     char why[256];
     switch (f->type) {
-    case EVO_FIELD_BOOL: {
-        bool b = false;
-        TRY(as_bool(L, v, path, &b));
-        *out = b;
-        return EVO_OK;
-    }
-    case EVO_FIELD_ENUM: {
-        int i;
-        TRY(as_name(L, v, path, f->names, f->name, &i));
-        *out = i;
-        return EVO_OK;
-    }
-    case EVO_FIELD_REAL:
-        return as_double(L, v, path, f->rmin, CLOSED, f->rmax, CLOSED, out);
-    case EVO_FIELD_INT: break;
+        case EVO_FIELD_BOOL: {
+            bool b = false;
+            TRY(as_bool(L, v, path, &b));
+            *out = b;
+            return EVO_OK;
+        }
+        case EVO_FIELD_ENUM: {
+            int i;
+            TRY(as_name(L, v, path, f->names, f->name, &i));
+            *out = i;
+            return EVO_OK;
+        }
+        case EVO_FIELD_REAL: return as_double(L, v, path, f->rmin, CLOSED, f->rmax, CLOSED, out);
+        case EVO_FIELD_INT: break;
     }
     long long x;
     TRY(as_int(L, v, path, f->n_allowed ? LLONG_MIN : f->min, f->n_allowed ? LLONG_MAX : f->max, &x));
@@ -701,9 +702,12 @@ static evo_status load_shape(loader *L, const yaml_node_t *n, const char *path, 
         const evo_field *f = &t->shape_fields[i];
         double x = f->dflt;
         v = NULL;
-        if (!timed && f->axis) x = 0;
-        else if (f->dflt == (double)EVO_FIELD_REQUIRED) TRY(need(L, n, path, f->name, &v));
-        else v = get(L, n, f->name);
+        if (!timed && f->axis)
+            x = 0;
+        else if (f->dflt == (double)EVO_FIELD_REQUIRED)
+            TRY(need(L, n, path, f->name, &v));
+        else
+            v = get(L, n, f->name);
         if (v) TRY(load_field(L, v, sub(p, path, f->name), f, &x));
         out->v[i] = evo_field_store(f, x);
     }
@@ -740,8 +744,10 @@ static evo_status load_shape_list(loader *L, const yaml_node_t *list, const char
         item(p, path, i);
         TRY(load_shape(L, s, p, timed, &sh));
         TRY(check_shape_name(L, s, p, sh.name));
-        if (timed) L->c->shapes[L->c->n_shapes++] = sh;
-        else L->c->correctness.shapes[L->c->correctness.n_shapes++] = sh;
+        if (timed)
+            L->c->shapes[L->c->n_shapes++] = sh;
+        else
+            L->c->correctness.shapes[L->c->correctness.n_shapes++] = sh;
     }
     return EVO_OK;
 }
@@ -877,9 +883,9 @@ const char *evo_timing_method_name(evo_timing_method m)
 
 static evo_status load_timing(loader *L, const yaml_node_t *root)
 {
-    static const char *const keys[] = {"warmup",       "repetitions",      "flush_l2",     "abort_factor",
-                                       "kernel_timeout_s", "method",       "max_repetitions", "target_us",
-                                       "fresh_inputs", "check_samples",    "interleave",   "target_ci", NULL};
+    static const char *const keys[] = {"warmup",     "repetitions",     "flush_l2",  "abort_factor", "kernel_timeout_s",
+                                       "method",     "max_repetitions", "target_us", "fresh_inputs", "check_samples",
+                                       "interleave", "target_ci",       NULL};
     const char *path = "timing";
     yaml_node_t *m, *v;
     TRY(opt_map(L, root, path, keys, &m));
@@ -911,10 +917,10 @@ static evo_status load_timing(loader *L, const yaml_node_t *root)
 
 static evo_status load_evolution(loader *L, const yaml_node_t *root)
 {
-    static const char *const keys[] = {"strategy",       "population",    "generations",    "elites",
-                                       "tournament",     "crossover_rate", "mutation_rate", "immigrant_rate", "local_rate",
-                                       "seed",           "stall_generations", "time_budget_s", "insights",
-                                       NULL};
+    static const char *const keys[] = {
+        "strategy",          "population",    "generations",    "elites",     "tournament",
+        "crossover_rate",    "mutation_rate", "immigrant_rate", "local_rate", "seed",
+        "stall_generations", "time_budget_s", "insights",       NULL};
     char p[PATH_MAX_LEN];
     const char *path = "evolution";
     yaml_node_t *m, *v;
@@ -1002,8 +1008,10 @@ static evo_status check_options(loader *L, const yaml_node_t *v, const char *pat
     } else if (n > 0 && checks.compile_options) {
         const char *arch = strcmp(L->c->arch, "auto") == 0 ? "sm_90" : L->c->arch;
         evo_status s = checks.compile_options(arch, opts, n, L->c->compile.timeout_s, why, sizeof why);
-        if (s == EVO_E_CONFIG) st = FAIL(L, v, path, "NVRTC refuses these options: %s", why);
-        else if (s != EVO_OK) st = evo_fail(L->err, s, "%s: %s: cannot ask NVRTC about these options: %s", L->file, path, why);
+        if (s == EVO_E_CONFIG)
+            st = FAIL(L, v, path, "NVRTC refuses these options: %s", why);
+        else if (s != EVO_OK)
+            st = evo_fail(L->err, s, "%s: %s: cannot ask NVRTC about these options: %s", L->file, path, why);
     }
     free(buf);
     return st;
@@ -1114,9 +1122,9 @@ static void set_task_defaults(evo_config *c, const evo_task *t)
 
 static evo_status load_root(loader *L, const yaml_node_t *root)
 {
-    static const char *const base_keys[] = {"task",    "arch",    "space",    "baseline",  "seeds",
-                                            "shapes",  "correctness", "timing", "evolution", "regression",
-                                            "compile", "fitness", "accuracy"};
+    static const char *const base_keys[] = {"task",    "arch",        "space",   "baseline",  "seeds",
+                                            "shapes",  "correctness", "timing",  "evolution", "regression",
+                                            "compile", "fitness",     "accuracy"};
     static const char *const fitness_kinds[] = {"geomean", "worst", NULL};
     evo_config *c = L->c;
     yaml_node_t *v;
@@ -1184,8 +1192,10 @@ static yaml_mark_t mark_of_offset(const char *text, size_t len, size_t off)
 {
     yaml_mark_t m = {0, 0, 0};
     for (size_t i = 0; i < off && i < len; i++) {
-        if (text[i] == '\n') m.line++, m.column = 0;
-        else if (((unsigned char)text[i] & 0xC0) != 0x80) m.column++;
+        if (text[i] == '\n')
+            m.line++, m.column = 0;
+        else if (((unsigned char)text[i] & 0xC0) != 0x80)
+            m.column++;
     }
     m.index = off;
     return m;
@@ -1194,8 +1204,8 @@ static yaml_mark_t mark_of_offset(const char *text, size_t len, size_t off)
 static evo_status yaml_error(loader *L, yaml_parser_t *yp)
 {
     if (yp->error == YAML_MEMORY_ERROR) return evo_fail(L->err, EVO_E_NOMEM, "%s: out of memory parsing YAML", L->file);
-    yaml_mark_t m = yp->error == YAML_READER_ERROR ? mark_of_offset(L->text, L->len, yp->problem_offset)
-                                                  : yp->problem_mark;
+    yaml_mark_t m =
+        yp->error == YAML_READER_ERROR ? mark_of_offset(L->text, L->len, yp->problem_offset) : yp->problem_mark;
     char ctx[160] = "";
     if (yp->context)
         snprintf(ctx, sizeof ctx, " (%s at line %zu, column %zu)", yp->context, yp->context_mark.line + 1,
@@ -1219,8 +1229,8 @@ static evo_status prescan(loader *L)
         yaml_event_t ev;
         if (!yaml_parser_parse(&yp, &ev)) break; /* the document load reports the error with its position */
         done = ev.type == YAML_STREAM_END_EVENT;
-        if (ev.type == YAML_SCALAR_EVENT || ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT ||
-            ev.type == YAML_ALIAS_EVENT) {
+        if (ev.type == YAML_SCALAR_EVENT || ev.type == YAML_SEQUENCE_START_EVENT ||
+            ev.type == YAML_MAPPING_START_EVENT || ev.type == YAML_ALIAS_EVENT) {
             if (++nodes > EVO_CONFIG_MAX_NODES)
                 st = fail_at(L, ev.start_mark, "top level",
                              "more than %d YAML nodes (values, lists, mappings); a configuration has a few hundred",
@@ -1229,7 +1239,8 @@ static evo_status prescan(loader *L)
         if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
             if (++depth > EVO_CONFIG_MAX_DEPTH && st == EVO_OK)
                 st = fail_at(L, ev.start_mark, "top level",
-                             "lists and mappings nested more than %d deep; a configuration nests 4", EVO_CONFIG_MAX_DEPTH);
+                             "lists and mappings nested more than %d deep; a configuration nests 4",
+                             EVO_CONFIG_MAX_DEPTH);
         }
         if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) depth--;
         if (ev.type == YAML_SCALAR_EVENT && ev.data.scalar.tag) {
@@ -1240,8 +1251,10 @@ static evo_status prescan(loader *L)
             tagged_scalar *t = &L->tagged[L->n_tagged++];
             const char *tag = (const char *)ev.data.scalar.tag, *core = "tag:yaml.org,2002:";
             t->index = ev.start_mark.index;
-            if (strncmp(tag, core, strlen(core)) == 0) snprintf(t->tag, sizeof t->tag, "!!%s", tag + strlen(core));
-            else snprintf(t->tag, sizeof t->tag, "%s", tag);
+            if (strncmp(tag, core, strlen(core)) == 0)
+                snprintf(t->tag, sizeof t->tag, "!!%s", tag + strlen(core));
+            else
+                snprintf(t->tag, sizeof t->tag, "%s", tag);
         }
         yaml_event_delete(&ev);
     }

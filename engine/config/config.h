@@ -68,11 +68,11 @@ typedef enum {
 const char *evo_timing_method_name(evo_timing_method m); /* "auto", "events", "graph", "cupti" */
 
 typedef struct evo_config {
-    char *path;        /* as given */
-    char *text;        /* the whole file, stored with each run for provenance */
-    char task[EVO_NAME_MAX];   /* a name of evo_tasks (task.h) */
-    const evo_task *task_ops;  /* the task's table */
-    char arch[16];     /* "auto" or "sm_90" ... */
+    char *path;                     /* as given */
+    char *text;                     /* the whole file, stored with each run for provenance */
+    char task[EVO_NAME_MAX];        /* a name of evo_tasks (task.h) */
+    const evo_task *task_ops;       /* the task's table */
+    char arch[16];                  /* "auto" or "sm_90" ... */
     double options[EVO_FIELDS_MAX]; /* the task's options (task->options order): top-level keys it owns */
 
     evo_space *space;
@@ -82,32 +82,32 @@ typedef struct evo_config {
 
     evo_shape shapes[EVO_MAX_SHAPES]; /* timed; fitness is computed over these (see `fitness`) */
     int n_shapes;
-    evo_fitness fitness;  /* how per-shape speedups become one number */
+    evo_fitness fitness; /* how per-shape speedups become one number */
 
     struct {
         uint64_t seeds[16];
         int n_seeds;
-        int timed_seeds;  /* the timed shapes (large) are checked with the first timed_seeds seeds only */
+        int timed_seeds; /* the timed shapes (large) are checked with the first timed_seeds seeds only */
         evo_dist dists[EVO_DIST_COUNT];
         int n_dists;
         struct {
-            int field;            /* a shape field with axis = true (task.h)                     */
-            long long values[4];  /* every correctness case is checked with each of these values  */
+            int field;           /* a shape field with axis = true (task.h)                     */
+            long long values[4]; /* every correctness case is checked with each of these values  */
             int n;
-        } axes[EVO_FIELDS_MAX];   /* one per axis field of the task, in the task's field order   */
+        } axes[EVO_FIELDS_MAX]; /* one per axis field of the task, in the task's field order   */
         int n_axes;
         evo_shape shapes[EVO_MAX_SHAPES]; /* checked in addition to `shapes` */
         int n_shapes;
         evo_tolerance tol;
-        unsigned probes;  /* bit i: the task's structural probe i is checked (default: every one) */
+        unsigned probes; /* bit i: the task's structural probe i is checked (default: every one) */
     } correctness;
-    unsigned accuracy;    /* bit i: the task's accuracy class i is admitted (`accuracy`; default: exact alone) */
+    unsigned accuracy; /* bit i: the task's accuracy class i is admitted (`accuracy`; default: exact alone) */
 
     struct {
-        int warmup;          /* launches before timing                                */
-        int repetitions;     /* timed launches; the median is kept, with p10 and p90  */
-        bool flush_l2;       /* write a buffer >= 2x L2 before each repetition        */
-        double abort_factor; /* stop timing a candidate whose first reps exceed k x best */
+        int warmup;              /* launches before timing                                */
+        int repetitions;         /* timed launches; the median is kept, with p10 and p90  */
+        bool flush_l2;           /* write a buffer >= 2x L2 before each repetition        */
+        double abort_factor;     /* stop timing a candidate whose first reps exceed k x best */
         double kernel_timeout_s; /* a launch running longer than this is TIMEOUT  */
         evo_timing_method method;
         int max_repetitions; /* short kernels get more repetitions, up to this     */
@@ -135,7 +135,7 @@ typedef struct evo_config {
     } regression;
 
     struct {
-        double timeout_s; /* NVRTC time limit per candidate */
+        double timeout_s;  /* NVRTC time limit per candidate */
         int max_registers; /* 0 = no cap; RESOURCE_FAIL above */
         bool allow_spills;
         char *extra_options; /* appended to the NVRTC options (space-separated), may be NULL */
@@ -166,7 +166,7 @@ evo_status evo_config_load(const char *path, evo_config **out, evo_err *err);
  * EVO_BUILTIN_CONFIG_NAME), and *builtin (may be NULL) says so. */
 #define EVO_DEFAULT_CONFIG_PATH "configs/default.yaml"
 #define EVO_BUILTIN_CONFIG_NAME "(built-in) configs/default.yaml"
-#define EVO_BUILTIN_CONFIG_NOTE                                                                                    \
+#define EVO_BUILTIN_CONFIG_NOTE \
     "no configs/default.yaml here: using the default search built into evo (evo init writes it out to edit)"
 evo_status evo_config_load_default(const char *path, evo_config **out, bool *builtin, evo_err *err);
 /* The text of the built-in configs/default.yaml (static). */

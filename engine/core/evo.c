@@ -139,10 +139,7 @@ static const char *const verdict_names[EVO_V_COUNT] = {
     [EVO_V_NOT_RECORDED] = "NOT_RECORDED",
 };
 
-const char *evo_verdict_name(evo_verdict v)
-{
-    return (unsigned)v < EVO_V_COUNT ? verdict_names[v] : "UNKNOWN";
-}
+const char *evo_verdict_name(evo_verdict v) { return (unsigned)v < EVO_V_COUNT ? verdict_names[v] : "UNKNOWN"; }
 
 int evo_verdict_parse(const char *name, evo_verdict *v)
 {

@@ -75,9 +75,9 @@ const char *evo_verdict_name(evo_verdict v);
 int evo_verdict_parse(const char *name, evo_verdict *v);
 
 /* Programmer bugs only; never for input. */
-#define EVO_ASSERT(c)                                                                          \
-    do {                                                                                       \
-        if (!(c)) evo_assert_fail(#c, __FILE__, __LINE__);                                     \
+#define EVO_ASSERT(c) \
+    do { \
+        if (!(c)) evo_assert_fail(#c, __FILE__, __LINE__); \
     } while (0)
 void evo_assert_fail(const char *cond, const char *file, int line) __attribute__((noreturn));
 

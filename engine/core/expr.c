@@ -28,12 +28,12 @@ typedef enum {
     OP_GE,
     OP_EQ,
     OP_NE,
-    OP_IN,     /* top = top is one of sets[arg .. arg+val)           */
-    OP_BOOL,   /* top = top != 0                                     */
-    OP_AND,    /* top == 0: jump to arg keeping 0; else pop          */
-    OP_OR,     /* top != 0: jump to arg with 1 on top; else pop      */
-    OP_JZ,     /* pop; jump to arg when it was 0                     */
-    OP_JMP,    /* jump to arg                                        */
+    OP_IN,   /* top = top is one of sets[arg .. arg+val)           */
+    OP_BOOL, /* top = top != 0                                     */
+    OP_AND,  /* top == 0: jump to arg keeping 0; else pop          */
+    OP_OR,   /* top != 0: jump to arg with 1 on top; else pop      */
+    OP_JZ,   /* pop; jump to arg when it was 0                     */
+    OP_JMP,  /* jump to arg                                        */
 } op_code;
 
 typedef struct {
@@ -184,46 +184,58 @@ static void next(parser *p)
     } else {
         char c2 = t[p->pos + 1];
         switch (c) {
-        case '(': k.kind = T_LPAREN; break;
-        case ')': k.kind = T_RPAREN; break;
-        case '[': k.kind = T_LBRACK; break;
-        case ']': k.kind = T_RBRACK; break;
-        case ',': k.kind = T_COMMA; break;
-        case '?': k.kind = T_QUESTION; break;
-        case ':': k.kind = T_COLON; break;
-        case '+': k.kind = T_PLUS; break;
-        case '-': k.kind = T_MINUS; break;
-        case '*': k.kind = T_STAR; break;
-        case '/': k.kind = T_SLASH; break;
-        case '%': k.kind = T_PERCENT; break;
-        case '!':
-            if (c2 == '=') k.kind = T_NE, n = 2;
-            else k.kind = T_BANG;
-            break;
-        case '<':
-            if (c2 == '=') k.kind = T_LE, n = 2;
-            else k.kind = T_LT;
-            break;
-        case '>':
-            if (c2 == '=') k.kind = T_GE, n = 2;
-            else k.kind = T_GT;
-            break;
-        case '=':
-            if (c2 == '=') k.kind = T_EQ, n = 2;
-            else fail_at(p, k.column, "unexpected '=' (comparison is '==')");
-            break;
-        case '&':
-            if (c2 == '&') k.kind = T_AND, n = 2;
-            else fail_at(p, k.column, "unexpected '&' (logical and is '&&')");
-            break;
-        case '|':
-            if (c2 == '|') k.kind = T_OR, n = 2;
-            else fail_at(p, k.column, "unexpected '|' (logical or is '||')");
-            break;
-        default:
-            /* quote the whole UTF-8 character, not one byte of it */
-            while ((c & 0x80) && (((unsigned char)t[p->pos + n]) & 0xC0) == 0x80) n++;
-            fail_at(p, k.column, "unexpected character '%.*s'", (int)n, t + p->pos);
+            case '(': k.kind = T_LPAREN; break;
+            case ')': k.kind = T_RPAREN; break;
+            case '[': k.kind = T_LBRACK; break;
+            case ']': k.kind = T_RBRACK; break;
+            case ',': k.kind = T_COMMA; break;
+            case '?': k.kind = T_QUESTION; break;
+            case ':': k.kind = T_COLON; break;
+            case '+': k.kind = T_PLUS; break;
+            case '-': k.kind = T_MINUS; break;
+            case '*': k.kind = T_STAR; break;
+            case '/': k.kind = T_SLASH; break;
+            case '%': k.kind = T_PERCENT; break;
+            case '!':
+                if (c2 == '=')
+                    k.kind = T_NE, n = 2;
+                else
+                    k.kind = T_BANG;
+                break;
+            case '<':
+                if (c2 == '=')
+                    k.kind = T_LE, n = 2;
+                else
+                    k.kind = T_LT;
+                break;
+            case '>':
+                if (c2 == '=')
+                    k.kind = T_GE, n = 2;
+                else
+                    k.kind = T_GT;
+                break;
+            case '=':
+                if (c2 == '=')
+                    k.kind = T_EQ, n = 2;
+                else
+                    fail_at(p, k.column, "unexpected '=' (comparison is '==')");
+                break;
+            case '&':
+                if (c2 == '&')
+                    k.kind = T_AND, n = 2;
+                else
+                    fail_at(p, k.column, "unexpected '&' (logical and is '&&')");
+                break;
+            case '|':
+                if (c2 == '|')
+                    k.kind = T_OR, n = 2;
+                else
+                    fail_at(p, k.column, "unexpected '|' (logical or is '||')");
+                break;
+            default:
+                /* quote the whole UTF-8 character, not one byte of it */
+                while ((c & 0x80) && (((unsigned char)t[p->pos + n]) & 0xC0) == 0x80) n++;
+                fail_at(p, k.column, "unexpected character '%.*s'", (int)n, t + p->pos);
         }
     }
     k.len = n;
@@ -270,7 +282,8 @@ static evo_sym_kind resolve_ident(parser *p, int64_t *value)
     memcpy(name, p->text + p->tok.start, p->tok.len);
     name[p->tok.len] = '\0';
     evo_sym_kind k = p->resolve ? p->resolve(p->ctx, name, value) : EVO_SYM_UNKNOWN;
-    if (k == EVO_SYM_UNKNOWN) fail_at(p, p->tok.column, "unknown knob '%s'", name);
+    if (k == EVO_SYM_UNKNOWN)
+        fail_at(p, p->tok.column, "unknown knob '%s'", name);
     else if (k == EVO_SYM_AMBIGUOUS)
         fail_at(p, p->tok.column, "'%s' is a value of more than one enumerated knob, with different indices", name);
     else if (k == EVO_SYM_VAR && (*value < 0 || *value > INT32_MAX))
@@ -282,40 +295,39 @@ static void parse_primary(parser *p)
 {
     if (p->failed) return;
     switch (p->tok.kind) {
-    case T_INT:
-        emit(p, OP_CONST, 0, p->tok.value, +1);
-        next(p);
-        return;
-    case T_IDENT: {
-        int64_t v = 0;
-        evo_sym_kind k = resolve_ident(p, &v);
-        if (k == EVO_SYM_VAR) {
-            emit(p, OP_VAR, (int32_t)v, 0, +1);
-            if ((int)v > p->max_var) p->max_var = (int)v;
-        } else if (k == EVO_SYM_CONST) {
-            emit(p, OP_CONST, 0, v, +1);
-        }
-        next(p);
-        return;
-    }
-    case T_LPAREN: {
-        int col = p->tok.column;
-        if (!enter(p)) return;
-        next(p);
-        parse_ternary(p);
-        p->depth--;
-        if (p->failed) return;
-        if (p->tok.kind != T_RPAREN) {
-            char what[96];
-            snprintf(what, sizeof what, "expected ')' to close the '(' at column %d", col);
-            fail_here(p, what);
+        case T_INT:
+            emit(p, OP_CONST, 0, p->tok.value, +1);
+            next(p);
+            return;
+        case T_IDENT: {
+            int64_t v = 0;
+            evo_sym_kind k = resolve_ident(p, &v);
+            if (k == EVO_SYM_VAR) {
+                emit(p, OP_VAR, (int32_t)v, 0, +1);
+                if ((int)v > p->max_var) p->max_var = (int)v;
+            } else if (k == EVO_SYM_CONST) {
+                emit(p, OP_CONST, 0, v, +1);
+            }
+            next(p);
             return;
         }
-        next(p);
-        return;
-    }
-    default:
-        fail_here(p, "expected a number, a knob or '('");
+        case T_LPAREN: {
+            int col = p->tok.column;
+            if (!enter(p)) return;
+            next(p);
+            parse_ternary(p);
+            p->depth--;
+            if (p->failed) return;
+            if (p->tok.kind != T_RPAREN) {
+                char what[96];
+                snprintf(what, sizeof what, "expected ')' to close the '(' at column %d", col);
+                fail_here(p, what);
+                return;
+            }
+            next(p);
+            return;
+        }
+        default: fail_here(p, "expected a number, a knob or '('");
     }
 }
 
@@ -328,8 +340,10 @@ static void parse_unary(parser *p)
         next(p);
         parse_unary(p);
         p->depth--;
-        if (k == T_MINUS) emit(p, OP_NEG, 0, 0, 0);
-        else if (k == T_BANG) emit(p, OP_NOT, 0, 0, 0);
+        if (k == T_MINUS)
+            emit(p, OP_NEG, 0, 0, 0);
+        else if (k == T_BANG)
+            emit(p, OP_NOT, 0, 0, 0);
         return;
     }
     parse_primary(p);
@@ -431,8 +445,7 @@ static void parse_rel(parser *p)
         parse_add(p);
         emit(p, k == T_LT ? OP_LT : k == T_LE ? OP_LE : k == T_GT ? OP_GT : OP_GE, 0, 0, -1);
     }
-    if (!p->failed && is_rel(p->tok.kind))
-        fail_here(p, "comparisons do not chain (write 'a < b && b < c')");
+    if (!p->failed && is_rel(p->tok.kind)) fail_here(p, "comparisons do not chain (write 'a < b && b < c')");
 }
 
 static void parse_eq(parser *p)
@@ -443,8 +456,7 @@ static void parse_eq(parser *p)
     next(p);
     parse_rel(p);
     emit(p, k == T_EQ ? OP_EQ : OP_NE, 0, 0, -1);
-    if (!p->failed && is_eq(p->tok.kind))
-        fail_here(p, "comparisons do not chain (write 'a == b && b == c')");
+    if (!p->failed && is_eq(p->tok.kind)) fail_here(p, "comparisons do not chain (write 'a == b && b == c')");
 }
 
 static void parse_and(parser *p)
@@ -547,55 +559,86 @@ bool evo_expr_eval(const evo_expr *e, const int *vars, int64_t *value)
         const op *o = &code[pc];
         int64_t a, b;
         switch ((op_code)o->op) {
-        case OP_CONST: st[sp++] = o->val; break;
-        case OP_VAR: st[sp++] = vars[o->arg]; break;
-        case OP_NEG: st[sp - 1] = wrap_sub(0, st[sp - 1]); break;
-        case OP_NOT: st[sp - 1] = !st[sp - 1]; break;
-        case OP_BOOL: st[sp - 1] = st[sp - 1] != 0; break;
-        case OP_MUL: b = st[--sp]; st[sp - 1] = wrap_mul(st[sp - 1], b); break;
-        case OP_DIV:
-        case OP_MOD:
-            b = st[--sp];
-            a = st[sp - 1];
-            if (b == 0) {
-                *value = 0;
-                return false;
+            case OP_CONST: st[sp++] = o->val; break;
+            case OP_VAR: st[sp++] = vars[o->arg]; break;
+            case OP_NEG: st[sp - 1] = wrap_sub(0, st[sp - 1]); break;
+            case OP_NOT: st[sp - 1] = !st[sp - 1]; break;
+            case OP_BOOL: st[sp - 1] = st[sp - 1] != 0; break;
+            case OP_MUL:
+                b = st[--sp];
+                st[sp - 1] = wrap_mul(st[sp - 1], b);
+                break;
+            case OP_DIV:
+            case OP_MOD:
+                b = st[--sp];
+                a = st[sp - 1];
+                if (b == 0) {
+                    *value = 0;
+                    return false;
+                }
+                if (b == -1)
+                    st[sp - 1] = o->op == OP_DIV ? wrap_sub(0, a) : 0; /* INT64_MIN / -1 traps in C */
+                else
+                    st[sp - 1] = o->op == OP_DIV ? a / b : a % b;
+                break;
+            case OP_ADD:
+                b = st[--sp];
+                st[sp - 1] = wrap_add(st[sp - 1], b);
+                break;
+            case OP_SUB:
+                b = st[--sp];
+                st[sp - 1] = wrap_sub(st[sp - 1], b);
+                break;
+            case OP_LT:
+                b = st[--sp];
+                st[sp - 1] = st[sp - 1] < b;
+                break;
+            case OP_LE:
+                b = st[--sp];
+                st[sp - 1] = st[sp - 1] <= b;
+                break;
+            case OP_GT:
+                b = st[--sp];
+                st[sp - 1] = st[sp - 1] > b;
+                break;
+            case OP_GE:
+                b = st[--sp];
+                st[sp - 1] = st[sp - 1] >= b;
+                break;
+            case OP_EQ:
+                b = st[--sp];
+                st[sp - 1] = st[sp - 1] == b;
+                break;
+            case OP_NE:
+                b = st[--sp];
+                st[sp - 1] = st[sp - 1] != b;
+                break;
+            case OP_IN: {
+                a = st[sp - 1];
+                int64_t hit = 0;
+                for (int64_t i = 0; i < o->val; i++)
+                    if (e->sets[o->arg + i] == a) hit = 1;
+                st[sp - 1] = hit;
+                break;
             }
-            if (b == -1) st[sp - 1] = o->op == OP_DIV ? wrap_sub(0, a) : 0; /* INT64_MIN / -1 traps in C */
-            else st[sp - 1] = o->op == OP_DIV ? a / b : a % b;
-            break;
-        case OP_ADD: b = st[--sp]; st[sp - 1] = wrap_add(st[sp - 1], b); break;
-        case OP_SUB: b = st[--sp]; st[sp - 1] = wrap_sub(st[sp - 1], b); break;
-        case OP_LT: b = st[--sp]; st[sp - 1] = st[sp - 1] < b; break;
-        case OP_LE: b = st[--sp]; st[sp - 1] = st[sp - 1] <= b; break;
-        case OP_GT: b = st[--sp]; st[sp - 1] = st[sp - 1] > b; break;
-        case OP_GE: b = st[--sp]; st[sp - 1] = st[sp - 1] >= b; break;
-        case OP_EQ: b = st[--sp]; st[sp - 1] = st[sp - 1] == b; break;
-        case OP_NE: b = st[--sp]; st[sp - 1] = st[sp - 1] != b; break;
-        case OP_IN: {
-            a = st[sp - 1];
-            int64_t hit = 0;
-            for (int64_t i = 0; i < o->val; i++)
-                if (e->sets[o->arg + i] == a) hit = 1;
-            st[sp - 1] = hit;
-            break;
-        }
-        case OP_AND:
-            if (st[sp - 1] == 0) pc = o->arg - 1;
-            else sp--;
-            break;
-        case OP_OR:
-            if (st[sp - 1] != 0) {
-                st[sp - 1] = 1;
-                pc = o->arg - 1;
-            } else {
-                sp--;
-            }
-            break;
-        case OP_JZ:
-            if (st[--sp] == 0) pc = o->arg - 1;
-            break;
-        case OP_JMP: pc = o->arg - 1; break;
+            case OP_AND:
+                if (st[sp - 1] == 0)
+                    pc = o->arg - 1;
+                else
+                    sp--;
+                break;
+            case OP_OR:
+                if (st[sp - 1] != 0) {
+                    st[sp - 1] = 1;
+                    pc = o->arg - 1;
+                } else {
+                    sp--;
+                }
+                break;
+            case OP_JZ:
+                if (st[--sp] == 0) pc = o->arg - 1;
+                break;
+            case OP_JMP: pc = o->arg - 1; break;
         }
     }
     *value = st[sp - 1];

@@ -183,7 +183,10 @@ static uint64_t gen_word(uint64_t seed, uint32_t tensor_id, uint32_t stream, uin
     return gen_mix(key + (index + 1) * GEN_GAMMA);
 }
 
-uint64_t evo_ref_gen_word(uint64_t seed, uint32_t tensor_id, uint64_t index) { return gen_word(seed, tensor_id, 0, index); }
+uint64_t evo_ref_gen_word(uint64_t seed, uint32_t tensor_id, uint64_t index)
+{
+    return gen_word(seed, tensor_id, 0, index);
+}
 
 /* ln(u) for u in (0, 1]: u = m * 2^e with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh((m-1)/(m+1)) as a series. */
 static double gen_log(double u)
@@ -256,24 +259,18 @@ uint16_t evo_ref_gen_value(uint64_t seed, uint32_t tensor_id, int dist, uint64_t
     uint64_t w = gen_word(seed, tensor_id, 0, index);
     double v;
     switch (dist) {
-    case 1: /* uniform */
-        v = d_sub(d_mul(d_mul((double)(w >> 11), 0x1p-53), 2.0), 1.0);
-        break;
-    case 2: /* outliers */
-        v = gen_normal(w);
-        if ((uint32_t)(gen_word(seed, tensor_id, 1, index) >> 32) < GEN_OUTLIER_THRESHOLD)
-            v = d_add(v, d_mul(10.0, gen_normal(gen_word(seed, tensor_id, 2, index))));
-        break;
-    case 3: /* zero_head */
-        v = index < head_elems ? 0.0 : gen_normal(w);
-        break;
-    case 4: /* large */
-        v = d_mul(30.0, gen_normal(w));
-        break;
-    default: /* 0: normal */
-        EVO_ASSERT(dist == 0);
-        v = gen_normal(w);
-        break;
+        case 1: /* uniform */ v = d_sub(d_mul(d_mul((double)(w >> 11), 0x1p-53), 2.0), 1.0); break;
+        case 2: /* outliers */
+            v = gen_normal(w);
+            if ((uint32_t)(gen_word(seed, tensor_id, 1, index) >> 32) < GEN_OUTLIER_THRESHOLD)
+                v = d_add(v, d_mul(10.0, gen_normal(gen_word(seed, tensor_id, 2, index))));
+            break;
+        case 3: /* zero_head */ v = index < head_elems ? 0.0 : gen_normal(w); break;
+        case 4: /* large */ v = d_mul(30.0, gen_normal(w)); break;
+        default: /* 0: normal */
+            EVO_ASSERT(dist == 0);
+            v = gen_normal(w);
+            break;
     }
     return evo_ref_double_to_half(v);
 }
@@ -288,9 +285,9 @@ void evo_ref_gen_inputs(uint16_t *out, size_t n, uint64_t head_elems, uint64_t s
 static double elem_at(const void *p, evo_elem type, size_t i)
 {
     switch (type) {
-    case EVO_ELEM_F16: return (double)evo_ref_half_to_float(((const uint16_t *)p)[i]);
-    case EVO_ELEM_F32: return (double)((const float *)p)[i];
-    case EVO_ELEM_F64: return ((const double *)p)[i];
+        case EVO_ELEM_F16: return (double)evo_ref_half_to_float(((const uint16_t *)p)[i]);
+        case EVO_ELEM_F32: return (double)((const float *)p)[i];
+        case EVO_ELEM_F64: return ((const double *)p)[i];
     }
     EVO_ASSERT(0);
     return 0.0;

@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 /* ---- fp16 (IEEE binary16) ---- */
-float evo_ref_half_to_float(uint16_t h);  /* exact; NaN payloads kept */
-uint16_t evo_ref_float_to_half(float x);  /* round to nearest even; overflow -> inf; NaN -> 0x7e00 | sign */
+float evo_ref_half_to_float(uint16_t h);   /* exact; NaN payloads kept */
+uint16_t evo_ref_float_to_half(float x);   /* round to nearest even; overflow -> inf; NaN -> 0x7e00 | sign */
 uint16_t evo_ref_double_to_half(double x); /* the same, rounding the double once (no detour through float) */
 
 /* ---- 8-bit formats ---- */
@@ -46,11 +46,11 @@ typedef enum { EVO_ELEM_F16 = 0, EVO_ELEM_F32, EVO_ELEM_F64 } evo_elem;
  * The sums and max_abs cover the elements where both are finite, so one NaN does not hide the size of the rest;
  * a gate must look at n_nonfinite and n_over as well as at rel_l2. */
 typedef struct {
-    size_t n;            /* elements compared */
-    double max_abs;      /* max |out - ref| */
-    double rel_l2;       /* ||out - ref|| / ||ref||; the absolute ||out - ref|| when ||ref|| = 0 */
-    double rmse;         /* sqrt(sum (out - ref)^2 / n_finite); 0 when n_finite = 0 */
-    double frac_over;    /* n_over / n */
+    size_t n;         /* elements compared */
+    double max_abs;   /* max |out - ref| */
+    double rel_l2;    /* ||out - ref|| / ||ref||; the absolute ||out - ref|| when ||ref|| = 0 */
+    double rmse;      /* sqrt(sum (out - ref)^2 / n_finite); 0 when n_finite = 0 */
+    double frac_over; /* n_over / n */
     double sum_sq_diff, sum_sq_ref;
     size_t n_finite;     /* elements with out and ref finite */
     size_t n_over;       /* bad elements, non-finite ones included */
@@ -84,11 +84,11 @@ void evo_ref_metrics_from_acc(const evo_compare_acc *acc, size_t n, evo_metrics 
 typedef struct {
     double sum_sq_diff;
     double sum_sq_ref;
-    double max_abs;               /* max |out - ref| over the finite pairs */
-    double max_ref;               /* max |ref| over the finite pairs */
-    unsigned long long n_over;    /* bad elements */
+    double max_abs;                 /* max |out - ref| over the finite pairs */
+    double max_ref;                 /* max |ref| over the finite pairs */
+    unsigned long long n_over;      /* bad elements */
     unsigned long long n_nonfinite; /* elements whose out is not finite */
-    unsigned long long first_bad; /* smallest bad index (over the whole tensor), ~0ull when none */
+    unsigned long long first_bad;   /* smallest bad index (over the whole tensor), ~0ull when none */
     unsigned long long reserved;
 } evo_slice_acc;
 
@@ -101,8 +101,9 @@ double evo_slice_rel_l2(const evo_slice_acc *a);
 void evo_slice_metrics(const evo_slice_acc *acc, size_t n_slices, size_t slice_elems, evo_metrics *m);
 
 /* ---- launch geometry of templates/support.cu (its top comment gives each kernel's arguments) ---- */
-#define EVO_SUPPORT_BLOCK 256 /* evo_gen_inputs, evo_half_to_float, evo_compare, evo_canary_check (grid-stride: any
-                                 grid.x); the tasks' own support kernels use it too */
+/* evo_gen_inputs, evo_half_to_float, evo_compare, evo_canary_check (grid-stride: any grid.x); the tasks' own support
+ * kernels use it too */
+#define EVO_SUPPORT_BLOCK 256
 #define EVO_SUPPORT_SLICE_BLOCKS 64 /* evo_compare_slices: grid = (blocks per slice, slices), block = 256 */
 
 #endif

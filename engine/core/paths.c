@@ -204,8 +204,8 @@ evo_status evo_path_find_tool(const char *name, const char *given, char **path, 
 {
     *path = NULL;
     int is_ncu = strcmp(name, "ncu") == 0;
-    const char *what = is_ncu ? "install Nsight Compute or pass --ncu PATH"
-                              : "install the CUDA Toolkit or put its bin/ on PATH";
+    const char *what =
+        is_ncu ? "install Nsight Compute or pass --ncu PATH" : "install the CUDA Toolkit or put its bin/ on PATH";
     if (given) {
         if (!path_executable(given)) return evo_fail(err, EVO_E_NOTFOUND, "%s not found at %s: %s", name, given, what);
         *path = evo_strdup(given);

@@ -15,15 +15,15 @@
 #define EVO_SHAPE_FIELDS_MAX 256
 
 typedef struct {
-    char shape[64];    /* evo_shape_format text: "long(2,8,2048,64) causal" */
+    char shape[64];                    /* evo_shape_format text: "long(2,8,2048,64) causal" */
     char fields[EVO_SHAPE_FIELDS_MAX]; /* the shape's fields as a JSON object (evo_shape_fields_json) */
-    double median_us, p10_us, p90_us; /* 0 when not timed */
-    double baseline_us;               /* baseline re-timed in the same worker; 0 when unknown */
+    double median_us, p10_us, p90_us;  /* 0 when not timed */
+    double baseline_us;                /* baseline re-timed in the same worker; 0 when unknown */
     double speedup;
-    double rate;                      /* work / median time in the task's unit (TFLOP/s, GB/s); 0 when not timed */
-    double max_abs, rel_l2;           /* worst over the correctness cases of this shape, vs the gate's reference */
-    double e2e_rel_l2, e2e_rmse;      /* the task's second error (attention: vs the unquantized fp16 inputs) */
-    double ci_lo_us, ci_hi_us;        /* 95 % interval of median_us (noise.h); 0 when unknown (schema < 3) */
+    double rate;                 /* work / median time in the task's unit (TFLOP/s, GB/s); 0 when not timed */
+    double max_abs, rel_l2;      /* worst over the correctness cases of this shape, vs the gate's reference */
+    double e2e_rel_l2, e2e_rmse; /* the task's second error (attention: vs the unquantized fp16 inputs) */
+    double ci_lo_us, ci_hi_us;   /* 95 % interval of median_us (noise.h); 0 when unknown (schema < 3) */
     double baseline_ci_lo_us, baseline_ci_hi_us; /* ... of baseline_us */
 } evo_shape_result;
 
@@ -36,8 +36,8 @@ typedef struct {
                                       malloc'd, owned by the result; NULL encodes as {} */
     evo_shape_result shapes[EVO_MAX_SHAPES];
     int n_shapes;
-    double check_s, time_s;        /* seconds in the correctness and timing gates */
-    char gpu[128];                 /* the device that measured it */
+    double check_s, time_s; /* seconds in the correctness and timing gates */
+    char gpu[128];          /* the device that measured it */
 } evo_result;
 
 /* Frees detail; the record may be reused. */

@@ -18,8 +18,8 @@ typedef struct {
     char *name;
     bool is_enum;
     int n;
-    int values[EVO_MAX_DOMAIN];  /* integer value (enum: the index) */
-    char *text[EVO_MAX_DOMAIN];  /* as written in genomes */
+    int values[EVO_MAX_DOMAIN]; /* integer value (enum: the index) */
+    char *text[EVO_MAX_DOMAIN]; /* as written in genomes */
 } knob;
 
 typedef struct {
@@ -67,8 +67,10 @@ static bool is_identifier(const char *name)
 static evo_status check_new_knob(evo_space *s, const char *name, int n, evo_err *err)
 {
     if (!is_identifier(name))
-        return evo_fail(err, EVO_E_CONFIG, "knob name '%s' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, at most %d "
-                                           "characters, not 'in')", name ? name : "", NAME_MAX_LEN);
+        return evo_fail(err, EVO_E_CONFIG,
+                        "knob name '%s' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, at most %d "
+                        "characters, not 'in')",
+                        name ? name : "", NAME_MAX_LEN);
     if (evo_space_find_knob(s, name) >= 0) return evo_fail(err, EVO_E_CONFIG, "knob '%s' declared twice", name);
     if (s->n_knobs == EVO_MAX_KNOBS)
         return evo_fail(err, EVO_E_CONFIG, "knob '%s': more than %d knobs", name, EVO_MAX_KNOBS);
@@ -108,8 +110,7 @@ evo_status evo_space_add_enum_knob(evo_space *s, const char *name, const char *c
                             names[i] ? names[i] : "");
         for (int j = 0; j < i; j++)
             if (strcmp(names[i], names[j]) == 0)
-                return evo_fail(err, EVO_E_CONFIG, "knob '%s': value '%s' appears twice in its domain", name,
-                                names[i]);
+                return evo_fail(err, EVO_E_CONFIG, "knob '%s': value '%s' appears twice in its domain", name, names[i]);
     }
     knob *k = &s->knobs[s->n_knobs++];
     k->name = evo_strdup(name);
@@ -296,8 +297,7 @@ evo_status evo_genome_parse(const evo_space *s, const char *text, evo_genome *g,
                             item);
         }
         const char *eq = memchr(p, '=', (size_t)(end - p));
-        if (!eq)
-            return evo_fail(err, EVO_E_CONFIG, "genome entry '%s' is not KNOB=VALUE", entry);
+        if (!eq) return evo_fail(err, EVO_E_CONFIG, "genome entry '%s' is not KNOB=VALUE", entry);
         trimmed(p, eq, key, sizeof key);
         trimmed(eq + 1, end, val, sizeof val);
         int k = evo_space_find_knob(s, key);
@@ -337,9 +337,9 @@ typedef struct {
     const evo_space *s;
     int vars[EVO_MAX_KNOBS];
     evo_genome g;
-    int last_constrained;          /* highest knob any constraint reads, -1 when none does */
+    int last_constrained;               /* highest knob any constraint reads, -1 when none does */
     uint64_t suffix[EVO_MAX_KNOBS + 1]; /* product of the domain sizes of knobs k.. (saturating) */
-    uint64_t visits, budget;       /* budget 0 = unlimited */
+    uint64_t visits, budget;            /* budget 0 = unlimited */
     bool over_budget;
     int (*fn)(const evo_genome *g, void *ctx);
     void *ctx;

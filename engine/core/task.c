@@ -110,15 +110,15 @@ double evo_field_load(const evo_field *f, long long stored)
 int evo_field_value_text(const evo_field *f, double v, char *buf, size_t n)
 {
     switch (f->type) {
-    case EVO_FIELD_BOOL: return snprintf(buf, n, "%s", v != 0 ? "true" : "false");
-    case EVO_FIELD_ENUM: {
-        int count = 0;
-        while (f->names[count]) count++;
-        const int i = (int)v;
-        return snprintf(buf, n, "%s", i >= 0 && i < count ? f->names[i] : "?");
-    }
-    case EVO_FIELD_REAL: return snprintf(buf, n, "%g", v);
-    case EVO_FIELD_INT: break;
+        case EVO_FIELD_BOOL: return snprintf(buf, n, "%s", v != 0 ? "true" : "false");
+        case EVO_FIELD_ENUM: {
+            int count = 0;
+            while (f->names[count]) count++;
+            const int i = (int)v;
+            return snprintf(buf, n, "%s", i >= 0 && i < count ? f->names[i] : "?");
+        }
+        case EVO_FIELD_REAL: return snprintf(buf, n, "%g", v);
+        case EVO_FIELD_INT: break;
     }
     return snprintf(buf, n, "%lld", (long long)v);
 }
@@ -133,7 +133,10 @@ static void list_allowed(const evo_field *f, char *buf, size_t n)
         return;
     }
     for (int i = 0; i < f->n_allowed && used < n; i++)
-        used += (size_t)snprintf(buf + used, n - used, "%s%lld", i == 0 ? "" : i + 1 == f->n_allowed ? " or " : ", ",
+        used += (size_t)snprintf(buf + used, n - used, "%s%lld",
+                                 i == 0                  ? ""
+                                 : i + 1 == f->n_allowed ? " or "
+                                                         : ", ",
                                  f->allowed[i]);
 }
 
@@ -141,23 +144,23 @@ bool evo_field_check(const evo_field *f, double v, char *why, size_t why_len)
 {
     char legal[160];
     switch (f->type) {
-    case EVO_FIELD_BOOL:
-        if (v == 0 || v == 1) return true;
-        snprintf(why, why_len, "%s must be true or false", f->name);
-        return false;
-    case EVO_FIELD_ENUM: {
-        int count = 0;
-        while (f->names[count]) count++;
-        if (v == floor(v) && v >= 0 && v < count) return true;
-        list_allowed(f, legal, sizeof legal);
-        snprintf(why, why_len, "%s must be one of %s", f->name, legal);
-        return false;
-    }
-    case EVO_FIELD_REAL:
-        if (isfinite(v) && v >= f->rmin && v <= f->rmax) return true;
-        snprintf(why, why_len, "%s %g is out of range: must be %g to %g", f->name, v, f->rmin, f->rmax);
-        return false;
-    case EVO_FIELD_INT: break;
+        case EVO_FIELD_BOOL:
+            if (v == 0 || v == 1) return true;
+            snprintf(why, why_len, "%s must be true or false", f->name);
+            return false;
+        case EVO_FIELD_ENUM: {
+            int count = 0;
+            while (f->names[count]) count++;
+            if (v == floor(v) && v >= 0 && v < count) return true;
+            list_allowed(f, legal, sizeof legal);
+            snprintf(why, why_len, "%s must be one of %s", f->name, legal);
+            return false;
+        }
+        case EVO_FIELD_REAL:
+            if (isfinite(v) && v >= f->rmin && v <= f->rmax) return true;
+            snprintf(why, why_len, "%s %g is out of range: must be %g to %g", f->name, v, f->rmin, f->rmax);
+            return false;
+        case EVO_FIELD_INT: break;
     }
     if (v != floor(v) || v < (double)f->min || v > (double)f->max) {
         snprintf(why, why_len, "%s %.17g is out of range: must be %lld to %lld", f->name, v, f->min, f->max);

@@ -43,10 +43,10 @@ typedef enum {
 } evo_field_type;
 
 typedef struct {
-    const char *name;          /* YAML key and JSON name: "seq"                                             */
+    const char *name; /* YAML key and JSON name: "seq"                                             */
     evo_field_type type;
-    long long min, max;        /* INT: the range                                                           */
-    const long long *allowed;  /* INT: the legal values when not every integer in range is one (n_allowed) */
+    long long min, max;       /* INT: the range                                                           */
+    const long long *allowed; /* INT: the legal values when not every integer in range is one (n_allowed) */
     int n_allowed;
     const char *const *names;  /* ENUM: the value names, NULL-terminated                                    */
     double rmin, rmax;         /* REAL: the range (closed)                                                  */
@@ -56,7 +56,7 @@ typedef struct {
     bool axis_cheap;           /* ... the values after the first with the first seed and distribution only      */
     long long axis_default[4]; /* stored values (evo_field_store)                                                */
     int n_axis_default;
-    const char *doc;           /* one line for messages and `evo space`                                      */
+    const char *doc; /* one line for messages and `evo space`                                      */
 } evo_field;
 
 /* A shape's and an axis's values are stored as long long: integers, booleans and enum indices as they are, a REAL
@@ -91,7 +91,7 @@ int evo_task_shape_field(const struct evo_task *t, const char *name);
 
 /* Limits of the target device; from the driver in the worker, or a table per arch for `evo compile`. */
 typedef struct {
-    char arch[16];          /* "sm_90" */
+    char arch[16]; /* "sm_90" */
     int sm_major, sm_minor;
     int max_threads_per_block;
     int max_smem_per_block_optin; /* bytes, after cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) */
@@ -138,9 +138,9 @@ typedef struct evo_torch_files {
 } evo_torch_files;
 
 typedef struct {
-    char *source;      /* complete program text (owned) */
+    char *source; /* complete program text (owned) */
     char program_name[64];
-    char arch[16];     /* "" = the evaluator's arch; else what this program must be compiled for ("sm_90a") */
+    char arch[16]; /* "" = the evaluator's arch; else what this program must be compiled for ("sm_90a") */
     evo_variant variants[EVO_MAX_VARIANTS];
     int n_variants;
 } evo_program;
@@ -165,10 +165,10 @@ bool evo_knob_legal_has(const evo_knob_legal *l, int v);
 void evo_knob_legal_format(const evo_knob_legal *l, char *buf, size_t n);
 
 typedef struct evo_task {
-    const char *name;          /* its folder under tasks/; what a config's `task:` names                    */
-    const char *summary;       /* one line for `evo help` and exported files                                */
-    const char *template_file; /* the template in the embedded tree (templates.h), for messages              */
-    const char *const *headers;/* in-memory headers every program of the task includes, NULL-terminated      */
+    const char *name;           /* its folder under tasks/; what a config's `task:` names                    */
+    const char *summary;        /* one line for `evo help` and exported files                                */
+    const char *template_file;  /* the template in the embedded tree (templates.h), for messages              */
+    const char *const *headers; /* in-memory headers every program of the task includes, NULL-terminated      */
 
     /* Knobs: names the template takes (a config declares these, in any order, and no others), the value a
      * config that leaves one out gets (or EVO_KNOB_REQUIRED), and the values the template can take for each. */
@@ -184,11 +184,11 @@ typedef struct evo_task {
     const char *const *optional_knobs;
 
     /* Problem description. */
-    const evo_field *shape_fields;   /* a shape's fields; n_shape_fields of them                           */
+    const evo_field *shape_fields; /* a shape's fields; n_shape_fields of them                           */
     int n_shape_fields;
-    const evo_field *options;        /* top-level config keys the task owns (values in evo_config.options) */
+    const evo_field *options; /* top-level config keys the task owns (values in evo_config.options) */
     int n_options;
-    const evo_field *variant_attrs;  /* evo_variant.attr's names and types (for the worker protocol)       */
+    const evo_field *variant_attrs; /* evo_variant.attr's names and types (for the worker protocol)       */
     int n_variant_attrs;
     /* Cross-field rules of a shape (sizes that overflow an index type, ...): false with *why. */
     bool (*shape_check)(const evo_shape *s, char *why, size_t why_len);
@@ -212,13 +212,13 @@ typedef struct evo_task {
 
     /* Work of one run on shape s, and the rate it is shown in: rate = work / seconds / rate_scale. */
     double (*work)(const evo_shape *s);
-    const char *rate_unit;           /* "TFLOP/s", "GB/s": column headers                                  */
-    const char *rate_key;            /* "tflops", "gbps": its JSON key                                     */
-    double rate_scale;               /* 1e12, 1e9                                                          */
+    const char *rate_unit; /* "TFLOP/s", "GB/s": column headers                                  */
+    const char *rate_key;  /* "tflops", "gbps": its JSON key                                     */
+    double rate_scale;     /* 1e12, 1e9                                                          */
 
     /* What a standalone export writes after the provenance block (export.h). */
     evo_status (*export_body)(const struct evo_export_ctx *x, evo_str *out, evo_err *err);
-    const char *kernel_prefix;       /* the candidate's kernels' names start with this (sanitizer, profiler) */
+    const char *kernel_prefix; /* the candidate's kernels' names start with this (sanitizer, profiler) */
     /* `evo export --torch`: the text of a Python module that registers PyTorch ops for an exported kernel and a
      * companion file (another task's export, e.g. the quantizer in front of attention), both to lie beside it
      * under their names (evo_torch_files); EVO_E_CONFIG when a file is not what it must be. NULL: no PyTorch op.
@@ -249,7 +249,7 @@ typedef struct evo_task {
     int n_probes;
     int (*probe_cases)(const struct evo_config *cfg, const evo_shape *s, int probe, evo_shape *out, int max);
 
-    const struct evo_task_gpu *gpu;  /* worker side (task_gpu.h)                                          */
+    const struct evo_task_gpu *gpu; /* worker side (task_gpu.h)                                          */
 } evo_task;
 
 /* The task's accuracy classes: how many (>= 1), the name of class i ("exact" for 0), and a name's index (-1). */

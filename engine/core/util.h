@@ -17,7 +17,7 @@
 
 /* ---- growable string ---- */
 typedef struct {
-    char *p;    /* always NUL-terminated once anything was appended; NULL when empty */
+    char *p; /* always NUL-terminated once anything was appended; NULL when empty */
     size_t len;
     size_t cap;
 } evo_str;
@@ -74,9 +74,9 @@ typedef struct {
 } evo_rng;
 void evo_rng_seed(evo_rng *r, uint64_t seed);
 uint64_t evo_rng_next(evo_rng *r);
-double evo_rng_uniform(evo_rng *r);          /* [0, 1) */
+double evo_rng_uniform(evo_rng *r);             /* [0, 1) */
 uint32_t evo_rng_below(evo_rng *r, uint32_t n); /* [0, n), n > 0, unbiased */
-double evo_rng_normal(evo_rng *r);           /* N(0, 1) */
+double evo_rng_normal(evo_rng *r);              /* N(0, 1) */
 
 /* ---- names and text shown on a terminal ---- */
 /* Appends s[0..n) to out with what a terminal would act on escaped as JSON writes it: control characters (\n, \t,
@@ -95,7 +95,7 @@ evo_shown evo_show(const char *name);
 void evo_fputs_text(const char *text, FILE *file);
 
 /* ---- time ---- */
-double evo_now(void);            /* monotonic seconds */
+double evo_now(void);               /* monotonic seconds */
 void evo_utc_iso8601(char out[32]); /* "2026-11-21T21:51:00Z" */
 
 #endif

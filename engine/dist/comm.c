@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NO_MPI_MSG                                                                                                \
-    "evo was built without MPI, so --islands is not available; install an MPI (Debian: apt-get install "        \
+#define NO_MPI_MSG \
+    "evo was built without MPI, so --islands is not available; install an MPI (Debian: apt-get install " \
     "libopenmpi-dev openmpi-bin) and build again (CMake's FindMPI picks it up; docs/usage.md, \"Islands\")"
 
 #ifdef EVO_HAVE_MPI
@@ -42,10 +42,10 @@ const char *evo_comm_library(void)
     return lib;
 }
 
-#define TRY(call)                                                                                                 \
-    do {                                                                                                          \
-        evo_status s_ = (call);                                                                                   \
-        if (s_ != EVO_OK) return s_;                                                                              \
+#define TRY(call) \
+    do { \
+        evo_status s_ = (call); \
+        if (s_ != EVO_OK) return s_; \
     } while (0)
 
 static evo_status mpi_fail(int rc, evo_err *err, const char *what)
@@ -56,10 +56,10 @@ static evo_status mpi_fail(int rc, evo_err *err, const char *what)
     return evo_fail(err, EVO_E_COMM, "MPI %s failed: %s", what, msg);
 }
 
-#define MPI_TRY(call, what)                                                                                       \
-    do {                                                                                                          \
-        int rc_ = (call);                                                                                         \
-        if (rc_ != MPI_SUCCESS) return mpi_fail(rc_, err, what);                                                  \
+#define MPI_TRY(call, what) \
+    do { \
+        int rc_ = (call); \
+        if (rc_ != MPI_SUCCESS) return mpi_fail(rc_, err, what); \
     } while (0)
 
 evo_status evo_comm_open(evo_comm **out, evo_err *err)
@@ -167,8 +167,7 @@ evo_status evo_comm_exchange(evo_comm *c, int to, const void *buf, size_t n, int
     MPI_TRY(MPI_Isend(&len_out, 1, MPI_UINT64_T, to, TAG_EXCHANGE, MPI_COMM_WORLD, &req[1]), "Isend (length)");
     MPI_TRY(wait_all(2, req), "exchange (message length)");
     if (len_in > (uint64_t)INT32_MAX)
-        return evo_fail(err, EVO_E_COMM, "rank %d announced a message of %llu bytes", from,
-                        (unsigned long long)len_in);
+        return evo_fail(err, EVO_E_COMM, "rank %d announced a message of %llu bytes", from, (unsigned long long)len_in);
     char *got = evo_xmalloc((size_t)len_in + 1);
     int rc = MPI_Irecv(got, (int)len_in, MPI_BYTE, from, TAG_EXCHANGE, MPI_COMM_WORLD, &req[0]);
     if (rc == MPI_SUCCESS) rc = MPI_Isend(buf, (int)n, MPI_BYTE, to, TAG_EXCHANGE, MPI_COMM_WORLD, &req[1]);
@@ -241,8 +240,10 @@ evo_status evo_comm_recv_file(evo_comm *c, int from, const char *path, size_t *b
         }
         for (size_t off = 0; s == EVO_OK && off < want;) {
             ssize_t w = write(fd, buf + off, want - off);
-            if (w < 0) s = evo_fail(err, EVO_E_IO, "%s: %s", path, strerror(errno));
-            else off += (size_t)w;
+            if (w < 0)
+                s = evo_fail(err, EVO_E_IO, "%s: %s", path, strerror(errno));
+            else
+                off += (size_t)w;
         }
         got += want;
     }

@@ -31,12 +31,12 @@ bool evo_comm_built(void);
 const char *evo_comm_library(void);
 
 evo_status evo_comm_open(evo_comm **out, evo_err *err);
-void evo_comm_close(evo_comm *c);            /* MPI_Finalize; NULL is fine */
-void evo_comm_abort(evo_comm *c, int code);  /* MPI_Abort: ends every rank of the job; does not return */
+void evo_comm_close(evo_comm *c);           /* MPI_Finalize; NULL is fine */
+void evo_comm_abort(evo_comm *c, int code); /* MPI_Abort: ends every rank of the job; does not return */
 
 int evo_comm_rank(const evo_comm *c);
 int evo_comm_size(const evo_comm *c);
-int evo_comm_local_rank(const evo_comm *c);  /* among the ranks on this host (MPI_COMM_TYPE_SHARED) */
+int evo_comm_local_rank(const evo_comm *c); /* among the ranks on this host (MPI_COMM_TYPE_SHARED) */
 int evo_comm_local_size(const evo_comm *c);
 const char *evo_comm_host(const evo_comm *c); /* MPI_Get_processor_name */
 

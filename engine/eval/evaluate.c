@@ -33,7 +33,7 @@ struct evo_evaluator {
     evo_candidate baseline;
     char baseline_cubin[4096];
     bool have_baseline_times;
-    double baseline_us[EVO_POOL_MAX_WORKERS][EVO_MAX_SHAPES]; /* per worker: speedups use the same GPU's time */
+    double baseline_us[EVO_POOL_MAX_WORKERS][EVO_MAX_SHAPES];    /* per worker: speedups use the same GPU's time */
     double baseline_ci[EVO_POOL_MAX_WORKERS][EVO_MAX_SHAPES][2]; /* ... and its interval */
     double best_us[EVO_MAX_SHAPES];
     bool full_timing;
@@ -256,8 +256,8 @@ static evo_status gpu_open(evo_evaluator *e, const evo_evaluator_opts *o, evo_er
                             gpus[0], gpus[i], e->arch, evo_pool_hello(e->pool, i)->arch);
     const evo_task *task = evo_task_find(e->cfg->task);
     e->baseline.genome = e->cfg->baseline;
-    evo_build_opts bo = {.cfg = e->cfg, .task = task, .lim = &e->lim, .arch = e->arch, .jobs = o->jobs,
-                         .interrupt = o->interrupt};
+    evo_build_opts bo = {
+        .cfg = e->cfg, .task = task, .lim = &e->lim, .arch = e->arch, .jobs = o->jobs, .interrupt = o->interrupt};
     s = evo_candidates_build(&bo, &e->baseline, 1, err);
     if (s != EVO_OK) return s;
     if (e->baseline.verdict != EVO_V_OK)
@@ -346,10 +346,14 @@ evo_status evo_evaluator_sanitize(evo_evaluator *e, const evo_candidate *c, cons
     if (s != EVO_OK) return s;
     evo_eval_request rq;
     fill_request(e, c, path, &rq);
-    evo_sanitize_job job = {.sanitizer = sanitizer, .gpu = evo_pool_hello(e->pool, 0)->gpu,
-                            .config_path = e->config_path, .dir = e->work_dir, .label = label,
+    evo_sanitize_job job = {.sanitizer = sanitizer,
+                            .gpu = evo_pool_hello(e->pool, 0)->gpu,
+                            .config_path = e->config_path,
+                            .dir = e->work_dir,
+                            .label = label,
                             .kernel_prefix = e->cfg->task_ops->kernel_prefix,
-                            .fake = getenv("EVO_FAKE_WORKER"), .interrupt = e->interrupt};
+                            .fake = getenv("EVO_FAKE_WORKER"),
+                            .interrupt = e->interrupt};
     for (int t = 0; t < n_tools && s == EVO_OK; t++) {
         job.tool = tools[t];
         s = evo_sanitize_request(&job, &rq, &out[t], err);
@@ -361,8 +365,8 @@ const char *evo_evaluator_work_dir(const evo_evaluator *e) { return e->pool ? e-
 
 bool evo_work_dir_settle(const char *dir, evo_status s, evo_err *err)
 {
-    const bool worker = s == EVO_E_WORKER || s == EVO_E_CUDA || s == EVO_E_NODRIVER || s == EVO_E_TIMEOUT ||
-                        s == EVO_E_INTERNAL;
+    const bool worker =
+        s == EVO_E_WORKER || s == EVO_E_CUDA || s == EVO_E_NODRIVER || s == EVO_E_TIMEOUT || s == EVO_E_INTERNAL;
     const bool named = err && strstr(err->msg, dir);
     if (s == EVO_OK || s == EVO_E_INTERRUPTED || !(worker || named) || !evo_dir_has_nonempty(dir, ".log")) {
         evo_remove_tree(dir);
@@ -493,17 +497,16 @@ void evo_evaluator_stop(evo_evaluator *e)
     }
 }
 
-evo_status evo_evaluator_run(evo_evaluator *e, const evo_candidate *c, int n, bool retime_baseline,
-                             evo_result *out, evo_result *baseline,
-                             void (*progress)(void *ctx, int i, const evo_result *r), void *ctx, evo_err *err)
+evo_status evo_evaluator_run(evo_evaluator *e, const evo_candidate *c, int n, bool retime_baseline, evo_result *out,
+                             evo_result *baseline, void (*progress)(void *ctx, int i, const evo_result *r), void *ctx,
+                             evo_err *err)
 {
     if (baseline) memset(baseline, 0, sizeof *baseline);
     const evo_status s = e->pool ? gpu_run(e, c, n, retime_baseline, true, out, baseline, progress, ctx, err)
                                  : replay_run(e, c, n, out, progress, ctx, err);
     /* every result the search and the store take has a verdict and at most the config's shapes */
     for (int i = 0; s == EVO_OK && i < n; i++)
-        EVO_ASSERT((unsigned)out[i].verdict < EVO_V_COUNT && out[i].n_shapes >= 0 &&
-                   out[i].n_shapes <= EVO_MAX_SHAPES);
+        EVO_ASSERT((unsigned)out[i].verdict < EVO_V_COUNT && out[i].n_shapes >= 0 && out[i].n_shapes <= EVO_MAX_SHAPES);
     return s;
 }
 

@@ -30,14 +30,14 @@ typedef struct evo_evaluator evo_evaluator;
 
 typedef struct {
     const evo_config *cfg;
-    const char *config_path;  /* handed to the workers; NULL: cfg's text, written into work_dir */
-    const int *gpus;          /* gpu: ordinals, one worker each; NULL = every GPU evo_gpu_count sees */
+    const char *config_path; /* handed to the workers; NULL: cfg's text, written into work_dir */
+    const int *gpus;         /* gpu: ordinals, one worker each; NULL = every GPU evo_gpu_count sees */
     int n_gpus;
-    const char *replay_db;    /* replay: the recorded database */
-    const char *work_dir;     /* gpu: cubin files and worker logs go here (created) */
-    int jobs;                 /* parallel compiles of the baseline */
-    bool full_timing;         /* never abort timing early (evo check: the user wants the whole measurement) */
-    int retime;               /* > 0: each candidate is timed this many times more (evo check --retime) */
+    const char *replay_db; /* replay: the recorded database */
+    const char *work_dir;  /* gpu: cubin files and worker logs go here (created) */
+    int jobs;              /* parallel compiles of the baseline */
+    bool full_timing;      /* never abort timing early (evo check: the user wants the whole measurement) */
+    int retime;            /* > 0: each candidate is timed this many times more (evo check --retime) */
     volatile sig_atomic_t *interrupt;
 } evo_evaluator_opts;
 
@@ -45,23 +45,23 @@ typedef struct {
 evo_status evo_evaluator_open(const evo_evaluator_opts *o, evo_evaluator **out, evo_err *err);
 void evo_evaluator_close(evo_evaluator *e); /* NULL is fine */
 
-const char *evo_evaluator_name(const evo_evaluator *e);  /* "gpu" or "replay" */
+const char *evo_evaluator_name(const evo_evaluator *e); /* "gpu" or "replay" */
 bool evo_evaluator_needs_compile(const evo_evaluator *e);
-const char *evo_evaluator_arch(const evo_evaluator *e);  /* "sm_90": what candidates are compiled for */
+const char *evo_evaluator_arch(const evo_evaluator *e); /* "sm_90": what candidates are compiled for */
 const evo_device_limits *evo_evaluator_limits(const evo_evaluator *e);
-const char *evo_evaluator_gpu(const evo_evaluator *e);   /* device name ("replay of FILE" for replay) */
-int evo_evaluator_driver(const evo_evaluator *e);        /* cuDriverGetVersion of the first worker, 0 for replay */
-int evo_evaluator_restarts(const evo_evaluator *e);      /* worker restarts so far */
-void evo_evaluator_interrupt(evo_evaluator *e);          /* async-signal-safe: stop handing out work */
+const char *evo_evaluator_gpu(const evo_evaluator *e); /* device name ("replay of FILE" for replay) */
+int evo_evaluator_driver(const evo_evaluator *e);      /* cuDriverGetVersion of the first worker, 0 for replay */
+int evo_evaluator_restarts(const evo_evaluator *e);    /* worker restarts so far */
+void evo_evaluator_interrupt(evo_evaluator *e);        /* async-signal-safe: stop handing out work */
 /* Stop at once: no more work is handed out and the running jobs are abandoned (no callback; their workers are
  * killed), so nothing is evaluated after a result could not be stored. The evaluator runs nothing after this. */
 void evo_evaluator_stop(evo_evaluator *e);
 /* Candidate i's verdict so far (from building) is kept unless it is EVO_V_OK, in which case it is evaluated.
  * retime_baseline: time the baseline on every worker first (its result goes to *baseline when not NULL).
  * progress (may be NULL) is called after each result, on this thread. */
-evo_status evo_evaluator_run(evo_evaluator *e, const evo_candidate *c, int n, bool retime_baseline,
-                             evo_result *out, evo_result *baseline,
-                             void (*progress)(void *ctx, int i, const evo_result *r), void *ctx, evo_err *err);
+evo_status evo_evaluator_run(evo_evaluator *e, const evo_candidate *c, int n, bool retime_baseline, evo_result *out,
+                             evo_result *baseline, void (*progress)(void *ctx, int i, const evo_result *r), void *ctx,
+                             evo_err *err);
 
 /* Candidates timed again without the correctness gate (elites after a baseline drift, and at the end of a run),
  * the baseline re-timed on every worker first; never aborted early. Replay: the recorded results again. */

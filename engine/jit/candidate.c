@@ -152,8 +152,8 @@ static void judge_compiled(const evo_build_opts *o, evo_candidate *ci)
         const char *eol = e ? strchr(e, '\n') : NULL;
         char line[400];
         snprintf(line, sizeof line, "%.*s", e ? (int)(eol ? eol - e : (long)strlen(e)) : 0, e ? e : "");
-        set_verdict(ci, sa ? EVO_V_INVALID : EVO_V_COMPILE_FAIL, sa ? "template rejects it: %s" : "does not compile: %s",
-                    line);
+        set_verdict(ci, sa ? EVO_V_INVALID : EVO_V_COMPILE_FAIL,
+                    sa ? "template rejects it: %s" : "does not compile: %s", line);
         return;
     }
     int regs = 0, smem = 0, spill = 0, stack = 0;
@@ -176,7 +176,8 @@ static void judge_compiled(const evo_build_opts *o, evo_candidate *ci)
                  spill > 0 ? "spills" : "keeps a stack frame of", spill > 0 ? spill : stack);
         ci->verdict = EVO_V_RESOURCE_FAIL;
     } else if (o->cfg->compile.max_registers > 0 && regs > o->cfg->compile.max_registers) {
-        snprintf(ci->why, sizeof ci->why, "%d registers > compile.max_registers %d", regs, o->cfg->compile.max_registers);
+        snprintf(ci->why, sizeof ci->why, "%d registers > compile.max_registers %d", regs,
+                 o->cfg->compile.max_registers);
         ci->verdict = EVO_V_RESOURCE_FAIL;
     } else if (o->lim->max_regs_per_block > 0) {
         for (int k = 0; k < ci->prog.n_variants && k < r->n_kernels; k++) {
@@ -279,8 +280,7 @@ static bool already(const evo_space *s, const evo_genome *list, int n, const evo
     return false;
 }
 
-evo_status evo_sample_genomes(const evo_config *cfg, int n, uint64_t seed, evo_genome **out, int *n_out,
-                              evo_err *err)
+evo_status evo_sample_genomes(const evo_config *cfg, int n, uint64_t seed, evo_genome **out, int *n_out, evo_err *err)
 {
     const evo_space *s = cfg->space;
     evo_genome *list = evo_xcalloc((size_t)(n > 0 ? n : 1), sizeof *list);

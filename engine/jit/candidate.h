@@ -18,14 +18,14 @@
 typedef struct {
     evo_genome genome;
     char genome_text[EVO_GENOME_TEXT_MAX];
-    evo_verdict verdict;     /* EVO_V_OK: compiled and within limits, ready for the GPU gates */
-    char why[512];           /* reason for any other verdict */
-    evo_program prog;        /* rendered program: variants with geometry and name expressions */
-    evo_compile_result cr;   /* outcome, log, cubin, per-variant kernels (in prog.variants order) */
-    char key[65];            /* SHA-256 of (template, headers, genome via name expressions, options, NVRTC, arch) */
-    char template_hash[65];  /* SHA-256 of the template text */
+    evo_verdict verdict;    /* EVO_V_OK: compiled and within limits, ready for the GPU gates */
+    char why[512];          /* reason for any other verdict */
+    evo_program prog;       /* rendered program: variants with geometry and name expressions */
+    evo_compile_result cr;  /* outcome, log, cubin, per-variant kernels (in prog.variants order) */
+    char key[65];           /* SHA-256 of (template, headers, genome via name expressions, options, NVRTC, arch) */
+    char template_hash[65]; /* SHA-256 of the template text */
     int registers, smem_bytes, spill_bytes, stack_bytes; /* worst over the variants; -1 when not compiled */
-    int accuracy;            /* its accuracy class (task.h): the task's genome_accuracy, on every variant */
+    int accuracy; /* its accuracy class (task.h): the task's genome_accuracy, on every variant */
 } evo_candidate;
 
 typedef struct {
@@ -63,7 +63,6 @@ evo_compile_limits evo_config_compile_limits(const evo_config *cfg);
 /* A deterministic sample of n valid genomes for `evo compile --sample`: the baseline, then for each knob its
  * smallest and largest value (on the valid genome nearest the baseline that has it, searched up to two other
  * knobs changed), then uniformly random valid genomes, no duplicates. *out is malloc'd. */
-evo_status evo_sample_genomes(const evo_config *cfg, int n, uint64_t seed, evo_genome **out, int *n_out,
-                              evo_err *err);
+evo_status evo_sample_genomes(const evo_config *cfg, int n, uint64_t seed, evo_genome **out, int *n_out, evo_err *err);
 
 #endif

@@ -294,7 +294,8 @@ evo_status evo_compile_cache_dir(char **dir, evo_err *err)
         evo_str_appendf(&s, "%s/evo", v), must = parent_of(v);
     else if ((v = getenv(var = "HOME")) && *v)
         evo_str_appendf(&s, "%s/.cache/evo", v), must = evo_strdup(v);
-    else return evo_fail(err, EVO_E_CONFIG, "no compile cache directory: set EVO_CACHE (or HOME)");
+    else
+        return evo_fail(err, EVO_E_CONFIG, "no compile cache directory: set EVO_CACHE (or HOME)");
     const bool ok = is_dir(must);
     if (!ok)
         evo_fail(err, EVO_E_CONFIG,
@@ -315,10 +316,10 @@ evo_status evo_compile_cache_dir(char **dir, evo_err *err)
 const char *evo_compile_outcome_name(evo_compile_outcome o)
 {
     switch (o) {
-    case EVO_COMPILE_OK: return "ok";
-    case EVO_COMPILE_ERROR: return "compile_error";
-    case EVO_COMPILE_TIMEOUT: return "timeout";
-    case EVO_COMPILE_LIMIT: return "limit";
+        case EVO_COMPILE_OK: return "ok";
+        case EVO_COMPILE_ERROR: return "compile_error";
+        case EVO_COMPILE_TIMEOUT: return "timeout";
+        case EVO_COMPILE_LIMIT: return "limit";
     }
     return "?";
 }
@@ -433,9 +434,12 @@ static bool result_from_json(const cJSON *o, evo_compile_result *r)
 {
     const char *outcome = json_str(o, "outcome"), *log = json_str(o, "log");
     if (!outcome || !log || !json_int(o, "program_spill_bytes", &r->program_spill_bytes)) return false;
-    if (strcmp(outcome, "ok") == 0) r->outcome = EVO_COMPILE_OK;
-    else if (strcmp(outcome, "compile_error") == 0) r->outcome = EVO_COMPILE_ERROR;
-    else return false;
+    if (strcmp(outcome, "ok") == 0)
+        r->outcome = EVO_COMPILE_OK;
+    else if (strcmp(outcome, "compile_error") == 0)
+        r->outcome = EVO_COMPILE_ERROR;
+    else
+        return false;
     r->log = evo_strdup(log);
     const char *why = json_str(o, "why");
     if (why) snprintf(r->why, sizeof r->why, "%s", why);
@@ -467,7 +471,7 @@ typedef struct {
     char *shard; /* <cache>/nvrtc/<key[0..1]> */
     char *entry; /* <shard>/<key>.entry      */
     strlist opts;
-    int dup_of;  /* an identical earlier request of the batch, or -1 */
+    int dup_of; /* an identical earlier request of the batch, or -1 */
 } prep;
 
 static char *tmp_path(const prep *p, pid_t pid)
@@ -569,13 +573,13 @@ static bool compile_failure_is_transient(const char *log)
     return !strstr(log, "error") || strstr(log, "allocation failure") || strstr(log, "out of memory");
 }
 
-#define NVRTC_TRY(call)                                                                                        \
-    do {                                                                                                       \
-        nvrtcResult rc_ = (call);                                                                              \
-        if (rc_ != NVRTC_SUCCESS) {                                                                            \
+#define NVRTC_TRY(call) \
+    do { \
+        nvrtcResult rc_ = (call); \
+        if (rc_ != NVRTC_SUCCESS) { \
             s = evo_fail(err, EVO_E_NVRTC, "%s: %s failed: %s", req_name(req), #call, nvrtcGetErrorString(rc_)); \
-            goto done;                                                                                         \
-        }                                                                                                      \
+            goto done; \
+        } \
     } while (0)
 
 /* Appends what the compiler printed on the child's stdout/stderr (captured in out_fd) to *log. */
@@ -724,10 +728,9 @@ static evo_status child_compile(const evo_compile_req *req, const prep *p, int o
                 if (!rep.funcs[i].is_entry) continue;
                 char line[256];
                 evo_kernel_res_format(&rep.funcs[i].res, line, sizeof line);
-                evo_str_appendf(&l, "evo: ptxas reported %s: %s%s\n", rep.funcs[i].name, line,
-                                rep.funcs[i].res.smem_bytes > STATIC_SMEM_MAX
-                                    ? " (static shared memory is limited to 48 KB)"
-                                    : "");
+                evo_str_appendf(
+                    &l, "evo: ptxas reported %s: %s%s\n", rep.funcs[i].name, line,
+                    rep.funcs[i].res.smem_bytes > STATIC_SMEM_MAX ? " (static shared memory is limited to 48 KB)" : "");
             }
             free(r.log);
             r.log = evo_str_take(&l);
@@ -855,8 +858,8 @@ static void child_main(const evo_compile_req *req, const prep *p, int fd, pid_t 
 
 typedef struct {
     pid_t pid;
-    int fd;     /* read end of the child's message pipe; -1 after EOF */
-    int index;  /* request */
+    int fd;    /* read end of the child's message pipe; -1 after EOF */
+    int index; /* request */
     double start, deadline;
     double memory_mb; /* its resident-memory limit (the parent kills it past that) */
     int64_t peak_rss; /* the largest resident set seen, bytes */
@@ -1081,8 +1084,8 @@ static void warn_unconfined(const evo_compile_req *reqs, int n)
     pthread_once(&once, warn_once);
 }
 
-evo_status evo_compile_batch(const evo_compile_opts *opts, const evo_compile_req *reqs, int n,
-                             evo_compile_result *out, evo_err *err)
+evo_status evo_compile_batch(const evo_compile_opts *opts, const evo_compile_req *reqs, int n, evo_compile_result *out,
+                             evo_err *err)
 {
     static const evo_compile_opts defaults = {0};
     if (!opts) opts = &defaults;
@@ -1103,7 +1106,8 @@ evo_status evo_compile_batch(const evo_compile_opts *opts, const evo_compile_req
     warn_unconfined(reqs, n);
     evo_sandbox_prepare();
     char *cache = NULL;
-    if (opts->cache_dir) cache = evo_strdup(opts->cache_dir);
+    if (opts->cache_dir)
+        cache = evo_strdup(opts->cache_dir);
     else {
         evo_status s = evo_compile_cache_dir(&cache, err);
         if (s != EVO_OK) return s;
@@ -1171,8 +1175,10 @@ evo_status evo_compile_batch(const evo_compile_opts *opts, const evo_compile_req
         int npfd = 0, wait_ms = POLL_CAP_MS;
         double now = evo_now();
         for (int k = 0; k < nrun; k++) {
-            if (run[k].fd >= 0) pfd[npfd++] = (struct pollfd){.fd = run[k].fd, .events = POLLIN};
-            else wait_ms = 1; /* EOF seen: the child is exiting, its wait status is moments away */
+            if (run[k].fd >= 0)
+                pfd[npfd++] = (struct pollfd){.fd = run[k].fd, .events = POLLIN};
+            else
+                wait_ms = 1; /* EOF seen: the child is exiting, its wait status is moments away */
             double left_ms = (run[k].deadline - now) * 1e3;
             if (left_ms < wait_ms) wait_ms = left_ms <= 0 ? 0 : (int)ceil(left_ms);
         }
@@ -1241,8 +1247,7 @@ cleanup:
     return s;
 }
 
-evo_status evo_compile(const evo_compile_opts *opts, const evo_compile_req *req, evo_compile_result *out,
-                       evo_err *err)
+evo_status evo_compile(const evo_compile_opts *opts, const evo_compile_req *req, evo_compile_result *out, evo_err *err)
 {
     return evo_compile_batch(opts, req, 1, out, err);
 }
@@ -1280,8 +1285,8 @@ static void probe_main(const strlist *opts, int fd)
     _exit(rc == NVRTC_SUCCESS ? 0 : rc == NVRTC_ERROR_INVALID_OPTION || rc == NVRTC_ERROR_COMPILATION ? 1 : 2);
 }
 
-evo_status evo_compile_check_options(const char *arch, const char *const *options, int n, double timeout_s,
-                                     char *why, size_t why_len)
+evo_status evo_compile_check_options(const char *arch, const char *const *options, int n, double timeout_s, char *why,
+                                     size_t why_len)
 {
     if (why_len) why[0] = '\0';
     if (!arch_valid(arch)) return EVO_E_CONFIG;
@@ -1332,9 +1337,11 @@ evo_status evo_compile_check_options(const char *arch, const char *const *option
         snprintf(why, why_len, "NVRTC did not finish within %.0f s", timeout_s > 0 ? timeout_s : 60);
         s = EVO_E_CONFIG;
     } else if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
-        if (line_len) snprintf(why, why_len, "%.*s", (int)line_len, line);
-        else snprintf(why, why_len, "NVRTC failed (%s %d)", WIFEXITED(ws) ? "exit" : "signal",
-                      WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
+        if (line_len)
+            snprintf(why, why_len, "%.*s", (int)line_len, line);
+        else
+            snprintf(why, why_len, "NVRTC failed (%s %d)", WIFEXITED(ws) ? "exit" : "signal",
+                     WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
         s = WIFEXITED(ws) && WEXITSTATUS(ws) == 1 ? EVO_E_CONFIG : EVO_E_NVRTC;
     }
     evo_str_free(&log);

@@ -46,18 +46,18 @@ struct cJSON;
 
 /* Every field is -1 when ptxas said nothing about it (no "Used" line, no "Function properties" line). */
 typedef struct {
-    int registers;         /* per thread                                                  */
-    int smem_bytes;        /* static shared memory; the launch adds its dynamic part      */
+    int registers;  /* per thread                                                  */
+    int smem_bytes; /* static shared memory; the launch adds its dynamic part      */
     int spill_store_bytes;
     int spill_load_bytes;
     int stack_frame_bytes;
-    int cmem_bytes;        /* constant memory over all banks ptxas lists for the function */
-    int barriers;          /* named barriers used (bar.sync ids)                          */
+    int cmem_bytes; /* constant memory over all banks ptxas lists for the function */
+    int barriers;   /* named barriers used (bar.sync ids)                          */
 } evo_kernel_res;
 
 typedef struct {
-    char *name;            /* symbol as ptxas prints it (mangled) */
-    bool is_entry;         /* a __global__ function ("Compiling entry function") */
+    char *name;    /* symbol as ptxas prints it (mangled) */
+    bool is_entry; /* a __global__ function ("Compiling entry function") */
     evo_kernel_res res;
 } evo_ptxas_func;
 
@@ -92,13 +92,13 @@ typedef struct {
     int n_name_exprs;
     const evo_compile_header *headers;
     int n_headers;
-    const char *arch;              /* "sm_80", "sm_89", "sm_90", "sm_90a" (sm_NN, sm_NNN, suffix a or f)   */
-    const char *const *options;    /* extra NVRTC options, one per element ("-DX=1"); may be NULL         */
+    const char *arch;           /* "sm_80", "sm_89", "sm_90", "sm_90a" (sm_NN, sm_NNN, suffix a or f)   */
+    const char *const *options; /* extra NVRTC options, one per element ("-DX=1"); may be NULL         */
     int n_options;
-    double timeout_s;              /* wall-clock limit of this compile; <= 0: none                        */
-    evo_compile_limits limits;     /* memory, CPU, output, open files, sandbox mode; zeros: the defaults   */
-    const char *const *read_dirs;  /* absolute folders the program may include from besides the toolkit's  */
-    int n_read_dirs;               /* (evo check: the kernel's folder); the first is the child's cwd        */
+    double timeout_s;             /* wall-clock limit of this compile; <= 0: none                        */
+    evo_compile_limits limits;    /* memory, CPU, output, open files, sandbox mode; zeros: the defaults   */
+    const char *const *read_dirs; /* absolute folders the program may include from besides the toolkit's  */
+    int n_read_dirs;              /* (evo check: the kernel's folder); the first is the child's cwd        */
 } evo_compile_req;
 
 typedef enum {
@@ -109,29 +109,29 @@ typedef enum {
 } evo_compile_outcome;
 
 typedef struct {
-    char *name_expr;    /* as requested (or the symbol when none were requested)     */
-    char *lowered;      /* mangled symbol, what cuModuleGetFunction takes            */
-    bool found;         /* ptxas reported it as an entry function; else res is -1s   */
+    char *name_expr; /* as requested (or the symbol when none were requested)     */
+    char *lowered;   /* mangled symbol, what cuModuleGetFunction takes            */
+    bool found;      /* ptxas reported it as an entry function; else res is -1s   */
     evo_kernel_res res;
 } evo_compiled_kernel;
 
 typedef struct {
     evo_compile_outcome outcome;
-    char *log;                    /* NVRTC's log with the ptxas lines, plus evo's own "evo: ..." lines on a
+    char *log;            /* NVRTC's log with the ptxas lines, plus evo's own "evo: ..." lines on a
                                      crash or timeout; never NULL                                          */
-    unsigned char *cubin;         /* ELF; NULL unless outcome is OK                                          */
+    unsigned char *cubin; /* ELF; NULL unless outcome is OK                                          */
     size_t cubin_len;
     evo_compiled_kernel *kernels; /* in name_exprs order; NULL unless outcome is OK                          */
     int n_kernels;
-    int program_spill_bytes;      /* spill stores + loads over every function ptxas reported, device
+    int program_spill_bytes; /* spill stores + loads over every function ptxas reported, device
                                      functions a kernel calls included; -1 unless outcome is OK             */
-    bool cache_hit;               /* read from the cache (or shared with an identical request of the batch) */
-    double seconds;               /* wall time spent on this request: compile, or cache read on a hit        */
-    char key[65];                 /* SHA-256 hex of the request (see the contract)                           */
-    char why[512];                /* one line on what ended the compile when the log alone does not say:
+    bool cache_hit;          /* read from the cache (or shared with an identical request of the batch) */
+    double seconds;          /* wall time spent on this request: compile, or cache read on a hit        */
+    char key[65];            /* SHA-256 hex of the request (see the contract)                           */
+    char why[512];           /* one line on what ended the compile when the log alone does not say:
                                      "timeout: ...", "memory limit: ...", "killed by SIGSEGV ...", "access
                                      denied: ..."; "" otherwise                                              */
-    int64_t peak_rss;             /* the child's largest resident set seen, bytes; 0 on a cache hit          */
+    int64_t peak_rss;        /* the child's largest resident set seen, bytes; 0 on a cache hit          */
 } evo_compile_result;
 
 typedef struct {
@@ -147,10 +147,9 @@ typedef struct {
 
 /* Compile n requests, keeping up to opts->jobs children running; out[i] answers reqs[i]. opts may be NULL
  * (all defaults). Identical requests in one batch compile once. */
-evo_status evo_compile_batch(const evo_compile_opts *opts, const evo_compile_req *reqs, int n,
-                             evo_compile_result *out, evo_err *err);
-evo_status evo_compile(const evo_compile_opts *opts, const evo_compile_req *req, evo_compile_result *out,
-                       evo_err *err);
+evo_status evo_compile_batch(const evo_compile_opts *opts, const evo_compile_req *reqs, int n, evo_compile_result *out,
+                             evo_err *err);
+evo_status evo_compile(const evo_compile_opts *opts, const evo_compile_req *req, evo_compile_result *out, evo_err *err);
 void evo_compile_result_free(evo_compile_result *r);
 void evo_compile_results_free(evo_compile_result *r, int n);
 
@@ -176,8 +175,8 @@ evo_status evo_compile_cache_dir(char **dir, evo_err *err);
  * same way, default limits), within timeout_s (<= 0: 60 s). EVO_OK; EVO_E_CONFIG when NVRTC refuses them (why:
  * the first line of its log that names an error); EVO_E_NVRTC or EVO_E_IO when NVRTC or the child itself failed. No
  * cache is read or written. */
-evo_status evo_compile_check_options(const char *arch, const char *const *options, int n, double timeout_s,
-                                     char *why, size_t why_len);
+evo_status evo_compile_check_options(const char *arch, const char *const *options, int n, double timeout_s, char *why,
+                                     size_t why_len);
 /* NVRTC's version, "13.0". Static string. */
 const char *evo_nvrtc_version(void);
 

@@ -31,8 +31,7 @@ static evo_ptxas_func *func_get(evo_ptxas_report *r, const char *name, size_t le
 
 /* Reads "N word word..." items separated by commas, e.g. "96 registers" or "used 1 barriers"; calls back with
  * the number and the words after it. */
-static void each_item(const char *p, const char *end, void (*fn)(evo_kernel_res *res, long v, const char *w,
-                                                                  size_t wn),
+static void each_item(const char *p, const char *end, void (*fn)(evo_kernel_res *res, long v, const char *w, size_t wn),
                       evo_kernel_res *res)
 {
     while (p < end) {
@@ -60,18 +59,25 @@ static bool word_starts(const char *w, size_t wn, const char *lit)
 
 static void used_item(evo_kernel_res *res, long v, const char *w, size_t wn)
 {
-    if (word_is(w, wn, "registers")) res->registers = (int)v;
-    else if (word_is(w, wn, "barriers")) res->barriers = (int)v;
-    else if (word_is(w, wn, "bytes smem")) res->smem_bytes = (int)v;
-    else if (word_starts(w, wn, "bytes cmem[")) res->cmem_bytes += (int)v;
+    if (word_is(w, wn, "registers"))
+        res->registers = (int)v;
+    else if (word_is(w, wn, "barriers"))
+        res->barriers = (int)v;
+    else if (word_is(w, wn, "bytes smem"))
+        res->smem_bytes = (int)v;
+    else if (word_starts(w, wn, "bytes cmem["))
+        res->cmem_bytes += (int)v;
     /* "bytes cumulative stack size", "bytes lmem", textures, samplers, surfaces: not gated on */
 }
 
 static void props_item(evo_kernel_res *res, long v, const char *w, size_t wn)
 {
-    if (word_is(w, wn, "bytes stack frame")) res->stack_frame_bytes = (int)v;
-    else if (word_is(w, wn, "bytes spill stores")) res->spill_store_bytes = (int)v;
-    else if (word_is(w, wn, "bytes spill loads")) res->spill_load_bytes = (int)v;
+    if (word_is(w, wn, "bytes stack frame"))
+        res->stack_frame_bytes = (int)v;
+    else if (word_is(w, wn, "bytes spill stores"))
+        res->spill_store_bytes = (int)v;
+    else if (word_is(w, wn, "bytes spill loads"))
+        res->spill_load_bytes = (int)v;
 }
 
 static const char *find_in(const char *p, const char *end, const char *lit)
@@ -142,8 +148,10 @@ void evo_ptxas_report_free(evo_ptxas_report *r)
 
 static void fmt_bytes(char *buf, size_t n, int v)
 {
-    if (v < 0) snprintf(buf, n, "?");
-    else snprintf(buf, n, "%d", v);
+    if (v < 0)
+        snprintf(buf, n, "?");
+    else
+        snprintf(buf, n, "%d", v);
 }
 
 int evo_kernel_res_format(const evo_kernel_res *r, char *buf, size_t n)
@@ -156,6 +164,6 @@ int evo_kernel_res_format(const evo_kernel_res *r, char *buf, size_t n)
     fmt_bytes(stack, sizeof stack, r->stack_frame_bytes);
     fmt_bytes(cmem, sizeof cmem, r->cmem_bytes);
     fmt_bytes(bar, sizeof bar, r->barriers);
-    return snprintf(buf, n, "regs %s, smem %s B, spills %s/%s B, stack %s B, cmem %s B, barriers %s", regs, smem,
-                    st, ld, stack, cmem, bar);
+    return snprintf(buf, n, "regs %s, smem %s B, spills %s/%s B, stack %s B, cmem %s B, barriers %s", regs, smem, st,
+                    ld, stack, cmem, bar);
 }

@@ -21,7 +21,7 @@ static struct override {
     char *name, *text;
     size_t len;
     struct override *next;
-} *g_overrides;
+} * g_overrides;
 
 evo_status evo_template_get(const char *name, const char **text, size_t *len, evo_err *err)
 {

@@ -23,10 +23,7 @@
 
 /* ---- picking the candidate ---- */
 
-static bool is_file_candidate(const evo_candidate_rec *c)
-{
-    return c->genome && strncmp(c->genome, "file:", 5) == 0;
-}
+static bool is_file_candidate(const evo_candidate_rec *c) { return c->genome && strncmp(c->genome, "file:", 5) == 0; }
 
 /* Moves elite e into out; e is left zeroed (evo_store_elites_free accepts that). */
 static void take_elite(evo_elite_rec *e, evo_export_src *out)
@@ -109,8 +106,7 @@ static evo_status pick_best(evo_store *st, const char *accuracy, evo_export_src 
 
 /* The candidate's best OK evaluation: in the shape set of the latest run of its task and arch when it has one
  * there, else in any shape set. *found false when it has none. */
-static evo_status best_evaluation(evo_store *st, const char *shape_set, evo_export_src *out, bool *found,
-                                  evo_err *err)
+static evo_status best_evaluation(evo_store *st, const char *shape_set, evo_export_src *out, bool *found, evo_err *err)
 {
     *found = false;
     for (int pass = shape_set ? 0 : 1; pass < 2 && !*found; pass++) {
@@ -145,8 +141,10 @@ static evo_status pick_by_id(evo_store *st, const char *id, evo_cand_ref how, ev
     evo_run_rec scope = {0};
     int64_t rid = 0;
     s = evo_store_last_run_matching(st, c->task, c->arch, &rid, err);
-    if (s == EVO_OK) s = evo_store_get_run(st, rid, &scope, err);
-    else if (s == EVO_E_NOTFOUND) s = EVO_OK;
+    if (s == EVO_OK)
+        s = evo_store_get_run(st, rid, &scope, err);
+    else if (s == EVO_E_NOTFOUND)
+        s = EVO_OK;
     bool found = false;
     if (s == EVO_OK) s = best_evaluation(st, scope.shape_set, out, &found, err);
     if (s == EVO_OK && !found) {
@@ -191,8 +189,8 @@ void evo_export_src_free(evo_export_src *s)
 
 void evo_export_default_name(const evo_export_src *src, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s-%s-%.8s.cu", src->cand.task ? src->cand.task : "kernel", src->cand.arch ? src->cand.arch : "sm",
-             src->cand.key ? src->cand.key : "");
+    snprintf(buf, n, "%s-%s-%.8s.cu", src->cand.task ? src->cand.task : "kernel",
+             src->cand.arch ? src->cand.arch : "sm", src->cand.key ? src->cand.key : "");
 }
 
 /* ---- helpers for a task's export body (export.h) ---- */
@@ -285,17 +283,22 @@ void evo_export_append_cstring(evo_str *o, const char *s)
 {
     evo_str_append(o, "\"");
     for (; *s; s++) {
-        if (*s == '"' || *s == '\\') evo_str_appendf(o, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20) evo_str_appendf(o, "\\%03o", (unsigned char)*s);
-        else evo_str_appendn(o, s, 1);
+        if (*s == '"' || *s == '\\')
+            evo_str_appendf(o, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            evo_str_appendf(o, "\\%03o", (unsigned char)*s);
+        else
+            evo_str_appendn(o, s, 1);
     }
     evo_str_append(o, "\"");
 }
 
 static void fmt_num(char *buf, size_t n, const char *fmt, double v)
 {
-    if (!isfinite(v) || v <= 0) snprintf(buf, n, "-");
-    else snprintf(buf, n, fmt, v);
+    if (!isfinite(v) || v <= 0)
+        snprintf(buf, n, "-");
+    else
+        snprintf(buf, n, fmt, v);
 }
 
 const evo_shape_result *evo_export_result_for(const evo_eval_rec *e, const evo_shape *sh)
@@ -330,10 +333,10 @@ void evo_export_provenance_end(evo_str *o, const evo_export_ctx *x, const char *
     const evo_run_rec *r = &x->src->run;
     const evo_config *cfg = x->cfg;
     evo_str_appendf(o, " *   template      %s, SHA-256 %s\n", x->prog->program_name, c->template_hash);
-    evo_str_appendf(o, " *   compiled by   NVRTC %s with %s (nvcc needs none of these%s)\n", c->nvrtc_version,
-                    x->options, cfg->compile.extra_options && *cfg->compile.extra_options
-                                    ? "; pass the config's extra options to it yourself"
-                                    : "");
+    evo_str_appendf(
+        o, " *   compiled by   NVRTC %s with %s (nvcc needs none of these%s)\n", c->nvrtc_version, x->options,
+        cfg->compile.extra_options && *cfg->compile.extra_options ? "; pass the config's extra options to it yourself"
+                                                                  : "");
     evo_str_appendf(o, " *   key check     %s\n", x->key_check);
     evo_str_appendf(o, " *   measured on   %s, driver %s, %s, run %lld generation %d, by evo %s\n",
                     in_comment(e->gpu ? e->gpu : (r->gpu ? r->gpu : "?")).s, r->driver ? r->driver : "?",
@@ -342,8 +345,8 @@ void evo_export_provenance_end(evo_str *o, const evo_export_ctx *x, const char *
     evo_str_appendf(o, " *   config        %s, as stored with run %lld\n",
                     in_comment(r->config_path ? r->config_path : "?").s, (long long)r->id);
     evo_str_appendf(o, " *   exported      %s by evo %s\n", x->exported_at, EVO_VERSION);
-    evo_str_appendf(o, " *   accuracy      class %s (gate version %d)\n", e->accuracy ? e->accuracy : EVO_ACCURACY_EXACT,
-                    e->gate > 0 ? e->gate : 1);
+    evo_str_appendf(o, " *   accuracy      class %s (gate version %d)\n",
+                    e->accuracy ? e->accuracy : EVO_ACCURACY_EXACT, e->gate > 0 ? e->gate : 1);
     evo_str_appendf(o, " *   fitness       %.3fx: %s of baseline time / this kernel's time\n", e->fitness,
                     evo_fitness_describe(cfg->fitness));
     evo_str_appendf(o, " *\n *   %-28s %10s %16s %8s %8s %9s %9s %10s\n", "shape", "median µs", "p10..p90 µs",
@@ -379,10 +382,11 @@ void evo_export_provenance_end(evo_str *o, const evo_export_ctx *x, const char *
                         e->accuracy);
         return;
     }
-    evo_str_appendf(o,
-                    "\n *   tolerances: rel-L2 <= %g; an element passes when |out - ref| <= %g x RMS(ref) + %g x |ref|;\n"
-                    " *   fraction of elements allowed to fail that: %g\n",
-                    t->rel_l2, t->atol, t->rtol, t->max_frac_over);
+    evo_str_appendf(
+        o,
+        "\n *   tolerances: rel-L2 <= %g; an element passes when |out - ref| <= %g x RMS(ref) + %g x |ref|;\n"
+        " *   fraction of elements allowed to fail that: %g\n",
+        t->rel_l2, t->atol, t->rtol, t->max_frac_over);
 }
 
 /* Renders the genome and checks it is what was measured: the same template text, and (when this machine's NVRTC
@@ -411,8 +415,7 @@ static evo_status render_checked(const evo_export_src *src, const evo_config *cf
         return evo_fail(err, EVO_E_NOTFOUND,
                         "candidate %lld (%.8s) was measured with another version of %s (SHA-256 %.12s..., "
                         "this evo has %.12s...): export it with the evo that measured it",
-                        (long long)c->id, c->key, task->template_file, c->template_hash ? c->template_hash : "?",
-                        hash);
+                        (long long)c->id, c->key, task->template_file, c->template_hash ? c->template_hash : "?", hash);
     const char *opts[32], *exprs[EVO_MAX_VARIANTS];
     char opt_buf[1024];
     const int n_opts = evo_candidate_options(cfg, opt_buf, sizeof opt_buf, opts, (int)EVO_ARRAY_LEN(opts));

@@ -46,8 +46,8 @@ evo_status evo_export_pick(evo_store *st, const char *id, evo_cand_ref how, cons
 void evo_export_src_free(evo_export_src *s);
 
 typedef struct {
-    char *text;        /* the .cu file, NUL-terminated */
-    char warning[512]; /* "" or a caveat worth showing (the compile key recomputed here differs) */
+    char *text;         /* the .cu file, NUL-terminated */
+    char warning[512];  /* "" or a caveat worth showing (the compile key recomputed here differs) */
     char nvcc_arch[64]; /* how nvcc must target the file: "-arch=sm_90", "-gencode=arch=compute_90a,code=sm_90a" */
 } evo_export_out;
 

@@ -30,10 +30,14 @@ double evo_plot_text_width(const char *text, double size)
     for (const unsigned char *p = (const unsigned char *)text; p && *p; p++) {
         unsigned char c = *p;
         if ((c & 0xc0) == 0x80) continue; /* UTF-8 continuation byte: counted with its lead byte */
-        if (strchr("ijlI.,:;|!'()[] ft", c)) w += 0.36;
-        else if (strchr("mwMW@%", c)) w += 0.96;
-        else if (c >= 'A' && c <= 'Z') w += 0.72;
-        else w += 0.64;
+        if (strchr("ijlI.,:;|!'()[] ft", c))
+            w += 0.36;
+        else if (strchr("mwMW@%", c))
+            w += 0.96;
+        else if (c >= 'A' && c <= 'Z')
+            w += 0.72;
+        else
+            w += 0.64;
     }
     return w * size;
 }
@@ -42,13 +46,13 @@ static void xml_text(evo_str *o, const char *s)
 {
     for (; s && *s; s++) {
         switch (*s) {
-        case '&': evo_str_append(o, "&amp;"); break;
-        case '<': evo_str_append(o, "&lt;"); break;
-        case '>': evo_str_append(o, "&gt;"); break;
-        case '"': evo_str_append(o, "&quot;"); break;
-        default:
-            /* Control characters are not allowed in XML 1.0; a label never needs them. */
-            if ((unsigned char)*s >= 0x20 || *s == '\t') evo_str_appendn(o, s, 1);
+            case '&': evo_str_append(o, "&amp;"); break;
+            case '<': evo_str_append(o, "&lt;"); break;
+            case '>': evo_str_append(o, "&gt;"); break;
+            case '"': evo_str_append(o, "&quot;"); break;
+            default:
+                /* Control characters are not allowed in XML 1.0; a label never needs them. */
+                if ((unsigned char)*s >= 0x20 || *s == '\t') evo_str_appendn(o, s, 1);
         }
     }
 }
@@ -115,7 +119,7 @@ int evo_plot_ticks(double lo, double hi, int target, int integer, double *ticks,
 
 typedef struct {
     double w, h;
-    double x0, x1, y0, y1;    /* the plot area in px */
+    double x0, x1, y0, y1;     /* the plot area in px */
     double xlo, xhi, ylo, yhi; /* its domain */
 } frame;
 
@@ -159,7 +163,7 @@ typedef struct {
     const char *color;
     int marker; /* for x/y series */
     int line;
-    int box;    /* for bars: a filled square */
+    int box; /* for bars: a filled square */
 } legend_entry;
 
 #define LEGEND_SWATCH 26.0
@@ -187,16 +191,16 @@ static int legend_rows(const legend_entry *e, int n, double x0, double x1)
 static void marker_at(evo_str *o, int marker, double x, double y, double r)
 {
     switch (marker) {
-    case EVO_PLOT_CIRCLE: evo_str_appendf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\"", x, y, r); break;
-    case EVO_PLOT_SQUARE:
-        evo_str_appendf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"", x - r * 0.9, y - r * 0.9,
-                        r * 1.8, r * 1.8);
-        break;
-    case EVO_PLOT_DIAMOND:
-        evo_str_appendf(o, "<path d=\"M%.1f %.1fl%.1f %.1fl%.1f %.1fl%.1f %.1fz\"", x, y - r * 1.25, r * 1.25,
-                        r * 1.25, -r * 1.25, r * 1.25, -r * 1.25, -r * 1.25);
-        break;
-    default: break;
+        case EVO_PLOT_CIRCLE: evo_str_appendf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\"", x, y, r); break;
+        case EVO_PLOT_SQUARE:
+            evo_str_appendf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"", x - r * 0.9, y - r * 0.9,
+                            r * 1.8, r * 1.8);
+            break;
+        case EVO_PLOT_DIAMOND:
+            evo_str_appendf(o, "<path d=\"M%.1f %.1fl%.1f %.1fl%.1f %.1fl%.1f %.1fz\"", x, y - r * 1.25, r * 1.25,
+                            r * 1.25, -r * 1.25, r * 1.25, -r * 1.25, -r * 1.25);
+            break;
+        default: break;
     }
 }
 
@@ -208,8 +212,8 @@ static void legend_draw(evo_str *o, const legend_entry *e, int n, double x0, dou
         if (x > x0 && x + ew - LEGEND_GAP > x1) x = x0, y += LEGEND_ROW;
         double cy = y + LEGEND_ROW / 2;
         if (e[i].box) {
-            evo_str_appendf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"%s\"/>\n", x + 4,
-                            cy - 7, e[i].color);
+            evo_str_appendf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"%s\"/>\n", x + 4, cy - 7,
+                            e[i].color);
         } else {
             if (e[i].line)
                 evo_str_appendf(o,
@@ -229,7 +233,8 @@ static void legend_draw(evo_str *o, const legend_entry *e, int n, double x0, dou
 static void fmt_tick(char *buf, size_t n, double v, int decimals)
 {
     snprintf(buf, n, "%.*f", decimals, v);
-    if (strcmp(buf, "-0") == 0 || (buf[0] == '-' && strspn(buf + 1, "0.") == strlen(buf + 1))) memmove(buf, buf + 1, strlen(buf));
+    if (strcmp(buf, "-0") == 0 || (buf[0] == '-' && strspn(buf + 1, "0.") == strlen(buf + 1)))
+        memmove(buf, buf + 1, strlen(buf));
 }
 
 /* The widest y tick label of a domain. */
@@ -364,8 +369,8 @@ evo_status evo_plot_xy_svg(const evo_plot_xy *p, evo_str *out, evo_err *err)
     int ydec, xdec;
     frame f = {.w = p->width > 0 ? p->width : 880, .h = p->height > 0 ? p->height : 500};
     int nyt = evo_plot_ticks(ylo, yhi, 6, 0, yt, 64, &f.ylo, &f.yhi, &ydec);
-    int nxt = evo_plot_ticks(p->integer_x ? round(xlo) : xlo, p->integer_x ? round(xhi) : xhi, 8, p->integer_x, xt,
-                             64, &f.xlo, &f.xhi, &xdec);
+    int nxt = evo_plot_ticks(p->integer_x ? round(xlo) : xlo, p->integer_x ? round(xhi) : xhi, 8, p->integer_x, xt, 64,
+                             &f.xlo, &f.xhi, &xdec);
     double xpad = p->integer_x ? fmax(0.3, 0.02 * (f.xhi - f.xlo)) : 0.02 * (f.xhi - f.xlo);
     if (p->integer_x && nxt == 1) xpad = 0; /* the one tick already sits in a unit-wide domain */
     f.xlo -= xpad, f.xhi += xpad;
@@ -379,8 +384,8 @@ evo_status evo_plot_xy_svg(const evo_plot_xy *p, evo_str *out, evo_err *err)
     for (int k = 0; k < p->n_series; k++) {
         const evo_plot_series *se = &p->series[k];
         if (!se->name) continue;
-        le[nle++] = (legend_entry){se->name, se->color ? se->color : palette[k % EVO_ARRAY_LEN(palette)],
-                                   se->marker, se->line, 0};
+        le[nle++] = (legend_entry){se->name, se->color ? se->color : palette[k % EVO_ARRAY_LEN(palette)], se->marker,
+                                   se->line, 0};
     }
     double top_text = 26 + (p->subtitle ? 18 : 0) + 10;
     int rows = legend_rows(le, nle, f.x0, f.x1);
@@ -463,7 +468,9 @@ evo_status evo_plot_xy_svg(const evo_plot_xy *p, evo_str *out, evo_err *err)
                     evo_str_append(o, "><title>");
                     xml_text(o, tip);
                     evo_str_append(o, "</title></");
-                    evo_str_append(o, se->marker == EVO_PLOT_CIRCLE ? "circle" : se->marker == EVO_PLOT_SQUARE ? "rect" : "path");
+                    evo_str_append(o, se->marker == EVO_PLOT_CIRCLE   ? "circle"
+                                      : se->marker == EVO_PLOT_SQUARE ? "rect"
+                                                                      : "path");
                     evo_str_append(o, ">\n");
                 } else {
                     evo_str_append(o, "/>\n");
@@ -596,8 +603,7 @@ evo_status evo_plot_bars_svg(const evo_plot_bars *p, evo_str *out, evo_err *err)
                 continue;
             }
             double y = fy(&f, fmax(v, 0));
-            evo_str_appendf(o,
-                            "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>",
+            evo_str_appendf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>",
                             x + 0.5, y, fmax(bw - 1, 1), f.y1 - y, palette[b % EVO_ARRAY_LEN(palette)]);
             char tip[200];
             snprintf(tip, sizeof tip, "%s, %s: %.3f", p->bars[b], p->groups[g], v);
@@ -624,8 +630,8 @@ evo_status evo_plot_bars_svg(const evo_plot_bars *p, evo_str *out, evo_err *err)
             for (int i = 0; i < n; i++) text_at(o, cx, ly + i * (FONT_TICK + 3), "middle", 0, NULL, lines[i]);
         }
         if (g > 0)
-            evo_str_appendf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333333\"/>\n", gx,
-                            f.y1, gx, f.y1 + TICK_LEN);
+            evo_str_appendf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333333\"/>\n", gx, f.y1,
+                            gx, f.y1 + TICK_LEN);
     }
     ref_line(o, &f, p->y_ref, p->y_ref_label);
     if (!any)

@@ -19,12 +19,12 @@ typedef struct {
     const char *name;    /* legend text; NULL leaves the series out of the legend */
     const double *x, *y; /* n points; a non-finite x or y is a gap */
     int n;
-    const char *color;   /* any SVG colour; NULL picks the palette's colour for the series index */
-    int line;            /* join consecutive finite points */
-    int marker;          /* EVO_PLOT_NONE, _CIRCLE, _SQUARE, _DIAMOND */
-    double marker_r;     /* marker radius in px; 0 = 3.5 */
-    double opacity;      /* of the markers; 0 = 1 */
-    double jitter;       /* scatter: spread points of equal x over +-jitter x units, in order; 0 = none */
+    const char *color; /* any SVG colour; NULL picks the palette's colour for the series index */
+    int line;          /* join consecutive finite points */
+    int marker;        /* EVO_PLOT_NONE, _CIRCLE, _SQUARE, _DIAMOND */
+    double marker_r;   /* marker radius in px; 0 = 3.5 */
+    double opacity;    /* of the markers; 0 = 1 */
+    double jitter;     /* scatter: spread points of equal x over +-jitter x units, in order; 0 = none */
 } evo_plot_series;
 
 typedef struct {
@@ -32,13 +32,13 @@ typedef struct {
     const char *x_label, *y_label;
     const evo_plot_series *series;
     int n_series;
-    int integer_x;          /* x ticks at whole numbers only (generations) */
-    int y_from_zero;        /* the y axis starts at 0 */
-    double y_ref;           /* a dashed horizontal line here; NaN = none */
+    int integer_x;   /* x ticks at whole numbers only (generations) */
+    int y_from_zero; /* the y axis starts at 0 */
+    double y_ref;    /* a dashed horizontal line here; NaN = none */
     const char *y_ref_label;
-    const char *note;       /* printed in the plot area when no series has a finite point; NULL = "no data" */
-    const char *footnote;   /* a line under the chart (e.g. what was left out); NULL = none */
-    int width, height;      /* 0 = 880 x 500 */
+    const char *note;     /* printed in the plot area when no series has a finite point; NULL = "no data" */
+    const char *footnote; /* a line under the chart (e.g. what was left out); NULL = none */
+    int width, height;    /* 0 = 880 x 500 */
 } evo_plot_xy;
 
 typedef struct {
@@ -46,13 +46,13 @@ typedef struct {
     const char *y_label;
     const char *const *groups; /* one group of bars per entry (a shape); labels may hold "name(dims) flags" */
     int n_groups;
-    const char *const *bars;   /* legend text of each bar of a group (an elite) */
+    const char *const *bars; /* legend text of each bar of a group (an elite) */
     int n_bars;
-    const double *values;      /* [group * n_bars + bar]; NaN = no bar */
-    double y_ref;              /* a dashed horizontal line here; NaN = none */
+    const double *values; /* [group * n_bars + bar]; NaN = no bar */
+    double y_ref;         /* a dashed horizontal line here; NaN = none */
     const char *y_ref_label;
-    const char *note;          /* printed in the plot area when there is no bar at all; NULL = "no data" */
-    int width, height;         /* 0 = chosen from the counts */
+    const char *note;  /* printed in the plot area when there is no bar at all; NULL = "no data" */
+    int width, height; /* 0 = chosen from the counts */
 } evo_plot_bars;
 
 /* Append the chart as a complete SVG document. EVO_E_INTERNAL for a malformed description (n < 0, NULL arrays). */

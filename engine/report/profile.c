@@ -106,10 +106,7 @@ static double metric_value(const char *s)
     return *end || !isfinite(v) ? NAN : v;
 }
 
-static int is_header(const char *line)
-{
-    return strncmp(line, "\"ID\",", 5) == 0;
-}
+static int is_header(const char *line) { return strncmp(line, "\"ID\",", 5) == 0; }
 
 evo_status evo_ncu_parse_csv(const char *text, evo_ncu_row **rows, int *n, evo_err *err)
 {
@@ -176,7 +173,7 @@ static double to_us(const char *unit)
     static const struct {
         const char *name;
         double f;
-    } units[] = {{"ns", 1e-3}, {"nsecond", 1e-3}, {"us", 1}, {"usecond", 1}, {"µs", 1},
+    } units[] = {{"ns", 1e-3}, {"nsecond", 1e-3}, {"us", 1},  {"usecond", 1}, {"µs", 1},
                  {"ms", 1e3},  {"msecond", 1e3},  {"s", 1e6}, {"second", 1e6}};
     for (size_t i = 0; i < EVO_ARRAY_LEN(units); i++)
         if (strcmp(unit, units[i].name) == 0) return units[i].f;
@@ -185,8 +182,12 @@ static double to_us(const char *unit)
 
 evo_status evo_ncu_summarize(const evo_ncu_row *rows, int n, evo_ncu_summary *out, evo_err *err)
 {
-    *out = (evo_ncu_summary){.tensor_pipe = NAN, .dram = NAN, .occupancy = NAN, .bank_conflicts = NAN,
-                             .issue_slots = NAN, .duration_us = NAN};
+    *out = (evo_ncu_summary){.tensor_pipe = NAN,
+                             .dram = NAN,
+                             .occupancy = NAN,
+                             .bank_conflicts = NAN,
+                             .issue_slots = NAN,
+                             .duration_us = NAN};
     if (n <= 0) return evo_fail(err, EVO_E_NOTFOUND, "ncu profiled no launch");
     out->launch = rows[0].launch;
     snprintf(out->kernel, sizeof out->kernel, "%s", rows[0].kernel);
@@ -196,12 +197,18 @@ evo_status evo_ncu_summarize(const evo_ncu_row *rows, int n, evo_ncu_summary *ou
         if (r->launch != out->launch) continue;
         const char *m = r->metric;
         double v = r->value;
-        if (strcmp(m, "gpu__time_duration.sum") == 0) out->duration_us = v * to_us(r->unit);
-        else if (strcmp(m, "dram__throughput.avg.pct_of_peak_sustained_elapsed") == 0) out->dram = v;
-        else if (strcmp(m, "sm__warps_active.avg.pct_of_peak_sustained_active") == 0) out->occupancy = v;
-        else if (strcmp(m, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum") == 0) ld = v;
-        else if (strcmp(m, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum") == 0) st = v;
-        else if (strcmp(m, "sm__inst_issued.avg.pct_of_peak_sustained_active") == 0) out->issue_slots = v;
+        if (strcmp(m, "gpu__time_duration.sum") == 0)
+            out->duration_us = v * to_us(r->unit);
+        else if (strcmp(m, "dram__throughput.avg.pct_of_peak_sustained_elapsed") == 0)
+            out->dram = v;
+        else if (strcmp(m, "sm__warps_active.avg.pct_of_peak_sustained_active") == 0)
+            out->occupancy = v;
+        else if (strcmp(m, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum") == 0)
+            ld = v;
+        else if (strcmp(m, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum") == 0)
+            st = v;
+        else if (strcmp(m, "sm__inst_issued.avg.pct_of_peak_sustained_active") == 0)
+            out->issue_slots = v;
         for (int k = 0; evo_ncu_tensor_metrics[k]; k++) {
             if (strcmp(m, evo_ncu_tensor_metrics[k]) != 0 || isnan(v)) continue;
             if (isnan(out->tensor_pipe) || v > out->tensor_pipe) {
@@ -326,14 +333,12 @@ static int in_list(const char *list, const char *name)
 {
     size_t len = strlen(name);
     for (const char *p = list; (p = strstr(p, name)); p += len)
-        if ((p == list || p[-1] == ' ' || p[-1] == ',') && (p[len] == '\0' || p[len] == ',' || p[len] == ' '))
-            return 1;
+        if ((p == list || p[-1] == ' ' || p[-1] == ',') && (p[len] == '\0' || p[len] == ',' || p[len] == ' ')) return 1;
     return 0;
 }
 
 /* One ncu run of the self-test. skip < 0: every launch, else --launch-skip skip --launch-count 1. */
-static evo_status ncu_run(const evo_ncu_job *job, const char *metrics, long skip, char **text, int *code,
-                          evo_err *err)
+static evo_status ncu_run(const evo_ncu_job *job, const char *metrics, long skip, char **text, int *code, evo_err *err)
 {
     char skip_s[32], reps[16];
     snprintf(skip_s, sizeof skip_s, "%ld", skip);
@@ -366,21 +371,21 @@ static evo_status ncu_run(const evo_ncu_job *job, const char *metrics, long skip
 }
 
 /* The failures every ncu run can meet; EVO_OK when none of them. */
-static evo_status run_problem(const evo_ncu_job *job, evo_ncu_problem pr, const char *text, int code,
-                              evo_err *err)
+static evo_status run_problem(const evo_ncu_job *job, evo_ncu_problem pr, const char *text, int code, evo_err *err)
 {
     switch (pr) {
-    case EVO_NCU_NO_PERMISSION:
-        return evo_fail(err, EVO_E_CUDA,
-                        "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM): the driver lets only "
-                        "administrators profile. Run evo profile as root, or allow every user by loading the nvidia "
-                        "module with NVreg_RestrictProfilingToAdminUsers=0 (in a container the host must allow it "
-                        "and the container needs CAP_SYS_ADMIN)");
-    case EVO_NCU_UNSUPPORTED: return evo_fail(err, EVO_E_CUDA, "ncu cannot profile this GPU:\n%s", tail(text, 600));
-    case EVO_NCU_APP_FAILED:
-        return evo_fail(err, EVO_E_REJECTED, "the self-test failed under ncu for shape %s:\n%s", job->shape,
-                        tail(text, 1500));
-    default: break;
+        case EVO_NCU_NO_PERMISSION:
+            return evo_fail(
+                err, EVO_E_CUDA,
+                "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM): the driver lets only "
+                "administrators profile. Run evo profile as root, or allow every user by loading the nvidia "
+                "module with NVreg_RestrictProfilingToAdminUsers=0 (in a container the host must allow it "
+                "and the container needs CAP_SYS_ADMIN)");
+        case EVO_NCU_UNSUPPORTED: return evo_fail(err, EVO_E_CUDA, "ncu cannot profile this GPU:\n%s", tail(text, 600));
+        case EVO_NCU_APP_FAILED:
+            return evo_fail(err, EVO_E_REJECTED, "the self-test failed under ncu for shape %s:\n%s", job->shape,
+                            tail(text, 1500));
+        default: break;
     }
     if (code != 0)
         return evo_fail(err, EVO_E_REJECTED, "ncu or the self-test failed (exit %d) for shape %s:\n%s", code,
@@ -421,7 +426,8 @@ evo_status evo_ncu_profile(const evo_ncu_job *job, evo_ncu_summary *out, char **
         if (pr == EVO_NCU_UNKNOWN_METRICS)
             s = evo_fail(err, EVO_E_CUDA, "ncu knows neither launch__grid_size nor gpu__time_duration.sum:\n%s",
                          tail(text, 600));
-        else s = run_problem(job, pr, text, code, err);
+        else
+            s = run_problem(job, pr, text, code, err);
         break;
     }
     if (s == EVO_OK) s = evo_ncu_parse_csv(text, &rows, &n, err);
@@ -464,17 +470,21 @@ evo_status evo_ncu_profile(const evo_ncu_job *job, evo_ncu_summary *out, char **
         free(unknown);
         if (pr == EVO_NCU_UNKNOWN_METRICS)
             s = evo_fail(err, EVO_E_CUDA, "ncu does not know the metrics evo asks for:\n%s", tail(text, 600));
-        else s = run_problem(job, pr, text, code, err);
+        else
+            s = run_problem(job, pr, text, code, err);
         if (s == EVO_OK) s = evo_ncu_parse_csv(text, &rows, &n, err);
         if (s == EVO_OK && n == 0)
-            s = evo_fail(err, EVO_E_NOTFOUND, "ncu profiled no launch of the kernel for shape %s (launch %d of %d):\n%s",
-                         job->shape, total - EVO_NCU_REPS + EVO_NCU_LAUNCH_SKIP + 1, total, tail(text, 1500));
+            s = evo_fail(err, EVO_E_NOTFOUND,
+                         "ncu profiled no launch of the kernel for shape %s (launch %d of %d):\n%s", job->shape,
+                         total - EVO_NCU_REPS + EVO_NCU_LAUNCH_SKIP + 1, total, tail(text, 1500));
         if (s == EVO_OK) s = evo_ncu_summarize(rows, n, out, err);
         evo_ncu_rows_free(rows, n);
         break;
     }
     free(unknown_all);
-    if (output) *output = text;
-    else free(text);
+    if (output)
+        *output = text;
+    else
+        free(text);
     return s;
 }

@@ -20,14 +20,14 @@
 
 #include <stddef.h>
 
-#define EVO_NCU_LAUNCH_SKIP 1  /* timed launches skipped before the profiled one */
-#define EVO_NCU_REPS 5         /* timed launches asked of the self-test */
-#define EVO_NCU_TIMEOUT_S 900  /* one ncu run; a self-test under ncu takes seconds to a few minutes */
+#define EVO_NCU_LAUNCH_SKIP 1 /* timed launches skipped before the profiled one */
+#define EVO_NCU_REPS 5        /* timed launches asked of the self-test */
+#define EVO_NCU_TIMEOUT_S 900 /* one ncu run; a self-test under ncu takes seconds to a few minutes */
 
 /* The ncu metrics asked for. Tensor-pipe utilisation has no single name on every GPU: every name in
  * evo_ncu_tensor_metrics is asked for, the ones this ncu does not know are dropped, and the largest value of
  * those left is the utilisation. */
-extern const char *const evo_ncu_metrics[];       /* NULL-terminated, tensor metrics excluded */
+extern const char *const evo_ncu_metrics[];        /* NULL-terminated, tensor metrics excluded */
 extern const char *const evo_ncu_tensor_metrics[]; /* NULL-terminated, in order of preference */
 
 /* One row of ncu's CSV ("details" page, one metric of one profiled launch). */
@@ -75,13 +75,12 @@ typedef enum {
  * copy of the comma-separated metric list. */
 evo_ncu_problem evo_ncu_diagnose(const char *output, char **unknown);
 
-
 typedef struct {
-    const char *ncu;   /* from evo_path_find_tool */
-    const char *exe;   /* the built self-test */
-    const char *shape; /* the self-test's name of the shape (the timed shape's config name, e.g. "mission") */
+    const char *ncu;           /* from evo_path_find_tool */
+    const char *exe;           /* the built self-test */
+    const char *shape;         /* the self-test's name of the shape (the timed shape's config name, e.g. "mission") */
     const char *kernel_prefix; /* only kernels whose name holds this are profiled (the task's, e.g. "evo_attn") */
-    int timeout_s;     /* per ncu run; 0 = EVO_NCU_TIMEOUT_S */
+    int timeout_s;             /* per ncu run; 0 = EVO_NCU_TIMEOUT_S */
 } evo_ncu_job;
 
 /* Profiles one timed launch of the self-test for one shape (see the top of this file) and summarises it. Asks

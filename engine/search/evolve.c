@@ -85,17 +85,17 @@ typedef struct {
     double best_fitness;
     bool tty;
     char *work_dir;
-    bool keep_work; /* sanitizer reports of demoted elites are in it */
-    bool finished;  /* --resume of a run that is done: nothing to do, nothing changed */
+    bool keep_work;      /* sanitizer reports of demoted elites are in it */
+    bool finished;       /* --resume of a run that is done: nothing to do, nothing changed */
     bool builtin_config; /* no --config and no configs/default.yaml: the one built into evo */
-    evo_gen_rec *gens; /* the generations the store holds for the run (a resume) */
+    evo_gen_rec *gens;   /* the generations the store holds for the run (a resume) */
     int done_gens;
     struct sigaction old_int, old_term;
     evo_lease *lease;  /* this process's claim on the run (lease.h); NULL until the run is ours */
     bool write_failed; /* a result could not be stored: the run stopped there (nothing after it is kept) */
     bool out_closed;   /* the console could not be written any more: the run stops as on Ctrl-C */
     int stored_gen;    /* results of the generation in progress that are stored */
-    char *sanitizer; /* --sanitize: the compute-sanitizer found before the search */
+    char *sanitizer;   /* --sanitize: the compute-sanitizer found before the search */
     /* the generation in progress */
     int gen, done, total;
     int counts[EVO_V_COUNT];
@@ -106,13 +106,13 @@ typedef struct {
     int gen_evaluated, gen_reused, gen_migrants;
     double gen_best, gen_median;
     /* --islands */
-    char *island_json;    /* runs.island of a new run */
-    uint64_t job_seed;    /* the job's seed (the run's is evo_island_seed of it) */
-    evo_migrant *best;    /* this run's best OK results on this island, best first, at most the migrants */
+    char *island_json; /* runs.island of a new run */
+    uint64_t job_seed; /* the job's seed (the run's is evo_island_seed of it) */
+    evo_migrant *best; /* this run's best OK results on this island, best first, at most the migrants */
     int n_best;
     evo_migrant *arrived; /* migrants to measure with the coming generation */
     int n_arrived;
-    evo_genome *island_seeds; /* this island's share of the config's seeds */
+    evo_genome *island_seeds;                        /* this island's share of the config's seeds */
     int64_t job_evaluated, job_reused, job_migrants; /* the job's totals (rank 0 reports them) */
     double job_best;
     int job_best_island;
@@ -122,8 +122,7 @@ typedef struct {
 
 /* ---- storing one result ---- */
 
-static evo_status put_result(loop *L, const evo_candidate *c, const evo_proposal *p, const evo_result *r,
-                             evo_err *err)
+static evo_status put_result(loop *L, const evo_candidate *c, const evo_proposal *p, const evo_result *r, evo_err *err)
 {
     evo_candidate_rec cr = {
         .key = (char *)c->key,
@@ -262,7 +261,7 @@ typedef struct {
     loop *L;
     evo_candidate *c;
     evo_proposal *p;
-    int *index;         /* evaluated position -> slot */
+    int *index;          /* evaluated position -> slot */
     evo_result *results; /* per slot */
     evo_status status;
     evo_err failed; /* why the first write failed (the evaluator's own error, "interrupted", must not hide it) */
@@ -329,8 +328,10 @@ static int cmp_double(const void *a, const void *b)
 static void fmt_time(double s, char *buf, size_t n)
 {
     int t = (int)(s + 0.5);
-    if (t >= 3600) snprintf(buf, n, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
-    else snprintf(buf, n, "%d:%02d", t / 60, t % 60);
+    if (t >= 3600)
+        snprintf(buf, n, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(buf, n, "%d:%02d", t / 60, t % 60);
 }
 
 /* ---- one generation ---- */
@@ -348,7 +349,8 @@ static evo_status lookup(loop *L, evo_candidate *c, evo_result *r, bool *found, 
     /* On a GPU, only a result judged in the candidate's accuracy class by the current gates is reused; a replay
      * reuses whatever it recorded. */
     const bool gpu = evo_evaluator_needs_compile(L->ev);
-    s = evo_store_find_evaluation(L->st, rec.id, L->shape_set, gpu ? evo_task_accuracy_name(L->task, c->accuracy) : NULL,
+    s = evo_store_find_evaluation(L->st, rec.id, L->shape_set,
+                                  gpu ? evo_task_accuracy_name(L->task, c->accuracy) : NULL,
                                   evo_task_gate_version(L->task), &e, &f, err);
     /* Another run's NOT_RECORDED says only that its replay source lacked the genome: evaluate it again. */
     if (s == EVO_OK && f && e.verdict == EVO_V_NOT_RECORDED && e.run_id != L->run.id) {
@@ -426,8 +428,12 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
     bool *drop = evo_xcalloc((size_t)n, sizeof *drop);
     int *index = evo_xcalloc((size_t)n, sizeof *index);
     for (int i = 0; i < n; i++) c[i].genome = p[i].genome;
-    evo_build_opts bo = {.cfg = L->cfg, .task = L->task, .lim = evo_evaluator_limits(L->ev),
-                         .arch = evo_evaluator_arch(L->ev), .jobs = L->o.jobs, .interrupt = &g_interrupted};
+    evo_build_opts bo = {.cfg = L->cfg,
+                         .task = L->task,
+                         .lim = evo_evaluator_limits(L->ev),
+                         .arch = evo_evaluator_arch(L->ev),
+                         .jobs = L->o.jobs,
+                         .interrupt = &g_interrupted};
     s = evo_candidates_prepare(&bo, c, n, err);
     int n_reused = 0, n_eval = 0;
     L->done = 0;
@@ -533,7 +539,8 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
                                          : best_i >= 0 ? c[best_i].genome_text
                                                        : NULL};
         memcpy(gr.counts, L->counts, sizeof gr.counts);
-        for (int i = 0; i < n; i++) gr.check_s += reused[i] ? 0 : res[i].check_s, gr.time_s += reused[i] ? 0 : res[i].time_s;
+        for (int i = 0; i < n; i++)
+            gr.check_s += reused[i] ? 0 : res[i].check_s, gr.time_s += reused[i] ? 0 : res[i].time_s;
         if (s == EVO_OK && !(g_interrupted && L->done < L->total)) {
             /* the generation's row is the run's too: written only while the run is this process's */
             s = L->lease ? evo_store_begin(L->st, err) : EVO_OK;
@@ -557,13 +564,14 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
             fmt_time(elapsed, el, sizeof el);
             fmt_time(elapsed / (L->gen + 1) * (L->generations - L->gen - 1), eta, sizeof eta);
             char best[32] = "-", median[32] = "-"; /* no fitness: as evo history shows it */
-            if (nf) snprintf(best, sizeof best, "%.3f", fit[nf - 1]), snprintf(median, sizeof median, "%.3f", fit[nf / 2]);
+            if (nf)
+                snprintf(best, sizeof best, "%.3f", fit[nf - 1]), snprintf(median, sizeof median, "%.3f", fit[nf / 2]);
             fprintf(L->o.out, "%sgen %2d (%d of %d)  %2d evaluated (%d reused)", L->tty ? "\r\033[K" : "", L->gen,
                     L->gen + 1, L->generations, n - n_reused, n_reused);
             for (int v = 0; v < EVO_V_COUNT; v++)
                 if (L->counts[v]) fprintf(L->o.out, " %s %d", evo_verdict_name((evo_verdict)v), L->counts[v]);
-            fprintf(L->o.out, "  best %s median %s  noise %.1f%%  %s elapsed, ETA %s\n", best, median, 100 * noise,
-                    el, eta);
+            fprintf(L->o.out, "  best %s median %s  noise %.1f%%  %s elapsed, ETA %s\n", best, median, 100 * noise, el,
+                    eta);
             out_flush(L);
         }
         free(fit);
@@ -576,8 +584,10 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
     for (int i = 0; i < n; i++) {
         if (!res[i].detail) continue;
         L->gen_migrants += p[i].op == EVO_OP_MIGRANT;
-        if (reused[i]) L->gen_reused++;
-        else L->gen_evaluated++;
+        if (reused[i])
+            L->gen_reused++;
+        else
+            L->gen_evaluated++;
         if (res[i].verdict == EVO_V_OK && isfinite(res[i].fitness)) fv[nf++] = res[i].fitness;
         best_offer(L, c[i].genome_text, &res[i]);
     }
@@ -585,8 +595,11 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
     if (nf) L->gen_best = fv[nf - 1], L->gen_median = fv[nf / 2];
     free(fv);
     for (int i = 0; i < n; i++)
-        obs[i] = (evo_observation){.genome = c[i].genome, .verdict = res[i].verdict, .fitness = res[i].fitness,
-                                   .fitness_lo = res[i].fitness_lo, .fitness_hi = res[i].fitness_hi,
+        obs[i] = (evo_observation){.genome = c[i].genome,
+                                   .verdict = res[i].verdict,
+                                   .fitness = res[i].fitness,
+                                   .fitness_lo = res[i].fitness_lo,
+                                   .fitness_hi = res[i].fitness_hi,
                                    .reused = reused[i]};
     /* only what has a result is observed (an interrupted generation leaves some without) */
     int m = 0;
@@ -641,8 +654,8 @@ static void collect_best(const char *genome, evo_verdict v, double fitness, void
 static evo_status prior_elites(loop *L, evo_err *err)
 {
     best_list b = {L->cfg->space, NULL, NULL, 0, 0};
-    evo_status s = evo_store_foreach_evaluation(L->st, L->cfg->task, evo_evaluator_arch(L->ev), L->shape_set,
-                                                L->run.id, collect_best, &b, err);
+    evo_status s = evo_store_foreach_evaluation(L->st, L->cfg->task, evo_evaluator_arch(L->ev), L->shape_set, L->run.id,
+                                                collect_best, &b, err);
     for (int k = 0; s == EVO_OK && k < L->cfg->evolution.elites && k < b.n; k++) {
         int best = k;
         for (int i = k + 1; i < b.n; i++)
@@ -683,8 +696,13 @@ static evo_status open_evaluator(loop *L, evo_err *err)
         sprintf(L->work_dir, "%s/evo-run-%d", tmpdir, (int)getpid());
         if (!o->quiet) fprintf(o->out, "starting GPU workers (inputs and references are made once per worker)...\n");
     }
-    evo_evaluator_opts eo = {.cfg = L->cfg, .config_path = NULL, .gpus = o->gpus, .n_gpus = o->n_gpus,
-                             .replay_db = o->replay_db, .work_dir = L->work_dir, .jobs = o->jobs,
+    evo_evaluator_opts eo = {.cfg = L->cfg,
+                             .config_path = NULL,
+                             .gpus = o->gpus,
+                             .n_gpus = o->n_gpus,
+                             .replay_db = o->replay_db,
+                             .work_dir = L->work_dir,
+                             .jobs = o->jobs,
                              .interrupt = &g_interrupted};
     evo_status s = evo_evaluator_open(&eo, &L->ev, err);
     if (s == EVO_OK) g_evaluator = L->ev;
@@ -694,8 +712,7 @@ static evo_status open_evaluator(loop *L, evo_err *err)
 /* A resumed run that is done has nothing left, unless --generations asks for more than it has. */
 static bool run_finished(const loop *L)
 {
-    return L->run.state && strcmp(L->run.state, "done") == 0 &&
-           (!L->o.generations || L->o.generations <= L->done_gens);
+    return L->run.state && strcmp(L->run.state, "done") == 0 && (!L->o.generations || L->o.generations <= L->done_gens);
 }
 
 /* The run's lease (lease.h): refused while another live process holds it; taken over, and said so, when its
@@ -738,9 +755,10 @@ static evo_status check_island_resume(loop *L, const char *db, evo_err *err)
     evo_island *is = o->island;
     const long long id = (long long)L->run.id;
     if (!L->run.island)
-        return evo_fail(err, EVO_E_USAGE,
-                        "--resume %lld: run %lld of %s is not an island of an --islands job; resume it without --islands",
-                        id, id, db);
+        return evo_fail(
+            err, EVO_E_USAGE,
+            "--resume %lld: run %lld of %s is not an island of an --islands job; resume it without --islands", id, id,
+            db);
     int rank, n, every, migrants;
     uint64_t seed;
     evo_status s = evo_island_parse_json(L->run.island, &rank, &n, &every, &migrants, &seed, err);
@@ -826,7 +844,8 @@ static evo_status open_run(loop *L, evo_err *err)
             return evo_fail(err, EVO_E_DB, "--resume %lld: %s stores no config for the run", (long long)L->run.id, db);
         s = evo_config_parse(L->run.config_path ? L->run.config_path : "(stored config)", L->run.config_text,
                              strlen(L->run.config_text), &L->cfg, err);
-        if (s != EVO_OK) return evo_failv_prefix(err, s, "--resume %lld: the run's stored config", (long long)L->run.id);
+        if (s != EVO_OK)
+            return evo_failv_prefix(err, s, "--resume %lld: the run's stored config", (long long)L->run.id);
     }
     L->task = evo_task_find(L->cfg->task);
     if (!L->task) return evo_fail(err, EVO_E_CONFIG, "%s: unknown task '%s'", evo_show(L->cfg->path).s, L->cfg->task);
@@ -948,8 +967,12 @@ static evo_status sanitize_one(loop *L, const evo_elite_rec *el, int rank, const
     evo_candidate c;
     memset(&c, 0, sizeof c);
     evo_status s = evo_genome_parse(L->cfg->space, el->cand.genome, &c.genome, err);
-    evo_build_opts bo = {.cfg = L->cfg, .task = L->task, .lim = evo_evaluator_limits(L->ev),
-                         .arch = evo_evaluator_arch(L->ev), .jobs = L->o.jobs, .interrupt = &g_interrupted};
+    evo_build_opts bo = {.cfg = L->cfg,
+                         .task = L->task,
+                         .lim = evo_evaluator_limits(L->ev),
+                         .arch = evo_evaluator_arch(L->ev),
+                         .jobs = L->o.jobs,
+                         .interrupt = &g_interrupted};
     if (s == EVO_OK) s = evo_candidates_build(&bo, &c, 1, err);
     if (s != EVO_OK) {
         evo_candidate_free(&c);
@@ -1037,31 +1060,47 @@ static evo_status retime_elites(loop *L, const char *why, bool report, evo_err *
     const int k = L->cfg->evolution.elites > 0 ? L->cfg->evolution.elites : 1;
     evo_elite_rec *el = NULL;
     int n = 0;
-    evo_status s = evo_store_elites(L->st, L->cfg->task, evo_evaluator_arch(L->ev), L->shape_set, NULL, k, &el, &n, err);
+    evo_status s =
+        evo_store_elites(L->st, L->cfg->task, evo_evaluator_arch(L->ev), L->shape_set, NULL, k, &el, &n, err);
     evo_candidate *c = evo_xcalloc((size_t)(n ? n : 1), sizeof *c);
     int *of = evo_xcalloc((size_t)(n ? n : 1), sizeof *of); /* elite index of c[j] */
     int m = 0;
-    evo_build_opts bo = {.cfg = L->cfg, .task = L->task, .lim = evo_evaluator_limits(L->ev),
-                         .arch = evo_evaluator_arch(L->ev), .jobs = L->o.jobs, .interrupt = &g_interrupted};
+    evo_build_opts bo = {.cfg = L->cfg,
+                         .task = L->task,
+                         .lim = evo_evaluator_limits(L->ev),
+                         .arch = evo_evaluator_arch(L->ev),
+                         .jobs = L->o.jobs,
+                         .interrupt = &g_interrupted};
     for (int i = 0; s == EVO_OK && i < n; i++) {
         memset(&c[m], 0, sizeof c[m]);
         if (evo_genome_parse(L->cfg->space, el[i].cand.genome, &c[m].genome, NULL) != EVO_OK) continue;
         s = evo_candidates_build(&bo, &c[m], 1, err);
         /* an elite another evo built differently cannot be re-timed: what would run is not what was measured */
-        if (s == EVO_OK && c[m].verdict == EVO_V_OK && !strcmp(c[m].key, el[i].cand.key)) of[m++] = i;
-        else evo_candidate_free(&c[m]);
+        if (s == EVO_OK && c[m].verdict == EVO_V_OK && !strcmp(c[m].key, el[i].cand.key))
+            of[m++] = i;
+        else
+            evo_candidate_free(&c[m]);
     }
     evo_result *res = evo_xcalloc((size_t)(m ? m : 1), sizeof *res);
     if (s == EVO_OK && m > 0) s = evo_evaluator_retime(L->ev, c, m, res, err);
     evo_observation *obs = evo_xcalloc((size_t)(m ? m : 1), sizeof *obs);
     for (int j = 0; s == EVO_OK && j < m; j++) {
-        evo_retime_rec rr = {.candidate_id = el[of[j]].cand.id, .run_id = L->run.id, .generation = L->gen,
-                             .shape_set = L->shape_set, .fitness = res[j].fitness, .fitness_lo = res[j].fitness_lo,
-                             .fitness_hi = res[j].fitness_hi, .why = (char *)why, .gpu = res[j].gpu};
+        evo_retime_rec rr = {.candidate_id = el[of[j]].cand.id,
+                             .run_id = L->run.id,
+                             .generation = L->gen,
+                             .shape_set = L->shape_set,
+                             .fitness = res[j].fitness,
+                             .fitness_lo = res[j].fitness_lo,
+                             .fitness_hi = res[j].fitness_hi,
+                             .why = (char *)why,
+                             .gpu = res[j].gpu};
         s = evo_store_put_retime(L->st, &rr, err);
         free(rr.created_at);
-        obs[j] = (evo_observation){.genome = c[j].genome, .verdict = res[j].verdict, .fitness = res[j].fitness,
-                                   .fitness_lo = res[j].fitness_lo, .fitness_hi = res[j].fitness_hi};
+        obs[j] = (evo_observation){.genome = c[j].genome,
+                                   .verdict = res[j].verdict,
+                                   .fitness = res[j].fitness,
+                                   .fitness_lo = res[j].fitness_lo,
+                                   .fitness_hi = res[j].fitness_hi};
     }
     if (s == EVO_OK) refresh(L, obs, m);
     if (s == EVO_OK && report && !L->o.quiet && m > 0) {
@@ -1118,8 +1157,10 @@ static void collect_retime(const evo_retime_rec *r, void *ctx)
     char id[32];
     snprintf(id, sizeof id, "%lld", (long long)r->candidate_id);
     if (evo_store_find_candidate(x->L->st, id, EVO_CAND_ROW, &cr, NULL, NULL) != EVO_OK) return;
-    evo_observation o = {.verdict = isfinite(r->fitness) ? EVO_V_OK : EVO_V_CRASHED, .fitness = r->fitness,
-                         .fitness_lo = r->fitness_lo, .fitness_hi = r->fitness_hi};
+    evo_observation o = {.verdict = isfinite(r->fitness) ? EVO_V_OK : EVO_V_CRASHED,
+                         .fitness = r->fitness,
+                         .fitness_lo = r->fitness_lo,
+                         .fitness_hi = r->fitness_hi};
     if (evo_genome_parse(x->L->cfg->space, cr.genome, &o.genome, NULL) == EVO_OK) {
         if (x->n == x->cap) {
             x->cap = x->cap ? 2 * x->cap : 8;
@@ -1177,8 +1218,10 @@ static evo_status finish(loop *L, evo_status s, evo_err *err)
     evo_config_free(L->cfg);
     free(L->prior);
     if (L->work_dir) {
-        if (L->keep_work) fprintf(stderr, "evo: sanitizer reports are kept in %s\n", L->work_dir);
-        else evo_work_dir_settle(L->work_dir, s, err);
+        if (L->keep_work)
+            fprintf(stderr, "evo: sanitizer reports are kept in %s\n", L->work_dir);
+        else
+            evo_work_dir_settle(L->work_dir, s, err);
     }
     free(L->work_dir);
     free(L->sanitizer);
@@ -1388,10 +1431,12 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
     if (s == EVO_OK) s = make_strategy(L, err);
     const int done_gens = L->done_gens;
     if (s == EVO_OK && L->o.resume_run && !L->o.quiet) {
-        if (done_gens) fprintf(L->o.out, "resuming run %lld: generations 0 to %d of %d are stored\n",
-                               (long long)L->run.id, done_gens - 1, L->generations);
-        else fprintf(L->o.out, "resuming run %lld: no generation of %d is stored yet\n", (long long)L->run.id,
-                     L->generations);
+        if (done_gens)
+            fprintf(L->o.out, "resuming run %lld: generations 0 to %d of %d are stored\n", (long long)L->run.id,
+                    done_gens - 1, L->generations);
+        else
+            fprintf(L->o.out, "resuming run %lld: no generation of %d is stored yet\n", (long long)L->run.id,
+                    L->generations);
     }
     if (s == EVO_OK && !L->o.quiet)
         fprintf(L->o.out, "run %lld: %s on %s (%s), strategy %s, population %d, %d generations, seed %lld\n",
@@ -1451,8 +1496,7 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
             stall = L->best_fitness > before * 1.001 ? 0 : stall + 1;
             update_run(L, "running");
             if (L->cfg->evolution.stall_generations > 0 && stall >= L->cfg->evolution.stall_generations) {
-                if (!L->o.quiet)
-                    fprintf(L->o.out, "no improvement for %d generations: stopping\n", stall);
+                if (!L->o.quiet) fprintf(L->o.out, "no improvement for %d generations: stopping\n", stall);
                 break;
             }
         }

@@ -45,18 +45,18 @@ typedef struct {
     int population;          /* 0 = config */
     bool seed_set;
     uint64_t seed;
-    int64_t resume_run;      /* 0 = a new run */
-    const int *gpus;         /* NULL = all */
+    int64_t resume_run; /* 0 = a new run */
+    const int *gpus;    /* NULL = all */
     int n_gpus;
-    int jobs;                /* parallel compiles; 0 = all cores */
-    double time_budget_s;    /* < 0 = config */
-    const char *strategy;    /* NULL = config */
-    int insights;            /* -1 = config, 0 off, 1 on */
-    const char *replay_db;   /* evaluate by looking results up there */
-    const char *sanitize;    /* after the search, the elites under these compute-sanitizer tools ("memcheck,
+    int jobs;              /* parallel compiles; 0 = all cores */
+    double time_budget_s;  /* < 0 = config */
+    const char *strategy;  /* NULL = config */
+    int insights;          /* -1 = config, 0 off, 1 on */
+    const char *replay_db; /* evaluate by looking results up there */
+    const char *sanitize;  /* after the search, the elites under these compute-sanitizer tools ("memcheck,
                                 racecheck"); NULL = not */
-    const char *sanitizer;   /* its path; NULL = found on PATH or under $CUDA_HOME */
-    FILE *out;               /* progress and summary (stdout) */
+    const char *sanitizer; /* its path; NULL = found on PATH or under $CUDA_HOME */
+    FILE *out;             /* progress and summary (stdout) */
     bool quiet;
     /* --islands: this rank's island of the job (islands.h), NULL for a plain run. Then db_path is the island's own
      * store, seed the job's (the run takes evo_island_seed(seed, rank)); rank 0 prints the job's lines, the other

@@ -36,14 +36,14 @@ void evo_insights_free(evo_insights *ins) { free(ins); }
 static bool is_failure(evo_verdict v)
 {
     switch (v) {
-    case EVO_V_INVALID:
-    case EVO_V_COMPILE_FAIL:
-    case EVO_V_RESOURCE_FAIL:
-    case EVO_V_LAUNCH_FAIL:
-    case EVO_V_CRASHED:
-    case EVO_V_TIMEOUT:
-    case EVO_V_INCORRECT: return true;
-    default: return false;
+        case EVO_V_INVALID:
+        case EVO_V_COMPILE_FAIL:
+        case EVO_V_RESOURCE_FAIL:
+        case EVO_V_LAUNCH_FAIL:
+        case EVO_V_CRASHED:
+        case EVO_V_TIMEOUT:
+        case EVO_V_INCORRECT: return true;
+        default: return false;
     }
 }
 
@@ -124,11 +124,15 @@ static void format_json(const evo_insights *ins, evo_str *out)
             cJSON_AddStringToObject(o, "value", evo_space_value_text(ins->space, k, v));
             cJSON_AddNumberToObject(o, "n", s.n);
             cJSON_AddNumberToObject(o, "failed", s.n_fail);
-            if (s.n) cJSON_AddNumberToObject(o, "fail_rate", (double)s.n_fail / s.n);
-            else cJSON_AddNullToObject(o, "fail_rate");
+            if (s.n)
+                cJSON_AddNumberToObject(o, "fail_rate", (double)s.n_fail / s.n);
+            else
+                cJSON_AddNullToObject(o, "fail_rate");
             cJSON_AddNumberToObject(o, "timed", s.n_timed);
-            if (s.n_timed) cJSON_AddNumberToObject(o, "mean_log_speedup", s.sum_log / s.n_timed);
-            else cJSON_AddNullToObject(o, "mean_log_speedup");
+            if (s.n_timed)
+                cJSON_AddNumberToObject(o, "mean_log_speedup", s.sum_log / s.n_timed);
+            else
+                cJSON_AddNullToObject(o, "mean_log_speedup");
             cJSON_AddNumberToObject(o, "weight", evo_insights_weight(ins, k, v));
             cJSON_AddItemToArray(values, o);
         }
@@ -168,8 +172,7 @@ void evo_insights_format(const evo_insights *ins, bool json, evo_str *out)
             if (s.n) snprintf(fail, sizeof fail, "%.1f%%", 100.0 * s.n_fail / s.n);
             if (s.n_timed) snprintf(mean, sizeof mean, "%+.4f", s.sum_log / s.n_timed);
             evo_str_appendf(out, "%-*s  %-*s  %6d  %9s  %6d  %16s  %6.3f\n", wk, evo_space_knob_name(sp, k), wv,
-                            evo_space_value_text(sp, k, v), s.n, fail, s.n_timed, mean,
-                            evo_insights_weight(ins, k, v));
+                            evo_space_value_text(sp, k, v), s.n, fail, s.n_timed, mean, evo_insights_weight(ins, k, v));
         }
     }
 }

@@ -28,18 +28,18 @@
 
 #include <stdbool.h>
 
-#define EVO_INSIGHTS_MIN_OBS 3   /* evaluations of a value before its statistics count             */
-#define EVO_INSIGHTS_FLOOR 0.05  /* no value's weight drops below this: exploration never stops    */
-#define EVO_INSIGHTS_CAP 8.0     /* nor rises above this: one lucky value cannot take over a knob */
-#define EVO_INSIGHTS_BETA 4.0    /* a value 10% faster on average than the rest weighs ~1.46x more */
+#define EVO_INSIGHTS_MIN_OBS 3  /* evaluations of a value before its statistics count             */
+#define EVO_INSIGHTS_FLOOR 0.05 /* no value's weight drops below this: exploration never stops    */
+#define EVO_INSIGHTS_CAP 8.0    /* nor rises above this: one lucky value cannot take over a knob */
+#define EVO_INSIGHTS_BETA 4.0   /* a value 10% faster on average than the rest weighs ~1.46x more */
 
 typedef struct evo_insights evo_insights;
 
 typedef struct {
-    int n;           /* evaluations with this value        */
-    int n_fail;      /* of which failed                    */
-    int n_timed;     /* of which measured (OK, REGRESSED)  */
-    double sum_log;  /* sum of log(fitness) of the measured */
+    int n;          /* evaluations with this value        */
+    int n_fail;     /* of which failed                    */
+    int n_timed;    /* of which measured (OK, REGRESSED)  */
+    double sum_log; /* sum of log(fitness) of the measured */
 } evo_insight_stat;
 
 evo_insights *evo_insights_new(const evo_space *space);

@@ -132,8 +132,8 @@ typedef struct {
     char why[1024];
 } ready_msg;
 
-evo_status evo_island_ready(evo_island *is, evo_status mine, const char *why, const char *fingerprint,
-                            int64_t next_run, bool finished, int64_t *job_run, bool *all_finished, evo_err *err)
+evo_status evo_island_ready(evo_island *is, evo_status mine, const char *why, const char *fingerprint, int64_t next_run,
+                            bool finished, int64_t *job_run, bool *all_finished, evo_err *err)
 {
     const int n = evo_island_size(is), me = evo_island_rank(is);
     ready_msg m;
@@ -158,8 +158,8 @@ evo_status evo_island_ready(evo_island *is, evo_status mine, const char *why, co
     }
     for (int r = 0; r < n; r++)
         if (all[r].status != EVO_OK) {
-            s = evo_fail(err, (evo_status)all[r].status, "island %d (host %s) cannot start: %s; no island started",
-                         r, all[r].host, all[r].why);
+            s = evo_fail(err, (evo_status)all[r].status, "island %d (host %s) cannot start: %s; no island started", r,
+                         all[r].host, all[r].why);
             is->peer_stop = true;
             free(all);
             return s;
@@ -254,13 +254,13 @@ evo_status evo_island_decode(const char *text, int generation, evo_migrant **out
     cJSON *root = cJSON_Parse(text ? text : "");
     const cJSON *arr = root ? cJSON_GetObjectItemCaseSensitive(root, "migrants") : NULL;
     const cJSON *gen = root ? cJSON_GetObjectItemCaseSensitive(root, "generation") : NULL;
-    const char *bad = !cJSON_IsObject(root)              ? "not a JSON object"
+    const char *bad = !cJSON_IsObject(root)                                                     ? "not a JSON object"
                       : !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "evo_migrants")) ? "no 'evo_migrants'"
-                      : !cJSON_IsArray(arr)              ? "no 'migrants' array"
-                      : !cJSON_IsNumber(gen)             ? "no 'generation'"
-                      : gen->valuedouble != generation   ? "another generation's"
-                      : cJSON_GetArraySize(arr) > EVO_ISLAND_MAX_MIGRANTS ? "too many migrants"
-                                                         : NULL;
+                      : !cJSON_IsArray(arr)                                                     ? "no 'migrants' array"
+                      : !cJSON_IsNumber(gen)                                                    ? "no 'generation'"
+                      : gen->valuedouble != generation                                          ? "another generation's"
+                      : cJSON_GetArraySize(arr) > EVO_ISLAND_MAX_MIGRANTS                       ? "too many migrants"
+                                                                                                : NULL;
     if (bad) {
         cJSON_Delete(root);
         return evo_fail(err, EVO_E_COMM, "migrants for generation %d: %s message: %.120s", generation, bad,

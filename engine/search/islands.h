@@ -84,8 +84,8 @@ evo_status evo_island_parse_json(const char *json, int *rank, int *islands, int 
  * *all_finished whether every island's run is done. Any failure stops every rank: the failing island returns its
  * own error; the others return EVO_E_USAGE or the failing island's status, with "island R (host H) cannot start:
  * ...". Must be called exactly once per rank, failure or not. */
-evo_status evo_island_ready(evo_island *is, evo_status mine, const char *why, const char *fingerprint,
-                            int64_t next_run, bool finished, int64_t *job_run, bool *all_finished, evo_err *err);
+evo_status evo_island_ready(evo_island *is, evo_status mine, const char *why, const char *fingerprint, int64_t next_run,
+                            bool finished, int64_t *job_run, bool *all_finished, evo_err *err);
 
 /* ---- per generation ---- */
 enum {
@@ -97,13 +97,13 @@ enum {
 
 /* One island's figures after a generation (sent as bytes: plain data only). */
 typedef struct {
-    int32_t stop;                      /* EVO_ISLAND_STOP_* bits */
-    int32_t evaluated, reused;         /* this generation */
-    int32_t counts[EVO_V_COUNT];       /* its verdicts */
-    int32_t migrants_in;               /* migrants measured in it */
-    int32_t live;                      /* evaluated anew (not replayed from its store on a resume) */
-    double best, median;               /* this generation's best and median fitness; NAN when none */
-    double best_so_far;                /* the island's best since its run began; -INFINITY when none */
+    int32_t stop;                /* EVO_ISLAND_STOP_* bits */
+    int32_t evaluated, reused;   /* this generation */
+    int32_t counts[EVO_V_COUNT]; /* its verdicts */
+    int32_t migrants_in;         /* migrants measured in it */
+    int32_t live;                /* evaluated anew (not replayed from its store on a resume) */
+    double best, median;         /* this generation's best and median fitness; NAN when none */
+    double best_so_far;          /* the island's best since its run began; -INFINITY when none */
 } evo_island_gen;
 
 /* Gives mine to every rank; all[r] is island r's (all holds evo_island_size entries). */

@@ -34,8 +34,9 @@ const evo_strategy_ops *evo_strategy_find(const char *name)
 }
 
 static const char *const op_names[EVO_OP_COUNT] = {
-    [EVO_OP_BASELINE] = "baseline",   [EVO_OP_SEED] = "seed",           [EVO_OP_ELITE] = "elite",
-    [EVO_OP_RANDOM] = "random",       [EVO_OP_IMMIGRANT] = "immigrant", [EVO_OP_CROSSOVER] = "crossover",
+    [EVO_OP_BASELINE] = "baseline",   [EVO_OP_SEED] = "seed",
+    [EVO_OP_ELITE] = "elite",         [EVO_OP_RANDOM] = "random",
+    [EVO_OP_IMMIGRANT] = "immigrant", [EVO_OP_CROSSOVER] = "crossover",
     [EVO_OP_MUTATION] = "mutation",   [EVO_OP_CROSSOVER_MUTATION] = "crossover+mutation",
     [EVO_OP_NEIGHBOUR] = "neighbour", [EVO_OP_MIGRANT] = "migrant",
 };

@@ -39,16 +39,16 @@
 
 /* How a proposal came about; stored as lineage by name (evo_operator_name). */
 typedef enum {
-    EVO_OP_BASELINE = 0,      /* the config's baseline genome                                  */
-    EVO_OP_SEED,              /* a seed genome from the config                                  */
-    EVO_OP_ELITE,             /* an elite of an earlier run (params.prior_elites)               */
-    EVO_OP_RANDOM,            /* random valid genome: initial fill, or when breeding found nothing new */
-    EVO_OP_IMMIGRANT,         /* random valid genome injected on purpose for diversity          */
-    EVO_OP_CROSSOVER,         /* uniform crossover of parents[0] and parents[1]                  */
-    EVO_OP_MUTATION,          /* mutation of parents[0]                                         */
+    EVO_OP_BASELINE = 0,       /* the config's baseline genome                                  */
+    EVO_OP_SEED,               /* a seed genome from the config                                  */
+    EVO_OP_ELITE,              /* an elite of an earlier run (params.prior_elites)               */
+    EVO_OP_RANDOM,             /* random valid genome: initial fill, or when breeding found nothing new */
+    EVO_OP_IMMIGRANT,          /* random valid genome injected on purpose for diversity          */
+    EVO_OP_CROSSOVER,          /* uniform crossover of parents[0] and parents[1]                  */
+    EVO_OP_MUTATION,           /* mutation of parents[0]                                         */
     EVO_OP_CROSSOVER_MUTATION, /* crossover, then mutation of the child                          */
-    EVO_OP_NEIGHBOUR,         /* a neighbour of parents[0] (evo_strategy_neighbours): local search */
-    EVO_OP_MIGRANT,           /* a genome another island sent (islands.h); the loop adds it, no strategy proposes it */
+    EVO_OP_NEIGHBOUR,          /* a neighbour of parents[0] (evo_strategy_neighbours): local search */
+    EVO_OP_MIGRANT,            /* a genome another island sent (islands.h); the loop adds it, no strategy proposes it */
     EVO_OP_COUNT
 } evo_operator;
 
@@ -59,32 +59,32 @@ const char *evo_operator_name(evo_operator op);
 typedef struct {
     evo_genome genome;
     evo_operator op;
-    int n_parents;          /* 0, 1 (mutation, neighbour) or 2 (crossover) */
-    evo_genome parents[2];  /* the loop maps them to candidate ids for the lineage table */
+    int n_parents;         /* 0, 1 (mutation, neighbour) or 2 (crossover) */
+    evo_genome parents[2]; /* the loop maps them to candidate ids for the lineage table */
 } evo_proposal;
 
 typedef struct {
     evo_genome genome;
     evo_verdict verdict;
-    double fitness; /* geomean speedup over the baseline; NAN unless verdict is OK or REGRESSED */
+    double fitness;                /* geomean speedup over the baseline; NAN unless verdict is OK or REGRESSED */
     double fitness_lo, fitness_hi; /* its 95 % interval (noise.h); 0 or NAN when unknown */
-    bool reused;    /* the result came from the store, not a new evaluation: it is seen and may breed, but it is
+    bool reused; /* the result came from the store, not a new evaluation: it is seen and may breed, but it is
                        not added to insights again (the loop fed the store's evaluations in already) */
 } evo_observation;
 
 typedef struct {
     uint64_t seed;
-    int population;         /* genomes per generation, >= 1                                        */
-    int elites;             /* ga: best genomes carried over unchanged (not re-proposed), < population */
-    int tournament;         /* ga: tournament size, >= 1                                           */
-    double crossover_rate;  /* ga: probability a child has two parents, [0, 1]                     */
-    double mutation_rate;   /* ga: probability each knob of a child mutates, [0, 1]                */
-    double immigrant_rate;  /* ga: probability a child is a random immigrant instead, [0, 1]       */
-    double local_rate;      /* ga: probability a child is the next unseen neighbour of the elites (best first),
+    int population;             /* genomes per generation, >= 1                                        */
+    int elites;                 /* ga: best genomes carried over unchanged (not re-proposed), < population */
+    int tournament;             /* ga: tournament size, >= 1                                           */
+    double crossover_rate;      /* ga: probability a child has two parents, [0, 1]                     */
+    double mutation_rate;       /* ga: probability each knob of a child mutates, [0, 1]                */
+    double immigrant_rate;      /* ga: probability a child is a random immigrant instead, [0, 1]       */
+    double local_rate;          /* ga: probability a child is the next unseen neighbour of the elites (best first),
                                and the share of generation 0's free slots given to the seeds' and earlier
                                elites' neighbours, [0, 1]; 0 = no neighbour children                  */
-    const evo_genome *baseline;     /* may be NULL; first proposal of generation 0 when valid and unseen */
-    const evo_genome *seeds;        /* config seed genomes, proposed next in generation 0 */
+    const evo_genome *baseline; /* may be NULL; first proposal of generation 0 when valid and unseen */
+    const evo_genome *seeds;    /* config seed genomes, proposed next in generation 0 */
     int n_seeds;
     const evo_genome *prior_elites; /* elites of earlier runs of this task and arch, best first; then these */
     int n_prior_elites;
@@ -162,8 +162,7 @@ int evo_genome_set_count(const evo_genome_set *set);
 
 /* A uniformly random valid genome not in seen (rejection first, then enumeration of the valid genomes once
  * rejection keeps hitting seen ones). Returns false when every valid genome is in seen. */
-bool evo_strategy_random_unseen(const evo_space *space, const evo_genome_set *seen, evo_rng *rng,
-                                evo_genome *out);
+bool evo_strategy_random_unseen(const evo_space *space, const evo_genome_set *seen, evo_rng *rng, evo_genome *out);
 
 /* Which knobs a constraint's text names (bit k for knob k): every identifier in it that is a knob. */
 uint32_t evo_constraint_knobs(const evo_space *space, const char *text);

@@ -69,8 +69,7 @@ static bool elites_ordered(const ga *s)
 {
     if (s->elites.n > s->p.elites) return false;
     for (int i = 0; i < s->elites.n; i++)
-        if (tier(&s->elites.m[i]) != 0 || (i > 0 && member_cmp(&s->elites.m[i - 1], &s->elites.m[i]) > 0))
-            return false;
+        if (tier(&s->elites.m[i]) != 0 || (i > 0 && member_cmp(&s->elites.m[i - 1], &s->elites.m[i]) > 0)) return false;
     return true;
 }
 
@@ -91,11 +90,13 @@ static int genome_qsort_cmp(const void *a, const void *b)
 
 static evo_status check_params(const evo_strategy_params *p, evo_err *err)
 {
-    if (p->population < 1) return evo_fail(err, EVO_E_CONFIG, "evolution.population: must be >= 1, is %d", p->population);
+    if (p->population < 1)
+        return evo_fail(err, EVO_E_CONFIG, "evolution.population: must be >= 1, is %d", p->population);
     if (p->elites < 0 || p->elites >= p->population)
         return evo_fail(err, EVO_E_CONFIG, "evolution.elites: must be 0..%d (below the population), is %d",
                         p->population - 1, p->elites);
-    if (p->tournament < 1) return evo_fail(err, EVO_E_CONFIG, "evolution.tournament: must be >= 1, is %d", p->tournament);
+    if (p->tournament < 1)
+        return evo_fail(err, EVO_E_CONFIG, "evolution.tournament: must be >= 1, is %d", p->tournament);
     const struct {
         const char *key;
         double v;
@@ -202,8 +203,7 @@ static void close_generation(ga *s)
     for (int i = 0; i < s->fresh.n; i++) list_push(&s->pool, &s->fresh.m[i]);
     for (int i = 0; i < s->elites.n; i++) {
         bool dup = false;
-        for (int j = 0; j < s->fresh.n && !dup; j++)
-            dup = genome_cmp(&s->elites.m[i].g, &s->fresh.m[j].g) == 0;
+        for (int j = 0; j < s->fresh.n && !dup; j++) dup = genome_cmp(&s->elites.m[i].g, &s->fresh.m[j].g) == 0;
         if (!dup) list_push(&s->pool, &s->elites.m[i]);
     }
     s->fresh.n = 0;

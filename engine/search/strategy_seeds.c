@@ -20,9 +20,9 @@ typedef struct {
     const evo_space *space;
     evo_strategy_params p;
     int n_knobs;
-    evo_rng rng;            /* the random fallback once every neighbourhood is seen */
-    evo_genome_set *seen;   /* proposed or observed */
-    centre *c;              /* measured genomes; sorted best first at each propose */
+    evo_rng rng;          /* the random fallback once every neighbourhood is seen */
+    evo_genome_set *seen; /* proposed or observed */
+    centre *c;            /* measured genomes; sorted best first at each propose */
     int n_c, cap_c;
     evo_genome_list starts; /* seeds, earlier elites, baseline: the centres before anything is measured */
     int generation;
@@ -67,8 +67,8 @@ static void hill_observe(void *state, const evo_observation *obs, int n)
     for (int i = 0; i < n; i++) {
         evo_genome g = evo_genome_normalized(s->space, &obs[i].genome);
         evo_genome_set_add(s->seen, &g);
-        const bool measured = (obs[i].verdict == EVO_V_OK || obs[i].verdict == EVO_V_REGRESSED) &&
-                              isfinite(obs[i].fitness);
+        const bool measured =
+            (obs[i].verdict == EVO_V_OK || obs[i].verdict == EVO_V_REGRESSED) && isfinite(obs[i].fitness);
         if (!measured) continue;
         if (s->n_c == s->cap_c) {
             s->cap_c = s->cap_c ? 2 * s->cap_c : 64;
@@ -87,7 +87,8 @@ static int around_best(hill *s, evo_proposal *out, int n, int want)
         if (s->c[i].done) continue;
         evo_strategy_neighbours(s->space, &s->c[i].g, s->p.seed, &nb);
         int j = 0;
-        for (; j < nb.n && n < want; j++) n += evo_strategy_take(s->space, s->seen, &nb.g[j], EVO_OP_NEIGHBOUR, &s->c[i].g, NULL, &out[n]);
+        for (; j < nb.n && n < want; j++)
+            n += evo_strategy_take(s->space, s->seen, &nb.g[j], EVO_OP_NEIGHBOUR, &s->c[i].g, NULL, &out[n]);
         bool left = false;
         for (; j < nb.n && !left; j++) left = !evo_genome_set_has(s->seen, &nb.g[j]);
         s->c[i].done = !left;
@@ -113,7 +114,7 @@ static evo_status hill_propose(void *state, evo_proposal *out, int max, int *n, 
         }
     }
     *n = s->n_c ? around_best(s, out, *n, want)
-               : evo_strategy_around(s->space, s->seen, s->p.seed, s->starts.g, s->starts.n, out, *n, want);
+                : evo_strategy_around(s->space, s->seen, s->p.seed, s->starts.g, s->starts.n, out, *n, want);
     evo_genome g;
     while (*n < want && evo_strategy_random_unseen(s->space, s->seen, &s->rng, &g))
         *n += evo_strategy_take(s->space, s->seen, &g, EVO_OP_RANDOM, NULL, NULL, &out[*n]);

@@ -15,16 +15,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SQL(call, where)                                                                                          \
-    do {                                                                                                          \
-        int rc_ = (call);                                                                                         \
-        if (rc_ != SQLITE_OK && rc_ != SQLITE_ROW && rc_ != SQLITE_DONE)                                          \
-            return evo_store_sql_fail(st, rc_, err, (where));                                                     \
+#define SQL(call, where) \
+    do { \
+        int rc_ = (call); \
+        if (rc_ != SQLITE_OK && rc_ != SQLITE_ROW && rc_ != SQLITE_DONE) \
+            return evo_store_sql_fail(st, rc_, err, (where)); \
     } while (0)
-#define TRY(call)                                                                                                 \
-    do {                                                                                                          \
-        evo_status s_ = (call);                                                                                   \
-        if (s_ != EVO_OK) return s_;                                                                              \
+#define TRY(call) \
+    do { \
+        evo_status s_ = (call); \
+        if (s_ != EVO_OK) return s_; \
     } while (0)
 
 /* ---- copy ---- */
@@ -41,8 +41,8 @@ evo_status evo_store_copy(evo_store *st, const char *path, evo_err *err)
     }
     sqlite3_backup *b = sqlite3_backup_init(dst, "main", evo_store_db(st), "main");
     if (!b) {
-        evo_status s = evo_fail(err, EVO_E_DB, "%s: cannot copy to %s (%s)", evo_store_path(st), path,
-                                sqlite3_errmsg(dst));
+        evo_status s =
+            evo_fail(err, EVO_E_DB, "%s: cannot copy to %s (%s)", evo_store_path(st), path, sqlite3_errmsg(dst));
         sqlite3_close(dst);
         unlink(path);
         return s;
@@ -127,8 +127,10 @@ static char *copy_sql(evo_store *st, const char *verb, const char *table, const 
         for (int m = 0; m < n_maps; m++)
             if (!strcmp(maps[m].col, *c)) expr = maps[m].expr;
         evo_str_appendf(&cols, "%s\"%s\"", cols.len ? ", " : "", *c);
-        if (expr) evo_str_appendf(&sel, "%s%s", sel.len ? ", " : "", expr);
-        else evo_str_appendf(&sel, "%sx.\"%s\"", sel.len ? ", " : "", *c);
+        if (expr)
+            evo_str_appendf(&sel, "%s%s", sel.len ? ", " : "", expr);
+        else
+            evo_str_appendf(&sel, "%sx.\"%s\"", sel.len ? ", " : "", *c);
     }
     evo_str sql = {0};
     evo_str_appendf(&sql, "%s INTO main.%s (%s) SELECT %s FROM src.%s x %s %s", verb, table, evo_str_cstr(&cols),
@@ -311,8 +313,10 @@ static evo_status merge_evaluations(evo_store *st, evo_merge_counts *added, evo_
         sqlite3_reset(find);
         sqlite3_bind_int64(find, 1, src);
         sqlite3_bind_int64(find, 2, cand);
-        if (has_run) sqlite3_bind_int64(find, 3, run);
-        else sqlite3_bind_null(find, 3);
+        if (has_run)
+            sqlite3_bind_int64(find, 3, run);
+        else
+            sqlite3_bind_null(find, 3);
         rc = sqlite3_step(find);
         if (rc == SQLITE_ROW) {
             if (known) known->evaluations++;
@@ -323,8 +327,10 @@ static evo_status merge_evaluations(evo_store *st, evo_merge_counts *added, evo_
         sqlite3_reset(q_ins);
         sqlite3_bind_int64(q_ins, 1, src);
         sqlite3_bind_int64(q_ins, 2, cand);
-        if (has_run) sqlite3_bind_int64(q_ins, 3, run);
-        else sqlite3_bind_null(q_ins, 3);
+        if (has_run)
+            sqlite3_bind_int64(q_ins, 3, run);
+        else
+            sqlite3_bind_null(q_ins, 3);
         if ((rc = sqlite3_step(q_ins)) != SQLITE_DONE) break;
         const int64_t dst = sqlite3_last_insert_rowid(db);
         if (added) added->evaluations++;
@@ -355,10 +361,9 @@ static evo_status merge_rest(evo_store *st, evo_merge_counts *added, evo_err *er
                          "ORDER BY x.rowid"),
                 added ? &added->lineage : NULL, err));
     const mapped gmaps[] = {{"run_id", "mr.dst"}};
-    TRY(run_sql(st,
-                copy_sql(st, "INSERT OR IGNORE", "generations", NULL, gmaps, 1, "JOIN m_run mr ON mr.src = x.run_id",
-                         NULL),
-                added ? &added->generations : NULL, err));
+    TRY(run_sql(
+        st, copy_sql(st, "INSERT OR IGNORE", "generations", NULL, gmaps, 1, "JOIN m_run mr ON mr.src = x.run_id", NULL),
+        added ? &added->generations : NULL, err));
     const mapped rmaps[] = {{"candidate_id", "mc.dst"}, {"run_id", "mr.dst"}};
     TRY(run_sql(st,
                 copy_sql(st, "INSERT", "retimes", "id", rmaps, 2,
@@ -388,8 +393,8 @@ static evo_status private_copy(const char *in, char **path, evo_err *err)
     evo_str_appendf(&p, "%s/evo-merge-XXXXXX", tmpdir);
     char *tmpl = evo_str_take(&p);
     evo_status s = EVO_OK;
-    if (!mkdtemp(tmpl)) s = evo_fail(err, EVO_E_IO, "%s: cannot create a directory for a copy (%s)", tmpdir,
-                                     strerror(errno));
+    if (!mkdtemp(tmpl))
+        s = evo_fail(err, EVO_E_IO, "%s: cannot create a directory for a copy (%s)", tmpdir, strerror(errno));
     char *copy = NULL;
     if (s == EVO_OK) {
         evo_str c = {0};

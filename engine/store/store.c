@@ -28,25 +28,26 @@ _Static_assert(EVO_V_COUNT == 11, "a new verdict needs a migration: a count colu
                                   "list of evaluations.verdict");
 
 /* The evaluations table, whose CHECK list of verdicts grew with version 3, and its indexes. */
-#define VERDICTS_V1 "'OK', 'INVALID', 'COMPILE_FAIL', 'RESOURCE_FAIL', 'LAUNCH_FAIL', 'CRASHED', 'TIMEOUT', 'INCORRECT', " \
-                    "'SLOW', 'REGRESSED'"
-#define EVALUATIONS_COLUMNS(verdicts)                                                                             \
-    "  id            INTEGER PRIMARY KEY,"                                                                        \
-    "  candidate_id  INTEGER NOT NULL REFERENCES candidates (id),"                                                \
-    "  run_id        INTEGER REFERENCES runs (id),"                                                               \
-    "  generation    INTEGER,"                                                                                    \
-    "  shape_set     TEXT NOT NULL,"                                                                              \
-    "  verdict       TEXT NOT NULL CHECK (verdict IN (" verdicts ")),"                                             \
-    "  fitness       REAL,"                                                                                       \
-    "  detail        TEXT,"                                                                                       \
-    "  gpu           TEXT,"                                                                                       \
-    "  compile_s     REAL,"                                                                                       \
-    "  check_s       REAL,"                                                                                       \
-    "  time_s        REAL,"                                                                                       \
+#define VERDICTS_V1 \
+    "'OK', 'INVALID', 'COMPILE_FAIL', 'RESOURCE_FAIL', 'LAUNCH_FAIL', 'CRASHED', 'TIMEOUT', 'INCORRECT', " \
+    "'SLOW', 'REGRESSED'"
+#define EVALUATIONS_COLUMNS(verdicts) \
+    "  id            INTEGER PRIMARY KEY," \
+    "  candidate_id  INTEGER NOT NULL REFERENCES candidates (id)," \
+    "  run_id        INTEGER REFERENCES runs (id)," \
+    "  generation    INTEGER," \
+    "  shape_set     TEXT NOT NULL," \
+    "  verdict       TEXT NOT NULL CHECK (verdict IN (" verdicts "))," \
+    "  fitness       REAL," \
+    "  detail        TEXT," \
+    "  gpu           TEXT," \
+    "  compile_s     REAL," \
+    "  check_s       REAL," \
+    "  time_s        REAL," \
     "  created_at    TEXT NOT NULL"
-#define EVALUATIONS_INDEXES                                                                                       \
-    "CREATE INDEX evaluations_candidate ON evaluations (candidate_id, shape_set);"                                \
-    "CREATE INDEX evaluations_run ON evaluations (run_id, generation);"                                           \
+#define EVALUATIONS_INDEXES \
+    "CREATE INDEX evaluations_candidate ON evaluations (candidate_id, shape_set);" \
+    "CREATE INDEX evaluations_run ON evaluations (run_id, generation);" \
     "CREATE INDEX evaluations_ok ON evaluations (shape_set, fitness DESC) WHERE verdict = 'OK';"
 
 /* Version 1. REAL columns are nullable because SQLite stores NaN as NULL: NULL reads back as NAN. */
@@ -93,117 +94,119 @@ static const char schema_v1[] =
     ");"
     "CREATE INDEX candidates_task_arch ON candidates (task, arch);"
 
-    "CREATE TABLE evaluations (" EVALUATIONS_COLUMNS(VERDICTS_V1) ");" EVALUATIONS_INDEXES
+    "CREATE TABLE evaluations (" EVALUATIONS_COLUMNS(
+        VERDICTS_V1) ");" EVALUATIONS_INDEXES
 
-    "CREATE TABLE results ("
-    "  evaluation_id INTEGER NOT NULL REFERENCES evaluations (id) ON DELETE CASCADE,"
-    "  position      INTEGER NOT NULL,"
-    "  shape         TEXT NOT NULL,"
-    "  batch         INTEGER NOT NULL,"
-    "  heads         INTEGER NOT NULL,"
-    "  seq           INTEGER NOT NULL,"
-    "  head_dim      INTEGER NOT NULL,"
-    "  causal        INTEGER NOT NULL CHECK (causal IN (0, 1)),"
-    "  median_us     REAL,"
-    "  p10_us        REAL,"
-    "  p90_us        REAL,"
-    "  baseline_us   REAL,"
-    "  speedup       REAL,"
-    "  tflops        REAL,"
-    "  max_abs       REAL,"
-    "  rel_l2        REAL,"
-    "  e2e_rel_l2    REAL,"
-    "  e2e_rmse      REAL,"
-    "  PRIMARY KEY (evaluation_id, position)"
-    ") WITHOUT ROWID;"
+                     "CREATE TABLE results ("
+                     "  evaluation_id INTEGER NOT NULL REFERENCES evaluations (id) ON DELETE CASCADE,"
+                     "  position      INTEGER NOT NULL,"
+                     "  shape         TEXT NOT NULL,"
+                     "  batch         INTEGER NOT NULL,"
+                     "  heads         INTEGER NOT NULL,"
+                     "  seq           INTEGER NOT NULL,"
+                     "  head_dim      INTEGER NOT NULL,"
+                     "  causal        INTEGER NOT NULL CHECK (causal IN (0, 1)),"
+                     "  median_us     REAL,"
+                     "  p10_us        REAL,"
+                     "  p90_us        REAL,"
+                     "  baseline_us   REAL,"
+                     "  speedup       REAL,"
+                     "  tflops        REAL,"
+                     "  max_abs       REAL,"
+                     "  rel_l2        REAL,"
+                     "  e2e_rel_l2    REAL,"
+                     "  e2e_rmse      REAL,"
+                     "  PRIMARY KEY (evaluation_id, position)"
+                     ") WITHOUT ROWID;"
 
-    "CREATE TABLE lineage ("
-    "  run_id        INTEGER NOT NULL REFERENCES runs (id),"
-    "  generation    INTEGER NOT NULL,"
-    "  child_id      INTEGER NOT NULL REFERENCES candidates (id),"
-    "  parent_id     INTEGER NOT NULL REFERENCES candidates (id),"
-    "  operator      TEXT NOT NULL,"
-    "  UNIQUE (run_id, generation, child_id, parent_id, operator)"
-    ");"
-    "CREATE INDEX lineage_child ON lineage (child_id);"
-    "CREATE INDEX lineage_parent ON lineage (parent_id);"
+                     "CREATE TABLE lineage ("
+                     "  run_id        INTEGER NOT NULL REFERENCES runs (id),"
+                     "  generation    INTEGER NOT NULL,"
+                     "  child_id      INTEGER NOT NULL REFERENCES candidates (id),"
+                     "  parent_id     INTEGER NOT NULL REFERENCES candidates (id),"
+                     "  operator      TEXT NOT NULL,"
+                     "  UNIQUE (run_id, generation, child_id, parent_id, operator)"
+                     ");"
+                     "CREATE INDEX lineage_child ON lineage (child_id);"
+                     "CREATE INDEX lineage_parent ON lineage (parent_id);"
 
-    "CREATE TABLE generations ("
-    "  run_id          INTEGER NOT NULL REFERENCES runs (id),"
-    "  generation      INTEGER NOT NULL,"
-    "  best_fitness    REAL,"
-    "  median_fitness  REAL,"
-    "  evaluated       INTEGER NOT NULL,"
-    "  reused          INTEGER NOT NULL,"
-    "  n_ok            INTEGER NOT NULL,"
-    "  n_invalid       INTEGER NOT NULL,"
-    "  n_compile_fail  INTEGER NOT NULL,"
-    "  n_resource_fail INTEGER NOT NULL,"
-    "  n_launch_fail   INTEGER NOT NULL,"
-    "  n_crashed       INTEGER NOT NULL,"
-    "  n_timeout       INTEGER NOT NULL,"
-    "  n_incorrect     INTEGER NOT NULL,"
-    "  n_slow          INTEGER NOT NULL,"
-    "  n_regressed     INTEGER NOT NULL,"
-    "  wall_s          REAL,"
-    "  compile_s       REAL,"
-    "  check_s         REAL,"
-    "  time_s          REAL,"
-    "  baseline_noise  REAL,"
-    "  best_genome     TEXT,"
-    "  PRIMARY KEY (run_id, generation)"
-    ") WITHOUT ROWID;"
+                     "CREATE TABLE generations ("
+                     "  run_id          INTEGER NOT NULL REFERENCES runs (id),"
+                     "  generation      INTEGER NOT NULL,"
+                     "  best_fitness    REAL,"
+                     "  median_fitness  REAL,"
+                     "  evaluated       INTEGER NOT NULL,"
+                     "  reused          INTEGER NOT NULL,"
+                     "  n_ok            INTEGER NOT NULL,"
+                     "  n_invalid       INTEGER NOT NULL,"
+                     "  n_compile_fail  INTEGER NOT NULL,"
+                     "  n_resource_fail INTEGER NOT NULL,"
+                     "  n_launch_fail   INTEGER NOT NULL,"
+                     "  n_crashed       INTEGER NOT NULL,"
+                     "  n_timeout       INTEGER NOT NULL,"
+                     "  n_incorrect     INTEGER NOT NULL,"
+                     "  n_slow          INTEGER NOT NULL,"
+                     "  n_regressed     INTEGER NOT NULL,"
+                     "  wall_s          REAL,"
+                     "  compile_s       REAL,"
+                     "  check_s         REAL,"
+                     "  time_s          REAL,"
+                     "  baseline_noise  REAL,"
+                     "  best_genome     TEXT,"
+                     "  PRIMARY KEY (run_id, generation)"
+                     ") WITHOUT ROWID;"
 
-    "CREATE TABLE profiles ("
-    "  candidate_id  INTEGER NOT NULL REFERENCES candidates (id),"
-    "  shape         TEXT NOT NULL,"
-    "  metric        TEXT NOT NULL,"
-    "  value         REAL,"
-    "  unit          TEXT,"
-    "  measured_at   TEXT NOT NULL,"
-    "  PRIMARY KEY (candidate_id, shape, metric)"
-    ") WITHOUT ROWID;";
+                     "CREATE TABLE profiles ("
+                     "  candidate_id  INTEGER NOT NULL REFERENCES candidates (id),"
+                     "  shape         TEXT NOT NULL,"
+                     "  metric        TEXT NOT NULL,"
+                     "  value         REAL,"
+                     "  unit          TEXT,"
+                     "  measured_at   TEXT NOT NULL,"
+                     "  PRIMARY KEY (candidate_id, shape, metric)"
+                     ") WITHOUT ROWID;";
 
 /* Version 3: evaluations as in version 1 but for the verdict NOT_RECORDED in its CHECK list (SQLite changes a CHECK
  * only by rebuilding the table: migrate_2_to_3), and generations with a count of it. */
-static const char schema_v3[] =
-    "CREATE TABLE evaluations_v3 (" EVALUATIONS_COLUMNS(VERDICTS_V1 ", 'NOT_RECORDED'") ");"
-    "INSERT INTO evaluations_v3 SELECT id, candidate_id, run_id, generation, shape_set, verdict, fitness, detail, "
-    "gpu, compile_s, check_s, time_s, created_at FROM evaluations;"
-    "DROP TABLE evaluations;"
-    "ALTER TABLE evaluations_v3 RENAME TO evaluations;" EVALUATIONS_INDEXES
-    "ALTER TABLE generations ADD COLUMN n_not_recorded INTEGER NOT NULL DEFAULT 0;";
+static const char schema_v3[] = "CREATE TABLE evaluations_v3 (" EVALUATIONS_COLUMNS(
+    VERDICTS_V1
+    ", 'NOT_RECORDED'") ");"
+                        "INSERT INTO evaluations_v3 SELECT id, candidate_id, run_id, generation, shape_set, verdict, fitness, detail, "
+                        "gpu, compile_s, check_s, time_s, created_at FROM evaluations;"
+                        "DROP TABLE evaluations;"
+                        "ALTER TABLE evaluations_v3 RENAME TO evaluations;" EVALUATIONS_INDEXES
+                        "ALTER TABLE generations ADD COLUMN n_not_recorded INTEGER NOT NULL DEFAULT 0;";
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* Statements: prepared once per handle, reset before each use                                                   */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-#define RUN_COLS_V4                                                                                               \
-    "id, started_at, finished_at, state, task, arch, shape_set, config_path, config_text, strategy, seed, "        \
+#define RUN_COLS_V4 \
+    "id, started_at, finished_at, state, task, arch, shape_set, config_path, config_text, strategy, seed, " \
     "generations, population, gpu, driver, nvrtc_version, evo_version, wall_s, compile_s, check_s, time_s"
 #define RUN_COLS RUN_COLS_V4 ", island"
-#define CAND_COLS                                                                                                 \
-    "id, key, task, arch, genome, template_hash, options, nvrtc_version, registers, smem_bytes, spill_bytes, "     \
+#define CAND_COLS \
+    "id, key, task, arch, genome, template_hash, options, nvrtc_version, registers, smem_bytes, spill_bytes, " \
     "stack_bytes, compile_log"
-#define EVAL_COLS_V2                                                                                              \
+#define EVAL_COLS_V2 \
     "id, candidate_id, run_id, generation, shape_set, verdict, fitness, detail, gpu, compile_s, check_s, time_s, " \
     "created_at"
 #define EVAL_COLS_V3 EVAL_COLS_V2 ", fitness_lo, fitness_hi"
 #define EVAL_COLS EVAL_COLS_V3 ", accuracy, gate"
-#define RESULT_COLS                                                                                               \
+#define RESULT_COLS \
     "shape, fields, median_us, p10_us, p90_us, baseline_us, speedup, rate, max_abs, rel_l2, e2e_rel_l2, e2e_rmse, " \
     "ci_lo_us, ci_hi_us, baseline_ci_lo_us, baseline_ci_hi_us"
 /* Schema 1-2 kept attention's shape fields in columns of their own: read them as the fields object they are. */
-#define RESULT_COLS_V2                                                                                            \
-    "shape, '{\"batch\":' || batch || ',\"heads\":' || heads || ',\"seq\":' || seq || ',\"head_dim\":' || "           \
-    "head_dim || ',\"causal\":' || CASE causal WHEN 1 THEN 'true' ELSE 'false' END || '}', median_us, p10_us, "   \
+#define RESULT_COLS_V2 \
+    "shape, '{\"batch\":' || batch || ',\"heads\":' || heads || ',\"seq\":' || seq || ',\"head_dim\":' || " \
+    "head_dim || ',\"causal\":' || CASE causal WHEN 1 THEN 'true' ELSE 'false' END || '}', median_us, p10_us, " \
     "p90_us, baseline_us, speedup, tflops, max_abs, rel_l2, e2e_rel_l2, e2e_rmse, NULL, NULL, NULL, NULL"
-#define RETIME_COLS                                                                                               \
+#define RETIME_COLS \
     "id, candidate_id, run_id, generation, shape_set, fitness, fitness_lo, fitness_hi, why, gpu, created_at"
 /* The verdict counts in the order of evo_verdict; a file before version 3 reads 0 for NOT_RECORDED. */
-#define GEN_COLS_(not_recorded)                                                                                   \
-    "run_id, generation, best_fitness, median_fitness, evaluated, reused, n_ok, n_invalid, n_compile_fail, "       \
-    "n_resource_fail, n_launch_fail, n_crashed, n_timeout, n_incorrect, n_slow, n_regressed, " not_recorded        \
+#define GEN_COLS_(not_recorded) \
+    "run_id, generation, best_fitness, median_fitness, evaluated, reused, n_ok, n_invalid, n_compile_fail, " \
+    "n_resource_fail, n_launch_fail, n_crashed, n_timeout, n_incorrect, n_slow, n_regressed, " not_recorded \
     ", wall_s, compile_s, check_s, time_s, baseline_noise, best_genome"
 #define GEN_COLS GEN_COLS_("n_not_recorded")
 
@@ -244,9 +247,9 @@ enum stmt_id {
 
 /* The elite query: each candidate's best OK evaluation per shape set, then the best k of those. The _EXACT form
  * (all filters given, the usual case) can use the partial index evaluations_ok and candidates_task_arch. */
-#define ELITES_SQL_(demoted, acc, filter)                                                                         \
-    "SELECT id FROM (SELECT e.id AS id, e.fitness AS fitness, row_number() OVER (PARTITION BY e.candidate_id, "   \
-    "e.shape_set ORDER BY e.fitness DESC, e.id) AS rank FROM evaluations e JOIN candidates c ON c.id = "          \
+#define ELITES_SQL_(demoted, acc, filter) \
+    "SELECT id FROM (SELECT e.id AS id, e.fitness AS fitness, row_number() OVER (PARTITION BY e.candidate_id, " \
+    "e.shape_set ORDER BY e.fitness DESC, e.id) AS rank FROM evaluations e JOIN candidates c ON c.id = " \
     "e.candidate_id WHERE e.verdict = 'OK' AND e.fitness IS NOT NULL AND " demoted "(?5 IS NULL OR " acc " = ?5) " \
     "AND " filter ") WHERE rank = 1 ORDER BY fitness DESC, id LIMIT ?4"
 /* Demoted candidates are no elites; a version-1 file (read without migrating) has no such column. Evaluations
@@ -257,10 +260,11 @@ enum stmt_id {
 #define ELITES_SQL_V3(filter) ELITES_SQL_("c.demoted IS NULL AND ", ACC_V3, filter)
 #define ELITES_SQL_V1(filter) ELITES_SQL_("", ACC_V3, filter)
 #define ELITES_FILTER_EXACT "c.task = ?1 AND c.arch = ?2 AND e.shape_set = ?3"
-#define ELITES_FILTER_ANY "(?1 IS NULL OR c.task = ?1) AND (?2 IS NULL OR c.arch = ?2) AND (?3 IS NULL OR e.shape_set = ?3)"
+#define ELITES_FILTER_ANY \
+    "(?1 IS NULL OR c.task = ?1) AND (?2 IS NULL OR c.arch = ?2) AND (?3 IS NULL OR e.shape_set = ?3)"
 /* The GPU model of an evaluation: its gpu without the " (GPU N)" the pool appends. */
-#define GPU_MODEL_SQL                                                                                             \
-    "CASE WHEN instr(e.gpu, ' (GPU ') > 0 THEN substr(e.gpu, 1, instr(e.gpu, ' (GPU ') - 1) ELSE "                 \
+#define GPU_MODEL_SQL \
+    "CASE WHEN instr(e.gpu, ' (GPU ') > 0 THEN substr(e.gpu, 1, instr(e.gpu, ' (GPU ') - 1) ELSE " \
     "coalesce(e.gpu, '') END"
 #define ELITES_FILTER_MODEL ELITES_FILTER_ANY " AND " GPU_MODEL_SQL " = ?6"
 
@@ -347,8 +351,9 @@ static const char *const stmt_sql_v2[S_COUNT] = {
 };
 static const char *const stmt_sql_v3[S_COUNT] = {
     [S_EVAL_BY_ID] = "SELECT " EVAL_COLS_V3 ", NULL, NULL FROM evaluations WHERE id = ?",
-    [S_EVAL_FIND] = "SELECT " EVAL_COLS_V3 ", NULL, NULL FROM evaluations WHERE candidate_id = ?1 AND shape_set = ?2"
-                    FIND_V3 " ORDER BY verdict = 'NOT_RECORDED', id DESC LIMIT 1",
+    [S_EVAL_FIND] =
+        "SELECT " EVAL_COLS_V3 ", NULL, NULL FROM evaluations WHERE candidate_id = ?1 AND shape_set = ?2" FIND_V3
+        " ORDER BY verdict = 'NOT_RECORDED', id DESC LIMIT 1",
     [S_EVAL_OF_RUN] = "SELECT " EVAL_COLS_V3 ", NULL, NULL FROM evaluations WHERE run_id = ?1 AND (?2 < 0 OR "
                       "generation = ?2) ORDER BY id",
     [S_ELITES_EXACT] = ELITES_SQL_V3(ELITES_FILTER_EXACT),
@@ -379,38 +384,33 @@ static evo_status sql_fail(const evo_store *st, int rc, evo_err *err, const char
 {
     const char *msg = st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc);
     switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-        return evo_fail(err, EVO_E_DB,
-                        "%s: database is locked by another process (gave up after %d ms; is another evo writing "
-                        "to it?)",
-                        st->path, st->busy_ms);
-    case SQLITE_NOTADB:
-        return evo_fail(err, EVO_E_DB, "%s: not an evo database (%s)", st->path, msg);
-    case SQLITE_CORRUPT:
-        return evo_fail(err, EVO_E_DB, "%s: corrupt database (%s); left untouched", st->path, msg);
-    case SQLITE_NOMEM:
-        return evo_fail(err, EVO_E_NOMEM, "%s: out of memory in SQLite", st->path);
-    case SQLITE_FULL:
-        return evo_fail(err, EVO_E_DB, "%s: disk full (%s); the failed write was rolled back", st->path, msg);
-    case SQLITE_IOERR: {
-        /* A file size limit (EFBIG), a short write, EIO; ENOSPC is SQLITE_FULL. The OS error, when SQLite kept one,
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+            return evo_fail(err, EVO_E_DB,
+                            "%s: database is locked by another process (gave up after %d ms; is another evo writing "
+                            "to it?)",
+                            st->path, st->busy_ms);
+        case SQLITE_NOTADB: return evo_fail(err, EVO_E_DB, "%s: not an evo database (%s)", st->path, msg);
+        case SQLITE_CORRUPT: return evo_fail(err, EVO_E_DB, "%s: corrupt database (%s); left untouched", st->path, msg);
+        case SQLITE_NOMEM: return evo_fail(err, EVO_E_NOMEM, "%s: out of memory in SQLite", st->path);
+        case SQLITE_FULL:
+            return evo_fail(err, EVO_E_DB, "%s: disk full (%s); the failed write was rolled back", st->path, msg);
+        case SQLITE_IOERR: {
+            /* A file size limit (EFBIG), a short write, EIO; ENOSPC is SQLITE_FULL. The OS error, when SQLite kept one,
          * says which. */
-        const int e = st->db ? sqlite3_system_errno(st->db) : 0;
-        const bool read = rc == SQLITE_IOERR_READ || rc == SQLITE_IOERR_SHORT_READ;
-        return evo_fail(err, EVO_E_DB, "%s: %s failed (%s%s%s); %s", st->path, read ? "read" : "write", msg,
-                        e ? ": " : "", e ? strerror(e) : "",
-                        read ? "the file may be damaged" : "is the disk full? The failed write was rolled back");
-    }
-    case SQLITE_READONLY:
-        return evo_fail(err, EVO_E_DB,
-                        "%s: cannot write (%s); writing needs write access to the file and to its directory (for "
-                        "its -wal and -shm files)",
-                        st->path, msg);
-    case SQLITE_CANTOPEN:
-        return evo_fail(err, EVO_E_DB, "%s: cannot open (%s)", st->path, msg);
-    default:
-        return evo_fail(err, EVO_E_DB, "%s: %s (in %s)", st->path, msg, where);
+            const int e = st->db ? sqlite3_system_errno(st->db) : 0;
+            const bool read = rc == SQLITE_IOERR_READ || rc == SQLITE_IOERR_SHORT_READ;
+            return evo_fail(err, EVO_E_DB, "%s: %s failed (%s%s%s); %s", st->path, read ? "read" : "write", msg,
+                            e ? ": " : "", e ? strerror(e) : "",
+                            read ? "the file may be damaged" : "is the disk full? The failed write was rolled back");
+        }
+        case SQLITE_READONLY:
+            return evo_fail(err, EVO_E_DB,
+                            "%s: cannot write (%s); writing needs write access to the file and to its directory (for "
+                            "its -wal and -shm files)",
+                            st->path, msg);
+        case SQLITE_CANTOPEN: return evo_fail(err, EVO_E_DB, "%s: cannot open (%s)", st->path, msg);
+        default: return evo_fail(err, EVO_E_DB, "%s: %s (in %s)", st->path, msg, where);
     }
 }
 
@@ -423,16 +423,16 @@ evo_status evo_store_sql_fail(evo_store *st, int rc, evo_err *err, const char *w
 }
 
 /* The one checking macro for sqlite3 calls: on an error code, return it as an evo_status. */
-#define SQL(st, err, call)                                                                                        \
-    do {                                                                                                          \
-        int rc_ = (call);                                                                                         \
-        if (sql_error(rc_)) return sql_fail((st), rc_, (err), __func__);                                         \
+#define SQL(st, err, call) \
+    do { \
+        int rc_ = (call); \
+        if (sql_error(rc_)) return sql_fail((st), rc_, (err), __func__); \
     } while (0)
 
-#define TRY(call)                                                                                                 \
-    do {                                                                                                          \
-        evo_status s_ = (call);                                                                                   \
-        if (s_ != EVO_OK) return s_;                                                                              \
+#define TRY(call) \
+    do { \
+        evo_status s_ = (call); \
+        if (s_ != EVO_OK) return s_; \
     } while (0)
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -459,8 +459,10 @@ static void b_null(binder *b)
 }
 static void b_real(binder *b, double v)
 {
-    if (isnan(v)) b_null(b);
-    else if (b->rc == SQLITE_OK) b->rc = sqlite3_bind_double(b->q, ++b->i, v);
+    if (isnan(v))
+        b_null(b);
+    else if (b->rc == SQLITE_OK)
+        b->rc = sqlite3_bind_double(b->q, ++b->i, v);
 }
 
 typedef struct {
@@ -498,8 +500,7 @@ static evo_status prep(evo_store *st, enum stmt_id id, sqlite3_stmt **q, evo_err
         const char *sql = stmt_sql[id];
         if (st->version < 4 && stmt_sql_v3[id]) sql = stmt_sql_v3[id];
         if (st->version < 3 && stmt_sql_v2[id]) sql = stmt_sql_v2[id];
-        if (st->version < 2 && (id == S_ELITES_EXACT || id == S_ELITES_ANY))
-            sql = elites_sql_v1[id == S_ELITES_ANY];
+        if (st->version < 2 && (id == S_ELITES_EXACT || id == S_ELITES_ANY)) sql = elites_sql_v1[id == S_ELITES_ANY];
         if (st->version < 3 && id == S_GENS_OF) sql = gens_of_v2;
         if (st->version < 5 && id == S_RUN_GET) sql = run_get_v4;
         SQL(st, err, sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[id], NULL));
@@ -674,8 +675,10 @@ static char *readonly_uri(const char *path, bool immutable)
     evo_str u = {0};
     evo_str_append(&u, path[0] == '/' ? "file://" : "file:");
     for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-        if (isalnum(*p) || strchr("/-._~", *p)) evo_str_appendn(&u, (const char *)p, 1);
-        else evo_str_appendf(&u, "%%%02X", *p);
+        if (isalnum(*p) || strchr("/-._~", *p))
+            evo_str_appendn(&u, (const char *)p, 1);
+        else
+            evo_str_appendf(&u, "%%%02X", *p);
     }
     evo_str_append(&u, immutable ? "?mode=ro&immutable=1" : "?mode=ro");
     return evo_str_take(&u);
@@ -745,8 +748,8 @@ static evo_status inspect_snapshot(evo_store *st, bool quick_check, evo_err *err
     }
     if (ver > EVO_STORE_SCHEMA)
         return evo_fail(err, EVO_E_DB_SCHEMA,
-                        "%s: schema version %lld is newer than this evo understands (%d); upgrade evo",
-                        st->path, (long long)ver, EVO_STORE_SCHEMA);
+                        "%s: schema version %lld is newer than this evo understands (%d); upgrade evo", st->path,
+                        (long long)ver, EVO_STORE_SCHEMA);
     if (quick_check) {
         sqlite3_stmt *q = NULL;
         SQL(st, err, sqlite3_prepare_v2(st->db, "PRAGMA quick_check(1)", -1, &q, NULL));
@@ -759,8 +762,7 @@ static evo_status inspect_snapshot(evo_store *st, bool quick_check, evo_err *err
         for (char *c = verdict; *c; c++) /* SQLite's report spans lines; evo's messages are one line */
             if (*c == '\n') *c = ' ';
         if (strcmp(verdict, "ok") != 0)
-            return evo_fail(err, EVO_E_DB, "%s: corrupt database (quick_check: %s); left untouched", st->path,
-                            verdict);
+            return evo_fail(err, EVO_E_DB, "%s: corrupt database (quick_check: %s); left untouched", st->path, verdict);
     }
     st->version = (int)ver;
     return EVO_OK;
@@ -786,7 +788,6 @@ static evo_status migrate_1_to_2(evo_store *st, evo_err *err)
     return exec_sql(st, "ALTER TABLE candidates ADD COLUMN demoted TEXT;", err);
 }
 
-
 /* migrations[v] takes a file from schema v to v + 1. Append only: files in the field have run the old ones. */
 typedef evo_status (*migration_fn)(evo_store *st, evo_err *err);
 /* Version 3: the verdict NOT_RECORDED (the evaluations table is rebuilt with foreign keys off: migrate turns them off
@@ -798,52 +799,53 @@ static evo_status migrate_2_to_3(evo_store *st, evo_err *err)
 {
     TRY(exec_sql(st, schema_v3, err));
     TRY(exec_sql(st,
-                    "CREATE TABLE results_v3 ("
-                    "  evaluation_id INTEGER NOT NULL REFERENCES evaluations (id) ON DELETE CASCADE,"
-                    "  position      INTEGER NOT NULL,"
-                    "  shape         TEXT NOT NULL,"
-                    "  fields        TEXT NOT NULL,"
-                    "  median_us     REAL,"
-                    "  p10_us        REAL,"
-                    "  p90_us        REAL,"
-                    "  baseline_us   REAL,"
-                    "  speedup       REAL,"
-                    "  rate          REAL,"
-                    "  max_abs       REAL,"
-                    "  rel_l2        REAL,"
-                    "  e2e_rel_l2    REAL,"
-                    "  e2e_rmse      REAL,"
-                    "  ci_lo_us      REAL,"
-                    "  ci_hi_us      REAL,"
-                    "  baseline_ci_lo_us REAL,"
-                    "  baseline_ci_hi_us REAL,"
-                    "  PRIMARY KEY (evaluation_id, position)"
-                    ") WITHOUT ROWID;"
-                    "INSERT INTO results_v3 SELECT evaluation_id, position, " RESULT_COLS_V2 " FROM results;"
-                    "DROP TABLE results;"
-                    "ALTER TABLE results_v3 RENAME TO results;"
-                    "ALTER TABLE evaluations ADD COLUMN fitness_lo REAL;"
-                    "ALTER TABLE evaluations ADD COLUMN fitness_hi REAL;"
-                    "CREATE TABLE retimes ("
-                    "  id            INTEGER PRIMARY KEY,"
-                    "  candidate_id  INTEGER NOT NULL REFERENCES candidates (id),"
-                    "  run_id        INTEGER REFERENCES runs (id),"
-                    "  generation    INTEGER,"
-                    "  shape_set     TEXT NOT NULL,"
-                    "  fitness       REAL,"
-                    "  fitness_lo    REAL,"
-                    "  fitness_hi    REAL,"
-                    "  why           TEXT NOT NULL,"
-                    "  gpu           TEXT,"
-                    "  created_at    TEXT NOT NULL"
-                    ");"
-                    "CREATE INDEX retimes_candidate ON retimes (candidate_id, shape_set);"
-                    "CREATE INDEX retimes_run ON retimes (run_id, generation);",
-                    err));
+                 "CREATE TABLE results_v3 ("
+                 "  evaluation_id INTEGER NOT NULL REFERENCES evaluations (id) ON DELETE CASCADE,"
+                 "  position      INTEGER NOT NULL,"
+                 "  shape         TEXT NOT NULL,"
+                 "  fields        TEXT NOT NULL,"
+                 "  median_us     REAL,"
+                 "  p10_us        REAL,"
+                 "  p90_us        REAL,"
+                 "  baseline_us   REAL,"
+                 "  speedup       REAL,"
+                 "  rate          REAL,"
+                 "  max_abs       REAL,"
+                 "  rel_l2        REAL,"
+                 "  e2e_rel_l2    REAL,"
+                 "  e2e_rmse      REAL,"
+                 "  ci_lo_us      REAL,"
+                 "  ci_hi_us      REAL,"
+                 "  baseline_ci_lo_us REAL,"
+                 "  baseline_ci_hi_us REAL,"
+                 "  PRIMARY KEY (evaluation_id, position)"
+                 ") WITHOUT ROWID;"
+                 "INSERT INTO results_v3 SELECT evaluation_id, position, " RESULT_COLS_V2 " FROM results;"
+                 "DROP TABLE results;"
+                 "ALTER TABLE results_v3 RENAME TO results;"
+                 "ALTER TABLE evaluations ADD COLUMN fitness_lo REAL;"
+                 "ALTER TABLE evaluations ADD COLUMN fitness_hi REAL;"
+                 "CREATE TABLE retimes ("
+                 "  id            INTEGER PRIMARY KEY,"
+                 "  candidate_id  INTEGER NOT NULL REFERENCES candidates (id),"
+                 "  run_id        INTEGER REFERENCES runs (id),"
+                 "  generation    INTEGER,"
+                 "  shape_set     TEXT NOT NULL,"
+                 "  fitness       REAL,"
+                 "  fitness_lo    REAL,"
+                 "  fitness_hi    REAL,"
+                 "  why           TEXT NOT NULL,"
+                 "  gpu           TEXT,"
+                 "  created_at    TEXT NOT NULL"
+                 ");"
+                 "CREATE INDEX retimes_candidate ON retimes (candidate_id, shape_set);"
+                 "CREATE INDEX retimes_run ON retimes (run_id, generation);",
+                 err));
     int64_t bad = 0;
     SQL(st, err, query_int(st->db, "SELECT count(*) FROM pragma_foreign_key_check", &bad));
-    if (bad) return evo_fail(err, EVO_E_DB, "%s: %lld rows lost their references while rebuilding evaluations", st->path,
-                             (long long)bad);
+    if (bad)
+        return evo_fail(err, EVO_E_DB, "%s: %lld rows lost their references while rebuilding evaluations", st->path,
+                        (long long)bad);
     return EVO_OK;
 }
 
@@ -881,8 +883,8 @@ static evo_status migrate_5_to_6(evo_store *st, evo_err *err)
                     err);
 }
 
-static const migration_fn migrations[] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3, migrate_3_to_4,
-                                          migrate_4_to_5, migrate_5_to_6};
+static const migration_fn migrations[] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3,
+                                          migrate_3_to_4, migrate_4_to_5, migrate_5_to_6};
 _Static_assert(sizeof migrations / sizeof migrations[0] == EVO_STORE_SCHEMA,
                "one migration per schema version: EVO_STORE_SCHEMA and migrations[] disagree");
 
@@ -1125,8 +1127,10 @@ static evo_status run_insert(evo_store *st, evo_run_rec *r, int64_t id, evo_err 
     sqlite3_stmt *q = NULL;
     TRY(prep(st, S_RUN_INSERT, &q, err));
     binder b = {q, 0, SQLITE_OK};
-    if (id > 0) b_int(&b, id);
-    else b_null(&b);
+    if (id > 0)
+        b_int(&b, id);
+    else
+        b_null(&b);
     b_text(&b, r->started_at);
     bind_run_body(&b, r);
     SQL(st, err, b.rc);
@@ -1219,8 +1223,7 @@ evo_status evo_store_get_run(evo_store *st, int64_t id, evo_run_rec *out, evo_er
     return read_end(st, run_get(st, id, out, err));
 }
 
-static evo_status run_last(evo_store *st, const char *task, const char *arch, bool match, int64_t *id,
-                           evo_err *err)
+static evo_status run_last(evo_store *st, const char *task, const char *arch, bool match, int64_t *id, evo_err *err)
 {
     *id = 0;
     if (no_tables(st)) return evo_fail(err, EVO_E_NOTFOUND, "%s: no runs yet — run `evo run` first", st->path);
@@ -1249,8 +1252,7 @@ evo_status evo_store_last_run(evo_store *st, int64_t *id, evo_err *err)
     return read_end(st, run_last(st, NULL, NULL, false, id, err));
 }
 
-evo_status evo_store_last_run_matching(evo_store *st, const char *task, const char *arch, int64_t *id,
-                                       evo_err *err)
+evo_status evo_store_last_run_matching(evo_store *st, const char *task, const char *arch, int64_t *id, evo_err *err)
 {
     return read_end(st, run_last(st, task, arch, true, id, err));
 }
@@ -1258,8 +1260,8 @@ evo_status evo_store_last_run_matching(evo_store *st, const char *task, const ch
 void evo_store_run_free(evo_run_rec *r)
 {
     if (!r) return;
-    char **strs[] = {&r->started_at, &r->finished_at, &r->state,    &r->task,          &r->arch,
-                     &r->shape_set,  &r->config_path, &r->config_text, &r->strategy,   &r->gpu,
+    char **strs[] = {&r->started_at, &r->finished_at,   &r->state,       &r->task,     &r->arch,
+                     &r->shape_set,  &r->config_path,   &r->config_text, &r->strategy, &r->gpu,
                      &r->driver,     &r->nvrtc_version, &r->evo_version, &r->island};
     for (size_t i = 0; i < EVO_ARRAY_LEN(strs); i++) {
         free(*strs[i]);
@@ -1343,8 +1345,10 @@ static evo_status candidate_fetch(evo_store *st, enum stmt_id id, const char *ke
 {
     sqlite3_stmt *q = NULL;
     TRY(prep(st, id, &q, err));
-    if (key) SQL(st, err, sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT));
-    else SQL(st, err, sqlite3_bind_int64(q, 1, rowid));
+    if (key)
+        SQL(st, err, sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT));
+    else
+        SQL(st, err, sqlite3_bind_int64(q, 1, rowid));
     int rc = sqlite3_step(q);
     SQL(st, err, rc);
     *found = rc == SQLITE_ROW;
@@ -1440,8 +1444,8 @@ evo_status evo_store_find_candidate(evo_store *st, const char *spec, evo_cand_re
 void evo_store_candidate_free(evo_candidate_rec *c)
 {
     if (!c) return;
-    char **strs[] = {&c->key, &c->task, &c->arch, &c->genome, &c->template_hash, &c->options, &c->nvrtc_version,
-                     &c->compile_log};
+    char **strs[] = {&c->key,           &c->task,    &c->arch,          &c->genome,
+                     &c->template_hash, &c->options, &c->nvrtc_version, &c->compile_log};
     for (size_t i = 0; i < EVO_ARRAY_LEN(strs); i++) {
         free(*strs[i]);
         *strs[i] = NULL;
@@ -1481,10 +1485,14 @@ static evo_status evaluation_put(evo_store *st, evo_eval_rec *e, evo_err *err)
     TRY(prep(st, S_EVAL_INSERT, &q, err));
     binder b = {q, 0, SQLITE_OK};
     b_int(&b, e->candidate_id);
-    if (e->run_id > 0) b_int(&b, e->run_id);
-    else b_null(&b);
-    if (e->generation >= 0) b_int(&b, e->generation);
-    else b_null(&b);
+    if (e->run_id > 0)
+        b_int(&b, e->run_id);
+    else
+        b_null(&b);
+    if (e->generation >= 0)
+        b_int(&b, e->generation);
+    else
+        b_null(&b);
     b_text(&b, e->shape_set);
     b_text(&b, evo_verdict_name(e->verdict));
     b_real(&b, e->fitness);
@@ -1689,8 +1697,7 @@ static evo_status run_evaluations(evo_store *st, int64_t run_id, int gen,
 }
 
 evo_status evo_store_foreach_run_evaluation(evo_store *st, int64_t run_id, int gen,
-                                            void (*fn)(const evo_candidate_rec *c, const evo_eval_rec *e,
-                                                       void *ctx),
+                                            void (*fn)(const evo_candidate_rec *c, const evo_eval_rec *e, void *ctx),
                                             void *ctx, evo_err *err)
 {
     return read_end(st, run_evaluations(st, run_id, gen, fn, ctx, err));
@@ -1832,8 +1839,8 @@ void evo_store_gen_free(evo_gen_rec *g)
 /* Elites                                                                                                        */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-static evo_status elites(evo_store *st, const char *task, const char *arch, const char *shape_set,
-                         const char *accuracy, const char *model, int k, evo_elite_rec **out, int *n, evo_err *err)
+static evo_status elites(evo_store *st, const char *task, const char *arch, const char *shape_set, const char *accuracy,
+                         const char *model, int k, evo_elite_rec **out, int *n, evo_err *err)
 {
     if (no_tables(st) || k <= 0) return EVO_OK;
     sqlite3_stmt *q = NULL;
@@ -1869,8 +1876,8 @@ static evo_status elites(evo_store *st, const char *task, const char *arch, cons
         s = evaluation_by_id(st, ids[i], &e->eval, err);
         if (s == EVO_OK) s = candidate_fetch(st, S_CAND_BY_ID, NULL, e->eval.candidate_id, &e->cand, &found, err);
         if (s == EVO_OK && !found)
-            s = evo_fail(err, EVO_E_DB, "%s: evaluation %lld names missing candidate %lld", st->path,
-                         (long long)ids[i], (long long)e->eval.candidate_id);
+            s = evo_fail(err, EVO_E_DB, "%s: evaluation %lld names missing candidate %lld", st->path, (long long)ids[i],
+                         (long long)e->eval.candidate_id);
     }
     free(ids);
     return s;
@@ -1897,8 +1904,8 @@ evo_status evo_store_elites_on(evo_store *st, const char *task, const char *arch
     return s;
 }
 
-static evo_status gpu_models(evo_store *st, const char *task, const char *arch, const char *shape_set,
-                             char ***models, int *n, evo_err *err)
+static evo_status gpu_models(evo_store *st, const char *task, const char *arch, const char *shape_set, char ***models,
+                             int *n, evo_err *err)
 {
     if (no_tables(st) || st->version < 2) return EVO_OK; /* a version-1 file reads as one model */
     sqlite3_stmt *q = NULL;
@@ -1939,8 +1946,8 @@ void evo_store_elites_free(evo_elite_rec *e, int n)
 /* Profiles and per-genome statistics                                                                            */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-static evo_status profile_put(evo_store *st, int64_t candidate_id, const char *shape, const char *metric,
-                              double value, const char *unit, evo_err *err)
+static evo_status profile_put(evo_store *st, int64_t candidate_id, const char *shape, const char *metric, double value,
+                              const char *unit, evo_err *err)
 {
     char now[32];
     evo_utc_iso8601(now);
@@ -1993,8 +2000,8 @@ evo_status evo_store_profiles(evo_store *st, int64_t candidate_id,
 }
 
 static evo_status genome_verdicts(evo_store *st, const char *task, const char *arch, const char *shape_set,
-                                  int64_t before_run, void (*fn)(const char *, evo_verdict, double, void *),
-                                  void *ctx, evo_err *err)
+                                  int64_t before_run, void (*fn)(const char *, evo_verdict, double, void *), void *ctx,
+                                  evo_err *err)
 {
     if (no_tables(st)) return EVO_OK;
     sqlite3_stmt *q = NULL;
@@ -2051,8 +2058,8 @@ static evo_status evaluation_by_genome(evo_store *st, const char *task, const ch
 }
 
 evo_status evo_store_find_evaluation_by_genome(evo_store *st, const char *task, const char *genome,
-                                               const char *shape_set, const char *arch, evo_eval_rec *out,
-                                               bool *found, evo_err *err)
+                                               const char *shape_set, const char *arch, evo_eval_rec *out, bool *found,
+                                               evo_err *err)
 {
     return read_end(st, evaluation_by_genome(st, task, genome, shape_set, arch, out, found, err));
 }
@@ -2088,10 +2095,14 @@ evo_status evo_store_put_retime(evo_store *st, evo_retime_rec *r, evo_err *err)
     if (s == EVO_OK) {
         binder b = {q, 0, SQLITE_OK};
         b_int(&b, r->candidate_id);
-        if (r->run_id > 0) b_int(&b, r->run_id);
-        else b_null(&b);
-        if (r->generation >= 0) b_int(&b, r->generation);
-        else b_null(&b);
+        if (r->run_id > 0)
+            b_int(&b, r->run_id);
+        else
+            b_null(&b);
+        if (r->generation >= 0)
+            b_int(&b, r->generation);
+        else
+            b_null(&b);
         b_text(&b, r->shape_set);
         b_real(&b, r->fitness);
         b_real(&b, r->fitness_lo);
@@ -2100,8 +2111,10 @@ evo_status evo_store_put_retime(evo_store *st, evo_retime_rec *r, evo_err *err)
         b_text(&b, r->gpu);
         b_text(&b, r->created_at);
         int rc = b.rc == SQLITE_OK ? sqlite3_step(q) : b.rc;
-        if (sql_error(rc)) s = sql_fail(st, rc, err, __func__);
-        else r->id = sqlite3_last_insert_rowid(st->db);
+        if (sql_error(rc))
+            s = sql_fail(st, rc, err, __func__);
+        else
+            r->id = sqlite3_last_insert_rowid(st->db);
     }
     return write_end(st, s, err);
 }

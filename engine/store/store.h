@@ -58,16 +58,16 @@ evo_status evo_store_reopen(const evo_store *st, evo_store **out, evo_err *err);
 int evo_store_schema_version(evo_store *st); /* EVO_STORE_SCHEMA, or 0 for an empty file opened read-only */
 const char *evo_store_path(const evo_store *st);
 
-evo_status evo_store_begin(evo_store *st, evo_err *err);  /* takes the write lock (waits up to the busy timeout) */
+evo_status evo_store_begin(evo_store *st, evo_err *err); /* takes the write lock (waits up to the busy timeout) */
 evo_status evo_store_commit(evo_store *st, evo_err *err);
-void evo_store_rollback(evo_store *st);                   /* no-op outside a group */
+void evo_store_rollback(evo_store *st); /* no-op outside a group */
 
 /* ---- runs ---- */
 typedef struct {
-    int64_t id;            /* set by begin_run */
-    char *started_at;      /* ISO 8601 UTC; set by begin_run when NULL */
-    char *finished_at;     /* NULL while running */
-    char *state;           /* "running" (begin_run's default), "done", "interrupted", "failed" */
+    int64_t id;        /* set by begin_run */
+    char *started_at;  /* ISO 8601 UTC; set by begin_run when NULL */
+    char *finished_at; /* NULL while running */
+    char *state;       /* "running" (begin_run's default), "done", "interrupted", "failed" */
     char *task, *arch, *shape_set;
     char *config_path, *config_text;
     char *strategy;
@@ -75,7 +75,7 @@ typedef struct {
     int generations, population;
     char *gpu, *driver, *nvrtc_version, *evo_version;
     double wall_s, compile_s, check_s, time_s; /* wall-time split, updated as the run goes */
-    char *island;          /* one island of an --islands job (schema 5): JSON {"rank", "islands", "migrate_every",
+    char *island; /* one island of an --islands job (schema 5): JSON {"rank", "islands", "migrate_every",
                               "migrants", "seed"} (islands.h); NULL for a plain run */
 } evo_run_rec;
 
@@ -88,19 +88,18 @@ evo_status evo_store_update_run(evo_store *st, const evo_run_rec *run, evo_err *
 evo_status evo_store_get_run(evo_store *st, int64_t id, evo_run_rec *out, evo_err *err); /* EVO_E_NOTFOUND */
 evo_status evo_store_last_run(evo_store *st, int64_t *id, evo_err *err); /* highest id; EVO_E_NOTFOUND when none */
 /* The latest run of task on arch (either NULL = any); EVO_E_NOTFOUND when none. */
-evo_status evo_store_last_run_matching(evo_store *st, const char *task, const char *arch, int64_t *id,
-                                       evo_err *err);
+evo_status evo_store_last_run_matching(evo_store *st, const char *task, const char *arch, int64_t *id, evo_err *err);
 void evo_store_run_free(evo_run_rec *r);
 
 /* ---- candidates: one compiled kernel, keyed by SHA-256(template source, genome, options, NVRTC, arch) ---- */
 typedef struct {
     int64_t id;
-    char *key;           /* 64 lowercase hex */
+    char *key; /* 64 lowercase hex */
     char *task, *arch;
-    char *genome;        /* canonical text */
+    char *genome; /* canonical text */
     char *template_hash, *options, *nvrtc_version;
     int registers, smem_bytes, spill_bytes, stack_bytes; /* -1 when unknown (not compiled) */
-    char *compile_log;   /* may be NULL */
+    char *compile_log;                                   /* may be NULL */
 } evo_candidate_rec;
 
 /* Insert, or when the key exists keep the row and fill in the resource figures / compile log this record knows
@@ -130,21 +129,21 @@ void evo_store_candidate_free(evo_candidate_rec *c);
 typedef struct {
     int64_t id;
     int64_t candidate_id;
-    int64_t run_id;      /* 0 for `evo check` outside a run */
-    int generation;      /* -1 outside a run */
+    int64_t run_id; /* 0 for `evo check` outside a run */
+    int generation; /* -1 outside a run */
     char *shape_set;
     evo_verdict verdict;
-    double fitness;      /* geomean speedup; NAN unless verdict is OK (or REGRESSED, kept for insight) */
+    double fitness;                /* geomean speedup; NAN unless verdict is OK (or REGRESSED, kept for insight) */
     double fitness_lo, fitness_hi; /* its 95 % interval (noise.h); NAN when unknown (schema < 3, or not timed) */
-    char *detail;        /* JSON evidence: failing case, metrics, first bad index, log excerpt ... */
+    char *detail;                  /* JSON evidence: failing case, metrics, first bad index, log excerpt ... */
     char *gpu;
     double compile_s, check_s, time_s;
-    char *created_at;    /* set by put_evaluation when NULL (malloc'd, owned by the record) */
+    char *created_at; /* set by put_evaluation when NULL (malloc'd, owned by the record) */
     evo_shape_result *shapes;
     int n_shapes;
-    char *accuracy;      /* the accuracy class it was judged in (task.h); NULL writes EVO_ACCURACY_EXACT, and
+    char *accuracy; /* the accuracy class it was judged in (task.h); NULL writes EVO_ACCURACY_EXACT, and
                             evaluations from before classes (schema < 4) read as it */
-    int gate;            /* the task's gate version it was judged by (evo_task_gate_version); <= 0 writes 1 */
+    int gate;       /* the task's gate version it was judged by (evo_task_gate_version); <= 0 writes 1 */
 } evo_eval_rec;
 
 /* The result's part of an evaluation (verdict, fitness and interval, evidence, GPU, gate seconds, per-shape results),
@@ -161,8 +160,7 @@ void evo_store_eval_free(evo_eval_rec *e);
 /* Every evaluation of a run in generation gen (-1 = all generations), in the order written — what --resume
  * rebuilds a population from. */
 evo_status evo_store_foreach_run_evaluation(evo_store *st, int64_t run_id, int gen,
-                                            void (*fn)(const evo_candidate_rec *c, const evo_eval_rec *e,
-                                                       void *ctx),
+                                            void (*fn)(const evo_candidate_rec *c, const evo_eval_rec *e, void *ctx),
                                             void *ctx, evo_err *err);
 
 /* ---- lineage and generations ---- */
@@ -223,13 +221,13 @@ evo_status evo_store_demote(evo_store *st, int64_t candidate_id, const char *rea
 typedef struct {
     int64_t id;
     int64_t candidate_id;
-    int64_t run_id;      /* 0 outside a run */
-    int generation;      /* the generation after which it was re-timed; -1 outside a run */
+    int64_t run_id; /* 0 outside a run */
+    int generation; /* the generation after which it was re-timed; -1 outside a run */
     char *shape_set;
     double fitness, fitness_lo, fitness_hi; /* NAN when unknown */
-    char *why;           /* "baseline drift" (during a run), "end of run" */
+    char *why;                              /* "baseline drift" (during a run), "end of run" */
     char *gpu;
-    char *created_at;    /* set by put_retime when NULL (malloc'd, owned by the record) */
+    char *created_at; /* set by put_retime when NULL (malloc'd, owned by the record) */
 } evo_retime_rec;
 
 evo_status evo_store_put_retime(evo_store *st, evo_retime_rec *r, evo_err *err); /* sets r->id */
@@ -242,12 +240,12 @@ evo_status evo_store_foreach_retime(evo_store *st, int64_t run_id, int gen,
 void evo_store_retime_free(evo_retime_rec *r);
 
 /* ---- profiles (ncu metrics), one value per (candidate, shape, metric); `evo elite` names these four ---- */
-#define EVO_PROFILE_TENSOR_PIPE "tensor_pipe_util"      /* tensor-pipe utilisation, % of peak */
-#define EVO_PROFILE_DRAM "dram_throughput"              /* DRAM throughput, % of peak or GB/s (unit says) */
-#define EVO_PROFILE_OCCUPANCY "achieved_occupancy"      /* achieved occupancy, % */
+#define EVO_PROFILE_TENSOR_PIPE "tensor_pipe_util"       /* tensor-pipe utilisation, % of peak */
+#define EVO_PROFILE_DRAM "dram_throughput"               /* DRAM throughput, % of peak or GB/s (unit says) */
+#define EVO_PROFILE_OCCUPANCY "achieved_occupancy"       /* achieved occupancy, % */
 #define EVO_PROFILE_BANK_CONFLICTS "smem_bank_conflicts" /* shared-memory bank conflicts, count */
-#define EVO_PROFILE_ISSUE_SLOTS "issue_slot_util"       /* issue slots busy, % (written by `evo profile` too) */
-#define EVO_PROFILE_DURATION "duration"                 /* the profiled launch's duration, us */
+#define EVO_PROFILE_ISSUE_SLOTS "issue_slot_util"        /* issue slots busy, % (written by `evo profile` too) */
+#define EVO_PROFILE_DURATION "duration"                  /* the profiled launch's duration, us */
 
 /* Upsert; unit may be NULL. */
 evo_status evo_store_put_profile(evo_store *st, int64_t candidate_id, const char *shape, const char *metric,
@@ -304,8 +302,8 @@ evo_status evo_store_foreach_evaluation(evo_store *st, const char *task, const c
 /* The latest evaluation of the genome (canonical text) of task for shape_set, on arch (NULL = any), a measured
  * one before any NOT_RECORDED; the replay evaluator's lookup. *found = false when none. */
 evo_status evo_store_find_evaluation_by_genome(evo_store *st, const char *task, const char *genome,
-                                               const char *shape_set, const char *arch, evo_eval_rec *out,
-                                               bool *found, evo_err *err);
+                                               const char *shape_set, const char *arch, evo_eval_rec *out, bool *found,
+                                               evo_err *err);
 
 /* ---- whole files (merge.c): a consistent copy, and merging one store into another ---- */
 /* A copy of the store's file as it is now, at path (a new name: refused when it exists), through SQLite's online

@@ -26,12 +26,12 @@
 #define EVO_TIMING_SEED 0x7157ull /* timing inputs differ from every checked one (config seeds are small) */
 
 typedef struct {
-    int shape;      /* index into timed shapes followed by correctness.shapes */
-    evo_shape s;    /* that shape with the case's axis values applied */
+    int shape;   /* index into timed shapes followed by correctness.shapes */
+    evo_shape s; /* that shape with the case's axis values applied */
     uint64_t seed;
     evo_dist dist;
-    bool timing;    /* the timing inputs of timed shape `shape` */
-    int probe;      /* -1: inputs of distribution dist; else the task's structural probe of that index */
+    bool timing; /* the timing inputs of timed shape `shape` */
+    int probe;   /* -1: inputs of distribution dist; else the task's structural probe of that index */
 } evo_gate_case;
 
 /* The cases in the order above; returns how many (*out malloc'd, NULL when 0). */

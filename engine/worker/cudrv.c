@@ -23,9 +23,18 @@ static const struct {
     const char *sym, *alt;
     int optional; /* left NULL when the driver lacks it */
 } entries[] = {
-#define E(field, sym) {offsetof(evo_cudrv, field), sym, NULL, 0}
-#define E2(field, sym, alt) {offsetof(evo_cudrv, field), sym, alt, 0}
-#define EOPT(field, sym) {offsetof(evo_cudrv, field), sym, NULL, 1}
+#define E(field, sym) \
+    { \
+        offsetof(evo_cudrv, field), sym, NULL, 0 \
+    }
+#define E2(field, sym, alt) \
+    { \
+        offsetof(evo_cudrv, field), sym, alt, 0 \
+    }
+#define EOPT(field, sym) \
+    { \
+        offsetof(evo_cudrv, field), sym, NULL, 1 \
+    }
     E(cuInit, "cuInit"),
     E(cuDriverGetVersion, "cuDriverGetVersion"),
     E(cuDeviceGetCount, "cuDeviceGetCount"),

@@ -81,10 +81,10 @@ evo_status evo_cudrv_load(const evo_cudrv **out, evo_err *err);
 
 /* Turns r into EVO_OK or EVO_E_CUDA with "what: CUDA_ERROR_X (driver's string)". */
 evo_status evo_cu_check(const evo_cudrv *cu, CUresult r, const char *what, evo_err *err);
-#define EVO_CU(cu, call, err)                                                                      \
-    do {                                                                                           \
-        evo_status s_ = evo_cu_check((cu), (cu)->call, #call, (err));                              \
-        if (s_ != EVO_OK) return s_;                                                               \
+#define EVO_CU(cu, call, err) \
+    do { \
+        evo_status s_ = evo_cu_check((cu), (cu)->call, #call, (err)); \
+        if (s_ != EVO_OK) return s_; \
     } while (0)
 
 /* Waits for event e by polling (spinning, then sleeping 20 us between queries) until it completes, the driver

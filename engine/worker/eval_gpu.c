@@ -27,13 +27,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define GUARD_WORDS 4096u     /* canary words before and after the output */
+#define GUARD_WORDS 4096u /* canary words before and after the output */
 #define CANARY 0xC0DEC0DEu
-#define MAX_SAMPLES 8         /* timing.check_samples <= 8 (config.c) */
+#define MAX_SAMPLES 8 /* timing.check_samples <= 8 (config.c) */
 
 /* One set of inputs with its references (the task's, in gc.data), made once and kept for the life of the worker. */
 typedef struct {
-    int shape;       /* index into timed shapes followed by correctness.shapes (cases.h) */
+    int shape; /* index into timed shapes followed by correctness.shapes (cases.h) */
     size_t out_bytes;
     evo_gpu_case gc;
 } gcase;
@@ -66,7 +66,7 @@ struct evo_gpu {
     CUdeviceptr outbuf, out; /* out = outbuf + guard */
     CUdeviceptr acc, canary_res, flush;
     size_t flush_bytes;
-    CUevent done; /* recorded after a correctness launch, waited for with a deadline */
+    CUevent done;                       /* recorded after a correctness launch, waited for with a deadline */
     double baseline_us[EVO_MAX_SHAPES]; /* the baseline genome's last times on this GPU */
     double baseline_noise[EVO_MAX_SHAPES];
     /* timing */
@@ -103,8 +103,8 @@ CUfunction evo_gpu_support(const evo_gpu *g, const char *name)
     return g->cu->cuModuleGetFunction(&f, g->support, name) == CUDA_SUCCESS ? f : NULL;
 }
 
-evo_status evo_gpu_launch(evo_gpu *g, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block,
-                          void **args, const char *what, evo_err *err)
+evo_status evo_gpu_launch(evo_gpu *g, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block, void **args,
+                          const char *what, evo_err *err)
 {
     return evo_cu_check(g->cu, g->cu->cuLaunchKernel(f, gx, gy, gz, block, 1, 1, 0, g->st, args, NULL), what, err);
 }
@@ -154,8 +154,14 @@ evo_status evo_gpu_load_module(evo_gpu *g, const char *template_file, const char
         if ((s = evo_template_get(headers[i], &hdr[n_hdr].text, NULL, err)) != EVO_OK) return s;
     }
     static const char *const opts[] = {"-std=c++17"};
-    evo_compile_req req = {.source = src, .program_name = template_file, .headers = hdr, .n_headers = n_hdr,
-                           .arch = g->info.arch, .options = opts, .n_options = 1, .timeout_s = 300};
+    evo_compile_req req = {.source = src,
+                           .program_name = template_file,
+                           .headers = hdr,
+                           .n_headers = n_hdr,
+                           .arch = g->info.arch,
+                           .options = opts,
+                           .n_options = 1,
+                           .timeout_s = 300};
     evo_compile_result r;
     s = evo_compile(NULL, &req, &r, err);
     if (s != EVO_OK) return s;
@@ -225,7 +231,8 @@ static evo_status gpu_open(gpu_state *g, int gpu, const char *config_path, bool 
     int count = 0;
     CU(g, cuDeviceGetCount(&count), err);
     if (gpu < 0 || gpu >= count)
-        return evo_fail(err, EVO_E_NODRIVER, "GPU %d does not exist (%d GPU%s found)", gpu, count, count == 1 ? "" : "s");
+        return evo_fail(err, EVO_E_NODRIVER, "GPU %d does not exist (%d GPU%s found)", gpu, count,
+                        count == 1 ? "" : "s");
     CU(g, cuDeviceGet(&g->dev, gpu), err);
     evo_hello_reply *h = &g->info;
     h->protocol = EVO_PROTOCOL_VERSION;
@@ -287,8 +294,8 @@ static evo_status gpu_open(gpu_state *g, int gpu, const char *config_path, bool 
     const bool cupti = evo_timer_cupti(g->timer, why, sizeof why);
     fprintf(stderr, "evo worker gpu %d: %s, %d cases prepared in %.1f s; timing.method %s -> %s%s%s\n", gpu, h->device,
             g->n_cases, evo_now() - t0, evo_timing_method_name(g->cfg->timing.method),
-            evo_timing_method_name(evo_timer_resolve(g->timer, g->cfg->timing.method)), cupti ? "" : "; CUPTI: ",
-            cupti ? "" : why);
+            evo_timing_method_name(evo_timer_resolve(g->timer, g->cfg->timing.method)),
+            cupti ? "" : "; CUPTI: ", cupti ? "" : why);
     return EVO_OK;
 }
 
@@ -327,12 +334,16 @@ static void fail_case(outcome *o, evo_verdict v, const char *what, const gpu_sta
         for (int a = 0; a < g->cfg->correctness.n_axes; a++) {
             const int fi = g->cfg->correctness.axes[a].field;
             const evo_field *f = &g->task->shape_fields[fi];
-            if (f->type == EVO_FIELD_BOOL) cJSON_AddBoolToObject(k, f->name, c->gc.shape.v[fi] != 0);
-            else cJSON_AddNumberToObject(k, f->name, evo_field_load(f, c->gc.shape.v[fi]));
+            if (f->type == EVO_FIELD_BOOL)
+                cJSON_AddBoolToObject(k, f->name, c->gc.shape.v[fi] != 0);
+            else
+                cJSON_AddNumberToObject(k, f->name, evo_field_load(f, c->gc.shape.v[fi]));
         }
         cJSON_AddNumberToObject(k, "seed", (double)c->gc.seed);
-        if (c->gc.probe >= 0) cJSON_AddStringToObject(k, "probe", g->task->probes[c->gc.probe].name);
-        else cJSON_AddStringToObject(k, "dist", evo_dist_name(c->gc.dist));
+        if (c->gc.probe >= 0)
+            cJSON_AddStringToObject(k, "probe", g->task->probes[c->gc.probe].name);
+        else
+            cJSON_AddStringToObject(k, "dist", evo_dist_name(c->gc.dist));
         cJSON_AddBoolToObject(k, "timing_inputs", c->gc.timing);
     }
 }
@@ -407,8 +418,10 @@ static void judge_output(const gpu_state *g, const gcase *c, outcome *o, const e
 {
     const evo_metrics *m = &chk->m;
     char why[300] = "";
-    if (canary_bad > 0) snprintf(why, sizeof why, "wrote %llu words outside its output (canary guard band)", canary_bad);
-    else snprintf(why, sizeof why, "%s", chk->why);
+    if (canary_bad > 0)
+        snprintf(why, sizeof why, "wrote %llu words outside its output (canary guard band)", canary_bad);
+    else
+        snprintf(why, sizeof why, "%s", chk->why);
     if (!why[0]) return;
     fail_case(o, EVO_V_INCORRECT, why, g, c);
     cJSON_AddNumberToObject(o->detail, "max_abs", m->max_abs);
@@ -449,7 +462,7 @@ static evo_status load_variants(gpu_state *g, CUmodule mod, const evo_eval_reque
     for (int i = 0; i < req->n_variants && o->verdict == EVO_V_OK; i++) {
         kvariant *v = &vs[i];
         v->v = req->variants[i];
-        const char *symbol = v->v.name_expr; /* the lowered name */
+        const char *symbol = v->v.name_expr;      /* the lowered name */
         char msg[2 * EVO_PROTO_SYMBOL_MAX + 200]; /* two symbols and the words around them */
         CUresult r = cu->cuModuleGetFunction(&v->fn, mod, symbol);
         if (r != CUDA_SUCCESS) {
@@ -504,8 +517,8 @@ typedef struct {
     kset ks;
     const kvariant *v;
     gcase *c;
-    uint64_t nonce;   /* repetition r runs on the case's inputs perturbed with rep_seed(r) */
-    bool sampled;     /* copy sampled outputs (the candidate; the baseline passed its gates already) */
+    uint64_t nonce;              /* repetition r runs on the case's inputs perturbed with rep_seed(r) */
+    bool sampled;                /* copy sampled outputs (the candidate; the baseline passed its gates already) */
     int sample_rep[MAX_SAMPLES]; /* -1: not taken */
 } tsubject;
 
@@ -632,14 +645,13 @@ static evo_status time_shape(gpu_state *g, int i, const kset *ks, const kvariant
     CU(g, cuMemsetD32Async(g->out + ((c->out_bytes + 3) & ~(size_t)3), CANARY, GUARD_WORDS, g->st), err);
     tsubject ts[2];
     for (int k = 0; k < 2; k++)
-        ts[k] = (tsubject){.g = g, .ks = k ? (bks ? *bks : *ks) : *ks, .v = k ? bv : v, .c = c,
-                           .sampled = check && k == 0};
+        ts[k] =
+            (tsubject){.g = g, .ks = k ? (bks ? *bks : *ks) : *ks, .v = k ? bv : v, .c = c, .sampled = check && k == 0};
     reseed(g, ts);
     evo_timing_subject subj[2];
     for (int k = 0; k < 2; k++) {
         const kvariant *kv = ts[k].v;
-        subj[k] = (evo_timing_subject){.prepare = ts_prepare,
-                                       .launch = ts_launch, .after = ts_after, .ctx = &ts[k]};
+        subj[k] = (evo_timing_subject){.prepare = ts_prepare, .launch = ts_launch, .after = ts_after, .ctx = &ts[k]};
         if (kv) { /* what CUPTI tells the kernels' records apart by */
             unsigned grid[EVO_TIMING_MAX_KERNELS][3], block[EVO_TIMING_MAX_KERNELS];
             const int nk = g->task->gpu->geometry_of(g->task_state, &c->gc, ts[k].ks.kv, ts[k].ks.n,
@@ -656,11 +668,18 @@ static evo_status time_shape(gpu_state *g, int i, const kset *ks, const kvariant
     }
     abort_rule rule = {best_us, cfg->timing.abort_factor};
     evo_timing_opts opts = {
-        .method = cfg->timing.method, .stream = g->st,
-        .flush = cfg->timing.flush_l2 ? g->flush : 0, .flush_bytes = cfg->timing.flush_l2 ? g->flush_bytes : 0,
-        .warmup = cfg->timing.warmup, .min_reps = cfg->timing.repetitions, .max_reps = cfg->timing.max_repetitions,
-        .target_us = cfg->timing.target_us, .judge_first = best_us > 0 ? 3 : 0, .judge = too_slow,
-        .judge_ctx = &rule, .kernel_timeout_s = cfg->timing.kernel_timeout_s,
+        .method = cfg->timing.method,
+        .stream = g->st,
+        .flush = cfg->timing.flush_l2 ? g->flush : 0,
+        .flush_bytes = cfg->timing.flush_l2 ? g->flush_bytes : 0,
+        .warmup = cfg->timing.warmup,
+        .min_reps = cfg->timing.repetitions,
+        .max_reps = cfg->timing.max_repetitions,
+        .target_us = cfg->timing.target_us,
+        .judge_first = best_us > 0 ? 3 : 0,
+        .judge = too_slow,
+        .judge_ctx = &rule,
+        .kernel_timeout_s = cfg->timing.kernel_timeout_s,
     };
     evo_timing_result r;
     const double t0 = evo_now();
@@ -700,7 +719,9 @@ static evo_status time_shape(gpu_state *g, int i, const kset *ks, const kvariant
         const int room = cfg->timing.max_repetitions - total;
         if (pass > 0 || cfg->timing.target_ci <= 0 || hw <= cfg->timing.target_ci || room <= 0) break;
         const double more_f = ceil(total * (hw / cfg->timing.target_ci) * (hw / cfg->timing.target_ci)) - total;
-        const int more = more_f > room ? room : more_f < cfg->timing.repetitions ? cfg->timing.repetitions : (int)more_f;
+        const int more = more_f > room                      ? room
+                         : more_f < cfg->timing.repetitions ? cfg->timing.repetitions
+                                                            : (int)more_f;
         opts.min_reps = opts.max_reps = more < room ? more : room;
         opts.target_us = 0;
         opts.judge_first = 0;
@@ -711,27 +732,27 @@ static evo_status time_shape(gpu_state *g, int i, const kset *ks, const kvariant
     if (s != EVO_OK || (r.outcome == EVO_TIMED_OK && o->verdict != EVO_V_OK)) return s;
     char msg[256];
     switch (r.outcome) {
-    case EVO_TIMED_OK: break;
-    case EVO_TIMED_REFUSED:
-        snprintf(msg, sizeof msg, "launch refused while timing%s: %s", r.subject == 1 ? " (the baseline)" : "",
-                 cu_name(g, r.error));
-        fail_case(o, EVO_V_LAUNCH_FAIL, msg, g, c);
-        return EVO_OK;
-    case EVO_TIMED_TIMEOUT:
-        fail_case(o, EVO_V_TIMEOUT, "did not finish while timing", g, c);
-        o->exit_after = true;
-        return EVO_OK;
-    case EVO_TIMED_FAULT:
-        snprintf(msg, sizeof msg, "faulted while timing: %s", cu_name(g, r.error));
-        fail_case(o, EVO_V_CRASHED, msg, g, c);
-        o->exit_after = true;
-        return EVO_OK;
-    case EVO_TIMED_ABORTED:
-        snprintf(msg, sizeof msg, "%.1f us after %d runs > %.1f x the best %.1f us", r.first_median_us,
-                 opts.judge_first, cfg->timing.abort_factor, best_us);
-        fail_case(o, EVO_V_SLOW, msg, g, c);
-        out->st[0].median = r.first_median_us;
-        return EVO_OK;
+        case EVO_TIMED_OK: break;
+        case EVO_TIMED_REFUSED:
+            snprintf(msg, sizeof msg, "launch refused while timing%s: %s", r.subject == 1 ? " (the baseline)" : "",
+                     cu_name(g, r.error));
+            fail_case(o, EVO_V_LAUNCH_FAIL, msg, g, c);
+            return EVO_OK;
+        case EVO_TIMED_TIMEOUT:
+            fail_case(o, EVO_V_TIMEOUT, "did not finish while timing", g, c);
+            o->exit_after = true;
+            return EVO_OK;
+        case EVO_TIMED_FAULT:
+            snprintf(msg, sizeof msg, "faulted while timing: %s", cu_name(g, r.error));
+            fail_case(o, EVO_V_CRASHED, msg, g, c);
+            o->exit_after = true;
+            return EVO_OK;
+        case EVO_TIMED_ABORTED:
+            snprintf(msg, sizeof msg, "%.1f us after %d runs > %.1f x the best %.1f us", r.first_median_us,
+                     opts.judge_first, cfg->timing.abort_factor, best_us);
+            fail_case(o, EVO_V_SLOW, msg, g, c);
+            out->st[0].median = r.first_median_us;
+            return EVO_OK;
     }
     for (int k = 0; k < n_subj; k++) {
         evo_noise_summarize(us[k], total, &out->st[k]);
@@ -824,8 +845,14 @@ static evo_status retime(gpu_state *g, const evo_eval_request *req, const kset *
     cJSON *rounds = cJSON_AddArrayToObject(rt, "rounds");
     evo_status s = EVO_OK;
     for (int k = 0; s == EVO_OK && o->verdict == EVO_V_OK && k < req->retime; k++) {
-        static const char *const keys[] = {"median_us", "ci_lo_us", "ci_hi_us", "baseline_us", "baseline_ci_lo_us",
-                                           "baseline_ci_hi_us", "events_median_us", "baseline_events_median_us",
+        static const char *const keys[] = {"median_us",
+                                           "ci_lo_us",
+                                           "ci_hi_us",
+                                           "baseline_us",
+                                           "baseline_ci_lo_us",
+                                           "baseline_ci_hi_us",
+                                           "events_median_us",
+                                           "baseline_events_median_us",
                                            "reps"};
         cJSON *round = cJSON_CreateObject(), *a[EVO_ARRAY_LEN(keys)];
         for (size_t j = 0; j < EVO_ARRAY_LEN(keys); j++) a[j] = cJSON_AddArrayToObject(round, keys[j]);
@@ -851,8 +878,9 @@ static evo_status retime(gpu_state *g, const evo_eval_request *req, const kset *
             }
             if (s != EVO_OK || o->verdict != EVO_V_OK) break;
             seconds += c.seconds;
-            const double vals[] = {c.st[0].median, c.st[0].ci_lo, c.st[0].ci_hi, b.st[0].median, b.st[0].ci_lo,
-                                   b.st[0].ci_hi, c.events_median[0], b.events_median[0], c.reps};
+            const double vals[] = {c.st[0].median,     c.st[0].ci_lo,      c.st[0].ci_hi,
+                                   b.st[0].median,     b.st[0].ci_lo,      b.st[0].ci_hi,
+                                   c.events_median[0], b.events_median[0], c.reps};
             for (size_t j = 0; j < EVO_ARRAY_LEN(keys); j++) cJSON_AddItemToArray(a[j], cJSON_CreateNumber(vals[j]));
         }
         cJSON_AddNumberToObject(round, "time_s", seconds);

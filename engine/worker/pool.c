@@ -29,13 +29,13 @@ typedef struct {
     int gpu;
     char name[32];
     char *log_path;
-    char **args;        /* argv after argv[0] */
-    evo_worker *w;      /* NULL until the first successful spawn */
+    char **args;   /* argv after argv[0] */
+    evo_worker *w; /* NULL until the first successful spawn */
     wstate state;
-    bool restarting;    /* the hello being awaited follows a restart */
-    int failures;       /* failed (re)starts in a row */
+    bool restarting; /* the hello being awaited follows a restart */
+    int failures;    /* failed (re)starts in a row */
     char last_failure[sizeof(evo_err)];
-    int job;            /* BUSY: index of the job */
+    int job; /* BUSY: index of the job */
     double sent_at;
     evo_hello_reply hello;
 } slot;
@@ -81,8 +81,8 @@ static evo_status revive(evo_pool *p, slot *s, evo_err *err)
         s->failures++;
         memcpy(s->last_failure, e.msg, sizeof s->last_failure);
     }
-    return evo_fail(err, EVO_E_WORKER, "%s could not be restarted %d times in a row; last: %s", s->name,
-                    s->failures, s->last_failure);
+    return evo_fail(err, EVO_E_WORKER, "%s could not be restarted %d times in a row; last: %s", s->name, s->failures,
+                    s->last_failure);
 }
 
 /* A hello arrived, or the call for it failed. */
@@ -211,8 +211,7 @@ evo_status evo_pool_start(const evo_pool_opts *o, evo_pool **out, evo_err *err)
     for (int i = 0; i < o->n_gpus; i++) {
         if (o->gpus[i] < 0) return evo_fail(err, EVO_E_USAGE, "pool: GPU ordinal %d is negative", o->gpus[i]);
         for (int j = 0; j < i; j++)
-            if (o->gpus[j] == o->gpus[i])
-                return evo_fail(err, EVO_E_USAGE, "pool: GPU %d is listed twice", o->gpus[i]);
+            if (o->gpus[j] == o->gpus[i]) return evo_fail(err, EVO_E_USAGE, "pool: GPU %d is listed twice", o->gpus[i]);
     }
     if (o->log_dir) {
         evo_status st = evo_mkdir_p(o->log_dir, err);
@@ -313,17 +312,16 @@ static void job_done(evo_pool *p, run_state *r, slot *s, evo_status st, const ch
     finish_failed(p, r, s, job, st, st == EVO_E_TIMEOUT ? EVO_V_TIMEOUT : EVO_V_CRASHED, e->msg);
 }
 
-evo_status evo_pool_run(evo_pool *p, const evo_pool_job *jobs, int n, evo_pool_done_fn on_done, void *ctx,
-                        evo_err *err)
+evo_status evo_pool_run(evo_pool *p, const evo_pool_job *jobs, int n, evo_pool_done_fn on_done, void *ctx, evo_err *err)
 {
     for (int j = 0; j < n; j++) {
         const evo_eval_request *q = jobs[j].req;
-        if (!q || !(jobs[j].timeout_s > 0) || q->n_variants < 1 || q->n_variants > EVO_MAX_VARIANTS ||
-            q->n_best < 0 || q->n_best > EVO_MAX_SHAPES)
+        if (!q || !(jobs[j].timeout_s > 0) || q->n_variants < 1 || q->n_variants > EVO_MAX_VARIANTS || q->n_best < 0 ||
+            q->n_best > EVO_MAX_SHAPES)
             return evo_fail(err, EVO_E_INTERNAL, "pool: job %d: no request, no timeout or a malformed request", j);
     }
-    run_state r = {jobs, evo_xcalloc((size_t)n + 1, sizeof(int)), 0, n, evo_xcalloc((size_t)n + 1, sizeof(int)),
-                   on_done, ctx};
+    run_state r = {
+        jobs, evo_xcalloc((size_t)n + 1, sizeof(int)), 0, n, evo_xcalloc((size_t)n + 1, sizeof(int)), on_done, ctx};
     for (int j = 0; j < n; j++) r.queue[j] = j;
     evo_status fatal = EVO_OK;
     evo_err fatal_err = {{0}};
@@ -364,8 +362,10 @@ evo_status evo_pool_run(evo_pool *p, const evo_pool_job *jobs, int n, evo_pool_d
             }
             /* Not delivered: the worker had ended (or stopped reading). Not the job's fault, up to a point. */
             s->state = evo_worker_running(s->w) ? W_IDLE : W_DEAD;
-            if (++r.tries[job] >= SEND_TRIES) finish_failed(p, &r, s, job, EVO_E_WORKER, EVO_V_CRASHED, e.msg);
-            else r.queue[--r.head] = job;
+            if (++r.tries[job] >= SEND_TRIES)
+                finish_failed(p, &r, s, job, EVO_E_WORKER, EVO_V_CRASHED, e.msg);
+            else
+                r.queue[--r.head] = job;
             if (s->state == W_DEAD) fatal = revive(p, s, &fatal_err);
         }
 
@@ -412,9 +412,6 @@ int evo_pool_size(const evo_pool *p) { return p->n; }
 
 const evo_hello_reply *evo_pool_hello(const evo_pool *p, int i) { return &p->slots[i].hello; }
 
-pid_t evo_pool_worker_pid(const evo_pool *p, int i)
-{
-    return p->slots[i].w ? evo_worker_pid(p->slots[i].w) : 0;
-}
+pid_t evo_pool_worker_pid(const evo_pool *p, int i) { return p->slots[i].w ? evo_worker_pid(p->slots[i].w) : 0; }
 
 int evo_pool_restarts(const evo_pool *p) { return p->restarts; }

@@ -36,14 +36,14 @@
 typedef struct evo_pool evo_pool;
 
 typedef struct {
-    const int *gpus;             /* GPU ordinals, one worker each */
-    int n_gpus;                  /* 1..EVO_POOL_MAX_WORKERS */
-    const char *exe;             /* NULL = this evo binary (/proc/self/exe) */
-    const char *const *args;     /* appended after "worker --gpu N", NULL-terminated, e.g. {"--config", F, NULL};
+    const int *gpus;         /* GPU ordinals, one worker each */
+    int n_gpus;              /* 1..EVO_POOL_MAX_WORKERS */
+    const char *exe;         /* NULL = this evo binary (/proc/self/exe) */
+    const char *const *args; /* appended after "worker --gpu N", NULL-terminated, e.g. {"--config", F, NULL};
                                     may be NULL */
-    const char *log_dir;         /* each worker appends its stderr to <log_dir>/worker-gpu<N>.log (directory
+    const char *log_dir;     /* each worker appends its stderr to <log_dir>/worker-gpu<N>.log (directory
                                     created); NULL = workers share the parent's stderr */
-    double hello_timeout_s;      /* 0 = EVO_POOL_HELLO_TIMEOUT_S */
+    double hello_timeout_s;  /* 0 = EVO_POOL_HELLO_TIMEOUT_S */
 } evo_pool_opts;
 
 typedef struct {

@@ -90,8 +90,8 @@ static evo_status parse_message(const char *line, const char *kind, cJSON **root
     if (!r) {
         size_t col = end && end >= line ? (size_t)(end - line) + 1 : 1;
         if (n == 0) return evo_fail(err, EVO_E_WORKER, "%s: empty line", kind);
-        return evo_fail(err, EVO_E_WORKER, "%s: not valid JSON (column %zu of %zu: malformed or truncated)", kind,
-                        col, n);
+        return evo_fail(err, EVO_E_WORKER, "%s: not valid JSON (column %zu of %zu: malformed or truncated)", kind, col,
+                        n);
     }
     if (!cJSON_IsObject(r)) {
         cJSON_Delete(r);
@@ -115,10 +115,14 @@ static evo_status item_double(const where *w, const char *key, const cJSON *it, 
         return EVO_OK;
     }
     if (cJSON_IsString(it)) {
-        if (strcmp(it->valuestring, "NaN") == 0) *out = NAN;
-        else if (strcmp(it->valuestring, "Infinity") == 0) *out = INFINITY;
-        else if (strcmp(it->valuestring, "-Infinity") == 0) *out = -INFINITY;
-        else return bad(w, key, "expected a number, got the string \"%.64s\"", it->valuestring);
+        if (strcmp(it->valuestring, "NaN") == 0)
+            *out = NAN;
+        else if (strcmp(it->valuestring, "Infinity") == 0)
+            *out = INFINITY;
+        else if (strcmp(it->valuestring, "-Infinity") == 0)
+            *out = -INFINITY;
+        else
+            return bad(w, key, "expected a number, got the string \"%.64s\"", it->valuestring);
         return EVO_OK;
     }
     return bad(w, key, "expected a number");
@@ -218,9 +222,9 @@ static evo_status open_message(const char *line, const char *kind, const char *o
     return s;
 }
 
-#define TRY(call)                                                                                  \
-    do {                                                                                           \
-        if ((s = (call)) != EVO_OK) goto done;                                                     \
+#define TRY(call) \
+    do { \
+        if ((s = (call)) != EVO_OK) goto done; \
     } while (0)
 
 /* ---- envelope, errors, shutdown ---- */
@@ -257,8 +261,7 @@ static evo_status error_status(const cJSON *root, evo_err *err)
     if (cJSON_IsNumber(code) && code->valuedouble >= 1 && code->valuedouble <= EVO_E_INTERNAL &&
         code->valuedouble == floor(code->valuedouble))
         carried = (evo_status)(int)code->valuedouble;
-    return evo_fail(err, carried, "worker: %s",
-                    cJSON_IsString(msg) ? msg->valuestring : "error without a message");
+    return evo_fail(err, carried, "worker: %s", cJSON_IsString(msg) ? msg->valuestring : "error without a message");
 }
 
 evo_status evo_proto_check_error(const char *line, evo_err *err)
@@ -413,7 +416,8 @@ char *evo_proto_encode_eval_request(const evo_eval_request *r)
         add_int(vo, "smem_bytes", v->smem_bytes);
         add_int(vo, "accuracy", v->accuracy);
         cJSON *attr = cJSON_AddArrayToObject(vo, "attr");
-        for (int a = 0; a < EVO_VARIANT_ATTRS_MAX; a++) cJSON_AddItemToArray(attr, cJSON_CreateNumber((double)v->attr[a]));
+        for (int a = 0; a < EVO_VARIANT_ATTRS_MAX; a++)
+            cJSON_AddItemToArray(attr, cJSON_CreateNumber((double)v->attr[a]));
         cJSON_AddItemToArray(vars, vo);
     }
     cJSON_AddBoolToObject(o, "check", r->check);

@@ -46,14 +46,14 @@ typedef struct {
     /* The kernels of the cubin: name_expr holds each one's lowered (mangled) name from NVRTC, or the extern "C"
      * name; threads 0: the geometry is read from the module (task_gpu.h); attr: the task's variant attributes. */
     evo_variant variants[EVO_MAX_VARIANTS];
-    int n_variants;                      /* 1..EVO_MAX_VARIANTS */
-    bool check;                          /* run the correctness gate */
-    bool time;                           /* run the timing gate */
-    bool is_baseline;                    /* the baseline genome: timed for speedups, never aborted early */
-    double best_us[EVO_MAX_SHAPES];      /* current best time per timed shape, config order; 0 = none yet */
+    int n_variants;                 /* 1..EVO_MAX_VARIANTS */
+    bool check;                     /* run the correctness gate */
+    bool time;                      /* run the timing gate */
+    bool is_baseline;               /* the baseline genome: timed for speedups, never aborted early */
+    double best_us[EVO_MAX_SHAPES]; /* current best time per timed shape, config order; 0 = none yet */
     int n_best;
-    char fault_injection[64];            /* "" = none; tests tell a worker to misbehave (see worker.h) */
-    int retime;                          /* > 0: after the gates, time the candidate and the baseline again
+    char fault_injection[64]; /* "" = none; tests tell a worker to misbehave (see worker.h) */
+    int retime;               /* > 0: after the gates, time the candidate and the baseline again
                                             this many rounds; detail.retime holds each round (evo check --retime) */
 } evo_eval_request;
 
@@ -63,7 +63,7 @@ typedef struct {
 typedef struct {
     int64_t id;
     evo_result r;
-    bool paired;        /* r.shapes[].baseline_us (and its interval) were measured interleaved with the candidate
+    bool paired; /* r.shapes[].baseline_us (and its interval) were measured interleaved with the candidate
                            (timing.interleave): keep them instead of the generation's baseline */
 } evo_eval_reply;
 
@@ -79,16 +79,16 @@ void evo_eval_reply_free(evo_eval_reply *r); /* frees detail; the record may be 
 
 typedef struct {
     int64_t id;
-    int protocol;            /* EVO_PROTOCOL_VERSION of the worker */
-    int gpu;                 /* the ordinal the worker serves */
+    int protocol; /* EVO_PROTOCOL_VERSION of the worker */
+    int gpu;      /* the ordinal the worker serves */
     int pid;
-    char device[128];        /* "NVIDIA H100 80GB HBM3" */
-    char arch[16];           /* "sm_90" */
+    char device[128]; /* "NVIDIA H100 80GB HBM3" */
+    char arch[16];    /* "sm_90" */
     int cc_major, cc_minor;
     int sm_count;
-    int driver_version;      /* cuDriverGetVersion, e.g. 13000 */
+    int driver_version; /* cuDriverGetVersion, e.g. 13000 */
     int l2_bytes;
-    int smem_optin;          /* max dynamic shared memory per block after opt-in, bytes */
+    int smem_optin; /* max dynamic shared memory per block after opt-in, bytes */
     int regs_per_block;
     int regs_per_thread;
     int max_threads_per_block;

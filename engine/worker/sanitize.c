@@ -20,8 +20,10 @@ evo_status evo_sanitize_parse_tools(const char *list, const char **tools, int *n
 {
     *n = 0;
     const char *p = list ? list : "";
-    if (!*p) return evo_fail(err, EVO_E_USAGE, "--sanitize: no tool named (the tools: memcheck, racecheck, "
-                                               "initcheck, synccheck)");
+    if (!*p)
+        return evo_fail(err, EVO_E_USAGE,
+                        "--sanitize: no tool named (the tools: memcheck, racecheck, "
+                        "initcheck, synccheck)");
     while (*p) {
         const size_t len = strcspn(p, ",");
         const char *found = NULL;
@@ -161,9 +163,9 @@ evo_status evo_sanitize_request(const evo_sanitize_job *job, const evo_eval_requ
     unlink(out->report);
     char filter[96];
     snprintf(filter, sizeof filter, "kns=%s", job->kernel_prefix ? job->kernel_prefix : "");
-    const char *argv[24] = {"--tool", job->tool, "--log-file", out->report, "--print-limit", "20",
-                            "--report-api-errors", "no", "--kernel-name", filter, exe, "worker", "--gpu", gpu,
-                            "--sanitize"};
+    const char *argv[24] = {
+        "--tool",        job->tool, "--log-file", out->report, "--print-limit", "20", "--report-api-errors", "no",
+        "--kernel-name", filter,    exe,          "worker",    "--gpu",         gpu,  "--sanitize"};
     int k = 15;
     if (job->config_path) argv[k++] = "--config", argv[k++] = job->config_path;
     if (job->fake) argv[k++] = "--fake", argv[k++] = job->fake;
@@ -183,9 +185,9 @@ evo_status evo_sanitize_request(const evo_sanitize_job *job, const evo_eval_requ
         reply = NULL;
         if (s != EVO_OK) {
             evo_worker_stop(w);
-            return s == EVO_E_INTERRUPTED ? s
-                                          : evo_failv_prefix(err, s, "%s: the worker did not start under %s",
-                                                             job->tool, job->sanitizer);
+            return s == EVO_E_INTERRUPTED
+                       ? s
+                       : evo_failv_prefix(err, s, "%s: the worker did not start under %s", job->tool, job->sanitizer);
         }
     } else {
         return s;
@@ -227,8 +229,10 @@ evo_status evo_sanitize_request(const evo_sanitize_job *job, const evo_eval_requ
 
     char *text = NULL;
     char first[400];
-    if (evo_read_file(out->report, &text, NULL, NULL) == EVO_OK) out->errors = evo_sanitize_count_errors(text, first, sizeof first);
-    else first[0] = '\0';
+    if (evo_read_file(out->report, &text, NULL, NULL) == EVO_OK)
+        out->errors = evo_sanitize_count_errors(text, first, sizeof first);
+    else
+        first[0] = '\0';
     free(text);
     out->clean = out->verdict == EVO_V_OK && out->errors == 0;
     if (out->errors > 0) {

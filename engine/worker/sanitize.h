@@ -46,25 +46,25 @@ evo_status evo_sanitize_parse_tools(const char *list, const char **tools, int *n
 int evo_sanitize_count_errors(const char *report, char *first, size_t first_len);
 
 typedef struct {
-    const char *sanitizer;   /* path of compute-sanitizer (evo_path_find_tool) */
-    const char *tool;        /* one of evo_sanitize_tool_names */
-    int gpu;                 /* ordinal */
-    const char *config_path; /* handed to the worker */
-    const char *dir;         /* the report and the worker's log go here (exists) */
-    const char *label;       /* names the files: <dir>/sanitize-<label>-<tool>.{txt,log} */
-    const char *kernel_prefix; /* only kernels whose name starts with this are instrumented (the task's) */
-    const char *fake;        /* NULL, or a fake worker mode (worker.h) for tests without a GPU */
-    double timeout_s;        /* 0 = EVO_SANITIZE_TIMEOUT_S */
+    const char *sanitizer;            /* path of compute-sanitizer (evo_path_find_tool) */
+    const char *tool;                 /* one of evo_sanitize_tool_names */
+    int gpu;                          /* ordinal */
+    const char *config_path;          /* handed to the worker */
+    const char *dir;                  /* the report and the worker's log go here (exists) */
+    const char *label;                /* names the files: <dir>/sanitize-<label>-<tool>.{txt,log} */
+    const char *kernel_prefix;        /* only kernels whose name starts with this are instrumented (the task's) */
+    const char *fake;                 /* NULL, or a fake worker mode (worker.h) for tests without a GPU */
+    double timeout_s;                 /* 0 = EVO_SANITIZE_TIMEOUT_S */
     volatile sig_atomic_t *interrupt; /* may be NULL; when set, the worker is stopped and EVO_E_INTERRUPTED returned */
 } evo_sanitize_job;
 
 typedef struct {
     const char *tool;
     bool clean;
-    int errors;              /* the report's count; -1 when it had no summary */
-    evo_verdict verdict;     /* the worker's verdict under the sanitizer; CRASHED or TIMEOUT when it died */
-    char why[512];           /* one line: "2 errors: Invalid __global__ read of size 1 bytes", "no summary: ..." */
-    char report[4096];       /* path of the sanitizer's report (kept) */
+    int errors;          /* the report's count; -1 when it had no summary */
+    evo_verdict verdict; /* the worker's verdict under the sanitizer; CRASHED or TIMEOUT when it died */
+    char why[512];       /* one line: "2 errors: Invalid __global__ read of size 1 bytes", "no summary: ..." */
+    char report[4096];   /* path of the sanitizer's report (kept) */
 } evo_sanitize_result;
 
 /* Runs req (a prepared eval request: cubin and variants; check/time are overridden) under job's tool. The

@@ -42,8 +42,8 @@ CUfunction evo_gpu_support(const evo_gpu *g, const char *name);
 evo_status evo_gpu_load_module(evo_gpu *g, const char *template_file, const char *const *headers, CUmodule *out,
                                evo_err *err);
 /* Asynchronous launch on the worker's stream; EVO_E_CUDA naming `what` when the driver refuses it. */
-evo_status evo_gpu_launch(evo_gpu *g, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block,
-                          void **args, const char *what, evo_err *err);
+evo_status evo_gpu_launch(evo_gpu *g, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block, void **args,
+                          const char *what, evo_err *err);
 evo_status evo_gpu_alloc(evo_gpu *g, size_t bytes, CUdeviceptr *out, evo_err *err);
 /* n fp16 values at out against n floats at ref with templates/support.cu's evo_compare (|out - ref| <= atol +
  * rtol x |ref|); synchronizes the stream. */
@@ -58,7 +58,7 @@ unsigned evo_gpu_grid_for(size_t n);
 
 /* One correctness or timing case. */
 typedef struct {
-    evo_shape shape;  /* the case's shape, with the values of the axis fields applied (e.g. causal) */
+    evo_shape shape; /* the case's shape, with the values of the axis fields applied (e.g. causal) */
     uint64_t seed;
     evo_dist dist;
     int probe;        /* -1: inputs of distribution dist; else the task's structural probe (task.h)  */
@@ -99,8 +99,8 @@ typedef struct evo_task_gpu {
                        bool fresh);
     /* The grid and block of each kernel a launch of k[pick] on c makes, in order (CUPTI tells their records apart by
      * them; a launch's time runs from the first one's start to the last one's end); returns how many (1..max). */
-    int (*geometry_of)(void *state, const evo_gpu_case *c, const evo_gpu_kernel *k, int n, int pick,
-                       unsigned grid[][3], unsigned *block, int max);
+    int (*geometry_of)(void *state, const evo_gpu_case *c, const evo_gpu_kernel *k, int n, int pick, unsigned grid[][3],
+                       unsigned *block, int max);
     /* Compare the output at out of variant v (every byte written: the engine checked the canaries) with c's
      * reference (the task may keep several, one per arithmetic its variants declare). */
     evo_status (*check)(void *state, const evo_gpu_case *c, const evo_variant *v, CUdeviceptr out, evo_gpu_check *r,
@@ -112,8 +112,8 @@ typedef struct evo_task_gpu {
     evo_status (*perturb)(void *state, const evo_gpu_case *c, uint64_t seed, evo_err *err);
     /* An output at out of a launch on the inputs perturb(seed) made: against a reference for those inputs, all of it
      * or a part the task draws from seed (attention: two heads); r->why names the part when it fails. */
-    evo_status (*check_fresh)(void *state, const evo_gpu_case *c, const evo_variant *v, uint64_t seed,
-                              CUdeviceptr out, evo_gpu_check *r, evo_err *err);
+    evo_status (*check_fresh)(void *state, const evo_gpu_case *c, const evo_variant *v, uint64_t seed, CUdeviceptr out,
+                              evo_gpu_check *r, evo_err *err);
 } evo_task_gpu;
 
 #endif

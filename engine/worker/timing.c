@@ -22,7 +22,7 @@ typedef evo_kernel_record krec;
 struct evo_timer {
     const evo_cudrv *cu;
     bool have_graph; /* the driver has the optional graph entries (and graphs did not fail once) */
-    CUevent *ev; /* 2 per (repetition, subject): start, end */
+    CUevent *ev;     /* 2 per (repetition, subject): start, end */
     int n_ev;
     CUevent warm[2], done;
     double *buf[2 * EVO_TIMING_MAX_SUBJECTS];
@@ -72,8 +72,7 @@ static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t
         CUpti_Activity *rec = NULL;
         while (t->act_next(buffer, valid, (void **)&rec) == CUPTI_SUCCESS) {
             if (!t->collecting) continue;
-            if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL)
-                continue;
+            if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
             /* The fields read here (kind, start, end, grid, block, correlationId) sit at the same offsets in every
              * kernel record version since CUDA 9. Names are not used: after a module is unloaded, a record can
              * carry the name of an earlier function (seen on CUDA 13.0 with a search's many modules). */
@@ -83,7 +82,8 @@ static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t
                 t->cap_recs = t->cap_recs ? 2 * t->cap_recs : 1024;
                 t->recs = evo_xrealloc(t->recs, (size_t)t->cap_recs * sizeof *t->recs);
             }
-            t->recs[t->n_recs++] = (krec){k->correlationId, k->start, k->end, {k->gridX, k->gridY, k->gridZ}, k->blockX};
+            t->recs[t->n_recs++] =
+                (krec){k->correlationId, k->start, k->end, {k->gridX, k->gridY, k->gridZ}, k->blockX};
         }
         pthread_mutex_unlock(&t->lock);
     }
@@ -182,8 +182,7 @@ static void cupti_stop(evo_timer *t, const evo_timing_subject *s, int n, int rep
     pthread_mutex_unlock(&t->lock);
 }
 
-static bool cupti_times(evo_timer *t, const evo_timing_subject *s, int n, int reps, double **us, char *note,
-                        size_t nn)
+static bool cupti_times(evo_timer *t, const evo_timing_subject *s, int n, int reps, double **us, char *note, size_t nn)
 {
     pthread_mutex_lock(&t->lock);
     const int q = evo_timing_match(t->recs, t->n_recs, s, n, reps, us);
@@ -246,8 +245,10 @@ evo_status evo_timer_open(const evo_cudrv *cu, bool try_cupti, evo_timer **out, 
         return s;
     }
 #ifdef EVO_HAVE_CUPTI
-    if (try_cupti) cupti_open(t);
-    else snprintf(t->cupti_why, sizeof t->cupti_why, "not tried (sanitizer or profiler run)");
+    if (try_cupti)
+        cupti_open(t);
+    else
+        snprintf(t->cupti_why, sizeof t->cupti_why, "not tried (sanitizer or profiler run)");
 #else
     (void)try_cupti;
     snprintf(t->cupti_why, sizeof t->cupti_why, "evo was built without the CUPTI headers");
@@ -291,7 +292,8 @@ static evo_status reserve(evo_timer *t, int reps, int n, evo_err *err)
         for (; t->n_ev < need; t->n_ev++) TCU(t, cuEventCreate(&t->ev[t->n_ev], 0), err);
     }
     if (reps > t->cap) {
-        for (size_t i = 0; i < EVO_ARRAY_LEN(t->buf); i++) t->buf[i] = evo_xrealloc(t->buf[i], (size_t)reps * sizeof(double));
+        for (size_t i = 0; i < EVO_ARRAY_LEN(t->buf); i++)
+            t->buf[i] = evo_xrealloc(t->buf[i], (size_t)reps * sizeof(double));
         t->cap = reps;
     }
     return EVO_OK;
@@ -307,8 +309,8 @@ static CUresult record(evo_timer *t, CUevent e, CUstream st, bool captured)
 }
 
 /* Queues the batch. *refused >= 0: that subject's launch was refused (r->error set). */
-static evo_status queue_batch(evo_timer *t, const evo_timing_opts *o, const evo_timing_subject *s, int n, int a,
-                              int b, int reps, bool captured, evo_timing_result *r, evo_err *err)
+static evo_status queue_batch(evo_timer *t, const evo_timing_opts *o, const evo_timing_subject *s, int n, int a, int b,
+                              int reps, bool captured, evo_timing_result *r, evo_err *err)
 {
     const evo_cudrv *cu = t->cu;
     for (int k = a; k < b; k++)
@@ -318,7 +320,8 @@ static evo_status queue_batch(evo_timer *t, const evo_timing_opts *o, const evo_
             if (o->flush && o->flush_bytes)
                 TCU(t, cuMemsetD8Async(o->flush, (unsigned char)k, o->flush_bytes, o->stream), err);
             CUevent *e = &t->ev[2 * (k * n + j)];
-            if (evo_cu_check(cu, record(t, e[0], o->stream, captured), "event record", err) != EVO_OK) return EVO_E_CUDA;
+            if (evo_cu_check(cu, record(t, e[0], o->stream, captured), "event record", err) != EVO_OK)
+                return EVO_E_CUDA;
             CUresult lr = s[j].launch(s[j].ctx);
             if (lr != CUDA_SUCCESS) {
                 r->outcome = EVO_TIMED_REFUSED;
@@ -326,7 +329,8 @@ static evo_status queue_batch(evo_timer *t, const evo_timing_opts *o, const evo_
                 r->error = lr;
                 return EVO_OK;
             }
-            if (evo_cu_check(cu, record(t, e[1], o->stream, captured), "event record", err) != EVO_OK) return EVO_E_CUDA;
+            if (evo_cu_check(cu, record(t, e[1], o->stream, captured), "event record", err) != EVO_OK)
+                return EVO_E_CUDA;
             if (s[j].after && (st = s[j].after(s[j].ctx, k, reps, err)) != EVO_OK) return st;
         }
     return EVO_OK;
@@ -464,8 +468,7 @@ evo_status evo_timer_run(evo_timer *t, const evo_timing_opts *o, const evo_timin
     }
     r->reps = reps;
 #ifdef EVO_HAVE_CUPTI
-    if (method == EVO_TIMING_CUPTI && cupti_start(t, r->note, sizeof r->note) != EVO_OK)
-        method = EVO_TIMING_EVENTS;
+    if (method == EVO_TIMING_CUPTI && cupti_start(t, r->note, sizeof r->note) != EVO_OK) method = EVO_TIMING_EVENTS;
 #endif
     const int first = o->judge_first > 0 && o->judge_first < reps ? o->judge_first : reps;
     st = run_batch(t, o, s, n, 0, first, reps, &method, r, err);

@@ -41,7 +41,6 @@
 #define EVO_TIMING_MAX_SUBJECTS 2
 #define EVO_TIMING_MAX_REPS 10000
 
-
 #define EVO_TIMING_MAX_KERNELS 4
 
 typedef struct {
@@ -60,18 +59,18 @@ typedef struct {
 } evo_timing_subject;
 
 typedef struct {
-    evo_timing_method method;  /* AUTO resolves as evo_timer_resolve says */
+    evo_timing_method method; /* AUTO resolves as evo_timer_resolve says */
     CUstream stream;
-    CUdeviceptr flush;         /* written before every timed launch; 0 or flush_bytes 0: no flush */
+    CUdeviceptr flush; /* written before every timed launch; 0 or flush_bytes 0: no flush */
     size_t flush_bytes;
-    int warmup;                /* untimed launches per subject first (at least 1 is made, to size the run) */
-    int min_reps, max_reps;    /* timed repetitions per subject: min_reps <= n <= max_reps */
-    double target_us;          /* n = target_us / the last warm-up's time, clamped; 0: n = min_reps */
-    int judge_first;           /* time this many first and ask judge before the rest; 0: no early judgement */
+    int warmup;             /* untimed launches per subject first (at least 1 is made, to size the run) */
+    int min_reps, max_reps; /* timed repetitions per subject: min_reps <= n <= max_reps */
+    double target_us;       /* n = target_us / the last warm-up's time, clamped; 0: n = min_reps */
+    int judge_first;        /* time this many first and ask judge before the rest; 0: no early judgement */
     /* Called with the median of the first repetitions of subject 0 (events); true stops the timing (ABORTED). */
     bool (*judge)(void *ctx, double first_median_us);
     void *judge_ctx;
-    double kernel_timeout_s;   /* per launch */
+    double kernel_timeout_s; /* per launch */
 } evo_timing_opts;
 
 typedef enum {
@@ -84,15 +83,15 @@ typedef enum {
 
 typedef struct {
     evo_timed_outcome outcome;
-    int subject;                /* the subject a refusal came from; -1 when not known */
+    int subject; /* the subject a refusal came from; -1 when not known */
     CUresult error;
-    evo_timing_method method;   /* what the times below are: the method asked for, or events after a fallback */
-    int reps;                   /* timed repetitions per subject (those queued, when not OK) */
-    double first_median_us;     /* the judged median of the first repetitions (events), 0 when none */
-    double warmup_us;           /* the last warm-up launch of subject 0 (events) */
+    evo_timing_method method; /* what the times below are: the method asked for, or events after a fallback */
+    int reps;                 /* timed repetitions per subject (those queued, when not OK) */
+    double first_median_us;   /* the judged median of the first repetitions (events), 0 when none */
+    double warmup_us;         /* the last warm-up launch of subject 0 (events) */
     double *us[EVO_TIMING_MAX_SUBJECTS];       /* per subject, reps times in us by `method` */
     double *event_us[EVO_TIMING_MAX_SUBJECTS]; /* the same launches by CUDA events */
-    char note[256];             /* why a fallback happened; "" when none */
+    char note[256];                            /* why a fallback happened; "" when none */
 } evo_timing_result;
 
 /* A kernel record as CUPTI gives it: the correlation id of its launch (they grow with the API calls), the GPU's

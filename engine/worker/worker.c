@@ -27,8 +27,8 @@ extern char **environ;
 
 struct evo_worker {
     char *exe;
-    char **argv;     /* full argv, argv[0] included, NULL-terminated */
-    char *log_path;  /* may be NULL */
+    char **argv;    /* full argv, argv[0] included, NULL-terminated */
+    char *log_path; /* may be NULL */
     char *name;
     pid_t pid;       /* 0 when no process */
     int to_fd;       /* the worker's stdin */
@@ -39,7 +39,7 @@ struct evo_worker {
     double deadline;
     double timeout_s;     /* of the pending call, for messages */
     double stop_deadline; /* set by evo_worker_request_stop */
-    char *buf;       /* bytes read from from_fd that do not form a line yet */
+    char *buf;            /* bytes read from from_fd that do not form a line yet */
     size_t len, cap;
 };
 
@@ -77,25 +77,25 @@ static int ms_until(double deadline)
 static const char *signal_abbrev(int sig)
 {
     switch (sig) {
-    case SIGHUP: return "SIGHUP";
-    case SIGINT: return "SIGINT";
-    case SIGQUIT: return "SIGQUIT";
-    case SIGILL: return "SIGILL";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGKILL: return "SIGKILL";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGUSR2: return "SIGUSR2";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGALRM: return "SIGALRM";
-    case SIGTERM: return "SIGTERM";
-    case SIGXCPU: return "SIGXCPU";
-    case SIGXFSZ: return "SIGXFSZ";
-    case SIGSYS: return "SIGSYS";
-    default: return NULL;
+        case SIGHUP: return "SIGHUP";
+        case SIGINT: return "SIGINT";
+        case SIGQUIT: return "SIGQUIT";
+        case SIGILL: return "SIGILL";
+        case SIGTRAP: return "SIGTRAP";
+        case SIGABRT: return "SIGABRT";
+        case SIGBUS: return "SIGBUS";
+        case SIGFPE: return "SIGFPE";
+        case SIGKILL: return "SIGKILL";
+        case SIGUSR1: return "SIGUSR1";
+        case SIGSEGV: return "SIGSEGV";
+        case SIGUSR2: return "SIGUSR2";
+        case SIGPIPE: return "SIGPIPE";
+        case SIGALRM: return "SIGALRM";
+        case SIGTERM: return "SIGTERM";
+        case SIGXCPU: return "SIGXCPU";
+        case SIGXFSZ: return "SIGXFSZ";
+        case SIGSYS: return "SIGSYS";
+        default: return NULL;
     }
 }
 
@@ -107,8 +107,10 @@ static void describe_wait_status(int ws, char *buf, size_t n)
     } else if (WIFSIGNALED(ws)) {
         int sig = WTERMSIG(ws);
         const char *ab = signal_abbrev(sig);
-        if (ab) snprintf(buf, n, "was killed by %s (%s)%s", ab, strsignal(sig), WCOREDUMP(ws) ? ", core dumped" : "");
-        else snprintf(buf, n, "was killed by signal %d (%s)", sig, strsignal(sig));
+        if (ab)
+            snprintf(buf, n, "was killed by %s (%s)%s", ab, strsignal(sig), WCOREDUMP(ws) ? ", core dumped" : "");
+        else
+            snprintf(buf, n, "was killed by signal %d (%s)", sig, strsignal(sig));
     } else {
         snprintf(buf, n, "ended with wait status 0x%x", (unsigned)ws);
     }
@@ -374,8 +376,10 @@ static evo_status died(evo_worker *w, const char *what, evo_err *err)
     int ws;
     char how[160];
     if (reap_within(pid, EVO_WORKER_EXIT_GRACE_S, &ws)) {
-        if (ws == -1) snprintf(how, sizeof how, "%s and exited", what);
-        else describe_wait_status(ws, how, sizeof how);
+        if (ws == -1)
+            snprintf(how, sizeof how, "%s and exited", what);
+        else
+            describe_wait_status(ws, how, sizeof how);
     } else {
         kill_group(pid);
         reap(pid, &ws);
@@ -394,8 +398,7 @@ static evo_status protocol_error(evo_worker *w, evo_err *err)
 {
     pid_t pid = w->pid;
     evo_worker_kill(w);
-    return evo_failv_prefix(err, EVO_E_WORKER, "%s (pid %ld) broke the protocol and was killed", w->name,
-                            (long)pid);
+    return evo_failv_prefix(err, EVO_E_WORKER, "%s (pid %ld) broke the protocol and was killed", w->name, (long)pid);
 }
 
 static evo_status timed_out(evo_worker *w, double timeout_s, evo_err *err)
@@ -602,8 +605,10 @@ evo_status evo_worker_receive(evo_worker *w, char **reply, evo_err *err)
     }
     if (id != w->call_id || extra) {
         free(line);
-        if (extra) evo_fail(err, EVO_E_WORKER, "more than one reply line to request %lld", (long long)w->call_id);
-        else evo_fail(err, EVO_E_WORKER, "reply id %lld to request %lld", (long long)id, (long long)w->call_id);
+        if (extra)
+            evo_fail(err, EVO_E_WORKER, "more than one reply line to request %lld", (long long)w->call_id);
+        else
+            evo_fail(err, EVO_E_WORKER, "reply id %lld to request %lld", (long long)id, (long long)w->call_id);
         return protocol_error(w, err);
     }
     if (exiting) reap_leaving(w);
@@ -658,8 +663,7 @@ static evo_status write_line(int fd, const char *text)
     return s;
 }
 
-evo_status evo_worker_serve(int in_fd, int out_fd, const evo_worker_handler *handlers, int n, void *ctx,
-                            evo_err *err)
+evo_status evo_worker_serve(int in_fd, int out_fd, const evo_worker_handler *handlers, int n, void *ctx, evo_err *err)
 {
     evo_str in = {0};
     size_t scanned = 0; /* bytes of `in` known to hold no newline */
@@ -669,8 +673,8 @@ evo_status evo_worker_serve(int in_fd, int out_fd, const evo_worker_handler *han
         if (!nl) {
             scanned = in.len;
             if (in.len > EVO_WORKER_LINE_MAX) {
-                result = evo_fail(err, EVO_E_WORKER, "worker: a request line longer than %u bytes",
-                                  EVO_WORKER_LINE_MAX);
+                result =
+                    evo_fail(err, EVO_E_WORKER, "worker: a request line longer than %u bytes", EVO_WORKER_LINE_MAX);
                 break;
             }
             char chunk[65536];
@@ -734,8 +738,7 @@ evo_status evo_worker_serve(int in_fd, int out_fd, const evo_worker_handler *han
         evo_status ws = write_line(out_fd, reply);
         free(reply);
         if (ws != EVO_OK) {
-            result = evo_fail(err, EVO_E_WORKER, "worker: writing a reply: %s (is the parent gone?)",
-                              strerror(errno));
+            result = evo_fail(err, EVO_E_WORKER, "worker: writing a reply: %s (is the parent gone?)", strerror(errno));
             break;
         }
         if (exit_after) break;

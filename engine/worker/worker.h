@@ -50,10 +50,10 @@
 typedef struct evo_worker evo_worker;
 
 typedef struct {
-    const char *exe;               /* program to exec; NULL = /proc/self/exe */
-    const char *const *argv;       /* its arguments after argv[0], NULL-terminated, e.g. {"worker","--gpu","0",NULL} */
-    const char *log_path;          /* the worker's stderr is appended here; NULL = inherit the parent's */
-    const char *name;              /* used in messages, e.g. "worker gpu 0"; NULL = "worker" */
+    const char *exe;         /* program to exec; NULL = /proc/self/exe */
+    const char *const *argv; /* its arguments after argv[0], NULL-terminated, e.g. {"worker","--gpu","0",NULL} */
+    const char *log_path;    /* the worker's stderr is appended here; NULL = inherit the parent's */
+    const char *name;        /* used in messages, e.g. "worker gpu 0"; NULL = "worker" */
 } evo_worker_spec;
 
 /* Copies spec. Fails with EVO_E_WORKER when fork, the pipes or exec fail (exec's errno is reported). */
@@ -102,8 +102,7 @@ typedef struct {
 
 /* Returns EVO_OK after shutdown, EOF or a handler's exit_after; EVO_E_IO when reading fails; EVO_E_WORKER when
  * the parent is gone (writing fails) or a request line exceeds EVO_WORKER_LINE_MAX. */
-evo_status evo_worker_serve(int in_fd, int out_fd, const evo_worker_handler *handlers, int n, void *ctx,
-                            evo_err *err);
+evo_status evo_worker_serve(int in_fd, int out_fd, const evo_worker_handler *handlers, int n, void *ctx, evo_err *err);
 
 /* ---- the GPU side and its test double (the `evo worker` subcommand calls one of these) ---- */
 

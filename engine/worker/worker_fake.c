@@ -49,9 +49,10 @@ static evo_status parse_mode(const char *text, fake_mode *m, evo_err *err)
         fake_action action;
         int has_arg; /* 1: "name:N" required */
     } modes[] = {
-        {"ok", FAKE_OK, 0},          {"die", FAKE_DIE, 0},     {"exit", FAKE_EXIT, 1},
-        {"stall", FAKE_STALL, 0},    {"garbage", FAKE_GARBAGE, 0}, {"slow", FAKE_SLOW, 1},
-        {"error", FAKE_ERROR, 0},    {"exit-after", FAKE_EXIT_AFTER, 0},
+        {"ok", FAKE_OK, 0},           {"die", FAKE_DIE, 0},
+        {"exit", FAKE_EXIT, 1},       {"stall", FAKE_STALL, 0},
+        {"garbage", FAKE_GARBAGE, 0}, {"slow", FAKE_SLOW, 1},
+        {"error", FAKE_ERROR, 0},     {"exit-after", FAKE_EXIT_AFTER, 0},
     };
     const char *colon = strchr(text, ':');
     size_t name_len = colon ? (size_t)(colon - text) : strlen(text);
@@ -139,7 +140,8 @@ static void add_config_detail(const fake_ctx *f, const evo_eval_request *req, co
             cJSON *vals = cJSON_AddArrayToObject(axes, fd->name);
             for (int j = 0; j < f->cfg->correctness.axes[a].n; j++) {
                 const double v = evo_field_load(fd, f->cfg->correctness.axes[a].values[j]);
-                cJSON_AddItemToArray(vals, fd->type == EVO_FIELD_BOOL ? cJSON_CreateBool(v != 0) : cJSON_CreateNumber(v));
+                cJSON_AddItemToArray(vals,
+                                     fd->type == EVO_FIELD_BOOL ? cJSON_CreateBool(v != 0) : cJSON_CreateNumber(v));
             }
         }
         for (int j = 0; j < task->n_shape_fields; j++)
@@ -225,29 +227,29 @@ static evo_status fake_eval(void *ctx, const char *line, char **reply, bool *exi
         if (t) fprintf(t, "eval %lld\n", (long long)req.id), fclose(t);
     }
     switch (m.action) {
-    case FAKE_OK: break;
-    case FAKE_DIE: {
-        fprintf(stderr, "fake worker: request %lld: dying of SIGSEGV as asked\n", (long long)req.id);
-        fflush(stderr);
-        prctl(PR_SET_DUMPABLE, 0); /* no core file */
-        signal(SIGSEGV, SIG_DFL);
-        raise(SIGSEGV);
-        _exit(126); /* not reached */
-    }
-    case FAKE_EXIT:
-        fprintf(stderr, "fake worker: request %lld: exiting with status %d as asked\n", (long long)req.id,
-                (int)m.arg);
-        fflush(stderr);
-        _exit((int)m.arg);
-    case FAKE_STALL:
-        fprintf(stderr, "fake worker: request %lld: stalling as asked\n", (long long)req.id);
-        for (;;) pause();
-    case FAKE_GARBAGE: *reply = evo_strdup("this is {not a reply"); return EVO_OK;
-    case FAKE_SLOW: fake_sleep(m.arg); break;
-    case FAKE_ERROR:
-        return evo_fail(err, EVO_E_CUDA, "fake worker: CUDA_ERROR_ILLEGAL_ADDRESS as asked (request %lld)",
-                        (long long)req.id);
-    case FAKE_EXIT_AFTER: *exit_after = true; break;
+        case FAKE_OK: break;
+        case FAKE_DIE: {
+            fprintf(stderr, "fake worker: request %lld: dying of SIGSEGV as asked\n", (long long)req.id);
+            fflush(stderr);
+            prctl(PR_SET_DUMPABLE, 0); /* no core file */
+            signal(SIGSEGV, SIG_DFL);
+            raise(SIGSEGV);
+            _exit(126); /* not reached */
+        }
+        case FAKE_EXIT:
+            fprintf(stderr, "fake worker: request %lld: exiting with status %d as asked\n", (long long)req.id,
+                    (int)m.arg);
+            fflush(stderr);
+            _exit((int)m.arg);
+        case FAKE_STALL:
+            fprintf(stderr, "fake worker: request %lld: stalling as asked\n", (long long)req.id);
+            for (;;) pause();
+        case FAKE_GARBAGE: *reply = evo_strdup("this is {not a reply"); return EVO_OK;
+        case FAKE_SLOW: fake_sleep(m.arg); break;
+        case FAKE_ERROR:
+            return evo_fail(err, EVO_E_CUDA, "fake worker: CUDA_ERROR_ILLEGAL_ADDRESS as asked (request %lld)",
+                            (long long)req.id);
+        case FAKE_EXIT_AFTER: *exit_after = true; break;
     }
     return ok_reply(f, &req, reply, err);
 }

@@ -17,8 +17,14 @@ enum { ATTN_OPT_FORMAT, ATTN_OPT_SCALE, ATTN_N_OPTIONS };
  * template (attention_fp8_sm90.cu), whose launch also needs WG_ROWS and TILE_N (the tensor maps' boxes) and PERSIST
  * (the grid). A variant's arithmetic is its accuracy class (evo_variant.accuracy: ATTN_ACC_* of attn_gate.h). */
 enum {
-    ATTN_V_DIM, ATTN_V_FORMAT, ATTN_V_ROWS, ATTN_V_MIN_WAVES,
-    ATTN_V_FAMILY, ATTN_V_WG_ROWS, ATTN_V_TILE_N, ATTN_V_PERSIST,
+    ATTN_V_DIM,
+    ATTN_V_FORMAT,
+    ATTN_V_ROWS,
+    ATTN_V_MIN_WAVES,
+    ATTN_V_FAMILY,
+    ATTN_V_WG_ROWS,
+    ATTN_V_TILE_N,
+    ATTN_V_PERSIST,
     ATTN_N_VATTRS
 };
 enum { ATTN_FAMILY_MMA = 0, ATTN_FAMILY_SM90 = 1 };

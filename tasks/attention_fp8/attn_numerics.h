@@ -88,10 +88,11 @@ AN_FN float an_bitsf_(unsigned u)
 #define AN_FP8_ABS_ATOL 0x1p-10 /* + this times max|reference| of the slice on every element's error            */
 #define AN_FP8_ACC_BITS 13      /* explicit mantissa bits the tensor core's accumulator keeps (cut toward zero)  */
 #define AN_FP8_KSTEP 32         /* products one k-step of the FP8 tensor core adds at once                      */
-#define AN_FP8_ORDERS 1         /* partitions of the score's k-steps the model's error is the largest of (the
-                                   code takes several: each costs a run of the model)                            */
-#define AN_FP8_BLOCK 128        /* keys per online-softmax block                                                 */
-#define AN_FP8_P_OFFSET 8.0     /* P = 2^(x2 - M + 8): P is scaled into e4m3's range before the cast             */
+/* AN_FP8_ORDERS: partitions of the score's k-steps the model's error is the largest of (the code takes several: each
+ * costs a run of the model) */
+#define AN_FP8_ORDERS 1
+#define AN_FP8_BLOCK 128         /* keys per online-softmax block                                                 */
+#define AN_FP8_P_OFFSET 8.0      /* P = 2^(x2 - M + 8): P is scaled into e4m3's range before the cast             */
 #define AN_FP8_SATURATED_REL 0.1 /* huge logits (the `large` inputs): each slice's rel-L2 at most this            */
 
 /* The fp8 class's budget on one (batch, head) slice, from the model's errors there against the exact reference:
@@ -105,7 +106,6 @@ AN_FN void an_fp8_budget(double model_rel_l2, double model_max_abs, double ref_m
 
 /* ---- the model's arithmetic ---- */
 
-
 /* 2^t for t <= 16, the same bits on every side: exact for integer t; else 2^n · √2 · e^((f − 1/2)·ln 2) with
  * f = t − n in (0, 1), a degree-14 Taylor polynomial in correctly rounded double steps (relative error ~1e-16).
  * 0 below 2^-160 (no float or e4m3 value is that small). */
@@ -118,9 +118,20 @@ AN_FN double an_exp2(double t)
     const double g = AN_DMUL(AN_DSUB(f, 0.5), 0x1.62e42fefa39efp-1);
     double p = 1.0 / 87178291200.0; /* Horner from 1/14! down to 1 */
 #define AN_H(c) p = AN_DADD(AN_DMUL(p, g), c)
-    AN_H(1.0 / 6227020800.0); AN_H(1.0 / 479001600.0); AN_H(1.0 / 39916800.0); AN_H(1.0 / 3628800.0);
-    AN_H(1.0 / 362880.0); AN_H(1.0 / 40320.0); AN_H(1.0 / 5040.0); AN_H(1.0 / 720.0); AN_H(1.0 / 120.0);
-    AN_H(1.0 / 24.0); AN_H(1.0 / 6.0); AN_H(0.5); AN_H(1.0); AN_H(1.0);
+    AN_H(1.0 / 6227020800.0);
+    AN_H(1.0 / 479001600.0);
+    AN_H(1.0 / 39916800.0);
+    AN_H(1.0 / 3628800.0);
+    AN_H(1.0 / 362880.0);
+    AN_H(1.0 / 40320.0);
+    AN_H(1.0 / 5040.0);
+    AN_H(1.0 / 720.0);
+    AN_H(1.0 / 120.0);
+    AN_H(1.0 / 24.0);
+    AN_H(1.0 / 6.0);
+    AN_H(0.5);
+    AN_H(1.0);
+    AN_H(1.0);
 #undef AN_H
     return AN_DMUL(AN_DMUL(p, 0x1.6a09e667f3bcdp+0), AN_BITSD(pow2n));
 }
@@ -259,35 +270,34 @@ AN_FN float an_probe_value(int probe, unsigned long long seed, unsigned t, int s
     const int r = (int)((i / (unsigned long long)d) % (unsigned long long)seq), c = (int)(i % (unsigned long long)d);
     const float n = AN_NORMAL(seed, AN_PT_BASE + t, i);
     switch (probe) {
-    case AN_PROBE_HEADS: { /* Q x 2^(a-3), K x 2^(4-a)(1 + b/16): logits std 2-2.25; V x 2^(e-2)(1 + g/16) */
-        const int a = (int)(bh % 7u), b = (int)(bh % 3u), e = (int)(bh % 5u), g = (int)(bh % 16u);
-        if (t == 0) return AN_FMUL(n, an_pow2f(a - 3));
-        if (t == 1) return AN_FMUL(n, AN_FMUL(an_pow2f(4 - a), AN_FADD(1.0f, AN_FMUL((float)b, 0.0625f))));
-        return AN_FMUL(n, AN_FMUL(an_pow2f(e - 2), AN_FADD(1.0f, AN_FMUL((float)g, 0.0625f))));
-    }
-    case AN_PROBE_NEEDLE: {
-        const float a = AN_SQRTF(AN_FDIV(12.0f, AN_SQRTF((float)d)));
-        if (t == 2) return n;
-        if (t == 0) return AN_FMUL(a, AN_NORMAL(seed, AN_PT_SHARED, i));
-        return r > 0 ? AN_FMUL(a, AN_NORMAL(seed, AN_PT_SHARED, i - (unsigned long long)d)) : AN_FMUL(a, n);
-    }
-    case AN_PROBE_LAST_KEY: {
-        const float w = AN_NORMAL(seed, AN_PT_SHARED + 1u, bh * (unsigned long long)d + (unsigned long long)c);
-        if (t == 0) return AN_FADD(AN_FMUL(0.7f, w), AN_FMUL(0.7f, n));
-        if (t == 1 && r == seq - 1) return AN_FMUL(AN_FDIV(12.0f, AN_FMUL(0.7f, AN_SQRTF((float)d))), w);
-        return n;
-    }
-    case AN_PROBE_MODERATE:
-        return t == 2 ? n : AN_FMUL(n, 1.1066819f); /* 1.5^(1/4): q·k/sqrt(D) has std 1.5 */
-    case AN_PROBE_INTEGERS: {
-        const unsigned long long w = AN_WORD(seed, AN_PT_BASE + t, i);
-        if (t == 2) return r == 0 && c == 0 ? 7.0f : (float)((int)((w >> 8) % 15u) - 7);
-        /* the head's absmax 7 (scale 7/448 = 2^-6: every code exact) sits where the other operand is zero */
-        const int mine = t == 0 ? d - 1 : d - 2, other = t == 0 ? d - 2 : d - 1;
-        if (c == other) return 0.0f;
-        if (c == mine) return r == 0 ? 7.0f : 0.0f;
-        return (w & 3u) == 0 ? ((w >> 2) & 1u ? -1.0f : 1.0f) : 0.0f;
-    }
+        case AN_PROBE_HEADS: { /* Q x 2^(a-3), K x 2^(4-a)(1 + b/16): logits std 2-2.25; V x 2^(e-2)(1 + g/16) */
+            const int a = (int)(bh % 7u), b = (int)(bh % 3u), e = (int)(bh % 5u), g = (int)(bh % 16u);
+            if (t == 0) return AN_FMUL(n, an_pow2f(a - 3));
+            if (t == 1) return AN_FMUL(n, AN_FMUL(an_pow2f(4 - a), AN_FADD(1.0f, AN_FMUL((float)b, 0.0625f))));
+            return AN_FMUL(n, AN_FMUL(an_pow2f(e - 2), AN_FADD(1.0f, AN_FMUL((float)g, 0.0625f))));
+        }
+        case AN_PROBE_NEEDLE: {
+            const float a = AN_SQRTF(AN_FDIV(12.0f, AN_SQRTF((float)d)));
+            if (t == 2) return n;
+            if (t == 0) return AN_FMUL(a, AN_NORMAL(seed, AN_PT_SHARED, i));
+            return r > 0 ? AN_FMUL(a, AN_NORMAL(seed, AN_PT_SHARED, i - (unsigned long long)d)) : AN_FMUL(a, n);
+        }
+        case AN_PROBE_LAST_KEY: {
+            const float w = AN_NORMAL(seed, AN_PT_SHARED + 1u, bh * (unsigned long long)d + (unsigned long long)c);
+            if (t == 0) return AN_FADD(AN_FMUL(0.7f, w), AN_FMUL(0.7f, n));
+            if (t == 1 && r == seq - 1) return AN_FMUL(AN_FDIV(12.0f, AN_FMUL(0.7f, AN_SQRTF((float)d))), w);
+            return n;
+        }
+        case AN_PROBE_MODERATE: return t == 2 ? n : AN_FMUL(n, 1.1066819f); /* 1.5^(1/4): q·k/sqrt(D) has std 1.5 */
+        case AN_PROBE_INTEGERS: {
+            const unsigned long long w = AN_WORD(seed, AN_PT_BASE + t, i);
+            if (t == 2) return r == 0 && c == 0 ? 7.0f : (float)((int)((w >> 8) % 15u) - 7);
+            /* the head's absmax 7 (scale 7/448 = 2^-6: every code exact) sits where the other operand is zero */
+            const int mine = t == 0 ? d - 1 : d - 2, other = t == 0 ? d - 2 : d - 1;
+            if (c == other) return 0.0f;
+            if (c == mine) return r == 0 ? 7.0f : 0.0f;
+            return (w & 3u) == 0 ? ((w >> 2) & 1u ? -1.0f : 1.0f) : 0.0f;
+        }
     }
     return n;
 }

@@ -38,8 +38,7 @@ float evo_ref_head_scale(const uint16_t *x, size_t head_elems)
     return absmax == 0.0f ? 1.0f : f_div(absmax, EVO_E4M3_MAX);
 }
 
-void evo_ref_quantize(const uint16_t *x, size_t n_heads, size_t head_elems, int format, uint8_t *codes,
-                      float *scales)
+void evo_ref_quantize(const uint16_t *x, size_t n_heads, size_t head_elems, int format, uint8_t *codes, float *scales)
 {
     EVO_ASSERT(format == EVO_FORMAT_E4M3 || format == EVO_FORMAT_U8SIM);
     for (size_t h = 0; h < n_heads; h++) {
@@ -88,8 +87,8 @@ void evo_ref_attention(const float *q, const float *k, const float *v, double *o
             int n_keys = causal ? i + 1 : seq;
             EVO_ASSERT(n_keys >= 1); /* key 0 is always visible, so no row is fully masked */
             double mx = -INFINITY;
-            for (int j = 0; j < n_keys; j++) mx = fmax(mx, row_score(qi, kh + (size_t)j * head_dim, head_dim,
-                                                                    softmax_scale));
+            for (int j = 0; j < n_keys; j++)
+                mx = fmax(mx, row_score(qi, kh + (size_t)j * head_dim, head_dim, softmax_scale));
             for (int t = 0; t < head_dim; t++) oi[t] = 0.0;
             double l = 0.0;
             for (int j = 0; j < n_keys; j++) {
@@ -105,9 +104,9 @@ void evo_ref_attention(const float *q, const float *k, const float *v, double *o
 
 /* ---- the FP8 model and the probes (attn_numerics.h) ---- */
 
-void evo_ref_fp8_model(const uint8_t *q, const float *q_scale, const uint8_t *k, const float *k_scale,
-                       const uint8_t *v, const float *v_scale, float *o, int batch, int heads, int seq, int head_dim,
-                       int causal, float softmax_scale, int order)
+void evo_ref_fp8_model(const uint8_t *q, const float *q_scale, const uint8_t *k, const float *k_scale, const uint8_t *v,
+                       const float *v_scale, float *o, int batch, int heads, int seq, int head_dim, int causal,
+                       float softmax_scale, int order)
 {
     EVO_ASSERT(batch >= 1 && heads >= 1 && seq >= 1 && head_dim >= 1 && order >= 0 && order < AN_FP8_ORDERS);
     const size_t head = (size_t)seq * (size_t)head_dim;
@@ -134,7 +133,8 @@ void evo_ref_fp8_model(const uint8_t *q, const float *q_scale, const uint8_t *k,
 void evo_ref_gen_probe(uint16_t *out, size_t n, int probe, uint64_t seed, uint32_t tensor, int seq, int head_dim)
 {
     EVO_ASSERT(probe >= 0 && probe < AN_PROBE_COUNT && tensor < 3 && seq >= 1 && head_dim >= 2);
-    for (size_t i = 0; i < n; i++) out[i] = evo_ref_float_to_half(an_probe_value(probe, seed, tensor, seq, head_dim, i));
+    for (size_t i = 0; i < n; i++)
+        out[i] = evo_ref_float_to_half(an_probe_value(probe, seed, tensor, seq, head_dim, i));
 }
 
 float evo_ref_probe_softmax_scale(int probe, int sub, int head_dim)

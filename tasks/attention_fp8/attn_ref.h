@@ -23,8 +23,7 @@ enum { EVO_TENSOR_Q = 0, EVO_TENSOR_K = 1, EVO_TENSOR_V = 2 };
 float evo_ref_head_scale(const uint16_t *x, size_t head_elems);
 /* Quantizes n_heads heads of head_elems fp16 values: scales[h] = evo_ref_head_scale(head h); codes[i] =
  * encode(x[i] / scale) for e4m3 (the quotient rounded in float), evo_ref_u8sim_encode(x[i], scale) for u8sim. */
-void evo_ref_quantize(const uint16_t *x, size_t n_heads, size_t head_elems, int format, uint8_t *codes,
-                      float *scales);
+void evo_ref_quantize(const uint16_t *x, size_t n_heads, size_t head_elems, int format, uint8_t *codes, float *scales);
 /* out[i] = decode(codes[i]) * scale (e4m3, one float multiply) or evo_ref_u8sim_decode (u8sim). */
 void evo_ref_dequantize(const uint8_t *codes, const float *scales, size_t n_heads, size_t head_elems, int format,
                         float *out);
@@ -43,9 +42,9 @@ void evo_ref_attention(const float *q, const float *k, const float *v, double *o
 /* ---- the fp8 accuracy class (attn_numerics.h holds the arithmetic, shared with the GPU and the export) ---- */
 /* The FP8 model, its scores added in order 0..AN_FP8_ORDERS-1, on e4m3 codes with one scale per head: o float
  * [B, H, S, D]. Bit for bit the GPU's evo_fp8_model_attention (attn_support.cu). */
-void evo_ref_fp8_model(const uint8_t *q, const float *q_scale, const uint8_t *k, const float *k_scale,
-                       const uint8_t *v, const float *v_scale, float *o, int batch, int heads, int seq, int head_dim,
-                       int causal, float softmax_scale, int order);
+void evo_ref_fp8_model(const uint8_t *q, const float *q_scale, const uint8_t *k, const float *k_scale, const uint8_t *v,
+                       const float *v_scale, float *o, int batch, int heads, int seq, int head_dim, int causal,
+                       float softmax_scale, int order);
 
 /* ---- structural probes (AN_PROBE_* of attn_numerics.h) ---- */
 /* n elements of tensor (0 Q, 1 K, 2 V) of a probe's inputs, as fp16 bits; bit for bit the GPU's evo_gen_probe. */

@@ -68,7 +68,8 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (!in_list(g->tile_n, tiles, 4)) return "TILE_N must be 64, 128, 192 or 256";
     if (g->stages < 2 || g->stages > 4) return "STAGES must be 2, 3 or 4";
     if (g->pipe < 0 || g->pipe > 2) return "PIPE must be 0 (cp.async), 1 (TMA ring) or 2 (producer warpgroup)";
-    if (g->qk_mode < 0 || g->qk_mode > 2) return "QK_MODE must be 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)";
+    if (g->qk_mode < 0 || g->qk_mode > 2)
+        return "QK_MODE must be 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)";
     if (g->v_path != 0 && g->v_path != 1) return "V_PATH must be 0 (e4m3) or 1 (FP16)";
     if (g->overlap != 0 && g->overlap != 1) return "OVERLAP must be 0 or 1";
     if (g->overlap && g->pipe != 2) return "OVERLAP=1 needs PIPE=2";
@@ -121,7 +122,8 @@ static int encode_one(evo_tmap *m, unsigned long long addr, const evo_attn_param
     const unsigned box[3] = {(unsigned)d, rows, 1}, estride[3] = {1, 1, 1};
     memset(m, 0, sizeof *m);
     return encode(m, TMAP_UINT8, 3, (void *)(size_t)addr, dim, stride, box, estride, TMAP_INTERLEAVE_NONE,
-                  p->head_dim == 128 ? TMAP_SWIZZLE_128B : TMAP_SWIZZLE_64B, TMAP_L2_PROMOTION_128B, TMAP_OOB_FILL_ZERO);
+                  p->head_dim == 128 ? TMAP_SWIZZLE_128B : TMAP_SWIZZLE_64B, TMAP_L2_PROMOTION_128B,
+                  TMAP_OOB_FILL_ZERO);
 }
 
 int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,

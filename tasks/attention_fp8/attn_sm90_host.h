@@ -43,7 +43,7 @@ typedef struct {
     int tile_n;        /* TILE_N: 64, 128, 192, 256 */
     int stages;        /* STAGES: 2, 3, 4 */
     int pipe;          /* PIPE: 0 cp.async, 1 TMA ring, 2 TMA + producer warpgroup */
-    int qk_mode;        /* QK_MODE: 0 e4m3 (Q from smem), 1 e4m3 (Q in registers), 2 FP16 (Q, K converted in smem) */
+    int qk_mode;       /* QK_MODE: 0 e4m3 (Q from smem), 1 e4m3 (Q in registers), 2 FP16 (Q, K converted in smem) */
     int v_path;        /* V_PATH: 0 e4m3 Vᵀ, 1 FP16 V */
     int overlap;       /* OVERLAP: 0, 1 (PIPE 2) */
     int pingpong;      /* PINGPONG: 0, 1 (OVERLAP 1, CONSUMERS 2) */
@@ -55,16 +55,16 @@ typedef struct {
 /* The signature of cuTensorMapEncodeTiled with plain C types (CUresult and the enums are ints). */
 typedef int (*evo_tmap_encode_fn)(void *tensor_map, int data_type, unsigned rank, void *global_address,
                                   const unsigned long long *global_dim, const unsigned long long *global_strides,
-                                  const unsigned *box_dim, const unsigned *element_strides, int interleave,
-                                  int swizzle, int l2_promotion, int oob_fill);
+                                  const unsigned *box_dim, const unsigned *element_strides, int interleave, int swizzle,
+                                  int l2_promotion, int oob_fill);
 
 /* NULL when g is a legal genome of the family at head dim d (64 or 128) that fits max_smem_optin bytes of shared
  * memory and compiles without spills (the register rules were measured with ptxas, docs/perf-notes.md); otherwise
  * a sentence naming the rule it breaks. */
 const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin);
 
-int attn_sm90_threads(const evo_sm90_genome *g);          /* block size */
-int attn_sm90_rows_per_block(const evo_sm90_genome *g);   /* WG_ROWS * CONSUMERS */
+int attn_sm90_threads(const evo_sm90_genome *g);           /* block size */
+int attn_sm90_rows_per_block(const evo_sm90_genome *g);    /* WG_ROWS * CONSUMERS */
 int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d); /* dynamic shared memory; equals Sm90Cfg<...>::SMEM */
 
 /* Grid for batch B, heads H, sequence S: PERSIST 0: (ceil(S/rows), H, B); PERSIST 1: (min(items, sm_count), 1, 1)

@@ -30,10 +30,10 @@ typedef struct {
     EVO_DPTR(const float) q_scale; /* [B*H] */
     EVO_DPTR(const float) k_scale;
     EVO_DPTR(const float) v_scale;
-    EVO_DPTR(unsigned short) o;    /* fp16 bits, [B, H, S, D] */
+    EVO_DPTR(unsigned short) o; /* fp16 bits, [B, H, S, D] */
     int batch, heads, seq, head_dim;
-    int causal;                    /* 1: key j is masked for query i when j > i */
-    float softmax_scale;           /* usually 1/sqrt(D) */
+    int causal;          /* 1: key j is masked for query i when j > i */
+    float softmax_scale; /* usually 1/sqrt(D) */
 } evo_attn_params;
 
 /* What a hand-written kernel declares next to each entry point `evo_attn_d64` / `evo_attn_d128`:

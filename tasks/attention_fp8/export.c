@@ -24,10 +24,7 @@ static bool is_sm90(const evo_export_ctx *x)
 }
 
 /* The arch nvcc must target: the program's own ("sm_90a") or the run's. */
-static const char *export_arch(const evo_export_ctx *x)
-{
-    return x->prog->arch[0] ? x->prog->arch : x->src->cand.arch;
-}
+static const char *export_arch(const evo_export_ctx *x) { return x->prog->arch[0] ? x->prog->arch : x->src->cand.arch; }
 
 static void append_header(evo_str *o, const evo_export_ctx *x)
 {
@@ -45,20 +42,20 @@ static void append_header(evo_str *o, const evo_export_ctx *x)
                     " *   nvcc %s -O3 -DEVO_SELFTEST %s -o selftest && ./selftest    check and time\n"
                     " *   (selftest [--check-only] [--shape NAME] [--reps N]; exit 0 only when every check passed)\n",
                     f, na, f, na, f, na, f);
-    evo_str_append(o,
-                   " *\n"
-                   " * Launcher (extern \"C\"; device pointers; layout [B, H, S, D] contiguous; scales: one float per\n"
-                   " * (batch, head), index b*H + h; returns the launch's cudaError_t as int, cudaErrorInvalidValue\n"
-                   " * for a head dim without a variant; asynchronous on `stream`):\n"
-                   " *   int evo_attention_forward(const void *q, const void *k, const void *v, const float *q_scale,\n"
-                   " *                             const float *k_scale, const float *v_scale, void *o, int batch,\n"
-                   " *                             int heads, int seq, int head_dim, int causal, float softmax_scale,\n"
-                   " *                             cudaStream_t stream);\n"
-                   " *   const char *evo_attention_genome(void);   int evo_attention_format(void);  (0 e4m3, 1 u8sim)\n"
-                   " * q, k, v hold 8-bit codes (format below, rules in evo_attention_abi.h); o is fp16. causal: key j\n"
-                   " * is masked for query i when j > i.\n"
-                   " *\n"
-                   " * Provenance\n");
+    evo_str_append(
+        o, " *\n"
+           " * Launcher (extern \"C\"; device pointers; layout [B, H, S, D] contiguous; scales: one float per\n"
+           " * (batch, head), index b*H + h; returns the launch's cudaError_t as int, cudaErrorInvalidValue\n"
+           " * for a head dim without a variant; asynchronous on `stream`):\n"
+           " *   int evo_attention_forward(const void *q, const void *k, const void *v, const float *q_scale,\n"
+           " *                             const float *k_scale, const float *v_scale, void *o, int batch,\n"
+           " *                             int heads, int seq, int head_dim, int causal, float softmax_scale,\n"
+           " *                             cudaStream_t stream);\n"
+           " *   const char *evo_attention_genome(void);   int evo_attention_format(void);  (0 e4m3, 1 u8sim)\n"
+           " * q, k, v hold 8-bit codes (format below, rules in evo_attention_abi.h); o is fp16. causal: key j\n"
+           " * is masked for query i when j > i.\n"
+           " *\n"
+           " * Provenance\n");
     evo_export_provenance_begin(o, x);
     evo_str_appendf(o, " *   task          %s, format %s, arch %s, head dims", c->task,
                     evo_attn_format_name(evo_attn_format(cfg)), c->arch);
@@ -69,9 +66,11 @@ static void append_header(evo_str *o, const evo_export_ctx *x)
                                  : " *\n * Variants (grid: ceil(S / rows) x H x B):\n");
     for (int v = 0; v < x->prog->n_variants; v++) {
         const evo_variant *y = &x->prog->variants[v];
-        evo_str_appendf(o, " *   head dim %3lld: %s\n *                 %d threads, %lld rows per block, %d bytes of dynamic "
-                           "shared memory\n",
-                        y->attr[ATTN_V_DIM], y->name_expr, y->threads, y->attr[ATTN_V_ROWS], y->smem_bytes);
+        evo_str_appendf(
+            o,
+            " *   head dim %3lld: %s\n *                 %d threads, %lld rows per block, %d bytes of dynamic "
+            "shared memory\n",
+            y->attr[ATTN_V_DIM], y->name_expr, y->threads, y->attr[ATTN_V_ROWS], y->smem_bytes);
     }
     evo_str_append(o, " */\n");
 }
@@ -104,18 +103,19 @@ static void append_genome_section(evo_str *o, const evo_export_ctx *x)
                                      "const __grid_constant__ evo_attn_tmaps);\n"
                                    : "template __global__ void %s(const evo_attn_params);\n",
                         x->prog->variants[v].name_expr);
-    evo_str_append(o,
-                   "\nnamespace evo_export {\n\n"
-                   "struct variant {\n"
-                   "    int head_dim;\n"
-                   "    const void *kernel; /* family 0: (evo_attn_params); family 1: (evo_attn_params, evo_attn_tmaps) */\n"
-                   "    int threads, rows_per_block, smem_bytes; /* family 0 grid: ceil(S / rows_per_block) x H x B */\n"
-                   "    int min_waves; /* > 0: the large-problem variant, for grids of min_waves x SMs blocks or more */\n"
-                   "    int family;    /* 0 mma.sync (attention_fp8.cu), 1 wgmma + TMA (attention_fp8_sm90.cu, sm_90a) */\n"
-                   "    int wg_rows, tile_n, persist; /* family 1: the tensor maps' boxes and the grid */\n"
-                   "    int accuracy;  /* its accuracy class: 0 exact, 1 fp8 (the self-test judges it by that class's rule) */\n"
-                   "};\n"
-                   "static const variant variants[] = {\n");
+    evo_str_append(
+        o,
+        "\nnamespace evo_export {\n\n"
+        "struct variant {\n"
+        "    int head_dim;\n"
+        "    const void *kernel; /* family 0: (evo_attn_params); family 1: (evo_attn_params, evo_attn_tmaps) */\n"
+        "    int threads, rows_per_block, smem_bytes; /* family 0 grid: ceil(S / rows_per_block) x H x B */\n"
+        "    int min_waves; /* > 0: the large-problem variant, for grids of min_waves x SMs blocks or more */\n"
+        "    int family;    /* 0 mma.sync (attention_fp8.cu), 1 wgmma + TMA (attention_fp8_sm90.cu, sm_90a) */\n"
+        "    int wg_rows, tile_n, persist; /* family 1: the tensor maps' boxes and the grid */\n"
+        "    int accuracy;  /* its accuracy class: 0 exact, 1 fp8 (the self-test judges it by that class's rule) */\n"
+        "};\n"
+        "static const variant variants[] = {\n");
     for (int v = 0; v < x->prog->n_variants; v++) {
         const evo_variant *y = &x->prog->variants[v];
         evo_str_appendf(o, "    {%lld, (const void *)%s, %d, %lld, %d, %lld, %lld, %lld, %lld, %lld, %lld},\n",
@@ -144,16 +144,17 @@ static void append_genome_section(evo_str *o, const evo_export_ctx *x)
                         r && isfinite(r->median_us) ? r->median_us : 0.0);
     }
     const evo_tolerance *t = &cfg->correctness.tol;
-    evo_str_appendf(o,
-                    "};\n\n"
-                    "/* Correctness tolerances and timing settings of that config. */\n"
-                    "static const double tol_rel_l2 = %.9g, tol_atol = %.9g, tol_rtol = %.9g, tol_max_frac_over = %.9g;\n"
-                    "static const double cfg_softmax_scale = %.9g; /* 0: 1/sqrt(head_dim) */\n"
-                    "static const int timing_warmup = %d, timing_repetitions = %d, timing_flush_l2 = %d;\n"
-                    "#endif\n\n"
-                    "} // namespace evo_export\n",
-                    t->rel_l2, t->atol, t->rtol, t->max_frac_over, cfg->options[ATTN_OPT_SCALE], cfg->timing.warmup,
-                    cfg->timing.repetitions, cfg->timing.flush_l2 ? 1 : 0);
+    evo_str_appendf(
+        o,
+        "};\n\n"
+        "/* Correctness tolerances and timing settings of that config. */\n"
+        "static const double tol_rel_l2 = %.9g, tol_atol = %.9g, tol_rtol = %.9g, tol_max_frac_over = %.9g;\n"
+        "static const double cfg_softmax_scale = %.9g; /* 0: 1/sqrt(head_dim) */\n"
+        "static const int timing_warmup = %d, timing_repetitions = %d, timing_flush_l2 = %d;\n"
+        "#endif\n\n"
+        "} // namespace evo_export\n",
+        t->rel_l2, t->atol, t->rtol, t->max_frac_over, cfg->options[ATTN_OPT_SCALE], cfg->timing.warmup,
+        cfg->timing.repetitions, cfg->timing.flush_l2 ? 1 : 0);
 }
 
 evo_status evo_attn_export_body(const evo_export_ctx *x, evo_str *o, evo_err *err)

@@ -25,18 +25,18 @@ typedef struct {
     evo_gpu *g;
     const evo_config *cfg;
     CUfunction f_gen, f_quant, f_deq, f_h2f, f_ref, f_perturb, f_slices, f_slices_reset;
-    CUmodule mod;                  /* attn_support.cu: the probes' inputs, the FP8 model */
-    CUmodule ref_mod;              /* attn_ref.cu: quantizer, dequantizer, FP32 reference, perturbation */
+    CUmodule mod;     /* attn_support.cu: the probes' inputs, the FP8 model */
+    CUmodule ref_mod; /* attn_ref.cu: quantizer, dequantizer, FP32 reference, perturbation */
     CUfunction f_probe, f_model;
-    size_t slices_cap;             /* per-slice accumulators the device buffer holds */
+    size_t slices_cap; /* per-slice accumulators the device buffer holds */
     CUdeviceptr slice_acc;
-    CUdeviceptr bound1;            /* one slice's element bound (check_fresh) */
-    size_t model_n;                /* floats modelf holds */
-    CUdeviceptr modelf;            /* the FP8 model's output */
-    size_t scratch_n; /* elements the scratch buffers hold */
+    CUdeviceptr bound1; /* one slice's element bound (check_fresh) */
+    size_t model_n;     /* floats modelf holds */
+    CUdeviceptr modelf; /* the FP8 model's output */
+    size_t scratch_n;   /* elements the scratch buffers hold */
     CUdeviceptr scratch16[3], scratchf[3];
-    size_t timed_n;     /* elements the timing buffers hold (the largest timing case) */
-    size_t tref_n;      /* elements tref holds (the longest head of any timing case: not that case's head) */
+    size_t timed_n;        /* elements the timing buffers hold (the largest timing case) */
+    size_t tref_n;         /* elements tref holds (the longest head of any timing case: not that case's head) */
     CUdeviceptr tcodes[3]; /* a timed repetition's perturbed Q, K, V codes */
     CUdeviceptr tref;      /* FP32 reference of one head on them */
     /* Family 1 (sm_90a): the tensor maps of the last launch and what they were made for. */
@@ -53,7 +53,7 @@ typedef struct {
     CUdeviceptr ref16; /* FP32 reference on the unquantized FP16 inputs: the end-to-end error (0: none) */
     double ref_rms;
     /* the fp8 class's budget, made when a variant of the class first checks this case */
-    evo_slice_acc *model;  /* the FP8 model against the reference, per (batch, head) */
+    evo_slice_acc *model; /* the FP8 model against the reference, per (batch, head) */
     double *rel_bound, *abs_bound;
     CUdeviceptr abs_bound_dev;
 } attn_case;
@@ -90,9 +90,12 @@ static evo_status attn_open(evo_gpu *g, void **state, evo_err *err)
         CUfunction *f;
         CUmodule *m;
         const char *name;
-    } own[] = {{&a->f_probe, &a->mod, "evo_gen_probe"},         {&a->f_model, &a->mod, "evo_fp8_model_attention"},
-               {&a->f_quant, &a->ref_mod, "evo_quantize"},      {&a->f_deq, &a->ref_mod, "evo_dequantize"},
-               {&a->f_ref, &a->ref_mod, "evo_reference_attention"}, {&a->f_perturb, &a->ref_mod, "evo_perturb_codes"}};
+    } own[] = {{&a->f_probe, &a->mod, "evo_gen_probe"},
+               {&a->f_model, &a->mod, "evo_fp8_model_attention"},
+               {&a->f_quant, &a->ref_mod, "evo_quantize"},
+               {&a->f_deq, &a->ref_mod, "evo_dequantize"},
+               {&a->f_ref, &a->ref_mod, "evo_reference_attention"},
+               {&a->f_perturb, &a->ref_mod, "evo_perturb_codes"}};
     for (size_t i = 0; s == EVO_OK && i < EVO_ARRAY_LEN(own); i++)
         s = evo_cu_check(evo_gpu_cu(g), evo_gpu_cu(g)->cuModuleGetFunction(own[i].f, *own[i].m, own[i].name),
                          own[i].name, err);
@@ -119,8 +122,8 @@ static evo_status reference(attn_gpu *a, const evo_shape *sh, CUdeviceptr q, CUd
     int c = (int)sh->v[ATTN_CAUSAL];
     float scale = (float)evo_attn_softmax_scale(a->cfg, sh);
     void *args[] = {&q, &k, &v, &o, &b, &h, &s, &d, &c, &scale};
-    return evo_gpu_launch(a->g, a->f_ref, (unsigned)((s + ATTN_REF_ROWS - 1) / ATTN_REF_ROWS),
-                          (unsigned)h, (unsigned)b, ATTN_REF_BLOCK, args, "reference attention", err);
+    return evo_gpu_launch(a->g, a->f_ref, (unsigned)((s + ATTN_REF_ROWS - 1) / ATTN_REF_ROWS), (unsigned)h, (unsigned)b,
+                          ATTN_REF_BLOCK, args, "reference attention", err);
 }
 
 /* The scratch tensors (fp16 inputs and their float copies) grow to the largest case. */
@@ -209,7 +212,8 @@ static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
             if ((s = evo_gpu_launch(a->g, a->f_gen, grid, 1, 1, EVO_SUPPORT_BLOCK, ga, "generate", err))) return s;
         }
         void *qa[] = {&a->scratch16[t], &c->codes[t], &c->scales[t], &head, &fmt};
-        if ((s = evo_gpu_launch(a->g, a->f_quant, (unsigned)bh, 1, 1, EVO_SUPPORT_BLOCK, qa, "quantize", err))) return s;
+        if ((s = evo_gpu_launch(a->g, a->f_quant, (unsigned)bh, 1, 1, EVO_SUPPORT_BLOCK, qa, "quantize", err)))
+            return s;
     }
     if ((s = dequantize3(a, c->codes, c->scales, n, head_n, err))) return s;
     if ((s = evo_gpu_alloc(a->g, n * 4, &c->ref, err))) return s;
@@ -220,8 +224,7 @@ static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
         if ((s = evo_gpu_alloc(a->g, n * 4, &c->ref16, err))) return s;
         for (int t = 0; t < 3; t++) {
             void *ha[] = {&a->scratch16[t], &a->scratchf[t], &nn};
-            if ((s = evo_gpu_launch(a->g, a->f_h2f, grid, 1, 1, EVO_SUPPORT_BLOCK, ha, "half to float", err)))
-                return s;
+            if ((s = evo_gpu_launch(a->g, a->f_h2f, grid, 1, 1, EVO_SUPPORT_BLOCK, ha, "half to float", err))) return s;
         }
         if ((s = reference(a, sh, a->scratchf[0], a->scratchf[1], a->scratchf[2], c->ref16, err))) return s;
     }
@@ -257,8 +260,8 @@ static evo_status attn_geometry(void *state, CUmodule mod, evo_variant *v, char 
         snprintf(why, why_len, "'%s' takes format %d but the config's format is %s", sym, li.format,
                  evo_attn_format_name(evo_attn_format(a->cfg)));
     } else if (li.threads < 32 || li.threads % 32 || li.rows_per_block < 1 || li.smem_bytes < 0) {
-        snprintf(why, why_len, "'%s' declares an impossible geometry (%d threads, %d rows, %d bytes)", sym,
-                 li.threads, li.rows_per_block, li.smem_bytes);
+        snprintf(why, why_len, "'%s' declares an impossible geometry (%d threads, %d rows, %d bytes)", sym, li.threads,
+                 li.rows_per_block, li.smem_bytes);
     }
     return EVO_OK;
 }
@@ -267,10 +270,10 @@ static evo_status attn_geometry(void *state, CUmodule mod, evo_variant *v, char 
 static void sm90_grid(const evo_gpu *g, const evo_variant *v, const evo_shape *sh, unsigned grid[3])
 {
     const int wg = (int)v->attr[ATTN_V_WG_ROWS];
-    const evo_sm90_genome h = {.wg_rows = wg, .consumers = wg > 0 ? (int)v->attr[ATTN_V_ROWS] / wg : 1,
+    const evo_sm90_genome h = {.wg_rows = wg,
+                               .consumers = wg > 0 ? (int)v->attr[ATTN_V_ROWS] / wg : 1,
                                .persist = (int)v->attr[ATTN_V_PERSIST]};
-    attn_sm90_grid(&h, (int)sh->v[ATTN_BATCH], (int)sh->v[ATTN_HEADS], (int)sh->v[ATTN_SEQ], evo_gpu_sm_count(g),
-                   grid);
+    attn_sm90_grid(&h, (int)sh->v[ATTN_BATCH], (int)sh->v[ATTN_HEADS], (int)sh->v[ATTN_SEQ], evo_gpu_sm_count(g), grid);
 }
 
 /* Family 1: the kernel takes (params, tensor maps); the maps are remade when the tensors or the boxes change. The
@@ -311,10 +314,18 @@ static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_gpu_k
     const evo_shape *sh = &gc->shape;
     const CUdeviceptr *codes = fresh ? a->tcodes : c->codes;
     evo_attn_params p = {
-        .q = codes[0], .k = codes[1], .v = codes[2],
-        .q_scale = c->scales[0], .k_scale = c->scales[1], .v_scale = c->scales[2],
-        .o = out, .batch = (int)sh->v[ATTN_BATCH], .heads = (int)sh->v[ATTN_HEADS], .seq = (int)sh->v[ATTN_SEQ],
-        .head_dim = (int)sh->v[ATTN_DIM], .causal = (int)sh->v[ATTN_CAUSAL],
+        .q = codes[0],
+        .k = codes[1],
+        .v = codes[2],
+        .q_scale = c->scales[0],
+        .k_scale = c->scales[1],
+        .v_scale = c->scales[2],
+        .o = out,
+        .batch = (int)sh->v[ATTN_BATCH],
+        .heads = (int)sh->v[ATTN_HEADS],
+        .seq = (int)sh->v[ATTN_SEQ],
+        .head_dim = (int)sh->v[ATTN_DIM],
+        .causal = (int)sh->v[ATTN_CAUSAL],
         .softmax_scale = (float)evo_attn_softmax_scale(a->cfg, sh),
     };
     if (v->attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90) return sm90_launch(a, v, f, sh, &p);
@@ -322,8 +333,8 @@ static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_gpu_k
     const long long rows = v->attr[ATTN_V_ROWS];
     const unsigned gx = (unsigned)((sh->v[ATTN_SEQ] + rows - 1) / rows);
     return evo_gpu_cu(a->g)->cuLaunchKernel(f, gx, (unsigned)sh->v[ATTN_HEADS], (unsigned)sh->v[ATTN_BATCH],
-                                            (unsigned)v->threads, 1, 1, (unsigned)v->smem_bytes,
-                                            evo_gpu_stream(a->g), args, NULL);
+                                            (unsigned)v->threads, 1, 1, (unsigned)v->smem_bytes, evo_gpu_stream(a->g),
+                                            args, NULL);
 }
 
 static int attn_geometry_of(void *state, const evo_gpu_case *gc, const evo_gpu_kernel *k, int n, int pick,
@@ -352,8 +363,8 @@ static evo_status attn_perturb(void *state, const evo_gpu_case *gc, uint64_t see
     attn_case *c = gc->data;
     unsigned long long n = c->n, sd = seed;
     int fmt = evo_attn_format(a->cfg);
-    void *args[] = {&c->codes[0], &c->codes[1], &c->codes[2], &a->tcodes[0], &a->tcodes[1], &a->tcodes[2], &n, &sd,
-                    &fmt};
+    void *args[] = {&c->codes[0],  &c->codes[1], &c->codes[2], &a->tcodes[0], &a->tcodes[1],
+                    &a->tcodes[2], &n,           &sd,          &fmt};
     return evo_gpu_launch(a->g, a->f_perturb, evo_gpu_grid_for(c->n), 1, 1, EVO_SUPPORT_BLOCK, args,
                           "perturb timing inputs", err);
 }
@@ -484,8 +495,7 @@ static void judge(const evo_metrics *m, const evo_tolerance *tol, char *why, siz
 {
     why[0] = '\0';
     if (m->n_nonfinite > 0)
-        snprintf(why, n, "%zu output elements not written or not finite (first at %lld)", m->n_nonfinite,
-                 m->first_bad);
+        snprintf(why, n, "%zu output elements not written or not finite (first at %lld)", m->n_nonfinite, m->first_bad);
     else if (m->rel_l2 > tol->rel_l2)
         snprintf(why, n, "rel-L2 %.3g > %.3g", m->rel_l2, tol->rel_l2);
     else if (m->frac_over > tol->max_frac_over)
@@ -511,8 +521,8 @@ static evo_status attn_check_fresh(void *state, const evo_gpu_case *gc, const ev
     one.v[ATTN_BATCH] = one.v[ATTN_HEADS] = 1;
     evo_status s = attn_perturb(state, gc, seed, err);
     for (int j = 0; s == EVO_OK && j < (bh_count < SAMPLE_HEADS ? bh_count : SAMPLE_HEADS) && !r->why[0]; j++) {
-        const int bh = (int)((mix64(seed ^ (uint64_t)j ^ 0x5eadull) % (uint64_t)bh_count + (uint64_t)j) %
-                             (uint64_t)bh_count);
+        const int bh =
+            (int)((mix64(seed ^ (uint64_t)j ^ 0x5eadull) % (uint64_t)bh_count + (uint64_t)j) % (uint64_t)bh_count);
         const CUdeviceptr codes[3] = {a->tcodes[0] + (CUdeviceptr)bh * hn, a->tcodes[1] + (CUdeviceptr)bh * hn,
                                       a->tcodes[2] + (CUdeviceptr)bh * hn};
         const CUdeviceptr scales[3] = {c->scales[0] + (CUdeviceptr)bh * 4, c->scales[1] + (CUdeviceptr)bh * 4,

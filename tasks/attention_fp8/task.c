@@ -26,19 +26,43 @@ static const evo_field attention_shape_fields[ATTN_N_FIELDS] = {
     [ATTN_BATCH] = {.name = "batch", .type = EVO_FIELD_INT, .min = 1, .max = 65535, .dflt = EVO_FIELD_REQUIRED},
     [ATTN_HEADS] = {.name = "heads", .type = EVO_FIELD_INT, .min = 1, .max = 65535, .dflt = EVO_FIELD_REQUIRED},
     [ATTN_SEQ] = {.name = "seq", .type = EVO_FIELD_INT, .min = 1, .max = 1 << 20, .dflt = EVO_FIELD_REQUIRED},
-    [ATTN_DIM] = {.name = "head_dim", .type = EVO_FIELD_INT, .min = INT32_MIN, .max = INT32_MAX, .allowed = head_dims,
-                  .n_allowed = 2, .dflt = EVO_FIELD_REQUIRED},
-    [ATTN_CAUSAL] = {.name = "causal", .type = EVO_FIELD_BOOL, .dflt = 0, .axis = true, .axis_default = {0, 1},
-                     .n_axis_default = 2, .doc = "key j is masked for query i when j > i"},
-    [ATTN_SCALE] = {.name = "softmax_scale", .type = EVO_FIELD_REAL, .rmin = 0, .rmax = 1e6, .dflt = 0, .axis = true,
-                    .axis_cheap = true, .axis_default = {0}, .n_axis_default = 1,
+    [ATTN_DIM] = {.name = "head_dim",
+                  .type = EVO_FIELD_INT,
+                  .min = INT32_MIN,
+                  .max = INT32_MAX,
+                  .allowed = head_dims,
+                  .n_allowed = 2,
+                  .dflt = EVO_FIELD_REQUIRED},
+    [ATTN_CAUSAL] = {.name = "causal",
+                     .type = EVO_FIELD_BOOL,
+                     .dflt = 0,
+                     .axis = true,
+                     .axis_default = {0, 1},
+                     .n_axis_default = 2,
+                     .doc = "key j is masked for query i when j > i"},
+    [ATTN_SCALE] = {.name = "softmax_scale",
+                    .type = EVO_FIELD_REAL,
+                    .rmin = 0,
+                    .rmax = 1e6,
+                    .dflt = 0,
+                    .axis = true,
+                    .axis_cheap = true,
+                    .axis_default = {0},
+                    .n_axis_default = 1,
                     .doc = "scale of the scores; 0: the config's softmax_scale"},
 };
 
 static const evo_field attention_options[ATTN_N_OPTIONS] = {
-    [ATTN_OPT_FORMAT] = {.name = "format", .type = EVO_FIELD_ENUM, .names = format_names, .dflt = EVO_FORMAT_E4M3,
+    [ATTN_OPT_FORMAT] = {.name = "format",
+                         .type = EVO_FIELD_ENUM,
+                         .names = format_names,
+                         .dflt = EVO_FORMAT_E4M3,
                          .doc = "8-bit encoding of Q, K, V"},
-    [ATTN_OPT_SCALE] = {.name = "softmax_scale", .type = EVO_FIELD_REAL, .rmin = 0, .rmax = 1e6, .dflt = 0,
+    [ATTN_OPT_SCALE] = {.name = "softmax_scale",
+                        .type = EVO_FIELD_REAL,
+                        .rmin = 0,
+                        .rmax = 1e6,
+                        .dflt = 0,
                         .doc = "scale of the scores; 0: 1/sqrt(head_dim)"},
 };
 
@@ -53,10 +77,7 @@ static const evo_field attention_variant_attrs[ATTN_N_VATTRS] = {
     [ATTN_V_PERSIST] = {.name = "persist", .type = EVO_FIELD_INT, .min = 0, .max = 1},
 };
 
-const char *evo_attn_format_name(int format)
-{
-    return format >= 0 && format < 2 ? format_names[format] : "?";
-}
+const char *evo_attn_format_name(int format) { return format >= 0 && format < 2 ? format_names[format] : "?"; }
 
 int evo_attn_format(const evo_config *cfg) { return (int)cfg->options[ATTN_OPT_FORMAT]; }
 
@@ -80,18 +101,42 @@ static bool attention_shape_check(const evo_shape *s, char *why, size_t why_len)
  * large-problem variant); the H_ knobs are family 1's after <D>, in order. A genome carries both sets; the family
  * it does not use ignores the other's knobs (the rendered program, and so the candidate, is the same). */
 static const char *const attention_knobs[] = {
-    "TILE_M", "TILE_N", "WARPS_M", "WARPS_N", "STAGES", "SWIZZLE", "PV_MMA", "QK_8BIT", "F16_SMEM",
-    "MIN_BLOCKS", "FAST_EXP", "CAUSAL_PAIR", "BIG_TILE_M", "BIG_TILE_N",
-    "FAMILY", "H_WG_ROWS", "H_CONSUMERS", "H_TILE_N", "H_STAGES", "H_PIPE", "H_QK_MODE", "H_V_PATH", "H_OVERLAP",
-    "H_PINGPONG", "H_O_ACC", "H_PRODUCER_REGS", "H_PERSIST", NULL,
+    "TILE_M",   "TILE_N",    "WARPS_M",     "WARPS_N",  "STAGES",          "SWIZZLE",    "PV_MMA",
+    "QK_8BIT",  "F16_SMEM",  "MIN_BLOCKS",  "FAST_EXP", "CAUSAL_PAIR",     "BIG_TILE_M", "BIG_TILE_N",
+    "FAMILY",   "H_WG_ROWS", "H_CONSUMERS", "H_TILE_N", "H_STAGES",        "H_PIPE",     "H_QK_MODE",
+    "H_V_PATH", "H_OVERLAP", "H_PINGPONG",  "H_O_ACC",  "H_PRODUCER_REGS", "H_PERSIST",  NULL,
 };
 /* What a config that leaves a knob out gets; the first eleven must be written. BIG_TILE_M and BIG_TILE_N are not
  * template parameters: they describe the genome's large-problem variant (big_variant below). A config without
  * FAMILY searches family 0 alone; the H_ defaults are the fastest family 1 genome measured at (4,16,4096,128). */
 static const int attention_defaults[] = {
-    EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED,
-    EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, 0, 0, 64,
-    ATTN_FAMILY_MMA, 64, 2, 128, 4, 2, 1, 0, 1, 1, 0, 40, 0,
+    EVO_KNOB_REQUIRED,
+    EVO_KNOB_REQUIRED,
+    EVO_KNOB_REQUIRED,
+    EVO_KNOB_REQUIRED,
+    EVO_KNOB_REQUIRED,
+    EVO_KNOB_REQUIRED,
+    EVO_KNOB_REQUIRED,
+    EVO_KNOB_REQUIRED,
+    EVO_KNOB_REQUIRED,
+    EVO_KNOB_REQUIRED,
+    EVO_KNOB_REQUIRED,
+    0,
+    0,
+    64,
+    ATTN_FAMILY_MMA,
+    64,
+    2,
+    128,
+    4,
+    2,
+    1,
+    0,
+    1,
+    1,
+    0,
+    40,
+    0,
 };
 
 /* The values the template can be instantiated with, knob by knob (static_asserts in attention_fp8.cu and
@@ -171,9 +216,18 @@ static evo_sm90_genome sm90_read(const evo_config *cfg, const evo_genome *g)
 {
     int v[N_H_KNOBS];
     for (int i = 0; i < N_H_KNOBS; i++) v[i] = knob_at(cfg, g, KNOB_H_FIRST + i);
-    return (evo_sm90_genome){.wg_rows = v[0], .consumers = v[1], .tile_n = v[2], .stages = v[3], .pipe = v[4],
-                             .qk_mode = v[5], .v_path = v[6], .overlap = v[7], .pingpong = v[8], .o_acc = v[9],
-                             .producer_regs = v[10], .persist = v[11]};
+    return (evo_sm90_genome){.wg_rows = v[0],
+                             .consumers = v[1],
+                             .tile_n = v[2],
+                             .stages = v[3],
+                             .pipe = v[4],
+                             .qk_mode = v[5],
+                             .v_path = v[6],
+                             .overlap = v[7],
+                             .pingpong = v[8],
+                             .o_acc = v[9],
+                             .producer_regs = v[10],
+                             .persist = v[11]};
 }
 
 /* The large-problem variant of a genome with BIG_TILE_M > 0, at head dim 64: BIG_TILE_M rows per block with 32
@@ -316,8 +370,7 @@ static evo_verdict attention_can_implement(const evo_config *cfg, const evo_geno
         const int smem = attn_smem_bytes(&e, d);
         if (smem > lim->max_smem_per_block_optin) {
             snprintf(why, why_len, "%d bytes of shared memory at head dim %d%s > %d on %s", smem, d,
-                     big ? " (large-problem variant)" : "",
-                     lim->max_smem_per_block_optin, lim->arch);
+                     big ? " (large-problem variant)" : "", lim->max_smem_per_block_optin, lim->arch);
             return EVO_V_RESOURCE_FAIL;
         }
     }
@@ -411,7 +464,9 @@ static bool attention_serves(const evo_variant *v, const evo_shape *s) { return 
 static void attention_variant_label(const evo_variant *v, char *buf, size_t n)
 {
     snprintf(buf, n, "d%lld%s", v->attr[ATTN_V_DIM],
-             v->attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90 ? "wg" : v->attr[ATTN_V_MIN_WAVES] ? "big" : "");
+             v->attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90 ? "wg"
+             : v->attr[ATTN_V_MIN_WAVES]                ? "big"
+                                                        : "");
 }
 
 /* Among the variants of the shape's head dim, the one with the largest min_waves whose grid (ceil(S/rows) x H x B

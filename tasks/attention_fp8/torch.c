@@ -39,8 +39,10 @@ static evo_status attention_facts(const evo_torch_files *f, torch_facts *t, evo_
         const char *rest = e;
         while (*rest == ' ' || *rest == '\t' || *rest == '\r') rest++;
         if (*rest != '\n' && *rest != '\0') continue;
-        if (e - v == 4 && strncmp(v, "E4M3", 4) == 0) snprintf(t->format, sizeof t->format, "e4m3");
-        else if (e - v == 5 && strncmp(v, "U8SIM", 5) == 0) snprintf(t->format, sizeof t->format, "u8sim");
+        if (e - v == 4 && strncmp(v, "E4M3", 4) == 0)
+            snprintf(t->format, sizeof t->format, "e4m3");
+        else if (e - v == 5 && strncmp(v, "U8SIM", 5) == 0)
+            snprintf(t->format, sizeof t->format, "u8sim");
         if (t->format[0]) break;
     }
     int dims[16], n = 0;
@@ -64,8 +66,10 @@ static evo_status attention_facts(const evo_torch_files *f, torch_facts *t, evo_
         used += (size_t)snprintf(t->head_dims + used, sizeof t->head_dims - used, "%s%d", i ? "," : "", dims[i]);
     if (!evo_export_define(text, "EVO_EXPORT_GENOME", t->genome, sizeof t->genome) ||
         !evo_export_define(text, "EVO_EXPORT_ARCH", t->arch, sizeof t->arch))
-        return evo_fail(err, EVO_E_CONFIG, "%s: no #define EVO_EXPORT_GENOME or EVO_EXPORT_ARCH: not a file written "
-                                           "by evo export", f->kernel_path);
+        return evo_fail(err, EVO_E_CONFIG,
+                        "%s: no #define EVO_EXPORT_GENOME or EVO_EXPORT_ARCH: not a file written "
+                        "by evo export",
+                        f->kernel_path);
     return EVO_OK;
 }
 
@@ -94,8 +98,10 @@ static evo_status quantize_facts(const evo_torch_files *f, torch_facts *t, evo_e
                         f->companion_path);
     if (!evo_export_define(text, "EVO_EXPORT_GENOME", t->quant_genome, sizeof t->quant_genome) ||
         !evo_export_define(text, "EVO_EXPORT_ARCH", t->quant_arch, sizeof t->quant_arch))
-        return evo_fail(err, EVO_E_CONFIG, "%s: no #define EVO_EXPORT_GENOME or EVO_EXPORT_ARCH: not a file written "
-                                           "by evo export", f->companion_path);
+        return evo_fail(err, EVO_E_CONFIG,
+                        "%s: no #define EVO_EXPORT_GENOME or EVO_EXPORT_ARCH: not a file written "
+                        "by evo export",
+                        f->companion_path);
     return EVO_OK;
 }
 
@@ -112,15 +118,21 @@ evo_status evo_attn_torch_module(const evo_torch_files *f, const char *module, c
                         "or export a FAMILY=0 candidate for --torch",
                         f->kernel_path);
     if (strcmp(t.arch, t.quant_arch) != 0)
-        return evo_fail(err, EVO_E_CONFIG, "%s is for %s, %s for %s: export both for one arch", f->kernel_path,
-                        t.arch, f->companion_path, t.quant_arch);
+        return evo_fail(err, EVO_E_CONFIG, "%s is for %s, %s for %s: export both for one arch", f->kernel_path, t.arch,
+                        f->companion_path, t.quant_arch);
     const char *tmpl;
     if ((s = evo_template_get("torch_op.py", &tmpl, NULL, err)) != EVO_OK) return s;
     const struct {
         const char *name, *value;
-    } values[] = {{"GENOME", t.genome},           {"ARCH", t.arch},           {"ATTN_FORMAT", t.format},
-                  {"ATTN_HEAD_DIMS", t.head_dims}, {"QUANT_GENOME", t.quant_genome}, {"QUANT_ARCH", t.quant_arch},
-                  {"QUANT_VARIANTS", t.variants}, {"MODULE", module},          {"ATTENTION_CU", f->kernel_name},
+    } values[] = {{"GENOME", t.genome},
+                  {"ARCH", t.arch},
+                  {"ATTN_FORMAT", t.format},
+                  {"ATTN_HEAD_DIMS", t.head_dims},
+                  {"QUANT_GENOME", t.quant_genome},
+                  {"QUANT_ARCH", t.quant_arch},
+                  {"QUANT_VARIANTS", t.variants},
+                  {"MODULE", module},
+                  {"ATTENTION_CU", f->kernel_name},
                   {"QUANTIZE_CU", f->companion_name}};
     evo_str out = {0};
     for (const char *p = tmpl; *p;) {
@@ -139,7 +151,8 @@ evo_status evo_attn_torch_module(const evo_torch_files *f, const char *module, c
         evo_str_appendn(&out, p, (size_t)(at - p));
         const char *v = NULL;
         for (size_t i = 0; i < EVO_ARRAY_LEN(values) && !v; i++)
-            if (strlen(values[i].name) == (size_t)(e - at - 1) && strncmp(values[i].name, at + 1, (size_t)(e - at - 1)) == 0)
+            if (strlen(values[i].name) == (size_t)(e - at - 1) &&
+                strncmp(values[i].name, at + 1, (size_t)(e - at - 1)) == 0)
                 v = values[i].value;
         if (!v) {
             evo_str_free(&out);

@@ -34,27 +34,32 @@
 #define EVO_QUANT_MODE_CHAINED 1 /* one kernel; block t takes the absmax of chunk t and encodes chunk t - lag */
 #define EVO_QUANT_MODE_CLUSTER 2 /* one kernel; a cluster of CTAs per head, absmax through distributed smem */
 #define EVO_QUANT_MODE_ORDERED 3 /* mode 1 with blockIdx.x as the ticket: relies on blocks starting in index order */
-#define EVO_QUANT_MODE_RESIDENT 4 /* a grid of blocks all resident at once (cooperative launch): chunks stream through
+#define EVO_QUANT_MODE_RESIDENT \
+    4 /* a grid of blocks all resident at once (cooperative launch): chunks stream through
                                      rings of shared memory by bulk copies, each read from DRAM once; a chunk is
                                      encoded from shared memory slack rounds after its absmax was published (sm_90) */
-#define EVO_QUANT_MODE_STAGED 5  /* mode cluster with each CTA's share of the head staged in shared memory by bulk
+#define EVO_QUANT_MODE_STAGED \
+    5 /* mode cluster with each CTA's share of the head staged in shared memory by bulk
                                      copies: DRAM read once, several CTAs per SM (sm_90) */
-#define EVO_QUANT_MODE_STREAMED 6 /* a resident grid (cooperative launch) in which every warp streams its own chunks
+#define EVO_QUANT_MODE_STREAMED \
+    6 /* a resident grid (cooperative launch) in which every warp streams its own chunks
                                      through its own shared-memory ring by bulk copies, DRAM read once; a chunk's
                                      absmax goes into its head's max and count words, and the chunk is encoded slack
                                      rounds later once the count is complete; no block-wide barrier (sm_90) */
-#define EVO_QUANT_MODE_LOCAL 7    /* mode ordered's flow in a grid the size of the resident blocks (a plain launch:
+#define EVO_QUANT_MODE_LOCAL \
+    7 /* mode ordered's flow in a grid the size of the resident blocks (a plain launch:
                                      a thread that waits too long for a chunk's absmax computes it itself; cooperative
                                      with a fused rotation) where a block reads again only chunks it read itself, lag
                                      rounds before: from its SM's L1 */
-#define EVO_QUANT_MODE_PIPED 8    /* a resident grid (cooperative launch) over parts of heads (parts per head from
+#define EVO_QUANT_MODE_PIPED \
+    8                                   /* a resident grid (cooperative launch) over parts of heads (parts per head from
                                      the plan): part u is block u % grid's; a producer warp streams the block's
                                      parts through a shared-memory ring by bulk copies (DRAM read once), the
                                      consumer warps take a part's absmax from the ring, publish it in its head's max
                                      and count words, and encode the part from the ring once the count is complete,
                                      while the next parts load behind it (sm_90) */
-#define EVO_QUANT_MAX_STAGES 8    /* modes resident and streamed: most chunks in a shared-memory ring */
-#define EVO_QUANT_PIPED_MAX_STAGES 32 /* mode piped: most chunks in a block's ring */
+#define EVO_QUANT_MAX_STAGES 8          /* modes resident and streamed: most chunks in a shared-memory ring */
+#define EVO_QUANT_PIPED_MAX_STAGES 32   /* mode piped: most chunks in a block's ring */
 #define EVO_QUANT_PIPED_MAX_PARTS 64ull /* mode piped: most parts per head */
 /* Warps per multiprocessor that modes streamed and local are compiled for (the kernel's launch bound: at least
  * this many / WARPS blocks, one block when WARPS is larger) and their plans' grids count on (all resident). */
@@ -62,8 +67,8 @@
 #define EVO_QUANT_LOCAL_WARPS_PER_SM 24  /* 85 registers: two chunks in flight */
 /* Mode staged: the bytes of a head's input each CTA of a cluster stages, an equal share rounded up to 1 KiB (whole
  * rows of any head dim, 16-byte aligned for the bulk copies). */
-#define EVO_QUANT_STAGED_SLICE(head_bytes, cluster)                                                               \
-    ((((head_bytes) + (cluster) - 1ull) / (cluster) + 1023ull) / 1024ull * 1024ull)
+#define EVO_QUANT_STAGED_SLICE(head_bytes, cluster) \
+    ((((head_bytes) + (cluster)-1ull) / (cluster) + 1023ull) / 1024ull * 1024ull)
 
 /* Kernels of a plan: the template kernels of quantize_fp8.cu with the genome's template arguments. */
 #define EVO_QUANT_K_ROTATE 0 /* evo_quant_rotate<D, IN_BF16, VEC, WARPS, CACHE> */
@@ -108,27 +113,27 @@ typedef struct {
 } evo_quant_knobs;
 
 typedef struct {
-    int kernel;         /* EVO_QUANT_K_* */
-    unsigned grid_x;    /* grid = (grid_x, grid_y, 1) */
+    int kernel;      /* EVO_QUANT_K_* */
+    unsigned grid_x; /* grid = (grid_x, grid_y, 1) */
     unsigned grid_y;
     unsigned block;     /* threads = 32 * warps */
     unsigned cluster_x; /* cluster dims (cluster_x, 1, 1) as a launch attribute; 1: launch without a cluster */
     int nonportable;    /* 1: cluster_x = 16 needs the kernel attribute NonPortableClusterSizeAllowed = 1 */
-    unsigned smem;      /* dynamic shared memory bytes (modes resident, staged; 0 otherwise): above 48 KiB the kernel needs
+    unsigned smem;   /* dynamic shared memory bytes (modes resident, staged; 0 otherwise): above 48 KiB the kernel needs
                            MaxDynamicSharedMemorySize set to it */
-    int cooperative;    /* 1: every block must be resident at once: a cooperative launch (launch attribute), which
+    int cooperative; /* 1: every block must be resident at once: a cooperative launch (launch attribute), which
                            fails instead of deadlocking when the device cannot hold the grid */
 } evo_quant_launch;
 
 typedef struct {
-    int n_launches;             /* 1 to 3, launched in this order on one stream */
+    int n_launches; /* 1 to 3, launched in this order on one stream */
     evo_quant_launch launch[3];
     unsigned long long scratch_bytes; /* device scratch the launches need (0: none) */
-    int zero_scratch_once;      /* 1: fill the scratch with zeros once after allocating it; every launch of the
+    int zero_scratch_once;            /* 1: fill the scratch with zeros once after allocating it; every launch of the
                                    plan leaves it zeroed again (modes chained and ordered) */
-    int chain_lag;              /* evo_quant_params.chain_lag */
-    int stages;                 /* evo_quant_params.stages */
-    int parts;                  /* evo_quant_params.parts */
+    int chain_lag;                    /* evo_quant_params.chain_lag */
+    int stages;                       /* evo_quant_params.stages */
+    int parts;                        /* evo_quant_params.parts */
     unsigned long long chunk_elems, chunks_per_head;
 } evo_quant_plan;
 
@@ -150,12 +155,12 @@ EVO_QUANT_HD static inline unsigned long long evo_quant_sign_word(unsigned w)
 EVO_QUANT_HD static inline float evo_quant_rsqrt_d(int d)
 {
     switch (d) {
-    case 16: return 0x1p-2f;
-    case 32: return 0x1.6a09e6p-3f;
-    case 64: return 0x1p-3f;
-    case 128: return 0x1.6a09e6p-4f;
-    case 256: return 0x1p-4f;
-    default: return 0.0f;
+        case 16: return 0x1p-2f;
+        case 32: return 0x1.6a09e6p-3f;
+        case 64: return 0x1p-3f;
+        case 128: return 0x1.6a09e6p-4f;
+        case 256: return 0x1p-4f;
+        default: return 0.0f;
     }
 }
 
@@ -205,7 +210,6 @@ static inline int evo_quant_blocks_per_sm(const evo_quant_knobs *k, int arch, in
     return bps < 1 ? 1 : (int)bps;
 }
 
-
 /* Mode streamed: bytes of one warp's chunk, and its ring's chunks (at most EVO_QUANT_MAX_STAGES) when bps blocks
  * share a multiprocessor: each chunk of each warp takes its bytes and an 8-byte mbarrier of dynamic shared memory. */
 static inline unsigned long long evo_quant_warp_chunk_bytes(const evo_quant_knobs *k)
@@ -252,7 +256,8 @@ static inline int evo_quant_piped(const evo_quant_knobs *k, unsigned long long h
     const unsigned long long budget = evo_quant_smem_budget(arch) - 1024ull;
     unsigned long long most = budget / cb, parts = (unsigned long long)k->cluster, ns, stages = 0, bps = 0, grid;
     if (most > EVO_QUANT_PIPED_MAX_STAGES) most = EVO_QUANT_PIPED_MAX_STAGES;
-    while (parts < EVO_QUANT_PIPED_MAX_PARTS && evo_quant_part_chunks(k, head_bytes, parts) + 1ull > most) parts *= 2ull;
+    while (parts < EVO_QUANT_PIPED_MAX_PARTS && evo_quant_part_chunks(k, head_bytes, parts) + 1ull > most)
+        parts *= 2ull;
     for (;; parts *= 2ull) {
         ns = evo_quant_part_chunks(k, head_bytes, parts);
         if (ns + 1ull > most) return -1;
@@ -305,9 +310,11 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
                                   unsigned long why_size)
 {
 #define EVO_QUANT_REJECT(msg) return evo_quant_refuse((msg), why, why_size)
-    if (!evo_quant_is_pow2(head_dim) || head_dim < 32 || head_dim > 256) EVO_QUANT_REJECT("head_dim must be 32, 64, 128 or 256");
+    if (!evo_quant_is_pow2(head_dim) || head_dim < 32 || head_dim > 256)
+        EVO_QUANT_REJECT("head_dim must be 32, 64, 128 or 256");
     if (k->vec != 8 && k->vec != 16 && k->vec != 32) EVO_QUANT_REJECT("vec must be 8, 16 or 32");
-    if (!evo_quant_is_pow2(k->warps) || k->warps < 2 || k->warps > 32) EVO_QUANT_REJECT("warps must be 2..32, a power of two");
+    if (!evo_quant_is_pow2(k->warps) || k->warps < 2 || k->warps > 32)
+        EVO_QUANT_REJECT("warps must be 2..32, a power of two");
     if (k->mode < 0 || k->mode > 8) EVO_QUANT_REJECT("mode must be 0, 1, 2, 3, 4, 5, 6, 7 or 8");
     if (!evo_quant_is_pow2(k->cluster) || k->cluster > 16) EVO_QUANT_REJECT("cluster must be 1, 2, 4, 8 or 16");
     if (k->mode != EVO_QUANT_MODE_CLUSTER && k->mode != EVO_QUANT_MODE_STAGED && k->mode != EVO_QUANT_MODE_PIPED &&
@@ -316,8 +323,7 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (k->mode == EVO_QUANT_MODE_PIPED) {
         if (arch < 90) EVO_QUANT_REJECT("mode 8 (piped) needs sm_90 (clusters, bulk copies into shared memory)");
         if (k->keep != 0) EVO_QUANT_REJECT("mode 8 (piped): keep must be 0");
-        if (k->warps > 16)
-            EVO_QUANT_REJECT("mode 8 (piped): at most 16 consumer warps (a producer warp more)");
+        if (k->warps > 16) EVO_QUANT_REJECT("mode 8 (piped): at most 16 consumer warps (a producer warp more)");
         if (evo_quant_chunk_bytes(k) * 2ull > evo_quant_smem_budget(arch))
             EVO_QUANT_REJECT("mode 8 (piped): two chunks (32 * warps * unroll * iters * vec bytes each) must fit in "
                              "the shared memory of a block");
@@ -326,7 +332,8 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (k->mode == EVO_QUANT_MODE_STAGED && arch < 90)
         EVO_QUANT_REJECT("mode 5 (staged) needs sm_90 (bulk copies into shared memory)");
     if (k->cluster > 1 && arch < 90) EVO_QUANT_REJECT("thread-block clusters need sm_90");
-    if (k->keep != 0 && (!evo_quant_is_pow2(k->keep) || k->keep > 16)) EVO_QUANT_REJECT("keep must be 0, 1, 2, 4, 8 or 16");
+    if (k->keep != 0 && (!evo_quant_is_pow2(k->keep) || k->keep > 16))
+        EVO_QUANT_REJECT("keep must be 0, 1, 2, 4, 8 or 16");
     if (k->keep * (k->vec / 4) > 64) EVO_QUANT_REJECT("keep * vec / 4 must be at most 64 registers");
     if (!evo_quant_is_pow2(k->unroll) || k->unroll > 8) EVO_QUANT_REJECT("unroll must be 1, 2, 4 or 8");
     if (!evo_quant_is_pow2(k->iters) || k->iters > 8) EVO_QUANT_REJECT("iters must be 1, 2, 4 or 8");
@@ -337,7 +344,8 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (k->cvt == 1 && arch < 89) EVO_QUANT_REJECT("cvt = 1 (hardware e4m3 conversion) needs sm_89");
     if (k->cache != 0 && k->cache != 1) EVO_QUANT_REJECT("cache must be 0 or 1");
     if (k->fused_rot != 0 && k->fused_rot != 1) EVO_QUANT_REJECT("fused_rot must be 0 or 1");
-    if (k->slack != 0 && (!evo_quant_is_pow2(k->slack) || k->slack > 8)) EVO_QUANT_REJECT("slack must be 0, 1, 2, 4 or 8");
+    if (k->slack != 0 && (!evo_quant_is_pow2(k->slack) || k->slack > 8))
+        EVO_QUANT_REJECT("slack must be 0, 1, 2, 4 or 8");
     if (k->mode == EVO_QUANT_MODE_RESIDENT) {
         if (arch < 90) EVO_QUANT_REJECT("mode 4 (resident) needs sm_90 (bulk copies into shared memory)");
         if (k->slack < 1) EVO_QUANT_REJECT("mode 4 (resident): slack must be at least 1 round");
@@ -345,7 +353,8 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
             EVO_QUANT_REJECT("mode 4 (resident): slack + 2 chunks (32 * warps * unroll * iters * vec bytes each) "
                              "must fit in the shared memory of a block");
     }
-    if (k->mode == EVO_QUANT_MODE_LOCAL && k->slack < 1) EVO_QUANT_REJECT("mode 7 (local): slack must be at least 1 round");
+    if (k->mode == EVO_QUANT_MODE_LOCAL && k->slack < 1)
+        EVO_QUANT_REJECT("mode 7 (local): slack must be at least 1 round");
     if (k->mode == EVO_QUANT_MODE_STREAMED) {
         if (arch < 90) EVO_QUANT_REJECT("mode 6 (streamed) needs sm_90 (bulk copies into shared memory)");
         if (k->slack < 1) EVO_QUANT_REJECT("mode 6 (streamed): slack must be at least 1 round");
@@ -353,16 +362,16 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
             EVO_QUANT_REJECT("mode 6 (streamed): slack + 2 warp chunks (32 * unroll * iters * vec bytes each) per "
                              "warp must fit in the shared memory of a block");
     }
-    if (rotate && head_dim / (k->vec / 2) > 32) EVO_QUANT_REJECT("rotation: head_dim / (vec / 2) must be at most 32 lanes");
+    if (rotate && head_dim / (k->vec / 2) > 32)
+        EVO_QUANT_REJECT("rotation: head_dim / (vec / 2) must be at most 32 lanes");
     return 0;
 #undef EVO_QUANT_REJECT
 }
 
 /* The launches and scratch of genome k for one shape. 0 on success, -1 with the reason in why. num_sms: the
  * device's multiprocessor count (mode chained sizes its lag from it, mode resident its grid). */
-static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int heads, int seq, int head_dim,
-                                      int rotate, int arch, int num_sms, evo_quant_plan *plan, char *why,
-                                      unsigned long why_size)
+static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int heads, int seq, int head_dim, int rotate,
+                                      int arch, int num_sms, evo_quant_plan *plan, char *why, unsigned long why_size)
 {
     if (evo_quant_check(k, head_dim, rotate, arch, why, why_size) != 0) return -1;
     unsigned long long n_heads = (unsigned long long)batch * (unsigned long long)heads;
@@ -444,7 +453,8 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
          * own round, never for the next round's start of a head that straddles the two (measured 1 % faster). */
         const unsigned long long chunks = n_heads * p.chunks_per_head;
         const unsigned long long wps = EVO_QUANT_LOCAL_WARPS_PER_SM;
-        unsigned long long grid = (unsigned long long)num_sms * ((unsigned long long)k->warps >= wps ? 1ull : wps / k->warps);
+        unsigned long long grid =
+            (unsigned long long)num_sms * ((unsigned long long)k->warps >= wps ? 1ull : wps / k->warps);
         if (grid > chunks) grid = chunks;
         const unsigned long long whole = grid - grid % p.chunks_per_head;
         if (whole * 8ull >= grid * 7ull) grid = whole;
@@ -483,7 +493,8 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         l->smem = (unsigned)((unsigned long long)p.stages * w * (evo_quant_warp_chunk_bytes(k) + 8ull));
         l->cooperative = 1;
     } else if (k->mode == EVO_QUANT_MODE_PIPED) {
-        if (evo_quant_piped(k, head_elems * ((rotate && !k->fused_rot) ? 4ull : 2ull), n_heads, arch, num_sms, &p) != 0) {
+        if (evo_quant_piped(k, head_elems * ((rotate && !k->fused_rot) ? 4ull : 2ull), n_heads, arch, num_sms, &p) !=
+            0) {
             return evo_quant_refuse("mode 8 (piped): a part of a head (at most 64 parts, no more than the grid's "
                                     "blocks) and one chunk more do not fit in a block's shared memory; take smaller "
                                     "chunks",
@@ -502,7 +513,8 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
                                         why, why_size);
             }
         }
-        evo_quant_launch *l = evo_quant_add_launch(&p, EVO_QUANT_K_MAIN, n_heads * (unsigned long long)k->cluster, threads);
+        evo_quant_launch *l =
+            evo_quant_add_launch(&p, EVO_QUANT_K_MAIN, n_heads * (unsigned long long)k->cluster, threads);
         l->smem = (unsigned)slice;
         l->cluster_x = (unsigned)k->cluster;
         l->nonportable = k->cluster > 8;

@@ -41,26 +41,27 @@ static void append_header(evo_str *o, const evo_export_ctx *x)
 {
     const evo_candidate_rec *c = &x->src->cand;
     const char *f = x->file_name;
-    evo_str_appendf(o,
-                    "/* %s — an FP8 quantizer found by evo, specialised to one genome.\n"
-                    " * fp16/bf16 X [B, H, S, D] -> e4m3 codes + one float scale per (batch, head), optionally rotated\n"
-                    " * first (incoherent processing); the rule of evo_quantize_abi.h, bit for bit. Standalone: plain nvcc\n"
-                    " * builds it, without evo, its templates folder or -I.\n"
-                    " *\n"
-                    " *   nvcc -arch=%s -O3 -c %s                                   the launcher, to link\n"
-                    " *   nvcc -arch=%s -O3 -shared -Xcompiler -fPIC %s -o libevo_quant.so    for ctypes\n"
-                    " *   nvcc -arch=%s -O3 -DEVO_SELFTEST %s -o selftest && ./selftest     check and time\n"
-                    " *\n"
-                    " * Launcher (extern \"C\"; the contracts are in the launcher section below):\n"
-                    " *   unsigned long long evo_quantize_scratch_bytes(int in_dtype, int rotate, int batch, int heads,\n"
-                    " *                                                 int seq, int head_dim);\n"
-                    " *   int evo_quantize_forward(const void *x, int in_dtype, int rotate, void *codes, float *scales,\n"
-                    " *                            int batch, int heads, int seq, int head_dim, void *scratch,\n"
-                    " *                            unsigned long long scratch_bytes, cudaStream_t stream);\n"
-                    " *   const char *evo_quantize_genome(void);\n"
-                    " *\n"
-                    " * Provenance\n",
-                    f, c->arch, f, c->arch, f, c->arch, f);
+    evo_str_appendf(
+        o,
+        "/* %s — an FP8 quantizer found by evo, specialised to one genome.\n"
+        " * fp16/bf16 X [B, H, S, D] -> e4m3 codes + one float scale per (batch, head), optionally rotated\n"
+        " * first (incoherent processing); the rule of evo_quantize_abi.h, bit for bit. Standalone: plain nvcc\n"
+        " * builds it, without evo, its templates folder or -I.\n"
+        " *\n"
+        " *   nvcc -arch=%s -O3 -c %s                                   the launcher, to link\n"
+        " *   nvcc -arch=%s -O3 -shared -Xcompiler -fPIC %s -o libevo_quant.so    for ctypes\n"
+        " *   nvcc -arch=%s -O3 -DEVO_SELFTEST %s -o selftest && ./selftest     check and time\n"
+        " *\n"
+        " * Launcher (extern \"C\"; the contracts are in the launcher section below):\n"
+        " *   unsigned long long evo_quantize_scratch_bytes(int in_dtype, int rotate, int batch, int heads,\n"
+        " *                                                 int seq, int head_dim);\n"
+        " *   int evo_quantize_forward(const void *x, int in_dtype, int rotate, void *codes, float *scales,\n"
+        " *                            int batch, int heads, int seq, int head_dim, void *scratch,\n"
+        " *                            unsigned long long scratch_bytes, cudaStream_t stream);\n"
+        " *   const char *evo_quantize_genome(void);\n"
+        " *\n"
+        " * Provenance\n",
+        f, c->arch, f, c->arch, f, c->arch, f);
     evo_export_provenance_begin(o, x);
     evo_str_appendf(o, " *   task          %s, arch %s\n", c->task, c->arch);
     evo_export_provenance_end(o, x,
@@ -116,15 +117,14 @@ static void append_genome_section(evo_str *o, const evo_export_ctx *x)
                 evo_str_appendf(&rows, "    {%d, %d, %d, %s, %s, %s},\n", dims[di], bf, rot, names[0], names[1],
                                 names[2]);
             }
-    evo_str_append(o,
-                   "\nnamespace evo_export {\n\n"
-                   "struct qvariant {\n"
-                   "    int head_dim, in_dtype, rotate;\n"
-                   "    void (*main)(const evo_quant_params);\n"
-                   "    void (*absmax)(const evo_quant_params);   /* mode split; NULL otherwise */\n"
-                   "    void (*rotate_k)(const evo_quant_params); /* rotate with fused_rot = 0; NULL otherwise */\n"
-                   "};\n"
-                   "static const qvariant variants[] = {\n");
+    evo_str_append(o, "\nnamespace evo_export {\n\n"
+                      "struct qvariant {\n"
+                      "    int head_dim, in_dtype, rotate;\n"
+                      "    void (*main)(const evo_quant_params);\n"
+                      "    void (*absmax)(const evo_quant_params);   /* mode split; NULL otherwise */\n"
+                      "    void (*rotate_k)(const evo_quant_params); /* rotate with fused_rot = 0; NULL otherwise */\n"
+                      "};\n"
+                      "static const qvariant variants[] = {\n");
     evo_str_append(o, evo_str_cstr(&rows));
     evo_str_free(&rows);
     evo_str_appendf(o,

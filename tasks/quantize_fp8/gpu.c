@@ -21,7 +21,7 @@ typedef struct {
     CUdeviceptr res; /* two u64: mismatches, first index */
     CUdeviceptr scratch;
     unsigned long long scratch_bytes;
-    unsigned long long ctl_zone; /* plans with rotated rows start past the control words of the plans without */
+    unsigned long long ctl_zone;  /* plans with rotated rows start past the control words of the plans without */
     evo_shape shapes[MAX_SHAPES]; /* every case's shape, for sizing the scratch of a genome's plans */
     int n_shapes;
     int arch;
@@ -31,11 +31,11 @@ typedef struct {
 } qz_gpu;
 
 typedef struct {
-    size_t n;            /* elements */
+    size_t n; /* elements */
     size_t n_heads;
-    size_t scales_at;    /* byte offset of the scales in the output (and in ref) */
-    CUdeviceptr x;       /* the input, fp16 or bf16 */
-    CUdeviceptr ref;     /* reference codes, then scales at scales_at */
+    size_t scales_at; /* byte offset of the scales in the output (and in ref) */
+    CUdeviceptr x;    /* the input, fp16 or bf16 */
+    CUdeviceptr ref;  /* reference codes, then scales at scales_at */
 } qz_case;
 
 #define CU(call, err) EVO_CU(evo_gpu_cu(q->g), call, err)
@@ -56,7 +56,9 @@ static evo_status qz_open(evo_gpu *g, void **state, evo_err *err)
     struct {
         CUfunction *f;
         const char *name;
-    } fns[] = {{&q->f_bf16, "evo_qs_to_bf16"}, {&q->f_ref, "evo_qs_reference"}, {&q->f_cmp, "evo_qs_compare"},
+    } fns[] = {{&q->f_bf16, "evo_qs_to_bf16"},
+               {&q->f_ref, "evo_qs_reference"},
+               {&q->f_cmp, "evo_qs_compare"},
                {&q->f_perturb, "evo_qs_perturb"}};
     for (size_t i = 0; s == EVO_OK && i < EVO_ARRAY_LEN(fns); i++)
         s = evo_cu_check(evo_gpu_cu(g), evo_gpu_cu(g)->cuModuleGetFunction(fns[i].f, q->mod, fns[i].name), fns[i].name,
@@ -228,8 +230,8 @@ static CUresult qz_launch(void *state, const evo_gpu_case *gc, const evo_gpu_ker
     if (has_rows(&plan) && plan.zero_scratch_once) { /* its control words, behind the rows */
         const evo_cudrv *cu = evo_gpu_cu(q->g);
         const unsigned long long rows = evo_quant_rot_bytes(elems(sh));
-        const CUresult r = cu->cuMemsetD8Async(p.scratch + rows, 0, (size_t)(plan.scratch_bytes - rows),
-                                               evo_gpu_stream(q->g));
+        const CUresult r =
+            cu->cuMemsetD8Async(p.scratch + rows, 0, (size_t)(plan.scratch_bytes - rows), evo_gpu_stream(q->g));
         if (r != CUDA_SUCCESS) return r;
     }
     p.batch = (int)sh->v[QZ_BATCH], p.heads = (int)sh->v[QZ_HEADS], p.seq = (int)sh->v[QZ_SEQ];
@@ -248,8 +250,7 @@ static CUresult qz_launch(void *state, const evo_gpu_case *gc, const evo_gpu_ker
     return CUDA_SUCCESS;
 }
 
-static evo_status mismatches(qz_gpu *q, CUdeviceptr a, CUdeviceptr b, size_t n, unsigned long long res[2],
-                             evo_err *err)
+static evo_status mismatches(qz_gpu *q, CUdeviceptr a, CUdeviceptr b, size_t n, unsigned long long res[2], evo_err *err)
 {
     evo_status s = evo_gpu_reset_count(q->g, q->res, err);
     if (s != EVO_OK) return s;
@@ -264,8 +265,8 @@ static evo_status mismatches(qz_gpu *q, CUdeviceptr a, CUdeviceptr b, size_t n, 
 
 /* Bit-exact: every code and every scale equals the reference's. The metrics say how many differ: rel_l2 holds the
  * fraction of codes that differ (0 for a correct kernel), first_bad the first one. */
-static evo_status qz_check(void *state, const evo_gpu_case *gc, const evo_variant *v, CUdeviceptr out,
-                           evo_gpu_check *r, evo_err *err)
+static evo_status qz_check(void *state, const evo_gpu_case *gc, const evo_variant *v, CUdeviceptr out, evo_gpu_check *r,
+                           evo_err *err)
 {
     (void)v;
     qz_gpu *q = state;
@@ -285,8 +286,10 @@ static evo_status qz_check(void *state, const evo_gpu_case *gc, const evo_varian
         unsigned char got = 0, want = 0;
         CU(cuMemcpyDtoH(&got, out + codes[1], 1), err);
         CU(cuMemcpyDtoH(&want, c->ref + codes[1], 1), err);
-        snprintf(r->why, sizeof r->why, "%llu of %zu codes differ from the reference (first at %llu: 0x%02x%s, want "
-                 "0x%02x)", codes[0], c->n, codes[1], got, got == 0xff ? " = not written" : "", want);
+        snprintf(r->why, sizeof r->why,
+                 "%llu of %zu codes differ from the reference (first at %llu: 0x%02x%s, want "
+                 "0x%02x)",
+                 codes[0], c->n, codes[1], got, got == 0xff ? " = not written" : "", want);
     } else if (scales[0]) {
         snprintf(r->why, sizeof r->why, "the scale of head %llu differs from the reference (of %zu heads)",
                  scales[1] / 4, c->n_heads);

@@ -125,7 +125,8 @@ void evo_qref_quantize(const uint16_t *x, int in_dtype, int rotate, size_t n_hea
         scales[h] = scale;
         for (size_t r = 0; r < seq; r++) {
             load_row(xh, in_dtype, rotate, r, head_dim, row);
-            for (int i = 0; i < head_dim; i++) ch[r * (size_t)head_dim + (size_t)i] = evo_ref_e4m3_encode(row[i] / scale);
+            for (int i = 0; i < head_dim; i++)
+                ch[r * (size_t)head_dim + (size_t)i] = evo_ref_e4m3_encode(row[i] / scale);
         }
     }
 }

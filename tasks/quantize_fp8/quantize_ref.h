@@ -21,12 +21,12 @@
 #include <stdint.h>
 
 /* ---- bf16 ---- */
-float evo_qref_bf16_to_float(uint16_t b);  /* exact */
-uint16_t evo_qref_float_to_bf16(float x);  /* round to nearest even; overflow -> inf; NaN -> 0x7fc0 | sign */
+float evo_qref_bf16_to_float(uint16_t b); /* exact */
+uint16_t evo_qref_float_to_bf16(float x); /* round to nearest even; overflow -> inf; NaN -> 0x7fc0 | sign */
 float evo_qref_in_to_float(uint16_t bits, int in_dtype); /* fp16 or bf16 bits -> float, exact */
 
 /* ---- rotation ---- */
-int evo_qref_sign(int i);                      /* s_i: +1 or -1 (any i < 256) */
+int evo_qref_sign(int i);                         /* s_i: +1 or -1 (any i < 256) */
 void evo_qref_rotate_row(float *v, int head_dim); /* in place, the three steps above; head_dim 16..256, pow2 */
 
 /* ---- scale and quotient ---- */

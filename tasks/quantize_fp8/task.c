@@ -21,11 +21,18 @@ static const evo_field quantize_shape_fields[QZ_N_FIELDS] = {
     [QZ_BATCH] = {.name = "batch", .type = EVO_FIELD_INT, .min = 1, .max = 65535, .dflt = EVO_FIELD_REQUIRED},
     [QZ_HEADS] = {.name = "heads", .type = EVO_FIELD_INT, .min = 1, .max = 65535, .dflt = EVO_FIELD_REQUIRED},
     [QZ_SEQ] = {.name = "seq", .type = EVO_FIELD_INT, .min = 1, .max = 1 << 22, .dflt = EVO_FIELD_REQUIRED},
-    [QZ_DIM] = {.name = "head_dim", .type = EVO_FIELD_INT, .min = INT32_MIN, .max = INT32_MAX, .allowed = head_dims,
-                .n_allowed = 4, .dflt = EVO_FIELD_REQUIRED},
-    [QZ_DTYPE] = {.name = "dtype", .type = EVO_FIELD_ENUM, .names = dtype_names, .dflt = EVO_QUANT_IN_F16,
-                  .doc = "input dtype"},
-    [QZ_ROTATE] = {.name = "rotate", .type = EVO_FIELD_BOOL, .dflt = 0,
+    [QZ_DIM] = {.name = "head_dim",
+                .type = EVO_FIELD_INT,
+                .min = INT32_MIN,
+                .max = INT32_MAX,
+                .allowed = head_dims,
+                .n_allowed = 4,
+                .dflt = EVO_FIELD_REQUIRED},
+    [QZ_DTYPE] =
+        {.name = "dtype", .type = EVO_FIELD_ENUM, .names = dtype_names, .dflt = EVO_QUANT_IN_F16, .doc = "input dtype"},
+    [QZ_ROTATE] = {.name = "rotate",
+                   .type = EVO_FIELD_BOOL,
+                   .dflt = 0,
                    .doc = "rotate every row by the fixed Hadamard·signs/sqrt(D) first (incoherent processing)"},
 };
 
@@ -65,26 +72,26 @@ static bool quantize_shape_check(const evo_shape *s, char *why, size_t why_len)
 /* ---- knobs ---- */
 
 /* In the order of evo_quant_knobs (the ABI's). */
-static const char *const quantize_knobs[] = {"VEC",   "WARPS", "MODE", "CLUSTER", "KEEP",  "UNROLL",
+static const char *const quantize_knobs[] = {"VEC",   "WARPS", "MODE",  "CLUSTER",   "KEEP",  "UNROLL",
                                              "ITERS", "CVT",   "CACHE", "FUSED_ROT", "SLACK", NULL};
 static const char *const quantize_launch_knobs[] = {"SLACK", NULL}; /* the plan's lag; not a template argument */
-static const int quantize_defaults[] = {EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, 1, 0, EVO_KNOB_REQUIRED,
-                                        1, 1, 0, 1, 1};
+static const int quantize_defaults[] = {
+    EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, EVO_KNOB_REQUIRED, 1, 0, EVO_KNOB_REQUIRED, 1, 1, 0, 1, 1};
 static const int vec_set[] = {8, 16, 32}, warps_set[] = {2, 4, 8, 16, 32}, cluster_set[] = {1, 2, 4, 8, 16};
 static const int keep_set[] = {0, 1, 2, 4, 8, 16}, pow2_8_set[] = {1, 2, 4, 8}, slack_set[] = {0, 1, 2, 4, 8};
 /* The values quantize_fp8.cu's static_asserts (and evo_quant_check) allow, in the order of quantize_knobs. */
 static const evo_knob_legal quantize_legal[] = {
-    {0, 0, 0, vec_set, 3},      /* VEC */
-    {0, 0, 0, warps_set, 5},    /* WARPS */
-    {0, 8, 1, NULL, 0},         /* MODE */
-    {0, 0, 0, cluster_set, 5},  /* CLUSTER */
-    {0, 0, 0, keep_set, 6},     /* KEEP */
-    {0, 0, 0, pow2_8_set, 4},   /* UNROLL */
-    {0, 0, 0, pow2_8_set, 4},   /* ITERS */
-    {0, 1, 1, NULL, 0},         /* CVT */
-    {0, 1, 1, NULL, 0},         /* CACHE */
-    {0, 1, 1, NULL, 0},         /* FUSED_ROT */
-    {0, 0, 0, slack_set, 5},    /* SLACK */
+    {0, 0, 0, vec_set, 3},     /* VEC */
+    {0, 0, 0, warps_set, 5},   /* WARPS */
+    {0, 8, 1, NULL, 0},        /* MODE */
+    {0, 0, 0, cluster_set, 5}, /* CLUSTER */
+    {0, 0, 0, keep_set, 6},    /* KEEP */
+    {0, 0, 0, pow2_8_set, 4},  /* UNROLL */
+    {0, 0, 0, pow2_8_set, 4},  /* ITERS */
+    {0, 1, 1, NULL, 0},        /* CVT */
+    {0, 1, 1, NULL, 0},        /* CACHE */
+    {0, 1, 1, NULL, 0},        /* FUSED_ROT */
+    {0, 0, 0, slack_set, 5},   /* SLACK */
 };
 _Static_assert(EVO_ARRAY_LEN(quantize_legal) == EVO_ARRAY_LEN(quantize_knobs) - 1, "one legal set per knob");
 
@@ -92,17 +99,33 @@ static evo_quant_knobs knobs_of_genome(const evo_config *cfg, const evo_genome *
 {
     int v[11];
     for (int k = 0; k < 11; k++) v[k] = evo_genome_get(cfg->space, g, quantize_knobs[k], quantize_defaults[k]);
-    return (evo_quant_knobs){.vec = v[0], .warps = v[1], .mode = v[2], .cluster = v[3], .keep = v[4],
-                             .unroll = v[5], .iters = v[6], .cvt = v[7], .cache = v[8], .fused_rot = v[9],
+    return (evo_quant_knobs){.vec = v[0],
+                             .warps = v[1],
+                             .mode = v[2],
+                             .cluster = v[3],
+                             .keep = v[4],
+                             .unroll = v[5],
+                             .iters = v[6],
+                             .cvt = v[7],
+                             .cache = v[8],
+                             .fused_rot = v[9],
                              .slack = v[10]};
 }
 
 evo_quant_knobs evo_qz_knobs_of(const evo_variant *v)
 {
     const long long *a = v->attr + QZ_V_KNOBS;
-    return (evo_quant_knobs){.vec = (int)a[0], .warps = (int)a[1], .mode = (int)a[2], .cluster = (int)a[3],
-                             .keep = (int)a[4], .unroll = (int)a[5], .iters = (int)a[6], .cvt = (int)a[7],
-                             .cache = (int)a[8], .fused_rot = (int)a[9], .slack = (int)a[10]};
+    return (evo_quant_knobs){.vec = (int)a[0],
+                             .warps = (int)a[1],
+                             .mode = (int)a[2],
+                             .cluster = (int)a[3],
+                             .keep = (int)a[4],
+                             .unroll = (int)a[5],
+                             .iters = (int)a[6],
+                             .cvt = (int)a[7],
+                             .cache = (int)a[8],
+                             .fused_rot = (int)a[9],
+                             .slack = (int)a[10]};
 }
 
 /* ---- problem classes: one (head dim, dtype, rotate) per set of kernels ---- */
@@ -158,8 +181,8 @@ static evo_verdict quantize_can_implement(const evo_config *cfg, const evo_genom
 
 static void set_knob_attrs(evo_variant *v, const evo_quant_knobs *k)
 {
-    const int a[11] = {k->vec, k->warps, k->mode, k->cluster, k->keep, k->unroll, k->iters, k->cvt, k->cache,
-                       k->fused_rot, k->slack};
+    const int a[11] = {k->vec,   k->warps, k->mode,  k->cluster,   k->keep, k->unroll,
+                       k->iters, k->cvt,   k->cache, k->fused_rot, k->slack};
     for (int i = 0; i < 11; i++) v->attr[QZ_V_KNOBS + i] = a[i];
 }
 
@@ -198,20 +221,20 @@ static evo_status quantize_render(const evo_config *cfg, const evo_genome *g, co
             /* mode resident: its deepest ring, the most dynamic shared memory its plans launch with */
             /* modes staged and piped: the most a share of a head or a ring may take; mode streamed: its warps'
              * deepest rings */
-            v->smem_bytes = roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_RESIDENT
-                                ? (int)((unsigned long long)evo_quant_ring(&k, arch_number(lim), 1) *
-                                        evo_quant_chunk_bytes(&k))
-                            : roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_STAGED
-                                ? (int)evo_quant_smem_budget(arch_number(lim))
-                            : roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_PIPED
-                                ? (int)evo_quant_smem_budget(arch_number(lim)) - 1024 /* see evo_quant_piped */
-                            : roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_STREAMED
-                                ? (int)((unsigned long long)evo_quant_warp_ring(&k, arch_number(lim), 1) * k.warps *
-                                        (evo_quant_warp_chunk_bytes(&k) + 8ull))
-                                : 0;
+            v->smem_bytes =
+                roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_RESIDENT
+                    ? (int)((unsigned long long)evo_quant_ring(&k, arch_number(lim), 1) * evo_quant_chunk_bytes(&k))
+                : roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_STAGED
+                    ? (int)evo_quant_smem_budget(arch_number(lim))
+                : roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_PIPED
+                    ? (int)evo_quant_smem_budget(arch_number(lim)) - 1024 /* see evo_quant_piped */
+                : roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_STREAMED
+                    ? (int)((unsigned long long)evo_quant_warp_ring(&k, arch_number(lim), 1) * k.warps *
+                            (evo_quant_warp_chunk_bytes(&k) + 8ull))
+                    : 0;
             snprintf(v->name_expr, sizeof v->name_expr, "%s<%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d>",
-                     kernel_names[roles[r]], cls[i].dim, cls[i].dtype, cls[i].rotate, k.vec, k.warps, k.mode,
-                     k.cluster, k.keep, k.unroll, k.iters, k.cvt, k.cache, k.fused_rot);
+                     kernel_names[roles[r]], cls[i].dim, cls[i].dtype, cls[i].rotate, k.vec, k.warps, k.mode, k.cluster,
+                     k.keep, k.unroll, k.iters, k.cvt, k.cache, k.fused_rot);
         }
     }
     return EVO_OK;
@@ -243,7 +266,9 @@ static void quantize_variant_label(const evo_variant *v, char *buf, size_t n)
 {
     snprintf(buf, n, "d%lld%s%s%s", v->attr[QZ_V_DIM], v->attr[QZ_V_DTYPE] ? " bf16" : "",
              v->attr[QZ_V_ROTATE] ? " rot" : "",
-             v->attr[QZ_V_ROLE] == EVO_QUANT_K_MAIN ? "" : v->attr[QZ_V_ROLE] == EVO_QUANT_K_ABSMAX ? " absmax" : " rotate");
+             v->attr[QZ_V_ROLE] == EVO_QUANT_K_MAIN     ? ""
+             : v->attr[QZ_V_ROLE] == EVO_QUANT_K_ABSMAX ? " absmax"
+                                                        : " rotate");
 }
 
 /* The fewest bytes a quantization moves: every input element read once (2 bytes), every code written once (1 byte),

@@ -18,10 +18,18 @@ static void build_space(void)
         int values[8];
         int n;
     } knobs[] = {
-        {"TILE_M", {16, 32, 64, 128, 256}, 5}, {"TILE_N", {32, 64, 128, 256}, 4}, {"WARPS_M", {1, 2, 4, 8}, 4},
-        {"WARPS_N", {1, 2, 4}, 3},             {"STAGES", {1, 2, 3}, 3},           {"SWIZZLE", {0, 1}, 2},
-        {"PV_MMA", {0, 1}, 2},                 {"QK_8BIT", {0, 1}, 2},             {"F16_SMEM", {0, 1, 2}, 3},
-        {"MIN_BLOCKS", {1, 2, 3, 4}, 4},       {"FAST_EXP", {0, 1}, 2},            {"OFFSET", {-2147483647 - 1, -7, 0, 2147483647}, 4},
+        {"TILE_M", {16, 32, 64, 128, 256}, 5},
+        {"TILE_N", {32, 64, 128, 256}, 4},
+        {"WARPS_M", {1, 2, 4, 8}, 4},
+        {"WARPS_N", {1, 2, 4}, 3},
+        {"STAGES", {1, 2, 3}, 3},
+        {"SWIZZLE", {0, 1}, 2},
+        {"PV_MMA", {0, 1}, 2},
+        {"QK_8BIT", {0, 1}, 2},
+        {"F16_SMEM", {0, 1, 2}, 3},
+        {"MIN_BLOCKS", {1, 2, 3, 4}, 4},
+        {"FAST_EXP", {0, 1}, 2},
+        {"OFFSET", {-2147483647 - 1, -7, 0, 2147483647}, 4},
     };
     static const char *const modes[] = {"fma", "mma", "wgmma"};
     if (evo_space_new(&space) != EVO_OK) abort();
