@@ -44,6 +44,14 @@ expect_line dest/pkg/evo_fp8.py 'ARCH = "sm_90"' "module: arch"
 expect_line dest/pkg/evo_fp8.py 'ATTN_FORMAT = "e4m3"' "module: format"
 expect_line dest/pkg/evo_fp8.py 'ATTN_HEAD_DIMS = "64,128"' "module: head dims"
 expect_line dest/pkg/evo_fp8.py 'QUANT_VARIANTS = "64:fp16:0,64:fp16:1,64:bf16:0,64:bf16:1,128:fp16:0,128:fp16:1,128:bf16:0,128:bf16:1"' "module: quantizer variants"
+# the C++ operators go in whole (OPS_CPP), and the module is valid Python
+checks=$((checks + 1))
+python3 - dest/pkg/evo_fp8.py "$SRC/tasks/attention_fp8/torch_ops.cpp" <<'PY' || fail "OPS_CPP is not torch_ops.cpp, or the module does not parse"
+import ast, sys
+tree = ast.parse(open(sys.argv[1], encoding="utf-8").read())
+ops = [n.value.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "OPS_CPP"]
+sys.exit(0 if ops == [open(sys.argv[2], encoding="utf-8").read()] else 1)
+PY
 run export --db pop.db --best -o plain.cu
 # the same file but for the export time in its provenance (the two commands may fall in different seconds)
 checks=$((checks + 1))

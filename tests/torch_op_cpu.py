@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""torch_op_cpu.py — the PyTorch module template (tasks/attention_fp8/torch_op.py) without a GPU: rendered with
-stand-in file names, imported without building, its three ops registered with the right schemas, their fake implementations
-giving the right shapes, dtypes and devices (FakeTensorMode), and bad input refused with the message it should get.
-Exits 77 (skipped, with the reason) when PyTorch 2.4+ is not importable. Run: python3 tests/torch_op_cpu.py
+"""torch_op_cpu.py — the PyTorch module template (tasks/attention_fp8/torch_op.py + torch_ops.cpp) without a GPU:
+rendered with stand-in kernel files (the exported C entry points, each launch returning cudaErrorInvalidValue), imported
+(which builds the library with nvcc and PyTorch's headers and registers the C++ operators), its three ops registered
+with the right schemas, their fake implementations giving the right shapes, dtypes and devices (FakeTensorMode), bad
+input refused with the message it should get (by the fakes, and by the C++ operators for CPU tensors), a second module
+in the process refused, and the library cached. Exits 77 (skipped, with the reason) when PyTorch 2.4+ is not importable
+or nvcc is not found. Run: python3 tests/torch_op_cpu.py
 """
 import importlib.util
 import os
 import re
+import shutil
 import sys
 import tempfile
 
@@ -65,7 +69,36 @@ VALUES = {
     "ATTN_FORMAT": "e4m3", "ATTN_HEAD_DIMS": "64,128",
     # no rotated bf16 variant at head dim 128: incoherent bf16 D=128 must be refused
     "QUANT_VARIANTS": "64:fp16:0,64:fp16:1,64:bf16:0,64:bf16:1,128:fp16:0,128:fp16:1,128:bf16:0",
+    "OPS_CPP": open(os.path.join(ROOT, "tasks", "attention_fp8", "torch_ops.cpp"), encoding="utf-8").read(),
 }
+
+
+# The exported files' C entry points, as stand-ins: the genomes the module wants, and launches that fail.
+STAND_IN_ATTENTION = """#include <cuda_runtime.h>
+extern "C" const char *evo_attention_genome(void) { return "TILE_M=64,TILE_N=128"; }
+extern "C" int evo_attention_format(void) { return 0; }
+extern "C" int evo_attention_forward(const void *, const void *, const void *, const float *, const float *,
+                                     const float *, void *, int, int, int, int, int, float, cudaStream_t)
+{ return 1; }
+"""
+STAND_IN_QUANTIZE = """#include <cuda_runtime.h>
+extern "C" const char *evo_quantize_genome(void) { return "vec=16,warps=16,mode=2"; }
+extern "C" unsigned long long evo_quantize_scratch_bytes(int, int, int, int, int, int) { return 0; }
+extern "C" unsigned long long evo_quantize_scratch_zero_bytes(int, int, int, int, int, int) { return 0; }
+extern "C" int evo_quantize_forward(const void *, int, int, void *, float *, int, int, int, int, void *,
+                                    unsigned long long, cudaStream_t)
+{ return 1; }
+"""
+
+
+def find_nvcc():
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and os.access(os.path.join(root, "bin", "nvcc"), os.X_OK):
+            return os.path.join(root, "bin", "nvcc")
+    return None
 
 
 def import_file(path, name):
@@ -76,6 +109,9 @@ def import_file(path, name):
 
 
 def main():
+    if find_nvcc() is None:
+        print("SKIP: nvcc not found (the module builds its library with it)")
+        return 77
     tmp = tempfile.mkdtemp(prefix="evo-torch-op-cpu-")
     cache = os.path.join(tmp, "cache")
     os.environ["EVO_TORCH_CACHE"] = cache
@@ -95,12 +131,17 @@ def main():
         f.write(render(VALUES))
     text = open(path).read()
     check(PLACEHOLDER.search(text) is None, "no placeholder left")
+    for name, body in ((VALUES["ATTENTION_CU"], STAND_IN_ATTENTION), (VALUES["QUANTIZE_CU"], STAND_IN_QUANTIZE)):
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write(body)
     mod = import_file(path, "evo_stand_in")
 
-    # registered, nothing built
+    # built, cached, registered
     for name in ("attention_fp8", "attention_fp8_quantized", "quantize_fp8"):
         check(hasattr(torch.ops.evo, name), f"torch.ops.evo.{name} registered")
-    check(mod._lib is None and not os.path.exists(cache), "import builds nothing")
+    lib = mod.library_path()
+    check(mod._lib is not None and lib.startswith(cache) and os.path.isfile(lib), f"import built {lib}")
+    check(mod.load() is mod._lib, "load() again returns the loaded library")
     check(mod._ARCH_CC == (9, 0), f"sm_90 -> capability (9, 0), got {mod._ARCH_CC}")
     schema = str(torch.ops.evo.attention_fp8.default._schema)
     check("bool is_causal=False" in schema and "float? scale=None" in schema and "bool incoherent=False" in schema,
@@ -166,7 +207,18 @@ def main():
                "half scales")
         raises(lambda: ops.attention_fp8_quantized(q, q, q, s, s, s), ValueError, "must be torch.uint8 or",
                "fp16 tensors as codes")
-    check(mod._lib is None and not os.path.exists(cache), "fake calls build nothing")
+
+    # the C++ operators themselves: CPU tensors refused by name (ValueError), as the fakes refuse them
+    qc = torch.zeros(2, 8, 64, 64, dtype=torch.float16)
+    raises(lambda: ops.attention_fp8(qc, qc, qc), ValueError, "q is on cpu; it must be a CUDA tensor",
+           "C++: CPU tensors")
+    raises(lambda: ops.quantize_fp8(qc), ValueError, "torch.ops.evo.quantize_fp8: x is on cpu", "C++: CPU quantize")
+    c8 = torch.zeros(2, 8, 64, 64, dtype=torch.uint8)
+    s8 = torch.ones(16)
+    raises(lambda: ops.attention_fp8_quantized(c8, c8, c8, s8, s8, s8), ValueError, "attention_fp8_quantized: q is on cpu",
+           "C++: CPU codes")
+    entries = [e for e in os.listdir(cache)]
+    check(len(entries) == 1, f"one cached build: {entries}")
 
     print(f"{checks - len(failures)} passed, {len(failures)} failed")
     return 1 if failures else 0

@@ -2,13 +2,13 @@
 # its default configuration; each file is found by its name, which must be unique in a table. Called by
 # CMakeLists.txt:
 #   cmake -DOUT=file.c -DDIR=<repository root> -P tools/embed.cmake    (templates/ and each task's tasks/*/*.cu,
-#                                                                         *.cuh, *_abi.h, *.py, *_numerics.h and the *_host.c/.h
+#                                                                         *.cuh, *_abi.h, *.py, *.cpp, *_numerics.h and the *_host.c/.h
 #                                                                         an exported file inlines)
 #   cmake -DOUT=file.c -DFILES=a;b -DTABLE=evo_embedded_configs -P ...  (these files; TABLE names the table)
 cmake_policy(SET CMP0057 NEW) # IN_LIST
 if(NOT FILES)
   file(GLOB FILES ${DIR}/templates/* ${DIR}/tasks/*/*.cu ${DIR}/tasks/*/*.cuh ${DIR}/tasks/*/*_abi.h
-       ${DIR}/tasks/*/*.py ${DIR}/tasks/*/*_host.h ${DIR}/tasks/*/*_host.c ${DIR}/tasks/*/*_numerics.h)
+       ${DIR}/tasks/*/*.py ${DIR}/tasks/*/*.cpp ${DIR}/tasks/*/*_host.h ${DIR}/tasks/*/*_host.c ${DIR}/tasks/*/*_numerics.h)
 endif()
 if(NOT TABLE)
   set(TABLE evo_embedded_files)

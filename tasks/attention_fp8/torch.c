@@ -2,7 +2,7 @@
  * exported attention kernel and an exported quantizer (task quantize_fp8). The facts come from the two files'
  * text alone (so `evo export --torch --kernel FILE` writes the same module as from the store): the genomes and
  * archs from their EVO_EXPORT_* defines, the attention kernel's 8-bit format and head dims, the quantizer's variants
- * (head dim:dtype:rotate, in table order). */
+ * (head dim:dtype:rotate, in table order); the C++ operators (torch_ops.cpp) go into the module as its OPS_CPP. */
 #include "attention.h"
 
 #include "export.h"
@@ -120,8 +120,11 @@ evo_status evo_attn_torch_module(const evo_torch_files *f, const char *module, c
     if (strcmp(t.arch, t.quant_arch) != 0)
         return evo_fail(err, EVO_E_CONFIG, "%s is for %s, %s for %s: export both for one arch", f->kernel_path, t.arch,
                         f->companion_path, t.quant_arch);
-    const char *tmpl;
+    const char *tmpl, *ops_cpp;
     if ((s = evo_template_get("torch_op.py", &tmpl, NULL, err)) != EVO_OK) return s;
+    if ((s = evo_template_get("torch_ops.cpp", &ops_cpp, NULL, err)) != EVO_OK) return s;
+    if (strstr(ops_cpp, "'''"))
+        return evo_fail(err, EVO_E_INTERNAL, "torch_ops.cpp holds ''': it cannot go into the module's raw string");
     const struct {
         const char *name, *value;
     } values[] = {{"GENOME", t.genome},
@@ -133,7 +136,8 @@ evo_status evo_attn_torch_module(const evo_torch_files *f, const char *module, c
                   {"QUANT_VARIANTS", t.variants},
                   {"MODULE", module},
                   {"ATTENTION_CU", f->kernel_name},
-                  {"QUANTIZE_CU", f->companion_name}};
+                  {"QUANTIZE_CU", f->companion_name},
+                  {"OPS_CPP", ops_cpp}};
     evo_str out = {0};
     for (const char *p = tmpl; *p;) {
         const char *at = strchr(p, '@');

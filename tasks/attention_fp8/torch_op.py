@@ -1,30 +1,31 @@
 """@MODULE@ — PyTorch ops for an FP8 attention kernel and an FP8 quantizer exported by evo (`evo export --torch`).
 
-    import torch, @MODULE@                      # registers torch.ops.evo.*; builds nothing yet
+    import torch, @MODULE@                      # builds the library once (cached), registers torch.ops.evo.*
     out = torch.ops.evo.attention_fp8(q, k, v, is_causal=True)            # q, k, v fp16/bf16 [B, H, S, D] on CUDA
     out = torch.ops.evo.attention_fp8(q, k, v, incoherent=True)           # Q and K rotated before quantizing
     codes, scales = torch.ops.evo.quantize_fp8(x, rotate=False)           # e4m3 codes [B,H,S,D], scales [B,H]
     out = torch.ops.evo.attention_fp8_quantized(qc, kc, vc, qs, ks, vs)   # from codes + per-head scales -> fp16
 
-The first call builds the two .cu files beside this module with nvcc into one shared library, cached under
-$EVO_TORCH_CACHE (default ~/.cache/evo/torch) by the files' SHA-256, the nvcc version and the arch; $EVO_TORCH_LIB
-names a prebuilt library instead. The ops run on the current CUDA stream, work eagerly, under
-torch.compile(fullgraph=True) (fake implementations give shapes and dtypes) and inside CUDA graph capture. They are
-forward-only (no autograd). Non-contiguous inputs are copied to contiguous ones first (a copy costs time).
+The ops are C++ operators (the source is OPS_CPP below): an eager call goes from the dispatcher straight to the
+kernels' launches, with no Python on the way. Importing the module builds the two .cu files beside it and that
+source with nvcc into one shared library (once: cached under $EVO_TORCH_CACHE, default ~/.cache/evo/torch, by the
+sources' SHA-256, the nvcc and PyTorch versions and the arch; $EVO_TORCH_LIB names a prebuilt library instead) and
+loads it. The ops run on the current CUDA stream, eagerly, under torch.compile(fullgraph=True) (fake
+implementations below give shapes and dtypes) and inside CUDA graph capture. They are forward-only (no autograd).
+Non-contiguous inputs are copied to contiguous ones first (a copy costs time).
 
-Written by evo from tasks/attention_fp8/torch_op.py: attention genome @GENOME@,
+Written by evo from tasks/attention_fp8/torch_op.py and torch_ops.cpp: attention genome @GENOME@,
 quantizer genome @QUANT_GENOME@, arch @ARCH@.
 """
 import ctypes
 import hashlib
-import math
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
-from typing import Optional, Tuple
 
 import torch
 
@@ -42,17 +43,17 @@ QUANT_VARIANTS = "@QUANT_VARIANTS@"
 
 NAMESPACE = "evo"
 NVCC_FLAGS = ["-O3", "-Xcompiler", "-fPIC"]
+# The C++ operators (tasks/attention_fp8/torch_ops.cpp, filled in by evo export).
+OPS_CPP = r'''@OPS_CPP@'''
 _DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
-_IN_DTYPE = {torch.float16: 0, torch.bfloat16: 1}
-_CUDA_ERRORS = {1: "cudaErrorInvalidValue", 2: "cudaErrorMemoryAllocation", 98: "cudaErrorInvalidDeviceFunction",
-                209: "cudaErrorNoKernelImageForDevice", 700: "cudaErrorIllegalAddress", 719: "cudaErrorLaunchFailure"}
 
 
 def _unrendered(*values):
     return [v for v in values if v.startswith("@") and v.endswith("@")]
 
 
-if _unrendered(ATTENTION_CU, QUANTIZE_CU, GENOME, QUANT_GENOME, ARCH, ATTN_FORMAT, ATTN_HEAD_DIMS, QUANT_VARIANTS):
+if _unrendered(ATTENTION_CU, QUANTIZE_CU, GENOME, QUANT_GENOME, ARCH, ATTN_FORMAT, ATTN_HEAD_DIMS, QUANT_VARIANTS,
+               OPS_CPP.strip()):
     raise ImportError(f"{__file__}: this is evo's template, its placeholders unfilled; import the module "
                       "`evo export --torch` writes from it")
 if not hasattr(torch.library, "custom_op") or not hasattr(torch.library, "register_fake"):
@@ -71,7 +72,6 @@ _ARCH_CC = (int(_ARCH_DIGITS.group(1)[:-1]), int(_ARCH_DIGITS.group(1)[-1]))  # 
 
 _lib = None
 _lib_lock = threading.Lock()
-_arch_ok = set()  # device indices checked against ARCH
 
 
 def _here():
@@ -88,6 +88,24 @@ def _find_nvcc():
     return None
 
 
+def _torch_dirs():
+    """PyTorch's C++ headers and libraries (what torch.utils.cpp_extension would use), from the installed torch."""
+    root = os.path.dirname(os.path.abspath(torch.__file__))
+    inc = [os.path.join(root, "include"), os.path.join(root, "include", "torch", "csrc", "api", "include")]
+    return inc, os.path.join(root, "lib")
+
+
+def _ops_source():
+    """torch_ops.cpp with what it learns of this export defined in front (a file, not -D options: nvcc splits those
+    at commas)."""
+    qv = ",".join(f"{{{d},{0 if t == torch.float16 else 1},{int(r)}}}" for d, t, r in sorted(_QVARIANTS, key=str))
+    defines = {"_GLIBCXX_USE_CXX11_ABI": int(torch._C._GLIBCXX_USE_CXX11_ABI), "EVO_OPS_ARCH_MAJOR": _ARCH_CC[0],
+               "EVO_OPS_ARCH_MINOR": _ARCH_CC[1], "EVO_OPS_ARCH": f'"{ARCH}"',
+               "EVO_OPS_E4M3": 1 if ATTN_FORMAT == "e4m3" else 0, "EVO_OPS_HEAD_DIMS": ATTN_HEAD_DIMS,
+               "EVO_OPS_QVARIANTS": qv}
+    return "".join(f"#define {k} {v}\n" for k, v in defines.items()) + OPS_CPP
+
+
 def library_path():
     """Where the library is (or will be) cached: $EVO_TORCH_LIB if set, else the cache path for these sources."""
     if os.environ.get("EVO_TORCH_LIB"):
@@ -101,9 +119,10 @@ def library_path():
     for src in _sources():
         with open(src, "rb") as f:
             h.update(hashlib.sha256(f.read()).digest())
+    h.update(hashlib.sha256(_ops_source().encode()).digest())
     version = subprocess.run([nvcc, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
     h.update(version.encode())
-    h.update(" ".join([ARCH] + NVCC_FLAGS).encode())
+    h.update(" ".join([ARCH, torch.__version__] + NVCC_FLAGS).encode())
     cache = os.environ.get("EVO_TORCH_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "evo", "torch")
     return os.path.join(cache, h.hexdigest()[:24], "libevo_torch.so")
 
@@ -121,14 +140,23 @@ def _build(path):
     out_dir = os.path.dirname(path)
     os.makedirs(out_dir, exist_ok=True)
     work = tempfile.mkdtemp(prefix="build-", dir=out_dir)
+    print(f"{__name__}: building the kernels and the ops with nvcc (once; cached in {out_dir})", file=sys.stderr,
+          flush=True)
     try:
+        ops_src = os.path.join(work, "torch_ops.cpp")
+        with open(ops_src, "w", encoding="utf-8") as f:
+            f.write(_ops_source())
+        inc, libdir = _torch_dirs()
         objs, procs = [], []
-        for i, src in enumerate(_sources()):  # the two files compile in parallel
+        jobs = [(src, [f"-arch={ARCH}"]) for src in _sources()]
+        jobs.append((ops_src, ["-std=c++17", *(f"-I{d}" for d in inc)]))
+        for i, (src, extra) in enumerate(jobs):  # the three files compile in parallel
             obj = os.path.join(work, f"part{i}.o")
-            cmd = [nvcc, f"-arch={ARCH}", *NVCC_FLAGS, "-c", src, "-o", obj]
+            cmd = [nvcc, *extra, *NVCC_FLAGS, "-c", src, "-o", obj]
             procs.append((cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
             objs.append(obj)
-        link = [nvcc, f"-arch={ARCH}", "-shared", *objs, "-o", os.path.join(work, "lib.so")]
+        link = [nvcc, f"-arch={ARCH}", "-shared", *objs, "-o", os.path.join(work, "lib.so"), f"-L{libdir}",
+                "-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", f"-Xlinker=-rpath,{libdir}"]
         for cmd, p in procs + [(link, None)]:
             if p is None:
                 p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -141,7 +169,8 @@ def _build(path):
 
 
 def load():
-    """Builds (first time) and loads the library; returns the ctypes handle. Needs no GPU."""
+    """Builds (first time) and loads the library, which registers torch.ops.evo.*; returns its ctypes handle (the
+    genome queries). Needs no GPU."""
     global _lib
     with _lib_lock:
         if _lib is not None:
@@ -152,28 +181,20 @@ def load():
                 raise RuntimeError(f"{__name__}: EVO_TORCH_LIB={path} does not exist")
             _build(path)
         lib = ctypes.CDLL(path)
-        vp, i, ull = ctypes.c_void_p, ctypes.c_int, ctypes.c_ulonglong
-        lib.evo_attention_forward.restype = i
-        lib.evo_attention_forward.argtypes = [vp] * 7 + [i] * 5 + [ctypes.c_float, vp]
         lib.evo_attention_genome.restype = ctypes.c_char_p
-        lib.evo_attention_format.restype = i
-        lib.evo_quantize_forward.restype = i
-        lib.evo_quantize_forward.argtypes = [vp, i, i, vp, vp, i, i, i, i, vp, ull, vp]
-        lib.evo_quantize_scratch_bytes.restype = ull
-        lib.evo_quantize_scratch_bytes.argtypes = [i] * 6
-        lib.evo_quantize_scratch_zero_bytes.restype = ull
-        lib.evo_quantize_scratch_zero_bytes.argtypes = [i] * 6
+        lib.evo_attention_format.restype = ctypes.c_int
         lib.evo_quantize_genome.restype = ctypes.c_char_p
         said = (lib.evo_attention_genome().decode(), lib.evo_quantize_genome().decode(), lib.evo_attention_format())
         want = (GENOME, QUANT_GENOME, 0 if ATTN_FORMAT == "e4m3" else 1)
         if said != want:
             raise RuntimeError(f"{__name__}: {path} was built from other kernels (it says genomes {said[0]!r}, "
                                f"{said[1]!r}, format {said[2]}; this module wants {want[0]!r}, {want[1]!r}, {want[2]})")
+        torch.ops.load_library(path)  # TORCH_LIBRARY(evo, ...): the ops' schemas and CUDA kernels
         _lib = lib
         return lib
 
 
-# ---- checks shared by the real and the fake implementations ----
+# ---- the fake implementations' checks (the C++ kernels make the same ones, with the same messages) ----
 
 def _fail(op, msg):
     raise ValueError(f"torch.ops.{NAMESPACE}.{op}: {msg}")
@@ -226,77 +247,10 @@ def _check_scales(op, scales, b, h, device):
             _fail(op, f"{name} has shape {tuple(s.shape)}; it must be [{b * h}] or [{b}, {h}] (one per batch, head)")
 
 
-def _check_arch(device):
-    idx = device.index if device.index is not None else torch.cuda.current_device()
-    if idx in _arch_ok:
-        return
-    cc = torch.cuda.get_device_capability(idx)
-    if tuple(cc) != _ARCH_CC:
-        raise RuntimeError(f"{__name__}: the kernels were built for {ARCH}; {torch.cuda.get_device_name(idx)} "
-                           f"(cuda:{idx}) is sm_{cc[0]}{cc[1]}: export them again for this GPU")
-    _arch_ok.add(idx)
-
-
-def _aligned(t):
-    """t contiguous and 16-byte aligned (the kernels' vector loads): t itself, or a copy."""
-    if not t.is_contiguous():
-        t = t.contiguous()
-    return t if t.data_ptr() % 16 == 0 else t.clone()
-
-
-def _call(fn_name, rc):
-    if rc != 0:
-        raise RuntimeError(f"{__name__}: {fn_name} returned {rc} ({_CUDA_ERRORS.get(rc, 'cudaError')}): "
-                           "an unsupported combination or shape, or a CUDA failure")
-
-
-# ---- implementations ----
-
-def _quantize_into(x, rotate, codes, scales):
-    """x contiguous and aligned; codes [B,H,S,D] 1-byte, scales [B*H] float32, both fresh."""
-    lib = load()
-    b, h, s, d = x.shape
-    dt = _IN_DTYPE[x.dtype]
-    rot = 1 if rotate else 0
-    need = lib.evo_quantize_scratch_bytes(dt, rot, b, h, s, d)
-    if need == 2 ** 64 - 1:
-        raise RuntimeError(f"{__name__}: the quantizer cannot run ({b}, {h}, {s}, {d}) {x.dtype} rotate={rotate}")
-    scratch_ptr = None
-    scratch = None
-    if need:  # fresh per call from PyTorch's allocator: stream-ordered, and inside a graph from the graph's pool
-        scratch = torch.empty(need + 256, dtype=torch.uint8, device=x.device)
-        off = (-scratch.data_ptr()) % 256
-        zero = lib.evo_quantize_scratch_zero_bytes(dt, rot, b, h, s, d)
-        if zero:
-            scratch[off:off + zero].zero_()
-        scratch_ptr = scratch.data_ptr() + off
-    stream = torch.cuda.current_stream(x.device).cuda_stream
-    _call("evo_quantize_forward", lib.evo_quantize_forward(x.data_ptr(), dt, rot, codes.data_ptr(), scales.data_ptr(),
-                                                            b, h, s, d, scratch_ptr, need, stream))
-
-
-def _quantize(x, rotate):
-    x = _aligned(x)
-    codes = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device)
-    if x.numel() == 0:  # heads without elements: absmax 0, scale 1
-        return codes, torch.ones(x.shape[0], x.shape[1], dtype=torch.float32, device=x.device)
-    scales = torch.empty(x.shape[0], x.shape[1], dtype=torch.float32, device=x.device)
-    _quantize_into(x, rotate, codes, scales)
-    return codes, scales
-
-
-def _attention(qc, kc, vc, qs, ks, vs, is_causal, scale, shape, device):
-    b, h, s, d = shape
-    o = torch.empty(shape, dtype=torch.float16, device=device)
-    if o.numel() == 0:
-        return o
-    lib = load()
-    sm = float(scale) if scale is not None else 1.0 / math.sqrt(d)
-    stream = torch.cuda.current_stream(device).cuda_stream
-    _call("evo_attention_forward",
-          lib.evo_attention_forward(qc.data_ptr(), kc.data_ptr(), vc.data_ptr(), qs.data_ptr(), ks.data_ptr(),
-                                    vs.data_ptr(), o.data_ptr(), b, h, s, d, 1 if is_causal else 0, sm, stream))
-    return o
+def _check_quantized(op, qc, kc, vc, qs, ks, vs):
+    dtypes = (torch.uint8, torch.float8_e4m3fn) if ATTN_FORMAT == "e4m3" else (torch.uint8,)
+    _check_attention(op, qc, kc, vc, dtypes)
+    _check_scales(op, (qs, ks, vs), qc.shape[0], qc.shape[1], qc.device)
 
 
 def _register():
@@ -304,74 +258,29 @@ def _register():
         if hasattr(getattr(torch.ops, NAMESPACE), name):
             raise ImportError(f"torch.ops.{NAMESPACE}.{name} is already registered in this process (by another evo "
                               "export module?): import one such module per process")
+    load()
 
-    @torch.library.custom_op(f"{NAMESPACE}::quantize_fp8", mutates_args=())
-    def quantize_fp8(x: torch.Tensor, rotate: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
-        """fp16/bf16 [B, H, S, D] -> (e4m3 codes [B, H, S, D] as float8_e4m3fn, float32 scales [B, H]):
-        scale = absmax / 448 per (batch, head) (1 for an all-zero head), code = e4m3(x / scale); rotate: each row
-        is first multiplied by the fixed orthogonal H·diag(s)/sqrt(D) (incoherent processing)."""
-        _check_quantize("quantize_fp8", x, rotate)
-        _check_arch(x.device)
-        with torch.cuda.device(x.device):
-            return _quantize(x, rotate)
-
-    @quantize_fp8.register_fake
+    # Fake implementations (torch.compile, FakeTensorMode): shapes, dtypes and devices, after the same checks.
+    @torch.library.register_fake(f"{NAMESPACE}::quantize_fp8")
     def _(x, rotate=False):
         _check_quantize("quantize_fp8", x, rotate)
         return (x.new_empty(x.shape, dtype=torch.float8_e4m3fn),
                 x.new_empty((x.shape[0], x.shape[1]), dtype=torch.float32))
 
-    @torch.library.custom_op(f"{NAMESPACE}::attention_fp8", mutates_args=())
-    def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False,
-                      scale: Optional[float] = None, incoherent: bool = False) -> torch.Tensor:
-        """softmax(Q·Kᵀ·scale [causal]) · V for fp16/bf16 q, k, v [B, H, S, D]: each quantized to e4m3 with one
-        scale per (batch, head) (incoherent: Q and K rotated first, V never), then the FP8 kernel; returns q.dtype."""
-        _check_attention("attention_fp8", q, k, v, (torch.float16, torch.bfloat16))
-        if ATTN_FORMAT != "e4m3":
-            _fail("attention_fp8", f"the exported attention kernel reads {ATTN_FORMAT} codes; this quantizer writes "
-                                   "e4m3 (use attention_fp8_quantized with codes of that format)")
-        for name, t, rot in (("q", q, incoherent), ("k", k, incoherent), ("v", v, False)):
-            _check_quantize("attention_fp8", t, rot)
-        _check_arch(q.device)
-        with torch.cuda.device(q.device):
-            qc, qs = _quantize(q, incoherent)
-            kc, ks = _quantize(k, incoherent)
-            vc, vs = _quantize(v, False)
-            o = _attention(qc, kc, vc, qs, ks, vs, is_causal, scale, tuple(q.shape), q.device)
-        return o if q.dtype == torch.float16 else o.to(q.dtype)
-
-    @attention_fp8.register_fake
+    @torch.library.register_fake(f"{NAMESPACE}::attention_fp8")
     def _(q, k, v, is_causal=False, scale=None, incoherent=False):
         _check_attention("attention_fp8", q, k, v, (torch.float16, torch.bfloat16))
         for t, rot in ((q, incoherent), (k, incoherent), (v, False)):
             _check_quantize("attention_fp8", t, rot)
         return q.new_empty(q.shape)
 
-    @torch.library.custom_op(f"{NAMESPACE}::attention_fp8_quantized", mutates_args=())
-    def attention_fp8_quantized(q_codes: torch.Tensor, k_codes: torch.Tensor, v_codes: torch.Tensor,
-                                q_scale: torch.Tensor, k_scale: torch.Tensor, v_scale: torch.Tensor,
-                                is_causal: bool = False, scale: Optional[float] = None) -> torch.Tensor:
-        """The FP8 kernel on codes (uint8, or float8_e4m3fn for the e4m3 format) [B, H, S, D] and float32 scales
-        [B*H] or [B, H] (dequantized value = decode(code) * scale); returns fp16 [B, H, S, D]."""
-        _check_quantized("attention_fp8_quantized", q_codes, k_codes, v_codes, q_scale, k_scale, v_scale)
-        _check_arch(q_codes.device)
-        with torch.cuda.device(q_codes.device):
-            qc, kc, vc = (_aligned(t) for t in (q_codes, k_codes, v_codes))
-            qs, ks, vs = (t.contiguous() for t in (q_scale, k_scale, v_scale))
-            return _attention(qc, kc, vc, qs, ks, vs, is_causal, scale, tuple(q_codes.shape), q_codes.device)
-
-    @attention_fp8_quantized.register_fake
+    @torch.library.register_fake(f"{NAMESPACE}::attention_fp8_quantized")
     def _(q_codes, k_codes, v_codes, q_scale, k_scale, v_scale, is_causal=False, scale=None):
         _check_quantized("attention_fp8_quantized", q_codes, k_codes, v_codes, q_scale, k_scale, v_scale)
         return q_codes.new_empty(q_codes.shape, dtype=torch.float16)
 
-    return quantize_fp8, attention_fp8, attention_fp8_quantized
-
-
-def _check_quantized(op, qc, kc, vc, qs, ks, vs):
-    dtypes = (torch.uint8, torch.float8_e4m3fn) if ATTN_FORMAT == "e4m3" else (torch.uint8,)
-    _check_attention(op, qc, kc, vc, dtypes)
-    _check_scales(op, (qs, ks, vs), qc.shape[0], qc.shape[1], qc.device)
+    ops = getattr(torch.ops, NAMESPACE)
+    return ops.quantize_fp8, ops.attention_fp8, ops.attention_fp8_quantized
 
 
 quantize_fp8, attention_fp8, attention_fp8_quantized = _register()

@@ -1,0 +1,317 @@
+// torch_ops.cpp — the PyTorch operators of an evo export (torch.ops.evo.quantize_fp8, attention_fp8,
+// attention_fp8_quantized), registered with the dispatcher in C++: an eager call runs no Python past the operator
+// lookup. CUDA kernels call the exported C entry points (evo_quantize_forward, evo_attention_forward) on the current
+// stream; CPU kernels exist only to refuse CPU tensors by name. Shapes and dtypes for torch.compile and FakeTensorMode
+// come from the module's fake implementations (Python, register_fake, which also serve meta tensors), whose checks
+// these repeat with the same messages: ValueError (TORCH_CHECK_VALUE) for bad input, RuntimeError for a GPU of another
+// arch or a failed launch.
+//
+// The module that `evo export --torch` writes builds this file with the two exported .cu files into one library and
+// passes what the export holds as macros:
+//   EVO_OPS_ARCH_MAJOR, EVO_OPS_ARCH_MINOR  the compute capability the kernels were built for (sm_90a: 9, 0)
+//   EVO_OPS_ARCH        its name, for messages ("sm_90a")
+//   EVO_OPS_E4M3        1: the attention kernel reads e4m3 codes; 0: u8sim codes
+//   EVO_OPS_HEAD_DIMS   the attention kernel's head dims, e.g. 64,128
+//   EVO_OPS_QVARIANTS   the quantizer's variants as {head_dim, dtype (0 fp16, 1 bf16), rotate}, e.g. {64,0,0},{64,1,0}
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <cstdint>
+#include <mutex>
+#include <sstream>
+#include <string>
+
+#ifndef EVO_OPS_ARCH_MAJOR
+#error "torch_ops.cpp: EVO_OPS_* macros missing (the module evo export --torch writes passes them)"
+#endif
+
+extern "C" {
+int evo_attention_forward(const void *q, const void *k, const void *v, const float *q_scale, const float *k_scale,
+                          const float *v_scale, void *o, int batch, int heads, int seq, int head_dim, int causal,
+                          float softmax_scale, cudaStream_t stream);
+int evo_quantize_forward(const void *x, int in_dtype, int rotate, void *codes, float *scales, int batch, int heads,
+                         int seq, int head_dim, void *scratch, unsigned long long scratch_bytes, cudaStream_t stream);
+unsigned long long evo_quantize_scratch_bytes(int in_dtype, int rotate, int batch, int heads, int seq, int head_dim);
+unsigned long long evo_quantize_scratch_zero_bytes(int in_dtype, int rotate, int batch, int heads, int seq,
+                                                   int head_dim);
+}
+
+namespace {
+
+constexpr int kHeadDims[] = {EVO_OPS_HEAD_DIMS};
+struct QVariant {
+    int head_dim, dtype, rotate;
+};
+constexpr QVariant kQVariants[] = {EVO_OPS_QVARIANTS};
+
+std::string op_name(const char *op) { return std::string("torch.ops.evo.") + op; }
+
+const char *dtype_name(at::ScalarType t)
+{
+    switch (t) {
+        case at::kHalf: return "torch.float16";
+        case at::kBFloat16: return "torch.bfloat16";
+        case at::kFloat: return "torch.float32";
+        case at::kByte: return "torch.uint8";
+        case at::kFloat8_e4m3fn: return "torch.float8_e4m3fn";
+        default: return c10::toString(t);
+    }
+}
+
+std::string shape_str(const at::Tensor &t)
+{
+    std::ostringstream s;
+    s << "(";
+    for (int64_t i = 0; i < t.dim(); i++) s << (i ? ", " : "") << t.size(i);
+    s << (t.dim() == 1 ? ",)" : ")");
+    return s.str();
+}
+
+int in_dtype(at::ScalarType t) { return t == at::kBFloat16 ? 1 : 0; }
+
+// ---- checks (the module's _check_* in Python make the same ones for the fake implementations) ----
+
+void check_input(const char *op, const char *name, const at::Tensor &t, bool codes)
+{
+    TORCH_CHECK_VALUE(t.device().is_cuda(), op_name(op), ": ", name, " is on ", t.device().str(),
+                      "; it must be a CUDA tensor");
+    const auto d = t.scalar_type();
+    if (codes) {
+        const bool ok = d == at::kByte || (EVO_OPS_E4M3 && d == at::kFloat8_e4m3fn);
+        TORCH_CHECK_VALUE(ok, op_name(op), ": ", name, " is ", dtype_name(d), "; it must be ",
+                          EVO_OPS_E4M3 ? "torch.uint8 or torch.float8_e4m3fn" : "torch.uint8");
+    } else {
+        TORCH_CHECK_VALUE(d == at::kHalf || d == at::kBFloat16, op_name(op), ": ", name, " is ", dtype_name(d),
+                          "; it must be torch.float16 or torch.bfloat16");
+    }
+    TORCH_CHECK_VALUE(t.dim() == 4, op_name(op), ": ", name, " has shape ", shape_str(t),
+                      "; it must be [batch, heads, seq, head_dim]");
+}
+
+void check_quantize(const char *op, const at::Tensor &x, bool rotate)
+{
+    check_input(op, "x", x, false);
+    const int64_t d = x.size(3);
+    const int dt = in_dtype(x.scalar_type());
+    bool have = false;
+    for (const auto &v : kQVariants) have |= v.head_dim == d && v.dtype == dt && v.rotate == (rotate ? 1 : 0);
+    if (!have) {
+        std::ostringstream h;
+        bool first = true;
+        for (const auto &v : kQVariants) {
+            h << (first ? "" : ", ") << "D=" << v.head_dim << (v.dtype ? " bfloat16" : " float16")
+              << (v.rotate ? " rotate" : "");
+            first = false;
+        }
+        TORCH_CHECK_VALUE(false, op_name(op), ": the exported quantizer has no variant for head_dim ", d, ", ",
+                          dtype_name(x.scalar_type()), ", rotate=", rotate ? "True" : "False", " (it has: ", h.str(),
+                          ")");
+    }
+    TORCH_CHECK_VALUE(x.size(0) * x.size(1) <= 65535, op_name(op), ": batch * heads = ", x.size(0) * x.size(1),
+                      "; at most 65535");
+}
+
+void check_attention(const char *op, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, bool codes)
+{
+    check_input(op, "q", q, codes);
+    check_input(op, "k", k, codes);
+    check_input(op, "v", v, codes);
+    TORCH_CHECK_VALUE(q.sizes() == k.sizes() && q.sizes() == v.sizes(), op_name(op), ": q, k, v shapes disagree: ",
+                      shape_str(q), ", ", shape_str(k), ", ", shape_str(v), " (one [B, H, S, D] for all three)");
+    TORCH_CHECK_VALUE(q.device() == k.device() && q.device() == v.device(), op_name(op),
+                      ": q, k, v are on different devices: ", q.device().str(), ", ", k.device().str(), ", ",
+                      v.device().str());
+    TORCH_CHECK_VALUE(q.scalar_type() == k.scalar_type() && q.scalar_type() == v.scalar_type(), op_name(op),
+                      ": q, k, v dtypes disagree: ", dtype_name(q.scalar_type()), ", ", dtype_name(k.scalar_type()),
+                      ", ", dtype_name(v.scalar_type()));
+    bool dim_ok = false;
+    std::ostringstream dims;
+    bool first = true;
+    for (int d : kHeadDims) {
+        dim_ok |= d == q.size(3);
+        dims << (first ? "" : ", ") << d;
+        first = false;
+    }
+    TORCH_CHECK_VALUE(dim_ok, op_name(op), ": head_dim ", q.size(3),
+                      " is not supported by the exported attention kernel (it has ", dims.str(), ")");
+    TORCH_CHECK_VALUE(q.size(0) <= 65535 && q.size(1) <= 65535, op_name(op), ": batch ", q.size(0), " and heads ",
+                      q.size(1), " must each be at most 65535");
+}
+
+void check_scales(const char *op, const at::Tensor &qc, const at::Tensor &qs, const at::Tensor &ks,
+                  const at::Tensor &vs)
+{
+    const int64_t b = qc.size(0), h = qc.size(1);
+    const char *names[] = {"q_scale", "k_scale", "v_scale"};
+    const at::Tensor *s[] = {&qs, &ks, &vs};
+    for (int i = 0; i < 3; i++) {
+        TORCH_CHECK_VALUE(s[i]->device() == qc.device(), op_name(op), ": ", names[i], " is on ", s[i]->device().str(),
+                          "; the codes are on ", qc.device().str());
+        TORCH_CHECK_VALUE(s[i]->scalar_type() == at::kFloat, op_name(op), ": ", names[i], " is ",
+                          dtype_name(s[i]->scalar_type()), "; it must be torch.float32");
+        const bool flat = s[i]->dim() == 1 && s[i]->size(0) == b * h;
+        const bool two = s[i]->dim() == 2 && s[i]->size(0) == b && s[i]->size(1) == h;
+        TORCH_CHECK_VALUE(flat || two, op_name(op), ": ", names[i], " has shape ", shape_str(*s[i]), "; it must be [",
+                          b * h, "] or [", b, ", ", h, "] (one per batch, head)");
+    }
+}
+
+// A GPU of another compute capability is refused once per device index; then remembered as checked.
+void check_arch(const at::Tensor &t)
+{
+    static std::mutex mu;
+    static uint64_t checked = 0; // bit i: cuda:i matched
+    const int idx = t.device().has_index() ? t.device().index() : at::cuda::current_device();
+    std::lock_guard<std::mutex> lock(mu);
+    if (idx < 64 && (checked >> idx & 1)) return;
+    const cudaDeviceProp *p = at::cuda::getDeviceProperties(idx);
+    TORCH_CHECK(p->major == EVO_OPS_ARCH_MAJOR && p->minor == EVO_OPS_ARCH_MINOR,
+                "the kernels were built for " EVO_OPS_ARCH "; ", p->name, " (cuda:", idx, ") is sm_", p->major,
+                p->minor, ": export them again for this GPU");
+    if (idx < 64) checked |= 1ull << idx;
+}
+
+const char *cuda_error_name(int rc)
+{
+    switch (rc) {
+        case 1: return "cudaErrorInvalidValue";
+        case 2: return "cudaErrorMemoryAllocation";
+        case 98: return "cudaErrorInvalidDeviceFunction";
+        case 209: return "cudaErrorNoKernelImageForDevice";
+        case 700: return "cudaErrorIllegalAddress";
+        case 719: return "cudaErrorLaunchFailure";
+        default: return "cudaError";
+    }
+}
+
+void check_call(const char *fn, int rc)
+{
+    TORCH_CHECK(rc == 0, "evo: ", fn, " returned ", rc, " (", cuda_error_name(rc),
+                "): an unsupported combination or shape, or a CUDA failure");
+}
+
+// Contiguous and 16-byte aligned (the kernels' vector loads): t itself, or a copy.
+at::Tensor aligned(const at::Tensor &t)
+{
+    at::Tensor c = t.is_contiguous() ? t : t.contiguous();
+    return reinterpret_cast<uintptr_t>(c.data_ptr()) % 16 == 0 ? c : c.clone();
+}
+
+// ---- CUDA ----
+
+void quantize_into(const at::Tensor &x, bool rotate, at::Tensor &codes, at::Tensor &scales)
+{
+    const int b = (int)x.size(0), h = (int)x.size(1), s = (int)x.size(2), d = (int)x.size(3);
+    const int dt = in_dtype(x.scalar_type()), rot = rotate ? 1 : 0;
+    const unsigned long long need = evo_quantize_scratch_bytes(dt, rot, b, h, s, d);
+    TORCH_CHECK(need != ~0ull, "evo: the quantizer cannot run (", b, ", ", h, ", ", s, ", ", d, ") ",
+                dtype_name(x.scalar_type()), " rotate=", rotate ? "True" : "False");
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index()).stream();
+    at::Tensor scratch;
+    void *scratch_ptr = nullptr;
+    if (need) { // fresh per call from the caching allocator: stream-ordered, and a graph's own pool under capture
+        scratch = at::empty({(int64_t)need + 256}, x.options().dtype(at::kByte));
+        const uintptr_t p = reinterpret_cast<uintptr_t>(scratch.data_ptr());
+        scratch_ptr = reinterpret_cast<void *>((p + 255) & ~uintptr_t(255));
+        const unsigned long long zero = evo_quantize_scratch_zero_bytes(dt, rot, b, h, s, d);
+        if (zero) C10_CUDA_CHECK(cudaMemsetAsync(scratch_ptr, 0, zero, stream));
+    }
+    check_call("evo_quantize_forward", evo_quantize_forward(x.data_ptr(), dt, rot, codes.data_ptr(),
+                                                            scales.data_ptr<float>(), b, h, s, d, scratch_ptr, need,
+                                                            stream));
+}
+
+std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor &x_in, bool rotate)
+{
+    at::Tensor x = aligned(x_in);
+    at::Tensor codes = at::empty(x.sizes(), x.options().dtype(at::kFloat8_e4m3fn));
+    if (x.numel() == 0) // heads without elements: absmax 0, scale 1
+        return {codes, at::ones({x.size(0), x.size(1)}, x.options().dtype(at::kFloat))};
+    at::Tensor scales = at::empty({x.size(0), x.size(1)}, x.options().dtype(at::kFloat));
+    quantize_into(x, rotate, codes, scales);
+    return {codes, scales};
+}
+
+at::Tensor attention_codes(const at::Tensor &qc, const at::Tensor &kc, const at::Tensor &vc, const at::Tensor &qs,
+                           const at::Tensor &ks, const at::Tensor &vs, bool causal, c10::optional<double> scale)
+{
+    const int b = (int)qc.size(0), h = (int)qc.size(1), s = (int)qc.size(2), d = (int)qc.size(3);
+    at::Tensor o = at::empty(qc.sizes(), qc.options().dtype(at::kHalf));
+    if (o.numel() == 0) return o;
+    const float sm = scale.has_value() ? (float)*scale : (float)(1.0 / std::sqrt((double)d));
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream(qc.device().index()).stream();
+    check_call("evo_attention_forward",
+               evo_attention_forward(qc.data_ptr(), kc.data_ptr(), vc.data_ptr(), qs.data_ptr<float>(),
+                                     ks.data_ptr<float>(), vs.data_ptr<float>(), o.data_ptr(), b, h, s, d,
+                                     causal ? 1 : 0, sm, stream));
+    return o;
+}
+
+std::tuple<at::Tensor, at::Tensor> quantize_fp8_cuda(const at::Tensor &x, bool rotate)
+{
+    check_quantize("quantize_fp8", x, rotate);
+    check_arch(x);
+    c10::cuda::CUDAGuard guard(x.device());
+    return quantize(x, rotate);
+}
+
+at::Tensor attention_fp8_cuda(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, bool is_causal,
+                              c10::optional<double> scale, bool incoherent)
+{
+    check_attention("attention_fp8", q, k, v, false);
+    TORCH_CHECK_VALUE(EVO_OPS_E4M3, op_name("attention_fp8"),
+                      ": the exported attention kernel reads u8sim codes; this quantizer writes e4m3 (use "
+                      "attention_fp8_quantized with codes of that format)");
+    check_quantize("attention_fp8", q, incoherent);
+    check_quantize("attention_fp8", k, incoherent);
+    check_quantize("attention_fp8", v, false);
+    check_arch(q);
+    c10::cuda::CUDAGuard guard(q.device());
+    auto [qc, qs] = quantize(q, incoherent);
+    auto [kc, ks] = quantize(k, incoherent);
+    auto [vc, vs] = quantize(v, false);
+    at::Tensor o = attention_codes(qc, kc, vc, qs, ks, vs, is_causal, scale);
+    return q.scalar_type() == at::kHalf ? o : o.to(q.scalar_type());
+}
+
+at::Tensor attention_fp8_quantized_cuda(const at::Tensor &q_codes, const at::Tensor &k_codes,
+                                        const at::Tensor &v_codes, const at::Tensor &q_scale,
+                                        const at::Tensor &k_scale, const at::Tensor &v_scale, bool is_causal,
+                                        c10::optional<double> scale)
+{
+    check_attention("attention_fp8_quantized", q_codes, k_codes, v_codes, true);
+    check_scales("attention_fp8_quantized", q_codes, q_scale, k_scale, v_scale);
+    check_arch(q_codes);
+    c10::cuda::CUDAGuard guard(q_codes.device());
+    return attention_codes(aligned(q_codes), aligned(k_codes), aligned(v_codes), q_scale.contiguous(),
+                           k_scale.contiguous(), v_scale.contiguous(), is_causal, scale);
+}
+
+} // namespace
+
+TORCH_LIBRARY(evo, m)
+{
+    m.def("quantize_fp8(Tensor x, bool rotate=False) -> (Tensor, Tensor)");
+    m.def("attention_fp8(Tensor q, Tensor k, Tensor v, bool is_causal=False, float? scale=None, "
+          "bool incoherent=False) -> Tensor");
+    m.def("attention_fp8_quantized(Tensor q_codes, Tensor k_codes, Tensor v_codes, Tensor q_scale, Tensor k_scale, "
+          "Tensor v_scale, bool is_causal=False, float? scale=None) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(evo, CUDA, m)
+{
+    m.impl("quantize_fp8", &quantize_fp8_cuda);
+    m.impl("attention_fp8", &attention_fp8_cuda);
+    m.impl("attention_fp8_quantized", &attention_fp8_quantized_cuda);
+}
+
+// CPU tensors reach the checks (which refuse them by name) instead of the dispatcher's "no CPU kernel".
+TORCH_LIBRARY_IMPL(evo, CPU, m)
+{
+    m.impl("quantize_fp8", &quantize_fp8_cuda);
+    m.impl("attention_fp8", &attention_fp8_cuda);
+    m.impl("attention_fp8_quantized", &attention_fp8_quantized_cuda);
+}
