@@ -30,9 +30,12 @@ static const evo_cmd commands[] = {
     {"elite", cmd_elite, "show the best kernels found so far",
      "usage: evo elite --show [--top K] [--shape NAME] [--accuracy CLASS] [--json] [--db F] [--task T]\n"
      "                        [--arch sm_XX]\n"
+     "       evo elite --show --per-shape [--top K] [--shape NAME] [--accuracy CLASS] [--json] [--db F] ...\n"
      "\n"
      "Lists the top-K candidates by fitness (speedup over the baseline genome) with their genome,\n"
      "per-shape times, TFLOP/s, resources and worst error. Reads the database only; never modifies it.\n"
+     "With --per-shape: for each timed shape (and its dispatch bucket), the top-K of each accuracy\n"
+     "class by that shape's median time (evo export --dispatch takes each bucket's winner).\n"
      "\n"
      "By default it ranks the task, arch and shape set of the latest run; ncu metrics are shown when stored.\n"
      "Each accuracy class (attention: exact, fp8; docs/templates.md) is ranked on its own, in a table each.\n"
