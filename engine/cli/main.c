@@ -44,10 +44,13 @@ static const evo_cmd commands[] = {
     {"export", cmd_export, "write the best (or a chosen) kernel as a standalone .cu",
      "usage: evo export [--best [--accuracy CLASS] | --id ID | --row N | --key PREFIX] [-o FILE | --torch DIR\n"
      "                  [--module NAME] [--kernel FILE] [TASK OPTION]] [--db F]\n"
+     "       evo export --dispatch [--accuracy CLASS] [-o FILE] [--db F]\n"
      "\n"
      "Writes the kernel specialised to its genome as a .cu file that plain nvcc compiles without evo:\n"
      "an extern \"C\" launcher, a provenance header, and a self-test under -DEVO_SELFTEST.\n"
      "Default path: variants/<task>-<arch>-<shortid>.cu (shortid: the first 8 hex digits of the key)\n"
+     "--dispatch writes the winner of every dispatch bucket (evo elite --show --per-shape) into one file\n"
+     "whose launcher picks the kernel by the problem; default path variants/<task>-<arch>-dispatch.cu.\n"
      "\n"
      "The genome is rendered with the config of the run that measured it; only candidates that passed every\n"
      "gate in a run are exported (kernels checked with `evo check` are hand-written files already). --best\n"

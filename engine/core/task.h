@@ -27,6 +27,7 @@
 struct evo_config;
 struct evo_task_gpu;
 struct evo_export_ctx;
+struct evo_export_dispatch_ctx;
 
 #define EVO_NAME_MAX 32
 #define EVO_FIELDS_MAX 8
@@ -232,6 +233,9 @@ typedef struct evo_task {
     /* Dispatch buckets (`evo elite --per-shape`, `evo export --dispatch`): the bucket of shape s (false: s is in none).
      * NULL: no buckets (every shape is its own, and there is no dispatching export). */
     bool (*bucket)(const evo_shape *s, evo_bucket *out);
+    /* A dispatching export: one file holding the winner of every bucket and a launcher that picks among them by the
+     * problem (export.h, evo_export_dispatch_ctx). NULL: the task has none. */
+    evo_status (*export_dispatch_body)(const struct evo_export_dispatch_ctx *x, evo_str *out, evo_err *err);
     const char *kernel_prefix; /* the candidate's kernels' names start with this (sanitizer, profiler) */
     /* `evo export --torch`: the text of a Python module that registers PyTorch ops for an exported kernel and a
      * companion file (another task's export, e.g. the quantizer in front of attention), both to lie beside it

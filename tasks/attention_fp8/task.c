@@ -554,6 +554,7 @@ static bool attention_bucket(const evo_shape *s, evo_bucket *out)
 static const char *const attention_headers[] = {"evo_attention_abi.h", NULL};
 
 evo_status evo_attn_export_body(const struct evo_export_ctx *x, evo_str *out, evo_err *err);
+evo_status evo_attn_export_dispatch_body(const struct evo_export_dispatch_ctx *x, evo_str *out, evo_err *err);
 extern const evo_task_gpu evo_attn_gpu;
 
 const evo_task evo_task_attention_fp8 = {
@@ -584,6 +585,7 @@ const evo_task evo_task_attention_fp8 = {
     .rate_scale = 1e12,
     .export_body = evo_attn_export_body,
     .bucket = attention_bucket,
+    .export_dispatch_body = evo_attn_export_dispatch_body,
     .torch_module = evo_attn_torch_module,
     .torch_companion = "variants/quantize_fp8-%s-*.cu",
     .torch_option = "quantizer",
