@@ -2,10 +2,13 @@
 # cli_export_nvcc.sh — kernels exported from the fixture stores (e4m3 and u8sim, two head dims each, and a kernel of
 # the sm_90a family from a configs/hopper.yaml run) build with plain nvcc, without evo or its templates: as an
 # object (-c), as the self-test executable (-DEVO_SELFTEST) and as the shared library tools/bench/compare_sdpa.py loads
-# (its three extern "C" symbols present), with no compiler warning; each with the nvcc target its header names.
+# (its three extern "C" symbols present), with no compiler warning; each with the nvcc target its header names. The
+# dispatching exports too: one holding both families (test_export --fixture dispatch, sm_90a) and one of four family-0
+# genomes (tests/data/replay.db), the latter also for sm_80.
 # Exits 77 (skipped) when nvcc is not found. Run: bash tests/cli_export_nvcc.sh build/evo .   (ctest runs it)
 set -u
 EVO=$(realpath "$1")
+SRC=$(realpath "${2:-.}")
 FIXTURE=$(dirname "$EVO")/tests/test_export
 NVCC=$(command -v nvcc || true)
 for c in "${CUDA_HOME:-}/bin/nvcc" /usr/local/cuda/bin/nvcc; do
@@ -25,11 +28,18 @@ fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 # build NAME ARGS...: nvcc in the background with the target the file's header names ($TARGET), output in NAME.log
 build() { local name=$1; shift; ("$NVCC" $TARGET -O3 "$@" >"$name.log" 2>&1; echo $? >"$name.rc") & }
 
-for fmt in e4m3 u8sim hopper; do
-  "$FIXTURE" --fixture $fmt $fmt.db >/dev/null || fail "fixture $fmt"
-  "$EVO" export --db $fmt.db -o $fmt.cu >/dev/null 2>&1 || fail "export $fmt"
+"$FIXTURE" --fixture dispatch dispatch.db >/dev/null || fail "fixture dispatch"
+for fmt in e4m3 u8sim hopper dispatch replay; do
+  case $fmt in
+    dispatch) "$EVO" export --dispatch --db dispatch.db -o $fmt.cu >/dev/null 2>&1 || fail "export $fmt" ;;
+    replay) "$EVO" export --dispatch --db "$SRC/tests/data/replay.db" -o $fmt.cu >/dev/null 2>&1 || fail "export $fmt" ;;
+    *)
+      "$FIXTURE" --fixture $fmt $fmt.db >/dev/null || fail "fixture $fmt"
+      "$EVO" export --db $fmt.db -o $fmt.cu >/dev/null 2>&1 || fail "export $fmt"
+      ;;
+  esac
   TARGET=$(sed -n 's/^ \*   nvcc \(-[^ ]*\) -O3 -c .*/\1/p' $fmt.cu | head -1)
-  want=-arch=sm_90; [ $fmt = hopper ] && want=-gencode=arch=compute_90a,code=sm_90a
+  want=-arch=sm_90; [ $fmt = hopper ] || [ $fmt = dispatch ] && want=-gencode=arch=compute_90a,code=sm_90a
   checks=$((checks + 1)); [ "$TARGET" = "$want" ] || fail "$fmt.cu names nvcc target '$TARGET', not $want"
   # only the file itself: a copy in an empty directory, so no header next to it can be found
   mkdir -p alone && cp $fmt.cu alone/
@@ -37,8 +47,17 @@ for fmt in e4m3 u8sim hopper; do
   build $fmt-selftest -DEVO_SELFTEST alone/$fmt.cu -o $fmt-selftest
   build $fmt-so -shared -Xcompiler -fPIC alone/$fmt.cu -o lib$fmt.so
 done
+# the dispatching file of family-0 kernels builds for sm_80 too
+TARGET=-arch=sm_80 build replay80-obj -c alone/replay.cu -o replay80.o
+TARGET=-arch=sm_80 build replay80-selftest -DEVO_SELFTEST alone/replay.cu -o replay80-selftest
 wait
-for fmt in e4m3 u8sim hopper; do
+for kind in obj selftest; do
+  checks=$((checks + 1))
+  [ "$(cat replay80-$kind.rc)" = 0 ] || fail "nvcc -arch=sm_80 replay $kind: $(head -20 replay80-$kind.log)"
+  checks=$((checks + 1))
+  ! grep -qi "warning" replay80-$kind.log || fail "nvcc sm_80 replay $kind warns: $(grep -i warning replay80-$kind.log | head -5)"
+done
+for fmt in e4m3 u8sim hopper dispatch replay; do
   for kind in obj selftest so; do
     checks=$((checks + 1))
     [ "$(cat $fmt-$kind.rc)" = 0 ] || fail "nvcc $fmt $kind: $(head -20 $fmt-$kind.log)"
@@ -46,17 +65,27 @@ for fmt in e4m3 u8sim hopper; do
     ! grep -qi "warning" $fmt-$kind.log || fail "nvcc $fmt $kind warns: $(grep -i warning $fmt-$kind.log | head -5)"
   done
   checks=$((checks + 1)); [ -x $fmt-selftest ] || fail "$fmt: no self-test executable"
-  for sym in evo_attention_forward evo_attention_genome evo_attention_format; do
+  syms="evo_attention_forward evo_attention_genome evo_attention_format"
+  [ $fmt = dispatch ] || [ $fmt = replay ] && syms="$syms evo_attention_dispatch evo_attention_entries evo_attention_entry_genome"
+  for sym in $syms; do
     checks=$((checks + 1))
     nm -D --defined-only lib$fmt.so 2>/dev/null | grep -q " T $sym$" || fail "lib$fmt.so does not export $sym"
   done
   checks=$((checks + 1))
-  if [ $fmt = hopper ]; then
+  if [ $fmt = hopper ] || [ $fmt = dispatch ]; then
     nm -C --defined-only $fmt.o 2>/dev/null | grep -q "evo_attn_sm90<64, 64, 2, 64, 3, 2, 2, 1, 1, 0, 0, 56, 0, 0>" ||
       fail "$fmt.o lacks the D=64 instantiation of the sm_90a family"
+  elif [ $fmt = replay ]; then
+    expect_n=$(nm -C --defined-only $fmt.o 2>/dev/null | grep -E " [tT] void evo_attn_fwd<" | grep -vc clone)
+    [ "$expect_n" = 5 ] || fail "$fmt.o has $expect_n family-0 kernels, not 5 (four genomes, one with two head dims)"
   else
     nm -C --defined-only $fmt.o 2>/dev/null | grep -q "evo_attn_fwd<64, $([ $fmt = e4m3 ] && echo 0 || echo 1), 128, 64, 4" ||
       fail "$fmt.o lacks the D=64 instantiation"
+  fi
+  if [ $fmt = dispatch ]; then
+    checks=$((checks + 1))
+    nm -C --defined-only $fmt.o 2>/dev/null | grep -q "evo_attn_fwd<64, 0, 64, 64, 4, 1, 3," ||
+      fail "$fmt.o lacks the family-0 D=64 instantiation of entry 0"
   fi
 done
 

@@ -4,11 +4,13 @@
  * Also the fixture maker of tests/cli_export*.sh: `test_export --fixture e4m3|u8sim|empty FILE` prints
  * "NAME KEY ID" for each candidate it stored; `test_export --fixture genome FILE CONFIG GENOME` stores one finished
  * run of CONFIG (any task) on sm_90 with its baseline (1.0x) and GENOME (1.5x, the best), and prints GENOME's key
- * (tests/cli_quantize_export.sh exports quantizers of chosen genomes so).
+ * (tests/cli_quantize_export.sh exports quantizers of chosen genomes so); `--fixture dispatch FILE` a store whose
+ * per-shape winners differ, both families among them (tests/cli_export_dispatch.sh).
  */
 #include "candidate.h"
 #include "check.h"
 #include "config.h"
+#include "attn_dispatch_host.h"
 #include "evo_attention_abi.h"
 #include "export.h"
 #include "protocol.h"
@@ -257,6 +259,105 @@ static void make_hopper_fixture(const char *path, bool p8)
     free(text);
 }
 
+/* A store whose per-shape winners differ (`--fixture dispatch`): one run of configs/hopper.yaml with the baseline
+ * (1.0x on every shape), F0 (the baseline with STAGES=3, family 0) and F1 (the sm_90a genome GENOME_SM90), each
+ * with its own speedup per shape (mission, small, long, wide, stress): F0 wins mission and small, F1 long, wide
+ * and stress. Prints "NAME KEY ID" for each. */
+static void make_dispatch_fixture(const char *path)
+{
+    evo_err err = {{0}};
+    char *text = NULL;
+    if (evo_read_file(EVO_SOURCE_DIR "/configs/hopper.yaml", &text, NULL, &err) != EVO_OK) die("config", &err);
+    evo_config *cfg = NULL;
+    if (evo_config_parse("configs/hopper.yaml", text, strlen(text), &cfg, &err) != EVO_OK) die("parse", &err);
+    evo_store *st = NULL;
+    if (evo_store_open(path, EVO_STORE_READWRITE, &st, &err) != EVO_OK) die("open", &err);
+    char ss[65];
+    evo_config_shape_set_key(cfg, ss);
+    evo_run_rec run = {.started_at = "2026-11-27T08:00:00Z",
+                       .finished_at = "2026-11-27T08:05:00Z",
+                       .state = "done",
+                       .task = "attention_fp8",
+                       .arch = "sm_90",
+                       .shape_set = ss,
+                       .config_path = "configs/hopper.yaml",
+                       .config_text = text,
+                       .strategy = "ga",
+                       .seed = 1,
+                       .generations = 1,
+                       .population = 32,
+                       .gpu = "NVIDIA H200",
+                       .driver = "13000",
+                       .nvrtc_version = (char *)evo_nvrtc_version(),
+                       .evo_version = EVO_VERSION};
+    if (evo_store_begin_run(st, &run, &err) != EVO_OK) die("begin_run", &err);
+    evo_device_limits lim;
+    if (evo_device_limits_for_arch("sm_90", &lim, &err) != EVO_OK) die("limits", &err);
+    const evo_build_opts bo = {.cfg = cfg, .task = evo_task_find(cfg->task), .lim = &lim, .arch = "sm_90", .jobs = 1};
+    const char *base = strstr(text, "baseline: \"") + 11;
+    const int cut = (int)(strstr(base, ",FAMILY=") - base);
+    char g[3][2048];
+    snprintf(g[0], sizeof g[0], "%.*s", (int)(strchr(base, '"') - base), base);
+    snprintf(g[1], sizeof g[1], "%s", g[0]);
+    char *stages = strstr(g[1], "STAGES=2");
+    if (!stages) die("the hopper baseline has no STAGES=2", NULL);
+    stages[7] = '3';
+    snprintf(g[2], sizeof g[2], "%.*s,%s", cut, base, GENOME_SM90);
+    static const char *const names[3] = {"BASE", "F0", "F1"};
+    static const double speed[3][5] = {{1, 1, 1, 1, 1}, {1.30, 1.25, 1.05, 1.10, 1.00}, {0.90, 1.10, 1.60, 1.20, 1.70}};
+    evo_candidate c[3];
+    memset(c, 0, sizeof c);
+    for (int i = 0; i < 3; i++)
+        if (evo_genome_parse(cfg->space, g[i], &c[i].genome, &err) != EVO_OK) die(g[i], &err);
+    if (evo_candidates_prepare(&bo, c, 3, &err) != EVO_OK) die("prepare", &err);
+    if (cfg->n_shapes != 5) die("configs/hopper.yaml no longer has 5 shapes", NULL);
+    for (int i = 0; i < 3; i++) {
+        if (c[i].verdict != EVO_V_OK) die(c[i].why, NULL);
+        evo_candidate_rec r = {.key = c[i].key,
+                               .task = "attention_fp8",
+                               .arch = "sm_90",
+                               .genome = c[i].genome_text,
+                               .template_hash = c[i].template_hash,
+                               .options = "",
+                               .nvrtc_version = (char *)evo_nvrtc_version(),
+                               .registers = 168,
+                               .smem_bytes = 65536,
+                               .spill_bytes = 0,
+                               .stack_bytes = 0};
+        if (evo_store_put_candidate(st, &r, &err) != EVO_OK) die("put_candidate", &err);
+        evo_shape_result *res = make_results(cfg, 1.0);
+        double logsum = 0;
+        for (int k = 0; k < 5; k++) {
+            res[k].speedup = speed[i][k];
+            res[k].median_us = res[k].baseline_us / speed[i][k];
+            res[k].p10_us = res[k].median_us * 0.98;
+            res[k].p90_us = res[k].median_us * 1.03;
+            res[k].ci_lo_us = res[k].median_us * 0.995;
+            res[k].ci_hi_us = res[k].median_us * 1.005;
+            res[k].rate = evo_task_find(cfg->task)->work(&cfg->shapes[k]) / (res[k].median_us * 1e-6) / 1e12;
+            logsum += log(speed[i][k]);
+        }
+        evo_eval_rec e = {.candidate_id = r.id,
+                          .run_id = run.id,
+                          .generation = 0,
+                          .shape_set = ss,
+                          .verdict = EVO_V_OK,
+                          .fitness = exp(logsum / 5),
+                          .detail = "{\"cases_checked\":300,\"worst_rel_l2\":0.0017}",
+                          .gpu = "NVIDIA H200 (GPU 0)",
+                          .created_at = "2026-11-27T08:01:00Z",
+                          .shapes = res,
+                          .n_shapes = 5};
+        if (evo_store_put_evaluation(st, &e, &err) != EVO_OK) die("put_evaluation", &err);
+        free(res);
+        printf("%s %s %lld\n", names[i], c[i].key, (long long)r.id);
+    }
+    for (int i = 0; i < 3; i++) evo_candidate_free(&c[i]);
+    evo_store_close(st);
+    evo_config_free(cfg);
+    free(text);
+}
+
 /* One finished run of the config at config_path (its task, whatever it is) on sm_90: the baseline (1.0x) and genome
  * (1.5x). Prints "GENOME key". Returns 2 when the genome does not parse or does not pass the host-side checks. */
 static int make_genome_fixture(const char *path, const char *config_path, const char *genome)
@@ -336,6 +437,10 @@ static int fixture_main(const char *kind, const char *path)
         make_hopper_fixture(path, strcmp(kind, "hopper-p8") == 0);
         return 0;
     }
+    if (strcmp(kind, "dispatch") == 0) {
+        make_dispatch_fixture(path);
+        return 0;
+    }
     if (strcmp(kind, "empty") == 0) {
         evo_store *st = NULL;
         evo_err err = {{0}};
@@ -344,7 +449,7 @@ static int fixture_main(const char *kind, const char *path)
         return 0;
     }
     if (strcmp(kind, "e4m3") != 0 && strcmp(kind, "u8sim") != 0) {
-        fprintf(stderr, "test_export: unknown fixture '%s' (e4m3, u8sim, hopper, hopper-p8, empty)\n", kind);
+        fprintf(stderr, "test_export: unknown fixture '%s' (e4m3, u8sim, hopper, hopper-p8, dispatch, empty)\n", kind);
         return 2;
     }
     fixture fx;
@@ -454,21 +559,30 @@ static void test_best(const fixture *fx)
     CHECK_EQ_INT(evo_template_get("evo_attention_abi.h", &abi, NULL, NULL), EVO_OK);
     CHECK_EQ_INT(evo_template_get("export_harness.cu", &harness, NULL, NULL), EVO_OK);
     CHECK_CONTAINS(t, abi);
-    /* the harness verbatim but for its #include of attn_numerics.h (the FP8 model its fp8-class self-test runs),
-     * which is inlined: the file needs nothing of evo's */
-    const char *numerics = NULL, *hinc = harness ? strstr(harness, "#include \"attn_numerics.h\"\n") : NULL;
-    CHECK_EQ_INT(evo_template_get("attn_numerics.h", &numerics, NULL, NULL), EVO_OK);
-    CHECK(hinc != NULL);
-    if (hinc && numerics) {
-        char *head = evo_strdup(harness);
-        head[hinc - harness] = '\0';
-        CHECK_CONTAINS(t, head);
-        CHECK_CONTAINS(t, hinc + strlen("#include \"attn_numerics.h\"\n"));
-        CHECK_CONTAINS(t, "/* ==== attn_numerics.h, inlined ==== */\n");
-        CHECK_CONTAINS(t, numerics);
-        CHECK(strstr(t, "#include \"attn_numerics.h\"") == NULL);
-        free(head);
+    /* the harness verbatim but for its #includes of embedded files (attn_numerics.h: the FP8 model its fp8-class
+     * self-test runs; export_selftest.cuh: what every task's self-test shares), which are inlined: the file needs
+     * nothing of evo's */
+    static const char *const inlined[] = {"export_selftest.cuh", "attn_numerics.h"}; /* in the order they come */
+    const char *rest = harness;
+    for (size_t k = 0; k < EVO_ARRAY_LEN(inlined) && rest; k++) {
+        char inc[64], mark[96];
+        snprintf(inc, sizeof inc, "#include \"%s\"\n", inlined[k]);
+        snprintf(mark, sizeof mark, "/* ==== %s, inlined ==== */\n", inlined[k]);
+        const char *text = NULL, *hinc = strstr(rest, inc);
+        CHECK_EQ_INT(evo_template_get(inlined[k], &text, NULL, NULL), EVO_OK);
+        CHECK(hinc != NULL);
+        if (!hinc || !text) break;
+        char *seg = evo_strdup(rest);
+        seg[hinc - rest] = '\0';
+        CHECK_CONTAINS(t, seg);
+        CHECK_CONTAINS(t, mark);
+        CHECK_CONTAINS(t, text);
+        inc[strlen(inc) - 1] = '\0';
+        CHECK(strstr(t, inc) == NULL);
+        free(seg);
+        rest = hinc + strlen(inc) + 1;
     }
+    if (rest) CHECK_CONTAINS(t, rest);
     const char *inc = strstr(tpl, "#include \"evo_attention_abi.h\"\n");
     CHECK(inc != NULL);
     if (inc) {
@@ -731,6 +845,88 @@ static void test_launch_knob_keys(void)
     free(atext);
 }
 
+/* attn_dispatch_host.h's rule on a table of its own: exact buckets, the nearest (causal first, then class steps, then
+ * seq steps, then table order), head dims without a bucket. */
+static void test_dispatch_rule(void)
+{
+    static const attn_dispatch_bucket t[] = {
+        {64, 0, 9, 3, 0}, {64, 0, 9, 4, 1}, {64, 0, 11, 4, 2}, {64, 1, 12, 6, 3}, {128, 0, 9, 4, 4},
+    };
+    const int n = (int)EVO_ARRAY_LEN(t);
+    CHECK_EQ_INT(attn_dispatch_class(1, ATTN_SEQ_CLASS_MIN), 8);
+    CHECK_EQ_INT(attn_dispatch_class(256, ATTN_SEQ_CLASS_MIN), 8);
+    CHECK_EQ_INT(attn_dispatch_class(257, ATTN_SEQ_CLASS_MIN), 9);
+    CHECK_EQ_INT(attn_dispatch_class(4097, ATTN_SEQ_CLASS_MIN), 13);
+    CHECK_EQ_INT(attn_dispatch_class(8, ATTN_BH_CLASS_MIN), 3);
+    CHECK_EQ_INT(attn_dispatch_class(9, ATTN_BH_CLASS_MIN), 4);
+    CHECK_EQ_INT(attn_dispatch_pick(t, n, 1, 8, 512, 64, 0), 0);    /* its own bucket */
+    CHECK_EQ_INT(attn_dispatch_pick(t, n, 2, 8, 300, 64, 0), 1);    /* seq 257..512, bh 9..16 */
+    CHECK_EQ_INT(attn_dispatch_pick(t, n, 2, 8, 2000, 64, 0), 2);   /* seq 1025..2048, bh 9..16 */
+    CHECK_EQ_INT(attn_dispatch_pick(t, n, 2, 8, 1024, 64, 0), 1);   /* one step from rows 1 and 2: the first */
+    CHECK_EQ_INT(attn_dispatch_pick(t, n, 1, 1, 1, 64, 0), 0);      /* below every class: the smallest */
+    CHECK_EQ_INT(attn_dispatch_pick(t, n, 64, 64, 4096, 64, 0), 2); /* non-causal before the causal row 3 */
+    CHECK_EQ_INT(attn_dispatch_pick(t, n, 1, 8, 512, 64, 1), 3);    /* causal: the only causal row, far as it is */
+    CHECK_EQ_INT(attn_dispatch_pick(t, n, 1, 1, 1, 128, 1), 4);     /* the only D=128 row */
+    CHECK_EQ_INT(attn_dispatch_pick(t, n, 1, 8, 512, 96, 0), -1);   /* no bucket of that head dim */
+    CHECK_EQ_INT(attn_dispatch_pick(t, 0, 1, 8, 512, 64, 0), -1);   /* an empty table */
+    CHECK_EQ_INT(attn_dispatch_pick(t, n, 65535, 65535, 1 << 20, 64, 0), 2); /* no overflow at the limits */
+}
+
+/* The engine's side of --dispatch on the dispatch fixture: buckets in key order, each one's winner, two entries of
+ * two families, the rendered file; a class without winners. */
+static void test_dispatch(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/dispatch.db", tmpdir);
+    fflush(stdout);
+    const int saved = dup(1);
+    if (!freopen("/dev/null", "w", stdout)) die("freopen", NULL);
+    make_dispatch_fixture(path);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    evo_store *st = NULL;
+    evo_err err = {{0}};
+    CHECK(evo_store_open(path, EVO_STORE_READONLY, &st, &err) == EVO_OK);
+    evo_export_dispatch_ctx d;
+    CHECK(evo_export_dispatch_pick(st, NULL, &d, &err) == EVO_OK);
+    CHECK_EQ_INT(d.n_buckets, 5);
+    CHECK_EQ_INT(d.n_entries, 2);
+    CHECK_EQ_INT(d.n_timed, 5);
+    static const int entry[5] = {0, 0, 1, 1, 1};
+    static const char *const label[5] = {"d64 non-causal seq 257..512 bh 1..8", "d64 non-causal seq 257..512 bh 9..16",
+                                         "d64 non-causal seq 1025..2048 bh 9..16",
+                                         "d64 non-causal seq 1025..2048 bh 17..32",
+                                         "d128 non-causal seq 257..512 bh 9..16"};
+    static const double speedup[5] = {1.30, 1.25, 1.60, 1.70, 1.20};
+    for (int b = 0; b < 5 && b < d.n_buckets; b++) {
+        CHECK_EQ_INT(d.buckets[b].entry, entry[b]);
+        CHECK_STR(d.buckets[b].bucket.label, label[b]);
+        CHECK_NEAR(d.buckets[b].speedup, speedup[b], 1e-9);
+    }
+    if (d.n_entries == 2) {
+        CHECK_EQ_INT((int)d.entries[0].src.cand.id, 2);
+        CHECK_EQ_INT((int)d.entries[1].src.cand.id, 3);
+        CHECK_EQ_INT((int)d.entries[0].src.run.id, 1);
+    }
+    evo_export_out out = {0};
+    CHECK(evo_export_dispatch_render(&d, "2026-11-28T00:00:00Z", &out, &err) == EVO_OK);
+    if (out.text) {
+        CHECK_CONTAINS(out.text, "#define EVO_EXPORT_DISPATCH 1");
+        CHECK_CONTAINS(out.text, "#define EVO_EXPORT_SM90 1");
+        CHECK_CONTAINS(out.text, "    {64, 0, 9, 3, 0}, /* d64 non-causal seq 257..512 bh 1..8 */");
+        CHECK_CONTAINS(out.text, "    {128, 0, 9, 4, 1}, /* d128 non-causal seq 257..512 bh 9..16 */");
+        CHECK_CONTAINS(out.text, "Exported 2026-11-28T00:00:00Z by evo");
+    }
+    CHECK_STR(out.nvcc_arch, "-gencode=arch=compute_90a,code=sm_90a");
+    evo_export_out_free(&out);
+    evo_export_dispatch_free(&d);
+    CHECK(evo_export_dispatch_pick(st, "fp8", &d, &err) == EVO_E_NOTFOUND);
+    CHECK_CONTAINS(err.msg, "in accuracy class fp8");
+    evo_export_dispatch_free(&d);
+    evo_store_close(st);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "--fixture") == 0) return fixture_main(argv[2], argv[3]);
@@ -760,6 +956,8 @@ int main(int argc, char **argv)
     test_sm90();
     test_render_errors(&fx);
     test_launch_knob_keys();
+    test_dispatch_rule();
+    test_dispatch();
 
     evo_remove_tree(tmpdir);
     return check_result();

@@ -309,6 +309,7 @@ typedef struct {
     const char *db, *task, *arch, *shape, *accuracy;
     int top;
     int json;
+    int per_shape;
 } elite_opts;
 
 /* `evo elite`'s options: parsing (getopt_long through evo_cli_longopts) and the usage's option lines. */
@@ -318,6 +319,9 @@ const evo_cli_opt evo_cli_opts_elite[] = {
     {"shape", 'H', required_argument, false, "NAME",
      "rank by the speedup on the shape called NAME (a name of the config's shapes),\n"
      "e.g. to pick the kernel for one problem size: evo export --id ID"},
+    {"per-shape", 'P', no_argument, false, NULL,
+     "per timed shape (every shape set of the task and arch), the top K of each class by\n"
+     "that shape's median time, with the shape's dispatch bucket (with --shape: that shape)"},
     {"accuracy", 'C', required_argument, false, "CLASS", "only this accuracy class"},
     {"json", 'J', no_argument, false, NULL,
      "machine-readable output (a JSON array, best first within each class; every entry\n"
@@ -342,6 +346,7 @@ static evo_status parse_opts(int argc, char **argv, elite_opts *o, evo_err *err)
         switch (c) {
             case 'S': break;
             case 'J': o->json = 1; break;
+            case 'P': o->per_shape = 1; break;
             case 'D': o->db = optarg; break;
             case 'T': o->task = optarg; break;
             case 'A': o->arch = optarg; break;
@@ -515,6 +520,200 @@ static void section_free(section *sec)
     evo_store_elites_free(sec->el, sec->n_all);
 }
 
+/* ---- --per-shape ---- */
+
+/* One shape of one class (on one GPU model): its rows (ranked) and its bucket. */
+typedef struct {
+    const evo_shape_elite_rec *rows;
+    int n;
+    const char *model;
+    evo_bucket bucket;
+    bool has_bucket;
+} shape_group;
+
+static int group_cmp(const void *a, const void *b)
+{
+    const shape_group *x = a, *y = b;
+    int c = strcmp(x->rows[0].accuracy, y->rows[0].accuracy);
+    if (c) return c;
+    if (x->has_bucket != y->has_bucket) return x->has_bucket ? -1 : 1;
+    for (int k = 0; x->has_bucket && k < EVO_BUCKET_KEYS; k++)
+        if (x->bucket.key[k] != y->bucket.key[k]) return x->bucket.key[k] < y->bucket.key[k] ? -1 : 1;
+    c = strcmp(x->rows[0].result.shape, y->rows[0].result.shape);
+    return c ? c : strcmp(x->rows[0].result.fields, y->rows[0].result.fields);
+}
+
+/* The rows of one class's model section, cut into shapes (consecutive rows of equal fields), with their buckets. */
+static int group_rows(const evo_task *t, const evo_shape_elite_rec *r, int n, const char *model, const char *only,
+                      shape_group *g, int n_g)
+{
+    for (int i = 0; i < n;) {
+        int j = i + 1;
+        while (j < n && strcmp(r[j].accuracy, r[i].accuracy) == 0 &&
+               strcmp(r[j].result.fields, r[i].result.fields) == 0)
+            j++;
+        const size_t len = only ? strlen(only) : 0;
+        const char *name = r[i].result.shape;
+        if (!only || (strncmp(name, only, len) == 0 && (name[len] == '(' || name[len] == '\0' || name[len] == ' '))) {
+            shape_group *x = &g[n_g++];
+            *x = (shape_group){.rows = &r[i], .n = j - i, .model = model};
+            evo_shape sh;
+            if (t && t->bucket && evo_shape_from_fields_json(t, name, r[i].result.fields, &sh, NULL) == EVO_OK)
+                x->has_bucket = t->bucket(&sh, &x->bucket);
+        }
+        i = j;
+    }
+    return n_g;
+}
+
+static cJSON *shape_group_json(const shape_group *g, const evo_task *t)
+{
+    cJSON *o = cJSON_CreateObject();
+    evo_json_str(o, "accuracy", g->rows[0].accuracy);
+    evo_json_str(o, "shape", g->rows[0].result.shape);
+    cJSON *f = cJSON_Parse(g->rows[0].result.fields);
+    cJSON_AddItemToObject(o, "fields", f ? f : cJSON_CreateObject());
+    if (g->has_bucket) {
+        cJSON *b = cJSON_AddObjectToObject(o, "bucket");
+        evo_json_str(b, "label", g->bucket.label);
+        cJSON *k = cJSON_AddArrayToObject(b, "key");
+        for (int i = 0; i < EVO_BUCKET_KEYS; i++) cJSON_AddItemToArray(k, cJSON_CreateNumber((double)g->bucket.key[i]));
+    } else {
+        cJSON_AddNullToObject(o, "bucket");
+    }
+    if (g->model) evo_json_str(o, "gpu_model", g->model);
+    cJSON *arr = cJSON_AddArrayToObject(o, "elites");
+    for (int i = 0; i < g->n; i++) {
+        const evo_shape_elite_rec *r = &g->rows[i];
+        cJSON *e = cJSON_CreateObject();
+        char id[9];
+        short_id(r->key, id);
+        cJSON_AddNumberToObject(e, "rank", r->rank);
+        evo_json_str(e, "id", id);
+        evo_json_str(e, "key", r->key);
+        cJSON_AddNumberToObject(e, "candidate_id", (double)r->cand.id);
+        evo_json_str(e, "genome", r->cand.genome);
+        evo_json_num(e, "median_us", r->result.median_us);
+        evo_json_num(e, "ci_lo_us", r->result.ci_lo_us > 0 ? r->result.ci_lo_us : NAN);
+        evo_json_num(e, "ci_hi_us", r->result.ci_hi_us > 0 ? r->result.ci_hi_us : NAN);
+        evo_json_num(e, "p10_us", r->result.p10_us);
+        evo_json_num(e, "p90_us", r->result.p90_us);
+        evo_json_num(e, t ? t->rate_key : "rate", r->result.rate);
+        evo_json_num(e, "speedup", r->result.speedup);
+        cJSON_AddNumberToObject(e, "evaluation_id", (double)r->eval_id);
+        if (r->run_id > 0)
+            cJSON_AddNumberToObject(e, "run_id", (double)r->run_id);
+        else
+            cJSON_AddNullToObject(e, "run_id");
+        if (r->generation >= 0)
+            cJSON_AddNumberToObject(e, "generation", r->generation);
+        else
+            cJSON_AddNullToObject(e, "generation");
+        evo_json_str(e, "gpu", r->gpu);
+        evo_json_str(e, "shape_set", r->shape_set);
+        cJSON_AddItemToArray(arr, e);
+    }
+    return o;
+}
+
+static void shape_group_print(const shape_group *g, const evo_task *t)
+{
+    printf("\n%s", g->rows[0].result.shape);
+    if (g->has_bucket) printf("  bucket %s", g->bucket.label);
+    printf("\n  %4s  %-8s  %11s  %20s  %8s  %8s  %9s  %-9s  %-24s  %s\n", "rank", "id", "median µs", "95% interval µs",
+           t ? t->rate_unit : "rate", "speedup", "candidate", "run/gen", "gpu", "genome");
+    for (int i = 0; i < g->n; i++) {
+        const evo_shape_elite_rec *r = &g->rows[i];
+        char id[9], med[32], ci[80], rate[32], sp[32], rg[32];
+        short_id(r->key, id);
+        fmt_num(med, sizeof med, "%.2f", r->result.median_us);
+        fmt_interval(ci, sizeof ci, "%.2f", r->result.ci_lo_us, r->result.ci_hi_us);
+        fmt_num(rate, sizeof rate, "%.1f", r->result.rate);
+        fmt_num(sp, sizeof sp, "%.3fx", r->result.speedup);
+        if (r->run_id > 0)
+            snprintf(rg, sizeof rg, "%lld/%d", (long long)r->run_id, r->generation);
+        else
+            snprintf(rg, sizeof rg, "-");
+        printf("  %4d  %-8s  %10s  %18s  %8s  %8s  %9lld  %-9s  %-24s  %s\n", r->rank, id, med, ci, rate, sp,
+               (long long)r->cand.id, rg, r->gpu ? r->gpu : "-", r->cand.genome ? r->cand.genome : "");
+    }
+}
+
+/* `evo elite --per-shape`: each shape's fastest candidates per class (and GPU model, when several measured). */
+static evo_status per_shape(evo_store *st, const elite_opts *o, evo_err *err)
+{
+    evo_run_rec run = {0};
+    evo_status s = resolve_scope(st, o, &run, err);
+    const char *task = o->task ? o->task : run.task;
+    const char *arch = o->arch ? o->arch : run.arch;
+    const evo_task *t = task ? evo_task_find(task) : NULL;
+    if (s == EVO_OK && o->accuracy && t && evo_task_accuracy_find(t, o->accuracy) < 0) {
+        char names[128];
+        evo_task_accuracy_names(t, names, sizeof names);
+        s = evo_cli_usage_error(evo_cli_find("elite"), err, "--accuracy %s: task %s has the classes %s", o->accuracy,
+                                task, names);
+    }
+    char **models = NULL;
+    int n_models = 0;
+    if (s == EVO_OK) s = evo_store_gpu_models(st, task, arch, NULL, &models, &n_models, err);
+    const int per_model = n_models > 1 ? n_models : 1;
+    evo_shape_elite_rec **rows = evo_xcalloc((size_t)per_model, sizeof *rows);
+    int *n_rows = evo_xcalloc((size_t)per_model, sizeof *n_rows), total = 0;
+    for (int m = 0; m < per_model && s == EVO_OK; m++) {
+        s = evo_store_shape_elites(st, task, arch, o->accuracy, n_models > 1 ? models[m] : NULL, NULL, o->top, &rows[m],
+                                   &n_rows[m], err);
+        total += n_rows[m];
+    }
+    shape_group *g = evo_xcalloc((size_t)(total ? total : 1), sizeof *g);
+    int n_g = 0;
+    for (int m = 0; m < per_model && s == EVO_OK; m++) {
+        const int first = n_g;
+        n_g = group_rows(t, rows[m], n_rows[m], n_models > 1 ? models[m] : NULL, o->shape, g, n_g);
+        qsort(g + first, (size_t)(n_g - first), sizeof *g, group_cmp);
+    }
+    if (s == EVO_OK && n_g == 0 && o->shape && total > 0)
+        s = evo_fail(err, EVO_E_USAGE,
+                     "elite --per-shape --shape %s: no shape of that name has a correct, timed result", o->shape);
+    else if (s == EVO_OK && n_g == 0)
+        s = evo_fail(err, EVO_E_NOTFOUND,
+                     "%s: no elites yet%s%s%s%s%s%s — no candidate has passed every gate; run `evo run`", o->db,
+                     task ? " for " : "", task ? task : "", arch ? " on " : "", arch ? arch : "",
+                     o->accuracy ? " in accuracy class " : "", o->accuracy ? o->accuracy : "");
+    if (s == EVO_OK && o->json) {
+        cJSON *arr = cJSON_CreateArray();
+        for (int i = 0; i < n_g; i++) cJSON_AddItemToArray(arr, shape_group_json(&g[i], t));
+        char *text = cJSON_Print(arr);
+        printf("%s\n", text);
+        free(text);
+        cJSON_Delete(arr);
+    } else if (s == EVO_OK) {
+        for (int i = 0; i < n_g; i++) {
+            const bool head =
+                i == 0 || g[i].model != g[i - 1].model || strcmp(g[i].rows[0].accuracy, g[i - 1].rows[0].accuracy) != 0;
+            if (!head) {
+                shape_group_print(&g[i], t);
+                continue;
+            }
+            if (i) printf("\n");
+            if (g[i].model && (i == 0 || g[i].model != g[i - 1].model))
+                printf("== %s (times measured on this GPU model)\n", g[i].model);
+            printf("%s: per-shape elites of %s on %s, accuracy class %s: the top %d on each shape by its median time\n"
+                   "(every shape set; a candidate counts once per shape, with its fastest correct result there)\n",
+                   o->db, g[i].rows[0].cand.task ? g[i].rows[0].cand.task : "?",
+                   g[i].rows[0].cand.arch ? g[i].rows[0].cand.arch : "?", g[i].rows[0].accuracy, o->top);
+            shape_group_print(&g[i], t);
+        }
+    }
+    free(g);
+    for (int m = 0; m < per_model; m++) evo_store_shape_elites_free(rows[m], n_rows[m]);
+    free(rows);
+    free(n_rows);
+    for (int m = 0; m < n_models; m++) free(models[m]);
+    free(models);
+    evo_store_run_free(&run);
+    return s;
+}
+
 EVO_CMD(elite)
 {
     elite_opts o;
@@ -523,6 +722,11 @@ EVO_CMD(elite)
     evo_store *st;
     s = evo_store_open(o.db, EVO_STORE_READONLY, &st, err);
     if (s != EVO_OK) return s;
+    if (o.per_shape) {
+        s = per_shape(st, &o, err);
+        evo_store_close(st);
+        return s;
+    }
 
     evo_run_rec run = {0};
     int n_secs = 0, shown = 0;

@@ -36,6 +36,7 @@ typedef struct {
     const evo_task *opt_task; /* the task whose option named it */
     evo_cand_ref how;         /* how id names the candidate: --id, --row, --key */
     int best;
+    int dispatch; /* --dispatch: every bucket's winner in one file */
 } export_opts;
 
 static bool python_name(const char *s)
@@ -84,8 +85,13 @@ static const char *task_option_names(void)
  * and the usage's option lines. */
 const evo_cli_opt evo_cli_opts_export[] = {
     {"best", 'B', no_argument, false, NULL, "the top elite (the default) of the accuracy class --accuracy names"},
+    {"dispatch", 'P', no_argument, false, NULL,
+     "one file with the winner of every dispatch bucket (evo elite --show --per-shape)\n"
+     "and a launcher that picks among them by the problem; default name\n"
+     "variants/<task>-<arch>-dispatch.cu. Not with --torch (one genome per PyTorch op)"},
     {"accuracy", 'C', required_argument, false, "CLASS",
-     "with --best: the class to take it from (default exact; attention: exact, fp8)"},
+     "with --best or --dispatch: the class to take it from (default exact; attention:\n"
+     "exact, fp8)"},
     {"id", 'I', required_argument, false, "ID",
      "a candidate's row id or key prefix (see evo elite --show); its class is its own. A\n"
      "number that is both (two candidates) is refused: then --row or --key says which"},
@@ -122,6 +128,7 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
     while ((c = getopt_long(argc, argv, ":o:", longopts, NULL)) != -1) {
         switch (c) {
             case 'B': o->best = 1; break;
+            case 'P': o->dispatch = 1; break;
             case 'I':
             case 'W':
             case 'K':
@@ -147,6 +154,13 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
     if (o->best && o->id) return evo_cli_usage_error(self, err, "--best and --id (--row, --key) exclude each other");
+    if (o->dispatch && (o->best || o->id))
+        return evo_cli_usage_error(self, err,
+                                   "--dispatch exports every bucket's winner: no --best, --id, --row or --key");
+    if (o->dispatch && (o->torch || o->kernel))
+        return evo_cli_usage_error(self, err,
+                                   "--dispatch and --torch exclude each other: a PyTorch op is built from one genome "
+                                   "(evo export --best --torch DIR)");
     if (o->accuracy && o->id)
         return evo_cli_usage_error(self, err,
                                    "--accuracy goes with --best (a candidate given by --id has its own class)");
@@ -362,6 +376,66 @@ static evo_status package_kernel(const export_opts *o, evo_err *err)
     return s;
 }
 
+/* The file's path: -o, or variants/NAME (the folder made); checked as an output that is no input. */
+static evo_status output_path(const export_opts *o, const char *name, char *path, size_t n, evo_err *err)
+{
+    if (o->output) {
+        snprintf(path, n, "%s", o->output);
+        return EVO_OK;
+    }
+    snprintf(path, n, "variants/%s", name);
+    evo_status s = evo_mkdir_p("variants", err);
+    if (s == EVO_OK) s = evo_path_check_output("export", path, false, err);
+    if (s == EVO_OK) s = evo_path_check_not_input("export", path, "--db", o->db, true, err);
+    return s;
+}
+
+/* The text to standard output, or atomically to path. */
+static evo_status write_text(const char *path, const char *text, bool to_stdout, evo_err *err)
+{
+    if (!to_stdout) return evo_write_file_atomic(path, text, strlen(text), err);
+    fputs(text, stdout);
+    fflush(stdout);
+    return ferror(stdout) ? evo_fail(err, EVO_E_IO, "export -o -: standard output: %s", strerror(errno)) : EVO_OK;
+}
+
+/* --dispatch: every bucket's winner in one file, and its table on stdout (stderr with -o -). */
+static evo_status export_dispatch(evo_store *st, const export_opts *o, bool to_stdout, evo_err *err)
+{
+    evo_export_dispatch_ctx d;
+    evo_export_out out = {0};
+    char path[4200], name[200];
+    evo_status s = evo_export_dispatch_pick(st, o->accuracy, &d, err);
+    if (s == EVO_OK) s = evo_export_dispatch_render(&d, NULL, &out, err);
+    if (s == EVO_OK) {
+        evo_export_dispatch_default_name(&d, name, sizeof name);
+        s = output_path(o, name, path, sizeof path, err);
+    }
+    if (s == EVO_OK) s = write_text(path, out.text, to_stdout, err);
+    if (s == EVO_OK) {
+        FILE *said = to_stdout ? stderr : stdout;
+        if (out.warning[0]) fprintf(stderr, "evo: warning: %s\n", out.warning);
+        fprintf(said, "%s %s: %d bucket%s, %d kernel%s (accuracy class %s%s%s)\n", to_stdout ? "exported" : "wrote",
+                to_stdout ? "to standard output" : evo_show(path).s, d.n_buckets, d.n_buckets == 1 ? "" : "s",
+                d.n_entries, d.n_entries == 1 ? "" : "s", d.accuracy, d.model[0] ? ", times of " : "", d.model);
+        for (int b = 0; b < d.n_buckets; b++) {
+            const evo_export_bucket_row *r = &d.buckets[b];
+            const evo_export_entry *e = &d.entries[r->entry];
+            fprintf(said, "  %-40s entry %d  %.8s  %6.3fx  %s\n", r->bucket.label, r->entry, e->src.cand.key,
+                    r->speedup, r->shapes);
+        }
+        for (int i = 0; i < d.n_entries; i++)
+            fprintf(said, "  entry %d: candidate %lld, genome %s\n", i, (long long)d.entries[i].src.cand.id,
+                    d.entries[i].src.cand.genome);
+        if (!to_stdout)
+            fprintf(said, "  build: nvcc %s -O3 -c %s;  self-test: nvcc %s -O3 -DEVO_SELFTEST %s -o selftest\n",
+                    out.nvcc_arch, evo_show(path).s, out.nvcc_arch, evo_show(path).s);
+    }
+    evo_export_out_free(&out);
+    evo_export_dispatch_free(&d);
+    return s;
+}
+
 EVO_CMD(export)
 {
     export_opts o;
@@ -379,6 +453,11 @@ EVO_CMD(export)
     evo_store *st;
     s = evo_store_open(o.db, EVO_STORE_READONLY, &st, err);
     if (s != EVO_OK) return s;
+    if (o.dispatch) {
+        s = export_dispatch(st, &o, to_stdout, err);
+        evo_store_close(st);
+        return s;
+    }
     evo_export_src src;
     evo_export_out out = {0};
     s = evo_export_pick(st, o.id, o.how, o.accuracy, &src, err);

@@ -2,6 +2,8 @@
  * when no GPU is present. */
 #include "task.h"
 
+#include <cjson/cJSON.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,6 +220,36 @@ void evo_shape_fields_json(const evo_shape *s, evo_str *out)
         }
     }
     evo_str_append(out, "}");
+}
+
+evo_status evo_shape_from_fields_json(const evo_task *t, const char *shape_text, const char *fields, evo_shape *out,
+                                      evo_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->task = t;
+    const char *text = shape_text ? shape_text : "";
+    snprintf(out->name, sizeof out->name, "%.*s", (int)strcspn(text, "( "), text);
+    cJSON *o = fields ? cJSON_Parse(fields) : NULL;
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return evo_fail(err, EVO_E_DB, "shape %s: its fields are not a JSON object", evo_show(text).s);
+    }
+    for (int i = 0; i < t->n_shape_fields; i++) {
+        const evo_field *f = &t->shape_fields[i];
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, f->name);
+        double x = f->dflt == (double)EVO_FIELD_REQUIRED ? 0 : f->dflt;
+        if (cJSON_IsNumber(v)) {
+            x = v->valuedouble;
+        } else if (cJSON_IsBool(v)) {
+            x = cJSON_IsTrue(v);
+        } else if (cJSON_IsString(v) && f->names) {
+            for (int k = 0; f->names[k]; k++)
+                if (strcmp(f->names[k], v->valuestring) == 0) x = k;
+        }
+        out->v[i] = f->type == EVO_FIELD_REAL ? evo_field_store(f, x) : (long long)x;
+    }
+    cJSON_Delete(o);
+    return EVO_OK;
 }
 
 int evo_task_shape_field(const evo_task *t, const char *name)

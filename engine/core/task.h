@@ -27,6 +27,7 @@
 struct evo_config;
 struct evo_task_gpu;
 struct evo_export_ctx;
+struct evo_export_dispatch_ctx;
 
 #define EVO_NAME_MAX 32
 #define EVO_FIELDS_MAX 8
@@ -82,6 +83,10 @@ typedef struct {
 int evo_shape_format(const evo_shape *s, char *buf, size_t n);
 /* The fields as a JSON object text {"batch":2,"heads":8,...} (booleans as true/false, enums by name). */
 void evo_shape_fields_json(const evo_shape *s, evo_str *out);
+/* The shape of a stored result: its task's fields read from their JSON object (evo_shape_fields_json's text; a field
+ * it lacks takes its default), name copied up to its "(". EVO_E_DB when the text is no such object. */
+evo_status evo_shape_from_fields_json(const struct evo_task *t, const char *shape_text, const char *fields,
+                                      evo_shape *out, evo_err *err);
 /* A shape's field by name; def when the task has no such field. */
 long long evo_shape_get(const evo_shape *s, const char *field, long long def);
 /* Index of a field of the task's shapes, -1 when none. */
@@ -118,6 +123,13 @@ typedef struct {
 } evo_variant;
 
 #define EVO_MAX_VARIANTS 24
+
+/* ---- dispatch buckets: the problems one exported kernel is chosen for (task->bucket) ---- */
+#define EVO_BUCKET_KEYS 6
+typedef struct {
+    long long key[EVO_BUCKET_KEYS]; /* equal keys: the same bucket; buckets sort by key, in order */
+    char label[160];                /* "d64 causal seq 257..512 bh 9..16"                          */
+} evo_bucket;
 
 /* ---- accuracy classes ---- */
 /* Every task's first class is "exact" (EVO_ACCURACY_EXACT, what a task without accuracy_classes has alone); stored
@@ -218,6 +230,12 @@ typedef struct evo_task {
 
     /* What a standalone export writes after the provenance block (export.h). */
     evo_status (*export_body)(const struct evo_export_ctx *x, evo_str *out, evo_err *err);
+    /* Dispatch buckets (`evo elite --per-shape`, `evo export --dispatch`): the bucket of shape s (false: s is in none).
+     * NULL: no buckets (every shape is its own, and there is no dispatching export). */
+    bool (*bucket)(const evo_shape *s, evo_bucket *out);
+    /* A dispatching export: one file holding the winner of every bucket and a launcher that picks among them by the
+     * problem (export.h, evo_export_dispatch_ctx). NULL: the task has none. */
+    evo_status (*export_dispatch_body)(const struct evo_export_dispatch_ctx *x, evo_str *out, evo_err *err);
     const char *kernel_prefix; /* the candidate's kernels' names start with this (sanitizer, profiler) */
     /* `evo export --torch`: the text of a Python module that registers PyTorch ops for an exported kernel and a
      * companion file (another task's export, e.g. the quantizer in front of attention), both to lie beside it

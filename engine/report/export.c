@@ -241,7 +241,7 @@ void evo_export_nvcc_arch(const char *arch, char *buf, size_t n)
 
 /* text, each line `#include "NAME"` of an embedded file (templates.h) replaced by that file's text: the harness may
  * share code with evo (attention's self-test runs the gate's FP8 model) and the file stays standalone. */
-static void append_inlined(evo_str *o, const char *text)
+void evo_export_append_inlined(evo_str *o, const char *text)
 {
     for (const char *line = text; *line;) {
         const char *end = strchr(line, '\n');
@@ -275,7 +275,7 @@ evo_status evo_export_assemble(const evo_export_ctx *x, const char *abi, const c
     evo_export_append_template(o, x->prog->source, abi);
     genome(o, x);
     evo_str_appendf(o, "\n/* ==== launcher and self-test, the same in every exported %s (%s) ==== */\n", what, harness);
-    append_inlined(o, harness_text);
+    evo_export_append_inlined(o, harness_text);
     return EVO_OK;
 }
 
@@ -454,6 +454,27 @@ static evo_status render_checked(const evo_export_src *src, const evo_config *cf
                  key, c->key, evo_nvrtc_version(), c->nvrtc_version ? c->nvrtc_version : "?");
     }
     return EVO_OK;
+}
+
+evo_status evo_export_entry_render(evo_export_entry *e, char *warning, size_t warning_len, evo_err *err)
+{
+    const evo_candidate_rec *c = &e->src.cand;
+    const evo_run_rec *run = &e->src.run;
+    if (!run->config_text || !*run->config_text)
+        return evo_fail(err, EVO_E_DB, "run %lld stored no config text; candidate %lld cannot be rendered without it",
+                        (long long)run->id, (long long)c->id);
+    char name[96];
+    snprintf(name, sizeof name, "%s", run->config_path ? run->config_path : "stored config");
+    evo_status s = evo_config_parse(name, run->config_text, strlen(run->config_text), &e->cfg, err);
+    if (s != EVO_OK) return evo_failv_prefix(err, s, "the config stored with run %lld", (long long)run->id);
+    if (!c->task || strcmp(c->task, e->cfg->task) != 0)
+        return evo_fail(err, EVO_E_DB, "candidate %lld is of task '%s' but run %lld searched '%s'", (long long)c->id,
+                        c->task ? c->task : "?", (long long)run->id, e->cfg->task);
+    evo_export_out tmp = {0};
+    s = render_checked(&e->src, e->cfg, e->cfg->task_ops, &e->prog, e->options, sizeof e->options, e->key_check,
+                       sizeof e->key_check, &tmp, err);
+    if (s == EVO_OK && warning && tmp.warning[0]) snprintf(warning, warning_len, "%s", tmp.warning);
+    return s;
 }
 
 evo_status evo_export_render(const evo_export_src *src, const char *exported_at, evo_export_out *out, evo_err *err)

@@ -91,6 +91,9 @@ void evo_export_append_template(evo_str *o, const char *text, const char *header
 evo_status evo_export_assemble(const evo_export_ctx *x, const char *abi, const char *harness, const char *what,
                                void (*header)(evo_str *o, const evo_export_ctx *x),
                                void (*genome)(evo_str *o, const evo_export_ctx *x), evo_str *o, evo_err *err);
+/* text, each line `#include "NAME"` of an embedded file (templates.h) replaced by that file's text (a harness may
+ * share code with evo and the file stays standalone). */
+void evo_export_append_inlined(evo_str *o, const char *text);
 /* s as a C string literal. */
 void evo_export_append_cstring(evo_str *o, const char *s);
 /* The stored result of shape sh in e (matched by its text), NULL when none. */
@@ -98,5 +101,65 @@ const evo_shape_result *evo_export_result_for(const evo_eval_rec *e, const evo_s
 
 /* "<task>-<arch>-<first 8 hex of the key>.cu" */
 void evo_export_default_name(const evo_export_src *src, char *buf, size_t n);
+
+/* ---- a dispatching export (`evo export --dispatch`): the winner of every bucket in one file ----
+ *
+ * evo_export_dispatch_pick reads the per-shape elites (store.h, evo_store_shape_elites) of the latest run's task and
+ * arch in one accuracy class, on the GPU model of that run (when the store holds several), groups the timed shapes
+ * into the task's buckets (task->bucket) and picks each bucket's winner: among the searched candidates measured on
+ * every shape of the bucket, the one with the least total median time over them (one shape: its fastest; ties: the
+ * smaller key). Each distinct winner becomes an entry, rendered with the config of the run that measured it and
+ * checked as a single export is (render_checked). evo_export_dispatch_render then hands the whole table to the task's
+ * export_dispatch_body. Ownership: the context owns everything in it; free with evo_export_dispatch_free. */
+typedef struct {
+    evo_export_src src;  /* the winner, the evaluation of its winning result, the run that made it */
+    evo_config *cfg;     /* that run's config */
+    evo_program prog;    /* the genome rendered with it (accuracy set on every variant) */
+    char options[1024];  /* the NVRTC options, as one line */
+    char key_check[160]; /* what the compile-key check found */
+} evo_export_entry;
+
+typedef struct {
+    evo_bucket bucket;
+    evo_shape shape;  /* the bucket's first timed shape (by name): its fields stand for the bucket */
+    char shapes[256]; /* every timed shape of the bucket, by name, comma-separated */
+    int entry;        /* the winner: an index of entries */
+    double median_us; /* the winner's total median over the bucket's shapes, µs */
+    double speedup;   /* ... and its speedup on them (baseline total / its total) */
+    char gpu[128];    /* the GPU of the winning result on the first shape */
+} evo_export_bucket_row;
+
+typedef struct {
+    evo_shape shape;
+    double median_us; /* the bucket winner's median on it */
+    int bucket;       /* an index of buckets */
+} evo_export_timed;
+
+typedef struct evo_export_dispatch_ctx {
+    evo_export_entry *entries;
+    int n_entries;
+    evo_export_bucket_row *buckets; /* sorted by bucket key */
+    int n_buckets;
+    evo_export_timed *timed; /* every timed shape of every bucket, bucket order */
+    int n_timed;
+    evo_run_rec scope; /* the latest run of the task: its config gives tolerances and timing settings */
+    evo_config *cfg;
+    char accuracy[32];
+    char model[128];                     /* the GPU model the times are of ("" when the store holds one) */
+    const char *exported_at, *file_name; /* set by evo_export_dispatch_render */
+} evo_export_dispatch_ctx;
+
+/* Errors: EVO_E_NOTFOUND (no run, no per-shape elite of the class), EVO_E_USAGE (the task has no buckets or no
+ * dispatching export), and those of evo_export_render. */
+evo_status evo_export_dispatch_pick(evo_store *st, const char *accuracy, evo_export_dispatch_ctx *out, evo_err *err);
+/* The file's text; out->nvcc_arch is sm_90a's when any entry is compiled for it. */
+evo_status evo_export_dispatch_render(evo_export_dispatch_ctx *d, const char *exported_at, evo_export_out *out,
+                                      evo_err *err);
+void evo_export_dispatch_free(evo_export_dispatch_ctx *d);
+/* One entry's genome rendered with the config of its run (e->cfg, e->prog, e->options, e->key_check), checked as
+ * evo_export_render checks a single one; a compile-key caveat goes to warning. */
+evo_status evo_export_entry_render(evo_export_entry *e, char *warning, size_t warning_len, evo_err *err);
+/* "<task>-<arch>-dispatch.cu" */
+void evo_export_dispatch_default_name(const evo_export_dispatch_ctx *d, char *buf, size_t n);
 
 #endif

@@ -213,6 +213,30 @@ evo_status evo_store_gpu_models(evo_store *st, const char *task, const char *arc
                                 char ***models, int *n, evo_err *err);
 void evo_store_elites_free(evo_elite_rec *e, int n);
 
+/* ---- per-shape elites (per_shape.c): the fastest candidates on each shape, by that shape's median time ---- */
+typedef struct {
+    evo_candidate_rec cand;
+    char *key;       /* cand.key */
+    char *accuracy;  /* the class it was judged in */
+    int rank;        /* 1 = fastest on the shape in its class */
+    int64_t eval_id; /* the evaluation the result is of */
+    int64_t run_id;  /* 0 outside a run */
+    int generation;  /* -1 outside a run */
+    char *gpu, *shape_set, *created_at;
+    evo_shape_result result; /* its result on the shape: shape text, fields, median, interval, rate, speedup, errors */
+} evo_shape_elite_rec;
+
+/* For each shape (by its fields: one problem measured in several shape sets is one shape) and accuracy class of the
+ * OK results of task on arch, the top k candidates by the shape's median time. A candidate counts once per shape and
+ * class, with its fastest result there; ties: the lower median, then the smaller key, then the earlier evaluation.
+ * task, arch, accuracy, model (an evaluation's GPU without " (GPU N)") and shape_set NULL = any; demoted candidates
+ * are left out. Rows by class, then shape text, then rank. *out malloc'd (NULL when *n is 0); free with
+ * evo_store_shape_elites_free. */
+evo_status evo_store_shape_elites(evo_store *st, const char *task, const char *arch, const char *accuracy,
+                                  const char *model, const char *shape_set, int k, evo_shape_elite_rec **out, int *n,
+                                  evo_err *err);
+void evo_store_shape_elites_free(evo_shape_elite_rec *e, int n);
+
 /* Demote a candidate (compute-sanitizer reported errors in it): its results stay, it is no elite any more; reason
  * is kept in candidates.demoted (schema 2). EVO_E_NOTFOUND for an unknown id. */
 evo_status evo_store_demote(evo_store *st, int64_t candidate_id, const char *reason, evo_err *err);

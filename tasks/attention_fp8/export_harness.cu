@@ -8,6 +8,9 @@
 namespace evo_export {
 
 static const int n_variants = (int)(sizeof variants / sizeof variants[0]);
+#ifdef EVO_EXPORT_DISPATCH
+static const int n_entries = (int)(sizeof entries / sizeof entries[0]);
+#endif
 
 /* Per variant, one bit per device on which its dynamic shared memory limit has been raised. */
 static std::atomic<unsigned long long> smem_raised[sizeof variants / sizeof variants[0]];
@@ -15,11 +18,26 @@ static std::atomic<unsigned long long> smem_raised[sizeof variants / sizeof vari
 /* The self-test sets this to run every variant on its checks; -1: pick by the problem. */
 static int forced_variant = -1;
 
-/* By head dim; among those, the large-problem variant when its grid fills min_waves waves of the device's SMs,
- * a causal grid counting half (the rule evo measured the kernel with: evo_variant_pick). */
+#ifdef EVO_EXPORT_DISPATCH
+/* A dispatching file: the entry (genome) that serves the problem, by the table and rule of attn_dispatch_host.h
+ * above (its bucket's winner; else the nearest bucket of its head dim); -1 when no entry has the head dim. */
+static int dispatch_entry(int batch, int heads, int seq, int head_dim, int causal)
+{
+    const int b = attn_dispatch_pick(evo_dispatch_buckets, evo_dispatch_n_buckets, batch, heads, seq, head_dim, causal);
+    return b < 0 ? -1 : evo_dispatch_buckets[b].entry;
+}
+#endif
+
+/* By head dim (in a dispatching file: among the variants of the entry dispatch_entry picks); among those, the
+ * large-problem variant when its grid fills min_waves waves of the device's SMs, a causal grid counting half (the
+ * rule evo measured the kernel with: evo_variant_pick). */
 static int find_variant(int head_dim, int batch, int heads, int seq, int causal)
 {
     if (forced_variant >= 0) return variants[forced_variant].head_dim == head_dim ? forced_variant : -1;
+#ifdef EVO_EXPORT_DISPATCH
+    const int entry = dispatch_entry(batch, heads, seq, head_dim, causal);
+    if (entry < 0) return -1;
+#endif
     int sms = 0, dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) !=
                                                   cudaSuccess)
@@ -27,6 +45,9 @@ static int find_variant(int head_dim, int batch, int heads, int seq, int causal)
     int best = -1;
     for (int i = 0; i < n_variants; i++) {
         if (variants[i].head_dim != head_dim) continue;
+#ifdef EVO_EXPORT_DISPATCH
+        if (variants[i].entry != entry) continue;
+#endif
         long long blocks =
             (long long)((seq + variants[i].rows_per_block - 1) / variants[i].rows_per_block) * heads * batch;
         if (causal) blocks /= 2; /* half the work */
@@ -95,6 +116,19 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, cudaStream_t stream)
 
 extern "C" const char *evo_attention_genome(void) { return EVO_EXPORT_GENOME; }
 
+#ifdef EVO_EXPORT_DISPATCH
+/* The entry (0..evo_attention_entries()-1) the launcher runs for a problem; -1: none has its head dim. */
+extern "C" int evo_attention_dispatch(int batch, int heads, int seq, int head_dim, int causal)
+{
+    return batch < 1 || heads < 1 || seq < 1 ? -1 : evo_export::dispatch_entry(batch, heads, seq, head_dim, causal);
+}
+extern "C" int evo_attention_entries(void) { return evo_export::n_entries; }
+extern "C" const char *evo_attention_entry_genome(int i)
+{
+    return i >= 0 && i < evo_export::n_entries ? evo_export::entries[i].genome : nullptr;
+}
+#endif
+
 extern "C" int evo_attention_format(void) { return EVO_EXPORT_FORMAT; }
 
 /* O = softmax(Q·Kᵀ·softmax_scale [causal]) · V. q, k, v: 8-bit codes [B, H, S, D]; *_scale: one float per
@@ -147,6 +181,8 @@ extern "C" int evo_attention_forward(const void *q, const void *k, const void *v
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "export_selftest.cuh"
 
 namespace evo_selftest {
 
@@ -607,6 +643,19 @@ static bool run_checks(int *n_cases, int *failed)
                        causal, N_DISTS, worst_rel, worst_abs, bad ? "FAIL" : "ok",
                        evo_export::variants[vi].min_waves ? "  (large-problem variant)" : "");
             }
+#ifdef EVO_EXPORT_DISPATCH
+    /* The launcher's choice: each timed shape runs the winner of its bucket. */
+    const int n_shapes = (int)(sizeof evo_export::timed_shapes / sizeof evo_export::timed_shapes[0]);
+    for (int si = 0; si < n_shapes; si++) {
+        const evo_export::shape &sh = evo_export::timed_shapes[si];
+        const int got = evo_attention_dispatch(sh.batch, sh.heads, sh.seq, sh.head_dim, sh.causal);
+        ++*n_cases;
+        if (got != sh.entry) {
+            ++*failed;
+            printf("  FAIL  %s dispatches to entry %d, its bucket's winner is entry %d\n", sh.name, got, sh.entry);
+        }
+    }
+#endif
     /* The launcher's own contract: a head dim without a variant is refused, nothing launched. */
     const int rc = evo_attention_forward((void *)1, (void *)1, (void *)1, (const float *)1, (const float *)1,
                                          (const float *)1, (void *)1, 1, 1, 16, 96, 0, 1.0f, 0);
@@ -678,6 +727,9 @@ static bool run_timing(const char *only, int reps, int *n_timed, int *failed)
         char name[96], spread[48], evo_us[32];
         snprintf(name, sizeof name, "%s(%d,%d,%d,%d)%s", sh.name, sh.batch, sh.heads, sh.seq, sh.head_dim,
                  sh.causal ? " causal" : "");
+#ifdef EVO_EXPORT_DISPATCH
+        snprintf(name + strlen(name), sizeof name - strlen(name), " e%d", sh.entry);
+#endif
         snprintf(spread, sizeof spread, "%.2f..%.2f", percentile(ts, 1, 10), percentile(ts, 9, 10));
         if (sh.evo_median_us > 0) snprintf(evo_us, sizeof evo_us, "%.2f", sh.evo_median_us);
         else snprintf(evo_us, sizeof evo_us, "-");
@@ -697,47 +749,23 @@ static bool run_timing(const char *only, int reps, int *n_timed, int *failed)
 int main(int argc, char **argv)
 {
     using namespace evo_selftest;
-    bool check_only = false;
-    const char *only = nullptr;
-    int reps = evo_export::timing_repetitions;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--check-only")) {
-            check_only = true;
-        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
-            only = argv[++i];
-        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
-            reps = atoi(argv[++i]);
-        } else {
-            fprintf(stderr, "usage: %s [--check-only] [--shape NAME] [--reps N]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (reps < 1) reps = 1;
-    int n_dev = 0, driver = 0, runtime = 0;
-    cudaError_t e = cudaGetDeviceCount(&n_dev);
-    if (e != cudaSuccess || n_dev == 0) {
-        fprintf(stderr, "selftest: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-        return 2;
-    }
+    evo_selftest_main::args a;
+    if (!evo_selftest_main::parse(argc, argv, evo_export::timing_repetitions, a)) return 2;
     cudaDeviceProp prop;
-    cudaGetDeviceProperties(&prop, 0);
-    cudaDriverGetVersion(&driver);
-    cudaRuntimeGetVersion(&runtime);
+    int driver = 0, runtime = 0;
+    if (!evo_selftest_main::device(prop, driver, runtime)) return 2;
     printf("genome  %s\nformat  %s, key %s\ndevice  %s (sm_%d%d), driver %d, runtime %d\n\n", EVO_EXPORT_GENOME,
            EVO_EXPORT_FORMAT == EVO_FORMAT_E4M3 ? "e4m3" : "u8sim", EVO_EXPORT_KEY, prop.name, prop.major, prop.minor,
            driver, runtime);
+#ifdef EVO_EXPORT_DISPATCH
+    for (int i = 0; i < evo_export::n_entries; i++)
+        printf("entry %d  %s  (%s, key %.8s)\n", i, evo_export::entries[i].genome,
+               evo_export::entries[i].accuracy ? "fp8" : "exact", evo_export::entries[i].key);
+    printf("\n");
+#endif
     int n_cases = 0, n_timed = 0, failed = 0;
     if (!run_checks(&n_cases, &failed)) return 1;
-    if (!check_only && !run_timing(only, reps, &n_timed, &failed)) return 1;
-    if (only && n_timed == 0 && !check_only) {
-        fprintf(stderr, "selftest: no timed shape is called '%s'\n", only);
-        return 2;
-    }
-    if (failed) {
-        printf("\nself-test FAILED: %d of %d checks\n", failed, n_cases + n_timed);
-        return 1;
-    }
-    printf("\nself-test passed: %d correctness checks, %d shapes timed\n", n_cases, n_timed);
-    return 0;
+    if (!a.check_only && !run_timing(a.only, a.reps, &n_timed, &failed)) return 1;
+    return evo_selftest_main::finish(a, n_cases, n_timed, failed, "correctness checks");
 }
 #endif /* EVO_SELFTEST */

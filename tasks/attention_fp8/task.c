@@ -3,6 +3,7 @@
  * can_implement check (threads, shared memory, arch), which variant serves a shape, FLOP count, the table. */
 #include "attention.h"
 
+#include "attn_dispatch_host.h"
 #include "attn_gate.h"
 #include "attn_ref.h"
 #include "attn_sm90_host.h"
@@ -529,9 +530,31 @@ static int attention_probe_cases(const evo_config *cfg, const evo_shape *s, int 
     return n < max ? n : max;
 }
 
+/* The range a class of attn_dispatch_host.h holds: lo..hi (lo = 1 for the lowest class). */
+static long long class_lo(int k, int lowest) { return k <= lowest ? 1 : (1LL << (k - 1)) + 1; }
+static long long class_hi(int k) { return 1LL << k; }
+
+/* The dispatch bucket of a shape (attn_dispatch_host.h): head dim, causal, and the power-of-two classes of seq and of
+ * batch·heads; the label says the ranges. */
+static bool attention_bucket(const evo_shape *s, evo_bucket *out)
+{
+    const int sk = attn_dispatch_class(s->v[ATTN_SEQ], ATTN_SEQ_CLASS_MIN);
+    const int bk = attn_dispatch_class(s->v[ATTN_BATCH] * s->v[ATTN_HEADS], ATTN_BH_CLASS_MIN);
+    memset(out, 0, sizeof *out);
+    out->key[0] = s->v[ATTN_DIM];
+    out->key[1] = s->v[ATTN_CAUSAL] != 0;
+    out->key[2] = sk;
+    out->key[3] = bk;
+    snprintf(out->label, sizeof out->label, "d%lld %s seq %lld..%lld bh %lld..%lld", s->v[ATTN_DIM],
+             s->v[ATTN_CAUSAL] ? "causal" : "non-causal", class_lo(sk, ATTN_SEQ_CLASS_MIN), class_hi(sk),
+             class_lo(bk, ATTN_BH_CLASS_MIN), class_hi(bk));
+    return true;
+}
+
 static const char *const attention_headers[] = {"evo_attention_abi.h", NULL};
 
 evo_status evo_attn_export_body(const struct evo_export_ctx *x, evo_str *out, evo_err *err);
+evo_status evo_attn_export_dispatch_body(const struct evo_export_dispatch_ctx *x, evo_str *out, evo_err *err);
 extern const evo_task_gpu evo_attn_gpu;
 
 const evo_task evo_task_attention_fp8 = {
@@ -561,6 +584,8 @@ const evo_task evo_task_attention_fp8 = {
     .rate_key = "tflops",
     .rate_scale = 1e12,
     .export_body = evo_attn_export_body,
+    .bucket = attention_bucket,
+    .export_dispatch_body = evo_attn_export_dispatch_body,
     .torch_module = evo_attn_torch_module,
     .torch_companion = "variants/quantize_fp8-%s-*.cu",
     .torch_option = "quantizer",

@@ -223,6 +223,8 @@ extern "C" int evo_quantize_forward(const void *x, int in_dtype, int rotate, voi
 #include <cstring>
 #include <vector>
 
+#include "export_selftest.cuh"
+
 #if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
 #error "the self-test's reference needs float evaluated in its own precision (FLT_EVAL_METHOD 0)"
 #endif
@@ -762,47 +764,17 @@ static bool run_timing(const char *only, int reps, int *n_timed, int *failed)
 int main(int argc, char **argv)
 {
     using namespace evo_qselftest;
-    bool check_only = false;
-    const char *only = nullptr;
-    int reps = evo_export::timing_repetitions;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--check-only")) {
-            check_only = true;
-        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
-            only = argv[++i];
-        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
-            reps = atoi(argv[++i]);
-        } else {
-            fprintf(stderr, "usage: %s [--check-only] [--shape NAME] [--reps N]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (reps < 1) reps = 1;
-    int n_dev = 0, driver = 0, runtime = 0;
-    cudaError_t e = cudaGetDeviceCount(&n_dev);
-    if (e != cudaSuccess || n_dev == 0) {
-        fprintf(stderr, "selftest: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-        return 2;
-    }
+    evo_selftest_main::args a;
+    if (!evo_selftest_main::parse(argc, argv, evo_export::timing_repetitions, a)) return 2;
     cudaDeviceProp prop;
-    cudaGetDeviceProperties(&prop, 0);
-    cudaDriverGetVersion(&driver);
-    cudaRuntimeGetVersion(&runtime);
+    int driver = 0, runtime = 0;
+    if (!evo_selftest_main::device(prop, driver, runtime)) return 2;
     printf("genome  %s\nkey %s, arch %s\ndevice  %s (sm_%d%d, %d SMs), driver %d, runtime %d\n\n", EVO_EXPORT_GENOME,
            EVO_EXPORT_KEY, EVO_EXPORT_ARCH, prop.name, prop.major, prop.minor, prop.multiProcessorCount, driver,
            runtime);
     int n_cases = 0, n_timed = 0, failed = 0;
     if (!run_checks(&n_cases, &failed)) return 1;
-    if (!check_only && !run_timing(only, reps, &n_timed, &failed)) return 1;
-    if (only && n_timed == 0 && !check_only) {
-        fprintf(stderr, "selftest: no timed shape is called '%s'\n", only);
-        return 2;
-    }
-    if (failed) {
-        printf("\nself-test FAILED: %d of %d checks\n", failed, n_cases + n_timed);
-        return 1;
-    }
-    printf("\nself-test passed: %d bit-exact checks, %d shapes timed\n", n_cases, n_timed);
-    return 0;
+    if (!a.check_only && !run_timing(a.only, a.reps, &n_timed, &failed)) return 1;
+    return evo_selftest_main::finish(a, n_cases, n_timed, failed, "bit-exact checks");
 }
 #endif /* EVO_SELFTEST */

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# cli_export_dispatch.sh — `evo export --dispatch` on a fixture whose per-shape winners differ (test_export --fixture
+# dispatch: F0 of family 0 wins mission and small, F1 of the sm_90a family wins long, wide and stress) and on
+# tests/data/replay.db (four winners, family 0): the summary, the provenance table, the entries, the instantiations,
+# the nvcc target; the launcher's choice for exact and nearest buckets, by compiling the file's own dispatch code
+# (attn_dispatch_host.h and the table, cut out of the .cu) with the host C compiler and no CUDA; the refusals. Needs no
+# GPU and no nvcc (tests/cli_export_nvcc.sh builds the files). Run: bash tests/cli_export_dispatch.sh build/evo .
+set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (tools/setup.sh installs it)"; exit 77; }
+EVO=$(realpath "$1")
+SRC=$(realpath "$2")
+FIXTURE=$(dirname "$EVO")/tests/test_export
+CC=$(command -v cc || command -v gcc || true)
+T=$(mktemp -d /tmp/evo-cli-export-dispatch-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+fails=0
+checks=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+run() {
+  "$EVO" "$@" >"$T/out" 2>"$T/err"
+  rc=$?
+  out=$(cat "$T/out")
+  err=$(cat "$T/err")
+}
+expect() { # expect WHAT GOT WANT
+  checks=$((checks + 1))
+  [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
+}
+has() { # has WHAT FILE PATTERN (fixed string)
+  checks=$((checks + 1))
+  grep -qF -- "$3" "$2" || fail "$1: $2 lacks '$3'"
+}
+
+"$FIXTURE" --fixture dispatch d.db >keys || { echo "FAIL: fixture" >&2; exit 1; }
+F0=$(awk '$1 == "F0" {print $2}' keys)
+F1=$(awk '$1 == "F1" {print $2}' keys)
+
+run export --dispatch --db d.db
+expect "export exit" "$rc" 0
+expect "summary" "$(printf '%s\n' "$out" | head -1)" \
+  "wrote variants/attention_fp8-sm_90-dispatch.cu: 5 buckets, 2 kernels (accuracy class exact)"
+D=variants/attention_fp8-sm_90-dispatch.cu
+checks=$((checks + 1))
+[ -f $D ] || { fail "no $D"; exit 1; }
+
+# The provenance table: bucket -> entry, key, class, speedup, total median, shapes, GPU (speedups as the fixture set).
+table=$(sed -n '/^ \*   bucket /,/^ \*$/p' $D | sed '1d;$d' | awk '{print $2, $3, $4, $5, $6, $7, $8, $9, $10, $11}')
+want="d64 non-causal seq 257..512 bh 1..8 0 ${F0:0:8} exact 1.300x
+d64 non-causal seq 257..512 bh 9..16 0 ${F0:0:8} exact 1.250x
+d64 non-causal seq 1025..2048 bh 9..16 1 ${F1:0:8} exact 1.600x
+d64 non-causal seq 1025..2048 bh 17..32 1 ${F1:0:8} exact 1.700x
+d128 non-causal seq 257..512 bh 9..16 1 ${F1:0:8} exact 1.200x"
+expect "provenance table" "$table" "$want"
+has "GPU in the table" $D "mission(1,8,512,64); NVIDIA H200 (GPU 0)"
+has "entry 0" $D " *   entry 0: candidate 2, key $F0, accuracy class exact, family 0"
+has "entry 1" $D " *   entry 1: candidate 3, key $F1, accuracy class exact, family 1"
+has "nvcc target" $D " *   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -c attention_fp8-sm_90-dispatch.cu"
+has "dispatch define" $D "#define EVO_EXPORT_DISPATCH 1"
+has "sm90 host code" $D "#define EVO_EXPORT_SM90 1"
+# Both templates, each once; the sm_90a host code once; entry 0 brings its D=64 kernel only (it wins no D=128
+# bucket), entry 1 its D=64 and D=128 kernels: three instantiations, three variant rows.
+expect "family-0 template once" "$(grep -c '^/\* ==== attention_fp8.cu, verbatim' $D)" 1
+expect "family-1 template once" "$(grep -c '^/\* ==== attention_fp8_sm90.cu, verbatim' $D)" 1
+expect "sm90 host once" "$(grep -c '^/\* ==== attn_sm90_host.c, verbatim' $D)" 1
+expect "instantiations" "$(grep -c '^template __global__ void' $D)" 3
+expect "family-0 instantiation" "$(grep -c '^template __global__ void evo_attn_fwd<64,' $D)" 1
+expect "variant rows (entry)" "$(sed -n '/^static const variant variants/,/^};/p' $D | grep -o ', [01]},$' | tr -d ' ,}' | tr '\n' ' ')" \
+  "0 1 1 "
+expect "timed shapes (entry)" "$(sed -n '/^static const shape timed_shapes/,/^};/p' $D | grep -o '[0-9]*},$' | tr -d '},' | tr '\n' ' ')" \
+  "0 0 1 1 1 "
+has "self-test banner lists entries" $D 'printf("entry %d  %s  (%s, key %.8s)\n"'
+has "shared self-test main" $D "namespace evo_selftest_main {"
+
+# The launcher's choice, compiled from the file itself without CUDA: its copy of attn_dispatch_host.h and its table.
+if [ -n "$CC" ]; then
+  sed -n '/^\/\* ==== attn_dispatch_host.h, verbatim ==== \*\//,/^\/\* ==== end of the dispatch table ==== \*\//p' $D >pick.h
+  cat >pick.c <<'EOF'
+#include <stdio.h>
+#include "pick.h"
+int main(void)
+{
+    /* batch heads seq head_dim causal */
+    static const int p[][5] = {
+        {1, 8, 512, 64, 0},   /* mission: its own bucket (row 0) */
+        {2, 8, 512, 64, 0},   /* small (row 1) */
+        {2, 8, 2048, 64, 0},  /* long (row 2) */
+        {4, 8, 2048, 64, 0},  /* stress (row 3) */
+        {2, 8, 512, 128, 0},  /* wide (row 4) */
+        {1, 8, 300, 64, 0},   /* seq 257..512, bh 8: mission's bucket */
+        {4, 8, 4096, 64, 0},  /* no bucket: seq one class above stress's, same bh class -> row 3 */
+        {1, 1, 1, 64, 0},     /* no bucket: seq class 8 (<= 256), bh 1..8 -> row 0 (one step) */
+        {2, 8, 1024, 64, 0},  /* no bucket: one seq step from rows 1 and 2 -> the first, row 1 */
+        {1, 8, 512, 64, 1},   /* causal: no causal bucket -> the nearest non-causal, row 0 */
+        {64, 64, 8192, 128, 1}, /* D=128: the only D=128 bucket, row 4 */
+        {1, 1, 64, 96, 0},    /* no bucket of head dim 96: -1 */
+    };
+    for (unsigned i = 0; i < sizeof p / sizeof p[0]; i++) {
+        const int r = attn_dispatch_pick(evo_dispatch_buckets, evo_dispatch_n_buckets, p[i][0], p[i][1], p[i][2], p[i][3],
+                                         p[i][4]);
+        printf("%d:%d ", r, r < 0 ? -1 : evo_dispatch_buckets[r].entry);
+    }
+    printf("\n");
+    return 0;
+}
+EOF
+  checks=$((checks + 1))
+  if "$CC" -std=c11 -Wall -Wextra -Werror -I. pick.c -o pick 2>cc.log; then
+    expect "launcher's choice (row:entry)" "$(./pick)" "0:0 1:0 2:1 3:1 4:1 0:0 3:1 0:0 1:0 0:0 4:1 -1:-1 "
+  else
+    fail "the dispatch code of $D does not compile as C without CUDA: $(head -5 cc.log)"
+  fi
+else
+  echo "note: no C compiler; the launcher's choice is not checked"
+fi
+
+# replay.db: four winners of family 0 (the mission tie goes to the smaller key), the nvcc target sm_90's.
+run export --dispatch --db "$SRC/tests/data/replay.db" -o r.cu
+expect "replay export exit" "$rc" 0
+expect "replay summary" "$(printf '%s\n' "$out" | head -1)" "wrote r.cu: 5 buckets, 4 kernels (accuracy class exact)"
+expect "replay entries" "$(printf '%s\n' "$out" | grep -o 'entry [0-9]  [0-9a-f]*' | tr '\n' ' ')" \
+  "entry 0  504122bf entry 1  044adc28 entry 2  ae5a6d11 entry 3  6d0439c2 entry 1  044adc28 "
+has "replay target" r.cu " *   nvcc -arch=sm_90 -O3 -c attention_fp8-sm_90-dispatch.cu"
+has "replay no sm90" r.cu "#define EVO_EXPORT_SM90 0"
+expect "replay instantiations" "$(grep -c '^template __global__ void' r.cu)" 5
+
+# -o -: the file on stdout, the summary on stderr.
+run export --dispatch --db d.db -o -
+expect "-o - exit" "$rc" 0
+checks=$((checks + 1))
+printf '%s\n' "$out" | head -1 | grep -q "attention_fp8-sm_90-dispatch.cu — FP8 attention forward kernels" || fail "-o - stdout: $(printf '%s\n' "$out" | head -1)"
+checks=$((checks + 1))
+case "$err" in "exported to standard output: 5 buckets, 2 kernels"*) ;; *) fail "-o - stderr: $err" ;; esac
+
+# Refusals: conflicting options (2), a class without winners (1), an unknown class (2), no database (1); the
+# default single export is unchanged by --dispatch's existence (it still takes F1, the best geometric mean).
+for args in "--dispatch --best" "--dispatch --id 1" "--dispatch --torch dir" "--dispatch --row 2"; do
+  run export $args --db d.db
+  expect "export $args exit" "$rc" 2
+done
+run export --dispatch --accuracy fp8 --db d.db
+expect "--accuracy fp8 exit" "$rc" 1
+checks=$((checks + 1))
+case "$err" in *"no searched kernel of attention_fp8 on sm_90 in accuracy class fp8"*) ;; *) fail "--accuracy fp8: $err" ;; esac
+run export --dispatch --accuracy fast --db d.db
+expect "--accuracy fast exit" "$rc" 2
+run export --dispatch --db none.db
+expect "missing db exit" "$rc" 1
+run export --db d.db -o single.cu
+expect "single export exit" "$rc" 0
+has "single export takes F1" single.cu "#define EVO_EXPORT_KEY \"$F1\""
+checks=$((checks + 1))
+! grep -q "EVO_EXPORT_DISPATCH 1" single.cu || fail "the single export defines EVO_EXPORT_DISPATCH"
+run help export
+checks=$((checks + 1))
+case "$out$err" in *"--dispatch"*) ;; *) fail "evo help export does not list --dispatch" ;; esac
+
+if [ "$fails" -ne 0 ]; then
+  echo "cli_export_dispatch: $fails of $checks checks failed" >&2
+  exit 1
+fi
+echo "cli_export_dispatch: $checks checks passed"
