@@ -100,7 +100,7 @@ run export --db pop.db --best --torch n2 --quantizer plain.cu
 expect_rc 2 "not a quantizer"; expect_err_has "plain.cu: not a quantizer written by evo export" "not a quantizer"
 sed 's/^#define EVO_EXPORT_ARCH "sm_90"/#define EVO_EXPORT_ARCH "sm_80"/' "$QSRC" >q80.cu
 run export --db pop.db --best --torch n3 --quantizer q80.cu
-expect_rc 2 "arch mismatch"; expect_err_has "q80.cu for sm_80: export both for one arch" "arch mismatch"
+expect_rc 2 "arch mismatch"; expect_err_has "q80.cu for sm_80: export both for one GPU" "arch mismatch"
 run export --db pop.db --best --torch n4 --quantizer missing.cu
 expect_rc 2 "missing quantizer"; expect_err_has "missing.cu: no such file" "missing quantizer"
 mkdir n5 && ln -s ../plain.cu "n5/evo_fp8.py"
@@ -112,6 +112,31 @@ run export --db pop.db --best --quantizer "$QSRC"
 expect_rc 2 "--quantizer without --torch"
 for d in n1 n2 n3 n4 n6; do checks=$((checks + 1)); [ ! -e "$d" ] || fail "$d was created by a refused export"; done
 checks=$((checks + 1)); [ "$(sha256sum pop.db | cut -d' ' -f1)" = "$before" ] || fail "the database changed"
+
+# a dispatching file of both families (test_export --fixture dispatch: family 0 and sm_90a) packaged with --kernel:
+# head dims of both families' instantiations, the sm_90a arch beside the sm_90 quantizer, the dispatch genome
+"$FIXTURE" --fixture dispatch d.db >dkeys.txt || fail "fixture dispatch"
+run export --dispatch --db d.db -o attention_fp8-sm_90a-dispatch.cu
+expect_rc 0 "export --dispatch"
+run export --torch dpkg --kernel attention_fp8-sm_90a-dispatch.cu --quantizer "$QSRC"
+expect_rc 0 "export --torch --kernel (a dispatching file)"
+expect_line dpkg/evo_fp8.py 'ARCH = "sm_90a"' "dispatch module: attention arch"
+expect_line dpkg/evo_fp8.py 'QUANT_ARCH = "sm_90"' "dispatch module: quantizer arch"
+expect_line dpkg/evo_fp8.py 'ATTN_HEAD_DIMS = "64,128"' "dispatch module: head dims of both families"
+checks=$((checks + 1)); grep -q '^GENOME = "dispatch: .* | .*FAMILY=1' dpkg/evo_fp8.py || fail "dispatch module: genome"
+# evo export --dispatch --torch DIR: the same module, straight from the store
+run export --dispatch --db d.db --torch dpkg2 --quantizer "$QSRC"
+expect_rc 0 "export --dispatch --torch"
+checks=$((checks + 1)); grep -qF "PyTorch ops of the dispatching export (5 buckets, 2 kernels, accuracy class exact)" \
+  <<<"$out" || fail "export --dispatch --torch: summary '$out'"
+checks=$((checks + 1))
+cmp -s <(grep -v '^ \*   exported  ' dpkg/attention_fp8-sm_90a-dispatch.cu) \
+  <(grep -v '^ \*   exported  ' dpkg2/attention_fp8-sm_90-dispatch.cu) || fail "--dispatch --torch wrote another file"
+checks=$((checks + 1))
+diff <(grep -v '^ATTENTION_CU = ' dpkg/evo_fp8.py) <(grep -v '^ATTENTION_CU = ' dpkg2/evo_fp8.py) >/dev/null ||
+  fail "--dispatch --torch and --kernel wrote different modules"
+run export --dispatch --db d.db --torch dpkg3 --kernel attention_fp8-sm_90a-dispatch.cu
+expect_rc 2 "--dispatch with --kernel"; expect_err_has "--dispatch and --kernel exclude each other" "--dispatch --kernel"
 
 echo "cli_export_torch: $checks checks, $fails failed"
 [ "$fails" = 0 ]

@@ -65,7 +65,8 @@ def raises(fn, exc, text, what):
 
 VALUES = {
     "MODULE": "evo_stand_in", "ATTENTION_CU": "stand_in_attention.cu", "QUANTIZE_CU": "stand_in_quantize.cu",
-    "GENOME": "TILE_M=64,TILE_N=128", "QUANT_GENOME": "vec=16,warps=16,mode=2", "ARCH": "sm_90",
+    "GENOME": "TILE_M=64,TILE_N=128", "QUANT_GENOME": "vec=16,warps=16,mode=2", "ARCH": "sm_90a",
+    "QUANT_ARCH": "sm_90",
     "ATTN_FORMAT": "e4m3", "ATTN_HEAD_DIMS": "64,128",
     # no rotated bf16 variant at head dim 128: incoherent bf16 D=128 must be refused
     "QUANT_VARIANTS": "64:fp16:0,64:fp16:1,64:bf16:0,64:bf16:1,128:fp16:0,128:fp16:1,128:bf16:0",
@@ -142,7 +143,9 @@ def main():
     lib = mod.library_path()
     check(mod._lib is not None and lib.startswith(cache) and os.path.isfile(lib), f"import built {lib}")
     check(mod.load() is mod._lib, "load() again returns the loaded library")
-    check(mod._ARCH_CC == (9, 0), f"sm_90 -> capability (9, 0), got {mod._ARCH_CC}")
+    check(mod._ARCH_CC == (9, 0), f"sm_90a -> capability (9, 0), got {mod._ARCH_CC}")
+    check(mod._arch_flags("sm_90a") == ["-gencode=arch=compute_90a,code=sm_90a"] and
+          mod._arch_flags("sm_90") == ["-arch=sm_90"], "nvcc targets per arch")
     schema = str(torch.ops.evo.attention_fp8.default._schema)
     check("bool is_causal=False" in schema and "float? scale=None" in schema and "bool incoherent=False" in schema,
           f"attention_fp8 schema: {schema}")

@@ -88,7 +88,7 @@ const evo_cli_opt evo_cli_opts_export[] = {
     {"dispatch", 'P', no_argument, false, NULL,
      "one file with the winner of every dispatch bucket (evo elite --show --per-shape)\n"
      "and a launcher that picks among them by the problem; default name\n"
-     "variants/<task>-<arch>-dispatch.cu. Not with --torch (one genome per PyTorch op)"},
+     "variants/<task>-<arch>-dispatch.cu; with --torch DIR, into DIR with the PyTorch op"},
     {"accuracy", 'C', required_argument, false, "CLASS",
      "with --best or --dispatch: the class to take it from (default exact; attention:\n"
      "exact, fp8)"},
@@ -157,10 +157,10 @@ static evo_status parse_opts(int argc, char **argv, export_opts *o, evo_err *err
     if (o->dispatch && (o->best || o->id))
         return evo_cli_usage_error(self, err,
                                    "--dispatch exports every bucket's winner: no --best, --id, --row or --key");
-    if (o->dispatch && (o->torch || o->kernel))
+    if (o->dispatch && o->kernel)
         return evo_cli_usage_error(self, err,
-                                   "--dispatch and --torch exclude each other: a PyTorch op is built from one genome "
-                                   "(evo export --best --torch DIR)");
+                                   "--dispatch and --kernel exclude each other: --dispatch --torch DIR packages the "
+                                   "dispatching export it writes, --kernel FILE one evo export wrote");
     if (o->accuracy && o->id)
         return evo_cli_usage_error(self, err,
                                    "--accuracy goes with --best (a candidate given by --id has its own class)");
@@ -256,10 +256,10 @@ static const char *base_name(const char *path)
 }
 
 /* The kernel's text (already rendered), the companion and the module, into dir. */
-/* src: the stored candidate the kernel was rendered from; NULL for --kernel (a file evo export wrote, whose task,
- * arch and name are task_name, arch and kname). */
+/* src: the stored candidate the kernel was rendered from; NULL for --kernel (a file evo export wrote) and --dispatch,
+ * whose task, arch and name are task_name, arch and kname, and `what` says what it is. */
 static evo_status write_torch(const export_opts *o, const evo_export_src *src, const char *task_name, const char *arch,
-                              const char *kernel_text, const char *kname_in, evo_err *err)
+                              const char *kernel_text, const char *kname_in, const char *what, evo_err *err)
 {
     const evo_task *task = evo_task_find(task_name);
     if (!task || !task->torch_module)
@@ -271,7 +271,9 @@ static evo_status write_torch(const export_opts *o, const evo_export_src *src, c
     const char *module = o->module ? o->module : task->torch_module_name ? task->torch_module_name : "evo_torch";
     /* the default as the usage prints it (evo_cli_export_task_options) */
     char comp[4096], kname[200], paths[3][4400];
-    evo_status s = find_companion(task, o->companion, arch, comp, sizeof comp, err);
+    char base_arch[32]; /* the companion of an sm_90a kernel is an sm_90 file */
+    snprintf(base_arch, sizeof base_arch, "%.*s", (int)strcspn(arch, "af"), arch);
+    evo_status s = find_companion(task, o->companion, base_arch, comp, sizeof comp, err);
     if (s != EVO_OK) return s;
     char *comp_text = NULL, *py = NULL;
     s = evo_read_file_max(comp, (size_t)64 << 20, &comp_text, NULL, err);
@@ -312,10 +314,11 @@ static evo_status write_torch(const export_opts *o, const evo_export_src *src, c
     for (int i = 0; s == EVO_OK && i < 3; i++)
         if (!skip[i]) s = evo_write_file_atomic(paths[i], texts[i], strlen(texts[i]), err);
     if (s == EVO_OK && !src) {
-        printf("wrote %s: PyTorch ops of %s as evo export wrote it\n", evo_show(paths[2]).s, evo_show(o->kernel).s);
+        printf("wrote %s: PyTorch ops of %s\n", evo_show(paths[2]).s, what);
         printf("  beside it: %s and %s\n", evo_show(names[0]).s, evo_show(names[1]).s);
-        printf("  use: PYTHONPATH=%s python3 -c \"import torch, %s\"   (torch.ops.evo.*; nvcc builds at first use)\n",
-               evo_show(o->torch).s, module);
+        printf(
+            "  use: PYTHONPATH=%s python3 -c \"import torch, %s\"   (torch.ops.evo.*; nvcc builds it at the first import)\n",
+            evo_show(o->torch).s, module);
     } else if (s == EVO_OK) {
         printf("wrote %s: PyTorch ops of candidate %lld (%.8s%s%s), accuracy class %s, %.3fx the baseline in run "
                "%lld\n",
@@ -323,8 +326,9 @@ static evo_status write_torch(const export_opts *o, const evo_export_src *src, c
                src->taken ? src->taken : "", src->eval.accuracy ? src->eval.accuracy : EVO_ACCURACY_EXACT,
                src->eval.fitness, (long long)src->run.id);
         printf("  beside it: %s (genome %s) and %s\n", names[0], src->cand.genome, evo_show(names[1]).s);
-        printf("  use: PYTHONPATH=%s python3 -c \"import torch, %s\"   (torch.ops.evo.*; nvcc builds at first use)\n",
-               evo_show(o->torch).s, module);
+        printf(
+            "  use: PYTHONPATH=%s python3 -c \"import torch, %s\"   (torch.ops.evo.*; nvcc builds it at the first import)\n",
+            evo_show(o->torch).s, module);
     }
     free(comp_text);
     free(py);
@@ -370,8 +374,11 @@ static evo_status package_kernel(const export_opts *o, evo_err *err)
     if (!task)
         s = evo_fail(err, EVO_E_USAGE, "export --kernel %s: its name does not say its task (<task>-...)",
                      evo_show(o->kernel).s);
-    else
-        s = write_torch(o, NULL, task->name, arch, text, kname, err);
+    else {
+        char what[4400];
+        snprintf(what, sizeof what, "%s as evo export wrote it", evo_show(o->kernel).s);
+        s = write_torch(o, NULL, task->name, arch, text, kname, what, err);
+    }
     free(text);
     return s;
 }
@@ -407,10 +414,21 @@ static evo_status export_dispatch(evo_store *st, const export_opts *o, bool to_s
     char path[4200], name[200];
     evo_status s = evo_export_dispatch_pick(st, o->accuracy, &d, err);
     if (s == EVO_OK) s = evo_export_dispatch_render(&d, NULL, &out, err);
-    if (s == EVO_OK) {
-        evo_export_dispatch_default_name(&d, name, sizeof name);
-        s = output_path(o, name, path, sizeof path, err);
+    if (s == EVO_OK) evo_export_dispatch_default_name(&d, name, sizeof name);
+    if (s == EVO_OK && o->torch) { /* the dispatching file, the companion and the module into DIR */
+        char what[256];
+        snprintf(what, sizeof what, "the dispatching export (%d bucket%s, %d kernel%s, accuracy class %s)", d.n_buckets,
+                 d.n_buckets == 1 ? "" : "s", d.n_entries, d.n_entries == 1 ? "" : "s", d.accuracy);
+        char arch[32];
+        if (!export_define(out.text, "EVO_EXPORT_ARCH", arch, sizeof arch))
+            snprintf(arch, sizeof arch, "%s", d.scope.arch);
+        s = write_torch(o, NULL, d.scope.task, arch, out.text, name, what, err);
+        if (s == EVO_OK && out.warning[0]) fprintf(stderr, "evo: warning: %s\n", out.warning);
+        evo_export_out_free(&out);
+        evo_export_dispatch_free(&d);
+        return s;
     }
+    if (s == EVO_OK) s = output_path(o, name, path, sizeof path, err);
     if (s == EVO_OK) s = write_text(path, out.text, to_stdout, err);
     if (s == EVO_OK) {
         FILE *said = to_stdout ? stderr : stdout;
@@ -464,7 +482,7 @@ EVO_CMD(export)
     if (s == EVO_OK) s = evo_export_render(&src, NULL, &out, err);
     char path[4200];
     if (s == EVO_OK && o.torch) {
-        s = write_torch(&o, &src, src.cand.task, src.cand.arch, out.text, NULL, err);
+        s = write_torch(&o, &src, src.cand.task, src.cand.arch, out.text, NULL, NULL, err);
         if (s == EVO_OK && src.note[0]) fprintf(stderr, "evo: note: %s\n", src.note);
         if (s == EVO_OK && out.warning[0]) fprintf(stderr, "evo: warning: %s\n", out.warning);
         evo_export_out_free(&out);

@@ -24,7 +24,7 @@ static const char *next_line(const char *at)
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
 typedef struct {
-    char genome[1024], arch[32], quant_genome[1024], quant_arch[32], format[8], head_dims[64], variants[512];
+    char genome[16384], arch[32], quant_genome[1024], quant_arch[32], format[8], head_dims[64], variants[512];
 } torch_facts;
 
 static evo_status attention_facts(const evo_torch_files *f, torch_facts *t, evo_err *err)
@@ -47,11 +47,16 @@ static evo_status attention_facts(const evo_torch_files *f, torch_facts *t, evo_
     }
     int dims[16], n = 0;
     for (const char *l = text; *l; l = next_line(l)) {
-        static const char key[] = "template __global__ void evo_attn_fwd<";
-        if (strncmp(l, key, sizeof key - 1) != 0) continue;
+        /* the instantiations of either family (a dispatching file holds both) */
+        static const char key0[] = "template __global__ void evo_attn_fwd<";
+        static const char key1[] = "template __global__ void evo_attn_sm90<";
+        const char *num = strncmp(l, key0, sizeof key0 - 1) == 0   ? l + sizeof key0 - 1
+                          : strncmp(l, key1, sizeof key1 - 1) == 0 ? l + sizeof key1 - 1
+                                                                   : NULL;
+        if (!num) continue;
         char *end;
-        const long d = strtol(l + sizeof key - 1, &end, 10);
-        if (end == l + sizeof key - 1 || *end != ',') continue;
+        const long d = strtol(num, &end, 10);
+        if (end == num || *end != ',') continue;
         bool seen = false;
         for (int i = 0; i < n; i++) seen = seen || dims[i] == (int)d;
         if (!seen && n < 16) dims[n++] = (int)d;
@@ -111,14 +116,11 @@ evo_status evo_attn_torch_module(const evo_torch_files *f, const char *module, c
     evo_status s = attention_facts(f, &t, err);
     if (s == EVO_OK) s = quantize_facts(f, &t, err);
     if (s != EVO_OK) return s;
-    if (strcmp(t.arch, "sm_90a") == 0)
-        return evo_fail(err, EVO_E_CONFIG,
-                        "%s is a kernel of the sm_90a family (FAMILY=1): the PyTorch module builds its kernels with "
-                        "one -arch and does not take that family yet; use the file's launcher (evo_attention_forward) "
-                        "or export a FAMILY=0 candidate for --torch",
-                        f->kernel_path);
-    if (strcmp(t.arch, t.quant_arch) != 0)
-        return evo_fail(err, EVO_E_CONFIG, "%s is for %s, %s for %s: export both for one arch", f->kernel_path, t.arch,
+    /* sm_90a (the wgmma family) and sm_90 (the quantizer) run on one GPU: the module builds each file for its own
+     * arch, and the GPU must have their compute capability */
+    if (strncmp(t.arch, t.quant_arch, strcspn(t.arch, "af")) != 0 ||
+        strcspn(t.arch, "af") != strcspn(t.quant_arch, "af"))
+        return evo_fail(err, EVO_E_CONFIG, "%s is for %s, %s for %s: export both for one GPU", f->kernel_path, t.arch,
                         f->companion_path, t.quant_arch);
     const char *tmpl, *ops_cpp;
     if ((s = evo_template_get("torch_op.py", &tmpl, NULL, err)) != EVO_OK) return s;

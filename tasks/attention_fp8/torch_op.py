@@ -15,7 +15,7 @@ implementations below give shapes and dtypes) and inside CUDA graph capture. The
 Non-contiguous inputs are copied to contiguous ones first (a copy costs time).
 
 Written by evo from tasks/attention_fp8/torch_op.py and torch_ops.cpp: attention genome @GENOME@,
-quantizer genome @QUANT_GENOME@, arch @ARCH@.
+quantizer genome @QUANT_GENOME@, archs @ARCH@ and @QUANT_ARCH@.
 """
 import ctypes
 import hashlib
@@ -29,14 +29,16 @@ import threading
 
 import torch
 
-# Filled by evo export: the two .cu files (relative to this file), the genomes the built library must report, the
-# arch (nvcc -arch; the GPU must be exactly that compute capability), the attention kernel's 8-bit format (e4m3 or
-# u8sim) and head dims, and the quantizer's variants as D:dtype:rotate.
+# Filled by evo export: the two .cu files (relative to this file), the genomes the built library must report (a
+# dispatching attention file: "dispatch: A | B | ..."), each file's arch (sm_90a: the wgmma family; both of one
+# compute capability, which the GPU must have), the attention kernel's 8-bit format (e4m3 or u8sim) and head dims,
+# and the quantizer's variants as D:dtype:rotate.
 ATTENTION_CU = "@ATTENTION_CU@"
 QUANTIZE_CU = "@QUANTIZE_CU@"
 GENOME = "@GENOME@"
 QUANT_GENOME = "@QUANT_GENOME@"
 ARCH = "@ARCH@"
+QUANT_ARCH = "@QUANT_ARCH@"
 ATTN_FORMAT = "@ATTN_FORMAT@"
 ATTN_HEAD_DIMS = "@ATTN_HEAD_DIMS@"
 QUANT_VARIANTS = "@QUANT_VARIANTS@"
@@ -52,8 +54,8 @@ def _unrendered(*values):
     return [v for v in values if v.startswith("@") and v.endswith("@")]
 
 
-if _unrendered(ATTENTION_CU, QUANTIZE_CU, GENOME, QUANT_GENOME, ARCH, ATTN_FORMAT, ATTN_HEAD_DIMS, QUANT_VARIANTS,
-               OPS_CPP.strip()):
+if _unrendered(ATTENTION_CU, QUANTIZE_CU, GENOME, QUANT_GENOME, ARCH, QUANT_ARCH, ATTN_FORMAT, ATTN_HEAD_DIMS,
+               QUANT_VARIANTS, OPS_CPP.strip()):
     raise ImportError(f"{__file__}: this is evo's template, its placeholders unfilled; import the module "
                       "`evo export --torch` writes from it")
 if not hasattr(torch.library, "custom_op") or not hasattr(torch.library, "register_fake"):
@@ -66,6 +68,15 @@ _ARCH_DIGITS = re.fullmatch(r"sm_(\d+)[af]?", ARCH)
 if not _ARCH_DIGITS:
     raise ImportError(f"{__file__}: ARCH {ARCH!r} is not sm_NN")
 _ARCH_CC = (int(_ARCH_DIGITS.group(1)[:-1]), int(_ARCH_DIGITS.group(1)[-1]))  # sm_90a -> (9, 0), sm_120 -> (12, 0)
+
+
+def _arch_flags(arch):
+    """nvcc's target for a file of this arch: sm_90a's features (wgmma, setmaxnreg) need the gencode form."""
+    m = re.fullmatch(r"sm_(\d+)([af]?)", arch)
+    if not m:
+        raise ImportError(f"{__file__}: arch {arch!r} is not sm_NN")
+    return [f"-gencode=arch=compute_{m.group(1)}{m.group(2)},code=sm_{m.group(1)}{m.group(2)}"] if m.group(2) else \
+        [f"-arch={arch}"]
 
 
 # ---- the shared library ----
@@ -122,7 +133,7 @@ def library_path():
     h.update(hashlib.sha256(_ops_source().encode()).digest())
     version = subprocess.run([nvcc, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
     h.update(version.encode())
-    h.update(" ".join([ARCH, torch.__version__] + NVCC_FLAGS).encode())
+    h.update(" ".join([ARCH, QUANT_ARCH, torch.__version__] + NVCC_FLAGS).encode())
     cache = os.environ.get("EVO_TORCH_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "evo", "torch")
     return os.path.join(cache, h.hexdigest()[:24], "libevo_torch.so")
 
@@ -148,14 +159,14 @@ def _build(path):
             f.write(_ops_source())
         inc, libdir = _torch_dirs()
         objs, procs = [], []
-        jobs = [(src, [f"-arch={ARCH}"]) for src in _sources()]
+        jobs = [(src, _arch_flags(arch)) for src, arch in zip(_sources(), (ARCH, QUANT_ARCH))]
         jobs.append((ops_src, ["-std=c++17", *(f"-I{d}" for d in inc)]))
         for i, (src, extra) in enumerate(jobs):  # the three files compile in parallel
             obj = os.path.join(work, f"part{i}.o")
             cmd = [nvcc, *extra, *NVCC_FLAGS, "-c", src, "-o", obj]
             procs.append((cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
             objs.append(obj)
-        link = [nvcc, f"-arch={ARCH}", "-shared", *objs, "-o", os.path.join(work, "lib.so"), f"-L{libdir}",
+        link = [nvcc, "-shared", *objs, "-o", os.path.join(work, "lib.so"), f"-L{libdir}",
                 "-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", f"-Xlinker=-rpath,{libdir}"]
         for cmd, p in procs + [(link, None)]:
             if p is None:
