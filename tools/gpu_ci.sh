@@ -30,6 +30,8 @@
 #              when set, seconds of search at most), the
 #              best of each class (FP8_EXPORT, default "fp8 exact") exported (/tmp/fp8-best.cu, /tmp/exact-best.cu) and
 #              self-tested
+#   dispatch   after fp8large (or DISPATCH_DB): per-shape elites and the dispatching export of each class in
+#              DISPATCH_CLASSES ("exact fp8") self-tested, then tests/gpu_torch_op.py on the first class's file
 #   calib      after fp8large: tools/bench/fp8_calibrate.py on those files (the fp8 class against the FP8 model and
 #              cuDNN's FP8 SDPA: per head on the gate's inputs, end to end on outlier inputs); needs .wheels/
 #              (nvidia-cudnn-frontend, ../shared/gpu-host/fetch-wheels.sh .wheels)
@@ -210,6 +212,21 @@ PY
            PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout "${CALIB_TIMEOUT:-420}" \
              python3 tools/bench/fp8_calibrate.py --fp8 "${FP8_CU:-/tmp/fp8-best.cu}" $ex --out "$OUT" \
              --seeds "${CALIB_SEEDS:-2}" 2>&1 | tee "$OUT/calib.log" | tail -60 ;;
+    dispatch) db=${DISPATCH_DB:-$OUT/fp8large.db}
+              for cls in ${DISPATCH_CLASSES:-exact fp8}; do
+                build/evo elite --show --per-shape --accuracy $cls --db "$db" >"$OUT/per-shape-$cls.txt" 2>&1
+                build/evo export --dispatch --accuracy $cls --db "$db" -o /tmp/dispatch-$cls.cu 2>&1 | tail -12
+                t=$(sed -n 's/^ \*   nvcc \(-[^ ]*\) -O3 -c .*/\1/p' /tmp/dispatch-$cls.cu | head -1)
+                nvcc $t -O3 -DEVO_SELFTEST /tmp/dispatch-$cls.cu -o /tmp/dispatch-$cls && timeout 300 \
+                  /tmp/dispatch-$cls --reps 10 >"$OUT/dispatch-$cls-selftest.log" 2>&1
+                echo "dispatch $cls self-test exit $?"
+                grep -E "^genome|FAIL|passed|FAILED" "$OUT/dispatch-$cls-selftest.log" | head -8
+              done
+              # the PyTorch op on the dispatching file of the first class (both families, C++ operators)
+              cls=${DISPATCH_CLASSES:-exact}; cls=${cls%% *}
+              PYTHONUNBUFFERED=1 timeout 400 python3 tests/gpu_torch_op.py /tmp/dispatch-$cls.cu \
+                variants/quantize_fp8-sm_90-6d90bcdf.cu --quick --out "$OUT" 2>&1 | tee "$OUT/dispatch-torch-op.log" |
+                grep -E "^device|FAIL|eager CPU|passed|SKIP" | head -30 ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/bench/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;
