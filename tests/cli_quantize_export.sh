@@ -2,7 +2,7 @@
 # cli_quantize_export.sh — quantizers written by `evo export` (the export of the quantize_fp8 task: ABI, template,
 # genome section, tasks/quantize_fp8/quantize_export_harness.cu) for chosen genomes of configs/quantize.yaml (each
 # stored by the fixture maker as a finished run's best) build with plain nvcc and no warning: a cluster genome as the
-# shared library (its four extern "C" symbols present), a chained genome with a separate rotation pass
+# shared library (its five extern "C" symbols present), a chained genome with a separate rotation pass
 # (FUSED_ROT=0: an evo_quant_rotate beside each rotated class) and a resident (mode 4: dynamic shared memory,
 # cooperative launch) with their self-tests; a split genome has its absmax pass (test_quantize_nvrtc compiles every
 # mode); the self-test's CPU reference equals quantize_ref.c bit for bit; a genome without every knob is refused
@@ -71,7 +71,8 @@ for name in so chained resident refcheck; do
   [ "$(cat $name.rc)" = 0 ] || fail "nvcc $name: $(head -20 $name.log)"
   ! grep -qi "warning" $name.log || fail "nvcc $name warns: $(grep -i warning $name.log | head -5)"
 done
-for sym in evo_quantize_forward evo_quantize_scratch_bytes evo_quantize_scratch_zero_bytes evo_quantize_genome; do
+for sym in evo_quantize_forward evo_quantize_forward_multi evo_quantize_scratch_bytes evo_quantize_scratch_zero_bytes \
+  evo_quantize_genome; do
   checks=$((checks + 1))
   nm -D --defined-only libq.so 2>/dev/null | grep -q " T $sym$" || fail "libq.so does not export $sym"
 done

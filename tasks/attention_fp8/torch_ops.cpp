@@ -23,6 +23,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #ifndef EVO_OPS_ARCH_MAJOR
 #error "torch_ops.cpp: EVO_OPS_* macros missing (the module evo export --torch writes passes them)"
@@ -34,6 +35,12 @@ int evo_attention_forward(const void *q, const void *k, const void *v, const flo
                           float softmax_scale, cudaStream_t stream);
 int evo_quantize_forward(const void *x, int in_dtype, int rotate, void *codes, float *scales, int batch, int heads,
                          int seq, int head_dim, void *scratch, unsigned long long scratch_bytes, cudaStream_t stream);
+// Several inputs in one plan (one launch for most genomes); a quantizer exported before it existed lacks it, and
+// the inputs are then quantized one call each.
+__attribute__((weak)) int evo_quantize_forward_multi(const void *const *xs, int n_x, int in_dtype, int rotate,
+                                                     void *codes, float *scales, int batch, int heads, int seq,
+                                                     int head_dim, void *scratch, unsigned long long scratch_bytes,
+                                                     cudaStream_t stream);
 unsigned long long evo_quantize_scratch_bytes(int in_dtype, int rotate, int batch, int heads, int seq, int head_dim);
 unsigned long long evo_quantize_scratch_zero_bytes(int in_dtype, int rotate, int batch, int heads, int seq,
                                                    int head_dim);
@@ -202,26 +209,44 @@ at::Tensor aligned(const at::Tensor &t)
 
 // ---- CUDA ----
 
-void quantize_into(const at::Tensor &x, bool rotate, at::Tensor &codes, at::Tensor &scales)
+// n_x inputs of one shape and dtype (contiguous, aligned) into codes [n_x, B, H, S, D] and scales [n_x, B, H]: one
+// evo_quantize_forward_multi call when n_x > 1 and the file has it, else one call per input.
+void quantize_into(const at::Tensor *const *xs, int n_x, bool rotate, at::Tensor &codes, at::Tensor &scales)
 {
+    const at::Tensor &x = *xs[0];
     const int b = (int)x.size(0), h = (int)x.size(1), s = (int)x.size(2), d = (int)x.size(3);
     const int dt = in_dtype(x.scalar_type()), rot = rotate ? 1 : 0;
-    const unsigned long long need = evo_quantize_scratch_bytes(dt, rot, b, h, s, d);
-    TORCH_CHECK(need != ~0ull, "evo: the quantizer cannot run (", b, ", ", h, ", ", s, ", ", d, ") ",
+    const bool multi = n_x > 1 && evo_quantize_forward_multi != nullptr && (int64_t)n_x * b <= 65535;
+    const int calls = multi ? 1 : n_x, per_call = multi ? n_x : 1;
+    const unsigned long long need = evo_quantize_scratch_bytes(dt, rot, per_call * b, h, s, d);
+    TORCH_CHECK(need != ~0ull, "evo: the quantizer cannot run (", per_call * b, ", ", h, ", ", s, ", ", d, ") ",
                 dtype_name(x.scalar_type()), " rotate=", rotate ? "True" : "False");
     cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index()).stream();
-    at::Tensor scratch;
-    void *scratch_ptr = nullptr;
-    if (need) { // fresh per call from the caching allocator: stream-ordered, and a graph's own pool under capture
-        scratch = at::empty({(int64_t)need + 256}, x.options().dtype(at::kByte));
-        const uintptr_t p = reinterpret_cast<uintptr_t>(scratch.data_ptr());
-        scratch_ptr = reinterpret_cast<void *>((p + 255) & ~uintptr_t(255));
-        const unsigned long long zero = evo_quantize_scratch_zero_bytes(dt, rot, b, h, s, d);
-        if (zero) C10_CUDA_CHECK(cudaMemsetAsync(scratch_ptr, 0, zero, stream));
+    const int64_t head_codes = (int64_t)b * h * s * d; // bytes of one input's codes
+    unsigned char *cbase = static_cast<unsigned char *>(codes.data_ptr());
+    float *sbase = scales.data_ptr<float>();
+    for (int c = 0; c < calls; c++) {
+        at::Tensor scratch;
+        void *scratch_ptr = nullptr;
+        if (need) { // fresh per call from the caching allocator: stream-ordered, and a graph's own pool under capture
+            scratch = at::empty({(int64_t)need + 256}, x.options().dtype(at::kByte));
+            const uintptr_t p = reinterpret_cast<uintptr_t>(scratch.data_ptr());
+            scratch_ptr = reinterpret_cast<void *>((p + 255) & ~uintptr_t(255));
+            const unsigned long long zero = evo_quantize_scratch_zero_bytes(dt, rot, per_call * b, h, s, d);
+            if (zero) C10_CUDA_CHECK(cudaMemsetAsync(scratch_ptr, 0, zero, stream));
+        }
+        if (multi) {
+            const void *ptrs[3] = {nullptr, nullptr, nullptr};
+            for (int i = 0; i < n_x; i++) ptrs[i] = xs[i]->data_ptr();
+            check_call("evo_quantize_forward_multi",
+                       evo_quantize_forward_multi(ptrs, n_x, dt, rot, cbase, sbase, b, h, s, d, scratch_ptr, need,
+                                                  stream));
+        } else {
+            check_call("evo_quantize_forward",
+                       evo_quantize_forward(xs[c]->data_ptr(), dt, rot, cbase + c * head_codes, sbase + c * b * h, b,
+                                            h, s, d, scratch_ptr, need, stream));
+        }
     }
-    check_call("evo_quantize_forward", evo_quantize_forward(x.data_ptr(), dt, rot, codes.data_ptr(),
-                                                            scales.data_ptr<float>(), b, h, s, d, scratch_ptr, need,
-                                                            stream));
 }
 
 std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor &x_in, bool rotate)
@@ -231,7 +256,8 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor &x_in, bool rotate)
     if (x.numel() == 0) // heads without elements: absmax 0, scale 1
         return {codes, at::ones({x.size(0), x.size(1)}, x.options().dtype(at::kFloat))};
     at::Tensor scales = at::empty({x.size(0), x.size(1)}, x.options().dtype(at::kFloat));
-    quantize_into(x, rotate, codes, scales);
+    const at::Tensor *xs[1] = {&x};
+    quantize_into(xs, 1, rotate, codes, scales);
     return {codes, scales};
 }
 
@@ -270,10 +296,23 @@ at::Tensor attention_fp8_cuda(const at::Tensor &q, const at::Tensor &k, const at
     check_quantize("attention_fp8", v, false);
     check_arch(q);
     c10::cuda::CUDAGuard guard(q.device());
-    auto [qc, qs] = quantize(q, incoherent);
-    auto [kc, ks] = quantize(k, incoherent);
-    auto [vc, vs] = quantize(v, false);
-    at::Tensor o = attention_codes(qc, kc, vc, qs, ks, vs, is_causal, scale);
+    if (q.numel() == 0) return at::empty(q.sizes(), q.options());
+    // q, k, v quantized together: one call for the three (per head), or q and k in one (rotated) and v alone
+    const at::Tensor qa = aligned(q), ka = aligned(k), va = aligned(v);
+    std::vector<int64_t> shape3 = {3, q.size(0), q.size(1), q.size(2), q.size(3)};
+    at::Tensor codes = at::empty(shape3, q.options().dtype(at::kFloat8_e4m3fn));
+    at::Tensor scales = at::empty({3, q.size(0), q.size(1)}, q.options().dtype(at::kFloat));
+    if (!incoherent) {
+        const at::Tensor *xs[3] = {&qa, &ka, &va};
+        quantize_into(xs, 3, false, codes, scales);
+    } else {
+        const at::Tensor *qk[2] = {&qa, &ka}, *vv[1] = {&va};
+        at::Tensor c01 = codes.narrow(0, 0, 2), s01 = scales.narrow(0, 0, 2);
+        at::Tensor c2 = codes.narrow(0, 2, 1), s2 = scales.narrow(0, 2, 1);
+        quantize_into(qk, 2, true, c01, s01);
+        quantize_into(vv, 1, false, c2, s2);
+    }
+    at::Tensor o = attention_codes(codes[0], codes[1], codes[2], scales[0], scales[1], scales[2], is_causal, scale);
     return q.scalar_type() == at::kHalf ? o : o.to(q.scalar_type());
 }
 

@@ -88,6 +88,12 @@ typedef struct {
     int stages;    /* modes resident, streamed and piped: plan.stages (chunks in each shared-memory ring); 0
                       otherwise */
     int parts;     /* mode piped: plan.parts (parts per head); 0 otherwise */
+    /* Several inputs in one launch (the exported evo_quantize_forward_multi): the heads above are those of up to
+     * three tensors of x_heads heads each (batch counts them all: their batch times their number); head h reads x,
+     * x1 or x2 as h / x_heads is 0, 1 or 2, and codes and scales are one array over all heads. x_heads 0: x alone. */
+    EVO_QDPTR(const void) x1;
+    EVO_QDPTR(const void) x2;
+    int x_heads;
 } evo_quant_params;
 
 /* The genome. Template order of evo_quant: D, IN_BF16, ROTATE, then vec .. fused_rot as listed; slack is a

@@ -173,25 +173,32 @@ extern "C" unsigned long long evo_quantize_scratch_zero_bytes(int in_dtype, int 
  * overlap in time (one stream, or ordered). Returns the launches' cudaError_t as int: cudaErrorInvalidValue for a
  * (head_dim, in_dtype, rotate) without a variant, a shape out of range, a null or misaligned pointer or a scratch
  * too small. Asynchronous on `stream` (capturable into a CUDA graph); thread-safe. */
-extern "C" int evo_quantize_forward(const void *x, int in_dtype, int rotate, void *codes, float *scales, int batch,
-                                    int heads, int seq, int head_dim, void *scratch, unsigned long long scratch_bytes,
-                                    cudaStream_t stream)
+namespace evo_export {
+
+/* evo_quantize_forward and evo_quantize_forward_multi: n_x inputs of [batch, heads, seq, head_dim] in one plan. */
+static int forward(const void *const *xs, int n_x, int in_dtype, int rotate, void *codes, float *scales, int batch,
+                   int heads, int seq, int head_dim, void *scratch, unsigned long long scratch_bytes,
+                   cudaStream_t stream)
 {
-    using namespace evo_export;
+    if (n_x < 1 || n_x > 3 || batch < 1 || batch > 65535 / n_x) return (int)cudaErrorInvalidValue;
     qcall c;
-    cudaError_t e = resolve(in_dtype, rotate, batch, heads, seq, head_dim, &c);
+    cudaError_t e = resolve(in_dtype, rotate, n_x * batch, heads, seq, head_dim, &c);
     if (e != cudaSuccess) return (int)e;
-    const unsigned long long ux = (unsigned long long)x, uc = (unsigned long long)codes,
-                             us = (unsigned long long)scales, ut = (unsigned long long)scratch;
-    if (!x || !codes || !scales || (ux & 15ull) || (uc & 15ull) || (us & 3ull)) return (int)cudaErrorInvalidValue;
+    const unsigned long long uc = (unsigned long long)codes, us = (unsigned long long)scales,
+                             ut = (unsigned long long)scratch;
+    for (int i = 0; i < n_x; i++)
+        if (!xs[i] || ((unsigned long long)xs[i] & 15ull)) return (int)cudaErrorInvalidValue;
+    if (!codes || !scales || (uc & 15ull) || (us & 3ull)) return (int)cudaErrorInvalidValue;
     if (c.need && (!scratch || (ut & 255ull) || scratch_bytes < c.need)) return (int)cudaErrorInvalidValue;
     evo_quant_params p = {};
-    p.x = x;
+    p.x = xs[0];
+    if (n_x > 1) p.x1 = xs[1], p.x_heads = batch * heads;
+    if (n_x > 2) p.x2 = xs[2];
     p.codes = (unsigned char *)codes;
     p.scales = scales;
     p.scratch = c.need ? (void *)((unsigned char *)scratch + c.offset) : (void *)0;
     p.scratch_bytes = c.need ? c.plan.scratch_bytes : 0ull;
-    p.batch = batch;
+    p.batch = n_x * batch;
     p.heads = heads;
     p.seq = seq;
     p.head_dim = head_dim;
@@ -201,13 +208,44 @@ extern "C" int evo_quantize_forward(const void *x, int in_dtype, int rotate, voi
     p.stages = c.plan.stages;
     p.parts = c.plan.parts;
     if (c.memset_ctl) { /* the control words and slots behind the rotated rows */
-        const unsigned long long n_heads = (unsigned long long)batch * (unsigned long long)heads;
+        const unsigned long long n_heads = (unsigned long long)p.batch * (unsigned long long)heads;
         const unsigned long long n = n_heads * (unsigned long long)seq * (unsigned long long)head_dim;
         e = cudaMemsetAsync((unsigned char *)p.scratch + evo_quant_rot_bytes(n), 0,
                             (size_t)(c.plan.scratch_bytes - evo_quant_rot_bytes(n)), stream);
         if (e != cudaSuccess) return (int)e;
     }
     return (int)launch_plan(c, p, stream);
+}
+
+} // namespace evo_export
+
+/* x: [B, H, S, D] fp16 (in_dtype 0) or bf16 (1) -> codes: [B, H, S, D] e4m3fn bytes, scales: one float per (batch,
+ * head), index b*H + h; rotate 1: incoherent processing (evo_quantize_abi.h: each row times H·diag(s)/sqrt(D)).
+ * All device pointers; x and codes 16-byte aligned, scales 4-byte. scratch: at least evo_quantize_scratch_bytes()
+ * bytes, 256-byte aligned (NULL when that is 0), either zero-filled once before its first use and then left to these
+ * calls, which keep it ready for the next call of any shape (what a call reads before writing it leaves zero), or
+ * fresh for each call with its first evo_quantize_scratch_zero_bytes() bytes zero. Calls sharing a scratch must not
+ * overlap in time (one stream, or ordered). Returns the launches' cudaError_t as int: cudaErrorInvalidValue for a
+ * (head_dim, in_dtype, rotate) without a variant, a shape out of range, a null or misaligned pointer or a scratch
+ * too small. Asynchronous on `stream` (capturable into a CUDA graph); thread-safe. */
+extern "C" int evo_quantize_forward(const void *x, int in_dtype, int rotate, void *codes, float *scales, int batch,
+                                    int heads, int seq, int head_dim, void *scratch, unsigned long long scratch_bytes,
+                                    cudaStream_t stream)
+{
+    return evo_export::forward(&x, 1, in_dtype, rotate, codes, scales, batch, heads, seq, head_dim, scratch,
+                               scratch_bytes, stream);
+}
+
+/* n_x (1 to 3) tensors of one shape, each [B, H, S, D] as for evo_quantize_forward, quantized by one plan (one launch
+ * for the genomes whose plan is one kernel): codes [n_x, B, H, S, D] and scales [n_x * B * H] as one array each, the
+ * same bits as n_x calls of evo_quantize_forward. Its scratch is that of evo_quantize_scratch_bytes(in_dtype, rotate,
+ * n_x * batch, heads, seq, head_dim) (and _zero_bytes likewise); n_x * batch at most 65535. */
+extern "C" int evo_quantize_forward_multi(const void *const *xs, int n_x, int in_dtype, int rotate, void *codes,
+                                          float *scales, int batch, int heads, int seq, int head_dim, void *scratch,
+                                          unsigned long long scratch_bytes, cudaStream_t stream)
+{
+    return evo_export::forward(xs, n_x, in_dtype, rotate, codes, scales, batch, heads, seq, head_dim, scratch,
+                               scratch_bytes, stream);
 }
 
 #ifdef EVO_SELFTEST
@@ -500,28 +538,38 @@ struct verdict {
     bool pass() const { return !bad_codes && !bad_scales && !guard; }
 };
 
-/* Quantizes x on the GPU (codes and scales poisoned first with `poison`), compares heads [h0, h1) with the reference
- * (all heads when h1 == 0). */
-static bool run_case(const std::vector<uint16_t> &x, int in_dtype, int rotate, int batch, int heads, int seq, int d,
-                     shared_scratch &scr, const std::vector<size_t> &check_heads, unsigned char poison, verdict &vd)
+/* Quantizes x on the GPU (codes and scales poisoned first with `poison`) and compares the heads check_heads names
+ * with the reference. n_x > 1: x holds n_x tensors of [batch, heads, seq, d], each in its own allocation, quantized
+ * by one evo_quantize_forward_multi call into one array of codes and of scales. */
+static bool run_case(const std::vector<uint16_t> &x, int n_x, int in_dtype, int rotate, int batch, int heads, int seq,
+                     int d, shared_scratch &scr, const std::vector<size_t> &check_heads, unsigned char poison,
+                     verdict &vd)
 {
-    const size_t n_heads = (size_t)batch * heads, head_elems = (size_t)seq * d, n = n_heads * head_elems;
-    const unsigned long long need = evo_quantize_scratch_bytes(in_dtype, rotate, batch, heads, seq, d);
+    const size_t n_heads = (size_t)n_x * batch * heads, head_elems = (size_t)seq * d, n = n_heads * head_elems;
+    const size_t per = n / (size_t)n_x; /* elements of one input */
+    const unsigned long long need = evo_quantize_scratch_bytes(in_dtype, rotate, n_x * batch, heads, seq, d);
     if (need == ~0ull) {
-        fprintf(stderr, "selftest: no plan for D=%d dtype %d rotate %d (%d,%d,%d)\n", d, in_dtype, rotate, batch, heads,
-                seq);
+        fprintf(stderr, "selftest: no plan for D=%d dtype %d rotate %d (%d,%d,%d)\n", d, in_dtype, rotate,
+                n_x * batch, heads, seq);
         return false;
     }
     if (!scr.fit(need)) return false;
-    guarded dx, dc, ds;
-    bool ok = dx.make(n * 2) && dc.make(n) && ds.make(n_heads * 4) &&
-              cuda_ok(cudaMemcpy(dx.ptr, x.data(), n * 2, cudaMemcpyHostToDevice), "cudaMemcpy") &&
-              cuda_ok(cudaMemset(dc.ptr, poison, n), "poison") &&
+    guarded dx[3], dc, ds;
+    bool ok = dc.make(n) && ds.make(n_heads * 4) && cuda_ok(cudaMemset(dc.ptr, poison, n), "poison") &&
               cuda_ok(cudaMemset(ds.ptr, 0xff, n_heads * 4), "poison");
-    ok = ok &&
-         cuda_ok((cudaError_t)evo_quantize_forward(dx.ptr, in_dtype, rotate, dc.ptr, (float *)ds.ptr, batch, heads, seq,
-                                                   d, need ? scr.ptr : nullptr, scr.bytes, 0),
-                 "evo_quantize_forward") &&
+    const void *xs[3] = {nullptr, nullptr, nullptr};
+    for (int i = 0; ok && i < n_x; i++) {
+        ok = dx[i].make(per * 2) &&
+             cuda_ok(cudaMemcpy(dx[i].ptr, x.data() + (size_t)i * per, per * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+        xs[i] = dx[i].ptr;
+    }
+    const int rc = !ok ? 0
+                   : n_x == 1
+                       ? evo_quantize_forward(xs[0], in_dtype, rotate, dc.ptr, (float *)ds.ptr, batch, heads, seq, d,
+                                              need ? scr.ptr : nullptr, scr.bytes, 0)
+                       : evo_quantize_forward_multi(xs, n_x, in_dtype, rotate, dc.ptr, (float *)ds.ptr, batch, heads,
+                                                    seq, d, need ? scr.ptr : nullptr, scr.bytes, 0);
+    ok = ok && cuda_ok((cudaError_t)rc, n_x == 1 ? "evo_quantize_forward" : "evo_quantize_forward_multi") &&
          cuda_ok(cudaDeviceSynchronize(), "kernel");
     std::vector<uint8_t> codes, want((size_t)head_elems);
     std::vector<float> scales(n_heads);
@@ -529,7 +577,8 @@ static bool run_case(const std::vector<uint16_t> &x, int in_dtype, int rotate, i
         codes.resize(n);
         ok = cuda_ok(cudaMemcpy(codes.data(), dc.ptr, n, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
              cuda_ok(cudaMemcpy(scales.data(), ds.ptr, n_heads * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
-        vd.guard = dx.guard_changes() + dc.guard_changes() + ds.guard_changes();
+        vd.guard = dc.guard_changes() + ds.guard_changes();
+        for (int i = 0; i < n_x; i++) vd.guard += dx[i].guard_changes();
     }
     for (size_t k = 0; ok && k < check_heads.size(); k++) {
         const size_t h = check_heads[k];
@@ -546,7 +595,7 @@ static bool run_case(const std::vector<uint16_t> &x, int in_dtype, int rotate, i
                 vd.bad_codes++;
             }
     }
-    dx.release();
+    for (int i = 0; i < n_x; i++) dx[i].release();
     dc.release();
     ds.release();
     return ok;
@@ -580,7 +629,7 @@ static bool run_checks(int *n_cases, int *failed)
                 make_input(x, head_elems, v.in_dtype, dist, (uint64_t)(vi * 100 + dist * 10) + (uint64_t)sh.s);
                 for (int rep = 0; rep < 2; rep++) {
                     verdict vd;
-                    if (!run_case(x, v.in_dtype, v.rotate, sh.b, sh.h, sh.s, v.head_dim, scr, all_heads(n_heads),
+                    if (!run_case(x, 1, v.in_dtype, v.rotate, sh.b, sh.h, sh.s, v.head_dim, scr, all_heads(n_heads),
                                   rep ? 0x5a : 0xa5, vd))
                         return false;
                     ++*n_cases;
@@ -599,16 +648,55 @@ static bool run_checks(int *n_cases, int *failed)
                    v.in_dtype ? "bf16" : "fp16", v.rotate, sh.b, sh.h, sh.s, N_DISTS, bad ? "FAIL" : "bit-exact");
         }
     }
+    /* Two and three inputs in one call (what a PyTorch op does with q, k, v): the same bits as one call each, every
+     * distribution mixed across the inputs, on odd and preset shapes. */
+    for (int vi = 0; vi < evo_export::n_qvariants; vi++) {
+        const evo_export::qvariant &v = evo_export::variants[vi];
+        int bad = 0, cases = 0;
+        for (const bhs &sh : shapes) {
+            for (int n_x = 2; n_x <= 3; n_x++) {
+                const size_t n_heads = (size_t)n_x * sh.b * sh.h, head_elems = (size_t)sh.s * v.head_dim;
+                const size_t per = (size_t)sh.b * sh.h * head_elems;
+                std::vector<uint16_t> x(n_heads * head_elems), part(per);
+                for (int i = 0; i < n_x; i++) { /* input i: distribution (shape + i) of the list */
+                    make_input(part, head_elems, v.in_dtype, (int)((sh.s + i) % N_DISTS),
+                               (uint64_t)(vi * 1000 + n_x * 100 + i) + (uint64_t)sh.s);
+                    std::copy(part.begin(), part.end(), x.begin() + (long)((size_t)i * per));
+                }
+                verdict vd;
+                if (!run_case(x, n_x, v.in_dtype, v.rotate, sh.b, sh.h, sh.s, v.head_dim, scr, all_heads(n_heads), 0xa5,
+                              vd))
+                    return false;
+                ++*n_cases, ++cases;
+                if (!vd.pass()) {
+                    bad++;
+                    printf("  FAIL  D=%d %s%s (%d,%d,%d) %d inputs in one call: %zu codes differ (first at %lld), %zu "
+                           "scales, %zu guard bytes\n",
+                           v.head_dim, v.in_dtype ? "bf16" : "fp16", v.rotate ? " rotate" : "", sh.b, sh.h, sh.s, n_x,
+                           vd.bad_codes, vd.first, vd.bad_scales, vd.guard);
+                }
+            }
+        }
+        *failed += bad;
+        printf("check  D=%-3d %-4s rotate=%d  2 and 3 inputs in one call, %d shapes  %s\n", v.head_dim,
+               v.in_dtype ? "bf16" : "fp16", v.rotate, cases / 2, bad ? "FAIL" : "bit-exact");
+    }
     /* The launcher's contract: refusals launch nothing. */
     const evo_export::qvariant &v0 = evo_export::variants[0];
     void *buf = nullptr;
     if (!cuda_ok(cudaMalloc(&buf, 1 << 20), "cudaMalloc")) return false;
     unsigned char *b = (unsigned char *)buf;
     const unsigned long long need = evo_quantize_scratch_bytes(v0.in_dtype, v0.rotate, 1, 1, 64, v0.head_dim);
+    const void *two_null[2] = {b, nullptr}, *four[4] = {b, b, b, b};
     struct refusal {
         const char *what;
         int rc;
     } refusals[] = {
+        {"a null second input", evo_quantize_forward_multi(two_null, 2, v0.in_dtype, v0.rotate, b + 65536,
+                                                           (float *)(b + 131072), 1, 1, 64, v0.head_dim, scr.ptr,
+                                                           scr.bytes, 0)},
+        {"four inputs", evo_quantize_forward_multi(four, 4, v0.in_dtype, v0.rotate, b + 65536, (float *)(b + 131072), 1,
+                                                   1, 64, v0.head_dim, scr.ptr, scr.bytes, 0)},
         {"head_dim 96", evo_quantize_forward(b, v0.in_dtype, v0.rotate, b + 65536, (float *)(b + 131072), 1, 1, 64, 96,
                                              scr.ptr, scr.bytes, 0)},
         {"in_dtype 2", evo_quantize_forward(b, 2, v0.rotate, b + 65536, (float *)(b + 131072), 1, 1, 64, v0.head_dim,
@@ -632,7 +720,7 @@ static bool run_checks(int *n_cases, int *failed)
                    (int)cudaErrorInvalidValue);
         }
     }
-    printf("check  launcher refuses a head dim, dtype, misaligned pointers, seq 0%s: %s\n",
+    printf("check  launcher refuses a head dim, dtype, misaligned pointers, seq 0, bad inputs of a multi call%s: %s\n",
            need ? ", a small scratch" : "", refused_wrongly ? "FAIL" : "ok");
     *failed += refused_wrongly;
     const bool ok = cuda_ok(cudaDeviceSynchronize(), "refusals");

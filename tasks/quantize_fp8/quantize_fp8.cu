@@ -582,6 +582,8 @@ template <class C> struct Shape {
     u32 n_heads, head_elems, nv; /* nv: vectors per head */
     u64 n;
     const unsigned char *src;    /* what the main kernels read: x, or the rotated rows in scratch */
+    const unsigned char *src1, *src2; /* the second and third inputs (p.x_heads > 0: heads from x_heads on) */
+    u32 x_heads;                      /* heads per input; 0: one input (or the rotated rows, which are one array) */
     unsigned char *mode_scratch; /* after the rotated rows */
     u32 cph;                     /* chunks per head (mode 6: warp chunks) */
 
@@ -593,6 +595,8 @@ template <class C> struct Shape {
         n = (u64)n_heads * head_elems;
         u64 rot = C::IN == EVO_QUANT_IN_F32 ? evo_quant_rot_bytes(n) : 0ull;
         src = C::IN == EVO_QUANT_IN_F32 ? (const unsigned char *)p.scratch : (const unsigned char *)p.x;
+        src1 = (const unsigned char *)p.x1, src2 = (const unsigned char *)p.x2;
+        x_heads = C::IN == EVO_QUANT_IN_F32 ? 0u : (u32)p.x_heads;
         mode_scratch = (unsigned char *)p.scratch + rot;
         const u32 chunk_v = C::MODE_ == EVO_QUANT_MODE_STREAMED ? (u32)C::WCHUNK_V : (u32)C::CHUNK_V;
         cph = (nv + chunk_v - 1u) / chunk_v;
@@ -603,9 +607,20 @@ template <class C> struct Shape {
             need += 16ull + 4ull * n_heads * cph;
         if (C::MODE_ == EVO_QUANT_MODE_STREAMED || C::MODE_ == EVO_QUANT_MODE_PIPED) need += 12ull * n_heads;
         require(p.head_dim == C::D_ && p.in_dtype == C::IN_BF16_ && p.rotate == C::ROTATE_ && p.batch >= 1 &&
-                p.heads >= 1 && p.seq >= 1 && p.scratch_bytes >= need && (need == 0 || p.scratch != 0));
+                p.heads >= 1 && p.seq >= 1 && p.scratch_bytes >= need && (need == 0 || p.scratch != 0) &&
+                (p.x_heads == 0 || (n_heads % (u32)p.x_heads == 0 && n_heads / (u32)p.x_heads <= 3u && p.x1 &&
+                                    (n_heads / (u32)p.x_heads < 3u || p.x2))));
     }
-    EVO_DEV const unsigned char *head_src(u32 h) const { return src + (u64)h * head_elems * (u32)C::EB; }
+    EVO_DEV const unsigned char *head_src(u32 h) const
+    {
+        const unsigned char *base = src;
+        if (x_heads && h >= x_heads) { /* a head of the second or third input */
+            h -= x_heads;
+            base = src1;
+            if (h >= x_heads) h -= x_heads, base = src2;
+        }
+        return base + (u64)h * head_elems * (u32)C::EB;
+    }
 };
 
 /* ---- chunk passes (modes 0 and 1): vectors v0 + (it*UNROLL + u)*THREADS + tid of one head ---- */
@@ -1683,7 +1698,14 @@ __global__ void __launch_bounds__(32 * WARPS) evo_quant_rotate(const evo_quant_p
     const u64 j = (u64)blockIdx.x * C::THREADS + threadIdx.x;
     const u64 pol = make_policy<C::HINT_LAST>();
     Raw<VEC> r;
-    if (j < nv) load_raw<VEC, C::HINT_LAST>(r, (const unsigned char *)p.x + j * VEC, pol);
+    const unsigned char *xb = (const unsigned char *)p.x; /* the input holding vector j, and j within it */
+    u64 jx = j;
+    if (p.x_heads > 0) {
+        const u64 per = (u64)(u32)p.x_heads * (u32)p.seq * (u32)D / EPV;
+        if (jx >= per) jx -= per, xb = (const unsigned char *)p.x1;
+        if (jx >= per) jx -= per, xb = (const unsigned char *)p.x2;
+    }
+    if (j < nv) load_raw<VEC, C::HINT_LAST>(r, xb + jx * VEC, pol);
     else zero_raw(r);
     float f[EPV];
     to_float<IN_BF16>(r, f);
