@@ -841,6 +841,54 @@ static bool run_timing(const char *only, int reps, int *n_timed, int *failed)
                100.0 * copy_med / med, evo_us, vd.pass() ? "bit-exact" : "CODES DIFFER");
         ++*n_timed;
         if (!vd.pass()) ++*failed;
+        if (3 * sh.batch <= 65535) { /* q, k, v as a PyTorch op has them: three inputs, one call, against a copy of
+                                        three times the bytes; the output of the three checked on their last heads */
+            const unsigned long long need3 =
+                evo_quantize_scratch_bytes(sh.in_dtype, sh.rotate, 3 * sh.batch, sh.heads, sh.seq, sh.head_dim);
+            void *dx3[3] = {nullptr, nullptr, nullptr}, *dc3 = nullptr, *ds3 = nullptr, *copy3 = nullptr;
+            ok = need3 != ~0ull && scr.fit(need3) && cuda_ok(cudaMalloc(&dc3, 3 * n), "cudaMalloc") &&
+                 cuda_ok(cudaMalloc(&ds3, 3 * n_heads * 4), "cudaMalloc") &&
+                 cuda_ok(cudaMalloc(&copy3, 3 * n * 3 / 2 + 16), "cudaMalloc");
+            for (int i = 0; ok && i < 3; i++)
+                ok = cuda_ok(cudaMalloc(&dx3[i], n * 2), "cudaMalloc") &&
+                     cuda_ok(cudaMemcpy(dx3[i], x.data(), n * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+            const void *xs[3] = {dx3[0], dx3[1], dx3[2]};
+            auto quant3 = [&] {
+                return (cudaError_t)evo_quantize_forward_multi(xs, 3, sh.in_dtype, sh.rotate, dc3, (float *)ds3,
+                                                               sh.batch, sh.heads, sh.seq, sh.head_dim,
+                                                               need3 ? scr.ptr : nullptr, scr.bytes, 0);
+            };
+            auto copy3x = [&] { return cudaMemcpyAsync(copy3, dx3[0], 3 * n * 3 / 2, cudaMemcpyDeviceToDevice, 0); };
+            std::vector<double> tq3, tc3;
+            ok = ok && time_reps(quant3, reps, flush, flush_bytes, tq3) && time_reps(copy3x, reps, flush, flush_bytes, tc3);
+            size_t bad = 0;
+            if (ok) { /* each input's last head equals the single call's */
+                std::vector<uint8_t> c3(3 * n);
+                std::vector<float> s3(3 * n_heads);
+                ok = cuda_ok(cudaMemcpy(c3.data(), dc3, 3 * n, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
+                     cuda_ok(cudaMemcpy(s3.data(), ds3, 3 * n_heads * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+                std::vector<uint8_t> want(head_elems);
+                float s = 0;
+                reference_head(&x[(n_heads - 1) * head_elems], sh.in_dtype, sh.rotate, (size_t)sh.seq, sh.head_dim,
+                               want.data(), &s);
+                for (int i = 0; ok && i < 3; i++) {
+                    const size_t h = (size_t)(i + 1) * n_heads - 1;
+                    bad += float_bits(s) != float_bits(s3[h]);
+                    for (size_t e = 0; e < head_elems; e++) bad += c3[h * head_elems + e] != want[e];
+                }
+            }
+            for (void *pv : dx3) cudaFree(pv);
+            cudaFree(dc3);
+            cudaFree(ds3);
+            cudaFree(copy3);
+            if (!ok) break;
+            const double m3 = tq3[(size_t)reps / 2], c3m = tc3[(size_t)reps / 2];
+            snprintf(spread, sizeof spread, "%.2f..%.2f", percentile(tq3, 1, 10), percentile(tq3, 9, 10));
+            printf("%-34s %10.2f %16s %8.0f %10.2f %7.1f%% %9s  %s\n", "  q, k, v: 3 inputs, one call", m3, spread,
+                   9.0 * (double)n / (m3 * 1e-6) / 1e9, c3m, 100.0 * c3m / m3, "-", bad ? "CODES DIFFER" : "bit-exact");
+            ++*n_timed;
+            if (bad) ++*failed;
+        }
     }
     cudaFree(scr.ptr);
     cudaFree(flush);
