@@ -445,6 +445,8 @@ evo_status evo_genome_parse(const evo_space *s, const char *text, evo_genome *g,
     evo_genome out;
     memset(&out, 0, sizeof out);
     bool seen[EVO_MAX_KNOBS] = {false};
+    uint32_t out_of_domain = 0;
+    char bad_val[EVO_MAX_KNOBS][128];
     const char *p = text;
     int item = 0;
     for (;;) {
@@ -468,6 +470,13 @@ evo_status evo_genome_parse(const evo_space *s, const char *text, evo_genome *g,
         seen[k] = true;
         const knob *kb = &s->knobs[k];
         int i = val[0] ? find_value(kb, val) : -3;
+        if (i == -1 && kb->cond && s->n_conditional) {
+            /* A conditional knob's value outside its domain matters only when the knob is active: an older text
+             * may list a knob, inactive now, with a value its domain has since lost. Decided below. */
+            out_of_domain |= 1u << k;
+            snprintf(bad_val[k], sizeof bad_val[k], "%s", val);
+            i = 0;
+        }
         if (i < 0) {
             char dom[512];
             domain_text(kb, dom, sizeof dom);
@@ -486,6 +495,13 @@ evo_status evo_genome_parse(const evo_space *s, const char *text, evo_genome *g,
      * knob with one value may be left out: it cannot be anything else. */
     evo_genome_canonicalize(s, &out);
     const uint32_t act = evo_space_active(s, &out);
+    for (int k = 0; k < s->n_knobs; k++) {
+        if (!((out_of_domain & act) >> k & 1u)) continue;
+        char dom[512];
+        domain_text(&s->knobs[k], dom, sizeof dom);
+        return evo_fail(err, EVO_E_CONFIG, "genome: knob '%s': value '%s' is not in its domain (%s)", s->knobs[k].name,
+                        bad_val[k], dom);
+    }
     for (int k = 0; k < s->n_knobs; k++)
         if (!seen[k] && s->knobs[k].n != 1 && (act >> k & 1u))
             return evo_fail(err, EVO_E_CONFIG, "genome: knob '%s' is missing", s->knobs[k].name);
