@@ -409,6 +409,20 @@ void evo_mutate_probabilities(const evo_space *space, const evo_insights *ins, i
     for (int v = 0; v < n; v++) p[v] /= total;
 }
 
+bool evo_genome_mutate(const evo_space *space, const evo_insights *ins, evo_genome *g, double rate, evo_rng *rng)
+{
+    bool mutated = false;
+    const uint32_t act = evo_space_active(space, g);
+    for (int k = 0; k < evo_space_n_knobs(space); k++) {
+        if ((act >> k & 1u) && evo_space_domain_size(space, k) > 1 && evo_rng_uniform(rng) < rate) {
+            g->idx[k] = (uint8_t)evo_mutate_value(space, ins, k, g->idx[k], rng);
+            mutated = true;
+        }
+    }
+    if (mutated) evo_genome_settle(space, g, act, rng);
+    return mutated;
+}
+
 int evo_mutate_value(const evo_space *space, const evo_insights *ins, int knob, int cur, evo_rng *rng)
 {
     int n = evo_space_domain_size(space, knob);

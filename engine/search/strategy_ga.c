@@ -301,17 +301,7 @@ static bool breed(ga *s, evo_proposal *out)
             }
             if (p2) evo_genome_settle(s->space, &child, keep, &s->rng);
         }
-        /* Mutation moves the child's active knobs only; the knobs a move turns on get random values. */
-        bool mutated = false;
-        const uint32_t act = evo_space_active(s->space, &child);
-        for (int k = 0; k < s->n_knobs; k++) {
-            if ((act >> k & 1u) && evo_space_domain_size(s->space, k) > 1 &&
-                evo_rng_uniform(&s->rng) < s->p.mutation_rate) {
-                mutate_knob(s, &child, k);
-                mutated = true;
-            }
-        }
-        if (mutated) evo_genome_settle(s->space, &child, act, &s->rng);
+        bool mutated = evo_genome_mutate(s->space, s->p.insights, &child, s->p.mutation_rate, &s->rng);
         /* A child identical to something already seen teaches nothing: nudge one knob. */
         if (evo_genome_set_has(s->seen, &child)) {
             int k = pick_knob(s, &child, 0);
