@@ -106,6 +106,7 @@ id=$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute
 "$EVO" export --db cond.db --id "$id" -o - >export.cu 2>export.err || fail "export of cond.db: $(cat export.err)"
 grep -q "^ \*   genome        TILE_M=[^ ]*,FAMILY=0$" export.cu || fail "export: genome line $(grep -m1 ' genome ' export.cu)"
 grep -q "H_CONSUMERS" export.cu && fail "export names an inactive knob"
+grep -q "^  genome TILE_M=[^ ]*,FAMILY=0$" export.err || fail "export's summary: $(cat export.err)"
 
 # A new run in a store whose rows hold older texts (r.db's rows rewritten so): its prior elites are read as
 # genomes of the space, and a genome is proposed and evaluated once per generation whatever text its row holds

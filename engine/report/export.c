@@ -499,6 +499,7 @@ evo_status evo_export_render(const evo_export_src *src, const char *exported_at,
             exported_at = now;
         }
         evo_export_default_name(src, file_name, sizeof file_name);
+        snprintf(out->genome, sizeof out->genome, "%s", src->cand.genome ? src->cand.genome : "");
         const evo_export_ctx x = {src, cfg, &prog, options, key_check, exported_at, file_name};
         evo_str o = {0};
         s = task->export_body(&x, &o, err);
