@@ -341,6 +341,11 @@ static const struct {
      "expected a number, a knob or '(', found end of expression"},
     {"bad_constraint_folded.yaml", "bad_constraint_folded.yaml:17:7: space.constraints[0]",
      "unexpected '&' (logical and is '&&') (column 26 of the expression)"},
+    {"bad_when_self.yaml", "bad_when_self.yaml:8:36: space.knobs.STAGES.when",
+     "the condition of knob 'STAGES' reads 'STAGES' itself"},
+    {"bad_when_cycle.yaml", "bad_when_cycle.yaml:10:36: space.knobs.PV_MMA.when",
+     "the conditions of knobs form a cycle (PV_MMA -> STAGES -> PV_MMA: each reads the next)"},
+    {"bad_when_unknown.yaml", "bad_when_unknown.yaml:4:56: space.knobs.TILE_M.when", "unknown knob 'FAMILY'"},
     {"unsatisfiable.yaml", "unsatisfiable.yaml:17:7: space.constraints[0]", "no genome satisfies this constraint"},
     {"unsatisfiable_pair.yaml", "unsatisfiable_pair.yaml:19:7: space.constraints[2]",
      "no genome satisfies this constraint together with the ones before it"},
@@ -550,9 +555,58 @@ static void test_checks(void)
     CHECK_CONTAINS(err.msg, "compile.extra_options: NVRTC refuses these options");
 }
 
+/* configs/hopper.yaml in the conditional form: family 0's 14 knobs when FAMILY is 0, the 12 H_ knobs when it is 1. */
+static void test_conditional_hopper(void)
+{
+    evo_config *c = load(EVO_SOURCE_DIR "/configs/hopper.yaml");
+    if (!c) return;
+    const evo_space *s = c->space;
+    CHECK_EQ_INT(evo_space_n_knobs(s), 27);
+    CHECK(evo_space_has_conditions(s));
+    const int tile_m = evo_space_find_knob(s, "TILE_M"), family = evo_space_find_knob(s, "FAMILY"),
+              h_pipe = evo_space_find_knob(s, "H_PIPE");
+    CHECK_STR(evo_space_knob_condition(s, tile_m), "FAMILY == 0");
+    CHECK_STR(evo_space_knob_condition(s, h_pipe), "FAMILY == 1");
+    CHECK(evo_space_knob_condition(s, family) == NULL);
+    CHECK_EQ_INT(evo_space_walk_knob(s, 0), family); /* decided first: every other knob's condition reads it */
+    uint64_t total = 0, valid = 0;
+    bool exact = false;
+    CHECK_EQ_INT(evo_space_count(s, 10000000, &total, &valid, &exact, NULL), EVO_OK);
+    CHECK_EQ_INT(total, 829440 + 41472); /* the family-0 domains' product + the H_ domains' product */
+    CHECK_EQ_INT(valid, 81840 + 9984);   /* configs/default.yaml's valid count + family 1's */
+    CHECK(exact);
+    /* the baseline (family 0): 15 active knobs; the fifth seed (family 1): 13 */
+    const uint32_t b = evo_space_active(s, &c->baseline), f1 = evo_space_active(s, &c->seeds[4]);
+    CHECK_EQ_INT(__builtin_popcount(b), 15);
+    CHECK_EQ_INT(__builtin_popcount(f1), 13);
+    CHECK(b >> tile_m & 1u);
+    CHECK(!(b >> h_pipe & 1u));
+    CHECK(f1 >> h_pipe & 1u);
+    CHECK(!(f1 >> tile_m & 1u));
+    CHECK_EQ_INT(c->seeds[4].idx[tile_m], 0); /* inactive: canonical */
+    char text[EVO_GENOME_TEXT_MAX];
+    evo_genome_format(s, &c->seeds[4], text, sizeof text);
+    CHECK_STR(text, "FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=3,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,"
+                    "H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0");
+    /* the same seed as the old form wrote it, every knob listed: the same genome */
+    evo_genome old;
+    evo_err err = {{0}};
+    CHECK_EQ_INT(
+        evo_genome_parse(s,
+                         "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,"
+                         "F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=1,"
+                         "H_WG_ROWS=64,H_CONSUMERS=3,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,"
+                         "H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0",
+                         &old, &err),
+        EVO_OK);
+    CHECK(evo_genome_equal(s, &old, &c->seeds[4]));
+    evo_config_free(c);
+}
+
 int main(void)
 {
     test_checks();
+    test_conditional_hopper();
     test_default();
     test_smoke();
     test_minimal_and_defaults();

@@ -360,8 +360,150 @@ static void test_large(void)
     evo_space_free(s);
 }
 
+/* A conditional space: A {1,2,3} and B {4,8} when FAMILY == 0 (declared before FAMILY), H {10,20,30} when
+ * FAMILY == 1, G {1,2} when FAMILY == 1 && H > 10 (a condition reading a conditional knob).
+ * Distinct genomes: family 0: 3 * 2 = 6; family 1: H=10 (G inactive) 1 + H=20: 2 + H=30: 2 = 5; 11 in all.
+ * "A * B <= 16" drops (3,8): 5 of family 0 valid; "H != 30 || G == 1" drops (30,2): 4 of family 1; 9 valid. */
+static evo_space *family_space(void)
+{
+    evo_space *s;
+    evo_err err = {{0}};
+    CHECK_EQ_INT(evo_space_new(&s), EVO_OK);
+    CHECK_EQ_INT(evo_space_add_int_knob(s, "A", (const int[]){1, 2, 3}, 3, &err), EVO_OK);
+    CHECK_EQ_INT(evo_space_add_int_knob(s, "B", (const int[]){4, 8}, 2, &err), EVO_OK);
+    CHECK_EQ_INT(evo_space_add_int_knob(s, "FAMILY", (const int[]){0, 1}, 2, &err), EVO_OK);
+    CHECK_EQ_INT(evo_space_add_int_knob(s, "H", (const int[]){10, 20, 30}, 3, &err), EVO_OK);
+    CHECK_EQ_INT(evo_space_add_int_knob(s, "G", (const int[]){1, 2}, 2, &err), EVO_OK);
+    int col = -1;
+    CHECK_EQ_INT(evo_space_set_condition(s, 0, "FAMILY == 0", &col, &err), EVO_OK);
+    CHECK_EQ_INT(evo_space_set_condition(s, 1, "FAMILY == 0", &col, &err), EVO_OK);
+    CHECK_EQ_INT(evo_space_set_condition(s, 3, "FAMILY == 1", &col, &err), EVO_OK);
+    CHECK_EQ_INT(evo_space_set_condition(s, 4, "FAMILY == 1 && H > 10", &col, &err), EVO_OK);
+    CHECK_EQ_INT(evo_space_add_constraint(s, "A * B <= 16", &err), EVO_OK);
+    CHECK_EQ_INT(evo_space_add_constraint(s, "H != 30 || G == 1", &err), EVO_OK);
+    return s;
+}
+
+static int count_canonical(const evo_genome *g, void *ctx)
+{
+    int *n = ctx;
+    (*n)++;
+    return 0;
+    (void)g;
+}
+
+static void test_conditions(void)
+{
+    evo_space *s = family_space();
+    evo_err err = {{0}};
+    CHECK(evo_space_has_conditions(s));
+    CHECK_STR(evo_space_knob_condition(s, 4), "FAMILY == 1 && H > 10");
+    CHECK(evo_space_knob_condition(s, 2) == NULL);
+    /* walk order: FAMILY, then A, B (they read it), then H, G */
+    static const int walk[] = {2, 0, 1, 3, 4};
+    for (int i = 0; i < 5; i++) CHECK_EQ_INT(evo_space_walk_knob(s, i), walk[i]);
+    uint64_t total = 0, valid = 0;
+    bool exact = false;
+    CHECK_EQ_INT(evo_space_count(s, 1000000, &total, &valid, &exact, NULL), EVO_OK);
+    CHECK_EQ_INT(total, 11);
+    CHECK_EQ_INT(valid, 9);
+    CHECK(exact);
+    int n = 0;
+    evo_space_foreach_valid(s, count_canonical, &n);
+    CHECK_EQ_INT(n, 9);
+
+    /* active knobs per family, text forms, old texts */
+    evo_genome g, h;
+    genome(s, "FAMILY=1,H=20,G=2", &g);
+    CHECK_EQ_INT(evo_space_active(s, &g), 1u << 2 | 1u << 3 | 1u << 4);
+    genome(s, "A=3,B=8,FAMILY=1,H=20,G=2", &h); /* the form listing every knob: A, B dropped */
+    CHECK(evo_genome_equal(s, &g, &h));
+    char a[EVO_GENOME_TEXT_MAX], b[EVO_GENOME_TEXT_MAX], ha[65], hb[65];
+    evo_genome_format(s, &h, a, sizeof a);
+    CHECK_STR(a, "FAMILY=1,H=20,G=2");
+    genome(s, "A=1,B=4,FAMILY=1,H=20,G=2", &h); /* differs from the one above in inactive knobs only */
+    evo_genome_hash(s, &g, ha);
+    evo_genome_hash(s, &h, hb);
+    CHECK_STR(ha, hb);
+    genome(s, "A=2,B=8,FAMILY=0,H=30,G=2", &g);
+    CHECK_EQ_INT(evo_space_active(s, &g), 1u << 0 | 1u << 1 | 1u << 2);
+    CHECK_EQ_INT(g.idx[3], 0);
+    CHECK_EQ_INT(g.idx[4], 0);
+    evo_genome_format(s, &g, b, sizeof b);
+    CHECK_STR(b, "A=2,B=8,FAMILY=0");
+    genome(s, "FAMILY=1,H=10", &g); /* G inactive: H is 10 */
+    evo_genome_format(s, &g, a, sizeof a);
+    CHECK_STR(a, "FAMILY=1,H=10");
+    genome(s, "A=1,B=4,FAMILY=0,H=99", &g); /* an inactive knob's value its domain lacks: dropped */
+    evo_genome_format(s, &g, a, sizeof a);
+    CHECK_STR(a, "A=1,B=4,FAMILY=0");
+    CHECK_EQ_INT(evo_genome_parse(s, "FAMILY=1,H=99", &g, &err), EVO_E_CONFIG);
+    CHECK_CONTAINS(err.msg, "knob 'H': value '99' is not in its domain (10, 20, 30)");
+    CHECK_EQ_INT(evo_genome_parse(s, "FAMILY=1,G=2", &g, &err), EVO_E_CONFIG);
+    CHECK_CONTAINS(err.msg, "knob 'H' is missing");
+    CHECK_EQ_INT(evo_genome_parse(s, "FAMILY=0,A=1", &g, &err), EVO_E_CONFIG);
+    CHECK_CONTAINS(err.msg, "knob 'B' is missing");
+
+    /* constraints reading an inactive knob hold */
+    genome(s, "FAMILY=1,H=30,G=1", &g);
+    CHECK(evo_space_valid(s, &g, NULL));
+    genome(s, "FAMILY=1,H=30,G=2", &g);
+    const char *violated = NULL;
+    CHECK(!evo_space_valid(s, &g, &violated));
+    CHECK_STR(violated, "H != 30 || G == 1");
+    genome(s, "A=3,B=8,FAMILY=0", &g);
+    CHECK(!evo_space_valid(s, &g, NULL));
+
+    /* canonicalising and settling after a move */
+    genome(s, "A=3,B=8,FAMILY=0", &g);
+    evo_genome m = g;
+    m.idx[2] = 1; /* FAMILY 0 -> 1: A and B turn off, H on (first value: 10, so G stays off) */
+    evo_genome_settle(s, &m, evo_space_active(s, &g), NULL);
+    CHECK(evo_genome_is_canonical(s, &m));
+    evo_genome_format(s, &m, a, sizeof a);
+    CHECK_STR(a, "FAMILY=1,H=10");
+    evo_rng rng;
+    evo_rng_seed(&rng, 3);
+    int seen_h[3] = {0};
+    for (int i = 0; i < 300; i++) { /* random values for the knobs a move turns on */
+        m = g;
+        m.idx[2] = 1;
+        evo_genome_settle(s, &m, evo_space_active(s, &g), &rng);
+        CHECK(evo_genome_is_canonical(s, &m));
+        CHECK_EQ_INT(m.idx[0] + m.idx[1], 0);
+        seen_h[m.idx[3]]++;
+    }
+    CHECK(seen_h[0] > 0 && seen_h[1] > 0 && seen_h[2] > 0);
+    /* random genomes: canonical, valid, both families */
+    int fam[2] = {0};
+    for (int i = 0; i < 1000; i++) {
+        CHECK_EQ_INT(evo_space_random(s, &rng, &g, &err), EVO_OK);
+        CHECK(evo_genome_is_canonical(s, &g));
+        CHECK(evo_space_valid(s, &g, NULL));
+        fam[g.idx[2]]++;
+    }
+    CHECK(fam[0] > 400 && fam[1] > 400); /* each case of FAMILY drawn about half the time */
+
+    /* bad conditions: its own knob, a cycle, a second one; the space unchanged */
+    CHECK_EQ_INT(evo_space_set_condition(s, 2, "FAMILY == 1", NULL, &err), EVO_E_CONFIG);
+    CHECK_CONTAINS(err.msg, "the condition of knob 'FAMILY' reads 'FAMILY' itself");
+    CHECK_EQ_INT(evo_space_set_condition(s, 2, "G == 1", NULL, &err), EVO_E_CONFIG);
+    CHECK_CONTAINS(err.msg, "the conditions of knobs form a cycle (FAMILY -> G -> FAMILY");
+    CHECK(evo_space_knob_condition(s, 2) == NULL);
+    CHECK_EQ_INT(evo_space_set_condition(s, 3, "FAMILY == 0", NULL, &err), EVO_E_CONFIG);
+    CHECK_CONTAINS(err.msg, "knob 'H' has a condition already");
+    int col = 0;
+    CHECK_EQ_INT(evo_space_set_condition(s, 2, "Q == 1", &col, &err), EVO_E_CONFIG);
+    CHECK_CONTAINS(err.msg, "unknown knob 'Q'");
+    CHECK_EQ_INT(col, 1);
+    CHECK_EQ_INT(evo_space_count(s, 1000000, &total, &valid, &exact, NULL), EVO_OK);
+    CHECK_EQ_INT(valid, 9);
+    evo_space_free(s);
+}
+
 int main(void)
 {
+    test_conditions();
     test_knobs();
     test_counts();
     test_foreach();

@@ -4,6 +4,8 @@
  * `test_store --hold-lock FILE READY` (holds an exclusive lock, touches READY, sleeps until killed).
  */
 #include "check.h"
+#include "aliases.h"
+#include "config.h"
 #include "lease.h"
 #include "store.h"
 #include "util.h"
@@ -1621,10 +1623,90 @@ static void test_leases(void)
     evo_store_close(st);
 }
 
+/* Genome texts stored before knobs had conditions (tests/data/families.db lists all 27 knobs in every text), read in
+ * the conditional space of tests/data/families-space.yaml: 216 texts, 156 genomes (144 of family 0, each one text;
+ * 12 of family 1, six texts each, differing in inactive family-0 knobs); a lookup by the canonical text finds the
+ * latest evaluation among a genome's texts, which the text alone does not. */
+typedef struct {
+    const evo_space *space;
+    int n;
+    char canon[256][EVO_GENOME_TEXT_MAX];
+    int n_canon;
+} canon_ctx;
+
+static void add_canonical(const char *text, void *ctx)
+{
+    canon_ctx *c = ctx;
+    evo_genome g;
+    evo_err err = {{0}};
+    c->n++;
+    CHECK_EQ_INT(evo_genome_parse(c->space, text, &g, &err), EVO_OK);
+    char t[EVO_GENOME_TEXT_MAX];
+    evo_genome_format(c->space, &g, t, sizeof t);
+    CHECK(strcmp(t, text) != 0); /* every stored text lists an inactive knob */
+    for (int i = 0; i < c->n_canon; i++)
+        if (strcmp(c->canon[i], t) == 0) return;
+    if (c->n_canon < 256) snprintf(c->canon[c->n_canon++], EVO_GENOME_TEXT_MAX, "%s", t);
+}
+
+static void test_old_genome_texts(void)
+{
+    evo_err err = {{0}};
+    evo_store *st = NULL;
+    evo_config *cfg = NULL, *plain = NULL;
+    CHECK_EQ_INT(evo_store_open(EVO_SOURCE_DIR "/tests/data/families.db", EVO_STORE_IMMUTABLE, &st, &err), EVO_OK);
+    CHECK_EQ_INT(evo_config_load(EVO_SOURCE_DIR "/tests/data/families-space.yaml", &cfg, &err), EVO_OK);
+    CHECK_EQ_INT(evo_config_load(EVO_SOURCE_DIR "/tests/data/replay-space.yaml", &plain, &err), EVO_OK);
+    if (!st || !cfg || !plain) return;
+    static canon_ctx c;
+    memset(&c, 0, sizeof c);
+    c.space = cfg->space;
+    CHECK_EQ_INT(evo_store_foreach_genome(st, "attention_fp8", add_canonical, &c, &err), EVO_OK);
+    CHECK_EQ_INT(c.n, 216);
+    CHECK_EQ_INT(c.n_canon, 156);
+    int fam1 = 0;
+    for (int i = 0; i < c.n_canon; i++) fam1 += strncmp(c.canon[i], "FAMILY=1,", 9) == 0;
+    CHECK_EQ_INT(fam1, 12);
+
+    evo_aliases *a = NULL;
+    CHECK_EQ_INT(evo_aliases_build(st, cfg, &a, &err), EVO_OK);
+    CHECK_EQ_INT(evo_aliases_count(a), 216);
+    static const char g1[] =
+        "FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,"
+        "H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0";
+    const char *set = "cc7fe78e52ac489f307b3a095a399f2c12d79b820332858389c50d5f8f0dec93";
+    evo_eval_rec e;
+    bool found = true;
+    CHECK_EQ_INT(evo_store_find_evaluation_by_genome(st, "attention_fp8", g1, set, NULL, &e, &found, &err), EVO_OK);
+    CHECK(!found); /* stored only under its older texts */
+    CHECK_EQ_INT(evo_aliases_find_evaluation(st, a, "attention_fp8", g1, set, NULL, &e, &found, &err), EVO_OK);
+    CHECK(found);
+    CHECK_EQ_INT(e.id, 183); /* the latest of its six texts' evaluations (3, 39, 75, 111, 147, 183) */
+    CHECK_EQ_INT(e.verdict, EVO_V_REGRESSED);
+    CHECK_NEAR(e.fitness, 0.9576467717238888, 1e-12);
+    evo_store_eval_free(&e);
+    static const char g0[] =
+        "TILE_M=64,TILE_N=128,WARPS_M=2,WARPS_N=1,STAGES=3,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,"
+        "MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0";
+    CHECK_EQ_INT(evo_aliases_find_evaluation(st, a, "attention_fp8", g0, set, NULL, &e, &found, &err), EVO_OK);
+    CHECK(found);
+    CHECK_EQ_INT(e.candidate_id, 1);
+    evo_store_eval_free(&e);
+    evo_aliases_free(a);
+    /* a space without conditions reads nothing: no aliases, lookups by the text alone */
+    CHECK_EQ_INT(evo_aliases_build(st, plain, &a, &err), EVO_OK);
+    CHECK_EQ_INT(evo_aliases_count(a), 0);
+    evo_aliases_free(a);
+    evo_config_free(cfg);
+    evo_config_free(plain);
+    evo_store_close(st);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "--fixture") == 0) return fixture(argv[2], argv[3]);
     if (argc == 4 && strcmp(argv[1], "--hold-lock") == 0) return hold_lock(argv[2], argv[3]);
+    test_old_genome_texts();
 
     snprintf(tmpdir, sizeof tmpdir, "/tmp/evo-test-store-XXXXXX");
     if (!mkdtemp(tmpdir)) {

@@ -4,6 +4,7 @@
  * no duplicates up to exhaustion, GA vs random search on a landscape with a known optimum, insights.
  */
 #include "check.h"
+#include "config.h"
 #include "insights.h"
 #include "space.h"
 #include "strategy.h"
@@ -1065,8 +1066,95 @@ static void test_genome_set_and_unseen(void)
     evo_space_free(s);
 }
 
+/* configs/hopper.yaml's conditional space: 1000 mutations of a FAMILY=1 genome move only its active knobs. A child
+ * still of family 1 lists no family-0 knob (its family-0 slots stay at index 0); one whose FAMILY moved to 0 has
+ * family-0 knobs drawn afresh and no H_ knob. Then a GA over the space: every proposal canonical, none twice. */
+static void test_conditional_mutation(void)
+{
+    evo_config *cfg = NULL;
+    evo_err err = {{0}};
+    CHECK_EQ_INT(evo_config_load(EVO_SOURCE_DIR "/configs/hopper.yaml", &cfg, &err), EVO_OK);
+    if (!cfg) return;
+    const evo_space *s = cfg->space;
+    const int family = evo_space_find_knob(s, "FAMILY"), first_h = evo_space_find_knob(s, "H_WG_ROWS");
+    evo_genome g;
+    CHECK_EQ_INT(evo_genome_parse(s,
+                                  "FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=1,"
+                                  "H_V_PATH=0,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0",
+                                  &g, &err),
+                 EVO_OK);
+    evo_rng rng;
+    evo_rng_seed(&rng, 11);
+    int stayed = 0, flipped = 0, family0_in_f1 = 0, moved_h[EVO_MAX_KNOBS] = {0};
+    for (int i = 0; i < 1000; i++) {
+        evo_genome m = g;
+        evo_genome_mutate(s, NULL, &m, 0.2, &rng);
+        CHECK(evo_genome_is_canonical(s, &m));
+        char text[EVO_GENOME_TEXT_MAX];
+        evo_genome_format(s, &m, text, sizeof text);
+        if (m.idx[family] == g.idx[family]) {
+            stayed++;
+            for (int k = 0; k < family; k++) family0_in_f1 += m.idx[k] != 0;
+            family0_in_f1 += strstr(text, "TILE_M") != NULL;
+            for (int k = first_h; k < evo_space_n_knobs(s); k++) moved_h[k] += m.idx[k] != g.idx[k];
+        } else {
+            flipped++;
+            CHECK(strncmp(text, "TILE_M=", 7) == 0);
+            CHECK(strstr(text, "H_") == NULL);
+        }
+    }
+    CHECK_EQ_INT(family0_in_f1, 0);
+    CHECK_EQ_INT(stayed + flipped, 1000);
+    CHECK(flipped > 150 && flipped < 250); /* FAMILY (two values) moves with probability 0.2 */
+    for (int k = first_h; k < evo_space_n_knobs(s); k++) CHECK(moved_h[k] > 0);
+
+    evo_strategy_params p = {.population = 16,
+                             .elites = 2,
+                             .tournament = 3,
+                             .crossover_rate = 0.7,
+                             .mutation_rate = 0.2,
+                             .immigrant_rate = 0.1,
+                             .local_rate = 0.5,
+                             .seed = 5,
+                             .baseline = &cfg->baseline,
+                             .seeds = cfg->seeds,
+                             .n_seeds = cfg->n_seeds};
+    evo_strategy *st = NULL;
+    CHECK_EQ_INT(evo_strategy_create("ga", s, &p, &st, &err), EVO_OK);
+    evo_genome_set *all = evo_genome_set_new(s);
+    evo_proposal out[16];
+    evo_observation obs[16];
+    int total = 0, dup = 0, fam1 = 0;
+    for (int gen = 0; st && gen < 6; gen++) {
+        int n = 0;
+        CHECK_EQ_INT(evo_strategy_propose(st, out, 16, &n, &err), EVO_OK);
+        for (int i = 0; i < n; i++) {
+            CHECK(evo_genome_is_canonical(s, &out[i].genome));
+            CHECK(evo_space_valid(s, &out[i].genome, NULL));
+            dup += !evo_genome_set_add(all, &out[i].genome);
+            fam1 += out[i].genome.idx[family] == 1;
+            /* a made-up fitness: family 1 with more consumers is better */
+            obs[i] = (evo_observation){.genome = out[i].genome,
+                                       .verdict = EVO_V_OK,
+                                       .fitness =
+                                           1.0 + 0.1 * out[i].genome.idx[family] * (1 + out[i].genome.idx[first_h + 1]),
+                                       .fitness_lo = NAN,
+                                       .fitness_hi = NAN};
+        }
+        evo_strategy_observe(st, obs, n);
+        total += n;
+    }
+    CHECK_EQ_INT(dup, 0);
+    CHECK(total >= 80);
+    CHECK(fam1 > 0 && fam1 < total);
+    evo_genome_set_free(all);
+    evo_strategy_destroy(st);
+    evo_config_free(cfg);
+}
+
 int main(void)
 {
+    test_conditional_mutation();
     test_lookup_and_params();
     test_landscape_optimum();
     test_determinism();

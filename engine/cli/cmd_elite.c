@@ -4,6 +4,7 @@
  */
 #include "cli.h"
 #include "config.h"
+#include "space.h"
 #include "store.h"
 #include "task.h"
 #include "util.h"
@@ -306,7 +307,7 @@ static cJSON *elite_json(int rank, const evo_elite_rec *el, const metric_list *p
 /* ---- the command ---- */
 
 typedef struct {
-    const char *db, *task, *arch, *shape, *accuracy;
+    const char *db, *task, *arch, *shape, *accuracy, *config;
     int top;
     int json;
     int per_shape;
@@ -330,6 +331,9 @@ const evo_cli_opt evo_cli_opts_elite[] = {
     {"task", 'T', required_argument, false, "T", "rank candidates of task T (default: the latest run's)"},
     {"arch", 'A', required_argument, false, "sm_XX",
      "rank candidates compiled for this arch (default: the latest run's)"},
+    {"config", 'c', required_argument, false, "F",
+     "show genomes as F's space writes them (default: the config stored with the run):\n"
+     "a text stored listing knobs inactive under F's conditions is shown without them"},
     {0},
 };
 
@@ -352,6 +356,7 @@ static evo_status parse_opts(int argc, char **argv, elite_opts *o, evo_err *err)
             case 'A': o->arch = optarg; break;
             case 'H': o->shape = optarg; break;
             case 'C': o->accuracy = optarg; break;
+            case 'c': o->config = optarg; break;
             case 'k': {
                 char *end;
                 long k = strtol(optarg, &end, 10);
@@ -474,6 +479,33 @@ static const char *fitness_words(const evo_run_rec *run)
         kind = cfg->fitness;
     evo_config_free(cfg);
     return evo_fitness_describe(kind);
+}
+
+/* Each elite's genome text as the space of the config (--config, else the run's stored one) writes it: texts stored
+ * before knobs had conditions list inactive knobs too (space.h). The store is not changed; a text the config's space
+ * does not read is shown as stored. */
+static evo_status canonical_genomes(const elite_opts *o, const evo_run_rec *run, evo_elite_rec *el, int n, evo_err *err)
+{
+    evo_config *cfg = NULL;
+    if (o->config) {
+        evo_status s = evo_config_load(o->config, &cfg, err);
+        if (s != EVO_OK) return s;
+    } else {
+        evo_err ignored;
+        if (!run->config_text ||
+            evo_config_parse("(stored config)", run->config_text, strlen(run->config_text), &cfg, &ignored) != EVO_OK)
+            return EVO_OK;
+    }
+    for (int i = 0; i < n && evo_space_has_conditions(cfg->space); i++) {
+        evo_genome g;
+        char text[EVO_GENOME_TEXT_MAX];
+        if (!el[i].cand.genome || evo_genome_parse(cfg->space, el[i].cand.genome, &g, NULL) != EVO_OK) continue;
+        evo_genome_format(cfg->space, &g, text, sizeof text);
+        free(el[i].cand.genome);
+        el[i].cand.genome = evo_strdup(text);
+    }
+    evo_config_free(cfg);
+    return EVO_OK;
 }
 
 /* One accuracy class's elites (on one GPU model, when the store holds several), ranked on their own, with what is
@@ -769,6 +801,7 @@ EVO_CMD(elite)
         }
         shown += secs[i].n;
     }
+    for (int i = 0; i < n_secs && s == EVO_OK; i++) s = canonical_genomes(&o, &run, secs[i].el, secs[i].n, err);
     if (s == EVO_OK && shown == 0 && shape_err.msg[0]) {
         *err = shape_err;
         s = EVO_E_USAGE;

@@ -517,7 +517,7 @@ EVO_CMD(export)
                 to_stdout ? "exported" : "wrote", to_stdout ? "to standard output" : evo_show(path).s,
                 (long long)src.cand.id, src.cand.key, src.taken ? ", by its " : "", src.taken ? src.taken : "",
                 src.eval.accuracy ? src.eval.accuracy : EVO_ACCURACY_EXACT, src.eval.fitness, (long long)src.run.id,
-                src.cand.genome);
+                out.genome);
         if (!to_stdout)
             fprintf(said, "  build: nvcc %s -O3 -c %s;  self-test: nvcc %s -O3 -DEVO_SELFTEST %s -o selftest\n",
                     out.nvcc_arch, evo_show(path).s, out.nvcc_arch, evo_show(path).s);

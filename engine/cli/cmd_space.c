@@ -1,5 +1,5 @@
-/* cmd_space.c — `evo space`: the search space of a config (knobs, domains, constraints, baseline) with its total
- * size and its exact number of valid genomes, as text or as JSON. */
+/* cmd_space.c — `evo space`: the search space of a config (knobs, domains, conditions, constraints, baseline) with
+ * its number of distinct genomes and its exact number of valid genomes, as text or as JSON. */
 #include "cli.h"
 #include "config.h"
 #include "space.h"
@@ -27,14 +27,19 @@ static void print_text(const evo_config *c, uint64_t total, uint64_t valid, bool
         printf("  %-*s  %-4s [", width, evo_space_knob_name(s, k), evo_space_knob_is_enum(s, k) ? "enum" : "int");
         for (int i = 0; i < evo_space_domain_size(s, k); i++)
             printf("%s%s", i ? ", " : "", evo_space_value_text(s, k, i));
-        printf("]\n");
+        const char *when = evo_space_knob_condition(s, k);
+        if (when)
+            printf("]  when %s\n", when);
+        else
+            printf("]\n");
     }
     printf("\nconstraints (%d):\n", evo_space_n_constraints(s));
     for (int i = 0; i < evo_space_n_constraints(s); i++) printf("  %d. %s\n", i + 1, evo_space_constraint_text(s, i));
     char g[EVO_GENOME_TEXT_MAX];
     evo_genome_format(s, &c->baseline, g, sizeof g);
     printf("\nbaseline: %s\n", g);
-    printf("total:    %" PRIu64 "%s\n", total, total == UINT64_MAX ? " or more" : "");
+    printf("total:    %" PRIu64 "%s%s\n", total, total == UINT64_MAX ? " or more" : "",
+           evo_space_has_conditions(s) ? " (distinct genomes: summed over the conditions' cases)" : "");
     if (exact)
         printf("valid:    %" PRIu64 " (%.2f%%)\n", valid, total ? 100.0 * (double)valid / (double)total : 0.0);
     else
@@ -57,6 +62,7 @@ static evo_status print_json(const evo_config *c, uint64_t total, uint64_t valid
         for (int i = 0; i < evo_space_domain_size(s, k); i++)
             cJSON_AddItemToArray(dom, is_enum ? cJSON_CreateString(evo_space_value_text(s, k, i))
                                               : cJSON_CreateNumber(evo_space_value(s, k, i)));
+        if (evo_space_knob_condition(s, k)) cJSON_AddStringToObject(o, "when", evo_space_knob_condition(s, k));
         cJSON_AddItemToArray(knobs, o);
     }
     cJSON *cons = cJSON_AddArrayToObject(root, "constraints");

@@ -29,7 +29,7 @@ static const evo_cmd commands[] = {
      evo_cli_opts_run, NULL, 0, NULL},
     {"elite", cmd_elite, "show the best kernels found so far",
      "usage: evo elite --show [--top K] [--shape NAME] [--accuracy CLASS] [--json] [--db F] [--task T]\n"
-     "                        [--arch sm_XX]\n"
+     "                        [--arch sm_XX] [--config F]\n"
      "       evo elite --show --per-shape [--top K] [--shape NAME] [--accuracy CLASS] [--json] [--db F] ...\n"
      "\n"
      "Lists the top-K candidates by fitness (speedup over the baseline genome) with their genome,\n"

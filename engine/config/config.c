@@ -488,8 +488,30 @@ static yaml_mark_t constraint_mark(const yaml_node_t *n, int col, bool *exact)
     return m;
 }
 
+/* A knob's entry in space.knobs: its domain (a list), or {values: [...], when: "CONDITION"}. *dom is the list,
+ * *when the condition's node (NULL: always active). */
+static evo_status knob_entry(loader *L, const yaml_node_t *n, const char *path, const yaml_node_t **dom,
+                             const yaml_node_t **when)
+{
+    static const char *const keys[] = {"values", "when", NULL};
+    *dom = n;
+    *when = NULL;
+    if (n->type != YAML_MAPPING_NODE) return EVO_OK;
+    TRY(check_keys(L, n, path, keys));
+    char p[PATH_MAX_LEN];
+    yaml_node_t *v;
+    TRY(need(L, n, path, "values", &v));
+    *dom = v;
+    *when = get(L, n, "when");
+    if (*when) {
+        const char *text;
+        TRY(need_scalar(L, *when, sub(p, path, "when"), "a condition expression over other knobs", &text));
+    }
+    return EVO_OK;
+}
+
 /* Builds the space with the task's knobs in the task's order (so a genome's text and hash do not depend on the
- * order the YAML lists them in) and the first n_cons constraints. */
+ * order the YAML lists them in), their conditions, and the first n_cons constraints. */
 static evo_status build_space(loader *L, yaml_node_t *const *domains, const yaml_node_t *cons, int n_cons,
                               evo_space **out)
 {
@@ -497,14 +519,41 @@ static evo_status build_space(loader *L, yaml_node_t *const *domains, const yaml
     evo_space *s;
     TRY(evo_space_new(&s));
     evo_status st = EVO_OK;
+    const yaml_node_t *when[EVO_MAX_KNOBS] = {0};
+    int space_knob[EVO_MAX_KNOBS]; /* the space's index of each task knob; -1 when not in the space */
     for (int k = 0; L->task->knobs[k] && st == EVO_OK; k++) {
+        space_knob[k] = -1;
         if (!domains[k]) { /* left out: the task's default, the only value (or no knob at all, when optional) */
-            if (!evo_str_in_list(L->task->knobs[k], L->task->optional_knobs))
+            if (!evo_str_in_list(L->task->knobs[k], L->task->optional_knobs)) {
+                space_knob[k] = evo_space_n_knobs(s);
                 st = evo_space_add_int_knob(s, L->task->knobs[k], &L->task->knob_defaults[k], 1, NULL);
+            }
             continue;
         }
-        st = add_knob(L, s, L->task->knobs[k], L->task->knob_legal ? &L->task->knob_legal[k] : NULL, domains[k],
-                      sub(p, "space.knobs", L->task->knobs[k]));
+        const yaml_node_t *dom;
+        sub(p, "space.knobs", L->task->knobs[k]);
+        st = knob_entry(L, domains[k], p, &dom, &when[k]);
+        if (st != EVO_OK) break;
+        space_knob[k] = evo_space_n_knobs(s);
+        st = add_knob(L, s, L->task->knobs[k], L->task->knob_legal ? &L->task->knob_legal[k] : NULL, dom,
+                      domains[k] == dom ? p : sub(q, p, "values"));
+    }
+    /* Conditions after every knob: one may read a knob declared after its own. */
+    for (int k = 0; L->task->knobs[k] && st == EVO_OK; k++) {
+        if (!when[k]) continue;
+        sub(p, "space.knobs", L->task->knobs[k]);
+        sub(q, p, "when");
+        int col = 0;
+        evo_err e = {{0}};
+        st = evo_space_set_condition(s, space_knob[k], (const char *)when[k]->data.scalar.value, &col, &e);
+        if (st != EVO_OK) {
+            bool exact = false;
+            yaml_mark_t m = col > 0 ? constraint_mark(when[k], col, &exact) : when[k]->start_mark;
+            if (exact || col <= 0)
+                st = fail_at(L, m, q, "%s", e.msg);
+            else
+                st = fail_at(L, m, q, "%s (column %d of the expression)", e.msg, col);
+        }
     }
     for (int i = 0; i < n_cons && st == EVO_OK; i++) {
         const yaml_node_t *n = ITEM(L, cons, i);

@@ -545,6 +545,15 @@ void evo_expr_free(evo_expr *e)
 
 int evo_expr_max_var(const evo_expr *e) { return e->max_var; }
 
+uint64_t evo_expr_var_mask(const evo_expr *e)
+{
+    uint64_t mask = 0;
+    for (int pc = 0; pc < e->n_code; pc++)
+        if (e->code[pc].op == OP_VAR && e->code[pc].arg >= 0 && e->code[pc].arg < 64)
+            mask |= (uint64_t)1 << e->code[pc].arg;
+    return mask;
+}
+
 /* Wrapping arithmetic: overflow in a constraint is the user's nonsense, not undefined behaviour of evo. */
 static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 static int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }

@@ -49,5 +49,7 @@ bool evo_expr_holds(const evo_expr *e, const int *vars);
 /* The highest variable index the expression reads, -1 when it reads none. Lets callers check a constraint as soon
  * as the variables it needs are known. */
 int evo_expr_max_var(const evo_expr *e);
+/* Bit i set when the expression reads variable i (variables 0..63; higher ones are not reported). */
+uint64_t evo_expr_var_mask(const evo_expr *e);
 
 #endif

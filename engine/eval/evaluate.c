@@ -1,6 +1,7 @@
 /* evaluate.c — the "gpu" and "replay" evaluators (see evaluate.h). */
 #include "evaluate.h"
 
+#include "aliases.h"
 #include "noise.h"
 #include "paths.h"
 #include "pool.h"
@@ -40,6 +41,7 @@ struct evo_evaluator {
     int retime;
     /* replay */
     evo_store *replay;
+    evo_aliases *replay_aliases; /* older texts of the recording's genomes, read in this config's space */
     int replay_delay_ms; /* EVO_REPLAY_DELAY_MS: each lookup takes this long (fault tests kill a replay mid-run) */
     char shape_set[65];
 };
@@ -406,6 +408,8 @@ static evo_status replay_open(evo_evaluator *e, const evo_evaluator_opts *o, evo
                         e->cfg->task);
     }
     if (s != EVO_OK) return s;
+    s = evo_aliases_build(e->replay, e->cfg, &e->replay_aliases, err);
+    if (s != EVO_OK) return evo_failv_prefix(err, s == EVO_E_NOMEM ? s : EVO_E_USAGE, "--replay");
     return evo_device_limits_for_arch(strcmp(e->arch, "sm_90a") == 0 ? "sm_90" : e->arch, &e->lim, err);
 }
 
@@ -424,8 +428,8 @@ static evo_status replay_run(evo_evaluator *e, const evo_candidate *c, int n, ev
         if (e->replay_delay_ms > 0) usleep((useconds_t)e->replay_delay_ms * 1000u);
         evo_eval_rec rec;
         bool found = false;
-        evo_status s = evo_store_find_evaluation_by_genome(e->replay, e->cfg->task, c[i].genome_text, e->shape_set,
-                                                           NULL, &rec, &found, err);
+        evo_status s = evo_aliases_find_evaluation(e->replay, e->replay_aliases, e->cfg->task, c[i].genome_text,
+                                                   e->shape_set, NULL, &rec, &found, err);
         if (s != EVO_OK) return s;
         if (!found) {
             r->verdict = c[i].verdict != EVO_V_OK ? c[i].verdict : EVO_V_NOT_RECORDED;
@@ -468,6 +472,7 @@ void evo_evaluator_close(evo_evaluator *e)
 {
     if (!e) return;
     evo_pool_stop(e->pool);
+    evo_aliases_free(e->replay_aliases);
     evo_store_close(e->replay);
     evo_candidate_free(&e->baseline);
     free(e->work_dir);

@@ -247,8 +247,10 @@ void evo_candidate_free(evo_candidate *c)
 static bool nearest_with(const evo_space *s, const evo_genome *base, int k, int v, evo_genome *out)
 {
     const int nk = evo_space_n_knobs(s);
+    const uint32_t act = evo_space_active(s, base); /* a knob a change turns on takes its first value */
     evo_genome g = *base;
     g.idx[k] = (uint8_t)v;
+    evo_genome_settle(s, &g, act, NULL);
     if (evo_space_valid(s, &g, NULL)) return *out = g, true;
     for (int a = 0; a < nk; a++) {
         if (a == k) continue;
@@ -256,6 +258,7 @@ static bool nearest_with(const evo_space *s, const evo_genome *base, int k, int 
             if (x == base->idx[a]) continue;
             evo_genome h = g;
             h.idx[a] = (uint8_t)x;
+            evo_genome_settle(s, &h, act, NULL);
             if (evo_space_valid(s, &h, NULL)) return *out = h, true;
         }
     }
@@ -267,6 +270,7 @@ static bool nearest_with(const evo_space *s, const evo_genome *base, int k, int 
                     if (x == base->idx[a] || y == base->idx[b]) continue;
                     evo_genome h = g;
                     h.idx[a] = (uint8_t)x, h.idx[b] = (uint8_t)y;
+                    evo_genome_settle(s, &h, act, NULL);
                     if (evo_space_valid(s, &h, NULL)) return *out = h, true;
                 }
         }

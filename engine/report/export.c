@@ -490,6 +490,18 @@ evo_status evo_export_render(const evo_export_src *src, const char *exported_at,
     snprintf(name, sizeof name, "%s", run->config_path ? run->config_path : "stored config");
     evo_status s = evo_config_parse(name, run->config_text, strlen(run->config_text), &cfg, err);
     if (s != EVO_OK) return evo_failv_prefix(err, s, "the config stored with run %lld", (long long)run->id);
+    /* The genome as the run's space writes it: a text stored before knobs had conditions lists inactive knobs too
+     * (space.h); the file names the genome without them. */
+    evo_export_src view = *src;
+    char canonical[EVO_GENOME_TEXT_MAX];
+    evo_genome g;
+    if (evo_space_has_conditions(cfg->space) && c->genome &&
+        evo_genome_parse(cfg->space, c->genome, &g, NULL) == EVO_OK) {
+        evo_genome_format(cfg->space, &g, canonical, sizeof canonical);
+        view.cand.genome = canonical;
+        src = &view;
+        c = &src->cand;
+    }
     const evo_task *task = cfg->task_ops;
     evo_program prog = {0};
     char options[1024], key_check[160], file_name[160], now[32];
@@ -508,6 +520,7 @@ evo_status evo_export_render(const evo_export_src *src, const char *exported_at,
             exported_at = now;
         }
         evo_export_default_name(src, file_name, sizeof file_name);
+        snprintf(out->genome, sizeof out->genome, "%s", src->cand.genome ? src->cand.genome : "");
         const evo_export_ctx x = {src, cfg, &prog, options, key_check, exported_at, file_name};
         evo_str o = {0};
         s = task->export_body(&x, &o, err);

@@ -49,6 +49,8 @@ typedef struct {
     char *text;         /* the .cu file, NUL-terminated */
     char warning[512];  /* "" or a caveat worth showing (the compile key recomputed here differs) */
     char nvcc_arch[64]; /* how nvcc must target the file: "-arch=sm_90", "-gencode=arch=compute_90a,code=sm_90a" */
+    char genome[1024];  /* the genome as the file names it: the run's space's text (an older text's inactive knobs
+                           dropped, space.h) */
 } evo_export_out;
 
 /* nvcc's target option for arch: -arch=sm_NN, or for an arch-specific target (sm_90a) the -gencode form, which

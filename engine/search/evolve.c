@@ -1,6 +1,7 @@
 /* evolve.c — the evolution loop of `evo run` (see evolve.h). */
 #include "evolve.h"
 
+#include "aliases.h"
 #include "candidate.h"
 #include "config.h"
 #include "evaluate.h"
@@ -71,6 +72,7 @@ typedef struct {
     evo_config *cfg;
     const evo_task *task;
     evo_store *st;
+    evo_aliases *aliases; /* older texts of the store's genomes in this config's space (built at the first migrant) */
     evo_run_rec run;
     evo_evaluator *ev;
     evo_strategy *strat;
@@ -378,11 +380,19 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
     /* Migrants that arrived (islands) take slots of the generation, so that an island evaluates as much as any
      * other; one this run evaluated in an earlier generation is nothing new and is passed over first. */
     int n_migr = 0;
+    if (L->n_arrived > 0 && !L->aliases) {
+        evo_status as = evo_aliases_build(L->st, L->cfg, &L->aliases, err);
+        if (as != EVO_OK) {
+            L->n_arrived = 0;
+            *n_obs = 0;
+            return as;
+        }
+    }
     for (int k = 0; k < L->n_arrived; k++) {
         evo_eval_rec e;
         bool found = false;
-        evo_status fs = evo_store_find_evaluation_by_genome(L->st, L->cfg->task, L->arrived[k].genome, L->shape_set,
-                                                            evo_evaluator_arch(L->ev), &e, &found, err);
+        evo_status fs = evo_aliases_find_evaluation(L->st, L->aliases, L->cfg->task, L->arrived[k].genome, L->shape_set,
+                                                    evo_evaluator_arch(L->ev), &e, &found, err);
         if (fs != EVO_OK) {
             L->n_arrived = 0;
             *n_obs = 0;
@@ -1214,6 +1224,7 @@ static evo_status finish(loop *L, evo_status s, evo_err *err)
     g_evaluator = NULL;
     evo_evaluator_close(L->ev);
     evo_store_run_free(&L->run);
+    evo_aliases_free(L->aliases);
     evo_store_close(L->st);
     evo_config_free(L->cfg);
     free(L->prior);

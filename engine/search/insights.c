@@ -53,8 +53,10 @@ void evo_insights_add(evo_insights *ins, const evo_genome *g, evo_verdict v, dou
     bool fail = is_failure(v);
     bool timed = (v == EVO_V_OK || v == EVO_V_REGRESSED) && isfinite(fitness) && fitness > 0;
     int64_t q = timed ? llround(log(fitness) * LOG_SCALE) : 0;
-    int nk = evo_space_n_knobs(ins->space);
+    const int nk = evo_space_n_knobs(ins->space);
+    const uint32_t act = evo_space_active(ins->space, g);
     for (int k = 0; k < nk; k++) {
+        if (!(act >> k & 1u)) continue; /* an inactive knob's value took no part in the result */
         cell *c = &ins->cells[k][g->idx[k]];
         c->n++;
         c->n_fail += fail;

@@ -287,6 +287,7 @@ evo_genome evo_genome_normalized(const evo_space *space, const evo_genome *g)
     evo_genome n;
     memset(&n, 0, sizeof n);
     memcpy(n.idx, g->idx, (size_t)evo_space_n_knobs(space));
+    evo_genome_canonicalize(space, &n);
     return n;
 }
 
@@ -353,20 +354,23 @@ void evo_strategy_neighbours(const evo_space *space, const evo_genome *g, uint64
     evo_rng_seed(&r, seed ^ evo_fnv1a64(g->idx, (size_t)n_knobs));
     move moves[EVO_MAX_KNOBS * EVO_MAX_DOMAIN];
     int nm = 0;
+    const uint32_t act = evo_space_active(space, g);
     for (int k = 0; k < n_knobs; k++)
-        for (int v = 0; v < evo_space_domain_size(space, k); v++)
+        for (int v = 0; v < evo_space_domain_size(space, k) && (act >> k & 1u); v++)
             if (v != g->idx[k])
                 moves[nm++] = (move){k, v, (uint64_t)(abs(v - g->idx[k]) > 1) << 32 | (uint32_t)evo_rng_next(&r)};
     if (nm > 1) qsort(moves, (size_t)nm, sizeof *moves, move_cmp);
     for (int i = 0; i < nm; i++) {
         evo_genome m = *g;
         m.idx[moves[i].knob] = (uint8_t)moves[i].value;
+        evo_genome_settle(space, &m, act, NULL); /* knobs the move turned on: their first values */
+        const uint32_t m_act = evo_space_active(space, &m);
         const char *violated = NULL;
         if (evo_space_valid(space, &m, &violated)) {
             evo_genome_list_push(out, &m);
             continue;
         }
-        const uint32_t mask = evo_constraint_knobs(space, violated);
+        const uint32_t mask = evo_constraint_knobs(space, violated) & m_act;
         for (int j = 0; j < n_knobs; j++) {
             if (j == moves[i].knob || !(mask >> j & 1u)) continue;
             const int n = evo_space_domain_size(space, j), cur = m.idx[j];
@@ -376,6 +380,7 @@ void evo_strategy_neighbours(const evo_space *space, const evo_genome *g, uint64
                     if (w < 0 || w >= n) continue;
                     evo_genome fix = m;
                     fix.idx[j] = (uint8_t)w;
+                    evo_genome_settle(space, &fix, m_act, NULL);
                     if (evo_space_valid(space, &fix, NULL)) evo_genome_list_push(out, &fix);
                 }
         }
@@ -402,6 +407,20 @@ void evo_mutate_probabilities(const evo_space *space, const evo_insights *ins, i
         total += p[v];
     }
     for (int v = 0; v < n; v++) p[v] /= total;
+}
+
+bool evo_genome_mutate(const evo_space *space, const evo_insights *ins, evo_genome *g, double rate, evo_rng *rng)
+{
+    bool mutated = false;
+    const uint32_t act = evo_space_active(space, g);
+    for (int k = 0; k < evo_space_n_knobs(space); k++) {
+        if ((act >> k & 1u) && evo_space_domain_size(space, k) > 1 && evo_rng_uniform(rng) < rate) {
+            g->idx[k] = (uint8_t)evo_mutate_value(space, ins, k, g->idx[k], rng);
+            mutated = true;
+        }
+    }
+    if (mutated) evo_genome_settle(space, g, act, rng);
+    return mutated;
 }
 
 int evo_mutate_value(const evo_space *space, const evo_insights *ins, int knob, int cur, evo_rng *rng)

@@ -207,6 +207,10 @@ int evo_strategy_around(const evo_space *space, evo_genome_set *seen, uint64_t s
  * share EVO_MUTATE_NEIGHBOUR_P, the other values the rest, each value's share then multiplied by its insight
  * weight (evo_insights_weight; 1 everywhere when ins is NULL). */
 int evo_mutate_value(const evo_space *space, const evo_insights *ins, int knob, int cur, evo_rng *rng);
+/* The GA's mutation of a genome: each active knob (space.h) with more than one value moves with probability rate
+ * (evo_mutate_value); inactive knobs are never drawn for. Knobs a move turns on (a condition knob changed) get
+ * uniformly random values, knobs it turns off their first; g stays canonical. True when some knob moved. */
+bool evo_genome_mutate(const evo_space *space, const evo_insights *ins, evo_genome *g, double rate, evo_rng *rng);
 /* The probability evo_mutate_value gives each value (p[cur] = 0); p holds domain-size entries. */
 void evo_mutate_probabilities(const evo_space *space, const evo_insights *ins, int knob, int cur, double *p);
 

@@ -225,14 +225,25 @@ static void mutate_knob(ga *s, evo_genome *g, int k)
     g->idx[k] = (uint8_t)evo_mutate_value(s->space, s->p.insights, k, g->idx[k], &s->rng);
 }
 
-/* A knob to change: one from mask when it has any with more than one value, else any such knob; -1 if none. */
-static int pick_knob(ga *s, uint32_t mask)
+/* An active knob of g to change: one from mask when it has any with more than one value, else any such knob; -1 if
+ * none. */
+static int pick_knob(ga *s, const evo_genome *g, uint32_t mask)
 {
+    const uint32_t act = evo_space_active(s->space, g);
     int cand[EVO_MAX_KNOBS], n = 0;
     for (int pass = 0; pass < 2 && n == 0; pass++)
         for (int k = 0; k < s->n_knobs; k++)
-            if ((pass == 1 || (mask >> k & 1u)) && evo_space_domain_size(s->space, k) > 1) cand[n++] = k;
+            if ((act >> k & 1u) && (pass == 1 || (mask >> k & 1u)) && evo_space_domain_size(s->space, k) > 1)
+                cand[n++] = k;
     return n ? cand[evo_rng_below(&s->rng, (uint32_t)n)] : -1;
+}
+
+/* Changes knob k of g (active) and settles the knobs the change turned on (random values) or off. */
+static void move_knob(ga *s, evo_genome *g, int k)
+{
+    const uint32_t act = evo_space_active(s->space, g);
+    mutate_knob(s, g, k);
+    evo_genome_settle(s->space, g, act, &s->rng);
 }
 
 static uint32_t violated_knobs(ga *s, const char *violated)
@@ -279,30 +290,33 @@ static bool breed(ga *s, evo_proposal *out)
         if (s->pool.n > 1 && evo_rng_uniform(&s->rng) < s->p.crossover_rate) {
             for (int i = 0; i < 4 && (!p2 || genome_cmp(&p1->g, &p2->g) == 0); i++) p2 = tournament(s);
             if (genome_cmp(&p1->g, &p2->g) == 0) p2 = NULL;
-            for (int k = 0; p2 && k < s->n_knobs; k++)
-                if (evo_rng_below(&s->rng, 2)) child.idx[k] = p2->g.idx[k];
-        }
-        bool mutated = false;
-        for (int k = 0; k < s->n_knobs; k++) {
-            if (evo_space_domain_size(s->space, k) > 1 && evo_rng_uniform(&s->rng) < s->p.mutation_rate) {
-                mutate_knob(s, &child, k);
-                mutated = true;
+            /* Each knob from either parent; a value from a parent in which the knob is inactive means nothing, so
+             * such a knob, when active in the child, is drawn afresh (evo_genome_settle). */
+            const uint32_t a1 = evo_space_active(s->space, &p1->g), a2 = p2 ? evo_space_active(s->space, &p2->g) : 0;
+            uint32_t keep = 0;
+            for (int k = 0; p2 && k < s->n_knobs; k++) {
+                const bool second = evo_rng_below(&s->rng, 2);
+                if (second) child.idx[k] = p2->g.idx[k];
+                keep |= (uint32_t)((second ? a2 : a1) >> k & 1u) << k;
             }
+            if (p2) evo_genome_settle(s->space, &child, keep, &s->rng);
         }
+        bool mutated = evo_genome_mutate(s->space, s->p.insights, &child, s->p.mutation_rate, &s->rng);
         /* A child identical to something already seen teaches nothing: nudge one knob. */
         if (evo_genome_set_has(s->seen, &child)) {
-            int k = pick_knob(s, 0);
+            int k = pick_knob(s, &child, 0);
             if (k < 0) continue;
-            mutate_knob(s, &child, k);
+            move_knob(s, &child, k);
             mutated = true;
         }
         const char *violated = NULL;
         for (int step = 0; step < REPAIR_STEPS && !evo_space_valid(s->space, &child, &violated); step++) {
-            int k = pick_knob(s, violated_knobs(s, violated));
+            int k = pick_knob(s, &child, violated_knobs(s, violated));
             if (k < 0) break;
-            mutate_knob(s, &child, k);
+            move_knob(s, &child, k);
             mutated = true;
         }
+        EVO_ASSERT(evo_genome_is_canonical(s->space, &child)); /* GA moves leave inactive knobs canonical */
         evo_operator op = p2 ? (mutated ? EVO_OP_CROSSOVER_MUTATION : EVO_OP_CROSSOVER) : EVO_OP_MUTATION;
         if (evo_strategy_take(s->space, s->seen, &child, op, &p1->g, p2 ? &p2->g : NULL, out)) return true;
     }

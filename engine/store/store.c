@@ -236,6 +236,7 @@ enum stmt_id {
     S_PROFILES_OF,
     S_GENOME_VERDICTS,
     S_EVAL_BY_GENOME,
+    S_GENOMES,
     S_CAND_DEMOTE,
     S_RETIME_INSERT,
     S_RETIME_LAST,
@@ -323,9 +324,11 @@ static const char *const stmt_sql[S_COUNT] = {
                           "AND (?3 IS NULL OR e.shape_set = ?3) AND (?4 <= 0 OR e.run_id IS NULL OR e.run_id < ?4) "
                           "ORDER BY e.id",
     [S_CAND_DEMOTE] = "UPDATE candidates SET demoted = ? WHERE id = ?",
-    [S_EVAL_BY_GENOME] = "SELECT e.id FROM evaluations e JOIN candidates c ON c.id = e.candidate_id WHERE c.task = ?1 "
-                         "AND c.genome = ?2 AND e.shape_set = ?3 AND (?4 IS NULL OR c.arch = ?4) "
-                         "ORDER BY e.verdict = 'NOT_RECORDED', e.id DESC LIMIT 1",
+    [S_GENOMES] = "SELECT genome FROM candidates WHERE (?1 IS NULL OR task = ?1) GROUP BY genome ORDER BY min(id)",
+    [S_EVAL_BY_GENOME] =
+        "SELECT e.id, e.verdict = 'NOT_RECORDED' FROM evaluations e JOIN candidates c ON c.id = e.candidate_id WHERE c.task = ?1 "
+        "AND c.genome = ?2 AND e.shape_set = ?3 AND (?4 IS NULL OR c.arch = ?4) "
+        "ORDER BY e.verdict = 'NOT_RECORDED', e.id DESC LIMIT 1",
     [S_RETIME_INSERT] = "INSERT INTO retimes (candidate_id, run_id, generation, shape_set, fitness, fitness_lo, "
                         "fitness_hi, why, gpu, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [S_RETIME_LAST] = "SELECT " RETIME_COLS " FROM retimes WHERE candidate_id = ? AND shape_set = ? ORDER BY id DESC "
@@ -2034,34 +2037,72 @@ evo_status evo_store_foreach_evaluation(evo_store *st, const char *task, const c
     return read_end(st, genome_verdicts(st, task, arch, shape_set, before_run, fn, ctx, err));
 }
 
-static evo_status evaluation_by_genome(evo_store *st, const char *task, const char *genome, const char *shape_set,
-                                       const char *arch, evo_eval_rec *out, bool *found, evo_err *err)
+/* The evaluation evaluation_by_genome picks among those of every text in genomes: measured before NOT_RECORDED,
+ * then the latest. */
+static evo_status evaluation_by_genomes(evo_store *st, const char *task, const char *const *genomes, int n,
+                                        const char *shape_set, const char *arch, evo_eval_rec *out, bool *found,
+                                        evo_err *err)
 {
     memset(out, 0, sizeof *out);
     *found = false;
     if (no_tables(st)) return EVO_OK;
-    sqlite3_stmt *q = NULL;
-    TRY(prep(st, S_EVAL_BY_GENOME, &q, err));
-    binder b = {q, 0, SQLITE_OK};
-    b_text(&b, task);
-    b_text(&b, genome);
-    b_text(&b, shape_set);
-    b_text(&b, arch);
-    SQL(st, err, b.rc);
-    int rc = sqlite3_step(q);
-    SQL(st, err, rc);
-    if (rc != SQLITE_ROW) return EVO_OK;
-    const int64_t id = sqlite3_column_int64(q, 0);
-    sqlite3_reset(q);
+    int64_t best = 0;
+    int best_nr = 2;
+    for (int i = 0; i < n; i++) {
+        sqlite3_stmt *q = NULL;
+        TRY(prep(st, S_EVAL_BY_GENOME, &q, err));
+        binder b = {q, 0, SQLITE_OK};
+        b_text(&b, task);
+        b_text(&b, genomes[i]);
+        b_text(&b, shape_set);
+        b_text(&b, arch);
+        SQL(st, err, b.rc);
+        int rc = sqlite3_step(q);
+        SQL(st, err, rc);
+        if (rc != SQLITE_ROW) continue;
+        const int64_t id = sqlite3_column_int64(q, 0);
+        const int nr = sqlite3_column_int(q, 1);
+        sqlite3_reset(q);
+        if (nr < best_nr || (nr == best_nr && id > best)) best = id, best_nr = nr;
+    }
+    if (best_nr == 2) return EVO_OK;
     *found = true;
-    return evaluation_by_id(st, id, out, err);
+    return evaluation_by_id(st, best, out, err);
 }
 
 evo_status evo_store_find_evaluation_by_genome(evo_store *st, const char *task, const char *genome,
                                                const char *shape_set, const char *arch, evo_eval_rec *out, bool *found,
                                                evo_err *err)
 {
-    return read_end(st, evaluation_by_genome(st, task, genome, shape_set, arch, out, found, err));
+    return read_end(st, evaluation_by_genomes(st, task, &genome, 1, shape_set, arch, out, found, err));
+}
+
+evo_status evo_store_find_evaluation_by_genomes(evo_store *st, const char *task, const char *const *genomes, int n,
+                                                const char *shape_set, const char *arch, evo_eval_rec *out, bool *found,
+                                                evo_err *err)
+{
+    return read_end(st, evaluation_by_genomes(st, task, genomes, n, shape_set, arch, out, found, err));
+}
+
+static evo_status genomes_of(evo_store *st, const char *task, void (*fn)(const char *genome, void *ctx), void *ctx,
+                             evo_err *err)
+{
+    if (no_tables(st)) return EVO_OK;
+    sqlite3_stmt *q = NULL;
+    TRY(prep(st, S_GENOMES, &q, err));
+    binder b = {q, 0, SQLITE_OK};
+    b_text(&b, task);
+    SQL(st, err, b.rc);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) fn((const char *)sqlite3_column_text(q, 0), ctx);
+    SQL(st, err, rc);
+    return EVO_OK;
+}
+
+evo_status evo_store_foreach_genome(evo_store *st, const char *task, void (*fn)(const char *genome, void *ctx),
+                                    void *ctx, evo_err *err)
+{
+    return read_end(st, genomes_of(st, task, fn, ctx, err));
 }
 
 evo_status evo_store_demote(evo_store *st, int64_t candidate_id, const char *reason, evo_err *err)

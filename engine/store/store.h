@@ -328,6 +328,15 @@ evo_status evo_store_foreach_evaluation(evo_store *st, const char *task, const c
 evo_status evo_store_find_evaluation_by_genome(evo_store *st, const char *task, const char *genome,
                                                const char *shape_set, const char *arch, evo_eval_rec *out, bool *found,
                                                evo_err *err);
+/* The same over every text in genomes (n of them): the texts one genome was stored under (the store never rewrites a
+ * genome's text; a config whose knobs have conditions reads older texts listing inactive knobs as the same genome,
+ * eval/aliases.h). */
+evo_status evo_store_find_evaluation_by_genomes(evo_store *st, const char *task, const char *const *genomes, int n,
+                                                const char *shape_set, const char *arch, evo_eval_rec *out, bool *found,
+                                                evo_err *err);
+/* Every distinct genome text of the candidates of task (NULL: any), in the order of their first candidate. */
+evo_status evo_store_foreach_genome(evo_store *st, const char *task, void (*fn)(const char *genome, void *ctx),
+                                    void *ctx, evo_err *err);
 
 /* ---- whole files (merge.c): a consistent copy, and merging one store into another ---- */
 /* A copy of the store's file as it is now, at path (a new name: refused when it exists), through SQLite's online
