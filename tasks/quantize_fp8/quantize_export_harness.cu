@@ -269,69 +269,13 @@ extern "C" int evo_quantize_forward_multi(const void *const *xs, int n_x, int in
 
 namespace evo_qselftest
 {
+using namespace evo_selftest_fmt; /* float_bits, half_to_float, double_to_half, e4m3_encode, cuda_ok, ... */
 
 /* ---- number formats and the quantizer: evo's rules (tasks/quantize_fp8/quantize_ref.c), as plain C++ ---- */
-
-static uint32_t float_bits(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-static float bits_float(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
-static float half_to_float(uint16_t h)
-{
-    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1f) return bits_float(sign | 0x7f800000u | (m << 13));
-    if (e == 0) {
-        if (m == 0) return bits_float(sign);
-        uint32_t sh = 0;
-        while (!(m & 0x400u)) {
-            m <<= 1;
-            sh++;
-        }
-        return bits_float(sign | ((113u - sh) << 23) | ((m & 0x3ffu) << 13));
-    }
-    return bits_float(sign | ((e + 112u) << 23) | (m << 13));
-}
 
 static float in_to_float(uint16_t b, int in_dtype)
 {
     return in_dtype == EVO_QUANT_IN_BF16 ? bits_float((uint32_t)b << 16) : half_to_float(b);
-}
-
-/* Round to nearest even, once, with integers only. */
-static uint16_t double_to_half(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    const uint16_t sign = (uint16_t)((b >> 48) & 0x8000u);
-    const uint64_t a = b & 0x7fffffffffffffffull;
-    if (a > 0x7ff0000000000000ull) return sign | 0x7e00u;
-    const int be = (int)(a >> 52);
-    if (be == 0) return sign;
-    const int e = be - 1023;
-    const uint64_t mant = (a & 0xfffffffffffffull) | (1ull << 52);
-    if (e >= 16) return sign | 0x7c00u;
-    if (e >= -14) {
-        uint32_t q = ((uint32_t)(e + 15) << 10) | (uint32_t)((mant >> 42) & 0x3ffu);
-        const uint64_t rem = mant & ((1ull << 42) - 1), half = 1ull << 41;
-        if (rem > half || (rem == half && (q & 1u))) q++;
-        return (uint16_t)(sign | q);
-    }
-    const int sh = 28 - e;
-    if (sh > 53) return sign;
-    uint64_t q = mant >> sh;
-    const uint64_t rem = mant & ((1ull << sh) - 1), half = 1ull << (sh - 1);
-    if (rem > half || (rem == half && (q & 1u))) q++;
-    return (uint16_t)(sign | q);
 }
 
 /* float -> bf16 bits, round to nearest even; overflow -> inf; NaN -> quiet NaN of x's sign. */
@@ -342,35 +286,6 @@ static uint16_t float_to_bf16(float x)
     uint32_t rest = u & 0xffffu, q = u >> 16;
     if (rest > 0x8000u || (rest == 0x8000u && (q & 1u))) q++;
     return (uint16_t)q;
-}
-
-/* OCP e4m3fn, round to nearest even, saturating at +-448; NaN -> 0x7f. */
-static uint8_t e4m3_encode(float x)
-{
-    const uint32_t b = float_bits(x);
-    const uint8_t sign = (uint8_t)((b >> 24) & 0x80u);
-    const uint32_t a = b & 0x7fffffffu;
-    if (a > 0x7f800000u) return 0x7f;
-    const int be = (int)(a >> 23);
-    if (be == 0) return sign;
-    const int e = be - 127;
-    const uint32_t mant = (a & 0x7fffffu) | 0x800000u;
-    uint32_t q;
-    if (e > 8) {
-        q = 0x7e;
-    } else if (e >= -6) {
-        q = ((uint32_t)(e + 7) << 3) | ((mant >> 20) & 7u);
-        const uint32_t rem = mant & 0xfffffu, half = 0x80000u;
-        if (rem > half || (rem == half && (q & 1u))) q++;
-        if (q > 0x7e) q = 0x7e;
-    } else {
-        const int sh = 14 - e;
-        if (sh > 24) return sign;
-        q = mant >> sh;
-        const uint32_t rem = mant & ((1u << sh) - 1), half = 1u << (sh - 1);
-        if (rem > half || (rem == half && (q & 1u))) q++;
-    }
-    return (uint8_t)(sign | q);
 }
 
 /* y = H·(s∘x)/sqrt(D) in float, in quantize_ref.h's order: sign flips, butterflies h = 1, 2, .., D/2, one multiply.
@@ -417,23 +332,6 @@ enum { DIST_NORMAL, DIST_OUTLIERS, DIST_ZERO_HEAD, DIST_UNIFORM, DIST_LARGE, DIS
 static const char *const dist_names[N_DISTS] = {"normal", "outliers", "zero_head", "uniform",
                                                 "large",  "tiny",     "nonfinite"};
 
-struct rng {
-    uint64_t s;
-    uint64_t next()
-    {
-        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-    double uniform() { return (double)(next() >> 11) * 0x1p-53; } /* [0, 1) */
-    double normal()
-    {
-        const double u1 = 1.0 - uniform(), u2 = uniform();
-        return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-    }
-};
-
 /* fp16 or bf16 values: N(0,1); N(0,1) + N(0,100)·Bernoulli(0.001); N(0,1) with the first head all zero; U(-1,1);
  * large (3000·N(0,1) for fp16, 1e30·N(0,1) for bf16: the division's slow path); tiny (down in the subnormals);
  * N(0,1) with NaN and ±inf planted in the first three heads. */
@@ -472,13 +370,6 @@ static void make_input(std::vector<uint16_t> &x, size_t head_elems, int in_dtype
 
 static const size_t GUARD_BYTES = 4096;
 static const unsigned char GUARD = 0xa5;
-
-static bool cuda_ok(cudaError_t e, const char *what)
-{
-    if (e == cudaSuccess) return true;
-    fprintf(stderr, "selftest: %s: %s\n", what, cudaGetErrorString(e));
-    return false;
-}
 
 /* A region of `bytes` between two guard bands; `ptr` is 256-byte aligned. */
 struct guarded {
@@ -900,17 +791,14 @@ static bool run_timing(const char *only, int reps, int *n_timed, int *failed)
 int main(int argc, char **argv)
 {
     using namespace evo_qselftest;
-    evo_selftest_main::args a;
-    if (!evo_selftest_main::parse(argc, argv, evo_export::timing_repetitions, a)) return 2;
-    cudaDeviceProp prop;
-    int driver = 0, runtime = 0;
-    if (!evo_selftest_main::device(prop, driver, runtime)) return 2;
-    printf("genome  %s\nkey %s, arch %s\ndevice  %s (sm_%d%d, %d SMs), driver %d, runtime %d\n\n", EVO_EXPORT_GENOME,
-           EVO_EXPORT_KEY, EVO_EXPORT_ARCH, prop.name, prop.major, prop.minor, prop.multiProcessorCount, driver,
-           runtime);
+    evo_selftest_main::start_info s;
+    if (!evo_selftest_main::start(argc, argv, evo_export::timing_repetitions, s)) return 2;
+    printf("genome  %s\nkey %s, arch %s\ndevice  %s (sm_%d%d, %d SMs), s.driver %d, s.runtime %d\n\n", EVO_EXPORT_GENOME,
+           EVO_EXPORT_KEY, EVO_EXPORT_ARCH, s.prop.name, s.prop.major, s.prop.minor, s.prop.multiProcessorCount, s.driver,
+           s.runtime);
     int n_cases = 0, n_timed = 0, failed = 0;
     if (!run_checks(&n_cases, &failed)) return 1;
-    if (!a.check_only && !run_timing(a.only, a.reps, &n_timed, &failed)) return 1;
-    return evo_selftest_main::finish(a, n_cases, n_timed, failed, "bit-exact checks");
+    if (!s.a.check_only && !run_timing(s.a.only, s.a.reps, &n_timed, &failed)) return 1;
+    return evo_selftest_main::finish(s.a, n_cases, n_timed, failed, "bit-exact checks");
 }
 #endif /* EVO_SELFTEST */
