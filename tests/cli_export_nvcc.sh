@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # cli_export_nvcc.sh — kernels exported from the fixture stores (e4m3 and u8sim, two head dims each, and a kernel of
-# the sm_90a family from a configs/hopper.yaml run) build with plain nvcc, without evo or its templates: as an
-# object (-c), as the self-test executable (-DEVO_SELFTEST) and as the shared library tools/bench/compare_sdpa.py loads
-# (its three extern "C" symbols present), with no compiler warning; each with the nvcc target its header names. The
+# the sm_90a family from a configs/hopper.yaml run) build with plain nvcc, without evo or its templates: as the
+# self-test executable (-DEVO_SELFTEST) and as the shared library tools/bench/compare_sdpa.py loads (its three extern
+# "C" symbols and the kernels present; the header's -c line is the same compile without -fPIC), with no compiler
+# warning; each with the nvcc target its header names. The
 # dispatching exports too: one holding both families (test_export --fixture dispatch, sm_90a) and one of four family-0
 # genomes (tests/data/replay.db), the latter also for sm_80.
 # Exits 77 (skipped) when nvcc is not found. Run: bash tests/cli_export_nvcc.sh build/evo .   (ctest runs it)
@@ -43,22 +44,22 @@ for fmt in e4m3 u8sim hopper dispatch replay; do
   checks=$((checks + 1)); [ "$TARGET" = "$want" ] || fail "$fmt.cu names nvcc target '$TARGET', not $want"
   # only the file itself: a copy in an empty directory, so no header next to it can be found
   mkdir -p alone && cp $fmt.cu alone/
-  build $fmt-obj -c alone/$fmt.cu -o $fmt.o
+  # the self-test and the shared library (its symbol table also shows the kernels an object would hold: the -c line
+  # of the header compiles the same code without -fPIC, so it is not built a third time)
   build $fmt-selftest -DEVO_SELFTEST alone/$fmt.cu -o $fmt-selftest
   build $fmt-so -shared -Xcompiler -fPIC alone/$fmt.cu -o lib$fmt.so
 done
 # the dispatching file of family-0 kernels builds for sm_80 too
-TARGET=-arch=sm_80 build replay80-obj -c alone/replay.cu -o replay80.o
 TARGET=-arch=sm_80 build replay80-selftest -DEVO_SELFTEST alone/replay.cu -o replay80-selftest
 wait
-for kind in obj selftest; do
+for kind in selftest; do
   checks=$((checks + 1))
   [ "$(cat replay80-$kind.rc)" = 0 ] || fail "nvcc -arch=sm_80 replay $kind: $(head -20 replay80-$kind.log)"
   checks=$((checks + 1))
   ! grep -qi "warning" replay80-$kind.log || fail "nvcc sm_80 replay $kind warns: $(grep -i warning replay80-$kind.log | head -5)"
 done
 for fmt in e4m3 u8sim hopper dispatch replay; do
-  for kind in obj selftest so; do
+  for kind in selftest so; do
     checks=$((checks + 1))
     [ "$(cat $fmt-$kind.rc)" = 0 ] || fail "nvcc $fmt $kind: $(head -20 $fmt-$kind.log)"
     checks=$((checks + 1))
@@ -73,19 +74,19 @@ for fmt in e4m3 u8sim hopper dispatch replay; do
   done
   checks=$((checks + 1))
   if [ $fmt = hopper ] || [ $fmt = dispatch ]; then
-    nm -C --defined-only $fmt.o 2>/dev/null | grep -q "evo_attn_sm90<64, 64, 2, 64, 3, 2, 2, 1, 1, 0, 0, 56, 0, 0>" ||
-      fail "$fmt.o lacks the D=64 instantiation of the sm_90a family"
+    nm -C --defined-only lib$fmt.so 2>/dev/null | grep -q "evo_attn_sm90<64, 64, 2, 64, 3, 2, 2, 1, 1, 0, 0, 56, 0, 0>" ||
+      fail "lib$fmt.so lacks the D=64 instantiation of the sm_90a family"
   elif [ $fmt = replay ]; then
-    expect_n=$(nm -C --defined-only $fmt.o 2>/dev/null | grep -E " [tT] void evo_attn_fwd<" | grep -vc clone)
-    [ "$expect_n" = 5 ] || fail "$fmt.o has $expect_n family-0 kernels, not 5 (four genomes, one with two head dims)"
+    expect_n=$(nm -C --defined-only lib$fmt.so 2>/dev/null | grep -E " [tT] void evo_attn_fwd<" | grep -vc clone)
+    [ "$expect_n" = 5 ] || fail "lib$fmt.so has $expect_n family-0 kernels, not 5 (four genomes, one with two head dims)"
   else
-    nm -C --defined-only $fmt.o 2>/dev/null | grep -q "evo_attn_fwd<64, $([ $fmt = e4m3 ] && echo 0 || echo 1), 128, 64, 4" ||
-      fail "$fmt.o lacks the D=64 instantiation"
+    nm -C --defined-only lib$fmt.so 2>/dev/null | grep -q "evo_attn_fwd<64, $([ $fmt = e4m3 ] && echo 0 || echo 1), 128, 64, 4" ||
+      fail "lib$fmt.so lacks the D=64 instantiation"
   fi
   if [ $fmt = dispatch ]; then
     checks=$((checks + 1))
-    nm -C --defined-only $fmt.o 2>/dev/null | grep -q "evo_attn_fwd<64, 0, 64, 64, 4, 1, 3," ||
-      fail "$fmt.o lacks the family-0 D=64 instantiation of entry 0"
+    nm -C --defined-only lib$fmt.so 2>/dev/null | grep -q "evo_attn_fwd<64, 0, 64, 64, 4, 1, 3," ||
+      fail "lib$fmt.so lacks the family-0 D=64 instantiation of entry 0"
   fi
 done
 
