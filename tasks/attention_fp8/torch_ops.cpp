@@ -20,7 +20,7 @@
 
 #include <cmath>
 #include <cstdint>
-#include <mutex>
+#include <atomic>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -135,15 +135,13 @@ void check_attention(const char *op, const at::Tensor &q, const at::Tensor &k, c
                       ": q, k, v dtypes disagree: ", dtype_name(q.scalar_type()), ", ", dtype_name(k.scalar_type()),
                       ", ", dtype_name(v.scalar_type()));
     bool dim_ok = false;
-    std::ostringstream dims;
-    bool first = true;
-    for (int d : kHeadDims) {
-        dim_ok |= d == q.size(3);
-        dims << (first ? "" : ", ") << d;
-        first = false;
+    for (int d : kHeadDims) dim_ok |= d == q.size(3);
+    if (!dim_ok) { // the message's list is made only when it is said
+        std::ostringstream dims;
+        for (size_t i = 0; i < sizeof kHeadDims / sizeof kHeadDims[0]; i++) dims << (i ? ", " : "") << kHeadDims[i];
+        TORCH_CHECK_VALUE(false, op_name(op), ": head_dim ", q.size(3),
+                          " is not supported by the exported attention kernel (it has ", dims.str(), ")");
     }
-    TORCH_CHECK_VALUE(dim_ok, op_name(op), ": head_dim ", q.size(3),
-                      " is not supported by the exported attention kernel (it has ", dims.str(), ")");
     TORCH_CHECK_VALUE(q.size(0) <= 65535 && q.size(1) <= 65535, op_name(op), ": batch ", q.size(0), " and heads ",
                       q.size(1), " must each be at most 65535");
 }
@@ -166,19 +164,18 @@ void check_scales(const char *op, const at::Tensor &qc, const at::Tensor &qs, co
     }
 }
 
-// A GPU of another compute capability is refused once per device index; then remembered as checked.
+// A GPU of another compute capability is refused; a device index once matched is remembered (bit i: cuda:i).
 void check_arch(const at::Tensor &t)
 {
-    static std::mutex mu;
-    static uint64_t checked = 0; // bit i: cuda:i matched
+    static std::atomic<uint64_t> checked{0};
     const int idx = t.device().has_index() ? t.device().index() : at::cuda::current_device();
-    std::lock_guard<std::mutex> lock(mu);
-    if (idx < 64 && (checked >> idx & 1)) return;
+    const uint64_t bit = idx < 64 ? 1ull << idx : 0ull;
+    if (checked.load(std::memory_order_relaxed) & bit) return;
     const cudaDeviceProp *p = at::cuda::getDeviceProperties(idx);
     TORCH_CHECK(p->major == EVO_OPS_ARCH_MAJOR && p->minor == EVO_OPS_ARCH_MINOR,
                 "the kernels were built for " EVO_OPS_ARCH "; ", p->name, " (cuda:", idx, ") is sm_", p->major,
                 p->minor, ": export them again for this GPU");
-    if (idx < 64) checked |= 1ull << idx;
+    checked.fetch_or(bit, std::memory_order_relaxed);
 }
 
 const char *cuda_error_name(int rc)
@@ -216,9 +213,12 @@ void quantize_into(const at::Tensor *const *xs, int n_x, bool rotate, at::Tensor
     const at::Tensor &x = *xs[0];
     const int b = (int)x.size(0), h = (int)x.size(1), s = (int)x.size(2), d = (int)x.size(3);
     const int dt = in_dtype(x.scalar_type()), rot = rotate ? 1 : 0;
-    const bool multi = n_x > 1 && evo_quantize_forward_multi != nullptr && (int64_t)n_x * b <= 65535;
+    // one call when the file has it and its plan takes n_x times the heads (it says so through the scratch size)
+    unsigned long long need = ~0ull;
+    const bool multi = n_x > 1 && evo_quantize_forward_multi != nullptr &&
+                       (need = evo_quantize_scratch_bytes(dt, rot, n_x * b, h, s, d)) != ~0ull;
     const int calls = multi ? 1 : n_x, per_call = multi ? n_x : 1;
-    const unsigned long long need = evo_quantize_scratch_bytes(dt, rot, per_call * b, h, s, d);
+    if (!multi) need = evo_quantize_scratch_bytes(dt, rot, b, h, s, d);
     TORCH_CHECK(need != ~0ull, "evo: the quantizer cannot run (", per_call * b, ", ", h, ", ", s, ", ", d, ") ",
                 dtype_name(x.scalar_type()), " rotate=", rotate ? "True" : "False");
     cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index()).stream();
