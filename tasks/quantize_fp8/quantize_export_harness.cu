@@ -5,6 +5,7 @@
  * tests/cli_quantize_export.sh builds the files evo export writes with nvcc.
  */
 #include <atomic>
+#include <climits>
 
 namespace evo_export
 {
@@ -180,7 +181,7 @@ static int forward(const void *const *xs, int n_x, int in_dtype, int rotate, voi
                    int heads, int seq, int head_dim, void *scratch, unsigned long long scratch_bytes,
                    cudaStream_t stream)
 {
-    if (n_x < 1 || n_x > 3 || batch < 1 || batch > 65535 / n_x) return (int)cudaErrorInvalidValue;
+    if (n_x < 1 || n_x > 3 || batch > INT_MAX / n_x) return (int)cudaErrorInvalidValue; /* the plan checks the rest */
     qcall c;
     cudaError_t e = resolve(in_dtype, rotate, n_x * batch, heads, seq, head_dim, &c);
     if (e != cudaSuccess) return (int)e;
@@ -239,7 +240,7 @@ extern "C" int evo_quantize_forward(const void *x, int in_dtype, int rotate, voi
 /* n_x (1 to 3) tensors of one shape, each [B, H, S, D] as for evo_quantize_forward, quantized by one plan (one launch
  * for the genomes whose plan is one kernel): codes [n_x, B, H, S, D] and scales [n_x * B * H] as one array each, the
  * same bits as n_x calls of evo_quantize_forward. Its scratch is that of evo_quantize_scratch_bytes(in_dtype, rotate,
- * n_x * batch, heads, seq, head_dim) (and _zero_bytes likewise); n_x * batch at most 65535. */
+ * n_x * batch, heads, seq, head_dim) (and _zero_bytes likewise), and n_x * batch must be a batch that call accepts. */
 extern "C" int evo_quantize_forward_multi(const void *const *xs, int n_x, int in_dtype, int rotate, void *codes,
                                           float *scales, int batch, int heads, int seq, int head_dim, void *scratch,
                                           unsigned long long scratch_bytes, cudaStream_t stream)
