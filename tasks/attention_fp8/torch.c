@@ -118,8 +118,8 @@ evo_status evo_attn_torch_module(const evo_torch_files *f, const char *module, c
     if (s != EVO_OK) return s;
     /* sm_90a (the wgmma family) and sm_90 (the quantizer) run on one GPU: the module builds each file for its own
      * arch, and the GPU must have their compute capability */
-    if (strncmp(t.arch, t.quant_arch, strcspn(t.arch, "af")) != 0 ||
-        strcspn(t.arch, "af") != strcspn(t.quant_arch, "af"))
+    const size_t base = strcspn(t.arch, "af"); /* "sm_90" of "sm_90a" */
+    if (base != strcspn(t.quant_arch, "af") || strncmp(t.arch, t.quant_arch, base) != 0)
         return evo_fail(err, EVO_E_CONFIG, "%s is for %s, %s for %s: export both for one GPU", f->kernel_path, t.arch,
                         f->companion_path, t.quant_arch);
     const char *tmpl, *ops_cpp;
