@@ -12,7 +12,8 @@
  *   V_PATH 0: P in e4m3 (scaled into (0, 256] by an integer row offset, so rescaling is exact), V transposed to
  *             K-major e4m3 in shared memory; the transpose applies the key permutation that makes the S accumulator
  *             registers the wgmma A fragment without shuffles (keys 8s+2a+t of each 16 sit at position 4a+2s+t).
- *             Reference variant: P̃ = e4m3(2^(x − ⌈max x⌉ + 8)), x = score·log2(e), l = Σ 2^(x − ⌈max x⌉ + 8) unrounded.
+ *             P̃ = e4m3(2^(x − ⌈max x⌉ + 8)), x = score·log2(e), and l = Σ P̃ (the rounding of P cancels between
+ *             O and l: 3-6 % less end-to-end error than the FP8 model's unrounded sum, tools/bench/fp8_p_grid.c).
  *   V_PATH 1: P in FP16, V converted to FP16 in shared memory and read N-major by an f16 wgmma (half the P·V rate,
  *             no rounding of P beyond FP16: compares against the plain reference). The GEMM is D + 8 wide: its last
  *             8 columns read a block of ones after each V stage, so it sums P too (the softmax adds nothing up, and
@@ -248,6 +249,14 @@ EVO_DEV u32 pack_e4m3x4(float a, float b, float c, float d)
         : "=r"(r)
         : "f"(a), "f"(b), "f"(c), "f"(d));
     return r;
+}
+/* a and b rounded to e4m3 (nearest even, saturating) and back: the values P·V takes. */
+EVO_DEV void e4m3_round2(float a, float b, float &ra, float &rb)
+{
+    asm("{\n.reg .b16 c, lo, hi;\n.reg .b32 h2;\ncvt.rn.satfinite.e4m3x2.f32 c, %3, %2;\ncvt.rn.f16x2.e4m3x2 h2, c;\n"
+        "mov.b32 {lo, hi}, h2;\ncvt.f32.f16 %0, lo;\ncvt.f32.f16 %1, hi;\n}\n"
+        : "=f"(ra), "=f"(rb)
+        : "f"(a), "f"(b));
 }
 EVO_DEV u32 pack_f16x2(float lo, float hi)
 {
@@ -693,13 +702,17 @@ template <int TILE_N, int MT, bool P8> struct Softmax {
                 const float bias = (P8 ? 8.f : 0.f) - Mn;
                 float sum = 0.f;
 #pragma unroll
-                for (int i = 0; i < TILE_N / 8; i++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const float pv = ex2(fmaf(s[mt][4 * i + 2 * h + e], qk_mul, bias));
-                        s[mt][4 * i + 2 * h + e] = pv;
-                        if (P8) sum += pv; /* FP16 P: the P·V GEMM sums P (vt_bytes) */
+                for (int i = 0; i < TILE_N / 8; i++) {
+                    float* pr = &s[mt][4 * i + 2 * h];
+                    const float p0 = ex2(fmaf(pr[0], qk_mul, bias)), p1 = ex2(fmaf(pr[1], qk_mul, bias));
+                    if constexpr (P8) { /* P̃ (exact in e4m3, so PFrag packs the same codes) and their row sum */
+                        e4m3_round2(p0, p1, pr[0], pr[1]);
+                        sum += pr[0];
+                        sum += pr[1];
+                    } else { /* FP16 P: the P·V GEMM sums P (vt_bytes) */
+                        pr[0] = p0, pr[1] = p1;
                     }
+                }
                 if (P8) l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
             }
     }
