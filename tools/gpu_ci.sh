@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu_ci.sh — what needs the GPU, batched into one call on the GPU host. Logs, databases and JSON go to $OUT
 # (default ./gpu-logs). Usage: tools/gpu_ci.sh STEP...   Steps, in the order given:
-#   tests      build, then the gpu-labelled tests (support kernels, planted kernels, the knob grid)
+#   tests      build, then the gpu-labelled tests (support kernels, planted kernels, the knob grid); GPU_TESTS, when
+#              set, a ctest -R regex that picks some of them
 #   ptx80      the sm_80 code path as PTX (scratch/template_check_ptx80, built beforehand, see template_check.cu)
 #   record     evaluate every genome of tests/data/replay-space.yaml into $OUT/replay.db
 #   smoke      two generations on configs/smoke.yaml
@@ -67,7 +68,7 @@ fi
 for step in "$@"; do
   echo "=== $step $(date -u +%T)"
   case "$step" in
-    tests) ctest --test-dir build -L gpu -E gpu_torch_op --output-on-failure 2>&1 | tee "$OUT/ctest-gpu.log" |
+    tests) ctest --test-dir build -L gpu -E gpu_torch_op ${GPU_TESTS:+-R "$GPU_TESTS"} --output-on-failure 2>&1 | tee "$OUT/ctest-gpu.log" |
              grep -vE "^(reference|compare|generator|quantize)" | tail -40
            rm -f "$OUT"/grid-*.db ;;
     ptx80) [ -x scratch/template_check_ptx80 ] && scratch/template_check_ptx80 --quick --no-time 2>&1 |

@@ -12,8 +12,10 @@
  *   V_PATH 0: P in e4m3 (scaled into (0, 256] by an integer row offset, so rescaling is exact), V transposed to
  *             K-major e4m3 in shared memory; the transpose applies the key permutation that makes the S accumulator
  *             registers the wgmma A fragment without shuffles (keys 8s+2a+t of each 16 sit at position 4a+2s+t).
- *             P̃ = e4m3(2^(x − ⌈max x⌉ + 8)), x = score·log2(e), and l = Σ P̃ (the rounding of P cancels between
- *             O and l: 3-6 % less end-to-end error than the FP8 model's unrounded sum, tools/bench/fp8_p_grid.c).
+ *             P̃ = e4m3(2^(x − ⌈max x⌉ + 8)), x = score·log2(e), and l = Σ P̃, except that a key whose P̃ rounded
+ *             to 0 adds its unrounded p (the rounding of P cancels between O and l, while the mass of keys too small
+ *             for e4m3 stays in l as in the FP8 model: less end-to-end error than the model's unrounded sum, and the
+ *             model's exact result where every P is a power of two; tools/bench/fp8_p_grid.c).
  *   V_PATH 1: P in FP16, V converted to FP16 in shared memory and read N-major by an f16 wgmma (half the P·V rate,
  *             no rounding of P beyond FP16: compares against the plain reference). The GEMM is D + 8 wide: its last
  *             8 columns read a block of ones after each V stage, so it sums P too (the softmax adds nothing up, and
@@ -705,10 +707,11 @@ template <int TILE_N, int MT, bool P8> struct Softmax {
                 for (int i = 0; i < TILE_N / 8; i++) {
                     float* pr = &s[mt][4 * i + 2 * h];
                     const float p0 = ex2(fmaf(pr[0], qk_mul, bias)), p1 = ex2(fmaf(pr[1], qk_mul, bias));
-                    if constexpr (P8) { /* P̃ (exact in e4m3, so PFrag packs the same codes) and their row sum */
+                    if constexpr (P8) { /* P̃ (exact in e4m3, so PFrag packs the same codes) and the row sum:
+                                           P̃, or p where P̃ rounded to 0 (those keys' mass stays in l, as in the model) */
                         e4m3_round2(p0, p1, pr[0], pr[1]);
-                        sum += pr[0];
-                        sum += pr[1];
+                        sum += pr[0] != 0.f ? pr[0] : p0;
+                        sum += pr[1] != 0.f ? pr[1] : p1;
                     } else { /* FP16 P: the P·V GEMM sums P (vt_bytes) */
                         pr[0] = p0, pr[1] = p1;
                     }

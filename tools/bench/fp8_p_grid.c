@@ -8,6 +8,8 @@
  *      tasks/attention_fp8/attn_ref.c engine/core/numerics.c engine/core/evo.c -lm -o fp8_p_grid
  *   ./fp8_p_grid rmse HEADS S D               one head after another, outlier inputs (seeded), every grid
  *   ./fp8_p_grid gate B H S D DIST SEED CAUSAL [SOFTMAX_SCALE]
+ *                                             DIST: the generator's distribution, or 100 + a structural probe's
+ *                                             number (attn_numerics.h; its own softmax scale unless one is given)
  *                                             worst element / bound of each grid and tiling against the model
  *                                             (the project's model, or with MODEL=max448 a 128-key exact-max one;
  *                                             GRIDS=0,2 and TILES=64,8192 pick grids and tiles)
@@ -26,8 +28,8 @@ static float e4r(float x) { return evo_ref_e4m3_decode(evo_ref_e4m3_encode(x)); 
 #define AN_E4M3_ROUND(x) e4r(x)
 #include "attn_numerics.h"
 
-/* A P grid: the row offset (integer ⌈max⌉ or the exact max), the scale (2^8 or 448) and the row sum (of the
- * unrounded p, or of P̃). */
+/* A P grid: the row offset (integer ⌈max⌉ or the exact max), the scale (2^8 or 448) and the row sum (0: of the
+ * unrounded p; 1: of P̃; 2: of P̃ where it is not 0, of p where it rounded to 0). */
 typedef struct {
     const char *name;
     int exact_max;
@@ -39,6 +41,7 @@ static const grid GRIDS[] = {
     {"ceil+8 (the model)", 0, 8.0, 0},
     {"ceil+log2(448)", 0, 8.807354922057604, 0},
     {"ceil+8, l = sum P~", 0, 8.0, 1},
+    {"ceil+8, l = sum (P~ or p if P~ = 0)", 0, 8.0, 2},
     {"ceil+log2(448), l = sum P~", 0, 8.807354922057604, 1},
     {"exact max+log2(448)", 1, 8.807354922057604, 0},
     {"exact max+log2(448), l = sum P~", 1, 8.807354922057604, 1},
@@ -73,7 +76,7 @@ static void row(const grid *g, int tile, const float *q, const float *k, const f
             for (int j = 0; j < nn; j++) {
                 const float p = (float)an_exp2((double)x2[s0 + j - b0] - m + g->offset);
                 pt[j] = e4r(p);
-                l += g->sum_rounded ? pt[j] : p;
+                l += g->sum_rounded == 1 || (g->sum_rounded == 2 && pt[j] != 0.0f) ? pt[j] : p;
             }
             for (int t = 0; t < d; t++) {
                 for (int j = 0; j < nn; j++) x[j] = pt[j] * v[(size_t)(s0 + j) * d + t];
@@ -136,7 +139,7 @@ static int rmse(int heads, int s, int d)
     }
     printf("end to end, %d head(s) of S %d, D %d, outlier inputs: RMSE against FP64 (fp16 output)\n", heads, s, d);
     for (int gi = 0; gi < N_GRIDS; gi++)
-        printf("  %-34s %.4e  (%+.1f %% vs the model)\n", GRIDS[gi].name, sqrt(se[gi] / ((double)n * heads)),
+        printf("  %-36s %.4e  (%+.1f %% vs the model)\n", GRIDS[gi].name, sqrt(se[gi] / ((double)n * heads)),
                100 * (sqrt(se[gi] / se[0]) - 1));
     return 0;
 }
@@ -186,7 +189,10 @@ static int gate(int b, int h, int s, int d, int dist, int seed, int causal, doub
     float *qf = malloc(hn * sizeof *qf), *kf = malloc(hn * sizeof *kf), *vf = malloc(hn * sizeof *vf);
     double *ref = malloc(n * sizeof *ref);
     for (int t = 0; t < 3; t++) {
-        evo_ref_gen_inputs(x, n, hn, (uint64_t)seed, (uint32_t)t, dist);
+        if (dist >= 100) /* a structural probe (100 + its number in attn_numerics.h) */
+            evo_ref_gen_probe(x, n, dist - 100, (uint64_t)seed, (uint32_t)t, s, d);
+        else
+            evo_ref_gen_inputs(x, n, hn, (uint64_t)seed, (uint32_t)t, dist);
         c[t] = malloc(n), sc[t] = malloc((size_t)(b * h) * sizeof(float)), dq[t] = malloc(n * sizeof(float));
         evo_ref_quantize(x, (size_t)(b * h), hn, EVO_FORMAT_E4M3, c[t], sc[t]);
         evo_ref_dequantize(c[t], sc[t], (size_t)(b * h), hn, EVO_FORMAT_E4M3, dq[t]);
@@ -194,7 +200,7 @@ static int gate(int b, int h, int s, int d, int dist, int seed, int causal, doub
     evo_ref_attention(dq[0], dq[1], dq[2], ref, b, h, s, d, causal, sm);
     const char *model = getenv("MODEL");
     if (model && !strcmp(model, "max448")) /* a model of exact maxima in 128-key blocks */
-        emulate(&GRIDS[4], 128, c, sc, b * h, s, d, causal, sm, qf, kf, vf, mo);
+        emulate(&GRIDS[5], 128, c, sc, b * h, s, d, causal, sm, qf, kf, vf, mo);
     else /* the project's model (bit for bit the gate's) */
         evo_ref_fp8_model(c[0], sc[0], c[1], sc[1], c[2], sc[2], mo, b, h, s, d, causal, (float)sm, 0);
     static const int tiles[] = {32, 64, 128, 256, 8192};
@@ -217,7 +223,7 @@ static int gate(int b, int h, int s, int d, int dist, int seed, int causal, doub
                 const double ratio = mk / (AN_FP8_K * mm + AN_FP8_ABS_ATOL * mref);
                 if (ratio > worst) worst = ratio, wh = bh, wr = rk, wk = mk, wm = mm;
             }
-            printf("  %-34s tile %4d: worst element / bound %.3f (head %d row %d: %.4f, the model's max %.4f)\n",
+            printf("  %-36s tile %4d: worst element / bound %.3f (head %d row %d: %.4f, the model's max %.4f)\n",
                    GRIDS[gi].name, tiles[ti], worst, wh, wr, wk, wm);
         }
     return 0;
@@ -231,8 +237,11 @@ int main(int argc, char **argv)
         if (atoi(argv[4]) > 8192 || d > 128) return fprintf(stderr, "S <= 8192, D <= 128\n"), 2;
         printf("gate, (%s,%s,%s,%s) dist %s seed %s causal %s:\n", argv[2], argv[3], argv[4], argv[5], argv[6], argv[7],
                argv[8]);
-        return gate(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), d, atoi(argv[6]), atoi(argv[7]), atoi(argv[8]),
-                    argc == 10 ? atof(argv[9]) : 1.0 / sqrt(d));
+        const int dist = atoi(argv[6]);
+        const double sm = argc == 10 ? atof(argv[9])
+                          : dist >= 100 ? (double)evo_ref_probe_softmax_scale(dist - 100, 0, d)
+                                        : 1.0 / sqrt(d);
+        return gate(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), d, dist, atoi(argv[7]), atoi(argv[8]), sm);
     }
     fprintf(stderr, "usage: fp8_p_grid rmse HEADS S D | fp8_p_grid gate B H S D DIST SEED CAUSAL [SOFTMAX_SCALE]\n");
     return 2;
