@@ -708,10 +708,13 @@ template <int TILE_N, int MT, bool P8> struct Softmax {
                     float* pr = &s[mt][4 * i + 2 * h];
                     const float p0 = ex2(fmaf(pr[0], qk_mul, bias)), p1 = ex2(fmaf(pr[1], qk_mul, bias));
                     if constexpr (P8) { /* P̃ (exact in e4m3, so PFrag packs the same codes) and the row sum:
-                                           P̃, or p where P̃ rounded to 0 (those keys' mass stays in l, as in the model) */
+                                           P̃, or p where P̃ rounded to 0 (those keys' mass stays in l, as in the model).
+                                           P̃ is 0 or ≥ 2^-9, and 0 exactly when p ≤ 2^-10, so max(P̃, min(p, 2^-10))
+                                           is that: two FMNMX, where a compare and select kept p live longer and
+                                           spilled at 3 consumers, D 64 (tests/test_sm90_family.c) */
                         e4m3_round2(p0, p1, pr[0], pr[1]);
-                        sum += pr[0] != 0.f ? pr[0] : p0;
-                        sum += pr[1] != 0.f ? pr[1] : p1;
+                        sum += fmaxf(pr[0], fminf(p0, 0x1p-10f));
+                        sum += fmaxf(pr[1], fminf(p1, 0x1p-10f));
                     } else { /* FP16 P: the P·V GEMM sums P (vt_bytes) */
                         pr[0] = p0, pr[1] = p1;
                     }
