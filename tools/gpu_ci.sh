@@ -231,8 +231,7 @@ PY
                 variants/quantize_fp8-sm_90-6d90bcdf.cu --quick --out "$OUT" 2>&1 | tee "$OUT/dispatch-torch-op.log" |
                 grep -E "^device|FAIL|eager CPU|passed|SKIP" | head -30 ;;
     islands) mkdir -p "$OUT/islands"
-             OUT=$OUT/islands timeout "${ISLANDS_TIMEOUT:-400}" bash tools/bench/islands_gpu.sh 2>&1 | grep -v "^gen " | tail -8
-             rm -f "$OUT"/islands/*-wal "$OUT"/islands/*-shm ;;
+             OUT=$OUT/islands timeout "${ISLANDS_TIMEOUT:-400}" bash tools/bench/islands_gpu.sh 2>&1 | grep -v "^gen " | tail -8 ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/bench/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;
