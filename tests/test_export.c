@@ -196,67 +196,97 @@ static void make_fixture(const char *path, int fmt, fixture *fx)
     "FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=64,H_STAGES=3,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0"
 #define GENOME_SM90_P8 \
     "FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=0,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0"
+/* A store with one finished run of configs/hopper.yaml on sm_90 (the two hopper fixtures below). */
+typedef struct {
+    char *text;
+    evo_config *cfg;
+    evo_store *st;
+    char ss[65];
+    evo_run_rec run;
+    evo_device_limits lim;
+    evo_build_opts bo;
+    const char *base; /* the config's baseline genome, inside text (up to its closing quote) */
+    int cut;          /* the length of its family-0 part (before ",FAMILY=") */
+} hopper_store;
+
+static void hopper_open(hopper_store *h, const char *path, char *started, char *finished, char *gpu)
+{
+    evo_err err = {{0}};
+    memset(h, 0, sizeof *h);
+    if (evo_read_file(EVO_SOURCE_DIR "/configs/hopper.yaml", &h->text, NULL, &err) != EVO_OK) die("config", &err);
+    if (evo_config_parse("configs/hopper.yaml", h->text, strlen(h->text), &h->cfg, &err) != EVO_OK) die("parse", &err);
+    if (evo_store_open(path, EVO_STORE_READWRITE, &h->st, &err) != EVO_OK) die("open", &err);
+    evo_config_shape_set_key(h->cfg, h->ss);
+    h->run = (evo_run_rec){.started_at = started,
+                           .finished_at = finished,
+                           .state = "done",
+                           .task = "attention_fp8",
+                           .arch = "sm_90",
+                           .shape_set = h->ss,
+                           .config_path = "configs/hopper.yaml",
+                           .config_text = h->text,
+                           .strategy = "ga",
+                           .seed = 1,
+                           .generations = 1,
+                           .population = 32,
+                           .gpu = gpu,
+                           .driver = "13000",
+                           .nvrtc_version = (char *)evo_nvrtc_version(),
+                           .evo_version = EVO_VERSION};
+    if (evo_store_begin_run(h->st, &h->run, &err) != EVO_OK) die("begin_run", &err);
+    if (evo_device_limits_for_arch("sm_90", &h->lim, &err) != EVO_OK) die("limits", &err);
+    h->bo = (evo_build_opts){
+        .cfg = h->cfg, .task = evo_task_find(h->cfg->task), .lim = &h->lim, .arch = "sm_90", .jobs = 1};
+    h->base = strstr(h->text, "baseline: \"") + 11;
+    h->cut = (int)(strstr(h->base, ",FAMILY=") - h->base);
+}
+
+/* Prepares the n candidates (every one must pass the host-side checks) and stores each, ids into r[i].id. */
+static void hopper_put_candidates(hopper_store *h, evo_candidate *c, int n, evo_candidate_rec *r)
+{
+    evo_err err = {{0}};
+    if (evo_candidates_prepare(&h->bo, c, n, &err) != EVO_OK) die("prepare", &err);
+    for (int i = 0; i < n; i++) {
+        if (c[i].verdict != EVO_V_OK) die(c[i].why, NULL);
+        r[i] = (evo_candidate_rec){.key = c[i].key,
+                                   .task = "attention_fp8",
+                                   .arch = "sm_90",
+                                   .genome = c[i].genome_text,
+                                   .template_hash = c[i].template_hash,
+                                   .options = "",
+                                   .nvrtc_version = (char *)evo_nvrtc_version(),
+                                   .registers = 168,
+                                   .smem_bytes = 65536,
+                                   .spill_bytes = 0,
+                                   .stack_bytes = 0};
+        if (evo_store_put_candidate(h->st, &r[i], &err) != EVO_OK) die("put_candidate", &err);
+    }
+}
+
+static void hopper_close(hopper_store *h, evo_candidate *c, int n)
+{
+    for (int i = 0; i < n; i++) evo_candidate_free(&c[i]);
+    evo_store_close(h->st);
+    evo_config_free(h->cfg);
+    free(h->text);
+}
+
 static void make_hopper_fixture(const char *path, bool p8)
 {
     evo_err err = {{0}};
-    char *text = NULL;
-    if (evo_read_file(EVO_SOURCE_DIR "/configs/hopper.yaml", &text, NULL, &err) != EVO_OK) die("config", &err);
-    evo_config *cfg = NULL;
-    if (evo_config_parse("configs/hopper.yaml", text, strlen(text), &cfg, &err) != EVO_OK) die("parse", &err);
-    evo_store *st = NULL;
-    if (evo_store_open(path, EVO_STORE_READWRITE, &st, &err) != EVO_OK) die("open", &err);
-    char ss[65];
-    evo_config_shape_set_key(cfg, ss);
-    evo_run_rec run = {.started_at = "2026-11-26T08:00:00Z",
-                       .finished_at = "2026-11-26T08:05:00Z",
-                       .state = "done",
-                       .task = "attention_fp8",
-                       .arch = "sm_90",
-                       .shape_set = ss,
-                       .config_path = "configs/hopper.yaml",
-                       .config_text = text,
-                       .strategy = "ga",
-                       .seed = 1,
-                       .generations = 1,
-                       .population = 32,
-                       .gpu = "NVIDIA H100 80GB HBM3",
-                       .driver = "13000",
-                       .nvrtc_version = (char *)evo_nvrtc_version(),
-                       .evo_version = EVO_VERSION};
-    if (evo_store_begin_run(st, &run, &err) != EVO_OK) die("begin_run", &err);
-    evo_device_limits lim;
-    if (evo_device_limits_for_arch("sm_90", &lim, &err) != EVO_OK) die("limits", &err);
-    const evo_build_opts bo = {.cfg = cfg, .task = evo_task_find(cfg->task), .lim = &lim, .arch = "sm_90", .jobs = 1};
+    hopper_store h;
+    hopper_open(&h, path, "2026-11-26T08:00:00Z", "2026-11-26T08:05:00Z", "NVIDIA H100 80GB HBM3");
     char sm90[2048];
-    const char *base = strstr(text, "baseline: \"") + 11;
-    snprintf(sm90, sizeof sm90, "%.*s", (int)(strstr(base, ",FAMILY=") - base), base);
-    strncat(sm90, p8 ? "," GENOME_SM90_P8 : "," GENOME_SM90, sizeof sm90 - strlen(sm90) - 1);
+    snprintf(sm90, sizeof sm90, "%.*s,%s", h.cut, h.base, p8 ? GENOME_SM90_P8 : GENOME_SM90);
     evo_candidate c[2];
     memset(c, 0, sizeof c);
-    c[0].genome = cfg->baseline;
-    if (evo_genome_parse(cfg->space, sm90, &c[1].genome, &err) != EVO_OK) die(sm90, &err);
-    if (evo_candidates_prepare(&bo, c, 2, &err) != EVO_OK) die("prepare", &err);
-    for (int i = 0; i < 2; i++) {
-        if (c[i].verdict != EVO_V_OK) die(c[i].why, NULL);
-        evo_candidate_rec r = {.key = c[i].key,
-                               .task = "attention_fp8",
-                               .arch = "sm_90",
-                               .genome = c[i].genome_text,
-                               .template_hash = c[i].template_hash,
-                               .options = "",
-                               .nvrtc_version = (char *)evo_nvrtc_version(),
-                               .registers = 168,
-                               .smem_bytes = 65536,
-                               .spill_bytes = 0,
-                               .stack_bytes = 0};
-        if (evo_store_put_candidate(st, &r, &err) != EVO_OK) die("put_candidate", &err);
-        put_eval(st, cfg, ss, r.id, run.id, 0, EVO_V_OK, i ? 1.5 : 1.0);
-    }
+    c[0].genome = h.cfg->baseline;
+    if (evo_genome_parse(h.cfg->space, sm90, &c[1].genome, &err) != EVO_OK) die(sm90, &err);
+    evo_candidate_rec r[2];
+    hopper_put_candidates(&h, c, 2, r);
+    for (int i = 0; i < 2; i++) put_eval(h.st, h.cfg, h.ss, r[i].id, h.run.id, 0, EVO_V_OK, i ? 1.5 : 1.0);
     printf("SM90 %s\n", c[1].key);
-    for (int i = 0; i < 2; i++) evo_candidate_free(&c[i]);
-    evo_store_close(st);
-    evo_config_free(cfg);
-    free(text);
+    hopper_close(&h, c, 2);
 }
 
 /* A store whose per-shape winners differ (`--fixture dispatch`): one run of configs/hopper.yaml with the baseline
@@ -266,65 +296,26 @@ static void make_hopper_fixture(const char *path, bool p8)
 static void make_dispatch_fixture(const char *path)
 {
     evo_err err = {{0}};
-    char *text = NULL;
-    if (evo_read_file(EVO_SOURCE_DIR "/configs/hopper.yaml", &text, NULL, &err) != EVO_OK) die("config", &err);
-    evo_config *cfg = NULL;
-    if (evo_config_parse("configs/hopper.yaml", text, strlen(text), &cfg, &err) != EVO_OK) die("parse", &err);
-    evo_store *st = NULL;
-    if (evo_store_open(path, EVO_STORE_READWRITE, &st, &err) != EVO_OK) die("open", &err);
-    char ss[65];
-    evo_config_shape_set_key(cfg, ss);
-    evo_run_rec run = {.started_at = "2026-11-27T08:00:00Z",
-                       .finished_at = "2026-11-27T08:05:00Z",
-                       .state = "done",
-                       .task = "attention_fp8",
-                       .arch = "sm_90",
-                       .shape_set = ss,
-                       .config_path = "configs/hopper.yaml",
-                       .config_text = text,
-                       .strategy = "ga",
-                       .seed = 1,
-                       .generations = 1,
-                       .population = 32,
-                       .gpu = "NVIDIA H200",
-                       .driver = "13000",
-                       .nvrtc_version = (char *)evo_nvrtc_version(),
-                       .evo_version = EVO_VERSION};
-    if (evo_store_begin_run(st, &run, &err) != EVO_OK) die("begin_run", &err);
-    evo_device_limits lim;
-    if (evo_device_limits_for_arch("sm_90", &lim, &err) != EVO_OK) die("limits", &err);
-    const evo_build_opts bo = {.cfg = cfg, .task = evo_task_find(cfg->task), .lim = &lim, .arch = "sm_90", .jobs = 1};
-    const char *base = strstr(text, "baseline: \"") + 11;
-    const int cut = (int)(strstr(base, ",FAMILY=") - base);
+    hopper_store h;
+    hopper_open(&h, path, "2026-11-27T08:00:00Z", "2026-11-27T08:05:00Z", "NVIDIA H200");
+    const evo_config *cfg = h.cfg;
     char g[3][2048];
-    snprintf(g[0], sizeof g[0], "%.*s", (int)(strchr(base, '"') - base), base);
+    snprintf(g[0], sizeof g[0], "%.*s", (int)(strchr(h.base, '"') - h.base), h.base);
     snprintf(g[1], sizeof g[1], "%s", g[0]);
     char *stages = strstr(g[1], "STAGES=2");
     if (!stages) die("the hopper baseline has no STAGES=2", NULL);
     stages[7] = '3';
-    snprintf(g[2], sizeof g[2], "%.*s,%s", cut, base, GENOME_SM90);
+    snprintf(g[2], sizeof g[2], "%.*s,%s", h.cut, h.base, GENOME_SM90);
     static const char *const names[3] = {"BASE", "F0", "F1"};
     static const double speed[3][5] = {{1, 1, 1, 1, 1}, {1.30, 1.25, 1.05, 1.10, 1.00}, {0.90, 1.10, 1.60, 1.20, 1.70}};
     evo_candidate c[3];
     memset(c, 0, sizeof c);
     for (int i = 0; i < 3; i++)
         if (evo_genome_parse(cfg->space, g[i], &c[i].genome, &err) != EVO_OK) die(g[i], &err);
-    if (evo_candidates_prepare(&bo, c, 3, &err) != EVO_OK) die("prepare", &err);
     if (cfg->n_shapes != 5) die("configs/hopper.yaml no longer has 5 shapes", NULL);
+    evo_candidate_rec r[3];
+    hopper_put_candidates(&h, c, 3, r);
     for (int i = 0; i < 3; i++) {
-        if (c[i].verdict != EVO_V_OK) die(c[i].why, NULL);
-        evo_candidate_rec r = {.key = c[i].key,
-                               .task = "attention_fp8",
-                               .arch = "sm_90",
-                               .genome = c[i].genome_text,
-                               .template_hash = c[i].template_hash,
-                               .options = "",
-                               .nvrtc_version = (char *)evo_nvrtc_version(),
-                               .registers = 168,
-                               .smem_bytes = 65536,
-                               .spill_bytes = 0,
-                               .stack_bytes = 0};
-        if (evo_store_put_candidate(st, &r, &err) != EVO_OK) die("put_candidate", &err);
         evo_shape_result *res = make_results(cfg, 1.0);
         double logsum = 0;
         for (int k = 0; k < 5; k++) {
@@ -337,10 +328,10 @@ static void make_dispatch_fixture(const char *path)
             res[k].rate = evo_task_find(cfg->task)->work(&cfg->shapes[k]) / (res[k].median_us * 1e-6) / 1e12;
             logsum += log(speed[i][k]);
         }
-        evo_eval_rec e = {.candidate_id = r.id,
-                          .run_id = run.id,
+        evo_eval_rec e = {.candidate_id = r[i].id,
+                          .run_id = h.run.id,
                           .generation = 0,
-                          .shape_set = ss,
+                          .shape_set = h.ss,
                           .verdict = EVO_V_OK,
                           .fitness = exp(logsum / 5),
                           .detail = "{\"cases_checked\":300,\"worst_rel_l2\":0.0017}",
@@ -348,14 +339,11 @@ static void make_dispatch_fixture(const char *path)
                           .created_at = "2026-11-27T08:01:00Z",
                           .shapes = res,
                           .n_shapes = 5};
-        if (evo_store_put_evaluation(st, &e, &err) != EVO_OK) die("put_evaluation", &err);
+        if (evo_store_put_evaluation(h.st, &e, &err) != EVO_OK) die("put_evaluation", &err);
         free(res);
-        printf("%s %s %lld\n", names[i], c[i].key, (long long)r.id);
+        printf("%s %s %lld\n", names[i], c[i].key, (long long)r[i].id);
     }
-    for (int i = 0; i < 3; i++) evo_candidate_free(&c[i]);
-    evo_store_close(st);
-    evo_config_free(cfg);
-    free(text);
+    hopper_close(&h, c, 3);
 }
 
 /* One finished run of the config at config_path (its task, whatever it is) on sm_90: the baseline (1.0x) and genome
