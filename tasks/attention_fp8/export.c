@@ -26,6 +26,18 @@ static bool is_sm90(const evo_export_ctx *x)
 /* The arch nvcc must target: the program's own ("sm_90a") or the run's. */
 static const char *export_arch(const evo_export_ctx *x) { return x->prog->arch[0] ? x->prog->arch : x->src->cand.arch; }
 
+/* The header's build lines for file f and nvcc's arch flags na (both headers, one-genome and dispatching). */
+static void append_build_lines(evo_str *o, const char *na, const char *f)
+{
+    evo_str_appendf(o,
+                    " *\n"
+                    " *   nvcc %s -O3 -c %s                                  the launcher, to link\n"
+                    " *   nvcc %s -O3 -shared -Xcompiler -fPIC %s -o libevo_attn.so    for ctypes\n"
+                    " *   nvcc %s -O3 -DEVO_SELFTEST %s -o selftest && ./selftest    check and time\n"
+                    " *   (selftest [--check-only] [--shape NAME] [--reps N]; exit 0 only when every check passed)\n",
+                    na, f, na, f, na, f);
+}
+
 static void append_header(evo_str *o, const evo_export_ctx *x)
 {
     const evo_candidate_rec *c = &x->src->cand;
@@ -35,13 +47,9 @@ static void append_header(evo_str *o, const evo_export_ctx *x)
     evo_export_nvcc_arch(export_arch(x), na, sizeof na);
     evo_str_appendf(o,
                     "/* %s — an FP8 attention forward kernel found by evo, specialised to one genome.\n"
-                    " * Standalone: plain nvcc builds it, without evo, its templates folder or -I.\n"
-                    " *\n"
-                    " *   nvcc %s -O3 -c %s                                  the launcher, to link\n"
-                    " *   nvcc %s -O3 -shared -Xcompiler -fPIC %s -o libevo_attn.so    for ctypes\n"
-                    " *   nvcc %s -O3 -DEVO_SELFTEST %s -o selftest && ./selftest    check and time\n"
-                    " *   (selftest [--check-only] [--shape NAME] [--reps N]; exit 0 only when every check passed)\n",
-                    f, na, f, na, f, na, f);
+                    " * Standalone: plain nvcc builds it, without evo, its templates folder or -I.\n",
+                    f);
+    append_build_lines(o, na, f);
     evo_str_append(
         o, " *\n"
            " * Launcher (extern \"C\"; device pointers; layout [B, H, S, D] contiguous; scales: one float per\n"
@@ -210,13 +218,9 @@ static void append_dispatch_header(evo_str *o, const evo_export_dispatch_ctx *d)
     evo_export_nvcc_arch(dispatch_arch(d), na, sizeof na);
     evo_str_appendf(o,
                     "/* %s — FP8 attention forward kernels found by evo: the winner of every bucket of\n"
-                    " * problems, one launcher that picks among them. Standalone: plain nvcc builds it.\n"
-                    " *\n"
-                    " *   nvcc %s -O3 -c %s                                  the launcher, to link\n"
-                    " *   nvcc %s -O3 -shared -Xcompiler -fPIC %s -o libevo_attn.so    for ctypes\n"
-                    " *   nvcc %s -O3 -DEVO_SELFTEST %s -o selftest && ./selftest    check and time\n"
-                    " *   (selftest [--check-only] [--shape NAME] [--reps N]; exit 0 only when every check passed)\n",
-                    f, na, f, na, f, na, f);
+                    " * problems, one launcher that picks among them. Standalone: plain nvcc builds it.\n",
+                    f);
+    append_build_lines(o, na, f);
     evo_str_append(
         o,
         " *\n"
