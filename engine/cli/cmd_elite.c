@@ -277,14 +277,8 @@ static cJSON *elite_json(int rank, const evo_elite_rec *el, const metric_list *p
     evo_json_num(o, "worst_rel_l2", worst(e, offsetof(evo_shape_result, rel_l2)));
     evo_json_num(o, "worst_max_abs", worst(e, offsetof(evo_shape_result, max_abs)));
     cJSON_AddNumberToObject(o, "evaluation_id", (double)e->id);
-    if (e->run_id > 0)
-        cJSON_AddNumberToObject(o, "run_id", (double)e->run_id);
-    else
-        cJSON_AddNullToObject(o, "run_id");
-    if (e->generation >= 0)
-        cJSON_AddNumberToObject(o, "generation", e->generation);
-    else
-        cJSON_AddNullToObject(o, "generation");
+    evo_json_num(o, "run_id", e->run_id > 0 ? (double)e->run_id : NAN); /* null: not of a run */
+    evo_json_num(o, "generation", e->generation >= 0 ? e->generation : NAN);
     evo_json_str(o, "gpu", e->gpu);
     evo_json_str(o, "evaluated_at", e->created_at);
     cJSON *shapes = cJSON_AddArrayToObject(o, "shapes");
@@ -633,14 +627,8 @@ static cJSON *shape_group_json(const shape_group *g, const evo_task *t)
         evo_json_num(e, t ? t->rate_key : "rate", r->result.rate);
         evo_json_num(e, "speedup", r->result.speedup);
         cJSON_AddNumberToObject(e, "evaluation_id", (double)r->eval_id);
-        if (r->run_id > 0)
-            cJSON_AddNumberToObject(e, "run_id", (double)r->run_id);
-        else
-            cJSON_AddNullToObject(e, "run_id");
-        if (r->generation >= 0)
-            cJSON_AddNumberToObject(e, "generation", r->generation);
-        else
-            cJSON_AddNullToObject(e, "generation");
+        evo_json_num(e, "run_id", r->run_id > 0 ? (double)r->run_id : NAN); /* null: not of a run */
+        evo_json_num(e, "generation", r->generation >= 0 ? r->generation : NAN);
         evo_json_str(e, "gpu", r->gpu);
         evo_json_str(e, "shape_set", r->shape_set);
         cJSON_AddItemToArray(arr, e);
