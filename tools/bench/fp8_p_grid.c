@@ -252,6 +252,8 @@ int main(int argc, char **argv)
         printf("gate, (%s,%s,%s,%s) dist %s seed %s causal %s:\n", argv[2], argv[3], argv[4], argv[5], argv[6], argv[7],
                argv[8]);
         const int dist = atoi(argv[6]);
+        if (dist < 0 || (dist > 4 && dist < 100) || dist >= 100 + AN_PROBE_COUNT)
+            return fprintf(stderr, "DIST: 0-4 (a distribution) or 100-%d (a probe)\n", 99 + AN_PROBE_COUNT), 2;
         const double sm = argc == 10 ? atof(argv[9])
                           : dist >= 100 ? (double)evo_ref_probe_softmax_scale(dist - 100, 0, d)
                                         : 1.0 / sqrt(d);
