@@ -249,11 +249,11 @@ int main(int argc, char **argv)
     if ((argc == 9 || argc == 10) && !strcmp(argv[1], "gate")) {
         const int d = atoi(argv[5]);
         if (atoi(argv[4]) > 8192 || d > 128) return fprintf(stderr, "S <= 8192, D <= 128\n"), 2;
-        printf("gate, (%s,%s,%s,%s) dist %s seed %s causal %s:\n", argv[2], argv[3], argv[4], argv[5], argv[6], argv[7],
-               argv[8]);
         const int dist = atoi(argv[6]);
         if (dist < 0 || (dist > 4 && dist < 100) || dist >= 100 + AN_PROBE_COUNT)
             return fprintf(stderr, "DIST: 0-4 (a distribution) or 100-%d (a probe)\n", 99 + AN_PROBE_COUNT), 2;
+        printf("gate, (%s,%s,%s,%s) dist %s seed %s causal %s:\n", argv[2], argv[3], argv[4], argv[5], argv[6], argv[7],
+               argv[8]);
         const double sm = argc == 10 ? atof(argv[9])
                           : dist >= 100 ? (double)evo_ref_probe_softmax_scale(dist - 100, 0, d)
                                         : 1.0 / sqrt(d);
