@@ -10,8 +10,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
-#include <unistd.h>
 #include <string.h>
+#include <unistd.h>
 
 static int parse_long(const char *s, long long lo, long long hi, long long *out)
 {
@@ -40,9 +40,8 @@ static evo_status run_islands(evo_run_opts *o, int every, int migrants, evo_err 
     o->db_path = island_db;
     o->island = is;
     if (rank > 0) o->quiet = true;
-    /* ranks that share a host share its cores too (on two H200s of one host, with every rank compiling on all 32
-     * cores, an island's evaluations ran 8-20 % slower per generation than one rank's: the other rank's compiles
-     * competed for the cores) */
+    /* ranks that share a host share its cores for compiles (two ranks on a host of 32 cores, each compiling on all
+     * of them: 34.6 s of compiling in a 3-generation job; with 16 each: 11.0 s; docs/results.md) */
     const int local = evo_island_local_size(is);
     if (o->jobs <= 0 && local > 1) {
         const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -50,7 +49,7 @@ static evo_status run_islands(evo_run_opts *o, int every, int migrants, evo_err 
     }
     int gpus[64];
     if (!o->gpus && !o->replay_db) {
-        o->n_gpus = evo_island_gpu_share(evo_island_local_rank(is), evo_island_local_size(is), evo_gpu_count(), gpus,
+        o->n_gpus = evo_island_gpu_share(evo_island_local_rank(is), local, evo_gpu_count(), gpus,
                                          (int)(sizeof gpus / sizeof gpus[0]));
         o->gpus = gpus;
     }
