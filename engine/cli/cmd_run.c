@@ -41,12 +41,20 @@ static evo_status run_islands(evo_run_opts *o, int every, int migrants, evo_err 
     o->island = is;
     if (rank > 0) o->quiet = true;
     /* ranks that share a host share its cores for compiles (two ranks on a host of 32 cores, each compiling on all
-     * of them: 34.6 s of compiling in a 3-generation job; with 16 each: 11.0 s; docs/results.md) */
+     * of them: 34.6 s of compiling in a 3-generation job; with 16 each: 11.0 s; docs/results.md). A rank the
+     * launcher bound to some CPUs compiles on those. */
     const int local = evo_island_local_size(is);
-    if (o->jobs <= 0 && local > 1) {
-        const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        o->jobs = ncpu > local ? (int)(ncpu / local) : 1;
-    }
+    int online = 1;
+    const int usable = evo_usable_cpus(&online);
+    if (o->jobs <= 0 && usable < online) o->jobs = usable;
+    else if (o->jobs <= 0 && local > 1) o->jobs = online > local ? online / local : 1;
+    if (usable == 1 && online > 1 && rank == 0)
+        fprintf(stderr,
+                "run --islands: rank 0 may run on 1 of its host's %d CPUs (the launcher bound it: Open MPI binds "
+                "each rank to one core when it starts 2 or fewer); its compiles and its GPU workers' host work "
+                "share that CPU. Start the job with `mpirun --bind-to none`, or give each rank its CPUs "
+                "(`--map-by ppr:N:node:PE=K`, Slurm `--cpus-per-task`)\n",
+                online);
     int gpus[64];
     if (!o->gpus && !o->replay_db) {
         o->n_gpus = evo_island_gpu_share(evo_island_local_rank(is), local, evo_gpu_count(), gpus,

@@ -6,6 +6,7 @@
 #include <ftw.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -478,6 +479,19 @@ double evo_rng_normal(evo_rng *r)
     double u1 = evo_rng_uniform(r), u2 = evo_rng_uniform(r);
     if (u1 < 1e-300) u1 = 1e-300;
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* ---- processors ---- */
+int evo_usable_cpus(int *online)
+{
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    const int on = n > 0 ? (int)n : 1;
+    if (online) *online = on;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return on;
+    const int mine = CPU_COUNT(&set);
+    return mine > 0 ? mine : 1;
 }
 
 /* ---- time ---- */

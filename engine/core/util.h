@@ -94,6 +94,11 @@ evo_shown evo_show(const char *name);
 /* fputs of text whose own lines are kept (a log, a message) with every other control character escaped. */
 void evo_fputs_text(const char *text, FILE *file);
 
+/* ---- processors ---- */
+/* The CPUs this process may run on (its affinity mask: what mpirun's or Slurm's binding left it), at least 1;
+ * *online, when not NULL, gets the host's online CPUs. */
+int evo_usable_cpus(int *online);
+
 /* ---- time ---- */
 double evo_now(void);               /* monotonic seconds */
 void evo_utc_iso8601(char out[32]); /* "2026-11-21T21:51:00Z" */

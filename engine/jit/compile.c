@@ -873,12 +873,6 @@ static bool env_true(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
-static int online_cpus(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 static evo_status spawn(const evo_compile_req *req, const prep *p, int index, double memory_mb, child_slot *c,
                         evo_err *err)
 {
@@ -1127,7 +1121,7 @@ evo_status evo_compile_batch(const evo_compile_opts *opts, const evo_compile_req
     prep *pr = evo_xcalloc((size_t)n, sizeof *pr);
     int *queue = evo_xcalloc((size_t)n, sizeof *queue);
     int nqueue = 0, next = 0;
-    int jobs = opts->jobs > 0 ? opts->jobs : online_cpus();
+    int jobs = opts->jobs > 0 ? opts->jobs : evo_usable_cpus(NULL);
     const double default_mb = evo_compile_default_memory_mb(jobs < n ? jobs : n);
     child_slot *run = evo_xcalloc((size_t)jobs, sizeof *run);
     struct pollfd *pfd = evo_xcalloc((size_t)jobs, sizeof *pfd);

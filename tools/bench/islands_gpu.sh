@@ -80,7 +80,7 @@ one() { # one DB: one rank, GPU 0
 two() { # two DB: 2 ranks, each on its share of the host's GPUs (GPU 0 and GPU 1)
   local t0 t1
   t0=$(date +%s.%N)
-  mpirun --allow-run-as-root -n 2 "$EVO" run --islands --migrate-every 1 --migrants 2 "${ARGS[@]}" \
+  mpirun --allow-run-as-root --bind-to none -n 2 "$EVO" run --islands --migrate-every 1 --migrants 2 "${ARGS[@]}" \
     --generations "$HALF" --db "$1" >"$1.log" 2>&1
   local rc=$?
   t1=$(date +%s.%N)
