@@ -46,8 +46,10 @@ static evo_status run_islands(evo_run_opts *o, int every, int migrants, evo_err 
     const int local = evo_island_local_size(is);
     int online = 1;
     const int usable = evo_usable_cpus(&online);
-    if (o->jobs <= 0 && usable < online) o->jobs = usable;
-    else if (o->jobs <= 0 && local > 1) o->jobs = online > local ? online / local : 1;
+    if (o->jobs <= 0 && usable < online)
+        o->jobs = usable;
+    else if (o->jobs <= 0 && local > 1)
+        o->jobs = online > local ? online / local : 1;
     if (usable == 1 && online > 1 && rank == 0)
         fprintf(stderr,
                 "run --islands: rank 0 may run on 1 of its host's %d CPUs (the launcher bound it: Open MPI binds "
