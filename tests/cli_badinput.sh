@@ -146,6 +146,16 @@ grep -qF "commands that need no GPU: evo space, evo compile, evo elite, evo hist
 # ---- evo run --replay: the source is input, checked before anything is created, and never the output ----
 expect "run --replay of a missing file" 2 "--replay $T/ws/none.db: No such file or directory" -- run --replay "$T/ws/none.db" --config "$FAULTS"
 expect "run --replay and --db the same file" 2 "--replay $POP and --db $T/ws/../pop.db are the same file: a replay reads one database and writes another" -- run --replay "$POP" --db "$T/ws/../pop.db" --config "$FAULTS"
+cp "$POP" "$T/src.db"
+expect "run --replay, --db its -wal file" 2 "--db $T/src.db-wal is the -wal file of --replay $T/src.db, an input" "$T/src.db" -- run --replay "$T/src.db" --db "$T/src.db-wal" --config "$FAULTS"
+expect "run --replay, --db its -journal file" 2 "--db $T/src.db-journal is the -journal file of --replay $T/src.db, an input" "$T/src.db" -- run --replay "$T/src.db" --db "$T/src.db-journal" --config "$FAULTS"
+cp "$POP" "$T/ws.db-wal"
+expect "run --replay from the -wal name of --db" 2 "--replay $T/ws.db-wal is the name of the -wal file of --db $T/ws.db: SQLite would take it" "$T/ws.db-wal" -- run --replay "$T/ws.db-wal" --db "$T/ws.db" --config "$FAULTS"
+cp "$FAULTS" "$T/cfg.db-wal"
+expect "run --config named as the -wal file of --db" 2 "--config $T/cfg.db-wal is the name of the -wal file of --db $T/cfg.db: SQLite would take it" "$T/cfg.db-wal" -- run --replay "$POP" --db "$T/cfg.db" --config "$T/cfg.db-wal"
+[ ! -e "$T/cfg.db" ] && [ ! -e "$T/ws.db" ] || fail "a refused run created its database"
+printf '__global__ void k() {}\n' >"$T/k.db-wal"
+expect "check: the kernel file named as the -wal file of --db" 2 "check: the kernel file $T/k.db-wal is the name of the -wal file of --db $T/k.db" "$T/k.db-wal" -- check --db "$T/k.db" "$T/k.db-wal" --config "$FAULTS"
 head -c 4096 /dev/urandom >"$T/noise.db"
 expect "run --replay of a file that is not a database" 2 "--replay: $T/noise.db: not an evo database (file is not a database)" "$T/noise.db" -- run --replay "$T/noise.db" --config "$FAULTS"
 

@@ -72,14 +72,19 @@ def evals(c):
     return c.execute("SELECT c.genome, e.generation, e.verdict, e.fitness FROM evaluations e JOIN candidates c ON "
                      "c.id = e.candidate_id ORDER BY e.id").fetchall()
 ev = [evals(c) for c in isl]
-# The migrants of generation g from island r: its best M OK results of generations before g (fitness, then genome);
-# island r+1 measures each it has not evaluated before generation g, in generation g.
+# what an island bred itself in a generation (a migrant its own strategy also proposed counts as the strategy's)
+bred = [{(g, x) for g, x in c.execute("SELECT l.generation, c.genome FROM lineage l JOIN candidates c ON "
+                                       "c.id = l.child_id")} for c in isl]
+# The migrants of generation g (a multiple of K, from 2 on) from island r: its best M OK results of generations
+# before g - 1 (fitness, then genome), posted at the start of generation g - 1 so that no island waits for its
+# neighbour's current generation; island r+1 measures each it has not evaluated before generation g, in generation g
+# (as a migrant unless its own strategy proposed it there too).
 received = {}
-for g in range(K, 6, K):
+for g in range(max(K, 2), 6, K):
     for r in range(N):
         best = {}
         for genome, gen, v, f in ev[r]:
-            if gen < g and v == "OK" and (genome not in best or f > best[genome]):
+            if gen < g - 1 and v == "OK" and (genome not in best or f > best[genome]):
                 best[genome] = f
         sent = [x for _, x in sorted((-f, genome) for genome, f in best.items())][:M]
         nxt = (r + 1) % N
@@ -88,7 +93,8 @@ for g in range(K, 6, K):
         for genome in sent:
             assert genome in earlier or genome in now, "gen %d: island %d's migrant %s not measured on island %d" % (
                 g, r, genome, nxt)
-        received[g] = received.get(g, 0) + sum(genome not in earlier for genome in sent)
+        received[g] = received.get(g, 0) + sum(genome not in earlier and (g, genome) not in bred[nxt]
+                                               for genome in sent)
 lines = {int(m.group(1)): int(m.group(2)) for m in re.finditer(r"^gen +(\d+) .*?, (\d+) migrants\)", console, re.M)}
 for g in range(6):
     assert lines.get(g) == received.get(g, 0), "gen %d: console says %s migrants, the stores %d" % (

@@ -136,6 +136,15 @@ refused 1 "text.db: not an evo database" "$T/out.db" "$T/text.db"
 refused 2 "is the output itself" "$T/out.db" "$T/a.db" "$T/out.db"
 refused 2 "missing.db: no such file" "$T/out.db" "$T/missing.db"
 refused 2 "give the output and at least one store to merge" "$T/out.db"
+# a store named as the other's -wal (or -journal) file: SQLite would use it as that journal (and delete it)
+cp "$T/a.db" "$T/out.db-wal"
+wal_before=$(sha "$T/out.db-wal")
+refused 2 "merge: input $T/out.db-wal is the name of the -wal file of the output $T/out.db: SQLite would take it" \
+  "$T/out.db" "$T/out.db-wal"
+[ "$(sha "$T/out.db-wal")" = "$wal_before" ] || fail "a refused merge changed the store named out.db-wal"
+rm -f "$T/out.db-wal"
+refused 2 "merge: the output $T/a.db-journal is the -journal file of input $T/a.db" "$T/a.db-journal" "$T/a.db"
+[ ! -e "$T/a.db-journal" ] || fail "a refused merge created a.db-journal"
 
 # ---- evo elite --show on a store two GPU models wrote into: each model ranked on its own ----
 cp "$T/b.db" "$T/h100.db"

@@ -570,6 +570,7 @@ static evo_status check_files(int argc, char **argv, evo_err *err)
         if (!evo_file_exists(argv[i]))
             return evo_fail(err, EVO_E_USAGE, "check: %s: no such file", evo_show(argv[i]).s);
         evo_status ns = evo_path_check_not_input("check --db", db_path, "the kernel file", argv[i], false, err);
+        if (ns == EVO_OK) ns = evo_path_check_not_companion("check: the kernel file", argv[i], "--db", db_path, err);
         if (ns != EVO_OK) return ns;
     }
     evo_config *cfg = NULL;

@@ -61,6 +61,11 @@ EVO_CMD(merge)
     /* Everything is judged before anything is written. */
     char *first_task = NULL, *first_file = NULL;
     evo_status s = EVO_OK;
+    /* no database is another's -wal, -shm or -journal (SQLite would use or delete it), checked before any is opened */
+    for (int i = 0; i < n_in && s == EVO_OK; i++)
+        if (!evo_path_same_file(ins[i], out) && /* that one is said below */
+            (s = evo_path_check_not_input("merge: the output", out, "input", ins[i], true, err)) == EVO_OK)
+            s = evo_path_check_not_companion("merge: input", ins[i], "the output", out, err);
     for (int i = -1; i < n_in && s == EVO_OK; i++) {
         const char *path = i < 0 ? out : ins[i];
         if (i >= 0 && !evo_file_exists(path)) {
@@ -72,6 +77,7 @@ EVO_CMD(merge)
                          path);
             break;
         }
+
         if (i < 0 && !evo_file_exists(out)) continue; /* a new output */
         char *tasks = NULL;
         s = tasks_of(path, i >= 0, &tasks, err);

@@ -229,6 +229,7 @@ EVO_CMD(profile)
     if (!evo_file_exists(o.db))
         return evo_fail(err, EVO_E_NOTFOUND, "no database at %s — run `evo run` first", evo_show(o.db).s);
     if ((s = evo_path_check_not_input("--db", o.db, "--cu", o.cu, false, err)) != EVO_OK) return s;
+    if ((s = evo_path_check_not_companion("--cu", o.cu, "--db", o.db, err)) != EVO_OK) return s;
     evo_store *st;
     s = evo_store_open(o.db, EVO_STORE_READWRITE, &st, err);
     if (s != EVO_OK) return s;

@@ -142,6 +142,30 @@ evo_status evo_path_check_not_input(const char *what, const char *out, const cha
     return EVO_OK;
 }
 
+evo_status evo_path_check_not_companion(const char *what, const char *path, const char *db_what, const char *db,
+                                        evo_err *err)
+{
+    if (!path || !db) return EVO_OK;
+    static const char *const companions[] = {"-wal", "-shm", "-journal"};
+    char *path_c = canonical(path), *db_c = canonical(db);
+    evo_status s = EVO_OK;
+    for (size_t i = 0; i < EVO_ARRAY_LEN(companions) && s == EVO_OK; i++) {
+        evo_str c = {0}, cc = {0};
+        evo_str_appendf(&c, "%s%s", db, companions[i]);
+        evo_str_appendf(&cc, "%s%s", db_c ? db_c : "", companions[i]);
+        if (evo_path_same_file(path, evo_str_cstr(&c)) || (path_c && db_c && !strcmp(path_c, cc.p)))
+            s = evo_fail(err, EVO_E_USAGE,
+                         "%s %s is the name of the %s file of %s %s: SQLite would take it for that database's "
+                         "journal; give it another name",
+                         what, evo_show(path).s, companions[i], db_what, evo_show(db).s);
+        evo_str_free(&c);
+        evo_str_free(&cc);
+    }
+    free(path_c);
+    free(db_c);
+    return s;
+}
+
 evo_status evo_read_file_max(const char *path, size_t max, char **data, size_t *len, evo_err *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -36,6 +36,12 @@ bool evo_path_same_file(const char *a, const char *b);
 evo_status evo_path_check_not_input(const char *what, const char *out, const char *in_what, const char *in, bool is_db,
                                     evo_err *err);
 
+/* A file a command reads (or writes beside a database) is never named as that database's -wal, -shm or -journal
+ * companion: SQLite would take it for the database's journal and use or delete it. EVO_E_USAGE when path is db's
+ * companion now or by name (what and db_what name them in the message: "--config", "--db"). */
+evo_status evo_path_check_not_companion(const char *what, const char *path, const char *db_what, const char *db,
+                                        evo_err *err);
+
 /* "-" as a path: commands that can write to standard output say so (export -o -, init -); everywhere else it is
  * refused (EVO_E_USAGE), never taken as a file named "-". */
 bool evo_path_is_stdio(const char *path);

@@ -27,7 +27,7 @@ struct evo_comm {
     char host[MPI_MAX_PROCESSOR_NAME + 1];
 };
 
-enum { TAG_EXCHANGE = 101, TAG_FILE = 102 };
+enum { TAG_POST = 101, TAG_FILE = 102 };
 
 bool evo_comm_built(void) { return true; }
 
@@ -155,29 +155,81 @@ evo_status evo_comm_allgather(evo_comm *c, const void *mine, size_t n, void *all
     return EVO_OK;
 }
 
-evo_status evo_comm_exchange(evo_comm *c, int to, const void *buf, size_t n, int from, char **in, size_t *in_n,
-                             evo_err *err)
+struct evo_comm_req {
+    MPI_Request r[2];
+    int n;
+    uint64_t len; /* a post's length, sent ahead of its bytes */
+    char *buf;    /* a post's copy of its bytes */
+};
+
+evo_status evo_comm_allgather_start(evo_comm *c, const void *mine, size_t n, void *all, evo_comm_req **req,
+                                    evo_err *err)
+{
+    (void)c;
+    *req = NULL;
+    TRY(check_size(n, err));
+    evo_comm_req *q = evo_xcalloc(1, sizeof *q);
+    const int rc = MPI_Iallgather(mine, (int)n, MPI_BYTE, all, (int)n, MPI_BYTE, MPI_COMM_WORLD, &q->r[0]);
+    if (rc != MPI_SUCCESS) {
+        free(q);
+        return mpi_fail(rc, err, "Iallgather");
+    }
+    q->n = 1;
+    *req = q;
+    return EVO_OK;
+}
+
+evo_status evo_comm_post(evo_comm *c, int to, const void *buf, size_t n, evo_comm_req **req, evo_err *err)
+{
+    (void)c;
+    *req = NULL;
+    TRY(check_size(n, err));
+    evo_comm_req *q = evo_xcalloc(1, sizeof *q);
+    q->len = n;
+    q->buf = evo_xmalloc(n ? n : 1);
+    memcpy(q->buf, buf, n);
+    int rc = MPI_Isend(&q->len, 1, MPI_UINT64_T, to, TAG_POST, MPI_COMM_WORLD, &q->r[0]);
+    if (rc == MPI_SUCCESS) {
+        q->n = 1;
+        rc = MPI_Isend(q->buf, (int)n, MPI_BYTE, to, TAG_POST, MPI_COMM_WORLD, &q->r[1]);
+        if (rc == MPI_SUCCESS) q->n = 2;
+    }
+    if (rc != MPI_SUCCESS) {
+        if (q->n) wait_all(q->n, q->r);
+        free(q->buf);
+        free(q);
+        return mpi_fail(rc, err, "Isend (post)");
+    }
+    *req = q;
+    return EVO_OK;
+}
+
+evo_status evo_comm_wait(evo_comm *c, evo_comm_req *req, evo_err *err)
+{
+    (void)c;
+    if (!req) return EVO_OK;
+    const int rc = wait_all(req->n, req->r);
+    free(req->buf);
+    free(req);
+    return rc == MPI_SUCCESS ? EVO_OK : mpi_fail(rc, err, "wait");
+}
+
+evo_status evo_comm_take(evo_comm *c, int from, char **in, size_t *in_n, evo_err *err)
 {
     (void)c;
     *in = NULL, *in_n = 0;
-    TRY(check_size(n, err));
-    uint64_t len_out = n, len_in = 0;
-    MPI_Request req[2];
-    MPI_TRY(MPI_Irecv(&len_in, 1, MPI_UINT64_T, from, TAG_EXCHANGE, MPI_COMM_WORLD, &req[0]), "Irecv (length)");
-    MPI_TRY(MPI_Isend(&len_out, 1, MPI_UINT64_T, to, TAG_EXCHANGE, MPI_COMM_WORLD, &req[1]), "Isend (length)");
-    MPI_TRY(wait_all(2, req), "exchange (message length)");
-    if (len_in > (uint64_t)INT32_MAX)
-        return evo_fail(err, EVO_E_COMM, "rank %d announced a message of %llu bytes", from, (unsigned long long)len_in);
-    char *got = evo_xmalloc((size_t)len_in + 1);
-    int rc = MPI_Irecv(got, (int)len_in, MPI_BYTE, from, TAG_EXCHANGE, MPI_COMM_WORLD, &req[0]);
-    if (rc == MPI_SUCCESS) rc = MPI_Isend(buf, (int)n, MPI_BYTE, to, TAG_EXCHANGE, MPI_COMM_WORLD, &req[1]);
-    if (rc == MPI_SUCCESS) rc = wait_all(2, req);
+    uint64_t len = 0;
+    MPI_TRY(recv_wait(&len, 1, MPI_UINT64_T, from, TAG_POST), "Recv (message length)");
+    if (len > (uint64_t)INT32_MAX)
+        return evo_fail(err, EVO_E_COMM, "rank %d announced a message of %llu bytes", from, (unsigned long long)len);
+    char *got = evo_xmalloc((size_t)len + 1);
+    const int rc = recv_wait(got, (int)len, MPI_BYTE, from, TAG_POST);
     if (rc != MPI_SUCCESS) {
         free(got);
-        return mpi_fail(rc, err, "exchange");
+        return mpi_fail(rc, err, "Recv (message)");
     }
-    got[len_in] = '\0';
-    *in = got, *in_n = (size_t)len_in;
+    got[len] = '\0';
+    *in = got, *in_n = (size_t)len;
     return EVO_OK;
 }
 
@@ -287,10 +339,27 @@ evo_status evo_comm_allgather(evo_comm *c, const void *mine, size_t n, void *all
     (void)c, (void)mine, (void)n, (void)all;
     return no_mpi(err);
 }
-evo_status evo_comm_exchange(evo_comm *c, int to, const void *buf, size_t n, int from, char **in, size_t *in_n,
-                             evo_err *err)
+evo_status evo_comm_allgather_start(evo_comm *c, const void *mine, size_t n, void *all, evo_comm_req **req,
+                                    evo_err *err)
 {
-    (void)c, (void)to, (void)buf, (void)n, (void)from;
+    (void)c, (void)mine, (void)n, (void)all;
+    *req = NULL;
+    return no_mpi(err);
+}
+evo_status evo_comm_post(evo_comm *c, int to, const void *buf, size_t n, evo_comm_req **req, evo_err *err)
+{
+    (void)c, (void)to, (void)buf, (void)n;
+    *req = NULL;
+    return no_mpi(err);
+}
+evo_status evo_comm_wait(evo_comm *c, evo_comm_req *req, evo_err *err)
+{
+    (void)c;
+    return req ? no_mpi(err) : EVO_OK;
+}
+evo_status evo_comm_take(evo_comm *c, int from, char **in, size_t *in_n, evo_err *err)
+{
+    (void)c, (void)from;
     *in = NULL, *in_n = 0;
     return no_mpi(err);
 }

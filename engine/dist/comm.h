@@ -10,7 +10,7 @@
  *
  * Call order: evo_comm_open once per process (MPI_Init), then any calls from the thread that opened it, then
  * evo_comm_close (MPI_Finalize) or evo_comm_abort. Every collective must be entered by every rank in the same order;
- * a point-to-point pair (send/recv, exchange) likewise. Messages are bytes: the ranks of one job run one build of
+ * a point-to-point pair (send/recv, post/take) likewise. Messages are bytes: the ranks of one job run one build of
  * evo on machines of one byte order (a struct handed to evo_comm_allgather is sent as it lies in memory).
  *
  * Built without MPI: evo_comm_built() is false and evo_comm_open fails with EVO_E_USAGE ("evo was built without
@@ -42,10 +42,20 @@ const char *evo_comm_host(const evo_comm *c); /* MPI_Get_processor_name */
 
 /* Every rank gives n bytes; all[r * n ...] receives rank r's (all holds size * n bytes). */
 evo_status evo_comm_allgather(evo_comm *c, const void *mine, size_t n, void *all, evo_err *err);
-/* Sends buf[0..n) to rank `to` while receiving a message of any length from rank `from` (the ring's step: no
- * deadlock however the ranks are ordered). *in is malloc'd (NUL-terminated for convenience), *in_n its length. */
-evo_status evo_comm_exchange(evo_comm *c, int to, const void *buf, size_t n, int from, char **in, size_t *in_n,
-                             evo_err *err);
+
+/* ---- started now, finished later (the islands' pipelined messages) ---- */
+typedef struct evo_comm_req evo_comm_req;
+/* Starts evo_comm_allgather; mine and all must stay as they are until evo_comm_wait returns. */
+evo_status evo_comm_allgather_start(evo_comm *c, const void *mine, size_t n, void *all, evo_comm_req **req,
+                                    evo_err *err);
+/* Starts sending buf[0..n) (copied) to rank `to`; `to` takes it with evo_comm_take, messages from one rank in the
+ * order they were posted. Finish it with evo_comm_wait (it completes once `to` took it, or earlier). */
+evo_status evo_comm_post(evo_comm *c, int to, const void *buf, size_t n, evo_comm_req **req, evo_err *err);
+/* Waits for a started request and frees it; NULL is fine. */
+evo_status evo_comm_wait(evo_comm *c, evo_comm_req *req, evo_err *err);
+/* The next message rank `from` posted to this rank, waited for; *in is malloc'd (NUL-terminated for convenience),
+ * *in_n its length. */
+evo_status evo_comm_take(evo_comm *c, int from, char **in, size_t *in_n, evo_err *err);
 /* A file of any size from one rank to another, in chunks of at most EVO_COMM_CHUNK bytes: send_file reads path,
  * recv_file writes a new file at path (refused when it exists). */
 #define EVO_COMM_CHUNK (16u << 20)

@@ -120,6 +120,7 @@ typedef struct {
     int job_best_island;
     int peer_failed;       /* the island whose failure stopped this one, or -1 */
     bool self_interrupted; /* this island got the Ctrl-C / SIGTERM itself */
+    double budget;         /* the time budget in seconds (0: none), for the islands' messages */
 } loop;
 
 /* ---- storing one result ---- */
@@ -691,7 +692,9 @@ static evo_status check_replay(const char *replay, const char *db, evo_err *err)
         return evo_fail(err, EVO_E_USAGE,
                         "--replay %s and --db %s are the same file: a replay reads one database and writes another",
                         replay, db);
-    return EVO_OK;
+    evo_status s = evo_path_check_not_input("--db", db, "--replay", replay, true, err);
+    if (s == EVO_OK) s = evo_path_check_not_companion("--replay", replay, "--db", db, err);
+    return s;
 }
 
 /* The evaluator: a replay reads its database (nothing is created); the GPU one starts workers, which read the
@@ -819,6 +822,7 @@ static evo_status open_run(loop *L, evo_err *err)
     /* Every input is checked before anything is created: a bad config, a missing or unreadable replay source, or the
      * replay source named as the output leave no database and no work directory behind. */
     if ((s = evo_path_check_not_input("--db", db, "--config", o->config_path, false, err)) != EVO_OK) return s;
+    if ((s = evo_path_check_not_companion("--config", o->config_path, "--db", db, err)) != EVO_OK) return s;
     if (!o->resume_run) {
         s = evo_config_load_default(o->config_path, &L->cfg, &L->builtin_config, err);
         if (s != EVO_OK) return s;
@@ -1284,9 +1288,78 @@ static evo_status island_start(loop *L, evo_status mine, bool *all_done, evo_err
     return s;
 }
 
-/* The loop of an island: the plain loop's steps, with migrants before every K-th generation, and after every
- * generation the job's figures and its one decision to go on or stop (every rank takes the same one). Returns the
- * run's end state; *ps the status. */
+/* The job's figures of generation g (every rank has the same all[]): rank 0's progress line, and the one decision
+ * every rank takes from them. Returns true when the job stops; *stop, *failed_at and the messages say why. */
+static bool job_decision(loop *L, const evo_island_gen *all, int N, int g, bool speak, int *stall, int *failed_at,
+                         int *job_stop)
+{
+    int any = 0, live = 0, ev = 0, re = 0, mi = 0, counts[EVO_V_COUNT] = {0}, best_at = -1;
+    double best = -INFINITY, gen_best = -INFINITY, lo = INFINITY;
+    *failed_at = -1;
+    for (int r = 0; r < N; r++) {
+        any |= all[r].stop;
+        live |= all[r].live;
+        ev += all[r].evaluated, re += all[r].reused, mi += all[r].migrants_in;
+        for (int v = 0; v < EVO_V_COUNT; v++) counts[v] += all[r].counts[v];
+        if (all[r].best_so_far > best) best = all[r].best_so_far, best_at = r;
+        if (isfinite(all[r].best)) {
+            gen_best = fmax(gen_best, all[r].best);
+            lo = fmin(lo, all[r].best);
+        }
+        if ((all[r].stop & EVO_ISLAND_STOP_FAILED) && *failed_at < 0) *failed_at = r;
+    }
+    L->job_evaluated += ev, L->job_reused += re, L->job_migrants += mi;
+    const double before = L->job_best;
+    if (best > L->job_best) L->job_best = best, L->job_best_island = best_at;
+    *stall = L->job_best > before * 1.001 ? 0 : *stall + 1;
+    if (speak && live) {
+        char el[32], eta[32], b[32] = "-", range[48] = "-";
+        const double elapsed = evo_now() - L->t0;
+        fmt_time(elapsed, el, sizeof el);
+        fmt_time(elapsed / (g + 1) * (L->generations - g - 1), eta, sizeof eta);
+        if (isfinite(gen_best)) {
+            snprintf(b, sizeof b, "%.3f", gen_best);
+            snprintf(range, sizeof range, "%.3f..%.3f", lo, gen_best);
+        }
+        fprintf(L->o.out, "gen %2d (%d of %d)  %d islands  %d evaluated (%d reused, %d migrants)", g, g + 1,
+                L->generations, N, ev, re, mi);
+        for (int v = 0; v < EVO_V_COUNT; v++)
+            if (counts[v]) fprintf(L->o.out, " %s %d", evo_verdict_name((evo_verdict)v), counts[v]);
+        fprintf(L->o.out, "  best %s (islands' bests %s), job best %s  %s elapsed, ETA %s\n", b, range,
+                isfinite(L->job_best) ? (snprintf(b, sizeof b, "%.3f", L->job_best), b) : "-", el, eta);
+        fflush(L->o.out);
+    }
+    *job_stop |= any;
+    if (any & (EVO_ISLAND_STOP_FAILED | EVO_ISLAND_STOP_INTERRUPTED)) return true;
+    if (any & EVO_ISLAND_STOP_BUDGET) {
+        if (speak) fprintf(L->o.out, "time budget of %.3g s reached\n", L->budget);
+        return true;
+    }
+    if (any & EVO_ISLAND_STOP_EXHAUSTED) {
+        if (speak) fprintf(L->o.out, "every valid genome has been evaluated on an island\n");
+        return true;
+    }
+    if (L->cfg->evolution.stall_generations > 0 && *stall >= L->cfg->evolution.stall_generations) {
+        if (speak) fprintf(L->o.out, "no improvement of the job's best for %d generations: stopping\n", *stall);
+        return true;
+    }
+    return false;
+}
+
+/* Migrants, pipelined: an island posts its best M (of the generations before h) at the start of generation h, and
+ * the next island measures them in generation h + 1, which is a multiple of K (from generation 2 on). A generation
+ * never waits for its neighbour's current one, only for the one before. */
+static bool posts_at(const loop *L, int h, int N, int K, int M)
+{
+    return M > 0 && N > 1 && h >= 1 && (h + 1) % K == 0 && h + 1 < L->generations;
+}
+
+/* The loop of an island: the plain loop's steps, with migrants every K-th generation (posted a generation ahead),
+ * and after every generation the job's figures. Those of generation g are gathered while generation g + 1 runs,
+ * so the islands never wait for the slowest one of a generation; the job's one decision to go on or stop (every
+ * rank takes the same one) is taken from them after generation g + 1. An island that failed or was interrupted
+ * evaluates nothing more but keeps the job's step until that decision. Returns the run's end state; *ps the
+ * status. */
 static const char *island_loop(loop *L, evo_observation *obs, double budget, evo_status *ps, evo_err *err)
 {
     evo_island *is = L->o.island;
@@ -1294,108 +1367,99 @@ static const char *island_loop(loop *L, evo_observation *obs, double budget, evo
     const bool speak = evo_island_rank(is) == 0 && !L->o.quiet;
     evo_island_gen *all = evo_xcalloc((size_t)N, sizeof *all);
     const char *stop = "done";
-    evo_status s = EVO_OK;
-    int stall = 0;
-    for (L->gen = 0; L->gen < L->generations; L->gen++) {
-        const bool replaying = L->gen < L->done_gens;
-        int why = 0, n = 0;
-        if (L->gen > 0 && M > 0 && N > 1 && L->gen % K == 0) {
-            const int n_out = L->n_best < M ? L->n_best : M;
-            free(L->arrived);
-            L->arrived = NULL;
-            L->n_arrived = 0;
-            s = evo_island_migrate(is, L->gen, L->best, n_out, &L->arrived, &L->n_arrived, err);
-            if (s != EVO_OK) break; /* the job's messages failed: nothing collective can follow */
+    evo_status s = EVO_OK, cs = EVO_OK;
+    evo_err cerr = {{0}};
+    int stall = 0, quit = 0, failed_at = -1, last = -1, job_stop = 0;
+    bool in_flight = false, decided = false;
+    L->budget = budget;
+    const double t_loop = evo_now();
+    double waited = 0, t_w;
+    for (L->gen = 0; L->gen < L->generations && !decided; L->gen++) {
+        const int g = L->gen;
+        const bool replaying = g < L->done_gens;
+        int why = quit, n = 0;
+        const bool was_quit = quit != 0;
+        free(L->arrived);
+        L->arrived = NULL;
+        L->n_arrived = 0;
+        t_w = evo_now();
+        if (posts_at(L, g - 1, N, K, M) && (cs = evo_island_take(is, g, &L->arrived, &L->n_arrived, &cerr)) != EVO_OK)
+            break; /* the job's messages failed: nothing collective can follow */
+        waited += evo_now() - t_w;
+        if (posts_at(L, g, N, K, M) &&
+            (cs = evo_island_post(is, g + 1, L->best, L->n_best < M ? L->n_best : M, &cerr)) != EVO_OK)
+            break;
+        if (!quit) {
+            s = generation(L, !replaying, obs, &n, err);
+            if (s == EVO_E_INTERRUPTED) s = EVO_OK, why |= EVO_ISLAND_STOP_INTERRUPTED;
+            if (s != EVO_OK) why |= EVO_ISLAND_STOP_FAILED;
+            if (s == EVO_OK && n == 0) why |= EVO_ISLAND_STOP_EXHAUSTED;
+            if (s == EVO_OK && n > 0) {
+                for (int i = 0; replaying && i < n; i++)
+                    if (obs[i].verdict == EVO_V_OK && obs[i].fitness > L->best_fitness)
+                        L->best_fitness = obs[i].fitness;
+                evo_strategy_observe(L->strat, obs, n);
+                if (replaying && (s = replay_retimes(L, err)) != EVO_OK) why |= EVO_ISLAND_STOP_FAILED;
+            }
+            if (g_interrupted) why |= EVO_ISLAND_STOP_INTERRUPTED, L->self_interrupted = true;
+            if (!replaying && budget > 0 && evo_now() - L->t0 >= budget) why |= EVO_ISLAND_STOP_BUDGET;
+            if (!replaying && !(why & EVO_ISLAND_STOP_FAILED)) update_run(L, "running");
+        } else { /* stopped: an empty generation, to keep the job's step */
+            L->gen_evaluated = L->gen_reused = L->gen_migrants = 0;
+            L->gen_best = L->gen_median = NAN;
+            memset(L->counts, 0, sizeof L->counts);
         }
-        s = generation(L, !replaying, obs, &n, err);
-        if (s == EVO_E_INTERRUPTED) s = EVO_OK, why |= EVO_ISLAND_STOP_INTERRUPTED;
-        if (s != EVO_OK) why |= EVO_ISLAND_STOP_FAILED;
-        if (s == EVO_OK && n == 0) why |= EVO_ISLAND_STOP_EXHAUSTED;
-        if (s == EVO_OK && n > 0) {
-            for (int i = 0; replaying && i < n; i++)
-                if (obs[i].verdict == EVO_V_OK && obs[i].fitness > L->best_fitness) L->best_fitness = obs[i].fitness;
-            evo_strategy_observe(L->strat, obs, n);
-            if (replaying && (s = replay_retimes(L, err)) != EVO_OK) why |= EVO_ISLAND_STOP_FAILED;
-        }
-        if (g_interrupted) why |= EVO_ISLAND_STOP_INTERRUPTED, L->self_interrupted = true;
-        if (!replaying && budget > 0 && evo_now() - L->t0 >= budget) why |= EVO_ISLAND_STOP_BUDGET;
-        if (!replaying && !(why & EVO_ISLAND_STOP_FAILED)) update_run(L, "running");
+        quit |= why & (EVO_ISLAND_STOP_FAILED | EVO_ISLAND_STOP_INTERRUPTED);
         evo_island_gen mine = {.stop = why,
                                .evaluated = L->gen_evaluated,
                                .reused = L->gen_reused,
                                .migrants_in = L->gen_migrants,
-                               .live = !replaying,
+                               .live = !replaying && !was_quit,
                                .best = L->gen_best,
                                .median = L->gen_median,
                                .best_so_far = L->best_fitness};
         for (int v = 0; v < EVO_V_COUNT; v++) mine.counts[v] = L->counts[v];
-        evo_err cerr = {{0}};
-        const evo_status cs = evo_island_generation(is, &mine, all, &cerr);
-        if (cs != EVO_OK) {
-            if (s == EVO_OK) s = evo_fail(err, cs, "%s", cerr.msg);
-            break;
+        /* this generation's figures go out; the previous one's decide */
+        if (in_flight) {
+            t_w = evo_now();
+            if ((cs = evo_island_generation_finish(is, all, &cerr)) != EVO_OK) break;
+            waited += evo_now() - t_w;
+            in_flight = false;
+            decided = job_decision(L, all, N, g - 1, speak, &stall, &failed_at, &job_stop);
         }
-        /* the job's figures: every rank computes the same from the same numbers */
-        int any = 0, live = 0, ev = 0, re = 0, mi = 0, counts[EVO_V_COUNT] = {0}, best_at = -1, failed_at = -1;
-        double best = -INFINITY, gen_best = -INFINITY, lo = INFINITY;
-        for (int r = 0; r < N; r++) {
-            any |= all[r].stop;
-            live |= all[r].live;
-            ev += all[r].evaluated, re += all[r].reused, mi += all[r].migrants_in;
-            for (int v = 0; v < EVO_V_COUNT; v++) counts[v] += all[r].counts[v];
-            if (all[r].best_so_far > best) best = all[r].best_so_far, best_at = r;
-            if (isfinite(all[r].best)) {
-                gen_best = fmax(gen_best, all[r].best);
-                lo = fmin(lo, all[r].best);
-            }
-            if ((all[r].stop & EVO_ISLAND_STOP_FAILED) && failed_at < 0) failed_at = r;
-        }
-        L->job_evaluated += ev, L->job_reused += re, L->job_migrants += mi;
-        const double before = L->job_best;
-        if (best > L->job_best) L->job_best = best, L->job_best_island = best_at;
-        stall = L->job_best > before * 1.001 ? 0 : stall + 1;
-        if (speak && live) {
-            char el[32], eta[32], b[32] = "-", range[48] = "-";
-            const double elapsed = evo_now() - L->t0;
-            fmt_time(elapsed, el, sizeof el);
-            fmt_time(elapsed / (L->gen + 1) * (L->generations - L->gen - 1), eta, sizeof eta);
-            if (isfinite(gen_best)) {
-                snprintf(b, sizeof b, "%.3f", gen_best);
-                snprintf(range, sizeof range, "%.3f..%.3f", lo, gen_best);
-            }
-            fprintf(L->o.out, "gen %2d (%d of %d)  %d islands  %d evaluated (%d reused, %d migrants)", L->gen,
-                    L->gen + 1, L->generations, N, ev, re, mi);
-            for (int v = 0; v < EVO_V_COUNT; v++)
-                if (counts[v]) fprintf(L->o.out, " %s %d", evo_verdict_name((evo_verdict)v), counts[v]);
-            fprintf(L->o.out, "  best %s (islands' bests %s), job best %s  %s elapsed, ETA %s\n", b, range,
-                    isfinite(L->job_best) ? (snprintf(b, sizeof b, "%.3f", L->job_best), b) : "-", el, eta);
-            fflush(L->o.out);
-        }
-        if (s != EVO_OK) {
-            stop = "failed";
-            break;
-        }
-        if (any & EVO_ISLAND_STOP_FAILED) {
-            L->peer_failed = failed_at;
-            stop = "interrupted";
-            break;
-        }
-        if (any & EVO_ISLAND_STOP_INTERRUPTED) {
-            stop = "interrupted";
-            break;
-        }
-        if (any & EVO_ISLAND_STOP_BUDGET) {
-            if (speak) fprintf(L->o.out, "time budget of %.3g s reached\n", budget);
-            break;
-        }
-        if (any & EVO_ISLAND_STOP_EXHAUSTED) {
-            if (speak) fprintf(L->o.out, "every valid genome has been evaluated on an island\n");
-            break;
-        }
-        if (L->cfg->evolution.stall_generations > 0 && stall >= L->cfg->evolution.stall_generations) {
-            if (speak) fprintf(L->o.out, "no improvement of the job's best for %d generations: stopping\n", stall);
-            break;
-        }
+        if ((cs = evo_island_generation_start(is, &mine, &cerr)) != EVO_OK) break;
+        in_flight = true;
+        last = g;
+    }
+    /* the last generation's figures, and the post made for a generation that will not run */
+    t_w = evo_now();
+    if (cs == EVO_OK && in_flight && (cs = evo_island_generation_finish(is, all, &cerr)) == EVO_OK) {
+        int f = -1;
+        const bool d = job_decision(L, all, N, last, speak, &stall, &f, &job_stop);
+        if (failed_at < 0 && d) failed_at = f;
+    }
+    if (cs == EVO_OK && last >= 0 && posts_at(L, last, N, K, M)) {
+        evo_migrant *drop = NULL;
+        int n_drop = 0;
+        cs = evo_island_take(is, last + 1, &drop, &n_drop, &cerr);
+        free(drop);
+    }
+    if (cs == EVO_OK) cs = evo_island_flush(is, &cerr);
+    waited += evo_now() - t_w;
+    if (speak && cs == EVO_OK && last >= 0)
+        fprintf(L->o.out, "islands: generations 0 to %d took %.2f s on island 0, %.2f s of it waiting for the others\n",
+                last, evo_now() - t_loop, waited);
+    if (last >= 0) L->gen = last; /* the generation the job ended in */
+    if (cs != EVO_OK) {
+        if (s == EVO_OK) s = evo_fail(err, cs, "%s", cerr.msg);
+        stop = "failed";
+    } else if (s != EVO_OK) {
+        stop = "failed";
+    } else if (failed_at >= 0) {
+        L->peer_failed = failed_at;
+        stop = "interrupted";
+    } else if ((quit | job_stop) & EVO_ISLAND_STOP_INTERRUPTED || L->self_interrupted) {
+        stop = "interrupted";
     }
     free(all);
     *ps = s;

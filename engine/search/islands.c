@@ -15,11 +15,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define MAX_POSTS 8 /* posts not yet known to be taken; the oldest is waited for when more come */
+
 struct evo_island {
     evo_comm *comm;
     int every, migrants;
     bool started, peer_stop;
     int hosts;
+    evo_island_gen fig_mine, *fig_all; /* the figures in flight (fig_req), and where every rank's land */
+    evo_comm_req *fig_req;
+    evo_comm_req *posts[MAX_POSTS];
+    int n_posts;
 };
 
 evo_status evo_island_open(int migrate_every, int migrants, evo_island **out, evo_err *err)
@@ -41,6 +47,10 @@ evo_status evo_island_open(int migrate_every, int migrants, evo_island **out, ev
 void evo_island_close(evo_island *is)
 {
     if (!is) return;
+    evo_err e = {{0}};
+    evo_comm_wait(is->comm, is->fig_req, &e);
+    evo_island_flush(is, &e);
+    free(is->fig_all);
     evo_comm_close(is->comm);
     free(is);
 }
@@ -196,6 +206,24 @@ evo_status evo_island_generation(evo_island *is, const evo_island_gen *mine, evo
     return evo_comm_allgather(is->comm, mine, sizeof *mine, all, err);
 }
 
+evo_status evo_island_generation_start(evo_island *is, const evo_island_gen *mine, evo_err *err)
+{
+    if (is->fig_req) return evo_fail(err, EVO_E_INTERNAL, "islands: a generation's figures are in flight already");
+    if (!is->fig_all) is->fig_all = evo_xcalloc((size_t)evo_island_size(is), sizeof *is->fig_all);
+    is->fig_mine = *mine;
+    return evo_comm_allgather_start(is->comm, &is->fig_mine, sizeof is->fig_mine, is->fig_all, &is->fig_req, err);
+}
+
+evo_status evo_island_generation_finish(evo_island *is, evo_island_gen *all, evo_err *err)
+{
+    if (!is->fig_req) return evo_fail(err, EVO_E_INTERNAL, "islands: no generation's figures in flight");
+    evo_comm_req *q = is->fig_req;
+    is->fig_req = NULL;
+    evo_status s = evo_comm_wait(is->comm, q, err);
+    if (s == EVO_OK) memcpy(all, is->fig_all, (size_t)evo_island_size(is) * sizeof *all);
+    return s;
+}
+
 /* ---- migrants ---- */
 
 static void num(cJSON *o, const char *k, double v)
@@ -298,18 +326,42 @@ evo_status evo_island_decode(const char *text, int generation, evo_migrant **out
     return EVO_OK;
 }
 
-evo_status evo_island_migrate(evo_island *is, int generation, const evo_migrant *out, int n_out, evo_migrant **in,
-                              int *n_in, evo_err *err)
+evo_status evo_island_post(evo_island *is, int generation, const evo_migrant *out, int n_out, evo_err *err)
+{
+    const int n = evo_island_size(is), me = evo_island_rank(is);
+    if (is->n_posts == MAX_POSTS) { /* the oldest was taken long ago unless the next island is that far behind */
+        evo_status s = evo_comm_wait(is->comm, is->posts[0], err);
+        memmove(is->posts, is->posts + 1, (MAX_POSTS - 1) * sizeof is->posts[0]);
+        is->n_posts--;
+        if (s != EVO_OK) return s;
+    }
+    char *msg = evo_island_encode(me, generation, out, n_out);
+    evo_status s = evo_comm_post(is->comm, (me + 1) % n, msg, strlen(msg), &is->posts[is->n_posts], err);
+    free(msg);
+    if (s == EVO_OK) is->n_posts++;
+    return s;
+}
+
+evo_status evo_island_take(evo_island *is, int generation, evo_migrant **in, int *n_in, evo_err *err)
 {
     *in = NULL, *n_in = 0;
     const int n = evo_island_size(is), me = evo_island_rank(is);
-    char *msg = evo_island_encode(me, generation, out, n_out);
     char *got = NULL;
     size_t got_n = 0;
-    evo_status s = evo_comm_exchange(is->comm, (me + 1) % n, msg, strlen(msg), (me + n - 1) % n, &got, &got_n, err);
-    free(msg);
+    evo_status s = evo_comm_take(is->comm, (me + n - 1) % n, &got, &got_n, err);
     if (s == EVO_OK) s = evo_island_decode(got, generation, in, n_in, err);
     free(got);
+    return s;
+}
+
+evo_status evo_island_flush(evo_island *is, evo_err *err)
+{
+    evo_status s = EVO_OK;
+    for (int i = 0; i < is->n_posts; i++) {
+        const evo_status w = evo_comm_wait(is->comm, is->posts[i], err);
+        if (s == EVO_OK) s = w;
+    }
+    is->n_posts = 0;
     return s;
 }
 

@@ -108,6 +108,11 @@ typedef struct {
 
 /* Gives mine to every rank; all[r] is island r's (all holds evo_island_size entries). */
 evo_status evo_island_generation(evo_island *is, const evo_island_gen *mine, evo_island_gen *all, evo_err *err);
+/* The same in two steps, so that an island works on its next generation while the slower ones finish theirs: start
+ * gives mine (copied) to every rank, finish waits for every rank's and fills all. One at a time: start, finish,
+ * start, ... */
+evo_status evo_island_generation_start(evo_island *is, const evo_island_gen *mine, evo_err *err);
+evo_status evo_island_generation_finish(evo_island *is, evo_island_gen *all, evo_err *err);
 
 /* ---- migration ---- */
 typedef struct {
@@ -121,12 +126,16 @@ typedef struct {
     } shapes[EVO_MAX_SHAPES];
 } evo_migrant;
 
-/* Sends out[0..n_out) to the next island and receives the previous one's into *in (malloc'd; *n_in of them, at most
- * EVO_ISLAND_MAX_MIGRANTS). A message that is not what a sender of this build writes is EVO_E_COMM, naming it. */
+/* The ring, pipelined: post starts sending out[0..n_out) to the next island, for its generation `generation`, and
+ * returns at once; take waits for the previous island's post for `generation` and reads it into *in (malloc'd;
+ * *n_in of them, at most EVO_ISLAND_MAX_MIGRANTS). Every island posts for the same generations and takes each post
+ * once, in order. A message that is not what a sender of this build writes for that generation is EVO_E_COMM,
+ * naming it. flush waits until every post was taken (before the stores are handed over, and at the end). */
 #define EVO_ISLAND_MAX_MIGRANTS 256
-evo_status evo_island_migrate(evo_island *is, int generation, const evo_migrant *out, int n_out, evo_migrant **in,
-                              int *n_in, evo_err *err);
-/* The message evo_island_migrate sends (malloc'd JSON), and its reading; exposed for tests. */
+evo_status evo_island_post(evo_island *is, int generation, const evo_migrant *out, int n_out, evo_err *err);
+evo_status evo_island_take(evo_island *is, int generation, evo_migrant **in, int *n_in, evo_err *err);
+evo_status evo_island_flush(evo_island *is, evo_err *err);
+/* The message evo_island_post sends (malloc'd JSON), and its reading; exposed for tests. */
 char *evo_island_encode(int from, int generation, const evo_migrant *m, int n);
 evo_status evo_island_decode(const char *text, int generation, evo_migrant **m, int *n, evo_err *err);
 
