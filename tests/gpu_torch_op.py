@@ -20,6 +20,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,7 +35,10 @@ PRESETS = [("mission", 1, 8, 512, 64), ("small", 2, 8, 512, 64), ("long", 2, 8, 
 ODD = [("s1", 2, 3, 1, 64), ("s77", 2, 3, 77, 64), ("s1000", 1, 4, 1000, 64), ("s1_128", 2, 3, 1, 128),
        ("s77_128", 2, 3, 77, 128), ("s1000_128", 1, 4, 1000, 128)]
 LARGE = [(4, 16, 4096, 128), (1, 16, 16384, 64)]
-TOL_KERNEL = 2e-3   # rel-L2 against FP32 attention on the dequantized codes
+TOL_KERNEL = 2e-3   # rel-L2 against FP32 attention on the dequantized codes (accuracy class exact)
+# accuracy class fp8 (e4m3 GEMMs): its gate's form, 2 x the FP8 model's rel-L2 + 1e-3, with the model's rel-L2 on
+# N(0, 1) inputs, at most 0.031 at every shape and head dim calibrated (docs/data/fp8-calibration-*.md)
+TOL_KERNEL_FP8 = 2 * 0.031 + 1e-3
 TOL_FP8 = 0.06      # rel-L2 against FP32 attention on the unquantized inputs
 TOL_ROUNDTRIP = 0.05  # rel-L2 of x against its rotated codes decoded and rotated back
 
@@ -120,6 +124,12 @@ def main():
         return torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32).to(dtype)
 
     dims = [int(d) for d in mod.ATTN_HEAD_DIMS.split(",")]
+    # the accuracy class the attention file was searched under (its provenance says it)
+    with open(a.attention_cu, errors="replace") as f:
+        head = "".join(f.readline() for _ in range(80))
+    fp8_class = re.search(r"accuracy\s+class fp8", head) is not None
+    tol_kernel = TOL_KERNEL_FP8 if fp8_class else TOL_KERNEL
+    result["accuracy_class"] = "fp8" if fp8_class else "exact"
     rot = {d: cs.rotation(torch, d, "cuda") for d in dims}
 
     # ---- quantizer ----
@@ -155,7 +165,8 @@ def main():
     print(f"  {checks - len(failures)} of {checks} checks passed", flush=True)
 
     # ---- attention accuracy ----
-    print(f"\nattention_fp8 accuracy (rel-L2; budget: kernel vs dequantized <= {TOL_KERNEL:.0e}, "
+    print(f"\nattention_fp8 accuracy, class {result['accuracy_class']} (rel-L2; budget: kernel vs dequantized <= "
+          f"{tol_kernel:.2g}, "
           f"e2e <= {TOL_FP8:.2f})")
     print(f"  {'shape':<24} {'dtype':<5} {'causal':<6} {'mode':<10} {'kernel':>9} {'e2e':>9} {'sdpa fp16':>10}")
     acc = []
@@ -183,7 +194,7 @@ def main():
                     tag = f"({b},{h},{s},{d})"
                     check(o.dtype == dtype and o.shape == q.shape, f"{name} {dtype}: output dtype and shape")
                     check(torch.isfinite(o).all().item(), f"{name} {dtype} causal={causal} inc={inc}: all finite")
-                    check(ek <= TOL_KERNEL, f"{name} {dtype} causal={causal} inc={inc}: kernel rel-L2 {ek:.2e}")
+                    check(ek <= tol_kernel, f"{name} {dtype} causal={causal} inc={inc}: kernel rel-L2 {ek:.2e}")
                     check(ee <= TOL_FP8, f"{name} {dtype} causal={causal} inc={inc}: e2e rel-L2 {ee:.2e}")
                     check(torch.equal(o2.to(dtype), o), f"{name} {dtype}: attention_fp8 = quantize + quantized op")
                     print(f"  {name + tag:<24} {str(dtype)[6:]:<5} {str(causal):<6} "

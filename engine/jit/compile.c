@@ -1038,7 +1038,7 @@ static void memory_result(const prep *p, const child_slot *c, evo_compile_result
     snprintf(r->why, sizeof r->why,
              "memory limit: the compile process grew to %.0f MiB, past its limit of %.0f MiB "
              "(compile.max_memory_mb)",
-             (double)c->peak_rss / (1024.0 * 1024.0), c->memory_mb);
+             ceil((double)c->peak_rss / (1024.0 * 1024.0)), c->memory_mb); /* up: never "8192, past 8192" */
     log_line(r, "evo: %s\n", r->why);
 }
 
