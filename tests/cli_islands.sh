@@ -182,6 +182,66 @@ grep -qE "holds island ([01]) of a job of 3 islands, and this is rank \1 of 2: r
 "$EVO" run --replay "$R" --config "$C" --migrants 3 --db "$T/x.db" >"$T/out" 2>"$T/err"
 [ $? = 2 ] && grep -q "\-\-migrate-every and --migrants go with --islands" "$T/err" || fail "--migrants alone: $(cat "$T/err")"
 
+# ---- an island whose store fails (rank 1: its 40th write, in generation 2) stops the job a generation later (the
+# islands are pipelined by one generation); the others store what they finished; --resume continues every island
+# to the search an uninterrupted job makes ----
+"${MPIRUN[@]}" -n 1 "$EVO" run "${JOB[@]}" --db "$T/f.db" : -n 1 env EVO_STORE_FAIL_AT=40 "$EVO" run "${JOB[@]}" \
+  --db "$T/f.db" : -n 1 "$EVO" run "${JOB[@]}" --db "$T/f.db" >"$T/f.out" 2>"$T/f.err"
+[ $? != 0 ] || fail "failing island: the job exited 0"
+grep -q "f.db.rank1: disk full (EVO_STORE_FAIL_AT=40: write 40 made to fail); .*stored before it" "$T/f.err" ||
+  fail "failing island: its own message is missing: $(cat "$T/f.err")"
+grep -q "island 1 failed in generation 2 (its own message is on its stderr); the job stopped after generation 3" \
+  "$T/f.err" || fail "failing island: rank 0's message: $(cat "$T/f.err")"
+for r in 0 1 2; do
+  [ "$(db scalar "$T/f.db.rank$r" "PRAGMA integrity_check")" = ok ] || fail "failing island: island $r store damaged"
+  want=interrupted gens=4
+  [ $r = 1 ] && want=failed gens=2
+  [ "$(db scalar "$T/f.db.rank$r" "SELECT state FROM runs WHERE id = 1")" = $want ] || fail "failing island: island $r not $want"
+  [ "$(db scalar "$T/f.db.rank$r" "SELECT count(*) FROM generations")" = $gens ] || fail "failing island: island $r generations"
+done
+"${MPIRUN[@]}" -n 3 "$EVO" run "${JOB[@]}" --db "$T/f.db" --resume 1 >"$T/fr.out" 2>"$T/fr.err" ||
+  fail "failing island, resume: $(cat "$T/fr.err")"
+for r in 0 1 2; do
+  db search "$T/f.db.rank$r" 1 >"$T/f$r.search"
+  cmp -s "$T/f$r.search" "$T/ref$r.search" || fail "failing island, resume: island $r searched otherwise"
+done
+
+# ---- SIGTERM to mpirun (which passes it to every rank): every island stops, marked interrupted, its stores merged;
+# --resume continues to the uninterrupted job's search ----
+EVO_REPLAY_DELAY_MS=25 "${MPIRUN[@]}" -n 3 "$EVO" run "${JOB[@]}" --db "$T/t.db" >"$T/t.out" 2>"$T/t.err" &
+job=$!
+bg+=("$job")
+for _ in $(seq 300); do
+  [ "$(db scalar "$T/t.db.rank2" "SELECT count(*) FROM generations" 2>/dev/null)" -ge 2 ] 2>/dev/null && break
+  sleep 0.05
+done
+kill -TERM "$job"
+wait "$job"
+rc=$?
+[ "$rc" != 0 ] || fail "SIGTERM: the job exited 0"
+[ -e "$T/t.db" ] || fail "SIGTERM: no merged store"
+for r in 0 1 2; do
+  [ "$(db scalar "$T/t.db.rank$r" "SELECT state FROM runs WHERE id = 1")" = interrupted ] ||
+    fail "SIGTERM: island $r is $(db scalar "$T/t.db.rank$r" "SELECT state FROM runs WHERE id = 1")"
+done
+"${MPIRUN[@]}" -n 3 "$EVO" run "${JOB[@]}" --db "$T/t.db" --resume 1 >"$T/tr.out" 2>"$T/tr.err" ||
+  fail "SIGTERM, resume: $(cat "$T/tr.err")"
+for r in 0 1 2; do
+  db search "$T/t.db.rank$r" 1 >"$T/t$r.search"
+  cmp -s "$T/t$r.search" "$T/ref$r.search" || fail "SIGTERM, resume: island $r searched otherwise"
+done
+
+# ---- a time budget stops every island after the same generation ----
+EVO_REPLAY_DELAY_MS=10 "${MPIRUN[@]}" -n 3 "$EVO" run "${JOB[@]}" --generations 40 --time-budget 1 --db "$T/b.db" \
+  >"$T/b.out" 2>&1 || fail "time budget: $(cat "$T/b.out")"
+grep -q "^time budget of 1 s reached" "$T/b.out" || fail "time budget: $(cat "$T/b.out")"
+g0=$(db scalar "$T/b.db.rank0" "SELECT count(*) FROM generations")
+for r in 0 1 2; do
+  [ "$(db scalar "$T/b.db.rank$r" "SELECT state FROM runs WHERE id = 1")" = done ] || fail "time budget: island $r not done"
+  [ "$(db scalar "$T/b.db.rank$r" "SELECT count(*) FROM generations")" = "$g0" ] || fail "time budget: island $r generations"
+done
+[ "$g0" -lt 40 ] || fail "time budget: all 40 generations ran"
+
 # ---- a rank that cannot start (here: no GPU driver for the one rank without --replay) stops every rank first ----
 if ! ls /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/lib64/libcuda.so.1 >/dev/null 2>&1; then
   "${MPIRUN[@]}" -n 2 "$EVO" run "${JOB[@]}" --db "$T/nogpu.db" : -n 1 "$EVO" run --islands --config "$C" \

@@ -273,7 +273,7 @@ static void model_error_table(void)
 static int load(const char *file, const char *extra, const char *arch, CUmodule *mod)
 {
     const char *src = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_template_get(file, &src, NULL, &err) != EVO_OK) {
         fprintf(stderr, "%s\n", err.msg);
         return -1;
@@ -291,7 +291,7 @@ static int load(const char *file, const char *extra, const char *arch, CUmodule 
 
 int main(void)
 {
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_cudrv_load(&cu, &err) != EVO_OK) {
         printf("SKIP: %s\n", err.msg);
         return CHECK_SKIP;

@@ -494,7 +494,7 @@ static void time_reference(void)
 
 int main(void)
 {
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_cudrv_load(&cu, &err) != EVO_OK) {
         printf("SKIP: %s\n", err.msg);
         return CHECK_SKIP;

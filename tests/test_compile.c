@@ -244,7 +244,7 @@ static void test_archs_and_names(void)
     for (size_t a = 0; a < EVO_ARRAY_LEN(archs); a++) {
         evo_compile_req q = small_req(&h, archs[a]);
         evo_compile_result r;
-        evo_err e = {{0}};
+        evo_err e = {0};
         evo_status s = evo_compile(&o, &q, &r, &e);
         CHECK_EQ_INT(s, EVO_OK);
         if (s != EVO_OK) {
@@ -464,7 +464,7 @@ static void test_cache_hit_and_invalidation(void)
     variants[4].headers = h_name;
     variants[5].name_exprs = exprs_b;
     evo_compile_result vr[6];
-    evo_err e = {{0}};
+    evo_err e = {0};
     evo_status s = evo_compile_batch(&o, variants, 6, vr, &e);
     CHECK_EQ_INT(s, EVO_OK);
     if (s != EVO_OK) fprintf(stderr, "%s\n", e.msg);
@@ -580,7 +580,7 @@ static void test_timeout(void)
     o.interrupt = &stop;
     q.timeout_s = 0;
     evo_compile_result r;
-    evo_err e = {{0}};
+    evo_err e = {0};
     double t0 = evo_now();
     CHECK_EQ_INT(evo_compile(&o, &q, &r, &e), EVO_E_INTERRUPTED);
     CHECK(evo_now() - t0 < 2.0);
@@ -634,7 +634,7 @@ static void test_parallel_batch(void)
     }
     evo_compile_result r[N];
     double t0 = evo_now();
-    evo_err e = {{0}};
+    evo_err e = {0};
     evo_status s = evo_compile_batch(&o, q, N, r, &e);
     double wall = evo_now() - t0;
     CHECK_EQ_INT(s, EVO_OK);
@@ -692,7 +692,7 @@ static void test_service_errors(void)
                          .arch = "sm_80",
                          .timeout_s = 60};
     evo_compile_result r[2];
-    evo_err e = {{0}};
+    evo_err e = {0};
 
     static const char *const bad_opt[] = {"--no-such-option"};
     evo_compile_req bad = q;
@@ -731,7 +731,7 @@ static void test_cache_dir_and_version(void)
 {
     char *dir = NULL;
     char *home = getenv("HOME") ? evo_strdup(getenv("HOME")) : NULL;
-    evo_err e = {{0}};
+    evo_err e = {0};
     setenv("EVO_CACHE", "/tmp/evo-cache", 1);
     CHECK_EQ_INT(evo_compile_cache_dir(&dir, NULL), EVO_OK);
     CHECK_STR(dir, "/tmp/evo-cache");
@@ -817,7 +817,7 @@ static void test_limits(void)
     char *cache = make_cache();
     evo_compile_opts o = {.cache_dir = cache};
     evo_compile_result r;
-    evo_err e = {{0}};
+    evo_err e = {0};
 
     /* memory, watched by the parent: 1 GiB (what CI can spare), killed within seconds, not cached */
     evo_compile_req q = {
@@ -912,7 +912,7 @@ static void test_sandbox(void)
     char *cache = make_cache();
     evo_compile_opts o = {.cache_dir = cache};
     evo_compile_result r;
-    evo_err e = {{0}};
+    evo_err e = {0};
     char why[256];
     if (!evo_sandbox_available(why, sizeof why)) {
         printf("test_sandbox: skipped, %s\n", why);

@@ -16,7 +16,7 @@
 static evo_config *load(const char *path)
 {
     evo_config *c = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_status s = evo_config_load(path, &c, &err);
     if (s != EVO_OK) fprintf(stderr, "%s: %s\n", path, err.msg);
     CHECK_EQ_INT(s, EVO_OK);
@@ -210,7 +210,7 @@ static const char minimal[] = MINIMAL_SPACE MINIMAL_REST;
 static void test_minimal_and_defaults(void)
 {
     evo_config *c = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_config_parse("mem.yaml", minimal, strlen(minimal), &c, &err), EVO_OK);
     if (!c) {
         fprintf(stderr, "%s\n", err.msg);
@@ -390,7 +390,7 @@ static void test_bad_fixtures(void)
         char path[512];
         snprintf(path, sizeof path, DATA "%s", bad[i].file);
         evo_config *c = (evo_config *)1;
-        evo_err err = {{0}};
+        evo_err err = {0};
         evo_status s = evo_config_load(path, &c, &err);
         if (s != EVO_E_CONFIG) fprintf(stderr, "  %s\n", bad[i].file);
         CHECK_EQ_INT(s, EVO_E_CONFIG);
@@ -423,7 +423,7 @@ static void test_memory_errors(void)
     };
     for (size_t i = 0; i < EVO_ARRAY_LEN(cases); i++) {
         evo_config *c = NULL;
-        evo_err err = {{0}};
+        evo_err err = {0};
         CHECK_EQ_INT(evo_config_parse("mem.yaml", cases[i].text, strlen(cases[i].text), &c, &err), EVO_E_CONFIG);
         CHECK(c == NULL);
         CHECK_CONTAINS(err.msg, cases[i].msg);
@@ -435,7 +435,7 @@ static void test_memory_errors(void)
             MINIMAL_SPACE MINIMAL_REST "softmax_scale: !!float 0.125\n"
                                        "compile: {extra_options: '-maxrregcount=128 -DEVO_UNUSED=1'}\n";
         evo_config *c = NULL;
-        evo_err err = {{0}};
+        evo_err err = {0};
         CHECK_EQ_INT(evo_config_parse("mem.yaml", ok, strlen(ok), &c, &err), EVO_OK);
         CHECK(c && evo_config_option(c, "softmax_scale", -1) == 0.125);
         evo_config_free(c);
@@ -455,7 +455,7 @@ static void test_memory_errors(void)
     /* A constraint error in a config read from memory points into the text too. */
     static const char text[] = MINIMAL_SPACE "  constraints: ['TILE_M >= 2 *']\n" MINIMAL_REST;
     evo_config *c = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_config_parse("mem.yaml", text, strlen(text), &c, &err), EVO_E_CONFIG);
     CHECK_CONTAINS(err.msg, "mem.yaml:5:31: space.constraints[0]: expected a number, a knob or '(', found end");
 
@@ -493,7 +493,7 @@ static void test_names(void)
 static void test_fitness_score(void)
 {
     evo_config *c = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_config_parse("mem.yaml", minimal, strlen(minimal), &c, &err), EVO_OK);
     if (!c) return;
     c->regression.slowdown = 1.10;
@@ -541,7 +541,7 @@ static void test_checks(void)
     static const char text[] = MINIMAL_SPACE HOOKS_REST("annealing");
     static const char ga[] = MINIMAL_SPACE HOOKS_REST("ga");
     evo_config *c = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_config_set_checks(NULL);
     CHECK_EQ_INT(evo_config_parse("hooks.yaml", text, strlen(text), &c, &err), EVO_OK);
     CHECK(c && strcmp(c->evolution.strategy, "annealing") == 0);
@@ -590,7 +590,7 @@ static void test_conditional_hopper(void)
                     "H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0");
     /* the same seed as the old form wrote it, every knob listed: the same genome */
     evo_genome old;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(
         evo_genome_parse(s,
                          "TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,"

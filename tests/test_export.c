@@ -53,7 +53,7 @@ static void die(const char *what, const evo_err *err)
 static char *config_text(int fmt)
 {
     char *text = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_read_file(EVO_SOURCE_DIR "/configs/default.yaml", &text, NULL, &err) != EVO_OK) die("config", &err);
     if (fmt == EVO_FORMAT_U8SIM) {
         char *at = strstr(text, "format: e4m3");
@@ -102,7 +102,7 @@ static void put_eval(evo_store *st, const evo_config *cfg, const char *ss, int64
                       .created_at = "2026-11-21T10:01:00Z",
                       .shapes = r,
                       .n_shapes = r ? cfg->n_shapes : 0};
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_store_put_evaluation(st, &e, &err) != EVO_OK) die("put_evaluation", &err);
     free(r);
 }
@@ -112,7 +112,7 @@ static void put_eval(evo_store *st, const evo_config *cfg, const char *ss, int64
  * one whose stored key is not what its genome renders to (1.1x), and an `evo check` file outside the run (2.5x). */
 static void make_fixture(const char *path, int fmt, fixture *fx)
 {
-    evo_err err = {{0}};
+    evo_err err = {0};
     char *text = config_text(fmt);
     evo_config *cfg = NULL;
     if (evo_config_parse("configs/default.yaml", text, strlen(text), &cfg, &err) != EVO_OK) die("parse", &err);
@@ -211,7 +211,7 @@ typedef struct {
 
 static void hopper_open(hopper_store *h, const char *path, char *started, char *finished, char *gpu)
 {
-    evo_err err = {{0}};
+    evo_err err = {0};
     memset(h, 0, sizeof *h);
     if (evo_read_file(EVO_SOURCE_DIR "/configs/hopper.yaml", &h->text, NULL, &err) != EVO_OK) die("config", &err);
     if (evo_config_parse("configs/hopper.yaml", h->text, strlen(h->text), &h->cfg, &err) != EVO_OK) die("parse", &err);
@@ -244,7 +244,7 @@ static void hopper_open(hopper_store *h, const char *path, char *started, char *
 /* Prepares the n candidates (every one must pass the host-side checks) and stores each, ids into r[i].id. */
 static void hopper_put_candidates(hopper_store *h, evo_candidate *c, int n, evo_candidate_rec *r)
 {
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_candidates_prepare(&h->bo, c, n, &err) != EVO_OK) die("prepare", &err);
     for (int i = 0; i < n; i++) {
         if (c[i].verdict != EVO_V_OK) die(c[i].why, NULL);
@@ -273,7 +273,7 @@ static void hopper_close(hopper_store *h, evo_candidate *c, int n)
 
 static void make_hopper_fixture(const char *path, bool p8)
 {
-    evo_err err = {{0}};
+    evo_err err = {0};
     hopper_store h;
     hopper_open(&h, path, "2026-11-26T08:00:00Z", "2026-11-26T08:05:00Z", "NVIDIA H100 80GB HBM3");
     char sm90[2048];
@@ -295,7 +295,7 @@ static void make_hopper_fixture(const char *path, bool p8)
  * and stress. Prints "NAME KEY ID" for each. */
 static void make_dispatch_fixture(const char *path)
 {
-    evo_err err = {{0}};
+    evo_err err = {0};
     hopper_store h;
     hopper_open(&h, path, "2026-11-27T08:00:00Z", "2026-11-27T08:05:00Z", "NVIDIA H200");
     const evo_config *cfg = h.cfg;
@@ -350,7 +350,7 @@ static void make_dispatch_fixture(const char *path)
  * (1.5x). Prints "GENOME key". Returns 2 when the genome does not parse or does not pass the host-side checks. */
 static int make_genome_fixture(const char *path, const char *config_path, const char *genome)
 {
-    evo_err err = {{0}};
+    evo_err err = {0};
     char *text = NULL;
     if (evo_read_file(config_path, &text, NULL, &err) != EVO_OK) die("config", &err);
     evo_config *cfg = NULL;
@@ -431,7 +431,7 @@ static int fixture_main(const char *kind, const char *path)
     }
     if (strcmp(kind, "empty") == 0) {
         evo_store *st = NULL;
-        evo_err err = {{0}};
+        evo_err err = {0};
         if (evo_store_open(path, EVO_STORE_READWRITE, &st, &err) != EVO_OK) die("open", &err);
         evo_store_close(st);
         return 0;
@@ -455,7 +455,7 @@ static evo_store *open_ro(const char *name)
     char path[256];
     snprintf(path, sizeof path, "%s/%s", tmpdir, name);
     evo_store *st = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_store_open(path, EVO_STORE_READONLY, &st, &err) != EVO_OK) die("open", &err);
     return st;
 }
@@ -486,7 +486,7 @@ static void test_best(const fixture *fx)
     evo_store *st = open_ro("e4m3.db");
     evo_export_src src;
     evo_export_out out = {0};
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(export_one(st, NULL, &src, &out, &err), EVO_OK);
     CHECK_STR(src.cand.genome, GENOME_A);
     CHECK_EQ_INT(src.cand.id, fx->id[C_A]);
@@ -645,7 +645,7 @@ static void test_refusals(const fixture *fx)
     evo_store *st = open_ro("e4m3.db");
     evo_export_src src;
     evo_export_out out = {0};
-    evo_err err = {{0}};
+    evo_err err = {0};
     char want[600], id[80];
 
     /* a hand-written file */
@@ -710,7 +710,7 @@ static void test_u8sim(void)
     evo_store *st = open_ro("u8sim.db");
     evo_export_src src;
     evo_export_out out = {0};
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(export_one(st, NULL, &src, &out, &err), EVO_OK);
     CHECK_STR(out.warning, "");
     CHECK_CONTAINS(out.text, " *   task          attention_fp8, format u8sim, arch sm_90, head dims 64 128\n");
@@ -729,7 +729,7 @@ static void test_sm90(void)
     evo_store *st = open_ro("hopper-p8.db");
     evo_export_src src;
     evo_export_out out = {0};
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(export_one(st, NULL, &src, &out, &err), EVO_OK);
     const char *t = out.text ? out.text : "";
     CHECK_STR(out.nvcc_arch, "-gencode=arch=compute_90a,code=sm_90a");
@@ -765,7 +765,7 @@ static void test_render_errors(const fixture *fx)
     evo_store *st = open_ro("e4m3.db");
     evo_export_src src;
     evo_export_out out = {0};
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_export_pick(st, fx->key[C_A], EVO_CAND_ID_OR_KEY, NULL, &src, &err), EVO_OK);
     char *saved = src.run.config_text;
     src.run.config_text = NULL;
@@ -791,7 +791,7 @@ static void test_render_errors(const fixture *fx)
  * candidates; a task without launch knobs keeps the compile key as is. */
 static void test_launch_knob_keys(void)
 {
-    evo_err err = {{0}};
+    evo_err err = {0};
     char *text = NULL;
     if (evo_read_file(EVO_SOURCE_DIR "/configs/quantize.yaml", &text, NULL, &err) != EVO_OK) die("quantize.yaml", &err);
     evo_config *cfg = NULL;
@@ -874,7 +874,7 @@ static void test_dispatch(void)
     dup2(saved, 1);
     close(saved);
     evo_store *st = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK(evo_store_open(path, EVO_STORE_READONLY, &st, &err) == EVO_OK);
     evo_export_dispatch_ctx d;
     CHECK(evo_export_dispatch_pick(st, NULL, &d, &err) == EVO_OK);

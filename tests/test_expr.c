@@ -28,7 +28,7 @@ static evo_sym_kind resolve(void *ctx, const char *name, int64_t *value)
 static int64_t ev(const char *text)
 {
     evo_expr *e;
-    evo_err err = {{0}};
+    evo_err err = {0};
     int col = 0;
     if (evo_expr_parse(text, resolve, NULL, &e, &col, &err) != EVO_OK) {
         fprintf(stderr, "parse of '%s' failed at column %d: %s\n", text, col, err.msg);
@@ -46,7 +46,7 @@ static int64_t ev(const char *text)
 static void check_error(const char *text, int col, const char *msg)
 {
     evo_expr *e = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     int got = -1;
     evo_status s = evo_expr_parse(text, resolve, NULL, &e, &got, &err);
     CHECK_EQ_INT(s, EVO_E_CONFIG);

@@ -47,7 +47,7 @@ static void test_json(void)
 {
     int rank, n, every, m;
     uint64_t seed;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_island_parse_json("{\"rank\":2,\"islands\":4,\"migrate_every\":5,\"migrants\":2,\"seed\":9}",
                                        &rank, &n, &every, &m, &seed, &err),
                  EVO_OK);
@@ -92,7 +92,7 @@ static void test_message(void)
     CHECK(strlen(text) < 2000);
     evo_migrant *in = NULL;
     int n = 0;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_island_decode(text, 10, &in, &n, &err), EVO_OK);
     CHECK_EQ_INT(n, 2);
     if (n == 2) {

@@ -117,7 +117,7 @@ static void test_better(void)
 static void test_cases(void)
 {
     evo_config *cfg = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_config_load(EVO_SOURCE_DIR "/configs/default.yaml", &cfg, &err), EVO_OK);
     if (!cfg) return;
     evo_gate_case *c = NULL;

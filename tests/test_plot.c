@@ -103,7 +103,7 @@ static void test_xy_counts(void)
                      .y_ref = 1.0,
                      .y_ref_label = "baseline"};
     evo_str o = {0};
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_plot_xy_svg(&c, &o, &err), EVO_OK);
     const char *t = evo_str_cstr(&o);
     CHECK(strncmp(t, "<?xml", 5) == 0);
@@ -159,7 +159,7 @@ static void test_xy_empty_and_single(void)
 
     evo_plot_series bad = {.n = 3};
     evo_plot_xy broken = {.series = &bad, .n_series = 1};
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_plot_xy_svg(&broken, &o, &err), EVO_E_INTERNAL);
     CHECK_STR(err.msg, "plot: series 0 has 3 points and no arrays");
     evo_str_free(&o);
@@ -305,7 +305,7 @@ static int64_t begin_run(evo_store *st, const char *shape_set, int gens, int pop
                      .population = pop,
                      .gpu = GPU,
                      .evo_version = EVO_VERSION};
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_store_begin_run(st, &r, &err) != EVO_OK) die("begin_run", &err);
     return r.id;
 }
@@ -329,7 +329,7 @@ static void add_eval(evo_store *st, int64_t run, int gen, const char *shape_set,
                            .smem_bytes = 32768,
                            .spill_bytes = 0,
                            .stack_bytes = 0};
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_store_put_candidate(st, &c, &err) != EVO_OK) die("put_candidate", &err);
     evo_shape_result sh[16];
     memset(sh, 0, sizeof sh);
@@ -362,7 +362,7 @@ static void put_gen(evo_store *st, int64_t run, int g, double best, double media
                      .baseline_noise = 0.01};
     r.counts[EVO_V_OK] = ok;
     r.counts[EVO_V_INCORRECT] = failed;
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_store_put_generation(st, &r, &err) != EVO_OK) die("put_generation", &err);
 }
 
@@ -373,7 +373,7 @@ static void put_gen(evo_store *st, int64_t run, int g, double best, double media
 static int make_fixture(const char *path)
 {
     evo_store *st;
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_store_open(path, EVO_STORE_READWRITE, &st, &err) != EVO_OK) die("open", &err);
 
     const char *s1[3] = {"mission(1,8,512,64)", "mission(1,8,512,64) causal", "long(2,8,2048,64)"};
@@ -420,7 +420,7 @@ static int make_fixture(const char *path)
 /* The edge cases as files, for looking at: `test_plot --render DIR`. */
 static int render(const char *dir)
 {
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_mkdir_p(dir, &err) != EVO_OK) die("mkdir", &err);
     enum { N = 200 };
     double x[N], best[N], med[N];

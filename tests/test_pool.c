@@ -77,7 +77,7 @@ static evo_pool *start(int n, const char *exe, const char *mode)
     const char *args[] = {"--fake", mode, NULL};
     evo_pool_opts o = {gpus, n, exe, args, dir, 10};
     evo_pool *p = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_status s = evo_pool_start(&o, &p, &err);
     if (s != EVO_OK) {
         fprintf(stderr, "pool start failed: %s\n", err.msg);
@@ -99,7 +99,7 @@ static void test_faults_hit_one_job_each(void)
     make_jobs(10, faults, 1.5);
     record r;
     memset(&r, 0, sizeof r);
-    evo_err err = {{0}};
+    evo_err err = {0};
     double t0 = evo_now();
     CHECK_EQ_INT(evo_pool_run(p, jobs, 10, on_done, &r, &err), EVO_OK);
     double took = evo_now() - t0;
@@ -163,7 +163,7 @@ static void test_error_reply_and_garbage(void)
     make_jobs(4, faults, 5);
     record r;
     memset(&r, 0, sizeof r);
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_pool_run(p, jobs, 4, on_done, &r, &err), EVO_OK);
     CHECK_EQ_INT(r.status[0], EVO_E_CUDA); /* the worker's own error: reported, the worker kept */
     CHECK_EQ_INT(r.verdict[0], EVO_V_CRASHED);
@@ -185,7 +185,7 @@ static void test_exit_after_each_reply(void)
     make_jobs(3, NULL, 5);
     record r;
     memset(&r, 0, sizeof r);
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_pool_run(p, jobs, 3, on_done, &r, &err), EVO_OK);
     for (int j = 0; j < 3; j++) CHECK(r.calls[j] == 1 && r.status[j] == EVO_OK && r.verdict[j] == EVO_V_OK);
     CHECK_EQ_INT(evo_pool_wait_ready(p, &err), EVO_OK);
@@ -206,7 +206,7 @@ static void test_restart_fails(void)
     make_jobs(3, faults, 5);
     record r;
     memset(&r, 0, sizeof r);
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_pool_run(p, jobs, 3, on_done, &r, &err), EVO_E_WORKER);
     CHECK_CONTAINS(err.msg, "worker gpu 0 could not be restarted 3 times in a row; last: cannot start worker gpu 0: "
                             "exec ");
@@ -247,7 +247,7 @@ static void test_interrupt(void)
     record r;
     memset(&r, 0, sizeof r);
     r.interrupt_after_first = p;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_pool_run(p, jobs, 10, on_done, &r, &err), EVO_E_INTERRUPTED);
     CHECK_EQ_INT(r.n_done, 2);
     CHECK(r.calls[0] == 1 && r.calls[1] == 1 && r.status[0] == EVO_OK && r.status[1] == EVO_OK);
@@ -283,7 +283,7 @@ static void test_interrupt_twice(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGALRM, &sa, NULL);
     alarm(1);
-    evo_err err = {{0}};
+    evo_err err = {0};
     double t0 = evo_now();
     CHECK_EQ_INT(evo_pool_run(p, jobs, 2, on_done, &r, &err), EVO_E_INTERRUPTED);
     CHECK(evo_now() - t0 < 2.0);

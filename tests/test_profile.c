@@ -19,7 +19,7 @@ static char *data(const char *name)
     char path[1024], *text = NULL;
     size_t len;
     snprintf(path, sizeof path, "%s/tests/data/ncu/%s", EVO_SOURCE_DIR, name);
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_read_file(path, &text, &len, &err) != EVO_OK) {
         fprintf(stderr, "%s\n", err.msg);
         exit(1);
@@ -32,7 +32,7 @@ static void test_parse_metrics(void)
     char *text = data("metrics.csv");
     evo_ncu_row *rows;
     int n;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_ncu_parse_csv(text, &rows, &n, &err), EVO_OK);
     CHECK_EQ_INT(n, 8); /* the ==PROF== lines and the self-test's own output are not rows */
     if (n == 8) {
@@ -113,7 +113,7 @@ static void test_summarize_units(void)
     CHECK_EQ_INT(evo_ncu_summarize(rows, 1, &m, NULL), EVO_OK);
     CHECK(isnan(m.duration_us));
 
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_ncu_summarize(rows, 0, &m, &err), EVO_E_NOTFOUND);
     CHECK_STR(err.msg, "ncu profiled no launch");
 }
@@ -122,7 +122,7 @@ static void test_parse_odd_input(void)
 {
     evo_ncu_row *rows;
     int n;
-    evo_err err = {{0}};
+    evo_err err = {0};
     char *perm = data("permission.txt");
     CHECK_EQ_INT(evo_ncu_parse_csv(perm, &rows, &n, &err), EVO_OK);
     CHECK_EQ_INT(n, 0);
@@ -186,7 +186,7 @@ static void write_exe(const char *path, const char *text)
 static void test_find_tool(const char *dir)
 {
     char *p = NULL, bin[512], tool[600], plain[600];
-    evo_err err = {{0}};
+    evo_err err = {0};
     snprintf(bin, sizeof bin, "%s/bin", dir);
     mkdir(bin, 0755);
     snprintf(tool, sizeof tool, "%s/ncu", bin);
@@ -228,7 +228,7 @@ static void test_run_capture(void)
 {
     char *out = NULL;
     int code = -1;
-    evo_err err = {{0}};
+    evo_err err = {0};
     char *sh1[] = {"/bin/sh", "-c", "echo out; echo err >&2; exit 3", NULL};
     CHECK_EQ_INT(evo_profile_run_capture(sh1, NULL, 10, &out, &code, &err), EVO_OK);
     CHECK_EQ_INT(code, 3);

@@ -58,7 +58,7 @@ static void test_eval_request_round_trip(void)
     CHECK_CONTAINS(line, "\\n");
     CHECK_CONTAINS(line, "\"Infinity\"");
     CHECK_CONTAINS(line, "\"NaN\"");
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_proto_decode_eval_request(line, &out, &err), EVO_OK);
     CHECK_STR(err.msg, "");
     CHECK_EQ_INT(out.id, 4503599627370495);
@@ -147,7 +147,7 @@ static void test_eval_reply_round_trip(void)
     evo_eval_reply in, out;
     fill_reply(&in, detail);
     char *line = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_proto_encode_eval_reply(&in, &line, &err), EVO_OK);
     CHECK(line && strchr(line, '\n') == NULL);
     CHECK_CONTAINS(line, "\"verdict\":\"INCORRECT\"");
@@ -238,7 +238,7 @@ static void test_eval_reply_round_trip(void)
 
 static void test_hello_shutdown_error(void)
 {
-    evo_err err = {{0}};
+    evo_err err = {0};
     char *line = evo_proto_encode_hello_request(5);
     int64_t id = -7;
     CHECK_EQ_INT(evo_proto_decode_hello_request(line, &id, &err), EVO_OK);
@@ -334,7 +334,7 @@ static char *edit(const char *line, const char *from, const char *to)
 static void expect_request_error(const char *line, const char *want)
 {
     evo_eval_request r;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_proto_decode_eval_request(line, &r, &err), EVO_E_WORKER);
     CHECK_CONTAINS(err.msg, want);
 }
@@ -356,7 +356,7 @@ static void test_malformed(void)
         memcpy(t, good, cut);
         t[cut] = '\0';
         evo_eval_request r;
-        evo_err err = {{0}};
+        evo_err err = {0};
         all_fail &= evo_proto_decode_eval_request(t, &r, &err) == EVO_E_WORKER && err.msg[0];
         free(t);
     }
@@ -397,7 +397,7 @@ static void test_malformed(void)
     }
     /* No variants, or more than fit. */
     evo_eval_request r;
-    evo_err err = {{0}};
+    evo_err err = {0};
     char *v0 = strstr(good, "\"variants\":[");
     char *v1 = strstr(v0, "}]") + 1; /* the end of the variants array (attr holds a ']' of its own) */
     evo_str s = {0};

@@ -101,7 +101,7 @@ static void check_rejected(const char *arch, const char *targs, const char *why)
 int main(void)
 {
     size_t len;
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_read_file(EVO_SOURCE_DIR "/tasks/quantize_fp8/quantize_fp8.cu", &g_src, &len, &err) != EVO_OK ||
         evo_read_file(EVO_SOURCE_DIR "/tasks/quantize_fp8/evo_quantize_abi.h", &g_abi, &len, &err) != EVO_OK) {
         fprintf(stderr, "%s\n", err.msg);

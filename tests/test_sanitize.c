@@ -12,7 +12,7 @@ static char *fixture(const char *name)
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/data/%s", EVO_SOURCE_DIR, name);
     char *text = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_read_file(path, &text, NULL, &err), EVO_OK);
     return text;
 }
@@ -21,7 +21,7 @@ static void test_tools(void)
 {
     const char *t[EVO_SANITIZE_MAX_TOOLS];
     int n = -1;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_sanitize_parse_tools("memcheck,racecheck", t, &n, &err), EVO_OK);
     CHECK_EQ_INT(n, 2);
     CHECK_STR(t[0], "memcheck");

@@ -14,7 +14,7 @@
 static evo_space *small_space(int n_constraints)
 {
     evo_space *s;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_space_new(&s), EVO_OK);
     CHECK_EQ_INT(evo_space_add_int_knob(s, "A", (const int[]){1, 2, 3, 4}, 4, &err), EVO_OK);
     CHECK_EQ_INT(evo_space_add_int_knob(s, "B", (const int[]){2, 4, 8}, 3, &err), EVO_OK);
@@ -27,7 +27,7 @@ static evo_space *small_space(int n_constraints)
 
 static void genome(const evo_space *s, const char *text, evo_genome *g)
 {
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_status st = evo_genome_parse(s, text, g, &err);
     if (st != EVO_OK) fprintf(stderr, "parse '%s': %s\n", text, err.msg);
     CHECK_EQ_INT(st, EVO_OK);
@@ -48,7 +48,7 @@ static void test_knobs(void)
     CHECK_STR(evo_space_value_text(s, 1, 2), "8");
     CHECK_STR(evo_space_value_text(s, 2, 1), "mma");
 
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_space_add_int_knob(s, "A", (const int[]){1}, 1, &err), EVO_E_CONFIG);
     CHECK_CONTAINS(err.msg, "knob 'A' declared twice");
     CHECK_EQ_INT(evo_space_add_int_knob(s, "E", (const int[]){1, 2, 1}, 3, &err), EVO_E_CONFIG);
@@ -134,7 +134,7 @@ static void test_valid(void)
     evo_space_free(s);
 
     /* A division by zero makes the constraint false, not the program crash. */
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_space *z;
     evo_space_new(&z);
     evo_space_add_int_knob(z, "X", (const int[]){0, 1, 2, 3}, 4, &err);
@@ -153,7 +153,7 @@ static void test_valid(void)
 static void test_constraint_errors(void)
 {
     evo_space *s = small_space(1);
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_space_add_constraint(s, "A + Q > 1", &err), EVO_E_CONFIG);
     CHECK_STR(err.msg, "constraint 2, column 5: unknown knob 'Q'");
     int col = 0;
@@ -205,7 +205,7 @@ static void test_text(void)
         {"", "genome is empty"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        evo_err err = {{0}};
+        evo_err err = {0};
         CHECK_EQ_INT(evo_genome_parse(s, bad[i].text, &h, &err), EVO_E_CONFIG);
         CHECK_CONTAINS(err.msg, bad[i].msg);
     }
@@ -309,7 +309,7 @@ static void test_sparse(void)
     evo_space_add_int_knob(s, "Q", v, 64, NULL);
     evo_space_add_constraint(s, "P + Q > 200", NULL);
     evo_genome g;
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_rng_seed(&r, 3);
     CHECK_EQ_INT(evo_space_random(s, &r, &g, &err), EVO_E_CONFIG);
     CHECK_CONTAINS(err.msg, "no genome satisfies the constraints");
@@ -367,7 +367,7 @@ static void test_large(void)
 static evo_space *family_space(void)
 {
     evo_space *s;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_space_new(&s), EVO_OK);
     CHECK_EQ_INT(evo_space_add_int_knob(s, "A", (const int[]){1, 2, 3}, 3, &err), EVO_OK);
     CHECK_EQ_INT(evo_space_add_int_knob(s, "B", (const int[]){4, 8}, 2, &err), EVO_OK);
@@ -395,7 +395,7 @@ static int count_canonical(const evo_genome *g, void *ctx)
 static void test_conditions(void)
 {
     evo_space *s = family_space();
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK(evo_space_has_conditions(s));
     CHECK_STR(evo_space_knob_condition(s, 4), "FAMILY == 1 && H > 10");
     CHECK(evo_space_knob_condition(s, 2) == NULL);

@@ -82,7 +82,7 @@ static int64_t raw_int(const char *path, const char *sql)
 static evo_store *open_ok(const char *path, int mode)
 {
     evo_store *st = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_status s = evo_store_open(path, mode, &st, &err);
     if (s != EVO_OK) {
         fprintf(stderr, "open %s: %s\n", path, err.msg);
@@ -124,7 +124,7 @@ static int64_t add_candidate(evo_store *st, const char *genome, const char *arch
                            .smem_bytes = smem,
                            .spill_bytes = 0,
                            .stack_bytes = 0};
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_store_put_candidate(st, &c, &err) != EVO_OK) {
         fprintf(stderr, "put_candidate: %s\n", err.msg);
         exit(1);
@@ -178,7 +178,7 @@ static int64_t add_evaluation_skewed(evo_store *st, int64_t cand, int64_t run, i
                       .created_at = "2026-11-21T10:01:00Z",
                       .shapes = sh,
                       .n_shapes = v == EVO_V_OK ? 2 : 0};
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_store_put_evaluation(st, &e, &err) != EVO_OK) {
         fprintf(stderr, "put_evaluation: %s\n", err.msg);
         exit(1);
@@ -226,7 +226,7 @@ static void make_population(evo_store *st)
                        .compile_s = 120.25,
                        .check_s = 80.5,
                        .time_s = 90.75};
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_store_begin_run(st, &run, &err) != EVO_OK) {
         fprintf(stderr, "begin_run: %s\n", err.msg);
         exit(1);
@@ -312,7 +312,7 @@ static void test_migrate_empty_file(void)
     evo_store *ro = open_ok(p, EVO_STORE_READONLY);
     CHECK_EQ_INT(evo_store_schema_version(ro), 0);
     int64_t id = 42;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_store_last_run(ro, &id, &err), EVO_E_NOTFOUND);
     evo_elite_rec *el = NULL;
     int n = -1;
@@ -345,7 +345,7 @@ static void test_round_trip(void)
 {
     const char *p = tmp_path("roundtrip.db");
     evo_store *st = open_ok(p, EVO_STORE_READWRITE);
-    evo_err err = {{0}};
+    evo_err err = {0};
 
     evo_run_rec run = {.task = TASK,
                        .arch = ARCH,
@@ -645,7 +645,7 @@ static void test_readers(void)
     make_population(st);
     evo_store_close(st);
     st = open_ok(p, EVO_STORE_READONLY);
-    evo_err err = {{0}};
+    evo_err err = {0};
     char k1[65], k2[65], k4[65];
     key_of(pop_genomes[1], ARCH, k1);
     key_of(pop_genomes[2], ARCH, k2);
@@ -766,7 +766,7 @@ static void test_durability(void)
 {
     const char *p = tmp_path("durable.db");
     evo_store *w = open_ok(p, EVO_STORE_READWRITE);
-    evo_err err = {{0}};
+    evo_err err = {0};
     int64_t cid = add_candidate(w, "D=1", ARCH, 1, 2);
     add_evaluation(w, cid, 0, -1, "ss", EVO_V_OK, 1.25);
     /* A second connection sees both while the writer is still open: each put committed on return. */
@@ -829,7 +829,7 @@ static void test_group_rollback(void)
     evo_store_close(st);
     inject_result_failure(p);
     st = open_ok(p, EVO_STORE_READWRITE);
-    evo_err err = {{0}};
+    evo_err err = {0};
     char k1[65], k2[65];
     key_of("R=1", ARCH, k1);
     key_of("R=2", ARCH, k2);
@@ -910,7 +910,7 @@ static void test_group_rollback(void)
 
 static void test_refuse_foreign_and_corrupt(void)
 {
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_store *st = NULL;
     char before[65], after[65];
 
@@ -1018,7 +1018,7 @@ static void test_newer_schema(void)
     raw_exec(p, "PRAGMA user_version = 99");
     char before[65], after[65], want[512];
     file_sha(p, before);
-    evo_err err = {{0}};
+    evo_err err = {0};
     snprintf(want, sizeof want, "%s: schema version 99 is newer than this evo understands (%d); upgrade evo", p,
              EVO_STORE_SCHEMA);
     for (int mode = 0; mode < 2; mode++) {
@@ -1032,7 +1032,7 @@ static void test_newer_schema(void)
 
 static void test_readonly(void)
 {
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_store *st = NULL;
     const char *missing = tmp_path("missing.db");
     CHECK_EQ_INT(evo_store_open(missing, EVO_STORE_READONLY, &st, &err), EVO_E_NOTFOUND);
@@ -1081,7 +1081,7 @@ static void test_readonly_directory(void)
     if (pid == 0) {
         if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
         evo_store *ro = NULL;
-        evo_err err = {{0}};
+        evo_err err = {0};
         if (evo_store_open(p, EVO_STORE_READONLY, &ro, &err) != EVO_OK) {
             fprintf(stderr, "read-only directory: %s\n", err.msg);
             _exit(1);
@@ -1108,7 +1108,7 @@ static void test_elites(void)
 {
     const char *p = tmp_path("elites.db");
     evo_store *st = open_ok(p, EVO_STORE_READWRITE);
-    evo_err err = {{0}};
+    evo_err err = {0};
     int64_t a = add_candidate(st, "E=A", ARCH, 1, 1);
     int64_t b = add_candidate(st, "E=B", ARCH, 1, 1);
     int64_t c = add_candidate(st, "E=C", ARCH, 1, 1);
@@ -1164,7 +1164,7 @@ static void test_locked(void)
     evo_store *a = open_ok(p, EVO_STORE_READWRITE);
     setenv("EVO_STORE_BUSY_MS", "200", 1);
     evo_store *b = open_ok(p, EVO_STORE_READWRITE);
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_store_begin(a, &err), EVO_OK);
     add_candidate(a, "L=1", ARCH, 1, 1);
     char key[65];
@@ -1222,7 +1222,7 @@ static int fixture(const char *kind, const char *path)
     if (strcmp(kind, "running") == 0) {
         /* A second run of the same search that has not finished a generation yet. */
         evo_run_rec r2 = {0};
-        evo_err err = {{0}};
+        evo_err err = {0};
         if (evo_store_get_run(st, 1, &r2, &err) != EVO_OK) return 1;
         free(r2.finished_at);
         free(r2.state);
@@ -1269,7 +1269,7 @@ static void test_migrate_v1_and_demote(void)
               results = raw_int(p, "SELECT count(*) FROM results");
     CHECK_EQ_INT(evals, 216);
     CHECK_EQ_INT(results, 810);
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_elite_rec *el = NULL;
     int n = 0;
     evo_store *ro = open_ok(p, EVO_STORE_READONLY);
@@ -1339,7 +1339,7 @@ static void test_intervals_and_retimes(void)
                       .gpu = "g",
                       .shapes = sh,
                       .n_shapes = 2};
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_store_put_evaluation(st, &e, &err), EVO_OK);
     free(e.created_at);
     evo_eval_rec got;
@@ -1428,7 +1428,7 @@ static void test_migrate_v2_to_v3(void)
                   results = raw_int(p, "SELECT count(*) FROM results");
     const int64_t id_sum = raw_int(p, "SELECT sum(id * 7 + candidate_id) FROM evaluations");
     CHECK(evals > 0 && results > 0);
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_store *ro = open_ok(p, EVO_STORE_READONLY);
     int64_t run = 0;
     CHECK_EQ_INT(evo_store_last_run(ro, &run, &err), EVO_OK);
@@ -1481,7 +1481,7 @@ static void test_candidate_refs(void)
     char p[512];
     snprintf(p, sizeof p, "%s/refs.db", tmpdir);
     evo_store *st = open_ok(p, EVO_STORE_READWRITE);
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_store_begin(st, &err), EVO_OK);
     char key[65], genome[32];
     for (int i = 1; i <= 1240; i++) { /* ids 1..1240; none of their keys starts with "1234" */
@@ -1567,7 +1567,7 @@ static void test_leases(void)
     char p[512];
     snprintf(p, sizeof p, "%s/leases.db", tmpdir);
     evo_store *st = open_ok(p, EVO_STORE_READWRITE);
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_run_rec run = {
         .task = TASK, .arch = ARCH, .shape_set = "s", .strategy = "ga", .seed = 1, .generations = 2, .population = 4};
     CHECK_EQ_INT(evo_store_begin_run(st, &run, &err), EVO_OK);
@@ -1638,7 +1638,7 @@ static void add_canonical(const char *text, void *ctx)
 {
     canon_ctx *c = ctx;
     evo_genome g;
-    evo_err err = {{0}};
+    evo_err err = {0};
     c->n++;
     CHECK_EQ_INT(evo_genome_parse(c->space, text, &g, &err), EVO_OK);
     char t[EVO_GENOME_TEXT_MAX];
@@ -1651,7 +1651,7 @@ static void add_canonical(const char *text, void *ctx)
 
 static void test_old_genome_texts(void)
 {
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_store *st = NULL;
     evo_config *cfg = NULL, *plain = NULL;
     CHECK_EQ_INT(evo_store_open(EVO_SOURCE_DIR "/tests/data/families.db", EVO_STORE_IMMUTABLE, &st, &err), EVO_OK);

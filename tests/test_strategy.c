@@ -20,7 +20,7 @@
 static evo_space *landscape_space(void)
 {
     evo_space *s;
-    evo_err err = {{0}};
+    evo_err err = {0};
     static const int ab[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
     static const int c[] = {16, 32, 64, 128, 256};
     static const char *const d[] = {"x", "y", "z", "w"};
@@ -43,7 +43,7 @@ static evo_space *landscape_space(void)
 static evo_space *small_space(void)
 {
     evo_space *s;
-    evo_err err = {{0}};
+    evo_err err = {0};
     static const int pq[] = {1, 2, 3, 4};
     static const int r[] = {8, 16, 32};
     CHECK(evo_space_new(&s) == EVO_OK);
@@ -152,7 +152,7 @@ static search run_search(const char *name, const evo_space *s, const evo_strateg
     r.evals_to_opt = -1;
     r.exhausted_at = -1;
     r.best = 0;
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_strategy *st = NULL;
     CHECK(evo_strategy_create(name, s, p, &st, &err) == EVO_OK);
     if (!st) return r;
@@ -260,7 +260,7 @@ static void test_lookup_and_params(void)
     evo_space *s = small_space();
     evo_strategy_params p = landscape_params(1, NULL);
     evo_strategy *st = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_strategy_create("anneal", s, &p, &st, &err), EVO_E_CONFIG);
     CHECK_STR(err.msg, "evolution.strategy: unknown strategy 'anneal' (known: ga, random, seeds)");
     CHECK(st == NULL);
@@ -1072,7 +1072,7 @@ static void test_genome_set_and_unseen(void)
 static void test_conditional_mutation(void)
 {
     evo_config *cfg = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_config_load(EVO_SOURCE_DIR "/configs/hopper.yaml", &cfg, &err), EVO_OK);
     if (!cfg) return;
     const evo_space *s = cfg->space;

@@ -32,7 +32,7 @@ static void check_module(const char *file, const char *name, const char *extra_h
 {
     char *src;
     size_t len;
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_read_file(file, &src, &len, &err) != EVO_OK) {
         fprintf(stderr, "%s\n", err.msg);
         CHECK(0);
@@ -75,7 +75,7 @@ int main(void)
                  EVO_ARRAY_LEN(attn_ref_kernels));
     char *src;
     size_t len;
-    evo_err err = {{0}};
+    evo_err err = {0};
     if (evo_read_file(EVO_SOURCE_DIR "/templates/support.cu", &src, &len, &err) != EVO_OK) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;

@@ -29,7 +29,7 @@ static evo_worker *start_fake(const char *mode)
     const char *argv[] = {"worker", "--gpu", "0", "--fake", mode, NULL};
     evo_worker_spec spec = {EVO_BINARY, argv, log_path, "worker gpu 0"};
     evo_worker *w = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_status s = evo_worker_start(&spec, &w, &err);
     if (s != EVO_OK) {
         fprintf(stderr, "cannot start the fake worker: %s\n", err.msg);
@@ -76,7 +76,7 @@ static evo_status eval(evo_worker *w, int64_t id, const char *fault, double time
 static void hello_ok(evo_worker *w)
 {
     char *line = evo_proto_encode_hello_request(1), *reply = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_worker_call(w, line, 10, &reply, &err), EVO_OK);
     evo_hello_reply h;
     CHECK_EQ_INT(evo_proto_decode_hello_reply(reply, &h, &err), EVO_OK);
@@ -95,7 +95,7 @@ static void test_call_ok(void)
     CHECK(evo_worker_running(w));
     hello_ok(w);
     evo_eval_reply rep;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(eval(w, 42, NULL, 10, &rep, &err), EVO_OK);
     CHECK_EQ_INT(rep.id, 42);
     CHECK_EQ_INT(rep.r.verdict, EVO_V_OK);
@@ -124,7 +124,7 @@ static void test_die(void)
     hello_ok(w);
     pid_t pid = evo_worker_pid(w);
     evo_eval_reply rep;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(eval(w, 3, "die", 10, &rep, &err), EVO_E_WORKER);
     CHECK_CONTAINS(err.msg, "worker gpu 0 (pid ");
     CHECK_CONTAINS(err.msg, "was killed by SIGSEGV (Segmentation fault)");
@@ -160,7 +160,7 @@ static void test_exit_status(void)
     evo_worker *w = start_fake("ok");
     pid_t pid = evo_worker_pid(w);
     evo_eval_reply rep;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(eval(w, 8, "exit:3", 10, &rep, &err), EVO_E_WORKER);
     CHECK_CONTAINS(err.msg, "exited with status 3");
     CHECK(gone(pid));
@@ -173,7 +173,7 @@ static void test_stall(void)
     hello_ok(w);
     pid_t pid = evo_worker_pid(w);
     evo_eval_reply rep;
-    evo_err err = {{0}};
+    evo_err err = {0};
     double t0 = evo_now();
     CHECK_EQ_INT(eval(w, 6, "stall", 1.0, &rep, &err), EVO_E_TIMEOUT);
     double took = evo_now() - t0;
@@ -202,7 +202,7 @@ static void test_garbage_and_errors(void)
     evo_worker *w = start_fake("ok");
     pid_t pid = evo_worker_pid(w);
     evo_eval_reply rep;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(eval(w, 9, "garbage", 10, &rep, &err), EVO_E_WORKER);
     CHECK_CONTAINS(err.msg, "broke the protocol and was killed");
     CHECK_CONTAINS(err.msg, "malformed reply \"this is {not a reply\"");
@@ -241,7 +241,7 @@ static void test_exit_after(void)
     evo_worker *w = start_fake("exit-after");
     pid_t pid = evo_worker_pid(w);
     evo_eval_reply rep;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(eval(w, 1, NULL, 10, &rep, &err), EVO_OK);
     CHECK_EQ_INT(rep.r.verdict, EVO_V_OK);
     evo_eval_reply_free(&rep);
@@ -272,7 +272,7 @@ static void test_start_failures(void)
     const char *argv[] = {"worker", NULL};
     evo_worker_spec spec = {"/nonexistent/evo", argv, NULL, "worker gpu 7"};
     evo_worker *w = (evo_worker *)1;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_worker_start(&spec, &w, &err), EVO_E_WORKER);
     CHECK(w == NULL);
     CHECK_STR(err.msg, "cannot start worker gpu 7: exec /nonexistent/evo: No such file or directory");
@@ -304,7 +304,7 @@ static void test_closed_input_and_sigpipe(void)
     const char *argv[] = {"-c", "exec 0<&-; exec sleep 30", NULL};
     evo_worker_spec spec = {"/bin/sh", argv, NULL, "odd worker"};
     evo_worker *w;
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_worker_start(&spec, &w, &err), EVO_OK);
     pid_t pid = evo_worker_pid(w);
     usleep(300 * 1000);
@@ -325,7 +325,7 @@ static void test_stop_stuck(void)
     evo_worker *w = start_fake("stall");
     pid_t pid = evo_worker_pid(w);
     char *line = eval_line(1, NULL, 0);
-    evo_err err = {{0}};
+    evo_err err = {0};
     CHECK_EQ_INT(evo_worker_send(w, line, 60, &err), EVO_OK);
     CHECK(evo_worker_deadline(w) > evo_now() + 50);
     free(line);
@@ -399,7 +399,7 @@ static char *serve(const char *input, evo_status *result, evo_err *err)
 static void test_serve_loop(void)
 {
     evo_status st;
-    evo_err err = {{0}};
+    evo_err err = {0};
     n_echo = 0;
     char *out = serve("{\"op\":\"echo\",\"id\":1}\n"
                       "\n"

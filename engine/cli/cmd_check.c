@@ -374,7 +374,7 @@ static evo_status check_genome(const evo_config *cfg, evo_evaluator *ev, const c
 {
     evo_candidate c;
     memset(&c, 0, sizeof c);
-    evo_err why = {{0}};
+    evo_err why = {0};
     if (evo_genome_parse(cfg->space, text, &c.genome, &why) != EVO_OK)
         return evo_fail(err, EVO_E_USAGE, "check: --genome: %s", why.msg);
     evo_build_opts bo = {
@@ -561,7 +561,7 @@ static evo_status check_files(int argc, char **argv, evo_err *err)
         return evo_cli_usage_error(self, err, "--genome goes without --sanitize and --db (evo run does those)");
     sanitize_ctx z = {.n_tools = 0};
     if (sanitize) {
-        evo_err why = {{0}};
+        evo_err why = {0};
         if (evo_sanitize_parse_tools(sanitize, z.tools, &z.n_tools, &why) != EVO_OK)
             return evo_cli_usage_error(self, err, "%s", why.msg);
     }
@@ -586,7 +586,7 @@ static evo_status check_files(int argc, char **argv, evo_err *err)
     }
     if (!getenv("EVO_FAKE_WORKER")) {
         const evo_cudrv *cu;
-        evo_err why = {{0}};
+        evo_err why = {0};
         if (evo_cudrv_load(&cu, &why) != EVO_OK && genome) {
             evo_config_free(cfg);
             return evo_fail(err, EVO_E_NODRIVER,

@@ -778,7 +778,7 @@ EVO_CMD(elite)
         else
             secs[n_secs++] = (section){.model = model};
     }
-    evo_err shape_err = {{0}};
+    evo_err shape_err = {0};
     for (int i = 0; i < n_secs && s == EVO_OK; i++) {
         s = read_section(st, &o, task, arch, run.shape_set, &secs[i], err);
         /* --shape names a shape none of a class's elites has: fine while another class has it */

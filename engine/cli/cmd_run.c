@@ -64,7 +64,7 @@ static evo_status run_islands(evo_run_opts *o, int every, int migrants, evo_err 
         o->gpus = gpus;
     }
     const evo_cudrv *cu;
-    evo_err why = {{0}};
+    evo_err why = {0};
     if (!o->replay_db && !getenv("EVO_FAKE_WORKER") && evo_cudrv_load(&cu, &why) != EVO_OK) {
         /* this island cannot start: it tells the others, and every rank stops before any work */
         s = evo_fail(err, EVO_E_NODRIVER, "run: %s. evo run needs an NVIDIA GPU and its driver; %s", why.msg,
@@ -75,8 +75,17 @@ static evo_status run_islands(evo_run_opts *o, int every, int migrants, evo_err 
     } else {
         s = evo_run(o, err);
     }
+    /* an island's own failure is said before the hand-over: rank 0 ends the job (and mpirun the other ranks) only
+     * after every store has reached it, so the message is out by then */
+    if (s != EVO_OK && rank > 0 && err && !evo_island_peer_stop(is)) {
+        fputs("evo: ", stderr);
+        evo_fputs_text(err->msg, stderr);
+        fputc('\n', stderr);
+        fflush(stderr);
+        err->shown = true;
+    }
     if (evo_island_started(is)) {
-        evo_err gerr = {{0}};
+        evo_err gerr = {0};
         const evo_status gs = evo_island_gather(is, island_db, db, o->out ? o->out : stdout, o->quiet, &gerr);
         if (gs != EVO_OK && (s == EVO_OK || evo_island_peer_stop(is))) {
             s = evo_fail(err, gs, "%s", gerr.msg);
@@ -241,7 +250,7 @@ EVO_CMD(run)
     if (o.sanitize) {
         const char *tools[EVO_SANITIZE_MAX_TOOLS];
         int n = 0;
-        evo_err why = {{0}};
+        evo_err why = {0};
         if (evo_sanitize_parse_tools(o.sanitize, tools, &n, &why) != EVO_OK)
             return evo_cli_usage_error(self, err, "%s", why.msg);
         if (o.replay_db)
@@ -258,7 +267,7 @@ EVO_CMD(run)
     if (!o.replay_db && !getenv("EVO_FAKE_WORKER")) {
         /* Only a check that the library is there; CUDA itself is initialized by the workers alone. */
         const evo_cudrv *cu;
-        evo_err why = {{0}};
+        evo_err why = {0};
         if (evo_cudrv_load(&cu, &why) != EVO_OK)
             return evo_fail(err, EVO_E_NODRIVER, "run: %s. evo run needs an NVIDIA GPU and its driver; %s", why.msg,
                             EVO_NO_DRIVER_HINT);

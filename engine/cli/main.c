@@ -266,9 +266,9 @@ int main(int argc, char **argv)
     /* A reader that goes away (evo run | head) makes writes fail with EPIPE instead of killing evo mid-write; a
      * run then stops as on Ctrl-C (evolve.h). */
     signal(SIGPIPE, SIG_IGN);
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_status s = c->fn(argc - 1, argv + 1, &err);
-    if (s != EVO_OK) {
+    if (s != EVO_OK && !err.shown) {
         /* a message may quote a name or a compiler's output: nothing in it may steer the terminal */
         fputs("evo: ", stderr);
         if (err.msg[0])

@@ -468,7 +468,7 @@ static evo_status add_knob(loader *L, evo_space *s, const char *name, const evo_
                 return FAIL(L, v, p, "value %s appears twice in the domain of %s", (const char *)v->data.scalar.value,
                             name);
     }
-    evo_err e = {{0}};
+    evo_err e = {0};
     evo_status st =
         is_enum ? evo_space_add_enum_knob(s, name, names, n, &e) : evo_space_add_int_knob(s, name, values, n, &e);
     if (st != EVO_OK) return FAIL(L, dom, path, "%s", e.msg);
@@ -544,7 +544,7 @@ static evo_status build_space(loader *L, yaml_node_t *const *domains, const yaml
         sub(p, "space.knobs", L->task->knobs[k]);
         sub(q, p, "when");
         int col = 0;
-        evo_err e = {{0}};
+        evo_err e = {0};
         st = evo_space_set_condition(s, space_knob[k], (const char *)when[k]->data.scalar.value, &col, &e);
         if (st != EVO_OK) {
             bool exact = false;
@@ -562,7 +562,7 @@ static evo_status build_space(loader *L, yaml_node_t *const *domains, const yaml
         st = need_scalar(L, n, q, "a constraint expression", &text);
         if (st != EVO_OK) break;
         int col = 0;
-        evo_err e = {{0}};
+        evo_err e = {0};
         st = evo_space_add_constraint_ex(s, text, &col, &e);
         if (st != EVO_OK) {
             bool exact;
@@ -615,7 +615,7 @@ static evo_status check_genome(loader *L, const yaml_node_t *n, const char *path
 {
     const char *text;
     TRY(need_scalar(L, n, path, "a genome (KNOB=VALUE,...)", &text));
-    evo_err e = {{0}};
+    evo_err e = {0};
     if (evo_genome_parse(L->c->space, text, g, &e) != EVO_OK) return FAIL(L, n, path, "%s", e.msg);
     const char *violated;
     if (evo_space_valid(L->c->space, g, &violated)) return EVO_OK;
@@ -1377,7 +1377,7 @@ evo_status evo_config_load(const char *path, evo_config **out, evo_err *err)
     char *text;
     size_t len;
     *out = NULL;
-    evo_err e = {{0}};
+    evo_err e = {0};
     if (strcmp(path, "-") == 0)
         return evo_fail(err, EVO_E_USAGE, "-: evo reads a configuration from a file, not from standard input");
     if (evo_read_file_max(path, EVO_CONFIG_MAX_BYTES, &text, &len, &e) != EVO_OK)

@@ -10,6 +10,7 @@
 #define EVO_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,7 @@ typedef enum {
 
 typedef struct {
     char msg[1024];
+    bool shown; /* the message was printed already (an island says its own failure before the job ends) */
 } evo_err;
 
 /* Fill err (if not NULL) with a formatted message and return s. Usage: return evo_fail(err, EVO_E_IO, "...", ...). */

@@ -832,7 +832,7 @@ static void child_main(const evo_compile_req *req, const prep *p, int fd, pid_t 
     }
     if (syscall(SYS_close_range, 5U, ~0U, 0U) != 0)
         for (int k = 5; k < 4096; k++) close(k);
-    evo_err e = {{0}};
+    evo_err e = {0};
     evo_status s = child_confine(req, p, e.msg, sizeof e.msg) ? EVO_E_IO : EVO_OK;
     if (s == EVO_OK) s = child_compile(req, p, out_fd, &e);
     /* Always a message, so the parent can tell this end from an exit() deep inside the compiler. */

@@ -119,6 +119,7 @@ typedef struct {
     double job_best;
     int job_best_island;
     int peer_failed;       /* the island whose failure stopped this one, or -1 */
+    int failed_gen;        /* islands: the generation in which this island or peer_failed failed, or -1 */
     bool self_interrupted; /* this island got the Ctrl-C / SIGTERM itself */
     double budget;         /* the time budget in seconds (0: none), for the islands' messages */
 } loop;
@@ -495,7 +496,7 @@ static evo_status generation(loop *L, bool evaluate, evo_observation *obs, int *
             }
         evo_result base;
         memset(&base, 0, sizeof base);
-        gen_ctx g = {L, c, p, index, res, EVO_OK, {{0}}};
+        gen_ctx g = {L, c, p, index, res, EVO_OK, {{0}, false}};
         print_progress(L);
         L->stored_gen = 0;
         if (s == EVO_OK && n_eval > 0) {
@@ -1264,7 +1265,7 @@ static evo_status island_start(loop *L, evo_status mine, bool *all_done, evo_err
     evo_status s = mine;
     if (s == EVO_OK && !o->resume_run) {
         int64_t last = 0;
-        evo_err e2 = {{0}};
+        evo_err e2 = {0};
         s = evo_store_last_run(L->st, &last, &e2);
         if (s == EVO_E_NOTFOUND) s = EVO_OK, last = 0;
         if (s != EVO_OK) snprintf(why, sizeof why, "%s", e2.msg);
@@ -1308,6 +1309,7 @@ static bool job_decision(loop *L, const evo_island_gen *all, int N, int g, bool 
         }
         if ((all[r].stop & EVO_ISLAND_STOP_FAILED) && *failed_at < 0) *failed_at = r;
     }
+    if (*failed_at >= 0 && L->failed_gen < 0) L->failed_gen = g;
     L->job_evaluated += ev, L->job_reused += re, L->job_migrants += mi;
     const double before = L->job_best;
     if (best > L->job_best) L->job_best = best, L->job_best_island = best_at;
@@ -1368,8 +1370,8 @@ static const char *island_loop(loop *L, evo_observation *obs, double budget, evo
     evo_island_gen *all = evo_xcalloc((size_t)N, sizeof *all);
     const char *stop = "done";
     evo_status s = EVO_OK, cs = EVO_OK;
-    evo_err cerr = {{0}};
-    int stall = 0, quit = 0, failed_at = -1, last = -1, job_stop = 0;
+    evo_err cerr = {0};
+    int stall = 0, quit = 0, failed_at = -1, last = -1, job_stop = 0, own_fail = -1;
     bool in_flight = false, decided = false;
     L->budget = budget;
     const double t_loop = evo_now();
@@ -1409,6 +1411,7 @@ static const char *island_loop(loop *L, evo_observation *obs, double budget, evo
             L->gen_best = L->gen_median = NAN;
             memset(L->counts, 0, sizeof L->counts);
         }
+        if ((why & EVO_ISLAND_STOP_FAILED) && !(quit & EVO_ISLAND_STOP_FAILED)) own_fail = g;
         quit |= why & (EVO_ISLAND_STOP_FAILED | EVO_ISLAND_STOP_INTERRUPTED);
         evo_island_gen mine = {.stop = why,
                                .evaluated = L->gen_evaluated,
@@ -1449,7 +1452,8 @@ static const char *island_loop(loop *L, evo_observation *obs, double budget, evo
     if (speak && cs == EVO_OK && last >= 0)
         fprintf(L->o.out, "islands: generations 0 to %d took %.2f s on island 0, %.2f s of it waiting for the others\n",
                 last, evo_now() - t_loop, waited);
-    if (last >= 0) L->gen = last; /* the generation the job ended in */
+    if (last >= 0) L->gen = last;         /* the generation the job ended in */
+    if (own_fail >= 0) L->gen = own_fail; /* where this island's own failure happened (its message says it) */
     if (cs != EVO_OK) {
         if (s == EVO_OK) s = evo_fail(err, cs, "%s", cerr.msg);
         stop = "failed";
@@ -1476,6 +1480,7 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
     L->best_fitness = -INFINITY;
     L->job_best = -INFINITY;
     L->peer_failed = -1;
+    L->failed_gen = -1;
     g_interrupted = 0;
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
@@ -1532,7 +1537,7 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
     const double budget = L->o.time_budget_s >= 0 ? L->o.time_budget_s : L->cfg ? L->cfg->evolution.time_budget_s : 0;
     const char *stop = "done";
     if (s == EVO_OK && L->o.island) stop = island_loop(L, obs, budget, &s, err);
-    for (L->gen = 0; s == EVO_OK && !L->o.island && L->gen < L->generations; L->gen++) {
+    for (L->gen = L->o.island ? L->gen : 0; s == EVO_OK && !L->o.island && L->gen < L->generations; L->gen++) {
         if (g_interrupted) {
             stop = "interrupted";
             break;
@@ -1620,9 +1625,10 @@ evo_status evo_run(const evo_run_opts *opts, evo_err *err)
     }
     if (s == EVO_OK && !strcmp(stop, "interrupted") && L->o.island && L->peer_failed >= 0) {
         s = evo_fail(err, EVO_E_INTERRUPTED,
-                     "island %d failed in generation %d (its own message is on its stderr); every island stopped "
-                     "there and stored what it had finished: continue the job with the same command and --resume %lld",
-                     L->peer_failed, L->gen, (long long)L->run.id);
+                     "island %d failed in generation %d (its own message is on its stderr); the job stopped after "
+                     "generation %d with every island's finished evaluations stored: continue it with the same command "
+                     "and --resume %lld",
+                     L->peer_failed, L->failed_gen >= 0 ? L->failed_gen : L->gen, L->gen, (long long)L->run.id);
         evo_island_set_peer_stop(L->o.island);
     } else if (s == EVO_OK && !strcmp(stop, "interrupted") && L->o.island) {
         s = evo_fail(err, EVO_E_INTERRUPTED,

@@ -47,7 +47,7 @@ evo_status evo_island_open(int migrate_every, int migrants, evo_island **out, ev
 void evo_island_close(evo_island *is)
 {
     if (!is) return;
-    evo_err e = {{0}};
+    evo_err e = {0};
     evo_comm_wait(is->comm, is->fig_req, &e);
     evo_island_flush(is, &e);
     free(is->fig_all);
@@ -155,7 +155,7 @@ evo_status evo_island_ready(evo_island *is, evo_status mine, const char *why, co
     snprintf(m.fingerprint, sizeof m.fingerprint, "%s", fingerprint ? fingerprint : "");
     snprintf(m.why, sizeof m.why, "%s", why && *why ? why : evo_status_name(mine));
     ready_msg *all = evo_xcalloc((size_t)n, sizeof *all);
-    evo_err local = {{0}};
+    evo_err local = {0};
     evo_status s = evo_comm_allgather(is->comm, &m, sizeof m, all, &local);
     if (s != EVO_OK) {
         free(all);
@@ -408,7 +408,7 @@ evo_status evo_island_gather(evo_island *is, const char *island_db, const char *
     }
     if (me != 0) {
         /* an island whose copy failed sends an empty file, which rank 0 passes over */
-        evo_err why = {{0}};
+        evo_err why = {0};
         if (s != EVO_OK) {
             remove_db(copy);
             FILE *f = dir ? fopen(copy, "w") : NULL;
@@ -425,7 +425,7 @@ evo_status evo_island_gather(evo_island *is, const char *island_db, const char *
             evo_str q = {0};
             evo_str_appendf(&q, "%s/island%d.db", dir ? dir : "/nonexistent", r);
             char *from = evo_str_take(&q);
-            evo_err why = {{0}};
+            evo_err why = {0};
             evo_status sr = EVO_OK;
             size_t bytes = 0;
             if (r == 0) {

@@ -81,7 +81,7 @@ evo_status evo_lease_seconds(double *lease_s, evo_err *err)
 static void *heartbeat(void *arg)
 {
     evo_lease *l = arg;
-    evo_err err = {{0}};
+    evo_err err = {0};
     const double beat = l->lease_s / 3;
     pthread_mutex_lock(&l->mu);
     while (!l->stop) {

@@ -1034,7 +1034,7 @@ static evo_status on_any_failed(void *ctx, const char *line, char **reply, bool 
 evo_status evo_gpu_serve(int gpu, const char *config_path, bool sanitize, int in_fd, int out_fd, evo_err *err)
 {
     gpu_state *g = evo_xcalloc(1, sizeof *g);
-    failed_open f = {EVO_OK, {{0}}};
+    failed_open f = {EVO_OK, {{0}, false}};
     f.status = gpu_open(g, gpu, config_path, sanitize, &f.why);
     evo_status s;
     if (f.status == EVO_OK) {

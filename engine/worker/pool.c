@@ -76,7 +76,7 @@ static evo_status revive(evo_pool *p, slot *s, evo_err *err)
     s->state = W_DEAD;
     s->restarting = true;
     while (s->failures < EVO_POOL_RESTART_TRIES) {
-        evo_err e = {{0}};
+        evo_err e = {0};
         if (spawn_slot(p, s, &e) == EVO_OK) return EVO_OK;
         s->failures++;
         memcpy(s->last_failure, e.msg, sizeof s->last_failure);
@@ -162,7 +162,7 @@ static evo_status settle(evo_pool *p, bool retry, evo_err *err)
             slot *s = &p->slots[i];
             if (s->state != W_STARTING || !slot_due(s, &fds[i])) continue;
             char *line = NULL;
-            evo_err e = {{0}};
+            evo_err e = {0};
             evo_status st = evo_worker_receive(s->w, &line, &e);
             if (st == EVO_OK && !line) continue;
             st = hello_done(p, s, st, line, &e);
@@ -295,7 +295,7 @@ static void job_done(evo_pool *p, run_state *r, slot *s, evo_status st, const ch
     s->state = evo_worker_running(s->w) ? W_IDLE : W_DEAD;
     if (st == EVO_OK) {
         evo_eval_reply rep;
-        evo_err de = {{0}};
+        evo_err de = {0};
         st = evo_proto_decode_eval_reply(line, &rep, &de);
         if (st == EVO_OK) {
             evo_pool_done done = {job, (int)(s - p->slots), EVO_OK, &rep, "", evo_now() - s->sent_at};
@@ -324,7 +324,7 @@ evo_status evo_pool_run(evo_pool *p, const evo_pool_job *jobs, int n, evo_pool_d
         jobs, evo_xcalloc((size_t)n + 1, sizeof(int)), 0, n, evo_xcalloc((size_t)n + 1, sizeof(int)), on_done, ctx};
     for (int j = 0; j < n; j++) r.queue[j] = j;
     evo_status fatal = EVO_OK;
-    evo_err fatal_err = {{0}};
+    evo_err fatal_err = {0};
 
     /* Workers lost at the end of an earlier run come back now, with a fresh allowance of tries. */
     for (int i = 0; i < p->n && fatal == EVO_OK; i++) {
@@ -351,7 +351,7 @@ evo_status evo_pool_run(evo_pool *p, const evo_pool_job *jobs, int n, evo_pool_d
             if (s->state != W_IDLE) continue;
             int job = r.queue[r.head++];
             char *line = evo_proto_encode_eval_request(jobs[job].req);
-            evo_err e = {{0}};
+            evo_err e = {0};
             s->sent_at = evo_now();
             evo_status st = evo_worker_send(s->w, line, jobs[job].timeout_s, &e);
             free(line);
@@ -379,7 +379,7 @@ evo_status evo_pool_run(evo_pool *p, const evo_pool_job *jobs, int n, evo_pool_d
             slot *s = &p->slots[i];
             if (s->state == W_DEAD || !slot_due(s, &fds[i])) continue;
             char *line = NULL;
-            evo_err e = {{0}};
+            evo_err e = {0};
             evo_status st;
             if (s->state == W_IDLE) {
                 /* Activity on an idle worker's pipe: it ended (after a handler's exit_after) or misbehaved. */

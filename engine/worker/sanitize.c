@@ -199,7 +199,7 @@ evo_status evo_sanitize_request(const evo_sanitize_job *job, const evo_eval_requ
     r.is_baseline = false;
     r.n_best = 0;
     line = evo_proto_encode_eval_request(&r);
-    evo_err call_err = {{0}};
+    evo_err call_err = {0};
     evo_status cs = call(w, line, timeout, job->interrupt, &reply, &call_err);
     free(line);
     if (cs == EVO_E_INTERRUPTED) {

@@ -706,7 +706,7 @@ evo_status evo_worker_serve(int in_fd, int out_fd, const evo_worker_handler *han
         int64_t id = -1;
         char *reply = NULL;
         bool exit_after = false;
-        evo_err herr = {{0}};
+        evo_err herr = {0};
         evo_status s = evo_proto_peek(line, op, &id, &herr);
         if (s != EVO_OK) {
             reply = evo_proto_encode_error(-1, EVO_E_WORKER, herr.msg);

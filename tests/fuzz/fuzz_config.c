@@ -13,7 +13,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     evo_config *c = NULL;
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_status s = evo_config_parse("fuzz.yaml", (const char *)data, size, &c, &err);
     if (s == EVO_OK) {
         /* What every command does next with a loaded config: the baseline reads back, the shape set has a key. */

@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size] = '\0';
     evo_expr *e = NULL;
     int column = -1;
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_status s = evo_expr_parse(text, resolve, NULL, &e, &column, &err);
     if (s == EVO_OK) {
         static const int assignments[][3] = {{0, 0, 0}, {1, -1, 7}, {2147483647, -2147483647 - 1, -1}, {64, 4, 2}};

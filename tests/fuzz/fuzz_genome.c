@@ -47,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data, size);
     text[size] = '\0';
     evo_genome g, again;
-    evo_err err = {{0}};
+    evo_err err = {0};
     evo_status s = evo_genome_parse(space, text, &g, &err);
     if (s == EVO_OK) {
         char canon[EVO_GENOME_TEXT_MAX];
