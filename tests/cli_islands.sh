@@ -65,7 +65,7 @@ runs = [c.execute("SELECT id, seed, island, state FROM runs").fetchall() for c i
 for r, rows in enumerate(runs):
     assert len(rows) == 1 and rows[0][0] == 1 and rows[0][3] == "done", "island %d runs %s" % (r, rows)
     meta = json.loads(rows[0][2])
-    assert meta == {"rank": r, "islands": N, "migrate_every": K, "migrants": M, "seed": 7}, meta
+    assert meta == {"rank": r, "islands": N, "migrate_every": K, "migrants": M, "seed": 7, "pipelined": 1}, meta
 assert runs[0][0][1] == 7, "island 0 keeps the job's seed"
 assert len({rows[0][1] for rows in runs}) == N, "seeds from (seed, rank) are not distinct"
 def evals(c):
@@ -241,6 +241,25 @@ for r in 0 1 2; do
   [ "$(db scalar "$T/b.db.rank$r" "SELECT count(*) FROM generations")" = "$g0" ] || fail "time budget: island $r generations"
 done
 [ "$g0" -lt 40 ] || fail "time budget: all 40 generations ran"
+
+# ---- a job of the first, lock-step islands (runs.island without "pipelined") is not resumed otherwise than it ran ----
+for r in 0 1 2; do
+  cp "$T/kill.db.rank$r" "$T/old.db.rank$r"
+  python3 - "$T/old.db.rank$r" <<'PY'
+import json, sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+meta = json.loads(c.execute("SELECT island FROM runs WHERE id = 1").fetchone()[0])
+del meta["pipelined"]
+c.execute("UPDATE runs SET island = ?, state = 'interrupted' WHERE id = 1", (json.dumps(meta),))
+c.commit()
+PY
+done
+sha_old=$(sha256sum "$T/old.db.rank1" | cut -d' ' -f1)
+"${MPIRUN[@]}" -n 3 "$EVO" run "${JOB[@]}" --db "$T/old.db" --resume 1 >"$T/old.out" 2>"$T/old.err"
+[ $? = 2 ] || fail "lock-step job resumed: exit $?"
+grep -q "holds an island of a job whose islands ran in lock step (written before evo pipelined its islands)" \
+  "$T/old.err" || fail "lock-step job resumed: $(cat "$T/old.err")"
+[ "$(sha256sum "$T/old.db.rank1" | cut -d' ' -f1)" = "$sha_old" ] || fail "lock-step job: a refused resume changed a store"
 
 # ---- a rank that cannot start (here: no GPU driver for the one rank without --replay) stops every rank first ----
 if ! ls /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/lib64/libcuda.so.1 >/dev/null 2>&1; then

@@ -45,18 +45,28 @@ static void test_names_and_gpus(void)
 
 static void test_json(void)
 {
-    int rank, n, every, m;
+    int rank, n, every, m, pipe = -1;
     uint64_t seed;
     evo_err err = {0};
-    CHECK_EQ_INT(evo_island_parse_json("{\"rank\":2,\"islands\":4,\"migrate_every\":5,\"migrants\":2,\"seed\":9}",
-                                       &rank, &n, &every, &m, &seed, &err),
+    CHECK_EQ_INT(evo_island_parse_json("{\"rank\":2,\"islands\":4,\"migrate_every\":5,\"migrants\":2,\"seed\":9,"
+                                       "\"pipelined\":1}",
+                                       &rank, &n, &every, &m, &seed, &pipe, &err),
                  EVO_OK);
-    CHECK(rank == 2 && n == 4 && every == 5 && m == 2 && seed == 9);
+    CHECK(rank == 2 && n == 4 && every == 5 && m == 2 && seed == 9 && pipe == 1);
+    /* a job of the first, lock-step islands has no "pipelined" */
+    CHECK_EQ_INT(evo_island_parse_json("{\"rank\":2,\"islands\":4,\"migrate_every\":5,\"migrants\":2,\"seed\":9}",
+                                       &rank, &n, &every, &m, &seed, &pipe, &err),
+                 EVO_OK);
+    CHECK(pipe == 0);
+    CHECK_EQ_INT(evo_island_parse_json("{\"rank\":2,\"islands\":4,\"migrate_every\":5,\"migrants\":2,\"seed\":9,"
+                                       "\"pipelined\":2}",
+                                       &rank, &n, &every, &m, &seed, &pipe, &err),
+                 EVO_E_DB);
     CHECK_EQ_INT(evo_island_parse_json("{\"rank\":2,\"islands\":4,\"migrants\":2,\"seed\":9}", &rank, &n, &every, &m,
-                                       &seed, &err),
+                                       &seed, &pipe, &err),
                  EVO_E_DB);
     CHECK(strstr(err.msg, "runs.island: not what evo writes") != NULL);
-    CHECK_EQ_INT(evo_island_parse_json(NULL, &rank, &n, &every, &m, &seed, &err), EVO_E_DB);
+    CHECK_EQ_INT(evo_island_parse_json(NULL, &rank, &n, &every, &m, &seed, &pipe, &err), EVO_E_DB);
 }
 
 static evo_migrant migrant(const char *genome, double f)

@@ -773,10 +773,16 @@ static evo_status check_island_resume(loop *L, const char *db, evo_err *err)
             err, EVO_E_USAGE,
             "--resume %lld: run %lld of %s is not an island of an --islands job; resume it without --islands", id, id,
             db);
-    int rank, n, every, migrants;
+    int rank, n, every, migrants, pipelined;
     uint64_t seed;
-    evo_status s = evo_island_parse_json(L->run.island, &rank, &n, &every, &migrants, &seed, err);
+    evo_status s = evo_island_parse_json(L->run.island, &rank, &n, &every, &migrants, &seed, &pipelined, err);
     if (s != EVO_OK) return evo_failv_prefix(err, s, "--resume %lld: %s", id, db);
+    if (!pipelined)
+        return evo_fail(err, EVO_E_USAGE,
+                        "--resume %lld: %s holds an island of a job whose islands ran in lock step (written before evo "
+                        "pipelined its islands); this evo would exchange migrants a generation later and search "
+                        "otherwise: finish the job with the evo that began it, or start a new run",
+                        id, db);
     L->job_seed = seed;
     if (n != evo_island_size(is) || rank != evo_island_rank(is))
         return evo_fail(err, EVO_E_USAGE,

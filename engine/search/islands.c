@@ -103,7 +103,9 @@ int evo_island_gpu_share(int local_rank, int local_size, int n, int *out, int ma
 char *evo_island_json(const evo_island *is, uint64_t seed)
 {
     evo_str j = {0};
-    evo_str_appendf(&j, "{\"rank\":%d,\"islands\":%d,\"migrate_every\":%d,\"migrants\":%d,\"seed\":%llu}",
+    evo_str_appendf(&j,
+                    "{\"rank\":%d,\"islands\":%d,\"migrate_every\":%d,\"migrants\":%d,\"seed\":%llu,"
+                    "\"pipelined\":1}",
                     evo_island_rank(is), evo_island_size(is), is->every, is->migrants, (unsigned long long)seed);
     return evo_str_take(&j);
 }
@@ -118,16 +120,18 @@ static bool json_int(const cJSON *o, const char *key, double lo, double hi, doub
 }
 
 evo_status evo_island_parse_json(const char *json, int *rank, int *islands, int *every, int *migrants, uint64_t *seed,
-                                 evo_err *err)
+                                 int *pipelined, evo_err *err)
 {
     cJSON *o = cJSON_Parse(json ? json : "");
-    double r, n, k, m, sd;
+    double r, n, k, m, sd, p = 0;
     const bool ok = cJSON_IsObject(o) && json_int(o, "rank", 0, 1e6, &r) && json_int(o, "islands", 1, 1e6, &n) &&
                     json_int(o, "migrate_every", 1, 1e6, &k) && json_int(o, "migrants", 0, 1e6, &m) &&
-                    json_int(o, "seed", 0, 9.3e18, &sd);
+                    json_int(o, "seed", 0, 9.3e18, &sd) &&
+                    (!cJSON_HasObjectItem(o, "pipelined") || json_int(o, "pipelined", 0, 1, &p));
     cJSON_Delete(o);
     if (!ok) return evo_fail(err, EVO_E_DB, "runs.island: not what evo writes: %.200s", json ? json : "(null)");
     *rank = (int)r, *islands = (int)n, *every = (int)k, *migrants = (int)m, *seed = (uint64_t)sd;
+    *pipelined = (int)p;
     return EVO_OK;
 }
 

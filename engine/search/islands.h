@@ -72,10 +72,11 @@ char *evo_island_store_path(const char *db, int rank);
  * ordinal local_rank mod n (ranks then share a GPU). */
 int evo_island_gpu_share(int local_rank, int local_size, int n, int *out, int max);
 
-/* runs.island of this island in a job seeded with seed (malloc'd JSON), and its reading back. */
+/* runs.island of this island in a job seeded with seed (malloc'd JSON), and its reading back. *pipelined is 1 for
+ * a job whose islands ran pipelined by one generation, 0 for one of the first, lock-step version (no such key). */
 char *evo_island_json(const evo_island *is, uint64_t seed);
 evo_status evo_island_parse_json(const char *json, int *rank, int *islands, int *every, int *migrants, uint64_t *seed,
-                                 evo_err *err);
+                                 int *pipelined, evo_err *err);
 
 /* Every rank states whether it can start (mine: EVO_OK or its failure, with why), what must be the same on every
  * island (fingerprint: task, shape set, population, generations, strategy, resume or not ...; compared as text,
