@@ -84,7 +84,7 @@ static evo_status run_islands(evo_run_opts *o, int every, int migrants, evo_err 
         fflush(stderr);
         err->shown = true;
     }
-    if (evo_island_started(is)) {
+    if (evo_island_started(is) && !evo_island_broken(is)) {
         evo_err gerr = {0};
         const evo_status gs = evo_island_gather(is, island_db, db, o->out ? o->out : stdout, o->quiet, &gerr);
         if (gs != EVO_OK && (s == EVO_OK || evo_island_peer_stop(is))) {

@@ -21,6 +21,7 @@ struct evo_island {
     evo_comm *comm;
     int every, migrants;
     bool started, peer_stop;
+    bool broken; /* a message failed: nothing collective or pending is waited for any more */
     int hosts;
     evo_island_gen fig_mine, *fig_all; /* the figures in flight (fig_req), and where every rank's land */
     evo_comm_req *fig_req;
@@ -48,8 +49,10 @@ void evo_island_close(evo_island *is)
 {
     if (!is) return;
     evo_err e = {0};
-    evo_comm_wait(is->comm, is->fig_req, &e);
-    evo_island_flush(is, &e);
+    if (!is->broken) {
+        evo_comm_wait(is->comm, is->fig_req, &e);
+        evo_island_flush(is, &e);
+    }
     free(is->fig_all);
     evo_comm_close(is->comm);
     free(is);
@@ -215,7 +218,10 @@ evo_status evo_island_generation_start(evo_island *is, const evo_island_gen *min
     if (is->fig_req) return evo_fail(err, EVO_E_INTERNAL, "islands: a generation's figures are in flight already");
     if (!is->fig_all) is->fig_all = evo_xcalloc((size_t)evo_island_size(is), sizeof *is->fig_all);
     is->fig_mine = *mine;
-    return evo_comm_allgather_start(is->comm, &is->fig_mine, sizeof is->fig_mine, is->fig_all, &is->fig_req, err);
+    const evo_status s =
+        evo_comm_allgather_start(is->comm, &is->fig_mine, sizeof is->fig_mine, is->fig_all, &is->fig_req, err);
+    is->broken |= s != EVO_OK;
+    return s;
 }
 
 evo_status evo_island_generation_finish(evo_island *is, evo_island_gen *all, evo_err *err)
@@ -225,6 +231,7 @@ evo_status evo_island_generation_finish(evo_island *is, evo_island_gen *all, evo
     is->fig_req = NULL;
     evo_status s = evo_comm_wait(is->comm, q, err);
     if (s == EVO_OK) memcpy(all, is->fig_all, (size_t)evo_island_size(is) * sizeof *all);
+    is->broken |= s != EVO_OK;
     return s;
 }
 
@@ -343,6 +350,7 @@ evo_status evo_island_post(evo_island *is, int generation, const evo_migrant *ou
     evo_status s = evo_comm_post(is->comm, (me + 1) % n, msg, strlen(msg), &is->posts[is->n_posts], err);
     free(msg);
     if (s == EVO_OK) is->n_posts++;
+    is->broken |= s != EVO_OK;
     return s;
 }
 
@@ -355,11 +363,15 @@ evo_status evo_island_take(evo_island *is, int generation, evo_migrant **in, int
     evo_status s = evo_comm_take(is->comm, (me + n - 1) % n, &got, &got_n, err);
     if (s == EVO_OK) s = evo_island_decode(got, generation, in, n_in, err);
     free(got);
+    is->broken |= s != EVO_OK; /* a message not of this build's kind included: the ranks disagree */
     return s;
 }
 
+bool evo_island_broken(const evo_island *is) { return is && is->broken; }
+
 evo_status evo_island_flush(evo_island *is, evo_err *err)
 {
+    if (is->broken) return evo_fail(err, EVO_E_COMM, "islands: the job's messages failed earlier");
     evo_status s = EVO_OK;
     for (int i = 0; i < is->n_posts; i++) {
         const evo_status w = evo_comm_wait(is->comm, is->posts[i], err);

@@ -136,6 +136,10 @@ typedef struct {
 evo_status evo_island_post(evo_island *is, int generation, const evo_migrant *out, int n_out, evo_err *err);
 evo_status evo_island_take(evo_island *is, int generation, evo_migrant **in, int *n_in, evo_err *err);
 evo_status evo_island_flush(evo_island *is, evo_err *err);
+/* A message of the job failed (or was not of this build's kind): the ranks no longer agree on what comes next, so
+ * nothing collective may follow (the hand-over is skipped, close waits for nothing); the rank exits non-zero and
+ * mpirun ends the job. */
+bool evo_island_broken(const evo_island *is);
 /* The message evo_island_post sends (malloc'd JSON), and its reading; exposed for tests. */
 char *evo_island_encode(int from, int generation, const evo_migrant *m, int n);
 evo_status evo_island_decode(const char *text, int generation, evo_migrant **m, int *n, evo_err *err);
