@@ -182,6 +182,17 @@ grep -qE "holds island ([01]) of a job of 3 islands, and this is rank \1 of 2: r
 "$EVO" run --replay "$R" --config "$C" --migrants 3 --db "$T/x.db" >"$T/out" 2>"$T/err"
 [ $? = 2 ] && grep -q "\-\-migrate-every and --migrants go with --islands" "$T/err" || fail "--migrants alone: $(cat "$T/err")"
 
+# resumes_as_ref NAME WHAT: the job of $T/NAME.db resumed (--resume 1) searches on every island as the reference job
+resumes_as_ref() {
+  "${MPIRUN[@]}" -n 3 "$EVO" run "${JOB[@]}" --db "$T/$1.db" --resume 1 >"$T/$1-resume.out" 2>"$T/$1-resume.err" ||
+    fail "$2, resume: $(cat "$T/$1-resume.err")"
+  local r
+  for r in 0 1 2; do
+    db search "$T/$1.db.rank$r" 1 >"$T/$1$r.search"
+    cmp -s "$T/$1$r.search" "$T/ref$r.search" || fail "$2, resume: island $r searched otherwise"
+  done
+}
+
 # ---- an island whose store fails (rank 1: its 40th write, in generation 2) stops the job a generation later (the
 # islands are pipelined by one generation); the others store what they finished; --resume continues every island
 # to the search an uninterrupted job makes ----
@@ -199,12 +210,7 @@ for r in 0 1 2; do
   [ "$(db scalar "$T/f.db.rank$r" "SELECT state FROM runs WHERE id = 1")" = $want ] || fail "failing island: island $r not $want"
   [ "$(db scalar "$T/f.db.rank$r" "SELECT count(*) FROM generations")" = $gens ] || fail "failing island: island $r generations"
 done
-"${MPIRUN[@]}" -n 3 "$EVO" run "${JOB[@]}" --db "$T/f.db" --resume 1 >"$T/fr.out" 2>"$T/fr.err" ||
-  fail "failing island, resume: $(cat "$T/fr.err")"
-for r in 0 1 2; do
-  db search "$T/f.db.rank$r" 1 >"$T/f$r.search"
-  cmp -s "$T/f$r.search" "$T/ref$r.search" || fail "failing island, resume: island $r searched otherwise"
-done
+resumes_as_ref f "failing island"
 
 # ---- SIGTERM to mpirun (which passes it to every rank): every island stops, marked interrupted, its stores merged;
 # --resume continues to the uninterrupted job's search ----
@@ -224,12 +230,7 @@ for r in 0 1 2; do
   [ "$(db scalar "$T/t.db.rank$r" "SELECT state FROM runs WHERE id = 1")" = interrupted ] ||
     fail "SIGTERM: island $r is $(db scalar "$T/t.db.rank$r" "SELECT state FROM runs WHERE id = 1")"
 done
-"${MPIRUN[@]}" -n 3 "$EVO" run "${JOB[@]}" --db "$T/t.db" --resume 1 >"$T/tr.out" 2>"$T/tr.err" ||
-  fail "SIGTERM, resume: $(cat "$T/tr.err")"
-for r in 0 1 2; do
-  db search "$T/t.db.rank$r" 1 >"$T/t$r.search"
-  cmp -s "$T/t$r.search" "$T/ref$r.search" || fail "SIGTERM, resume: island $r searched otherwise"
-done
+resumes_as_ref t SIGTERM
 
 # ---- a time budget stops every island after the same generation ----
 EVO_REPLAY_DELAY_MS=10 "${MPIRUN[@]}" -n 3 "$EVO" run "${JOB[@]}" --generations 40 --time-budget 1 --db "$T/b.db" \
