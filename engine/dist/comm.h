@@ -45,7 +45,9 @@ evo_status evo_comm_allgather(evo_comm *c, const void *mine, size_t n, void *all
 
 /* ---- started now, finished later (the islands' pipelined messages) ---- */
 typedef struct evo_comm_req evo_comm_req;
-/* Starts evo_comm_allgather; mine and all must stay as they are until evo_comm_wait returns. */
+/* Starts an allgather: every rank's n bytes sent straight to every other (not MPI_Iallgather, whose ranks forward
+ * each other's parts and so need each other's MPI calls to progress); mine is copied, all must stay until
+ * evo_comm_wait returns. */
 evo_status evo_comm_allgather_start(evo_comm *c, const void *mine, size_t n, void *all, evo_comm_req **req,
                                     evo_err *err);
 /* Starts sending buf[0..n) (copied) to rank `to`; `to` takes it with evo_comm_take, messages from one rank in the
