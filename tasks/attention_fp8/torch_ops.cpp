@@ -225,16 +225,21 @@ void quantize_into(const at::Tensor *const *xs, int n_x, bool rotate, at::Tensor
     const int64_t head_codes = (int64_t)b * h * s * d; // bytes of one input's codes
     unsigned char *cbase = static_cast<unsigned char *>(codes.data_ptr());
     float *sbase = scales.data_ptr<float>();
+    // one scratch for every call, a 256-byte-aligned slice each, and one memset over the slices' zeroed heads: fresh
+    // from the caching allocator (stream-ordered, and a graph's own pool under capture); fewer allocations and
+    // launches than a scratch per call, which is what an eager call's CPU time is made of
+    const uint64_t stride = (need + 255) & ~uint64_t(255);
+    at::Tensor scratch;
+    unsigned char *scratch_base = nullptr;
+    if (need) {
+        scratch = at::empty({(int64_t)(stride * calls) + 256}, x.options().dtype(at::kByte));
+        const uintptr_t p = reinterpret_cast<uintptr_t>(scratch.data_ptr());
+        scratch_base = reinterpret_cast<unsigned char *>((p + 255) & ~uintptr_t(255));
+        const unsigned long long zero = evo_quantize_scratch_zero_bytes(dt, rot, per_call * b, h, s, d);
+        if (zero) C10_CUDA_CHECK(cudaMemsetAsync(scratch_base, 0, stride * (calls - 1) + zero, stream));
+    }
     for (int c = 0; c < calls; c++) {
-        at::Tensor scratch;
-        void *scratch_ptr = nullptr;
-        if (need) { // fresh per call from the caching allocator: stream-ordered, and a graph's own pool under capture
-            scratch = at::empty({(int64_t)need + 256}, x.options().dtype(at::kByte));
-            const uintptr_t p = reinterpret_cast<uintptr_t>(scratch.data_ptr());
-            scratch_ptr = reinterpret_cast<void *>((p + 255) & ~uintptr_t(255));
-            const unsigned long long zero = evo_quantize_scratch_zero_bytes(dt, rot, per_call * b, h, s, d);
-            if (zero) C10_CUDA_CHECK(cudaMemsetAsync(scratch_ptr, 0, zero, stream));
-        }
+        void *scratch_ptr = need ? scratch_base + stride * c : nullptr;
         if (multi) {
             const void *ptrs[3] = {nullptr, nullptr, nullptr};
             for (int i = 0; i < n_x; i++) ptrs[i] = xs[i]->data_ptr();
@@ -261,19 +266,25 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor &x_in, bool rotate)
     return {codes, scales};
 }
 
+// The attention on codes and scales given by address; shape (B, H, S, D) and device from like.
+at::Tensor attention_ptrs(const at::Tensor &like, const void *qc, const void *kc, const void *vc, const float *qs,
+                          const float *ks, const float *vs, bool causal, c10::optional<double> scale)
+{
+    const int b = (int)like.size(0), h = (int)like.size(1), s = (int)like.size(2), d = (int)like.size(3);
+    at::Tensor o = at::empty(like.sizes(), like.options().dtype(at::kHalf));
+    if (o.numel() == 0) return o;
+    const float sm = scale.has_value() ? (float)*scale : (float)(1.0 / std::sqrt((double)d));
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream(like.device().index()).stream();
+    check_call("evo_attention_forward", evo_attention_forward(qc, kc, vc, qs, ks, vs, o.data_ptr(), b, h, s, d,
+                                                              causal ? 1 : 0, sm, stream));
+    return o;
+}
+
 at::Tensor attention_codes(const at::Tensor &qc, const at::Tensor &kc, const at::Tensor &vc, const at::Tensor &qs,
                            const at::Tensor &ks, const at::Tensor &vs, bool causal, c10::optional<double> scale)
 {
-    const int b = (int)qc.size(0), h = (int)qc.size(1), s = (int)qc.size(2), d = (int)qc.size(3);
-    at::Tensor o = at::empty(qc.sizes(), qc.options().dtype(at::kHalf));
-    if (o.numel() == 0) return o;
-    const float sm = scale.has_value() ? (float)*scale : (float)(1.0 / std::sqrt((double)d));
-    cudaStream_t stream = at::cuda::getCurrentCUDAStream(qc.device().index()).stream();
-    check_call("evo_attention_forward",
-               evo_attention_forward(qc.data_ptr(), kc.data_ptr(), vc.data_ptr(), qs.data_ptr<float>(),
-                                     ks.data_ptr<float>(), vs.data_ptr<float>(), o.data_ptr(), b, h, s, d,
-                                     causal ? 1 : 0, sm, stream));
-    return o;
+    return attention_ptrs(qc, qc.data_ptr(), kc.data_ptr(), vc.data_ptr(), qs.data_ptr<float>(), ks.data_ptr<float>(),
+                          vs.data_ptr<float>(), causal, scale);
 }
 
 std::tuple<at::Tensor, at::Tensor> quantize_fp8_cuda(const at::Tensor &x, bool rotate)
@@ -312,7 +323,11 @@ at::Tensor attention_fp8_cuda(const at::Tensor &q, const at::Tensor &k, const at
         quantize_into(qk, 2, true, c01, s01);
         quantize_into(vv, 1, false, c2, s2);
     }
-    at::Tensor o = attention_codes(codes[0], codes[1], codes[2], scales[0], scales[1], scales[2], is_causal, scale);
+    // the three inputs' codes and scales by address (no select ops: each is a dispatcher call in an eager call)
+    const unsigned char *cb = static_cast<const unsigned char *>(codes.data_ptr());
+    const float *sb = scales.data_ptr<float>();
+    const int64_t per = q.numel(), bh = q.size(0) * q.size(1);
+    at::Tensor o = attention_ptrs(q, cb, cb + per, cb + 2 * per, sb, sb + bh, sb + 2 * bh, is_causal, scale);
     return q.scalar_type() == at::kHalf ? o : o.to(q.scalar_type());
 }
 
