@@ -75,9 +75,10 @@ static evo_status run_islands(evo_run_opts *o, int every, int migrants, evo_err 
     } else {
         s = evo_run(o, err);
     }
-    /* an island's own failure is said before the hand-over: rank 0 ends the job (and mpirun the other ranks) only
-     * after every store has reached it, so the message is out by then */
-    if (s != EVO_OK && rank > 0 && err && !evo_island_peer_stop(is)) {
+    /* what went wrong is said before the hand-over, by rank 0 (the job's message) and by an island that failed
+     * itself: mpirun ends every rank as soon as one exits non-zero, and no rank can leave the hand-over before every
+     * store has reached rank 0, so both messages are out by then */
+    if (s != EVO_OK && err && (rank == 0 || !evo_island_peer_stop(is))) {
         fputs("evo: ", stderr);
         evo_fputs_text(err->msg, stderr);
         fputc('\n', stderr);
@@ -89,6 +90,7 @@ static evo_status run_islands(evo_run_opts *o, int every, int migrants, evo_err 
         const evo_status gs = evo_island_gather(is, island_db, db, o->out ? o->out : stdout, o->quiet, &gerr);
         if (gs != EVO_OK && (s == EVO_OK || evo_island_peer_stop(is))) {
             s = evo_fail(err, gs, "%s", gerr.msg);
+            err->shown = false;
         } else if (gs == EVO_OK && rank == 0 && !o->quiet) {
             printf("see: evo elite --show --db %s (every island; each GPU model ranked on its own), evo history --db "
                    "%s.rank<R>\n",
