@@ -98,5 +98,23 @@ run space --help
 expect_rc 0 "help"
 expect_out "usage: evo space [--config F] [--json]" "help"
 
+# The space a search walks on a GPU: off sm_90, the attention task keeps to family 0 (FAMILY=1 is sm_90 only)
+run space --config "$SRC/configs/hopper.yaml" --arch sm_80
+expect_rc 0 "arch sm_80"
+expect_out "on sm_80 a search keeps to FAMILY == 0: FAMILY=1 (wgmma + TMA) runs on sm_90 (H100, H200) only, not sm_80" "arch sm_80"
+expect_out "valid:    81840 (9.40%)" "arch sm_80"
+run space --config "$SRC/configs/hopper.yaml" --arch sm_90
+expect_rc 0 "arch sm_90"
+expect_out "valid:    91824 (10.54%)" "arch sm_90"
+grep -q "keeps to" "$tmp/out" && fail "arch sm_90: a rule was added"
+run space --config "$SRC/configs/hopper.yaml"
+expect_out "valid:    91824 (10.54%)" "no arch"
+run space --config "$SRC/configs/default.yaml" --arch sm_80
+expect_rc 0 "default, arch sm_80"
+grep -q "keeps to" "$tmp/out" && fail "default, arch sm_80: a rule was added to a space of one family"
+run space --arch sm_70
+expect_rc 2 "arch sm_70"
+expect_err "space: --arch takes sm_80, sm_86, sm_89 or sm_90, not 'sm_70'" "arch sm_70"
+
 [ "$fails" = 0 ] && echo "cli_space: all checks passed"
 exit $((fails > 0))

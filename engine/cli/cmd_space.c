@@ -87,6 +87,9 @@ static evo_status print_json(const evo_config *c, uint64_t total, uint64_t valid
 const evo_cli_opt evo_cli_opts_space[] = {
     {"config", 'c', required_argument, false, NULL, NULL}, /* not listed in the usage */
     {"json", 'J', no_argument, false, NULL, NULL},         /* not listed in the usage */
+    {"arch", 'A', required_argument, false, "ARCH",
+     "the space a search on that GPU (sm_80, sm_86, sm_89, sm_90) walks: with the task's rule for\n"
+     "what cannot run there (e.g. FAMILY == 0 off sm_90) among the constraints"},
     {0},
 };
 
@@ -96,6 +99,7 @@ EVO_CMD(space)
     evo_cli_longopts(evo_cli_opts_space, opts, EVO_ARRAY_LEN(opts));
     const evo_cmd *self = evo_cli_find("space");
     const char *path = NULL; /* the default (config.h) */
+    const char *arch = NULL;
     bool json = false;
     optind = 0;
     opterr = 0;
@@ -104,14 +108,25 @@ EVO_CMD(space)
         switch (o) {
             case 'c': path = optarg; break;
             case 'J': json = true; break;
+            case 'A': arch = optarg; break;
             default: return evo_cli_usage_error(self, err, "option '%s' is unknown or needs a value", argv[optind - 1]);
         }
     }
     if (optind < argc) return evo_cli_usage_error(self, err, "unexpected argument '%s'", argv[optind]);
+    static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90", NULL};
+    if (arch && !evo_str_in_list(arch, archs))
+        return evo_cli_usage_error(self, err, "--arch takes sm_80, sm_86, sm_89 or sm_90, not '%s'", evo_show(arch).s);
 
     evo_config *c;
     evo_status st = evo_cli_config_load(path, &c, err);
     if (st != EVO_OK) return st;
+    char why[256] = "";
+    const char *rule = arch && c->task_ops->arch_rule ? c->task_ops->arch_rule(c, arch, why, sizeof why) : NULL;
+    if (rule && (st = evo_space_add_constraint(c->space, rule, err)) != EVO_OK) {
+        evo_config_free(c);
+        return st;
+    }
+    if (rule && !json) printf("on %s a search keeps to %s: %s\n", arch, rule, why);
     uint64_t total, valid;
     bool exact;
     st = evo_space_count(c->space, SPACE_COUNT_LIMIT, &total, &valid, &exact, err);

@@ -72,10 +72,11 @@ static const evo_cmd commands[] = {
      "\n",
      evo_cli_opts_check, NULL, 0, NULL},
     {"space", cmd_space, "print the search space: knobs, domains, size, valid count",
-     "usage: evo space [--config F] [--json]\n"
+     "usage: evo space [--config F] [--json] [--arch ARCH]\n"
      "\n"
      "Prints each knob with its domain, the constraints, the total number of genomes and how many satisfy\n"
-     "every constraint. No GPU needed.\n",
+     "every constraint. No GPU needed. A search leaves out what cannot run on its GPU (evo run says so);\n"
+     "--arch shows the space it walks there.\n",
      evo_cli_opts_space, NULL, 0, NULL},
     {"compile", cmd_compile, "compile genomes with NVRTC and report registers, shared memory, spills",
      "usage: evo compile [--config F] [--genome K=V,...] [--sample N] [--arch sm_XX] [--json] [--jobs N]\n"

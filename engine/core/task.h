@@ -209,6 +209,11 @@ typedef struct evo_task {
      * (threads or shared memory over lim); *why says which rule or limit. */
     evo_verdict (*can_implement)(const struct evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
                                  char *why, size_t why_len);
+    /* Optional: what of the config's space cannot run on arch ("sm_80") as one constraint over its knobs (a static
+     * string), which a search on that GPU adds so that it never proposes those genomes; NULL when all of it can.
+     * *why says what the rule leaves out. can_implement stays the judge; this only keeps slots from going to
+     * genomes it would call INVALID on every such GPU. */
+    const char *(*arch_rule)(const struct evo_config *cfg, const char *arch, char *why, size_t why_len);
     /* Render the program for genome g: the variants the config's shapes need. */
     evo_status (*render)(const struct evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
                          evo_program *out, evo_err *err);

@@ -312,6 +312,19 @@ static evo_verdict sm90_can_implement(const evo_config *cfg, const evo_genome *g
     return EVO_V_OK;
 }
 
+/* Family 1 runs on sm_90 only (sm90_can_implement): elsewhere a space with FAMILY keeps to family 0. */
+static const char *attention_arch_rule(const evo_config *cfg, const char *arch, char *why, size_t why_len)
+{
+    const int k = evo_space_find_knob(cfg->space, "FAMILY");
+    if (k < 0 || !arch || !strcmp(arch, "sm_90")) return NULL;
+    bool has_sm90 = false;
+    for (int i = 0; i < evo_space_domain_size(cfg->space, k); i++)
+        has_sm90 |= evo_space_value(cfg->space, k, i) == ATTN_FAMILY_SM90;
+    if (!has_sm90) return NULL;
+    snprintf(why, why_len, "FAMILY=1 (wgmma + TMA) runs on sm_90 (H100, H200) only, not %s", arch);
+    return "FAMILY == 0";
+}
+
 static evo_verdict attention_can_implement(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
                                            char *why, size_t why_len)
 {
@@ -574,6 +587,7 @@ const evo_task evo_task_attention_fp8 = {
     .n_variant_attrs = ATTN_N_VATTRS,
     .shape_check = attention_shape_check,
     .can_implement = attention_can_implement,
+    .arch_rule = attention_arch_rule,
     .render = attention_render,
     .handwritten = attention_handwritten,
     .serves = attention_serves,
