@@ -117,53 +117,48 @@ static char *canonical(const char *path)
     return r;
 }
 
+static const char *const companions[] = {"", "-wal", "-shm", "-journal"};
+
+/* The i in [from, to) for which path names db + companions[i]: the same file now, or the name that file would have
+ * once SQLite makes it; -1 for none. */
+static int companion_index(const char *path, const char *db, size_t from, size_t to)
+{
+    char *path_c = canonical(path), *db_c = canonical(db);
+    int found = -1;
+    for (size_t i = from; i < to && found < 0; i++) {
+        evo_str c = {0}, cc = {0};
+        evo_str_appendf(&c, "%s%s", db, companions[i]);
+        evo_str_appendf(&cc, "%s%s", db_c ? db_c : "", companions[i]);
+        if (evo_path_same_file(path, evo_str_cstr(&c)) || (path_c && db_c && !strcmp(path_c, cc.p))) found = (int)i;
+        evo_str_free(&c);
+        evo_str_free(&cc);
+    }
+    free(path_c);
+    free(db_c);
+    return found;
+}
+
 evo_status evo_path_check_not_input(const char *what, const char *out, const char *in_what, const char *in, bool is_db,
                                     evo_err *err)
 {
     if (!out || !in) return EVO_OK;
-    static const char *const companions[] = {"", "-wal", "-shm", "-journal"};
-    char *out_c = canonical(out), *in_c = canonical(in);
-    for (size_t i = 0; i < (is_db ? EVO_ARRAY_LEN(companions) : 1); i++) {
-        evo_str c = {0}, cc = {0};
-        evo_str_appendf(&c, "%s%s", in, companions[i]);
-        /* the same file now, or the name the companion would have once SQLite makes it */
-        evo_str_appendf(&cc, "%s%s", in_c ? in_c : "", companions[i]);
-        const bool same = evo_path_same_file(out, evo_str_cstr(&c)) || (out_c && in_c && !strcmp(out_c, cc.p));
-        evo_str_free(&c);
-        evo_str_free(&cc);
-        if (same) free(out_c), free(in_c);
-        if (same)
-            return evo_fail(err, EVO_E_USAGE, "%s %s is %s%s%s %s %s, an input: evo never writes over what it reads",
-                            what, evo_show(out).s, i ? "the " : "the same file as", companions[i], i ? " file of" : "",
-                            in_what, evo_show(in).s);
-    }
-    free(out_c);
-    free(in_c);
-    return EVO_OK;
+    const int i = companion_index(out, in, 0, is_db ? EVO_ARRAY_LEN(companions) : 1);
+    if (i < 0) return EVO_OK;
+    return evo_fail(err, EVO_E_USAGE, "%s %s is %s%s%s %s %s, an input: evo never writes over what it reads", what,
+                    evo_show(out).s, i ? "the " : "the same file as", companions[i], i ? " file of" : "", in_what,
+                    evo_show(in).s);
 }
 
 evo_status evo_path_check_not_companion(const char *what, const char *path, const char *db_what, const char *db,
                                         evo_err *err)
 {
     if (!path || !db) return EVO_OK;
-    static const char *const companions[] = {"-wal", "-shm", "-journal"};
-    char *path_c = canonical(path), *db_c = canonical(db);
-    evo_status s = EVO_OK;
-    for (size_t i = 0; i < EVO_ARRAY_LEN(companions) && s == EVO_OK; i++) {
-        evo_str c = {0}, cc = {0};
-        evo_str_appendf(&c, "%s%s", db, companions[i]);
-        evo_str_appendf(&cc, "%s%s", db_c ? db_c : "", companions[i]);
-        if (evo_path_same_file(path, evo_str_cstr(&c)) || (path_c && db_c && !strcmp(path_c, cc.p)))
-            s = evo_fail(err, EVO_E_USAGE,
-                         "%s %s is the name of the %s file of %s %s: SQLite would take it for that database's "
-                         "journal; give it another name",
-                         what, evo_show(path).s, companions[i], db_what, evo_show(db).s);
-        evo_str_free(&c);
-        evo_str_free(&cc);
-    }
-    free(path_c);
-    free(db_c);
-    return s;
+    const int i = companion_index(path, db, 1, EVO_ARRAY_LEN(companions));
+    if (i < 0) return EVO_OK;
+    return evo_fail(err, EVO_E_USAGE,
+                    "%s %s is the name of the %s file of %s %s: SQLite would take it for that database's journal; "
+                    "give it another name",
+                    what, evo_show(path).s, companions[i], db_what, evo_show(db).s);
 }
 
 evo_status evo_read_file_max(const char *path, size_t max, char **data, size_t *len, evo_err *err)

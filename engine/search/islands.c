@@ -208,11 +208,6 @@ evo_status evo_island_ready(evo_island *is, evo_status mine, const char *why, co
     return EVO_OK;
 }
 
-evo_status evo_island_generation(evo_island *is, const evo_island_gen *mine, evo_island_gen *all, evo_err *err)
-{
-    return evo_comm_allgather(is->comm, mine, sizeof *mine, all, err);
-}
-
 evo_status evo_island_generation_start(evo_island *is, const evo_island_gen *mine, evo_err *err)
 {
     if (is->fig_req) return evo_fail(err, EVO_E_INTERNAL, "islands: a generation's figures are in flight already");

@@ -107,11 +107,9 @@ typedef struct {
     double best_so_far;          /* the island's best since its run began; -INFINITY when none */
 } evo_island_gen;
 
-/* Gives mine to every rank; all[r] is island r's (all holds evo_island_size entries). */
-evo_status evo_island_generation(evo_island *is, const evo_island_gen *mine, evo_island_gen *all, evo_err *err);
-/* The same in two steps, so that an island works on its next generation while the slower ones finish theirs: start
- * gives mine (copied) to every rank, finish waits for every rank's and fills all. One at a time: start, finish,
- * start, ... */
+/* Every rank's figures of a generation, in two steps, so that an island works on its next generation while the
+ * slower ones finish theirs: start gives mine (copied) to every rank, finish waits for every rank's and fills all
+ * (all[r] is island r's; all holds evo_island_size entries). One at a time: start, finish, start, ... */
 evo_status evo_island_generation_start(evo_island *is, const evo_island_gen *mine, evo_err *err);
 evo_status evo_island_generation_finish(evo_island *is, evo_island_gen *all, evo_err *err);
 
