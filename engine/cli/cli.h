@@ -64,6 +64,9 @@ extern const evo_cli_opt evo_cli_opts_worker[];
 const evo_cmd *evo_cli_find(const char *name);
 const evo_cmd *evo_cli_commands(int *n);
 void evo_cli_print_usage(const evo_cmd *c); /* to stdout */
+/* A command's failure on stderr, "evo: MESSAGE" (or the status's name when there is no message), with nothing in it
+ * that may steer the terminal; marks err shown, so that it is said once (main says what no command said). */
+void evo_cli_say_error(const char *cmd, evo_status s, evo_err *err);
 /* Report a usage error for command c: fills err, returns EVO_E_USAGE. */
 evo_status evo_cli_usage_error(const evo_cmd *c, evo_err *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -78,13 +78,7 @@ static evo_status run_islands(evo_run_opts *o, int every, int migrants, evo_err 
     /* what went wrong is said before the hand-over, by rank 0 (the job's message) and by an island that failed
      * itself: mpirun ends every rank as soon as one exits non-zero, and no rank can leave the hand-over before every
      * store has reached rank 0, so both messages are out by then */
-    if (s != EVO_OK && err && (rank == 0 || !evo_island_peer_stop(is))) {
-        fputs("evo: ", stderr);
-        evo_fputs_text(err->msg, stderr);
-        fputc('\n', stderr);
-        fflush(stderr);
-        err->shown = true;
-    }
+    if (s != EVO_OK && err && (rank == 0 || !evo_island_peer_stop(is))) evo_cli_say_error("run", s, err);
     if (evo_island_started(is) && !evo_island_broken(is)) {
         evo_err gerr = {0};
         const evo_status gs = evo_island_gather(is, island_db, db, o->out ? o->out : stdout, o->quiet, &gerr);

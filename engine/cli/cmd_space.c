@@ -121,8 +121,8 @@ EVO_CMD(space)
     evo_status st = evo_cli_config_load(path, &c, err);
     if (st != EVO_OK) return st;
     char why[256] = "";
-    const char *rule = arch && c->task_ops->arch_rule ? c->task_ops->arch_rule(c, arch, why, sizeof why) : NULL;
-    if (rule && (st = evo_space_add_constraint(c->space, rule, err)) != EVO_OK) {
+    const char *rule = NULL;
+    if (arch && (st = evo_config_keep_to_arch(c, arch, &rule, why, sizeof why, err)) != EVO_OK) {
         evo_config_free(c);
         return st;
     }

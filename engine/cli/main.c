@@ -233,6 +233,19 @@ EVO_CMD(help)
     return EVO_OK;
 }
 
+void evo_cli_say_error(const char *cmd, evo_status s, evo_err *err)
+{
+    /* a message may quote a name or a compiler's output: nothing in it may steer the terminal */
+    fputs("evo: ", stderr);
+    if (err->msg[0])
+        evo_fputs_text(err->msg, stderr);
+    else
+        fprintf(stderr, "%s: %s", cmd, evo_status_name(s));
+    fputc('\n', stderr);
+    fflush(stderr);
+    err->shown = true;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -269,15 +282,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     evo_err err = {0};
     evo_status s = c->fn(argc - 1, argv + 1, &err);
-    if (s != EVO_OK && !err.shown) {
-        /* a message may quote a name or a compiler's output: nothing in it may steer the terminal */
-        fputs("evo: ", stderr);
-        if (err.msg[0])
-            evo_fputs_text(err.msg, stderr);
-        else
-            fprintf(stderr, "%s: %s", c->name, evo_status_name(s));
-        fputc('\n', stderr);
-    }
+    if (s != EVO_OK && !err.shown) evo_cli_say_error(c->name, s, &err);
     return evo_exit_code(s);
 }
 

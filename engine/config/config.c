@@ -1401,6 +1401,20 @@ const char *evo_config_builtin(size_t *len)
     return evo_embedded_configs[0].text;
 }
 
+evo_status evo_config_keep_to_arch(evo_config *c, const char *arch, const char **rule, char *why, size_t why_len,
+                                   evo_err *err)
+{
+    *rule = NULL;
+    const char *r = c->task_ops && c->task_ops->arch_rule ? c->task_ops->arch_rule(c, arch, why, why_len) : NULL;
+    if (!r) return EVO_OK;
+    for (int i = 0; i < evo_space_n_constraints(c->space); i++)
+        if (!strcmp(evo_space_constraint_text(c->space, i), r)) return EVO_OK; /* there already */
+    evo_status s = evo_space_add_constraint(c->space, r, err);
+    if (s != EVO_OK) return evo_failv_prefix(err, s, "the rule of %s (%s)", arch, r);
+    *rule = r;
+    return EVO_OK;
+}
+
 evo_status evo_config_load_default(const char *path, evo_config **out, bool *builtin, evo_err *err)
 {
     if (builtin) *builtin = false;

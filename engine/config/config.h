@@ -175,6 +175,11 @@ const char *evo_config_builtin(size_t *len);
 evo_status evo_config_parse(const char *name, const char *text, size_t len, evo_config **out, evo_err *err);
 void evo_config_free(evo_config *c);
 
+/* A search on arch leaves out what cannot run there: the task's arch rule (evo_task.arch_rule), when it has one for
+ * arch and the space lacks it, is added to c's space as a constraint. *rule (NULL: none added) and why say it. */
+evo_status evo_config_keep_to_arch(evo_config *c, const char *arch, const char **rule, char *why, size_t why_len,
+                                   evo_err *err);
+
 /* A stable key for what a fitness is comparable over: the set of timed shapes (SHA-256 hex of their canonical
  * description) and, when it is not the default geometric mean, the fitness kind. Evaluations are stored and
  * reused, and elites kept, per (task, arch, shape set). */

@@ -930,22 +930,14 @@ static evo_status begin_new_run(loop *L, int64_t id, evo_err *err)
     return EVO_OK;
 }
 
-/* What cannot run on this GPU is left out of the search: the task's rule for the evaluator's arch, added to the
- * space as a constraint (so neither proposals nor repairs go there), once, and said once. */
+/* What cannot run on this GPU is left out of the search (evo_config_keep_to_arch), and said once. */
 static evo_status apply_arch_rule(loop *L, evo_err *err)
 {
-    const evo_task *t = L->cfg->task_ops;
-    if (!t || !t->arch_rule) return EVO_OK;
     char why[256] = "";
-    const char *arch = evo_evaluator_arch(L->ev);
-    const char *rule = t->arch_rule(L->cfg, arch, why, sizeof why);
-    if (!rule) return EVO_OK;
-    for (int i = 0; i < evo_space_n_constraints(L->cfg->space); i++)
-        if (!strcmp(evo_space_constraint_text(L->cfg->space, i), rule)) return EVO_OK;
-    evo_status s = evo_space_add_constraint(L->cfg->space, rule, err);
-    if (s != EVO_OK) return evo_failv_prefix(err, s, "the rule of %s (%s)", arch, rule);
-    if (!L->o.quiet) fprintf(L->o.out, "on %s the search keeps to %s: %s\n", arch, rule, why);
-    return EVO_OK;
+    const char *rule, *arch = evo_evaluator_arch(L->ev);
+    evo_status s = evo_config_keep_to_arch(L->cfg, arch, &rule, why, sizeof why, err);
+    if (s == EVO_OK && rule && !L->o.quiet) fprintf(L->o.out, "on %s the search keeps to %s: %s\n", arch, rule, why);
+    return s;
 }
 
 static evo_status make_strategy(loop *L, evo_err *err)
