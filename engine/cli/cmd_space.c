@@ -89,7 +89,7 @@ const evo_cli_opt evo_cli_opts_space[] = {
     {"json", 'J', no_argument, false, NULL, NULL},         /* not listed in the usage */
     {"arch", 'A', required_argument, false, "ARCH",
      "the space a search on that GPU (sm_80, sm_86, sm_89, sm_90) walks: with the task's rule for\n"
-     "what cannot run there (e.g. FAMILY == 0 off sm_90) among the constraints"},
+     "what cannot run there among the constraints"},
     {0},
 };
 
