@@ -390,6 +390,31 @@ def main():
     check(eager["ratio"] <= 1.5, f"eager CPU time per call {eager['op']:.1f} µs <= 1.5x SDPA's {eager['sdpa']:.1f} µs")
     result["eager_cpu_us"] = eager
 
+    # where that time goes: each call's host time alone, 200 calls queued behind a GPU-side sleep (the GPU cannot
+    # hold the host back), best of 3
+    qc, qs = ops.quantize_fp8(q)
+    parts = (("op e2e (torch.ops.evo.attention_fp8)", lambda: ops.attention_fp8(q, k, v)),
+             ("op e2e, the .default overload", lambda: ops.attention_fp8.default(q, k, v)),
+             ("attention_fp8_quantized", lambda: ops.attention_fp8_quantized(qc, qc, qc, qs, qs, qs)),
+             ("quantize_fp8 (one tensor)", lambda: ops.quantize_fp8(q)),
+             ("torch.empty_like(q)", lambda: torch.empty_like(q)),
+             ("F.scaled_dot_product_attention", lambda: F.scaled_dot_product_attention(q, k, v)))
+    host = {}
+    print("host time per call, GPU held back by a sleep (200 calls, best of 3):")
+    for what, fn in parts:
+        best = float("inf")
+        for _ in range(3):
+            torch.cuda.synchronize()
+            torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU clock cycles ahead of the calls
+            t0 = time.perf_counter()
+            for _ in range(200):
+                fn()
+            best = min(best, (time.perf_counter() - t0) / 200 * 1e6)
+            torch.cuda.synchronize()
+        host[what] = best
+        print(f"  {what:<40} {best:7.1f} µs", flush=True)
+    result["eager_host_us"] = host
+
     result["checks"] = checks
     result["failures"] = failures
     if a.out:

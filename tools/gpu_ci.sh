@@ -20,8 +20,8 @@
 #   sanitize   one generation of configs/presets.yaml, then its elites under compute-sanitizer (--sanitize)
 #   quant      QUANT_GENS (3) generations of QUANT_CONFIG (configs/quantize.yaml; population QUANT_POP, 12), elites
 #              and history
-#   qtorch     after quant: its best exported (evo export) and self-tested, then tests/gpu_torch_op.py on it and
-#              ATTENTION (default variants/attention_fp8-sm_90-e40fd3dd.cu) built into one library
+#   qtorch     after quant: its best exported (evo export; $OUT/quant-best.cu) and self-tested, then
+#              tests/gpu_torch_op.py on it and ATTENTION (default variants/attention_fp8-sm_90-e40fd3dd.cu)
 #   gpus       GPUS_GENS (6) generations of configs/default.yaml on GPU 0 alone and on every GPU, with a cold
 #              compile cache and then a warm one (compile time out of the way), GPU use sampled by nvidia-smi;
 #              GPUS_ORDER="all 0" runs every GPU first (the first run also pays for a cold page cache)
@@ -32,7 +32,8 @@
 #              best of each class (FP8_EXPORT, default "fp8 exact") exported (/tmp/fp8-best.cu, /tmp/exact-best.cu) and
 #              self-tested
 #   dispatch   after fp8large (or DISPATCH_DB): per-shape elites and the dispatching export of each class in
-#              DISPATCH_CLASSES ("exact fp8") self-tested, then tests/gpu_torch_op.py on the first class's file
+#              DISPATCH_CLASSES ("exact fp8") self-tested (the files into $OUT), then tests/gpu_torch_op.py on the
+#              first class's file with QUANT_CU (default: the newest variants/quantize_fp8-sm_90-*.cu)
 #   calib      after fp8large: tools/bench/fp8_calibrate.py on those files (the fp8 class against the FP8 model and
 #              cuDNN's FP8 SDPA: per head on the gate's inputs, end to end on outlier inputs); needs .wheels/
 #              (nvidia-cudnn-frontend, ../shared/gpu-host/fetch-wheels.sh .wheels)
@@ -126,15 +127,12 @@ for step in "$@"; do
            build/evo elite --show --db "$OUT/quant.db" 2>&1 | head -30 ;;
     qtorch) att=${ATTENTION:-variants/attention_fp8-sm_90-e40fd3dd.cu}; q=/tmp/evo-quant; mkdir -p $q
             build/evo export --best --db "$OUT/quant.db" -o $q/quant.cu 2>&1 | tail -2
-            nvcc -arch=sm_90 -O3 -DEVO_SELFTEST $q/quant.cu -o $q/selftest &
-            nvcc -arch=sm_90 -O3 -Xcompiler -fPIC -c "$att" -o $q/attn.o &
-            nvcc -arch=sm_90 -O3 -Xcompiler -fPIC -c $q/quant.cu -o $q/quant.o &
-            wait
-            nvcc -arch=sm_90 -shared $q/attn.o $q/quant.o -o $q/libevo_torch.so
+            cp $q/quant.cu "$OUT/quant-best.cu"
+            nvcc -arch=sm_90 -O3 -DEVO_SELFTEST $q/quant.cu -o $q/selftest
             timeout 120 $q/selftest --reps 20 >"$OUT/quant-selftest.log" 2>&1; echo "self-test exit $?"
-            grep -E "^genome|FAIL|checks|copy" "$OUT/quant-selftest.log" | head -8; sed -n '/^shape/,$p' "$OUT/quant-selftest.log" | head -14
-            EVO_TORCH_LIB=$q/libevo_torch.so timeout 240 python3 tests/gpu_torch_op.py "$att" $q/quant.cu --out "$OUT" \
-              --quick 2>&1 | tee "$OUT/gpu_torch_op.log" | grep -vE "^  [a-z0-9_]+\([0-9,]+\) +(float16|bfloat16)" | tail -40 ;;
+            grep -E "^genome|FAIL|checks|copy" "$OUT/quant-selftest.log" | head -8; sed -n '/^shape/,$p' "$OUT/quant-selftest.log" | head -24
+            PYTHONUNBUFFERED=1 timeout 300 python3 tests/gpu_torch_op.py "$att" $q/quant.cu --out "$OUT" --quick 2>&1 |
+              tee "$OUT/gpu_torch_op.log" | grep -vE "^  [a-z0-9_]+\([0-9,]+\) +(float16|bfloat16)" | tail -40 ;;
     strategies) python3 tools/bench/compare_strategies.py --config configs/default.yaml --seeds "${STRAT_SEEDS:-8}" \
                   --strategies "${STRAT_LIST:-seeds,ga,random}" \
                   --budget-s "${STRAT_BUDGET_S:-210}" --population "${STRAT_POP:-16}" --generations "${STRAT_GENS:-4}" \
@@ -223,12 +221,14 @@ PY
                 nvcc $t -O3 -DEVO_SELFTEST /tmp/dispatch-$cls.cu -o /tmp/dispatch-$cls && timeout 300 \
                   /tmp/dispatch-$cls --reps 10 >"$OUT/dispatch-$cls-selftest.log" 2>&1
                 echo "dispatch $cls self-test exit $?"
+                cp /tmp/dispatch-$cls.cu "$OUT/" 2>/dev/null
                 grep -E "^genome|FAIL|passed|FAILED" "$OUT/dispatch-$cls-selftest.log" | head -8
               done
               # the PyTorch op on the dispatching file of the first class (both families, C++ operators)
               cls=${DISPATCH_CLASSES:-exact}; cls=${cls%% *}
               PYTHONUNBUFFERED=1 timeout 400 python3 tests/gpu_torch_op.py /tmp/dispatch-$cls.cu \
-                variants/quantize_fp8-sm_90-6d90bcdf.cu --quick --out "$OUT" 2>&1 | tee "$OUT/dispatch-torch-op.log" |
+                "${QUANT_CU:-$(ls -t variants/quantize_fp8-sm_90-*.cu | head -1)}" --quick --out "$OUT" 2>&1 |
+                tee "$OUT/dispatch-torch-op.log" |
                 grep -E "^device|FAIL|eager CPU|passed|SKIP" | head -30 ;;
     islands) mkdir -p "$OUT/islands"
              OUT=$OUT/islands timeout "${ISLANDS_TIMEOUT:-400}" bash tools/bench/islands_gpu.sh 2>&1 | grep -v "^gen " | tail -8 ;;

@@ -206,52 +206,69 @@ at::Tensor aligned(const at::Tensor &t)
 
 // ---- CUDA ----
 
-// n_x inputs of one shape and dtype (contiguous, aligned) into codes [n_x, B, H, S, D] and scales [n_x, B, H]: one
-// evo_quantize_forward_multi call when n_x > 1 and the file has it, else one call per input.
-void quantize_into(const at::Tensor *const *xs, int n_x, bool rotate, at::Tensor &codes, at::Tensor &scales)
+// How n_x inputs of one shape and dtype are quantized: one evo_quantize_forward_multi call when n_x > 1 and the file
+// has it (its plan takes n_x times the heads: it says so through the scratch size), else one call per input; each
+// call's scratch a 256-byte-aligned slice of one buffer, whose zeroed heads one memset clears.
+struct QuantPlan {
+    bool multi;
+    int calls, per_call, dt, rot;
+    unsigned long long need, zero;
+    uint64_t stride; // bytes of one call's slice
+    uint64_t bytes() const { return need ? stride * (uint64_t)calls : 0; }
+};
+
+QuantPlan quant_plan(const at::Tensor &x, int n_x, bool rotate)
+{
+    const int b = (int)x.size(0), h = (int)x.size(1), s = (int)x.size(2), d = (int)x.size(3);
+    QuantPlan p;
+    p.dt = in_dtype(x.scalar_type());
+    p.rot = rotate ? 1 : 0;
+    unsigned long long need = ~0ull;
+    p.multi = n_x > 1 && evo_quantize_forward_multi != nullptr &&
+              (need = evo_quantize_scratch_bytes(p.dt, p.rot, n_x * b, h, s, d)) != ~0ull;
+    p.calls = p.multi ? 1 : n_x;
+    p.per_call = p.multi ? n_x : 1;
+    if (!p.multi) need = evo_quantize_scratch_bytes(p.dt, p.rot, b, h, s, d);
+    TORCH_CHECK(need != ~0ull, "evo: the quantizer cannot run (", p.per_call * b, ", ", h, ", ", s, ", ", d, ") ",
+                dtype_name(x.scalar_type()), " rotate=", rotate ? "True" : "False");
+    p.need = need;
+    p.zero = need ? evo_quantize_scratch_zero_bytes(p.dt, p.rot, p.per_call * b, h, s, d) : 0;
+    p.stride = (need + 255) & ~uint64_t(255);
+    return p;
+}
+
+// n_x inputs (contiguous, aligned) into codes [n_x, B, H, S, D] at cbase and scales [n_x, B, H] at sbase, with the
+// plan's scratch at scratch (256-byte aligned; nullptr when the plan needs none).
+void quantize_run(const at::Tensor *const *xs, int n_x, const QuantPlan &p, unsigned char *cbase, float *sbase,
+                  unsigned char *scratch, cudaStream_t stream)
 {
     const at::Tensor &x = *xs[0];
     const int b = (int)x.size(0), h = (int)x.size(1), s = (int)x.size(2), d = (int)x.size(3);
-    const int dt = in_dtype(x.scalar_type()), rot = rotate ? 1 : 0;
-    // one call when the file has it and its plan takes n_x times the heads (it says so through the scratch size)
-    unsigned long long need = ~0ull;
-    const bool multi = n_x > 1 && evo_quantize_forward_multi != nullptr &&
-                       (need = evo_quantize_scratch_bytes(dt, rot, n_x * b, h, s, d)) != ~0ull;
-    const int calls = multi ? 1 : n_x, per_call = multi ? n_x : 1;
-    if (!multi) need = evo_quantize_scratch_bytes(dt, rot, b, h, s, d);
-    TORCH_CHECK(need != ~0ull, "evo: the quantizer cannot run (", per_call * b, ", ", h, ", ", s, ", ", d, ") ",
-                dtype_name(x.scalar_type()), " rotate=", rotate ? "True" : "False");
-    cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index()).stream();
     const int64_t head_codes = (int64_t)b * h * s * d; // bytes of one input's codes
-    unsigned char *cbase = static_cast<unsigned char *>(codes.data_ptr());
-    float *sbase = scales.data_ptr<float>();
-    // one scratch for every call, a 256-byte-aligned slice each, and one memset over the slices' zeroed heads: fresh
-    // from the caching allocator (stream-ordered, and a graph's own pool under capture); fewer allocations and
-    // launches than a scratch per call, which is what an eager call's CPU time is made of
-    const uint64_t stride = (need + 255) & ~uint64_t(255);
-    at::Tensor scratch;
-    unsigned char *scratch_base = nullptr;
-    if (need) {
-        scratch = at::empty({(int64_t)(stride * calls) + 256}, x.options().dtype(at::kByte));
-        const uintptr_t p = reinterpret_cast<uintptr_t>(scratch.data_ptr());
-        scratch_base = reinterpret_cast<unsigned char *>((p + 255) & ~uintptr_t(255));
-        const unsigned long long zero = evo_quantize_scratch_zero_bytes(dt, rot, per_call * b, h, s, d);
-        if (zero) C10_CUDA_CHECK(cudaMemsetAsync(scratch_base, 0, stride * (calls - 1) + zero, stream));
-    }
-    for (int c = 0; c < calls; c++) {
-        void *scratch_ptr = need ? scratch_base + stride * c : nullptr;
-        if (multi) {
+    if (p.need && p.zero) C10_CUDA_CHECK(cudaMemsetAsync(scratch, 0, p.stride * (p.calls - 1) + p.zero, stream));
+    for (int c = 0; c < p.calls; c++) {
+        void *scratch_ptr = p.need ? scratch + p.stride * c : nullptr;
+        if (p.multi) {
             const void *ptrs[3] = {nullptr, nullptr, nullptr};
             for (int i = 0; i < n_x; i++) ptrs[i] = xs[i]->data_ptr();
             check_call("evo_quantize_forward_multi",
-                       evo_quantize_forward_multi(ptrs, n_x, dt, rot, cbase, sbase, b, h, s, d, scratch_ptr, need,
-                                                  stream));
+                       evo_quantize_forward_multi(ptrs, n_x, p.dt, p.rot, cbase, sbase, b, h, s, d, scratch_ptr,
+                                                  p.need, stream));
         } else {
             check_call("evo_quantize_forward",
-                       evo_quantize_forward(xs[c]->data_ptr(), dt, rot, cbase + c * head_codes, sbase + c * b * h, b,
-                                            h, s, d, scratch_ptr, need, stream));
+                       evo_quantize_forward(xs[c]->data_ptr(), p.dt, p.rot, cbase + c * head_codes, sbase + c * b * h,
+                                            b, h, s, d, scratch_ptr, p.need, stream));
         }
     }
+}
+
+uint64_t align256(uint64_t n) { return (n + 255) & ~uint64_t(255); }
+
+// The base of a byte buffer rounded up to 256 (the buffer is allocated 256 bytes longer).
+unsigned char *base256(const at::Tensor &buf)
+{
+    const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data_ptr());
+    return reinterpret_cast<unsigned char *>((p + 255) & ~uintptr_t(255));
 }
 
 std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor &x_in, bool rotate)
@@ -262,7 +279,11 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor &x_in, bool rotate)
         return {codes, at::ones({x.size(0), x.size(1)}, x.options().dtype(at::kFloat))};
     at::Tensor scales = at::empty({x.size(0), x.size(1)}, x.options().dtype(at::kFloat));
     const at::Tensor *xs[1] = {&x};
-    quantize_into(xs, 1, rotate, codes, scales);
+    const QuantPlan p = quant_plan(x, 1, rotate);
+    at::Tensor scratch; // fresh from the caching allocator: stream-ordered, and a graph's own pool under capture
+    if (p.need) scratch = at::empty({(int64_t)(p.bytes() + 256)}, x.options().dtype(at::kByte));
+    quantize_run(xs, 1, p, static_cast<unsigned char *>(codes.data_ptr()), scales.data_ptr<float>(),
+                 p.need ? base256(scratch) : nullptr, at::cuda::getCurrentCUDAStream(x.device().index()).stream());
     return {codes, scales};
 }
 
@@ -308,25 +329,27 @@ at::Tensor attention_fp8_cuda(const at::Tensor &q, const at::Tensor &k, const at
     check_arch(q);
     c10::cuda::CUDAGuard guard(q.device());
     if (q.numel() == 0) return at::empty(q.sizes(), q.options());
-    // q, k, v quantized together: one call for the three (per head), or q and k in one (rotated) and v alone
+    // q, k, v quantized together: one call for the three (per head), or q and k in one (rotated) and v alone. Their
+    // codes, scales and the quantizer's scratch share one buffer: each allocation is host time in an eager call.
     const at::Tensor qa = aligned(q), ka = aligned(k), va = aligned(v);
-    std::vector<int64_t> shape3 = {3, q.size(0), q.size(1), q.size(2), q.size(3)};
-    at::Tensor codes = at::empty(shape3, q.options().dtype(at::kFloat8_e4m3fn));
-    at::Tensor scales = at::empty({3, q.size(0), q.size(1)}, q.options().dtype(at::kFloat));
-    if (!incoherent) {
-        const at::Tensor *xs[3] = {&qa, &ka, &va};
-        quantize_into(xs, 3, false, codes, scales);
-    } else {
-        const at::Tensor *qk[2] = {&qa, &ka}, *vv[1] = {&va};
-        at::Tensor c01 = codes.narrow(0, 0, 2), s01 = scales.narrow(0, 0, 2);
-        at::Tensor c2 = codes.narrow(0, 2, 1), s2 = scales.narrow(0, 2, 1);
-        quantize_into(qk, 2, true, c01, s01);
-        quantize_into(vv, 1, false, c2, s2);
-    }
-    // the three inputs' codes and scales by address (no select ops: each is a dispatcher call in an eager call)
-    const unsigned char *cb = static_cast<const unsigned char *>(codes.data_ptr());
-    const float *sb = scales.data_ptr<float>();
+    const at::Tensor *all[3] = {&qa, &ka, &va}, *qk[2] = {&qa, &ka}, *vv[1] = {&va};
+    const QuantPlan p0 = quant_plan(qa, incoherent ? 2 : 3, incoherent);
+    QuantPlan p1{};
+    if (incoherent) p1 = quant_plan(va, 1, false);
     const int64_t per = q.numel(), bh = q.size(0) * q.size(1);
+    const uint64_t codes_bytes = align256(3 * (uint64_t)per), scale_bytes = align256(3 * (uint64_t)bh * 4);
+    const uint64_t total = codes_bytes + scale_bytes + align256(p0.bytes()) + p1.bytes() + 256;
+    at::Tensor work = at::empty({(int64_t)total}, q.options().dtype(at::kByte));
+    unsigned char *cb = base256(work);
+    float *sb = reinterpret_cast<float *>(cb + codes_bytes);
+    unsigned char *scr0 = cb + codes_bytes + scale_bytes, *scr1 = scr0 + align256(p0.bytes());
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream(q.device().index()).stream();
+    if (!incoherent) {
+        quantize_run(all, 3, p0, cb, sb, p0.need ? scr0 : nullptr, stream);
+    } else {
+        quantize_run(qk, 2, p0, cb, sb, p0.need ? scr0 : nullptr, stream);
+        quantize_run(vv, 1, p1, cb + 2 * per, sb + 2 * bh, p1.need ? scr1 : nullptr, stream);
+    }
     at::Tensor o = attention_ptrs(q, cb, cb + per, cb + 2 * per, sb, sb + bh, sb + 2 * bh, is_causal, scale);
     return q.scalar_type() == at::kHalf ? o : o.to(q.scalar_type());
 }
