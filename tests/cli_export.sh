@@ -151,7 +151,7 @@ run export --best --db s.db -o s.db
 expect_rc 2 "--db s.db -o s.db"
 checks=$((checks + 1)); cmp -s s.db pop.db || fail "--db s.db -o s.db: s.db changed"
 mkdir -p torchdir && ln pop.db torchdir/evo_fp8.py # a hard link: the same file by another name
-run export --db pop.db --torch torchdir --quantizer "$SRC/variants/quantize_fp8-sm_90-6d90bcdf.cu"
+run export --db pop.db --torch torchdir --quantizer "$SRC/variants/quantize_fp8-sm_90-4a2ad3fb.cu"
 expect_rc 2 "--torch over the database"
 expect_err "evo: export --torch torchdir/evo_fp8.py is the same file as --db pop.db, an input: evo never writes over what it reads" "--torch over the database"
 checks=$((checks + 1)); [ "$(sha pop.db)" = "$before" ] || fail "--torch over the database: it changed"

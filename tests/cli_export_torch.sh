@@ -24,20 +24,20 @@ expect_line() { checks=$((checks + 1)); grep -qxF -- "$2" "$1" || fail "$3: $1 l
 
 "$FIXTURE" --fixture e4m3 pop.db >keys.txt || fail "fixture e4m3"
 A=$(awk '$1 == "A" { print substr($2, 1, 8) }' keys.txt)
-QSRC="$SRC/variants/quantize_fp8-sm_90-6d90bcdf.cu"
+QSRC="$SRC/variants/quantize_fp8-sm_90-4a2ad3fb.cu"
 before=$(sha256sum pop.db | cut -d' ' -f1)
 
 # --quantizer given; DIR created with its parents
 run export --db pop.db --best --torch dest/pkg --quantizer "$QSRC"
 expect_rc 0 "export --torch"
 K="attention_fp8-sm_90-$A.cu"
-for f in "$K" quantize_fp8-sm_90-6d90bcdf.cu evo_fp8.py; do
+for f in "$K" quantize_fp8-sm_90-4a2ad3fb.cu evo_fp8.py; do
   checks=$((checks + 1)); [ -f "dest/pkg/$f" ] || fail "dest/pkg/$f missing"
 done
 checks=$((checks + 1)); grep -qE '@[A-Z_]+@' dest/pkg/evo_fp8.py && fail "placeholders left in evo_fp8.py"
-checks=$((checks + 1)); cmp -s "$QSRC" dest/pkg/quantize_fp8-sm_90-6d90bcdf.cu || fail "the quantizer was not copied as is"
+checks=$((checks + 1)); cmp -s "$QSRC" dest/pkg/quantize_fp8-sm_90-4a2ad3fb.cu || fail "the quantizer was not copied as is"
 expect_line dest/pkg/evo_fp8.py "ATTENTION_CU = \"$K\"" "module: attention file"
-expect_line dest/pkg/evo_fp8.py 'QUANTIZE_CU = "quantize_fp8-sm_90-6d90bcdf.cu"' "module: quantizer file"
+expect_line dest/pkg/evo_fp8.py 'QUANTIZE_CU = "quantize_fp8-sm_90-4a2ad3fb.cu"' "module: quantizer file"
 expect_line dest/pkg/evo_fp8.py 'GENOME = "TILE_M=128,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=1,F16_SMEM=1,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"' "module: genome"
 expect_line dest/pkg/evo_fp8.py 'QUANT_GENOME = "VEC=32,WARPS=4,MODE=7,CLUSTER=1,KEEP=0,UNROLL=2,ITERS=1,CVT=1,CACHE=1,FUSED_ROT=1,SLACK=2"' "module: quantizer genome"
 expect_line dest/pkg/evo_fp8.py 'ARCH = "sm_90"' "module: arch"
@@ -80,9 +80,9 @@ expect_rc 2 "--kernel with --best"; expect_err_has "no --best, --id or --accurac
 mkdir -p variants && cp "$QSRC" variants/
 run export --db pop.db --best --torch dest/pkg --module my_ops
 expect_rc 0 "export --torch, default quantizer"
-expect_line dest/pkg/my_ops.py 'QUANTIZE_CU = "quantize_fp8-sm_90-6d90bcdf.cu"' "default quantizer"
+expect_line dest/pkg/my_ops.py 'QUANTIZE_CU = "quantize_fp8-sm_90-4a2ad3fb.cu"' "default quantizer"
 # two candidates for the default: refused
-cp variants/quantize_fp8-sm_90-6d90bcdf.cu variants/quantize_fp8-sm_90-00000000.cu
+cp variants/quantize_fp8-sm_90-4a2ad3fb.cu variants/quantize_fp8-sm_90-00000000.cu
 run export --db pop.db --best --torch dest/two
 expect_rc 2 "two default quantizers"; expect_err_has "choose one with --quantizer" "two default quantizers"
 rm variants/quantize_fp8-sm_90-00000000.cu

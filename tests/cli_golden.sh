@@ -70,7 +70,7 @@ cap elite_fixture "$EVO" elite --show --db "$R"
 cap history "$EVO" history --db r.db
 cap export "$EVO" export --best --db r.db -o -
 cap export_fixture "$EVO" export --best --db "$R" -o -
-cap torch "$EVO" export --best --db "$R" --torch pkg --quantizer "$SRC/variants/quantize_fp8-sm_90-6d90bcdf.cu"
+cap torch "$EVO" export --best --db "$R" --torch pkg --quantizer "$SRC/variants/quantize_fp8-sm_90-4a2ad3fb.cu"
 for f in $(cd pkg && ls | sort); do
   echo "== $f" >>"$out/torch_pkg"
   cat "pkg/$f" >>"$out/torch_pkg"

@@ -65,14 +65,14 @@ t [ "$rc" = 0 ] && [ "$out" = "$(cat "$SRC/configs/default.yaml")" ] && [ ! -e .
 
 # The shipped files are installed beside evo (PREFIX/share/evo), and the installed evo finds them there: export
 # --torch from a fresh folder takes the shipped quantizer (it used to exit 2: no variants/ here).
-for f in variants/quantize_fp8-sm_90-6d90bcdf.cu variants/attention_fp8-sm_90-e40fd3dd.cu configs/default.yaml configs/quantize.yaml; do
+for f in variants/quantize_fp8-sm_90-4a2ad3fb.cu variants/attention_fp8-sm_90-e40fd3dd.cu configs/default.yaml configs/quantize.yaml; do
   t cmp -s "$SRC/$f" "$T/prefix/share/evo/$f" || fail "not installed: share/evo/$f"
 done
 mkdir "$T/fresh" && cd "$T/fresh" || exit 1
 "$BUILD/tests/test_export" --fixture e4m3 pop.db >/dev/null || fail "fixture e4m3"
 run export --best --db pop.db --torch op
 t [ "$rc" = 0 ] || fail "export --torch from a fresh folder: exit $rc: $err"
-t cmp -s op/quantize_fp8-sm_90-6d90bcdf.cu "$SRC/variants/quantize_fp8-sm_90-6d90bcdf.cu" || fail "export --torch: not the shipped quantizer: $(ls op)"
+t cmp -s op/quantize_fp8-sm_90-4a2ad3fb.cu "$SRC/variants/quantize_fp8-sm_90-4a2ad3fb.cu" || fail "export --torch: not the shipped quantizer: $(ls op)"
 t [ -s op/evo_fp8.py ] || fail "export --torch: no module"
 
 # The search itself from elsewhere, on results recorded on a GPU (no GPU here): the built-in config in a fresh folder.

@@ -31,9 +31,12 @@
 #              when set, seconds of search at most), the
 #              best of each class (FP8_EXPORT, default "fp8 exact") exported (/tmp/fp8-best.cu, /tmp/exact-best.cu) and
 #              self-tested
+#   default    DEFAULT_GENS (2) generations x DEFAULT_POP (20) of evo run with no --config (configs/default.yaml:
+#              both families, presets and large problems) into $OUT/default.db (DISPATCH_DB for dispatch), elites
 #   dispatch   after fp8large (or DISPATCH_DB): per-shape elites and the dispatching export of each class in
 #              DISPATCH_CLASSES ("exact fp8") self-tested (the files into $OUT), then tests/gpu_torch_op.py on the
-#              first class's file with QUANT_CU (default: the newest variants/quantize_fp8-sm_90-*.cu)
+#              first class's file with QUANT_CU (default: the newest variants/quantize_fp8-sm_90-*.cu);
+#              DISPATCH_TORCH=0 leaves the op out
 #   calib      after fp8large: tools/bench/fp8_calibrate.py on those files (the fp8 class against the FP8 model and
 #              cuDNN's FP8 SDPA: per head on the gate's inputs, end to end on outlier inputs); needs .wheels/
 #              (nvidia-cudnn-frontend, ../shared/gpu-host/fetch-wheels.sh .wheels)
@@ -213,6 +216,14 @@ PY
            PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout "${CALIB_TIMEOUT:-420}" \
              python3 tools/bench/fp8_calibrate.py --fp8 "${FP8_CU:-/tmp/fp8-best.cu}" $ex --out "$OUT" \
              --seeds "${CALIB_SEEDS:-2}" 2>&1 | tee "$OUT/calib.log" | tail -60 ;;
+    default) rm -f "$OUT/default.db"
+             t0=$SECONDS
+             build/evo run --generations "${DEFAULT_GENS:-2}" --population "${DEFAULT_POP:-20}" --db "$OUT/default.db" \
+               2>&1 | tee "$OUT/default.log" | tail -8
+             echo "default run: $((SECONDS - t0)) s wall" | tee -a "$OUT/default.log"
+             python3 -c "import sqlite3; sqlite3.connect('$OUT/default.db').execute('pragma wal_checkpoint(TRUNCATE)')"
+             build/evo elite --show --db "$OUT/default.db" > "$OUT/default-elite.txt" 2>&1
+             grep -E "accuracy class|^ +[0-9]+  " "$OUT/default-elite.txt" | head -12 ;;
     dispatch) db=${DISPATCH_DB:-$OUT/fp8large.db}
               for cls in ${DISPATCH_CLASSES:-exact fp8}; do
                 build/evo elite --show --per-shape --accuracy $cls --db "$db" >"$OUT/per-shape-$cls.txt" 2>&1
@@ -225,6 +236,7 @@ PY
                 grep -E "^genome|FAIL|passed|FAILED" "$OUT/dispatch-$cls-selftest.log" | head -8
               done
               # the PyTorch op on the dispatching file of the first class (both families, C++ operators)
+              [ "${DISPATCH_TORCH:-1}" = 1 ] || continue
               cls=${DISPATCH_CLASSES:-exact}; cls=${cls%% *}
               PYTHONUNBUFFERED=1 timeout 400 python3 tests/gpu_torch_op.py /tmp/dispatch-$cls.cu \
                 "${QUANT_CU:-$(ls -t variants/quantize_fp8-sm_90-*.cu | head -1)}" --quick --out "$OUT" 2>&1 |

@@ -1,11 +1,11 @@
-/* quantize_fp8-sm_90-6d90bcdf.cu — an FP8 quantizer found by evo, specialised to one genome.
+/* quantize_fp8-sm_90-4a2ad3fb.cu — an FP8 quantizer found by evo, specialised to one genome.
  * fp16/bf16 X [B, H, S, D] -> e4m3 codes + one float scale per (batch, head), optionally rotated
  * first (incoherent processing); the rule of evo_quantize_abi.h, bit for bit. Standalone: plain nvcc
  * builds it, without evo, its templates folder or -I.
  *
- *   nvcc -arch=sm_90 -O3 -c quantize_fp8-sm_90-6d90bcdf.cu                                   the launcher, to link
- *   nvcc -arch=sm_90 -O3 -shared -Xcompiler -fPIC quantize_fp8-sm_90-6d90bcdf.cu -o libevo_quant.so    for ctypes
- *   nvcc -arch=sm_90 -O3 -DEVO_SELFTEST quantize_fp8-sm_90-6d90bcdf.cu -o selftest && ./selftest     check and time
+ *   nvcc -arch=sm_90 -O3 -c quantize_fp8-sm_90-4a2ad3fb.cu                                   the launcher, to link
+ *   nvcc -arch=sm_90 -O3 -shared -Xcompiler -fPIC quantize_fp8-sm_90-4a2ad3fb.cu -o libevo_quant.so    for ctypes
+ *   nvcc -arch=sm_90 -O3 -DEVO_SELFTEST quantize_fp8-sm_90-4a2ad3fb.cu -o selftest && ./selftest     check and time
  *
  * Launcher (extern "C"; the contracts are in the launcher section below):
  *   unsigned long long evo_quantize_scratch_bytes(int in_dtype, int rotate, int batch, int heads,
@@ -16,23 +16,24 @@
  *   const char *evo_quantize_genome(void);
  *
  * Provenance
- *   genome        VEC=32,WARPS=4,MODE=7,CLUSTER=1,KEEP=0,UNROLL=2,ITERS=1,CVT=1,CACHE=1,FUSED_ROT=1,SLACK=2
- *   key           6d90bcdf7c779ebd496fddfb32da3e9dfa50a9df14ac63f627cb8fa6b4bf97a7 (candidate 12)
+ *   genome        VEC=32,WARPS=8,MODE=3,CLUSTER=1,KEEP=0,UNROLL=4,ITERS=1,CVT=1,CACHE=1,FUSED_ROT=1,SLACK=4
+ *   key           4a2ad3fb4de7838596502a57920787fb92afe3699da4f5727b83627adfb8de5e (candidate 5)
  *   task          quantize_fp8, arch sm_90
- *   template      quantize_fp8.cu, SHA-256 aee0d47768c24bfb33977fba40f00a4bfd0a8af72a9e5db2bc48e906b54b4793
+ *   template      quantize_fp8.cu, SHA-256 8bb95342fd412b2416d4f468d04dadf1508fa5a1367c2a406a1f92bb9d7fb966
  *   compiled by   NVRTC 13.0 with -std=c++17 -DNDEBUG (nvcc needs none of these)
- *   key check     the compile key recomputed at export equals the stored one
- *   measured on   NVIDIA H100 80GB HBM3, driver 13000, 2026-11-26T17:43:22Z, run 1 generation 0, by evo 0.1.0
+ *   key check     the compile key recomputed at export differs (NVRTC build or ABI header of the exporting evo)
+ *   measured on   NVIDIA H200, driver 13000, 2026-11-28T21:22:58Z, run 1 generation 0, by evo 0.1.0
  *   config        configs/quantize.yaml, as stored with run 1
- *   exported      2026-11-26T17:44:04Z by evo 0.1.0
- *   fitness       1.289x: geometric mean over the shapes of baseline time / this kernel's time
+ *   exported      2026-11-28T21:24:55Z by evo 0.1.0
+ *   accuracy      class exact (gate version 1)
+ *   fitness       1.227x: geometric mean over the shapes of baseline time / this kernel's time
  *
  *   shape                        median µs     p10..p90 µs     GB/s  speedup    rel-L2   max-abs e2e rel-L2
- *   big(4,16,4096,128)               43.17    42.02..44.48   2331.8   1.369x  0.00e+00  0.00e+00   0.00e+00
- *   long64(1,16,16384,64)            27.12    26.79..27.97   1855.9   1.167x  0.00e+00  0.00e+00   0.00e+00
- *   stress(4,8,2048,64)               7.41      7.26..7.78   1698.6   1.534x  0.00e+00  0.00e+00   0.00e+00
- *   big_rot(4,16,4096,128) rotate     72.51    72.13..73.31   1388.2   1.057x  0.00e+00  0.00e+00   0.00e+00
- *   big_bf16(4,16,4096,128) bf16     43.14    42.15..44.58   2333.6   1.375x  0.00e+00  0.00e+00   0.00e+00
+ *   big(4,16,4096,128)               36.08    35.39..37.28   2790.0   1.282x  0.00e+00  0.00e+00   0.00e+00
+ *   long64(1,16,16384,64)            22.27    21.79..23.42   2259.9   1.141x  0.00e+00  0.00e+00   0.00e+00
+ *   stress(4,8,2048,64)               7.23      6.88..7.58   1739.9   1.396x  0.00e+00  0.00e+00   0.00e+00
+ *   big_rot(4,16,4096,128) rotate     63.54    63.30..64.16   1584.4   1.096x  0.00e+00  0.00e+00   0.00e+00
+ *   big_bf16(4,16,4096,128) bf16     36.22    35.52..37.25   2778.9   1.241x  0.00e+00  0.00e+00   0.00e+00
  *   errors: codes and scales against the reference quantizer, bit for bit (rel-L2: the fraction of codes that differ);
  *   worst over the timed shapes: rel-L2 0.00e+00, max-abs 0.00e+00; over all 75 correctness cases: rel-L2 0.00e+00
  *   tolerances: rel-L2 <= 1e-09; an element passes when |out - ref| <= 0.02 x RMS(ref) + 0.02 x |ref|;
@@ -78,27 +79,32 @@
 #define EVO_QUANT_MODE_CHAINED 1 /* one kernel; block t takes the absmax of chunk t and encodes chunk t - lag */
 #define EVO_QUANT_MODE_CLUSTER 2 /* one kernel; a cluster of CTAs per head, absmax through distributed smem */
 #define EVO_QUANT_MODE_ORDERED 3 /* mode 1 with blockIdx.x as the ticket: relies on blocks starting in index order */
-#define EVO_QUANT_MODE_RESIDENT 4 /* a grid of blocks all resident at once (cooperative launch): chunks stream through
+#define EVO_QUANT_MODE_RESIDENT \
+    4 /* a grid of blocks all resident at once (cooperative launch): chunks stream through
                                      rings of shared memory by bulk copies, each read from DRAM once; a chunk is
                                      encoded from shared memory slack rounds after its absmax was published (sm_90) */
-#define EVO_QUANT_MODE_STAGED 5  /* mode cluster with each CTA's share of the head staged in shared memory by bulk
+#define EVO_QUANT_MODE_STAGED \
+    5 /* mode cluster with each CTA's share of the head staged in shared memory by bulk
                                      copies: DRAM read once, several CTAs per SM (sm_90) */
-#define EVO_QUANT_MODE_STREAMED 6 /* a resident grid (cooperative launch) in which every warp streams its own chunks
+#define EVO_QUANT_MODE_STREAMED \
+    6 /* a resident grid (cooperative launch) in which every warp streams its own chunks
                                      through its own shared-memory ring by bulk copies, DRAM read once; a chunk's
                                      absmax goes into its head's max and count words, and the chunk is encoded slack
                                      rounds later once the count is complete; no block-wide barrier (sm_90) */
-#define EVO_QUANT_MODE_LOCAL 7    /* mode ordered's flow in a grid the size of the resident blocks (a plain launch:
-                                     a warp that waits too long for a chunk's absmax computes it itself; cooperative
+#define EVO_QUANT_MODE_LOCAL \
+    7 /* mode ordered's flow in a grid the size of the resident blocks (a plain launch:
+                                     a thread that waits too long for a chunk's absmax computes it itself; cooperative
                                      with a fused rotation) where a block reads again only chunks it read itself, lag
                                      rounds before: from its SM's L1 */
-#define EVO_QUANT_MODE_PIPED 8    /* a resident grid (cooperative launch) over parts of heads (parts per head from
+#define EVO_QUANT_MODE_PIPED \
+    8                                   /* a resident grid (cooperative launch) over parts of heads (parts per head from
                                      the plan): part u is block u % grid's; a producer warp streams the block's
                                      parts through a shared-memory ring by bulk copies (DRAM read once), the
                                      consumer warps take a part's absmax from the ring, publish it in its head's max
                                      and count words, and encode the part from the ring once the count is complete,
                                      while the next parts load behind it (sm_90) */
-#define EVO_QUANT_MAX_STAGES 8    /* modes resident and streamed: most chunks in a shared-memory ring */
-#define EVO_QUANT_PIPED_MAX_STAGES 32 /* mode piped: most chunks in a block's ring */
+#define EVO_QUANT_MAX_STAGES 8          /* modes resident and streamed: most chunks in a shared-memory ring */
+#define EVO_QUANT_PIPED_MAX_STAGES 32   /* mode piped: most chunks in a block's ring */
 #define EVO_QUANT_PIPED_MAX_PARTS 64ull /* mode piped: most parts per head */
 /* Warps per multiprocessor that modes streamed and local are compiled for (the kernel's launch bound: at least
  * this many / WARPS blocks, one block when WARPS is larger) and their plans' grids count on (all resident). */
@@ -106,8 +112,8 @@
 #define EVO_QUANT_LOCAL_WARPS_PER_SM 24  /* 85 registers: two chunks in flight */
 /* Mode staged: the bytes of a head's input each CTA of a cluster stages, an equal share rounded up to 1 KiB (whole
  * rows of any head dim, 16-byte aligned for the bulk copies). */
-#define EVO_QUANT_STAGED_SLICE(head_bytes, cluster)                                                               \
-    ((((head_bytes) + (cluster) - 1ull) / (cluster) + 1023ull) / 1024ull * 1024ull)
+#define EVO_QUANT_STAGED_SLICE(head_bytes, cluster) \
+    ((((head_bytes) + (cluster)-1ull) / (cluster) + 1023ull) / 1024ull * 1024ull)
 
 /* Kernels of a plan: the template kernels of quantize_fp8.cu with the genome's template arguments. */
 #define EVO_QUANT_K_ROTATE 0 /* evo_quant_rotate<D, IN_BF16, VEC, WARPS, CACHE> */
@@ -127,6 +133,12 @@ typedef struct {
     int stages;    /* modes resident, streamed and piped: plan.stages (chunks in each shared-memory ring); 0
                       otherwise */
     int parts;     /* mode piped: plan.parts (parts per head); 0 otherwise */
+    /* Several inputs in one launch (the exported evo_quantize_forward_multi): the heads above are those of up to
+     * three tensors of x_heads heads each (batch counts them all: their batch times their number); head h reads x,
+     * x1 or x2 as h / x_heads is 0, 1 or 2, and codes and scales are one array over all heads. x_heads 0: x alone. */
+    EVO_QDPTR(const void) x1;
+    EVO_QDPTR(const void) x2;
+    int x_heads;
 } evo_quant_params;
 
 /* The genome. Template order of evo_quant: D, IN_BF16, ROTATE, then vec .. fused_rot as listed; slack is a
@@ -152,27 +164,27 @@ typedef struct {
 } evo_quant_knobs;
 
 typedef struct {
-    int kernel;         /* EVO_QUANT_K_* */
-    unsigned grid_x;    /* grid = (grid_x, grid_y, 1) */
+    int kernel;      /* EVO_QUANT_K_* */
+    unsigned grid_x; /* grid = (grid_x, grid_y, 1) */
     unsigned grid_y;
     unsigned block;     /* threads = 32 * warps */
     unsigned cluster_x; /* cluster dims (cluster_x, 1, 1) as a launch attribute; 1: launch without a cluster */
     int nonportable;    /* 1: cluster_x = 16 needs the kernel attribute NonPortableClusterSizeAllowed = 1 */
-    unsigned smem;      /* dynamic shared memory bytes (modes resident, staged; 0 otherwise): above 48 KiB the kernel needs
+    unsigned smem;   /* dynamic shared memory bytes (modes resident, staged; 0 otherwise): above 48 KiB the kernel needs
                            MaxDynamicSharedMemorySize set to it */
-    int cooperative;    /* 1: every block must be resident at once: a cooperative launch (launch attribute), which
+    int cooperative; /* 1: every block must be resident at once: a cooperative launch (launch attribute), which
                            fails instead of deadlocking when the device cannot hold the grid */
 } evo_quant_launch;
 
 typedef struct {
-    int n_launches;             /* 1 to 3, launched in this order on one stream */
+    int n_launches; /* 1 to 3, launched in this order on one stream */
     evo_quant_launch launch[3];
     unsigned long long scratch_bytes; /* device scratch the launches need (0: none) */
-    int zero_scratch_once;      /* 1: fill the scratch with zeros once after allocating it; every launch of the
+    int zero_scratch_once;            /* 1: fill the scratch with zeros once after allocating it; every launch of the
                                    plan leaves it zeroed again (modes chained and ordered) */
-    int chain_lag;              /* evo_quant_params.chain_lag */
-    int stages;                 /* evo_quant_params.stages */
-    int parts;                  /* evo_quant_params.parts */
+    int chain_lag;                    /* evo_quant_params.chain_lag */
+    int stages;                       /* evo_quant_params.stages */
+    int parts;                        /* evo_quant_params.parts */
     unsigned long long chunk_elems, chunks_per_head;
 } evo_quant_plan;
 
@@ -194,12 +206,12 @@ EVO_QUANT_HD static inline unsigned long long evo_quant_sign_word(unsigned w)
 EVO_QUANT_HD static inline float evo_quant_rsqrt_d(int d)
 {
     switch (d) {
-    case 16: return 0x1p-2f;
-    case 32: return 0x1.6a09e6p-3f;
-    case 64: return 0x1p-3f;
-    case 128: return 0x1.6a09e6p-4f;
-    case 256: return 0x1p-4f;
-    default: return 0.0f;
+        case 16: return 0x1p-2f;
+        case 32: return 0x1.6a09e6p-3f;
+        case 64: return 0x1p-3f;
+        case 128: return 0x1.6a09e6p-4f;
+        case 256: return 0x1p-4f;
+        default: return 0.0f;
     }
 }
 
@@ -249,7 +261,6 @@ static inline int evo_quant_blocks_per_sm(const evo_quant_knobs *k, int arch, in
     return bps < 1 ? 1 : (int)bps;
 }
 
-
 /* Mode streamed: bytes of one warp's chunk, and its ring's chunks (at most EVO_QUANT_MAX_STAGES) when bps blocks
  * share a multiprocessor: each chunk of each warp takes its bytes and an 8-byte mbarrier of dynamic shared memory. */
 static inline unsigned long long evo_quant_warp_chunk_bytes(const evo_quant_knobs *k)
@@ -296,7 +307,8 @@ static inline int evo_quant_piped(const evo_quant_knobs *k, unsigned long long h
     const unsigned long long budget = evo_quant_smem_budget(arch) - 1024ull;
     unsigned long long most = budget / cb, parts = (unsigned long long)k->cluster, ns, stages = 0, bps = 0, grid;
     if (most > EVO_QUANT_PIPED_MAX_STAGES) most = EVO_QUANT_PIPED_MAX_STAGES;
-    while (parts < EVO_QUANT_PIPED_MAX_PARTS && evo_quant_part_chunks(k, head_bytes, parts) + 1ull > most) parts *= 2ull;
+    while (parts < EVO_QUANT_PIPED_MAX_PARTS && evo_quant_part_chunks(k, head_bytes, parts) + 1ull > most)
+        parts *= 2ull;
     for (;; parts *= 2ull) {
         ns = evo_quant_part_chunks(k, head_bytes, parts);
         if (ns + 1ull > most) return -1;
@@ -349,9 +361,11 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
                                   unsigned long why_size)
 {
 #define EVO_QUANT_REJECT(msg) return evo_quant_refuse((msg), why, why_size)
-    if (!evo_quant_is_pow2(head_dim) || head_dim < 32 || head_dim > 256) EVO_QUANT_REJECT("head_dim must be 32, 64, 128 or 256");
+    if (!evo_quant_is_pow2(head_dim) || head_dim < 32 || head_dim > 256)
+        EVO_QUANT_REJECT("head_dim must be 32, 64, 128 or 256");
     if (k->vec != 8 && k->vec != 16 && k->vec != 32) EVO_QUANT_REJECT("vec must be 8, 16 or 32");
-    if (!evo_quant_is_pow2(k->warps) || k->warps < 2 || k->warps > 32) EVO_QUANT_REJECT("warps must be 2..32, a power of two");
+    if (!evo_quant_is_pow2(k->warps) || k->warps < 2 || k->warps > 32)
+        EVO_QUANT_REJECT("warps must be 2..32, a power of two");
     if (k->mode < 0 || k->mode > 8) EVO_QUANT_REJECT("mode must be 0, 1, 2, 3, 4, 5, 6, 7 or 8");
     if (!evo_quant_is_pow2(k->cluster) || k->cluster > 16) EVO_QUANT_REJECT("cluster must be 1, 2, 4, 8 or 16");
     if (k->mode != EVO_QUANT_MODE_CLUSTER && k->mode != EVO_QUANT_MODE_STAGED && k->mode != EVO_QUANT_MODE_PIPED &&
@@ -360,8 +374,7 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (k->mode == EVO_QUANT_MODE_PIPED) {
         if (arch < 90) EVO_QUANT_REJECT("mode 8 (piped) needs sm_90 (clusters, bulk copies into shared memory)");
         if (k->keep != 0) EVO_QUANT_REJECT("mode 8 (piped): keep must be 0");
-        if (k->warps > 16)
-            EVO_QUANT_REJECT("mode 8 (piped): at most 16 consumer warps (a producer warp more)");
+        if (k->warps > 16) EVO_QUANT_REJECT("mode 8 (piped): at most 16 consumer warps (a producer warp more)");
         if (evo_quant_chunk_bytes(k) * 2ull > evo_quant_smem_budget(arch))
             EVO_QUANT_REJECT("mode 8 (piped): two chunks (32 * warps * unroll * iters * vec bytes each) must fit in "
                              "the shared memory of a block");
@@ -370,7 +383,8 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (k->mode == EVO_QUANT_MODE_STAGED && arch < 90)
         EVO_QUANT_REJECT("mode 5 (staged) needs sm_90 (bulk copies into shared memory)");
     if (k->cluster > 1 && arch < 90) EVO_QUANT_REJECT("thread-block clusters need sm_90");
-    if (k->keep != 0 && (!evo_quant_is_pow2(k->keep) || k->keep > 16)) EVO_QUANT_REJECT("keep must be 0, 1, 2, 4, 8 or 16");
+    if (k->keep != 0 && (!evo_quant_is_pow2(k->keep) || k->keep > 16))
+        EVO_QUANT_REJECT("keep must be 0, 1, 2, 4, 8 or 16");
     if (k->keep * (k->vec / 4) > 64) EVO_QUANT_REJECT("keep * vec / 4 must be at most 64 registers");
     if (!evo_quant_is_pow2(k->unroll) || k->unroll > 8) EVO_QUANT_REJECT("unroll must be 1, 2, 4 or 8");
     if (!evo_quant_is_pow2(k->iters) || k->iters > 8) EVO_QUANT_REJECT("iters must be 1, 2, 4 or 8");
@@ -381,7 +395,8 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (k->cvt == 1 && arch < 89) EVO_QUANT_REJECT("cvt = 1 (hardware e4m3 conversion) needs sm_89");
     if (k->cache != 0 && k->cache != 1) EVO_QUANT_REJECT("cache must be 0 or 1");
     if (k->fused_rot != 0 && k->fused_rot != 1) EVO_QUANT_REJECT("fused_rot must be 0 or 1");
-    if (k->slack != 0 && (!evo_quant_is_pow2(k->slack) || k->slack > 8)) EVO_QUANT_REJECT("slack must be 0, 1, 2, 4 or 8");
+    if (k->slack != 0 && (!evo_quant_is_pow2(k->slack) || k->slack > 8))
+        EVO_QUANT_REJECT("slack must be 0, 1, 2, 4 or 8");
     if (k->mode == EVO_QUANT_MODE_RESIDENT) {
         if (arch < 90) EVO_QUANT_REJECT("mode 4 (resident) needs sm_90 (bulk copies into shared memory)");
         if (k->slack < 1) EVO_QUANT_REJECT("mode 4 (resident): slack must be at least 1 round");
@@ -389,7 +404,8 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
             EVO_QUANT_REJECT("mode 4 (resident): slack + 2 chunks (32 * warps * unroll * iters * vec bytes each) "
                              "must fit in the shared memory of a block");
     }
-    if (k->mode == EVO_QUANT_MODE_LOCAL && k->slack < 1) EVO_QUANT_REJECT("mode 7 (local): slack must be at least 1 round");
+    if (k->mode == EVO_QUANT_MODE_LOCAL && k->slack < 1)
+        EVO_QUANT_REJECT("mode 7 (local): slack must be at least 1 round");
     if (k->mode == EVO_QUANT_MODE_STREAMED) {
         if (arch < 90) EVO_QUANT_REJECT("mode 6 (streamed) needs sm_90 (bulk copies into shared memory)");
         if (k->slack < 1) EVO_QUANT_REJECT("mode 6 (streamed): slack must be at least 1 round");
@@ -397,16 +413,16 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
             EVO_QUANT_REJECT("mode 6 (streamed): slack + 2 warp chunks (32 * unroll * iters * vec bytes each) per "
                              "warp must fit in the shared memory of a block");
     }
-    if (rotate && head_dim / (k->vec / 2) > 32) EVO_QUANT_REJECT("rotation: head_dim / (vec / 2) must be at most 32 lanes");
+    if (rotate && head_dim / (k->vec / 2) > 32)
+        EVO_QUANT_REJECT("rotation: head_dim / (vec / 2) must be at most 32 lanes");
     return 0;
 #undef EVO_QUANT_REJECT
 }
 
 /* The launches and scratch of genome k for one shape. 0 on success, -1 with the reason in why. num_sms: the
  * device's multiprocessor count (mode chained sizes its lag from it, mode resident its grid). */
-static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int heads, int seq, int head_dim,
-                                      int rotate, int arch, int num_sms, evo_quant_plan *plan, char *why,
-                                      unsigned long why_size)
+static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int heads, int seq, int head_dim, int rotate,
+                                      int arch, int num_sms, evo_quant_plan *plan, char *why, unsigned long why_size)
 {
     if (evo_quant_check(k, head_dim, rotate, arch, why, why_size) != 0) return -1;
     unsigned long long n_heads = (unsigned long long)batch * (unsigned long long)heads;
@@ -482,13 +498,14 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         l->smem = (unsigned)((unsigned long long)p.stages * evo_quant_chunk_bytes(k));
         l->cooperative = 1;
     } else if (k->mode == EVO_QUANT_MODE_LOCAL) {
-        /* EVO_QUANT_LOCAL_WARPS_PER_SM warps per SM, all resident; lag: the rounds a head spans after its first,
+        /* EVO_QUANT_LOCAL_WARPS_PER_SM warps per SM, as many blocks as can be resident at once; lag: the rounds a head spans after its first,
          * at least slack. A grid of whole heads (a multiple of the chunks per head, when that drops at most an
          * eighth of the blocks) keeps every head inside one round: a block then waits only for the blocks of its
          * own round, never for the next round's start of a head that straddles the two (measured 1 % faster). */
         const unsigned long long chunks = n_heads * p.chunks_per_head;
         const unsigned long long wps = EVO_QUANT_LOCAL_WARPS_PER_SM;
-        unsigned long long grid = (unsigned long long)num_sms * ((unsigned long long)k->warps >= wps ? 1ull : wps / k->warps);
+        unsigned long long grid =
+            (unsigned long long)num_sms * ((unsigned long long)k->warps >= wps ? 1ull : wps / k->warps);
         if (grid > chunks) grid = chunks;
         const unsigned long long whole = grid - grid % p.chunks_per_head;
         if (whole * 8ull >= grid * 7ull) grid = whole;
@@ -497,8 +514,8 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         p.chain_lag = (int)lag;
         p.scratch_bytes = rot + 16ull + 4ull * chunks;
         p.zero_scratch_once = 1;
-        /* plain: a waiting warp computes what it waits for; with the rotation fused into the kernel it cannot (no
-         * registers left for it) and the grid must be resident at once: a cooperative launch */
+        /* plain: a waiting thread computes what it waits for; with the rotation fused into the kernel it cannot
+         * (Cfg::LOCAL_HELP) and the grid must be resident at once: a cooperative launch */
         evo_quant_add_launch(&p, EVO_QUANT_K_MAIN, grid, threads)->cooperative = rotate && k->fused_rot;
     } else if (k->mode == EVO_QUANT_MODE_STREAMED) {
         /* Warp chunk c goes to warp c % W (W = grid * warps) in round c / W. The most blocks per SM (at most
@@ -527,7 +544,8 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         l->smem = (unsigned)((unsigned long long)p.stages * w * (evo_quant_warp_chunk_bytes(k) + 8ull));
         l->cooperative = 1;
     } else if (k->mode == EVO_QUANT_MODE_PIPED) {
-        if (evo_quant_piped(k, head_elems * ((rotate && !k->fused_rot) ? 4ull : 2ull), n_heads, arch, num_sms, &p) != 0) {
+        if (evo_quant_piped(k, head_elems * ((rotate && !k->fused_rot) ? 4ull : 2ull), n_heads, arch, num_sms, &p) !=
+            0) {
             return evo_quant_refuse("mode 8 (piped): a part of a head (at most 64 parts, no more than the grid's "
                                     "blocks) and one chunk more do not fit in a block's shared memory; take smaller "
                                     "chunks",
@@ -546,7 +564,8 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
                                         why, why_size);
             }
         }
-        evo_quant_launch *l = evo_quant_add_launch(&p, EVO_QUANT_K_MAIN, n_heads * (unsigned long long)k->cluster, threads);
+        evo_quant_launch *l =
+            evo_quant_add_launch(&p, EVO_QUANT_K_MAIN, n_heads * (unsigned long long)k->cluster, threads);
         l->smem = (unsigned)slice;
         l->cluster_x = (unsigned)k->cluster;
         l->nonportable = k->cluster > 8;
@@ -598,11 +617,10 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
  *             7 local            mode 3's flow (two chunks loaded at once: one for its absmax, one lag rounds old
  *                                to encode) in a resident grid where chunk c is always block c % grid's, so the
  *                                second read is of a chunk the same SM read lag rounds before: an L1 hit while the
- *                                SM's blocks' lag + 1 chunks fit there; 24 warps per SM, a plain launch (a warp
+ *                                SM's blocks' lag + 1 chunks fit there; 24 warps per SM, a plain launch (a thread
  *                                that waits too long computes the missing absmax itself: head_slots_max;
- *                                cooperative with a fused rotation); a
- *                                step's two chunks are loaded before the previous step finishes when four chunks
- *                                fit in registers (LOCAL_PREFETCH)
+ *                                cooperative with a fused rotation); a step's two chunks are loaded before the
+ *                                previous step finishes when four chunks fit in registers (LOCAL_PREFETCH)
  *             8 piped            a resident grid over parts of heads (at least CLUSTER parts per head, whole rows):
  *                                a producer warp streams each block's parts through a shared-memory ring by bulk
  *                                copies (DRAM read once), WARPS consumer warps take a part's absmax from the ring,
@@ -643,8 +661,7 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
  *     bytes, zero-filled once after allocation; every launch leaves it zeroed (the last block to finish resets it).
  *   - MODE 7: evo_quant, grid = min(chunks, SMs * max(1, 768 / THREADS)), rounded down to a multiple of cph when
  *     that keeps at least 7/8 of it, a plain launch (no co-residency needed; cooperative when ROTATE and
- *     FUSED_ROT), p.chain_lag =
- *     lag (rounds a head spans after its first, at least SLACK); scratch += 16 + 4*n_heads*cph bytes, zero-filled
+ *     FUSED_ROT), p.chain_lag = lag (rounds a head spans after its first, at least SLACK); scratch += 16 + 4*n_heads*cph bytes, zero-filled
  *     once after allocation; every launch leaves it zeroed (as modes 1 and 3).
  *   - MODE 8: evo_quant, block = 32*WARPS + 32 threads (the producer warp), grid = min(parts of all heads, SMs *
  *     blocks per SM) as a cooperative launch, p.parts parts per head and p.stages chunks in each block's ring, dynamic
@@ -713,8 +730,8 @@ struct Cfg {
     /* mode 7 issues a step's loads before the previous step finishes when four chunks fit in 64 registers without
      * spilling (two vectors a chunk, the packed absmax and the hardware conversion; else one step at a time) */
     static constexpr bool LOCAL_PREFETCH = PACKED_MAX && CVT == 1 && UNROLL * ITERS <= 2;
-    /* mode 7's waiting warps compute a missing chunk's absmax themselves (head_slots_max), except with the rotation
-     * fused in (its registers would spill): those plans launch cooperatively */
+    /* mode 7's waiting threads compute a missing chunk's absmax themselves (head_slots_max), except with the
+     * rotation fused in (no lanes to rotate with): those plans launch cooperatively */
     static constexpr bool LOCAL_HELP = MODE == EVO_QUANT_MODE_LOCAL && !ROT;
     static constexpr int D_ = D, VEC_ = VEC, WARPS_ = WARPS, MODE_ = MODE, CLUSTER_ = CLUSTER, KEEP_ = KEEP,
                          UNROLL_ = UNROLL, ITERS_ = ITERS, CVT_ = CVT, CACHE_ = CACHE, IN_BF16_ = IN_BF16,
@@ -1146,6 +1163,8 @@ template <class C> struct Shape {
     u32 n_heads, head_elems, nv; /* nv: vectors per head */
     u64 n;
     const unsigned char *src;    /* what the main kernels read: x, or the rotated rows in scratch */
+    const unsigned char *src1, *src2; /* the second and third inputs (p.x_heads > 0: heads from x_heads on) */
+    u32 x_heads;                      /* heads per input; 0: one input (or the rotated rows, which are one array) */
     unsigned char *mode_scratch; /* after the rotated rows */
     u32 cph;                     /* chunks per head (mode 6: warp chunks) */
 
@@ -1157,6 +1176,8 @@ template <class C> struct Shape {
         n = (u64)n_heads * head_elems;
         u64 rot = C::IN == EVO_QUANT_IN_F32 ? evo_quant_rot_bytes(n) : 0ull;
         src = C::IN == EVO_QUANT_IN_F32 ? (const unsigned char *)p.scratch : (const unsigned char *)p.x;
+        src1 = (const unsigned char *)p.x1, src2 = (const unsigned char *)p.x2;
+        x_heads = C::IN == EVO_QUANT_IN_F32 ? 0u : (u32)p.x_heads;
         mode_scratch = (unsigned char *)p.scratch + rot;
         const u32 chunk_v = C::MODE_ == EVO_QUANT_MODE_STREAMED ? (u32)C::WCHUNK_V : (u32)C::CHUNK_V;
         cph = (nv + chunk_v - 1u) / chunk_v;
@@ -1167,9 +1188,20 @@ template <class C> struct Shape {
             need += 16ull + 4ull * n_heads * cph;
         if (C::MODE_ == EVO_QUANT_MODE_STREAMED || C::MODE_ == EVO_QUANT_MODE_PIPED) need += 12ull * n_heads;
         require(p.head_dim == C::D_ && p.in_dtype == C::IN_BF16_ && p.rotate == C::ROTATE_ && p.batch >= 1 &&
-                p.heads >= 1 && p.seq >= 1 && p.scratch_bytes >= need && (need == 0 || p.scratch != 0));
+                p.heads >= 1 && p.seq >= 1 && p.scratch_bytes >= need && (need == 0 || p.scratch != 0) &&
+                (p.x_heads == 0 || (n_heads % (u32)p.x_heads == 0 && n_heads / (u32)p.x_heads <= 3u && p.x1 &&
+                                    (n_heads / (u32)p.x_heads < 3u || p.x2))));
     }
-    EVO_DEV const unsigned char *head_src(u32 h) const { return src + (u64)h * head_elems * (u32)C::EB; }
+    EVO_DEV const unsigned char *head_src(u32 h) const
+    {
+        const unsigned char *base = src;
+        if (x_heads && h >= x_heads) { /* a head of the second or third input */
+            h -= x_heads;
+            base = src1;
+            if (h >= x_heads) h -= x_heads, base = src2;
+        }
+        return base + (u64)h * head_elems * (u32)C::EB;
+    }
 };
 
 /* ---- chunk passes (modes 0 and 1): vectors v0 + (it*UNROLL + u)*THREADS + tid of one head ---- */
@@ -1307,12 +1339,13 @@ EVO_DEV u32 atom_add_acq_rel(u32 *p, u32 v)
 template <class C> EVO_DEV float thread_chunk_absmax(const unsigned char *xh, u32 v0, u32 nv)
 {
     static_assert(!C::ROT, "a fused rotation needs the row's lanes");
-    const u32 end = (v0 + (u32)C::CHUNK_V < nv ? v0 + (u32)C::CHUNK_V : nv) * (u32)C::VEC_ / 4u;
+    constexpr u32 WPV = (u32)C::VEC_ / 4u; /* words a vector; word indices stay below 2^31 (S*D < 2^31) */
+    const u32 end = (v0 + (u32)C::CHUNK_V < nv ? v0 + (u32)C::CHUNK_V : nv) * WPV;
     const u32 *w = (const u32 *)xh;
     u32 pm = 0u;
     float m = 0.0f;
 #pragma unroll 1
-    for (u32 i = v0 * (u32)C::VEC_ / 4u; i < end; i++) {
+    for (u32 i = v0 * WPV; i < end; i++) {
         const u32 x = w[i];
         if constexpr (C::PACKED_MAX) absmax_pairs<C::IN, 4>(Raw<4>{{x}}, pm);
         else m = fmaxf(m, fabsf(__uint_as_float(x)));
@@ -2003,10 +2036,9 @@ template <class C> EVO_DEV void streamed(const evo_quant_params &p)
 
 /* ---- mode 7: local ---- */
 
-/* gridDim.x blocks, as many as are resident at once (a plain launch: a block that waits too long for a slot
+/* gridDim.x blocks, as many as can be resident at once (a plain launch: a thread that waits too long for a slot
  * computes the chunk's absmax itself, head_slots_max, so no block waits for one that has not started; with the
- * rotation fused in, a cooperative launch, all resident); chunk c
- * belongs to block c % grid in round c / grid, so a
+ * rotation fused in, a cooperative launch, all resident); chunk c belongs to block c % grid in round c / grid, so a
  * block reads again only chunks it read itself. Round r: the chunk of round r and the chunk of round r - lag are
  * loaded at once (plain loads, cached in L1: the second is the block's own chunk of lag rounds before, found in the
  * SM's L1 when the SM's blocks' lag + 1 chunks fit there), the first one's absmax is published in its slot (as in
@@ -2247,7 +2279,14 @@ __global__ void __launch_bounds__(32 * WARPS) evo_quant_rotate(const evo_quant_p
     const u64 j = (u64)blockIdx.x * C::THREADS + threadIdx.x;
     const u64 pol = make_policy<C::HINT_LAST>();
     Raw<VEC> r;
-    if (j < nv) load_raw<VEC, C::HINT_LAST>(r, (const unsigned char *)p.x + j * VEC, pol);
+    const unsigned char *xb = (const unsigned char *)p.x; /* the input holding vector j, and j within it */
+    u64 jx = j;
+    if (p.x_heads > 0) {
+        const u64 per = (u64)(u32)p.x_heads * (u32)p.seq * (u32)D / EPV;
+        if (jx >= per) jx -= per, xb = (const unsigned char *)p.x1;
+        if (jx >= per) jx -= per, xb = (const unsigned char *)p.x2;
+    }
+    if (j < nv) load_raw<VEC, C::HINT_LAST>(r, xb + jx * VEC, pol);
     else zero_raw(r);
     float f[EPV];
     to_float<IN_BF16>(r, f);
@@ -2260,21 +2299,21 @@ __global__ void __launch_bounds__(32 * WARPS) evo_quant_rotate(const evo_quant_p
 }
 
 /* ==== this genome (written by evo export) ==== */
-#define EVO_EXPORT_GENOME "VEC=32,WARPS=4,MODE=7,CLUSTER=1,KEEP=0,UNROLL=2,ITERS=1,CVT=1,CACHE=1,FUSED_ROT=1,SLACK=2"
-#define EVO_EXPORT_KEY "6d90bcdf7c779ebd496fddfb32da3e9dfa50a9df14ac63f627cb8fa6b4bf97a7"
+#define EVO_EXPORT_GENOME "VEC=32,WARPS=8,MODE=3,CLUSTER=1,KEEP=0,UNROLL=4,ITERS=1,CVT=1,CACHE=1,FUSED_ROT=1,SLACK=4"
+#define EVO_EXPORT_KEY "4a2ad3fb4de7838596502a57920787fb92afe3699da4f5727b83627adfb8de5e"
 #define EVO_EXPORT_ARCH "sm_90"
 
 /* vec, warps, mode, cluster, keep, unroll, iters, cvt, cache, fused_rot, slack */
-static const evo_quant_knobs evo_export_knobs = {32, 4, 7, 1, 0, 2, 1, 1, 1, 1, 2};
+static const evo_quant_knobs evo_export_knobs = {32, 8, 3, 1, 0, 4, 1, 1, 1, 1, 4};
 
-template __global__ void evo_quant<64,0,0,32,4,7,1,0,2,1,1,1,1>(const evo_quant_params);
-template __global__ void evo_quant<64,0,1,32,4,7,1,0,2,1,1,1,1>(const evo_quant_params);
-template __global__ void evo_quant<64,1,0,32,4,7,1,0,2,1,1,1,1>(const evo_quant_params);
-template __global__ void evo_quant<64,1,1,32,4,7,1,0,2,1,1,1,1>(const evo_quant_params);
-template __global__ void evo_quant<128,0,0,32,4,7,1,0,2,1,1,1,1>(const evo_quant_params);
-template __global__ void evo_quant<128,0,1,32,4,7,1,0,2,1,1,1,1>(const evo_quant_params);
-template __global__ void evo_quant<128,1,0,32,4,7,1,0,2,1,1,1,1>(const evo_quant_params);
-template __global__ void evo_quant<128,1,1,32,4,7,1,0,2,1,1,1,1>(const evo_quant_params);
+template __global__ void evo_quant<64,0,0,32,8,3,1,0,4,1,1,1,1>(const evo_quant_params);
+template __global__ void evo_quant<64,0,1,32,8,3,1,0,4,1,1,1,1>(const evo_quant_params);
+template __global__ void evo_quant<64,1,0,32,8,3,1,0,4,1,1,1,1>(const evo_quant_params);
+template __global__ void evo_quant<64,1,1,32,8,3,1,0,4,1,1,1,1>(const evo_quant_params);
+template __global__ void evo_quant<128,0,0,32,8,3,1,0,4,1,1,1,1>(const evo_quant_params);
+template __global__ void evo_quant<128,0,1,32,8,3,1,0,4,1,1,1,1>(const evo_quant_params);
+template __global__ void evo_quant<128,1,0,32,8,3,1,0,4,1,1,1,1>(const evo_quant_params);
+template __global__ void evo_quant<128,1,1,32,8,3,1,0,4,1,1,1,1>(const evo_quant_params);
 
 namespace evo_export {
 
@@ -2285,14 +2324,14 @@ struct qvariant {
     void (*rotate_k)(const evo_quant_params); /* rotate with fused_rot = 0; NULL otherwise */
 };
 static const qvariant variants[] = {
-    {64, 0, 0, evo_quant<64,0,0,32,4,7,1,0,2,1,1,1,1>, NULL, NULL},
-    {64, 0, 1, evo_quant<64,0,1,32,4,7,1,0,2,1,1,1,1>, NULL, NULL},
-    {64, 1, 0, evo_quant<64,1,0,32,4,7,1,0,2,1,1,1,1>, NULL, NULL},
-    {64, 1, 1, evo_quant<64,1,1,32,4,7,1,0,2,1,1,1,1>, NULL, NULL},
-    {128, 0, 0, evo_quant<128,0,0,32,4,7,1,0,2,1,1,1,1>, NULL, NULL},
-    {128, 0, 1, evo_quant<128,0,1,32,4,7,1,0,2,1,1,1,1>, NULL, NULL},
-    {128, 1, 0, evo_quant<128,1,0,32,4,7,1,0,2,1,1,1,1>, NULL, NULL},
-    {128, 1, 1, evo_quant<128,1,1,32,4,7,1,0,2,1,1,1,1>, NULL, NULL},
+    {64, 0, 0, evo_quant<64,0,0,32,8,3,1,0,4,1,1,1,1>, NULL, NULL},
+    {64, 0, 1, evo_quant<64,0,1,32,8,3,1,0,4,1,1,1,1>, NULL, NULL},
+    {64, 1, 0, evo_quant<64,1,0,32,8,3,1,0,4,1,1,1,1>, NULL, NULL},
+    {64, 1, 1, evo_quant<64,1,1,32,8,3,1,0,4,1,1,1,1>, NULL, NULL},
+    {128, 0, 0, evo_quant<128,0,0,32,8,3,1,0,4,1,1,1,1>, NULL, NULL},
+    {128, 0, 1, evo_quant<128,0,1,32,8,3,1,0,4,1,1,1,1>, NULL, NULL},
+    {128, 1, 0, evo_quant<128,1,0,32,8,3,1,0,4,1,1,1,1>, NULL, NULL},
+    {128, 1, 1, evo_quant<128,1,1,32,8,3,1,0,4,1,1,1,1>, NULL, NULL},
 };
 
 #ifdef EVO_SELFTEST
@@ -2303,11 +2342,11 @@ struct qshape {
     double evo_median_us;
 };
 static const qshape timed_shapes[] = {
-    {"big", 4, 16, 4096, 128, 0, 0, 43.17},
-    {"long64", 1, 16, 16384, 64, 0, 0, 27.12},
-    {"stress", 4, 8, 2048, 64, 0, 0, 7.41},
-    {"big_rot", 4, 16, 4096, 128, 0, 1, 72.51},
-    {"big_bf16", 4, 16, 4096, 128, 1, 0, 43.14},
+    {"big", 4, 16, 4096, 128, 0, 0, 36.08},
+    {"long64", 1, 16, 16384, 64, 0, 0, 22.27},
+    {"stress", 4, 8, 2048, 64, 0, 0, 7.23},
+    {"big_rot", 4, 16, 4096, 128, 0, 1, 63.54},
+    {"big_bf16", 4, 16, 4096, 128, 1, 0, 36.22},
 };
 static const int timing_warmup = 3, timing_repetitions = 30, timing_flush_l2 = 1;
 #endif
@@ -2319,9 +2358,10 @@ static const int timing_warmup = 3, timing_repetitions = 30, timing_flush_l2 = 1
  * writes. evo appends this text, unchanged, after evo_quantize_abi.h, quantize_fp8.cu and the genome's own section
  * (knobs evo_export_knobs, the kernels' explicit instantiations, namespace evo_export: qvariant table, timed
  * shapes), so it is the same in every exported quantizer. It is not a kernel template: evo never compiles it alone;
- * tools/quantize_export.py assembles a file by hand and tests/cli_quantize_export.sh builds it with nvcc.
+ * tests/cli_quantize_export.sh builds the files evo export writes with nvcc.
  */
 #include <atomic>
+#include <climits>
 
 namespace evo_export
 {
@@ -2490,25 +2530,32 @@ extern "C" unsigned long long evo_quantize_scratch_zero_bytes(int in_dtype, int 
  * overlap in time (one stream, or ordered). Returns the launches' cudaError_t as int: cudaErrorInvalidValue for a
  * (head_dim, in_dtype, rotate) without a variant, a shape out of range, a null or misaligned pointer or a scratch
  * too small. Asynchronous on `stream` (capturable into a CUDA graph); thread-safe. */
-extern "C" int evo_quantize_forward(const void *x, int in_dtype, int rotate, void *codes, float *scales, int batch,
-                                    int heads, int seq, int head_dim, void *scratch, unsigned long long scratch_bytes,
-                                    cudaStream_t stream)
+namespace evo_export {
+
+/* evo_quantize_forward and evo_quantize_forward_multi: n_x inputs of [batch, heads, seq, head_dim] in one plan. */
+static int forward(const void *const *xs, int n_x, int in_dtype, int rotate, void *codes, float *scales, int batch,
+                   int heads, int seq, int head_dim, void *scratch, unsigned long long scratch_bytes,
+                   cudaStream_t stream)
 {
-    using namespace evo_export;
+    if (n_x < 1 || n_x > 3 || batch > INT_MAX / n_x) return (int)cudaErrorInvalidValue; /* the plan checks the rest */
     qcall c;
-    cudaError_t e = resolve(in_dtype, rotate, batch, heads, seq, head_dim, &c);
+    cudaError_t e = resolve(in_dtype, rotate, n_x * batch, heads, seq, head_dim, &c);
     if (e != cudaSuccess) return (int)e;
-    const unsigned long long ux = (unsigned long long)x, uc = (unsigned long long)codes,
-                             us = (unsigned long long)scales, ut = (unsigned long long)scratch;
-    if (!x || !codes || !scales || (ux & 15ull) || (uc & 15ull) || (us & 3ull)) return (int)cudaErrorInvalidValue;
+    const unsigned long long uc = (unsigned long long)codes, us = (unsigned long long)scales,
+                             ut = (unsigned long long)scratch;
+    for (int i = 0; i < n_x; i++)
+        if (!xs[i] || ((unsigned long long)xs[i] & 15ull)) return (int)cudaErrorInvalidValue;
+    if (!codes || !scales || (uc & 15ull) || (us & 3ull)) return (int)cudaErrorInvalidValue;
     if (c.need && (!scratch || (ut & 255ull) || scratch_bytes < c.need)) return (int)cudaErrorInvalidValue;
     evo_quant_params p = {};
-    p.x = x;
+    p.x = xs[0];
+    if (n_x > 1) p.x1 = xs[1], p.x_heads = batch * heads;
+    if (n_x > 2) p.x2 = xs[2];
     p.codes = (unsigned char *)codes;
     p.scales = scales;
     p.scratch = c.need ? (void *)((unsigned char *)scratch + c.offset) : (void *)0;
     p.scratch_bytes = c.need ? c.plan.scratch_bytes : 0ull;
-    p.batch = batch;
+    p.batch = n_x * batch;
     p.heads = heads;
     p.seq = seq;
     p.head_dim = head_dim;
@@ -2518,13 +2565,44 @@ extern "C" int evo_quantize_forward(const void *x, int in_dtype, int rotate, voi
     p.stages = c.plan.stages;
     p.parts = c.plan.parts;
     if (c.memset_ctl) { /* the control words and slots behind the rotated rows */
-        const unsigned long long n_heads = (unsigned long long)batch * (unsigned long long)heads;
+        const unsigned long long n_heads = (unsigned long long)p.batch * (unsigned long long)heads;
         const unsigned long long n = n_heads * (unsigned long long)seq * (unsigned long long)head_dim;
         e = cudaMemsetAsync((unsigned char *)p.scratch + evo_quant_rot_bytes(n), 0,
                             (size_t)(c.plan.scratch_bytes - evo_quant_rot_bytes(n)), stream);
         if (e != cudaSuccess) return (int)e;
     }
     return (int)launch_plan(c, p, stream);
+}
+
+} // namespace evo_export
+
+/* x: [B, H, S, D] fp16 (in_dtype 0) or bf16 (1) -> codes: [B, H, S, D] e4m3fn bytes, scales: one float per (batch,
+ * head), index b*H + h; rotate 1: incoherent processing (evo_quantize_abi.h: each row times H·diag(s)/sqrt(D)).
+ * All device pointers; x and codes 16-byte aligned, scales 4-byte. scratch: at least evo_quantize_scratch_bytes()
+ * bytes, 256-byte aligned (NULL when that is 0), either zero-filled once before its first use and then left to these
+ * calls, which keep it ready for the next call of any shape (what a call reads before writing it leaves zero), or
+ * fresh for each call with its first evo_quantize_scratch_zero_bytes() bytes zero. Calls sharing a scratch must not
+ * overlap in time (one stream, or ordered). Returns the launches' cudaError_t as int: cudaErrorInvalidValue for a
+ * (head_dim, in_dtype, rotate) without a variant, a shape out of range, a null or misaligned pointer or a scratch
+ * too small. Asynchronous on `stream` (capturable into a CUDA graph); thread-safe. */
+extern "C" int evo_quantize_forward(const void *x, int in_dtype, int rotate, void *codes, float *scales, int batch,
+                                    int heads, int seq, int head_dim, void *scratch, unsigned long long scratch_bytes,
+                                    cudaStream_t stream)
+{
+    return evo_export::forward(&x, 1, in_dtype, rotate, codes, scales, batch, heads, seq, head_dim, scratch,
+                               scratch_bytes, stream);
+}
+
+/* n_x (1 to 3) tensors of one shape, each [B, H, S, D] as for evo_quantize_forward, quantized by one plan (one launch
+ * for the genomes whose plan is one kernel): codes [n_x, B, H, S, D] and scales [n_x * B * H] as one array each, the
+ * same bits as n_x calls of evo_quantize_forward. Its scratch is that of evo_quantize_scratch_bytes(in_dtype, rotate,
+ * n_x * batch, heads, seq, head_dim) (and _zero_bytes likewise), and n_x * batch must be a batch that call accepts. */
+extern "C" int evo_quantize_forward_multi(const void *const *xs, int n_x, int in_dtype, int rotate, void *codes,
+                                          float *scales, int batch, int heads, int seq, int head_dim, void *scratch,
+                                          unsigned long long scratch_bytes, cudaStream_t stream)
+{
+    return evo_export::forward(xs, n_x, in_dtype, rotate, codes, scales, batch, heads, seq, head_dim, scratch,
+                               scratch_bytes, stream);
 }
 
 #ifdef EVO_SELFTEST
@@ -2540,14 +2618,14 @@ extern "C" int evo_quantize_forward(const void *x, int in_dtype, int rotate, voi
 #include <cstring>
 #include <vector>
 
-#if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
-#error "the self-test's reference needs float evaluated in its own precision (FLT_EVAL_METHOD 0)"
-#endif
-
-namespace evo_qselftest
-{
-
-/* ---- number formats and the quantizer: evo's rules (tasks/quantize_fp8/quantize_ref.c), as plain C++ ---- */
+/* ==== export_selftest.cuh, inlined ==== */
+/* export_selftest.cuh — what the self-test of every exported file shares (evo export inlines it into each task's
+ * harness, under -DEVO_SELFTEST): its arguments, the device it runs on, and how it ends. Not a kernel template: evo
+ * never compiles it alone. Usage: selftest [--check-only] [--shape NAME] [--reps N]; exit 0 when every check passed,
+ * 1 when one failed, 2 when it could not run (no GPU, bad arguments).
+ */
+/* Number formats and error checks both self-tests use (their CPU references are built on them). */
+namespace evo_selftest_fmt {
 
 static uint32_t float_bits(float x)
 {
@@ -2555,6 +2633,7 @@ static uint32_t float_bits(float x)
     memcpy(&u, &x, sizeof u);
     return u;
 }
+
 static float bits_float(uint32_t u)
 {
     float x;
@@ -2577,11 +2656,6 @@ static float half_to_float(uint16_t h)
         return bits_float(sign | ((113u - sh) << 23) | ((m & 0x3ffu) << 13));
     }
     return bits_float(sign | ((e + 112u) << 23) | (m << 13));
-}
-
-static float in_to_float(uint16_t b, int in_dtype)
-{
-    return in_dtype == EVO_QUANT_IN_BF16 ? bits_float((uint32_t)b << 16) : half_to_float(b);
 }
 
 /* Round to nearest even, once, with integers only. */
@@ -2611,16 +2685,6 @@ static uint16_t double_to_half(double x)
     return (uint16_t)(sign | q);
 }
 
-/* float -> bf16 bits, round to nearest even; overflow -> inf; NaN -> quiet NaN of x's sign. */
-static uint16_t float_to_bf16(float x)
-{
-    const uint32_t u = float_bits(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);
-    uint32_t rest = u & 0xffffu, q = u >> 16;
-    if (rest > 0x8000u || (rest == 0x8000u && (q & 1u))) q++;
-    return (uint16_t)q;
-}
-
 /* OCP e4m3fn, round to nearest even, saturating at +-448; NaN -> 0x7f. */
 static uint8_t e4m3_encode(float x)
 {
@@ -2648,6 +2712,130 @@ static uint8_t e4m3_encode(float x)
         if (rem > half || (rem == half && (q & 1u))) q++;
     }
     return (uint8_t)(sign | q);
+}
+
+static bool cuda_ok(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess) return true;
+    fprintf(stderr, "selftest: %s: %s\n", what, cudaGetErrorString(e));
+    return false;
+}
+
+/* The inputs' generator: splitmix64, uniform [0, 1), normal by Box-Muller. */
+struct rng {
+    uint64_t s;
+    uint64_t next()
+    {
+        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    double uniform() { return (double)(next() >> 11) * 0x1p-53; } /* [0, 1) */
+    double normal()
+    {
+        const double u1 = 1.0 - uniform(), u2 = uniform();
+        return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+    }
+};
+
+} // namespace evo_selftest_fmt
+
+namespace evo_selftest_main {
+
+struct args {
+    bool check_only = false;
+    const char *only = nullptr; /* --shape NAME: time this shape only */
+    int reps = 1;
+};
+
+/* false: bad arguments, the usage said on stderr (exit 2). */
+static bool parse(int argc, char **argv, int default_reps, args &a)
+{
+    a.reps = default_reps;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--check-only")) {
+            a.check_only = true;
+        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            a.only = argv[++i];
+        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
+            a.reps = atoi(argv[++i]);
+        } else {
+            fprintf(stderr, "usage: %s [--check-only] [--shape NAME] [--reps N]\n", argv[0]);
+            return false;
+        }
+    }
+    if (a.reps < 1) a.reps = 1;
+    return true;
+}
+
+/* Device 0's properties, the driver's and the runtime's versions; false: no CUDA device (said on stderr; exit 2). */
+static bool device(cudaDeviceProp &prop, int &driver, int &runtime)
+{
+    int n_dev = 0;
+    cudaError_t e = cudaGetDeviceCount(&n_dev);
+    if (e != cudaSuccess || n_dev == 0) {
+        fprintf(stderr, "selftest: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        return false;
+    }
+    cudaGetDeviceProperties(&prop, 0);
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    return true;
+}
+
+/* What every self-test does first: its arguments, then the device it runs on; false: exit 2. */
+struct start_info {
+    args a;
+    cudaDeviceProp prop;
+    int driver = 0, runtime = 0;
+};
+static bool start(int argc, char **argv, int default_reps, start_info &s)
+{
+    return parse(argc, argv, default_reps, s.a) && device(s.prop, s.driver, s.runtime);
+}
+
+/* The last lines and the exit status: checks_are names what passed ("correctness checks", "bit-exact checks"). */
+static int finish(const args &a, int n_cases, int n_timed, int failed, const char *checks_are)
+{
+    if (a.only && n_timed == 0 && !a.check_only) {
+        fprintf(stderr, "selftest: no timed shape is called '%s'\n", a.only);
+        return 2;
+    }
+    if (failed) {
+        printf("\nself-test FAILED: %d of %d checks\n", failed, n_cases + n_timed);
+        return 1;
+    }
+    printf("\nself-test passed: %d %s, %d shapes timed\n", n_cases, checks_are, n_timed);
+    return 0;
+}
+
+} // namespace evo_selftest_main
+/* ==== end of export_selftest.cuh ==== */
+
+#if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
+#error "the self-test's reference needs float evaluated in its own precision (FLT_EVAL_METHOD 0)"
+#endif
+
+namespace evo_qselftest
+{
+using namespace evo_selftest_fmt; /* float_bits, half_to_float, double_to_half, e4m3_encode, cuda_ok, ... */
+
+/* ---- number formats and the quantizer: evo's rules (tasks/quantize_fp8/quantize_ref.c), as plain C++ ---- */
+
+static float in_to_float(uint16_t b, int in_dtype)
+{
+    return in_dtype == EVO_QUANT_IN_BF16 ? bits_float((uint32_t)b << 16) : half_to_float(b);
+}
+
+/* float -> bf16 bits, round to nearest even; overflow -> inf; NaN -> quiet NaN of x's sign. */
+static uint16_t float_to_bf16(float x)
+{
+    const uint32_t u = float_bits(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);
+    uint32_t rest = u & 0xffffu, q = u >> 16;
+    if (rest > 0x8000u || (rest == 0x8000u && (q & 1u))) q++;
+    return (uint16_t)q;
 }
 
 /* y = H·(s∘x)/sqrt(D) in float, in quantize_ref.h's order: sign flips, butterflies h = 1, 2, .., D/2, one multiply.
@@ -2694,23 +2882,6 @@ enum { DIST_NORMAL, DIST_OUTLIERS, DIST_ZERO_HEAD, DIST_UNIFORM, DIST_LARGE, DIS
 static const char *const dist_names[N_DISTS] = {"normal", "outliers", "zero_head", "uniform",
                                                 "large",  "tiny",     "nonfinite"};
 
-struct rng {
-    uint64_t s;
-    uint64_t next()
-    {
-        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-    double uniform() { return (double)(next() >> 11) * 0x1p-53; } /* [0, 1) */
-    double normal()
-    {
-        const double u1 = 1.0 - uniform(), u2 = uniform();
-        return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-    }
-};
-
 /* fp16 or bf16 values: N(0,1); N(0,1) + N(0,100)·Bernoulli(0.001); N(0,1) with the first head all zero; U(-1,1);
  * large (3000·N(0,1) for fp16, 1e30·N(0,1) for bf16: the division's slow path); tiny (down in the subnormals);
  * N(0,1) with NaN and ±inf planted in the first three heads. */
@@ -2749,13 +2920,6 @@ static void make_input(std::vector<uint16_t> &x, size_t head_elems, int in_dtype
 
 static const size_t GUARD_BYTES = 4096;
 static const unsigned char GUARD = 0xa5;
-
-static bool cuda_ok(cudaError_t e, const char *what)
-{
-    if (e == cudaSuccess) return true;
-    fprintf(stderr, "selftest: %s: %s\n", what, cudaGetErrorString(e));
-    return false;
-}
 
 /* A region of `bytes` between two guard bands; `ptr` is 256-byte aligned. */
 struct guarded {
@@ -2815,28 +2979,38 @@ struct verdict {
     bool pass() const { return !bad_codes && !bad_scales && !guard; }
 };
 
-/* Quantizes x on the GPU (codes and scales poisoned first with `poison`), compares heads [h0, h1) with the reference
- * (all heads when h1 == 0). */
-static bool run_case(const std::vector<uint16_t> &x, int in_dtype, int rotate, int batch, int heads, int seq, int d,
-                     shared_scratch &scr, const std::vector<size_t> &check_heads, unsigned char poison, verdict &vd)
+/* Quantizes x on the GPU (codes and scales poisoned first with `poison`) and compares the heads check_heads names
+ * with the reference. n_x > 1: x holds n_x tensors of [batch, heads, seq, d], each in its own allocation, quantized
+ * by one evo_quantize_forward_multi call into one array of codes and of scales. */
+static bool run_case(const std::vector<uint16_t> &x, int n_x, int in_dtype, int rotate, int batch, int heads, int seq,
+                     int d, shared_scratch &scr, const std::vector<size_t> &check_heads, unsigned char poison,
+                     verdict &vd)
 {
-    const size_t n_heads = (size_t)batch * heads, head_elems = (size_t)seq * d, n = n_heads * head_elems;
-    const unsigned long long need = evo_quantize_scratch_bytes(in_dtype, rotate, batch, heads, seq, d);
+    const size_t n_heads = (size_t)n_x * batch * heads, head_elems = (size_t)seq * d, n = n_heads * head_elems;
+    const size_t per = n / (size_t)n_x; /* elements of one input */
+    const unsigned long long need = evo_quantize_scratch_bytes(in_dtype, rotate, n_x * batch, heads, seq, d);
     if (need == ~0ull) {
-        fprintf(stderr, "selftest: no plan for D=%d dtype %d rotate %d (%d,%d,%d)\n", d, in_dtype, rotate, batch, heads,
-                seq);
+        fprintf(stderr, "selftest: no plan for D=%d dtype %d rotate %d (%d,%d,%d)\n", d, in_dtype, rotate,
+                n_x * batch, heads, seq);
         return false;
     }
     if (!scr.fit(need)) return false;
-    guarded dx, dc, ds;
-    bool ok = dx.make(n * 2) && dc.make(n) && ds.make(n_heads * 4) &&
-              cuda_ok(cudaMemcpy(dx.ptr, x.data(), n * 2, cudaMemcpyHostToDevice), "cudaMemcpy") &&
-              cuda_ok(cudaMemset(dc.ptr, poison, n), "poison") &&
+    guarded dx[3], dc, ds;
+    bool ok = dc.make(n) && ds.make(n_heads * 4) && cuda_ok(cudaMemset(dc.ptr, poison, n), "poison") &&
               cuda_ok(cudaMemset(ds.ptr, 0xff, n_heads * 4), "poison");
-    ok = ok &&
-         cuda_ok((cudaError_t)evo_quantize_forward(dx.ptr, in_dtype, rotate, dc.ptr, (float *)ds.ptr, batch, heads, seq,
-                                                   d, need ? scr.ptr : nullptr, scr.bytes, 0),
-                 "evo_quantize_forward") &&
+    const void *xs[3] = {nullptr, nullptr, nullptr};
+    for (int i = 0; ok && i < n_x; i++) {
+        ok = dx[i].make(per * 2) &&
+             cuda_ok(cudaMemcpy(dx[i].ptr, x.data() + (size_t)i * per, per * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+        xs[i] = dx[i].ptr;
+    }
+    const int rc = !ok ? 0
+                   : n_x == 1
+                       ? evo_quantize_forward(xs[0], in_dtype, rotate, dc.ptr, (float *)ds.ptr, batch, heads, seq, d,
+                                              need ? scr.ptr : nullptr, scr.bytes, 0)
+                       : evo_quantize_forward_multi(xs, n_x, in_dtype, rotate, dc.ptr, (float *)ds.ptr, batch, heads,
+                                                    seq, d, need ? scr.ptr : nullptr, scr.bytes, 0);
+    ok = ok && cuda_ok((cudaError_t)rc, n_x == 1 ? "evo_quantize_forward" : "evo_quantize_forward_multi") &&
          cuda_ok(cudaDeviceSynchronize(), "kernel");
     std::vector<uint8_t> codes, want((size_t)head_elems);
     std::vector<float> scales(n_heads);
@@ -2844,7 +3018,8 @@ static bool run_case(const std::vector<uint16_t> &x, int in_dtype, int rotate, i
         codes.resize(n);
         ok = cuda_ok(cudaMemcpy(codes.data(), dc.ptr, n, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
              cuda_ok(cudaMemcpy(scales.data(), ds.ptr, n_heads * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
-        vd.guard = dx.guard_changes() + dc.guard_changes() + ds.guard_changes();
+        vd.guard = dc.guard_changes() + ds.guard_changes();
+        for (int i = 0; i < n_x; i++) vd.guard += dx[i].guard_changes();
     }
     for (size_t k = 0; ok && k < check_heads.size(); k++) {
         const size_t h = check_heads[k];
@@ -2861,7 +3036,7 @@ static bool run_case(const std::vector<uint16_t> &x, int in_dtype, int rotate, i
                 vd.bad_codes++;
             }
     }
-    dx.release();
+    for (int i = 0; i < n_x; i++) dx[i].release();
     dc.release();
     ds.release();
     return ok;
@@ -2895,7 +3070,7 @@ static bool run_checks(int *n_cases, int *failed)
                 make_input(x, head_elems, v.in_dtype, dist, (uint64_t)(vi * 100 + dist * 10) + (uint64_t)sh.s);
                 for (int rep = 0; rep < 2; rep++) {
                     verdict vd;
-                    if (!run_case(x, v.in_dtype, v.rotate, sh.b, sh.h, sh.s, v.head_dim, scr, all_heads(n_heads),
+                    if (!run_case(x, 1, v.in_dtype, v.rotate, sh.b, sh.h, sh.s, v.head_dim, scr, all_heads(n_heads),
                                   rep ? 0x5a : 0xa5, vd))
                         return false;
                     ++*n_cases;
@@ -2914,16 +3089,55 @@ static bool run_checks(int *n_cases, int *failed)
                    v.in_dtype ? "bf16" : "fp16", v.rotate, sh.b, sh.h, sh.s, N_DISTS, bad ? "FAIL" : "bit-exact");
         }
     }
+    /* Two and three inputs in one call (what a PyTorch op does with q, k, v): the same bits as one call each, every
+     * distribution mixed across the inputs, on odd and preset shapes. */
+    for (int vi = 0; vi < evo_export::n_qvariants; vi++) {
+        const evo_export::qvariant &v = evo_export::variants[vi];
+        int bad = 0, cases = 0;
+        for (const bhs &sh : shapes) {
+            for (int n_x = 2; n_x <= 3; n_x++) {
+                const size_t n_heads = (size_t)n_x * sh.b * sh.h, head_elems = (size_t)sh.s * v.head_dim;
+                const size_t per = (size_t)sh.b * sh.h * head_elems;
+                std::vector<uint16_t> x(n_heads * head_elems), part(per);
+                for (int i = 0; i < n_x; i++) { /* input i: distribution (shape + i) of the list */
+                    make_input(part, head_elems, v.in_dtype, (int)((sh.s + i) % N_DISTS),
+                               (uint64_t)(vi * 1000 + n_x * 100 + i) + (uint64_t)sh.s);
+                    std::copy(part.begin(), part.end(), x.begin() + (long)((size_t)i * per));
+                }
+                verdict vd;
+                if (!run_case(x, n_x, v.in_dtype, v.rotate, sh.b, sh.h, sh.s, v.head_dim, scr, all_heads(n_heads), 0xa5,
+                              vd))
+                    return false;
+                ++*n_cases, ++cases;
+                if (!vd.pass()) {
+                    bad++;
+                    printf("  FAIL  D=%d %s%s (%d,%d,%d) %d inputs in one call: %zu codes differ (first at %lld), %zu "
+                           "scales, %zu guard bytes\n",
+                           v.head_dim, v.in_dtype ? "bf16" : "fp16", v.rotate ? " rotate" : "", sh.b, sh.h, sh.s, n_x,
+                           vd.bad_codes, vd.first, vd.bad_scales, vd.guard);
+                }
+            }
+        }
+        *failed += bad;
+        printf("check  D=%-3d %-4s rotate=%d  2 and 3 inputs in one call, %d shapes  %s\n", v.head_dim,
+               v.in_dtype ? "bf16" : "fp16", v.rotate, cases / 2, bad ? "FAIL" : "bit-exact");
+    }
     /* The launcher's contract: refusals launch nothing. */
     const evo_export::qvariant &v0 = evo_export::variants[0];
     void *buf = nullptr;
     if (!cuda_ok(cudaMalloc(&buf, 1 << 20), "cudaMalloc")) return false;
     unsigned char *b = (unsigned char *)buf;
     const unsigned long long need = evo_quantize_scratch_bytes(v0.in_dtype, v0.rotate, 1, 1, 64, v0.head_dim);
+    const void *two_null[2] = {b, nullptr}, *four[4] = {b, b, b, b};
     struct refusal {
         const char *what;
         int rc;
     } refusals[] = {
+        {"a null second input", evo_quantize_forward_multi(two_null, 2, v0.in_dtype, v0.rotate, b + 65536,
+                                                           (float *)(b + 131072), 1, 1, 64, v0.head_dim, scr.ptr,
+                                                           scr.bytes, 0)},
+        {"four inputs", evo_quantize_forward_multi(four, 4, v0.in_dtype, v0.rotate, b + 65536, (float *)(b + 131072), 1,
+                                                   1, 64, v0.head_dim, scr.ptr, scr.bytes, 0)},
         {"head_dim 96", evo_quantize_forward(b, v0.in_dtype, v0.rotate, b + 65536, (float *)(b + 131072), 1, 1, 64, 96,
                                              scr.ptr, scr.bytes, 0)},
         {"in_dtype 2", evo_quantize_forward(b, 2, v0.rotate, b + 65536, (float *)(b + 131072), 1, 1, 64, v0.head_dim,
@@ -2947,7 +3161,7 @@ static bool run_checks(int *n_cases, int *failed)
                    (int)cudaErrorInvalidValue);
         }
     }
-    printf("check  launcher refuses a head dim, dtype, misaligned pointers, seq 0%s: %s\n",
+    printf("check  launcher refuses a head dim, dtype, misaligned pointers, seq 0, bad inputs of a multi call%s: %s\n",
            need ? ", a small scratch" : "", refused_wrongly ? "FAIL" : "ok");
     *failed += refused_wrongly;
     const bool ok = cuda_ok(cudaDeviceSynchronize(), "refusals");
@@ -3068,6 +3282,60 @@ static bool run_timing(const char *only, int reps, int *n_timed, int *failed)
                100.0 * copy_med / med, evo_us, vd.pass() ? "bit-exact" : "CODES DIFFER");
         ++*n_timed;
         if (!vd.pass()) ++*failed;
+        if (3 * sh.batch <= 65535) { /* q, k, v as a PyTorch op has them: three inputs, one call, against a copy of
+                                        three times the bytes; the output of the three checked on their last heads */
+            const unsigned long long need3 =
+                evo_quantize_scratch_bytes(sh.in_dtype, sh.rotate, 3 * sh.batch, sh.heads, sh.seq, sh.head_dim);
+            void *dx3[3] = {nullptr, nullptr, nullptr}, *dc3 = nullptr, *ds3 = nullptr, *copy3 = nullptr;
+            /* the copy moves what the call moves (3 x 2n bytes read, 3n written) as 4.5n bytes read and written:
+               from one half of its own buffer to the other */
+            const size_t copy3_bytes = (3 * n * 3 / 2 + 255) / 256 * 256;
+            ok = need3 != ~0ull && scr.fit(need3) && cuda_ok(cudaMalloc(&dc3, 3 * n), "cudaMalloc") &&
+                 cuda_ok(cudaMalloc(&ds3, 3 * n_heads * 4), "cudaMalloc") &&
+                 cuda_ok(cudaMalloc(&copy3, 2 * copy3_bytes), "cudaMalloc");
+            for (int i = 0; ok && i < 3; i++)
+                ok = cuda_ok(cudaMalloc(&dx3[i], n * 2), "cudaMalloc") &&
+                     cuda_ok(cudaMemcpy(dx3[i], x.data(), n * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+            const void *xs[3] = {dx3[0], dx3[1], dx3[2]};
+            auto quant3 = [&] {
+                return (cudaError_t)evo_quantize_forward_multi(xs, 3, sh.in_dtype, sh.rotate, dc3, (float *)ds3,
+                                                               sh.batch, sh.heads, sh.seq, sh.head_dim,
+                                                               need3 ? scr.ptr : nullptr, scr.bytes, 0);
+            };
+            auto copy3x = [&] {
+                return cudaMemcpyAsync((unsigned char *)copy3 + copy3_bytes, copy3, 3 * n * 3 / 2,
+                                       cudaMemcpyDeviceToDevice, 0);
+            };
+            std::vector<double> tq3, tc3;
+            ok = ok && time_reps(quant3, reps, flush, flush_bytes, tq3) && time_reps(copy3x, reps, flush, flush_bytes, tc3);
+            size_t bad = 0;
+            if (ok) { /* each input's last head equals the single call's */
+                std::vector<uint8_t> c3(3 * n);
+                std::vector<float> s3(3 * n_heads);
+                ok = cuda_ok(cudaMemcpy(c3.data(), dc3, 3 * n, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
+                     cuda_ok(cudaMemcpy(s3.data(), ds3, 3 * n_heads * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+                std::vector<uint8_t> want(head_elems);
+                float s = 0;
+                reference_head(&x[(n_heads - 1) * head_elems], sh.in_dtype, sh.rotate, (size_t)sh.seq, sh.head_dim,
+                               want.data(), &s);
+                for (int i = 0; ok && i < 3; i++) {
+                    const size_t h = (size_t)(i + 1) * n_heads - 1;
+                    bad += float_bits(s) != float_bits(s3[h]);
+                    for (size_t e = 0; e < head_elems; e++) bad += c3[h * head_elems + e] != want[e];
+                }
+            }
+            for (void *pv : dx3) cudaFree(pv);
+            cudaFree(dc3);
+            cudaFree(ds3);
+            cudaFree(copy3);
+            if (!ok) break;
+            const double m3 = tq3[(size_t)reps / 2], c3m = tc3[(size_t)reps / 2];
+            snprintf(spread, sizeof spread, "%.2f..%.2f", percentile(tq3, 1, 10), percentile(tq3, 9, 10));
+            printf("%-34s %10.2f %16s %8.0f %10.2f %7.1f%% %9s  %s\n", "  q, k, v: 3 inputs, one call", m3, spread,
+                   9.0 * (double)n / (m3 * 1e-6) / 1e9, c3m, 100.0 * c3m / m3, "-", bad ? "CODES DIFFER" : "bit-exact");
+            ++*n_timed;
+            if (bad) ++*failed;
+        }
     }
     cudaFree(scr.ptr);
     cudaFree(flush);
@@ -3079,47 +3347,14 @@ static bool run_timing(const char *only, int reps, int *n_timed, int *failed)
 int main(int argc, char **argv)
 {
     using namespace evo_qselftest;
-    bool check_only = false;
-    const char *only = nullptr;
-    int reps = evo_export::timing_repetitions;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--check-only")) {
-            check_only = true;
-        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
-            only = argv[++i];
-        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
-            reps = atoi(argv[++i]);
-        } else {
-            fprintf(stderr, "usage: %s [--check-only] [--shape NAME] [--reps N]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (reps < 1) reps = 1;
-    int n_dev = 0, driver = 0, runtime = 0;
-    cudaError_t e = cudaGetDeviceCount(&n_dev);
-    if (e != cudaSuccess || n_dev == 0) {
-        fprintf(stderr, "selftest: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-        return 2;
-    }
-    cudaDeviceProp prop;
-    cudaGetDeviceProperties(&prop, 0);
-    cudaDriverGetVersion(&driver);
-    cudaRuntimeGetVersion(&runtime);
-    printf("genome  %s\nkey %s, arch %s\ndevice  %s (sm_%d%d, %d SMs), driver %d, runtime %d\n\n", EVO_EXPORT_GENOME,
-           EVO_EXPORT_KEY, EVO_EXPORT_ARCH, prop.name, prop.major, prop.minor, prop.multiProcessorCount, driver,
-           runtime);
+    evo_selftest_main::start_info s;
+    if (!evo_selftest_main::start(argc, argv, evo_export::timing_repetitions, s)) return 2;
+    printf("genome  %s\nkey %s, arch %s\ndevice  %s (sm_%d%d, %d SMs), s.driver %d, s.runtime %d\n\n", EVO_EXPORT_GENOME,
+           EVO_EXPORT_KEY, EVO_EXPORT_ARCH, s.prop.name, s.prop.major, s.prop.minor, s.prop.multiProcessorCount, s.driver,
+           s.runtime);
     int n_cases = 0, n_timed = 0, failed = 0;
     if (!run_checks(&n_cases, &failed)) return 1;
-    if (!check_only && !run_timing(only, reps, &n_timed, &failed)) return 1;
-    if (only && n_timed == 0 && !check_only) {
-        fprintf(stderr, "selftest: no timed shape is called '%s'\n", only);
-        return 2;
-    }
-    if (failed) {
-        printf("\nself-test FAILED: %d of %d checks\n", failed, n_cases + n_timed);
-        return 1;
-    }
-    printf("\nself-test passed: %d bit-exact checks, %d shapes timed\n", n_cases, n_timed);
-    return 0;
+    if (!s.a.check_only && !run_timing(s.a.only, s.a.reps, &n_timed, &failed)) return 1;
+    return evo_selftest_main::finish(s.a, n_cases, n_timed, failed, "bit-exact checks");
 }
 #endif /* EVO_SELFTEST */
