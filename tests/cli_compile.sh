@@ -22,7 +22,7 @@ expect_rc() { [ "$rc" = "$1" ] || fail "$2: exit $rc, expected $1 (stderr: $(cat
 expect_err() { grep -qF -- "$1" "$tmp/err" || fail "$2: stderr lacks '$1' (got: $(cat "$tmp/err"))"; }
 
 for arch in ${EVO_TEST_ARCHS:-sm_80 sm_89 sm_90}; do
-  run compile --config "$SRC/configs/default.yaml" --sample 24 --arch "$arch" --json
+  run compile --config "$SRC/configs/family0.yaml" --sample 24 --arch "$arch" --json
   expect_rc 0 "sample $arch"
   cp "$tmp/out" "$tmp/$arch.json"
   python3 - "$tmp/$arch.json" "$arch" <<'PY' || fail "sample $arch: content"
@@ -65,27 +65,27 @@ done
 
 # One genome, as text; the same genome again is a cache hit.
 g="TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
-run compile --config "$SRC/configs/default.yaml" --genome "$g" --arch sm_90
+run compile --config "$SRC/configs/family0.yaml" --genome "$g" --arch sm_90
 expect_rc 0 "genome"
 grep -q "^OK .*d64: [0-9]* r / 20480 B / 0 B, d128: [0-9]* r / 40960 B / 0 B" "$tmp/out" || fail "genome: line ($(cat "$tmp/out"))"
-run compile --config "$SRC/configs/default.yaml" --genome "$g" --arch sm_90 --json
+run compile --config "$SRC/configs/family0.yaml" --genome "$g" --arch sm_90 --json
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["candidates"][0]["cache_hit"] is True' "$tmp/out" ||
   fail "genome: second compile is not a cache hit"
 
 # Bad input: exit 2 with the knob or option named.
-run compile --config "$SRC/configs/default.yaml" --genome "${g/TILE_M=64/TILE_Q=64}"
+run compile --config "$SRC/configs/family0.yaml" --genome "${g/TILE_M=64/TILE_Q=64}"
 expect_rc 2 "unknown knob"
 expect_err "TILE_Q"
-run compile --config "$SRC/configs/default.yaml" --genome "${g/TILE_N=64/TILE_N=48}"
+run compile --config "$SRC/configs/family0.yaml" --genome "${g/TILE_N=64/TILE_N=48}"
 expect_rc 2 "value outside the domain"
 expect_err "TILE_N"
-run compile --config "$SRC/configs/default.yaml" --sample 0
+run compile --config "$SRC/configs/family0.yaml" --sample 0
 expect_rc 2 "sample 0"
-run compile --config "$SRC/configs/default.yaml" --arch sm_42 --genome "$g"
+run compile --config "$SRC/configs/family0.yaml" --arch sm_42 --genome "$g"
 expect_rc 2 "unknown arch"
 expect_err "sm_42"
 # A genome the space allows but this arch cannot run: rejected before compiling, exit 2 with the reason.
-run compile --config "$SRC/configs/default.yaml" --genome "${g/QK_8BIT=0/QK_8BIT=1}" --arch sm_80
+run compile --config "$SRC/configs/family0.yaml" --genome "${g/QK_8BIT=0/QK_8BIT=1}" --arch sm_80
 expect_rc 2 "e4m3 mma on sm_80"
 expect_err "INVALID: QK_8BIT=1 with e4m3 needs the FP8 mma of sm_89"
 

@@ -39,7 +39,7 @@ checks=$((checks + 1)); cmp -s "$QSRC" dest/pkg/quantize_fp8-sm_90-4a2ad3fb.cu |
 expect_line dest/pkg/evo_fp8.py "ATTENTION_CU = \"$K\"" "module: attention file"
 expect_line dest/pkg/evo_fp8.py 'QUANTIZE_CU = "quantize_fp8-sm_90-4a2ad3fb.cu"' "module: quantizer file"
 expect_line dest/pkg/evo_fp8.py 'GENOME = "TILE_M=128,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=1,F16_SMEM=1,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"' "module: genome"
-expect_line dest/pkg/evo_fp8.py 'QUANT_GENOME = "VEC=32,WARPS=4,MODE=7,CLUSTER=1,KEEP=0,UNROLL=2,ITERS=1,CVT=1,CACHE=1,FUSED_ROT=1,SLACK=2"' "module: quantizer genome"
+expect_line dest/pkg/evo_fp8.py 'QUANT_GENOME = "VEC=32,WARPS=8,MODE=3,CLUSTER=1,KEEP=0,UNROLL=4,ITERS=1,CVT=1,CACHE=1,FUSED_ROT=1,SLACK=4"' "module: quantizer genome"
 expect_line dest/pkg/evo_fp8.py 'ARCH = "sm_90"' "module: arch"
 expect_line dest/pkg/evo_fp8.py 'ATTN_FORMAT = "e4m3"' "module: format"
 expect_line dest/pkg/evo_fp8.py 'ATTN_HEAD_DIMS = "64,128"' "module: head dims"

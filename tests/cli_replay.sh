@@ -95,14 +95,14 @@ PY
 
 # "seeds": the default config's seeds projected onto the replay space (it has no large-problem variant). One
 # generation as large as the baseline and the seeds evaluates exactly those ("seeds only"); then hill climbing.
-{ cat "$C"; echo "seeds:"; sed -n 's/^  - "\(TILE_M=.*\)"$/  - "\1"/p' "$SRC/configs/default.yaml" |
+{ cat "$C"; echo "seeds:"; sed -n 's/^  - "\(TILE_M=.*\)"$/  - "\1"/p' "$SRC/configs/family0.yaml" |
     sed 's/BIG_TILE_M=[0-9]*/BIG_TILE_M=0/'; } >"$tmp/seeds.yaml"
 run only --config "$tmp/seeds.yaml" --strategy seeds --seed 1 --population 5 --generations 1 ||
   fail "seeds only: $(cat "$tmp/only.out")"
 run hill --strategy seeds --seed 1 --population 16 --generations 4 || fail "seeds strategy: $(cat "$tmp/hill.out")"
 run local0 --config "$tmp/seeds.yaml" --strategy ga --seed 1 --population 16 --generations 2 ||
   fail "ga on seeds: $(cat "$tmp/local0.out")"
-python3 - "$tmp" "$R" "$SRC/configs/default.yaml" <<'PY' || fail "seeds strategy by replay"
+python3 - "$tmp" "$R" "$SRC/configs/family0.yaml" <<'PY' || fail "seeds strategy by replay"
 import re, sqlite3, sys
 tmp, replay, default = sys.argv[1:4]
 best = sqlite3.connect(replay).execute("SELECT max(fitness) FROM evaluations WHERE verdict='OK'").fetchone()[0]
@@ -174,7 +174,7 @@ assert ins["evaluations"] == 0, ins["evaluations"]
 assert all(x["n"] == 0 and x["failed"] == 0 for x in ins["values"])
 print("replay: 16 NOT_RECORDED, none counted by insights")
 PY
-"$EVO" run --replay "$R" --config "$SRC/configs/default.yaml" --db "$tmp/dflt.db" --seed 1 --population 10 \
+"$EVO" run --replay "$R" --config "$SRC/configs/family0.yaml" --db "$tmp/dflt.db" --seed 1 --population 10 \
   --generations 2 --strategy random >"$tmp/dflt.out" 2>&1 || fail "replay with the default config: $(cat "$tmp/dflt.out")"
 grep -q "NOT_RECORDED" "$tmp/dflt.out" && ! grep -qi nan "$tmp/dflt.out" || fail "default config: $(cat "$tmp/dflt.out")"
 

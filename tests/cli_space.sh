@@ -22,7 +22,7 @@ expect_out() { grep -qF -- "$1" "$tmp/out" || fail "$2: stdout lacks '$1'"; }
 expect_err() { grep -qF -- "$1" "$tmp/err" || fail "$2: stderr lacks '$1' (got: $err)"; }
 
 # The default space, as text.
-run space --config "$SRC/configs/default.yaml"
+run space --config "$SRC/configs/family0.yaml"
 expect_rc 0 "default"
 expect_out "task:     attention_fp8" "default"
 expect_out "knobs (14):" "default"
@@ -37,7 +37,7 @@ expect_out "valid:    81840 (9.87%)" "default"
 [ -z "$err" ] || fail "default: stderr not empty: $err"
 
 # The same as JSON.
-run space --config "$SRC/configs/default.yaml" --json
+run space --config "$SRC/configs/family0.yaml" --json
 expect_rc 0 "json"
 if command -v python3 >/dev/null; then
   python3 - "$tmp/out" <<'EOF' || fail "json: content"
@@ -91,7 +91,7 @@ expect_err "see 'evo help space'" "bad option"
 run space --config
 expect_rc 2 "option without value"
 expect_err "option '--config' is unknown or needs a value" "option without value"
-run space "$SRC/configs/default.yaml"
+run space "$SRC/configs/family0.yaml"
 expect_rc 2 "stray argument"
 expect_err "unexpected argument" "stray argument"
 run space --help
@@ -109,9 +109,15 @@ expect_out "valid:    91824 (10.54%)" "arch sm_90"
 grep -q "keeps to" "$tmp/out" && fail "arch sm_90: a rule was added"
 run space --config "$SRC/configs/hopper.yaml"
 expect_out "valid:    91824 (10.54%)" "no arch"
-run space --config "$SRC/configs/default.yaml" --arch sm_80
+run space --config "$SRC/configs/family0.yaml" --arch sm_80
 expect_rc 0 "default, arch sm_80"
 grep -q "keeps to" "$tmp/out" && fail "default, arch sm_80: a rule was added to a space of one family"
+# the shipped default holds both families: on sm_80 the search keeps to family 0, on sm_90 it walks both
+run space --config "$SRC/configs/default.yaml" --arch sm_80
+expect_rc 0 "default.yaml, arch sm_80"
+expect_out "valid:    81840 (9.40%)" "default.yaml, arch sm_80"
+run space --config "$SRC/configs/default.yaml" --arch sm_90
+expect_out "valid:    91824 (10.54%)" "default.yaml, arch sm_90"
 run space --arch sm_70
 expect_rc 2 "arch sm_70"
 expect_err "space: --arch takes sm_80, sm_86, sm_89 or sm_90, not 'sm_70'" "arch sm_70"

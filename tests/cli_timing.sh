@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cli_timing.sh — measurement and gate coverage without a GPU: `evo check` runs the compile gate and prints its log
 # where there is no driver (exit 1, or 2 when the file does not compile); the fake worker, given a config, reports
-# the gate cases of cases.h (the softmax scale 0.07 and S = 4097 of configs/default.yaml among them); `evo check
+# the gate cases of cases.h (the softmax scale 0.07 and S = 4097 of configs/family0.yaml among them); `evo check
 # --retime N` summarizes N rounds; `evo run` re-times its elites at the end and `evo elite --show` prints their
 # intervals and the re-timing; the store migrates to schema 3 with the replay fixture reading the same.
 # Run: bash tests/cli_timing.sh build/evo .
@@ -53,7 +53,7 @@ fi
 
 # ---- the fake worker reports the gate cases of the config: the second scale, the long sequence ----
 export EVO_FAKE_WORKER=ok
-run check "$SRC/tests/planted/good.cu" --config "$SRC/configs/default.yaml" --json
+run check "$SRC/tests/planted/good.cu" --config "$SRC/configs/family0.yaml" --json
 expect_rc 0 "fake check"
 t [ "$(json 'd["detail"]["cases"]["axes"]["softmax_scale"]')" = "[0, 0.07]" ] || fail "cases: softmax scales: $out"
 t [ "$(json 'd["detail"]["cases"]["axes"]["causal"]')" = "[False, True]" ] || fail "cases: causal: $out"
@@ -64,15 +64,15 @@ t [ "$(json 'd["detail"]["cases"]["checked"]')" = 782 ] || fail "cases: count: $
 t [ "$(json 'round(d["speedup_lo"], 4)')" = 0.993 ] || fail "check: interval: $out"
 
 # ---- --retime N: the rounds and their summary ----
-run check "$SRC/tests/planted/good.cu" --config "$SRC/configs/default.yaml" --retime 4
+run check "$SRC/tests/planted/good.cu" --config "$SRC/configs/family0.yaml" --retime 4
 expect_rc 0 "retime"
 expect_out_has "re-timed 4 times in one worker" "retime"
 expect_out_has "fitness mean 1.0503, CV 0.096 %; worst shape spread +-0.10 %; timing cost per candidate 0.020 s" \
   "retime summary"
-run check "$SRC/tests/planted/good.cu" --config "$SRC/configs/default.yaml" --retime 4 --json
+run check "$SRC/tests/planted/good.cu" --config "$SRC/configs/family0.yaml" --retime 4 --json
 t [ "$(json 'd["retime_summary"]["rounds"]')" = 4 ] || fail "retime --json: rounds"
 t [ "$(json 'len(d["detail"]["retime"]["rounds"])')" = 4 ] || fail "retime --json: detail rounds"
-run check "$SRC/tests/planted/good.cu" --config "$SRC/configs/default.yaml" --retime 0
+run check "$SRC/tests/planted/good.cu" --config "$SRC/configs/family0.yaml" --retime 0
 expect_rc 2 "retime 0"
 expect_err_has "--retime: '0' is not a count from 1 to 100" "retime 0"
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# cli_variants.sh — every kernel committed to variants/ builds with plain nvcc both ways: `nvcc -arch=sm_90 -c` and
+# cli_variants.sh — every kernel committed to variants/ builds with plain nvcc both ways, for the target its header
+# names (`nvcc -arch=sm_90 -c`, or the sm_90a gencode form), and
 # with -DEVO_SELFTEST to an executable (running it needs a GPU: see docs/usage.md). Exits 77 (skipped) when nvcc
 # is not found. Run: bash tests/cli_variants.sh build/evo .   (ctest runs it)
 set -u
@@ -27,8 +28,11 @@ for f in "${files[@]}"; do
   i=$((i + 1))
   mkdir -p "$T/$i" && cp "$f" "$T/$i/"
   g=$T/$i/$(basename "$f")
-  ("$NVCC" -arch=sm_90 -O3 -c "$g" -o "$T/$i/k.o" >"$T/$i/obj.log" 2>&1; echo $? >"$T/$i/obj.rc") &
-  ("$NVCC" -arch=sm_90 -O3 -DEVO_SELFTEST "$g" -o "$T/$i/selftest" >"$T/$i/selftest.log" 2>&1
+  # the target the file's header names (-arch=sm_90, or the gencode form for sm_90a's wgmma kernels)
+  tgt=$(sed -n 's/^ \*   nvcc \(-[^ ]*\) -O3 -c .*/\1/p' "$f" | head -1)
+  [ -n "$tgt" ] || tgt=-arch=sm_90
+  ("$NVCC" "$tgt" -O3 -c "$g" -o "$T/$i/k.o" >"$T/$i/obj.log" 2>&1; echo $? >"$T/$i/obj.rc") &
+  ("$NVCC" "$tgt" -O3 -DEVO_SELFTEST "$g" -o "$T/$i/selftest" >"$T/$i/selftest.log" 2>&1
    echo $? >"$T/$i/selftest.rc") &
   wait
   for kind in obj selftest; do

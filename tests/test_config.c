@@ -1,4 +1,4 @@
-/* test_config.c — the YAML configuration: configs/default.yaml parses to the documented values, defaults fill
+/* test_config.c — the YAML configuration: configs/family0.yaml parses to the documented values, defaults fill
  * what a minimal config leaves out, and every bad fixture in tests/data/config/ fails with EVO_E_CONFIG and a
  * message naming file:line:column and the key. Run: ctest -R test_config (or build/tests/test_config). */
 #include "check.h"
@@ -35,7 +35,7 @@ static void check_shape(const evo_shape *s, const char *name, int b, int h, int 
 
 static void test_default(void)
 {
-    evo_config *c = load(EVO_SOURCE_DIR "/configs/default.yaml");
+    evo_config *c = load(EVO_SOURCE_DIR "/configs/family0.yaml");
     if (!c) return;
     CHECK_STR(c->task, "attention_fp8");
     CHECK_EQ_INT(evo_config_option(c, "format", -1), 0); /* e4m3 */
@@ -43,7 +43,7 @@ static void test_default(void)
     CHECK_NEAR(evo_config_option(c, "softmax_scale", -1), 0.0, 0);
     CHECK_NEAR(evo_config_option(c, "no_such_option", -7), -7.0, 0);
     CHECK(c->text && strstr(c->text, "task: attention_fp8"));
-    CHECK_CONTAINS(c->path, "configs/default.yaml");
+    CHECK_CONTAINS(c->path, "configs/family0.yaml");
 
     const evo_space *s = c->space;
     static const char *const knobs[] = {"TILE_M",   "TILE_N",      "WARPS_M",    "WARPS_N",   "STAGES",
@@ -573,7 +573,7 @@ static void test_conditional_hopper(void)
     bool exact = false;
     CHECK_EQ_INT(evo_space_count(s, 10000000, &total, &valid, &exact, NULL), EVO_OK);
     CHECK_EQ_INT(total, 829440 + 41472); /* the family-0 domains' product + the H_ domains' product */
-    CHECK_EQ_INT(valid, 81840 + 9984);   /* configs/default.yaml's valid count + family 1's */
+    CHECK_EQ_INT(valid, 81840 + 9984);   /* configs/family0.yaml's valid count + family 1's */
     CHECK(exact);
     /* the baseline (family 0): 15 active knobs; the fifth seed (family 1): 13 */
     const uint32_t b = evo_space_active(s, &c->baseline), f1 = evo_space_active(s, &c->seeds[4]);

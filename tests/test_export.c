@@ -1,6 +1,6 @@
 /* test_export.c — `evo export`'s engine: which candidate is picked (best, by id, refusals), and the text of the
  * exported file (provenance, verbatim ABI and template, instantiations, variant table, harness) on a store made
- * with real genomes of configs/default.yaml. Run: build/tests/test_export (ctest runs it).
+ * with real genomes of configs/family0.yaml. Run: build/tests/test_export (ctest runs it).
  * Also the fixture maker of tests/cli_export*.sh: `test_export --fixture e4m3|u8sim|empty FILE` prints
  * "NAME KEY ID" for each candidate it stored; `test_export --fixture genome FILE CONFIG GENOME` stores one finished
  * run of CONFIG (any task) on sm_90 with its baseline (1.0x) and GENOME (1.5x, the best), and prints GENOME's key
@@ -54,11 +54,11 @@ static char *config_text(int fmt)
 {
     char *text = NULL;
     evo_err err = {0};
-    if (evo_read_file(EVO_SOURCE_DIR "/configs/default.yaml", &text, NULL, &err) != EVO_OK) die("config", &err);
+    if (evo_read_file(EVO_SOURCE_DIR "/configs/family0.yaml", &text, NULL, &err) != EVO_OK) die("config", &err);
     if (fmt == EVO_FORMAT_U8SIM) {
         char *at = strstr(text, "format: e4m3");
-        if (!at) die("configs/default.yaml has no 'format: e4m3' line", NULL);
-        if (at[12] != ' ') die("configs/default.yaml: 'format: e4m3' is not followed by a space", NULL);
+        if (!at) die("configs/family0.yaml has no 'format: e4m3' line", NULL);
+        if (at[12] != ' ') die("configs/family0.yaml: 'format: e4m3' is not followed by a space", NULL);
         memcpy(at, "format: u8sim", 13); /* one character longer: it takes the place of that space */
     }
     return text;
@@ -107,7 +107,7 @@ static void put_eval(evo_store *st, const evo_config *cfg, const char *ss, int64
     free(r);
 }
 
-/* One finished run of configs/default.yaml (format fmt) on sm_90: A (1.84x, the D=128 rule applies), the baseline
+/* One finished run of configs/family0.yaml (format fmt) on sm_90: A (1.84x, the D=128 rule applies), the baseline
  * (1.0x), an INCORRECT genome, one measured with another template (1.2x, its key shares A's first 4 hex digits),
  * one whose stored key is not what its genome renders to (1.1x), and an `evo check` file outside the run (2.5x). */
 static void make_fixture(const char *path, int fmt, fixture *fx)
@@ -115,7 +115,7 @@ static void make_fixture(const char *path, int fmt, fixture *fx)
     evo_err err = {0};
     char *text = config_text(fmt);
     evo_config *cfg = NULL;
-    if (evo_config_parse("configs/default.yaml", text, strlen(text), &cfg, &err) != EVO_OK) die("parse", &err);
+    if (evo_config_parse("configs/family0.yaml", text, strlen(text), &cfg, &err) != EVO_OK) die("parse", &err);
     evo_store *st = NULL;
     if (evo_store_open(path, EVO_STORE_READWRITE, &st, &err) != EVO_OK) die("open", &err);
     char ss[65];
@@ -126,7 +126,7 @@ static void make_fixture(const char *path, int fmt, fixture *fx)
                        .task = "attention_fp8",
                        .arch = "sm_90",
                        .shape_set = ss,
-                       .config_path = "configs/default.yaml",
+                       .config_path = "configs/family0.yaml",
                        .config_text = text,
                        .strategy = "ga",
                        .seed = 1,
@@ -773,7 +773,7 @@ static void test_render_errors(const fixture *fx)
     CHECK_CONTAINS(err.msg, "run 1 stored no config text");
     src.run.config_text = evo_strdup("task: attention_fp8\nformat: e4m4\n");
     CHECK_EQ_INT(evo_export_render(&src, NULL, &out, &err), EVO_E_CONFIG);
-    CHECK_CONTAINS(err.msg, "the config stored with run 1: configs/default.yaml:2:");
+    CHECK_CONTAINS(err.msg, "the config stored with run 1: configs/family0.yaml:2:");
     free(src.run.config_text);
     src.run.config_text = saved;
     char *genome = src.cand.genome;
@@ -822,7 +822,7 @@ static void test_launch_knob_keys(void)
     const evo_task *att = evo_task_find("attention_fp8");
     CHECK(att->launch_knobs == NULL);
     char *atext = config_text(EVO_FORMAT_E4M3);
-    if (evo_config_parse("configs/default.yaml", atext, strlen(atext), &cfg, &err) != EVO_OK) die("parse", &err);
+    if (evo_config_parse("configs/family0.yaml", atext, strlen(atext), &cfg, &err) != EVO_OK) die("parse", &err);
     evo_genome g;
     if (evo_genome_parse(cfg->space, GENOME_A, &g, &err) != EVO_OK) die("genome", &err);
     char key[65];

@@ -5,7 +5,7 @@
 #include "cases.h"
 #include "check.h"
 
-#define AN_PROBES 5 /* heads, needle, last_key, moderate, integers: configs/default.yaml's correctness.probes */
+#define AN_PROBES 5 /* heads, needle, last_key, moderate, integers: configs/family0.yaml's correctness.probes */
 #include "config.h"
 #include "noise.h"
 #include "timing.h"
@@ -118,7 +118,7 @@ static void test_cases(void)
 {
     evo_config *cfg = NULL;
     evo_err err = {0};
-    CHECK_EQ_INT(evo_config_load(EVO_SOURCE_DIR "/configs/default.yaml", &cfg, &err), EVO_OK);
+    CHECK_EQ_INT(evo_config_load(EVO_SOURCE_DIR "/configs/family0.yaml", &cfg, &err), EVO_OK);
     if (!cfg) return;
     evo_gate_case *c = NULL;
     const int n = evo_gate_cases(cfg, false, &c);

@@ -88,7 +88,8 @@ const evo_cli_opt evo_cli_opts_export[] = {
     {"dispatch", 'P', no_argument, false, NULL,
      "one file with the winner of every dispatch bucket (evo elite --show --per-shape)\n"
      "and a launcher that picks among them by the problem; default name\n"
-     "variants/<task>-<arch>-dispatch.cu; with --torch DIR, into DIR with the PyTorch op"},
+     "variants/<task>-<arch>-dispatch.cu (-dispatch-CLASS.cu for a class other than\n"
+     "exact); with --torch DIR, into DIR with the PyTorch op"},
     {"accuracy", 'C', required_argument, false, "CLASS",
      "with --best or --dispatch: the class to take it from (default exact; attention:\n"
      "exact, fp8)"},

@@ -259,6 +259,9 @@ void evo_export_dispatch_free(evo_export_dispatch_ctx *d)
 
 void evo_export_dispatch_default_name(const evo_export_dispatch_ctx *d, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s-%s-dispatch.cu", d->scope.task ? d->scope.task : "kernel",
-             d->scope.arch ? d->scope.arch : "sm");
+    /* the exact class keeps the plain name (the op's default); another class says itself, so that the files of
+     * both classes can sit side by side in variants/ */
+    const bool exact = !d->accuracy[0] || strcmp(d->accuracy, EVO_ACCURACY_EXACT) == 0;
+    snprintf(buf, n, "%s-%s-dispatch%s%s.cu", d->scope.task ? d->scope.task : "kernel",
+             d->scope.arch ? d->scope.arch : "sm", exact ? "" : "-", exact ? "" : d->accuracy);
 }

@@ -1,0 +1,2924 @@
+/* attention_fp8-sm_90-dispatch-fp8.cu — FP8 attention forward kernels found by evo: the winner of every bucket of
+ * problems, one launcher that picks among them. Standalone: plain nvcc builds it.
+ *
+ *   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -c attention_fp8-sm_90-dispatch-fp8.cu                                  the launcher, to link
+ *   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -shared -Xcompiler -fPIC attention_fp8-sm_90-dispatch-fp8.cu -o libevo_attn.so    for ctypes
+ *   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -DEVO_SELFTEST attention_fp8-sm_90-dispatch-fp8.cu -o selftest && ./selftest    check and time
+ *   (selftest [--check-only] [--shape NAME] [--reps N]; exit 0 only when every check passed)
+ *
+ * Launcher: evo_attention_forward as in every exported attention file (evo_attention_abi.h's layout and
+ * formats; returns the launch's cudaError_t, cudaErrorInvalidValue for a head dim no entry serves), plus
+ *   int evo_attention_dispatch(int batch, int heads, int seq, int head_dim, int causal);  the entry it runs
+ *   int evo_attention_entries(void);  const char *evo_attention_entry_genome(int entry);
+ *
+ * Dispatch (attn_dispatch_host.h below): a problem is in bucket (head dim, causal, seq class, batch·heads
+ * class), classes powers of two (seq 1..256, 257..512, 513..1024, ...; batch·heads 1..8, 9..16, 17..32,
+ * ...), and runs its bucket's winner. A problem in no bucket of the table runs the nearest bucket of its
+ * head dim: the same causal setting first, then the fewest class steps |Δseq| + |Δbatch·heads|, then the
+ * fewest seq steps, then the smaller bucket. Within the entry, the variant is chosen as in a single file
+ * (head dim; the large-problem variant when its grid fills the device).
+ *
+ * Buckets, from the per-shape elites of attention_fp8 on sm_90, accuracy class fp8 (evo elite --show
+ * --per-shape): each bucket's winner is the candidate with the least total median time over the
+ * bucket's timed shapes.
+ *
+ *   bucket                                   entry key      class    speedup median µs  shapes; GPU
+ *   d64 non-causal seq 257..512 bh 1..8          0 ae088aca fp8       1.026x       7.26  mission(1,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 9..16         0 ae088aca fp8       1.034x       7.58  small(2,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 9..16       1 b34b6fd5 fp8       1.400x      48.35  long(2,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 17..32      1 b34b6fd5 fp8       1.361x      92.78  stress(4,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 8193..16384 bh 9..16      2 f4a8299f fp8       1.454x    2600.23  b1h16s16k(1,16,16384,64); NVIDIA H200
+ *   d64 causal seq 8193..16384 bh 9..16          2 f4a8299f fp8       1.512x    1298.88  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
+ *   d128 non-causal seq 257..512 bh 9..16        0 ae088aca fp8       1.061x      10.50  wide(2,8,512,128); NVIDIA H200
+ *   d128 non-causal seq 2049..4096 bh 33..64     1 b34b6fd5 fp8       2.010x     841.37  b4h16s4k(4,16,4096,128); NVIDIA H200
+ *   d128 causal seq 2049..4096 bh 33..64         3 c8daf454 fp8       1.926x     467.41  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
+ *
+ * Entries
+ *   entry 0: candidate 30, key ae088acae94fe7cb8ed88c73e9f96f1044fdcdb6dbe0116df3dd9f00ce016e29, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=3,H_PIPE=2,H_QK_MODE=1,H_V_PATH=0,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
+ *     measured    run 1 generation 1, NVIDIA H200, 2026-11-28T21:32:38Z
+ *     template    attention_fp8_sm90.cu, SHA-256 7b75a779056c4dc4f2508b53c0295bd3ef4cf50cb1d97c4c2b7cfd2aa8fa8f62
+ *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
+ *     key check   the compile key recomputed at export equals the stored one
+ *     head dim  64: evo_attn_sm90<64,64,1,128,3,2,1,0,1,0,0,56,1>, 256 threads, 64 rows per block, 79040 bytes of smem
+ *     head dim 128: evo_attn_sm90<128,64,1,128,3,2,1,0,1,0,0,56,1>, 256 threads, 64 rows per block, 156864 bytes of smem
+ *   entry 1: candidate 17, key b34b6fd5fee24758809e82dcfc50f73813b542bbef9d5e65d98d38249d9a01bb, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=3,H_PIPE=2,H_QK_MODE=1,H_V_PATH=0,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-28T21:32:30Z
+ *     template    attention_fp8_sm90.cu, SHA-256 7b75a779056c4dc4f2508b53c0295bd3ef4cf50cb1d97c4c2b7cfd2aa8fa8f62
+ *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
+ *     key check   the compile key recomputed at export equals the stored one
+ *     head dim  64: evo_attn_sm90<64,64,2,128,3,2,1,0,1,1,0,56,1>, 384 threads, 128 rows per block, 83136 bytes of smem
+ *     head dim 128: evo_attn_sm90<128,64,2,128,3,2,1,0,1,1,0,56,1>, 384 threads, 128 rows per block, 165056 bytes of smem
+ *   entry 2: candidate 16, key f4a8299f3ff4baf22de06abd4c77c6dd19a7768028a61d5bd7ca8cc51d8cb5da, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=64,H_STAGES=3,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-28T21:32:29Z
+ *     template    attention_fp8_sm90.cu, SHA-256 7b75a779056c4dc4f2508b53c0295bd3ef4cf50cb1d97c4c2b7cfd2aa8fa8f62
+ *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
+ *     key check   the compile key recomputed at export equals the stored one
+ *     head dim  64: evo_attn_sm90<64,64,2,64,3,2,1,1,1,1,0,56,0>, 384 threads, 128 rows per block, 83136 bytes of smem
+ *   entry 3: candidate 35, key c8daf454c4ab89370b9b33d6f1784bc4fbe14b5abdceee5a8f015e478ca1e847, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=3,H_PIPE=2,H_QK_MODE=1,H_V_PATH=0,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
+ *     measured    run 1 generation 1, NVIDIA H200, 2026-11-28T21:32:44Z
+ *     template    attention_fp8_sm90.cu, SHA-256 7b75a779056c4dc4f2508b53c0295bd3ef4cf50cb1d97c4c2b7cfd2aa8fa8f62
+ *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
+ *     key check   the compile key recomputed at export equals the stored one
+ *     head dim 128: evo_attn_sm90<128,64,2,128,3,2,1,0,1,0,0,56,1>, 384 threads, 128 rows per block, 165056 bytes of smem
+ *
+ * Tolerances and timing settings of the self-test: the config of run 1 (the latest).
+ * Exported 2026-11-28T21:32:53Z by evo 0.1.0.
+ */
+
+#include <cuda_runtime.h>
+
+/* ==== evo_attention_abi.h, verbatim ==== */
+/* evo_attention_abi.h — the ABI of every attention kernel evo runs: the templates, exported kernels and
+ * hand-written kernels checked with `evo check`. Included by the CUDA side (NVRTC or nvcc) and by the C engine,
+ * so both agree on the layout (docs/templates.md explains it).
+ *
+ * Inputs Q, K, V are 8-bit codes, layout [B, H, S, D] contiguous; one float scale per (batch, head) for each of
+ * Q, K, V; output O is FP16 [B, H, S, D]. O = softmax(Q·Kᵀ · softmax_scale [+ causal mask]) · V computed on the
+ * dequantized values. Grid: x = ceil(S / rows_per_block), y = H, z = B; block = threads; dynamic shared memory
+ * = smem_bytes.
+ */
+#ifndef EVO_ATTENTION_ABI_H
+#define EVO_ATTENTION_ABI_H
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define EVO_DPTR(T) T *
+#else
+#define EVO_DPTR(T) unsigned long long /* a CUdeviceptr: same size and alignment as a device pointer */
+#endif
+
+/* 8-bit formats. E4M3: OCP FP8 e4m3fn, scale = absmax/448 (1 for an all-zero head), code = e4m3(x/scale)
+ * saturating; decode = e4m3_value(code) * scale.
+ * U8SIM: the simulated encoding, scale = absmax/448 (1 for an all-zero head),
+ * code = clamp(round(x / (scale*448) * 127 + 128), 0, 255); decode = (code - 128) / 127 * 448 * scale. */
+#define EVO_FORMAT_E4M3 0
+#define EVO_FORMAT_U8SIM 1
+
+typedef struct {
+    EVO_DPTR(const unsigned char) q;
+    EVO_DPTR(const unsigned char) k;
+    EVO_DPTR(const unsigned char) v;
+    EVO_DPTR(const float) q_scale; /* [B*H] */
+    EVO_DPTR(const float) k_scale;
+    EVO_DPTR(const float) v_scale;
+    EVO_DPTR(unsigned short) o; /* fp16 bits, [B, H, S, D] */
+    int batch, heads, seq, head_dim;
+    int causal;          /* 1: key j is masked for query i when j > i */
+    float softmax_scale; /* usually 1/sqrt(D) */
+} evo_attn_params;
+
+/* What a hand-written kernel declares next to each entry point `evo_attn_d64` / `evo_attn_d128`:
+ *   extern "C" __constant__ evo_attn_launch evo_attn_d64_launch = {threads, rows_per_block, smem_bytes, format};
+ */
+typedef struct {
+    int threads;        /* block size */
+    int rows_per_block; /* query rows per block (grid.x = ceil(S / rows_per_block)) */
+    int smem_bytes;     /* dynamic shared memory */
+    int format;         /* EVO_FORMAT_E4M3 or EVO_FORMAT_U8SIM */
+} evo_attn_launch;
+
+#endif
+
+/* ==== attention_fp8_sm90.cu, verbatim but for its #include of the header above ==== */
+/* attention_fp8_sm90.cu — FP8 attention forward for Hopper (sm_90a only): the wgmma + TMA template family.
+ *
+ * Same ABI as templates/attention_fp8.cu (evo_attention_abi.h): e4m3 codes [B, H, S, D], one float scale per (batch,
+ * head) for each of Q, K, V, FP16 output [B, H, S, D], O = softmax(Q·Kᵀ·softmax_scale [causal]) · V on the
+ * dequantized values. e4m3 only (u8sim is no wgmma type). softmax_scale must be > 0 (the row max is taken on raw
+ * scores, as in the first family).
+ *
+ * A block owns CONSUMERS × WG_ROWS query rows of one (batch, head). Each consumer warpgroup owns WG_ROWS rows (one or
+ * two m64 tiles) and runs, per key tile of TILE_N keys: S = Q·Kᵀ with wgmma m64nTILE_Nk32 e4m3 (K from shared memory,
+ * K-major, swizzled as TMA writes it; Q from shared memory or registers), online softmax in registers (exp2, every
+ * scale in one multiplier), then O += P·V with P taken from the accumulator registers:
+ *   V_PATH 0: P in e4m3 (scaled into (0, 256] by an integer row offset, so rescaling is exact), V transposed to
+ *             K-major e4m3 in shared memory; the transpose applies the key permutation that makes the S accumulator
+ *             registers the wgmma A fragment without shuffles (keys 8s+2a+t of each 16 sit at position 4a+2s+t).
+ *             P̃ = e4m3(2^(x − ⌈max x⌉ + 8)), x = score·log2(e), and l = Σ P̃, except that a key whose P̃ rounded
+ *             to 0 adds its unrounded p (the rounding of P cancels between O and l, while the mass of keys too small
+ *             for e4m3 stays in l as in the FP8 model: less end-to-end error than the model's unrounded sum, and the
+ *             model's exact result where every P is a power of two; tools/bench/fp8_p_grid.c).
+ *   V_PATH 1: P in FP16, V converted to FP16 in shared memory and read N-major by an f16 wgmma (half the P·V rate,
+ *             no rounding of P beyond FP16: compares against the plain reference). The GEMM is D + 8 wide: its last
+ *             8 columns read a block of ones after each V stage, so it sums P too (the softmax adds nothing up, and
+ *             the row sum is rescaled with O); a V stage takes TILE_N·(D + 64)·2 bytes.
+ * The FP8 wgmma keeps ~14 bits of the aligned products: scores carry ~1e-4 relative error, which defeats the 2e-3 gate
+ * on logits in the thousands and flips e4m3 roundings of P; QK_MODE 2 + V_PATH 1 is the configuration that passes
+ * every distribution (docs/perf-notes.md, "Precision").
+ *
+ * Knobs (template parameters after D), legal values and what each trades:
+ *   WG_ROWS        64, 128   query rows per consumer warpgroup (one or two m64 wgmma tiles): 128 reuses every K/V
+ *                            tile twice per warpgroup at twice the accumulator registers (fits small tiles only)
+ *   CONSUMERS      1, 2, 3   consumer warpgroups per block: more rows per K/V tile loaded (less traffic per FLOP) and
+ *                            latency hidden by the other warpgroups, at fewer registers each (232 for 2, 152 for 3
+ *                            at PRODUCER_REGS 40)
+ *   TILE_N         64, 128, 192, 256   keys per pipeline stage: longer tiles amortize barriers and the softmax
+ *                            bookkeeping, cost TILE_N/2 accumulator registers and ~3·TILE_N·D bytes of smem a stage
+ *   STAGES         2, 3, 4   depth of the K/V rings in shared memory: hides load latency, costs shared memory
+ *   PIPE           0, 1, 2   0: cp.async by all threads, no producer (step 1); 1: TMA into an mbarrier ring issued by
+ *                            one consumer thread (step 2); 2: a producer warpgroup (warp 0: one thread issues the
+ *                            TMA of Q, K and V; warps 1-3: V transpose or FP16 conversions) and setmaxnreg (step 3)
+ *   QK_MODE        0, 1, 2   Q·Kᵀ: 0 e4m3, Q from shared memory; 1 e4m3, Q held in registers for the whole work item
+ *                            (16 KB less smem traffic a tile, D/8 registers); 2 FP16, Q and K converted to FP16 in
+ *                            shared memory (exact FP32 scores, the accurate path; ~2x slower)
+ *   V_PATH         0, 1      see above: e4m3 P·V (full FP8 rate, P rounded to e4m3) or FP16 P·V (accurate, slower)
+ *   OVERLAP        0, 1      PIPE 2 only: issue S(j+1) = Q·Kᵀ before P·V(j), so the tensor cores work during the
+ *                            softmax of tile j+1
+ *   PINGPONG       0, 1      PIPE 2, OVERLAP 1, CONSUMERS 2 only: the two consumer warpgroups take turns issuing
+ *                            their GEMMs (named barriers 2 and 3), so one's softmax runs under the other's GEMMs
+ *   O_ACC          0, 1      1: P·V of each key tile goes to a fresh accumulator added to O in FP32 (the FP8 wgmma
+ *                            accumulator keeps ~14 bits: long sequences drift); 0: accumulate in place (D/2 fewer
+ *                            registers)
+ *   PRODUCER_REGS  24, 32, 40, 56   PIPE 2 with CONSUMERS ≥ 2: setmaxnreg of the producer warpgroup; consumers get
+ *                            ⌊((CONSUMERS+1)·R0 − PRODUCER_REGS)/CONSUMERS⌋₈ with R0 = ⌊65536/threads⌋₈. The
+ *                            transforms spill below 40 (below 56 with PERSIST): attn_sm90_check rejects those
+ *   PERSIST        0, 1      1: a persistent grid of min(work items, SMs) blocks walks the (query tile, head) items
+ *                            heaviest first (causal: the longest rows first); 0: one block per item
+ *   PROBE          (not a knob, default 0; measurement only, results are wrong) leaves stages out to time the
+ *                            rest: 1 the K/V transforms, 2 the softmax, 4 P·V, 8 Q·Kᵀ (bits combine)
+ *
+ * LAUNCH RULES (what a launcher must do; attn_sm90_host.h computes each of these):
+ *   kernel      evo_attn_sm90<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH, OVERLAP, PINGPONG, O_ACC,
+ *               PRODUCER_REGS, PERSIST>(const __grid_constant__ evo_attn_params p,
+ *                                       const __grid_constant__ evo_attn_tmaps t)
+ *               (an explicit instantiation repeats both __grid_constant__)
+ *   block       (CONSUMERS + (PIPE == 2)) × 128 threads, 1-D
+ *   rows        rows per block BM = CONSUMERS × WG_ROWS; query tiles nq = ceil(S / BM)
+ *   grid        PERSIST 0: (nq, H, B); PERSIST 1: (min(nq·H·B, SM count), 1, 1)
+ *   smem        dynamic shared memory = Sm90Cfg<...>::SMEM bytes = attn_sm90_smem_bytes() (the kernel traps with
+ *               less); set cudaFuncAttributeMaxDynamicSharedMemorySize (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+ *   tensor maps t.q, t.k, t.v (PIPE ≥ 1; PIPE 0 ignores them, zeros are fine): 3-D UINT8 maps of the [B·H, S, D]
+ *               tensors, dims {D, S, B·H}, strides {D, S·D} bytes, box {D, WG_ROWS, 1} for Q and {D, TILE_N, 1}
+ *               for K and V, swizzle 128B (D = 128) or 64B (D = 64), no interleave, OOB fill zero;
+ *               attn_sm90_fill_tmaps() builds them from the params and cuTensorMapEncodeTiled
+ *   no clusters; sm_90a cubins only (NVRTC --gpu-architecture=sm_90a, nvcc -gencode arch=compute_90a,code=sm_90a)
+ */
+/* #include "evo_attention_abi.h": inlined above */
+
+#ifndef EVO_ATTN_TMAPS_DEFINED
+#define EVO_ATTN_TMAPS_DEFINED
+/* A CUtensorMap: 128 opaque bytes, 64-byte aligned. */
+typedef struct {
+    alignas(64) unsigned long long w[16];
+} evo_tmap;
+typedef struct {
+    evo_tmap q, k, v;
+} evo_attn_tmaps;
+#endif
+
+#define EVO_DEV __device__ __forceinline__
+
+namespace evo_sm90 {
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef unsigned short u16;
+typedef unsigned char u8;
+
+__host__ __device__ constexpr int align1024(int x) { return (x + 1023) / 1024 * 1024; }
+
+/* One stage of the P·V operand: e4m3 Vᵀ; or (V_PATH 1) FP16 V in 64-dim column blocks and one more block of ones,
+ * which the P·V GEMM reads as columns D..D+7, so that every row's sum of P comes out beside O (in the accumulator
+ * column D, which the running rescale of O rescales too). acc_cols: the P·V accumulator's columns. */
+template <int D, int TILE_N, int V_PATH> __host__ __device__ constexpr int vt_bytes()
+{
+    return V_PATH ? TILE_N * (D + 64) * 2 : TILE_N * D;
+}
+template <int D, int V_PATH> __host__ __device__ constexpr int acc_cols() { return V_PATH ? D + 8 : D; }
+
+/* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes(). */
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH>
+struct Sm90Cfg {
+    static constexpr int MT = WG_ROWS / 64;                           /* m64 tiles per consumer warpgroup */
+    static constexpr int BM = CONSUMERS * WG_ROWS;                    /* query rows per block */
+    static constexpr int PRODUCER = PIPE == 2 ? 1 : 0;
+    static constexpr int THREADS = (CONSUMERS + PRODUCER) * 128;
+    static constexpr int VB = TILE_N % 128 == 0 ? 128 : 64;          /* e4m3 Vᵀ: bytes per swizzle column block */
+    static constexpr int Q_BYTES = BM * D;
+    static constexpr int KV_BYTES = TILE_N * D;                       /* one stage of K or of raw V */
+    static constexpr int VT_BYTES = vt_bytes<D, TILE_N, V_PATH>();
+    static constexpr int NX = PIPE == 2 ? STAGES : 1;                 /* converted tiles: a ring with a producer */
+    static constexpr int Q16_BYTES = QK_MODE == 2 ? BM * D * 2 : 0;
+    static constexpr int K16_BYTES = QK_MODE == 2 ? TILE_N * D * 2 : 0;
+    static constexpr int OFF_K = align1024(Q_BYTES);
+    static constexpr int OFF_V = OFF_K + STAGES * KV_BYTES;
+    static constexpr int OFF_VT = OFF_V + STAGES * KV_BYTES;
+    static constexpr int OFF_Q16 = OFF_VT + NX * VT_BYTES;
+    static constexpr int OFF_K16 = OFF_Q16 + Q16_BYTES;
+    static constexpr int OFF_BAR = OFF_K16 + NX * K16_BYTES;
+    static constexpr int N_BARS = 3 + 7 * STAGES;
+    static constexpr int SMEM = OFF_BAR + N_BARS * 8 + 1024;          /* + slack to align the base to 1024 */
+
+    static_assert(D == 64 || D == 128, "head dim 64 or 128");
+    static_assert(WG_ROWS == 64 || WG_ROWS == 128, "a consumer warpgroup owns 64 or 128 rows");
+    static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "1 to 3 consumer warpgroups");
+    static_assert(TILE_N == 64 || TILE_N == 128 || TILE_N == 192 || TILE_N == 256, "key tile 64/128/192/256");
+    static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 stages");
+    static_assert(PIPE >= 0 && PIPE <= 2, "PIPE 0, 1 or 2");
+    static_assert(QK_MODE >= 0 && QK_MODE <= 2, "QK_MODE 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)");
+    static_assert(KV_BYTES % 1024 == 0 && VT_BYTES % 1024 == 0, "tiles keep 1024-byte alignment");
+    static_assert(SMEM <= 227 * 1024, "shared memory over the 227 KB an sm_90 block can have");
+};
+
+/* Barriers (8 bytes each) after the buffers. */
+enum { BAR_QFULL = 0, BAR_QEMPTY = 1, BAR_Q16FULL = 2 };
+template <int STAGES> struct Bars {
+    static constexpr __host__ __device__ int kfull(int s) { return 3 + s; }
+    static constexpr __host__ __device__ int vfull(int s) { return 3 + STAGES + s; }
+    static constexpr __host__ __device__ int vtfull(int s) { return 3 + 2 * STAGES + s; }
+    static constexpr __host__ __device__ int kempty(int s) { return 3 + 3 * STAGES + s; }
+    static constexpr __host__ __device__ int vempty(int s) { return 3 + 4 * STAGES + s; }
+    static constexpr __host__ __device__ int k16full(int s) { return 3 + 5 * STAGES + s; }
+    static constexpr __host__ __device__ int vrawempty(int s) { return 3 + 6 * STAGES + s; }
+};
+
+/* Shared-memory addresses of one block (1024-aligned base). */
+struct Smem {
+    u32 q, k, v, vt, q16, k16, bar;
+    EVO_DEV u32 b(int i) const { return bar + 8u * (u32)i; }
+};
+constexpr int TRANSFORM_WARPS = 3; /* producer warps 1-3: Q/K to FP16, V transpose or FP16 (warp 0: the TMA thread) */
+
+EVO_DEV u32 smem_u32(const void *p) { return (u32)__cvta_generic_to_shared(p); }
+EVO_DEV float neg_inf() { return __int_as_float(0xff800000u); }
+
+/* ---- mbarrier, TMA, proxies, named barriers ---- */
+EVO_DEV void mbar_init(u32 bar, u32 count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+EVO_DEV void mbar_wait(u32 bar, u32 parity)
+{
+    asm volatile("{\n.reg .pred p;\nWAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra WAIT;\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+/* The non-blocking form of mbar_wait: has the phase of this parity completed? */
+EVO_DEV bool mbar_test(u32 bar, u32 parity)
+{
+    u32 ok;
+    asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(ok)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+    return ok != 0u;
+}
+EVO_DEV void mbar_arrive(u32 bar) { asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory"); }
+EVO_DEV void mbar_expect_tx(u32 bar, u32 bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+EVO_DEV void tma_load_3d(u32 dst, const evo_tmap *map, int c0, int c1, int c2, u32 bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+                 "[%5];" ::"r"(dst),
+                 "l"((u64)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+}
+EVO_DEV void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+EVO_DEV void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+EVO_DEV void named_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+EVO_DEV void named_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+
+/* ---- cp.async (PIPE 0) ---- */
+EVO_DEV void cp_async16(u32 dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+EVO_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> EVO_DEV void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+/* ---- wgmma ---- */
+EVO_DEV void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+EVO_DEV void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> EVO_DEV void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+/* Keeps the compiler from moving reads or writes of an accumulator across a wgmma wait. */
+template <int N> EVO_DEV void fence_regs(float (&r)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+/* Shared-memory matrix descriptor: start address, leading and stride byte offsets, swizzle span (128/64/32 B). */
+EVO_DEV u64 make_desc(u32 addr, u32 lbo, u32 sbo, int span)
+{
+    const u64 mode = span == 128 ? 1 : span == 64 ? 2 : 3;
+    return (u64)((addr & 0x3FFFFu) >> 4) | ((u64)((lbo >> 4) & 0x3FFFu) << 16) | ((u64)((sbo >> 4) & 0x3FFFu) << 32) |
+           (mode << 62);
+}
+
+/* Byte offset of logical offset `off` inside a tile stored with SPAN-byte swizzling (the TMA and wgmma pattern):
+ * the 16-byte chunk index within each SPAN-byte row is XORed with the row's index modulo SPAN/16. Tiles start on
+ * 1024-byte boundaries, so the pattern is a function of the offset alone. */
+template <int SPAN> EVO_DEV int swz(int off) { return off ^ (((off >> 7) & (SPAN / 16 - 1)) << 4); }
+
+EVO_DEV u32 prmt(u32 a, u32 b, u32 sel)
+{
+    u32 r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+    return r;
+}
+EVO_DEV float ex2(float x)
+{
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+/* Four floats → four e4m3 bytes (a in byte 0), round to nearest even, saturating. */
+EVO_DEV u32 pack_e4m3x4(float a, float b, float c, float d)
+{
+    u32 r;
+    asm("{\n.reg .b16 lo, hi;\ncvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\ncvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n"
+        "mov.b32 %0, {lo, hi};\n}\n"
+        : "=r"(r)
+        : "f"(a), "f"(b), "f"(c), "f"(d));
+    return r;
+}
+/* a and b rounded to e4m3 (nearest even, saturating) and back: the values P·V takes. */
+EVO_DEV void e4m3_round2(float a, float b, float &ra, float &rb)
+{
+    asm("{\n.reg .b16 c, lo, hi;\n.reg .b32 h2;\ncvt.rn.satfinite.e4m3x2.f32 c, %3, %2;\ncvt.rn.f16x2.e4m3x2 h2, c;\n"
+        "mov.b32 {lo, hi}, h2;\ncvt.f32.f16 %0, lo;\ncvt.f32.f16 %1, hi;\n}\n"
+        : "=f"(ra), "=f"(rb)
+        : "f"(a), "f"(b));
+}
+EVO_DEV u32 pack_f16x2(float lo, float hi)
+{
+    u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+/* Bytes 0-1 (lo) or 2-3 (hi) of x, two e4m3 codes → f16x2 (the lower byte in the lower half). */
+EVO_DEV u32 e4m3x2_lo(u32 x)
+{
+    u32 r;
+    asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, lo;\n}\n" : "=r"(r) : "r"(x));
+    return r;
+}
+EVO_DEV u32 e4m3x2_hi(u32 x)
+{
+    u32 r;
+    asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, hi;\n}\n" : "=r"(r) : "r"(x));
+    return r;
+}
+EVO_DEV u32 lds32(u32 a)
+{
+    u32 r;
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(r) : "r"(a));
+    return r;
+}
+EVO_DEV void sts32(u32 a, u32 v) { asm volatile("st.shared.b32 [%0], %1;" ::"r"(a), "r"(v)); }
+EVO_DEV uint2 lds64(u32 a)
+{
+    uint2 r;
+    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=r"(r.x), "=r"(r.y) : "r"(a));
+    return r;
+}
+EVO_DEV void sts128(u32 a, u32 x, u32 y, u32 z, u32 w)
+{
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(x), "r"(y), "r"(z), "r"(w));
+}
+EVO_DEV uint4 lds128(u32 a)
+{
+    uint4 r;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(a));
+    return r;
+}
+EVO_DEV void ldsm_x4_trans(u32 a, u32 &r0, u32 &r1, u32 &r2, u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(a));
+}
+EVO_DEV void stsm_x4(u32 a, u32 r0, u32 r1, u32 r2, u32 r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(r0), "r"(r1), "r"(r2),
+                 "r"(r3)
+                 : "memory");
+}
+
+/* GENERATED by tools/gen_sm90_wgmma.py: do not edit by hand. */
+template <int N> struct WgQK;   /* S += Q·Kᵀ, e4m3, A and B from shared memory (K-major) */
+template <int N> struct WgPV8;  /* D += A·B, e4m3, A from registers (P, or Q with Q_REG), B K-major */
+template <int N> struct WgPV16; /* O += P·V, f16, A (P) from registers, B = V N-major (trans-b) */
+template <int N> struct WgQK16; /* S += Q·Kᵀ, f16, A and B from shared memory (K-major) */
+template <> struct WgQK<64> {
+    static EVO_DEV void mma(float (&d)[32], u64 da, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgQK<128> {
+    static EVO_DEV void mma(float (&d)[64], u64 da, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgQK<192> {
+    static EVO_DEV void mma(float (&d)[96], u64 da, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgQK<256> {
+    static EVO_DEV void mma(float (&d)[128], u64 da, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgQK16<64> {
+    static EVO_DEV void mma(float (&d)[32], u64 da, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgQK16<128> {
+    static EVO_DEV void mma(float (&d)[64], u64 da, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgQK16<192> {
+    static EVO_DEV void mma(float (&d)[96], u64 da, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, 0, 0;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgQK16<256> {
+    static EVO_DEV void mma(float (&d)[128], u64 da, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgPV8<64> {
+    static EVO_DEV void mma(float (&d)[32], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgPV8<128> {
+    static EVO_DEV void mma(float (&d)[64], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgPV8<192> {
+    static EVO_DEV void mma(float (&d)[96], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %101, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, {%96, %97, %98, %99}, %100, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgPV8<256> {
+    static EVO_DEV void mma(float (&d)[128], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgPV16<72> {
+    static EVO_DEV void mma(float (&d)[36], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %41, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n72k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35}, {%36, %37, %38, %39}, %40, p, 1, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgPV16<136> {
+    static EVO_DEV void mma(float (&d)[68], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %73, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n136k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67}, {%68, %69, %70, %71}, %72, p, 1, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
+/* END GENERATED */
+
+/* ---- tile transforms: raw e4m3 [rows][D] (swizzled like TMA writes it) → the operands the wgmma wants ---- */
+
+/* e4m3 Vᵀ: [D rows][TILE_N keys] in column blocks of VB keys (VB-byte swizzle), with the key permutation of the P
+ * fragment: physical key 16j + 8s + 2a + t sits at logical position 16j + 4a + 2s + t. One warp step moves 32 keys ×
+ * 16 dims: ldmatrix.x4.trans reads keys 32jp + 0-7, 8-15, 16-23, 24-31 of dim chunk c (lane (g, q) gets keys 2q, 2q+1
+ * of dims 2g, 2g+1 of each), two byte permutes per key group make the words of one dim and 4 logical keys, and
+ * stmatrix.x4 writes them as four 8-row matrices whose rows are dims 16c + {0,2,4,6,9,11,13,15} ("E") and
+ * {1,3,5,7,8,10,12,14} ("O"): eight different rows modulo 8, so neither side has bank conflicts. */
+template <int D, int TILE_N, int NW> EVO_DEV void transpose_v(u32 src, u32 dst, int worker, int lane)
+{
+    constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, NCH = D / 16, NJP = TILE_N / 32;
+    constexpr int STEPS = (NCH * NJP + NW - 1) / NW;
+    const int m = lane >> 3, x = lane & 7, hi = x >= 4 ? 1 : 0;
+    const int key_l = 16 * (m >> 1) + 8 * (m & 1) + x;                 /* ldmatrix: row x of matrix m */
+    const int dim_l = 2 * x + ((m & 1) ? 1 - hi : hi);                  /* stmatrix: row x of matrix m */
+    const u32 sel_e = (lane >> 2) < 4 ? 0x6420u : 0x7531u, sel_o = sel_e ^ (0x6420u ^ 0x7531u);
+#pragma unroll 4
+    for (int k = 0; k < STEPS; k++) {
+        const int it = worker + k * NW;
+        if ((NCH * NJP) % NW != 0 && it >= NCH * NJP) break;
+        const int c = it % NCH, jp = it / NCH;
+        u32 r0, r1, r2, r3;
+        ldsm_x4_trans(src + swz<D>((32 * jp + key_l) * D + 16 * c), r0, r1, r2, r3);
+        const u32 e0 = prmt(r0, r1, sel_e), o0 = prmt(r0, r1, sel_o);
+        const u32 e1 = prmt(r2, r3, sel_e), o1 = prmt(r2, r3, sel_o);
+        const int kl = 16 * (2 * jp + (m >> 1)), dim = 16 * c + dim_l;
+        stsm_x4(dst + (kl / VB) * D * VB + swz<VB>(dim * VB + kl % VB), e0, o0, e1, o1);
+    }
+}
+
+/* FP16 copy of a raw e4m3 tile [ROWS][D]: rows of D fp16 in column blocks of 64 dims (128 bytes, 128B swizzle).
+ * Read K-major it is the Q·Kᵀ operand (QK_MODE 2); read N-major (trans-b) it is the P·V operand (V_PATH 1). A unit is
+ * 16 dims of one row: one 16-byte load, 8 conversions, two 16-byte stores. Thread t keeps one column chunk
+ * c = t % CH and walks rows t / CH, + RS, + 2·RS, ..: the addresses are a base per step parity plus an immediate, not
+ * a division and a swizzle per unit (which tripled the loop's instructions). UNR units are loaded before the first
+ * is converted: 8 when the producer has 56 registers (1.1x the FP16 path at D = 128), 4 when it has 40 (8 spill). */
+template <int D, int ROWS, int NW, int UNR = 4> EVO_DEV void convert16(u32 src, u32 dst, int worker, int lane)
+{
+    constexpr int CH = D / 16, RS = NW * 32 / CH, STEPS = (ROWS + RS - 1) / RS;
+    static_assert(NW * 32 % CH == 0, "the transform threads must cover whole rows");
+    static_assert(2 * RS % 8 == 0, "both swizzles repeat every two steps");
+    const u32 t = (u32)(worker * 32 + lane), c = t % CH, r0 = t / CH;
+    /* the swizzles depend on the row's low three bits, which repeat every two steps: one source and one destination
+     * address per parity, then only immediate offsets */
+    u32 sa[2], da[2], db[2];
+#pragma unroll
+    for (int q = 0; q < 2; q++) {
+        const u32 r = r0 + (u32)(q * RS), off = r * 128 + (c % 4) * 32, blk = dst + (c / 4) * ROWS * 128;
+        sa[q] = src + (u32)swz<D>((int)(r * D + 16 * c));
+        da[q] = blk + (off ^ ((r & 7u) << 4)); /* swz<128> */
+        db[q] = blk + ((off + 16) ^ ((r & 7u) << 4));
+    }
+#pragma unroll UNR
+    for (int k = 0; k < STEPS; k++) {
+        if (ROWS % RS != 0 && r0 + (u32)(k * RS) >= (u32)ROWS) break;
+        const u32 step = (u32)(k / 2 * 2 * RS);
+        const uint4 x = lds128(sa[k & 1] + step * D);
+        sts128(da[k & 1] + step * 128, e4m3x2_lo(x.x), e4m3x2_hi(x.x), e4m3x2_lo(x.y), e4m3x2_hi(x.y));
+        sts128(db[k & 1] + step * 128, e4m3x2_lo(x.z), e4m3x2_hi(x.z), e4m3x2_lo(x.w), e4m3x2_hi(x.w));
+    }
+}
+
+/* PIPE 0: this thread's share of a ROWS × D tile, rows row0.. of one head, by 16-byte cp.async; rows past the
+ * sequence are zero-filled. */
+template <int ROWS, int D> EVO_DEV void copy_tile(u32 dst, const u8 *head, int row0, int seq, int tid, int nt)
+{
+    constexpr int CH = D / 16;
+    for (int u = tid; u < ROWS * CH; u += nt) {
+        const int r = u / CH, c = u % CH;
+        const bool ok = row0 + r < seq;
+        cp_async16(dst + swz<D>(r * D + c * 16), ok ? head + (long long)(row0 + r) * D + c * 16 : head, ok ? 16 : 0);
+    }
+}
+
+/* Work items: (query tile, batch·head). PERSIST walks items w = blockIdx.x, +gridDim.x, ... with the heaviest query
+ * tiles first (causal); otherwise a block has the one item its grid position names (causal: longest rows first). */
+template <int PERSIST> struct Sched {
+    int w, n;
+    EVO_DEV Sched(const evo_attn_params &p, int nq)
+    {
+        w = PERSIST ? (int)blockIdx.x : 0;
+        n = PERSIST ? nq * p.heads * p.batch : 1;
+    }
+    EVO_DEV bool valid() const { return w < n; }
+    EVO_DEV bool last() const { return w + (PERSIST ? (int)gridDim.x : 1) >= n; }
+    EVO_DEV void next() { w += PERSIST ? (int)gridDim.x : 1; }
+    EVO_DEV void item(const evo_attn_params &p, int nq, int &bh, int &qt) const
+    {
+        if (PERSIST) {
+            const int nbh = p.heads * p.batch, r = w / nbh;
+            bh = w - r * nbh;
+            qt = p.causal ? nq - 1 - r : r;
+        } else {
+            bh = (int)blockIdx.z * p.heads + (int)blockIdx.y;
+            qt = p.causal ? nq - 1 - (int)blockIdx.x : (int)blockIdx.x;
+        }
+    }
+};
+
+template <int TILE_N> EVO_DEV int kv_tiles(const evo_attn_params &p, int m0, int bm)
+{
+    const int kv_len = p.causal ? min(p.seq, m0 + bm) : p.seq;
+    return (kv_len + TILE_N - 1) / TILE_N;
+}
+
+/* ---- the consumer's math on one key tile ---- */
+
+/* Q of this warpgroup as wgmma A fragments (QK_MODE 1), loaded once per work item: chunk kk (32 dims), register
+ * (row h, half v2) holds dims 32kk + 16v2 + 4q .. +3 of row 16·warp + g + 8h (the m16n8k32 A layout). */
+template <int D, int MT> struct QFrag {
+    u32 r[MT][D / 32][4];
+    EVO_DEV void load(u32 q_wg, int wi, int g, int q)
+    {
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int kk = 0; kk < D / 32; kk++)
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    const int row = mt * 64 + wi * 16 + g + 8 * (k & 1), byte = 32 * kk + 16 * (k >> 1) + 4 * q;
+                    r[mt][kk][k] = lds32(q_wg + swz<D>(row * D + byte));
+                }
+    }
+};
+
+/* S[mt] = Q[mt]·K(stage)ᵀ for every m64 tile of this warpgroup; issued and committed, not waited for.
+ * QK_MODE 0: q_addr/k_addr are the raw tiles (rows of D bytes). 1: Q comes from qf, k_addr is the raw K tile.
+ * 2: the FP16 copies, 64-dim column blocks of BM or TILE_N rows; q_addr points at this warpgroup's first row. */
+template <int D, int TILE_N, int MT, int QK_MODE, int BM, class QF>
+EVO_DEV void issue_qk(float (&s)[MT][TILE_N / 2], u32 q_addr, u32 k_addr, const QF &qf)
+{
+    wg_fence();
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        if constexpr (QK_MODE == 1) {
+#pragma unroll
+            for (int kk = 0; kk < D / 32; kk++)
+                WgPV8<TILE_N>::mma(s[mt], qf.r[mt][kk][0], qf.r[mt][kk][1], qf.r[mt][kk][2], qf.r[mt][kk][3],
+                                   make_desc(k_addr + kk * 32, 16, 8 * D, D), kk > 0);
+        } else if constexpr (QK_MODE == 2) {
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++)
+                WgQK16<TILE_N>::mma(s[mt],
+                                    make_desc(q_addr + (kk / 4) * BM * 128 + mt * 64 * 128 + (kk % 4) * 32, 16, 1024, 128),
+                                    make_desc(k_addr + (kk / 4) * TILE_N * 128 + (kk % 4) * 32, 16, 1024, 128), kk > 0);
+        } else {
+#pragma unroll
+            for (int kk = 0; kk < D / 32; kk++)
+                WgQK<TILE_N>::mma(s[mt], make_desc(q_addr + mt * 64 * D + kk * 32, 16, 8 * D, D),
+                                  make_desc(k_addr + kk * 32, 16, 8 * D, D), kk > 0);
+        }
+    }
+    wg_commit();
+}
+
+/* P fragments from the score registers. e4m3: chunk c (32 keys), registers (row h, half v2) take scores
+ * 4(4c+2v2)+2h+{0,1} and 4(4c+2v2+1)+2h+{0,1}. f16: chunk c (16 keys) is the m16n8k16 A layout of score tiles 2c, 2c+1. */
+template <int TILE_N, int MT, bool P8> struct PFrag {
+    static constexpr int NCH = P8 ? TILE_N / 32 : TILE_N / 16;
+    u32 r[MT][NCH][4];
+    EVO_DEV void pack(const float (&s)[MT][TILE_N / 2])
+    {
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int c = 0; c < NCH; c++)
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    const int h = k & 1, v2 = k >> 1;
+                    if constexpr (P8) {
+                        const int i0 = 4 * c + 2 * v2;
+                        r[mt][c][k] = pack_e4m3x4(s[mt][4 * i0 + 2 * h], s[mt][4 * i0 + 2 * h + 1],
+                                                  s[mt][4 * (i0 + 1) + 2 * h], s[mt][4 * (i0 + 1) + 2 * h + 1]);
+                    } else {
+                        const int i = 2 * c + v2;
+                        r[mt][c][k] = pack_f16x2(s[mt][4 * i + 2 * h], s[mt][4 * i + 2 * h + 1]);
+                    }
+                }
+    }
+};
+
+/* O[mt] (+)= P[mt]·V(stage); issued and committed, not waited for. zero_first: the first chunk overwrites O. */
+template <int D, int TILE_N, int MT, bool P8>
+EVO_DEV void issue_pv(float (&o)[MT][D / 2], const PFrag<TILE_N, MT, P8> &pf, u32 vt_addr, bool zero_first)
+{
+    constexpr int VB = TILE_N % 128 == 0 ? 128 : 64;
+    wg_fence();
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int c = 0; c < PFrag<TILE_N, MT, P8>::NCH; c++) {
+            const int sd = zero_first && c == 0 ? 0 : 1;
+            if constexpr (P8) {
+                const int kl = 32 * c;
+                const u64 db = make_desc(vt_addr + (kl / VB) * D * VB + kl % VB, 16, 8 * VB, VB);
+                WgPV8<D>::mma(o[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
+            } else {
+                const u64 db = make_desc(vt_addr + c * 16 * 128, TILE_N * 128, 1024, 128);
+                WgPV16<D>::mma(o[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
+            }
+        }
+    wg_commit();
+}
+
+/* Online softmax of one tile, in place: scores → P values (scaled as the V path wants), row state m (raw score
+ * max), M (the exponent offset in log2 units), l (row sum of this thread's P values; e4m3 P only: FP16 P is summed
+ * by the P·V GEMM) and alpha (O's factor).
+ * Element 4i+2h+e of s[mt] is row rowbase[mt] + g + 8h, key key0 + 8i + 2q + e. */
+template <int TILE_N, int MT, bool P8> struct Softmax {
+    float m[MT][2], M[MT][2], l[MT][2], alpha[MT][2];
+    EVO_DEV void init()
+    {
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) m[mt][h] = neg_inf(), M[mt][h] = neg_inf(), l[mt][h] = 0.f, alpha[mt][h] = 0.f;
+    }
+    EVO_DEV void step(float (&s)[MT][TILE_N / 2], float qk_mul, bool need_mask, int key0, const int (&rowbase)[MT],
+                      int seq, int causal, int g, int q)
+    {
+        if (need_mask) {
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int row = rowbase[mt] + g + 8 * h;
+                    const int lim = (causal ? min(row, seq - 1) : seq - 1) - key0 - 2 * q;
+#pragma unroll
+                    for (int i = 0; i < TILE_N / 8; i++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++)
+                            if (8 * i + e > lim) s[mt][4 * i + 2 * h + e] = neg_inf();
+                }
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float mx = m[mt][h];
+#pragma unroll
+                for (int i = 0; i < TILE_N / 8; i++) mx = fmaxf(mx, fmaxf(s[mt][4 * i + 2 * h], s[mt][4 * i + 2 * h + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                m[mt][h] = mx;
+                /* P8: an integer offset keeps P within (0, 256] and makes every rescale a power of two, so P̃ does
+                 * not depend on the tiling: they are the FP8 model's (attn_numerics.h), whose per-element error the
+                 * fp8 gate holds a kernel to. P = 448·2^(x − max) measured 1.5-3.8 % less end-to-end error but is
+                 * the model's on no row it rescales, and fails that bound on short causal rows (docs/results.md,
+                 * "The fp8 accuracy class"). */
+                const float x = mx * qk_mul;
+                const float Mn = mx == neg_inf() ? 0.f : (P8 ? ceilf(x) : x);
+                alpha[mt][h] = ex2(M[mt][h] - Mn);
+                M[mt][h] = Mn;
+                const float bias = (P8 ? 8.f : 0.f) - Mn;
+                float sum = 0.f;
+#pragma unroll
+                for (int i = 0; i < TILE_N / 8; i++) {
+                    float* pr = &s[mt][4 * i + 2 * h];
+                    const float p0 = ex2(fmaf(pr[0], qk_mul, bias)), p1 = ex2(fmaf(pr[1], qk_mul, bias));
+                    if constexpr (P8) { /* P̃ (exact in e4m3, so PFrag packs the same codes) and the row sum:
+                                           P̃, or p where P̃ rounded to 0 (those keys' mass stays in l, as in the model).
+                                           P̃ is 0 or ≥ 2^-9, and 0 exactly when p ≤ 2^-10, so max(P̃, min(p, 2^-10))
+                                           is that: two FMNMX, where a compare and select kept p live longer and
+                                           spilled at 3 consumers, D 64 (tests/test_sm90_family.c) */
+                        e4m3_round2(p0, p1, pr[0], pr[1]);
+                        sum += fmaxf(pr[0], fminf(p0, 0x1p-10f));
+                        sum += fmaxf(pr[1], fminf(p1, 0x1p-10f));
+                    } else { /* FP16 P: the P·V GEMM sums P (vt_bytes) */
+                        pr[0] = p0, pr[1] = p1;
+                    }
+                }
+                if (P8) l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
+            }
+    }
+};
+
+/* O·alpha, skipped when no row of the warp changed its offset (alpha = 1 everywhere): after the first tiles a row's
+ * maximum rarely moves, and with the integer offsets of the e4m3 path even more rarely. */
+template <int D, int MT> EVO_DEV void scale_o(float (&o)[MT][D / 2], const float (&alpha)[MT][2])
+{
+    bool any = false;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) any |= alpha[mt][0] != 1.f || alpha[mt][1] != 1.f;
+    if (!__any_sync(0xffffffffu, any)) return;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int i = 0; i < D / 2; i++) o[mt][i] *= alpha[mt][(i >> 1) & 1];
+}
+template <int D, int MT>
+EVO_DEV void add_scaled(float (&o)[MT][D / 2], const float (&ot)[MT][D / 2], const float (&alpha)[MT][2])
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int i = 0; i < D / 2; i++) o[mt][i] = fmaf(o[mt][i], alpha[mt][(i >> 1) & 1], ot[mt][i]);
+}
+
+/* O / l · v_scale → FP16 rows of the output; rows past the sequence are not written. DA > D: O carries the row sums
+ * in its column D (every thread of the row holds it); DA = D: l holds this thread's part of them. */
+template <int D, int DA, int MT>
+EVO_DEV void store_o(const evo_attn_params &p, long long head_off, const float (&o)[MT][DA / 2], float (&l)[MT][2],
+                     const int (&rowbase)[MT], float v_mul, int g, int q)
+{
+    u16 *og = p.o + head_off;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float lt;
+            if constexpr (DA > D) {
+                lt = o[mt][D / 2 + 2 * h];
+            } else {
+                lt = l[mt][h];
+                lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+                lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+            }
+            const int row = rowbase[mt] + g + 8 * h;
+            if (row >= p.seq) continue;
+            const float f = v_mul / lt;
+            u16 *orow = og + (long long)row * D;
+#pragma unroll
+            for (int i = 0; i < D / 8; i++)
+                *(u32 *)(orow + 8 * i + 2 * q) = pack_f16x2(o[mt][4 * i + 2 * h] * f, o[mt][4 * i + 2 * h + 1] * f);
+        }
+}
+
+template <int A, int N> EVO_DEV void fence_regs(float (&r)[A][N])
+{
+#pragma unroll
+    for (int a = 0; a < A; a++) fence_regs(r[a]);
+}
+
+/* ---- roles ---- */
+
+/* PIPE 2, warp 0 lane 0, the one TMA thread: Q once per work item and K of every key tile into the K ring after the
+ * consumers released the stage; raw V of every key tile after the transform warps released the raw stage (the raw
+ * ring runs ahead of the transformed one). Two cursors over the same work items, each advanced when its barrier has
+ * completed (test_wait: a K that waits for its stage never holds up a V that could go, nor the reverse), K first.
+ * Q boxes wholly past the sequence are skipped (their rows are never stored). */
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PERSIST>
+EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, const Smem &sm, int nq)
+{
+    typedef Bars<STAGES> B;
+    constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D;
+    struct Cursor {
+        Sched<PERSIST> sc;
+        int item, j, n, bh, m0, it; /* j = -1: the item's Q is next (the K cursor, with_q) */
+        bool with_q, done;
+        EVO_DEV Cursor(const evo_attn_params &p, int nq, bool q) : sc(p, nq), item(0), it(0), with_q(q)
+        {
+            start(p, nq);
+        }
+        EVO_DEV void start(const evo_attn_params &p, int nq)
+        {
+            done = !sc.valid();
+            if (done) return;
+            int qt;
+            sc.item(p, nq, bh, qt);
+            m0 = qt * BM;
+            n = kv_tiles<TILE_N>(p, m0, BM);
+            j = with_q ? -1 : 0;
+        }
+        EVO_DEV void advance(const evo_attn_params &p, int nq) /* after tile j */
+        {
+            it++;
+            if (++j < n) return;
+            sc.next();
+            item++;
+            start(p, nq);
+        }
+    };
+    Cursor kc(p, nq, true), vc(p, nq, false);
+    /* c's tile j into its stage (buffer base + stage * KV) once the stage is free: false while it must wait */
+    auto issue_tile = [&](Cursor &c, u32 base, const evo_tmap *map, int (*empty)(int), int (*full)(int)) {
+        const int s = c.it % STAGES;
+        if (c.it >= STAGES && !mbar_test(sm.b(empty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        mbar_expect_tx(sm.b(full(s)), KV);
+        tma_load_3d(base + s * KV, map, 0, c.j * TILE_N, c.bh, sm.b(full(s)));
+        c.advance(p, nq);
+        return true;
+    };
+    u32 idle_ns = 0u; /* back off while neither can go: a spinning thread takes issue slots from a consumer warp */
+    while (!kc.done || !vc.done) {
+        bool moved = false;
+        if (!kc.done) {
+            if (kc.j < 0) {
+                if (kc.item == 0 || mbar_test(sm.b(BAR_QEMPTY), (u32)(kc.item - 1) & 1u)) {
+                    const int boxes = min(CONSUMERS, (p.seq - kc.m0 + WG_ROWS - 1) / WG_ROWS);
+                    mbar_expect_tx(sm.b(BAR_QFULL), boxes * WG_ROWS * D);
+                    for (int w = 0; w < boxes; w++)
+                        tma_load_3d(sm.q + w * WG_ROWS * D, &t.q, 0, kc.m0 + w * WG_ROWS, kc.bh, sm.b(BAR_QFULL));
+                    kc.j = 0;
+                    moved = true;
+                }
+            } else {
+                moved |= issue_tile(kc, sm.k, &t.k, B::kempty, B::kfull);
+            }
+        }
+        if (!vc.done) moved |= issue_tile(vc, sm.v, &t.v, B::vrawempty, B::vfull);
+        if (moved) {
+            idle_ns = 0u;
+        } else {
+            idle_ns = idle_ns ? min(2u * idle_ns, 256u) : 32u;
+            __nanosleep(idle_ns);
+        }
+    }
+}
+
+/* PIPE 2, warps 1-3: Q and K to FP16 (QK_MODE 2), each raw V tile to the Vᵀ (or FP16 V) ring; a proxy fence makes the
+ * generic stores visible to the tensor cores, then the 96 threads arrive. The K16 ring slot of tile it is free: its
+ * raw K arrived after the consumers released tile it-STAGES. The Q16 copy is free: the raw Q of the next item is
+ * loaded only after the consumers released Q. */
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int QK_MODE, int V_PATH, int PERSIST, int PROBE,
+          int PRODUCER_REGS>
+EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq, int worker, int lane)
+{
+    typedef Bars<STAGES> B;
+    constexpr int UNR = PRODUCER_REGS >= 56 ? 8 : 4; /* convert16's loads in flight: 8 spill at 40 registers */
+    constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>(), K16 = 2 * KV;
+    int it = 0, item = 0;
+    for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
+        int bh, qt;
+        sc.item(p, nq, bh, qt);
+        const int n = kv_tiles<TILE_N>(p, qt * BM, BM);
+        if constexpr (QK_MODE == 2) {
+            mbar_wait(sm.b(BAR_QFULL), (u32)item & 1u);
+            convert16<D, BM, TRANSFORM_WARPS, UNR>(sm.q, sm.q16, worker, lane);
+            fence_proxy_async();
+            mbar_arrive(sm.b(BAR_Q16FULL));
+        }
+        for (int j = 0; j < n; j++, it++) {
+            const int s = it % STAGES;
+            const u32 ph = (u32)(it / STAGES) & 1u;
+            if constexpr (QK_MODE == 2) {
+                mbar_wait(sm.b(B::kfull(s)), ph);
+                if constexpr (!(PROBE & 1))
+                    convert16<D, TILE_N, TRANSFORM_WARPS, UNR>(sm.k + s * KV, sm.k16 + s * K16, worker, lane);
+                fence_proxy_async();
+                mbar_arrive(sm.b(B::k16full(s)));
+            }
+            mbar_wait(sm.b(B::vfull(s)), ph);
+            if (it >= STAGES) mbar_wait(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
+            if constexpr (PROBE & 1) {
+            } else if constexpr (V_PATH) {
+                convert16<D, TILE_N, TRANSFORM_WARPS, UNR>(sm.v + s * KV, sm.vt + s * VT, worker, lane);
+            } else {
+                transpose_v<D, TILE_N, TRANSFORM_WARPS>(sm.v + s * KV, sm.vt + s * VT, worker, lane);
+            }
+            mbar_arrive(sm.b(B::vrawempty(s))); /* the raw stage may be refilled (the arrive orders the reads) */
+            fence_proxy_async();
+            mbar_arrive(sm.b(B::vtfull(s)));
+        }
+    }
+}
+
+/* PIPE 2 consumer warpgroup cw (thread ct of 128): waits for the ring, computes, releases stages, stores its rows. */
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int QK_MODE, int V_PATH, int OVERLAP, int PINGPONG,
+          int O_ACC, int PERSIST, int PROBE>
+EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int cw, int ct)
+{
+    typedef Bars<STAGES> B;
+    constexpr int MT = WG_ROWS / 64, BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>();
+    constexpr bool P8 = V_PATH == 0;
+    constexpr float LOG2E = 1.4426950408889634f;
+    /* Q·Kᵀ operands: the raw e4m3 tiles, or their FP16 copies (made by the transform warps) */
+    const u32 q_addr = QK_MODE == 2 ? sm.q16 + (u32)(cw * WG_ROWS * 128) : sm.q + (u32)(cw * WG_ROWS * D);
+    const u32 k_base = QK_MODE == 2 ? sm.k16 : sm.k;
+    constexpr int KS = QK_MODE == 2 ? 2 * KV : KV;
+    auto kready = [&](int s) { return sm.b(QK_MODE == 2 ? B::k16full(s) : B::kfull(s)); };
+    const int lane = ct & 31, wi = ct >> 5, g = lane >> 2, q = lane & 3;
+    const int my_turn = 2 + cw, other_turn = 2 + (cw ^ 1);
+    if (PINGPONG && cw == 1) named_arrive(2, 256); /* warpgroup 0 issues first */
+
+    constexpr int DA = acc_cols<D, V_PATH>();
+    float s[MT][TILE_N / 2], o[MT][DA / 2], ot[MT][DA / 2];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+        for (int i = 0; i < TILE_N / 2; i++) s[mt][i] = 0.f;
+#pragma unroll
+        for (int i = 0; i < DA / 2; i++) ot[mt][i] = 0.f;
+    }
+    float(&pvt)[MT][DA / 2] = O_ACC ? ot : o; /* O_ACC: each tile's P·V lands in ot, then o = o·alpha + ot */
+    PFrag<TILE_N, MT, P8> pf;
+    QFrag<D, QK_MODE == 1 ? MT : 1> qf;
+    Softmax<TILE_N, MT, P8> sx;
+    int it = 0, item = 0;
+    for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
+        int bh, qt;
+        sc.item(p, nq, bh, qt);
+        const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM), wg_row0 = m0 + cw * WG_ROWS;
+        const long long head_off = (long long)bh * p.seq * D;
+        const float qk_mul = p.q_scale[bh] * p.k_scale[bh] * p.softmax_scale * LOG2E, v_mul = p.v_scale[bh];
+        int rowbase[MT];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) rowbase[mt] = wg_row0 + mt * 64 + wi * 16;
+        auto need_mask = [&](int j) {
+            const int key_end = (j + 1) * TILE_N;
+            return key_end > p.seq || (p.causal && key_end - 1 > wg_row0);
+        };
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int i = 0; i < DA / 2; i++) o[mt][i] = 0.f;
+        sx.init();
+        mbar_wait(sm.b(QK_MODE == 2 ? BAR_Q16FULL : BAR_QFULL), (u32)item & 1u);
+        if constexpr (QK_MODE == 1) { /* Q into registers; its smem is free at once (the arrive releases the loads) */
+            qf.load(q_addr, wi, g, q);
+            mbar_arrive(sm.b(BAR_QEMPTY));
+        }
+        if constexpr (!OVERLAP) {
+            for (int j = 0; j < n; j++, it++) {
+                const int st = it % STAGES;
+                const u32 ph = (u32)(it / STAGES) & 1u;
+                mbar_wait(kready(st), ph);
+                if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
+                wg_wait<0>();
+                fence_regs(s);
+                mbar_arrive(sm.b(B::kempty(st)));
+                if (QK_MODE != 1 && j == n - 1) mbar_arrive(sm.b(BAR_QEMPTY));
+                if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
+                if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
+                pf.pack(s);
+                mbar_wait(sm.b(B::vtfull(st)), ph);
+                if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(pvt, pf, sm.vt + st * VT, O_ACC != 0);
+                wg_wait<0>();
+                fence_regs(pvt);
+                mbar_arrive(sm.b(B::vempty(st)));
+                if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, sx.alpha);
+            }
+        } else {
+            /* Tile j's Q·Kᵀ is issued before tile j-1's P·V; the softmax of j runs while P·V(j-1) is on the tensor
+             * cores. alpha_prev is the factor that belongs to P·V(j-1). */
+            float alpha_prev[MT][2];
+            int pst = it % STAGES;
+            u32 pph = (u32)(it / STAGES) & 1u;
+            if (PINGPONG) named_sync(my_turn, 256);
+            mbar_wait(kready(pst), pph);
+            if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + pst * KS, qf);
+            if (PINGPONG) named_arrive(other_turn, 256);
+            wg_wait<0>();
+            fence_regs(s);
+            mbar_arrive(sm.b(B::kempty(pst)));
+            if (QK_MODE != 1 && n == 1) mbar_arrive(sm.b(BAR_QEMPTY));
+            if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(0), 0, rowbase, p.seq, p.causal, g, q);
+            pf.pack(s);
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
+            it++;
+            for (int j = 1; j < n; j++, it++) {
+                const int st = it % STAGES;
+                const u32 ph = (u32)(it / STAGES) & 1u;
+                if (PINGPONG) named_sync(my_turn, 256);
+                mbar_wait(kready(st), ph);
+                if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
+                if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
+                mbar_wait(sm.b(B::vtfull(pst)), pph);
+                if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(pvt, pf, sm.vt + pst * VT, O_ACC != 0);
+                if (PINGPONG) named_arrive(other_turn, 256);
+                wg_wait<1>();
+                fence_regs(s);
+                mbar_arrive(sm.b(B::kempty(st)));
+                if (QK_MODE != 1 && j == n - 1) mbar_arrive(sm.b(BAR_QEMPTY));
+                if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
+                wg_wait<0>();
+                fence_regs(pvt);
+                mbar_arrive(sm.b(B::vempty(pst)));
+                if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
+                pf.pack(s);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
+                pst = st;
+                pph = ph;
+            }
+            if (PINGPONG) named_sync(my_turn, 256);
+            if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
+            mbar_wait(sm.b(B::vtfull(pst)), pph);
+            if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(pvt, pf, sm.vt + pst * VT, O_ACC != 0);
+            /* the last turn of warpgroup 1 has no one left to hand over to */
+            if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
+            wg_wait<0>();
+            fence_regs(pvt);
+            mbar_arrive(sm.b(B::vempty(pst)));
+            if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
+        }
+        store_o<D, DA, MT>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
+    }
+}
+
+/* PIPE 0 and 1: no producer. Every consumer thread loads (PIPE 0, cp.async) or thread 0 issues TMA (PIPE 1), all
+ * transform V (and Q, K with QK_MODE 2) into one buffer each, then compute; named barrier 1 separates the phases. */
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH, int O_ACC,
+          int PERSIST, int PROBE>
+EVO_DEV void consumer_simple(const evo_attn_params &p, const evo_attn_tmaps &t, const Smem &sm, int nq, int tid)
+{
+    typedef Bars<STAGES> B;
+    constexpr int MT = WG_ROWS / 64, BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, NCT = CONSUMERS * 128;
+    constexpr int NW = CONSUMERS * 4;
+    constexpr bool P8 = V_PATH == 0;
+    constexpr float LOG2E = 1.4426950408889634f;
+    const int cw = tid >> 7, ct = tid & 127, lane = ct & 31, wi = ct >> 5, g = lane >> 2, q = lane & 3;
+    const u32 q_addr = QK_MODE == 2 ? sm.q16 + (u32)(cw * WG_ROWS * 128) : sm.q + (u32)(cw * WG_ROWS * D);
+
+    constexpr int DA = acc_cols<D, V_PATH>();
+    float s[MT][TILE_N / 2], o[MT][DA / 2], ot[MT][DA / 2];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+        for (int i = 0; i < TILE_N / 2; i++) s[mt][i] = 0.f;
+#pragma unroll
+        for (int i = 0; i < DA / 2; i++) ot[mt][i] = 0.f;
+    }
+    PFrag<TILE_N, MT, P8> pf;
+    QFrag<D, QK_MODE == 1 ? MT : 1> qf;
+    Softmax<TILE_N, MT, P8> sx;
+    int it = 0, item = 0;
+    for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
+        int bh, qt;
+        sc.item(p, nq, bh, qt);
+        const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM), wg_row0 = m0 + cw * WG_ROWS;
+        const long long head_off = (long long)bh * p.seq * D;
+        const u8 *Qg = p.q + head_off, *Kg = p.k + head_off, *Vg = p.v + head_off;
+        const float qk_mul = p.q_scale[bh] * p.k_scale[bh] * p.softmax_scale * LOG2E, v_mul = p.v_scale[bh];
+        int rowbase[MT];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) rowbase[mt] = wg_row0 + mt * 64 + wi * 16;
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int i = 0; i < DA / 2; i++) o[mt][i] = 0.f;
+        sx.init();
+
+        named_sync(1, NCT); /* the previous item is done with Q and every stage */
+        auto load_kv = [&](int j, int st) {
+            if constexpr (PIPE == 0) {
+                copy_tile<TILE_N, D>(sm.k + st * KV, Kg, j * TILE_N, p.seq, tid, NCT);
+                copy_tile<TILE_N, D>(sm.v + st * KV, Vg, j * TILE_N, p.seq, tid, NCT);
+            } else {
+                mbar_expect_tx(sm.b(B::kfull(st)), 2 * KV);
+                tma_load_3d(sm.k + st * KV, &t.k, 0, j * TILE_N, bh, sm.b(B::kfull(st)));
+                tma_load_3d(sm.v + st * KV, &t.v, 0, j * TILE_N, bh, sm.b(B::kfull(st)));
+            }
+        };
+        if constexpr (PIPE == 0) {
+            copy_tile<BM, D>(sm.q, Qg, m0, p.seq, tid, NCT);
+            for (int jj = 0; jj < STAGES - 1; jj++) {
+                if (jj < n) load_kv(jj, (it + jj) % STAGES);
+                cp_async_commit();
+            }
+        } else if (tid == 0) {
+            const int boxes = min(CONSUMERS, (p.seq - m0 + WG_ROWS - 1) / WG_ROWS);
+            mbar_expect_tx(sm.b(BAR_QFULL), boxes * WG_ROWS * D);
+            for (int w = 0; w < boxes; w++)
+                tma_load_3d(sm.q + w * WG_ROWS * D, &t.q, 0, m0 + w * WG_ROWS, bh, sm.b(BAR_QFULL));
+            for (int jj = 0; jj < STAGES - 1 && jj < n; jj++) load_kv(jj, (it + jj) % STAGES);
+        }
+        for (int j = 0; j < n; j++, it++) {
+            const int st = it % STAGES;
+            if constexpr (PIPE == 0) {
+                cp_async_wait<STAGES - 2>();
+                fence_proxy_async();
+            } else {
+                if (j == 0) mbar_wait(sm.b(BAR_QFULL), (u32)item & 1u);
+                mbar_wait(sm.b(B::kfull(st)), (u32)(it / STAGES) & 1u);
+            }
+            named_sync(1, NCT); /* tile j is in; everyone is done with tile j-1 and the transformed buffers */
+            const int jn = j + STAGES - 1;
+            if constexpr (PIPE == 0) {
+                if (jn < n) load_kv(jn, (it + STAGES - 1) % STAGES);
+                cp_async_commit();
+            } else {
+                if (tid == 0 && jn < n) load_kv(jn, (it + STAGES - 1) % STAGES);
+            }
+            if constexpr (QK_MODE == 1) {
+                if (j == 0) qf.load(q_addr, wi, g, q);
+            } else if constexpr (QK_MODE == 2) {
+                if (j == 0) convert16<D, BM, NW>(sm.q, sm.q16, tid >> 5, lane);
+                if constexpr (!(PROBE & 1)) convert16<D, TILE_N, NW>(sm.k + st * KV, sm.k16, tid >> 5, lane);
+            }
+            if constexpr (PROBE & 1) {
+            } else if constexpr (V_PATH) {
+                convert16<D, TILE_N, NW>(sm.v + st * KV, sm.vt, tid >> 5, lane);
+            } else {
+                transpose_v<D, TILE_N, NW>(sm.v + st * KV, sm.vt, tid >> 5, lane);
+            }
+            fence_proxy_async();
+            named_sync(1, NCT);
+            if constexpr (!(PROBE & 8))
+                issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, QK_MODE == 2 ? sm.k16 : sm.k + st * KV, qf);
+            wg_wait<0>();
+            fence_regs(s);
+            const int key_end = (j + 1) * TILE_N;
+            const bool need_mask = key_end > p.seq || (p.causal && key_end - 1 > wg_row0);
+            if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask, j * TILE_N, rowbase, p.seq, p.causal, g, q);
+            if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
+            pf.pack(s);
+            if constexpr (O_ACC) {
+                if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(ot, pf, sm.vt, true);
+                wg_wait<0>();
+                fence_regs(ot);
+                add_scaled<DA, MT>(o, ot, sx.alpha);
+            } else {
+                if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(o, pf, sm.vt, false);
+                wg_wait<0>();
+                fence_regs(o);
+            }
+        }
+        if constexpr (PIPE == 0) cp_async_wait<0>();
+        store_o<D, DA, MT>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
+    }
+}
+
+/* setmaxnreg counts: the block's registers at entry, R0 per thread, are redistributed so that the producer keeps
+ * PRODUCER_REGS and each consumer warpgroup gets an equal share (a multiple of 8). */
+template <int CONSUMERS, int PRODUCER_REGS> struct RegSplit {
+    static constexpr int THREADS = (CONSUMERS + 1) * 128;
+    static constexpr int R0 = (65536 / THREADS) / 8 * 8 > 255 ? 248 : (65536 / THREADS) / 8 * 8;
+    static constexpr int RC0 = ((CONSUMERS + 1) * R0 - PRODUCER_REGS) / CONSUMERS / 8 * 8;
+    static constexpr int RC = RC0 > 256 ? 256 : RC0;
+};
+
+} // namespace evo_sm90
+
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH, int OVERLAP,
+          int PINGPONG, int O_ACC, int PRODUCER_REGS, int PERSIST, int PROBE = 0>
+__global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
+    evo_attn_sm90(const __grid_constant__ evo_attn_params p, const __grid_constant__ evo_attn_tmaps t)
+{
+    using namespace evo_sm90;
+    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH> C;
+    typedef Bars<STAGES> B;
+    static_assert(V_PATH == 0 || V_PATH == 1, "V_PATH 0 (e4m3 Vᵀ) or 1 (FP16 V)");
+    static_assert(!OVERLAP || PIPE == 2, "OVERLAP needs the producer warpgroup (PIPE 2)");
+    static_assert(!PINGPONG || (OVERLAP && CONSUMERS == 2), "PINGPONG needs OVERLAP and two consumer warpgroups");
+    static_assert(O_ACC == 0 || O_ACC == 1, "O_ACC 0 or 1");
+    static_assert(PRODUCER_REGS == 24 || PRODUCER_REGS == 32 || PRODUCER_REGS == 40 || PRODUCER_REGS == 56,
+                  "PRODUCER_REGS 24, 32, 40 or 56");
+    static_assert(PERSIST == 0 || PERSIST == 1, "PERSIST 0 or 1");
+
+    extern __shared__ __align__(1024) u8 smem_raw[];
+    {
+        u32 dyn;
+        asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+        if (dyn < (u32)C::SMEM || p.head_dim != D || !(p.softmax_scale > 0.f)) __trap();
+    }
+    const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+    const Smem sm = {base, base + C::OFF_K, base + C::OFF_V, base + C::OFF_VT, base + C::OFF_Q16, base + C::OFF_K16,
+                     base + C::OFF_BAR};
+    const int tid = (int)threadIdx.x, nq = (p.seq + C::BM - 1) / C::BM;
+    constexpr int NCT = CONSUMERS * 128, NXT = TRANSFORM_WARPS * 32;
+
+    if constexpr (V_PATH == 1) { /* the block of ones after each FP16 V stage (vt_bytes) */
+        constexpr int VT = vt_bytes<D, TILE_N, V_PATH>(), ONES = TILE_N * 128;
+        for (int s = 0; s < C::NX; s++)
+            for (int i = tid * 16; i < ONES; i += C::THREADS * 16)
+                sts128(sm.vt + s * VT + D * TILE_N * 2 + i, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u);
+        fence_proxy_async(); /* read by the tensor cores */
+    }
+    if (tid == 0) {
+        mbar_init(sm.b(BAR_QFULL), 1);
+        mbar_init(sm.b(BAR_QEMPTY), NCT);
+        mbar_init(sm.b(BAR_Q16FULL), NXT);
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(sm.b(B::kfull(s)), 1);
+            mbar_init(sm.b(B::vfull(s)), 1);
+            mbar_init(sm.b(B::vtfull(s)), NXT);
+            mbar_init(sm.b(B::kempty(s)), NCT);
+            mbar_init(sm.b(B::vempty(s)), NCT);
+            mbar_init(sm.b(B::k16full(s)), NXT);
+            mbar_init(sm.b(B::vrawempty(s)), NXT);
+        }
+        fence_barrier_init();
+    }
+    __syncthreads();
+
+    if constexpr (PIPE == 2) {
+        typedef RegSplit<CONSUMERS, PRODUCER_REGS> R;
+        const int wg = tid >> 7;
+        if (wg == 0) {
+            if constexpr (CONSUMERS >= 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+            const int warp = tid >> 5, lane = tid & 31;
+            if (warp == 0) {
+                if (lane == 0) producer_tma<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST>(p, t, sm, nq);
+            } else {
+                producer_transform<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, QK_MODE, V_PATH, PERSIST, PROBE,
+                                   PRODUCER_REGS>(p, sm, nq, warp - 1, lane);
+            }
+        } else {
+            if constexpr (CONSUMERS >= 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R::RC));
+            consumer_ws<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, QK_MODE, V_PATH, OVERLAP, PINGPONG, O_ACC, PERSIST, PROBE>(
+                p, sm, nq, wg - 1, tid & 127);
+        }
+    } else {
+        consumer_simple<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH, O_ACC, PERSIST, PROBE>(p, t, sm, nq,
+                                                                                                           tid);
+    }
+}
+
+/* ==== the entries (written by evo export --dispatch) ==== */
+#define EVO_EXPORT_GENOME "dispatch: FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=3,H_PIPE=2,H_QK_MODE=1,H_V_PATH=0,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=3,H_PIPE=2,H_QK_MODE=1,H_V_PATH=0,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=64,H_STAGES=3,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=3,H_PIPE=2,H_QK_MODE=1,H_V_PATH=0,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1"
+#define EVO_EXPORT_KEY "dispatch: ae088aca,b34b6fd5,f4a8299f,c8daf454"
+#define EVO_EXPORT_ARCH "sm_90a"
+#define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3
+#define EVO_EXPORT_SM90 1
+#define EVO_EXPORT_DISPATCH 1
+
+/* ==== attn_sm90_host.h, verbatim but for its #include of evo_attention_abi.h ==== */
+/* attn_sm90_host.h — the host side of the sm_90a attention family (attention_fp8_sm90.cu): which genomes are legal,
+ * their launch geometry, NVRTC name expressions, and the TMA tensor maps the kernel takes as its second parameter.
+ *
+ * Contract: plain C11, no CUDA header. Every function is pure except attn_sm90_fill_tmaps, which calls the
+ * cuTensorMapEncodeTiled entry point it is given (the engine gets it from the dlopen'd driver, a standalone harness
+ * from cudaGetDriverEntryPoint). Thread-safe. A launcher, for a genome g accepted by attn_sm90_check and the
+ * params p (device pointers already set):
+ *   1. attn_sm90_fill_tmaps(&t, &p, &g, encode)   (once per set of pointers/shape; PIPE 0 may skip it: zeros)
+ *   2. set the kernel's max dynamic shared memory to attn_sm90_smem_bytes(&g, D)
+ *   3. launch grid attn_sm90_grid(&g, &p, sm_count), block attn_sm90_threads(&g), that many dynamic smem bytes,
+ *      arguments (p, t) by value
+ */
+#ifndef EVO_ATTN_SM90_HOST_H
+#define EVO_ATTN_SM90_HOST_H
+
+/* #include "evo_attention_abi.h": inlined above */
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef EVO_ATTN_TMAPS_DEFINED
+#define EVO_ATTN_TMAPS_DEFINED
+/* A CUtensorMap: 128 opaque bytes, 64-byte aligned (same layout as the definition in attention_fp8_sm90.cu). */
+typedef struct {
+#ifdef __cplusplus
+    alignas(64) unsigned long long w[16];
+#else
+    _Alignas(64) unsigned long long w[16];
+#endif
+} evo_tmap;
+typedef struct {
+    evo_tmap q, k, v;
+} evo_attn_tmaps;
+#endif
+
+/* The knobs, in template-parameter order after the head dim (docs/templates.md says what each trades). */
+typedef struct {
+    int wg_rows;       /* WG_ROWS: 64, 128 */
+    int consumers;     /* CONSUMERS: 1, 2, 3 */
+    int tile_n;        /* TILE_N: 64, 128, 192, 256 */
+    int stages;        /* STAGES: 2, 3, 4 */
+    int pipe;          /* PIPE: 0 cp.async, 1 TMA ring, 2 TMA + producer warpgroup */
+    int qk_mode;       /* QK_MODE: 0 e4m3 (Q from smem), 1 e4m3 (Q in registers), 2 FP16 (Q, K converted in smem) */
+    int v_path;        /* V_PATH: 0 e4m3 Vᵀ, 1 FP16 V */
+    int overlap;       /* OVERLAP: 0, 1 (PIPE 2) */
+    int pingpong;      /* PINGPONG: 0, 1 (OVERLAP 1, CONSUMERS 2) */
+    int o_acc;         /* O_ACC: 0, 1 */
+    int producer_regs; /* PRODUCER_REGS: 24, 32, 40, 56 */
+    int persist;       /* PERSIST: 0, 1 */
+} evo_sm90_genome;
+
+/* The signature of cuTensorMapEncodeTiled with plain C types (CUresult and the enums are ints). */
+typedef int (*evo_tmap_encode_fn)(void *tensor_map, int data_type, unsigned rank, void *global_address,
+                                  const unsigned long long *global_dim, const unsigned long long *global_strides,
+                                  const unsigned *box_dim, const unsigned *element_strides, int interleave, int swizzle,
+                                  int l2_promotion, int oob_fill);
+
+/* NULL when g is a legal genome of the family at head dim d (64 or 128) that fits max_smem_optin bytes of shared
+ * memory and compiles without spills (the register rules were measured with ptxas, docs/perf-notes.md); otherwise
+ * a sentence naming the rule it breaks. */
+const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin);
+
+int attn_sm90_threads(const evo_sm90_genome *g);           /* block size */
+int attn_sm90_rows_per_block(const evo_sm90_genome *g);    /* WG_ROWS * CONSUMERS */
+int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d); /* dynamic shared memory; equals Sm90Cfg<...>::SMEM */
+
+/* Grid for batch B, heads H, sequence S: PERSIST 0: (ceil(S/rows), H, B); PERSIST 1: (min(items, sm_count), 1, 1)
+ * with items = ceil(S/rows)·H·B. */
+void attn_sm90_grid(const evo_sm90_genome *g, int batch, int heads, int seq, int sm_count, unsigned grid[3]);
+
+/* "evo_attn_sm90<D,WG_ROWS,...,PERSIST>" into buf; returns the length, or -1 if it did not fit. */
+int attn_sm90_name_expr(const evo_sm90_genome *g, int d, char *buf, size_t len);
+
+/* Fills t->q, t->k, t->v for the params' tensors and g's box sizes. Returns 0, or the first non-zero CUresult of
+ * encode (t is then unusable). */
+int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,
+                         evo_tmap_encode_fn encode);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
+/* ==== attn_sm90_host.c, verbatim but for its #include of attn_sm90_host.h ==== */
+/* attn_sm90_host.c — legality, launch geometry, name expressions and tensor maps of the sm_90a attention family
+ * (see attn_sm90_host.h). The shared-memory formula mirrors Sm90Cfg in attention_fp8_sm90.cu.
+ */
+/* #include "attn_sm90_host.h": inlined above */
+
+#include <stdio.h>
+#include <string.h>
+
+/* cuTensorMapEncodeTiled's enum values (cuda.h, CUDA 12 and 13). */
+enum {
+    TMAP_UINT8 = 0,
+    TMAP_INTERLEAVE_NONE = 0,
+    TMAP_SWIZZLE_64B = 2,
+    TMAP_SWIZZLE_128B = 3,
+    TMAP_L2_PROMOTION_128B = 2,
+    TMAP_OOB_FILL_ZERO = 0,
+};
+
+static int in_list(int v, const int *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] == v) return 1;
+    return 0;
+}
+
+static int align1024(int x) { return (x + 1023) / 1024 * 1024; }
+
+int attn_sm90_threads(const evo_sm90_genome *g) { return (g->consumers + (g->pipe == 2)) * 128; }
+
+int attn_sm90_rows_per_block(const evo_sm90_genome *g) { return g->wg_rows * g->consumers; }
+
+int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
+{
+    const int q_bytes = attn_sm90_rows_per_block(g) * d, kv = g->tile_n * d;
+    /* V_PATH 1: FP16 V plus a 64-column block of ones (the row sums of P come out of the P·V GEMM) */
+    const int vt = g->v_path ? g->tile_n * (d + 64) * 2 : kv, nx = g->pipe == 2 ? g->stages : 1;
+    const int q16 = g->qk_mode == 2 ? 2 * q_bytes : 0, k16 = g->qk_mode == 2 ? 2 * kv : 0;
+    const int n_bars = 3 + 7 * g->stages;
+    return align1024(q_bytes) + 2 * g->stages * kv + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
+}
+
+/* Registers a consumer thread has: 255 with one consumer warpgroup (or none with a producer), otherwise what
+ * setmaxnreg gives (RegSplit in the kernel), or the launch-bounds cap without a producer. */
+static int consumer_regs(const evo_sm90_genome *g)
+{
+    const int r0 = 65536 / attn_sm90_threads(g) / 8 * 8;
+    if (g->pipe != 2 || g->consumers == 1) return r0 > 255 ? 255 : r0;
+    const int rc = ((g->consumers + 1) * r0 - g->producer_regs) / g->consumers / 8 * 8;
+    return rc > 256 ? 256 : rc;
+}
+
+/* Live accumulator registers of a consumer thread: S (TILE_N/2 per m64 tile), O (D/2; (D+8)/2 with V_PATH 1, whose
+ * P·V also sums P), the P·V tile accumulator (O_ACC), the P fragments (e4m3: TILE_N/8, f16: TILE_N/4) and Q's
+ * fragments (QK_MODE 1: D/8). */
+static int accumulator_regs(const evo_sm90_genome *g, int d)
+{
+    const int mt = g->wg_rows / 64, o = (g->v_path ? d + 8 : d) / 2;
+    const int p_regs = g->v_path ? g->tile_n / 4 : g->tile_n / 8;
+    return mt * (g->tile_n / 2 + o + (g->o_acc ? o : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
+}
+
+const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
+{
+    static const int wg_rows[] = {64, 128}, tiles[] = {64, 128, 192, 256}, regs[] = {24, 32, 40, 56};
+    if (d != 64 && d != 128) return "head dim must be 64 or 128";
+    if (!in_list(g->wg_rows, wg_rows, 2)) return "WG_ROWS must be 64 or 128";
+    if (g->consumers < 1 || g->consumers > 3) return "CONSUMERS must be 1, 2 or 3";
+    if (!in_list(g->tile_n, tiles, 4)) return "TILE_N must be 64, 128, 192 or 256";
+    if (g->stages < 2 || g->stages > 4) return "STAGES must be 2, 3 or 4";
+    if (g->pipe < 0 || g->pipe > 2) return "PIPE must be 0 (cp.async), 1 (TMA ring) or 2 (producer warpgroup)";
+    if (g->qk_mode < 0 || g->qk_mode > 2)
+        return "QK_MODE must be 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)";
+    if (g->v_path != 0 && g->v_path != 1) return "V_PATH must be 0 (e4m3) or 1 (FP16)";
+    if (g->overlap != 0 && g->overlap != 1) return "OVERLAP must be 0 or 1";
+    if (g->overlap && g->pipe != 2) return "OVERLAP=1 needs PIPE=2";
+    if (g->pingpong != 0 && g->pingpong != 1) return "PINGPONG must be 0 or 1";
+    if (g->pingpong && !(g->overlap && g->consumers == 2)) return "PINGPONG=1 needs OVERLAP=1 and CONSUMERS=2";
+    if (g->o_acc != 0 && g->o_acc != 1) return "O_ACC must be 0 or 1";
+    if (!in_list(g->producer_regs, regs, 4)) return "PRODUCER_REGS must be 24, 32, 40 or 56";
+    if (g->persist != 0 && g->persist != 1) return "PERSIST must be 0 or 1";
+    if (attn_sm90_smem_bytes(g, d) > max_smem_optin) return "shared memory over the device's opt-in limit";
+    /* Measured with ptxas 13.0 (docs/perf-notes.md): the producer's transforms need 40 registers, 56 with PERSIST;
+     * a consumer compiles without spills when its accumulators leave 32 of its registers free (8 spilled). */
+    if (g->pipe == 2 && g->consumers >= 2 && g->producer_regs < (g->persist ? 56 : 40))
+        return "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST=1)";
+    if (g->persist && g->qk_mode == 2) return "PERSIST=1 with QK_MODE=2 spills (the loop state and the FP16 copies)";
+    if (accumulator_regs(g, d) + (g->persist ? 48 : 32) > consumer_regs(g))
+        return "accumulators do not fit the consumer's registers";
+    return NULL;
+}
+
+void attn_sm90_grid(const evo_sm90_genome *g, int batch, int heads, int seq, int sm_count, unsigned grid[3])
+{
+    const int rows = attn_sm90_rows_per_block(g);
+    const unsigned nq = (unsigned)((seq + rows - 1) / rows);
+    if (g->persist) {
+        const unsigned long long items = (unsigned long long)nq * (unsigned)heads * (unsigned)batch;
+        grid[0] = (unsigned)(items < (unsigned long long)sm_count ? items : (unsigned long long)sm_count);
+        grid[1] = grid[2] = 1;
+    } else {
+        grid[0] = nq;
+        grid[1] = (unsigned)heads;
+        grid[2] = (unsigned)batch;
+    }
+}
+
+int attn_sm90_name_expr(const evo_sm90_genome *g, int d, char *buf, size_t len)
+{
+    const int n = snprintf(buf, len, "evo_attn_sm90<%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d>", d, g->wg_rows,
+                           g->consumers, g->tile_n, g->stages, g->pipe, g->qk_mode, g->v_path, g->overlap, g->pingpong,
+                           g->o_acc, g->producer_regs, g->persist);
+    return n < 0 || (size_t)n >= len ? -1 : n;
+}
+
+/* A [B·H, S, D] tensor of bytes as a 3-D map {D, S, B·H}, box {D, rows, 1}: rows past S read as zeros. */
+static int encode_one(evo_tmap *m, unsigned long long addr, const evo_attn_params *p, unsigned rows,
+                      evo_tmap_encode_fn encode)
+{
+    const unsigned long long d = (unsigned long long)p->head_dim, s = (unsigned long long)p->seq;
+    const unsigned long long dim[3] = {d, s, (unsigned long long)p->batch * (unsigned long long)p->heads};
+    const unsigned long long stride[2] = {d, s * d};
+    const unsigned box[3] = {(unsigned)d, rows, 1}, estride[3] = {1, 1, 1};
+    memset(m, 0, sizeof *m);
+    return encode(m, TMAP_UINT8, 3, (void *)(size_t)addr, dim, stride, box, estride, TMAP_INTERLEAVE_NONE,
+                  p->head_dim == 128 ? TMAP_SWIZZLE_128B : TMAP_SWIZZLE_64B, TMAP_L2_PROMOTION_128B,
+                  TMAP_OOB_FILL_ZERO);
+}
+
+int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,
+                         evo_tmap_encode_fn encode)
+{
+    int r = encode_one(&t->q, (unsigned long long)(size_t)p->q, p, (unsigned)g->wg_rows, encode);
+    if (r == 0) r = encode_one(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode);
+    if (r == 0) r = encode_one(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode);
+    return r;
+}
+
+/* ==== attn_dispatch_host.h, verbatim ==== */
+/* attn_dispatch_host.h — attention's dispatch buckets and the rule a dispatching export's launcher picks a kernel by
+ * (docs/usage.md, "Per-shape elites and buckets", "A dispatching export").
+ *
+ * Contract: plain C (C11 or C++), no CUDA header, every function pure and thread-safe. evo's task code (task.c: the
+ * bucket of a timed shape) and every dispatching export (inlined verbatim, with its table) share this text, so the
+ * launcher's choice is the rule evo grouped the measurements by.
+ *
+ * A bucket is (head dim, causal, seq class, batch·heads class). Classes are powers of two: seq class k holds
+ * 2^(k-1) < seq <= 2^k, the lowest (k = 8) everything up to 256; batch·heads class k holds 2^(k-1) < B·H <= 2^k,
+ * the lowest (k = 3) everything up to 8. A problem runs the winner of its own bucket; a problem in no bucket of the
+ * table runs the nearest bucket of its head dim (a kernel serves its head dim only): the same causal setting first,
+ * then the fewest class steps |Δseq| + |Δbatch·heads|, then the fewest seq steps, then the first in table order (the
+ * table is sorted by head dim, causal, seq class, batch·heads class: the smaller bucket). No bucket of that head
+ * dim: -1.
+ */
+#ifndef EVO_ATTN_DISPATCH_HOST_H
+#define EVO_ATTN_DISPATCH_HOST_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATTN_SEQ_CLASS_MIN 8 /* seq <= 256 */
+#define ATTN_BH_CLASS_MIN 3  /* batch·heads <= 8 */
+
+/* One row of a dispatch table: the bucket and the index of the kernel entry that won it. */
+typedef struct {
+    int head_dim, causal, seq_class, bh_class;
+    int entry;
+} attn_dispatch_bucket;
+
+/* The class of x >= 1: the smallest k >= lowest with x <= 2^k. */
+static inline int attn_dispatch_class(long long x, int lowest)
+{
+    int k = lowest;
+    while (k < 62 && x > (1LL << k)) k++;
+    return k;
+}
+
+static inline int attn_dispatch_abs(int x) { return x < 0 ? -x : x; }
+
+/* The row of table b (n rows, sorted as above) that serves the problem, or -1 when none has its head dim. */
+static inline int attn_dispatch_pick(const attn_dispatch_bucket *b, int n, int batch, int heads, int seq, int head_dim,
+                                     int causal)
+{
+    const int sk = attn_dispatch_class(seq, ATTN_SEQ_CLASS_MIN);
+    const int bk = attn_dispatch_class((long long)batch * heads, ATTN_BH_CLASS_MIN);
+    const int c = causal != 0;
+    int best = -1, best_cost[3] = {0, 0, 0};
+    for (int i = 0; i < n; i++) {
+        if (b[i].head_dim != head_dim) continue;
+        const int ds = attn_dispatch_abs(b[i].seq_class - sk), db = attn_dispatch_abs(b[i].bh_class - bk);
+        const int cost[3] = {b[i].causal != c, ds + db, ds};
+        int better = best < 0;
+        for (int k = 0; k < 3 && !better; k++) {
+            if (cost[k] != best_cost[k]) {
+                better = cost[k] < best_cost[k];
+                break;
+            }
+        }
+        if (better) {
+            best = i;
+            for (int k = 0; k < 3; k++) best_cost[k] = cost[k];
+        }
+    }
+    return best;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
+
+/* ==== dispatch table: bucket (head dim, causal, seq class, batch·heads class) -> entry ==== */
+static const attn_dispatch_bucket evo_dispatch_buckets[] = {
+    {64, 0, 9, 3, 0}, /* d64 non-causal seq 257..512 bh 1..8 */
+    {64, 0, 9, 4, 0}, /* d64 non-causal seq 257..512 bh 9..16 */
+    {64, 0, 11, 4, 1}, /* d64 non-causal seq 1025..2048 bh 9..16 */
+    {64, 0, 11, 5, 1}, /* d64 non-causal seq 1025..2048 bh 17..32 */
+    {64, 0, 14, 4, 2}, /* d64 non-causal seq 8193..16384 bh 9..16 */
+    {64, 1, 14, 4, 2}, /* d64 causal seq 8193..16384 bh 9..16 */
+    {128, 0, 9, 4, 0}, /* d128 non-causal seq 257..512 bh 9..16 */
+    {128, 0, 12, 6, 1}, /* d128 non-causal seq 2049..4096 bh 33..64 */
+    {128, 1, 12, 6, 3}, /* d128 causal seq 2049..4096 bh 33..64 */
+};
+static const int evo_dispatch_n_buckets = 9;
+/* ==== end of the dispatch table ==== */
+
+template __global__ void evo_attn_sm90<64,64,1,128,3,2,1,0,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<128,64,1,128,3,2,1,0,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,2,128,3,2,1,0,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<128,64,2,128,3,2,1,0,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,2,64,3,2,1,1,1,1,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<128,64,2,128,3,2,1,0,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+
+namespace evo_export {
+
+struct variant {
+    int head_dim;
+    const void *kernel; /* family 0: (evo_attn_params); family 1: (evo_attn_params, evo_attn_tmaps) */
+    int threads, rows_per_block, smem_bytes; /* family 0 grid: ceil(S / rows_per_block) x H x B */
+    int min_waves; /* > 0: the large-problem variant, for grids of min_waves x SMs blocks or more */
+    int family;    /* 0 mma.sync (attention_fp8.cu), 1 wgmma + TMA (attention_fp8_sm90.cu, sm_90a) */
+    int wg_rows, tile_n, persist; /* family 1: the tensor maps' boxes and the grid */
+    int accuracy;  /* its accuracy class: 0 exact, 1 fp8 (the self-test judges it by that class's rule) */
+    int entry;     /* the entry (genome) it belongs to */
+};
+static const variant variants[] = {
+    {64, (const void *)evo_attn_sm90<64,64,1,128,3,2,1,0,1,0,0,56,1>, 256, 64, 79040, 0, 1, 64, 128, 1, 1, 0},
+    {128, (const void *)evo_attn_sm90<128,64,1,128,3,2,1,0,1,0,0,56,1>, 256, 64, 156864, 0, 1, 64, 128, 1, 1, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,128,3,2,1,0,1,1,0,56,1>, 384, 128, 83136, 0, 1, 64, 128, 1, 1, 1},
+    {128, (const void *)evo_attn_sm90<128,64,2,128,3,2,1,0,1,1,0,56,1>, 384, 128, 165056, 0, 1, 64, 128, 1, 1, 1},
+    {64, (const void *)evo_attn_sm90<64,64,2,64,3,2,1,1,1,1,0,56,0>, 384, 128, 83136, 0, 1, 64, 64, 0, 1, 2},
+    {128, (const void *)evo_attn_sm90<128,64,2,128,3,2,1,0,1,0,0,56,1>, 384, 128, 165056, 0, 1, 64, 128, 1, 1, 3},
+};
+
+struct entry {
+    const char *genome, *key;
+    int accuracy; /* 0 exact, 1 fp8 */
+};
+static const entry entries[] = {
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=3,H_PIPE=2,H_QK_MODE=1,H_V_PATH=0,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "ae088acae94fe7cb8ed88c73e9f96f1044fdcdb6dbe0116df3dd9f00ce016e29", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=3,H_PIPE=2,H_QK_MODE=1,H_V_PATH=0,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "b34b6fd5fee24758809e82dcfc50f73813b542bbef9d5e65d98d38249d9a01bb", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=64,H_STAGES=3,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "f4a8299f3ff4baf22de06abd4c77c6dd19a7768028a61d5bd7ca8cc51d8cb5da", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=3,H_PIPE=2,H_QK_MODE=1,H_V_PATH=0,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "c8daf454c4ab89370b9b33d6f1784bc4fbe14b5abdceee5a8f015e478ca1e847", 1},
+};
+
+#ifdef EVO_SELFTEST
+/* Every bucket's timed shapes, with the median evo measured for its winner (µs) and that winner. */
+struct shape {
+    const char *name;
+    int batch, heads, seq, head_dim, causal;
+    double evo_median_us;
+    int entry;
+};
+static const shape timed_shapes[] = {
+    {"mission", 1, 8, 512, 64, 0, 7.26, 0},
+    {"small", 2, 8, 512, 64, 0, 7.58, 0},
+    {"long", 2, 8, 2048, 64, 0, 48.35, 1},
+    {"stress", 4, 8, 2048, 64, 0, 92.78, 1},
+    {"b1h16s16k", 1, 16, 16384, 64, 0, 2600.23, 2},
+    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1298.88, 2},
+    {"wide", 2, 8, 512, 128, 0, 10.50, 0},
+    {"b4h16s4k", 4, 16, 4096, 128, 0, 841.37, 1},
+    {"b4h16s4kc", 4, 16, 4096, 128, 1, 467.41, 3},
+};
+
+/* Correctness tolerances and timing settings of run 1's config. */
+static const double tol_rel_l2 = 0.002, tol_atol = 0.02, tol_rtol = 0.02, tol_max_frac_over = 1e-05;
+static const double cfg_softmax_scale = 0; /* 0: 1/sqrt(head_dim) */
+static const int timing_warmup = 3, timing_repetitions = 20, timing_flush_l2 = 1;
+#endif
+
+} // namespace evo_export
+
+/* ==== launcher and self-test, the same in every exported kernel (export_harness.cu) ==== */
+/* export_harness.cu — the host launcher and the self-test of every kernel `evo export` writes. evo appends this
+ * text, unchanged, after the genome's own section (namespace evo_export: variants, timed shapes, tolerances), so it
+ * is the same in every exported file. It is not a kernel template: evo never compiles it alone; tests/cli_export_nvcc.sh
+ * and tests/cli_variants.sh build exported files with nvcc, with and without -DEVO_SELFTEST.
+ */
+#include <atomic>
+
+namespace evo_export {
+
+static const int n_variants = (int)(sizeof variants / sizeof variants[0]);
+#ifdef EVO_EXPORT_DISPATCH
+static const int n_entries = (int)(sizeof entries / sizeof entries[0]);
+#endif
+
+/* Per variant, one bit per device on which its dynamic shared memory limit has been raised. */
+static std::atomic<unsigned long long> smem_raised[sizeof variants / sizeof variants[0]];
+
+/* The self-test sets this to run every variant on its checks; -1: pick by the problem. */
+static int forced_variant = -1;
+
+#ifdef EVO_EXPORT_DISPATCH
+/* A dispatching file: the entry (genome) that serves the problem, by the table and rule of attn_dispatch_host.h
+ * above (its bucket's winner; else the nearest bucket of its head dim); -1 when no entry has the head dim. */
+static int dispatch_entry(int batch, int heads, int seq, int head_dim, int causal)
+{
+    const int b = attn_dispatch_pick(evo_dispatch_buckets, evo_dispatch_n_buckets, batch, heads, seq, head_dim, causal);
+    return b < 0 ? -1 : evo_dispatch_buckets[b].entry;
+}
+#endif
+
+/* By head dim (in a dispatching file: among the variants of the entry dispatch_entry picks); among those, the
+ * large-problem variant when its grid fills min_waves waves of the device's SMs, a causal grid counting half (the
+ * rule evo measured the kernel with: evo_variant_pick). */
+static int find_variant(int head_dim, int batch, int heads, int seq, int causal)
+{
+    if (forced_variant >= 0) return variants[forced_variant].head_dim == head_dim ? forced_variant : -1;
+#ifdef EVO_EXPORT_DISPATCH
+    const int entry = dispatch_entry(batch, heads, seq, head_dim, causal);
+    if (entry < 0) return -1;
+#endif
+    int sms = 0, dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) !=
+                                                  cudaSuccess)
+        sms = 1 << 30; /* no device answer: the default variant */
+    int best = -1;
+    for (int i = 0; i < n_variants; i++) {
+        if (variants[i].head_dim != head_dim) continue;
+#ifdef EVO_EXPORT_DISPATCH
+        if (variants[i].entry != entry) continue;
+#endif
+        long long blocks =
+            (long long)((seq + variants[i].rows_per_block - 1) / variants[i].rows_per_block) * heads * batch;
+        if (causal) blocks /= 2; /* half the work */
+        if (blocks < (long long)variants[i].min_waves * sms) continue;
+        if (best < 0 || variants[i].min_waves > variants[best].min_waves) best = i;
+    }
+    return best;
+}
+
+/* The limit is a property of the function on the current device: raised once per device (devices past 63 every
+ * time, which is merely slower). */
+static cudaError_t raise_smem_limit(int i)
+{
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    const unsigned long long bit = dev < 64 ? 1ull << dev : 0ull;
+    if (bit && (smem_raised[i].load(std::memory_order_acquire) & bit)) return cudaSuccess;
+    e = cudaFuncSetAttribute(variants[i].kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, variants[i].smem_bytes);
+    if (e == cudaSuccess && bit) smem_raised[i].fetch_or(bit, std::memory_order_acq_rel);
+    return e;
+}
+
+#if EVO_EXPORT_SM90
+/* The driver's cuTensorMapEncodeTiled, looked up once through the runtime (no -lcuda needed). */
+static evo_tmap_encode_fn tmap_encoder(void)
+{
+    static std::atomic<void *> fn{nullptr};
+    void *f = fn.load(std::memory_order_acquire);
+    if (!f) {
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess || !f)
+            return nullptr;
+        fn.store(f, std::memory_order_release);
+    }
+    return (evo_tmap_encode_fn)f;
+}
+
+/* The sm_90a family (attn_sm90_host.h's launch rules): tensor maps for these tensors, then the grid. */
+static cudaError_t launch_sm90(int i, evo_attn_params &p, cudaStream_t stream)
+{
+    const evo_tmap_encode_fn encode = tmap_encoder();
+    if (!encode) return cudaErrorNotSupported;
+    evo_sm90_genome g;
+    memset(&g, 0, sizeof g);
+    g.wg_rows = variants[i].wg_rows;
+    g.consumers = variants[i].rows_per_block / variants[i].wg_rows;
+    g.tile_n = variants[i].tile_n;
+    g.persist = variants[i].persist;
+    evo_attn_tmaps t;
+    if (attn_sm90_fill_tmaps(&t, &p, &g, encode) != 0) return cudaErrorInvalidValue;
+    int dev = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return e;
+    unsigned grid[3];
+    attn_sm90_grid(&g, p.batch, p.heads, p.seq, sms, grid);
+    void *args[] = {&p, &t};
+    return cudaLaunchKernel(variants[i].kernel, dim3(grid[0], grid[1], grid[2]), dim3((unsigned)variants[i].threads),
+                            args, (size_t)variants[i].smem_bytes, stream);
+}
+#endif
+
+} // namespace evo_export
+
+extern "C" const char *evo_attention_genome(void) { return EVO_EXPORT_GENOME; }
+
+#ifdef EVO_EXPORT_DISPATCH
+/* The entry (0..evo_attention_entries()-1) the launcher runs for a problem; -1: none has its head dim. */
+extern "C" int evo_attention_dispatch(int batch, int heads, int seq, int head_dim, int causal)
+{
+    return batch < 1 || heads < 1 || seq < 1 ? -1 : evo_export::dispatch_entry(batch, heads, seq, head_dim, causal);
+}
+extern "C" int evo_attention_entries(void) { return evo_export::n_entries; }
+extern "C" const char *evo_attention_entry_genome(int i)
+{
+    return i >= 0 && i < evo_export::n_entries ? evo_export::entries[i].genome : nullptr;
+}
+#endif
+
+extern "C" int evo_attention_format(void) { return EVO_EXPORT_FORMAT; }
+
+/* O = softmax(Q·Kᵀ·softmax_scale [causal]) · V. q, k, v: 8-bit codes [B, H, S, D]; *_scale: one float per
+ * (batch, head), index b*H + h; o: fp16 [B, H, S, D]; all device pointers. Returns the launch's cudaError_t;
+ * cudaErrorInvalidValue for a head dim this file has no variant for, a null pointer or a size out of range.
+ * Asynchronous on `stream`; thread-safe. */
+extern "C" int evo_attention_forward(const void *q, const void *k, const void *v, const float *q_scale,
+                                     const float *k_scale, const float *v_scale, void *o, int batch, int heads,
+                                     int seq, int head_dim, int causal, float softmax_scale, cudaStream_t stream)
+{
+    using namespace evo_export;
+    const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
+    if (i < 0 || !q || !k || !v || !q_scale || !k_scale || !v_scale || !o || batch < 1 || heads < 1 || seq < 1 ||
+        batch > 65535 || heads > 65535)
+        return (int)cudaErrorInvalidValue;
+    cudaError_t e = raise_smem_limit(i);
+    if (e != cudaSuccess) return (int)e;
+    evo_attn_params p;
+    p.q = (const unsigned char *)q;
+    p.k = (const unsigned char *)k;
+    p.v = (const unsigned char *)v;
+    p.q_scale = q_scale;
+    p.k_scale = k_scale;
+    p.v_scale = v_scale;
+    p.o = (unsigned short *)o;
+    p.batch = batch;
+    p.heads = heads;
+    p.seq = seq;
+    p.head_dim = head_dim;
+    p.causal = causal != 0;
+    p.softmax_scale = softmax_scale;
+#if EVO_EXPORT_SM90
+    if (variants[i].family == 1) return (int)launch_sm90(i, p, stream);
+#endif
+    void *args[] = {&p};
+    const int rows = variants[i].rows_per_block;
+    const dim3 grid((unsigned)((seq + rows - 1) / rows), (unsigned)heads, (unsigned)batch);
+    return (int)cudaLaunchKernel(variants[i].kernel, grid, dim3((unsigned)variants[i].threads), args,
+                                 (size_t)variants[i].smem_bytes, stream);
+}
+
+#ifdef EVO_SELFTEST
+/* ---- self-test: checks against an FP64 CPU reference, then times the config's shapes ----
+ * ./selftest [--check-only] [--shape NAME] [--reps N]; exit 0: every check passed, 1: a check failed,
+ * 2: it could not run (no GPU, bad arguments). */
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+/* ==== export_selftest.cuh, inlined ==== */
+/* export_selftest.cuh — what the self-test of every exported file shares (evo export inlines it into each task's
+ * harness, under -DEVO_SELFTEST): its arguments, the device it runs on, and how it ends. Not a kernel template: evo
+ * never compiles it alone. Usage: selftest [--check-only] [--shape NAME] [--reps N]; exit 0 when every check passed,
+ * 1 when one failed, 2 when it could not run (no GPU, bad arguments).
+ */
+/* Number formats and error checks both self-tests use (their CPU references are built on them). */
+namespace evo_selftest_fmt {
+
+static uint32_t float_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float bits_float(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+static float half_to_float(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return bits_float(sign | 0x7f800000u | (m << 13));
+    if (e == 0) {
+        if (m == 0) return bits_float(sign);
+        uint32_t sh = 0;
+        while (!(m & 0x400u)) {
+            m <<= 1;
+            sh++;
+        }
+        return bits_float(sign | ((113u - sh) << 23) | ((m & 0x3ffu) << 13));
+    }
+    return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+/* Round to nearest even, once, with integers only. */
+static uint16_t double_to_half(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    const uint16_t sign = (uint16_t)((b >> 48) & 0x8000u);
+    const uint64_t a = b & 0x7fffffffffffffffull;
+    if (a > 0x7ff0000000000000ull) return sign | 0x7e00u;
+    const int be = (int)(a >> 52);
+    if (be == 0) return sign;
+    const int e = be - 1023;
+    const uint64_t mant = (a & 0xfffffffffffffull) | (1ull << 52);
+    if (e >= 16) return sign | 0x7c00u;
+    if (e >= -14) {
+        uint32_t q = ((uint32_t)(e + 15) << 10) | (uint32_t)((mant >> 42) & 0x3ffu);
+        const uint64_t rem = mant & ((1ull << 42) - 1), half = 1ull << 41;
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (uint16_t)(sign | q);
+    }
+    const int sh = 28 - e;
+    if (sh > 53) return sign;
+    uint64_t q = mant >> sh;
+    const uint64_t rem = mant & ((1ull << sh) - 1), half = 1ull << (sh - 1);
+    if (rem > half || (rem == half && (q & 1u))) q++;
+    return (uint16_t)(sign | q);
+}
+
+/* OCP e4m3fn, round to nearest even, saturating at +-448; NaN -> 0x7f. */
+static uint8_t e4m3_encode(float x)
+{
+    const uint32_t b = float_bits(x);
+    const uint8_t sign = (uint8_t)((b >> 24) & 0x80u);
+    const uint32_t a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) return 0x7f;
+    const int be = (int)(a >> 23);
+    if (be == 0) return sign;
+    const int e = be - 127;
+    const uint32_t mant = (a & 0x7fffffu) | 0x800000u;
+    uint32_t q;
+    if (e > 8) {
+        q = 0x7e;
+    } else if (e >= -6) {
+        q = ((uint32_t)(e + 7) << 3) | ((mant >> 20) & 7u);
+        const uint32_t rem = mant & 0xfffffu, half = 0x80000u;
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        if (q > 0x7e) q = 0x7e;
+    } else {
+        const int sh = 14 - e;
+        if (sh > 24) return sign;
+        q = mant >> sh;
+        const uint32_t rem = mant & ((1u << sh) - 1), half = 1u << (sh - 1);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+    }
+    return (uint8_t)(sign | q);
+}
+
+static bool cuda_ok(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess) return true;
+    fprintf(stderr, "selftest: %s: %s\n", what, cudaGetErrorString(e));
+    return false;
+}
+
+/* The inputs' generator: splitmix64, uniform [0, 1), normal by Box-Muller. */
+struct rng {
+    uint64_t s;
+    uint64_t next()
+    {
+        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    double uniform() { return (double)(next() >> 11) * 0x1p-53; } /* [0, 1) */
+    double normal()
+    {
+        const double u1 = 1.0 - uniform(), u2 = uniform();
+        return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+    }
+};
+
+} // namespace evo_selftest_fmt
+
+namespace evo_selftest_main {
+
+struct args {
+    bool check_only = false;
+    const char *only = nullptr; /* --shape NAME: time this shape only */
+    int reps = 1;
+};
+
+/* false: bad arguments, the usage said on stderr (exit 2). */
+static bool parse(int argc, char **argv, int default_reps, args &a)
+{
+    a.reps = default_reps;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--check-only")) {
+            a.check_only = true;
+        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            a.only = argv[++i];
+        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
+            a.reps = atoi(argv[++i]);
+        } else {
+            fprintf(stderr, "usage: %s [--check-only] [--shape NAME] [--reps N]\n", argv[0]);
+            return false;
+        }
+    }
+    if (a.reps < 1) a.reps = 1;
+    return true;
+}
+
+/* Device 0's properties, the driver's and the runtime's versions; false: no CUDA device (said on stderr; exit 2). */
+static bool device(cudaDeviceProp &prop, int &driver, int &runtime)
+{
+    int n_dev = 0;
+    cudaError_t e = cudaGetDeviceCount(&n_dev);
+    if (e != cudaSuccess || n_dev == 0) {
+        fprintf(stderr, "selftest: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        return false;
+    }
+    cudaGetDeviceProperties(&prop, 0);
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    return true;
+}
+
+/* What every self-test does first: its arguments, then the device it runs on; false: exit 2. */
+struct start_info {
+    args a;
+    cudaDeviceProp prop;
+    int driver = 0, runtime = 0;
+};
+static bool start(int argc, char **argv, int default_reps, start_info &s)
+{
+    return parse(argc, argv, default_reps, s.a) && device(s.prop, s.driver, s.runtime);
+}
+
+/* The last lines and the exit status: checks_are names what passed ("correctness checks", "bit-exact checks"). */
+static int finish(const args &a, int n_cases, int n_timed, int failed, const char *checks_are)
+{
+    if (a.only && n_timed == 0 && !a.check_only) {
+        fprintf(stderr, "selftest: no timed shape is called '%s'\n", a.only);
+        return 2;
+    }
+    if (failed) {
+        printf("\nself-test FAILED: %d of %d checks\n", failed, n_cases + n_timed);
+        return 1;
+    }
+    printf("\nself-test passed: %d %s, %d shapes timed\n", n_cases, checks_are, n_timed);
+    return 0;
+}
+
+} // namespace evo_selftest_main
+/* ==== end of export_selftest.cuh ==== */
+
+namespace evo_selftest {
+using namespace evo_selftest_fmt; /* float_bits, half_to_float, double_to_half, e4m3_encode, cuda_ok, ... */
+
+/* ---- number formats: evo's rules (tasks/attention_fp8/attn_ref.c), as plain C++ ---- */
+
+static float e4m3_decode(uint8_t code)
+{
+    if ((code & 0x7f) == 0x7f) return bits_float(0x7fc00000u);
+    const uint32_t sign = (uint32_t)(code & 0x80u) << 24;
+    const uint32_t e = (code >> 3) & 0xfu, m = code & 7u;
+    if (e == 0) return bits_float(sign | float_bits((float)m * 0x1p-9f));
+    return bits_float(sign | ((e + 120u) << 23) | (m << 20));
+}
+
+/* Each operation rounded in float, in this order; roundf rounds halves away from zero. */
+static uint8_t u8sim_encode(float x, float scale)
+{
+    volatile float d = scale * 448.0f; /* volatile: no fused multiply-add may merge two roundings */
+    volatile float t = x / d;
+    volatile float m = t * 127.0f;
+    const float y = m + 128.0f;
+    if (std::isnan(y)) return 128;
+    const float r = roundf(y);
+    if (r < 0.0f) return 0;
+    if (r > 255.0f) return 255;
+    return (uint8_t)r;
+}
+
+static float u8sim_decode(uint8_t code, float scale)
+{
+    volatile float a = (float)((int)code - 128) / 127.0f;
+    volatile float b = a * 448.0f;
+    return b * scale;
+}
+
+/* One head: scale = absmax / 448 (1 for an all-zero head), codes, and the dequantized values the reference uses. */
+static void quantize_head(const uint16_t *x, size_t n, int format, uint8_t *codes, float *scale, float *deq)
+{
+    float absmax = 0.0f;
+    for (size_t i = 0; i < n; i++) absmax = fmaxf(absmax, fabsf(half_to_float(x[i])));
+    const float s = absmax == 0.0f ? 1.0f : absmax / 448.0f;
+    *scale = s;
+    for (size_t i = 0; i < n; i++) {
+        const float v = half_to_float(x[i]);
+        if (format == EVO_FORMAT_E4M3) {
+            codes[i] = e4m3_encode(v / s);
+            deq[i] = e4m3_decode(codes[i]) * s;
+        } else {
+            codes[i] = u8sim_encode(v, s);
+            deq[i] = u8sim_decode(codes[i], s);
+        }
+    }
+}
+
+/* ---- inputs ---- */
+
+enum { DIST_NORMAL, DIST_UNIFORM, DIST_OUTLIERS, DIST_ZERO_HEAD, DIST_LARGE, N_DISTS };
+static const char *const dist_names[N_DISTS] = {"normal", "uniform", "outliers", "zero_head", "large"};
+
+/* fp16 values: N(0,1), U(-1,1), N(0,1) + N(0,100)·Bernoulli(0.001), N(0,1) with the first head all zero, or
+ * 30·N(0,1) (huge logits). */
+static void make_input(std::vector<uint16_t> &x, size_t head_elems, int dist, uint64_t seed)
+{
+    rng r{seed * 0x2545f4914f6cdd1dull + 1};
+    for (size_t i = 0; i < x.size(); i++) {
+        double v;
+        switch (dist) {
+        case DIST_UNIFORM: v = 2.0 * r.uniform() - 1.0; break;
+        case DIST_OUTLIERS:
+            v = r.normal();
+            if (r.uniform() < 0.001) v += 10.0 * r.normal();
+            break;
+        case DIST_ZERO_HEAD: v = i < head_elems ? 0.0 : r.normal(); break;
+        case DIST_LARGE: v = 30.0 * r.normal(); break;
+        default: v = r.normal(); break;
+        }
+        x[i] = double_to_half(v);
+    }
+}
+
+/* ---- one problem: inputs on the host and the device, output between guard bands ---- */
+
+static const size_t GUARD_BYTES = 16384;
+static const unsigned char GUARD = 0xa5;
+
+struct problem {
+    int batch = 0, heads = 0, seq = 0, head_dim = 0, causal = 0, dist = 0;
+    double scale = 0;
+    size_t n = 0; /* elements per tensor */
+    std::vector<float> deq[3];
+    std::vector<uint8_t> codes[3];  /* the 8-bit codes the kernel reads, and one scale per head */
+    std::vector<float> scales[3];
+    unsigned char *d_codes[3] = {nullptr, nullptr, nullptr};
+    float *d_scales[3] = {nullptr, nullptr, nullptr};
+    unsigned char *d_out_alloc = nullptr; /* GUARD_BYTES, then the output, then GUARD_BYTES */
+    void *d_out = nullptr;
+};
+
+static double softmax_scale_for(int head_dim)
+{
+    return evo_export::cfg_softmax_scale > 0 ? evo_export::cfg_softmax_scale : 1.0 / sqrt((double)head_dim);
+}
+
+static bool problem_make(problem &p, int batch, int heads, int seq, int head_dim, int causal, int dist,
+                         uint64_t seed)
+{
+    p.batch = batch, p.heads = heads, p.seq = seq, p.head_dim = head_dim, p.causal = causal, p.dist = dist;
+    p.scale = softmax_scale_for(head_dim);
+    const size_t head_elems = (size_t)seq * head_dim, n_heads = (size_t)batch * heads;
+    p.n = head_elems * n_heads;
+    std::vector<uint16_t> x(p.n);
+    for (int t = 0; t < 3; t++) {
+        std::vector<uint8_t> &codes = p.codes[t];
+        std::vector<float> &scales = p.scales[t];
+        codes.resize(p.n);
+        scales.resize(n_heads);
+        make_input(x, head_elems, dist, seed * 3 + (uint64_t)t);
+        p.deq[t].resize(p.n);
+        for (size_t h = 0; h < n_heads; h++)
+            quantize_head(&x[h * head_elems], head_elems, EVO_EXPORT_FORMAT, &codes[h * head_elems], &scales[h],
+                          &p.deq[t][h * head_elems]);
+        if (!cuda_ok(cudaMalloc(&p.d_codes[t], p.n), "cudaMalloc") ||
+            !cuda_ok(cudaMalloc(&p.d_scales[t], n_heads * sizeof(float)), "cudaMalloc") ||
+            !cuda_ok(cudaMemcpy(p.d_codes[t], codes.data(), p.n, cudaMemcpyHostToDevice), "cudaMemcpy") ||
+            !cuda_ok(cudaMemcpy(p.d_scales[t], scales.data(), n_heads * sizeof(float), cudaMemcpyHostToDevice),
+                     "cudaMemcpy"))
+            return false;
+    }
+    if (!cuda_ok(cudaMalloc(&p.d_out_alloc, p.n * 2 + 2 * GUARD_BYTES), "cudaMalloc")) return false;
+    p.d_out = p.d_out_alloc + GUARD_BYTES;
+    return cuda_ok(cudaMemset(p.d_out_alloc, GUARD, p.n * 2 + 2 * GUARD_BYTES), "cudaMemset");
+}
+
+static void problem_free(problem &p)
+{
+    for (int t = 0; t < 3; t++) {
+        cudaFree(p.d_codes[t]);
+        cudaFree(p.d_scales[t]);
+    }
+    cudaFree(p.d_out_alloc);
+}
+
+static cudaError_t problem_launch(const problem &p, cudaStream_t stream)
+{
+    return (cudaError_t)evo_attention_forward(p.d_codes[0], p.d_codes[1], p.d_codes[2], p.d_scales[0], p.d_scales[1],
+                                              p.d_scales[2], p.d_out, p.batch, p.heads, p.seq, p.head_dim, p.causal,
+                                              (float)p.scale, stream);
+}
+
+/* Output row i of head bh in FP64 on the dequantized inputs: the exact reference both accuracy classes are judged
+ * against. */
+static void reference_row(const problem &p, size_t bh, int i, double *out)
+{
+    const int D = p.head_dim, S = p.seq;
+    const size_t head = (size_t)S * D;
+    const float *q = &p.deq[0][bh * head + (size_t)i * D], *k = &p.deq[1][bh * head], *v = &p.deq[2][bh * head];
+    const int n_keys = p.causal ? i + 1 : S;
+    std::vector<double> s((size_t)n_keys);
+    double mx = -INFINITY;
+    for (int j = 0; j < n_keys; j++) {
+        double dot = 0.0;
+        for (int t = 0; t < D; t++) dot += (double)q[t] * (double)k[(size_t)j * D + t];
+        s[(size_t)j] = dot * p.scale;
+        mx = std::max(mx, s[(size_t)j]);
+    }
+    for (int t = 0; t < D; t++) out[t] = 0.0;
+    double l = 0.0;
+    for (int j = 0; j < n_keys; j++) {
+        const double w = exp(s[(size_t)j] - mx);
+        l += w;
+        for (int t = 0; t < D; t++) out[t] += w * (double)v[(size_t)j * D + t];
+    }
+    for (int t = 0; t < D; t++) out[t] /= l;
+}
+
+/* ---- the fp8 accuracy class: the FP8 model (attn_numerics.h, the same code evo's gate runs) ---- */
+static inline float round_e4m3(float x) { return e4m3_decode(e4m3_encode(x)); }
+#define AN_FN static inline
+#define AN_E4M3_ROUND(x) round_e4m3(x)
+/* ==== attn_numerics.h, inlined ==== */
+/* attn_numerics.h — the attention task's arithmetic written once for every side that runs it: the FP8 model (what
+ * sets the fp8 accuracy class's error budget), the fp8 gate's constants and budget, and the input formulas of the
+ * structural probes. Included by attn_ref.c (C11, the CPU twin), attn_support.cu (device code, NVRTC) and the
+ * export's self-test (C++ host code), so the three cannot drift apart.
+ *
+ * Every floating-point step is one correctly rounded IEEE operation (AN_F* / AN_D* below: __f*_rn / __d*_rn on the
+ * device, plain operators on the host, which evo compiles without contraction), so every side computes the same bits.
+ * The includer defines, before including:
+ *   AN_FN                        function qualifiers ("static inline", or "__device__ __forceinline__")
+ *   AN_E4M3_ROUND(x)             float -> the float value of its e4m3 code (evo's encoder: nearest even, saturating);
+ *                                the model's row functions exist only where it is defined
+ *   AN_NORMAL(seed, t, i)        float: element i of tensor t of the normal distribution (evo's generator, an fp16
+ *                                value); AN_WORD(seed, t, i): its 64-bit word (probes only; define both or neither)
+ *   AN_DEVICE                    defined for device code
+ * and gets only static functions and macros prefixed an_/AN_.
+ *
+ * The FP8 model (docs/templates.md, "Accuracy classes"): an FP8 attention kernel whose two GEMMs run on the Hopper
+ * FP8 tensor core as it was measured to add (docs/perf-notes.md, "The FP8 accumulator": 13 explicit mantissa bits,
+ * cut toward zero, small terms lost inside a k-step as well). A k-step adds the accumulator and 32 products aligned
+ * to the largest of them: each is cut toward zero to 13 bits below that exponent, they are summed, the sum is cut to
+ * 13 bits (an_kstep). Per query row, over the e4m3 codes:
+ *   score  = Σ_d q·k in k-steps of 32 (an_logit2);
+ *   x2     = ((float)score · (q_scale·k_scale)) · (softmax_scale·log2 e), each product rounded to float;
+ *   online softmax over blocks of 128 keys: M = ⌈max x2 so far⌉ (an integer, so rescaling is exact), when M grows
+ *            l and acc are multiplied by 2^(M_old − M_new);
+ *   p      = 2^(x2 − M + 8) rounded to float (a deterministic double exp2), P̃ = e4m3(p);
+ *   l     += p (float, key order);  acc[d] += Σ P̃·v_code[d] in k-steps of 32 keys (the P·V accumulator);
+ *   out[d] = (acc[d] · v_scale) / l.
+ * Where the score's k-steps begin is not known for a kernel (its layout of the head dim): the model can run with the
+ * k-steps starting at 0, 8, 16, ... (AN_FP8_ORDERS partitions; its error on a slice is then the largest of them).
+ * One is used: where the partition matters — logits so large that one key takes every row — the fp8 gate asks
+ * for the saturated bound instead (attn_gate.h), and each partition costs a run of the model.
+ */
+#ifndef EVO_ATTN_NUMERICS_H
+#define EVO_ATTN_NUMERICS_H
+
+#ifdef AN_DEVICE
+#define AN_FMUL(a, b) __fmul_rn(a, b)
+#define AN_FADD(a, b) __fadd_rn(a, b)
+#define AN_FDIV(a, b) __fdiv_rn(a, b)
+#define AN_DADD(a, b) __dadd_rn(a, b)
+#define AN_DSUB(a, b) __dsub_rn(a, b)
+#define AN_DMUL(a, b) __dmul_rn(a, b)
+#define AN_D2F(x) __double2float_rn(x)
+#define AN_FBITS(x) __float_as_uint(x)
+#define AN_BITSF(u) __uint_as_float(u)
+#define AN_TRUNCF(x) truncf(x)
+#define AN_BITSD(u) __longlong_as_double((long long)(u))
+#define AN_CEILF(x) ceilf(x)
+#define AN_SQRTF(x) __fsqrt_rn(x)
+#else
+#define AN_FMUL(a, b) ((float)(a) * (float)(b))
+#define AN_FADD(a, b) ((float)(a) + (float)(b))
+#define AN_FDIV(a, b) ((float)(a) / (float)(b))
+#define AN_DADD(a, b) ((double)(a) + (double)(b))
+#define AN_DSUB(a, b) ((double)(a) - (double)(b))
+#define AN_DMUL(a, b) ((double)(a) * (double)(b))
+#define AN_D2F(x) ((float)(x))
+#define AN_CEILF(x) ceilf(x)
+#define AN_SQRTF(x) sqrtf(x)
+AN_FN double an_bitsd_(unsigned long long u)
+{
+    double x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+AN_FN unsigned an_fbits_(float x)
+{
+    unsigned u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+AN_FN float an_bitsf_(unsigned u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+#define AN_BITSD(u) an_bitsd_(u)
+#define AN_FBITS(x) an_fbits_(x)
+#define AN_BITSF(u) an_bitsf_(u)
+#define AN_TRUNCF(x) truncf(x)
+#endif
+
+/* ---- the fp8 gate (fixed here, not in the config: the class is defined by them) ---- */
+#define AN_FP8_K 2.0            /* the kernel may be this many times as far from the exact reference as the model */
+#define AN_FP8_REL_ATOL 1e-3    /* + this on a slice's rel-L2                                                    */
+#define AN_FP8_ABS_ATOL 0x1p-10 /* + this times max|reference| of the slice on every element's error            */
+#define AN_FP8_ACC_BITS 13      /* explicit mantissa bits the tensor core's accumulator keeps (cut toward zero)  */
+#define AN_FP8_KSTEP 32         /* products one k-step of the FP8 tensor core adds at once                      */
+/* AN_FP8_ORDERS: partitions of the score's k-steps the model's error is the largest of (the code takes several: each
+ * costs a run of the model) */
+#define AN_FP8_ORDERS 1
+#define AN_FP8_BLOCK 128         /* keys per online-softmax block                                                 */
+#define AN_FP8_P_OFFSET 8.0      /* P = 2^(x2 - M + 8): P is scaled into e4m3's range before the cast             */
+#define AN_FP8_SATURATED_REL 0.1 /* huge logits (the `large` inputs): each slice's rel-L2 at most this            */
+
+/* The fp8 class's budget on one (batch, head) slice, from the model's errors there against the exact reference:
+ * the kernel's rel-L2 on the slice must be <= *rel_bound, and every element's |out - ref| <= *abs_bound. */
+AN_FN void an_fp8_budget(double model_rel_l2, double model_max_abs, double ref_max_abs, double *rel_bound,
+                         double *abs_bound)
+{
+    *rel_bound = AN_FP8_K * model_rel_l2 + AN_FP8_REL_ATOL;
+    *abs_bound = AN_FP8_K * model_max_abs + AN_FP8_ABS_ATOL * ref_max_abs;
+}
+
+/* ---- the model's arithmetic ---- */
+
+/* 2^t for t <= 16, the same bits on every side: exact for integer t; else 2^n · √2 · e^((f − 1/2)·ln 2) with
+ * f = t − n in (0, 1), a degree-14 Taylor polynomial in correctly rounded double steps (relative error ~1e-16).
+ * 0 below 2^-160 (no float or e4m3 value is that small). */
+AN_FN double an_exp2(double t)
+{
+    if (!(t >= -160.0)) return 0.0;
+    const double n = floor(t), f = AN_DSUB(t, n);
+    const unsigned long long pow2n = (unsigned long long)((long long)n + 1023) << 52;
+    if (f == 0.0) return AN_BITSD(pow2n);
+    const double g = AN_DMUL(AN_DSUB(f, 0.5), 0x1.62e42fefa39efp-1);
+    double p = 1.0 / 87178291200.0; /* Horner from 1/14! down to 1 */
+#define AN_H(c) p = AN_DADD(AN_DMUL(p, g), c)
+    AN_H(1.0 / 6227020800.0);
+    AN_H(1.0 / 479001600.0);
+    AN_H(1.0 / 39916800.0);
+    AN_H(1.0 / 3628800.0);
+    AN_H(1.0 / 362880.0);
+    AN_H(1.0 / 40320.0);
+    AN_H(1.0 / 5040.0);
+    AN_H(1.0 / 720.0);
+    AN_H(1.0 / 120.0);
+    AN_H(1.0 / 24.0);
+    AN_H(1.0 / 6.0);
+    AN_H(0.5);
+    AN_H(1.0);
+    AN_H(1.0);
+#undef AN_H
+    return AN_DMUL(AN_DMUL(p, 0x1.6a09e667f3bcdp+0), AN_BITSD(pow2n));
+}
+
+/* x (float) with its significand cut to 1 + AN_FP8_ACC_BITS bits, toward zero. */
+AN_FN float an_trunc_accf(float x) { return AN_BITSF(AN_FBITS(x) & ~((1u << (23 - AN_FP8_ACC_BITS)) - 1u)); }
+
+/* The unit a k-step aligns to: 2^(E − 13), E the exponent of the largest magnitude among the accumulator and the
+ * step's products, and its inverse (both 0: all are zero or tiny). */
+AN_FN void an_unit(float maxabs, float *unit, float *inv)
+{
+    const int e = (int)((AN_FBITS(maxabs) >> 23) & 0xffu); /* biased */
+    *unit = e > AN_FP8_ACC_BITS ? AN_BITSF((unsigned)(e - AN_FP8_ACC_BITS) << 23) : 0.0f;
+    *inv = e > AN_FP8_ACC_BITS ? AN_BITSF((unsigned)(254 + AN_FP8_ACC_BITS - e) << 23) : 0.0f;
+}
+
+/* x cut toward zero to a multiple of unit (exact: unit and inv are powers of two, |x|·inv < 2^14). */
+AN_FN float an_cut(float x, float unit, float inv)
+{
+    return unit > 0.0f ? AN_FMUL(AN_TRUNCF(AN_FMUL(x, inv)), unit) : x;
+}
+
+/* One k-step of the tensor core: the accumulator and n products (each a product of two e4m3 values, exact in float)
+ * aligned to the largest of them — every one cut toward zero to 13 bits below its exponent —, summed, and the sum cut
+ * to 13 explicit mantissa bits. Every step is exact in float: the cut terms are multiples of the unit below 2^14 of
+ * it, so 33 of them sum to fewer than 20 significant bits. */
+AN_FN float an_kstep(float acc, const float *x, int n)
+{
+    float mx = fabsf(acc);
+    for (int i = 0; i < n; i++) mx = fmaxf(mx, fabsf(x[i]));
+    float u, inv;
+    an_unit(mx, &u, &inv);
+    float sum = an_cut(acc, u, inv);
+    for (int i = 0; i < n; i++) sum = AN_FADD(sum, an_cut(x[i], u, inv));
+    return an_trunc_accf(sum);
+}
+
+/* The head-dim index of position i of the score's k-steps in order `order` (0..AN_FP8_ORDERS-1): the steps start
+ * 8·order positions later (the partition into k-steps moves; the tensor core's is not known to the kernel's data). */
+AN_FN int an_order_index(int order, int i, int d) { return (i + 8 * order) % d; }
+
+/* The score of one (query, key) pair in log2 units, from e4m3 code values (exact floats) q[0..d), k[0..d), in
+ * k-steps of 32 in order `order`. */
+AN_FN float an_logit2(const float *q, const float *k, int d, float qk_scale, float sm_log2e, int order)
+{
+    float acc = 0.0f, x[AN_FP8_KSTEP];
+    for (int c0 = 0; c0 < d; c0 += AN_FP8_KSTEP) {
+        const int n = d - c0 < AN_FP8_KSTEP ? d - c0 : AN_FP8_KSTEP;
+        for (int i = 0; i < n; i++) {
+            const int t = an_order_index(order, c0 + i, d);
+            x[i] = AN_FMUL(q[t], k[t]);
+        }
+        acc = an_kstep(acc, x, n);
+    }
+    return AN_FMUL(AN_FMUL(acc, qk_scale), sm_log2e);
+}
+
+#ifdef AN_E4M3_ROUND
+/* p = 2^(x2 − M + 8) and its e4m3 rounding. */
+AN_FN void an_p(float x2, float m_int, float *p, float *pt)
+{
+    *p = AN_D2F(an_exp2(AN_DADD(AN_DSUB((double)x2, (double)m_int), AN_FP8_P_OFFSET)));
+    *pt = AN_E4M3_ROUND(*p);
+}
+
+/* The rescale factor 2^(m_old − m_new) of two integer offsets (exact). */
+AN_FN float an_rescale(float m_old, float m_new) { return AN_D2F(an_exp2(AN_DSUB((double)m_old, (double)m_new))); }
+
+/* One query row of the model on the host, its scores added in order `order`: q[0..d) and the n_keys rows of k
+ * and v (d floats each, row stride d) are e4m3 code values; acc is d floats of scratch; out gets d floats. */
+AN_FN void an_model_row(const float *q, const float *k, const float *v, int n_keys, int d, float qk_scale,
+                        float sm_log2e, float v_scale, int order, float *acc, float *out)
+{
+    float m = 0.0f, l = 0.0f, x2b[AN_FP8_BLOCK], ptb[AN_FP8_KSTEP], x[AN_FP8_KSTEP];
+    int started = 0;
+    for (int t = 0; t < d; t++) acc[t] = 0.0f;
+    for (int b0 = 0; b0 < n_keys; b0 += AN_FP8_BLOCK) {
+        const int b1 = n_keys < b0 + AN_FP8_BLOCK ? n_keys : b0 + AN_FP8_BLOCK;
+        float mb = 0.0f;
+        for (int j = b0; j < b1; j++) {
+            x2b[j - b0] = an_logit2(q, k + (long long)j * d, d, qk_scale, sm_log2e, order);
+            mb = j == b0 || x2b[j - b0] > mb ? x2b[j - b0] : mb;
+        }
+        const float mc = AN_CEILF(mb);
+        if (!started || mc > m) {
+            if (started) {
+                const float r = an_rescale(m, mc);
+                l = AN_FMUL(l, r);
+                for (int t = 0; t < d; t++) acc[t] = AN_FMUL(acc[t], r);
+            }
+            m = mc;
+            started = 1;
+        }
+        for (int s0 = b0; s0 < b1; s0 += AN_FP8_KSTEP) { /* P·V in k-steps of 32 keys */
+            const int n = b1 - s0 < AN_FP8_KSTEP ? b1 - s0 : AN_FP8_KSTEP;
+            for (int j = 0; j < n; j++) {
+                float p;
+                an_p(x2b[s0 + j - b0], m, &p, &ptb[j]);
+                l = AN_FADD(l, p);
+            }
+            for (int t = 0; t < d; t++) {
+                for (int j = 0; j < n; j++) x[j] = AN_FMUL(ptb[j], v[(long long)(s0 + j) * d + t]);
+                acc[t] = an_kstep(acc[t], x, n);
+            }
+        }
+    }
+    for (int t = 0; t < d; t++) out[t] = AN_FDIV(AN_FMUL(acc[t], v_scale), l);
+}
+#endif
+
+/* ---- structural probes: inputs built so that a structural fault gives an O(0.1-1) error where it acts ---- */
+enum {
+    AN_PROBE_HEADS,    /* every (batch, head) with its own scales of Q, K and V (logits std ~2)                     */
+    AN_PROBE_NEEDLE,   /* key i+1 aligned with query i (logit ~12): a causal kernel that leaks one future key is
+                          dominated by it; row 0 must equal V0                                                      */
+    AN_PROBE_LAST_KEY, /* the last key dominates every query row: a kernel that drops keys past any point fails     */
+    AN_PROBE_MODERATE, /* logits of std 1.5 at 1/sqrt(D), checked at softmax scales 0.5, 1 and 2 / sqrt(D)          */
+    AN_PROBE_INTEGERS, /* sparse small integers with softmax scale ln 2: every P is a power of two, exact in e4m3,
+                          so the model is exact and the budget is the atol alone                                    */
+    AN_PROBE_COUNT
+};
+
+#ifdef AN_NORMAL
+AN_FN float an_pow2f(int e) { return AN_D2F(AN_BITSD((unsigned long long)(1023 + e) << 52)); }
+
+/* Tensor ids of the probes' draws (apart from the distributions' 0, 1, 2). */
+#define AN_PT_BASE 16u
+#define AN_PT_SHARED 20u /* the needle's shared directions, the last key's direction */
+
+/* Element i of tensor t (0 Q, 1 K, 2 V) of probe `probe` for heads of seq rows x d columns, as a float that is an
+ * fp16 value or is rounded to one by the caller (every formula below gives a float; the caller rounds once). */
+AN_FN float an_probe_value(int probe, unsigned long long seed, unsigned t, int seq, int d, unsigned long long i)
+{
+    const unsigned long long head = (unsigned long long)seq * (unsigned long long)d;
+    const unsigned long long bh = i / head;
+    const int r = (int)((i / (unsigned long long)d) % (unsigned long long)seq), c = (int)(i % (unsigned long long)d);
+    const float n = AN_NORMAL(seed, AN_PT_BASE + t, i);
+    switch (probe) {
+        case AN_PROBE_HEADS: { /* Q x 2^(a-3), K x 2^(4-a)(1 + b/16): logits std 2-2.25; V x 2^(e-2)(1 + g/16) */
+            const int a = (int)(bh % 7u), b = (int)(bh % 3u), e = (int)(bh % 5u), g = (int)(bh % 16u);
+            if (t == 0) return AN_FMUL(n, an_pow2f(a - 3));
+            if (t == 1) return AN_FMUL(n, AN_FMUL(an_pow2f(4 - a), AN_FADD(1.0f, AN_FMUL((float)b, 0.0625f))));
+            return AN_FMUL(n, AN_FMUL(an_pow2f(e - 2), AN_FADD(1.0f, AN_FMUL((float)g, 0.0625f))));
+        }
+        case AN_PROBE_NEEDLE: {
+            const float a = AN_SQRTF(AN_FDIV(12.0f, AN_SQRTF((float)d)));
+            if (t == 2) return n;
+            if (t == 0) return AN_FMUL(a, AN_NORMAL(seed, AN_PT_SHARED, i));
+            return r > 0 ? AN_FMUL(a, AN_NORMAL(seed, AN_PT_SHARED, i - (unsigned long long)d)) : AN_FMUL(a, n);
+        }
+        case AN_PROBE_LAST_KEY: {
+            const float w = AN_NORMAL(seed, AN_PT_SHARED + 1u, bh * (unsigned long long)d + (unsigned long long)c);
+            if (t == 0) return AN_FADD(AN_FMUL(0.7f, w), AN_FMUL(0.7f, n));
+            if (t == 1 && r == seq - 1) return AN_FMUL(AN_FDIV(12.0f, AN_FMUL(0.7f, AN_SQRTF((float)d))), w);
+            return n;
+        }
+        case AN_PROBE_MODERATE: return t == 2 ? n : AN_FMUL(n, 1.1066819f); /* 1.5^(1/4): q·k/sqrt(D) has std 1.5 */
+        case AN_PROBE_INTEGERS: {
+            const unsigned long long w = AN_WORD(seed, AN_PT_BASE + t, i);
+            if (t == 2) return r == 0 && c == 0 ? 7.0f : (float)((int)((w >> 8) % 15u) - 7);
+            /* the head's absmax 7 (scale 7/448 = 2^-6: every code exact) sits where the other operand is zero */
+            const int mine = t == 0 ? d - 1 : d - 2, other = t == 0 ? d - 2 : d - 1;
+            if (c == other) return 0.0f;
+            if (c == mine) return r == 0 ? 7.0f : 0.0f;
+            return (w & 3u) == 0 ? ((w >> 2) & 1u ? -1.0f : 1.0f) : 0.0f;
+        }
+    }
+    return n;
+}
+#endif
+
+#endif
+/* ==== end of attn_numerics.h ==== */
+
+/* Row i of head bh of the FP8 model, its scores added in order `phase`, on the problem's codes. */
+static void model_row(const problem &p, size_t bh, int i, int phase, double *out)
+{
+    const int D = p.head_dim, S = p.seq;
+    const size_t head = (size_t)S * D;
+    const int n_keys = p.causal ? i + 1 : S;
+    std::vector<float> q((size_t)D), k((size_t)n_keys * D), v((size_t)n_keys * D), acc((size_t)D), o((size_t)D);
+    for (int t = 0; t < D; t++) q[(size_t)t] = e4m3_decode(p.codes[0][bh * head + (size_t)i * D + t]);
+    for (size_t j = 0; j < (size_t)n_keys * D; j++) {
+        k[j] = e4m3_decode(p.codes[1][bh * head + j]);
+        v[j] = e4m3_decode(p.codes[2][bh * head + j]);
+    }
+    const float qk = p.scales[0][bh] * p.scales[1][bh], sm = (float)p.scale * 1.4426950408889634f;
+    an_model_row(q.data(), k.data(), v.data(), n_keys, D, qk, sm, p.scales[2][bh], phase, acc.data(), o.data());
+    for (int t = 0; t < D; t++) out[t] = o[(size_t)t];
+}
+
+struct verdict {
+    double rel_l2 = 0, max_abs = 0;
+    size_t n = 0, n_over = 0, n_nonfinite = 0, guard_bytes = 0;
+    bool pass = false;
+    char why[160] = "";
+};
+
+/* Copies the output back and compares the given rows of every head (all rows when rows is empty) with the
+ * FP64 reference: every element written and finite, |out - ref| <= atol·RMS(ref) + rtol·|ref| for all but
+ * max_frac_over of them, rel-L2 within its tolerance, and the guard bands untouched. */
+static bool problem_check(const problem &p, const std::vector<int> &rows, verdict &vd)
+{
+    std::vector<unsigned char> host(p.n * 2 + 2 * GUARD_BYTES);
+    if (!cuda_ok(cudaMemcpy(host.data(), p.d_out_alloc, host.size(), cudaMemcpyDeviceToHost), "cudaMemcpy"))
+        return false;
+    for (size_t i = 0; i < GUARD_BYTES; i++) {
+        vd.guard_bytes += host[i] != GUARD;
+        vd.guard_bytes += host[GUARD_BYTES + p.n * 2 + i] != GUARD;
+    }
+    const uint16_t *out = (const uint16_t *)(host.data() + GUARD_BYTES);
+    const int D = p.head_dim;
+    std::vector<int> all;
+    if (rows.empty())
+        for (int i = 0; i < p.seq; i++) all.push_back(i);
+    const std::vector<int> &use = rows.empty() ? all : rows;
+    const int vi = evo_export::find_variant(p.head_dim, p.batch, p.heads, p.seq, p.causal);
+    const bool fp8 = vi >= 0 && evo_export::variants[vi].accuracy == 1;
+    const size_t n_heads = (size_t)p.batch * p.heads;
+    std::vector<double> ref, got, mod[AN_FP8_ORDERS];
+    std::vector<double> row((size_t)D);
+    for (size_t bh = 0; bh < n_heads; bh++)
+        for (int i : use) {
+            reference_row(p, bh, i, row.data());
+            for (int t = 0; t < D; t++) {
+                ref.push_back(row[(size_t)t]);
+                got.push_back(half_to_float(out[(bh * p.seq + (size_t)i) * D + t]));
+            }
+            for (int ph = 0; fp8 && ph < AN_FP8_ORDERS; ph++) {
+                model_row(p, bh, i, ph, row.data());
+                for (int t = 0; t < D; t++) mod[ph].push_back(row[(size_t)t]);
+            }
+        }
+    double sum_ref = 0, sum_diff = 0;
+    for (size_t i = 0; i < ref.size(); i++) sum_ref += ref[i] * ref[i];
+    const double rms = ref.empty() ? 0.0 : sqrt(sum_ref / (double)ref.size());
+    const double atol = evo_export::tol_atol * rms, rtol = evo_export::tol_rtol;
+    vd.n = ref.size();
+    for (size_t i = 0; i < ref.size(); i++) {
+        const bool finite = std::isfinite(got[i]) && std::isfinite(ref[i]);
+        if (!std::isfinite(got[i])) vd.n_nonfinite++;
+        const double diff = fabs(got[i] - ref[i]);
+        if (!fp8 && (!finite || !(diff <= atol + rtol * fabs(ref[i])))) vd.n_over++;
+        if (finite) {
+            vd.max_abs = std::max(vd.max_abs, diff);
+            sum_diff += diff * diff;
+        }
+    }
+    vd.rel_l2 = sum_ref > 0 ? sqrt(sum_diff / sum_ref) : sqrt(sum_diff);
+    const double frac_over = vd.n ? (double)vd.n_over / (double)vd.n : 0.0;
+    if (vd.guard_bytes)
+        snprintf(vd.why, sizeof vd.why, "wrote %zu bytes outside its output", vd.guard_bytes);
+    else if (vd.n_nonfinite)
+        snprintf(vd.why, sizeof vd.why, "%zu of %zu elements not written or not finite", vd.n_nonfinite, vd.n);
+    else if (fp8) { /* each head against twice the FP8 model's error on it (evo's fp8 gate, attn_gate.h) */
+        const size_t per = vd.n / n_heads;
+        for (size_t h = 0; h < n_heads && !vd.why[0]; h++) {
+            double sr = 0, sk = 0, sm = 0, mk = 0, mm = 0, mr = 0;
+            for (size_t i = h * per; i < (h + 1) * per; i++) {
+                sr += ref[i] * ref[i];
+                sk += (got[i] - ref[i]) * (got[i] - ref[i]);
+                mr = std::max(mr, fabs(ref[i]));
+            }
+            for (int ph = 0; ph < AN_FP8_ORDERS; ph++) { /* the model's error: the largest over its orders */
+                double s2 = 0;
+                for (size_t i = h * per; i < (h + 1) * per; i++) {
+                    s2 += (mod[ph][i] - ref[i]) * (mod[ph][i] - ref[i]);
+                    mm = std::max(mm, fabs(mod[ph][i] - ref[i]));
+                }
+                sm = std::max(sm, s2);
+            }
+            double rel_bound, abs_bound;
+            an_fp8_budget(sr > 0 ? sqrt(sm / sr) : sqrt(sm), mm, mr, &rel_bound, &abs_bound);
+            if (p.dist == DIST_LARGE) /* huge logits: the rel-L2 of the head within AN_FP8_SATURATED_REL (attn_gate.h) */
+                rel_bound = AN_FP8_SATURATED_REL, abs_bound = INFINITY;
+            const double rel = sr > 0 ? sqrt(sk / sr) : sqrt(sk);
+            for (size_t i = h * per; i < (h + 1) * per; i++) {
+                const bool over = !(fabs(got[i] - ref[i]) <= abs_bound);
+                vd.n_over += over;
+                mk = std::max(mk, fabs(got[i] - ref[i]));
+            }
+            if (!(rel <= rel_bound))
+                snprintf(vd.why, sizeof vd.why, "head %zu: rel-L2 %.3g > %.3g (2 x the FP8 model's + 1e-3)", h, rel,
+                         rel_bound);
+            else if (vd.n_over)
+                snprintf(vd.why, sizeof vd.why, "head %zu: max |out - ref| %.3g > %.3g (2 x the FP8 model's max + "
+                         "2^-10 max|ref|)", h, mk, abs_bound);
+        }
+    } else if (vd.rel_l2 > evo_export::tol_rel_l2)
+        snprintf(vd.why, sizeof vd.why, "rel-L2 %.3g > %.3g", vd.rel_l2, evo_export::tol_rel_l2);
+    else if (frac_over > evo_export::tol_max_frac_over)
+        snprintf(vd.why, sizeof vd.why, "%zu of %zu elements over %.3g x RMS(ref) + %.3g x |ref|", vd.n_over, vd.n,
+                 evo_export::tol_atol, evo_export::tol_rtol);
+    vd.pass = vd.why[0] == '\0';
+    return true;
+}
+
+static double flops(int batch, int heads, int seq, int head_dim, int causal)
+{
+    const double n = seq, pairs = causal ? n * (n + 1) / 2.0 : n * n;
+    return 4.0 * batch * heads * pairs * head_dim;
+}
+
+/* ---- the two parts ---- */
+
+/* Small odd shapes, every variant, causal off and on, every distribution. Returns false when CUDA failed (the
+ * context may be lost); *failed counts the cases that did not pass. */
+static bool run_checks(int *n_cases, int *failed)
+{
+    static const int seqs[] = {1, 77, 200};
+    for (int vi = 0; vi < evo_export::n_variants; vi++)
+        for (int si = 0; si < 3; si++)
+            for (int causal = 0; causal < 2; causal++) {
+                const int D = evo_export::variants[vi].head_dim, S = seqs[si];
+                double worst_rel = 0, worst_abs = 0;
+                int bad = 0;
+                for (int dist = 0; dist < N_DISTS; dist++) {
+                    problem p;
+                    const uint64_t seed = (uint64_t)(((vi * 3 + si) * 2 + causal) * N_DISTS + dist) + 1;
+                    evo_export::forced_variant = vi; /* every variant, the large-problem one too */
+                    bool ok = problem_make(p, 2, 3, S, D, causal, dist, seed) &&
+                              cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
+                              cuda_ok(problem_launch(p, 0), "launch") &&
+                              cuda_ok(cudaDeviceSynchronize(), "kernel");
+                    evo_export::forced_variant = -1;
+                    verdict vd;
+                    ok = ok && problem_check(p, std::vector<int>(), vd);
+                    problem_free(p);
+                    if (!ok) return false;
+                    ++*n_cases;
+                    worst_rel = std::max(worst_rel, vd.rel_l2);
+                    worst_abs = std::max(worst_abs, vd.max_abs);
+                    if (!vd.pass) {
+                        bad++;
+                        printf("  FAIL  D=%d S=%d causal=%d %s: %s (rel-L2 %.2e, max-abs %.2e)\n", D, S, causal,
+                               dist_names[dist], vd.why, vd.rel_l2, vd.max_abs);
+                    }
+                }
+                *failed += bad;
+                printf("check  D=%-3d S=%-4d causal=%d  %d distributions  worst rel-L2 %.2e  max-abs %.2e  %s%s\n", D, S,
+                       causal, N_DISTS, worst_rel, worst_abs, bad ? "FAIL" : "ok",
+                       evo_export::variants[vi].min_waves ? "  (large-problem variant)" : "");
+            }
+#ifdef EVO_EXPORT_DISPATCH
+    /* The launcher's choice: each timed shape runs the winner of its bucket. */
+    const int n_shapes = (int)(sizeof evo_export::timed_shapes / sizeof evo_export::timed_shapes[0]);
+    for (int si = 0; si < n_shapes; si++) {
+        const evo_export::shape &sh = evo_export::timed_shapes[si];
+        const int got = evo_attention_dispatch(sh.batch, sh.heads, sh.seq, sh.head_dim, sh.causal);
+        ++*n_cases;
+        if (got != sh.entry) {
+            ++*failed;
+            printf("  FAIL  %s dispatches to entry %d, its bucket's winner is entry %d\n", sh.name, got, sh.entry);
+        }
+    }
+#endif
+    /* The launcher's own contract: a head dim without a variant is refused, nothing launched. */
+    const int rc = evo_attention_forward((void *)1, (void *)1, (void *)1, (const float *)1, (const float *)1,
+                                         (const float *)1, (void *)1, 1, 1, 16, 96, 0, 1.0f, 0);
+    ++*n_cases;
+    if (rc != (int)cudaErrorInvalidValue) {
+        ++*failed;
+        printf("  FAIL  head_dim 96 returned %d, want cudaErrorInvalidValue (%d)\n", rc, (int)cudaErrorInvalidValue);
+    }
+    return true;
+}
+
+static double percentile(const std::vector<double> &sorted, int num, int den)
+{
+    return sorted[(size_t)((sorted.size() - 1) * num / den)];
+}
+
+/* The config's timed shapes with CUDA events: warm-up, then each repetition flushes L2 (writes a buffer of twice
+ * its size), poisons the output and times one launch; all queued before waiting, so no host gap falls inside a
+ * measurement. The last launch's output is checked on sampled rows. */
+static bool run_timing(const char *only, int reps, int *n_timed, int *failed)
+{
+    int dev = 0;
+    cudaDeviceProp prop;
+    if (!cuda_ok(cudaGetDevice(&dev), "cudaGetDevice") || !cuda_ok(cudaGetDeviceProperties(&prop, dev), "props"))
+        return false;
+    size_t flush_bytes = (size_t)prop.l2CacheSize * 2;
+    if (flush_bytes < (64u << 20)) flush_bytes = 64u << 20;
+    void *flush = nullptr;
+    if (!cuda_ok(cudaMalloc(&flush, flush_bytes), "cudaMalloc")) return false;
+    std::vector<cudaEvent_t> ev(2 * (size_t)reps);
+    for (auto &e : ev)
+        if (!cuda_ok(cudaEventCreate(&e), "cudaEventCreate")) return false;
+    printf("\n%-28s %10s %18s %9s %14s  %s\n", "shape", "median us", "p10..p90 us", "TFLOP/s", "evo median us",
+           "output");
+    const int n_shapes = (int)(sizeof evo_export::timed_shapes / sizeof evo_export::timed_shapes[0]);
+    bool ok = true;
+    for (int si = 0; si < n_shapes && ok; si++) {
+        const evo_export::shape &sh = evo_export::timed_shapes[si];
+        if (only && strcmp(only, sh.name) != 0) continue;
+        problem p;
+        ok = problem_make(p, sh.batch, sh.heads, sh.seq, sh.head_dim, sh.causal, DIST_NORMAL, 1000 + (uint64_t)si);
+        for (int w = 0; ok && w < evo_export::timing_warmup; w++) ok = cuda_ok(problem_launch(p, 0), "launch");
+        ok = ok && cuda_ok(cudaDeviceSynchronize(), "warm-up");
+        for (int r = 0; ok && r < reps; r++) {
+            if (evo_export::timing_flush_l2) ok = cuda_ok(cudaMemsetAsync(flush, r & 0xff, flush_bytes, 0), "flush");
+            ok = ok && cuda_ok(cudaMemsetAsync(p.d_out, 0xff, p.n * 2, 0), "poison") &&
+                 cuda_ok(cudaEventRecord(ev[2 * (size_t)r], 0), "event") && cuda_ok(problem_launch(p, 0), "launch") &&
+                 cuda_ok(cudaEventRecord(ev[2 * (size_t)r + 1], 0), "event");
+        }
+        ok = ok && cuda_ok(cudaDeviceSynchronize(), "kernel");
+        std::vector<double> ts((size_t)reps);
+        for (int r = 0; ok && r < reps; r++) {
+            float ms = 0;
+            ok = cuda_ok(cudaEventElapsedTime(&ms, ev[2 * (size_t)r], ev[2 * (size_t)r + 1]), "elapsed");
+            ts[(size_t)r] = 1000.0 * ms;
+        }
+        verdict vd;
+        if (ok) {
+            std::vector<int> rows;
+            const int S = sh.seq, cand[] = {0, 1, S / 3, S / 2, 2 * S / 3, S - 2, S - 1};
+            for (int c : cand)
+                if (c >= 0 && c < S && std::find(rows.begin(), rows.end(), c) == rows.end()) rows.push_back(c);
+            ok = problem_check(p, rows, vd);
+        }
+        problem_free(p);
+        if (!ok) break;
+        std::sort(ts.begin(), ts.end());
+        const double med = ts[(size_t)reps / 2];
+        char name[96], spread[48], evo_us[32];
+        snprintf(name, sizeof name, "%s(%d,%d,%d,%d)%s", sh.name, sh.batch, sh.heads, sh.seq, sh.head_dim,
+                 sh.causal ? " causal" : "");
+#ifdef EVO_EXPORT_DISPATCH
+        snprintf(name + strlen(name), sizeof name - strlen(name), " e%d", sh.entry);
+#endif
+        snprintf(spread, sizeof spread, "%.2f..%.2f", percentile(ts, 1, 10), percentile(ts, 9, 10));
+        if (sh.evo_median_us > 0) snprintf(evo_us, sizeof evo_us, "%.2f", sh.evo_median_us);
+        else snprintf(evo_us, sizeof evo_us, "-");
+        printf("%-28s %10.2f %18s %9.1f %14s  %s\n", name, med, spread,
+               flops(sh.batch, sh.heads, sh.seq, sh.head_dim, sh.causal) / (med * 1e-6) / 1e12, evo_us,
+               vd.pass ? "ok" : vd.why);
+        ++*n_timed;
+        if (!vd.pass) ++*failed;
+    }
+    for (auto &e : ev) cudaEventDestroy(e);
+    cudaFree(flush);
+    return ok;
+}
+
+} // namespace evo_selftest
+
+int main(int argc, char **argv)
+{
+    using namespace evo_selftest;
+    evo_selftest_main::start_info s;
+    if (!evo_selftest_main::start(argc, argv, evo_export::timing_repetitions, s)) return 2;
+    printf("genome  %s\nformat  %s, key %s\ndevice  %s (sm_%d%d), s.driver %d, s.runtime %d\n\n", EVO_EXPORT_GENOME,
+           EVO_EXPORT_FORMAT == EVO_FORMAT_E4M3 ? "e4m3" : "u8sim", EVO_EXPORT_KEY, s.prop.name, s.prop.major, s.prop.minor,
+           s.driver, s.runtime);
+#ifdef EVO_EXPORT_DISPATCH
+    for (int i = 0; i < evo_export::n_entries; i++)
+        printf("entry %d  %s  (%s, key %.8s)\n", i, evo_export::entries[i].genome,
+               evo_export::entries[i].accuracy ? "fp8" : "exact", evo_export::entries[i].key);
+    printf("\n");
+#endif
+    int n_cases = 0, n_timed = 0, failed = 0;
+    if (!run_checks(&n_cases, &failed)) return 1;
+    if (!s.a.check_only && !run_timing(s.a.only, s.a.reps, &n_timed, &failed)) return 1;
+    return evo_selftest_main::finish(s.a, n_cases, n_timed, failed, "correctness checks");
+}
+#endif /* EVO_SELFTEST */
