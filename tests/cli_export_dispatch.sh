@@ -138,10 +138,35 @@ for args in "--dispatch --best" "--dispatch --id 1" "--dispatch --torch dir" "--
   run export $args --db d.db
   expect "export $args exit" "$rc" 2
 done
+# A class admits the kernels of every stricter one: asked for fp8 on a store of exact kernels, the file holds them
+# (its own default name); with F1 judged fp8, the exact file leaves F1 out and the fp8 file takes it where it wins.
 run export --dispatch --accuracy fp8 --db d.db
-expect "--accuracy fp8 exit" "$rc" 1
-checks=$((checks + 1))
-case "$err" in *"no searched kernel of attention_fp8 on sm_90 in accuracy class fp8"*) ;; *) fail "--accuracy fp8: $err" ;; esac
+expect "--accuracy fp8 exit" "$rc" 0
+expect "--accuracy fp8 summary" "$(printf '%s\n' "$out" | head -1)" \
+  "wrote variants/attention_fp8-sm_90-dispatch-fp8.cu: 5 buckets, 2 kernels (accuracy class fp8)"
+cp d.db mixed.db
+python3 - mixed.db "$F1" <<'PY' || fail "mixed fixture"
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("UPDATE evaluations SET accuracy = 'fp8' WHERE candidate_id = (SELECT id FROM candidates WHERE key = ?)",
+          (sys.argv[2],))
+c.commit()
+PY
+run export --dispatch --accuracy fp8 --db mixed.db -o mixed8.cu
+expect "mixed fp8 exit" "$rc" 0
+table=$(sed -n '/^ \*   bucket /,/^ \*$/p' mixed8.cu | sed '1d;$d' | awk '{print $9, $10, $11}')
+want="${F0:0:8} exact 1.300x
+${F0:0:8} exact 1.250x
+${F1:0:8} fp8 1.600x
+${F1:0:8} fp8 1.700x
+${F1:0:8} fp8 1.200x"
+expect "mixed fp8 table" "$table" "$want"
+run export --dispatch --db mixed.db -o mixed0.cu
+expect "mixed exact exit" "$rc" 0
+table=$(sed -n '/^ \*   bucket /,/^ \*$/p' mixed0.cu | sed '1d;$d' | awk '{print $9, $10}' | sort -u)
+checks=$((checks + 2))
+grep -q "${F1:0:8}" <<<"$table" && fail "mixed exact table holds the fp8 kernel F1: $table"
+grep -q "^${F0:0:8} exact$" <<<"$table" || fail "mixed exact table lacks F0: $table"
 run export --dispatch --accuracy fast --db d.db
 expect "--accuracy fast exit" "$rc" 2
 run export --dispatch --db none.db

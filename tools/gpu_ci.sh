@@ -32,6 +32,7 @@
 #              best of each class (FP8_EXPORT, default "fp8 exact") exported (/tmp/fp8-best.cu, /tmp/exact-best.cu) and
 #              self-tested
 #   default    DEFAULT_GENS (2) generations x DEFAULT_POP (20) of evo run with no --config (configs/default.yaml:
+#              DEFAULT_BUDGET, when set, seconds of search at most;
 #              both families, presets and large problems) into $OUT/default.db (DISPATCH_DB for dispatch), elites
 #   dispatch   after fp8large (or DISPATCH_DB): per-shape elites and the dispatching export of each class in
 #              DISPATCH_CLASSES ("exact fp8") self-tested (the files into $OUT), then tests/gpu_torch_op.py on the
@@ -219,7 +220,8 @@ PY
     default) rm -f "$OUT/default.db"
              t0=$SECONDS
              build/evo run --generations "${DEFAULT_GENS:-2}" --population "${DEFAULT_POP:-20}" --db "$OUT/default.db" \
-               2>&1 | tee "$OUT/default.log" | tail -8
+               ${DEFAULT_BUDGET:+--time-budget "$DEFAULT_BUDGET"} 2>&1 | tee "$OUT/default.log" | tail -8
+             build/evo history --db "$OUT/default.db" >>"$OUT/default.log" 2>&1
              echo "default run: $((SECONDS - t0)) s wall" | tee -a "$OUT/default.log"
              python3 -c "import sqlite3; sqlite3.connect('$OUT/default.db').execute('pragma wal_checkpoint(TRUNCATE)')"
              build/evo elite --show --db "$OUT/default.db" > "$OUT/default-elite.txt" 2>&1

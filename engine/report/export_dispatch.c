@@ -135,6 +135,14 @@ static evo_status pick_winners(evo_store *st, shape_rows *g, int n_g, evo_export
     return s;
 }
 
+/* Rows of one shape: the lower median first, then the smaller key (the store's order within a class). */
+static int row_by_median(const void *a, const void *b)
+{
+    const evo_shape_elite_rec *x = *(const evo_shape_elite_rec *const *)a, *y = *(const evo_shape_elite_rec *const *)b;
+    if (x->result.median_us != y->result.median_us) return x->result.median_us < y->result.median_us ? -1 : 1;
+    return strcmp(x->key, y->key);
+}
+
 evo_status evo_export_dispatch_pick(evo_store *st, const char *accuracy, evo_export_dispatch_ctx *d, evo_err *err)
 {
     memset(d, 0, sizeof *d);
@@ -171,16 +179,21 @@ evo_status evo_export_dispatch_pick(evo_store *st, const char *accuracy, evo_exp
     if (s == EVO_OK && n_models > 1) model_of(d->scope.gpu, d->model, sizeof d->model);
     for (int m = 0; m < n_models; m++) free(models[m]);
     free(models);
+    /* The classes run strictest first (exact, then fp8): a class admits the kernels of every stricter one, which
+     * pass its gate with room to spare, so the fp8 file takes an exact kernel in a bucket where one is fastest. */
+    const int want = evo_task_accuracy_find(task, d->accuracy);
     evo_shape_elite_rec *rows = NULL;
     int n = 0;
     if (s == EVO_OK)
-        s = evo_store_shape_elites(st, task->name, d->scope.arch, d->accuracy, d->model[0] ? d->model : NULL, NULL,
-                                   ALL_ROWS, &rows, &n, err);
+        s = evo_store_shape_elites(st, task->name, d->scope.arch, want == 0 ? d->accuracy : NULL,
+                                   d->model[0] ? d->model : NULL, NULL, ALL_ROWS, &rows, &n, err);
     /* the shapes, by fields; each with its searched candidates' rows (already fastest first) */
     shape_rows *g = evo_xcalloc((size_t)(n ? n : 1), sizeof *g);
     int n_g = 0;
     for (int i = 0; s == EVO_OK && i < n; i++) {
         if (!searched(&rows[i])) continue;
+        const int cls = evo_task_accuracy_find(task, rows[i].accuracy ? rows[i].accuracy : EVO_ACCURACY_EXACT);
+        if (cls < 0 || cls > want) continue;
         int k = 0;
         while (k < n_g && strcmp(g[k].rows[0]->result.fields, rows[i].result.fields) != 0) k++;
         if (k == n_g) {
@@ -197,6 +210,8 @@ evo_status evo_export_dispatch_pick(evo_store *st, const char *accuracy, evo_exp
         }
         g[k].rows[g[k].n++] = &rows[i];
     }
+    for (int k = 0; k < n_g; k++) /* the admitted classes' rows merged: fastest first again */
+        qsort(g[k].rows, (size_t)g[k].n, sizeof *g[k].rows, row_by_median);
     if (s == EVO_OK && n_g == 0)
         s = evo_fail(err, EVO_E_NOTFOUND,
                      "%s: no searched kernel of %s on %s in accuracy class %s has a correct, timed result%s%s", db,
