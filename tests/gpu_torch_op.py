@@ -72,6 +72,10 @@ def main():
     p.add_argument("--evo", default=os.path.join(ROOT, "build", "evo"), help="the evo binary (default build/evo)")
     p.add_argument("--out", help="directory for gpu_torch_op.json")
     p.add_argument("--quick", action="store_true", help="fewer timing replays")
+    p.add_argument("--large-only", action="store_true",
+                   help="only the large problems against every SDPA backend and the eager call's CPU time")
+    p.add_argument("--package", help="a module `evo export --torch` wrote (DIR/evo_fp8_test.py) instead of exporting "
+                                     "one with --evo")
     a = p.parse_args()
     try:
         import torch
@@ -88,11 +92,14 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="evo-gpu-torch-op-")
     mod_dir = os.path.join(tmp, "mod")
-    r = subprocess.run([a.evo, "export", "--torch", mod_dir, "--kernel", a.attention_cu, "--quantizer", a.quantize_cu,
-                        "--module", "evo_fp8_test"], capture_output=True, text=True)
-    if r.returncode != 0:
-        print(f"FAIL: evo export --torch --kernel: {r.stderr.strip()}")
-        sys.exit(1)
+    if a.package:
+        shutil.copytree(a.package, mod_dir)
+    else:
+        r = subprocess.run([a.evo, "export", "--torch", mod_dir, "--kernel", a.attention_cu, "--quantizer",
+                            a.quantize_cu, "--module", "evo_fp8_test"], capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"FAIL: evo export --torch --kernel: {r.stderr.strip()}")
+            sys.exit(1)
     path = os.path.join(mod_dir, "evo_fp8_test.py")
     sys.path.insert(0, os.path.dirname(path))
     if not os.environ.get("EVO_TORCH_LIB") and not (shutil.which("nvcc") or os.access("/usr/local/cuda/bin/nvcc",
@@ -132,195 +139,197 @@ def main():
     result["accuracy_class"] = "fp8" if fp8_class else "exact"
     rot = {d: cs.rotation(torch, d, "cuda") for d in dims}
 
-    # ---- quantizer ----
-    print("\nquantize_fp8", flush=True)
-    for dtype in (torch.float16, torch.bfloat16):
-        for (b, h, s, d) in ((2, 8, 512, 64), (2, 3, 77, 128), (1, 4, 1000, 64), (2, 3, 1, 128)):
-            x = randn((b, h, s, d), dtype)
-            x[0, 0].zero_()  # an all-zero head: scale 1, codes 0
-            x[-1, -1, 0, 0] = 40.0  # an outlier
-            codes, scales = ops.quantize_fp8(x)
-            want_c, want_s = cs.quantize(torch, x, "e4m3")
-            bad_c = int((codes.view(torch.uint8) != want_c).sum().item())
-            bad_s = int((scales.reshape(-1).view(torch.int32) != want_s.view(torch.int32)).sum().item())
-            check(bad_c == 0 and bad_s == 0, f"quantize_fp8 {dtype} {(b, h, s, d)}: bit-exact against PyTorch ops: "
-                                             f"{bad_c} codes, {bad_s} scales differ")
-            check(scales[0, 0].item() == 1.0, "an all-zero head gets scale 1")
-            if (d, dtype, True) in mod._QVARIANTS:
-                rc, rs = ops.quantize_fp8(x, rotate=True)
-                y = cs.rotate(torch, x, rot[d])
-                amax = y.abs().amax(dim=(2, 3))
-                want = torch.where(amax == 0, torch.ones_like(amax), amax / 448.0)
-                back = torch.matmul(cs.dequantize(torch, rc.view(torch.uint8), rs.reshape(-1), "e4m3").double(),
-                                    rot[d].T)
-                err = rel_l2(torch, back, x)
-                check(((rs - want).abs() <= 1e-5 * want).all().item(),
-                      f"rotated scales {dtype} {(b, h, s, d)} = absmax(x·M)/448")
-                check(err <= TOL_ROUNDTRIP, f"rotated codes decode back {dtype} {(b, h, s, d)}: rel-L2 {err:.2e}")
-    # a non-contiguous view gives what its contiguous copy gives
-    xt = randn((2, 77, 3, 64), torch.float16).transpose(1, 2)
-    c1, s1 = ops.quantize_fp8(xt)
-    c2, s2 = ops.quantize_fp8(xt.contiguous())
-    check(torch.equal(c1.view(torch.uint8), c2.view(torch.uint8)) and torch.equal(s1, s2), "non-contiguous input")
-    print(f"  {checks - len(failures)} of {checks} checks passed", flush=True)
-
-    # ---- attention accuracy ----
-    print(f"\nattention_fp8 accuracy, class {result['accuracy_class']} (rel-L2; budget: kernel vs dequantized <= "
-          f"{tol_kernel:.2g}, "
-          f"e2e <= {TOL_FP8:.2f})")
-    print(f"  {'shape':<24} {'dtype':<5} {'causal':<6} {'mode':<10} {'kernel':>9} {'e2e':>9} {'sdpa fp16':>10}")
-    acc = []
-    for name, b, h, s, d in PRESETS + ODD:
-        if d not in dims:
-            continue
+    if not a.large_only:  # --large-only: the large problems and the eager call alone
+        # ---- quantizer ----
+        print("\nquantize_fp8", flush=True)
         for dtype in (torch.float16, torch.bfloat16):
-            q, k, v = (randn((b, h, s, d), dtype) for _ in range(3))
+            for (b, h, s, d) in ((2, 8, 512, 64), (2, 3, 77, 128), (1, 4, 1000, 64), (2, 3, 1, 128)):
+                x = randn((b, h, s, d), dtype)
+                x[0, 0].zero_()  # an all-zero head: scale 1, codes 0
+                x[-1, -1, 0, 0] = 40.0  # an outlier
+                codes, scales = ops.quantize_fp8(x)
+                want_c, want_s = cs.quantize(torch, x, "e4m3")
+                bad_c = int((codes.view(torch.uint8) != want_c).sum().item())
+                bad_s = int((scales.reshape(-1).view(torch.int32) != want_s.view(torch.int32)).sum().item())
+                check(bad_c == 0 and bad_s == 0, f"quantize_fp8 {dtype} {(b, h, s, d)}: bit-exact against PyTorch ops: "
+                                                 f"{bad_c} codes, {bad_s} scales differ")
+                check(scales[0, 0].item() == 1.0, "an all-zero head gets scale 1")
+                if (d, dtype, True) in mod._QVARIANTS:
+                    rc, rs = ops.quantize_fp8(x, rotate=True)
+                    y = cs.rotate(torch, x, rot[d])
+                    amax = y.abs().amax(dim=(2, 3))
+                    want = torch.where(amax == 0, torch.ones_like(amax), amax / 448.0)
+                    back = torch.matmul(cs.dequantize(torch, rc.view(torch.uint8), rs.reshape(-1), "e4m3").double(),
+                                        rot[d].T)
+                    err = rel_l2(torch, back, x)
+                    check(((rs - want).abs() <= 1e-5 * want).all().item(),
+                          f"rotated scales {dtype} {(b, h, s, d)} = absmax(x·M)/448")
+                    check(err <= TOL_ROUNDTRIP, f"rotated codes decode back {dtype} {(b, h, s, d)}: rel-L2 {err:.2e}")
+        # a non-contiguous view gives what its contiguous copy gives
+        xt = randn((2, 77, 3, 64), torch.float16).transpose(1, 2)
+        c1, s1 = ops.quantize_fp8(xt)
+        c2, s2 = ops.quantize_fp8(xt.contiguous())
+        check(torch.equal(c1.view(torch.uint8), c2.view(torch.uint8)) and torch.equal(s1, s2), "non-contiguous input")
+        print(f"  {checks - len(failures)} of {checks} checks passed", flush=True)
+
+        # ---- attention accuracy ----
+        print(f"\nattention_fp8 accuracy, class {result['accuracy_class']} (rel-L2; budget: kernel vs dequantized <= "
+              f"{tol_kernel:.2g}, "
+              f"e2e <= {TOL_FP8:.2f})")
+        print(f"  {'shape':<24} {'dtype':<5} {'causal':<6} {'mode':<10} {'kernel':>9} {'e2e':>9} {'sdpa fp16':>10}")
+        acc = []
+        for name, b, h, s, d in PRESETS + ODD:
+            if d not in dims:
+                continue
+            for dtype in (torch.float16, torch.bfloat16):
+                q, k, v = (randn((b, h, s, d), dtype) for _ in range(3))
+                for causal in (False, True):
+                    ref = cs.attention_fp32(torch, q, k, v, causal, 1.0 / math.sqrt(d))
+                    sd = F.scaled_dot_product_attention(q.half(), k.half(), v.half(), is_causal=causal)
+                    sd_err = rel_l2(torch, sd, ref)
+                    for inc in (False, True):
+                        if inc and (d, dtype, True) not in mod._QVARIANTS:
+                            continue
+                        o = ops.attention_fp8(q, k, v, is_causal=causal, incoherent=inc)
+                        qc, qs = ops.quantize_fp8(q, rotate=inc)
+                        kc, ks = ops.quantize_fp8(k, rotate=inc)
+                        vc, vs = ops.quantize_fp8(v)
+                        deq = [cs.dequantize(torch, c.view(torch.uint8), sc.reshape(-1), "e4m3") for c, sc in
+                               ((qc, qs), (kc, ks), (vc, vs))]
+                        ref_deq = cs.attention_fp32(torch, *deq, causal, 1.0 / math.sqrt(d))
+                        o2 = ops.attention_fp8_quantized(qc, kc, vc, qs, ks, vs, is_causal=causal)
+                        ek, ee = rel_l2(torch, o2.float(), ref_deq), rel_l2(torch, o.float(), ref)
+                        tag = f"({b},{h},{s},{d})"
+                        check(o.dtype == dtype and o.shape == q.shape, f"{name} {dtype}: output dtype and shape")
+                        check(torch.isfinite(o).all().item(), f"{name} {dtype} causal={causal} inc={inc}: all finite")
+                        check(ek <= tol_kernel, f"{name} {dtype} causal={causal} inc={inc}: kernel rel-L2 {ek:.2e}")
+                        check(ee <= TOL_FP8, f"{name} {dtype} causal={causal} inc={inc}: e2e rel-L2 {ee:.2e}")
+                        check(torch.equal(o2.to(dtype), o), f"{name} {dtype}: attention_fp8 = quantize + quantized op")
+                        print(f"  {name + tag:<24} {str(dtype)[6:]:<5} {str(causal):<6} "
+                              f"{'incoherent' if inc else 'per-head':<10} {ek:9.2e} {ee:9.2e} {sd_err:10.2e}", flush=True)
+                        acc.append({"shape": [b, h, s, d], "dtype": str(dtype), "causal": causal, "incoherent": inc,
+                                    "kernel_rel_l2": ek, "e2e_rel_l2": ee, "sdpa_fp16_rel_l2": sd_err})
+        result["accuracy"] = acc
+
+        # ---- bad input ----
+        q = randn((1, 2, 64, 64), torch.float16)
+        for what, fn, text in (
+                ("CPU tensors", lambda: ops.attention_fp8(q.cpu(), q.cpu(), q.cpu()), "must be a CUDA tensor"),
+                ("head dim 96", lambda: ops.attention_fp8(*(randn((1, 2, 64, 96), torch.float16),) * 3),
+                 "head_dim 96"),
+                ("float32", lambda: ops.quantize_fp8(q.float()), "must be torch.float16 or torch.bfloat16"),
+                ("shapes", lambda: ops.attention_fp8(q, q[:, :, :32], q), "shapes disagree")):
+            try:
+                fn()
+                check(False, f"{what}: not refused")
+            except ValueError as e:
+                check(text in str(e), f"{what}: message {e}")
+
+        # ---- torch.compile(fullgraph=True) ----
+        print("\ntorch.compile(fullgraph=True)", flush=True)
+        compiled = {}
+        for inc in (False, True):
+            def f(q, k, v, inc=inc):
+                o = torch.ops.evo.attention_fp8(q, k, v, is_causal=True, incoherent=inc)
+                c, s = torch.ops.evo.quantize_fp8(v)
+                return o * 2.0, c, s + 1.0
+            q, k, v = (randn((2, 8, 512, 64), torch.float16) for _ in range(3))
+            t0 = time.time()
+            try:
+                cf = torch.compile(f, fullgraph=True)
+                got = cf(q, k, v)
+                want = f(q, k, v)
+                same = all(torch.equal(x.view(torch.uint8) if x.dtype == torch.float8_e4m3fn else x,
+                                       y.view(torch.uint8) if y.dtype == torch.float8_e4m3fn else y)
+                           for x, y in zip(got, want))
+                q2 = randn((2, 8, 512, 64), torch.float16)
+                same2 = torch.equal(cf(q2, k, v)[0], f(q2, k, v)[0])
+                compiled[f"incoherent={inc}"] = {"ok": bool(same and same2), "compile_s": time.time() - t0}
+                check(same and same2, f"torch.compile fullgraph incoherent={inc}: outputs equal eager bit for bit")
+            except Exception as e:  # a graph break or a compile failure is this check failing
+                compiled[f"incoherent={inc}"] = {"ok": False, "error": str(e).splitlines()[0] if str(e) else repr(e)}
+                check(False, f"torch.compile fullgraph incoherent={inc}: {type(e).__name__}: {e}")
+            print(f"  incoherent={inc}: {compiled[f'incoherent={inc}']}", flush=True)
+        result["compile"] = compiled
+
+        # ---- CUDA graph capture ----
+        print("\nCUDA graph capture", flush=True)
+        for inc in (False, True):
+            sq, sk, sv = (randn((2, 8, 2048, 64), torch.bfloat16) for _ in range(3))
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(2):
+                    ops.attention_fp8(sq, sk, sv, incoherent=inc)
+            torch.cuda.current_stream().wait_stream(side)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                out = ops.attention_fp8(sq, sk, sv, incoherent=inc)
+                codes, scales = ops.quantize_fp8(sk, rotate=inc)
+            ok = True
+            for _ in range(2):  # new data in the captured inputs, replayed
+                for t in (sq, sk, sv):
+                    t.copy_(randn(t.shape, t.dtype))
+                g.replay()
+                torch.cuda.synchronize()
+                ok &= torch.equal(out, ops.attention_fp8(sq, sk, sv, incoherent=inc))
+                ok &= torch.equal(codes.view(torch.uint8), ops.quantize_fp8(sk, rotate=inc)[0].view(torch.uint8))
+            check(ok, f"CUDA graph incoherent={inc}: replays equal eager calls on the new inputs")
+            print(f"  incoherent={inc}: {'replays match eager' if ok else 'MISMATCH'}")
+            result[f"graph_incoherent={inc}"] = bool(ok)
+            del g
+
+        # ---- RMSE on outlier inputs, through the op ----
+        print("\nRMSE vs FP64 on outlier inputs N(0,1) + N(0,100)·Bernoulli(0.001), (1,16,2048,64), not causal")
+        g2 = torch.Generator(device="cuda").manual_seed(7000)
+        q, k, v = (cs.outlier_inputs(torch, (1, 16, 2048, 64), g2) for _ in range(3))
+        ref = cs.attention_fp64(torch, q, k, v, 1 / 8.0)
+        rm = {"per_head": cs.rmse_of(ops.attention_fp8(q, k, v), ref),
+              "incoherent": cs.rmse_of(ops.attention_fp8(q, k, v, incoherent=True), ref),
+              "sdpa_fp16": cs.rmse_of(F.scaled_dot_product_attention(q, k, v), ref)}
+        print("  " + ", ".join(f"{n} {x:.2e}" for n, x in rm.items()))
+        result["rmse_outliers_1_16_2048_64"] = rm
+
+        # ---- timing ----
+        print("\ntiming (fp16, µs per call: CUDA graph of 20 calls, median of the replays, L2 warm; eager: Python wall "
+              "clock per call, 50 calls)", flush=True)
+        timer = cs.Timer(torch, 10, 10 if a.quick else 30)
+        print(f"  {'preset':<24} {'causal':<6} {'quant q,k,v':>11} {'attention':>9} {'end2end':>8} {'incoh e2e':>9} "
+              f"{'sdpa fp16':>9} {'e2e/sdpa':>8} {'eager e2e':>9}")
+        times = []
+        for name, b, h, s, d in PRESETS:
+            q, k, v = (randn((b, h, s, d), torch.float16) for _ in range(3))
+            qc, qs = ops.quantize_fp8(q)
+            kc, ks = ops.quantize_fp8(k)
+            vc, vs = ops.quantize_fp8(v)
             for causal in (False, True):
-                ref = cs.attention_fp32(torch, q, k, v, causal, 1.0 / math.sqrt(d))
-                sd = F.scaled_dot_product_attention(q.half(), k.half(), v.half(), is_causal=causal)
-                sd_err = rel_l2(torch, sd, ref)
-                for inc in (False, True):
-                    if inc and (d, dtype, True) not in mod._QVARIANTS:
-                        continue
-                    o = ops.attention_fp8(q, k, v, is_causal=causal, incoherent=inc)
-                    qc, qs = ops.quantize_fp8(q, rotate=inc)
-                    kc, ks = ops.quantize_fp8(k, rotate=inc)
-                    vc, vs = ops.quantize_fp8(v)
-                    deq = [cs.dequantize(torch, c.view(torch.uint8), sc.reshape(-1), "e4m3") for c, sc in
-                           ((qc, qs), (kc, ks), (vc, vs))]
-                    ref_deq = cs.attention_fp32(torch, *deq, causal, 1.0 / math.sqrt(d))
-                    o2 = ops.attention_fp8_quantized(qc, kc, vc, qs, ks, vs, is_causal=causal)
-                    ek, ee = rel_l2(torch, o2.float(), ref_deq), rel_l2(torch, o.float(), ref)
-                    tag = f"({b},{h},{s},{d})"
-                    check(o.dtype == dtype and o.shape == q.shape, f"{name} {dtype}: output dtype and shape")
-                    check(torch.isfinite(o).all().item(), f"{name} {dtype} causal={causal} inc={inc}: all finite")
-                    check(ek <= tol_kernel, f"{name} {dtype} causal={causal} inc={inc}: kernel rel-L2 {ek:.2e}")
-                    check(ee <= TOL_FP8, f"{name} {dtype} causal={causal} inc={inc}: e2e rel-L2 {ee:.2e}")
-                    check(torch.equal(o2.to(dtype), o), f"{name} {dtype}: attention_fp8 = quantize + quantized op")
-                    print(f"  {name + tag:<24} {str(dtype)[6:]:<5} {str(causal):<6} "
-                          f"{'incoherent' if inc else 'per-head':<10} {ek:9.2e} {ee:9.2e} {sd_err:10.2e}", flush=True)
-                    acc.append({"shape": [b, h, s, d], "dtype": str(dtype), "causal": causal, "incoherent": inc,
-                                "kernel_rel_l2": ek, "e2e_rel_l2": ee, "sdpa_fp16_rel_l2": sd_err})
-    result["accuracy"] = acc
-
-    # ---- bad input ----
-    q = randn((1, 2, 64, 64), torch.float16)
-    for what, fn, text in (
-            ("CPU tensors", lambda: ops.attention_fp8(q.cpu(), q.cpu(), q.cpu()), "must be a CUDA tensor"),
-            ("head dim 96", lambda: ops.attention_fp8(*(randn((1, 2, 64, 96), torch.float16),) * 3),
-             "head_dim 96"),
-            ("float32", lambda: ops.quantize_fp8(q.float()), "must be torch.float16 or torch.bfloat16"),
-            ("shapes", lambda: ops.attention_fp8(q, q[:, :, :32], q), "shapes disagree")):
-        try:
-            fn()
-            check(False, f"{what}: not refused")
-        except ValueError as e:
-            check(text in str(e), f"{what}: message {e}")
-
-    # ---- torch.compile(fullgraph=True) ----
-    print("\ntorch.compile(fullgraph=True)", flush=True)
-    compiled = {}
-    for inc in (False, True):
-        def f(q, k, v, inc=inc):
-            o = torch.ops.evo.attention_fp8(q, k, v, is_causal=True, incoherent=inc)
-            c, s = torch.ops.evo.quantize_fp8(v)
-            return o * 2.0, c, s + 1.0
-        q, k, v = (randn((2, 8, 512, 64), torch.float16) for _ in range(3))
-        t0 = time.time()
-        try:
-            cf = torch.compile(f, fullgraph=True)
-            got = cf(q, k, v)
-            want = f(q, k, v)
-            same = all(torch.equal(x.view(torch.uint8) if x.dtype == torch.float8_e4m3fn else x,
-                                   y.view(torch.uint8) if y.dtype == torch.float8_e4m3fn else y)
-                       for x, y in zip(got, want))
-            q2 = randn((2, 8, 512, 64), torch.float16)
-            same2 = torch.equal(cf(q2, k, v)[0], f(q2, k, v)[0])
-            compiled[f"incoherent={inc}"] = {"ok": bool(same and same2), "compile_s": time.time() - t0}
-            check(same and same2, f"torch.compile fullgraph incoherent={inc}: outputs equal eager bit for bit")
-        except Exception as e:  # a graph break or a compile failure is this check failing
-            compiled[f"incoherent={inc}"] = {"ok": False, "error": str(e).splitlines()[0] if str(e) else repr(e)}
-            check(False, f"torch.compile fullgraph incoherent={inc}: {type(e).__name__}: {e}")
-        print(f"  incoherent={inc}: {compiled[f'incoherent={inc}']}", flush=True)
-    result["compile"] = compiled
-
-    # ---- CUDA graph capture ----
-    print("\nCUDA graph capture", flush=True)
-    for inc in (False, True):
-        sq, sk, sv = (randn((2, 8, 2048, 64), torch.bfloat16) for _ in range(3))
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(2):
-                ops.attention_fp8(sq, sk, sv, incoherent=inc)
-        torch.cuda.current_stream().wait_stream(side)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            out = ops.attention_fp8(sq, sk, sv, incoherent=inc)
-            codes, scales = ops.quantize_fp8(sk, rotate=inc)
-        ok = True
-        for _ in range(2):  # new data in the captured inputs, replayed
-            for t in (sq, sk, sv):
-                t.copy_(randn(t.shape, t.dtype))
-            g.replay()
-            torch.cuda.synchronize()
-            ok &= torch.equal(out, ops.attention_fp8(sq, sk, sv, incoherent=inc))
-            ok &= torch.equal(codes.view(torch.uint8), ops.quantize_fp8(sk, rotate=inc)[0].view(torch.uint8))
-        check(ok, f"CUDA graph incoherent={inc}: replays equal eager calls on the new inputs")
-        print(f"  incoherent={inc}: {'replays match eager' if ok else 'MISMATCH'}")
-        result[f"graph_incoherent={inc}"] = bool(ok)
-        del g
-
-    # ---- RMSE on outlier inputs, through the op ----
-    print("\nRMSE vs FP64 on outlier inputs N(0,1) + N(0,100)·Bernoulli(0.001), (1,16,2048,64), not causal")
-    g2 = torch.Generator(device="cuda").manual_seed(7000)
-    q, k, v = (cs.outlier_inputs(torch, (1, 16, 2048, 64), g2) for _ in range(3))
-    ref = cs.attention_fp64(torch, q, k, v, 1 / 8.0)
-    rm = {"per_head": cs.rmse_of(ops.attention_fp8(q, k, v), ref),
-          "incoherent": cs.rmse_of(ops.attention_fp8(q, k, v, incoherent=True), ref),
-          "sdpa_fp16": cs.rmse_of(F.scaled_dot_product_attention(q, k, v), ref)}
-    print("  " + ", ".join(f"{n} {x:.2e}" for n, x in rm.items()))
-    result["rmse_outliers_1_16_2048_64"] = rm
-
-    # ---- timing ----
-    print("\ntiming (fp16, µs per call: CUDA graph of 20 calls, median of the replays, L2 warm; eager: Python wall "
-          "clock per call, 50 calls)", flush=True)
-    timer = cs.Timer(torch, 10, 10 if a.quick else 30)
-    print(f"  {'preset':<24} {'causal':<6} {'quant q,k,v':>11} {'attention':>9} {'end2end':>8} {'incoh e2e':>9} "
-          f"{'sdpa fp16':>9} {'e2e/sdpa':>8} {'eager e2e':>9}")
-    times = []
-    for name, b, h, s, d in PRESETS:
-        q, k, v = (randn((b, h, s, d), torch.float16) for _ in range(3))
-        qc, qs = ops.quantize_fp8(q)
-        kc, ks = ops.quantize_fp8(k)
-        vc, vs = ops.quantize_fp8(v)
-        for causal in (False, True):
-            fns = {
-                "quantize": lambda: (ops.quantize_fp8(q), ops.quantize_fp8(k), ops.quantize_fp8(v)),
-                "attention": lambda: ops.attention_fp8_quantized(qc, kc, vc, qs, ks, vs, is_causal=causal),
-                "e2e": lambda: ops.attention_fp8(q, k, v, is_causal=causal),
-                "e2e_incoherent": lambda: ops.attention_fp8(q, k, v, is_causal=causal, incoherent=True),
-                "sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
-            }
-            row = {"preset": name, "shape": [b, h, s, d], "causal": causal}
-            for key, fn in fns.items():
-                row[key] = timer.graph(fn)["median_us"]
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(50):
-                fns["e2e"]()
-            torch.cuda.synchronize()
-            row["eager_e2e_wall_us"] = (time.perf_counter() - t0) / 50 * 1e6
-            times.append(row)
-            print(f"  {name + str((b, h, s, d)):<24} {str(causal):<6} {row['quantize']:11.1f} {row['attention']:9.1f} "
-                  f"{row['e2e']:8.1f} {row['e2e_incoherent']:9.1f} {row['sdpa']:9.1f} "
-                  f"{row['e2e'] / row['sdpa']:8.2f} {row['eager_e2e_wall_us']:9.1f}", flush=True)
-    result["timing"] = times
+                fns = {
+                    "quantize": lambda: (ops.quantize_fp8(q), ops.quantize_fp8(k), ops.quantize_fp8(v)),
+                    "attention": lambda: ops.attention_fp8_quantized(qc, kc, vc, qs, ks, vs, is_causal=causal),
+                    "e2e": lambda: ops.attention_fp8(q, k, v, is_causal=causal),
+                    "e2e_incoherent": lambda: ops.attention_fp8(q, k, v, is_causal=causal, incoherent=True),
+                    "sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+                }
+                row = {"preset": name, "shape": [b, h, s, d], "causal": causal}
+                for key, fn in fns.items():
+                    row[key] = timer.graph(fn)["median_us"]
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(50):
+                    fns["e2e"]()
+                torch.cuda.synchronize()
+                row["eager_e2e_wall_us"] = (time.perf_counter() - t0) / 50 * 1e6
+                times.append(row)
+                print(f"  {name + str((b, h, s, d)):<24} {str(causal):<6} {row['quantize']:11.1f} {row['attention']:9.1f} "
+                      f"{row['e2e']:8.1f} {row['e2e_incoherent']:9.1f} {row['sdpa']:9.1f} "
+                      f"{row['e2e'] / row['sdpa']:8.2f} {row['eager_e2e_wall_us']:9.1f}", flush=True)
+        result["timing"] = times
 
     # ---- the large problems, end to end from fp16 inputs, against every PyTorch SDPA backend selected explicitly
     # (fp16; a backend that refuses the problem is left out and said so). Reported, not gated: the ratio is the
     # kernel's speed, which the search and results.md judge; the op's own overhead (e2e against quantize +
     # attention) is what this file owns. ----
+    timer = cs.Timer(torch, 10, 10 if a.quick else 30)
     from torch.nn.attention import SDPBackend, sdpa_kernel
     backends = [("flash", SDPBackend.FLASH_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
     if hasattr(SDPBackend, "CUDNN_ATTENTION"):

@@ -909,8 +909,18 @@ static void test_dispatch(void)
     CHECK_STR(out.nvcc_arch, "-gencode=arch=compute_90a,code=sm_90a");
     evo_export_out_free(&out);
     evo_export_dispatch_free(&d);
-    CHECK(evo_export_dispatch_pick(st, "fp8", &d, &err) == EVO_E_NOTFOUND);
-    CHECK_CONTAINS(err.msg, "in accuracy class fp8");
+    /* the fp8 class admits the exact class's kernels: the same winners, the file named for its class */
+    CHECK(evo_export_dispatch_pick(st, "fp8", &d, &err) == EVO_OK);
+    CHECK_EQ_INT(d.n_buckets, 5);
+    CHECK_EQ_INT(d.n_entries, 2);
+    for (int b = 0; b < 5 && b < d.n_buckets; b++) CHECK_EQ_INT(d.buckets[b].entry, entry[b]);
+    char name[200];
+    evo_export_dispatch_default_name(&d, name, sizeof name);
+    CHECK_STR(name, "attention_fp8-sm_90-dispatch-fp8.cu");
+    evo_export_dispatch_free(&d);
+    CHECK(evo_export_dispatch_pick(st, NULL, &d, &err) == EVO_OK);
+    evo_export_dispatch_default_name(&d, name, sizeof name);
+    CHECK_STR(name, "attention_fp8-sm_90-dispatch.cu");
     evo_export_dispatch_free(&d);
     evo_store_close(st);
 }

@@ -390,8 +390,9 @@ struct verdict {
 };
 
 /* Copies the output back and compares the given rows of every head (all rows when rows is empty) with the
- * FP64 reference, by the accuracy class of variant vi, the one that ran (a dispatching file can hold both): every element written and finite, |out - ref| <= atol·RMS(ref) + rtol·|ref| for all but
- * max_frac_over of them, rel-L2 within its tolerance, and the guard bands untouched. */
+ * FP64 reference, by the accuracy class of variant vi, the one that ran (a dispatching file can hold both): every
+ * element written and finite, |out - ref| <= atol·RMS(ref) + rtol·|ref| for all but max_frac_over of them, rel-L2
+ * within its tolerance, and the guard bands untouched. */
 static bool problem_check(const problem &p, const std::vector<int> &rows, int vi, verdict &vd)
 {
     std::vector<unsigned char> host(p.n * 2 + 2 * GUARD_BYTES);
