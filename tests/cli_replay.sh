@@ -199,6 +199,47 @@ assert p.returncode == 0, p.stderr.decode()
 assert sqlite3.connect(db).execute("SELECT state FROM runs WHERE id = 1").fetchone()[0] == "done"
 PY
 
+# --seed-elites: a second run's generation 0 measures the per-shape elites the first run stored (every shape's
+# fastest of each class, then the next, evolution.elites deep, as far as the population has room), each once; on an
+# empty store it adds none and says so; an --islands job refuses it (its islands' stores are new files).
+"$EVO" run --replay "$R" --config "$C" --db "$tmp/se.db" --seed 1 --population 16 --generations 3 --strategy ga \
+  >"$tmp/se1.out" 2>&1 || fail "seed-elites: first run: $(cat "$tmp/se1.out")"
+# the second run times another shape set (no stress): the recording has none of it, so every genome it measures is
+# stored NOT_RECORDED, which lists generation 0 in full (a result of the same shape set would be reused instead)
+grep -v "name: stress" "$C" >"$tmp/se-shapes.yaml"
+"$EVO" run --replay "$R" --config "$tmp/se-shapes.yaml" --db "$tmp/se.db" --seed 4 --population 24 --generations 1 \
+  --strategy ga --seed-elites >"$tmp/se2.out" 2>&1 || fail "seed-elites: second run: $(cat "$tmp/se2.out")"
+grep -q "^seeded from the store: [1-9][0-9]* genomes\? (per-shape elites of earlier runs, 3 deep)$" "$tmp/se2.out" ||
+  fail "seed-elites: no summary line: $(cat "$tmp/se2.out")"
+python3 - "$tmp/se.db" "$tmp/se2.out" <<'PY' || fail "seed-elites: generation 0 of run 2 lacks run 1's per-shape winners"
+import re, sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+# run 1's fastest OK candidate on each shape (per class), from the per-shape results
+rows = c.execute("""SELECT e.accuracy, r.shape, c.genome, r.median_us FROM results r
+                    JOIN evaluations e ON e.id = r.evaluation_id JOIN candidates c ON c.id = e.candidate_id
+                    WHERE e.run_id = 1 AND e.verdict = 'OK'""").fetchall()
+best = {}
+for acc, shape, genome, med in rows:
+    k = (acc, shape)
+    if k not in best or med < best[k][0] or (med == best[k][0] and genome < best[k][1]):
+        best[k] = (med, genome)
+winners = {g for _, g in best.values()}
+gen0 = {g for (g,) in c.execute("""SELECT c.genome FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
+                                    WHERE e.run_id = 2 AND e.generation = 0""")}
+assert winners, "run 1 stored no per-shape result"
+missing = winners - gen0
+assert not missing, f"not measured in generation 0 of run 2: {sorted(missing)}"
+n = int(re.search(r"seeded from the store: (\d+)", open(sys.argv[2]).read()).group(1))
+assert n >= 1, n
+PY
+"$EVO" run --replay "$R" --config "$C" --db "$tmp/se0.db" --seed 4 --population 8 --generations 1 --seed-elites \
+  >"$tmp/se0.out" 2>&1 || fail "seed-elites on an empty store: $(cat "$tmp/se0.out")"
+grep -qx "seeded from the store: 0 genomes (per-shape elites of earlier runs, 3 deep; none stored)" "$tmp/se0.out" ||
+  fail "seed-elites on an empty store: $(cat "$tmp/se0.out")"
+"$EVO" run --islands --seed-elites --replay "$R" --config "$C" --db "$tmp/se3.db" >"$tmp/se3.out" 2>&1
+[ $? = 2 ] && grep -q "^evo: run: --seed-elites reads the run's own store" "$tmp/se3.out" && [ ! -e "$tmp/se3.db" ] ||
+  fail "seed-elites with --islands: $(cat "$tmp/se3.out")"
+
 # A bad replay source is refused (exit 2) before anything is created: no output database, no work directory.
 # The replay source can never be the output, whatever name leads to it.
 cd "$tmp" || exit 1

@@ -114,6 +114,11 @@ const evo_cli_opt evo_cli_opts_run[] = {
     {"strategy", 'S', required_argument, false, "NAME",
      "ga (default), random, or seeds (the baseline and seeds, then hill climbing)"},
     {"no-insights", 'N', no_argument, false, NULL, "mutate without per-knob statistics from the store"},
+    {"seed-elites", 'E', no_argument, false, NULL,
+     "generation 0 also measures the store's per-shape elites of earlier runs (the\n"
+     "fastest of each class on every stored shape, then the next, evolution.elites deep)\n"
+     "that this space holds: a search of new shapes starts from what won the known ones\n"
+     "(strategies ga and seeds; random measures no given genome). Give it again with --resume"},
     {"replay", 'P', required_argument, false, "DB", "evaluate by looking up results recorded in DB (no GPU needed)"},
     {"sanitize", 'Z', optional_argument, false, "[=TOOLS]",
      "after the search, run the top elites under compute-sanitizer (TOOLS: a comma list\n"
@@ -165,6 +170,7 @@ EVO_CMD(run)
             case 'Z': o.sanitize = optarg ? optarg : EVO_SANITIZE_DEFAULT_TOOLS; break;
             case 'Y': o.sanitizer = optarg; break;
             case 'N': o.insights = 0; break;
+            case 'E': o.seed_elites = true; break;
             case 'q': o.quiet = true; break;
             case 'I': islands = true; break;
             case 'K':
@@ -259,6 +265,10 @@ EVO_CMD(run)
     if (!islands && o.resume_run && (o.config_path || o.population || o.seed_set || o.strategy))
         return evo_cli_usage_error(self, err,
                                    "--resume continues a run with its own config, population, seed and strategy");
+    if (islands && o.seed_elites)
+        return evo_cli_usage_error(self, err,
+                                   "--seed-elites reads the run's own store; an island's is its own new file: seed "
+                                   "an --islands job through the config's seeds");
     if (islands) return run_islands(&o, every, migrants, err);
     if (!o.replay_db && !getenv("EVO_FAKE_WORKER")) {
         /* Only a check that the library is there; CUDA itself is initialized by the workers alone. */

@@ -17,7 +17,7 @@ static const evo_cmd commands[] = {
     {"run", cmd_run, "evolve kernels: compile, check and time a population for N generations",
      "usage: evo run [--config F] [--generations N] [--population N] [--seed N] [--db F] [--resume RUN]\n"
      "               [--gpus LIST] [--jobs N] [--time-budget SECONDS] [--strategy NAME] [--no-insights]\n"
-     "               [--replay DB] [--sanitize[=TOOLS]] [--sanitizer PATH]\n"
+     "               [--seed-elites] [--replay DB] [--sanitize[=TOOLS]] [--sanitizer PATH]\n"
      "       mpirun -n N evo run --islands [--migrate-every K] [--migrants M] [the options above]\n"
      "\n"
      "Runs the search described by the config (default configs/default.yaml; where there is none, the one built\n"

@@ -114,7 +114,9 @@ typedef struct {
     int n_best;
     evo_migrant *arrived; /* migrants to measure with the coming generation */
     int n_arrived;
-    evo_genome *island_seeds;                        /* this island's share of the config's seeds */
+    evo_genome *island_seeds; /* this island's share of the config's seeds */
+    evo_genome *seeds;        /* the config's seeds, then --seed-elites' (owned) */
+    int n_seeds;
     int64_t job_evaluated, job_reused, job_migrants; /* the job's totals (rank 0 reports them) */
     double job_best;
     int job_best_island;
@@ -683,6 +685,61 @@ static evo_status prior_elites(loop *L, evo_err *err)
     return s;
 }
 
+/* --seed-elites: the config's seeds, then the store's per-shape elites of earlier runs (every stored shape of this
+ * task and arch, every accuracy class: the fastest on each, then the second fastest, ... evolution.elites deep) that
+ * parse in this space and hold its constraints (the arch rule's among them), each once, none that is the baseline or
+ * a config seed, as many as the population has room for beside the baseline and the config's seeds. Evaluations of
+ * this run and later ones take no part, so a resumed run gets the same list. */
+static evo_status store_seeds(loop *L, evo_err *err)
+{
+    const evo_config *c = L->cfg;
+    L->seeds = evo_xcalloc((size_t)c->n_seeds + 1, sizeof *L->seeds);
+    for (int i = 0; i < c->n_seeds; i++) L->seeds[L->n_seeds++] = c->seeds[i];
+    if (!L->o.seed_elites) return EVO_OK;
+    evo_shape_elite_rec *rows = NULL;
+    int n = 0;
+    evo_status s =
+        evo_store_shape_elites(L->st, c->task, evo_evaluator_arch(L->ev), NULL, NULL, NULL, 1 << 20, &rows, &n, err);
+    if (s != EVO_OK) return s;
+    /* rows come by class, then shape, then rank: depth = a row's place among its group's rows of earlier runs */
+    int *depth = evo_xcalloc((size_t)(n ? n : 1), sizeof *depth);
+    for (int i = 0, d = 0; i < n; i++) {
+        const bool same =
+            i > 0 &&
+            strcmp(rows[i].accuracy ? rows[i].accuracy : "", rows[i - 1].accuracy ? rows[i - 1].accuracy : "") == 0 &&
+            strcmp(rows[i].result.fields, rows[i - 1].result.fields) == 0;
+        if (!same) d = 0;
+        const bool earlier = rows[i].run_id > 0 && rows[i].run_id < L->run.id;
+        depth[i] = earlier ? ++d : 0;
+    }
+    const int room = L->population - 1 - c->n_seeds;
+    int added = 0, stored = 0;
+    for (int k = 1; k <= c->evolution.elites && added < room; k++)
+        for (int i = 0; i < n && added < room; i++) {
+            if (depth[i] != k) continue;
+            stored++;
+            evo_genome g;
+            if (evo_genome_parse(c->space, rows[i].cand.genome, &g, NULL) != EVO_OK ||
+                !evo_space_valid(c->space, &g, NULL) || evo_genome_equal(c->space, &g, &c->baseline))
+                continue;
+            bool dup = false;
+            for (int j = 0; j < L->n_seeds && !dup; j++) dup = evo_genome_equal(c->space, &g, &L->seeds[j]);
+            if (dup) continue;
+            L->seeds = evo_xrealloc(L->seeds, (size_t)(L->n_seeds + 1) * sizeof *L->seeds);
+            L->seeds[L->n_seeds++] = g;
+            added++;
+        }
+    free(depth);
+    evo_store_shape_elites_free(rows, n);
+    if (!L->o.quiet)
+        fprintf(L->o.out, "seeded from the store: %d genome%s (per-shape elites of earlier runs, %d deep%s)\n", added,
+                added == 1 ? "" : "s", c->evolution.elites,
+                room <= 0     ? "; no room beside the config's seeds"
+                : stored == 0 ? "; none stored"
+                              : "");
+    return EVO_OK;
+}
+
 /* --replay DB: a database that exists, and never the one this run writes (compared by device and inode, so no link
  * or other spelling of the same file gets through). Whether it can be read is found out by opening it. */
 static evo_status check_replay(const char *replay, const char *db, evo_err *err)
@@ -946,6 +1003,7 @@ static evo_status make_strategy(loop *L, evo_err *err)
     const bool insights = o->insights < 0 ? L->cfg->evolution.insights : o->insights > 0;
     evo_status s = apply_arch_rule(L, err);
     if (s == EVO_OK) s = prior_elites(L, err);
+    if (s == EVO_OK) s = store_seeds(L, err);
     if (s != EVO_OK) return s;
     if (insights) {
         L->ins = evo_insights_new(L->cfg->space);
@@ -963,8 +1021,8 @@ static evo_status make_strategy(loop *L, evo_err *err)
         .immigrant_rate = L->cfg->evolution.immigrant_rate,
         .local_rate = L->cfg->evolution.local_rate,
         .baseline = &L->cfg->baseline,
-        .seeds = L->cfg->seeds,
-        .n_seeds = L->cfg->n_seeds,
+        .seeds = L->seeds,
+        .n_seeds = L->n_seeds,
         .prior_elites = L->prior,
         .n_prior_elites = L->n_prior,
         .insights = L->ins,
@@ -974,9 +1032,9 @@ static evo_status make_strategy(loop *L, evo_err *err)
          * baseline to island 0, seed i to island i mod N (a one-island job keeps them all: the plain run). */
         const int r = evo_island_rank(o->island), n = evo_island_size(o->island);
         if (r != 0) L->sp.baseline = NULL;
-        L->island_seeds = evo_xcalloc((size_t)(L->cfg->n_seeds + 1), sizeof *L->island_seeds);
+        L->island_seeds = evo_xcalloc((size_t)(L->n_seeds + 1), sizeof *L->island_seeds);
         L->sp.n_seeds = 0;
-        for (int i = r; i < L->cfg->n_seeds; i += n) L->island_seeds[L->sp.n_seeds++] = L->cfg->seeds[i];
+        for (int i = r; i < L->n_seeds; i += n) L->island_seeds[L->sp.n_seeds++] = L->seeds[i];
         L->sp.seeds = L->island_seeds;
     }
     return evo_strategy_create(L->run.strategy, L->cfg->space, &L->sp, &L->strat, err);
@@ -1262,6 +1320,7 @@ static evo_status finish(loop *L, evo_status s, evo_err *err)
     free(L->ids.id);
     free(L->island_json);
     free(L->island_seeds);
+    free(L->seeds);
     free(L->best);
     free(L->arrived);
     sigaction(SIGINT, &L->old_int, NULL);

@@ -52,6 +52,10 @@ typedef struct {
     double time_budget_s;  /* < 0 = config */
     const char *strategy;  /* NULL = config */
     int insights;          /* -1 = config, 0 off, 1 on */
+    bool seed_elites;      /* generation 0 also measures the store's per-shape elites of earlier runs (the fastest
+                              of each accuracy class on each stored shape of this task and arch, then the second
+                              fastest, ..., evolution.elites deep) that this config's space holds, as far as the
+                              population has room; give it again to resume such a run */
     const char *replay_db; /* evaluate by looking results up there */
     const char *sanitize;  /* after the search, the elites under these compute-sanitizer tools ("memcheck,
                                 racecheck"); NULL = not */
