@@ -240,6 +240,19 @@ grep -qx "seeded from the store: 0 genomes (per-shape elites of earlier runs, 3 
 [ $? = 2 ] && grep -q "^evo: run: --seed-elites reads the run's own store" "$tmp/se3.out" && [ ! -e "$tmp/se3.db" ] ||
   fail "seed-elites with --islands: $(cat "$tmp/se3.out")"
 
+# tools/bench/unseen_shapes.py --dry-run: one config per shape never searched, made from configs/default.yaml (one
+# timed shape, a regression rule one shape can hold) and accepted by evo space; a bad shape is a usage error.
+python3 "$SRC/tools/bench/unseen_shapes.py" --db "$R" --out "$tmp/unseen" --evo "$EVO" --dry-run >"$tmp/u.out" 2>&1 ||
+  fail "unseen_shapes --dry-run: $(cat "$tmp/u.out")"
+grep -qx "unseen_shapes: 4 configs written to $tmp/unseen/unseen-work and checked; no GPU run (--dry-run)" "$tmp/u.out" ||
+  fail "unseen_shapes --dry-run: $(cat "$tmp/u.out")"
+u=$tmp/unseen/unseen-work/b1h32s3000wc.yaml
+[ "$(grep -c "^  - {name: " "$u")" = 1 ] && grep -qx "  - {name: b1h32s3000wc, batch: 1, heads: 32, seq: 3000, head_dim: 128, causal: true}" "$u" &&
+  grep -qx "regression: {slowdown: 1.10, min_shapes: 1}" "$u" || fail "unseen_shapes: the config $u"
+python3 "$SRC/tools/bench/unseen_shapes.py" --db "$R" --out "$tmp/unseen" --evo "$EVO" --dry-run --shapes "x:1,2,3,96" \
+  >"$tmp/u.out" 2>&1
+[ $? = 2 ] && grep -q "needs positive B, H, S and D 64 or 128" "$tmp/u.out" || fail "unseen_shapes bad shape: $(cat "$tmp/u.out")"
+
 # A bad replay source is refused (exit 2) before anything is created: no output database, no work directory.
 # The replay source can never be the output, whatever name leads to it.
 cd "$tmp" || exit 1

@@ -34,6 +34,9 @@
 #   default    DEFAULT_GENS (2) generations x DEFAULT_POP (20) of evo run with no --config (configs/default.yaml:
 #              DEFAULT_BUDGET, when set, seconds of search at most;
 #              both families, presets and large problems) into $OUT/default.db (DISPATCH_DB for dispatch), elites
+#   unseen     after default (or UNSEEN_DB): tools/bench/unseen_shapes.py — four shapes outside the default config,
+#              each searched on its own (UNSEEN_GENS 8 x UNSEEN_POP 16, --seed-elites), its best against the
+#              dispatching export of UNSEEN_CLASS (fp8), both timed by compare_sdpa.py; $OUT/unseen-shapes.md
 #   dispatch   after fp8large (or DISPATCH_DB): per-shape elites and the dispatching export of each class in
 #              DISPATCH_CLASSES ("exact fp8") self-tested (the files into $OUT), then tests/gpu_torch_op.py on the
 #              first class's file with QUANT_CU (default: the newest variants/quantize_fp8-sm_90-*.cu);
@@ -226,6 +229,10 @@ PY
              python3 -c "import sqlite3; sqlite3.connect('$OUT/default.db').execute('pragma wal_checkpoint(TRUNCATE)')"
              build/evo elite --show --db "$OUT/default.db" > "$OUT/default-elite.txt" 2>&1
              grep -E "accuracy class|^ +[0-9]+  " "$OUT/default-elite.txt" | head -12 ;;
+    unseen) PYTHONUNBUFFERED=1 python3 tools/bench/unseen_shapes.py --db "${UNSEEN_DB:-$OUT/default.db}" \
+              --class "${UNSEEN_CLASS:-fp8}" --gens "${UNSEEN_GENS:-8}" --pop "${UNSEEN_POP:-16}" --out "$OUT" 2>&1 |
+              tail -14
+            rm -rf "$OUT/unseen-work" ;;
     dispatch) db=${DISPATCH_DB:-$OUT/fp8large.db}
               for cls in ${DISPATCH_CLASSES:-exact fp8}; do
                 build/evo elite --show --per-shape --accuracy $cls --db "$db" >"$OUT/per-shape-$cls.txt" 2>&1
