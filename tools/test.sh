@@ -20,9 +20,10 @@ cmake --build build-sanitize -j "$jobs"
 # Left out here, run in the release build above: cli_format (the sources' layout), cli_golden (outputs byte for byte
 # against tests/data/golden/; the paths it drives run under the sanitizers in cli_replay, cli_export, cli_store), and
 # the tests whose time is an external compiler's — test_support_nvrtc and test_quantize_nvrtc (NVRTC on the support
-# and quantizer kernels; evo's compile wrapper runs under the sanitizers in test_compile) and cli_export_nvcc (nvcc on
-# exported files; the export runs under the sanitizers in cli_export).
+# and quantizer kernels; evo's compile wrapper runs under the sanitizers in test_compile), cli_export_nvcc (nvcc on
+# exported files; the export runs under the sanitizers in cli_export) and cli_variants (nvcc on the files in
+# variants/; no evo code runs in it).
 # Shortened here: cli_compile compiles its sample for sm_90 alone (EVO_TEST_ARCHS: the same evo code for every arch),
 # cli_quantize_export exports its quantizers but leaves nvcc's builds of them to the release run (EVO_TEST_NO_NVCC).
 EVO_TEST_ARCHS=sm_90 EVO_TEST_NO_NVCC=1 ctest --test-dir build-sanitize --output-on-failure -j2 -LE gpu \
-  -E '^(cli_golden|cli_format|test_support_nvrtc|test_quantize_nvrtc|cli_export_nvcc)$'
+  -E '^(cli_golden|cli_format|test_support_nvrtc|test_quantize_nvrtc|cli_export_nvcc|cli_variants)$'
