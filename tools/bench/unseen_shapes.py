@@ -67,12 +67,29 @@ def run(cmd, log):
     return p.returncode
 
 
+_LIBS = {}
+
+
+def library(cu, log):
+    """cu built once into a shared library, as compare_sdpa.py builds it (its --lib then skips nvcc); None: failed."""
+    if cu not in _LIBS:
+        sys.path.insert(0, os.path.join(ROOT, "tools", "bench"))
+        import compare_sdpa as cs
+        lib = os.path.splitext(cu)[0] + ".so"
+        rc = run(cs.build_command(cs.find_nvcc(None), cs.read_export(cu)["arch"], cu, lib), log)
+        _LIBS[cu] = lib if rc == 0 else None
+    return _LIBS[cu]
+
+
 def timed_on(out_dir, cu, shape, log):
     """compare_sdpa.py on cu at shape: (graph median µs of the file, of cuDNN fp16), or None."""
     name, b, h, s, d, causal = shape
     os.makedirs(out_dir, exist_ok=True)
-    rc = run([sys.executable, os.path.join(ROOT, "tools", "bench", "compare_sdpa.py"), cu, "--presets", "mission",
-              "--shapes", f"{b},{h},{s},{d}", "--causal", "on" if causal else "off", "--peers", "cudnn",
+    lib = library(cu, log)
+    if not lib:
+        return None
+    rc = run([sys.executable, os.path.join(ROOT, "tools", "bench", "compare_sdpa.py"), cu, "--lib", lib, "--presets",
+              "mission", "--shapes", f"{b},{h},{s},{d}", "--causal", "on" if causal else "off", "--peers", "cudnn",
               "--out", out_dir], log)
     if rc != 0:
         return None
