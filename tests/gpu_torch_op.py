@@ -377,22 +377,27 @@ def main():
 
     # ---- CPU time of an eager call: 1000 calls, no synchronization between them, at a shape whose GPU time is
     # below the CPU's (mission), against F.scaled_dot_product_attention on the same tensors measured the same way ----
-    name, b, h, s, d = PRESETS[0]
-    q, k, v = (randn((b, h, s, d), torch.float16) for _ in range(3))
-    eager = {}
-    for key, fn in (("op", lambda: ops.attention_fp8(q, k, v)), ("sdpa", lambda: F.scaled_dot_product_attention(
-            q, k, v))):
+    def per_call_us(fn, calls, held_back):
+        """Host wall time per call of fn, best of three rounds of `calls` calls after 20 to warm up; held_back: the
+        rounds queued behind a GPU-side sleep (~0.1 s of clock cycles), so the GPU cannot hold the host back."""
         best = float("inf")
-        for _ in range(3):  # best of three rounds of 1000
+        for _ in range(3):
             for _ in range(20):
                 fn()
             torch.cuda.synchronize()
+            if held_back:
+                torch.cuda._sleep(200_000_000)
             t0 = time.perf_counter()
-            for _ in range(1000):
+            for _ in range(calls):
                 fn()
-            best = min(best, (time.perf_counter() - t0) / 1000 * 1e6)
+            best = min(best, (time.perf_counter() - t0) / calls * 1e6)
             torch.cuda.synchronize()
-        eager[key] = best
+        return best
+
+    name, b, h, s, d = PRESETS[0]
+    q, k, v = (randn((b, h, s, d), torch.float16) for _ in range(3))
+    eager = {"op": per_call_us(lambda: ops.attention_fp8(q, k, v), 1000, False),
+             "sdpa": per_call_us(lambda: F.scaled_dot_product_attention(q, k, v), 1000, False)}
     eager["ratio"] = eager["op"] / eager["sdpa"]
     print(f"\neager CPU time per call at {name}{(b, h, s, d)} (1000 calls, no sync, best of 3): op {eager['op']:.1f} µs, "
           f"F.scaled_dot_product_attention {eager['sdpa']:.1f} µs, ratio {eager['ratio']:.2f}", flush=True)
@@ -411,17 +416,8 @@ def main():
     host = {}
     print("host time per call, GPU held back by a sleep (200 calls, best of 3):")
     for what, fn in parts:
-        best = float("inf")
-        for _ in range(3):
-            torch.cuda.synchronize()
-            torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU clock cycles ahead of the calls
-            t0 = time.perf_counter()
-            for _ in range(200):
-                fn()
-            best = min(best, (time.perf_counter() - t0) / 200 * 1e6)
-            torch.cuda.synchronize()
-        host[what] = best
-        print(f"  {what:<40} {best:7.1f} µs", flush=True)
+        host[what] = per_call_us(fn, 200, True)
+        print(f"  {what:<40} {host[what]:7.1f} µs", flush=True)
     result["eager_host_us"] = host
 
     result["checks"] = checks

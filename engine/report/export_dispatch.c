@@ -214,8 +214,9 @@ evo_status evo_export_dispatch_pick(evo_store *st, const char *accuracy, evo_exp
         qsort(g[k].rows, (size_t)g[k].n, sizeof *g[k].rows, row_by_median);
     if (s == EVO_OK && n_g == 0)
         s = evo_fail(err, EVO_E_NOTFOUND,
-                     "%s: no searched kernel of %s on %s in accuracy class %s has a correct, timed result%s%s", db,
-                     task->name, d->scope.arch, d->accuracy, d->model[0] ? " on " : "", d->model);
+                     "%s: no searched kernel of %s on %s in accuracy class %s%s has a correct, timed result%s%s", db,
+                     task->name, d->scope.arch, d->accuracy, want > 0 ? " or a stricter one" : "",
+                     d->model[0] ? " on " : "", d->model);
     if (s == EVO_OK) {
         qsort(g, (size_t)n_g, sizeof *g, shape_rows_cmp);
         s = pick_winners(st, g, n_g, d, err);

@@ -206,6 +206,8 @@ at::Tensor aligned(const at::Tensor &t)
 
 // ---- CUDA ----
 
+uint64_t align256(uint64_t n) { return (n + 255) & ~uint64_t(255); }
+
 // How n_x inputs of one shape and dtype are quantized: one evo_quantize_forward_multi call when n_x > 1 and the file
 // has it (its plan takes n_x times the heads: it says so through the scratch size), else one call per input; each
 // call's scratch a 256-byte-aligned slice of one buffer, whose zeroed heads one memset clears.
@@ -233,7 +235,7 @@ QuantPlan quant_plan(const at::Tensor &x, int n_x, bool rotate)
                 dtype_name(x.scalar_type()), " rotate=", rotate ? "True" : "False");
     p.need = need;
     p.zero = need ? evo_quantize_scratch_zero_bytes(p.dt, p.rot, p.per_call * b, h, s, d) : 0;
-    p.stride = (need + 255) & ~uint64_t(255);
+    p.stride = align256(need);
     return p;
 }
 
@@ -261,8 +263,6 @@ void quantize_run(const at::Tensor *const *xs, int n_x, const QuantPlan &p, unsi
         }
     }
 }
-
-uint64_t align256(uint64_t n) { return (n + 255) & ~uint64_t(255); }
 
 // The base of a byte buffer rounded up to 256 (the buffer is allocated 256 bytes longer).
 unsigned char *base256(const at::Tensor &buf)
