@@ -51,7 +51,7 @@ static const evo_cmd commands[] = {
      "Default path: variants/<task>-<arch>-<shortid>.cu (shortid: the first 8 hex digits of the key)\n"
      "--dispatch writes the winner of every dispatch bucket (evo elite --show --per-shape) into one file\n"
      "whose launcher picks the kernel by the problem; default path variants/<task>-<arch>-dispatch.cu\n"
-     "(-dispatch-fp8.cu for the fp8 class).\n"
+     "(-dispatch-CLASS.cu for a class other than exact).\n"
      "\n"
      "The genome is rendered with the config of the run that measured it; only candidates that passed every\n"
      "gate in a run are exported (kernels checked with `evo check` are hand-written files already). --best\n"

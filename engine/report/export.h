@@ -107,8 +107,8 @@ void evo_export_default_name(const evo_export_src *src, char *buf, size_t n);
 /* ---- a dispatching export (`evo export --dispatch`): the winner of every bucket in one file ----
  *
  * evo_export_dispatch_pick reads the per-shape elites (store.h, evo_store_shape_elites) of the latest run's task and
- * arch in one accuracy class and every stricter one (the task's classes run strictest first: fp8 admits exact
- * kernels), on the GPU model of that run (when the store holds several), groups the timed shapes
+ * arch in one accuracy class and every stricter one (a task's classes run strictest first, and a looser class
+ * admits the kernels of a stricter one), on the GPU model of that run (when the store holds several), groups the timed shapes
  * into the task's buckets (task->bucket) and picks each bucket's winner: among the searched candidates measured on
  * every shape of the bucket, the one with the least total median time over them (one shape: its fastest; ties: the
  * smaller key). Each distinct winner becomes an entry, rendered with the config of the run that measured it and

@@ -179,8 +179,8 @@ evo_status evo_export_dispatch_pick(evo_store *st, const char *accuracy, evo_exp
     if (s == EVO_OK && n_models > 1) model_of(d->scope.gpu, d->model, sizeof d->model);
     for (int m = 0; m < n_models; m++) free(models[m]);
     free(models);
-    /* The classes run strictest first (exact, then fp8): a class admits the kernels of every stricter one, which
-     * pass its gate with room to spare, so the fp8 file takes an exact kernel in a bucket where one is fastest. */
+    /* A task's classes run strictest first: a class admits the kernels of every stricter one, which pass its gate
+     * with room to spare, so a looser class's file takes a stricter kernel in a bucket where one is fastest. */
     const int want = evo_task_accuracy_find(task, d->accuracy);
     evo_shape_elite_rec *rows = NULL;
     int n = 0;
