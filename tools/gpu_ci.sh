@@ -34,9 +34,12 @@
 #   default    DEFAULT_GENS (2) generations x DEFAULT_POP (20) of evo run with no --config (configs/default.yaml:
 #              DEFAULT_BUDGET, when set, seconds of search at most;
 #              both families, presets and large problems) into $OUT/default.db (DISPATCH_DB for dispatch), elites
-#   unseen     after default (or UNSEEN_DB): tools/bench/unseen_shapes.py — four shapes outside the default config,
-#              each searched on its own (UNSEEN_GENS 8 x UNSEEN_POP 16, --seed-elites), its best against the
-#              dispatching export of UNSEEN_CLASS (fp8), both timed by compare_sdpa.py; $OUT/unseen-shapes.md
+#   unseen     tools/bench/unseen_shapes.py — four shapes outside the default config (UNSEEN_SHAPES, its --shapes),
+#              each searched on its own (UNSEEN_GENS 8 x UNSEEN_POP 16), its best against a dispatching export of
+#              UNSEEN_CLASS (fp8), all timed in one process per shape; the store: UNSEEN_DB, else $OUT/default.db
+#              after default (its per-shape elites seed the searches, its export is the file); without a store,
+#              UNSEEN_DISPATCH (default variants/attention_fp8-sm_90-dispatch[-CLASS].cu), whose entries seed them;
+#              $OUT/unseen-shapes.md
 #   dispatch   after fp8large (or DISPATCH_DB): per-shape elites and the dispatching export of each class in
 #              DISPATCH_CLASSES ("exact fp8") self-tested (the files into $OUT), then tests/gpu_torch_op.py on the
 #              first class's file with QUANT_CU (default: the newest variants/quantize_fp8-sm_90-*.cu);
@@ -229,7 +232,15 @@ PY
              python3 -c "import sqlite3; sqlite3.connect('$OUT/default.db').execute('pragma wal_checkpoint(TRUNCATE)')"
              build/evo elite --show --db "$OUT/default.db" > "$OUT/default-elite.txt" 2>&1
              grep -E "accuracy class|^ +[0-9]+  " "$OUT/default-elite.txt" | head -12 ;;
-    unseen) PYTHONUNBUFFERED=1 python3 tools/bench/unseen_shapes.py --db "${UNSEEN_DB:-$OUT/default.db}" \
+    unseen) src=()
+            [ -n "${UNSEEN_DB:-}" ] && src+=(--db "$UNSEEN_DB")
+            [ -n "${UNSEEN_DISPATCH:-}" ] && src+=(--dispatch "$UNSEEN_DISPATCH")
+            if [ ${#src[@]} = 0 ]; then
+              if [ -f "$OUT/default.db" ]; then src=(--db "$OUT/default.db")
+              else src=(--dispatch "variants/attention_fp8-sm_90-dispatch-${UNSEEN_CLASS:-fp8}.cu"); fi
+              src=("${src[@]/%-exact.cu/.cu}")
+            fi
+            PYTHONUNBUFFERED=1 python3 tools/bench/unseen_shapes.py "${src[@]}" ${UNSEEN_SHAPES:+--shapes "$UNSEEN_SHAPES"} \
               --class "${UNSEEN_CLASS:-fp8}" --gens "${UNSEEN_GENS:-8}" --pop "${UNSEEN_POP:-16}" --out "$OUT" 2>&1 |
               tail -14
             rm -rf "$OUT/unseen-work" ;;
