@@ -11,7 +11,8 @@ For each shape (default: four outside configs/default.yaml: other batch x heads,
   3. the dispatching file (--dispatch, else evo export --dispatch --accuracy CLASS of --db) and the per-shape bests
      timed in one process on the same e4m3 codes: CUDA graph of 20 calls (tools/bench/compare_sdpa.py's timer),
      the contenders alternated over ROUNDS rounds, the median of each one's round medians kept; every output is
-     checked first (finite everywhere, rel-L2 against FP32 attention on the dequantized inputs below 2e-2).
+     checked first (finite everywhere, rel-L2 against FP32 attention on the dequantized inputs below 0.1: the
+     search's gates judged the kernel; this catches a wrong build or launch, which lands near 1).
 The ratio per shape is the per-shape best's time over the dispatching file's; >= 1 means the dispatch is as fast.
 Table and geometric mean: OUT/unseen-shapes.md and .json.
 
@@ -133,7 +134,7 @@ def time_in_one_process(shape, files, rounds, log, libdir):
             call()
             torch.cuda.synchronize()
             err = cs.errors(torch, o, ref)["rel_l2"]
-            if not bool(torch.isfinite(o).all()) or not err < 2e-2:
+            if not bool(torch.isfinite(o).all()) or not err < 0.1:
                 raise RuntimeError(f"output check failed (finite {bool(torch.isfinite(o).all())}, rel-L2 {err:.3e})")
             calls[label], res[label] = call, {"rel_l2": err, "rounds_us": []}
         except (RuntimeError, OSError, cs.NotAnExport) as e:
