@@ -180,6 +180,20 @@ run help export
 checks=$((checks + 1))
 case "$out$err" in *"--dispatch"*) ;; *) fail "evo help export does not list --dispatch" ;; esac
 
+# tools/bench/dispatch_vs_single.py --dry-run: per shape, the fastest genome of the class there and the --best export
+# (F0 wins mission and small, F1 long, wide and stress, and F1 is the top elite), each exported once
+python3 "$SRC/tools/bench/dispatch_vs_single.py" --db d.db --class exact --evo "$EVO" --out dvs --dry-run >dvs.out 2>&1
+expect "dispatch_vs_single exit" "$?" 0
+f0=${F0:0:8} f1=${F1:0:8}
+has "dispatch_vs_single mission" dvs.out "mission (1, 8, 512, 64): dispatch vs $f0, $f1"
+has "dispatch_vs_single long" dvs.out "long (2, 8, 2048, 64): dispatch vs $f1"
+has "dispatch_vs_single files" dvs.out "dispatch_vs_single: 2 single-genome files exported to dvs/dispatch-vs-single; no GPU run (--dry-run)"
+for k in $f0 $f1; do
+  has "dispatch_vs_single $k.cu" dvs/dispatch-vs-single/$k.cu "#define EVO_EXPORT_KEY \"$k"
+done
+python3 "$SRC/tools/bench/dispatch_vs_single.py" --db nothing.db --evo "$EVO" --out dvs --dry-run >dvs.out 2>&1
+expect "dispatch_vs_single without a store" "$?" 2
+
 if [ "$fails" -ne 0 ]; then
   echo "cli_export_dispatch: $fails of $checks checks failed" >&2
   exit 1

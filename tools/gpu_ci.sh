@@ -40,6 +40,9 @@
 #              after default (its per-shape elites seed the searches, its export is the file); without a store,
 #              UNSEEN_DISPATCH (default variants/attention_fp8-sm_90-dispatch[-CLASS].cu), whose entries seed them;
 #              $OUT/unseen-shapes.md
+#   dvs        tools/bench/dispatch_vs_single.py: each class of DVS_CLASSES ("fp8 exact"), its dispatching file
+#              (variants/attention_fp8-sm_90-dispatch[-CLASS].cu, or DVS_FROM_DB=1: exported from the store) against
+#              the single-genome exports of the store DVS_DB (default $OUT/default.db), shape by shape, one process
 #   dispatch   after fp8large (or DISPATCH_DB): per-shape elites and the dispatching export of each class in
 #              DISPATCH_CLASSES ("exact fp8") self-tested (the files into $OUT), then tests/gpu_torch_op.py on the
 #              first class's file with QUANT_CU (default: the newest variants/quantize_fp8-sm_90-*.cu);
@@ -244,6 +247,13 @@ PY
               --class "${UNSEEN_CLASS:-fp8}" --gens "${UNSEEN_GENS:-8}" --pop "${UNSEEN_POP:-16}" --out "$OUT" 2>&1 |
               tail -14
             rm -rf "$OUT/unseen-work" ;;
+    dvs) for cls in ${DVS_CLASSES:-fp8 exact}; do
+           f=variants/attention_fp8-sm_90-dispatch-$cls.cu; [ "$cls" = exact ] && f=variants/attention_fp8-sm_90-dispatch.cu
+           [ "${DVS_FROM_DB:-0}" = 1 ] && f=
+           PYTHONUNBUFFERED=1 python3 tools/bench/dispatch_vs_single.py --db "${DVS_DB:-$OUT/default.db}" \
+             ${f:+--dispatch "$f"} --class "$cls" --out /tmp/evo-dvs-$cls 2>&1 | tail -16
+           cp /tmp/evo-dvs-$cls/dispatch-vs-single.md "$OUT/dispatch-vs-single-$cls.md" 2>/dev/null
+         done ;;
     dispatch) db=${DISPATCH_DB:-$OUT/fp8large.db}
               for cls in ${DISPATCH_CLASSES:-exact fp8}; do
                 build/evo elite --show --per-shape --accuracy $cls --db "$db" >"$OUT/per-shape-$cls.txt" 2>&1

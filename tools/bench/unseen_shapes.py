@@ -101,6 +101,31 @@ def library(cu, log, libdir):
     return _LIBS[cu]
 
 
+def build_all(files, log, libdir, jobs=8):
+    """Every .cu of files built into libdir at once (nvcc runs in parallel); {cu: lib or None}."""
+    from concurrent.futures import ThreadPoolExecutor
+    todo = sorted(set(files) - set(_LIBS))
+    sys.path.insert(0, os.path.join(ROOT, "tools", "bench"))
+    import compare_sdpa as cs
+
+    def one(cu):
+        lib = os.path.join(libdir, os.path.splitext(os.path.basename(cu))[0] + ".so")
+        if os.path.exists(lib) and os.path.getmtime(lib) >= os.path.getmtime(cu):
+            return cu, lib, None  # built by an earlier run into the same directory
+        part = os.path.join(libdir, os.path.basename(cu) + ".log")
+        rc = run(cs.build_command(cs.find_nvcc(None), cs.read_export(cu)["arch"], cu, lib), part)
+        return cu, (lib if rc == 0 else None), part
+    with ThreadPoolExecutor(max_workers=jobs) as ex:
+        for cu, lib, part in ex.map(one, todo):
+            _LIBS[cu] = lib
+            if part is None:
+                continue
+            with open(part) as f, open(log, "a") as g:
+                g.write(f.read())
+            os.remove(part)
+    return {cu: _LIBS[cu] for cu in files}
+
+
 def time_in_one_process(shape, files, rounds, log, libdir):
     """Every file in files (label -> .cu) on one shape, in this process, on the same e4m3 codes: each output checked,
     then CUDA-graph medians (compare_sdpa's timer) taken in ROUNDS alternated rounds; label -> {"us", "rounds_us",
@@ -119,7 +144,7 @@ def time_in_one_process(shape, files, rounds, log, libdir):
     ref = cs.attention_fp32(torch, cs.dequantize(torch, q8, qs, "e4m3"), cs.dequantize(torch, k8, ks, "e4m3"),
                             cs.dequantize(torch, v8, vs, "e4m3"), causal, scale)
     timer = cs.Timer(torch, 10, 20)
-    calls, res = {}, {}
+    calls, res, outs = {}, {}, {}  # outs: each contender's output stays allocated while its calls may run
     for label, cu in files.items():
         try:
             kx = cs.read_export(cu)
@@ -128,7 +153,7 @@ def time_in_one_process(shape, files, rounds, log, libdir):
             lib = library(cu, log, libdir)
             if not lib:
                 raise RuntimeError(f"{cu}: nvcc failed")
-            o = torch.full_like(q, float("nan"))
+            o = outs[label] = torch.full_like(q, float("nan"))
             call = cs.ours_call(torch, cs.load_library(torch, kx, types.SimpleNamespace(lib=lib), None), q8, k8, v8,
                                 qs, ks, vs, o, (b, h, s, d), causal, scale)
             call()
@@ -145,13 +170,14 @@ def time_in_one_process(shape, files, rounds, log, libdir):
     for label in calls:
         r = sorted(res[label]["rounds_us"])
         res[label]["us"] = r[len(r) // 2]
+        res[label]["finite_after_timing"] = bool(torch.isfinite(outs[label]).all())
     try:
         with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
             res["cudnn"] = {"us": timer.graph(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))[
                 "median_us"]}
     except RuntimeError as e:
         res["cudnn"] = {"error": cs.first_line(e)}
-    del q, k, v, q8, k8, v8, ref
+    del q, k, v, q8, k8, v8, ref, outs, calls
     torch.cuda.empty_cache()
     return res
 
@@ -235,6 +261,7 @@ def main(argv=None):
         print(f"{name}: search exit {rc} in {row['search_s']} s, bests exported: {', '.join(row['files']) or 'none'}",
               flush=True)
         rows.append(row)
+    build_all([disp] + [cu for r in rows for cu in r["files"].values()], log, work)
     for row, sh in zip(rows, shapes):
         res = time_in_one_process(sh, {"dispatch": disp, **row["files"]}, a.rounds, log, work)
         row["times"] = res
