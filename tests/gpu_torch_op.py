@@ -74,9 +74,13 @@ def main():
     p.add_argument("--quick", action="store_true", help="fewer timing replays")
     p.add_argument("--large-only", action="store_true",
                    help="only the large problems against every SDPA backend and the eager call's CPU time")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="the large problems: alternated timing rounds per contender (default 3)")
     p.add_argument("--package", help="a module `evo export --torch` wrote (DIR/evo_fp8_test.py) instead of exporting "
                                      "one with --evo")
     a = p.parse_args()
+    if a.rounds < 1:
+        p.error("--rounds must be at least 1")
     try:
         import torch
         import torch.nn.functional as F
@@ -334,7 +338,8 @@ def main():
     backends = [("flash", SDPBackend.FLASH_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
     if hasattr(SDPBackend, "CUDNN_ATTENTION"):
         backends.append(("cudnn", SDPBackend.CUDNN_ATTENTION))
-    print("\nlarge problems (fp16 in, µs per call, CUDA graph of 20 calls, median of the replays)", flush=True)
+    print(f"\nlarge problems (fp16 in, µs per call, CUDA graph of 20 calls, median of the replays; the contenders "
+          f"alternated over {a.rounds} rounds, the median of each one's round medians)", flush=True)
     print(f"  {'shape':<20} {'causal':<6} {'quant q,k,v':>11} {'attention':>9} {'end2end':>8} {'overhead':>8} "
           + " ".join(f"{n:>9}" for n, _ in backends) + f" {'e2e/best':>8}")
     large = []
@@ -348,21 +353,34 @@ def main():
         vc, vs = ops.quantize_fp8(v)
         for causal in (False, True):
             row = {"shape": [b, h, s, d], "causal": causal}
+
+            def sdpa_with(be):
+                def call():
+                    with sdpa_kernel([be]):
+                        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                return call
             # three quantizer calls; the op itself quantizes q, k, v in one launch where its quantizer file has one
-            row["quantize"] = timer.graph(lambda: (ops.quantize_fp8(q), ops.quantize_fp8(k),
-                                                   ops.quantize_fp8(v)))["median_us"]
-            row["attention"] = timer.graph(lambda: ops.attention_fp8_quantized(qc, kc, vc, qs, ks, vs,
-                                                                              is_causal=causal))["median_us"]
-            row["e2e"] = timer.graph(lambda: ops.attention_fp8(q, k, v, is_causal=causal))["median_us"]
-            row["overhead_us"] = row["e2e"] - row["quantize"] - row["attention"]
+            fns = {"quantize": lambda: (ops.quantize_fp8(q), ops.quantize_fp8(k), ops.quantize_fp8(v)),
+                   "attention": lambda: ops.attention_fp8_quantized(qc, kc, vc, qs, ks, vs, is_causal=causal),
+                   "e2e": lambda: ops.attention_fp8(q, k, v, is_causal=causal)}
             for n, be in backends:
                 try:
                     with sdpa_kernel([be]):
-                        row["sdpa_" + n] = timer.graph(
-                            lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))["median_us"]
+                        F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    torch.cuda.synchronize()
+                    fns["sdpa_" + n] = sdpa_with(be)
                 except RuntimeError as e:
                     row["sdpa_" + n] = None
                     print(f"  ({n} refuses {(b, h, s, d)}: {str(e).splitlines()[0][:100]})")
+            # alternated rounds: no contender always runs first or last (clocks and temperature under sustained load)
+            rounds = {key: [] for key in fns}
+            for _ in range(a.rounds):
+                for key, fn in fns.items():
+                    rounds[key].append(timer.graph(fn)["median_us"])
+            for key, ts in rounds.items():
+                row[key] = sorted(ts)[len(ts) // 2]
+                row[key + "_rounds"] = ts
+            row["overhead_us"] = row["e2e"] - row["quantize"] - row["attention"]
             best = min(row["sdpa_" + n] for n, _ in backends if row["sdpa_" + n] is not None)
             row["sdpa_best"] = best
             row["speedup_vs_best_sdpa"] = best / row["e2e"]
