@@ -89,6 +89,17 @@ int main(void)
     g = best;
     g.tile_n = 96;
     CHECK(attn_sm90_check(&g, 128, 227 * 1024) != NULL);
+    /* V_PATH 2 (V given in FP16, the FP16-V entry of exported files): the TMA thread loads V, so PIPE 2 only; same
+     * shared memory as V_PATH 1 */
+    const evo_sm90_genome afb = {64, 2, 128, 2, 2, 1, 1, 1, 1, 0, 56, 0}; /* afb8908b, the fp8 class's best */
+    evo_sm90_genome v1 = afb, v2 = afb;
+    v2.v_path = 2;
+    CHECK(attn_sm90_check(&v2, 128, 227 * 1024) == NULL);
+    CHECK(attn_sm90_smem_bytes(&v2, 128) == attn_sm90_smem_bytes(&v1, 128));
+    v2.pipe = 1, v2.overlap = 0, v2.pingpong = 0;
+    CHECK(has(attn_sm90_check(&v2, 128, 227 * 1024), "V_PATH=2 needs PIPE=2"));
+    v2.v_path = 3, v2.pipe = 2;
+    CHECK(has(attn_sm90_check(&v2, 128, 227 * 1024), "V_PATH must be"));
 
     /* geometry */
     CHECK(attn_sm90_threads(&best) == 384);
@@ -118,6 +129,18 @@ int main(void)
         {64, 2, 192, 2, 2, 1, 0, 1, 1, 0, 40, 0}, {128, 2, 64, 3, 2, 1, 0, 1, 0, 0, 40, 0},
     };
     const int dims[] = {128, 128, 128, 128, 128, 64, 128, 64};
+    /* the fp8 class's shipped winners (afb8908b, 057834dd) with V given in FP16: no spill, no stack */
+    const evo_sm90_genome v16[] = {{64, 2, 128, 2, 2, 1, 2, 1, 1, 0, 56, 0}, {64, 2, 128, 2, 2, 0, 2, 1, 1, 0, 56, 1}};
+    int v16_compiled = 0;
+    for (size_t i = 0; i < 4; i++) {
+        const int d = i < 2 ? 128 : 64;
+        CHECK(attn_sm90_check(&v16[i % 2], d, 227 * 1024) == NULL);
+        int regs;
+        CHECK(compile_one(src, abi, &v16[i % 2], d, &regs) == 0);
+        CHECK(regs > 0 && regs <= 255);
+        v16_compiled++;
+    }
+    CHECK(v16_compiled == 4);
     int compiled = 0;
     for (size_t i = 0; i < sizeof sample / sizeof sample[0]; i++) {
         CHECK(attn_sm90_check(&sample[i], dims[i], 227 * 1024) == NULL);

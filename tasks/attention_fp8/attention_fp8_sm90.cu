@@ -20,6 +20,11 @@
  *             no rounding of P beyond FP16: compares against the plain reference). The GEMM is D + 8 wide: its last
  *             8 columns read a block of ones after each V stage, so it sums P too (the softmax adds nothing up, and
  *             the row sum is rescaled with O); a V stage takes TILE_N·(D + 64)·2 bytes.
+ *   V_PATH 2: (not a search knob: the FP16-V entry of an exported file, evo_attention_forward_v16) V_PATH 1's
+ *             arithmetic with V given in FP16 instead of as codes: p.v points to FP16 [B, H, S, D] (v_scale still
+ *             multiplies O), and the TMA thread loads each tile's D/64 column blocks straight into the layout the
+ *             transform warps write for V_PATH 1 (rows of 128 bytes, 128-byte swizzle), so no warp converts V. With
+ *             p.v = the FP16 values of the codes it equals V_PATH 1 bit for bit. PIPE 2 only.
  * The FP8 wgmma keeps ~14 bits of the aligned products: scores carry ~1e-4 relative error, which defeats the 2e-3 gate
  * on logits in the thousands and flips e4m3 roundings of P; QK_MODE 2 + V_PATH 1 is the configuration that passes
  * every distribution (docs/perf-notes.md, "Precision").
@@ -788,7 +793,7 @@ template <int A, int N> EVO_DEV void fence_regs(float (&r)[A][N])
  * ring runs ahead of the transformed one). Two cursors over the same work items, each advanced when its barrier has
  * completed (test_wait: a K that waits for its stage never holds up a V that could go, nor the reverse), K first.
  * Q boxes wholly past the sequence are skipped (their rows are never stored). */
-template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PERSIST>
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PERSIST, int V_PATH>
 EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, const Smem &sm, int nq)
 {
     typedef Bars<STAGES> B;
@@ -830,6 +835,19 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         c.advance(p, nq);
         return true;
     };
+    /* V_PATH 2: FP16 V of tile j straight into its Vᵀ stage (the FP16 layout of V_PATH 1) once the consumers are
+     * done with the tile STAGES back: D/64 boxes of 64 dims x TILE_N rows, 128-byte swizzle, on the vtfull barrier */
+    auto issue_v16 = [&](Cursor &c) {
+        constexpr int VT = vt_bytes<D, TILE_N, V_PATH>();
+        const int s = c.it % STAGES;
+        if (c.it >= STAGES && !mbar_test(sm.b(B::vempty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        mbar_expect_tx(sm.b(B::vtfull(s)), TILE_N * D * 2);
+#pragma unroll
+        for (int cb = 0; cb < D / 64; cb++)
+            tma_load_3d(sm.vt + s * VT + cb * TILE_N * 128, &t.v, cb * 64, c.j * TILE_N, c.bh, sm.b(B::vtfull(s)));
+        c.advance(p, nq);
+        return true;
+    };
     u32 idle_ns = 0u; /* back off while neither can go: a spinning thread takes issue slots from a consumer warp */
     while (!kc.done || !vc.done) {
         bool moved = false;
@@ -847,7 +865,10 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
                 moved |= issue_tile(kc, sm.k, &t.k, B::kempty, B::kfull);
             }
         }
-        if (!vc.done) moved |= issue_tile(vc, sm.v, &t.v, B::vrawempty, B::vfull);
+        if (!vc.done) {
+            if constexpr (V_PATH == 2) moved |= issue_v16(vc);
+            else moved |= issue_tile(vc, sm.v, &t.v, B::vrawempty, B::vfull);
+        }
         if (moved) {
             idle_ns = 0u;
         } else {
@@ -868,6 +889,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
     typedef Bars<STAGES> B;
     constexpr int UNR = PRODUCER_REGS >= 56 ? 8 : 4; /* convert16's loads in flight: 8 spill at 40 registers */
     constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>(), K16 = 2 * KV;
+    if constexpr (V_PATH == 2 && QK_MODE != 2) return; /* nothing to convert: V arrives in FP16, Q and K raw */
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -889,6 +911,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
                 fence_proxy_async();
                 mbar_arrive(sm.b(B::k16full(s)));
             }
+            if constexpr (V_PATH == 2) continue; /* V arrives in FP16 by TMA: nothing to transform */
             mbar_wait(sm.b(B::vfull(s)), ph);
             if (it >= STAGES) mbar_wait(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
             if constexpr (PROBE & 1) {
@@ -941,7 +964,9 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
         sc.item(p, nq, bh, qt);
         const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM), wg_row0 = m0 + cw * WG_ROWS;
         const long long head_off = (long long)bh * p.seq * D;
-        const float qk_mul = p.q_scale[bh] * p.k_scale[bh] * p.softmax_scale * LOG2E, v_mul = p.v_scale[bh];
+        /* V_PATH 2 (V given in FP16): no v_scale means 1 */
+        const float qk_mul = p.q_scale[bh] * p.k_scale[bh] * p.softmax_scale * LOG2E,
+                    v_mul = V_PATH == 2 && !p.v_scale ? 1.f : p.v_scale[bh];
         int rowbase[MT];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) rowbase[mt] = wg_row0 + mt * 64 + wi * 16;
@@ -1071,7 +1096,9 @@ EVO_DEV void consumer_simple(const evo_attn_params &p, const evo_attn_tmaps &t, 
         const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM), wg_row0 = m0 + cw * WG_ROWS;
         const long long head_off = (long long)bh * p.seq * D;
         const u8 *Qg = p.q + head_off, *Kg = p.k + head_off, *Vg = p.v + head_off;
-        const float qk_mul = p.q_scale[bh] * p.k_scale[bh] * p.softmax_scale * LOG2E, v_mul = p.v_scale[bh];
+        /* V_PATH 2 (V given in FP16): no v_scale means 1 */
+        const float qk_mul = p.q_scale[bh] * p.k_scale[bh] * p.softmax_scale * LOG2E,
+                    v_mul = V_PATH == 2 && !p.v_scale ? 1.f : p.v_scale[bh];
         int rowbase[MT];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) rowbase[mt] = wg_row0 + mt * 64 + wi * 16;
@@ -1180,7 +1207,8 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     using namespace evo_sm90;
     typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH> C;
     typedef Bars<STAGES> B;
-    static_assert(V_PATH == 0 || V_PATH == 1, "V_PATH 0 (e4m3 Vᵀ) or 1 (FP16 V)");
+    static_assert(V_PATH == 0 || V_PATH == 1 || V_PATH == 2, "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V) or 2 (V given in FP16)");
+    static_assert(V_PATH != 2 || PIPE == 2, "V_PATH 2 loads V by the producer's TMA thread (PIPE 2)");
     static_assert(!OVERLAP || PIPE == 2, "OVERLAP needs the producer warpgroup (PIPE 2)");
     static_assert(!PINGPONG || (OVERLAP && CONSUMERS == 2), "PINGPONG needs OVERLAP and two consumer warpgroups");
     static_assert(O_ACC == 0 || O_ACC == 1, "O_ACC 0 or 1");
@@ -1200,7 +1228,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     const int tid = (int)threadIdx.x, nq = (p.seq + C::BM - 1) / C::BM;
     constexpr int NCT = CONSUMERS * 128, NXT = TRANSFORM_WARPS * 32;
 
-    if constexpr (V_PATH == 1) { /* the block of ones after each FP16 V stage (vt_bytes) */
+    if constexpr (V_PATH >= 1) { /* the block of ones after each FP16 V stage (vt_bytes) */
         constexpr int VT = vt_bytes<D, TILE_N, V_PATH>(), ONES = TILE_N * 128;
         for (int s = 0; s < C::NX; s++)
             for (int i = tid * 16; i < ONES; i += C::THREADS * 16)
@@ -1214,7 +1242,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
         for (int s = 0; s < STAGES; s++) {
             mbar_init(sm.b(B::kfull(s)), 1);
             mbar_init(sm.b(B::vfull(s)), 1);
-            mbar_init(sm.b(B::vtfull(s)), NXT);
+            mbar_init(sm.b(B::vtfull(s)), V_PATH == 2 ? 1 : NXT); /* V_PATH 2: the TMA thread's expect_tx */
             mbar_init(sm.b(B::kempty(s)), NCT);
             mbar_init(sm.b(B::vempty(s)), NCT);
             mbar_init(sm.b(B::k16full(s)), NXT);
@@ -1231,7 +1259,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
             if constexpr (CONSUMERS >= 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
             const int warp = tid >> 5, lane = tid & 31;
             if (warp == 0) {
-                if (lane == 0) producer_tma<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST>(p, t, sm, nq);
+                if (lane == 0) producer_tma<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST, V_PATH>(p, t, sm, nq);
             } else {
                 producer_transform<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, QK_MODE, V_PATH, PERSIST, PROBE,
                                    PRODUCER_REGS>(p, sm, nq, warp - 1, lane);

@@ -44,7 +44,8 @@ typedef struct {
     int stages;        /* STAGES: 2, 3, 4 */
     int pipe;          /* PIPE: 0 cp.async, 1 TMA ring, 2 TMA + producer warpgroup */
     int qk_mode;       /* QK_MODE: 0 e4m3 (Q from smem), 1 e4m3 (Q in registers), 2 FP16 (Q, K converted in smem) */
-    int v_path;        /* V_PATH: 0 e4m3 Vᵀ, 1 FP16 V */
+    int v_path;        /* V_PATH: 0 e4m3 Vᵀ, 1 FP16 V; 2 V_PATH 1 with V given in FP16 (p.v: FP16 [B, H, S, D]; the
+                          FP16-V entry of exported files, not a search value) */
     int overlap;       /* OVERLAP: 0, 1 (PIPE 2) */
     int pingpong;      /* PINGPONG: 0, 1 (OVERLAP 1, CONSUMERS 2) */
     int o_acc;         /* O_ACC: 0, 1 */
@@ -74,8 +75,8 @@ void attn_sm90_grid(const evo_sm90_genome *g, int batch, int heads, int seq, int
 /* "evo_attn_sm90<D,WG_ROWS,...,PERSIST>" into buf; returns the length, or -1 if it did not fit. */
 int attn_sm90_name_expr(const evo_sm90_genome *g, int d, char *buf, size_t len);
 
-/* Fills t->q, t->k, t->v for the params' tensors and g's box sizes. Returns 0, or the first non-zero CUresult of
- * encode (t is then unusable). */
+/* Fills t->q, t->k, t->v for the params' tensors and g's box sizes (V_PATH 2: t->v maps p->v as FP16). Returns 0,
+ * or the first non-zero CUresult of encode (t is then unusable). */
 int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,
                          evo_tmap_encode_fn encode);
 

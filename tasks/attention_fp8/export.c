@@ -23,6 +23,50 @@ static bool is_sm90(const evo_export_ctx *x)
     return x->prog->n_variants > 0 && x->prog->variants[0].attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90;
 }
 
+/* The FP16-V twin of an sm_90a variant (evo_attention_forward_v16): for "evo_attn_sm90<...>" with PIPE 2 and V_PATH 1,
+ * the same name with V_PATH 2 into buf (V given in FP16, the same arithmetic); false for every other kernel. */
+static bool v16_twin(const char *expr, char *buf, size_t len)
+{
+    int a[13];
+    if (sscanf(expr, "evo_attn_sm90<%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d>", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5],
+               &a[6], &a[7], &a[8], &a[9], &a[10], &a[11], &a[12]) != 13 ||
+        a[5] != 2 || a[7] != 1)
+        return false;
+    const int n = snprintf(buf, len, "evo_attn_sm90<%d,%d,%d,%d,%d,%d,%d,2,%d,%d,%d,%d,%d>", a[0], a[1], a[2], a[3],
+                           a[4], a[5], a[6], a[8], a[9], a[10], a[11], a[12]);
+    return n > 0 && (size_t)n < len;
+}
+
+/* "template __global__ void NAME(...);" for a kernel and, when it has one, its FP16-V twin. */
+static void append_instantiations(evo_str *o, const char *expr, bool sm90)
+{
+    char twin[256];
+    evo_str_appendf(o,
+                    sm90 ? "template __global__ void %s(const __grid_constant__ evo_attn_params, "
+                           "const __grid_constant__ evo_attn_tmaps);\n"
+                         : "template __global__ void %s(const evo_attn_params);\n",
+                    expr);
+    if (sm90 && v16_twin(expr, twin, sizeof twin))
+        evo_str_appendf(o,
+                        "template __global__ void %s(const __grid_constant__ evo_attn_params, "
+                        "const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */\n",
+                        twin);
+}
+
+/* ", (const void *)TWIN" or ", nullptr": the variant table's last column. */
+static void append_twin_column(evo_str *o, const char *expr)
+{
+    char twin[256];
+    if (v16_twin(expr, twin, sizeof twin))
+        evo_str_appendf(o, ", (const void *)%s", twin);
+    else
+        evo_str_append(o, ", nullptr");
+}
+
+#define VARIANT_V16_FIELD \
+    "    const void *v16_kernel; /* family 1 with V_PATH 1: the same kernel taking V in FP16 (V_PATH 2), which\n" \
+    "                               evo_attention_forward_v16 runs; nullptr otherwise */\n"
+
 /* The arch nvcc must target: the program's own ("sm_90a") or the run's. */
 static const char *export_arch(const evo_export_ctx *x) { return x->prog->arch[0] ? x->prog->arch : x->src->cand.arch; }
 
@@ -62,6 +106,10 @@ static void append_header(evo_str *o, const evo_export_ctx *x)
            " *   const char *evo_attention_genome(void);   int evo_attention_format(void);  (0 e4m3, 1 u8sim)\n"
            " * q, k, v hold 8-bit codes (format below, rules in evo_attention_abi.h); o is fp16. causal: key j\n"
            " * is masked for query i when j > i.\n"
+           " *   int evo_attention_forward_v16(...the same arguments, v: FP16 values...);\n"
+           " *   int evo_attention_v16_supported(int batch, int heads, int seq, int head_dim, int causal);\n"
+           " * V given in FP16 (v_scale still multiplies it): served by the FP16-V twin of an sm_90a kernel that\n"
+           " * multiplies P·V in FP16 (V_PATH 1), cudaErrorNotSupported by every other kernel.\n"
            " *\n"
            " * Provenance\n");
     evo_export_provenance_begin(o, x);
@@ -105,12 +153,7 @@ static void append_genome_section(evo_str *o, const evo_export_ctx *x)
         evo_export_append_template(o, c_text, SM90_HOST_H);
         evo_str_append(o, "\n");
     }
-    for (int v = 0; v < x->prog->n_variants; v++)
-        evo_str_appendf(o,
-                        is_sm90(x) ? "template __global__ void %s(const __grid_constant__ evo_attn_params, "
-                                     "const __grid_constant__ evo_attn_tmaps);\n"
-                                   : "template __global__ void %s(const evo_attn_params);\n",
-                        x->prog->variants[v].name_expr);
+    for (int v = 0; v < x->prog->n_variants; v++) append_instantiations(o, x->prog->variants[v].name_expr, is_sm90(x));
     evo_str_append(
         o,
         "\nnamespace evo_export {\n\n"
@@ -121,15 +164,17 @@ static void append_genome_section(evo_str *o, const evo_export_ctx *x)
         "    int min_waves; /* > 0: the large-problem variant, for grids of min_waves x SMs blocks or more */\n"
         "    int family;    /* 0 mma.sync (attention_fp8.cu), 1 wgmma + TMA (attention_fp8_sm90.cu, sm_90a) */\n"
         "    int wg_rows, tile_n, persist; /* family 1: the tensor maps' boxes and the grid */\n"
-        "    int accuracy;  /* its accuracy class: 0 exact, 1 fp8 (the self-test judges it by that class's rule) */\n"
+        "    int accuracy;  /* its accuracy class: 0 exact, 1 fp8 (the self-test judges it by that class's rule) */\n" VARIANT_V16_FIELD
         "};\n"
         "static const variant variants[] = {\n");
     for (int v = 0; v < x->prog->n_variants; v++) {
         const evo_variant *y = &x->prog->variants[v];
-        evo_str_appendf(o, "    {%lld, (const void *)%s, %d, %lld, %d, %lld, %lld, %lld, %lld, %lld, %lld},\n",
+        evo_str_appendf(o, "    {%lld, (const void *)%s, %d, %lld, %d, %lld, %lld, %lld, %lld, %lld, %lld",
                         y->attr[ATTN_V_DIM], y->name_expr, y->threads, y->attr[ATTN_V_ROWS], y->smem_bytes,
                         y->attr[ATTN_V_MIN_WAVES], y->attr[ATTN_V_FAMILY], y->attr[ATTN_V_WG_ROWS],
                         y->attr[ATTN_V_TILE_N], y->attr[ATTN_V_PERSIST], (long long)y->accuracy);
+        append_twin_column(o, y->name_expr);
+        evo_str_append(o, "},\n");
     }
     evo_str_appendf(o,
                     "};\n\n"
@@ -228,6 +273,8 @@ static void append_dispatch_header(evo_str *o, const evo_export_dispatch_ctx *d)
         " * formats; returns the launch's cudaError_t, cudaErrorInvalidValue for a head dim no entry serves), plus\n"
         " *   int evo_attention_dispatch(int batch, int heads, int seq, int head_dim, int causal);  the entry it runs\n"
         " *   int evo_attention_entries(void);  const char *evo_attention_entry_genome(int entry);\n"
+        " * and evo_attention_forward_v16 / evo_attention_v16_supported (V given in FP16: the entry's sm_90a kernels\n"
+        " * that multiply P·V in FP16 have an FP16-V twin; cudaErrorNotSupported where the problem's kernel has none).\n"
         " *\n"
         " * Dispatch (attn_dispatch_host.h below): a problem is in bucket (head dim, causal, seq class, batch·heads\n"
         " * class), classes powers of two (seq 1..256, 257..512, 513..1024, ...; batch·heads 1..8, 9..16, 17..32,\n"
@@ -335,12 +382,7 @@ static void append_dispatch_section(evo_str *o, const evo_export_dispatch_ctx *d
                     seen = entry_serves_dim(d, j, d->entries[j].prog.variants[w].attr[ATTN_V_DIM]) &&
                            strcmp(d->entries[j].prog.variants[w].name_expr, y->name_expr) == 0;
                 }
-            if (!seen)
-                evo_str_appendf(o,
-                                entry_sm90(e) ? "template __global__ void %s(const __grid_constant__ evo_attn_params, "
-                                                "const __grid_constant__ evo_attn_tmaps);\n"
-                                              : "template __global__ void %s(const evo_attn_params);\n",
-                                y->name_expr);
+            if (!seen) append_instantiations(o, y->name_expr, entry_sm90(e));
         }
     }
     evo_str_append(
@@ -354,18 +396,19 @@ static void append_dispatch_section(evo_str *o, const evo_export_dispatch_ctx *d
         "    int family;    /* 0 mma.sync (attention_fp8.cu), 1 wgmma + TMA (attention_fp8_sm90.cu, sm_90a) */\n"
         "    int wg_rows, tile_n, persist; /* family 1: the tensor maps' boxes and the grid */\n"
         "    int accuracy;  /* its accuracy class: 0 exact, 1 fp8 (the self-test judges it by that class's rule) */\n"
-        "    int entry;     /* the entry (genome) it belongs to */\n"
-        "};\n"
+        "    int entry;     /* the entry (genome) it belongs to */\n" VARIANT_V16_FIELD "};\n"
         "static const variant variants[] = {\n");
     for (int i = 0; i < d->n_entries; i++) {
         const evo_export_entry *e = &d->entries[i];
         for (int v = 0; v < e->prog.n_variants; v++) {
             const evo_variant *y = &e->prog.variants[v];
             if (!entry_serves_dim(d, i, y->attr[ATTN_V_DIM])) continue;
-            evo_str_appendf(o, "    {%lld, (const void *)%s, %d, %lld, %d, %lld, %lld, %lld, %lld, %lld, %lld, %d},\n",
+            evo_str_appendf(o, "    {%lld, (const void *)%s, %d, %lld, %d, %lld, %lld, %lld, %lld, %lld, %lld, %d",
                             y->attr[ATTN_V_DIM], y->name_expr, y->threads, y->attr[ATTN_V_ROWS], y->smem_bytes,
                             y->attr[ATTN_V_MIN_WAVES], y->attr[ATTN_V_FAMILY], y->attr[ATTN_V_WG_ROWS],
                             y->attr[ATTN_V_TILE_N], y->attr[ATTN_V_PERSIST], (long long)y->accuracy, i);
+            append_twin_column(o, y->name_expr);
+            evo_str_append(o, "},\n");
         }
     }
     evo_str_append(o, "};\n\nstruct entry {\n    const char *genome, *key;\n    int accuracy; /* 0 exact, 1 fp8 */\n"

@@ -12,8 +12,9 @@ static const int n_variants = (int)(sizeof variants / sizeof variants[0]);
 static const int n_entries = (int)(sizeof entries / sizeof entries[0]);
 #endif
 
-/* Per variant, one bit per device on which its dynamic shared memory limit has been raised. */
+/* Per variant (and per FP16-V twin), one bit per device on which its dynamic shared memory limit has been raised. */
 static std::atomic<unsigned long long> smem_raised[sizeof variants / sizeof variants[0]];
+static std::atomic<unsigned long long> smem_raised_v16[sizeof variants / sizeof variants[0]];
 
 /* The self-test sets this to run every variant on its checks; -1: pick by the problem. */
 static int forced_variant = -1;
@@ -59,15 +60,17 @@ static int find_variant(int head_dim, int batch, int heads, int seq, int causal)
 
 /* The limit is a property of the function on the current device: raised once per device (devices past 63 every
  * time, which is merely slower). */
-static cudaError_t raise_smem_limit(int i)
+static cudaError_t raise_smem_limit(int i, bool v16)
 {
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) return e;
+    std::atomic<unsigned long long> &raised = v16 ? smem_raised_v16[i] : smem_raised[i];
     const unsigned long long bit = dev < 64 ? 1ull << dev : 0ull;
-    if (bit && (smem_raised[i].load(std::memory_order_acquire) & bit)) return cudaSuccess;
-    e = cudaFuncSetAttribute(variants[i].kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, variants[i].smem_bytes);
-    if (e == cudaSuccess && bit) smem_raised[i].fetch_or(bit, std::memory_order_acq_rel);
+    if (bit && (raised.load(std::memory_order_acquire) & bit)) return cudaSuccess;
+    e = cudaFuncSetAttribute(v16 ? variants[i].v16_kernel : variants[i].kernel,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, variants[i].smem_bytes);
+    if (e == cudaSuccess && bit) raised.fetch_or(bit, std::memory_order_acq_rel);
     return e;
 }
 
@@ -87,8 +90,9 @@ static evo_tmap_encode_fn tmap_encoder(void)
     return (evo_tmap_encode_fn)f;
 }
 
-/* The sm_90a family (attn_sm90_host.h's launch rules): tensor maps for these tensors, then the grid. */
-static cudaError_t launch_sm90(int i, evo_attn_params &p, cudaStream_t stream)
+/* The sm_90a family (attn_sm90_host.h's launch rules): tensor maps for these tensors, then the grid. v16: the
+ * variant's FP16-V twin, p.v pointing to FP16 V. */
+static cudaError_t launch_sm90(int i, evo_attn_params &p, bool v16, cudaStream_t stream)
 {
     const evo_tmap_encode_fn encode = tmap_encoder();
     if (!encode) return cudaErrorNotSupported;
@@ -98,6 +102,8 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, cudaStream_t stream)
     g.consumers = variants[i].rows_per_block / variants[i].wg_rows;
     g.tile_n = variants[i].tile_n;
     g.persist = variants[i].persist;
+    g.pipe = 2;
+    g.v_path = v16 ? 2 : 0; /* the tensor map of V: FP16 for the twin (the other fields only size boxes and grid) */
     evo_attn_tmaps t;
     if (attn_sm90_fill_tmaps(&t, &p, &g, encode) != 0) return cudaErrorInvalidValue;
     int dev = 0, sms = 0;
@@ -107,10 +113,47 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, cudaStream_t stream)
     unsigned grid[3];
     attn_sm90_grid(&g, p.batch, p.heads, p.seq, sms, grid);
     void *args[] = {&p, &t};
-    return cudaLaunchKernel(variants[i].kernel, dim3(grid[0], grid[1], grid[2]), dim3((unsigned)variants[i].threads),
-                            args, (size_t)variants[i].smem_bytes, stream);
+    return cudaLaunchKernel(v16 ? variants[i].v16_kernel : variants[i].kernel, dim3(grid[0], grid[1], grid[2]),
+                            dim3((unsigned)variants[i].threads), args, (size_t)variants[i].smem_bytes, stream);
 }
 #endif
+
+/* Both launchers: the variant for the problem, the params, the launch. v16: V is FP16 and the variant must have an
+ * FP16-V twin (cudaErrorNotSupported when the kernel that serves the problem has none). */
+static int forward(const void *q, const void *k, const void *v, const float *q_scale, const float *k_scale,
+                   const float *v_scale, void *o, int batch, int heads, int seq, int head_dim, int causal,
+                   float softmax_scale, cudaStream_t stream, bool v16)
+{
+    const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
+    if (i < 0 || !q || !k || !v || !q_scale || !k_scale || (!v_scale && !v16) || !o || batch < 1 || heads < 1 ||
+        seq < 1 || batch > 65535 || heads > 65535)
+        return (int)cudaErrorInvalidValue;
+    if (v16 && !variants[i].v16_kernel) return (int)cudaErrorNotSupported;
+    cudaError_t e = raise_smem_limit(i, v16);
+    if (e != cudaSuccess) return (int)e;
+    evo_attn_params p;
+    p.q = (const unsigned char *)q;
+    p.k = (const unsigned char *)k;
+    p.v = (const unsigned char *)v;
+    p.q_scale = q_scale;
+    p.k_scale = k_scale;
+    p.v_scale = v_scale;
+    p.o = (unsigned short *)o;
+    p.batch = batch;
+    p.heads = heads;
+    p.seq = seq;
+    p.head_dim = head_dim;
+    p.causal = causal != 0;
+    p.softmax_scale = softmax_scale;
+#if EVO_EXPORT_SM90
+    if (variants[i].family == 1) return (int)launch_sm90(i, p, v16, stream);
+#endif
+    void *args[] = {&p};
+    const int rows = variants[i].rows_per_block;
+    const dim3 grid((unsigned)((seq + rows - 1) / rows), (unsigned)heads, (unsigned)batch);
+    return (int)cudaLaunchKernel(variants[i].kernel, grid, dim3((unsigned)variants[i].threads), args,
+                                 (size_t)variants[i].smem_bytes, stream);
+}
 
 } // namespace evo_export
 
@@ -139,35 +182,29 @@ extern "C" int evo_attention_forward(const void *q, const void *k, const void *v
                                      const float *k_scale, const float *v_scale, void *o, int batch, int heads,
                                      int seq, int head_dim, int causal, float softmax_scale, cudaStream_t stream)
 {
+    return evo_export::forward(q, k, v, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
+                               softmax_scale, stream, false);
+}
+
+/* As evo_attention_forward, with V given in FP16 [B, H, S, D] (v16; v_scale, when not NULL, still multiplies it per
+ * (batch, head); NULL: V as given) and q, k as codes: where the kernel that serves the problem multiplies P·V in FP16 (an sm_90a kernel with V_PATH 1),
+ * its FP16-V twin loads V as given and converts nothing; for v16 = the codes' e4m3 values it returns exactly what
+ * evo_attention_forward returns on the codes. cudaErrorNotSupported when the problem's kernel has no twin
+ * (evo_attention_v16_supported says beforehand). */
+extern "C" int evo_attention_forward_v16(const void *q, const void *k, const void *v16, const float *q_scale,
+                                         const float *k_scale, const float *v_scale, void *o, int batch, int heads,
+                                         int seq, int head_dim, int causal, float softmax_scale, cudaStream_t stream)
+{
+    return evo_export::forward(q, k, v16, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
+                               softmax_scale, stream, true);
+}
+
+/* 1 when evo_attention_forward_v16 serves this problem (its kernel has an FP16-V twin), 0 otherwise. */
+extern "C" int evo_attention_v16_supported(int batch, int heads, int seq, int head_dim, int causal)
+{
     using namespace evo_export;
     const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
-    if (i < 0 || !q || !k || !v || !q_scale || !k_scale || !v_scale || !o || batch < 1 || heads < 1 || seq < 1 ||
-        batch > 65535 || heads > 65535)
-        return (int)cudaErrorInvalidValue;
-    cudaError_t e = raise_smem_limit(i);
-    if (e != cudaSuccess) return (int)e;
-    evo_attn_params p;
-    p.q = (const unsigned char *)q;
-    p.k = (const unsigned char *)k;
-    p.v = (const unsigned char *)v;
-    p.q_scale = q_scale;
-    p.k_scale = k_scale;
-    p.v_scale = v_scale;
-    p.o = (unsigned short *)o;
-    p.batch = batch;
-    p.heads = heads;
-    p.seq = seq;
-    p.head_dim = head_dim;
-    p.causal = causal != 0;
-    p.softmax_scale = softmax_scale;
-#if EVO_EXPORT_SM90
-    if (variants[i].family == 1) return (int)launch_sm90(i, p, stream);
-#endif
-    void *args[] = {&p};
-    const int rows = variants[i].rows_per_block;
-    const dim3 grid((unsigned)((seq + rows - 1) / rows), (unsigned)heads, (unsigned)batch);
-    return (int)cudaLaunchKernel(variants[i].kernel, grid, dim3((unsigned)variants[i].threads), args,
-                                 (size_t)variants[i].smem_bytes, stream);
+    return i >= 0 && variants[i].v16_kernel != nullptr;
 }
 
 #ifdef EVO_SELFTEST
@@ -494,6 +531,68 @@ static double flops(int batch, int heads, int seq, int head_dim, int causal)
     return 4.0 * batch * heads * pairs * head_dim;
 }
 
+/* evo_attention_forward_v16 on variant vi against evo_attention_forward on the codes, V given as the codes' e4m3
+ * values in FP16: the two outputs must be the same bits (a twin: every variant with one, and the refusal of every
+ * variant without). Returns false when CUDA failed; *failed counts the cases that did not pass. */
+static bool run_v16_checks(int *n_cases, int *failed)
+{
+    static const int seqs[] = {77, 200};
+    for (int vi = 0; vi < evo_export::n_variants; vi++) {
+        const int D = evo_export::variants[vi].head_dim;
+        evo_export::forced_variant = vi;
+        const bool has = evo_attention_v16_supported(2, 3, 77, D, 0) == 1;
+        evo_export::forced_variant = -1;
+        if (has != (evo_export::variants[vi].v16_kernel != nullptr)) {
+            ++*failed;
+            printf("  FAIL  variant %d: evo_attention_v16_supported says %d\n", vi, (int)has);
+        }
+        ++*n_cases;
+        for (int si = 0; si < 2; si++)
+            for (int causal = 0; causal < 2; causal++)
+                for (int dist = DIST_NORMAL; dist <= DIST_LARGE; dist += DIST_LARGE - DIST_NORMAL) {
+                    problem p;
+                    const int S = seqs[si];
+                    bool ok = problem_make(p, 2, 3, S, D, causal, dist, 7000 + (uint64_t)((vi * 2 + si) * 2 + causal));
+                    std::vector<uint16_t> v16(p.n);
+                    for (size_t j = 0; j < p.n; j++) v16[j] = double_to_half((double)e4m3_decode(p.codes[2][j]));
+                    void *d_v16 = nullptr;
+                    std::vector<unsigned char> a(p.n * 2), b(p.n * 2);
+                    evo_export::forced_variant = vi;
+                    ok = ok && cuda_ok(cudaMalloc(&d_v16, p.n * 2), "cudaMalloc") &&
+                         cuda_ok(cudaMemcpy(d_v16, v16.data(), p.n * 2, cudaMemcpyHostToDevice), "cudaMemcpy") &&
+                         cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") && cuda_ok(problem_launch(p, 0), "launch") &&
+                         cuda_ok(cudaMemcpy(a.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
+                         cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison");
+                    int rc = 0;
+                    if (ok)
+                        rc = evo_attention_forward_v16(p.d_codes[0], p.d_codes[1], d_v16, p.d_scales[0], p.d_scales[1],
+                                                       p.d_scales[2], p.d_out, p.batch, p.heads, p.seq, p.head_dim,
+                                                       p.causal, (float)p.scale, 0);
+                    evo_export::forced_variant = -1;
+                    const bool twin = evo_export::variants[vi].v16_kernel != nullptr;
+                    if (ok && twin)
+                        ok = cuda_ok((cudaError_t)rc, "launch (FP16 V)") && cuda_ok(cudaDeviceSynchronize(), "kernel") &&
+                             cuda_ok(cudaMemcpy(b.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+                    cudaFree(d_v16);
+                    problem_free(p);
+                    if (!ok) return false;
+                    ++*n_cases;
+                    if (!twin ? rc != (int)cudaErrorNotSupported : a != b) {
+                        ++*failed;
+                        size_t diff = 0;
+                        for (size_t j = 0; twin && j < p.n * 2; j += 2) diff += memcmp(&a[j], &b[j], 2) != 0;
+                        printf("  FAIL  FP16 V, variant %d D=%d S=%d causal=%d %s: %s\n", vi, D, S, causal,
+                               dist_names[dist], twin ? "outputs differ" : "not refused");
+                        if (twin) printf("        %zu of %zu elements differ\n", diff, p.n);
+                    }
+                }
+        if (evo_export::variants[vi].v16_kernel)
+            printf("check  D=%-3d FP16 V (evo_attention_forward_v16), variant %d: the same bits as the codes on 8 problems\n",
+                   D, vi);
+    }
+    return true;
+}
+
 /* ---- the two parts ---- */
 
 /* Small odd shapes, every variant, causal off and on, every distribution. Returns false when CUDA failed (the
@@ -653,7 +752,7 @@ int main(int argc, char **argv)
     printf("\n");
 #endif
     int n_cases = 0, n_timed = 0, failed = 0;
-    if (!run_checks(&n_cases, &failed)) return 1;
+    if (!run_checks(&n_cases, &failed) || !run_v16_checks(&n_cases, &failed)) return 1;
     if (!s.a.check_only && !run_timing(s.a.only, s.a.reps, &n_timed, &failed)) return 1;
     return evo_selftest_main::finish(s.a, n_cases, n_timed, failed, "correctness checks");
 }

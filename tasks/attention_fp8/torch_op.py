@@ -6,6 +6,10 @@
     codes, scales = torch.ops.evo.quantize_fp8(x, rotate=False)           # e4m3 codes [B,H,S,D], scales [B,H]
     out = torch.ops.evo.attention_fp8_quantized(qc, kc, vc, qs, ks, vs)   # from codes + per-head scales -> fp16
 
+attention_fp8 quantizes q, k and v per (batch, head) to e4m3 and runs the exported kernel on the codes; where that
+kernel multiplies P·V in FP16 (and the file has its FP16-V twin), fp16 V is taken as given and only q and k are
+quantized: less quantization work, and V unrounded (v_as_given() says per problem).
+
 The ops are C++ operators (the source is OPS_CPP below): an eager call goes from the dispatcher straight to the
 kernels' launches, with no Python on the way. Importing the module builds the two .cu files beside it and that
 source with nvcc into one shared library (once: cached under $EVO_TORCH_CACHE, default ~/.cache/evo/torch, by the
@@ -203,6 +207,16 @@ def load():
         torch.ops.load_library(path)  # TORCH_LIBRARY(evo, ...): the ops' schemas and CUDA kernels
         _lib = lib
         return lib
+
+
+def v_as_given(batch, heads, seq, head_dim, causal, dtype=torch.float16):
+    """True when torch.ops.evo.attention_fp8 takes V as given for this problem: fp16 V and an attention file whose
+    kernel for it multiplies P·V in FP16 and has an FP16-V twin (evo_attention_forward_v16). Then only q and k are
+    quantized, and V loses nothing to 8 bits. Needs the GPU the ops run on (the file picks its kernel by the device)."""
+    if dtype != torch.float16:
+        return False
+    f = getattr(load(), "evo_attention_v16_supported", None)  # absent from files exported before it
+    return bool(f is not None and f(int(batch), int(heads), int(seq), int(head_dim), 1 if causal else 0) == 1)
 
 
 # ---- the fake implementations' checks (the C++ kernels make the same ones, with the same messages) ----

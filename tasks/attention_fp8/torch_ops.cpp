@@ -1,7 +1,7 @@
 // torch_ops.cpp — the PyTorch operators of an evo export (torch.ops.evo.quantize_fp8, attention_fp8,
 // attention_fp8_quantized), registered with the dispatcher in C++: an eager call runs no Python past the operator
-// lookup. CUDA kernels call the exported C entry points (evo_quantize_forward, evo_attention_forward) on the current
-// stream; CPU kernels exist only to refuse CPU tensors by name. Shapes and dtypes for torch.compile and FakeTensorMode
+// lookup. CUDA kernels call the exported C entry points (evo_quantize_forward, evo_attention_forward and, where the
+// attention file has it for the problem, evo_attention_forward_v16 with V in FP16 as given) on the current stream; CPU kernels exist only to refuse CPU tensors by name. Shapes and dtypes for torch.compile and FakeTensorMode
 // come from the module's fake implementations (Python, register_fake, which also serve meta tensors), whose checks
 // these repeat with the same messages: ValueError (TORCH_CHECK_VALUE) for bad input, RuntimeError for a GPU of another
 // arch or a failed launch.
@@ -41,6 +41,12 @@ __attribute__((weak)) int evo_quantize_forward_multi(const void *const *xs, int 
                                                      void *codes, float *scales, int batch, int heads, int seq,
                                                      int head_dim, void *scratch, unsigned long long scratch_bytes,
                                                      cudaStream_t stream);
+// V given in FP16 (an attention file exported before these existed lacks them: then v is quantized too)
+__attribute__((weak)) int evo_attention_forward_v16(const void *q, const void *k, const void *v16,
+                                                    const float *q_scale, const float *k_scale, const float *v_scale,
+                                                    void *o, int batch, int heads, int seq, int head_dim, int causal,
+                                                    float softmax_scale, cudaStream_t stream);
+__attribute__((weak)) int evo_attention_v16_supported(int batch, int heads, int seq, int head_dim, int causal);
 unsigned long long evo_quantize_scratch_bytes(int in_dtype, int rotate, int batch, int heads, int seq, int head_dim);
 unsigned long long evo_quantize_scratch_zero_bytes(int in_dtype, int rotate, int batch, int heads, int seq,
                                                    int head_dim);
@@ -287,18 +293,33 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor &x_in, bool rotate)
     return {codes, scales};
 }
 
-// The attention on codes and scales given by address; shape (B, H, S, D) and device from like.
+// The attention on codes and scales given by address; shape (B, H, S, D) and device from like. v16: vc is the
+// FP16 V itself and vs is NULL (evo_attention_forward_v16).
 at::Tensor attention_ptrs(const at::Tensor &like, const void *qc, const void *kc, const void *vc, const float *qs,
-                          const float *ks, const float *vs, bool causal, c10::optional<double> scale)
+                          const float *ks, const float *vs, bool causal, c10::optional<double> scale, bool v16 = false)
 {
     const int b = (int)like.size(0), h = (int)like.size(1), s = (int)like.size(2), d = (int)like.size(3);
     at::Tensor o = at::empty(like.sizes(), like.options().dtype(at::kHalf));
     if (o.numel() == 0) return o;
     const float sm = scale.has_value() ? (float)*scale : (float)(1.0 / std::sqrt((double)d));
     cudaStream_t stream = at::cuda::getCurrentCUDAStream(like.device().index()).stream();
-    check_call("evo_attention_forward", evo_attention_forward(qc, kc, vc, qs, ks, vs, o.data_ptr(), b, h, s, d,
-                                                              causal ? 1 : 0, sm, stream));
+    if (v16)
+        check_call("evo_attention_forward_v16", evo_attention_forward_v16(qc, kc, vc, qs, ks, nullptr, o.data_ptr(), b,
+                                                                          h, s, d, causal ? 1 : 0, sm, stream));
+    else
+        check_call("evo_attention_forward", evo_attention_forward(qc, kc, vc, qs, ks, vs, o.data_ptr(), b, h, s, d,
+                                                                  causal ? 1 : 0, sm, stream));
     return o;
+}
+
+// The attention file takes this problem's V in FP16 as given (its kernel multiplies P·V in FP16): then only q and k
+// are quantized, and V loses nothing to 8 bits.
+bool v_as_given(const at::Tensor &q, const at::Tensor &v, bool causal)
+{
+    return v.scalar_type() == at::kHalf && evo_attention_forward_v16 != nullptr &&
+           evo_attention_v16_supported != nullptr &&
+           evo_attention_v16_supported((int)q.size(0), (int)q.size(1), (int)q.size(2), (int)q.size(3),
+                                       causal ? 1 : 0) == 1;
 }
 
 at::Tensor attention_codes(const at::Tensor &qc, const at::Tensor &kc, const at::Tensor &vc, const at::Tensor &qs,
@@ -329,13 +350,15 @@ at::Tensor attention_fp8_cuda(const at::Tensor &q, const at::Tensor &k, const at
     check_arch(q);
     c10::cuda::CUDAGuard guard(q.device());
     if (q.numel() == 0) return at::empty(q.sizes(), q.options());
-    // q, k, v quantized together: one call for the three (per head), or q and k in one (rotated) and v alone. Their
-    // codes, scales and the quantizer's scratch share one buffer: each allocation is host time in an eager call.
+    // q, k, v quantized together: one call for the three (per head), or q and k in one (rotated) and v alone; where
+    // the attention file takes V in FP16 for this problem, q and k alone (v16). Their codes, scales and the
+    // quantizer's scratch share one buffer: each allocation is host time in an eager call.
     const at::Tensor qa = aligned(q), ka = aligned(k), va = aligned(v);
     const at::Tensor *all[3] = {&qa, &ka, &va}, *qk[2] = {&qa, &ka}, *vv[1] = {&va};
-    const QuantPlan p0 = quant_plan(qa, incoherent ? 2 : 3, incoherent);
+    const bool v16 = v_as_given(q, v, is_causal);
+    const QuantPlan p0 = quant_plan(qa, incoherent || v16 ? 2 : 3, incoherent);
     QuantPlan p1{};
-    if (incoherent) p1 = quant_plan(va, 1, false);
+    if (incoherent && !v16) p1 = quant_plan(va, 1, false);
     const int64_t per = q.numel(), bh = q.size(0) * q.size(1);
     const uint64_t codes_bytes = align256(3 * (uint64_t)per), scale_bytes = align256(3 * (uint64_t)bh * 4);
     const uint64_t total = codes_bytes + scale_bytes + align256(p0.bytes()) + p1.bytes() + 256;
@@ -344,13 +367,16 @@ at::Tensor attention_fp8_cuda(const at::Tensor &q, const at::Tensor &k, const at
     float *sb = reinterpret_cast<float *>(cb + codes_bytes);
     unsigned char *scr0 = cb + codes_bytes + scale_bytes, *scr1 = scr0 + align256(p0.bytes());
     cudaStream_t stream = at::cuda::getCurrentCUDAStream(q.device().index()).stream();
-    if (!incoherent) {
+    if (v16) {
+        quantize_run(qk, 2, p0, cb, sb, p0.need ? scr0 : nullptr, stream);
+    } else if (!incoherent) {
         quantize_run(all, 3, p0, cb, sb, p0.need ? scr0 : nullptr, stream);
     } else {
         quantize_run(qk, 2, p0, cb, sb, p0.need ? scr0 : nullptr, stream);
         quantize_run(vv, 1, p1, cb + 2 * per, sb + 2 * bh, p1.need ? scr1 : nullptr, stream);
     }
-    at::Tensor o = attention_ptrs(q, cb, cb + per, cb + 2 * per, sb, sb + bh, sb + 2 * bh, is_causal, scale);
+    at::Tensor o = v16 ? attention_ptrs(q, cb, cb + per, va.data_ptr(), sb, sb + bh, nullptr, is_causal, scale, true)
+                       : attention_ptrs(q, cb, cb + per, cb + 2 * per, sb, sb + bh, sb + 2 * bh, is_causal, scale);
     return q.scalar_type() == at::kHalf ? o : o.to(q.scalar_type());
 }
 
