@@ -16,7 +16,6 @@ Needs a GPU, PyTorch and nvcc (not with --dry-run, which exports the files and p
 """
 import argparse
 import json
-import math
 import os
 import re
 import subprocess
@@ -119,12 +118,10 @@ def main(argv=None):
         rows.append(row)
         print(f"{sh[0]}: " + (f"fastest single {row['fastest_single']} / dispatch = {row['ratio']:.3f}" if "ratio" in row
                               else f"not measured: {json.dumps(res)[:300]}"), flush=True)
-    ratios = [r["ratio"] for r in rows if "ratio" in r]
-    geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None
+    ratios, geo = us.geomean(rows)
 
     def cell(r, label):
-        t = r["times"].get(label, {})
-        return f"{t['us']:.2f}" if "us" in t else "-"
+        return us.time_cell(r, label, 2)
     md = [f"## The dispatching export ({a.cls}) against the single-genome exports of its store", "",
           f"dispatching file {disp}; store {a.db}; all contenders of a shape in one process, CUDA graph of 20 calls, "
           f"median of {a.rounds} alternated rounds (µs)", "",

@@ -126,6 +126,18 @@ def build_all(files, log, libdir, jobs=8):
     return {cu: _LIBS[cu] for cu in files}
 
 
+def geomean(rows):
+    """(ratios of the rows that have one, their geometric mean or None)."""
+    ratios = [r["ratio"] for r in rows if "ratio" in r]
+    return ratios, (math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None)
+
+
+def time_cell(row, label, digits=1):
+    """A contender's median from row["times"] for a table, "-" when it has none."""
+    t = row["times"].get(label, {})
+    return f"{t['us']:.{digits}f}" if "us" in t else "-"
+
+
 def time_in_one_process(shape, files, rounds, log, libdir):
     """Every file in files (label -> .cu) on one shape, in this process, on the same e4m3 codes: each output checked,
     then CUDA-graph medians (compare_sdpa's timer) taken in ROUNDS alternated rounds; label -> {"us", "rounds_us",
@@ -271,12 +283,8 @@ def main(argv=None):
             row["ratio"] = best_us / res["dispatch"]["us"]
         print(f"{sh[0]} {sh[1:5]} causal={sh[5]}: " + (f"per-shape best / dispatch = {row['ratio']:.3f}"
               if "ratio" in row else f"not measured: {json.dumps(res)[:300]}"), flush=True)
-    ratios = [r["ratio"] for r in rows if "ratio" in r]
-    geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None
-
-    def us(r, label):
-        t = r["times"].get(label, {})
-        return f"{t['us']:.1f}" if "us" in t else "-"
+    ratios, geo = geomean(rows)
+    us = time_cell
     md = [f"## Shapes never searched: the dispatching export ({a.cls}) against a search of each", "",
           f"dispatching file {disp}; per-shape searches {a.gens} x {a.pop}, seeded "
           + ("from the store's per-shape elites (--seed-elites)" if a.db else "with the file's entry genomes")
