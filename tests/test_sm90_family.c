@@ -118,7 +118,12 @@ int main(void)
     CHECK(strcmp(expr, "evo_attn_sm90<128,64,2,128,4,2,1,0,1,1,0,40,0>") == 0);
     CHECK(attn_sm90_name_expr(&best, 128, expr, 10) == -1);
 
-    /* NVRTC, sm_90a: the genomes the bench measured plus a spread of the legal grid, no spills */
+    /* NVRTC, sm_90a: the genomes the bench measured plus a spread of the legal grid, no spills. Skipped where
+     * EVO_TEST_NO_NVRTC is set (tools/test.sh's sanitizer build: the time is NVRTC's, the rules above are evo's). */
+    if (getenv("EVO_TEST_NO_NVRTC")) {
+        printf("test_sm90_family: NVRTC compiles skipped (EVO_TEST_NO_NVRTC)\n");
+        return check_result();
+    }
     char *src = slurp("tasks/attention_fp8/attention_fp8_sm90.cu"),
          *abi = slurp("tasks/attention_fp8/evo_attention_abi.h");
     CHECK(src && abi);
@@ -129,18 +134,19 @@ int main(void)
         {64, 2, 192, 2, 2, 1, 0, 1, 1, 0, 40, 0}, {128, 2, 64, 3, 2, 1, 0, 1, 0, 0, 40, 0},
     };
     const int dims[] = {128, 128, 128, 128, 128, 64, 128, 64};
-    /* the fp8 class's shipped winners (afb8908b, 057834dd) with V given in FP16: no spill, no stack */
+    /* the fp8 class's shipped winners with V given in FP16: afb8908b at D = 128, 057834dd (persistent, Q in shared
+     * memory) at D = 64; no spill, no stack */
     const evo_sm90_genome v16[] = {{64, 2, 128, 2, 2, 1, 2, 1, 1, 0, 56, 0}, {64, 2, 128, 2, 2, 0, 2, 1, 1, 0, 56, 1}};
+    const int v16_dims[] = {128, 64};
     int v16_compiled = 0;
-    for (size_t i = 0; i < 4; i++) {
-        const int d = i < 2 ? 128 : 64;
-        CHECK(attn_sm90_check(&v16[i % 2], d, 227 * 1024) == NULL);
+    for (size_t i = 0; i < 2; i++) {
+        CHECK(attn_sm90_check(&v16[i], v16_dims[i], 227 * 1024) == NULL);
         int regs;
-        CHECK(compile_one(src, abi, &v16[i % 2], d, &regs) == 0);
+        CHECK(compile_one(src, abi, &v16[i], v16_dims[i], &regs) == 0);
         CHECK(regs > 0 && regs <= 255);
         v16_compiled++;
     }
-    CHECK(v16_compiled == 4);
+    CHECK(v16_compiled == 2);
     int compiled = 0;
     for (size_t i = 0; i < sizeof sample / sizeof sample[0]; i++) {
         CHECK(attn_sm90_check(&sample[i], dims[i], 227 * 1024) == NULL);
