@@ -1096,9 +1096,7 @@ EVO_DEV void consumer_simple(const evo_attn_params &p, const evo_attn_tmaps &t, 
         const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM), wg_row0 = m0 + cw * WG_ROWS;
         const long long head_off = (long long)bh * p.seq * D;
         const u8 *Qg = p.q + head_off, *Kg = p.k + head_off, *Vg = p.v + head_off;
-        /* V_PATH 2 (V given in FP16): no v_scale means 1 */
-        const float qk_mul = p.q_scale[bh] * p.k_scale[bh] * p.softmax_scale * LOG2E,
-                    v_mul = V_PATH == 2 && !p.v_scale ? 1.f : p.v_scale[bh];
+        const float qk_mul = p.q_scale[bh] * p.k_scale[bh] * p.softmax_scale * LOG2E, v_mul = p.v_scale[bh];
         int rowbase[MT];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) rowbase[mt] = wg_row0 + mt * 64 + wi * 16;

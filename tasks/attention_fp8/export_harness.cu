@@ -102,7 +102,6 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, bool v16, cudaStream_t
     g.consumers = variants[i].rows_per_block / variants[i].wg_rows;
     g.tile_n = variants[i].tile_n;
     g.persist = variants[i].persist;
-    g.pipe = 2;
     g.v_path = v16 ? 2 : 0; /* the tensor map of V: FP16 for the twin (the other fields only size boxes and grid) */
     evo_attn_tmaps t;
     if (attn_sm90_fill_tmaps(&t, &p, &g, encode) != 0) return cudaErrorInvalidValue;
@@ -187,9 +186,9 @@ extern "C" int evo_attention_forward(const void *q, const void *k, const void *v
 }
 
 /* As evo_attention_forward, with V given in FP16 [B, H, S, D] (v16; v_scale, when not NULL, still multiplies it per
- * (batch, head); NULL: V as given) and q, k as codes: where the kernel that serves the problem multiplies P·V in FP16 (an sm_90a kernel with V_PATH 1),
- * its FP16-V twin loads V as given and converts nothing; for v16 = the codes' e4m3 values it returns exactly what
- * evo_attention_forward returns on the codes. cudaErrorNotSupported when the problem's kernel has no twin
+ * (batch, head); NULL: V as given) and q, k as codes: where the kernel that serves the problem multiplies P·V in
+ * FP16 (an sm_90a kernel with V_PATH 1), its FP16-V twin loads V as given and converts nothing; for v16 = the codes'
+ * e4m3 values it returns exactly what evo_attention_forward returns on the codes. cudaErrorNotSupported when the problem's kernel has no twin
  * (evo_attention_v16_supported says beforehand). */
 extern "C" int evo_attention_forward_v16(const void *q, const void *k, const void *v16, const float *q_scale,
                                          const float *k_scale, const float *v_scale, void *o, int batch, int heads,
@@ -532,24 +531,32 @@ static double flops(int batch, int heads, int seq, int head_dim, int causal)
 }
 
 /* evo_attention_forward_v16 on variant vi against evo_attention_forward on the codes, V given as the codes' e4m3
- * values in FP16: the two outputs must be the same bits (a twin: every variant with one, and the refusal of every
- * variant without). Returns false when CUDA failed; *failed counts the cases that did not pass. */
+ * values in FP16: every variant with an FP16-V twin gives the same bits on 8 problems; every variant without one is
+ * refused (cudaErrorNotSupported, nothing launched). Returns false when CUDA failed; *failed counts the cases that
+ * did not pass. */
 static bool run_v16_checks(int *n_cases, int *failed)
 {
-    static const int seqs[] = {77, 200};
+    static const int seqs[] = {77, 200}, dists[] = {DIST_NORMAL, DIST_LARGE};
     for (int vi = 0; vi < evo_export::n_variants; vi++) {
         const int D = evo_export::variants[vi].head_dim;
+        const bool twin = evo_export::variants[vi].v16_kernel != nullptr;
         evo_export::forced_variant = vi;
-        const bool has = evo_attention_v16_supported(2, 3, 77, D, 0) == 1;
+        const int says = evo_attention_v16_supported(2, 3, 77, D, 0);
+        /* without a twin: refused before anything is launched (the pointers are never used) */
+        const int rc = twin ? 0
+                            : evo_attention_forward_v16((void *)1, (void *)1, (void *)1, (const float *)1,
+                                                        (const float *)1, nullptr, (void *)1, 2, 3, 77, D, 0, 1.0f, 0);
         evo_export::forced_variant = -1;
-        if (has != (evo_export::variants[vi].v16_kernel != nullptr)) {
-            ++*failed;
-            printf("  FAIL  variant %d: evo_attention_v16_supported says %d\n", vi, (int)has);
-        }
         ++*n_cases;
+        if (says != (int)twin || (!twin && rc != (int)cudaErrorNotSupported)) {
+            ++*failed;
+            printf("  FAIL  variant %d: evo_attention_v16_supported says %d%s\n", vi, says,
+                   twin || rc == (int)cudaErrorNotSupported ? "" : ", evo_attention_forward_v16 does not refuse it");
+        }
+        if (!twin) continue;
         for (int si = 0; si < 2; si++)
             for (int causal = 0; causal < 2; causal++)
-                for (int dist = DIST_NORMAL; dist <= DIST_LARGE; dist += DIST_LARGE - DIST_NORMAL) {
+                for (int dist : dists) {
                     problem p;
                     const int S = seqs[si];
                     bool ok = problem_make(p, 2, 3, S, D, causal, dist, 7000 + (uint64_t)((vi * 2 + si) * 2 + causal));
@@ -560,35 +567,33 @@ static bool run_v16_checks(int *n_cases, int *failed)
                     evo_export::forced_variant = vi;
                     ok = ok && cuda_ok(cudaMalloc(&d_v16, p.n * 2), "cudaMalloc") &&
                          cuda_ok(cudaMemcpy(d_v16, v16.data(), p.n * 2, cudaMemcpyHostToDevice), "cudaMemcpy") &&
-                         cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") && cuda_ok(problem_launch(p, 0), "launch") &&
+                         cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
+                         cuda_ok(problem_launch(p, 0), "launch") &&
                          cuda_ok(cudaMemcpy(a.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
-                         cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison");
-                    int rc = 0;
-                    if (ok)
-                        rc = evo_attention_forward_v16(p.d_codes[0], p.d_codes[1], d_v16, p.d_scales[0], p.d_scales[1],
-                                                       p.d_scales[2], p.d_out, p.batch, p.heads, p.seq, p.head_dim,
-                                                       p.causal, (float)p.scale, 0);
+                         cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
+                         cuda_ok((cudaError_t)evo_attention_forward_v16(p.d_codes[0], p.d_codes[1], d_v16,
+                                                                        p.d_scales[0], p.d_scales[1], p.d_scales[2],
+                                                                        p.d_out, p.batch, p.heads, p.seq, p.head_dim,
+                                                                        p.causal, (float)p.scale, 0),
+                                 "launch (FP16 V)") &&
+                         cuda_ok(cudaDeviceSynchronize(), "kernel") &&
+                         cuda_ok(cudaMemcpy(b.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
                     evo_export::forced_variant = -1;
-                    const bool twin = evo_export::variants[vi].v16_kernel != nullptr;
-                    if (ok && twin)
-                        ok = cuda_ok((cudaError_t)rc, "launch (FP16 V)") && cuda_ok(cudaDeviceSynchronize(), "kernel") &&
-                             cuda_ok(cudaMemcpy(b.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
                     cudaFree(d_v16);
                     problem_free(p);
                     if (!ok) return false;
                     ++*n_cases;
-                    if (!twin ? rc != (int)cudaErrorNotSupported : a != b) {
+                    if (a != b) {
                         ++*failed;
                         size_t diff = 0;
-                        for (size_t j = 0; twin && j < p.n * 2; j += 2) diff += memcmp(&a[j], &b[j], 2) != 0;
-                        printf("  FAIL  FP16 V, variant %d D=%d S=%d causal=%d %s: %s\n", vi, D, S, causal,
-                               dist_names[dist], twin ? "outputs differ" : "not refused");
-                        if (twin) printf("        %zu of %zu elements differ\n", diff, p.n);
+                        for (size_t j = 0; j < p.n * 2; j += 2) diff += memcmp(&a[j], &b[j], 2) != 0;
+                        printf("  FAIL  FP16 V, variant %d D=%d S=%d causal=%d %s: %zu of %zu elements differ\n", vi,
+                               D, S, causal, dist_names[dist], diff, p.n);
                     }
                 }
-        if (evo_export::variants[vi].v16_kernel)
-            printf("check  D=%-3d FP16 V (evo_attention_forward_v16), variant %d: the same bits as the codes on 8 problems\n",
-                   D, vi);
+        printf("check  D=%-3d FP16 V (evo_attention_forward_v16), variant %d: the same bits as the codes on 8 "
+               "problems\n",
+               D, vi);
     }
     return true;
 }

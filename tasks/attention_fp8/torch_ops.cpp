@@ -1,8 +1,9 @@
 // torch_ops.cpp — the PyTorch operators of an evo export (torch.ops.evo.quantize_fp8, attention_fp8,
 // attention_fp8_quantized), registered with the dispatcher in C++: an eager call runs no Python past the operator
 // lookup. CUDA kernels call the exported C entry points (evo_quantize_forward, evo_attention_forward and, where the
-// attention file has it for the problem, evo_attention_forward_v16 with V in FP16 as given) on the current stream; CPU kernels exist only to refuse CPU tensors by name. Shapes and dtypes for torch.compile and FakeTensorMode
-// come from the module's fake implementations (Python, register_fake, which also serve meta tensors), whose checks
+// attention file has it for the problem, evo_attention_forward_v16 with V in FP16 as given) on the current stream;
+// CPU kernels exist only to refuse CPU tensors by name. Shapes and dtypes for torch.compile and FakeTensorMode come
+// from the module's fake implementations (Python, register_fake, which also serve meta tensors), whose checks
 // these repeat with the same messages: ValueError (TORCH_CHECK_VALUE) for bad input, RuntimeError for a GPU of another
 // arch or a failed launch.
 //
@@ -304,8 +305,8 @@ at::Tensor attention_ptrs(const at::Tensor &like, const void *qc, const void *kc
     const float sm = scale.has_value() ? (float)*scale : (float)(1.0 / std::sqrt((double)d));
     cudaStream_t stream = at::cuda::getCurrentCUDAStream(like.device().index()).stream();
     if (v16)
-        check_call("evo_attention_forward_v16", evo_attention_forward_v16(qc, kc, vc, qs, ks, nullptr, o.data_ptr(), b,
-                                                                          h, s, d, causal ? 1 : 0, sm, stream));
+        check_call("evo_attention_forward_v16", evo_attention_forward_v16(qc, kc, vc, qs, ks, vs, o.data_ptr(), b, h,
+                                                                          s, d, causal ? 1 : 0, sm, stream));
     else
         check_call("evo_attention_forward", evo_attention_forward(qc, kc, vc, qs, ks, vs, o.data_ptr(), b, h, s, d,
                                                                   causal ? 1 : 0, sm, stream));
@@ -360,20 +361,19 @@ at::Tensor attention_fp8_cuda(const at::Tensor &q, const at::Tensor &k, const at
     QuantPlan p1{};
     if (incoherent && !v16) p1 = quant_plan(va, 1, false);
     const int64_t per = q.numel(), bh = q.size(0) * q.size(1);
-    const uint64_t codes_bytes = align256(3 * (uint64_t)per), scale_bytes = align256(3 * (uint64_t)bh * 4);
+    const uint64_t n_in = v16 ? 2 : 3; // the inputs quantized
+    const uint64_t codes_bytes = align256(n_in * (uint64_t)per), scale_bytes = align256(n_in * (uint64_t)bh * 4);
     const uint64_t total = codes_bytes + scale_bytes + align256(p0.bytes()) + p1.bytes() + 256;
     at::Tensor work = at::empty({(int64_t)total}, q.options().dtype(at::kByte));
     unsigned char *cb = base256(work);
     float *sb = reinterpret_cast<float *>(cb + codes_bytes);
     unsigned char *scr0 = cb + codes_bytes + scale_bytes, *scr1 = scr0 + align256(p0.bytes());
     cudaStream_t stream = at::cuda::getCurrentCUDAStream(q.device().index()).stream();
-    if (v16) {
-        quantize_run(qk, 2, p0, cb, sb, p0.need ? scr0 : nullptr, stream);
-    } else if (!incoherent) {
+    if (!incoherent && !v16) {
         quantize_run(all, 3, p0, cb, sb, p0.need ? scr0 : nullptr, stream);
     } else {
         quantize_run(qk, 2, p0, cb, sb, p0.need ? scr0 : nullptr, stream);
-        quantize_run(vv, 1, p1, cb + 2 * per, sb + 2 * bh, p1.need ? scr1 : nullptr, stream);
+        if (!v16) quantize_run(vv, 1, p1, cb + 2 * per, sb + 2 * bh, p1.need ? scr1 : nullptr, stream);
     }
     at::Tensor o = v16 ? attention_ptrs(q, cb, cb + per, va.data_ptr(), sb, sb + bh, nullptr, is_causal, scale, true)
                        : attention_ptrs(q, cb, cb + per, cb + 2 * per, sb, sb + bh, sb + 2 * bh, is_causal, scale);
