@@ -81,6 +81,9 @@ if ! EVO_CACHE=$(mktemp -d) build/evo compile --config configs/hopper-large.yaml
 else
   rm -f "$OUT/sandbox.log"
 fi
+# the dispatching file of accuracy class $1 in variants/ (exact: -dispatch.cu, another class: -dispatch-CLASS.cu)
+dispatch_file() { if [ "$1" = exact ]; then echo variants/attention_fp8-sm_90-dispatch.cu;
+                  else echo "variants/attention_fp8-sm_90-dispatch-$1.cu"; fi; }
 for step in "$@"; do
   echo "=== $step $(date -u +%T)"
   case "$step" in
@@ -240,16 +243,14 @@ PY
             [ -n "${UNSEEN_DISPATCH:-}" ] && src+=(--dispatch "$UNSEEN_DISPATCH")
             if [ ${#src[@]} = 0 ]; then
               if [ -f "$OUT/default.db" ]; then src=(--db "$OUT/default.db")
-              else src=(--dispatch "variants/attention_fp8-sm_90-dispatch-${UNSEEN_CLASS:-fp8}.cu"); fi
-              src=("${src[@]/%-exact.cu/.cu}")
+              else src=(--dispatch "$(dispatch_file "${UNSEEN_CLASS:-fp8}")"); fi
             fi
             PYTHONUNBUFFERED=1 python3 tools/bench/unseen_shapes.py "${src[@]}" ${UNSEEN_SHAPES:+--shapes "$UNSEEN_SHAPES"} \
               --class "${UNSEEN_CLASS:-fp8}" --gens "${UNSEEN_GENS:-8}" --pop "${UNSEEN_POP:-16}" --out "$OUT" 2>&1 |
               tail -14
             rm -rf "$OUT/unseen-work" ;;
     dvs) for cls in ${DVS_CLASSES:-fp8 exact}; do
-           f=variants/attention_fp8-sm_90-dispatch-$cls.cu; [ "$cls" = exact ] && f=variants/attention_fp8-sm_90-dispatch.cu
-           [ "${DVS_FROM_DB:-0}" = 1 ] && f=
+           f=$(dispatch_file "$cls"); [ "${DVS_FROM_DB:-0}" = 1 ] && f=
            PYTHONUNBUFFERED=1 python3 tools/bench/dispatch_vs_single.py --db "${DVS_DB:-$OUT/default.db}" \
              ${f:+--dispatch "$f"} --class "$cls" --out /tmp/evo-dvs-$cls 2>&1 | tail -16
            cp /tmp/evo-dvs-$cls/dispatch-vs-single.md "$OUT/dispatch-vs-single-$cls.md" 2>/dev/null

@@ -17,7 +17,6 @@ Needs a GPU, PyTorch and nvcc (not with --dry-run, which exports the files and p
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -26,26 +25,20 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "bench"))
 import unseen_shapes as us  # noqa: E402
 
 STRICTER = {"exact": ["exact"], "fp8": ["fp8", "exact"]}
-SHAPE_LINE = re.compile(r"^(\w+)\((\d+),(\d+),(\d+),(\d+)\)( causal)?\s+bucket ")
-RANK_LINE = re.compile(r"^\s+1\s+([0-9a-f]{8})\s")
 
 
 def per_shape_firsts(evo, db, cls):
-    """[(shape tuple, key prefix of the fastest genome of cls there)] from evo elite --show --per-shape."""
-    p = subprocess.run([evo, "elite", "--show", "--per-shape", "--accuracy", cls, "--db", db], capture_output=True,
-                       text=True)
+    """[(shape tuple, key prefix of the fastest genome of cls there)] from evo elite --show --per-shape --json."""
+    p = subprocess.run([evo, "elite", "--show", "--per-shape", "--top", "1", "--json", "--accuracy", cls, "--db", db],
+                       capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"evo elite --per-shape --accuracy {cls}: {p.stdout.strip()} {p.stderr.strip()}")
-    out, shape = [], None
-    for line in p.stdout.splitlines():
-        m = SHAPE_LINE.match(line)
-        if m:
-            shape = (m.group(1), *(int(m.group(i)) for i in range(2, 6)), bool(m.group(6)))
-            continue
-        m = RANK_LINE.match(line)
-        if m and shape:
-            out.append((shape, m.group(1)))
-            shape = None
+    out = []
+    for row in json.loads(p.stdout):
+        f = row["fields"]
+        if row["elites"]:
+            out.append(((row["shape"].split("(")[0], f["batch"], f["heads"], f["seq"], f["head_dim"], f["causal"]),
+                        row["elites"][0]["id"]))
     return out
 
 
@@ -79,9 +72,9 @@ def main(argv=None):
         for cls in STRICTER[a.cls]:
             best = os.path.join(work, f"best-{cls}.cu")
             if us.run([a.evo, "export", "--best", "--accuracy", cls, "--db", a.db, "-o", best], log) == 0:
-                k = re.search(r'^#define EVO_EXPORT_KEY "([0-9a-f]{8})', open(best).read(), re.M)
-                keys[f"best-{cls}" if not k else k.group(1)] = best
-                best_keys.append(f"best-{cls}" if not k else k.group(1))
+                label = us.cs.read_export(best)["key"][:8] or f"best-{cls}"
+                keys[label] = best
+                best_keys.append(label)
             for shape, key in per_shape_firsts(a.evo, a.db, cls):
                 shapes.setdefault(shape, [])
                 if key not in keys or not keys[key].endswith(f"{key}.cu"):

@@ -33,6 +33,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools", "bench"))
+import compare_sdpa as cs  # noqa: E402
 DEFAULT_SHAPES = "b2h12s1024:2,12,1024,64;b8h8s777:8,8,777,64;b1h16s8kw:1,16,8192,128;b1h32s3000wc:1,32,3000,128:c"
 
 
@@ -71,12 +73,14 @@ def shape_config(base, shape, seeds=()):
 
 
 def dispatch_genomes(cu):
-    """The entry genomes of a dispatching export (its EVO_EXPORT_GENOME: 'dispatch: G1 | G2 | ...')."""
-    with open(cu, errors="replace") as f:
-        m = re.search(r'^#define EVO_EXPORT_GENOME "dispatch: ([^"]*)"', f.read(), re.M)
-    if not m:
-        raise ValueError(f"{cu}: not a dispatching export (no EVO_EXPORT_GENOME \"dispatch: ...\")")
-    return [g.strip() for g in m.group(1).split("|") if g.strip()]
+    """The entry genomes of a dispatching export (its genome line: 'dispatch: G1 | G2 | ...')."""
+    try:
+        genome = cs.read_export(cu)["genome"]
+    except cs.NotAnExport:
+        genome = ""
+    if not genome.startswith("dispatch: "):
+        raise ValueError(f"{cu}: not a dispatching export (evo export --dispatch writes one)")
+    return [g.strip() for g in genome[len("dispatch: "):].split("|") if g.strip()]
 
 
 def run(cmd, log):
@@ -87,42 +91,28 @@ def run(cmd, log):
     return p.returncode
 
 
-_LIBS = {}
-
-
-def library(cu, log, libdir):
-    """cu built once into a shared library in libdir, as compare_sdpa.py builds it; None: failed."""
-    if cu not in _LIBS:
-        sys.path.insert(0, os.path.join(ROOT, "tools", "bench"))
-        import compare_sdpa as cs
-        lib = os.path.join(libdir, os.path.splitext(os.path.basename(cu))[0] + ".so")
-        rc = run(cs.build_command(cs.find_nvcc(None), cs.read_export(cu)["arch"], cu, lib), log)
-        _LIBS[cu] = lib if rc == 0 else None
-    return _LIBS[cu]
+_LIBS = {}  # .cu -> its library, or None where nvcc failed
 
 
 def build_all(files, log, libdir, jobs=8):
-    """Every .cu of files built into libdir at once (nvcc runs in parallel); {cu: lib or None}."""
+    """Every .cu of files built into libdir as compare_sdpa.py builds it, nvcc runs in parallel, each file once per
+    process (a library newer than its file, left by an earlier run into libdir, is kept); {cu: lib or None}."""
     from concurrent.futures import ThreadPoolExecutor
-    todo = sorted(set(files) - set(_LIBS))
-    sys.path.insert(0, os.path.join(ROOT, "tools", "bench"))
-    import compare_sdpa as cs
 
     def one(cu):
         lib = os.path.join(libdir, os.path.splitext(os.path.basename(cu))[0] + ".so")
         if os.path.exists(lib) and os.path.getmtime(lib) >= os.path.getmtime(cu):
-            return cu, lib, None  # built by an earlier run into the same directory
+            return cu, lib, None
         part = os.path.join(libdir, os.path.basename(cu) + ".log")
         rc = run(cs.build_command(cs.find_nvcc(None), cs.read_export(cu)["arch"], cu, lib), part)
         return cu, (lib if rc == 0 else None), part
     with ThreadPoolExecutor(max_workers=jobs) as ex:
-        for cu, lib, part in ex.map(one, todo):
+        for cu, lib, part in ex.map(one, sorted(set(files) - set(_LIBS))):
             _LIBS[cu] = lib
-            if part is None:
-                continue
-            with open(part) as f, open(log, "a") as g:
-                g.write(f.read())
-            os.remove(part)
+            if part is not None:
+                with open(part) as f, open(log, "a") as g:
+                    g.write(f.read())
+                os.remove(part)
     return {cu: _LIBS[cu] for cu in files}
 
 
@@ -146,8 +136,6 @@ def time_in_one_process(shape, files, rounds, log, libdir):
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    sys.path.insert(0, os.path.join(ROOT, "tools", "bench"))
-    import compare_sdpa as cs
     name, b, h, s, d, causal = shape
     gen = torch.Generator(device="cuda").manual_seed(4242)
     q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.float16, generator=gen) for _ in range(3))
@@ -162,7 +150,7 @@ def time_in_one_process(shape, files, rounds, log, libdir):
             kx = cs.read_export(cu)
             if kx["format"] != "e4m3" or d not in kx["head_dims"]:
                 raise RuntimeError(f"{cu}: format {kx['format']}, head dims {kx['head_dims']}")
-            lib = library(cu, log, libdir)
+            lib = build_all([cu], log, libdir)[cu]
             if not lib:
                 raise RuntimeError(f"{cu}: nvcc failed")
             o = outs[label] = torch.full_like(q, float("nan"))
