@@ -10,6 +10,8 @@
  * formats; returns the launch's cudaError_t, cudaErrorInvalidValue for a head dim no entry serves), plus
  *   int evo_attention_dispatch(int batch, int heads, int seq, int head_dim, int causal);  the entry it runs
  *   int evo_attention_entries(void);  const char *evo_attention_entry_genome(int entry);
+ * and evo_attention_forward_v16 / evo_attention_v16_supported (V given in FP16: the entry's sm_90a kernels
+ * that multiply P·V in FP16 have an FP16-V twin; cudaErrorNotSupported where the problem's kernel has none).
  *
  * Dispatch (attn_dispatch_host.h below): a problem is in bucket (head dim, causal, seq class, batch·heads
  * class), classes powers of two (seq 1..256, 257..512, 513..1024, ...; batch·heads 1..8, 9..16, 17..32,
@@ -23,49 +25,44 @@
  * bucket's timed shapes.
  *
  *   bucket                                   entry key      class    speedup median µs  shapes; GPU
- *   d64 non-causal seq 257..512 bh 1..8          0 aa77772c exact     1.136x       6.59  mission(1,8,512,64); NVIDIA H200
- *   d64 non-causal seq 257..512 bh 9..16         0 aa77772c exact     1.129x       6.94  small(2,8,512,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 9..16       1 e16af64e exact     1.214x      55.97  long(2,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 17..32      2 c1d7fd44 exact     1.214x     104.85  stress(4,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 8193..16384 bh 9..16      2 c1d7fd44 exact     1.485x    2568.21  b1h16s16k(1,16,16384,64); NVIDIA H200
- *   d64 causal seq 8193..16384 bh 9..16          2 c1d7fd44 exact     1.450x    1362.99  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
- *   d128 non-causal seq 257..512 bh 9..16        3 14e4da76 exact     1.032x      10.91  wide(2,8,512,128); NVIDIA H200
- *   d128 non-causal seq 2049..4096 bh 33..64     2 c1d7fd44 exact     1.515x    1126.11  b4h16s4k(4,16,4096,128); NVIDIA H200
- *   d128 causal seq 2049..4096 bh 33..64         2 c1d7fd44 exact     1.335x     672.51  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 1..8          0 5810762d exact     1.126x       6.62  mission(1,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 9..16         0 5810762d exact     1.124x       6.95  small(2,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 9..16       1 2826ec1b exact     1.209x      56.05  long(2,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 17..32      2 e1f273e5 exact     1.213x     104.05  stress(4,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 8193..16384 bh 9..16      2 e1f273e5 exact     1.481x    2552.61  b1h16s16k(1,16,16384,64); NVIDIA H200
+ *   d64 causal seq 8193..16384 bh 9..16          2 e1f273e5 exact     1.453x    1352.20  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
+ *   d128 non-causal seq 257..512 bh 9..16        0 5810762d exact     1.026x      10.91  wide(2,8,512,128); NVIDIA H200
+ *   d128 non-causal seq 2049..4096 bh 33..64     2 e1f273e5 exact     1.514x    1117.55  b4h16s4k(4,16,4096,128); NVIDIA H200
+ *   d128 causal seq 2049..4096 bh 33..64         2 e1f273e5 exact     1.339x     667.97  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
  *
  * Entries
- *   entry 0: candidate 24, key aa77772ccb384802fa249763a4334e96ca369fcfd40a1d363021aca0339e32be, accuracy class exact, family 0
- *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-28T22:52:14Z
+ *   entry 0: candidate 9, key 5810762d1bbe018f4b37ec67c66c53e0e46a394fc4a770b51ece4a3742ef8168, accuracy class exact, family 0
+ *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T00:04:36Z
  *     template    attention_fp8.cu, SHA-256 4fadd3282a3c73739c696132502cbe74e7194796298a1ead1a3cd215a98e60d4
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
- *     key check   the compile key recomputed at export differs (NVRTC build or ABI header of the exporting evo)
+ *     key check   the compile key recomputed at export equals the stored one
  *     head dim  64: evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 36864 bytes of smem
- *   entry 1: candidate 17, key e16af64eb006b584721332d8e913b4babeb814b6eb2c9deb42153281e534f153, accuracy class exact, family 1
+ *     head dim 128: evo_attn_fwd<128,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 73728 bytes of smem
+ *     head dim  64: evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>, 128 threads, 128 rows per block, 24576 bytes of smem (large problems)
+ *   entry 1: candidate 17, key 2826ec1be0fa292dee23a4b07b81b31d32d73298ab8489c677ad6e1d1e161cb1, accuracy class exact, family 1
  *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=1,H_PRODUCER_REGS=56,H_PERSIST=0
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-28T22:52:05Z
- *     template    attention_fp8_sm90.cu, SHA-256 7b75a779056c4dc4f2508b53c0295bd3ef4cf50cb1d97c4c2b7cfd2aa8fa8f62
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T00:04:45Z
+ *     template    attention_fp8_sm90.cu, SHA-256 388a95ae215270bc01a28d60bd5b6987587a45ba0ddbcbb01627247725f1cfb4
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
- *     key check   the compile key recomputed at export differs (NVRTC build or ABI header of the exporting evo)
+ *     key check   the compile key recomputed at export equals the stored one
  *     head dim  64: evo_attn_sm90<64,64,2,64,2,2,2,1,1,1,1,56,0>, 384 threads, 128 rows per block, 91272 bytes of smem
- *   entry 2: candidate 13, key c1d7fd442b64ce24ab8fbc01641a83c4ddec1bf51a9c1d0512f0b9ee430da7ea, accuracy class exact, family 1
+ *   entry 2: candidate 13, key e1f273e5b367ca51428f8fd28877df3ae2556f2af989af37b9d6e5194f03e758, accuracy class exact, family 1
  *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=3,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-28T22:52:01Z
- *     template    attention_fp8_sm90.cu, SHA-256 7b75a779056c4dc4f2508b53c0295bd3ef4cf50cb1d97c4c2b7cfd2aa8fa8f62
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T00:04:40Z
+ *     template    attention_fp8_sm90.cu, SHA-256 388a95ae215270bc01a28d60bd5b6987587a45ba0ddbcbb01627247725f1cfb4
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
- *     key check   the compile key recomputed at export differs (NVRTC build or ABI header of the exporting evo)
+ *     key check   the compile key recomputed at export equals the stored one
  *     head dim  64: evo_attn_sm90<64,64,3,64,2,2,2,1,1,0,0,56,0>, 512 threads, 192 rows per block, 103560 bytes of smem
  *     head dim 128: evo_attn_sm90<128,64,3,64,2,2,2,1,1,0,0,56,0>, 512 threads, 192 rows per block, 189576 bytes of smem
- *   entry 3: candidate 12, key 14e4da760d77070947762c6c54001b025a975d43b574d52a92c2d45a8b4d3428, accuracy class exact, family 0
- *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=3,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=256,BIG_TILE_N=64,FAMILY=0
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-28T22:52:00Z
- *     template    attention_fp8.cu, SHA-256 4fadd3282a3c73739c696132502cbe74e7194796298a1ead1a3cd215a98e60d4
- *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
- *     key check   the compile key recomputed at export differs (NVRTC build or ABI header of the exporting evo)
- *     head dim 128: evo_attn_fwd<128,0,64,128,4,1,3,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 106496 bytes of smem
  *
  * Tolerances and timing settings of the self-test: the config of run 1 (the latest).
- * Exported 2026-11-28T22:57:13Z by evo 0.1.0.
+ * Exported 2026-11-29T00:11:11Z by evo 0.1.0.
  */
 
 #include <cuda_runtime.h>
@@ -989,6 +986,11 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
  *             no rounding of P beyond FP16: compares against the plain reference). The GEMM is D + 8 wide: its last
  *             8 columns read a block of ones after each V stage, so it sums P too (the softmax adds nothing up, and
  *             the row sum is rescaled with O); a V stage takes TILE_N·(D + 64)·2 bytes.
+ *   V_PATH 2: (not a search knob: the FP16-V entry of an exported file, evo_attention_forward_v16) V_PATH 1's
+ *             arithmetic with V given in FP16 instead of as codes: p.v points to FP16 [B, H, S, D] (v_scale still
+ *             multiplies O), and the TMA thread loads each tile's D/64 column blocks straight into the layout the
+ *             transform warps write for V_PATH 1 (rows of 128 bytes, 128-byte swizzle), so no warp converts V. With
+ *             p.v = the FP16 values of the codes it equals V_PATH 1 bit for bit. PIPE 2 only.
  * The FP8 wgmma keeps ~14 bits of the aligned products: scores carry ~1e-4 relative error, which defeats the 2e-3 gate
  * on logits in the thousands and flips e4m3 roundings of P; QK_MODE 2 + V_PATH 1 is the configuration that passes
  * every distribution (docs/perf-notes.md, "Precision").
@@ -1757,7 +1759,7 @@ template <int A, int N> EVO_DEV void fence_regs(float (&r)[A][N])
  * ring runs ahead of the transformed one). Two cursors over the same work items, each advanced when its barrier has
  * completed (test_wait: a K that waits for its stage never holds up a V that could go, nor the reverse), K first.
  * Q boxes wholly past the sequence are skipped (their rows are never stored). */
-template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PERSIST>
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PERSIST, int V_PATH>
 EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, const Smem &sm, int nq)
 {
     typedef Bars<STAGES> B;
@@ -1799,6 +1801,19 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         c.advance(p, nq);
         return true;
     };
+    /* V_PATH 2: FP16 V of tile j straight into its Vᵀ stage (the FP16 layout of V_PATH 1) once the consumers are
+     * done with the tile STAGES back: D/64 boxes of 64 dims x TILE_N rows, 128-byte swizzle, on the vtfull barrier */
+    auto issue_v16 = [&](Cursor &c) {
+        constexpr int VT = vt_bytes<D, TILE_N, V_PATH>();
+        const int s = c.it % STAGES;
+        if (c.it >= STAGES && !mbar_test(sm.b(B::vempty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        mbar_expect_tx(sm.b(B::vtfull(s)), TILE_N * D * 2);
+#pragma unroll
+        for (int cb = 0; cb < D / 64; cb++)
+            tma_load_3d(sm.vt + s * VT + cb * TILE_N * 128, &t.v, cb * 64, c.j * TILE_N, c.bh, sm.b(B::vtfull(s)));
+        c.advance(p, nq);
+        return true;
+    };
     u32 idle_ns = 0u; /* back off while neither can go: a spinning thread takes issue slots from a consumer warp */
     while (!kc.done || !vc.done) {
         bool moved = false;
@@ -1816,7 +1831,10 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
                 moved |= issue_tile(kc, sm.k, &t.k, B::kempty, B::kfull);
             }
         }
-        if (!vc.done) moved |= issue_tile(vc, sm.v, &t.v, B::vrawempty, B::vfull);
+        if (!vc.done) {
+            if constexpr (V_PATH == 2) moved |= issue_v16(vc);
+            else moved |= issue_tile(vc, sm.v, &t.v, B::vrawempty, B::vfull);
+        }
         if (moved) {
             idle_ns = 0u;
         } else {
@@ -1837,6 +1855,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
     typedef Bars<STAGES> B;
     constexpr int UNR = PRODUCER_REGS >= 56 ? 8 : 4; /* convert16's loads in flight: 8 spill at 40 registers */
     constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>(), K16 = 2 * KV;
+    if constexpr (V_PATH == 2 && QK_MODE != 2) return; /* nothing to convert: V arrives in FP16, Q and K raw */
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -1858,6 +1877,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
                 fence_proxy_async();
                 mbar_arrive(sm.b(B::k16full(s)));
             }
+            if constexpr (V_PATH == 2) continue; /* V arrives in FP16 by TMA: nothing to transform */
             mbar_wait(sm.b(B::vfull(s)), ph);
             if (it >= STAGES) mbar_wait(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
             if constexpr (PROBE & 1) {
@@ -1910,7 +1930,9 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
         sc.item(p, nq, bh, qt);
         const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM), wg_row0 = m0 + cw * WG_ROWS;
         const long long head_off = (long long)bh * p.seq * D;
-        const float qk_mul = p.q_scale[bh] * p.k_scale[bh] * p.softmax_scale * LOG2E, v_mul = p.v_scale[bh];
+        /* V_PATH 2 (V given in FP16): no v_scale means 1 */
+        const float qk_mul = p.q_scale[bh] * p.k_scale[bh] * p.softmax_scale * LOG2E,
+                    v_mul = V_PATH == 2 && !p.v_scale ? 1.f : p.v_scale[bh];
         int rowbase[MT];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) rowbase[mt] = wg_row0 + mt * 64 + wi * 16;
@@ -2149,7 +2171,8 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     using namespace evo_sm90;
     typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH> C;
     typedef Bars<STAGES> B;
-    static_assert(V_PATH == 0 || V_PATH == 1, "V_PATH 0 (e4m3 Vᵀ) or 1 (FP16 V)");
+    static_assert(V_PATH == 0 || V_PATH == 1 || V_PATH == 2, "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V) or 2 (V given in FP16)");
+    static_assert(V_PATH != 2 || PIPE == 2, "V_PATH 2 loads V by the producer's TMA thread (PIPE 2)");
     static_assert(!OVERLAP || PIPE == 2, "OVERLAP needs the producer warpgroup (PIPE 2)");
     static_assert(!PINGPONG || (OVERLAP && CONSUMERS == 2), "PINGPONG needs OVERLAP and two consumer warpgroups");
     static_assert(O_ACC == 0 || O_ACC == 1, "O_ACC 0 or 1");
@@ -2169,7 +2192,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     const int tid = (int)threadIdx.x, nq = (p.seq + C::BM - 1) / C::BM;
     constexpr int NCT = CONSUMERS * 128, NXT = TRANSFORM_WARPS * 32;
 
-    if constexpr (V_PATH == 1) { /* the block of ones after each FP16 V stage (vt_bytes) */
+    if constexpr (V_PATH >= 1) { /* the block of ones after each FP16 V stage (vt_bytes) */
         constexpr int VT = vt_bytes<D, TILE_N, V_PATH>(), ONES = TILE_N * 128;
         for (int s = 0; s < C::NX; s++)
             for (int i = tid * 16; i < ONES; i += C::THREADS * 16)
@@ -2183,7 +2206,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
         for (int s = 0; s < STAGES; s++) {
             mbar_init(sm.b(B::kfull(s)), 1);
             mbar_init(sm.b(B::vfull(s)), 1);
-            mbar_init(sm.b(B::vtfull(s)), NXT);
+            mbar_init(sm.b(B::vtfull(s)), V_PATH == 2 ? 1 : NXT); /* V_PATH 2: the TMA thread's expect_tx */
             mbar_init(sm.b(B::kempty(s)), NCT);
             mbar_init(sm.b(B::vempty(s)), NCT);
             mbar_init(sm.b(B::k16full(s)), NXT);
@@ -2200,7 +2223,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
             if constexpr (CONSUMERS >= 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
             const int warp = tid >> 5, lane = tid & 31;
             if (warp == 0) {
-                if (lane == 0) producer_tma<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST>(p, t, sm, nq);
+                if (lane == 0) producer_tma<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST, V_PATH>(p, t, sm, nq);
             } else {
                 producer_transform<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, QK_MODE, V_PATH, PERSIST, PROBE,
                                    PRODUCER_REGS>(p, sm, nq, warp - 1, lane);
@@ -2217,8 +2240,8 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
 }
 
 /* ==== the entries (written by evo export --dispatch) ==== */
-#define EVO_EXPORT_GENOME "dispatch: TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=1,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=3,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=3,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=256,BIG_TILE_N=64,FAMILY=0"
-#define EVO_EXPORT_KEY "dispatch: aa77772c,e16af64e,c1d7fd44,14e4da76"
+#define EVO_EXPORT_GENOME "dispatch: TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=1,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=3,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0"
+#define EVO_EXPORT_KEY "dispatch: 5810762d,2826ec1b,e1f273e5"
 #define EVO_EXPORT_ARCH "sm_90a"
 #define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3
 #define EVO_EXPORT_SM90 1
@@ -2271,7 +2294,8 @@ typedef struct {
     int stages;        /* STAGES: 2, 3, 4 */
     int pipe;          /* PIPE: 0 cp.async, 1 TMA ring, 2 TMA + producer warpgroup */
     int qk_mode;       /* QK_MODE: 0 e4m3 (Q from smem), 1 e4m3 (Q in registers), 2 FP16 (Q, K converted in smem) */
-    int v_path;        /* V_PATH: 0 e4m3 Vᵀ, 1 FP16 V */
+    int v_path;        /* V_PATH: 0 e4m3 Vᵀ, 1 FP16 V; 2 V_PATH 1 with V given in FP16 (p.v: FP16 [B, H, S, D]; the
+                          FP16-V entry of exported files, not a search value) */
     int overlap;       /* OVERLAP: 0, 1 (PIPE 2) */
     int pingpong;      /* PINGPONG: 0, 1 (OVERLAP 1, CONSUMERS 2) */
     int o_acc;         /* O_ACC: 0, 1 */
@@ -2301,8 +2325,8 @@ void attn_sm90_grid(const evo_sm90_genome *g, int batch, int heads, int seq, int
 /* "evo_attn_sm90<D,WG_ROWS,...,PERSIST>" into buf; returns the length, or -1 if it did not fit. */
 int attn_sm90_name_expr(const evo_sm90_genome *g, int d, char *buf, size_t len);
 
-/* Fills t->q, t->k, t->v for the params' tensors and g's box sizes. Returns 0, or the first non-zero CUresult of
- * encode (t is then unusable). */
+/* Fills t->q, t->k, t->v for the params' tensors and g's box sizes (V_PATH 2: t->v maps p->v as FP16). Returns 0,
+ * or the first non-zero CUresult of encode (t is then unusable). */
 int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,
                          evo_tmap_encode_fn encode);
 
@@ -2323,6 +2347,7 @@ int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_
 /* cuTensorMapEncodeTiled's enum values (cuda.h, CUDA 12 and 13). */
 enum {
     TMAP_UINT8 = 0,
+    TMAP_FLOAT16 = 6,
     TMAP_INTERLEAVE_NONE = 0,
     TMAP_SWIZZLE_64B = 2,
     TMAP_SWIZZLE_128B = 3,
@@ -2384,7 +2409,8 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (g->pipe < 0 || g->pipe > 2) return "PIPE must be 0 (cp.async), 1 (TMA ring) or 2 (producer warpgroup)";
     if (g->qk_mode < 0 || g->qk_mode > 2)
         return "QK_MODE must be 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)";
-    if (g->v_path != 0 && g->v_path != 1) return "V_PATH must be 0 (e4m3) or 1 (FP16)";
+    if (g->v_path < 0 || g->v_path > 2) return "V_PATH must be 0 (e4m3), 1 (FP16) or 2 (V given in FP16)";
+    if (g->v_path == 2 && g->pipe != 2) return "V_PATH=2 needs PIPE=2 (the TMA thread loads the FP16 V)";
     if (g->overlap != 0 && g->overlap != 1) return "OVERLAP must be 0 or 1";
     if (g->overlap && g->pipe != 2) return "OVERLAP=1 needs PIPE=2";
     if (g->pingpong != 0 && g->pingpong != 1) return "PINGPONG must be 0 or 1";
@@ -2440,12 +2466,28 @@ static int encode_one(evo_tmap *m, unsigned long long addr, const evo_attn_param
                   TMAP_OOB_FILL_ZERO);
 }
 
+/* V_PATH 2: p->v is FP16 [B·H, S, D]: a 3-D map {D, S, B·H} of 2-byte elements, box {64, rows, 1} (one 128-byte
+ * column block; the kernel loads D/64 of them per tile), 128-byte swizzle, rows past S read as zeros. */
+static int encode_v16(evo_tmap *m, unsigned long long addr, const evo_attn_params *p, unsigned rows,
+                      evo_tmap_encode_fn encode)
+{
+    const unsigned long long d = (unsigned long long)p->head_dim, s = (unsigned long long)p->seq;
+    const unsigned long long dim[3] = {d, s, (unsigned long long)p->batch * (unsigned long long)p->heads};
+    const unsigned long long stride[2] = {2 * d, 2 * s * d};
+    const unsigned box[3] = {64, rows, 1}, estride[3] = {1, 1, 1};
+    memset(m, 0, sizeof *m);
+    return encode(m, TMAP_FLOAT16, 3, (void *)(size_t)addr, dim, stride, box, estride, TMAP_INTERLEAVE_NONE,
+                  TMAP_SWIZZLE_128B, TMAP_L2_PROMOTION_128B, TMAP_OOB_FILL_ZERO);
+}
+
 int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,
                          evo_tmap_encode_fn encode)
 {
     int r = encode_one(&t->q, (unsigned long long)(size_t)p->q, p, (unsigned)g->wg_rows, encode);
     if (r == 0) r = encode_one(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode);
-    if (r == 0) r = encode_one(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode);
+    if (r == 0)
+        r = g->v_path == 2 ? encode_v16(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
+                           : encode_one(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode);
     return r;
 }
 
@@ -2532,7 +2574,7 @@ static const attn_dispatch_bucket evo_dispatch_buckets[] = {
     {64, 0, 11, 5, 2}, /* d64 non-causal seq 1025..2048 bh 17..32 */
     {64, 0, 14, 4, 2}, /* d64 non-causal seq 8193..16384 bh 9..16 */
     {64, 1, 14, 4, 2}, /* d64 causal seq 8193..16384 bh 9..16 */
-    {128, 0, 9, 4, 3}, /* d128 non-causal seq 257..512 bh 9..16 */
+    {128, 0, 9, 4, 0}, /* d128 non-causal seq 257..512 bh 9..16 */
     {128, 0, 12, 6, 2}, /* d128 non-causal seq 2049..4096 bh 33..64 */
     {128, 1, 12, 6, 2}, /* d128 causal seq 2049..4096 bh 33..64 */
 };
@@ -2540,10 +2582,14 @@ static const int evo_dispatch_n_buckets = 9;
 /* ==== end of the dispatch table ==== */
 
 template __global__ void evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
+template __global__ void evo_attn_fwd<128,0,64,128,4,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
+template __global__ void evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
 template __global__ void evo_attn_sm90<64,64,2,64,2,2,2,1,1,1,1,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,2,64,2,2,2,2,1,1,1,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
 template __global__ void evo_attn_sm90<64,64,3,64,2,2,2,1,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,3,64,2,2,2,2,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
 template __global__ void evo_attn_sm90<128,64,3,64,2,2,2,1,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_fwd<128,0,64,128,4,1,3,1,1,0,0,1,1,0>(const evo_attn_params);
+template __global__ void evo_attn_sm90<128,64,3,64,2,2,2,2,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
 
 namespace evo_export {
 
@@ -2556,13 +2602,16 @@ struct variant {
     int wg_rows, tile_n, persist; /* family 1: the tensor maps' boxes and the grid */
     int accuracy;  /* its accuracy class: 0 exact, 1 fp8 (the self-test judges it by that class's rule) */
     int entry;     /* the entry (genome) it belongs to */
+    const void *v16_kernel; /* family 1 with V_PATH 1: the same kernel taking V in FP16 (V_PATH 2), which
+                               evo_attention_forward_v16 runs; nullptr otherwise */
 };
 static const variant variants[] = {
-    {64, (const void *)evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 36864, 0, 0, 0, 0, 0, 0, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,64,2,2,2,1,1,1,1,56,0>, 384, 128, 91272, 0, 1, 64, 64, 0, 0, 1},
-    {64, (const void *)evo_attn_sm90<64,64,3,64,2,2,2,1,1,0,0,56,0>, 512, 192, 103560, 0, 1, 64, 64, 0, 0, 2},
-    {128, (const void *)evo_attn_sm90<128,64,3,64,2,2,2,1,1,0,0,56,0>, 512, 192, 189576, 0, 1, 64, 64, 0, 0, 2},
-    {128, (const void *)evo_attn_fwd<128,0,64,128,4,1,3,1,1,0,0,1,1,0>, 128, 64, 106496, 0, 0, 0, 0, 0, 0, 3},
+    {64, (const void *)evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 36864, 0, 0, 0, 0, 0, 0, 0, nullptr},
+    {128, (const void *)evo_attn_fwd<128,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 73728, 0, 0, 0, 0, 0, 0, 0, nullptr},
+    {64, (const void *)evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>, 128, 128, 24576, 1, 0, 0, 0, 0, 0, 0, nullptr},
+    {64, (const void *)evo_attn_sm90<64,64,2,64,2,2,2,1,1,1,1,56,0>, 384, 128, 91272, 0, 1, 64, 64, 0, 0, 1, (const void *)evo_attn_sm90<64,64,2,64,2,2,2,2,1,1,1,56,0>},
+    {64, (const void *)evo_attn_sm90<64,64,3,64,2,2,2,1,1,0,0,56,0>, 512, 192, 103560, 0, 1, 64, 64, 0, 0, 2, (const void *)evo_attn_sm90<64,64,3,64,2,2,2,2,1,0,0,56,0>},
+    {128, (const void *)evo_attn_sm90<128,64,3,64,2,2,2,1,1,0,0,56,0>, 512, 192, 189576, 0, 1, 64, 64, 0, 0, 2, (const void *)evo_attn_sm90<128,64,3,64,2,2,2,2,1,0,0,56,0>},
 };
 
 struct entry {
@@ -2570,10 +2619,9 @@ struct entry {
     int accuracy; /* 0 exact, 1 fp8 */
 };
 static const entry entries[] = {
-    {"TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0", "aa77772ccb384802fa249763a4334e96ca369fcfd40a1d363021aca0339e32be", 0},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=1,H_PRODUCER_REGS=56,H_PERSIST=0", "e16af64eb006b584721332d8e913b4babeb814b6eb2c9deb42153281e534f153", 0},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=3,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "c1d7fd442b64ce24ab8fbc01641a83c4ddec1bf51a9c1d0512f0b9ee430da7ea", 0},
-    {"TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=3,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=256,BIG_TILE_N=64,FAMILY=0", "14e4da760d77070947762c6c54001b025a975d43b574d52a92c2d45a8b4d3428", 0},
+    {"TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0", "5810762d1bbe018f4b37ec67c66c53e0e46a394fc4a770b51ece4a3742ef8168", 0},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=1,H_PRODUCER_REGS=56,H_PERSIST=0", "2826ec1be0fa292dee23a4b07b81b31d32d73298ab8489c677ad6e1d1e161cb1", 0},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=3,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "e1f273e5b367ca51428f8fd28877df3ae2556f2af989af37b9d6e5194f03e758", 0},
 };
 
 #ifdef EVO_SELFTEST
@@ -2585,15 +2633,15 @@ struct shape {
     int entry;
 };
 static const shape timed_shapes[] = {
-    {"mission", 1, 8, 512, 64, 0, 6.59, 0},
-    {"small", 2, 8, 512, 64, 0, 6.94, 0},
-    {"long", 2, 8, 2048, 64, 0, 55.97, 1},
-    {"stress", 4, 8, 2048, 64, 0, 104.85, 2},
-    {"b1h16s16k", 1, 16, 16384, 64, 0, 2568.21, 2},
-    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1362.99, 2},
-    {"wide", 2, 8, 512, 128, 0, 10.91, 3},
-    {"b4h16s4k", 4, 16, 4096, 128, 0, 1126.11, 2},
-    {"b4h16s4kc", 4, 16, 4096, 128, 1, 672.51, 2},
+    {"mission", 1, 8, 512, 64, 0, 6.62, 0},
+    {"small", 2, 8, 512, 64, 0, 6.95, 0},
+    {"long", 2, 8, 2048, 64, 0, 56.05, 1},
+    {"stress", 4, 8, 2048, 64, 0, 104.05, 2},
+    {"b1h16s16k", 1, 16, 16384, 64, 0, 2552.61, 2},
+    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1352.20, 2},
+    {"wide", 2, 8, 512, 128, 0, 10.91, 0},
+    {"b4h16s4k", 4, 16, 4096, 128, 0, 1117.55, 2},
+    {"b4h16s4kc", 4, 16, 4096, 128, 1, 667.97, 2},
 };
 
 /* Correctness tolerances and timing settings of run 1's config. */
@@ -2619,8 +2667,9 @@ static const int n_variants = (int)(sizeof variants / sizeof variants[0]);
 static const int n_entries = (int)(sizeof entries / sizeof entries[0]);
 #endif
 
-/* Per variant, one bit per device on which its dynamic shared memory limit has been raised. */
+/* Per variant (and per FP16-V twin), one bit per device on which its dynamic shared memory limit has been raised. */
 static std::atomic<unsigned long long> smem_raised[sizeof variants / sizeof variants[0]];
+static std::atomic<unsigned long long> smem_raised_v16[sizeof variants / sizeof variants[0]];
 
 /* The self-test sets this to run every variant on its checks; -1: pick by the problem. */
 static int forced_variant = -1;
@@ -2666,15 +2715,17 @@ static int find_variant(int head_dim, int batch, int heads, int seq, int causal)
 
 /* The limit is a property of the function on the current device: raised once per device (devices past 63 every
  * time, which is merely slower). */
-static cudaError_t raise_smem_limit(int i)
+static cudaError_t raise_smem_limit(int i, bool v16)
 {
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) return e;
+    std::atomic<unsigned long long> &raised = v16 ? smem_raised_v16[i] : smem_raised[i];
     const unsigned long long bit = dev < 64 ? 1ull << dev : 0ull;
-    if (bit && (smem_raised[i].load(std::memory_order_acquire) & bit)) return cudaSuccess;
-    e = cudaFuncSetAttribute(variants[i].kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, variants[i].smem_bytes);
-    if (e == cudaSuccess && bit) smem_raised[i].fetch_or(bit, std::memory_order_acq_rel);
+    if (bit && (raised.load(std::memory_order_acquire) & bit)) return cudaSuccess;
+    e = cudaFuncSetAttribute(v16 ? variants[i].v16_kernel : variants[i].kernel,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, variants[i].smem_bytes);
+    if (e == cudaSuccess && bit) raised.fetch_or(bit, std::memory_order_acq_rel);
     return e;
 }
 
@@ -2694,8 +2745,9 @@ static evo_tmap_encode_fn tmap_encoder(void)
     return (evo_tmap_encode_fn)f;
 }
 
-/* The sm_90a family (attn_sm90_host.h's launch rules): tensor maps for these tensors, then the grid. */
-static cudaError_t launch_sm90(int i, evo_attn_params &p, cudaStream_t stream)
+/* The sm_90a family (attn_sm90_host.h's launch rules): tensor maps for these tensors, then the grid. v16: the
+ * variant's FP16-V twin, p.v pointing to FP16 V. */
+static cudaError_t launch_sm90(int i, evo_attn_params &p, bool v16, cudaStream_t stream)
 {
     const evo_tmap_encode_fn encode = tmap_encoder();
     if (!encode) return cudaErrorNotSupported;
@@ -2705,6 +2757,7 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, cudaStream_t stream)
     g.consumers = variants[i].rows_per_block / variants[i].wg_rows;
     g.tile_n = variants[i].tile_n;
     g.persist = variants[i].persist;
+    g.v_path = v16 ? 2 : 0; /* the tensor map of V: FP16 for the twin (the other fields only size boxes and grid) */
     evo_attn_tmaps t;
     if (attn_sm90_fill_tmaps(&t, &p, &g, encode) != 0) return cudaErrorInvalidValue;
     int dev = 0, sms = 0;
@@ -2714,10 +2767,47 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, cudaStream_t stream)
     unsigned grid[3];
     attn_sm90_grid(&g, p.batch, p.heads, p.seq, sms, grid);
     void *args[] = {&p, &t};
-    return cudaLaunchKernel(variants[i].kernel, dim3(grid[0], grid[1], grid[2]), dim3((unsigned)variants[i].threads),
-                            args, (size_t)variants[i].smem_bytes, stream);
+    return cudaLaunchKernel(v16 ? variants[i].v16_kernel : variants[i].kernel, dim3(grid[0], grid[1], grid[2]),
+                            dim3((unsigned)variants[i].threads), args, (size_t)variants[i].smem_bytes, stream);
 }
 #endif
+
+/* Both launchers: the variant for the problem, the params, the launch. v16: V is FP16 and the variant must have an
+ * FP16-V twin (cudaErrorNotSupported when the kernel that serves the problem has none). */
+static int forward(const void *q, const void *k, const void *v, const float *q_scale, const float *k_scale,
+                   const float *v_scale, void *o, int batch, int heads, int seq, int head_dim, int causal,
+                   float softmax_scale, cudaStream_t stream, bool v16)
+{
+    const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
+    if (i < 0 || !q || !k || !v || !q_scale || !k_scale || (!v_scale && !v16) || !o || batch < 1 || heads < 1 ||
+        seq < 1 || batch > 65535 || heads > 65535)
+        return (int)cudaErrorInvalidValue;
+    if (v16 && !variants[i].v16_kernel) return (int)cudaErrorNotSupported;
+    cudaError_t e = raise_smem_limit(i, v16);
+    if (e != cudaSuccess) return (int)e;
+    evo_attn_params p;
+    p.q = (const unsigned char *)q;
+    p.k = (const unsigned char *)k;
+    p.v = (const unsigned char *)v;
+    p.q_scale = q_scale;
+    p.k_scale = k_scale;
+    p.v_scale = v_scale;
+    p.o = (unsigned short *)o;
+    p.batch = batch;
+    p.heads = heads;
+    p.seq = seq;
+    p.head_dim = head_dim;
+    p.causal = causal != 0;
+    p.softmax_scale = softmax_scale;
+#if EVO_EXPORT_SM90
+    if (variants[i].family == 1) return (int)launch_sm90(i, p, v16, stream);
+#endif
+    void *args[] = {&p};
+    const int rows = variants[i].rows_per_block;
+    const dim3 grid((unsigned)((seq + rows - 1) / rows), (unsigned)heads, (unsigned)batch);
+    return (int)cudaLaunchKernel(variants[i].kernel, grid, dim3((unsigned)variants[i].threads), args,
+                                 (size_t)variants[i].smem_bytes, stream);
+}
 
 } // namespace evo_export
 
@@ -2746,35 +2836,29 @@ extern "C" int evo_attention_forward(const void *q, const void *k, const void *v
                                      const float *k_scale, const float *v_scale, void *o, int batch, int heads,
                                      int seq, int head_dim, int causal, float softmax_scale, cudaStream_t stream)
 {
+    return evo_export::forward(q, k, v, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
+                               softmax_scale, stream, false);
+}
+
+/* As evo_attention_forward, with V given in FP16 [B, H, S, D] (v16; v_scale, when not NULL, still multiplies it per
+ * (batch, head); NULL: V as given) and q, k as codes: where the kernel that serves the problem multiplies P·V in
+ * FP16 (an sm_90a kernel with V_PATH 1), its FP16-V twin loads V as given and converts nothing; for v16 = the codes'
+ * e4m3 values it returns exactly what evo_attention_forward returns on the codes. cudaErrorNotSupported when the problem's kernel has no twin
+ * (evo_attention_v16_supported says beforehand). */
+extern "C" int evo_attention_forward_v16(const void *q, const void *k, const void *v16, const float *q_scale,
+                                         const float *k_scale, const float *v_scale, void *o, int batch, int heads,
+                                         int seq, int head_dim, int causal, float softmax_scale, cudaStream_t stream)
+{
+    return evo_export::forward(q, k, v16, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
+                               softmax_scale, stream, true);
+}
+
+/* 1 when evo_attention_forward_v16 serves this problem (its kernel has an FP16-V twin), 0 otherwise. */
+extern "C" int evo_attention_v16_supported(int batch, int heads, int seq, int head_dim, int causal)
+{
     using namespace evo_export;
     const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
-    if (i < 0 || !q || !k || !v || !q_scale || !k_scale || !v_scale || !o || batch < 1 || heads < 1 || seq < 1 ||
-        batch > 65535 || heads > 65535)
-        return (int)cudaErrorInvalidValue;
-    cudaError_t e = raise_smem_limit(i);
-    if (e != cudaSuccess) return (int)e;
-    evo_attn_params p;
-    p.q = (const unsigned char *)q;
-    p.k = (const unsigned char *)k;
-    p.v = (const unsigned char *)v;
-    p.q_scale = q_scale;
-    p.k_scale = k_scale;
-    p.v_scale = v_scale;
-    p.o = (unsigned short *)o;
-    p.batch = batch;
-    p.heads = heads;
-    p.seq = seq;
-    p.head_dim = head_dim;
-    p.causal = causal != 0;
-    p.softmax_scale = softmax_scale;
-#if EVO_EXPORT_SM90
-    if (variants[i].family == 1) return (int)launch_sm90(i, p, stream);
-#endif
-    void *args[] = {&p};
-    const int rows = variants[i].rows_per_block;
-    const dim3 grid((unsigned)((seq + rows - 1) / rows), (unsigned)heads, (unsigned)batch);
-    return (int)cudaLaunchKernel(variants[i].kernel, grid, dim3((unsigned)variants[i].threads), args,
-                                 (size_t)variants[i].smem_bytes, stream);
+    return i >= 0 && variants[i].v16_kernel != nullptr;
 }
 
 #ifdef EVO_SELFTEST
@@ -3601,6 +3685,74 @@ static double flops(int batch, int heads, int seq, int head_dim, int causal)
     return 4.0 * batch * heads * pairs * head_dim;
 }
 
+/* evo_attention_forward_v16 on variant vi against evo_attention_forward on the codes, V given as the codes' e4m3
+ * values in FP16: every variant with an FP16-V twin gives the same bits on 8 problems; every variant without one is
+ * refused (cudaErrorNotSupported, nothing launched). Returns false when CUDA failed; *failed counts the cases that
+ * did not pass. */
+static bool run_v16_checks(int *n_cases, int *failed)
+{
+    static const int seqs[] = {77, 200}, dists[] = {DIST_NORMAL, DIST_LARGE};
+    for (int vi = 0; vi < evo_export::n_variants; vi++) {
+        const int D = evo_export::variants[vi].head_dim;
+        const bool twin = evo_export::variants[vi].v16_kernel != nullptr;
+        evo_export::forced_variant = vi;
+        const int says = evo_attention_v16_supported(2, 3, 77, D, 0);
+        /* without a twin: refused before anything is launched (the pointers are never used) */
+        const int rc = twin ? 0
+                            : evo_attention_forward_v16((void *)1, (void *)1, (void *)1, (const float *)1,
+                                                        (const float *)1, nullptr, (void *)1, 2, 3, 77, D, 0, 1.0f, 0);
+        evo_export::forced_variant = -1;
+        ++*n_cases;
+        if (says != (int)twin || (!twin && rc != (int)cudaErrorNotSupported)) {
+            ++*failed;
+            printf("  FAIL  variant %d: evo_attention_v16_supported says %d%s\n", vi, says,
+                   twin || rc == (int)cudaErrorNotSupported ? "" : ", evo_attention_forward_v16 does not refuse it");
+        }
+        if (!twin) continue;
+        for (int si = 0; si < 2; si++)
+            for (int causal = 0; causal < 2; causal++)
+                for (int dist : dists) {
+                    problem p;
+                    const int S = seqs[si];
+                    bool ok = problem_make(p, 2, 3, S, D, causal, dist, 7000 + (uint64_t)((vi * 2 + si) * 2 + causal));
+                    std::vector<uint16_t> v16(p.n);
+                    for (size_t j = 0; j < p.n; j++) v16[j] = double_to_half((double)e4m3_decode(p.codes[2][j]));
+                    void *d_v16 = nullptr;
+                    std::vector<unsigned char> a(p.n * 2), b(p.n * 2);
+                    evo_export::forced_variant = vi;
+                    ok = ok && cuda_ok(cudaMalloc(&d_v16, p.n * 2), "cudaMalloc") &&
+                         cuda_ok(cudaMemcpy(d_v16, v16.data(), p.n * 2, cudaMemcpyHostToDevice), "cudaMemcpy") &&
+                         cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
+                         cuda_ok(problem_launch(p, 0), "launch") &&
+                         cuda_ok(cudaMemcpy(a.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
+                         cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
+                         cuda_ok((cudaError_t)evo_attention_forward_v16(p.d_codes[0], p.d_codes[1], d_v16,
+                                                                        p.d_scales[0], p.d_scales[1], p.d_scales[2],
+                                                                        p.d_out, p.batch, p.heads, p.seq, p.head_dim,
+                                                                        p.causal, (float)p.scale, 0),
+                                 "launch (FP16 V)") &&
+                         cuda_ok(cudaDeviceSynchronize(), "kernel") &&
+                         cuda_ok(cudaMemcpy(b.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+                    evo_export::forced_variant = -1;
+                    cudaFree(d_v16);
+                    problem_free(p);
+                    if (!ok) return false;
+                    ++*n_cases;
+                    if (a != b) {
+                        ++*failed;
+                        size_t diff = 0;
+                        for (size_t j = 0; j < p.n * 2; j += 2) diff += memcmp(&a[j], &b[j], 2) != 0;
+                        printf("  FAIL  FP16 V, variant %d D=%d S=%d causal=%d %s: %zu of %zu elements differ\n", vi,
+                               D, S, causal, dist_names[dist], diff, p.n);
+                    }
+                }
+        printf("check  D=%-3d FP16 V (evo_attention_forward_v16), variant %d: the same bits as the codes on 8 "
+               "problems\n",
+               D, vi);
+    }
+    return true;
+}
+
 /* ---- the two parts ---- */
 
 /* Small odd shapes, every variant, causal off and on, every distribution. Returns false when CUDA failed (the
@@ -3760,7 +3912,7 @@ int main(int argc, char **argv)
     printf("\n");
 #endif
     int n_cases = 0, n_timed = 0, failed = 0;
-    if (!run_checks(&n_cases, &failed)) return 1;
+    if (!run_checks(&n_cases, &failed) || !run_v16_checks(&n_cases, &failed)) return 1;
     if (!s.a.check_only && !run_timing(s.a.only, s.a.reps, &n_timed, &failed)) return 1;
     return evo_selftest_main::finish(s.a, n_cases, n_timed, failed, "correctness checks");
 }
