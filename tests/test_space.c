@@ -501,8 +501,75 @@ static void test_conditions(void)
     evo_space_free(s);
 }
 
+/* The filter: A = 2 refused (the small space's 21 valid genomes keep 21 - 9 = 12: A=2 pairs with B = 2, 4, 8, each
+ * with 3 (C,D)); it counts its calls so the walk is seen to ask it only about genomes the constraints allow. */
+typedef struct {
+    const evo_space *s;
+    int calls;
+} no_a2;
+
+static bool refuse_a2(const evo_genome *g, void *ctx)
+{
+    no_a2 *f = ctx;
+    f->calls++;
+    return evo_genome_get(f->s, g, "A", 0) != 2;
+}
+
+static int count_visits(const evo_genome *g, void *ctx)
+{
+    (void)g;
+    ++*(int *)ctx;
+    return 0;
+}
+
+static void test_filter(void)
+{
+    evo_space *s = small_space(3);
+    no_a2 f = {.s = s};
+    CHECK(evo_space_filter_label(s) == NULL);
+    evo_space_set_filter(s, refuse_a2, &f, "no A=2 here");
+    CHECK_STR(evo_space_filter_label(s), "no A=2 here");
+    evo_genome g;
+    const char *why = NULL;
+    genome(s, "A=2,B=8,C=mma,D=1", &g); /* valid by the constraints, refused by the filter */
+    CHECK(!evo_space_valid(s, &g, &why));
+    CHECK_STR(why, "no A=2 here");
+    genome(s, "A=3,B=8,C=mma,D=1", &g); /* a constraint fails first: it is named, the filter is not asked */
+    const int before = f.calls;
+    CHECK(!evo_space_valid(s, &g, &why));
+    CHECK_STR(why, "B % A == 0");
+    CHECK_EQ_INT(f.calls, before);
+    int n = 0;
+    f.calls = 0;
+    evo_space_foreach_valid(s, count_visits, &n);
+    CHECK_EQ_INT(n, 12);
+    CHECK_EQ_INT(f.calls, 21); /* asked once per genome the constraints allow, and about no other */
+    visit_ctx v = {.s = s};    /* every genome visited is valid, filter included */
+    evo_space_foreach_valid(s, visit, &v);
+    CHECK_EQ_INT(v.n, 12);
+    CHECK_STR(v.first, "A=1,B=2,C=fma,D=0");
+    CHECK_STR(v.last, "A=4,B=4,C=mma,D=1");
+    uint64_t total, valid;
+    bool exact;
+    evo_err err = {0};
+    CHECK_EQ_INT(evo_space_count(s, 1000, &total, &valid, &exact, &err), EVO_OK);
+    CHECK_EQ_INT(valid, 21); /* the count is the constraints' */
+    evo_rng rng;
+    evo_rng_seed(&rng, 7);
+    for (int i = 0; i < 200; i++) {
+        CHECK_EQ_INT(evo_space_random(s, &rng, &g, &err), EVO_OK);
+        CHECK(evo_genome_get(s, &g, "A", 0) != 2);
+    }
+    evo_space_set_filter(s, NULL, NULL, NULL);
+    CHECK(evo_space_filter_label(s) == NULL);
+    genome(s, "A=2,B=8,C=mma,D=1", &g);
+    CHECK(evo_space_valid(s, &g, &why));
+    evo_space_free(s);
+}
+
 int main(void)
 {
+    test_filter();
     test_conditions();
     test_knobs();
     test_counts();

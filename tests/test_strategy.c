@@ -434,6 +434,35 @@ static void test_no_duplicates_until_exhausted(void)
     evo_space_free(s);
 }
 
+/* A space with a filter (what the search loop sets: the task's can_implement at the GPU's limits) that refuses R=32:
+ * 13 (P, Q) pairs x 2 = 26 genomes. Every strategy proposes exactly those until they run out (mutation repairs,
+ * neighbours and random genomes all keep to it), and none twice. */
+static bool refuse_r32(const evo_genome *g, void *ctx) { return evo_genome_get(ctx, g, "R", 0) != 32; }
+
+static void test_filtered_space(void)
+{
+    evo_space *s = small_space();
+    evo_space_set_filter(s, refuse_r32, s, "R=32 does not run here");
+    evo_genome base;
+    CHECK(evo_genome_parse(s, "P=1,Q=1,R=8", &base, NULL) == EVO_OK);
+    static const char *const names[] = {"ga", "random", "seeds", "ga"};
+    for (int which = 0; which < 4; which++) {
+        evo_strategy_params p = landscape_params(9, which >= 2 ? &base : NULL);
+        p.population = 8;
+        p.local_rate = which == 3 ? 0.5 : 0;
+        search r = run_search(names[which], s, &p, 1 << 30, NULL, (loop_opts){false, 30, small_fitness});
+        CHECK_EQ_INT(r.n_log, 26);
+        CHECK_EQ_INT(r.duplicates, 0);
+        CHECK_EQ_INT(r.invalid, 0);
+        int r32 = 0;
+        for (int i = 0; i < r.n_log; i++) r32 += evo_genome_get(s, &r.log[i].genome, "R", 0) == 32;
+        CHECK_EQ_INT(r32, 0);
+        CHECK(r.exhausted_at > 0);
+        free(r.log);
+    }
+    evo_space_free(s);
+}
+
 /* 30 generations on the landscape: all valid, none repeated, provenance consistent, every operator used. */
 static void test_ga_proposals(void)
 {
@@ -1154,6 +1183,7 @@ static void test_conditional_mutation(void)
 
 int main(void)
 {
+    test_filtered_space();
     test_conditional_mutation();
     test_lookup_and_params();
     test_landscape_optimum();

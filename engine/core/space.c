@@ -41,6 +41,9 @@ struct evo_space {
     int n_cons;
     int order[EVO_MAX_KNOBS]; /* the walk order: each knob after every knob its condition reads, else as declared */
     int n_conditional;
+    evo_space_filter_fn filter; /* evo_space_set_filter: borrowed, NULL when none */
+    void *filter_ctx;
+    const char *filter_label;
 };
 
 evo_status evo_space_new(evo_space **out)
@@ -349,7 +352,7 @@ int evo_genome_get(const evo_space *s, const evo_genome *g, const char *name, in
     return k < 0 ? def : s->knobs[k].values[g->idx[k]];
 }
 
-bool evo_space_valid(const evo_space *s, const evo_genome *g, const char **violated)
+static bool constraints_hold(const evo_space *s, const evo_genome *g, const char **violated)
 {
     int vars[EVO_MAX_KNOBS];
     genome_vars(s, g, vars);
@@ -363,6 +366,23 @@ bool evo_space_valid(const evo_space *s, const evo_genome *g, const char **viola
     }
     return true;
 }
+
+bool evo_space_valid(const evo_space *s, const evo_genome *g, const char **violated)
+{
+    if (!constraints_hold(s, g, violated)) return false;
+    if (!s->filter || s->filter(g, s->filter_ctx)) return true;
+    if (violated) *violated = s->filter_label;
+    return false;
+}
+
+void evo_space_set_filter(evo_space *s, evo_space_filter_fn fn, void *ctx, const char *label)
+{
+    s->filter = fn;
+    s->filter_ctx = fn ? ctx : NULL;
+    s->filter_label = fn ? (label ? label : "the space's filter") : NULL;
+}
+
+const char *evo_space_filter_label(const evo_space *s) { return s->filter_label; }
 
 bool evo_genome_equal(const evo_space *s, const evo_genome *a, const evo_genome *b)
 {
@@ -601,6 +621,7 @@ static uint64_t count_from(walk *w, int p)
 static void visit_from(walk *w, int p)
 {
     if (p == w->s->n_knobs) {
+        if (w->s->filter && !w->s->filter(&w->g, w->s->filter_ctx)) return;
         if (w->fn(&w->g, w->ctx)) w->stopped = true;
         return;
     }
@@ -674,7 +695,7 @@ evo_status evo_space_count(const evo_space *s, uint64_t limit, uint64_t *total, 
     for (uint64_t i = 0; i < samples; i++) {
         evo_genome g;
         random_genome(s, &rng, &g);
-        if (evo_space_valid(s, &g, NULL)) hits++;
+        if (constraints_hold(s, &g, NULL)) hits++;
     }
     *valid = (uint64_t)((double)*total * ((double)hits / (double)samples));
     *exact = false;

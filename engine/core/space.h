@@ -20,7 +20,8 @@
  * across machines.
  *
  * Constraints are expressions over knob names (see expr.h); a genome is valid when every constraint that reads
- * only active knobs is non-zero (one that reads an inactive knob holds).
+ * only active knobs is non-zero (one that reads an inactive knob holds) and, when the space has a filter
+ * (evo_space_set_filter: a rule no expression states, such as what one GPU can run), the filter takes it.
  *
  * Ownership: evo_space owns its knobs, conditions and constraints; free with evo_space_free. A built space is
  * read-only and may be shared between threads. Build order: new → add knobs → set conditions (which may name any
@@ -95,9 +96,21 @@ const char *evo_space_constraint_text(const evo_space *s, int i);
  * value). */
 int evo_genome_get(const evo_space *s, const evo_genome *g, const char *knob, int def);
 
-/* True when every constraint holds (one reading an inactive knob holds). When it does not and violated is not NULL,
- * *violated is the first failing constraint's text (owned by the space). */
+/* True when every constraint holds (one reading an inactive knob holds) and the filter, if any, takes g. When it is
+ * not valid and violated is not NULL, *violated is the first failing constraint's text, or the filter's label (both
+ * owned by the space or the filter's setter). */
 bool evo_space_valid(const evo_space *s, const evo_genome *g, const char **violated);
+
+/* A rule over whole genomes that no constraint expression states (the search loop's: what the task can implement at
+ * one GPU's limits). fn returns true for a genome it takes; it sees canonical genomes that satisfy every constraint.
+ * evo_space_valid, evo_space_foreach_valid and evo_space_random then leave out what it refuses; evo_space_count
+ * counts the constraints alone. fn, ctx and label (what evo_space_valid names as violated) are borrowed and must
+ * outlive the filter; fn = NULL removes it. The space is then no longer read-only: set the filter before sharing it
+ * and remove it before ctx goes away. */
+typedef bool (*evo_space_filter_fn)(const evo_genome *g, void *ctx);
+void evo_space_set_filter(evo_space *s, evo_space_filter_fn fn, void *ctx, const char *label);
+/* The filter's label, NULL when the space has none. */
+const char *evo_space_filter_label(const evo_space *s);
 
 evo_status evo_genome_parse(const evo_space *s, const char *text, evo_genome *g, evo_err *err);
 /* Canonical text; returns the length (truncated to n-1 when it does not fit, like snprintf). */
@@ -113,8 +126,8 @@ bool evo_genome_equal(const evo_space *s, const evo_genome *a, const evo_genome 
  * knobs. */
 evo_status evo_space_count(const evo_space *s, uint64_t limit, uint64_t *total, uint64_t *valid, bool *exact,
                            evo_err *err);
-/* Visit every valid genome (canonical) in lexicographic index order of the walk order; stop early when fn returns
- * non-zero. */
+/* Visit every valid genome (canonical; the filter's too) in lexicographic index order of the walk order; stop early
+ * when fn returns non-zero. */
 void evo_space_foreach_valid(const evo_space *s, int (*fn)(const evo_genome *g, void *ctx), void *ctx);
 /* A random valid genome, canonical: each active knob drawn uniformly in the walk order, so without conditions a
  * uniformly random one, and with conditions each case of a condition knob as likely as without (rejection

@@ -117,22 +117,29 @@ evo_status evo_candidates_prepare(const evo_build_opts *o, evo_candidate *c, int
         if (s != EVO_OK) return s;
         evo_candidate_key(o->task, o->cfg->space, &g, compile_key, ci->key);
         const char *violated = NULL;
-        if (!evo_space_valid(o->cfg->space, &g, &violated)) {
+        /* a space filtered by evo_candidate_admit (the search loop's) names the filter: the reason comes below */
+        if (!evo_space_valid(o->cfg->space, &g, &violated) && violated != evo_space_filter_label(o->cfg->space)) {
             set_verdict(ci, EVO_V_INVALID, "violates constraint: %s", violated ? violated : "?");
             continue;
         }
-        if (!(o->cfg->accuracy & (1u << ci->accuracy))) {
-            char admitted[128];
-            evo_config_accuracy_names(o->cfg, admitted, sizeof admitted);
-            ci->verdict = EVO_V_INVALID;
-            snprintf(ci->why, sizeof ci->why,
-                     "its arithmetic is of accuracy class %s, which the config does not admit (accuracy: [%s])",
-                     evo_task_accuracy_name(o->task, ci->accuracy), admitted);
-            continue;
-        }
-        ci->verdict = o->task->can_implement(o->cfg, &g, o->lim, ci->why, sizeof ci->why);
+        ci->verdict = evo_candidate_admit(o, &g, ci->why, sizeof ci->why);
     }
     return EVO_OK;
+}
+
+evo_verdict evo_candidate_admit(const evo_build_opts *o, const evo_genome *g, char *why, size_t why_len)
+{
+    const int accuracy = o->task->genome_accuracy ? o->task->genome_accuracy(o->cfg, g) : 0;
+    if (!(o->cfg->accuracy & (1u << accuracy))) {
+        char admitted[128];
+        evo_config_accuracy_names(o->cfg, admitted, sizeof admitted);
+        snprintf(why, why_len,
+                 "its arithmetic is of accuracy class %s, which the config does not admit (accuracy: [%s])",
+                 evo_task_accuracy_name(o->task, accuracy), admitted);
+        return EVO_V_INVALID;
+    }
+    if (why_len) why[0] = '\0';
+    return o->task->can_implement(o->cfg, g, o->lim, why, why_len);
 }
 
 /* Verdict of a compiled candidate from its compile result: the resource gate on what ptxas reported. */

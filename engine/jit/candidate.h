@@ -41,6 +41,10 @@ typedef struct {
  * INVALID / RESOURCE_FAIL with why); compile compiles the prepared OK ones not skipped (skip may be NULL) and
  * applies the resource gate; build is both. */
 evo_status evo_candidates_prepare(const evo_build_opts *o, evo_candidate *c, int n, evo_err *err);
+/* What prepare decides of a genome that satisfies the space's constraints, before anything is rendered: its
+ * accuracy class is one the config admits, and the task can implement it at o->lim (can_implement). EVO_V_OK, or
+ * EVO_V_INVALID / EVO_V_RESOURCE_FAIL with why. Cheap and pure: the search loop filters its proposals by it. */
+evo_verdict evo_candidate_admit(const evo_build_opts *o, const evo_genome *g, char *why, size_t why_len);
 evo_status evo_candidates_compile(const evo_build_opts *o, evo_candidate *c, int n, const bool *skip, evo_err *err);
 evo_status evo_candidates_build(const evo_build_opts *o, evo_candidate *c, int n, evo_err *err);
 void evo_candidate_free(evo_candidate *c);

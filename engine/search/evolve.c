@@ -124,6 +124,7 @@ typedef struct {
     int failed_gen;        /* islands: the generation in which this island or peer_failed failed, or -1 */
     bool self_interrupted; /* this island got the Ctrl-C / SIGTERM itself */
     double budget;         /* the time budget in seconds (0: none), for the islands' messages */
+    evo_build_opts admit;  /* what the space's filter checks genomes with (filter_space) */
 } loop;
 
 /* ---- storing one result ---- */
@@ -997,11 +998,48 @@ static evo_status apply_arch_rule(loop *L, evo_err *err)
     return s;
 }
 
+static bool runs_here(const evo_genome *g, void *ctx)
+{
+    char why[512];
+    return evo_candidate_admit(ctx, g, why, sizeof why) == EVO_V_OK;
+}
+
+static int count_genome(const evo_genome *g, void *ctx)
+{
+    (void)g;
+    ++*(uint64_t *)ctx;
+    return 0;
+}
+
+/* The search proposes only genomes this GPU can run: one that the task's can_implement refuses at the evaluator's
+ * limits, or whose accuracy class the config does not admit, would come back INVALID or RESOURCE_FAIL at no cost
+ * but its population slot (on an H200 with the default config, 171 of the 380 slots of a 20 x 32 search went so). The
+ * filter sits in the space, so every strategy's proposals, repairs, neighbours and random genomes keep to it;
+ * candidates are still judged as before. Said once, with how many genomes that leaves. */
+static void filter_space(loop *L)
+{
+    L->admit = (evo_build_opts){
+        .cfg = L->cfg, .task = L->task, .lim = evo_evaluator_limits(L->ev), .arch = evo_evaluator_arch(L->ev)};
+    evo_space_set_filter(L->cfg->space, runs_here, &L->admit,
+                         "what the task cannot run on this GPU or the config does not admit (can_implement, accuracy)");
+    uint64_t total = 0, valid = 0, kept = 0;
+    bool exact = false;
+    evo_err e;
+    if (L->o.quiet || evo_space_count(L->cfg->space, 1000000, &total, &valid, &exact, &e) != EVO_OK || !exact) return;
+    evo_space_foreach_valid(L->cfg->space, count_genome, &kept);
+    if (kept < valid)
+        fprintf(L->o.out,
+                "on %s the search proposes what the task can run there: %llu of the %llu genomes the "
+                "constraints allow\n",
+                L->admit.arch, (unsigned long long)kept, (unsigned long long)valid);
+}
+
 static evo_status make_strategy(loop *L, evo_err *err)
 {
     const evo_run_opts *o = &L->o;
     const bool insights = o->insights < 0 ? L->cfg->evolution.insights : o->insights > 0;
     evo_status s = apply_arch_rule(L, err);
+    if (s == EVO_OK) filter_space(L);
     if (s == EVO_OK) s = prior_elites(L, err);
     if (s == EVO_OK) s = store_seeds(L, err);
     if (s != EVO_OK) return s;
@@ -1301,6 +1339,7 @@ static evo_status finish(loop *L, evo_status s, evo_err *err)
     free(L->gens);
     evo_strategy_destroy(L->strat);
     evo_insights_free(L->ins);
+    if (L->cfg) evo_space_set_filter(L->cfg->space, NULL, NULL, NULL); /* its limits go with the evaluator */
     g_evaluator = NULL;
     evo_evaluator_close(L->ev);
     evo_store_run_free(&L->run);
