@@ -249,6 +249,8 @@ grep -qx "unseen_shapes: 4 configs written to $tmp/unseen/unseen-work and checke
 u=$tmp/unseen/unseen-work/b1h32s3000wc.yaml
 [ "$(grep -c "^  - {name: " "$u")" = 1 ] && grep -qx "  - {name: b1h32s3000wc, batch: 1, heads: 32, seq: 3000, head_dim: 128, causal: true}" "$u" &&
   grep -qx "regression: {slowdown: 1.10, min_shapes: 1}" "$u" || fail "unseen_shapes: the config $u"
+# with a store its per-shape elites seed the searches (--seed-elites): the config's own seeds would fill generation 0
+grep -qx "seeds: \[\]" "$u" && ! grep -q '^  - "' "$u" || fail "unseen_shapes --db: the config $u keeps seeds"
 python3 "$SRC/tools/bench/unseen_shapes.py" --db "$R" --out "$tmp/unseen" --evo "$EVO" --dry-run --shapes "x:1,2,3,96" \
   >"$tmp/u.out" 2>&1
 [ $? = 2 ] && grep -q "needs positive B, H, S and D 64 or 128" "$tmp/u.out" || fail "unseen_shapes bad shape: $(cat "$tmp/u.out")"

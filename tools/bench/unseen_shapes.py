@@ -4,8 +4,10 @@
 For each shape (default: four outside configs/default.yaml: other batch x heads, odd lengths, head dim 128 causal):
   1. a per-shape search: configs/default.yaml with that one timed shape (regression.min_shapes 1), --generations
      GENS --population POP, seeded with the genomes the dispatching file was made of: with --db, on a copy of that
-     store with evo run --seed-elites (its per-shape elites); without it, on a new store whose config lists the
-     dispatching file's entry genomes as seeds (the same genomes: a dispatching export holds its store's elites);
+     store with evo run --seed-elites (its per-shape elites) and a config without seeds of its own (the default
+     config's seeds would fill generation 0 before the store's elites); without it, on a new store whose config
+     lists the dispatching file's entry genomes as seeds (the same genomes: a dispatching export holds its store's
+     elites);
   2. its best exported (evo export --best --accuracy CLASS; for fp8 also the exact class's best, which the fp8
      class admits: the faster of the two counts);
   3. the dispatching file (--dispatch, else evo export --dispatch --accuracy CLASS of --db) and the per-shape bests
@@ -52,9 +54,10 @@ def parse_shapes(text):
     return out
 
 
-def shape_config(base, shape, seeds=()):
+def shape_config(base, shape, seeds=(), own_seeds=True):
     """configs/default.yaml's text with one timed shape, a regression rule one shape can hold and, first in its
-    seeds: list, the genomes in seeds that it does not list yet."""
+    seeds: list, the genomes in seeds that it does not list yet; own_seeds False: only those (the config's own
+    seeds dropped)."""
     name, b, h, s, d, causal = shape
     one = (f"shapes:\n  - {{name: {name}, batch: {b}, heads: {h}, seq: {s}, head_dim: {d}"
            + (", causal: true" if causal else "") + "}\n")
@@ -64,6 +67,11 @@ def shape_config(base, shape, seeds=()):
     text, n = re.subn(r"(?m)^regression:.*$", "regression: {slowdown: 1.10, min_shapes: 1}", text)
     if n != 1:
         raise RuntimeError("configs/default.yaml: no regression: line")
+    if not own_seeds:  # the seeds: block (its items and the comments among them) emptied
+        text, n = re.subn(r"(?m)^seeds:\n(?:(?:  - .*|  #.*)\n)*", "seeds: []\n", text)
+        if n != 1:
+            raise RuntimeError("configs/default.yaml: no top-level seeds: list")
+        text = text.replace("seeds: []\n", "seeds:\n", 1) if seeds else text
     extra = [g for g in dict.fromkeys(seeds) if f'"{g}"' not in text]
     if extra:
         text, n = re.subn(r"(?m)^seeds:\n", lambda m: m.group(0) + "".join(f'  - "{g}"\n' for g in extra), text)
@@ -225,7 +233,7 @@ def main(argv=None):
     for sh in shapes:
         path = os.path.join(work, f"{sh[0]}.yaml")
         with open(path, "w") as f:
-            f.write(shape_config(base, sh, seeds))
+            f.write(shape_config(base, sh, seeds, own_seeds=not a.db))
         configs[sh[0]] = path
         if run([a.evo, "space", "--config", path], log) != 0:
             print(f"unseen_shapes: evo space refuses {path} (see {log})")
