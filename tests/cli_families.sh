@@ -76,6 +76,16 @@ for g, v, fit, _ in fam1:
     assert abs(fit - latest[g]) < 1e-9, (g, fit, latest[g])
 PY
 
+# A space with nothing the GPU can run or the config admits (every genome of this one is of the exact class) is a
+# config error before any generation, naming why the first genome is left out.
+{ cat "$C"; echo "accuracy: [fp8]"; } >fp8only.yaml
+"$EVO" run --replay "$F" --config fp8only.yaml --db none.db --generations 1 --population 4 >none.out 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "^evo: none of the 228 genomes the constraints allow can run on sm_90 or is of an accuracy class the config admits; the first, TILE_M=32,.*,FAMILY=0: its arithmetic is of accuracy class exact, which the config does not admit (accuracy: \[fp8\])$" none.out ||
+  fail "a space the filter empties: exit $rc: $(cat none.out)"
+[ "$(python3 -c "import sqlite3; print(sqlite3.connect('none.db').execute('select count(*) from runs').fetchone()[0])")" = 0 ] ||
+  fail "a space the filter empties: a run was stored"
+
 # evo elite of the recording: as stored (its run's config has no conditions); with --config, as the conditional
 # space writes the genomes
 "$EVO" elite --show --db "$F" --top 40 --json >elite_stored.json 2>elite.err || fail "elite (stored): $(cat elite.err)"

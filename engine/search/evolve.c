@@ -879,6 +879,8 @@ static evo_status check_island_resume(loop *L, const char *db, evo_err *err)
     return EVO_OK;
 }
 
+static evo_status filter_space(loop *L, bool say, evo_err *err);
+
 static evo_status open_run(loop *L, evo_err *err)
 {
     const evo_run_opts *o = &L->o;
@@ -935,6 +937,8 @@ static evo_status open_run(loop *L, evo_err *err)
     }
 
     if (!o->resume_run) {
+        s = filter_space(L, false, err); /* a space with nothing this GPU can run stores no run */
+        if (s != EVO_OK) return s;
         /* an island's run begins once every island is ready (evo_island_ready), under the job's run id */
         if (!o->island) return begin_new_run(L, 0, err);
         return EVO_OK;
@@ -1011,27 +1015,49 @@ static int count_genome(const evo_genome *g, void *ctx)
     return 0;
 }
 
+static int first_genome(const evo_genome *g, void *ctx)
+{
+    *(evo_genome *)ctx = *g;
+    return 1;
+}
+
 /* The search proposes only genomes this GPU can run: one that the task's can_implement refuses at the evaluator's
  * limits, or whose accuracy class the config does not admit, would come back INVALID or RESOURCE_FAIL at no cost
  * but its population slot (on an H200 with the default config, 171 of the 380 slots of a 20 x 32 search went so). The
  * filter sits in the space, so every strategy's proposals, repairs, neighbours and random genomes keep to it;
- * candidates are still judged as before. Said once, with how many genomes that leaves. */
-static void filter_space(loop *L)
+ * candidates are still judged as before. Said (say) once, with how many genomes that leaves; a space it leaves empty
+ * is a config error naming why the first genome cannot run, found before a new run is stored (open_run). */
+static evo_status filter_space(loop *L, bool say, evo_err *err)
 {
+    evo_space *space = L->cfg->space;
     L->admit = (evo_build_opts){
         .cfg = L->cfg, .task = L->task, .lim = evo_evaluator_limits(L->ev), .arch = evo_evaluator_arch(L->ev)};
-    evo_space_set_filter(L->cfg->space, runs_here, &L->admit,
+    evo_space_set_filter(space, runs_here, &L->admit,
                          "what the task cannot run on this GPU or the config does not admit (can_implement, accuracy)");
     uint64_t total = 0, valid = 0, kept = 0;
     bool exact = false;
     evo_err e;
-    if (L->o.quiet || evo_space_count(L->cfg->space, 1000000, &total, &valid, &exact, &e) != EVO_OK || !exact) return;
-    evo_space_foreach_valid(L->cfg->space, count_genome, &kept);
-    if (kept < valid)
+    if (evo_space_count(space, 1000000, &total, &valid, &exact, &e) != EVO_OK || !exact || valid == 0) return EVO_OK;
+    evo_space_foreach_valid(space, count_genome, &kept);
+    if (kept == 0) { /* nothing to search: say why for the first genome the constraints allow */
+        evo_genome g;
+        memset(&g, 0, sizeof g);
+        evo_space_set_filter(space, NULL, NULL, NULL);
+        evo_space_foreach_valid(space, first_genome, &g);
+        char text[EVO_GENOME_TEXT_MAX], why[512] = "";
+        evo_genome_format(space, &g, text, sizeof text);
+        evo_candidate_admit(&L->admit, &g, why, sizeof why);
+        return evo_fail(err, EVO_E_CONFIG,
+                        "none of the %llu genomes the constraints allow can run on %s or is of an accuracy class the "
+                        "config admits; the first, %s: %s",
+                        (unsigned long long)valid, L->admit.arch, text, why);
+    }
+    if (say && kept < valid && !L->o.quiet)
         fprintf(L->o.out,
                 "on %s the search proposes what the task can run there: %llu of the %llu genomes the "
                 "constraints allow\n",
                 L->admit.arch, (unsigned long long)kept, (unsigned long long)valid);
+    return EVO_OK;
 }
 
 static evo_status make_strategy(loop *L, evo_err *err)
@@ -1039,7 +1065,7 @@ static evo_status make_strategy(loop *L, evo_err *err)
     const evo_run_opts *o = &L->o;
     const bool insights = o->insights < 0 ? L->cfg->evolution.insights : o->insights > 0;
     evo_status s = apply_arch_rule(L, err);
-    if (s == EVO_OK) filter_space(L);
+    if (s == EVO_OK) s = filter_space(L, true, err);
     if (s == EVO_OK) s = prior_elites(L, err);
     if (s == EVO_OK) s = store_seeds(L, err);
     if (s != EVO_OK) return s;
