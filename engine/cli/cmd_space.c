@@ -1,5 +1,7 @@
 /* cmd_space.c — `evo space`: the search space of a config (knobs, domains, conditions, constraints, baseline) with
- * its number of distinct genomes and its exact number of valid genomes, as text or as JSON. */
+ * its number of distinct genomes and its exact number of valid genomes, as text or as JSON; with --arch, also how many
+ * of them a search on that GPU proposes (the task's can_implement at the arch's limits, the config's classes). */
+#include "candidate.h"
 #include "cli.h"
 #include "config.h"
 #include "space.h"
@@ -13,6 +15,34 @@
 
 /* Enumeration budget: a few seconds of work at most; pruning by the constraints keeps far larger spaces exact. */
 #define SPACE_COUNT_LIMIT 10000000ULL
+
+static bool admit_one(const evo_genome *g, void *ctx)
+{
+    char why[512];
+    return evo_candidate_admit(ctx, g, why, sizeof why) == EVO_V_OK;
+}
+
+static int count_one(const evo_genome *g, void *ctx)
+{
+    (void)g;
+    ++*(long long *)ctx;
+    return 0;
+}
+
+/* How many valid genomes a search on arch proposes: those evo_candidate_admit takes at the arch's known limits (what
+ * the search loop's filter keeps). -1 when the count is not exact or the task or arch is unknown. */
+static long long runnable(evo_config *c, const char *arch, bool exact)
+{
+    evo_device_limits lim;
+    const evo_task *task = evo_task_find(c->task);
+    if (!exact || !task || evo_device_limits_for_arch(arch, &lim, NULL) != EVO_OK) return -1;
+    evo_build_opts o = {.cfg = c, .task = task, .lim = &lim, .arch = arch};
+    long long n = 0;
+    evo_space_set_filter(c->space, admit_one, &o, "not runnable");
+    evo_space_foreach_valid(c->space, count_one, &n);
+    evo_space_set_filter(c->space, NULL, NULL, NULL);
+    return n;
+}
 
 static void print_text(const evo_config *c, uint64_t total, uint64_t valid, bool exact)
 {
@@ -46,7 +76,8 @@ static void print_text(const evo_config *c, uint64_t total, uint64_t valid, bool
         printf("valid:    about %" PRIu64 " (estimated by sampling: too many to enumerate)\n", valid);
 }
 
-static evo_status print_json(const evo_config *c, uint64_t total, uint64_t valid, bool exact, evo_err *err)
+static evo_status print_json(const evo_config *c, uint64_t total, uint64_t valid, bool exact, const char *arch,
+                             long long runs, evo_err *err)
 {
     const evo_space *s = c->space;
     cJSON *root = cJSON_CreateObject();
@@ -75,6 +106,11 @@ static evo_status print_json(const evo_config *c, uint64_t total, uint64_t valid
     cJSON_AddNumberToObject(root, "total", (double)total);
     cJSON_AddNumberToObject(root, "valid", (double)valid);
     cJSON_AddBoolToObject(root, "exact", exact);
+    if (arch && runs >= 0) {
+        cJSON *r = cJSON_AddObjectToObject(root, "proposed_on_arch");
+        cJSON_AddStringToObject(r, "arch", arch);
+        cJSON_AddNumberToObject(r, "genomes", (double)runs);
+    }
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text) return evo_fail(err, EVO_E_NOMEM, "space: out of memory writing JSON");
@@ -89,7 +125,8 @@ const evo_cli_opt evo_cli_opts_space[] = {
     {"json", 'J', no_argument, false, NULL, NULL},         /* not listed in the usage */
     {"arch", 'A', required_argument, false, "ARCH",
      "the space a search on that GPU (sm_80, sm_86, sm_89, sm_90) walks: with the task's rule for\n"
-     "what cannot run there among the constraints"},
+     "what cannot run there among the constraints, and how many genomes it proposes (those the task\n"
+     "can implement at that GPU's limits, of a class the config admits)"},
     {0},
 };
 
@@ -130,12 +167,16 @@ EVO_CMD(space)
     uint64_t total, valid;
     bool exact;
     st = evo_space_count(c->space, SPACE_COUNT_LIMIT, &total, &valid, &exact, err);
+    const long long runs = st == EVO_OK && arch ? runnable(c, arch, exact) : -1;
     if (st == EVO_OK) {
         if (json)
-            st = print_json(c, total, valid, exact, err);
+            st = print_json(c, total, valid, exact, arch, runs, err);
         else
             print_text(c, total, valid, exact);
     }
+    if (st == EVO_OK && !json && runs >= 0)
+        printf("proposed: %lld on %s (what the task can implement at its limits, of a class the config admits)\n", runs,
+               arch);
     evo_config_free(c);
     return st;
 }
