@@ -285,12 +285,13 @@ PY
               --kernel-name regex:evo_attn --filter-mode per-launch-config --launch-count 1 \
               --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats \
               --section WarpStateStats --section InstructionStats --section Occupancy --section LaunchStats \
+              --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
               python3 tools/bench/compare_sdpa.py "$f" --presets "${STALLS_PRESETS:-wide}" \
               --shapes "${STALLS_SHAPES:-4,16,4096,128}" --causal "${STALLS_CAUSAL:-off}" --peers "" --reps 1 \
               --replays 1 --out /tmp/evo-stalls >"$OUT/stalls.txt" 2>&1
-            echo "stalls: ncu exit $? ($(grep -c '^  evo_attn' "$OUT/stalls.txt") kernels profiled)"
-            grep -E "^  evo_attn|Duration|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Stall" "$OUT/stalls.txt" |
-              head -40 ;;
+            echo "stalls: ncu exit $? ($(grep -c '^  void evo_attn' "$OUT/stalls.txt") kernels profiled)"
+            grep -E "^  void evo_attn|Duration|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|stalled_" \
+              "$OUT/stalls.txt" | awk '!/stalled_/ || $NF + 0 >= 0.1' | head -60 ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/bench/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;
