@@ -661,6 +661,17 @@ EVO_DEV void issue_pv(float (&o)[MT][D / 2], const PFrag<TILE_N, MT, P8> &pf, u3
  * max), M (the exponent offset in log2 units), l (row sum of this thread's P values; e4m3 P only: FP16 P is summed
  * by the P·V GEMM) and alpha (O's factor).
  * Element 4i+2h+e of s[mt] is row rowbase[mt] + g + 8h, key key0 + 8i + 2q + e. */
+/* The maximum of row half h of a thread's scores in [LO, HI) of its key groups, as a balanced tree: depth log2 of the
+ * count instead of a chain of one dependent FMNMX per group (ncu: fixed-latency waits are the consumers' largest
+ * stall). A maximum is exact in any order, so the bits are the chain's. */
+template <int LO, int HI, int N> EVO_DEV float row_max(const float (&s)[N], int h)
+{
+    if constexpr (HI - LO == 1)
+        return fmaxf(s[4 * LO + 2 * h], s[4 * LO + 2 * h + 1]);
+    else
+        return fmaxf(row_max<LO, (LO + HI) / 2>(s, h), row_max<(LO + HI) / 2, HI>(s, h));
+}
+
 template <int TILE_N, int MT, bool P8> struct Softmax {
     float m[MT][2], M[MT][2], l[MT][2], alpha[MT][2];
     EVO_DEV void init()
@@ -687,15 +698,23 @@ template <int TILE_N, int MT, bool P8> struct Softmax {
                             if (8 * i + e > lim) s[mt][4 * i + 2 * h + e] = neg_inf();
                 }
         }
+        /* every row half's maximum first (trees, then the quad's shuffles side by side), then the exponentials */
+        float rmx[MT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) rmx[mt][h] = fmaxf(m[mt][h], row_max<0, TILE_N / 8>(s[mt], h));
+#pragma unroll
+        for (int sh = 1; sh <= 2; sh *= 2)
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) rmx[mt][h] = fmaxf(rmx[mt][h], __shfl_xor_sync(0xffffffffu, rmx[mt][h], sh));
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                float mx = m[mt][h];
-#pragma unroll
-                for (int i = 0; i < TILE_N / 8; i++) mx = fmaxf(mx, fmaxf(s[mt][4 * i + 2 * h], s[mt][4 * i + 2 * h + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float mx = rmx[mt][h];
                 m[mt][h] = mx;
                 /* P8: an integer offset keeps P within (0, 256] and makes every rescale a power of two, so P̃ does
                  * not depend on the tiling: they are the FP8 model's (attn_numerics.h), whose per-element error the
