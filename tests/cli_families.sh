@@ -81,7 +81,7 @@ PY
 { cat "$C"; echo "accuracy: [fp8]"; } >fp8only.yaml
 "$EVO" run --replay "$F" --config fp8only.yaml --db none.db --generations 1 --population 4 >none.out 2>&1
 rc=$?
-[ $rc = 2 ] && grep -q "^evo: none of the 228 genomes the constraints allow can run on sm_90 or is of an accuracy class the config admits; the first, TILE_M=32,.*,FAMILY=0: its arithmetic is of accuracy class exact, which the config does not admit (accuracy: \[fp8\])$" none.out ||
+[ $rc = 2 ] && grep -q "^evo: fp8only.yaml: none of the 228 genomes the constraints allow can run on sm_90 or is of an accuracy class the config admits; the first, TILE_M=32,.*,FAMILY=0: its arithmetic is of accuracy class exact, which the config does not admit (accuracy: \[fp8\])$" none.out ||
   fail "a space the filter empties: exit $rc: $(cat none.out)"
 [ "$(python3 -c "import sqlite3; print(sqlite3.connect('none.db').execute('select count(*) from runs').fetchone()[0])")" = 0 ] ||
   fail "a space the filter empties: a run was stored"

@@ -1048,9 +1048,9 @@ static evo_status filter_space(loop *L, bool say, evo_err *err)
         evo_genome_format(space, &g, text, sizeof text);
         evo_candidate_admit(&L->admit, &g, why, sizeof why);
         return evo_fail(err, EVO_E_CONFIG,
-                        "none of the %llu genomes the constraints allow can run on %s or is of an accuracy class the "
-                        "config admits; the first, %s: %s",
-                        (unsigned long long)valid, L->admit.arch, text, why);
+                        "%s: none of the %llu genomes the constraints allow can run on %s or is of an accuracy class "
+                        "the config admits; the first, %s: %s",
+                        evo_show(L->cfg->path).s, (unsigned long long)valid, L->admit.arch, text, why);
     }
     if (say && kept < valid && !L->o.quiet)
         fprintf(L->o.out,
