@@ -97,9 +97,17 @@ int main(void)
     CHECK(attn_sm90_check(&v2, 128, 227 * 1024) == NULL);
     CHECK(attn_sm90_smem_bytes(&v2, 128) == attn_sm90_smem_bytes(&v1, 128));
     v2.pipe = 1, v2.overlap = 0, v2.pingpong = 0;
-    CHECK(has(attn_sm90_check(&v2, 128, 227 * 1024), "V_PATH=2 needs PIPE=2"));
-    v2.v_path = 3, v2.pipe = 2;
+    CHECK(has(attn_sm90_check(&v2, 128, 227 * 1024), "V_PATH=2 and 3 need PIPE=2"));
+    v2.v_path = 4, v2.pipe = 2, v2.overlap = 1, v2.pingpong = 1;
     CHECK(has(attn_sm90_check(&v2, 128, 227 * 1024), "V_PATH must be"));
+    /* V_PATH 3 (K and V given in FP16, the FP16-K-and-V entry): for the FP16 Q·Kᵀ only; same shared memory */
+    v2.v_path = 3;
+    CHECK(has(attn_sm90_check(&v2, 128, 227 * 1024), "V_PATH=3 needs QK_MODE=2"));
+    const evo_sm90_genome e1f = {64, 3, 64, 2, 2, 2, 1, 1, 0, 0, 56, 0}; /* e1f273e5, the exact class's best */
+    evo_sm90_genome k1 = e1f, k3 = e1f;
+    k3.v_path = 3;
+    CHECK(attn_sm90_check(&k3, 128, 227 * 1024) == NULL && attn_sm90_check(&k3, 64, 227 * 1024) == NULL);
+    CHECK(attn_sm90_smem_bytes(&k3, 128) == attn_sm90_smem_bytes(&k1, 128));
 
     /* geometry */
     CHECK(attn_sm90_threads(&best) == 384);
@@ -135,18 +143,21 @@ int main(void)
     };
     const int dims[] = {128, 128, 128, 128, 128, 64, 128, 64};
     /* the fp8 class's shipped winners with V given in FP16: afb8908b at D = 128, 057834dd (persistent, Q in shared
-     * memory) at D = 64; no spill, no stack */
-    const evo_sm90_genome v16[] = {{64, 2, 128, 2, 2, 1, 2, 1, 1, 0, 56, 0}, {64, 2, 128, 2, 2, 0, 2, 1, 1, 0, 56, 1}};
-    const int v16_dims[] = {128, 64};
+     * memory) at D = 64; the exact class's e1f273e5 with K and V given in FP16 at both; no spill, no stack */
+    const evo_sm90_genome v16[] = {{64, 2, 128, 2, 2, 1, 2, 1, 1, 0, 56, 0},
+                                   {64, 2, 128, 2, 2, 0, 2, 1, 1, 0, 56, 1},
+                                   {64, 3, 64, 2, 2, 2, 3, 1, 0, 0, 56, 0},
+                                   {64, 3, 64, 2, 2, 2, 3, 1, 0, 0, 56, 0}};
+    const int v16_dims[] = {128, 64, 128, 64};
     int v16_compiled = 0;
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < 4; i++) {
         CHECK(attn_sm90_check(&v16[i], v16_dims[i], 227 * 1024) == NULL);
         int regs;
         CHECK(compile_one(src, abi, &v16[i], v16_dims[i], &regs) == 0);
         CHECK(regs > 0 && regs <= 255);
         v16_compiled++;
     }
-    CHECK(v16_compiled == 2);
+    CHECK(v16_compiled == 4);
     int compiled = 0;
     for (size_t i = 0; i < sizeof sample / sizeof sample[0]; i++) {
         CHECK(attn_sm90_check(&sample[i], dims[i], 227 * 1024) == NULL);

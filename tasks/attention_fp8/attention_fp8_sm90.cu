@@ -25,6 +25,11 @@
  *             multiplies O), and the TMA thread loads each tile's D/64 column blocks straight into the layout the
  *             transform warps write for V_PATH 1 (rows of 128 bytes, 128-byte swizzle), so no warp converts V. With
  *             p.v = the FP16 values of the codes it equals V_PATH 1 bit for bit. PIPE 2 only.
+ *   V_PATH 3: (not a search knob: the FP16-K-and-V entry, evo_attention_forward_kv16) V_PATH 2 with K given in FP16
+ *             too, for the FP16 Q·Kᵀ (QK_MODE 2 only): p.k points to FP16 [B, H, S, D] (k_scale NULL means 1) and the
+ *             TMA thread loads each key tile's D/64 column blocks straight into the FP16 K ring (the layout the
+ *             transform warps write for QK_MODE 2), so the transform warps convert Q alone. With p.k, p.v = the FP16
+ *             values of the codes it equals QK_MODE 2 + V_PATH 1 bit for bit.
  * The FP8 wgmma keeps ~14 bits of the aligned products: scores carry ~1e-4 relative error, which defeats the 2e-3 gate
  * on logits in the thousands and flips e4m3 roundings of P; QK_MODE 2 + V_PATH 1 is the configuration that passes
  * every distribution (docs/perf-notes.md, "Precision").
@@ -854,7 +859,20 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         c.advance(p, nq);
         return true;
     };
-    /* V_PATH 2: FP16 V of tile j straight into its Vᵀ stage (the FP16 layout of V_PATH 1) once the consumers are
+    /* V_PATH 3: FP16 K of tile j straight into its K16 stage (the layout convert16 writes for QK_MODE 2) once the
+     * consumers are done with the tile STAGES back: D/64 boxes of 64 dims x TILE_N rows, on the k16full barrier */
+    auto issue_k16 = [&](Cursor &c) {
+        const int s = c.it % STAGES;
+        if (c.it >= STAGES && !mbar_test(sm.b(B::kempty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        mbar_expect_tx(sm.b(B::k16full(s)), TILE_N * D * 2);
+#pragma unroll
+        for (int cb = 0; cb < D / 64; cb++)
+            tma_load_3d(sm.k16 + s * 2 * KV + cb * TILE_N * 128, &t.k, cb * 64, c.j * TILE_N, c.bh,
+                        sm.b(B::k16full(s)));
+        c.advance(p, nq);
+        return true;
+    };
+    /* V_PATH 2, 3: FP16 V of tile j straight into its Vᵀ stage (the FP16 layout of V_PATH 1) once the consumers are
      * done with the tile STAGES back: D/64 boxes of 64 dims x TILE_N rows, 128-byte swizzle, on the vtfull barrier */
     auto issue_v16 = [&](Cursor &c) {
         constexpr int VT = vt_bytes<D, TILE_N, V_PATH>();
@@ -880,12 +898,14 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
                     kc.j = 0;
                     moved = true;
                 }
+            } else if constexpr (V_PATH == 3) {
+                moved |= issue_k16(kc);
             } else {
                 moved |= issue_tile(kc, sm.k, &t.k, B::kempty, B::kfull);
             }
         }
         if (!vc.done) {
-            if constexpr (V_PATH == 2) moved |= issue_v16(vc);
+            if constexpr (V_PATH >= 2) moved |= issue_v16(vc);
             else moved |= issue_tile(vc, sm.v, &t.v, B::vrawempty, B::vfull);
         }
         if (moved) {
@@ -908,7 +928,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
     typedef Bars<STAGES> B;
     constexpr int UNR = PRODUCER_REGS >= 56 ? 8 : 4; /* convert16's loads in flight: 8 spill at 40 registers */
     constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>(), K16 = 2 * KV;
-    if constexpr (V_PATH == 2 && QK_MODE != 2) return; /* nothing to convert: V arrives in FP16, Q and K raw */
+    if constexpr (V_PATH >= 2 && QK_MODE != 2) return; /* nothing to convert: V arrives in FP16, Q and K raw */
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -923,14 +943,14 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
         for (int j = 0; j < n; j++, it++) {
             const int s = it % STAGES;
             const u32 ph = (u32)(it / STAGES) & 1u;
-            if constexpr (QK_MODE == 2) {
+            if constexpr (QK_MODE == 2 && V_PATH != 3) { /* V_PATH 3: K arrives in FP16 by TMA */
                 mbar_wait(sm.b(B::kfull(s)), ph);
                 if constexpr (!(PROBE & 1))
                     convert16<D, TILE_N, TRANSFORM_WARPS, UNR>(sm.k + s * KV, sm.k16 + s * K16, worker, lane);
                 fence_proxy_async();
                 mbar_arrive(sm.b(B::k16full(s)));
             }
-            if constexpr (V_PATH == 2) continue; /* V arrives in FP16 by TMA: nothing to transform */
+            if constexpr (V_PATH >= 2) continue; /* V arrives in FP16 by TMA: nothing to transform */
             mbar_wait(sm.b(B::vfull(s)), ph);
             if (it >= STAGES) mbar_wait(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
             if constexpr (PROBE & 1) {
@@ -983,9 +1003,9 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
         sc.item(p, nq, bh, qt);
         const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM), wg_row0 = m0 + cw * WG_ROWS;
         const long long head_off = (long long)bh * p.seq * D;
-        /* V_PATH 2 (V given in FP16): no v_scale means 1 */
-        const float qk_mul = p.q_scale[bh] * p.k_scale[bh] * p.softmax_scale * LOG2E,
-                    v_mul = V_PATH == 2 && !p.v_scale ? 1.f : p.v_scale[bh];
+        /* V_PATH 2, 3 (V, and K, given in FP16): no v_scale (k_scale) means 1 */
+        const float qk_mul = p.q_scale[bh] * (V_PATH == 3 && !p.k_scale ? 1.f : p.k_scale[bh]) * p.softmax_scale * LOG2E,
+                    v_mul = V_PATH >= 2 && !p.v_scale ? 1.f : p.v_scale[bh];
         int rowbase[MT];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) rowbase[mt] = wg_row0 + mt * 64 + wi * 16;
@@ -1224,8 +1244,10 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     using namespace evo_sm90;
     typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH> C;
     typedef Bars<STAGES> B;
-    static_assert(V_PATH == 0 || V_PATH == 1 || V_PATH == 2, "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V) or 2 (V given in FP16)");
-    static_assert(V_PATH != 2 || PIPE == 2, "V_PATH 2 loads V by the producer's TMA thread (PIPE 2)");
+    static_assert(V_PATH >= 0 && V_PATH <= 3,
+                  "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V), 2 (V given in FP16) or 3 (K and V given in FP16)");
+    static_assert(V_PATH < 2 || PIPE == 2, "V_PATH 2 and 3 load V (and K) by the producer's TMA thread (PIPE 2)");
+    static_assert(V_PATH != 3 || QK_MODE == 2, "V_PATH 3 gives K in FP16 to the FP16 Q·Kᵀ (QK_MODE 2)");
     static_assert(!OVERLAP || PIPE == 2, "OVERLAP needs the producer warpgroup (PIPE 2)");
     static_assert(!PINGPONG || (OVERLAP && CONSUMERS == 2), "PINGPONG needs OVERLAP and two consumer warpgroups");
     static_assert(O_ACC == 0 || O_ACC == 1, "O_ACC 0 or 1");
@@ -1259,10 +1281,10 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
         for (int s = 0; s < STAGES; s++) {
             mbar_init(sm.b(B::kfull(s)), 1);
             mbar_init(sm.b(B::vfull(s)), 1);
-            mbar_init(sm.b(B::vtfull(s)), V_PATH == 2 ? 1 : NXT); /* V_PATH 2: the TMA thread's expect_tx */
+            mbar_init(sm.b(B::vtfull(s)), V_PATH >= 2 ? 1 : NXT); /* V_PATH 2, 3: the TMA thread's expect_tx */
             mbar_init(sm.b(B::kempty(s)), NCT);
             mbar_init(sm.b(B::vempty(s)), NCT);
-            mbar_init(sm.b(B::k16full(s)), NXT);
+            mbar_init(sm.b(B::k16full(s)), V_PATH == 3 ? 1 : NXT); /* V_PATH 3: the TMA thread's expect_tx */
             mbar_init(sm.b(B::vrawempty(s)), NXT);
         }
         fence_barrier_init();

@@ -71,8 +71,10 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (g->pipe < 0 || g->pipe > 2) return "PIPE must be 0 (cp.async), 1 (TMA ring) or 2 (producer warpgroup)";
     if (g->qk_mode < 0 || g->qk_mode > 2)
         return "QK_MODE must be 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)";
-    if (g->v_path < 0 || g->v_path > 2) return "V_PATH must be 0 (e4m3), 1 (FP16) or 2 (V given in FP16)";
-    if (g->v_path == 2 && g->pipe != 2) return "V_PATH=2 needs PIPE=2 (the TMA thread loads the FP16 V)";
+    if (g->v_path < 0 || g->v_path > 3)
+        return "V_PATH must be 0 (e4m3), 1 (FP16), 2 (V given in FP16) or 3 (K and V given in FP16)";
+    if (g->v_path >= 2 && g->pipe != 2) return "V_PATH=2 and 3 need PIPE=2 (the TMA thread loads the FP16 V)";
+    if (g->v_path == 3 && g->qk_mode != 2) return "V_PATH=3 needs QK_MODE=2 (K given in FP16 to the FP16 Q·Kᵀ)";
     if (g->overlap != 0 && g->overlap != 1) return "OVERLAP must be 0 or 1";
     if (g->overlap && g->pipe != 2) return "OVERLAP=1 needs PIPE=2";
     if (g->pingpong != 0 && g->pingpong != 1) return "PINGPONG must be 0 or 1";
@@ -128,7 +130,7 @@ static int encode_one(evo_tmap *m, unsigned long long addr, const evo_attn_param
                   TMAP_OOB_FILL_ZERO);
 }
 
-/* V_PATH 2: p->v is FP16 [B·H, S, D]: a 3-D map {D, S, B·H} of 2-byte elements, box {64, rows, 1} (one 128-byte
+/* V_PATH 2 (and K with V_PATH 3): p->v is FP16 [B·H, S, D]: a 3-D map {D, S, B·H} of 2-byte elements, box {64, rows, 1} (one 128-byte
  * column block; the kernel loads D/64 of them per tile), 128-byte swizzle, rows past S read as zeros. */
 static int encode_v16(evo_tmap *m, unsigned long long addr, const evo_attn_params *p, unsigned rows,
                       evo_tmap_encode_fn encode)
@@ -146,9 +148,11 @@ int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_
                          evo_tmap_encode_fn encode)
 {
     int r = encode_one(&t->q, (unsigned long long)(size_t)p->q, p, (unsigned)g->wg_rows, encode);
-    if (r == 0) r = encode_one(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode);
     if (r == 0)
-        r = g->v_path == 2 ? encode_v16(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
+        r = g->v_path == 3 ? encode_v16(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode)
+                           : encode_one(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode);
+    if (r == 0)
+        r = g->v_path >= 2 ? encode_v16(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
                            : encode_one(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode);
     return r;
 }

@@ -45,7 +45,8 @@ typedef struct {
     int pipe;          /* PIPE: 0 cp.async, 1 TMA ring, 2 TMA + producer warpgroup */
     int qk_mode;       /* QK_MODE: 0 e4m3 (Q from smem), 1 e4m3 (Q in registers), 2 FP16 (Q, K converted in smem) */
     int v_path;        /* V_PATH: 0 e4m3 Vᵀ, 1 FP16 V; 2 V_PATH 1 with V given in FP16 (p.v: FP16 [B, H, S, D]; the
-                          FP16-V entry of exported files, not a search value) */
+                          FP16-V entry of exported files, not a search value); 3 as 2 with K given in FP16 too
+                          (p.k: FP16; QK_MODE 2 only; the FP16-K-and-V entry) */
     int overlap;       /* OVERLAP: 0, 1 (PIPE 2) */
     int pingpong;      /* PINGPONG: 0, 1 (OVERLAP 1, CONSUMERS 2) */
     int o_acc;         /* O_ACC: 0, 1 */
