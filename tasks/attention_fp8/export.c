@@ -23,49 +23,56 @@ static bool is_sm90(const evo_export_ctx *x)
     return x->prog->n_variants > 0 && x->prog->variants[0].attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90;
 }
 
-/* The FP16-V twin of an sm_90a variant (evo_attention_forward_v16): for "evo_attn_sm90<...>" with PIPE 2 and V_PATH 1,
- * the same name with V_PATH 2 into buf (V given in FP16, the same arithmetic); false for every other kernel. */
-static bool v16_twin(const char *expr, char *buf, size_t len)
+/* The twins of an sm_90a variant, for "evo_attn_sm90<...>" with PIPE 2 and V_PATH 1: the same name with V_PATH 2
+ * (vpath 2: V given in FP16, evo_attention_forward_v16) or, when its Q·Kᵀ is FP16 (QK_MODE 2), V_PATH 3 (vpath 3: K
+ * and V given in FP16, evo_attention_forward_kv16) into buf, the same arithmetic; false for every other kernel. */
+static bool fp16_twin(const char *expr, int vpath, char *buf, size_t len)
 {
     int a[13];
     if (sscanf(expr, "evo_attn_sm90<%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d>", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5],
                &a[6], &a[7], &a[8], &a[9], &a[10], &a[11], &a[12]) != 13 ||
-        a[5] != 2 || a[7] != 1)
+        a[5] != 2 || a[7] != 1 || (vpath == 3 && a[6] != 2))
         return false;
-    const int n = snprintf(buf, len, "evo_attn_sm90<%d,%d,%d,%d,%d,%d,%d,2,%d,%d,%d,%d,%d>", a[0], a[1], a[2], a[3],
-                           a[4], a[5], a[6], a[8], a[9], a[10], a[11], a[12]);
+    const int n = snprintf(buf, len, "evo_attn_sm90<%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d>", a[0], a[1], a[2], a[3],
+                           a[4], a[5], a[6], vpath, a[8], a[9], a[10], a[11], a[12]);
     return n > 0 && (size_t)n < len;
 }
 
-/* "template __global__ void NAME(...);" for a kernel and, when it has one, its FP16-V twin. */
+/* "template __global__ void NAME(...);" for a kernel and, when it has them, its FP16 twins. */
 static void append_instantiations(evo_str *o, const char *expr, bool sm90)
 {
+    static const char *const what[] = {"its FP16-V twin", "its FP16-K-and-V twin"};
     char twin[256];
     evo_str_appendf(o,
                     sm90 ? "template __global__ void %s(const __grid_constant__ evo_attn_params, "
                            "const __grid_constant__ evo_attn_tmaps);\n"
                          : "template __global__ void %s(const evo_attn_params);\n",
                     expr);
-    if (sm90 && v16_twin(expr, twin, sizeof twin))
-        evo_str_appendf(o,
-                        "template __global__ void %s(const __grid_constant__ evo_attn_params, "
-                        "const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */\n",
-                        twin);
+    for (int vpath = 2; vpath <= 3 && sm90; vpath++)
+        if (fp16_twin(expr, vpath, twin, sizeof twin))
+            evo_str_appendf(o,
+                            "template __global__ void %s(const __grid_constant__ evo_attn_params, "
+                            "const __grid_constant__ evo_attn_tmaps); /* %s */\n",
+                            twin, what[vpath - 2]);
 }
 
-/* ", (const void *)TWIN" or ", nullptr": the variant table's last column. */
+/* ", (const void *)TWIN" or ", nullptr" for each twin: the variant table's last two columns. */
 static void append_twin_column(evo_str *o, const char *expr)
 {
     char twin[256];
-    if (v16_twin(expr, twin, sizeof twin))
-        evo_str_appendf(o, ", (const void *)%s", twin);
-    else
-        evo_str_append(o, ", nullptr");
+    for (int vpath = 2; vpath <= 3; vpath++) {
+        if (fp16_twin(expr, vpath, twin, sizeof twin))
+            evo_str_appendf(o, ", (const void *)%s", twin);
+        else
+            evo_str_append(o, ", nullptr");
+    }
 }
 
 #define VARIANT_V16_FIELD \
     "    const void *v16_kernel; /* family 1 with V_PATH 1: the same kernel taking V in FP16 (V_PATH 2), which\n" \
-    "                               evo_attention_forward_v16 runs; nullptr otherwise */\n"
+    "                               evo_attention_forward_v16 runs; nullptr otherwise */\n" \
+    "    const void *kv16_kernel; /* family 1 with QK_MODE 2 and V_PATH 1: taking K and V in FP16 (V_PATH 3),\n" \
+    "                                which evo_attention_forward_kv16 runs; nullptr otherwise */\n"
 
 /* The arch nvcc must target: the program's own ("sm_90a") or the run's. */
 static const char *export_arch(const evo_export_ctx *x) { return x->prog->arch[0] ? x->prog->arch : x->src->cand.arch; }
@@ -110,6 +117,10 @@ static void append_header(evo_str *o, const evo_export_ctx *x)
            " *   int evo_attention_v16_supported(int batch, int heads, int seq, int head_dim, int causal);\n"
            " * V given in FP16 (v_scale still multiplies it): served by the FP16-V twin of an sm_90a kernel that\n"
            " * multiplies P·V in FP16 (V_PATH 1), cudaErrorNotSupported by every other kernel.\n"
+           " *   int evo_attention_forward_kv16(...the same arguments, k and v: FP16 values...);\n"
+           " *   int evo_attention_kv16_supported(int batch, int heads, int seq, int head_dim, int causal);\n"
+           " * K and V given in FP16 (k_scale, v_scale still multiply them; NULL: 1): served by the FP16-K-and-V\n"
+           " * twin of an sm_90a kernel with FP16 Q·Kᵀ and P·V (QK_MODE 2, V_PATH 1).\n"
            " *\n"
            " * Provenance\n");
     evo_export_provenance_begin(o, x);
@@ -274,7 +285,9 @@ static void append_dispatch_header(evo_str *o, const evo_export_dispatch_ctx *d)
         " *   int evo_attention_dispatch(int batch, int heads, int seq, int head_dim, int causal);  the entry it runs\n"
         " *   int evo_attention_entries(void);  const char *evo_attention_entry_genome(int entry);\n"
         " * and evo_attention_forward_v16 / evo_attention_v16_supported (V given in FP16: the entry's sm_90a kernels\n"
-        " * that multiply P·V in FP16 have an FP16-V twin; cudaErrorNotSupported where the problem's kernel has none).\n"
+        " * that multiply P·V in FP16 have an FP16-V twin; cudaErrorNotSupported where the problem's kernel has none),\n"
+        " * evo_attention_forward_kv16 / evo_attention_kv16_supported (K and V given in FP16: the same for the\n"
+        " * kernels whose Q·Kᵀ is FP16 too).\n"
         " *\n"
         " * Dispatch (attn_dispatch_host.h below): a problem is in bucket (head dim, causal, seq class, batch·heads\n"
         " * class), classes powers of two (seq 1..256, 257..512, 513..1024, ...; batch·heads 1..8, 9..16, 17..32,\n"

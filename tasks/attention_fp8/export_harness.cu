@@ -12,9 +12,16 @@ static const int n_variants = (int)(sizeof variants / sizeof variants[0]);
 static const int n_entries = (int)(sizeof entries / sizeof entries[0]);
 #endif
 
-/* Per variant (and per FP16-V twin), one bit per device on which its dynamic shared memory limit has been raised. */
-static std::atomic<unsigned long long> smem_raised[sizeof variants / sizeof variants[0]];
-static std::atomic<unsigned long long> smem_raised_v16[sizeof variants / sizeof variants[0]];
+/* Per variant (and per FP16 twin), one bit per device on which its dynamic shared memory limit has been raised. */
+static std::atomic<unsigned long long> smem_raised[3][sizeof variants / sizeof variants[0]];
+
+/* What a launch is given: 8-bit codes for q, k, v (CODES), V in FP16 (V16: the FP16-V twin), or K and V in FP16
+ * (KV16: the FP16-K-and-V twin); q is codes in every case. */
+enum operands { CODES = 0, V16 = 1, KV16 = 2 };
+static const void *kernel_of(int i, operands m)
+{
+    return m == KV16 ? variants[i].kv16_kernel : m == V16 ? variants[i].v16_kernel : variants[i].kernel;
+}
 
 /* The self-test sets this to run every variant on its checks; -1: pick by the problem. */
 static int forced_variant = -1;
@@ -60,16 +67,15 @@ static int find_variant(int head_dim, int batch, int heads, int seq, int causal)
 
 /* The limit is a property of the function on the current device: raised once per device (devices past 63 every
  * time, which is merely slower). */
-static cudaError_t raise_smem_limit(int i, bool v16)
+static cudaError_t raise_smem_limit(int i, operands m)
 {
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) return e;
-    std::atomic<unsigned long long> &raised = v16 ? smem_raised_v16[i] : smem_raised[i];
+    std::atomic<unsigned long long> &raised = smem_raised[m][i];
     const unsigned long long bit = dev < 64 ? 1ull << dev : 0ull;
     if (bit && (raised.load(std::memory_order_acquire) & bit)) return cudaSuccess;
-    e = cudaFuncSetAttribute(v16 ? variants[i].v16_kernel : variants[i].kernel,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, variants[i].smem_bytes);
+    e = cudaFuncSetAttribute(kernel_of(i, m), cudaFuncAttributeMaxDynamicSharedMemorySize, variants[i].smem_bytes);
     if (e == cudaSuccess && bit) raised.fetch_or(bit, std::memory_order_acq_rel);
     return e;
 }
@@ -90,9 +96,9 @@ static evo_tmap_encode_fn tmap_encoder(void)
     return (evo_tmap_encode_fn)f;
 }
 
-/* The sm_90a family (attn_sm90_host.h's launch rules): tensor maps for these tensors, then the grid. v16: the
- * variant's FP16-V twin, p.v pointing to FP16 V. */
-static cudaError_t launch_sm90(int i, evo_attn_params &p, bool v16, cudaStream_t stream)
+/* The sm_90a family (attn_sm90_host.h's launch rules): tensor maps for these tensors, then the grid. V16, KV16: the
+ * variant's FP16 twin, p.v (and p.k) pointing to FP16. */
+static cudaError_t launch_sm90(int i, evo_attn_params &p, operands m, cudaStream_t stream)
 {
     const evo_tmap_encode_fn encode = tmap_encoder();
     if (!encode) return cudaErrorNotSupported;
@@ -102,7 +108,8 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, bool v16, cudaStream_t
     g.consumers = variants[i].rows_per_block / variants[i].wg_rows;
     g.tile_n = variants[i].tile_n;
     g.persist = variants[i].persist;
-    g.v_path = v16 ? 2 : 0; /* the tensor map of V: FP16 for the twin (the other fields only size boxes and grid) */
+    g.v_path = m == KV16 ? 3 : m == V16 ? 2 : 0; /* the tensor maps of K and V: FP16 for the twins (the other fields
+                                                     only size boxes and grid) */
     evo_attn_tmaps t;
     if (attn_sm90_fill_tmaps(&t, &p, &g, encode) != 0) return cudaErrorInvalidValue;
     int dev = 0, sms = 0;
@@ -112,23 +119,24 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, bool v16, cudaStream_t
     unsigned grid[3];
     attn_sm90_grid(&g, p.batch, p.heads, p.seq, sms, grid);
     void *args[] = {&p, &t};
-    return cudaLaunchKernel(v16 ? variants[i].v16_kernel : variants[i].kernel, dim3(grid[0], grid[1], grid[2]),
-                            dim3((unsigned)variants[i].threads), args, (size_t)variants[i].smem_bytes, stream);
+    return cudaLaunchKernel(kernel_of(i, m), dim3(grid[0], grid[1], grid[2]), dim3((unsigned)variants[i].threads), args,
+                            (size_t)variants[i].smem_bytes, stream);
 }
 #endif
 
-/* Both launchers: the variant for the problem, the params, the launch. v16: V is FP16 and the variant must have an
- * FP16-V twin (cudaErrorNotSupported when the kernel that serves the problem has none). */
+/* Every launcher: the variant for the problem, the params, the launch. V16, KV16: V (and K) is FP16 and the variant
+ * must have that FP16 twin (cudaErrorNotSupported when the kernel that serves the problem has none); the scale of an
+ * FP16 operand may be NULL (1). */
 static int forward(const void *q, const void *k, const void *v, const float *q_scale, const float *k_scale,
                    const float *v_scale, void *o, int batch, int heads, int seq, int head_dim, int causal,
-                   float softmax_scale, cudaStream_t stream, bool v16)
+                   float softmax_scale, cudaStream_t stream, operands m)
 {
     const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
-    if (i < 0 || !q || !k || !v || !q_scale || !k_scale || (!v_scale && !v16) || !o || batch < 1 || heads < 1 ||
-        seq < 1 || batch > 65535 || heads > 65535)
+    if (i < 0 || !q || !k || !v || !q_scale || (!k_scale && m != KV16) || (!v_scale && m == CODES) || !o ||
+        batch < 1 || heads < 1 || seq < 1 || batch > 65535 || heads > 65535)
         return (int)cudaErrorInvalidValue;
-    if (v16 && !variants[i].v16_kernel) return (int)cudaErrorNotSupported;
-    cudaError_t e = raise_smem_limit(i, v16);
+    if (m != CODES && !kernel_of(i, m)) return (int)cudaErrorNotSupported;
+    cudaError_t e = raise_smem_limit(i, m);
     if (e != cudaSuccess) return (int)e;
     evo_attn_params p;
     p.q = (const unsigned char *)q;
@@ -145,7 +153,7 @@ static int forward(const void *q, const void *k, const void *v, const float *q_s
     p.causal = causal != 0;
     p.softmax_scale = softmax_scale;
 #if EVO_EXPORT_SM90
-    if (variants[i].family == 1) return (int)launch_sm90(i, p, v16, stream);
+    if (variants[i].family == 1) return (int)launch_sm90(i, p, m, stream);
 #endif
     void *args[] = {&p};
     const int rows = variants[i].rows_per_block;
@@ -182,7 +190,7 @@ extern "C" int evo_attention_forward(const void *q, const void *k, const void *v
                                      int seq, int head_dim, int causal, float softmax_scale, cudaStream_t stream)
 {
     return evo_export::forward(q, k, v, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
-                               softmax_scale, stream, false);
+                               softmax_scale, stream, evo_export::CODES);
 }
 
 /* As evo_attention_forward, with V given in FP16 [B, H, S, D] (v16; v_scale, when not NULL, still multiplies it per
@@ -195,7 +203,7 @@ extern "C" int evo_attention_forward_v16(const void *q, const void *k, const voi
                                          int seq, int head_dim, int causal, float softmax_scale, cudaStream_t stream)
 {
     return evo_export::forward(q, k, v16, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
-                               softmax_scale, stream, true);
+                               softmax_scale, stream, evo_export::V16);
 }
 
 /* 1 when evo_attention_forward_v16 serves this problem (its kernel has an FP16-V twin), 0 otherwise. */
@@ -204,6 +212,27 @@ extern "C" int evo_attention_v16_supported(int batch, int heads, int seq, int he
     using namespace evo_export;
     const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
     return i >= 0 && variants[i].v16_kernel != nullptr;
+}
+
+/* As evo_attention_forward_v16, with K given in FP16 [B, H, S, D] too (k_scale, when not NULL, still multiplies it;
+ * NULL: K as given) and q as codes: where the kernel that serves the problem multiplies both Q·Kᵀ and P·V in FP16 (an
+ * sm_90a kernel with QK_MODE 2 and V_PATH 1), its FP16-K-and-V twin loads K and V as given and converts Q alone; for
+ * k16, v16 = the codes' e4m3 values it returns exactly what evo_attention_forward returns on the codes.
+ * cudaErrorNotSupported when the problem's kernel has no such twin (evo_attention_kv16_supported says beforehand). */
+extern "C" int evo_attention_forward_kv16(const void *q, const void *k16, const void *v16, const float *q_scale,
+                                          const float *k_scale, const float *v_scale, void *o, int batch, int heads,
+                                          int seq, int head_dim, int causal, float softmax_scale, cudaStream_t stream)
+{
+    return evo_export::forward(q, k16, v16, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
+                               softmax_scale, stream, evo_export::KV16);
+}
+
+/* 1 when evo_attention_forward_kv16 serves this problem (its kernel has an FP16-K-and-V twin), 0 otherwise. */
+extern "C" int evo_attention_kv16_supported(int batch, int heads, int seq, int head_dim, int causal)
+{
+    using namespace evo_export;
+    const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
+    return i >= 0 && variants[i].kv16_kernel != nullptr;
 }
 
 #ifdef EVO_SELFTEST
@@ -530,28 +559,32 @@ static double flops(int batch, int heads, int seq, int head_dim, int causal)
     return 4.0 * batch * heads * pairs * head_dim;
 }
 
-/* evo_attention_forward_v16 on variant vi against evo_attention_forward on the codes, V given as the codes' e4m3
- * values in FP16: every variant with an FP16-V twin gives the same bits on 8 problems; every variant without one is
- * refused (cudaErrorNotSupported, nothing launched). Returns false when CUDA failed; *failed counts the cases that
- * did not pass. */
-static bool run_v16_checks(int *n_cases, int *failed)
+/* The FP16 twins on variant vi against evo_attention_forward on the codes: m = V16, evo_attention_forward_v16 with V
+ * given as the codes' e4m3 values in FP16; m = KV16, evo_attention_forward_kv16 with K and V so. Every variant with
+ * that twin gives the same bits on 8 problems; every variant without one is refused (cudaErrorNotSupported, nothing
+ * launched). Returns false when CUDA failed; *failed counts the cases that did not pass. */
+static bool run_fp16_checks(evo_export::operands m, int *n_cases, int *failed)
 {
     static const int seqs[] = {77, 200}, dists[] = {DIST_NORMAL, DIST_LARGE};
+    const char *what = m == evo_export::KV16 ? "FP16 K and V" : "FP16 V",
+               *fn = m == evo_export::KV16 ? "evo_attention_forward_kv16" : "evo_attention_forward_v16";
+    auto supported = m == evo_export::KV16 ? evo_attention_kv16_supported : evo_attention_v16_supported;
+    auto forward = m == evo_export::KV16 ? evo_attention_forward_kv16 : evo_attention_forward_v16;
     for (int vi = 0; vi < evo_export::n_variants; vi++) {
         const int D = evo_export::variants[vi].head_dim;
-        const bool twin = evo_export::variants[vi].v16_kernel != nullptr;
+        const bool twin = evo_export::kernel_of(vi, m) != nullptr;
         evo_export::forced_variant = vi;
-        const int says = evo_attention_v16_supported(2, 3, 77, D, 0);
+        const int says = supported(2, 3, 77, D, 0);
         /* without a twin: refused before anything is launched (the pointers are never used) */
         const int rc = twin ? 0
-                            : evo_attention_forward_v16((void *)1, (void *)1, (void *)1, (const float *)1,
-                                                        (const float *)1, nullptr, (void *)1, 2, 3, 77, D, 0, 1.0f, 0);
+                            : forward((void *)1, (void *)1, (void *)1, (const float *)1, (const float *)1, nullptr,
+                                      (void *)1, 2, 3, 77, D, 0, 1.0f, 0);
         evo_export::forced_variant = -1;
         ++*n_cases;
         if (says != (int)twin || (!twin && rc != (int)cudaErrorNotSupported)) {
             ++*failed;
-            printf("  FAIL  variant %d: evo_attention_v16_supported says %d%s\n", vi, says,
-                   twin || rc == (int)cudaErrorNotSupported ? "" : ", evo_attention_forward_v16 does not refuse it");
+            printf("  FAIL  variant %d: %s: the supported query says %d%s\n", vi, what, says,
+                   twin || rc == (int)cudaErrorNotSupported ? "" : ", the launcher does not refuse it");
         }
         if (!twin) continue;
         for (int si = 0; si < 2; si++)
@@ -560,26 +593,31 @@ static bool run_v16_checks(int *n_cases, int *failed)
                     problem p;
                     const int S = seqs[si];
                     bool ok = problem_make(p, 2, 3, S, D, causal, dist, 7000 + (uint64_t)((vi * 2 + si) * 2 + causal));
-                    std::vector<uint16_t> v16(p.n);
-                    for (size_t j = 0; j < p.n; j++) v16[j] = double_to_half((double)e4m3_decode(p.codes[2][j]));
-                    void *d_v16 = nullptr;
+                    /* the codes' values in FP16: [0] K, [1] V */
+                    std::vector<uint16_t> h16[2] = {std::vector<uint16_t>(p.n), std::vector<uint16_t>(p.n)};
+                    for (int t = 0; t < 2; t++)
+                        for (size_t j = 0; j < p.n; j++)
+                            h16[t][j] = double_to_half((double)e4m3_decode(p.codes[1 + t][j]));
+                    void *d16[2] = {nullptr, nullptr};
                     std::vector<unsigned char> a(p.n * 2), b(p.n * 2);
                     evo_export::forced_variant = vi;
-                    ok = ok && cuda_ok(cudaMalloc(&d_v16, p.n * 2), "cudaMalloc") &&
-                         cuda_ok(cudaMemcpy(d_v16, v16.data(), p.n * 2, cudaMemcpyHostToDevice), "cudaMemcpy") &&
-                         cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
+                    for (int t = 0; t < 2; t++)
+                        ok = ok && cuda_ok(cudaMalloc(&d16[t], p.n * 2), "cudaMalloc") &&
+                             cuda_ok(cudaMemcpy(d16[t], h16[t].data(), p.n * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+                    const void *k = m == evo_export::KV16 ? d16[0] : p.d_codes[1];
+                    ok = ok && cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
                          cuda_ok(problem_launch(p, 0), "launch") &&
                          cuda_ok(cudaMemcpy(a.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
                          cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
-                         cuda_ok((cudaError_t)evo_attention_forward_v16(p.d_codes[0], p.d_codes[1], d_v16,
-                                                                        p.d_scales[0], p.d_scales[1], p.d_scales[2],
-                                                                        p.d_out, p.batch, p.heads, p.seq, p.head_dim,
-                                                                        p.causal, (float)p.scale, 0),
-                                 "launch (FP16 V)") &&
+                         cuda_ok((cudaError_t)forward(p.d_codes[0], k, d16[1], p.d_scales[0], p.d_scales[1],
+                                                      p.d_scales[2], p.d_out, p.batch, p.heads, p.seq, p.head_dim,
+                                                      p.causal, (float)p.scale, 0),
+                                 what) &&
                          cuda_ok(cudaDeviceSynchronize(), "kernel") &&
                          cuda_ok(cudaMemcpy(b.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
                     evo_export::forced_variant = -1;
-                    cudaFree(d_v16);
+                    cudaFree(d16[0]);
+                    cudaFree(d16[1]);
                     problem_free(p);
                     if (!ok) return false;
                     ++*n_cases;
@@ -587,13 +625,11 @@ static bool run_v16_checks(int *n_cases, int *failed)
                         ++*failed;
                         size_t diff = 0;
                         for (size_t j = 0; j < p.n * 2; j += 2) diff += memcmp(&a[j], &b[j], 2) != 0;
-                        printf("  FAIL  FP16 V, variant %d D=%d S=%d causal=%d %s: %zu of %zu elements differ\n", vi,
+                        printf("  FAIL  %s, variant %d D=%d S=%d causal=%d %s: %zu of %zu elements differ\n", what, vi,
                                D, S, causal, dist_names[dist], diff, p.n);
                     }
                 }
-        printf("check  D=%-3d FP16 V (evo_attention_forward_v16), variant %d: the same bits as the codes on 8 "
-               "problems\n",
-               D, vi);
+        printf("check  D=%-3d %s (%s), variant %d: the same bits as the codes on 8 problems\n", D, what, fn, vi);
     }
     return true;
 }
@@ -757,7 +793,9 @@ int main(int argc, char **argv)
     printf("\n");
 #endif
     int n_cases = 0, n_timed = 0, failed = 0;
-    if (!run_checks(&n_cases, &failed) || !run_v16_checks(&n_cases, &failed)) return 1;
+    if (!run_checks(&n_cases, &failed) || !run_fp16_checks(evo_export::V16, &n_cases, &failed) ||
+        !run_fp16_checks(evo_export::KV16, &n_cases, &failed))
+        return 1;
     if (!s.a.check_only && !run_timing(s.a.only, s.a.reps, &n_timed, &failed)) return 1;
     return evo_selftest_main::finish(s.a, n_cases, n_timed, failed, "correctness checks");
 }
