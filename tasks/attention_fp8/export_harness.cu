@@ -162,6 +162,13 @@ static int forward(const void *q, const void *k, const void *v, const float *q_s
                                  (size_t)variants[i].smem_bytes, stream);
 }
 
+/* 1 when the kernel that serves the problem has the twin that takes operands m, 0 otherwise. */
+static int twin_serves(int batch, int heads, int seq, int head_dim, int causal, operands m)
+{
+    const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
+    return i >= 0 && kernel_of(i, m) != nullptr;
+}
+
 } // namespace evo_export
 
 extern "C" const char *evo_attention_genome(void) { return EVO_EXPORT_GENOME; }
@@ -209,9 +216,7 @@ extern "C" int evo_attention_forward_v16(const void *q, const void *k, const voi
 /* 1 when evo_attention_forward_v16 serves this problem (its kernel has an FP16-V twin), 0 otherwise. */
 extern "C" int evo_attention_v16_supported(int batch, int heads, int seq, int head_dim, int causal)
 {
-    using namespace evo_export;
-    const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
-    return i >= 0 && variants[i].v16_kernel != nullptr;
+    return evo_export::twin_serves(batch, heads, seq, head_dim, causal, evo_export::V16);
 }
 
 /* As evo_attention_forward_v16, with K given in FP16 [B, H, S, D] too (k_scale, when not NULL, still multiplies it;
@@ -230,9 +235,7 @@ extern "C" int evo_attention_forward_kv16(const void *q, const void *k16, const 
 /* 1 when evo_attention_forward_kv16 serves this problem (its kernel has an FP16-K-and-V twin), 0 otherwise. */
 extern "C" int evo_attention_kv16_supported(int batch, int heads, int seq, int head_dim, int causal)
 {
-    using namespace evo_export;
-    const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
-    return i >= 0 && variants[i].kv16_kernel != nullptr;
+    return evo_export::twin_serves(batch, heads, seq, head_dim, causal, evo_export::KV16);
 }
 
 #ifdef EVO_SELFTEST
