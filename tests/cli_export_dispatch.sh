@@ -203,6 +203,16 @@ done
 python3 "$SRC/tools/bench/dispatch_vs_single.py" --db nothing.db --evo "$EVO" --out dvs --dry-run >dvs.out 2>&1
 expect "dispatch_vs_single without a store" "$?" 2
 
+# tools/bench/twins.py --dry-run: the entry points the file has (F1's kernels have both FP16 twins), and the refusals
+python3 "$SRC/tools/bench/twins.py" $D --shapes "2,8,512,64;1,2,77,128" --causal on --dry-run >tw.out 2>&1
+expect "twins exit" "$?" 0
+has "twins plan" tw.out "twins: $D: 2 shapes x 1 causal settings; entry points: codes, V16, KV16; 3 rounds"
+python3 "$SRC/tools/bench/twins.py" $D --shapes "2,8,512,96" --dry-run >tw.out 2>&1
+expect "twins bad shape" "$?" 2
+has "twins bad shape message" tw.out "shape '2,8,512,96': needs positive B, H, S and D 64 or 128"
+python3 "$SRC/tools/bench/twins.py" d.db --dry-run >tw.out 2>&1
+expect "twins on a store" "$?" 2
+
 if [ "$fails" -ne 0 ]; then
   echo "cli_export_dispatch: $fails of $checks checks failed" >&2
   exit 1

