@@ -1015,9 +1015,15 @@ static int count_genome(const evo_genome *g, void *ctx)
     return 0;
 }
 
+typedef struct {
+    evo_genome g;
+    bool found;
+} first_found;
+
 static int first_genome(const evo_genome *g, void *ctx)
 {
-    *(evo_genome *)ctx = *g;
+    first_found *f = ctx;
+    f->g = *g, f->found = true;
     return 1;
 }
 
@@ -1037,16 +1043,22 @@ static evo_status filter_space(loop *L, bool say, evo_err *err)
     uint64_t total = 0, valid = 0, kept = 0;
     bool exact = false;
     evo_err e;
+    if (say && L->o.quiet) return EVO_OK; /* nothing to say, and open_run checked a new run's space */
     if (evo_space_count(space, 1000000, &total, &valid, &exact, &e) != EVO_OK || !exact || valid == 0) return EVO_OK;
-    evo_space_foreach_valid(space, count_genome, &kept);
+    first_found f;
+    memset(&f, 0, sizeof f);
+    if (!say) { /* the check alone: one genome the filter takes is enough (the count is said once, later) */
+        evo_space_foreach_valid(space, first_genome, &f);
+        kept = f.found;
+    } else {
+        evo_space_foreach_valid(space, count_genome, &kept);
+    }
     if (kept == 0) { /* nothing to search: say why for the first genome the constraints allow */
-        evo_genome g;
-        memset(&g, 0, sizeof g);
         evo_space_set_filter(space, NULL, NULL, NULL);
-        evo_space_foreach_valid(space, first_genome, &g);
+        evo_space_foreach_valid(space, first_genome, &f);
         char text[EVO_GENOME_TEXT_MAX], why[512] = "";
-        evo_genome_format(space, &g, text, sizeof text);
-        evo_candidate_admit(&L->admit, &g, why, sizeof why);
+        evo_genome_format(space, &f.g, text, sizeof text);
+        evo_candidate_admit(&L->admit, &f.g, why, sizeof why);
         return evo_fail(err, EVO_E_CONFIG,
                         "%s: none of the %llu genomes the constraints allow can run on %s or is of an accuracy class "
                         "the config admits; the first, %s: %s",
