@@ -209,7 +209,7 @@ expect "twins exit" "$?" 0
 has "twins plan" tw.out "twins: $D: 2 shapes x 1 causal settings; entry points: codes, V16, KV16; 3 rounds"
 python3 "$SRC/tools/bench/twins.py" $D --shapes "2,8,512,96" --dry-run >tw.out 2>&1
 expect "twins bad shape" "$?" 2
-has "twins bad shape message" tw.out "shape '2,8,512,96': needs positive B, H, S and D 64 or 128"
+has "twins bad shape message" tw.out "'2,8,512,96' needs positive B, H, S and D 64 or 128"
 python3 "$SRC/tools/bench/twins.py" d.db --dry-run >tw.out 2>&1
 expect "twins on a store" "$?" 2
 

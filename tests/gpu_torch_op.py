@@ -19,7 +19,6 @@ the attention kernel, end to end, fp16 SDPA (CUDA graph replay of 20 calls, medi
 from Python (wall clock).
 """
 import argparse
-import ctypes
 import json
 import math
 import os
@@ -354,10 +353,7 @@ def main():
     backends = [("flash", SDPBackend.FLASH_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
     if hasattr(SDPBackend, "CUDNN_ATTENTION"):
         backends.append(("cudnn", SDPBackend.CUDNN_ATTENTION))
-    f16 = getattr(mod.load(), "evo_attention_forward_v16", None)  # the FP16-V entry, where the file has one
-    if f16 is not None:
-        f16.restype = ctypes.c_int
-        f16.argtypes = [ctypes.c_void_p] * 7 + [ctypes.c_int] * 5 + [ctypes.c_float, ctypes.c_void_p]
+    f16 = getattr(cs.bind_launchers(mod.load()), "evo_attention_forward_v16", None)  # the FP16-V entry, if any
     print(f"\nlarge problems (fp16 in, µs per call, CUDA graph of 20 calls, median of the replays; the contenders "
           f"alternated over {a.rounds} rounds, the median of each one's round medians)", flush=True)
     print("  (V as given: the op quantizes q and k only and runs the kernel's FP16-V twin, marked *)")

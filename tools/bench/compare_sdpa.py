@@ -102,6 +102,20 @@ def flops(b, h, s, d, causal):
     return 4.0 * b * h * pairs * d
 
 
+def parse_shapes(text):
+    """'B,H,S,D;B,H,S,D' -> [(B, H, S, D)] (none for an empty text); ValueError naming the item at fault."""
+    out = []
+    for spec in (x.strip() for x in text.split(";") if x.strip()):
+        try:
+            b, h, n, d = (int(v) for v in spec.split(","))
+        except ValueError:
+            raise ValueError(f"'{spec}' is not B,H,S,D") from None
+        if min(b, h, n) < 1 or d not in (64, 128):
+            raise ValueError(f"'{spec}' needs positive B, H, S and D 64 or 128")
+        out.append((b, h, n, d))
+    return out
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description="Time an exported evo kernel against PyTorch SDPA.")
     p.add_argument("file", nargs="?", help="a .cu file written by `evo export` (not with --peers-only)")
@@ -130,14 +144,10 @@ def parse_args(argv):
     if bad or not names:
         p.error(f"--presets: unknown {', '.join(bad) or '(none given)'}; choose from {', '.join(sorted(known))}")
     a.preset_list = [pr for pr in PRESETS if pr[0] in names]
-    for spec in (x.strip() for x in a.shapes.split(";") if x.strip()):
-        try:
-            b, h, n, d = (int(v) for v in spec.split(","))
-        except ValueError:
-            p.error(f"--shapes: '{spec}' is not B,H,S,D")
-        if min(b, h, n) < 1 or d not in (64, 128):
-            p.error(f"--shapes: '{spec}' needs positive B, H, S and D 64 or 128")
-        a.preset_list.append((f"{b}x{h}x{n}x{d}", b, h, n, d))
+    try:
+        a.preset_list += [(f"{b}x{h}x{n}x{d}", b, h, n, d) for b, h, n, d in parse_shapes(a.shapes)]
+    except ValueError as e:
+        p.error(f"--shapes: {e}")
     a.peer_list = [x.strip() for x in a.peers.split(",") if x.strip()]
     bad = [x for x in a.peer_list if x not in PEERS]
     if bad:
@@ -406,6 +416,25 @@ def timed(timer, fn, entry):
 
 # ---- the comparison ----
 
+FORWARD_ARGTYPES = [ctypes.c_void_p] * 7 + [ctypes.c_int] * 5 + [ctypes.c_float, ctypes.c_void_p]
+LAUNCHERS = ("evo_attention_forward", "evo_attention_forward_v16", "evo_attention_forward_kv16")
+
+
+def bind_launchers(lib):
+    """Types of the launchers an exported file's library has: evo_attention_forward and, where the file holds FP16
+    twins, evo_attention_forward_v16 / _kv16 with their evo_attention_v16_supported / _kv16_supported queries.
+    Returns lib."""
+    for name in LAUNCHERS:
+        if hasattr(lib, name):
+            f = getattr(lib, name)
+            f.restype, f.argtypes = ctypes.c_int, FORWARD_ARGTYPES
+        query = name.replace("forward_", "") + "_supported"
+        if name != LAUNCHERS[0] and hasattr(lib, query):
+            q = getattr(lib, query)
+            q.restype, q.argtypes = ctypes.c_int, [ctypes.c_int] * 5
+    return lib
+
+
 def load_library(torch, k, args, workdir):
     if args.lib:
         lib_path = args.lib
@@ -417,10 +446,7 @@ def load_library(torch, k, args, workdir):
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"nvcc failed ({r.returncode}):\n{r.stdout}")
-    lib = ctypes.CDLL(lib_path)
-    f = lib.evo_attention_forward
-    f.restype = ctypes.c_int
-    f.argtypes = [ctypes.c_void_p] * 7 + [ctypes.c_int] * 5 + [ctypes.c_float, ctypes.c_void_p]
+    lib = bind_launchers(ctypes.CDLL(lib_path))
     lib.evo_attention_genome.restype = ctypes.c_char_p
     lib.evo_attention_format.restype = ctypes.c_int
     want = 0 if k["format"] == "e4m3" else 1

@@ -14,7 +14,6 @@ ratio is the kernel's time over the twin's (> 1: the twin is faster). Table: OUT
 Needs a GPU, PyTorch and nvcc; --dry-run reads the file and prints the plan (no GPU, no PyTorch).
 """
 import argparse
-import ctypes
 import json
 import os
 import sys
@@ -30,36 +29,10 @@ ENTRIES = (("codes", "evo_attention_forward", None),
            ("KV16", "evo_attention_forward_kv16", "evo_attention_kv16_supported"))
 
 
-def parse_shapes(text):
-    """'B,H,S,D;...' -> [(B, H, S, D)]; ValueError naming the item at fault."""
-    out = []
-    for item in filter(None, (t.strip() for t in text.split(";"))):
-        parts = item.split(",")
-        if len(parts) != 4 or not all(p.strip().isdigit() and int(p) > 0 for p in parts) or int(parts[3]) not in (
-                64, 128):
-            raise ValueError(f"shape '{item}': needs positive B, H, S and D 64 or 128")
-        out.append(tuple(int(p) for p in parts))
-    if not out:
-        raise ValueError("no shape given")
-    return out
-
-
 def entry_points(lib):
-    """name -> (forward, supported or None) of the entry points the library has."""
-    have = {}
-    for label, fwd, sup in ENTRIES:
-        if not hasattr(lib, fwd):
-            continue
-        f = getattr(lib, fwd)
-        f.restype = ctypes.c_int
-        f.argtypes = [ctypes.c_void_p] * 7 + [ctypes.c_int] * 5 + [ctypes.c_float, ctypes.c_void_p]
-        s = None
-        if sup:
-            s = getattr(lib, sup)
-            s.restype = ctypes.c_int
-            s.argtypes = [ctypes.c_int] * 5
-        have[label] = (f, s)
-    return have
+    """label -> (launcher, its supported query or None) of the launchers the library has (compare_sdpa types them)."""
+    return {label: (getattr(lib, fwd), getattr(lib, sup) if sup else None)
+            for label, fwd, sup in ENTRIES if hasattr(lib, fwd)}
 
 
 def one_shape(torch, entries, shape, causal, timer, rounds):
@@ -136,10 +109,12 @@ def main(argv=None):
     p.add_argument("--dry-run", action="store_true", help="read the file, print the plan; no GPU")
     a = p.parse_args(argv)
     try:
-        shapes = parse_shapes(a.shapes)
+        shapes = cs.parse_shapes(a.shapes)
         kx = cs.read_export(a.file)
     except (ValueError, OSError, cs.NotAnExport) as e:
         p.error(str(e))
+    if not shapes:
+        p.error("--shapes: no shape given")
     if a.rounds < 1:
         p.error("--rounds >= 1")
     if kx["format"] != "e4m3":
