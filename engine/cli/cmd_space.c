@@ -16,19 +16,6 @@
 /* Enumeration budget: a few seconds of work at most; pruning by the constraints keeps far larger spaces exact. */
 #define SPACE_COUNT_LIMIT 10000000ULL
 
-static bool admit_one(const evo_genome *g, void *ctx)
-{
-    char why[512];
-    return evo_candidate_admit(ctx, g, why, sizeof why) == EVO_V_OK;
-}
-
-static int count_one(const evo_genome *g, void *ctx)
-{
-    (void)g;
-    ++*(long long *)ctx;
-    return 0;
-}
-
 /* How many valid genomes a search on arch proposes: those evo_candidate_admit takes at the arch's known limits (what
  * the search loop's filter keeps). -1 when the count is not exact or the task or arch is unknown. */
 static long long runnable(evo_config *c, const char *arch, bool exact)
@@ -37,9 +24,8 @@ static long long runnable(evo_config *c, const char *arch, bool exact)
     const evo_task *task = evo_task_find(c->task);
     if (!exact || !task || evo_device_limits_for_arch(arch, &lim, NULL) != EVO_OK) return -1;
     evo_build_opts o = {.cfg = c, .task = task, .lim = &lim, .arch = arch};
-    long long n = 0;
-    evo_space_set_filter(c->space, admit_one, &o, "not runnable");
-    evo_space_foreach_valid(c->space, count_one, &n);
+    evo_space_set_filter(c->space, evo_candidate_admits, &o, "not runnable");
+    const long long n = (long long)evo_space_count_filtered(c->space);
     evo_space_set_filter(c->space, NULL, NULL, NULL);
     return n;
 }

@@ -352,7 +352,7 @@ int evo_genome_get(const evo_space *s, const evo_genome *g, const char *name, in
     return k < 0 ? def : s->knobs[k].values[g->idx[k]];
 }
 
-static bool constraints_hold(const evo_space *s, const evo_genome *g, const char **violated)
+bool evo_space_constraints_hold(const evo_space *s, const evo_genome *g, const char **violated)
 {
     int vars[EVO_MAX_KNOBS];
     genome_vars(s, g, vars);
@@ -369,7 +369,7 @@ static bool constraints_hold(const evo_space *s, const evo_genome *g, const char
 
 bool evo_space_valid(const evo_space *s, const evo_genome *g, const char **violated)
 {
-    if (!constraints_hold(s, g, violated)) return false;
+    if (!evo_space_constraints_hold(s, g, violated)) return false;
     if (!s->filter || s->filter(g, s->filter_ctx)) return true;
     if (violated) *violated = s->filter_label;
     return false;
@@ -381,8 +381,6 @@ void evo_space_set_filter(evo_space *s, evo_space_filter_fn fn, void *ctx, const
     s->filter_ctx = fn ? ctx : NULL;
     s->filter_label = fn ? (label ? label : "the space's filter") : NULL;
 }
-
-const char *evo_space_filter_label(const evo_space *s) { return s->filter_label; }
 
 bool evo_genome_equal(const evo_space *s, const evo_genome *a, const evo_genome *b)
 {
@@ -646,6 +644,20 @@ void evo_space_foreach_valid(const evo_space *s, int (*fn)(const evo_genome *g, 
     visit_from(&w, 0);
 }
 
+static int count_one(const evo_genome *g, void *ctx)
+{
+    (void)g;
+    ++*(uint64_t *)ctx;
+    return 0;
+}
+
+uint64_t evo_space_count_filtered(const evo_space *s)
+{
+    uint64_t n = 0;
+    evo_space_foreach_valid(s, count_one, &n);
+    return n;
+}
+
 static uint64_t below64(evo_rng *r, uint64_t n)
 {
     uint64_t threshold = (0 - n) % n; /* rejecting below this removes the modulo bias */
@@ -695,7 +707,7 @@ evo_status evo_space_count(const evo_space *s, uint64_t limit, uint64_t *total, 
     for (uint64_t i = 0; i < samples; i++) {
         evo_genome g;
         random_genome(s, &rng, &g);
-        if (constraints_hold(s, &g, NULL)) hits++;
+        if (evo_space_constraints_hold(s, &g, NULL)) hits++;
     }
     *valid = (uint64_t)((double)*total * ((double)hits / (double)samples));
     *exact = false;

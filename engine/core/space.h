@@ -100,6 +100,8 @@ int evo_genome_get(const evo_space *s, const evo_genome *g, const char *knob, in
  * not valid and violated is not NULL, *violated is the first failing constraint's text, or the filter's label (both
  * owned by the space or the filter's setter). */
 bool evo_space_valid(const evo_space *s, const evo_genome *g, const char **violated);
+/* evo_space_valid without the filter: the constraints alone. */
+bool evo_space_constraints_hold(const evo_space *s, const evo_genome *g, const char **violated);
 
 /* A rule over whole genomes that no constraint expression states (the search loop's: what the task can implement at
  * one GPU's limits). fn returns true for a genome it takes; it sees canonical genomes that satisfy every constraint.
@@ -109,8 +111,6 @@ bool evo_space_valid(const evo_space *s, const evo_genome *g, const char **viola
  * and remove it before ctx goes away. */
 typedef bool (*evo_space_filter_fn)(const evo_genome *g, void *ctx);
 void evo_space_set_filter(evo_space *s, evo_space_filter_fn fn, void *ctx, const char *label);
-/* The filter's label, NULL when the space has none. */
-const char *evo_space_filter_label(const evo_space *s);
 
 evo_status evo_genome_parse(const evo_space *s, const char *text, evo_genome *g, evo_err *err);
 /* Canonical text; returns the length (truncated to n-1 when it does not fit, like snprintf). */
@@ -129,6 +129,8 @@ evo_status evo_space_count(const evo_space *s, uint64_t limit, uint64_t *total, 
 /* Visit every valid genome (canonical; the filter's too) in lexicographic index order of the walk order; stop early
  * when fn returns non-zero. */
 void evo_space_foreach_valid(const evo_space *s, int (*fn)(const evo_genome *g, void *ctx), void *ctx);
+/* How many genomes evo_space_foreach_valid visits (the filter's verdict included): one pass, no limit. */
+uint64_t evo_space_count_filtered(const evo_space *s);
 /* A random valid genome, canonical: each active knob drawn uniformly in the walk order, so without conditions a
  * uniformly random one, and with conditions each case of a condition knob as likely as without (rejection
  * sampling, then enumeration when rejection keeps failing, which costs one pass over the valid genomes and is

@@ -117,8 +117,8 @@ evo_status evo_candidates_prepare(const evo_build_opts *o, evo_candidate *c, int
         if (s != EVO_OK) return s;
         evo_candidate_key(o->task, o->cfg->space, &g, compile_key, ci->key);
         const char *violated = NULL;
-        /* a space filtered by evo_candidate_admit (the search loop's) names the filter: the reason comes below */
-        if (!evo_space_valid(o->cfg->space, &g, &violated) && violated != evo_space_filter_label(o->cfg->space)) {
+        /* the constraints alone: a search loop's space also filters by evo_candidate_admit, whose reason comes below */
+        if (!evo_space_constraints_hold(o->cfg->space, &g, &violated)) {
             set_verdict(ci, EVO_V_INVALID, "violates constraint: %s", violated ? violated : "?");
             continue;
         }
@@ -140,6 +140,12 @@ evo_verdict evo_candidate_admit(const evo_build_opts *o, const evo_genome *g, ch
     }
     if (why_len) why[0] = '\0';
     return o->task->can_implement(o->cfg, g, o->lim, why, why_len);
+}
+
+bool evo_candidate_admits(const evo_genome *g, void *opts)
+{
+    char why[512];
+    return evo_candidate_admit(opts, g, why, sizeof why) == EVO_V_OK;
 }
 
 /* Verdict of a compiled candidate from its compile result: the resource gate on what ptxas reported. */

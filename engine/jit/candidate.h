@@ -45,6 +45,9 @@ evo_status evo_candidates_prepare(const evo_build_opts *o, evo_candidate *c, int
  * accuracy class is one the config admits, and the task can implement it at o->lim (can_implement). EVO_V_OK, or
  * EVO_V_INVALID / EVO_V_RESOURCE_FAIL with why. Cheap and pure: the search loop filters its proposals by it. */
 evo_verdict evo_candidate_admit(const evo_build_opts *o, const evo_genome *g, char *why, size_t why_len);
+/* evo_candidate_admit as a space filter (space.h, evo_space_set_filter), opts an evo_build_opts: true when it takes
+ * g. */
+bool evo_candidate_admits(const evo_genome *g, void *opts);
 evo_status evo_candidates_compile(const evo_build_opts *o, evo_candidate *c, int n, const bool *skip, evo_err *err);
 evo_status evo_candidates_build(const evo_build_opts *o, evo_candidate *c, int n, evo_err *err);
 void evo_candidate_free(evo_candidate *c);

@@ -1002,19 +1002,6 @@ static evo_status apply_arch_rule(loop *L, evo_err *err)
     return s;
 }
 
-static bool runs_here(const evo_genome *g, void *ctx)
-{
-    char why[512];
-    return evo_candidate_admit(ctx, g, why, sizeof why) == EVO_V_OK;
-}
-
-static int count_genome(const evo_genome *g, void *ctx)
-{
-    (void)g;
-    ++*(uint64_t *)ctx;
-    return 0;
-}
-
 typedef struct {
     evo_genome g;
     bool found;
@@ -1038,12 +1025,12 @@ static evo_status filter_space(loop *L, bool say, evo_err *err)
     evo_space *space = L->cfg->space;
     L->admit = (evo_build_opts){
         .cfg = L->cfg, .task = L->task, .lim = evo_evaluator_limits(L->ev), .arch = evo_evaluator_arch(L->ev)};
-    evo_space_set_filter(space, runs_here, &L->admit,
+    evo_space_set_filter(space, evo_candidate_admits, &L->admit,
                          "what the task cannot run on this GPU or the config does not admit (can_implement, accuracy)");
+    if (say && L->o.quiet) return EVO_OK; /* nothing to say, and open_run checked a new run's space */
     uint64_t total = 0, valid = 0, kept = 0;
     bool exact = false;
     evo_err e;
-    if (say && L->o.quiet) return EVO_OK; /* nothing to say, and open_run checked a new run's space */
     if (evo_space_count(space, 1000000, &total, &valid, &exact, &e) != EVO_OK || !exact || valid == 0) return EVO_OK;
     first_found f;
     memset(&f, 0, sizeof f);
@@ -1051,7 +1038,7 @@ static evo_status filter_space(loop *L, bool say, evo_err *err)
         evo_space_foreach_valid(space, first_genome, &f);
         kept = f.found;
     } else {
-        evo_space_foreach_valid(space, count_genome, &kept);
+        kept = evo_space_count_filtered(space);
     }
     if (kept == 0) { /* nothing to search: say why for the first genome the constraints allow */
         evo_space_set_filter(space, NULL, NULL, NULL);
