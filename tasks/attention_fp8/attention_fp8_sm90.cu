@@ -859,29 +859,17 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         c.advance(p, nq);
         return true;
     };
-    /* V_PATH 3: FP16 K of tile j straight into its K16 stage (the layout convert16 writes for QK_MODE 2) once the
-     * consumers are done with the tile STAGES back: D/64 boxes of 64 dims x TILE_N rows, on the k16full barrier */
-    auto issue_k16 = [&](Cursor &c) {
+    /* V_PATH 2, 3: FP16 V (and, V_PATH 3, FP16 K) of tile j straight into its stage of the FP16 layout the transform
+     * warps write for V_PATH 1 (and QK_MODE 2), once the consumers are done with the tile STAGES back: D/64 boxes of
+     * 64 dims x TILE_N rows, 128-byte swizzle, on the stage's full barrier */
+    auto issue_f16 = [&](Cursor &c, u32 base, int stage_bytes, const evo_tmap *map, int (*empty)(int),
+                         int (*full)(int)) {
         const int s = c.it % STAGES;
-        if (c.it >= STAGES && !mbar_test(sm.b(B::kempty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
-        mbar_expect_tx(sm.b(B::k16full(s)), TILE_N * D * 2);
+        if (c.it >= STAGES && !mbar_test(sm.b(empty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        mbar_expect_tx(sm.b(full(s)), TILE_N * D * 2);
 #pragma unroll
         for (int cb = 0; cb < D / 64; cb++)
-            tma_load_3d(sm.k16 + s * 2 * KV + cb * TILE_N * 128, &t.k, cb * 64, c.j * TILE_N, c.bh,
-                        sm.b(B::k16full(s)));
-        c.advance(p, nq);
-        return true;
-    };
-    /* V_PATH 2, 3: FP16 V of tile j straight into its Vᵀ stage (the FP16 layout of V_PATH 1) once the consumers are
-     * done with the tile STAGES back: D/64 boxes of 64 dims x TILE_N rows, 128-byte swizzle, on the vtfull barrier */
-    auto issue_v16 = [&](Cursor &c) {
-        constexpr int VT = vt_bytes<D, TILE_N, V_PATH>();
-        const int s = c.it % STAGES;
-        if (c.it >= STAGES && !mbar_test(sm.b(B::vempty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
-        mbar_expect_tx(sm.b(B::vtfull(s)), TILE_N * D * 2);
-#pragma unroll
-        for (int cb = 0; cb < D / 64; cb++)
-            tma_load_3d(sm.vt + s * VT + cb * TILE_N * 128, &t.v, cb * 64, c.j * TILE_N, c.bh, sm.b(B::vtfull(s)));
+            tma_load_3d(base + s * stage_bytes + cb * TILE_N * 128, map, cb * 64, c.j * TILE_N, c.bh, sm.b(full(s)));
         c.advance(p, nq);
         return true;
     };
@@ -899,13 +887,14 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
                     moved = true;
                 }
             } else if constexpr (V_PATH == 3) {
-                moved |= issue_k16(kc);
+                moved |= issue_f16(kc, sm.k16, 2 * KV, &t.k, B::kempty, B::k16full);
             } else {
                 moved |= issue_tile(kc, sm.k, &t.k, B::kempty, B::kfull);
             }
         }
         if (!vc.done) {
-            if constexpr (V_PATH >= 2) moved |= issue_v16(vc);
+            if constexpr (V_PATH >= 2)
+                moved |= issue_f16(vc, sm.vt, vt_bytes<D, TILE_N, V_PATH>(), &t.v, B::vempty, B::vtfull);
             else moved |= issue_tile(vc, sm.v, &t.v, B::vrawempty, B::vfull);
         }
         if (moved) {
