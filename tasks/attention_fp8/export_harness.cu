@@ -127,13 +127,19 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, operands m, cudaStream
 /* Every launcher: the variant for the problem, the params, the launch. V16, KV16: V (and K) is FP16 and the variant
  * must have that FP16 twin (cudaErrorNotSupported when the kernel that serves the problem has none); the scale of an
  * FP16 operand may be NULL (1). */
+/* The variant that serves the problem, -1 for none (a size below 1 or a head dim without a variant). */
+static int variant_for(int batch, int heads, int seq, int head_dim, int causal)
+{
+    return seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
+}
+
 static int forward(const void *q, const void *k, const void *v, const float *q_scale, const float *k_scale,
                    const float *v_scale, void *o, int batch, int heads, int seq, int head_dim, int causal,
                    float softmax_scale, cudaStream_t stream, operands m)
 {
-    const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
+    const int i = variant_for(batch, heads, seq, head_dim, causal);
     if (i < 0 || !q || !k || !v || !q_scale || (!k_scale && m != KV16) || (!v_scale && m == CODES) || !o ||
-        batch < 1 || heads < 1 || seq < 1 || batch > 65535 || heads > 65535)
+        batch > 65535 || heads > 65535)
         return (int)cudaErrorInvalidValue;
     if (m != CODES && !kernel_of(i, m)) return (int)cudaErrorNotSupported;
     cudaError_t e = raise_smem_limit(i, m);
@@ -165,7 +171,7 @@ static int forward(const void *q, const void *k, const void *v, const float *q_s
 /* 1 when the kernel that serves the problem has the twin that takes operands m, 0 otherwise. */
 static int twin_serves(int batch, int heads, int seq, int head_dim, int causal, operands m)
 {
-    const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
+    const int i = variant_for(batch, heads, seq, head_dim, causal);
     return i >= 0 && kernel_of(i, m) != nullptr;
 }
 
@@ -203,8 +209,8 @@ extern "C" int evo_attention_forward(const void *q, const void *k, const void *v
 /* As evo_attention_forward, with V given in FP16 [B, H, S, D] (v16; v_scale, when not NULL, still multiplies it per
  * (batch, head); NULL: V as given) and q, k as codes: where the kernel that serves the problem multiplies P·V in
  * FP16 (an sm_90a kernel with V_PATH 1), its FP16-V twin loads V as given and converts nothing; for v16 = the codes'
- * e4m3 values it returns exactly what evo_attention_forward returns on the codes. cudaErrorNotSupported when the problem's kernel has no twin
- * (evo_attention_v16_supported says beforehand). */
+ * e4m3 values it returns exactly what evo_attention_forward returns on the codes. cudaErrorNotSupported when the
+ * problem's kernel has no twin (evo_attention_v16_supported says beforehand). */
 extern "C" int evo_attention_forward_v16(const void *q, const void *k, const void *v16, const float *q_scale,
                                          const float *k_scale, const float *v_scale, void *o, int batch, int heads,
                                          int seq, int head_dim, int causal, float softmax_scale, cudaStream_t stream)
