@@ -25,6 +25,8 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +40,8 @@
 /* What a child writes to its pipe after publishing the cache entry; or, when a limit ended it, "limit:" and why. */
 #define CHILD_DONE "done"
 #define CHILD_LIMIT "limit:"
+/* ... or, when a signal asked it to stop, "signal:" and the signal's number (see child_signals). */
+#define CHILD_SIGNAL "signal:"
 
 #ifndef EVO_CUDA_INCLUDE_DIR
 #define EVO_CUDA_INCLUDE_DIR ""
@@ -808,6 +812,42 @@ static int child_confine(const evo_compile_req *req, const prep *p, char *why, s
     return 0;
 }
 
+/* The signals that ask a compile process to stop. NVRTC installs handlers of its own for them while it parses
+ * (and exits with a status of its own from there), so a child lets none of them reach a handler: they stay
+ * blocked in every thread from the fork on, and one thread takes them with sigwait and reports which, whatever
+ * NVRTC has installed at the time. */
+static const int g_stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+static void stop_signal_set(sigset_t *set)
+{
+    sigemptyset(set);
+    for (size_t i = 0; i < EVO_ARRAY_LEN(g_stop_signals); i++) sigaddset(set, g_stop_signals[i]);
+}
+
+/* The child's one report: the first of the compile's end and a stop signal to claim it writes the message. */
+static atomic_flag g_child_reported = ATOMIC_FLAG_INIT;
+
+static void *child_signals(void *arg)
+{
+    const int fd = *(const int *)arg;
+    sigset_t set;
+    stop_signal_set(&set);
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0 || atomic_flag_test_and_set(&g_child_reported)) return NULL;
+    char msg[32];
+    const int n = snprintf(msg, sizeof msg, "%s%d", CHILD_SIGNAL, sig);
+    (void)evo_write_all(fd, msg, (size_t)n);
+    _exit(EVO_E_INTERRUPTED);
+}
+
+/* The signal a child reported it stopped for (its message), or 0. */
+static int child_reported_signal(const char *msg)
+{
+    if (strncmp(msg, CHILD_SIGNAL, strlen(CHILD_SIGNAL)) != 0) return 0;
+    const int sig = atoi(msg + strlen(CHILD_SIGNAL));
+    return sig > 0 && sig < NSIG ? sig : 0;
+}
+
 /* Runs in the forked child; never returns. */
 static void child_main(const evo_compile_req *req, const prep *p, int fd, pid_t parent) __attribute__((noreturn));
 static void child_main(const evo_compile_req *req, const prep *p, int fd, pid_t parent)
@@ -832,6 +872,18 @@ static void child_main(const evo_compile_req *req, const prep *p, int fd, pid_t 
     }
     if (syscall(SYS_close_range, 5U, ~0U, 0U) != 0)
         for (int k = 5; k < 4096; k++) close(k);
+    /* The stop signals came blocked from the fork (spawn); the thread that takes them starts before the sandbox's
+     * limits, which would count its stack. */
+    static int signal_fd = 3;
+    pthread_attr_t attr;
+    pthread_t watcher;
+    if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, 64 * 1024) != 0 ||
+        pthread_create(&watcher, &attr, child_signals, &signal_fd) != 0) {
+        const char *msg = "compile: cannot start the compile process's signal thread";
+        (void)evo_write_all(fd, msg, strlen(msg));
+        _exit(EVO_E_INTERNAL);
+    }
+    pthread_attr_destroy(&attr);
     evo_err e = {0};
     evo_status s = child_confine(req, p, e.msg, sizeof e.msg) ? EVO_E_IO : EVO_OK;
     if (s == EVO_OK) s = child_compile(req, p, out_fd, &e);
@@ -849,6 +901,9 @@ static void child_main(const evo_compile_req *req, const prep *p, int fd, pid_t 
                       : s == EVO_OK      ? CHILD_DONE
                       : e.msg[0]         ? e.msg
                                          : "compile process failed";
+    /* A stop signal that claimed the report first ends the process from its thread. */
+    if (atomic_flag_test_and_set(&g_child_reported))
+        for (;;) pause();
     (void)evo_write_all(fd, msg, strlen(msg));
     /* _exit, not exit: atexit handlers and unflushed stdio belong to the parent. */
     _exit((int)s);
@@ -887,16 +942,21 @@ static evo_status spawn(const evo_compile_req *req, const prep *p, int index, do
     fflush(stdout);
     fflush(stderr);
     double start = evo_now();
+    /* The child starts with the stop signals blocked (child_signals says why); this thread gets its mask back. */
+    sigset_t stop, old_mask;
+    stop_signal_set(&stop);
+    pthread_sigmask(SIG_BLOCK, &stop, &old_mask);
     pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        child_main(req, p, fds[1], parent);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     if (pid < 0) {
         int e = errno;
         close(fds[0]);
         close(fds[1]);
         return evo_fail(err, EVO_E_IO, "compile: cannot fork a compile process: %s", strerror(e));
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        child_main(req, p, fds[1], parent);
     }
     close(fds[1]);
     fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
@@ -978,6 +1038,7 @@ static evo_status child_finish(const evo_compile_req *req, const prep *p, child_
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
     bool done = c->msg_len == strlen(CHILD_DONE) && strcmp(c->msg, CHILD_DONE) == 0;
+    const int stop_sig = WIFSIGNALED(ws) ? 0 : child_reported_signal(c->msg);
     const double cpu_used = (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec * 1e-6 + (double)ru->ru_stime.tv_sec +
                             ru->ru_stime.tv_usec * 1e-6;
     const double cpu_limit = req->limits.cpu_s > 0 ? req->limits.cpu_s : EVO_COMPILE_DEFAULT_CPU_S;
@@ -1003,7 +1064,7 @@ static evo_status child_finish(const evo_compile_req *req, const prep *p, child_
         if (!entry_load(p, true, r))
             return evo_fail(err, EVO_E_IO, "compile %s: the compile process left no readable cache entry at %s",
                             req_name(req), p->entry);
-    } else if (WIFEXITED(ws) && WEXITSTATUS(ws) != 0 && c->msg_len > 0 && !done) {
+    } else if (WIFEXITED(ws) && WEXITSTATUS(ws) != 0 && c->msg_len > 0 && !done && !stop_sig) {
         int code = WEXITSTATUS(ws);
         evo_status s = code > 0 && code <= EVO_E_INTERNAL ? (evo_status)code : EVO_E_INTERNAL;
         return evo_fail(err, s, "%s", c->msg);
@@ -1012,9 +1073,10 @@ static evo_status child_finish(const evo_compile_req *req, const prep *p, child_
          * failure, not cached, since it may not repeat. */
         r->outcome = EVO_COMPILE_ERROR;
         r->program_spill_bytes = -1;
-        if (WIFSIGNALED(ws))
-            snprintf(r->why, sizeof r->why, "the compile process was killed by %s (%s)", signal_name(WTERMSIG(ws)),
-                     strsignal(WTERMSIG(ws)));
+        const int sig = WIFSIGNALED(ws) ? WTERMSIG(ws) : stop_sig;
+        if (sig)
+            snprintf(r->why, sizeof r->why, "the compile process was killed by %s (%s)", signal_name(sig),
+                     strsignal(sig));
         else
             snprintf(r->why, sizeof r->why, "the compile process exited with status %d before finishing",
                      WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
