@@ -61,7 +61,8 @@ has "sm90 host code" $D "#define EVO_EXPORT_SM90 1"
 # Both templates, each once; the sm_90a host code once; entry 0 brings its D=64 kernel only (it wins no D=128
 # bucket), entry 1 its D=64 and D=128 kernels: three instantiations, three variant rows; entry 1's kernels (FP16 P·V,
 # a producer) each with its FP16-V twin (V_PATH 2) and, their Q·Kᵀ being FP16 (QK_MODE 2), their FP16-K-and-V twin
-# (V_PATH 3): four instantiations more, the twins in their row's last two columns.
+# (V_PATH 3): four instantiations more, the twins in their row's last columns but one; no kernel converts K and V
+# per call (the last column: no V_PATH 3 genome among the winners).
 expect "family-0 template once" "$(grep -c '^/\* ==== attention_fp8.cu, verbatim' $D)" 1
 expect "family-1 template once" "$(grep -c '^/\* ==== attention_fp8_sm90.cu, verbatim' $D)" 1
 expect "sm90 host once" "$(grep -c '^/\* ==== attn_sm90_host.c, verbatim' $D)" 1
@@ -70,12 +71,13 @@ expect "FP16-V twins" "$(grep -c '^template __global__ void evo_attn_sm90<[0-9]*
 expect "FP16-K-and-V twins" "$(grep -c '^template __global__ void evo_attn_sm90<[0-9]*,64,2,64,3,2,2,3,1,0,0,56,0>.*its FP16-K-and-V twin' $D)" 2
 expect "family-0 instantiation" "$(grep -c '^template __global__ void evo_attn_fwd<64,' $D)" 1
 rows=$(sed -n '/^static const variant variants/,/^};/p' $D | grep '^    {' |
-  sed -E 's/.*, ([01]), (nullptr|\(const void \*\)[^ ]*), (nullptr|\(const void \*\)[^ ]*)\},$/\1 \2 \3/; s/\(const void \*\)//g')
+  sed -E 's/.*, ([01]), (nullptr|\(const void \*\)[^ ]*), (nullptr|\(const void \*\)[^ ]*), ([01])\},$/\1 \2 \3 \4/; s/\(const void \*\)//g')
 expect "variant rows (entry)" "$(printf '%s\n' "$rows" | cut -d' ' -f1 | tr '\n' ' ')" "0 1 1 "
 expect "variant rows (twin)" "$(printf '%s\n' "$rows" | cut -d' ' -f2 | tr '\n' ' ')" \
   "nullptr evo_attn_sm90<64,64,2,64,3,2,2,2,1,0,0,56,0> evo_attn_sm90<128,64,2,64,3,2,2,2,1,0,0,56,0> "
 expect "variant rows (K-and-V twin)" "$(printf '%s\n' "$rows" | cut -d' ' -f3 | tr '\n' ' ')" \
   "nullptr evo_attn_sm90<64,64,2,64,3,2,2,3,1,0,0,56,0> evo_attn_sm90<128,64,2,64,3,2,2,3,1,0,0,56,0> "
+expect "variant rows (converts)" "$(printf '%s\n' "$rows" | cut -d' ' -f4 | tr '\n' ' ')" "0 0 0 "
 expect "timed shapes (entry)" "$(sed -n '/^static const shape timed_shapes/,/^};/p' $D | grep -o '[0-9]*},$' | tr -d '},' | tr '\n' ' ')" \
   "0 0 1 1 1 "
 has "self-test banner lists entries" $D 'printf("entry %d  %s  (%s, key %.8s)\n"'

@@ -594,9 +594,9 @@ static void test_best(const fixture *fx)
                    "template __global__ void evo_attn_fwd<128,0,64,64,4,1,2,1,1,1,1,1,1,0>(const evo_attn_params);\n");
     CHECK_CONTAINS(
         t, "    {64, (const void *)evo_attn_fwd<64,0,128,64,4,1,2,1,1,1,1,1,1,0>, 128, 128, 32768, 0, 0, 0, 0, 0, 0, "
-           "nullptr, nullptr},\n"
+           "nullptr, nullptr, 0},\n"
            "    {128, (const void *)evo_attn_fwd<128,0,64,64,4,1,2,1,1,1,1,1,1,0>, 128, 64, 57344, 0, 0, 0, 0, 0, "
-           "0, nullptr, nullptr},\n};\n");
+           "0, nullptr, nullptr, 0},\n};\n");
     CHECK(strstr(t, "attn_sm90_fill_tmaps(evo_attn_tmaps") == NULL); /* family 0: no sm_90a host code inlined */
     CHECK_CONTAINS(t, "    {\"mission\", 1, 8, 512, 64, 0, 10.87},\n");
     CHECK_CONTAINS(t, "    {\"wide\", 2, 8, 512, 128, 0, 43.48},\n");
@@ -635,7 +635,7 @@ static void test_best(const fixture *fx)
     CHECK_CONTAINS(
         out.text,
         "    {64, (const void *)evo_attn_fwd<64,0,64,64,4,1,2,1,1,0,0,1,1,0>, 128, 64, 20480, 0, 0, 0, 0, 0, 0, "
-        "nullptr, nullptr},\n");
+        "nullptr, nullptr, 0},\n");
     CHECK_CONTAINS(out.text, " *   fitness       1.000x");
     evo_export_out_free(&out);
     evo_export_src_free(&src);
@@ -747,7 +747,7 @@ static void test_sm90(void)
                       "evo_attn_params, const __grid_constant__ evo_attn_tmaps);\n");
     CHECK_CONTAINS(t,
                    "    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,0,1,1,0,40,0>, 384, 128, 107656, 0, 1, 64, "
-                   "128, 0, 1, nullptr, nullptr},\n"); /* e4m3 P·V: no FP16 twin */
+                   "128, 0, 1, nullptr, nullptr, 0},\n"); /* e4m3 P·V: no FP16 twin */
     CHECK(strstr(t, "evo_attn_tmaps); /* its FP16-V twin */") == NULL);
     CHECK(strstr(t, "evo_attn_tmaps); /* its FP16-K-and-V twin */") == NULL);
     evo_export_out_free(&out);
@@ -761,7 +761,7 @@ static void test_sm90(void)
      * instantiated and in the table */
     CHECK_CONTAINS(out.text ? out.text : "",
                    ", 0, 1, 64, 64, 0, 0, (const void *)evo_attn_sm90<64,64,2,64,3,2,2,2,1,0,0,56,0>, "
-                   "(const void *)evo_attn_sm90<64,64,2,64,3,2,2,3,1,0,0,56,0>},\n");
+                   "(const void *)evo_attn_sm90<64,64,2,64,3,2,2,3,1,0,0,56,0>, 0},\n");
     CHECK_CONTAINS(out.text ? out.text : "",
                    "template __global__ void evo_attn_sm90<64,64,2,64,3,2,2,2,1,0,0,56,0>(const __grid_constant__ "
                    "evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */\n");

@@ -89,25 +89,26 @@ int main(void)
     g = best;
     g.tile_n = 96;
     CHECK(attn_sm90_check(&g, 128, 227 * 1024) != NULL);
-    /* V_PATH 2 (V given in FP16, the FP16-V entry of exported files): the TMA thread loads V, so PIPE 2 only; same
-     * shared memory as V_PATH 1 */
+    /* V_PATH 2 (V given in FP16, the FP16-V entry of exported files): the TMA thread loads V, so PIPE 2 only; V_PATH
+     * 1's shared memory but the raw V ring (STAGES · TILE_N · D bytes) */
     const evo_sm90_genome afb = {64, 2, 128, 2, 2, 1, 1, 1, 1, 0, 56, 0}; /* afb8908b, the fp8 class's best */
     evo_sm90_genome v1 = afb, v2 = afb;
     v2.v_path = 2;
     CHECK(attn_sm90_check(&v2, 128, 227 * 1024) == NULL);
-    CHECK(attn_sm90_smem_bytes(&v2, 128) == attn_sm90_smem_bytes(&v1, 128));
+    CHECK(attn_sm90_smem_bytes(&v2, 128) == attn_sm90_smem_bytes(&v1, 128) - 2 * 128 * 128);
     v2.pipe = 1, v2.overlap = 0, v2.pingpong = 0;
     CHECK(has(attn_sm90_check(&v2, 128, 227 * 1024), "V_PATH=2 and 3 need PIPE=2"));
     v2.v_path = 4, v2.pipe = 2, v2.overlap = 1, v2.pingpong = 1;
     CHECK(has(attn_sm90_check(&v2, 128, 227 * 1024), "V_PATH must be"));
-    /* V_PATH 3 (K and V given in FP16, the FP16-K-and-V entry): for the FP16 Q·Kᵀ only; same shared memory */
+    /* V_PATH 3 (K and V in FP16: the FP16-K-and-V entry, and a genome whose K and V are converted once per call):
+     * for the FP16 Q·Kᵀ only; V_PATH 1's shared memory but the raw K and V rings */
     v2.v_path = 3;
     CHECK(has(attn_sm90_check(&v2, 128, 227 * 1024), "V_PATH=3 needs QK_MODE=2"));
     const evo_sm90_genome e1f = {64, 3, 64, 2, 2, 2, 1, 1, 0, 0, 56, 0}; /* e1f273e5, the exact class's best */
     evo_sm90_genome k1 = e1f, k3 = e1f;
     k3.v_path = 3;
     CHECK(attn_sm90_check(&k3, 128, 227 * 1024) == NULL && attn_sm90_check(&k3, 64, 227 * 1024) == NULL);
-    CHECK(attn_sm90_smem_bytes(&k3, 128) == attn_sm90_smem_bytes(&k1, 128));
+    CHECK(attn_sm90_smem_bytes(&k3, 128) == attn_sm90_smem_bytes(&k1, 128) - 2 * 2 * 64 * 128);
 
     /* geometry */
     CHECK(attn_sm90_threads(&best) == 384);

@@ -15,7 +15,9 @@ enum { ATTN_BATCH, ATTN_HEADS, ATTN_SEQ, ATTN_DIM, ATTN_CAUSAL, ATTN_SCALE, ATTN
 enum { ATTN_OPT_FORMAT, ATTN_OPT_SCALE, ATTN_N_OPTIONS };
 /* Variant attributes (evo_variant.attr). FAMILY: 0 the mma.sync template (attention_fp8.cu), 1 the sm_90a wgmma
  * template (attention_fp8_sm90.cu), whose launch also needs WG_ROWS and TILE_N (the tensor maps' boxes) and PERSIST
- * (the grid). A variant's arithmetic is its accuracy class (evo_variant.accuracy: ATTN_ACC_* of attn_gate.h). */
+ * (the grid). A variant's arithmetic is its accuracy class (evo_variant.accuracy: ATTN_ACC_* of attn_gate.h).
+ * ROLE (ATTN_ROLE_*): what the kernel is; a genome with H_V_PATH 3 is its attention kernels (KV16) and one kernel
+ * that converts K and V to FP16 into a workspace before them (CONVERT; it serves no shape on its own). */
 enum {
     ATTN_V_DIM,
     ATTN_V_FORMAT,
@@ -25,8 +27,17 @@ enum {
     ATTN_V_WG_ROWS,
     ATTN_V_TILE_N,
     ATTN_V_PERSIST,
+    ATTN_V_ROLE,
     ATTN_N_VATTRS
 };
+enum {
+    ATTN_ROLE_ATTN = 0,    /* attention on the codes */
+    ATTN_ROLE_KV16 = 1,    /* attention on K and V in FP16, which the CONVERT kernel writes first, every call */
+    ATTN_ROLE_CONVERT = 2, /* K and V codes to FP16 (their exact e4m3 values), both tensors in one launch */
+};
+/* The conversion kernel of the sm_90a template (evo_attn_kv16_convert) and its block. */
+#define ATTN_CONVERT_NAME "evo_attn_kv16_convert<16>"
+#define ATTN_CONVERT_THREADS 256
 enum { ATTN_FAMILY_MMA = 0, ATTN_FAMILY_SM90 = 1 };
 #define ATTN_MODEL_ROWS 32     /* attn_support.cu's evo_fp8_model_attention: query rows per block ... */
 #define ATTN_MODEL_THREADS 128 /* ... and threads per block (4 a row) */

@@ -124,13 +124,15 @@ struct Sm90Cfg {
     static constexpr int VB = TILE_N % 128 == 0 ? 128 : 64;          /* e4m3 Vᵀ: bytes per swizzle column block */
     static constexpr int Q_BYTES = BM * D;
     static constexpr int KV_BYTES = TILE_N * D;                       /* one stage of K or of raw V */
+    static constexpr int KR_BYTES = V_PATH == 3 ? 0 : KV_BYTES;       /* the raw K ring's stage (V_PATH 3: none) */
+    static constexpr int VR_BYTES = V_PATH >= 2 ? 0 : KV_BYTES;       /* the raw V ring's stage (V_PATH 2, 3: none) */
     static constexpr int VT_BYTES = vt_bytes<D, TILE_N, V_PATH>();
     static constexpr int NX = PIPE == 2 ? STAGES : 1;                 /* converted tiles: a ring with a producer */
     static constexpr int Q16_BYTES = QK_MODE == 2 ? BM * D * 2 : 0;
     static constexpr int K16_BYTES = QK_MODE == 2 ? TILE_N * D * 2 : 0;
     static constexpr int OFF_K = align1024(Q_BYTES);
-    static constexpr int OFF_V = OFF_K + STAGES * KV_BYTES;
-    static constexpr int OFF_VT = OFF_V + STAGES * KV_BYTES;
+    static constexpr int OFF_V = OFF_K + STAGES * KR_BYTES;
+    static constexpr int OFF_VT = OFF_V + STAGES * VR_BYTES;
     static constexpr int OFF_Q16 = OFF_VT + NX * VT_BYTES;
     static constexpr int OFF_K16 = OFF_Q16 + Q16_BYTES;
     static constexpr int OFF_BAR = OFF_K16 + NX * K16_BYTES;
@@ -1224,6 +1226,34 @@ template <int CONSUMERS, int PRODUCER_REGS> struct RegSplit {
 };
 
 } // namespace evo_sm90
+
+/* K and V codes (e4m3 [B, H, S, D], n elements each) to FP16 [B, H, S, D] of the same values (exact: every e4m3
+ * value is an FP16 value), both tensors in one launch; what a genome with V_PATH 3 runs before its attention kernel
+ * every call, so that no block converts a key tile (the scales stay apart: k_scale and v_scale multiply as before).
+ * VEC codes per thread and step (one 16-byte load, two 16-byte stores); n a multiple of VEC, the codes VEC-byte and
+ * k16, v16 32-byte aligned. Grid-stride: any grid of 256-thread blocks covers it; the launchers take
+ * ceil(2n / VEC / 256) blocks. The codes are read once (streaming loads); the FP16 tensors are stored plainly, for the
+ * attention kernel to find in L2 what fits there. */
+template <int VEC>
+__global__ void __launch_bounds__(256)
+    evo_attn_kv16_convert(const unsigned char *__restrict__ k, const unsigned char *__restrict__ v,
+                          unsigned short *__restrict__ k16, unsigned short *__restrict__ v16, unsigned long long n)
+{
+    static_assert(VEC == 16, "16 codes a step");
+    using namespace evo_sm90;
+    if (n % VEC) __trap();
+    const unsigned long long nv = n / VEC, stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < 2 * nv; i += stride) {
+        const bool is_v = i >= nv;
+        const unsigned long long j = is_v ? i - nv : i;
+        const uint4 c = __ldcs(reinterpret_cast<const uint4 *>(is_v ? v : k) + j);
+        const uint4 lo = make_uint4(e4m3x2_lo(c.x), e4m3x2_hi(c.x), e4m3x2_lo(c.y), e4m3x2_hi(c.y));
+        const uint4 hi = make_uint4(e4m3x2_lo(c.z), e4m3x2_hi(c.z), e4m3x2_lo(c.w), e4m3x2_hi(c.w));
+        uint4 *out = reinterpret_cast<uint4 *>(is_v ? v16 : k16) + 2 * j;
+        out[0] = lo;
+        out[1] = hi;
+    }
+}
 
 template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH, int OVERLAP,
           int PINGPONG, int O_ACC, int PRODUCER_REGS, int PERSIST, int PROBE = 0>

@@ -36,8 +36,10 @@ int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
     /* V_PATH 1: FP16 V plus a 64-column block of ones (the row sums of P come out of the P·V GEMM) */
     const int vt = g->v_path ? g->tile_n * (d + 64) * 2 : kv, nx = g->pipe == 2 ? g->stages : 1;
     const int q16 = g->qk_mode == 2 ? 2 * q_bytes : 0, k16 = g->qk_mode == 2 ? 2 * kv : 0;
+    /* the raw rings: V_PATH 2 and 3 load V in FP16 (no raw V), V_PATH 3 K too (no raw K) */
+    const int kr = g->v_path == 3 ? 0 : kv, vr = g->v_path >= 2 ? 0 : kv;
     const int n_bars = 3 + 7 * g->stages;
-    return align1024(q_bytes) + 2 * g->stages * kv + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
+    return align1024(q_bytes) + g->stages * (kr + vr) + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
 }
 
 /* Registers a consumer thread has: 255 with one consumer warpgroup (or none with a producer), otherwise what

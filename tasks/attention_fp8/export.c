@@ -38,11 +38,20 @@ static bool fp16_twin(const char *expr, int vpath, char *buf, size_t len)
     return n > 0 && (size_t)n < len;
 }
 
+static bool is_convert(const evo_variant *y) { return y->attr[ATTN_V_ROLE] == ATTN_ROLE_CONVERT; }
+
 /* "template __global__ void NAME(...);" for a kernel and, when it has them, its FP16 twins. */
 static void append_instantiations(evo_str *o, const char *expr, bool sm90)
 {
     static const char *const what[] = {"its FP16-V twin", "its FP16-K-and-V twin"};
     char twin[256];
+    if (strcmp(expr, ATTN_CONVERT_NAME) == 0) {
+        evo_str_appendf(o,
+                        "template __global__ void %s(const unsigned char *, const unsigned char *, unsigned short *, "
+                        "unsigned short *, unsigned long long); /* K and V to FP16 (V_PATH 3) */\n",
+                        expr);
+        return;
+    }
     evo_str_appendf(o,
                     sm90 ? "template __global__ void %s(const __grid_constant__ evo_attn_params, "
                            "const __grid_constant__ evo_attn_tmaps);\n"
@@ -56,23 +65,33 @@ static void append_instantiations(evo_str *o, const char *expr, bool sm90)
                             twin, what[vpath - 2]);
 }
 
-/* ", (const void *)TWIN" or ", nullptr" for each twin: the variant table's last two columns. */
-static void append_twin_column(evo_str *o, const char *expr)
+/* ", (const void *)TWIN" or ", nullptr" for each twin, then whether the kernel takes K and V converted: the variant
+ * table's last three columns. A kernel with V_PATH 3 (role KV16) is its own FP16-K-and-V entry. */
+static void append_twin_column(evo_str *o, const evo_variant *y)
 {
+    const char *expr = y->name_expr;
     char twin[256];
+    if (y->attr[ATTN_V_ROLE] == ATTN_ROLE_KV16) {
+        evo_str_appendf(o, ", nullptr, (const void *)%s, 1", expr);
+        return;
+    }
     for (int vpath = 2; vpath <= 3; vpath++) {
         if (fp16_twin(expr, vpath, twin, sizeof twin))
             evo_str_appendf(o, ", (const void *)%s", twin);
         else
             evo_str_append(o, ", nullptr");
     }
+    evo_str_append(o, ", 0");
 }
 
 #define VARIANT_V16_FIELD \
     "    const void *v16_kernel; /* family 1 with V_PATH 1: the same kernel taking V in FP16 (V_PATH 2), which\n" \
     "                               evo_attention_forward_v16 runs; nullptr otherwise */\n" \
     "    const void *kv16_kernel; /* family 1 with QK_MODE 2 and V_PATH 1: taking K and V in FP16 (V_PATH 3),\n" \
-    "                                which evo_attention_forward_kv16 runs; nullptr otherwise */\n"
+    "                                which evo_attention_forward_kv16 runs; a V_PATH 3 kernel itself; nullptr\n" \
+    "                                otherwise */\n" \
+    "    int convert; /* 1: a V_PATH 3 kernel: evo_attention_forward converts K and V to FP16 into a workspace\n" \
+    "                    first (evo_attn_kv16_convert, timed with it by evo) */\n"
 
 /* The arch nvcc must target: the program's own ("sm_90a") or the run's. */
 static const char *export_arch(const evo_export_ctx *x) { return x->prog->arch[0] ? x->prog->arch : x->src->cand.arch; }
@@ -120,19 +139,33 @@ static void append_header(evo_str *o, const evo_export_ctx *x)
            " *   int evo_attention_forward_kv16(...the same arguments, k and v: FP16 values...);\n"
            " *   int evo_attention_kv16_supported(int batch, int heads, int seq, int head_dim, int causal);\n"
            " * K and V given in FP16 (k_scale, v_scale still multiply them; NULL: 1): served by the FP16-K-and-V\n"
-           " * twin of an sm_90a kernel with FP16 Q·Kᵀ and P·V (QK_MODE 2, V_PATH 1).\n"
+           " * twin of an sm_90a kernel with FP16 Q·Kᵀ and P·V (QK_MODE 2, V_PATH 1), and by a V_PATH 3 kernel.\n"
+           " *   size_t evo_attention_workspace_bytes(int batch, int heads, int seq, int head_dim, int causal);\n"
+           " *   int evo_attention_forward_ws(...the arguments of evo_attention_forward..., void *workspace,\n"
+           " *                                size_t workspace_bytes, cudaStream_t stream);\n"
+           " * A V_PATH 3 kernel takes K and V in FP16, converted from the codes every call into a workspace of\n"
+           " * that many bytes (0 for every other kernel): the caller's, or one evo_attention_forward allocates and\n"
+           " * frees on the stream (cudaMallocAsync).\n"
            " *\n"
            " * Provenance\n");
     evo_export_provenance_begin(o, x);
     evo_str_appendf(o, " *   task          %s, format %s, arch %s, head dims", c->task,
                     evo_attn_format_name(evo_attn_format(cfg)), c->arch);
-    for (int v = 0; v < x->prog->n_variants; v++) evo_str_appendf(o, " %lld", x->prog->variants[v].attr[ATTN_V_DIM]);
+    for (int v = 0; v < x->prog->n_variants; v++)
+        if (!is_convert(&x->prog->variants[v])) evo_str_appendf(o, " %lld", x->prog->variants[v].attr[ATTN_V_DIM]);
     evo_str_append(o, "\n");
     evo_export_provenance_end(o, x, "against the FP32 reference on the dequantized inputs (e2e: on the fp16 inputs)");
     evo_str_append(o, is_sm90(x) ? " *\n * Variants (the sm_90a family: launch rules in attention_fp8_sm90.cu below):\n"
                                  : " *\n * Variants (grid: ceil(S / rows) x H x B):\n");
     for (int v = 0; v < x->prog->n_variants; v++) {
         const evo_variant *y = &x->prog->variants[v];
+        if (is_convert(y)) {
+            evo_str_appendf(o,
+                            " *   before each: %s, %d threads: K and V to FP16 into the workspace\n"
+                            " *                 (evo_attention_workspace_bytes; evo_attention_forward allocates it)\n",
+                            y->name_expr, y->threads);
+            continue;
+        }
         evo_str_appendf(
             o,
             " *   head dim %3lld: %s\n *                 %d threads, %lld rows per block, %d bytes of dynamic "
@@ -180,11 +213,12 @@ static void append_genome_section(evo_str *o, const evo_export_ctx *x)
         "static const variant variants[] = {\n");
     for (int v = 0; v < x->prog->n_variants; v++) {
         const evo_variant *y = &x->prog->variants[v];
+        if (is_convert(y)) continue;
         evo_str_appendf(o, "    {%lld, (const void *)%s, %d, %lld, %d, %lld, %lld, %lld, %lld, %lld, %lld",
                         y->attr[ATTN_V_DIM], y->name_expr, y->threads, y->attr[ATTN_V_ROWS], y->smem_bytes,
                         y->attr[ATTN_V_MIN_WAVES], y->attr[ATTN_V_FAMILY], y->attr[ATTN_V_WG_ROWS],
                         y->attr[ATTN_V_TILE_N], y->attr[ATTN_V_PERSIST], (long long)y->accuracy);
-        append_twin_column(o, y->name_expr);
+        append_twin_column(o, y);
         evo_str_append(o, "},\n");
     }
     evo_str_appendf(o,
@@ -241,6 +275,15 @@ static bool entry_sm90(const evo_export_entry *e)
 }
 
 /* Entry e serves head dim `dim` in some bucket: only those variants go into the file. */
+static bool entry_serves_dim(const evo_export_dispatch_ctx *d, int e, long long dim);
+
+/* Variant y of entry e goes into the file: it serves a head dim of the entry's buckets, or converts K and V for such a
+ * variant (every entry in the file serves some head dim). */
+static bool entry_keeps(const evo_export_dispatch_ctx *d, int e, const evo_variant *y)
+{
+    return is_convert(y) || entry_serves_dim(d, e, y->attr[ATTN_V_DIM]);
+}
+
 static bool entry_serves_dim(const evo_export_dispatch_ctx *d, int e, long long dim)
 {
     for (int b = 0; b < d->n_buckets; b++)
@@ -287,7 +330,9 @@ static void append_dispatch_header(evo_str *o, const evo_export_dispatch_ctx *d)
         " * and evo_attention_forward_v16 / evo_attention_v16_supported (V given in FP16: the entry's sm_90a kernels\n"
         " * that multiply P·V in FP16 have an FP16-V twin; cudaErrorNotSupported where the problem's kernel has none),\n"
         " * evo_attention_forward_kv16 / evo_attention_kv16_supported (K and V given in FP16: the same for the\n"
-        " * kernels whose Q·Kᵀ is FP16 too).\n"
+        " * kernels whose Q·Kᵀ is FP16 too), evo_attention_workspace_bytes / evo_attention_forward_ws (an entry with\n"
+        " * V_PATH 3 converts K and V to FP16 into a workspace every call: the caller's, or one evo_attention_forward\n"
+        " * allocates on the stream; 0 bytes for every other entry).\n"
         " *\n"
         " * Dispatch (attn_dispatch_host.h below): a problem is in bucket (head dim, causal, seq class, batch·heads\n"
         " * class), classes powers of two (seq 1..256, 257..512, 513..1024, ...; batch·heads 1..8, 9..16, 17..32,\n"
@@ -324,6 +369,10 @@ static void append_dispatch_header(evo_str *o, const evo_export_dispatch_ctx *d)
         evo_str_appendf(o, " *     key check   %s\n", e->key_check);
         for (int v = 0; v < e->prog.n_variants; v++) {
             const evo_variant *y = &e->prog.variants[v];
+            if (is_convert(y)) {
+                evo_str_appendf(o, " *     before each: %s: K and V to FP16 into the workspace\n", y->name_expr);
+                continue;
+            }
             if (!entry_serves_dim(d, i, y->attr[ATTN_V_DIM])) continue;
             evo_str_appendf(o, " *     head dim %3lld: %s, %d threads, %lld rows per block, %d bytes of smem%s\n",
                             y->attr[ATTN_V_DIM], y->name_expr, y->threads, y->attr[ATTN_V_ROWS], y->smem_bytes,
@@ -387,12 +436,12 @@ static void append_dispatch_section(evo_str *o, const evo_export_dispatch_ctx *d
         const evo_export_entry *e = &d->entries[i];
         for (int v = 0; v < e->prog.n_variants; v++) {
             const evo_variant *y = &e->prog.variants[v];
-            if (!entry_serves_dim(d, i, y->attr[ATTN_V_DIM])) continue;
+            if (!entry_keeps(d, i, y)) continue;
             bool seen = false;
             for (int j = 0; j <= i && !seen; j++)
                 for (int w = 0; w < d->entries[j].prog.n_variants && !seen; w++) {
                     if (j == i && w >= v) break;
-                    seen = entry_serves_dim(d, j, d->entries[j].prog.variants[w].attr[ATTN_V_DIM]) &&
+                    seen = entry_keeps(d, j, &d->entries[j].prog.variants[w]) &&
                            strcmp(d->entries[j].prog.variants[w].name_expr, y->name_expr) == 0;
                 }
             if (!seen) append_instantiations(o, y->name_expr, entry_sm90(e));
@@ -415,12 +464,12 @@ static void append_dispatch_section(evo_str *o, const evo_export_dispatch_ctx *d
         const evo_export_entry *e = &d->entries[i];
         for (int v = 0; v < e->prog.n_variants; v++) {
             const evo_variant *y = &e->prog.variants[v];
-            if (!entry_serves_dim(d, i, y->attr[ATTN_V_DIM])) continue;
+            if (is_convert(y) || !entry_serves_dim(d, i, y->attr[ATTN_V_DIM])) continue;
             evo_str_appendf(o, "    {%lld, (const void *)%s, %d, %lld, %d, %lld, %lld, %lld, %lld, %lld, %lld, %d",
                             y->attr[ATTN_V_DIM], y->name_expr, y->threads, y->attr[ATTN_V_ROWS], y->smem_bytes,
                             y->attr[ATTN_V_MIN_WAVES], y->attr[ATTN_V_FAMILY], y->attr[ATTN_V_WG_ROWS],
                             y->attr[ATTN_V_TILE_N], y->attr[ATTN_V_PERSIST], (long long)y->accuracy, i);
-            append_twin_column(o, y->name_expr);
+            append_twin_column(o, y);
             evo_str_append(o, "},\n");
         }
     }

@@ -133,15 +133,45 @@ static int variant_for(int batch, int heads, int seq, int head_dim, int causal)
     return seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
 }
 
+/* Bytes of workspace variant i needs for a problem: the FP16 K and V of a V_PATH 3 kernel (convert), else 0. */
+static size_t workspace_for(int i, int batch, int heads, int seq, int head_dim)
+{
+    return i >= 0 && variants[i].convert ? (size_t)4 * batch * heads * seq * head_dim : 0;
+}
+
 static int forward(const void *q, const void *k, const void *v, const float *q_scale, const float *k_scale,
                    const float *v_scale, void *o, int batch, int heads, int seq, int head_dim, int causal,
-                   float softmax_scale, cudaStream_t stream, operands m)
+                   float softmax_scale, cudaStream_t stream, operands m, void *ws = nullptr, size_t ws_bytes = 0)
 {
     const int i = variant_for(batch, heads, seq, head_dim, causal);
     if (i < 0 || !q || !k || !v || !q_scale || (!k_scale && m != KV16) || (!v_scale && m == CODES) || !o ||
         batch > 65535 || heads > 65535)
         return (int)cudaErrorInvalidValue;
     if (m != CODES && !kernel_of(i, m)) return (int)cudaErrorNotSupported;
+#if EVO_EXPORT_SM90
+    if (m == CODES && variants[i].convert) { /* V_PATH 3: K and V to FP16 into the workspace, then the kernel */
+        const size_t need = workspace_for(i, batch, heads, seq, head_dim);
+        if (ws && ws_bytes < need) return (int)cudaErrorInvalidValue;
+        void *own = nullptr;
+        cudaError_t e = ws ? cudaSuccess : cudaMallocAsync(&own, need, stream);
+        if (e != cudaSuccess) return (int)e;
+        unsigned char *k16 = (unsigned char *)(ws ? ws : own), *v16 = k16 + need / 2;
+        const unsigned long long n = (unsigned long long)batch * heads * seq * head_dim;
+        evo_attn_kv16_convert<16><<<(unsigned)((2 * (n / 16) + 255) / 256), 256, 0, stream>>>(
+            (const unsigned char *)k, (const unsigned char *)v, (unsigned short *)k16, (unsigned short *)v16, n);
+        e = cudaGetLastError();
+        if (e == cudaSuccess)
+            e = (cudaError_t)forward(q, k16, v16, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
+                                     softmax_scale, stream, KV16);
+        if (own) {
+            const cudaError_t f = cudaFreeAsync(own, stream);
+            if (e == cudaSuccess) e = f;
+        }
+        return (int)e;
+    }
+#else
+    (void)ws, (void)ws_bytes;
+#endif
     cudaError_t e = raise_smem_limit(i, m);
     if (e != cudaSuccess) return (int)e;
     evo_attn_params p;
@@ -242,6 +272,26 @@ extern "C" int evo_attention_forward_kv16(const void *q, const void *k16, const 
 extern "C" int evo_attention_kv16_supported(int batch, int heads, int seq, int head_dim, int causal)
 {
     return evo_export::twin_serves(batch, heads, seq, head_dim, causal, evo_export::KV16);
+}
+
+/* Bytes of workspace evo_attention_forward_ws needs for this problem: 4·B·H·S·D (K and V in FP16) where the kernel
+ * that serves it takes them converted (V_PATH 3), 0 otherwise (and for a problem no kernel serves). */
+extern "C" size_t evo_attention_workspace_bytes(int batch, int heads, int seq, int head_dim, int causal)
+{
+    return evo_export::workspace_for(evo_export::variant_for(batch, heads, seq, head_dim, causal), batch, heads, seq,
+                                     head_dim);
+}
+
+/* As evo_attention_forward, with the caller's workspace (device memory, 16-byte aligned, at least
+ * evo_attention_workspace_bytes; may be NULL where that is 0; cudaErrorInvalidValue when too small): a V_PATH 3
+ * kernel's FP16 K and V go there instead of into memory the call allocates and frees on the stream. */
+extern "C" int evo_attention_forward_ws(const void *q, const void *k, const void *v, const float *q_scale,
+                                        const float *k_scale, const float *v_scale, void *o, int batch, int heads,
+                                        int seq, int head_dim, int causal, float softmax_scale, void *workspace,
+                                        size_t workspace_bytes, cudaStream_t stream)
+{
+    return evo_export::forward(q, k, v, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
+                               softmax_scale, stream, evo_export::CODES, workspace, workspace_bytes);
 }
 
 #ifdef EVO_SELFTEST
@@ -354,6 +404,8 @@ struct problem {
     float *d_scales[3] = {nullptr, nullptr, nullptr};
     unsigned char *d_out_alloc = nullptr; /* GUARD_BYTES, then the output, then GUARD_BYTES */
     void *d_out = nullptr;
+    void *d_ws = nullptr; /* the FP16 K and V of a V_PATH 3 kernel (evo_attention_forward_ws), when a variant has one */
+    size_t ws_bytes = 0;
 };
 
 static double softmax_scale_for(int head_dim)
@@ -386,6 +438,10 @@ static bool problem_make(problem &p, int batch, int heads, int seq, int head_dim
                      "cudaMemcpy"))
             return false;
     }
+    bool converts = false;
+    for (int i = 0; i < evo_export::n_variants; i++) converts |= evo_export::variants[i].convert != 0;
+    p.ws_bytes = converts ? 4 * p.n : 0;
+    if (p.ws_bytes && !cuda_ok(cudaMalloc(&p.d_ws, p.ws_bytes), "cudaMalloc")) return false;
     if (!cuda_ok(cudaMalloc(&p.d_out_alloc, p.n * 2 + 2 * GUARD_BYTES), "cudaMalloc")) return false;
     p.d_out = p.d_out_alloc + GUARD_BYTES;
     return cuda_ok(cudaMemset(p.d_out_alloc, GUARD, p.n * 2 + 2 * GUARD_BYTES), "cudaMemset");
@@ -398,13 +454,20 @@ static void problem_free(problem &p)
         cudaFree(p.d_scales[t]);
     }
     cudaFree(p.d_out_alloc);
+    cudaFree(p.d_ws);
 }
 
-static cudaError_t problem_launch(const problem &p, cudaStream_t stream)
+/* The launcher on p's codes, with p's workspace (a V_PATH 3 kernel converts K and V into it); own_ws: without it,
+ * the launcher allocating its own on the stream (evo_attention_forward). */
+static cudaError_t problem_launch(const problem &p, cudaStream_t stream, bool own_ws = false)
 {
-    return (cudaError_t)evo_attention_forward(p.d_codes[0], p.d_codes[1], p.d_codes[2], p.d_scales[0], p.d_scales[1],
-                                              p.d_scales[2], p.d_out, p.batch, p.heads, p.seq, p.head_dim, p.causal,
-                                              (float)p.scale, stream);
+    if (own_ws)
+        return (cudaError_t)evo_attention_forward(p.d_codes[0], p.d_codes[1], p.d_codes[2], p.d_scales[0],
+                                                  p.d_scales[1], p.d_scales[2], p.d_out, p.batch, p.heads, p.seq,
+                                                  p.head_dim, p.causal, (float)p.scale, stream);
+    return (cudaError_t)evo_attention_forward_ws(p.d_codes[0], p.d_codes[1], p.d_codes[2], p.d_scales[0],
+                                                 p.d_scales[1], p.d_scales[2], p.d_out, p.batch, p.heads, p.seq,
+                                                 p.head_dim, p.causal, (float)p.scale, p.d_ws, p.ws_bytes, stream);
 }
 
 /* Output row i of head bh in FP64 on the dequantized inputs: the exact reference both accuracy classes are judged
@@ -571,7 +634,9 @@ static double flops(int batch, int heads, int seq, int head_dim, int causal)
 /* The FP16 twins on variant vi against evo_attention_forward on the codes: m = V16, evo_attention_forward_v16 with V
  * given as the codes' e4m3 values in FP16; m = KV16, evo_attention_forward_kv16 with K and V so. Every variant with
  * that twin gives the same bits on 8 problems; every variant without one is refused (cudaErrorNotSupported, nothing
- * launched). Returns false when CUDA failed; *failed counts the cases that did not pass. */
+ * launched). A V_PATH 3 kernel is its own KV16 entry: there the codes' call converts K and V on the GPU (into the
+ * problem's workspace, and into one evo_attention_forward allocates: both checked), against the values converted
+ * here. Returns false when CUDA failed; *failed counts the cases that did not pass. */
 static bool run_fp16_checks(evo_export::operands m, int *n_cases, int *failed)
 {
     static const int seqs[] = {77, 200}, dists[] = {DIST_NORMAL, DIST_LARGE};
@@ -608,7 +673,7 @@ static bool run_fp16_checks(evo_export::operands m, int *n_cases, int *failed)
                         for (size_t j = 0; j < p.n; j++)
                             h16[t][j] = double_to_half((double)e4m3_decode(p.codes[1 + t][j]));
                     void *d16[2] = {nullptr, nullptr};
-                    std::vector<unsigned char> a(p.n * 2), b(p.n * 2);
+                    std::vector<unsigned char> a(p.n * 2), b(p.n * 2), c;
                     evo_export::forced_variant = vi;
                     for (int t = 0; t < 2; t++)
                         ok = ok && cuda_ok(cudaMalloc(&d16[t], p.n * 2), "cudaMalloc") &&
@@ -624,14 +689,22 @@ static bool run_fp16_checks(evo_export::operands m, int *n_cases, int *failed)
                                  what) &&
                          cuda_ok(cudaDeviceSynchronize(), "kernel") &&
                          cuda_ok(cudaMemcpy(b.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+                    if (ok && evo_export::variants[vi].convert) { /* the launcher's own workspace */
+                        c.resize(p.n * 2);
+                        ok = cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
+                             cuda_ok(problem_launch(p, 0, true), "launch") &&
+                             cuda_ok(cudaDeviceSynchronize(), "kernel") &&
+                             cuda_ok(cudaMemcpy(c.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+                    }
                     evo_export::forced_variant = -1;
                     cudaFree(d16[0]);
                     cudaFree(d16[1]);
                     problem_free(p);
                     if (!ok) return false;
                     ++*n_cases;
-                    if (a != b) {
+                    if (a != b || (!c.empty() && c != a)) {
                         ++*failed;
+                        if (a == b) std::swap(b, c); /* the allocating call is the one that differs */
                         size_t diff = 0;
                         for (size_t j = 0; j < p.n * 2; j += 2) diff += memcmp(&a[j], &b[j], 2) != 0;
                         printf("  FAIL  %s, variant %d D=%d S=%d causal=%d %s: %zu of %zu elements differ\n", what, vi,
@@ -703,6 +776,25 @@ static bool run_checks(int *n_cases, int *failed)
     if (rc != (int)cudaErrorInvalidValue) {
         ++*failed;
         printf("  FAIL  head_dim 96 returned %d, want cudaErrorInvalidValue (%d)\n", rc, (int)cudaErrorInvalidValue);
+    }
+    /* The workspace: 4·B·H·S·D bytes for a V_PATH 3 kernel, 0 for every other; one byte short is refused, nothing
+     * launched. */
+    for (int vi = 0; vi < evo_export::n_variants; vi++) {
+        const int D = evo_export::variants[vi].head_dim;
+        const size_t want = evo_export::variants[vi].convert ? (size_t)4 * 2 * 3 * 77 * D : 0;
+        evo_export::forced_variant = vi;
+        const size_t got = evo_attention_workspace_bytes(2, 3, 77, D, 0);
+        const int short_rc = want ? evo_attention_forward_ws((void *)1, (void *)1, (void *)1, (const float *)1,
+                                                             (const float *)1, (const float *)1, (void *)1, 2, 3, 77,
+                                                             D, 0, 1.0f, (void *)16, want - 1, 0)
+                                  : (int)cudaErrorInvalidValue;
+        evo_export::forced_variant = -1;
+        ++*n_cases;
+        if (got != want || short_rc != (int)cudaErrorInvalidValue) {
+            ++*failed;
+            printf("  FAIL  variant %d: workspace %zu bytes, want %zu; one byte short returned %d\n", vi, got, want,
+                   short_rc);
+        }
     }
     return true;
 }

@@ -42,7 +42,10 @@ typedef struct {
     /* Family 1 (sm_90a): the tensor maps of the last launch and what they were made for. */
     evo_attn_tmaps tmaps;
     CUdeviceptr tmap_ptr[3];
-    long long tmap_key[5];
+    long long tmap_key[6];
+    /* V_PATH 3 genomes: K and V in FP16, written by the genome's conversion kernel before each launch */
+    size_t kv16_n; /* elements each holds (the largest case) */
+    CUdeviceptr kv16[2];
 } attn_gpu;
 
 /* One case's inputs: 8-bit codes and scales of Q, K, V, the reference, and the end-to-end reference. */
@@ -282,11 +285,13 @@ static CUresult sm90_launch(attn_gpu *a, const evo_variant *v, CUfunction f, con
 {
     const evo_cudrv *cu = evo_gpu_cu(a->g);
     if (!cu->cuTensorMapEncodeTiled) return CUDA_ERROR_NOT_SUPPORTED;
-    const long long key[5] = {(long long)p->batch * p->heads, p->seq, p->head_dim, v->attr[ATTN_V_WG_ROWS],
-                              v->attr[ATTN_V_TILE_N]};
+    const int v_path = v->attr[ATTN_V_ROLE] == ATTN_ROLE_KV16 ? 3 : 0; /* the maps of K and V: FP16 or codes */
+    const long long key[6] = {(long long)p->batch * p->heads, p->seq, p->head_dim, v->attr[ATTN_V_WG_ROWS],
+                              v->attr[ATTN_V_TILE_N],         v_path};
     const CUdeviceptr ptr[3] = {p->q, p->k, p->v};
     if (memcmp(key, a->tmap_key, sizeof key) != 0 || memcmp(ptr, a->tmap_ptr, sizeof ptr) != 0) {
-        const evo_sm90_genome h = {.wg_rows = (int)v->attr[ATTN_V_WG_ROWS], .tile_n = (int)v->attr[ATTN_V_TILE_N]};
+        const evo_sm90_genome h = {
+            .wg_rows = (int)v->attr[ATTN_V_WG_ROWS], .tile_n = (int)v->attr[ATTN_V_TILE_N], .v_path = v_path};
         const evo_tmap_encode_fn encode = (evo_tmap_encode_fn)(void (*)(void))cu->cuTensorMapEncodeTiled;
         memset(a->tmap_key, 0, sizeof a->tmap_key);
         const int r = attn_sm90_fill_tmaps(&a->tmaps, p, &h, encode);
@@ -301,12 +306,46 @@ static CUresult sm90_launch(attn_gpu *a, const evo_variant *v, CUfunction f, con
                               evo_gpu_stream(a->g), args, NULL);
 }
 
+/* The conversion kernel among a program's kernels (a V_PATH 3 genome's), or -1. */
+static int convert_kernel(const evo_gpu_kernel *k, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (k[i].v.attr[ATTN_V_ROLE] == ATTN_ROLE_CONVERT) return i;
+    return -1;
+}
+
+static unsigned convert_blocks(size_t n)
+{
+    return (unsigned)((2 * (n / 16) + ATTN_CONVERT_THREADS - 1) / ATTN_CONVERT_THREADS);
+}
+
+/* A V_PATH 3 genome: the FP16 K and V buffers, sized for the largest case prepared (every case is prepared before
+ * the first evaluation). */
+static evo_status attn_begin(void *state, const evo_gpu_kernel *k, int n, evo_err *err)
+{
+    attn_gpu *a = state;
+    const size_t need = a->scratch_n > a->timed_n ? a->scratch_n : a->timed_n;
+    if (convert_kernel(k, n) < 0 || need <= a->kv16_n) return EVO_OK;
+    const evo_cudrv *cu = evo_gpu_cu(a->g);
+    for (int t = 0; t < 2; t++)
+        if (a->kv16_n) cu->cuMemFree(a->kv16[t]);
+    a->kv16_n = 0;
+    for (int t = 0; t < 2; t++) {
+        evo_status s = evo_gpu_alloc(a->g, need * 2, &a->kv16[t], err);
+        if (s != EVO_OK) {
+            if (t) cu->cuMemFree(a->kv16[0]);
+            return evo_failv_prefix(err, s, "the FP16 K and V of a V_PATH 3 genome");
+        }
+    }
+    a->kv16_n = need;
+    return EVO_OK;
+}
+
 /* Family 0: grid (ceil(S / rows), H, B), block = threads, dynamic shared memory = smem_bytes (evo_attention_abi.h);
- * family 1: sm90_launch. */
+ * family 1: sm90_launch; a V_PATH 3 kernel after its genome's conversion of K and V into kv16. */
 static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_gpu_kernel *k, int n, int pick,
                             CUdeviceptr out, bool fresh)
 {
-    (void)n;
     const evo_variant *v = &k[pick].v;
     const CUfunction f = k[pick].fn;
     attn_gpu *a = state;
@@ -328,6 +367,17 @@ static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_gpu_k
         .causal = (int)sh->v[ATTN_CAUSAL],
         .softmax_scale = (float)evo_attn_softmax_scale(a->cfg, sh),
     };
+    if (v->attr[ATTN_V_ROLE] == ATTN_ROLE_KV16) {
+        const int ci = convert_kernel(k, n);
+        if (ci < 0 || a->kv16_n < c->n) return CUDA_ERROR_INVALID_VALUE;
+        unsigned long long nn = c->n;
+        void *ca[] = {&p.k, &p.v, &a->kv16[0], &a->kv16[1], &nn};
+        const CUresult r = evo_gpu_cu(a->g)->cuLaunchKernel(k[ci].fn, convert_blocks(c->n), 1, 1, ATTN_CONVERT_THREADS,
+                                                            1, 1, 0, evo_gpu_stream(a->g), ca, NULL);
+        if (r != CUDA_SUCCESS) return r;
+        p.k = a->kv16[0];
+        p.v = a->kv16[1];
+    }
     if (v->attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90) return sm90_launch(a, v, f, sh, &p);
     void *args[] = {&p};
     const long long rows = v->attr[ATTN_V_ROWS];
@@ -340,12 +390,19 @@ static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_gpu_k
 static int attn_geometry_of(void *state, const evo_gpu_case *gc, const evo_gpu_kernel *k, int n, int pick,
                             unsigned grid[][3], unsigned *block, int max)
 {
-    (void)n, (void)max;
+    (void)n;
     const evo_shape *sh = &gc->shape;
     if (k[pick].v.attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90) {
-        sm90_grid(((attn_gpu *)state)->g, &k[pick].v, sh, grid[0]);
-        block[0] = (unsigned)k[pick].v.threads;
-        return 1;
+        int m = 0;
+        if (k[pick].v.attr[ATTN_V_ROLE] == ATTN_ROLE_KV16 && max >= 2) { /* the conversion, then the attention */
+            grid[0][0] = convert_blocks(elems(sh));
+            grid[0][1] = grid[0][2] = 1;
+            block[0] = ATTN_CONVERT_THREADS;
+            m = 1;
+        }
+        sm90_grid(((attn_gpu *)state)->g, &k[pick].v, sh, grid[m]);
+        block[m] = (unsigned)k[pick].v.threads;
+        return m + 1;
     }
     const long long rows = k[pick].v.attr[ATTN_V_ROWS];
     grid[0][0] = (unsigned)((sh->v[ATTN_SEQ] + rows - 1) / rows);
@@ -600,6 +657,7 @@ const evo_task_gpu evo_attn_gpu = {
     .output_bytes = attn_output_bytes,
     .prepare = attn_prepare,
     .geometry = attn_geometry,
+    .begin = attn_begin,
     .launch = attn_launch,
     .geometry_of = attn_geometry_of,
     .check = attn_check,

@@ -76,6 +76,7 @@ static const evo_field attention_variant_attrs[ATTN_N_VATTRS] = {
     [ATTN_V_WG_ROWS] = {.name = "wg_rows", .type = EVO_FIELD_INT, .min = 0, .max = 1024},
     [ATTN_V_TILE_N] = {.name = "tile_n", .type = EVO_FIELD_INT, .min = 0, .max = 1024},
     [ATTN_V_PERSIST] = {.name = "persist", .type = EVO_FIELD_INT, .min = 0, .max = 1},
+    [ATTN_V_ROLE] = {.name = "role", .type = EVO_FIELD_INT, .min = 0, .max = 2},
 };
 
 const char *evo_attn_format_name(int format) { return format >= 0 && format < 2 ? format_names[format] : "?"; }
@@ -145,6 +146,7 @@ static const int attention_defaults[] = {
 static const int warps_n_set[] = {1, 2, 4};
 static const int big_tile_m_set[] = {0, 128, 256};
 static const int h_wg_rows_set[] = {64, 128}, h_tile_n_set[] = {64, 128, 192, 256}, h_regs_set[] = {24, 32, 40, 56};
+static const int h_v_path_set[] = {0, 1, 3}; /* 2 is no genome: the FP16-V entry of an exported file */
 static const evo_knob_legal attention_legal[] = {
     {16, 256, 16, NULL, 0},       /* TILE_M      */
     {16, 256, 16, NULL, 0},       /* TILE_N      */
@@ -167,7 +169,7 @@ static const evo_knob_legal attention_legal[] = {
     {2, 4, 1, NULL, 0},           /* H_STAGES    */
     {0, 2, 1, NULL, 0},           /* H_PIPE      */
     {0, 2, 1, NULL, 0},           /* H_QK_MODE   */
-    {0, 1, 1, NULL, 0},           /* H_V_PATH    */
+    {0, 0, 0, h_v_path_set, 3},   /* H_V_PATH    */
     {0, 1, 1, NULL, 0},           /* H_OVERLAP   */
     {0, 1, 1, NULL, 0},           /* H_PINGPONG  */
     {0, 1, 1, NULL, 0},           /* H_O_ACC     */
@@ -414,12 +416,22 @@ static evo_status sm90_render(const evo_config *cfg, const evo_genome *g, evo_pr
         v->attr[ATTN_V_WG_ROWS] = h.wg_rows;
         v->attr[ATTN_V_TILE_N] = h.tile_n;
         v->attr[ATTN_V_PERSIST] = h.persist;
+        v->attr[ATTN_V_ROLE] = h.v_path == 3 ? ATTN_ROLE_KV16 : ATTN_ROLE_ATTN;
         v->threads = attn_sm90_threads(&h);
         v->smem_bytes = attn_sm90_smem_bytes(&h, dims[i]);
         if (attn_sm90_name_expr(&h, dims[i], v->name_expr, sizeof v->name_expr) < 0) {
             evo_program_free(out);
             return evo_fail(err, EVO_E_INTERNAL, "name expression too long");
         }
+    }
+    if (h.v_path == 3 && nd > 0) { /* K and V to FP16 before the attention kernels, every call (timed with them) */
+        evo_variant *v = &out->variants[out->n_variants++];
+        v->attr[ATTN_V_DIM] = dims[0];
+        v->attr[ATTN_V_FORMAT] = EVO_FORMAT_E4M3;
+        v->attr[ATTN_V_FAMILY] = ATTN_FAMILY_SM90;
+        v->attr[ATTN_V_ROLE] = ATTN_ROLE_CONVERT;
+        v->threads = ATTN_CONVERT_THREADS;
+        snprintf(v->name_expr, sizeof v->name_expr, "%s", ATTN_CONVERT_NAME);
     }
     return EVO_OK;
 }
@@ -473,10 +485,17 @@ static evo_status attention_handwritten(const evo_config *cfg, evo_program *out,
     return EVO_OK;
 }
 
-static bool attention_serves(const evo_variant *v, const evo_shape *s) { return v->attr[ATTN_V_DIM] == s->v[ATTN_DIM]; }
+static bool attention_serves(const evo_variant *v, const evo_shape *s)
+{
+    return v->attr[ATTN_V_ROLE] != ATTN_ROLE_CONVERT && v->attr[ATTN_V_DIM] == s->v[ATTN_DIM];
+}
 
 static void attention_variant_label(const evo_variant *v, char *buf, size_t n)
 {
+    if (v->attr[ATTN_V_ROLE] == ATTN_ROLE_CONVERT) {
+        snprintf(buf, n, "kv16");
+        return;
+    }
     snprintf(buf, n, "d%lld%s", v->attr[ATTN_V_DIM],
              v->attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90 ? "wg"
              : v->attr[ATTN_V_MIN_WAVES]                ? "big"

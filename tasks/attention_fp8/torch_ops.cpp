@@ -48,6 +48,13 @@ __attribute__((weak)) int evo_attention_forward_v16(const void *q, const void *k
                                                     void *o, int batch, int heads, int seq, int head_dim, int causal,
                                                     float softmax_scale, cudaStream_t stream);
 __attribute__((weak)) int evo_attention_v16_supported(int batch, int heads, int seq, int head_dim, int causal);
+// A kernel that converts K and V to FP16 every call (V_PATH 3) takes a workspace: the caching allocator's, here
+// (an attention file exported before these existed lacks them, and has no such kernel)
+__attribute__((weak)) size_t evo_attention_workspace_bytes(int batch, int heads, int seq, int head_dim, int causal);
+__attribute__((weak)) int evo_attention_forward_ws(const void *q, const void *k, const void *v, const float *q_scale,
+                                                   const float *k_scale, const float *v_scale, void *o, int batch,
+                                                   int heads, int seq, int head_dim, int causal, float softmax_scale,
+                                                   void *workspace, size_t workspace_bytes, cudaStream_t stream);
 unsigned long long evo_quantize_scratch_bytes(int in_dtype, int rotate, int batch, int heads, int seq, int head_dim);
 unsigned long long evo_quantize_scratch_zero_bytes(int in_dtype, int rotate, int batch, int heads, int seq,
                                                    int head_dim);
@@ -307,7 +314,13 @@ at::Tensor attention_ptrs(const at::Tensor &like, const void *qc, const void *kc
     if (v16)
         check_call("evo_attention_forward_v16", evo_attention_forward_v16(qc, kc, vc, qs, ks, vs, o.data_ptr(), b, h,
                                                                           s, d, causal ? 1 : 0, sm, stream));
-    else
+    else if (const size_t wb = evo_attention_workspace_bytes && evo_attention_forward_ws
+                                   ? evo_attention_workspace_bytes(b, h, s, d, causal ? 1 : 0)
+                                   : 0) {
+        at::Tensor ws = at::empty({(int64_t)(wb + 256)}, like.options().dtype(at::kByte));
+        check_call("evo_attention_forward_ws", evo_attention_forward_ws(qc, kc, vc, qs, ks, vs, o.data_ptr(), b, h, s,
+                                                                        d, causal ? 1 : 0, sm, base256(ws), wb, stream));
+    } else
         check_call("evo_attention_forward", evo_attention_forward(qc, kc, vc, qs, ks, vs, o.data_ptr(), b, h, s, d,
                                                                   causal ? 1 : 0, sm, stream));
     return o;
