@@ -110,6 +110,16 @@ def _torch_dirs():
     return inc, os.path.join(root, "lib")
 
 
+def _cxx_std(inc):
+    """The C++ standard PyTorch's headers ask for: C++20 where ATen.h refuses anything older (recent releases),
+    else C++17."""
+    try:
+        with open(os.path.join(inc[0], "ATen", "ATen.h"), encoding="utf-8", errors="replace") as f:
+            return "-std=c++20" if "202002L" in f.read() else "-std=c++17"
+    except OSError:
+        return "-std=c++17"
+
+
 def _ops_source():
     """torch_ops.cpp with what it learns of this export defined in front (a file, not -D options: nvcc splits those
     at commas)."""
@@ -164,7 +174,7 @@ def _build(path):
         inc, libdir = _torch_dirs()
         objs, procs = [], []
         jobs = [(src, _arch_flags(arch)) for src, arch in zip(_sources(), (ARCH, QUANT_ARCH))]
-        jobs.append((ops_src, ["-std=c++17", *(f"-I{d}" for d in inc)]))
+        jobs.append((ops_src, [_cxx_std(inc), *(f"-I{d}" for d in inc)]))
         for i, (src, extra) in enumerate(jobs):  # the three files compile in parallel
             obj = os.path.join(work, f"part{i}.o")
             cmd = [nvcc, *extra, *NVCC_FLAGS, "-c", src, "-o", obj]
