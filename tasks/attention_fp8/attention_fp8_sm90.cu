@@ -25,11 +25,13 @@
  *             multiplies O), and the TMA thread loads each tile's D/64 column blocks straight into the layout the
  *             transform warps write for V_PATH 1 (rows of 128 bytes, 128-byte swizzle), so no warp converts V. With
  *             p.v = the FP16 values of the codes it equals V_PATH 1 bit for bit. PIPE 2 only.
- *   V_PATH 3: (not a search knob: the FP16-K-and-V entry, evo_attention_forward_kv16) V_PATH 2 with K given in FP16
- *             too, for the FP16 Q·Kᵀ (QK_MODE 2 only): p.k points to FP16 [B, H, S, D] (k_scale NULL means 1) and the
- *             TMA thread loads each key tile's D/64 column blocks straight into the FP16 K ring (the layout the
- *             transform warps write for QK_MODE 2), so the transform warps convert Q alone. With p.k, p.v = the FP16
- *             values of the codes it equals QK_MODE 2 + V_PATH 1 bit for bit.
+ *   V_PATH 3: V_PATH 2 with K given in FP16 too, for the FP16 Q·Kᵀ (QK_MODE 2 only): p.k points to FP16
+ *             [B, H, S, D] (k_scale NULL means 1) and the TMA thread loads each key tile's D/64 column blocks straight
+ *             into the FP16 K ring (the layout the transform warps write for QK_MODE 2), so the transform warps
+ *             convert Q alone; no raw K or V ring. With p.k, p.v = the FP16 values of the codes it equals QK_MODE 2 +
+ *             V_PATH 1 bit for bit. A search value (its genome's launch converts the codes first with
+ *             evo_attn_kv16_convert, below, timed with it) and the FP16-K-and-V entry of exported files
+ *             (evo_attention_forward_kv16).
  * The FP8 wgmma keeps ~14 bits of the aligned products: scores carry ~1e-4 relative error, which defeats the 2e-3 gate
  * on logits in the thousands and flips e4m3 roundings of P; QK_MODE 2 + V_PATH 1 is the configuration that passes
  * every distribution (docs/perf-notes.md, "Precision").
@@ -49,7 +51,8 @@
  *   QK_MODE        0, 1, 2   Q·Kᵀ: 0 e4m3, Q from shared memory; 1 e4m3, Q held in registers for the whole work item
  *                            (16 KB less smem traffic a tile, D/8 registers); 2 FP16, Q and K converted to FP16 in
  *                            shared memory (exact FP32 scores, the accurate path; ~2x slower)
- *   V_PATH         0, 1      see above: e4m3 P·V (full FP8 rate, P rounded to e4m3) or FP16 P·V (accurate, slower)
+ *   V_PATH         0, 1, 3   see above: e4m3 P·V (full FP8 rate, P rounded to e4m3), FP16 P·V (accurate, slower), or
+ *                            FP16 P·V with K and V converted once per call (QK_MODE 2, PIPE 2)
  *   OVERLAP        0, 1      PIPE 2 only: issue S(j+1) = Q·Kᵀ before P·V(j), so the tensor cores work during the
  *                            softmax of tile j+1
  *   PINGPONG       0, 1      PIPE 2, OVERLAP 1, CONSUMERS 2 only: the two consumer warpgroups take turns issuing
