@@ -13,7 +13,8 @@ against FP32 attention on the fp16/bf16 inputs (the FP8 budget: rel-L2 <= 0.06 o
 codes lose ~3.6% per element, 0.024-0.049 measured on an H200), beside fp16 SDPA's own error, on the five
 presets and S = 1, 77, 1000, causal and not, fp16 and bf16, per-head and incoherent (where the op takes fp16 V as
 given, v_as_given: against FP32 attention on the dequantized q, k and V itself, rel-L2 <= 2e-3, instead of the
-codes' op); the same outputs bit for bit
+codes' op; where it takes K and V so, kv_as_given: on the dequantized q and K and V themselves); the same outputs bit
+for bit
 under torch.compile(fullgraph=True) and from a captured CUDA graph; bad input refused. Times: the quantizer (Q, K, V),
 the attention kernel, end to end, fp16 SDPA (CUDA graph replay of 20 calls, median of the replays) and the eager call
 from Python (wall clock).
@@ -206,9 +207,12 @@ def main():
                         o2 = ops.attention_fp8_quantized(qc, kc, vc, qs, ks, vs, is_causal=causal)
                         ek, ee = rel_l2(torch, o2.float(), ref_deq), rel_l2(torch, o.float(), ref)
                         # V taken as given (fp16, a kernel with an FP16-V twin): the op's own reference has the
-                        # dequantized q and k and V itself, and the op is not the codes' op
-                        vg = hasattr(mod, "v_as_given") and mod.v_as_given(b, h, s, d, causal, dtype)
-                        ev = rel_l2(torch, o.float(), cs.attention_fp32(torch, deq[0], deq[1], v.float(), causal,
+                        # dequantized q and k and V itself, and the op is not the codes' op; K and V taken as given
+                        # (a kernel with an FP16-K-and-V twin): the dequantized q, K and V themselves
+                        vg = hasattr(mod, "v_as_given") and mod.v_as_given(b, h, s, d, causal, dtype, inc)
+                        kvg = hasattr(mod, "kv_as_given") and mod.kv_as_given(b, h, s, d, causal, dtype, inc)
+                        ev = rel_l2(torch, o.float(), cs.attention_fp32(torch, deq[0], k.float() if kvg else deq[1],
+                                                                        v.float(), causal,
                                                                         1.0 / math.sqrt(d))) if vg else None
                         tag = f"({b},{h},{s},{d})"
                         check(o.dtype == dtype and o.shape == q.shape, f"{name} {dtype}: output dtype and shape")
@@ -216,8 +220,10 @@ def main():
                         check(ek <= tol_kernel, f"{name} {dtype} causal={causal} inc={inc}: kernel rel-L2 {ek:.2e}")
                         check(ee <= TOL_FP8, f"{name} {dtype} causal={causal} inc={inc}: e2e rel-L2 {ee:.2e}")
                         if vg:
-                            check(ev <= tol_kernel, f"{name} {dtype} causal={causal} inc={inc}: V as given, rel-L2 "
-                                                    f"{ev:.2e} against attention on the dequantized q, k and V")
+                            what = "K and V as given" if kvg else "V as given"
+                            check(ev <= tol_kernel, f"{name} {dtype} causal={causal} inc={inc}: {what}, rel-L2 "
+                                                    f"{ev:.2e} against attention on the dequantized q"
+                                                    f"{'' if kvg else ', k'} and {'K and ' if kvg else ''}V")
                         else:
                             check(torch.equal(o2.to(dtype), o), f"{name} {dtype}: attention_fp8 = quantize + "
                                                                 "quantized op")
@@ -225,10 +231,12 @@ def main():
                               f"{'incoherent' if inc else 'per-head':<10} {ek:9.2e} {ee:9.2e} {sd_err:10.2e}", flush=True)
                         acc.append({"shape": [b, h, s, d], "dtype": str(dtype), "causal": causal, "incoherent": inc,
                                     "kernel_rel_l2": ek, "e2e_rel_l2": ee, "sdpa_fp16_rel_l2": sd_err,
-                                    "v_as_given": vg, "v_as_given_rel_l2": ev})
+                                    "v_as_given": vg, "kv_as_given": kvg, "v_as_given_rel_l2": ev})
         result["accuracy"] = acc
-        n_vg = sum(1 for r in acc if r["v_as_given"])
-        print(f"  V taken as given (fp16, the kernel's FP16-V twin) in {n_vg} of {len(acc)} cases", flush=True)
+        n_vg = sum(1 for r in acc if r["v_as_given"] and not r["kv_as_given"])
+        n_kvg = sum(1 for r in acc if r["kv_as_given"])
+        print(f"  V taken as given (fp16, the kernel's FP16-V twin) in {n_vg} of {len(acc)} cases; K and V (its "
+              f"FP16-K-and-V twin) in {n_kvg}", flush=True)
 
         # ---- bad input ----
         q = randn((1, 2, 64, 64), torch.float16)
@@ -353,10 +361,13 @@ def main():
     backends = [("flash", SDPBackend.FLASH_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
     if hasattr(SDPBackend, "CUDNN_ATTENTION"):
         backends.append(("cudnn", SDPBackend.CUDNN_ATTENTION))
-    f16 = getattr(cs.bind_launchers(mod.load()), "evo_attention_forward_v16", None)  # the FP16-V entry, if any
+    launchers = cs.bind_launchers(mod.load())
+    f16 = getattr(launchers, "evo_attention_forward_v16", None)  # the FP16-V entry, if any
+    fkv16 = getattr(launchers, "evo_attention_forward_kv16", None)  # the FP16-K-and-V entry, if any
     print(f"\nlarge problems (fp16 in, µs per call, CUDA graph of 20 calls, median of the replays; the contenders "
           f"alternated over {a.rounds} rounds, the median of each one's round medians)", flush=True)
-    print("  (V as given: the op quantizes q and k only and runs the kernel's FP16-V twin, marked *)")
+    print("  (V as given: the op quantizes q and k only and runs the kernel's FP16-V twin, marked *; K and V as "
+          "given: q only, the FP16-K-and-V twin, marked **)")
     print(f"  {'shape':<20} {'causal':<6} {'quant q,k,v':>11} {'attention':>9} {'end2end':>8} {'overhead':>8} "
           + " ".join(f"{n:>9}" for n, _ in backends) + f" {'e2e/best':>8}")
     large = []
@@ -380,17 +391,24 @@ def main():
             # launch where its quantizer file has one. The attention: the kernel the op runs (with V as given: the
             # FP16-V twin, called through the library's C entry point on the current stream)
             vg = hasattr(mod, "v_as_given") and mod.v_as_given(b, h, s, d, causal)
-            row["v_as_given"] = vg
+            kvg = hasattr(mod, "kv_as_given") and mod.kv_as_given(b, h, s, d, causal)
+            row["v_as_given"], row["kv_as_given"] = vg, kvg
             if vg:
                 o16 = torch.empty_like(q)
 
                 def attention_v16():
-                    rc = f16(qc.data_ptr(), kc.data_ptr(), v.data_ptr(), qs.data_ptr(), ks.data_ptr(), None,
-                             o16.data_ptr(), b, h, s, d, 1 if causal else 0, 1.0 / math.sqrt(d),
-                             torch.cuda.current_stream().cuda_stream)
+                    if kvg:
+                        rc = fkv16(qc.data_ptr(), k.data_ptr(), v.data_ptr(), qs.data_ptr(), None, None,
+                                   o16.data_ptr(), b, h, s, d, 1 if causal else 0, 1.0 / math.sqrt(d),
+                                   torch.cuda.current_stream().cuda_stream)
+                    else:
+                        rc = f16(qc.data_ptr(), kc.data_ptr(), v.data_ptr(), qs.data_ptr(), ks.data_ptr(), None,
+                                 o16.data_ptr(), b, h, s, d, 1 if causal else 0, 1.0 / math.sqrt(d),
+                                 torch.cuda.current_stream().cuda_stream)
                     if rc != 0:
-                        raise RuntimeError(f"evo_attention_forward_v16 returned {rc}")
-            fns = {"quantize": (lambda: (ops.quantize_fp8(q), ops.quantize_fp8(k))) if vg else
+                        raise RuntimeError(f"evo_attention_forward_{'kv16' if kvg else 'v16'} returned {rc}")
+            fns = {"quantize": (lambda: ops.quantize_fp8(q)) if kvg else
+                   (lambda: (ops.quantize_fp8(q), ops.quantize_fp8(k))) if vg else
                    (lambda: (ops.quantize_fp8(q), ops.quantize_fp8(k), ops.quantize_fp8(v))),
                    "attention": attention_v16 if vg else
                    (lambda: ops.attention_fp8_quantized(qc, kc, vc, qs, ks, vs, is_causal=causal)),
@@ -417,7 +435,7 @@ def main():
             row["sdpa_best"] = best
             row["speedup_vs_best_sdpa"] = best / row["e2e"]
             large.append(row)
-            print(f"  {str((b, h, s, d)) + (' *' if vg else ''):<20} {str(causal):<6} {row['quantize']:11.1f} "
+            print(f"  {str((b, h, s, d)) + (' **' if kvg else ' *' if vg else ''):<20} {str(causal):<6} {row['quantize']:11.1f} "
                   f"{row['attention']:9.1f} {row['e2e']:8.1f} {row['overhead_us']:8.1f} "
                   + " ".join(f"{row['sdpa_' + n]:9.1f}" if row["sdpa_" + n] is not None else f"{'-':>9}"
                              for n, _ in backends) + f" {row['speedup_vs_best_sdpa']:7.2f}x", flush=True)

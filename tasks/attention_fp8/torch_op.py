@@ -8,7 +8,9 @@
 
 attention_fp8 quantizes q, k and v per (batch, head) to e4m3 and runs the exported kernel on the codes; where that
 kernel multiplies P·V in FP16 (and the file has its FP16-V twin), fp16 V is taken as given and only q and k are
-quantized: less quantization work, and V unrounded (v_as_given() says per problem).
+quantized: less quantization work, and V unrounded (v_as_given() says per problem); where its Q·Kᵀ is FP16 too (the
+exact class's kernels, with their FP16-K-and-V twin), fp16 K and V are taken as given and q alone is quantized
+(kv_as_given(); not with incoherent=True, whose rotation must turn q and k alike).
 
 The ops are C++ operators (the source is OPS_CPP below): an eager call goes from the dispatcher straight to the
 kernels' launches, with no Python on the way. Importing the module builds the two .cu files beside it and that
@@ -219,13 +221,26 @@ def load():
         return lib
 
 
-def v_as_given(batch, heads, seq, head_dim, causal, dtype=torch.float16):
+def v_as_given(batch, heads, seq, head_dim, causal, dtype=torch.float16, incoherent=False):
     """True when torch.ops.evo.attention_fp8 takes V as given for this problem: fp16 V and an attention file whose
-    kernel for it multiplies P·V in FP16 and has an FP16-V twin (evo_attention_forward_v16). Then only q and k are
-    quantized, and V loses nothing to 8 bits. Needs the GPU the ops run on (the file picks its kernel by the device)."""
+    kernel for it multiplies P·V in FP16 and has an FP16-V twin (evo_attention_forward_v16), or takes K and V as given
+    (kv_as_given). Then only q and k (or q) are quantized, and V loses nothing to 8 bits. Needs the GPU the ops run on
+    (the file picks its kernel by the device)."""
     if dtype != torch.float16:
         return False
+    if kv_as_given(batch, heads, seq, head_dim, causal, dtype, incoherent):
+        return True
     f = getattr(load(), "evo_attention_v16_supported", None)  # absent from files exported before it
+    return bool(f is not None and f(int(batch), int(heads), int(seq), int(head_dim), 1 if causal else 0) == 1)
+
+
+def kv_as_given(batch, heads, seq, head_dim, causal, dtype=torch.float16, incoherent=False):
+    """True when torch.ops.evo.attention_fp8 takes K and V as given for this problem: fp16 K and V, no rotation, and an
+    attention file whose kernel for it multiplies both Q·Kᵀ and P·V in FP16 and has an FP16-K-and-V twin
+    (evo_attention_forward_kv16). Then q alone is quantized. Needs the GPU the ops run on."""
+    if dtype != torch.float16 or incoherent:
+        return False
+    f = getattr(load(), "evo_attention_kv16_supported", None)  # absent from files exported before it
     return bool(f is not None and f(int(batch), int(heads), int(seq), int(head_dim), 1 if causal else 0) == 1)
 
 

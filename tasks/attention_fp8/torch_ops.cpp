@@ -1,7 +1,8 @@
 // torch_ops.cpp — the PyTorch operators of an evo export (torch.ops.evo.quantize_fp8, attention_fp8,
 // attention_fp8_quantized), registered with the dispatcher in C++: an eager call runs no Python past the operator
 // lookup. CUDA kernels call the exported C entry points (evo_quantize_forward, evo_attention_forward and, where the
-// attention file has it for the problem, evo_attention_forward_v16 with V in FP16 as given) on the current stream;
+// attention file has it for the problem, evo_attention_forward_kv16 with K and V in FP16 as given, or
+// evo_attention_forward_v16 with V so) on the current stream;
 // CPU kernels exist only to refuse CPU tensors by name. Shapes and dtypes for torch.compile and FakeTensorMode come
 // from the module's fake implementations (Python, register_fake, which also serve meta tensors), whose checks
 // these repeat with the same messages: ValueError (TORCH_CHECK_VALUE) for bad input, RuntimeError for a GPU of another
@@ -48,6 +49,12 @@ __attribute__((weak)) int evo_attention_forward_v16(const void *q, const void *k
                                                     void *o, int batch, int heads, int seq, int head_dim, int causal,
                                                     float softmax_scale, cudaStream_t stream);
 __attribute__((weak)) int evo_attention_v16_supported(int batch, int heads, int seq, int head_dim, int causal);
+// K and V given in FP16 (likewise absent from older files: then k is quantized too)
+__attribute__((weak)) int evo_attention_forward_kv16(const void *q, const void *k16, const void *v16,
+                                                     const float *q_scale, const float *k_scale, const float *v_scale,
+                                                     void *o, int batch, int heads, int seq, int head_dim, int causal,
+                                                     float softmax_scale, cudaStream_t stream);
+__attribute__((weak)) int evo_attention_kv16_supported(int batch, int heads, int seq, int head_dim, int causal);
 // A kernel that converts K and V to FP16 every call (V_PATH 3) takes a workspace: the caching allocator's, here
 // (an attention file exported before these existed lacks them, and has no such kernel)
 __attribute__((weak)) size_t evo_attention_workspace_bytes(int batch, int heads, int seq, int head_dim, int causal);
@@ -301,17 +308,25 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor &x_in, bool rotate)
     return {codes, scales};
 }
 
-// The attention on codes and scales given by address; shape (B, H, S, D) and device from like. v16: vc is the
-// FP16 V itself and vs is NULL (evo_attention_forward_v16).
+// What the attention is given besides q's codes: K and V codes, V in FP16 (V16), or K and V in FP16 (KV16).
+enum Given { CODES = 0, V16 = 1, KV16 = 2 };
+
+// The attention on codes and scales given by address; shape (B, H, S, D) and device from like. V16: vc is the FP16 V
+// itself and vs is NULL (evo_attention_forward_v16); KV16: kc and vc are FP16, ks and vs NULL
+// (evo_attention_forward_kv16).
 at::Tensor attention_ptrs(const at::Tensor &like, const void *qc, const void *kc, const void *vc, const float *qs,
-                          const float *ks, const float *vs, bool causal, c10::optional<double> scale, bool v16 = false)
+                          const float *ks, const float *vs, bool causal, c10::optional<double> scale,
+                          Given given = CODES)
 {
     const int b = (int)like.size(0), h = (int)like.size(1), s = (int)like.size(2), d = (int)like.size(3);
     at::Tensor o = at::empty(like.sizes(), like.options().dtype(at::kHalf));
     if (o.numel() == 0) return o;
     const float sm = scale.has_value() ? (float)*scale : (float)(1.0 / std::sqrt((double)d));
     cudaStream_t stream = at::cuda::getCurrentCUDAStream(like.device().index()).stream();
-    if (v16)
+    if (given == KV16)
+        check_call("evo_attention_forward_kv16", evo_attention_forward_kv16(qc, kc, vc, qs, ks, vs, o.data_ptr(), b, h,
+                                                                            s, d, causal ? 1 : 0, sm, stream));
+    else if (given == V16)
         check_call("evo_attention_forward_v16", evo_attention_forward_v16(qc, kc, vc, qs, ks, vs, o.data_ptr(), b, h,
                                                                           s, d, causal ? 1 : 0, sm, stream));
     else if (const size_t wb = evo_attention_workspace_bytes && evo_attention_forward_ws
@@ -334,6 +349,16 @@ bool v_as_given(const at::Tensor &q, const at::Tensor &v, bool causal)
            evo_attention_v16_supported != nullptr &&
            evo_attention_v16_supported((int)q.size(0), (int)q.size(1), (int)q.size(2), (int)q.size(3),
                                        causal ? 1 : 0) == 1;
+}
+
+// ... and K too (its kernel's Q·Kᵀ is FP16 as well: the exact class's): then q alone is quantized. Not with the
+// rotation, which must turn q and k alike.
+bool kv_as_given(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, bool causal, bool incoherent)
+{
+    return !incoherent && k.scalar_type() == at::kHalf && v.scalar_type() == at::kHalf &&
+           evo_attention_forward_kv16 != nullptr && evo_attention_kv16_supported != nullptr &&
+           evo_attention_kv16_supported((int)q.size(0), (int)q.size(1), (int)q.size(2), (int)q.size(3),
+                                        causal ? 1 : 0) == 1;
 }
 
 at::Tensor attention_codes(const at::Tensor &qc, const at::Tensor &kc, const at::Tensor &vc, const at::Tensor &qs,
@@ -365,16 +390,17 @@ at::Tensor attention_fp8_cuda(const at::Tensor &q, const at::Tensor &k, const at
     c10::cuda::CUDAGuard guard(q.device());
     if (q.numel() == 0) return at::empty(q.sizes(), q.options());
     // q, k, v quantized together: one call for the three (per head), or q and k in one (rotated) and v alone; where
-    // the attention file takes V in FP16 for this problem, q and k alone (v16). Their codes, scales and the
-    // quantizer's scratch share one buffer: each allocation is host time in an eager call.
+    // the attention file takes K and V in FP16 for this problem, q alone (kv16); V alone, q and k (v16). Their
+    // codes, scales and the quantizer's scratch share one buffer: each allocation is host time in an eager call.
     const at::Tensor qa = aligned(q), ka = aligned(k), va = aligned(v);
-    const at::Tensor *all[3] = {&qa, &ka, &va}, *qk[2] = {&qa, &ka}, *vv[1] = {&va};
-    const bool v16 = v_as_given(q, v, is_causal);
-    const QuantPlan p0 = quant_plan(qa, incoherent || v16 ? 2 : 3, incoherent);
+    const at::Tensor *all[3] = {&qa, &ka, &va}, *qk[2] = {&qa, &ka}, *vv[1] = {&va}, *qq[1] = {&qa};
+    const bool kv16 = kv_as_given(q, k, v, is_causal, incoherent);
+    const bool v16 = !kv16 && v_as_given(q, v, is_causal);
+    const QuantPlan p0 = quant_plan(qa, kv16 ? 1 : incoherent || v16 ? 2 : 3, incoherent);
     QuantPlan p1{};
     if (incoherent && !v16) p1 = quant_plan(va, 1, false);
     const int64_t per = q.numel(), bh = q.size(0) * q.size(1);
-    const uint64_t n_in = v16 ? 2 : 3; // the inputs quantized
+    const uint64_t n_in = kv16 ? 1 : v16 ? 2 : 3; // the inputs quantized
     const uint64_t codes_bytes = align256(n_in * (uint64_t)per), scale_bytes = align256(n_in * (uint64_t)bh * 4);
     const uint64_t total = codes_bytes + scale_bytes + align256(p0.bytes()) + p1.bytes() + 256;
     at::Tensor work = at::empty({(int64_t)total}, q.options().dtype(at::kByte));
@@ -382,14 +408,18 @@ at::Tensor attention_fp8_cuda(const at::Tensor &q, const at::Tensor &k, const at
     float *sb = reinterpret_cast<float *>(cb + codes_bytes);
     unsigned char *scr0 = cb + codes_bytes + scale_bytes, *scr1 = scr0 + align256(p0.bytes());
     cudaStream_t stream = at::cuda::getCurrentCUDAStream(q.device().index()).stream();
-    if (!incoherent && !v16) {
+    if (kv16) {
+        quantize_run(qq, 1, p0, cb, sb, p0.need ? scr0 : nullptr, stream);
+    } else if (!incoherent && !v16) {
         quantize_run(all, 3, p0, cb, sb, p0.need ? scr0 : nullptr, stream);
     } else {
         quantize_run(qk, 2, p0, cb, sb, p0.need ? scr0 : nullptr, stream);
         if (!v16) quantize_run(vv, 1, p1, cb + 2 * per, sb + 2 * bh, p1.need ? scr1 : nullptr, stream);
     }
-    at::Tensor o = v16 ? attention_ptrs(q, cb, cb + per, va.data_ptr(), sb, sb + bh, nullptr, is_causal, scale, true)
-                       : attention_ptrs(q, cb, cb + per, cb + 2 * per, sb, sb + bh, sb + 2 * bh, is_causal, scale);
+    at::Tensor o =
+        kv16  ? attention_ptrs(q, cb, ka.data_ptr(), va.data_ptr(), sb, nullptr, nullptr, is_causal, scale, KV16)
+        : v16 ? attention_ptrs(q, cb, cb + per, va.data_ptr(), sb, sb + bh, nullptr, is_causal, scale, V16)
+              : attention_ptrs(q, cb, cb + per, cb + 2 * per, sb, sb + bh, sb + 2 * bh, is_causal, scale);
     return q.scalar_type() == at::kHalf ? o : o.to(q.scalar_type());
 }
 
