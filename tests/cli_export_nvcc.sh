@@ -88,7 +88,7 @@ for fmt in e4m3 u8sim hopper dispatch replay kv16; do
     nm -C --defined-only lib$fmt.so 2>/dev/null | grep -q "evo_attn_sm90<128, 64, 2, 64, 2, 2, 2, 3, 1, 1, 1, 56, 0, 0>" ||
       fail "lib$fmt.so lacks the D=128 V_PATH 3 kernel"
     checks=$((checks + 1))
-    nm -C --defined-only lib$fmt.so 2>/dev/null | grep -q "evo_attn_kv16_convert<16>" ||
+    nm -C --defined-only lib$fmt.so 2>/dev/null | grep -q "evo_kv16_convert<16>" ||
       fail "lib$fmt.so lacks the conversion kernel"
     checks=$((checks + 1))
     grep -qF '    {128, (const void *)evo_attn_sm90<128,64,2,64,2,2,2,3,1,1,1,56,0>, 384, 128, 132232, 0, 1, 64, 64, 0, 0, nullptr, (const void *)evo_attn_sm90<128,64,2,64,2,2,2,3,1,1,1,56,0>, 1},' $fmt.cu ||

@@ -30,7 +30,7 @@
  *             into the FP16 K ring (the layout the transform warps write for QK_MODE 2), so the transform warps
  *             convert Q alone; no raw K or V ring. With p.k, p.v = the FP16 values of the codes it equals QK_MODE 2 +
  *             V_PATH 1 bit for bit. A search value (its genome's launch converts the codes first with
- *             evo_attn_kv16_convert, below, timed with it) and the FP16-K-and-V entry of exported files
+ *             evo_kv16_convert, below, timed with it) and the FP16-K-and-V entry of exported files
  *             (evo_attention_forward_kv16).
  * The FP8 wgmma keeps ~14 bits of the aligned products: scores carry ~1e-4 relative error, which defeats the 2e-3 gate
  * on logits in the thousands and flips e4m3 roundings of P; QK_MODE 2 + V_PATH 1 is the configuration that passes
@@ -1239,7 +1239,7 @@ template <int CONSUMERS, int PRODUCER_REGS> struct RegSplit {
  * attention kernel to find in L2 what fits there. */
 template <int VEC>
 __global__ void __launch_bounds__(256)
-    evo_attn_kv16_convert(const unsigned char *__restrict__ k, const unsigned char *__restrict__ v,
+    evo_kv16_convert(const unsigned char *__restrict__ k, const unsigned char *__restrict__ v,
                           unsigned short *__restrict__ k16, unsigned short *__restrict__ v16, unsigned long long n)
 {
     static_assert(VEC == 16, "16 codes a step");

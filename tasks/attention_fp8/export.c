@@ -91,7 +91,7 @@ static void append_twin_column(evo_str *o, const evo_variant *y)
     "                                which evo_attention_forward_kv16 runs; a V_PATH 3 kernel itself; nullptr\n" \
     "                                otherwise */\n" \
     "    int convert; /* 1: a V_PATH 3 kernel: evo_attention_forward converts K and V to FP16 into a workspace\n" \
-    "                    first (evo_attn_kv16_convert, timed with it by evo) */\n"
+    "                    first (evo_kv16_convert, timed with it by evo) */\n"
 
 /* The arch nvcc must target: the program's own ("sm_90a") or the run's. */
 static const char *export_arch(const evo_export_ctx *x) { return x->prog->arch[0] ? x->prog->arch : x->src->cand.arch; }

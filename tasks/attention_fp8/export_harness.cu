@@ -157,7 +157,7 @@ static int forward(const void *q, const void *k, const void *v, const float *q_s
         if (e != cudaSuccess) return (int)e;
         unsigned char *k16 = (unsigned char *)(ws ? ws : own), *v16 = k16 + need / 2;
         const unsigned long long n = (unsigned long long)batch * heads * seq * head_dim;
-        evo_attn_kv16_convert<16><<<(unsigned)((2 * (n / 16) + 255) / 256), 256, 0, stream>>>(
+        evo_kv16_convert<16><<<(unsigned)((2 * (n / 16) + 255) / 256), 256, 0, stream>>>(
             (const unsigned char *)k, (const unsigned char *)v, (unsigned short *)k16, (unsigned short *)v16, n);
         e = cudaGetLastError();
         if (e == cudaSuccess)
