@@ -1233,8 +1233,8 @@ template <int CONSUMERS, int PRODUCER_REGS> struct RegSplit {
 /* K and V codes (e4m3 [B, H, S, D], n elements each) to FP16 [B, H, S, D] of the same values (exact: every e4m3
  * value is an FP16 value), both tensors in one launch; what a genome with V_PATH 3 runs before its attention kernel
  * every call, so that no block converts a key tile (the scales stay apart: k_scale and v_scale multiply as before).
- * VEC codes per thread and step (one 16-byte load, two 16-byte stores); n a multiple of VEC, the codes VEC-byte and
- * k16, v16 32-byte aligned. Grid-stride: any grid of 256-thread blocks covers it; the launchers take
+ * VEC codes per thread and step (one 16-byte load, two 16-byte stores); n a multiple of VEC, the codes, k16 and v16
+ * 16-byte aligned. Grid-stride: any grid of 256-thread blocks covers it; the launchers take
  * ceil(2n / VEC / 256) blocks. The codes are read once (streaming loads); the FP16 tensors are stored plainly, for the
  * attention kernel to find in L2 what fits there. */
 template <int VEC>
