@@ -682,6 +682,9 @@ template <int LO, int HI, int N> EVO_DEV float row_max(const float (&s)[N], int 
         return fmaxf(row_max<LO, (LO + HI) / 2>(s, h), row_max<(LO + HI) / 2, HI>(s, h));
 }
 
+/* FP16 P: how far (log2 units) a row's maximum may pass its offset before O and the row sum are rescaled. */
+constexpr float LAZY_RESCALE = 8.f;
+
 template <int TILE_N, int MT, bool P8> struct Softmax {
     float m[MT][2], M[MT][2], l[MT][2], alpha[MT][2];
     EVO_DEV void init()
@@ -724,15 +727,21 @@ template <int TILE_N, int MT, bool P8> struct Softmax {
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                const float mx = rmx[mt][h];
+                const float mx = rmx[mt][h], prev = m[mt][h];
                 m[mt][h] = mx;
                 /* P8: an integer offset keeps P within (0, 256] and makes every rescale a power of two, so P̃ does
                  * not depend on the tiling: they are the FP8 model's (attn_numerics.h), whose per-element error the
                  * fp8 gate holds a kernel to. P = 448·2^(x − max) measured 1.5-3.8 % less end-to-end error but is
                  * the model's on no row it rescales, and fails that bound on short causal rows (docs/results.md,
                  * "The fp8 accuracy class"). */
+                /* FP16 P: the offset stays until the maximum passes it by more than LAZY_RESCALE (P ≤ 2^8 then, in
+                 * FP16 at the same relative precision, summed with O in FP32), so after the first tiles scale_o
+                 * almost never runs; a row's first visible keys set it (prev = -inf: nothing seen yet). */
                 const float x = mx * qk_mul;
-                const float Mn = mx == neg_inf() ? 0.f : (P8 ? ceilf(x) : x);
+                const float Mn = mx == neg_inf()                                          ? 0.f
+                                 : P8                                                     ? ceilf(x)
+                                 : prev == neg_inf() || x > M[mt][h] + LAZY_RESCALE ? x
+                                                                                          : M[mt][h];
                 alpha[mt][h] = ex2(M[mt][h] - Mn);
                 M[mt][h] = Mn;
                 const float bias = (P8 ? 8.f : 0.f) - Mn;
@@ -759,7 +768,7 @@ template <int TILE_N, int MT, bool P8> struct Softmax {
 };
 
 /* O·alpha, skipped when no row of the warp changed its offset (alpha = 1 everywhere): after the first tiles a row's
- * maximum rarely moves, and with the integer offsets of the e4m3 path even more rarely. */
+ * offset rarely moves (FP16 P: only past LAZY_RESCALE; the e4m3 path's integer offsets: at each new integer). */
 template <int D, int MT> EVO_DEV void scale_o(float (&o)[MT][D / 2], const float (&alpha)[MT][2])
 {
     bool any = false;
