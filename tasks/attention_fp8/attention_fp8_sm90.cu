@@ -240,6 +240,12 @@ EVO_DEV u64 make_desc(u32 addr, u32 lbo, u32 sbo, int span)
            (mode << 62);
 }
 
+/* The descriptor of d's matrix moved by `off` bytes: make_desc(addr + off, ...) for d = make_desc(addr, ...), as one
+ * add to the low word. Exact while addr + off stays in shared memory (below 2^18 bytes: the 14-bit address field
+ * neither wraps nor carries), so a GEMM's k-steps cost one uniform add each instead of rebuilding the descriptor
+ * (mask, shift, or: a chain of dependent uniform instructions before every wgmma). */
+EVO_DEV u64 desc_at(u64 d, u32 off) { return (d & 0xFFFFFFFF00000000ull) | (u32)((u32)d + (off >> 4)); }
+
 /* Byte offset of logical offset `off` inside a tile stored with SPAN-byte swizzling (the TMA and wgmma pattern):
  * the 16-byte chunk index within each SPAN-byte row is XORed with the row's index modulo SPAN/16. Tiles start on
  * 1024-byte boundaries, so the pattern is a function of the offset alone. */
@@ -595,24 +601,25 @@ template <int D, int TILE_N, int MT, int QK_MODE, int BM, class QF>
 EVO_DEV void issue_qk(float (&s)[MT][TILE_N / 2], u32 q_addr, u32 k_addr, const QF &qf)
 {
     wg_fence();
+    /* every k-step's descriptors are these moved by a constant (desc_at) */
+    const u64 kd = QK_MODE == 2 ? make_desc(k_addr, 16, 1024, 128) : make_desc(k_addr, 16, 8 * D, D);
+    const u64 qd = QK_MODE == 2 ? make_desc(q_addr, 16, 1024, 128) : make_desc(q_addr, 16, 8 * D, D);
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
         if constexpr (QK_MODE == 1) {
 #pragma unroll
             for (int kk = 0; kk < D / 32; kk++)
                 WgPV8<TILE_N>::mma(s[mt], qf.r[mt][kk][0], qf.r[mt][kk][1], qf.r[mt][kk][2], qf.r[mt][kk][3],
-                                   make_desc(k_addr + kk * 32, 16, 8 * D, D), kk > 0);
+                                   desc_at(kd, kk * 32), kk > 0);
         } else if constexpr (QK_MODE == 2) {
 #pragma unroll
             for (int kk = 0; kk < D / 16; kk++)
-                WgQK16<TILE_N>::mma(s[mt],
-                                    make_desc(q_addr + (kk / 4) * BM * 128 + mt * 64 * 128 + (kk % 4) * 32, 16, 1024, 128),
-                                    make_desc(k_addr + (kk / 4) * TILE_N * 128 + (kk % 4) * 32, 16, 1024, 128), kk > 0);
+                WgQK16<TILE_N>::mma(s[mt], desc_at(qd, (kk / 4) * BM * 128 + mt * 64 * 128 + (kk % 4) * 32),
+                                    desc_at(kd, (kk / 4) * TILE_N * 128 + (kk % 4) * 32), kk > 0);
         } else {
 #pragma unroll
             for (int kk = 0; kk < D / 32; kk++)
-                WgQK<TILE_N>::mma(s[mt], make_desc(q_addr + mt * 64 * D + kk * 32, 16, 8 * D, D),
-                                  make_desc(k_addr + kk * 32, 16, 8 * D, D), kk > 0);
+                WgQK<TILE_N>::mma(s[mt], desc_at(qd, mt * 64 * D + kk * 32), desc_at(kd, kk * 32), kk > 0);
         }
     }
     wg_commit();
@@ -650,6 +657,7 @@ EVO_DEV void issue_pv(float (&o)[MT][D / 2], const PFrag<TILE_N, MT, P8> &pf, u3
 {
     constexpr int VB = TILE_N % 128 == 0 ? 128 : 64;
     wg_fence();
+    const u64 vd = P8 ? make_desc(vt_addr, 16, 8 * VB, VB) : make_desc(vt_addr, TILE_N * 128, 1024, 128);
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -657,10 +665,10 @@ EVO_DEV void issue_pv(float (&o)[MT][D / 2], const PFrag<TILE_N, MT, P8> &pf, u3
             const int sd = zero_first && c == 0 ? 0 : 1;
             if constexpr (P8) {
                 const int kl = 32 * c;
-                const u64 db = make_desc(vt_addr + (kl / VB) * D * VB + kl % VB, 16, 8 * VB, VB);
+                const u64 db = desc_at(vd, (kl / VB) * D * VB + kl % VB);
                 WgPV8<D>::mma(o[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
             } else {
-                const u64 db = make_desc(vt_addr + c * 16 * 128, TILE_N * 128, 1024, 128);
+                const u64 db = desc_at(vd, c * 16 * 128);
                 WgPV16<D>::mma(o[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
             }
         }
