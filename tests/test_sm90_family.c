@@ -98,8 +98,17 @@ int main(void)
     CHECK(attn_sm90_smem_bytes(&v2, 128) == attn_sm90_smem_bytes(&v1, 128) - 2 * 128 * 128);
     v2.pipe = 1, v2.overlap = 0, v2.pingpong = 0;
     CHECK(has(attn_sm90_check(&v2, 128, 227 * 1024), "V_PATH=2 and 3 need PIPE=2"));
-    v2.v_path = 4, v2.pipe = 2, v2.overlap = 1, v2.pingpong = 1;
+    v2.v_path = 5, v2.pipe = 2, v2.overlap = 1, v2.pingpong = 1;
     CHECK(has(attn_sm90_check(&v2, 128, 227 * 1024), "V_PATH must be"));
+    /* V_PATH 4 (e4m3 P·V whose GEMM also sums P̃): V_PATH 0's plan with 8 rows of ones in each Vᵀ column block (a
+     * stage of TILE_N · (D + 8) bytes, rounded up to 1 KiB), the producer's transform warps only (PIPE 2) */
+    evo_sm90_genome v0 = afb, v4 = afb;
+    v0.v_path = 0, v4.v_path = 4;
+    CHECK(attn_sm90_check(&v4, 128, 227 * 1024) == NULL && attn_sm90_check(&v4, 64, 227 * 1024) == NULL);
+    CHECK(attn_sm90_smem_bytes(&v4, 128) == attn_sm90_smem_bytes(&v0, 128) + 2 * 1024);
+    CHECK(attn_sm90_smem_bytes(&v4, 64) == attn_sm90_smem_bytes(&v0, 64) + 2 * 1024);
+    v4.pipe = 1, v4.overlap = 0, v4.pingpong = 0;
+    CHECK(has(attn_sm90_check(&v4, 128, 227 * 1024), "V_PATH=4 needs PIPE=2"));
     /* V_PATH 3 (K and V in FP16: the FP16-K-and-V entry, and a genome whose K and V are converted once per call):
      * for the FP16 Q·Kᵀ only; V_PATH 1's shared memory but the raw K and V rings */
     v2.v_path = 3;
@@ -137,12 +146,20 @@ int main(void)
          *abi = slurp("tasks/attention_fp8/evo_attention_abi.h");
     CHECK(src && abi);
     const evo_sm90_genome sample[] = {
-        {64, 2, 128, 4, 2, 1, 0, 1, 1, 0, 40, 0}, {64, 2, 128, 3, 2, 1, 0, 1, 1, 0, 56, 1},
-        {64, 2, 64, 2, 2, 2, 1, 1, 1, 0, 40, 0},  {64, 1, 128, 2, 0, 0, 0, 0, 0, 0, 40, 0},
-        {64, 1, 128, 2, 1, 0, 0, 0, 0, 0, 40, 0}, {64, 3, 128, 3, 2, 1, 0, 1, 0, 0, 40, 0},
-        {64, 2, 192, 2, 2, 1, 0, 1, 1, 0, 40, 0}, {128, 2, 64, 3, 2, 1, 0, 1, 0, 0, 40, 0},
+        {64, 2, 128, 4, 2, 1, 0, 1, 1, 0, 40, 0},
+        {64, 2, 128, 3, 2, 1, 0, 1, 1, 0, 56, 1},
+        {64, 2, 64, 2, 2, 2, 1, 1, 1, 0, 40, 0},
+        {64, 1, 128, 2, 0, 0, 0, 0, 0, 0, 40, 0},
+        {64, 1, 128, 2, 1, 0, 0, 0, 0, 0, 40, 0},
+        {64, 3, 128, 3, 2, 1, 0, 1, 0, 0, 40, 0},
+        {64, 2, 192, 2, 2, 1, 0, 1, 1, 0, 40, 0},
+        {128, 2, 64, 3, 2, 1, 0, 1, 0, 0, 40, 0},
+        /* V_PATH 4 (the row sum from the e4m3 GEMM) at both head dims, and with exact scores */
+        {64, 2, 128, 2, 2, 1, 4, 1, 1, 0, 56, 0},
+        {64, 2, 128, 3, 2, 1, 4, 1, 1, 0, 56, 1},
+        {64, 2, 64, 2, 2, 2, 4, 1, 1, 1, 56, 0},
     };
-    const int dims[] = {128, 128, 128, 128, 128, 64, 128, 64};
+    const int dims[] = {128, 128, 128, 128, 128, 64, 128, 64, 128, 64, 128};
     /* the fp8 class's shipped winners with V given in FP16: afb8908b at D = 128, 057834dd (persistent, Q in shared
      * memory) at D = 64; the exact class's e1f273e5 with K and V given in FP16 at both; no spill, no stack */
     const evo_sm90_genome v16[] = {{64, 2, 128, 2, 2, 1, 2, 1, 1, 0, 56, 0},
@@ -167,7 +184,7 @@ int main(void)
         CHECK(regs > 0 && regs <= 255);
         compiled++;
     }
-    CHECK(compiled == 8);
+    CHECK(compiled == 11);
     free(src);
     free(abi);
     return check_result();

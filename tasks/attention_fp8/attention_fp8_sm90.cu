@@ -32,6 +32,9 @@
  *             V_PATH 1 bit for bit. A search value (its genome's launch converts the codes first with
  *             evo_kv16_convert, below, timed with it) and the FP16-K-and-V entry of exported files
  *             (evo_attention_forward_kv16).
+ *   V_PATH 4: V_PATH 0 whose P·V GEMM also sums P̃: every Vᵀ column block has 8 more rows of e4m3 ones (vt_rows),
+ *             so the accumulator is D + 8 wide and its column D is ΣP̃ (rescaled with O); the softmax adds up only the
+ *             keys whose P̃ is 0 (p ≤ 2^-10, in FP16 pairs). PIPE 2 only.
  * The FP8 wgmma keeps ~14 bits of the aligned products: scores carry ~1e-4 relative error, which defeats the 2e-3 gate
  * on logits in the thousands and flips e4m3 roundings of P; QK_MODE 2 + V_PATH 1 is the configuration that passes
  * every distribution (docs/perf-notes.md, "Precision").
@@ -51,8 +54,9 @@
  *   QK_MODE        0, 1, 2   Q·Kᵀ: 0 e4m3, Q from shared memory; 1 e4m3, Q held in registers for the whole work item
  *                            (16 KB less smem traffic a tile, D/8 registers); 2 FP16, Q and K converted to FP16 in
  *                            shared memory (exact FP32 scores, the accurate path; ~2x slower)
- *   V_PATH         0, 1, 3   see above: e4m3 P·V (full FP8 rate, P rounded to e4m3), FP16 P·V (accurate, slower), or
- *                            FP16 P·V with K and V converted once per call (QK_MODE 2, PIPE 2)
+ *   V_PATH         0, 1, 3, 4   see above: e4m3 P·V (full FP8 rate, P rounded to e4m3), FP16 P·V (accurate, slower),
+ *                            FP16 P·V with K and V converted once per call (QK_MODE 2, PIPE 2), or V_PATH 0 with the
+ *                            row sum of P̃ from the GEMM (PIPE 2)
  *   OVERLAP        0, 1      PIPE 2 only: issue S(j+1) = Q·Kᵀ before P·V(j), so the tensor cores work during the
  *                            softmax of tile j+1
  *   PINGPONG       0, 1      PIPE 2, OVERLAP 1, CONSUMERS 2 only: the two consumer warpgroups take turns issuing
@@ -113,8 +117,11 @@ __host__ __device__ constexpr int align1024(int x) { return (x + 1023) / 1024 * 
  * column D, which the running rescale of O rescales too). acc_cols: the P·V accumulator's columns. */
 template <int D, int TILE_N, int V_PATH> __host__ __device__ constexpr int vt_bytes()
 {
-    return V_PATH ? TILE_N * (D + 64) * 2 : TILE_N * D;
+    return V_PATH == 4 ? align1024(TILE_N * (D + 8)) : V_PATH ? TILE_N * (D + 64) * 2 : TILE_N * D;
 }
+/* e4m3 Vᵀ (V_PATH 0, 4): rows (dims) per column block of the stage; V_PATH 4 adds 8 rows of ones, the B operand's
+ * columns D..D+7, so that the e4m3 P·V GEMM sums P̃ into the accumulator's column D. */
+template <int D, int V_PATH> __host__ __device__ constexpr int vt_rows() { return V_PATH == 4 ? D + 8 : D; }
 template <int D, int V_PATH> __host__ __device__ constexpr int acc_cols() { return V_PATH ? D + 8 : D; }
 
 /* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes(). */
@@ -128,7 +135,7 @@ struct Sm90Cfg {
     static constexpr int Q_BYTES = BM * D;
     static constexpr int KV_BYTES = TILE_N * D;                       /* one stage of K or of raw V */
     static constexpr int KR_BYTES = V_PATH == 3 ? 0 : KV_BYTES;       /* the raw K ring's stage (V_PATH 3: none) */
-    static constexpr int VR_BYTES = V_PATH >= 2 ? 0 : KV_BYTES;       /* the raw V ring's stage (V_PATH 2, 3: none) */
+    static constexpr int VR_BYTES = V_PATH == 2 || V_PATH == 3 ? 0 : KV_BYTES; /* the raw V ring (2, 3: none) */
     static constexpr int VT_BYTES = vt_bytes<D, TILE_N, V_PATH>();
     static constexpr int NX = PIPE == 2 ? STAGES : 1;                 /* converted tiles: a ring with a producer */
     static constexpr int Q16_BYTES = QK_MODE == 2 ? BM * D * 2 : 0;
@@ -286,6 +293,23 @@ EVO_DEV u32 pack_f16x2(float lo, float hi)
     u32 r;
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
+}
+/* acc + (x <= t ? x : 0) per f16 half: set.le gives 1.0 or 0.0, and the FMA by it is exact but for acc's rounding. */
+EVO_DEV u32 add_le_f16x2(u32 acc, u32 x, u32 t)
+{
+    u32 r;
+    asm("{\n.reg .b32 m;\nset.le.f16x2.f16x2 m, %1, %2;\nfma.rn.f16x2 %0, m, %1, %3;\n}\n"
+        : "=r"(r)
+        : "r"(x), "r"(t), "r"(acc));
+    return r;
+}
+EVO_DEV float sum_f16x2(u32 x)
+{
+    float a, b;
+    asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %2;\ncvt.f32.f16 %0, lo;\ncvt.f32.f16 %1, hi;\n}\n"
+        : "=f"(a), "=f"(b)
+        : "r"(x));
+    return a + b;
 }
 /* Bytes 0-1 (lo) or 2-3 (hi) of x, two e4m3 codes → f16x2 (the lower byte in the lower half). */
 EVO_DEV u32 e4m3x2_lo(u32 x)
@@ -449,6 +473,24 @@ template <> struct WgPV8<256> {
                      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
     }
 };
+template <> struct WgPV8<72> {
+    static EVO_DEV void mma(float (&d)[36], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %41, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n72k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35}, {%36, %37, %38, %39}, %40, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgPV8<136> {
+    static EVO_DEV void mma(float (&d)[68], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %73, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n136k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67}, {%68, %69, %70, %71}, %72, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
 template <> struct WgPV16<72> {
     static EVO_DEV void mma(float (&d)[36], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
     {
@@ -477,7 +519,7 @@ template <> struct WgPV16<136> {
  * of dims 2g, 2g+1 of each), two byte permutes per key group make the words of one dim and 4 logical keys, and
  * stmatrix.x4 writes them as four 8-row matrices whose rows are dims 16c + {0,2,4,6,9,11,13,15} ("E") and
  * {1,3,5,7,8,10,12,14} ("O"): eight different rows modulo 8, so neither side has bank conflicts. */
-template <int D, int TILE_N, int NW> EVO_DEV void transpose_v(u32 src, u32 dst, int worker, int lane)
+template <int D, int TILE_N, int NW, int VR = D> EVO_DEV void transpose_v(u32 src, u32 dst, int worker, int lane)
 {
     constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, NCH = D / 16, NJP = TILE_N / 32;
     constexpr int STEPS = (NCH * NJP + NW - 1) / NW;
@@ -495,7 +537,7 @@ template <int D, int TILE_N, int NW> EVO_DEV void transpose_v(u32 src, u32 dst, 
         const u32 e0 = prmt(r0, r1, sel_e), o0 = prmt(r0, r1, sel_o);
         const u32 e1 = prmt(r2, r3, sel_e), o1 = prmt(r2, r3, sel_o);
         const int kl = 16 * (2 * jp + (m >> 1)), dim = 16 * c + dim_l;
-        stsm_x4(dst + (kl / VB) * D * VB + swz<VB>(dim * VB + kl % VB), e0, o0, e1, o1);
+        stsm_x4(dst + (kl / VB) * VR * VB + swz<VB>(dim * VB + kl % VB), e0, o0, e1, o1); /* VR rows a block */
     }
 }
 
@@ -693,7 +735,7 @@ template <int LO, int HI, int N> EVO_DEV float row_max(const float (&s)[N], int 
 /* FP16 P: how far (log2 units) a row's maximum may pass its offset before O and the row sum are rescaled. */
 constexpr float LAZY_RESCALE = 8.f;
 
-template <int TILE_N, int MT, bool P8> struct Softmax {
+template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
     float m[MT][2], M[MT][2], l[MT][2], alpha[MT][2];
     EVO_DEV void init()
     {
@@ -754,11 +796,20 @@ template <int TILE_N, int MT, bool P8> struct Softmax {
                 M[mt][h] = Mn;
                 const float bias = (P8 ? 8.f : 0.f) - Mn;
                 float sum = 0.f;
+                u32 tiny = 0u; /* GSUM: f16x2 sums of the keys whose P̃ is 0 */
 #pragma unroll
                 for (int i = 0; i < TILE_N / 8; i++) {
                     float* pr = &s[mt][4 * i + 2 * h];
                     const float p0 = ex2(fmaf(pr[0], qk_mul, bias)), p1 = ex2(fmaf(pr[1], qk_mul, bias));
-                    if constexpr (P8) { /* P̃ (exact in e4m3, so PFrag packs the same codes) and the row sum:
+                    if constexpr (GSUM) { /* V_PATH 4: PFrag rounds p to P̃ (the same codes), the P·V GEMM sums
+                                             P̃ (vt_rows); here only the mass of the keys whose P̃ is 0 (p ≤ 2^-10),
+                                             in FP16 (1.5 instructions a score instead of 3 in FP32): at most 2^-10
+                                             a key against a row sum of at least 2^7, so its FP16 rounding (and p
+                                             within 2^-11 of the threshold going either way, p below 2^-24 lost) moves
+                                             l by less than 2^-17 of itself */
+                        pr[0] = p0, pr[1] = p1;
+                        tiny = add_le_f16x2(tiny, pack_f16x2(p0, p1), 0x14001400u /* 2^-10 */);
+                    } else if constexpr (P8) { /* P̃ (exact in e4m3, so PFrag packs the same codes) and the row sum:
                                            P̃, or p where P̃ rounded to 0 (those keys' mass stays in l, as in the model).
                                            P̃ is 0 or ≥ 2^-9, and 0 exactly when p ≤ 2^-10, so max(P̃, min(p, 2^-10))
                                            is that: two FMNMX, where a compare and select kept p live longer and
@@ -770,6 +821,7 @@ template <int TILE_N, int MT, bool P8> struct Softmax {
                         pr[0] = p0, pr[1] = p1;
                     }
                 }
+                if constexpr (GSUM) sum = sum_f16x2(tiny);
                 if (P8) l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
             }
     }
@@ -799,7 +851,7 @@ EVO_DEV void add_scaled(float (&o)[MT][D / 2], const float (&ot)[MT][D / 2], con
 
 /* O / l · v_scale → FP16 rows of the output; rows past the sequence are not written. DA > D: O carries the row sums
  * in its column D (every thread of the row holds it); DA = D: l holds this thread's part of them. */
-template <int D, int DA, int MT>
+template <int D, int DA, int MT, bool L_TOO = false>
 EVO_DEV void store_o(const evo_attn_params &p, long long head_off, const float (&o)[MT][DA / 2], float (&l)[MT][2],
                      const int (&rowbase)[MT], float v_mul, int g, int q)
 {
@@ -808,14 +860,13 @@ EVO_DEV void store_o(const evo_attn_params &p, long long head_off, const float (
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            float lt;
-            if constexpr (DA > D) {
-                lt = o[mt][D / 2 + 2 * h];
-            } else {
+            float lt = 0.f;
+            if constexpr (DA == D || L_TOO) { /* this thread's part of l, summed over the row's quad */
                 lt = l[mt][h];
                 lt += __shfl_xor_sync(0xffffffffu, lt, 1);
                 lt += __shfl_xor_sync(0xffffffffu, lt, 2);
             }
+            if constexpr (DA > D) lt += o[mt][D / 2 + 2 * h]; /* the GEMM's row sum (every thread of the row) */
             const int row = rowbase[mt] + g + 8 * h;
             if (row >= p.seq) continue;
             const float f = v_mul / lt;
@@ -915,7 +966,7 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
             }
         }
         if (!vc.done) {
-            if constexpr (V_PATH >= 2)
+            if constexpr (V_PATH == 2 || V_PATH == 3)
                 moved |= issue_f16(vc, sm.vt, vt_bytes<D, TILE_N, V_PATH>(), &t.v, B::vempty, B::vtfull);
             else moved |= issue_tile(vc, sm.v, &t.v, B::vrawempty, B::vfull);
         }
@@ -939,7 +990,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
     typedef Bars<STAGES> B;
     constexpr int UNR = PRODUCER_REGS >= 56 ? 8 : 4; /* convert16's loads in flight: 8 spill at 40 registers */
     constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>(), K16 = 2 * KV;
-    if constexpr (V_PATH >= 2 && QK_MODE != 2) return; /* nothing to convert: V arrives in FP16, Q and K raw */
+    if constexpr ((V_PATH == 2 || V_PATH == 3) && QK_MODE != 2) return; /* nothing to convert: V arrives in FP16 */
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -961,14 +1012,15 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
                 fence_proxy_async();
                 mbar_arrive(sm.b(B::k16full(s)));
             }
-            if constexpr (V_PATH >= 2) continue; /* V arrives in FP16 by TMA: nothing to transform */
+            if constexpr (V_PATH == 2 || V_PATH == 3) continue; /* V arrives in FP16 by TMA: nothing to transform */
             mbar_wait(sm.b(B::vfull(s)), ph);
             if (it >= STAGES) mbar_wait(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
             if constexpr (PROBE & 1) {
-            } else if constexpr (V_PATH) {
+            } else if constexpr (V_PATH == 1) {
                 convert16<D, TILE_N, TRANSFORM_WARPS, UNR>(sm.v + s * KV, sm.vt + s * VT, worker, lane);
             } else {
-                transpose_v<D, TILE_N, TRANSFORM_WARPS>(sm.v + s * KV, sm.vt + s * VT, worker, lane);
+                transpose_v<D, TILE_N, TRANSFORM_WARPS, vt_rows<D, V_PATH>()>(sm.v + s * KV, sm.vt + s * VT, worker,
+                                                                              lane);
             }
             mbar_arrive(sm.b(B::vrawempty(s))); /* the raw stage may be refilled (the arrive orders the reads) */
             fence_proxy_async();
@@ -984,7 +1036,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
 {
     typedef Bars<STAGES> B;
     constexpr int MT = WG_ROWS / 64, BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>();
-    constexpr bool P8 = V_PATH == 0;
+    constexpr bool P8 = V_PATH == 0 || V_PATH == 4, GSUM = V_PATH == 4; /* GSUM: the GEMM sums P̃ */
     constexpr float LOG2E = 1.4426950408889634f;
     /* Q·Kᵀ operands: the raw e4m3 tiles, or their FP16 copies (made by the transform warps) */
     const u32 q_addr = QK_MODE == 2 ? sm.q16 + (u32)(cw * WG_ROWS * 128) : sm.q + (u32)(cw * WG_ROWS * D);
@@ -1007,7 +1059,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     float(&pvt)[MT][DA / 2] = O_ACC ? ot : o; /* O_ACC: each tile's P·V lands in ot, then o = o·alpha + ot */
     PFrag<TILE_N, MT, P8> pf;
     QFrag<D, QK_MODE == 1 ? MT : 1> qf;
-    Softmax<TILE_N, MT, P8> sx;
+    Softmax<TILE_N, MT, P8, GSUM> sx;
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -1016,7 +1068,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
         const long long head_off = (long long)bh * p.seq * D;
         /* V_PATH 2, 3 (V, and K, given in FP16): no v_scale (k_scale) means 1 */
         const float qk_mul = p.q_scale[bh] * (V_PATH == 3 && !p.k_scale ? 1.f : p.k_scale[bh]) * p.softmax_scale * LOG2E,
-                    v_mul = V_PATH >= 2 && !p.v_scale ? 1.f : p.v_scale[bh];
+                    v_mul = (V_PATH == 2 || V_PATH == 3) && !p.v_scale ? 1.f : p.v_scale[bh];
         int rowbase[MT];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) rowbase[mt] = wg_row0 + mt * 64 + wi * 16;
@@ -1109,7 +1161,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             mbar_arrive(sm.b(B::vempty(pst)));
             if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
         }
-        store_o<D, DA, MT>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
+        store_o<D, DA, MT, GSUM>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
     }
 }
 
@@ -1283,9 +1335,11 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     using namespace evo_sm90;
     typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH> C;
     typedef Bars<STAGES> B;
-    static_assert(V_PATH >= 0 && V_PATH <= 3,
-                  "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V), 2 (V given in FP16) or 3 (K and V given in FP16)");
-    static_assert(V_PATH < 2 || PIPE == 2, "V_PATH 2 and 3 load V (and K) by the producer's TMA thread (PIPE 2)");
+    static_assert(V_PATH >= 0 && V_PATH <= 4, "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V), 2 (V given in FP16), 3 (K and V given "
+                                              "in FP16) or 4 (e4m3 Vᵀ, the row sum from the GEMM)");
+    static_assert(V_PATH != 4 || PIPE == 2, "V_PATH 4: the producer's transform warps write Vᵀ and its ones (PIPE 2)");
+    static_assert((V_PATH != 2 && V_PATH != 3) || PIPE == 2,
+                  "V_PATH 2 and 3 load V (and K) by the producer's TMA thread (PIPE 2)");
     static_assert(V_PATH != 3 || QK_MODE == 2, "V_PATH 3 gives K in FP16 to the FP16 Q·Kᵀ (QK_MODE 2)");
     static_assert(!OVERLAP || PIPE == 2, "OVERLAP needs the producer warpgroup (PIPE 2)");
     static_assert(!PINGPONG || (OVERLAP && CONSUMERS == 2), "PINGPONG needs OVERLAP and two consumer warpgroups");
@@ -1306,7 +1360,16 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     const int tid = (int)threadIdx.x, nq = (p.seq + C::BM - 1) / C::BM;
     constexpr int NCT = CONSUMERS * 128, NXT = TRANSFORM_WARPS * 32;
 
-    if constexpr (V_PATH >= 1) { /* the block of ones after each FP16 V stage (vt_bytes) */
+    if constexpr (V_PATH == 4) { /* e4m3 ones (0x38) in rows D..D+7 of every Vᵀ column block (vt_rows) */
+        constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, VT = vt_bytes<D, TILE_N, V_PATH>(), NB = TILE_N / VB;
+        for (int i = tid * 16; i < C::NX * NB * 8 * VB; i += C::THREADS * 16) {
+            const int st = i / (NB * 8 * VB), b = i / (8 * VB) % NB, off = i % (8 * VB);
+            sts128(sm.vt + st * VT + b * (D + 8) * VB + D * VB + off, 0x38383838u, 0x38383838u, 0x38383838u,
+                   0x38383838u);
+        }
+        fence_proxy_async(); /* read by the tensor cores */
+    }
+    if constexpr (V_PATH >= 1 && V_PATH <= 3) { /* the block of ones after each FP16 V stage (vt_bytes) */
         constexpr int VT = vt_bytes<D, TILE_N, V_PATH>(), ONES = TILE_N * 128;
         for (int s = 0; s < C::NX; s++)
             for (int i = tid * 16; i < ONES; i += C::THREADS * 16)
@@ -1320,7 +1383,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
         for (int s = 0; s < STAGES; s++) {
             mbar_init(sm.b(B::kfull(s)), 1);
             mbar_init(sm.b(B::vfull(s)), 1);
-            mbar_init(sm.b(B::vtfull(s)), V_PATH >= 2 ? 1 : NXT); /* V_PATH 2, 3: the TMA thread's expect_tx */
+            mbar_init(sm.b(B::vtfull(s)), V_PATH == 2 || V_PATH == 3 ? 1 : NXT); /* 2, 3: the TMA's expect_tx */
             mbar_init(sm.b(B::kempty(s)), NCT);
             mbar_init(sm.b(B::vempty(s)), NCT);
             mbar_init(sm.b(B::k16full(s)), V_PATH == 3 ? 1 : NXT); /* V_PATH 3: the TMA thread's expect_tx */

@@ -34,10 +34,12 @@ int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
 {
     const int q_bytes = attn_sm90_rows_per_block(g) * d, kv = g->tile_n * d;
     /* V_PATH 1: FP16 V plus a 64-column block of ones (the row sums of P come out of the P·V GEMM) */
-    const int vt = g->v_path ? g->tile_n * (d + 64) * 2 : kv, nx = g->pipe == 2 ? g->stages : 1;
+    /* V_PATH 4: e4m3 Vᵀ blocks of D + 8 rows (8 rows of ones), the stage rounded up to 1 KiB */
+    const int vt = g->v_path == 4 ? align1024(g->tile_n * (d + 8)) : g->v_path ? g->tile_n * (d + 64) * 2 : kv;
+    const int nx = g->pipe == 2 ? g->stages : 1;
     const int q16 = g->qk_mode == 2 ? 2 * q_bytes : 0, k16 = g->qk_mode == 2 ? 2 * kv : 0;
     /* the raw rings: V_PATH 2 and 3 load V in FP16 (no raw V), V_PATH 3 K too (no raw K) */
-    const int kr = g->v_path == 3 ? 0 : kv, vr = g->v_path >= 2 ? 0 : kv;
+    const int kr = g->v_path == 3 ? 0 : kv, vr = g->v_path == 2 || g->v_path == 3 ? 0 : kv;
     const int n_bars = 3 + 7 * g->stages;
     return align1024(q_bytes) + g->stages * (kr + vr) + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
 }
@@ -58,7 +60,7 @@ static int consumer_regs(const evo_sm90_genome *g)
 static int accumulator_regs(const evo_sm90_genome *g, int d)
 {
     const int mt = g->wg_rows / 64, o = (g->v_path ? d + 8 : d) / 2;
-    const int p_regs = g->v_path ? g->tile_n / 4 : g->tile_n / 8;
+    const int p_regs = g->v_path && g->v_path != 4 ? g->tile_n / 4 : g->tile_n / 8;
     return mt * (g->tile_n / 2 + o + (g->o_acc ? o : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
 }
 
@@ -73,9 +75,12 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (g->pipe < 0 || g->pipe > 2) return "PIPE must be 0 (cp.async), 1 (TMA ring) or 2 (producer warpgroup)";
     if (g->qk_mode < 0 || g->qk_mode > 2)
         return "QK_MODE must be 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)";
-    if (g->v_path < 0 || g->v_path > 3)
-        return "V_PATH must be 0 (e4m3), 1 (FP16), 2 (V given in FP16) or 3 (K and V given in FP16)";
-    if (g->v_path >= 2 && g->pipe != 2) return "V_PATH=2 and 3 need PIPE=2 (the TMA thread loads the FP16 V)";
+    if (g->v_path < 0 || g->v_path > 4)
+        return "V_PATH must be 0 (e4m3), 1 (FP16), 2 (V given in FP16), 3 (K and V given in FP16) or 4 (e4m3, the row "
+               "sum from the GEMM)";
+    if ((g->v_path == 2 || g->v_path == 3) && g->pipe != 2)
+        return "V_PATH=2 and 3 need PIPE=2 (the TMA thread loads the FP16 V)";
+    if (g->v_path == 4 && g->pipe != 2) return "V_PATH=4 needs PIPE=2 (the producer writes Vᵀ and its ones)";
     if (g->v_path == 3 && g->qk_mode != 2) return "V_PATH=3 needs QK_MODE=2 (K given in FP16 to the FP16 Q·Kᵀ)";
     if (g->overlap != 0 && g->overlap != 1) return "OVERLAP must be 0 or 1";
     if (g->overlap && g->pipe != 2) return "OVERLAP=1 needs PIPE=2";
@@ -154,7 +159,8 @@ int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_
         r = g->v_path == 3 ? encode_v16(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode)
                            : encode_one(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode);
     if (r == 0)
-        r = g->v_path >= 2 ? encode_v16(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
-                           : encode_one(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode);
+        r = g->v_path == 2 || g->v_path == 3
+                ? encode_v16(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
+                : encode_one(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode);
     return r;
 }

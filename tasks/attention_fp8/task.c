@@ -146,7 +146,7 @@ static const int attention_defaults[] = {
 static const int warps_n_set[] = {1, 2, 4};
 static const int big_tile_m_set[] = {0, 128, 256};
 static const int h_wg_rows_set[] = {64, 128}, h_tile_n_set[] = {64, 128, 192, 256}, h_regs_set[] = {24, 32, 40, 56};
-static const int h_v_path_set[] = {0, 1, 3}; /* 2 is no genome: the FP16-V entry of an exported file */
+static const int h_v_path_set[] = {0, 1, 3, 4}; /* 2 is no genome: the FP16-V entry of an exported file */
 static const evo_knob_legal attention_legal[] = {
     {16, 256, 16, NULL, 0},       /* TILE_M      */
     {16, 256, 16, NULL, 0},       /* TILE_N      */
@@ -169,7 +169,7 @@ static const evo_knob_legal attention_legal[] = {
     {2, 4, 1, NULL, 0},           /* H_STAGES    */
     {0, 2, 1, NULL, 0},           /* H_PIPE      */
     {0, 2, 1, NULL, 0},           /* H_QK_MODE   */
-    {0, 0, 0, h_v_path_set, 3},   /* H_V_PATH    */
+    {0, 0, 0, h_v_path_set, 4},   /* H_V_PATH    */
     {0, 1, 1, NULL, 0},           /* H_OVERLAP   */
     {0, 1, 1, NULL, 0},           /* H_PINGPONG  */
     {0, 1, 1, NULL, 0},           /* H_O_ACC     */
@@ -531,13 +531,13 @@ static double attention_flops(const evo_shape *s)
 
 static const char *const attention_accuracy[] = {EVO_ACCURACY_EXACT, "fp8", NULL};
 
-/* fp8: a sm_90a genome whose Q·Kᵀ (QK_MODE 0, 1) or P·V (V_PATH 0) runs on e4m3 tensor cores; everything else
+/* fp8: a sm_90a genome whose Q·Kᵀ (QK_MODE 0, 1) or P·V (V_PATH 0, 4) runs on e4m3 tensor cores; everything else
  * (family 0, the FP16 paths) multiplies and adds at FP16 precision or better. */
 static int attention_genome_accuracy(const evo_config *cfg, const evo_genome *g)
 {
     if (attn_family(cfg, g) != ATTN_FAMILY_SM90) return ATTN_ACC_EXACT;
     const evo_sm90_genome h = sm90_read(cfg, g);
-    return h.qk_mode < 2 || h.v_path == 0 ? ATTN_ACC_FP8 : ATTN_ACC_EXACT;
+    return h.qk_mode < 2 || h.v_path == 0 || h.v_path == 4 ? ATTN_ACC_FP8 : ATTN_ACC_EXACT;
 }
 
 static const evo_probe attention_probes[AN_PROBE_COUNT] = {
