@@ -32,7 +32,7 @@ static char *read_file(const char *path)
 static int enumerate(int d, evo_sm90_genome *out, int cap)
 {
     static const int rows[] = {64, 128}, cons[] = {1, 2, 3}, tiles[] = {64, 128, 192, 256}, stages[] = {2, 3, 4};
-    static const int regs[] = {24, 32, 40, 56};
+    static const int regs[] = {24, 32, 40, 56}, vpaths[] = {0, 1, 3, 4}; /* the genomes' V_PATH values */
     int n = 0;
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 3; b++)
@@ -40,14 +40,14 @@ static int enumerate(int d, evo_sm90_genome *out, int cap)
                 for (int s = 0; s < 3; s++)
                     for (int pipe = 0; pipe < 3; pipe++)
                         for (int qk = 0; qk < 3; qk++)
-                            for (int vp = 0; vp < 2; vp++)
+                            for (int v = 0; v < 4; v++)
                                 for (int ov = 0; ov < 2; ov++)
                                     for (int pp = 0; pp < 2; pp++)
                                         for (int oa = 0; oa < 2; oa++)
                                             for (int r = 0; r < 4; r++)
                                                 for (int pe = 0; pe < 2; pe++) {
                                                     evo_sm90_genome g = {rows[a], cons[b], tiles[c], stages[s], pipe,
-                                                                         qk,      vp,      ov,       pp,        oa,
+                                                                         qk,      vpaths[v], ov,     pp,        oa,
                                                                          regs[r], pe};
                                                     if (attn_sm90_check(&g, d, 227 * 1024)) continue;
                                                     if (n < cap) out[n] = g;
