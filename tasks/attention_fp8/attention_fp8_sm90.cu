@@ -119,6 +119,8 @@ template <int D, int TILE_N, int V_PATH> __host__ __device__ constexpr int vt_by
 {
     return V_PATH == 4 ? align1024(TILE_N * (D + 8)) : V_PATH ? TILE_N * (D + 64) * 2 : TILE_N * D;
 }
+/* V_PATH 2, 3: V is given in FP16 and loaded by TMA into the FP16 V ring (no raw V ring, nothing transforms it). */
+__host__ __device__ constexpr bool v_given_f16(int v_path) { return v_path == 2 || v_path == 3; }
 /* e4m3 Vᵀ (V_PATH 0, 4): rows (dims) per column block of the stage; V_PATH 4 adds 8 rows of ones, the B operand's
  * columns D..D+7, so that the e4m3 P·V GEMM sums P̃ into the accumulator's column D. */
 template <int D, int V_PATH> __host__ __device__ constexpr int vt_rows() { return V_PATH == 4 ? D + 8 : D; }
@@ -135,7 +137,7 @@ struct Sm90Cfg {
     static constexpr int Q_BYTES = BM * D;
     static constexpr int KV_BYTES = TILE_N * D;                       /* one stage of K or of raw V */
     static constexpr int KR_BYTES = V_PATH == 3 ? 0 : KV_BYTES;       /* the raw K ring's stage (V_PATH 3: none) */
-    static constexpr int VR_BYTES = V_PATH == 2 || V_PATH == 3 ? 0 : KV_BYTES; /* the raw V ring (2, 3: none) */
+    static constexpr int VR_BYTES = v_given_f16(V_PATH) ? 0 : KV_BYTES; /* the raw V ring (2, 3: none) */
     static constexpr int VT_BYTES = vt_bytes<D, TILE_N, V_PATH>();
     static constexpr int NX = PIPE == 2 ? STAGES : 1;                 /* converted tiles: a ring with a producer */
     static constexpr int Q16_BYTES = QK_MODE == 2 ? BM * D * 2 : 0;
@@ -966,7 +968,7 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
             }
         }
         if (!vc.done) {
-            if constexpr (V_PATH == 2 || V_PATH == 3)
+            if constexpr (v_given_f16(V_PATH))
                 moved |= issue_f16(vc, sm.vt, vt_bytes<D, TILE_N, V_PATH>(), &t.v, B::vempty, B::vtfull);
             else moved |= issue_tile(vc, sm.v, &t.v, B::vrawempty, B::vfull);
         }
@@ -990,7 +992,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
     typedef Bars<STAGES> B;
     constexpr int UNR = PRODUCER_REGS >= 56 ? 8 : 4; /* convert16's loads in flight: 8 spill at 40 registers */
     constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>(), K16 = 2 * KV;
-    if constexpr ((V_PATH == 2 || V_PATH == 3) && QK_MODE != 2) return; /* nothing to convert: V arrives in FP16 */
+    if constexpr (v_given_f16(V_PATH) && QK_MODE != 2) return; /* nothing to convert: V arrives in FP16 */
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -1012,7 +1014,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
                 fence_proxy_async();
                 mbar_arrive(sm.b(B::k16full(s)));
             }
-            if constexpr (V_PATH == 2 || V_PATH == 3) continue; /* V arrives in FP16 by TMA: nothing to transform */
+            if constexpr (v_given_f16(V_PATH)) continue; /* V arrives in FP16 by TMA: nothing to transform */
             mbar_wait(sm.b(B::vfull(s)), ph);
             if (it >= STAGES) mbar_wait(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
             if constexpr (PROBE & 1) {
@@ -1068,7 +1070,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
         const long long head_off = (long long)bh * p.seq * D;
         /* V_PATH 2, 3 (V, and K, given in FP16): no v_scale (k_scale) means 1 */
         const float qk_mul = p.q_scale[bh] * (V_PATH == 3 && !p.k_scale ? 1.f : p.k_scale[bh]) * p.softmax_scale * LOG2E,
-                    v_mul = (V_PATH == 2 || V_PATH == 3) && !p.v_scale ? 1.f : p.v_scale[bh];
+                    v_mul = v_given_f16(V_PATH) && !p.v_scale ? 1.f : p.v_scale[bh];
         int rowbase[MT];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) rowbase[mt] = wg_row0 + mt * 64 + wi * 16;
@@ -1338,7 +1340,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     static_assert(V_PATH >= 0 && V_PATH <= 4, "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V), 2 (V given in FP16), 3 (K and V given "
                                               "in FP16) or 4 (e4m3 Vᵀ, the row sum from the GEMM)");
     static_assert(V_PATH != 4 || PIPE == 2, "V_PATH 4: the producer's transform warps write Vᵀ and its ones (PIPE 2)");
-    static_assert((V_PATH != 2 && V_PATH != 3) || PIPE == 2,
+    static_assert(!v_given_f16(V_PATH) || PIPE == 2,
                   "V_PATH 2 and 3 load V (and K) by the producer's TMA thread (PIPE 2)");
     static_assert(V_PATH != 3 || QK_MODE == 2, "V_PATH 3 gives K in FP16 to the FP16 Q·Kᵀ (QK_MODE 2)");
     static_assert(!OVERLAP || PIPE == 2, "OVERLAP needs the producer warpgroup (PIPE 2)");
@@ -1383,7 +1385,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
         for (int s = 0; s < STAGES; s++) {
             mbar_init(sm.b(B::kfull(s)), 1);
             mbar_init(sm.b(B::vfull(s)), 1);
-            mbar_init(sm.b(B::vtfull(s)), V_PATH == 2 || V_PATH == 3 ? 1 : NXT); /* 2, 3: the TMA's expect_tx */
+            mbar_init(sm.b(B::vtfull(s)), v_given_f16(V_PATH) ? 1 : NXT); /* 2, 3: the TMA's expect_tx */
             mbar_init(sm.b(B::kempty(s)), NCT);
             mbar_init(sm.b(B::vempty(s)), NCT);
             mbar_init(sm.b(B::k16full(s)), V_PATH == 3 ? 1 : NXT); /* V_PATH 3: the TMA thread's expect_tx */

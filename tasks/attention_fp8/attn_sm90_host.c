@@ -26,6 +26,9 @@ static int in_list(int v, const int *list, int n)
 
 static int align1024(int x) { return (x + 1023) / 1024 * 1024; }
 
+/* V_PATH 2, 3: V given in FP16, loaded by the TMA thread (no raw V ring; FP16 tensor maps). */
+static int v_given_f16(const evo_sm90_genome *g) { return g->v_path == 2 || g->v_path == 3; }
+
 int attn_sm90_threads(const evo_sm90_genome *g) { return (g->consumers + (g->pipe == 2)) * 128; }
 
 int attn_sm90_rows_per_block(const evo_sm90_genome *g) { return g->wg_rows * g->consumers; }
@@ -39,7 +42,7 @@ int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
     const int nx = g->pipe == 2 ? g->stages : 1;
     const int q16 = g->qk_mode == 2 ? 2 * q_bytes : 0, k16 = g->qk_mode == 2 ? 2 * kv : 0;
     /* the raw rings: V_PATH 2 and 3 load V in FP16 (no raw V), V_PATH 3 K too (no raw K) */
-    const int kr = g->v_path == 3 ? 0 : kv, vr = g->v_path == 2 || g->v_path == 3 ? 0 : kv;
+    const int kr = g->v_path == 3 ? 0 : kv, vr = v_given_f16(g) ? 0 : kv;
     const int n_bars = 3 + 7 * g->stages;
     return align1024(q_bytes) + g->stages * (kr + vr) + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
 }
@@ -78,8 +81,7 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (g->v_path < 0 || g->v_path > 4)
         return "V_PATH must be 0 (e4m3), 1 (FP16), 2 (V given in FP16), 3 (K and V given in FP16) or 4 (e4m3, the row "
                "sum from the GEMM)";
-    if ((g->v_path == 2 || g->v_path == 3) && g->pipe != 2)
-        return "V_PATH=2 and 3 need PIPE=2 (the TMA thread loads the FP16 V)";
+    if (v_given_f16(g) && g->pipe != 2) return "V_PATH=2 and 3 need PIPE=2 (the TMA thread loads the FP16 V)";
     if (g->v_path == 4 && g->pipe != 2) return "V_PATH=4 needs PIPE=2 (the producer writes Vᵀ and its ones)";
     if (g->v_path == 3 && g->qk_mode != 2) return "V_PATH=3 needs QK_MODE=2 (K given in FP16 to the FP16 Q·Kᵀ)";
     if (g->overlap != 0 && g->overlap != 1) return "OVERLAP must be 0 or 1";
@@ -159,8 +161,7 @@ int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_
         r = g->v_path == 3 ? encode_v16(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode)
                            : encode_one(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode);
     if (r == 0)
-        r = g->v_path == 2 || g->v_path == 3
-                ? encode_v16(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
-                : encode_one(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode);
+        r = v_given_f16(g) ? encode_v16(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
+                           : encode_one(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode);
     return r;
 }
