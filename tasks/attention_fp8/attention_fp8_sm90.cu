@@ -33,8 +33,9 @@
  *             evo_kv16_convert, below, timed with it) and the FP16-K-and-V entry of exported files
  *             (evo_attention_forward_kv16).
  *   V_PATH 4: V_PATH 0 whose P·V GEMM also sums P̃: every Vᵀ column block has 8 more rows of e4m3 ones (vt_rows),
- *             so the accumulator is D + 8 wide and its column D is ΣP̃ (rescaled with O); the softmax adds up only the
- *             keys whose P̃ is 0 (p ≤ 2^-10, in FP16 pairs). PIPE 2 only.
+ *             which a second wgmma (N = 8) multiplies by P̃ from zero each tile; the tile's sums go into the
+ *             accumulator's column D (rescaled with O) in FP32; the softmax adds up only the keys whose P̃ is 0
+ *             (p ≤ 2^-10, in FP16 pairs). PIPE 2 only.
  * The FP8 wgmma keeps ~14 bits of the aligned products: scores carry ~1e-4 relative error, which defeats the 2e-3 gate
  * on logits in the thousands and flips e4m3 roundings of P; QK_MODE 2 + V_PATH 1 is the configuration that passes
  * every distribution (docs/perf-notes.md, "Precision").
@@ -439,6 +440,15 @@ template <> struct WgQK16<256> {
                      : "l"(da), "l"(db), "r"(scale_d));
     }
 };
+template <> struct WgPV8<8> {
+    static EVO_DEV void mma(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
 template <> struct WgPV8<64> {
     static EVO_DEV void mma(float (&d)[32], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
     {
@@ -448,30 +458,12 @@ template <> struct WgPV8<64> {
                      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
     }
 };
-template <> struct WgPV8<72> {
-    static EVO_DEV void mma(float (&d)[36], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
-    {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %41, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n72k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35}, {%36, %37, %38, %39}, %40, p, 1, 1;\n}\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
-                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
-    }
-};
 template <> struct WgPV8<128> {
     static EVO_DEV void mma(float (&d)[64], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
     {
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
-    }
-};
-template <> struct WgPV8<136> {
-    static EVO_DEV void mma(float (&d)[68], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
-    {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %73, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n136k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67}, {%68, %69, %70, %71}, %72, p, 1, 1;\n}\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
                      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
     }
 };
@@ -695,28 +687,52 @@ template <int TILE_N, int MT, bool P8> struct PFrag {
     }
 };
 
-/* O[mt] (+)= P[mt]·V(stage); issued and committed, not waited for. zero_first: the first chunk overwrites O. */
-template <int D, int TILE_N, int MT, bool P8>
-EVO_DEV void issue_pv(float (&o)[MT][D / 2], const PFrag<TILE_N, MT, P8> &pf, u32 vt_addr, bool zero_first)
+/* O[mt] (+)= P[mt]·V(stage); issued and committed, not waited for. zero_first: the first chunk overwrites O.
+ * DA: the accumulator's columns, D of them from this GEMM. The e4m3 Vᵀ stage (P8) holds ROWS rows (dims) per
+ * column block of VB keys; with V_PATH 4 (GSUM) its rows D..D+7 are ones, and a second GEMM (N = 8) sums P̃ into lg,
+ * from zero each tile: the FP8 accumulator cuts every k-step's products to 13 bits below the running sum (docs/
+ * perf-notes.md, "The FP8 accumulator"), so a row sum carried along the whole row in it drops late tiles' small keys
+ * (measured: rel-L2 2.5x the FP8 model's at S = 4096); within one tile the sum stays small. take_rowsum adds lg into
+ * the accumulator's columns D..D+7 once the GEMMs are done. */
+template <int D, int DA, int TILE_N, int MT, bool P8, bool GSUM = false>
+EVO_DEV void issue_pv(float (&o)[MT][DA / 2], float (&lg)[MT][4], const PFrag<TILE_N, MT, P8> &pf, u32 vt_addr,
+                      bool zero_first)
 {
-    constexpr int VB = TILE_N % 128 == 0 ? 128 : 64;
+    constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, ROWS = GSUM ? D + 8 : D;
     wg_fence();
     const u64 vd = P8 ? make_desc(vt_addr, 16, 8 * VB, VB) : make_desc(vt_addr, TILE_N * 128, 1024, 128);
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++)
+    for (int mt = 0; mt < MT; mt++) {
+        float(&od)[D / 2] = *reinterpret_cast<float(*)[D / 2]>(&o[mt][0]);
 #pragma unroll
         for (int c = 0; c < PFrag<TILE_N, MT, P8>::NCH; c++) {
             const int sd = zero_first && c == 0 ? 0 : 1;
             if constexpr (P8) {
                 const int kl = 32 * c;
-                const u64 db = desc_at(vd, (kl / VB) * D * VB + kl % VB);
-                WgPV8<D>::mma(o[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
+                const u64 db = desc_at(vd, (kl / VB) * ROWS * VB + kl % VB);
+                WgPV8<D>::mma(od, pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
+                if constexpr (GSUM) /* the ones: D rows (a whole number of 8-row swizzle atoms) further */
+                    WgPV8<8>::mma(lg[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3],
+                                  desc_at(db, D * VB), c ? 1 : 0);
             } else {
                 const u64 db = desc_at(vd, c * 16 * 128);
-                WgPV16<D>::mma(o[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
+                WgPV16<DA>::mma(o[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
             }
         }
+    }
     wg_commit();
+}
+
+/* V_PATH 4, after the GEMMs: the tile's row sums (lg, in O's scale of this tile) into the accumulator's columns
+ * D..D+7; fresh: the accumulator itself is this tile's (O_ACC), else the sums add to the running ones. */
+template <int D, int DA, int MT> EVO_DEV void take_rowsum(float (&o)[MT][DA / 2], float (&lg)[MT][4], bool fresh)
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) fence_regs(lg[mt]);
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) o[mt][D / 2 + i] = fresh ? lg[mt][i] : o[mt][D / 2 + i] + lg[mt][i];
 }
 
 /* Online softmax of one tile, in place: scores → P values (scaled as the V path wants), row state m (raw score
@@ -1050,13 +1066,15 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     if (PINGPONG && cw == 1) named_arrive(2, 256); /* warpgroup 0 issues first */
 
     constexpr int DA = acc_cols<D, V_PATH>();
-    float s[MT][TILE_N / 2], o[MT][DA / 2], ot[MT][DA / 2];
+    float s[MT][TILE_N / 2], o[MT][DA / 2], ot[MT][DA / 2], lg[MT][4]; /* lg: V_PATH 4's row sums of a tile */
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
         for (int i = 0; i < TILE_N / 2; i++) s[mt][i] = 0.f;
 #pragma unroll
         for (int i = 0; i < DA / 2; i++) ot[mt][i] = 0.f;
+#pragma unroll
+        for (int i = 0; i < 4; i++) lg[mt][i] = 0.f;
     }
     float(&pvt)[MT][DA / 2] = O_ACC ? ot : o; /* O_ACC: each tile's P·V lands in ot, then o = o·alpha + ot */
     PFrag<TILE_N, MT, P8> pf;
@@ -1102,9 +1120,10 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
                 pf.pack(s);
                 mbar_wait(sm.b(B::vtfull(st)), ph);
-                if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(pvt, pf, sm.vt + st * VT, O_ACC != 0);
+                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + st * VT, O_ACC != 0);
                 wg_wait<0>();
                 fence_regs(pvt);
+                if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
                 mbar_arrive(sm.b(B::vempty(st)));
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, sx.alpha);
             }
@@ -1135,7 +1154,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
                 mbar_wait(sm.b(B::vtfull(pst)), pph);
-                if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(pvt, pf, sm.vt + pst * VT, O_ACC != 0);
+                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
                 if (PINGPONG) named_arrive(other_turn, 256);
                 wg_wait<1>();
                 fence_regs(s);
@@ -1144,6 +1163,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
                 wg_wait<0>();
                 fence_regs(pvt);
+                if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
                 mbar_arrive(sm.b(B::vempty(pst)));
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
                 pf.pack(s);
@@ -1155,11 +1175,12 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             if (PINGPONG) named_sync(my_turn, 256);
             if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
             mbar_wait(sm.b(B::vtfull(pst)), pph);
-            if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(pvt, pf, sm.vt + pst * VT, O_ACC != 0);
+            if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
             /* the last turn of warpgroup 1 has no one left to hand over to */
             if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
             wg_wait<0>();
             fence_regs(pvt);
+            if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
             mbar_arrive(sm.b(B::vempty(pst)));
             if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
         }
@@ -1182,7 +1203,7 @@ EVO_DEV void consumer_simple(const evo_attn_params &p, const evo_attn_tmaps &t, 
     const u32 q_addr = QK_MODE == 2 ? sm.q16 + (u32)(cw * WG_ROWS * 128) : sm.q + (u32)(cw * WG_ROWS * D);
 
     constexpr int DA = acc_cols<D, V_PATH>();
-    float s[MT][TILE_N / 2], o[MT][DA / 2], ot[MT][DA / 2];
+    float s[MT][TILE_N / 2], o[MT][DA / 2], ot[MT][DA / 2], lg[MT][4]; /* lg: unused (V_PATH 4 is PIPE 2's) */
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
@@ -1275,12 +1296,12 @@ EVO_DEV void consumer_simple(const evo_attn_params &p, const evo_attn_tmaps &t, 
             if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
             pf.pack(s);
             if constexpr (O_ACC) {
-                if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(ot, pf, sm.vt, true);
+                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8>(ot, lg, pf, sm.vt, true);
                 wg_wait<0>();
                 fence_regs(ot);
                 add_scaled<DA, MT>(o, ot, sx.alpha);
             } else {
-                if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(o, pf, sm.vt, false);
+                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8>(o, lg, pf, sm.vt, false);
                 wg_wait<0>();
                 fence_regs(o);
             }

@@ -57,14 +57,15 @@ static int consumer_regs(const evo_sm90_genome *g)
     return rc > 256 ? 256 : rc;
 }
 
-/* Live accumulator registers of a consumer thread: S (TILE_N/2 per m64 tile), O (D/2; (D+8)/2 with V_PATH 1, whose
- * P·V also sums P), the P·V tile accumulator (O_ACC), the P fragments (e4m3: TILE_N/8, f16: TILE_N/4) and Q's
- * fragments (QK_MODE 1: D/8). */
+/* Live accumulator registers of a consumer thread: S (TILE_N/2 per m64 tile), O (D/2; (D+8)/2 with V_PATH 1 and 4,
+ * whose P·V also sums P), the P·V tile accumulator (O_ACC), V_PATH 4's tile row sums (4), the P fragments (e4m3:
+ * TILE_N/8, f16: TILE_N/4) and Q's fragments (QK_MODE 1: D/8). */
 static int accumulator_regs(const evo_sm90_genome *g, int d)
 {
     const int mt = g->wg_rows / 64, o = (g->v_path ? d + 8 : d) / 2;
     const int p_regs = g->v_path && g->v_path != 4 ? g->tile_n / 4 : g->tile_n / 8;
-    return mt * (g->tile_n / 2 + o + (g->o_acc ? o : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
+    return mt *
+           (g->tile_n / 2 + o + (g->o_acc ? o : 0) + (g->v_path == 4 ? 4 : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
 }
 
 const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
