@@ -80,6 +80,12 @@ int main(void)
     CHECK(attn_sm90_check(&g, 128, 227 * 1024) != NULL);
     g.producer_regs = 56;
     CHECK(attn_sm90_check(&g, 128, 227 * 1024) == NULL);
+    g.persist = 2; /* head by head: the same rules */
+    CHECK(attn_sm90_check(&g, 128, 227 * 1024) == NULL);
+    g.producer_regs = 40;
+    CHECK(has(attn_sm90_check(&g, 128, 227 * 1024), "PRODUCER_REGS"));
+    g.persist = 3;
+    CHECK(has(attn_sm90_check(&g, 128, 227 * 1024), "PERSIST must be 0, 1"));
     g = best;
     g.pingpong = 1, g.consumers = 3;
     CHECK(has(attn_sm90_check(&g, 128, 227 * 1024), "PINGPONG"));
@@ -158,8 +164,11 @@ int main(void)
         {64, 2, 128, 2, 2, 1, 4, 1, 1, 0, 56, 0},
         {64, 2, 128, 3, 2, 1, 4, 1, 1, 0, 56, 1},
         {64, 2, 64, 2, 2, 2, 4, 1, 1, 1, 56, 0},
+        /* PERSIST 2 (head by head): e4m3 Q·Kᵀ with Q in shared memory and FP16 P·V, and V_PATH 4 */
+        {64, 2, 128, 2, 2, 0, 1, 1, 0, 0, 56, 2},
+        {64, 2, 128, 3, 2, 1, 4, 1, 1, 0, 56, 2},
     };
-    const int dims[] = {128, 128, 128, 128, 128, 64, 128, 64, 128, 64, 128};
+    const int dims[] = {128, 128, 128, 128, 128, 64, 128, 64, 128, 64, 128, 128, 64};
     /* the fp8 class's shipped winners with V given in FP16: afb8908b at D = 128, 057834dd (persistent, Q in shared
      * memory) at D = 64; the exact class's e1f273e5 with K and V given in FP16 at both; no spill, no stack */
     const evo_sm90_genome v16[] = {{64, 2, 128, 2, 2, 1, 2, 1, 1, 0, 56, 0},
@@ -184,7 +193,7 @@ int main(void)
         CHECK(regs > 0 && regs <= 255);
         compiled++;
     }
-    CHECK(compiled == 11);
+    CHECK(compiled == 13);
     free(src);
     free(abi);
     return check_result();

@@ -45,7 +45,7 @@ static int enumerate(int d, evo_sm90_genome *out, int cap)
                                     for (int pp = 0; pp < 2; pp++)
                                         for (int oa = 0; oa < 2; oa++)
                                             for (int r = 0; r < 4; r++)
-                                                for (int pe = 0; pe < 2; pe++) {
+                                                for (int pe = 0; pe < 3; pe++) {
                                                     evo_sm90_genome g = {rows[a], cons[b], tiles[c], stages[s], pipe,
                                                                          qk,      vpaths[v], ov,     pp,        oa,
                                                                          regs[r], pe};

@@ -68,8 +68,9 @@
  *   PRODUCER_REGS  24, 32, 40, 56   PIPE 2 with CONSUMERS ≥ 2: setmaxnreg of the producer warpgroup; consumers get
  *                            ⌊((CONSUMERS+1)·R0 − PRODUCER_REGS)/CONSUMERS⌋₈ with R0 = ⌊65536/threads⌋₈. The
  *                            transforms spill below 40 (below 56 with PERSIST): attn_sm90_check rejects those
- *   PERSIST        0, 1      1: a persistent grid of min(work items, SMs) blocks walks the (query tile, head) items
- *                            heaviest first (causal: the longest rows first); 0: one block per item
+ *   PERSIST        0, 1, 2   1, 2: a persistent grid of min(work items, SMs) blocks walks the (query tile, head)
+ *                            items, 1 tile by tile over all heads, 2 head by head (Sched); heaviest first (causal:
+ *                            the longest rows first); 0: one block per item
  *   PROBE          (not a knob, default 0; measurement only, results are wrong) leaves stages out to time the
  *                            rest: 1 the K/V transforms, 2 the softmax, 4 P·V, 8 Q·Kᵀ (bits combine)
  *
@@ -80,7 +81,7 @@
  *               (an explicit instantiation repeats both __grid_constant__)
  *   block       (CONSUMERS + (PIPE == 2)) × 128 threads, 1-D
  *   rows        rows per block BM = CONSUMERS × WG_ROWS; query tiles nq = ceil(S / BM)
- *   grid        PERSIST 0: (nq, H, B); PERSIST 1: (min(nq·H·B, SM count), 1, 1)
+ *   grid        PERSIST 0: (nq, H, B); PERSIST 1, 2: (min(nq·H·B, SM count), 1, 1)
  *   smem        dynamic shared memory = Sm90Cfg<...>::SMEM bytes = attn_sm90_smem_bytes() (the kernel traps with
  *               less); set cudaFuncAttributeMaxDynamicSharedMemorySize (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
  *   tensor maps t.q, t.k, t.v (PIPE ≥ 1; PIPE 0 ignores them, zeros are fine): 3-D UINT8 maps of the [B·H, S, D]
@@ -579,8 +580,11 @@ template <int ROWS, int D> EVO_DEV void copy_tile(u32 dst, const u8 *head, int r
     }
 }
 
-/* Work items: (query tile, batch·head). PERSIST walks items w = blockIdx.x, +gridDim.x, ... with the heaviest query
- * tiles first (causal); otherwise a block has the one item its grid position names (causal: longest rows first). */
+/* Work items: (query tile, batch·head). PERSIST walks items w = blockIdx.x, +gridDim.x, ...: 1, query tile by query
+ * tile over every head at once, the heaviest tiles first (causal: each wave of the grid does equal work, but it
+ * streams the K and V of every head together: 64 MB at (4,16,4096,128), more than the L2); 2, head by head, each
+ * head's tiles heaviest first (the blocks in flight share the K and V of a few heads; causal balance from the stride
+ * through the tiles). Otherwise a block has the one item its grid position names (causal: longest rows first). */
 template <int PERSIST> struct Sched {
     int w, n;
     EVO_DEV Sched(const evo_attn_params &p, int nq)
@@ -593,7 +597,11 @@ template <int PERSIST> struct Sched {
     EVO_DEV void next() { w += PERSIST ? (int)gridDim.x : 1; }
     EVO_DEV void item(const evo_attn_params &p, int nq, int &bh, int &qt) const
     {
-        if (PERSIST) {
+        if (PERSIST == 2) {
+            bh = w / nq;
+            const int r = w - bh * nq;
+            qt = p.causal ? nq - 1 - r : r;
+        } else if (PERSIST) {
             const int nbh = p.heads * p.batch, r = w / nbh;
             bh = w - r * nbh;
             qt = p.causal ? nq - 1 - r : r;
@@ -1369,7 +1377,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     static_assert(O_ACC == 0 || O_ACC == 1, "O_ACC 0 or 1");
     static_assert(PRODUCER_REGS == 24 || PRODUCER_REGS == 32 || PRODUCER_REGS == 40 || PRODUCER_REGS == 56,
                   "PRODUCER_REGS 24, 32, 40 or 56");
-    static_assert(PERSIST == 0 || PERSIST == 1, "PERSIST 0 or 1");
+    static_assert(PERSIST >= 0 && PERSIST <= 2, "PERSIST 0, 1 or 2");
 
     extern __shared__ __align__(1024) u8 smem_raw[];
     {

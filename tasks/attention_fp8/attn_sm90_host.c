@@ -91,13 +91,14 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (g->pingpong && !(g->overlap && g->consumers == 2)) return "PINGPONG=1 needs OVERLAP=1 and CONSUMERS=2";
     if (g->o_acc != 0 && g->o_acc != 1) return "O_ACC must be 0 or 1";
     if (!in_list(g->producer_regs, regs, 4)) return "PRODUCER_REGS must be 24, 32, 40 or 56";
-    if (g->persist != 0 && g->persist != 1) return "PERSIST must be 0 or 1";
+    if (g->persist < 0 || g->persist > 2)
+        return "PERSIST must be 0, 1 (tile by tile over the heads) or 2 (head by head)";
     if (attn_sm90_smem_bytes(g, d) > max_smem_optin) return "shared memory over the device's opt-in limit";
     /* Measured with ptxas 13.0 (docs/perf-notes.md): the producer's transforms need 40 registers, 56 with PERSIST;
      * a consumer compiles without spills when its accumulators leave 32 of its registers free (8 spilled). */
     if (g->pipe == 2 && g->consumers >= 2 && g->producer_regs < (g->persist ? 56 : 40))
-        return "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST=1)";
-    if (g->persist && g->qk_mode == 2) return "PERSIST=1 with QK_MODE=2 spills (the loop state and the FP16 copies)";
+        return "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST)";
+    if (g->persist && g->qk_mode == 2) return "PERSIST with QK_MODE=2 spills (the loop state and the FP16 copies)";
     if (accumulator_regs(g, d) + (g->persist ? 48 : 32) > consumer_regs(g))
         return "accumulators do not fit the consumer's registers";
     return NULL;

@@ -51,7 +51,7 @@ typedef struct {
     int pingpong;      /* PINGPONG: 0, 1 (OVERLAP 1, CONSUMERS 2) */
     int o_acc;         /* O_ACC: 0, 1 */
     int producer_regs; /* PRODUCER_REGS: 24, 32, 40, 56 */
-    int persist;       /* PERSIST: 0, 1 */
+    int persist;       /* PERSIST: 0, 1, 2 */
 } evo_sm90_genome;
 
 /* The signature of cuTensorMapEncodeTiled with plain C types (CUresult and the enums are ints). */
@@ -69,7 +69,7 @@ int attn_sm90_threads(const evo_sm90_genome *g);           /* block size */
 int attn_sm90_rows_per_block(const evo_sm90_genome *g);    /* WG_ROWS * CONSUMERS */
 int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d); /* dynamic shared memory; equals Sm90Cfg<...>::SMEM */
 
-/* Grid for batch B, heads H, sequence S: PERSIST 0: (ceil(S/rows), H, B); PERSIST 1: (min(items, sm_count), 1, 1)
+/* Grid for batch B, heads H, sequence S: PERSIST 0: (ceil(S/rows), H, B); PERSIST 1, 2: (min(items, sm_count), 1, 1)
  * with items = ceil(S/rows)·H·B. */
 void attn_sm90_grid(const evo_sm90_genome *g, int batch, int heads, int seq, int sm_count, unsigned grid[3]);
 

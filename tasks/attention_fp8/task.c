@@ -174,7 +174,7 @@ static const evo_knob_legal attention_legal[] = {
     {0, 1, 1, NULL, 0},           /* H_PINGPONG  */
     {0, 1, 1, NULL, 0},           /* H_O_ACC     */
     {0, 0, 0, h_regs_set, 4},     /* H_PRODUCER_REGS */
-    {0, 1, 1, NULL, 0},           /* H_PERSIST   */
+    {0, 2, 1, NULL, 0},           /* H_PERSIST   */
 };
 _Static_assert(EVO_ARRAY_LEN(attention_legal) == EVO_ARRAY_LEN(attention_knobs) - 1, "one legal set per knob");
 /* FAMILY and the H_ knobs, the tail of attention_knobs: they came after databases of family 0 genomes, so a config
