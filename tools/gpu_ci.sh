@@ -8,6 +8,9 @@
 #   smoke      two generations on configs/smoke.yaml
 #   run20      evo run --generations 20 on configs/default.yaml, then elite, history, export
 #   compare    tools/bench/compare_sdpa.py on the exported best kernel
+#   peers      compare_sdpa.py on each class's dispatching file (PEERS_CLASSES, "fp8 exact"; $OUT/dispatch-CLASS.cu
+#              after dispatch, else variants/) at the presets and the large problems, causal and not (issue 28's 14
+#              cases), with cuDNN FP8 where .wheels/ holds nvidia-cudnn-frontend; $OUT/peers-CLASS.{log,md,json}
 #   qmodes     after quant: the best candidate of each MODE in $OUT/quant.db (QMODES, default all: "0 1 ... 8")
 #              exported and self-tested (bit-exact checks, then each timed shape against a copy of the same bytes)
 #   sm90       tests/gpu_sm90_grid.sh (the sm_90a family through the gates; its databases into $OUT)
@@ -302,6 +305,21 @@ PY
            cp /tmp/evo-twins/twins.md /tmp/evo-twins/twins.json "$OUT/" 2>/dev/null ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/bench/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
+    peers) # issue 28's 14 cases: each class's dispatching file (after dispatch: the ones it wrote; else variants/)
+           # beside flash, cuDNN fp16 and cuDNN FP8, one process per file; needs .wheels/ for the cuDNN FP8 column
+           if [ -d .wheels ] && [ ! -d /tmp/wheels/cudnn ]; then
+             pip install --no-deps --target /tmp/wheels .wheels/*.whl >/dev/null 2>&1
+           fi
+           for cls in ${PEERS_CLASSES:-fp8 exact}; do
+             f=$OUT/dispatch-$cls.cu; [ -f "$f" ] || f=$(dispatch_file "$cls")
+             PYTHONPATH=/tmp/wheels${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout "${PEERS_TIMEOUT:-280}" \
+               python3 tools/bench/compare_sdpa.py "$f" --shapes "4,16,4096,128;1,16,16384,64" --causal both \
+               --reps 20 --replays 10 --out "/tmp/evo-peers-$cls" >"$OUT/peers-$cls.log" 2>&1
+             echo "peers $cls ($f): exit $?"
+             cp /tmp/evo-peers-$cls/*.md "$OUT/peers-$cls.md" 2>/dev/null
+             cp /tmp/evo-peers-$cls/*.json "$OUT/peers-$cls.json" 2>/dev/null
+             grep -A9 "non-causal — CUDA graph" "$OUT/peers-$cls.log" | tail -7 | cut -c1-150
+           done ;;
     *) echo "unknown step $step" ;;
   esac
 done
