@@ -28,6 +28,7 @@ run_cmd() {
 }
 run() { run_cmd "$EVO" "$@"; }
 compare_sdpa() { run_cmd python3 "$SRC/tools/bench/compare_sdpa.py" "$@"; }
+sustained() { run_cmd python3 "$SRC/tools/bench/sustained.py" "$@"; }
 expect_rc() { checks=$((checks + 1)); [ "$rc" = "$1" ] || fail "$2: exit $rc, want $1 (stderr: $err)"; }
 expect_out() { checks=$((checks + 1)); grep -qF -- "$1" <<<"$out" || fail "$2: stdout lacks '$1'"$'\n'"$out"; }
 expect_err() { checks=$((checks + 1)); [ "$err" = "$1" ] || fail "$2: stderr '$err', want '$1'"; }
@@ -247,6 +248,21 @@ if command -v python3 >/dev/null; then
   expect_err_has "not a kernel exported by evo" "compare_sdpa on a non-export"
   compare_sdpa "$f" --dry-run --causal sideways
   expect_rc 2 "compare_sdpa bad --causal"
+  # tools/bench/sustained.py --dry-run: the problem, the contenders and the modes (no GPU, no PyTorch)
+  sustained hopper.cu --dry-run --shape 4,16,4096,128 --causal --seconds 2 --peers cudnn
+  expect_rc 0 "sustained --dry-run"
+  expect_out "format e4m3, head dims 64 128" "sustained --dry-run file"
+  expect_out "problem (4, 16, 4096, 128) causal; contenders: ours, cudnn; modes single, burst, 2 s each" \
+    "sustained --dry-run plan"
+  sustained hopper.cu --dry-run --shape 4,16,4096,96
+  expect_rc 2 "sustained bad head dim"
+  expect_err_has "--shape: '4,16,4096,96' needs positive B, H, S and D 64 or 128" "sustained bad head dim"
+  sustained hopper.cu --dry-run --peers flash
+  expect_rc 2 "sustained unknown peer"
+  expect_err_has "--peers: unknown flash" "sustained unknown peer"
+  sustained pop.db --dry-run
+  expect_rc 2 "sustained on a non-export"
+  expect_err_has "not a kernel exported by evo" "sustained on a non-export"
 else
   echo "cli_export: python3 not found; compare_sdpa.py --dry-run not checked"
 fi

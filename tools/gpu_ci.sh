@@ -8,6 +8,9 @@
 #   smoke      two generations on configs/smoke.yaml
 #   run20      evo run --generations 20 on configs/default.yaml, then elite, history, export
 #   compare    tools/bench/compare_sdpa.py on the exported best kernel
+#   sustained  tools/bench/sustained.py on SUSTAIN_CU (default: the fp8 dispatching file) at SUSTAIN_SHAPE
+#              ("4,16,4096,128"; SUSTAIN_CAUSAL=1 causal): one call at a time and back to back, SUSTAIN_S (3) seconds
+#              each, beside cuDNN fp16 and FP8, with nvidia-smi's clocks, power and throttle reasons
 #   peers      compare_sdpa.py on each class's dispatching file (PEERS_CLASSES, "fp8 exact"; $OUT/dispatch-CLASS.cu
 #              after dispatch, else variants/) at the presets and the large problems, causal and not (issue 28's 14
 #              cases), with cuDNN FP8 where .wheels/ holds nvidia-cudnn-frontend; $OUT/peers-CLASS.{log,md,json}
@@ -305,6 +308,17 @@ PY
            cp /tmp/evo-twins/twins.md /tmp/evo-twins/twins.json "$OUT/" 2>/dev/null ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/bench/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
+    sustained) # the file's kernel and its peers under sustained load, beside clocks and power (nvidia-smi)
+               if [ -d .wheels ] && [ ! -d /tmp/wheels/cudnn ]; then
+                 pip install --no-deps --target /tmp/wheels .wheels/*.whl >/dev/null 2>&1
+               fi
+               PYTHONPATH=/tmp/wheels${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout 200 \
+                 python3 tools/bench/sustained.py "${SUSTAIN_CU:-$(dispatch_file fp8)}" \
+                 --shape "${SUSTAIN_SHAPE:-4,16,4096,128}" ${SUSTAIN_CAUSAL:+--causal} --seconds "${SUSTAIN_S:-3}" \
+                 --out /tmp/evo-sustained >"$OUT/sustained.log" 2>&1
+               echo "sustained: exit $?"
+               cp /tmp/evo-sustained/sustained.md /tmp/evo-sustained/sustained.json "$OUT/" 2>/dev/null
+               tail -12 "$OUT/sustained.log" ;;
     peers) # issue 28's 14 cases: each class's dispatching file (after dispatch: the ones it wrote; else variants/)
            # beside flash, cuDNN fp16 and cuDNN FP8, one process per file; needs .wheels/ for the cuDNN FP8 column
            if [ -d .wheels ] && [ ! -d /tmp/wheels/cudnn ]; then
