@@ -1034,11 +1034,11 @@ static evo_status filter_space(loop *L, bool say, evo_err *err)
     if (evo_space_count(space, 1000000, &total, &valid, &exact, &e) != EVO_OK || !exact || valid == 0) return EVO_OK;
     first_found f;
     memset(&f, 0, sizeof f);
-    if (!say) { /* the check alone: one genome the filter takes is enough (the count is said once, later) */
+    if (say)
+        kept = evo_space_count_filtered(space);
+    else { /* the check alone: one genome the filter takes is enough (the count is said once, later) */
         evo_space_foreach_valid(space, first_genome, &f);
         kept = f.found;
-    } else {
-        kept = evo_space_count_filtered(space);
     }
     if (kept == 0) { /* nothing to search: say why for the first genome the constraints allow */
         evo_space_set_filter(space, NULL, NULL, NULL);
@@ -1051,7 +1051,7 @@ static evo_status filter_space(loop *L, bool say, evo_err *err)
                         "the config admits; the first, %s: %s",
                         evo_show(L->cfg->path).s, (unsigned long long)valid, L->admit.arch, text, why);
     }
-    if (say && kept < valid && !L->o.quiet)
+    if (say && kept < valid) /* a quiet run returned above */
         fprintf(L->o.out,
                 "on %s the search proposes what the task can run there: %llu of the %llu genomes the "
                 "constraints allow\n",
