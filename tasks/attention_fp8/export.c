@@ -275,20 +275,18 @@ static bool entry_sm90(const evo_export_entry *e)
 }
 
 /* Entry e serves head dim `dim` in some bucket: only those variants go into the file. */
-static bool entry_serves_dim(const evo_export_dispatch_ctx *d, int e, long long dim);
+static bool entry_serves_dim(const evo_export_dispatch_ctx *d, int e, long long dim)
+{
+    for (int b = 0; b < d->n_buckets; b++)
+        if (d->buckets[b].entry == e && d->buckets[b].bucket.key[0] == dim) return true;
+    return false;
+}
 
 /* Variant y of entry e goes into the file: it serves a head dim of the entry's buckets, or converts K and V for such a
  * variant (every entry in the file serves some head dim). */
 static bool entry_keeps(const evo_export_dispatch_ctx *d, int e, const evo_variant *y)
 {
     return is_convert(y) || entry_serves_dim(d, e, y->attr[ATTN_V_DIM]);
-}
-
-static bool entry_serves_dim(const evo_export_dispatch_ctx *d, int e, long long dim)
-{
-    for (int b = 0; b < d->n_buckets; b++)
-        if (d->buckets[b].entry == e && d->buckets[b].bucket.key[0] == dim) return true;
-    return false;
 }
 
 static bool any_family(const evo_export_dispatch_ctx *d, bool sm90)

@@ -124,9 +124,6 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, operands m, cudaStream
 }
 #endif
 
-/* Every launcher: the variant for the problem, the params, the launch. V16, KV16: V (and K) is FP16 and the variant
- * must have that FP16 twin (cudaErrorNotSupported when the kernel that serves the problem has none); the scale of an
- * FP16 operand may be NULL (1). */
 /* The variant that serves the problem, -1 for none (a size below 1 or a head dim without a variant). */
 static int variant_for(int batch, int heads, int seq, int head_dim, int causal)
 {
@@ -139,6 +136,10 @@ static size_t workspace_for(int i, int batch, int heads, int seq, int head_dim)
     return i >= 0 && variants[i].convert ? (size_t)4 * batch * heads * seq * head_dim : 0;
 }
 
+/* Every launcher: the variant for the problem, the params, the launch. V16, KV16: V (and K) is FP16 and the variant
+ * must have that FP16 twin (cudaErrorNotSupported when the kernel that serves the problem has none); the scale of an
+ * FP16 operand may be NULL (1). On the codes (CODES), a V_PATH 3 kernel's K and V are converted to FP16 first, into
+ * ws (ws_bytes) or into memory allocated and freed on the stream. */
 static int forward(const void *q, const void *k, const void *v, const float *q_scale, const float *k_scale,
                    const float *v_scale, void *o, int batch, int heads, int seq, int head_dim, int causal,
                    float softmax_scale, cudaStream_t stream, operands m, void *ws = nullptr, size_t ws_bytes = 0)
