@@ -711,6 +711,22 @@ def finite_or_none(x):
     return x
 
 
+def load_torch(prog):
+    """(torch, torch.nn.functional, SDPBackend, sdpa_kernel) with a CUDA device, or None after saying why on stderr
+    (prog names the tool)."""
+    try:
+        import torch
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError as e:
+        print(f"{prog}: needs PyTorch 2.3 or newer with CUDA ({e})", file=sys.stderr)
+        return None
+    if not torch.cuda.is_available():
+        print(f"{prog}: PyTorch sees no CUDA device", file=sys.stderr)
+        return None
+    return torch, F, SDPBackend, sdpa_kernel
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.peers_only:
@@ -735,17 +751,10 @@ def main(argv=None):
             print("dry run: nothing built, run or written")
             return 0
 
-    try:
-        import torch
-        import torch.nn.functional as F
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-    except ImportError as e:
-        print(f"compare_sdpa: needs PyTorch 2.3 or newer with CUDA ({e})", file=sys.stderr)
+    mods = load_torch("compare_sdpa")
+    if mods is None:
         return 2
-
-    if not torch.cuda.is_available():
-        print("compare_sdpa: PyTorch sees no CUDA device", file=sys.stderr)
-        return 2
+    torch, F, SDPBackend, sdpa_kernel = mods
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")

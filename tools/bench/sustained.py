@@ -171,18 +171,18 @@ def main(argv=None):
         print(plan)
         print("dry run: nothing built, run or written")
         return 0
-    try:
-        import torch
-        import torch.nn.functional as F
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-    except ImportError as e:
-        print(f"sustained: needs PyTorch 2.3 or newer with CUDA ({e})", file=sys.stderr)
+    mods = cs.load_torch("sustained")
+    if mods is None:
         return 2
-    if not torch.cuda.is_available():
-        print("sustained: PyTorch sees no CUDA device", file=sys.stderr)
-        return 2
+    torch, F, SDPBackend, sdpa_kernel = mods
     print(plan, flush=True)
-    os.makedirs(args.out, exist_ok=True)
+    try:  # the output directory before any GPU work: a path that cannot take the results fails here, not after it
+        os.makedirs(args.out, exist_ok=True)
+        if not os.access(args.out, os.W_OK):
+            raise OSError(f"{args.out}: not writable")
+    except OSError as e:
+        print(f"sustained: --out {args.out}: {e}", file=sys.stderr)
+        return 2
     work = tempfile.mkdtemp(prefix="evo-sustained-")
     build = argparse.Namespace(lib=args.lib, nvcc=args.nvcc, arch=args.arch)
     lib = cs.load_library(torch, k, build, work)
