@@ -96,6 +96,10 @@ fi
 # the dispatching file of accuracy class $1 in variants/ (exact: -dispatch.cu, another class: -dispatch-CLASS.cu)
 dispatch_file() { if [ "$1" = exact ]; then echo variants/attention_fp8-sm_90-dispatch.cu;
                   else echo "variants/attention_fp8-sm_90-dispatch-$1.cu"; fi; }
+# The carried Python wheels (.wheels/: nvidia-cudnn-frontend for cuDNN's FP8 SDPA) into /tmp/site, once a call; the
+# steps that use them run with PYTHONPATH=/tmp/site
+wheels() { [ -d .wheels ] && [ ! -d /tmp/site/cudnn ] &&
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .wheels/*.whl; }
 for step in "$@"; do
   echo "=== $step $(date -u +%T)"
   case "$step" in
@@ -236,7 +240,7 @@ PY
                 grep -E "^genome|FAIL|passed|FAILED" "$OUT/$cls-best-selftest.log" | head -6
                 cp /tmp/$cls-best.cu "$OUT/" 2>/dev/null
               done ;;
-    calib) python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .wheels/*.whl
+    calib) wheels
            ex=; [ -f /tmp/exact-best.cu ] && ex="--exact /tmp/exact-best.cu"
            PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout "${CALIB_TIMEOUT:-420}" \
              python3 tools/bench/fp8_calibrate.py --fp8 "${FP8_CU:-/tmp/fp8-best.cu}" $ex --out "$OUT" \
@@ -309,10 +313,8 @@ PY
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/bench/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     sustained) # the file's kernel and its peers under sustained load, beside clocks and power (nvidia-smi)
-               if [ -d .wheels ] && [ ! -d /tmp/wheels/cudnn ]; then
-                 pip install --no-deps --target /tmp/wheels .wheels/*.whl >/dev/null 2>&1
-               fi
-               PYTHONPATH=/tmp/wheels${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout 200 \
+               wheels
+               PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout 200 \
                  python3 tools/bench/sustained.py "${SUSTAIN_CU:-$(dispatch_file fp8)}" \
                  --shape "${SUSTAIN_SHAPE:-4,16,4096,128}" ${SUSTAIN_CAUSAL:+--causal} --seconds "${SUSTAIN_S:-3}" \
                  --out /tmp/evo-sustained >"$OUT/sustained.log" 2>&1
@@ -321,12 +323,10 @@ PY
                tail -12 "$OUT/sustained.log" ;;
     peers) # issue 28's 14 cases: each class's dispatching file (after dispatch: the ones it wrote; else variants/)
            # beside flash, cuDNN fp16 and cuDNN FP8, one process per file; needs .wheels/ for the cuDNN FP8 column
-           if [ -d .wheels ] && [ ! -d /tmp/wheels/cudnn ]; then
-             pip install --no-deps --target /tmp/wheels .wheels/*.whl >/dev/null 2>&1
-           fi
+           wheels
            for cls in ${PEERS_CLASSES:-fp8 exact}; do
              f=$OUT/dispatch-$cls.cu; [ -f "$f" ] || f=$(dispatch_file "$cls")
-             PYTHONPATH=/tmp/wheels${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout "${PEERS_TIMEOUT:-280}" \
+             PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout "${PEERS_TIMEOUT:-280}" \
                python3 tools/bench/compare_sdpa.py "$f" --shapes "4,16,4096,128;1,16,16384,64" --causal both \
                --reps 20 --replays 10 --out "/tmp/evo-peers-$cls" >"$OUT/peers-$cls.log" 2>&1
              echo "peers $cls ($f): exit $?"
