@@ -8,6 +8,13 @@
 #   smoke      two generations on configs/smoke.yaml
 #   run20      evo run --generations 20 on configs/default.yaml, then elite, history, export
 #   compare    tools/bench/compare_sdpa.py on the exported best kernel
+#   sm90list   tools/bench/sm90_bench.cu built with the genome list SM90_LIST (a header under tools/bench/sm90_lists/
+#              defining SM90_GENOMES and SM90_PROBES; default vpath5.h), run with SM90_ARGS ("--check --no-baseline",
+#              then "--time --big-only --no-baseline --reps 30"); $OUT/sm90list-{check,time}.log
+#   files      compare_sdpa.py on each exported file of FILES_CU (space-separated), each in its own process, at
+#              FILES_SHAPES ("4,16,4096,128") and the wide preset, FILES_CAUSAL (off), beside FILES_PEERS (cudnn_fp8);
+#              the libraries built in parallel first; then, for each file of SUSTAIN_FILES, sustained as below;
+#              $OUT/files.md holds every file's table
 #   sustained  tools/bench/sustained.py on SUSTAIN_CU (default: the fp8 dispatching file) at SUSTAIN_SHAPE
 #              ("4,16,4096,128"; SUSTAIN_CAUSAL=1 causal): one call at a time and back to back, SUSTAIN_S (3) seconds
 #              each, beside cuDNN fp16 and FP8, with nvidia-smi's clocks, power and throttle reasons
@@ -312,6 +319,42 @@ PY
            cp /tmp/evo-twins/twins.md /tmp/evo-twins/twins.json "$OUT/" 2>/dev/null ;;
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/bench/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
+    sm90list) # a list of sm_90a genomes (and timing probes) through sm90_bench: its checks, then its timing
+              nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Itemplates -Itasks/attention_fp8 \
+                -include "${SM90_LIST:-tools/bench/sm90_lists/vpath5.h}" tools/bench/sm90_bench.cu \
+                tasks/attention_fp8/attn_sm90_host.c -o /tmp/sm90_list -lcuda >/tmp/sm90_list.nvcc.log 2>&1 ||
+                { tail -20 /tmp/sm90_list.nvcc.log; continue; }
+              timeout 200 /tmp/sm90_list ${SM90_CHECK_ARGS:---check --no-baseline} >"$OUT/sm90list-check.log" 2>&1
+              echo "sm90list check: exit $?"; grep -E "^FAIL|differ|checks done" "$OUT/sm90list-check.log" | head -12
+              timeout 200 /tmp/sm90_list ${SM90_TIME_ARGS:---time --big-only --no-baseline --reps 30} \
+                >"$OUT/sm90list-time.log" 2>&1
+              echo "sm90list time: exit $?"; grep -vE "^genome .*regs" "$OUT/sm90list-time.log" | tail -30 ;;
+    files) # several exported files against one peer, one process each, graph replay (e.g. two orders of one genome)
+           wheels
+           for f in ${FILES_CU:-}; do
+             ( nvcc -shared -Xcompiler -fPIC -gencode=arch=compute_90a,code=sm_90a -O3 -o "/tmp/$(basename "$f" .cu).so" "$f" \
+               >"/tmp/$(basename "$f" .cu).nvcc.log" 2>&1 || echo "nvcc failed: $f" ) &
+           done; wait
+           : >"$OUT/files.md"
+           for f in ${FILES_CU:-}; do
+             b=$(basename "$f" .cu)
+             PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout 150 \
+               python3 tools/bench/compare_sdpa.py "$f" --lib "/tmp/$b.so" --presets wide \
+               --shapes "${FILES_SHAPES:-4,16,4096,128}" --causal "${FILES_CAUSAL:-off}" --peers "${FILES_PEERS:-cudnn_fp8}" \
+               --reps 20 --replays 10 --out "/tmp/evo-files-$b" >"/tmp/evo-files-$b.log" 2>&1
+             echo "files $f: exit $?"
+             { echo "## $f"; cat /tmp/evo-files-$b/*.md; echo; } >>"$OUT/files.md" 2>/dev/null
+             grep -A6 "non-causal — CUDA graph" "/tmp/evo-files-$b.log" | cut -c1-150
+           done
+           for f in ${SUSTAIN_FILES:-}; do
+             b=$(basename "$f" .cu)
+             PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout 150 \
+               python3 tools/bench/sustained.py "$f" --lib "/tmp/$b.so" --shape "${SUSTAIN_SHAPE:-4,16,4096,128}" \
+               ${SUSTAIN_CAUSAL:+--causal} --seconds "${SUSTAIN_S:-3}" --out "/tmp/evo-sustained-$b" >"/tmp/sust-$b.log" 2>&1
+             echo "sustained $f: exit $?"
+             { echo "## sustained: $f"; cat "/tmp/evo-sustained-$b/sustained.md"; echo; } >>"$OUT/files.md" 2>/dev/null
+             tail -12 "/tmp/sust-$b.log"
+           done ;;
     sustained) # the file's kernel and its peers under sustained load, beside clocks and power (nvidia-smi)
                wheels
                PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout 200 \
