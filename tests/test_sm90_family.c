@@ -104,8 +104,17 @@ int main(void)
     CHECK(attn_sm90_smem_bytes(&v2, 128) == attn_sm90_smem_bytes(&v1, 128) - 2 * 128 * 128);
     v2.pipe = 1, v2.overlap = 0, v2.pingpong = 0;
     CHECK(has(attn_sm90_check(&v2, 128, 227 * 1024), "V_PATH=2 and 3 need PIPE=2"));
-    v2.v_path = 5, v2.pipe = 2, v2.overlap = 1, v2.pingpong = 1;
+    v2.v_path = 6, v2.pipe = 2, v2.overlap = 1, v2.pingpong = 1;
     CHECK(has(attn_sm90_check(&v2, 128, 227 * 1024), "V_PATH must be"));
+    /* V_PATH 5 (V_PATH 4 with Vᵀ given, loaded by the TMA thread): V_PATH 4's plan without the raw V ring, PIPE 2 */
+    evo_sm90_genome v5 = afb, v4b = afb;
+    v5.v_path = 5, v4b.v_path = 4;
+    CHECK(attn_sm90_check(&v5, 128, 227 * 1024) == NULL && attn_sm90_check(&v5, 64, 227 * 1024) == NULL);
+    CHECK(attn_sm90_smem_bytes(&v5, 128) == attn_sm90_smem_bytes(&v4b, 128) - 2 * 128 * 128);
+    CHECK(attn_sm90_smem_bytes(&v5, 64) == attn_sm90_smem_bytes(&v4b, 64) - 2 * 128 * 64);
+    v5.pipe = 1, v5.overlap = 0, v5.pingpong = 0;
+    CHECK(has(attn_sm90_check(&v5, 128, 227 * 1024), "V_PATH=5 needs PIPE=2"));
+    CHECK(attn_sm90_vt_seq(1) == 16 && attn_sm90_vt_seq(16) == 16 && attn_sm90_vt_seq(4097) == 4112);
     /* V_PATH 4 (e4m3 P·V whose GEMM also sums P̃): V_PATH 0's plan with 8 rows of ones in each Vᵀ column block (a
      * stage of TILE_N · (D + 8) bytes, rounded up to 1 KiB), the producer's transform warps only (PIPE 2) */
     evo_sm90_genome v0 = afb, v4 = afb;
@@ -167,8 +176,11 @@ int main(void)
         /* PERSIST 2 (head by head): e4m3 Q·Kᵀ with Q in shared memory and FP16 P·V, and V_PATH 4 */
         {64, 2, 128, 2, 2, 0, 1, 1, 0, 0, 56, 2},
         {64, 2, 128, 3, 2, 1, 4, 1, 1, 0, 56, 2},
+        /* V_PATH 5 (Vᵀ given): the (4,16,4096,128) shape with PERSIST 2, and TILE_N 192 (64-key column blocks) */
+        {64, 2, 128, 2, 2, 0, 5, 1, 1, 0, 56, 2},
+        {64, 2, 192, 2, 2, 1, 5, 1, 1, 0, 56, 1},
     };
-    const int dims[] = {128, 128, 128, 128, 128, 64, 128, 64, 128, 64, 128, 128, 64};
+    const int dims[] = {128, 128, 128, 128, 128, 64, 128, 64, 128, 64, 128, 128, 64, 128, 64};
     /* the fp8 class's shipped winners with V given in FP16: afb8908b at D = 128, 057834dd (persistent, Q in shared
      * memory) at D = 64; the exact class's e1f273e5 with K and V given in FP16 at both; no spill, no stack */
     const evo_sm90_genome v16[] = {{64, 2, 128, 2, 2, 1, 2, 1, 1, 0, 56, 0},
@@ -193,7 +205,7 @@ int main(void)
         CHECK(regs > 0 && regs <= 255);
         compiled++;
     }
-    CHECK(compiled == 13);
+    CHECK(compiled == 15);
     free(src);
     free(abi);
     return check_result();

@@ -36,6 +36,13 @@
  *             which a second wgmma (N = 8) multiplies by P̃ from zero each tile; the tile's sums go into the
  *             accumulator's column D (rescaled with O) in FP32; the softmax adds up only the keys whose P̃ is 0
  *             (p ≤ 2^-10, in FP16 pairs). PIPE 2 only.
+ *   V_PATH 5: (not yet a search knob: built and timed by tools/bench/sm90_bench.cu) V_PATH 4's arithmetic with Vᵀ
+ *             given: p.v points to the codes of Vᵀ, [B·H, D, S16] (S16 = S rounded up to 16, keys S..S16-1 zero),
+ *             each 16 keys in the P fragment's order (position 4a + 2s + t holds key 8s + 2a + t; evo_vt_transpose,
+ *             below, writes it from V), and the TMA thread loads each tile's column blocks of VB keys straight into
+ *             the Vᵀ stage, so no warp transposes V (the transform's shared-memory instructions share the MIO queue
+ *             with the softmax's exponentials: docs/perf-notes.md, "Where the fp8 class's time goes"). With p.v =
+ *             the transpose of the codes it equals V_PATH 4 bit for bit. PIPE 2 only.
  * The FP8 wgmma keeps ~14 bits of the aligned products: scores carry ~1e-4 relative error, which defeats the 2e-3 gate
  * on logits in the thousands and flips e4m3 roundings of P; QK_MODE 2 + V_PATH 1 is the configuration that passes
  * every distribution (docs/perf-notes.md, "Precision").
@@ -119,13 +126,17 @@ __host__ __device__ constexpr int align1024(int x) { return (x + 1023) / 1024 * 
  * column D, which the running rescale of O rescales too). acc_cols: the P·V accumulator's columns. */
 template <int D, int TILE_N, int V_PATH> __host__ __device__ constexpr int vt_bytes()
 {
-    return V_PATH == 4 ? align1024(TILE_N * (D + 8)) : V_PATH ? TILE_N * (D + 64) * 2 : TILE_N * D;
+    return V_PATH == 4 || V_PATH == 5 ? align1024(TILE_N * (D + 8)) : V_PATH ? TILE_N * (D + 64) * 2 : TILE_N * D;
 }
 /* V_PATH 2, 3: V is given in FP16 and loaded by TMA into the FP16 V ring (no raw V ring, nothing transforms it). */
 __host__ __device__ constexpr bool v_given_f16(int v_path) { return v_path == 2 || v_path == 3; }
+/* The V stage written by the TMA thread (V_PATH 2, 3: FP16 V; 5: e4m3 Vᵀ): no raw V ring, no transform of V. */
+__host__ __device__ constexpr bool v_by_tma(int v_path) { return v_given_f16(v_path) || v_path == 5; }
+/* e4m3 P̃ whose row sums come from the P·V GEMM (8 rows of ones in every Vᵀ column block): V_PATH 4, 5. */
+__host__ __device__ constexpr bool gemm_sums(int v_path) { return v_path == 4 || v_path == 5; }
 /* e4m3 Vᵀ (V_PATH 0, 4): rows (dims) per column block of the stage; V_PATH 4 adds 8 rows of ones, the B operand's
  * columns D..D+7, so that the e4m3 P·V GEMM sums P̃ into the accumulator's column D. */
-template <int D, int V_PATH> __host__ __device__ constexpr int vt_rows() { return V_PATH == 4 ? D + 8 : D; }
+template <int D, int V_PATH> __host__ __device__ constexpr int vt_rows() { return gemm_sums(V_PATH) ? D + 8 : D; }
 template <int D, int V_PATH> __host__ __device__ constexpr int acc_cols() { return V_PATH ? D + 8 : D; }
 
 /* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes(). */
@@ -139,7 +150,7 @@ struct Sm90Cfg {
     static constexpr int Q_BYTES = BM * D;
     static constexpr int KV_BYTES = TILE_N * D;                       /* one stage of K or of raw V */
     static constexpr int KR_BYTES = V_PATH == 3 ? 0 : KV_BYTES;       /* the raw K ring's stage (V_PATH 3: none) */
-    static constexpr int VR_BYTES = v_given_f16(V_PATH) ? 0 : KV_BYTES; /* the raw V ring (2, 3: none) */
+    static constexpr int VR_BYTES = v_by_tma(V_PATH) ? 0 : KV_BYTES;  /* the raw V ring (2, 3, 5: none) */
     static constexpr int VT_BYTES = vt_bytes<D, TILE_N, V_PATH>();
     static constexpr int NX = PIPE == 2 ? STAGES : 1;                 /* converted tiles: a ring with a producer */
     static constexpr int Q16_BYTES = QK_MODE == 2 ? BM * D * 2 : 0;
@@ -973,6 +984,19 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         c.advance(p, nq);
         return true;
     };
+    /* V_PATH 5: Vᵀ of tile j (TILE_N / VB boxes of VB keys x D dims, VB-byte swizzle) into the rows 0..D-1 of its
+     * stage's column blocks (the ones rows stay), once the consumers are done with the tile STAGES back */
+    auto issue_vt = [&](Cursor &c) {
+        constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, VT = vt_bytes<D, TILE_N, V_PATH>();
+        const int s = c.it % STAGES;
+        if (c.it >= STAGES && !mbar_test(sm.b(B::vempty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        mbar_expect_tx(sm.b(B::vtfull(s)), TILE_N * D);
+#pragma unroll
+        for (int b = 0; b < TILE_N / VB; b++)
+            tma_load_3d(sm.vt + s * VT + b * (D + 8) * VB, &t.v, c.j * TILE_N + b * VB, 0, c.bh, sm.b(B::vtfull(s)));
+        c.advance(p, nq);
+        return true;
+    };
     u32 idle_ns = 0u; /* back off while neither can go: a spinning thread takes issue slots from a consumer warp */
     while (!kc.done || !vc.done) {
         bool moved = false;
@@ -995,6 +1019,8 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         if (!vc.done) {
             if constexpr (v_given_f16(V_PATH))
                 moved |= issue_f16(vc, sm.vt, vt_bytes<D, TILE_N, V_PATH>(), &t.v, B::vempty, B::vtfull);
+            else if constexpr (V_PATH == 5)
+                moved |= issue_vt(vc);
             else moved |= issue_tile(vc, sm.v, &t.v, B::vrawempty, B::vfull);
         }
         if (moved) {
@@ -1017,7 +1043,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
     typedef Bars<STAGES> B;
     constexpr int UNR = PRODUCER_REGS >= 56 ? 8 : 4; /* convert16's loads in flight: 8 spill at 40 registers */
     constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>(), K16 = 2 * KV;
-    if constexpr (v_given_f16(V_PATH) && QK_MODE != 2) return; /* nothing to convert: V arrives in FP16 */
+    if constexpr (v_by_tma(V_PATH) && QK_MODE != 2) return; /* nothing to convert: V arrives by TMA */
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -1039,7 +1065,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
                 fence_proxy_async();
                 mbar_arrive(sm.b(B::k16full(s)));
             }
-            if constexpr (v_given_f16(V_PATH)) continue; /* V arrives in FP16 by TMA: nothing to transform */
+            if constexpr (v_by_tma(V_PATH)) continue; /* V (FP16) or Vᵀ arrives by TMA: nothing to transform */
             mbar_wait(sm.b(B::vfull(s)), ph);
             if (it >= STAGES) mbar_wait(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
             if constexpr (PROBE & 1) {
@@ -1063,7 +1089,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
 {
     typedef Bars<STAGES> B;
     constexpr int MT = WG_ROWS / 64, BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>();
-    constexpr bool P8 = V_PATH == 0 || V_PATH == 4, GSUM = V_PATH == 4; /* GSUM: the GEMM sums P̃ */
+    constexpr bool P8 = V_PATH == 0 || gemm_sums(V_PATH), GSUM = gemm_sums(V_PATH); /* GSUM: the GEMM sums P̃ */
     constexpr float LOG2E = 1.4426950408889634f;
     /* Q·Kᵀ operands: the raw e4m3 tiles, or their FP16 copies (made by the transform warps) */
     const u32 q_addr = QK_MODE == 2 ? sm.q16 + (u32)(cw * WG_ROWS * 128) : sm.q + (u32)(cw * WG_ROWS * D);
@@ -1359,6 +1385,44 @@ __global__ void __launch_bounds__(256)
     }
 }
 
+/* V codes (e4m3 [B·H, S, D]) to the Vᵀ a V_PATH 5 kernel loads: [B·H, D, S16], S16 = S rounded up to 16, row d of
+ * head bh holding V[., d] with each 16 keys in the P fragment's order (position 4a + 2s + t holds key 8s + 2a + t,
+ * transpose_v's permutation) and keys S..S16-1 zero. Block (key chunk of 128, bh), 256 threads: the chunk's rows by
+ * 16-byte loads into shared memory (rows padded by 4 bytes: the column reads below fall on 4 banks, not 1), then
+ * each thread builds 16-byte pieces of Vᵀ rows (16 keys of one dim) and stores them whole. */
+template <int D>
+__global__ void __launch_bounds__(256)
+    evo_vt_transpose(const unsigned char *__restrict__ v, unsigned char *__restrict__ vt, int seq, int s16)
+{
+    constexpr int KC = 128, RS = D + 4;
+    __shared__ __align__(16) unsigned char tile[KC * RS];
+    const int bh = (int)blockIdx.y, k0 = (int)blockIdx.x * KC, tid = (int)threadIdx.x;
+    const unsigned char *src = v + ((unsigned long long)bh * (unsigned)seq + (unsigned)k0) * D;
+    for (int u = tid; u < KC * D / 16; u += 256) {
+        const int r = u / (D / 16), c = u % (D / 16);
+        uint4 x = make_uint4(0u, 0u, 0u, 0u);
+        if (k0 + r < seq) x = __ldcs(reinterpret_cast<const uint4 *>(src + (unsigned long long)r * D) + c);
+        unsigned *t4 = reinterpret_cast<unsigned *>(tile + r * RS + 16 * c);
+        t4[0] = x.x, t4[1] = x.y, t4[2] = x.z, t4[3] = x.w;
+    }
+    __syncthreads();
+    for (int u = tid; u < D * (KC / 16); u += 256) {
+        const int d = u / (KC / 16), j = u % (KC / 16), key = k0 + 16 * j;
+        if (key >= s16) continue;
+        unsigned w[4];
+#pragma unroll
+        for (int a = 0; a < 4; a++) {
+            unsigned x = 0u;
+#pragma unroll
+            for (int b = 0; b < 4; b++) /* position 4a + b, b = 2s + t: key 8s + 2a + t of the 16 */
+                x |= (unsigned)tile[(16 * j + 8 * (b >> 1) + 2 * a + (b & 1)) * RS + d] << (8 * b);
+            w[a] = x;
+        }
+        *reinterpret_cast<uint4 *>(vt + ((unsigned long long)bh * D + d) * (unsigned)s16 + key) =
+            make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
+
 template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH, int OVERLAP,
           int PINGPONG, int O_ACC, int PRODUCER_REGS, int PERSIST, int PROBE = 0>
 __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
@@ -1367,9 +1431,9 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     using namespace evo_sm90;
     typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH> C;
     typedef Bars<STAGES> B;
-    static_assert(V_PATH >= 0 && V_PATH <= 4, "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V), 2 (V given in FP16), 3 (K and V given "
-                                              "in FP16) or 4 (e4m3 Vᵀ, the row sum from the GEMM)");
-    static_assert(V_PATH != 4 || PIPE == 2, "V_PATH 4: the producer's transform warps write Vᵀ and its ones (PIPE 2)");
+    static_assert(V_PATH >= 0 && V_PATH <= 5, "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V), 2 (V given in FP16), 3 (K and V given "
+                                              "in FP16), 4 (e4m3 Vᵀ, the row sum from the GEMM) or 5 (4, Vᵀ given)");
+    static_assert(!gemm_sums(V_PATH) || PIPE == 2, "V_PATH 4, 5: the producer writes (loads) Vᵀ beside its ones (PIPE 2)");
     static_assert(!v_given_f16(V_PATH) || PIPE == 2,
                   "V_PATH 2 and 3 load V (and K) by the producer's TMA thread (PIPE 2)");
     static_assert(V_PATH != 3 || QK_MODE == 2, "V_PATH 3 gives K in FP16 to the FP16 Q·Kᵀ (QK_MODE 2)");
@@ -1392,7 +1456,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     const int tid = (int)threadIdx.x, nq = (p.seq + C::BM - 1) / C::BM;
     constexpr int NCT = CONSUMERS * 128, NXT = TRANSFORM_WARPS * 32;
 
-    if constexpr (V_PATH == 4) { /* e4m3 ones (0x38) in rows D..D+7 of every Vᵀ column block (vt_rows) */
+    if constexpr (gemm_sums(V_PATH)) { /* e4m3 ones (0x38) in rows D..D+7 of every Vᵀ column block (vt_rows) */
         constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, VT = vt_bytes<D, TILE_N, V_PATH>(), NB = TILE_N / VB;
         for (int i = tid * 16; i < C::NX * NB * 8 * VB; i += C::THREADS * 16) {
             const int st = i / (NB * 8 * VB), b = i / (8 * VB) % NB, off = i % (8 * VB);
@@ -1415,7 +1479,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
         for (int s = 0; s < STAGES; s++) {
             mbar_init(sm.b(B::kfull(s)), 1);
             mbar_init(sm.b(B::vfull(s)), 1);
-            mbar_init(sm.b(B::vtfull(s)), v_given_f16(V_PATH) ? 1 : NXT); /* 2, 3: the TMA's expect_tx */
+            mbar_init(sm.b(B::vtfull(s)), v_by_tma(V_PATH) ? 1 : NXT); /* 2, 3, 5: the TMA's expect_tx */
             mbar_init(sm.b(B::kempty(s)), NCT);
             mbar_init(sm.b(B::vempty(s)), NCT);
             mbar_init(sm.b(B::k16full(s)), V_PATH == 3 ? 1 : NXT); /* V_PATH 3: the TMA thread's expect_tx */

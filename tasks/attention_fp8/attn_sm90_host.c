@@ -28,6 +28,8 @@ static int align1024(int x) { return (x + 1023) / 1024 * 1024; }
 
 /* V_PATH 2, 3: V given in FP16, loaded by the TMA thread (no raw V ring; FP16 tensor maps). */
 static int v_given_f16(const evo_sm90_genome *g) { return g->v_path == 2 || g->v_path == 3; }
+/* V_PATH 4, 5: e4m3 P̃ whose row sums come from the P·V GEMM (8 rows of ones in every Vᵀ column block). */
+static int gemm_sums(const evo_sm90_genome *g) { return g->v_path == 4 || g->v_path == 5; }
 
 int attn_sm90_threads(const evo_sm90_genome *g) { return (g->consumers + (g->pipe == 2)) * 128; }
 
@@ -38,11 +40,11 @@ int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
     const int q_bytes = attn_sm90_rows_per_block(g) * d, kv = g->tile_n * d;
     /* V_PATH 1: FP16 V plus a 64-column block of ones (the row sums of P come out of the P·V GEMM) */
     /* V_PATH 4: e4m3 Vᵀ blocks of D + 8 rows (8 rows of ones), the stage rounded up to 1 KiB */
-    const int vt = g->v_path == 4 ? align1024(g->tile_n * (d + 8)) : g->v_path ? g->tile_n * (d + 64) * 2 : kv;
+    const int vt = gemm_sums(g) ? align1024(g->tile_n * (d + 8)) : g->v_path ? g->tile_n * (d + 64) * 2 : kv;
     const int nx = g->pipe == 2 ? g->stages : 1;
     const int q16 = g->qk_mode == 2 ? 2 * q_bytes : 0, k16 = g->qk_mode == 2 ? 2 * kv : 0;
     /* the raw rings: V_PATH 2 and 3 load V in FP16 (no raw V), V_PATH 3 K too (no raw K) */
-    const int kr = g->v_path == 3 ? 0 : kv, vr = v_given_f16(g) ? 0 : kv;
+    const int kr = g->v_path == 3 ? 0 : kv, vr = v_given_f16(g) || g->v_path == 5 ? 0 : kv; /* 5: Vᵀ by TMA */
     const int n_bars = 3 + 7 * g->stages;
     return align1024(q_bytes) + g->stages * (kr + vr) + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
 }
@@ -63,9 +65,9 @@ static int consumer_regs(const evo_sm90_genome *g)
 static int accumulator_regs(const evo_sm90_genome *g, int d)
 {
     const int mt = g->wg_rows / 64, o = (g->v_path ? d + 8 : d) / 2;
-    const int p_regs = g->v_path && g->v_path != 4 ? g->tile_n / 4 : g->tile_n / 8;
+    const int p_regs = g->v_path && !gemm_sums(g) ? g->tile_n / 4 : g->tile_n / 8;
     return mt *
-           (g->tile_n / 2 + o + (g->o_acc ? o : 0) + (g->v_path == 4 ? 4 : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
+           (g->tile_n / 2 + o + (g->o_acc ? o : 0) + (gemm_sums(g) ? 4 : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
 }
 
 const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
@@ -79,11 +81,12 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (g->pipe < 0 || g->pipe > 2) return "PIPE must be 0 (cp.async), 1 (TMA ring) or 2 (producer warpgroup)";
     if (g->qk_mode < 0 || g->qk_mode > 2)
         return "QK_MODE must be 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)";
-    if (g->v_path < 0 || g->v_path > 4)
-        return "V_PATH must be 0 (e4m3), 1 (FP16), 2 (V given in FP16), 3 (K and V given in FP16) or 4 (e4m3, the row "
-               "sum from the GEMM)";
+    if (g->v_path < 0 || g->v_path > 5)
+        return "V_PATH must be 0 (e4m3), 1 (FP16), 2 (V given in FP16), 3 (K and V given in FP16), 4 (e4m3, the row "
+               "sum from the GEMM) or 5 (4 with Vᵀ given)";
     if (v_given_f16(g) && g->pipe != 2) return "V_PATH=2 and 3 need PIPE=2 (the TMA thread loads the FP16 V)";
     if (g->v_path == 4 && g->pipe != 2) return "V_PATH=4 needs PIPE=2 (the producer writes Vᵀ and its ones)";
+    if (g->v_path == 5 && g->pipe != 2) return "V_PATH=5 needs PIPE=2 (the TMA thread loads Vᵀ)";
     if (g->v_path == 3 && g->qk_mode != 2) return "V_PATH=3 needs QK_MODE=2 (K given in FP16 to the FP16 Q·Kᵀ)";
     if (g->overlap != 0 && g->overlap != 1) return "OVERLAP must be 0 or 1";
     if (g->overlap && g->pipe != 2) return "OVERLAP=1 needs PIPE=2";
@@ -155,6 +158,23 @@ static int encode_v16(evo_tmap *m, unsigned long long addr, const evo_attn_param
                   TMAP_SWIZZLE_128B, TMAP_L2_PROMOTION_128B, TMAP_OOB_FILL_ZERO);
 }
 
+/* V_PATH 5: p->v is Vᵀ, [B·H, D, S16] bytes (S16 = S rounded up to 16): a 3-D map {S16, D, B·H}, box {VB, D, 1}
+ * (one column block of the stage: VB = 128 keys, 64 where TILE_N is not a multiple of 128), VB-byte swizzle, keys
+ * past S16 read as zeros. */
+static int encode_vt(evo_tmap *m, unsigned long long addr, const evo_attn_params *p, unsigned tile_n,
+                     evo_tmap_encode_fn encode)
+{
+    const unsigned long long d = (unsigned long long)p->head_dim, s16 = attn_sm90_vt_seq(p->seq);
+    const unsigned long long dim[3] = {s16, d, (unsigned long long)p->batch * (unsigned long long)p->heads};
+    const unsigned long long stride[2] = {s16, s16 * d};
+    const unsigned vb = tile_n % 128 == 0 ? 128 : 64, box[3] = {vb, (unsigned)d, 1}, estride[3] = {1, 1, 1};
+    memset(m, 0, sizeof *m);
+    return encode(m, TMAP_UINT8, 3, (void *)(size_t)addr, dim, stride, box, estride, TMAP_INTERLEAVE_NONE,
+                  vb == 128 ? TMAP_SWIZZLE_128B : TMAP_SWIZZLE_64B, TMAP_L2_PROMOTION_128B, TMAP_OOB_FILL_ZERO);
+}
+
+int attn_sm90_vt_seq(int seq) { return (seq + 15) / 16 * 16; }
+
 int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,
                          evo_tmap_encode_fn encode)
 {
@@ -163,7 +183,8 @@ int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_
         r = g->v_path == 3 ? encode_v16(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode)
                            : encode_one(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode);
     if (r == 0)
-        r = v_given_f16(g) ? encode_v16(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
-                           : encode_one(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode);
+        r = v_given_f16(g)   ? encode_v16(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
+            : g->v_path == 5 ? encode_vt(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
+                             : encode_one(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode);
     return r;
 }
