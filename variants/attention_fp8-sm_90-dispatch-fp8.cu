@@ -11,7 +11,11 @@
  *   int evo_attention_dispatch(int batch, int heads, int seq, int head_dim, int causal);  the entry it runs
  *   int evo_attention_entries(void);  const char *evo_attention_entry_genome(int entry);
  * and evo_attention_forward_v16 / evo_attention_v16_supported (V given in FP16: the entry's sm_90a kernels
- * that multiply P·V in FP16 have an FP16-V twin; cudaErrorNotSupported where the problem's kernel has none).
+ * that multiply P·V in FP16 have an FP16-V twin; cudaErrorNotSupported where the problem's kernel has none),
+ * evo_attention_forward_kv16 / evo_attention_kv16_supported (K and V given in FP16: the same for the
+ * kernels whose Q·Kᵀ is FP16 too), evo_attention_workspace_bytes / evo_attention_forward_ws (an entry with
+ * V_PATH 3 converts K and V to FP16 into a workspace every call: the caller's, or one evo_attention_forward
+ * allocates on the stream; 0 bytes for every other entry).
  *
  * Dispatch (attn_dispatch_host.h below): a problem is in bucket (head dim, causal, seq class, batch·heads
  * class), classes powers of two (seq 1..256, 257..512, 513..1024, ...; batch·heads 1..8, 9..16, 17..32,
@@ -25,52 +29,76 @@
  * bucket's timed shapes.
  *
  *   bucket                                   entry key      class    speedup median µs  shapes; GPU
- *   d64 non-causal seq 257..512 bh 1..8          0 24b51387 fp8       1.158x       6.46  mission(1,8,512,64); NVIDIA H200
- *   d64 non-causal seq 257..512 bh 9..16         1 5810762d exact     1.124x       6.95  small(2,8,512,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 9..16       2 b1903bbd fp8       1.606x      42.21  long(2,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 17..32      3 d34d8a04 fp8       1.583x      79.73  stress(4,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 8193..16384 bh 9..16      2 b1903bbd fp8       1.727x    2189.64  b1h16s16k(1,16,16384,64); NVIDIA H200
- *   d64 causal seq 8193..16384 bh 9..16          2 b1903bbd fp8       1.785x    1100.99  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
- *   d128 non-causal seq 257..512 bh 9..16        0 24b51387 fp8       1.141x       9.79  wide(2,8,512,128); NVIDIA H200
- *   d128 non-causal seq 2049..4096 bh 33..64     2 b1903bbd fp8       2.194x     771.22  b4h16s4k(4,16,4096,128); NVIDIA H200
- *   d128 causal seq 2049..4096 bh 33..64         3 d34d8a04 fp8       2.098x     426.34  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 1..8          0 302cbce1 fp8       1.153x       6.50  mission(1,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 9..16         0 302cbce1 fp8       1.143x       6.91  small(2,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 9..16       1 374ab4e7 fp8       1.606x      42.40  long(2,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 17..32      2 dde2f42a fp8       1.594x      80.21  stress(4,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 8193..16384 bh 9..16      3 c1a14277 fp8       1.764x    2143.17  b1h16s16k(1,16,16384,64); NVIDIA H200
+ *   d64 causal seq 257..512 bh 1..8              0 302cbce1 fp8       1.145x       6.62  missionc(1,8,512,64) causal; NVIDIA H200
+ *   d64 causal seq 257..512 bh 9..16             0 302cbce1 fp8       1.144x       6.91  smallc(2,8,512,64) causal; NVIDIA H200
+ *   d64 causal seq 1025..2048 bh 9..16           4 42a2b04c fp8       1.565x      32.96  longc(2,8,2048,64) causal; NVIDIA H200
+ *   d64 causal seq 1025..2048 bh 17..32          4 42a2b04c fp8       1.593x      52.78  stressc(4,8,2048,64) causal; NVIDIA H200
+ *   d64 causal seq 8193..16384 bh 9..16          3 c1a14277 fp8       1.803x    1088.69  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
+ *   d128 non-causal seq 257..512 bh 9..16        0 302cbce1 fp8       1.186x       9.47  wide(2,8,512,128); NVIDIA H200
+ *   d128 non-causal seq 2049..4096 bh 33..64     5 defe9c51 fp8       2.373x     712.98  b4h16s4k(4,16,4096,128); NVIDIA H200
+ *   d128 causal seq 257..512 bh 9..16            6 46564d90 fp8       1.247x       8.93  widec(2,8,512,128) causal; NVIDIA H200
+ *   d128 causal seq 2049..4096 bh 33..64         4 42a2b04c fp8       2.239x     402.74  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
  *
  * Entries
- *   entry 0: candidate 86, key 24b51387dde6ae5287b3609d57c4450aa91536c8b078d73304d1be98707b20c3, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0
- *     measured    run 1 generation 2, NVIDIA H200, 2026-11-29T00:05:37Z
- *     template    attention_fp8_sm90.cu, SHA-256 388a95ae215270bc01a28d60bd5b6987587a45ba0ddbcbb01627247725f1cfb4
+ *   entry 0: candidate 75, key 302cbce1bc9a5a73887d715875e41ba978e13053ee07c78fe865e0ff89ac7cfc, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
+ *     measured    run 1 generation 2, NVIDIA H200, 2026-11-29T05:20:32Z
+ *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,1,128,2,2,1,1,1,0,0,40,0>, 256 threads, 64 rows per block, 103560 bytes of smem
- *     head dim 128: evo_attn_sm90<128,64,1,128,2,2,1,1,1,0,0,40,0>, 256 threads, 64 rows per block, 173192 bytes of smem
- *   entry 1: candidate 9, key 5810762d1bbe018f4b37ec67c66c53e0e46a394fc4a770b51ece4a3742ef8168, accuracy class exact, family 0
- *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T00:04:36Z
- *     template    attention_fp8.cu, SHA-256 4fadd3282a3c73739c696132502cbe74e7194796298a1ead1a3cd215a98e60d4
+ *     head dim  64: evo_attn_sm90<64,64,1,128,2,2,1,4,1,0,0,56,0>, 256 threads, 64 rows per block, 56456 bytes of smem
+ *     head dim 128: evo_attn_sm90<128,64,1,128,2,2,1,4,1,0,0,56,0>, 256 threads, 64 rows per block, 109704 bytes of smem
+ *   entry 1: candidate 52, key 374ab4e7061c2c7f15ef93cbaee89445815bfa3aabdc01d37f67667a5af43720, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
+ *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T05:20:01Z
+ *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 36864 bytes of smem
- *     head dim  64: evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>, 128 threads, 128 rows per block, 24576 bytes of smem (large problems)
- *   entry 2: candidate 22, key b1903bbd4766ccf82494c0a6daa34c19f03a62fae0d07aefb2038a5facc2cb1b, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T00:04:51Z
- *     template    attention_fp8_sm90.cu, SHA-256 388a95ae215270bc01a28d60bd5b6987587a45ba0ddbcbb01627247725f1cfb4
+ *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,0,4,1,1,0,56,1>, 384 threads, 128 rows per block, 60552 bytes of smem
+ *   entry 2: candidate 73, key dde2f42a902c6a67de18b372b8fc8d3be0bf89f274a2081fbb928c0f399f7877, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
+ *     measured    run 1 generation 2, NVIDIA H200, 2026-11-29T05:20:30Z
+ *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,1,1,1,1,0,56,0>, 384 threads, 128 rows per block, 107656 bytes of smem
- *     head dim 128: evo_attn_sm90<128,64,2,128,2,2,1,1,1,1,0,56,0>, 384 threads, 128 rows per block, 181384 bytes of smem
- *   entry 3: candidate 23, key d34d8a041d2a3ad81034a28048de40acc32b232a40c15f89a2894692c6ac45e9, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T00:04:52Z
- *     template    attention_fp8_sm90.cu, SHA-256 388a95ae215270bc01a28d60bd5b6987587a45ba0ddbcbb01627247725f1cfb4
+ *     head dim  64: evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>, 384 threads, 128 rows per block, 111864 bytes of smem
+ *   entry 3: candidate 54, key c1a142773eeeabf16360d2921d35deaf2d736de308a157456a21126bdc0185ba, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
+ *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T05:20:04Z
+ *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,0,1,1,1,0,56,1>, 384 threads, 128 rows per block, 107656 bytes of smem
- *     head dim 128: evo_attn_sm90<128,64,2,128,2,2,0,1,1,1,0,56,1>, 384 threads, 128 rows per block, 181384 bytes of smem
+ *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,1,1,1,0,0,56,0>, 384 threads, 128 rows per block, 107656 bytes of smem
+ *   entry 4: candidate 49, key 42a2b04cca6fad0e9f4e048ebd79ba630b117850bc71b5c14a5f23ff072f0cec, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
+ *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T05:19:57Z
+ *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
+ *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
+ *     key check   the compile key recomputed at export equals the stored one
+ *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,0,1,1,0,0,56,1>, 384 threads, 128 rows per block, 107656 bytes of smem
+ *     head dim 128: evo_attn_sm90<128,64,2,128,2,2,0,1,1,0,0,56,1>, 384 threads, 128 rows per block, 181384 bytes of smem
+ *   entry 5: candidate 22, key defe9c5180a04a26add0f6341ac7b93ba26d16a252eac51a9319a4af26e07e45, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T05:19:20Z
+ *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
+ *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
+ *     key check   the compile key recomputed at export equals the stored one
+ *     head dim 128: evo_attn_sm90<128,64,2,128,2,2,0,1,1,0,0,56,2>, 384 threads, 128 rows per block, 181384 bytes of smem
+ *   entry 6: candidate 53, key 46564d90ab46a26855e78c996fdad78c9f526b1c04faa2c0b23eb70c0a83ad0d, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
+ *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T05:20:03Z
+ *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
+ *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
+ *     key check   the compile key recomputed at export equals the stored one
+ *     head dim 128: evo_attn_sm90<128,64,1,128,2,2,1,1,1,0,0,56,0>, 256 threads, 64 rows per block, 173192 bytes of smem
  *
  * Tolerances and timing settings of the self-test: the config of run 1 (the latest).
- * Exported 2026-11-29T00:09:51Z by evo 0.1.0.
+ * Exported 2026-11-29T05:24:17Z by evo 0.1.0.
  */
 
 #include <cuda_runtime.h>
@@ -126,851 +154,6 @@ typedef struct {
 
 #endif
 
-/* ==== attention_fp8.cu, verbatim but for its #include of the header above ==== */
-/* attention_fp8.cu — FP8 attention forward: the template family evo searches (task attention_fp8).
- *
- * O = softmax(Q·Kᵀ·softmax_scale [causal]) · V on 8-bit Q, K, V with one scale per head (ABI: evo_attention_abi.h).
- * One block computes TILE_M query rows of one (batch, head); it streams K/V tiles of TILE_N keys through a cp.async
- * pipeline, computes scores on tensor cores (mma.sync, FP32 accumulate), keeps scores and the online-softmax state in
- * registers (exp2 with log2(e) and every scale folded into one multiplier), and multiplies P·V on tensor cores with P
- * in FP16. 8-bit operands are fed to ldmatrix as raw bytes; conversions to FP16 happen in registers (hardware cvt on
- * sm_89+, bit tricks on sm_80).
- *
- * Parameters (the knobs of configs/default.yaml), legal values and what they trade:
- *   D           64, 128      head dimension (not a knob: one variant per head dim of the shapes)
- *   FMT         0 e4m3, 1 u8sim                                   (not a knob: the config's format)
- *   TILE_M      16..256      query rows per block: more rows reuse each K/V tile more, fewer rows make more blocks
- *   TILE_N      32..256      keys per pipeline stage: longer tiles amortize barriers, cost registers and smem
- *   WARPS_M     1..8         warps splitting the rows; each owns TILE_M/WARPS_M = 16 or 32 rows (32 reuses each
- *                            K/V fragment twice, at twice the accumulator registers)
- *   WARPS_N     1, 2, 4      warps splitting each key tile; their softmax states merge through smem at the end
- *                            (more warps per block without more rows: helps short sequences fill the GPU)
- *   STAGES      1, 2, 3      cp.async pipeline depth (1 = load, wait, compute)
- *   SWIZZLE     0, 1         XOR-swizzle 16-byte chunks of each smem row so ldmatrix is bank-conflict free
- *   PV_MMA      0, 1         P·V on tensor cores (1) or with FMA from P staged in smem (0, the slow reference path)
- *   QK_8BIT     0, 1         Q·Kᵀ as 8-bit mma m16n8k32 (e4m3 on sm_89+, s8 for u8sim) instead of FP16 m16n8k16:
- *                            half the mma count and no conversion of Q or K, exact products either way. sm_90
- *                            only emulates e4m3 mma.sync (slower than FP16), so there e4m3 takes the FP16 path
- *   F16_SMEM    0, 1, 2      convert 8-bit tiles to FP16 in smem once per block instead of in registers by every
- *                            warp: 0 none, 1 V, 2 K and V (K only when QK_8BIT=0); costs smem and a barrier per tile
- *   MIN_BLOCKS  1, 2         __launch_bounds__ minimum blocks per SM: caps registers to raise occupancy
- *   FAST_EXP    0, 1         exp2 (ex2.approx) with log2(e) folded into the scale (1) or expf (0)
- *   CAUSAL_PAIR 0, 1         causal only, grids of at least two blocks per SM: block x computes query tiles nq-1-x
- *                            and x, balancing the triangle's work over half as many blocks (1), or one tile per
- *                            block, longest first (0)
- * static_asserts below state what must hold; the host-side check (engine/task_attention.c) rejects a genome whose
- * shared memory or threads do not fit the device before compiling, using the same smem formula as AttnCfg::SMEM.
- */
-/* #include "evo_attention_abi.h": inlined above */
-
-#define EVO_DEV __device__ __forceinline__
-
-namespace evo_attn {
-
-typedef unsigned int u32;
-typedef unsigned short u16;
-typedef unsigned char u8;
-
-template <int A, int B> struct cmax { static constexpr int value = A > B ? A : B; };
-
-EVO_DEV float neg_inf() { return __int_as_float(0xff800000u); }
-
-EVO_DEV u32 smem_addr(const void *p)
-{
-    u32 r;
-    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
-    return r;
-}
-
-/* 16-byte global→shared copy; the zfill form with src_bytes = 0 fills the destination with zeros and reads nothing. */
-EVO_DEV void cp_async16(u32 dst, const void *src)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-}
-EVO_DEV void cp_async16_zfill(u32 dst, const void *src, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-EVO_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N> EVO_DEV void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-
-EVO_DEV void ldsm_x4(u32 addr, u32 &r0, u32 &r1, u32 &r2, u32 &r3)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(addr)
-                 : "memory");
-}
-EVO_DEV void ldsm_x4_trans(u32 addr, u32 &r0, u32 &r1, u32 &r2, u32 &r3)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(addr)
-                 : "memory");
-}
-
-EVO_DEV u32 prmt(u32 a, u32 b, u32 sel)
-{
-    u32 r;
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
-    return r;
-}
-
-/* D += A·B, m16n8k16, FP16 in, FP32 accumulate. */
-EVO_DEV void mma_f16(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1)
-{
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-/* D += A·B, m16n8k32 with 8-bit operands: e4m3 (FP32 accumulate, sm_89+) or s8 (S32 accumulate). */
-template <int FMT> struct Mma8;
-template <> struct Mma8<EVO_FORMAT_E4M3> {
-    typedef float acc_t;
-    static EVO_DEV void run(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1)
-    {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-        asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-            "{%0,%1,%2,%3};\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#else
-        (void)d, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
-        __trap(); /* unreachable: the static_assert in the kernel rejects this instantiation below sm_89 */
-#endif
-    }
-};
-template <> struct Mma8<EVO_FORMAT_U8SIM> {
-    typedef int acc_t;
-    static EVO_DEV void run(int (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1)
-    {
-        asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-            "{%0,%1,%2,%3};\n"
-            : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-    }
-};
-
-/* Two 8-bit codes (bytes 0 and 1 of x) → f16x2 (byte 0 in the low half). u8sim yields code - 128 exactly; the
- * constant factors of both formats live in the per-head multipliers. */
-template <int FMT> EVO_DEV u32 cvt2(u32 x);
-template <> EVO_DEV u32 cvt2<EVO_FORMAT_E4M3>(u32 x)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-    u32 r;
-    u16 h = (u16)(x & 0xffffu);
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(h));
-    return r;
-#else
-    /* e4m3 s.eeee.mmm placed as fp16 s.0eeee.mmm0000000 is the value × 2^-8 (normals and subnormals alike). */
-    u32 t = prmt(x, 0u, 0x1404u);
-    u32 h = (t & 0x80008000u) | ((t >> 1) & 0x3f803f80u), r;
-    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(h), "r"(0x5c005c00u)); /* × 256 */
-    return r;
-#endif
-}
-template <> EVO_DEV u32 cvt2<EVO_FORMAT_U8SIM>(u32 x)
-{
-    u32 t = prmt(x, 0x6464u, 0x4140u), r; /* halves 1024 + code */
-    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(t), "r"(0x64806480u)); /* - 1152 */
-    return r;
-}
-
-/* The same for bytes 2 and 3 of x: the converter reads the upper half in place (no shift). */
-template <int FMT> EVO_DEV u32 cvt2h(u32 x);
-template <> EVO_DEV u32 cvt2h<EVO_FORMAT_E4M3>(u32 x)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-    u32 r;
-    asm("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %1; cvt.rn.f16x2.e4m3x2 %0, hi; }" : "=r"(r) : "r"(x));
-    return r;
-#else
-    return cvt2<EVO_FORMAT_E4M3>(x >> 16);
-#endif
-}
-template <> EVO_DEV u32 cvt2h<EVO_FORMAT_U8SIM>(u32 x)
-{
-    u32 t = prmt(x, 0x6464u, 0x4342u), r; /* halves 1024 + code */
-    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(t), "r"(0x64806480u)); /* - 1152 */
-    return r;
-}
-
-/* Packs two floats as f16x2, lo in the low half. */
-EVO_DEV u32 pack_f16x2(float lo, float hi)
-{
-    u32 r;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-
-/* exp2 of x (FAST_EXP: x is in log2 units, one MUFU op) or exp of x (natural units, accurate expf). */
-template <int FAST_EXP> EVO_DEV float softmax_exp(float x)
-{
-    if constexpr (FAST_EXP) {
-        float r;
-        asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-        return r;
-    } else {
-        return expf(x);
-    }
-}
-
-template <int D, int FMT, int TILE_M, int TILE_N, int WARPS_M, int WARPS_N, int STAGES, int SWIZZLE, int PV_MMA,
-          int QK_8BIT, int F16_SMEM>
-struct AttnCfg {
-    static constexpr int NW = WARPS_M * WARPS_N, NT = NW * 32;
-    static constexpr int RPW = TILE_M / WARPS_M, MT = RPW / 16; /* rows and m16 tiles per warp   */
-    static constexpr int KW = TILE_N / WARPS_N, NTL = KW / 8;   /* keys and n8 score tiles per warp */
-    static constexpr int C8 = D / 16;                           /* 16-byte chunks in an 8-bit row  */
-    static constexpr int OT = D / 8;                            /* n8 output tiles                 */
-    static constexpr int Q_BYTES = TILE_M * D;
-    static constexpr int KV_BYTES = TILE_N * D; /* one stage of K, or of V */
-    static constexpr bool V16 = F16_SMEM >= 1, K16 = F16_SMEM >= 2 && !QK_8BIT;
-    static constexpr int V16_BYTES = V16 ? TILE_N * D * 2 : 0;
-    static constexpr int K16_BYTES = K16 ? TILE_N * D * 2 : 0;
-    static constexpr int P_BYTES = PV_MMA ? 0 : NW * (RPW * KW + RPW) * 4;
-    static constexpr int PIPE_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES + V16_BYTES + K16_BYTES + P_BYTES;
-    static constexpr int MERGE_BYTES = (WARPS_N - 1) * WARPS_M * 32 * (MT * OT * 4 + 4 * MT) * 4;
-    static constexpr int SMEM = cmax<PIPE_BYTES, MERGE_BYTES>::value;
-
-    static_assert(D == 64 || D == 128, "head dim must be 64 or 128");
-    static_assert(FMT == EVO_FORMAT_E4M3 || FMT == EVO_FORMAT_U8SIM, "unknown 8-bit format");
-    static_assert(TILE_M % WARPS_M == 0 && (RPW == 16 || RPW == 32), "each warp owns 16 or 32 query rows");
-    static_assert(TILE_N % (16 * WARPS_N) == 0, "each warp's key slice must be a multiple of 16");
-    static_assert(NT <= 1024, "too many threads");
-    static_assert(STAGES >= 1 && STAGES <= 4, "pipeline depth 1..4");
-    static_assert(PV_MMA || (WARPS_N == 1 && !F16_SMEM), "the FMA P·V path uses one warp per key tile");
-    static_assert(F16_SMEM >= 0 && F16_SMEM <= 2, "F16_SMEM is 0, 1 or 2");
-    static_assert(SMEM <= 227 * 1024, "shared memory over the largest opt-in size of any GPU");
-};
-
-/* Byte offset of 16-byte chunk c of row r in a tile whose rows hold CH chunks. The XOR swizzle spreads the 8 rows
- * an ldmatrix reads over 8 distinct bank groups: rows that share a 128-byte line get different XOR values. */
-template <int CH, int SWIZZLE> EVO_DEV int chunk_off(int r, int c)
-{
-    constexpr int ROWS_PER_LINE = CH >= 8 ? 1 : 8 / CH;
-    constexpr int XMASK = (CH >= 8 ? 8 : CH) - 1;
-    const int pc = SWIZZLE ? (c ^ ((r / ROWS_PER_LINE) & XMASK)) : c;
-    return r * CH * 16 + pc * 16;
-}
-
-/* ldmatrix x4 addresses of one lane in a tile of CH-chunk rows: chunk c0 + ld_chunk (c0 even, compile-time) of row
- * R + ld_row (R a multiple of 8, compile-time) lies at R·CH·16 + off[(c0 & XM) / 2] + (c0 & ~XM)·16, because the
- * swizzle XOR depends on the row only modulo 8 and never touches chunk bits above XM. The offsets are computed once,
- * so a fragment's address is a register plus a constant. row0 (a multiple of 8) is added to every offset. */
-template <int CH, int SWIZZLE> struct LdsmLane {
-    static constexpr int XM = (CH >= 8 ? 8 : CH) - 1, N = (XM + 1) / 2;
-    u32 off[N];
-    EVO_DEV LdsmLane(int row0, int ld_row, int ld_chunk)
-    {
-#pragma unroll
-        for (int v = 0; v < N; v++) off[v] = chunk_off<CH, SWIZZLE>(row0 + ld_row, 2 * v + ld_chunk);
-    }
-    EVO_DEV u32 at(int r, int c0) const { return r * CH * 16 + off[(c0 & XM) >> 1] + (c0 & ~XM) * 16; }
-};
-
-/* This thread's copies of a ROWS x D-byte tile (rows row0.. of a head) to smem at base. Chunk i = tid + k·NT of the
- * tile is row i / C8, chunk i % C8; NT is a multiple of C8, so a thread keeps one chunk column (cp_c) and steps
- * NT / C8 rows from cp_r. Its k-th copy adds compile-time constants to the offsets computed once (cp_soff) when the
- * step keeps the swizzle phase (a multiple of 8 rows). Rows past the sequence are zero-filled so no uninitialised
- * byte (a NaN code) ever reaches an mma; only a tile that crosses the end of the sequence compares rows. */
-template <int ROWS, int D, int NT, int SWIZZLE>
-EVO_DEV void copy_tile(u32 base, const u8 *head, int row0, int seq, int cp_r, int cp_c, u32 cp_soff)
-{
-    constexpr int C8 = D / 16, RSTEP = NT / C8, ITERS = (ROWS + RSTEP - 1) / RSTEP;
-    static_assert(NT % C8 == 0 && RSTEP % 4 == 0, "a thread keeps its chunk column; it steps 4 or 8k rows");
-    /* A step of 4 rows (one warp, D = 128) alternates two swizzle phases; two steps keep it. */
-    const u32 soff1 = RSTEP % 8 == 0 ? cp_soff + RSTEP * C8 * 16 : chunk_off<C8, SWIZZLE>(cp_r + RSTEP, cp_c);
-    auto soff = [&](int k) { return (k & 1 ? soff1 : cp_soff) + (k >> 1) * 2 * RSTEP * C8 * 16; };
-    const u8 *src = head + (long long)row0 * D + cp_r * D + cp_c * 16;
-    const int valid = seq - row0; /* rows of this tile inside the sequence */
-    /* unroll 4: one-warp blocks copy 8-16 chunks per tensor; unrolled fully they keep too many addresses live. */
-    if (valid >= ROWS) {
-#pragma unroll 4
-        for (int k = 0; k < ITERS; k++)
-            if (ROWS % RSTEP == 0 || cp_r + k * RSTEP < ROWS) cp_async16(base + soff(k), src + k * RSTEP * D);
-    } else {
-#pragma unroll 4
-        for (int k = 0; k < ITERS; k++) {
-            const int r = cp_r + k * RSTEP;
-            if (ROWS % RSTEP == 0 || r < ROWS) {
-                const bool ok = r < valid;
-                cp_async16_zfill(base + soff(k), ok ? src + k * RSTEP * D : head, ok ? 16 : 0);
-            }
-        }
-    }
-}
-
-} // namespace evo_attn
-
-template <int D, int FMT, int TILE_M, int TILE_N, int WARPS_M, int WARPS_N, int STAGES, int SWIZZLE, int PV_MMA,
-          int QK_8BIT, int F16_SMEM, int MIN_BLOCKS, int FAST_EXP, int CAUSAL_PAIR>
-__global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fwd(const evo_attn_params p)
-{
-    using namespace evo_attn;
-    typedef AttnCfg<D, FMT, TILE_M, TILE_N, WARPS_M, WARPS_N, STAGES, SWIZZLE, PV_MMA, QK_8BIT, F16_SMEM> C;
-    constexpr int MT = C::MT, NTL = C::NTL, OT = C::OT, C8 = C::C8, RPW = C::RPW, KW = C::KW, NT = C::NT;
-#if defined(__CUDA_ARCH__)
-    static_assert(!(QK_8BIT && FMT == EVO_FORMAT_E4M3) || __CUDA_ARCH__ >= 890, "e4m3 mma needs sm_89 or newer");
-#endif
-    /* sm_90 has no native e4m3 mma.sync: the compiler emulates it with conversions of both operands on every mma
-     * and an FP32 add per accumulator, about twice the instructions of the FP16 path. There QK_8BIT=1 takes the
-     * FP16 path (same products, FP32 sums); shared memory keeps the layout of the genome (AttnCfg). */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
-    constexpr bool Q8 = QK_8BIT && FMT == EVO_FORMAT_U8SIM;
-#else
-    constexpr bool Q8 = QK_8BIT;
-#endif
-    constexpr bool INT_SCORES = Q8 && FMT == EVO_FORMAT_U8SIM;
-    /* u8sim codes enter the mma as (code - 128); the rest of the decode is a constant folded into the scales. */
-    constexpr float FMT_MUL = FMT == EVO_FORMAT_U8SIM ? 448.0f / 127.0f : 1.0f;
-    constexpr float LOG2E = 1.4426950408889634f;
-
-    extern __shared__ __align__(128) u8 smem[];
-    {
-        u32 dyn;
-        asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
-        if (dyn < (u32)C::SMEM || p.head_dim != D) __trap(); /* launched with the wrong geometry: a bug, not data */
-    }
-    u8 *sQ = smem;
-    u8 *sK = sQ + C::Q_BYTES;
-    u8 *sV = sK + STAGES * C::KV_BYTES;
-    u8 *sV16 = sV + STAGES * C::KV_BYTES;
-    u8 *sK16 = sV16 + C::V16_BYTES;
-    float *sP = (float *)(sK16 + C::K16_BYTES);
-
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int wm = warp % WARPS_M, wn = warp / WARPS_M;
-    const int g = lane >> 2, q = lane & 3;
-    const int S = p.seq;
-    /* Query tiles of this block. Causal tiles near the end of the sequence do the most work: they start first.
-     * CAUSAL_PAIR, when the grid has at least two blocks per SM: block x takes tiles nq-1-x and x, so every block
-     * does about the same work (nq+1 key tiles); blocks past the middle have none. */
-    const int nq = (int)gridDim.x, bx = (int)blockIdx.x;
-    /* first tile, then (paired) bx; no array: a run-time index would put it on the stack */
-    const int first_qt = p.causal ? nq - 1 - bx : bx;
-    int n_items = 1;
-    unsigned n_sm;
-    asm("mov.u32 %0, %%nsmid;" : "=r"(n_sm));
-    /* pairing halves the blocks: worth it only while at least a wave remains */
-    if (CAUSAL_PAIR && p.causal && nq > 1 && (long long)nq * gridDim.y * gridDim.z >= 2ll * n_sm) {
-        n_items = bx >= (nq + 1) / 2 ? 0 : bx == nq - 1 - bx ? 1 : 2;
-    }
-    for (int item = 0; item < n_items; item++) {
-        if (item > 0) __syncthreads(); /* shared memory of the previous tile is reused */
-        const int qt = item == 0 ? first_qt : bx;
-        const int m0 = qt * TILE_M;
-        const int bh = blockIdx.z * p.heads + blockIdx.y;
-        const long long head_off = (long long)bh * S * D;
-        const u8 *Qg = p.q + head_off, *Kg = p.k + head_off, *Vg = p.v + head_off;
-
-        const int kv_len = p.causal ? min(S, m0 + TILE_M) : S;
-        const int n_tiles = (kv_len + TILE_N - 1) / TILE_N;
-
-        const float sq = p.q_scale[bh], sk = p.k_scale[bh], sv = p.v_scale[bh];
-        /* score·qk_mul is in log2 units (FAST_EXP) or natural units; v_mul turns P·V accumulators into outputs. */
-        const float qk_mul = sq * sk * p.softmax_scale * FMT_MUL * FMT_MUL * (FAST_EXP ? LOG2E : 1.0f);
-        const float v_mul = sv * FMT_MUL;
-
-        /* Per-thread part of the tile copies (copy_tile): a fixed chunk column, a first row, its smem offset. */
-        const int cp_r = tid / C8, cp_c = tid % C8;
-        const u32 cp_soff = chunk_off<C8, SWIZZLE>(cp_r, cp_c);
-        const u32 cp_hoff0 = chunk_off<2 * C8, SWIZZLE>(cp_r, 2 * cp_c), cp_hoff1 = chunk_off<2 * C8, SWIZZLE>(cp_r, 2 * cp_c + 1);
-        const u32 sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
-        auto load_kv = [&](int tile, u32 stage_off) {
-            copy_tile<TILE_N, D, NT, SWIZZLE>(sK_addr + stage_off, Kg, tile * TILE_N, S, cp_r, cp_c, cp_soff);
-            copy_tile<TILE_N, D, NT, SWIZZLE>(sV_addr + stage_off, Vg, tile * TILE_N, S, cp_r, cp_c, cp_soff);
-        };
-
-        copy_tile<TILE_M, D, NT, SWIZZLE>(smem_addr(sQ), Qg, m0, S, cp_r, cp_c, cp_soff);
-        if constexpr (STAGES == 1) {
-            cp_async_commit();
-        } else {
-    #pragma unroll
-            for (int s = 0; s < STAGES - 1; s++) {
-                if (s < n_tiles) load_kv(s, s * C::KV_BYTES);
-                cp_async_commit();
-            }
-        }
-
-        /* ldmatrix x4 lane addressing shared by Q, K and V: matrix i = lane/8 covers rows (i&1)*8 + lane%8 and
-         * chunk (i>>1) relative to the base — registers r0..r3 = (rows 0-7, c), (rows 8-15, c), (0-7, c+1), (8-15, c+1). */
-        const int ld_row = ((lane >> 3) & 1) * 8 + (lane & 7);
-        const int ld_chunk = lane >> 4;
-
-        /* Q fragments stay in registers for the whole key loop. 8-bit: m16n8k32 A operands straight from the bytes.
-         * FP16: a byte quad (4 consecutive dims) becomes two f16x2 registers; Q and K use the same dim permutation
-         * (mma column 2q+e <-> dim 4q+e, column 2q+8+e <-> dim 4q+2+e), which leaves Q·Kᵀ unchanged. */
-        u32 qa[MT][D / 16][Q8 ? 2 : 4];
-
-        float o[MT][OT][4];
-        float m_run[MT][2], l_run[MT][2];
-    #pragma unroll
-        for (int mt = 0; mt < MT; mt++) {
-    #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                m_run[mt][h] = neg_inf();
-                l_run[mt][h] = 0.f;
-            }
-    #pragma unroll
-            for (int t = 0; t < OT; t++)
-    #pragma unroll
-                for (int e = 0; e < 4; e++) o[mt][t][e] = 0.f;
-        }
-        /* The FMA path keeps O as RPW rows x D/32 dims per lane (dims lane + 32j). */
-        constexpr int OS_ROWS = PV_MMA ? 1 : RPW, OS_COLS = PV_MMA ? 1 : D / 32;
-        float os[OS_ROWS][OS_COLS];
-    #pragma unroll
-        for (int r = 0; r < OS_ROWS; r++)
-    #pragma unroll
-            for (int j = 0; j < OS_COLS; j++) os[r][j] = 0.f;
-        float *wP = sP + warp * (RPW * KW + RPW); /* this warp's P rows, then its per-row factors */
-
-        /* Per-lane ldmatrix offsets of this warp's key slice. K as the B operand of an 8-bit or FP16-smem mma wants
-         * keys 0-7 of two chunks in adjacent registers, so K tiles (and the 8-bit V tile, to share the offsets) use
-         * key-major lanes: matrix i = lane/8 covers rows (i>>1)*8 + lane%8 and chunk (i&1), r0..r3 = (keys 0-7, c),
-         * (0-7, c+1), (8-15, c), (8-15, c+1). FP16 V wants keys 0-7 and 8-15 of one chunk adjacent: the Q order. */
-        const int ldk_row = (lane >> 4) * 8 + (lane & 7), ldk_chunk = (lane >> 3) & 1;
-        const LdsmLane<C8, SWIZZLE> ld8(wn * KW, ldk_row, ldk_chunk);
-        const LdsmLane<2 * C8, SWIZZLE> ld16k(wn * KW, ldk_row, ldk_chunk);
-        const LdsmLane<2 * C8, SWIZZLE> ld16(wn * KW, ld_row, ld_chunk);
-        u32 rd_off = 0;                                                  /* stage of tile j    */
-        u32 wr_off = (u32)(STAGES == 1 ? 0 : (STAGES - 1) * C::KV_BYTES); /* stage of tile j + STAGES - 1 */
-        for (int j = 0; j < n_tiles; j++) {
-            if constexpr (STAGES == 1) {
-                if (j > 0) __syncthreads();
-                load_kv(j, 0u);
-                cp_async_commit();
-                cp_async_wait<0>();
-                __syncthreads();
-            } else {
-                cp_async_wait<(STAGES >= 2 ? STAGES - 2 : 0)>();
-                __syncthreads();
-                const int jn = j + STAGES - 1;
-                if (jn < n_tiles) load_kv(jn, wr_off);
-                cp_async_commit();
-                wr_off = rd_off; /* tile j's stage is refilled next */
-            }
-            if (j == 0) { /* Q arrived with the first stage. Loading it before the loop saves ~3 instructions a tile
-                           * but keeps more registers live through the pipeline prologue: some genomes then spill. */
-    #pragma unroll
-                for (int mt = 0; mt < MT; mt++) {
-    #pragma unroll
-                    for (int cp = 0; cp < D / 32; cp++) {
-                        u32 r0, r1, r2, r3;
-                        const int row = wm * RPW + mt * 16 + ld_row;
-                        ldsm_x4(smem_addr(sQ) + chunk_off<C8, SWIZZLE>(row, 2 * cp + ld_chunk), r0, r1, r2, r3);
-                        if constexpr (Q8) {
-                            qa[mt][2 * cp][0] = r0;
-                            qa[mt][2 * cp][1] = r1;
-                            qa[mt][2 * cp + 1][0] = r2;
-                            qa[mt][2 * cp + 1][1] = r3;
-                        } else {
-                            qa[mt][2 * cp][0] = cvt2<FMT>(r0);
-                            qa[mt][2 * cp][1] = cvt2<FMT>(r1);
-                            qa[mt][2 * cp][2] = cvt2h<FMT>(r0);
-                            qa[mt][2 * cp][3] = cvt2h<FMT>(r1);
-                            qa[mt][2 * cp + 1][0] = cvt2<FMT>(r2);
-                            qa[mt][2 * cp + 1][1] = cvt2<FMT>(r3);
-                            qa[mt][2 * cp + 1][2] = cvt2h<FMT>(r2);
-                            qa[mt][2 * cp + 1][3] = cvt2h<FMT>(r3);
-                        }
-                    }
-                }
-            }
-            const u32 stage_off = rd_off;
-            if constexpr (STAGES > 1) rd_off = rd_off + C::KV_BYTES == (u32)(STAGES * C::KV_BYTES) ? 0u : rd_off + C::KV_BYTES;
-            const u8 *tK = sK + stage_off;
-            const u8 *tV = sV + stage_off;
-            if constexpr (C::V16 || C::K16) {
-                /* One FP16 copy of the tiles for all warps. V keeps the natural dim order; K takes the order the Q
-                 * fragments use (byte pairs 0,1 4,5 8,9 12,13 of each 16-dim group first, then 2,3 6,7 10,11 14,15). */
-                constexpr int RSTEP = NT / C8; /* the copy's chunk assignment: no div/mod, offsets known per thread */
-    #pragma unroll
-                for (int k = 0; k < (TILE_N + RSTEP - 1) / RSTEP; k++) {
-                    const int r = cp_r + k * RSTEP, c = cp_c;
-                    if (TILE_N % RSTEP != 0 && r >= TILE_N) break;
-                    const bool lin = RSTEP % 8 == 0; /* the k-th chunk keeps the swizzle phase of the first */
-                    const u32 src = lin ? cp_soff + k * RSTEP * C8 * 16 : chunk_off<C8, SWIZZLE>(r, c);
-                    const u32 dst0 = lin ? cp_hoff0 + k * RSTEP * C8 * 32 : chunk_off<2 * C8, SWIZZLE>(r, 2 * c);
-                    const u32 dst1 = lin ? cp_hoff1 + k * RSTEP * C8 * 32 : chunk_off<2 * C8, SWIZZLE>(r, 2 * c + 1);
-                    if constexpr (C::V16) {
-                        const uint4 b = *(const uint4 *)(tV + src);
-                        uint4 lo, hi;
-                        lo.x = cvt2<FMT>(b.x), lo.y = cvt2h<FMT>(b.x), lo.z = cvt2<FMT>(b.y), lo.w = cvt2h<FMT>(b.y);
-                        hi.x = cvt2<FMT>(b.z), hi.y = cvt2h<FMT>(b.z), hi.z = cvt2<FMT>(b.w), hi.w = cvt2h<FMT>(b.w);
-                        *(uint4 *)(sV16 + dst0) = lo;
-                        *(uint4 *)(sV16 + dst1) = hi;
-                    }
-                    if constexpr (C::K16) {
-                        const uint4 b = *(const uint4 *)(tK + src);
-                        uint4 lo, hi;
-                        lo.x = cvt2<FMT>(b.x), lo.y = cvt2<FMT>(b.y), lo.z = cvt2<FMT>(b.z), lo.w = cvt2<FMT>(b.w);
-                        hi.x = cvt2h<FMT>(b.x), hi.y = cvt2h<FMT>(b.y), hi.z = cvt2h<FMT>(b.z);
-                        hi.w = cvt2h<FMT>(b.w);
-                        *(uint4 *)(sK16 + dst0) = lo;
-                        *(uint4 *)(sK16 + dst1) = hi;
-                    }
-                }
-                __syncthreads();
-            }
-
-            /* ---- S = Q·Kᵀ for this warp's KW keys ---- */
-            const int key0 = j * TILE_N + wn * KW; /* sequence index of this warp's first key */
-            float s[MT][NTL][4];
-            {
-                int si[INT_SCORES ? MT : 1][INT_SCORES ? NTL : 1][4]; /* s8 scores, exact */
-    #pragma unroll
-                for (int mt = 0; mt < MT; mt++)
-    #pragma unroll
-                    for (int t = 0; t < NTL; t++)
-    #pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            s[mt][t][e] = 0.f;
-                            if constexpr (INT_SCORES) si[mt][t][e] = 0;
-                        }
-                if constexpr (C::K16) {
-                    /* FP16 K from smem, already in the Q fragments' dim order; key-major lanes: r0..r3 = keys 0-7 of
-                     * chunks 2ks, 2ks+1, then keys 8-15 of both, so each B operand is an adjacent register pair. */
-                    const u32 kbase = smem_addr(sK16);
-    #pragma unroll
-                    for (int np = 0; np < NTL / 2; np++) {
-    #pragma unroll
-                        for (int ks = 0; ks < D / 16; ks++) {
-                            u32 r0, r1, r2, r3;
-                            ldsm_x4(kbase + ld16k.at(np * 16, 2 * ks), r0, r1, r2, r3);
-    #pragma unroll
-                            for (int mt = 0; mt < MT; mt++) {
-                                const u32 *a = qa[mt][ks];
-                                mma_f16(s[mt][2 * np], a[0], a[1], a[2], a[3], r0, r1);
-                                mma_f16(s[mt][2 * np + 1], a[0], a[1], a[2], a[3], r2, r3);
-                            }
-                        }
-                    }
-                } else {
-                    /* Key-major lanes: 8-bit mma B operands are {r0, r1} for keys 0-7 and {r2, r3} for keys 8-15; the
-                     * FP16 mma makes each register a B operand of its own (chunk 2cp: r0, r2; chunk 2cp+1: r1, r3). */
-                    const u32 kbase = sK_addr + stage_off;
-    #pragma unroll
-                    for (int np = 0; np < NTL / 2; np++) {
-    #pragma unroll
-                        for (int cp = 0; cp < D / 32; cp++) {
-                            u32 r0, r1, r2, r3;
-                            ldsm_x4(kbase + ld8.at(np * 16, 2 * cp), r0, r1, r2, r3);
-    #pragma unroll
-                            for (int mt = 0; mt < MT; mt++) {
-                                if constexpr (Q8) {
-                                    const u32 *a0 = qa[mt][2 * cp], *a1 = qa[mt][2 * cp + 1];
-                                    if constexpr (INT_SCORES) {
-                                        /* s8 operands: code ^ 0x80 is (code - 128) in two's complement. */
-                                        const u32 f = 0x80808080u;
-                                        Mma8<EVO_FORMAT_U8SIM>::run(si[mt][2 * np], a0[0] ^ f, a0[1] ^ f, a1[0] ^ f, a1[1] ^ f,
-                                                                    r0 ^ f, r1 ^ f);
-                                        Mma8<EVO_FORMAT_U8SIM>::run(si[mt][2 * np + 1], a0[0] ^ f, a0[1] ^ f, a1[0] ^ f,
-                                                                    a1[1] ^ f, r2 ^ f, r3 ^ f);
-                                    } else {
-                                        Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np], a0[0], a0[1], a1[0], a1[1], r0, r1);
-                                        Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np + 1], a0[0], a0[1], a1[0], a1[1], r2, r3);
-                                    }
-                                } else {
-                                    const u32 *a0 = qa[mt][2 * cp], *a1 = qa[mt][2 * cp + 1];
-                                    mma_f16(s[mt][2 * np], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r0), cvt2h<FMT>(r0));
-                                    mma_f16(s[mt][2 * np + 1], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r2),
-                                            cvt2h<FMT>(r2));
-                                    mma_f16(s[mt][2 * np], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r1), cvt2h<FMT>(r1));
-                                    mma_f16(s[mt][2 * np + 1], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r3),
-                                            cvt2h<FMT>(r3));
-                                }
-                            }
-                        }
-                    }
-                }
-                if constexpr (INT_SCORES) {
-    #pragma unroll
-                    for (int mt = 0; mt < MT; mt++)
-    #pragma unroll
-                        for (int t = 0; t < NTL; t++)
-    #pragma unroll
-                            for (int e = 0; e < 4; e++)
-                                s[mt][t][e] = (float)si[mt][t][e];
-                }
-            }
-
-            /* ---- mask: keys past the sequence, and keys after the query when causal ---- */
-            const bool need_mask = (j + 1) * TILE_N > S || (p.causal && (j + 1) * TILE_N - 1 > m0);
-            if (need_mask) {
-                /* Element (t, e) of a row holds key key0 + 2q + t·8 + (e & 1): it is kept while that offset is at most
-                 * the row's last visible key minus key0 + 2q, one compare with a constant per element. */
-    #pragma unroll
-                for (int mt = 0; mt < MT; mt++)
-    #pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        const int row = m0 + wm * RPW + mt * 16 + g + 8 * h;
-                        const int lim = (p.causal ? min(row, S - 1) : S - 1) - key0 - 2 * q;
-    #pragma unroll
-                        for (int t = 0; t < NTL; t++)
-    #pragma unroll
-                            for (int e = 0; e < 2; e++)
-                                if (t * 8 + e > lim) s[mt][t][2 * h + e] = neg_inf();
-                    }
-            }
-
-            /* ---- online softmax, rows g and g+8 of each m16 tile; a row's 4 owners are the lanes of a quad ---- */
-            float alpha[MT][2];
-    #pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-    #pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    float mx = m_run[mt][h];
-    #pragma unroll
-                    for (int t = 0; t < NTL; t++) mx = fmaxf(mx, fmaxf(s[mt][t][2 * h], s[mt][t][2 * h + 1]));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                    /* A row that has seen only masked keys keeps m = -inf; subtracting 0 then gives exp(-inf) = 0. */
-                    const float m_use = mx == neg_inf() ? 0.f : mx;
-                    const float ms = m_use * qk_mul;
-                    const float a = softmax_exp<FAST_EXP>(m_run[mt][h] * qk_mul - ms);
-                    alpha[mt][h] = a;
-                    m_run[mt][h] = mx;
-                    float sum;
-    #pragma unroll
-                    for (int t = 0; t < NTL; t++)
-    #pragma unroll
-                        for (int e = 0; e < 2; e++) {
-                            const float x = fmaf(s[mt][t][2 * h + e], qk_mul, -ms);
-                            const float pv = softmax_exp<FAST_EXP>(x);
-                            s[mt][t][2 * h + e] = pv;
-                            sum = t == 0 && e == 0 ? pv : sum + pv; /* not 0 + pv: that add is not foldable */
-                        }
-                    l_run[mt][h] = l_run[mt][h] * a + sum;
-                }
-            }
-
-            /* ---- O = O·alpha + P·V ---- */
-            if constexpr (PV_MMA) {
-    #pragma unroll
-                for (int mt = 0; mt < MT; mt++)
-    #pragma unroll
-                    for (int t = 0; t < OT; t++)
-    #pragma unroll
-                        for (int e = 0; e < 4; e++) o[mt][t][e] *= alpha[mt][e >> 1];
-    #pragma unroll
-                for (int kk = 0; kk < KW / 16; kk++) {
-                    u32 pa[MT][4];
-    #pragma unroll
-                    for (int mt = 0; mt < MT; mt++) {
-                        pa[mt][0] = pack_f16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-                        pa[mt][1] = pack_f16x2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-                        pa[mt][2] = pack_f16x2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-                        pa[mt][3] = pack_f16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-                    }
-                    if constexpr (F16_SMEM) {
-                        /* FP16 V: ldmatrix.trans gives B fragments in natural order; output tile t = dims 8t..8t+7. */
-                        const u32 vbase = smem_addr(sV16);
-    #pragma unroll
-                        for (int tp = 0; tp < OT / 2; tp++) {
-                            u32 r0, r1, r2, r3;
-                            ldsm_x4_trans(vbase + ld16.at(kk * 16, 2 * tp), r0, r1, r2, r3);
-    #pragma unroll
-                            for (int mt = 0; mt < MT; mt++) {
-                                mma_f16(o[mt][2 * tp], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], r0, r1);
-                                mma_f16(o[mt][2 * tp + 1], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], r2, r3);
-                            }
-                        }
-                    } else {
-                        /* 8-bit V: ldmatrix.trans on byte pairs gives each lane V[2q][2g..2g+1] and V[2q+1][2g..2g+1];
-                         * bytes {0,2} feed the even-dim tile, {1,3} the odd-dim tile. Output tile 2c holds dims
-                         * 16c + 2n, tile 2c+1 dims 16c + 2n + 1. Key-major lanes (ld8): keys 0-7 / 8-15 of chunk 2cp
-                         * are r0 / r2, of chunk 2cp+1 r1 / r3. One permute gathers those bytes of both key halves (keys
-                         * 0-7 in the low half, 8-15 in the high half), then each half converts in place. */
-                        const u32 vbase = sV_addr + stage_off;
-    #pragma unroll
-                        for (int cp = 0; cp < D / 32; cp++) {
-                            u32 r0, r1, r2, r3;
-                            ldsm_x4_trans(vbase + ld8.at(kk * 16, 2 * cp), r0, r1, r2, r3);
-                            const u32 ev01 = prmt(r0, r2, 0x6420u), od01 = prmt(r0, r2, 0x7531u);
-                            const u32 ev23 = prmt(r1, r3, 0x6420u), od23 = prmt(r1, r3, 0x7531u);
-                            const u32 e0 = cvt2<FMT>(ev01), e1 = cvt2h<FMT>(ev01), d0 = cvt2<FMT>(od01), d1 = cvt2h<FMT>(od01);
-                            const u32 e2 = cvt2<FMT>(ev23), e3 = cvt2h<FMT>(ev23), d2 = cvt2<FMT>(od23), d3 = cvt2h<FMT>(od23);
-    #pragma unroll
-                            for (int mt = 0; mt < MT; mt++) {
-                                mma_f16(o[mt][4 * cp + 0], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], e0, e1);
-                                mma_f16(o[mt][4 * cp + 1], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], d0, d1);
-                                mma_f16(o[mt][4 * cp + 2], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], e2, e3);
-                                mma_f16(o[mt][4 * cp + 3], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], d2, d3);
-                            }
-                        }
-                    }
-                }
-            } else {
-                /* FMA path: stage P and the row factors in this warp's smem, then each lane owns dims lane + 32c. */
-    #pragma unroll
-                for (int mt = 0; mt < MT; mt++)
-    #pragma unroll
-                    for (int t = 0; t < NTL; t++)
-    #pragma unroll
-                        for (int e = 0; e < 4; e++)
-                            wP[(mt * 16 + g + 8 * (e >> 1)) * KW + t * 8 + 2 * q + (e & 1)] = s[mt][t][e];
-                if (q == 0) {
-    #pragma unroll
-                    for (int mt = 0; mt < MT; mt++) {
-                        wP[RPW * KW + mt * 16 + g] = alpha[mt][0];
-                        wP[RPW * KW + mt * 16 + g + 8] = alpha[mt][1];
-                    }
-                }
-                __syncwarp();
-    #pragma unroll
-                for (int r = 0; r < OS_ROWS; r++) {
-                    const float a = wP[RPW * KW + r];
-    #pragma unroll
-                    for (int c = 0; c < OS_COLS; c++) os[r][c] *= a;
-                }
-    #pragma unroll 2
-                for (int k = 0; k < KW; k++) {
-                    const int vr = wn * KW + k;
-                    float vf[OS_COLS];
-    #pragma unroll
-                    for (int c = 0; c < OS_COLS; c++) {
-                        const int d = lane + 32 * c;
-                        const u32 code = tV[chunk_off<C8, SWIZZLE>(vr, d / 16) + d % 16];
-                        const u32 h2 = cvt2<FMT>(code);
-                        unsigned short hb = (unsigned short)(h2 & 0xffffu);
-                        float f;
-                        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(hb));
-                        vf[c] = f;
-                    }
-    #pragma unroll
-                    for (int r = 0; r < OS_ROWS; r++) {
-                        const float pr = wP[r * KW + k];
-    #pragma unroll
-                        for (int c = 0; c < OS_COLS; c++) os[r][c] = fmaf(pr, vf[c], os[r][c]);
-                    }
-                }
-                __syncwarp();
-            }
-        }
-
-        /* ---- finish: row sums over the quad, merge the WARPS_N key slices, normalise, store FP16 ---- */
-    #pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-    #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                float l = l_run[mt][h];
-                l += __shfl_xor_sync(0xffffffffu, l, 1);
-                l += __shfl_xor_sync(0xffffffffu, l, 2);
-                l_run[mt][h] = l;
-            }
-
-        if constexpr (WARPS_N > 1) {
-            /* Every warp with the same wm has the same fragment layout, so the merge is element-wise by register. */
-            cp_async_wait<0>();
-            __syncthreads(); /* the pipeline buffers are reused */
-            float *mb = (float *)smem;
-            constexpr int PER_LANE = MT * OT * 4 + 4 * MT;
-            if (wn > 0) {
-                float *dst = mb + ((wn - 1) * WARPS_M + wm) * 32 * PER_LANE;
-                int k = 0;
-    #pragma unroll
-                for (int mt = 0; mt < MT; mt++) {
-    #pragma unroll
-                    for (int t = 0; t < OT; t++)
-    #pragma unroll
-                        for (int e = 0; e < 4; e++) dst[(k++) * 32 + lane] = o[mt][t][e];
-    #pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        dst[(k++) * 32 + lane] = m_run[mt][h];
-                        dst[(k++) * 32 + lane] = l_run[mt][h];
-                    }
-                }
-            }
-            __syncthreads();
-            if (wn > 0) continue; /* its rows are stored by the warp with wn = 0 */
-    #pragma unroll
-            for (int w = 1; w < WARPS_N; w++) {
-                const float *src = mb + ((w - 1) * WARPS_M + wm) * 32 * PER_LANE;
-                float mo[MT][2], lo[MT][2];
-    #pragma unroll
-                for (int mt = 0; mt < MT; mt++)
-    #pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        const int k = mt * (OT * 4 + 4) + OT * 4 + 2 * h;
-                        mo[mt][h] = src[k * 32 + lane];
-                        lo[mt][h] = src[(k + 1) * 32 + lane];
-                    }
-                float fa[MT][2], fb[MT][2];
-    #pragma unroll
-                for (int mt = 0; mt < MT; mt++)
-    #pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        const float mm = fmaxf(m_run[mt][h], mo[mt][h]);
-                        const float mu = mm == neg_inf() ? 0.f : mm;
-                        fa[mt][h] = softmax_exp<FAST_EXP>((m_run[mt][h] - mu) * qk_mul);
-                        fb[mt][h] = softmax_exp<FAST_EXP>((mo[mt][h] - mu) * qk_mul);
-                        m_run[mt][h] = mm;
-                        l_run[mt][h] = l_run[mt][h] * fa[mt][h] + lo[mt][h] * fb[mt][h];
-                    }
-    #pragma unroll
-                for (int mt = 0; mt < MT; mt++)
-    #pragma unroll
-                    for (int t = 0; t < OT; t++)
-    #pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            const int k = mt * (OT * 4 + 4) + t * 4 + e;
-                            o[mt][t][e] = o[mt][t][e] * fa[mt][e >> 1] + src[k * 32 + lane] * fb[mt][e >> 1];
-                        }
-            }
-        }
-
-        u16 *Og = p.o + head_off;
-        if constexpr (PV_MMA) {
-    #pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-    #pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int row = m0 + wm * RPW + mt * 16 + g + 8 * h;
-                    if (row >= S) continue;
-                    const float f = v_mul / l_run[mt][h];
-                    u16 *orow = Og + (long long)row * D;
-                    if constexpr (F16_SMEM) {
-    #pragma unroll
-                        for (int t = 0; t < OT; t++)
-                            *(u32 *)(orow + 8 * t + 2 * q) = pack_f16x2(o[mt][t][2 * h] * f, o[mt][t][2 * h + 1] * f);
-                    } else {
-    #pragma unroll
-                        for (int c = 0; c < D / 16; c++) {
-                            uint2 v;
-                            v.x = pack_f16x2(o[mt][2 * c][2 * h] * f, o[mt][2 * c + 1][2 * h] * f);
-                            v.y = pack_f16x2(o[mt][2 * c][2 * h + 1] * f, o[mt][2 * c + 1][2 * h + 1] * f);
-                            *(uint2 *)(orow + 16 * c + 4 * q) = v;
-                        }
-                    }
-                }
-        } else {
-            if (q == 0) {
-    #pragma unroll
-                for (int mt = 0; mt < MT; mt++) {
-                    wP[RPW * KW + mt * 16 + g] = l_run[mt][0];
-                    wP[RPW * KW + mt * 16 + g + 8] = l_run[mt][1];
-                }
-            }
-            __syncwarp();
-    #pragma unroll
-            for (int r = 0; r < OS_ROWS; r++) {
-                const int row = m0 + wm * RPW + r;
-                if (row >= S) continue;
-                const float f = v_mul / wP[RPW * KW + r];
-    #pragma unroll
-                for (int c = 0; c < OS_COLS; c++) {
-                    const u32 h2 = pack_f16x2(os[r][c] * f, 0.f);
-                    Og[(long long)row * D + lane + 32 * c] = (u16)(h2 & 0xffffu);
-                }
-            }
-        }
-    }
-}
-
 /* ==== attention_fp8_sm90.cu, verbatim but for its #include of the header above ==== */
 /* attention_fp8_sm90.cu — FP8 attention forward for Hopper (sm_90a only): the wgmma + TMA template family.
  *
@@ -999,6 +182,17 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
  *             multiplies O), and the TMA thread loads each tile's D/64 column blocks straight into the layout the
  *             transform warps write for V_PATH 1 (rows of 128 bytes, 128-byte swizzle), so no warp converts V. With
  *             p.v = the FP16 values of the codes it equals V_PATH 1 bit for bit. PIPE 2 only.
+ *   V_PATH 3: V_PATH 2 with K given in FP16 too, for the FP16 Q·Kᵀ (QK_MODE 2 only): p.k points to FP16
+ *             [B, H, S, D] (k_scale NULL means 1) and the TMA thread loads each key tile's D/64 column blocks straight
+ *             into the FP16 K ring (the layout the transform warps write for QK_MODE 2), so the transform warps
+ *             convert Q alone; no raw K or V ring. With p.k, p.v = the FP16 values of the codes it equals QK_MODE 2 +
+ *             V_PATH 1 bit for bit. A search value (its genome's launch converts the codes first with
+ *             evo_kv16_convert, below, timed with it) and the FP16-K-and-V entry of exported files
+ *             (evo_attention_forward_kv16).
+ *   V_PATH 4: V_PATH 0 whose P·V GEMM also sums P̃: every Vᵀ column block has 8 more rows of e4m3 ones (vt_rows),
+ *             which a second wgmma (N = 8) multiplies by P̃ from zero each tile; the tile's sums go into the
+ *             accumulator's column D (rescaled with O) in FP32; the softmax adds up only the keys whose P̃ is 0
+ *             (p ≤ 2^-10, in FP16 pairs). PIPE 2 only.
  * The FP8 wgmma keeps ~14 bits of the aligned products: scores carry ~1e-4 relative error, which defeats the 2e-3 gate
  * on logits in the thousands and flips e4m3 roundings of P; QK_MODE 2 + V_PATH 1 is the configuration that passes
  * every distribution (docs/perf-notes.md, "Precision").
@@ -1018,7 +212,9 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
  *   QK_MODE        0, 1, 2   Q·Kᵀ: 0 e4m3, Q from shared memory; 1 e4m3, Q held in registers for the whole work item
  *                            (16 KB less smem traffic a tile, D/8 registers); 2 FP16, Q and K converted to FP16 in
  *                            shared memory (exact FP32 scores, the accurate path; ~2x slower)
- *   V_PATH         0, 1      see above: e4m3 P·V (full FP8 rate, P rounded to e4m3) or FP16 P·V (accurate, slower)
+ *   V_PATH         0, 1, 3, 4   see above: e4m3 P·V (full FP8 rate, P rounded to e4m3), FP16 P·V (accurate, slower),
+ *                            FP16 P·V with K and V converted once per call (QK_MODE 2, PIPE 2), or V_PATH 0 with the
+ *                            row sum of P̃ from the GEMM (PIPE 2)
  *   OVERLAP        0, 1      PIPE 2 only: issue S(j+1) = Q·Kᵀ before P·V(j), so the tensor cores work during the
  *                            softmax of tile j+1
  *   PINGPONG       0, 1      PIPE 2, OVERLAP 1, CONSUMERS 2 only: the two consumer warpgroups take turns issuing
@@ -1029,8 +225,9 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
  *   PRODUCER_REGS  24, 32, 40, 56   PIPE 2 with CONSUMERS ≥ 2: setmaxnreg of the producer warpgroup; consumers get
  *                            ⌊((CONSUMERS+1)·R0 − PRODUCER_REGS)/CONSUMERS⌋₈ with R0 = ⌊65536/threads⌋₈. The
  *                            transforms spill below 40 (below 56 with PERSIST): attn_sm90_check rejects those
- *   PERSIST        0, 1      1: a persistent grid of min(work items, SMs) blocks walks the (query tile, head) items
- *                            heaviest first (causal: the longest rows first); 0: one block per item
+ *   PERSIST        0, 1, 2   1, 2: a persistent grid of min(work items, SMs) blocks walks the (query tile, head)
+ *                            items, 1 tile by tile over all heads, 2 head by head when not causal (Sched); heaviest
+ *                            first (causal: the longest rows first); 0: one block per item
  *   PROBE          (not a knob, default 0; measurement only, results are wrong) leaves stages out to time the
  *                            rest: 1 the K/V transforms, 2 the softmax, 4 P·V, 8 Q·Kᵀ (bits combine)
  *
@@ -1041,7 +238,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
  *               (an explicit instantiation repeats both __grid_constant__)
  *   block       (CONSUMERS + (PIPE == 2)) × 128 threads, 1-D
  *   rows        rows per block BM = CONSUMERS × WG_ROWS; query tiles nq = ceil(S / BM)
- *   grid        PERSIST 0: (nq, H, B); PERSIST 1: (min(nq·H·B, SM count), 1, 1)
+ *   grid        PERSIST 0: (nq, H, B); PERSIST 1, 2: (min(nq·H·B, SM count), 1, 1)
  *   smem        dynamic shared memory = Sm90Cfg<...>::SMEM bytes = attn_sm90_smem_bytes() (the kernel traps with
  *               less); set cudaFuncAttributeMaxDynamicSharedMemorySize (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
  *   tensor maps t.q, t.k, t.v (PIPE ≥ 1; PIPE 0 ignores them, zeros are fine): 3-D UINT8 maps of the [B·H, S, D]
@@ -1079,8 +276,13 @@ __host__ __device__ constexpr int align1024(int x) { return (x + 1023) / 1024 * 
  * column D, which the running rescale of O rescales too). acc_cols: the P·V accumulator's columns. */
 template <int D, int TILE_N, int V_PATH> __host__ __device__ constexpr int vt_bytes()
 {
-    return V_PATH ? TILE_N * (D + 64) * 2 : TILE_N * D;
+    return V_PATH == 4 ? align1024(TILE_N * (D + 8)) : V_PATH ? TILE_N * (D + 64) * 2 : TILE_N * D;
 }
+/* V_PATH 2, 3: V is given in FP16 and loaded by TMA into the FP16 V ring (no raw V ring, nothing transforms it). */
+__host__ __device__ constexpr bool v_given_f16(int v_path) { return v_path == 2 || v_path == 3; }
+/* e4m3 Vᵀ (V_PATH 0, 4): rows (dims) per column block of the stage; V_PATH 4 adds 8 rows of ones, the B operand's
+ * columns D..D+7, so that the e4m3 P·V GEMM sums P̃ into the accumulator's column D. */
+template <int D, int V_PATH> __host__ __device__ constexpr int vt_rows() { return V_PATH == 4 ? D + 8 : D; }
 template <int D, int V_PATH> __host__ __device__ constexpr int acc_cols() { return V_PATH ? D + 8 : D; }
 
 /* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes(). */
@@ -1093,13 +295,15 @@ struct Sm90Cfg {
     static constexpr int VB = TILE_N % 128 == 0 ? 128 : 64;          /* e4m3 Vᵀ: bytes per swizzle column block */
     static constexpr int Q_BYTES = BM * D;
     static constexpr int KV_BYTES = TILE_N * D;                       /* one stage of K or of raw V */
+    static constexpr int KR_BYTES = V_PATH == 3 ? 0 : KV_BYTES;       /* the raw K ring's stage (V_PATH 3: none) */
+    static constexpr int VR_BYTES = v_given_f16(V_PATH) ? 0 : KV_BYTES; /* the raw V ring (2, 3: none) */
     static constexpr int VT_BYTES = vt_bytes<D, TILE_N, V_PATH>();
     static constexpr int NX = PIPE == 2 ? STAGES : 1;                 /* converted tiles: a ring with a producer */
     static constexpr int Q16_BYTES = QK_MODE == 2 ? BM * D * 2 : 0;
     static constexpr int K16_BYTES = QK_MODE == 2 ? TILE_N * D * 2 : 0;
     static constexpr int OFF_K = align1024(Q_BYTES);
-    static constexpr int OFF_V = OFF_K + STAGES * KV_BYTES;
-    static constexpr int OFF_VT = OFF_V + STAGES * KV_BYTES;
+    static constexpr int OFF_V = OFF_K + STAGES * KR_BYTES;
+    static constexpr int OFF_VT = OFF_V + STAGES * VR_BYTES;
     static constexpr int OFF_Q16 = OFF_VT + NX * VT_BYTES;
     static constexpr int OFF_K16 = OFF_Q16 + Q16_BYTES;
     static constexpr int OFF_BAR = OFF_K16 + NX * K16_BYTES;
@@ -1204,6 +408,12 @@ EVO_DEV u64 make_desc(u32 addr, u32 lbo, u32 sbo, int span)
            (mode << 62);
 }
 
+/* The descriptor of d's matrix moved by `off` bytes: make_desc(addr + off, ...) for d = make_desc(addr, ...), as one
+ * add to the low word. Exact while addr + off stays in shared memory (below 2^18 bytes: the 14-bit address field
+ * neither wraps nor carries), so a GEMM's k-steps cost one uniform add each instead of rebuilding the descriptor
+ * (mask, shift, or: a chain of dependent uniform instructions before every wgmma). */
+EVO_DEV u64 desc_at(u64 d, u32 off) { return (d & 0xFFFFFFFF00000000ull) | (u32)((u32)d + (off >> 4)); }
+
 /* Byte offset of logical offset `off` inside a tile stored with SPAN-byte swizzling (the TMA and wgmma pattern):
  * the 16-byte chunk index within each SPAN-byte row is XORed with the row's index modulo SPAN/16. Tiles start on
  * 1024-byte boundaries, so the pattern is a function of the offset alone. */
@@ -1244,6 +454,23 @@ EVO_DEV u32 pack_f16x2(float lo, float hi)
     u32 r;
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
+}
+/* acc + (x <= t ? x : 0) per f16 half: set.le gives 1.0 or 0.0, and the FMA by it is exact but for acc's rounding. */
+EVO_DEV u32 add_le_f16x2(u32 acc, u32 x, u32 t)
+{
+    u32 r;
+    asm("{\n.reg .b32 m;\nset.le.f16x2.f16x2 m, %1, %2;\nfma.rn.f16x2 %0, m, %1, %3;\n}\n"
+        : "=r"(r)
+        : "r"(x), "r"(t), "r"(acc));
+    return r;
+}
+EVO_DEV float sum_f16x2(u32 x)
+{
+    float a, b;
+    asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %2;\ncvt.f32.f16 %0, lo;\ncvt.f32.f16 %1, hi;\n}\n"
+        : "=f"(a), "=f"(b)
+        : "r"(x));
+    return a + b;
 }
 /* Bytes 0-1 (lo) or 2-3 (hi) of x, two e4m3 codes → f16x2 (the lower byte in the lower half). */
 EVO_DEV u32 e4m3x2_lo(u32 x)
@@ -1371,6 +598,15 @@ template <> struct WgQK16<256> {
                      : "l"(da), "l"(db), "r"(scale_d));
     }
 };
+template <> struct WgPV8<8> {
+    static EVO_DEV void mma(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
 template <> struct WgPV8<64> {
     static EVO_DEV void mma(float (&d)[32], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
     {
@@ -1435,7 +671,7 @@ template <> struct WgPV16<136> {
  * of dims 2g, 2g+1 of each), two byte permutes per key group make the words of one dim and 4 logical keys, and
  * stmatrix.x4 writes them as four 8-row matrices whose rows are dims 16c + {0,2,4,6,9,11,13,15} ("E") and
  * {1,3,5,7,8,10,12,14} ("O"): eight different rows modulo 8, so neither side has bank conflicts. */
-template <int D, int TILE_N, int NW> EVO_DEV void transpose_v(u32 src, u32 dst, int worker, int lane)
+template <int D, int TILE_N, int NW, int VR = D> EVO_DEV void transpose_v(u32 src, u32 dst, int worker, int lane)
 {
     constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, NCH = D / 16, NJP = TILE_N / 32;
     constexpr int STEPS = (NCH * NJP + NW - 1) / NW;
@@ -1453,7 +689,7 @@ template <int D, int TILE_N, int NW> EVO_DEV void transpose_v(u32 src, u32 dst, 
         const u32 e0 = prmt(r0, r1, sel_e), o0 = prmt(r0, r1, sel_o);
         const u32 e1 = prmt(r2, r3, sel_e), o1 = prmt(r2, r3, sel_o);
         const int kl = 16 * (2 * jp + (m >> 1)), dim = 16 * c + dim_l;
-        stsm_x4(dst + (kl / VB) * D * VB + swz<VB>(dim * VB + kl % VB), e0, o0, e1, o1);
+        stsm_x4(dst + (kl / VB) * VR * VB + swz<VB>(dim * VB + kl % VB), e0, o0, e1, o1); /* VR rows a block */
     }
 }
 
@@ -1501,8 +737,13 @@ template <int ROWS, int D> EVO_DEV void copy_tile(u32 dst, const u8 *head, int r
     }
 }
 
-/* Work items: (query tile, batch·head). PERSIST walks items w = blockIdx.x, +gridDim.x, ... with the heaviest query
- * tiles first (causal); otherwise a block has the one item its grid position names (causal: longest rows first). */
+/* Work items: (query tile, batch·head). PERSIST walks items w = blockIdx.x, +gridDim.x, ...: 1, query tile by query
+ * tile over every head at once, the heaviest tiles first (causal: each wave of the grid does equal work, but it
+ * streams the K and V of every head together: 64 MB at (4,16,4096,128), more than the L2); 2, head by head when not
+ * causal (the blocks in flight share the K and V of a few heads), and 1's order when causal: a block striding
+ * through one head's tiles heaviest first gets a share that depends on its index (max/mean work 1.13 at
+ * (4,16,4096,128), 1.57 at (1,16,16384,64) on 132 SMs). Otherwise a block has the one item its grid position names
+ * (causal: longest rows first). */
 template <int PERSIST> struct Sched {
     int w, n;
     EVO_DEV Sched(const evo_attn_params &p, int nq)
@@ -1515,7 +756,10 @@ template <int PERSIST> struct Sched {
     EVO_DEV void next() { w += PERSIST ? (int)gridDim.x : 1; }
     EVO_DEV void item(const evo_attn_params &p, int nq, int &bh, int &qt) const
     {
-        if (PERSIST) {
+        if (PERSIST == 2 && !p.causal) {
+            bh = w / nq;
+            qt = w - bh * nq;
+        } else if (PERSIST) {
             const int nbh = p.heads * p.batch, r = w / nbh;
             bh = w - r * nbh;
             qt = p.causal ? nq - 1 - r : r;
@@ -1559,24 +803,25 @@ template <int D, int TILE_N, int MT, int QK_MODE, int BM, class QF>
 EVO_DEV void issue_qk(float (&s)[MT][TILE_N / 2], u32 q_addr, u32 k_addr, const QF &qf)
 {
     wg_fence();
+    /* every k-step's descriptors are these moved by a constant (desc_at) */
+    const u64 kd = QK_MODE == 2 ? make_desc(k_addr, 16, 1024, 128) : make_desc(k_addr, 16, 8 * D, D);
+    const u64 qd = QK_MODE == 2 ? make_desc(q_addr, 16, 1024, 128) : make_desc(q_addr, 16, 8 * D, D);
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
         if constexpr (QK_MODE == 1) {
 #pragma unroll
             for (int kk = 0; kk < D / 32; kk++)
                 WgPV8<TILE_N>::mma(s[mt], qf.r[mt][kk][0], qf.r[mt][kk][1], qf.r[mt][kk][2], qf.r[mt][kk][3],
-                                   make_desc(k_addr + kk * 32, 16, 8 * D, D), kk > 0);
+                                   desc_at(kd, kk * 32), kk > 0);
         } else if constexpr (QK_MODE == 2) {
 #pragma unroll
             for (int kk = 0; kk < D / 16; kk++)
-                WgQK16<TILE_N>::mma(s[mt],
-                                    make_desc(q_addr + (kk / 4) * BM * 128 + mt * 64 * 128 + (kk % 4) * 32, 16, 1024, 128),
-                                    make_desc(k_addr + (kk / 4) * TILE_N * 128 + (kk % 4) * 32, 16, 1024, 128), kk > 0);
+                WgQK16<TILE_N>::mma(s[mt], desc_at(qd, (kk / 4) * BM * 128 + mt * 64 * 128 + (kk % 4) * 32),
+                                    desc_at(kd, (kk / 4) * TILE_N * 128 + (kk % 4) * 32), kk > 0);
         } else {
 #pragma unroll
             for (int kk = 0; kk < D / 32; kk++)
-                WgQK<TILE_N>::mma(s[mt], make_desc(q_addr + mt * 64 * D + kk * 32, 16, 8 * D, D),
-                                  make_desc(k_addr + kk * 32, 16, 8 * D, D), kk > 0);
+                WgQK<TILE_N>::mma(s[mt], desc_at(qd, mt * 64 * D + kk * 32), desc_at(kd, kk * 32), kk > 0);
         }
     }
     wg_commit();
@@ -1608,34 +853,73 @@ template <int TILE_N, int MT, bool P8> struct PFrag {
     }
 };
 
-/* O[mt] (+)= P[mt]·V(stage); issued and committed, not waited for. zero_first: the first chunk overwrites O. */
-template <int D, int TILE_N, int MT, bool P8>
-EVO_DEV void issue_pv(float (&o)[MT][D / 2], const PFrag<TILE_N, MT, P8> &pf, u32 vt_addr, bool zero_first)
+/* O[mt] (+)= P[mt]·V(stage); issued and committed, not waited for. zero_first: the first chunk overwrites O.
+ * DA: the accumulator's columns, D of them from this GEMM. The e4m3 Vᵀ stage (P8) holds ROWS rows (dims) per
+ * column block of VB keys; with V_PATH 4 (GSUM) its rows D..D+7 are ones, and a second GEMM (N = 8) sums P̃ into lg,
+ * from zero each tile: the FP8 accumulator cuts every k-step's products to 13 bits below the running sum (docs/
+ * perf-notes.md, "The FP8 accumulator"), so a row sum carried along the whole row in it drops late tiles' small keys
+ * (measured: rel-L2 2.5x the FP8 model's at S = 4096); within one tile the sum stays small. take_rowsum adds lg into
+ * the accumulator's columns D..D+7 once the GEMMs are done. */
+template <int D, int DA, int TILE_N, int MT, bool P8, bool GSUM = false>
+EVO_DEV void issue_pv(float (&o)[MT][DA / 2], float (&lg)[MT][4], const PFrag<TILE_N, MT, P8> &pf, u32 vt_addr,
+                      bool zero_first)
 {
-    constexpr int VB = TILE_N % 128 == 0 ? 128 : 64;
+    constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, ROWS = GSUM ? D + 8 : D;
     wg_fence();
+    const u64 vd = P8 ? make_desc(vt_addr, 16, 8 * VB, VB) : make_desc(vt_addr, TILE_N * 128, 1024, 128);
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++)
+    for (int mt = 0; mt < MT; mt++) {
+        float(&od)[D / 2] = *reinterpret_cast<float(*)[D / 2]>(&o[mt][0]);
 #pragma unroll
         for (int c = 0; c < PFrag<TILE_N, MT, P8>::NCH; c++) {
             const int sd = zero_first && c == 0 ? 0 : 1;
             if constexpr (P8) {
                 const int kl = 32 * c;
-                const u64 db = make_desc(vt_addr + (kl / VB) * D * VB + kl % VB, 16, 8 * VB, VB);
-                WgPV8<D>::mma(o[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
+                const u64 db = desc_at(vd, (kl / VB) * ROWS * VB + kl % VB);
+                WgPV8<D>::mma(od, pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
+                if constexpr (GSUM) /* the ones: D rows (a whole number of 8-row swizzle atoms) further */
+                    WgPV8<8>::mma(lg[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3],
+                                  desc_at(db, D * VB), c ? 1 : 0);
             } else {
-                const u64 db = make_desc(vt_addr + c * 16 * 128, TILE_N * 128, 1024, 128);
-                WgPV16<D>::mma(o[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
+                const u64 db = desc_at(vd, c * 16 * 128);
+                WgPV16<DA>::mma(o[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
             }
         }
+    }
     wg_commit();
+}
+
+/* V_PATH 4, after the GEMMs: the tile's row sums (lg, in O's scale of this tile) into the accumulator's columns
+ * D..D+7; fresh: the accumulator itself is this tile's (O_ACC), else the sums add to the running ones. */
+template <int D, int DA, int MT> EVO_DEV void take_rowsum(float (&o)[MT][DA / 2], float (&lg)[MT][4], bool fresh)
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) fence_regs(lg[mt]);
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) o[mt][D / 2 + i] = fresh ? lg[mt][i] : o[mt][D / 2 + i] + lg[mt][i];
 }
 
 /* Online softmax of one tile, in place: scores → P values (scaled as the V path wants), row state m (raw score
  * max), M (the exponent offset in log2 units), l (row sum of this thread's P values; e4m3 P only: FP16 P is summed
  * by the P·V GEMM) and alpha (O's factor).
  * Element 4i+2h+e of s[mt] is row rowbase[mt] + g + 8h, key key0 + 8i + 2q + e. */
-template <int TILE_N, int MT, bool P8> struct Softmax {
+/* The maximum of row half h of a thread's scores in [LO, HI) of its key groups, as a balanced tree: depth log2 of the
+ * count instead of a chain of one dependent FMNMX per group (ncu: fixed-latency waits are the consumers' largest
+ * stall). A maximum is exact in any order, so the bits are the chain's. */
+template <int LO, int HI, int N> EVO_DEV float row_max(const float (&s)[N], int h)
+{
+    if constexpr (HI - LO == 1)
+        return fmaxf(s[4 * LO + 2 * h], s[4 * LO + 2 * h + 1]);
+    else
+        return fmaxf(row_max<LO, (LO + HI) / 2>(s, h), row_max<(LO + HI) / 2, HI>(s, h));
+}
+
+/* FP16 P: how far (log2 units) a row's maximum may pass its offset before O and the row sum are rescaled. */
+constexpr float LAZY_RESCALE = 8.f;
+
+template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
     float m[MT][2], M[MT][2], l[MT][2], alpha[MT][2];
     EVO_DEV void init()
     {
@@ -1661,32 +945,55 @@ template <int TILE_N, int MT, bool P8> struct Softmax {
                             if (8 * i + e > lim) s[mt][4 * i + 2 * h + e] = neg_inf();
                 }
         }
+        /* every row half's maximum first (trees, then the quad's shuffles side by side), then the exponentials */
+        float rmx[MT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) rmx[mt][h] = fmaxf(m[mt][h], row_max<0, TILE_N / 8>(s[mt], h));
+#pragma unroll
+        for (int sh = 1; sh <= 2; sh *= 2)
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) rmx[mt][h] = fmaxf(rmx[mt][h], __shfl_xor_sync(0xffffffffu, rmx[mt][h], sh));
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                float mx = m[mt][h];
-#pragma unroll
-                for (int i = 0; i < TILE_N / 8; i++) mx = fmaxf(mx, fmaxf(s[mt][4 * i + 2 * h], s[mt][4 * i + 2 * h + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float mx = rmx[mt][h], prev = m[mt][h];
                 m[mt][h] = mx;
                 /* P8: an integer offset keeps P within (0, 256] and makes every rescale a power of two, so P̃ does
                  * not depend on the tiling: they are the FP8 model's (attn_numerics.h), whose per-element error the
                  * fp8 gate holds a kernel to. P = 448·2^(x − max) measured 1.5-3.8 % less end-to-end error but is
                  * the model's on no row it rescales, and fails that bound on short causal rows (docs/results.md,
                  * "The fp8 accuracy class"). */
+                /* FP16 P: the offset stays until the maximum passes it by more than LAZY_RESCALE (P ≤ 2^8 then, in
+                 * FP16 at the same relative precision, summed with O in FP32), so after the first tiles scale_o
+                 * almost never runs; a row's first visible keys set it (prev = -inf: nothing seen yet). */
                 const float x = mx * qk_mul;
-                const float Mn = mx == neg_inf() ? 0.f : (P8 ? ceilf(x) : x);
+                const float Mn = mx == neg_inf()                                          ? 0.f
+                                 : P8                                                     ? ceilf(x)
+                                 : prev == neg_inf() || x > M[mt][h] + LAZY_RESCALE ? x
+                                                                                          : M[mt][h];
                 alpha[mt][h] = ex2(M[mt][h] - Mn);
                 M[mt][h] = Mn;
                 const float bias = (P8 ? 8.f : 0.f) - Mn;
                 float sum = 0.f;
+                u32 tiny = 0u; /* GSUM: f16x2 sums of the keys whose P̃ is 0 */
 #pragma unroll
                 for (int i = 0; i < TILE_N / 8; i++) {
                     float* pr = &s[mt][4 * i + 2 * h];
                     const float p0 = ex2(fmaf(pr[0], qk_mul, bias)), p1 = ex2(fmaf(pr[1], qk_mul, bias));
-                    if constexpr (P8) { /* P̃ (exact in e4m3, so PFrag packs the same codes) and the row sum:
+                    if constexpr (GSUM) { /* V_PATH 4: PFrag rounds p to P̃ (the same codes), the P·V GEMM sums
+                                             P̃ (vt_rows); here only the mass of the keys whose P̃ is 0 (p ≤ 2^-10),
+                                             in FP16 (1.5 instructions a score instead of 3 in FP32): at most 2^-10
+                                             a key against a row sum of at least 2^7, so its FP16 rounding (and p
+                                             within 2^-11 of the threshold going either way, p below 2^-24 lost) moves
+                                             l by less than 2^-17 of itself */
+                        pr[0] = p0, pr[1] = p1;
+                        tiny = add_le_f16x2(tiny, pack_f16x2(p0, p1), 0x14001400u /* 2^-10 */);
+                    } else if constexpr (P8) { /* P̃ (exact in e4m3, so PFrag packs the same codes) and the row sum:
                                            P̃, or p where P̃ rounded to 0 (those keys' mass stays in l, as in the model).
                                            P̃ is 0 or ≥ 2^-9, and 0 exactly when p ≤ 2^-10, so max(P̃, min(p, 2^-10))
                                            is that: two FMNMX, where a compare and select kept p live longer and
@@ -1698,13 +1005,14 @@ template <int TILE_N, int MT, bool P8> struct Softmax {
                         pr[0] = p0, pr[1] = p1;
                     }
                 }
+                if constexpr (GSUM) sum = sum_f16x2(tiny);
                 if (P8) l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
             }
     }
 };
 
 /* O·alpha, skipped when no row of the warp changed its offset (alpha = 1 everywhere): after the first tiles a row's
- * maximum rarely moves, and with the integer offsets of the e4m3 path even more rarely. */
+ * offset rarely moves (FP16 P: only past LAZY_RESCALE; the e4m3 path's integer offsets: at each new integer). */
 template <int D, int MT> EVO_DEV void scale_o(float (&o)[MT][D / 2], const float (&alpha)[MT][2])
 {
     bool any = false;
@@ -1727,7 +1035,7 @@ EVO_DEV void add_scaled(float (&o)[MT][D / 2], const float (&ot)[MT][D / 2], con
 
 /* O / l · v_scale → FP16 rows of the output; rows past the sequence are not written. DA > D: O carries the row sums
  * in its column D (every thread of the row holds it); DA = D: l holds this thread's part of them. */
-template <int D, int DA, int MT>
+template <int D, int DA, int MT, bool L_TOO = false>
 EVO_DEV void store_o(const evo_attn_params &p, long long head_off, const float (&o)[MT][DA / 2], float (&l)[MT][2],
                      const int (&rowbase)[MT], float v_mul, int g, int q)
 {
@@ -1736,14 +1044,13 @@ EVO_DEV void store_o(const evo_attn_params &p, long long head_off, const float (
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            float lt;
-            if constexpr (DA > D) {
-                lt = o[mt][D / 2 + 2 * h];
-            } else {
+            float lt = 0.f;
+            if constexpr (DA == D || L_TOO) { /* this thread's part of l, summed over the row's quad */
                 lt = l[mt][h];
                 lt += __shfl_xor_sync(0xffffffffu, lt, 1);
                 lt += __shfl_xor_sync(0xffffffffu, lt, 2);
             }
+            if constexpr (DA > D) lt += o[mt][D / 2 + 2 * h]; /* the GEMM's row sum (every thread of the row) */
             const int row = rowbase[mt] + g + 8 * h;
             if (row >= p.seq) continue;
             const float f = v_mul / lt;
@@ -1809,16 +1116,17 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         c.advance(p, nq);
         return true;
     };
-    /* V_PATH 2: FP16 V of tile j straight into its Vᵀ stage (the FP16 layout of V_PATH 1) once the consumers are
-     * done with the tile STAGES back: D/64 boxes of 64 dims x TILE_N rows, 128-byte swizzle, on the vtfull barrier */
-    auto issue_v16 = [&](Cursor &c) {
-        constexpr int VT = vt_bytes<D, TILE_N, V_PATH>();
+    /* V_PATH 2, 3: FP16 V (and, V_PATH 3, FP16 K) of tile j straight into its stage of the FP16 layout the transform
+     * warps write for V_PATH 1 (and QK_MODE 2), once the consumers are done with the tile STAGES back: D/64 boxes of
+     * 64 dims x TILE_N rows, 128-byte swizzle, on the stage's full barrier */
+    auto issue_f16 = [&](Cursor &c, u32 base, int stage_bytes, const evo_tmap *map, int (*empty)(int),
+                         int (*full)(int)) {
         const int s = c.it % STAGES;
-        if (c.it >= STAGES && !mbar_test(sm.b(B::vempty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
-        mbar_expect_tx(sm.b(B::vtfull(s)), TILE_N * D * 2);
+        if (c.it >= STAGES && !mbar_test(sm.b(empty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        mbar_expect_tx(sm.b(full(s)), TILE_N * D * 2);
 #pragma unroll
         for (int cb = 0; cb < D / 64; cb++)
-            tma_load_3d(sm.vt + s * VT + cb * TILE_N * 128, &t.v, cb * 64, c.j * TILE_N, c.bh, sm.b(B::vtfull(s)));
+            tma_load_3d(base + s * stage_bytes + cb * TILE_N * 128, map, cb * 64, c.j * TILE_N, c.bh, sm.b(full(s)));
         c.advance(p, nq);
         return true;
     };
@@ -1835,12 +1143,15 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
                     kc.j = 0;
                     moved = true;
                 }
+            } else if constexpr (V_PATH == 3) {
+                moved |= issue_f16(kc, sm.k16, 2 * KV, &t.k, B::kempty, B::k16full);
             } else {
                 moved |= issue_tile(kc, sm.k, &t.k, B::kempty, B::kfull);
             }
         }
         if (!vc.done) {
-            if constexpr (V_PATH == 2) moved |= issue_v16(vc);
+            if constexpr (v_given_f16(V_PATH))
+                moved |= issue_f16(vc, sm.vt, vt_bytes<D, TILE_N, V_PATH>(), &t.v, B::vempty, B::vtfull);
             else moved |= issue_tile(vc, sm.v, &t.v, B::vrawempty, B::vfull);
         }
         if (moved) {
@@ -1863,7 +1174,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
     typedef Bars<STAGES> B;
     constexpr int UNR = PRODUCER_REGS >= 56 ? 8 : 4; /* convert16's loads in flight: 8 spill at 40 registers */
     constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>(), K16 = 2 * KV;
-    if constexpr (V_PATH == 2 && QK_MODE != 2) return; /* nothing to convert: V arrives in FP16, Q and K raw */
+    if constexpr (v_given_f16(V_PATH) && QK_MODE != 2) return; /* nothing to convert: V arrives in FP16 */
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -1878,21 +1189,22 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
         for (int j = 0; j < n; j++, it++) {
             const int s = it % STAGES;
             const u32 ph = (u32)(it / STAGES) & 1u;
-            if constexpr (QK_MODE == 2) {
+            if constexpr (QK_MODE == 2 && V_PATH != 3) { /* V_PATH 3: K arrives in FP16 by TMA */
                 mbar_wait(sm.b(B::kfull(s)), ph);
                 if constexpr (!(PROBE & 1))
                     convert16<D, TILE_N, TRANSFORM_WARPS, UNR>(sm.k + s * KV, sm.k16 + s * K16, worker, lane);
                 fence_proxy_async();
                 mbar_arrive(sm.b(B::k16full(s)));
             }
-            if constexpr (V_PATH == 2) continue; /* V arrives in FP16 by TMA: nothing to transform */
+            if constexpr (v_given_f16(V_PATH)) continue; /* V arrives in FP16 by TMA: nothing to transform */
             mbar_wait(sm.b(B::vfull(s)), ph);
             if (it >= STAGES) mbar_wait(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
             if constexpr (PROBE & 1) {
-            } else if constexpr (V_PATH) {
+            } else if constexpr (V_PATH == 1) {
                 convert16<D, TILE_N, TRANSFORM_WARPS, UNR>(sm.v + s * KV, sm.vt + s * VT, worker, lane);
             } else {
-                transpose_v<D, TILE_N, TRANSFORM_WARPS>(sm.v + s * KV, sm.vt + s * VT, worker, lane);
+                transpose_v<D, TILE_N, TRANSFORM_WARPS, vt_rows<D, V_PATH>()>(sm.v + s * KV, sm.vt + s * VT, worker,
+                                                                              lane);
             }
             mbar_arrive(sm.b(B::vrawempty(s))); /* the raw stage may be refilled (the arrive orders the reads) */
             fence_proxy_async();
@@ -1908,7 +1220,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
 {
     typedef Bars<STAGES> B;
     constexpr int MT = WG_ROWS / 64, BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>();
-    constexpr bool P8 = V_PATH == 0;
+    constexpr bool P8 = V_PATH == 0 || V_PATH == 4, GSUM = V_PATH == 4; /* GSUM: the GEMM sums P̃ */
     constexpr float LOG2E = 1.4426950408889634f;
     /* Q·Kᵀ operands: the raw e4m3 tiles, or their FP16 copies (made by the transform warps) */
     const u32 q_addr = QK_MODE == 2 ? sm.q16 + (u32)(cw * WG_ROWS * 128) : sm.q + (u32)(cw * WG_ROWS * D);
@@ -1920,27 +1232,29 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     if (PINGPONG && cw == 1) named_arrive(2, 256); /* warpgroup 0 issues first */
 
     constexpr int DA = acc_cols<D, V_PATH>();
-    float s[MT][TILE_N / 2], o[MT][DA / 2], ot[MT][DA / 2];
+    float s[MT][TILE_N / 2], o[MT][DA / 2], ot[MT][DA / 2], lg[MT][4]; /* lg: V_PATH 4's row sums of a tile */
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
         for (int i = 0; i < TILE_N / 2; i++) s[mt][i] = 0.f;
 #pragma unroll
         for (int i = 0; i < DA / 2; i++) ot[mt][i] = 0.f;
+#pragma unroll
+        for (int i = 0; i < 4; i++) lg[mt][i] = 0.f;
     }
     float(&pvt)[MT][DA / 2] = O_ACC ? ot : o; /* O_ACC: each tile's P·V lands in ot, then o = o·alpha + ot */
     PFrag<TILE_N, MT, P8> pf;
     QFrag<D, QK_MODE == 1 ? MT : 1> qf;
-    Softmax<TILE_N, MT, P8> sx;
+    Softmax<TILE_N, MT, P8, GSUM> sx;
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
         sc.item(p, nq, bh, qt);
         const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM), wg_row0 = m0 + cw * WG_ROWS;
         const long long head_off = (long long)bh * p.seq * D;
-        /* V_PATH 2 (V given in FP16): no v_scale means 1 */
-        const float qk_mul = p.q_scale[bh] * p.k_scale[bh] * p.softmax_scale * LOG2E,
-                    v_mul = V_PATH == 2 && !p.v_scale ? 1.f : p.v_scale[bh];
+        /* V_PATH 2, 3 (V, and K, given in FP16): no v_scale (k_scale) means 1 */
+        const float qk_mul = p.q_scale[bh] * (V_PATH == 3 && !p.k_scale ? 1.f : p.k_scale[bh]) * p.softmax_scale * LOG2E,
+                    v_mul = v_given_f16(V_PATH) && !p.v_scale ? 1.f : p.v_scale[bh];
         int rowbase[MT];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) rowbase[mt] = wg_row0 + mt * 64 + wi * 16;
@@ -1972,9 +1286,10 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
                 pf.pack(s);
                 mbar_wait(sm.b(B::vtfull(st)), ph);
-                if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(pvt, pf, sm.vt + st * VT, O_ACC != 0);
+                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + st * VT, O_ACC != 0);
                 wg_wait<0>();
                 fence_regs(pvt);
+                if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
                 mbar_arrive(sm.b(B::vempty(st)));
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, sx.alpha);
             }
@@ -2005,7 +1320,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
                 mbar_wait(sm.b(B::vtfull(pst)), pph);
-                if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(pvt, pf, sm.vt + pst * VT, O_ACC != 0);
+                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
                 if (PINGPONG) named_arrive(other_turn, 256);
                 wg_wait<1>();
                 fence_regs(s);
@@ -2014,6 +1329,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
                 wg_wait<0>();
                 fence_regs(pvt);
+                if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
                 mbar_arrive(sm.b(B::vempty(pst)));
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
                 pf.pack(s);
@@ -2025,15 +1341,16 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             if (PINGPONG) named_sync(my_turn, 256);
             if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
             mbar_wait(sm.b(B::vtfull(pst)), pph);
-            if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(pvt, pf, sm.vt + pst * VT, O_ACC != 0);
+            if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
             /* the last turn of warpgroup 1 has no one left to hand over to */
             if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
             wg_wait<0>();
             fence_regs(pvt);
+            if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
             mbar_arrive(sm.b(B::vempty(pst)));
             if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
         }
-        store_o<D, DA, MT>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
+        store_o<D, DA, MT, GSUM>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
     }
 }
 
@@ -2052,7 +1369,7 @@ EVO_DEV void consumer_simple(const evo_attn_params &p, const evo_attn_tmaps &t, 
     const u32 q_addr = QK_MODE == 2 ? sm.q16 + (u32)(cw * WG_ROWS * 128) : sm.q + (u32)(cw * WG_ROWS * D);
 
     constexpr int DA = acc_cols<D, V_PATH>();
-    float s[MT][TILE_N / 2], o[MT][DA / 2], ot[MT][DA / 2];
+    float s[MT][TILE_N / 2], o[MT][DA / 2], ot[MT][DA / 2], lg[MT][4]; /* lg: unused (V_PATH 4 is PIPE 2's) */
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
@@ -2145,12 +1462,12 @@ EVO_DEV void consumer_simple(const evo_attn_params &p, const evo_attn_tmaps &t, 
             if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
             pf.pack(s);
             if constexpr (O_ACC) {
-                if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(ot, pf, sm.vt, true);
+                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8>(ot, lg, pf, sm.vt, true);
                 wg_wait<0>();
                 fence_regs(ot);
                 add_scaled<DA, MT>(o, ot, sx.alpha);
             } else {
-                if constexpr (!(PROBE & 4)) issue_pv<DA, TILE_N, MT, P8>(o, pf, sm.vt, false);
+                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8>(o, lg, pf, sm.vt, false);
                 wg_wait<0>();
                 fence_regs(o);
             }
@@ -2171,6 +1488,34 @@ template <int CONSUMERS, int PRODUCER_REGS> struct RegSplit {
 
 } // namespace evo_sm90
 
+/* K and V codes (e4m3 [B, H, S, D], n elements each) to FP16 [B, H, S, D] of the same values (exact: every e4m3
+ * value is an FP16 value), both tensors in one launch; what a genome with V_PATH 3 runs before its attention kernel
+ * every call, so that no block converts a key tile (the scales stay apart: k_scale and v_scale multiply as before).
+ * VEC codes per thread and step (one 16-byte load, two 16-byte stores); n a multiple of VEC, the codes, k16 and v16
+ * 16-byte aligned. Grid-stride: any grid of 256-thread blocks covers it; the launchers take
+ * ceil(2n / VEC / 256) blocks. The codes are read once (streaming loads); the FP16 tensors are stored plainly, for the
+ * attention kernel to find in L2 what fits there. */
+template <int VEC>
+__global__ void __launch_bounds__(256)
+    evo_kv16_convert(const unsigned char *__restrict__ k, const unsigned char *__restrict__ v,
+                          unsigned short *__restrict__ k16, unsigned short *__restrict__ v16, unsigned long long n)
+{
+    static_assert(VEC == 16, "16 codes a step");
+    using namespace evo_sm90;
+    if (n % VEC) __trap();
+    const unsigned long long nv = n / VEC, stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < 2 * nv; i += stride) {
+        const bool is_v = i >= nv;
+        const unsigned long long j = is_v ? i - nv : i;
+        const uint4 c = __ldcs(reinterpret_cast<const uint4 *>(is_v ? v : k) + j);
+        const uint4 lo = make_uint4(e4m3x2_lo(c.x), e4m3x2_hi(c.x), e4m3x2_lo(c.y), e4m3x2_hi(c.y));
+        const uint4 hi = make_uint4(e4m3x2_lo(c.z), e4m3x2_hi(c.z), e4m3x2_lo(c.w), e4m3x2_hi(c.w));
+        uint4 *out = reinterpret_cast<uint4 *>(is_v ? v16 : k16) + 2 * j;
+        out[0] = lo;
+        out[1] = hi;
+    }
+}
+
 template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH, int OVERLAP,
           int PINGPONG, int O_ACC, int PRODUCER_REGS, int PERSIST, int PROBE = 0>
 __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
@@ -2179,14 +1524,18 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     using namespace evo_sm90;
     typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH> C;
     typedef Bars<STAGES> B;
-    static_assert(V_PATH == 0 || V_PATH == 1 || V_PATH == 2, "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V) or 2 (V given in FP16)");
-    static_assert(V_PATH != 2 || PIPE == 2, "V_PATH 2 loads V by the producer's TMA thread (PIPE 2)");
+    static_assert(V_PATH >= 0 && V_PATH <= 4, "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V), 2 (V given in FP16), 3 (K and V given "
+                                              "in FP16) or 4 (e4m3 Vᵀ, the row sum from the GEMM)");
+    static_assert(V_PATH != 4 || PIPE == 2, "V_PATH 4: the producer's transform warps write Vᵀ and its ones (PIPE 2)");
+    static_assert(!v_given_f16(V_PATH) || PIPE == 2,
+                  "V_PATH 2 and 3 load V (and K) by the producer's TMA thread (PIPE 2)");
+    static_assert(V_PATH != 3 || QK_MODE == 2, "V_PATH 3 gives K in FP16 to the FP16 Q·Kᵀ (QK_MODE 2)");
     static_assert(!OVERLAP || PIPE == 2, "OVERLAP needs the producer warpgroup (PIPE 2)");
     static_assert(!PINGPONG || (OVERLAP && CONSUMERS == 2), "PINGPONG needs OVERLAP and two consumer warpgroups");
     static_assert(O_ACC == 0 || O_ACC == 1, "O_ACC 0 or 1");
     static_assert(PRODUCER_REGS == 24 || PRODUCER_REGS == 32 || PRODUCER_REGS == 40 || PRODUCER_REGS == 56,
                   "PRODUCER_REGS 24, 32, 40 or 56");
-    static_assert(PERSIST == 0 || PERSIST == 1, "PERSIST 0 or 1");
+    static_assert(PERSIST >= 0 && PERSIST <= 2, "PERSIST 0, 1 or 2");
 
     extern __shared__ __align__(1024) u8 smem_raw[];
     {
@@ -2200,7 +1549,16 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     const int tid = (int)threadIdx.x, nq = (p.seq + C::BM - 1) / C::BM;
     constexpr int NCT = CONSUMERS * 128, NXT = TRANSFORM_WARPS * 32;
 
-    if constexpr (V_PATH >= 1) { /* the block of ones after each FP16 V stage (vt_bytes) */
+    if constexpr (V_PATH == 4) { /* e4m3 ones (0x38) in rows D..D+7 of every Vᵀ column block (vt_rows) */
+        constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, VT = vt_bytes<D, TILE_N, V_PATH>(), NB = TILE_N / VB;
+        for (int i = tid * 16; i < C::NX * NB * 8 * VB; i += C::THREADS * 16) {
+            const int st = i / (NB * 8 * VB), b = i / (8 * VB) % NB, off = i % (8 * VB);
+            sts128(sm.vt + st * VT + b * (D + 8) * VB + D * VB + off, 0x38383838u, 0x38383838u, 0x38383838u,
+                   0x38383838u);
+        }
+        fence_proxy_async(); /* read by the tensor cores */
+    }
+    if constexpr (V_PATH >= 1 && V_PATH <= 3) { /* the block of ones after each FP16 V stage (vt_bytes) */
         constexpr int VT = vt_bytes<D, TILE_N, V_PATH>(), ONES = TILE_N * 128;
         for (int s = 0; s < C::NX; s++)
             for (int i = tid * 16; i < ONES; i += C::THREADS * 16)
@@ -2214,10 +1572,10 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
         for (int s = 0; s < STAGES; s++) {
             mbar_init(sm.b(B::kfull(s)), 1);
             mbar_init(sm.b(B::vfull(s)), 1);
-            mbar_init(sm.b(B::vtfull(s)), V_PATH == 2 ? 1 : NXT); /* V_PATH 2: the TMA thread's expect_tx */
+            mbar_init(sm.b(B::vtfull(s)), v_given_f16(V_PATH) ? 1 : NXT); /* 2, 3: the TMA's expect_tx */
             mbar_init(sm.b(B::kempty(s)), NCT);
             mbar_init(sm.b(B::vempty(s)), NCT);
-            mbar_init(sm.b(B::k16full(s)), NXT);
+            mbar_init(sm.b(B::k16full(s)), V_PATH == 3 ? 1 : NXT); /* V_PATH 3: the TMA thread's expect_tx */
             mbar_init(sm.b(B::vrawempty(s)), NXT);
         }
         fence_barrier_init();
@@ -2248,8 +1606,8 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
 }
 
 /* ==== the entries (written by evo export --dispatch) ==== */
-#define EVO_EXPORT_GENOME "dispatch: FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0 | TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1"
-#define EVO_EXPORT_KEY "dispatch: 24b51387,5810762d,b1903bbd,d34d8a04"
+#define EVO_EXPORT_GENOME "dispatch: FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0"
+#define EVO_EXPORT_KEY "dispatch: 302cbce1,374ab4e7,dde2f42a,c1a14277,42a2b04c,defe9c51,46564d90"
 #define EVO_EXPORT_ARCH "sm_90a"
 #define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3
 #define EVO_EXPORT_SM90 1
@@ -2303,12 +1661,13 @@ typedef struct {
     int pipe;          /* PIPE: 0 cp.async, 1 TMA ring, 2 TMA + producer warpgroup */
     int qk_mode;       /* QK_MODE: 0 e4m3 (Q from smem), 1 e4m3 (Q in registers), 2 FP16 (Q, K converted in smem) */
     int v_path;        /* V_PATH: 0 e4m3 Vᵀ, 1 FP16 V; 2 V_PATH 1 with V given in FP16 (p.v: FP16 [B, H, S, D]; the
-                          FP16-V entry of exported files, not a search value) */
+                          FP16-V entry of exported files, not a search value); 3 as 2 with K given in FP16 too
+                          (p.k: FP16; QK_MODE 2 only; the FP16-K-and-V entry) */
     int overlap;       /* OVERLAP: 0, 1 (PIPE 2) */
     int pingpong;      /* PINGPONG: 0, 1 (OVERLAP 1, CONSUMERS 2) */
     int o_acc;         /* O_ACC: 0, 1 */
     int producer_regs; /* PRODUCER_REGS: 24, 32, 40, 56 */
-    int persist;       /* PERSIST: 0, 1 */
+    int persist;       /* PERSIST: 0, 1, 2 */
 } evo_sm90_genome;
 
 /* The signature of cuTensorMapEncodeTiled with plain C types (CUresult and the enums are ints). */
@@ -2326,7 +1685,7 @@ int attn_sm90_threads(const evo_sm90_genome *g);           /* block size */
 int attn_sm90_rows_per_block(const evo_sm90_genome *g);    /* WG_ROWS * CONSUMERS */
 int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d); /* dynamic shared memory; equals Sm90Cfg<...>::SMEM */
 
-/* Grid for batch B, heads H, sequence S: PERSIST 0: (ceil(S/rows), H, B); PERSIST 1: (min(items, sm_count), 1, 1)
+/* Grid for batch B, heads H, sequence S: PERSIST 0: (ceil(S/rows), H, B); PERSIST 1, 2: (min(items, sm_count), 1, 1)
  * with items = ceil(S/rows)·H·B. */
 void attn_sm90_grid(const evo_sm90_genome *g, int batch, int heads, int seq, int sm_count, unsigned grid[3]);
 
@@ -2372,6 +1731,9 @@ static int in_list(int v, const int *list, int n)
 
 static int align1024(int x) { return (x + 1023) / 1024 * 1024; }
 
+/* V_PATH 2, 3: V given in FP16, loaded by the TMA thread (no raw V ring; FP16 tensor maps). */
+static int v_given_f16(const evo_sm90_genome *g) { return g->v_path == 2 || g->v_path == 3; }
+
 int attn_sm90_threads(const evo_sm90_genome *g) { return (g->consumers + (g->pipe == 2)) * 128; }
 
 int attn_sm90_rows_per_block(const evo_sm90_genome *g) { return g->wg_rows * g->consumers; }
@@ -2380,10 +1742,14 @@ int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
 {
     const int q_bytes = attn_sm90_rows_per_block(g) * d, kv = g->tile_n * d;
     /* V_PATH 1: FP16 V plus a 64-column block of ones (the row sums of P come out of the P·V GEMM) */
-    const int vt = g->v_path ? g->tile_n * (d + 64) * 2 : kv, nx = g->pipe == 2 ? g->stages : 1;
+    /* V_PATH 4: e4m3 Vᵀ blocks of D + 8 rows (8 rows of ones), the stage rounded up to 1 KiB */
+    const int vt = g->v_path == 4 ? align1024(g->tile_n * (d + 8)) : g->v_path ? g->tile_n * (d + 64) * 2 : kv;
+    const int nx = g->pipe == 2 ? g->stages : 1;
     const int q16 = g->qk_mode == 2 ? 2 * q_bytes : 0, k16 = g->qk_mode == 2 ? 2 * kv : 0;
+    /* the raw rings: V_PATH 2 and 3 load V in FP16 (no raw V), V_PATH 3 K too (no raw K) */
+    const int kr = g->v_path == 3 ? 0 : kv, vr = v_given_f16(g) ? 0 : kv;
     const int n_bars = 3 + 7 * g->stages;
-    return align1024(q_bytes) + 2 * g->stages * kv + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
+    return align1024(q_bytes) + g->stages * (kr + vr) + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
 }
 
 /* Registers a consumer thread has: 255 with one consumer warpgroup (or none with a producer), otherwise what
@@ -2396,14 +1762,15 @@ static int consumer_regs(const evo_sm90_genome *g)
     return rc > 256 ? 256 : rc;
 }
 
-/* Live accumulator registers of a consumer thread: S (TILE_N/2 per m64 tile), O (D/2; (D+8)/2 with V_PATH 1, whose
- * P·V also sums P), the P·V tile accumulator (O_ACC), the P fragments (e4m3: TILE_N/8, f16: TILE_N/4) and Q's
- * fragments (QK_MODE 1: D/8). */
+/* Live accumulator registers of a consumer thread: S (TILE_N/2 per m64 tile), O (D/2; (D+8)/2 with V_PATH 1 and 4,
+ * whose P·V also sums P), the P·V tile accumulator (O_ACC), V_PATH 4's tile row sums (4), the P fragments (e4m3:
+ * TILE_N/8, f16: TILE_N/4) and Q's fragments (QK_MODE 1: D/8). */
 static int accumulator_regs(const evo_sm90_genome *g, int d)
 {
     const int mt = g->wg_rows / 64, o = (g->v_path ? d + 8 : d) / 2;
-    const int p_regs = g->v_path ? g->tile_n / 4 : g->tile_n / 8;
-    return mt * (g->tile_n / 2 + o + (g->o_acc ? o : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
+    const int p_regs = g->v_path && g->v_path != 4 ? g->tile_n / 4 : g->tile_n / 8;
+    return mt *
+           (g->tile_n / 2 + o + (g->o_acc ? o : 0) + (g->v_path == 4 ? 4 : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
 }
 
 const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
@@ -2417,21 +1784,26 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (g->pipe < 0 || g->pipe > 2) return "PIPE must be 0 (cp.async), 1 (TMA ring) or 2 (producer warpgroup)";
     if (g->qk_mode < 0 || g->qk_mode > 2)
         return "QK_MODE must be 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)";
-    if (g->v_path < 0 || g->v_path > 2) return "V_PATH must be 0 (e4m3), 1 (FP16) or 2 (V given in FP16)";
-    if (g->v_path == 2 && g->pipe != 2) return "V_PATH=2 needs PIPE=2 (the TMA thread loads the FP16 V)";
+    if (g->v_path < 0 || g->v_path > 4)
+        return "V_PATH must be 0 (e4m3), 1 (FP16), 2 (V given in FP16), 3 (K and V given in FP16) or 4 (e4m3, the row "
+               "sum from the GEMM)";
+    if (v_given_f16(g) && g->pipe != 2) return "V_PATH=2 and 3 need PIPE=2 (the TMA thread loads the FP16 V)";
+    if (g->v_path == 4 && g->pipe != 2) return "V_PATH=4 needs PIPE=2 (the producer writes Vᵀ and its ones)";
+    if (g->v_path == 3 && g->qk_mode != 2) return "V_PATH=3 needs QK_MODE=2 (K given in FP16 to the FP16 Q·Kᵀ)";
     if (g->overlap != 0 && g->overlap != 1) return "OVERLAP must be 0 or 1";
     if (g->overlap && g->pipe != 2) return "OVERLAP=1 needs PIPE=2";
     if (g->pingpong != 0 && g->pingpong != 1) return "PINGPONG must be 0 or 1";
     if (g->pingpong && !(g->overlap && g->consumers == 2)) return "PINGPONG=1 needs OVERLAP=1 and CONSUMERS=2";
     if (g->o_acc != 0 && g->o_acc != 1) return "O_ACC must be 0 or 1";
     if (!in_list(g->producer_regs, regs, 4)) return "PRODUCER_REGS must be 24, 32, 40 or 56";
-    if (g->persist != 0 && g->persist != 1) return "PERSIST must be 0 or 1";
+    if (g->persist < 0 || g->persist > 2)
+        return "PERSIST must be 0, 1 (tile by tile over the heads) or 2 (head by head)";
     if (attn_sm90_smem_bytes(g, d) > max_smem_optin) return "shared memory over the device's opt-in limit";
     /* Measured with ptxas 13.0 (docs/perf-notes.md): the producer's transforms need 40 registers, 56 with PERSIST;
      * a consumer compiles without spills when its accumulators leave 32 of its registers free (8 spilled). */
     if (g->pipe == 2 && g->consumers >= 2 && g->producer_regs < (g->persist ? 56 : 40))
-        return "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST=1)";
-    if (g->persist && g->qk_mode == 2) return "PERSIST=1 with QK_MODE=2 spills (the loop state and the FP16 copies)";
+        return "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST)";
+    if (g->persist && g->qk_mode == 2) return "PERSIST with QK_MODE=2 spills (the loop state and the FP16 copies)";
     if (accumulator_regs(g, d) + (g->persist ? 48 : 32) > consumer_regs(g))
         return "accumulators do not fit the consumer's registers";
     return NULL;
@@ -2474,7 +1846,7 @@ static int encode_one(evo_tmap *m, unsigned long long addr, const evo_attn_param
                   TMAP_OOB_FILL_ZERO);
 }
 
-/* V_PATH 2: p->v is FP16 [B·H, S, D]: a 3-D map {D, S, B·H} of 2-byte elements, box {64, rows, 1} (one 128-byte
+/* V_PATH 2 (and K with V_PATH 3): p->v is FP16 [B·H, S, D]: a 3-D map {D, S, B·H} of 2-byte elements, box {64, rows, 1} (one 128-byte
  * column block; the kernel loads D/64 of them per tile), 128-byte swizzle, rows past S read as zeros. */
 static int encode_v16(evo_tmap *m, unsigned long long addr, const evo_attn_params *p, unsigned rows,
                       evo_tmap_encode_fn encode)
@@ -2492,9 +1864,11 @@ int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_
                          evo_tmap_encode_fn encode)
 {
     int r = encode_one(&t->q, (unsigned long long)(size_t)p->q, p, (unsigned)g->wg_rows, encode);
-    if (r == 0) r = encode_one(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode);
     if (r == 0)
-        r = g->v_path == 2 ? encode_v16(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
+        r = g->v_path == 3 ? encode_v16(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode)
+                           : encode_one(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode);
+    if (r == 0)
+        r = v_given_f16(g) ? encode_v16(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
                            : encode_one(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode);
     return r;
 }
@@ -2577,32 +1951,37 @@ static inline int attn_dispatch_pick(const attn_dispatch_bucket *b, int n, int b
 /* ==== dispatch table: bucket (head dim, causal, seq class, batch·heads class) -> entry ==== */
 static const attn_dispatch_bucket evo_dispatch_buckets[] = {
     {64, 0, 9, 3, 0}, /* d64 non-causal seq 257..512 bh 1..8 */
-    {64, 0, 9, 4, 1}, /* d64 non-causal seq 257..512 bh 9..16 */
-    {64, 0, 11, 4, 2}, /* d64 non-causal seq 1025..2048 bh 9..16 */
-    {64, 0, 11, 5, 3}, /* d64 non-causal seq 1025..2048 bh 17..32 */
-    {64, 0, 14, 4, 2}, /* d64 non-causal seq 8193..16384 bh 9..16 */
-    {64, 1, 14, 4, 2}, /* d64 causal seq 8193..16384 bh 9..16 */
+    {64, 0, 9, 4, 0}, /* d64 non-causal seq 257..512 bh 9..16 */
+    {64, 0, 11, 4, 1}, /* d64 non-causal seq 1025..2048 bh 9..16 */
+    {64, 0, 11, 5, 2}, /* d64 non-causal seq 1025..2048 bh 17..32 */
+    {64, 0, 14, 4, 3}, /* d64 non-causal seq 8193..16384 bh 9..16 */
+    {64, 1, 9, 3, 0}, /* d64 causal seq 257..512 bh 1..8 */
+    {64, 1, 9, 4, 0}, /* d64 causal seq 257..512 bh 9..16 */
+    {64, 1, 11, 4, 4}, /* d64 causal seq 1025..2048 bh 9..16 */
+    {64, 1, 11, 5, 4}, /* d64 causal seq 1025..2048 bh 17..32 */
+    {64, 1, 14, 4, 3}, /* d64 causal seq 8193..16384 bh 9..16 */
     {128, 0, 9, 4, 0}, /* d128 non-causal seq 257..512 bh 9..16 */
-    {128, 0, 12, 6, 2}, /* d128 non-causal seq 2049..4096 bh 33..64 */
-    {128, 1, 12, 6, 3}, /* d128 causal seq 2049..4096 bh 33..64 */
+    {128, 0, 12, 6, 5}, /* d128 non-causal seq 2049..4096 bh 33..64 */
+    {128, 1, 9, 4, 6}, /* d128 causal seq 257..512 bh 9..16 */
+    {128, 1, 12, 6, 4}, /* d128 causal seq 2049..4096 bh 33..64 */
 };
-static const int evo_dispatch_n_buckets = 9;
+static const int evo_dispatch_n_buckets = 14;
 /* ==== end of the dispatch table ==== */
 
-template __global__ void evo_attn_sm90<64,64,1,128,2,2,1,1,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<64,64,1,128,2,2,1,2,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_sm90<128,64,1,128,2,2,1,1,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<128,64,1,128,2,2,1,2,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
-template __global__ void evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
-template __global__ void evo_attn_sm90<64,64,2,128,2,2,1,1,1,1,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<64,64,2,128,2,2,1,2,1,1,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_sm90<128,64,2,128,2,2,1,1,1,1,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<128,64,2,128,2,2,1,2,1,1,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,1,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,2,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_sm90<128,64,2,128,2,2,0,1,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<128,64,2,128,2,2,0,2,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
+template __global__ void evo_attn_sm90<64,64,1,128,2,2,1,4,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<128,64,1,128,2,2,1,4,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,4,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,2,128,2,2,1,1,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,2,128,2,2,1,2,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
+template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,1,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,2,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
+template __global__ void evo_attn_sm90<128,64,2,128,2,2,0,1,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<128,64,2,128,2,2,0,2,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
+template __global__ void evo_attn_sm90<128,64,2,128,2,2,0,1,1,0,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<128,64,2,128,2,2,0,2,1,0,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
+template __global__ void evo_attn_sm90<128,64,1,128,2,2,1,1,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<128,64,1,128,2,2,1,2,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
 
 namespace evo_export {
 
@@ -2617,16 +1996,22 @@ struct variant {
     int entry;     /* the entry (genome) it belongs to */
     const void *v16_kernel; /* family 1 with V_PATH 1: the same kernel taking V in FP16 (V_PATH 2), which
                                evo_attention_forward_v16 runs; nullptr otherwise */
+    const void *kv16_kernel; /* family 1 with QK_MODE 2 and V_PATH 1: taking K and V in FP16 (V_PATH 3),
+                                which evo_attention_forward_kv16 runs; a V_PATH 3 kernel itself; nullptr
+                                otherwise */
+    int convert; /* 1: a V_PATH 3 kernel: evo_attention_forward converts K and V to FP16 into a workspace
+                    first (evo_kv16_convert, timed with it by evo) */
 };
 static const variant variants[] = {
-    {64, (const void *)evo_attn_sm90<64,64,1,128,2,2,1,1,1,0,0,40,0>, 256, 64, 103560, 0, 1, 64, 128, 0, 1, 0, (const void *)evo_attn_sm90<64,64,1,128,2,2,1,2,1,0,0,40,0>},
-    {128, (const void *)evo_attn_sm90<128,64,1,128,2,2,1,1,1,0,0,40,0>, 256, 64, 173192, 0, 1, 64, 128, 0, 1, 0, (const void *)evo_attn_sm90<128,64,1,128,2,2,1,2,1,0,0,40,0>},
-    {64, (const void *)evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 36864, 0, 0, 0, 0, 0, 0, 1, nullptr},
-    {64, (const void *)evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>, 128, 128, 24576, 1, 0, 0, 0, 0, 0, 1, nullptr},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,1,1,1,1,0,56,0>, 384, 128, 107656, 0, 1, 64, 128, 0, 1, 2, (const void *)evo_attn_sm90<64,64,2,128,2,2,1,2,1,1,0,56,0>},
-    {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,1,1,1,1,0,56,0>, 384, 128, 181384, 0, 1, 64, 128, 0, 1, 2, (const void *)evo_attn_sm90<128,64,2,128,2,2,1,2,1,1,0,56,0>},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,1,1,1,0,56,1>, 384, 128, 107656, 0, 1, 64, 128, 1, 1, 3, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,2,1,1,0,56,1>},
-    {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,0,1,1,1,0,56,1>, 384, 128, 181384, 0, 1, 64, 128, 1, 1, 3, (const void *)evo_attn_sm90<128,64,2,128,2,2,0,2,1,1,0,56,1>},
+    {64, (const void *)evo_attn_sm90<64,64,1,128,2,2,1,4,1,0,0,56,0>, 256, 64, 56456, 0, 1, 64, 128, 0, 1, 0, nullptr, nullptr, 0},
+    {128, (const void *)evo_attn_sm90<128,64,1,128,2,2,1,4,1,0,0,56,0>, 256, 64, 109704, 0, 1, 64, 128, 0, 1, 0, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,4,1,1,0,56,1>, 384, 128, 60552, 0, 1, 64, 128, 1, 1, 1, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>, 384, 128, 111864, 0, 1, 64, 128, 1, 1, 2, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,1,1,1,0,0,56,0>, 384, 128, 107656, 0, 1, 64, 128, 0, 1, 3, (const void *)evo_attn_sm90<64,64,2,128,2,2,1,2,1,0,0,56,0>, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,1,1,0,0,56,1>, 384, 128, 107656, 0, 1, 64, 128, 1, 1, 4, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,2,1,0,0,56,1>, nullptr, 0},
+    {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,0,1,1,0,0,56,1>, 384, 128, 181384, 0, 1, 64, 128, 1, 1, 4, (const void *)evo_attn_sm90<128,64,2,128,2,2,0,2,1,0,0,56,1>, nullptr, 0},
+    {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,0,1,1,0,0,56,2>, 384, 128, 181384, 0, 1, 64, 128, 2, 1, 5, (const void *)evo_attn_sm90<128,64,2,128,2,2,0,2,1,0,0,56,2>, nullptr, 0},
+    {128, (const void *)evo_attn_sm90<128,64,1,128,2,2,1,1,1,0,0,56,0>, 256, 64, 173192, 0, 1, 64, 128, 0, 1, 6, (const void *)evo_attn_sm90<128,64,1,128,2,2,1,2,1,0,0,56,0>, nullptr, 0},
 };
 
 struct entry {
@@ -2634,10 +2019,13 @@ struct entry {
     int accuracy; /* 0 exact, 1 fp8 */
 };
 static const entry entries[] = {
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0", "24b51387dde6ae5287b3609d57c4450aa91536c8b078d73304d1be98707b20c3", 1},
-    {"TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0", "5810762d1bbe018f4b37ec67c66c53e0e46a394fc4a770b51ece4a3742ef8168", 0},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "b1903bbd4766ccf82494c0a6daa34c19f03a62fae0d07aefb2038a5facc2cb1b", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "d34d8a041d2a3ad81034a28048de40acc32b232a40c15f89a2894692c6ac45e9", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "302cbce1bc9a5a73887d715875e41ba978e13053ee07c78fe865e0ff89ac7cfc", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "374ab4e7061c2c7f15ef93cbaee89445815bfa3aabdc01d37f67667a5af43720", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "dde2f42a902c6a67de18b372b8fc8d3be0bf89f274a2081fbb928c0f399f7877", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "c1a142773eeeabf16360d2921d35deaf2d736de308a157456a21126bdc0185ba", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "42a2b04cca6fad0e9f4e048ebd79ba630b117850bc71b5c14a5f23ff072f0cec", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "defe9c5180a04a26add0f6341ac7b93ba26d16a252eac51a9319a4af26e07e45", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "46564d90ab46a26855e78c996fdad78c9f526b1c04faa2c0b23eb70c0a83ad0d", 1},
 };
 
 #ifdef EVO_SELFTEST
@@ -2649,15 +2037,20 @@ struct shape {
     int entry;
 };
 static const shape timed_shapes[] = {
-    {"mission", 1, 8, 512, 64, 0, 6.46, 0},
-    {"small", 2, 8, 512, 64, 0, 6.95, 1},
-    {"long", 2, 8, 2048, 64, 0, 42.21, 2},
-    {"stress", 4, 8, 2048, 64, 0, 79.73, 3},
-    {"b1h16s16k", 1, 16, 16384, 64, 0, 2189.64, 2},
-    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1100.99, 2},
-    {"wide", 2, 8, 512, 128, 0, 9.79, 0},
-    {"b4h16s4k", 4, 16, 4096, 128, 0, 771.22, 2},
-    {"b4h16s4kc", 4, 16, 4096, 128, 1, 426.34, 3},
+    {"mission", 1, 8, 512, 64, 0, 6.50, 0},
+    {"small", 2, 8, 512, 64, 0, 6.91, 0},
+    {"long", 2, 8, 2048, 64, 0, 42.40, 1},
+    {"stress", 4, 8, 2048, 64, 0, 80.21, 2},
+    {"b1h16s16k", 1, 16, 16384, 64, 0, 2143.17, 3},
+    {"missionc", 1, 8, 512, 64, 1, 6.62, 0},
+    {"smallc", 2, 8, 512, 64, 1, 6.91, 0},
+    {"longc", 2, 8, 2048, 64, 1, 32.96, 4},
+    {"stressc", 4, 8, 2048, 64, 1, 52.78, 4},
+    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1088.69, 3},
+    {"wide", 2, 8, 512, 128, 0, 9.47, 0},
+    {"b4h16s4k", 4, 16, 4096, 128, 0, 712.98, 5},
+    {"widec", 2, 8, 512, 128, 1, 8.93, 6},
+    {"b4h16s4kc", 4, 16, 4096, 128, 1, 402.74, 4},
 };
 
 /* Correctness tolerances and timing settings of run 1's config. */
@@ -2683,9 +2076,16 @@ static const int n_variants = (int)(sizeof variants / sizeof variants[0]);
 static const int n_entries = (int)(sizeof entries / sizeof entries[0]);
 #endif
 
-/* Per variant (and per FP16-V twin), one bit per device on which its dynamic shared memory limit has been raised. */
-static std::atomic<unsigned long long> smem_raised[sizeof variants / sizeof variants[0]];
-static std::atomic<unsigned long long> smem_raised_v16[sizeof variants / sizeof variants[0]];
+/* Per variant (and per FP16 twin), one bit per device on which its dynamic shared memory limit has been raised. */
+static std::atomic<unsigned long long> smem_raised[3][sizeof variants / sizeof variants[0]];
+
+/* What a launch is given: 8-bit codes for q, k, v (CODES), V in FP16 (V16: the FP16-V twin), or K and V in FP16
+ * (KV16: the FP16-K-and-V twin); q is codes in every case. */
+enum operands { CODES = 0, V16 = 1, KV16 = 2 };
+static const void *kernel_of(int i, operands m)
+{
+    return m == KV16 ? variants[i].kv16_kernel : m == V16 ? variants[i].v16_kernel : variants[i].kernel;
+}
 
 /* The self-test sets this to run every variant on its checks; -1: pick by the problem. */
 static int forced_variant = -1;
@@ -2731,16 +2131,15 @@ static int find_variant(int head_dim, int batch, int heads, int seq, int causal)
 
 /* The limit is a property of the function on the current device: raised once per device (devices past 63 every
  * time, which is merely slower). */
-static cudaError_t raise_smem_limit(int i, bool v16)
+static cudaError_t raise_smem_limit(int i, operands m)
 {
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) return e;
-    std::atomic<unsigned long long> &raised = v16 ? smem_raised_v16[i] : smem_raised[i];
+    std::atomic<unsigned long long> &raised = smem_raised[m][i];
     const unsigned long long bit = dev < 64 ? 1ull << dev : 0ull;
     if (bit && (raised.load(std::memory_order_acquire) & bit)) return cudaSuccess;
-    e = cudaFuncSetAttribute(v16 ? variants[i].v16_kernel : variants[i].kernel,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, variants[i].smem_bytes);
+    e = cudaFuncSetAttribute(kernel_of(i, m), cudaFuncAttributeMaxDynamicSharedMemorySize, variants[i].smem_bytes);
     if (e == cudaSuccess && bit) raised.fetch_or(bit, std::memory_order_acq_rel);
     return e;
 }
@@ -2761,9 +2160,9 @@ static evo_tmap_encode_fn tmap_encoder(void)
     return (evo_tmap_encode_fn)f;
 }
 
-/* The sm_90a family (attn_sm90_host.h's launch rules): tensor maps for these tensors, then the grid. v16: the
- * variant's FP16-V twin, p.v pointing to FP16 V. */
-static cudaError_t launch_sm90(int i, evo_attn_params &p, bool v16, cudaStream_t stream)
+/* The sm_90a family (attn_sm90_host.h's launch rules): tensor maps for these tensors, then the grid. V16, KV16: the
+ * variant's FP16 twin, p.v (and p.k) pointing to FP16. */
+static cudaError_t launch_sm90(int i, evo_attn_params &p, operands m, cudaStream_t stream)
 {
     const evo_tmap_encode_fn encode = tmap_encoder();
     if (!encode) return cudaErrorNotSupported;
@@ -2773,7 +2172,8 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, bool v16, cudaStream_t
     g.consumers = variants[i].rows_per_block / variants[i].wg_rows;
     g.tile_n = variants[i].tile_n;
     g.persist = variants[i].persist;
-    g.v_path = v16 ? 2 : 0; /* the tensor map of V: FP16 for the twin (the other fields only size boxes and grid) */
+    g.v_path = m == KV16 ? 3 : m == V16 ? 2 : 0; /* the tensor maps of K and V: FP16 for the twins (the other fields
+                                                     only size boxes and grid) */
     evo_attn_tmaps t;
     if (attn_sm90_fill_tmaps(&t, &p, &g, encode) != 0) return cudaErrorInvalidValue;
     int dev = 0, sms = 0;
@@ -2783,23 +2183,61 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, bool v16, cudaStream_t
     unsigned grid[3];
     attn_sm90_grid(&g, p.batch, p.heads, p.seq, sms, grid);
     void *args[] = {&p, &t};
-    return cudaLaunchKernel(v16 ? variants[i].v16_kernel : variants[i].kernel, dim3(grid[0], grid[1], grid[2]),
-                            dim3((unsigned)variants[i].threads), args, (size_t)variants[i].smem_bytes, stream);
+    return cudaLaunchKernel(kernel_of(i, m), dim3(grid[0], grid[1], grid[2]), dim3((unsigned)variants[i].threads), args,
+                            (size_t)variants[i].smem_bytes, stream);
 }
 #endif
 
-/* Both launchers: the variant for the problem, the params, the launch. v16: V is FP16 and the variant must have an
- * FP16-V twin (cudaErrorNotSupported when the kernel that serves the problem has none). */
+/* The variant that serves the problem, -1 for none (a size below 1 or a head dim without a variant). */
+static int variant_for(int batch, int heads, int seq, int head_dim, int causal)
+{
+    return seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
+}
+
+/* Bytes of workspace variant i needs for a problem: the FP16 K and V of a V_PATH 3 kernel (convert), else 0. */
+static size_t workspace_for(int i, int batch, int heads, int seq, int head_dim)
+{
+    return i >= 0 && variants[i].convert ? (size_t)4 * batch * heads * seq * head_dim : 0;
+}
+
+/* Every launcher: the variant for the problem, the params, the launch. V16, KV16: V (and K) is FP16 and the variant
+ * must have that FP16 twin (cudaErrorNotSupported when the kernel that serves the problem has none); the scale of an
+ * FP16 operand may be NULL (1). On the codes (CODES), a V_PATH 3 kernel's K and V are converted to FP16 first, into
+ * ws (ws_bytes) or into memory allocated and freed on the stream. */
 static int forward(const void *q, const void *k, const void *v, const float *q_scale, const float *k_scale,
                    const float *v_scale, void *o, int batch, int heads, int seq, int head_dim, int causal,
-                   float softmax_scale, cudaStream_t stream, bool v16)
+                   float softmax_scale, cudaStream_t stream, operands m, void *ws = nullptr, size_t ws_bytes = 0)
 {
-    const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
-    if (i < 0 || !q || !k || !v || !q_scale || !k_scale || (!v_scale && !v16) || !o || batch < 1 || heads < 1 ||
-        seq < 1 || batch > 65535 || heads > 65535)
+    const int i = variant_for(batch, heads, seq, head_dim, causal);
+    if (i < 0 || !q || !k || !v || !q_scale || (!k_scale && m != KV16) || (!v_scale && m == CODES) || !o ||
+        batch > 65535 || heads > 65535)
         return (int)cudaErrorInvalidValue;
-    if (v16 && !variants[i].v16_kernel) return (int)cudaErrorNotSupported;
-    cudaError_t e = raise_smem_limit(i, v16);
+    if (m != CODES && !kernel_of(i, m)) return (int)cudaErrorNotSupported;
+#if EVO_EXPORT_SM90
+    if (m == CODES && variants[i].convert) { /* V_PATH 3: K and V to FP16 into the workspace, then the kernel */
+        const size_t need = workspace_for(i, batch, heads, seq, head_dim);
+        if (ws && ws_bytes < need) return (int)cudaErrorInvalidValue;
+        void *own = nullptr;
+        cudaError_t e = ws ? cudaSuccess : cudaMallocAsync(&own, need, stream);
+        if (e != cudaSuccess) return (int)e;
+        unsigned char *k16 = (unsigned char *)(ws ? ws : own), *v16 = k16 + need / 2;
+        const unsigned long long n = (unsigned long long)batch * heads * seq * head_dim;
+        evo_kv16_convert<16><<<(unsigned)((2 * (n / 16) + 255) / 256), 256, 0, stream>>>(
+            (const unsigned char *)k, (const unsigned char *)v, (unsigned short *)k16, (unsigned short *)v16, n);
+        e = cudaGetLastError();
+        if (e == cudaSuccess)
+            e = (cudaError_t)forward(q, k16, v16, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
+                                     softmax_scale, stream, KV16);
+        if (own) {
+            const cudaError_t f = cudaFreeAsync(own, stream);
+            if (e == cudaSuccess) e = f;
+        }
+        return (int)e;
+    }
+#else
+    (void)ws, (void)ws_bytes;
+#endif
+    cudaError_t e = raise_smem_limit(i, m);
     if (e != cudaSuccess) return (int)e;
     evo_attn_params p;
     p.q = (const unsigned char *)q;
@@ -2816,13 +2254,20 @@ static int forward(const void *q, const void *k, const void *v, const float *q_s
     p.causal = causal != 0;
     p.softmax_scale = softmax_scale;
 #if EVO_EXPORT_SM90
-    if (variants[i].family == 1) return (int)launch_sm90(i, p, v16, stream);
+    if (variants[i].family == 1) return (int)launch_sm90(i, p, m, stream);
 #endif
     void *args[] = {&p};
     const int rows = variants[i].rows_per_block;
     const dim3 grid((unsigned)((seq + rows - 1) / rows), (unsigned)heads, (unsigned)batch);
     return (int)cudaLaunchKernel(variants[i].kernel, grid, dim3((unsigned)variants[i].threads), args,
                                  (size_t)variants[i].smem_bytes, stream);
+}
+
+/* 1 when the kernel that serves the problem has the twin that takes operands m, 0 otherwise. */
+static int twin_serves(int batch, int heads, int seq, int head_dim, int causal, operands m)
+{
+    const int i = variant_for(batch, heads, seq, head_dim, causal);
+    return i >= 0 && kernel_of(i, m) != nullptr;
 }
 
 } // namespace evo_export
@@ -2853,28 +2298,65 @@ extern "C" int evo_attention_forward(const void *q, const void *k, const void *v
                                      int seq, int head_dim, int causal, float softmax_scale, cudaStream_t stream)
 {
     return evo_export::forward(q, k, v, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
-                               softmax_scale, stream, false);
+                               softmax_scale, stream, evo_export::CODES);
 }
 
 /* As evo_attention_forward, with V given in FP16 [B, H, S, D] (v16; v_scale, when not NULL, still multiplies it per
  * (batch, head); NULL: V as given) and q, k as codes: where the kernel that serves the problem multiplies P·V in
  * FP16 (an sm_90a kernel with V_PATH 1), its FP16-V twin loads V as given and converts nothing; for v16 = the codes'
- * e4m3 values it returns exactly what evo_attention_forward returns on the codes. cudaErrorNotSupported when the problem's kernel has no twin
- * (evo_attention_v16_supported says beforehand). */
+ * e4m3 values it returns exactly what evo_attention_forward returns on the codes. cudaErrorNotSupported when the
+ * problem's kernel has no twin (evo_attention_v16_supported says beforehand). */
 extern "C" int evo_attention_forward_v16(const void *q, const void *k, const void *v16, const float *q_scale,
                                          const float *k_scale, const float *v_scale, void *o, int batch, int heads,
                                          int seq, int head_dim, int causal, float softmax_scale, cudaStream_t stream)
 {
     return evo_export::forward(q, k, v16, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
-                               softmax_scale, stream, true);
+                               softmax_scale, stream, evo_export::V16);
 }
 
 /* 1 when evo_attention_forward_v16 serves this problem (its kernel has an FP16-V twin), 0 otherwise. */
 extern "C" int evo_attention_v16_supported(int batch, int heads, int seq, int head_dim, int causal)
 {
-    using namespace evo_export;
-    const int i = seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
-    return i >= 0 && variants[i].v16_kernel != nullptr;
+    return evo_export::twin_serves(batch, heads, seq, head_dim, causal, evo_export::V16);
+}
+
+/* As evo_attention_forward_v16, with K given in FP16 [B, H, S, D] too (k_scale, when not NULL, still multiplies it;
+ * NULL: K as given) and q as codes: where the kernel that serves the problem multiplies both Q·Kᵀ and P·V in FP16 (an
+ * sm_90a kernel with QK_MODE 2 and V_PATH 1), its FP16-K-and-V twin loads K and V as given and converts Q alone; for
+ * k16, v16 = the codes' e4m3 values it returns exactly what evo_attention_forward returns on the codes.
+ * cudaErrorNotSupported when the problem's kernel has no such twin (evo_attention_kv16_supported says beforehand). */
+extern "C" int evo_attention_forward_kv16(const void *q, const void *k16, const void *v16, const float *q_scale,
+                                          const float *k_scale, const float *v_scale, void *o, int batch, int heads,
+                                          int seq, int head_dim, int causal, float softmax_scale, cudaStream_t stream)
+{
+    return evo_export::forward(q, k16, v16, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
+                               softmax_scale, stream, evo_export::KV16);
+}
+
+/* 1 when evo_attention_forward_kv16 serves this problem (its kernel has an FP16-K-and-V twin), 0 otherwise. */
+extern "C" int evo_attention_kv16_supported(int batch, int heads, int seq, int head_dim, int causal)
+{
+    return evo_export::twin_serves(batch, heads, seq, head_dim, causal, evo_export::KV16);
+}
+
+/* Bytes of workspace evo_attention_forward_ws needs for this problem: 4·B·H·S·D (K and V in FP16) where the kernel
+ * that serves it takes them converted (V_PATH 3), 0 otherwise (and for a problem no kernel serves). */
+extern "C" size_t evo_attention_workspace_bytes(int batch, int heads, int seq, int head_dim, int causal)
+{
+    return evo_export::workspace_for(evo_export::variant_for(batch, heads, seq, head_dim, causal), batch, heads, seq,
+                                     head_dim);
+}
+
+/* As evo_attention_forward, with the caller's workspace (device memory, 16-byte aligned, at least
+ * evo_attention_workspace_bytes; may be NULL where that is 0; cudaErrorInvalidValue when too small): a V_PATH 3
+ * kernel's FP16 K and V go there instead of into memory the call allocates and frees on the stream. */
+extern "C" int evo_attention_forward_ws(const void *q, const void *k, const void *v, const float *q_scale,
+                                        const float *k_scale, const float *v_scale, void *o, int batch, int heads,
+                                        int seq, int head_dim, int causal, float softmax_scale, void *workspace,
+                                        size_t workspace_bytes, cudaStream_t stream)
+{
+    return evo_export::forward(q, k, v, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
+                               softmax_scale, stream, evo_export::CODES, workspace, workspace_bytes);
 }
 
 #ifdef EVO_SELFTEST
@@ -3180,6 +2662,8 @@ struct problem {
     float *d_scales[3] = {nullptr, nullptr, nullptr};
     unsigned char *d_out_alloc = nullptr; /* GUARD_BYTES, then the output, then GUARD_BYTES */
     void *d_out = nullptr;
+    void *d_ws = nullptr; /* the FP16 K and V of a V_PATH 3 kernel (evo_attention_forward_ws), when a variant has one */
+    size_t ws_bytes = 0;
 };
 
 static double softmax_scale_for(int head_dim)
@@ -3212,6 +2696,10 @@ static bool problem_make(problem &p, int batch, int heads, int seq, int head_dim
                      "cudaMemcpy"))
             return false;
     }
+    bool converts = false;
+    for (int i = 0; i < evo_export::n_variants; i++) converts |= evo_export::variants[i].convert != 0;
+    p.ws_bytes = converts ? 4 * p.n : 0;
+    if (p.ws_bytes && !cuda_ok(cudaMalloc(&p.d_ws, p.ws_bytes), "cudaMalloc")) return false;
     if (!cuda_ok(cudaMalloc(&p.d_out_alloc, p.n * 2 + 2 * GUARD_BYTES), "cudaMalloc")) return false;
     p.d_out = p.d_out_alloc + GUARD_BYTES;
     return cuda_ok(cudaMemset(p.d_out_alloc, GUARD, p.n * 2 + 2 * GUARD_BYTES), "cudaMemset");
@@ -3224,13 +2712,20 @@ static void problem_free(problem &p)
         cudaFree(p.d_scales[t]);
     }
     cudaFree(p.d_out_alloc);
+    cudaFree(p.d_ws);
 }
 
-static cudaError_t problem_launch(const problem &p, cudaStream_t stream)
+/* The launcher on p's codes, with p's workspace (a V_PATH 3 kernel converts K and V into it); own_ws: without it,
+ * the launcher allocating its own on the stream (evo_attention_forward). */
+static cudaError_t problem_launch(const problem &p, cudaStream_t stream, bool own_ws = false)
 {
-    return (cudaError_t)evo_attention_forward(p.d_codes[0], p.d_codes[1], p.d_codes[2], p.d_scales[0], p.d_scales[1],
-                                              p.d_scales[2], p.d_out, p.batch, p.heads, p.seq, p.head_dim, p.causal,
-                                              (float)p.scale, stream);
+    if (own_ws)
+        return (cudaError_t)evo_attention_forward(p.d_codes[0], p.d_codes[1], p.d_codes[2], p.d_scales[0],
+                                                  p.d_scales[1], p.d_scales[2], p.d_out, p.batch, p.heads, p.seq,
+                                                  p.head_dim, p.causal, (float)p.scale, stream);
+    return (cudaError_t)evo_attention_forward_ws(p.d_codes[0], p.d_codes[1], p.d_codes[2], p.d_scales[0],
+                                                 p.d_scales[1], p.d_scales[2], p.d_out, p.batch, p.heads, p.seq,
+                                                 p.head_dim, p.causal, (float)p.scale, p.d_ws, p.ws_bytes, stream);
 }
 
 /* Output row i of head bh in FP64 on the dequantized inputs: the exact reference both accuracy classes are judged
@@ -3701,28 +3196,34 @@ static double flops(int batch, int heads, int seq, int head_dim, int causal)
     return 4.0 * batch * heads * pairs * head_dim;
 }
 
-/* evo_attention_forward_v16 on variant vi against evo_attention_forward on the codes, V given as the codes' e4m3
- * values in FP16: every variant with an FP16-V twin gives the same bits on 8 problems; every variant without one is
- * refused (cudaErrorNotSupported, nothing launched). Returns false when CUDA failed; *failed counts the cases that
- * did not pass. */
-static bool run_v16_checks(int *n_cases, int *failed)
+/* The FP16 twins on variant vi against evo_attention_forward on the codes: m = V16, evo_attention_forward_v16 with V
+ * given as the codes' e4m3 values in FP16; m = KV16, evo_attention_forward_kv16 with K and V so. Every variant with
+ * that twin gives the same bits on 8 problems; every variant without one is refused (cudaErrorNotSupported, nothing
+ * launched). A V_PATH 3 kernel is its own KV16 entry: there the codes' call converts K and V on the GPU (into the
+ * problem's workspace, and into one evo_attention_forward allocates: both checked), against the values converted
+ * here. Returns false when CUDA failed; *failed counts the cases that did not pass. */
+static bool run_fp16_checks(evo_export::operands m, int *n_cases, int *failed)
 {
     static const int seqs[] = {77, 200}, dists[] = {DIST_NORMAL, DIST_LARGE};
+    const char *what = m == evo_export::KV16 ? "FP16 K and V" : "FP16 V",
+               *fn = m == evo_export::KV16 ? "evo_attention_forward_kv16" : "evo_attention_forward_v16";
+    auto supported = m == evo_export::KV16 ? evo_attention_kv16_supported : evo_attention_v16_supported;
+    auto forward = m == evo_export::KV16 ? evo_attention_forward_kv16 : evo_attention_forward_v16;
     for (int vi = 0; vi < evo_export::n_variants; vi++) {
         const int D = evo_export::variants[vi].head_dim;
-        const bool twin = evo_export::variants[vi].v16_kernel != nullptr;
+        const bool twin = evo_export::kernel_of(vi, m) != nullptr;
         evo_export::forced_variant = vi;
-        const int says = evo_attention_v16_supported(2, 3, 77, D, 0);
+        const int says = supported(2, 3, 77, D, 0);
         /* without a twin: refused before anything is launched (the pointers are never used) */
         const int rc = twin ? 0
-                            : evo_attention_forward_v16((void *)1, (void *)1, (void *)1, (const float *)1,
-                                                        (const float *)1, nullptr, (void *)1, 2, 3, 77, D, 0, 1.0f, 0);
+                            : forward((void *)1, (void *)1, (void *)1, (const float *)1, (const float *)1, nullptr,
+                                      (void *)1, 2, 3, 77, D, 0, 1.0f, 0);
         evo_export::forced_variant = -1;
         ++*n_cases;
         if (says != (int)twin || (!twin && rc != (int)cudaErrorNotSupported)) {
             ++*failed;
-            printf("  FAIL  variant %d: evo_attention_v16_supported says %d%s\n", vi, says,
-                   twin || rc == (int)cudaErrorNotSupported ? "" : ", evo_attention_forward_v16 does not refuse it");
+            printf("  FAIL  variant %d: %s: the supported query says %d%s\n", vi, what, says,
+                   twin || rc == (int)cudaErrorNotSupported ? "" : ", the launcher does not refuse it");
         }
         if (!twin) continue;
         for (int si = 0; si < 2; si++)
@@ -3731,40 +3232,51 @@ static bool run_v16_checks(int *n_cases, int *failed)
                     problem p;
                     const int S = seqs[si];
                     bool ok = problem_make(p, 2, 3, S, D, causal, dist, 7000 + (uint64_t)((vi * 2 + si) * 2 + causal));
-                    std::vector<uint16_t> v16(p.n);
-                    for (size_t j = 0; j < p.n; j++) v16[j] = double_to_half((double)e4m3_decode(p.codes[2][j]));
-                    void *d_v16 = nullptr;
-                    std::vector<unsigned char> a(p.n * 2), b(p.n * 2);
+                    /* the codes' values in FP16: [0] K, [1] V */
+                    std::vector<uint16_t> h16[2] = {std::vector<uint16_t>(p.n), std::vector<uint16_t>(p.n)};
+                    for (int t = 0; t < 2; t++)
+                        for (size_t j = 0; j < p.n; j++)
+                            h16[t][j] = double_to_half((double)e4m3_decode(p.codes[1 + t][j]));
+                    void *d16[2] = {nullptr, nullptr};
+                    std::vector<unsigned char> a(p.n * 2), b(p.n * 2), c;
                     evo_export::forced_variant = vi;
-                    ok = ok && cuda_ok(cudaMalloc(&d_v16, p.n * 2), "cudaMalloc") &&
-                         cuda_ok(cudaMemcpy(d_v16, v16.data(), p.n * 2, cudaMemcpyHostToDevice), "cudaMemcpy") &&
-                         cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
+                    for (int t = 0; t < 2; t++)
+                        ok = ok && cuda_ok(cudaMalloc(&d16[t], p.n * 2), "cudaMalloc") &&
+                             cuda_ok(cudaMemcpy(d16[t], h16[t].data(), p.n * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+                    const void *k = m == evo_export::KV16 ? d16[0] : p.d_codes[1];
+                    ok = ok && cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
                          cuda_ok(problem_launch(p, 0), "launch") &&
                          cuda_ok(cudaMemcpy(a.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
                          cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
-                         cuda_ok((cudaError_t)evo_attention_forward_v16(p.d_codes[0], p.d_codes[1], d_v16,
-                                                                        p.d_scales[0], p.d_scales[1], p.d_scales[2],
-                                                                        p.d_out, p.batch, p.heads, p.seq, p.head_dim,
-                                                                        p.causal, (float)p.scale, 0),
-                                 "launch (FP16 V)") &&
+                         cuda_ok((cudaError_t)forward(p.d_codes[0], k, d16[1], p.d_scales[0], p.d_scales[1],
+                                                      p.d_scales[2], p.d_out, p.batch, p.heads, p.seq, p.head_dim,
+                                                      p.causal, (float)p.scale, 0),
+                                 what) &&
                          cuda_ok(cudaDeviceSynchronize(), "kernel") &&
                          cuda_ok(cudaMemcpy(b.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+                    if (ok && evo_export::variants[vi].convert) { /* the launcher's own workspace */
+                        c.resize(p.n * 2);
+                        ok = cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
+                             cuda_ok(problem_launch(p, 0, true), "launch") &&
+                             cuda_ok(cudaDeviceSynchronize(), "kernel") &&
+                             cuda_ok(cudaMemcpy(c.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+                    }
                     evo_export::forced_variant = -1;
-                    cudaFree(d_v16);
+                    cudaFree(d16[0]);
+                    cudaFree(d16[1]);
                     problem_free(p);
                     if (!ok) return false;
                     ++*n_cases;
-                    if (a != b) {
+                    if (a != b || (!c.empty() && c != a)) {
                         ++*failed;
+                        if (a == b) std::swap(b, c); /* the allocating call is the one that differs */
                         size_t diff = 0;
                         for (size_t j = 0; j < p.n * 2; j += 2) diff += memcmp(&a[j], &b[j], 2) != 0;
-                        printf("  FAIL  FP16 V, variant %d D=%d S=%d causal=%d %s: %zu of %zu elements differ\n", vi,
+                        printf("  FAIL  %s, variant %d D=%d S=%d causal=%d %s: %zu of %zu elements differ\n", what, vi,
                                D, S, causal, dist_names[dist], diff, p.n);
                     }
                 }
-        printf("check  D=%-3d FP16 V (evo_attention_forward_v16), variant %d: the same bits as the codes on 8 "
-               "problems\n",
-               D, vi);
+        printf("check  D=%-3d %s (%s), variant %d: the same bits as the codes on 8 problems\n", D, what, fn, vi);
     }
     return true;
 }
@@ -3829,6 +3341,25 @@ static bool run_checks(int *n_cases, int *failed)
     if (rc != (int)cudaErrorInvalidValue) {
         ++*failed;
         printf("  FAIL  head_dim 96 returned %d, want cudaErrorInvalidValue (%d)\n", rc, (int)cudaErrorInvalidValue);
+    }
+    /* The workspace: 4·B·H·S·D bytes for a V_PATH 3 kernel, 0 for every other; one byte short is refused, nothing
+     * launched. */
+    for (int vi = 0; vi < evo_export::n_variants; vi++) {
+        const int D = evo_export::variants[vi].head_dim;
+        const size_t want = evo_export::variants[vi].convert ? (size_t)4 * 2 * 3 * 77 * D : 0;
+        evo_export::forced_variant = vi;
+        const size_t got = evo_attention_workspace_bytes(2, 3, 77, D, 0);
+        const int short_rc = want ? evo_attention_forward_ws((void *)1, (void *)1, (void *)1, (const float *)1,
+                                                             (const float *)1, (const float *)1, (void *)1, 2, 3, 77,
+                                                             D, 0, 1.0f, (void *)16, want - 1, 0)
+                                  : (int)cudaErrorInvalidValue;
+        evo_export::forced_variant = -1;
+        ++*n_cases;
+        if (got != want || short_rc != (int)cudaErrorInvalidValue) {
+            ++*failed;
+            printf("  FAIL  variant %d: workspace %zu bytes, want %zu; one byte short returned %d\n", vi, got, want,
+                   short_rc);
+        }
     }
     return true;
 }
@@ -3928,7 +3459,9 @@ int main(int argc, char **argv)
     printf("\n");
 #endif
     int n_cases = 0, n_timed = 0, failed = 0;
-    if (!run_checks(&n_cases, &failed) || !run_v16_checks(&n_cases, &failed)) return 1;
+    if (!run_checks(&n_cases, &failed) || !run_fp16_checks(evo_export::V16, &n_cases, &failed) ||
+        !run_fp16_checks(evo_export::KV16, &n_cases, &failed))
+        return 1;
     if (!s.a.check_only && !run_timing(s.a.only, s.a.reps, &n_timed, &failed)) return 1;
     return evo_selftest_main::finish(s.a, n_cases, n_timed, failed, "correctness checks");
 }

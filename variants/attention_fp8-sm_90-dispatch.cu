@@ -29,54 +29,57 @@
  * bucket's timed shapes.
  *
  *   bucket                                   entry key      class    speedup median µs  shapes; GPU
- *   d64 non-causal seq 257..512 bh 1..8          0 8ee37b70 exact     1.147x       6.53  mission(1,8,512,64); NVIDIA H200
- *   d64 non-causal seq 257..512 bh 9..16         0 8ee37b70 exact     1.144x       6.88  small(2,8,512,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 9..16       1 b4fd9640 exact     1.291x      52.59  long(2,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 17..32      1 b4fd9640 exact     1.253x     101.17  stress(4,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 8193..16384 bh 9..16      2 4df222b7 exact     1.560x    2423.64  b1h16s16k(1,16,16384,64); NVIDIA H200
- *   d64 causal seq 8193..16384 bh 9..16          1 b4fd9640 exact     1.584x    1244.72  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
- *   d128 non-causal seq 257..512 bh 9..16        0 8ee37b70 exact     1.023x      10.91  wide(2,8,512,128); NVIDIA H200
- *   d128 non-causal seq 2049..4096 bh 33..64     3 bd347f24 exact     1.980x     854.19  b4h16s4k(4,16,4096,128); NVIDIA H200
- *   d128 causal seq 2049..4096 bh 33..64         1 b4fd9640 exact     1.717x     520.59  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 1..8          0 5810762d exact     1.130x       6.62  mission(1,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 9..16         0 5810762d exact     1.133x       6.98  small(2,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 9..16       1 8a627837 exact     1.298x      52.62  long(2,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 17..32      1 8a627837 exact     1.260x     100.70  stress(4,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 8193..16384 bh 9..16      1 8a627837 exact     1.540x    2455.42  b1h16s16k(1,16,16384,64); NVIDIA H200
+ *   d64 causal seq 257..512 bh 1..8              0 5810762d exact     1.118x       6.75  missionc(1,8,512,64) causal; NVIDIA H200
+ *   d64 causal seq 257..512 bh 9..16             0 5810762d exact     1.128x       7.01  smallc(2,8,512,64) causal; NVIDIA H200
+ *   d64 causal seq 1025..2048 bh 9..16           2 09949db4 exact     1.097x      46.50  longc(2,8,2048,64) causal; NVIDIA H200
+ *   d64 causal seq 1025..2048 bh 17..32          2 09949db4 exact     1.129x      73.95  stressc(4,8,2048,64) causal; NVIDIA H200
+ *   d64 causal seq 8193..16384 bh 9..16          1 8a627837 exact     1.576x    1246.11  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
+ *   d128 non-causal seq 257..512 bh 9..16        0 5810762d exact     1.023x      11.01  wide(2,8,512,128); NVIDIA H200
+ *   d128 non-causal seq 2049..4096 bh 33..64     1 8a627837 exact     1.975x     856.45  b4h16s4k(4,16,4096,128); NVIDIA H200
+ *   d128 causal seq 257..512 bh 9..16            3 aa77772c exact     1.021x      10.88  widec(2,8,512,128) causal; NVIDIA H200
+ *   d128 causal seq 2049..4096 bh 33..64         1 8a627837 exact     1.721x     521.10  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
  *
  * Entries
- *   entry 0: candidate 60, key 8ee37b704663658eaf945f27541bf9ea49a2cb450d11ee523d5bdfda03c39260, accuracy class exact, family 0
- *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=256,BIG_TILE_N=64,FAMILY=0
- *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T03:57:31Z
+ *   entry 0: candidate 4, key 5810762d1bbe018f4b37ec67c66c53e0e46a394fc4a770b51ece4a3742ef8168, accuracy class exact, family 0
+ *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T05:18:57Z
  *     template    attention_fp8.cu, SHA-256 4fadd3282a3c73739c696132502cbe74e7194796298a1ead1a3cd215a98e60d4
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
  *     head dim  64: evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 36864 bytes of smem
  *     head dim 128: evo_attn_fwd<128,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 73728 bytes of smem
- *     head dim  64: evo_attn_fwd<64,0,256,64,8,1,2,1,1,0,0,1,1,0>, 256 threads, 256 rows per block, 32768 bytes of smem (large problems)
- *   entry 1: candidate 8, key b4fd9640ce0cfa443cba3fd72abb515a1e5ac72813b303515a1925bf3bedc9a8, accuracy class exact, family 1
+ *     head dim  64: evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>, 128 threads, 128 rows per block, 24576 bytes of smem (large problems)
+ *   entry 1: candidate 8, key 8a627837646927593590c297b784fb6d5962e8e2803f5e8320959a31a9893a7c, accuracy class exact, family 1
  *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T03:56:23Z
- *     template    attention_fp8_sm90.cu, SHA-256 75b41aab16639680459377117fa8932eabe84bc602c98f6a51303fe5f3dea702
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T05:19:01Z
+ *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
  *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,0>, 384 threads, 128 rows per block, 124040 bytes of smem
  *     head dim 128: evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,0>, 384 threads, 128 rows per block, 214152 bytes of smem
  *     before each: evo_kv16_convert<16>: K and V to FP16 into the workspace
- *   entry 2: candidate 113, key 4df222b756f69544cfb8861f64b7a5b2682b291720e5c94449691dd1e7c9547f, accuracy class exact, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0
- *     measured    run 1 generation 3, NVIDIA H200, 2026-11-29T03:58:37Z
- *     template    attention_fp8_sm90.cu, SHA-256 75b41aab16639680459377117fa8932eabe84bc602c98f6a51303fe5f3dea702
+ *   entry 2: candidate 11, key 09949db4bb26f3c74e4e80259060fe0ed6f1833e1145d1a3a2111fce2024b23a, accuracy class exact, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=3,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T05:19:05Z
+ *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,2,3,1,0,0,40,0>, 384 threads, 128 rows per block, 124040 bytes of smem
- *     before each: evo_kv16_convert<16>: K and V to FP16 into the workspace
- *   entry 3: candidate 26, key bd347f24738b9e7481c7199d5f94eeb35b733bde086a4f61d362cbc8f9e5fafe, accuracy class exact, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T03:56:44Z
- *     template    attention_fp8_sm90.cu, SHA-256 75b41aab16639680459377117fa8932eabe84bc602c98f6a51303fe5f3dea702
+ *     head dim  64: evo_attn_sm90<64,64,3,64,2,2,2,1,1,0,0,56,0>, 512 threads, 192 rows per block, 103560 bytes of smem
+ *   entry 3: candidate 24, key aa77772ccb384802fa249763a4334e96ca369fcfd40a1d363021aca0339e32be, accuracy class exact, family 0
+ *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T05:19:22Z
+ *     template    attention_fp8.cu, SHA-256 4fadd3282a3c73739c696132502cbe74e7194796298a1ead1a3cd215a98e60d4
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim 128: evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,40,0>, 384 threads, 128 rows per block, 214152 bytes of smem
- *     before each: evo_kv16_convert<16>: K and V to FP16 into the workspace
+ *     head dim 128: evo_attn_fwd<128,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 73728 bytes of smem
  *
  * Tolerances and timing settings of the self-test: the config of run 1 (the latest).
- * Exported 2026-11-29T04:00:38Z by evo 0.1.0.
+ * Exported 2026-11-29T05:23:33Z by evo 0.1.0.
  */
 
 #include <cuda_runtime.h>
@@ -1048,8 +1051,9 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
  *   PRODUCER_REGS  24, 32, 40, 56   PIPE 2 with CONSUMERS ≥ 2: setmaxnreg of the producer warpgroup; consumers get
  *                            ⌊((CONSUMERS+1)·R0 − PRODUCER_REGS)/CONSUMERS⌋₈ with R0 = ⌊65536/threads⌋₈. The
  *                            transforms spill below 40 (below 56 with PERSIST): attn_sm90_check rejects those
- *   PERSIST        0, 1      1: a persistent grid of min(work items, SMs) blocks walks the (query tile, head) items
- *                            heaviest first (causal: the longest rows first); 0: one block per item
+ *   PERSIST        0, 1, 2   1, 2: a persistent grid of min(work items, SMs) blocks walks the (query tile, head)
+ *                            items, 1 tile by tile over all heads, 2 head by head when not causal (Sched); heaviest
+ *                            first (causal: the longest rows first); 0: one block per item
  *   PROBE          (not a knob, default 0; measurement only, results are wrong) leaves stages out to time the
  *                            rest: 1 the K/V transforms, 2 the softmax, 4 P·V, 8 Q·Kᵀ (bits combine)
  *
@@ -1060,7 +1064,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
  *               (an explicit instantiation repeats both __grid_constant__)
  *   block       (CONSUMERS + (PIPE == 2)) × 128 threads, 1-D
  *   rows        rows per block BM = CONSUMERS × WG_ROWS; query tiles nq = ceil(S / BM)
- *   grid        PERSIST 0: (nq, H, B); PERSIST 1: (min(nq·H·B, SM count), 1, 1)
+ *   grid        PERSIST 0: (nq, H, B); PERSIST 1, 2: (min(nq·H·B, SM count), 1, 1)
  *   smem        dynamic shared memory = Sm90Cfg<...>::SMEM bytes = attn_sm90_smem_bytes() (the kernel traps with
  *               less); set cudaFuncAttributeMaxDynamicSharedMemorySize (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
  *   tensor maps t.q, t.k, t.v (PIPE ≥ 1; PIPE 0 ignores them, zeros are fine): 3-D UINT8 maps of the [B·H, S, D]
@@ -1559,8 +1563,13 @@ template <int ROWS, int D> EVO_DEV void copy_tile(u32 dst, const u8 *head, int r
     }
 }
 
-/* Work items: (query tile, batch·head). PERSIST walks items w = blockIdx.x, +gridDim.x, ... with the heaviest query
- * tiles first (causal); otherwise a block has the one item its grid position names (causal: longest rows first). */
+/* Work items: (query tile, batch·head). PERSIST walks items w = blockIdx.x, +gridDim.x, ...: 1, query tile by query
+ * tile over every head at once, the heaviest tiles first (causal: each wave of the grid does equal work, but it
+ * streams the K and V of every head together: 64 MB at (4,16,4096,128), more than the L2); 2, head by head when not
+ * causal (the blocks in flight share the K and V of a few heads), and 1's order when causal: a block striding
+ * through one head's tiles heaviest first gets a share that depends on its index (max/mean work 1.13 at
+ * (4,16,4096,128), 1.57 at (1,16,16384,64) on 132 SMs). Otherwise a block has the one item its grid position names
+ * (causal: longest rows first). */
 template <int PERSIST> struct Sched {
     int w, n;
     EVO_DEV Sched(const evo_attn_params &p, int nq)
@@ -1573,7 +1582,10 @@ template <int PERSIST> struct Sched {
     EVO_DEV void next() { w += PERSIST ? (int)gridDim.x : 1; }
     EVO_DEV void item(const evo_attn_params &p, int nq, int &bh, int &qt) const
     {
-        if (PERSIST) {
+        if (PERSIST == 2 && !p.causal) {
+            bh = w / nq;
+            qt = w - bh * nq;
+        } else if (PERSIST) {
             const int nbh = p.heads * p.batch, r = w / nbh;
             bh = w - r * nbh;
             qt = p.causal ? nq - 1 - r : r;
@@ -2349,7 +2361,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     static_assert(O_ACC == 0 || O_ACC == 1, "O_ACC 0 or 1");
     static_assert(PRODUCER_REGS == 24 || PRODUCER_REGS == 32 || PRODUCER_REGS == 40 || PRODUCER_REGS == 56,
                   "PRODUCER_REGS 24, 32, 40 or 56");
-    static_assert(PERSIST == 0 || PERSIST == 1, "PERSIST 0 or 1");
+    static_assert(PERSIST >= 0 && PERSIST <= 2, "PERSIST 0, 1 or 2");
 
     extern __shared__ __align__(1024) u8 smem_raw[];
     {
@@ -2420,8 +2432,8 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
 }
 
 /* ==== the entries (written by evo export --dispatch) ==== */
-#define EVO_EXPORT_GENOME "dispatch: TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=256,BIG_TILE_N=64,FAMILY=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0"
-#define EVO_EXPORT_KEY "dispatch: 8ee37b70,b4fd9640,4df222b7,bd347f24"
+#define EVO_EXPORT_GENOME "dispatch: TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=3,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0"
+#define EVO_EXPORT_KEY "dispatch: 5810762d,8a627837,09949db4,aa77772c"
 #define EVO_EXPORT_ARCH "sm_90a"
 #define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3
 #define EVO_EXPORT_SM90 1
@@ -2481,7 +2493,7 @@ typedef struct {
     int pingpong;      /* PINGPONG: 0, 1 (OVERLAP 1, CONSUMERS 2) */
     int o_acc;         /* O_ACC: 0, 1 */
     int producer_regs; /* PRODUCER_REGS: 24, 32, 40, 56 */
-    int persist;       /* PERSIST: 0, 1 */
+    int persist;       /* PERSIST: 0, 1, 2 */
 } evo_sm90_genome;
 
 /* The signature of cuTensorMapEncodeTiled with plain C types (CUresult and the enums are ints). */
@@ -2499,7 +2511,7 @@ int attn_sm90_threads(const evo_sm90_genome *g);           /* block size */
 int attn_sm90_rows_per_block(const evo_sm90_genome *g);    /* WG_ROWS * CONSUMERS */
 int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d); /* dynamic shared memory; equals Sm90Cfg<...>::SMEM */
 
-/* Grid for batch B, heads H, sequence S: PERSIST 0: (ceil(S/rows), H, B); PERSIST 1: (min(items, sm_count), 1, 1)
+/* Grid for batch B, heads H, sequence S: PERSIST 0: (ceil(S/rows), H, B); PERSIST 1, 2: (min(items, sm_count), 1, 1)
  * with items = ceil(S/rows)·H·B. */
 void attn_sm90_grid(const evo_sm90_genome *g, int batch, int heads, int seq, int sm_count, unsigned grid[3]);
 
@@ -2610,13 +2622,14 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (g->pingpong && !(g->overlap && g->consumers == 2)) return "PINGPONG=1 needs OVERLAP=1 and CONSUMERS=2";
     if (g->o_acc != 0 && g->o_acc != 1) return "O_ACC must be 0 or 1";
     if (!in_list(g->producer_regs, regs, 4)) return "PRODUCER_REGS must be 24, 32, 40 or 56";
-    if (g->persist != 0 && g->persist != 1) return "PERSIST must be 0 or 1";
+    if (g->persist < 0 || g->persist > 2)
+        return "PERSIST must be 0, 1 (tile by tile over the heads) or 2 (head by head)";
     if (attn_sm90_smem_bytes(g, d) > max_smem_optin) return "shared memory over the device's opt-in limit";
     /* Measured with ptxas 13.0 (docs/perf-notes.md): the producer's transforms need 40 registers, 56 with PERSIST;
      * a consumer compiles without spills when its accumulators leave 32 of its registers free (8 spilled). */
     if (g->pipe == 2 && g->consumers >= 2 && g->producer_regs < (g->persist ? 56 : 40))
-        return "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST=1)";
-    if (g->persist && g->qk_mode == 2) return "PERSIST=1 with QK_MODE=2 spills (the loop state and the FP16 copies)";
+        return "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST)";
+    if (g->persist && g->qk_mode == 2) return "PERSIST with QK_MODE=2 spills (the loop state and the FP16 copies)";
     if (accumulator_regs(g, d) + (g->persist ? 48 : 32) > consumer_regs(g))
         return "accumulators do not fit the consumer's registers";
     return NULL;
@@ -2767,23 +2780,29 @@ static const attn_dispatch_bucket evo_dispatch_buckets[] = {
     {64, 0, 9, 4, 0}, /* d64 non-causal seq 257..512 bh 9..16 */
     {64, 0, 11, 4, 1}, /* d64 non-causal seq 1025..2048 bh 9..16 */
     {64, 0, 11, 5, 1}, /* d64 non-causal seq 1025..2048 bh 17..32 */
-    {64, 0, 14, 4, 2}, /* d64 non-causal seq 8193..16384 bh 9..16 */
+    {64, 0, 14, 4, 1}, /* d64 non-causal seq 8193..16384 bh 9..16 */
+    {64, 1, 9, 3, 0}, /* d64 causal seq 257..512 bh 1..8 */
+    {64, 1, 9, 4, 0}, /* d64 causal seq 257..512 bh 9..16 */
+    {64, 1, 11, 4, 2}, /* d64 causal seq 1025..2048 bh 9..16 */
+    {64, 1, 11, 5, 2}, /* d64 causal seq 1025..2048 bh 17..32 */
     {64, 1, 14, 4, 1}, /* d64 causal seq 8193..16384 bh 9..16 */
     {128, 0, 9, 4, 0}, /* d128 non-causal seq 257..512 bh 9..16 */
-    {128, 0, 12, 6, 3}, /* d128 non-causal seq 2049..4096 bh 33..64 */
+    {128, 0, 12, 6, 1}, /* d128 non-causal seq 2049..4096 bh 33..64 */
+    {128, 1, 9, 4, 3}, /* d128 causal seq 257..512 bh 9..16 */
     {128, 1, 12, 6, 1}, /* d128 causal seq 2049..4096 bh 33..64 */
 };
-static const int evo_dispatch_n_buckets = 9;
+static const int evo_dispatch_n_buckets = 14;
 /* ==== end of the dispatch table ==== */
 
 template __global__ void evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
 template __global__ void evo_attn_fwd<128,0,64,128,4,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
-template __global__ void evo_attn_fwd<64,0,256,64,8,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
+template __global__ void evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
 template __global__ void evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_kv16_convert<16>(const unsigned char *, const unsigned char *, unsigned short *, unsigned short *, unsigned long long); /* K and V to FP16 (V_PATH 3) */
-template __global__ void evo_attn_sm90<64,64,2,128,2,2,2,3,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,3,64,2,2,2,1,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,3,64,2,2,2,2,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
+template __global__ void evo_attn_sm90<64,64,3,64,2,2,2,3,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-K-and-V twin */
 
 namespace evo_export {
 
@@ -2807,11 +2826,11 @@ struct variant {
 static const variant variants[] = {
     {64, (const void *)evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 36864, 0, 0, 0, 0, 0, 0, 0, nullptr, nullptr, 0},
     {128, (const void *)evo_attn_fwd<128,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 73728, 0, 0, 0, 0, 0, 0, 0, nullptr, nullptr, 0},
-    {64, (const void *)evo_attn_fwd<64,0,256,64,8,1,2,1,1,0,0,1,1,0>, 256, 256, 32768, 1, 0, 0, 0, 0, 0, 0, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>, 128, 128, 24576, 1, 0, 0, 0, 0, 0, 0, nullptr, nullptr, 0},
     {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,0>, 384, 128, 124040, 0, 1, 64, 128, 0, 0, 1, nullptr, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,0>, 1},
     {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,0>, 384, 128, 214152, 0, 1, 64, 128, 0, 0, 1, nullptr, (const void *)evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,0>, 1},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,3,1,0,0,40,0>, 384, 128, 124040, 0, 1, 64, 128, 0, 0, 2, nullptr, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,3,1,0,0,40,0>, 1},
-    {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,40,0>, 384, 128, 214152, 0, 1, 64, 128, 0, 0, 3, nullptr, (const void *)evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,40,0>, 1},
+    {64, (const void *)evo_attn_sm90<64,64,3,64,2,2,2,1,1,0,0,56,0>, 512, 192, 103560, 0, 1, 64, 64, 0, 0, 2, (const void *)evo_attn_sm90<64,64,3,64,2,2,2,2,1,0,0,56,0>, (const void *)evo_attn_sm90<64,64,3,64,2,2,2,3,1,0,0,56,0>, 0},
+    {128, (const void *)evo_attn_fwd<128,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 73728, 0, 0, 0, 0, 0, 0, 3, nullptr, nullptr, 0},
 };
 
 struct entry {
@@ -2819,10 +2838,10 @@ struct entry {
     int accuracy; /* 0 exact, 1 fp8 */
 };
 static const entry entries[] = {
-    {"TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=256,BIG_TILE_N=64,FAMILY=0", "8ee37b704663658eaf945f27541bf9ea49a2cb450d11ee523d5bdfda03c39260", 0},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "b4fd9640ce0cfa443cba3fd72abb515a1e5ac72813b303515a1925bf3bedc9a8", 0},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0", "4df222b756f69544cfb8861f64b7a5b2682b291720e5c94449691dd1e7c9547f", 0},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0", "bd347f24738b9e7481c7199d5f94eeb35b733bde086a4f61d362cbc8f9e5fafe", 0},
+    {"TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0", "5810762d1bbe018f4b37ec67c66c53e0e46a394fc4a770b51ece4a3742ef8168", 0},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "8a627837646927593590c297b784fb6d5962e8e2803f5e8320959a31a9893a7c", 0},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=3,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "09949db4bb26f3c74e4e80259060fe0ed6f1833e1145d1a3a2111fce2024b23a", 0},
+    {"TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0", "aa77772ccb384802fa249763a4334e96ca369fcfd40a1d363021aca0339e32be", 0},
 };
 
 #ifdef EVO_SELFTEST
@@ -2834,15 +2853,20 @@ struct shape {
     int entry;
 };
 static const shape timed_shapes[] = {
-    {"mission", 1, 8, 512, 64, 0, 6.53, 0},
-    {"small", 2, 8, 512, 64, 0, 6.88, 0},
-    {"long", 2, 8, 2048, 64, 0, 52.59, 1},
-    {"stress", 4, 8, 2048, 64, 0, 101.17, 1},
-    {"b1h16s16k", 1, 16, 16384, 64, 0, 2423.64, 2},
-    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1244.72, 1},
-    {"wide", 2, 8, 512, 128, 0, 10.91, 0},
-    {"b4h16s4k", 4, 16, 4096, 128, 0, 854.19, 3},
-    {"b4h16s4kc", 4, 16, 4096, 128, 1, 520.59, 1},
+    {"mission", 1, 8, 512, 64, 0, 6.62, 0},
+    {"small", 2, 8, 512, 64, 0, 6.98, 0},
+    {"long", 2, 8, 2048, 64, 0, 52.62, 1},
+    {"stress", 4, 8, 2048, 64, 0, 100.70, 1},
+    {"b1h16s16k", 1, 16, 16384, 64, 0, 2455.42, 1},
+    {"missionc", 1, 8, 512, 64, 1, 6.75, 0},
+    {"smallc", 2, 8, 512, 64, 1, 7.01, 0},
+    {"longc", 2, 8, 2048, 64, 1, 46.50, 2},
+    {"stressc", 4, 8, 2048, 64, 1, 73.95, 2},
+    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1246.11, 1},
+    {"wide", 2, 8, 512, 128, 0, 11.01, 0},
+    {"b4h16s4k", 4, 16, 4096, 128, 0, 856.45, 1},
+    {"widec", 2, 8, 512, 128, 1, 10.88, 3},
+    {"b4h16s4kc", 4, 16, 4096, 128, 1, 521.10, 1},
 };
 
 /* Correctness tolerances and timing settings of run 1's config. */
@@ -2980,9 +3004,6 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, operands m, cudaStream
 }
 #endif
 
-/* Every launcher: the variant for the problem, the params, the launch. V16, KV16: V (and K) is FP16 and the variant
- * must have that FP16 twin (cudaErrorNotSupported when the kernel that serves the problem has none); the scale of an
- * FP16 operand may be NULL (1). */
 /* The variant that serves the problem, -1 for none (a size below 1 or a head dim without a variant). */
 static int variant_for(int batch, int heads, int seq, int head_dim, int causal)
 {
@@ -2995,6 +3016,10 @@ static size_t workspace_for(int i, int batch, int heads, int seq, int head_dim)
     return i >= 0 && variants[i].convert ? (size_t)4 * batch * heads * seq * head_dim : 0;
 }
 
+/* Every launcher: the variant for the problem, the params, the launch. V16, KV16: V (and K) is FP16 and the variant
+ * must have that FP16 twin (cudaErrorNotSupported when the kernel that serves the problem has none); the scale of an
+ * FP16 operand may be NULL (1). On the codes (CODES), a V_PATH 3 kernel's K and V are converted to FP16 first, into
+ * ws (ws_bytes) or into memory allocated and freed on the stream. */
 static int forward(const void *q, const void *k, const void *v, const float *q_scale, const float *k_scale,
                    const float *v_scale, void *o, int batch, int heads, int seq, int head_dim, int causal,
                    float softmax_scale, cudaStream_t stream, operands m, void *ws = nullptr, size_t ws_bytes = 0)
