@@ -10,7 +10,8 @@
 #   compare    tools/bench/compare_sdpa.py on the exported best kernel
 #   sm90list   tools/bench/sm90_bench.cu built with the genome list SM90_LIST (a header under tools/bench/sm90_lists/
 #              defining SM90_GENOMES and SM90_PROBES; default vpath5.h), run with SM90_ARGS ("--check --no-baseline",
-#              then "--time --big-only --no-baseline --reps 30"); $OUT/sm90list-{check,time}.log
+#              then "--time --big-only --no-baseline --reps 30"), nvcc flags SM90_NVCC_FLAGS (e.g.
+#              -DEVO_SM90_EXP_EMU=2 with exp-emu.h); $OUT/sm90list-{check,time}.log
 #   files      compare_sdpa.py on each exported file of FILES_CU (space-separated), each in its own process, at
 #              FILES_SHAPES ("4,16,4096,128") and the wide preset, FILES_CAUSAL (off), beside FILES_PEERS (cudnn_fp8);
 #              the libraries built in parallel first; then, for each file of SUSTAIN_FILES, sustained as below;
@@ -321,7 +322,7 @@ PY
              PYTHONUNBUFFERED=1 python3 tools/bench/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     sm90list) # a list of sm_90a genomes (and timing probes) through sm90_bench: its checks, then its timing
               nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Itemplates -Itasks/attention_fp8 \
-                -include "${SM90_LIST:-tools/bench/sm90_lists/vpath5.h}" tools/bench/sm90_bench.cu \
+                ${SM90_NVCC_FLAGS:-} -include "${SM90_LIST:-tools/bench/sm90_lists/vpath5.h}" tools/bench/sm90_bench.cu \
                 tasks/attention_fp8/attn_sm90_host.c -o /tmp/sm90_list -lcuda >/tmp/sm90_list.nvcc.log 2>&1 ||
                 { tail -20 /tmp/sm90_list.nvcc.log; continue; }
               timeout 200 /tmp/sm90_list ${SM90_CHECK_ARGS:---check --no-baseline} >"$OUT/sm90list-check.log" 2>&1

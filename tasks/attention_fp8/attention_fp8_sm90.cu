@@ -285,6 +285,31 @@ EVO_DEV float ex2(float x)
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
     return r;
 }
+
+/* 2^x on the FMA pipe (measurement only, EVO_SM90_EXP_EMU, below): x rounded to the nearest integer j by the
+ * 1.5·2^23 trick, 2^(x − j) by a degree-3 polynomial on [−0.5, 0.5] (relative error ≤ 1.02e-4; exact at integers),
+ * j added to the exponent; x clamped to −125 (−inf gives 2^−125, which rounds to 0 in e4m3 and FP16). Seven FMA-pipe
+ * instructions and no MUFU: the MUFU.EX2 share the MIO queue with shared-memory instructions. */
+EVO_DEV float ex2_fma(float x)
+{
+    x = fmaxf(x, -125.f);
+    const float t = x + 12582912.f, f = x - (t - 12582912.f);
+    const float p = fmaf(fmaf(fmaf(0x1.c2a216p-5f, f, 0x1.f00c4ep-3f), f, 0x1.62f5fap-1f), f, 1.f);
+    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+}
+/* EVO_SM90_EXP_EMU (not a knob; default 0; tools/bench builds only): 1 computes the exponentials of every fourth key
+ * pair with ex2_fma, 2 every second, 3 three of four; the rest with MUFU.EX2. */
+#ifndef EVO_SM90_EXP_EMU
+#define EVO_SM90_EXP_EMU 0
+#endif
+EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its loop is unrolled */
+{
+    const bool fma = EVO_SM90_EXP_EMU == 1   ? i % 4 == 3
+                     : EVO_SM90_EXP_EMU == 2 ? i % 2 == 1
+                     : EVO_SM90_EXP_EMU == 3 ? i % 4 != 0
+                                             : false;
+    return fma ? ex2_fma(x) : ex2(x);
+}
 /* Four floats → four e4m3 bytes (a in byte 0), round to nearest even, saturating. */
 EVO_DEV u32 pack_e4m3x4(float a, float b, float c, float d)
 {
@@ -838,7 +863,7 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
 #pragma unroll
                 for (int i = 0; i < TILE_N / 8; i++) {
                     float* pr = &s[mt][4 * i + 2 * h];
-                    const float p0 = ex2(fmaf(pr[0], qk_mul, bias)), p1 = ex2(fmaf(pr[1], qk_mul, bias));
+                    const float p0 = ex2_mix(i, fmaf(pr[0], qk_mul, bias)), p1 = ex2_mix(i, fmaf(pr[1], qk_mul, bias));
                     if constexpr (GSUM) { /* V_PATH 4: PFrag rounds p to P̃ (the same codes), the P·V GEMM sums
                                              P̃ (vt_rows); here only the mass of the keys whose P̃ is 0 (p ≤ 2^-10),
                                              in FP16 (1.5 instructions a score instead of 3 in FP32): at most 2^-10
