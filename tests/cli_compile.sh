@@ -112,6 +112,20 @@ f0="TILE_M=64,TILE_N=64,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=
 f0="$f0,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64"
 run compile --config "$SRC/configs/hopper.yaml" --genome "$f0,${h/FAMILY=1/FAMILY=0}" --arch sm_80
 expect_rc 0 "the same H_ knobs as family 0 on sm_80"
+# V_PATH 5 (tests/data/sm90-e4m3.yaml): the attention kernels of both head dims and the transpose of V, no spills
+vt="FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1"
+vt="$vt,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2"
+run compile --config "$SRC/tests/data/sm90-e4m3.yaml" --genome "$vt" --arch sm_90 --json
+expect_rc 0 "V_PATH 5 on sm_90"
+python3 - "$tmp/out" <<'PY' || fail "V_PATH 5 on sm_90: content"
+import json, sys
+c = json.load(open(sys.argv[1]))["candidates"][0]
+assert c["verdict"] == "OK", c
+v = c["variants"]
+assert [x["name_expr"] for x in v] == ["evo_attn_sm90<64,64,2,128,2,2,0,5,1,1,0,56,2>",
+                                       "evo_attn_sm90<128,64,2,128,2,2,0,5,1,1,0,56,2>", "evo_vt_transpose<128>"], v
+assert all(x["spill_store_bytes"] == 0 and 0 < x["registers"] <= 255 for x in v), v
+PY
 
 [ $fails = 0 ] && echo "cli_compile: all checks passed"
 exit $((fails > 0))

@@ -6,7 +6,8 @@
 # warning; each with the nvcc target its header names. The
 # dispatching exports too: one holding both families (test_export --fixture dispatch, sm_90a) and one of four family-0
 # genomes (tests/data/replay.db), the latter also for sm_80; and an sm_90a genome whose K and V are converted to FP16
-# once per call (V_PATH 3): its conversion kernel, its rows marked, the workspace entry points.
+# once per call (V_PATH 3): its conversion kernel, its rows marked, the workspace entry points; and one whose V is
+# transposed once per call (V_PATH 5): its transpose kernel, its rows marked.
 # Exits 77 (skipped) when nvcc is not found. Run: bash tests/cli_export_nvcc.sh build/evo .   (ctest runs it)
 set -u
 EVO=$(realpath "$1")
@@ -33,10 +34,16 @@ build() { local name=$1; shift; ("$NVCC" $TARGET -O3 "$@" >"$name.log" 2>&1; ech
 "$FIXTURE" --fixture dispatch dispatch.db >/dev/null || fail "fixture dispatch"
 # kv16: an sm_90a genome whose K and V are converted to FP16 once per call (V_PATH 3, configs/hopper-large.yaml)
 KV16=FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=1,H_PRODUCER_REGS=56,H_PERSIST=0
-for fmt in e4m3 u8sim hopper dispatch replay kv16; do
+# vt: an sm_90a genome on Vᵀ transposed once per call (V_PATH 5, tests/data/sm90-e4m3.yaml)
+VT=FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
+for fmt in e4m3 u8sim hopper dispatch replay kv16 vt; do
   case $fmt in
     kv16)
       "$FIXTURE" --fixture genome $fmt.db "$SRC/configs/hopper-large.yaml" "$KV16" >/dev/null || fail "fixture $fmt"
+      "$EVO" export --db $fmt.db -o $fmt.cu >/dev/null 2>&1 || fail "export $fmt"
+      ;;
+    vt)
+      "$FIXTURE" --fixture genome $fmt.db "$SRC/tests/data/sm90-e4m3.yaml" "$VT" >/dev/null || fail "fixture $fmt"
       "$EVO" export --db $fmt.db -o $fmt.cu >/dev/null 2>&1 || fail "export $fmt"
       ;;
     dispatch) "$EVO" export --dispatch --db dispatch.db -o $fmt.cu >/dev/null 2>&1 || fail "export $fmt" ;;
@@ -47,7 +54,7 @@ for fmt in e4m3 u8sim hopper dispatch replay kv16; do
       ;;
   esac
   TARGET=$(sed -n 's/^ \*   nvcc \(-[^ ]*\) -O3 -c .*/\1/p' $fmt.cu | head -1)
-  want=-arch=sm_90; [ $fmt = hopper ] || [ $fmt = dispatch ] || [ $fmt = kv16 ] && want=-gencode=arch=compute_90a,code=sm_90a
+  want=-arch=sm_90; [ $fmt = hopper ] || [ $fmt = dispatch ] || [ $fmt = kv16 ] || [ $fmt = vt ] && want=-gencode=arch=compute_90a,code=sm_90a
   checks=$((checks + 1)); [ "$TARGET" = "$want" ] || fail "$fmt.cu names nvcc target '$TARGET', not $want"
   # only the file itself: a copy in an empty directory, so no header next to it can be found
   mkdir -p alone && cp $fmt.cu alone/
@@ -65,7 +72,7 @@ for kind in selftest; do
   checks=$((checks + 1))
   ! grep -qi "warning" replay80-$kind.log || fail "nvcc sm_80 replay $kind warns: $(grep -i warning replay80-$kind.log | head -5)"
 done
-for fmt in e4m3 u8sim hopper dispatch replay kv16; do
+for fmt in e4m3 u8sim hopper dispatch replay kv16 vt; do
   for kind in selftest so; do
     checks=$((checks + 1))
     [ "$(cat $fmt-$kind.rc)" = 0 ] || fail "nvcc $fmt $kind: $(head -20 $fmt-$kind.log)"
@@ -93,6 +100,15 @@ for fmt in e4m3 u8sim hopper dispatch replay kv16; do
     checks=$((checks + 1))
     grep -qF '    {128, (const void *)evo_attn_sm90<128,64,2,64,2,2,2,3,1,1,1,56,0>, 384, 128, 132232, 0, 1, 64, 64, 0, 0, nullptr, (const void *)evo_attn_sm90<128,64,2,64,2,2,2,3,1,1,1,56,0>, 1},' $fmt.cu ||
       fail "$fmt.cu: the D=128 row does not convert: $(grep -F '{128, (const void *)evo_attn_sm90' $fmt.cu)"
+  elif [ $fmt = vt ]; then
+    # the V_PATH 5 kernels, their rows marked to transpose V first, the transpose kernel
+    nm -C --defined-only lib$fmt.so 2>/dev/null | grep -q "evo_attn_sm90<128, 64, 2, 128, 2, 2, 0, 5, 1, 1, 0, 56, 2, 0>" ||
+      fail "lib$fmt.so lacks the D=128 V_PATH 5 kernel"
+    checks=$((checks + 1))
+    nm -C --defined-only lib$fmt.so 2>/dev/null | grep -q "evo_vt_transpose<128>" || fail "lib$fmt.so lacks the transpose kernel"
+    checks=$((checks + 1))
+    grep -qF '    {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,0,5,1,1,0,56,2>, 384, 128, 85128, 0, 1, 64, 128, 2, 1, nullptr, nullptr, 2},' $fmt.cu ||
+      fail "$fmt.cu: the D=128 row does not transpose V: $(grep -F '{128, (const void *)evo_attn_sm90' $fmt.cu)"
   elif [ $fmt = replay ]; then
     expect_n=$(nm -C --defined-only lib$fmt.so 2>/dev/null | grep -E " [tT] void evo_attn_fwd<" | grep -vc clone)
     [ "$expect_n" = 5 ] || fail "lib$fmt.so has $expect_n family-0 kernels, not 5 (four genomes, one with two head dims)"

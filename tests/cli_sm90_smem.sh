@@ -31,8 +31,8 @@ int main(void)
                     for (int st = 2; st <= 4; st++)
                         for (int pipe = 0; pipe <= 2; pipe++)
                             for (int qk = 0; qk <= 2; qk++)
-                                for (int vp = 0; vp <= 4; vp++) {
-                                    if ((vp == 2 || vp == 3 || vp == 4) && pipe != 2) continue;
+                                for (int vp = 0; vp <= 5; vp++) {
+                                    if ((vp == 2 || vp == 3 || vp == 4 || vp == 5) && pipe != 2) continue;
                                     if (vp == 3 && qk != 2) continue;
                                     evo_sm90_genome g = {0};
                                     g.wg_rows = wgs[wi], g.consumers = c, g.tile_n = tns[ti], g.stages = st;

@@ -27,7 +27,7 @@
 #   sm90       tests/gpu_sm90_grid.sh (the sm_90a family through the gates; its databases into $OUT)
 #   hopper     HOPPER_GENS (6) generations x HOPPER_POP (24) of configs/hopper.yaml (both families in one
 #              population), elites, history and the verdicts per family
-#   large      LARGE_GENS (1) generations x LARGE_POP (20) of configs/hopper-large.yaml (its seeds against the
+#   large      LARGE_GENS (1) generations x LARGE_POP (22) of configs/hopper-large.yaml (its seeds against the
 #              family-0 best at the large problems), elites, the per-shape table of every evaluated genome, then the
 #              best exported and self-tested (nvcc with the target its header names)
 #   worst      as presets, with `fitness: worst` (the search maximizes the worst shape's speedup); best to $OUT/best.cu
@@ -203,7 +203,7 @@ for fam, v, n, f in db.execute(q): print("family", fam, v, n, "best fitness", f)
 PY
             ;;
     large) rm -f "$OUT/large.db"
-           build/evo run --config configs/hopper-large.yaml --generations "${LARGE_GENS:-1}" --population "${LARGE_POP:-20}" \
+           build/evo run --config configs/hopper-large.yaml --generations "${LARGE_GENS:-1}" --population "${LARGE_POP:-22}" \
              --db "$OUT/large.db" 2>&1 | tee "$OUT/large.log" | tail -6
            python3 -c "import sqlite3; sqlite3.connect('$OUT/large.db').execute('pragma wal_checkpoint(TRUNCATE)')"
            build/evo elite --show --db "$OUT/large.db" > "$OUT/large-elite.txt" 2>&1; head -40 "$OUT/large-elite.txt"

@@ -17,7 +17,9 @@ enum { ATTN_OPT_FORMAT, ATTN_OPT_SCALE, ATTN_N_OPTIONS };
  * template (attention_fp8_sm90.cu), whose launch also needs WG_ROWS and TILE_N (the tensor maps' boxes) and PERSIST
  * (the grid). A variant's arithmetic is its accuracy class (evo_variant.accuracy: ATTN_ACC_* of attn_gate.h).
  * ROLE (ATTN_ROLE_*): what the kernel is; a genome with H_V_PATH 3 is its attention kernels (KV16) and one kernel
- * that converts K and V to FP16 into a workspace before them (CONVERT; it serves no shape on its own). */
+ * that converts K and V to FP16 into a workspace before them (CONVERT; it serves no shape on its own); one with
+ * H_V_PATH 5 is its attention kernels (VT) and one kernel that writes Vᵀ into a workspace before them (CONVERT, the
+ * transpose: its name says which). */
 enum {
     ATTN_V_DIM,
     ATTN_V_FORMAT,
@@ -33,12 +35,19 @@ enum {
 enum {
     ATTN_ROLE_ATTN = 0,    /* attention on the codes */
     ATTN_ROLE_KV16 = 1,    /* attention on K and V in FP16, which the CONVERT kernel writes first, every call */
-    ATTN_ROLE_CONVERT = 2, /* K and V codes to FP16 (their exact e4m3 values), both tensors in one launch */
+    ATTN_ROLE_CONVERT = 2, /* before the attention kernel, every call: K and V codes to FP16 (their exact e4m3
+                              values, both tensors in one launch; ATTN_CONVERT_NAME), or V codes to Vᵀ
+                              (ATTN_TRANSPOSE_NAME) */
+    ATTN_ROLE_VT = 3,      /* attention on Vᵀ (V_PATH 5), which the CONVERT kernel (the transpose) writes first */
 };
 /* The conversion kernel of the sm_90a template (evo_kv16_convert: no "evo_attn" in its name, so the profiler's and
  * the sanitizer's filter by the task's kernel prefix pick the attention kernel alone) and its block. */
 #define ATTN_CONVERT_NAME "evo_kv16_convert<16>"
 #define ATTN_CONVERT_THREADS 256
+/* The transpose of V for V_PATH 5 (evo_vt_transpose: 128 keys a block, ATTN_CONVERT_THREADS threads, grid
+ * (ceil(S16 / 128), B·H) with S16 = attn_sm90_vt_seq(S); arguments v, vt, seq, S16, head_dim). */
+#define ATTN_TRANSPOSE_NAME "evo_vt_transpose<128>"
+#define ATTN_TRANSPOSE_KEYS 128
 enum { ATTN_FAMILY_MMA = 0, ATTN_FAMILY_SM90 = 1 };
 #define ATTN_MODEL_ROWS 32     /* attn_support.cu's evo_fp8_model_attention: query rows per block ... */
 #define ATTN_MODEL_THREADS 128 /* ... and threads per block (4 a row) */

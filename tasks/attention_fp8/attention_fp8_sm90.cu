@@ -36,8 +36,8 @@
  *             which a second wgmma (N = 8) multiplies by P̃ from zero each tile; the tile's sums go into the
  *             accumulator's column D (rescaled with O) in FP32; the softmax adds up only the keys whose P̃ is 0
  *             (p ≤ 2^-10, in FP16 pairs). PIPE 2 only.
- *   V_PATH 5: (not yet a search knob: built and timed by tools/bench/sm90_bench.cu) V_PATH 4's arithmetic with Vᵀ
- *             given: p.v points to the codes of Vᵀ, [B·H, D, S16] (S16 = S rounded up to 16, keys S..S16-1 zero),
+ *   V_PATH 5: V_PATH 4's arithmetic with Vᵀ given (a search value: its genome's launch transposes V first with
+ *             evo_vt_transpose, below, timed with it): p.v points to the codes of Vᵀ, [B·H, D, S16] (S16 = S rounded up to 16, keys S..S16-1 zero),
  *             each 16 keys in the P fragment's order (position 4a + 2s + t holds key 8s + 2a + t; evo_vt_transpose,
  *             below, writes it from V), and the TMA thread loads each tile's column blocks of VB keys straight into
  *             the Vᵀ stage, so no warp transposes V (the transform's shared-memory instructions share the MIO queue
@@ -1410,17 +1410,19 @@ __global__ void __launch_bounds__(256)
     }
 }
 
-/* V codes (e4m3 [B·H, S, D]) to the Vᵀ a V_PATH 5 kernel loads: [B·H, D, S16], S16 = S rounded up to 16, row d of
- * head bh holding V[., d] with each 16 keys in the P fragment's order (position 4a + 2s + t holds key 8s + 2a + t,
- * transpose_v's permutation) and keys S..S16-1 zero. Block (key chunk of 128, bh), 256 threads: the chunk's rows by
- * 16-byte loads into shared memory (rows padded by 4 bytes: the column reads below fall on 4 banks, not 1), then
- * each thread builds 16-byte pieces of Vᵀ rows (16 keys of one dim) and stores them whole. */
-template <int D>
-__global__ void __launch_bounds__(256)
-    evo_vt_transpose(const unsigned char *__restrict__ v, unsigned char *__restrict__ vt, int seq, int s16)
+/* V codes (e4m3 [B·H, S, D], D = head_dim: 64 or 128) to the Vᵀ a V_PATH 5 kernel loads: [B·H, D, S16], S16 = S
+ * rounded up to 16 (attn_sm90_vt_seq), row d of head bh holding V[., d] with each 16 keys in the P fragment's order
+ * (position 4a + 2s + t holds key 8s + 2a + t, transpose_v's permutation) and keys S..S16-1 zero; what a genome with
+ * V_PATH 5 runs before its attention kernel every call. Grid (ceil(S16 / KC), B·H), 256 threads: block (x, bh) moves
+ * keys KC·x .. KC·x + KC - 1 of head bh, their rows by 16-byte streaming loads into shared memory (rows padded by 4
+ * bytes: the column reads below fall on 4 banks, not 1), then each thread builds 16-byte pieces of Vᵀ rows (16 keys
+ * of one dim) and stores them whole. */
+namespace evo_sm90 {
+template <int D, int KC>
+__device__ __forceinline__ void vt_transpose_block(const unsigned char *__restrict__ v, unsigned char *__restrict__ vt,
+                                                   int seq, int s16, unsigned char *tile)
 {
-    constexpr int KC = 128, RS = D + 4;
-    __shared__ __align__(16) unsigned char tile[KC * RS];
+    constexpr int RS = D + 4;
     const int bh = (int)blockIdx.y, k0 = (int)blockIdx.x * KC, tid = (int)threadIdx.x;
     const unsigned char *src = v + ((unsigned long long)bh * (unsigned)seq + (unsigned)k0) * D;
     for (int u = tid; u < KC * D / 16; u += 256) {
@@ -1443,9 +1445,21 @@ __global__ void __launch_bounds__(256)
                 x |= (unsigned)tile[(16 * j + 8 * (b >> 1) + 2 * a + (b & 1)) * RS + d] << (8 * b);
             w[a] = x;
         }
-        *reinterpret_cast<uint4 *>(vt + ((unsigned long long)bh * D + d) * (unsigned)s16 + key) =
+        *reinterpret_cast<uint4 *>(vt + ((unsigned long long)bh * D + (unsigned)d) * (unsigned)s16 + key) =
             make_uint4(w[0], w[1], w[2], w[3]);
     }
+}
+} // namespace evo_sm90
+
+template <int KC>
+__global__ void __launch_bounds__(256)
+    evo_vt_transpose(const unsigned char *__restrict__ v, unsigned char *__restrict__ vt, int seq, int s16, int head_dim)
+{
+    static_assert(KC == 128, "128 keys a block");
+    __shared__ __align__(16) unsigned char tile[KC * (128 + 4)];
+    if (head_dim == 128) evo_sm90::vt_transpose_block<128, KC>(v, vt, seq, s16, tile);
+    else if (head_dim == 64) evo_sm90::vt_transpose_block<64, KC>(v, vt, seq, s16, tile);
+    else __trap();
 }
 
 template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH, int OVERLAP,

@@ -40,6 +40,12 @@ static bool fp16_twin(const char *expr, int vpath, char *buf, size_t len)
 
 static bool is_convert(const evo_variant *y) { return y->attr[ATTN_V_ROLE] == ATTN_ROLE_CONVERT; }
 
+/* What a convert variant writes into the workspace before each call (the two kinds: attention.h). */
+static const char *convert_what(const evo_variant *y)
+{
+    return strcmp(y->name_expr, ATTN_TRANSPOSE_NAME) == 0 ? "V to Vᵀ (V_PATH 5)" : "K and V to FP16";
+}
+
 /* "template __global__ void NAME(...);" for a kernel and, when it has them, its FP16 twins. */
 static void append_instantiations(evo_str *o, const char *expr, bool sm90)
 {
@@ -49,6 +55,13 @@ static void append_instantiations(evo_str *o, const char *expr, bool sm90)
         evo_str_appendf(o,
                         "template __global__ void %s(const unsigned char *, const unsigned char *, unsigned short *, "
                         "unsigned short *, unsigned long long); /* K and V to FP16 (V_PATH 3) */\n",
+                        expr);
+        return;
+    }
+    if (strcmp(expr, ATTN_TRANSPOSE_NAME) == 0) {
+        evo_str_appendf(o,
+                        "template __global__ void %s(const unsigned char *, unsigned char *, int, int, int); "
+                        "/* V to Vᵀ (V_PATH 5) */\n",
                         expr);
         return;
     }
@@ -65,14 +78,19 @@ static void append_instantiations(evo_str *o, const char *expr, bool sm90)
                             twin, what[vpath - 2]);
 }
 
-/* ", (const void *)TWIN" or ", nullptr" for each twin, then whether the kernel takes K and V converted: the variant
- * table's last three columns. A kernel with V_PATH 3 (role KV16) is its own FP16-K-and-V entry. */
+/* ", (const void *)TWIN" or ", nullptr" for each twin, then what the launcher writes first (the variant table's
+ * `convert`: 1 K and V in FP16, 2 Vᵀ): the variant table's last three columns. A kernel with V_PATH 3 (role KV16)
+ * is its own FP16-K-and-V entry; one with V_PATH 5 (role VT) has no twin. */
 static void append_twin_column(evo_str *o, const evo_variant *y)
 {
     const char *expr = y->name_expr;
     char twin[256];
     if (y->attr[ATTN_V_ROLE] == ATTN_ROLE_KV16) {
         evo_str_appendf(o, ", nullptr, (const void *)%s, 1", expr);
+        return;
+    }
+    if (y->attr[ATTN_V_ROLE] == ATTN_ROLE_VT) {
+        evo_str_append(o, ", nullptr, nullptr, 2");
         return;
     }
     for (int vpath = 2; vpath <= 3; vpath++) {
@@ -91,7 +109,8 @@ static void append_twin_column(evo_str *o, const evo_variant *y)
     "                                which evo_attention_forward_kv16 runs; a V_PATH 3 kernel itself; nullptr\n" \
     "                                otherwise */\n" \
     "    int convert; /* 1: a V_PATH 3 kernel: evo_attention_forward converts K and V to FP16 into a workspace\n" \
-    "                    first (evo_kv16_convert, timed with it by evo) */\n"
+    "                    first (evo_kv16_convert, timed with it by evo); 2: a V_PATH 5 kernel: it writes Vᵀ into\n" \
+    "                    the workspace first (evo_vt_transpose) */\n"
 
 /* The arch nvcc must target: the program's own ("sm_90a") or the run's. */
 static const char *export_arch(const evo_export_ctx *x) { return x->prog->arch[0] ? x->prog->arch : x->src->cand.arch; }
@@ -144,8 +163,9 @@ static void append_header(evo_str *o, const evo_export_ctx *x)
            " *   int evo_attention_forward_ws(...the arguments of evo_attention_forward..., void *workspace,\n"
            " *                                size_t workspace_bytes, cudaStream_t stream);\n"
            " * A V_PATH 3 kernel takes K and V in FP16, converted from the codes every call into a workspace of\n"
-           " * that many bytes (0 for every other kernel): the caller's, or one evo_attention_forward allocates and\n"
-           " * frees on the stream (cudaMallocAsync).\n"
+           " * that many bytes, a V_PATH 5 kernel Vᵀ, transposed from the codes every call (0 bytes for every other\n"
+           " * kernel): the caller's, or one evo_attention_forward allocates and frees on the stream\n"
+           " * (cudaMallocAsync).\n"
            " *\n"
            " * Provenance\n");
     evo_export_provenance_begin(o, x);
@@ -161,9 +181,9 @@ static void append_header(evo_str *o, const evo_export_ctx *x)
         const evo_variant *y = &x->prog->variants[v];
         if (is_convert(y)) {
             evo_str_appendf(o,
-                            " *   before each: %s, %d threads: K and V to FP16 into the workspace\n"
+                            " *   before each: %s, %d threads: %s into the workspace\n"
                             " *                 (evo_attention_workspace_bytes; evo_attention_forward allocates it)\n",
-                            y->name_expr, y->threads);
+                            y->name_expr, y->threads, convert_what(y));
             continue;
         }
         evo_str_appendf(
@@ -329,8 +349,8 @@ static void append_dispatch_header(evo_str *o, const evo_export_dispatch_ctx *d)
         " * that multiply P·V in FP16 have an FP16-V twin; cudaErrorNotSupported where the problem's kernel has none),\n"
         " * evo_attention_forward_kv16 / evo_attention_kv16_supported (K and V given in FP16: the same for the\n"
         " * kernels whose Q·Kᵀ is FP16 too), evo_attention_workspace_bytes / evo_attention_forward_ws (an entry with\n"
-        " * V_PATH 3 converts K and V to FP16 into a workspace every call: the caller's, or one evo_attention_forward\n"
-        " * allocates on the stream; 0 bytes for every other entry).\n"
+        " * V_PATH 3 converts K and V to FP16, one with V_PATH 5 transposes V, into a workspace every call: the\n"
+        " * caller's, or one evo_attention_forward allocates on the stream; 0 bytes for every other entry).\n"
         " *\n"
         " * Dispatch (attn_dispatch_host.h below): a problem is in bucket (head dim, causal, seq class, batch·heads\n"
         " * class), classes powers of two (seq 1..256, 257..512, 513..1024, ...; batch·heads 1..8, 9..16, 17..32,\n"
@@ -368,7 +388,7 @@ static void append_dispatch_header(evo_str *o, const evo_export_dispatch_ctx *d)
         for (int v = 0; v < e->prog.n_variants; v++) {
             const evo_variant *y = &e->prog.variants[v];
             if (is_convert(y)) {
-                evo_str_appendf(o, " *     before each: %s: K and V to FP16 into the workspace\n", y->name_expr);
+                evo_str_appendf(o, " *     before each: %s: %s into the workspace\n", y->name_expr, convert_what(y));
                 continue;
             }
             if (!entry_serves_dim(d, i, y->attr[ATTN_V_DIM])) continue;

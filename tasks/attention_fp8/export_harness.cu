@@ -108,8 +108,9 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, operands m, cudaStream
     g.consumers = variants[i].rows_per_block / variants[i].wg_rows;
     g.tile_n = variants[i].tile_n;
     g.persist = variants[i].persist;
-    g.v_path = m == KV16 ? 3 : m == V16 ? 2 : 0; /* the tensor maps of K and V: FP16 for the twins (the other fields
-                                                     only size boxes and grid) */
+    /* the tensor maps of K and V: FP16 for the twins, Vᵀ for a V_PATH 5 kernel (the other fields only size boxes
+     * and grid) */
+    g.v_path = m == KV16 ? 3 : m == V16 ? 2 : variants[i].convert == 2 ? 5 : 0;
     evo_attn_tmaps t;
     if (attn_sm90_fill_tmaps(&t, &p, &g, encode) != 0) return cudaErrorInvalidValue;
     int dev = 0, sms = 0;
@@ -130,10 +131,13 @@ static int variant_for(int batch, int heads, int seq, int head_dim, int causal)
     return seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
 }
 
-/* Bytes of workspace variant i needs for a problem: the FP16 K and V of a V_PATH 3 kernel (convert), else 0. */
+/* Bytes of workspace variant i needs for a problem: the FP16 K and V of a V_PATH 3 kernel (convert 1), Vᵀ of a
+ * V_PATH 5 kernel (convert 2: B·H·D·S16), else 0. */
 static size_t workspace_for(int i, int batch, int heads, int seq, int head_dim)
 {
-    return i >= 0 && variants[i].convert ? (size_t)4 * batch * heads * seq * head_dim : 0;
+    if (i < 0 || !variants[i].convert) return 0;
+    const size_t bhd = (size_t)batch * heads * head_dim;
+    return variants[i].convert == 1 ? 4 * bhd * seq : bhd * (((size_t)seq + 15) / 16 * 16); /* attn_sm90_vt_seq */
 }
 
 /* Every launcher: the variant for the problem, the params, the launch. V16, KV16: V (and K) is FP16 and the variant
@@ -150,7 +154,7 @@ static int forward(const void *q, const void *k, const void *v, const float *q_s
         return (int)cudaErrorInvalidValue;
     if (m != CODES && !kernel_of(i, m)) return (int)cudaErrorNotSupported;
 #if EVO_EXPORT_SM90
-    if (m == CODES && variants[i].convert) { /* V_PATH 3: K and V to FP16 into the workspace, then the kernel */
+    if (m == CODES && variants[i].convert == 1) { /* V_PATH 3: K and V to FP16 into the workspace, then the kernel */
         const size_t need = workspace_for(i, batch, heads, seq, head_dim);
         if (ws && ws_bytes < need) return (int)cudaErrorInvalidValue;
         void *own = nullptr;
@@ -190,6 +194,25 @@ static int forward(const void *q, const void *k, const void *v, const float *q_s
     p.causal = causal != 0;
     p.softmax_scale = softmax_scale;
 #if EVO_EXPORT_SM90
+    if (m == CODES && variants[i].convert == 2) { /* V_PATH 5: Vᵀ into the workspace, then the kernel on it */
+        const size_t need = workspace_for(i, batch, heads, seq, head_dim);
+        if (ws && ws_bytes < need) return (int)cudaErrorInvalidValue;
+        void *own = nullptr;
+        e = ws ? cudaSuccess : cudaMallocAsync(&own, need, stream);
+        if (e != cudaSuccess) return (int)e;
+        unsigned char *vt = (unsigned char *)(ws ? ws : own);
+        const int s16 = attn_sm90_vt_seq(seq);
+        evo_vt_transpose<128><<<dim3((unsigned)((s16 + 127) / 128), (unsigned)(batch * heads)), 256, 0, stream>>>(
+            (const unsigned char *)v, vt, seq, s16, head_dim);
+        e = cudaGetLastError();
+        p.v = vt;
+        if (e == cudaSuccess) e = launch_sm90(i, p, m, stream);
+        if (own) {
+            const cudaError_t f = cudaFreeAsync(own, stream);
+            if (e == cudaSuccess) e = f;
+        }
+        return (int)e;
+    }
     if (variants[i].family == 1) return (int)launch_sm90(i, p, m, stream);
 #endif
     void *args[] = {&p};
@@ -276,7 +299,8 @@ extern "C" int evo_attention_kv16_supported(int batch, int heads, int seq, int h
 }
 
 /* Bytes of workspace evo_attention_forward_ws needs for this problem: 4·B·H·S·D (K and V in FP16) where the kernel
- * that serves it takes them converted (V_PATH 3), 0 otherwise (and for a problem no kernel serves). */
+ * that serves it takes them converted (V_PATH 3), B·H·D·S16 (Vᵀ, S16 = S rounded up to 16) where it takes V
+ * transposed (V_PATH 5), 0 otherwise (and for a problem no kernel serves). */
 extern "C" size_t evo_attention_workspace_bytes(int batch, int heads, int seq, int head_dim, int causal)
 {
     return evo_export::workspace_for(evo_export::variant_for(batch, heads, seq, head_dim, causal), batch, heads, seq,
@@ -285,7 +309,8 @@ extern "C" size_t evo_attention_workspace_bytes(int batch, int heads, int seq, i
 
 /* As evo_attention_forward, with the caller's workspace (device memory, 16-byte aligned, at least
  * evo_attention_workspace_bytes; may be NULL where that is 0; cudaErrorInvalidValue when too small): a V_PATH 3
- * kernel's FP16 K and V go there instead of into memory the call allocates and frees on the stream. */
+ * kernel's FP16 K and V (a V_PATH 5 kernel's Vᵀ) go there instead of into memory the call allocates and frees on
+ * the stream. */
 extern "C" int evo_attention_forward_ws(const void *q, const void *k, const void *v, const float *q_scale,
                                         const float *k_scale, const float *v_scale, void *o, int batch, int heads,
                                         int seq, int head_dim, int causal, float softmax_scale, void *workspace,
@@ -439,9 +464,10 @@ static bool problem_make(problem &p, int batch, int heads, int seq, int head_dim
                      "cudaMemcpy"))
             return false;
     }
-    bool converts = false;
-    for (int i = 0; i < evo_export::n_variants; i++) converts |= evo_export::variants[i].convert != 0;
-    p.ws_bytes = converts ? 4 * p.n : 0;
+    /* the workspace the problem's variant asks for (the forced one in a variant's own checks): any variant's most */
+    p.ws_bytes = 0;
+    for (int i = 0; i < evo_export::n_variants; i++)
+        p.ws_bytes = std::max(p.ws_bytes, evo_export::workspace_for(i, p.batch, p.heads, p.seq, p.head_dim));
     if (p.ws_bytes && !cuda_ok(cudaMalloc(&p.d_ws, p.ws_bytes), "cudaMalloc")) return false;
     if (!cuda_ok(cudaMalloc(&p.d_out_alloc, p.n * 2 + 2 * GUARD_BYTES), "cudaMalloc")) return false;
     p.d_out = p.d_out_alloc + GUARD_BYTES;
@@ -778,11 +804,11 @@ static bool run_checks(int *n_cases, int *failed)
         ++*failed;
         printf("  FAIL  head_dim 96 returned %d, want cudaErrorInvalidValue (%d)\n", rc, (int)cudaErrorInvalidValue);
     }
-    /* The workspace: 4·B·H·S·D bytes for a V_PATH 3 kernel, 0 for every other; one byte short is refused, nothing
-     * launched. */
+    /* The workspace: 4·B·H·S·D bytes for a V_PATH 3 kernel, B·H·D·S16 for a V_PATH 5 kernel (S = 77: S16 = 80), 0
+     * for every other; one byte short is refused, nothing launched. */
     for (int vi = 0; vi < evo_export::n_variants; vi++) {
-        const int D = evo_export::variants[vi].head_dim;
-        const size_t want = evo_export::variants[vi].convert ? (size_t)4 * 2 * 3 * 77 * D : 0;
+        const int D = evo_export::variants[vi].head_dim, cv = evo_export::variants[vi].convert;
+        const size_t want = cv == 1 ? (size_t)4 * 2 * 3 * 77 * D : cv == 2 ? (size_t)2 * 3 * 80 * D : 0;
         evo_export::forced_variant = vi;
         const size_t got = evo_attention_workspace_bytes(2, 3, 77, D, 0);
         const int short_rc = want ? evo_attention_forward_ws((void *)1, (void *)1, (void *)1, (const float *)1,
@@ -795,6 +821,28 @@ static bool run_checks(int *n_cases, int *failed)
             ++*failed;
             printf("  FAIL  variant %d: workspace %zu bytes, want %zu; one byte short returned %d\n", vi, got, want,
                    short_rc);
+        }
+        if (cv != 2) continue;
+        /* V_PATH 5: the transpose into the caller's workspace and into one the launcher allocates, the same bits */
+        for (int causal = 0; causal < 2; causal++) {
+            problem p;
+            std::vector<unsigned char> a(2 * 2 * 3 * 77 * (size_t)D), b(a.size());
+            evo_export::forced_variant = vi;
+            bool ok = problem_make(p, 2, 3, 77, D, causal, DIST_NORMAL, 9100 + (uint64_t)(2 * vi + causal)) &&
+                      cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") && cuda_ok(problem_launch(p, 0), "launch") &&
+                      cuda_ok(cudaMemcpy(a.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
+                      cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
+                      cuda_ok(problem_launch(p, 0, true), "launch") && cuda_ok(cudaDeviceSynchronize(), "kernel") &&
+                      cuda_ok(cudaMemcpy(b.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+            evo_export::forced_variant = -1;
+            problem_free(p);
+            if (!ok) return false;
+            ++*n_cases;
+            if (a != b) {
+                ++*failed;
+                printf("  FAIL  variant %d (V_PATH 5) causal=%d: the launcher's own workspace gives other bits\n", vi,
+                       causal);
+            }
         }
     }
     return true;

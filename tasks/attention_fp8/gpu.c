@@ -46,6 +46,10 @@ typedef struct {
     /* V_PATH 3 genomes: K and V in FP16, written by the genome's conversion kernel before each launch */
     size_t kv16_n; /* elements each holds (the largest case) */
     CUdeviceptr kv16[2];
+    /* V_PATH 5 genomes: Vᵀ, written by the genome's transpose kernel before each launch */
+    size_t vt_need; /* bytes the largest prepared case's Vᵀ takes (B·H·D·S16) */
+    size_t vt_n;    /* bytes vt holds */
+    CUdeviceptr vt;
 } attn_gpu;
 
 /* One case's inputs: 8-bit codes and scales of Q, K, V, the reference, and the end-to-end reference. */
@@ -194,6 +198,9 @@ static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
         a->timed_n = n;
     }
     const size_t head_n = (size_t)sh->v[ATTN_SEQ] * sh->v[ATTN_DIM];
+    const size_t vt_bytes = (size_t)sh->v[ATTN_BATCH] * (size_t)sh->v[ATTN_HEADS] * (size_t)sh->v[ATTN_DIM] *
+                            (size_t)attn_sm90_vt_seq((int)sh->v[ATTN_SEQ]);
+    if (vt_bytes > a->vt_need) a->vt_need = vt_bytes;
     if (gc->timing && head_n > a->tref_n) { /* one head's reference (check_fresh): the largest head, wherever it is */
         if ((s = evo_gpu_alloc(a->g, head_n * 4, &a->tref, err)) != EVO_OK) return s;
         a->tref_n = head_n;
@@ -285,7 +292,8 @@ static CUresult sm90_launch(attn_gpu *a, const evo_variant *v, CUfunction f, con
 {
     const evo_cudrv *cu = evo_gpu_cu(a->g);
     if (!cu->cuTensorMapEncodeTiled) return CUDA_ERROR_NOT_SUPPORTED;
-    const int v_path = v->attr[ATTN_V_ROLE] == ATTN_ROLE_KV16 ? 3 : 0; /* the maps of K and V: FP16 or codes */
+    /* the maps of K and V: FP16 (V_PATH 3), Vᵀ (V_PATH 5) or codes */
+    const int v_path = v->attr[ATTN_V_ROLE] == ATTN_ROLE_KV16 ? 3 : v->attr[ATTN_V_ROLE] == ATTN_ROLE_VT ? 5 : 0;
     const long long key[6] = {(long long)p->batch * p->heads, p->seq, p->head_dim, v->attr[ATTN_V_WG_ROWS],
                               v->attr[ATTN_V_TILE_N],         v_path};
     const CUdeviceptr ptr[3] = {p->q, p->k, p->v};
@@ -306,7 +314,7 @@ static CUresult sm90_launch(attn_gpu *a, const evo_variant *v, CUfunction f, con
                               evo_gpu_stream(a->g), args, NULL);
 }
 
-/* The conversion kernel among a program's kernels (a V_PATH 3 genome's), or -1. */
+/* The conversion kernel among a program's kernels (a V_PATH 3 genome's; a V_PATH 5 genome's transpose), or -1. */
 static int convert_kernel(const evo_gpu_kernel *k, int n)
 {
     for (int i = 0; i < n; i++)
@@ -319,13 +327,35 @@ static unsigned convert_blocks(size_t n)
     return (unsigned)((2 * (n / 16) + ATTN_CONVERT_THREADS - 1) / ATTN_CONVERT_THREADS);
 }
 
+/* Blocks of the V_PATH 5 transpose for a shape: (ceil(S16 / 128), B·H). */
+static void transpose_grid(const evo_shape *sh, unsigned grid[3])
+{
+    grid[0] = (unsigned)((attn_sm90_vt_seq((int)sh->v[ATTN_SEQ]) + ATTN_TRANSPOSE_KEYS - 1) / ATTN_TRANSPOSE_KEYS);
+    grid[1] = (unsigned)(sh->v[ATTN_BATCH] * sh->v[ATTN_HEADS]);
+    grid[2] = 1;
+}
+
+/* A V_PATH 5 genome: the Vᵀ buffer, sized for the largest case prepared. */
+static evo_status vt_buffer(attn_gpu *a, evo_err *err)
+{
+    if (a->vt_need <= a->vt_n) return EVO_OK;
+    if (a->vt_n) evo_gpu_cu(a->g)->cuMemFree(a->vt);
+    a->vt_n = 0;
+    evo_status s = evo_gpu_alloc(a->g, a->vt_need, &a->vt, err);
+    if (s != EVO_OK) return evo_failv_prefix(err, s, "the Vᵀ of a V_PATH 5 genome");
+    a->vt_n = a->vt_need;
+    return EVO_OK;
+}
+
 /* A V_PATH 3 genome: the FP16 K and V buffers, sized for the largest case prepared (every case is prepared before
- * the first evaluation). */
+ * the first evaluation); a V_PATH 5 genome: the Vᵀ buffer. */
 static evo_status attn_begin(void *state, const evo_gpu_kernel *k, int n, evo_err *err)
 {
     attn_gpu *a = state;
     const size_t need = a->scratch_n > a->timed_n ? a->scratch_n : a->timed_n;
-    if (convert_kernel(k, n) < 0 || need <= a->kv16_n) return EVO_OK;
+    const int ci = convert_kernel(k, n);
+    if (ci >= 0 && strcmp(k[ci].v.name_expr, ATTN_TRANSPOSE_NAME) == 0) return vt_buffer(a, err);
+    if (ci < 0 || need <= a->kv16_n) return EVO_OK;
     const evo_cudrv *cu = evo_gpu_cu(a->g);
     for (int t = 0; t < 2; t++)
         if (a->kv16_n) cu->cuMemFree(a->kv16[t]);
@@ -342,7 +372,8 @@ static evo_status attn_begin(void *state, const evo_gpu_kernel *k, int n, evo_er
 }
 
 /* Family 0: grid (ceil(S / rows), H, B), block = threads, dynamic shared memory = smem_bytes (evo_attention_abi.h);
- * family 1: sm90_launch; a V_PATH 3 kernel after its genome's conversion of K and V into kv16. */
+ * family 1: sm90_launch; a V_PATH 3 kernel after its genome's conversion of K and V into kv16, a V_PATH 5 kernel
+ * after its genome's transpose of V into vt. */
 static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_gpu_kernel *k, int n, int pick,
                             CUdeviceptr out, bool fresh)
 {
@@ -377,6 +408,17 @@ static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_gpu_k
         if (r != CUDA_SUCCESS) return r;
         p.k = a->kv16[0];
         p.v = a->kv16[1];
+    } else if (v->attr[ATTN_V_ROLE] == ATTN_ROLE_VT) { /* V to Vᵀ, then the attention on it */
+        const int ci = convert_kernel(k, n);
+        int seq = p.seq, s16 = attn_sm90_vt_seq(p.seq), d = p.head_dim;
+        if (ci < 0 || a->vt_n < (size_t)p.batch * p.heads * d * s16) return CUDA_ERROR_INVALID_VALUE;
+        unsigned tg[3];
+        transpose_grid(sh, tg);
+        void *ta[] = {&p.v, &a->vt, &seq, &s16, &d};
+        const CUresult r = evo_gpu_cu(a->g)->cuLaunchKernel(k[ci].fn, tg[0], tg[1], tg[2], ATTN_CONVERT_THREADS, 1, 1,
+                                                            0, evo_gpu_stream(a->g), ta, NULL);
+        if (r != CUDA_SUCCESS) return r;
+        p.v = a->vt;
     }
     if (v->attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90) return sm90_launch(a, v, f, sh, &p);
     void *args[] = {&p};
@@ -397,6 +439,10 @@ static int attn_geometry_of(void *state, const evo_gpu_case *gc, const evo_gpu_k
         if (k[pick].v.attr[ATTN_V_ROLE] == ATTN_ROLE_KV16 && max >= 2) { /* the conversion, then the attention */
             grid[0][0] = convert_blocks(elems(sh));
             grid[0][1] = grid[0][2] = 1;
+            block[0] = ATTN_CONVERT_THREADS;
+            m = 1;
+        } else if (k[pick].v.attr[ATTN_V_ROLE] == ATTN_ROLE_VT && max >= 2) { /* the transpose, then the attention */
+            transpose_grid(sh, grid[0]);
             block[0] = ATTN_CONVERT_THREADS;
             m = 1;
         }

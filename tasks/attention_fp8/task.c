@@ -146,7 +146,7 @@ static const int attention_defaults[] = {
 static const int warps_n_set[] = {1, 2, 4};
 static const int big_tile_m_set[] = {0, 128, 256};
 static const int h_wg_rows_set[] = {64, 128}, h_tile_n_set[] = {64, 128, 192, 256}, h_regs_set[] = {24, 32, 40, 56};
-static const int h_v_path_set[] = {0, 1, 3, 4}; /* 2 is no genome: the FP16-V entry of an exported file */
+static const int h_v_path_set[] = {0, 1, 3, 4, 5}; /* 2 is no genome: the FP16-V entry of an exported file */
 static const evo_knob_legal attention_legal[] = {
     {16, 256, 16, NULL, 0},       /* TILE_M      */
     {16, 256, 16, NULL, 0},       /* TILE_N      */
@@ -169,7 +169,7 @@ static const evo_knob_legal attention_legal[] = {
     {2, 4, 1, NULL, 0},           /* H_STAGES    */
     {0, 2, 1, NULL, 0},           /* H_PIPE      */
     {0, 2, 1, NULL, 0},           /* H_QK_MODE   */
-    {0, 0, 0, h_v_path_set, 4},   /* H_V_PATH    */
+    {0, 0, 0, h_v_path_set, 5},   /* H_V_PATH    */
     {0, 1, 1, NULL, 0},           /* H_OVERLAP   */
     {0, 1, 1, NULL, 0},           /* H_PINGPONG  */
     {0, 1, 1, NULL, 0},           /* H_O_ACC     */
@@ -416,7 +416,7 @@ static evo_status sm90_render(const evo_config *cfg, const evo_genome *g, evo_pr
         v->attr[ATTN_V_WG_ROWS] = h.wg_rows;
         v->attr[ATTN_V_TILE_N] = h.tile_n;
         v->attr[ATTN_V_PERSIST] = h.persist;
-        v->attr[ATTN_V_ROLE] = h.v_path == 3 ? ATTN_ROLE_KV16 : ATTN_ROLE_ATTN;
+        v->attr[ATTN_V_ROLE] = h.v_path == 3 ? ATTN_ROLE_KV16 : h.v_path == 5 ? ATTN_ROLE_VT : ATTN_ROLE_ATTN;
         v->threads = attn_sm90_threads(&h);
         v->smem_bytes = attn_sm90_smem_bytes(&h, dims[i]);
         if (attn_sm90_name_expr(&h, dims[i], v->name_expr, sizeof v->name_expr) < 0) {
@@ -424,14 +424,15 @@ static evo_status sm90_render(const evo_config *cfg, const evo_genome *g, evo_pr
             return evo_fail(err, EVO_E_INTERNAL, "name expression too long");
         }
     }
-    if (h.v_path == 3 && nd > 0) { /* K and V to FP16 before the attention kernels, every call (timed with them) */
+    if ((h.v_path == 3 || h.v_path == 5) && nd > 0) { /* K and V to FP16 (3) or V to Vᵀ (5) before the attention
+                                                          kernels, every call (timed with them) */
         evo_variant *v = &out->variants[out->n_variants++];
         v->attr[ATTN_V_DIM] = dims[0];
         v->attr[ATTN_V_FORMAT] = EVO_FORMAT_E4M3;
         v->attr[ATTN_V_FAMILY] = ATTN_FAMILY_SM90;
         v->attr[ATTN_V_ROLE] = ATTN_ROLE_CONVERT;
         v->threads = ATTN_CONVERT_THREADS;
-        snprintf(v->name_expr, sizeof v->name_expr, "%s", ATTN_CONVERT_NAME);
+        snprintf(v->name_expr, sizeof v->name_expr, "%s", h.v_path == 3 ? ATTN_CONVERT_NAME : ATTN_TRANSPOSE_NAME);
     }
     return EVO_OK;
 }
@@ -493,7 +494,7 @@ static bool attention_serves(const evo_variant *v, const evo_shape *s)
 static void attention_variant_label(const evo_variant *v, char *buf, size_t n)
 {
     if (v->attr[ATTN_V_ROLE] == ATTN_ROLE_CONVERT) {
-        snprintf(buf, n, "kv16");
+        snprintf(buf, n, "%s", strcmp(v->name_expr, ATTN_TRANSPOSE_NAME) == 0 ? "vt" : "kv16");
         return;
     }
     snprintf(buf, n, "d%lld%s", v->attr[ATTN_V_DIM],
@@ -531,13 +532,13 @@ static double attention_flops(const evo_shape *s)
 
 static const char *const attention_accuracy[] = {EVO_ACCURACY_EXACT, "fp8", NULL};
 
-/* fp8: a sm_90a genome whose Q·Kᵀ (QK_MODE 0, 1) or P·V (V_PATH 0, 4) runs on e4m3 tensor cores; everything else
+/* fp8: a sm_90a genome whose Q·Kᵀ (QK_MODE 0, 1) or P·V (V_PATH 0, 4, 5) runs on e4m3 tensor cores; everything else
  * (family 0, the FP16 paths) multiplies and adds at FP16 precision or better. */
 static int attention_genome_accuracy(const evo_config *cfg, const evo_genome *g)
 {
     if (attn_family(cfg, g) != ATTN_FAMILY_SM90) return ATTN_ACC_EXACT;
     const evo_sm90_genome h = sm90_read(cfg, g);
-    return h.qk_mode < 2 || h.v_path == 0 || h.v_path == 4 ? ATTN_ACC_FP8 : ATTN_ACC_EXACT;
+    return h.qk_mode < 2 || h.v_path == 0 || h.v_path == 4 || h.v_path == 5 ? ATTN_ACC_FP8 : ATTN_ACC_EXACT;
 }
 
 static const evo_probe attention_probes[AN_PROBE_COUNT] = {

@@ -384,8 +384,7 @@ static bool launch(int e, Problem &pr, cudaStream_t st)
             pr.vt_bytes = need;
         }
         const dim3 grid((unsigned)(s16 + 127) / 128, (unsigned)bh);
-        if (pr.sh.d == 128) evo_vt_transpose<128><<<grid, 256, 0, st>>>(pr.x8[2], pr.vt, pr.sh.s, s16);
-        else evo_vt_transpose<64><<<grid, 256, 0, st>>>(pr.x8[2], pr.vt, pr.sh.s, s16);
+        evo_vt_transpose<128><<<grid, 256, 0, st>>>(pr.x8[2], pr.vt, pr.sh.s, s16, pr.sh.d);
         p.v = pr.vt;
     }
     if (attn_sm90_fill_tmaps(&t, &p, &en.g, g_encode) != 0) {
