@@ -55,8 +55,8 @@ __attribute__((weak)) int evo_attention_forward_kv16(const void *q, const void *
                                                      void *o, int batch, int heads, int seq, int head_dim, int causal,
                                                      float softmax_scale, cudaStream_t stream);
 __attribute__((weak)) int evo_attention_kv16_supported(int batch, int heads, int seq, int head_dim, int causal);
-// A kernel that converts K and V to FP16 every call (V_PATH 3) takes a workspace: the caching allocator's, here
-// (an attention file exported before these existed lacks them, and has no such kernel)
+// A kernel that converts K and V to FP16 (V_PATH 3) or transposes V (V_PATH 5) every call takes a workspace: the
+// caching allocator's, here (an attention file exported before these existed lacks them, and has no such kernel)
 __attribute__((weak)) size_t evo_attention_workspace_bytes(int batch, int heads, int seq, int head_dim, int causal);
 __attribute__((weak)) int evo_attention_forward_ws(const void *q, const void *k, const void *v, const float *q_scale,
                                                    const float *k_scale, const float *v_scale, void *o, int batch,
