@@ -13,14 +13,19 @@ static const int n_entries = (int)(sizeof entries / sizeof entries[0]);
 #endif
 
 /* Per variant (and per FP16 twin), one bit per device on which its dynamic shared memory limit has been raised. */
-static std::atomic<unsigned long long> smem_raised[3][sizeof variants / sizeof variants[0]];
+static std::atomic<unsigned long long> smem_raised[4][sizeof variants / sizeof variants[0]];
 
 /* What a launch is given: 8-bit codes for q, k, v (CODES), V in FP16 (V16: the FP16-V twin), or K and V in FP16
  * (KV16: the FP16-K-and-V twin); q is codes in every case. */
-enum operands { CODES = 0, V16 = 1, KV16 = 2 };
+/* What p.k and p.v hold: the codes; V in FP16 (V16); K and V in FP16 (KV16); Vᵀ of the codes (VT: a V_PATH 5
+ * kernel, after its transpose). */
+enum operands { CODES = 0, V16 = 1, KV16 = 2, VT = 3 };
 static const void *kernel_of(int i, operands m)
 {
-    return m == KV16 ? variants[i].kv16_kernel : m == V16 ? variants[i].v16_kernel : variants[i].kernel;
+    return m == KV16  ? variants[i].kv16_kernel
+           : m == V16 ? variants[i].v16_kernel
+           : m == VT  ? (variants[i].convert == 2 ? variants[i].kernel : nullptr)
+                      : variants[i].kernel;
 }
 
 /* The self-test sets this to run every variant on its checks; -1: pick by the problem. */
@@ -110,7 +115,7 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, operands m, cudaStream
     g.persist = variants[i].persist;
     /* the tensor maps of K and V: FP16 for the twins, Vᵀ for a V_PATH 5 kernel (the other fields only size boxes
      * and grid) */
-    g.v_path = m == KV16 ? 3 : m == V16 ? 2 : variants[i].convert == 2 ? 5 : 0;
+    g.v_path = m == KV16 ? 3 : m == V16 ? 2 : m == VT ? 5 : 0;
     evo_attn_tmaps t;
     if (attn_sm90_fill_tmaps(&t, &p, &g, encode) != 0) return cudaErrorInvalidValue;
     int dev = 0, sms = 0;
@@ -142,32 +147,42 @@ static size_t workspace_for(int i, int batch, int heads, int seq, int head_dim)
 
 /* Every launcher: the variant for the problem, the params, the launch. V16, KV16: V (and K) is FP16 and the variant
  * must have that FP16 twin (cudaErrorNotSupported when the kernel that serves the problem has none); the scale of an
- * FP16 operand may be NULL (1). On the codes (CODES), a V_PATH 3 kernel's K and V are converted to FP16 first, into
- * ws (ws_bytes) or into memory allocated and freed on the stream. */
+ * FP16 operand may be NULL (1). On the codes (CODES), a V_PATH 3 kernel's K and V are converted to FP16 first, a
+ * V_PATH 5 kernel's V transposed (then VT), into ws (ws_bytes) or into memory allocated and freed on the stream. */
 static int forward(const void *q, const void *k, const void *v, const float *q_scale, const float *k_scale,
                    const float *v_scale, void *o, int batch, int heads, int seq, int head_dim, int causal,
                    float softmax_scale, cudaStream_t stream, operands m, void *ws = nullptr, size_t ws_bytes = 0)
 {
     const int i = variant_for(batch, heads, seq, head_dim, causal);
-    if (i < 0 || !q || !k || !v || !q_scale || (!k_scale && m != KV16) || (!v_scale && m == CODES) || !o ||
-        batch > 65535 || heads > 65535)
+    if (i < 0 || !q || !k || !v || !q_scale || (!k_scale && m != KV16) || (!v_scale && (m == CODES || m == VT)) ||
+        !o || batch > 65535 || heads > 65535)
         return (int)cudaErrorInvalidValue;
     if (m != CODES && !kernel_of(i, m)) return (int)cudaErrorNotSupported;
 #if EVO_EXPORT_SM90
-    if (m == CODES && variants[i].convert == 1) { /* V_PATH 3: K and V to FP16 into the workspace, then the kernel */
+    if (m == CODES && variants[i].convert) { /* into the workspace first: V_PATH 3 K and V in FP16, 5 Vᵀ */
         const size_t need = workspace_for(i, batch, heads, seq, head_dim);
         if (ws && ws_bytes < need) return (int)cudaErrorInvalidValue;
         void *own = nullptr;
         cudaError_t e = ws ? cudaSuccess : cudaMallocAsync(&own, need, stream);
         if (e != cudaSuccess) return (int)e;
-        unsigned char *k16 = (unsigned char *)(ws ? ws : own), *v16 = k16 + need / 2;
-        const unsigned long long n = (unsigned long long)batch * heads * seq * head_dim;
-        evo_kv16_convert<16><<<(unsigned)((2 * (n / 16) + 255) / 256), 256, 0, stream>>>(
-            (const unsigned char *)k, (const unsigned char *)v, (unsigned short *)k16, (unsigned short *)v16, n);
+        unsigned char *w = (unsigned char *)(ws ? ws : own);
+        if (variants[i].convert == 1) {
+            const unsigned long long n = (unsigned long long)batch * heads * seq * head_dim;
+            evo_kv16_convert<16><<<(unsigned)((2 * (n / 16) + 255) / 256), 256, 0, stream>>>(
+                (const unsigned char *)k, (const unsigned char *)v, (unsigned short *)w,
+                (unsigned short *)(w + need / 2), n);
+        } else {
+            const int s16 = attn_sm90_vt_seq(seq);
+            evo_vt_transpose<128><<<dim3((unsigned)((s16 + 127) / 128), (unsigned)(batch * heads)), 256, 0, stream>>>(
+                (const unsigned char *)v, w, seq, s16, head_dim);
+        }
         e = cudaGetLastError();
         if (e == cudaSuccess)
-            e = (cudaError_t)forward(q, k16, v16, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
-                                     softmax_scale, stream, KV16);
+            e = (cudaError_t)(variants[i].convert == 1
+                                  ? forward(q, w, w + need / 2, q_scale, k_scale, v_scale, o, batch, heads, seq,
+                                            head_dim, causal, softmax_scale, stream, KV16)
+                                  : forward(q, k, w, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
+                                            softmax_scale, stream, VT));
         if (own) {
             const cudaError_t f = cudaFreeAsync(own, stream);
             if (e == cudaSuccess) e = f;
@@ -194,25 +209,6 @@ static int forward(const void *q, const void *k, const void *v, const float *q_s
     p.causal = causal != 0;
     p.softmax_scale = softmax_scale;
 #if EVO_EXPORT_SM90
-    if (m == CODES && variants[i].convert == 2) { /* V_PATH 5: Vᵀ into the workspace, then the kernel on it */
-        const size_t need = workspace_for(i, batch, heads, seq, head_dim);
-        if (ws && ws_bytes < need) return (int)cudaErrorInvalidValue;
-        void *own = nullptr;
-        e = ws ? cudaSuccess : cudaMallocAsync(&own, need, stream);
-        if (e != cudaSuccess) return (int)e;
-        unsigned char *vt = (unsigned char *)(ws ? ws : own);
-        const int s16 = attn_sm90_vt_seq(seq);
-        evo_vt_transpose<128><<<dim3((unsigned)((s16 + 127) / 128), (unsigned)(batch * heads)), 256, 0, stream>>>(
-            (const unsigned char *)v, vt, seq, s16, head_dim);
-        e = cudaGetLastError();
-        p.v = vt;
-        if (e == cudaSuccess) e = launch_sm90(i, p, m, stream);
-        if (own) {
-            const cudaError_t f = cudaFreeAsync(own, stream);
-            if (e == cudaSuccess) e = f;
-        }
-        return (int)e;
-    }
     if (variants[i].family == 1) return (int)launch_sm90(i, p, m, stream);
 #endif
     void *args[] = {&p};
