@@ -10,6 +10,7 @@
 #include "candidate.h"
 #include "check.h"
 #include "config.h"
+#include "attention.h"
 #include "attn_dispatch_host.h"
 #include "evo_attention_abi.h"
 #include "export.h"
@@ -847,6 +848,50 @@ static void test_launch_knob_keys(void)
     free(atext);
 }
 
+/* A V_PATH 5 genome renders its attention kernels (role VT) and the transpose (role TRANSPOSE), which serves no
+ * shape; the worker finds the transpose by its role, as it sees lowered symbols and never the name expression. */
+static void test_vpath5_roles(void)
+{
+    size_t n = 0;
+    char *text = NULL;
+    evo_err err = {0};
+    evo_config *cfg = NULL;
+    if (evo_read_file(EVO_SOURCE_DIR "/configs/hopper-large.yaml", &text, &n, &err) != EVO_OK) die("read", &err);
+    if (evo_config_parse("configs/hopper-large.yaml", text, n, &cfg, &err) != EVO_OK) die("parse", &err);
+    evo_genome g;
+    if (evo_genome_parse(cfg->space,
+                         "FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,"
+                         "H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2",
+                         &g, &err) != EVO_OK)
+        die("genome", &err);
+    const evo_task *att = evo_task_find("attention_fp8");
+    evo_program prog;
+    const evo_device_limits lim = {0};
+    CHECK_EQ_INT(att->render(cfg, &g, &lim, &prog, &err), EVO_OK);
+    CHECK_EQ_INT(prog.n_variants, 3); /* head dims 128 and 64, then the transpose */
+    int attn = 0, pre = 0;
+    for (int i = 0; i < prog.n_variants; i++) {
+        const evo_variant *v = &prog.variants[i];
+        char label[64];
+        att->variant_label(v, label, sizeof label);
+        if (v->attr[ATTN_V_ROLE] == ATTN_ROLE_VT) {
+            attn++;
+            CHECK(att->serves(v, &cfg->shapes[0]) == (v->attr[ATTN_V_DIM] == cfg->shapes[0].v[ATTN_DIM]));
+        } else {
+            pre++;
+            CHECK_EQ_INT((int)v->attr[ATTN_V_ROLE], ATTN_ROLE_TRANSPOSE);
+            CHECK_STR(v->name_expr, ATTN_TRANSPOSE_NAME);
+            CHECK_STR(label, "vt");
+            for (int s = 0; s < cfg->n_shapes; s++) CHECK(!att->serves(v, &cfg->shapes[s]));
+        }
+    }
+    CHECK_EQ_INT(attn, 2);
+    CHECK_EQ_INT(pre, 1);
+    evo_program_free(&prog);
+    evo_config_free(cfg);
+    free(text);
+}
+
 /* attn_dispatch_host.h's rule on a table of its own: exact buckets, the nearest (causal first, then class steps, then
  * seq steps, then table order), head dims without a bucket. */
 static void test_dispatch_rule(void)
@@ -968,6 +1013,7 @@ int main(int argc, char **argv)
     test_sm90();
     test_render_errors(&fx);
     test_launch_knob_keys();
+    test_vpath5_roles();
     test_dispatch_rule();
     test_dispatch();
 

@@ -18,8 +18,8 @@ enum { ATTN_OPT_FORMAT, ATTN_OPT_SCALE, ATTN_N_OPTIONS };
  * (the grid). A variant's arithmetic is its accuracy class (evo_variant.accuracy: ATTN_ACC_* of attn_gate.h).
  * ROLE (ATTN_ROLE_*): what the kernel is; a genome with H_V_PATH 3 is its attention kernels (KV16) and one kernel
  * that converts K and V to FP16 into a workspace before them (CONVERT; it serves no shape on its own); one with
- * H_V_PATH 5 is its attention kernels (VT) and one kernel that writes Vᵀ into a workspace before them (CONVERT, the
- * transpose: its name says which). */
+ * H_V_PATH 5 is its attention kernels (VT) and one kernel that writes Vᵀ into a workspace before them (TRANSPOSE;
+ * it serves no shape either). The role, not the name, says which: the worker sees a kernel's lowered symbol. */
 enum {
     ATTN_V_DIM,
     ATTN_V_FORMAT,
@@ -35,11 +35,13 @@ enum {
 enum {
     ATTN_ROLE_ATTN = 0,    /* attention on the codes */
     ATTN_ROLE_KV16 = 1,    /* attention on K and V in FP16, which the CONVERT kernel writes first, every call */
-    ATTN_ROLE_CONVERT = 2, /* before the attention kernel, every call: K and V codes to FP16 (their exact e4m3
-                              values, both tensors in one launch; ATTN_CONVERT_NAME), or V codes to Vᵀ
-                              (ATTN_TRANSPOSE_NAME) */
-    ATTN_ROLE_VT = 3,      /* attention on Vᵀ (V_PATH 5), which the CONVERT kernel (the transpose) writes first */
+    ATTN_ROLE_CONVERT = 2,   /* before the attention kernel, every call: K and V codes to FP16 (their exact e4m3
+                                values, both tensors in one launch; ATTN_CONVERT_NAME) */
+    ATTN_ROLE_VT = 3,        /* attention on Vᵀ (V_PATH 5), which the TRANSPOSE kernel writes first */
+    ATTN_ROLE_TRANSPOSE = 4, /* before the attention kernel, every call: V codes to Vᵀ (ATTN_TRANSPOSE_NAME) */
 };
+/* A kernel that runs before the attention kernel, every call, and serves no shape itself (CONVERT, TRANSPOSE). */
+static inline int attn_role_is_pre(long long role) { return role == ATTN_ROLE_CONVERT || role == ATTN_ROLE_TRANSPOSE; }
 /* The conversion kernel of the sm_90a template (evo_kv16_convert: no "evo_attn" in its name, so the profiler's and
  * the sanitizer's filter by the task's kernel prefix pick the attention kernel alone) and its block. */
 #define ATTN_CONVERT_NAME "evo_kv16_convert<16>"

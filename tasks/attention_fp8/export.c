@@ -38,12 +38,12 @@ static bool fp16_twin(const char *expr, int vpath, char *buf, size_t len)
     return n > 0 && (size_t)n < len;
 }
 
-static bool is_convert(const evo_variant *y) { return y->attr[ATTN_V_ROLE] == ATTN_ROLE_CONVERT; }
+static bool is_convert(const evo_variant *y) { return attn_role_is_pre(y->attr[ATTN_V_ROLE]); }
 
 /* What a convert variant writes into the workspace before each call (the two kinds: attention.h). */
 static const char *convert_what(const evo_variant *y)
 {
-    return strcmp(y->name_expr, ATTN_TRANSPOSE_NAME) == 0 ? "V to Vᵀ (V_PATH 5)" : "K and V to FP16";
+    return y->attr[ATTN_V_ROLE] == ATTN_ROLE_TRANSPOSE ? "V to Vᵀ (V_PATH 5)" : "K and V to FP16";
 }
 
 /* "template __global__ void NAME(...);" for a kernel and, when it has them, its FP16 twins. */

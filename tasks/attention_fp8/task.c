@@ -430,7 +430,7 @@ static evo_status sm90_render(const evo_config *cfg, const evo_genome *g, evo_pr
         v->attr[ATTN_V_DIM] = dims[0];
         v->attr[ATTN_V_FORMAT] = EVO_FORMAT_E4M3;
         v->attr[ATTN_V_FAMILY] = ATTN_FAMILY_SM90;
-        v->attr[ATTN_V_ROLE] = ATTN_ROLE_CONVERT;
+        v->attr[ATTN_V_ROLE] = h.v_path == 3 ? ATTN_ROLE_CONVERT : ATTN_ROLE_TRANSPOSE;
         v->threads = ATTN_CONVERT_THREADS;
         snprintf(v->name_expr, sizeof v->name_expr, "%s", h.v_path == 3 ? ATTN_CONVERT_NAME : ATTN_TRANSPOSE_NAME);
     }
@@ -488,13 +488,13 @@ static evo_status attention_handwritten(const evo_config *cfg, evo_program *out,
 
 static bool attention_serves(const evo_variant *v, const evo_shape *s)
 {
-    return v->attr[ATTN_V_ROLE] != ATTN_ROLE_CONVERT && v->attr[ATTN_V_DIM] == s->v[ATTN_DIM];
+    return !attn_role_is_pre(v->attr[ATTN_V_ROLE]) && v->attr[ATTN_V_DIM] == s->v[ATTN_DIM];
 }
 
 static void attention_variant_label(const evo_variant *v, char *buf, size_t n)
 {
-    if (v->attr[ATTN_V_ROLE] == ATTN_ROLE_CONVERT) {
-        snprintf(buf, n, "%s", strcmp(v->name_expr, ATTN_TRANSPOSE_NAME) == 0 ? "vt" : "kv16");
+    if (attn_role_is_pre(v->attr[ATTN_V_ROLE])) {
+        snprintf(buf, n, "%s", v->attr[ATTN_V_ROLE] == ATTN_ROLE_TRANSPOSE ? "vt" : "kv16");
         return;
     }
     snprintf(buf, n, "d%lld%s", v->attr[ATTN_V_DIM],
