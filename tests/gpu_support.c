@@ -16,7 +16,7 @@
 #include <string.h>
 
 static const evo_cudrv *cu;
-static CUfunction k_gen, k_quant, k_deq, k_h2f, k_ref, k_reset, k_cmp, k_canary;
+static CUfunction k_gen, k_quant, k_deq, k_h2f, k_ref, k_ref_rowwise, k_reset, k_cmp, k_canary;
 
 /* A driver error is not a finding about support.cu's arithmetic: stop at once and say where. */
 static void cu_must(CUresult r, const char *what, int line)
@@ -388,6 +388,94 @@ static void test_reference(void)
     for (int d = 0; d < 5; d++) printf("reference worst rel_l2 %-9s %.3g\n", dist_names[d], worst[d]);
 }
 
+/* The reference's two forms (attn_ref.cu): the shipped one, four rows a warp, and the first, one row a warp, agree
+ * bit for bit (every float of the output, NaN patterns included) on odd and awkward shapes, a head dim that is no
+ * multiple of 4, causal and not, three distributions; then both are timed (CUDA events, median of 3) at a large
+ * shape, the figure a worker's start pays per large case. */
+static void test_reference_forms(void)
+{
+    const shape shapes[] = {{2, 3, 1, 64},     {2, 3, 77, 128},  {1, 2, 130, 37}, {1, 2, 500, 64},
+                            {1, 2, 1000, 128}, {1, 1, 4097, 64}, {1, 2, 33, 1}};
+    const int dists[] = {0, 2, 4};
+    for (size_t si = 0; si < EVO_ARRAY_LEN(shapes); si++) {
+        const shape s = shapes[si];
+        const size_t n = shape_n(s);
+        for (size_t di = 0; di < EVO_ARRAY_LEN(dists); di++) {
+            ref_inputs in;
+            make_inputs(s, dists[di], (int)((si + di) % 2), 900 + (uint64_t)si * 7 + di, &in);
+            CUdeviceptr o1 = dalloc(n * 4), o2 = dalloc(n * 4);
+            uint32_t *h1 = evo_xmalloc(n * 4), *h2 = evo_xmalloc(n * 4);
+            for (int causal = 0; causal < 2; causal++) {
+                int B = s.B, H = s.H, S = s.S, D = s.D, c = causal;
+                float ss = 1.0f / sqrtf((float)s.D);
+                CU_MUST(cuMemsetD32(o1, 0x7fbadbadu, n));
+                CU_MUST(cuMemsetD32(o2, 0x7fc0ffeeu, n));
+                gpu_reference(in.f[0], in.f[1], in.f[2], o1, B, H, S, D, causal, ss);
+                void *args[] = {&in.f[0], &in.f[1], &in.f[2], &o2, &B, &H, &S, &D, &c, &ss};
+                launch(k_ref_rowwise, (unsigned)((S + ATTN_REF_ROWWISE_ROWS - 1) / ATTN_REF_ROWWISE_ROWS), (unsigned)H,
+                       (unsigned)B, ATTN_REF_ROWWISE_BLOCK, args);
+                download(h1, o1, n * 4);
+                download(h2, o2, n * 4);
+                size_t differ = 0, first = n;
+                for (size_t i = 0; i < n; i++)
+                    if (h1[i] != h2[i]) {
+                        if (!differ) first = i;
+                        differ++;
+                    }
+                printf("reference forms (%d,%d,%d,%d) %-8s causal=%d: %zu of %zu floats differ%s\n", B, H, S, D,
+                       dist_names[dists[di]], causal, differ, n, differ ? " (FAIL)" : "");
+                if (differ) printf("  first at %zu: %08x vs %08x\n", first, (unsigned)h1[first], (unsigned)h2[first]);
+                CHECK_EQ_INT(differ, 0);
+            }
+            free(h1);
+            free(h2);
+            dfree(o1);
+            dfree(o2);
+            free_inputs(&in);
+        }
+    }
+    /* their times at a large shape */
+    const shape big = {1, 8, 4096, 128};
+    const size_t n = shape_n(big);
+    CUdeviceptr t[4], half = dalloc(n * 2);
+    for (int i = 0; i < 4; i++) { /* normal fp16 inputs as floats (the output buffer too: it is overwritten) */
+        t[i] = dalloc(n * 4);
+        gpu_gen(half, n, (uint64_t)big.S * big.D, 77 + (uint64_t)i, (uint32_t)i, 0);
+        gpu_half_to_float(half, t[i], n);
+    }
+    dfree(half);
+    CUevent e0, e1;
+    CU_MUST(cuEventCreate(&e0, 0));
+    CU_MUST(cuEventCreate(&e1, 0));
+    for (int causal = 0; causal < 2; causal++) {
+        double ms[2];
+        for (int form = 0; form < 2; form++) {
+            float runs[3];
+            for (int r = 0; r < 3; r++) {
+                int B = big.B, H = big.H, S = big.S, D = big.D, c = causal;
+                float ss = 1.0f / sqrtf((float)D);
+                void *args[] = {&t[0], &t[1], &t[2], &t[3], &B, &H, &S, &D, &c, &ss};
+                const unsigned rows = form ? ATTN_REF_ROWWISE_ROWS : ATTN_REF_ROWS;
+                CU_MUST(cuEventRecord(e0, NULL));
+                CU_MUST(cuLaunchKernel(form ? k_ref_rowwise : k_ref, (unsigned)(S + (int)rows - 1) / rows, (unsigned)H,
+                                       (unsigned)B, form ? ATTN_REF_ROWWISE_BLOCK : ATTN_REF_BLOCK, 1, 1, 0, NULL, args,
+                                       NULL));
+                CU_MUST(cuEventRecord(e1, NULL));
+                CU_MUST(cuEventSynchronize(e1));
+                CU_MUST(cuEventElapsedTime(&runs[r], e0, e1));
+            }
+            const float a = runs[0], b = runs[1], c3 = runs[2]; /* median of 3 */
+            ms[form] = a > b ? (b > c3 ? b : (a > c3 ? c3 : a)) : (a > c3 ? a : (b > c3 ? c3 : b));
+        }
+        printf("reference time (%d,%d,%d,%d) causal=%d: %.1f ms (four rows a warp) vs %.1f ms (one row a warp): "
+               "%.2fx\n",
+               big.B, big.H, big.S, big.D, causal, ms[0], ms[1], ms[1] / ms[0]);
+    }
+    CU_MUST(cuEventDestroy(e0));
+    CU_MUST(cuEventDestroy(e1));
+    for (int i = 0; i < 4; i++) dfree(t[i]);
+}
+
 /* evo_compare on crafted candidates: exact counts and first bad index, and the same numbers as the CPU. */
 static void test_compare(void)
 {
@@ -556,6 +644,7 @@ int main(void)
                {&k_deq, &ref_mod, "evo_dequantize"},
                {&k_h2f, &mod, "evo_half_to_float"},
                {&k_ref, &ref_mod, "evo_reference_attention"},
+               {&k_ref_rowwise, &ref_mod, "evo_reference_attention_rowwise"},
                {&k_reset, &mod, "evo_compare_reset"},
                {&k_cmp, &mod, "evo_compare"},
                {&k_canary, &mod, "evo_canary_check"}};
@@ -565,6 +654,7 @@ int main(void)
     test_half_to_float();
     test_quantizer();
     test_reference();
+    test_reference_forms();
     test_compare();
     test_canary();
     time_reference();

@@ -83,7 +83,7 @@ static const char *const support_kernels[] = {
 };
 /* tasks/attention_fp8/attn_ref.cu's (attention's reference kernels). */
 static const char *const attn_ref_kernels[] = {"evo_quantize", "evo_dequantize", "evo_reference_attention",
-                                               "evo_perturb_codes"};
+                                               "evo_reference_attention_rowwise", "evo_perturb_codes"};
 /* tasks/attention_fp8/attn_support.cu's (it includes attn_numerics.h). */
 static const char *const attn_support_kernels[] = {"evo_gen_probe", "evo_fp8_model_attention"};
 

@@ -14,8 +14,8 @@
  * that multiply P·V in FP16 have an FP16-V twin; cudaErrorNotSupported where the problem's kernel has none),
  * evo_attention_forward_kv16 / evo_attention_kv16_supported (K and V given in FP16: the same for the
  * kernels whose Q·Kᵀ is FP16 too), evo_attention_workspace_bytes / evo_attention_forward_ws (an entry with
- * V_PATH 3 converts K and V to FP16 into a workspace every call: the caller's, or one evo_attention_forward
- * allocates on the stream; 0 bytes for every other entry).
+ * V_PATH 3 converts K and V to FP16, one with V_PATH 5 transposes V, into a workspace every call: the
+ * caller's, or one evo_attention_forward allocates on the stream; 0 bytes for every other entry).
  *
  * Dispatch (attn_dispatch_host.h below): a problem is in bucket (head dim, causal, seq class, batch·heads
  * class), classes powers of two (seq 1..256, 257..512, 513..1024, ...; batch·heads 1..8, 9..16, 17..32,
@@ -29,76 +29,90 @@
  * bucket's timed shapes.
  *
  *   bucket                                   entry key      class    speedup median µs  shapes; GPU
- *   d64 non-causal seq 257..512 bh 1..8          0 302cbce1 fp8       1.153x       6.50  mission(1,8,512,64); NVIDIA H200
- *   d64 non-causal seq 257..512 bh 9..16         0 302cbce1 fp8       1.143x       6.91  small(2,8,512,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 9..16       1 374ab4e7 fp8       1.606x      42.40  long(2,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 17..32      2 dde2f42a fp8       1.594x      80.21  stress(4,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 8193..16384 bh 9..16      3 c1a14277 fp8       1.764x    2143.17  b1h16s16k(1,16,16384,64); NVIDIA H200
- *   d64 causal seq 257..512 bh 1..8              0 302cbce1 fp8       1.145x       6.62  missionc(1,8,512,64) causal; NVIDIA H200
- *   d64 causal seq 257..512 bh 9..16             0 302cbce1 fp8       1.144x       6.91  smallc(2,8,512,64) causal; NVIDIA H200
- *   d64 causal seq 1025..2048 bh 9..16           4 42a2b04c fp8       1.565x      32.96  longc(2,8,2048,64) causal; NVIDIA H200
- *   d64 causal seq 1025..2048 bh 17..32          4 42a2b04c fp8       1.593x      52.78  stressc(4,8,2048,64) causal; NVIDIA H200
- *   d64 causal seq 8193..16384 bh 9..16          3 c1a14277 fp8       1.803x    1088.69  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
- *   d128 non-causal seq 257..512 bh 9..16        0 302cbce1 fp8       1.186x       9.47  wide(2,8,512,128); NVIDIA H200
- *   d128 non-causal seq 2049..4096 bh 33..64     5 defe9c51 fp8       2.373x     712.98  b4h16s4k(4,16,4096,128); NVIDIA H200
- *   d128 causal seq 257..512 bh 9..16            6 46564d90 fp8       1.247x       8.93  widec(2,8,512,128) causal; NVIDIA H200
- *   d128 causal seq 2049..4096 bh 33..64         4 42a2b04c fp8       2.239x     402.74  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 1..8          0 d6b2db4e fp8       1.143x       6.50  mission(1,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 9..16         1 aa77772c exact     1.119x       6.98  small(2,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 9..16       2 aa69bfb5 fp8       1.593x      42.30  long(2,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 17..32      3 dce3cd91 fp8       1.576x      79.95  stress(4,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 8193..16384 bh 9..16      4 475410a8 fp8       1.766x    2141.93  b1h16s16k(1,16,16384,64); NVIDIA H200
+ *   d64 causal seq 257..512 bh 1..8              5 d93b5501 fp8       1.148x       6.50  missionc(1,8,512,64) causal; NVIDIA H200
+ *   d64 causal seq 257..512 bh 9..16             5 d93b5501 fp8       1.156x       6.78  smallc(2,8,512,64) causal; NVIDIA H200
+ *   d64 causal seq 1025..2048 bh 9..16           6 b003fc41 fp8       1.555x      32.80  longc(2,8,2048,64) causal; NVIDIA H200
+ *   d64 causal seq 1025..2048 bh 17..32          6 b003fc41 fp8       1.564x      53.25  stressc(4,8,2048,64) causal; NVIDIA H200
+ *   d64 causal seq 8193..16384 bh 9..16          4 475410a8 fp8       1.802x    1089.89  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
+ *   d128 non-causal seq 257..512 bh 9..16        5 d93b5501 fp8       1.146x       9.63  wide(2,8,512,128); NVIDIA H200
+ *   d128 non-causal seq 2049..4096 bh 33..64     7 f2b406d6 fp8       2.408x     708.41  b4h16s4k(4,16,4096,128); NVIDIA H200
+ *   d128 causal seq 257..512 bh 9..16            5 d93b5501 fp8       1.247x       8.83  widec(2,8,512,128) causal; NVIDIA H200
+ *   d128 causal seq 2049..4096 bh 33..64         8 fbd6121c fp8       2.180x     412.69  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
  *
  * Entries
- *   entry 0: candidate 75, key 302cbce1bc9a5a73887d715875e41ba978e13053ee07c78fe865e0ff89ac7cfc, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
- *     measured    run 1 generation 2, NVIDIA H200, 2026-11-29T05:20:32Z
- *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
+ *   entry 0: candidate 102, key d6b2db4e2cff8e6accb3a99a2f4b650ca7fd11abba2f7b81ce55bc3dbbe1c509, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
+ *     measured    run 1 generation 3, NVIDIA H200, 2026-11-29T06:50:07Z
+ *     template    attention_fp8_sm90.cu, SHA-256 c1e89447bbff4e80c8c96299af0464bb42b4d2d8666018bcb07b10c137514154
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,1,128,2,2,1,4,1,0,0,56,0>, 256 threads, 64 rows per block, 56456 bytes of smem
- *     head dim 128: evo_attn_sm90<128,64,1,128,2,2,1,4,1,0,0,56,0>, 256 threads, 64 rows per block, 109704 bytes of smem
- *   entry 1: candidate 52, key 374ab4e7061c2c7f15ef93cbaee89445815bfa3aabdc01d37f67667a5af43720, accuracy class fp8, family 1
+ *     head dim  64: evo_attn_sm90<64,64,1,128,4,2,0,4,1,0,0,56,0>, 256 threads, 64 rows per block, 107768 bytes of smem
+ *   entry 1: candidate 26, key aa77772ccb384802fa249763a4334e96ca369fcfd40a1d363021aca0339e32be, accuracy class exact, family 0
+ *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T06:48:17Z
+ *     template    attention_fp8.cu, SHA-256 4fadd3282a3c73739c696132502cbe74e7194796298a1ead1a3cd215a98e60d4
+ *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
+ *     key check   the compile key recomputed at export equals the stored one
+ *     head dim  64: evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 36864 bytes of smem
+ *   entry 2: candidate 55, key aa69bfb5798d87fc69f4c30b4a848ef3cf414b8a8979d4c6d871ff1b361e5624, accuracy class fp8, family 1
  *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
- *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T05:20:01Z
- *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
+ *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T06:48:52Z
+ *     template    attention_fp8_sm90.cu, SHA-256 c1e89447bbff4e80c8c96299af0464bb42b4d2d8666018bcb07b10c137514154
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
  *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,0,4,1,1,0,56,1>, 384 threads, 128 rows per block, 60552 bytes of smem
- *   entry 2: candidate 73, key dde2f42a902c6a67de18b372b8fc8d3be0bf89f274a2081fbb928c0f399f7877, accuracy class fp8, family 1
+ *   entry 3: candidate 77, key dce3cd9167d3b09365ba47d933f79209013e713c46c62e247e6b64a7ce63bc12, accuracy class fp8, family 1
  *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
- *     measured    run 1 generation 2, NVIDIA H200, 2026-11-29T05:20:30Z
- *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
+ *     measured    run 1 generation 2, NVIDIA H200, 2026-11-29T06:49:26Z
+ *     template    attention_fp8_sm90.cu, SHA-256 c1e89447bbff4e80c8c96299af0464bb42b4d2d8666018bcb07b10c137514154
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
  *     head dim  64: evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>, 384 threads, 128 rows per block, 111864 bytes of smem
- *   entry 3: candidate 54, key c1a142773eeeabf16360d2921d35deaf2d736de308a157456a21126bdc0185ba, accuracy class fp8, family 1
+ *   entry 4: candidate 61, key 475410a8a9ed45e1962084d90fc911ca5ce5a7a928b97243a5ddbf075a4229cc, accuracy class fp8, family 1
  *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
- *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T05:20:04Z
- *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
+ *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T06:49:01Z
+ *     template    attention_fp8_sm90.cu, SHA-256 c1e89447bbff4e80c8c96299af0464bb42b4d2d8666018bcb07b10c137514154
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
  *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,1,1,1,0,0,56,0>, 384 threads, 128 rows per block, 107656 bytes of smem
- *   entry 4: candidate 49, key 42a2b04cca6fad0e9f4e048ebd79ba630b117850bc71b5c14a5f23ff072f0cec, accuracy class fp8, family 1
+ *   entry 5: candidate 125, key d93b5501e8aebaf78c36eef17bd405fbab70a06bde693a6a97be605d25fb1a41, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0
+ *     measured    run 1 generation 4, NVIDIA H200, 2026-11-29T06:50:33Z
+ *     template    attention_fp8_sm90.cu, SHA-256 c1e89447bbff4e80c8c96299af0464bb42b4d2d8666018bcb07b10c137514154
+ *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
+ *     key check   the compile key recomputed at export equals the stored one
+ *     head dim  64: evo_attn_sm90<64,64,1,128,2,2,0,1,1,0,0,40,0>, 256 threads, 64 rows per block, 103560 bytes of smem
+ *     head dim 128: evo_attn_sm90<128,64,1,128,2,2,0,1,1,0,0,40,0>, 256 threads, 64 rows per block, 173192 bytes of smem
+ *   entry 6: candidate 54, key b003fc413348cf4efce070371c77bdde071f2bf0dfb725a20a4dc02d4309775c, accuracy class fp8, family 1
  *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
- *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T05:19:57Z
- *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
+ *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T06:48:51Z
+ *     template    attention_fp8_sm90.cu, SHA-256 c1e89447bbff4e80c8c96299af0464bb42b4d2d8666018bcb07b10c137514154
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
  *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,0,1,1,0,0,56,1>, 384 threads, 128 rows per block, 107656 bytes of smem
- *     head dim 128: evo_attn_sm90<128,64,2,128,2,2,0,1,1,0,0,56,1>, 384 threads, 128 rows per block, 181384 bytes of smem
- *   entry 5: candidate 22, key defe9c5180a04a26add0f6341ac7b93ba26d16a252eac51a9319a4af26e07e45, accuracy class fp8, family 1
+ *   entry 7: candidate 25, key f2b406d611845c8735d28166da2d22a81d419d22ed86602a6d665cb166d88ee0, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T06:48:16Z
+ *     template    attention_fp8_sm90.cu, SHA-256 c1e89447bbff4e80c8c96299af0464bb42b4d2d8666018bcb07b10c137514154
+ *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
+ *     key check   the compile key recomputed at export equals the stored one
+ *     head dim 128: evo_attn_sm90<128,64,2,128,4,2,0,5,1,1,0,56,2>, 384 threads, 128 rows per block, 152824 bytes of smem
+ *     before each: evo_vt_transpose<128>: V to Vᵀ (V_PATH 5) into the workspace
+ *   entry 8: candidate 22, key fbd6121c96e79b1240e6ac3d3552a6396543470e22827b54ba8aba6977edecc9, accuracy class fp8, family 1
  *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T05:19:20Z
- *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T06:48:11Z
+ *     template    attention_fp8_sm90.cu, SHA-256 c1e89447bbff4e80c8c96299af0464bb42b4d2d8666018bcb07b10c137514154
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
  *     head dim 128: evo_attn_sm90<128,64,2,128,2,2,0,1,1,0,0,56,2>, 384 threads, 128 rows per block, 181384 bytes of smem
- *   entry 6: candidate 53, key 46564d90ab46a26855e78c996fdad78c9f526b1c04faa2c0b23eb70c0a83ad0d, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
- *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T05:20:03Z
- *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
- *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
- *     key check   the compile key recomputed at export equals the stored one
- *     head dim 128: evo_attn_sm90<128,64,1,128,2,2,1,1,1,0,0,56,0>, 256 threads, 64 rows per block, 173192 bytes of smem
  *
  * Tolerances and timing settings of the self-test: the config of run 1 (the latest).
- * Exported 2026-11-29T05:24:17Z by evo 0.1.0.
+ * Exported 2026-11-29T06:52:31Z by evo 0.1.0.
  */
 
 #include <cuda_runtime.h>
@@ -154,6 +168,851 @@ typedef struct {
 
 #endif
 
+/* ==== attention_fp8.cu, verbatim but for its #include of the header above ==== */
+/* attention_fp8.cu — FP8 attention forward: the template family evo searches (task attention_fp8).
+ *
+ * O = softmax(Q·Kᵀ·softmax_scale [causal]) · V on 8-bit Q, K, V with one scale per head (ABI: evo_attention_abi.h).
+ * One block computes TILE_M query rows of one (batch, head); it streams K/V tiles of TILE_N keys through a cp.async
+ * pipeline, computes scores on tensor cores (mma.sync, FP32 accumulate), keeps scores and the online-softmax state in
+ * registers (exp2 with log2(e) and every scale folded into one multiplier), and multiplies P·V on tensor cores with P
+ * in FP16. 8-bit operands are fed to ldmatrix as raw bytes; conversions to FP16 happen in registers (hardware cvt on
+ * sm_89+, bit tricks on sm_80).
+ *
+ * Parameters (the knobs of configs/default.yaml), legal values and what they trade:
+ *   D           64, 128      head dimension (not a knob: one variant per head dim of the shapes)
+ *   FMT         0 e4m3, 1 u8sim                                   (not a knob: the config's format)
+ *   TILE_M      16..256      query rows per block: more rows reuse each K/V tile more, fewer rows make more blocks
+ *   TILE_N      32..256      keys per pipeline stage: longer tiles amortize barriers, cost registers and smem
+ *   WARPS_M     1..8         warps splitting the rows; each owns TILE_M/WARPS_M = 16 or 32 rows (32 reuses each
+ *                            K/V fragment twice, at twice the accumulator registers)
+ *   WARPS_N     1, 2, 4      warps splitting each key tile; their softmax states merge through smem at the end
+ *                            (more warps per block without more rows: helps short sequences fill the GPU)
+ *   STAGES      1, 2, 3      cp.async pipeline depth (1 = load, wait, compute)
+ *   SWIZZLE     0, 1         XOR-swizzle 16-byte chunks of each smem row so ldmatrix is bank-conflict free
+ *   PV_MMA      0, 1         P·V on tensor cores (1) or with FMA from P staged in smem (0, the slow reference path)
+ *   QK_8BIT     0, 1         Q·Kᵀ as 8-bit mma m16n8k32 (e4m3 on sm_89+, s8 for u8sim) instead of FP16 m16n8k16:
+ *                            half the mma count and no conversion of Q or K, exact products either way. sm_90
+ *                            only emulates e4m3 mma.sync (slower than FP16), so there e4m3 takes the FP16 path
+ *   F16_SMEM    0, 1, 2      convert 8-bit tiles to FP16 in smem once per block instead of in registers by every
+ *                            warp: 0 none, 1 V, 2 K and V (K only when QK_8BIT=0); costs smem and a barrier per tile
+ *   MIN_BLOCKS  1, 2         __launch_bounds__ minimum blocks per SM: caps registers to raise occupancy
+ *   FAST_EXP    0, 1         exp2 (ex2.approx) with log2(e) folded into the scale (1) or expf (0)
+ *   CAUSAL_PAIR 0, 1         causal only, grids of at least two blocks per SM: block x computes query tiles nq-1-x
+ *                            and x, balancing the triangle's work over half as many blocks (1), or one tile per
+ *                            block, longest first (0)
+ * static_asserts below state what must hold; the host-side check (engine/task_attention.c) rejects a genome whose
+ * shared memory or threads do not fit the device before compiling, using the same smem formula as AttnCfg::SMEM.
+ */
+/* #include "evo_attention_abi.h": inlined above */
+
+#define EVO_DEV __device__ __forceinline__
+
+namespace evo_attn {
+
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned char u8;
+
+template <int A, int B> struct cmax { static constexpr int value = A > B ? A : B; };
+
+EVO_DEV float neg_inf() { return __int_as_float(0xff800000u); }
+
+EVO_DEV u32 smem_addr(const void *p)
+{
+    u32 r;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
+    return r;
+}
+
+/* 16-byte global→shared copy; the zfill form with src_bytes = 0 fills the destination with zeros and reads nothing. */
+EVO_DEV void cp_async16(u32 dst, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
+EVO_DEV void cp_async16_zfill(u32 dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+EVO_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> EVO_DEV void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+EVO_DEV void ldsm_x4(u32 addr, u32 &r0, u32 &r1, u32 &r2, u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr)
+                 : "memory");
+}
+EVO_DEV void ldsm_x4_trans(u32 addr, u32 &r0, u32 &r1, u32 &r2, u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr)
+                 : "memory");
+}
+
+EVO_DEV u32 prmt(u32 a, u32 b, u32 sel)
+{
+    u32 r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+    return r;
+}
+
+/* D += A·B, m16n8k16, FP16 in, FP32 accumulate. */
+EVO_DEV void mma_f16(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* D += A·B, m16n8k32 with 8-bit operands: e4m3 (FP32 accumulate, sm_89+) or s8 (S32 accumulate). */
+template <int FMT> struct Mma8;
+template <> struct Mma8<EVO_FORMAT_E4M3> {
+    typedef float acc_t;
+    static EVO_DEV void run(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1)
+    {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+        asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+        (void)d, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
+        __trap(); /* unreachable: the static_assert in the kernel rejects this instantiation below sm_89 */
+#endif
+    }
+};
+template <> struct Mma8<EVO_FORMAT_U8SIM> {
+    typedef int acc_t;
+    static EVO_DEV void run(int (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1)
+    {
+        asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    }
+};
+
+/* Two 8-bit codes (bytes 0 and 1 of x) → f16x2 (byte 0 in the low half). u8sim yields code - 128 exactly; the
+ * constant factors of both formats live in the per-head multipliers. */
+template <int FMT> EVO_DEV u32 cvt2(u32 x);
+template <> EVO_DEV u32 cvt2<EVO_FORMAT_E4M3>(u32 x)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    u32 r;
+    u16 h = (u16)(x & 0xffffu);
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(h));
+    return r;
+#else
+    /* e4m3 s.eeee.mmm placed as fp16 s.0eeee.mmm0000000 is the value × 2^-8 (normals and subnormals alike). */
+    u32 t = prmt(x, 0u, 0x1404u);
+    u32 h = (t & 0x80008000u) | ((t >> 1) & 0x3f803f80u), r;
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(h), "r"(0x5c005c00u)); /* × 256 */
+    return r;
+#endif
+}
+template <> EVO_DEV u32 cvt2<EVO_FORMAT_U8SIM>(u32 x)
+{
+    u32 t = prmt(x, 0x6464u, 0x4140u), r; /* halves 1024 + code */
+    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(t), "r"(0x64806480u)); /* - 1152 */
+    return r;
+}
+
+/* The same for bytes 2 and 3 of x: the converter reads the upper half in place (no shift). */
+template <int FMT> EVO_DEV u32 cvt2h(u32 x);
+template <> EVO_DEV u32 cvt2h<EVO_FORMAT_E4M3>(u32 x)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    u32 r;
+    asm("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %1; cvt.rn.f16x2.e4m3x2 %0, hi; }" : "=r"(r) : "r"(x));
+    return r;
+#else
+    return cvt2<EVO_FORMAT_E4M3>(x >> 16);
+#endif
+}
+template <> EVO_DEV u32 cvt2h<EVO_FORMAT_U8SIM>(u32 x)
+{
+    u32 t = prmt(x, 0x6464u, 0x4342u), r; /* halves 1024 + code */
+    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(t), "r"(0x64806480u)); /* - 1152 */
+    return r;
+}
+
+/* Packs two floats as f16x2, lo in the low half. */
+EVO_DEV u32 pack_f16x2(float lo, float hi)
+{
+    u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+/* exp2 of x (FAST_EXP: x is in log2 units, one MUFU op) or exp of x (natural units, accurate expf). */
+template <int FAST_EXP> EVO_DEV float softmax_exp(float x)
+{
+    if constexpr (FAST_EXP) {
+        float r;
+        asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+        return r;
+    } else {
+        return expf(x);
+    }
+}
+
+template <int D, int FMT, int TILE_M, int TILE_N, int WARPS_M, int WARPS_N, int STAGES, int SWIZZLE, int PV_MMA,
+          int QK_8BIT, int F16_SMEM>
+struct AttnCfg {
+    static constexpr int NW = WARPS_M * WARPS_N, NT = NW * 32;
+    static constexpr int RPW = TILE_M / WARPS_M, MT = RPW / 16; /* rows and m16 tiles per warp   */
+    static constexpr int KW = TILE_N / WARPS_N, NTL = KW / 8;   /* keys and n8 score tiles per warp */
+    static constexpr int C8 = D / 16;                           /* 16-byte chunks in an 8-bit row  */
+    static constexpr int OT = D / 8;                            /* n8 output tiles                 */
+    static constexpr int Q_BYTES = TILE_M * D;
+    static constexpr int KV_BYTES = TILE_N * D; /* one stage of K, or of V */
+    static constexpr bool V16 = F16_SMEM >= 1, K16 = F16_SMEM >= 2 && !QK_8BIT;
+    static constexpr int V16_BYTES = V16 ? TILE_N * D * 2 : 0;
+    static constexpr int K16_BYTES = K16 ? TILE_N * D * 2 : 0;
+    static constexpr int P_BYTES = PV_MMA ? 0 : NW * (RPW * KW + RPW) * 4;
+    static constexpr int PIPE_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES + V16_BYTES + K16_BYTES + P_BYTES;
+    static constexpr int MERGE_BYTES = (WARPS_N - 1) * WARPS_M * 32 * (MT * OT * 4 + 4 * MT) * 4;
+    static constexpr int SMEM = cmax<PIPE_BYTES, MERGE_BYTES>::value;
+
+    static_assert(D == 64 || D == 128, "head dim must be 64 or 128");
+    static_assert(FMT == EVO_FORMAT_E4M3 || FMT == EVO_FORMAT_U8SIM, "unknown 8-bit format");
+    static_assert(TILE_M % WARPS_M == 0 && (RPW == 16 || RPW == 32), "each warp owns 16 or 32 query rows");
+    static_assert(TILE_N % (16 * WARPS_N) == 0, "each warp's key slice must be a multiple of 16");
+    static_assert(NT <= 1024, "too many threads");
+    static_assert(STAGES >= 1 && STAGES <= 4, "pipeline depth 1..4");
+    static_assert(PV_MMA || (WARPS_N == 1 && !F16_SMEM), "the FMA P·V path uses one warp per key tile");
+    static_assert(F16_SMEM >= 0 && F16_SMEM <= 2, "F16_SMEM is 0, 1 or 2");
+    static_assert(SMEM <= 227 * 1024, "shared memory over the largest opt-in size of any GPU");
+};
+
+/* Byte offset of 16-byte chunk c of row r in a tile whose rows hold CH chunks. The XOR swizzle spreads the 8 rows
+ * an ldmatrix reads over 8 distinct bank groups: rows that share a 128-byte line get different XOR values. */
+template <int CH, int SWIZZLE> EVO_DEV int chunk_off(int r, int c)
+{
+    constexpr int ROWS_PER_LINE = CH >= 8 ? 1 : 8 / CH;
+    constexpr int XMASK = (CH >= 8 ? 8 : CH) - 1;
+    const int pc = SWIZZLE ? (c ^ ((r / ROWS_PER_LINE) & XMASK)) : c;
+    return r * CH * 16 + pc * 16;
+}
+
+/* ldmatrix x4 addresses of one lane in a tile of CH-chunk rows: chunk c0 + ld_chunk (c0 even, compile-time) of row
+ * R + ld_row (R a multiple of 8, compile-time) lies at R·CH·16 + off[(c0 & XM) / 2] + (c0 & ~XM)·16, because the
+ * swizzle XOR depends on the row only modulo 8 and never touches chunk bits above XM. The offsets are computed once,
+ * so a fragment's address is a register plus a constant. row0 (a multiple of 8) is added to every offset. */
+template <int CH, int SWIZZLE> struct LdsmLane {
+    static constexpr int XM = (CH >= 8 ? 8 : CH) - 1, N = (XM + 1) / 2;
+    u32 off[N];
+    EVO_DEV LdsmLane(int row0, int ld_row, int ld_chunk)
+    {
+#pragma unroll
+        for (int v = 0; v < N; v++) off[v] = chunk_off<CH, SWIZZLE>(row0 + ld_row, 2 * v + ld_chunk);
+    }
+    EVO_DEV u32 at(int r, int c0) const { return r * CH * 16 + off[(c0 & XM) >> 1] + (c0 & ~XM) * 16; }
+};
+
+/* This thread's copies of a ROWS x D-byte tile (rows row0.. of a head) to smem at base. Chunk i = tid + k·NT of the
+ * tile is row i / C8, chunk i % C8; NT is a multiple of C8, so a thread keeps one chunk column (cp_c) and steps
+ * NT / C8 rows from cp_r. Its k-th copy adds compile-time constants to the offsets computed once (cp_soff) when the
+ * step keeps the swizzle phase (a multiple of 8 rows). Rows past the sequence are zero-filled so no uninitialised
+ * byte (a NaN code) ever reaches an mma; only a tile that crosses the end of the sequence compares rows. */
+template <int ROWS, int D, int NT, int SWIZZLE>
+EVO_DEV void copy_tile(u32 base, const u8 *head, int row0, int seq, int cp_r, int cp_c, u32 cp_soff)
+{
+    constexpr int C8 = D / 16, RSTEP = NT / C8, ITERS = (ROWS + RSTEP - 1) / RSTEP;
+    static_assert(NT % C8 == 0 && RSTEP % 4 == 0, "a thread keeps its chunk column; it steps 4 or 8k rows");
+    /* A step of 4 rows (one warp, D = 128) alternates two swizzle phases; two steps keep it. */
+    const u32 soff1 = RSTEP % 8 == 0 ? cp_soff + RSTEP * C8 * 16 : chunk_off<C8, SWIZZLE>(cp_r + RSTEP, cp_c);
+    auto soff = [&](int k) { return (k & 1 ? soff1 : cp_soff) + (k >> 1) * 2 * RSTEP * C8 * 16; };
+    const u8 *src = head + (long long)row0 * D + cp_r * D + cp_c * 16;
+    const int valid = seq - row0; /* rows of this tile inside the sequence */
+    /* unroll 4: one-warp blocks copy 8-16 chunks per tensor; unrolled fully they keep too many addresses live. */
+    if (valid >= ROWS) {
+#pragma unroll 4
+        for (int k = 0; k < ITERS; k++)
+            if (ROWS % RSTEP == 0 || cp_r + k * RSTEP < ROWS) cp_async16(base + soff(k), src + k * RSTEP * D);
+    } else {
+#pragma unroll 4
+        for (int k = 0; k < ITERS; k++) {
+            const int r = cp_r + k * RSTEP;
+            if (ROWS % RSTEP == 0 || r < ROWS) {
+                const bool ok = r < valid;
+                cp_async16_zfill(base + soff(k), ok ? src + k * RSTEP * D : head, ok ? 16 : 0);
+            }
+        }
+    }
+}
+
+} // namespace evo_attn
+
+template <int D, int FMT, int TILE_M, int TILE_N, int WARPS_M, int WARPS_N, int STAGES, int SWIZZLE, int PV_MMA,
+          int QK_8BIT, int F16_SMEM, int MIN_BLOCKS, int FAST_EXP, int CAUSAL_PAIR>
+__global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fwd(const evo_attn_params p)
+{
+    using namespace evo_attn;
+    typedef AttnCfg<D, FMT, TILE_M, TILE_N, WARPS_M, WARPS_N, STAGES, SWIZZLE, PV_MMA, QK_8BIT, F16_SMEM> C;
+    constexpr int MT = C::MT, NTL = C::NTL, OT = C::OT, C8 = C::C8, RPW = C::RPW, KW = C::KW, NT = C::NT;
+#if defined(__CUDA_ARCH__)
+    static_assert(!(QK_8BIT && FMT == EVO_FORMAT_E4M3) || __CUDA_ARCH__ >= 890, "e4m3 mma needs sm_89 or newer");
+#endif
+    /* sm_90 has no native e4m3 mma.sync: the compiler emulates it with conversions of both operands on every mma
+     * and an FP32 add per accumulator, about twice the instructions of the FP16 path. There QK_8BIT=1 takes the
+     * FP16 path (same products, FP32 sums); shared memory keeps the layout of the genome (AttnCfg). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+    constexpr bool Q8 = QK_8BIT && FMT == EVO_FORMAT_U8SIM;
+#else
+    constexpr bool Q8 = QK_8BIT;
+#endif
+    constexpr bool INT_SCORES = Q8 && FMT == EVO_FORMAT_U8SIM;
+    /* u8sim codes enter the mma as (code - 128); the rest of the decode is a constant folded into the scales. */
+    constexpr float FMT_MUL = FMT == EVO_FORMAT_U8SIM ? 448.0f / 127.0f : 1.0f;
+    constexpr float LOG2E = 1.4426950408889634f;
+
+    extern __shared__ __align__(128) u8 smem[];
+    {
+        u32 dyn;
+        asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+        if (dyn < (u32)C::SMEM || p.head_dim != D) __trap(); /* launched with the wrong geometry: a bug, not data */
+    }
+    u8 *sQ = smem;
+    u8 *sK = sQ + C::Q_BYTES;
+    u8 *sV = sK + STAGES * C::KV_BYTES;
+    u8 *sV16 = sV + STAGES * C::KV_BYTES;
+    u8 *sK16 = sV16 + C::V16_BYTES;
+    float *sP = (float *)(sK16 + C::K16_BYTES);
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp % WARPS_M, wn = warp / WARPS_M;
+    const int g = lane >> 2, q = lane & 3;
+    const int S = p.seq;
+    /* Query tiles of this block. Causal tiles near the end of the sequence do the most work: they start first.
+     * CAUSAL_PAIR, when the grid has at least two blocks per SM: block x takes tiles nq-1-x and x, so every block
+     * does about the same work (nq+1 key tiles); blocks past the middle have none. */
+    const int nq = (int)gridDim.x, bx = (int)blockIdx.x;
+    /* first tile, then (paired) bx; no array: a run-time index would put it on the stack */
+    const int first_qt = p.causal ? nq - 1 - bx : bx;
+    int n_items = 1;
+    unsigned n_sm;
+    asm("mov.u32 %0, %%nsmid;" : "=r"(n_sm));
+    /* pairing halves the blocks: worth it only while at least a wave remains */
+    if (CAUSAL_PAIR && p.causal && nq > 1 && (long long)nq * gridDim.y * gridDim.z >= 2ll * n_sm) {
+        n_items = bx >= (nq + 1) / 2 ? 0 : bx == nq - 1 - bx ? 1 : 2;
+    }
+    for (int item = 0; item < n_items; item++) {
+        if (item > 0) __syncthreads(); /* shared memory of the previous tile is reused */
+        const int qt = item == 0 ? first_qt : bx;
+        const int m0 = qt * TILE_M;
+        const int bh = blockIdx.z * p.heads + blockIdx.y;
+        const long long head_off = (long long)bh * S * D;
+        const u8 *Qg = p.q + head_off, *Kg = p.k + head_off, *Vg = p.v + head_off;
+
+        const int kv_len = p.causal ? min(S, m0 + TILE_M) : S;
+        const int n_tiles = (kv_len + TILE_N - 1) / TILE_N;
+
+        const float sq = p.q_scale[bh], sk = p.k_scale[bh], sv = p.v_scale[bh];
+        /* score·qk_mul is in log2 units (FAST_EXP) or natural units; v_mul turns P·V accumulators into outputs. */
+        const float qk_mul = sq * sk * p.softmax_scale * FMT_MUL * FMT_MUL * (FAST_EXP ? LOG2E : 1.0f);
+        const float v_mul = sv * FMT_MUL;
+
+        /* Per-thread part of the tile copies (copy_tile): a fixed chunk column, a first row, its smem offset. */
+        const int cp_r = tid / C8, cp_c = tid % C8;
+        const u32 cp_soff = chunk_off<C8, SWIZZLE>(cp_r, cp_c);
+        const u32 cp_hoff0 = chunk_off<2 * C8, SWIZZLE>(cp_r, 2 * cp_c), cp_hoff1 = chunk_off<2 * C8, SWIZZLE>(cp_r, 2 * cp_c + 1);
+        const u32 sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
+        auto load_kv = [&](int tile, u32 stage_off) {
+            copy_tile<TILE_N, D, NT, SWIZZLE>(sK_addr + stage_off, Kg, tile * TILE_N, S, cp_r, cp_c, cp_soff);
+            copy_tile<TILE_N, D, NT, SWIZZLE>(sV_addr + stage_off, Vg, tile * TILE_N, S, cp_r, cp_c, cp_soff);
+        };
+
+        copy_tile<TILE_M, D, NT, SWIZZLE>(smem_addr(sQ), Qg, m0, S, cp_r, cp_c, cp_soff);
+        if constexpr (STAGES == 1) {
+            cp_async_commit();
+        } else {
+    #pragma unroll
+            for (int s = 0; s < STAGES - 1; s++) {
+                if (s < n_tiles) load_kv(s, s * C::KV_BYTES);
+                cp_async_commit();
+            }
+        }
+
+        /* ldmatrix x4 lane addressing shared by Q, K and V: matrix i = lane/8 covers rows (i&1)*8 + lane%8 and
+         * chunk (i>>1) relative to the base — registers r0..r3 = (rows 0-7, c), (rows 8-15, c), (0-7, c+1), (8-15, c+1). */
+        const int ld_row = ((lane >> 3) & 1) * 8 + (lane & 7);
+        const int ld_chunk = lane >> 4;
+
+        /* Q fragments stay in registers for the whole key loop. 8-bit: m16n8k32 A operands straight from the bytes.
+         * FP16: a byte quad (4 consecutive dims) becomes two f16x2 registers; Q and K use the same dim permutation
+         * (mma column 2q+e <-> dim 4q+e, column 2q+8+e <-> dim 4q+2+e), which leaves Q·Kᵀ unchanged. */
+        u32 qa[MT][D / 16][Q8 ? 2 : 4];
+
+        float o[MT][OT][4];
+        float m_run[MT][2], l_run[MT][2];
+    #pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+    #pragma unroll
+            for (int h = 0; h < 2; h++) {
+                m_run[mt][h] = neg_inf();
+                l_run[mt][h] = 0.f;
+            }
+    #pragma unroll
+            for (int t = 0; t < OT; t++)
+    #pragma unroll
+                for (int e = 0; e < 4; e++) o[mt][t][e] = 0.f;
+        }
+        /* The FMA path keeps O as RPW rows x D/32 dims per lane (dims lane + 32j). */
+        constexpr int OS_ROWS = PV_MMA ? 1 : RPW, OS_COLS = PV_MMA ? 1 : D / 32;
+        float os[OS_ROWS][OS_COLS];
+    #pragma unroll
+        for (int r = 0; r < OS_ROWS; r++)
+    #pragma unroll
+            for (int j = 0; j < OS_COLS; j++) os[r][j] = 0.f;
+        float *wP = sP + warp * (RPW * KW + RPW); /* this warp's P rows, then its per-row factors */
+
+        /* Per-lane ldmatrix offsets of this warp's key slice. K as the B operand of an 8-bit or FP16-smem mma wants
+         * keys 0-7 of two chunks in adjacent registers, so K tiles (and the 8-bit V tile, to share the offsets) use
+         * key-major lanes: matrix i = lane/8 covers rows (i>>1)*8 + lane%8 and chunk (i&1), r0..r3 = (keys 0-7, c),
+         * (0-7, c+1), (8-15, c), (8-15, c+1). FP16 V wants keys 0-7 and 8-15 of one chunk adjacent: the Q order. */
+        const int ldk_row = (lane >> 4) * 8 + (lane & 7), ldk_chunk = (lane >> 3) & 1;
+        const LdsmLane<C8, SWIZZLE> ld8(wn * KW, ldk_row, ldk_chunk);
+        const LdsmLane<2 * C8, SWIZZLE> ld16k(wn * KW, ldk_row, ldk_chunk);
+        const LdsmLane<2 * C8, SWIZZLE> ld16(wn * KW, ld_row, ld_chunk);
+        u32 rd_off = 0;                                                  /* stage of tile j    */
+        u32 wr_off = (u32)(STAGES == 1 ? 0 : (STAGES - 1) * C::KV_BYTES); /* stage of tile j + STAGES - 1 */
+        for (int j = 0; j < n_tiles; j++) {
+            if constexpr (STAGES == 1) {
+                if (j > 0) __syncthreads();
+                load_kv(j, 0u);
+                cp_async_commit();
+                cp_async_wait<0>();
+                __syncthreads();
+            } else {
+                cp_async_wait<(STAGES >= 2 ? STAGES - 2 : 0)>();
+                __syncthreads();
+                const int jn = j + STAGES - 1;
+                if (jn < n_tiles) load_kv(jn, wr_off);
+                cp_async_commit();
+                wr_off = rd_off; /* tile j's stage is refilled next */
+            }
+            if (j == 0) { /* Q arrived with the first stage. Loading it before the loop saves ~3 instructions a tile
+                           * but keeps more registers live through the pipeline prologue: some genomes then spill. */
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+    #pragma unroll
+                    for (int cp = 0; cp < D / 32; cp++) {
+                        u32 r0, r1, r2, r3;
+                        const int row = wm * RPW + mt * 16 + ld_row;
+                        ldsm_x4(smem_addr(sQ) + chunk_off<C8, SWIZZLE>(row, 2 * cp + ld_chunk), r0, r1, r2, r3);
+                        if constexpr (Q8) {
+                            qa[mt][2 * cp][0] = r0;
+                            qa[mt][2 * cp][1] = r1;
+                            qa[mt][2 * cp + 1][0] = r2;
+                            qa[mt][2 * cp + 1][1] = r3;
+                        } else {
+                            qa[mt][2 * cp][0] = cvt2<FMT>(r0);
+                            qa[mt][2 * cp][1] = cvt2<FMT>(r1);
+                            qa[mt][2 * cp][2] = cvt2h<FMT>(r0);
+                            qa[mt][2 * cp][3] = cvt2h<FMT>(r1);
+                            qa[mt][2 * cp + 1][0] = cvt2<FMT>(r2);
+                            qa[mt][2 * cp + 1][1] = cvt2<FMT>(r3);
+                            qa[mt][2 * cp + 1][2] = cvt2h<FMT>(r2);
+                            qa[mt][2 * cp + 1][3] = cvt2h<FMT>(r3);
+                        }
+                    }
+                }
+            }
+            const u32 stage_off = rd_off;
+            if constexpr (STAGES > 1) rd_off = rd_off + C::KV_BYTES == (u32)(STAGES * C::KV_BYTES) ? 0u : rd_off + C::KV_BYTES;
+            const u8 *tK = sK + stage_off;
+            const u8 *tV = sV + stage_off;
+            if constexpr (C::V16 || C::K16) {
+                /* One FP16 copy of the tiles for all warps. V keeps the natural dim order; K takes the order the Q
+                 * fragments use (byte pairs 0,1 4,5 8,9 12,13 of each 16-dim group first, then 2,3 6,7 10,11 14,15). */
+                constexpr int RSTEP = NT / C8; /* the copy's chunk assignment: no div/mod, offsets known per thread */
+    #pragma unroll
+                for (int k = 0; k < (TILE_N + RSTEP - 1) / RSTEP; k++) {
+                    const int r = cp_r + k * RSTEP, c = cp_c;
+                    if (TILE_N % RSTEP != 0 && r >= TILE_N) break;
+                    const bool lin = RSTEP % 8 == 0; /* the k-th chunk keeps the swizzle phase of the first */
+                    const u32 src = lin ? cp_soff + k * RSTEP * C8 * 16 : chunk_off<C8, SWIZZLE>(r, c);
+                    const u32 dst0 = lin ? cp_hoff0 + k * RSTEP * C8 * 32 : chunk_off<2 * C8, SWIZZLE>(r, 2 * c);
+                    const u32 dst1 = lin ? cp_hoff1 + k * RSTEP * C8 * 32 : chunk_off<2 * C8, SWIZZLE>(r, 2 * c + 1);
+                    if constexpr (C::V16) {
+                        const uint4 b = *(const uint4 *)(tV + src);
+                        uint4 lo, hi;
+                        lo.x = cvt2<FMT>(b.x), lo.y = cvt2h<FMT>(b.x), lo.z = cvt2<FMT>(b.y), lo.w = cvt2h<FMT>(b.y);
+                        hi.x = cvt2<FMT>(b.z), hi.y = cvt2h<FMT>(b.z), hi.z = cvt2<FMT>(b.w), hi.w = cvt2h<FMT>(b.w);
+                        *(uint4 *)(sV16 + dst0) = lo;
+                        *(uint4 *)(sV16 + dst1) = hi;
+                    }
+                    if constexpr (C::K16) {
+                        const uint4 b = *(const uint4 *)(tK + src);
+                        uint4 lo, hi;
+                        lo.x = cvt2<FMT>(b.x), lo.y = cvt2<FMT>(b.y), lo.z = cvt2<FMT>(b.z), lo.w = cvt2<FMT>(b.w);
+                        hi.x = cvt2h<FMT>(b.x), hi.y = cvt2h<FMT>(b.y), hi.z = cvt2h<FMT>(b.z);
+                        hi.w = cvt2h<FMT>(b.w);
+                        *(uint4 *)(sK16 + dst0) = lo;
+                        *(uint4 *)(sK16 + dst1) = hi;
+                    }
+                }
+                __syncthreads();
+            }
+
+            /* ---- S = Q·Kᵀ for this warp's KW keys ---- */
+            const int key0 = j * TILE_N + wn * KW; /* sequence index of this warp's first key */
+            float s[MT][NTL][4];
+            {
+                int si[INT_SCORES ? MT : 1][INT_SCORES ? NTL : 1][4]; /* s8 scores, exact */
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int t = 0; t < NTL; t++)
+    #pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            s[mt][t][e] = 0.f;
+                            if constexpr (INT_SCORES) si[mt][t][e] = 0;
+                        }
+                if constexpr (C::K16) {
+                    /* FP16 K from smem, already in the Q fragments' dim order; key-major lanes: r0..r3 = keys 0-7 of
+                     * chunks 2ks, 2ks+1, then keys 8-15 of both, so each B operand is an adjacent register pair. */
+                    const u32 kbase = smem_addr(sK16);
+    #pragma unroll
+                    for (int np = 0; np < NTL / 2; np++) {
+    #pragma unroll
+                        for (int ks = 0; ks < D / 16; ks++) {
+                            u32 r0, r1, r2, r3;
+                            ldsm_x4(kbase + ld16k.at(np * 16, 2 * ks), r0, r1, r2, r3);
+    #pragma unroll
+                            for (int mt = 0; mt < MT; mt++) {
+                                const u32 *a = qa[mt][ks];
+                                mma_f16(s[mt][2 * np], a[0], a[1], a[2], a[3], r0, r1);
+                                mma_f16(s[mt][2 * np + 1], a[0], a[1], a[2], a[3], r2, r3);
+                            }
+                        }
+                    }
+                } else {
+                    /* Key-major lanes: 8-bit mma B operands are {r0, r1} for keys 0-7 and {r2, r3} for keys 8-15; the
+                     * FP16 mma makes each register a B operand of its own (chunk 2cp: r0, r2; chunk 2cp+1: r1, r3). */
+                    const u32 kbase = sK_addr + stage_off;
+    #pragma unroll
+                    for (int np = 0; np < NTL / 2; np++) {
+    #pragma unroll
+                        for (int cp = 0; cp < D / 32; cp++) {
+                            u32 r0, r1, r2, r3;
+                            ldsm_x4(kbase + ld8.at(np * 16, 2 * cp), r0, r1, r2, r3);
+    #pragma unroll
+                            for (int mt = 0; mt < MT; mt++) {
+                                if constexpr (Q8) {
+                                    const u32 *a0 = qa[mt][2 * cp], *a1 = qa[mt][2 * cp + 1];
+                                    if constexpr (INT_SCORES) {
+                                        /* s8 operands: code ^ 0x80 is (code - 128) in two's complement. */
+                                        const u32 f = 0x80808080u;
+                                        Mma8<EVO_FORMAT_U8SIM>::run(si[mt][2 * np], a0[0] ^ f, a0[1] ^ f, a1[0] ^ f, a1[1] ^ f,
+                                                                    r0 ^ f, r1 ^ f);
+                                        Mma8<EVO_FORMAT_U8SIM>::run(si[mt][2 * np + 1], a0[0] ^ f, a0[1] ^ f, a1[0] ^ f,
+                                                                    a1[1] ^ f, r2 ^ f, r3 ^ f);
+                                    } else {
+                                        Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np], a0[0], a0[1], a1[0], a1[1], r0, r1);
+                                        Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np + 1], a0[0], a0[1], a1[0], a1[1], r2, r3);
+                                    }
+                                } else {
+                                    const u32 *a0 = qa[mt][2 * cp], *a1 = qa[mt][2 * cp + 1];
+                                    mma_f16(s[mt][2 * np], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r0), cvt2h<FMT>(r0));
+                                    mma_f16(s[mt][2 * np + 1], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r2),
+                                            cvt2h<FMT>(r2));
+                                    mma_f16(s[mt][2 * np], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r1), cvt2h<FMT>(r1));
+                                    mma_f16(s[mt][2 * np + 1], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r3),
+                                            cvt2h<FMT>(r3));
+                                }
+                            }
+                        }
+                    }
+                }
+                if constexpr (INT_SCORES) {
+    #pragma unroll
+                    for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                        for (int t = 0; t < NTL; t++)
+    #pragma unroll
+                            for (int e = 0; e < 4; e++)
+                                s[mt][t][e] = (float)si[mt][t][e];
+                }
+            }
+
+            /* ---- mask: keys past the sequence, and keys after the query when causal ---- */
+            const bool need_mask = (j + 1) * TILE_N > S || (p.causal && (j + 1) * TILE_N - 1 > m0);
+            if (need_mask) {
+                /* Element (t, e) of a row holds key key0 + 2q + t·8 + (e & 1): it is kept while that offset is at most
+                 * the row's last visible key minus key0 + 2q, one compare with a constant per element. */
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int row = m0 + wm * RPW + mt * 16 + g + 8 * h;
+                        const int lim = (p.causal ? min(row, S - 1) : S - 1) - key0 - 2 * q;
+    #pragma unroll
+                        for (int t = 0; t < NTL; t++)
+    #pragma unroll
+                            for (int e = 0; e < 2; e++)
+                                if (t * 8 + e > lim) s[mt][t][2 * h + e] = neg_inf();
+                    }
+            }
+
+            /* ---- online softmax, rows g and g+8 of each m16 tile; a row's 4 owners are the lanes of a quad ---- */
+            float alpha[MT][2];
+    #pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+    #pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float mx = m_run[mt][h];
+    #pragma unroll
+                    for (int t = 0; t < NTL; t++) mx = fmaxf(mx, fmaxf(s[mt][t][2 * h], s[mt][t][2 * h + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    /* A row that has seen only masked keys keeps m = -inf; subtracting 0 then gives exp(-inf) = 0. */
+                    const float m_use = mx == neg_inf() ? 0.f : mx;
+                    const float ms = m_use * qk_mul;
+                    const float a = softmax_exp<FAST_EXP>(m_run[mt][h] * qk_mul - ms);
+                    alpha[mt][h] = a;
+                    m_run[mt][h] = mx;
+                    float sum;
+    #pragma unroll
+                    for (int t = 0; t < NTL; t++)
+    #pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            const float x = fmaf(s[mt][t][2 * h + e], qk_mul, -ms);
+                            const float pv = softmax_exp<FAST_EXP>(x);
+                            s[mt][t][2 * h + e] = pv;
+                            sum = t == 0 && e == 0 ? pv : sum + pv; /* not 0 + pv: that add is not foldable */
+                        }
+                    l_run[mt][h] = l_run[mt][h] * a + sum;
+                }
+            }
+
+            /* ---- O = O·alpha + P·V ---- */
+            if constexpr (PV_MMA) {
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int t = 0; t < OT; t++)
+    #pragma unroll
+                        for (int e = 0; e < 4; e++) o[mt][t][e] *= alpha[mt][e >> 1];
+    #pragma unroll
+                for (int kk = 0; kk < KW / 16; kk++) {
+                    u32 pa[MT][4];
+    #pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+                        pa[mt][0] = pack_f16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                        pa[mt][1] = pack_f16x2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                        pa[mt][2] = pack_f16x2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                        pa[mt][3] = pack_f16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+                    }
+                    if constexpr (F16_SMEM) {
+                        /* FP16 V: ldmatrix.trans gives B fragments in natural order; output tile t = dims 8t..8t+7. */
+                        const u32 vbase = smem_addr(sV16);
+    #pragma unroll
+                        for (int tp = 0; tp < OT / 2; tp++) {
+                            u32 r0, r1, r2, r3;
+                            ldsm_x4_trans(vbase + ld16.at(kk * 16, 2 * tp), r0, r1, r2, r3);
+    #pragma unroll
+                            for (int mt = 0; mt < MT; mt++) {
+                                mma_f16(o[mt][2 * tp], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], r0, r1);
+                                mma_f16(o[mt][2 * tp + 1], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], r2, r3);
+                            }
+                        }
+                    } else {
+                        /* 8-bit V: ldmatrix.trans on byte pairs gives each lane V[2q][2g..2g+1] and V[2q+1][2g..2g+1];
+                         * bytes {0,2} feed the even-dim tile, {1,3} the odd-dim tile. Output tile 2c holds dims
+                         * 16c + 2n, tile 2c+1 dims 16c + 2n + 1. Key-major lanes (ld8): keys 0-7 / 8-15 of chunk 2cp
+                         * are r0 / r2, of chunk 2cp+1 r1 / r3. One permute gathers those bytes of both key halves (keys
+                         * 0-7 in the low half, 8-15 in the high half), then each half converts in place. */
+                        const u32 vbase = sV_addr + stage_off;
+    #pragma unroll
+                        for (int cp = 0; cp < D / 32; cp++) {
+                            u32 r0, r1, r2, r3;
+                            ldsm_x4_trans(vbase + ld8.at(kk * 16, 2 * cp), r0, r1, r2, r3);
+                            const u32 ev01 = prmt(r0, r2, 0x6420u), od01 = prmt(r0, r2, 0x7531u);
+                            const u32 ev23 = prmt(r1, r3, 0x6420u), od23 = prmt(r1, r3, 0x7531u);
+                            const u32 e0 = cvt2<FMT>(ev01), e1 = cvt2h<FMT>(ev01), d0 = cvt2<FMT>(od01), d1 = cvt2h<FMT>(od01);
+                            const u32 e2 = cvt2<FMT>(ev23), e3 = cvt2h<FMT>(ev23), d2 = cvt2<FMT>(od23), d3 = cvt2h<FMT>(od23);
+    #pragma unroll
+                            for (int mt = 0; mt < MT; mt++) {
+                                mma_f16(o[mt][4 * cp + 0], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], e0, e1);
+                                mma_f16(o[mt][4 * cp + 1], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], d0, d1);
+                                mma_f16(o[mt][4 * cp + 2], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], e2, e3);
+                                mma_f16(o[mt][4 * cp + 3], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], d2, d3);
+                            }
+                        }
+                    }
+                }
+            } else {
+                /* FMA path: stage P and the row factors in this warp's smem, then each lane owns dims lane + 32c. */
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int t = 0; t < NTL; t++)
+    #pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            wP[(mt * 16 + g + 8 * (e >> 1)) * KW + t * 8 + 2 * q + (e & 1)] = s[mt][t][e];
+                if (q == 0) {
+    #pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+                        wP[RPW * KW + mt * 16 + g] = alpha[mt][0];
+                        wP[RPW * KW + mt * 16 + g + 8] = alpha[mt][1];
+                    }
+                }
+                __syncwarp();
+    #pragma unroll
+                for (int r = 0; r < OS_ROWS; r++) {
+                    const float a = wP[RPW * KW + r];
+    #pragma unroll
+                    for (int c = 0; c < OS_COLS; c++) os[r][c] *= a;
+                }
+    #pragma unroll 2
+                for (int k = 0; k < KW; k++) {
+                    const int vr = wn * KW + k;
+                    float vf[OS_COLS];
+    #pragma unroll
+                    for (int c = 0; c < OS_COLS; c++) {
+                        const int d = lane + 32 * c;
+                        const u32 code = tV[chunk_off<C8, SWIZZLE>(vr, d / 16) + d % 16];
+                        const u32 h2 = cvt2<FMT>(code);
+                        unsigned short hb = (unsigned short)(h2 & 0xffffu);
+                        float f;
+                        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(hb));
+                        vf[c] = f;
+                    }
+    #pragma unroll
+                    for (int r = 0; r < OS_ROWS; r++) {
+                        const float pr = wP[r * KW + k];
+    #pragma unroll
+                        for (int c = 0; c < OS_COLS; c++) os[r][c] = fmaf(pr, vf[c], os[r][c]);
+                    }
+                }
+                __syncwarp();
+            }
+        }
+
+        /* ---- finish: row sums over the quad, merge the WARPS_N key slices, normalise, store FP16 ---- */
+    #pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float l = l_run[mt][h];
+                l += __shfl_xor_sync(0xffffffffu, l, 1);
+                l += __shfl_xor_sync(0xffffffffu, l, 2);
+                l_run[mt][h] = l;
+            }
+
+        if constexpr (WARPS_N > 1) {
+            /* Every warp with the same wm has the same fragment layout, so the merge is element-wise by register. */
+            cp_async_wait<0>();
+            __syncthreads(); /* the pipeline buffers are reused */
+            float *mb = (float *)smem;
+            constexpr int PER_LANE = MT * OT * 4 + 4 * MT;
+            if (wn > 0) {
+                float *dst = mb + ((wn - 1) * WARPS_M + wm) * 32 * PER_LANE;
+                int k = 0;
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+    #pragma unroll
+                    for (int t = 0; t < OT; t++)
+    #pragma unroll
+                        for (int e = 0; e < 4; e++) dst[(k++) * 32 + lane] = o[mt][t][e];
+    #pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        dst[(k++) * 32 + lane] = m_run[mt][h];
+                        dst[(k++) * 32 + lane] = l_run[mt][h];
+                    }
+                }
+            }
+            __syncthreads();
+            if (wn > 0) continue; /* its rows are stored by the warp with wn = 0 */
+    #pragma unroll
+            for (int w = 1; w < WARPS_N; w++) {
+                const float *src = mb + ((w - 1) * WARPS_M + wm) * 32 * PER_LANE;
+                float mo[MT][2], lo[MT][2];
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int k = mt * (OT * 4 + 4) + OT * 4 + 2 * h;
+                        mo[mt][h] = src[k * 32 + lane];
+                        lo[mt][h] = src[(k + 1) * 32 + lane];
+                    }
+                float fa[MT][2], fb[MT][2];
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const float mm = fmaxf(m_run[mt][h], mo[mt][h]);
+                        const float mu = mm == neg_inf() ? 0.f : mm;
+                        fa[mt][h] = softmax_exp<FAST_EXP>((m_run[mt][h] - mu) * qk_mul);
+                        fb[mt][h] = softmax_exp<FAST_EXP>((mo[mt][h] - mu) * qk_mul);
+                        m_run[mt][h] = mm;
+                        l_run[mt][h] = l_run[mt][h] * fa[mt][h] + lo[mt][h] * fb[mt][h];
+                    }
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int t = 0; t < OT; t++)
+    #pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const int k = mt * (OT * 4 + 4) + t * 4 + e;
+                            o[mt][t][e] = o[mt][t][e] * fa[mt][e >> 1] + src[k * 32 + lane] * fb[mt][e >> 1];
+                        }
+            }
+        }
+
+        u16 *Og = p.o + head_off;
+        if constexpr (PV_MMA) {
+    #pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int row = m0 + wm * RPW + mt * 16 + g + 8 * h;
+                    if (row >= S) continue;
+                    const float f = v_mul / l_run[mt][h];
+                    u16 *orow = Og + (long long)row * D;
+                    if constexpr (F16_SMEM) {
+    #pragma unroll
+                        for (int t = 0; t < OT; t++)
+                            *(u32 *)(orow + 8 * t + 2 * q) = pack_f16x2(o[mt][t][2 * h] * f, o[mt][t][2 * h + 1] * f);
+                    } else {
+    #pragma unroll
+                        for (int c = 0; c < D / 16; c++) {
+                            uint2 v;
+                            v.x = pack_f16x2(o[mt][2 * c][2 * h] * f, o[mt][2 * c + 1][2 * h] * f);
+                            v.y = pack_f16x2(o[mt][2 * c][2 * h + 1] * f, o[mt][2 * c + 1][2 * h + 1] * f);
+                            *(uint2 *)(orow + 16 * c + 4 * q) = v;
+                        }
+                    }
+                }
+        } else {
+            if (q == 0) {
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    wP[RPW * KW + mt * 16 + g] = l_run[mt][0];
+                    wP[RPW * KW + mt * 16 + g + 8] = l_run[mt][1];
+                }
+            }
+            __syncwarp();
+    #pragma unroll
+            for (int r = 0; r < OS_ROWS; r++) {
+                const int row = m0 + wm * RPW + r;
+                if (row >= S) continue;
+                const float f = v_mul / wP[RPW * KW + r];
+    #pragma unroll
+                for (int c = 0; c < OS_COLS; c++) {
+                    const u32 h2 = pack_f16x2(os[r][c] * f, 0.f);
+                    Og[(long long)row * D + lane + 32 * c] = (u16)(h2 & 0xffffu);
+                }
+            }
+        }
+    }
+}
+
 /* ==== attention_fp8_sm90.cu, verbatim but for its #include of the header above ==== */
 /* attention_fp8_sm90.cu — FP8 attention forward for Hopper (sm_90a only): the wgmma + TMA template family.
  *
@@ -193,6 +1052,13 @@ typedef struct {
  *             which a second wgmma (N = 8) multiplies by P̃ from zero each tile; the tile's sums go into the
  *             accumulator's column D (rescaled with O) in FP32; the softmax adds up only the keys whose P̃ is 0
  *             (p ≤ 2^-10, in FP16 pairs). PIPE 2 only.
+ *   V_PATH 5: V_PATH 4's arithmetic with Vᵀ given (a search value: its genome's launch transposes V first with
+ *             evo_vt_transpose, below, timed with it): p.v points to the codes of Vᵀ, [B·H, D, S16] (S16 = S rounded up to 16, keys S..S16-1 zero),
+ *             each 16 keys in the P fragment's order (position 4a + 2s + t holds key 8s + 2a + t; evo_vt_transpose,
+ *             below, writes it from V), and the TMA thread loads each tile's column blocks of VB keys straight into
+ *             the Vᵀ stage, so no warp transposes V (the transform's shared-memory instructions share the MIO queue
+ *             with the softmax's exponentials: docs/perf-notes.md, "Where the fp8 class's time goes"). With p.v =
+ *             the transpose of the codes it equals V_PATH 4 bit for bit. PIPE 2 only.
  * The FP8 wgmma keeps ~14 bits of the aligned products: scores carry ~1e-4 relative error, which defeats the 2e-3 gate
  * on logits in the thousands and flips e4m3 roundings of P; QK_MODE 2 + V_PATH 1 is the configuration that passes
  * every distribution (docs/perf-notes.md, "Precision").
@@ -276,13 +1142,17 @@ __host__ __device__ constexpr int align1024(int x) { return (x + 1023) / 1024 * 
  * column D, which the running rescale of O rescales too). acc_cols: the P·V accumulator's columns. */
 template <int D, int TILE_N, int V_PATH> __host__ __device__ constexpr int vt_bytes()
 {
-    return V_PATH == 4 ? align1024(TILE_N * (D + 8)) : V_PATH ? TILE_N * (D + 64) * 2 : TILE_N * D;
+    return V_PATH == 4 || V_PATH == 5 ? align1024(TILE_N * (D + 8)) : V_PATH ? TILE_N * (D + 64) * 2 : TILE_N * D;
 }
 /* V_PATH 2, 3: V is given in FP16 and loaded by TMA into the FP16 V ring (no raw V ring, nothing transforms it). */
 __host__ __device__ constexpr bool v_given_f16(int v_path) { return v_path == 2 || v_path == 3; }
+/* The V stage written by the TMA thread (V_PATH 2, 3: FP16 V; 5: e4m3 Vᵀ): no raw V ring, no transform of V. */
+__host__ __device__ constexpr bool v_by_tma(int v_path) { return v_given_f16(v_path) || v_path == 5; }
+/* e4m3 P̃ whose row sums come from the P·V GEMM (8 rows of ones in every Vᵀ column block): V_PATH 4, 5. */
+__host__ __device__ constexpr bool gemm_sums(int v_path) { return v_path == 4 || v_path == 5; }
 /* e4m3 Vᵀ (V_PATH 0, 4): rows (dims) per column block of the stage; V_PATH 4 adds 8 rows of ones, the B operand's
  * columns D..D+7, so that the e4m3 P·V GEMM sums P̃ into the accumulator's column D. */
-template <int D, int V_PATH> __host__ __device__ constexpr int vt_rows() { return V_PATH == 4 ? D + 8 : D; }
+template <int D, int V_PATH> __host__ __device__ constexpr int vt_rows() { return gemm_sums(V_PATH) ? D + 8 : D; }
 template <int D, int V_PATH> __host__ __device__ constexpr int acc_cols() { return V_PATH ? D + 8 : D; }
 
 /* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes(). */
@@ -296,7 +1166,7 @@ struct Sm90Cfg {
     static constexpr int Q_BYTES = BM * D;
     static constexpr int KV_BYTES = TILE_N * D;                       /* one stage of K or of raw V */
     static constexpr int KR_BYTES = V_PATH == 3 ? 0 : KV_BYTES;       /* the raw K ring's stage (V_PATH 3: none) */
-    static constexpr int VR_BYTES = v_given_f16(V_PATH) ? 0 : KV_BYTES; /* the raw V ring (2, 3: none) */
+    static constexpr int VR_BYTES = v_by_tma(V_PATH) ? 0 : KV_BYTES;  /* the raw V ring (2, 3, 5: none) */
     static constexpr int VT_BYTES = vt_bytes<D, TILE_N, V_PATH>();
     static constexpr int NX = PIPE == 2 ? STAGES : 1;                 /* converted tiles: a ring with a producer */
     static constexpr int Q16_BYTES = QK_MODE == 2 ? BM * D * 2 : 0;
@@ -430,6 +1300,31 @@ EVO_DEV float ex2(float x)
     float r;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
     return r;
+}
+
+/* 2^x on the FMA pipe (measurement only, EVO_SM90_EXP_EMU, below): x rounded to the nearest integer j by the
+ * 1.5·2^23 trick, 2^(x − j) by a degree-3 polynomial on [−0.5, 0.5] (relative error ≤ 1.02e-4; exact at integers),
+ * j added to the exponent; x clamped to −125 (−inf gives 2^−125, which rounds to 0 in e4m3 and FP16). Seven FMA-pipe
+ * instructions and no MUFU: the MUFU.EX2 share the MIO queue with shared-memory instructions. */
+EVO_DEV float ex2_fma(float x)
+{
+    x = fmaxf(x, -125.f);
+    const float t = x + 12582912.f, f = x - (t - 12582912.f);
+    const float p = fmaf(fmaf(fmaf(0x1.c2a216p-5f, f, 0x1.f00c4ep-3f), f, 0x1.62f5fap-1f), f, 1.f);
+    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+}
+/* EVO_SM90_EXP_EMU (not a knob; default 0; tools/bench builds only): 1 computes the exponentials of every fourth key
+ * pair with ex2_fma, 2 every second, 3 three of four; the rest with MUFU.EX2. */
+#ifndef EVO_SM90_EXP_EMU
+#define EVO_SM90_EXP_EMU 0
+#endif
+EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its loop is unrolled */
+{
+    const bool fma = EVO_SM90_EXP_EMU == 1   ? i % 4 == 3
+                     : EVO_SM90_EXP_EMU == 2 ? i % 2 == 1
+                     : EVO_SM90_EXP_EMU == 3 ? i % 4 != 0
+                                             : false;
+    return fma ? ex2_fma(x) : ex2(x);
 }
 /* Four floats → four e4m3 bytes (a in byte 0), round to nearest even, saturating. */
 EVO_DEV u32 pack_e4m3x4(float a, float b, float c, float d)
@@ -984,7 +1879,7 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
 #pragma unroll
                 for (int i = 0; i < TILE_N / 8; i++) {
                     float* pr = &s[mt][4 * i + 2 * h];
-                    const float p0 = ex2(fmaf(pr[0], qk_mul, bias)), p1 = ex2(fmaf(pr[1], qk_mul, bias));
+                    const float p0 = ex2_mix(i, fmaf(pr[0], qk_mul, bias)), p1 = ex2_mix(i, fmaf(pr[1], qk_mul, bias));
                     if constexpr (GSUM) { /* V_PATH 4: PFrag rounds p to P̃ (the same codes), the P·V GEMM sums
                                              P̃ (vt_rows); here only the mass of the keys whose P̃ is 0 (p ≤ 2^-10),
                                              in FP16 (1.5 instructions a score instead of 3 in FP32): at most 2^-10
@@ -1130,6 +2025,19 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         c.advance(p, nq);
         return true;
     };
+    /* V_PATH 5: Vᵀ of tile j (TILE_N / VB boxes of VB keys x D dims, VB-byte swizzle) into the rows 0..D-1 of its
+     * stage's column blocks (the ones rows stay), once the consumers are done with the tile STAGES back */
+    auto issue_vt = [&](Cursor &c) {
+        constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, VT = vt_bytes<D, TILE_N, V_PATH>();
+        const int s = c.it % STAGES;
+        if (c.it >= STAGES && !mbar_test(sm.b(B::vempty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        mbar_expect_tx(sm.b(B::vtfull(s)), TILE_N * D);
+#pragma unroll
+        for (int b = 0; b < TILE_N / VB; b++)
+            tma_load_3d(sm.vt + s * VT + b * (D + 8) * VB, &t.v, c.j * TILE_N + b * VB, 0, c.bh, sm.b(B::vtfull(s)));
+        c.advance(p, nq);
+        return true;
+    };
     u32 idle_ns = 0u; /* back off while neither can go: a spinning thread takes issue slots from a consumer warp */
     while (!kc.done || !vc.done) {
         bool moved = false;
@@ -1152,6 +2060,8 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         if (!vc.done) {
             if constexpr (v_given_f16(V_PATH))
                 moved |= issue_f16(vc, sm.vt, vt_bytes<D, TILE_N, V_PATH>(), &t.v, B::vempty, B::vtfull);
+            else if constexpr (V_PATH == 5)
+                moved |= issue_vt(vc);
             else moved |= issue_tile(vc, sm.v, &t.v, B::vrawempty, B::vfull);
         }
         if (moved) {
@@ -1174,7 +2084,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
     typedef Bars<STAGES> B;
     constexpr int UNR = PRODUCER_REGS >= 56 ? 8 : 4; /* convert16's loads in flight: 8 spill at 40 registers */
     constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>(), K16 = 2 * KV;
-    if constexpr (v_given_f16(V_PATH) && QK_MODE != 2) return; /* nothing to convert: V arrives in FP16 */
+    if constexpr (v_by_tma(V_PATH) && QK_MODE != 2) return; /* nothing to convert: V arrives by TMA */
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -1196,7 +2106,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
                 fence_proxy_async();
                 mbar_arrive(sm.b(B::k16full(s)));
             }
-            if constexpr (v_given_f16(V_PATH)) continue; /* V arrives in FP16 by TMA: nothing to transform */
+            if constexpr (v_by_tma(V_PATH)) continue; /* V (FP16) or Vᵀ arrives by TMA: nothing to transform */
             mbar_wait(sm.b(B::vfull(s)), ph);
             if (it >= STAGES) mbar_wait(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
             if constexpr (PROBE & 1) {
@@ -1220,7 +2130,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
 {
     typedef Bars<STAGES> B;
     constexpr int MT = WG_ROWS / 64, BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>();
-    constexpr bool P8 = V_PATH == 0 || V_PATH == 4, GSUM = V_PATH == 4; /* GSUM: the GEMM sums P̃ */
+    constexpr bool P8 = V_PATH == 0 || gemm_sums(V_PATH), GSUM = gemm_sums(V_PATH); /* GSUM: the GEMM sums P̃ */
     constexpr float LOG2E = 1.4426950408889634f;
     /* Q·Kᵀ operands: the raw e4m3 tiles, or their FP16 copies (made by the transform warps) */
     const u32 q_addr = QK_MODE == 2 ? sm.q16 + (u32)(cw * WG_ROWS * 128) : sm.q + (u32)(cw * WG_ROWS * D);
@@ -1516,6 +2426,58 @@ __global__ void __launch_bounds__(256)
     }
 }
 
+/* V codes (e4m3 [B·H, S, D], D = head_dim: 64 or 128) to the Vᵀ a V_PATH 5 kernel loads: [B·H, D, S16], S16 = S
+ * rounded up to 16 (attn_sm90_vt_seq), row d of head bh holding V[., d] with each 16 keys in the P fragment's order
+ * (position 4a + 2s + t holds key 8s + 2a + t, transpose_v's permutation) and keys S..S16-1 zero; what a genome with
+ * V_PATH 5 runs before its attention kernel every call. Grid (ceil(S16 / KC), B·H), 256 threads: block (x, bh) moves
+ * keys KC·x .. KC·x + KC - 1 of head bh, their rows by 16-byte streaming loads into shared memory (rows padded by 4
+ * bytes: the column reads below fall on 4 banks, not 1), then each thread builds 16-byte pieces of Vᵀ rows (16 keys
+ * of one dim) and stores them whole. */
+namespace evo_sm90 {
+template <int D, int KC>
+__device__ __forceinline__ void vt_transpose_block(const unsigned char *__restrict__ v, unsigned char *__restrict__ vt,
+                                                   int seq, int s16, unsigned char *tile)
+{
+    constexpr int RS = D + 4;
+    const int bh = (int)blockIdx.y, k0 = (int)blockIdx.x * KC, tid = (int)threadIdx.x;
+    const unsigned char *src = v + ((unsigned long long)bh * (unsigned)seq + (unsigned)k0) * D;
+    for (int u = tid; u < KC * D / 16; u += 256) {
+        const int r = u / (D / 16), c = u % (D / 16);
+        uint4 x = make_uint4(0u, 0u, 0u, 0u);
+        if (k0 + r < seq) x = __ldcs(reinterpret_cast<const uint4 *>(src + (unsigned long long)r * D) + c);
+        unsigned *t4 = reinterpret_cast<unsigned *>(tile + r * RS + 16 * c);
+        t4[0] = x.x, t4[1] = x.y, t4[2] = x.z, t4[3] = x.w;
+    }
+    __syncthreads();
+    for (int u = tid; u < D * (KC / 16); u += 256) {
+        const int d = u / (KC / 16), j = u % (KC / 16), key = k0 + 16 * j;
+        if (key >= s16) continue;
+        unsigned w[4];
+#pragma unroll
+        for (int a = 0; a < 4; a++) {
+            unsigned x = 0u;
+#pragma unroll
+            for (int b = 0; b < 4; b++) /* position 4a + b, b = 2s + t: key 8s + 2a + t of the 16 */
+                x |= (unsigned)tile[(16 * j + 8 * (b >> 1) + 2 * a + (b & 1)) * RS + d] << (8 * b);
+            w[a] = x;
+        }
+        *reinterpret_cast<uint4 *>(vt + ((unsigned long long)bh * D + (unsigned)d) * (unsigned)s16 + key) =
+            make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
+} // namespace evo_sm90
+
+template <int KC>
+__global__ void __launch_bounds__(256)
+    evo_vt_transpose(const unsigned char *__restrict__ v, unsigned char *__restrict__ vt, int seq, int s16, int head_dim)
+{
+    static_assert(KC == 128, "128 keys a block");
+    __shared__ __align__(16) unsigned char tile[KC * (128 + 4)];
+    if (head_dim == 128) evo_sm90::vt_transpose_block<128, KC>(v, vt, seq, s16, tile);
+    else if (head_dim == 64) evo_sm90::vt_transpose_block<64, KC>(v, vt, seq, s16, tile);
+    else __trap();
+}
+
 template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH, int OVERLAP,
           int PINGPONG, int O_ACC, int PRODUCER_REGS, int PERSIST, int PROBE = 0>
 __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
@@ -1524,9 +2486,9 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     using namespace evo_sm90;
     typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH> C;
     typedef Bars<STAGES> B;
-    static_assert(V_PATH >= 0 && V_PATH <= 4, "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V), 2 (V given in FP16), 3 (K and V given "
-                                              "in FP16) or 4 (e4m3 Vᵀ, the row sum from the GEMM)");
-    static_assert(V_PATH != 4 || PIPE == 2, "V_PATH 4: the producer's transform warps write Vᵀ and its ones (PIPE 2)");
+    static_assert(V_PATH >= 0 && V_PATH <= 5, "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V), 2 (V given in FP16), 3 (K and V given "
+                                              "in FP16), 4 (e4m3 Vᵀ, the row sum from the GEMM) or 5 (4, Vᵀ given)");
+    static_assert(!gemm_sums(V_PATH) || PIPE == 2, "V_PATH 4, 5: the producer writes (loads) Vᵀ beside its ones (PIPE 2)");
     static_assert(!v_given_f16(V_PATH) || PIPE == 2,
                   "V_PATH 2 and 3 load V (and K) by the producer's TMA thread (PIPE 2)");
     static_assert(V_PATH != 3 || QK_MODE == 2, "V_PATH 3 gives K in FP16 to the FP16 Q·Kᵀ (QK_MODE 2)");
@@ -1549,7 +2511,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     const int tid = (int)threadIdx.x, nq = (p.seq + C::BM - 1) / C::BM;
     constexpr int NCT = CONSUMERS * 128, NXT = TRANSFORM_WARPS * 32;
 
-    if constexpr (V_PATH == 4) { /* e4m3 ones (0x38) in rows D..D+7 of every Vᵀ column block (vt_rows) */
+    if constexpr (gemm_sums(V_PATH)) { /* e4m3 ones (0x38) in rows D..D+7 of every Vᵀ column block (vt_rows) */
         constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, VT = vt_bytes<D, TILE_N, V_PATH>(), NB = TILE_N / VB;
         for (int i = tid * 16; i < C::NX * NB * 8 * VB; i += C::THREADS * 16) {
             const int st = i / (NB * 8 * VB), b = i / (8 * VB) % NB, off = i % (8 * VB);
@@ -1572,7 +2534,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
         for (int s = 0; s < STAGES; s++) {
             mbar_init(sm.b(B::kfull(s)), 1);
             mbar_init(sm.b(B::vfull(s)), 1);
-            mbar_init(sm.b(B::vtfull(s)), v_given_f16(V_PATH) ? 1 : NXT); /* 2, 3: the TMA's expect_tx */
+            mbar_init(sm.b(B::vtfull(s)), v_by_tma(V_PATH) ? 1 : NXT); /* 2, 3, 5: the TMA's expect_tx */
             mbar_init(sm.b(B::kempty(s)), NCT);
             mbar_init(sm.b(B::vempty(s)), NCT);
             mbar_init(sm.b(B::k16full(s)), V_PATH == 3 ? 1 : NXT); /* V_PATH 3: the TMA thread's expect_tx */
@@ -1606,8 +2568,8 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
 }
 
 /* ==== the entries (written by evo export --dispatch) ==== */
-#define EVO_EXPORT_GENOME "dispatch: FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0"
-#define EVO_EXPORT_KEY "dispatch: 302cbce1,374ab4e7,dde2f42a,c1a14277,42a2b04c,defe9c51,46564d90"
+#define EVO_EXPORT_GENOME "dispatch: FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2"
+#define EVO_EXPORT_KEY "dispatch: d6b2db4e,aa77772c,aa69bfb5,dce3cd91,475410a8,d93b5501,b003fc41,f2b406d6,fbd6121c"
 #define EVO_EXPORT_ARCH "sm_90a"
 #define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3
 #define EVO_EXPORT_SM90 1
@@ -1692,8 +2654,12 @@ void attn_sm90_grid(const evo_sm90_genome *g, int batch, int heads, int seq, int
 /* "evo_attn_sm90<D,WG_ROWS,...,PERSIST>" into buf; returns the length, or -1 if it did not fit. */
 int attn_sm90_name_expr(const evo_sm90_genome *g, int d, char *buf, size_t len);
 
-/* Fills t->q, t->k, t->v for the params' tensors and g's box sizes (V_PATH 2: t->v maps p->v as FP16). Returns 0,
- * or the first non-zero CUresult of encode (t is then unusable). */
+/* Fills t->q, t->k, t->v for the params' tensors and g's box sizes (V_PATH 2: t->v maps p->v as FP16; V_PATH 5:
+ * p->v is Vᵀ, [B·H, D, attn_sm90_vt_seq(S)] bytes as evo_vt_transpose writes it). Returns 0, or the first non-zero
+ * CUresult of encode (t is then unusable). */
+/* V_PATH 5: the key count of a Vᵀ row, S rounded up to 16 (the tensor map's row stride must be a multiple of 16). */
+int attn_sm90_vt_seq(int seq);
+
 int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,
                          evo_tmap_encode_fn encode);
 
@@ -1733,6 +2699,8 @@ static int align1024(int x) { return (x + 1023) / 1024 * 1024; }
 
 /* V_PATH 2, 3: V given in FP16, loaded by the TMA thread (no raw V ring; FP16 tensor maps). */
 static int v_given_f16(const evo_sm90_genome *g) { return g->v_path == 2 || g->v_path == 3; }
+/* V_PATH 4, 5: e4m3 P̃ whose row sums come from the P·V GEMM (8 rows of ones in every Vᵀ column block). */
+static int gemm_sums(const evo_sm90_genome *g) { return g->v_path == 4 || g->v_path == 5; }
 
 int attn_sm90_threads(const evo_sm90_genome *g) { return (g->consumers + (g->pipe == 2)) * 128; }
 
@@ -1743,11 +2711,11 @@ int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
     const int q_bytes = attn_sm90_rows_per_block(g) * d, kv = g->tile_n * d;
     /* V_PATH 1: FP16 V plus a 64-column block of ones (the row sums of P come out of the P·V GEMM) */
     /* V_PATH 4: e4m3 Vᵀ blocks of D + 8 rows (8 rows of ones), the stage rounded up to 1 KiB */
-    const int vt = g->v_path == 4 ? align1024(g->tile_n * (d + 8)) : g->v_path ? g->tile_n * (d + 64) * 2 : kv;
+    const int vt = gemm_sums(g) ? align1024(g->tile_n * (d + 8)) : g->v_path ? g->tile_n * (d + 64) * 2 : kv;
     const int nx = g->pipe == 2 ? g->stages : 1;
     const int q16 = g->qk_mode == 2 ? 2 * q_bytes : 0, k16 = g->qk_mode == 2 ? 2 * kv : 0;
     /* the raw rings: V_PATH 2 and 3 load V in FP16 (no raw V), V_PATH 3 K too (no raw K) */
-    const int kr = g->v_path == 3 ? 0 : kv, vr = v_given_f16(g) ? 0 : kv;
+    const int kr = g->v_path == 3 ? 0 : kv, vr = v_given_f16(g) || g->v_path == 5 ? 0 : kv; /* 5: Vᵀ by TMA */
     const int n_bars = 3 + 7 * g->stages;
     return align1024(q_bytes) + g->stages * (kr + vr) + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
 }
@@ -1768,9 +2736,9 @@ static int consumer_regs(const evo_sm90_genome *g)
 static int accumulator_regs(const evo_sm90_genome *g, int d)
 {
     const int mt = g->wg_rows / 64, o = (g->v_path ? d + 8 : d) / 2;
-    const int p_regs = g->v_path && g->v_path != 4 ? g->tile_n / 4 : g->tile_n / 8;
+    const int p_regs = g->v_path && !gemm_sums(g) ? g->tile_n / 4 : g->tile_n / 8;
     return mt *
-           (g->tile_n / 2 + o + (g->o_acc ? o : 0) + (g->v_path == 4 ? 4 : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
+           (g->tile_n / 2 + o + (g->o_acc ? o : 0) + (gemm_sums(g) ? 4 : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
 }
 
 const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
@@ -1784,11 +2752,12 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (g->pipe < 0 || g->pipe > 2) return "PIPE must be 0 (cp.async), 1 (TMA ring) or 2 (producer warpgroup)";
     if (g->qk_mode < 0 || g->qk_mode > 2)
         return "QK_MODE must be 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)";
-    if (g->v_path < 0 || g->v_path > 4)
-        return "V_PATH must be 0 (e4m3), 1 (FP16), 2 (V given in FP16), 3 (K and V given in FP16) or 4 (e4m3, the row "
-               "sum from the GEMM)";
+    if (g->v_path < 0 || g->v_path > 5)
+        return "V_PATH must be 0 (e4m3), 1 (FP16), 2 (V given in FP16), 3 (K and V given in FP16), 4 (e4m3, the row "
+               "sum from the GEMM) or 5 (4 with Vᵀ given)";
     if (v_given_f16(g) && g->pipe != 2) return "V_PATH=2 and 3 need PIPE=2 (the TMA thread loads the FP16 V)";
     if (g->v_path == 4 && g->pipe != 2) return "V_PATH=4 needs PIPE=2 (the producer writes Vᵀ and its ones)";
+    if (g->v_path == 5 && g->pipe != 2) return "V_PATH=5 needs PIPE=2 (the TMA thread loads Vᵀ)";
     if (g->v_path == 3 && g->qk_mode != 2) return "V_PATH=3 needs QK_MODE=2 (K given in FP16 to the FP16 Q·Kᵀ)";
     if (g->overlap != 0 && g->overlap != 1) return "OVERLAP must be 0 or 1";
     if (g->overlap && g->pipe != 2) return "OVERLAP=1 needs PIPE=2";
@@ -1860,6 +2829,23 @@ static int encode_v16(evo_tmap *m, unsigned long long addr, const evo_attn_param
                   TMAP_SWIZZLE_128B, TMAP_L2_PROMOTION_128B, TMAP_OOB_FILL_ZERO);
 }
 
+/* V_PATH 5: p->v is Vᵀ, [B·H, D, S16] bytes (S16 = S rounded up to 16): a 3-D map {S16, D, B·H}, box {VB, D, 1}
+ * (one column block of the stage: VB = 128 keys, 64 where TILE_N is not a multiple of 128), VB-byte swizzle, keys
+ * past S16 read as zeros. */
+static int encode_vt(evo_tmap *m, unsigned long long addr, const evo_attn_params *p, unsigned tile_n,
+                     evo_tmap_encode_fn encode)
+{
+    const unsigned long long d = (unsigned long long)p->head_dim, s16 = attn_sm90_vt_seq(p->seq);
+    const unsigned long long dim[3] = {s16, d, (unsigned long long)p->batch * (unsigned long long)p->heads};
+    const unsigned long long stride[2] = {s16, s16 * d};
+    const unsigned vb = tile_n % 128 == 0 ? 128 : 64, box[3] = {vb, (unsigned)d, 1}, estride[3] = {1, 1, 1};
+    memset(m, 0, sizeof *m);
+    return encode(m, TMAP_UINT8, 3, (void *)(size_t)addr, dim, stride, box, estride, TMAP_INTERLEAVE_NONE,
+                  vb == 128 ? TMAP_SWIZZLE_128B : TMAP_SWIZZLE_64B, TMAP_L2_PROMOTION_128B, TMAP_OOB_FILL_ZERO);
+}
+
+int attn_sm90_vt_seq(int seq) { return (seq + 15) / 16 * 16; }
+
 int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,
                          evo_tmap_encode_fn encode)
 {
@@ -1868,8 +2854,9 @@ int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_
         r = g->v_path == 3 ? encode_v16(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode)
                            : encode_one(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode);
     if (r == 0)
-        r = v_given_f16(g) ? encode_v16(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
-                           : encode_one(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode);
+        r = v_given_f16(g)   ? encode_v16(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
+            : g->v_path == 5 ? encode_vt(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
+                             : encode_one(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode);
     return r;
 }
 
@@ -1951,37 +2938,39 @@ static inline int attn_dispatch_pick(const attn_dispatch_bucket *b, int n, int b
 /* ==== dispatch table: bucket (head dim, causal, seq class, batch·heads class) -> entry ==== */
 static const attn_dispatch_bucket evo_dispatch_buckets[] = {
     {64, 0, 9, 3, 0}, /* d64 non-causal seq 257..512 bh 1..8 */
-    {64, 0, 9, 4, 0}, /* d64 non-causal seq 257..512 bh 9..16 */
-    {64, 0, 11, 4, 1}, /* d64 non-causal seq 1025..2048 bh 9..16 */
-    {64, 0, 11, 5, 2}, /* d64 non-causal seq 1025..2048 bh 17..32 */
-    {64, 0, 14, 4, 3}, /* d64 non-causal seq 8193..16384 bh 9..16 */
-    {64, 1, 9, 3, 0}, /* d64 causal seq 257..512 bh 1..8 */
-    {64, 1, 9, 4, 0}, /* d64 causal seq 257..512 bh 9..16 */
-    {64, 1, 11, 4, 4}, /* d64 causal seq 1025..2048 bh 9..16 */
-    {64, 1, 11, 5, 4}, /* d64 causal seq 1025..2048 bh 17..32 */
-    {64, 1, 14, 4, 3}, /* d64 causal seq 8193..16384 bh 9..16 */
-    {128, 0, 9, 4, 0}, /* d128 non-causal seq 257..512 bh 9..16 */
-    {128, 0, 12, 6, 5}, /* d128 non-causal seq 2049..4096 bh 33..64 */
-    {128, 1, 9, 4, 6}, /* d128 causal seq 257..512 bh 9..16 */
-    {128, 1, 12, 6, 4}, /* d128 causal seq 2049..4096 bh 33..64 */
+    {64, 0, 9, 4, 1}, /* d64 non-causal seq 257..512 bh 9..16 */
+    {64, 0, 11, 4, 2}, /* d64 non-causal seq 1025..2048 bh 9..16 */
+    {64, 0, 11, 5, 3}, /* d64 non-causal seq 1025..2048 bh 17..32 */
+    {64, 0, 14, 4, 4}, /* d64 non-causal seq 8193..16384 bh 9..16 */
+    {64, 1, 9, 3, 5}, /* d64 causal seq 257..512 bh 1..8 */
+    {64, 1, 9, 4, 5}, /* d64 causal seq 257..512 bh 9..16 */
+    {64, 1, 11, 4, 6}, /* d64 causal seq 1025..2048 bh 9..16 */
+    {64, 1, 11, 5, 6}, /* d64 causal seq 1025..2048 bh 17..32 */
+    {64, 1, 14, 4, 4}, /* d64 causal seq 8193..16384 bh 9..16 */
+    {128, 0, 9, 4, 5}, /* d128 non-causal seq 257..512 bh 9..16 */
+    {128, 0, 12, 6, 7}, /* d128 non-causal seq 2049..4096 bh 33..64 */
+    {128, 1, 9, 4, 5}, /* d128 causal seq 257..512 bh 9..16 */
+    {128, 1, 12, 6, 8}, /* d128 causal seq 2049..4096 bh 33..64 */
 };
 static const int evo_dispatch_n_buckets = 14;
 /* ==== end of the dispatch table ==== */
 
-template __global__ void evo_attn_sm90<64,64,1,128,2,2,1,4,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<128,64,1,128,2,2,1,4,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,1,128,4,2,0,4,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
 template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,4,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_attn_sm90<64,64,2,128,2,2,1,1,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_attn_sm90<64,64,2,128,2,2,1,2,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
+template __global__ void evo_attn_sm90<64,64,1,128,2,2,0,1,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,1,128,2,2,0,2,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
+template __global__ void evo_attn_sm90<128,64,1,128,2,2,0,1,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<128,64,1,128,2,2,0,2,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
 template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,1,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,2,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_sm90<128,64,2,128,2,2,0,1,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<128,64,2,128,2,2,0,2,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
+template __global__ void evo_attn_sm90<128,64,2,128,4,2,0,5,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_vt_transpose<128>(const unsigned char *, unsigned char *, int, int, int); /* V to Vᵀ (V_PATH 5) */
 template __global__ void evo_attn_sm90<128,64,2,128,2,2,0,1,1,0,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_attn_sm90<128,64,2,128,2,2,0,2,1,0,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_sm90<128,64,1,128,2,2,1,1,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<128,64,1,128,2,2,1,2,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
 
 namespace evo_export {
 
@@ -2000,18 +2989,20 @@ struct variant {
                                 which evo_attention_forward_kv16 runs; a V_PATH 3 kernel itself; nullptr
                                 otherwise */
     int convert; /* 1: a V_PATH 3 kernel: evo_attention_forward converts K and V to FP16 into a workspace
-                    first (evo_kv16_convert, timed with it by evo) */
+                    first (evo_kv16_convert, timed with it by evo); 2: a V_PATH 5 kernel: it writes Vᵀ into
+                    the workspace first (evo_vt_transpose) */
 };
 static const variant variants[] = {
-    {64, (const void *)evo_attn_sm90<64,64,1,128,2,2,1,4,1,0,0,56,0>, 256, 64, 56456, 0, 1, 64, 128, 0, 1, 0, nullptr, nullptr, 0},
-    {128, (const void *)evo_attn_sm90<128,64,1,128,2,2,1,4,1,0,0,56,0>, 256, 64, 109704, 0, 1, 64, 128, 0, 1, 0, nullptr, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,4,1,1,0,56,1>, 384, 128, 60552, 0, 1, 64, 128, 1, 1, 1, nullptr, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>, 384, 128, 111864, 0, 1, 64, 128, 1, 1, 2, nullptr, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,1,1,1,0,0,56,0>, 384, 128, 107656, 0, 1, 64, 128, 0, 1, 3, (const void *)evo_attn_sm90<64,64,2,128,2,2,1,2,1,0,0,56,0>, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,1,1,0,0,56,1>, 384, 128, 107656, 0, 1, 64, 128, 1, 1, 4, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,2,1,0,0,56,1>, nullptr, 0},
-    {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,0,1,1,0,0,56,1>, 384, 128, 181384, 0, 1, 64, 128, 1, 1, 4, (const void *)evo_attn_sm90<128,64,2,128,2,2,0,2,1,0,0,56,1>, nullptr, 0},
-    {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,0,1,1,0,0,56,2>, 384, 128, 181384, 0, 1, 64, 128, 2, 1, 5, (const void *)evo_attn_sm90<128,64,2,128,2,2,0,2,1,0,0,56,2>, nullptr, 0},
-    {128, (const void *)evo_attn_sm90<128,64,1,128,2,2,1,1,1,0,0,56,0>, 256, 64, 173192, 0, 1, 64, 128, 0, 1, 6, (const void *)evo_attn_sm90<128,64,1,128,2,2,1,2,1,0,0,56,0>, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,1,128,4,2,0,4,1,0,0,56,0>, 256, 64, 107768, 0, 1, 64, 128, 0, 1, 0, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 36864, 0, 0, 0, 0, 0, 0, 1, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,4,1,1,0,56,1>, 384, 128, 60552, 0, 1, 64, 128, 1, 1, 2, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>, 384, 128, 111864, 0, 1, 64, 128, 1, 1, 3, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,1,1,1,0,0,56,0>, 384, 128, 107656, 0, 1, 64, 128, 0, 1, 4, (const void *)evo_attn_sm90<64,64,2,128,2,2,1,2,1,0,0,56,0>, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,1,128,2,2,0,1,1,0,0,40,0>, 256, 64, 103560, 0, 1, 64, 128, 0, 1, 5, (const void *)evo_attn_sm90<64,64,1,128,2,2,0,2,1,0,0,40,0>, nullptr, 0},
+    {128, (const void *)evo_attn_sm90<128,64,1,128,2,2,0,1,1,0,0,40,0>, 256, 64, 173192, 0, 1, 64, 128, 0, 1, 5, (const void *)evo_attn_sm90<128,64,1,128,2,2,0,2,1,0,0,40,0>, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,1,1,0,0,56,1>, 384, 128, 107656, 0, 1, 64, 128, 1, 1, 6, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,2,1,0,0,56,1>, nullptr, 0},
+    {128, (const void *)evo_attn_sm90<128,64,2,128,4,2,0,5,1,1,0,56,2>, 384, 128, 152824, 0, 1, 64, 128, 2, 1, 7, nullptr, nullptr, 2},
+    {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,0,1,1,0,0,56,2>, 384, 128, 181384, 0, 1, 64, 128, 2, 1, 8, (const void *)evo_attn_sm90<128,64,2,128,2,2,0,2,1,0,0,56,2>, nullptr, 0},
 };
 
 struct entry {
@@ -2019,13 +3010,15 @@ struct entry {
     int accuracy; /* 0 exact, 1 fp8 */
 };
 static const entry entries[] = {
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "302cbce1bc9a5a73887d715875e41ba978e13053ee07c78fe865e0ff89ac7cfc", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "374ab4e7061c2c7f15ef93cbaee89445815bfa3aabdc01d37f67667a5af43720", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "dde2f42a902c6a67de18b372b8fc8d3be0bf89f274a2081fbb928c0f399f7877", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "c1a142773eeeabf16360d2921d35deaf2d736de308a157456a21126bdc0185ba", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "42a2b04cca6fad0e9f4e048ebd79ba630b117850bc71b5c14a5f23ff072f0cec", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "defe9c5180a04a26add0f6341ac7b93ba26d16a252eac51a9319a4af26e07e45", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "46564d90ab46a26855e78c996fdad78c9f526b1c04faa2c0b23eb70c0a83ad0d", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "d6b2db4e2cff8e6accb3a99a2f4b650ca7fd11abba2f7b81ce55bc3dbbe1c509", 1},
+    {"TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0", "aa77772ccb384802fa249763a4334e96ca369fcfd40a1d363021aca0339e32be", 0},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "aa69bfb5798d87fc69f4c30b4a848ef3cf414b8a8979d4c6d871ff1b361e5624", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "dce3cd9167d3b09365ba47d933f79209013e713c46c62e247e6b64a7ce63bc12", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "475410a8a9ed45e1962084d90fc911ca5ce5a7a928b97243a5ddbf075a4229cc", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0", "d93b5501e8aebaf78c36eef17bd405fbab70a06bde693a6a97be605d25fb1a41", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "b003fc413348cf4efce070371c77bdde071f2bf0dfb725a20a4dc02d4309775c", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "f2b406d611845c8735d28166da2d22a81d419d22ed86602a6d665cb166d88ee0", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "fbd6121c96e79b1240e6ac3d3552a6396543470e22827b54ba8aba6977edecc9", 1},
 };
 
 #ifdef EVO_SELFTEST
@@ -2038,19 +3031,19 @@ struct shape {
 };
 static const shape timed_shapes[] = {
     {"mission", 1, 8, 512, 64, 0, 6.50, 0},
-    {"small", 2, 8, 512, 64, 0, 6.91, 0},
-    {"long", 2, 8, 2048, 64, 0, 42.40, 1},
-    {"stress", 4, 8, 2048, 64, 0, 80.21, 2},
-    {"b1h16s16k", 1, 16, 16384, 64, 0, 2143.17, 3},
-    {"missionc", 1, 8, 512, 64, 1, 6.62, 0},
-    {"smallc", 2, 8, 512, 64, 1, 6.91, 0},
-    {"longc", 2, 8, 2048, 64, 1, 32.96, 4},
-    {"stressc", 4, 8, 2048, 64, 1, 52.78, 4},
-    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1088.69, 3},
-    {"wide", 2, 8, 512, 128, 0, 9.47, 0},
-    {"b4h16s4k", 4, 16, 4096, 128, 0, 712.98, 5},
-    {"widec", 2, 8, 512, 128, 1, 8.93, 6},
-    {"b4h16s4kc", 4, 16, 4096, 128, 1, 402.74, 4},
+    {"small", 2, 8, 512, 64, 0, 6.98, 1},
+    {"long", 2, 8, 2048, 64, 0, 42.30, 2},
+    {"stress", 4, 8, 2048, 64, 0, 79.95, 3},
+    {"b1h16s16k", 1, 16, 16384, 64, 0, 2141.93, 4},
+    {"missionc", 1, 8, 512, 64, 1, 6.50, 5},
+    {"smallc", 2, 8, 512, 64, 1, 6.78, 5},
+    {"longc", 2, 8, 2048, 64, 1, 32.80, 6},
+    {"stressc", 4, 8, 2048, 64, 1, 53.25, 6},
+    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1089.89, 4},
+    {"wide", 2, 8, 512, 128, 0, 9.63, 5},
+    {"b4h16s4k", 4, 16, 4096, 128, 0, 708.41, 7},
+    {"widec", 2, 8, 512, 128, 1, 8.83, 5},
+    {"b4h16s4kc", 4, 16, 4096, 128, 1, 412.69, 8},
 };
 
 /* Correctness tolerances and timing settings of run 1's config. */
@@ -2077,14 +3070,19 @@ static const int n_entries = (int)(sizeof entries / sizeof entries[0]);
 #endif
 
 /* Per variant (and per FP16 twin), one bit per device on which its dynamic shared memory limit has been raised. */
-static std::atomic<unsigned long long> smem_raised[3][sizeof variants / sizeof variants[0]];
+static std::atomic<unsigned long long> smem_raised[4][sizeof variants / sizeof variants[0]];
 
 /* What a launch is given: 8-bit codes for q, k, v (CODES), V in FP16 (V16: the FP16-V twin), or K and V in FP16
  * (KV16: the FP16-K-and-V twin); q is codes in every case. */
-enum operands { CODES = 0, V16 = 1, KV16 = 2 };
+/* What p.k and p.v hold: the codes; V in FP16 (V16); K and V in FP16 (KV16); Vᵀ of the codes (VT: a V_PATH 5
+ * kernel, after its transpose). */
+enum operands { CODES = 0, V16 = 1, KV16 = 2, VT = 3 };
 static const void *kernel_of(int i, operands m)
 {
-    return m == KV16 ? variants[i].kv16_kernel : m == V16 ? variants[i].v16_kernel : variants[i].kernel;
+    return m == KV16  ? variants[i].kv16_kernel
+           : m == V16 ? variants[i].v16_kernel
+           : m == VT  ? (variants[i].convert == 2 ? variants[i].kernel : nullptr)
+                      : variants[i].kernel;
 }
 
 /* The self-test sets this to run every variant on its checks; -1: pick by the problem. */
@@ -2172,8 +3170,9 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, operands m, cudaStream
     g.consumers = variants[i].rows_per_block / variants[i].wg_rows;
     g.tile_n = variants[i].tile_n;
     g.persist = variants[i].persist;
-    g.v_path = m == KV16 ? 3 : m == V16 ? 2 : 0; /* the tensor maps of K and V: FP16 for the twins (the other fields
-                                                     only size boxes and grid) */
+    /* the tensor maps of K and V: FP16 for the twins, Vᵀ for a V_PATH 5 kernel (the other fields only size boxes
+     * and grid) */
+    g.v_path = m == KV16 ? 3 : m == V16 ? 2 : m == VT ? 5 : 0;
     evo_attn_tmaps t;
     if (attn_sm90_fill_tmaps(&t, &p, &g, encode) != 0) return cudaErrorInvalidValue;
     int dev = 0, sms = 0;
@@ -2194,40 +3193,53 @@ static int variant_for(int batch, int heads, int seq, int head_dim, int causal)
     return seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
 }
 
-/* Bytes of workspace variant i needs for a problem: the FP16 K and V of a V_PATH 3 kernel (convert), else 0. */
+/* Bytes of workspace variant i needs for a problem: the FP16 K and V of a V_PATH 3 kernel (convert 1), Vᵀ of a
+ * V_PATH 5 kernel (convert 2: B·H·D·S16), else 0. */
 static size_t workspace_for(int i, int batch, int heads, int seq, int head_dim)
 {
-    return i >= 0 && variants[i].convert ? (size_t)4 * batch * heads * seq * head_dim : 0;
+    if (i < 0 || !variants[i].convert) return 0;
+    const size_t bhd = (size_t)batch * heads * head_dim;
+    return variants[i].convert == 1 ? 4 * bhd * seq : bhd * (((size_t)seq + 15) / 16 * 16); /* attn_sm90_vt_seq */
 }
 
 /* Every launcher: the variant for the problem, the params, the launch. V16, KV16: V (and K) is FP16 and the variant
  * must have that FP16 twin (cudaErrorNotSupported when the kernel that serves the problem has none); the scale of an
- * FP16 operand may be NULL (1). On the codes (CODES), a V_PATH 3 kernel's K and V are converted to FP16 first, into
- * ws (ws_bytes) or into memory allocated and freed on the stream. */
+ * FP16 operand may be NULL (1). On the codes (CODES), a V_PATH 3 kernel's K and V are converted to FP16 first, a
+ * V_PATH 5 kernel's V transposed (then VT), into ws (ws_bytes) or into memory allocated and freed on the stream. */
 static int forward(const void *q, const void *k, const void *v, const float *q_scale, const float *k_scale,
                    const float *v_scale, void *o, int batch, int heads, int seq, int head_dim, int causal,
                    float softmax_scale, cudaStream_t stream, operands m, void *ws = nullptr, size_t ws_bytes = 0)
 {
     const int i = variant_for(batch, heads, seq, head_dim, causal);
-    if (i < 0 || !q || !k || !v || !q_scale || (!k_scale && m != KV16) || (!v_scale && m == CODES) || !o ||
-        batch > 65535 || heads > 65535)
+    if (i < 0 || !q || !k || !v || !q_scale || (!k_scale && m != KV16) || (!v_scale && (m == CODES || m == VT)) ||
+        !o || batch > 65535 || heads > 65535)
         return (int)cudaErrorInvalidValue;
     if (m != CODES && !kernel_of(i, m)) return (int)cudaErrorNotSupported;
 #if EVO_EXPORT_SM90
-    if (m == CODES && variants[i].convert) { /* V_PATH 3: K and V to FP16 into the workspace, then the kernel */
+    if (m == CODES && variants[i].convert) { /* into the workspace first: V_PATH 3 K and V in FP16, 5 Vᵀ */
         const size_t need = workspace_for(i, batch, heads, seq, head_dim);
         if (ws && ws_bytes < need) return (int)cudaErrorInvalidValue;
         void *own = nullptr;
         cudaError_t e = ws ? cudaSuccess : cudaMallocAsync(&own, need, stream);
         if (e != cudaSuccess) return (int)e;
-        unsigned char *k16 = (unsigned char *)(ws ? ws : own), *v16 = k16 + need / 2;
-        const unsigned long long n = (unsigned long long)batch * heads * seq * head_dim;
-        evo_kv16_convert<16><<<(unsigned)((2 * (n / 16) + 255) / 256), 256, 0, stream>>>(
-            (const unsigned char *)k, (const unsigned char *)v, (unsigned short *)k16, (unsigned short *)v16, n);
+        unsigned char *w = (unsigned char *)(ws ? ws : own);
+        if (variants[i].convert == 1) {
+            const unsigned long long n = (unsigned long long)batch * heads * seq * head_dim;
+            evo_kv16_convert<16><<<(unsigned)((2 * (n / 16) + 255) / 256), 256, 0, stream>>>(
+                (const unsigned char *)k, (const unsigned char *)v, (unsigned short *)w,
+                (unsigned short *)(w + need / 2), n);
+        } else {
+            const int s16 = attn_sm90_vt_seq(seq);
+            evo_vt_transpose<128><<<dim3((unsigned)((s16 + 127) / 128), (unsigned)(batch * heads)), 256, 0, stream>>>(
+                (const unsigned char *)v, w, seq, s16, head_dim);
+        }
         e = cudaGetLastError();
         if (e == cudaSuccess)
-            e = (cudaError_t)forward(q, k16, v16, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
-                                     softmax_scale, stream, KV16);
+            e = (cudaError_t)(variants[i].convert == 1
+                                  ? forward(q, w, w + need / 2, q_scale, k_scale, v_scale, o, batch, heads, seq,
+                                            head_dim, causal, softmax_scale, stream, KV16)
+                                  : forward(q, k, w, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
+                                            softmax_scale, stream, VT));
         if (own) {
             const cudaError_t f = cudaFreeAsync(own, stream);
             if (e == cudaSuccess) e = f;
@@ -2340,7 +3352,8 @@ extern "C" int evo_attention_kv16_supported(int batch, int heads, int seq, int h
 }
 
 /* Bytes of workspace evo_attention_forward_ws needs for this problem: 4·B·H·S·D (K and V in FP16) where the kernel
- * that serves it takes them converted (V_PATH 3), 0 otherwise (and for a problem no kernel serves). */
+ * that serves it takes them converted (V_PATH 3), B·H·D·S16 (Vᵀ, S16 = S rounded up to 16) where it takes V
+ * transposed (V_PATH 5), 0 otherwise (and for a problem no kernel serves). */
 extern "C" size_t evo_attention_workspace_bytes(int batch, int heads, int seq, int head_dim, int causal)
 {
     return evo_export::workspace_for(evo_export::variant_for(batch, heads, seq, head_dim, causal), batch, heads, seq,
@@ -2349,7 +3362,8 @@ extern "C" size_t evo_attention_workspace_bytes(int batch, int heads, int seq, i
 
 /* As evo_attention_forward, with the caller's workspace (device memory, 16-byte aligned, at least
  * evo_attention_workspace_bytes; may be NULL where that is 0; cudaErrorInvalidValue when too small): a V_PATH 3
- * kernel's FP16 K and V go there instead of into memory the call allocates and frees on the stream. */
+ * kernel's FP16 K and V (a V_PATH 5 kernel's Vᵀ) go there instead of into memory the call allocates and frees on
+ * the stream. */
 extern "C" int evo_attention_forward_ws(const void *q, const void *k, const void *v, const float *q_scale,
                                         const float *k_scale, const float *v_scale, void *o, int batch, int heads,
                                         int seq, int head_dim, int causal, float softmax_scale, void *workspace,
@@ -2696,9 +3710,10 @@ static bool problem_make(problem &p, int batch, int heads, int seq, int head_dim
                      "cudaMemcpy"))
             return false;
     }
-    bool converts = false;
-    for (int i = 0; i < evo_export::n_variants; i++) converts |= evo_export::variants[i].convert != 0;
-    p.ws_bytes = converts ? 4 * p.n : 0;
+    /* the workspace the problem's variant asks for (the forced one in a variant's own checks): any variant's most */
+    p.ws_bytes = 0;
+    for (int i = 0; i < evo_export::n_variants; i++)
+        p.ws_bytes = std::max(p.ws_bytes, evo_export::workspace_for(i, p.batch, p.heads, p.seq, p.head_dim));
     if (p.ws_bytes && !cuda_ok(cudaMalloc(&p.d_ws, p.ws_bytes), "cudaMalloc")) return false;
     if (!cuda_ok(cudaMalloc(&p.d_out_alloc, p.n * 2 + 2 * GUARD_BYTES), "cudaMalloc")) return false;
     p.d_out = p.d_out_alloc + GUARD_BYTES;
@@ -3342,11 +4357,11 @@ static bool run_checks(int *n_cases, int *failed)
         ++*failed;
         printf("  FAIL  head_dim 96 returned %d, want cudaErrorInvalidValue (%d)\n", rc, (int)cudaErrorInvalidValue);
     }
-    /* The workspace: 4·B·H·S·D bytes for a V_PATH 3 kernel, 0 for every other; one byte short is refused, nothing
-     * launched. */
+    /* The workspace: 4·B·H·S·D bytes for a V_PATH 3 kernel, B·H·D·S16 for a V_PATH 5 kernel (S = 77: S16 = 80), 0
+     * for every other; one byte short is refused, nothing launched. */
     for (int vi = 0; vi < evo_export::n_variants; vi++) {
-        const int D = evo_export::variants[vi].head_dim;
-        const size_t want = evo_export::variants[vi].convert ? (size_t)4 * 2 * 3 * 77 * D : 0;
+        const int D = evo_export::variants[vi].head_dim, cv = evo_export::variants[vi].convert;
+        const size_t want = cv == 1 ? (size_t)4 * 2 * 3 * 77 * D : cv == 2 ? (size_t)2 * 3 * 80 * D : 0;
         evo_export::forced_variant = vi;
         const size_t got = evo_attention_workspace_bytes(2, 3, 77, D, 0);
         const int short_rc = want ? evo_attention_forward_ws((void *)1, (void *)1, (void *)1, (const float *)1,
@@ -3359,6 +4374,28 @@ static bool run_checks(int *n_cases, int *failed)
             ++*failed;
             printf("  FAIL  variant %d: workspace %zu bytes, want %zu; one byte short returned %d\n", vi, got, want,
                    short_rc);
+        }
+        if (cv != 2) continue;
+        /* V_PATH 5: the transpose into the caller's workspace and into one the launcher allocates, the same bits */
+        for (int causal = 0; causal < 2; causal++) {
+            problem p;
+            std::vector<unsigned char> a(2 * 2 * 3 * 77 * (size_t)D), b(a.size());
+            evo_export::forced_variant = vi;
+            bool ok = problem_make(p, 2, 3, 77, D, causal, DIST_NORMAL, 9100 + (uint64_t)(2 * vi + causal)) &&
+                      cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") && cuda_ok(problem_launch(p, 0), "launch") &&
+                      cuda_ok(cudaMemcpy(a.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
+                      cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
+                      cuda_ok(problem_launch(p, 0, true), "launch") && cuda_ok(cudaDeviceSynchronize(), "kernel") &&
+                      cuda_ok(cudaMemcpy(b.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+            evo_export::forced_variant = -1;
+            problem_free(p);
+            if (!ok) return false;
+            ++*n_cases;
+            if (a != b) {
+                ++*failed;
+                printf("  FAIL  variant %d (V_PATH 5) causal=%d: the launcher's own workspace gives other bits\n", vi,
+                       causal);
+            }
         }
     }
     return true;

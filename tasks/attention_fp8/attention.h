@@ -33,8 +33,8 @@ enum {
     ATTN_N_VATTRS
 };
 enum {
-    ATTN_ROLE_ATTN = 0,    /* attention on the codes */
-    ATTN_ROLE_KV16 = 1,    /* attention on K and V in FP16, which the CONVERT kernel writes first, every call */
+    ATTN_ROLE_ATTN = 0,      /* attention on the codes */
+    ATTN_ROLE_KV16 = 1,      /* attention on K and V in FP16, which the CONVERT kernel writes first, every call */
     ATTN_ROLE_CONVERT = 2,   /* before the attention kernel, every call: K and V codes to FP16 (their exact e4m3
                                 values, both tensors in one launch; ATTN_CONVERT_NAME) */
     ATTN_ROLE_VT = 3,        /* attention on Vᵀ (V_PATH 5), which the TRANSPOSE kernel writes first */

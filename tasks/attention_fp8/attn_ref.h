@@ -29,8 +29,10 @@ void evo_ref_dequantize(const uint8_t *codes, const float *scales, size_t n_head
                         float *out);
 
 /* ---- launch geometry of attn_ref.cu, the GPU twin (its top comment gives each kernel's arguments) ---- */
-#define ATTN_REF_BLOCK 256 /* evo_reference_attention: 8 warps, one query row each */
-#define ATTN_REF_ROWS 8    /* grid = (ceil(S / 8), H, B) */
+#define ATTN_REF_BLOCK 128         /* evo_reference_attention: 4 warps, four query rows each */
+#define ATTN_REF_ROWS 16           /* grid = (ceil(S / 16), H, B) */
+#define ATTN_REF_ROWWISE_BLOCK 256 /* evo_reference_attention_rowwise, its yardstick: 8 warps, one row each ... */
+#define ATTN_REF_ROWWISE_ROWS 8    /* ... grid = (ceil(S / 8), H, B) */
 #define ATTN_REF_MAX_D 128
 
 /* ---- reference attention ---- */

@@ -354,8 +354,8 @@ static evo_status attn_begin(void *state, const evo_gpu_kernel *k, int n, evo_er
     attn_gpu *a = state;
     const size_t need = a->scratch_n > a->timed_n ? a->scratch_n : a->timed_n;
     const int ci = convert_kernel(k, n);
-    if (ci >= 0 && k[ci].v.attr[ATTN_V_ROLE] == ATTN_ROLE_TRANSPOSE) return vt_buffer(a, err); /* by role: the
-                                                                                       name here is the lowered one */
+    /* by role: the name the worker holds is the lowered symbol, never the name expression */
+    if (ci >= 0 && k[ci].v.attr[ATTN_V_ROLE] == ATTN_ROLE_TRANSPOSE) return vt_buffer(a, err);
     if (ci < 0 || need <= a->kv16_n) return EVO_OK;
     const evo_cudrv *cu = evo_gpu_cu(a->g);
     for (int t = 0; t < 2; t++)
