@@ -310,6 +310,13 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
                                              : false;
     return fma ? ex2_fma(x) : ex2(x);
 }
+/* EVO_SM90_NO_TINY (not a knob; default 0; tools/bench builds only): 1 leaves out of V_PATH 4 and 5's row sum the mass
+ * of the keys whose P̃ is 0 (the FP16 bookkeeping of Softmax::step), so l is the GEMM's sum of P̃ alone and the
+ * output is renormalized over the keys P̃ keeps. Not the FP8 model's arithmetic: it measures what that term costs
+ * (docs/perf-notes.md, "Where the softmax's issue slots go"). */
+#ifndef EVO_SM90_NO_TINY
+#define EVO_SM90_NO_TINY 0
+#endif
 /* Four floats → four e4m3 bytes (a in byte 0), round to nearest even, saturating. */
 EVO_DEV u32 pack_e4m3x4(float a, float b, float c, float d)
 {
@@ -871,7 +878,8 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
                                              within 2^-11 of the threshold going either way, p below 2^-24 lost) moves
                                              l by less than 2^-17 of itself */
                         pr[0] = p0, pr[1] = p1;
-                        tiny = add_le_f16x2(tiny, pack_f16x2(p0, p1), 0x14001400u /* 2^-10 */);
+                        if constexpr (!EVO_SM90_NO_TINY)
+                            tiny = add_le_f16x2(tiny, pack_f16x2(p0, p1), 0x14001400u /* 2^-10 */);
                     } else if constexpr (P8) { /* P̃ (exact in e4m3, so PFrag packs the same codes) and the row sum:
                                            P̃, or p where P̃ rounded to 0 (those keys' mass stays in l, as in the model).
                                            P̃ is 0 or ≥ 2^-9, and 0 exactly when p ≤ 2^-10, so max(P̃, min(p, 2^-10))
@@ -884,7 +892,7 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
                         pr[0] = p0, pr[1] = p1;
                     }
                 }
-                if constexpr (GSUM) sum = sum_f16x2(tiny);
+                if constexpr (GSUM) sum = EVO_SM90_NO_TINY ? 0.f : sum_f16x2(tiny);
                 if (P8) l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
             }
     }
