@@ -76,12 +76,12 @@ void attn_sm90_grid(const evo_sm90_genome *g, int batch, int heads, int seq, int
 /* "evo_attn_sm90<D,WG_ROWS,...,PERSIST>" into buf; returns the length, or -1 if it did not fit. */
 int attn_sm90_name_expr(const evo_sm90_genome *g, int d, char *buf, size_t len);
 
-/* Fills t->q, t->k, t->v for the params' tensors and g's box sizes (V_PATH 2: t->v maps p->v as FP16; V_PATH 5:
- * p->v is Vᵀ, [B·H, D, attn_sm90_vt_seq(S)] bytes as evo_vt_transpose writes it). Returns 0, or the first non-zero
- * CUresult of encode (t is then unusable). */
 /* V_PATH 5: the key count of a Vᵀ row, S rounded up to 16 (the tensor map's row stride must be a multiple of 16). */
 int attn_sm90_vt_seq(int seq);
 
+/* Fills t->q, t->k, t->v for the params' tensors and g's box sizes (V_PATH 2: t->v maps p->v as FP16; V_PATH 5:
+ * p->v is Vᵀ, [B·H, D, attn_sm90_vt_seq(S)] bytes as evo_vt_transpose writes it). Returns 0, or the first non-zero
+ * CUresult of encode (t is then unusable). */
 int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,
                          evo_tmap_encode_fn encode);
 

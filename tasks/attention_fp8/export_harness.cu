@@ -826,7 +826,7 @@ static bool run_checks(int *n_cases, int *failed)
             evo_export::forced_variant = vi;
             bool ok = problem_make(p, 2, 3, 77, D, causal, DIST_NORMAL, 9100 + (uint64_t)(2 * vi + causal)) &&
                       cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") && cuda_ok(problem_launch(p, 0), "launch") &&
-                      cuda_ok(cudaMemcpy(a.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
+                      cuda_ok(cudaDeviceSynchronize(), "kernel") && cuda_ok(cudaMemcpy(a.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
                       cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
                       cuda_ok(problem_launch(p, 0, true), "launch") && cuda_ok(cudaDeviceSynchronize(), "kernel") &&
                       cuda_ok(cudaMemcpy(b.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");

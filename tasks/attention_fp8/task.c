@@ -76,7 +76,7 @@ static const evo_field attention_variant_attrs[ATTN_N_VATTRS] = {
     [ATTN_V_WG_ROWS] = {.name = "wg_rows", .type = EVO_FIELD_INT, .min = 0, .max = 1024},
     [ATTN_V_TILE_N] = {.name = "tile_n", .type = EVO_FIELD_INT, .min = 0, .max = 1024},
     [ATTN_V_PERSIST] = {.name = "persist", .type = EVO_FIELD_INT, .min = 0, .max = 2},
-    [ATTN_V_ROLE] = {.name = "role", .type = EVO_FIELD_INT, .min = 0, .max = 2},
+    [ATTN_V_ROLE] = {.name = "role", .type = EVO_FIELD_INT, .min = 0, .max = ATTN_ROLE_TRANSPOSE},
 };
 
 const char *evo_attn_format_name(int format) { return format >= 0 && format < 2 ? format_names[format] : "?"; }
