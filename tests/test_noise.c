@@ -150,6 +150,37 @@ static void test_cases(void)
     evo_config_free(cfg);
 }
 
+/* configs/default.yaml times seven shapes and their causal twins; with the causal axis applied each pair gives the
+ * same problems, checked once: on the timed shapes 2 causal settings x 5 distributions, the 0.07 scale x 2 and the
+ * probes' 7 cases x 2 for each of 7 problems, 7 x (10 + 2 + 14) instead of 14 x 26, and a timing case per timed
+ * shape; no two cases alike. */
+static void test_cases_repeats(void)
+{
+    evo_config *cfg = NULL;
+    evo_err err = {0};
+    CHECK_EQ_INT(evo_config_load(EVO_SOURCE_DIR "/configs/default.yaml", &cfg, &err), EVO_OK);
+    if (!cfg) return;
+    evo_gate_case *c = NULL;
+    const int n = evo_gate_cases(cfg, false, &c);
+    int timed = 0, timing = 0, dup = 0;
+    for (int i = 0; i < n; i++) {
+        timed += c[i].shape < cfg->n_shapes && !c[i].timing;
+        timing += c[i].timing;
+        for (int j = 0; j < i; j++) {
+            bool same = c[i].seed == c[j].seed && c[i].dist == c[j].dist && c[i].probe == c[j].probe &&
+                        c[i].timing == c[j].timing;
+            for (int f = 0; same && f < cfg->task_ops->n_shape_fields; f++) same = c[i].s.v[f] == c[j].s.v[f];
+            dup += same;
+        }
+    }
+    CHECK_EQ_INT(dup, 0);
+    CHECK_EQ_INT(timing, 14);
+    CHECK_EQ_INT(timed, 7 * (10 + 2 + 14));
+    CHECK_EQ_INT(n, 748);
+    free(c);
+    evo_config_free(cfg);
+}
+
 /* Records out of order, an input kernel (grid-stride, 256 threads) before each launch, A and B with the same
  * geometry (the order tells them apart), then a second geometry for B; a missing record stops the match short. */
 static void test_record_match(void)
@@ -189,6 +220,7 @@ int main(void)
     test_intervals();
     test_better();
     test_cases();
+    test_cases_repeats();
     test_record_match();
     return check_result();
 }

@@ -265,11 +265,21 @@ static void test_hello_shutdown_error(void)
     h.regs_per_block = 65536;
     h.regs_per_thread = 255;
     h.max_threads_per_block = 1024;
+    h.cases = 748;
+    h.prepare_s = 41.25;
     line = evo_proto_encode_hello_reply(&h);
     CHECK_EQ_INT(evo_proto_decode_hello_reply(line, &g, &err), EVO_OK);
     CHECK(memcmp(&h, &g, sizeof h) == 0);
     CHECK_STR(g.device, "NVIDIA H200 \"quoted\"\nname");
     CHECK_EQ_INT(g.l2_bytes, 62914560);
+    CHECK_EQ_INT(g.cases, 748);
+    CHECK(g.prepare_s == 41.25);
+    free(line);
+    /* a negative preparation time is refused, naming the field */
+    h.prepare_s = -1;
+    line = evo_proto_encode_hello_reply(&h);
+    CHECK_EQ_INT(evo_proto_decode_hello_reply(line, &g, &err), EVO_E_WORKER);
+    CHECK_CONTAINS(err.msg, "prepare_s");
     free(line);
     evo_device_limits lim;
     evo_hello_to_limits(&g, &lim);

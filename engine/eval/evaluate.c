@@ -485,6 +485,18 @@ bool evo_evaluator_needs_compile(const evo_evaluator *e) { return e->pool != NUL
 const char *evo_evaluator_arch(const evo_evaluator *e) { return e->arch; }
 const evo_device_limits *evo_evaluator_limits(const evo_evaluator *e) { return &e->lim; }
 const char *evo_evaluator_gpu(const evo_evaluator *e) { return e->gpu; }
+
+int evo_evaluator_prepared(const evo_evaluator *e, double *seconds)
+{
+    int cases = 0;
+    *seconds = 0;
+    for (int i = 0; e->pool && i < evo_pool_size(e->pool); i++) {
+        const evo_hello_reply *h = evo_pool_hello(e->pool, i);
+        if (h->cases > cases) cases = h->cases;
+        if (h->prepare_s > *seconds) *seconds = h->prepare_s;
+    }
+    return cases;
+}
 int evo_evaluator_driver(const evo_evaluator *e) { return e->driver; }
 int evo_evaluator_restarts(const evo_evaluator *e) { return e->pool ? evo_pool_restarts(e->pool) : 0; }
 

@@ -52,7 +52,9 @@ const evo_device_limits *evo_evaluator_limits(const evo_evaluator *e);
 const char *evo_evaluator_gpu(const evo_evaluator *e); /* device name ("replay of FILE" for replay) */
 int evo_evaluator_driver(const evo_evaluator *e);      /* cuDriverGetVersion of the first worker, 0 for replay */
 int evo_evaluator_restarts(const evo_evaluator *e);    /* worker restarts so far */
-void evo_evaluator_interrupt(evo_evaluator *e);        /* async-signal-safe: stop handing out work */
+/* The gate's cases each worker prepared at its start and the longest any took (seconds); 0 cases for replay. */
+int evo_evaluator_prepared(const evo_evaluator *e, double *seconds);
+void evo_evaluator_interrupt(evo_evaluator *e); /* async-signal-safe: stop handing out work */
 /* Stop at once: no more work is handed out and the running jobs are abandoned (no callback; their workers are
  * killed), so nothing is evaluated after a result could not be stored. The evaluator runs nothing after this. */
 void evo_evaluator_stop(evo_evaluator *e);

@@ -778,6 +778,9 @@ static evo_status open_evaluator(loop *L, evo_err *err)
                              .interrupt = &g_interrupted};
     evo_status s = evo_evaluator_open(&eo, &L->ev, err);
     if (s == EVO_OK) g_evaluator = L->ev;
+    double prep_s;
+    const int cases = s == EVO_OK ? evo_evaluator_prepared(L->ev, &prep_s) : 0;
+    if (cases && !o->quiet) fprintf(o->out, "GPU workers ready: %d cases prepared in %.1f s\n", cases, prep_s);
     return s;
 }
 

@@ -45,6 +45,28 @@ static evo_gate_case make(const evo_config *cfg, int sh, const long long *axis, 
     return c;
 }
 
+/* The same problem on the same inputs: every field value, seed, distribution or probe, and the timing flag (the shape
+ * a case came from and its name do not change what is checked). */
+static bool same_case(const evo_config *cfg, const evo_gate_case *a, const evo_gate_case *b)
+{
+    if (a->seed != b->seed || a->dist != b->dist || a->probe != b->probe || a->timing != b->timing) return false;
+    for (int f = 0; f < cfg->task_ops->n_shape_fields; f++)
+        if (a->s.v[f] != b->s.v[f]) return false;
+    return true;
+}
+
+/* Drops every case equal to an earlier one (same_case), keeping the order of the rest; returns how many are left. */
+static int drop_repeats(const evo_config *cfg, evo_gate_case *v, int n)
+{
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        bool seen = false;
+        for (int j = 0; j < kept && !seen; j++) seen = same_case(cfg, &v[j], &v[i]);
+        if (!seen) v[kept++] = v[i];
+    }
+    return kept;
+}
+
 int evo_gate_cases(const evo_config *cfg, bool sanitize, evo_gate_case **out)
 {
     case_list l = {NULL, 0, 0};
@@ -87,7 +109,7 @@ int evo_gate_cases(const evo_config *cfg, bool sanitize, evo_gate_case **out)
         push(&l, c);
     }
     *out = l.v;
-    return l.n;
+    return drop_repeats(cfg, l.v, l.n);
 }
 
 const evo_shape *evo_gate_case_shape(const evo_config *cfg, const evo_gate_case *c)

@@ -11,7 +11,9 @@
  * combination of the non-cheap axes, with the first seed, in the shapes task->probe_cases gives (e.g. its own
  * softmax scales). Under a sanitizer: the first seed and distribution, no cheap values beyond the first, no probes.
  * Then, unless under a sanitizer, one timing case per timed shape: its own field values, seed EVO_TIMING_SEED +
- * shape, normal inputs.
+ * shape, normal inputs. A case equal to an earlier one (every field value after the axes are applied, seed,
+ * distribution or probe, timing flag) is dropped: a timed shape and its causal twin (b4h16s4k, b4h16s4kc) give the
+ * same problems once the causal axis sets both, and each is checked once, under the first shape's name.
  *
  * Pure: the list is malloc'd (free it), nothing else is kept.
  */

@@ -290,10 +290,12 @@ static evo_status gpu_open(gpu_state *g, int gpu, const char *config_path, bool 
         if (s != EVO_OK) return s;
     }
     CU(g, cuStreamSynchronize(g->st), err);
+    h->cases = g->n_cases;
+    h->prepare_s = evo_now() - t0;
     char why[256];
     const bool cupti = evo_timer_cupti(g->timer, why, sizeof why);
     fprintf(stderr, "evo worker gpu %d: %s, %d cases prepared in %.1f s; timing.method %s -> %s%s%s\n", gpu, h->device,
-            g->n_cases, evo_now() - t0, evo_timing_method_name(g->cfg->timing.method),
+            g->n_cases, h->prepare_s, evo_timing_method_name(g->cfg->timing.method),
             evo_timing_method_name(evo_timer_resolve(g->timer, g->cfg->timing.method)),
             cupti ? "" : "; CUPTI: ", cupti ? "" : why);
     return EVO_OK;
@@ -789,6 +791,7 @@ static evo_status timing_gate(gpu_state *g, const evo_eval_request *req, const k
     const kset bks = {g->base_kv, g->base_nv};
     cJSON *tj = cJSON_CreateObject();
     cJSON *reps = cJSON_AddArrayToObject(tj, "reps"), *ev = cJSON_AddArrayToObject(tj, "events_median_us");
+    cJSON *wall = cJSON_AddArrayToObject(tj, "wall_ms"); /* each shape's timing, warm-up and sample checks included */
     const char *note = "";
     evo_timing_method method = evo_timer_resolve(g->timer, cfg->timing.method);
     evo_status s = EVO_OK;
@@ -810,6 +813,7 @@ static evo_status timing_gate(gpu_state *g, const evo_eval_request *req, const k
         if (st.note[0]) note = st.note; /* the last fallback note (they repeat) */
         cJSON_AddItemToArray(reps, cJSON_CreateNumber(st.reps));
         cJSON_AddItemToArray(ev, cJSON_CreateNumber(st.events_median[0]));
+        cJSON_AddItemToArray(wall, cJSON_CreateNumber(round(st.seconds * 1e4) / 10));
         if (req->is_baseline) {
             g->baseline_us[i] = sr->median_us;
             g->baseline_noise[i] = (sr->p90_us - sr->p10_us) / sr->median_us;

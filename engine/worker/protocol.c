@@ -353,6 +353,8 @@ char *evo_proto_encode_hello_reply(const evo_hello_reply *h)
     add_int(o, "regs_per_block", h->regs_per_block);
     add_int(o, "regs_per_thread", h->regs_per_thread);
     add_int(o, "max_threads_per_block", h->max_threads_per_block);
+    add_int(o, "cases", h->cases);
+    add_double(o, "prepare_s", h->prepare_s);
     return print_line(o);
 }
 
@@ -379,6 +381,9 @@ evo_status evo_proto_decode_hello_reply(const char *line, evo_hello_reply *out, 
     TRY(get_int(&w, root, "regs_per_block", 0, big, &out->regs_per_block));
     TRY(get_int(&w, root, "regs_per_thread", 0, big, &out->regs_per_thread));
     TRY(get_int(&w, root, "max_threads_per_block", 0, big, &out->max_threads_per_block));
+    TRY(get_int(&w, root, "cases", 0, big, &out->cases));
+    TRY(get_double(&w, root, "prepare_s", &out->prepare_s));
+    if (out->prepare_s < 0) TRY(bad(&w, "prepare_s", "negative (%g)", out->prepare_s));
 done:
     cJSON_Delete(root);
     return s;

@@ -92,6 +92,8 @@ typedef struct {
     int regs_per_block;
     int regs_per_thread;
     int max_threads_per_block;
+    int cases;        /* the gate's cases the worker prepared (inputs, references, budgets) before replying */
+    double prepare_s; /* the seconds that took */
 } evo_hello_reply;
 
 char *evo_proto_encode_hello_request(int64_t id);

@@ -104,6 +104,11 @@ static evo_status fake_hello(void *ctx, const char *line, char **reply, bool *ex
     h.regs_per_block = 65536;
     h.regs_per_thread = 255;
     h.max_threads_per_block = 1024;
+    if (f->cfg) { /* the cases the GPU worker would prepare; none of them takes time here */
+        evo_gate_case *list = NULL;
+        h.cases = evo_gate_cases(f->cfg, false, &list);
+        free(list);
+    }
     *reply = evo_proto_encode_hello_reply(&h);
     return EVO_OK;
 }
