@@ -100,13 +100,19 @@ static void release(inputs *in)
     }
 }
 
-static void gpu_model(const inputs *in, int causal, float sm, int phase, CUdeviceptr o)
+/* Query rows [row0, row0 + rows) of every head. */
+static void gpu_model_rows(const inputs *in, int causal, float sm, int phase, CUdeviceptr o, int row0, int rows)
 {
     CUdeviceptr q = in->dcodes[0], qs = in->dscales[0], k = in->dcodes[1], ks = in->dscales[1];
     CUdeviceptr v = in->dcodes[2], vs = in->dscales[2];
     int b = in->b, h = in->h, s = in->s, d = in->d;
-    void *a[] = {&q, &qs, &k, &ks, &v, &vs, &o, &b, &h, &s, &d, &causal, &sm, &phase};
-    launch(k_model, (unsigned)((s + 31) / 32), (unsigned)h, (unsigned)b, 128, a); /* 32 rows, 128 threads */
+    void *a[] = {&q, &qs, &k, &ks, &v, &vs, &o, &b, &h, &s, &d, &causal, &sm, &phase, &row0};
+    launch(k_model, (unsigned)((rows + ATTN_MODEL_ROWS - 1) / ATTN_MODEL_ROWS), (unsigned)h, (unsigned)b,
+           ATTN_MODEL_THREADS, a);
+}
+static void gpu_model(const inputs *in, int causal, float sm, int phase, CUdeviceptr o)
+{
+    gpu_model_rows(in, causal, sm, phase, o, 0, in->s);
 }
 
 static void gpu_slices(CUdeviceptr out, int out_f32, CUdeviceptr ref, size_t ns, size_t se, CUdeviceptr bound,
@@ -180,6 +186,24 @@ static void test_model_bits(void)
             printf("model probe %d dist %d S=%d D=%d causal %d phase %d: %zu of %zu differ from the CPU twin\n",
                    cases[c].probe, cases[c].dist, in.s, in.d, causal, phase, diff, in.n);
             CHECK_EQ_INT(diff, 0);
+            /* a window of query rows (a sampled check's): those rows' bits, nothing written past its last block */
+            const int row0 = in.s / 3, rows = in.s - row0 > 20 ? 20 : in.s - row0;
+            const int end = row0 + (rows + ATTN_MODEL_ROWS - 1) / ATTN_MODEL_ROWS * ATTN_MODEL_ROWS;
+            CU_MUST(cuMemsetD32(o, 0x7fc0ffeeu, in.n));
+            gpu_model_rows(&in, causal, sm, phase, o, row0, rows);
+            CU_MUST(cuMemcpyDtoH(g, o, in.n * 4));
+            size_t wdiff = 0, outside = 0;
+            for (size_t i = 0; i < in.n; i++) {
+                const int row = (int)(i / (size_t)in.d % (size_t)in.s);
+                if (row >= row0 && row < row0 + rows) wdiff += memcmp(&g[i], &h[i], 4) != 0;
+                uint32_t bits;
+                memcpy(&bits, &g[i], 4);
+                if ((row < row0 || row >= end) && bits != 0x7fc0ffeeu) outside++;
+            }
+            printf("model window rows %d..%d: %zu differ, %zu written outside\n", row0, row0 + rows - 1, wdiff,
+                   outside);
+            CHECK_EQ_INT(wdiff, 0);
+            CHECK_EQ_INT(outside, 0);
             free(g), free(h);
             CU_MUST(cuMemFree(o));
             release(&in);
@@ -244,7 +268,8 @@ static void model_error_table(void)
                 CUdeviceptr o = dalloc(in.n * 4), ref = dalloc(in.n * 4);
                 int b = 1, h = 8, s = 1024, dd = d;
                 float smf = sm;
-                void *a[] = {&in.dfloat[0], &in.dfloat[1], &in.dfloat[2], &ref, &b, &h, &s, &dd, &causal, &smf};
+                int row0 = 0;
+                void *a[] = {&in.dfloat[0], &in.dfloat[1], &in.dfloat[2], &ref, &b, &h, &s, &dd, &causal, &smf, &row0};
                 launch(k_ref, (unsigned)((s + ATTN_REF_ROWS - 1) / ATTN_REF_ROWS), 8, 1, ATTN_REF_BLOCK, a);
                 double wr = 0, wm = 0, wr0 = 0; /* the worst head, over the orders (the gate's rule) and in phase 0 */
                 for (int ph = 0; ph < AN_FP8_ORDERS; ph++) {

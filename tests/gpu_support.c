@@ -79,11 +79,18 @@ static void gpu_half_to_float(CUdeviceptr x, CUdeviceptr out, size_t n)
     void *args[] = {&x, &out, &n_};
     launch(k_h2f, stride_blocks(n), 1, 1, EVO_SUPPORT_BLOCK, args);
 }
+/* Query rows [row0, row0 + rows) of every head (0, S: all of them). */
+static void gpu_reference_rows(CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, CUdeviceptr o, int B, int H, int S, int D,
+                               int causal, float softmax_scale, int row0, int rows)
+{
+    void *args[] = {&q, &k, &v, &o, &B, &H, &S, &D, &causal, &softmax_scale, &row0};
+    launch(k_ref, (unsigned)((rows + ATTN_REF_ROWS - 1) / ATTN_REF_ROWS), (unsigned)H, (unsigned)B, ATTN_REF_BLOCK,
+           args);
+}
 static void gpu_reference(CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, CUdeviceptr o, int B, int H, int S, int D,
                           int causal, float softmax_scale)
 {
-    void *args[] = {&q, &k, &v, &o, &B, &H, &S, &D, &causal, &softmax_scale};
-    launch(k_ref, (unsigned)((S + ATTN_REF_ROWS - 1) / ATTN_REF_ROWS), (unsigned)H, (unsigned)B, ATTN_REF_BLOCK, args);
+    gpu_reference_rows(q, k, v, o, B, H, S, D, causal, softmax_scale, 0, S);
 }
 
 static void gpu_compare(CUdeviceptr out, CUdeviceptr ref, size_t n, double atol, double rtol, unsigned blocks,
@@ -426,6 +433,28 @@ static void test_reference_forms(void)
                        dist_names[dists[di]], causal, differ, n, differ ? " (FAIL)" : "");
                 if (differ) printf("  first at %zu: %08x vs %08x\n", first, (unsigned)h1[first], (unsigned)h2[first]);
                 CHECK_EQ_INT(differ, 0);
+                /* a window of query rows (a sampled check's) gives those rows' bits and writes nothing else */
+                const int row0 = S / 3, rows = S - row0 > 40 ? 40 : S - row0;
+                CU_MUST(cuMemsetD32(o2, 0x7fc0ffeeu, n));
+                gpu_reference_rows(in.f[0], in.f[1], in.f[2], o2, B, H, S, D, causal, ss, row0, rows);
+                download(h2, o2, n * 4);
+                size_t wdiff = 0, outside = 0;
+                for (size_t i = 0; i < n; i++) {
+                    const int row = (int)(i / (size_t)D % (size_t)S);
+                    if (row >= row0 && row < row0 + rows) wdiff += h1[i] != h2[i];
+                }
+                /* rows past the window up to the end of its last 16-row block may be written too (same bits) */
+                const int end = row0 + (rows + ATTN_REF_ROWS - 1) / ATTN_REF_ROWS * ATTN_REF_ROWS;
+                for (size_t i = 0; i < n; i++) {
+                    const int row = (int)(i / (size_t)D % (size_t)S);
+                    if ((row < row0 || row >= end) && h2[i] != 0x7fc0ffeeu) outside++;
+                }
+                printf(
+                    "reference window rows %d..%d of (%d,%d,%d,%d) %-8s causal=%d: %zu differ, %zu written outside%s\n",
+                    row0, row0 + rows - 1, B, H, S, D, dist_names[dists[di]], causal, wdiff, outside,
+                    wdiff || outside ? " (FAIL)" : "");
+                CHECK_EQ_INT(wdiff, 0);
+                CHECK_EQ_INT(outside, 0);
             }
             free(h1);
             free(h2);
@@ -454,7 +483,8 @@ static void test_reference_forms(void)
             for (int r = 0; r < 3; r++) {
                 int B = big.B, H = big.H, S = big.S, D = big.D, c = causal;
                 float ss = 1.0f / sqrtf((float)D);
-                void *args[] = {&t[0], &t[1], &t[2], &t[3], &B, &H, &S, &D, &c, &ss};
+                int row0 = 0; /* the shipped form's last argument; the first form has none */
+                void *args[] = {&t[0], &t[1], &t[2], &t[3], &B, &H, &S, &D, &c, &ss, &row0};
                 const unsigned rows = form ? ATTN_REF_ROWWISE_ROWS : ATTN_REF_ROWS;
                 CU_MUST(cuEventRecord(e0, NULL));
                 CU_MUST(cuLaunchKernel(form ? k_ref_rowwise : k_ref, (unsigned)(S + (int)rows - 1) / rows, (unsigned)H,

@@ -113,7 +113,7 @@ for step in "$@"; do
   case "$step" in
     tests) # -V: every test's own lines into the log (the figures some print, e.g. the reference's two forms timed)
            ctest --test-dir build -L gpu -E gpu_torch_op ${GPU_TESTS:+-R "$GPU_TESTS"} -V > "$OUT/ctest-gpu.log" 2>&1
-           grep -E "tests passed|tests failed|\*\*\*Failed|FAIL|Passed +[0-9.]+ sec|reference time" "$OUT/ctest-gpu.log" | tail -40
+           grep -E "tests passed|tests failed|\*\*\*Failed|FAIL|Passed +[0-9.]+ sec|reference time|ms \(of " "$OUT/ctest-gpu.log" | tail -40
            rm -f "$OUT"/grid-*.db ;;
     ptx80) [ -x scratch/template_check_ptx80 ] && scratch/template_check_ptx80 --quick --no-time 2>&1 |
              tee "$OUT/ptx80.log" | grep -E "FAIL|correctness|PASSED|FAILED" | head -20 ;;

@@ -51,8 +51,6 @@ static inline int attn_role_is_pre(long long role) { return role == ATTN_ROLE_CO
 #define ATTN_TRANSPOSE_NAME "evo_vt_transpose<128>"
 #define ATTN_TRANSPOSE_KEYS 128
 enum { ATTN_FAMILY_MMA = 0, ATTN_FAMILY_SM90 = 1 };
-#define ATTN_MODEL_ROWS 32     /* attn_support.cu's evo_fp8_model_attention: query rows per block ... */
-#define ATTN_MODEL_THREADS 128 /* ... and threads per block (4 a row) */
 
 /* EVO_FORMAT_E4M3 / EVO_FORMAT_U8SIM of evo_attention_abi.h, by name: "e4m3", "u8sim". */
 const char *evo_attn_format_name(int format);

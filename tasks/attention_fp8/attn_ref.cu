@@ -15,9 +15,11 @@
  *                unsigned long long head_elems, int format)
  *     out = decode(codes) * scale per element, as evo_ref_dequantize.                     any grid, any block
  * evo_reference_attention(const float *q, const float *k, const float *v, float *o, int batch, int heads,
- *                         int seq, int head_dim, int causal, float softmax_scale)
+ *                         int seq, int head_dim, int causal, float softmax_scale, int row0)
  *     plain FP32 attention, o float [B, H, S, D]; four query rows per warp: block = 128 threads (exactly),
- *     grid = (ceil(seq / 16), heads, batch). 1 <= head_dim <= 128 (rows get NaN otherwise), any seq >= 1.
+ *     grid = (ceil((seq - row0) / 16), heads, batch): the query rows from row0 on (0: every row; a sampled check
+ *     takes a window of a long head), each row's bits the same whatever row0. 1 <= head_dim <= 128 (rows get NaN
+ *     otherwise), any seq >= 1.
  * evo_reference_attention_rowwise(same arguments)
  *     the same bits, one warp per query row: block = 256 threads (exactly), grid = (ceil(seq / 8), heads, batch);
  *     the first form, kept as the other's yardstick (tests/gpu_support.c)
@@ -245,7 +247,7 @@ __device__ __forceinline__ void ref_scores(const float (*q_s)[EVO_REF_MAX_D], co
 
 extern "C" __global__ void __launch_bounds__(EVO_REF_FWARPS * 32)
 evo_reference_attention(const float *q, const float *k, const float *v, float *o, int batch, int heads, int seq,
-                        int head_dim, int causal, float softmax_scale)
+                        int head_dim, int causal, float softmax_scale, int row0)
 {
     constexpr int ROWS = EVO_REF_FWARPS * EVO_REF_RPW, NT = EVO_REF_FWARPS * 32;
     __shared__ __align__(16) float q_s[ROWS][EVO_REF_MAX_D];
@@ -253,9 +255,10 @@ evo_reference_attention(const float *q, const float *k, const float *v, float *o
     __shared__ __align__(16) float v_tile[32][EVO_REF_MAX_D];
     __shared__ __align__(16) float p_s[EVO_REF_FWARPS][EVO_REF_RPW][32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int i0 = blockIdx.x * ROWS, r0 = warp * EVO_REF_RPW;
+    const int i0 = row0 + blockIdx.x * ROWS, r0 = warp * EVO_REF_RPW;
     const int h = blockIdx.y, b = blockIdx.z;
-    if (i0 >= seq || h >= heads || b >= batch) return; /* whole block: no barrier is skipped by some warps only */
+    if (row0 < 0 || i0 >= seq || h >= heads || b >= batch) return; /* whole block: no barrier is skipped by some
+                                                                      warps only */
     const u64 base = ((u64)b * heads + h) * (u64)seq * (u64)head_dim;
     if (head_dim < 1 || head_dim > EVO_REF_MAX_D) {
         for (int x = threadIdx.x; x < ROWS * head_dim; x += NT) {

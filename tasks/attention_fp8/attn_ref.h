@@ -34,6 +34,8 @@ void evo_ref_dequantize(const uint8_t *codes, const float *scales, size_t n_head
 #define ATTN_REF_ROWWISE_BLOCK 256 /* evo_reference_attention_rowwise, its yardstick: 8 warps, one row each ... */
 #define ATTN_REF_ROWWISE_ROWS 8    /* ... grid = (ceil(S / 8), H, B) */
 #define ATTN_REF_MAX_D 128
+#define ATTN_MODEL_ROWS 8      /* attn_support.cu's evo_fp8_model_attention: query rows per block ... */
+#define ATTN_MODEL_THREADS 128 /* ... and threads per block (16 a row): grid = (ceil(rows / 8), H, B) */
 
 /* ---- reference attention ---- */
 /* o = softmax(q·kᵀ · softmax_scale, key j masked for query i when causal and j > i) · v, in double on float

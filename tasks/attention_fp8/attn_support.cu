@@ -6,14 +6,18 @@
  *     out[i] = fp16 of an_probe_value(probe, seed, tensor, seq, head_dim, i).               any grid, any block
  * evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsigned char *k,
  *                         const float *k_scale, const unsigned char *v, const float *v_scale, float *o,
- *                         int batch, int heads, int seq, int head_dim, int causal, float softmax_scale, int order)
- *     the FP8 model (attn_numerics.h), its scores' k-steps in order 0..3, on e4m3 codes, o float [B, H, S, D]: 32
- *     query rows a block, 4 threads a row. Each score is computed once (a 128-key block's scores in shared memory,
- *     4 threads of a row splitting the keys); each thread holds every 4th column of its row's accumulator and
- *     computes a P·V k-step's products twice (the largest, then the cut sum: no 32-wide unrolled array, which took
- *     NVRTC 5 s per arch); keys staged decoded, 32 at a time (one P·V k-step); the row sums added by one thread in
- *     key order.
- *     block = 128 threads (exactly), grid = (ceil(seq / 32), heads, batch); 2 <= head_dim <= 128.
+ *                         int batch, int heads, int seq, int head_dim, int causal, float softmax_scale, int order,
+ *                         int row0)
+ *     the FP8 model (attn_numerics.h), its scores' k-steps in order 0..3, on e4m3 codes, o float [B, H, S, D]: 8
+ *     query rows a block, 16 threads a row (a sampled head's check launches one head: 32 rows a block left most of
+ *     the GPU idle, each block running the whole sequence). Each score is computed once (a 128-key block's scores in
+ *     shared memory, the 16 threads of a row splitting the keys); each thread holds every 16th column of its row's
+ *     accumulator and computes a P·V k-step's products twice (the largest, then the cut sum: no 32-wide unrolled
+ *     array, which took NVRTC 5 s per arch); keys staged decoded, 32 at a time (one P·V k-step); the row sums added
+ *     by one thread in key order.
+ *     block = 128 threads (exactly), grid = (ceil((seq - row0) / 8), heads, batch): the query rows from row0 on (0:
+ *     every row; a sampled check takes a window of a long head); 2 <= head_dim <= 128. Every thread's arithmetic is
+ *     per row or per column in key order, so neither row0, nor rows a block, nor threads a row change a bit.
  */
 #include "evo_numerics.cuh"
 
@@ -24,8 +28,8 @@
 #define AN_WORD(seed, t, i) gen_word(seed, t, 0, i)
 #include "attn_numerics.h"
 
-#define MODEL_ROWS 32     /* query rows per block                                                    */
-#define MODEL_LANES 4     /* threads per row: 128 threads a block                                     */
+#define MODEL_ROWS 8      /* query rows per block (attention.h's ATTN_MODEL_ROWS)                    */
+#define MODEL_LANES 16    /* threads per row: 128 threads a block (ATTN_MODEL_THREADS)               */
 #define MODEL_THREADS (MODEL_ROWS * MODEL_LANES)
 #define MODEL_TILE AN_FP8_KSTEP /* keys per staged tile: one P·V k-step                                 */
 #define MODEL_MAX_D 128
@@ -76,7 +80,7 @@ __device__ __forceinline__ void model_stage(float (*kv)[MODEL_MAX_D + 1], const 
 extern "C" __global__ void __launch_bounds__(MODEL_THREADS)
 evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsigned char *k, const float *k_scale,
                         const unsigned char *v, const float *v_scale, float *o, int batch, int heads, int seq,
-                        int head_dim, int causal, float softmax_scale, int order)
+                        int head_dim, int causal, float softmax_scale, int order, int row0)
 {
     /* 45 KiB: the rows' Q codes, a decoded tile of K or V, the rows' scores of one 128-key block, a tile's P and P̃ */
     __shared__ unsigned char qc[MODEL_ROWS][MODEL_MAX_D + 4];
@@ -84,8 +88,8 @@ evo_fp8_model_attention(const unsigned char *q, const float *q_scale, const unsi
     __shared__ float x2s[MODEL_ROWS][AN_FP8_BLOCK];
     __shared__ float ps[MODEL_ROWS][MODEL_TILE + 1], pts[MODEL_ROWS][MODEL_TILE + 1];
     __shared__ float m_s[MODEL_ROWS], l_s[MODEL_ROWS], r_s[MODEL_ROWS];
-    const int i0 = blockIdx.x * MODEL_ROWS, h = blockIdx.y, b = blockIdx.z;
-    if (i0 >= seq || h >= heads || b >= batch || head_dim < 2 || head_dim > MODEL_MAX_D) return; /* whole block */
+    const int i0 = row0 + blockIdx.x * MODEL_ROWS, h = blockIdx.y, b = blockIdx.z;
+    if (row0 < 0 || i0 >= seq || h >= heads || b >= batch || head_dim < 2 || head_dim > MODEL_MAX_D) return;
     const int row = threadIdx.x / MODEL_LANES, lane = threadIdx.x % MODEL_LANES, i = i0 + row;
     const bool active = i < seq;
     const int bh = b * heads + h, d = head_dim;

@@ -122,15 +122,22 @@ static size_t attn_output_bytes(void *state, const evo_shape *s)
 }
 
 /* The exact FP32 reference (attn_ref.cu) on dequantized inputs. */
-static evo_status reference(attn_gpu *a, const evo_shape *sh, CUdeviceptr q, CUdeviceptr k, CUdeviceptr v,
-                            CUdeviceptr o, evo_err *err)
+/* The FP32 reference of shape sh into o: query rows [row0, row0 + rows) of every head (0, S: all of them). */
+static evo_status reference_rows(attn_gpu *a, const evo_shape *sh, CUdeviceptr q, CUdeviceptr k, CUdeviceptr v,
+                                 CUdeviceptr o, int row0, int rows, evo_err *err)
 {
     int b = (int)sh->v[ATTN_BATCH], h = (int)sh->v[ATTN_HEADS], s = (int)sh->v[ATTN_SEQ], d = (int)sh->v[ATTN_DIM];
     int c = (int)sh->v[ATTN_CAUSAL];
     float scale = (float)evo_attn_softmax_scale(a->cfg, sh);
-    void *args[] = {&q, &k, &v, &o, &b, &h, &s, &d, &c, &scale};
-    return evo_gpu_launch(a->g, a->f_ref, (unsigned)((s + ATTN_REF_ROWS - 1) / ATTN_REF_ROWS), (unsigned)h, (unsigned)b,
-                          ATTN_REF_BLOCK, args, "reference attention", err);
+    void *args[] = {&q, &k, &v, &o, &b, &h, &s, &d, &c, &scale, &row0};
+    return evo_gpu_launch(a->g, a->f_ref, (unsigned)((rows + ATTN_REF_ROWS - 1) / ATTN_REF_ROWS), (unsigned)h,
+                          (unsigned)b, ATTN_REF_BLOCK, args, "reference attention", err);
+}
+
+static evo_status reference(attn_gpu *a, const evo_shape *sh, CUdeviceptr q, CUdeviceptr k, CUdeviceptr v,
+                            CUdeviceptr o, evo_err *err)
+{
+    return reference_rows(a, sh, q, k, v, o, 0, (int)sh->v[ATTN_SEQ], err);
 }
 
 /* The scratch tensors (fp16 inputs and their float copies) grow to the largest case. */
@@ -203,6 +210,7 @@ static evo_status attn_prepare(void *state, evo_gpu_case *gc, evo_err *err)
     if (vt_bytes > a->vt_need) a->vt_need = vt_bytes;
     if (gc->timing && head_n > a->tref_n) { /* one head's reference (check_fresh): the largest head, wherever it is */
         if ((s = evo_gpu_alloc(a->g, head_n * 4, &a->tref, err)) != EVO_OK) return s;
+        CU(cuMemsetD32Async(a->tref, 0, head_n, evo_gpu_stream(a->g)), err); /* a window's check reads all of it */
         a->tref_n = head_n;
     }
     unsigned long long nn = n, head = head_n, seed = gc->seed;
@@ -513,9 +521,10 @@ static evo_status slices(attn_gpu *a, CUdeviceptr out, int out_f32, CUdeviceptr 
     return EVO_OK;
 }
 
-/* The FP8 model (attn_support.cu) in phase `phase` on codes/scales of shape sh into a->modelf. */
+/* The FP8 model (attn_support.cu) in phase `phase` on codes/scales of shape sh into a->modelf: query rows
+ * [row0, row0 + rows) of every head (0, S: all of them). */
 static evo_status model(attn_gpu *a, const evo_shape *sh, const CUdeviceptr codes[3], const CUdeviceptr scales[3],
-                        int phase, evo_err *err)
+                        int phase, int row0, int rows, evo_err *err)
 {
     const size_t n = elems(sh);
     evo_status s = EVO_OK;
@@ -532,21 +541,25 @@ static evo_status model(attn_gpu *a, const evo_shape *sh, const CUdeviceptr code
     int c = (int)sh->v[ATTN_CAUSAL];
     float scale = (float)evo_attn_softmax_scale(a->cfg, sh);
     CUdeviceptr q = codes[0], qs = scales[0], k = codes[1], ks = scales[1], v = codes[2], vs = scales[2];
-    void *args[] = {&q, &qs, &k, &ks, &v, &vs, &a->modelf, &b, &h, &sq, &d, &c, &scale, &phase};
-    return evo_gpu_launch(a->g, a->f_model, (unsigned)((sq + ATTN_MODEL_ROWS - 1) / ATTN_MODEL_ROWS), (unsigned)h,
+    void *args[] = {&q, &qs, &k, &ks, &v, &vs, &a->modelf, &b, &h, &sq, &d, &c, &scale, &phase, &row0};
+    return evo_gpu_launch(a->g, a->f_model, (unsigned)((rows + ATTN_MODEL_ROWS - 1) / ATTN_MODEL_ROWS), (unsigned)h,
                           (unsigned)b, ATTN_MODEL_THREADS, args, "FP8 model", err);
 }
 
 /* The model's error on each of ns slices against ref, the largest over its orders (attn_numerics.h): the sums of
- * the phase with the largest rel-L2, the largest max-abs of any. */
+ * the phase with the largest rel-L2, the largest max-abs of any. Query rows [row0, row0 + rows) of each head (0, S:
+ * every row; a window only with one slice, se = rows x head_dim elements from row row0 of modelf and ref). */
 static evo_status model_stats(attn_gpu *a, const evo_shape *sh, const CUdeviceptr codes[3], const CUdeviceptr scales[3],
-                              CUdeviceptr ref, size_t ns, size_t se, evo_slice_acc *m, evo_err *err)
+                              CUdeviceptr ref, size_t ns, size_t se, int row0, int rows, evo_slice_acc *m, evo_err *err)
 {
+    if (rows < sh->v[ATTN_SEQ] && ns != 1)
+        return evo_fail(err, EVO_E_INTERNAL, "model_stats: a window of %zu heads", ns);
     evo_slice_acc *ph = evo_xcalloc(ns, sizeof *ph);
+    const CUdeviceptr off = (CUdeviceptr)row0 * (CUdeviceptr)sh->v[ATTN_DIM] * 4;
     evo_status s = EVO_OK;
     for (int phase = 0; phase < AN_FP8_ORDERS && s == EVO_OK; phase++) {
-        s = model(a, sh, codes, scales, phase, err);
-        if (s == EVO_OK) s = slices(a, a->modelf, 1, ref, ns, se, 0, phase ? ph : m, err);
+        s = model(a, sh, codes, scales, phase, row0, rows, err);
+        if (s == EVO_OK) s = slices(a, a->modelf + off, 1, ref + off, ns, se, 0, phase ? ph : m, err);
         for (size_t i = 0; s == EVO_OK && phase && i < ns; i++) {
             const double max_abs = fmax(m[i].max_abs, ph[i].max_abs);
             if (evo_slice_rel_l2(&ph[i]) > evo_slice_rel_l2(&m[i])) m[i] = ph[i];
@@ -566,7 +579,7 @@ static evo_status fp8_budget(attn_gpu *a, const evo_gpu_case *gc, attn_case *c, 
     evo_slice_acc *m = evo_xcalloc(ns, sizeof *m);
     double *rb = evo_xcalloc(ns, sizeof *rb), *ab = evo_xcalloc(ns, sizeof *ab);
     CUdeviceptr dev = 0;
-    evo_status s = model_stats(a, sh, c->codes, c->scales, c->ref, ns, se, m, err);
+    evo_status s = model_stats(a, sh, c->codes, c->scales, c->ref, ns, se, 0, (int)sh->v[ATTN_SEQ], m, err);
     if (s == EVO_OK) attn_fp8_bounds(m, ns, rb, ab);
     if (s == EVO_OK) s = evo_gpu_alloc(a->g, ns * sizeof *ab, &dev, err);
     if (s == EVO_OK) /* the stream is idle (slices synchronized it): a plain copy is ordered before what follows */
@@ -607,11 +620,15 @@ static void judge(const evo_metrics *m, const evo_tolerance *tol, char *why, siz
                  tol->rtol, m->first_bad);
 }
 
-#define SAMPLE_HEADS 2 /* heads of a sampled output checked (each head is an attention of its own) */
+#define SAMPLE_HEADS 2   /* heads of a sampled output checked (each head is an attention of its own) */
+#define SAMPLE_ROWS 4096 /* query rows of a sampled head judged against the reference (and the model) */
 
 /* A timed repetition's output on the inputs perturb(seed) made: SAMPLE_HEADS heads drawn from the seed, each
  * against a reference of that head alone (the reference of a whole stress shape costs milliseconds), judged in the
- * variant's class (fp8: with the model of that head). */
+ * variant's class (fp8: with the model of that head). A head longer than SAMPLE_ROWS is judged on a window of that
+ * many query rows at an offset drawn from the seed (each row against all its keys; the FP8 model of a whole
+ * 16384-row head took ~45 ms, four of them in every fp8-class timing of (1,16,16384,64)), and every element of the
+ * head must still be written and finite. */
 static evo_status attn_check_fresh(void *state, const evo_gpu_case *gc, const evo_variant *v, uint64_t seed,
                                    CUdeviceptr out, evo_gpu_check *r, evo_err *err)
 {
@@ -632,26 +649,50 @@ static evo_status attn_check_fresh(void *state, const evo_gpu_case *gc, const ev
         const CUdeviceptr scales[3] = {c->scales[0] + (CUdeviceptr)bh * 4, c->scales[1] + (CUdeviceptr)bh * 4,
                                        c->scales[2] + (CUdeviceptr)bh * 4};
         const CUdeviceptr oh = out + (CUdeviceptr)bh * hn * 2;
+        const int seq = (int)sh->v[ATTN_SEQ], d = (int)sh->v[ATTN_DIM];
+        const int rows = seq > SAMPLE_ROWS ? SAMPLE_ROWS : seq;
+        const int row0 = rows < seq ? (int)(mix64(seed ^ (uint64_t)j ^ 0x70a5ull) % (uint64_t)(seq - rows + 1)) : 0;
+        const size_t wn = (size_t)rows * (size_t)d, off = (size_t)row0 * (size_t)d; /* the window's elements */
         s = dequantize3(a, codes, scales, hn, hn, err);
-        if (s == EVO_OK) s = reference(a, &one, a->scratchf[0], a->scratchf[1], a->scratchf[2], a->tref, err);
+        if (s == EVO_OK && rows < seq) { /* every element of the head written: the comparison counts them whatever
+                                            the reference holds */
+            evo_metrics all;
+            s = evo_gpu_compare_f16(a->g, oh, a->tref, hn, 0, 0, &all, err);
+            if (s == EVO_OK && all.n_nonfinite) {
+                r->m.n_nonfinite = all.n_nonfinite;
+                snprintf(r->why, sizeof r->why, "%llu output elements not written or not finite",
+                         (unsigned long long)all.n_nonfinite);
+            }
+        }
+        if (s == EVO_OK && !r->why[0])
+            s = reference_rows(a, &one, a->scratchf[0], a->scratchf[1], a->scratchf[2], a->tref, row0, rows, err);
         if (s != EVO_OK) break;
-        if (v->accuracy == ATTN_ACC_FP8) {
+        if (r->why[0]) {
+            /* judged already: not every element written */
+        } else if (v->accuracy == ATTN_ACC_FP8) {
             evo_slice_acc m;
             double rb, ab;
-            s = model_stats(a, &one, codes, scales, a->tref, 1, hn, &m, err);
+            s = model_stats(a, &one, codes, scales, a->tref, 1, wn, row0, rows, &m, err);
             if (s != EVO_OK) break;
             attn_fp8_bounds(&m, 1, &rb, &ab);
             CU(cuMemcpyHtoD(a->bound1, &ab, sizeof ab), err); /* the stream is idle: slices synchronized it */
-            s = fp8_judge(a, oh, a->tref, &one, 1, hn, &m, &rb, &ab, a->bound1, r, err);
+            s = fp8_judge(a, oh + off * 2, a->tref + off * 4, &one, 1, wn, &m, &rb, &ab, a->bound1, r, err);
         } else {
             double rms = 0;
-            s = ref_rms(a, a->tref, hn, &rms, err);
-            if (s == EVO_OK) s = evo_gpu_compare_f16(a->g, oh, a->tref, hn, tol->atol * rms, tol->rtol, &r->m, err);
+            s = ref_rms(a, a->tref + off * 4, wn, &rms, err);
+            if (s == EVO_OK)
+                s = evo_gpu_compare_f16(a->g, oh + off * 2, a->tref + off * 4, wn, tol->atol * rms, tol->rtol, &r->m,
+                                        err);
             if (s == EVO_OK) judge(&r->m, tol, r->why, sizeof r->why);
         }
         if (s == EVO_OK && r->why[0]) {
             const size_t l = strlen(r->why);
-            snprintf(r->why + l, sizeof r->why - l, " (head %d of a timed repetition's fresh inputs)", bh);
+            if (rows < seq)
+                snprintf(r->why + l, sizeof r->why - l,
+                         " (head %d of a timed repetition's fresh inputs, its query rows %d..%d, counted from %d)", bh,
+                         row0, row0 + rows - 1, row0);
+            else
+                snprintf(r->why + l, sizeof r->why - l, " (head %d of a timed repetition's fresh inputs)", bh);
         }
     }
     return s;

@@ -42,6 +42,6 @@ extern "C" int evo_lib_fp8_model(const unsigned char *q, const float *qs, const 
 {
     const dim3 grid((unsigned)((seq + MODEL_ROWS - 1) / MODEL_ROWS), (unsigned)heads, (unsigned)batch);
     evo_fp8_model_attention<<<grid, MODEL_THREADS, 0, (cudaStream_t)stream>>>(q, qs, k, ks, v, vs, o, batch, heads, seq,
-                                                                           head_dim, causal, softmax_scale, phase);
+                                                                           head_dim, causal, softmax_scale, phase, 0);
     return (int)cudaGetLastError();
 }
