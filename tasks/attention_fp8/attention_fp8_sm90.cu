@@ -317,6 +317,55 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
 #ifndef EVO_SM90_NO_TINY
 #define EVO_SM90_NO_TINY 0
 #endif
+/* EVO_SM90_TRACE (not a knob; default 0; tools/bench builds only): 1 makes thread 0 of each consumer warpgroup of the
+ * first EVO_SM90_TRACE_CTAS blocks record the SM clock at its steps of every key tile of its first work item
+ * (OVERLAP's loop: before and after its turn, after issuing, after Q·Kᵀ, after the softmax, after P·V, at the tile's
+ * end) into evo_sm90_trace, which tools/bench/sm90_bench.cu --trace prints: which warpgroup waits on what. */
+#ifndef EVO_SM90_TRACE
+#define EVO_SM90_TRACE 0
+#endif
+#define EVO_SM90_TRACE_CTAS 4
+#define EVO_SM90_TRACE_TILES 64
+#define EVO_SM90_TRACE_EVENTS 8
+#if EVO_SM90_TRACE
+__device__ unsigned long long evo_sm90_trace[EVO_SM90_TRACE_CTAS][2][EVO_SM90_TRACE_TILES][EVO_SM90_TRACE_EVENTS];
+#endif
+/* A tile's stamps are read into registers and stored once the tile is done. A clock read keeps its place among the
+ * waits and barriers but not among plain arithmetic, so the stamp after the softmax depends on its last result
+ * (stamp_after: the read is predicated on that value). The trace build waits for P·V(j-1) before the softmax, where
+ * ptxas puts that wait in the shipped kernels anyway (docs/perf-notes.md, "The softmax waited for P·V"): any stamp
+ * between the softmax and the wait would keep ptxas from moving it and time another schedule. */
+struct TraceTile {
+    unsigned long long t[EVO_SM90_TRACE_EVENTS];
+    EVO_DEV void stamp(int e)
+    {
+#if EVO_SM90_TRACE
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t[e]));
+#else
+        (void)e;
+#endif
+    }
+    EVO_DEV void stamp_after(int e, u32 dep)
+    {
+#if EVO_SM90_TRACE
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0x7f7f7f7f;\n\tsetp.ne.or.u32 p, %1, 0x7f7f7f7e, p;\n\t"
+                     "@p mov.u64 %0, %%clock64;\n\t@!p mov.u64 %0, 0;\n\t}"
+                     : "=l"(t[e])
+                     : "r"(dep));
+#else
+        (void)e, (void)dep;
+#endif
+    }
+    EVO_DEV void store(bool on, int cw, int j) const
+    {
+#if EVO_SM90_TRACE
+        if (on && cw < 2 && j < EVO_SM90_TRACE_TILES)
+            for (int e = 0; e < EVO_SM90_TRACE_EVENTS; e++) evo_sm90_trace[blockIdx.x][cw][j][e] = t[e];
+#else
+        (void)on, (void)cw, (void)j;
+#endif
+    }
+};
 /* Four floats → four e4m3 bytes (a in byte 0), round to nearest even, saturating. */
 EVO_DEV u32 pack_e4m3x4(float a, float b, float c, float d)
 {
@@ -718,6 +767,7 @@ EVO_DEV void issue_qk(float (&s)[MT][TILE_N / 2], u32 q_addr, u32 k_addr, const 
 template <int TILE_N, int MT, bool P8> struct PFrag {
     static constexpr int NCH = P8 ? TILE_N / 32 : TILE_N / 16;
     u32 r[MT][NCH][4];
+    EVO_DEV u32 last() const { return r[MT - 1][NCH - 1][3]; } /* the last word pack writes */
     EVO_DEV void pack(const float (&s)[MT][TILE_N / 2])
     {
 #pragma unroll
@@ -1201,53 +1251,80 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             float alpha_prev[MT][2];
             int pst = it % STAGES;
             u32 pph = (u32)(it / STAGES) & 1u;
+            const bool tr = EVO_SM90_TRACE && ct == 0 && item == 0 && blockIdx.x < EVO_SM90_TRACE_CTAS &&
+                            blockIdx.y == 0 && blockIdx.z == 0;
+            TraceTile tt;
+            tt.stamp(0);
             if (PINGPONG) named_sync(my_turn, 256);
+            tt.stamp(1);
             mbar_wait(kready(pst), pph);
             if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + pst * KS, qf);
             if (PINGPONG) named_arrive(other_turn, 256);
+            tt.stamp(2);
             wg_wait<0>();
             fence_regs(s);
+            tt.stamp(3);
             mbar_arrive(sm.b(B::kempty(pst)));
             if (QK_MODE != 1 && n == 1) mbar_arrive(sm.b(BAR_QEMPTY));
             if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(0), 0, rowbase, p.seq, p.causal, g, q);
             pf.pack(s);
+            tt.stamp_after(6, pf.last());
+            tt.store(tr, cw, 0);
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
             it++;
             for (int j = 1; j < n; j++, it++) {
                 const int st = it % STAGES;
                 const u32 ph = (u32)(it / STAGES) & 1u;
+                tt.stamp(0);
                 if (PINGPONG) named_sync(my_turn, 256);
+                tt.stamp(1);
                 mbar_wait(kready(st), ph);
                 if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
                 mbar_wait(sm.b(B::vtfull(pst)), pph);
                 if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
                 if (PINGPONG) named_arrive(other_turn, 256);
+                tt.stamp(2);
                 wg_wait<1>();
                 fence_regs(s);
+                tt.stamp(3);
                 mbar_arrive(sm.b(B::kempty(st)));
                 if (QK_MODE != 1 && j == n - 1) mbar_arrive(sm.b(BAR_QEMPTY));
+                if constexpr (EVO_SM90_TRACE) { /* see TraceTile */
+                    wg_wait<0>();
+                    fence_regs(pvt);
+                    tt.stamp(5);
+                }
                 if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
-                wg_wait<0>();
-                fence_regs(pvt);
+                if constexpr (!EVO_SM90_TRACE) {
+                    wg_wait<0>();
+                    fence_regs(pvt);
+                }
                 if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
                 mbar_arrive(sm.b(B::vempty(pst)));
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
                 pf.pack(s);
+                tt.stamp_after(6, pf.last());
+                tt.store(tr, cw, j);
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
                 pst = st;
                 pph = ph;
             }
+            tt.stamp(0);
             if (PINGPONG) named_sync(my_turn, 256);
+            tt.stamp(1);
             if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
             mbar_wait(sm.b(B::vtfull(pst)), pph);
             if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
             /* the last turn of warpgroup 1 has no one left to hand over to */
             if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
+            tt.stamp(2);
             wg_wait<0>();
             fence_regs(pvt);
+            tt.stamp(5);
+            tt.store(tr, cw, n);
             if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
             mbar_arrive(sm.b(B::vempty(pst)));
             if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);

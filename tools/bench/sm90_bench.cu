@@ -5,9 +5,10 @@
  *        tools/bench/sm90_bench.cu tasks/attention_fp8/attn_sm90_host.c [-DSM90_BASELINE variants/attention_fp8-sm_90-*.cu] \
  *        -o sm90_bench                                                        (tools/bench/sm90_batch.sh builds and runs it)
  *   ./sm90_bench [--check] [--time] [--list] [--filter SUBSTR] [--only 'G;G'] [--skip 'G;G'] [--csv FILE] [--reps N]
- *                [--big-only] [--no-baseline] [--profile] [--repeat N [--shape B,H,S,D,CAUSAL]]
+ *                [--big-only] [--no-baseline] [--profile] [--repeat N [--shape B,H,S,D,CAUSAL]] [--trace|--trace-causal]
  *                (exit 3: a kernel hung, named on the HANG line; 1: failed checks; --repeat: N launches on one problem
- *                must give the first launch's bits)
+ *                must give the first launch's bits; --trace: built with -DEVO_SM90_TRACE=1, the consumer warpgroups'
+ *                clock stamps of one launch, run_trace)
  */
 #include "attention_fp8_sm90.cu"
 #include "attn_sm90_host.h"
@@ -834,9 +835,103 @@ static int run_repeat(const std::vector<int> &sel, const Shape &sh, int n)
     return bad_genomes;
 }
 
+/* --trace (a build with -DEVO_SM90_TRACE=1): one launch of each selected genome at (4,16,4096,128) or
+ * (1,16,16384,64) (causal with --trace-causal), after two warm-ups, and the SM clock stamps of its first
+ * EVO_SM90_TRACE_CTAS blocks' first work item (the template's TraceTile): per key tile and consumer warpgroup, clocks
+ * from the tile's start to its turn (named barrier), to the GEMMs issued, to Q·Kᵀ done, to P·V(j-1) done, to the
+ * softmax and P̃ packed; then the means over the middle tiles and how much of each warpgroup's softmax the other
+ * warpgroup's softmax overlaps. */
+static int run_trace(const std::vector<int> &sel, bool causal)
+{
+#if EVO_SM90_TRACE
+    typedef unsigned long long Trace[EVO_SM90_TRACE_CTAS][2][EVO_SM90_TRACE_TILES][EVO_SM90_TRACE_EVENTS];
+    static Trace tr;
+    for (int e : sel) {
+        if (!g_entries[e].g.overlap) {
+            printf("trace %s: not an OVERLAP genome (the stamps are in OVERLAP's loop)\n", g_entries[e].name);
+            continue;
+        }
+        Problem pr;
+        const Shape sh = g_entries[e].d == 128 ? Shape{4, 16, 4096, 128, causal} : Shape{1, 16, 16384, 64, causal};
+        problem_alloc(pr, sh, 1.0f / sqrtf((float)sh.d), DIST_NORMAL, 5, 0);
+        launch(e, pr, 0);
+        launch(e, pr, 0);
+        wait_or_die(0, g_entries[e].name, 20.0);
+        memset(&tr, 0, sizeof tr);
+        CK(cudaMemcpyToSymbol(evo_sm90::evo_sm90_trace, &tr, sizeof tr));
+        cudaEvent_t e0, e1;
+        CK(cudaEventCreate(&e0));
+        CK(cudaEventCreate(&e1));
+        CK(cudaEventRecord(e0, 0));
+        launch(e, pr, 0);
+        CK(cudaEventRecord(e1, 0));
+        wait_or_die(0, g_entries[e].name, 20.0);
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        CK(cudaMemcpyFromSymbol(&tr, evo_sm90::evo_sm90_trace, sizeof tr));
+        const int n = (sh.s + 127) / 128 * 128 / g_entries[e].g.tile_n; /* key tiles of the first item (non-causal) */
+        printf("\ntrace %s at (%d,%d,%d,%d)%s: %.1f us this launch; clocks, CTA 0..%d, first item, %d key tiles\n",
+               g_entries[e].name, sh.b, sh.h, sh.s, sh.d, causal ? " causal" : "", 1000.0 * ms, EVO_SM90_TRACE_CTAS - 1,
+               n);
+        printf("  tile  wg    start  ->turn ->issued  ->QK done ->PV done ->softmax   (clocks since the CTA's first stamp)\n");
+        for (int c = 0; c < EVO_SM90_TRACE_CTAS; c++) {
+            unsigned long long t0 = ~0ull;
+            for (int w = 0; w < 2; w++)
+                if (tr[c][w][0][0] && tr[c][w][0][0] < t0) t0 = tr[c][w][0][0];
+            if (t0 == ~0ull) {
+                printf("  CTA %d: no stamps\n", c);
+                continue;
+            }
+            double sum[2][6] = {{0}}, ov = 0, sm_total = 0;
+            int cnt = 0;
+            for (int j = 0; j <= n && j < EVO_SM90_TRACE_TILES; j++) {
+                for (int w = 0; w < 2; w++) {
+                    const unsigned long long *t = tr[c][w][j];
+                    if (!t[0]) continue;
+                    if (c == 0 && (j < 4 || j > n - 3))
+                        printf("  %4d  %2d %8lld %7lld %7lld %9lld %9lld %9lld\n", j, w, (long long)(t[0] - t0),
+                               (long long)(t[1] - t[0]), (long long)(t[2] - t[1]),
+                               j > 0 && j < n ? (long long)(t[3] - t[2]) : 0ll, /* tile 0: no P·V; n: P·V only */
+                               j == 0 ? 0ll : j < n ? (long long)(t[5] - t[3]) : (long long)(t[5] - t[2]),
+                               j < n && t[6] ? (long long)(t[6] - (j ? t[5] : t[3])) : 0ll);
+                }
+                if (j >= 2 && j < n - 1 && j + 1 < EVO_SM90_TRACE_TILES) { /* the middle tiles: means, overlap */
+                    for (int w = 0; w < 2; w++) {
+                        const unsigned long long *t = tr[c][w][j], *u = tr[c][w][j + 1];
+                        sum[w][0] += (double)(t[1] - t[0]), sum[w][1] += (double)(t[2] - t[1]);
+                        sum[w][2] += (double)(t[3] - t[2]), sum[w][3] += (double)(t[5] - t[3]);
+                        sum[w][4] += (double)(t[6] - t[5]), sum[w][5] += (double)(u[0] - t[0]);
+                    }
+                    const unsigned long long *a = tr[c][0][j], *b = tr[c][1][j];
+                    const double lo = (double)(a[5] > b[5] ? a[5] : b[5]), hi = (double)(a[6] < b[6] ? a[6] : b[6]);
+                    ov += hi > lo ? hi - lo : 0;
+                    sm_total += (double)(a[6] - a[5]);
+                    cnt++;
+                }
+            }
+            if (!cnt) continue;
+            for (int w = 0; w < 2; w++)
+                printf("  CTA %d wg %d, mean of %d tiles: turn %.0f  issue %.0f  QK %.0f  PV %.0f  softmax %.0f  | tile "
+                       "%.0f clocks\n",
+                       c, w, cnt, sum[w][0] / cnt, sum[w][1] / cnt, sum[w][2] / cnt, sum[w][3] / cnt, sum[w][4] / cnt,
+                       sum[w][5] / cnt);
+            printf("  CTA %d: the warpgroups' softmaxes overlap %.0f %% of warpgroup 0's\n", c,
+                   sm_total > 0 ? 100.0 * ov / sm_total : 0.0);
+        }
+        problem_free(pr);
+    }
+    return 0;
+#else
+    (void)sel, (void)causal;
+    fprintf(stderr, "--trace needs a build with -DEVO_SM90_TRACE=1\n");
+    return 1;
+#endif
+}
+
 int main(int argc, char **argv)
 {
     bool check = false, timing = false, list = false, big_only = false, no_baseline = false, profile = false;
+    bool trace = false, trace_causal = false;
     const char *filter = nullptr, *csv_path = nullptr, *only = nullptr, *skip = nullptr;
     int reps = 30, repeat = 0;
     Shape rshape = {1, 16, 16384, 64, 1};
@@ -847,6 +942,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--big-only")) big_only = true;
         else if (!strcmp(argv[i], "--no-baseline")) no_baseline = true;
         else if (!strcmp(argv[i], "--profile")) profile = true;
+        else if (!strcmp(argv[i], "--trace")) trace = true;
+        else if (!strcmp(argv[i], "--trace-causal")) trace = trace_causal = true;
         else if (!strcmp(argv[i], "--filter") && i + 1 < argc) filter = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--skip") && i + 1 < argc) skip = argv[++i];
@@ -919,6 +1016,7 @@ int main(int argc, char **argv)
     const bool with_baseline = false;
     (void)no_baseline;
 #endif
+    if (trace) return run_trace(sel, trace_causal);
     if (profile) { /* one warm-up and one launch of each selected genome at (4,16,4096,128) or (1,16,16384,64) */
         for (int e : sel) {
             Problem pr;
