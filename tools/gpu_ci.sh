@@ -12,6 +12,9 @@
 #              defining SM90_GENOMES and SM90_PROBES; default vpath5.h), run with SM90_ARGS ("--check --no-baseline",
 #              then "--time --big-only --no-baseline --reps 30"), nvcc flags SM90_NVCC_FLAGS (e.g.
 #              -DEVO_SM90_EXP_EMU=2 with exp-emu.h); $OUT/sm90list-{check,time}.log
+#   trace      tools/bench/sm90_bench.cu built with -DEVO_SM90_TRACE=1 and TRACE_LIST (default
+#              tools/bench/sm90_lists/trace.h), run with --trace and --trace-causal: each consumer warpgroup's clock
+#              at its steps of every key tile; $OUT/trace.log
 #   files      compare_sdpa.py on each exported file of FILES_CU (space-separated), each in its own process, at
 #              FILES_SHAPES ("4,16,4096,128") and the wide preset, FILES_CAUSAL (off), beside FILES_PEERS (cudnn_fp8);
 #              the libraries built in parallel first; then, for each file of SUSTAIN_FILES, sustained as below;
@@ -331,6 +334,14 @@ PY
               timeout 200 /tmp/sm90_list ${SM90_TIME_ARGS:---time --big-only --no-baseline --reps 30} \
                 >"$OUT/sm90list-time.log" 2>&1
               echo "sm90list time: exit $?"; grep -vE "^genome .*regs" "$OUT/sm90list-time.log" | tail -30 ;;
+    trace) # the consumer warpgroups' clock stamps (EVO_SM90_TRACE), non-causal and causal
+           nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Itemplates -Itasks/attention_fp8 -DEVO_SM90_TRACE=1 \
+             -include "${TRACE_LIST:-tools/bench/sm90_lists/trace.h}" tools/bench/sm90_bench.cu \
+             tasks/attention_fp8/attn_sm90_host.c -o /tmp/sm90_trace -lcuda >/tmp/sm90_trace.nvcc.log 2>&1 ||
+             { tail -20 /tmp/sm90_trace.nvcc.log; continue; }
+           { timeout 100 /tmp/sm90_trace --trace --no-baseline; timeout 100 /tmp/sm90_trace --trace-causal --no-baseline; } \
+             >"$OUT/trace.log" 2>&1
+           echo "trace: exit $?"; grep -E "^trace|mean of|overlap" "$OUT/trace.log" | grep -v "CTA [123]" | head -40 ;;
     files) # several exported files against one peer, one process each, graph replay (e.g. two orders of one genome)
            wheels
            for f in ${FILES_CU:-}; do
