@@ -92,6 +92,29 @@ int main(void)
     g = best;
     g.pipe = 1;
     CHECK(has(attn_sm90_check(&g, 128, 227 * 1024), "OVERLAP"));
+    /* three consumers, 128 keys a tile, V_PATH 5: 192-row blocks at head dim 64; at 128 the accumulators (S 64 + O 68
+     * + P̃ 16 + 4) and 32 free exceed the 152 registers each of three gets, so that kernel is built with two */
+    const evo_sm90_genome c3 = {64, 3, 128, 2, 2, 0, 5, 1, 0, 0, 56, 0};
+    CHECK(attn_sm90_check(&c3, 64, 227 * 1024) == NULL);
+    CHECK(has(attn_sm90_check(&c3, 128, 227 * 1024), "registers"));
+    evo_sm90_genome at = attn_sm90_at_dim(&c3, 64);
+    CHECK(at.consumers == 3 && attn_sm90_threads(&at) == 512 && attn_sm90_rows_per_block(&at) == 192);
+    at = attn_sm90_at_dim(&c3, 128);
+    CHECK(at.consumers == 2 && at.pingpong == 0 && attn_sm90_threads(&at) == 384 &&
+          attn_sm90_rows_per_block(&at) == 128);
+    CHECK(attn_sm90_check(&at, 128, 227 * 1024) == NULL);
+    at.consumers = 3; /* the rest of the genome is unchanged */
+    CHECK(memcmp(&at, &c3, sizeof at) == 0);
+    at = attn_sm90_at_dim(&best, 128); /* two consumers: as given */
+    CHECK(memcmp(&at, &best, sizeof at) == 0);
+    g = c3;
+    g.persist = 2; /* 48 registers for the persistent loop: three do not fit at head dim 64 (illegal genome) */
+    at = attn_sm90_at_dim(&g, 64);
+    CHECK(at.consumers == 3 && has(attn_sm90_check(&at, 64, 227 * 1024), "registers"));
+    g = c3;
+    g.tile_n = 256, g.o_acc = 1; /* S 128 + O 68 twice + P̃ 32: two do not fit at 128 either, so three stay */
+    at = attn_sm90_at_dim(&g, 128);
+    CHECK(at.consumers == 3 && has(attn_sm90_check(&at, 128, 227 * 1024), "registers"));
     g = best;
     g.tile_n = 96;
     CHECK(attn_sm90_check(&g, 128, 227 * 1024) != NULL);

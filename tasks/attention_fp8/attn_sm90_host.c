@@ -107,6 +107,17 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     return NULL;
 }
 
+evo_sm90_genome attn_sm90_at_dim(const evo_sm90_genome *g, int d)
+{
+    evo_sm90_genome h = *g;
+    const int reserve = g->persist ? 48 : 32; /* attn_sm90_check's register rule */
+    if (d == 128 && g->consumers == 3 && g->pipe == 2 && accumulator_regs(g, d) + reserve > consumer_regs(g)) {
+        h.consumers = 2;
+        if (accumulator_regs(&h, d) + reserve > consumer_regs(&h)) h = *g; /* two do not fit either: g is illegal */
+    }
+    return h;
+}
+
 void attn_sm90_grid(const evo_sm90_genome *g, int batch, int heads, int seq, int sm_count, unsigned grid[3])
 {
     const int rows = attn_sm90_rows_per_block(g);

@@ -65,6 +65,12 @@ typedef int (*evo_tmap_encode_fn)(void *tensor_map, int data_type, unsigned rank
  * a sentence naming the rule it breaks. */
 const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin);
 
+/* The genome head dim d's kernel is built with: g, except that at head dim 128 three consumer warpgroups whose
+ * accumulators do not fit their registers (a tile of 128 keys and more) become two, as family 0 halves its rows at
+ * head dim 128: one genome, 192-row blocks at head dim 64 and 128-row blocks at 128 (PINGPONG is 0 with three
+ * consumers and stays 0). Check and launch what this returns. */
+evo_sm90_genome attn_sm90_at_dim(const evo_sm90_genome *g, int d);
+
 int attn_sm90_threads(const evo_sm90_genome *g);           /* block size */
 int attn_sm90_rows_per_block(const evo_sm90_genome *g);    /* WG_ROWS * CONSUMERS */
 int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d); /* dynamic shared memory; equals Sm90Cfg<...>::SMEM */

@@ -285,7 +285,8 @@ static int attn_head_dims(const evo_config *cfg, int dims[2])
     return n;
 }
 
-/* Family 1: Hopper (sm_90) only, e4m3 only, and attn_sm90_check's rules at every head dim the config needs. */
+/* Family 1: Hopper (sm_90) only, e4m3 only, and attn_sm90_check's rules at every head dim the config needs, on the
+ * genome that head dim's kernel is built with (attn_sm90_at_dim). */
 static evo_verdict sm90_can_implement(const evo_config *cfg, const evo_genome *g, const evo_device_limits *lim,
                                       char *why, size_t why_len)
 {
@@ -297,15 +298,16 @@ static evo_verdict sm90_can_implement(const evo_config *cfg, const evo_genome *g
         snprintf(why, why_len, "FAMILY=1 takes format e4m3 only (u8sim is no wgmma type)");
         return EVO_V_INVALID;
     }
-    const evo_sm90_genome h = sm90_read(cfg, g);
-    if (attn_sm90_threads(&h) > lim->max_threads_per_block) {
-        snprintf(why, why_len, "%d threads per block > %d on %s", attn_sm90_threads(&h), lim->max_threads_per_block,
-                 lim->arch);
-        return EVO_V_RESOURCE_FAIL;
-    }
+    const evo_sm90_genome g1 = sm90_read(cfg, g);
     int dims[2];
     const int nd = attn_head_dims(cfg, dims);
     for (int i = 0; i < nd; i++) {
+        const evo_sm90_genome h = attn_sm90_at_dim(&g1, dims[i]);
+        if (attn_sm90_threads(&h) > lim->max_threads_per_block) {
+            snprintf(why, why_len, "%d threads per block > %d on %s", attn_sm90_threads(&h), lim->max_threads_per_block,
+                     lim->arch);
+            return EVO_V_RESOURCE_FAIL;
+        }
         const char *bad = attn_sm90_check(&h, dims[i], lim->max_smem_per_block_optin);
         if (!bad) continue;
         snprintf(why, why_len, "FAMILY=1 at head dim %d: %s", dims[i], bad);
@@ -403,10 +405,11 @@ static evo_status sm90_render(const evo_config *cfg, const evo_genome *g, evo_pr
     out->source = evo_strdup(text);
     snprintf(out->program_name, sizeof out->program_name, "attention_fp8_sm90.cu");
     snprintf(out->arch, sizeof out->arch, "sm_90a");
-    const evo_sm90_genome h = sm90_read(cfg, g);
+    const evo_sm90_genome g1 = sm90_read(cfg, g);
     int dims[2];
     const int nd = attn_head_dims(cfg, dims);
     for (int i = 0; i < nd; i++) {
+        const evo_sm90_genome h = attn_sm90_at_dim(&g1, dims[i]); /* three consumers may be two at head dim 128 */
         evo_variant *v = &out->variants[out->n_variants++];
         v->attr[ATTN_V_DIM] = dims[i];
         v->attr[ATTN_V_FORMAT] = EVO_FORMAT_E4M3;
@@ -424,15 +427,15 @@ static evo_status sm90_render(const evo_config *cfg, const evo_genome *g, evo_pr
             return evo_fail(err, EVO_E_INTERNAL, "name expression too long");
         }
     }
-    if ((h.v_path == 3 || h.v_path == 5) && nd > 0) { /* K and V to FP16 (3) or V to Vᵀ (5) before the attention
+    if ((g1.v_path == 3 || g1.v_path == 5) && nd > 0) { /* K and V to FP16 (3) or V to Vᵀ (5) before the attention
                                                           kernels, every call (timed with them) */
         evo_variant *v = &out->variants[out->n_variants++];
         v->attr[ATTN_V_DIM] = dims[0];
         v->attr[ATTN_V_FORMAT] = EVO_FORMAT_E4M3;
         v->attr[ATTN_V_FAMILY] = ATTN_FAMILY_SM90;
-        v->attr[ATTN_V_ROLE] = h.v_path == 3 ? ATTN_ROLE_CONVERT : ATTN_ROLE_TRANSPOSE;
+        v->attr[ATTN_V_ROLE] = g1.v_path == 3 ? ATTN_ROLE_CONVERT : ATTN_ROLE_TRANSPOSE;
         v->threads = ATTN_CONVERT_THREADS;
-        snprintf(v->name_expr, sizeof v->name_expr, "%s", h.v_path == 3 ? ATTN_CONVERT_NAME : ATTN_TRANSPOSE_NAME);
+        snprintf(v->name_expr, sizeof v->name_expr, "%s", g1.v_path == 3 ? ATTN_CONVERT_NAME : ATTN_TRANSPOSE_NAME);
     }
     return EVO_OK;
 }
