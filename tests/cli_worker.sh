@@ -27,11 +27,11 @@ expect 1 "worker: --log /nonexistent/dir/w.log: No such file or directory" -- wo
 if "$evo" help | grep -q "worker"; then echo "FAIL: evo help lists the hidden worker command"; fail=1; fi
 
 # A session: hello, an eval, a line that is not JSON, shutdown; whatever follows shutdown is not read.
-session='{"op":"hello","id":1,"protocol":2}
+session='{"op":"hello","id":1,"protocol":3}
 {"op":"eval","id":2,"cubin":"/c","program":"p","variants":[{"symbol":"k","threads":256,"smem_bytes":0,"attr":[128,1,128,0]}],"check":true,"time":false,"is_baseline":false,"best_us":[]}
 oops
 {"op":"shutdown","id":3}
-{"op":"hello","id":4,"protocol":2}'
+{"op":"hello","id":4,"protocol":3}'
 out=$(printf '%s\n' "$session" | "$evo" worker --gpu 3 --fake ok --log "$tmp/w.log")
 rc=$?
 [ $rc -eq 0 ] || { echo "FAIL: fake session exited $rc"; fail=1; }
@@ -42,7 +42,7 @@ check_line() { # check_line N PATTERN
         echo "FAIL: line $1 of the session lacks '$2': $out"; fail=1
     fi
 }
-check_line 1 '{"op":"hello","id":1,"protocol":2,"gpu":3,'
+check_line 1 '{"op":"hello","id":1,"protocol":3,"gpu":3,'
 check_line 2 '{"op":"eval","id":2,"verdict":"OK","detail":{"fake":true,"request":2},"shapes":[{"shape":"fake0(512)"'
 check_line 2 '"median_us":0,'
 check_line 3 '{"op":"error","id":-1,"code":10,"status":"worker error","message":"message: not valid JSON'

@@ -246,7 +246,7 @@ static void test_hello_shutdown_error(void)
     free(line);
     CHECK_EQ_INT(evo_proto_decode_hello_request("{\"op\":\"hello\",\"id\":5,\"protocol\":99}", &id, &err),
                  EVO_E_WORKER);
-    CHECK_CONTAINS(err.msg, "protocol version 99, this evo speaks 2");
+    CHECK_CONTAINS(err.msg, "protocol version 99, this evo speaks 3");
 
     evo_hello_reply h, g;
     memset(&h, 0, sizeof h);
@@ -471,7 +471,7 @@ static void test_malformed(void)
 
     /* A hello reply missing a field. */
     evo_hello_reply h;
-    CHECK_EQ_INT(evo_proto_decode_hello_reply("{\"op\":\"hello\",\"id\":1,\"protocol\":2,\"gpu\":0}", &h, &err),
+    CHECK_EQ_INT(evo_proto_decode_hello_reply("{\"op\":\"hello\",\"id\":1,\"protocol\":3,\"gpu\":0}", &h, &err),
                  EVO_E_WORKER);
     CHECK_CONTAINS(err.msg, "hello reply: field 'pid': missing");
     int64_t id;

@@ -30,7 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define EVO_PROTOCOL_VERSION 2
+#define EVO_PROTOCOL_VERSION 3 /* 3: the hello reply says what the worker's start cost (cases, prepare_s) */
 #define EVO_PROTO_PATH_MAX 4096
 #define EVO_PROTO_SYMBOL_MAX 512
 #define EVO_PROTO_OP_MAX 32
