@@ -319,14 +319,15 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
 #endif
 /* EVO_SM90_TRACE (not a knob; default 0; tools/bench builds only): 1 makes thread 0 of each consumer warpgroup of the
  * first EVO_SM90_TRACE_CTAS blocks record the SM clock at its steps of every key tile of its first work item
- * (OVERLAP's loop: before and after its turn, after issuing, after Q·Kᵀ, after the softmax, after P·V, at the tile's
- * end) into evo_sm90_trace, which tools/bench/sm90_bench.cu --trace prints: which warpgroup waits on what. */
+ * (OVERLAP's loop, the TRACE_* events: before and after its turn, after issuing, after Q·Kᵀ, after P·V(j-1), after
+ * the softmax and packing; a step a tile does not have reads 0) into evo_sm90_trace, which
+ * tools/bench/sm90_bench.cu --trace prints: which warpgroup waits on what. */
 #ifndef EVO_SM90_TRACE
 #define EVO_SM90_TRACE 0
 #endif
 #define EVO_SM90_TRACE_CTAS 4
 #define EVO_SM90_TRACE_TILES 64
-#define EVO_SM90_TRACE_EVENTS 8
+enum { TRACE_START, TRACE_TURN, TRACE_ISSUED, TRACE_QK, TRACE_PV, TRACE_SOFTMAX, EVO_SM90_TRACE_EVENTS };
 #if EVO_SM90_TRACE
 __device__ unsigned long long evo_sm90_trace[EVO_SM90_TRACE_CTAS][2][EVO_SM90_TRACE_TILES][EVO_SM90_TRACE_EVENTS];
 #endif
@@ -337,6 +338,12 @@ __device__ unsigned long long evo_sm90_trace[EVO_SM90_TRACE_CTAS][2][EVO_SM90_TR
  * between the softmax and the wait would keep ptxas from moving it and time another schedule. */
 struct TraceTile {
     unsigned long long t[EVO_SM90_TRACE_EVENTS];
+    EVO_DEV void clear()
+    {
+#if EVO_SM90_TRACE
+        for (int e = 0; e < EVO_SM90_TRACE_EVENTS; e++) t[e] = 0;
+#endif
+    }
     EVO_DEV void stamp(int e)
     {
 #if EVO_SM90_TRACE
@@ -356,11 +363,12 @@ struct TraceTile {
         (void)e, (void)dep;
 #endif
     }
-    EVO_DEV void store(bool on, int cw, int j) const
+    EVO_DEV void store(bool on, int cw, int j) /* and cleared for the next tile */
     {
 #if EVO_SM90_TRACE
         if (on && cw < 2 && j < EVO_SM90_TRACE_TILES)
             for (int e = 0; e < EVO_SM90_TRACE_EVENTS; e++) evo_sm90_trace[blockIdx.x][cw][j][e] = t[e];
+        clear();
 #else
         (void)on, (void)cw, (void)j;
 #endif
@@ -1254,21 +1262,22 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             const bool tr = EVO_SM90_TRACE && ct == 0 && item == 0 && blockIdx.x < EVO_SM90_TRACE_CTAS &&
                             blockIdx.y == 0 && blockIdx.z == 0;
             TraceTile tt;
-            tt.stamp(0);
+            tt.clear();
+            tt.stamp(TRACE_START);
             if (PINGPONG) named_sync(my_turn, 256);
-            tt.stamp(1);
+            tt.stamp(TRACE_TURN);
             mbar_wait(kready(pst), pph);
             if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + pst * KS, qf);
             if (PINGPONG) named_arrive(other_turn, 256);
-            tt.stamp(2);
+            tt.stamp(TRACE_ISSUED);
             wg_wait<0>();
             fence_regs(s);
-            tt.stamp(3);
+            tt.stamp(TRACE_QK);
             mbar_arrive(sm.b(B::kempty(pst)));
             if (QK_MODE != 1 && n == 1) mbar_arrive(sm.b(BAR_QEMPTY));
             if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(0), 0, rowbase, p.seq, p.causal, g, q);
             pf.pack(s);
-            tt.stamp_after(6, pf.last());
+            tt.stamp_after(TRACE_SOFTMAX, pf.last());
             tt.store(tr, cw, 0);
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
@@ -1276,25 +1285,25 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             for (int j = 1; j < n; j++, it++) {
                 const int st = it % STAGES;
                 const u32 ph = (u32)(it / STAGES) & 1u;
-                tt.stamp(0);
+                tt.stamp(TRACE_START);
                 if (PINGPONG) named_sync(my_turn, 256);
-                tt.stamp(1);
+                tt.stamp(TRACE_TURN);
                 mbar_wait(kready(st), ph);
                 if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
                 mbar_wait(sm.b(B::vtfull(pst)), pph);
                 if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
                 if (PINGPONG) named_arrive(other_turn, 256);
-                tt.stamp(2);
+                tt.stamp(TRACE_ISSUED);
                 wg_wait<1>();
                 fence_regs(s);
-                tt.stamp(3);
+                tt.stamp(TRACE_QK);
                 mbar_arrive(sm.b(B::kempty(st)));
                 if (QK_MODE != 1 && j == n - 1) mbar_arrive(sm.b(BAR_QEMPTY));
                 if constexpr (EVO_SM90_TRACE) { /* see TraceTile */
                     wg_wait<0>();
                     fence_regs(pvt);
-                    tt.stamp(5);
+                    tt.stamp(TRACE_PV);
                 }
                 if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
                 if constexpr (!EVO_SM90_TRACE) {
@@ -1305,25 +1314,25 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 mbar_arrive(sm.b(B::vempty(pst)));
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
                 pf.pack(s);
-                tt.stamp_after(6, pf.last());
+                tt.stamp_after(TRACE_SOFTMAX, pf.last());
                 tt.store(tr, cw, j);
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
                 pst = st;
                 pph = ph;
             }
-            tt.stamp(0);
+            tt.stamp(TRACE_START);
             if (PINGPONG) named_sync(my_turn, 256);
-            tt.stamp(1);
+            tt.stamp(TRACE_TURN);
             if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
             mbar_wait(sm.b(B::vtfull(pst)), pph);
             if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
             /* the last turn of warpgroup 1 has no one left to hand over to */
             if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
-            tt.stamp(2);
+            tt.stamp(TRACE_ISSUED);
             wg_wait<0>();
             fence_regs(pvt);
-            tt.stamp(5);
+            tt.stamp(TRACE_PV);
             tt.store(tr, cw, n);
             if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
             mbar_arrive(sm.b(B::vempty(pst)));

@@ -844,6 +844,7 @@ static int run_repeat(const std::vector<int> &sel, const Shape &sh, int n)
 static int run_trace(const std::vector<int> &sel, bool causal)
 {
 #if EVO_SM90_TRACE
+    using namespace evo_sm90; /* TRACE_*, evo_sm90_trace */
     typedef unsigned long long Trace[EVO_SM90_TRACE_CTAS][2][EVO_SM90_TRACE_TILES][EVO_SM90_TRACE_EVENTS];
     static Trace tr;
     for (int e : sel) {
@@ -858,7 +859,7 @@ static int run_trace(const std::vector<int> &sel, bool causal)
         launch(e, pr, 0);
         wait_or_die(0, g_entries[e].name, 20.0);
         memset(&tr, 0, sizeof tr);
-        CK(cudaMemcpyToSymbol(evo_sm90::evo_sm90_trace, &tr, sizeof tr));
+        CK(cudaMemcpyToSymbol(evo_sm90_trace, &tr, sizeof tr));
         cudaEvent_t e0, e1;
         CK(cudaEventCreate(&e0));
         CK(cudaEventCreate(&e1));
@@ -868,16 +869,20 @@ static int run_trace(const std::vector<int> &sel, bool causal)
         wait_or_die(0, g_entries[e].name, 20.0);
         float ms = 0;
         CK(cudaEventElapsedTime(&ms, e0, e1));
-        CK(cudaMemcpyFromSymbol(&tr, evo_sm90::evo_sm90_trace, sizeof tr));
+        CK(cudaMemcpyFromSymbol(&tr, evo_sm90_trace, sizeof tr));
         const int n = (sh.s + 127) / 128 * 128 / g_entries[e].g.tile_n; /* key tiles of the first item (non-causal) */
         printf("\ntrace %s at (%d,%d,%d,%d)%s: %.1f us this launch; clocks, CTA 0..%d, first item, %d key tiles\n",
                g_entries[e].name, sh.b, sh.h, sh.s, sh.d, causal ? " causal" : "", 1000.0 * ms, EVO_SM90_TRACE_CTAS - 1,
                n);
-        printf("  tile  wg    start  ->turn ->issued  ->QK done ->PV done ->softmax   (clocks since the CTA's first stamp)\n");
+        printf("  tile  wg    start  ->turn ->issued  ->QK done ->PV done ->softmax   (clocks since the CTA's first stamp; "
+               "- : a step the tile does not have)\n");
+        /* clocks from stamp x to stamp y, -1 when either was not taken (0) */
+        auto gap = [](unsigned long long x, unsigned long long y) { return x && y ? (long long)(y - x) : -1ll; };
+        auto col = [](long long v, int w) { v < 0 ? printf(" %*s", w, "-") : printf(" %*lld", w, v); };
         for (int c = 0; c < EVO_SM90_TRACE_CTAS; c++) {
             unsigned long long t0 = ~0ull;
             for (int w = 0; w < 2; w++)
-                if (tr[c][w][0][0] && tr[c][w][0][0] < t0) t0 = tr[c][w][0][0];
+                if (tr[c][w][0][TRACE_START] && tr[c][w][0][TRACE_START] < t0) t0 = tr[c][w][0][TRACE_START];
             if (t0 == ~0ull) {
                 printf("  CTA %d: no stamps\n", c);
                 continue;
@@ -885,27 +890,32 @@ static int run_trace(const std::vector<int> &sel, bool causal)
             double sum[2][6] = {{0}}, ov = 0, sm_total = 0;
             int cnt = 0;
             for (int j = 0; j <= n && j < EVO_SM90_TRACE_TILES; j++) {
-                for (int w = 0; w < 2; w++) {
+                for (int w = 0; w < 2 && c == 0 && (j < 4 || j > n - 3); w++) {
                     const unsigned long long *t = tr[c][w][j];
-                    if (!t[0]) continue;
-                    if (c == 0 && (j < 4 || j > n - 3))
-                        printf("  %4d  %2d %8lld %7lld %7lld %9lld %9lld %9lld\n", j, w, (long long)(t[0] - t0),
-                               (long long)(t[1] - t[0]), (long long)(t[2] - t[1]),
-                               j > 0 && j < n ? (long long)(t[3] - t[2]) : 0ll, /* tile 0: no P·V; n: P·V only */
-                               j == 0 ? 0ll : j < n ? (long long)(t[5] - t[3]) : (long long)(t[5] - t[2]),
-                               j < n && t[6] ? (long long)(t[6] - (j ? t[5] : t[3])) : 0ll);
+                    if (!t[TRACE_START]) continue;
+                    /* tile 0 has no P·V to wait for, the last step (j = n) only P·V */
+                    const unsigned long long before_pv = t[TRACE_QK] ? t[TRACE_QK] : t[TRACE_ISSUED];
+                    const unsigned long long before_sm = t[TRACE_PV] ? t[TRACE_PV] : t[TRACE_QK];
+                    printf("  %4d  %2d %8lld", j, w, (long long)(t[TRACE_START] - t0));
+                    col(gap(t[TRACE_START], t[TRACE_TURN]), 7), col(gap(t[TRACE_TURN], t[TRACE_ISSUED]), 7);
+                    col(gap(t[TRACE_ISSUED], t[TRACE_QK]), 9), col(gap(before_pv, t[TRACE_PV]), 9);
+                    col(gap(before_sm, t[TRACE_SOFTMAX]), 9);
+                    printf("\n");
                 }
                 if (j >= 2 && j < n - 1 && j + 1 < EVO_SM90_TRACE_TILES) { /* the middle tiles: means, overlap */
                     for (int w = 0; w < 2; w++) {
                         const unsigned long long *t = tr[c][w][j], *u = tr[c][w][j + 1];
-                        sum[w][0] += (double)(t[1] - t[0]), sum[w][1] += (double)(t[2] - t[1]);
-                        sum[w][2] += (double)(t[3] - t[2]), sum[w][3] += (double)(t[5] - t[3]);
-                        sum[w][4] += (double)(t[6] - t[5]), sum[w][5] += (double)(u[0] - t[0]);
+                        const unsigned long long from[6] = {t[TRACE_START], t[TRACE_TURN], t[TRACE_ISSUED],
+                                                            t[TRACE_QK],    t[TRACE_PV],   t[TRACE_START]};
+                        const unsigned long long to[6] = {t[TRACE_TURN], t[TRACE_ISSUED], t[TRACE_QK],
+                                                          t[TRACE_PV],   t[TRACE_SOFTMAX], u[TRACE_START]};
+                        for (int k = 0; k < 6; k++) sum[w][k] += (double)(to[k] - from[k]);
                     }
                     const unsigned long long *a = tr[c][0][j], *b = tr[c][1][j];
-                    const double lo = (double)(a[5] > b[5] ? a[5] : b[5]), hi = (double)(a[6] < b[6] ? a[6] : b[6]);
+                    const double lo = (double)(a[TRACE_PV] > b[TRACE_PV] ? a[TRACE_PV] : b[TRACE_PV]);
+                    const double hi = (double)(a[TRACE_SOFTMAX] < b[TRACE_SOFTMAX] ? a[TRACE_SOFTMAX] : b[TRACE_SOFTMAX]);
                     ov += hi > lo ? hi - lo : 0;
-                    sm_total += (double)(a[6] - a[5]);
+                    sm_total += (double)(a[TRACE_SOFTMAX] - a[TRACE_PV]);
                     cnt++;
                 }
             }
