@@ -629,15 +629,55 @@ static void judge(const evo_metrics *m, const evo_tolerance *tol, char *why, siz
  * many query rows at an offset drawn from the seed (each row against all its keys; the FP8 model of a whole
  * 16384-row head took ~45 ms, four of them in every fp8-class timing of (1,16,16384,64)), and every element of the
  * head must still be written and finite. */
+/* Every element of a head's output oh (hn elements) written and finite: the comparison counts the output's non-finite
+ * elements whatever the reference it is given holds (tref, one head's worth). */
+static evo_status head_written(attn_gpu *a, CUdeviceptr oh, size_t hn, evo_gpu_check *r, evo_err *err)
+{
+    evo_metrics all;
+    evo_status s = evo_gpu_compare_f16(a->g, oh, a->tref, hn, 0, 0, &all, err);
+    if (s == EVO_OK && all.n_nonfinite) {
+        r->m.n_nonfinite = all.n_nonfinite;
+        snprintf(r->why, sizeof r->why, "%llu output elements not written or not finite",
+                 (unsigned long long)all.n_nonfinite);
+    }
+    return s;
+}
+
+/* Query rows [row0, row0 + rows) of one head (shape one, dequantized into scratchf; its codes and scales) against
+ * their reference, in the variant's class: exact, the config's tolerance; fp8, twice the FP8 model's error there. */
+static evo_status judge_rows(attn_gpu *a, const evo_variant *v, const evo_shape *one, const CUdeviceptr codes[3],
+                             const CUdeviceptr scales[3], CUdeviceptr oh, int row0, int rows, evo_gpu_check *r,
+                             evo_err *err)
+{
+    const evo_tolerance *tol = &a->cfg->correctness.tol;
+    const size_t wn = (size_t)rows * (size_t)one->v[ATTN_DIM], off = (size_t)row0 * (size_t)one->v[ATTN_DIM];
+    const CUdeviceptr ow = oh + off * 2, ref = a->tref + off * 4;
+    evo_status s = reference_rows(a, one, a->scratchf[0], a->scratchf[1], a->scratchf[2], a->tref, row0, rows, err);
+    if (s != EVO_OK) return s;
+    if (v->accuracy == ATTN_ACC_FP8) {
+        evo_slice_acc m;
+        double rb, ab;
+        if ((s = model_stats(a, one, codes, scales, a->tref, 1, wn, row0, rows, &m, err)) != EVO_OK) return s;
+        attn_fp8_bounds(&m, 1, &rb, &ab);
+        CU(cuMemcpyHtoD(a->bound1, &ab, sizeof ab), err); /* the stream is idle: slices synchronized it */
+        return fp8_judge(a, ow, ref, one, 1, wn, &m, &rb, &ab, a->bound1, r, err);
+    }
+    double rms = 0;
+    s = ref_rms(a, ref, wn, &rms, err);
+    if (s == EVO_OK) s = evo_gpu_compare_f16(a->g, ow, ref, wn, tol->atol * rms, tol->rtol, &r->m, err);
+    if (s == EVO_OK) judge(&r->m, tol, r->why, sizeof r->why);
+    return s;
+}
+
 static evo_status attn_check_fresh(void *state, const evo_gpu_case *gc, const evo_variant *v, uint64_t seed,
                                    CUdeviceptr out, evo_gpu_check *r, evo_err *err)
 {
     attn_gpu *a = state;
     attn_case *c = gc->data;
     const evo_shape *sh = &gc->shape;
-    const evo_tolerance *tol = &a->cfg->correctness.tol;
-    const int bh_count = (int)(sh->v[ATTN_BATCH] * sh->v[ATTN_HEADS]);
-    const size_t hn = (size_t)sh->v[ATTN_SEQ] * sh->v[ATTN_DIM];
+    const int bh_count = (int)(sh->v[ATTN_BATCH] * sh->v[ATTN_HEADS]), seq = (int)sh->v[ATTN_SEQ];
+    const int rows = seq > SAMPLE_ROWS ? SAMPLE_ROWS : seq;
+    const size_t hn = (size_t)seq * sh->v[ATTN_DIM];
     evo_shape one = *sh;
     one.v[ATTN_BATCH] = one.v[ATTN_HEADS] = 1;
     evo_status s = attn_perturb(state, gc, seed, err);
@@ -649,45 +689,14 @@ static evo_status attn_check_fresh(void *state, const evo_gpu_case *gc, const ev
         const CUdeviceptr scales[3] = {c->scales[0] + (CUdeviceptr)bh * 4, c->scales[1] + (CUdeviceptr)bh * 4,
                                        c->scales[2] + (CUdeviceptr)bh * 4};
         const CUdeviceptr oh = out + (CUdeviceptr)bh * hn * 2;
-        const int seq = (int)sh->v[ATTN_SEQ], d = (int)sh->v[ATTN_DIM];
-        const int rows = seq > SAMPLE_ROWS ? SAMPLE_ROWS : seq;
         const int row0 = rows < seq ? (int)(mix64(seed ^ (uint64_t)j ^ 0x70a5ull) % (uint64_t)(seq - rows + 1)) : 0;
-        const size_t wn = (size_t)rows * (size_t)d, off = (size_t)row0 * (size_t)d; /* the window's elements */
         s = dequantize3(a, codes, scales, hn, hn, err);
-        if (s == EVO_OK && rows < seq) { /* every element of the head written: the comparison counts them whatever
-                                            the reference holds */
-            evo_metrics all;
-            s = evo_gpu_compare_f16(a->g, oh, a->tref, hn, 0, 0, &all, err);
-            if (s == EVO_OK && all.n_nonfinite) {
-                r->m.n_nonfinite = all.n_nonfinite;
-                snprintf(r->why, sizeof r->why, "%llu output elements not written or not finite",
-                         (unsigned long long)all.n_nonfinite);
-            }
-        }
-        if (s == EVO_OK && !r->why[0])
-            s = reference_rows(a, &one, a->scratchf[0], a->scratchf[1], a->scratchf[2], a->tref, row0, rows, err);
-        if (s != EVO_OK) break;
-        if (r->why[0]) {
-            /* judged already: not every element written */
-        } else if (v->accuracy == ATTN_ACC_FP8) {
-            evo_slice_acc m;
-            double rb, ab;
-            s = model_stats(a, &one, codes, scales, a->tref, 1, wn, row0, rows, &m, err);
-            if (s != EVO_OK) break;
-            attn_fp8_bounds(&m, 1, &rb, &ab);
-            CU(cuMemcpyHtoD(a->bound1, &ab, sizeof ab), err); /* the stream is idle: slices synchronized it */
-            s = fp8_judge(a, oh + off * 2, a->tref + off * 4, &one, 1, wn, &m, &rb, &ab, a->bound1, r, err);
-        } else {
-            double rms = 0;
-            s = ref_rms(a, a->tref + off * 4, wn, &rms, err);
-            if (s == EVO_OK)
-                s = evo_gpu_compare_f16(a->g, oh + off * 2, a->tref + off * 4, wn, tol->atol * rms, tol->rtol, &r->m,
-                                        err);
-            if (s == EVO_OK) judge(&r->m, tol, r->why, sizeof r->why);
-        }
+        if (s == EVO_OK && rows < seq) s = head_written(a, oh, hn, r, err);
+        const bool whole = r->why[0] != 0; /* the head's verdict, not the window's */
+        if (s == EVO_OK && !whole) s = judge_rows(a, v, &one, codes, scales, oh, row0, rows, r, err);
         if (s == EVO_OK && r->why[0]) {
             const size_t l = strlen(r->why);
-            if (rows < seq)
+            if (rows < seq && !whole)
                 snprintf(r->why + l, sizeof r->why - l,
                          " (head %d of a timed repetition's fresh inputs, its query rows %d..%d, counted from %d)", bh,
                          row0, row0 + rows - 1, row0);
