@@ -70,6 +70,13 @@ static int accumulator_regs(const evo_sm90_genome *g, int d)
            (g->tile_n / 2 + o + (g->o_acc ? o : 0) + (gemm_sums(g) ? 4 : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
 }
 
+/* A consumer compiles without spills when its accumulators leave 32 of its registers free, 48 with PERSIST (measured
+ * with ptxas 13.0, docs/perf-notes.md). */
+static int regs_fit(const evo_sm90_genome *g, int d)
+{
+    return accumulator_regs(g, d) + (g->persist ? 48 : 32) <= consumer_regs(g);
+}
+
 const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
 {
     static const int wg_rows[] = {64, 128}, tiles[] = {64, 128, 192, 256}, regs[] = {24, 32, 40, 56};
@@ -102,18 +109,16 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (g->pipe == 2 && g->consumers >= 2 && g->producer_regs < (g->persist ? 56 : 40))
         return "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST)";
     if (g->persist && g->qk_mode == 2) return "PERSIST with QK_MODE=2 spills (the loop state and the FP16 copies)";
-    if (accumulator_regs(g, d) + (g->persist ? 48 : 32) > consumer_regs(g))
-        return "accumulators do not fit the consumer's registers";
+    if (!regs_fit(g, d)) return "accumulators do not fit the consumer's registers";
     return NULL;
 }
 
 evo_sm90_genome attn_sm90_at_dim(const evo_sm90_genome *g, int d)
 {
     evo_sm90_genome h = *g;
-    const int reserve = g->persist ? 48 : 32; /* attn_sm90_check's register rule */
-    if (d == 128 && g->consumers == 3 && g->pipe == 2 && accumulator_regs(g, d) + reserve > consumer_regs(g)) {
+    if (d == 128 && g->consumers == 3 && g->pipe == 2 && !regs_fit(g, d)) {
         h.consumers = 2;
-        if (accumulator_regs(&h, d) + reserve > consumer_regs(&h)) h = *g; /* two do not fit either: g is illegal */
+        if (!regs_fit(&h, d)) h = *g; /* two do not fit either: g is illegal */
     }
     return h;
 }
