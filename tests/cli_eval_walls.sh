@@ -49,6 +49,13 @@ out=$(python3 "$SRC/tools/bench/eval_walls.py" "$T/s.db" --run 7 2>&1); rc=$?
 echo "not a database" >"$T/x.db"
 out=$(python3 "$SRC/tools/bench/eval_walls.py" "$T/x.db" 2>&1); rc=$?
 [ $rc = 2 ] && grep -q "x.db" <<<"$out" || fail "not a store: exit $rc: $out"
+# a FIFO is refused at once (sqlite would block opening it), a symlink to the store is read
+mkfifo "$T/fifo"
+out=$(timeout 10 python3 "$SRC/tools/bench/eval_walls.py" "$T/fifo" 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "not a regular file" <<<"$out" || fail "FIFO: exit $rc: $out"
+ln -s "$T/s.db" "$T/link.db"
+out=$(python3 "$SRC/tools/bench/eval_walls.py" "$T/link.db" 2>&1); rc=$?
+[ $rc = 0 ] && grep -q "run 2: 4 evaluations" <<<"$out" || fail "symlink: exit $rc: $out"
 # a store without wall times: repetitions and kernel time, the wall column empty
 python3 - "$T/s.db" <<'EOF'
 import sqlite3, sys, json

@@ -13,6 +13,7 @@ Stores older than the wall times (no "wall_ms" in an evaluation's timing detail)
 """
 import argparse
 import json
+import os
 import sqlite3
 import sys
 
@@ -22,6 +23,9 @@ def main():
     ap.add_argument("db")
     ap.add_argument("--run", type=int, default=0, help="run id (default: the last run)")
     a = ap.parse_args()
+    if not os.path.isfile(a.db):  # a FIFO or a device would block sqlite's open; a missing file is not a store
+        print(f"eval_walls.py: {a.db}: not a regular file (a store is an SQLite file)", file=sys.stderr)
+        return 2
     try:
         con = sqlite3.connect(f"file:{a.db}?mode=ro", uri=True)
         run = a.run or con.execute("SELECT max(id) FROM runs").fetchone()[0]
