@@ -79,7 +79,8 @@
  *                            items, 1 tile by tile over all heads, 2 head by head when not causal (Sched); heaviest
  *                            first (causal: the longest rows first); 0: one block per item
  *   PROBE          (not a knob, default 0; measurement only, results are wrong) leaves stages out to time the
- *                            rest: 1 the K/V transforms, 2 the softmax, 4 P·V, 8 Q·Kᵀ (bits combine)
+ *                            rest: 1 the K/V transforms, 2 the softmax, 4 P·V, 8 Q·Kᵀ, 16 the row maxima (every
+ *                            offset 0), 32 V_PATH 4 and 5's row-sum GEMMs (bits combine)
  *
  * LAUNCH RULES (what a launcher must do; attn_sm90_host.h computes each of these):
  *   kernel      evo_attn_sm90<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH, OVERLAP, PINGPONG, O_ACC,
@@ -804,7 +805,7 @@ template <int TILE_N, int MT, bool P8> struct PFrag {
  * perf-notes.md, "The FP8 accumulator"), so a row sum carried along the whole row in it drops late tiles' small keys
  * (measured: rel-L2 2.5x the FP8 model's at S = 4096); within one tile the sum stays small. take_rowsum adds lg into
  * the accumulator's columns D..D+7 once the GEMMs are done. */
-template <int D, int DA, int TILE_N, int MT, bool P8, bool GSUM = false>
+template <int D, int DA, int TILE_N, int MT, bool P8, bool GSUM = false, bool SUMS = true>
 EVO_DEV void issue_pv(float (&o)[MT][DA / 2], float (&lg)[MT][4], const PFrag<TILE_N, MT, P8> &pf, u32 vt_addr,
                       bool zero_first)
 {
@@ -821,7 +822,7 @@ EVO_DEV void issue_pv(float (&o)[MT][DA / 2], float (&lg)[MT][4], const PFrag<TI
                 const int kl = 32 * c;
                 const u64 db = desc_at(vd, (kl / VB) * ROWS * VB + kl % VB);
                 WgPV8<D>::mma(od, pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
-                if constexpr (GSUM) /* the ones: D rows (a whole number of 8-row swizzle atoms) further */
+                if constexpr (GSUM && SUMS) /* the ones: D rows (a whole number of 8-row swizzle atoms) further */
                     WgPV8<8>::mma(lg[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3],
                                   desc_at(db, D * VB), c ? 1 : 0);
             } else {
@@ -863,7 +864,8 @@ template <int LO, int HI, int N> EVO_DEV float row_max(const float (&s)[N], int 
 /* FP16 P: how far (log2 units) a row's maximum may pass its offset before O and the row sum are rescaled. */
 constexpr float LAZY_RESCALE = 8.f;
 
-template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
+/* NO_MAX (PROBE 16, wrong results): no row maxima (no FMNMX trees, no shuffles), every offset 0 */
+template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> struct Softmax {
     float m[MT][2], M[MT][2], l[MT][2], alpha[MT][2];
     EVO_DEV void init()
     {
@@ -894,13 +896,16 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) rmx[mt][h] = fmaxf(m[mt][h], row_max<0, TILE_N / 8>(s[mt], h));
+            for (int h = 0; h < 2; h++)
+                rmx[mt][h] = NO_MAX ? (m[mt][h] = 0.f) : fmaxf(m[mt][h], row_max<0, TILE_N / 8>(s[mt], h));
+        if constexpr (!NO_MAX)
 #pragma unroll
-        for (int sh = 1; sh <= 2; sh *= 2)
+            for (int sh = 1; sh <= 2; sh *= 2)
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++)
+                for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                for (int h = 0; h < 2; h++) rmx[mt][h] = fmaxf(rmx[mt][h], __shfl_xor_sync(0xffffffffu, rmx[mt][h], sh));
+                    for (int h = 0; h < 2; h++)
+                        rmx[mt][h] = fmaxf(rmx[mt][h], __shfl_xor_sync(0xffffffffu, rmx[mt][h], sh));
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -1205,7 +1210,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     float(&pvt)[MT][DA / 2] = O_ACC ? ot : o; /* O_ACC: each tile's P·V lands in ot, then o = o·alpha + ot */
     PFrag<TILE_N, MT, P8> pf;
     QFrag<D, QK_MODE == 1 ? MT : 1> qf;
-    Softmax<TILE_N, MT, P8, GSUM> sx;
+    Softmax<TILE_N, MT, P8, GSUM, (PROBE & 16) != 0> sx;
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -1246,7 +1251,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
                 pf.pack(s);
                 mbar_wait(sm.b(B::vtfull(st)), ph);
-                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + st * VT, O_ACC != 0);
+                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, !(PROBE & 32)>(pvt, lg, pf, sm.vt + st * VT, O_ACC != 0);
                 wg_wait<0>();
                 fence_regs(pvt);
                 if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
@@ -1292,7 +1297,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
                 mbar_wait(sm.b(B::vtfull(pst)), pph);
-                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
+                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, !(PROBE & 32)>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
                 if (PINGPONG) named_arrive(other_turn, 256);
                 tt.stamp(TRACE_ISSUED);
                 wg_wait<1>();
@@ -1326,7 +1331,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             tt.stamp(TRACE_TURN);
             if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
             mbar_wait(sm.b(B::vtfull(pst)), pph);
-            if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
+            if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, !(PROBE & 32)>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
             /* the last turn of warpgroup 1 has no one left to hand over to */
             if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
             tt.stamp(TRACE_ISSUED);

@@ -6,9 +6,10 @@
  *        -o sm90_bench                                                        (tools/bench/sm90_batch.sh builds and runs it)
  *   ./sm90_bench [--check] [--time] [--list] [--filter SUBSTR] [--only 'G;G'] [--skip 'G;G'] [--csv FILE] [--reps N]
  *                [--big-only] [--no-baseline] [--profile] [--repeat N [--shape B,H,S,D,CAUSAL]] [--trace|--trace-causal]
- *                (exit 3: a kernel hung, named on the HANG line; 1: failed checks; --repeat: N launches on one problem
+ *                [--hash] (exit 3: a kernel hung, named on the HANG line; 1: failed checks; --repeat: N launches on one problem
  *                must give the first launch's bits; --trace: built with -DEVO_SM90_TRACE=1, the consumer warpgroups'
- *                clock stamps of one launch, run_trace)
+ *                clock stamps of one launch, run_trace; --hash: a hash of every checked output, so that two builds of one
+ *                list can be compared bit for bit)
  */
 #include "attention_fp8_sm90.cu"
 #include "attn_sm90_host.h"
@@ -360,6 +361,8 @@ static void wait_or_die(cudaStream_t st, const char *who, double limit_s)
 }
 
 /* Launch genome e (BASELINE: the linked mma.sync export) on pr; false if it cannot run this shape. */
+static bool g_hash = false; /* --hash: print a hash of each checked output */
+
 static bool launch(int e, Problem &pr, cudaStream_t st)
 {
     if (e == BASELINE) {
@@ -583,6 +586,12 @@ static int run_checks(const std::vector<int> &sel, FILE *csv, bool with_baseline
                         CK(cudaMemcpy(out.data(), pr.o, pr.n * 2, cudaMemcpyDeviceToHost));
                         long long unwritten = 0;
                         for (size_t i = 0; i < pr.n; i++) unwritten += !std::isfinite(__half2float(out[i]));
+                        if (g_hash) { /* two builds of one list give the same bits when these lines diff equal */
+                            unsigned long long hv = 1469598103934665603ull;
+                            for (size_t i = 0; i < pr.n; i++)
+                                hv = (hv ^ *(const unsigned short *)&out[i]) * 1099511628211ull;
+                            printf("hash %-44s %-40s %016llx\n", entry_name(e), cname, hv);
+                        }
                         const int pm = (e != BASELINE && g_entries[e].g.v_path == 0) ? 1 : 0;
                         const Err eg = compare_rows(out, pr, pr.ref[pm]);
                         const Err ex = compare_rows(out, pr, pr.ref[0]);
@@ -950,6 +959,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--time")) timing = true;
         else if (!strcmp(argv[i], "--list")) list = true;
         else if (!strcmp(argv[i], "--big-only")) big_only = true;
+        else if (!strcmp(argv[i], "--hash")) g_hash = true;
         else if (!strcmp(argv[i], "--no-baseline")) no_baseline = true;
         else if (!strcmp(argv[i], "--profile")) profile = true;
         else if (!strcmp(argv[i], "--trace")) trace = true;
@@ -964,7 +974,7 @@ int main(int argc, char **argv)
                  sscanf(argv[++i], "%d,%d,%d,%d,%d", &rshape.b, &rshape.h, &rshape.s, &rshape.d, &rshape.causal) == 5) {
         } else {
             fprintf(stderr, "usage: %s [--check] [--time] [--list] [--filter SUBSTR] [--only 'G;G'] [--skip 'G;G'] "
-                            "[--csv FILE] [--reps N] [--big-only] [--no-baseline] [--repeat N [--shape B,H,S,D,CAUSAL]]\n", argv[0]);
+                            "[--csv FILE] [--reps N] [--big-only] [--no-baseline] [--repeat N [--shape B,H,S,D,CAUSAL]] [--hash]\n", argv[0]);
             return 2;
         }
     }
