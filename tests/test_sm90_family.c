@@ -108,9 +108,22 @@ int main(void)
     at = attn_sm90_at_dim(&best, 128); /* two consumers: as given */
     CHECK(memcmp(&at, &best, sizeof at) == 0);
     g = c3;
-    g.persist = 2; /* 48 registers for the persistent loop: three do not fit at head dim 64 (illegal genome) */
+    g.persist = 2; /* V_PATH 5: the persistent loop needs 32 free registers as well (every such genome compiled
+                      without spills, tools/sm90_nvrtc_check --slack 32,47 --persist), and three leave 32 */
+    CHECK(attn_sm90_reg_slack(&g, 64) == 32 && attn_sm90_check(&g, 64, 227 * 1024) == NULL);
+    g.v_path = 0, g.persist = 0; /* e4m3 P·V summed by the softmax: 40 free, enough without PERSIST... */
+    CHECK(attn_sm90_reg_slack(&g, 64) == 40 && attn_sm90_check(&g, 64, 227 * 1024) == NULL);
+    g.persist = 2; /* ...but not with it (48), so three do not fit at head dim 64 (illegal genome) */
     at = attn_sm90_at_dim(&g, 64);
     CHECK(at.consumers == 3 && has(attn_sm90_check(&at, 64, 227 * 1024), "registers"));
+    /* 192-key tiles at head dim 128 with PERSIST 2 and V_PATH 5: S 96 + O 68 + P̃ 24 + 4, 32 of 224 free */
+    const evo_sm90_genome t192 = {64, 2, 192, 2, 2, 0, 5, 1, 1, 0, 56, 2};
+    CHECK(attn_sm90_reg_slack(&t192, 128) == 32 && attn_sm90_check(&t192, 128, 227 * 1024) == NULL);
+    g = t192;
+    g.v_path = 0; /* e4m3 P·V summed by the softmax: 40 free, short of the 48 PERSIST needs there */
+    CHECK(attn_sm90_reg_slack(&g, 128) == 40 && has(attn_sm90_check(&g, 128, 227 * 1024), "registers"));
+    g.persist = 0;
+    CHECK(attn_sm90_check(&g, 128, 227 * 1024) == NULL);
     g = c3;
     g.tile_n = 256, g.o_acc = 1; /* S 128 + O 68 twice + P̃ 32: two do not fit at 128 either, so three stay */
     at = attn_sm90_at_dim(&g, 128);

@@ -2,7 +2,10 @@
  * (--gpu-architecture=sm_90a -std=c++17, the ABI header in memory) and reports registers, spills and shared memory.
  *   cc -std=c11 -O2 -Itemplates -Itasks/attention_fp8 -I/usr/local/cuda/include tools/sm90_nvrtc_check.c \
  *      tasks/attention_fp8/attn_sm90_host.c -L/usr/local/cuda/lib64 -lnvrtc -o sm90_nvrtc_check
- *   ./sm90_nvrtc_check [--every N] [--d 64|128] [--cubin-dir DIR] [EVO_DIR]   exit 1 on a failure or a spill
+ *   ./sm90_nvrtc_check [--every N] [--d 64|128] [--cubin-dir DIR] [--slack LO,HI] [--persist] [--distinct] [EVO_DIR]
+ *   exit 1 on a failure, a spill or serialized wgmma. --slack keeps the genomes whose consumer registers less their
+ *   accumulators (attn_sm90_reg_slack) lie in [LO, HI]; --persist those with PERSIST 1 or 2; --distinct the first of
+ *   each genome that differs from an earlier one only in STAGES (the rest sets the consumers' registers).
  */
 #include "attn_sm90_host.h"
 
@@ -32,7 +35,7 @@ static char *read_file(const char *path)
 static int enumerate(int d, evo_sm90_genome *out, int cap)
 {
     static const int rows[] = {64, 128}, cons[] = {1, 2, 3}, tiles[] = {64, 128, 192, 256}, stages[] = {2, 3, 4};
-    static const int regs[] = {24, 32, 40, 56}, vpaths[] = {0, 1, 3, 4}; /* the genomes' V_PATH values */
+    static const int regs[] = {24, 32, 40, 56}, vpaths[] = {0, 1, 3, 4, 5}; /* the genomes' V_PATH values */
     int n = 0;
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 3; b++)
@@ -40,7 +43,7 @@ static int enumerate(int d, evo_sm90_genome *out, int cap)
                 for (int s = 0; s < 3; s++)
                     for (int pipe = 0; pipe < 3; pipe++)
                         for (int qk = 0; qk < 3; qk++)
-                            for (int v = 0; v < 4; v++)
+                            for (int v = 0; v < 5; v++)
                                 for (int ov = 0; ov < 2; ov++)
                                     for (int pp = 0; pp < 2; pp++)
                                         for (int oa = 0; oa < 2; oa++)
@@ -56,17 +59,35 @@ static int enumerate(int d, evo_sm90_genome *out, int cap)
     return n;
 }
 
+/* g and h differ at most in STAGES */
+static int same_but_stages(const evo_sm90_genome *g, const evo_sm90_genome *h)
+{
+    evo_sm90_genome a = *g, b = *h;
+    a.stages = b.stages = 0;
+    return !memcmp(&a, &b, sizeof a);
+}
+
 int main(int argc, char **argv)
 {
-    int every = 97, only_d = 0;
+    int every = 97, only_d = 0, slack_lo = -1000, slack_hi = 1000, persist_only = 0, distinct = 0;
     const char *evo_dir = ".", *cubin_dir = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--every") && i + 1 < argc) every = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--d") && i + 1 < argc) only_d = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--cubin-dir") && i + 1 < argc) cubin_dir = argv[++i];
+        else if (!strcmp(argv[i], "--slack") && i + 1 < argc) {
+            if (sscanf(argv[++i], "%d,%d", &slack_lo, &slack_hi) != 2) {
+                fprintf(stderr, "%s: --slack takes LO,HI (registers), not '%s'\n", argv[0], argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--persist")) persist_only = 1;
+        else if (!strcmp(argv[i], "--distinct")) distinct = 1;
         else if (argv[i][0] != '-') evo_dir = argv[i];
         else {
-            fprintf(stderr, "usage: %s [--every N] [--d 64|128] [--cubin-dir DIR] [EVO_DIR]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--every N] [--d 64|128] [--cubin-dir DIR] [--slack LO,HI] [--persist] [--distinct] "
+                    "[EVO_DIR]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -84,8 +105,17 @@ int main(int argc, char **argv)
     for (int d = 64; d <= 128; d += 64) {
         if (only_d && only_d != d) continue;
         static evo_sm90_genome all[200000];
-        const int n = enumerate(d, all, 200000);
-        printf("head dim %d: %d legal genomes, compiling every %d-th\n", d, n, every);
+        int n = enumerate(d, all, 200000);
+        if (n > 200000) n = 200000;
+        int kept = 0; /* the selection, in order, at the front of all */
+        for (int i = 0; i < n; i++) {
+            const int sl = attn_sm90_reg_slack(&all[i], d);
+            if (sl < slack_lo || sl > slack_hi || (persist_only && !all[i].persist)) continue;
+            if (distinct && kept && same_but_stages(&all[kept - 1], &all[i])) continue;
+            all[kept++] = all[i];
+        }
+        printf("head dim %d: %d legal genomes, %d selected, compiling every %d-th\n", d, n, kept, every);
+        n = kept;
         for (int i = 0; i < n; i += every) {
             char expr[256];
             attn_sm90_name_expr(&all[i], d, expr, sizeof expr);
@@ -108,9 +138,11 @@ int main(int argc, char **argv)
                 sscanf(sp, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &stack, &spill_st,
                        &spill_ld);
             }
-            const int bad = r != NVRTC_SUCCESS || spill_st != 0 || spill_ld != 0 || stack != 0;
-            printf("%-4s %-64s regs %3d stack %d spills %d/%d smem %d%s\n", bad ? "FAIL" : "ok", expr, regs, stack,
-                   spill_st, spill_ld, attn_sm90_smem_bytes(&all[i], d), strstr(log, "C7512") ? " (wgmma serialized)" : "");
+            const int serialized = strstr(log, "C7512") || strstr(log, "C7513"); /* ptxas: wgmma serialized */
+            const int bad = r != NVRTC_SUCCESS || spill_st != 0 || spill_ld != 0 || stack != 0 || serialized;
+            printf("%-4s %-64s regs %3d stack %d spills %d/%d smem %d slack %d%s\n", bad ? "FAIL" : "ok", expr, regs,
+                   stack, spill_st, spill_ld, attn_sm90_smem_bytes(&all[i], d), attn_sm90_reg_slack(&all[i], d),
+                   serialized ? " (wgmma serialized)" : "");
             if (r != NVRTC_SUCCESS || getenv("SM90_LOG")) printf("%s\n", log);
             if (r == NVRTC_SUCCESS && cubin_dir) {
                 size_t sz = 0;

@@ -70,11 +70,14 @@ static int accumulator_regs(const evo_sm90_genome *g, int d)
            (g->tile_n / 2 + o + (g->o_acc ? o : 0) + (gemm_sums(g) ? 4 : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
 }
 
-/* A consumer compiles without spills when its accumulators leave 32 of its registers free, 48 with PERSIST (measured
- * with ptxas 13.0, docs/perf-notes.md). */
+int attn_sm90_reg_slack(const evo_sm90_genome *g, int d) { return consumer_regs(g) - accumulator_regs(g, d); }
+
+/* A consumer compiles without spills when its accumulators leave 32 of its registers free, 48 with PERSIST except
+ * with V_PATH 4 and 5 (measured with ptxas 13.0: tools/sm90_nvrtc_check --slack 32,47 --persist; docs/perf-notes.md). */
 static int regs_fit(const evo_sm90_genome *g, int d)
 {
-    return accumulator_regs(g, d) + (g->persist ? 48 : 32) <= consumer_regs(g);
+    const int gsum = g->v_path == 4 || g->v_path == 5;
+    return attn_sm90_reg_slack(g, d) >= (g->persist && !gsum ? 48 : 32);
 }
 
 const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)

@@ -71,6 +71,9 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
  * consumers and stays 0). Check and launch what this returns. */
 evo_sm90_genome attn_sm90_at_dim(const evo_sm90_genome *g, int d);
 
+/* A consumer thread's registers less its live accumulators at head dim d (attn_sm90_check's register rule). */
+int attn_sm90_reg_slack(const evo_sm90_genome *g, int d);
+
 int attn_sm90_threads(const evo_sm90_genome *g);           /* block size */
 int attn_sm90_rows_per_block(const evo_sm90_genome *g);    /* WG_ROWS * CONSUMERS */
 int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d); /* dynamic shared memory; equals Sm90Cfg<...>::SMEM */
