@@ -29,90 +29,72 @@
  * bucket's timed shapes.
  *
  *   bucket                                   entry key      class    speedup median µs  shapes; GPU
- *   d64 non-causal seq 257..512 bh 1..8          0 d6b2db4e fp8       1.143x       6.50  mission(1,8,512,64); NVIDIA H200
- *   d64 non-causal seq 257..512 bh 9..16         1 aa77772c exact     1.119x       6.98  small(2,8,512,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 9..16       2 aa69bfb5 fp8       1.593x      42.30  long(2,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 17..32      3 dce3cd91 fp8       1.576x      79.95  stress(4,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 8193..16384 bh 9..16      4 475410a8 fp8       1.766x    2141.93  b1h16s16k(1,16,16384,64); NVIDIA H200
- *   d64 causal seq 257..512 bh 1..8              5 d93b5501 fp8       1.148x       6.50  missionc(1,8,512,64) causal; NVIDIA H200
- *   d64 causal seq 257..512 bh 9..16             5 d93b5501 fp8       1.156x       6.78  smallc(2,8,512,64) causal; NVIDIA H200
- *   d64 causal seq 1025..2048 bh 9..16           6 b003fc41 fp8       1.555x      32.80  longc(2,8,2048,64) causal; NVIDIA H200
- *   d64 causal seq 1025..2048 bh 17..32          6 b003fc41 fp8       1.564x      53.25  stressc(4,8,2048,64) causal; NVIDIA H200
- *   d64 causal seq 8193..16384 bh 9..16          4 475410a8 fp8       1.802x    1089.89  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
- *   d128 non-causal seq 257..512 bh 9..16        5 d93b5501 fp8       1.146x       9.63  wide(2,8,512,128); NVIDIA H200
- *   d128 non-causal seq 2049..4096 bh 33..64     7 f2b406d6 fp8       2.408x     708.41  b4h16s4k(4,16,4096,128); NVIDIA H200
- *   d128 causal seq 257..512 bh 9..16            5 d93b5501 fp8       1.247x       8.83  widec(2,8,512,128) causal; NVIDIA H200
- *   d128 causal seq 2049..4096 bh 33..64         8 fbd6121c fp8       2.180x     412.69  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 1..8          0 aa77772c exact     1.126x       6.59  mission(1,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 9..16         0 aa77772c exact     1.122x       6.93  small(2,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 9..16       1 c6f571db fp8       1.621x      42.02  long(2,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 17..32      1 c6f571db fp8       1.634x      78.42  stress(4,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 8193..16384 bh 9..16      2 2e3716d9 fp8       1.889x    2001.54  b1h16s16k(1,16,16384,64); NVIDIA H200
+ *   d64 causal seq 257..512 bh 1..8              3 5810762d exact     1.114x       6.72  missionc(1,8,512,64) causal; NVIDIA H200
+ *   d64 causal seq 257..512 bh 9..16             4 6d55ee22 fp8       1.129x       6.94  smallc(2,8,512,64) causal; NVIDIA H200
+ *   d64 causal seq 1025..2048 bh 9..16           5 6a26b1fb fp8       1.556x      33.07  longc(2,8,2048,64) causal; NVIDIA H200
+ *   d64 causal seq 1025..2048 bh 17..32          5 6a26b1fb fp8       1.561x      53.55  stressc(4,8,2048,64) causal; NVIDIA H200
+ *   d64 causal seq 8193..16384 bh 9..16          2 2e3716d9 fp8       1.836x    1067.74  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
+ *   d128 non-causal seq 257..512 bh 9..16        4 6d55ee22 fp8       1.149x       9.66  wide(2,8,512,128); NVIDIA H200
+ *   d128 non-causal seq 2049..4096 bh 33..64     2 2e3716d9 fp8       2.496x     683.32  b4h16s4k(4,16,4096,128); NVIDIA H200
+ *   d128 causal seq 257..512 bh 9..16            4 6d55ee22 fp8       1.237x       8.90  widec(2,8,512,128) causal; NVIDIA H200
+ *   d128 causal seq 2049..4096 bh 33..64         1 c6f571db fp8       2.238x     403.29  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
  *
  * Entries
- *   entry 0: candidate 102, key d6b2db4e2cff8e6accb3a99a2f4b650ca7fd11abba2f7b81ce55bc3dbbe1c509, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
- *     measured    run 1 generation 3, NVIDIA H200, 2026-11-29T06:50:07Z
- *     template    attention_fp8_sm90.cu, SHA-256 c1e89447bbff4e80c8c96299af0464bb42b4d2d8666018bcb07b10c137514154
- *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
- *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,1,128,4,2,0,4,1,0,0,56,0>, 256 threads, 64 rows per block, 107768 bytes of smem
- *   entry 1: candidate 26, key aa77772ccb384802fa249763a4334e96ca369fcfd40a1d363021aca0339e32be, accuracy class exact, family 0
+ *   entry 0: candidate 28, key aa77772ccb384802fa249763a4334e96ca369fcfd40a1d363021aca0339e32be, accuracy class exact, family 0
  *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T06:48:17Z
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T10:04:24Z
  *     template    attention_fp8.cu, SHA-256 4fadd3282a3c73739c696132502cbe74e7194796298a1ead1a3cd215a98e60d4
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
  *     head dim  64: evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 36864 bytes of smem
- *   entry 2: candidate 55, key aa69bfb5798d87fc69f4c30b4a848ef3cf414b8a8979d4c6d871ff1b361e5624, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
- *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T06:48:52Z
- *     template    attention_fp8_sm90.cu, SHA-256 c1e89447bbff4e80c8c96299af0464bb42b4d2d8666018bcb07b10c137514154
+ *   entry 1: candidate 107, key c6f571dbf2396be4e9f3558a134cdb4a12c5596be23414ae6dab45626b78ca65, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
+ *     measured    run 1 generation 3, NVIDIA H200, 2026-11-29T10:05:24Z
+ *     template    attention_fp8_sm90.cu, SHA-256 9337bfdbad4f64a80cf3a6a9e8ffb0f3dc782330e43410eb5cfd4e2fe42b4c21
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,0,4,1,1,0,56,1>, 384 threads, 128 rows per block, 60552 bytes of smem
- *   entry 3: candidate 77, key dce3cd9167d3b09365ba47d933f79209013e713c46c62e247e6b64a7ce63bc12, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
- *     measured    run 1 generation 2, NVIDIA H200, 2026-11-29T06:49:26Z
- *     template    attention_fp8_sm90.cu, SHA-256 c1e89447bbff4e80c8c96299af0464bb42b4d2d8666018bcb07b10c137514154
+ *     head dim  64: evo_attn_sm90<64,64,2,192,2,2,0,4,1,1,0,56,2>, 384 threads, 128 rows per block, 87176 bytes of smem
+ *     head dim 128: evo_attn_sm90<128,64,2,192,2,2,0,4,1,1,0,56,2>, 384 threads, 128 rows per block, 169096 bytes of smem
+ *   entry 2: candidate 27, key 2e3716d9b49287ac8bed72e2aae83f807cafff0c2a019a578c667441ca019f42, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T10:04:23Z
+ *     template    attention_fp8_sm90.cu, SHA-256 9337bfdbad4f64a80cf3a6a9e8ffb0f3dc782330e43410eb5cfd4e2fe42b4c21
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>, 384 threads, 128 rows per block, 111864 bytes of smem
- *   entry 4: candidate 61, key 475410a8a9ed45e1962084d90fc911ca5ce5a7a928b97243a5ddbf075a4229cc, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
- *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T06:49:01Z
- *     template    attention_fp8_sm90.cu, SHA-256 c1e89447bbff4e80c8c96299af0464bb42b4d2d8666018bcb07b10c137514154
+ *     head dim  64: evo_attn_sm90<64,64,2,192,2,2,0,5,1,1,0,56,2>, 384 threads, 128 rows per block, 62600 bytes of smem
+ *     head dim 128: evo_attn_sm90<128,64,2,192,2,2,0,5,1,1,0,56,2>, 384 threads, 128 rows per block, 119944 bytes of smem
+ *     before each: evo_vt_transpose<128>: V to Vᵀ (V_PATH 5) into the workspace
+ *   entry 3: candidate 4, key 5810762d1bbe018f4b37ec67c66c53e0e46a394fc4a770b51ece4a3742ef8168, accuracy class exact, family 0
+ *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T10:04:08Z
+ *     template    attention_fp8.cu, SHA-256 4fadd3282a3c73739c696132502cbe74e7194796298a1ead1a3cd215a98e60d4
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,1,1,1,0,0,56,0>, 384 threads, 128 rows per block, 107656 bytes of smem
- *   entry 5: candidate 125, key d93b5501e8aebaf78c36eef17bd405fbab70a06bde693a6a97be605d25fb1a41, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0
- *     measured    run 1 generation 4, NVIDIA H200, 2026-11-29T06:50:33Z
- *     template    attention_fp8_sm90.cu, SHA-256 c1e89447bbff4e80c8c96299af0464bb42b4d2d8666018bcb07b10c137514154
+ *     head dim  64: evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 36864 bytes of smem
+ *     head dim  64: evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>, 128 threads, 128 rows per block, 24576 bytes of smem (large problems)
+ *   entry 4: candidate 53, key 6d55ee22e3ea0d6d2d96941c276598b7f52d5043804a2055913b58284999e581, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
+ *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T10:04:42Z
+ *     template    attention_fp8_sm90.cu, SHA-256 9337bfdbad4f64a80cf3a6a9e8ffb0f3dc782330e43410eb5cfd4e2fe42b4c21
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,1,128,2,2,0,1,1,0,0,40,0>, 256 threads, 64 rows per block, 103560 bytes of smem
- *     head dim 128: evo_attn_sm90<128,64,1,128,2,2,0,1,1,0,0,40,0>, 256 threads, 64 rows per block, 173192 bytes of smem
- *   entry 6: candidate 54, key b003fc413348cf4efce070371c77bdde071f2bf0dfb725a20a4dc02d4309775c, accuracy class fp8, family 1
+ *     head dim  64: evo_attn_sm90<64,64,1,128,2,2,1,1,1,0,0,56,0>, 256 threads, 64 rows per block, 103560 bytes of smem
+ *     head dim 128: evo_attn_sm90<128,64,1,128,2,2,1,1,1,0,0,56,0>, 256 threads, 64 rows per block, 173192 bytes of smem
+ *   entry 5: candidate 48, key 6a26b1fbffa15ca78d3a39e1896d670cba944e9be1042cab6fcf447c6feca573, accuracy class fp8, family 1
  *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
- *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T06:48:51Z
- *     template    attention_fp8_sm90.cu, SHA-256 c1e89447bbff4e80c8c96299af0464bb42b4d2d8666018bcb07b10c137514154
+ *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T10:04:39Z
+ *     template    attention_fp8_sm90.cu, SHA-256 9337bfdbad4f64a80cf3a6a9e8ffb0f3dc782330e43410eb5cfd4e2fe42b4c21
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
  *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,0,1,1,0,0,56,1>, 384 threads, 128 rows per block, 107656 bytes of smem
- *   entry 7: candidate 25, key f2b406d611845c8735d28166da2d22a81d419d22ed86602a6d665cb166d88ee0, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T06:48:16Z
- *     template    attention_fp8_sm90.cu, SHA-256 c1e89447bbff4e80c8c96299af0464bb42b4d2d8666018bcb07b10c137514154
- *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
- *     key check   the compile key recomputed at export equals the stored one
- *     head dim 128: evo_attn_sm90<128,64,2,128,4,2,0,5,1,1,0,56,2>, 384 threads, 128 rows per block, 152824 bytes of smem
- *     before each: evo_vt_transpose<128>: V to Vᵀ (V_PATH 5) into the workspace
- *   entry 8: candidate 22, key fbd6121c96e79b1240e6ac3d3552a6396543470e22827b54ba8aba6977edecc9, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T06:48:11Z
- *     template    attention_fp8_sm90.cu, SHA-256 c1e89447bbff4e80c8c96299af0464bb42b4d2d8666018bcb07b10c137514154
- *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
- *     key check   the compile key recomputed at export equals the stored one
- *     head dim 128: evo_attn_sm90<128,64,2,128,2,2,0,1,1,0,0,56,2>, 384 threads, 128 rows per block, 181384 bytes of smem
  *
  * Tolerances and timing settings of the self-test: the config of run 1 (the latest).
- * Exported 2026-11-29T06:52:31Z by evo 0.1.0.
+ * Exported 2026-11-29T10:05:58Z by evo 0.1.0.
  */
 
 #include <cuda_runtime.h>
@@ -1095,7 +1077,8 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
  *                            items, 1 tile by tile over all heads, 2 head by head when not causal (Sched); heaviest
  *                            first (causal: the longest rows first); 0: one block per item
  *   PROBE          (not a knob, default 0; measurement only, results are wrong) leaves stages out to time the
- *                            rest: 1 the K/V transforms, 2 the softmax, 4 P·V, 8 Q·Kᵀ (bits combine)
+ *                            rest: 1 the K/V transforms, 2 the softmax, 4 P·V, 8 Q·Kᵀ, 16 the row maxima (every
+ *                            offset 0), 32 V_PATH 4 and 5's row-sum GEMMs (bits combine)
  *
  * LAUNCH RULES (what a launcher must do; attn_sm90_host.h computes each of these):
  *   kernel      evo_attn_sm90<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH, OVERLAP, PINGPONG, O_ACC,
@@ -1326,6 +1309,70 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
                                              : false;
     return fma ? ex2_fma(x) : ex2(x);
 }
+/* EVO_SM90_NO_TINY (not a knob; default 0; tools/bench builds only): 1 leaves out of V_PATH 4 and 5's row sum the mass
+ * of the keys whose P̃ is 0 (the FP16 bookkeeping of Softmax::step), so l is the GEMM's sum of P̃ alone and the
+ * output is renormalized over the keys P̃ keeps. Not the FP8 model's arithmetic: it measures what that term costs
+ * (docs/perf-notes.md, "Where the softmax's issue slots go"). */
+#ifndef EVO_SM90_NO_TINY
+#define EVO_SM90_NO_TINY 0
+#endif
+/* EVO_SM90_TRACE (not a knob; default 0; tools/bench builds only): 1 makes thread 0 of each consumer warpgroup of the
+ * first EVO_SM90_TRACE_CTAS blocks record the SM clock at its steps of every key tile of its first work item
+ * (OVERLAP's loop, the TRACE_* events: before and after its turn, after issuing, after Q·Kᵀ, after P·V(j-1), after
+ * the softmax and packing; a step a tile does not have reads 0) into evo_sm90_trace, which
+ * tools/bench/sm90_bench.cu --trace prints: which warpgroup waits on what. */
+#ifndef EVO_SM90_TRACE
+#define EVO_SM90_TRACE 0
+#endif
+#define EVO_SM90_TRACE_CTAS 4
+#define EVO_SM90_TRACE_TILES 64
+enum { TRACE_START, TRACE_TURN, TRACE_ISSUED, TRACE_QK, TRACE_PV, TRACE_SOFTMAX, EVO_SM90_TRACE_EVENTS };
+#if EVO_SM90_TRACE
+__device__ unsigned long long evo_sm90_trace[EVO_SM90_TRACE_CTAS][2][EVO_SM90_TRACE_TILES][EVO_SM90_TRACE_EVENTS];
+#endif
+/* A tile's stamps are read into registers and stored once the tile is done. A clock read keeps its place among the
+ * waits and barriers but not among plain arithmetic, so the stamp after the softmax depends on its last result
+ * (stamp_after: the read is predicated on that value). The trace build waits for P·V(j-1) before the softmax, where
+ * ptxas puts that wait in the shipped kernels anyway (docs/perf-notes.md, "The softmax waited for P·V"): any stamp
+ * between the softmax and the wait would keep ptxas from moving it and time another schedule. */
+struct TraceTile {
+    unsigned long long t[EVO_SM90_TRACE_EVENTS];
+    EVO_DEV void clear()
+    {
+#if EVO_SM90_TRACE
+        for (int e = 0; e < EVO_SM90_TRACE_EVENTS; e++) t[e] = 0;
+#endif
+    }
+    EVO_DEV void stamp(int e)
+    {
+#if EVO_SM90_TRACE
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t[e]));
+#else
+        (void)e;
+#endif
+    }
+    EVO_DEV void stamp_after(int e, u32 dep)
+    {
+#if EVO_SM90_TRACE
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0x7f7f7f7f;\n\tsetp.ne.or.u32 p, %1, 0x7f7f7f7e, p;\n\t"
+                     "@p mov.u64 %0, %%clock64;\n\t@!p mov.u64 %0, 0;\n\t}"
+                     : "=l"(t[e])
+                     : "r"(dep));
+#else
+        (void)e, (void)dep;
+#endif
+    }
+    EVO_DEV void store(bool on, int cw, int j) /* and cleared for the next tile */
+    {
+#if EVO_SM90_TRACE
+        if (on && cw < 2 && j < EVO_SM90_TRACE_TILES)
+            for (int e = 0; e < EVO_SM90_TRACE_EVENTS; e++) evo_sm90_trace[blockIdx.x][cw][j][e] = t[e];
+        clear();
+#else
+        (void)on, (void)cw, (void)j;
+#endif
+    }
+};
 /* Four floats → four e4m3 bytes (a in byte 0), round to nearest even, saturating. */
 EVO_DEV u32 pack_e4m3x4(float a, float b, float c, float d)
 {
@@ -1727,6 +1774,7 @@ EVO_DEV void issue_qk(float (&s)[MT][TILE_N / 2], u32 q_addr, u32 k_addr, const 
 template <int TILE_N, int MT, bool P8> struct PFrag {
     static constexpr int NCH = P8 ? TILE_N / 32 : TILE_N / 16;
     u32 r[MT][NCH][4];
+    EVO_DEV u32 last() const { return r[MT - 1][NCH - 1][3]; } /* the last word pack writes */
     EVO_DEV void pack(const float (&s)[MT][TILE_N / 2])
     {
 #pragma unroll
@@ -1755,7 +1803,7 @@ template <int TILE_N, int MT, bool P8> struct PFrag {
  * perf-notes.md, "The FP8 accumulator"), so a row sum carried along the whole row in it drops late tiles' small keys
  * (measured: rel-L2 2.5x the FP8 model's at S = 4096); within one tile the sum stays small. take_rowsum adds lg into
  * the accumulator's columns D..D+7 once the GEMMs are done. */
-template <int D, int DA, int TILE_N, int MT, bool P8, bool GSUM = false>
+template <int D, int DA, int TILE_N, int MT, bool P8, bool GSUM = false, bool SUMS = true>
 EVO_DEV void issue_pv(float (&o)[MT][DA / 2], float (&lg)[MT][4], const PFrag<TILE_N, MT, P8> &pf, u32 vt_addr,
                       bool zero_first)
 {
@@ -1772,7 +1820,7 @@ EVO_DEV void issue_pv(float (&o)[MT][DA / 2], float (&lg)[MT][4], const PFrag<TI
                 const int kl = 32 * c;
                 const u64 db = desc_at(vd, (kl / VB) * ROWS * VB + kl % VB);
                 WgPV8<D>::mma(od, pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
-                if constexpr (GSUM) /* the ones: D rows (a whole number of 8-row swizzle atoms) further */
+                if constexpr (GSUM && SUMS) /* the ones: D rows (a whole number of 8-row swizzle atoms) further */
                     WgPV8<8>::mma(lg[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3],
                                   desc_at(db, D * VB), c ? 1 : 0);
             } else {
@@ -1814,7 +1862,8 @@ template <int LO, int HI, int N> EVO_DEV float row_max(const float (&s)[N], int 
 /* FP16 P: how far (log2 units) a row's maximum may pass its offset before O and the row sum are rescaled. */
 constexpr float LAZY_RESCALE = 8.f;
 
-template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
+/* NO_MAX (PROBE 16, wrong results): no row maxima (no FMNMX trees, no shuffles), every offset 0 */
+template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> struct Softmax {
     float m[MT][2], M[MT][2], l[MT][2], alpha[MT][2];
     EVO_DEV void init()
     {
@@ -1845,13 +1894,16 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) rmx[mt][h] = fmaxf(m[mt][h], row_max<0, TILE_N / 8>(s[mt], h));
+            for (int h = 0; h < 2; h++)
+                rmx[mt][h] = NO_MAX ? (m[mt][h] = 0.f) : fmaxf(m[mt][h], row_max<0, TILE_N / 8>(s[mt], h));
+        if constexpr (!NO_MAX)
 #pragma unroll
-        for (int sh = 1; sh <= 2; sh *= 2)
+            for (int sh = 1; sh <= 2; sh *= 2)
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++)
+                for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                for (int h = 0; h < 2; h++) rmx[mt][h] = fmaxf(rmx[mt][h], __shfl_xor_sync(0xffffffffu, rmx[mt][h], sh));
+                    for (int h = 0; h < 2; h++)
+                        rmx[mt][h] = fmaxf(rmx[mt][h], __shfl_xor_sync(0xffffffffu, rmx[mt][h], sh));
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -1887,7 +1939,8 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
                                              within 2^-11 of the threshold going either way, p below 2^-24 lost) moves
                                              l by less than 2^-17 of itself */
                         pr[0] = p0, pr[1] = p1;
-                        tiny = add_le_f16x2(tiny, pack_f16x2(p0, p1), 0x14001400u /* 2^-10 */);
+                        if constexpr (!EVO_SM90_NO_TINY)
+                            tiny = add_le_f16x2(tiny, pack_f16x2(p0, p1), 0x14001400u /* 2^-10 */);
                     } else if constexpr (P8) { /* P̃ (exact in e4m3, so PFrag packs the same codes) and the row sum:
                                            P̃, or p where P̃ rounded to 0 (those keys' mass stays in l, as in the model).
                                            P̃ is 0 or ≥ 2^-9, and 0 exactly when p ≤ 2^-10, so max(P̃, min(p, 2^-10))
@@ -1900,7 +1953,7 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
                         pr[0] = p0, pr[1] = p1;
                     }
                 }
-                if constexpr (GSUM) sum = sum_f16x2(tiny);
+                if constexpr (GSUM) sum = EVO_SM90_NO_TINY ? 0.f : sum_f16x2(tiny);
                 if (P8) l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
             }
     }
@@ -2155,7 +2208,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     float(&pvt)[MT][DA / 2] = O_ACC ? ot : o; /* O_ACC: each tile's P·V lands in ot, then o = o·alpha + ot */
     PFrag<TILE_N, MT, P8> pf;
     QFrag<D, QK_MODE == 1 ? MT : 1> qf;
-    Softmax<TILE_N, MT, P8, GSUM> sx;
+    Softmax<TILE_N, MT, P8, GSUM, (PROBE & 16) != 0> sx;
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -2196,7 +2249,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
                 pf.pack(s);
                 mbar_wait(sm.b(B::vtfull(st)), ph);
-                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + st * VT, O_ACC != 0);
+                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, !(PROBE & 32)>(pvt, lg, pf, sm.vt + st * VT, O_ACC != 0);
                 wg_wait<0>();
                 fence_regs(pvt);
                 if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
@@ -2209,53 +2262,81 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             float alpha_prev[MT][2];
             int pst = it % STAGES;
             u32 pph = (u32)(it / STAGES) & 1u;
+            const bool tr = EVO_SM90_TRACE && ct == 0 && item == 0 && blockIdx.x < EVO_SM90_TRACE_CTAS &&
+                            blockIdx.y == 0 && blockIdx.z == 0;
+            TraceTile tt;
+            tt.clear();
+            tt.stamp(TRACE_START);
             if (PINGPONG) named_sync(my_turn, 256);
+            tt.stamp(TRACE_TURN);
             mbar_wait(kready(pst), pph);
             if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + pst * KS, qf);
             if (PINGPONG) named_arrive(other_turn, 256);
+            tt.stamp(TRACE_ISSUED);
             wg_wait<0>();
             fence_regs(s);
+            tt.stamp(TRACE_QK);
             mbar_arrive(sm.b(B::kempty(pst)));
             if (QK_MODE != 1 && n == 1) mbar_arrive(sm.b(BAR_QEMPTY));
             if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(0), 0, rowbase, p.seq, p.causal, g, q);
             pf.pack(s);
+            tt.stamp_after(TRACE_SOFTMAX, pf.last());
+            tt.store(tr, cw, 0);
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
             it++;
             for (int j = 1; j < n; j++, it++) {
                 const int st = it % STAGES;
                 const u32 ph = (u32)(it / STAGES) & 1u;
+                tt.stamp(TRACE_START);
                 if (PINGPONG) named_sync(my_turn, 256);
+                tt.stamp(TRACE_TURN);
                 mbar_wait(kready(st), ph);
                 if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
                 mbar_wait(sm.b(B::vtfull(pst)), pph);
-                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
+                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, !(PROBE & 32)>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
                 if (PINGPONG) named_arrive(other_turn, 256);
+                tt.stamp(TRACE_ISSUED);
                 wg_wait<1>();
                 fence_regs(s);
+                tt.stamp(TRACE_QK);
                 mbar_arrive(sm.b(B::kempty(st)));
                 if (QK_MODE != 1 && j == n - 1) mbar_arrive(sm.b(BAR_QEMPTY));
+                if constexpr (EVO_SM90_TRACE) { /* see TraceTile */
+                    wg_wait<0>();
+                    fence_regs(pvt);
+                    tt.stamp(TRACE_PV);
+                }
                 if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
-                wg_wait<0>();
-                fence_regs(pvt);
+                if constexpr (!EVO_SM90_TRACE) {
+                    wg_wait<0>();
+                    fence_regs(pvt);
+                }
                 if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
                 mbar_arrive(sm.b(B::vempty(pst)));
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
                 pf.pack(s);
+                tt.stamp_after(TRACE_SOFTMAX, pf.last());
+                tt.store(tr, cw, j);
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
                 pst = st;
                 pph = ph;
             }
+            tt.stamp(TRACE_START);
             if (PINGPONG) named_sync(my_turn, 256);
+            tt.stamp(TRACE_TURN);
             if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
             mbar_wait(sm.b(B::vtfull(pst)), pph);
-            if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
+            if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, !(PROBE & 32)>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
             /* the last turn of warpgroup 1 has no one left to hand over to */
             if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
+            tt.stamp(TRACE_ISSUED);
             wg_wait<0>();
             fence_regs(pvt);
+            tt.stamp(TRACE_PV);
+            tt.store(tr, cw, n);
             if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
             mbar_arrive(sm.b(B::vempty(pst)));
             if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
@@ -2568,8 +2649,8 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
 }
 
 /* ==== the entries (written by evo export --dispatch) ==== */
-#define EVO_EXPORT_GENOME "dispatch: FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2"
-#define EVO_EXPORT_KEY "dispatch: d6b2db4e,aa77772c,aa69bfb5,dce3cd91,475410a8,d93b5501,b003fc41,f2b406d6,fbd6121c"
+#define EVO_EXPORT_GENOME "dispatch: TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1"
+#define EVO_EXPORT_KEY "dispatch: aa77772c,c6f571db,2e3716d9,5810762d,6d55ee22,6a26b1fb"
 #define EVO_EXPORT_ARCH "sm_90a"
 #define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3
 #define EVO_EXPORT_SM90 1
@@ -2643,6 +2724,15 @@ typedef int (*evo_tmap_encode_fn)(void *tensor_map, int data_type, unsigned rank
  * a sentence naming the rule it breaks. */
 const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin);
 
+/* The genome head dim d's kernel is built with: g, except that at head dim 128 three consumer warpgroups whose
+ * accumulators do not fit their registers (a tile of 128 keys and more) become two, as family 0 halves its rows at
+ * head dim 128: one genome, 192-row blocks at head dim 64 and 128-row blocks at 128 (PINGPONG is 0 with three
+ * consumers and stays 0). Check and launch what this returns. */
+evo_sm90_genome attn_sm90_at_dim(const evo_sm90_genome *g, int d);
+
+/* A consumer thread's registers less its live accumulators at head dim d (attn_sm90_check's register rule). */
+int attn_sm90_reg_slack(const evo_sm90_genome *g, int d);
+
 int attn_sm90_threads(const evo_sm90_genome *g);           /* block size */
 int attn_sm90_rows_per_block(const evo_sm90_genome *g);    /* WG_ROWS * CONSUMERS */
 int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d); /* dynamic shared memory; equals Sm90Cfg<...>::SMEM */
@@ -2654,12 +2744,12 @@ void attn_sm90_grid(const evo_sm90_genome *g, int batch, int heads, int seq, int
 /* "evo_attn_sm90<D,WG_ROWS,...,PERSIST>" into buf; returns the length, or -1 if it did not fit. */
 int attn_sm90_name_expr(const evo_sm90_genome *g, int d, char *buf, size_t len);
 
-/* Fills t->q, t->k, t->v for the params' tensors and g's box sizes (V_PATH 2: t->v maps p->v as FP16; V_PATH 5:
- * p->v is Vᵀ, [B·H, D, attn_sm90_vt_seq(S)] bytes as evo_vt_transpose writes it). Returns 0, or the first non-zero
- * CUresult of encode (t is then unusable). */
 /* V_PATH 5: the key count of a Vᵀ row, S rounded up to 16 (the tensor map's row stride must be a multiple of 16). */
 int attn_sm90_vt_seq(int seq);
 
+/* Fills t->q, t->k, t->v for the params' tensors and g's box sizes (V_PATH 2: t->v maps p->v as FP16; V_PATH 5:
+ * p->v is Vᵀ, [B·H, D, attn_sm90_vt_seq(S)] bytes as evo_vt_transpose writes it). Returns 0, or the first non-zero
+ * CUresult of encode (t is then unusable). */
 int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,
                          evo_tmap_encode_fn encode);
 
@@ -2741,6 +2831,16 @@ static int accumulator_regs(const evo_sm90_genome *g, int d)
            (g->tile_n / 2 + o + (g->o_acc ? o : 0) + (gemm_sums(g) ? 4 : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
 }
 
+int attn_sm90_reg_slack(const evo_sm90_genome *g, int d) { return consumer_regs(g) - accumulator_regs(g, d); }
+
+/* A consumer compiles without spills when its accumulators leave 32 of its registers free, 48 with PERSIST except
+ * with V_PATH 4 and 5 (measured with ptxas 13.0: tools/sm90_nvrtc_check --slack 32,47 --persist; docs/perf-notes.md). */
+static int regs_fit(const evo_sm90_genome *g, int d)
+{
+    const int gsum = g->v_path == 4 || g->v_path == 5;
+    return attn_sm90_reg_slack(g, d) >= (g->persist && !gsum ? 48 : 32);
+}
+
 const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
 {
     static const int wg_rows[] = {64, 128}, tiles[] = {64, 128, 192, 256}, regs[] = {24, 32, 40, 56};
@@ -2773,9 +2873,18 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (g->pipe == 2 && g->consumers >= 2 && g->producer_regs < (g->persist ? 56 : 40))
         return "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST)";
     if (g->persist && g->qk_mode == 2) return "PERSIST with QK_MODE=2 spills (the loop state and the FP16 copies)";
-    if (accumulator_regs(g, d) + (g->persist ? 48 : 32) > consumer_regs(g))
-        return "accumulators do not fit the consumer's registers";
+    if (!regs_fit(g, d)) return "accumulators do not fit the consumer's registers";
     return NULL;
+}
+
+evo_sm90_genome attn_sm90_at_dim(const evo_sm90_genome *g, int d)
+{
+    evo_sm90_genome h = *g;
+    if (d == 128 && g->consumers == 3 && g->pipe == 2 && !regs_fit(g, d)) {
+        h.consumers = 2;
+        if (!regs_fit(&h, d)) h = *g; /* two do not fit either: g is illegal */
+    }
+    return h;
 }
 
 void attn_sm90_grid(const evo_sm90_genome *g, int batch, int heads, int seq, int sm_count, unsigned grid[3])
@@ -2938,39 +3047,36 @@ static inline int attn_dispatch_pick(const attn_dispatch_bucket *b, int n, int b
 /* ==== dispatch table: bucket (head dim, causal, seq class, batch·heads class) -> entry ==== */
 static const attn_dispatch_bucket evo_dispatch_buckets[] = {
     {64, 0, 9, 3, 0}, /* d64 non-causal seq 257..512 bh 1..8 */
-    {64, 0, 9, 4, 1}, /* d64 non-causal seq 257..512 bh 9..16 */
-    {64, 0, 11, 4, 2}, /* d64 non-causal seq 1025..2048 bh 9..16 */
-    {64, 0, 11, 5, 3}, /* d64 non-causal seq 1025..2048 bh 17..32 */
-    {64, 0, 14, 4, 4}, /* d64 non-causal seq 8193..16384 bh 9..16 */
-    {64, 1, 9, 3, 5}, /* d64 causal seq 257..512 bh 1..8 */
-    {64, 1, 9, 4, 5}, /* d64 causal seq 257..512 bh 9..16 */
-    {64, 1, 11, 4, 6}, /* d64 causal seq 1025..2048 bh 9..16 */
-    {64, 1, 11, 5, 6}, /* d64 causal seq 1025..2048 bh 17..32 */
-    {64, 1, 14, 4, 4}, /* d64 causal seq 8193..16384 bh 9..16 */
-    {128, 0, 9, 4, 5}, /* d128 non-causal seq 257..512 bh 9..16 */
-    {128, 0, 12, 6, 7}, /* d128 non-causal seq 2049..4096 bh 33..64 */
-    {128, 1, 9, 4, 5}, /* d128 causal seq 257..512 bh 9..16 */
-    {128, 1, 12, 6, 8}, /* d128 causal seq 2049..4096 bh 33..64 */
+    {64, 0, 9, 4, 0}, /* d64 non-causal seq 257..512 bh 9..16 */
+    {64, 0, 11, 4, 1}, /* d64 non-causal seq 1025..2048 bh 9..16 */
+    {64, 0, 11, 5, 1}, /* d64 non-causal seq 1025..2048 bh 17..32 */
+    {64, 0, 14, 4, 2}, /* d64 non-causal seq 8193..16384 bh 9..16 */
+    {64, 1, 9, 3, 3}, /* d64 causal seq 257..512 bh 1..8 */
+    {64, 1, 9, 4, 4}, /* d64 causal seq 257..512 bh 9..16 */
+    {64, 1, 11, 4, 5}, /* d64 causal seq 1025..2048 bh 9..16 */
+    {64, 1, 11, 5, 5}, /* d64 causal seq 1025..2048 bh 17..32 */
+    {64, 1, 14, 4, 2}, /* d64 causal seq 8193..16384 bh 9..16 */
+    {128, 0, 9, 4, 4}, /* d128 non-causal seq 257..512 bh 9..16 */
+    {128, 0, 12, 6, 2}, /* d128 non-causal seq 2049..4096 bh 33..64 */
+    {128, 1, 9, 4, 4}, /* d128 causal seq 257..512 bh 9..16 */
+    {128, 1, 12, 6, 1}, /* d128 causal seq 2049..4096 bh 33..64 */
 };
 static const int evo_dispatch_n_buckets = 14;
 /* ==== end of the dispatch table ==== */
 
-template __global__ void evo_attn_sm90<64,64,1,128,4,2,0,4,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
-template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,4,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<64,64,2,128,2,2,1,1,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<64,64,2,128,2,2,1,2,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_sm90<64,64,1,128,2,2,0,1,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<64,64,1,128,2,2,0,2,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_sm90<128,64,1,128,2,2,0,1,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<128,64,1,128,2,2,0,2,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
+template __global__ void evo_attn_sm90<64,64,2,192,2,2,0,4,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<128,64,2,192,2,2,0,4,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,2,192,2,2,0,5,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<128,64,2,192,2,2,0,5,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_vt_transpose<128>(const unsigned char *, unsigned char *, int, int, int); /* V to Vᵀ (V_PATH 5) */
+template __global__ void evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
+template __global__ void evo_attn_sm90<64,64,1,128,2,2,1,1,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,1,128,2,2,1,2,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
+template __global__ void evo_attn_sm90<128,64,1,128,2,2,1,1,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<128,64,1,128,2,2,1,2,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
 template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,1,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,2,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_sm90<128,64,2,128,4,2,0,5,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_vt_transpose<128>(const unsigned char *, unsigned char *, int, int, int); /* V to Vᵀ (V_PATH 5) */
-template __global__ void evo_attn_sm90<128,64,2,128,2,2,0,1,1,0,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<128,64,2,128,2,2,0,2,1,0,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
 
 namespace evo_export {
 
@@ -2993,16 +3099,16 @@ struct variant {
                     the workspace first (evo_vt_transpose) */
 };
 static const variant variants[] = {
-    {64, (const void *)evo_attn_sm90<64,64,1,128,4,2,0,4,1,0,0,56,0>, 256, 64, 107768, 0, 1, 64, 128, 0, 1, 0, nullptr, nullptr, 0},
-    {64, (const void *)evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 36864, 0, 0, 0, 0, 0, 0, 1, nullptr, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,4,1,1,0,56,1>, 384, 128, 60552, 0, 1, 64, 128, 1, 1, 2, nullptr, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>, 384, 128, 111864, 0, 1, 64, 128, 1, 1, 3, nullptr, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,1,1,1,0,0,56,0>, 384, 128, 107656, 0, 1, 64, 128, 0, 1, 4, (const void *)evo_attn_sm90<64,64,2,128,2,2,1,2,1,0,0,56,0>, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,1,128,2,2,0,1,1,0,0,40,0>, 256, 64, 103560, 0, 1, 64, 128, 0, 1, 5, (const void *)evo_attn_sm90<64,64,1,128,2,2,0,2,1,0,0,40,0>, nullptr, 0},
-    {128, (const void *)evo_attn_sm90<128,64,1,128,2,2,0,1,1,0,0,40,0>, 256, 64, 173192, 0, 1, 64, 128, 0, 1, 5, (const void *)evo_attn_sm90<128,64,1,128,2,2,0,2,1,0,0,40,0>, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,1,1,0,0,56,1>, 384, 128, 107656, 0, 1, 64, 128, 1, 1, 6, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,2,1,0,0,56,1>, nullptr, 0},
-    {128, (const void *)evo_attn_sm90<128,64,2,128,4,2,0,5,1,1,0,56,2>, 384, 128, 152824, 0, 1, 64, 128, 2, 1, 7, nullptr, nullptr, 2},
-    {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,0,1,1,0,0,56,2>, 384, 128, 181384, 0, 1, 64, 128, 2, 1, 8, (const void *)evo_attn_sm90<128,64,2,128,2,2,0,2,1,0,0,56,2>, nullptr, 0},
+    {64, (const void *)evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 36864, 0, 0, 0, 0, 0, 0, 0, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,192,2,2,0,4,1,1,0,56,2>, 384, 128, 87176, 0, 1, 64, 192, 2, 1, 1, nullptr, nullptr, 0},
+    {128, (const void *)evo_attn_sm90<128,64,2,192,2,2,0,4,1,1,0,56,2>, 384, 128, 169096, 0, 1, 64, 192, 2, 1, 1, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,192,2,2,0,5,1,1,0,56,2>, 384, 128, 62600, 0, 1, 64, 192, 2, 1, 2, nullptr, nullptr, 2},
+    {128, (const void *)evo_attn_sm90<128,64,2,192,2,2,0,5,1,1,0,56,2>, 384, 128, 119944, 0, 1, 64, 192, 2, 1, 2, nullptr, nullptr, 2},
+    {64, (const void *)evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 36864, 0, 0, 0, 0, 0, 0, 3, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>, 128, 128, 24576, 1, 0, 0, 0, 0, 0, 3, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,1,128,2,2,1,1,1,0,0,56,0>, 256, 64, 103560, 0, 1, 64, 128, 0, 1, 4, (const void *)evo_attn_sm90<64,64,1,128,2,2,1,2,1,0,0,56,0>, nullptr, 0},
+    {128, (const void *)evo_attn_sm90<128,64,1,128,2,2,1,1,1,0,0,56,0>, 256, 64, 173192, 0, 1, 64, 128, 0, 1, 4, (const void *)evo_attn_sm90<128,64,1,128,2,2,1,2,1,0,0,56,0>, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,1,1,0,0,56,1>, 384, 128, 107656, 0, 1, 64, 128, 1, 1, 5, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,2,1,0,0,56,1>, nullptr, 0},
 };
 
 struct entry {
@@ -3010,15 +3116,12 @@ struct entry {
     int accuracy; /* 0 exact, 1 fp8 */
 };
 static const entry entries[] = {
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "d6b2db4e2cff8e6accb3a99a2f4b650ca7fd11abba2f7b81ce55bc3dbbe1c509", 1},
     {"TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0", "aa77772ccb384802fa249763a4334e96ca369fcfd40a1d363021aca0339e32be", 0},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "aa69bfb5798d87fc69f4c30b4a848ef3cf414b8a8979d4c6d871ff1b361e5624", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "dce3cd9167d3b09365ba47d933f79209013e713c46c62e247e6b64a7ce63bc12", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "475410a8a9ed45e1962084d90fc911ca5ce5a7a928b97243a5ddbf075a4229cc", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0", "d93b5501e8aebaf78c36eef17bd405fbab70a06bde693a6a97be605d25fb1a41", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "b003fc413348cf4efce070371c77bdde071f2bf0dfb725a20a4dc02d4309775c", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "f2b406d611845c8735d28166da2d22a81d419d22ed86602a6d665cb166d88ee0", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "fbd6121c96e79b1240e6ac3d3552a6396543470e22827b54ba8aba6977edecc9", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "c6f571dbf2396be4e9f3558a134cdb4a12c5596be23414ae6dab45626b78ca65", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "2e3716d9b49287ac8bed72e2aae83f807cafff0c2a019a578c667441ca019f42", 1},
+    {"TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0", "5810762d1bbe018f4b37ec67c66c53e0e46a394fc4a770b51ece4a3742ef8168", 0},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "6d55ee22e3ea0d6d2d96941c276598b7f52d5043804a2055913b58284999e581", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "6a26b1fbffa15ca78d3a39e1896d670cba944e9be1042cab6fcf447c6feca573", 1},
 };
 
 #ifdef EVO_SELFTEST
@@ -3030,20 +3133,20 @@ struct shape {
     int entry;
 };
 static const shape timed_shapes[] = {
-    {"mission", 1, 8, 512, 64, 0, 6.50, 0},
-    {"small", 2, 8, 512, 64, 0, 6.98, 1},
-    {"long", 2, 8, 2048, 64, 0, 42.30, 2},
-    {"stress", 4, 8, 2048, 64, 0, 79.95, 3},
-    {"b1h16s16k", 1, 16, 16384, 64, 0, 2141.93, 4},
-    {"missionc", 1, 8, 512, 64, 1, 6.50, 5},
-    {"smallc", 2, 8, 512, 64, 1, 6.78, 5},
-    {"longc", 2, 8, 2048, 64, 1, 32.80, 6},
-    {"stressc", 4, 8, 2048, 64, 1, 53.25, 6},
-    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1089.89, 4},
-    {"wide", 2, 8, 512, 128, 0, 9.63, 5},
-    {"b4h16s4k", 4, 16, 4096, 128, 0, 708.41, 7},
-    {"widec", 2, 8, 512, 128, 1, 8.83, 5},
-    {"b4h16s4kc", 4, 16, 4096, 128, 1, 412.69, 8},
+    {"mission", 1, 8, 512, 64, 0, 6.59, 0},
+    {"small", 2, 8, 512, 64, 0, 6.93, 0},
+    {"long", 2, 8, 2048, 64, 0, 42.02, 1},
+    {"stress", 4, 8, 2048, 64, 0, 78.42, 1},
+    {"b1h16s16k", 1, 16, 16384, 64, 0, 2001.54, 2},
+    {"missionc", 1, 8, 512, 64, 1, 6.72, 3},
+    {"smallc", 2, 8, 512, 64, 1, 6.94, 4},
+    {"longc", 2, 8, 2048, 64, 1, 33.07, 5},
+    {"stressc", 4, 8, 2048, 64, 1, 53.55, 5},
+    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1067.74, 2},
+    {"wide", 2, 8, 512, 128, 0, 9.66, 4},
+    {"b4h16s4k", 4, 16, 4096, 128, 0, 683.32, 2},
+    {"widec", 2, 8, 512, 128, 1, 8.90, 4},
+    {"b4h16s4kc", 4, 16, 4096, 128, 1, 403.29, 1},
 };
 
 /* Correctness tolerances and timing settings of run 1's config. */
@@ -4383,7 +4486,7 @@ static bool run_checks(int *n_cases, int *failed)
             evo_export::forced_variant = vi;
             bool ok = problem_make(p, 2, 3, 77, D, causal, DIST_NORMAL, 9100 + (uint64_t)(2 * vi + causal)) &&
                       cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") && cuda_ok(problem_launch(p, 0), "launch") &&
-                      cuda_ok(cudaMemcpy(a.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
+                      cuda_ok(cudaDeviceSynchronize(), "kernel") && cuda_ok(cudaMemcpy(a.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
                       cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
                       cuda_ok(problem_launch(p, 0, true), "launch") && cuda_ok(cudaDeviceSynchronize(), "kernel") &&
                       cuda_ok(cudaMemcpy(b.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
