@@ -86,6 +86,19 @@ int main(void)
     CHECK(has(attn_sm90_check(&g, 128, 227 * 1024), "PRODUCER_REGS"));
     g.persist = 3;
     CHECK(has(attn_sm90_check(&g, 128, 227 * 1024), "PERSIST must be 0, 1"));
+    /* V_PATH 5 (Vᵀ by TMA, e4m3 scores): the producer only issues TMA, so 24 registers do, 32 with PERSIST 2 (head by
+     * head), where 24 spilled (tools/sm90_nvrtc_check --producer-below 56 --vpath 5) */
+    const evo_sm90_genome tma5 = {64, 2, 192, 2, 2, 0, 5, 1, 1, 0, 24, 0};
+    CHECK(attn_sm90_check(&tma5, 128, 227 * 1024) == NULL);
+    g = tma5;
+    g.persist = 1;
+    CHECK(attn_sm90_check(&g, 128, 227 * 1024) == NULL);
+    g.persist = 2;
+    CHECK(has(attn_sm90_check(&g, 128, 227 * 1024), "PRODUCER_REGS"));
+    g.producer_regs = 32; /* and the consumers get (3 · 168 − 32) / 2, 232: 40 free beside the 192-key tile */
+    CHECK(attn_sm90_check(&g, 128, 227 * 1024) == NULL && attn_sm90_reg_slack(&g, 128) == 40);
+    g.qk_mode = 2, g.tile_n = 128, g.persist = 0; /* FP16 scores: the producer converts K, 40 needed */
+    CHECK(has(attn_sm90_check(&g, 128, 227 * 1024), "PRODUCER_REGS"));
     g = best;
     g.pingpong = 1, g.consumers = 3;
     CHECK(has(attn_sm90_check(&g, 128, 227 * 1024), "PINGPONG"));

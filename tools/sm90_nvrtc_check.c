@@ -2,10 +2,13 @@
  * (--gpu-architecture=sm_90a -std=c++17, the ABI header in memory) and reports registers, spills and shared memory.
  *   cc -std=c11 -O2 -Itemplates -Itasks/attention_fp8 -I/usr/local/cuda/include tools/sm90_nvrtc_check.c \
  *      tasks/attention_fp8/attn_sm90_host.c -L/usr/local/cuda/lib64 -lnvrtc -o sm90_nvrtc_check
- *   ./sm90_nvrtc_check [--every N] [--d 64|128] [--cubin-dir DIR] [--slack LO,HI] [--persist] [--distinct] [EVO_DIR]
+ *   ./sm90_nvrtc_check [--every N] [--d 64|128] [--cubin-dir DIR] [--slack LO,HI] [--persist] [--distinct]
+ *                      [--producer-below R] [--vpath N] [EVO_DIR]
  *   exit 1 on a failure, a spill or serialized wgmma. --slack keeps the genomes whose consumer registers less their
  *   accumulators (attn_sm90_reg_slack) lie in [LO, HI]; --persist those with PERSIST 1 or 2; --distinct the first of
- *   each genome that differs from an earlier one only in STAGES (the rest sets the consumers' registers).
+ *   each genome that differs from an earlier one only in STAGES (the rest sets the consumers' registers);
+ *   --producer-below R those with a producer warpgroup of fewer than R registers (PIPE 2, two consumers or more);
+ *   --vpath N those with V_PATH N.
  */
 #include "attn_sm90_host.h"
 
@@ -69,7 +72,7 @@ static int same_but_stages(const evo_sm90_genome *g, const evo_sm90_genome *h)
 
 int main(int argc, char **argv)
 {
-    int every = 97, only_d = 0, slack_lo = -1000, slack_hi = 1000, persist_only = 0, distinct = 0;
+    int every = 97, only_d = 0, slack_lo = -1000, slack_hi = 1000, persist_only = 0, distinct = 0, preg_below = 0, vpath = -1;
     const char *evo_dir = ".", *cubin_dir = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--every") && i + 1 < argc) every = atoi(argv[++i]);
@@ -82,11 +85,13 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "--persist")) persist_only = 1;
         else if (!strcmp(argv[i], "--distinct")) distinct = 1;
+        else if (!strcmp(argv[i], "--producer-below") && i + 1 < argc) preg_below = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--vpath") && i + 1 < argc) vpath = atoi(argv[++i]);
         else if (argv[i][0] != '-') evo_dir = argv[i];
         else {
             fprintf(stderr,
                     "usage: %s [--every N] [--d 64|128] [--cubin-dir DIR] [--slack LO,HI] [--persist] [--distinct] "
-                    "[EVO_DIR]\n",
+                    "[--producer-below R] [--vpath N] [EVO_DIR]\n",
                     argv[0]);
             return 2;
         }
@@ -111,6 +116,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < n; i++) {
             const int sl = attn_sm90_reg_slack(&all[i], d);
             if (sl < slack_lo || sl > slack_hi || (persist_only && !all[i].persist)) continue;
+            if (preg_below && !(all[i].pipe == 2 && all[i].consumers >= 2 && all[i].producer_regs < preg_below)) continue;
+            if (vpath >= 0 && all[i].v_path != vpath) continue;
             if (distinct && kept && same_but_stages(&all[kept - 1], &all[i])) continue;
             all[kept++] = all[i];
         }

@@ -30,6 +30,12 @@ static int align1024(int x) { return (x + 1023) / 1024 * 1024; }
 static int v_given_f16(const evo_sm90_genome *g) { return g->v_path == 2 || g->v_path == 3; }
 /* V_PATH 4, 5: e4m3 P̃ whose row sums come from the P·V GEMM (8 rows of ones in every Vᵀ column block). */
 static int gemm_sums(const evo_sm90_genome *g) { return g->v_path == 4 || g->v_path == 5; }
+/* The producer warpgroup's warps 1-3 convert or transpose (K to FP16 with QK_MODE 2; V unless it arrives by TMA as
+ * it is used: V_PATH 2, 3 and 5); otherwise the producer is the one TMA thread */
+static int producer_transforms(const evo_sm90_genome *g)
+{
+    return g->qk_mode == 2 || !(v_given_f16(g) || g->v_path == 5);
+}
 
 int attn_sm90_threads(const evo_sm90_genome *g) { return (g->consumers + (g->pipe == 2)) * 128; }
 
@@ -109,8 +115,12 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (attn_sm90_smem_bytes(g, d) > max_smem_optin) return "shared memory over the device's opt-in limit";
     /* Measured with ptxas 13.0 (docs/perf-notes.md): the producer's transforms need 40 registers, 56 with PERSIST;
      * a consumer compiles without spills when its accumulators leave 32 of its registers free (8 spilled). */
-    if (g->pipe == 2 && g->consumers >= 2 && g->producer_regs < (g->persist ? 56 : 40))
+    if (g->pipe == 2 && g->consumers >= 2 && producer_transforms(g) && g->producer_regs < (g->persist ? 56 : 40))
         return "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST)";
+    /* a producer that only issues TMA: 24 registers, 32 with PERSIST 2 (head by head), where 24 spilled in 24 of 39
+     * sampled genomes (tools/sm90_nvrtc_check --producer-below 56 --vpath 5) */
+    if (g->pipe == 2 && g->consumers >= 2 && !producer_transforms(g) && g->producer_regs < (g->persist == 2 ? 32 : 24))
+        return "PRODUCER_REGS too small: the persistent TMA producer spills (32 needed with PERSIST 2)";
     if (g->persist && g->qk_mode == 2) return "PERSIST with QK_MODE=2 spills (the loop state and the FP16 copies)";
     if (!regs_fit(g, d)) return "accumulators do not fit the consumer's registers";
     return NULL;
