@@ -82,8 +82,7 @@ int attn_sm90_reg_slack(const evo_sm90_genome *g, int d) { return consumer_regs(
  * with V_PATH 4 and 5 (measured with ptxas 13.0: tools/sm90_nvrtc_check --slack 32,47 --persist; docs/perf-notes.md). */
 static int regs_fit(const evo_sm90_genome *g, int d)
 {
-    const int gsum = g->v_path == 4 || g->v_path == 5;
-    return attn_sm90_reg_slack(g, d) >= (g->persist && !gsum ? 48 : 32);
+    return attn_sm90_reg_slack(g, d) >= (g->persist && !gemm_sums(g) ? 48 : 32);
 }
 
 const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
