@@ -5,8 +5,8 @@
  *   ./sm90_nvrtc_check [--every N] [--d 64|128] [--cubin-dir DIR] [--slack LO,HI] [--persist] [--distinct]
  *                      [--producer-below R] [--vpath N] [EVO_DIR]
  *   exit 1 on a failure, a spill or serialized wgmma. --slack keeps the genomes whose consumer registers less their
- *   accumulators (attn_sm90_reg_slack) lie in [LO, HI]; --persist those with PERSIST 1 or 2; --distinct the first of
- *   each genome that differs from an earlier one only in STAGES (the rest sets the consumers' registers);
+ *   accumulators (attn_sm90_reg_slack) lie in [LO, HI]; --persist those with PERSIST 1 or 2; --distinct leaves out a
+ *   genome that differs from one already kept only in STAGES (the rest sets the registers);
  *   --producer-below R those with a producer warpgroup of fewer than R registers (PIPE 2, two consumers or more);
  *   --vpath N those with V_PATH N.
  */
@@ -72,7 +72,8 @@ static int same_but_stages(const evo_sm90_genome *g, const evo_sm90_genome *h)
 
 int main(int argc, char **argv)
 {
-    int every = 97, only_d = 0, slack_lo = -1000, slack_hi = 1000, persist_only = 0, distinct = 0, preg_below = 0, vpath = -1;
+    int every = 97, only_d = 0, slack_lo = -1000, slack_hi = 1000, persist_only = 0, distinct = 0, preg_below = 0;
+    int vpath = -1;
     const char *evo_dir = ".", *cubin_dir = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--every") && i + 1 < argc) every = atoi(argv[++i]);
@@ -118,7 +119,9 @@ int main(int argc, char **argv)
             if (sl < slack_lo || sl > slack_hi || (persist_only && !all[i].persist)) continue;
             if (preg_below && !(all[i].pipe == 2 && all[i].consumers >= 2 && all[i].producer_regs < preg_below)) continue;
             if (vpath >= 0 && all[i].v_path != vpath) continue;
-            if (distinct && kept && same_but_stages(&all[kept - 1], &all[i])) continue;
+            int seen = 0;
+            for (int k = 0; distinct && k < kept && !seen; k++) seen = same_but_stages(&all[k], &all[i]);
+            if (seen) continue;
             all[kept++] = all[i];
         }
         printf("head dim %d: %d legal genomes, %d selected, compiling every %d-th\n", d, n, kept, every);

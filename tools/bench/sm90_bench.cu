@@ -360,9 +360,9 @@ static void wait_or_die(cudaStream_t st, const char *who, double limit_s)
     }
 }
 
-/* Launch genome e (BASELINE: the linked mma.sync export) on pr; false if it cannot run this shape. */
 static bool g_hash = false; /* --hash: print a hash of each checked output */
 
+/* Launch genome e (BASELINE: the linked mma.sync export) on pr; false if it cannot run this shape. */
 static bool launch(int e, Problem &pr, cudaStream_t st)
 {
     if (e == BASELINE) {
