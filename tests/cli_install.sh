@@ -31,7 +31,7 @@ cd "$T/home" || exit 1
 run space
 t [ "$rc" = 0 ] || fail "space from elsewhere: exit $rc: $err"
 t grep -qx "config:   (built-in) configs/default.yaml" <<<"$out" || fail "space: $out"
-t grep -qx "valid:    101712 (10.33%)" <<<"$out" || fail "space: the default space differs: $out"
+t grep -qx "valid:    106224 (10.78%)" <<<"$out" || fail "space: the default space differs: $out"
 t [ "$err" = "evo: note: no configs/default.yaml here: using the default search built into evo (evo init writes it out to edit)" ] ||
   fail "space: note '$err'"
 

@@ -99,6 +99,13 @@ int main(void)
     CHECK(attn_sm90_check(&g, 128, 227 * 1024) == NULL && attn_sm90_reg_slack(&g, 128) == 40);
     g.qk_mode = 2, g.tile_n = 128, g.persist = 0; /* FP16 scores: the producer converts K, 40 needed */
     CHECK(has(attn_sm90_check(&g, 128, 227 * 1024), "PRODUCER_REGS"));
+    /* FP16 scores with PERSIST and a producer warpgroup: V_PATH 1 and 3 only (the rest spills at head dim 64) */
+    g.producer_regs = 56, g.persist = 2;
+    CHECK(has(attn_sm90_check(&g, 64, 227 * 1024), "PERSIST with QK_MODE=2"));
+    g.v_path = 3; /* K and V given in FP16: the exact class's large-problem genome, persistent */
+    CHECK(attn_sm90_check(&g, 64, 227 * 1024) == NULL && attn_sm90_check(&g, 128, 227 * 1024) == NULL);
+    g.pipe = 1, g.overlap = 0, g.pingpong = 0, g.v_path = 0; /* no producer warpgroup: no such rule */
+    CHECK(attn_sm90_check(&g, 64, 227 * 1024) == NULL);
     g = best;
     g.pingpong = 1, g.consumers = 3;
     CHECK(has(attn_sm90_check(&g, 128, 227 * 1024), "PINGPONG"));
