@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # cli_sm90_rules.sh — attn_sm90_check's register rules hold where ptxas decides: tools/sm90_nvrtc_check (built here)
 # compiles with NVRTC for sm_90a a sample of the genomes each measured exception admits — PERSIST with 32 free consumer
-# registers under V_PATH 4 and 5, and a producer of 24 registers (32 with PERSIST 2) that only issues TMA — and every
-# one must compile without spill, stack or serialized wgmma (docs/templates.md; the full runs are
-# docs/data/nvrtc-persist-slack-2026-11-29.log and nvrtc-tma-producer-2026-11-29.log). Also: a malformed option is
-# refused with exit 2. No GPU needed; exits 77 (skipped) without a C compiler or NVRTC.
+# registers under V_PATH 4 and 5, a producer of 24 registers (32 with PERSIST 2) that only issues TMA, FP16 scores with
+# PERSIST and a producer warpgroup under V_PATH 3 — and every one must compile without spill, stack or serialized
+# wgmma (docs/templates.md; the full runs are docs/data/nvrtc-persist-slack-2026-11-29.log,
+# nvrtc-tma-producer-2026-11-29.log and nvrtc-qk2-persist-2026-11-29.log). Also: a malformed option is refused with
+# exit 2. No GPU needed; exits 77 (skipped) without a C compiler or NVRTC.
 # Run: bash tests/cli_sm90_rules.sh build/evo .
 set -u
 SRC=$(realpath "${2:-.}")
@@ -32,6 +33,13 @@ run() { # run NAME EXPECTED-SELECTED ARGS...: the sample compiles clean and sele
 run "PERSIST, 32-47 free, head dim 128" 136 --d 128 --slack 32,47 --persist --distinct --every 17
 # the TMA-only producer under 56 registers (673 at both head dims)
 run "TMA-only producer, head dim 64" 462 --d 64 --producer-below 56 --vpath 5 --distinct --every 58
+# FP16 scores with PERSIST and a producer warpgroup: V_PATH 3 (and 1) at head dim 64, where the others spill
+run "QK_MODE 2 with PERSIST, V_PATH 3, head dim 64" 130 --d 64 --persist --qk 2 --vpath 3 --distinct --every 16
+for v in 0 4 5; do # only genomes without a producer warpgroup (PIPE 0 or 1) may remain
+  "$T/check" --d 64 --persist --qk 2 --vpath $v --producer-below 1000 --every 1000000 "$SRC" >"$T/out" 2>&1
+  grep -q " 0 selected" "$T/out" || fail "V_PATH $v, QK_MODE 2, PERSIST with a producer warpgroup admitted: $(head -1 "$T/out")"
+done
+echo "ok: QK_MODE 2 with PERSIST and a producer only for V_PATH 1 and 3"
 # every genome selected by the slack window is V_PATH 4 or 5: no other path may use PERSIST with under 48 free
 for v in 0 1 3; do
   "$T/check" --d 64 --slack 32,47 --persist --vpath $v --every 1000000 "$SRC" >"$T/out" 2>&1
