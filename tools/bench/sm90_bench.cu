@@ -273,7 +273,7 @@ struct Problem {
     int *d_rows = nullptr;
     float *d_ref[2] = {};  /* p_mode 0, 1 */
     std::vector<float> ref[2];
-    uint8_t *vt = nullptr; /* V_PATH 5: the transposed codes (evo_vt_transpose) */
+    uint8_t *vt = nullptr; /* V_PATH 5: the transposed codes (evo_vt_transpose); 3: K and V in FP16 */
     size_t vt_bytes = 0;
 };
 
@@ -379,6 +379,17 @@ static bool launch(int e, Problem &pr, cudaStream_t st)
     static evo_attn_tmaps t; /* cudaLaunchKernel copies the arguments at the call */
     static evo_attn_params p;
     p = pr.p;
+    if (en.g.v_path == 3) { /* K and V in FP16 from the codes first, every call (timed with the kernel) */
+        const size_t need = 4 * pr.n; /* n a multiple of 16: head dim 64 or 128 */
+        if (pr.vt_bytes < need) {
+            if (pr.vt) CK(cudaFree(pr.vt));
+            CK(cudaMalloc(&pr.vt, need));
+            pr.vt_bytes = need;
+        }
+        evo_kv16_convert<16><<<(unsigned)((2 * (pr.n / 16) + 255) / 256), 256, 0, st>>>(
+            pr.x8[1], pr.x8[2], (unsigned short *)pr.vt, (unsigned short *)(pr.vt + 2 * pr.n), (unsigned long long)pr.n);
+        p.k = pr.vt, p.v = pr.vt + 2 * pr.n;
+    }
     if (en.g.v_path == 5) { /* Vᵀ from the codes first, every call (timed with the kernel) */
         const int s16 = attn_sm90_vt_seq(pr.sh.s), bh = pr.sh.b * pr.sh.h;
         const size_t need = (size_t)bh * pr.sh.d * s16;
