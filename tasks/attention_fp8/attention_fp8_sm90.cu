@@ -897,7 +897,7 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> s
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
             for (int h = 0; h < 2; h++)
-                rmx[mt][h] = NO_MAX ? (m[mt][h] = 0.f) : fmaxf(m[mt][h], row_max<0, TILE_N / 8>(s[mt], h));
+                rmx[mt][h] = NO_MAX ? 0.f : fmaxf(m[mt][h], row_max<0, TILE_N / 8>(s[mt], h));
         if constexpr (!NO_MAX)
 #pragma unroll
             for (int sh = 1; sh <= 2; sh *= 2)

@@ -112,14 +112,16 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (g->persist < 0 || g->persist > 2)
         return "PERSIST must be 0, 1 (tile by tile over the heads) or 2 (head by head)";
     if (attn_sm90_smem_bytes(g, d) > max_smem_optin) return "shared memory over the device's opt-in limit";
-    /* Measured with ptxas 13.0 (docs/perf-notes.md): the producer's transforms need 40 registers, 56 with PERSIST;
-     * a consumer compiles without spills when its accumulators leave 32 of its registers free (8 spilled). */
-    if (g->pipe == 2 && g->consumers >= 2 && producer_transforms(g) && g->producer_regs < (g->persist ? 56 : 40))
-        return "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST)";
-    /* a producer that only issues TMA: 24 registers, 32 with PERSIST 2 (head by head), where 24 spilled in 24 of 39
-     * sampled genomes (tools/sm90_nvrtc_check --producer-below 56 --vpath 5) */
-    if (g->pipe == 2 && g->consumers >= 2 && !producer_transforms(g) && g->producer_regs < (g->persist == 2 ? 32 : 24))
-        return "PRODUCER_REGS too small: the persistent TMA producer spills (32 needed with PERSIST 2)";
+    /* setmaxnreg leaves the producer warpgroup PRODUCER_REGS (PIPE 2, two consumers or more). Measured with ptxas
+     * 13.0: its transforms need 40, 56 with PERSIST (docs/perf-notes.md); a producer that only issues TMA needs 24,
+     * 32 with PERSIST 2, where 24 spilled in 24 of 39 sampled genomes (tools/sm90_nvrtc_check --producer-below 56
+     * --vpath 5, docs/data/nvrtc-tma-producer-2026-11-29.log) */
+    if (g->pipe == 2 && g->consumers >= 2) {
+        const int tr = producer_transforms(g), need = tr ? (g->persist ? 56 : 40) : g->persist == 2 ? 32 : 24;
+        if (g->producer_regs < need)
+            return tr ? "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST)"
+                      : "PRODUCER_REGS too small: the persistent TMA producer spills (32 needed with PERSIST 2)";
+    }
     /* FP16 scores with a persistent producer warpgroup: its loop state beside the K conversion spills at head dim 64
      * with V_PATH 0, 4 and 5 (39 of 350 sampled genomes); V_PATH 1 and 3, and PIPE 0 and 1, compile clean
      * (tools/sm90_nvrtc_check --persist --qk 2, docs/data/nvrtc-qk2-persist-2026-11-29.log) */
