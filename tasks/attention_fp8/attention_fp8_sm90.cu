@@ -77,7 +77,8 @@
  *                            transforms spill below 40 (below 56 with PERSIST): attn_sm90_check rejects those
  *   PERSIST        0, 1, 2   1, 2: a persistent grid of min(work items, SMs) blocks walks the (query tile, head)
  *                            items, 1 tile by tile over all heads, 2 head by head when not causal (Sched); heaviest
- *                            first (causal: the longest rows first); 0: one block per item
+ *                            first (causal: the longest rows first, every second wave backwards); 0: one block
+ *                            per item
  *   PROBE          (not a knob, default 0; measurement only, results are wrong) leaves stages out to time the
  *                            rest: 1 the K/V transforms, 2 the softmax, 4 P·V, 8 Q·Kᵀ, 16 the row maxima (every
  *                            offset 0), 32 V_PATH 4 and 5's row-sum GEMMs (bits combine)
@@ -682,12 +683,16 @@ template <int ROWS, int D> EVO_DEV void copy_tile(u32 dst, const u8 *head, int r
 }
 
 /* Work items: (query tile, batch·head). PERSIST walks items w = blockIdx.x, +gridDim.x, ...: 1, query tile by query
- * tile over every head at once, the heaviest tiles first (causal: each wave of the grid does equal work, but it
- * streams the K and V of every head together: 64 MB at (4,16,4096,128), more than the L2); 2, head by head when not
- * causal (the blocks in flight share the K and V of a few heads), and 1's order when causal: a block striding
- * through one head's tiles heaviest first gets a share that depends on its index (max/mean work 1.13 at
- * (4,16,4096,128), 1.57 at (1,16,16384,64) on 132 SMs). Otherwise a block has the one item its grid position names
- * (causal: longest rows first). */
+ * tile over every head at once, the heaviest tiles first (it streams the K and V of every head together: 64 MB at
+ * (4,16,4096,128), more than the L2); 2, head by head when not causal (the blocks in flight share the K and V of a
+ * few heads), and 1's order when causal: a block striding through one head's tiles heaviest first gets a share that
+ * depends on its index (max/mean work 1.12 at (4,16,4096,128), 1.52 at (2,8,2048,64) on 132 SMs). Causal, every
+ * second wave of gridDim.x items is walked backwards (a snake): a wave spans two or three query-tile levels, and
+ * striding forwards in every wave gave the low block indices the heavier level each time (max/mean work, a tile and
+ * one tile's overhead per item, 132 SMs: 1.19 → 1.03 at (2,8,2048,64), 1.09 → 1.03 at (4,8,2048,64), 1.06 → 1.005 at
+ * (4,16,4096,128), 1.03 → 1.002 at (1,16,16384,64); docs/perf-notes.md). The items a wave holds are the same, so the
+ * blocks in flight read the same heads. Otherwise a block has the one item its grid position names (causal: longest
+ * rows first). */
 template <int PERSIST> struct Sched {
     int w, n;
     EVO_DEV Sched(const evo_attn_params &p, int nq)
@@ -704,8 +709,13 @@ template <int PERSIST> struct Sched {
             bh = w / nq;
             qt = w - bh * nq;
         } else if (PERSIST) {
-            const int nbh = p.heads * p.batch, r = w / nbh;
-            bh = w - r * nbh;
+            int v = w; /* causal: odd waves backwards; the last wave may be short, and is reversed over its length */
+            if (p.causal) {
+                const int G = (int)gridDim.x, k = w / G;
+                if (k & 1) v = k * G + (min(G, n - k * G) - 1 - (w - k * G));
+            }
+            const int nbh = p.heads * p.batch, r = v / nbh;
+            bh = v - r * nbh;
             qt = p.causal ? nq - 1 - r : r;
         } else {
             bh = (int)blockIdx.z * p.heads + (int)blockIdx.y;

@@ -5,7 +5,7 @@
  *        tools/bench/sm90_bench.cu tasks/attention_fp8/attn_sm90_host.c [-DSM90_BASELINE variants/attention_fp8-sm_90-*.cu] \
  *        -o sm90_bench                                                        (tools/bench/sm90_batch.sh builds and runs it)
  *   ./sm90_bench [--check] [--time] [--list] [--filter SUBSTR] [--only 'G;G'] [--skip 'G;G'] [--csv FILE] [--reps N]
- *                [--big-only] [--no-baseline] [--profile] [--repeat N [--shape B,H,S,D,CAUSAL]] [--trace|--trace-causal]
+ *                [--big-only] [--causal-only] [--no-baseline] [--profile] [--repeat N [--shape B,H,S,D,CAUSAL]] [--trace|--trace-causal]
  *                [--hash] (exit 3: a kernel hung, named on the HANG line; 1: failed checks; --repeat: N launches on one problem
  *                must give the first launch's bits; --trace: built with -DEVO_SM90_TRACE=1, the consumer warpgroups'
  *                clock stamps of one launch, run_trace; --hash: a hash of every checked output, so that two builds of one
@@ -677,7 +677,8 @@ static Stats stats_of(std::vector<double> v)
 }
 
 /* Returns the number of V_PATH 5 entries whose output differed from their V_PATH 4 twin's. */
-static int run_timing(const std::vector<int> &sel, FILE *csv, bool with_baseline, int reps, bool big_only)
+static int run_timing(const std::vector<int> &sel, FILE *csv, bool with_baseline, int reps, bool big_only,
+                      bool causal_only)
 {
     int twin_fails = 0;
     const Shape shapes[] = {{1, 8, 512, 64, 0}, {2, 8, 512, 64, 0}, {2, 8, 2048, 64, 0}, {2, 8, 512, 128, 0},
@@ -693,7 +694,7 @@ static int run_timing(const std::vector<int> &sel, FILE *csv, bool with_baseline
         for (int causal = 0; causal < 2; causal++) {
             Shape sh = base;
             sh.causal = causal;
-            if (big_only && sh.s < 4096) continue;
+            if ((big_only && sh.s < 4096) || (causal_only && !causal)) continue;
             Problem pr;
             problem_alloc(pr, sh, 1.0f / sqrtf((float)sh.d), DIST_NORMAL, 77, 512);
             TwinOutputs twins; /* the V_PATH 4 outputs of this problem */
@@ -954,7 +955,7 @@ static int run_trace(const std::vector<int> &sel, bool causal)
 
 int main(int argc, char **argv)
 {
-    bool check = false, timing = false, list = false, big_only = false, no_baseline = false, profile = false;
+    bool check = false, timing = false, list = false, big_only = false, causal_only = false, no_baseline = false, profile = false;
     bool trace = false, trace_causal = false;
     const char *filter = nullptr, *csv_path = nullptr, *only = nullptr, *skip = nullptr;
     int reps = 30, repeat = 0;
@@ -964,6 +965,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--time")) timing = true;
         else if (!strcmp(argv[i], "--list")) list = true;
         else if (!strcmp(argv[i], "--big-only")) big_only = true;
+        else if (!strcmp(argv[i], "--causal-only")) causal_only = true;
         else if (!strcmp(argv[i], "--hash")) g_hash = true;
         else if (!strcmp(argv[i], "--no-baseline")) no_baseline = true;
         else if (!strcmp(argv[i], "--profile")) profile = true;
@@ -979,7 +981,7 @@ int main(int argc, char **argv)
                  sscanf(argv[++i], "%d,%d,%d,%d,%d", &rshape.b, &rshape.h, &rshape.s, &rshape.d, &rshape.causal) == 5) {
         } else {
             fprintf(stderr, "usage: %s [--check] [--time] [--list] [--filter SUBSTR] [--only 'G;G'] [--skip 'G;G'] "
-                            "[--csv FILE] [--reps N] [--big-only] [--no-baseline] [--repeat N [--shape B,H,S,D,CAUSAL]] [--hash]\n", argv[0]);
+                            "[--csv FILE] [--reps N] [--big-only] [--causal-only] [--no-baseline] [--repeat N [--shape B,H,S,D,CAUSAL]] [--hash]\n", argv[0]);
             return 2;
         }
     }
@@ -1057,7 +1059,7 @@ int main(int argc, char **argv)
     FILE *csv = csv_path ? fopen(csv_path, "a") : nullptr; /* appended: a batch reruns after a hang */
     int fails = 0;
     if (check) fails = run_checks(sel, csv, with_baseline);
-    if (timing) fails += run_timing(sel, csv, with_baseline, reps, big_only);
+    if (timing) fails += run_timing(sel, csv, with_baseline, reps, big_only, causal_only);
     if (repeat > 0) fails += run_repeat(sel, rshape, repeat);
     if (csv) fclose(csv);
     printf("\n%s: %d failing check cases\n", check ? "checks done" : "no checks", fails);
