@@ -14,8 +14,8 @@
  * that multiply P·V in FP16 have an FP16-V twin; cudaErrorNotSupported where the problem's kernel has none),
  * evo_attention_forward_kv16 / evo_attention_kv16_supported (K and V given in FP16: the same for the
  * kernels whose Q·Kᵀ is FP16 too), evo_attention_workspace_bytes / evo_attention_forward_ws (an entry with
- * V_PATH 3 converts K and V to FP16 into a workspace every call: the caller's, or one evo_attention_forward
- * allocates on the stream; 0 bytes for every other entry).
+ * V_PATH 3 converts K and V to FP16, one with V_PATH 5 transposes V, into a workspace every call: the
+ * caller's, or one evo_attention_forward allocates on the stream; 0 bytes for every other entry).
  *
  * Dispatch (attn_dispatch_host.h below): a problem is in bucket (head dim, causal, seq class, batch·heads
  * class), classes powers of two (seq 1..256, 257..512, 513..1024, ...; batch·heads 1..8, 9..16, 17..32,
@@ -29,57 +29,49 @@
  * bucket's timed shapes.
  *
  *   bucket                                   entry key      class    speedup median µs  shapes; GPU
- *   d64 non-causal seq 257..512 bh 1..8          0 5810762d exact     1.130x       6.62  mission(1,8,512,64); NVIDIA H200
- *   d64 non-causal seq 257..512 bh 9..16         0 5810762d exact     1.133x       6.98  small(2,8,512,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 9..16       1 8a627837 exact     1.298x      52.62  long(2,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 17..32      1 8a627837 exact     1.260x     100.70  stress(4,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 8193..16384 bh 9..16      1 8a627837 exact     1.540x    2455.42  b1h16s16k(1,16,16384,64); NVIDIA H200
- *   d64 causal seq 257..512 bh 1..8              0 5810762d exact     1.118x       6.75  missionc(1,8,512,64) causal; NVIDIA H200
- *   d64 causal seq 257..512 bh 9..16             0 5810762d exact     1.128x       7.01  smallc(2,8,512,64) causal; NVIDIA H200
- *   d64 causal seq 1025..2048 bh 9..16           2 09949db4 exact     1.097x      46.50  longc(2,8,2048,64) causal; NVIDIA H200
- *   d64 causal seq 1025..2048 bh 17..32          2 09949db4 exact     1.129x      73.95  stressc(4,8,2048,64) causal; NVIDIA H200
- *   d64 causal seq 8193..16384 bh 9..16          1 8a627837 exact     1.576x    1246.11  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
- *   d128 non-causal seq 257..512 bh 9..16        0 5810762d exact     1.023x      11.01  wide(2,8,512,128); NVIDIA H200
- *   d128 non-causal seq 2049..4096 bh 33..64     1 8a627837 exact     1.975x     856.45  b4h16s4k(4,16,4096,128); NVIDIA H200
- *   d128 causal seq 257..512 bh 9..16            3 aa77772c exact     1.021x      10.88  widec(2,8,512,128) causal; NVIDIA H200
- *   d128 causal seq 2049..4096 bh 33..64         1 8a627837 exact     1.721x     521.10  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 1..8          0 aa77772c exact     1.125x       6.62  mission(1,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 9..16         0 aa77772c exact     1.122x       6.96  small(2,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 9..16       1 31d38bcc exact     1.310x      51.81  long(2,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 17..32      1 31d38bcc exact     1.310x      97.09  stress(4,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 8193..16384 bh 9..16      1 31d38bcc exact     1.545x    2466.57  b1h16s16k(1,16,16384,64); NVIDIA H200
+ *   d64 causal seq 257..512 bh 1..8              0 aa77772c exact     1.114x       6.72  missionc(1,8,512,64) causal; NVIDIA H200
+ *   d64 causal seq 257..512 bh 9..16             0 aa77772c exact     1.119x       6.98  smallc(2,8,512,64) causal; NVIDIA H200
+ *   d64 causal seq 1025..2048 bh 9..16           1 31d38bcc exact     1.483x      34.56  longc(2,8,2048,64) causal; NVIDIA H200
+ *   d64 causal seq 1025..2048 bh 17..32          1 31d38bcc exact     1.342x      62.10  stressc(4,8,2048,64) causal; NVIDIA H200
+ *   d64 causal seq 8193..16384 bh 9..16          1 31d38bcc exact     1.590x    1237.07  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
+ *   d128 non-causal seq 257..512 bh 9..16        2 14e4da76 exact     1.009x      11.01  wide(2,8,512,128); NVIDIA H200
+ *   d128 non-causal seq 2049..4096 bh 33..64     1 31d38bcc exact     2.040x     835.94  b4h16s4k(4,16,4096,128); NVIDIA H200
+ *   d128 causal seq 257..512 bh 9..16            0 aa77772c exact     1.009x      10.88  widec(2,8,512,128) causal; NVIDIA H200
+ *   d128 causal seq 2049..4096 bh 33..64         1 31d38bcc exact     1.772x     506.93  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
  *
  * Entries
- *   entry 0: candidate 4, key 5810762d1bbe018f4b37ec67c66c53e0e46a394fc4a770b51ece4a3742ef8168, accuracy class exact, family 0
- *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T05:18:57Z
+ *   entry 0: candidate 29, key aa77772ccb384802fa249763a4334e96ca369fcfd40a1d363021aca0339e32be, accuracy class exact, family 0
+ *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T11:35:04Z
  *     template    attention_fp8.cu, SHA-256 4fadd3282a3c73739c696132502cbe74e7194796298a1ead1a3cd215a98e60d4
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
  *     head dim  64: evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 36864 bytes of smem
  *     head dim 128: evo_attn_fwd<128,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 73728 bytes of smem
- *     head dim  64: evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>, 128 threads, 128 rows per block, 24576 bytes of smem (large problems)
- *   entry 1: candidate 8, key 8a627837646927593590c297b784fb6d5962e8e2803f5e8320959a31a9893a7c, accuracy class exact, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T05:19:01Z
- *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
+ *   entry 1: candidate 28, key 31d38bccf862e6cc8623640a59e6c3a8af75d6fa214ef2ca117c46d42203c8da, accuracy class exact, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T11:35:04Z
+ *     template    attention_fp8_sm90.cu, SHA-256 c778b5efd61cb2835f46cf4e0c4226047a5d873e60af4d89f841d6645b675d5c
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,0>, 384 threads, 128 rows per block, 124040 bytes of smem
- *     head dim 128: evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,0>, 384 threads, 128 rows per block, 214152 bytes of smem
+ *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,2>, 384 threads, 128 rows per block, 124040 bytes of smem
+ *     head dim 128: evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,2>, 384 threads, 128 rows per block, 214152 bytes of smem
  *     before each: evo_kv16_convert<16>: K and V to FP16 into the workspace
- *   entry 2: candidate 11, key 09949db4bb26f3c74e4e80259060fe0ed6f1833e1145d1a3a2111fce2024b23a, accuracy class exact, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=3,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T05:19:05Z
- *     template    attention_fp8_sm90.cu, SHA-256 bfdd3c64e6158712769f0d9fd7c18be14ad0a73a805985ded70da025511c2351
- *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
- *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,3,64,2,2,2,1,1,0,0,56,0>, 512 threads, 192 rows per block, 103560 bytes of smem
- *   entry 3: candidate 24, key aa77772ccb384802fa249763a4334e96ca369fcfd40a1d363021aca0339e32be, accuracy class exact, family 0
- *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T05:19:22Z
+ *   entry 2: candidate 7, key 14e4da760d77070947762c6c54001b025a975d43b574d52a92c2d45a8b4d3428, accuracy class exact, family 0
+ *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=3,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=256,BIG_TILE_N=64,FAMILY=0
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T11:34:51Z
  *     template    attention_fp8.cu, SHA-256 4fadd3282a3c73739c696132502cbe74e7194796298a1ead1a3cd215a98e60d4
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim 128: evo_attn_fwd<128,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 73728 bytes of smem
+ *     head dim 128: evo_attn_fwd<128,0,64,128,4,1,3,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 106496 bytes of smem
  *
  * Tolerances and timing settings of the self-test: the config of run 1 (the latest).
- * Exported 2026-11-29T05:23:33Z by evo 0.1.0.
+ * Exported 2026-11-29T11:39:09Z by evo 0.1.0.
  */
 
 #include <cuda_runtime.h>
@@ -1019,6 +1011,13 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
  *             which a second wgmma (N = 8) multiplies by P̃ from zero each tile; the tile's sums go into the
  *             accumulator's column D (rescaled with O) in FP32; the softmax adds up only the keys whose P̃ is 0
  *             (p ≤ 2^-10, in FP16 pairs). PIPE 2 only.
+ *   V_PATH 5: V_PATH 4's arithmetic with Vᵀ given (a search value: its genome's launch transposes V first with
+ *             evo_vt_transpose, below, timed with it): p.v points to the codes of Vᵀ, [B·H, D, S16] (S16 = S rounded up to 16, keys S..S16-1 zero),
+ *             each 16 keys in the P fragment's order (position 4a + 2s + t holds key 8s + 2a + t; evo_vt_transpose,
+ *             below, writes it from V), and the TMA thread loads each tile's column blocks of VB keys straight into
+ *             the Vᵀ stage, so no warp transposes V (the transform's shared-memory instructions share the MIO queue
+ *             with the softmax's exponentials: docs/perf-notes.md, "Where the fp8 class's time goes"). With p.v =
+ *             the transpose of the codes it equals V_PATH 4 bit for bit. PIPE 2 only.
  * The FP8 wgmma keeps ~14 bits of the aligned products: scores carry ~1e-4 relative error, which defeats the 2e-3 gate
  * on logits in the thousands and flips e4m3 roundings of P; QK_MODE 2 + V_PATH 1 is the configuration that passes
  * every distribution (docs/perf-notes.md, "Precision").
@@ -1053,9 +1052,11 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
  *                            transforms spill below 40 (below 56 with PERSIST): attn_sm90_check rejects those
  *   PERSIST        0, 1, 2   1, 2: a persistent grid of min(work items, SMs) blocks walks the (query tile, head)
  *                            items, 1 tile by tile over all heads, 2 head by head when not causal (Sched); heaviest
- *                            first (causal: the longest rows first); 0: one block per item
+ *                            first (causal: the longest rows first, every second wave backwards); 0: one block
+ *                            per item
  *   PROBE          (not a knob, default 0; measurement only, results are wrong) leaves stages out to time the
- *                            rest: 1 the K/V transforms, 2 the softmax, 4 P·V, 8 Q·Kᵀ (bits combine)
+ *                            rest: 1 the K/V transforms, 2 the softmax, 4 P·V, 8 Q·Kᵀ, 16 the row maxima (every
+ *                            offset 0), 32 V_PATH 4 and 5's row-sum GEMMs (bits combine)
  *
  * LAUNCH RULES (what a launcher must do; attn_sm90_host.h computes each of these):
  *   kernel      evo_attn_sm90<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH, OVERLAP, PINGPONG, O_ACC,
@@ -1102,13 +1103,17 @@ __host__ __device__ constexpr int align1024(int x) { return (x + 1023) / 1024 * 
  * column D, which the running rescale of O rescales too). acc_cols: the P·V accumulator's columns. */
 template <int D, int TILE_N, int V_PATH> __host__ __device__ constexpr int vt_bytes()
 {
-    return V_PATH == 4 ? align1024(TILE_N * (D + 8)) : V_PATH ? TILE_N * (D + 64) * 2 : TILE_N * D;
+    return V_PATH == 4 || V_PATH == 5 ? align1024(TILE_N * (D + 8)) : V_PATH ? TILE_N * (D + 64) * 2 : TILE_N * D;
 }
 /* V_PATH 2, 3: V is given in FP16 and loaded by TMA into the FP16 V ring (no raw V ring, nothing transforms it). */
 __host__ __device__ constexpr bool v_given_f16(int v_path) { return v_path == 2 || v_path == 3; }
+/* The V stage written by the TMA thread (V_PATH 2, 3: FP16 V; 5: e4m3 Vᵀ): no raw V ring, no transform of V. */
+__host__ __device__ constexpr bool v_by_tma(int v_path) { return v_given_f16(v_path) || v_path == 5; }
+/* e4m3 P̃ whose row sums come from the P·V GEMM (8 rows of ones in every Vᵀ column block): V_PATH 4, 5. */
+__host__ __device__ constexpr bool gemm_sums(int v_path) { return v_path == 4 || v_path == 5; }
 /* e4m3 Vᵀ (V_PATH 0, 4): rows (dims) per column block of the stage; V_PATH 4 adds 8 rows of ones, the B operand's
  * columns D..D+7, so that the e4m3 P·V GEMM sums P̃ into the accumulator's column D. */
-template <int D, int V_PATH> __host__ __device__ constexpr int vt_rows() { return V_PATH == 4 ? D + 8 : D; }
+template <int D, int V_PATH> __host__ __device__ constexpr int vt_rows() { return gemm_sums(V_PATH) ? D + 8 : D; }
 template <int D, int V_PATH> __host__ __device__ constexpr int acc_cols() { return V_PATH ? D + 8 : D; }
 
 /* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes(). */
@@ -1122,7 +1127,7 @@ struct Sm90Cfg {
     static constexpr int Q_BYTES = BM * D;
     static constexpr int KV_BYTES = TILE_N * D;                       /* one stage of K or of raw V */
     static constexpr int KR_BYTES = V_PATH == 3 ? 0 : KV_BYTES;       /* the raw K ring's stage (V_PATH 3: none) */
-    static constexpr int VR_BYTES = v_given_f16(V_PATH) ? 0 : KV_BYTES; /* the raw V ring (2, 3: none) */
+    static constexpr int VR_BYTES = v_by_tma(V_PATH) ? 0 : KV_BYTES;  /* the raw V ring (2, 3, 5: none) */
     static constexpr int VT_BYTES = vt_bytes<D, TILE_N, V_PATH>();
     static constexpr int NX = PIPE == 2 ? STAGES : 1;                 /* converted tiles: a ring with a producer */
     static constexpr int Q16_BYTES = QK_MODE == 2 ? BM * D * 2 : 0;
@@ -1257,6 +1262,95 @@ EVO_DEV float ex2(float x)
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
     return r;
 }
+
+/* 2^x on the FMA pipe (measurement only, EVO_SM90_EXP_EMU, below): x rounded to the nearest integer j by the
+ * 1.5·2^23 trick, 2^(x − j) by a degree-3 polynomial on [−0.5, 0.5] (relative error ≤ 1.02e-4; exact at integers),
+ * j added to the exponent; x clamped to −125 (−inf gives 2^−125, which rounds to 0 in e4m3 and FP16). Seven FMA-pipe
+ * instructions and no MUFU: the MUFU.EX2 share the MIO queue with shared-memory instructions. */
+EVO_DEV float ex2_fma(float x)
+{
+    x = fmaxf(x, -125.f);
+    const float t = x + 12582912.f, f = x - (t - 12582912.f);
+    const float p = fmaf(fmaf(fmaf(0x1.c2a216p-5f, f, 0x1.f00c4ep-3f), f, 0x1.62f5fap-1f), f, 1.f);
+    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+}
+/* EVO_SM90_EXP_EMU (not a knob; default 0; tools/bench builds only): 1 computes the exponentials of every fourth key
+ * pair with ex2_fma, 2 every second, 3 three of four; the rest with MUFU.EX2. */
+#ifndef EVO_SM90_EXP_EMU
+#define EVO_SM90_EXP_EMU 0
+#endif
+EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its loop is unrolled */
+{
+    const bool fma = EVO_SM90_EXP_EMU == 1   ? i % 4 == 3
+                     : EVO_SM90_EXP_EMU == 2 ? i % 2 == 1
+                     : EVO_SM90_EXP_EMU == 3 ? i % 4 != 0
+                                             : false;
+    return fma ? ex2_fma(x) : ex2(x);
+}
+/* EVO_SM90_NO_TINY (not a knob; default 0; tools/bench builds only): 1 leaves out of V_PATH 4 and 5's row sum the mass
+ * of the keys whose P̃ is 0 (the FP16 bookkeeping of Softmax::step), so l is the GEMM's sum of P̃ alone and the
+ * output is renormalized over the keys P̃ keeps. Not the FP8 model's arithmetic: it measures what that term costs
+ * (docs/perf-notes.md, "Where the softmax's issue slots go"). */
+#ifndef EVO_SM90_NO_TINY
+#define EVO_SM90_NO_TINY 0
+#endif
+/* EVO_SM90_TRACE (not a knob; default 0; tools/bench builds only): 1 makes thread 0 of each consumer warpgroup of the
+ * first EVO_SM90_TRACE_CTAS blocks record the SM clock at its steps of every key tile of its first work item
+ * (OVERLAP's loop, the TRACE_* events: before and after its turn, after issuing, after Q·Kᵀ, after P·V(j-1), after
+ * the softmax and packing; a step a tile does not have reads 0) into evo_sm90_trace, which
+ * tools/bench/sm90_bench.cu --trace prints: which warpgroup waits on what. */
+#ifndef EVO_SM90_TRACE
+#define EVO_SM90_TRACE 0
+#endif
+#define EVO_SM90_TRACE_CTAS 4
+#define EVO_SM90_TRACE_TILES 64
+enum { TRACE_START, TRACE_TURN, TRACE_ISSUED, TRACE_QK, TRACE_PV, TRACE_SOFTMAX, EVO_SM90_TRACE_EVENTS };
+#if EVO_SM90_TRACE
+__device__ unsigned long long evo_sm90_trace[EVO_SM90_TRACE_CTAS][2][EVO_SM90_TRACE_TILES][EVO_SM90_TRACE_EVENTS];
+#endif
+/* A tile's stamps are read into registers and stored once the tile is done. A clock read keeps its place among the
+ * waits and barriers but not among plain arithmetic, so the stamp after the softmax depends on its last result
+ * (stamp_after: the read is predicated on that value). The trace build waits for P·V(j-1) before the softmax, where
+ * ptxas puts that wait in the shipped kernels anyway (docs/perf-notes.md, "The softmax waited for P·V"): any stamp
+ * between the softmax and the wait would keep ptxas from moving it and time another schedule. */
+struct TraceTile {
+    unsigned long long t[EVO_SM90_TRACE_EVENTS];
+    EVO_DEV void clear()
+    {
+#if EVO_SM90_TRACE
+        for (int e = 0; e < EVO_SM90_TRACE_EVENTS; e++) t[e] = 0;
+#endif
+    }
+    EVO_DEV void stamp(int e)
+    {
+#if EVO_SM90_TRACE
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t[e]));
+#else
+        (void)e;
+#endif
+    }
+    EVO_DEV void stamp_after(int e, u32 dep)
+    {
+#if EVO_SM90_TRACE
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0x7f7f7f7f;\n\tsetp.ne.or.u32 p, %1, 0x7f7f7f7e, p;\n\t"
+                     "@p mov.u64 %0, %%clock64;\n\t@!p mov.u64 %0, 0;\n\t}"
+                     : "=l"(t[e])
+                     : "r"(dep));
+#else
+        (void)e, (void)dep;
+#endif
+    }
+    EVO_DEV void store(bool on, int cw, int j) /* and cleared for the next tile */
+    {
+#if EVO_SM90_TRACE
+        if (on && cw < 2 && j < EVO_SM90_TRACE_TILES)
+            for (int e = 0; e < EVO_SM90_TRACE_EVENTS; e++) evo_sm90_trace[blockIdx.x][cw][j][e] = t[e];
+        clear();
+#else
+        (void)on, (void)cw, (void)j;
+#endif
+    }
+};
 /* Four floats → four e4m3 bytes (a in byte 0), round to nearest even, saturating. */
 EVO_DEV u32 pack_e4m3x4(float a, float b, float c, float d)
 {
@@ -1564,12 +1658,16 @@ template <int ROWS, int D> EVO_DEV void copy_tile(u32 dst, const u8 *head, int r
 }
 
 /* Work items: (query tile, batch·head). PERSIST walks items w = blockIdx.x, +gridDim.x, ...: 1, query tile by query
- * tile over every head at once, the heaviest tiles first (causal: each wave of the grid does equal work, but it
- * streams the K and V of every head together: 64 MB at (4,16,4096,128), more than the L2); 2, head by head when not
- * causal (the blocks in flight share the K and V of a few heads), and 1's order when causal: a block striding
- * through one head's tiles heaviest first gets a share that depends on its index (max/mean work 1.13 at
- * (4,16,4096,128), 1.57 at (1,16,16384,64) on 132 SMs). Otherwise a block has the one item its grid position names
- * (causal: longest rows first). */
+ * tile over every head at once, the heaviest tiles first (it streams the K and V of every head together: 64 MB at
+ * (4,16,4096,128), more than the L2); 2, head by head when not causal (the blocks in flight share the K and V of a
+ * few heads), and 1's order when causal: a block striding through one head's tiles heaviest first gets a share that
+ * depends on its index (max/mean work 1.12 at (4,16,4096,128), 1.52 at (2,8,2048,64) on 132 SMs). Causal, every
+ * second wave of gridDim.x items is walked backwards (a snake): a wave spans two or three query-tile levels, and
+ * striding forwards in every wave gave the low block indices the heavier level each time (max/mean work, a tile and
+ * one tile's overhead per item, 132 SMs: 1.19 → 1.03 at (2,8,2048,64), 1.09 → 1.03 at (4,8,2048,64), 1.06 → 1.005 at
+ * (4,16,4096,128), 1.03 → 1.002 at (1,16,16384,64); docs/perf-notes.md). The items a wave holds are the same, so the
+ * blocks in flight read the same heads. Otherwise a block has the one item its grid position names (causal: longest
+ * rows first). */
 template <int PERSIST> struct Sched {
     int w, n;
     EVO_DEV Sched(const evo_attn_params &p, int nq)
@@ -1586,8 +1684,13 @@ template <int PERSIST> struct Sched {
             bh = w / nq;
             qt = w - bh * nq;
         } else if (PERSIST) {
-            const int nbh = p.heads * p.batch, r = w / nbh;
-            bh = w - r * nbh;
+            int v = w; /* causal: odd waves backwards; the last wave may be short, and is reversed over its length */
+            if (p.causal) {
+                const int G = (int)gridDim.x, k = w / G;
+                if (k & 1) v = k * G + (min(G, n - k * G) - 1 - (w - k * G));
+            }
+            const int nbh = p.heads * p.batch, r = v / nbh;
+            bh = v - r * nbh;
             qt = p.causal ? nq - 1 - r : r;
         } else {
             bh = (int)blockIdx.z * p.heads + (int)blockIdx.y;
@@ -1658,6 +1761,7 @@ EVO_DEV void issue_qk(float (&s)[MT][TILE_N / 2], u32 q_addr, u32 k_addr, const 
 template <int TILE_N, int MT, bool P8> struct PFrag {
     static constexpr int NCH = P8 ? TILE_N / 32 : TILE_N / 16;
     u32 r[MT][NCH][4];
+    EVO_DEV u32 last() const { return r[MT - 1][NCH - 1][3]; } /* the last word pack writes */
     EVO_DEV void pack(const float (&s)[MT][TILE_N / 2])
     {
 #pragma unroll
@@ -1686,7 +1790,7 @@ template <int TILE_N, int MT, bool P8> struct PFrag {
  * perf-notes.md, "The FP8 accumulator"), so a row sum carried along the whole row in it drops late tiles' small keys
  * (measured: rel-L2 2.5x the FP8 model's at S = 4096); within one tile the sum stays small. take_rowsum adds lg into
  * the accumulator's columns D..D+7 once the GEMMs are done. */
-template <int D, int DA, int TILE_N, int MT, bool P8, bool GSUM = false>
+template <int D, int DA, int TILE_N, int MT, bool P8, bool GSUM = false, bool SUMS = true>
 EVO_DEV void issue_pv(float (&o)[MT][DA / 2], float (&lg)[MT][4], const PFrag<TILE_N, MT, P8> &pf, u32 vt_addr,
                       bool zero_first)
 {
@@ -1703,7 +1807,7 @@ EVO_DEV void issue_pv(float (&o)[MT][DA / 2], float (&lg)[MT][4], const PFrag<TI
                 const int kl = 32 * c;
                 const u64 db = desc_at(vd, (kl / VB) * ROWS * VB + kl % VB);
                 WgPV8<D>::mma(od, pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
-                if constexpr (GSUM) /* the ones: D rows (a whole number of 8-row swizzle atoms) further */
+                if constexpr (GSUM && SUMS) /* the ones: D rows (a whole number of 8-row swizzle atoms) further */
                     WgPV8<8>::mma(lg[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3],
                                   desc_at(db, D * VB), c ? 1 : 0);
             } else {
@@ -1745,7 +1849,8 @@ template <int LO, int HI, int N> EVO_DEV float row_max(const float (&s)[N], int 
 /* FP16 P: how far (log2 units) a row's maximum may pass its offset before O and the row sum are rescaled. */
 constexpr float LAZY_RESCALE = 8.f;
 
-template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
+/* NO_MAX (PROBE 16, wrong results): no row maxima (no FMNMX trees, no shuffles), every offset 0 */
+template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> struct Softmax {
     float m[MT][2], M[MT][2], l[MT][2], alpha[MT][2];
     EVO_DEV void init()
     {
@@ -1776,13 +1881,16 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) rmx[mt][h] = fmaxf(m[mt][h], row_max<0, TILE_N / 8>(s[mt], h));
+            for (int h = 0; h < 2; h++)
+                rmx[mt][h] = NO_MAX ? 0.f : fmaxf(m[mt][h], row_max<0, TILE_N / 8>(s[mt], h));
+        if constexpr (!NO_MAX)
 #pragma unroll
-        for (int sh = 1; sh <= 2; sh *= 2)
+            for (int sh = 1; sh <= 2; sh *= 2)
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++)
+                for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                for (int h = 0; h < 2; h++) rmx[mt][h] = fmaxf(rmx[mt][h], __shfl_xor_sync(0xffffffffu, rmx[mt][h], sh));
+                    for (int h = 0; h < 2; h++)
+                        rmx[mt][h] = fmaxf(rmx[mt][h], __shfl_xor_sync(0xffffffffu, rmx[mt][h], sh));
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -1810,7 +1918,7 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
 #pragma unroll
                 for (int i = 0; i < TILE_N / 8; i++) {
                     float* pr = &s[mt][4 * i + 2 * h];
-                    const float p0 = ex2(fmaf(pr[0], qk_mul, bias)), p1 = ex2(fmaf(pr[1], qk_mul, bias));
+                    const float p0 = ex2_mix(i, fmaf(pr[0], qk_mul, bias)), p1 = ex2_mix(i, fmaf(pr[1], qk_mul, bias));
                     if constexpr (GSUM) { /* V_PATH 4: PFrag rounds p to P̃ (the same codes), the P·V GEMM sums
                                              P̃ (vt_rows); here only the mass of the keys whose P̃ is 0 (p ≤ 2^-10),
                                              in FP16 (1.5 instructions a score instead of 3 in FP32): at most 2^-10
@@ -1818,7 +1926,8 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
                                              within 2^-11 of the threshold going either way, p below 2^-24 lost) moves
                                              l by less than 2^-17 of itself */
                         pr[0] = p0, pr[1] = p1;
-                        tiny = add_le_f16x2(tiny, pack_f16x2(p0, p1), 0x14001400u /* 2^-10 */);
+                        if constexpr (!EVO_SM90_NO_TINY)
+                            tiny = add_le_f16x2(tiny, pack_f16x2(p0, p1), 0x14001400u /* 2^-10 */);
                     } else if constexpr (P8) { /* P̃ (exact in e4m3, so PFrag packs the same codes) and the row sum:
                                            P̃, or p where P̃ rounded to 0 (those keys' mass stays in l, as in the model).
                                            P̃ is 0 or ≥ 2^-9, and 0 exactly when p ≤ 2^-10, so max(P̃, min(p, 2^-10))
@@ -1831,7 +1940,7 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false> struct Softmax {
                         pr[0] = p0, pr[1] = p1;
                     }
                 }
-                if constexpr (GSUM) sum = sum_f16x2(tiny);
+                if constexpr (GSUM) sum = EVO_SM90_NO_TINY ? 0.f : sum_f16x2(tiny);
                 if (P8) l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
             }
     }
@@ -1956,6 +2065,19 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         c.advance(p, nq);
         return true;
     };
+    /* V_PATH 5: Vᵀ of tile j (TILE_N / VB boxes of VB keys x D dims, VB-byte swizzle) into the rows 0..D-1 of its
+     * stage's column blocks (the ones rows stay), once the consumers are done with the tile STAGES back */
+    auto issue_vt = [&](Cursor &c) {
+        constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, VT = vt_bytes<D, TILE_N, V_PATH>();
+        const int s = c.it % STAGES;
+        if (c.it >= STAGES && !mbar_test(sm.b(B::vempty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        mbar_expect_tx(sm.b(B::vtfull(s)), TILE_N * D);
+#pragma unroll
+        for (int b = 0; b < TILE_N / VB; b++)
+            tma_load_3d(sm.vt + s * VT + b * (D + 8) * VB, &t.v, c.j * TILE_N + b * VB, 0, c.bh, sm.b(B::vtfull(s)));
+        c.advance(p, nq);
+        return true;
+    };
     u32 idle_ns = 0u; /* back off while neither can go: a spinning thread takes issue slots from a consumer warp */
     while (!kc.done || !vc.done) {
         bool moved = false;
@@ -1978,6 +2100,8 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         if (!vc.done) {
             if constexpr (v_given_f16(V_PATH))
                 moved |= issue_f16(vc, sm.vt, vt_bytes<D, TILE_N, V_PATH>(), &t.v, B::vempty, B::vtfull);
+            else if constexpr (V_PATH == 5)
+                moved |= issue_vt(vc);
             else moved |= issue_tile(vc, sm.v, &t.v, B::vrawempty, B::vfull);
         }
         if (moved) {
@@ -2000,7 +2124,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
     typedef Bars<STAGES> B;
     constexpr int UNR = PRODUCER_REGS >= 56 ? 8 : 4; /* convert16's loads in flight: 8 spill at 40 registers */
     constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>(), K16 = 2 * KV;
-    if constexpr (v_given_f16(V_PATH) && QK_MODE != 2) return; /* nothing to convert: V arrives in FP16 */
+    if constexpr (v_by_tma(V_PATH) && QK_MODE != 2) return; /* nothing to convert: V arrives by TMA */
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -2022,7 +2146,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
                 fence_proxy_async();
                 mbar_arrive(sm.b(B::k16full(s)));
             }
-            if constexpr (v_given_f16(V_PATH)) continue; /* V arrives in FP16 by TMA: nothing to transform */
+            if constexpr (v_by_tma(V_PATH)) continue; /* V (FP16) or Vᵀ arrives by TMA: nothing to transform */
             mbar_wait(sm.b(B::vfull(s)), ph);
             if (it >= STAGES) mbar_wait(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
             if constexpr (PROBE & 1) {
@@ -2046,7 +2170,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
 {
     typedef Bars<STAGES> B;
     constexpr int MT = WG_ROWS / 64, BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>();
-    constexpr bool P8 = V_PATH == 0 || V_PATH == 4, GSUM = V_PATH == 4; /* GSUM: the GEMM sums P̃ */
+    constexpr bool P8 = V_PATH == 0 || gemm_sums(V_PATH), GSUM = gemm_sums(V_PATH); /* GSUM: the GEMM sums P̃ */
     constexpr float LOG2E = 1.4426950408889634f;
     /* Q·Kᵀ operands: the raw e4m3 tiles, or their FP16 copies (made by the transform warps) */
     const u32 q_addr = QK_MODE == 2 ? sm.q16 + (u32)(cw * WG_ROWS * 128) : sm.q + (u32)(cw * WG_ROWS * D);
@@ -2071,7 +2195,8 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     float(&pvt)[MT][DA / 2] = O_ACC ? ot : o; /* O_ACC: each tile's P·V lands in ot, then o = o·alpha + ot */
     PFrag<TILE_N, MT, P8> pf;
     QFrag<D, QK_MODE == 1 ? MT : 1> qf;
-    Softmax<TILE_N, MT, P8, GSUM> sx;
+    Softmax<TILE_N, MT, P8, GSUM, (PROBE & 16) != 0> sx;
+    constexpr bool SUMS = !(PROBE & 32); /* V_PATH 4 and 5's row-sum GEMMs (PROBE 32 leaves them out) */
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -2112,7 +2237,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
                 pf.pack(s);
                 mbar_wait(sm.b(B::vtfull(st)), ph);
-                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + st * VT, O_ACC != 0);
+                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + st * VT, O_ACC != 0);
                 wg_wait<0>();
                 fence_regs(pvt);
                 if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
@@ -2125,53 +2250,81 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             float alpha_prev[MT][2];
             int pst = it % STAGES;
             u32 pph = (u32)(it / STAGES) & 1u;
+            const bool tr = EVO_SM90_TRACE && ct == 0 && item == 0 && blockIdx.x < EVO_SM90_TRACE_CTAS &&
+                            blockIdx.y == 0 && blockIdx.z == 0;
+            TraceTile tt;
+            tt.clear();
+            tt.stamp(TRACE_START);
             if (PINGPONG) named_sync(my_turn, 256);
+            tt.stamp(TRACE_TURN);
             mbar_wait(kready(pst), pph);
             if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + pst * KS, qf);
             if (PINGPONG) named_arrive(other_turn, 256);
+            tt.stamp(TRACE_ISSUED);
             wg_wait<0>();
             fence_regs(s);
+            tt.stamp(TRACE_QK);
             mbar_arrive(sm.b(B::kempty(pst)));
             if (QK_MODE != 1 && n == 1) mbar_arrive(sm.b(BAR_QEMPTY));
             if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(0), 0, rowbase, p.seq, p.causal, g, q);
             pf.pack(s);
+            tt.stamp_after(TRACE_SOFTMAX, pf.last());
+            tt.store(tr, cw, 0);
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
             it++;
             for (int j = 1; j < n; j++, it++) {
                 const int st = it % STAGES;
                 const u32 ph = (u32)(it / STAGES) & 1u;
+                tt.stamp(TRACE_START);
                 if (PINGPONG) named_sync(my_turn, 256);
+                tt.stamp(TRACE_TURN);
                 mbar_wait(kready(st), ph);
                 if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
                 mbar_wait(sm.b(B::vtfull(pst)), pph);
-                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
+                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
                 if (PINGPONG) named_arrive(other_turn, 256);
+                tt.stamp(TRACE_ISSUED);
                 wg_wait<1>();
                 fence_regs(s);
+                tt.stamp(TRACE_QK);
                 mbar_arrive(sm.b(B::kempty(st)));
                 if (QK_MODE != 1 && j == n - 1) mbar_arrive(sm.b(BAR_QEMPTY));
+                if constexpr (EVO_SM90_TRACE) { /* see TraceTile */
+                    wg_wait<0>();
+                    fence_regs(pvt);
+                    tt.stamp(TRACE_PV);
+                }
                 if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
-                wg_wait<0>();
-                fence_regs(pvt);
+                if constexpr (!EVO_SM90_TRACE) {
+                    wg_wait<0>();
+                    fence_regs(pvt);
+                }
                 if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
                 mbar_arrive(sm.b(B::vempty(pst)));
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
                 pf.pack(s);
+                tt.stamp_after(TRACE_SOFTMAX, pf.last());
+                tt.store(tr, cw, j);
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
                 pst = st;
                 pph = ph;
             }
+            tt.stamp(TRACE_START);
             if (PINGPONG) named_sync(my_turn, 256);
+            tt.stamp(TRACE_TURN);
             if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
             mbar_wait(sm.b(B::vtfull(pst)), pph);
-            if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
+            if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
             /* the last turn of warpgroup 1 has no one left to hand over to */
             if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
+            tt.stamp(TRACE_ISSUED);
             wg_wait<0>();
             fence_regs(pvt);
+            tt.stamp(TRACE_PV);
+            tt.store(tr, cw, n);
             if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
             mbar_arrive(sm.b(B::vempty(pst)));
             if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
@@ -2342,6 +2495,58 @@ __global__ void __launch_bounds__(256)
     }
 }
 
+/* V codes (e4m3 [B·H, S, D], D = head_dim: 64 or 128) to the Vᵀ a V_PATH 5 kernel loads: [B·H, D, S16], S16 = S
+ * rounded up to 16 (attn_sm90_vt_seq), row d of head bh holding V[., d] with each 16 keys in the P fragment's order
+ * (position 4a + 2s + t holds key 8s + 2a + t, transpose_v's permutation) and keys S..S16-1 zero; what a genome with
+ * V_PATH 5 runs before its attention kernel every call. Grid (ceil(S16 / KC), B·H), 256 threads: block (x, bh) moves
+ * keys KC·x .. KC·x + KC - 1 of head bh, their rows by 16-byte streaming loads into shared memory (rows padded by 4
+ * bytes: the column reads below fall on 4 banks, not 1), then each thread builds 16-byte pieces of Vᵀ rows (16 keys
+ * of one dim) and stores them whole. */
+namespace evo_sm90 {
+template <int D, int KC>
+__device__ __forceinline__ void vt_transpose_block(const unsigned char *__restrict__ v, unsigned char *__restrict__ vt,
+                                                   int seq, int s16, unsigned char *tile)
+{
+    constexpr int RS = D + 4;
+    const int bh = (int)blockIdx.y, k0 = (int)blockIdx.x * KC, tid = (int)threadIdx.x;
+    const unsigned char *src = v + ((unsigned long long)bh * (unsigned)seq + (unsigned)k0) * D;
+    for (int u = tid; u < KC * D / 16; u += 256) {
+        const int r = u / (D / 16), c = u % (D / 16);
+        uint4 x = make_uint4(0u, 0u, 0u, 0u);
+        if (k0 + r < seq) x = __ldcs(reinterpret_cast<const uint4 *>(src + (unsigned long long)r * D) + c);
+        unsigned *t4 = reinterpret_cast<unsigned *>(tile + r * RS + 16 * c);
+        t4[0] = x.x, t4[1] = x.y, t4[2] = x.z, t4[3] = x.w;
+    }
+    __syncthreads();
+    for (int u = tid; u < D * (KC / 16); u += 256) {
+        const int d = u / (KC / 16), j = u % (KC / 16), key = k0 + 16 * j;
+        if (key >= s16) continue;
+        unsigned w[4];
+#pragma unroll
+        for (int a = 0; a < 4; a++) {
+            unsigned x = 0u;
+#pragma unroll
+            for (int b = 0; b < 4; b++) /* position 4a + b, b = 2s + t: key 8s + 2a + t of the 16 */
+                x |= (unsigned)tile[(16 * j + 8 * (b >> 1) + 2 * a + (b & 1)) * RS + d] << (8 * b);
+            w[a] = x;
+        }
+        *reinterpret_cast<uint4 *>(vt + ((unsigned long long)bh * D + (unsigned)d) * (unsigned)s16 + key) =
+            make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
+} // namespace evo_sm90
+
+template <int KC>
+__global__ void __launch_bounds__(256)
+    evo_vt_transpose(const unsigned char *__restrict__ v, unsigned char *__restrict__ vt, int seq, int s16, int head_dim)
+{
+    static_assert(KC == 128, "128 keys a block");
+    __shared__ __align__(16) unsigned char tile[KC * (128 + 4)];
+    if (head_dim == 128) evo_sm90::vt_transpose_block<128, KC>(v, vt, seq, s16, tile);
+    else if (head_dim == 64) evo_sm90::vt_transpose_block<64, KC>(v, vt, seq, s16, tile);
+    else __trap();
+}
+
 template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH, int OVERLAP,
           int PINGPONG, int O_ACC, int PRODUCER_REGS, int PERSIST, int PROBE = 0>
 __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
@@ -2350,9 +2555,9 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     using namespace evo_sm90;
     typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH> C;
     typedef Bars<STAGES> B;
-    static_assert(V_PATH >= 0 && V_PATH <= 4, "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V), 2 (V given in FP16), 3 (K and V given "
-                                              "in FP16) or 4 (e4m3 Vᵀ, the row sum from the GEMM)");
-    static_assert(V_PATH != 4 || PIPE == 2, "V_PATH 4: the producer's transform warps write Vᵀ and its ones (PIPE 2)");
+    static_assert(V_PATH >= 0 && V_PATH <= 5, "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V), 2 (V given in FP16), 3 (K and V given "
+                                              "in FP16), 4 (e4m3 Vᵀ, the row sum from the GEMM) or 5 (4, Vᵀ given)");
+    static_assert(!gemm_sums(V_PATH) || PIPE == 2, "V_PATH 4, 5: the producer writes (loads) Vᵀ beside its ones (PIPE 2)");
     static_assert(!v_given_f16(V_PATH) || PIPE == 2,
                   "V_PATH 2 and 3 load V (and K) by the producer's TMA thread (PIPE 2)");
     static_assert(V_PATH != 3 || QK_MODE == 2, "V_PATH 3 gives K in FP16 to the FP16 Q·Kᵀ (QK_MODE 2)");
@@ -2375,7 +2580,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     const int tid = (int)threadIdx.x, nq = (p.seq + C::BM - 1) / C::BM;
     constexpr int NCT = CONSUMERS * 128, NXT = TRANSFORM_WARPS * 32;
 
-    if constexpr (V_PATH == 4) { /* e4m3 ones (0x38) in rows D..D+7 of every Vᵀ column block (vt_rows) */
+    if constexpr (gemm_sums(V_PATH)) { /* e4m3 ones (0x38) in rows D..D+7 of every Vᵀ column block (vt_rows) */
         constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, VT = vt_bytes<D, TILE_N, V_PATH>(), NB = TILE_N / VB;
         for (int i = tid * 16; i < C::NX * NB * 8 * VB; i += C::THREADS * 16) {
             const int st = i / (NB * 8 * VB), b = i / (8 * VB) % NB, off = i % (8 * VB);
@@ -2398,7 +2603,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
         for (int s = 0; s < STAGES; s++) {
             mbar_init(sm.b(B::kfull(s)), 1);
             mbar_init(sm.b(B::vfull(s)), 1);
-            mbar_init(sm.b(B::vtfull(s)), v_given_f16(V_PATH) ? 1 : NXT); /* 2, 3: the TMA's expect_tx */
+            mbar_init(sm.b(B::vtfull(s)), v_by_tma(V_PATH) ? 1 : NXT); /* 2, 3, 5: the TMA's expect_tx */
             mbar_init(sm.b(B::kempty(s)), NCT);
             mbar_init(sm.b(B::vempty(s)), NCT);
             mbar_init(sm.b(B::k16full(s)), V_PATH == 3 ? 1 : NXT); /* V_PATH 3: the TMA thread's expect_tx */
@@ -2432,8 +2637,8 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
 }
 
 /* ==== the entries (written by evo export --dispatch) ==== */
-#define EVO_EXPORT_GENOME "dispatch: TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=3,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0"
-#define EVO_EXPORT_KEY "dispatch: 5810762d,8a627837,09949db4,aa77772c"
+#define EVO_EXPORT_GENOME "dispatch: TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=3,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=256,BIG_TILE_N=64,FAMILY=0"
+#define EVO_EXPORT_KEY "dispatch: aa77772c,31d38bcc,14e4da76"
 #define EVO_EXPORT_ARCH "sm_90a"
 #define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3
 #define EVO_EXPORT_SM90 1
@@ -2507,6 +2712,15 @@ typedef int (*evo_tmap_encode_fn)(void *tensor_map, int data_type, unsigned rank
  * a sentence naming the rule it breaks. */
 const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin);
 
+/* The genome head dim d's kernel is built with: g, except that at head dim 128 three consumer warpgroups whose
+ * accumulators do not fit their registers (a tile of 128 keys and more) become two, as family 0 halves its rows at
+ * head dim 128: one genome, 192-row blocks at head dim 64 and 128-row blocks at 128 (PINGPONG is 0 with three
+ * consumers and stays 0). Check and launch what this returns. */
+evo_sm90_genome attn_sm90_at_dim(const evo_sm90_genome *g, int d);
+
+/* A consumer thread's registers less its live accumulators at head dim d (attn_sm90_check's register rule). */
+int attn_sm90_reg_slack(const evo_sm90_genome *g, int d);
+
 int attn_sm90_threads(const evo_sm90_genome *g);           /* block size */
 int attn_sm90_rows_per_block(const evo_sm90_genome *g);    /* WG_ROWS * CONSUMERS */
 int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d); /* dynamic shared memory; equals Sm90Cfg<...>::SMEM */
@@ -2518,8 +2732,12 @@ void attn_sm90_grid(const evo_sm90_genome *g, int batch, int heads, int seq, int
 /* "evo_attn_sm90<D,WG_ROWS,...,PERSIST>" into buf; returns the length, or -1 if it did not fit. */
 int attn_sm90_name_expr(const evo_sm90_genome *g, int d, char *buf, size_t len);
 
-/* Fills t->q, t->k, t->v for the params' tensors and g's box sizes (V_PATH 2: t->v maps p->v as FP16). Returns 0,
- * or the first non-zero CUresult of encode (t is then unusable). */
+/* V_PATH 5: the key count of a Vᵀ row, S rounded up to 16 (the tensor map's row stride must be a multiple of 16). */
+int attn_sm90_vt_seq(int seq);
+
+/* Fills t->q, t->k, t->v for the params' tensors and g's box sizes (V_PATH 2: t->v maps p->v as FP16; V_PATH 5:
+ * p->v is Vᵀ, [B·H, D, attn_sm90_vt_seq(S)] bytes as evo_vt_transpose writes it). Returns 0, or the first non-zero
+ * CUresult of encode (t is then unusable). */
 int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,
                          evo_tmap_encode_fn encode);
 
@@ -2559,6 +2777,14 @@ static int align1024(int x) { return (x + 1023) / 1024 * 1024; }
 
 /* V_PATH 2, 3: V given in FP16, loaded by the TMA thread (no raw V ring; FP16 tensor maps). */
 static int v_given_f16(const evo_sm90_genome *g) { return g->v_path == 2 || g->v_path == 3; }
+/* V_PATH 4, 5: e4m3 P̃ whose row sums come from the P·V GEMM (8 rows of ones in every Vᵀ column block). */
+static int gemm_sums(const evo_sm90_genome *g) { return g->v_path == 4 || g->v_path == 5; }
+/* The producer warpgroup's warps 1-3 convert or transpose (K to FP16 with QK_MODE 2; V unless it arrives by TMA as
+ * it is used: V_PATH 2, 3 and 5); otherwise the producer is the one TMA thread */
+static int producer_transforms(const evo_sm90_genome *g)
+{
+    return g->qk_mode == 2 || !(v_given_f16(g) || g->v_path == 5);
+}
 
 int attn_sm90_threads(const evo_sm90_genome *g) { return (g->consumers + (g->pipe == 2)) * 128; }
 
@@ -2569,11 +2795,11 @@ int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
     const int q_bytes = attn_sm90_rows_per_block(g) * d, kv = g->tile_n * d;
     /* V_PATH 1: FP16 V plus a 64-column block of ones (the row sums of P come out of the P·V GEMM) */
     /* V_PATH 4: e4m3 Vᵀ blocks of D + 8 rows (8 rows of ones), the stage rounded up to 1 KiB */
-    const int vt = g->v_path == 4 ? align1024(g->tile_n * (d + 8)) : g->v_path ? g->tile_n * (d + 64) * 2 : kv;
+    const int vt = gemm_sums(g) ? align1024(g->tile_n * (d + 8)) : g->v_path ? g->tile_n * (d + 64) * 2 : kv;
     const int nx = g->pipe == 2 ? g->stages : 1;
     const int q16 = g->qk_mode == 2 ? 2 * q_bytes : 0, k16 = g->qk_mode == 2 ? 2 * kv : 0;
     /* the raw rings: V_PATH 2 and 3 load V in FP16 (no raw V), V_PATH 3 K too (no raw K) */
-    const int kr = g->v_path == 3 ? 0 : kv, vr = v_given_f16(g) ? 0 : kv;
+    const int kr = g->v_path == 3 ? 0 : kv, vr = v_given_f16(g) || g->v_path == 5 ? 0 : kv; /* 5: Vᵀ by TMA */
     const int n_bars = 3 + 7 * g->stages;
     return align1024(q_bytes) + g->stages * (kr + vr) + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
 }
@@ -2594,9 +2820,18 @@ static int consumer_regs(const evo_sm90_genome *g)
 static int accumulator_regs(const evo_sm90_genome *g, int d)
 {
     const int mt = g->wg_rows / 64, o = (g->v_path ? d + 8 : d) / 2;
-    const int p_regs = g->v_path && g->v_path != 4 ? g->tile_n / 4 : g->tile_n / 8;
+    const int p_regs = g->v_path && !gemm_sums(g) ? g->tile_n / 4 : g->tile_n / 8;
     return mt *
-           (g->tile_n / 2 + o + (g->o_acc ? o : 0) + (g->v_path == 4 ? 4 : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
+           (g->tile_n / 2 + o + (g->o_acc ? o : 0) + (gemm_sums(g) ? 4 : 0) + p_regs + (g->qk_mode == 1 ? d / 8 : 0));
+}
+
+int attn_sm90_reg_slack(const evo_sm90_genome *g, int d) { return consumer_regs(g) - accumulator_regs(g, d); }
+
+/* A consumer compiles without spills when its accumulators leave 32 of its registers free, 48 with PERSIST except
+ * with V_PATH 4 and 5 (measured with ptxas 13.0: tools/sm90_nvrtc_check --slack 32,47 --persist; docs/perf-notes.md). */
+static int regs_fit(const evo_sm90_genome *g, int d)
+{
+    return attn_sm90_reg_slack(g, d) >= (g->persist && !gemm_sums(g) ? 48 : 32);
 }
 
 const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
@@ -2610,11 +2845,12 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (g->pipe < 0 || g->pipe > 2) return "PIPE must be 0 (cp.async), 1 (TMA ring) or 2 (producer warpgroup)";
     if (g->qk_mode < 0 || g->qk_mode > 2)
         return "QK_MODE must be 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)";
-    if (g->v_path < 0 || g->v_path > 4)
-        return "V_PATH must be 0 (e4m3), 1 (FP16), 2 (V given in FP16), 3 (K and V given in FP16) or 4 (e4m3, the row "
-               "sum from the GEMM)";
+    if (g->v_path < 0 || g->v_path > 5)
+        return "V_PATH must be 0 (e4m3), 1 (FP16), 2 (V given in FP16), 3 (K and V given in FP16), 4 (e4m3, the row "
+               "sum from the GEMM) or 5 (4 with Vᵀ given)";
     if (v_given_f16(g) && g->pipe != 2) return "V_PATH=2 and 3 need PIPE=2 (the TMA thread loads the FP16 V)";
     if (g->v_path == 4 && g->pipe != 2) return "V_PATH=4 needs PIPE=2 (the producer writes Vᵀ and its ones)";
+    if (g->v_path == 5 && g->pipe != 2) return "V_PATH=5 needs PIPE=2 (the TMA thread loads Vᵀ)";
     if (g->v_path == 3 && g->qk_mode != 2) return "V_PATH=3 needs QK_MODE=2 (K given in FP16 to the FP16 Q·Kᵀ)";
     if (g->overlap != 0 && g->overlap != 1) return "OVERLAP must be 0 or 1";
     if (g->overlap && g->pipe != 2) return "OVERLAP=1 needs PIPE=2";
@@ -2625,14 +2861,33 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (g->persist < 0 || g->persist > 2)
         return "PERSIST must be 0, 1 (tile by tile over the heads) or 2 (head by head)";
     if (attn_sm90_smem_bytes(g, d) > max_smem_optin) return "shared memory over the device's opt-in limit";
-    /* Measured with ptxas 13.0 (docs/perf-notes.md): the producer's transforms need 40 registers, 56 with PERSIST;
-     * a consumer compiles without spills when its accumulators leave 32 of its registers free (8 spilled). */
-    if (g->pipe == 2 && g->consumers >= 2 && g->producer_regs < (g->persist ? 56 : 40))
-        return "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST)";
-    if (g->persist && g->qk_mode == 2) return "PERSIST with QK_MODE=2 spills (the loop state and the FP16 copies)";
-    if (accumulator_regs(g, d) + (g->persist ? 48 : 32) > consumer_regs(g))
-        return "accumulators do not fit the consumer's registers";
+    /* setmaxnreg leaves the producer warpgroup PRODUCER_REGS (PIPE 2, two consumers or more). Measured with ptxas
+     * 13.0: its transforms need 40, 56 with PERSIST (docs/perf-notes.md); a producer that only issues TMA needs 24,
+     * 32 with PERSIST 2, where 24 spilled in 24 of 39 sampled genomes (tools/sm90_nvrtc_check --producer-below 56
+     * --vpath 5, docs/data/nvrtc-tma-producer-2026-11-29.log) */
+    if (g->pipe == 2 && g->consumers >= 2) {
+        const int tr = producer_transforms(g), need = tr ? (g->persist ? 56 : 40) : g->persist == 2 ? 32 : 24;
+        if (g->producer_regs < need)
+            return tr ? "PRODUCER_REGS too small: the producer's transforms spill (40 needed, 56 with PERSIST)"
+                      : "PRODUCER_REGS too small: the persistent TMA producer spills (32 needed with PERSIST 2)";
+    }
+    /* FP16 scores with a persistent producer warpgroup: its loop state beside the K conversion spills at head dim 64
+     * with V_PATH 0, 4 and 5 (39 of 350 sampled genomes); V_PATH 1 and 3, and PIPE 0 and 1, compile clean
+     * (tools/sm90_nvrtc_check --persist --qk 2, docs/data/nvrtc-qk2-persist-2026-11-29.log) */
+    if (g->persist && g->qk_mode == 2 && g->pipe == 2 && g->v_path != 1 && g->v_path != 3)
+        return "PERSIST with QK_MODE=2 and a producer warpgroup spills unless V_PATH is 1 or 3";
+    if (!regs_fit(g, d)) return "accumulators do not fit the consumer's registers";
     return NULL;
+}
+
+evo_sm90_genome attn_sm90_at_dim(const evo_sm90_genome *g, int d)
+{
+    evo_sm90_genome h = *g;
+    if (d == 128 && g->consumers == 3 && g->pipe == 2 && !regs_fit(g, d)) {
+        h.consumers = 2;
+        if (!regs_fit(&h, d)) h = *g; /* two do not fit either: g is illegal */
+    }
+    return h;
 }
 
 void attn_sm90_grid(const evo_sm90_genome *g, int batch, int heads, int seq, int sm_count, unsigned grid[3])
@@ -2686,6 +2941,23 @@ static int encode_v16(evo_tmap *m, unsigned long long addr, const evo_attn_param
                   TMAP_SWIZZLE_128B, TMAP_L2_PROMOTION_128B, TMAP_OOB_FILL_ZERO);
 }
 
+/* V_PATH 5: p->v is Vᵀ, [B·H, D, S16] bytes (S16 = S rounded up to 16): a 3-D map {S16, D, B·H}, box {VB, D, 1}
+ * (one column block of the stage: VB = 128 keys, 64 where TILE_N is not a multiple of 128), VB-byte swizzle, keys
+ * past S16 read as zeros. */
+static int encode_vt(evo_tmap *m, unsigned long long addr, const evo_attn_params *p, unsigned tile_n,
+                     evo_tmap_encode_fn encode)
+{
+    const unsigned long long d = (unsigned long long)p->head_dim, s16 = attn_sm90_vt_seq(p->seq);
+    const unsigned long long dim[3] = {s16, d, (unsigned long long)p->batch * (unsigned long long)p->heads};
+    const unsigned long long stride[2] = {s16, s16 * d};
+    const unsigned vb = tile_n % 128 == 0 ? 128 : 64, box[3] = {vb, (unsigned)d, 1}, estride[3] = {1, 1, 1};
+    memset(m, 0, sizeof *m);
+    return encode(m, TMAP_UINT8, 3, (void *)(size_t)addr, dim, stride, box, estride, TMAP_INTERLEAVE_NONE,
+                  vb == 128 ? TMAP_SWIZZLE_128B : TMAP_SWIZZLE_64B, TMAP_L2_PROMOTION_128B, TMAP_OOB_FILL_ZERO);
+}
+
+int attn_sm90_vt_seq(int seq) { return (seq + 15) / 16 * 16; }
+
 int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,
                          evo_tmap_encode_fn encode)
 {
@@ -2694,8 +2966,9 @@ int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_
         r = g->v_path == 3 ? encode_v16(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode)
                            : encode_one(&t->k, (unsigned long long)(size_t)p->k, p, (unsigned)g->tile_n, encode);
     if (r == 0)
-        r = v_given_f16(g) ? encode_v16(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
-                           : encode_one(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode);
+        r = v_given_f16(g)   ? encode_v16(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
+            : g->v_path == 5 ? encode_vt(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode)
+                             : encode_one(&t->v, (unsigned long long)(size_t)p->v, p, (unsigned)g->tile_n, encode);
     return r;
 }
 
@@ -2783,12 +3056,12 @@ static const attn_dispatch_bucket evo_dispatch_buckets[] = {
     {64, 0, 14, 4, 1}, /* d64 non-causal seq 8193..16384 bh 9..16 */
     {64, 1, 9, 3, 0}, /* d64 causal seq 257..512 bh 1..8 */
     {64, 1, 9, 4, 0}, /* d64 causal seq 257..512 bh 9..16 */
-    {64, 1, 11, 4, 2}, /* d64 causal seq 1025..2048 bh 9..16 */
-    {64, 1, 11, 5, 2}, /* d64 causal seq 1025..2048 bh 17..32 */
+    {64, 1, 11, 4, 1}, /* d64 causal seq 1025..2048 bh 9..16 */
+    {64, 1, 11, 5, 1}, /* d64 causal seq 1025..2048 bh 17..32 */
     {64, 1, 14, 4, 1}, /* d64 causal seq 8193..16384 bh 9..16 */
-    {128, 0, 9, 4, 0}, /* d128 non-causal seq 257..512 bh 9..16 */
+    {128, 0, 9, 4, 2}, /* d128 non-causal seq 257..512 bh 9..16 */
     {128, 0, 12, 6, 1}, /* d128 non-causal seq 2049..4096 bh 33..64 */
-    {128, 1, 9, 4, 3}, /* d128 causal seq 257..512 bh 9..16 */
+    {128, 1, 9, 4, 0}, /* d128 causal seq 257..512 bh 9..16 */
     {128, 1, 12, 6, 1}, /* d128 causal seq 2049..4096 bh 33..64 */
 };
 static const int evo_dispatch_n_buckets = 14;
@@ -2796,13 +3069,10 @@ static const int evo_dispatch_n_buckets = 14;
 
 template __global__ void evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
 template __global__ void evo_attn_fwd<128,0,64,128,4,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
-template __global__ void evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
-template __global__ void evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_kv16_convert<16>(const unsigned char *, const unsigned char *, unsigned short *, unsigned short *, unsigned long long); /* K and V to FP16 (V_PATH 3) */
-template __global__ void evo_attn_sm90<64,64,3,64,2,2,2,1,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<64,64,3,64,2,2,2,2,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_sm90<64,64,3,64,2,2,2,3,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-K-and-V twin */
+template __global__ void evo_attn_fwd<128,0,64,128,4,1,3,1,1,0,0,1,1,0>(const evo_attn_params);
 
 namespace evo_export {
 
@@ -2821,16 +3091,15 @@ struct variant {
                                 which evo_attention_forward_kv16 runs; a V_PATH 3 kernel itself; nullptr
                                 otherwise */
     int convert; /* 1: a V_PATH 3 kernel: evo_attention_forward converts K and V to FP16 into a workspace
-                    first (evo_kv16_convert, timed with it by evo) */
+                    first (evo_kv16_convert, timed with it by evo); 2: a V_PATH 5 kernel: it writes Vᵀ into
+                    the workspace first (evo_vt_transpose) */
 };
 static const variant variants[] = {
     {64, (const void *)evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 36864, 0, 0, 0, 0, 0, 0, 0, nullptr, nullptr, 0},
     {128, (const void *)evo_attn_fwd<128,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 73728, 0, 0, 0, 0, 0, 0, 0, nullptr, nullptr, 0},
-    {64, (const void *)evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>, 128, 128, 24576, 1, 0, 0, 0, 0, 0, 0, nullptr, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,0>, 384, 128, 124040, 0, 1, 64, 128, 0, 0, 1, nullptr, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,0>, 1},
-    {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,0>, 384, 128, 214152, 0, 1, 64, 128, 0, 0, 1, nullptr, (const void *)evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,0>, 1},
-    {64, (const void *)evo_attn_sm90<64,64,3,64,2,2,2,1,1,0,0,56,0>, 512, 192, 103560, 0, 1, 64, 64, 0, 0, 2, (const void *)evo_attn_sm90<64,64,3,64,2,2,2,2,1,0,0,56,0>, (const void *)evo_attn_sm90<64,64,3,64,2,2,2,3,1,0,0,56,0>, 0},
-    {128, (const void *)evo_attn_fwd<128,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 73728, 0, 0, 0, 0, 0, 0, 3, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,2>, 384, 128, 124040, 0, 1, 64, 128, 2, 0, 1, nullptr, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,2>, 1},
+    {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,2>, 384, 128, 214152, 0, 1, 64, 128, 2, 0, 1, nullptr, (const void *)evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,2>, 1},
+    {128, (const void *)evo_attn_fwd<128,0,64,128,4,1,3,1,1,0,0,1,1,0>, 128, 64, 106496, 0, 0, 0, 0, 0, 0, 2, nullptr, nullptr, 0},
 };
 
 struct entry {
@@ -2838,10 +3107,9 @@ struct entry {
     int accuracy; /* 0 exact, 1 fp8 */
 };
 static const entry entries[] = {
-    {"TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0", "5810762d1bbe018f4b37ec67c66c53e0e46a394fc4a770b51ece4a3742ef8168", 0},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "8a627837646927593590c297b784fb6d5962e8e2803f5e8320959a31a9893a7c", 0},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=3,H_TILE_N=64,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "09949db4bb26f3c74e4e80259060fe0ed6f1833e1145d1a3a2111fce2024b23a", 0},
     {"TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0", "aa77772ccb384802fa249763a4334e96ca369fcfd40a1d363021aca0339e32be", 0},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "31d38bccf862e6cc8623640a59e6c3a8af75d6fa214ef2ca117c46d42203c8da", 0},
+    {"TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=3,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=256,BIG_TILE_N=64,FAMILY=0", "14e4da760d77070947762c6c54001b025a975d43b574d52a92c2d45a8b4d3428", 0},
 };
 
 #ifdef EVO_SELFTEST
@@ -2854,19 +3122,19 @@ struct shape {
 };
 static const shape timed_shapes[] = {
     {"mission", 1, 8, 512, 64, 0, 6.62, 0},
-    {"small", 2, 8, 512, 64, 0, 6.98, 0},
-    {"long", 2, 8, 2048, 64, 0, 52.62, 1},
-    {"stress", 4, 8, 2048, 64, 0, 100.70, 1},
-    {"b1h16s16k", 1, 16, 16384, 64, 0, 2455.42, 1},
-    {"missionc", 1, 8, 512, 64, 1, 6.75, 0},
-    {"smallc", 2, 8, 512, 64, 1, 7.01, 0},
-    {"longc", 2, 8, 2048, 64, 1, 46.50, 2},
-    {"stressc", 4, 8, 2048, 64, 1, 73.95, 2},
-    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1246.11, 1},
-    {"wide", 2, 8, 512, 128, 0, 11.01, 0},
-    {"b4h16s4k", 4, 16, 4096, 128, 0, 856.45, 1},
-    {"widec", 2, 8, 512, 128, 1, 10.88, 3},
-    {"b4h16s4kc", 4, 16, 4096, 128, 1, 521.10, 1},
+    {"small", 2, 8, 512, 64, 0, 6.96, 0},
+    {"long", 2, 8, 2048, 64, 0, 51.81, 1},
+    {"stress", 4, 8, 2048, 64, 0, 97.09, 1},
+    {"b1h16s16k", 1, 16, 16384, 64, 0, 2466.57, 1},
+    {"missionc", 1, 8, 512, 64, 1, 6.72, 0},
+    {"smallc", 2, 8, 512, 64, 1, 6.98, 0},
+    {"longc", 2, 8, 2048, 64, 1, 34.56, 1},
+    {"stressc", 4, 8, 2048, 64, 1, 62.10, 1},
+    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1237.07, 1},
+    {"wide", 2, 8, 512, 128, 0, 11.01, 2},
+    {"b4h16s4k", 4, 16, 4096, 128, 0, 835.94, 1},
+    {"widec", 2, 8, 512, 128, 1, 10.88, 0},
+    {"b4h16s4kc", 4, 16, 4096, 128, 1, 506.93, 1},
 };
 
 /* Correctness tolerances and timing settings of run 1's config. */
@@ -2893,14 +3161,19 @@ static const int n_entries = (int)(sizeof entries / sizeof entries[0]);
 #endif
 
 /* Per variant (and per FP16 twin), one bit per device on which its dynamic shared memory limit has been raised. */
-static std::atomic<unsigned long long> smem_raised[3][sizeof variants / sizeof variants[0]];
+static std::atomic<unsigned long long> smem_raised[4][sizeof variants / sizeof variants[0]];
 
 /* What a launch is given: 8-bit codes for q, k, v (CODES), V in FP16 (V16: the FP16-V twin), or K and V in FP16
  * (KV16: the FP16-K-and-V twin); q is codes in every case. */
-enum operands { CODES = 0, V16 = 1, KV16 = 2 };
+/* What p.k and p.v hold: the codes; V in FP16 (V16); K and V in FP16 (KV16); Vᵀ of the codes (VT: a V_PATH 5
+ * kernel, after its transpose). */
+enum operands { CODES = 0, V16 = 1, KV16 = 2, VT = 3 };
 static const void *kernel_of(int i, operands m)
 {
-    return m == KV16 ? variants[i].kv16_kernel : m == V16 ? variants[i].v16_kernel : variants[i].kernel;
+    return m == KV16  ? variants[i].kv16_kernel
+           : m == V16 ? variants[i].v16_kernel
+           : m == VT  ? (variants[i].convert == 2 ? variants[i].kernel : nullptr)
+                      : variants[i].kernel;
 }
 
 /* The self-test sets this to run every variant on its checks; -1: pick by the problem. */
@@ -2988,8 +3261,9 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, operands m, cudaStream
     g.consumers = variants[i].rows_per_block / variants[i].wg_rows;
     g.tile_n = variants[i].tile_n;
     g.persist = variants[i].persist;
-    g.v_path = m == KV16 ? 3 : m == V16 ? 2 : 0; /* the tensor maps of K and V: FP16 for the twins (the other fields
-                                                     only size boxes and grid) */
+    /* the tensor maps of K and V: FP16 for the twins, Vᵀ for a V_PATH 5 kernel (the other fields only size boxes
+     * and grid) */
+    g.v_path = m == KV16 ? 3 : m == V16 ? 2 : m == VT ? 5 : 0;
     evo_attn_tmaps t;
     if (attn_sm90_fill_tmaps(&t, &p, &g, encode) != 0) return cudaErrorInvalidValue;
     int dev = 0, sms = 0;
@@ -3010,40 +3284,53 @@ static int variant_for(int batch, int heads, int seq, int head_dim, int causal)
     return seq < 1 || batch < 1 || heads < 1 ? -1 : find_variant(head_dim, batch, heads, seq, causal);
 }
 
-/* Bytes of workspace variant i needs for a problem: the FP16 K and V of a V_PATH 3 kernel (convert), else 0. */
+/* Bytes of workspace variant i needs for a problem: the FP16 K and V of a V_PATH 3 kernel (convert 1), Vᵀ of a
+ * V_PATH 5 kernel (convert 2: B·H·D·S16), else 0. */
 static size_t workspace_for(int i, int batch, int heads, int seq, int head_dim)
 {
-    return i >= 0 && variants[i].convert ? (size_t)4 * batch * heads * seq * head_dim : 0;
+    if (i < 0 || !variants[i].convert) return 0;
+    const size_t bhd = (size_t)batch * heads * head_dim;
+    return variants[i].convert == 1 ? 4 * bhd * seq : bhd * (((size_t)seq + 15) / 16 * 16); /* attn_sm90_vt_seq */
 }
 
 /* Every launcher: the variant for the problem, the params, the launch. V16, KV16: V (and K) is FP16 and the variant
  * must have that FP16 twin (cudaErrorNotSupported when the kernel that serves the problem has none); the scale of an
- * FP16 operand may be NULL (1). On the codes (CODES), a V_PATH 3 kernel's K and V are converted to FP16 first, into
- * ws (ws_bytes) or into memory allocated and freed on the stream. */
+ * FP16 operand may be NULL (1). On the codes (CODES), a V_PATH 3 kernel's K and V are converted to FP16 first, a
+ * V_PATH 5 kernel's V transposed (then VT), into ws (ws_bytes) or into memory allocated and freed on the stream. */
 static int forward(const void *q, const void *k, const void *v, const float *q_scale, const float *k_scale,
                    const float *v_scale, void *o, int batch, int heads, int seq, int head_dim, int causal,
                    float softmax_scale, cudaStream_t stream, operands m, void *ws = nullptr, size_t ws_bytes = 0)
 {
     const int i = variant_for(batch, heads, seq, head_dim, causal);
-    if (i < 0 || !q || !k || !v || !q_scale || (!k_scale && m != KV16) || (!v_scale && m == CODES) || !o ||
-        batch > 65535 || heads > 65535)
+    if (i < 0 || !q || !k || !v || !q_scale || (!k_scale && m != KV16) || (!v_scale && (m == CODES || m == VT)) ||
+        !o || batch > 65535 || heads > 65535)
         return (int)cudaErrorInvalidValue;
     if (m != CODES && !kernel_of(i, m)) return (int)cudaErrorNotSupported;
 #if EVO_EXPORT_SM90
-    if (m == CODES && variants[i].convert) { /* V_PATH 3: K and V to FP16 into the workspace, then the kernel */
+    if (m == CODES && variants[i].convert) { /* into the workspace first: V_PATH 3 K and V in FP16, 5 Vᵀ */
         const size_t need = workspace_for(i, batch, heads, seq, head_dim);
         if (ws && ws_bytes < need) return (int)cudaErrorInvalidValue;
         void *own = nullptr;
         cudaError_t e = ws ? cudaSuccess : cudaMallocAsync(&own, need, stream);
         if (e != cudaSuccess) return (int)e;
-        unsigned char *k16 = (unsigned char *)(ws ? ws : own), *v16 = k16 + need / 2;
-        const unsigned long long n = (unsigned long long)batch * heads * seq * head_dim;
-        evo_kv16_convert<16><<<(unsigned)((2 * (n / 16) + 255) / 256), 256, 0, stream>>>(
-            (const unsigned char *)k, (const unsigned char *)v, (unsigned short *)k16, (unsigned short *)v16, n);
+        unsigned char *w = (unsigned char *)(ws ? ws : own);
+        if (variants[i].convert == 1) {
+            const unsigned long long n = (unsigned long long)batch * heads * seq * head_dim;
+            evo_kv16_convert<16><<<(unsigned)((2 * (n / 16) + 255) / 256), 256, 0, stream>>>(
+                (const unsigned char *)k, (const unsigned char *)v, (unsigned short *)w,
+                (unsigned short *)(w + need / 2), n);
+        } else {
+            const int s16 = attn_sm90_vt_seq(seq);
+            evo_vt_transpose<128><<<dim3((unsigned)((s16 + 127) / 128), (unsigned)(batch * heads)), 256, 0, stream>>>(
+                (const unsigned char *)v, w, seq, s16, head_dim);
+        }
         e = cudaGetLastError();
         if (e == cudaSuccess)
-            e = (cudaError_t)forward(q, k16, v16, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
-                                     softmax_scale, stream, KV16);
+            e = (cudaError_t)(variants[i].convert == 1
+                                  ? forward(q, w, w + need / 2, q_scale, k_scale, v_scale, o, batch, heads, seq,
+                                            head_dim, causal, softmax_scale, stream, KV16)
+                                  : forward(q, k, w, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
+                                            softmax_scale, stream, VT));
         if (own) {
             const cudaError_t f = cudaFreeAsync(own, stream);
             if (e == cudaSuccess) e = f;
@@ -3156,7 +3443,8 @@ extern "C" int evo_attention_kv16_supported(int batch, int heads, int seq, int h
 }
 
 /* Bytes of workspace evo_attention_forward_ws needs for this problem: 4·B·H·S·D (K and V in FP16) where the kernel
- * that serves it takes them converted (V_PATH 3), 0 otherwise (and for a problem no kernel serves). */
+ * that serves it takes them converted (V_PATH 3), B·H·D·S16 (Vᵀ, S16 = S rounded up to 16) where it takes V
+ * transposed (V_PATH 5), 0 otherwise (and for a problem no kernel serves). */
 extern "C" size_t evo_attention_workspace_bytes(int batch, int heads, int seq, int head_dim, int causal)
 {
     return evo_export::workspace_for(evo_export::variant_for(batch, heads, seq, head_dim, causal), batch, heads, seq,
@@ -3165,7 +3453,8 @@ extern "C" size_t evo_attention_workspace_bytes(int batch, int heads, int seq, i
 
 /* As evo_attention_forward, with the caller's workspace (device memory, 16-byte aligned, at least
  * evo_attention_workspace_bytes; may be NULL where that is 0; cudaErrorInvalidValue when too small): a V_PATH 3
- * kernel's FP16 K and V go there instead of into memory the call allocates and frees on the stream. */
+ * kernel's FP16 K and V (a V_PATH 5 kernel's Vᵀ) go there instead of into memory the call allocates and frees on
+ * the stream. */
 extern "C" int evo_attention_forward_ws(const void *q, const void *k, const void *v, const float *q_scale,
                                         const float *k_scale, const float *v_scale, void *o, int batch, int heads,
                                         int seq, int head_dim, int causal, float softmax_scale, void *workspace,
@@ -3512,9 +3801,10 @@ static bool problem_make(problem &p, int batch, int heads, int seq, int head_dim
                      "cudaMemcpy"))
             return false;
     }
-    bool converts = false;
-    for (int i = 0; i < evo_export::n_variants; i++) converts |= evo_export::variants[i].convert != 0;
-    p.ws_bytes = converts ? 4 * p.n : 0;
+    /* the workspace the problem's variant asks for (the forced one in a variant's own checks): any variant's most */
+    p.ws_bytes = 0;
+    for (int i = 0; i < evo_export::n_variants; i++)
+        p.ws_bytes = std::max(p.ws_bytes, evo_export::workspace_for(i, p.batch, p.heads, p.seq, p.head_dim));
     if (p.ws_bytes && !cuda_ok(cudaMalloc(&p.d_ws, p.ws_bytes), "cudaMalloc")) return false;
     if (!cuda_ok(cudaMalloc(&p.d_out_alloc, p.n * 2 + 2 * GUARD_BYTES), "cudaMalloc")) return false;
     p.d_out = p.d_out_alloc + GUARD_BYTES;
@@ -4158,11 +4448,11 @@ static bool run_checks(int *n_cases, int *failed)
         ++*failed;
         printf("  FAIL  head_dim 96 returned %d, want cudaErrorInvalidValue (%d)\n", rc, (int)cudaErrorInvalidValue);
     }
-    /* The workspace: 4·B·H·S·D bytes for a V_PATH 3 kernel, 0 for every other; one byte short is refused, nothing
-     * launched. */
+    /* The workspace: 4·B·H·S·D bytes for a V_PATH 3 kernel, B·H·D·S16 for a V_PATH 5 kernel (S = 77: S16 = 80), 0
+     * for every other; one byte short is refused, nothing launched. */
     for (int vi = 0; vi < evo_export::n_variants; vi++) {
-        const int D = evo_export::variants[vi].head_dim;
-        const size_t want = evo_export::variants[vi].convert ? (size_t)4 * 2 * 3 * 77 * D : 0;
+        const int D = evo_export::variants[vi].head_dim, cv = evo_export::variants[vi].convert;
+        const size_t want = cv == 1 ? (size_t)4 * 2 * 3 * 77 * D : cv == 2 ? (size_t)2 * 3 * 80 * D : 0;
         evo_export::forced_variant = vi;
         const size_t got = evo_attention_workspace_bytes(2, 3, 77, D, 0);
         const int short_rc = want ? evo_attention_forward_ws((void *)1, (void *)1, (void *)1, (const float *)1,
@@ -4175,6 +4465,28 @@ static bool run_checks(int *n_cases, int *failed)
             ++*failed;
             printf("  FAIL  variant %d: workspace %zu bytes, want %zu; one byte short returned %d\n", vi, got, want,
                    short_rc);
+        }
+        if (cv != 2) continue;
+        /* V_PATH 5: the transpose into the caller's workspace and into one the launcher allocates, the same bits */
+        for (int causal = 0; causal < 2; causal++) {
+            problem p;
+            std::vector<unsigned char> a(2 * 2 * 3 * 77 * (size_t)D), b(a.size());
+            evo_export::forced_variant = vi;
+            bool ok = problem_make(p, 2, 3, 77, D, causal, DIST_NORMAL, 9100 + (uint64_t)(2 * vi + causal)) &&
+                      cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") && cuda_ok(problem_launch(p, 0), "launch") &&
+                      cuda_ok(cudaDeviceSynchronize(), "kernel") && cuda_ok(cudaMemcpy(a.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
+                      cuda_ok(cudaMemset(p.d_out, 0xff, p.n * 2), "poison") &&
+                      cuda_ok(problem_launch(p, 0, true), "launch") && cuda_ok(cudaDeviceSynchronize(), "kernel") &&
+                      cuda_ok(cudaMemcpy(b.data(), p.d_out, p.n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+            evo_export::forced_variant = -1;
+            problem_free(p);
+            if (!ok) return false;
+            ++*n_cases;
+            if (a != b) {
+                ++*failed;
+                printf("  FAIL  variant %d (V_PATH 5) causal=%d: the launcher's own workspace gives other bits\n", vi,
+                       causal);
+            }
         }
     }
     return true;
