@@ -12,6 +12,12 @@
 #              defining SM90_GENOMES and SM90_PROBES; default vpath5.h), run with SM90_ARGS ("--check --no-baseline",
 #              then "--time --big-only --no-baseline --reps 30"), nvcc flags SM90_NVCC_FLAGS (e.g.
 #              -DEVO_SM90_EXP_EMU=2 with exp-emu.h); $OUT/sm90list-{check,time}.log
+#   sm90ab     an A/B of a template change: SM90_LIST's genomes built twice, A with the template of SM90_AB_TEMPLATE
+#              (a copy of attention_fp8_sm90.cu from another revision, e.g. `git show REV:tasks/attention_fp8/
+#              attention_fp8_sm90.cu > scratch/ab/attention_fp8_sm90.cu`; default: the template as it is) and
+#              SM90_AB_FLAGS_A, B with the template as it is and SM90_AB_FLAGS_B (e.g. -DEVO_SM90_EXP_EMU=2), then
+#              timed A, B, A, B (SM90_TIME_ARGS) and B checked (SM90_CHECK_ARGS); $OUT/sm90ab-{a,b}.log, the side-by-side
+#              table $OUT/sm90ab.md (tools/bench/ab_table.py)
 #   trace      tools/bench/sm90_bench.cu built with -DEVO_SM90_TRACE=1 and TRACE_LIST (default
 #              tools/bench/sm90_lists/trace.h), run with --trace and --trace-causal: each consumer warpgroup's clock
 #              at its steps of every key tile; $OUT/trace.log
@@ -334,6 +340,29 @@ PY
               timeout 200 /tmp/sm90_list ${SM90_TIME_ARGS:---time --big-only --no-baseline --reps 30} \
                 >"$OUT/sm90list-time.log" 2>&1
               echo "sm90list time: exit $?"; grep -vE "^genome .*regs" "$OUT/sm90list-time.log" | tail -30 ;;
+    sm90ab) # one list, two builds (a template of another revision and/or other flags), timed alternately
+            ab_inc=; [ -n "${SM90_AB_TEMPLATE:-}" ] && ab_inc="-I$(dirname "$SM90_AB_TEMPLATE")"
+            if [ -n "${SM90_AB_TEMPLATE:-}" ] && [ "$(basename "$SM90_AB_TEMPLATE")" != attention_fp8_sm90.cu ]; then
+              echo "sm90ab: SM90_AB_TEMPLATE must be a file named attention_fp8_sm90.cu"; continue
+            fi
+            for v in a b; do
+              if [ $v = a ]; then inc=$ab_inc fl=${SM90_AB_FLAGS_A:-}; else inc= fl=${SM90_AB_FLAGS_B:-}; fi
+              # shellcheck disable=SC2086
+              nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a $inc -Itemplates -Itasks/attention_fp8 $fl \
+                -include "${SM90_LIST:-tools/bench/sm90_lists/vpath5.h}" tools/bench/sm90_bench.cu \
+                tasks/attention_fp8/attn_sm90_host.c -o /tmp/sm90ab-$v -lcuda >/tmp/sm90ab-$v.nvcc.log 2>&1 &
+            done; wait
+            for v in a b; do [ -x /tmp/sm90ab-$v ] || { echo "sm90ab: build $v failed"; tail -20 /tmp/sm90ab-$v.nvcc.log; }; done
+            [ -x /tmp/sm90ab-a ] && [ -x /tmp/sm90ab-b ] || continue
+            : >"$OUT/sm90ab-a.log"; : >"$OUT/sm90ab-b.log"
+            for v in a b a b; do
+              timeout 200 /tmp/sm90ab-$v ${SM90_TIME_ARGS:---time --big-only --no-baseline --reps 30} \
+                >>"$OUT/sm90ab-$v.log" 2>&1 || echo "sm90ab: $v timing exit $?"
+            done
+            timeout 200 /tmp/sm90ab-b ${SM90_CHECK_ARGS:---check --no-baseline} >"$OUT/sm90ab-check.log" 2>&1
+            echo "sm90ab check (B): exit $?"; grep -E "DIFFERENT|checks done" "$OUT/sm90ab-check.log" | head -5
+            python3 tools/bench/ab_table.py "$OUT/sm90ab-a.log" "$OUT/sm90ab-b.log" >"$OUT/sm90ab.md" &&
+              cut -c1-160 "$OUT/sm90ab.md" | head -60 ;;
     trace) # the consumer warpgroups' clock stamps (EVO_SM90_TRACE), non-causal and causal
            nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Itemplates -Itasks/attention_fp8 -DEVO_SM90_TRACE=1 \
              -include "${TRACE_LIST:-tools/bench/sm90_lists/trace.h}" tools/bench/sm90_bench.cu \
