@@ -687,12 +687,12 @@ template <int ROWS, int D> EVO_DEV void copy_tile(u32 dst, const u8 *head, int r
  * (4,16,4096,128), more than the L2); 2, head by head when not causal (the blocks in flight share the K and V of a
  * few heads), and 1's order when causal: a block striding through one head's tiles heaviest first gets a share that
  * depends on its index (max/mean work 1.12 at (4,16,4096,128), 1.56 at (1,16,16384,64) on 132 SMs). Causal, every
- * second wave of gridDim.x items is walked backwards (a snake): a wave spans two or three query-tile levels, and
- * striding forwards in every wave gave the low block indices the heavier level each time (max/mean work, each item its key
- * tiles and one tile of overhead, 132 SMs: 1.41 → 1.03 at (2,8,2048,64), 1.19 → 1.03 at (4,8,2048,64), 1.06 → 1.005 at
- * (4,16,4096,128) and (1,16,16384,64); tools/bench/causal_balance.py, docs/perf-notes.md). The items a wave holds are the same, so the
- * blocks in flight read the same heads. Otherwise a block has the one item its grid position names (causal: longest
- * rows first). */
+ * second wave of gridDim.x items is walked backwards (a snake): a wave spans several query-tile levels, and striding
+ * forwards in every wave gave the low block indices the heavier level each time (max/mean work, each item its key
+ * tiles and one tile of overhead, 132 SMs: 1.41 → 1.03 at (2,8,2048,64), 1.19 → 1.03 at (4,8,2048,64), 1.06 → 1.005
+ * at (4,16,4096,128) and (1,16,16384,64); tools/bench/causal_balance.py, docs/perf-notes.md). A wave holds the same
+ * items as before, so the blocks in flight read the same heads. Otherwise a block has the one item its grid position
+ * names (causal: longest rows first). */
 template <int PERSIST> struct Sched {
     int w, n;
     EVO_DEV Sched(const evo_attn_params &p, int nq)

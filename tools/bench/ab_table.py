@@ -43,7 +43,8 @@ def main():
         print("ab_table: no timing lines in %s" % (args.a if not ra else args.b), file=sys.stderr)
         return 1
     order += [k for k in order_b if k not in ra]
-    print("| genome | shape | %s events µs | %s events µs | %s / %s | %s graph µs | %s graph µs |" % (na, nb, nb, na, na, nb))
+    print("| genome | shape | %s events µs | %s events µs | %s / %s | %s graph µs | %s graph µs |"
+          % (na, nb, nb, na, na, nb))
     print("|---|---|---:|---:|---:|---:|---:|")
     for key in order:
         a, b = ra.get(key, []), rb.get(key, [])

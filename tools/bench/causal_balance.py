@@ -57,8 +57,9 @@ def main():
         for tn in (int(x) for x in a.tile_n.split(",")):
             lv = items(b, h, s, a.bm, tn, a.ovh, False)
             hd = items(b, h, s, a.bm, tn, a.ovh, True)
-            print("%-16s %6d %8.3f %8.3f %8.3f %8.3f" % (sh, tn, balance(lv, a.sms, "stride"), balance(lv, a.sms, "snake"),
-                                                        balance(lv, a.sms, "greedy"), balance(hd, a.sms, "snake")))
+            cols = (balance(lv, a.sms, "stride"), balance(lv, a.sms, "snake"), balance(lv, a.sms, "greedy"),
+                    balance(hd, a.sms, "snake"))
+            print("%-16s %6d %8.3f %8.3f %8.3f %8.3f" % ((sh, tn) + cols))
 
 
 if __name__ == "__main__":
