@@ -12,6 +12,7 @@ Usage: tools/bench/causal_balance.py [--sms 132] [--bm 128] [--tile-n 128,192] [
 import argparse
 import heapq
 import math
+import signal
 
 
 def items(b, h, s, bm, tn, ovh, head_major):
@@ -44,6 +45,7 @@ def balance(work, sms, order):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sms", type=int, default=132)
     ap.add_argument("--bm", type=int, default=128, help="query rows per block (CONSUMERS x WG_ROWS)")
