@@ -81,7 +81,10 @@
  *                            per item
  *   PROBE          (not a knob, default 0; measurement only, results are wrong) leaves stages out to time the
  *                            rest: 1 the K/V transforms, 2 the softmax, 4 P·V, 8 Q·Kᵀ, 16 the row maxima (every
- *                            offset 0), 32 V_PATH 4 and 5's row-sum GEMMs (bits combine)
+ *                            offset 0), 32 V_PATH 4 and 5's row-sum GEMMs, 64 P·V with its A operand (P̃) from
+ *                            shared memory instead of registers (V_PATH 5, TILE_N 128, OVERLAP: each warpgroup
+ *                            stores its P̃ words, unswizzled, into WG_ROWS·128 bytes past the barriers, which the
+ *                            launch must add to the shared memory; no row-sum GEMMs) (bits combine)
  *
  * LAUNCH RULES (what a launcher must do; attn_sm90_host.h computes each of these):
  *   kernel      evo_attn_sm90<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH, OVERLAP, PINGPONG, O_ACC,
@@ -844,6 +847,38 @@ EVO_DEV void issue_pv(float (&o)[MT][DA / 2], float (&lg)[MT][4], const PFrag<TI
     wg_commit();
 }
 
+/* PROBE 64 (timing only, wrong results): O[mt] (+)= P̃·Vᵀ with P̃ read from shared memory by the tensor cores, as an
+ * SS wgmma: each thread stores its fragment words (16 bytes per 32-key chunk) at pbuf, the warpgroup syncs on
+ * barrier bar after the proxy fence, then the GEMM reads them as a 128-byte-swizzled K-major tile (the words land in
+ * other places than the fragment's, so the product is not P̃·V: the probe times where the A operand comes from). */
+template <int D, int TILE_N, int MT>
+EVO_DEV void issue_pv_smem(float (&o)[MT][(D + 8) / 2], const PFrag<TILE_N, MT, true> &pf, u32 vt_addr, u32 pbuf,
+                           int bar, int ct, bool zero_first)
+{
+    static_assert(TILE_N == 128, "PROBE 64: 128-key tiles (one 128-byte row of P̃ per query row)");
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int c = 0; c < TILE_N / 32; c++)
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(pbuf + (u32)(mt * 8192 + c * 2048 + ct * 16)),
+                         "r"(pf.r[mt][c][0]), "r"(pf.r[mt][c][1]), "r"(pf.r[mt][c][2]), "r"(pf.r[mt][c][3])
+                         : "memory");
+    fence_proxy_async();
+    named_sync(bar, 128);
+    constexpr int VB = 128;
+    wg_fence();
+    const u64 vd = make_desc(vt_addr, 16, 8 * VB, VB), pd = make_desc(pbuf, 16, 8 * 128, 128);
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        float(&od)[D / 2] = *reinterpret_cast<float(*)[D / 2]>(&o[mt][0]);
+#pragma unroll
+        for (int c = 0; c < TILE_N / 32; c++)
+            WgQK<D>::mma(od, desc_at(pd, mt * 64 * 128 + c * 32), desc_at(vd, (c * 32 / VB) * (D + 8) * VB + c * 32 % VB),
+                         zero_first && c == 0 ? 0 : 1);
+    }
+    wg_commit();
+}
+
 /* V_PATH 4, after the GEMMs: the tile's row sums (lg, in O's scale of this tile) into the accumulator's columns
  * D..D+7; fresh: the accumulator itself is this tile's (O_ACC), else the sums add to the running ones. */
 template <int D, int DA, int MT> EVO_DEV void take_rowsum(float (&o)[MT][DA / 2], float (&lg)[MT][4], bool fresh)
@@ -1222,6 +1257,9 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     QFrag<D, QK_MODE == 1 ? MT : 1> qf;
     Softmax<TILE_N, MT, P8, GSUM, (PROBE & 16) != 0> sx;
     constexpr bool SUMS = !(PROBE & 32); /* V_PATH 4 and 5's row-sum GEMMs (PROBE 32 leaves them out) */
+    constexpr bool PSMEM = (PROBE & 64) != 0; /* PROBE 64: P̃ from shared memory (issue_pv_smem) */
+    static_assert(!PSMEM || (V_PATH == 5 && OVERLAP && TILE_N == 128), "PROBE 64: V_PATH 5, OVERLAP, TILE_N 128");
+    const u32 pbuf = ((sm.bar + (u32)(3 + 7 * STAGES) * 8u + 1023u) & ~1023u) + (u32)(cw * WG_ROWS * 128);
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -1308,7 +1346,8 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
                 mbar_wait(sm.b(B::vtfull(pst)), pph);
-                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
+                if constexpr (PSMEM) issue_pv_smem<D, TILE_N, MT>(pvt, pf, sm.vt + pst * VT, pbuf, 4 + cw, ct, O_ACC != 0);
+                else if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
                 if (PINGPONG) named_arrive(other_turn, 256);
                 tt.stamp(TRACE_ISSUED);
                 wg_wait<1>();
@@ -1342,7 +1381,8 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             tt.stamp(TRACE_TURN);
             if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
             mbar_wait(sm.b(B::vtfull(pst)), pph);
-            if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
+            if constexpr (PSMEM) issue_pv_smem<D, TILE_N, MT>(pvt, pf, sm.vt + pst * VT, pbuf, 4 + cw, ct, O_ACC != 0);
+            else if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
             /* the last turn of warpgroup 1 has no one left to hand over to */
             if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
             tt.stamp(TRACE_ISSUED);

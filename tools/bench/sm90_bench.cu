@@ -117,6 +117,12 @@ struct Entry {
      PR},
 static const Entry g_entries[] = {SM90_GENOMES(SM90_ENTRY) SM90_PROBES(SM90_PROBE_ENTRY)};
 static const int g_n_entries = (int)(sizeof g_entries / sizeof g_entries[0]);
+/* The dynamic shared memory an entry launches with: the genome's, plus PROBE 64's P̃ buffers (a 128-byte row per query
+ * row of the block, 1024-aligned past the barriers) */
+static int entry_smem(const Entry &en)
+{
+    return attn_sm90_smem_bytes(&en.g, en.d) + ((en.probe & 64) ? attn_sm90_rows_per_block(&en.g) * 128 + 1024 : 0);
+}
 #define BASELINE (-1)
 
 /* ---- inputs ---- */
@@ -402,7 +408,7 @@ static bool launch(int e, Problem &pr, cudaStream_t st)
     }
     unsigned grid[3];
     attn_sm90_grid(&en.g, pr.sh.b, pr.sh.h, pr.sh.s, g_sms, grid);
-    const int smem = attn_sm90_smem_bytes(&en.g, en.d);
+    const int smem = entry_smem(en);
     void *args[] = {&p, &t};
     CK(cudaLaunchKernel(en.fn, dim3(grid[0], grid[1], grid[2]), dim3(attn_sm90_threads(&en.g)), args, (size_t)smem,
                         st));
@@ -1028,12 +1034,11 @@ int main(int argc, char **argv)
     }
     g_encode = (evo_tmap_encode_fn)fn;
     for (int e : sel) {
-        CK(cudaFuncSetAttribute(g_entries[e].fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                attn_sm90_smem_bytes(&g_entries[e].g, g_entries[e].d)));
+        CK(cudaFuncSetAttribute(g_entries[e].fn, cudaFuncAttributeMaxDynamicSharedMemorySize, entry_smem(g_entries[e])));
         cudaFuncAttributes fa;
         CK(cudaFuncGetAttributes(&fa, g_entries[e].fn));
         printf("genome %-40s regs %3d local %zu smem %d threads %d\n", g_entries[e].name, fa.numRegs,
-               (size_t)fa.localSizeBytes, attn_sm90_smem_bytes(&g_entries[e].g, g_entries[e].d),
+               (size_t)fa.localSizeBytes, entry_smem(g_entries[e]),
                attn_sm90_threads(&g_entries[e].g));
     }
 #ifdef SM90_BASELINE
