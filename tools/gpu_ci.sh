@@ -113,6 +113,16 @@ fi
 # the dispatching file of accuracy class $1 in variants/ (exact: -dispatch.cu, another class: -dispatch-CLASS.cu)
 dispatch_file() { if [ "$1" = exact ]; then echo variants/attention_fp8-sm_90-dispatch.cu;
                   else echo "variants/attention_fp8-sm_90-dispatch-$1.cu"; fi; }
+# tools/bench/sm90_bench.cu built into binary $1 with the genome list $2 (a header under tools/bench/sm90_lists/) and
+# the nvcc flags that follow (an -I ahead of the checkout's picks another template); its log $1.nvcc.log, whose tail is
+# printed when the build fails (nonzero status)
+sm90_bench_build() {
+  local bin=$1 list=$2; shift 2
+  rm -f "$bin"
+  nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a "$@" -Itemplates -Itasks/attention_fp8 -include "$list" \
+    tools/bench/sm90_bench.cu tasks/attention_fp8/attn_sm90_host.c -o "$bin" -lcuda >"$bin.nvcc.log" 2>&1 ||
+    { echo "sm90_bench build failed ($list)"; tail -20 "$bin.nvcc.log"; return 1; }
+}
 # The carried Python wheels (.wheels/: nvidia-cudnn-frontend for cuDNN's FP8 SDPA) into /tmp/site, once a call; the
 # steps that use them run with PYTHONPATH=/tmp/site
 wheels() { [ -d .wheels ] && [ ! -d /tmp/site/cudnn ] &&
@@ -331,29 +341,28 @@ PY
     compare) f=${COMPARE_CU:-$OUT/best.cu}
              PYTHONUNBUFFERED=1 python3 tools/bench/compare_sdpa.py "$f" --causal both --out "$OUT" 2>&1 | tee "$OUT/compare.log" ;;
     sm90list) # a list of sm_90a genomes (and timing probes) through sm90_bench: its checks, then its timing
-              nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Itemplates -Itasks/attention_fp8 \
-                ${SM90_NVCC_FLAGS:-} -include "${SM90_LIST:-tools/bench/sm90_lists/vpath5.h}" tools/bench/sm90_bench.cu \
-                tasks/attention_fp8/attn_sm90_host.c -o /tmp/sm90_list -lcuda >/tmp/sm90_list.nvcc.log 2>&1 ||
-                { tail -20 /tmp/sm90_list.nvcc.log; continue; }
+              # shellcheck disable=SC2086
+              sm90_bench_build /tmp/sm90_list "${SM90_LIST:-tools/bench/sm90_lists/vpath5.h}" ${SM90_NVCC_FLAGS:-} ||
+                continue
               timeout 200 /tmp/sm90_list ${SM90_CHECK_ARGS:---check --no-baseline} >"$OUT/sm90list-check.log" 2>&1
               echo "sm90list check: exit $?"; grep -E "^FAIL|differ|checks done" "$OUT/sm90list-check.log" | head -12
               timeout 200 /tmp/sm90_list ${SM90_TIME_ARGS:---time --big-only --no-baseline --reps 30} \
                 >"$OUT/sm90list-time.log" 2>&1
               echo "sm90list time: exit $?"; grep -vE "^genome .*regs" "$OUT/sm90list-time.log" | tail -30 ;;
     sm90ab) # one list, two builds (a template of another revision and/or other flags), timed alternately
-            ab_inc=; [ -n "${SM90_AB_TEMPLATE:-}" ] && ab_inc="-I$(dirname "$SM90_AB_TEMPLATE")"
-            if [ -n "${SM90_AB_TEMPLATE:-}" ] && [ "$(basename "$SM90_AB_TEMPLATE")" != attention_fp8_sm90.cu ]; then
-              echo "sm90ab: SM90_AB_TEMPLATE must be a file named attention_fp8_sm90.cu"; continue
+            ab_inc=
+            if [ -n "${SM90_AB_TEMPLATE:-}" ]; then
+              [ "$(basename "$SM90_AB_TEMPLATE")" = attention_fp8_sm90.cu ] && [ -f "$SM90_AB_TEMPLATE" ] ||
+                { echo "sm90ab: SM90_AB_TEMPLATE must be a file named attention_fp8_sm90.cu"; continue; }
+              ab_inc="-I$(dirname "$SM90_AB_TEMPLATE")"
             fi
-            for v in a b; do
-              if [ $v = a ]; then inc=$ab_inc fl=${SM90_AB_FLAGS_A:-}; else inc= fl=${SM90_AB_FLAGS_B:-}; fi
-              # shellcheck disable=SC2086
-              nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a $inc -Itemplates -Itasks/attention_fp8 $fl \
-                -include "${SM90_LIST:-tools/bench/sm90_lists/vpath5.h}" tools/bench/sm90_bench.cu \
-                tasks/attention_fp8/attn_sm90_host.c -o /tmp/sm90ab-$v -lcuda >/tmp/sm90ab-$v.nvcc.log 2>&1 &
-            done; wait
-            for v in a b; do [ -x /tmp/sm90ab-$v ] || { echo "sm90ab: build $v failed"; tail -20 /tmp/sm90ab-$v.nvcc.log; }; done
-            [ -x /tmp/sm90ab-a ] && [ -x /tmp/sm90ab-b ] || continue
+            ab_list=${SM90_LIST:-tools/bench/sm90_lists/vpath5.h}
+            # shellcheck disable=SC2086
+            sm90_bench_build /tmp/sm90ab-a "$ab_list" $ab_inc ${SM90_AB_FLAGS_A:-} & pa=$!
+            # shellcheck disable=SC2086
+            sm90_bench_build /tmp/sm90ab-b "$ab_list" ${SM90_AB_FLAGS_B:-} & pb=$!
+            wait $pa; ra=$?; wait $pb; rb=$?
+            [ $ra = 0 ] && [ $rb = 0 ] || continue
             : >"$OUT/sm90ab-a.log"; : >"$OUT/sm90ab-b.log"
             for v in a b a b; do
               timeout 200 /tmp/sm90ab-$v ${SM90_TIME_ARGS:---time --big-only --no-baseline --reps 30} \
@@ -364,10 +373,7 @@ PY
             python3 tools/bench/ab_table.py "$OUT/sm90ab-a.log" "$OUT/sm90ab-b.log" >"$OUT/sm90ab.md" &&
               cut -c1-160 "$OUT/sm90ab.md" | head -60 ;;
     trace) # the consumer warpgroups' clock stamps (EVO_SM90_TRACE), non-causal and causal
-           nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Itemplates -Itasks/attention_fp8 -DEVO_SM90_TRACE=1 \
-             -include "${TRACE_LIST:-tools/bench/sm90_lists/trace.h}" tools/bench/sm90_bench.cu \
-             tasks/attention_fp8/attn_sm90_host.c -o /tmp/sm90_trace -lcuda >/tmp/sm90_trace.nvcc.log 2>&1 ||
-             { tail -20 /tmp/sm90_trace.nvcc.log; continue; }
+           sm90_bench_build /tmp/sm90_trace "${TRACE_LIST:-tools/bench/sm90_lists/trace.h}" -DEVO_SM90_TRACE=1 || continue
            { timeout 100 /tmp/sm90_trace --trace --no-baseline; timeout 100 /tmp/sm90_trace --trace-causal --no-baseline; } \
              >"$OUT/trace.log" 2>&1
            echo "trace: exit $?"; grep -E "^trace|mean of|overlap" "$OUT/trace.log" | grep -v "CTA [123]" | head -40 ;;
