@@ -865,16 +865,15 @@ EVO_DEV void issue_pv_smem(float (&o)[MT][(D + 8) / 2], const PFrag<TILE_N, MT, 
                          : "memory");
     fence_proxy_async();
     named_sync(bar, 128);
-    constexpr int VB = 128;
     wg_fence();
-    const u64 vd = make_desc(vt_addr, 16, 8 * VB, VB), pd = make_desc(pbuf, 16, 8 * 128, 128);
+    /* the Vᵀ stage as issue_pv reads it: 128-key column blocks, so chunk c starts 32·c bytes into the first */
+    const u64 vd = make_desc(vt_addr, 16, 8 * 128, 128), pd = make_desc(pbuf, 16, 8 * 128, 128);
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
         float(&od)[D / 2] = *reinterpret_cast<float(*)[D / 2]>(&o[mt][0]);
 #pragma unroll
         for (int c = 0; c < TILE_N / 32; c++)
-            WgQK<D>::mma(od, desc_at(pd, mt * 64 * 128 + c * 32), desc_at(vd, (c * 32 / VB) * (D + 8) * VB + c * 32 % VB),
-                         zero_first && c == 0 ? 0 : 1);
+            WgQK<D>::mma(od, desc_at(pd, mt * 64 * 128 + c * 32), desc_at(vd, c * 32), zero_first && c == 0 ? 0 : 1);
     }
     wg_commit();
 }
@@ -1259,7 +1258,8 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     constexpr bool SUMS = !(PROBE & 32); /* V_PATH 4 and 5's row-sum GEMMs (PROBE 32 leaves them out) */
     constexpr bool PSMEM = (PROBE & 64) != 0; /* PROBE 64: P̃ from shared memory (issue_pv_smem) */
     static_assert(!PSMEM || (V_PATH == 5 && OVERLAP && TILE_N == 128), "PROBE 64: V_PATH 5, OVERLAP, TILE_N 128");
-    const u32 pbuf = ((sm.bar + (u32)(3 + 7 * STAGES) * 8u + 1023u) & ~1023u) + (u32)(cw * WG_ROWS * 128);
+    constexpr int N_BARS = Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, 2, QK_MODE, V_PATH>::N_BARS;
+    const u32 pbuf = PSMEM ? ((sm.bar + N_BARS * 8u + 1023u) & ~1023u) + (u32)(cw * WG_ROWS * 128) : 0u;
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
