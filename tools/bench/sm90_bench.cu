@@ -987,7 +987,8 @@ int main(int argc, char **argv)
                  sscanf(argv[++i], "%d,%d,%d,%d,%d", &rshape.b, &rshape.h, &rshape.s, &rshape.d, &rshape.causal) == 5) {
         } else {
             fprintf(stderr, "usage: %s [--check] [--time] [--list] [--filter SUBSTR] [--only 'G;G'] [--skip 'G;G'] "
-                            "[--csv FILE] [--reps N] [--big-only] [--causal-only] [--no-baseline] [--repeat N [--shape B,H,S,D,CAUSAL]] [--hash]\n", argv[0]);
+                            "[--csv FILE] [--reps N] [--big-only] [--causal-only] [--no-baseline] [--profile] [--repeat N [--shape "
+                            "B,H,S,D,CAUSAL]] [--trace|--trace-causal] [--hash]\n", argv[0]);
             return 2;
         }
     }
