@@ -5,6 +5,7 @@ log A and in log B (a log may hold several runs, appended), and B's median over 
 Usage: tools/bench/ab_table.py A.log B.log [--names A,B]   (tools/gpu_ci.sh sm90ab writes the two logs)
 """
 import argparse
+import os
 import re
 import signal
 import statistics
@@ -14,6 +15,10 @@ LINE = re.compile(r"^(\S+)\s+(\(\d+,\d+,\d+,\d+\)(?: causal)?)\s+([\d.]+)\s+([\d
 
 
 def read(path):
+    """(genome, shape) -> [(events median, graph median)] per run in the log, and the keys in their first order.
+    Raises OSError for a path that is not a readable regular file (a FIFO would block the read)."""
+    if not os.path.isfile(path):
+        raise OSError("not a regular file (a log of sm90_bench --time)")
     runs = {}
     order = []
     with open(path, encoding="utf-8", errors="replace") as f:
@@ -37,11 +42,18 @@ def main():
     ap.add_argument("--names", default="A,B")
     args = ap.parse_args()
     na, nb = args.names.split(",", 1)
-    ra, order = read(args.a)
-    rb, order_b = read(args.b)
-    if not ra or not rb:
-        print("ab_table: no timing lines in %s" % (args.a if not ra else args.b), file=sys.stderr)
-        return 1
+    logs = []
+    for path in (args.a, args.b):
+        try:
+            runs, keys = read(path)
+        except OSError as e:
+            print("ab_table.py: %s: %s" % (path, e.strerror or e), file=sys.stderr)
+            return 2
+        if not runs:
+            print("ab_table.py: %s: no timing lines (sm90_bench --time)" % path, file=sys.stderr)
+            return 2
+        logs.append((runs, keys))
+    (ra, order), (rb, order_b) = logs
     order += [k for k in order_b if k not in ra]
     print("| genome | shape | %s events µs | %s events µs | %s / %s | %s graph µs | %s graph µs |"
           % (na, nb, nb, na, na, nb))

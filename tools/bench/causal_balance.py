@@ -53,10 +53,24 @@ def main():
     ap.add_argument("--ovh", type=float, default=1.0, help="per-item overhead in key tiles")
     ap.add_argument("shapes", nargs="*", default=["2,8,2048,64", "4,8,2048,64", "4,16,4096,128", "1,16,16384,64"])
     a = ap.parse_args()
-    print("%-16s %6s %8s %8s %8s %8s" % ("B,H,S,D causal", "TILE_N", "stride", "snake", "greedy", "head"))
+    shapes = []
     for sh in a.shapes:
-        b, h, s, _ = (int(x) for x in sh.split(","))
-        for tn in (int(x) for x in a.tile_n.split(",")):
+        try:
+            b, h, s, _ = (int(x) for x in sh.split(","))
+        except ValueError:
+            ap.error("a shape is B,H,S,D (four integers), not '%s'" % sh)
+        if min(b, h, s) < 1:
+            ap.error("a shape's B, H and S are at least 1, not '%s'" % sh)
+        shapes.append((sh, b, h, s))
+    try:
+        tiles = [int(x) for x in a.tile_n.split(",")]
+    except ValueError:
+        ap.error("--tile-n takes key tiles like 128,192, not '%s'" % a.tile_n)
+    if a.sms < 1 or a.bm < 1 or min(tiles) < 1:
+        ap.error("--sms, --bm and every --tile-n are at least 1")
+    print("%-16s %6s %8s %8s %8s %8s" % ("B,H,S,D causal", "TILE_N", "stride", "snake", "greedy", "head"))
+    for sh, b, h, s in shapes:
+        for tn in tiles:
             lv = items(b, h, s, a.bm, tn, a.ovh, False)
             hd = items(b, h, s, a.bm, tn, a.ovh, True)
             cols = (balance(lv, a.sms, "stride"), balance(lv, a.sms, "snake"), balance(lv, a.sms, "greedy"),

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# cli_bench_ab.sh — the two A/B tools of the sm_90a template work: tools/bench/ab_table.py puts two sm90_bench timing
+# logs side by side (each run's medians, B's median over A's, a shape only one log has, the causal label kept apart)
+# and refuses a missing file, a FIFO and a log without timing lines (exit 2, the file named); tools/bench/causal_balance.py
+# gives the persistent causal orders' max/mean work that the template's comment and docs/perf-notes.md quote, and
+# refuses a malformed shape.
+# Run: bash tests/cli_bench_ab.sh build/evo .   (ctest runs it)
+set -u
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (tools/setup.sh installs it)"; exit 77; }
+SRC=$(realpath "$2")
+T=$(mktemp -d /tmp/evo-cli-ab-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+AB="$SRC/tools/bench/ab_table.py"
+
+# two runs per log, as sm90ab appends them; a twin line and a regs line that are no timing lines
+cat >"$T/a.log" <<'LOG'
+genome 128,64,2,192,2,2,0,5,1,1,0,56,2          regs 168 local 0 smem 119944 threads 384
+128,64,2,192,2,2,0,5,1,1,0,56,2                (4,16,4096,128)             700.0      698.0      702.0      720.0     785.0
+128,64,2,192,2,2,0,5,1,1,0,56,2                (4,16,4096,128) causal      410.0      408.0      412.0      430.0     670.0
+128,64,2,192,2,2,0,5,1,1,0,56,2                (4,16,4096,128) causal V_PATH 5 vs its V_PATH 4 twin: same bits (0 of 33554432 elements differ)
+128,64,2,192,2,2,0,5,1,1,0,56,2                (4,16,4096,128)             704.0      700.0      706.0      722.0     781.0
+128,64,2,192,2,2,0,5,1,1,0,56,2                (4,16,4096,128) causal      406.0      404.0      408.0      428.0     677.0
+LOG
+cat >"$T/b.log" <<'LOG'
+128,64,2,192,2,2,0,5,1,1,0,56,2                (4,16,4096,128)             702.0      700.0      704.0      721.0     783.0
+128,64,2,192,2,2,0,5,1,1,0,56,2                (4,16,4096,128) causal      390.0      388.0      392.0      400.0     705.0  (INCORRECT)
+128,64,2,192,2,2,0,5,1,1,0,56,2                (4,16,4096,128)             702.0      700.0      704.0      721.0     783.0
+128,64,2,192,2,2,0,5,1,1,0,56,2                (4,16,4096,128) causal      392.0      390.0      394.0      402.0     700.0
+64,64,2,192,2,2,0,5,1,1,0,56,2                 (1,16,16384,64)           1990.0     1985.0     1995.0     1980.0     552.0
+LOG
+out=$(python3 "$AB" "$T/a.log" "$T/b.log" --names before,after 2>&1); rc=$?
+[ $rc = 0 ] || fail "exit $rc: $out"
+grep -qF "| genome | shape | before events µs | after events µs | after / before | before graph µs | after graph µs |" \
+  <<<"$out" || fail "header: $out"
+# medians: A 702.0 (700, 704), B 702.0: 1.000; causal A 408.0 (410, 406), B 391.0: 0.958
+grep -qF "| 128,64,2,192,2,2,0,5,1,1,0,56,2 | (4,16,4096,128) | 700.0 / 704.0 | 702.0 / 702.0 | 1.000 | 720.0 / 722.0 | 721.0 / 721.0 |" \
+  <<<"$out" || fail "non-causal row: $out"
+grep -qF "| 128,64,2,192,2,2,0,5,1,1,0,56,2 | (4,16,4096,128) causal | 410.0 / 406.0 | 390.0 / 392.0 | 0.958 | 430.0 / 428.0 | 400.0 / 402.0 |" \
+  <<<"$out" || fail "causal row: $out"
+grep -qF "| 64,64,2,192,2,2,0,5,1,1,0,56,2 | (1,16,16384,64) | - | 1990.0 | - | - | 1980.0 |" <<<"$out" ||
+  fail "a shape only B has: $out"
+[ "$(grep -c '^| [0-9]' <<<"$out")" = 3 ] || fail "three rows expected: $out"
+# bad input: a missing file, a FIFO, a log without timing lines
+out=$(python3 "$AB" "$T/a.log" "$T/none.log" 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "none.log" <<<"$out" || fail "missing file: exit $rc: $out"
+mkfifo "$T/fifo"
+out=$(timeout 10 python3 "$AB" "$T/fifo" "$T/b.log" 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "fifo: not a regular file" <<<"$out" || fail "FIFO: exit $rc: $out"
+echo "nothing timed here" >"$T/empty.log"
+out=$(python3 "$AB" "$T/a.log" "$T/empty.log" 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "empty.log: no timing lines" <<<"$out" || fail "log without timing lines: exit $rc: $out"
+
+# causal_balance.py: the figures the template's comment quotes (132 SMs, 128-row blocks, one tile of overhead)
+CB="$SRC/tools/bench/causal_balance.py"
+out=$(python3 "$CB" --tile-n 128 2>&1); rc=$?
+[ $rc = 0 ] || fail "causal_balance exit $rc: $out"
+grep -qE '^2,8,2048,64 +128 +1\.411 +1\.031 +1\.031 +1\.031$' <<<"$out" || fail "(2,8,2048,64): $out"
+grep -qE '^4,8,2048,64 +128 +1\.194 +1\.031 ' <<<"$out" || fail "(4,8,2048,64): $out"
+grep -qE '^4,16,4096,128 +128 +1\.061 +1\.005 +1\.005 ' <<<"$out" || fail "(4,16,4096,128): $out"
+grep -qE '^1,16,16384,64 +128 +1\.063 +1\.004 +1\.002 +1\.472$' <<<"$out" || fail "(1,16,16384,64): $out"
+# one wave (32 items on 132 SMs): nothing to reorder, the orders agree
+out=$(python3 "$CB" --tile-n 128 1,8,512,64 2>&1)
+grep -qE '^1,8,512,64 +128 +([0-9.]+) +\1 +\1 ' <<<"$out" || fail "one wave: $out"
+out=$(python3 "$CB" 2,8,x 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "'2,8,x'" <<<"$out" || fail "malformed shape: exit $rc: $out"
+out=$(python3 "$CB" --sms 0 2>&1); rc=$?
+[ $rc = 2 ] || fail "--sms 0: exit $rc: $out"
+[ $fails = 0 ] && echo "cli_bench_ab: all passed"
+exit $((fails > 0))
