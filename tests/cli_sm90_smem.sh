@@ -2,7 +2,8 @@
 # cli_sm90_smem.sh — the host's shared-memory formula of the sm_90a family (attn_sm90_smem_bytes, which sizes every
 # launch and the can_implement check) equals the kernel's own plan (Sm90Cfg::SMEM in attention_fp8_sm90.cu, which
 # the kernel checks against its dynamic shared memory and traps below) for every combination of the knobs that shape
-# it (head dim, rows, consumers, key tile, stages, pipe, Q·Kᵀ and V paths) that fits an sm_90 block: a mismatch would
+# it (head dim, rows, consumers, key tile, stages, pipe, Q·Kᵀ and V paths, a persistent grid or not: the second Q
+# buffer) that fits an sm_90 block: a mismatch would
 # be a kernel trapping at launch on the GPU. Host code only: nvcc compiles the plan's constants, nothing runs on a GPU.
 # Exits 77 (skipped) without nvcc or with EVO_TEST_NO_NVCC=1. Run: bash tests/cli_sm90_smem.sh build/evo .
 set -u
@@ -31,16 +32,17 @@ int main(void)
                     for (int st = 2; st <= 4; st++)
                         for (int pipe = 0; pipe <= 2; pipe++)
                             for (int qk = 0; qk <= 2; qk++)
-                                for (int vp = 0; vp <= 5; vp++) {
+                                for (int vp = 0; vp <= 5; vp++)
+                                for (int pe = 0; pe <= 1; pe++) {
                                     if ((vp == 2 || vp == 3 || vp == 4 || vp == 5) && pipe != 2) continue;
                                     if (vp == 3 && qk != 2) continue;
                                     evo_sm90_genome g = {0};
                                     g.wg_rows = wgs[wi], g.consumers = c, g.tile_n = tns[ti], g.stages = st;
-                                    g.pipe = pipe, g.qk_mode = qk, g.v_path = vp;
+                                    g.pipe = pipe, g.qk_mode = qk, g.v_path = vp, g.persist = pe;
                                     const int h = attn_sm90_smem_bytes(&g, ds[di]);
                                     if (h > 227 * 1024) continue;
-                                    printf("    chk<%d, %d, %d, %d, %d, %d, %d, %d>(%d);\n", ds[di], wgs[wi], c, tns[ti],
-                                           st, pipe, qk, vp, h);
+                                    printf("    chk<%d, %d, %d, %d, %d, %d, %d, %d, %d>(%d);\n", ds[di], wgs[wi], c,
+                                           tns[ti], st, pipe, qk, vp, pe, h);
                                 }
     return 0;
 }
@@ -55,14 +57,14 @@ cat >"$T/check.cu" <<'EOF'
 #include "attention_fp8_sm90.cu"
 #include <cstdio>
 static int fails = 0, checks = 0;
-template <int D, int WG, int C, int TN, int ST, int PIPE, int QK, int VP> void chk(int host)
+template <int D, int WG, int C, int TN, int ST, int PIPE, int QK, int VP, int PE> void chk(int host)
 {
-    const int kernel = evo_sm90::Sm90Cfg<D, WG, C, TN, ST, PIPE, QK, VP>::SMEM;
+    const int kernel = evo_sm90::Sm90Cfg<D, WG, C, TN, ST, PIPE, QK, VP, PE>::SMEM;
     checks++;
     if (kernel != host) {
         fails++;
-        printf("FAIL: D=%d WG_ROWS=%d CONSUMERS=%d TILE_N=%d STAGES=%d PIPE=%d QK_MODE=%d V_PATH=%d: kernel %d bytes, "
-               "host %d\n", D, WG, C, TN, ST, PIPE, QK, VP, kernel, host);
+        printf("FAIL: D=%d WG_ROWS=%d CONSUMERS=%d TILE_N=%d STAGES=%d PIPE=%d QK_MODE=%d V_PATH=%d PERSIST=%d: kernel %d "
+               "bytes, host %d\n", D, WG, C, TN, ST, PIPE, QK, VP, PE, kernel, host);
     }
 }
 int main()

@@ -14,7 +14,8 @@
 #              -DEVO_SM90_EXP_EMU=2 with exp-emu.h); $OUT/sm90list-{check,time}.log
 #   sm90ab     an A/B of a template change: SM90_LIST's genomes built twice, A with the template of SM90_AB_TEMPLATE
 #              (a copy of attention_fp8_sm90.cu from another revision, e.g. `git show REV:tasks/attention_fp8/
-#              attention_fp8_sm90.cu > scratch/ab/attention_fp8_sm90.cu`; default: the template as it is) and
+#              attention_fp8_sm90.cu > scratch/ab/attention_fp8_sm90.cu`, and attn_sm90_host.c beside it where the
+#              launch rules differ; default: the template as it is) and
 #              SM90_AB_FLAGS_A, B with the template as it is and SM90_AB_FLAGS_B (e.g. -DEVO_SM90_EXP_EMU=2), then
 #              timed A, B, A, B (SM90_TIME_ARGS) and B checked (SM90_CHECK_ARGS); $OUT/sm90ab-{a,b}.log, the side-by-side
 #              table $OUT/sm90ab.md (tools/bench/ab_table.py)
@@ -118,9 +119,10 @@ dispatch_file() { if [ "$1" = exact ]; then echo variants/attention_fp8-sm_90-di
 # printed when the build fails (nonzero status)
 sm90_bench_build() {
   local bin=$1 list=$2; shift 2
+  local host=${SM90_HOST_C:-tasks/attention_fp8/attn_sm90_host.c}
   rm -f "$bin"
   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a "$@" -Itemplates -Itasks/attention_fp8 -include "$list" \
-    tools/bench/sm90_bench.cu tasks/attention_fp8/attn_sm90_host.c -o "$bin" -lcuda >"$bin.nvcc.log" 2>&1 ||
+    tools/bench/sm90_bench.cu "$host" -o "$bin" -lcuda >"$bin.nvcc.log" 2>&1 ||
     { echo "sm90_bench build failed ($list)"; tail -20 "$bin.nvcc.log"; return 1; }
 }
 # The carried Python wheels (.wheels/: nvidia-cudnn-frontend for cuDNN's FP8 SDPA) into /tmp/site, once a call; the
@@ -350,15 +352,17 @@ PY
                 >"$OUT/sm90list-time.log" 2>&1
               echo "sm90list time: exit $?"; grep -vE "^genome .*regs" "$OUT/sm90list-time.log" | tail -30 ;;
     sm90ab) # one list, two builds (a template of another revision and/or other flags), timed alternately
-            ab_inc=
+            ab_inc= ab_host=tasks/attention_fp8/attn_sm90_host.c
             if [ -n "${SM90_AB_TEMPLATE:-}" ]; then
               [ "$(basename "$SM90_AB_TEMPLATE")" = attention_fp8_sm90.cu ] && [ -f "$SM90_AB_TEMPLATE" ] ||
                 { echo "sm90ab: SM90_AB_TEMPLATE must be a file named attention_fp8_sm90.cu"; continue; }
               ab_inc="-I$(dirname "$SM90_AB_TEMPLATE")"
+              # the host side of that revision beside it, when its launch rules (shared memory) differ
+              [ -f "$(dirname "$SM90_AB_TEMPLATE")/attn_sm90_host.c" ] && ab_host=$(dirname "$SM90_AB_TEMPLATE")/attn_sm90_host.c
             fi
             ab_list=${SM90_LIST:-tools/bench/sm90_lists/vpath5.h}
             # shellcheck disable=SC2086
-            sm90_bench_build /tmp/sm90ab-a "$ab_list" $ab_inc ${SM90_AB_FLAGS_A:-} & pa=$!
+            SM90_HOST_C=$ab_host sm90_bench_build /tmp/sm90ab-a "$ab_list" $ab_inc ${SM90_AB_FLAGS_A:-} & pa=$!
             # shellcheck disable=SC2086
             sm90_bench_build /tmp/sm90ab-b "$ab_list" ${SM90_AB_FLAGS_B:-} & pb=$!
             wait $pa; ra=$?; wait $pb; rb=$?

@@ -144,8 +144,15 @@ __host__ __device__ constexpr bool gemm_sums(int v_path) { return v_path == 4 ||
 template <int D, int V_PATH> __host__ __device__ constexpr int vt_rows() { return gemm_sums(V_PATH) ? D + 8 : D; }
 template <int D, int V_PATH> __host__ __device__ constexpr int acc_cols() { return V_PATH ? D + 8 : D; }
 
-/* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes(). */
-template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH>
+#define EVO_SM90_CFG_PERSIST 1 /* Sm90Cfg takes PERSIST (tools/bench/sm90_bench.cu builds templates with and without) */
+/* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes().
+ * QB: Q buffers and their FP16 copies. Two where a block walks several work items (PERSIST 1, 2) with the producer
+ * (PIPE 2) and Q·Kᵀ in FP16 (QK_MODE 2), if they fit: the producer loads the next item's Q, and the transform warps
+ * convert it, while the consumers still read this item's (one buffer: each item's Q, and the K tiles behind it, were
+ * loaded and converted only once the consumers had released the previous item's Q). Measured (H200, 2026-11-29,
+ * docs/perf-notes.md "A second Q buffer"): 1-3 % faster with FP16 Q at head dim 64; with e4m3 Q (QK_MODE 0), which
+ * nothing converts, ±4 % and slower for the V_PATH 5 genomes, so those keep one. */
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH, int PERSIST = 0>
 struct Sm90Cfg {
     static constexpr int MT = WG_ROWS / 64;                           /* m64 tiles per consumer warpgroup */
     static constexpr int BM = CONSUMERS * WG_ROWS;                    /* query rows per block */
@@ -160,13 +167,17 @@ struct Sm90Cfg {
     static constexpr int NX = PIPE == 2 ? STAGES : 1;                 /* converted tiles: a ring with a producer */
     static constexpr int Q16_BYTES = QK_MODE == 2 ? BM * D * 2 : 0;
     static constexpr int K16_BYTES = QK_MODE == 2 ? TILE_N * D * 2 : 0;
-    static constexpr int OFF_K = align1024(Q_BYTES);
+    static constexpr int RINGS = STAGES * (KR_BYTES + VR_BYTES) + NX * (VT_BYTES + K16_BYTES);
+    /* the shared memory with two Q buffers */
+    static constexpr int PLAN2 = align1024(2 * Q_BYTES) + RINGS + 2 * Q16_BYTES + (6 + 7 * STAGES) * 8 + 1024;
+    static constexpr int QB = PIPE == 2 && QK_MODE == 2 && PERSIST != 0 && PLAN2 <= 227 * 1024 ? 2 : 1;
+    static constexpr int OFF_K = align1024(QB * Q_BYTES);
     static constexpr int OFF_V = OFF_K + STAGES * KR_BYTES;
     static constexpr int OFF_VT = OFF_V + STAGES * VR_BYTES;
     static constexpr int OFF_Q16 = OFF_VT + NX * VT_BYTES;
-    static constexpr int OFF_K16 = OFF_Q16 + Q16_BYTES;
+    static constexpr int OFF_K16 = OFF_Q16 + QB * Q16_BYTES;
     static constexpr int OFF_BAR = OFF_K16 + NX * K16_BYTES;
-    static constexpr int N_BARS = 3 + 7 * STAGES;
+    static constexpr int N_BARS = 3 + 7 * STAGES + (QB == 2 ? 3 : 0); /* Bars: the second Q buffer's three last */
     static constexpr int SMEM = OFF_BAR + N_BARS * 8 + 1024;          /* + slack to align the base to 1024 */
 
     static_assert(D == 64 || D == 128, "head dim 64 or 128");
@@ -177,6 +188,8 @@ struct Sm90Cfg {
     static_assert(PIPE >= 0 && PIPE <= 2, "PIPE 0, 1 or 2");
     static_assert(QK_MODE >= 0 && QK_MODE <= 2, "QK_MODE 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)");
     static_assert(KV_BYTES % 1024 == 0 && VT_BYTES % 1024 == 0, "tiles keep 1024-byte alignment");
+    static_assert(Q_BYTES % 1024 == 0 && Q16_BYTES % 1024 == 0, "Q buffers keep 1024-byte alignment");
+    static_assert(QB == 1 || SMEM == PLAN2, "the plan's sum");
     static_assert(SMEM <= 227 * 1024, "shared memory over the 227 KB an sm_90 block can have");
 };
 
@@ -190,6 +203,10 @@ template <int STAGES> struct Bars {
     static constexpr __host__ __device__ int vempty(int s) { return 3 + 4 * STAGES + s; }
     static constexpr __host__ __device__ int k16full(int s) { return 3 + 5 * STAGES + s; }
     static constexpr __host__ __device__ int vrawempty(int s) { return 3 + 6 * STAGES + s; }
+    /* Q buffer b (Sm90Cfg::QB): full (the TMA's bytes), empty (the consumers' reads done), FP16 copy full */
+    static constexpr __host__ __device__ int qfull(int b) { return b ? 3 + 7 * STAGES : BAR_QFULL; }
+    static constexpr __host__ __device__ int qempty(int b) { return b ? 4 + 7 * STAGES : BAR_QEMPTY; }
+    static constexpr __host__ __device__ int q16full(int b) { return b ? 5 + 7 * STAGES : BAR_Q16FULL; }
 };
 
 /* Shared-memory addresses of one block (1024-aligned base). */
@@ -1068,7 +1085,7 @@ template <int A, int N> EVO_DEV void fence_regs(float (&r)[A][N])
  * ring runs ahead of the transformed one). Two cursors over the same work items, each advanced when its barrier has
  * completed (test_wait: a K that waits for its stage never holds up a V that could go, nor the reverse), K first.
  * Q boxes wholly past the sequence are skipped (their rows are never stored). */
-template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PERSIST, int V_PATH>
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PERSIST, int V_PATH, int QK_MODE>
 EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, const Smem &sm, int nq)
 {
     typedef Bars<STAGES> B;
@@ -1100,7 +1117,26 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
             start(p, nq);
         }
     };
-    Cursor kc(p, nq, true), vc(p, nq, false);
+    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, 2, QK_MODE, V_PATH, PERSIST> C;
+    constexpr int QB = C::QB;
+    Cursor kc(p, nq, QB == 1), vc(p, nq, false);
+    /* QB 2: a third cursor, over the items alone: item qi's Q into buffer qi & 1 once the consumers released it
+     * (item qi - 2); the K cursor no longer stops for Q */
+    Sched<PERSIST> qs(p, nq);
+    int qi = 0;
+    auto issue_q = [&]() {
+        const int b = qi & 1;
+        if (qi >= 2 && !mbar_test(sm.b(B::qempty(b)), (u32)((qi >> 1) - 1) & 1u)) return false;
+        int bh, qt;
+        qs.item(p, nq, bh, qt);
+        const int m0 = qt * BM, boxes = min(CONSUMERS, (p.seq - m0 + WG_ROWS - 1) / WG_ROWS);
+        mbar_expect_tx(sm.b(B::qfull(b)), boxes * WG_ROWS * D);
+        for (int w = 0; w < boxes; w++)
+            tma_load_3d(sm.q + b * C::Q_BYTES + w * WG_ROWS * D, &t.q, 0, m0 + w * WG_ROWS, bh, sm.b(B::qfull(b)));
+        qs.next();
+        qi++;
+        return true;
+    };
     /* c's tile j into its stage (buffer base + stage * KV) once the stage is free: false while it must wait */
     auto issue_tile = [&](Cursor &c, u32 base, const evo_tmap *map, int (*empty)(int), int (*full)(int)) {
         const int s = c.it % STAGES;
@@ -1138,10 +1174,11 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         return true;
     };
     u32 idle_ns = 0u; /* back off while neither can go: a spinning thread takes issue slots from a consumer warp */
-    while (!kc.done || !vc.done) {
+    while (!kc.done || !vc.done || (QB == 2 && qs.valid())) {
         bool moved = false;
+        if (QB == 2 && qs.valid()) moved |= issue_q();
         if (!kc.done) {
-            if (kc.j < 0) {
+            if (QB == 1 && kc.j < 0) {
                 if (kc.item == 0 || mbar_test(sm.b(BAR_QEMPTY), (u32)(kc.item - 1) & 1u)) {
                     const int boxes = min(CONSUMERS, (p.seq - kc.m0 + WG_ROWS - 1) / WG_ROWS);
                     mbar_expect_tx(sm.b(BAR_QFULL), boxes * WG_ROWS * D);
@@ -1174,13 +1211,14 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
 
 /* PIPE 2, warps 1-3: Q and K to FP16 (QK_MODE 2), each raw V tile to the Vᵀ (or FP16 V) ring; a proxy fence makes the
  * generic stores visible to the tensor cores, then the 96 threads arrive. The K16 ring slot of tile it is free: its
- * raw K arrived after the consumers released tile it-STAGES. The Q16 copy is free: the raw Q of the next item is
- * loaded only after the consumers released Q. */
+ * raw K arrived after the consumers released tile it-STAGES. A Q16 copy is free: the raw Q of an item is loaded
+ * into a buffer only after the consumers released that buffer's Q16 copy (Sm90Cfg::QB). */
 template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int QK_MODE, int V_PATH, int PERSIST, int PROBE,
           int PRODUCER_REGS>
 EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq, int worker, int lane)
 {
     typedef Bars<STAGES> B;
+    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, 2, QK_MODE, V_PATH, PERSIST> C;
     constexpr int UNR = PRODUCER_REGS >= 56 ? 8 : 4; /* convert16's loads in flight: 8 spill at 40 registers */
     constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>(), K16 = 2 * KV;
     if constexpr (v_by_tma(V_PATH) && QK_MODE != 2) return; /* nothing to convert: V arrives by TMA */
@@ -1189,11 +1227,12 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
         int bh, qt;
         sc.item(p, nq, bh, qt);
         const int n = kv_tiles<TILE_N>(p, qt * BM, BM);
-        if constexpr (QK_MODE == 2) {
-            mbar_wait(sm.b(BAR_QFULL), (u32)item & 1u);
-            convert16<D, BM, TRANSFORM_WARPS, UNR>(sm.q, sm.q16, worker, lane);
+        if constexpr (QK_MODE == 2) { /* QB 2: buffer item & 1 of each (free: see producer_tma) */
+            const int qb = C::QB == 2 ? item & 1 : 0;
+            mbar_wait(sm.b(B::qfull(qb)), (u32)(item / C::QB) & 1u);
+            convert16<D, BM, TRANSFORM_WARPS, UNR>(sm.q + qb * C::Q_BYTES, sm.q16 + qb * C::Q16_BYTES, worker, lane);
             fence_proxy_async();
-            mbar_arrive(sm.b(BAR_Q16FULL));
+            mbar_arrive(sm.b(B::q16full(qb)));
         }
         for (int j = 0; j < n; j++, it++) {
             const int s = it % STAGES;
@@ -1231,8 +1270,12 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     constexpr int MT = WG_ROWS / 64, BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>();
     constexpr bool P8 = V_PATH == 0 || gemm_sums(V_PATH), GSUM = gemm_sums(V_PATH); /* GSUM: the GEMM sums P̃ */
     constexpr float LOG2E = 1.4426950408889634f;
-    /* Q·Kᵀ operands: the raw e4m3 tiles, or their FP16 copies (made by the transform warps) */
-    const u32 q_addr = QK_MODE == 2 ? sm.q16 + (u32)(cw * WG_ROWS * 128) : sm.q + (u32)(cw * WG_ROWS * D);
+    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, 2, QK_MODE, V_PATH, PERSIST> C;
+    /* Q·Kᵀ operands: the raw e4m3 tiles, or their FP16 copies (made by the transform warps); Q of buffer qb */
+    auto q_at = [&](int qb) {
+        return QK_MODE == 2 ? sm.q16 + (u32)(qb * C::Q16_BYTES + cw * WG_ROWS * 128)
+                            : sm.q + (u32)(qb * C::Q_BYTES + cw * WG_ROWS * D);
+    };
     const u32 k_base = QK_MODE == 2 ? sm.k16 : sm.k;
     constexpr int KS = QK_MODE == 2 ? 2 * KV : KV;
     auto kready = [&](int s) { return sm.b(QK_MODE == 2 ? B::k16full(s) : B::kfull(s)); };
@@ -1258,8 +1301,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     constexpr bool SUMS = !(PROBE & 32); /* V_PATH 4 and 5's row-sum GEMMs (PROBE 32 leaves them out) */
     constexpr bool PSMEM = (PROBE & 64) != 0; /* PROBE 64: P̃ from shared memory (issue_pv_smem) */
     static_assert(!PSMEM || (V_PATH == 5 && OVERLAP && TILE_N == 128), "PROBE 64: V_PATH 5, OVERLAP, TILE_N 128");
-    constexpr int N_BARS = Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, 2, QK_MODE, V_PATH>::N_BARS;
-    const u32 pbuf = PSMEM ? ((sm.bar + N_BARS * 8u + 1023u) & ~1023u) + (u32)(cw * WG_ROWS * 128) : 0u;
+    const u32 pbuf = PSMEM ? ((sm.bar + C::N_BARS * 8u + 1023u) & ~1023u) + (u32)(cw * WG_ROWS * 128) : 0u;
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -1281,10 +1323,12 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
 #pragma unroll
             for (int i = 0; i < DA / 2; i++) o[mt][i] = 0.f;
         sx.init();
-        mbar_wait(sm.b(QK_MODE == 2 ? BAR_Q16FULL : BAR_QFULL), (u32)item & 1u);
+        const int qb = C::QB == 2 ? item & 1 : 0;
+        const u32 q_addr = q_at(qb), q_empty = sm.b(B::qempty(qb));
+        mbar_wait(sm.b(QK_MODE == 2 ? B::q16full(qb) : B::qfull(qb)), (u32)(item / C::QB) & 1u);
         if constexpr (QK_MODE == 1) { /* Q into registers; its smem is free at once (the arrive releases the loads) */
             qf.load(q_addr, wi, g, q);
-            mbar_arrive(sm.b(BAR_QEMPTY));
+            mbar_arrive(q_empty);
         }
         if constexpr (!OVERLAP) {
             for (int j = 0; j < n; j++, it++) {
@@ -1295,7 +1339,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 wg_wait<0>();
                 fence_regs(s);
                 mbar_arrive(sm.b(B::kempty(st)));
-                if (QK_MODE != 1 && j == n - 1) mbar_arrive(sm.b(BAR_QEMPTY));
+                if (QK_MODE != 1 && j == n - 1) mbar_arrive(q_empty);
                 if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
                 pf.pack(s);
@@ -1328,7 +1372,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             fence_regs(s);
             tt.stamp(TRACE_QK);
             mbar_arrive(sm.b(B::kempty(pst)));
-            if (QK_MODE != 1 && n == 1) mbar_arrive(sm.b(BAR_QEMPTY));
+            if (QK_MODE != 1 && n == 1) mbar_arrive(q_empty);
             if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(0), 0, rowbase, p.seq, p.causal, g, q);
             pf.pack(s);
             tt.stamp_after(TRACE_SOFTMAX, pf.last());
@@ -1354,7 +1398,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 fence_regs(s);
                 tt.stamp(TRACE_QK);
                 mbar_arrive(sm.b(B::kempty(st)));
-                if (QK_MODE != 1 && j == n - 1) mbar_arrive(sm.b(BAR_QEMPTY));
+                if (QK_MODE != 1 && j == n - 1) mbar_arrive(q_empty);
                 if constexpr (EVO_SM90_TRACE) { /* see TraceTile */
                     wg_wait<0>();
                     fence_regs(pvt);
@@ -1618,7 +1662,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     evo_attn_sm90(const __grid_constant__ evo_attn_params p, const __grid_constant__ evo_attn_tmaps t)
 {
     using namespace evo_sm90;
-    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH> C;
+    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH, PERSIST> C;
     typedef Bars<STAGES> B;
     static_assert(V_PATH >= 0 && V_PATH <= 5, "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V), 2 (V given in FP16), 3 (K and V given "
                                               "in FP16), 4 (e4m3 Vᵀ, the row sum from the GEMM) or 5 (4, Vᵀ given)");
@@ -1665,6 +1709,11 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
         mbar_init(sm.b(BAR_QFULL), 1);
         mbar_init(sm.b(BAR_QEMPTY), NCT);
         mbar_init(sm.b(BAR_Q16FULL), NXT);
+        if constexpr (C::QB == 2) {
+            mbar_init(sm.b(B::qfull(1)), 1);
+            mbar_init(sm.b(B::qempty(1)), NCT);
+            mbar_init(sm.b(B::q16full(1)), NXT);
+        }
         for (int s = 0; s < STAGES; s++) {
             mbar_init(sm.b(B::kfull(s)), 1);
             mbar_init(sm.b(B::vfull(s)), 1);
@@ -1685,7 +1734,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
             if constexpr (CONSUMERS >= 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
             const int warp = tid >> 5, lane = tid & 31;
             if (warp == 0) {
-                if (lane == 0) producer_tma<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST, V_PATH>(p, t, sm, nq);
+                if (lane == 0) producer_tma<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST, V_PATH, QK_MODE>(p, t, sm, nq);
             } else {
                 producer_transform<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, QK_MODE, V_PATH, PERSIST, PROBE,
                                    PRODUCER_REGS>(p, sm, nq, warp - 1, lane);

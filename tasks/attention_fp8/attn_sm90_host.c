@@ -51,8 +51,12 @@ int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
     const int q16 = g->qk_mode == 2 ? 2 * q_bytes : 0, k16 = g->qk_mode == 2 ? 2 * kv : 0;
     /* the raw rings: V_PATH 2 and 3 load V in FP16 (no raw V), V_PATH 3 K too (no raw K) */
     const int kr = g->v_path == 3 ? 0 : kv, vr = v_given_f16(g) || g->v_path == 5 ? 0 : kv; /* 5: Vᵀ by TMA */
-    const int n_bars = 3 + 7 * g->stages;
-    return align1024(q_bytes) + g->stages * (kr + vr) + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
+    const int rings = g->stages * (kr + vr) + nx * vt + nx * k16;
+    /* two Q buffers and FP16 copies (three more barriers) where a block walks several items with the producer and
+     * FP16 Q·Kᵀ, if they fit (Sm90Cfg::QB) */
+    const int two = align1024(2 * q_bytes) + rings + 2 * q16 + (6 + 7 * g->stages) * 8 + 1024;
+    if (g->pipe == 2 && g->qk_mode == 2 && g->persist != 0 && two <= 227 * 1024) return two;
+    return align1024(q_bytes) + rings + q16 + (3 + 7 * g->stages) * 8 + 1024;
 }
 
 /* Registers a consumer thread has: 255 with one consumer warpgroup (or none with a producer), otherwise what

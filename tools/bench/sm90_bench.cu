@@ -93,6 +93,13 @@ extern "C" const char *evo_attention_genome(void);
     X(128, 64, 2, 128, 3, 2, 1, 0, 1, 1, 0, 40, 0, 15)
 #endif
 
+/* Sm90Cfg's PERSIST argument (its second Q buffer), where the template has it: a template of an earlier revision
+ * (tools/gpu_ci.sh sm90ab) does not */
+#ifdef EVO_SM90_CFG_PERSIST
+#define SM90_CFG_PE(PE) , PE
+#else
+#define SM90_CFG_PE(PE)
+#endif
 struct Entry {
     const char *name;
     int d;
@@ -106,14 +113,14 @@ struct Entry {
      D,                                                                                                                \
      {WR, NC, TN, ST, PI, QF, VP, OV, PP, OA, RP, PE},                                                                 \
      (const void *)evo_attn_sm90<D, WR, NC, TN, ST, PI, QF, VP, OV, PP, OA, RP, PE>,                                    \
-     evo_sm90::Sm90Cfg<D, WR, NC, TN, ST, PI, QF, VP>::SMEM,                                                           \
+     evo_sm90::Sm90Cfg<D, WR, NC, TN, ST, PI, QF, VP SM90_CFG_PE(PE)>::SMEM,                                                        \
      0},
 #define SM90_PROBE_ENTRY(D, WR, NC, TN, ST, PI, QF, VP, OV, PP, OA, RP, PE, PR)                                        \
     {#D "," #WR "," #NC "," #TN "," #ST "," #PI "," #QF "," #VP "," #OV "," #PP "," #OA "," #RP "," #PE " probe " #PR, \
      D,                                                                                                                \
      {WR, NC, TN, ST, PI, QF, VP, OV, PP, OA, RP, PE},                                                                 \
      (const void *)evo_attn_sm90<D, WR, NC, TN, ST, PI, QF, VP, OV, PP, OA, RP, PE, PR>,                                \
-     evo_sm90::Sm90Cfg<D, WR, NC, TN, ST, PI, QF, VP>::SMEM,                                                           \
+     evo_sm90::Sm90Cfg<D, WR, NC, TN, ST, PI, QF, VP SM90_CFG_PE(PE)>::SMEM,                                                        \
      PR},
 static const Entry g_entries[] = {SM90_GENOMES(SM90_ENTRY) SM90_PROBES(SM90_PROBE_ENTRY)};
 static const int g_n_entries = (int)(sizeof g_entries / sizeof g_entries[0]);
