@@ -144,9 +144,6 @@ __host__ __device__ constexpr bool gemm_sums(int v_path) { return v_path == 4 ||
 template <int D, int V_PATH> __host__ __device__ constexpr int vt_rows() { return gemm_sums(V_PATH) ? D + 8 : D; }
 template <int D, int V_PATH> __host__ __device__ constexpr int acc_cols() { return V_PATH ? D + 8 : D; }
 
-#ifndef EVO_SM90_Q2_E4M3
-#define EVO_SM90_Q2_E4M3 1
-#endif
 #define EVO_SM90_CFG_PERSIST 1 /* Sm90Cfg takes PERSIST (tools/bench/sm90_bench.cu builds templates with and without) */
 /* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes().
  * QB: Q buffers and their FP16 copies. Two where a block walks several work items (PERSIST 1, 2) with the producer
@@ -173,8 +170,7 @@ struct Sm90Cfg {
     static constexpr int RINGS = STAGES * (KR_BYTES + VR_BYTES) + NX * (VT_BYTES + K16_BYTES);
     /* the shared memory with two Q buffers */
     static constexpr int PLAN2 = align1024(2 * Q_BYTES) + RINGS + 2 * Q16_BYTES + (6 + 7 * STAGES) * 8 + 1024;
-    static constexpr int QB =
-        PIPE == 2 && (QK_MODE == 2 || (EVO_SM90_Q2_E4M3 && QK_MODE == 0)) && PERSIST != 0 && PLAN2 <= 227 * 1024 ? 2 : 1;
+    static constexpr int QB = PIPE == 2 && QK_MODE == 2 && PERSIST != 0 && PLAN2 <= 227 * 1024 ? 2 : 1;
     static constexpr int OFF_K = align1024(QB * Q_BYTES);
     static constexpr int OFF_V = OFF_K + STAGES * KR_BYTES;
     static constexpr int OFF_VT = OFF_V + STAGES * VR_BYTES;
@@ -1306,66 +1302,45 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     constexpr bool PSMEM = (PROBE & 64) != 0; /* PROBE 64: P̃ from shared memory (issue_pv_smem) */
     static_assert(!PSMEM || (V_PATH == 5 && OVERLAP && TILE_N == 128), "PROBE 64: V_PATH 5, OVERLAP, TILE_N 128");
     const u32 pbuf = PSMEM ? ((sm.bar + C::N_BARS * 8u + 1023u) & ~1023u) + (u32)(cw * WG_ROWS * 128) : 0u;
-    /* one work item's parameters (WorkItem), its Q made ready (waited for; QK_MODE 1: into registers, released) */
-    struct WorkItem {
-        int n, wg_row0, qb, rowbase[MT];
-        long long head_off;
-        float qk_mul, v_mul;
-        u32 q_addr, q_empty;
-    };
-    auto work_item = [&](const Sched<PERSIST> &sc, int item) {
-        WorkItem w;
+    int it = 0, item = 0;
+    for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
         sc.item(p, nq, bh, qt);
-        const int m0 = qt * BM;
-        w.n = kv_tiles<TILE_N>(p, m0, BM);
-        w.wg_row0 = m0 + cw * WG_ROWS;
-        w.head_off = (long long)bh * p.seq * D;
+        const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM), wg_row0 = m0 + cw * WG_ROWS;
+        const long long head_off = (long long)bh * p.seq * D;
         /* V_PATH 2, 3 (V, and K, given in FP16): no v_scale (k_scale) means 1 */
-        w.qk_mul = p.q_scale[bh] * (V_PATH == 3 && !p.k_scale ? 1.f : p.k_scale[bh]) * p.softmax_scale * LOG2E;
-        w.v_mul = v_given_f16(V_PATH) && !p.v_scale ? 1.f : p.v_scale[bh];
+        const float qk_mul = p.q_scale[bh] * (V_PATH == 3 && !p.k_scale ? 1.f : p.k_scale[bh]) * p.softmax_scale * LOG2E,
+                    v_mul = v_given_f16(V_PATH) && !p.v_scale ? 1.f : p.v_scale[bh];
+        int rowbase[MT];
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++) w.rowbase[mt] = w.wg_row0 + mt * 64 + wi * 16;
-        w.qb = C::QB == 2 ? item & 1 : 0;
-        w.q_addr = q_at(w.qb);
-        w.q_empty = sm.b(B::qempty(w.qb));
-        return w;
-    };
-    auto q_ready = [&](const WorkItem &w, int item) {
-        mbar_wait(sm.b(QK_MODE == 2 ? B::q16full(w.qb) : B::qfull(w.qb)), (u32)(item / C::QB) & 1u);
-        if constexpr (QK_MODE == 1) { /* Q into registers; its smem is free at once (the arrive releases the loads) */
-            qf.load(w.q_addr, wi, g, q);
-            mbar_arrive(w.q_empty);
-        }
-    };
-    auto need_mask = [&](const WorkItem &w, int j) {
-        const int key_end = (j + 1) * TILE_N;
-        return key_end > p.seq || (p.causal && key_end - 1 > w.wg_row0);
-    };
-    auto start_item = [&]() { /* O and the softmax's state for a new item */
+        for (int mt = 0; mt < MT; mt++) rowbase[mt] = wg_row0 + mt * 64 + wi * 16;
+        auto need_mask = [&](int j) {
+            const int key_end = (j + 1) * TILE_N;
+            return key_end > p.seq || (p.causal && key_end - 1 > wg_row0);
+        };
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
             for (int i = 0; i < DA / 2; i++) o[mt][i] = 0.f;
         sx.init();
-    };
-    int it = 0, item = 0;
-    if constexpr (!OVERLAP) {
-        for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
-            const WorkItem w = work_item(sc, item);
-            start_item();
-            q_ready(w, item);
-            for (int j = 0; j < w.n; j++, it++) {
+        const int qb = C::QB == 2 ? item & 1 : 0;
+        const u32 q_addr = q_at(qb), q_empty = sm.b(B::qempty(qb));
+        mbar_wait(sm.b(QK_MODE == 2 ? B::q16full(qb) : B::qfull(qb)), (u32)(item / C::QB) & 1u);
+        if constexpr (QK_MODE == 1) { /* Q into registers; its smem is free at once (the arrive releases the loads) */
+            qf.load(q_addr, wi, g, q);
+            mbar_arrive(q_empty);
+        }
+        if constexpr (!OVERLAP) {
+            for (int j = 0; j < n; j++, it++) {
                 const int st = it % STAGES;
                 const u32 ph = (u32)(it / STAGES) & 1u;
                 mbar_wait(kready(st), ph);
-                if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, w.q_addr, k_base + st * KS, qf);
+                if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
                 wg_wait<0>();
                 fence_regs(s);
                 mbar_arrive(sm.b(B::kempty(st)));
-                if (QK_MODE != 1 && j == w.n - 1) mbar_arrive(w.q_empty);
-                if constexpr (!(PROBE & 2))
-                    sx.step(s, w.qk_mul, need_mask(w, j), j * TILE_N, w.rowbase, p.seq, p.causal, g, q);
+                if (QK_MODE != 1 && j == n - 1) mbar_arrive(q_empty);
+                if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
                 pf.pack(s);
                 mbar_wait(sm.b(B::vtfull(st)), ph);
@@ -1376,53 +1351,43 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 mbar_arrive(sm.b(B::vempty(st)));
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, sx.alpha);
             }
-            store_o<D, DA, MT, GSUM>(p, w.head_off, o, sx.l, w.rowbase, w.v_mul, g, q);
-        }
-    } else {
-        /* Tile j's Q·Kᵀ is issued before tile j-1's P·V; the softmax of j runs while P·V(j-1) is on the tensor cores.
-         * alpha_prev is the factor that belongs to P·V(j-1). The tiles run on across work items: the turn that issues
-         * the last P·V of an item issues the first Q·Kᵀ of the next (its Q is ready: Sm90Cfg::QB), whose wait then
-         * covers the item's end (its output stored) instead of a turn of its own. */
-        Sched<PERSIST> sc(p, nq);
-        if (!sc.valid()) return;
-        WorkItem w = work_item(sc, 0);
-        start_item();
-        q_ready(w, 0);
-        float alpha_prev[MT][2];
-        int pst = it % STAGES;
-        u32 pph = (u32)(it / STAGES) & 1u;
-        const bool tr = EVO_SM90_TRACE && ct == 0 && blockIdx.x < EVO_SM90_TRACE_CTAS && blockIdx.y == 0 &&
-                        blockIdx.z == 0; /* the first item's tiles */
-        TraceTile tt;
-        tt.clear();
-        tt.stamp(TRACE_START);
-        if (PINGPONG) named_sync(my_turn, 256);
-        tt.stamp(TRACE_TURN);
-        mbar_wait(kready(pst), pph);
-        if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, w.q_addr, k_base + pst * KS, qf);
-        if (PINGPONG) named_arrive(other_turn, 256);
-        tt.stamp(TRACE_ISSUED);
-        wg_wait<0>();
-        fence_regs(s);
-        tt.stamp(TRACE_QK);
-        mbar_arrive(sm.b(B::kempty(pst)));
-        if (QK_MODE != 1 && w.n == 1) mbar_arrive(w.q_empty);
-        if constexpr (!(PROBE & 2)) sx.step(s, w.qk_mul, need_mask(w, 0), 0, w.rowbase, p.seq, p.causal, g, q);
-        pf.pack(s);
-        tt.stamp_after(TRACE_SOFTMAX, pf.last());
-        tt.store(tr, cw, 0);
+        } else {
+            /* Tile j's Q·Kᵀ is issued before tile j-1's P·V; the softmax of j runs while P·V(j-1) is on the tensor
+             * cores. alpha_prev is the factor that belongs to P·V(j-1). */
+            float alpha_prev[MT][2];
+            int pst = it % STAGES;
+            u32 pph = (u32)(it / STAGES) & 1u;
+            const bool tr = EVO_SM90_TRACE && ct == 0 && item == 0 && blockIdx.x < EVO_SM90_TRACE_CTAS &&
+                            blockIdx.y == 0 && blockIdx.z == 0;
+            TraceTile tt;
+            tt.clear();
+            tt.stamp(TRACE_START);
+            if (PINGPONG) named_sync(my_turn, 256);
+            tt.stamp(TRACE_TURN);
+            mbar_wait(kready(pst), pph);
+            if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + pst * KS, qf);
+            if (PINGPONG) named_arrive(other_turn, 256);
+            tt.stamp(TRACE_ISSUED);
+            wg_wait<0>();
+            fence_regs(s);
+            tt.stamp(TRACE_QK);
+            mbar_arrive(sm.b(B::kempty(pst)));
+            if (QK_MODE != 1 && n == 1) mbar_arrive(q_empty);
+            if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(0), 0, rowbase, p.seq, p.causal, g, q);
+            pf.pack(s);
+            tt.stamp_after(TRACE_SOFTMAX, pf.last());
+            tt.store(tr, cw, 0);
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
-        it++;
-        for (;;) {
-            for (int j = 1; j < w.n; j++, it++) { /* the item's tiles after its first */
+            for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
+            it++;
+            for (int j = 1; j < n; j++, it++) {
                 const int st = it % STAGES;
                 const u32 ph = (u32)(it / STAGES) & 1u;
                 tt.stamp(TRACE_START);
                 if (PINGPONG) named_sync(my_turn, 256);
                 tt.stamp(TRACE_TURN);
                 mbar_wait(kready(st), ph);
-                if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, w.q_addr, k_base + st * KS, qf);
+                if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
                 mbar_wait(sm.b(B::vtfull(pst)), pph);
                 if constexpr (PSMEM) issue_pv_smem<D, TILE_N, MT>(pvt, pf, sm.vt + pst * VT, pbuf, 4 + cw, ct, O_ACC != 0);
@@ -1433,14 +1398,13 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 fence_regs(s);
                 tt.stamp(TRACE_QK);
                 mbar_arrive(sm.b(B::kempty(st)));
-                if (QK_MODE != 1 && j == w.n - 1) mbar_arrive(w.q_empty);
+                if (QK_MODE != 1 && j == n - 1) mbar_arrive(q_empty);
                 if constexpr (EVO_SM90_TRACE) { /* see TraceTile */
                     wg_wait<0>();
                     fence_regs(pvt);
                     tt.stamp(TRACE_PV);
                 }
-                if constexpr (!(PROBE & 2))
-                    sx.step(s, w.qk_mul, need_mask(w, j), j * TILE_N, w.rowbase, p.seq, p.causal, g, q);
+                if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
                 if constexpr (!EVO_SM90_TRACE) {
                     wg_wait<0>();
                     fence_regs(pvt);
@@ -1450,66 +1414,31 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
                 pf.pack(s);
                 tt.stamp_after(TRACE_SOFTMAX, pf.last());
-                tt.store(tr && item == 0, cw, j);
+                tt.store(tr, cw, j);
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
                 pst = st;
                 pph = ph;
             }
-            /* the item's last P·V in one turn with the next item's first Q·Kᵀ; O stored before the next softmax */
-            sc.next();
-            if (!sc.valid()) break;
-            const WorkItem nw = work_item(sc, item + 1);
-            q_ready(nw, item + 1);
-            const int st = it % STAGES;
-            const u32 ph = (u32)(it / STAGES) & 1u;
+            tt.stamp(TRACE_START);
             if (PINGPONG) named_sync(my_turn, 256);
-            mbar_wait(kready(st), ph);
-            if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, nw.q_addr, k_base + st * KS, qf);
+            tt.stamp(TRACE_TURN);
             if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
             mbar_wait(sm.b(B::vtfull(pst)), pph);
             if constexpr (PSMEM) issue_pv_smem<D, TILE_N, MT>(pvt, pf, sm.vt + pst * VT, pbuf, 4 + cw, ct, O_ACC != 0);
             else if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
-            if (PINGPONG) named_arrive(other_turn, 256);
-            wg_wait<1>();
-            fence_regs(s);
-            mbar_arrive(sm.b(B::kempty(st)));
-            if (QK_MODE != 1 && nw.n == 1) mbar_arrive(nw.q_empty);
+            /* the last turn of warpgroup 1 has no one left to hand over to */
+            if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
+            tt.stamp(TRACE_ISSUED);
             wg_wait<0>();
             fence_regs(pvt);
+            tt.stamp(TRACE_PV);
+            tt.store(tr, cw, n);
             if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
             mbar_arrive(sm.b(B::vempty(pst)));
             if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
-            store_o<D, DA, MT, GSUM>(p, w.head_off, o, sx.l, w.rowbase, w.v_mul, g, q);
-            w = nw;
-            item++;
-            start_item();
-            if constexpr (!(PROBE & 2)) sx.step(s, w.qk_mul, need_mask(w, 0), 0, w.rowbase, p.seq, p.causal, g, q);
-            pf.pack(s);
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
-            pst = st;
-            pph = ph;
-            it++;
         }
-        /* the last item's last P·V, alone */
-        tt.stamp(TRACE_START);
-        if (PINGPONG) named_sync(my_turn, 256);
-        tt.stamp(TRACE_TURN);
-        if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
-        mbar_wait(sm.b(B::vtfull(pst)), pph);
-        if constexpr (PSMEM) issue_pv_smem<D, TILE_N, MT>(pvt, pf, sm.vt + pst * VT, pbuf, 4 + cw, ct, O_ACC != 0);
-        else if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
-        if (PINGPONG && cw == 0) named_arrive(other_turn, 256); /* warpgroup 1 has no one left to hand over to */
-        tt.stamp(TRACE_ISSUED);
-        wg_wait<0>();
-        fence_regs(pvt);
-        tt.stamp(TRACE_PV);
-        tt.store(tr && item == 0, cw, w.n);
-        if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
-        mbar_arrive(sm.b(B::vempty(pst)));
-        if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
-        store_o<D, DA, MT, GSUM>(p, w.head_off, o, sx.l, w.rowbase, w.v_mul, g, q);
+        store_o<D, DA, MT, GSUM>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
     }
 }
 

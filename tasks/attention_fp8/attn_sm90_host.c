@@ -55,11 +55,7 @@ int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
     /* two Q buffers and FP16 copies (three more barriers) where a block walks several items with the producer and
      * FP16 Q·Kᵀ, if they fit (Sm90Cfg::QB) */
     const int two = align1024(2 * q_bytes) + rings + 2 * q16 + (6 + 7 * g->stages) * 8 + 1024;
-#ifndef EVO_SM90_Q2_E4M3
-#define EVO_SM90_Q2_E4M3 1
-#endif
-    if (g->pipe == 2 && (g->qk_mode == 2 || (EVO_SM90_Q2_E4M3 && g->qk_mode == 0)) && g->persist != 0 && two <= 227 * 1024)
-        return two;
+    if (g->pipe == 2 && g->qk_mode == 2 && g->persist != 0 && two <= 227 * 1024) return two;
     return align1024(q_bytes) + rings + q16 + (3 + 7 * g->stages) * 8 + 1024;
 }
 
