@@ -29,49 +29,50 @@
  * bucket's timed shapes.
  *
  *   bucket                                   entry key      class    speedup median µs  shapes; GPU
- *   d64 non-causal seq 257..512 bh 1..8          0 aa77772c exact     1.125x       6.62  mission(1,8,512,64); NVIDIA H200
- *   d64 non-causal seq 257..512 bh 9..16         0 aa77772c exact     1.122x       6.96  small(2,8,512,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 9..16       1 31d38bcc exact     1.310x      51.81  long(2,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 17..32      1 31d38bcc exact     1.310x      97.09  stress(4,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 8193..16384 bh 9..16      1 31d38bcc exact     1.545x    2466.57  b1h16s16k(1,16,16384,64); NVIDIA H200
- *   d64 causal seq 257..512 bh 1..8              0 aa77772c exact     1.114x       6.72  missionc(1,8,512,64) causal; NVIDIA H200
- *   d64 causal seq 257..512 bh 9..16             0 aa77772c exact     1.119x       6.98  smallc(2,8,512,64) causal; NVIDIA H200
- *   d64 causal seq 1025..2048 bh 9..16           1 31d38bcc exact     1.483x      34.56  longc(2,8,2048,64) causal; NVIDIA H200
- *   d64 causal seq 1025..2048 bh 17..32          1 31d38bcc exact     1.342x      62.10  stressc(4,8,2048,64) causal; NVIDIA H200
- *   d64 causal seq 8193..16384 bh 9..16          1 31d38bcc exact     1.590x    1237.07  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
- *   d128 non-causal seq 257..512 bh 9..16        2 14e4da76 exact     1.009x      11.01  wide(2,8,512,128); NVIDIA H200
- *   d128 non-causal seq 2049..4096 bh 33..64     1 31d38bcc exact     2.040x     835.94  b4h16s4k(4,16,4096,128); NVIDIA H200
- *   d128 causal seq 257..512 bh 9..16            0 aa77772c exact     1.009x      10.88  widec(2,8,512,128) causal; NVIDIA H200
- *   d128 causal seq 2049..4096 bh 33..64         1 31d38bcc exact     1.772x     506.93  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 1..8          0 aa77772c exact     1.130x       6.66  mission(1,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 9..16         0 aa77772c exact     1.128x       6.98  small(2,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 9..16       1 dfc2aba7 exact     1.331x      51.01  long(2,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 17..32      1 dfc2aba7 exact     1.329x      95.54  stress(4,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 8193..16384 bh 9..16      1 dfc2aba7 exact     1.581x    2412.24  b1h16s16k(1,16,16384,64); NVIDIA H200
+ *   d64 causal seq 257..512 bh 1..8              0 aa77772c exact     1.118x       6.75  missionc(1,8,512,64) causal; NVIDIA H200
+ *   d64 causal seq 257..512 bh 9..16             0 aa77772c exact     1.123x       7.04  smallc(2,8,512,64) causal; NVIDIA H200
+ *   d64 causal seq 1025..2048 bh 9..16           1 dfc2aba7 exact     1.519x      34.05  longc(2,8,2048,64) causal; NVIDIA H200
+ *   d64 causal seq 1025..2048 bh 17..32          1 dfc2aba7 exact     1.369x      61.25  stressc(4,8,2048,64) causal; NVIDIA H200
+ *   d64 causal seq 8193..16384 bh 9..16          1 dfc2aba7 exact     1.647x    1208.17  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
+ *   d128 non-causal seq 257..512 bh 9..16        0 aa77772c exact     1.012x      11.04  wide(2,8,512,128); NVIDIA H200
+ *   d128 non-causal seq 2049..4096 bh 33..64     1 dfc2aba7 exact     2.029x     840.88  b4h16s4k(4,16,4096,128); NVIDIA H200
+ *   d128 causal seq 257..512 bh 9..16            0 aa77772c exact     1.006x      10.98  widec(2,8,512,128) causal; NVIDIA H200
+ *   d128 causal seq 2049..4096 bh 33..64         2 b5dd7eae exact     1.826x     494.45  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
  *
  * Entries
  *   entry 0: candidate 29, key aa77772ccb384802fa249763a4334e96ca369fcfd40a1d363021aca0339e32be, accuracy class exact, family 0
  *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T11:35:04Z
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T13:22:14Z
  *     template    attention_fp8.cu, SHA-256 4fadd3282a3c73739c696132502cbe74e7194796298a1ead1a3cd215a98e60d4
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
  *     head dim  64: evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 36864 bytes of smem
  *     head dim 128: evo_attn_fwd<128,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 73728 bytes of smem
- *   entry 1: candidate 28, key 31d38bccf862e6cc8623640a59e6c3a8af75d6fa214ef2ca117c46d42203c8da, accuracy class exact, family 1
+ *   entry 1: candidate 28, key dfc2aba7d66ee487fa774b5098485bda494aa541c9ed62267b1f2c899539dcff, accuracy class exact, family 1
  *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T11:35:04Z
- *     template    attention_fp8_sm90.cu, SHA-256 c778b5efd61cb2835f46cf4e0c4226047a5d873e60af4d89f841d6645b675d5c
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T13:22:13Z
+ *     template    attention_fp8_sm90.cu, SHA-256 3bd2b4c49329aa1f05d0a3152a49138cc9d1ff58783121d7b2fdafc7dfaf1e5c
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,2>, 384 threads, 128 rows per block, 124040 bytes of smem
+ *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,2>, 384 threads, 128 rows per block, 148640 bytes of smem
  *     head dim 128: evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,2>, 384 threads, 128 rows per block, 214152 bytes of smem
  *     before each: evo_kv16_convert<16>: K and V to FP16 into the workspace
- *   entry 2: candidate 7, key 14e4da760d77070947762c6c54001b025a975d43b574d52a92c2d45a8b4d3428, accuracy class exact, family 0
- *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=3,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=256,BIG_TILE_N=64,FAMILY=0
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T11:34:51Z
- *     template    attention_fp8.cu, SHA-256 4fadd3282a3c73739c696132502cbe74e7194796298a1ead1a3cd215a98e60d4
+ *   entry 2: candidate 43, key b5dd7eaeb5024eed1a2e39a4953079130da9384cd2ed45910acb6e007fac4471, accuracy class exact, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
+ *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T13:22:25Z
+ *     template    attention_fp8_sm90.cu, SHA-256 3bd2b4c49329aa1f05d0a3152a49138cc9d1ff58783121d7b2fdafc7dfaf1e5c
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim 128: evo_attn_fwd<128,0,64,128,4,1,3,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 106496 bytes of smem
+ *     head dim 128: evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,1>, 384 threads, 128 rows per block, 214152 bytes of smem
+ *     before each: evo_kv16_convert<16>: K and V to FP16 into the workspace
  *
  * Tolerances and timing settings of the self-test: the config of run 1 (the latest).
- * Exported 2026-11-29T11:39:09Z by evo 0.1.0.
+ * Exported 2026-11-29T13:24:40Z by evo 0.1.0.
  */
 
 #include <cuda_runtime.h>
@@ -1056,7 +1057,10 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fw
  *                            per item
  *   PROBE          (not a knob, default 0; measurement only, results are wrong) leaves stages out to time the
  *                            rest: 1 the K/V transforms, 2 the softmax, 4 P·V, 8 Q·Kᵀ, 16 the row maxima (every
- *                            offset 0), 32 V_PATH 4 and 5's row-sum GEMMs (bits combine)
+ *                            offset 0), 32 V_PATH 4 and 5's row-sum GEMMs, 64 P·V with its A operand (P̃) from
+ *                            shared memory instead of registers (V_PATH 5, TILE_N 128, OVERLAP: each warpgroup
+ *                            stores its P̃ words, unswizzled, into WG_ROWS·128 bytes past the barriers, which the
+ *                            launch must add to the shared memory; no row-sum GEMMs) (bits combine)
  *
  * LAUNCH RULES (what a launcher must do; attn_sm90_host.h computes each of these):
  *   kernel      evo_attn_sm90<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH, OVERLAP, PINGPONG, O_ACC,
@@ -1116,8 +1120,15 @@ __host__ __device__ constexpr bool gemm_sums(int v_path) { return v_path == 4 ||
 template <int D, int V_PATH> __host__ __device__ constexpr int vt_rows() { return gemm_sums(V_PATH) ? D + 8 : D; }
 template <int D, int V_PATH> __host__ __device__ constexpr int acc_cols() { return V_PATH ? D + 8 : D; }
 
-/* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes(). */
-template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH>
+#define EVO_SM90_CFG_PERSIST 1 /* Sm90Cfg takes PERSIST (tools/bench/sm90_bench.cu builds templates with and without) */
+/* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes().
+ * QB: Q buffers and their FP16 copies. Two where a block walks several work items (PERSIST 1, 2) with the producer
+ * (PIPE 2) and Q·Kᵀ in FP16 (QK_MODE 2), if they fit: the producer loads the next item's Q, and the transform warps
+ * convert it, while the consumers still read this item's (one buffer: each item's Q, and the K tiles behind it, were
+ * loaded and converted only once the consumers had released the previous item's Q). Measured (H200, 2026-11-29,
+ * docs/perf-notes.md "A second Q buffer"): 1-3 % faster with FP16 Q at head dim 64; with e4m3 Q (QK_MODE 0), which
+ * nothing converts, ±4 % and slower for the V_PATH 5 genomes, so those keep one. */
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH, int PERSIST = 0>
 struct Sm90Cfg {
     static constexpr int MT = WG_ROWS / 64;                           /* m64 tiles per consumer warpgroup */
     static constexpr int BM = CONSUMERS * WG_ROWS;                    /* query rows per block */
@@ -1132,13 +1143,17 @@ struct Sm90Cfg {
     static constexpr int NX = PIPE == 2 ? STAGES : 1;                 /* converted tiles: a ring with a producer */
     static constexpr int Q16_BYTES = QK_MODE == 2 ? BM * D * 2 : 0;
     static constexpr int K16_BYTES = QK_MODE == 2 ? TILE_N * D * 2 : 0;
-    static constexpr int OFF_K = align1024(Q_BYTES);
+    static constexpr int RINGS = STAGES * (KR_BYTES + VR_BYTES) + NX * (VT_BYTES + K16_BYTES);
+    /* the shared memory with two Q buffers */
+    static constexpr int PLAN2 = align1024(2 * Q_BYTES) + RINGS + 2 * Q16_BYTES + (6 + 7 * STAGES) * 8 + 1024;
+    static constexpr int QB = PIPE == 2 && QK_MODE == 2 && PERSIST != 0 && PLAN2 <= 227 * 1024 ? 2 : 1;
+    static constexpr int OFF_K = align1024(QB * Q_BYTES);
     static constexpr int OFF_V = OFF_K + STAGES * KR_BYTES;
     static constexpr int OFF_VT = OFF_V + STAGES * VR_BYTES;
     static constexpr int OFF_Q16 = OFF_VT + NX * VT_BYTES;
-    static constexpr int OFF_K16 = OFF_Q16 + Q16_BYTES;
+    static constexpr int OFF_K16 = OFF_Q16 + QB * Q16_BYTES;
     static constexpr int OFF_BAR = OFF_K16 + NX * K16_BYTES;
-    static constexpr int N_BARS = 3 + 7 * STAGES;
+    static constexpr int N_BARS = 3 + 7 * STAGES + (QB == 2 ? 3 : 0); /* Bars: the second Q buffer's three last */
     static constexpr int SMEM = OFF_BAR + N_BARS * 8 + 1024;          /* + slack to align the base to 1024 */
 
     static_assert(D == 64 || D == 128, "head dim 64 or 128");
@@ -1149,6 +1164,8 @@ struct Sm90Cfg {
     static_assert(PIPE >= 0 && PIPE <= 2, "PIPE 0, 1 or 2");
     static_assert(QK_MODE >= 0 && QK_MODE <= 2, "QK_MODE 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)");
     static_assert(KV_BYTES % 1024 == 0 && VT_BYTES % 1024 == 0, "tiles keep 1024-byte alignment");
+    static_assert(Q_BYTES % 1024 == 0 && Q16_BYTES % 1024 == 0, "Q buffers keep 1024-byte alignment");
+    static_assert(QB == 1 || SMEM == PLAN2, "the plan's sum");
     static_assert(SMEM <= 227 * 1024, "shared memory over the 227 KB an sm_90 block can have");
 };
 
@@ -1162,6 +1179,10 @@ template <int STAGES> struct Bars {
     static constexpr __host__ __device__ int vempty(int s) { return 3 + 4 * STAGES + s; }
     static constexpr __host__ __device__ int k16full(int s) { return 3 + 5 * STAGES + s; }
     static constexpr __host__ __device__ int vrawempty(int s) { return 3 + 6 * STAGES + s; }
+    /* Q buffer b (Sm90Cfg::QB): full (the TMA's bytes), empty (the consumers' reads done), FP16 copy full */
+    static constexpr __host__ __device__ int qfull(int b) { return b ? 3 + 7 * STAGES : BAR_QFULL; }
+    static constexpr __host__ __device__ int qempty(int b) { return b ? 4 + 7 * STAGES : BAR_QEMPTY; }
+    static constexpr __host__ __device__ int q16full(int b) { return b ? 5 + 7 * STAGES : BAR_Q16FULL; }
 };
 
 /* Shared-memory addresses of one block (1024-aligned base). */
@@ -1661,13 +1682,13 @@ template <int ROWS, int D> EVO_DEV void copy_tile(u32 dst, const u8 *head, int r
  * tile over every head at once, the heaviest tiles first (it streams the K and V of every head together: 64 MB at
  * (4,16,4096,128), more than the L2); 2, head by head when not causal (the blocks in flight share the K and V of a
  * few heads), and 1's order when causal: a block striding through one head's tiles heaviest first gets a share that
- * depends on its index (max/mean work 1.12 at (4,16,4096,128), 1.52 at (2,8,2048,64) on 132 SMs). Causal, every
- * second wave of gridDim.x items is walked backwards (a snake): a wave spans two or three query-tile levels, and
- * striding forwards in every wave gave the low block indices the heavier level each time (max/mean work, a tile and
- * one tile's overhead per item, 132 SMs: 1.19 → 1.03 at (2,8,2048,64), 1.09 → 1.03 at (4,8,2048,64), 1.06 → 1.005 at
- * (4,16,4096,128), 1.03 → 1.002 at (1,16,16384,64); docs/perf-notes.md). The items a wave holds are the same, so the
- * blocks in flight read the same heads. Otherwise a block has the one item its grid position names (causal: longest
- * rows first). */
+ * depends on its index (max/mean work 1.12 at (4,16,4096,128), 1.56 at (1,16,16384,64) on 132 SMs). Causal, every
+ * second wave of gridDim.x items is walked backwards (a snake): a wave spans several query-tile levels, and striding
+ * forwards in every wave gave the low block indices the heavier level each time (max/mean work, each item its key
+ * tiles and one tile of overhead, 132 SMs: 1.41 → 1.03 at (2,8,2048,64), 1.19 → 1.03 at (4,8,2048,64), 1.06 → 1.005
+ * at (4,16,4096,128) and (1,16,16384,64); tools/bench/causal_balance.py, docs/perf-notes.md). A wave holds the same
+ * items as before, so the blocks in flight read the same heads. Otherwise a block has the one item its grid position
+ * names (causal: longest rows first). */
 template <int PERSIST> struct Sched {
     int w, n;
     EVO_DEV Sched(const evo_attn_params &p, int nq)
@@ -1815,6 +1836,37 @@ EVO_DEV void issue_pv(float (&o)[MT][DA / 2], float (&lg)[MT][4], const PFrag<TI
                 WgPV16<DA>::mma(o[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
             }
         }
+    }
+    wg_commit();
+}
+
+/* PROBE 64 (timing only, wrong results): O[mt] (+)= P̃·Vᵀ with P̃ read from shared memory by the tensor cores, as an
+ * SS wgmma: each thread stores its fragment words (16 bytes per 32-key chunk) at pbuf, the warpgroup syncs on
+ * barrier bar after the proxy fence, then the GEMM reads them as a 128-byte-swizzled K-major tile (the words land in
+ * other places than the fragment's, so the product is not P̃·V: the probe times where the A operand comes from). */
+template <int D, int TILE_N, int MT>
+EVO_DEV void issue_pv_smem(float (&o)[MT][(D + 8) / 2], const PFrag<TILE_N, MT, true> &pf, u32 vt_addr, u32 pbuf,
+                           int bar, int ct, bool zero_first)
+{
+    static_assert(TILE_N == 128, "PROBE 64: 128-key tiles (one 128-byte row of P̃ per query row)");
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int c = 0; c < TILE_N / 32; c++)
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(pbuf + (u32)(mt * 8192 + c * 2048 + ct * 16)),
+                         "r"(pf.r[mt][c][0]), "r"(pf.r[mt][c][1]), "r"(pf.r[mt][c][2]), "r"(pf.r[mt][c][3])
+                         : "memory");
+    fence_proxy_async();
+    named_sync(bar, 128);
+    wg_fence();
+    /* the Vᵀ stage as issue_pv reads it: 128-key column blocks, so chunk c starts 32·c bytes into the first */
+    const u64 vd = make_desc(vt_addr, 16, 8 * 128, 128), pd = make_desc(pbuf, 16, 8 * 128, 128);
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        float(&od)[D / 2] = *reinterpret_cast<float(*)[D / 2]>(&o[mt][0]);
+#pragma unroll
+        for (int c = 0; c < TILE_N / 32; c++)
+            WgQK<D>::mma(od, desc_at(pd, mt * 64 * 128 + c * 32), desc_at(vd, c * 32), zero_first && c == 0 ? 0 : 1);
     }
     wg_commit();
 }
@@ -2009,7 +2061,7 @@ template <int A, int N> EVO_DEV void fence_regs(float (&r)[A][N])
  * ring runs ahead of the transformed one). Two cursors over the same work items, each advanced when its barrier has
  * completed (test_wait: a K that waits for its stage never holds up a V that could go, nor the reverse), K first.
  * Q boxes wholly past the sequence are skipped (their rows are never stored). */
-template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PERSIST, int V_PATH>
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PERSIST, int V_PATH, int QK_MODE>
 EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, const Smem &sm, int nq)
 {
     typedef Bars<STAGES> B;
@@ -2041,7 +2093,26 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
             start(p, nq);
         }
     };
-    Cursor kc(p, nq, true), vc(p, nq, false);
+    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, 2, QK_MODE, V_PATH, PERSIST> C;
+    constexpr int QB = C::QB;
+    Cursor kc(p, nq, QB == 1), vc(p, nq, false);
+    /* QB 2: a third cursor, over the items alone: item qi's Q into buffer qi & 1 once the consumers released it
+     * (item qi - 2); the K cursor no longer stops for Q */
+    Sched<PERSIST> qs(p, nq);
+    int qi = 0;
+    auto issue_q = [&]() {
+        const int b = qi & 1;
+        if (qi >= 2 && !mbar_test(sm.b(B::qempty(b)), (u32)((qi >> 1) - 1) & 1u)) return false;
+        int bh, qt;
+        qs.item(p, nq, bh, qt);
+        const int m0 = qt * BM, boxes = min(CONSUMERS, (p.seq - m0 + WG_ROWS - 1) / WG_ROWS);
+        mbar_expect_tx(sm.b(B::qfull(b)), boxes * WG_ROWS * D);
+        for (int w = 0; w < boxes; w++)
+            tma_load_3d(sm.q + b * C::Q_BYTES + w * WG_ROWS * D, &t.q, 0, m0 + w * WG_ROWS, bh, sm.b(B::qfull(b)));
+        qs.next();
+        qi++;
+        return true;
+    };
     /* c's tile j into its stage (buffer base + stage * KV) once the stage is free: false while it must wait */
     auto issue_tile = [&](Cursor &c, u32 base, const evo_tmap *map, int (*empty)(int), int (*full)(int)) {
         const int s = c.it % STAGES;
@@ -2079,10 +2150,11 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         return true;
     };
     u32 idle_ns = 0u; /* back off while neither can go: a spinning thread takes issue slots from a consumer warp */
-    while (!kc.done || !vc.done) {
+    while (!kc.done || !vc.done || (QB == 2 && qs.valid())) {
         bool moved = false;
+        if (QB == 2 && qs.valid()) moved |= issue_q();
         if (!kc.done) {
-            if (kc.j < 0) {
+            if (QB == 1 && kc.j < 0) {
                 if (kc.item == 0 || mbar_test(sm.b(BAR_QEMPTY), (u32)(kc.item - 1) & 1u)) {
                     const int boxes = min(CONSUMERS, (p.seq - kc.m0 + WG_ROWS - 1) / WG_ROWS);
                     mbar_expect_tx(sm.b(BAR_QFULL), boxes * WG_ROWS * D);
@@ -2115,13 +2187,14 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
 
 /* PIPE 2, warps 1-3: Q and K to FP16 (QK_MODE 2), each raw V tile to the Vᵀ (or FP16 V) ring; a proxy fence makes the
  * generic stores visible to the tensor cores, then the 96 threads arrive. The K16 ring slot of tile it is free: its
- * raw K arrived after the consumers released tile it-STAGES. The Q16 copy is free: the raw Q of the next item is
- * loaded only after the consumers released Q. */
+ * raw K arrived after the consumers released tile it-STAGES. A Q16 copy is free: the raw Q of an item is loaded
+ * into a buffer only after the consumers released that buffer's Q16 copy (Sm90Cfg::QB). */
 template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int QK_MODE, int V_PATH, int PERSIST, int PROBE,
           int PRODUCER_REGS>
 EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq, int worker, int lane)
 {
     typedef Bars<STAGES> B;
+    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, 2, QK_MODE, V_PATH, PERSIST> C;
     constexpr int UNR = PRODUCER_REGS >= 56 ? 8 : 4; /* convert16's loads in flight: 8 spill at 40 registers */
     constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>(), K16 = 2 * KV;
     if constexpr (v_by_tma(V_PATH) && QK_MODE != 2) return; /* nothing to convert: V arrives by TMA */
@@ -2130,11 +2203,12 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
         int bh, qt;
         sc.item(p, nq, bh, qt);
         const int n = kv_tiles<TILE_N>(p, qt * BM, BM);
-        if constexpr (QK_MODE == 2) {
-            mbar_wait(sm.b(BAR_QFULL), (u32)item & 1u);
-            convert16<D, BM, TRANSFORM_WARPS, UNR>(sm.q, sm.q16, worker, lane);
+        if constexpr (QK_MODE == 2) { /* QB 2: buffer item & 1 of each (free: see producer_tma) */
+            const int qb = C::QB == 2 ? item & 1 : 0;
+            mbar_wait(sm.b(B::qfull(qb)), (u32)(item / C::QB) & 1u);
+            convert16<D, BM, TRANSFORM_WARPS, UNR>(sm.q + qb * C::Q_BYTES, sm.q16 + qb * C::Q16_BYTES, worker, lane);
             fence_proxy_async();
-            mbar_arrive(sm.b(BAR_Q16FULL));
+            mbar_arrive(sm.b(B::q16full(qb)));
         }
         for (int j = 0; j < n; j++, it++) {
             const int s = it % STAGES;
@@ -2172,8 +2246,12 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     constexpr int MT = WG_ROWS / 64, BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>();
     constexpr bool P8 = V_PATH == 0 || gemm_sums(V_PATH), GSUM = gemm_sums(V_PATH); /* GSUM: the GEMM sums P̃ */
     constexpr float LOG2E = 1.4426950408889634f;
-    /* Q·Kᵀ operands: the raw e4m3 tiles, or their FP16 copies (made by the transform warps) */
-    const u32 q_addr = QK_MODE == 2 ? sm.q16 + (u32)(cw * WG_ROWS * 128) : sm.q + (u32)(cw * WG_ROWS * D);
+    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, 2, QK_MODE, V_PATH, PERSIST> C;
+    /* Q·Kᵀ operands: the raw e4m3 tiles, or their FP16 copies (made by the transform warps); Q of buffer qb */
+    auto q_at = [&](int qb) {
+        return QK_MODE == 2 ? sm.q16 + (u32)(qb * C::Q16_BYTES + cw * WG_ROWS * 128)
+                            : sm.q + (u32)(qb * C::Q_BYTES + cw * WG_ROWS * D);
+    };
     const u32 k_base = QK_MODE == 2 ? sm.k16 : sm.k;
     constexpr int KS = QK_MODE == 2 ? 2 * KV : KV;
     auto kready = [&](int s) { return sm.b(QK_MODE == 2 ? B::k16full(s) : B::kfull(s)); };
@@ -2197,6 +2275,9 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     QFrag<D, QK_MODE == 1 ? MT : 1> qf;
     Softmax<TILE_N, MT, P8, GSUM, (PROBE & 16) != 0> sx;
     constexpr bool SUMS = !(PROBE & 32); /* V_PATH 4 and 5's row-sum GEMMs (PROBE 32 leaves them out) */
+    constexpr bool PSMEM = (PROBE & 64) != 0; /* PROBE 64: P̃ from shared memory (issue_pv_smem) */
+    static_assert(!PSMEM || (V_PATH == 5 && OVERLAP && TILE_N == 128), "PROBE 64: V_PATH 5, OVERLAP, TILE_N 128");
+    const u32 pbuf = PSMEM ? ((sm.bar + C::N_BARS * 8u + 1023u) & ~1023u) + (u32)(cw * WG_ROWS * 128) : 0u;
     int it = 0, item = 0;
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
@@ -2218,10 +2299,12 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
 #pragma unroll
             for (int i = 0; i < DA / 2; i++) o[mt][i] = 0.f;
         sx.init();
-        mbar_wait(sm.b(QK_MODE == 2 ? BAR_Q16FULL : BAR_QFULL), (u32)item & 1u);
+        const int qb = C::QB == 2 ? item & 1 : 0;
+        const u32 q_addr = q_at(qb), q_empty = sm.b(B::qempty(qb));
+        mbar_wait(sm.b(QK_MODE == 2 ? B::q16full(qb) : B::qfull(qb)), (u32)(item / C::QB) & 1u);
         if constexpr (QK_MODE == 1) { /* Q into registers; its smem is free at once (the arrive releases the loads) */
             qf.load(q_addr, wi, g, q);
-            mbar_arrive(sm.b(BAR_QEMPTY));
+            mbar_arrive(q_empty);
         }
         if constexpr (!OVERLAP) {
             for (int j = 0; j < n; j++, it++) {
@@ -2232,7 +2315,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 wg_wait<0>();
                 fence_regs(s);
                 mbar_arrive(sm.b(B::kempty(st)));
-                if (QK_MODE != 1 && j == n - 1) mbar_arrive(sm.b(BAR_QEMPTY));
+                if (QK_MODE != 1 && j == n - 1) mbar_arrive(q_empty);
                 if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
                 pf.pack(s);
@@ -2265,7 +2348,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             fence_regs(s);
             tt.stamp(TRACE_QK);
             mbar_arrive(sm.b(B::kempty(pst)));
-            if (QK_MODE != 1 && n == 1) mbar_arrive(sm.b(BAR_QEMPTY));
+            if (QK_MODE != 1 && n == 1) mbar_arrive(q_empty);
             if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(0), 0, rowbase, p.seq, p.causal, g, q);
             pf.pack(s);
             tt.stamp_after(TRACE_SOFTMAX, pf.last());
@@ -2283,14 +2366,15 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
                 mbar_wait(sm.b(B::vtfull(pst)), pph);
-                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
+                if constexpr (PSMEM) issue_pv_smem<D, TILE_N, MT>(pvt, pf, sm.vt + pst * VT, pbuf, 4 + cw, ct, O_ACC != 0);
+                else if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
                 if (PINGPONG) named_arrive(other_turn, 256);
                 tt.stamp(TRACE_ISSUED);
                 wg_wait<1>();
                 fence_regs(s);
                 tt.stamp(TRACE_QK);
                 mbar_arrive(sm.b(B::kempty(st)));
-                if (QK_MODE != 1 && j == n - 1) mbar_arrive(sm.b(BAR_QEMPTY));
+                if (QK_MODE != 1 && j == n - 1) mbar_arrive(q_empty);
                 if constexpr (EVO_SM90_TRACE) { /* see TraceTile */
                     wg_wait<0>();
                     fence_regs(pvt);
@@ -2317,7 +2401,8 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             tt.stamp(TRACE_TURN);
             if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
             mbar_wait(sm.b(B::vtfull(pst)), pph);
-            if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
+            if constexpr (PSMEM) issue_pv_smem<D, TILE_N, MT>(pvt, pf, sm.vt + pst * VT, pbuf, 4 + cw, ct, O_ACC != 0);
+            else if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
             /* the last turn of warpgroup 1 has no one left to hand over to */
             if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
             tt.stamp(TRACE_ISSUED);
@@ -2553,7 +2638,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     evo_attn_sm90(const __grid_constant__ evo_attn_params p, const __grid_constant__ evo_attn_tmaps t)
 {
     using namespace evo_sm90;
-    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH> C;
+    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH, PERSIST> C;
     typedef Bars<STAGES> B;
     static_assert(V_PATH >= 0 && V_PATH <= 5, "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V), 2 (V given in FP16), 3 (K and V given "
                                               "in FP16), 4 (e4m3 Vᵀ, the row sum from the GEMM) or 5 (4, Vᵀ given)");
@@ -2600,6 +2685,11 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
         mbar_init(sm.b(BAR_QFULL), 1);
         mbar_init(sm.b(BAR_QEMPTY), NCT);
         mbar_init(sm.b(BAR_Q16FULL), NXT);
+        if constexpr (C::QB == 2) {
+            mbar_init(sm.b(B::qfull(1)), 1);
+            mbar_init(sm.b(B::qempty(1)), NCT);
+            mbar_init(sm.b(B::q16full(1)), NXT);
+        }
         for (int s = 0; s < STAGES; s++) {
             mbar_init(sm.b(B::kfull(s)), 1);
             mbar_init(sm.b(B::vfull(s)), 1);
@@ -2620,7 +2710,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
             if constexpr (CONSUMERS >= 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
             const int warp = tid >> 5, lane = tid & 31;
             if (warp == 0) {
-                if (lane == 0) producer_tma<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST, V_PATH>(p, t, sm, nq);
+                if (lane == 0) producer_tma<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST, V_PATH, QK_MODE>(p, t, sm, nq);
             } else {
                 producer_transform<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, QK_MODE, V_PATH, PERSIST, PROBE,
                                    PRODUCER_REGS>(p, sm, nq, warp - 1, lane);
@@ -2637,8 +2727,8 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
 }
 
 /* ==== the entries (written by evo export --dispatch) ==== */
-#define EVO_EXPORT_GENOME "dispatch: TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=3,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=256,BIG_TILE_N=64,FAMILY=0"
-#define EVO_EXPORT_KEY "dispatch: aa77772c,31d38bcc,14e4da76"
+#define EVO_EXPORT_GENOME "dispatch: TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1"
+#define EVO_EXPORT_KEY "dispatch: aa77772c,dfc2aba7,b5dd7eae"
 #define EVO_EXPORT_ARCH "sm_90a"
 #define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3
 #define EVO_EXPORT_SM90 1
@@ -2800,8 +2890,12 @@ int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
     const int q16 = g->qk_mode == 2 ? 2 * q_bytes : 0, k16 = g->qk_mode == 2 ? 2 * kv : 0;
     /* the raw rings: V_PATH 2 and 3 load V in FP16 (no raw V), V_PATH 3 K too (no raw K) */
     const int kr = g->v_path == 3 ? 0 : kv, vr = v_given_f16(g) || g->v_path == 5 ? 0 : kv; /* 5: Vᵀ by TMA */
-    const int n_bars = 3 + 7 * g->stages;
-    return align1024(q_bytes) + g->stages * (kr + vr) + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
+    const int rings = g->stages * (kr + vr) + nx * vt + nx * k16;
+    /* two Q buffers and FP16 copies (three more barriers) where a block walks several items with the producer and
+     * FP16 Q·Kᵀ, if they fit (Sm90Cfg::QB) */
+    const int two = align1024(2 * q_bytes) + rings + 2 * q16 + (6 + 7 * g->stages) * 8 + 1024;
+    if (g->pipe == 2 && g->qk_mode == 2 && g->persist != 0 && two <= 227 * 1024) return two;
+    return align1024(q_bytes) + rings + q16 + (3 + 7 * g->stages) * 8 + 1024;
 }
 
 /* Registers a consumer thread has: 255 with one consumer warpgroup (or none with a producer), otherwise what
@@ -3059,10 +3153,10 @@ static const attn_dispatch_bucket evo_dispatch_buckets[] = {
     {64, 1, 11, 4, 1}, /* d64 causal seq 1025..2048 bh 9..16 */
     {64, 1, 11, 5, 1}, /* d64 causal seq 1025..2048 bh 17..32 */
     {64, 1, 14, 4, 1}, /* d64 causal seq 8193..16384 bh 9..16 */
-    {128, 0, 9, 4, 2}, /* d128 non-causal seq 257..512 bh 9..16 */
+    {128, 0, 9, 4, 0}, /* d128 non-causal seq 257..512 bh 9..16 */
     {128, 0, 12, 6, 1}, /* d128 non-causal seq 2049..4096 bh 33..64 */
     {128, 1, 9, 4, 0}, /* d128 causal seq 257..512 bh 9..16 */
-    {128, 1, 12, 6, 1}, /* d128 causal seq 2049..4096 bh 33..64 */
+    {128, 1, 12, 6, 2}, /* d128 causal seq 2049..4096 bh 33..64 */
 };
 static const int evo_dispatch_n_buckets = 14;
 /* ==== end of the dispatch table ==== */
@@ -3072,7 +3166,7 @@ template __global__ void evo_attn_fwd<128,0,64,128,4,1,2,1,1,0,0,1,1,0>(const ev
 template __global__ void evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_kv16_convert<16>(const unsigned char *, const unsigned char *, unsigned short *, unsigned short *, unsigned long long); /* K and V to FP16 (V_PATH 3) */
-template __global__ void evo_attn_fwd<128,0,64,128,4,1,3,1,1,0,0,1,1,0>(const evo_attn_params);
+template __global__ void evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 
 namespace evo_export {
 
@@ -3097,9 +3191,9 @@ struct variant {
 static const variant variants[] = {
     {64, (const void *)evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 36864, 0, 0, 0, 0, 0, 0, 0, nullptr, nullptr, 0},
     {128, (const void *)evo_attn_fwd<128,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 73728, 0, 0, 0, 0, 0, 0, 0, nullptr, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,2>, 384, 128, 124040, 0, 1, 64, 128, 2, 0, 1, nullptr, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,2>, 1},
+    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,2>, 384, 128, 148640, 0, 1, 64, 128, 2, 0, 1, nullptr, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,3,1,1,0,56,2>, 1},
     {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,2>, 384, 128, 214152, 0, 1, 64, 128, 2, 0, 1, nullptr, (const void *)evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,2>, 1},
-    {128, (const void *)evo_attn_fwd<128,0,64,128,4,1,3,1,1,0,0,1,1,0>, 128, 64, 106496, 0, 0, 0, 0, 0, 0, 2, nullptr, nullptr, 0},
+    {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,1>, 384, 128, 214152, 0, 1, 64, 128, 1, 0, 2, nullptr, (const void *)evo_attn_sm90<128,64,2,128,2,2,2,3,1,1,0,56,1>, 1},
 };
 
 struct entry {
@@ -3108,8 +3202,8 @@ struct entry {
 };
 static const entry entries[] = {
     {"TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=0,BIG_TILE_N=64,FAMILY=0", "aa77772ccb384802fa249763a4334e96ca369fcfd40a1d363021aca0339e32be", 0},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "31d38bccf862e6cc8623640a59e6c3a8af75d6fa214ef2ca117c46d42203c8da", 0},
-    {"TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=3,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=256,BIG_TILE_N=64,FAMILY=0", "14e4da760d77070947762c6c54001b025a975d43b574d52a92c2d45a8b4d3428", 0},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "dfc2aba7d66ee487fa774b5098485bda494aa541c9ed62267b1f2c899539dcff", 0},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=3,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "b5dd7eaeb5024eed1a2e39a4953079130da9384cd2ed45910acb6e007fac4471", 0},
 };
 
 #ifdef EVO_SELFTEST
@@ -3121,20 +3215,20 @@ struct shape {
     int entry;
 };
 static const shape timed_shapes[] = {
-    {"mission", 1, 8, 512, 64, 0, 6.62, 0},
-    {"small", 2, 8, 512, 64, 0, 6.96, 0},
-    {"long", 2, 8, 2048, 64, 0, 51.81, 1},
-    {"stress", 4, 8, 2048, 64, 0, 97.09, 1},
-    {"b1h16s16k", 1, 16, 16384, 64, 0, 2466.57, 1},
-    {"missionc", 1, 8, 512, 64, 1, 6.72, 0},
-    {"smallc", 2, 8, 512, 64, 1, 6.98, 0},
-    {"longc", 2, 8, 2048, 64, 1, 34.56, 1},
-    {"stressc", 4, 8, 2048, 64, 1, 62.10, 1},
-    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1237.07, 1},
-    {"wide", 2, 8, 512, 128, 0, 11.01, 2},
-    {"b4h16s4k", 4, 16, 4096, 128, 0, 835.94, 1},
-    {"widec", 2, 8, 512, 128, 1, 10.88, 0},
-    {"b4h16s4kc", 4, 16, 4096, 128, 1, 506.93, 1},
+    {"mission", 1, 8, 512, 64, 0, 6.66, 0},
+    {"small", 2, 8, 512, 64, 0, 6.98, 0},
+    {"long", 2, 8, 2048, 64, 0, 51.01, 1},
+    {"stress", 4, 8, 2048, 64, 0, 95.54, 1},
+    {"b1h16s16k", 1, 16, 16384, 64, 0, 2412.24, 1},
+    {"missionc", 1, 8, 512, 64, 1, 6.75, 0},
+    {"smallc", 2, 8, 512, 64, 1, 7.04, 0},
+    {"longc", 2, 8, 2048, 64, 1, 34.05, 1},
+    {"stressc", 4, 8, 2048, 64, 1, 61.25, 1},
+    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1208.17, 1},
+    {"wide", 2, 8, 512, 128, 0, 11.04, 0},
+    {"b4h16s4k", 4, 16, 4096, 128, 0, 840.88, 1},
+    {"widec", 2, 8, 512, 128, 1, 10.98, 0},
+    {"b4h16s4kc", 4, 16, 4096, 128, 1, 494.45, 2},
 };
 
 /* Correctness tolerances and timing settings of run 1's config. */
