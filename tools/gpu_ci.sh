@@ -21,7 +21,8 @@
 #              table $OUT/sm90ab.md (tools/bench/ab_table.py)
 #   trace      tools/bench/sm90_bench.cu built with -DEVO_SM90_TRACE=1 and TRACE_LIST (default
 #              tools/bench/sm90_lists/trace.h), run with --trace and --trace-causal: each consumer warpgroup's clock
-#              at its steps of every key tile; $OUT/trace.log
+#              at its steps of every key tile; with TRACE_ITEMS=B,H,S,D,CAUSAL, --trace-items at that shape instead
+#              (per work item: its clocks against its tiles at the steady tiles' mean); $OUT/trace.log
 #   files      compare_sdpa.py on each exported file of FILES_CU (space-separated), each in its own process, at
 #              FILES_SHAPES ("4,16,4096,128") and the wide preset, FILES_CAUSAL (off), beside FILES_PEERS (cudnn_fp8);
 #              the libraries built in parallel first; then, for each file of SUSTAIN_FILES, sustained as below;
@@ -378,9 +379,14 @@ PY
               cut -c1-160 "$OUT/sm90ab.md" | head -60 ;;
     trace) # the consumer warpgroups' clock stamps (EVO_SM90_TRACE), non-causal and causal
            sm90_bench_build /tmp/sm90_trace "${TRACE_LIST:-tools/bench/sm90_lists/trace.h}" -DEVO_SM90_TRACE=1 || continue
-           { timeout 100 /tmp/sm90_trace --trace --no-baseline; timeout 100 /tmp/sm90_trace --trace-causal --no-baseline; } \
-             >"$OUT/trace.log" 2>&1
-           echo "trace: exit $?"; grep -E "^trace|mean of|overlap" "$OUT/trace.log" | grep -v "CTA [123]" | head -40 ;;
+           if [ -n "${TRACE_ITEMS:-}" ]; then # B,H,S,D,CAUSAL: what each work item's start and end cost
+             timeout 100 /tmp/sm90_trace --trace-items "$TRACE_ITEMS" --no-baseline >"$OUT/trace.log" 2>&1
+             echo "trace: exit $?"; grep -E "^trace|per item|mean over| 0 +[01] " "$OUT/trace.log" | head -40
+           else
+             { timeout 100 /tmp/sm90_trace --trace --no-baseline; timeout 100 /tmp/sm90_trace --trace-causal --no-baseline; } \
+               >"$OUT/trace.log" 2>&1
+             echo "trace: exit $?"; grep -E "^trace|mean of|overlap" "$OUT/trace.log" | grep -v "CTA [123]" | head -40
+           fi ;;
     files) # several exported files against one peer, one process each, graph replay (e.g. two orders of one genome)
            wheels
            for f in ${FILES_CU:-}; do

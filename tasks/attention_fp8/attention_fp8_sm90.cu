@@ -340,16 +340,21 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
 #define EVO_SM90_NO_TINY 0
 #endif
 /* EVO_SM90_TRACE (not a knob; default 0; tools/bench builds only): 1 makes thread 0 of each consumer warpgroup of the
- * first EVO_SM90_TRACE_CTAS blocks record the SM clock at its steps of every key tile of its first work item
- * (OVERLAP's loop, the TRACE_* events: before and after its turn, after issuing, after Q·Kᵀ, after P·V(j-1), after
- * the softmax and packing; a step a tile does not have reads 0) into evo_sm90_trace, which
- * tools/bench/sm90_bench.cu --trace prints: which warpgroup waits on what. */
+ * first EVO_SM90_TRACE_CTAS blocks record the SM clock at its steps of every key tile of its work items, in order,
+ * until EVO_SM90_TRACE_TILES rows are full (OVERLAP's loop, the TRACE_* events: before and after its turn, after
+ * issuing, after Q·Kᵀ, after P·V(j-1), after the softmax and packing; a step a tile does not have reads 0; row = the
+ * block's key tiles so far + its items so far: an item's tiles, then a row for its last P·V) into evo_sm90_trace, which
+ * tools/bench/sm90_bench.cu --trace and --trace-items print: which warpgroup waits on what, and what an item's start
+ * and end cost. */
 #ifndef EVO_SM90_TRACE
 #define EVO_SM90_TRACE 0
 #endif
 #define EVO_SM90_TRACE_CTAS 4
 #define EVO_SM90_TRACE_TILES 64
-enum { TRACE_START, TRACE_TURN, TRACE_ISSUED, TRACE_QK, TRACE_PV, TRACE_SOFTMAX, EVO_SM90_TRACE_EVENTS };
+/* an item's first row also holds the previous item's end (its O stored) and this item's parameters ready (before
+ * its Q is waited for) */
+enum { TRACE_START, TRACE_TURN, TRACE_ISSUED, TRACE_QK, TRACE_PV, TRACE_SOFTMAX, TRACE_PREV_STORED, TRACE_SETUP,
+       EVO_SM90_TRACE_EVENTS };
 #if EVO_SM90_TRACE
 __device__ unsigned long long evo_sm90_trace[EVO_SM90_TRACE_CTAS][2][EVO_SM90_TRACE_TILES][EVO_SM90_TRACE_EVENTS];
 #endif
@@ -385,6 +390,14 @@ struct TraceTile {
         (void)e, (void)dep;
 #endif
     }
+    EVO_DEV void set(int e, unsigned long long v)
+    {
+#if EVO_SM90_TRACE
+        t[e] = v;
+#else
+        (void)e, (void)v;
+#endif
+    }
     EVO_DEV void store(bool on, int cw, int j) /* and cleared for the next tile */
     {
 #if EVO_SM90_TRACE
@@ -396,6 +409,22 @@ struct TraceTile {
 #endif
     }
 };
+/* The SM clock once dep is computed (0 without EVO_SM90_TRACE): see TraceTile::stamp_after */
+EVO_DEV unsigned long long trace_clock_after(u32 dep)
+{
+#if EVO_SM90_TRACE
+    unsigned long long t;
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0x7f7f7f7f;\n\tsetp.ne.or.u32 p, %1, 0x7f7f7f7e, p;\n\t"
+                 "@p mov.u64 %0, %%clock64;\n\t@!p mov.u64 %0, 0;\n\t}"
+                 : "=l"(t)
+                 : "r"(dep)
+                 : "memory"); /* after the stores before it are issued */
+    return t;
+#else
+    (void)dep;
+    return 0ull;
+#endif
+}
 /* Four floats → four e4m3 bytes (a in byte 0), round to nearest even, saturating. */
 EVO_DEV u32 pack_e4m3x4(float a, float b, float c, float d)
 {
@@ -1303,6 +1332,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     static_assert(!PSMEM || (V_PATH == 5 && OVERLAP && TILE_N == 128), "PROBE 64: V_PATH 5, OVERLAP, TILE_N 128");
     const u32 pbuf = PSMEM ? ((sm.bar + C::N_BARS * 8u + 1023u) & ~1023u) + (u32)(cw * WG_ROWS * 128) : 0u;
     int it = 0, item = 0;
+    unsigned long long tr_stored = 0, tr_setup = 0; /* EVO_SM90_TRACE: the previous item's O stored, this item's setup */
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
         sc.item(p, nq, bh, qt);
@@ -1325,6 +1355,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
         sx.init();
         const int qb = C::QB == 2 ? item & 1 : 0;
         const u32 q_addr = q_at(qb), q_empty = sm.b(B::qempty(qb));
+        tr_setup = trace_clock_after(__float_as_uint(qk_mul) ^ __float_as_uint(v_mul));
         mbar_wait(sm.b(QK_MODE == 2 ? B::q16full(qb) : B::qfull(qb)), (u32)(item / C::QB) & 1u);
         if constexpr (QK_MODE == 1) { /* Q into registers; its smem is free at once (the arrive releases the loads) */
             qf.load(q_addr, wi, g, q);
@@ -1357,11 +1388,13 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             float alpha_prev[MT][2];
             int pst = it % STAGES;
             u32 pph = (u32)(it / STAGES) & 1u;
-            const bool tr = EVO_SM90_TRACE && ct == 0 && item == 0 && blockIdx.x < EVO_SM90_TRACE_CTAS &&
+            const bool tr = EVO_SM90_TRACE && ct == 0 && blockIdx.x < EVO_SM90_TRACE_CTAS &&
                             blockIdx.y == 0 && blockIdx.z == 0;
             TraceTile tt;
             tt.clear();
             tt.stamp(TRACE_START);
+            tt.set(TRACE_PREV_STORED, tr_stored);
+            tt.set(TRACE_SETUP, tr_setup);
             if (PINGPONG) named_sync(my_turn, 256);
             tt.stamp(TRACE_TURN);
             mbar_wait(kready(pst), pph);
@@ -1376,7 +1409,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(0), 0, rowbase, p.seq, p.causal, g, q);
             pf.pack(s);
             tt.stamp_after(TRACE_SOFTMAX, pf.last());
-            tt.store(tr, cw, 0);
+            tt.store(tr, cw, it + item);
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
             it++;
@@ -1414,7 +1447,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
                 pf.pack(s);
                 tt.stamp_after(TRACE_SOFTMAX, pf.last());
-                tt.store(tr, cw, j);
+                tt.store(tr, cw, it + item);
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
                 pst = st;
@@ -1433,12 +1466,13 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             wg_wait<0>();
             fence_regs(pvt);
             tt.stamp(TRACE_PV);
-            tt.store(tr, cw, n);
+            tt.store(tr, cw, it + item);
             if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
             mbar_arrive(sm.b(B::vempty(pst)));
             if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
         }
         store_o<D, DA, MT, GSUM>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
+        tr_stored = trace_clock_after(__float_as_uint(o[0][0]));
     }
 }
 

@@ -6,7 +6,7 @@
  *        -o sm90_bench                                                        (tools/bench/sm90_batch.sh builds and runs it)
  *   ./sm90_bench [--check] [--time] [--list] [--filter SUBSTR] [--only 'G;G'] [--skip 'G;G'] [--csv FILE] [--reps N]
  *                [--big-only] [--causal-only] [--no-baseline] [--profile] [--repeat N [--shape B,H,S,D,CAUSAL]] [--trace|--trace-causal]
- *                [--hash] (exit 3: a kernel hung, named on the HANG line; 1: failed checks; --repeat: N launches on one problem
+ *                [--trace-items B,H,S,D,CAUSAL] [--hash] (exit 3: a kernel hung, named on the HANG line; 1: failed checks; --repeat: N launches on one problem
  *                must give the first launch's bits; --trace: built with -DEVO_SM90_TRACE=1, the consumer warpgroups'
  *                clock stamps of one launch, run_trace; --hash: a hash of every checked output, so that two builds of one
  *                list can be compared bit for bit)
@@ -869,7 +869,57 @@ static int run_repeat(const std::vector<int> &sel, const Shape &sh, int n)
  * from the tile's start to its turn (named barrier), to the GEMMs issued, to Q·Kᵀ done, to P·V(j-1) done, to the
  * softmax and P̃ packed; then the means over the middle tiles and how much of each warpgroup's softmax the other
  * warpgroup's softmax overlaps. */
-static int run_trace(const std::vector<int> &sel, bool causal)
+/* --trace-items B,H,S,D,CAUSAL: the same launch at that shape (its head dim's genomes), and per block and warpgroup
+ * each work item the stamps hold whole: its key tiles, the clocks from its first stamp to the next item's, what its
+ * tiles would take at the steady tiles' mean (the tiles after its first two and before its last two), and the rest:
+ * what the item's start and end cost (the first tile without a P·V beside it, the last P·V alone, O stored, the next
+ * item's Q and first turn). */
+static void trace_items(const unsigned long long (*tr)[2][EVO_SM90_TRACE_TILES][evo_sm90::EVO_SM90_TRACE_EVENTS])
+{
+#if EVO_SM90_TRACE
+    using namespace evo_sm90;
+    printf("  per item (clocks): CTA wg item  tiles   item  steady-tile  tiles x steady   start+end |  end: turn "
+           "PV-done  ->O stored ->next set up ->its Q (first stamp)\n");
+    double over_sum = 0, steady_sum = 0, gap_sum[3] = {0, 0, 0};
+    int over_n = 0;
+    for (int c = 0; c < EVO_SM90_TRACE_CTAS; c++)
+        for (int w = 0; w < 2; w++) {
+            /* an item's first row has Q·Kᵀ and no P·V; its last row (the last P·V alone) P·V and no Q·Kᵀ */
+            std::vector<int> first;
+            for (int r = 0; r < EVO_SM90_TRACE_TILES; r++) {
+                const unsigned long long *t = tr[c][w][r];
+                if (t[TRACE_START] && t[TRACE_QK] && !t[TRACE_PV]) first.push_back(r);
+            }
+            for (size_t k = 0; k + 1 < first.size(); k++) {
+                const int a = first[k], b = first[k + 1], n = b - a - 1, end = b - 1;
+                if (n < 5) continue; /* too few tiles for a steady mean */
+                double st = 0;
+                for (int r = a + 2; r <= end - 3; r++) st += (double)(tr[c][w][r + 1][TRACE_START] - tr[c][w][r][TRACE_START]);
+                st /= (double)(end - 3 - (a + 2) + 1);
+                const double item = (double)(tr[c][w][b][TRACE_START] - tr[c][w][a][TRACE_START]);
+                const unsigned long long *e = tr[c][w][end];
+                const unsigned long long *f = tr[c][w][b]; /* the next item's first row */
+                printf("  %18d %2d %4zu %6d %6.0f %12.0f %15.0f %11.0f | %10lld %8lld %10lld %12lld %10lld\n", c, w, k, n,
+                       item, st, n * st, item - n * st, (long long)(e[TRACE_TURN] - e[TRACE_START]),
+                       (long long)(e[TRACE_PV] - e[TRACE_ISSUED]), (long long)(f[TRACE_PREV_STORED] - e[TRACE_PV]),
+                       (long long)(f[TRACE_SETUP] - f[TRACE_PREV_STORED]), (long long)(f[TRACE_START] - f[TRACE_SETUP]));
+                over_sum += item - n * st, steady_sum += st, over_n++;
+                gap_sum[0] += (double)(f[TRACE_PREV_STORED] - e[TRACE_PV]);
+                gap_sum[1] += (double)(f[TRACE_SETUP] - f[TRACE_PREV_STORED]);
+                gap_sum[2] += (double)(f[TRACE_START] - f[TRACE_SETUP]);
+            }
+        }
+    if (over_n)
+        printf("  mean over %d items: start+end %.0f clocks = %.2f steady tiles (%.2f us at 1.98 GHz); from the last "
+               "P·V done: O stored %.0f, next item set up %.0f, its Q %.0f\n",
+               over_n, over_sum / over_n, over_sum / steady_sum, over_sum / over_n / 1980.0, gap_sum[0] / over_n,
+               gap_sum[1] / over_n, gap_sum[2] / over_n);
+#else
+    (void)tr;
+#endif
+}
+
+static int run_trace(const std::vector<int> &sel, bool causal, const Shape *items_shape)
 {
 #if EVO_SM90_TRACE
     using namespace evo_sm90; /* TRACE_*, evo_sm90_trace */
@@ -880,8 +930,11 @@ static int run_trace(const std::vector<int> &sel, bool causal)
             printf("trace %s: not an OVERLAP genome (the stamps are in OVERLAP's loop)\n", g_entries[e].name);
             continue;
         }
+        if (items_shape && items_shape->d != g_entries[e].d) continue;
         Problem pr;
-        const Shape sh = g_entries[e].d == 128 ? Shape{4, 16, 4096, 128, causal} : Shape{1, 16, 16384, 64, causal};
+        const Shape sh = items_shape                ? *items_shape
+                         : g_entries[e].d == 128 ? Shape{4, 16, 4096, 128, causal}
+                                                 : Shape{1, 16, 16384, 64, causal};
         problem_alloc(pr, sh, 1.0f / sqrtf((float)sh.d), DIST_NORMAL, 5, 0);
         launch(e, pr, 0);
         launch(e, pr, 0);
@@ -898,6 +951,14 @@ static int run_trace(const std::vector<int> &sel, bool causal)
         float ms = 0;
         CK(cudaEventElapsedTime(&ms, e0, e1));
         CK(cudaMemcpyFromSymbol(&tr, evo_sm90_trace, sizeof tr));
+        if (items_shape) {
+            printf("\ntrace %s at (%d,%d,%d,%d)%s: %.1f us this launch; CTA 0..%d, the work items the %d stamp rows hold\n",
+                   g_entries[e].name, sh.b, sh.h, sh.s, sh.d, sh.causal ? " causal" : "", 1000.0 * ms,
+                   EVO_SM90_TRACE_CTAS - 1, EVO_SM90_TRACE_TILES);
+            trace_items(tr);
+            problem_free(pr);
+            continue;
+        }
         const int n = (sh.s + 127) / 128 * 128 / g_entries[e].g.tile_n; /* key tiles of the first item (non-causal) */
         printf("\ntrace %s at (%d,%d,%d,%d)%s: %.1f us this launch; clocks, CTA 0..%d, first item, %d key tiles\n",
                g_entries[e].name, sh.b, sh.h, sh.s, sh.d, causal ? " causal" : "", 1000.0 * ms, EVO_SM90_TRACE_CTAS - 1,
@@ -960,7 +1021,7 @@ static int run_trace(const std::vector<int> &sel, bool causal)
     }
     return 0;
 #else
-    (void)sel, (void)causal;
+    (void)sel, (void)causal, (void)items_shape;
     fprintf(stderr, "--trace needs a build with -DEVO_SM90_TRACE=1\n");
     return 1;
 #endif
@@ -969,7 +1030,8 @@ static int run_trace(const std::vector<int> &sel, bool causal)
 int main(int argc, char **argv)
 {
     bool check = false, timing = false, list = false, big_only = false, causal_only = false, no_baseline = false, profile = false;
-    bool trace = false, trace_causal = false;
+    bool trace = false, trace_causal = false, trace_items_on = false;
+    Shape tshape = {4, 8, 2048, 64, 0};
     const char *filter = nullptr, *csv_path = nullptr, *only = nullptr, *skip = nullptr;
     int reps = 30, repeat = 0;
     Shape rshape = {1, 16, 16384, 64, 1};
@@ -984,6 +1046,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--profile")) profile = true;
         else if (!strcmp(argv[i], "--trace")) trace = true;
         else if (!strcmp(argv[i], "--trace-causal")) trace = trace_causal = true;
+        else if (!strcmp(argv[i], "--trace-items") && i + 1 < argc &&
+                 sscanf(argv[++i], "%d,%d,%d,%d,%d", &tshape.b, &tshape.h, &tshape.s, &tshape.d, &tshape.causal) == 5)
+            trace = trace_items_on = true;
         else if (!strcmp(argv[i], "--filter") && i + 1 < argc) filter = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--skip") && i + 1 < argc) skip = argv[++i];
@@ -995,7 +1060,7 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr, "usage: %s [--check] [--time] [--list] [--filter SUBSTR] [--only 'G;G'] [--skip 'G;G'] "
                             "[--csv FILE] [--reps N] [--big-only] [--causal-only] [--no-baseline] [--profile] [--repeat N [--shape "
-                            "B,H,S,D,CAUSAL]] [--trace|--trace-causal] [--hash]\n", argv[0]);
+                            "B,H,S,D,CAUSAL]] [--trace|--trace-causal] [--trace-items B,H,S,D,CAUSAL] [--hash]\n", argv[0]);
             return 2;
         }
     }
@@ -1056,7 +1121,7 @@ int main(int argc, char **argv)
     const bool with_baseline = false;
     (void)no_baseline;
 #endif
-    if (trace) return run_trace(sel, trace_causal);
+    if (trace) return run_trace(sel, trace_causal, trace_items_on ? &tshape : nullptr);
     if (profile) { /* one warm-up and one launch of each selected genome at (4,16,4096,128) or (1,16,16384,64) */
         for (int e : sel) {
             Problem pr;
