@@ -339,6 +339,13 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
 #ifndef EVO_SM90_NO_TINY
 #define EVO_SM90_NO_TINY 0
 #endif
+/* EVO_SM90_ITEM_AHEAD (not a knob; default 0; tools/bench builds only, measurement): 1 makes each consumer warpgroup
+ * find the next work item's head and query tile and load its scales at the start of the current item, so that the
+ * item boundary does not wait for them (docs/perf-notes.md, "What a work item's start and end cost"); the same
+ * arithmetic, the same bits. */
+#ifndef EVO_SM90_ITEM_AHEAD
+#define EVO_SM90_ITEM_AHEAD 0
+#endif
 /* EVO_SM90_TRACE (not a knob; default 0; tools/bench builds only): 1 makes thread 0 of each consumer warpgroup of the
  * first EVO_SM90_TRACE_CTAS blocks record the SM clock at its steps of every key tile of its work items, in order,
  * until EVO_SM90_TRACE_TILES rows are full (OVERLAP's loop, the TRACE_* events: before and after its turn, after
@@ -1333,6 +1340,35 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     const u32 pbuf = PSMEM ? ((sm.bar + C::N_BARS * 8u + 1023u) & ~1023u) + (u32)(cw * WG_ROWS * 128) : 0u;
     int it = 0, item = 0;
     unsigned long long tr_stored = 0, tr_setup = 0; /* EVO_SM90_TRACE: the previous item's O stored, this item's setup */
+#if EVO_SM90_ITEM_AHEAD
+    /* the next work item's head, query tile and scales, found and loaded at the start of the current one */
+    struct ItemScales {
+        int bh, qt;
+        float qs, ks, vs;
+    };
+    auto scales_of = [&](const Sched<PERSIST> &s) {
+        ItemScales r;
+        s.item(p, nq, r.bh, r.qt);
+        r.qs = p.q_scale[r.bh];
+        r.ks = V_PATH == 3 && !p.k_scale ? 1.f : p.k_scale[r.bh];
+        r.vs = v_given_f16(V_PATH) && !p.v_scale ? 1.f : p.v_scale[r.bh];
+        return r;
+    };
+    Sched<PERSIST> sc(p, nq);
+    ItemScales ahead = {0, 0, 0.f, 0.f, 0.f};
+    if (sc.valid()) ahead = scales_of(sc);
+    for (; sc.valid(); sc.next(), item++) {
+        const ItemScales is = ahead;
+        {
+            Sched<PERSIST> ns = sc;
+            ns.next();
+            if (ns.valid()) ahead = scales_of(ns);
+        }
+        const int bh = is.bh, qt = is.qt;
+        const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM), wg_row0 = m0 + cw * WG_ROWS;
+        const long long head_off = (long long)bh * p.seq * D;
+        const float qk_mul = is.qs * is.ks * p.softmax_scale * LOG2E, v_mul = is.vs;
+#else
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
         sc.item(p, nq, bh, qt);
@@ -1341,6 +1377,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
         /* V_PATH 2, 3 (V, and K, given in FP16): no v_scale (k_scale) means 1 */
         const float qk_mul = p.q_scale[bh] * (V_PATH == 3 && !p.k_scale ? 1.f : p.k_scale[bh]) * p.softmax_scale * LOG2E,
                     v_mul = v_given_f16(V_PATH) && !p.v_scale ? 1.f : p.v_scale[bh];
+#endif
         int rowbase[MT];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) rowbase[mt] = wg_row0 + mt * 64 + wi * 16;
