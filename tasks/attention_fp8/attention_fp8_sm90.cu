@@ -339,6 +339,14 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
 #ifndef EVO_SM90_NO_TINY
 #define EVO_SM90_NO_TINY 0
 #endif
+/* EVO_SM90_O_SMEM (not a knob; default 0; tools/bench builds only, measurement): 1 makes each consumer warp stage
+ * its 16 output rows in shared memory past the barriers (o_stage_bytes(): rows of D halves + 16 bytes, which the
+ * launch must add to the shared memory) and store them to global memory 16 bytes a lane, whole rows, instead of 4
+ * bytes a lane in 8 rows an instruction (docs/perf-notes.md, "What a work item's start and end cost"); the same
+ * values, the same bits. */
+#ifndef EVO_SM90_O_SMEM
+#define EVO_SM90_O_SMEM 0
+#endif
 /* EVO_SM90_ITEM_AHEAD (not a knob; default 0; tools/bench builds only, measurement): 1 makes each consumer warpgroup
  * find the next work item's head and query tile and load its scales at the start of the current item, so that the
  * item boundary does not wait for them (docs/perf-notes.md, "What a work item's start and end cost"); the same
@@ -1108,6 +1116,49 @@ EVO_DEV void store_o(const evo_attn_params &p, long long head_off, const float (
         }
 }
 
+/* EVO_SM90_O_SMEM: the bytes of one warp's staging rows, and of every consumer warp's (past the barriers) */
+template <int D> __host__ __device__ constexpr int o_stage_pitch() { return D * 2 + 16; }
+template <int D> __host__ __device__ constexpr int o_stage_warp_bytes() { return 16 * o_stage_pitch<D>(); }
+__host__ __device__ constexpr int o_stage_bytes(int d, int consumers)
+{
+    return consumers * 4 * 16 * (d * 2 + 16) + 1024; /* + slack to align the first row to 1024 */
+}
+/* store_o's values through the warp's staging rows at stage (16 rows of o_stage_pitch bytes: conflict-free 4-byte
+ * stores), then whole rows to global memory, 16 bytes a lane; rows past the sequence are not written */
+template <int D, int DA, int MT, bool L_TOO = false>
+EVO_DEV void store_o_staged(const evo_attn_params &p, long long head_off, const float (&o)[MT][DA / 2],
+                            float (&l)[MT][2], const int (&rowbase)[MT], float v_mul, int g, int q, int lane, u32 stage)
+{
+    constexpr int PITCH = o_stage_pitch<D>(), CHUNKS = D / 8; /* 16-byte chunks a row */
+    u16 *og = p.o + head_off;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float lt = 0.f;
+            if constexpr (DA == D || L_TOO) {
+                lt = l[mt][h];
+                lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+                lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+            }
+            if constexpr (DA > D) lt += o[mt][D / 2 + 2 * h];
+            const float f = v_mul / lt;
+            const u32 srow = stage + (u32)((g + 8 * h) * PITCH + 4 * q);
+#pragma unroll
+            for (int i = 0; i < D / 8; i++)
+                sts32(srow + 16 * i, pack_f16x2(o[mt][4 * i + 2 * h] * f, o[mt][4 * i + 2 * h + 1] * f));
+        }
+        __syncwarp();
+#pragma unroll
+        for (int k = 0; k < 16 * CHUNKS / 32; k++) {
+            const int idx = k * 32 + lane, r = idx / CHUNKS, c = idx % CHUNKS, row = rowbase[mt] + r;
+            const uint4 v = lds128(stage + (u32)(r * PITCH + 16 * c));
+            if (row < p.seq) *(uint4 *)(og + (long long)row * D + 8 * c) = v;
+        }
+        __syncwarp(); /* the rows are read before the next tile (or item) writes them */
+    }
+}
+
 template <int A, int N> EVO_DEV void fence_regs(float (&r)[A][N])
 {
 #pragma unroll
@@ -1338,6 +1389,10 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     constexpr bool PSMEM = (PROBE & 64) != 0; /* PROBE 64: P̃ from shared memory (issue_pv_smem) */
     static_assert(!PSMEM || (V_PATH == 5 && OVERLAP && TILE_N == 128), "PROBE 64: V_PATH 5, OVERLAP, TILE_N 128");
     const u32 pbuf = PSMEM ? ((sm.bar + C::N_BARS * 8u + 1023u) & ~1023u) + (u32)(cw * WG_ROWS * 128) : 0u;
+    static_assert(!(PSMEM && EVO_SM90_O_SMEM), "PROBE 64 and EVO_SM90_O_SMEM both use the memory past the barriers");
+    const u32 ostage = EVO_SM90_O_SMEM ? ((sm.bar + C::N_BARS * 8u + 1023u) & ~1023u) +
+                                             (u32)((cw * 4 + wi) * o_stage_warp_bytes<D>())
+                                       : 0u;
     int it = 0, item = 0;
     unsigned long long tr_stored = 0, tr_setup = 0; /* EVO_SM90_TRACE: the previous item's O stored, this item's setup */
 #if EVO_SM90_ITEM_AHEAD
@@ -1508,7 +1563,9 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             mbar_arrive(sm.b(B::vempty(pst)));
             if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
         }
-        store_o<D, DA, MT, GSUM>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
+        if constexpr (EVO_SM90_O_SMEM)
+            store_o_staged<D, DA, MT, GSUM>(p, head_off, o, sx.l, rowbase, v_mul, g, q, lane, ostage);
+        else store_o<D, DA, MT, GSUM>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
         tr_stored = trace_clock_after(__float_as_uint(o[0][0]));
     }
 }
