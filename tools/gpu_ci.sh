@@ -18,7 +18,8 @@
 #              launch rules differ; default: the template as it is) and
 #              SM90_AB_FLAGS_A, B with the template as it is and SM90_AB_FLAGS_B (e.g. -DEVO_SM90_EXP_EMU=2), then
 #              timed A, B, A, B (SM90_TIME_ARGS) and B checked (SM90_CHECK_ARGS); $OUT/sm90ab-{a,b}.log, the side-by-side
-#              table $OUT/sm90ab.md (tools/bench/ab_table.py)
+#              table $OUT/sm90ab.md (tools/bench/ab_table.py); with SM90AB_TAG=T the files are $OUT/sm90ab-T*, so
+#              that several A/Bs of one call keep theirs
 #   trace      tools/bench/sm90_bench.cu built with -DEVO_SM90_TRACE=1 and TRACE_LIST (default
 #              tools/bench/sm90_lists/trace.h), run with --trace and --trace-causal: each consumer warpgroup's clock
 #              at its steps of every key tile; with TRACE_ITEMS=B,H,S,D,CAUSAL, --trace-items at that shape instead
@@ -368,15 +369,16 @@ PY
             sm90_bench_build /tmp/sm90ab-b "$ab_list" ${SM90_AB_FLAGS_B:-} & pb=$!
             wait $pa; ra=$?; wait $pb; rb=$?
             [ $ra = 0 ] && [ $rb = 0 ] || continue
-            : >"$OUT/sm90ab-a.log"; : >"$OUT/sm90ab-b.log"
+            ab=$OUT/sm90ab${SM90AB_TAG:+-$SM90AB_TAG} # several A/Bs in one call: a tag each
+            : >"$ab-a.log"; : >"$ab-b.log"
             for v in a b a b; do
               timeout 200 /tmp/sm90ab-$v ${SM90_TIME_ARGS:---time --big-only --no-baseline --reps 30} \
-                >>"$OUT/sm90ab-$v.log" 2>&1 || echo "sm90ab: $v timing exit $?"
+                >>"$ab-$v.log" 2>&1 || echo "sm90ab: $v timing exit $?"
             done
-            timeout 200 /tmp/sm90ab-b ${SM90_CHECK_ARGS:---check --no-baseline} >"$OUT/sm90ab-check.log" 2>&1
-            echo "sm90ab check (B): exit $?"; grep -E "DIFFERENT|checks done" "$OUT/sm90ab-check.log" | head -5
-            python3 tools/bench/ab_table.py "$OUT/sm90ab-a.log" "$OUT/sm90ab-b.log" >"$OUT/sm90ab.md" &&
-              cut -c1-160 "$OUT/sm90ab.md" | head -60 ;;
+            timeout 200 /tmp/sm90ab-b ${SM90_CHECK_ARGS:---check --no-baseline} >"$ab-check.log" 2>&1
+            echo "sm90ab check (B): exit $?"; grep -E "DIFFERENT|checks done" "$ab-check.log" | head -5
+            python3 tools/bench/ab_table.py "$ab-a.log" "$ab-b.log" >"$ab.md" &&
+              cut -c1-160 "$ab.md" | head -60 ;;
     trace) # the consumer warpgroups' clock stamps (EVO_SM90_TRACE), non-causal and causal
            sm90_bench_build /tmp/sm90_trace "${TRACE_LIST:-tools/bench/sm90_lists/trace.h}" -DEVO_SM90_TRACE=1 || continue
            if [ -n "${TRACE_ITEMS:-}" ]; then # B,H,S,D,CAUSAL: what each work item's start and end cost
