@@ -339,6 +339,14 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
 #ifndef EVO_SM90_NO_TINY
 #define EVO_SM90_NO_TINY 0
 #endif
+/* EVO_SM90_PDL (not a knob; default 0; tools/bench builds only, measurement): 1 lets a V_PATH 3 or 5 attention kernel
+ * start while its call's first kernel (evo_kv16_convert, evo_vt_transpose) still runs (programmatic dependent launch:
+ * the first kernel lets its dependents launch at once, the attention kernel is launched with programmatic stream
+ * serialization, and its TMA thread waits for the first kernel's results, griddepcontrol.wait, before it loads the
+ * first K or V tile; Q and everything before need none of them); the same bits. */
+#ifndef EVO_SM90_PDL
+#define EVO_SM90_PDL 0
+#endif
 /* EVO_SM90_O_SMEM (not a knob; default 0; tools/bench builds only, measurement): 1 makes each consumer warp stage
  * its 16 output rows in shared memory past the barriers (o_stage_bytes(): rows of D halves + 16 bytes, which the
  * launch must add to the shared memory) and store them to global memory 16 bytes a lane, whole rows, instead of 4
@@ -1224,10 +1232,20 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         qi++;
         return true;
     };
+    /* EVO_SM90_PDL: K and V (V_PATH 3) or Vᵀ (5) are the call's first kernel's output: wait for it before the first */
+    constexpr bool PDL_DEP = EVO_SM90_PDL && (V_PATH == 3 || V_PATH == 5);
+    bool dep_done = false;
+    auto dep_wait = [&]() {
+        if (!dep_done) {
+            asm volatile("griddepcontrol.wait;" ::: "memory");
+            dep_done = true;
+        }
+    };
     /* c's tile j into its stage (buffer base + stage * KV) once the stage is free: false while it must wait */
     auto issue_tile = [&](Cursor &c, u32 base, const evo_tmap *map, int (*empty)(int), int (*full)(int)) {
         const int s = c.it % STAGES;
         if (c.it >= STAGES && !mbar_test(sm.b(empty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        if constexpr (PDL_DEP) dep_wait();
         mbar_expect_tx(sm.b(full(s)), KV);
         tma_load_3d(base + s * KV, map, 0, c.j * TILE_N, c.bh, sm.b(full(s)));
         c.advance(p, nq);
@@ -1240,6 +1258,7 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
                          int (*full)(int)) {
         const int s = c.it % STAGES;
         if (c.it >= STAGES && !mbar_test(sm.b(empty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        if constexpr (PDL_DEP) dep_wait();
         mbar_expect_tx(sm.b(full(s)), TILE_N * D * 2);
 #pragma unroll
         for (int cb = 0; cb < D / 64; cb++)
@@ -1253,6 +1272,7 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, VT = vt_bytes<D, TILE_N, V_PATH>();
         const int s = c.it % STAGES;
         if (c.it >= STAGES && !mbar_test(sm.b(B::vempty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        if constexpr (PDL_DEP) dep_wait();
         mbar_expect_tx(sm.b(B::vtfull(s)), TILE_N * D);
 #pragma unroll
         for (int b = 0; b < TILE_N / VB; b++)
@@ -1718,6 +1738,9 @@ __global__ void __launch_bounds__(256)
 {
     static_assert(VEC == 16, "16 codes a step");
     using namespace evo_sm90;
+#if EVO_SM90_PDL
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
     if (n % VEC) __trap();
     const unsigned long long nv = n / VEC, stride = (unsigned long long)gridDim.x * blockDim.x;
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < 2 * nv; i += stride) {
@@ -1778,6 +1801,9 @@ __global__ void __launch_bounds__(256)
     evo_vt_transpose(const unsigned char *__restrict__ v, unsigned char *__restrict__ vt, int seq, int s16, int head_dim)
 {
     static_assert(KC == 128, "128 keys a block");
+#if EVO_SM90_PDL
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
     __shared__ __align__(16) unsigned char tile[KC * (128 + 4)];
     if (head_dim == 128) evo_sm90::vt_transpose_block<128, KC>(v, vt, seq, s16, tile);
     else if (head_dim == 64) evo_sm90::vt_transpose_block<64, KC>(v, vt, seq, s16, tile);

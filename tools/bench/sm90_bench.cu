@@ -418,6 +418,20 @@ static bool launch(int e, Problem &pr, cudaStream_t st)
     attn_sm90_grid(&en.g, pr.sh.b, pr.sh.h, pr.sh.s, g_sms, grid);
     const int smem = entry_smem(en);
     void *args[] = {&p, &t};
+    if (EVO_SM90_PDL && (en.g.v_path == 3 || en.g.v_path == 5)) { /* may start while the first kernel runs */
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.gridDim = dim3(grid[0], grid[1], grid[2]);
+        cfg.blockDim = dim3(attn_sm90_threads(&en.g));
+        cfg.dynamicSmemBytes = (size_t)smem;
+        cfg.stream = st;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        CK(cudaLaunchKernelExC(&cfg, en.fn, args));
+        return true;
+    }
     CK(cudaLaunchKernel(en.fn, dim3(grid[0], grid[1], grid[2]), dim3(attn_sm90_threads(&en.g)), args, (size_t)smem,
                         st));
     return true;
