@@ -144,6 +144,12 @@ __host__ __device__ constexpr bool gemm_sums(int v_path) { return v_path == 4 ||
 template <int D, int V_PATH> __host__ __device__ constexpr int vt_rows() { return gemm_sums(V_PATH) ? D + 8 : D; }
 template <int D, int V_PATH> __host__ __device__ constexpr int acc_cols() { return V_PATH ? D + 8 : D; }
 
+/* The shared memory of a plan with qb Q buffers (and FP16 copies): the Q buffers, the rings, the copies, the
+ * barriers (three more for the second buffer) and 1 KiB to align the base; attn_sm90_smem_bytes() computes the same */
+__host__ __device__ constexpr int sm90_smem_plan(int q_bytes, int rings, int q16_bytes, int stages, int qb)
+{
+    return align1024(qb * q_bytes) + rings + qb * q16_bytes + (3 + 7 * stages + (qb == 2 ? 3 : 0)) * 8 + 1024;
+}
 #define EVO_SM90_CFG_PERSIST 1 /* Sm90Cfg takes PERSIST (tools/bench/sm90_bench.cu builds templates with and without) */
 /* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes().
  * QB: Q buffers and their FP16 copies. Two where a block walks several work items (PERSIST 1, 2) with the producer
@@ -168,9 +174,10 @@ struct Sm90Cfg {
     static constexpr int Q16_BYTES = QK_MODE == 2 ? BM * D * 2 : 0;
     static constexpr int K16_BYTES = QK_MODE == 2 ? TILE_N * D * 2 : 0;
     static constexpr int RINGS = STAGES * (KR_BYTES + VR_BYTES) + NX * (VT_BYTES + K16_BYTES);
-    /* the shared memory with two Q buffers */
-    static constexpr int PLAN2 = align1024(2 * Q_BYTES) + RINGS + 2 * Q16_BYTES + (6 + 7 * STAGES) * 8 + 1024;
-    static constexpr int QB = PIPE == 2 && QK_MODE == 2 && PERSIST != 0 && PLAN2 <= 227 * 1024 ? 2 : 1;
+    static constexpr int QB = PIPE == 2 && QK_MODE == 2 && PERSIST != 0 &&
+                                      sm90_smem_plan(Q_BYTES, RINGS, Q16_BYTES, STAGES, 2) <= 227 * 1024
+                                  ? 2
+                                  : 1;
     static constexpr int OFF_K = align1024(QB * Q_BYTES);
     static constexpr int OFF_V = OFF_K + STAGES * KR_BYTES;
     static constexpr int OFF_VT = OFF_V + STAGES * VR_BYTES;
@@ -189,7 +196,7 @@ struct Sm90Cfg {
     static_assert(QK_MODE >= 0 && QK_MODE <= 2, "QK_MODE 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)");
     static_assert(KV_BYTES % 1024 == 0 && VT_BYTES % 1024 == 0, "tiles keep 1024-byte alignment");
     static_assert(Q_BYTES % 1024 == 0 && Q16_BYTES % 1024 == 0, "Q buffers keep 1024-byte alignment");
-    static_assert(QB == 1 || SMEM == PLAN2, "the plan's sum");
+    static_assert(SMEM == sm90_smem_plan(Q_BYTES, RINGS, Q16_BYTES, STAGES, QB), "the offsets add up to the plan");
     static_assert(SMEM <= 227 * 1024, "shared memory over the 227 KB an sm_90 block can have");
 };
 
@@ -1098,6 +1105,18 @@ EVO_DEV void add_scaled(float (&o)[MT][D / 2], const float (&ot)[MT][D / 2], con
 
 /* O / l · v_scale → FP16 rows of the output; rows past the sequence are not written. DA > D: O carries the row sums
  * in its column D (every thread of the row holds it); DA = D: l holds this thread's part of them. */
+template <int D, int DA, int MT, bool L_TOO>
+EVO_DEV float row_total(const float (&o)[MT][DA / 2], const float (&l)[MT][2], int mt, int h)
+{
+    float lt = 0.f;
+    if constexpr (DA == D || L_TOO) { /* this thread's part of l, summed over the row's quad */
+        lt = l[mt][h];
+        lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+        lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+    }
+    if constexpr (DA > D) lt += o[mt][D / 2 + 2 * h]; /* the GEMM's row sum (every thread of the row) */
+    return lt;
+}
 template <int D, int DA, int MT, bool L_TOO = false>
 EVO_DEV void store_o(const evo_attn_params &p, long long head_off, const float (&o)[MT][DA / 2], float (&l)[MT][2],
                      const int (&rowbase)[MT], float v_mul, int g, int q)
@@ -1107,13 +1126,7 @@ EVO_DEV void store_o(const evo_attn_params &p, long long head_off, const float (
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            float lt = 0.f;
-            if constexpr (DA == D || L_TOO) { /* this thread's part of l, summed over the row's quad */
-                lt = l[mt][h];
-                lt += __shfl_xor_sync(0xffffffffu, lt, 1);
-                lt += __shfl_xor_sync(0xffffffffu, lt, 2);
-            }
-            if constexpr (DA > D) lt += o[mt][D / 2 + 2 * h]; /* the GEMM's row sum (every thread of the row) */
+            const float lt = row_total<D, DA, MT, L_TOO>(o, l, mt, h);
             const int row = rowbase[mt] + g + 8 * h;
             if (row >= p.seq) continue;
             const float f = v_mul / lt;
@@ -1143,14 +1156,7 @@ EVO_DEV void store_o_staged(const evo_attn_params &p, long long head_off, const 
     for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            float lt = 0.f;
-            if constexpr (DA == D || L_TOO) {
-                lt = l[mt][h];
-                lt += __shfl_xor_sync(0xffffffffu, lt, 1);
-                lt += __shfl_xor_sync(0xffffffffu, lt, 2);
-            }
-            if constexpr (DA > D) lt += o[mt][D / 2 + 2 * h];
-            const float f = v_mul / lt;
+            const float f = v_mul / row_total<D, DA, MT, L_TOO>(o, l, mt, h);
             const u32 srow = stage + (u32)((g + 8 * h) * PITCH + 4 * q);
 #pragma unroll
             for (int i = 0; i < D / 8; i++)
@@ -1217,6 +1223,13 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
     Cursor kc(p, nq, QB == 1), vc(p, nq, false);
     /* QB 2: a third cursor, over the items alone: item qi's Q into buffer qi & 1 once the consumers released it
      * (item qi - 2); the K cursor no longer stops for Q */
+    /* the Q of the item at query row m0 of head bh into buffer b, its boxes wholly past the sequence skipped */
+    auto load_q = [&](int b, int m0, int bh) {
+        const int boxes = min(CONSUMERS, (p.seq - m0 + WG_ROWS - 1) / WG_ROWS);
+        mbar_expect_tx(sm.b(B::qfull(b)), boxes * WG_ROWS * D);
+        for (int w = 0; w < boxes; w++)
+            tma_load_3d(sm.q + b * C::Q_BYTES + w * WG_ROWS * D, &t.q, 0, m0 + w * WG_ROWS, bh, sm.b(B::qfull(b)));
+    };
     Sched<PERSIST> qs(p, nq);
     int qi = 0;
     auto issue_q = [&]() {
@@ -1224,10 +1237,7 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         if (qi >= 2 && !mbar_test(sm.b(B::qempty(b)), (u32)((qi >> 1) - 1) & 1u)) return false;
         int bh, qt;
         qs.item(p, nq, bh, qt);
-        const int m0 = qt * BM, boxes = min(CONSUMERS, (p.seq - m0 + WG_ROWS - 1) / WG_ROWS);
-        mbar_expect_tx(sm.b(B::qfull(b)), boxes * WG_ROWS * D);
-        for (int w = 0; w < boxes; w++)
-            tma_load_3d(sm.q + b * C::Q_BYTES + w * WG_ROWS * D, &t.q, 0, m0 + w * WG_ROWS, bh, sm.b(B::qfull(b)));
+        load_q(b, qt * BM, bh);
         qs.next();
         qi++;
         return true;
@@ -1287,10 +1297,7 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         if (!kc.done) {
             if (QB == 1 && kc.j < 0) {
                 if (kc.item == 0 || mbar_test(sm.b(BAR_QEMPTY), (u32)(kc.item - 1) & 1u)) {
-                    const int boxes = min(CONSUMERS, (p.seq - kc.m0 + WG_ROWS - 1) / WG_ROWS);
-                    mbar_expect_tx(sm.b(BAR_QFULL), boxes * WG_ROWS * D);
-                    for (int w = 0; w < boxes; w++)
-                        tma_load_3d(sm.q + w * WG_ROWS * D, &t.q, 0, kc.m0 + w * WG_ROWS, kc.bh, sm.b(BAR_QFULL));
+                    load_q(0, kc.m0, kc.bh);
                     kc.j = 0;
                     moved = true;
                 }
@@ -1408,13 +1415,15 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     constexpr bool SUMS = !(PROBE & 32); /* V_PATH 4 and 5's row-sum GEMMs (PROBE 32 leaves them out) */
     constexpr bool PSMEM = (PROBE & 64) != 0; /* PROBE 64: P̃ from shared memory (issue_pv_smem) */
     static_assert(!PSMEM || (V_PATH == 5 && OVERLAP && TILE_N == 128), "PROBE 64: V_PATH 5, OVERLAP, TILE_N 128");
-    const u32 pbuf = PSMEM ? ((sm.bar + C::N_BARS * 8u + 1023u) & ~1023u) + (u32)(cw * WG_ROWS * 128) : 0u;
     static_assert(!(PSMEM && EVO_SM90_O_SMEM), "PROBE 64 and EVO_SM90_O_SMEM both use the memory past the barriers");
-    const u32 ostage = EVO_SM90_O_SMEM ? ((sm.bar + C::N_BARS * 8u + 1023u) & ~1023u) +
-                                             (u32)((cw * 4 + wi) * o_stage_warp_bytes<D>())
-                                       : 0u;
+    const u32 past_bars = (sm.bar + C::N_BARS * 8u + 1023u) & ~1023u; /* PROBE 64's P̃, EVO_SM90_O_SMEM's rows */
+    const u32 pbuf = PSMEM ? past_bars + (u32)(cw * WG_ROWS * 128) : 0u;
+    const u32 ostage = EVO_SM90_O_SMEM ? past_bars + (u32)((cw * 4 + wi) * o_stage_warp_bytes<D>()) : 0u;
     int it = 0, item = 0;
     unsigned long long tr_stored = 0, tr_setup = 0; /* EVO_SM90_TRACE: the previous item's O stored, this item's setup */
+    /* V_PATH 2, 3 (V, and K, given in FP16): no v_scale (k_scale) means 1 */
+    auto k_scale_of = [&](int bh) { return V_PATH == 3 && !p.k_scale ? 1.f : p.k_scale[bh]; };
+    auto v_scale_of = [&](int bh) { return v_given_f16(V_PATH) && !p.v_scale ? 1.f : p.v_scale[bh]; };
 #if EVO_SM90_ITEM_AHEAD
     /* the next work item's head, query tile and scales, found and loaded at the start of the current one */
     struct ItemScales {
@@ -1424,9 +1433,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     auto scales_of = [&](const Sched<PERSIST> &s) {
         ItemScales r;
         s.item(p, nq, r.bh, r.qt);
-        r.qs = p.q_scale[r.bh];
-        r.ks = V_PATH == 3 && !p.k_scale ? 1.f : p.k_scale[r.bh];
-        r.vs = v_given_f16(V_PATH) && !p.v_scale ? 1.f : p.v_scale[r.bh];
+        r.qs = p.q_scale[r.bh], r.ks = k_scale_of(r.bh), r.vs = v_scale_of(r.bh);
         return r;
     };
     Sched<PERSIST> sc(p, nq);
@@ -1449,9 +1456,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
         sc.item(p, nq, bh, qt);
         const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM), wg_row0 = m0 + cw * WG_ROWS;
         const long long head_off = (long long)bh * p.seq * D;
-        /* V_PATH 2, 3 (V, and K, given in FP16): no v_scale (k_scale) means 1 */
-        const float qk_mul = p.q_scale[bh] * (V_PATH == 3 && !p.k_scale ? 1.f : p.k_scale[bh]) * p.softmax_scale * LOG2E,
-                    v_mul = v_given_f16(V_PATH) && !p.v_scale ? 1.f : p.v_scale[bh];
+        const float qk_mul = p.q_scale[bh] * k_scale_of(bh) * p.softmax_scale * LOG2E, v_mul = v_scale_of(bh);
 #endif
         int rowbase[MT];
 #pragma unroll

@@ -37,6 +37,12 @@ static int producer_transforms(const evo_sm90_genome *g)
     return g->qk_mode == 2 || !(v_given_f16(g) || g->v_path == 5);
 }
 
+/* The shared memory of a plan with qb Q buffers (and FP16 copies): sm90_smem_plan() of the template */
+static int smem_plan(int q_bytes, int rings, int q16_bytes, int stages, int qb)
+{
+    return align1024(qb * q_bytes) + rings + qb * q16_bytes + (3 + 7 * stages + (qb == 2 ? 3 : 0)) * 8 + 1024;
+}
+
 int attn_sm90_threads(const evo_sm90_genome *g) { return (g->consumers + (g->pipe == 2)) * 128; }
 
 int attn_sm90_rows_per_block(const evo_sm90_genome *g) { return g->wg_rows * g->consumers; }
@@ -52,11 +58,11 @@ int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
     /* the raw rings: V_PATH 2 and 3 load V in FP16 (no raw V), V_PATH 3 K too (no raw K) */
     const int kr = g->v_path == 3 ? 0 : kv, vr = v_given_f16(g) || g->v_path == 5 ? 0 : kv; /* 5: Vᵀ by TMA */
     const int rings = g->stages * (kr + vr) + nx * vt + nx * k16;
-    /* two Q buffers and FP16 copies (three more barriers) where a block walks several items with the producer and
-     * FP16 Q·Kᵀ, if they fit (Sm90Cfg::QB) */
-    const int two = align1024(2 * q_bytes) + rings + 2 * q16 + (6 + 7 * g->stages) * 8 + 1024;
+    /* two Q buffers and FP16 copies where a block walks several items with the producer and FP16 Q·Kᵀ, if they fit
+     * (Sm90Cfg::QB) */
+    const int two = smem_plan(q_bytes, rings, q16, g->stages, 2);
     if (g->pipe == 2 && g->qk_mode == 2 && g->persist != 0 && two <= 227 * 1024) return two;
-    return align1024(q_bytes) + rings + q16 + (3 + 7 * g->stages) * 8 + 1024;
+    return smem_plan(q_bytes, rings, q16, g->stages, 1);
 }
 
 /* Registers a consumer thread has: 255 with one consumer warpgroup (or none with a producer), otherwise what

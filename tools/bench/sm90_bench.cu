@@ -418,22 +418,17 @@ static bool launch(int e, Problem &pr, cudaStream_t st)
     attn_sm90_grid(&en.g, pr.sh.b, pr.sh.h, pr.sh.s, g_sms, grid);
     const int smem = entry_smem(en);
     void *args[] = {&p, &t};
-    if (EVO_SM90_PDL && (en.g.v_path == 3 || en.g.v_path == 5)) { /* may start while the first kernel runs */
-        cudaLaunchConfig_t cfg = {};
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.gridDim = dim3(grid[0], grid[1], grid[2]);
-        cfg.blockDim = dim3(attn_sm90_threads(&en.g));
-        cfg.dynamicSmemBytes = (size_t)smem;
-        cfg.stream = st;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        CK(cudaLaunchKernelExC(&cfg, en.fn, args));
-        return true;
-    }
-    CK(cudaLaunchKernel(en.fn, dim3(grid[0], grid[1], grid[2]), dim3(attn_sm90_threads(&en.g)), args, (size_t)smem,
-                        st));
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization; /* EVO_SM90_PDL: may start while the first */
+    attr[0].val.programmaticStreamSerializationAllowed = 1;          /* kernel (V_PATH 3, 5) runs */
+    cfg.gridDim = dim3(grid[0], grid[1], grid[2]);
+    cfg.blockDim = dim3(attn_sm90_threads(&en.g));
+    cfg.dynamicSmemBytes = (size_t)smem;
+    cfg.stream = st;
+    cfg.attrs = attr;
+    cfg.numAttrs = EVO_SM90_PDL && (en.g.v_path == 3 || en.g.v_path == 5) ? 1 : 0;
+    CK(cudaLaunchKernelExC(&cfg, en.fn, args));
     return true;
 }
 
@@ -889,9 +884,9 @@ static int run_repeat(const std::vector<int> &sel, const Shape &sh, int n)
  * tiles would take at the steady tiles' mean (the tiles after its first two and before its last two), and the rest:
  * what the item's start and end cost (the first tile without a P·V beside it, the last P·V alone, O stored, the next
  * item's Q and first turn). */
+#if EVO_SM90_TRACE
 static void trace_items(const unsigned long long (*tr)[2][EVO_SM90_TRACE_TILES][evo_sm90::EVO_SM90_TRACE_EVENTS])
 {
-#if EVO_SM90_TRACE
     using namespace evo_sm90;
     printf("  per item (clocks): CTA wg item  tiles   item  steady-tile  tiles x steady   start+end |  end: turn "
            "PV-done  ->O stored ->next set up ->its Q (first stamp)\n");
@@ -929,10 +924,8 @@ static void trace_items(const unsigned long long (*tr)[2][EVO_SM90_TRACE_TILES][
                "P·V done: O stored %.0f, next item set up %.0f, its Q %.0f\n",
                over_n, over_sum / over_n, over_sum / steady_sum, over_sum / over_n / 1980.0, gap_sum[0] / over_n,
                gap_sum[1] / over_n, gap_sum[2] / over_n);
-#else
-    (void)tr;
-#endif
 }
+#endif
 
 static int run_trace(const std::vector<int> &sel, bool causal, const Shape *items_shape)
 {
