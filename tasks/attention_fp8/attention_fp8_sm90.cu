@@ -393,6 +393,23 @@ __device__ unsigned long long evo_sm90_trace[EVO_SM90_TRACE_CTAS][2][EVO_SM90_TR
  * (stamp_after: the read is predicated on that value). The trace build waits for P·V(j-1) before the softmax, where
  * ptxas puts that wait in the shipped kernels anyway (docs/perf-notes.md, "The softmax waited for P·V"): any stamp
  * between the softmax and the wait would keep ptxas from moving it and time another schedule. */
+/* The SM clock once dep is computed and the stores before it are issued (0 without EVO_SM90_TRACE): a clock read
+ * keeps its place among waits and barriers but not among plain arithmetic, so it is predicated on a value */
+EVO_DEV unsigned long long trace_clock_after(u32 dep)
+{
+#if EVO_SM90_TRACE
+    unsigned long long t;
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0x7f7f7f7f;\n\tsetp.ne.or.u32 p, %1, 0x7f7f7f7e, p;\n\t"
+                 "@p mov.u64 %0, %%clock64;\n\t@!p mov.u64 %0, 0;\n\t}"
+                 : "=l"(t)
+                 : "r"(dep)
+                 : "memory");
+    return t;
+#else
+    (void)dep;
+    return 0ull;
+#endif
+}
 struct TraceTile {
     unsigned long long t[EVO_SM90_TRACE_EVENTS];
     EVO_DEV void clear()
@@ -412,10 +429,7 @@ struct TraceTile {
     EVO_DEV void stamp_after(int e, u32 dep)
     {
 #if EVO_SM90_TRACE
-        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0x7f7f7f7f;\n\tsetp.ne.or.u32 p, %1, 0x7f7f7f7e, p;\n\t"
-                     "@p mov.u64 %0, %%clock64;\n\t@!p mov.u64 %0, 0;\n\t}"
-                     : "=l"(t[e])
-                     : "r"(dep));
+        t[e] = trace_clock_after(dep);
 #else
         (void)e, (void)dep;
 #endif
@@ -439,22 +453,6 @@ struct TraceTile {
 #endif
     }
 };
-/* The SM clock once dep is computed (0 without EVO_SM90_TRACE): see TraceTile::stamp_after */
-EVO_DEV unsigned long long trace_clock_after(u32 dep)
-{
-#if EVO_SM90_TRACE
-    unsigned long long t;
-    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0x7f7f7f7f;\n\tsetp.ne.or.u32 p, %1, 0x7f7f7f7e, p;\n\t"
-                 "@p mov.u64 %0, %%clock64;\n\t@!p mov.u64 %0, 0;\n\t}"
-                 : "=l"(t)
-                 : "r"(dep)
-                 : "memory"); /* after the stores before it are issued */
-    return t;
-#else
-    (void)dep;
-    return 0ull;
-#endif
-}
 /* Four floats → four e4m3 bytes (a in byte 0), round to nearest even, saturating. */
 EVO_DEV u32 pack_e4m3x4(float a, float b, float c, float d)
 {
