@@ -380,7 +380,8 @@ PY
             python3 tools/bench/ab_table.py "$ab-a.log" "$ab-b.log" >"$ab.md" &&
               cut -c1-160 "$ab.md" | head -60 ;;
     trace) # the consumer warpgroups' clock stamps (EVO_SM90_TRACE), non-causal and causal
-           sm90_bench_build /tmp/sm90_trace "${TRACE_LIST:-tools/bench/sm90_lists/trace.h}" -DEVO_SM90_TRACE=1 || continue
+           # shellcheck disable=SC2086
+           sm90_bench_build /tmp/sm90_trace "${TRACE_LIST:-tools/bench/sm90_lists/trace.h}" -DEVO_SM90_TRACE=1 ${TRACE_FLAGS:-} || continue
            if [ -n "${TRACE_ITEMS:-}" ]; then # B,H,S,D,CAUSAL: what each work item's start and end cost
              timeout 100 /tmp/sm90_trace --trace-items "$TRACE_ITEMS" --no-baseline >"$OUT/trace.log" 2>&1
              echo "trace: exit $?"; grep -E "^trace|per item|mean over| 0 +[01] " "$OUT/trace.log" | head -40

@@ -260,6 +260,14 @@ EVO_DEV void tma_load_3d(u32 dst, const evo_tmap *map, int c0, int c1, int c2, u
                  : "memory");
 }
 EVO_DEV void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+/* EVO_SM90_O_SMEM 2: bytes (a multiple of 16, both addresses 16-aligned) from shared to global memory by the async
+ * proxy, one bulk group; and the wait until this thread's groups have read their shared memory */
+EVO_DEV void bulk_store_row(void *g, u32 s, int bytes)
+{
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
+                 "cp.async.bulk.commit_group;" ::"l"(g), "r"(s), "r"(bytes) : "memory");
+}
+EVO_DEV void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 EVO_DEV void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
 EVO_DEV void named_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 EVO_DEV void named_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
@@ -357,8 +365,9 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
 /* EVO_SM90_O_SMEM (not a knob; default 0; tools/bench builds only, measurement): 1 makes each consumer warp stage
  * its 16 output rows in shared memory past the barriers (o_stage_bytes(): rows of D halves + 16 bytes, which the
  * launch must add to the shared memory) and store them to global memory 16 bytes a lane, whole rows, instead of 4
- * bytes a lane in 8 rows an instruction (docs/perf-notes.md, "What a work item's start and end cost"); the same
- * values, the same bits. */
+ * bytes a lane in 8 rows an instruction (docs/perf-notes.md, "What a work item's start and end cost"); 2 stores the
+ * staged rows by bulk copies (cp.async.bulk, a row each, the warp does not wait for them); the same values, the same
+ * bits. */
 #ifndef EVO_SM90_O_SMEM
 #define EVO_SM90_O_SMEM 0
 #endif
@@ -1152,6 +1161,10 @@ EVO_DEV void store_o_staged(const evo_attn_params &p, long long head_off, const 
     u16 *og = p.o + head_off;
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
+        if constexpr (EVO_SM90_O_SMEM == 2) { /* the last bulk copies have read the rows */
+            bulk_wait_read();
+            __syncwarp();
+        }
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const float f = v_mul / row_total<D, DA, MT, L_TOO>(o, l, mt, h);
@@ -1160,14 +1173,21 @@ EVO_DEV void store_o_staged(const evo_attn_params &p, long long head_off, const 
             for (int i = 0; i < D / 8; i++)
                 sts32(srow + 16 * i, pack_f16x2(o[mt][4 * i + 2 * h] * f, o[mt][4 * i + 2 * h + 1] * f));
         }
-        __syncwarp();
+        if constexpr (EVO_SM90_O_SMEM == 2) { /* a bulk copy a row, lanes 0..15, read by the async proxy */
+            fence_proxy_async();
+            __syncwarp();
+            if (lane < 16 && rowbase[mt] + lane < p.seq)
+                bulk_store_row(og + (long long)(rowbase[mt] + lane) * D, stage + (u32)(lane * PITCH), D * 2);
+        } else {
+            __syncwarp();
 #pragma unroll
-        for (int k = 0; k < 16 * CHUNKS / 32; k++) {
-            const int idx = k * 32 + lane, r = idx / CHUNKS, c = idx % CHUNKS, row = rowbase[mt] + r;
-            const uint4 v = lds128(stage + (u32)(r * PITCH + 16 * c));
-            if (row < p.seq) *(uint4 *)(og + (long long)row * D + 8 * c) = v;
+            for (int k = 0; k < 16 * CHUNKS / 32; k++) {
+                const int idx = k * 32 + lane, r = idx / CHUNKS, c = idx % CHUNKS, row = rowbase[mt] + r;
+                const uint4 v = lds128(stage + (u32)(r * PITCH + 16 * c));
+                if (row < p.seq) *(uint4 *)(og + (long long)row * D + 8 * c) = v;
+            }
+            __syncwarp(); /* the rows are read before the next tile (or item) writes them */
         }
-        __syncwarp(); /* the rows are read before the next tile (or item) writes them */
     }
 }
 
@@ -1591,6 +1611,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
         else store_o<D, DA, MT, GSUM>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
         tr_stored = trace_clock_after(__float_as_uint(o[0][0]));
     }
+    if constexpr (EVO_SM90_O_SMEM == 2) bulk_wait_read(); /* the rows read before the block's memory goes */
 }
 
 /* PIPE 0 and 1: no producer. Every consumer thread loads (PIPE 0, cp.async) or thread 0 issues TMA (PIPE 1), all
