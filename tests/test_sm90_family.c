@@ -188,7 +188,13 @@ int main(void)
     evo_sm90_genome k1 = e1f, k3 = e1f;
     k3.v_path = 3;
     CHECK(attn_sm90_check(&k3, 128, 227 * 1024) == NULL && attn_sm90_check(&k3, 64, 227 * 1024) == NULL);
-    CHECK(attn_sm90_smem_bytes(&k3, 128) == attn_sm90_smem_bytes(&k1, 128) - 2 * 2 * 64 * 128);
+    /* without the raw K and V rings (2 stages of 64 x 128 bytes each), k3 has room for the output staging rows (3
+     * consumer warpgroups x 4 warps x 16 rows of 2 * 128 + 16 bytes), k1 has not (189576 + 52224 > 227 KB) */
+    CHECK(attn_sm90_smem_bytes(&k1, 128) == 189576);
+    CHECK(attn_sm90_smem_bytes(&k3, 128) == attn_sm90_smem_bytes(&k1, 128) - 2 * 2 * 64 * 128 + 3 * 4 * 16 * 272);
+    /* at head dim 64 they fit beside k1's plan: Q 192 x 64, rings 2 x (K, V raw 64 x 64) + 2 x (FP16 V and ones 64 x 128
+     * x 2, FP16 K 64 x 64 x 2), FP16 Q, staging 12 warps x 16 x (128 + 16), 17 barriers, 1 KiB alignment slack */
+    CHECK(attn_sm90_smem_bytes(&k1, 64) == 12288 + 65536 + 24576 + 12 * 16 * 144 + 17 * 8 + 1024);
 
     /* geometry */
     CHECK(attn_sm90_threads(&best) == 384);

@@ -144,12 +144,23 @@ __host__ __device__ constexpr bool gemm_sums(int v_path) { return v_path == 4 ||
 template <int D, int V_PATH> __host__ __device__ constexpr int vt_rows() { return gemm_sums(V_PATH) ? D + 8 : D; }
 template <int D, int V_PATH> __host__ __device__ constexpr int acc_cols() { return V_PATH ? D + 8 : D; }
 
-/* The shared memory of a plan with qb Q buffers (and FP16 copies): the Q buffers, the rings, the copies, the
- * barriers (three more for the second buffer) and 1 KiB to align the base; attn_sm90_smem_bytes() computes the same */
-__host__ __device__ constexpr int sm90_smem_plan(int q_bytes, int rings, int q16_bytes, int stages, int qb)
+/* The shared memory of a plan with qb Q buffers (and FP16 copies) and os bytes of output staging rows: the Q buffers,
+ * the rings, the copies, the staging rows, the barriers (three more for the second buffer) and 1 KiB to align the
+ * base; attn_sm90_smem_bytes() computes the same */
+__host__ __device__ constexpr int sm90_smem_plan(int q_bytes, int rings, int q16_bytes, int stages, int qb, int os)
 {
-    return align1024(qb * q_bytes) + rings + qb * q16_bytes + (3 + 7 * stages + (qb == 2 ? 3 : 0)) * 8 + 1024;
+    return align1024(qb * q_bytes) + rings + qb * q16_bytes + os + (3 + 7 * stages + (qb == 2 ? 3 : 0)) * 8 + 1024;
 }
+/* The output staging rows of a block: 16 rows of D halves + 16 bytes (conflict-free 4-byte stores) for each of its
+ * consumer warps; attn_sm90_smem_bytes() computes the same */
+template <int D> __host__ __device__ constexpr int o_stage_pitch() { return D * 2 + 16; }
+template <int D> __host__ __device__ constexpr int o_stage_warp_bytes() { return 16 * o_stage_pitch<D>(); }
+/* EVO_SM90_O_SMEM: -1 (default) the plan's choice below; 0 no staging rows (each thread stores its accumulators'
+ * values, 4 bytes at a time); 1 staged rows stored 16 bytes a lane; 2 staged rows stored by bulk copies. A
+ * measurement override for tools/bench builds (the host side reads the same macro). */
+#ifndef EVO_SM90_O_SMEM
+#define EVO_SM90_O_SMEM (-1)
+#endif
 #define EVO_SM90_CFG_PERSIST 1 /* Sm90Cfg takes PERSIST (tools/bench/sm90_bench.cu builds templates with and without) */
 /* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes().
  * QB: Q buffers and their FP16 copies. Two where a block walks several work items (PERSIST 1, 2) with the producer
@@ -175,15 +186,25 @@ struct Sm90Cfg {
     static constexpr int K16_BYTES = QK_MODE == 2 ? TILE_N * D * 2 : 0;
     static constexpr int RINGS = STAGES * (KR_BYTES + VR_BYTES) + NX * (VT_BYTES + K16_BYTES);
     static constexpr int QB = PIPE == 2 && QK_MODE == 2 && PERSIST != 0 &&
-                                      sm90_smem_plan(Q_BYTES, RINGS, Q16_BYTES, STAGES, 2) <= 227 * 1024
+                                      sm90_smem_plan(Q_BYTES, RINGS, Q16_BYTES, STAGES, 2, 0) <= 227 * 1024
                                   ? 2
                                   : 1;
+    /* Output staging rows (OS bytes) with the producer (PIPE 2), if they fit beside QB's plan: each consumer warp
+     * writes its 16 rows there and stores whole rows (O_STORE 1: 16 bytes a lane; 2: a bulk copy a row, which the
+     * warp does not wait for), instead of 4 bytes a lane in 8 rows an instruction. Measured (H200, 2026-11-29,
+     * docs/perf-notes.md "Whole output rows"): 16-byte stores 2-9 % faster, except 2 % slower at (1,16,16384,64) with
+     * FP16 Q·Kᵀ, where bulk copies are level; so FP16 Q·Kᵀ stores by bulk copy, e4m3 by 16-byte stores. */
+    static constexpr int OS_WANT = PIPE == 2 && EVO_SM90_O_SMEM != 0 ? CONSUMERS * 4 * o_stage_warp_bytes<D>() : 0;
+    static constexpr int OS =
+        sm90_smem_plan(Q_BYTES, RINGS, Q16_BYTES, STAGES, QB, OS_WANT) <= 227 * 1024 ? OS_WANT : 0;
+    static constexpr int O_STORE = !OS ? 0 : EVO_SM90_O_SMEM > 0 ? EVO_SM90_O_SMEM : QK_MODE == 2 ? 2 : 1;
     static constexpr int OFF_K = align1024(QB * Q_BYTES);
     static constexpr int OFF_V = OFF_K + STAGES * KR_BYTES;
     static constexpr int OFF_VT = OFF_V + STAGES * VR_BYTES;
     static constexpr int OFF_Q16 = OFF_VT + NX * VT_BYTES;
     static constexpr int OFF_K16 = OFF_Q16 + QB * Q16_BYTES;
-    static constexpr int OFF_BAR = OFF_K16 + NX * K16_BYTES;
+    static constexpr int OFF_OS = OFF_K16 + NX * K16_BYTES;
+    static constexpr int OFF_BAR = OFF_OS + OS;
     static constexpr int N_BARS = 3 + 7 * STAGES + (QB == 2 ? 3 : 0); /* Bars: the second Q buffer's three last */
     static constexpr int SMEM = OFF_BAR + N_BARS * 8 + 1024;          /* + slack to align the base to 1024 */
 
@@ -196,7 +217,8 @@ struct Sm90Cfg {
     static_assert(QK_MODE >= 0 && QK_MODE <= 2, "QK_MODE 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)");
     static_assert(KV_BYTES % 1024 == 0 && VT_BYTES % 1024 == 0, "tiles keep 1024-byte alignment");
     static_assert(Q_BYTES % 1024 == 0 && Q16_BYTES % 1024 == 0, "Q buffers keep 1024-byte alignment");
-    static_assert(SMEM == sm90_smem_plan(Q_BYTES, RINGS, Q16_BYTES, STAGES, QB), "the offsets add up to the plan");
+    static_assert(SMEM == sm90_smem_plan(Q_BYTES, RINGS, Q16_BYTES, STAGES, QB, OS), "the offsets add up to the plan");
+    static_assert(OS % 16 == 0, "staging rows keep 16-byte alignment");
     static_assert(SMEM <= 227 * 1024, "shared memory over the 227 KB an sm_90 block can have");
 };
 
@@ -218,7 +240,7 @@ template <int STAGES> struct Bars {
 
 /* Shared-memory addresses of one block (1024-aligned base). */
 struct Smem {
-    u32 q, k, v, vt, q16, k16, bar;
+    u32 q, k, v, vt, q16, k16, os, bar;
     EVO_DEV u32 b(int i) const { return bar + 8u * (u32)i; }
 };
 constexpr int TRANSFORM_WARPS = 3; /* producer warps 1-3: Q/K to FP16, V transpose or FP16 (warp 0: the TMA thread) */
@@ -260,7 +282,7 @@ EVO_DEV void tma_load_3d(u32 dst, const evo_tmap *map, int c0, int c1, int c2, u
                  : "memory");
 }
 EVO_DEV void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-/* EVO_SM90_O_SMEM 2: bytes (a multiple of 16, both addresses 16-aligned) from shared to global memory by the async
+/* O_STORE 2: bytes (a multiple of 16, both addresses 16-aligned) from shared to global memory by the async
  * proxy, one bulk group; and the wait until this thread's groups have read their shared memory */
 EVO_DEV void bulk_store_row(void *g, u32 s, int bytes)
 {
@@ -354,29 +376,15 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
 #ifndef EVO_SM90_NO_TINY
 #define EVO_SM90_NO_TINY 0
 #endif
-/* EVO_SM90_PDL (not a knob; default 0; tools/bench builds only, measurement): 1 lets a V_PATH 3 or 5 attention kernel
- * start while its call's first kernel (evo_kv16_convert, evo_vt_transpose) still runs (programmatic dependent launch:
- * the first kernel lets its dependents launch at once, the attention kernel is launched with programmatic stream
- * serialization, and its TMA thread waits for the first kernel's results, griddepcontrol.wait, before it loads the
- * first K or V tile; Q and everything before need none of them); the same bits. */
+/* EVO_SM90_PDL (not a knob; default 1; 0 in tools/bench builds to measure without): a V_PATH 3 or 5 attention kernel
+ * may start while its call's first kernel (evo_kv16_convert, evo_vt_transpose) still runs (programmatic dependent
+ * launch: the first kernel lets its dependents launch at once, the launcher launches the attention kernel with
+ * programmatic stream serialization, and its TMA thread waits for the first kernel's results, griddepcontrol.wait,
+ * before it loads the first K or V tile; Q and everything before need none of them); the same bits. Launched without
+ * the attribute, both instructions do nothing. Measured (H200, 2026-11-29, docs/perf-notes.md "Programmatic dependent
+ * launch"): 12-15 % faster at the 512-key presets, 4-8 % at (2|4,8,2048,64), 1 % at (4,16,4096,128) causal. */
 #ifndef EVO_SM90_PDL
-#define EVO_SM90_PDL 0
-#endif
-/* EVO_SM90_O_SMEM (not a knob; default 0; tools/bench builds only, measurement): 1 makes each consumer warp stage
- * its 16 output rows in shared memory past the barriers (o_stage_bytes(): rows of D halves + 16 bytes, which the
- * launch must add to the shared memory) and store them to global memory 16 bytes a lane, whole rows, instead of 4
- * bytes a lane in 8 rows an instruction (docs/perf-notes.md, "What a work item's start and end cost"); 2 stores the
- * staged rows by bulk copies (cp.async.bulk, a row each, the warp does not wait for them); the same values, the same
- * bits. */
-#ifndef EVO_SM90_O_SMEM
-#define EVO_SM90_O_SMEM 0
-#endif
-/* EVO_SM90_ITEM_AHEAD (not a knob; default 0; tools/bench builds only, measurement): 1 makes each consumer warpgroup
- * find the next work item's head and query tile and load its scales at the start of the current item, so that the
- * item boundary does not wait for them (docs/perf-notes.md, "What a work item's start and end cost"); the same
- * arithmetic, the same bits. */
-#ifndef EVO_SM90_ITEM_AHEAD
-#define EVO_SM90_ITEM_AHEAD 0
+#define EVO_SM90_PDL 1
 #endif
 /* EVO_SM90_TRACE (not a knob; default 0; tools/bench builds only): 1 makes thread 0 of each consumer warpgroup of the
  * first EVO_SM90_TRACE_CTAS blocks record the SM clock at its steps of every key tile of its work items, in order,
@@ -1144,16 +1152,10 @@ EVO_DEV void store_o(const evo_attn_params &p, long long head_off, const float (
         }
 }
 
-/* EVO_SM90_O_SMEM: the bytes of one warp's staging rows, and of every consumer warp's (past the barriers) */
-template <int D> __host__ __device__ constexpr int o_stage_pitch() { return D * 2 + 16; }
-template <int D> __host__ __device__ constexpr int o_stage_warp_bytes() { return 16 * o_stage_pitch<D>(); }
-__host__ __device__ constexpr int o_stage_bytes(int d, int consumers)
-{
-    return consumers * 4 * 16 * (d * 2 + 16) + 1024; /* + slack to align the first row to 1024 */
-}
 /* store_o's values through the warp's staging rows at stage (16 rows of o_stage_pitch bytes: conflict-free 4-byte
- * stores), then whole rows to global memory, 16 bytes a lane; rows past the sequence are not written */
-template <int D, int DA, int MT, bool L_TOO = false>
+ * stores), then whole rows to global memory: MODE 1 16 bytes a lane; 2 a bulk copy a row by lanes 0-15, waited for
+ * (their reads of the rows) only before the rows are written again. Rows past the sequence are not written. */
+template <int D, int DA, int MT, int MODE, bool L_TOO = false>
 EVO_DEV void store_o_staged(const evo_attn_params &p, long long head_off, const float (&o)[MT][DA / 2],
                             float (&l)[MT][2], const int (&rowbase)[MT], float v_mul, int g, int q, int lane, u32 stage)
 {
@@ -1161,7 +1163,7 @@ EVO_DEV void store_o_staged(const evo_attn_params &p, long long head_off, const 
     u16 *og = p.o + head_off;
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
-        if constexpr (EVO_SM90_O_SMEM == 2) { /* the last bulk copies have read the rows */
+        if constexpr (MODE == 2) { /* the last bulk copies have read the rows */
             bulk_wait_read();
             __syncwarp();
         }
@@ -1173,7 +1175,7 @@ EVO_DEV void store_o_staged(const evo_attn_params &p, long long head_off, const 
             for (int i = 0; i < D / 8; i++)
                 sts32(srow + 16 * i, pack_f16x2(o[mt][4 * i + 2 * h] * f, o[mt][4 * i + 2 * h + 1] * f));
         }
-        if constexpr (EVO_SM90_O_SMEM == 2) { /* a bulk copy a row, lanes 0..15, read by the async proxy */
+        if constexpr (MODE == 2) { /* a bulk copy a row, lanes 0..15, read by the async proxy */
             fence_proxy_async();
             __syncwarp();
             if (lane < 16 && rowbase[mt] + lane < p.seq)
@@ -1260,20 +1262,16 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         qi++;
         return true;
     };
-    /* EVO_SM90_PDL: K and V (V_PATH 3) or Vᵀ (5) are the call's first kernel's output: wait for it before the first */
+    /* EVO_SM90_PDL: K and V (V_PATH 3) or Vᵀ (5) are the call's first kernel's output: each cursor that loads them
+     * waits for that kernel before its first tile (it: the cursor's tiles so far; no flag, no register more) */
     constexpr bool PDL_DEP = EVO_SM90_PDL && (V_PATH == 3 || V_PATH == 5);
-    bool dep_done = false;
-    auto dep_wait = [&]() {
-        if (!dep_done) {
-            asm volatile("griddepcontrol.wait;" ::: "memory");
-            dep_done = true;
-        }
+    auto dep_wait = [](const Cursor &c) {
+        if (c.it == 0) asm volatile("griddepcontrol.wait;" ::: "memory");
     };
     /* c's tile j into its stage (buffer base + stage * KV) once the stage is free: false while it must wait */
     auto issue_tile = [&](Cursor &c, u32 base, const evo_tmap *map, int (*empty)(int), int (*full)(int)) {
         const int s = c.it % STAGES;
         if (c.it >= STAGES && !mbar_test(sm.b(empty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
-        if constexpr (PDL_DEP) dep_wait();
         mbar_expect_tx(sm.b(full(s)), KV);
         tma_load_3d(base + s * KV, map, 0, c.j * TILE_N, c.bh, sm.b(full(s)));
         c.advance(p, nq);
@@ -1286,7 +1284,7 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
                          int (*full)(int)) {
         const int s = c.it % STAGES;
         if (c.it >= STAGES && !mbar_test(sm.b(empty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
-        if constexpr (PDL_DEP) dep_wait();
+        if constexpr (PDL_DEP) dep_wait(c);
         mbar_expect_tx(sm.b(full(s)), TILE_N * D * 2);
 #pragma unroll
         for (int cb = 0; cb < D / 64; cb++)
@@ -1300,7 +1298,7 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, VT = vt_bytes<D, TILE_N, V_PATH>();
         const int s = c.it % STAGES;
         if (c.it >= STAGES && !mbar_test(sm.b(B::vempty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
-        if constexpr (PDL_DEP) dep_wait();
+        if constexpr (PDL_DEP) dep_wait(c);
         mbar_expect_tx(sm.b(B::vtfull(s)), TILE_N * D);
 #pragma unroll
         for (int b = 0; b < TILE_N / VB; b++)
@@ -1433,49 +1431,20 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     constexpr bool SUMS = !(PROBE & 32); /* V_PATH 4 and 5's row-sum GEMMs (PROBE 32 leaves them out) */
     constexpr bool PSMEM = (PROBE & 64) != 0; /* PROBE 64: P̃ from shared memory (issue_pv_smem) */
     static_assert(!PSMEM || (V_PATH == 5 && OVERLAP && TILE_N == 128), "PROBE 64: V_PATH 5, OVERLAP, TILE_N 128");
-    static_assert(!(PSMEM && EVO_SM90_O_SMEM), "PROBE 64 and EVO_SM90_O_SMEM both use the memory past the barriers");
-    const u32 past_bars = (sm.bar + C::N_BARS * 8u + 1023u) & ~1023u; /* PROBE 64's P̃, EVO_SM90_O_SMEM's rows */
+    const u32 past_bars = (sm.bar + C::N_BARS * 8u + 1023u) & ~1023u; /* PROBE 64's P̃ */
     const u32 pbuf = PSMEM ? past_bars + (u32)(cw * WG_ROWS * 128) : 0u;
-    const u32 ostage = EVO_SM90_O_SMEM ? past_bars + (u32)((cw * 4 + wi) * o_stage_warp_bytes<D>()) : 0u;
+    const u32 ostage = sm.os + (u32)((cw * 4 + wi) * o_stage_warp_bytes<D>()); /* this warp's staging rows */
     int it = 0, item = 0;
     unsigned long long tr_stored = 0, tr_setup = 0; /* EVO_SM90_TRACE: the previous item's O stored, this item's setup */
     /* V_PATH 2, 3 (V, and K, given in FP16): no v_scale (k_scale) means 1 */
     auto k_scale_of = [&](int bh) { return V_PATH == 3 && !p.k_scale ? 1.f : p.k_scale[bh]; };
     auto v_scale_of = [&](int bh) { return v_given_f16(V_PATH) && !p.v_scale ? 1.f : p.v_scale[bh]; };
-#if EVO_SM90_ITEM_AHEAD
-    /* the next work item's head, query tile and scales, found and loaded at the start of the current one */
-    struct ItemScales {
-        int bh, qt;
-        float qs, ks, vs;
-    };
-    auto scales_of = [&](const Sched<PERSIST> &s) {
-        ItemScales r;
-        s.item(p, nq, r.bh, r.qt);
-        r.qs = p.q_scale[r.bh], r.ks = k_scale_of(r.bh), r.vs = v_scale_of(r.bh);
-        return r;
-    };
-    Sched<PERSIST> sc(p, nq);
-    ItemScales ahead = {0, 0, 0.f, 0.f, 0.f};
-    if (sc.valid()) ahead = scales_of(sc);
-    for (; sc.valid(); sc.next(), item++) {
-        const ItemScales is = ahead;
-        {
-            Sched<PERSIST> ns = sc;
-            ns.next();
-            if (ns.valid()) ahead = scales_of(ns);
-        }
-        const int bh = is.bh, qt = is.qt;
-        const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM), wg_row0 = m0 + cw * WG_ROWS;
-        const long long head_off = (long long)bh * p.seq * D;
-        const float qk_mul = is.qs * is.ks * p.softmax_scale * LOG2E, v_mul = is.vs;
-#else
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
         sc.item(p, nq, bh, qt);
         const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM), wg_row0 = m0 + cw * WG_ROWS;
         const long long head_off = (long long)bh * p.seq * D;
         const float qk_mul = p.q_scale[bh] * k_scale_of(bh) * p.softmax_scale * LOG2E, v_mul = v_scale_of(bh);
-#endif
         int rowbase[MT];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) rowbase[mt] = wg_row0 + mt * 64 + wi * 16;
@@ -1606,12 +1575,12 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             mbar_arrive(sm.b(B::vempty(pst)));
             if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
         }
-        if constexpr (EVO_SM90_O_SMEM)
-            store_o_staged<D, DA, MT, GSUM>(p, head_off, o, sx.l, rowbase, v_mul, g, q, lane, ostage);
+        if constexpr (C::O_STORE)
+            store_o_staged<D, DA, MT, C::O_STORE, GSUM>(p, head_off, o, sx.l, rowbase, v_mul, g, q, lane, ostage);
         else store_o<D, DA, MT, GSUM>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
         tr_stored = trace_clock_after(__float_as_uint(o[0][0]));
     }
-    if constexpr (EVO_SM90_O_SMEM == 2) bulk_wait_read(); /* the rows read before the block's memory goes */
+    if constexpr (C::O_STORE == 2) bulk_wait_read(); /* the rows read before the block's memory goes */
 }
 
 /* PIPE 0 and 1: no producer. Every consumer thread loads (PIPE 0, cp.async) or thread 0 issues TMA (PIPE 1), all
@@ -1863,7 +1832,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     }
     const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
     const Smem sm = {base, base + C::OFF_K, base + C::OFF_V, base + C::OFF_VT, base + C::OFF_Q16, base + C::OFF_K16,
-                     base + C::OFF_BAR};
+                     base + C::OFF_OS, base + C::OFF_BAR};
     const int tid = (int)threadIdx.x, nq = (p.seq + C::BM - 1) / C::BM;
     constexpr int NCT = CONSUMERS * 128, NXT = TRANSFORM_WARPS * 32;
 

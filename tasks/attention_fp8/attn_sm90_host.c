@@ -37,11 +37,17 @@ static int producer_transforms(const evo_sm90_genome *g)
     return g->qk_mode == 2 || !(v_given_f16(g) || g->v_path == 5);
 }
 
-/* The shared memory of a plan with qb Q buffers (and FP16 copies): sm90_smem_plan() of the template */
-static int smem_plan(int q_bytes, int rings, int q16_bytes, int stages, int qb)
+/* The shared memory of a plan with qb Q buffers (and FP16 copies) and os bytes of output staging rows:
+ * sm90_smem_plan() of the template */
+static int smem_plan(int q_bytes, int rings, int q16_bytes, int stages, int qb, int os)
 {
-    return align1024(qb * q_bytes) + rings + qb * q16_bytes + (3 + 7 * stages + (qb == 2 ? 3 : 0)) * 8 + 1024;
+    return align1024(qb * q_bytes) + rings + qb * q16_bytes + os + (3 + 7 * stages + (qb == 2 ? 3 : 0)) * 8 + 1024;
 }
+/* The template's measurement override of the output staging rows (0: none); tools/bench builds pass the same -D to
+ * both sides */
+#ifndef EVO_SM90_O_SMEM
+#define EVO_SM90_O_SMEM (-1)
+#endif
 
 int attn_sm90_threads(const evo_sm90_genome *g) { return (g->consumers + (g->pipe == 2)) * 128; }
 
@@ -60,9 +66,15 @@ int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
     const int rings = g->stages * (kr + vr) + nx * vt + nx * k16;
     /* two Q buffers and FP16 copies where a block walks several items with the producer and FP16 Q·Kᵀ, if they fit
      * (Sm90Cfg::QB) */
-    const int two = smem_plan(q_bytes, rings, q16, g->stages, 2);
-    if (g->pipe == 2 && g->qk_mode == 2 && g->persist != 0 && two <= 227 * 1024) return two;
-    return smem_plan(q_bytes, rings, q16, g->stages, 1);
+    const int qb = g->pipe == 2 && g->qk_mode == 2 && g->persist != 0 &&
+                           smem_plan(q_bytes, rings, q16, g->stages, 2, 0) <= 227 * 1024
+                       ? 2
+                       : 1;
+    /* the output staging rows with the producer, if they fit beside that (Sm90Cfg::OS): 16 rows of D halves + 16
+     * bytes for each consumer warp */
+    const int os_want = g->pipe == 2 && EVO_SM90_O_SMEM != 0 ? g->consumers * 4 * 16 * (2 * d + 16) : 0;
+    const int os = smem_plan(q_bytes, rings, q16, g->stages, qb, os_want) <= 227 * 1024 ? os_want : 0;
+    return smem_plan(q_bytes, rings, q16, g->stages, qb, os);
 }
 
 /* Registers a consumer thread has: 255 with one consumer warpgroup (or none with a producer), otherwise what

@@ -102,8 +102,11 @@ static evo_tmap_encode_fn tmap_encoder(void)
 }
 
 /* The sm_90a family (attn_sm90_host.h's launch rules): tensor maps for these tensors, then the grid. V16, KV16: the
- * variant's FP16 twin, p.v (and p.k) pointing to FP16. */
-static cudaError_t launch_sm90(int i, evo_attn_params &p, operands m, cudaStream_t stream)
+ * variant's FP16 twin, p.v (and p.k) pointing to FP16. after_pre: this call's conversion (K, V to FP16) or transpose
+ * (Vᵀ) was launched just before, so the kernel is launched with programmatic stream serialization: it may start while
+ * that kernel runs, and its TMA thread waits for that kernel's results before its first K/V load (griddepcontrol.wait;
+ * nothing else it reads comes from that kernel, which began after all earlier work on the stream). */
+static cudaError_t launch_sm90(int i, evo_attn_params &p, operands m, cudaStream_t stream, bool after_pre)
 {
     const evo_tmap_encode_fn encode = tmap_encoder();
     if (!encode) return cudaErrorNotSupported;
@@ -125,8 +128,17 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, operands m, cudaStream
     unsigned grid[3];
     attn_sm90_grid(&g, p.batch, p.heads, p.seq, sms, grid);
     void *args[] = {&p, &t};
-    return cudaLaunchKernel(kernel_of(i, m), dim3(grid[0], grid[1], grid[2]), dim3((unsigned)variants[i].threads), args,
-                            (size_t)variants[i].smem_bytes, stream);
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid[0], grid[1], grid[2]);
+    cfg.blockDim = dim3((unsigned)variants[i].threads);
+    cfg.dynamicSmemBytes = (size_t)variants[i].smem_bytes;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = after_pre ? 1 : 0;
+    return cudaLaunchKernelExC(&cfg, kernel_of(i, m), args);
 }
 #endif
 
@@ -151,7 +163,8 @@ static size_t workspace_for(int i, int batch, int heads, int seq, int head_dim)
  * V_PATH 5 kernel's V transposed (then VT), into ws (ws_bytes) or into memory allocated and freed on the stream. */
 static int forward(const void *q, const void *k, const void *v, const float *q_scale, const float *k_scale,
                    const float *v_scale, void *o, int batch, int heads, int seq, int head_dim, int causal,
-                   float softmax_scale, cudaStream_t stream, operands m, void *ws = nullptr, size_t ws_bytes = 0)
+                   float softmax_scale, cudaStream_t stream, operands m, void *ws = nullptr, size_t ws_bytes = 0,
+                   bool after_pre = false)
 {
     const int i = variant_for(batch, heads, seq, head_dim, causal);
     if (i < 0 || !q || !k || !v || !q_scale || (!k_scale && m != KV16) || (!v_scale && (m == CODES || m == VT)) ||
@@ -180,9 +193,9 @@ static int forward(const void *q, const void *k, const void *v, const float *q_s
         if (e == cudaSuccess)
             e = (cudaError_t)(variants[i].convert == 1
                                   ? forward(q, w, w + need / 2, q_scale, k_scale, v_scale, o, batch, heads, seq,
-                                            head_dim, causal, softmax_scale, stream, KV16)
+                                            head_dim, causal, softmax_scale, stream, KV16, nullptr, 0, true)
                                   : forward(q, k, w, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
-                                            softmax_scale, stream, VT));
+                                            softmax_scale, stream, VT, nullptr, 0, true));
         if (own) {
             const cudaError_t f = cudaFreeAsync(own, stream);
             if (e == cudaSuccess) e = f;
@@ -209,7 +222,9 @@ static int forward(const void *q, const void *k, const void *v, const float *q_s
     p.causal = causal != 0;
     p.softmax_scale = softmax_scale;
 #if EVO_EXPORT_SM90
-    if (variants[i].family == 1) return (int)launch_sm90(i, p, m, stream);
+    if (variants[i].family == 1) return (int)launch_sm90(i, p, m, stream, after_pre);
+#else
+    (void)after_pre;
 #endif
     void *args[] = {&p};
     const int rows = variants[i].rows_per_block;

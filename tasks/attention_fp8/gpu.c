@@ -295,8 +295,12 @@ static void sm90_grid(const evo_gpu *g, const evo_variant *v, const evo_shape *s
 }
 
 /* Family 1: the kernel takes (params, tensor maps); the maps are remade when the tensors or the boxes change. The
- * driver's cuTensorMapEncodeTiled has the signature of evo_tmap_encode_fn with its typedef'd integer types. */
-static CUresult sm90_launch(attn_gpu *a, const evo_variant *v, CUfunction f, const evo_shape *sh, evo_attn_params *p)
+ * driver's cuTensorMapEncodeTiled has the signature of evo_tmap_encode_fn with its typedef'd integer types. after_pre:
+ * the call's first kernel (K, V to FP16; Vᵀ) was launched just before, so the attention kernel is launched with
+ * programmatic stream serialization: it may start while that kernel runs, and its TMA thread waits for that
+ * kernel's results before the first K/V load (the template's EVO_SM90_PDL); nothing else it reads comes from it. */
+static CUresult sm90_launch(attn_gpu *a, const evo_variant *v, CUfunction f, const evo_shape *sh, evo_attn_params *p,
+                            int after_pre)
 {
     const evo_cudrv *cu = evo_gpu_cu(a->g);
     if (!cu->cuTensorMapEncodeTiled) return CUDA_ERROR_NOT_SUPPORTED;
@@ -318,6 +322,21 @@ static CUresult sm90_launch(attn_gpu *a, const evo_variant *v, CUfunction f, con
     unsigned grid[3];
     sm90_grid(a->g, v, sh, grid);
     void *args[] = {p, &a->tmaps};
+    if (after_pre && cu->cuLaunchKernelEx) {
+        CUlaunchAttribute attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        CUlaunchConfig lc;
+        memset(&lc, 0, sizeof lc);
+        lc.gridDimX = grid[0], lc.gridDimY = grid[1], lc.gridDimZ = grid[2];
+        lc.blockDimX = (unsigned)v->threads, lc.blockDimY = 1, lc.blockDimZ = 1;
+        lc.sharedMemBytes = (unsigned)v->smem_bytes;
+        lc.hStream = evo_gpu_stream(a->g);
+        lc.attrs = &attr;
+        lc.numAttrs = 1;
+        return cu->cuLaunchKernelEx(&lc, f, args, NULL);
+    }
     return cu->cuLaunchKernel(f, grid[0], grid[1], grid[2], (unsigned)v->threads, 1, 1, (unsigned)v->smem_bytes,
                               evo_gpu_stream(a->g), args, NULL);
 }
@@ -429,7 +448,9 @@ static CUresult attn_launch(void *state, const evo_gpu_case *gc, const evo_gpu_k
         if (r != CUDA_SUCCESS) return r;
         p.v = a->vt;
     }
-    if (v->attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90) return sm90_launch(a, v, f, sh, &p);
+    if (v->attr[ATTN_V_FAMILY] == ATTN_FAMILY_SM90) /* after the conversion or transpose above: PDL */
+        return sm90_launch(a, v, f, sh, &p,
+                           v->attr[ATTN_V_ROLE] == ATTN_ROLE_KV16 || v->attr[ATTN_V_ROLE] == ATTN_ROLE_VT);
     void *args[] = {&p};
     const long long rows = v->attr[ATTN_V_ROWS];
     const unsigned gx = (unsigned)((sh->v[ATTN_SEQ] + rows - 1) / rows);

@@ -125,15 +125,15 @@ struct Entry {
 static const Entry g_entries[] = {SM90_GENOMES(SM90_ENTRY) SM90_PROBES(SM90_PROBE_ENTRY)};
 static const int g_n_entries = (int)(sizeof g_entries / sizeof g_entries[0]);
 /* The dynamic shared memory an entry launches with: the genome's, plus PROBE 64's P̃ buffers (a 128-byte row per query
- * row of the block, 1024-aligned past the barriers), plus EVO_SM90_O_SMEM's staging rows (PIPE 2; EVO_BENCH_SMEM_PAD=1:
- * the same bytes launched but unused, what the larger launch alone costs) */
+ * row of the block, 1024-aligned past the barriers), plus EVO_BENCH_SMEM_PAD bytes launched but unused (what a larger
+ * launch alone costs: measured nothing for 19-35 KB more, docs/data/smem-pad-ab-h200-2026-11-29T1429.log) */
 #ifndef EVO_BENCH_SMEM_PAD
 #define EVO_BENCH_SMEM_PAD 0
 #endif
 static int entry_smem(const Entry &en)
 {
     return attn_sm90_smem_bytes(&en.g, en.d) + ((en.probe & 64) ? attn_sm90_rows_per_block(&en.g) * 128 + 1024 : 0) +
-           ((EVO_SM90_O_SMEM || EVO_BENCH_SMEM_PAD) && en.g.pipe == 2 ? evo_sm90::o_stage_bytes(en.d, en.g.consumers) : 0);
+           EVO_BENCH_SMEM_PAD;
 }
 #define BASELINE (-1)
 
