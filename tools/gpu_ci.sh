@@ -23,7 +23,8 @@
 #   trace      tools/bench/sm90_bench.cu built with -DEVO_SM90_TRACE=1 and TRACE_LIST (default
 #              tools/bench/sm90_lists/trace.h), run with --trace and --trace-causal: each consumer warpgroup's clock
 #              at its steps of every key tile; with TRACE_ITEMS=B,H,S,D,CAUSAL, --trace-items at that shape instead
-#              (per work item: its clocks against its tiles at the steady tiles' mean); $OUT/trace.log
+#              (per work item: its clocks against its tiles at the steady tiles' mean); TRACE_FLAGS, more nvcc flags
+#              for that build (e.g. -DEVO_SM90_O_SMEM=0); $OUT/trace.log
 #   files      compare_sdpa.py on each exported file of FILES_CU (space-separated), each in its own process, at
 #              FILES_SHAPES ("4,16,4096,128") and the wide preset, FILES_CAUSAL (off), beside FILES_PEERS (cudnn_fp8);
 #              the libraries built in parallel first; then, for each file of SUSTAIN_FILES, sustained as below;

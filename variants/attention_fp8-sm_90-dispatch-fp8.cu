@@ -29,84 +29,92 @@
  * bucket's timed shapes.
  *
  *   bucket                                   entry key      class    speedup median µs  shapes; GPU
- *   d64 non-causal seq 257..512 bh 1..8          0 9405318d fp8       1.160x       6.40  mission(1,8,512,64); NVIDIA H200
- *   d64 non-causal seq 257..512 bh 9..16         0 9405318d fp8       1.136x       6.85  small(2,8,512,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 9..16       1 e1fcc0a6 fp8       1.607x      42.24  long(2,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 17..32      2 b8da5089 fp8       1.589x      79.74  stress(4,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 8193..16384 bh 9..16      3 8d1a7bb2 fp8       1.910x    1996.01  b1h16s16k(1,16,16384,64); NVIDIA H200
- *   d64 causal seq 257..512 bh 1..8              0 9405318d fp8       1.150x       6.53  missionc(1,8,512,64) causal; NVIDIA H200
- *   d64 causal seq 257..512 bh 9..16             0 9405318d fp8       1.162x       6.72  smallc(2,8,512,64) causal; NVIDIA H200
- *   d64 causal seq 1025..2048 bh 9..16           4 e182fcaf fp8       1.965x      26.24  longc(2,8,2048,64) causal; NVIDIA H200
- *   d64 causal seq 1025..2048 bh 17..32          5 4b970f81 fp8       1.764x      47.23  stressc(4,8,2048,64) causal; NVIDIA H200
- *   d64 causal seq 8193..16384 bh 9..16          6 3c9ebf6a fp8       1.936x    1013.33  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
- *   d128 non-causal seq 257..512 bh 9..16        0 9405318d fp8       1.150x       9.63  wide(2,8,512,128); NVIDIA H200
- *   d128 non-causal seq 2049..4096 bh 33..64     3 8d1a7bb2 fp8       2.491x     684.49  b4h16s4k(4,16,4096,128); NVIDIA H200
- *   d128 causal seq 257..512 bh 9..16            0 9405318d fp8       1.220x       9.02  widec(2,8,512,128) causal; NVIDIA H200
- *   d128 causal seq 2049..4096 bh 33..64         7 84f48976 fp8       2.324x     386.11  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 1..8          0 b9ace586 fp8       1.131x       6.59  mission(1,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 9..16         1 5810762d exact     1.120x       6.94  small(2,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 9..16       2 5fb98539 fp8       1.628x      41.63  long(2,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 17..32      3 a8551388 fp8       1.608x      78.91  stress(4,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 8193..16384 bh 9..16      4 9d525c21 fp8       1.910x    1980.14  b1h16s16k(1,16,16384,64); NVIDIA H200
+ *   d64 causal seq 257..512 bh 1..8              1 5810762d exact     1.110x       6.72  missionc(1,8,512,64) causal; NVIDIA H200
+ *   d64 causal seq 257..512 bh 9..16             1 5810762d exact     1.119x       6.98  smallc(2,8,512,64) causal; NVIDIA H200
+ *   d64 causal seq 1025..2048 bh 9..16           5 28da8c8a fp8       2.025x      25.38  longc(2,8,2048,64) causal; NVIDIA H200
+ *   d64 causal seq 1025..2048 bh 17..32          5 28da8c8a fp8       1.792x      46.91  stressc(4,8,2048,64) causal; NVIDIA H200
+ *   d64 causal seq 8193..16384 bh 9..16          6 97235eb4 fp8       1.931x    1017.79  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
+ *   d128 non-causal seq 257..512 bh 9..16        7 4b04a4cb fp8       1.275x       8.74  wide(2,8,512,128); NVIDIA H200
+ *   d128 non-causal seq 2049..4096 bh 33..64     4 9d525c21 fp8       2.593x     652.38  b4h16s4k(4,16,4096,128); NVIDIA H200
+ *   d128 causal seq 257..512 bh 9..16            8 8dd0c88d fp8       1.256x       8.77  widec(2,8,512,128) causal; NVIDIA H200
+ *   d128 causal seq 2049..4096 bh 33..64         4 9d525c21 fp8       2.364x     378.16  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
  *
  * Entries
- *   entry 0: candidate 131, key 9405318d9e4f66c7c1b43ecef408d663b62bc2d922c0dd3e4a980dd91b3b4cfa, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=1,H_PRODUCER_REGS=56,H_PERSIST=0
- *     measured    run 1 generation 4, NVIDIA H200, 2026-11-29T11:36:15Z
- *     template    attention_fp8_sm90.cu, SHA-256 c778b5efd61cb2835f46cf4e0c4226047a5d873e60af4d89f841d6645b675d5c
+ *   entry 0: candidate 43, key b9ace5868139e183c890108c768aea2d8b9d25b186123d85960e53b3f7b56fab, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
+ *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T14:46:28Z
+ *     template    attention_fp8_sm90.cu, SHA-256 208cfbe42cbcaab40946f76ab5c63d9662ecda81ede1171ebe6f961351bdbf2c
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,1,128,2,2,0,4,1,0,1,56,0>, 256 threads, 64 rows per block, 56456 bytes of smem
- *     head dim 128: evo_attn_sm90<128,64,1,128,2,2,0,4,1,0,1,56,0>, 256 threads, 64 rows per block, 109704 bytes of smem
- *   entry 1: candidate 21, key e1fcc0a6075b91410a331c56f3195524d2188439e16edfc857c08541435f80cd, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T11:34:59Z
- *     template    attention_fp8_sm90.cu, SHA-256 c778b5efd61cb2835f46cf4e0c4226047a5d873e60af4d89f841d6645b675d5c
+ *     head dim  64: evo_attn_sm90<64,64,1,128,2,2,0,1,1,0,0,56,1>, 256 threads, 64 rows per block, 112776 bytes of smem
+ *   entry 1: candidate 4, key 5810762d1bbe018f4b37ec67c66c53e0e46a394fc4a770b51ece4a3742ef8168, accuracy class exact, family 0
+ *     genome      TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T14:46:01Z
+ *     template    attention_fp8.cu, SHA-256 4fadd3282a3c73739c696132502cbe74e7194796298a1ead1a3cd215a98e60d4
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,0,1,1,1,0,56,1>, 384 threads, 128 rows per block, 107656 bytes of smem
- *   entry 2: candidate 106, key b8da5089aed1647891a9485d5c8850f3f5c2d9ea072bac114b9309771a5f443a, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
- *     measured    run 1 generation 3, NVIDIA H200, 2026-11-29T11:35:57Z
- *     template    attention_fp8_sm90.cu, SHA-256 c778b5efd61cb2835f46cf4e0c4226047a5d873e60af4d89f841d6645b675d5c
+ *     head dim  64: evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128 threads, 64 rows per block, 36864 bytes of smem
+ *     head dim  64: evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>, 128 threads, 128 rows per block, 24576 bytes of smem (large problems)
+ *   entry 2: candidate 104, key 5fb98539035621866894c6588521e666f0bcf86fd0e74a4d0ab5d3824514d62c, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
+ *     measured    run 1 generation 3, NVIDIA H200, 2026-11-29T14:47:12Z
+ *     template    attention_fp8_sm90.cu, SHA-256 208cfbe42cbcaab40946f76ab5c63d9662ecda81ede1171ebe6f961351bdbf2c
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>, 384 threads, 128 rows per block, 111864 bytes of smem
- *   entry 3: candidate 27, key 8d1a7bb27c4ef7005267608c253c62b10d5c33eec7d1213b6a3de8719f46a525, accuracy class fp8, family 1
+ *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,1,4,1,1,0,56,1>, 384 threads, 128 rows per block, 78984 bytes of smem
+ *   entry 3: candidate 119, key a8551388a52c7e8cecd10e276b2680f0550105a171e4c544bcd212002664adac, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
+ *     measured    run 1 generation 3, NVIDIA H200, 2026-11-29T14:47:23Z
+ *     template    attention_fp8_sm90.cu, SHA-256 208cfbe42cbcaab40946f76ab5c63d9662ecda81ede1171ebe6f961351bdbf2c
+ *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
+ *     key check   the compile key recomputed at export equals the stored one
+ *     head dim  64: evo_attn_sm90<64,64,2,192,2,2,0,4,1,1,0,56,2>, 384 threads, 128 rows per block, 105608 bytes of smem
+ *   entry 4: candidate 27, key 9d525c217fffac3af20a756d032154956e9afdc72f96c9dc29277f2c1bae396a, accuracy class fp8, family 1
  *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T11:35:03Z
- *     template    attention_fp8_sm90.cu, SHA-256 c778b5efd61cb2835f46cf4e0c4226047a5d873e60af4d89f841d6645b675d5c
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T14:46:16Z
+ *     template    attention_fp8_sm90.cu, SHA-256 208cfbe42cbcaab40946f76ab5c63d9662ecda81ede1171ebe6f961351bdbf2c
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,2,192,2,2,0,5,1,1,0,56,2>, 384 threads, 128 rows per block, 62600 bytes of smem
- *     head dim 128: evo_attn_sm90<128,64,2,192,2,2,0,5,1,1,0,56,2>, 384 threads, 128 rows per block, 119944 bytes of smem
+ *     head dim  64: evo_attn_sm90<64,64,2,192,2,2,0,5,1,1,0,56,2>, 384 threads, 128 rows per block, 81032 bytes of smem
+ *     head dim 128: evo_attn_sm90<128,64,2,192,2,2,0,5,1,1,0,56,2>, 384 threads, 128 rows per block, 154760 bytes of smem
  *     before each: evo_vt_transpose<128>: V to Vᵀ (V_PATH 5) into the workspace
- *   entry 4: candidate 67, key e182fcaf66a8e0310417403aba2bf540e2d7ad63de8de4b44a64dba259d15054, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
- *     measured    run 1 generation 2, NVIDIA H200, 2026-11-29T11:35:31Z
- *     template    attention_fp8_sm90.cu, SHA-256 c778b5efd61cb2835f46cf4e0c4226047a5d873e60af4d89f841d6645b675d5c
+ *   entry 5: candidate 38, key 28da8c8ae463ae32d628584ac3789d9532004ab4412a0e6591f7a6dac4781bea, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
+ *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T14:46:26Z
+ *     template    attention_fp8_sm90.cu, SHA-256 208cfbe42cbcaab40946f76ab5c63d9662ecda81ede1171ebe6f961351bdbf2c
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,0,4,1,1,0,56,1>, 384 threads, 128 rows per block, 60552 bytes of smem
- *   entry 5: candidate 61, key 4b970f8141528b73e1a9c981d245e7dfc7c0fdcc154677f3af004bf7dd29ceca, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
- *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T11:35:24Z
- *     template    attention_fp8_sm90.cu, SHA-256 c778b5efd61cb2835f46cf4e0c4226047a5d873e60af4d89f841d6645b675d5c
+ *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,0,1,1,1,0,56,2>, 384 threads, 128 rows per block, 126088 bytes of smem
+ *   entry 6: candidate 263, key 97235eb4e8360214f41fcfed589c4525f5ef00c83949b1623d54105bbe0a9332, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
+ *     measured    run 1 generation 8, NVIDIA H200, 2026-11-29T14:49:05Z
+ *     template    attention_fp8_sm90.cu, SHA-256 208cfbe42cbcaab40946f76ab5c63d9662ecda81ede1171ebe6f961351bdbf2c
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,0,1,1,0,0,56,1>, 384 threads, 128 rows per block, 107656 bytes of smem
- *   entry 6: candidate 98, key 3c9ebf6ae3b237a8dfd0937261d6e3fe408063842c4f592f99f7c109b7f362fc, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=3,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
- *     measured    run 1 generation 3, NVIDIA H200, 2026-11-29T11:35:52Z
- *     template    attention_fp8_sm90.cu, SHA-256 c778b5efd61cb2835f46cf4e0c4226047a5d873e60af4d89f841d6645b675d5c
+ *     head dim  64: evo_attn_sm90<64,64,2,192,4,2,0,5,1,1,0,56,2>, 384 threads, 128 rows per block, 134392 bytes of smem
+ *     before each: evo_vt_transpose<128>: V to Vᵀ (V_PATH 5) into the workspace
+ *   entry 7: candidate 130, key 4b04a4cb9b29c966e591f621e753bd9fdbeed5ce464f672a667a491d921deca5, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
+ *     measured    run 1 generation 4, NVIDIA H200, 2026-11-29T14:47:33Z
+ *     template    attention_fp8_sm90.cu, SHA-256 208cfbe42cbcaab40946f76ab5c63d9662ecda81ede1171ebe6f961351bdbf2c
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,3,128,4,2,0,4,1,0,0,56,1>, 512 threads, 192 rows per block, 115960 bytes of smem
- *   entry 7: candidate 93, key 84f48976275fd74409daa2fe04d6604643d6b7c81d59628ec6f029ab9f7cd720, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
- *     measured    run 1 generation 3, NVIDIA H200, 2026-11-29T11:35:49Z
- *     template    attention_fp8_sm90.cu, SHA-256 c778b5efd61cb2835f46cf4e0c4226047a5d873e60af4d89f841d6645b675d5c
+ *     head dim 128: evo_attn_sm90<128,64,1,128,2,2,1,4,1,0,0,56,1>, 256 threads, 64 rows per block, 127112 bytes of smem
+ *   entry 8: candidate 106, key 8dd0c88dd3deb0edc41c074912ac1a385c4db127a21233d27bf8b1305d18b519, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
+ *     measured    run 1 generation 3, NVIDIA H200, 2026-11-29T14:47:13Z
+ *     template    attention_fp8_sm90.cu, SHA-256 208cfbe42cbcaab40946f76ab5c63d9662ecda81ede1171ebe6f961351bdbf2c
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim 128: evo_attn_sm90<128,64,2,192,2,2,0,4,1,1,0,56,1>, 384 threads, 128 rows per block, 169096 bytes of smem
+ *     head dim 128: evo_attn_sm90<128,64,1,128,2,2,1,4,1,0,0,56,2>, 256 threads, 64 rows per block, 127112 bytes of smem
  *
  * Tolerances and timing settings of the self-test: the config of run 1 (the latest).
- * Exported 2026-11-29T11:39:47Z by evo 0.1.0.
+ * Exported 2026-11-29T14:51:06Z by evo 0.1.0.
  */
 
 #include <cuda_runtime.h>
@@ -161,6 +169,851 @@ typedef struct {
 } evo_attn_launch;
 
 #endif
+
+/* ==== attention_fp8.cu, verbatim but for its #include of the header above ==== */
+/* attention_fp8.cu — FP8 attention forward: the template family evo searches (task attention_fp8).
+ *
+ * O = softmax(Q·Kᵀ·softmax_scale [causal]) · V on 8-bit Q, K, V with one scale per head (ABI: evo_attention_abi.h).
+ * One block computes TILE_M query rows of one (batch, head); it streams K/V tiles of TILE_N keys through a cp.async
+ * pipeline, computes scores on tensor cores (mma.sync, FP32 accumulate), keeps scores and the online-softmax state in
+ * registers (exp2 with log2(e) and every scale folded into one multiplier), and multiplies P·V on tensor cores with P
+ * in FP16. 8-bit operands are fed to ldmatrix as raw bytes; conversions to FP16 happen in registers (hardware cvt on
+ * sm_89+, bit tricks on sm_80).
+ *
+ * Parameters (the knobs of configs/default.yaml), legal values and what they trade:
+ *   D           64, 128      head dimension (not a knob: one variant per head dim of the shapes)
+ *   FMT         0 e4m3, 1 u8sim                                   (not a knob: the config's format)
+ *   TILE_M      16..256      query rows per block: more rows reuse each K/V tile more, fewer rows make more blocks
+ *   TILE_N      32..256      keys per pipeline stage: longer tiles amortize barriers, cost registers and smem
+ *   WARPS_M     1..8         warps splitting the rows; each owns TILE_M/WARPS_M = 16 or 32 rows (32 reuses each
+ *                            K/V fragment twice, at twice the accumulator registers)
+ *   WARPS_N     1, 2, 4      warps splitting each key tile; their softmax states merge through smem at the end
+ *                            (more warps per block without more rows: helps short sequences fill the GPU)
+ *   STAGES      1, 2, 3      cp.async pipeline depth (1 = load, wait, compute)
+ *   SWIZZLE     0, 1         XOR-swizzle 16-byte chunks of each smem row so ldmatrix is bank-conflict free
+ *   PV_MMA      0, 1         P·V on tensor cores (1) or with FMA from P staged in smem (0, the slow reference path)
+ *   QK_8BIT     0, 1         Q·Kᵀ as 8-bit mma m16n8k32 (e4m3 on sm_89+, s8 for u8sim) instead of FP16 m16n8k16:
+ *                            half the mma count and no conversion of Q or K, exact products either way. sm_90
+ *                            only emulates e4m3 mma.sync (slower than FP16), so there e4m3 takes the FP16 path
+ *   F16_SMEM    0, 1, 2      convert 8-bit tiles to FP16 in smem once per block instead of in registers by every
+ *                            warp: 0 none, 1 V, 2 K and V (K only when QK_8BIT=0); costs smem and a barrier per tile
+ *   MIN_BLOCKS  1, 2         __launch_bounds__ minimum blocks per SM: caps registers to raise occupancy
+ *   FAST_EXP    0, 1         exp2 (ex2.approx) with log2(e) folded into the scale (1) or expf (0)
+ *   CAUSAL_PAIR 0, 1         causal only, grids of at least two blocks per SM: block x computes query tiles nq-1-x
+ *                            and x, balancing the triangle's work over half as many blocks (1), or one tile per
+ *                            block, longest first (0)
+ * static_asserts below state what must hold; the host-side check (engine/task_attention.c) rejects a genome whose
+ * shared memory or threads do not fit the device before compiling, using the same smem formula as AttnCfg::SMEM.
+ */
+/* #include "evo_attention_abi.h": inlined above */
+
+#define EVO_DEV __device__ __forceinline__
+
+namespace evo_attn {
+
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned char u8;
+
+template <int A, int B> struct cmax { static constexpr int value = A > B ? A : B; };
+
+EVO_DEV float neg_inf() { return __int_as_float(0xff800000u); }
+
+EVO_DEV u32 smem_addr(const void *p)
+{
+    u32 r;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
+    return r;
+}
+
+/* 16-byte global→shared copy; the zfill form with src_bytes = 0 fills the destination with zeros and reads nothing. */
+EVO_DEV void cp_async16(u32 dst, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
+EVO_DEV void cp_async16_zfill(u32 dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+EVO_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> EVO_DEV void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+EVO_DEV void ldsm_x4(u32 addr, u32 &r0, u32 &r1, u32 &r2, u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr)
+                 : "memory");
+}
+EVO_DEV void ldsm_x4_trans(u32 addr, u32 &r0, u32 &r1, u32 &r2, u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr)
+                 : "memory");
+}
+
+EVO_DEV u32 prmt(u32 a, u32 b, u32 sel)
+{
+    u32 r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+    return r;
+}
+
+/* D += A·B, m16n8k16, FP16 in, FP32 accumulate. */
+EVO_DEV void mma_f16(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* D += A·B, m16n8k32 with 8-bit operands: e4m3 (FP32 accumulate, sm_89+) or s8 (S32 accumulate). */
+template <int FMT> struct Mma8;
+template <> struct Mma8<EVO_FORMAT_E4M3> {
+    typedef float acc_t;
+    static EVO_DEV void run(float (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1)
+    {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+        asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+        (void)d, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
+        __trap(); /* unreachable: the static_assert in the kernel rejects this instantiation below sm_89 */
+#endif
+    }
+};
+template <> struct Mma8<EVO_FORMAT_U8SIM> {
+    typedef int acc_t;
+    static EVO_DEV void run(int (&d)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1)
+    {
+        asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    }
+};
+
+/* Two 8-bit codes (bytes 0 and 1 of x) → f16x2 (byte 0 in the low half). u8sim yields code - 128 exactly; the
+ * constant factors of both formats live in the per-head multipliers. */
+template <int FMT> EVO_DEV u32 cvt2(u32 x);
+template <> EVO_DEV u32 cvt2<EVO_FORMAT_E4M3>(u32 x)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    u32 r;
+    u16 h = (u16)(x & 0xffffu);
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(h));
+    return r;
+#else
+    /* e4m3 s.eeee.mmm placed as fp16 s.0eeee.mmm0000000 is the value × 2^-8 (normals and subnormals alike). */
+    u32 t = prmt(x, 0u, 0x1404u);
+    u32 h = (t & 0x80008000u) | ((t >> 1) & 0x3f803f80u), r;
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(h), "r"(0x5c005c00u)); /* × 256 */
+    return r;
+#endif
+}
+template <> EVO_DEV u32 cvt2<EVO_FORMAT_U8SIM>(u32 x)
+{
+    u32 t = prmt(x, 0x6464u, 0x4140u), r; /* halves 1024 + code */
+    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(t), "r"(0x64806480u)); /* - 1152 */
+    return r;
+}
+
+/* The same for bytes 2 and 3 of x: the converter reads the upper half in place (no shift). */
+template <int FMT> EVO_DEV u32 cvt2h(u32 x);
+template <> EVO_DEV u32 cvt2h<EVO_FORMAT_E4M3>(u32 x)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    u32 r;
+    asm("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %1; cvt.rn.f16x2.e4m3x2 %0, hi; }" : "=r"(r) : "r"(x));
+    return r;
+#else
+    return cvt2<EVO_FORMAT_E4M3>(x >> 16);
+#endif
+}
+template <> EVO_DEV u32 cvt2h<EVO_FORMAT_U8SIM>(u32 x)
+{
+    u32 t = prmt(x, 0x6464u, 0x4342u), r; /* halves 1024 + code */
+    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(t), "r"(0x64806480u)); /* - 1152 */
+    return r;
+}
+
+/* Packs two floats as f16x2, lo in the low half. */
+EVO_DEV u32 pack_f16x2(float lo, float hi)
+{
+    u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+/* exp2 of x (FAST_EXP: x is in log2 units, one MUFU op) or exp of x (natural units, accurate expf). */
+template <int FAST_EXP> EVO_DEV float softmax_exp(float x)
+{
+    if constexpr (FAST_EXP) {
+        float r;
+        asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+        return r;
+    } else {
+        return expf(x);
+    }
+}
+
+template <int D, int FMT, int TILE_M, int TILE_N, int WARPS_M, int WARPS_N, int STAGES, int SWIZZLE, int PV_MMA,
+          int QK_8BIT, int F16_SMEM>
+struct AttnCfg {
+    static constexpr int NW = WARPS_M * WARPS_N, NT = NW * 32;
+    static constexpr int RPW = TILE_M / WARPS_M, MT = RPW / 16; /* rows and m16 tiles per warp   */
+    static constexpr int KW = TILE_N / WARPS_N, NTL = KW / 8;   /* keys and n8 score tiles per warp */
+    static constexpr int C8 = D / 16;                           /* 16-byte chunks in an 8-bit row  */
+    static constexpr int OT = D / 8;                            /* n8 output tiles                 */
+    static constexpr int Q_BYTES = TILE_M * D;
+    static constexpr int KV_BYTES = TILE_N * D; /* one stage of K, or of V */
+    static constexpr bool V16 = F16_SMEM >= 1, K16 = F16_SMEM >= 2 && !QK_8BIT;
+    static constexpr int V16_BYTES = V16 ? TILE_N * D * 2 : 0;
+    static constexpr int K16_BYTES = K16 ? TILE_N * D * 2 : 0;
+    static constexpr int P_BYTES = PV_MMA ? 0 : NW * (RPW * KW + RPW) * 4;
+    static constexpr int PIPE_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES + V16_BYTES + K16_BYTES + P_BYTES;
+    static constexpr int MERGE_BYTES = (WARPS_N - 1) * WARPS_M * 32 * (MT * OT * 4 + 4 * MT) * 4;
+    static constexpr int SMEM = cmax<PIPE_BYTES, MERGE_BYTES>::value;
+
+    static_assert(D == 64 || D == 128, "head dim must be 64 or 128");
+    static_assert(FMT == EVO_FORMAT_E4M3 || FMT == EVO_FORMAT_U8SIM, "unknown 8-bit format");
+    static_assert(TILE_M % WARPS_M == 0 && (RPW == 16 || RPW == 32), "each warp owns 16 or 32 query rows");
+    static_assert(TILE_N % (16 * WARPS_N) == 0, "each warp's key slice must be a multiple of 16");
+    static_assert(NT <= 1024, "too many threads");
+    static_assert(STAGES >= 1 && STAGES <= 4, "pipeline depth 1..4");
+    static_assert(PV_MMA || (WARPS_N == 1 && !F16_SMEM), "the FMA P·V path uses one warp per key tile");
+    static_assert(F16_SMEM >= 0 && F16_SMEM <= 2, "F16_SMEM is 0, 1 or 2");
+    static_assert(SMEM <= 227 * 1024, "shared memory over the largest opt-in size of any GPU");
+};
+
+/* Byte offset of 16-byte chunk c of row r in a tile whose rows hold CH chunks. The XOR swizzle spreads the 8 rows
+ * an ldmatrix reads over 8 distinct bank groups: rows that share a 128-byte line get different XOR values. */
+template <int CH, int SWIZZLE> EVO_DEV int chunk_off(int r, int c)
+{
+    constexpr int ROWS_PER_LINE = CH >= 8 ? 1 : 8 / CH;
+    constexpr int XMASK = (CH >= 8 ? 8 : CH) - 1;
+    const int pc = SWIZZLE ? (c ^ ((r / ROWS_PER_LINE) & XMASK)) : c;
+    return r * CH * 16 + pc * 16;
+}
+
+/* ldmatrix x4 addresses of one lane in a tile of CH-chunk rows: chunk c0 + ld_chunk (c0 even, compile-time) of row
+ * R + ld_row (R a multiple of 8, compile-time) lies at R·CH·16 + off[(c0 & XM) / 2] + (c0 & ~XM)·16, because the
+ * swizzle XOR depends on the row only modulo 8 and never touches chunk bits above XM. The offsets are computed once,
+ * so a fragment's address is a register plus a constant. row0 (a multiple of 8) is added to every offset. */
+template <int CH, int SWIZZLE> struct LdsmLane {
+    static constexpr int XM = (CH >= 8 ? 8 : CH) - 1, N = (XM + 1) / 2;
+    u32 off[N];
+    EVO_DEV LdsmLane(int row0, int ld_row, int ld_chunk)
+    {
+#pragma unroll
+        for (int v = 0; v < N; v++) off[v] = chunk_off<CH, SWIZZLE>(row0 + ld_row, 2 * v + ld_chunk);
+    }
+    EVO_DEV u32 at(int r, int c0) const { return r * CH * 16 + off[(c0 & XM) >> 1] + (c0 & ~XM) * 16; }
+};
+
+/* This thread's copies of a ROWS x D-byte tile (rows row0.. of a head) to smem at base. Chunk i = tid + k·NT of the
+ * tile is row i / C8, chunk i % C8; NT is a multiple of C8, so a thread keeps one chunk column (cp_c) and steps
+ * NT / C8 rows from cp_r. Its k-th copy adds compile-time constants to the offsets computed once (cp_soff) when the
+ * step keeps the swizzle phase (a multiple of 8 rows). Rows past the sequence are zero-filled so no uninitialised
+ * byte (a NaN code) ever reaches an mma; only a tile that crosses the end of the sequence compares rows. */
+template <int ROWS, int D, int NT, int SWIZZLE>
+EVO_DEV void copy_tile(u32 base, const u8 *head, int row0, int seq, int cp_r, int cp_c, u32 cp_soff)
+{
+    constexpr int C8 = D / 16, RSTEP = NT / C8, ITERS = (ROWS + RSTEP - 1) / RSTEP;
+    static_assert(NT % C8 == 0 && RSTEP % 4 == 0, "a thread keeps its chunk column; it steps 4 or 8k rows");
+    /* A step of 4 rows (one warp, D = 128) alternates two swizzle phases; two steps keep it. */
+    const u32 soff1 = RSTEP % 8 == 0 ? cp_soff + RSTEP * C8 * 16 : chunk_off<C8, SWIZZLE>(cp_r + RSTEP, cp_c);
+    auto soff = [&](int k) { return (k & 1 ? soff1 : cp_soff) + (k >> 1) * 2 * RSTEP * C8 * 16; };
+    const u8 *src = head + (long long)row0 * D + cp_r * D + cp_c * 16;
+    const int valid = seq - row0; /* rows of this tile inside the sequence */
+    /* unroll 4: one-warp blocks copy 8-16 chunks per tensor; unrolled fully they keep too many addresses live. */
+    if (valid >= ROWS) {
+#pragma unroll 4
+        for (int k = 0; k < ITERS; k++)
+            if (ROWS % RSTEP == 0 || cp_r + k * RSTEP < ROWS) cp_async16(base + soff(k), src + k * RSTEP * D);
+    } else {
+#pragma unroll 4
+        for (int k = 0; k < ITERS; k++) {
+            const int r = cp_r + k * RSTEP;
+            if (ROWS % RSTEP == 0 || r < ROWS) {
+                const bool ok = r < valid;
+                cp_async16_zfill(base + soff(k), ok ? src + k * RSTEP * D : head, ok ? 16 : 0);
+            }
+        }
+    }
+}
+
+} // namespace evo_attn
+
+template <int D, int FMT, int TILE_M, int TILE_N, int WARPS_M, int WARPS_N, int STAGES, int SWIZZLE, int PV_MMA,
+          int QK_8BIT, int F16_SMEM, int MIN_BLOCKS, int FAST_EXP, int CAUSAL_PAIR>
+__global__ void __launch_bounds__(WARPS_M *WARPS_N * 32, MIN_BLOCKS) evo_attn_fwd(const evo_attn_params p)
+{
+    using namespace evo_attn;
+    typedef AttnCfg<D, FMT, TILE_M, TILE_N, WARPS_M, WARPS_N, STAGES, SWIZZLE, PV_MMA, QK_8BIT, F16_SMEM> C;
+    constexpr int MT = C::MT, NTL = C::NTL, OT = C::OT, C8 = C::C8, RPW = C::RPW, KW = C::KW, NT = C::NT;
+#if defined(__CUDA_ARCH__)
+    static_assert(!(QK_8BIT && FMT == EVO_FORMAT_E4M3) || __CUDA_ARCH__ >= 890, "e4m3 mma needs sm_89 or newer");
+#endif
+    /* sm_90 has no native e4m3 mma.sync: the compiler emulates it with conversions of both operands on every mma
+     * and an FP32 add per accumulator, about twice the instructions of the FP16 path. There QK_8BIT=1 takes the
+     * FP16 path (same products, FP32 sums); shared memory keeps the layout of the genome (AttnCfg). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+    constexpr bool Q8 = QK_8BIT && FMT == EVO_FORMAT_U8SIM;
+#else
+    constexpr bool Q8 = QK_8BIT;
+#endif
+    constexpr bool INT_SCORES = Q8 && FMT == EVO_FORMAT_U8SIM;
+    /* u8sim codes enter the mma as (code - 128); the rest of the decode is a constant folded into the scales. */
+    constexpr float FMT_MUL = FMT == EVO_FORMAT_U8SIM ? 448.0f / 127.0f : 1.0f;
+    constexpr float LOG2E = 1.4426950408889634f;
+
+    extern __shared__ __align__(128) u8 smem[];
+    {
+        u32 dyn;
+        asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+        if (dyn < (u32)C::SMEM || p.head_dim != D) __trap(); /* launched with the wrong geometry: a bug, not data */
+    }
+    u8 *sQ = smem;
+    u8 *sK = sQ + C::Q_BYTES;
+    u8 *sV = sK + STAGES * C::KV_BYTES;
+    u8 *sV16 = sV + STAGES * C::KV_BYTES;
+    u8 *sK16 = sV16 + C::V16_BYTES;
+    float *sP = (float *)(sK16 + C::K16_BYTES);
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp % WARPS_M, wn = warp / WARPS_M;
+    const int g = lane >> 2, q = lane & 3;
+    const int S = p.seq;
+    /* Query tiles of this block. Causal tiles near the end of the sequence do the most work: they start first.
+     * CAUSAL_PAIR, when the grid has at least two blocks per SM: block x takes tiles nq-1-x and x, so every block
+     * does about the same work (nq+1 key tiles); blocks past the middle have none. */
+    const int nq = (int)gridDim.x, bx = (int)blockIdx.x;
+    /* first tile, then (paired) bx; no array: a run-time index would put it on the stack */
+    const int first_qt = p.causal ? nq - 1 - bx : bx;
+    int n_items = 1;
+    unsigned n_sm;
+    asm("mov.u32 %0, %%nsmid;" : "=r"(n_sm));
+    /* pairing halves the blocks: worth it only while at least a wave remains */
+    if (CAUSAL_PAIR && p.causal && nq > 1 && (long long)nq * gridDim.y * gridDim.z >= 2ll * n_sm) {
+        n_items = bx >= (nq + 1) / 2 ? 0 : bx == nq - 1 - bx ? 1 : 2;
+    }
+    for (int item = 0; item < n_items; item++) {
+        if (item > 0) __syncthreads(); /* shared memory of the previous tile is reused */
+        const int qt = item == 0 ? first_qt : bx;
+        const int m0 = qt * TILE_M;
+        const int bh = blockIdx.z * p.heads + blockIdx.y;
+        const long long head_off = (long long)bh * S * D;
+        const u8 *Qg = p.q + head_off, *Kg = p.k + head_off, *Vg = p.v + head_off;
+
+        const int kv_len = p.causal ? min(S, m0 + TILE_M) : S;
+        const int n_tiles = (kv_len + TILE_N - 1) / TILE_N;
+
+        const float sq = p.q_scale[bh], sk = p.k_scale[bh], sv = p.v_scale[bh];
+        /* score·qk_mul is in log2 units (FAST_EXP) or natural units; v_mul turns P·V accumulators into outputs. */
+        const float qk_mul = sq * sk * p.softmax_scale * FMT_MUL * FMT_MUL * (FAST_EXP ? LOG2E : 1.0f);
+        const float v_mul = sv * FMT_MUL;
+
+        /* Per-thread part of the tile copies (copy_tile): a fixed chunk column, a first row, its smem offset. */
+        const int cp_r = tid / C8, cp_c = tid % C8;
+        const u32 cp_soff = chunk_off<C8, SWIZZLE>(cp_r, cp_c);
+        const u32 cp_hoff0 = chunk_off<2 * C8, SWIZZLE>(cp_r, 2 * cp_c), cp_hoff1 = chunk_off<2 * C8, SWIZZLE>(cp_r, 2 * cp_c + 1);
+        const u32 sK_addr = smem_addr(sK), sV_addr = smem_addr(sV);
+        auto load_kv = [&](int tile, u32 stage_off) {
+            copy_tile<TILE_N, D, NT, SWIZZLE>(sK_addr + stage_off, Kg, tile * TILE_N, S, cp_r, cp_c, cp_soff);
+            copy_tile<TILE_N, D, NT, SWIZZLE>(sV_addr + stage_off, Vg, tile * TILE_N, S, cp_r, cp_c, cp_soff);
+        };
+
+        copy_tile<TILE_M, D, NT, SWIZZLE>(smem_addr(sQ), Qg, m0, S, cp_r, cp_c, cp_soff);
+        if constexpr (STAGES == 1) {
+            cp_async_commit();
+        } else {
+    #pragma unroll
+            for (int s = 0; s < STAGES - 1; s++) {
+                if (s < n_tiles) load_kv(s, s * C::KV_BYTES);
+                cp_async_commit();
+            }
+        }
+
+        /* ldmatrix x4 lane addressing shared by Q, K and V: matrix i = lane/8 covers rows (i&1)*8 + lane%8 and
+         * chunk (i>>1) relative to the base — registers r0..r3 = (rows 0-7, c), (rows 8-15, c), (0-7, c+1), (8-15, c+1). */
+        const int ld_row = ((lane >> 3) & 1) * 8 + (lane & 7);
+        const int ld_chunk = lane >> 4;
+
+        /* Q fragments stay in registers for the whole key loop. 8-bit: m16n8k32 A operands straight from the bytes.
+         * FP16: a byte quad (4 consecutive dims) becomes two f16x2 registers; Q and K use the same dim permutation
+         * (mma column 2q+e <-> dim 4q+e, column 2q+8+e <-> dim 4q+2+e), which leaves Q·Kᵀ unchanged. */
+        u32 qa[MT][D / 16][Q8 ? 2 : 4];
+
+        float o[MT][OT][4];
+        float m_run[MT][2], l_run[MT][2];
+    #pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+    #pragma unroll
+            for (int h = 0; h < 2; h++) {
+                m_run[mt][h] = neg_inf();
+                l_run[mt][h] = 0.f;
+            }
+    #pragma unroll
+            for (int t = 0; t < OT; t++)
+    #pragma unroll
+                for (int e = 0; e < 4; e++) o[mt][t][e] = 0.f;
+        }
+        /* The FMA path keeps O as RPW rows x D/32 dims per lane (dims lane + 32j). */
+        constexpr int OS_ROWS = PV_MMA ? 1 : RPW, OS_COLS = PV_MMA ? 1 : D / 32;
+        float os[OS_ROWS][OS_COLS];
+    #pragma unroll
+        for (int r = 0; r < OS_ROWS; r++)
+    #pragma unroll
+            for (int j = 0; j < OS_COLS; j++) os[r][j] = 0.f;
+        float *wP = sP + warp * (RPW * KW + RPW); /* this warp's P rows, then its per-row factors */
+
+        /* Per-lane ldmatrix offsets of this warp's key slice. K as the B operand of an 8-bit or FP16-smem mma wants
+         * keys 0-7 of two chunks in adjacent registers, so K tiles (and the 8-bit V tile, to share the offsets) use
+         * key-major lanes: matrix i = lane/8 covers rows (i>>1)*8 + lane%8 and chunk (i&1), r0..r3 = (keys 0-7, c),
+         * (0-7, c+1), (8-15, c), (8-15, c+1). FP16 V wants keys 0-7 and 8-15 of one chunk adjacent: the Q order. */
+        const int ldk_row = (lane >> 4) * 8 + (lane & 7), ldk_chunk = (lane >> 3) & 1;
+        const LdsmLane<C8, SWIZZLE> ld8(wn * KW, ldk_row, ldk_chunk);
+        const LdsmLane<2 * C8, SWIZZLE> ld16k(wn * KW, ldk_row, ldk_chunk);
+        const LdsmLane<2 * C8, SWIZZLE> ld16(wn * KW, ld_row, ld_chunk);
+        u32 rd_off = 0;                                                  /* stage of tile j    */
+        u32 wr_off = (u32)(STAGES == 1 ? 0 : (STAGES - 1) * C::KV_BYTES); /* stage of tile j + STAGES - 1 */
+        for (int j = 0; j < n_tiles; j++) {
+            if constexpr (STAGES == 1) {
+                if (j > 0) __syncthreads();
+                load_kv(j, 0u);
+                cp_async_commit();
+                cp_async_wait<0>();
+                __syncthreads();
+            } else {
+                cp_async_wait<(STAGES >= 2 ? STAGES - 2 : 0)>();
+                __syncthreads();
+                const int jn = j + STAGES - 1;
+                if (jn < n_tiles) load_kv(jn, wr_off);
+                cp_async_commit();
+                wr_off = rd_off; /* tile j's stage is refilled next */
+            }
+            if (j == 0) { /* Q arrived with the first stage. Loading it before the loop saves ~3 instructions a tile
+                           * but keeps more registers live through the pipeline prologue: some genomes then spill. */
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+    #pragma unroll
+                    for (int cp = 0; cp < D / 32; cp++) {
+                        u32 r0, r1, r2, r3;
+                        const int row = wm * RPW + mt * 16 + ld_row;
+                        ldsm_x4(smem_addr(sQ) + chunk_off<C8, SWIZZLE>(row, 2 * cp + ld_chunk), r0, r1, r2, r3);
+                        if constexpr (Q8) {
+                            qa[mt][2 * cp][0] = r0;
+                            qa[mt][2 * cp][1] = r1;
+                            qa[mt][2 * cp + 1][0] = r2;
+                            qa[mt][2 * cp + 1][1] = r3;
+                        } else {
+                            qa[mt][2 * cp][0] = cvt2<FMT>(r0);
+                            qa[mt][2 * cp][1] = cvt2<FMT>(r1);
+                            qa[mt][2 * cp][2] = cvt2h<FMT>(r0);
+                            qa[mt][2 * cp][3] = cvt2h<FMT>(r1);
+                            qa[mt][2 * cp + 1][0] = cvt2<FMT>(r2);
+                            qa[mt][2 * cp + 1][1] = cvt2<FMT>(r3);
+                            qa[mt][2 * cp + 1][2] = cvt2h<FMT>(r2);
+                            qa[mt][2 * cp + 1][3] = cvt2h<FMT>(r3);
+                        }
+                    }
+                }
+            }
+            const u32 stage_off = rd_off;
+            if constexpr (STAGES > 1) rd_off = rd_off + C::KV_BYTES == (u32)(STAGES * C::KV_BYTES) ? 0u : rd_off + C::KV_BYTES;
+            const u8 *tK = sK + stage_off;
+            const u8 *tV = sV + stage_off;
+            if constexpr (C::V16 || C::K16) {
+                /* One FP16 copy of the tiles for all warps. V keeps the natural dim order; K takes the order the Q
+                 * fragments use (byte pairs 0,1 4,5 8,9 12,13 of each 16-dim group first, then 2,3 6,7 10,11 14,15). */
+                constexpr int RSTEP = NT / C8; /* the copy's chunk assignment: no div/mod, offsets known per thread */
+    #pragma unroll
+                for (int k = 0; k < (TILE_N + RSTEP - 1) / RSTEP; k++) {
+                    const int r = cp_r + k * RSTEP, c = cp_c;
+                    if (TILE_N % RSTEP != 0 && r >= TILE_N) break;
+                    const bool lin = RSTEP % 8 == 0; /* the k-th chunk keeps the swizzle phase of the first */
+                    const u32 src = lin ? cp_soff + k * RSTEP * C8 * 16 : chunk_off<C8, SWIZZLE>(r, c);
+                    const u32 dst0 = lin ? cp_hoff0 + k * RSTEP * C8 * 32 : chunk_off<2 * C8, SWIZZLE>(r, 2 * c);
+                    const u32 dst1 = lin ? cp_hoff1 + k * RSTEP * C8 * 32 : chunk_off<2 * C8, SWIZZLE>(r, 2 * c + 1);
+                    if constexpr (C::V16) {
+                        const uint4 b = *(const uint4 *)(tV + src);
+                        uint4 lo, hi;
+                        lo.x = cvt2<FMT>(b.x), lo.y = cvt2h<FMT>(b.x), lo.z = cvt2<FMT>(b.y), lo.w = cvt2h<FMT>(b.y);
+                        hi.x = cvt2<FMT>(b.z), hi.y = cvt2h<FMT>(b.z), hi.z = cvt2<FMT>(b.w), hi.w = cvt2h<FMT>(b.w);
+                        *(uint4 *)(sV16 + dst0) = lo;
+                        *(uint4 *)(sV16 + dst1) = hi;
+                    }
+                    if constexpr (C::K16) {
+                        const uint4 b = *(const uint4 *)(tK + src);
+                        uint4 lo, hi;
+                        lo.x = cvt2<FMT>(b.x), lo.y = cvt2<FMT>(b.y), lo.z = cvt2<FMT>(b.z), lo.w = cvt2<FMT>(b.w);
+                        hi.x = cvt2h<FMT>(b.x), hi.y = cvt2h<FMT>(b.y), hi.z = cvt2h<FMT>(b.z);
+                        hi.w = cvt2h<FMT>(b.w);
+                        *(uint4 *)(sK16 + dst0) = lo;
+                        *(uint4 *)(sK16 + dst1) = hi;
+                    }
+                }
+                __syncthreads();
+            }
+
+            /* ---- S = Q·Kᵀ for this warp's KW keys ---- */
+            const int key0 = j * TILE_N + wn * KW; /* sequence index of this warp's first key */
+            float s[MT][NTL][4];
+            {
+                int si[INT_SCORES ? MT : 1][INT_SCORES ? NTL : 1][4]; /* s8 scores, exact */
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int t = 0; t < NTL; t++)
+    #pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            s[mt][t][e] = 0.f;
+                            if constexpr (INT_SCORES) si[mt][t][e] = 0;
+                        }
+                if constexpr (C::K16) {
+                    /* FP16 K from smem, already in the Q fragments' dim order; key-major lanes: r0..r3 = keys 0-7 of
+                     * chunks 2ks, 2ks+1, then keys 8-15 of both, so each B operand is an adjacent register pair. */
+                    const u32 kbase = smem_addr(sK16);
+    #pragma unroll
+                    for (int np = 0; np < NTL / 2; np++) {
+    #pragma unroll
+                        for (int ks = 0; ks < D / 16; ks++) {
+                            u32 r0, r1, r2, r3;
+                            ldsm_x4(kbase + ld16k.at(np * 16, 2 * ks), r0, r1, r2, r3);
+    #pragma unroll
+                            for (int mt = 0; mt < MT; mt++) {
+                                const u32 *a = qa[mt][ks];
+                                mma_f16(s[mt][2 * np], a[0], a[1], a[2], a[3], r0, r1);
+                                mma_f16(s[mt][2 * np + 1], a[0], a[1], a[2], a[3], r2, r3);
+                            }
+                        }
+                    }
+                } else {
+                    /* Key-major lanes: 8-bit mma B operands are {r0, r1} for keys 0-7 and {r2, r3} for keys 8-15; the
+                     * FP16 mma makes each register a B operand of its own (chunk 2cp: r0, r2; chunk 2cp+1: r1, r3). */
+                    const u32 kbase = sK_addr + stage_off;
+    #pragma unroll
+                    for (int np = 0; np < NTL / 2; np++) {
+    #pragma unroll
+                        for (int cp = 0; cp < D / 32; cp++) {
+                            u32 r0, r1, r2, r3;
+                            ldsm_x4(kbase + ld8.at(np * 16, 2 * cp), r0, r1, r2, r3);
+    #pragma unroll
+                            for (int mt = 0; mt < MT; mt++) {
+                                if constexpr (Q8) {
+                                    const u32 *a0 = qa[mt][2 * cp], *a1 = qa[mt][2 * cp + 1];
+                                    if constexpr (INT_SCORES) {
+                                        /* s8 operands: code ^ 0x80 is (code - 128) in two's complement. */
+                                        const u32 f = 0x80808080u;
+                                        Mma8<EVO_FORMAT_U8SIM>::run(si[mt][2 * np], a0[0] ^ f, a0[1] ^ f, a1[0] ^ f, a1[1] ^ f,
+                                                                    r0 ^ f, r1 ^ f);
+                                        Mma8<EVO_FORMAT_U8SIM>::run(si[mt][2 * np + 1], a0[0] ^ f, a0[1] ^ f, a1[0] ^ f,
+                                                                    a1[1] ^ f, r2 ^ f, r3 ^ f);
+                                    } else {
+                                        Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np], a0[0], a0[1], a1[0], a1[1], r0, r1);
+                                        Mma8<EVO_FORMAT_E4M3>::run(s[mt][2 * np + 1], a0[0], a0[1], a1[0], a1[1], r2, r3);
+                                    }
+                                } else {
+                                    const u32 *a0 = qa[mt][2 * cp], *a1 = qa[mt][2 * cp + 1];
+                                    mma_f16(s[mt][2 * np], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r0), cvt2h<FMT>(r0));
+                                    mma_f16(s[mt][2 * np + 1], a0[0], a0[1], a0[2], a0[3], cvt2<FMT>(r2),
+                                            cvt2h<FMT>(r2));
+                                    mma_f16(s[mt][2 * np], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r1), cvt2h<FMT>(r1));
+                                    mma_f16(s[mt][2 * np + 1], a1[0], a1[1], a1[2], a1[3], cvt2<FMT>(r3),
+                                            cvt2h<FMT>(r3));
+                                }
+                            }
+                        }
+                    }
+                }
+                if constexpr (INT_SCORES) {
+    #pragma unroll
+                    for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                        for (int t = 0; t < NTL; t++)
+    #pragma unroll
+                            for (int e = 0; e < 4; e++)
+                                s[mt][t][e] = (float)si[mt][t][e];
+                }
+            }
+
+            /* ---- mask: keys past the sequence, and keys after the query when causal ---- */
+            const bool need_mask = (j + 1) * TILE_N > S || (p.causal && (j + 1) * TILE_N - 1 > m0);
+            if (need_mask) {
+                /* Element (t, e) of a row holds key key0 + 2q + t·8 + (e & 1): it is kept while that offset is at most
+                 * the row's last visible key minus key0 + 2q, one compare with a constant per element. */
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int row = m0 + wm * RPW + mt * 16 + g + 8 * h;
+                        const int lim = (p.causal ? min(row, S - 1) : S - 1) - key0 - 2 * q;
+    #pragma unroll
+                        for (int t = 0; t < NTL; t++)
+    #pragma unroll
+                            for (int e = 0; e < 2; e++)
+                                if (t * 8 + e > lim) s[mt][t][2 * h + e] = neg_inf();
+                    }
+            }
+
+            /* ---- online softmax, rows g and g+8 of each m16 tile; a row's 4 owners are the lanes of a quad ---- */
+            float alpha[MT][2];
+    #pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+    #pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float mx = m_run[mt][h];
+    #pragma unroll
+                    for (int t = 0; t < NTL; t++) mx = fmaxf(mx, fmaxf(s[mt][t][2 * h], s[mt][t][2 * h + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    /* A row that has seen only masked keys keeps m = -inf; subtracting 0 then gives exp(-inf) = 0. */
+                    const float m_use = mx == neg_inf() ? 0.f : mx;
+                    const float ms = m_use * qk_mul;
+                    const float a = softmax_exp<FAST_EXP>(m_run[mt][h] * qk_mul - ms);
+                    alpha[mt][h] = a;
+                    m_run[mt][h] = mx;
+                    float sum;
+    #pragma unroll
+                    for (int t = 0; t < NTL; t++)
+    #pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            const float x = fmaf(s[mt][t][2 * h + e], qk_mul, -ms);
+                            const float pv = softmax_exp<FAST_EXP>(x);
+                            s[mt][t][2 * h + e] = pv;
+                            sum = t == 0 && e == 0 ? pv : sum + pv; /* not 0 + pv: that add is not foldable */
+                        }
+                    l_run[mt][h] = l_run[mt][h] * a + sum;
+                }
+            }
+
+            /* ---- O = O·alpha + P·V ---- */
+            if constexpr (PV_MMA) {
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int t = 0; t < OT; t++)
+    #pragma unroll
+                        for (int e = 0; e < 4; e++) o[mt][t][e] *= alpha[mt][e >> 1];
+    #pragma unroll
+                for (int kk = 0; kk < KW / 16; kk++) {
+                    u32 pa[MT][4];
+    #pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+                        pa[mt][0] = pack_f16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                        pa[mt][1] = pack_f16x2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                        pa[mt][2] = pack_f16x2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                        pa[mt][3] = pack_f16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+                    }
+                    if constexpr (F16_SMEM) {
+                        /* FP16 V: ldmatrix.trans gives B fragments in natural order; output tile t = dims 8t..8t+7. */
+                        const u32 vbase = smem_addr(sV16);
+    #pragma unroll
+                        for (int tp = 0; tp < OT / 2; tp++) {
+                            u32 r0, r1, r2, r3;
+                            ldsm_x4_trans(vbase + ld16.at(kk * 16, 2 * tp), r0, r1, r2, r3);
+    #pragma unroll
+                            for (int mt = 0; mt < MT; mt++) {
+                                mma_f16(o[mt][2 * tp], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], r0, r1);
+                                mma_f16(o[mt][2 * tp + 1], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], r2, r3);
+                            }
+                        }
+                    } else {
+                        /* 8-bit V: ldmatrix.trans on byte pairs gives each lane V[2q][2g..2g+1] and V[2q+1][2g..2g+1];
+                         * bytes {0,2} feed the even-dim tile, {1,3} the odd-dim tile. Output tile 2c holds dims
+                         * 16c + 2n, tile 2c+1 dims 16c + 2n + 1. Key-major lanes (ld8): keys 0-7 / 8-15 of chunk 2cp
+                         * are r0 / r2, of chunk 2cp+1 r1 / r3. One permute gathers those bytes of both key halves (keys
+                         * 0-7 in the low half, 8-15 in the high half), then each half converts in place. */
+                        const u32 vbase = sV_addr + stage_off;
+    #pragma unroll
+                        for (int cp = 0; cp < D / 32; cp++) {
+                            u32 r0, r1, r2, r3;
+                            ldsm_x4_trans(vbase + ld8.at(kk * 16, 2 * cp), r0, r1, r2, r3);
+                            const u32 ev01 = prmt(r0, r2, 0x6420u), od01 = prmt(r0, r2, 0x7531u);
+                            const u32 ev23 = prmt(r1, r3, 0x6420u), od23 = prmt(r1, r3, 0x7531u);
+                            const u32 e0 = cvt2<FMT>(ev01), e1 = cvt2h<FMT>(ev01), d0 = cvt2<FMT>(od01), d1 = cvt2h<FMT>(od01);
+                            const u32 e2 = cvt2<FMT>(ev23), e3 = cvt2h<FMT>(ev23), d2 = cvt2<FMT>(od23), d3 = cvt2h<FMT>(od23);
+    #pragma unroll
+                            for (int mt = 0; mt < MT; mt++) {
+                                mma_f16(o[mt][4 * cp + 0], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], e0, e1);
+                                mma_f16(o[mt][4 * cp + 1], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], d0, d1);
+                                mma_f16(o[mt][4 * cp + 2], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], e2, e3);
+                                mma_f16(o[mt][4 * cp + 3], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], d2, d3);
+                            }
+                        }
+                    }
+                }
+            } else {
+                /* FMA path: stage P and the row factors in this warp's smem, then each lane owns dims lane + 32c. */
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int t = 0; t < NTL; t++)
+    #pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            wP[(mt * 16 + g + 8 * (e >> 1)) * KW + t * 8 + 2 * q + (e & 1)] = s[mt][t][e];
+                if (q == 0) {
+    #pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+                        wP[RPW * KW + mt * 16 + g] = alpha[mt][0];
+                        wP[RPW * KW + mt * 16 + g + 8] = alpha[mt][1];
+                    }
+                }
+                __syncwarp();
+    #pragma unroll
+                for (int r = 0; r < OS_ROWS; r++) {
+                    const float a = wP[RPW * KW + r];
+    #pragma unroll
+                    for (int c = 0; c < OS_COLS; c++) os[r][c] *= a;
+                }
+    #pragma unroll 2
+                for (int k = 0; k < KW; k++) {
+                    const int vr = wn * KW + k;
+                    float vf[OS_COLS];
+    #pragma unroll
+                    for (int c = 0; c < OS_COLS; c++) {
+                        const int d = lane + 32 * c;
+                        const u32 code = tV[chunk_off<C8, SWIZZLE>(vr, d / 16) + d % 16];
+                        const u32 h2 = cvt2<FMT>(code);
+                        unsigned short hb = (unsigned short)(h2 & 0xffffu);
+                        float f;
+                        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(hb));
+                        vf[c] = f;
+                    }
+    #pragma unroll
+                    for (int r = 0; r < OS_ROWS; r++) {
+                        const float pr = wP[r * KW + k];
+    #pragma unroll
+                        for (int c = 0; c < OS_COLS; c++) os[r][c] = fmaf(pr, vf[c], os[r][c]);
+                    }
+                }
+                __syncwarp();
+            }
+        }
+
+        /* ---- finish: row sums over the quad, merge the WARPS_N key slices, normalise, store FP16 ---- */
+    #pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float l = l_run[mt][h];
+                l += __shfl_xor_sync(0xffffffffu, l, 1);
+                l += __shfl_xor_sync(0xffffffffu, l, 2);
+                l_run[mt][h] = l;
+            }
+
+        if constexpr (WARPS_N > 1) {
+            /* Every warp with the same wm has the same fragment layout, so the merge is element-wise by register. */
+            cp_async_wait<0>();
+            __syncthreads(); /* the pipeline buffers are reused */
+            float *mb = (float *)smem;
+            constexpr int PER_LANE = MT * OT * 4 + 4 * MT;
+            if (wn > 0) {
+                float *dst = mb + ((wn - 1) * WARPS_M + wm) * 32 * PER_LANE;
+                int k = 0;
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+    #pragma unroll
+                    for (int t = 0; t < OT; t++)
+    #pragma unroll
+                        for (int e = 0; e < 4; e++) dst[(k++) * 32 + lane] = o[mt][t][e];
+    #pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        dst[(k++) * 32 + lane] = m_run[mt][h];
+                        dst[(k++) * 32 + lane] = l_run[mt][h];
+                    }
+                }
+            }
+            __syncthreads();
+            if (wn > 0) continue; /* its rows are stored by the warp with wn = 0 */
+    #pragma unroll
+            for (int w = 1; w < WARPS_N; w++) {
+                const float *src = mb + ((w - 1) * WARPS_M + wm) * 32 * PER_LANE;
+                float mo[MT][2], lo[MT][2];
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int k = mt * (OT * 4 + 4) + OT * 4 + 2 * h;
+                        mo[mt][h] = src[k * 32 + lane];
+                        lo[mt][h] = src[(k + 1) * 32 + lane];
+                    }
+                float fa[MT][2], fb[MT][2];
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const float mm = fmaxf(m_run[mt][h], mo[mt][h]);
+                        const float mu = mm == neg_inf() ? 0.f : mm;
+                        fa[mt][h] = softmax_exp<FAST_EXP>((m_run[mt][h] - mu) * qk_mul);
+                        fb[mt][h] = softmax_exp<FAST_EXP>((mo[mt][h] - mu) * qk_mul);
+                        m_run[mt][h] = mm;
+                        l_run[mt][h] = l_run[mt][h] * fa[mt][h] + lo[mt][h] * fb[mt][h];
+                    }
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                    for (int t = 0; t < OT; t++)
+    #pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const int k = mt * (OT * 4 + 4) + t * 4 + e;
+                            o[mt][t][e] = o[mt][t][e] * fa[mt][e >> 1] + src[k * 32 + lane] * fb[mt][e >> 1];
+                        }
+            }
+        }
+
+        u16 *Og = p.o + head_off;
+        if constexpr (PV_MMA) {
+    #pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+    #pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int row = m0 + wm * RPW + mt * 16 + g + 8 * h;
+                    if (row >= S) continue;
+                    const float f = v_mul / l_run[mt][h];
+                    u16 *orow = Og + (long long)row * D;
+                    if constexpr (F16_SMEM) {
+    #pragma unroll
+                        for (int t = 0; t < OT; t++)
+                            *(u32 *)(orow + 8 * t + 2 * q) = pack_f16x2(o[mt][t][2 * h] * f, o[mt][t][2 * h + 1] * f);
+                    } else {
+    #pragma unroll
+                        for (int c = 0; c < D / 16; c++) {
+                            uint2 v;
+                            v.x = pack_f16x2(o[mt][2 * c][2 * h] * f, o[mt][2 * c + 1][2 * h] * f);
+                            v.y = pack_f16x2(o[mt][2 * c][2 * h + 1] * f, o[mt][2 * c + 1][2 * h + 1] * f);
+                            *(uint2 *)(orow + 16 * c + 4 * q) = v;
+                        }
+                    }
+                }
+        } else {
+            if (q == 0) {
+    #pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    wP[RPW * KW + mt * 16 + g] = l_run[mt][0];
+                    wP[RPW * KW + mt * 16 + g + 8] = l_run[mt][1];
+                }
+            }
+            __syncwarp();
+    #pragma unroll
+            for (int r = 0; r < OS_ROWS; r++) {
+                const int row = m0 + wm * RPW + r;
+                if (row >= S) continue;
+                const float f = v_mul / wP[RPW * KW + r];
+    #pragma unroll
+                for (int c = 0; c < OS_COLS; c++) {
+                    const u32 h2 = pack_f16x2(os[r][c] * f, 0.f);
+                    Og[(long long)row * D + lane + 32 * c] = (u16)(h2 & 0xffffu);
+                }
+            }
+        }
+    }
+}
 
 /* ==== attention_fp8_sm90.cu, verbatim but for its #include of the header above ==== */
 /* attention_fp8_sm90.cu — FP8 attention forward for Hopper (sm_90a only): the wgmma + TMA template family.
@@ -246,7 +1099,10 @@ typedef struct {
  *                            per item
  *   PROBE          (not a knob, default 0; measurement only, results are wrong) leaves stages out to time the
  *                            rest: 1 the K/V transforms, 2 the softmax, 4 P·V, 8 Q·Kᵀ, 16 the row maxima (every
- *                            offset 0), 32 V_PATH 4 and 5's row-sum GEMMs (bits combine)
+ *                            offset 0), 32 V_PATH 4 and 5's row-sum GEMMs, 64 P·V with its A operand (P̃) from
+ *                            shared memory instead of registers (V_PATH 5, TILE_N 128, OVERLAP: each warpgroup
+ *                            stores its P̃ words, unswizzled, into WG_ROWS·128 bytes past the barriers, which the
+ *                            launch must add to the shared memory; no row-sum GEMMs) (bits combine)
  *
  * LAUNCH RULES (what a launcher must do; attn_sm90_host.h computes each of these):
  *   kernel      evo_attn_sm90<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH, OVERLAP, PINGPONG, O_ACC,
@@ -306,8 +1162,32 @@ __host__ __device__ constexpr bool gemm_sums(int v_path) { return v_path == 4 ||
 template <int D, int V_PATH> __host__ __device__ constexpr int vt_rows() { return gemm_sums(V_PATH) ? D + 8 : D; }
 template <int D, int V_PATH> __host__ __device__ constexpr int acc_cols() { return V_PATH ? D + 8 : D; }
 
-/* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes(). */
-template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH>
+/* The shared memory of a plan with qb Q buffers (and FP16 copies) and os bytes of output staging rows: the Q buffers,
+ * the rings, the copies, the staging rows, the barriers (three more for the second buffer) and 1 KiB to align the
+ * base; attn_sm90_smem_bytes() computes the same */
+__host__ __device__ constexpr int sm90_smem_plan(int q_bytes, int rings, int q16_bytes, int stages, int qb, int os)
+{
+    return align1024(qb * q_bytes) + rings + qb * q16_bytes + os + (3 + 7 * stages + (qb == 2 ? 3 : 0)) * 8 + 1024;
+}
+/* The output staging rows of a block: 16 rows of D halves + 16 bytes (conflict-free 4-byte stores) for each of its
+ * consumer warps; attn_sm90_smem_bytes() computes the same */
+template <int D> __host__ __device__ constexpr int o_stage_pitch() { return D * 2 + 16; }
+template <int D> __host__ __device__ constexpr int o_stage_warp_bytes() { return 16 * o_stage_pitch<D>(); }
+/* EVO_SM90_O_SMEM: -1 (default) the plan's choice below; 0 no staging rows (each thread stores its accumulators'
+ * values, 4 bytes at a time); 1 staged rows stored 16 bytes a lane; 2 staged rows stored by bulk copies. A
+ * measurement override for tools/bench builds (the host side reads the same macro). */
+#ifndef EVO_SM90_O_SMEM
+#define EVO_SM90_O_SMEM (-1)
+#endif
+#define EVO_SM90_CFG_PERSIST 1 /* Sm90Cfg takes PERSIST (tools/bench/sm90_bench.cu builds templates with and without) */
+/* Shared-memory plan and thread counts of one genome; the host mirrors SMEM in attn_sm90_smem_bytes().
+ * QB: Q buffers and their FP16 copies. Two where a block walks several work items (PERSIST 1, 2) with the producer
+ * (PIPE 2) and Q·Kᵀ in FP16 (QK_MODE 2), if they fit: the producer loads the next item's Q, and the transform warps
+ * convert it, while the consumers still read this item's (one buffer: each item's Q, and the K tiles behind it, were
+ * loaded and converted only once the consumers had released the previous item's Q). Measured (H200, 2026-11-29,
+ * docs/perf-notes.md "A second Q buffer"): 1-3 % faster with FP16 Q at head dim 64; with e4m3 Q (QK_MODE 0), which
+ * nothing converts, ±4 % and slower for the V_PATH 5 genomes, so those keep one. */
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PIPE, int QK_MODE, int V_PATH, int PERSIST = 0>
 struct Sm90Cfg {
     static constexpr int MT = WG_ROWS / 64;                           /* m64 tiles per consumer warpgroup */
     static constexpr int BM = CONSUMERS * WG_ROWS;                    /* query rows per block */
@@ -322,13 +1202,28 @@ struct Sm90Cfg {
     static constexpr int NX = PIPE == 2 ? STAGES : 1;                 /* converted tiles: a ring with a producer */
     static constexpr int Q16_BYTES = QK_MODE == 2 ? BM * D * 2 : 0;
     static constexpr int K16_BYTES = QK_MODE == 2 ? TILE_N * D * 2 : 0;
-    static constexpr int OFF_K = align1024(Q_BYTES);
+    static constexpr int RINGS = STAGES * (KR_BYTES + VR_BYTES) + NX * (VT_BYTES + K16_BYTES);
+    static constexpr int QB = PIPE == 2 && QK_MODE == 2 && PERSIST != 0 &&
+                                      sm90_smem_plan(Q_BYTES, RINGS, Q16_BYTES, STAGES, 2, 0) <= 227 * 1024
+                                  ? 2
+                                  : 1;
+    /* Output staging rows (OS bytes) with the producer (PIPE 2), if they fit beside QB's plan: each consumer warp
+     * writes its 16 rows there and stores whole rows (O_STORE 1: 16 bytes a lane; 2: a bulk copy a row, which the
+     * warp does not wait for), instead of 4 bytes a lane in 8 rows an instruction. Measured (H200, 2026-11-29,
+     * docs/perf-notes.md "Whole output rows"): 16-byte stores 2-9 % faster, except 2 % slower at (1,16,16384,64) with
+     * FP16 Q·Kᵀ, where bulk copies are level; so FP16 Q·Kᵀ stores by bulk copy, e4m3 by 16-byte stores. */
+    static constexpr int OS_WANT = PIPE == 2 && EVO_SM90_O_SMEM != 0 ? CONSUMERS * 4 * o_stage_warp_bytes<D>() : 0;
+    static constexpr int OS =
+        sm90_smem_plan(Q_BYTES, RINGS, Q16_BYTES, STAGES, QB, OS_WANT) <= 227 * 1024 ? OS_WANT : 0;
+    static constexpr int O_STORE = !OS ? 0 : EVO_SM90_O_SMEM > 0 ? EVO_SM90_O_SMEM : QK_MODE == 2 ? 2 : 1;
+    static constexpr int OFF_K = align1024(QB * Q_BYTES);
     static constexpr int OFF_V = OFF_K + STAGES * KR_BYTES;
     static constexpr int OFF_VT = OFF_V + STAGES * VR_BYTES;
     static constexpr int OFF_Q16 = OFF_VT + NX * VT_BYTES;
-    static constexpr int OFF_K16 = OFF_Q16 + Q16_BYTES;
-    static constexpr int OFF_BAR = OFF_K16 + NX * K16_BYTES;
-    static constexpr int N_BARS = 3 + 7 * STAGES;
+    static constexpr int OFF_K16 = OFF_Q16 + QB * Q16_BYTES;
+    static constexpr int OFF_OS = OFF_K16 + NX * K16_BYTES;
+    static constexpr int OFF_BAR = OFF_OS + OS;
+    static constexpr int N_BARS = 3 + 7 * STAGES + (QB == 2 ? 3 : 0); /* Bars: the second Q buffer's three last */
     static constexpr int SMEM = OFF_BAR + N_BARS * 8 + 1024;          /* + slack to align the base to 1024 */
 
     static_assert(D == 64 || D == 128, "head dim 64 or 128");
@@ -339,6 +1234,9 @@ struct Sm90Cfg {
     static_assert(PIPE >= 0 && PIPE <= 2, "PIPE 0, 1 or 2");
     static_assert(QK_MODE >= 0 && QK_MODE <= 2, "QK_MODE 0 (e4m3, Q in smem), 1 (e4m3, Q in registers) or 2 (FP16)");
     static_assert(KV_BYTES % 1024 == 0 && VT_BYTES % 1024 == 0, "tiles keep 1024-byte alignment");
+    static_assert(Q_BYTES % 1024 == 0 && Q16_BYTES % 1024 == 0, "Q buffers keep 1024-byte alignment");
+    static_assert(SMEM == sm90_smem_plan(Q_BYTES, RINGS, Q16_BYTES, STAGES, QB, OS), "the offsets add up to the plan");
+    static_assert(OS % 16 == 0, "staging rows keep 16-byte alignment");
     static_assert(SMEM <= 227 * 1024, "shared memory over the 227 KB an sm_90 block can have");
 };
 
@@ -352,11 +1250,15 @@ template <int STAGES> struct Bars {
     static constexpr __host__ __device__ int vempty(int s) { return 3 + 4 * STAGES + s; }
     static constexpr __host__ __device__ int k16full(int s) { return 3 + 5 * STAGES + s; }
     static constexpr __host__ __device__ int vrawempty(int s) { return 3 + 6 * STAGES + s; }
+    /* Q buffer b (Sm90Cfg::QB): full (the TMA's bytes), empty (the consumers' reads done), FP16 copy full */
+    static constexpr __host__ __device__ int qfull(int b) { return b ? 3 + 7 * STAGES : BAR_QFULL; }
+    static constexpr __host__ __device__ int qempty(int b) { return b ? 4 + 7 * STAGES : BAR_QEMPTY; }
+    static constexpr __host__ __device__ int q16full(int b) { return b ? 5 + 7 * STAGES : BAR_Q16FULL; }
 };
 
 /* Shared-memory addresses of one block (1024-aligned base). */
 struct Smem {
-    u32 q, k, v, vt, q16, k16, bar;
+    u32 q, k, v, vt, q16, k16, os, bar;
     EVO_DEV u32 b(int i) const { return bar + 8u * (u32)i; }
 };
 constexpr int TRANSFORM_WARPS = 3; /* producer warps 1-3: Q/K to FP16, V transpose or FP16 (warp 0: the TMA thread) */
@@ -398,6 +1300,14 @@ EVO_DEV void tma_load_3d(u32 dst, const evo_tmap *map, int c0, int c1, int c2, u
                  : "memory");
 }
 EVO_DEV void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+/* O_STORE 2: bytes (a multiple of 16, both addresses 16-aligned) from shared to global memory by the async
+ * proxy, one bulk group; and the wait until this thread's groups have read their shared memory */
+EVO_DEV void bulk_store_row(void *g, u32 s, int bytes)
+{
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
+                 "cp.async.bulk.commit_group;" ::"l"(g), "r"(s), "r"(bytes) : "memory");
+}
+EVO_DEV void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 EVO_DEV void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
 EVO_DEV void named_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 EVO_DEV void named_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
@@ -484,17 +1394,32 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
 #ifndef EVO_SM90_NO_TINY
 #define EVO_SM90_NO_TINY 0
 #endif
+/* EVO_SM90_PDL (not a knob; default 1; 0 in tools/bench builds to measure without): a V_PATH 3 or 5 attention kernel
+ * may start while its call's first kernel (evo_kv16_convert, evo_vt_transpose) still runs (programmatic dependent
+ * launch: the first kernel lets its dependents launch at once, the launcher launches the attention kernel with
+ * programmatic stream serialization, and its TMA thread waits for the first kernel's results, griddepcontrol.wait,
+ * before it loads the first K or V tile; Q and everything before need none of them); the same bits. Launched without
+ * the attribute, both instructions do nothing. Measured (H200, 2026-11-29, docs/perf-notes.md "Programmatic dependent
+ * launch"): 12-15 % faster at the 512-key presets, 4-8 % at (2|4,8,2048,64), 1 % at (4,16,4096,128) causal. */
+#ifndef EVO_SM90_PDL
+#define EVO_SM90_PDL 1
+#endif
 /* EVO_SM90_TRACE (not a knob; default 0; tools/bench builds only): 1 makes thread 0 of each consumer warpgroup of the
- * first EVO_SM90_TRACE_CTAS blocks record the SM clock at its steps of every key tile of its first work item
- * (OVERLAP's loop, the TRACE_* events: before and after its turn, after issuing, after Q·Kᵀ, after P·V(j-1), after
- * the softmax and packing; a step a tile does not have reads 0) into evo_sm90_trace, which
- * tools/bench/sm90_bench.cu --trace prints: which warpgroup waits on what. */
+ * first EVO_SM90_TRACE_CTAS blocks record the SM clock at its steps of every key tile of its work items, in order,
+ * until EVO_SM90_TRACE_TILES rows are full (OVERLAP's loop, the TRACE_* events: before and after its turn, after
+ * issuing, after Q·Kᵀ, after P·V(j-1), after the softmax and packing; a step a tile does not have reads 0; row = the
+ * block's key tiles so far + its items so far: an item's tiles, then a row for its last P·V) into evo_sm90_trace, which
+ * tools/bench/sm90_bench.cu --trace and --trace-items print: which warpgroup waits on what, and what an item's start
+ * and end cost. */
 #ifndef EVO_SM90_TRACE
 #define EVO_SM90_TRACE 0
 #endif
 #define EVO_SM90_TRACE_CTAS 4
 #define EVO_SM90_TRACE_TILES 64
-enum { TRACE_START, TRACE_TURN, TRACE_ISSUED, TRACE_QK, TRACE_PV, TRACE_SOFTMAX, EVO_SM90_TRACE_EVENTS };
+/* an item's first row also holds the previous item's end (its O stored) and this item's parameters ready (before
+ * its Q is waited for) */
+enum { TRACE_START, TRACE_TURN, TRACE_ISSUED, TRACE_QK, TRACE_PV, TRACE_SOFTMAX, TRACE_PREV_STORED, TRACE_SETUP,
+       EVO_SM90_TRACE_EVENTS };
 #if EVO_SM90_TRACE
 __device__ unsigned long long evo_sm90_trace[EVO_SM90_TRACE_CTAS][2][EVO_SM90_TRACE_TILES][EVO_SM90_TRACE_EVENTS];
 #endif
@@ -503,6 +1428,23 @@ __device__ unsigned long long evo_sm90_trace[EVO_SM90_TRACE_CTAS][2][EVO_SM90_TR
  * (stamp_after: the read is predicated on that value). The trace build waits for P·V(j-1) before the softmax, where
  * ptxas puts that wait in the shipped kernels anyway (docs/perf-notes.md, "The softmax waited for P·V"): any stamp
  * between the softmax and the wait would keep ptxas from moving it and time another schedule. */
+/* The SM clock once dep is computed and the stores before it are issued (0 without EVO_SM90_TRACE): a clock read
+ * keeps its place among waits and barriers but not among plain arithmetic, so it is predicated on a value */
+EVO_DEV unsigned long long trace_clock_after(u32 dep)
+{
+#if EVO_SM90_TRACE
+    unsigned long long t;
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0x7f7f7f7f;\n\tsetp.ne.or.u32 p, %1, 0x7f7f7f7e, p;\n\t"
+                 "@p mov.u64 %0, %%clock64;\n\t@!p mov.u64 %0, 0;\n\t}"
+                 : "=l"(t)
+                 : "r"(dep)
+                 : "memory");
+    return t;
+#else
+    (void)dep;
+    return 0ull;
+#endif
+}
 struct TraceTile {
     unsigned long long t[EVO_SM90_TRACE_EVENTS];
     EVO_DEV void clear()
@@ -522,12 +1464,17 @@ struct TraceTile {
     EVO_DEV void stamp_after(int e, u32 dep)
     {
 #if EVO_SM90_TRACE
-        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0x7f7f7f7f;\n\tsetp.ne.or.u32 p, %1, 0x7f7f7f7e, p;\n\t"
-                     "@p mov.u64 %0, %%clock64;\n\t@!p mov.u64 %0, 0;\n\t}"
-                     : "=l"(t[e])
-                     : "r"(dep));
+        t[e] = trace_clock_after(dep);
 #else
         (void)e, (void)dep;
+#endif
+    }
+    EVO_DEV void set(int e, unsigned long long v)
+    {
+#if EVO_SM90_TRACE
+        t[e] = v;
+#else
+        (void)e, (void)v;
 #endif
     }
     EVO_DEV void store(bool on, int cw, int j) /* and cleared for the next tile */
@@ -851,13 +1798,13 @@ template <int ROWS, int D> EVO_DEV void copy_tile(u32 dst, const u8 *head, int r
  * tile over every head at once, the heaviest tiles first (it streams the K and V of every head together: 64 MB at
  * (4,16,4096,128), more than the L2); 2, head by head when not causal (the blocks in flight share the K and V of a
  * few heads), and 1's order when causal: a block striding through one head's tiles heaviest first gets a share that
- * depends on its index (max/mean work 1.12 at (4,16,4096,128), 1.52 at (2,8,2048,64) on 132 SMs). Causal, every
- * second wave of gridDim.x items is walked backwards (a snake): a wave spans two or three query-tile levels, and
- * striding forwards in every wave gave the low block indices the heavier level each time (max/mean work, a tile and
- * one tile's overhead per item, 132 SMs: 1.19 → 1.03 at (2,8,2048,64), 1.09 → 1.03 at (4,8,2048,64), 1.06 → 1.005 at
- * (4,16,4096,128), 1.03 → 1.002 at (1,16,16384,64); docs/perf-notes.md). The items a wave holds are the same, so the
- * blocks in flight read the same heads. Otherwise a block has the one item its grid position names (causal: longest
- * rows first). */
+ * depends on its index (max/mean work 1.12 at (4,16,4096,128), 1.56 at (1,16,16384,64) on 132 SMs). Causal, every
+ * second wave of gridDim.x items is walked backwards (a snake): a wave spans several query-tile levels, and striding
+ * forwards in every wave gave the low block indices the heavier level each time (max/mean work, each item its key
+ * tiles and one tile of overhead, 132 SMs: 1.41 → 1.03 at (2,8,2048,64), 1.19 → 1.03 at (4,8,2048,64), 1.06 → 1.005
+ * at (4,16,4096,128) and (1,16,16384,64); tools/bench/causal_balance.py, docs/perf-notes.md). A wave holds the same
+ * items as before, so the blocks in flight read the same heads. Otherwise a block has the one item its grid position
+ * names (causal: longest rows first). */
 template <int PERSIST> struct Sched {
     int w, n;
     EVO_DEV Sched(const evo_attn_params &p, int nq)
@@ -1005,6 +1952,37 @@ EVO_DEV void issue_pv(float (&o)[MT][DA / 2], float (&lg)[MT][4], const PFrag<TI
                 WgPV16<DA>::mma(o[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
             }
         }
+    }
+    wg_commit();
+}
+
+/* PROBE 64 (timing only, wrong results): O[mt] (+)= P̃·Vᵀ with P̃ read from shared memory by the tensor cores, as an
+ * SS wgmma: each thread stores its fragment words (16 bytes per 32-key chunk) at pbuf, the warpgroup syncs on
+ * barrier bar after the proxy fence, then the GEMM reads them as a 128-byte-swizzled K-major tile (the words land in
+ * other places than the fragment's, so the product is not P̃·V: the probe times where the A operand comes from). */
+template <int D, int TILE_N, int MT>
+EVO_DEV void issue_pv_smem(float (&o)[MT][(D + 8) / 2], const PFrag<TILE_N, MT, true> &pf, u32 vt_addr, u32 pbuf,
+                           int bar, int ct, bool zero_first)
+{
+    static_assert(TILE_N == 128, "PROBE 64: 128-key tiles (one 128-byte row of P̃ per query row)");
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int c = 0; c < TILE_N / 32; c++)
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(pbuf + (u32)(mt * 8192 + c * 2048 + ct * 16)),
+                         "r"(pf.r[mt][c][0]), "r"(pf.r[mt][c][1]), "r"(pf.r[mt][c][2]), "r"(pf.r[mt][c][3])
+                         : "memory");
+    fence_proxy_async();
+    named_sync(bar, 128);
+    wg_fence();
+    /* the Vᵀ stage as issue_pv reads it: 128-key column blocks, so chunk c starts 32·c bytes into the first */
+    const u64 vd = make_desc(vt_addr, 16, 8 * 128, 128), pd = make_desc(pbuf, 16, 8 * 128, 128);
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        float(&od)[D / 2] = *reinterpret_cast<float(*)[D / 2]>(&o[mt][0]);
+#pragma unroll
+        for (int c = 0; c < TILE_N / 32; c++)
+            WgQK<D>::mma(od, desc_at(pd, mt * 64 * 128 + c * 32), desc_at(vd, c * 32), zero_first && c == 0 ? 0 : 1);
     }
     wg_commit();
 }
@@ -1160,6 +2138,18 @@ EVO_DEV void add_scaled(float (&o)[MT][D / 2], const float (&ot)[MT][D / 2], con
 
 /* O / l · v_scale → FP16 rows of the output; rows past the sequence are not written. DA > D: O carries the row sums
  * in its column D (every thread of the row holds it); DA = D: l holds this thread's part of them. */
+template <int D, int DA, int MT, bool L_TOO>
+EVO_DEV float row_total(const float (&o)[MT][DA / 2], const float (&l)[MT][2], int mt, int h)
+{
+    float lt = 0.f;
+    if constexpr (DA == D || L_TOO) { /* this thread's part of l, summed over the row's quad */
+        lt = l[mt][h];
+        lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+        lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+    }
+    if constexpr (DA > D) lt += o[mt][D / 2 + 2 * h]; /* the GEMM's row sum (every thread of the row) */
+    return lt;
+}
 template <int D, int DA, int MT, bool L_TOO = false>
 EVO_DEV void store_o(const evo_attn_params &p, long long head_off, const float (&o)[MT][DA / 2], float (&l)[MT][2],
                      const int (&rowbase)[MT], float v_mul, int g, int q)
@@ -1169,13 +2159,7 @@ EVO_DEV void store_o(const evo_attn_params &p, long long head_off, const float (
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            float lt = 0.f;
-            if constexpr (DA == D || L_TOO) { /* this thread's part of l, summed over the row's quad */
-                lt = l[mt][h];
-                lt += __shfl_xor_sync(0xffffffffu, lt, 1);
-                lt += __shfl_xor_sync(0xffffffffu, lt, 2);
-            }
-            if constexpr (DA > D) lt += o[mt][D / 2 + 2 * h]; /* the GEMM's row sum (every thread of the row) */
+            const float lt = row_total<D, DA, MT, L_TOO>(o, l, mt, h);
             const int row = rowbase[mt] + g + 8 * h;
             if (row >= p.seq) continue;
             const float f = v_mul / lt;
@@ -1184,6 +2168,47 @@ EVO_DEV void store_o(const evo_attn_params &p, long long head_off, const float (
             for (int i = 0; i < D / 8; i++)
                 *(u32 *)(orow + 8 * i + 2 * q) = pack_f16x2(o[mt][4 * i + 2 * h] * f, o[mt][4 * i + 2 * h + 1] * f);
         }
+}
+
+/* store_o's values through the warp's staging rows at stage (16 rows of o_stage_pitch bytes: conflict-free 4-byte
+ * stores), then whole rows to global memory: MODE 1 16 bytes a lane; 2 a bulk copy a row by lanes 0-15, waited for
+ * (their reads of the rows) only before the rows are written again. Rows past the sequence are not written. */
+template <int D, int DA, int MT, int MODE, bool L_TOO = false>
+EVO_DEV void store_o_staged(const evo_attn_params &p, long long head_off, const float (&o)[MT][DA / 2],
+                            float (&l)[MT][2], const int (&rowbase)[MT], float v_mul, int g, int q, int lane, u32 stage)
+{
+    constexpr int PITCH = o_stage_pitch<D>(), CHUNKS = D / 8; /* 16-byte chunks a row */
+    u16 *og = p.o + head_off;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        if constexpr (MODE == 2) { /* the last bulk copies have read the rows */
+            bulk_wait_read();
+            __syncwarp();
+        }
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const float f = v_mul / row_total<D, DA, MT, L_TOO>(o, l, mt, h);
+            const u32 srow = stage + (u32)((g + 8 * h) * PITCH + 4 * q);
+#pragma unroll
+            for (int i = 0; i < D / 8; i++)
+                sts32(srow + 16 * i, pack_f16x2(o[mt][4 * i + 2 * h] * f, o[mt][4 * i + 2 * h + 1] * f));
+        }
+        if constexpr (MODE == 2) { /* a bulk copy a row, lanes 0..15, read by the async proxy */
+            fence_proxy_async();
+            __syncwarp();
+            if (lane < 16 && rowbase[mt] + lane < p.seq)
+                bulk_store_row(og + (long long)(rowbase[mt] + lane) * D, stage + (u32)(lane * PITCH), D * 2);
+        } else {
+            __syncwarp();
+#pragma unroll
+            for (int k = 0; k < 16 * CHUNKS / 32; k++) {
+                const int idx = k * 32 + lane, r = idx / CHUNKS, c = idx % CHUNKS, row = rowbase[mt] + r;
+                const uint4 v = lds128(stage + (u32)(r * PITCH + 16 * c));
+                if (row < p.seq) *(uint4 *)(og + (long long)row * D + 8 * c) = v;
+            }
+            __syncwarp(); /* the rows are read before the next tile (or item) writes them */
+        }
+    }
 }
 
 template <int A, int N> EVO_DEV void fence_regs(float (&r)[A][N])
@@ -1199,7 +2224,7 @@ template <int A, int N> EVO_DEV void fence_regs(float (&r)[A][N])
  * ring runs ahead of the transformed one). Two cursors over the same work items, each advanced when its barrier has
  * completed (test_wait: a K that waits for its stage never holds up a V that could go, nor the reverse), K first.
  * Q boxes wholly past the sequence are skipped (their rows are never stored). */
-template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PERSIST, int V_PATH>
+template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int PERSIST, int V_PATH, int QK_MODE>
 EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, const Smem &sm, int nq)
 {
     typedef Bars<STAGES> B;
@@ -1231,7 +2256,36 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
             start(p, nq);
         }
     };
-    Cursor kc(p, nq, true), vc(p, nq, false);
+    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, 2, QK_MODE, V_PATH, PERSIST> C;
+    constexpr int QB = C::QB;
+    Cursor kc(p, nq, QB == 1), vc(p, nq, false);
+    /* QB 2: a third cursor, over the items alone: item qi's Q into buffer qi & 1 once the consumers released it
+     * (item qi - 2); the K cursor no longer stops for Q */
+    /* the Q of the item at query row m0 of head bh into buffer b, its boxes wholly past the sequence skipped */
+    auto load_q = [&](int b, int m0, int bh) {
+        const int boxes = min(CONSUMERS, (p.seq - m0 + WG_ROWS - 1) / WG_ROWS);
+        mbar_expect_tx(sm.b(B::qfull(b)), boxes * WG_ROWS * D);
+        for (int w = 0; w < boxes; w++)
+            tma_load_3d(sm.q + b * C::Q_BYTES + w * WG_ROWS * D, &t.q, 0, m0 + w * WG_ROWS, bh, sm.b(B::qfull(b)));
+    };
+    Sched<PERSIST> qs(p, nq);
+    int qi = 0;
+    auto issue_q = [&]() {
+        const int b = qi & 1;
+        if (qi >= 2 && !mbar_test(sm.b(B::qempty(b)), (u32)((qi >> 1) - 1) & 1u)) return false;
+        int bh, qt;
+        qs.item(p, nq, bh, qt);
+        load_q(b, qt * BM, bh);
+        qs.next();
+        qi++;
+        return true;
+    };
+    /* EVO_SM90_PDL: K and V (V_PATH 3) or Vᵀ (5) are the call's first kernel's output: each cursor that loads them
+     * waits for that kernel before its first tile (it: the cursor's tiles so far; no flag, no register more) */
+    constexpr bool PDL_DEP = EVO_SM90_PDL && (V_PATH == 3 || V_PATH == 5);
+    auto dep_wait = [](const Cursor &c) {
+        if (c.it == 0) asm volatile("griddepcontrol.wait;" ::: "memory");
+    };
     /* c's tile j into its stage (buffer base + stage * KV) once the stage is free: false while it must wait */
     auto issue_tile = [&](Cursor &c, u32 base, const evo_tmap *map, int (*empty)(int), int (*full)(int)) {
         const int s = c.it % STAGES;
@@ -1248,6 +2302,7 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
                          int (*full)(int)) {
         const int s = c.it % STAGES;
         if (c.it >= STAGES && !mbar_test(sm.b(empty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        if constexpr (PDL_DEP) dep_wait(c);
         mbar_expect_tx(sm.b(full(s)), TILE_N * D * 2);
 #pragma unroll
         for (int cb = 0; cb < D / 64; cb++)
@@ -1261,6 +2316,7 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, VT = vt_bytes<D, TILE_N, V_PATH>();
         const int s = c.it % STAGES;
         if (c.it >= STAGES && !mbar_test(sm.b(B::vempty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        if constexpr (PDL_DEP) dep_wait(c);
         mbar_expect_tx(sm.b(B::vtfull(s)), TILE_N * D);
 #pragma unroll
         for (int b = 0; b < TILE_N / VB; b++)
@@ -1269,15 +2325,13 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         return true;
     };
     u32 idle_ns = 0u; /* back off while neither can go: a spinning thread takes issue slots from a consumer warp */
-    while (!kc.done || !vc.done) {
+    while (!kc.done || !vc.done || (QB == 2 && qs.valid())) {
         bool moved = false;
+        if (QB == 2 && qs.valid()) moved |= issue_q();
         if (!kc.done) {
-            if (kc.j < 0) {
+            if (QB == 1 && kc.j < 0) {
                 if (kc.item == 0 || mbar_test(sm.b(BAR_QEMPTY), (u32)(kc.item - 1) & 1u)) {
-                    const int boxes = min(CONSUMERS, (p.seq - kc.m0 + WG_ROWS - 1) / WG_ROWS);
-                    mbar_expect_tx(sm.b(BAR_QFULL), boxes * WG_ROWS * D);
-                    for (int w = 0; w < boxes; w++)
-                        tma_load_3d(sm.q + w * WG_ROWS * D, &t.q, 0, kc.m0 + w * WG_ROWS, kc.bh, sm.b(BAR_QFULL));
+                    load_q(0, kc.m0, kc.bh);
                     kc.j = 0;
                     moved = true;
                 }
@@ -1305,13 +2359,14 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
 
 /* PIPE 2, warps 1-3: Q and K to FP16 (QK_MODE 2), each raw V tile to the Vᵀ (or FP16 V) ring; a proxy fence makes the
  * generic stores visible to the tensor cores, then the 96 threads arrive. The K16 ring slot of tile it is free: its
- * raw K arrived after the consumers released tile it-STAGES. The Q16 copy is free: the raw Q of the next item is
- * loaded only after the consumers released Q. */
+ * raw K arrived after the consumers released tile it-STAGES. A Q16 copy is free: the raw Q of an item is loaded
+ * into a buffer only after the consumers released that buffer's Q16 copy (Sm90Cfg::QB). */
 template <int D, int WG_ROWS, int CONSUMERS, int TILE_N, int STAGES, int QK_MODE, int V_PATH, int PERSIST, int PROBE,
           int PRODUCER_REGS>
 EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq, int worker, int lane)
 {
     typedef Bars<STAGES> B;
+    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, 2, QK_MODE, V_PATH, PERSIST> C;
     constexpr int UNR = PRODUCER_REGS >= 56 ? 8 : 4; /* convert16's loads in flight: 8 spill at 40 registers */
     constexpr int BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>(), K16 = 2 * KV;
     if constexpr (v_by_tma(V_PATH) && QK_MODE != 2) return; /* nothing to convert: V arrives by TMA */
@@ -1320,11 +2375,12 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
         int bh, qt;
         sc.item(p, nq, bh, qt);
         const int n = kv_tiles<TILE_N>(p, qt * BM, BM);
-        if constexpr (QK_MODE == 2) {
-            mbar_wait(sm.b(BAR_QFULL), (u32)item & 1u);
-            convert16<D, BM, TRANSFORM_WARPS, UNR>(sm.q, sm.q16, worker, lane);
+        if constexpr (QK_MODE == 2) { /* QB 2: buffer item & 1 of each (free: see producer_tma) */
+            const int qb = C::QB == 2 ? item & 1 : 0;
+            mbar_wait(sm.b(B::qfull(qb)), (u32)(item / C::QB) & 1u);
+            convert16<D, BM, TRANSFORM_WARPS, UNR>(sm.q + qb * C::Q_BYTES, sm.q16 + qb * C::Q16_BYTES, worker, lane);
             fence_proxy_async();
-            mbar_arrive(sm.b(BAR_Q16FULL));
+            mbar_arrive(sm.b(B::q16full(qb)));
         }
         for (int j = 0; j < n; j++, it++) {
             const int s = it % STAGES;
@@ -1362,8 +2418,12 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     constexpr int MT = WG_ROWS / 64, BM = CONSUMERS * WG_ROWS, KV = TILE_N * D, VT = vt_bytes<D, TILE_N, V_PATH>();
     constexpr bool P8 = V_PATH == 0 || gemm_sums(V_PATH), GSUM = gemm_sums(V_PATH); /* GSUM: the GEMM sums P̃ */
     constexpr float LOG2E = 1.4426950408889634f;
-    /* Q·Kᵀ operands: the raw e4m3 tiles, or their FP16 copies (made by the transform warps) */
-    const u32 q_addr = QK_MODE == 2 ? sm.q16 + (u32)(cw * WG_ROWS * 128) : sm.q + (u32)(cw * WG_ROWS * D);
+    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, 2, QK_MODE, V_PATH, PERSIST> C;
+    /* Q·Kᵀ operands: the raw e4m3 tiles, or their FP16 copies (made by the transform warps); Q of buffer qb */
+    auto q_at = [&](int qb) {
+        return QK_MODE == 2 ? sm.q16 + (u32)(qb * C::Q16_BYTES + cw * WG_ROWS * 128)
+                            : sm.q + (u32)(qb * C::Q_BYTES + cw * WG_ROWS * D);
+    };
     const u32 k_base = QK_MODE == 2 ? sm.k16 : sm.k;
     constexpr int KS = QK_MODE == 2 ? 2 * KV : KV;
     auto kready = [&](int s) { return sm.b(QK_MODE == 2 ? B::k16full(s) : B::kfull(s)); };
@@ -1387,15 +2447,22 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     QFrag<D, QK_MODE == 1 ? MT : 1> qf;
     Softmax<TILE_N, MT, P8, GSUM, (PROBE & 16) != 0> sx;
     constexpr bool SUMS = !(PROBE & 32); /* V_PATH 4 and 5's row-sum GEMMs (PROBE 32 leaves them out) */
+    constexpr bool PSMEM = (PROBE & 64) != 0; /* PROBE 64: P̃ from shared memory (issue_pv_smem) */
+    static_assert(!PSMEM || (V_PATH == 5 && OVERLAP && TILE_N == 128), "PROBE 64: V_PATH 5, OVERLAP, TILE_N 128");
+    const u32 past_bars = (sm.bar + C::N_BARS * 8u + 1023u) & ~1023u; /* PROBE 64's P̃ */
+    const u32 pbuf = PSMEM ? past_bars + (u32)(cw * WG_ROWS * 128) : 0u;
+    const u32 ostage = sm.os + (u32)((cw * 4 + wi) * o_stage_warp_bytes<D>()); /* this warp's staging rows */
     int it = 0, item = 0;
+    unsigned long long tr_stored = 0, tr_setup = 0; /* EVO_SM90_TRACE: the previous item's O stored, this item's setup */
+    /* V_PATH 2, 3 (V, and K, given in FP16): no v_scale (k_scale) means 1 */
+    auto k_scale_of = [&](int bh) { return V_PATH == 3 && !p.k_scale ? 1.f : p.k_scale[bh]; };
+    auto v_scale_of = [&](int bh) { return v_given_f16(V_PATH) && !p.v_scale ? 1.f : p.v_scale[bh]; };
     for (Sched<PERSIST> sc(p, nq); sc.valid(); sc.next(), item++) {
         int bh, qt;
         sc.item(p, nq, bh, qt);
         const int m0 = qt * BM, n = kv_tiles<TILE_N>(p, m0, BM), wg_row0 = m0 + cw * WG_ROWS;
         const long long head_off = (long long)bh * p.seq * D;
-        /* V_PATH 2, 3 (V, and K, given in FP16): no v_scale (k_scale) means 1 */
-        const float qk_mul = p.q_scale[bh] * (V_PATH == 3 && !p.k_scale ? 1.f : p.k_scale[bh]) * p.softmax_scale * LOG2E,
-                    v_mul = v_given_f16(V_PATH) && !p.v_scale ? 1.f : p.v_scale[bh];
+        const float qk_mul = p.q_scale[bh] * k_scale_of(bh) * p.softmax_scale * LOG2E, v_mul = v_scale_of(bh);
         int rowbase[MT];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) rowbase[mt] = wg_row0 + mt * 64 + wi * 16;
@@ -1408,10 +2475,13 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
 #pragma unroll
             for (int i = 0; i < DA / 2; i++) o[mt][i] = 0.f;
         sx.init();
-        mbar_wait(sm.b(QK_MODE == 2 ? BAR_Q16FULL : BAR_QFULL), (u32)item & 1u);
+        const int qb = C::QB == 2 ? item & 1 : 0;
+        const u32 q_addr = q_at(qb), q_empty = sm.b(B::qempty(qb));
+        tr_setup = trace_clock_after(__float_as_uint(qk_mul) ^ __float_as_uint(v_mul));
+        mbar_wait(sm.b(QK_MODE == 2 ? B::q16full(qb) : B::qfull(qb)), (u32)(item / C::QB) & 1u);
         if constexpr (QK_MODE == 1) { /* Q into registers; its smem is free at once (the arrive releases the loads) */
             qf.load(q_addr, wi, g, q);
-            mbar_arrive(sm.b(BAR_QEMPTY));
+            mbar_arrive(q_empty);
         }
         if constexpr (!OVERLAP) {
             for (int j = 0; j < n; j++, it++) {
@@ -1422,7 +2492,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 wg_wait<0>();
                 fence_regs(s);
                 mbar_arrive(sm.b(B::kempty(st)));
-                if (QK_MODE != 1 && j == n - 1) mbar_arrive(sm.b(BAR_QEMPTY));
+                if (QK_MODE != 1 && j == n - 1) mbar_arrive(q_empty);
                 if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
                 pf.pack(s);
@@ -1440,11 +2510,13 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             float alpha_prev[MT][2];
             int pst = it % STAGES;
             u32 pph = (u32)(it / STAGES) & 1u;
-            const bool tr = EVO_SM90_TRACE && ct == 0 && item == 0 && blockIdx.x < EVO_SM90_TRACE_CTAS &&
+            const bool tr = EVO_SM90_TRACE && ct == 0 && blockIdx.x < EVO_SM90_TRACE_CTAS &&
                             blockIdx.y == 0 && blockIdx.z == 0;
             TraceTile tt;
             tt.clear();
             tt.stamp(TRACE_START);
+            tt.set(TRACE_PREV_STORED, tr_stored);
+            tt.set(TRACE_SETUP, tr_setup);
             if (PINGPONG) named_sync(my_turn, 256);
             tt.stamp(TRACE_TURN);
             mbar_wait(kready(pst), pph);
@@ -1455,11 +2527,11 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             fence_regs(s);
             tt.stamp(TRACE_QK);
             mbar_arrive(sm.b(B::kempty(pst)));
-            if (QK_MODE != 1 && n == 1) mbar_arrive(sm.b(BAR_QEMPTY));
+            if (QK_MODE != 1 && n == 1) mbar_arrive(q_empty);
             if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(0), 0, rowbase, p.seq, p.causal, g, q);
             pf.pack(s);
             tt.stamp_after(TRACE_SOFTMAX, pf.last());
-            tt.store(tr, cw, 0);
+            tt.store(tr, cw, it + item);
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
             it++;
@@ -1473,14 +2545,15 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
                 mbar_wait(sm.b(B::vtfull(pst)), pph);
-                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
+                if constexpr (PSMEM) issue_pv_smem<D, TILE_N, MT>(pvt, pf, sm.vt + pst * VT, pbuf, 4 + cw, ct, O_ACC != 0);
+                else if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
                 if (PINGPONG) named_arrive(other_turn, 256);
                 tt.stamp(TRACE_ISSUED);
                 wg_wait<1>();
                 fence_regs(s);
                 tt.stamp(TRACE_QK);
                 mbar_arrive(sm.b(B::kempty(st)));
-                if (QK_MODE != 1 && j == n - 1) mbar_arrive(sm.b(BAR_QEMPTY));
+                if (QK_MODE != 1 && j == n - 1) mbar_arrive(q_empty);
                 if constexpr (EVO_SM90_TRACE) { /* see TraceTile */
                     wg_wait<0>();
                     fence_regs(pvt);
@@ -1496,7 +2569,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
                 pf.pack(s);
                 tt.stamp_after(TRACE_SOFTMAX, pf.last());
-                tt.store(tr, cw, j);
+                tt.store(tr, cw, it + item);
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
                 pst = st;
@@ -1507,20 +2580,25 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             tt.stamp(TRACE_TURN);
             if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
             mbar_wait(sm.b(B::vtfull(pst)), pph);
-            if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
+            if constexpr (PSMEM) issue_pv_smem<D, TILE_N, MT>(pvt, pf, sm.vt + pst * VT, pbuf, 4 + cw, ct, O_ACC != 0);
+            else if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
             /* the last turn of warpgroup 1 has no one left to hand over to */
             if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
             tt.stamp(TRACE_ISSUED);
             wg_wait<0>();
             fence_regs(pvt);
             tt.stamp(TRACE_PV);
-            tt.store(tr, cw, n);
+            tt.store(tr, cw, it + item);
             if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
             mbar_arrive(sm.b(B::vempty(pst)));
             if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
         }
-        store_o<D, DA, MT, GSUM>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
+        if constexpr (C::O_STORE)
+            store_o_staged<D, DA, MT, C::O_STORE, GSUM>(p, head_off, o, sx.l, rowbase, v_mul, g, q, lane, ostage);
+        else store_o<D, DA, MT, GSUM>(p, head_off, o, sx.l, rowbase, v_mul, g, q);
+        tr_stored = trace_clock_after(__float_as_uint(o[0][0]));
     }
+    if constexpr (C::O_STORE == 2) bulk_wait_read(); /* the rows read before the block's memory goes */
 }
 
 /* PIPE 0 and 1: no producer. Every consumer thread loads (PIPE 0, cp.async) or thread 0 issues TMA (PIPE 1), all
@@ -1671,6 +2749,9 @@ __global__ void __launch_bounds__(256)
 {
     static_assert(VEC == 16, "16 codes a step");
     using namespace evo_sm90;
+#if EVO_SM90_PDL
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
     if (n % VEC) __trap();
     const unsigned long long nv = n / VEC, stride = (unsigned long long)gridDim.x * blockDim.x;
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < 2 * nv; i += stride) {
@@ -1731,6 +2812,9 @@ __global__ void __launch_bounds__(256)
     evo_vt_transpose(const unsigned char *__restrict__ v, unsigned char *__restrict__ vt, int seq, int s16, int head_dim)
 {
     static_assert(KC == 128, "128 keys a block");
+#if EVO_SM90_PDL
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
     __shared__ __align__(16) unsigned char tile[KC * (128 + 4)];
     if (head_dim == 128) evo_sm90::vt_transpose_block<128, KC>(v, vt, seq, s16, tile);
     else if (head_dim == 64) evo_sm90::vt_transpose_block<64, KC>(v, vt, seq, s16, tile);
@@ -1743,7 +2827,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     evo_attn_sm90(const __grid_constant__ evo_attn_params p, const __grid_constant__ evo_attn_tmaps t)
 {
     using namespace evo_sm90;
-    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH> C;
+    typedef Sm90Cfg<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PIPE, QK_MODE, V_PATH, PERSIST> C;
     typedef Bars<STAGES> B;
     static_assert(V_PATH >= 0 && V_PATH <= 5, "V_PATH 0 (e4m3 Vᵀ), 1 (FP16 V), 2 (V given in FP16), 3 (K and V given "
                                               "in FP16), 4 (e4m3 Vᵀ, the row sum from the GEMM) or 5 (4, Vᵀ given)");
@@ -1766,7 +2850,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
     }
     const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
     const Smem sm = {base, base + C::OFF_K, base + C::OFF_V, base + C::OFF_VT, base + C::OFF_Q16, base + C::OFF_K16,
-                     base + C::OFF_BAR};
+                     base + C::OFF_OS, base + C::OFF_BAR};
     const int tid = (int)threadIdx.x, nq = (p.seq + C::BM - 1) / C::BM;
     constexpr int NCT = CONSUMERS * 128, NXT = TRANSFORM_WARPS * 32;
 
@@ -1790,6 +2874,11 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
         mbar_init(sm.b(BAR_QFULL), 1);
         mbar_init(sm.b(BAR_QEMPTY), NCT);
         mbar_init(sm.b(BAR_Q16FULL), NXT);
+        if constexpr (C::QB == 2) {
+            mbar_init(sm.b(B::qfull(1)), 1);
+            mbar_init(sm.b(B::qempty(1)), NCT);
+            mbar_init(sm.b(B::q16full(1)), NXT);
+        }
         for (int s = 0; s < STAGES; s++) {
             mbar_init(sm.b(B::kfull(s)), 1);
             mbar_init(sm.b(B::vfull(s)), 1);
@@ -1810,7 +2899,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
             if constexpr (CONSUMERS >= 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
             const int warp = tid >> 5, lane = tid & 31;
             if (warp == 0) {
-                if (lane == 0) producer_tma<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST, V_PATH>(p, t, sm, nq);
+                if (lane == 0) producer_tma<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, PERSIST, V_PATH, QK_MODE>(p, t, sm, nq);
             } else {
                 producer_transform<D, WG_ROWS, CONSUMERS, TILE_N, STAGES, QK_MODE, V_PATH, PERSIST, PROBE,
                                    PRODUCER_REGS>(p, sm, nq, warp - 1, lane);
@@ -1827,8 +2916,8 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
 }
 
 /* ==== the entries (written by evo export --dispatch) ==== */
-#define EVO_EXPORT_GENOME "dispatch: FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=1,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=3,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1"
-#define EVO_EXPORT_KEY "dispatch: 9405318d,e1fcc0a6,b8da5089,8d1a7bb2,e182fcaf,4b970f81,3c9ebf6a,84f48976"
+#define EVO_EXPORT_GENOME "dispatch: FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2"
+#define EVO_EXPORT_KEY "dispatch: b9ace586,5810762d,5fb98539,a8551388,9d525c21,28da8c8a,97235eb4,4b04a4cb,8dd0c88d"
 #define EVO_EXPORT_ARCH "sm_90a"
 #define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3
 #define EVO_EXPORT_SM90 1
@@ -1976,6 +3065,18 @@ static int producer_transforms(const evo_sm90_genome *g)
     return g->qk_mode == 2 || !(v_given_f16(g) || g->v_path == 5);
 }
 
+/* The shared memory of a plan with qb Q buffers (and FP16 copies) and os bytes of output staging rows:
+ * sm90_smem_plan() of the template */
+static int smem_plan(int q_bytes, int rings, int q16_bytes, int stages, int qb, int os)
+{
+    return align1024(qb * q_bytes) + rings + qb * q16_bytes + os + (3 + 7 * stages + (qb == 2 ? 3 : 0)) * 8 + 1024;
+}
+/* The template's measurement override of the output staging rows (0: none); tools/bench builds pass the same -D to
+ * both sides */
+#ifndef EVO_SM90_O_SMEM
+#define EVO_SM90_O_SMEM (-1)
+#endif
+
 int attn_sm90_threads(const evo_sm90_genome *g) { return (g->consumers + (g->pipe == 2)) * 128; }
 
 int attn_sm90_rows_per_block(const evo_sm90_genome *g) { return g->wg_rows * g->consumers; }
@@ -1990,8 +3091,18 @@ int attn_sm90_smem_bytes(const evo_sm90_genome *g, int d)
     const int q16 = g->qk_mode == 2 ? 2 * q_bytes : 0, k16 = g->qk_mode == 2 ? 2 * kv : 0;
     /* the raw rings: V_PATH 2 and 3 load V in FP16 (no raw V), V_PATH 3 K too (no raw K) */
     const int kr = g->v_path == 3 ? 0 : kv, vr = v_given_f16(g) || g->v_path == 5 ? 0 : kv; /* 5: Vᵀ by TMA */
-    const int n_bars = 3 + 7 * g->stages;
-    return align1024(q_bytes) + g->stages * (kr + vr) + nx * vt + q16 + nx * k16 + n_bars * 8 + 1024;
+    const int rings = g->stages * (kr + vr) + nx * vt + nx * k16;
+    /* two Q buffers and FP16 copies where a block walks several items with the producer and FP16 Q·Kᵀ, if they fit
+     * (Sm90Cfg::QB) */
+    const int qb = g->pipe == 2 && g->qk_mode == 2 && g->persist != 0 &&
+                           smem_plan(q_bytes, rings, q16, g->stages, 2, 0) <= 227 * 1024
+                       ? 2
+                       : 1;
+    /* the output staging rows with the producer, if they fit beside that (Sm90Cfg::OS): 16 rows of D halves + 16
+     * bytes for each consumer warp */
+    const int os_want = g->pipe == 2 && EVO_SM90_O_SMEM != 0 ? g->consumers * 4 * 16 * (2 * d + 16) : 0;
+    const int os = smem_plan(q_bytes, rings, q16, g->stages, qb, os_want) <= 227 * 1024 ? os_want : 0;
+    return smem_plan(q_bytes, rings, q16, g->stages, qb, os);
 }
 
 /* Registers a consumer thread has: 255 with one consumer warpgroup (or none with a producer), otherwise what
@@ -2240,36 +3351,37 @@ static inline int attn_dispatch_pick(const attn_dispatch_bucket *b, int n, int b
 /* ==== dispatch table: bucket (head dim, causal, seq class, batch·heads class) -> entry ==== */
 static const attn_dispatch_bucket evo_dispatch_buckets[] = {
     {64, 0, 9, 3, 0}, /* d64 non-causal seq 257..512 bh 1..8 */
-    {64, 0, 9, 4, 0}, /* d64 non-causal seq 257..512 bh 9..16 */
-    {64, 0, 11, 4, 1}, /* d64 non-causal seq 1025..2048 bh 9..16 */
-    {64, 0, 11, 5, 2}, /* d64 non-causal seq 1025..2048 bh 17..32 */
-    {64, 0, 14, 4, 3}, /* d64 non-causal seq 8193..16384 bh 9..16 */
-    {64, 1, 9, 3, 0}, /* d64 causal seq 257..512 bh 1..8 */
-    {64, 1, 9, 4, 0}, /* d64 causal seq 257..512 bh 9..16 */
-    {64, 1, 11, 4, 4}, /* d64 causal seq 1025..2048 bh 9..16 */
+    {64, 0, 9, 4, 1}, /* d64 non-causal seq 257..512 bh 9..16 */
+    {64, 0, 11, 4, 2}, /* d64 non-causal seq 1025..2048 bh 9..16 */
+    {64, 0, 11, 5, 3}, /* d64 non-causal seq 1025..2048 bh 17..32 */
+    {64, 0, 14, 4, 4}, /* d64 non-causal seq 8193..16384 bh 9..16 */
+    {64, 1, 9, 3, 1}, /* d64 causal seq 257..512 bh 1..8 */
+    {64, 1, 9, 4, 1}, /* d64 causal seq 257..512 bh 9..16 */
+    {64, 1, 11, 4, 5}, /* d64 causal seq 1025..2048 bh 9..16 */
     {64, 1, 11, 5, 5}, /* d64 causal seq 1025..2048 bh 17..32 */
     {64, 1, 14, 4, 6}, /* d64 causal seq 8193..16384 bh 9..16 */
-    {128, 0, 9, 4, 0}, /* d128 non-causal seq 257..512 bh 9..16 */
-    {128, 0, 12, 6, 3}, /* d128 non-causal seq 2049..4096 bh 33..64 */
-    {128, 1, 9, 4, 0}, /* d128 causal seq 257..512 bh 9..16 */
-    {128, 1, 12, 6, 7}, /* d128 causal seq 2049..4096 bh 33..64 */
+    {128, 0, 9, 4, 7}, /* d128 non-causal seq 257..512 bh 9..16 */
+    {128, 0, 12, 6, 4}, /* d128 non-causal seq 2049..4096 bh 33..64 */
+    {128, 1, 9, 4, 8}, /* d128 causal seq 257..512 bh 9..16 */
+    {128, 1, 12, 6, 4}, /* d128 causal seq 2049..4096 bh 33..64 */
 };
 static const int evo_dispatch_n_buckets = 14;
 /* ==== end of the dispatch table ==== */
 
-template __global__ void evo_attn_sm90<64,64,1,128,2,2,0,4,1,0,1,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<128,64,1,128,2,2,0,4,1,0,1,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,1,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,2,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,1,128,2,2,0,1,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,1,128,2,2,0,2,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
+template __global__ void evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
+template __global__ void evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>(const evo_attn_params);
+template __global__ void evo_attn_sm90<64,64,2,128,2,2,1,4,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,2,192,2,2,0,4,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_attn_sm90<64,64,2,192,2,2,0,5,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_attn_sm90<128,64,2,192,2,2,0,5,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_vt_transpose<128>(const unsigned char *, unsigned char *, int, int, int); /* V to Vᵀ (V_PATH 5) */
-template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,4,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,1,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,2,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_sm90<64,64,3,128,4,2,0,4,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<128,64,2,192,2,2,0,4,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,1,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,2,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
+template __global__ void evo_attn_sm90<64,64,2,192,4,2,0,5,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<128,64,1,128,2,2,1,4,1,0,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<128,64,1,128,2,2,1,4,1,0,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 
 namespace evo_export {
 
@@ -2292,16 +3404,17 @@ struct variant {
                     the workspace first (evo_vt_transpose) */
 };
 static const variant variants[] = {
-    {64, (const void *)evo_attn_sm90<64,64,1,128,2,2,0,4,1,0,1,56,0>, 256, 64, 56456, 0, 1, 64, 128, 0, 1, 0, nullptr, nullptr, 0},
-    {128, (const void *)evo_attn_sm90<128,64,1,128,2,2,0,4,1,0,1,56,0>, 256, 64, 109704, 0, 1, 64, 128, 0, 1, 0, nullptr, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,1,1,1,0,56,1>, 384, 128, 107656, 0, 1, 64, 128, 1, 1, 1, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,2,1,1,0,56,1>, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>, 384, 128, 111864, 0, 1, 64, 128, 1, 1, 2, nullptr, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,192,2,2,0,5,1,1,0,56,2>, 384, 128, 62600, 0, 1, 64, 192, 2, 1, 3, nullptr, nullptr, 2},
-    {128, (const void *)evo_attn_sm90<128,64,2,192,2,2,0,5,1,1,0,56,2>, 384, 128, 119944, 0, 1, 64, 192, 2, 1, 3, nullptr, nullptr, 2},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,4,1,1,0,56,1>, 384, 128, 60552, 0, 1, 64, 128, 1, 1, 4, nullptr, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,1,1,0,0,56,1>, 384, 128, 107656, 0, 1, 64, 128, 1, 1, 5, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,2,1,0,0,56,1>, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,3,128,4,2,0,4,1,0,0,56,1>, 512, 192, 115960, 0, 1, 64, 128, 1, 1, 6, nullptr, nullptr, 0},
-    {128, (const void *)evo_attn_sm90<128,64,2,192,2,2,0,4,1,1,0,56,1>, 384, 128, 169096, 0, 1, 64, 192, 1, 1, 7, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,1,128,2,2,0,1,1,0,0,56,1>, 256, 64, 112776, 0, 1, 64, 128, 1, 1, 0, (const void *)evo_attn_sm90<64,64,1,128,2,2,0,2,1,0,0,56,1>, nullptr, 0},
+    {64, (const void *)evo_attn_fwd<64,0,64,128,4,1,2,1,1,0,0,1,1,0>, 128, 64, 36864, 0, 0, 0, 0, 0, 0, 1, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_fwd<64,0,128,64,4,1,2,1,1,0,0,1,1,0>, 128, 128, 24576, 1, 0, 0, 0, 0, 0, 1, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,1,4,1,1,0,56,1>, 384, 128, 78984, 0, 1, 64, 128, 1, 1, 2, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,192,2,2,0,4,1,1,0,56,2>, 384, 128, 105608, 0, 1, 64, 192, 2, 1, 3, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,192,2,2,0,5,1,1,0,56,2>, 384, 128, 81032, 0, 1, 64, 192, 2, 1, 4, nullptr, nullptr, 2},
+    {128, (const void *)evo_attn_sm90<128,64,2,192,2,2,0,5,1,1,0,56,2>, 384, 128, 154760, 0, 1, 64, 192, 2, 1, 4, nullptr, nullptr, 2},
+    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,1,1,1,0,56,2>, 384, 128, 126088, 0, 1, 64, 128, 2, 1, 5, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,2,1,1,0,56,2>, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,192,4,2,0,5,1,1,0,56,2>, 384, 128, 134392, 0, 1, 64, 192, 2, 1, 6, nullptr, nullptr, 2},
+    {128, (const void *)evo_attn_sm90<128,64,1,128,2,2,1,4,1,0,0,56,1>, 256, 64, 127112, 0, 1, 64, 128, 1, 1, 7, nullptr, nullptr, 0},
+    {128, (const void *)evo_attn_sm90<128,64,1,128,2,2,1,4,1,0,0,56,2>, 256, 64, 127112, 0, 1, 64, 128, 2, 1, 8, nullptr, nullptr, 0},
 };
 
 struct entry {
@@ -2309,14 +3422,15 @@ struct entry {
     int accuracy; /* 0 exact, 1 fp8 */
 };
 static const entry entries[] = {
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=1,H_PRODUCER_REGS=56,H_PERSIST=0", "9405318d9e4f66c7c1b43ecef408d663b62bc2d922c0dd3e4a980dd91b3b4cfa", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "e1fcc0a6075b91410a331c56f3195524d2188439e16edfc857c08541435f80cd", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "b8da5089aed1647891a9485d5c8850f3f5c2d9ea072bac114b9309771a5f443a", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "8d1a7bb27c4ef7005267608c253c62b10d5c33eec7d1213b6a3de8719f46a525", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "e182fcaf66a8e0310417403aba2bf540e2d7ad63de8de4b44a64dba259d15054", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "4b970f8141528b73e1a9c981d245e7dfc7c0fdcc154677f3af004bf7dd29ceca", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=3,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "3c9ebf6ae3b237a8dfd0937261d6e3fe408063842c4f592f99f7c109b7f362fc", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "84f48976275fd74409daa2fe04d6604643d6b7c81d59628ec6f029ab9f7cd720", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "b9ace5868139e183c890108c768aea2d8b9d25b186123d85960e53b3f7b56fab", 1},
+    {"TILE_M=64,TILE_N=128,WARPS_M=4,WARPS_N=1,STAGES=2,SWIZZLE=1,PV_MMA=1,QK_8BIT=0,F16_SMEM=0,MIN_BLOCKS=1,FAST_EXP=1,CAUSAL_PAIR=0,BIG_TILE_M=128,BIG_TILE_N=64,FAMILY=0", "5810762d1bbe018f4b37ec67c66c53e0e46a394fc4a770b51ece4a3742ef8168", 0},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "5fb98539035621866894c6588521e666f0bcf86fd0e74a4d0ab5d3824514d62c", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "a8551388a52c7e8cecd10e276b2680f0550105a171e4c544bcd212002664adac", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "9d525c217fffac3af20a756d032154956e9afdc72f96c9dc29277f2c1bae396a", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "28da8c8ae463ae32d628584ac3789d9532004ab4412a0e6591f7a6dac4781bea", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "97235eb4e8360214f41fcfed589c4525f5ef00c83949b1623d54105bbe0a9332", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "4b04a4cb9b29c966e591f621e753bd9fdbeed5ce464f672a667a491d921deca5", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "8dd0c88dd3deb0edc41c074912ac1a385c4db127a21233d27bf8b1305d18b519", 1},
 };
 
 #ifdef EVO_SELFTEST
@@ -2328,20 +3442,20 @@ struct shape {
     int entry;
 };
 static const shape timed_shapes[] = {
-    {"mission", 1, 8, 512, 64, 0, 6.40, 0},
-    {"small", 2, 8, 512, 64, 0, 6.85, 0},
-    {"long", 2, 8, 2048, 64, 0, 42.24, 1},
-    {"stress", 4, 8, 2048, 64, 0, 79.74, 2},
-    {"b1h16s16k", 1, 16, 16384, 64, 0, 1996.01, 3},
-    {"missionc", 1, 8, 512, 64, 1, 6.53, 0},
-    {"smallc", 2, 8, 512, 64, 1, 6.72, 0},
-    {"longc", 2, 8, 2048, 64, 1, 26.24, 4},
-    {"stressc", 4, 8, 2048, 64, 1, 47.23, 5},
-    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1013.33, 6},
-    {"wide", 2, 8, 512, 128, 0, 9.63, 0},
-    {"b4h16s4k", 4, 16, 4096, 128, 0, 684.49, 3},
-    {"widec", 2, 8, 512, 128, 1, 9.02, 0},
-    {"b4h16s4kc", 4, 16, 4096, 128, 1, 386.11, 7},
+    {"mission", 1, 8, 512, 64, 0, 6.59, 0},
+    {"small", 2, 8, 512, 64, 0, 6.94, 1},
+    {"long", 2, 8, 2048, 64, 0, 41.63, 2},
+    {"stress", 4, 8, 2048, 64, 0, 78.91, 3},
+    {"b1h16s16k", 1, 16, 16384, 64, 0, 1980.14, 4},
+    {"missionc", 1, 8, 512, 64, 1, 6.72, 1},
+    {"smallc", 2, 8, 512, 64, 1, 6.98, 1},
+    {"longc", 2, 8, 2048, 64, 1, 25.38, 5},
+    {"stressc", 4, 8, 2048, 64, 1, 46.91, 5},
+    {"b1h16s16kc", 1, 16, 16384, 64, 1, 1017.79, 6},
+    {"wide", 2, 8, 512, 128, 0, 8.74, 7},
+    {"b4h16s4k", 4, 16, 4096, 128, 0, 652.38, 4},
+    {"widec", 2, 8, 512, 128, 1, 8.77, 8},
+    {"b4h16s4kc", 4, 16, 4096, 128, 1, 378.16, 4},
 };
 
 /* Correctness tolerances and timing settings of run 1's config. */
@@ -2457,8 +3571,11 @@ static evo_tmap_encode_fn tmap_encoder(void)
 }
 
 /* The sm_90a family (attn_sm90_host.h's launch rules): tensor maps for these tensors, then the grid. V16, KV16: the
- * variant's FP16 twin, p.v (and p.k) pointing to FP16. */
-static cudaError_t launch_sm90(int i, evo_attn_params &p, operands m, cudaStream_t stream)
+ * variant's FP16 twin, p.v (and p.k) pointing to FP16. after_pre: this call's conversion (K, V to FP16) or transpose
+ * (Vᵀ) was launched just before, so the kernel is launched with programmatic stream serialization: it may start while
+ * that kernel runs, and its TMA thread waits for that kernel's results before its first K/V load (griddepcontrol.wait;
+ * nothing else it reads comes from that kernel, which began after all earlier work on the stream). */
+static cudaError_t launch_sm90(int i, evo_attn_params &p, operands m, cudaStream_t stream, bool after_pre)
 {
     const evo_tmap_encode_fn encode = tmap_encoder();
     if (!encode) return cudaErrorNotSupported;
@@ -2480,8 +3597,17 @@ static cudaError_t launch_sm90(int i, evo_attn_params &p, operands m, cudaStream
     unsigned grid[3];
     attn_sm90_grid(&g, p.batch, p.heads, p.seq, sms, grid);
     void *args[] = {&p, &t};
-    return cudaLaunchKernel(kernel_of(i, m), dim3(grid[0], grid[1], grid[2]), dim3((unsigned)variants[i].threads), args,
-                            (size_t)variants[i].smem_bytes, stream);
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid[0], grid[1], grid[2]);
+    cfg.blockDim = dim3((unsigned)variants[i].threads);
+    cfg.dynamicSmemBytes = (size_t)variants[i].smem_bytes;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = after_pre ? 1 : 0;
+    return cudaLaunchKernelExC(&cfg, kernel_of(i, m), args);
 }
 #endif
 
@@ -2506,7 +3632,8 @@ static size_t workspace_for(int i, int batch, int heads, int seq, int head_dim)
  * V_PATH 5 kernel's V transposed (then VT), into ws (ws_bytes) or into memory allocated and freed on the stream. */
 static int forward(const void *q, const void *k, const void *v, const float *q_scale, const float *k_scale,
                    const float *v_scale, void *o, int batch, int heads, int seq, int head_dim, int causal,
-                   float softmax_scale, cudaStream_t stream, operands m, void *ws = nullptr, size_t ws_bytes = 0)
+                   float softmax_scale, cudaStream_t stream, operands m, void *ws = nullptr, size_t ws_bytes = 0,
+                   bool after_pre = false)
 {
     const int i = variant_for(batch, heads, seq, head_dim, causal);
     if (i < 0 || !q || !k || !v || !q_scale || (!k_scale && m != KV16) || (!v_scale && (m == CODES || m == VT)) ||
@@ -2535,9 +3662,9 @@ static int forward(const void *q, const void *k, const void *v, const float *q_s
         if (e == cudaSuccess)
             e = (cudaError_t)(variants[i].convert == 1
                                   ? forward(q, w, w + need / 2, q_scale, k_scale, v_scale, o, batch, heads, seq,
-                                            head_dim, causal, softmax_scale, stream, KV16)
+                                            head_dim, causal, softmax_scale, stream, KV16, nullptr, 0, true)
                                   : forward(q, k, w, q_scale, k_scale, v_scale, o, batch, heads, seq, head_dim, causal,
-                                            softmax_scale, stream, VT));
+                                            softmax_scale, stream, VT, nullptr, 0, true));
         if (own) {
             const cudaError_t f = cudaFreeAsync(own, stream);
             if (e == cudaSuccess) e = f;
@@ -2564,7 +3691,9 @@ static int forward(const void *q, const void *k, const void *v, const float *q_s
     p.causal = causal != 0;
     p.softmax_scale = softmax_scale;
 #if EVO_EXPORT_SM90
-    if (variants[i].family == 1) return (int)launch_sm90(i, p, m, stream);
+    if (variants[i].family == 1) return (int)launch_sm90(i, p, m, stream, after_pre);
+#else
+    (void)after_pre;
 #endif
     void *args[] = {&p};
     const int rows = variants[i].rows_per_block;
