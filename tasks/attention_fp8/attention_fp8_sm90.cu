@@ -274,8 +274,24 @@ EVO_DEV void mbar_expect_tx(u32 bar, u32 bytes)
 {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
-EVO_DEV void tma_load_3d(u32 dst, const evo_tmap *map, int c0, int c1, int c2, u32 bar)
+/* EVO_SM90_KV_HINT (not a knob; default 0; tools/bench builds only, measurement): 1 gives the TMA loads an L2 cache
+ * policy, evict_last for K and V (read again by every query tile of the head) and evict_first for Q (read once). */
+#ifndef EVO_SM90_KV_HINT
+#define EVO_SM90_KV_HINT 0
+#endif
+enum { L2_ANY = 0, L2_KEEP = 1, L2_ONCE = 2 }; /* what a load's bytes are to the L2 (EVO_SM90_KV_HINT) */
+EVO_DEV void tma_load_3d(u32 dst, const evo_tmap *map, int c0, int c1, int c2, u32 bar, int l2 = L2_ANY)
 {
+    if (EVO_SM90_KV_HINT && l2 != L2_ANY) {
+        u64 pol;
+        if (l2 == L2_KEEP) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+        else asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], "
+                     "[%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst),
+                     "l"((u64)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "l"(pol)
+                     : "memory");
+        return;
+    }
     asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
                  "[%5];" ::"r"(dst),
                  "l"((u64)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
@@ -1248,7 +1264,7 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         const int boxes = min(CONSUMERS, (p.seq - m0 + WG_ROWS - 1) / WG_ROWS);
         mbar_expect_tx(sm.b(B::qfull(b)), boxes * WG_ROWS * D);
         for (int w = 0; w < boxes; w++)
-            tma_load_3d(sm.q + b * C::Q_BYTES + w * WG_ROWS * D, &t.q, 0, m0 + w * WG_ROWS, bh, sm.b(B::qfull(b)));
+            tma_load_3d(sm.q + b * C::Q_BYTES + w * WG_ROWS * D, &t.q, 0, m0 + w * WG_ROWS, bh, sm.b(B::qfull(b)), L2_ONCE);
     };
     Sched<PERSIST> qs(p, nq);
     int qi = 0;
@@ -1273,7 +1289,7 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         const int s = c.it % STAGES;
         if (c.it >= STAGES && !mbar_test(sm.b(empty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
         mbar_expect_tx(sm.b(full(s)), KV);
-        tma_load_3d(base + s * KV, map, 0, c.j * TILE_N, c.bh, sm.b(full(s)));
+        tma_load_3d(base + s * KV, map, 0, c.j * TILE_N, c.bh, sm.b(full(s)), L2_KEEP);
         c.advance(p, nq);
         return true;
     };
@@ -1288,7 +1304,8 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         mbar_expect_tx(sm.b(full(s)), TILE_N * D * 2);
 #pragma unroll
         for (int cb = 0; cb < D / 64; cb++)
-            tma_load_3d(base + s * stage_bytes + cb * TILE_N * 128, map, cb * 64, c.j * TILE_N, c.bh, sm.b(full(s)));
+            tma_load_3d(base + s * stage_bytes + cb * TILE_N * 128, map, cb * 64, c.j * TILE_N, c.bh, sm.b(full(s)),
+                        L2_KEEP);
         c.advance(p, nq);
         return true;
     };
@@ -1302,7 +1319,8 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         mbar_expect_tx(sm.b(B::vtfull(s)), TILE_N * D);
 #pragma unroll
         for (int b = 0; b < TILE_N / VB; b++)
-            tma_load_3d(sm.vt + s * VT + b * (D + 8) * VB, &t.v, c.j * TILE_N + b * VB, 0, c.bh, sm.b(B::vtfull(s)));
+            tma_load_3d(sm.vt + s * VT + b * (D + 8) * VB, &t.v, c.j * TILE_N + b * VB, 0, c.bh, sm.b(B::vtfull(s)),
+                        L2_KEEP);
         c.advance(p, nq);
         return true;
     };
