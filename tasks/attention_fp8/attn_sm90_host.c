@@ -14,14 +14,8 @@ enum {
     TMAP_SWIZZLE_64B = 2,
     TMAP_SWIZZLE_128B = 3,
     TMAP_L2_PROMOTION_128B = 2,
-    TMAP_L2_PROMOTION_256B = 3,
     TMAP_OOB_FILL_ZERO = 0,
 };
-/* The L2 promotion of every tensor map (measurement override for tools/bench builds, which pass the same -D to the
- * kernel side: -DEVO_SM90_L2_PROMO=3 for 256 bytes) */
-#ifndef EVO_SM90_L2_PROMO
-#define EVO_SM90_L2_PROMO TMAP_L2_PROMOTION_128B
-#endif
 
 static int in_list(int v, const int *list, int n)
 {
@@ -202,7 +196,7 @@ static int encode_one(evo_tmap *m, unsigned long long addr, const evo_attn_param
     const unsigned box[3] = {(unsigned)d, rows, 1}, estride[3] = {1, 1, 1};
     memset(m, 0, sizeof *m);
     return encode(m, TMAP_UINT8, 3, (void *)(size_t)addr, dim, stride, box, estride, TMAP_INTERLEAVE_NONE,
-                  p->head_dim == 128 ? TMAP_SWIZZLE_128B : TMAP_SWIZZLE_64B, EVO_SM90_L2_PROMO,
+                  p->head_dim == 128 ? TMAP_SWIZZLE_128B : TMAP_SWIZZLE_64B, TMAP_L2_PROMOTION_128B,
                   TMAP_OOB_FILL_ZERO);
 }
 
@@ -217,7 +211,7 @@ static int encode_v16(evo_tmap *m, unsigned long long addr, const evo_attn_param
     const unsigned box[3] = {64, rows, 1}, estride[3] = {1, 1, 1};
     memset(m, 0, sizeof *m);
     return encode(m, TMAP_FLOAT16, 3, (void *)(size_t)addr, dim, stride, box, estride, TMAP_INTERLEAVE_NONE,
-                  TMAP_SWIZZLE_128B, EVO_SM90_L2_PROMO, TMAP_OOB_FILL_ZERO);
+                  TMAP_SWIZZLE_128B, TMAP_L2_PROMOTION_128B, TMAP_OOB_FILL_ZERO);
 }
 
 /* V_PATH 5: p->v is Vᵀ, [B·H, D, S16] bytes (S16 = S rounded up to 16): a 3-D map {S16, D, B·H}, box {VB, D, 1}
@@ -232,7 +226,7 @@ static int encode_vt(evo_tmap *m, unsigned long long addr, const evo_attn_params
     const unsigned vb = tile_n % 128 == 0 ? 128 : 64, box[3] = {vb, (unsigned)d, 1}, estride[3] = {1, 1, 1};
     memset(m, 0, sizeof *m);
     return encode(m, TMAP_UINT8, 3, (void *)(size_t)addr, dim, stride, box, estride, TMAP_INTERLEAVE_NONE,
-                  vb == 128 ? TMAP_SWIZZLE_128B : TMAP_SWIZZLE_64B, EVO_SM90_L2_PROMO, TMAP_OOB_FILL_ZERO);
+                  vb == 128 ? TMAP_SWIZZLE_128B : TMAP_SWIZZLE_64B, TMAP_L2_PROMOTION_128B, TMAP_OOB_FILL_ZERO);
 }
 
 int attn_sm90_vt_seq(int seq) { return (seq + 15) / 16 * 16; }
