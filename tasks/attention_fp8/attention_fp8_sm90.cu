@@ -192,7 +192,7 @@ struct Sm90Cfg {
     /* Output staging rows (OS bytes) with the producer (PIPE 2), if they fit beside QB's plan: each consumer warp
      * writes its 16 rows there and stores whole rows (O_STORE 1: 16 bytes a lane; 2: a bulk copy a row, which the
      * warp does not wait for), instead of 4 bytes a lane in 8 rows an instruction. Measured (H200, 2026-11-29,
-     * docs/perf-notes.md "Whole output rows"): 16-byte stores 2-9 % faster, except 2 % slower at (1,16,16384,64) with
+     * docs/perf-notes.md "Whole output rows, the next item ahead, and a call's kernels overlapped"): 16-byte stores 2-9 % faster, except 2 % slower at (1,16,16384,64) with
      * FP16 Q·Kᵀ, where bulk copies are level; so FP16 Q·Kᵀ stores by bulk copy, e4m3 by 16-byte stores. */
     static constexpr int OS_WANT = PIPE == 2 && EVO_SM90_O_SMEM != 0 ? CONSUMERS * 4 * o_stage_warp_bytes<D>() : 0;
     static constexpr int OS =
@@ -397,8 +397,8 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
  * launch: the first kernel lets its dependents launch at once, the launcher launches the attention kernel with
  * programmatic stream serialization, and its TMA thread waits for the first kernel's results, griddepcontrol.wait,
  * before it loads the first K or V tile; Q and everything before need none of them); the same bits. Launched without
- * the attribute, both instructions do nothing. Measured (H200, 2026-11-29, docs/perf-notes.md "Programmatic dependent
- * launch"): 12-15 % faster at the 512-key presets, 4-8 % at (2|4,8,2048,64), 1 % at (4,16,4096,128) causal. */
+ * the attribute, both instructions do nothing. Measured (H200, 2026-11-29, docs/perf-notes.md "Whole output
+ * rows, the next item ahead, and a call's kernels overlapped"): 12-15 % faster at the 512-key presets, 4-8 % at (2|4,8,2048,64), 1 % at (4,16,4096,128) causal. */
 #ifndef EVO_SM90_PDL
 #define EVO_SM90_PDL 1
 #endif
@@ -1264,7 +1264,8 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         const int boxes = min(CONSUMERS, (p.seq - m0 + WG_ROWS - 1) / WG_ROWS);
         mbar_expect_tx(sm.b(B::qfull(b)), boxes * WG_ROWS * D);
         for (int w = 0; w < boxes; w++)
-            tma_load_3d(sm.q + b * C::Q_BYTES + w * WG_ROWS * D, &t.q, 0, m0 + w * WG_ROWS, bh, sm.b(B::qfull(b)), L2_ONCE);
+            tma_load_3d(sm.q + b * C::Q_BYTES + w * WG_ROWS * D, &t.q, 0, m0 + w * WG_ROWS, bh, sm.b(B::qfull(b)),
+                        L2_ONCE);
     };
     Sched<PERSIST> qs(p, nq);
     int qi = 0;
