@@ -109,6 +109,22 @@ evo_status evo_gpu_launch(evo_gpu *g, CUfunction f, unsigned gx, unsigned gy, un
     return evo_cu_check(g->cu, g->cu->cuLaunchKernel(f, gx, gy, gz, block, 1, 1, 0, g->st, args, NULL), what, err);
 }
 
+CUresult evo_gpu_launch_attrs(const evo_gpu *g, CUfunction f, const unsigned grid[3], unsigned block, unsigned smem,
+                              CUlaunchAttribute *attrs, unsigned n_attrs, void **args)
+{
+    if (n_attrs == 0) return g->cu->cuLaunchKernel(f, grid[0], grid[1], grid[2], block, 1, 1, smem, g->st, args, NULL);
+    if (!g->cu->cuLaunchKernelEx) return CUDA_ERROR_NOT_SUPPORTED;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = grid[0], cfg.gridDimY = grid[1], cfg.gridDimZ = grid[2];
+    cfg.blockDimX = block, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = smem;
+    cfg.hStream = g->st;
+    cfg.attrs = attrs;
+    cfg.numAttrs = n_attrs;
+    return g->cu->cuLaunchKernelEx(&cfg, f, args, NULL);
+}
+
 evo_status evo_gpu_alloc(evo_gpu *g, size_t bytes, CUdeviceptr *out, evo_err *err)
 {
     return evo_cu_check(g->cu, g->cu->cuMemAlloc(out, bytes ? bytes : 1), "cuMemAlloc", err);

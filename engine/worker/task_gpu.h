@@ -44,6 +44,11 @@ evo_status evo_gpu_load_module(evo_gpu *g, const char *template_file, const char
 /* Asynchronous launch on the worker's stream; EVO_E_CUDA naming `what` when the driver refuses it. */
 evo_status evo_gpu_launch(evo_gpu *g, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block, void **args,
                           const char *what, evo_err *err);
+/* Asynchronous launch on the worker's stream with launch attributes (cluster dimensions, cooperative, programmatic
+ * stream serialization): cuLaunchKernel when n_attrs is 0, else cuLaunchKernelEx (CUDA_ERROR_NOT_SUPPORTED from a
+ * driver without it). The driver's result, for the task to report. */
+CUresult evo_gpu_launch_attrs(const evo_gpu *g, CUfunction f, const unsigned grid[3], unsigned block, unsigned smem,
+                              CUlaunchAttribute *attrs, unsigned n_attrs, void **args);
 evo_status evo_gpu_alloc(evo_gpu *g, size_t bytes, CUdeviceptr *out, evo_err *err);
 /* n fp16 values at out against n floats at ref with templates/support.cu's evo_compare (|out - ref| <= atol +
  * rtol x |ref|); synchronizes the stream. */

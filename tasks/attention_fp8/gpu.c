@@ -322,23 +322,13 @@ static CUresult sm90_launch(attn_gpu *a, const evo_variant *v, CUfunction f, con
     unsigned grid[3];
     sm90_grid(a->g, v, sh, grid);
     void *args[] = {p, &a->tmaps};
-    if (after_pre && cu->cuLaunchKernelEx) {
-        CUlaunchAttribute attr;
-        memset(&attr, 0, sizeof attr);
-        attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        attr.value.programmaticStreamSerializationAllowed = 1;
-        CUlaunchConfig lc;
-        memset(&lc, 0, sizeof lc);
-        lc.gridDimX = grid[0], lc.gridDimY = grid[1], lc.gridDimZ = grid[2];
-        lc.blockDimX = (unsigned)v->threads, lc.blockDimY = 1, lc.blockDimZ = 1;
-        lc.sharedMemBytes = (unsigned)v->smem_bytes;
-        lc.hStream = evo_gpu_stream(a->g);
-        lc.attrs = &attr;
-        lc.numAttrs = 1;
-        return cu->cuLaunchKernelEx(&lc, f, args, NULL);
-    }
-    return cu->cuLaunchKernel(f, grid[0], grid[1], grid[2], (unsigned)v->threads, 1, 1, (unsigned)v->smem_bytes,
-                              evo_gpu_stream(a->g), args, NULL);
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    /* without cuLaunchKernelEx, a plain launch: the kernel's dependency instructions then do nothing */
+    return evo_gpu_launch_attrs(a->g, f, grid, (unsigned)v->threads, (unsigned)v->smem_bytes, &attr,
+                                after_pre && cu->cuLaunchKernelEx ? 1u : 0u, args);
 }
 
 /* The conversion kernel among a program's kernels (a V_PATH 3 genome's; a V_PATH 5 genome's transpose), or -1. */

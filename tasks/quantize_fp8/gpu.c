@@ -177,12 +177,7 @@ static evo_status qz_begin(void *state, const evo_gpu_kernel *k, int n, evo_err 
 
 static CUresult launch_one(qz_gpu *q, const evo_gpu_kernel *kern, const evo_quant_launch *l, evo_quant_params *p)
 {
-    const evo_cudrv *cu = evo_gpu_cu(q->g);
     void *args[] = {p};
-    if (l->cluster_x <= 1 && !l->cooperative)
-        return cu->cuLaunchKernel(kern->fn, l->grid_x, l->grid_y, 1, l->block, 1, 1, l->smem, evo_gpu_stream(q->g),
-                                  args, NULL);
-    if (!cu->cuLaunchKernelEx) return CUDA_ERROR_NOT_SUPPORTED;
     CUlaunchAttribute attr[2];
     memset(attr, 0, sizeof attr);
     unsigned n_attr = 0;
@@ -198,15 +193,8 @@ static CUresult launch_one(qz_gpu *q, const evo_gpu_kernel *kern, const evo_quan
         attr[n_attr].value.cooperative = 1;
         n_attr++;
     }
-    CUlaunchConfig cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDimX = l->grid_x, cfg.gridDimY = l->grid_y, cfg.gridDimZ = 1;
-    cfg.blockDimX = l->block, cfg.blockDimY = 1, cfg.blockDimZ = 1;
-    cfg.sharedMemBytes = l->smem;
-    cfg.hStream = evo_gpu_stream(q->g);
-    cfg.attrs = attr;
-    cfg.numAttrs = n_attr;
-    return cu->cuLaunchKernelEx(&cfg, kern->fn, args, NULL);
+    const unsigned grid[3] = {l->grid_x, l->grid_y, 1};
+    return evo_gpu_launch_attrs(q->g, kern->fn, grid, l->block, l->smem, attr, n_attr, args);
 }
 
 /* The plan's launches in order on the worker's stream: codes at out, scales after them (16-byte aligned). */
