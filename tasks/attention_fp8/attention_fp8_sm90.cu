@@ -192,8 +192,9 @@ struct Sm90Cfg {
     /* Output staging rows (OS bytes) with the producer (PIPE 2), if they fit beside QB's plan: each consumer warp
      * writes its 16 rows there and stores whole rows (O_STORE 1: 16 bytes a lane; 2: a bulk copy a row, which the
      * warp does not wait for), instead of 4 bytes a lane in 8 rows an instruction. Measured (H200, 2026-11-29,
-     * docs/perf-notes.md "Whole output rows, the next item ahead, and a call's kernels overlapped"): 16-byte stores 2-9 % faster, except 2 % slower at (1,16,16384,64) with
-     * FP16 Q·Kᵀ, where bulk copies are level; so FP16 Q·Kᵀ stores by bulk copy, e4m3 by 16-byte stores. */
+     * docs/perf-notes.md "Whole output rows, the next item ahead, and a call's kernels overlapped"): 16-byte stores
+     * 2-9 % faster, except 2 % slower at (1,16,16384,64) with FP16 Q·Kᵀ, where bulk copies are level; so FP16 Q·Kᵀ
+     * stores by bulk copy, e4m3 by 16-byte stores. */
     static constexpr int OS_WANT = PIPE == 2 && EVO_SM90_O_SMEM != 0 ? CONSUMERS * 4 * o_stage_warp_bytes<D>() : 0;
     static constexpr int OS =
         sm90_smem_plan(Q_BYTES, RINGS, Q16_BYTES, STAGES, QB, OS_WANT) <= 227 * 1024 ? OS_WANT : 0;
@@ -398,7 +399,8 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
  * programmatic stream serialization, and its TMA thread waits for the first kernel's results, griddepcontrol.wait,
  * before it loads the first K or V tile; Q and everything before need none of them); the same bits. Launched without
  * the attribute, both instructions do nothing. Measured (H200, 2026-11-29, docs/perf-notes.md "Whole output
- * rows, the next item ahead, and a call's kernels overlapped"): 12-15 % faster at the 512-key presets, 4-8 % at (2|4,8,2048,64), 1 % at (4,16,4096,128) causal. */
+ * rows, the next item ahead, and a call's kernels overlapped"): 12-15 % faster at the 512-key presets, 4-8 % at
+ * (2|4,8,2048,64), 1 % at (4,16,4096,128) causal. */
 #ifndef EVO_SM90_PDL
 #define EVO_SM90_PDL 1
 #endif

@@ -126,7 +126,8 @@ static const Entry g_entries[] = {SM90_GENOMES(SM90_ENTRY) SM90_PROBES(SM90_PROB
 static const int g_n_entries = (int)(sizeof g_entries / sizeof g_entries[0]);
 /* The dynamic shared memory an entry launches with: the genome's, plus PROBE 64's P̃ buffers (a 128-byte row per query
  * row of the block, 1024-aligned past the barriers), plus EVO_BENCH_SMEM_PAD bytes launched but unused (what a larger
- * launch alone costs: measured nothing for 19-35 KB more, docs/data/smem-pad-ab-h200-2026-11-29T1429.log) */
+ * launch alone costs; measured before the staging rows joined the plan, as 19-35 KB more: nothing,
+ * docs/data/smem-pad-ab-h200-2026-11-29T1429.log, where the switch added the staging rows' bytes) */
 #ifndef EVO_BENCH_SMEM_PAD
 #define EVO_BENCH_SMEM_PAD 0
 #endif
