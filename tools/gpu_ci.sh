@@ -20,6 +20,8 @@
 #              timed A, B, A, B (SM90_TIME_ARGS) and B checked (SM90_CHECK_ARGS); $OUT/sm90ab-{a,b}.log, the side-by-side
 #              table $OUT/sm90ab.md (tools/bench/ab_table.py); with SM90AB_TAG=T the files are $OUT/sm90ab-T*, so
 #              that several A/Bs of one call keep theirs
+#   sm90bits   after sm90ab: both of its builds run sm90_bench's check grid with --hash, and the output hashes are
+#              compared line by line ($OUT/sm90ab[-TAG]-hash-{a,b}.txt): a change meant to keep the bits keeps them
 #   trace      tools/bench/sm90_bench.cu built with -DEVO_SM90_TRACE=1 and TRACE_LIST (default
 #              tools/bench/sm90_lists/trace.h), run with --trace and --trace-causal: each consumer warpgroup's clock
 #              at its steps of every key tile; with TRACE_ITEMS=B,H,S,D,CAUSAL, --trace-items at that shape instead
@@ -380,6 +382,13 @@ PY
             echo "sm90ab check (B): exit $?"; grep -E "DIFFERENT|checks done" "$ab-check.log" | head -5
             python3 tools/bench/ab_table.py "$ab-a.log" "$ab-b.log" >"$ab.md" &&
               cut -c1-160 "$ab.md" | head -60 ;;
+    sm90bits) # after sm90ab: its two builds on sm90_bench's check grid with --hash; equal lines = the same bits
+              ab=$OUT/sm90ab${SM90AB_TAG:+-$SM90AB_TAG}
+              for v in a b; do
+                timeout 200 /tmp/sm90ab-$v --check --hash --no-baseline 2>&1 | grep '^hash ' >"$ab-hash-$v.txt"
+              done
+              echo "sm90bits: $(wc -l <"$ab-hash-a.txt") outputs hashed, $(diff "$ab-hash-a.txt" "$ab-hash-b.txt" |
+                grep -c '^>') differ"; diff "$ab-hash-a.txt" "$ab-hash-b.txt" | head -6 ;;
     trace) # the consumer warpgroups' clock stamps (EVO_SM90_TRACE), non-causal and causal
            # shellcheck disable=SC2086
            sm90_bench_build /tmp/sm90_trace "${TRACE_LIST:-tools/bench/sm90_lists/trace.h}" -DEVO_SM90_TRACE=1 ${TRACE_FLAGS:-} || continue

@@ -393,6 +393,21 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
 #ifndef EVO_SM90_NO_TINY
 #define EVO_SM90_NO_TINY 0
 #endif
+/* EVO_SM90_SPEC (not a knob; default 0; tools/bench builds only, measurement): with FP16 P (V_PATH 1 and 3) every key
+ * tile after an item's first computes P against the rows' offsets as they stand, straight into P's fragment, while
+ * the row maxima are taken beside it (Softmax::step_kept); only a warp where some row's maximum passed its offset by
+ * more than LAZY_RESCALE computes the tile again the usual way. The same bits: the exponentials no longer wait for the
+ * maxima's trees and shuffles. */
+#ifndef EVO_SM90_SPEC
+#define EVO_SM90_SPEC 0
+#endif
+/* EVO_SM90_LOOKAHEAD (not a knob; default 0; tools/bench builds only, measurement): with OVERLAP, each turn issues
+ * P·V(j-1) and Q·Kᵀ(j+1), the latter into the second of two score buffers, before the softmax of tile j, whose
+ * Q·Kᵀ was issued a turn earlier: the tensor cores have this warpgroup's next scores to compute while its softmax
+ * runs, and the softmax waits for no GEMM of its own turn. TILE_N / 2 more registers a consumer thread. */
+#ifndef EVO_SM90_LOOKAHEAD
+#define EVO_SM90_LOOKAHEAD 0
+#endif
 /* EVO_SM90_PDL (not a knob; default 1; 0 in tools/bench builds to measure without): a V_PATH 3 or 5 attention kernel
  * may start while its call's first kernel (evo_kv16_convert, evo_vt_transpose) still runs (programmatic dependent
  * launch: the first kernel lets its dependents launch at once, the launcher launches the attention kernel with
@@ -1112,6 +1127,65 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> s
                 if (P8) l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
             }
     }
+    /* EVO_SM90_SPEC, FP16 P: P against the offsets as they stand, packed into pf as pack() would, beside the row
+     * maxima. True when every row of the warp keeps its offset (it had one, and its maximum did not pass it by more
+     * than LAZY_RESCALE): then m and alpha (1) are what step() sets and pf what step() and pack() write. False: the
+     * caller runs step() and pack() (s is as it came, masked). */
+    template <class PF>
+    EVO_DEV bool step_kept(float (&s)[MT][TILE_N / 2], PF &pf, float qk_mul, bool need_mask, int key0,
+                           const int (&rowbase)[MT], int seq, int causal, int g, int q)
+    {
+        static_assert(!P8 && !NO_MAX, "step_kept: FP16 P, with the row maxima");
+        if (need_mask) {
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int row = rowbase[mt] + g + 8 * h;
+                    const int lim = (causal ? min(row, seq - 1) : seq - 1) - key0 - 2 * q;
+#pragma unroll
+                    for (int i = 0; i < TILE_N / 8; i++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++)
+                            if (8 * i + e > lim) s[mt][4 * i + 2 * h + e] = neg_inf();
+                }
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int c = 0; c < TILE_N / 16; c++)
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    const int h = k & 1, i = 2 * c + (k >> 1);
+                    const float bias = 0.f - M[mt][h];
+                    pf.r[mt][c][k] = pack_f16x2(ex2_mix(i, fmaf(s[mt][4 * i + 2 * h], qk_mul, bias)),
+                                                ex2_mix(i, fmaf(s[mt][4 * i + 2 * h + 1], qk_mul, bias)));
+                }
+        float rmx[MT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) rmx[mt][h] = fmaxf(m[mt][h], row_max<0, TILE_N / 8>(s[mt], h));
+#pragma unroll
+        for (int sh = 1; sh <= 2; sh *= 2)
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    rmx[mt][h] = fmaxf(rmx[mt][h], __shfl_xor_sync(0xffffffffu, rmx[mt][h], sh));
+        bool keep = true;
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                keep = keep && m[mt][h] != neg_inf() && !(rmx[mt][h] * qk_mul > M[mt][h] + LAZY_RESCALE);
+        if (!__all_sync(0xffffffffu, keep)) return false;
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) m[mt][h] = rmx[mt][h], alpha[mt][h] = 1.f;
+        return true;
+    }
 };
 
 /* O·alpha, skipped when no row of the warp changed its offset (alpha = 1 everywhere): after the first tiles a row's
@@ -1451,6 +1525,8 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     Softmax<TILE_N, MT, P8, GSUM, (PROBE & 16) != 0> sx;
     constexpr bool SUMS = !(PROBE & 32); /* V_PATH 4 and 5's row-sum GEMMs (PROBE 32 leaves them out) */
     constexpr bool PSMEM = (PROBE & 64) != 0; /* PROBE 64: P̃ from shared memory (issue_pv_smem) */
+    constexpr bool SPEC = EVO_SM90_SPEC && !P8 && !PROBE && !EVO_SM90_TRACE; /* Softmax::step_kept */
+    constexpr bool LOOK = EVO_SM90_LOOKAHEAD && OVERLAP && !PROBE && !EVO_SM90_TRACE; /* EVO_SM90_LOOKAHEAD */
     static_assert(!PSMEM || (V_PATH == 5 && OVERLAP && TILE_N == 128), "PROBE 64: V_PATH 5, OVERLAP, TILE_N 128");
     const u32 past_bars = (sm.bar + C::N_BARS * 8u + 1023u) & ~1023u; /* PROBE 64's P̃ */
     const u32 pbuf = PSMEM ? past_bars + (u32)(cw * WG_ROWS * 128) : 0u;
@@ -1507,6 +1583,92 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 mbar_arrive(sm.b(B::vempty(st)));
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, sx.alpha);
             }
+        } else if constexpr (LOOK) {
+            /* EVO_SM90_LOOKAHEAD: tile j's scores in s or s2 by its parity, Q·Kᵀ(j+1) issued in tile j's turn */
+            float s2[MT][TILE_N / 2];
+            float alpha_prev[MT][2];
+            const int it0 = it;
+            auto kst = [&](int t) { return t % STAGES; };
+            auto kph = [&](int t) { return (u32)(t / STAGES) & 1u; };
+            /* tile 0 (and tile 1's Q·Kᵀ when there is one: each path below starts and ends with the same GEMMs
+             * in flight, which ptxas needs to keep them asynchronous) */
+            auto first = [&](bool more) {
+                if (PINGPONG) named_sync(my_turn, 256);
+                mbar_wait(kready(kst(it0)), kph(it0));
+                issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + kst(it0) * KS, qf);
+                if (more) {
+                    mbar_wait(kready(kst(it0 + 1)), kph(it0 + 1));
+                    issue_qk<D, TILE_N, MT, QK_MODE, BM>(s2, q_addr, k_base + kst(it0 + 1) * KS, qf);
+                }
+                if (PINGPONG) named_arrive(other_turn, 256);
+                if (more) wg_wait<1>();
+                else wg_wait<0>();
+                fence_regs(s);
+                mbar_arrive(sm.b(B::kempty(kst(it0))));
+                if (QK_MODE != 1 && !more) mbar_arrive(q_empty);
+                sx.step(s, qk_mul, need_mask(0), 0, rowbase, p.seq, p.causal, g, q);
+                pf.pack(s);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+                    alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
+            };
+            /* tile j (1 <= j < n): its scores in cur; more: tile j+1 exists (a constant at each call), its Q·Kᵀ goes to nxt */
+            auto tile = [&](float(&cur)[MT][TILE_N / 2], float(&nxt)[MT][TILE_N / 2], int j, bool more) {
+                const int t = it0 + j;
+                if (PINGPONG) named_sync(my_turn, 256);
+                if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
+                mbar_wait(sm.b(B::vtfull(kst(t - 1))), kph(t - 1));
+                issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + kst(t - 1) * VT, O_ACC != 0);
+                if (more) {
+                    mbar_wait(kready(kst(t + 1)), kph(t + 1));
+                    issue_qk<D, TILE_N, MT, QK_MODE, BM>(nxt, q_addr, k_base + kst(t + 1) * KS, qf);
+                }
+                if (PINGPONG) named_arrive(other_turn, 256);
+                if (more) wg_wait<2>(); /* Q·Kᵀ(j) */
+                else wg_wait<1>();
+                fence_regs(cur);
+                mbar_arrive(sm.b(B::kempty(kst(t))));
+                if (QK_MODE != 1 && !more) mbar_arrive(q_empty);
+                sx.step(cur, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
+                if (more) wg_wait<1>(); /* P·V(j-1) */
+                else wg_wait<0>();
+                fence_regs(pvt);
+                if constexpr (GSUM) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
+                mbar_arrive(sm.b(B::vempty(kst(t - 1))));
+                if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
+                pf.pack(cur);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+                    alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
+            };
+            if (n == 1) {
+                first(false);
+            } else {
+                first(true);
+                int j = 1;
+                for (; j + 2 < n; j += 2) {
+                    tile(s2, s, j, true);
+                    tile(s, s2, j + 1, true);
+                }
+                if (j + 1 < n) {
+                    tile(s2, s, j, true);
+                    tile(s, s2, j + 1, false);
+                } else {
+                    tile(s2, s, j, false);
+                }
+            }
+            const int tl = it0 + n - 1;
+            if (PINGPONG) named_sync(my_turn, 256);
+            if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
+            mbar_wait(sm.b(B::vtfull(kst(tl))), kph(tl));
+            issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + kst(tl) * VT, O_ACC != 0);
+            if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
+            wg_wait<0>();
+            fence_regs(pvt);
+            if constexpr (GSUM) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
+            mbar_arrive(sm.b(B::vempty(kst(tl))));
+            if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
+            it += n;
         } else {
             /* Tile j's Q·Kᵀ is issued before tile j-1's P·V; the softmax of j runs while P·V(j-1) is on the tensor
              * cores. alpha_prev is the factor that belongs to P·V(j-1). */
@@ -1562,15 +1724,27 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                     fence_regs(pvt);
                     tt.stamp(TRACE_PV);
                 }
-                if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
-                if constexpr (!EVO_SM90_TRACE) {
+                if constexpr (SPEC) { /* P·V(j-1) done first: P's fragment is its operand */
                     wg_wait<0>();
                     fence_regs(pvt);
+                    mbar_arrive(sm.b(B::vempty(pst)));
+                    if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
+                    if (!sx.step_kept(s, pf, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q)) {
+                        sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
+                        pf.pack(s);
+                    }
+                } else {
+                    if constexpr (!(PROBE & 2))
+                        sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
+                    if constexpr (!EVO_SM90_TRACE) {
+                        wg_wait<0>();
+                        fence_regs(pvt);
+                    }
+                    if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
+                    mbar_arrive(sm.b(B::vempty(pst)));
+                    if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
+                    pf.pack(s);
                 }
-                if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
-                mbar_arrive(sm.b(B::vempty(pst)));
-                if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
-                pf.pack(s);
                 tt.stamp_after(TRACE_SOFTMAX, pf.last());
                 tt.store(tr, cw, it + item);
 #pragma unroll
