@@ -310,16 +310,6 @@ EVO_DEV void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" 
 EVO_DEV void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
 EVO_DEV void named_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 EVO_DEV void named_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
-/* named_sync once dep is computed: the barrier's id gets a term that is always 0 but computed from dep, so ptxas
- * cannot move the wait above the instructions that produce dep */
-EVO_DEV void named_sync_after(int id, int n, u32 dep)
-{
-    asm volatile("{\n\t.reg .pred p;\n\t.reg .u32 z;\n\tsetp.eq.u32 p, %2, 0x7f7f7f7f;\n\t"
-                 "setp.eq.and.u32 p, %2, 0x7f7f7f7e, p;\n\tselp.u32 z, 1, 0, p;\n\tadd.u32 z, z, %0;\n\t"
-                 "bar.sync z, %1;\n\t}" ::"r"(id),
-                 "r"(n), "r"(dep)
-                 : "memory");
-}
 
 /* ---- cp.async (PIPE 0) ---- */
 EVO_DEV void cp_async16(u32 dst, const void *src, int src_bytes)
@@ -408,20 +398,11 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
  * the row maxima are taken beside it (Softmax::step_kept); only a warp where some row's maximum passed its offset by
  * more than LAZY_RESCALE computes the tile again the usual way. The same bits: the exponentials no longer wait for the
  * maxima's trees and shuffles. -1: for one consumer warpgroup (measured 2-9 % faster at 2048 keys and more, H200,
- * 2026-11-29, docs/perf-notes.md "The softmax's own chain, and the tensor cores beside it"); with two taking turns it is
- * level (the other warpgroup's softmax already fills the chain's gaps), so they keep the plain step. 1: every FP16-P
- * genome; 0: none. */
+ * 2026-11-29, docs/perf-notes.md "The softmax's own chain, and the tensor cores beside it"); with two taking turns it
+ * is level (the other warpgroup's softmax already fills the chain's gaps), so they keep the plain step. 1: every
+ * FP16-P genome; 0: none. */
 #ifndef EVO_SM90_SPEC
 #define EVO_SM90_SPEC (-1)
-#endif
-/* EVO_SM90_LOOKAHEAD (not a knob; default 0; tools/bench builds only, measurement; OVERLAP, O_ACC 0): each turn of
- * tile j first retires P·V(j-2) (issued a turn earlier), then issues P·V(j-1) and Q·Kᵀ(j+1), the latter into the
- * second of two score buffers; the softmax of tile j, whose Q·Kᵀ was issued a turn earlier, waits for no GEMM of its
- * own turn, and packs P̃(j) into the second of two P fragments, so nothing in it waits for P·V(j-1) either. The next
- * turn's barrier waits on a value computed from every packed word (named_sync_after), else ptxas hoists it into the
- * softmax. TILE_N / 2 + the P fragment's registers more a consumer thread. The same bits. */
-#ifndef EVO_SM90_LOOKAHEAD
-#define EVO_SM90_LOOKAHEAD 0
 #endif
 /* EVO_SM90_PDL (not a knob; default 1; 0 in tools/bench builds to measure without): a V_PATH 3 or 5 attention kernel
  * may start while its call's first kernel (evo_kv16_convert, evo_vt_transpose) still runs (programmatic dependent
@@ -929,15 +910,6 @@ template <int TILE_N, int MT, bool P8> struct PFrag {
     static constexpr int NCH = P8 ? TILE_N / 32 : TILE_N / 16;
     u32 r[MT][NCH][4];
     EVO_DEV u32 last() const { return r[MT - 1][NCH - 1][3]; } /* the last word pack writes */
-    EVO_DEV u32 all() const /* every word folded: a value that depends on the whole fragment */
-    {
-        u32 x = 0u;
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int c = 0; c < NCH; c++) x ^= r[mt][c][0] ^ r[mt][c][1] ^ r[mt][c][2] ^ r[mt][c][3];
-        return x;
-    }
     EVO_DEV void pack(const float (&s)[MT][TILE_N / 2])
     {
 #pragma unroll
@@ -1551,7 +1523,6 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     constexpr bool PSMEM = (PROBE & 64) != 0; /* PROBE 64: P̃ from shared memory (issue_pv_smem) */
     constexpr bool SPEC = (EVO_SM90_SPEC > 0 || (EVO_SM90_SPEC < 0 && CONSUMERS == 1)) && !P8 && !PROBE &&
                           !EVO_SM90_TRACE; /* Softmax::step_kept */
-    constexpr bool LOOK = EVO_SM90_LOOKAHEAD && OVERLAP && !O_ACC && !PROBE && !EVO_SM90_TRACE;
     static_assert(!PSMEM || (V_PATH == 5 && OVERLAP && TILE_N == 128), "PROBE 64: V_PATH 5, OVERLAP, TILE_N 128");
     const u32 past_bars = (sm.bar + C::N_BARS * 8u + 1023u) & ~1023u; /* PROBE 64's P̃ */
     const u32 pbuf = PSMEM ? past_bars + (u32)(cw * WG_ROWS * 128) : 0u;
@@ -1608,103 +1579,6 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 mbar_arrive(sm.b(B::vempty(st)));
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, sx.alpha);
             }
-        } else if constexpr (LOOK) {
-            /* EVO_SM90_LOOKAHEAD: tile j's scores in s or s2 and its P̃ in pf or pf2, by its parity */
-            float s2[MT][TILE_N / 2];
-            PFrag<TILE_N, MT, P8> pf2;
-            float alpha_prev[MT][2];
-            const int it0 = it;
-            auto kst = [&](int t) { return t % STAGES; };
-            auto kph = [&](int t) { return (u32)(t / STAGES) & 1u; };
-            auto keep_alpha = [&]() {
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++)
-                    alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
-            };
-            /* P·V(t)'s row sums into O and its V stage released, once it is done */
-            auto retire_pv = [&](int t) {
-                if constexpr (GSUM) take_rowsum<D, DA, MT>(pvt, lg, false);
-                mbar_arrive(sm.b(B::vempty(kst(t))));
-            };
-            /* tile 0, and tile 1's Q·Kᵀ when there is one (each path starts and ends with the same GEMMs in flight) */
-            auto first = [&](bool more) {
-                if (PINGPONG) named_sync(my_turn, 256);
-                mbar_wait(kready(kst(it0)), kph(it0));
-                issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + kst(it0) * KS, qf);
-                if (more) {
-                    mbar_wait(kready(kst(it0 + 1)), kph(it0 + 1));
-                    issue_qk<D, TILE_N, MT, QK_MODE, BM>(s2, q_addr, k_base + kst(it0 + 1) * KS, qf);
-                }
-                if (PINGPONG) named_arrive(other_turn, 256);
-                if (more) wg_wait<1>();
-                else wg_wait<0>();
-                fence_regs(s);
-                mbar_arrive(sm.b(B::kempty(kst(it0))));
-                if (QK_MODE != 1 && !more) mbar_arrive(q_empty);
-                sx.step(s, qk_mul, need_mask(0), 0, rowbase, p.seq, p.causal, g, q);
-                pf.pack(s);
-                keep_alpha();
-            };
-            /* tile j >= 1: scores in cur, P̃(j-1) in pp, P̃(j) into pc; more: tile j+1 exists, its Q·Kᵀ into nxt */
-            auto tile = [&](float(&cur)[MT][TILE_N / 2], float(&nxt)[MT][TILE_N / 2], PFrag<TILE_N, MT, P8> &pc,
-                            const PFrag<TILE_N, MT, P8> &pp, int j, bool more) {
-                const int t = it0 + j;
-                if (PINGPONG) named_sync_after(my_turn, 256, pp.all());
-                wg_wait<1>(); /* P·V(j-2), issued a turn ago; Q·Kᵀ(j) may stay in flight */
-                fence_regs(pvt);
-                if (j >= 2) retire_pv(t - 2);
-                scale_o<DA, MT>(o, alpha_prev);
-                mbar_wait(sm.b(B::vtfull(kst(t - 1))), kph(t - 1));
-                issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pp, sm.vt + kst(t - 1) * VT, false);
-                if (more) {
-                    mbar_wait(kready(kst(t + 1)), kph(t + 1));
-                    issue_qk<D, TILE_N, MT, QK_MODE, BM>(nxt, q_addr, k_base + kst(t + 1) * KS, qf);
-                }
-                if (PINGPONG) named_arrive(other_turn, 256);
-                if (more) wg_wait<2>(); /* Q·Kᵀ(j) */
-                else wg_wait<1>();
-                fence_regs(cur);
-                mbar_arrive(sm.b(B::kempty(kst(t))));
-                if (QK_MODE != 1 && !more) mbar_arrive(q_empty);
-                sx.step(cur, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
-                pc.pack(cur);
-                keep_alpha();
-            };
-            /* the item's last P·V, P̃(n-1) in pl */
-            auto finish = [&](const PFrag<TILE_N, MT, P8> &pl) {
-                const int tl = it0 + n - 1;
-                if (PINGPONG) named_sync_after(my_turn, 256, pl.all());
-                wg_wait<0>();
-                fence_regs(pvt);
-                if (n >= 2) retire_pv(tl - 1);
-                scale_o<DA, MT>(o, alpha_prev);
-                mbar_wait(sm.b(B::vtfull(kst(tl))), kph(tl));
-                issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pl, sm.vt + kst(tl) * VT, false);
-                if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
-                wg_wait<0>();
-                fence_regs(pvt);
-                retire_pv(tl);
-            };
-            if (n == 1) {
-                first(false);
-                finish(pf);
-            } else {
-                first(true);
-                int j = 1;
-                for (; j + 2 < n; j += 2) {
-                    tile(s2, s, pf2, pf, j, true);
-                    tile(s, s2, pf, pf2, j + 1, true);
-                }
-                if (j + 1 < n) {
-                    tile(s2, s, pf2, pf, j, true);
-                    tile(s, s2, pf, pf2, j + 1, false);
-                    finish(pf);
-                } else {
-                    tile(s2, s, pf2, pf, j, false);
-                    finish(pf2);
-                }
-            }
-            it += n;
         } else {
             /* Tile j's Q·Kᵀ is issued before tile j-1's P·V; the softmax of j runs while P·V(j-1) is on the tensor
              * cores. alpha_prev is the factor that belongs to P·V(j-1). */
