@@ -310,16 +310,6 @@ EVO_DEV void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" 
 EVO_DEV void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
 EVO_DEV void named_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 EVO_DEV void named_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
-/* named_arrive once dep is computed: the barrier's id gets a term that is always 0 but computed from dep, so ptxas
- * cannot move the arrive above the instructions that produce dep */
-EVO_DEV void named_arrive_after(int id, int n, u32 dep)
-{
-    asm volatile("{\n\t.reg .pred p;\n\t.reg .u32 z;\n\tsetp.eq.u32 p, %2, 0x7f7f7f7f;\n\t"
-                 "setp.eq.and.u32 p, %2, 0x7f7f7f7e, p;\n\tselp.u32 z, 1, 0, p;\n\tadd.u32 z, z, %0;\n\t"
-                 "bar.arrive z, %1;\n\t}" ::"r"(id),
-                 "r"(n), "r"(dep)
-                 : "memory");
-}
 
 /* ---- cp.async (PIPE 0) ---- */
 EVO_DEV void cp_async16(u32 dst, const void *src, int src_bytes)
@@ -413,13 +403,6 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
  * FP16-P genome; 0: none. */
 #ifndef EVO_SM90_SPEC
 #define EVO_SM90_SPEC (-1)
-#endif
-/* EVO_SM90_SMX_TURN (not a knob; default 0; tools/bench builds only, measurement): two consumer warpgroups that take
- * turns at the GEMM issue (PINGPONG) also take turns at the softmax, each once its own GEMMs are done (named barriers
- * 6 and 7; the hand-over waits on a value computed from every packed word of P̃, named_arrive_after), so a softmax
- * runs beside the other warpgroup's GEMMs and never beside its softmax. The same bits. */
-#ifndef EVO_SM90_SMX_TURN
-#define EVO_SM90_SMX_TURN 0
 #endif
 /* EVO_SM90_PDL (not a knob; default 1; 0 in tools/bench builds to measure without): a V_PATH 3 or 5 attention kernel
  * may start while its call's first kernel (evo_kv16_convert, evo_vt_transpose) still runs (programmatic dependent
@@ -927,15 +910,6 @@ template <int TILE_N, int MT, bool P8> struct PFrag {
     static constexpr int NCH = P8 ? TILE_N / 32 : TILE_N / 16;
     u32 r[MT][NCH][4];
     EVO_DEV u32 last() const { return r[MT - 1][NCH - 1][3]; } /* the last word pack writes */
-    EVO_DEV u32 all() const /* every word folded: a value that depends on the whole fragment */
-    {
-        u32 x = 0u;
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int c = 0; c < NCH; c++) x ^= r[mt][c][0] ^ r[mt][c][1] ^ r[mt][c][2] ^ r[mt][c][3];
-        return x;
-    }
     EVO_DEV void pack(const float (&s)[MT][TILE_N / 2])
     {
 #pragma unroll
@@ -1529,9 +1503,6 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     const int lane = ct & 31, wi = ct >> 5, g = lane >> 2, q = lane & 3;
     const int my_turn = 2 + cw, other_turn = 2 + (cw ^ 1);
     if (PINGPONG && cw == 1) named_arrive(2, 256); /* warpgroup 0 issues first */
-    constexpr bool SMXT = EVO_SM90_SMX_TURN && PINGPONG && !PROBE && !EVO_SM90_TRACE; /* EVO_SM90_SMX_TURN */
-    const int my_smx = 6 + cw, other_smx = 6 + (cw ^ 1);
-    if (SMXT && cw == 1) named_arrive(6, 256); /* warpgroup 0's softmax first */
 
     constexpr int DA = acc_cols<D, V_PATH>();
     float s[MT][TILE_N / 2], o[MT][DA / 2], ot[MT][DA / 2], lg[MT][4]; /* lg: V_PATH 4's row sums of a tile */
@@ -1632,11 +1603,8 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             tt.stamp(TRACE_QK);
             mbar_arrive(sm.b(B::kempty(pst)));
             if (QK_MODE != 1 && n == 1) mbar_arrive(q_empty);
-            if constexpr (SMXT) named_sync(my_smx, 256);
             if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(0), 0, rowbase, p.seq, p.causal, g, q);
             pf.pack(s);
-            if constexpr (SMXT)
-                if (!(cw == 1 && sc.last() && n == 1)) named_arrive_after(other_smx, 256, pf.all());
             tt.stamp_after(TRACE_SOFTMAX, pf.last());
             tt.store(tr, cw, it + item);
 #pragma unroll
@@ -1666,17 +1634,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                     fence_regs(pvt);
                     tt.stamp(TRACE_PV);
                 }
-                if constexpr (SMXT) { /* the GEMMs done, then this warpgroup's turn at the softmax */
-                    wg_wait<0>();
-                    fence_regs(pvt);
-                    if constexpr (GSUM) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
-                    mbar_arrive(sm.b(B::vempty(pst)));
-                    if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
-                    named_sync(my_smx, 256);
-                    sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
-                    pf.pack(s);
-                    if (!(cw == 1 && sc.last() && j == n - 1)) named_arrive_after(other_smx, 256, pf.all());
-                } else if constexpr (SPEC) { /* P·V(j-1) done first: P's fragment is its operand */
+                if constexpr (SPEC) { /* P·V(j-1) done first: P's fragment is its operand */
                     wg_wait<0>();
                     fence_regs(pvt);
                     mbar_arrive(sm.b(B::vempty(pst)));

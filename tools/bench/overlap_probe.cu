@@ -14,9 +14,11 @@
  *   pv64rs    wgmma m64n64k32 e4m3 with A from registers (P̃·V at head dim 64), four k-steps a group
  * The partner's work is sized from a run of it alone so that it outlasts warpgroup 0's loop. Printed per mode
  * (median over the blocks): warpgroup 0's clocks per iteration, its slowdown against idle, and the partner's
- * throughput while it overlapped (groups or iterations per 1000 clocks) against the partner alone. If the softmax
- * slows beside the GEMMs by more than the GEMMs' own issue costs, the two share something the schedule cannot
- * avoid (docs/perf-notes.md, "The softmax's own chain, and the tensor cores beside it").
+ * clocks per group or iteration, beside the softmax against alone.
+ * Caveat (H200, 2026-11-29): the GEMM partners ran faster than the documented dense FP8 rate allows (two m64n128k32
+ * in 84 clocks), so they do not load the SM as a real tile's GEMMs do (the same descriptors every group); their
+ * slowdown of the softmax is a lower bound (docs/perf-notes.md, "The softmax's own chain, and the tensor cores
+ * beside it"). The softmax-beside-softmax mode has no such doubt.
  */
 #include "attention_fp8_sm90.cu"
 
