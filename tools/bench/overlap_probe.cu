@@ -16,8 +16,8 @@
  * (median over the blocks): warpgroup 0's clocks per iteration, its slowdown against idle, and the partner's
  * clocks per group or iteration, beside the softmax against alone.
  * Caveat (H200, 2026-11-29): the GEMM partners ran faster than the documented dense FP8 rate allows (two m64n128k32
- * in 84 clocks), so they do not load the SM as a real tile's GEMMs do (the same descriptors every group); their
- * slowdown of the softmax is a lower bound (docs/perf-notes.md, "The softmax's own chain, and the tensor cores
+ * in 84 clocks, also with four copies of the operands taken in turn), so they do not load the SM as a real tile's
+ * GEMMs do, for a reason not found; their slowdown of the softmax is a lower bound (docs/perf-notes.md, "The softmax's own chain, and the tensor cores
  * beside it"). The softmax-beside-softmax mode has no such doubt.
  */
 #include "attention_fp8_sm90.cu"
@@ -43,6 +43,9 @@ using namespace evo_sm90;
 
 enum { P_IDLE, P_SOFTMAX, P_QK128, P_QK256, P_PV64RS, P_MODES };
 static const char *mode_name[P_MODES] = {"idle", "softmax", "qk128", "qk256", "pv64rs"};
+
+/* the GEMM partners' operands: COPIES copies of A (64 x 64 bytes) and of B (256 x 64 bytes), one per group in turn */
+constexpr u32 COPIES = 4, A_BYTES = 64 * 64, B_BYTES = 256 * 64, OPERAND_BYTES = COPIES * (A_BYTES + B_BYTES);
 
 struct ProbeOut {
     unsigned long long t0[2], t1[2]; /* per warpgroup: first and last clock of its work */
@@ -82,9 +85,11 @@ template <int N> EVO_DEV float gemm_ss(u32 a_addr, u32 b_addr, long long groups)
     for (int i = 0; i < N / 2; i++) d[i] = 0.f;
     const u64 ad = make_desc(a_addr, 16, 8 * 64, 64), bd = make_desc(b_addr, 16, 8 * 64, 64);
     for (long long g = 0; g < groups; g++) {
+        const u32 c = (u32)(g & (COPIES - 1)); /* another copy of the operands every group */
         wg_fence();
 #pragma unroll
-        for (int kk = 0; kk < 2; kk++) WgQK<N>::mma(d, desc_at(ad, kk * 32), desc_at(bd, kk * 32), kk > 0);
+        for (int kk = 0; kk < 2; kk++)
+            WgQK<N>::mma(d, desc_at(ad, c * A_BYTES + kk * 32), desc_at(bd, c * B_BYTES + kk * 32), kk > 0);
         wg_commit();
         wg_wait<0>();
     }
@@ -107,9 +112,11 @@ EVO_DEV float gemm_rs64(u32 b_addr, long long groups)
         for (int k = 0; k < 4; k++) a[c][k] = 0x38383838u ^ (u32)(threadIdx.x * 7 + c * 4 + k); /* e4m3 near 1 */
     const u64 bd = make_desc(b_addr, 16, 8 * 64, 64);
     for (long long g = 0; g < groups; g++) {
+        const u32 cp = (u32)(g & (COPIES - 1)) * B_BYTES;
         wg_fence();
 #pragma unroll
-        for (int c = 0; c < 4; c++) WgPV8<64>::mma(d, a[c][0], a[c][1], a[c][2], a[c][3], desc_at(bd, c * 32), c > 0);
+        for (int c = 0; c < 4; c++)
+            WgPV8<64>::mma(d, a[c][0], a[c][1], a[c][2], a[c][3], desc_at(bd, cp + (c & 1) * 32), c > 0);
         wg_commit();
         wg_wait<0>();
     }
@@ -125,10 +132,12 @@ template <int MODE> __global__ void __launch_bounds__(256, 1) probe(int soft_ite
     constexpr int mode = MODE;
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const u32 base = ((u32)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
-    /* operands: 64 x 64 bytes of A, 256 x 64 bytes of B, e4m3 values near 1 (no infinities over many groups:
-     * every group starts its accumulator from zero) */
-    for (int i = threadIdx.x; i < (64 * 64 + 256 * 64) / 4; i += blockDim.x)
-        asm volatile("st.shared.u32 [%0], %1;" ::"r"(base + 4u * (u32)i), "r"(0x38303830u ^ (u32)(i & 0x0f0f)));
+    /* operands: COPIES x (A, B), e4m3 values between 1/4 and 2 that differ word to word (no infinities: every group
+     * starts its accumulator from zero) */
+    for (int i = threadIdx.x; i < (int)(OPERAND_BYTES / 4); i += blockDim.x) {
+        const u32 h = (u32)i * 2654435761u;
+        asm volatile("st.shared.u32 [%0], %1;" ::"r"(base + 4u * (u32)i), "r"(0x30303030u | (h & 0x0f0f0f0fu)));
+    }
     fence_proxy_async();
     __syncthreads();
     const int wg = threadIdx.x >> 7;
@@ -139,7 +148,7 @@ template <int MODE> __global__ void __launch_bounds__(256, 1) probe(int soft_ite
         sink = softmax_iters(soft_iters, (float)(threadIdx.x & 31) * 0.1f);
         done = soft_iters;
     } else {
-        const u32 a_addr = base, b_addr = base + 64 * 64;
+        const u32 a_addr = base, b_addr = base + COPIES * A_BYTES;
         if constexpr (MODE == P_SOFTMAX) sink = softmax_iters((int)partner_work, 0.3f);
         else if constexpr (MODE == P_QK128) sink = gemm_ss<128>(a_addr, b_addr, partner_work);
         else if constexpr (MODE == P_QK256) sink = gemm_ss<256>(a_addr, b_addr, partner_work);
@@ -169,7 +178,7 @@ static Result run(int mode, int soft_iters, long long partner_work, int sms)
     ProbeOut *d;
     CK(cudaMalloc(&d, sizeof(ProbeOut) * sms));
     CK(cudaMemset(d, 0, sizeof(ProbeOut) * sms));
-    const int smem = 64 * 64 + 256 * 64 + 1024;
+    const int smem = (int)OPERAND_BYTES + 1024;
     for (int rep = 0; rep < 2; rep++) { /* the first launch warms up */
         probes[mode]<<<sms, 256, smem>>>(soft_iters, partner_work, d);
         CK(cudaGetLastError());
@@ -208,7 +217,7 @@ int main(int argc, char **argv)
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     for (ProbeFn f : probes)
-        CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 64 + 256 * 64 + 1024));
+        CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)OPERAND_BYTES + 1024));
     const int sms = prop.multiProcessorCount;
     printf("device %s (%d SMs); warpgroup 0: %d softmax iterations of 64 scores a thread; medians over the blocks\n",
            prop.name, sms, iters);
