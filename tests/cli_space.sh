@@ -129,5 +129,19 @@ run space --arch sm_70
 expect_rc 2 "arch sm_70"
 expect_err "space: --arch takes sm_80, sm_86, sm_89 or sm_90, not 'sm_70'" "arch sm_70"
 
+# The GPU grids evaluate generation 0 only: the baseline and the seeds, as many as the population holds, so a seed
+# past population - 1 would never reach the gates it is listed for.
+for grid in "$SRC"/tests/data/grid-*.yaml "$SRC"/tests/data/sm90-e4m3.yaml; do
+  short=$(python3 - "$grid" <<'PY'
+import re, sys
+s = open(sys.argv[1]).read()
+m = re.search(r"^evolution:.*population: (\d+)", s, re.M)
+seeds = len(re.findall(r'^  - "', s[s.find("\nseeds:"):], re.M)) if "\nseeds:" in s else 0
+print("" if m and int(m.group(1)) >= seeds + 1 else "population %s < %d seeds + the baseline" % (m.group(1) if m else "?", seeds))
+PY
+)
+  [ -z "$short" ] || fail "$(basename "$grid"): $short"
+done
+
 [ "$fails" = 0 ] && echo "cli_space: all checks passed"
 exit $((fails > 0))
