@@ -1038,25 +1038,26 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> s
 #pragma unroll
             for (int h = 0; h < 2; h++) m[mt][h] = neg_inf(), M[mt][h] = neg_inf(), l[mt][h] = 0.f, alpha[mt][h] = 0.f;
     }
-    EVO_DEV void step(float (&s)[MT][TILE_N / 2], float qk_mul, bool need_mask, int key0, const int (&rowbase)[MT],
-                      int seq, int causal, int g, int q)
+    /* keys past a row's end (the sequence's, or the causal diagonal) to -inf */
+    static EVO_DEV void mask(float (&s)[MT][TILE_N / 2], int key0, const int (&rowbase)[MT], int seq, int causal, int g,
+                             int q)
     {
-        if (need_mask) {
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++)
+        for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int row = rowbase[mt] + g + 8 * h;
-                    const int lim = (causal ? min(row, seq - 1) : seq - 1) - key0 - 2 * q;
+            for (int h = 0; h < 2; h++) {
+                const int row = rowbase[mt] + g + 8 * h;
+                const int lim = (causal ? min(row, seq - 1) : seq - 1) - key0 - 2 * q;
 #pragma unroll
-                    for (int i = 0; i < TILE_N / 8; i++)
+                for (int i = 0; i < TILE_N / 8; i++)
 #pragma unroll
-                        for (int e = 0; e < 2; e++)
-                            if (8 * i + e > lim) s[mt][4 * i + 2 * h + e] = neg_inf();
-                }
-        }
-        /* every row half's maximum first (trees, then the quad's shuffles side by side), then the exponentials */
-        float rmx[MT][2];
+                    for (int e = 0; e < 2; e++)
+                        if (8 * i + e > lim) s[mt][4 * i + 2 * h + e] = neg_inf();
+            }
+    }
+    /* each row half's running maximum with this tile's: trees, then the quad's shuffles side by side */
+    EVO_DEV void maxima(const float (&s)[MT][TILE_N / 2], float (&rmx)[MT][2]) const
+    {
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -1070,6 +1071,14 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> s
 #pragma unroll
                     for (int h = 0; h < 2; h++)
                         rmx[mt][h] = fmaxf(rmx[mt][h], __shfl_xor_sync(0xffffffffu, rmx[mt][h], sh));
+    }
+    EVO_DEV void step(float (&s)[MT][TILE_N / 2], float qk_mul, bool need_mask, int key0, const int (&rowbase)[MT],
+                      int seq, int causal, int g, int q)
+    {
+        if (need_mask) mask(s, key0, rowbase, seq, causal, g, q);
+        /* every row half's maximum first, then the exponentials */
+        float rmx[MT][2];
+        maxima(s, rmx);
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -1132,20 +1141,7 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> s
                            const int (&rowbase)[MT], int seq, int causal, int g, int q)
     {
         static_assert(!P8 && !NO_MAX, "step_kept: FP16 P, with the row maxima");
-        if (need_mask) {
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int row = rowbase[mt] + g + 8 * h;
-                    const int lim = (causal ? min(row, seq - 1) : seq - 1) - key0 - 2 * q;
-#pragma unroll
-                    for (int i = 0; i < TILE_N / 8; i++)
-#pragma unroll
-                        for (int e = 0; e < 2; e++)
-                            if (8 * i + e > lim) s[mt][4 * i + 2 * h + e] = neg_inf();
-                }
-        }
+        if (need_mask) mask(s, key0, rowbase, seq, causal, g, q);
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -1158,17 +1154,7 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> s
                                                 ex2_mix(i, fmaf(s[mt][4 * i + 2 * h + 1], qk_mul, bias)));
                 }
         float rmx[MT][2];
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) rmx[mt][h] = fmaxf(m[mt][h], row_max<0, TILE_N / 8>(s[mt], h));
-#pragma unroll
-        for (int sh = 1; sh <= 2; sh *= 2)
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int h = 0; h < 2; h++)
-                    rmx[mt][h] = fmaxf(rmx[mt][h], __shfl_xor_sync(0xffffffffu, rmx[mt][h], sh));
+        maxima(s, rmx);
         bool keep = true;
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
