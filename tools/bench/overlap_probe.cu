@@ -12,13 +12,16 @@
  *             128-key tile at head dim 64)
  *   qk256     the same with m64n256k32 (twice the accumulator)
  *   pv64rs    wgmma m64n64k32 e4m3 with A from registers (P̃·V at head dim 64), four k-steps a group
+ *   qk128d128 wgmma m64n128k32 e4m3 on 128-byte rows with the 128-byte swizzle, four k-steps a group (Q·Kᵀ of a
+ *             128-key tile at head dim 128, the large problems' layout; not yet run on a GPU)
  * The partner's work is sized from a run of it alone so that it outlasts warpgroup 0's loop. Printed per mode
  * (median over the blocks): warpgroup 0's clocks per iteration, its slowdown against idle, and the partner's
  * clocks per group or iteration, beside the softmax against alone.
- * Caveat (H200, 2026-11-29): the GEMM partners ran faster than the documented dense FP8 rate allows (two m64n128k32
- * in 84 clocks, also with four copies of the operands taken in turn), so they do not load the SM as a real tile's
- * GEMMs do, for a reason not found; their slowdown of the softmax is a lower bound (docs/perf-notes.md, "The softmax's own chain, and the tensor cores
- * beside it"). The softmax-beside-softmax mode has no such doubt.
+ * Caveat (H200, 2026-11-29): the GEMM partners of head dim 64's layout ran faster than the documented dense FP8 rate
+ * allows (two m64n128k32 in 84 clocks, also with four copies of the operands taken in turn), so they do not load the
+ * SM as a real tile's GEMMs do, for a reason not found; their slowdown of the softmax is a lower bound
+ * (docs/perf-notes.md, "The softmax's own chain, and the tensor cores beside it"). The softmax-beside-softmax mode has
+ * no such doubt; qk128d128, the large problems' layout, is the next measurement.
  */
 #include "attention_fp8_sm90.cu"
 
@@ -41,11 +44,14 @@ using namespace evo_sm90;
         }                                                                                                              \
     } while (0)
 
-enum { P_IDLE, P_SOFTMAX, P_QK128, P_QK256, P_PV64RS, P_MODES };
-static const char *mode_name[P_MODES] = {"idle", "softmax", "qk128", "qk256", "pv64rs"};
+enum { P_IDLE, P_SOFTMAX, P_QK128, P_QK256, P_PV64RS, P_QK128D128, P_MODES };
+static const char *mode_name[P_MODES] = {"idle", "softmax", "qk128", "qk256", "pv64rs", "qk128d128"};
 
 /* the GEMM partners' operands: COPIES copies of A (64 x 64 bytes) and of B (256 x 64 bytes), one per group in turn */
 constexpr u32 COPIES = 4, A_BYTES = 64 * 64, B_BYTES = 256 * 64, OPERAND_BYTES = COPIES * (A_BYTES + B_BYTES);
+/* qk128d128's operands after those: COPIES x (A 64 x 128 bytes, B 128 x 128 bytes) */
+constexpr u32 A128_BYTES = 64 * 128, B128_BYTES = 128 * 128, OPERAND128_BYTES = COPIES * (A128_BYTES + B128_BYTES);
+constexpr u32 SMEM_BYTES = OPERAND_BYTES + OPERAND128_BYTES + 1024;
 
 struct ProbeOut {
     unsigned long long t0[2], t1[2]; /* per warpgroup: first and last clock of its work */
@@ -100,6 +106,29 @@ template <int N> EVO_DEV float gemm_ss(u32 a_addr, u32 b_addr, long long groups)
     return s;
 }
 
+/* Q·Kᵀ at head dim 128: four k-steps of m64n128k32 on 128-byte rows, 128-byte swizzle (the kernels' D = 128 layout) */
+EVO_DEV float gemm_ss_d128(u32 a_addr, u32 b_addr, long long groups)
+{
+    float d[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) d[i] = 0.f;
+    const u64 ad = make_desc(a_addr, 16, 8 * 128, 128), bd = make_desc(b_addr, 16, 8 * 128, 128);
+    for (long long g = 0; g < groups; g++) {
+        const u32 c = (u32)(g & (COPIES - 1));
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+            WgQK<128>::mma(d, desc_at(ad, c * A128_BYTES + kk * 32), desc_at(bd, c * B128_BYTES + kk * 32), kk > 0);
+        wg_commit();
+        wg_wait<0>();
+    }
+    fence_regs(d);
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < 64; i++) s += d[i];
+    return s;
+}
+
 EVO_DEV float gemm_rs64(u32 b_addr, long long groups)
 {
     float d[32];
@@ -127,14 +156,15 @@ EVO_DEV float gemm_rs64(u32 b_addr, long long groups)
     return s;
 }
 
-template <int MODE> __global__ void __launch_bounds__(256, 1) probe(int soft_iters, long long partner_work, ProbeOut *out)
+template <int MODE>
+__global__ void __launch_bounds__(256, 1) probe(int soft_iters, long long partner_work, ProbeOut *out)
 {
     constexpr int mode = MODE;
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const u32 base = ((u32)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
     /* operands: COPIES x (A, B), e4m3 values between 1/4 and 2 that differ word to word (no infinities: every group
      * starts its accumulator from zero) */
-    for (int i = threadIdx.x; i < (int)(OPERAND_BYTES / 4); i += blockDim.x) {
+    for (int i = threadIdx.x; i < (int)((OPERAND_BYTES + OPERAND128_BYTES) / 4); i += blockDim.x) {
         const u32 h = (u32)i * 2654435761u;
         asm volatile("st.shared.u32 [%0], %1;" ::"r"(base + 4u * (u32)i), "r"(0x30303030u | (h & 0x0f0f0f0fu)));
     }
@@ -153,6 +183,8 @@ template <int MODE> __global__ void __launch_bounds__(256, 1) probe(int soft_ite
         else if constexpr (MODE == P_QK128) sink = gemm_ss<128>(a_addr, b_addr, partner_work);
         else if constexpr (MODE == P_QK256) sink = gemm_ss<256>(a_addr, b_addr, partner_work);
         else if constexpr (MODE == P_PV64RS) sink = gemm_rs64(b_addr, partner_work);
+        else if constexpr (MODE == P_QK128D128)
+            sink = gemm_ss_d128(base + OPERAND_BYTES, base + OPERAND_BYTES + COPIES * A128_BYTES, partner_work);
         done = mode == P_IDLE ? 0 : partner_work;
     }
     unsigned long long t1 = clock64();
@@ -170,15 +202,15 @@ struct Result {
 };
 
 typedef void (*ProbeFn)(int, long long, ProbeOut *);
-static const ProbeFn probes[P_MODES] = {probe<P_IDLE>, probe<P_SOFTMAX>, probe<P_QK128>, probe<P_QK256>,
-                                        probe<P_PV64RS>};
+static const ProbeFn probes[P_MODES] = {probe<P_IDLE>,  probe<P_SOFTMAX>, probe<P_QK128>,
+                                        probe<P_QK256>, probe<P_PV64RS>,  probe<P_QK128D128>};
 
 static Result run(int mode, int soft_iters, long long partner_work, int sms)
 {
     ProbeOut *d;
     CK(cudaMalloc(&d, sizeof(ProbeOut) * sms));
     CK(cudaMemset(d, 0, sizeof(ProbeOut) * sms));
-    const int smem = (int)OPERAND_BYTES + 1024;
+    const int smem = (int)SMEM_BYTES;
     for (int rep = 0; rep < 2; rep++) { /* the first launch warms up */
         probes[mode]<<<sms, 256, smem>>>(soft_iters, partner_work, d);
         CK(cudaGetLastError());
@@ -217,7 +249,7 @@ int main(int argc, char **argv)
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     for (ProbeFn f : probes)
-        CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)OPERAND_BYTES + 1024));
+        CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM_BYTES));
     const int sms = prop.multiProcessorCount;
     printf("device %s (%d SMs); warpgroup 0: %d softmax iterations of 64 scores a thread; medians over the blocks\n",
            prop.name, sms, iters);
