@@ -106,7 +106,8 @@ CUfunction evo_gpu_support(const evo_gpu *g, const char *name)
 evo_status evo_gpu_launch(evo_gpu *g, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block, void **args,
                           const char *what, evo_err *err)
 {
-    return evo_cu_check(g->cu, g->cu->cuLaunchKernel(f, gx, gy, gz, block, 1, 1, 0, g->st, args, NULL), what, err);
+    const unsigned grid[3] = {gx, gy, gz};
+    return evo_cu_check(g->cu, evo_gpu_launch_attrs(g, f, grid, block, 0, NULL, 0, args), what, err);
 }
 
 CUresult evo_gpu_launch_attrs(const evo_gpu *g, CUfunction f, const unsigned grid[3], unsigned block, unsigned smem,
