@@ -1620,25 +1620,22 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                     fence_regs(pvt);
                     tt.stamp(TRACE_PV);
                 }
-                if constexpr (SPEC) { /* P·V(j-1) done first: P's fragment is its operand */
+                /* SPEC: the softmax after P·V(j-1) is done, since it writes P's fragment, that GEMM's operand */
+                if constexpr (!SPEC && !(PROBE & 2))
+                    sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
+                if constexpr (!EVO_SM90_TRACE) {
                     wg_wait<0>();
                     fence_regs(pvt);
-                    mbar_arrive(sm.b(B::vempty(pst)));
-                    if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
+                }
+                if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
+                mbar_arrive(sm.b(B::vempty(pst)));
+                if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
+                if constexpr (SPEC) {
                     if (!sx.step_kept(s, pf, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q)) {
                         sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
                         pf.pack(s);
                     }
                 } else {
-                    if constexpr (!(PROBE & 2))
-                        sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
-                    if constexpr (!EVO_SM90_TRACE) {
-                        wg_wait<0>();
-                        fence_regs(pvt);
-                    }
-                    if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
-                    mbar_arrive(sm.b(B::vempty(pst)));
-                    if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
                     pf.pack(s);
                 }
                 tt.stamp_after(TRACE_SOFTMAX, pf.last());
