@@ -240,12 +240,16 @@ static Result run(int mode, int soft_iters, long long partner_work, int sms)
 int main(int argc, char **argv)
 {
     int iters = 2000;
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: %s [--iters N]\n", argv[0]);
+    for (int i = 1; i < argc; i++) {
+        char *end = nullptr;
+        const long v = !strcmp(argv[i], "--iters") && i + 1 < argc ? strtol(argv[++i], &end, 10) : 0;
+        if (!end || *end || v < 1 || v > 1000000) {
+            fprintf(stderr, "usage: %s [--iters N]   (N: softmax iterations, 1 to 1000000; got '%s')\n", argv[0],
+                    argv[i]);
             return 2;
         }
+        iters = (int)v;
+    }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     for (ProbeFn f : probes)
