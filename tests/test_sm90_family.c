@@ -148,6 +148,26 @@ int main(void)
     g.tile_n = 256, g.o_acc = 1; /* S 128 + O 68 twice + P̃ 32: two do not fit at 128 either, so three stay */
     at = attn_sm90_at_dim(&g, 128);
     CHECK(at.consumers == 3 && has(attn_sm90_check(&at, 128, 227 * 1024), "registers"));
+    /* 256-key tiles, two consumers, V_PATH 5, PERSIST 2: at head dim 64 S 128 + O 36 + P̃ 32 + 4 leave 24 of 224
+     * (enough for two 64-row consumers with V_PATH 4 and 5: tools/sm90_nvrtc_check --slack 24,31); at 128 they do not
+     * fit, and that kernel is built with 192-key tiles */
+    const evo_sm90_genome t256 = {64, 2, 256, 2, 2, 0, 5, 1, 1, 0, 56, 2};
+    CHECK(attn_sm90_reg_slack(&t256, 64) == 24 && attn_sm90_check(&t256, 64, 227 * 1024) == NULL);
+    CHECK(has(attn_sm90_check(&t256, 128, 227 * 1024), "registers"));
+    at = attn_sm90_at_dim(&t256, 64);
+    CHECK(memcmp(&at, &t256, sizeof at) == 0);
+    at = attn_sm90_at_dim(&t256, 128);
+    CHECK(at.tile_n == 192 && attn_sm90_check(&at, 128, 227 * 1024) == NULL);
+    at.tile_n = 256; /* the rest of the genome is unchanged */
+    CHECK(memcmp(&at, &t256, sizeof at) == 0);
+    g = t256;
+    g.qk_mode = 1; /* Q in registers (D/8 more): 16 free at 64, short of the 28 that needs */
+    CHECK(has(attn_sm90_check(&g, 64, 227 * 1024), "registers"));
+    g = t256;
+    g.v_path = 1; /* FP16 P·V (P̃ 64 registers): neither head dim fits, so 128 keeps the genome's tile */
+    CHECK(has(attn_sm90_check(&g, 64, 227 * 1024), "registers"));
+    at = attn_sm90_at_dim(&g, 128);
+    CHECK(at.tile_n == 256);
     g = best;
     g.tile_n = 96;
     CHECK(attn_sm90_check(&g, 128, 227 * 1024) != NULL);

@@ -87,6 +87,12 @@
 #   stalls     ncu on one launch of each kernel configuration of STALLS_CU (default: the fp8 dispatching file) at
 #              STALLS_SHAPES ("4,16,4096,128"; compare_sdpa.py --shapes) and STALLS_PRESETS (wide), STALLS_CAUSAL
 #              (off): warp stall reasons, scheduler issue, pipe utilisation, occupancy ($OUT/stalls.txt)
+#   peerncu    Nsight Compute's full set on one call of each peer case of PEERNCU_CASES (PEER:B,H,S,D[:causal],
+#              default "cudnn_fp8:4,16,4096,128 cudnn:2,8,2048,64"; tools/bench/peer_ncu.py; needs .wheels/ for
+#              cudnn_fp8) and of each sm_90a genome of PEERNCU_OURS (sm90_bench names, --profile: (4,16,4096,128) at
+#              head dim 128, (1,16,16384,64) at 64): the launch (grid, block, cluster, registers, shared memory),
+#              pipes, stalls and the instruction mix ($OUT/peerncu-TAG.txt), and the SASS with each instruction's
+#              executed count ($OUT/peerncu-TAG-sass.csv)
 #   strategies GA vs random vs seeds only on configs/default.yaml at equal evaluation budgets
 #              (tools/bench/compare_strategies.py): seeds 1, 2, ... while the next fits in STRAT_BUDGET_S (210 s of
 #              search; at most STRAT_SEEDS, 8), STRAT_POP (16) x STRAT_GENS (4) per run, all on evo's one compile
@@ -326,6 +332,31 @@ PY
                 grep -E "^device|FAIL|eager CPU|passed|SKIP" | head -30 ;;
     islands) mkdir -p "$OUT/islands"
              OUT=$OUT/islands timeout "${ISLANDS_TIMEOUT:-400}" bash tools/bench/islands_gpu.sh 2>&1 | grep -v "^gen " | tail -8 ;;
+    peerncu) wheels
+             pn_sass() { # the source page (SASS, executed counts) of a report, else why not
+               ncu -i "$1.ncu-rep" --page source --print-source sass --csv >"$1-sass.csv" 2>&1 ||
+                 echo "peerncu: no SASS page from $(basename "$1") (exit $?)"; }
+             pn_show() { grep -E "^  [a-zA-Z_].*\(|Grid Size|Block Size|Cluster Size|Registers Per|Shared Memory Config|Dynamic Shared|Duration|Issue Slots Busy|Executed Ipc A|Tensor|Pipe|No Eligible|Warp Cycles Per Issued" "$1.txt" | head -40; }
+             for pc in ${PEERNCU_CASES-cudnn_fp8:4,16,4096,128 cudnn:2,8,2048,64}; do
+               IFS=: read -r pp ps pcz <<<"$pc"; tag=$pp-${ps//,/x}${pcz:+-causal}
+               PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout 240 ncu --profile-from-start off \
+                 --set full --import-source no -f -o "$OUT/peerncu-$tag" \
+                 python3 tools/bench/peer_ncu.py "$pp" "$ps" ${pcz:+--causal} >"$OUT/peerncu-$tag.log" 2>&1
+               echo "peerncu $tag: exit $?; $(grep -E '^peer ' "$OUT/peerncu-$tag.log")"
+               ncu -i "$OUT/peerncu-$tag.ncu-rep" --page details --print-details all >"$OUT/peerncu-$tag.txt" 2>&1
+               pn_sass "$OUT/peerncu-$tag"; pn_show "$OUT/peerncu-$tag"
+             done
+             if [ -n "${PEERNCU_OURS:-}" ]; then
+               sm90_bench_build /tmp/peerncu_bench "${PEERNCU_LIST:-tools/bench/sm90_lists/ship.h}" || continue
+               for g in $PEERNCU_OURS; do
+                 tag=evo-$(echo "$g" | tr -c 'A-Za-z0-9\n' '_' | sed 's/__*/_/g; s/_$//')
+                 timeout 240 ncu --set full --import-source no -k regex:evo_attn --launch-skip 1 --launch-count 1 \
+                   -f -o "$OUT/peerncu-$tag" /tmp/peerncu_bench --profile --only "$g" >"$OUT/peerncu-$tag.log" 2>&1
+                 echo "peerncu $tag: exit $?"
+                 ncu -i "$OUT/peerncu-$tag.ncu-rep" --page details --print-details all >"$OUT/peerncu-$tag.txt" 2>&1
+                 pn_sass "$OUT/peerncu-$tag"; pn_show "$OUT/peerncu-$tag"
+               done
+             fi ;;
     stalls) f=${STALLS_CU:-$(dispatch_file fp8)}
             # one launch of each kernel configuration at the shapes, under ncu: where the warps stall, the
             # schedulers' issue rate, the pipes' utilisation (the details page; compare_sdpa.py makes the calls)

@@ -310,16 +310,6 @@ EVO_DEV void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" 
 EVO_DEV void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
 EVO_DEV void named_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 EVO_DEV void named_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
-/* named_sync once dep is computed: the barrier's id gets a term that is always 0 but computed from dep, so ptxas
- * cannot move the barrier above the instructions that produce dep */
-EVO_DEV void named_sync_after(int id, int n, u32 dep)
-{
-    asm volatile("{\n\t.reg .pred p;\n\t.reg .u32 z;\n\tsetp.eq.u32 p, %2, 0x7f7f7f7f;\n\t"
-                 "setp.eq.and.u32 p, %2, 0x7f7f7f7e, p;\n\tselp.u32 z, 1, 0, p;\n\tadd.u32 z, z, %0;\n\t"
-                 "bar.sync z, %1;\n\t}" ::"r"(id),
-                 "r"(n), "r"(dep)
-                 : "memory");
-}
 
 /* ---- cp.async (PIPE 0) ---- */
 EVO_DEV void cp_async16(u32 dst, const void *src, int src_bytes)
@@ -1498,7 +1488,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     auto kready = [&](int s) { return sm.b(QK_MODE == 2 ? B::k16full(s) : B::kfull(s)); };
     const int lane = ct & 31, wi = ct >> 5, g = lane >> 2, q = lane & 3;
     const int my_turn = 2 + cw, other_turn = 2 + (cw ^ 1);
-    if (PINGPONG == 1 && cw == 1) named_arrive(2, 256); /* warpgroup 0 issues first */
+    if (PINGPONG && cw == 1) named_arrive(2, 256); /* warpgroup 0 issues first */
 
     constexpr int DA = acc_cols<D, V_PATH>();
     float s[MT][TILE_N / 2], o[MT][DA / 2], ot[MT][DA / 2], lg[MT][4]; /* lg: V_PATH 4's row sums of a tile */
@@ -1564,16 +1554,9 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 fence_regs(s);
                 mbar_arrive(sm.b(B::kempty(st)));
                 if (QK_MODE != 1 && j == n - 1) mbar_arrive(q_empty);
-                /* PINGPONG 2: warpgroup 0's softmax of tile j starts once warpgroup 1's is done, and warpgroup 1
-                 * goes on past its softmax of j once warpgroup 0 has reached its own (named barrier 6): the two
-                 * softmaxes take turns, each beside the other warpgroup's GEMMs */
-                if constexpr (PINGPONG == 2)
-                    if (cw == 0) named_sync(6, 256);
                 if constexpr (!(PROBE & 2)) sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
                 pf.pack(s);
-                if constexpr (PINGPONG == 2)
-                    if (cw == 1) named_sync_after(6, 256, pf.last());
                 mbar_wait(sm.b(B::vtfull(st)), ph);
                 if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + st * VT, O_ACC != 0);
                 wg_wait<0>();
@@ -1923,8 +1906,7 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
                   "V_PATH 2 and 3 load V (and K) by the producer's TMA thread (PIPE 2)");
     static_assert(V_PATH != 3 || QK_MODE == 2, "V_PATH 3 gives K in FP16 to the FP16 Q·Kᵀ (QK_MODE 2)");
     static_assert(!OVERLAP || PIPE == 2, "OVERLAP needs the producer warpgroup (PIPE 2)");
-    static_assert(PINGPONG != 1 || (OVERLAP && CONSUMERS == 2), "PINGPONG 1 needs OVERLAP and two consumer warpgroups");
-    static_assert(PINGPONG != 2 || (!OVERLAP && CONSUMERS == 2), "PINGPONG 2 needs OVERLAP 0 and two consumers");
+    static_assert(!PINGPONG || (OVERLAP && CONSUMERS == 2), "PINGPONG needs OVERLAP and two consumer warpgroups");
     static_assert(O_ACC == 0 || O_ACC == 1, "O_ACC 0 or 1");
     static_assert(PRODUCER_REGS == 24 || PRODUCER_REGS == 32 || PRODUCER_REGS == 40 || PRODUCER_REGS == 56,
                   "PRODUCER_REGS 24, 32, 40 or 56");

@@ -101,10 +101,13 @@ static int accumulator_regs(const evo_sm90_genome *g, int d)
 int attn_sm90_reg_slack(const evo_sm90_genome *g, int d) { return consumer_regs(g) - accumulator_regs(g, d); }
 
 /* A consumer compiles without spills when its accumulators leave 32 of its registers free, 48 with PERSIST except
- * with V_PATH 4 and 5 (measured with ptxas 13.0: tools/sm90_nvrtc_check --slack 32,47 --persist; docs/perf-notes.md). */
+ * with V_PATH 4 and 5; two 64-row consumer warpgroups with V_PATH 4 and 5 need 24 (28 with Q in registers, QK_MODE 1)
+ * (measured with ptxas 13.0: tools/sm90_nvrtc_check --slack 32,47 --persist and --slack 24,31; docs/perf-notes.md). */
 static int regs_fit(const evo_sm90_genome *g, int d)
 {
-    return attn_sm90_reg_slack(g, d) >= (g->persist && !gemm_sums(g) ? 48 : 32);
+    int need = g->persist && !gemm_sums(g) ? 48 : 32;
+    if (gemm_sums(g) && g->consumers == 2 && g->wg_rows == 64) need = g->qk_mode == 1 ? 28 : 24;
+    return attn_sm90_reg_slack(g, d) >= need;
 }
 
 const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
@@ -159,6 +162,9 @@ evo_sm90_genome attn_sm90_at_dim(const evo_sm90_genome *g, int d)
     if (d == 128 && g->consumers == 3 && g->pipe == 2 && !regs_fit(g, d)) {
         h.consumers = 2;
         if (!regs_fit(&h, d)) h = *g; /* two do not fit either: g is illegal */
+    } else if (d == 128 && g->consumers == 2 && g->tile_n == 256 && g->pipe == 2 && !regs_fit(g, d)) {
+        h.tile_n = 192;
+        if (!regs_fit(&h, d)) h = *g; /* 192 keys do not fit either: g is illegal */
     }
     return h;
 }

@@ -68,7 +68,8 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
 /* The genome head dim d's kernel is built with: g, except that at head dim 128 three consumer warpgroups whose
  * accumulators do not fit their registers (a tile of 128 keys and more) become two, as family 0 halves its rows at
  * head dim 128: one genome, 192-row blocks at head dim 64 and 128-row blocks at 128 (PINGPONG is 0 with three
- * consumers and stays 0). Check and launch what this returns. */
+ * consumers and stays 0); and two consumer warpgroups whose 256-key tiles do not fit at head dim 128 take 192-key
+ * tiles there (one genome, 256 keys a tile at head dim 64). Check and launch what this returns. */
 evo_sm90_genome attn_sm90_at_dim(const evo_sm90_genome *g, int d);
 
 /* A consumer thread's registers less its live accumulators at head dim d (attn_sm90_check's register rule). */
