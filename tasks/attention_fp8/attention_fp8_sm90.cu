@@ -393,14 +393,6 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
 #ifndef EVO_SM90_NO_TINY
 #define EVO_SM90_NO_TINY 0
 #endif
-/* EVO_SM90_EXP_CHAIN (not a knob; default 0; tools/bench builds only, measurement): K > 0 makes the exponent offsets of
- * every K key pairs after the first depend on the last exponential before them (its sign bit, always 0, OR-ed into
- * the offset's bits: the same values), so ptxas cannot hoist every FFMA of the tile above the first MUFU.EX2 and the
- * exponentials spread over the softmax instead of ending it in a run (docs/perf-notes.md, "The vendor kernel beside
- * ours"). Two instructions per K pairs. */
-#ifndef EVO_SM90_EXP_CHAIN
-#define EVO_SM90_EXP_CHAIN 0
-#endif
 /* EVO_SM90_SPEC (not a knob; default -1; 0 and 1 in tools/bench builds to measure): with FP16 P (V_PATH 1 and 3) every
  * key tile after an item's first computes P against the rows' offsets as they stand, straight into P's fragment, while
  * the row maxima are taken beside it (Softmax::step_kept); only a warp where some row's maximum passed its offset by
@@ -1109,15 +1101,12 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> s
                 alpha[mt][h] = ex2(M[mt][h] - Mn);
                 M[mt][h] = Mn;
                 const float bias = (P8 ? 8.f : 0.f) - Mn;
-                float sum = 0.f, b = bias;
+                float sum = 0.f;
                 u32 tiny = 0u; /* GSUM: f16x2 sums of the keys whose P̃ is 0 */
 #pragma unroll
                 for (int i = 0; i < TILE_N / 8; i++) {
                     float* pr = &s[mt][4 * i + 2 * h];
-                    const float p0 = ex2_mix(i, fmaf(pr[0], qk_mul, b)), p1 = ex2_mix(i, fmaf(pr[1], qk_mul, b));
-                    if constexpr (EVO_SM90_EXP_CHAIN > 0)
-                        if (i % EVO_SM90_EXP_CHAIN == EVO_SM90_EXP_CHAIN - 1)
-                            b = __uint_as_float(__float_as_uint(bias) | (__float_as_uint(p1) >> 31));
+                    const float p0 = ex2_mix(i, fmaf(pr[0], qk_mul, bias)), p1 = ex2_mix(i, fmaf(pr[1], qk_mul, bias));
                     if constexpr (GSUM) { /* V_PATH 4: PFrag rounds p to P̃ (the same codes), the P·V GEMM sums
                                              P̃ (vt_rows); here only the mass of the keys whose P̃ is 0 (p ≤ 2^-10),
                                              in FP16 (1.5 instructions a score instead of 3 in FP32): at most 2^-10
