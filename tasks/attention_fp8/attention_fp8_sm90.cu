@@ -393,11 +393,6 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
 #ifndef EVO_SM90_NO_TINY
 #define EVO_SM90_NO_TINY 0
 #endif
-/* EVO_SM90_RESCALE_ALWAYS (not a knob; default 0; tools/bench builds only, measurement): 1 rescales O on every tile,
- * as the vendor kernel does, instead of after a warp vote when some row's offset moved (scale_o) */
-#ifndef EVO_SM90_RESCALE_ALWAYS
-#define EVO_SM90_RESCALE_ALWAYS 0
-#endif
 /* EVO_SM90_SPEC (not a knob; default -1; 0 and 1 in tools/bench builds to measure): with FP16 P (V_PATH 1 and 3) every
  * key tile after an item's first computes P against the rows' offsets as they stand, straight into P's fragment, while
  * the row maxima are taken beside it (Softmax::step_kept); only a warp where some row's maximum passed its offset by
@@ -1179,13 +1174,6 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> s
  * offset rarely moves (FP16 P: only past LAZY_RESCALE; the e4m3 path's integer offsets: at each new integer). */
 template <int D, int MT> EVO_DEV void scale_o(float (&o)[MT][D / 2], const float (&alpha)[MT][2])
 {
-    if constexpr (EVO_SM90_RESCALE_ALWAYS) { /* measurement: every tile, no vote and no branch (the same values) */
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int i = 0; i < D / 2; i++) o[mt][i] *= alpha[mt][(i >> 1) & 1];
-        return;
-    }
     bool any = false;
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) any |= alpha[mt][0] != 1.f || alpha[mt][1] != 1.f;
