@@ -2,9 +2,10 @@
 # cli_sm90_rules.sh — attn_sm90_check's register rules hold where ptxas decides: tools/sm90_nvrtc_check (built here)
 # compiles with NVRTC for sm_90a a sample of the genomes each measured exception admits — PERSIST with 32 free consumer
 # registers under V_PATH 4 and 5, 24 free (28 with QK_MODE 1) for two 64-row consumers under V_PATH 4 and 5, a
-# producer of 24 registers (32 with PERSIST 2) that only issues TMA, FP16 scores with PERSIST and a producer warpgroup
-# under V_PATH 3 — and every one must compile without spill, stack or serialized wgmma (docs/templates.md; the full
-# runs are docs/data/nvrtc-persist-slack-2026-11-29.log, nvrtc-slack24-2026-11-29.log,
+# producer of 24 registers (32 with PERSIST 2) that only issues TMA, a producer of 40 converting Q and K beside the
+# transpose of V (128- and 256-key tiles only), FP16 scores with PERSIST and a producer warpgroup under V_PATH 3 — and
+# every one must compile without spill, stack or serialized wgmma (docs/templates.md; the full runs are
+# docs/data/nvrtc-persist-slack-2026-11-29.log, nvrtc-slack24-2026-11-29.log, nvrtc-qk2-transpose-2026-11-29.log,
 # nvrtc-tma-producer-2026-11-29.log and nvrtc-qk2-persist-2026-11-29.log). Also: a malformed option is refused with
 # exit 2. No GPU needed; exits 77 (skipped) without a C compiler or NVRTC.
 # Run: bash tests/cli_sm90_rules.sh build/evo .
@@ -34,6 +35,8 @@ run() { # run NAME EXPECTED-SELECTED ARGS...: the sample compiles clean and sele
 run "PERSIST, 32-47 free, head dim 128" 136 --d 128 --slack 32,47 --persist --distinct --every 17
 # two 64-row consumers, V_PATH 4 and 5, 24 to 31 free (87 at both head dims, one of each but for STAGES)
 run "two consumers, 24-31 free, head dim 64" 69 --d 64 --slack 24,31 --distinct --every 7
+# FP16 scores beside the transpose of V with a producer of 40: only 128- and 256-key tiles remain (11 at head dim 64)
+run "QK_MODE 2 beside the V transpose, 40 registers, head dim 64" 11 --d 64 --qk 2 --vpath 4 --producer-below 56 --distinct --every 3
 # the TMA-only producer under 56 registers (673 at both head dims before the 24-free rule)
 run "TMA-only producer, head dim 64" 480 --d 64 --producer-below 56 --vpath 5 --distinct --every 58
 # FP16 scores with PERSIST and a producer warpgroup: V_PATH 3 (and 1) at head dim 64, where the others spill

@@ -1079,58 +1079,90 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> s
         /* every row half's maximum first, then the exponentials */
         float rmx[MT][2];
         maxima(s, rmx);
+        if constexpr (GSUM) {
+            /* V_PATH 4 and 5: the key pairs of both row halves in turn (one row half after the other gives the same
+             * bits and measured 0-2.5 % slower: docs/perf-notes.md, "The vendor kernel beside ours"). PFrag rounds p
+             * to P̃ (the same codes) and the P·V GEMM sums P̃ (vt_rows); here only the mass of the keys whose P̃ is 0
+             * (p ≤ 2^-10), in FP16 (1.5 instructions a score instead of 3 in FP32): at most 2^-10 a key against a row
+             * sum of at least 2^7, so its FP16 rounding (and p within 2^-11 of the threshold going either way, p below
+             * 2^-24 lost) moves l by less than 2^-17 of itself */
+            float bias[MT][2];
+            u32 tiny[MT][2];
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++)
+            for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const float mx = rmx[mt][h], prev = m[mt][h];
-                m[mt][h] = mx;
-                /* P8: an integer offset keeps P within (0, 256] and makes every rescale a power of two, so P̃ does
-                 * not depend on the tiling: they are the FP8 model's (attn_numerics.h), whose per-element error the
-                 * fp8 gate holds a kernel to. P = 448·2^(x − max) measured 1.5-3.8 % less end-to-end error but is
-                 * the model's on no row it rescales, and fails that bound on short causal rows (docs/results.md,
-                 * "The fp8 accuracy class"). */
-                /* FP16 P: the offset stays until the maximum passes it by more than LAZY_RESCALE (P ≤ 2^8 then, in
-                 * FP16 at the same relative precision, summed with O in FP32), so after the first tiles scale_o
-                 * almost never runs; a row's first visible keys set it (prev = -inf: nothing seen yet). */
-                const float x = mx * qk_mul;
-                const float Mn = mx == neg_inf()                                          ? 0.f
-                                 : P8                                                     ? ceilf(x)
-                                 : prev == neg_inf() || x > M[mt][h] + LAZY_RESCALE ? x
-                                                                                          : M[mt][h];
-                alpha[mt][h] = ex2(M[mt][h] - Mn);
-                M[mt][h] = Mn;
-                const float bias = (P8 ? 8.f : 0.f) - Mn;
-                float sum = 0.f;
-                u32 tiny = 0u; /* GSUM: f16x2 sums of the keys whose P̃ is 0 */
+                for (int h = 0; h < 2; h++) {
+                    const float mx = rmx[mt][h], x = mx * qk_mul;
+                    m[mt][h] = mx;
+                    const float Mn = mx == neg_inf() ? 0.f : ceilf(x);
+                    alpha[mt][h] = ex2(M[mt][h] - Mn);
+                    M[mt][h] = Mn;
+                    bias[mt][h] = 8.f - Mn;
+                    tiny[mt][h] = 0u;
+                }
 #pragma unroll
-                for (int i = 0; i < TILE_N / 8; i++) {
-                    float* pr = &s[mt][4 * i + 2 * h];
-                    const float p0 = ex2_mix(i, fmaf(pr[0], qk_mul, bias)), p1 = ex2_mix(i, fmaf(pr[1], qk_mul, bias));
-                    if constexpr (GSUM) { /* V_PATH 4: PFrag rounds p to P̃ (the same codes), the P·V GEMM sums
-                                             P̃ (vt_rows); here only the mass of the keys whose P̃ is 0 (p ≤ 2^-10),
-                                             in FP16 (1.5 instructions a score instead of 3 in FP32): at most 2^-10
-                                             a key against a row sum of at least 2^7, so its FP16 rounding (and p
-                                             within 2^-11 of the threshold going either way, p below 2^-24 lost) moves
-                                             l by less than 2^-17 of itself */
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int i = 0; i < TILE_N / 8; i++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        float *pr = &s[mt][4 * i + 2 * h];
+                        const float p0 = ex2_mix(i, fmaf(pr[0], qk_mul, bias[mt][h]));
+                        const float p1 = ex2_mix(i, fmaf(pr[1], qk_mul, bias[mt][h]));
                         pr[0] = p0, pr[1] = p1;
                         if constexpr (!EVO_SM90_NO_TINY)
-                            tiny = add_le_f16x2(tiny, pack_f16x2(p0, p1), 0x14001400u /* 2^-10 */);
-                    } else if constexpr (P8) { /* P̃ (exact in e4m3, so PFrag packs the same codes) and the row sum:
-                                           P̃, or p where P̃ rounded to 0 (those keys' mass stays in l, as in the model).
-                                           P̃ is 0 or ≥ 2^-9, and 0 exactly when p ≤ 2^-10, so max(P̃, min(p, 2^-10))
-                                           is that: two FMNMX, where a compare and select kept p live longer and
-                                           spilled at 3 consumers, D 64 (tests/test_sm90_family.c) */
-                        e4m3_round2(p0, p1, pr[0], pr[1]);
-                        sum += fmaxf(pr[0], fminf(p0, 0x1p-10f));
-                        sum += fmaxf(pr[1], fminf(p1, 0x1p-10f));
-                    } else { /* FP16 P: the P·V GEMM sums P (vt_bytes) */
-                        pr[0] = p0, pr[1] = p1;
+                            tiny[mt][h] = add_le_f16x2(tiny[mt][h], pack_f16x2(p0, p1), 0x14001400u /* 2^-10 */);
                     }
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    l[mt][h] = l[mt][h] * alpha[mt][h] + (EVO_SM90_NO_TINY ? 0.f : sum_f16x2(tiny[mt][h]));
+        } else {
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const float mx = rmx[mt][h], prev = m[mt][h];
+                    m[mt][h] = mx;
+                    /* P8: an integer offset keeps P within (0, 256] and makes every rescale a power of two, so P̃ does
+                     * not depend on the tiling: they are the FP8 model's (attn_numerics.h), whose per-element error the
+                     * fp8 gate holds a kernel to. P = 448·2^(x − max) measured 1.5-3.8 % less end-to-end error but is
+                     * the model's on no row it rescales, and fails that bound on short causal rows (docs/results.md,
+                     * "The fp8 accuracy class"). */
+                    /* FP16 P: the offset stays until the maximum passes it by more than LAZY_RESCALE (P ≤ 2^8 then, in
+                     * FP16 at the same relative precision, summed with O in FP32), so after the first tiles scale_o
+                     * almost never runs; a row's first visible keys set it (prev = -inf: nothing seen yet). */
+                    const float x = mx * qk_mul;
+                    const float Mn = mx == neg_inf()                                          ? 0.f
+                                     : P8                                                     ? ceilf(x)
+                                     : prev == neg_inf() || x > M[mt][h] + LAZY_RESCALE ? x
+                                                                                              : M[mt][h];
+                    alpha[mt][h] = ex2(M[mt][h] - Mn);
+                    M[mt][h] = Mn;
+                    const float bias = (P8 ? 8.f : 0.f) - Mn;
+                    float sum = 0.f;
+#pragma unroll
+                    for (int i = 0; i < TILE_N / 8; i++) {
+                        float* pr = &s[mt][4 * i + 2 * h];
+                        const float p0 = ex2_mix(i, fmaf(pr[0], qk_mul, bias));
+                        const float p1 = ex2_mix(i, fmaf(pr[1], qk_mul, bias));
+                        if constexpr (P8) { /* P̃ (exact in e4m3, so PFrag packs the same codes) and the row sum: P̃,
+                                               or p where P̃ rounded to 0 (those keys' mass stays in l, as in the
+                                               model). P̃ is 0 or ≥ 2^-9, and 0 exactly when p ≤ 2^-10, so
+                                               max(P̃, min(p, 2^-10)) is that: two FMNMX, where a compare and select
+                                               kept p live longer and spilled at 3 consumers, D 64
+                                               (tests/test_sm90_family.c) */
+                            e4m3_round2(p0, p1, pr[0], pr[1]);
+                            sum += fmaxf(pr[0], fminf(p0, 0x1p-10f));
+                            sum += fmaxf(pr[1], fminf(p1, 0x1p-10f));
+                        } else { /* FP16 P: the P·V GEMM sums P (vt_bytes) */
+                            pr[0] = p0, pr[1] = p1;
+                        }
+                    }
+                    if (P8) l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
                 }
-                if constexpr (GSUM) sum = EVO_SM90_NO_TINY ? 0.f : sum_f16x2(tiny);
-                if (P8) l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
-            }
+        }
     }
     /* EVO_SM90_SPEC, FP16 P: P against the offsets as they stand, packed into pf as pack() would, beside the row
      * maxima. True when every row of the warp keeps its offset (it had one, and its maximum did not pass it by more
