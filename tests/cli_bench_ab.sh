@@ -3,7 +3,8 @@
 # logs side by side (each run's medians, B's median over A's, a shape only one log has, the causal label kept apart)
 # and refuses a missing file, a FIFO and a log without timing lines (exit 2, the file named); tools/bench/causal_balance.py
 # gives the persistent causal orders' max/mean work that the template's comment and docs/perf-notes.md quote, and
-# refuses a malformed shape.
+# refuses a malformed shape; tools/bench/ncu_sass_mix.py reads an Nsight Compute source page (mix, stalls, hottest
+# body) and refuses other files; tools/bench/peer_ncu.py refuses a bad peer, shape or flag before it needs a GPU.
 # Run: bash tests/cli_bench_ab.sh build/evo .   (ctest runs it)
 set -u
 command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (tools/setup.sh installs it)"; exit 77; }
@@ -67,5 +68,39 @@ out=$(python3 "$CB" 2,8,x 2>&1); rc=$?
 [ $rc = 2 ] && grep -q "'2,8,x'" <<<"$out" || fail "malformed shape: exit $rc: $out"
 out=$(python3 "$CB" --sms 0 2>&1); rc=$?
 [ $rc = 2 ] || fail "--sms 0: exit $rc: $out"
+
+# tools/bench/ncu_sass_mix.py on a source-page CSV as ncu writes it: the opcode mix, the stall reasons (all and the
+# softmax's), the 'wait' samples by opcode and the hottest body; a file that is no such CSV: exit 2, named
+MX="$SRC/tools/bench/ncu_sass_mix.py"
+{
+  echo '"Kernel Name","k_test",'
+  echo '"Address","Source","Instructions Executed","stall_wait","stall_selected","stall_wait (Not Issued)"'
+  echo '"0x10","      FFMA R1, R2, R3, R4","300","7","3","9"'
+  echo '"0x20","      MUFU.EX2 R1, R1","300","40","10","9"'
+  echo '"0x30","      @P0 BRA 0x10","300","0","5","0"'
+  echo '"0x40","      EXIT","100","0","1","0"'
+} >"$T/k-sass.csv"
+out=$(python3 "$MX" "$T/k-sass.csv" --loop 2>&1); rc=$?
+[ $rc = 0 ] || fail "ncu_sass_mix exit $rc: $out"
+grep -q "kernel k_test" <<<"$out" || fail "ncu_sass_mix: kernel name: $out"
+grep -q "warp instructions executed 1000" <<<"$out" || fail "ncu_sass_mix: total: $out"
+grep -q "opcode mix: FFMA 30.0%, MUFU 30.0%, BRA 30.0%, EXIT 10.0%" <<<"$out" || fail "ncu_sass_mix: mix: $out"
+grep -qE "warp-state samples 66, at softmax instructions 60 \(91 %\)" <<<"$out" || fail "ncu_sass_mix: samples: $out"
+grep -qE "^ +wait +all +47 \(71.2 %\) +softmax +47$" <<<"$out" || fail "ncu_sass_mix: wait row: $out"
+grep -q "'wait' samples by opcode: MUFU.EX2 40, FFMA 7" <<<"$out" || fail "ncu_sass_mix: wait by opcode: $out"
+grep -q "hottest body (executed 300 times)" <<<"$out" || fail "ncu_sass_mix: loop: $out"
+printf 'not,a,csv\n' >"$T/bad.csv"
+out=$(python3 "$MX" "$T/bad.csv" 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "bad.csv: not an ncu source-page CSV" <<<"$out" || fail "ncu_sass_mix bad file: exit $rc: $out"
+out=$(python3 "$MX" "$T/missing.csv" 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "missing.csv" <<<"$out" || fail "ncu_sass_mix missing file: exit $rc: $out"
+# tools/bench/peer_ncu.py refuses a bad peer or shape (exit 2) before it needs PyTorch or a GPU
+PN="$SRC/tools/bench/peer_ncu.py"
+out=$(python3 "$PN" bogus 1,2,3,4 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "usage: peer_ncu.py" <<<"$out" || fail "peer_ncu bad peer: exit $rc: $out"
+out=$(python3 "$PN" cudnn_fp8 1,2,x,4 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "shape '1,2,x,4'" <<<"$out" || fail "peer_ncu bad shape: exit $rc: $out"
+out=$(python3 "$PN" cudnn 1,2,3,4 --causl 2>&1); rc=$?
+[ $rc = 2 ] || fail "peer_ncu bad flag: exit $rc: $out"
 [ $fails = 0 ] && echo "cli_bench_ab: all passed"
 exit $((fails > 0))

@@ -7,8 +7,8 @@
 For each file: the executed warp instructions by opcode (share of all), the warp-state samples by stall reason (all
 instructions, and the softmax's: MUFU, FFMA, FMUL, FADD, FMNMX, F2FP, HSET2, HFMA2, HADD2, PRMT, SHFL, FSEL, FSETP,
 FRND), and the opcodes with the most fixed-latency ('wait') samples. --loop also prints the hottest loop body (the
-instructions executed as often as the most common count above the median), runs of one opcode folded. Exit 2 on a bad
-argument or a file that is not such a CSV.
+instructions executed as often as the most common count at or above the median), runs of one opcode folded. Exit 2
+on a bad argument or a file that is not such a CSV.
 """
 import argparse
 import collections
@@ -79,7 +79,7 @@ def report(path, top, loop):
     if loop:
         counts = sorted(x["n"] for x in ins if x["n"])
         med = counts[len(counts) // 2] if counts else 0
-        hot = collections.Counter(x["n"] for x in ins if x["n"] > med).most_common(1)
+        hot = collections.Counter(x["n"] for x in ins if x["n"] >= med).most_common(1)
         if hot:
             n = hot[0][0]
             print(f"   hottest body (executed {n} times):")
