@@ -1072,6 +1072,26 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> s
                     for (int h = 0; h < 2; h++)
                         rmx[mt][h] = fmaxf(rmx[mt][h], __shfl_xor_sync(0xffffffffu, rmx[mt][h], sh));
     }
+    /* row half (mt, h)'s new maximum mx: its offset M and rescale factor alpha; returns the exponent's bias.
+     * P8: an integer offset keeps P within (0, 256] and makes every rescale a power of two, so P̃ does not depend on
+     * the tiling: they are the FP8 model's (attn_numerics.h), whose per-element error the fp8 gate holds a kernel to.
+     * P = 448·2^(x − max) measured 1.5-3.8 % less end-to-end error but is the model's on no row it rescales, and
+     * fails that bound on short causal rows (docs/results.md, "The fp8 accuracy class").
+     * FP16 P: the offset stays until the maximum passes it by more than LAZY_RESCALE (P ≤ 2^8 then, in FP16 at the
+     * same relative precision, summed with O in FP32), so after the first tiles scale_o almost never runs; a row's
+     * first visible keys set it (prev = -inf: nothing seen yet). */
+    EVO_DEV float new_offset(int mt, int h, float mx, float qk_mul)
+    {
+        const float prev = m[mt][h], x = mx * qk_mul;
+        m[mt][h] = mx;
+        const float Mn = mx == neg_inf()                                          ? 0.f
+                         : P8                                                     ? ceilf(x)
+                         : prev == neg_inf() || x > M[mt][h] + LAZY_RESCALE ? x
+                                                                                  : M[mt][h];
+        alpha[mt][h] = ex2(M[mt][h] - Mn);
+        M[mt][h] = Mn;
+        return (P8 ? 8.f : 0.f) - Mn;
+    }
     EVO_DEV void step(float (&s)[MT][TILE_N / 2], float qk_mul, bool need_mask, int key0, const int (&rowbase)[MT],
                       int seq, int causal, int g, int q)
     {
@@ -1091,15 +1111,7 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> s
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const float mx = rmx[mt][h], x = mx * qk_mul;
-                    m[mt][h] = mx;
-                    const float Mn = mx == neg_inf() ? 0.f : ceilf(x);
-                    alpha[mt][h] = ex2(M[mt][h] - Mn);
-                    M[mt][h] = Mn;
-                    bias[mt][h] = 8.f - Mn;
-                    tiny[mt][h] = 0u;
-                }
+                for (int h = 0; h < 2; h++) bias[mt][h] = new_offset(mt, h, rmx[mt][h], qk_mul), tiny[mt][h] = 0u;
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -1123,24 +1135,7 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> s
             for (int mt = 0; mt < MT; mt++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    const float mx = rmx[mt][h], prev = m[mt][h];
-                    m[mt][h] = mx;
-                    /* P8: an integer offset keeps P within (0, 256] and makes every rescale a power of two, so P̃ does
-                     * not depend on the tiling: they are the FP8 model's (attn_numerics.h), whose per-element error the
-                     * fp8 gate holds a kernel to. P = 448·2^(x − max) measured 1.5-3.8 % less end-to-end error but is
-                     * the model's on no row it rescales, and fails that bound on short causal rows (docs/results.md,
-                     * "The fp8 accuracy class"). */
-                    /* FP16 P: the offset stays until the maximum passes it by more than LAZY_RESCALE (P ≤ 2^8 then, in
-                     * FP16 at the same relative precision, summed with O in FP32), so after the first tiles scale_o
-                     * almost never runs; a row's first visible keys set it (prev = -inf: nothing seen yet). */
-                    const float x = mx * qk_mul;
-                    const float Mn = mx == neg_inf()                                          ? 0.f
-                                     : P8                                                     ? ceilf(x)
-                                     : prev == neg_inf() || x > M[mt][h] + LAZY_RESCALE ? x
-                                                                                              : M[mt][h];
-                    alpha[mt][h] = ex2(M[mt][h] - Mn);
-                    M[mt][h] = Mn;
-                    const float bias = (P8 ? 8.f : 0.f) - Mn;
+                    const float bias = new_offset(mt, h, rmx[mt][h], qk_mul);
                     float sum = 0.f;
 #pragma unroll
                     for (int i = 0; i < TILE_N / 8; i++) {
