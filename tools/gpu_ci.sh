@@ -333,18 +333,21 @@ PY
     islands) mkdir -p "$OUT/islands"
              OUT=$OUT/islands timeout "${ISLANDS_TIMEOUT:-400}" bash tools/bench/islands_gpu.sh 2>&1 | grep -v "^gen " | tail -8 ;;
     peerncu) wheels
-             pn_sass() { # the source page (SASS, executed counts) of a report, else why not
+             pn_report() { # report $1.ncu-rep: its details page ($1.txt), source page ($1-sass.csv) and key lines
+               ncu -i "$1.ncu-rep" --page details --print-details all >"$1.txt" 2>&1
                ncu -i "$1.ncu-rep" --page source --print-source sass --csv >"$1-sass.csv" 2>&1 ||
-                 echo "peerncu: no SASS page from $(basename "$1") (exit $?)"; }
-             pn_show() { grep -E "^  [a-zA-Z_].*\(|Grid Size|Block Size|Cluster Size|Registers Per|Shared Memory Config|Dynamic Shared|Duration|Issue Slots Busy|Executed Ipc A|Tensor|Pipe|No Eligible|Warp Cycles Per Issued" "$1.txt" | head -40; }
+                 echo "peerncu: no SASS page from $(basename "$1") (exit $?)"
+               grep -E "^  [a-zA-Z_].*\(|Grid Size|Block Size|Cluster Size|Registers Per|Dynamic Shared|Duration" \
+                 "$1.txt" | head -12
+               grep -E "Issue Slots Busy|Executed Ipc A|Tensor|Pipe|No Eligible|Warp Cycles Per Issued" "$1.txt" |
+                 head -28; }
              for pc in ${PEERNCU_CASES-cudnn_fp8:4,16,4096,128 cudnn:2,8,2048,64}; do
                IFS=: read -r pp ps pcz <<<"$pc"; tag=$pp-${ps//,/x}${pcz:+-causal}
                PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout 240 ncu --profile-from-start off \
                  --set full --import-source no -f -o "$OUT/peerncu-$tag" \
                  python3 tools/bench/peer_ncu.py "$pp" "$ps" ${pcz:+--causal} >"$OUT/peerncu-$tag.log" 2>&1
                echo "peerncu $tag: exit $?; $(grep -E '^peer ' "$OUT/peerncu-$tag.log")"
-               ncu -i "$OUT/peerncu-$tag.ncu-rep" --page details --print-details all >"$OUT/peerncu-$tag.txt" 2>&1
-               pn_sass "$OUT/peerncu-$tag"; pn_show "$OUT/peerncu-$tag"
+               pn_report "$OUT/peerncu-$tag"
              done
              if [ -n "${PEERNCU_OURS:-}" ]; then
                sm90_bench_build /tmp/peerncu_bench "${PEERNCU_LIST:-tools/bench/sm90_lists/ship.h}" || continue
@@ -353,8 +356,7 @@ PY
                  timeout 240 ncu --set full --import-source no -k regex:evo_attn --launch-skip 1 --launch-count 1 \
                    -f -o "$OUT/peerncu-$tag" /tmp/peerncu_bench --profile --only "$g" >"$OUT/peerncu-$tag.log" 2>&1
                  echo "peerncu $tag: exit $?"
-                 ncu -i "$OUT/peerncu-$tag.ncu-rep" --page details --print-details all >"$OUT/peerncu-$tag.txt" 2>&1
-                 pn_sass "$OUT/peerncu-$tag"; pn_show "$OUT/peerncu-$tag"
+                 pn_report "$OUT/peerncu-$tag"
                done
              fi ;;
     stalls) f=${STALLS_CU:-$(dispatch_file fp8)}
@@ -418,8 +420,10 @@ PY
               for v in a b; do
                 timeout 200 /tmp/sm90ab-$v --check --hash --no-baseline 2>&1 | grep '^hash ' >"$ab-hash-$v.txt"
               done
-              echo "sm90bits: $(wc -l <"$ab-hash-a.txt") outputs hashed, $(diff "$ab-hash-a.txt" "$ab-hash-b.txt" |
-                grep -c '^>') differ"; diff "$ab-hash-a.txt" "$ab-hash-b.txt" | head -6 ;;
+              # lines on either side count: a B run that stopped early hashes fewer outputs, which is no match
+              echo "sm90bits: $(wc -l <"$ab-hash-a.txt") outputs hashed in A, $(wc -l <"$ab-hash-b.txt") in B," \
+                "$(diff "$ab-hash-a.txt" "$ab-hash-b.txt" | grep -c '^[<>]') lines differ"
+              diff "$ab-hash-a.txt" "$ab-hash-b.txt" | head -6 ;;
     trace) # the consumer warpgroups' clock stamps (EVO_SM90_TRACE), non-causal and causal
            # shellcheck disable=SC2086
            sm90_bench_build /tmp/sm90_trace "${TRACE_LIST:-tools/bench/sm90_lists/trace.h}" -DEVO_SM90_TRACE=1 ${TRACE_FLAGS:-} || continue

@@ -141,9 +141,8 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
      * 13.0: its transforms need 40, 56 with PERSIST (docs/perf-notes.md) and 56 where they convert Q and K to FP16
      * beside the transpose of V in 64- or 192-key tiles (QK_MODE 2 with V_PATH 0 or 4: 33 of 54 such genomes spilled
      * at 40, none of 28 with 128 or 256 keys; docs/data/nvrtc-qk2-transpose-2026-11-29.log); a producer that only
-     * issues TMA needs 24, 32 with PERSIST 2,
-     * where 24 spilled in 24 of 39 sampled genomes (tools/sm90_nvrtc_check --producer-below 56 --vpath 5,
-     * docs/data/nvrtc-tma-producer-2026-11-29.log) */
+     * issues TMA needs 24, 32 with PERSIST 2, where 24 spilled in 24 of 39 sampled genomes (tools/sm90_nvrtc_check
+     * --producer-below 56 --vpath 5, docs/data/nvrtc-tma-producer-2026-11-29.log) */
     if (g->pipe == 2 && g->consumers >= 2) {
         const int tr = producer_transforms(g),
                   both = g->qk_mode == 2 && (g->v_path == 0 || g->v_path == 4) && g->tile_n % 128 != 0;
