@@ -24,6 +24,14 @@ class BadFile(Exception):
     pass
 
 
+def num(x):
+    """A count cell: an integer, 0 when empty or not a number."""
+    try:
+        return int(x or 0)
+    except ValueError:
+        return 0
+
+
 def load(path):
     try:
         with open(path, newline="") as f:
@@ -43,12 +51,6 @@ def load(path):
         src = r[i_src].strip()
         op = re.sub(r"^@!?U?P\w+\s+", "", src).split()
         op = op[0] if op else ""
-
-        def num(x):
-            try:
-                return int(x or 0)
-            except ValueError:
-                return 0
         out.append({"src": src, "op": op, "base": op.split(".")[0], "n": num(r[i_ex]),
                     "stall": {h: num(r[i]) for h, i in stalls}})
     return kernel, out
