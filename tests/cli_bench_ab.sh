@@ -89,6 +89,13 @@ grep -qE "warp-state samples 66, at softmax instructions 60 \(91 %\)" <<<"$out" 
 grep -qE "^ +wait +all +47 \(71.2 %\) +softmax +47$" <<<"$out" || fail "ncu_sass_mix: wait row: $out"
 grep -q "'wait' samples by opcode: MUFU.EX2 40, FFMA 7" <<<"$out" || fail "ncu_sass_mix: wait by opcode: $out"
 grep -q "hottest body (executed 300 times)" <<<"$out" || fail "ncu_sass_mix: loop: $out"
+# --blocks: the three FFMA, MUFU, BRA lines ran 300 times each, one run of 3 (90 % of the issue), then EXIT
+out=$(python3 "$MX" "$T/k-sass.csv" --blocks 2 2>&1); rc=$?
+[ $rc = 0 ] || fail "ncu_sass_mix --blocks exit $rc: $out"
+grep -qE "^ +0x10 +3 x 300 +90\.0% +65: FFMA1 MUFU1 BRA1$" <<<"$out" || fail "ncu_sass_mix --blocks: first run: $out"
+grep -qE "^ +0x40 +1 x 100 +10\.0% +1: EXIT1$" <<<"$out" || fail "ncu_sass_mix --blocks: second run: $out"
+out=$(python3 "$MX" "$T/k-sass.csv" --blocks -1 2>&1); rc=$?
+[ $rc = 2 ] || fail "ncu_sass_mix --blocks -1: exit $rc: $out"
 printf 'not,a,csv\n' >"$T/bad.csv"
 out=$(python3 "$MX" "$T/bad.csv" 2>&1); rc=$?
 [ $rc = 2 ] && grep -q "bad.csv: not an ncu source-page CSV" <<<"$out" || fail "ncu_sass_mix bad file: exit $rc: $out"

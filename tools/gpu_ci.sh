@@ -90,7 +90,8 @@
 #   peerncu    Nsight Compute's full set on one call of each peer case of PEERNCU_CASES (PEER:B,H,S,D[:causal],
 #              default "cudnn_fp8:4,16,4096,128 cudnn:2,8,2048,64"; tools/bench/peer_ncu.py; needs .wheels/ for
 #              cudnn_fp8) and of each sm_90a genome of PEERNCU_OURS (sm90_bench names, --profile: (4,16,4096,128) at
-#              head dim 128, (1,16,16384,64) at 64): the launch (grid, block, cluster, registers, shared memory),
+#              head dim 128, (1,16,16384,64) at 64; PEERNCU_SHAPE=B,H,S,D,CAUSAL: that shape, for the genomes of its
+#              head dim): the launch (grid, block, cluster, registers, shared memory),
 #              pipes, stalls and the instruction mix ($OUT/peerncu-TAG.txt), and the SASS with each instruction's
 #              executed count ($OUT/peerncu-TAG-sass.csv)
 #   strategies GA vs random vs seeds only on configs/default.yaml at equal evaluation budgets
@@ -354,7 +355,8 @@ PY
                for g in $PEERNCU_OURS; do
                  tag=evo-$(echo "$g" | tr -c 'A-Za-z0-9\n' '_' | sed 's/__*/_/g; s/_$//')
                  timeout 240 ncu --set full --import-source no -k regex:evo_attn --launch-skip 1 --launch-count 1 \
-                   -f -o "$OUT/peerncu-$tag" /tmp/peerncu_bench --profile --only "$g" >"$OUT/peerncu-$tag.log" 2>&1
+                   -f -o "$OUT/peerncu-$tag" /tmp/peerncu_bench --profile ${PEERNCU_SHAPE:+--shape "$PEERNCU_SHAPE"} \
+                   --only "$g" >"$OUT/peerncu-$tag.log" 2>&1
                  echo "peerncu $tag: exit $?"
                  pn_report "$OUT/peerncu-$tag"
                done

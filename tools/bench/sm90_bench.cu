@@ -5,7 +5,8 @@
  *        tools/bench/sm90_bench.cu tasks/attention_fp8/attn_sm90_host.c [-DSM90_BASELINE variants/attention_fp8-sm_90-*.cu] \
  *        -o sm90_bench                                                        (tools/bench/sm90_batch.sh builds and runs it)
  *   ./sm90_bench [--check] [--time] [--list] [--filter SUBSTR] [--only 'G;G'] [--skip 'G;G'] [--csv FILE] [--reps N]
- *                [--big-only] [--causal-only] [--no-baseline] [--profile] [--repeat N [--shape B,H,S,D,CAUSAL]] [--trace|--trace-causal]
+ *                [--big-only] [--causal-only] [--no-baseline] [--profile [--shape B,H,S,D,CAUSAL]]
+ *                [--repeat N [--shape B,H,S,D,CAUSAL]] [--trace|--trace-causal]
  *                [--trace-items B,H,S,D,CAUSAL] [--hash] (exit 3: a kernel hung, named on the HANG line; 1: failed checks; --repeat: N launches on one problem
  *                must give the first launch's bits; --trace: built with -DEVO_SM90_TRACE=1, the consumer warpgroups'
  *                clock stamps of one launch, run_trace; --hash: a hash of every checked output, so that two builds of one
@@ -294,6 +295,7 @@ struct Problem {
     std::vector<float> ref[2];
     uint8_t *ws = nullptr; /* the per-call workspace: V_PATH 3 K and V in FP16, 5 the transposed V codes */
     size_t ws_bytes = 0;
+    unsigned *kv16_count = nullptr; /* EVO_SM90_KV16_IN: B·H + 1 counts, zeroed once (each launch leaves them so) */
 };
 
 static void problem_alloc(Problem &pr, const Shape &sh, float sm_scale, int dist, uint64_t seed, int max_rows)
@@ -347,6 +349,7 @@ static void problem_free(Problem &pr)
     for (int t = 0; t < 3; t++) cudaFree(pr.x16[t]), cudaFree(pr.x8[t]), cudaFree(pr.scale[t]);
     cudaFree(pr.o), cudaFree(pr.d_rows), cudaFree(pr.d_ref[0]), cudaFree(pr.d_ref[1]);
     if (pr.ws) cudaFree(pr.ws);
+    if (pr.kv16_count) cudaFree(pr.kv16_count);
     pr.ws = nullptr, pr.ws_bytes = 0;
     pr = Problem();
 }
@@ -406,6 +409,27 @@ static bool launch(int e, Problem &pr, cudaStream_t st)
         CK(cudaMalloc(&pr.ws, need));
         pr.ws_bytes = need;
     }
+#if EVO_SM90_KV16_IN
+    /* a PERSIST 2 kernel, not causal: it converts K and V itself (no conversion kernel, no PDL) */
+    const bool kv_in = en.g.v_path == 3 && en.g.persist == 2 && !pr.sh.causal;
+    if (kv_in) {
+        if (!pr.kv16_count) {
+            CK(cudaMalloc(&pr.kv16_count, (size_t)(bh + 1) * sizeof(unsigned)));
+            CK(cudaMemset(pr.kv16_count, 0, (size_t)(bh + 1) * sizeof(unsigned)));
+        }
+        static evo_sm90::Kv16Ctl last;
+        const evo_sm90::Kv16Ctl ctl = {pr.x8[1], pr.x8[2], (unsigned short *)pr.ws,
+                                       (unsigned short *)(pr.ws + 2 * pr.n), pr.kv16_count};
+        if (memcmp(&ctl, &last, sizeof ctl) != 0) { /* set between launches only when it changes: not timed */
+            CK(cudaStreamSynchronize(st));
+            CK(cudaMemcpyToSymbol(evo_sm90::evo_kv16_ctl, &ctl, sizeof ctl));
+            last = ctl;
+        }
+        p.k = pr.ws, p.v = pr.ws + 2 * pr.n;
+    } else
+#else
+    const bool kv_in = false;
+#endif
     if (en.g.v_path == 3) { /* K and V in FP16 (n a multiple of 16: head dim 64 or 128) */
         evo_kv16_convert<16><<<(unsigned)((2 * (pr.n / 16) + 255) / 256), 256, 0, st>>>(
             pr.x8[1], pr.x8[2], (unsigned short *)pr.ws, (unsigned short *)(pr.ws + 2 * pr.n), (unsigned long long)pr.n);
@@ -432,7 +456,7 @@ static bool launch(int e, Problem &pr, cudaStream_t st)
     cfg.dynamicSmemBytes = (size_t)smem;
     cfg.stream = st;
     cfg.attrs = attr;
-    cfg.numAttrs = EVO_SM90_PDL && (en.g.v_path == 3 || en.g.v_path == 5) ? 1 : 0;
+    cfg.numAttrs = EVO_SM90_PDL && !kv_in && (en.g.v_path == 3 || en.g.v_path == 5) ? 1 : 0;
     CK(cudaLaunchKernelExC(&cfg, en.fn, args));
     return true;
 }
@@ -1042,7 +1066,8 @@ static int run_trace(const std::vector<int> &sel, bool causal, const Shape *item
 
 int main(int argc, char **argv)
 {
-    bool check = false, timing = false, list = false, big_only = false, causal_only = false, no_baseline = false, profile = false;
+    bool check = false, timing = false, list = false, big_only = false, causal_only = false, no_baseline = false, profile = false,
+         shape_given = false;
     bool trace = false, trace_causal = false, trace_items_on = false;
     Shape tshape = {4, 8, 2048, 64, 0};
     const char *filter = nullptr, *csv_path = nullptr, *only = nullptr, *skip = nullptr;
@@ -1070,6 +1095,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc &&
                  sscanf(argv[++i], "%d,%d,%d,%d,%d", &rshape.b, &rshape.h, &rshape.s, &rshape.d, &rshape.causal) == 5) {
+            shape_given = true;
         } else {
             fprintf(stderr, "usage: %s [--check] [--time] [--list] [--filter SUBSTR] [--only 'G;G'] [--skip 'G;G'] "
                             "[--csv FILE] [--reps N] [--big-only] [--causal-only] [--no-baseline] [--profile] [--repeat N [--shape "
@@ -1135,10 +1161,14 @@ int main(int argc, char **argv)
     (void)no_baseline;
 #endif
     if (trace) return run_trace(sel, trace_causal, trace_items_on ? &tshape : nullptr);
-    if (profile) { /* one warm-up and one launch of each selected genome at (4,16,4096,128) or (1,16,16384,64) */
+    if (profile) { /* one warm-up and one launch of each selected genome at (4,16,4096,128) or (1,16,16384,64), or
+                    * at --shape for the genomes of its head dim */
         for (int e : sel) {
             Problem pr;
-            const Shape sh = g_entries[e].d == 128 ? Shape{4, 16, 4096, 128, 0} : Shape{1, 16, 16384, 64, 0};
+            if (shape_given && g_entries[e].d != rshape.d) continue;
+            const Shape sh = shape_given                ? rshape
+                             : g_entries[e].d == 128 ? Shape{4, 16, 4096, 128, 0}
+                                                     : Shape{1, 16, 16384, 64, 0};
             problem_alloc(pr, sh, 1.0f / sqrtf((float)sh.d), DIST_NORMAL, 5, 0);
             launch(e, pr, 0);
             launch(e, pr, 0);
