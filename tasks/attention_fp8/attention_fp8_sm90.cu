@@ -415,26 +415,6 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
 #ifndef EVO_SM90_PDL
 #define EVO_SM90_PDL 1
 #endif
-/* EVO_SM90_KV16_IN (not a knob; default 0; tools/bench builds only, a measurement): a V_PATH 3 kernel with PERSIST 2
- * on a problem that is not causal converts K and V to FP16 itself, so the call has no evo_kv16_convert before it.
- * Unit u (of B·H·nq) is the BM keys at query tile u % nq of head u / nq, the same numbering as the work items; the
- * transform warps of item w convert unit w + A, A = gridDim.x + nq - 1, and every block first converts the units
- * below A that are its own modulo the grid (all its threads). So each unit of a head is converted by an item at
- * least a round of the grid before the head's first item, and an item waits only for lower items: no block waits on
- * one that cannot run. The TMA thread waits for its head's count to reach nq (acquire) before each item's first K
- * and V load. evo_kv16_ctl, set by the launcher: the codes, the FP16 tensors (what p.k and p.v and the tensor maps
- * point to) and B·H + 1 counts, zero before the first launch; the last block to finish its loads zeroes them. */
-#ifndef EVO_SM90_KV16_IN
-#define EVO_SM90_KV16_IN 0
-#endif
-#if EVO_SM90_KV16_IN
-struct Kv16Ctl {
-    const unsigned char *k, *v;
-    unsigned short *k16, *v16;
-    unsigned int *count;
-};
-__device__ Kv16Ctl evo_kv16_ctl;
-#endif
 /* EVO_SM90_TRACE (not a knob; default 0; tools/bench builds only): 1 makes thread 0 of each consumer warpgroup of the
  * first EVO_SM90_TRACE_CTAS blocks record the SM clock at its steps of every key tile of its work items, in order,
  * until EVO_SM90_TRACE_TILES rows are full (OVERLAP's loop, the TRACE_* events: before and after its turn, after
@@ -872,45 +852,6 @@ template <int TILE_N> EVO_DEV int kv_tiles(const evo_attn_params &p, int m0, int
     const int kv_len = p.causal ? min(p.seq, m0 + bm) : p.seq;
     return (kv_len + TILE_N - 1) / TILE_N;
 }
-
-#if EVO_SM90_KV16_IN
-/* EVO_SM90_KV16_IN: unit u's K and V codes (keys [r0, r0 + BM) ∩ [0, S) of head u / nq, r0 = (u % nq)·BM) to FP16 by
- * thread t of nt, UNR vectors of 16 codes in flight each; then this thread's stores made visible to the tensor
- * maps' loads of any block (proxy fence, fence at GPU scope: the caller's barrier and release follow). */
-template <int D, int BM, int UNR> EVO_DEV void kv16_unit(const evo_attn_params &p, int nq, int u, int t, int nt)
-{
-    const Kv16Ctl c = evo_kv16_ctl;
-    const int bh = u / nq, r0 = (u - bh * nq) * BM, nv = min(BM, p.seq - r0) * (D / 16);
-    const unsigned long long e0 = ((unsigned long long)bh * (unsigned)p.seq + (unsigned)r0) * D;
-    const uint4 *ks = reinterpret_cast<const uint4 *>(c.k + e0), *vs = reinterpret_cast<const uint4 *>(c.v + e0);
-    uint4 *kd = reinterpret_cast<uint4 *>(c.k16 + e0), *vd = reinterpret_cast<uint4 *>(c.v16 + e0);
-    for (int i0 = t; i0 < 2 * nv; i0 += UNR * nt) {
-        uint4 x[UNR];
-#pragma unroll
-        for (int a = 0; a < UNR; a++) {
-            const int i = i0 + a * nt;
-            if (i < 2 * nv) x[a] = __ldcs(i < nv ? ks + i : vs + (i - nv));
-        }
-#pragma unroll
-        for (int a = 0; a < UNR; a++) {
-            const int i = i0 + a * nt;
-            if (i >= 2 * nv) continue;
-            uint4 *o = i < nv ? kd + 2 * i : vd + 2 * (i - nv);
-            o[0] = make_uint4(e4m3x2_lo(x[a].x), e4m3x2_hi(x[a].x), e4m3x2_lo(x[a].y), e4m3x2_hi(x[a].y));
-            o[1] = make_uint4(e4m3x2_lo(x[a].z), e4m3x2_hi(x[a].z), e4m3x2_lo(x[a].w), e4m3x2_hi(x[a].w));
-        }
-    }
-    asm volatile("fence.proxy.async.global;" ::: "memory");
-    __threadfence();
-}
-EVO_DEV void kv16_count(unsigned int *c) { asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(c) : "memory"); }
-EVO_DEV unsigned int kv16_seen(const unsigned int *c)
-{
-    unsigned int v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(c) : "memory");
-    return v;
-}
-#endif
 
 /* ---- the consumer's math on one key tile ---- */
 
@@ -1446,14 +1387,6 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
         const int s = c.it % STAGES;
         if (c.it >= STAGES && !mbar_test(sm.b(empty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
         if constexpr (PDL_DEP) dep_wait(c);
-#if EVO_SM90_KV16_IN
-        if constexpr (V_PATH == 3 && PERSIST == 2)
-            if (!p.causal && c.j == 0) { /* the head's nq units converted (EVO_SM90_KV16_IN) */
-                const unsigned int *cnt = evo_kv16_ctl.count + c.bh;
-                while (kv16_seen(cnt) < (unsigned)nq) __nanosleep(64);
-                asm volatile("fence.proxy.async.global;" ::: "memory");
-            }
-#endif
         mbar_expect_tx(sm.b(full(s)), TILE_N * D * 2);
 #pragma unroll
         for (int cb = 0; cb < D / 64; cb++)
@@ -1508,16 +1441,6 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
             __nanosleep(idle_ns);
         }
     }
-#if EVO_SM90_KV16_IN
-    if constexpr (V_PATH == 3 && PERSIST == 2)
-        if (!p.causal) { /* every wait of this block passed: the last block zeroes the counts for the next launch */
-            unsigned int *cnt = evo_kv16_ctl.count, done;
-            const int nbh = p.heads * p.batch;
-            asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(done) : "l"(cnt + nbh) : "memory");
-            if (done == gridDim.x - 1)
-                for (int i = 0; i <= nbh; i++) cnt[i] = 0u;
-        }
-#endif
 }
 
 /* PIPE 2, warps 1-3: Q and K to FP16 (QK_MODE 2), each raw V tile to the Vᵀ (or FP16 V) ring; a proxy fence makes the
@@ -1545,17 +1468,6 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
             fence_proxy_async();
             mbar_arrive(sm.b(B::q16full(qb)));
         }
-#if EVO_SM90_KV16_IN
-        if constexpr (V_PATH == 3 && PERSIST == 2)
-            if (!p.causal) { /* unit w + A for a later head (EVO_SM90_KV16_IN) */
-                const int u = sc.w + (int)gridDim.x + nq - 1;
-                if (u < nq * p.heads * p.batch) {
-                    kv16_unit<D, BM, 2>(p, nq, u, worker * 32 + lane, TRANSFORM_WARPS * 32);
-                    named_sync(5, TRANSFORM_WARPS * 32);
-                    if (worker == 0 && lane == 0) kv16_count(evo_kv16_ctl.count + u / nq);
-                }
-            }
-#endif
         for (int j = 0; j < n; j++, it++) {
             const int s = it % STAGES;
             const u32 ph = (u32)(it / STAGES) & 1u;
@@ -2038,16 +1950,6 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
                      base + C::OFF_OS, base + C::OFF_BAR};
     const int tid = (int)threadIdx.x, nq = (p.seq + C::BM - 1) / C::BM;
     constexpr int NCT = CONSUMERS * 128, NXT = TRANSFORM_WARPS * 32;
-#if EVO_SM90_KV16_IN
-    if constexpr (V_PATH == 3 && PERSIST == 2)
-        if (!p.causal) { /* the units below A that are this block's modulo the grid, by all its threads */
-            const int G = (int)gridDim.x, A = min(nq * p.heads * p.batch, G + nq - 1);
-            for (int u = (int)blockIdx.x; u < A; u += G) kv16_unit<D, C::BM, 4>(p, nq, u, tid, C::THREADS);
-            __syncthreads();
-            if (tid == 0)
-                for (int u = (int)blockIdx.x; u < A; u += G) kv16_count(evo_kv16_ctl.count + u / nq);
-        }
-#endif
 
     if constexpr (gemm_sums(V_PATH)) { /* e4m3 ones (0x38) in rows D..D+7 of every Vᵀ column block (vt_rows) */
         constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, VT = vt_bytes<D, TILE_N, V_PATH>(), NB = TILE_N / VB;

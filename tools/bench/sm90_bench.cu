@@ -295,7 +295,6 @@ struct Problem {
     std::vector<float> ref[2];
     uint8_t *ws = nullptr; /* the per-call workspace: V_PATH 3 K and V in FP16, 5 the transposed V codes */
     size_t ws_bytes = 0;
-    unsigned *kv16_count = nullptr; /* EVO_SM90_KV16_IN: B·H + 1 counts, zeroed once (each launch leaves them so) */
 };
 
 static void problem_alloc(Problem &pr, const Shape &sh, float sm_scale, int dist, uint64_t seed, int max_rows)
@@ -349,7 +348,6 @@ static void problem_free(Problem &pr)
     for (int t = 0; t < 3; t++) cudaFree(pr.x16[t]), cudaFree(pr.x8[t]), cudaFree(pr.scale[t]);
     cudaFree(pr.o), cudaFree(pr.d_rows), cudaFree(pr.d_ref[0]), cudaFree(pr.d_ref[1]);
     if (pr.ws) cudaFree(pr.ws);
-    if (pr.kv16_count) cudaFree(pr.kv16_count);
     pr.ws = nullptr, pr.ws_bytes = 0;
     pr = Problem();
 }
@@ -409,27 +407,6 @@ static bool launch(int e, Problem &pr, cudaStream_t st)
         CK(cudaMalloc(&pr.ws, need));
         pr.ws_bytes = need;
     }
-#if EVO_SM90_KV16_IN
-    /* a PERSIST 2 kernel, not causal: it converts K and V itself (no conversion kernel, no PDL) */
-    const bool kv_in = en.g.v_path == 3 && en.g.persist == 2 && !pr.sh.causal;
-    if (kv_in) {
-        if (!pr.kv16_count) {
-            CK(cudaMalloc(&pr.kv16_count, (size_t)(bh + 1) * sizeof(unsigned)));
-            CK(cudaMemset(pr.kv16_count, 0, (size_t)(bh + 1) * sizeof(unsigned)));
-        }
-        static evo_sm90::Kv16Ctl last;
-        const evo_sm90::Kv16Ctl ctl = {pr.x8[1], pr.x8[2], (unsigned short *)pr.ws,
-                                       (unsigned short *)(pr.ws + 2 * pr.n), pr.kv16_count};
-        if (memcmp(&ctl, &last, sizeof ctl) != 0) { /* set between launches only when it changes: not timed */
-            CK(cudaStreamSynchronize(st));
-            CK(cudaMemcpyToSymbol(evo_sm90::evo_kv16_ctl, &ctl, sizeof ctl));
-            last = ctl;
-        }
-        p.k = pr.ws, p.v = pr.ws + 2 * pr.n;
-    } else
-#else
-    const bool kv_in = false;
-#endif
     if (en.g.v_path == 3) { /* K and V in FP16 (n a multiple of 16: head dim 64 or 128) */
         evo_kv16_convert<16><<<(unsigned)((2 * (pr.n / 16) + 255) / 256), 256, 0, st>>>(
             pr.x8[1], pr.x8[2], (unsigned short *)pr.ws, (unsigned short *)(pr.ws + 2 * pr.n), (unsigned long long)pr.n);
@@ -456,7 +433,7 @@ static bool launch(int e, Problem &pr, cudaStream_t st)
     cfg.dynamicSmemBytes = (size_t)smem;
     cfg.stream = st;
     cfg.attrs = attr;
-    cfg.numAttrs = EVO_SM90_PDL && !kv_in && (en.g.v_path == 3 || en.g.v_path == 5) ? 1 : 0;
+    cfg.numAttrs = EVO_SM90_PDL && (en.g.v_path == 3 || en.g.v_path == 5) ? 1 : 0;
     CK(cudaLaunchKernelExC(&cfg, en.fn, args));
     return true;
 }
