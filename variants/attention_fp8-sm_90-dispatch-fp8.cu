@@ -29,99 +29,77 @@
  * bucket's timed shapes.
  *
  *   bucket                                   entry key      class    speedup median µs  shapes; GPU
- *   d64 non-causal seq 257..512 bh 1..8          0 90b08989 fp8       1.220x       6.11  mission(1,8,512,64); NVIDIA H200
- *   d64 non-causal seq 257..512 bh 9..16         1 24b06639 fp8       1.202x       6.50  small(2,8,512,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 9..16       2 6c0bc7d6 fp8       1.642x      41.44  long(2,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 1025..2048 bh 17..32      3 d259e8fe fp8       1.624x      78.34  stress(4,8,2048,64); NVIDIA H200
- *   d64 non-causal seq 8193..16384 bh 9..16      4 26224309 fp8       1.998x    1892.24  b1h16s16k(1,16,16384,64); NVIDIA H200
- *   d64 causal seq 257..512 bh 1..8              5 341732d9 fp8       1.219x       6.14  missionc(1,8,512,64) causal; NVIDIA H200
- *   d64 causal seq 257..512 bh 9..16             5 341732d9 fp8       1.219x       6.43  smallc(2,8,512,64) causal; NVIDIA H200
- *   d64 causal seq 1025..2048 bh 9..16           6 840014ce fp8       2.033x      25.41  longc(2,8,2048,64) causal; NVIDIA H200
- *   d64 causal seq 1025..2048 bh 17..32          7 3af2768a fp8       1.797x      46.56  stressc(4,8,2048,64) causal; NVIDIA H200
- *   d64 causal seq 8193..16384 bh 9..16          4 26224309 fp8       2.040x     972.59  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
- *   d128 non-causal seq 257..512 bh 9..16        0 90b08989 fp8       1.373x       8.16  wide(2,8,512,128); NVIDIA H200
- *   d128 non-causal seq 2049..4096 bh 33..64     8 b69005da fp8       2.590x     653.06  b4h16s4k(4,16,4096,128); NVIDIA H200
- *   d128 causal seq 257..512 bh 9..16            0 90b08989 fp8       1.357x       8.16  widec(2,8,512,128) causal; NVIDIA H200
- *   d128 causal seq 2049..4096 bh 33..64         9 ef62bade fp8       2.389x     377.82  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 1..8          0 84aff639 fp8       1.237x       6.08  mission(1,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 257..512 bh 9..16         0 84aff639 fp8       1.236x       6.37  small(2,8,512,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 9..16       1 d48abf5d fp8       1.664x      40.64  long(2,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 1025..2048 bh 17..32      2 148e0347 fp8       1.664x      76.48  stress(4,8,2048,64); NVIDIA H200
+ *   d64 non-causal seq 8193..16384 bh 9..16      3 9ea1307d fp8       2.001x    1889.71  b1h16s16k(1,16,16384,64); NVIDIA H200
+ *   d64 causal seq 257..512 bh 1..8              0 84aff639 fp8       1.241x       6.11  missionc(1,8,512,64) causal; NVIDIA H200
+ *   d64 causal seq 257..512 bh 9..16             0 84aff639 fp8       1.254x       6.30  smallc(2,8,512,64) causal; NVIDIA H200
+ *   d64 causal seq 1025..2048 bh 9..16           4 7e68eb01 fp8       2.046x      25.22  longc(2,8,2048,64) causal; NVIDIA H200
+ *   d64 causal seq 1025..2048 bh 17..32          4 7e68eb01 fp8       1.820x      45.82  stressc(4,8,2048,64) causal; NVIDIA H200
+ *   d64 causal seq 8193..16384 bh 9..16          3 9ea1307d fp8       2.032x     969.75  b1h16s16kc(1,16,16384,64) causal; NVIDIA H200
+ *   d128 non-causal seq 257..512 bh 9..16        0 84aff639 fp8       1.411x       7.94  wide(2,8,512,128); NVIDIA H200
+ *   d128 non-causal seq 2049..4096 bh 33..64     5 a4ab2c18 fp8       2.594x     652.21  b4h16s4k(4,16,4096,128); NVIDIA H200
+ *   d128 causal seq 257..512 bh 9..16            0 84aff639 fp8       1.416x       7.84  widec(2,8,512,128) causal; NVIDIA H200
+ *   d128 causal seq 2049..4096 bh 33..64         6 33e5f285 fp8       2.516x     354.43  b4h16s4kc(4,16,4096,128) causal; NVIDIA H200
  *
  * Entries
- *   entry 0: candidate 335, key 90b089899e1b43997065019cedbc18caf9ccfe60f049974869d074cf97abdf49, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0
- *     measured    run 1 generation 11, NVIDIA H200, 2026-11-29T19:05:30Z
- *     template    attention_fp8_sm90.cu, SHA-256 ad9019c234da73adfc29f7828270d71e71fc2475858e834bb90115570fd02ab2
+ *   entry 0: candidate 272, key 84aff63941cce48d5c330eafc9a5eedb0882591318ebbee68a5748e66dc079ca, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=1,H_PRODUCER_REGS=40,H_PERSIST=0
+ *     measured    run 1 generation 9, NVIDIA H200, 2026-11-29T19:33:45Z
+ *     template    attention_fp8_sm90.cu, SHA-256 39a9fb1ac65538b0f2653b273734b9d614e88083ef9b3ff11bb1201327dd2551
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,1,128,2,2,0,1,1,0,0,40,0>, 256 threads, 64 rows per block, 112776 bytes of smem
- *     head dim 128: evo_attn_sm90<128,64,1,128,2,2,0,1,1,0,0,40,0>, 256 threads, 64 rows per block, 190600 bytes of smem
- *   entry 1: candidate 334, key 24b0663936b8b233452ffe68979f151eec6c7c33fc3295f428b8af13df12213d, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
- *     measured    run 1 generation 11, NVIDIA H200, 2026-11-29T19:05:30Z
- *     template    attention_fp8_sm90.cu, SHA-256 ad9019c234da73adfc29f7828270d71e71fc2475858e834bb90115570fd02ab2
- *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
- *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,1,128,2,2,1,4,1,0,0,56,0>, 256 threads, 64 rows per block, 65672 bytes of smem
- *   entry 2: candidate 101, key 6c0bc7d64429aad5fb90e74efdf8bfe4686ee8d4662bdefa2048e8421eeaaec0, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
- *     measured    run 1 generation 3, NVIDIA H200, 2026-11-29T19:02:45Z
- *     template    attention_fp8_sm90.cu, SHA-256 ad9019c234da73adfc29f7828270d71e71fc2475858e834bb90115570fd02ab2
- *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
- *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,2,192,2,2,0,4,1,1,0,56,2>, 384 threads, 128 rows per block, 105608 bytes of smem
- *   entry 3: candidate 116, key d259e8fe8f0cef1724b0c3e936a61d4ccb26ef0599036b3222f01b7acb7ebf46, accuracy class fp8, family 1
+ *     head dim  64: evo_attn_sm90<64,64,1,128,2,2,0,4,1,0,1,40,0>, 256 threads, 64 rows per block, 65672 bytes of smem
+ *     head dim 128: evo_attn_sm90<128,64,1,128,2,2,0,4,1,0,1,40,0>, 256 threads, 64 rows per block, 127112 bytes of smem
+ *   entry 1: candidate 137, key d48abf5db5935c57048ff305f4f175732244beee8a7fd3000e4ecba9d011b7cc, accuracy class fp8, family 1
  *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1
- *     measured    run 1 generation 3, NVIDIA H200, 2026-11-29T19:02:55Z
- *     template    attention_fp8_sm90.cu, SHA-256 ad9019c234da73adfc29f7828270d71e71fc2475858e834bb90115570fd02ab2
+ *     measured    run 1 generation 4, NVIDIA H200, 2026-11-29T19:32:03Z
+ *     template    attention_fp8_sm90.cu, SHA-256 39a9fb1ac65538b0f2653b273734b9d614e88083ef9b3ff11bb1201327dd2551
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
  *     head dim  64: evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>, 384 threads, 128 rows per block, 130296 bytes of smem
- *   entry 4: candidate 27, key 2622430987fed6568886dcf3a9844c8497d05af2055489b4cbc522232fdeeac8, accuracy class fp8, family 1
+ *   entry 2: candidate 106, key 148e034765b009ab68520d3410cbbb56b5a03769ddbcbeef75c64d89f46335b3, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
+ *     measured    run 1 generation 3, NVIDIA H200, 2026-11-29T19:31:38Z
+ *     template    attention_fp8_sm90.cu, SHA-256 39a9fb1ac65538b0f2653b273734b9d614e88083ef9b3ff11bb1201327dd2551
+ *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
+ *     key check   the compile key recomputed at export equals the stored one
+ *     head dim  64: evo_attn_sm90<64,64,2,192,2,2,0,4,1,1,0,56,2>, 384 threads, 128 rows per block, 105608 bytes of smem
+ *   entry 3: candidate 27, key 9ea1307db74d1901ca9fb5d7802cf5c5372ba4a883bd1410db85917ff611021d, accuracy class fp8, family 1
  *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=256,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T19:01:46Z
- *     template    attention_fp8_sm90.cu, SHA-256 ad9019c234da73adfc29f7828270d71e71fc2475858e834bb90115570fd02ab2
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T19:30:33Z
+ *     template    attention_fp8_sm90.cu, SHA-256 39a9fb1ac65538b0f2653b273734b9d614e88083ef9b3ff11bb1201327dd2551
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
  *     head dim  64: evo_attn_sm90<64,64,2,256,2,2,0,5,1,1,0,56,2>, 384 threads, 128 rows per block, 97416 bytes of smem
  *     before each: evo_vt_transpose<128>: V to Vᵀ (V_PATH 5) into the workspace
- *   entry 5: candidate 73, key 341732d9fe0a14085e6f4a46c99282934a35b40f36c92e17f774fd4aa97b5ddc, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0
- *     measured    run 1 generation 2, NVIDIA H200, 2026-11-29T19:02:23Z
- *     template    attention_fp8_sm90.cu, SHA-256 ad9019c234da73adfc29f7828270d71e71fc2475858e834bb90115570fd02ab2
+ *   entry 4: candidate 73, key 7e68eb01b9978d7eb6a0081fb9318fefbcd5a5ede0144ff8ffe2844251bd5ffd, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
+ *     measured    run 1 generation 2, NVIDIA H200, 2026-11-29T19:31:09Z
+ *     template    attention_fp8_sm90.cu, SHA-256 39a9fb1ac65538b0f2653b273734b9d614e88083ef9b3ff11bb1201327dd2551
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,1,128,2,2,1,1,1,0,0,56,0>, 256 threads, 64 rows per block, 112776 bytes of smem
- *   entry 6: candidate 38, key 840014ce52911976ad7f947297e520f489e3d635766737e674c1cfaaa8c8b081, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
- *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T19:01:56Z
- *     template    attention_fp8_sm90.cu, SHA-256 ad9019c234da73adfc29f7828270d71e71fc2475858e834bb90115570fd02ab2
- *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
- *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,0,1,1,1,0,56,2>, 384 threads, 128 rows per block, 126088 bytes of smem
- *   entry 7: candidate 104, key 3af2768aa3393fc1d61968375570734a0f5d82dcfa81235a3848edda7565afcf, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
- *     measured    run 1 generation 3, NVIDIA H200, 2026-11-29T19:02:47Z
- *     template    attention_fp8_sm90.cu, SHA-256 ad9019c234da73adfc29f7828270d71e71fc2475858e834bb90115570fd02ab2
- *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
- *     key check   the compile key recomputed at export equals the stored one
- *     head dim  64: evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,2>, 384 threads, 128 rows per block, 130296 bytes of smem
- *   entry 8: candidate 26, key b69005dae0c5c1f0ebb233f3f4733de969c8fcd9759f2fcf7413cd0a4247c7c2, accuracy class fp8, family 1
+ *     head dim  64: evo_attn_sm90<64,64,2,128,2,2,0,4,1,1,0,56,2>, 384 threads, 128 rows per block, 78984 bytes of smem
+ *   entry 5: candidate 26, key a4ab2c1808abf5c9c233d31fb7d3d094c217475aeccd4047da06587b965d3fba, accuracy class fp8, family 1
  *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
- *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T19:01:46Z
- *     template    attention_fp8_sm90.cu, SHA-256 ad9019c234da73adfc29f7828270d71e71fc2475858e834bb90115570fd02ab2
+ *     measured    run 1 generation 0, NVIDIA H200, 2026-11-29T19:30:33Z
+ *     template    attention_fp8_sm90.cu, SHA-256 39a9fb1ac65538b0f2653b273734b9d614e88083ef9b3ff11bb1201327dd2551
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
  *     head dim 128: evo_attn_sm90<128,64,2,192,2,2,0,5,1,1,0,56,2>, 384 threads, 128 rows per block, 154760 bytes of smem
  *     before each: evo_vt_transpose<128>: V to Vᵀ (V_PATH 5) into the workspace
- *   entry 9: candidate 78, key ef62badef6905d8c1044e62e97e1faaed923ab5323a2fc1cdb68abf74915d45a, accuracy class fp8, family 1
- *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
- *     measured    run 1 generation 2, NVIDIA H200, 2026-11-29T19:02:26Z
- *     template    attention_fp8_sm90.cu, SHA-256 ad9019c234da73adfc29f7828270d71e71fc2475858e834bb90115570fd02ab2
+ *   entry 6: candidate 37, key 33e5f285f247b44bf60f1f0d0f47835c1d2c730d8f2003956bef77a0a3849820, accuracy class fp8, family 1
+ *     genome      FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2
+ *     measured    run 1 generation 1, NVIDIA H200, 2026-11-29T19:30:44Z
+ *     template    attention_fp8_sm90.cu, SHA-256 39a9fb1ac65538b0f2653b273734b9d614e88083ef9b3ff11bb1201327dd2551
  *     compiled by NVRTC 13.0 with -std=c++17 -DNDEBUG
  *     key check   the compile key recomputed at export equals the stored one
- *     head dim 128: evo_attn_sm90<128,64,2,128,2,2,1,5,1,1,0,56,2>, 384 threads, 128 rows per block, 119944 bytes of smem
- *     before each: evo_vt_transpose<128>: V to Vᵀ (V_PATH 5) into the workspace
+ *     head dim 128: evo_attn_sm90<128,64,2,128,2,2,1,4,1,1,0,56,2>, 384 threads, 128 rows per block, 152712 bytes of smem
  *
  * Tolerances and timing settings of the self-test: the config of run 1 (the latest).
- * Exported 2026-11-29T19:06:23Z by evo 0.1.0.
+ * Exported 2026-11-29T19:34:18Z by evo 0.1.0.
  */
 
 #include <cuda_runtime.h>
@@ -919,26 +897,43 @@ template <> struct WgPV16<136> {
  * of dims 2g, 2g+1 of each), two byte permutes per key group make the words of one dim and 4 logical keys, and
  * stmatrix.x4 writes them as four 8-row matrices whose rows are dims 16c + {0,2,4,6,9,11,13,15} ("E") and
  * {1,3,5,7,8,10,12,14} ("O"): eight different rows modulo 8, so neither side has bank conflicts. */
-template <int D, int TILE_N, int NW, int VR = D> EVO_DEV void transpose_v(u32 src, u32 dst, int worker, int lane)
+/* Warp W's steps: it = W, W + NW, .. of the NCH·NJP (column chunk c = it % NCH, key group jp = it / NCH), all known
+ * when it compiles, so each address is a lane's base, an immediate and one XOR: the source swizzle's chunk bits are
+ * c ^ sx (sx from the lane's key: jp moves whole swizzle periods), the destination's key bits 32·(jp % (VB/32)) ^ dx
+ * (dx from the lane's dim and matrix half; 16·c moves whole swizzle rows). */
+template <int D, int TILE_N, int NW, int VR, int W>
+EVO_DEV void transpose_v_steps(u32 src, u32 dst, u32 sx16, u32 dx, u32 sel_e, u32 sel_o)
 {
     constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, NCH = D / 16, NJP = TILE_N / 32;
-    constexpr int STEPS = (NCH * NJP + NW - 1) / NW;
+#pragma unroll
+    for (int it = W; it < NCH * NJP; it += NW) {
+        const int c = it % NCH, jp = it / NCH;
+        u32 r0, r1, r2, r3;
+        ldsm_x4_trans(src + (u32)(32 * jp * D) + ((u32)(16 * c) ^ sx16), r0, r1, r2, r3);
+        const u32 e0 = prmt(r0, r1, sel_e), o0 = prmt(r0, r1, sel_o);
+        const u32 e1 = prmt(r2, r3, sel_e), o1 = prmt(r2, r3, sel_o);
+        stsm_x4(dst + (u32)((jp / (VB / 32)) * VR * VB + 16 * c * VB) + ((u32)(32 * (jp % (VB / 32))) ^ dx), e0, o0,
+                e1, o1); /* VR rows a block */
+    }
+}
+template <int D, int TILE_N, int NW, int VR = D> EVO_DEV void transpose_v(u32 src, u32 dst, int worker, int lane)
+{
+    static_assert(NW == 3, "transpose_v: three transform warps");
+    constexpr int VB = TILE_N % 128 == 0 ? 128 : 64;
     const int m = lane >> 3, x = lane & 7, hi = x >= 4 ? 1 : 0;
     const int key_l = 16 * (m >> 1) + 8 * (m & 1) + x;                 /* ldmatrix: row x of matrix m */
     const int dim_l = 2 * x + ((m & 1) ? 1 - hi : hi);                  /* stmatrix: row x of matrix m */
     const u32 sel_e = (lane >> 2) < 4 ? 0x6420u : 0x7531u, sel_o = sel_e ^ (0x6420u ^ 0x7531u);
-#pragma unroll 4
-    for (int k = 0; k < STEPS; k++) {
-        const int it = worker + k * NW;
-        if ((NCH * NJP) % NW != 0 && it >= NCH * NJP) break;
-        const int c = it % NCH, jp = it / NCH;
-        u32 r0, r1, r2, r3;
-        ldsm_x4_trans(src + swz<D>((32 * jp + key_l) * D + 16 * c), r0, r1, r2, r3);
-        const u32 e0 = prmt(r0, r1, sel_e), o0 = prmt(r0, r1, sel_o);
-        const u32 e1 = prmt(r2, r3, sel_e), o1 = prmt(r2, r3, sel_o);
-        const int kl = 16 * (2 * jp + (m >> 1)), dim = 16 * c + dim_l;
-        stsm_x4(dst + (kl / VB) * VR * VB + swz<VB>(dim * VB + kl % VB), e0, o0, e1, o1); /* VR rows a block */
-    }
+    /* swz<D>((32·jp + key_l)·D + 16·c) = 32·jp·D + key_l·D + (16·c ^ sx16) */
+    const u32 sx16 = (u32)(D == 64 ? (key_l >> 1) & 3 : key_l & 7) << 4;
+    /* (kl / VB)·VR·VB + swz<VB>(dim·VB + kl % VB), kl = 32·jp + 16·(m >> 1), dim = 16·c + dim_l: the key bits within
+     * the row are 32·(jp % (VB/32)) ^ 16·((m >> 1) ^ sy) */
+    const int sy = VB == 128 ? dim_l & 7 : (dim_l >> 1) & 3;
+    const u32 dx = (u32)(16 * ((m >> 1) ^ sy));
+    src += (u32)(key_l * D), dst += (u32)(dim_l * VB);
+    if (worker == 0) transpose_v_steps<D, TILE_N, NW, VR, 0>(src, dst, sx16, dx, sel_e, sel_o);
+    else if (worker == 1) transpose_v_steps<D, TILE_N, NW, VR, 1>(src, dst, sx16, dx, sel_e, sel_o);
+    else transpose_v_steps<D, TILE_N, NW, VR, 2>(src, dst, sx16, dx, sel_e, sel_o);
 }
 
 /* FP16 copy of a raw e4m3 tile [ROWS][D]: rows of D fp16 in column blocks of 64 dims (128 bytes, 128B swizzle).
@@ -2193,8 +2188,8 @@ __global__ void __launch_bounds__((CONSUMERS + (PIPE == 2 ? 1 : 0)) * 128, 1)
 }
 
 /* ==== the entries (written by evo export --dispatch) ==== */
-#define EVO_EXPORT_GENOME "dispatch: FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=256,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2"
-#define EVO_EXPORT_KEY "dispatch: 90b08989,24b06639,6c0bc7d6,d259e8fe,26224309,341732d9,840014ce,3af2768a,b69005da,ef62bade"
+#define EVO_EXPORT_GENOME "dispatch: FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=1,H_PRODUCER_REGS=40,H_PERSIST=0 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=256,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2 | FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2"
+#define EVO_EXPORT_KEY "dispatch: 84aff639,d48abf5d,148e0347,9ea1307d,7e68eb01,a4ab2c18,33e5f285"
 #define EVO_EXPORT_ARCH "sm_90a"
 #define EVO_EXPORT_FORMAT EVO_FORMAT_E4M3
 #define EVO_EXPORT_SM90 1
@@ -2640,39 +2635,32 @@ static inline int attn_dispatch_pick(const attn_dispatch_bucket *b, int n, int b
 /* ==== dispatch table: bucket (head dim, causal, seq class, batch·heads class) -> entry ==== */
 static const attn_dispatch_bucket evo_dispatch_buckets[] = {
     {64, 0, 9, 3, 0}, /* d64 non-causal seq 257..512 bh 1..8 */
-    {64, 0, 9, 4, 1}, /* d64 non-causal seq 257..512 bh 9..16 */
-    {64, 0, 11, 4, 2}, /* d64 non-causal seq 1025..2048 bh 9..16 */
-    {64, 0, 11, 5, 3}, /* d64 non-causal seq 1025..2048 bh 17..32 */
-    {64, 0, 14, 4, 4}, /* d64 non-causal seq 8193..16384 bh 9..16 */
-    {64, 1, 9, 3, 5}, /* d64 causal seq 257..512 bh 1..8 */
-    {64, 1, 9, 4, 5}, /* d64 causal seq 257..512 bh 9..16 */
-    {64, 1, 11, 4, 6}, /* d64 causal seq 1025..2048 bh 9..16 */
-    {64, 1, 11, 5, 7}, /* d64 causal seq 1025..2048 bh 17..32 */
-    {64, 1, 14, 4, 4}, /* d64 causal seq 8193..16384 bh 9..16 */
+    {64, 0, 9, 4, 0}, /* d64 non-causal seq 257..512 bh 9..16 */
+    {64, 0, 11, 4, 1}, /* d64 non-causal seq 1025..2048 bh 9..16 */
+    {64, 0, 11, 5, 2}, /* d64 non-causal seq 1025..2048 bh 17..32 */
+    {64, 0, 14, 4, 3}, /* d64 non-causal seq 8193..16384 bh 9..16 */
+    {64, 1, 9, 3, 0}, /* d64 causal seq 257..512 bh 1..8 */
+    {64, 1, 9, 4, 0}, /* d64 causal seq 257..512 bh 9..16 */
+    {64, 1, 11, 4, 4}, /* d64 causal seq 1025..2048 bh 9..16 */
+    {64, 1, 11, 5, 4}, /* d64 causal seq 1025..2048 bh 17..32 */
+    {64, 1, 14, 4, 3}, /* d64 causal seq 8193..16384 bh 9..16 */
     {128, 0, 9, 4, 0}, /* d128 non-causal seq 257..512 bh 9..16 */
-    {128, 0, 12, 6, 8}, /* d128 non-causal seq 2049..4096 bh 33..64 */
+    {128, 0, 12, 6, 5}, /* d128 non-causal seq 2049..4096 bh 33..64 */
     {128, 1, 9, 4, 0}, /* d128 causal seq 257..512 bh 9..16 */
-    {128, 1, 12, 6, 9}, /* d128 causal seq 2049..4096 bh 33..64 */
+    {128, 1, 12, 6, 6}, /* d128 causal seq 2049..4096 bh 33..64 */
 };
 static const int evo_dispatch_n_buckets = 14;
 /* ==== end of the dispatch table ==== */
 
-template __global__ void evo_attn_sm90<64,64,1,128,2,2,0,1,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<64,64,1,128,2,2,0,2,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_sm90<128,64,1,128,2,2,0,1,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<128,64,1,128,2,2,0,2,1,0,0,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_sm90<64,64,1,128,2,2,1,4,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<64,64,2,192,2,2,0,4,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,1,128,2,2,0,4,1,0,1,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<128,64,1,128,2,2,0,4,1,0,1,40,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,2,192,2,2,0,4,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_attn_sm90<64,64,2,256,2,2,0,5,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_vt_transpose<128>(const unsigned char *, unsigned char *, int, int, int); /* V to Vᵀ (V_PATH 5) */
-template __global__ void evo_attn_sm90<64,64,1,128,2,2,1,1,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<64,64,1,128,2,2,1,2,1,0,0,56,0>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,1,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,2,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps); /* its FP16-V twin */
-template __global__ void evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<64,64,2,128,2,2,0,4,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 template __global__ void evo_attn_sm90<128,64,2,192,2,2,0,5,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
-template __global__ void evo_attn_sm90<128,64,2,128,2,2,1,5,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
+template __global__ void evo_attn_sm90<128,64,2,128,2,2,1,4,1,1,0,56,2>(const __grid_constant__ evo_attn_params, const __grid_constant__ evo_attn_tmaps);
 
 namespace evo_export {
 
@@ -2695,17 +2683,14 @@ struct variant {
                     the workspace first (evo_vt_transpose) */
 };
 static const variant variants[] = {
-    {64, (const void *)evo_attn_sm90<64,64,1,128,2,2,0,1,1,0,0,40,0>, 256, 64, 112776, 0, 1, 64, 128, 0, 1, 0, (const void *)evo_attn_sm90<64,64,1,128,2,2,0,2,1,0,0,40,0>, nullptr, 0},
-    {128, (const void *)evo_attn_sm90<128,64,1,128,2,2,0,1,1,0,0,40,0>, 256, 64, 190600, 0, 1, 64, 128, 0, 1, 0, (const void *)evo_attn_sm90<128,64,1,128,2,2,0,2,1,0,0,40,0>, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,1,128,2,2,1,4,1,0,0,56,0>, 256, 64, 65672, 0, 1, 64, 128, 0, 1, 1, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,1,128,2,2,0,4,1,0,1,40,0>, 256, 64, 65672, 0, 1, 64, 128, 0, 1, 0, nullptr, nullptr, 0},
+    {128, (const void *)evo_attn_sm90<128,64,1,128,2,2,0,4,1,0,1,40,0>, 256, 64, 127112, 0, 1, 64, 128, 0, 1, 0, nullptr, nullptr, 0},
+    {64, (const void *)evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>, 384, 128, 130296, 0, 1, 64, 128, 1, 1, 1, nullptr, nullptr, 0},
     {64, (const void *)evo_attn_sm90<64,64,2,192,2,2,0,4,1,1,0,56,2>, 384, 128, 105608, 0, 1, 64, 192, 2, 1, 2, nullptr, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,1>, 384, 128, 130296, 0, 1, 64, 128, 1, 1, 3, nullptr, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,256,2,2,0,5,1,1,0,56,2>, 384, 128, 97416, 0, 1, 64, 256, 2, 1, 4, nullptr, nullptr, 2},
-    {64, (const void *)evo_attn_sm90<64,64,1,128,2,2,1,1,1,0,0,56,0>, 256, 64, 112776, 0, 1, 64, 128, 0, 1, 5, (const void *)evo_attn_sm90<64,64,1,128,2,2,1,2,1,0,0,56,0>, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,1,1,1,0,56,2>, 384, 128, 126088, 0, 1, 64, 128, 2, 1, 6, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,2,1,1,0,56,2>, nullptr, 0},
-    {64, (const void *)evo_attn_sm90<64,64,2,128,4,2,0,4,1,1,0,56,2>, 384, 128, 130296, 0, 1, 64, 128, 2, 1, 7, nullptr, nullptr, 0},
-    {128, (const void *)evo_attn_sm90<128,64,2,192,2,2,0,5,1,1,0,56,2>, 384, 128, 154760, 0, 1, 64, 192, 2, 1, 8, nullptr, nullptr, 2},
-    {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,1,5,1,1,0,56,2>, 384, 128, 119944, 0, 1, 64, 128, 2, 1, 9, nullptr, nullptr, 2},
+    {64, (const void *)evo_attn_sm90<64,64,2,256,2,2,0,5,1,1,0,56,2>, 384, 128, 97416, 0, 1, 64, 256, 2, 1, 3, nullptr, nullptr, 2},
+    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,0,4,1,1,0,56,2>, 384, 128, 78984, 0, 1, 64, 128, 2, 1, 4, nullptr, nullptr, 0},
+    {128, (const void *)evo_attn_sm90<128,64,2,192,2,2,0,5,1,1,0,56,2>, 384, 128, 154760, 0, 1, 64, 192, 2, 1, 5, nullptr, nullptr, 2},
+    {128, (const void *)evo_attn_sm90<128,64,2,128,2,2,1,4,1,1,0,56,2>, 384, 128, 152712, 0, 1, 64, 128, 2, 1, 6, nullptr, nullptr, 0},
 };
 
 struct entry {
@@ -2713,16 +2698,13 @@ struct entry {
     int accuracy; /* 0 exact, 1 fp8 */
 };
 static const entry entries[] = {
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0", "90b089899e1b43997065019cedbc18caf9ccfe60f049974869d074cf97abdf49", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "24b0663936b8b233452ffe68979f151eec6c7c33fc3295f428b8af13df12213d", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "6c0bc7d64429aad5fb90e74efdf8bfe4686ee8d4662bdefa2048e8421eeaaec0", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "d259e8fe8f0cef1724b0c3e936a61d4ccb26ef0599036b3222f01b7acb7ebf46", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=256,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "2622430987fed6568886dcf3a9844c8497d05af2055489b4cbc522232fdeeac8", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0", "341732d9fe0a14085e6f4a46c99282934a35b40f36c92e17f774fd4aa97b5ddc", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "840014ce52911976ad7f947297e520f489e3d635766737e674c1cfaaa8c8b081", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "3af2768aa3393fc1d61968375570734a0f5d82dcfa81235a3848edda7565afcf", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "b69005dae0c5c1f0ebb233f3f4733de969c8fcd9759f2fcf7413cd0a4247c7c2", 1},
-    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "ef62badef6905d8c1044e62e97e1faaed923ab5323a2fc1cdb68abf74915d45a", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=1,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=1,H_PRODUCER_REGS=40,H_PERSIST=0", "84aff63941cce48d5c330eafc9a5eedb0882591318ebbee68a5748e66dc079ca", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=4,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=1", "d48abf5db5935c57048ff305f4f175732244beee8a7fd3000e4ecba9d011b7cc", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "148e034765b009ab68520d3410cbbb56b5a03769ddbcbeef75c64d89f46335b3", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=256,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "9ea1307db74d1901ca9fb5d7802cf5c5372ba4a883bd1410db85917ff611021d", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "7e68eb01b9978d7eb6a0081fb9318fefbcd5a5ede0144ff8ffe2844251bd5ffd", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=192,H_STAGES=2,H_PIPE=2,H_QK_MODE=0,H_V_PATH=5,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "a4ab2c1808abf5c9c233d31fb7d3d094c217475aeccd4047da06587b965d3fba", 1},
+    {"FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=1,H_V_PATH=4,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=2", "33e5f285f247b44bf60f1f0d0f47835c1d2c730d8f2003956bef77a0a3849820", 1},
 };
 
 #ifdef EVO_SELFTEST
@@ -2734,20 +2716,20 @@ struct shape {
     int entry;
 };
 static const shape timed_shapes[] = {
-    {"mission", 1, 8, 512, 64, 0, 6.11, 0},
-    {"small", 2, 8, 512, 64, 0, 6.50, 1},
-    {"long", 2, 8, 2048, 64, 0, 41.44, 2},
-    {"stress", 4, 8, 2048, 64, 0, 78.34, 3},
-    {"b1h16s16k", 1, 16, 16384, 64, 0, 1892.24, 4},
-    {"missionc", 1, 8, 512, 64, 1, 6.14, 5},
-    {"smallc", 2, 8, 512, 64, 1, 6.43, 5},
-    {"longc", 2, 8, 2048, 64, 1, 25.41, 6},
-    {"stressc", 4, 8, 2048, 64, 1, 46.56, 7},
-    {"b1h16s16kc", 1, 16, 16384, 64, 1, 972.59, 4},
-    {"wide", 2, 8, 512, 128, 0, 8.16, 0},
-    {"b4h16s4k", 4, 16, 4096, 128, 0, 653.06, 8},
-    {"widec", 2, 8, 512, 128, 1, 8.16, 0},
-    {"b4h16s4kc", 4, 16, 4096, 128, 1, 377.82, 9},
+    {"mission", 1, 8, 512, 64, 0, 6.08, 0},
+    {"small", 2, 8, 512, 64, 0, 6.37, 0},
+    {"long", 2, 8, 2048, 64, 0, 40.64, 1},
+    {"stress", 4, 8, 2048, 64, 0, 76.48, 2},
+    {"b1h16s16k", 1, 16, 16384, 64, 0, 1889.71, 3},
+    {"missionc", 1, 8, 512, 64, 1, 6.11, 0},
+    {"smallc", 2, 8, 512, 64, 1, 6.30, 0},
+    {"longc", 2, 8, 2048, 64, 1, 25.22, 4},
+    {"stressc", 4, 8, 2048, 64, 1, 45.82, 4},
+    {"b1h16s16kc", 1, 16, 16384, 64, 1, 969.75, 3},
+    {"wide", 2, 8, 512, 128, 0, 7.94, 0},
+    {"b4h16s4k", 4, 16, 4096, 128, 0, 652.21, 5},
+    {"widec", 2, 8, 512, 128, 1, 7.84, 0},
+    {"b4h16s4kc", 4, 16, 4096, 128, 1, 354.43, 6},
 };
 
 /* Correctness tolerances and timing settings of run 1's config. */

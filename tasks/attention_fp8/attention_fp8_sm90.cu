@@ -739,26 +739,49 @@ template <> struct WgPV16<136> {
  * of dims 2g, 2g+1 of each), two byte permutes per key group make the words of one dim and 4 logical keys, and
  * stmatrix.x4 writes them as four 8-row matrices whose rows are dims 16c + {0,2,4,6,9,11,13,15} ("E") and
  * {1,3,5,7,8,10,12,14} ("O"): eight different rows modulo 8, so neither side has bank conflicts. */
-template <int D, int TILE_N, int NW, int VR = D> EVO_DEV void transpose_v(u32 src, u32 dst, int worker, int lane)
+/* Warp W's steps: it = W, W + NW, .. of the NCH·NJP (column chunk c = it % NCH, key group jp = it / NCH), all known
+ * when it compiles, so each address is a lane's base, an immediate and one XOR: the source swizzle's chunk bits are
+ * c ^ sx (sx from the lane's key: jp moves whole swizzle periods), the destination's key bits 32·(jp % (VB/32)) ^ dx
+ * (dx from the lane's dim and matrix half; 16·c moves whole swizzle rows). */
+template <int D, int TILE_N, int NW, int VR, int W>
+EVO_DEV void transpose_v_steps(u32 src, u32 dst, u32 sx16, u32 dx, u32 sel_e, u32 sel_o)
 {
     constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, NCH = D / 16, NJP = TILE_N / 32;
-    constexpr int STEPS = (NCH * NJP + NW - 1) / NW;
+#pragma unroll
+    for (int it = W; it < NCH * NJP; it += NW) {
+        const int c = it % NCH, jp = it / NCH;
+        u32 r0, r1, r2, r3;
+        ldsm_x4_trans(src + (u32)(32 * jp * D) + ((u32)(16 * c) ^ sx16), r0, r1, r2, r3);
+        const u32 e0 = prmt(r0, r1, sel_e), o0 = prmt(r0, r1, sel_o);
+        const u32 e1 = prmt(r2, r3, sel_e), o1 = prmt(r2, r3, sel_o);
+        stsm_x4(dst + (u32)((jp / (VB / 32)) * VR * VB + 16 * c * VB) + ((u32)(32 * (jp % (VB / 32))) ^ dx), e0, o0,
+                e1, o1); /* VR rows a block */
+    }
+}
+/* warp `worker` (of NW, warp-uniform) runs its own steps */
+template <int D, int TILE_N, int NW, int VR, int W = 0>
+EVO_DEV void transpose_v_pick(int worker, u32 src, u32 dst, u32 sx16, u32 dx, u32 sel_e, u32 sel_o)
+{
+    if constexpr (W < NW) {
+        if (worker == W) transpose_v_steps<D, TILE_N, NW, VR, W>(src, dst, sx16, dx, sel_e, sel_o);
+        else transpose_v_pick<D, TILE_N, NW, VR, W + 1>(worker, src, dst, sx16, dx, sel_e, sel_o);
+    }
+}
+template <int D, int TILE_N, int NW, int VR = D> EVO_DEV void transpose_v(u32 src, u32 dst, int worker, int lane)
+{
+    constexpr int VB = TILE_N % 128 == 0 ? 128 : 64;
     const int m = lane >> 3, x = lane & 7, hi = x >= 4 ? 1 : 0;
     const int key_l = 16 * (m >> 1) + 8 * (m & 1) + x;                 /* ldmatrix: row x of matrix m */
     const int dim_l = 2 * x + ((m & 1) ? 1 - hi : hi);                  /* stmatrix: row x of matrix m */
     const u32 sel_e = (lane >> 2) < 4 ? 0x6420u : 0x7531u, sel_o = sel_e ^ (0x6420u ^ 0x7531u);
-#pragma unroll 4
-    for (int k = 0; k < STEPS; k++) {
-        const int it = worker + k * NW;
-        if ((NCH * NJP) % NW != 0 && it >= NCH * NJP) break;
-        const int c = it % NCH, jp = it / NCH;
-        u32 r0, r1, r2, r3;
-        ldsm_x4_trans(src + swz<D>((32 * jp + key_l) * D + 16 * c), r0, r1, r2, r3);
-        const u32 e0 = prmt(r0, r1, sel_e), o0 = prmt(r0, r1, sel_o);
-        const u32 e1 = prmt(r2, r3, sel_e), o1 = prmt(r2, r3, sel_o);
-        const int kl = 16 * (2 * jp + (m >> 1)), dim = 16 * c + dim_l;
-        stsm_x4(dst + (kl / VB) * VR * VB + swz<VB>(dim * VB + kl % VB), e0, o0, e1, o1); /* VR rows a block */
-    }
+    /* swz<D>((32·jp + key_l)·D + 16·c) = 32·jp·D + key_l·D + (16·c ^ sx16) */
+    const u32 sx16 = (u32)(D == 64 ? (key_l >> 1) & 3 : key_l & 7) << 4;
+    /* (kl / VB)·VR·VB + swz<VB>(dim·VB + kl % VB), kl = 32·jp + 16·(m >> 1), dim = 16·c + dim_l: the key bits within
+     * the row are 32·(jp % (VB/32)) ^ 16·((m >> 1) ^ sy) */
+    const int sy = VB == 128 ? dim_l & 7 : (dim_l >> 1) & 3;
+    const u32 dx = (u32)(16 * ((m >> 1) ^ sy));
+    src += (u32)(key_l * D), dst += (u32)(dim_l * VB);
+    transpose_v_pick<D, TILE_N, NW, VR>(worker, src, dst, sx16, dx, sel_e, sel_o);
 }
 
 /* FP16 copy of a raw e4m3 tile [ROWS][D]: rows of D fp16 in column blocks of 64 dims (128 bytes, 128B swizzle).

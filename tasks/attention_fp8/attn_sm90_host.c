@@ -139,17 +139,17 @@ const char *attn_sm90_check(const evo_sm90_genome *g, int d, int max_smem_optin)
     if (attn_sm90_smem_bytes(g, d) > max_smem_optin) return "shared memory over the device's opt-in limit";
     /* setmaxnreg leaves the producer warpgroup PRODUCER_REGS (PIPE 2, two consumers or more). Measured with ptxas
      * 13.0: its transforms need 40, 56 with PERSIST (docs/perf-notes.md) and 56 where they convert Q and K to FP16
-     * beside the transpose of V in 64- or 192-key tiles (QK_MODE 2 with V_PATH 0 or 4: 33 of 54 such genomes spilled
-     * at 40, none of 28 with 128 or 256 keys; docs/data/nvrtc-qk2-transpose-2026-11-29.log); a producer that only
+     * beside the transpose of V (QK_MODE 2 with V_PATH 0 or 4: 33 of 54 such genomes spilled at 40 with 64- or
+     * 192-key tiles, docs/data/nvrtc-qk2-transpose-2026-11-29.log; with the transpose's steps unrolled (its addresses
+     * from immediates) 128- and 256-key tiles too, docs/data/nvrtc-transpose-2026-11-29.log); a producer that only
      * issues TMA needs 24, 32 with PERSIST 2, where 24 spilled in 24 of 39 sampled genomes (tools/sm90_nvrtc_check
      * --producer-below 56 --vpath 5, docs/data/nvrtc-tma-producer-2026-11-29.log) */
     if (g->pipe == 2 && g->consumers >= 2) {
-        const int tr = producer_transforms(g),
-                  both = g->qk_mode == 2 && (g->v_path == 0 || g->v_path == 4) && g->tile_n % 128 != 0;
+        const int tr = producer_transforms(g), both = g->qk_mode == 2 && (g->v_path == 0 || g->v_path == 4);
         const int need = tr ? (g->persist || both ? 56 : 40) : g->persist == 2 ? 32 : 24;
         if (g->producer_regs < need)
             return tr ? "PRODUCER_REGS too small: the producer's transforms spill (40 needed; 56 with PERSIST, or "
-                        "with FP16 scores beside the transpose of V in 64- or 192-key tiles)"
+                        "with FP16 scores beside the transpose of V)"
                       : "PRODUCER_REGS too small: the persistent TMA producer spills (32 needed with PERSIST 2)";
     }
     /* FP16 scores with a persistent producer warpgroup: its loop state beside the K conversion spills at head dim 64
