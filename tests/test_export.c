@@ -196,7 +196,7 @@ static void make_fixture(const char *path, int fmt, fixture *fx)
 #define GENOME_SM90 \
     "FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=64,H_STAGES=3,H_PIPE=2,H_QK_MODE=2,H_V_PATH=1,H_OVERLAP=1,H_PINGPONG=0,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0"
 #define GENOME_SM90_P8 \
-    "FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=0,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=40,H_PERSIST=0"
+    "FAMILY=1,H_WG_ROWS=64,H_CONSUMERS=2,H_TILE_N=128,H_STAGES=2,H_PIPE=2,H_QK_MODE=2,H_V_PATH=0,H_OVERLAP=1,H_PINGPONG=1,H_O_ACC=0,H_PRODUCER_REGS=56,H_PERSIST=0"
 /* A store with one finished run of configs/hopper.yaml on sm_90 (the two hopper fixtures below). */
 typedef struct {
     char *text;
@@ -744,10 +744,10 @@ static void test_sm90(void)
     CHECK_CONTAINS(t,
                    "int attn_sm90_fill_tmaps(evo_attn_tmaps *t, const evo_attn_params *p, const evo_sm90_genome *g,");
     CHECK_EQ_INT(count_lines_equal(t, "#include \"attn_sm90_host.h\""), 0);
-    CHECK_CONTAINS(t, "template __global__ void evo_attn_sm90<64,64,2,128,2,2,2,0,1,1,0,40,0>(const __grid_constant__ "
+    CHECK_CONTAINS(t, "template __global__ void evo_attn_sm90<64,64,2,128,2,2,2,0,1,1,0,56,0>(const __grid_constant__ "
                       "evo_attn_params, const __grid_constant__ evo_attn_tmaps);\n");
     CHECK_CONTAINS(t,
-                   "    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,0,1,1,0,40,0>, 384, 128, 126088, 0, 1, 64, "
+                   "    {64, (const void *)evo_attn_sm90<64,64,2,128,2,2,2,0,1,1,0,56,0>, 384, 128, 126088, 0, 1, 64, "
                    "128, 0, 1, nullptr, nullptr, 0},\n"); /* e4m3 P·V: no FP16 twin; 18432 bytes of output rows */
     CHECK(strstr(t, "evo_attn_tmaps); /* its FP16-V twin */") == NULL);
     CHECK(strstr(t, "evo_attn_tmaps); /* its FP16-K-and-V twin */") == NULL);

@@ -415,6 +415,12 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
 #ifndef EVO_SM90_PDL
 #define EVO_SM90_PDL 1
 #endif
+/* EVO_SM90_USTAGE (not a knob; default 0; tools/bench builds only, to measure): 1 takes a ring slot's stage and phase
+ * from the tile count as unsigned numbers (the count is never negative: the same values), which drops the signed
+ * division's sign corrections (three to five integer instructions each, several a key tile in every role). */
+#ifndef EVO_SM90_USTAGE
+#define EVO_SM90_USTAGE 0
+#endif
 /* EVO_SM90_TRACE (not a knob; default 0; tools/bench builds only): 1 makes thread 0 of each consumer warpgroup of the
  * first EVO_SM90_TRACE_CTAS blocks record the SM clock at its steps of every key tile of its work items, in order,
  * until EVO_SM90_TRACE_TILES rows are full (OVERLAP's loop, the TRACE_* events: before and after its turn, after
@@ -874,6 +880,15 @@ template <int TILE_N> EVO_DEV int kv_tiles(const evo_attn_params &p, int m0, int
 {
     const int kv_len = p.causal ? min(p.seq, m0 + bm) : p.seq;
     return (kv_len + TILE_N - 1) / TILE_N;
+}
+/* ring slot of the it-th tile (it >= 0): its stage, and the parity of its pass over the ring (EVO_SM90_USTAGE) */
+template <int STAGES> EVO_DEV int stage_of(int it)
+{
+    return EVO_SM90_USTAGE ? (int)((u32)it % (u32)STAGES) : it % STAGES;
+}
+template <int STAGES> EVO_DEV u32 phase_of(int it)
+{
+    return EVO_SM90_USTAGE ? ((u32)it / (u32)STAGES) & 1u : (u32)(it / STAGES) & 1u;
 }
 
 /* ---- the consumer's math on one key tile ---- */
@@ -1395,8 +1410,8 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
     };
     /* c's tile j into its stage (buffer base + stage * KV) once the stage is free: false while it must wait */
     auto issue_tile = [&](Cursor &c, u32 base, const evo_tmap *map, int (*empty)(int), int (*full)(int)) {
-        const int s = c.it % STAGES;
-        if (c.it >= STAGES && !mbar_test(sm.b(empty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        const int s = stage_of<STAGES>(c.it);
+        if (c.it >= STAGES && !mbar_test(sm.b(empty(s)), phase_of<STAGES>(c.it) ^ 1u)) return false;
         mbar_expect_tx(sm.b(full(s)), KV);
         tma_load_3d(base + s * KV, map, 0, c.j * TILE_N, c.bh, sm.b(full(s)), L2_KEEP);
         c.advance(p, nq);
@@ -1407,8 +1422,8 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
      * 64 dims x TILE_N rows, 128-byte swizzle, on the stage's full barrier */
     auto issue_f16 = [&](Cursor &c, u32 base, int stage_bytes, const evo_tmap *map, int (*empty)(int),
                          int (*full)(int)) {
-        const int s = c.it % STAGES;
-        if (c.it >= STAGES && !mbar_test(sm.b(empty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        const int s = stage_of<STAGES>(c.it);
+        if (c.it >= STAGES && !mbar_test(sm.b(empty(s)), phase_of<STAGES>(c.it) ^ 1u)) return false;
         if constexpr (PDL_DEP) dep_wait(c);
         mbar_expect_tx(sm.b(full(s)), TILE_N * D * 2);
 #pragma unroll
@@ -1422,8 +1437,8 @@ EVO_DEV void producer_tma(const evo_attn_params &p, const evo_attn_tmaps &t, con
      * stage's column blocks (the ones rows stay), once the consumers are done with the tile STAGES back */
     auto issue_vt = [&](Cursor &c) {
         constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, VT = vt_bytes<D, TILE_N, V_PATH>();
-        const int s = c.it % STAGES;
-        if (c.it >= STAGES && !mbar_test(sm.b(B::vempty(s)), ((u32)(c.it / STAGES) & 1u) ^ 1u)) return false;
+        const int s = stage_of<STAGES>(c.it);
+        if (c.it >= STAGES && !mbar_test(sm.b(B::vempty(s)), phase_of<STAGES>(c.it) ^ 1u)) return false;
         if constexpr (PDL_DEP) dep_wait(c);
         mbar_expect_tx(sm.b(B::vtfull(s)), TILE_N * D);
 #pragma unroll
@@ -1492,8 +1507,8 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
             mbar_arrive(sm.b(B::q16full(qb)));
         }
         for (int j = 0; j < n; j++, it++) {
-            const int s = it % STAGES;
-            const u32 ph = (u32)(it / STAGES) & 1u;
+            const int s = stage_of<STAGES>(it);
+            const u32 ph = phase_of<STAGES>(it);
             if constexpr (QK_MODE == 2 && V_PATH != 3) { /* V_PATH 3: K arrives in FP16 by TMA */
                 mbar_wait(sm.b(B::kfull(s)), ph);
                 if constexpr (!(PROBE & 1))
@@ -1596,8 +1611,8 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
         }
         if constexpr (!OVERLAP) {
             for (int j = 0; j < n; j++, it++) {
-                const int st = it % STAGES;
-                const u32 ph = (u32)(it / STAGES) & 1u;
+                const int st = stage_of<STAGES>(it);
+                const u32 ph = phase_of<STAGES>(it);
                 mbar_wait(kready(st), ph);
                 if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
                 wg_wait<0>();
@@ -1619,8 +1634,8 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             /* Tile j's Q·Kᵀ is issued before tile j-1's P·V; the softmax of j runs while P·V(j-1) is on the tensor
              * cores. alpha_prev is the factor that belongs to P·V(j-1). */
             float alpha_prev[MT][2];
-            int pst = it % STAGES;
-            u32 pph = (u32)(it / STAGES) & 1u;
+            int pst = stage_of<STAGES>(it);
+            u32 pph = phase_of<STAGES>(it);
             const bool tr = EVO_SM90_TRACE && ct == 0 && blockIdx.x < EVO_SM90_TRACE_CTAS &&
                             blockIdx.y == 0 && blockIdx.z == 0;
             TraceTile tt;
@@ -1647,8 +1662,8 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
             it++;
             for (int j = 1; j < n; j++, it++) {
-                const int st = it % STAGES;
-                const u32 ph = (u32)(it / STAGES) & 1u;
+                const int st = stage_of<STAGES>(it);
+                const u32 ph = phase_of<STAGES>(it);
                 tt.stamp(TRACE_START);
                 if (PINGPONG) named_sync(my_turn, 256);
                 tt.stamp(TRACE_TURN);

@@ -208,8 +208,9 @@ __device__ inline float round_e4m3(float x)
 }
 
 /* ---- GPU FP32 reference on the dequantized inputs, one warp per listed row ----
- * p_mode 0: P = exp(x − max x) in FP32. p_mode 1 (the V_PATH 0 variant): x2 = score·softmax_scale·log2(e),
- * M = ⌈max x2⌉, P̃ = e4m3(2^(x2 − M + 8)), l = Σ 2^(x2 − M + 8) unrounded, O = Σ P̃·v / l. */
+ * p_mode 0: P = exp(x − max x) in FP32. p_mode 1 (V_PATH 0's arithmetic): x2 = score·softmax_scale·log2(e),
+ * M = ⌈max x2⌉, p = 2^(x2 − M + 8), P̃ = e4m3(p), l = Σ max(P̃, min(p, 2^-10)) (P̃, or p where P̃ rounded to 0, as
+ * the kernel sums it), O = Σ P̃·v / l. */
 __global__ void ref_attention(const uint8_t *q8, const uint8_t *k8, const uint8_t *v8, const float *qs,
                               const float *ks, const float *vs, const int *rows, int n_rows, float *out, int S, int D,
                               int causal, float sm_scale, int p_mode)
@@ -249,7 +250,7 @@ __global__ void ref_attention(const uint8_t *q8, const uint8_t *k8, const uint8_
                 pr = round_e4m3(pu);
             }
         }
-        l += pu;
+        l += p_mode == 0 ? pu : fmaxf(pr, fminf(pu, 0x1p-10f));
         const int nj = min(32, nk - j0);
         for (int t = 0; t < nj; t++) {
             const float pt = __shfl_sync(0xffffffffu, pr, t);
@@ -464,7 +465,7 @@ static Err compare_rows(const std::vector<__half> &o, const Problem &pr, const s
     return e;
 }
 
-/* FP64 CPU reference of the listed rows on float inputs; p_mode as ref_attention (1: P̃ rounded to e4m3). */
+/* FP64 CPU reference of the listed rows on float inputs; p_mode as ref_attention (1: P̃ rounded to e4m3, l its sum). */
 static void cpu_ref(const Problem &pr, const std::vector<float> &q, const std::vector<float> &k,
                     const std::vector<float> &v, int p_mode, std::vector<double> &out)
 {
@@ -498,7 +499,7 @@ static void cpu_ref(const Problem &pr, const std::vector<float> &q, const std::v
                 pu = exp2(s[j] * L2E - M + 8.0);
                 pp = (double)e4m3_value((uint8_t)__nv_cvt_float_to_fp8((float)pu, __NV_SATFINITE, __NV_E4M3));
             }
-            l += pu;
+            l += p_mode == 0 ? pu : std::max(pp, std::min(pu, 0x1p-10));
             const float *vj = &v[(bh * S + j) * D];
             for (int d = 0; d < D; d++) o[d] += pp * vj[d];
         }
