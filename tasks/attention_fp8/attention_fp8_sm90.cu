@@ -254,28 +254,26 @@ EVO_DEV void mbar_init(u32 bar, u32 count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
 }
-EVO_DEV void mbar_wait(u32 bar, u32 parity)
-{
-    asm volatile("{\n.reg .pred p;\nWAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra WAIT;\n}\n" ::"r"(bar),
-                 "r"(parity)
-                 : "memory");
-}
 /* EVO_SM90_WAIT_HINT (not a knob; default 0; tools/bench builds only, to measure): N > 0 makes the transform warps
- * wait for a barrier with a suspend-time hint of N ns, so that they sleep in the barrier rather than retry: at
- * (4,8,2048,64) they retried ~19 times a key tile for a free Vᵀ stage, three instructions each, as many issue slots
- * as the transpose itself (docs/data/peerncu-stress-h200-2026-11-29T1925.txt). */
+ * wait for a barrier with a suspend-time hint of N ns (mbar_wait<N>), so that they sleep in the barrier rather than
+ * retry: at (4,8,2048,64) they retried ~19 times a key tile for a free Vᵀ stage, three instructions each, as many
+ * issue slots as the transpose itself (docs/data/peerncu-stress-h200-2026-11-29T1925.txt). */
 #ifndef EVO_SM90_WAIT_HINT
 #define EVO_SM90_WAIT_HINT 0
 #endif
-EVO_DEV void mbar_wait_xf(u32 bar, u32 parity)
+/* Wait until the phase of this parity completed; HINT > 0: a suspend-time hint of HINT ns for each try. */
+template <int HINT = 0> EVO_DEV void mbar_wait(u32 bar, u32 parity)
 {
-    if constexpr (EVO_SM90_WAIT_HINT > 0)
+    if constexpr (HINT > 0)
         asm volatile("{\n.reg .pred p;\nWAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1, %2;\n"
                      "@!p bra WAIT;\n}\n" ::"r"(bar),
-                     "r"(parity), "n"(EVO_SM90_WAIT_HINT)
+                     "r"(parity), "n"(HINT)
                      : "memory");
     else
-        mbar_wait(bar, parity);
+        asm volatile("{\n.reg .pred p;\nWAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                     "@!p bra WAIT;\n}\n" ::"r"(bar),
+                     "r"(parity)
+                     : "memory");
 }
 /* The non-blocking form of mbar_wait: has the phase of this parity completed? */
 EVO_DEV bool mbar_test(u32 bar, u32 parity)
@@ -1518,7 +1516,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
         const int n = kv_tiles<TILE_N>(p, qt * BM, BM);
         if constexpr (QK_MODE == 2) { /* QB 2: buffer item & 1 of each (free: see producer_tma) */
             const int qb = C::QB == 2 ? item & 1 : 0;
-            mbar_wait_xf(sm.b(B::qfull(qb)), (u32)(item / C::QB) & 1u);
+            mbar_wait<EVO_SM90_WAIT_HINT>(sm.b(B::qfull(qb)), (u32)(item / C::QB) & 1u);
             convert16<D, BM, TRANSFORM_WARPS, UNR>(sm.q + qb * C::Q_BYTES, sm.q16 + qb * C::Q16_BYTES, worker, lane);
             fence_proxy_async();
             mbar_arrive(sm.b(B::q16full(qb)));
@@ -1527,15 +1525,15 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
             const int s = stage_of<STAGES>(it);
             const u32 ph = phase_of<STAGES>(it);
             if constexpr (QK_MODE == 2 && V_PATH != 3) { /* V_PATH 3: K arrives in FP16 by TMA */
-                mbar_wait_xf(sm.b(B::kfull(s)), ph);
+                mbar_wait<EVO_SM90_WAIT_HINT>(sm.b(B::kfull(s)), ph);
                 if constexpr (!(PROBE & 1))
                     convert16<D, TILE_N, TRANSFORM_WARPS, UNR>(sm.k + s * KV, sm.k16 + s * K16, worker, lane);
                 fence_proxy_async();
                 mbar_arrive(sm.b(B::k16full(s)));
             }
             if constexpr (v_by_tma(V_PATH)) continue; /* V (FP16) or Vᵀ arrives by TMA: nothing to transform */
-            mbar_wait_xf(sm.b(B::vfull(s)), ph);
-            if (it >= STAGES) mbar_wait_xf(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
+            mbar_wait<EVO_SM90_WAIT_HINT>(sm.b(B::vfull(s)), ph);
+            if (it >= STAGES) mbar_wait<EVO_SM90_WAIT_HINT>(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
             if constexpr (PROBE & 1) {
             } else if constexpr (V_PATH == 1) {
                 convert16<D, TILE_N, TRANSFORM_WARPS, UNR>(sm.v + s * KV, sm.vt + s * VT, worker, lane);
@@ -1810,7 +1808,7 @@ EVO_DEV void consumer_simple(const evo_attn_params &p, const evo_attn_tmaps &t, 
         if constexpr (PIPE == 0) {
             copy_tile<BM, D>(sm.q, Qg, m0, p.seq, tid, NCT);
             for (int jj = 0; jj < STAGES - 1; jj++) {
-                if (jj < n) load_kv(jj, (it + jj) % STAGES);
+                if (jj < n) load_kv(jj, stage_of<STAGES>(it + jj));
                 cp_async_commit();
             }
         } else if (tid == 0) {
@@ -1818,24 +1816,24 @@ EVO_DEV void consumer_simple(const evo_attn_params &p, const evo_attn_tmaps &t, 
             mbar_expect_tx(sm.b(BAR_QFULL), boxes * WG_ROWS * D);
             for (int w = 0; w < boxes; w++)
                 tma_load_3d(sm.q + w * WG_ROWS * D, &t.q, 0, m0 + w * WG_ROWS, bh, sm.b(BAR_QFULL));
-            for (int jj = 0; jj < STAGES - 1 && jj < n; jj++) load_kv(jj, (it + jj) % STAGES);
+            for (int jj = 0; jj < STAGES - 1 && jj < n; jj++) load_kv(jj, stage_of<STAGES>(it + jj));
         }
         for (int j = 0; j < n; j++, it++) {
-            const int st = it % STAGES;
+            const int st = stage_of<STAGES>(it);
             if constexpr (PIPE == 0) {
                 cp_async_wait<STAGES - 2>();
                 fence_proxy_async();
             } else {
                 if (j == 0) mbar_wait(sm.b(BAR_QFULL), (u32)item & 1u);
-                mbar_wait(sm.b(B::kfull(st)), (u32)(it / STAGES) & 1u);
+                mbar_wait(sm.b(B::kfull(st)), phase_of<STAGES>(it));
             }
             named_sync(1, NCT); /* tile j is in; everyone is done with tile j-1 and the transformed buffers */
             const int jn = j + STAGES - 1;
             if constexpr (PIPE == 0) {
-                if (jn < n) load_kv(jn, (it + STAGES - 1) % STAGES);
+                if (jn < n) load_kv(jn, stage_of<STAGES>(it + STAGES - 1));
                 cp_async_commit();
             } else {
-                if (tid == 0 && jn < n) load_kv(jn, (it + STAGES - 1) % STAGES);
+                if (tid == 0 && jn < n) load_kv(jn, stage_of<STAGES>(it + STAGES - 1));
             }
             if constexpr (QK_MODE == 1) {
                 if (j == 0) qf.load(q_addr, wi, g, q);
