@@ -1076,8 +1076,9 @@ int main(int argc, char **argv)
             shape_given = true;
         } else {
             fprintf(stderr, "usage: %s [--check] [--time] [--list] [--filter SUBSTR] [--only 'G;G'] [--skip 'G;G'] "
-                            "[--csv FILE] [--reps N] [--big-only] [--causal-only] [--no-baseline] [--profile] [--repeat N [--shape "
-                            "B,H,S,D,CAUSAL]] [--trace|--trace-causal] [--trace-items B,H,S,D,CAUSAL] [--hash]\n", argv[0]);
+                            "[--csv FILE] [--reps N] [--big-only] [--causal-only] [--no-baseline] "
+                            "[--profile [--shape B,H,S,D,CAUSAL]] [--repeat N [--shape B,H,S,D,CAUSAL]] "
+                            "[--trace|--trace-causal] [--trace-items B,H,S,D,CAUSAL] [--hash]\n", argv[0]);
             return 2;
         }
     }
