@@ -430,12 +430,6 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
 #ifndef EVO_SM90_PDL
 #define EVO_SM90_PDL 1
 #endif
-/* EVO_SM90_USTAGE (not a knob; default 0; tools/bench builds only, to measure): 1 takes a ring slot's stage and phase
- * from the tile count as unsigned numbers (the count is never negative: the same values), which drops the signed
- * division's sign corrections (three to five integer instructions each, several a key tile in every role). */
-#ifndef EVO_SM90_USTAGE
-#define EVO_SM90_USTAGE 0
-#endif
 /* EVO_SM90_TRACE (not a knob; default 0; tools/bench builds only): 1 makes thread 0 of each consumer warpgroup of the
  * first EVO_SM90_TRACE_CTAS blocks record the SM clock at its steps of every key tile of its work items, in order,
  * until EVO_SM90_TRACE_TILES rows are full (OVERLAP's loop, the TRACE_* events: before and after its turn, after
@@ -896,15 +890,10 @@ template <int TILE_N> EVO_DEV int kv_tiles(const evo_attn_params &p, int m0, int
     const int kv_len = p.causal ? min(p.seq, m0 + bm) : p.seq;
     return (kv_len + TILE_N - 1) / TILE_N;
 }
-/* ring slot of the it-th tile (it >= 0): its stage, and the parity of its pass over the ring (EVO_SM90_USTAGE) */
-template <int STAGES> EVO_DEV int stage_of(int it)
-{
-    return EVO_SM90_USTAGE ? (int)((u32)it % (u32)STAGES) : it % STAGES;
-}
-template <int STAGES> EVO_DEV u32 phase_of(int it)
-{
-    return EVO_SM90_USTAGE ? ((u32)it / (u32)STAGES) & 1u : (u32)(it / STAGES) & 1u;
-}
+/* ring slot of the it-th tile (it >= 0): its stage, and the parity of its pass over the ring (as unsigned numbers
+ * they measured the same: docs/perf-notes.md, "The V transpose's addresses") */
+template <int STAGES> EVO_DEV int stage_of(int it) { return it % STAGES; }
+template <int STAGES> EVO_DEV u32 phase_of(int it) { return (u32)(it / STAGES) & 1u; }
 
 /* ---- the consumer's math on one key tile ---- */
 

@@ -287,6 +287,7 @@ def cudnn_fp8_call(torch, q, k, v, causal, scale):
         raise RuntimeError(f"cudnn-frontend not importable ({e})") from e
     if "handle" not in _CUDNN:
         _CUDNN["handle"] = cudnn.create_handle()
+        _CUDNN["plans"] = {}
     handle = _CUDNN["handle"]
     f8, f32 = cudnn.data_type.FP8_E4M3, cudnn.data_type.FLOAT
 
@@ -315,7 +316,6 @@ def cudnn_fp8_call(torch, q, k, v, causal, scale):
         graph.build_operation_graph()
         graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
         graph.check_support()
-        graph.build_plans()
     except Exception as e:  # cudnn raises its own error types
         raise RuntimeError(f"cuDNN FP8 graph: {first_line(e)}") from e
     one = lambda x: torch.full((1, 1, 1, 1), x, dtype=torch.float32, device="cuda")  # noqa: E731
@@ -324,12 +324,50 @@ def cudnn_fp8_call(torch, q, k, v, causal, scale):
     pack = {tq: q8, tk: k8, tv: v8, scal[0]: one(sq), scal[1]: one(sk), scal[2]: one(sv),
             scal[3]: one(1.0 / E4M3_MAX), scal[4]: one(E4M3_MAX), scal[5]: one(scale_o), o: o8, amax_s: a_s,
             amax_o: a_o}
-    ws = torch.empty(max(graph.get_workspace_size(), 1), dtype=torch.uint8, device="cuda")
+    best, ws = fastest_cudnn_plan(torch, cudnn, graph, pack, handle)
+    if ws is None:
+        raise RuntimeError(f"cuDNN FP8 graph: no plan builds ({best})")
+    _CUDNN["plans"][(b, h, n, d, bool(causal))] = best
 
     def call():
         cudnn.set_stream(handle=handle, stream=torch.cuda.current_stream().cuda_stream)
         graph.execute(pack, ws, handle=handle)
     return call, lambda: o8.float() / scale_o
+
+
+def fastest_cudnn_plan(torch, cudnn, graph, pack, handle, calls=5):
+    """Every plan cuDNN's heuristics offer for the graph (modes A and FALLBACK) built and timed (CUDA events around
+    `calls` back-to-back executions, after one warm-up); the fastest is selected for graph.execute. Returns (summary,
+    workspace tensor) — the summary lists each plan's name and µs per call, or why it did not build — or (reason,
+    None) when none builds."""
+    tried, best_i, best_t, best_ws = [], None, None, None
+    for i in range(graph.get_execution_plan_count()):
+        try:
+            name = graph.get_plan_name_at_index(i)
+        except Exception:  # a name is only for the report
+            name = f"plan {i}"
+        try:
+            graph.build_plan_at_index(i)
+            ws = torch.empty(max(graph.get_workspace_size(), 1), dtype=torch.uint8, device="cuda")
+            graph.execute(pack, ws, handle=handle)
+            torch.cuda.synchronize()
+            a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            for _ in range(calls):
+                graph.execute(pack, ws, handle=handle)
+            z.record()
+            torch.cuda.synchronize()
+            t = 1000.0 * a.elapsed_time(z) / calls
+        except Exception as e:  # a plan that declines or fails is skipped, and said so
+            tried.append(f"{name}: {first_line(e)}")
+            continue
+        tried.append(f"{name}: {t:.1f} us")
+        if best_t is None or t < best_t:
+            best_i, best_t, best_ws = i, t, ws
+    if best_i is None:
+        return "; ".join(tried) or "no plans", None
+    graph.build_plan_at_index(best_i)
+    return f"plan {best_i} of {len(tried)} ({'; '.join(tried)})", best_ws
 
 
 # ---- timing ----
@@ -456,14 +494,35 @@ def load_library(torch, k, args, workdir):
 
 
 def ours_call(torch, lib, q8, k8, v8, qs, ks, vs, o, shape, causal, scale):
+    """One call of the file's launcher. An entry that prepares its operands every call (V_PATH 3: K and V to FP16,
+    V_PATH 5: Vᵀ) gets a workspace allocated once, as cuDNN's graph gets its own (evo_attention_forward_ws); without
+    one the launcher would allocate and free it on the stream in every call (inside the timed graph, too)."""
     b, h, s, d = shape
     args = (q8.data_ptr(), k8.data_ptr(), v8.data_ptr(), qs.data_ptr(), ks.data_ptr(), vs.data_ptr(), o.data_ptr(),
             b, h, s, d, 1 if causal else 0, scale)
+    wb = 0
+    if hasattr(lib, "evo_attention_workspace_bytes") and hasattr(lib, "evo_attention_forward_ws"):
+        lib.evo_attention_workspace_bytes.restype = ctypes.c_size_t
+        lib.evo_attention_workspace_bytes.argtypes = [ctypes.c_int] * 5
+        lib.evo_attention_forward_ws.restype = ctypes.c_int
+        lib.evo_attention_forward_ws.argtypes = FORWARD_ARGTYPES[:-1] + [ctypes.c_void_p, ctypes.c_size_t,
+                                                                         ctypes.c_void_p]
+        wb = lib.evo_attention_workspace_bytes(b, h, s, d, 1 if causal else 0)
+    if wb:
+        ws = torch.empty(wb, dtype=torch.uint8, device="cuda")
+
+        def call():
+            rc = lib.evo_attention_forward_ws(*args, ws.data_ptr(), wb, torch.cuda.current_stream().cuda_stream)
+            if rc != 0:
+                raise RuntimeError(f"evo_attention_forward_ws returned cudaError {rc}")
+        call.workspace_bytes = wb
+        return call
 
     def call():
         rc = lib.evo_attention_forward(*args, torch.cuda.current_stream().cuda_stream)
         if rc != 0:
             raise RuntimeError(f"evo_attention_forward returned cudaError {rc}")
+    call.workspace_bytes = 0
     return call
 
 
@@ -492,6 +551,7 @@ def run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal,
                                  dequantize(torch, v8, vs, fmt), causal, scale)
         o = torch.full_like(q, float("nan"))
         call = ours_call(torch, lib, q8, k8, v8, qs, ks, vs, o, (b, h, s, d), causal, scale)
+        ours["workspace_bytes"] = call.workspace_bytes
         try:
             call()
             torch.cuda.synchronize()
@@ -540,6 +600,7 @@ def run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal,
             call()
             torch.cuda.synchronize()
             entry["err_e2e"] = errors(torch, result(), ref16)
+            entry["plan"] = _CUDNN["plans"].get((b, h, s, d, bool(causal)), "")
             timed(timer, call, entry)
         except RuntimeError as e:
             entry = {"error": first_line(e)}
@@ -804,6 +865,10 @@ def main(argv=None):
           "(causal: S(S+1)/2 pairs). cuDNN FP8: `graph.sdpa_fp8`, e4m3 codes with one scale per tensor, FP8 output. "
           "Errors: rel-L2 against FP32 attention, ours on the dequantized inputs (deq) and every contender on the "
           "fp16 inputs (e2e).", ""]
+    ws = sorted({(r["preset"], r["ours"]["workspace_bytes"]) for r in rows if r["ours"].get("workspace_bytes")})
+    if ws:
+        md += ["Ours with a workspace allocated once (evo_attention_forward_ws, as cuDNN's graph gets its own): "
+               + ", ".join(f"{p} {b >> 20} MiB" for p, b in ws) + ".", ""]
     for causal in args.causal_list:
         md += table(rows, causal, "graph",
                     f"CUDA graph replay: {GRAPH_CALLS} calls back to back, median per-call time over {args.replays} "
@@ -812,6 +877,11 @@ def main(argv=None):
                     f"CUDA events around each call, {FLUSH_BYTES >> 20} MiB written before each (L2 cold); median "
                     f"[p10–p90] over {args.reps} calls") + [""]
         md += error_table(rows, causal) + [""]
+    plans = [f"- {r['preset']}{' causal' if r['causal'] else ''}: {r['cudnn_fp8']['plan']}" for r in rows
+             if r.get("cudnn_fp8", {}).get("plan")]
+    if plans:
+        md += ["cuDNN FP8's plans: every plan its heuristics (modes A and FALLBACK) offer built and timed, the fastest "
+               "kept (µs per call, 5 calls back to back after one warm-up):"] + plans + [""]
     return write_report(args, info, rows, md, json_path, md_path)
 
 
