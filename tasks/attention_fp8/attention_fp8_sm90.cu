@@ -254,26 +254,14 @@ EVO_DEV void mbar_init(u32 bar, u32 count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
 }
-/* EVO_SM90_WAIT_HINT (not a knob; default 0; tools/bench builds only, to measure): N > 0 makes the transform warps
- * wait for a barrier with a suspend-time hint of N ns (mbar_wait<N>), so that they sleep in the barrier rather than
- * retry: at (4,8,2048,64) they retried ~19 times a key tile for a free Vᵀ stage, three instructions each, as many
- * issue slots as the transpose itself (docs/data/peerncu-stress-h200-2026-11-29T1925.txt). */
-#ifndef EVO_SM90_WAIT_HINT
-#define EVO_SM90_WAIT_HINT 0
-#endif
-/* Wait until the phase of this parity completed; HINT > 0: a suspend-time hint of HINT ns for each try. */
-template <int HINT = 0> EVO_DEV void mbar_wait(u32 bar, u32 parity)
+/* Wait until the phase of this parity completed. (A suspend-time hint for the transform warps' waits measured level:
+ * docs/perf-notes.md, "The V transpose's addresses".) */
+EVO_DEV void mbar_wait(u32 bar, u32 parity)
 {
-    if constexpr (HINT > 0)
-        asm volatile("{\n.reg .pred p;\nWAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1, %2;\n"
-                     "@!p bra WAIT;\n}\n" ::"r"(bar),
-                     "r"(parity), "n"(HINT)
-                     : "memory");
-    else
-        asm volatile("{\n.reg .pred p;\nWAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-                     "@!p bra WAIT;\n}\n" ::"r"(bar),
-                     "r"(parity)
-                     : "memory");
+    asm volatile("{\n.reg .pred p;\nWAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra WAIT;\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
 }
 /* The non-blocking form of mbar_wait: has the phase of this parity completed? */
 EVO_DEV bool mbar_test(u32 bar, u32 parity)
@@ -1505,7 +1493,7 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
         const int n = kv_tiles<TILE_N>(p, qt * BM, BM);
         if constexpr (QK_MODE == 2) { /* QB 2: buffer item & 1 of each (free: see producer_tma) */
             const int qb = C::QB == 2 ? item & 1 : 0;
-            mbar_wait<EVO_SM90_WAIT_HINT>(sm.b(B::qfull(qb)), (u32)(item / C::QB) & 1u);
+            mbar_wait(sm.b(B::qfull(qb)), (u32)(item / C::QB) & 1u);
             convert16<D, BM, TRANSFORM_WARPS, UNR>(sm.q + qb * C::Q_BYTES, sm.q16 + qb * C::Q16_BYTES, worker, lane);
             fence_proxy_async();
             mbar_arrive(sm.b(B::q16full(qb)));
@@ -1514,15 +1502,15 @@ EVO_DEV void producer_transform(const evo_attn_params &p, const Smem &sm, int nq
             const int s = stage_of<STAGES>(it);
             const u32 ph = phase_of<STAGES>(it);
             if constexpr (QK_MODE == 2 && V_PATH != 3) { /* V_PATH 3: K arrives in FP16 by TMA */
-                mbar_wait<EVO_SM90_WAIT_HINT>(sm.b(B::kfull(s)), ph);
+                mbar_wait(sm.b(B::kfull(s)), ph);
                 if constexpr (!(PROBE & 1))
                     convert16<D, TILE_N, TRANSFORM_WARPS, UNR>(sm.k + s * KV, sm.k16 + s * K16, worker, lane);
                 fence_proxy_async();
                 mbar_arrive(sm.b(B::k16full(s)));
             }
             if constexpr (v_by_tma(V_PATH)) continue; /* V (FP16) or Vᵀ arrives by TMA: nothing to transform */
-            mbar_wait<EVO_SM90_WAIT_HINT>(sm.b(B::vfull(s)), ph);
-            if (it >= STAGES) mbar_wait<EVO_SM90_WAIT_HINT>(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
+            mbar_wait(sm.b(B::vfull(s)), ph);
+            if (it >= STAGES) mbar_wait(sm.b(B::vempty(s)), ph ^ 1u); /* consumers are done with Vᵀ of tile it-STAGES */
             if constexpr (PROBE & 1) {
             } else if constexpr (V_PATH == 1) {
                 convert16<D, TILE_N, TRANSFORM_WARPS, UNR>(sm.v + s * KV, sm.vt + s * VT, worker, lane);

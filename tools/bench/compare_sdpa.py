@@ -335,11 +335,12 @@ def cudnn_fp8_call(torch, q, k, v, causal, scale):
     return call, lambda: o8.float() / scale_o
 
 
-def fastest_cudnn_plan(torch, cudnn, graph, pack, handle, calls=5):
-    """Every plan cuDNN's heuristics offer for the graph (modes A and FALLBACK) built and timed (CUDA events around
-    `calls` back-to-back executions, after one warm-up); the fastest is selected for graph.execute. Returns (summary,
-    workspace tensor) — the summary lists each plan's name and µs per call, or why it did not build — or (reason,
-    None) when none builds."""
+def fastest_cudnn_plan(torch, cudnn, graph, pack, handle):
+    """Every plan cuDNN's heuristics offer for the graph (modes A and FALLBACK) built and timed as the peers are (a
+    CUDA graph of GRAPH_CALLS executions, the median of 3 replays: device time, not the host's launch cost); the
+    fastest is selected for graph.execute. Returns (summary, workspace tensor) — the summary lists each plan's name
+    and µs per call, or why it did not build — or (reason, None) when none builds."""
+    timer = Timer(torch, 1, 3, flush=False)
     tried, best_i, best_t, best_ws = [], None, None, None
     for i in range(graph.get_execution_plan_count()):
         try:
@@ -349,15 +350,11 @@ def fastest_cudnn_plan(torch, cudnn, graph, pack, handle, calls=5):
         try:
             graph.build_plan_at_index(i)
             ws = torch.empty(max(graph.get_workspace_size(), 1), dtype=torch.uint8, device="cuda")
-            graph.execute(pack, ws, handle=handle)
-            torch.cuda.synchronize()
-            a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            for _ in range(calls):
+
+            def run(ws=ws):
+                cudnn.set_stream(handle=handle, stream=torch.cuda.current_stream().cuda_stream)
                 graph.execute(pack, ws, handle=handle)
-            z.record()
-            torch.cuda.synchronize()
-            t = 1000.0 * a.elapsed_time(z) / calls
+            t = timer.graph(run)["median_us"]
         except Exception as e:  # a plan that declines or fails is skipped, and said so
             tried.append(f"{name}: {first_line(e)}")
             continue
@@ -375,11 +372,11 @@ def fastest_cudnn_plan(torch, cudnn, graph, pack, handle, calls=5):
 class Timer:
     """Both methods queue a whole measurement behind a GPU-side sleep, so no host gap falls inside one."""
 
-    def __init__(self, torch, reps, replays):
+    def __init__(self, torch, reps, replays, flush=True):
         self.torch = torch
         self.reps = reps
         self.replays = replays
-        self.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+        self.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda") if flush else None  # events only
 
     def _sleep(self):
         if hasattr(self.torch.cuda, "_sleep"):
@@ -881,7 +878,7 @@ def main(argv=None):
              if r.get("cudnn_fp8", {}).get("plan")]
     if plans:
         md += ["cuDNN FP8's plans: every plan its heuristics (modes A and FALLBACK) offer built and timed, the fastest "
-               "kept (µs per call, 5 calls back to back after one warm-up):"] + plans + [""]
+               f"kept (µs per call: a CUDA graph of {GRAPH_CALLS} calls, the median of 3 replays):"] + plans + [""]
     return write_report(args, info, rows, md, json_path, md_path)
 
 

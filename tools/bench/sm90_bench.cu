@@ -465,6 +465,21 @@ static Err compare_rows(const std::vector<__half> &o, const Problem &pr, const s
     return e;
 }
 
+/* The bench's pass rule for an output against the reference it is compared with (ref[pm]), every element written:
+ * FP16 P·V within rel-L2 2e-3 and 2e-2 + 2e-2·|ref| an element; V_PATH 0 (e4m3 P̃ and V) within rel-L2 1.5e-2 of
+ * its model (p_mode 1), which rounds P̃ as the kernel does but sums the products exactly, where the FP8 tensor core
+ * cuts every k-step to 13 bits (docs/perf-notes.md, "The FP8 accumulator": 2-7e-3 at S = 1000 and 4097); V_PATH 4
+ * and 5 within rel-L2 5e-2 of exact P (the fp8 class: 2.6-2.8e-2 on the check grid; evo's fp8 gate judges them
+ * against the FP8 model, and the check grid holds each V_PATH 5 output to its twin's bits). */
+static bool bench_ok(int e, const Err &eg, long long unwritten)
+{
+    const int vp = e == BASELINE ? -1 : g_entries[e].g.v_path;
+    if (unwritten) return false;
+    if (vp == 4 || vp == 5) return eg.rel_l2 <= 5e-2;
+    if (vp == 0) return eg.rel_l2 <= 1.5e-2;
+    return eg.rel_l2 <= 2e-3 && eg.n_over == 0;
+}
+
 /* FP64 CPU reference of the listed rows on float inputs; p_mode as ref_attention (1: P̃ rounded to e4m3, l its sum). */
 static void cpu_ref(const Problem &pr, const std::vector<float> &q, const std::vector<float> &k,
                     const std::vector<float> &v, int p_mode, std::vector<double> &out)
@@ -630,13 +645,13 @@ static int run_checks(const std::vector<int> &sel, FILE *csv, bool with_baseline
                         const int pm = (e != BASELINE && g_entries[e].g.v_path == 0) ? 1 : 0;
                         const Err eg = compare_rows(out, pr, pr.ref[pm]);
                         const Err ex = compare_rows(out, pr, pr.ref[0]);
-                        bool ok = eg.rel_l2 <= 2e-3 && eg.n_over == 0 && unwritten == 0;
+                        const int vp = e != BASELINE ? g_entries[e].g.v_path : 0;
+                        bool ok = bench_ok(e, eg, unwritten);
                         /* V_PATH 4 is the fp8 class (evo's gate judges it); V_PATH 5 must give its V_PATH 4 twin's
                          * bits (the twin listed before it), every element written */
-                        const int vp = e != BASELINE ? g_entries[e].g.v_path : 0;
                         if (vp == 4 || vp == 5) {
                             const long long diff = twin_check(twins, g_entries[e], out);
-                            ok = unwritten == 0 && (diff == -1 || diff == 0); /* -1: a V_PATH 4 entry, kept */
+                            ok = ok && (diff == -1 || diff == 0); /* -1: a V_PATH 4 entry, kept */
                             if (diff == -2)
                                 printf("FAIL %-44s %-40s no V_PATH 4 twin listed before it\n", entry_name(e), cname);
                             else if (diff > 0)
@@ -803,7 +818,7 @@ static int run_timing(const std::vector<int> &sel, FILE *csv, bool with_baseline
                 const double tf = flops_of(sh) / (sg.med * 1e-6) / 1e12;
                 printf("%-46s %-22s %10.1f %10.1f %10.1f %10.1f %9.1f%s\n", entry_name(e), sname, se.med, se.p10,
                        se.p90, sg.med, tf,
-                       (eg.rel_l2 <= 2e-3 && eg.n_over == 0 && unwritten == 0) ? "" : "  (INCORRECT)");
+                       bench_ok(e, eg, unwritten) ? "" : "  (INCORRECT)");
                 if (csv)
                     fprintf(csv, "time,%s,%d,%d,%d,%d,%d,%.2f,%.2f,%.2f,%.2f,%.1f,%.3e,%lld\n",
                             csv_name(e).c_str(), sh.b, sh.h, sh.s, sh.d, causal, se.med,
@@ -865,7 +880,7 @@ static int run_repeat(const std::vector<int> &sel, const Shape &sh, int n)
             runs_diff += d > 0;
             elems_diff += d;
         }
-        const bool ok = runs_diff == 0 && e0.rel_l2 <= 2e-3;
+        const bool ok = runs_diff == 0 && bench_ok(e, e0, e0.nonfinite);
         bad_genomes += !ok;
         printf("REPEAT %-44s (%d,%d,%d,%d)%s: %d launches, %lld differ from the first (%lld elements", entry_name(e),
                sh.b, sh.h, sh.s, sh.d, sh.causal ? " causal" : "", n, runs_diff, elems_diff);

@@ -4,6 +4,6 @@
  * entry, a V_PATH 0 genome; A/B against the template before it
  * (SM90_AB_TEMPLATE=scratch/ab/attention_fp8_sm90.cu SM90_LIST=tools/bench/sm90_lists/transpose.h
  * SM90_TIME_ARGS="--time --no-baseline --reps 30" tools/gpu_ci.sh sm90ab sm90bits); also the list for the transform
- * warps' other switches (SM90_AB_FLAGS_B=-DEVO_SM90_WAIT_HINT=200) */
+ * warps' other switches (their suspend-time hint: docs/data/hint-ab-h200-2026-11-29T2055.md) */
 #define SM90_GENOMES(X) X(64,64,2,128,4,2,0,4,1,1,0,56,1) X(64,64,2,192,2,2,0,4,1,1,0,56,2) X(64,64,1,128,2,2,1,4,1,0,0,56,0) X(64,64,2,128,2,2,0,4,1,1,0,56,2) X(128,64,2,192,2,2,0,4,1,1,0,56,2) X(64,64,2,128,2,2,0,0,1,1,0,56,1)
 #define SM90_PROBES(X)
