@@ -9,8 +9,9 @@ import sys
 
 QK_N = (64, 128, 192, 256)   # Q·Kᵀ: e4m3 × e4m3, both operands from shared memory, N = key tile
 # P·V (N = head dim), Q·Kᵀ with Q in registers (N = key tile) and, with V_PATH 4, P̃ times 8 rows of ones (N = 8: each
-# tile's row sums of P̃, in an accumulator of their own); A from registers
-PV_N = (8, 64, 128, 192, 256)
+# tile's row sums of P̃, in an accumulator of their own; N = head dim + 8: P·V and those sums in one instruction,
+# where a tile's P·V starts from zero, O_ACC); A from registers
+PV_N = (8, 64, 72, 128, 136, 192, 256)
 PV16_N = (72, 136)           # FP16 P·V: N = head dim + 8 columns of ones (the row sum of P comes out with O)
 
 

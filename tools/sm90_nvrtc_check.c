@@ -3,12 +3,12 @@
  *   cc -std=c11 -O2 -Itemplates -Itasks/attention_fp8 -I/usr/local/cuda/include tools/sm90_nvrtc_check.c \
  *      tasks/attention_fp8/attn_sm90_host.c -L/usr/local/cuda/lib64 -lnvrtc -o sm90_nvrtc_check
  *   ./sm90_nvrtc_check [--every N] [--d 64|128] [--cubin-dir DIR] [--slack LO,HI] [--persist] [--distinct]
- *                      [--producer-below R] [--vpath N] [--qk N] [EVO_DIR]
+ *                      [--producer-below R] [--vpath N] [--qk N] [--oacc N] [EVO_DIR]
  *   exit 1 on a failure, a spill or serialized wgmma. --slack keeps the genomes whose consumer registers less their
  *   accumulators (attn_sm90_reg_slack) lie in [LO, HI]; --persist those with PERSIST 1 or 2; --distinct leaves out a
  *   genome that differs from one already kept only in STAGES (the rest sets the registers);
  *   --producer-below R those with a producer warpgroup of fewer than R registers (PIPE 2, two consumers or more);
- *   --vpath N, --qk N those with V_PATH N, QK_MODE N.
+ *   --vpath N, --qk N, --oacc N those with V_PATH N, QK_MODE N, O_ACC N.
  */
 #include "attn_sm90_host.h"
 
@@ -73,7 +73,7 @@ static int same_but_stages(const evo_sm90_genome *g, const evo_sm90_genome *h)
 int main(int argc, char **argv)
 {
     int every = 97, only_d = 0, slack_lo = -1000, slack_hi = 1000, persist_only = 0, distinct = 0, preg_below = 0;
-    int vpath = -1, qk = -1;
+    int vpath = -1, qk = -1, oacc = -1;
     const char *evo_dir = ".", *cubin_dir = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--every") && i + 1 < argc) every = atoi(argv[++i]);
@@ -89,11 +89,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--producer-below") && i + 1 < argc) preg_below = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--vpath") && i + 1 < argc) vpath = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--qk") && i + 1 < argc) qk = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--oacc") && i + 1 < argc) oacc = atoi(argv[++i]);
         else if (argv[i][0] != '-') evo_dir = argv[i];
         else {
             fprintf(stderr,
                     "usage: %s [--every N] [--d 64|128] [--cubin-dir DIR] [--slack LO,HI] [--persist] [--distinct] "
-                    "[--producer-below R] [--vpath N] [--qk N] [EVO_DIR]\n",
+                    "[--producer-below R] [--vpath N] [--qk N] [--oacc N] [EVO_DIR]\n",
                     argv[0]);
             return 2;
         }
@@ -119,7 +120,9 @@ int main(int argc, char **argv)
             const int sl = attn_sm90_reg_slack(&all[i], d);
             if (sl < slack_lo || sl > slack_hi || (persist_only && !all[i].persist)) continue;
             if (preg_below && !(all[i].pipe == 2 && all[i].consumers >= 2 && all[i].producer_regs < preg_below)) continue;
-            if ((vpath >= 0 && all[i].v_path != vpath) || (qk >= 0 && all[i].qk_mode != qk)) continue;
+            if ((vpath >= 0 && all[i].v_path != vpath) || (qk >= 0 && all[i].qk_mode != qk) ||
+                (oacc >= 0 && all[i].o_acc != oacc))
+                continue;
             int seen = 0;
             for (int k = 0; distinct && k < kept && !seen; k++) seen = same_but_stages(&all[k], &all[i]);
             if (seen) continue;

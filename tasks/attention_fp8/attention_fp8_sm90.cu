@@ -255,7 +255,7 @@ EVO_DEV void mbar_init(u32 bar, u32 count)
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
 }
 /* Wait until the phase of this parity completed. (A suspend-time hint for the transform warps' waits measured level:
- * docs/perf-notes.md, "The V transpose's addresses".) */
+ * docs/perf-notes.md, "P·V and its row sums in one instruction, and three switches".) */
 EVO_DEV void mbar_wait(u32 bar, u32 parity)
 {
     asm volatile("{\n.reg .pred p;\nWAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
@@ -687,12 +687,30 @@ template <> struct WgPV8<64> {
                      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
     }
 };
+template <> struct WgPV8<72> {
+    static EVO_DEV void mma(float (&d)[36], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %41, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n72k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35}, {%36, %37, %38, %39}, %40, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
 template <> struct WgPV8<128> {
     static EVO_DEV void mma(float (&d)[64], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
     {
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
+    }
+};
+template <> struct WgPV8<136> {
+    static EVO_DEV void mma(float (&d)[68], u32 a0, u32 a1, u32 a2, u32 a3, u64 db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %73, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n136k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67}, {%68, %69, %70, %71}, %72, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
                      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(scale_d));
     }
 };
@@ -879,7 +897,7 @@ template <int TILE_N> EVO_DEV int kv_tiles(const evo_attn_params &p, int m0, int
     return (kv_len + TILE_N - 1) / TILE_N;
 }
 /* ring slot of the it-th tile (it >= 0): its stage, and the parity of its pass over the ring (as unsigned numbers
- * they measured the same: docs/perf-notes.md, "The V transpose's addresses") */
+ * they measured the same: docs/perf-notes.md, "P·V and its row sums in one instruction, and three switches") */
 template <int STAGES> EVO_DEV int stage_of(int it) { return it % STAGES; }
 template <int STAGES> EVO_DEV u32 phase_of(int it) { return (u32)(it / STAGES) & 1u; }
 
@@ -968,11 +986,12 @@ template <int TILE_N, int MT, bool P8> struct PFrag {
  * perf-notes.md, "The FP8 accumulator"), so a row sum carried along the whole row in it drops late tiles' small keys
  * (measured: rel-L2 2.5x the FP8 model's at S = 4096); within one tile the sum stays small. take_rowsum adds lg into
  * the accumulator's columns D..D+7 once the GEMMs are done. */
-template <int D, int DA, int TILE_N, int MT, bool P8, bool GSUM = false, bool SUMS = true>
+template <int D, int DA, int TILE_N, int MT, bool P8, bool GSUM = false, bool SUMS = true, bool FUSED = false>
 EVO_DEV void issue_pv(float (&o)[MT][DA / 2], float (&lg)[MT][4], const PFrag<TILE_N, MT, P8> &pf, u32 vt_addr,
                       bool zero_first)
 {
     constexpr int VB = TILE_N % 128 == 0 ? 128 : 64, ROWS = GSUM ? D + 8 : D;
+    static_assert(!FUSED || (P8 && GSUM && SUMS && DA == D + 8), "FUSED: V_PATH 4 and 5, O's 8 sum columns");
     wg_fence();
     const u64 vd = P8 ? make_desc(vt_addr, 16, 8 * VB, VB) : make_desc(vt_addr, TILE_N * 128, 1024, 128);
 #pragma unroll
@@ -984,8 +1003,11 @@ EVO_DEV void issue_pv(float (&o)[MT][DA / 2], float (&lg)[MT][4], const PFrag<TI
             if constexpr (P8) {
                 const int kl = 32 * c;
                 const u64 db = desc_at(vd, (kl / VB) * ROWS * VB + kl % VB);
-                WgPV8<D>::mma(od, pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
-                if constexpr (GSUM && SUMS) /* the ones: D rows (a whole number of 8-row swizzle atoms) further */
+                if constexpr (FUSED) /* the ones are the D rows' next swizzle atom: N = D + 8 spans both */
+                    WgPV8<D + 8>::mma(o[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
+                else
+                    WgPV8<D>::mma(od, pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3], db, sd);
+                if constexpr (GSUM && SUMS && !FUSED) /* the ones: D rows (a whole number of 8-row swizzle atoms) further */
                     WgPV8<8>::mma(lg[mt], pf.r[mt][c][0], pf.r[mt][c][1], pf.r[mt][c][2], pf.r[mt][c][3],
                                   desc_at(db, D * VB), c ? 1 : 0);
             } else {
@@ -1152,7 +1174,8 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> s
                         const float p0 = ex2_mix(i, fmaf(pr[0], qk_mul, bias[mt][h]));
                         const float p1 = ex2_mix(i, fmaf(pr[1], qk_mul, bias[mt][h]));
                         pr[0] = p0, pr[1] = p1;
-                        if constexpr (!EVO_SM90_NO_TINY)
+                        if constexpr (!EVO_SM90_NO_TINY) /* one chain a row half: four independent accumulators
+                                                                 measured up to 13 % slower (docs/perf-notes.md) */
                             tiny[mt][h] = add_le_f16x2(tiny[mt][h], pack_f16x2(p0, p1), 0x14001400u /* 2^-10 */);
                     }
 #pragma unroll
@@ -1564,6 +1587,13 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     Softmax<TILE_N, MT, P8, GSUM, (PROBE & 16) != 0> sx;
     constexpr bool SUMS = !(PROBE & 32); /* V_PATH 4 and 5's row-sum GEMMs (PROBE 32 leaves them out) */
     constexpr bool PSMEM = (PROBE & 64) != 0; /* PROBE 64: P̃ from shared memory (issue_pv_smem) */
+    /* O_ACC with V_PATH 4 and 5: each tile's P·V (from zero) and its row sums come out of one m64n(D+8)k32 a 32-key
+     * chunk into the tile accumulator's D + 8 columns, instead of an m64nDk32 and an m64n8k32 (issue_pv). The FP8
+     * accumulator adds each output column on its own: the same bits, 1-2 % faster at 2048 keys and more (docs/
+     * perf-notes.md, "P·V and its row sums in one instruction"). Without O_ACC the sum columns would have to be reset
+     * between the tiles of one accumulator, and ptxas 13.0 then serializes the kernel's wgmma (C7511: by a move, a
+     * multiply or an N = 8 wgmma alike). */
+    constexpr bool FUSED = P8 && GSUM && SUMS && O_ACC && !(PROBE & 4) && !PSMEM;
     constexpr bool SPEC = (EVO_SM90_SPEC > 0 || (EVO_SM90_SPEC < 0 && CONSUMERS == 1)) && !P8 && !PROBE &&
                           !EVO_SM90_TRACE; /* Softmax::step_kept */
     static_assert(!PSMEM || (V_PATH == 5 && OVERLAP && TILE_N == 128), "PROBE 64: V_PATH 5, OVERLAP, TILE_N 128");
@@ -1615,10 +1645,10 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, sx.alpha);
                 pf.pack(s);
                 mbar_wait(sm.b(B::vtfull(st)), ph);
-                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + st * VT, O_ACC != 0);
+                if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS, FUSED>(pvt, lg, pf, sm.vt + st * VT, O_ACC != 0);
                 wg_wait<0>();
                 fence_regs(pvt);
-                if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
+                if constexpr (GSUM && !(PROBE & 4) && !FUSED) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
                 mbar_arrive(sm.b(B::vempty(st)));
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, sx.alpha);
             }
@@ -1664,7 +1694,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
                 mbar_wait(sm.b(B::vtfull(pst)), pph);
                 if constexpr (PSMEM) issue_pv_smem<D, TILE_N, MT>(pvt, pf, sm.vt + pst * VT, pbuf, 4 + cw, ct, O_ACC != 0);
-                else if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
+                else if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS, FUSED>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
                 if (PINGPONG) named_arrive(other_turn, 256);
                 tt.stamp(TRACE_ISSUED);
                 wg_wait<1>();
@@ -1684,7 +1714,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
                     wg_wait<0>();
                     fence_regs(pvt);
                 }
-                if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
+                if constexpr (GSUM && !(PROBE & 4) && !FUSED) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
                 mbar_arrive(sm.b(B::vempty(pst)));
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
                 if constexpr (SPEC) {
@@ -1708,7 +1738,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
             mbar_wait(sm.b(B::vtfull(pst)), pph);
             if constexpr (PSMEM) issue_pv_smem<D, TILE_N, MT>(pvt, pf, sm.vt + pst * VT, pbuf, 4 + cw, ct, O_ACC != 0);
-            else if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
+            else if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS, FUSED>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
             /* the last turn of warpgroup 1 has no one left to hand over to */
             if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
             tt.stamp(TRACE_ISSUED);
@@ -1716,7 +1746,7 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
             fence_regs(pvt);
             tt.stamp(TRACE_PV);
             tt.store(tr, cw, it + item);
-            if constexpr (GSUM && !(PROBE & 4)) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
+            if constexpr (GSUM && !(PROBE & 4) && !FUSED) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
             mbar_arrive(sm.b(B::vempty(pst)));
             if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
         }
