@@ -126,6 +126,9 @@ def parse_args(argv):
     p.add_argument("--out", default="results", help="directory for the JSON and markdown (default: results)")
     p.add_argument("--reps", type=int, default=50, help="event-timed calls per contender (default 50)")
     p.add_argument("--replays", type=int, default=20, help="CUDA graph replays per contender (default 20)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="rounds in which the contenders are timed in turn, each with its share of --reps and "
+                        "--replays; a contender's time is the median of its round medians (default 3)")
     p.add_argument("--presets", default=",".join(n for n, *_ in PRESETS), help="comma-separated preset names")
     p.add_argument("--arch", help="nvcc -arch (default: the file's, else sm_90)")
     p.add_argument("--nvcc", help="nvcc to build with (default: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)")
@@ -178,7 +181,8 @@ def print_plan(args, k, cmd):
         print("rmse: outlier inputs N(0,1) + N(0,100)·Bernoulli(0.001), against FP64 attention, shapes " +
               ", ".join(str(sh) for sh in RMSE_SHAPES) + f", {args.seeds} draws each")
     print(f"timing: CUDA graph of {GRAPH_CALLS} back-to-back calls x {args.replays} replays (L2 warm); "
-          f"CUDA events, {FLUSH_BYTES >> 20} MiB L2 flush before each call, reps {args.reps}")
+          f"CUDA events, {FLUSH_BYTES >> 20} MiB L2 flush before each call, reps {args.reps}; "
+          f"the contenders in turn over {args.rounds} rounds")
     print("build: " + " ".join(cmd))
     print("presets:")
     for name, b, h, s, d in args.preset_list:
@@ -372,10 +376,11 @@ def fastest_cudnn_plan(torch, cudnn, graph, pack, handle):
 class Timer:
     """Both methods queue a whole measurement behind a GPU-side sleep, so no host gap falls inside one."""
 
-    def __init__(self, torch, reps, replays, flush=True):
+    def __init__(self, torch, reps, replays, flush=True, rounds=1):
         self.torch = torch
         self.reps = reps
         self.replays = replays
+        self.rounds = max(1, rounds)
         self.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda") if flush else None  # events only
 
     def _sleep(self):
@@ -388,13 +393,18 @@ class Timer:
         n = len(ts)
         return {"median_us": ts[n // 2], "p10_us": ts[(n - 1) // 10], "p90_us": ts[(n - 1) * 9 // 10]}
 
-    def events(self, fn):
+    def _share(self, n, split):
+        """n, or with split its share of one round (timed_rounds), at least 3."""
+        return max(3, -(-n // self.rounds)) if split else n
+
+    def events(self, fn, split=False):
         """One call between two events, the L2 flushed (256 MiB written) before each; median/p10/p90 in µs."""
         torch = self.torch
         for _ in range(WARMUP):
             fn()
         torch.cuda.synchronize()
-        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(self.reps)]
+        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(self._share(self.reps, split))]
         self._sleep()
         for i, (a, b) in enumerate(ev):
             self.flush.fill_(i & 0xFF)
@@ -404,7 +414,7 @@ class Timer:
         torch.cuda.synchronize()
         return self._stats([1000.0 * a.elapsed_time(b) for a, b in ev])
 
-    def graph(self, fn):
+    def graph(self, fn, split=False):
         """GRAPH_CALLS calls captured back to back in one CUDA graph; per-call time = replay time / GRAPH_CALLS;
         median/p10/p90 over the replays, in µs. L2 stays warm (inputs are reused), as in a model's forward pass."""
         torch = self.torch
@@ -422,7 +432,7 @@ class Timer:
         g.replay()
         torch.cuda.synchronize()
         ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(self.replays)]
+              for _ in range(self._share(self.replays, split))]
         self._sleep()
         for a, b in ev:
             a.record()
@@ -447,6 +457,41 @@ def timed(timer, fn, entry):
         except Exception as e:  # a contender that cannot be captured or run is reported, not fatal
             entry[method] = {"error": first_line(e)}
             timer.torch.cuda.synchronize()
+
+
+def timed_rounds(timer, contenders):
+    """Every contender timed by both methods in timer.rounds rounds, the contenders in turn within each round (ours,
+    then the peers, then ours again ...), so that the GPU's clock and power state under load, which drifts over a
+    minute of back-to-back work, falls on all of them alike. Each round takes 1/rounds of the repetitions; an entry
+    gets, per method, the median of its round medians (p10/p90: the medians of the rounds' p10/p90) and the round
+    medians themselves. A contender that fails is reported and left out of later rounds."""
+    torch = timer.torch
+    rounds = {id(e): {"graph": [], "events": []} for e, _, _, _ in contenders}
+    for _ in range(timer.rounds):
+        for entry, fn, ctx, _ in contenders:
+            for method in ("graph", "events"):
+                if "error" in entry.get(method, {}):
+                    continue
+                try:
+                    if ctx is None:
+                        r = getattr(timer, method)(fn, split=True)
+                    else:
+                        with ctx():
+                            r = getattr(timer, method)(fn, split=True)
+                    rounds[id(entry)][method].append(r)
+                except Exception as e:  # a contender that cannot be captured or run is reported, not fatal
+                    entry[method] = {"error": first_line(e)}
+                    torch.cuda.synchronize()
+    for entry, _, _, after in contenders:
+        for method in ("graph", "events"):
+            rs = rounds[id(entry)][method]
+            if "error" in entry.get(method, {}) or not rs:
+                continue
+            mid = lambda key: sorted(x[key] for x in rs)[len(rs) // 2]  # noqa: E731
+            entry[method] = {"median_us": mid("median_us"), "p10_us": mid("p10_us"), "p90_us": mid("p90_us"),
+                             "round_medians_us": [x["median_us"] for x in rs]}
+        if after is not None:
+            after()
 
 
 # ---- the comparison ----
@@ -532,6 +577,7 @@ def run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal,
     q, kk, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.float16, generator=gen) for _ in range(3))
     scale = 1.0 / math.sqrt(d)
     ref16 = attention_fp32(torch, q, kk, v, causal, scale)
+    contenders = []  # (entry, call, context factory or None, check after timing or None): timed in rounds below
 
     ours = {}
     if k is None:
@@ -555,8 +601,8 @@ def run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal,
             checked = o.clone()
             ours["err_deq"] = errors(torch, o, ref_deq)
             ours["err_e2e"] = errors(torch, o, ref16)
-            timed(timer, call, ours)
-            ours["same_output_after_timing"] = bool(torch.equal(o, checked))
+            after = lambda: ours.__setitem__("same_output_after_timing", bool(torch.equal(o, checked)))  # noqa: E731
+            contenders.append((ours, call, None, after))
         except RuntimeError as e:
             ours["error"] = first_line(e)
     else:
@@ -583,7 +629,7 @@ def run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal,
                         raise RuntimeError(why) from e
                     entry["err_e2e"] = errors(torch, out, ref16)
                     del out
-                    timed(timer, fn, entry)
+                    contenders.append((entry, fn, lambda backend=backend: sdpa_kernel([backend]), None))
             except RuntimeError as e:
                 entry = {"error": first_line(e)}
         row[label] = entry
@@ -598,10 +644,11 @@ def run_preset(torch, F, sdpa_kernel, SDPBackend, lib, timer, k, preset, causal,
             torch.cuda.synchronize()
             entry["err_e2e"] = errors(torch, result(), ref16)
             entry["plan"] = _CUDNN["plans"].get((b, h, s, d, bool(causal)), "")
-            timed(timer, call, entry)
+            contenders.append((entry, call, None, None))
         except RuntimeError as e:
             entry = {"error": first_line(e)}
     row["cudnn_fp8"] = entry
+    timed_rounds(timer, contenders)
     return row
 
 
@@ -692,6 +739,11 @@ def fmt_us(t, entry=None, method=None):
         e = entry[method]
         return f"{t:.1f} [{e['p10_us']:.1f}–{e['p90_us']:.1f}]"
     return f"{t:.1f}"
+
+
+def rounds_note(args):
+    return (f"; the contenders in turn over {args.rounds} rounds, each one's time the median of its round medians"
+            if args.rounds > 1 else "")
 
 
 def table(rows, causal, method, title):
@@ -842,7 +894,7 @@ def main(argv=None):
         return write_report(args, info, rows, md, json_path, md_path)
     try:
         lib = load_library(torch, k, args, workdir) if k else None
-        timer = Timer(torch, args.reps, args.replays)
+        timer = Timer(torch, args.reps, args.replays, rounds=args.rounds)
         rows = []
         for causal in args.causal_list:
             for i, preset in enumerate(args.preset_list):
@@ -869,10 +921,10 @@ def main(argv=None):
     for causal in args.causal_list:
         md += table(rows, causal, "graph",
                     f"CUDA graph replay: {GRAPH_CALLS} calls back to back, median per-call time over {args.replays} "
-                    "replays (L2 warm)") + [""]
+                    f"replays (L2 warm){rounds_note(args)}") + [""]
         md += table(rows, causal, "events",
                     f"CUDA events around each call, {FLUSH_BYTES >> 20} MiB written before each (L2 cold); median "
-                    f"[p10–p90] over {args.reps} calls") + [""]
+                    f"[p10–p90] over {args.reps} calls{rounds_note(args)}") + [""]
         md += error_table(rows, causal) + [""]
     plans = [f"- {r['preset']}{' causal' if r['causal'] else ''}: {r['cudnn_fp8']['plan']}" for r in rows
              if r.get("cudnn_fp8", {}).get("plan")]
