@@ -407,14 +407,6 @@ EVO_DEV float ex2_mix(int i, float x) /* i: the key pair, a constant once its lo
 #ifndef EVO_SM90_SPEC
 #define EVO_SM90_SPEC (-1)
 #endif
-/* EVO_SM90_PACK_IN (not a knob; default 0; tools/bench builds only, to measure): 1 makes the OVERLAP consumers of
- * V_PATH 4 and 5 pack P̃'s fragment inside the softmax's exponentials (Softmax::step_pack, into a second fragment,
- * since P·V(j-1) still reads the first) and copy it over once P·V(j-1) is done, instead of packing it all after that
- * wait: the e4m3 conversions and byte permutes between the MUFU.EX2, and less work between the wait and the next
- * tile's GEMMs. The same words, so the same bits. */
-#ifndef EVO_SM90_PACK_IN
-#define EVO_SM90_PACK_IN 0
-#endif
 /* EVO_SM90_PDL (not a knob; default 1; 0 in tools/bench builds to measure without): a V_PATH 3 or 5 attention kernel
  * may start while its call's first kernel (evo_kv16_convert, evo_vt_transpose) still runs (programmatic dependent
  * launch: the first kernel lets its dependents launch at once, the launcher launches the attention kernel with
@@ -1155,20 +1147,6 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> s
     EVO_DEV void step(float (&s)[MT][TILE_N / 2], float qk_mul, bool need_mask, int key0, const int (&rowbase)[MT],
                       int seq, int causal, int g, int q)
     {
-        step_impl<false>(s, qk_mul, need_mask, key0, rowbase, seq, causal, g, q, nullptr);
-    }
-    /* EVO_SM90_PACK_IN (V_PATH 4 and 5): step, and P̃'s fragment packed into pf inside the exponentials' loop, each
-     * word as soon as its two key pairs are done (the same words PFrag::pack writes) */
-    EVO_DEV void step_pack(float (&s)[MT][TILE_N / 2], PFrag<TILE_N, MT, P8> &pf, float qk_mul, bool need_mask,
-                           int key0, const int (&rowbase)[MT], int seq, int causal, int g, int q)
-    {
-        step_impl<true>(s, qk_mul, need_mask, key0, rowbase, seq, causal, g, q, &pf);
-    }
-    template <bool PACK>
-    EVO_DEV void step_impl(float (&s)[MT][TILE_N / 2], float qk_mul, bool need_mask, int key0, const int (&rowbase)[MT],
-                           int seq, int causal, int g, int q, PFrag<TILE_N, MT, P8> *pf)
-    {
-        static_assert(!PACK || (P8 && GSUM), "step_pack: V_PATH 4 and 5");
         if (need_mask) mask(s, key0, rowbase, seq, causal, g, q);
         /* every row half's maximum first, then the exponentials */
         float rmx[MT][2];
@@ -1199,13 +1177,6 @@ template <int TILE_N, int MT, bool P8, bool GSUM = false, bool NO_MAX = false> s
                         if constexpr (!EVO_SM90_NO_TINY) /* one chain a row half: four independent accumulators
                                                                  measured up to 13 % slower (docs/perf-notes.md) */
                             tiny[mt][h] = add_le_f16x2(tiny[mt][h], pack_f16x2(p0, p1), 0x14001400u /* 2^-10 */);
-                        if constexpr (PACK)
-                            if (i & 1) { /* key pairs i - 1 and i of this row half: one word of P̃ (PFrag::pack) */
-                                const int i0 = i - 1, c = i0 >> 2, v2 = (i0 >> 1) & 1;
-                                pf->r[mt][c][h + 2 * v2] =
-                                    pack_e4m3x4(s[mt][4 * i0 + 2 * h], s[mt][4 * i0 + 2 * h + 1],
-                                                s[mt][4 * (i0 + 1) + 2 * h], s[mt][4 * (i0 + 1) + 2 * h + 1]);
-                            }
                     }
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
@@ -1616,7 +1587,6 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     Softmax<TILE_N, MT, P8, GSUM, (PROBE & 16) != 0> sx;
     constexpr bool SUMS = !(PROBE & 32); /* V_PATH 4 and 5's row-sum GEMMs (PROBE 32 leaves them out) */
     constexpr bool PSMEM = (PROBE & 64) != 0; /* PROBE 64: P̃ from shared memory (issue_pv_smem) */
-
     /* O_ACC with V_PATH 4 and 5: each tile's P·V (from zero) and its row sums come out of one m64n(D+8)k32 a 32-key
      * chunk into the tile accumulator's D + 8 columns, instead of an m64nDk32 and an m64n8k32 (issue_pv). The FP8
      * accumulator adds each output column on its own: the same bits, 1-2 % faster at 2048 keys and more (docs/
@@ -1626,8 +1596,6 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
     constexpr bool FUSED = P8 && GSUM && SUMS && O_ACC && !(PROBE & 4) && !PSMEM;
     constexpr bool SPEC = (EVO_SM90_SPEC > 0 || (EVO_SM90_SPEC < 0 && CONSUMERS == 1)) && !P8 && !PROBE &&
                           !EVO_SM90_TRACE; /* Softmax::step_kept */
-    constexpr bool PACK_IN = EVO_SM90_PACK_IN && P8 && GSUM && !PROBE && !SPEC && !EVO_SM90_TRACE; /* step_pack */
-    PFrag<TILE_N, MT, P8> pfn; /* PACK_IN: tile j's P̃ while P·V(j-1) reads pf */
     static_assert(!PSMEM || (V_PATH == 5 && OVERLAP && TILE_N == 128), "PROBE 64: V_PATH 5, OVERLAP, TILE_N 128");
     const u32 past_bars = (sm.bar + C::N_BARS * 8u + 1023u) & ~1023u; /* PROBE 64's P̃ */
     const u32 pbuf = PSMEM ? past_bars + (u32)(cw * WG_ROWS * 128) : 0u;
@@ -1715,128 +1683,72 @@ EVO_DEV void consumer_ws(const evo_attn_params &p, const Smem &sm, int nq, int c
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
             it++;
-            if constexpr (PACK_IN) {
-                /* tile j: Q·Kᵀ(j) and P·V(j-1) from pv issued, the softmax of j packs into nx; the next tile swaps
-                 * them, so no fragment is written while a GEMM reads it (the loop runs two tiles a turn) */
-                auto tile = [&](int j, PFrag<TILE_N, MT, P8> &pv, PFrag<TILE_N, MT, P8> &nx) {
-                    const int st = stage_of<STAGES>(it);
-                    const u32 ph = phase_of<STAGES>(it);
-                    if (PINGPONG) named_sync(my_turn, 256);
-                    mbar_wait(kready(st), ph);
-                    issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
-                    if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
-                    mbar_wait(sm.b(B::vtfull(pst)), pph);
-                    issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS, FUSED>(pvt, lg, pv, sm.vt + pst * VT, O_ACC != 0);
-                    if (PINGPONG) named_arrive(other_turn, 256);
-                    wg_wait<1>();
-                    fence_regs(s);
-                    mbar_arrive(sm.b(B::kempty(st)));
-                    if (QK_MODE != 1 && j == n - 1) mbar_arrive(q_empty);
-                    sx.step_pack(s, nx, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
-                    wg_wait<0>();
-                    fence_regs(pvt);
-                    if constexpr (!FUSED) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
-                    mbar_arrive(sm.b(B::vempty(pst)));
-                    if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
-#pragma unroll
-                    for (int mt = 0; mt < MT; mt++)
-                        alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
-                    pst = st;
-                    pph = ph;
-                    it++;
-                };
-                /* the item's last P·V, from pv */
-                auto last = [&](PFrag<TILE_N, MT, P8> &pv) {
-                    if (PINGPONG) named_sync(my_turn, 256);
-                    if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
-                    mbar_wait(sm.b(B::vtfull(pst)), pph);
-                    issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS, FUSED>(pvt, lg, pv, sm.vt + pst * VT, O_ACC != 0);
-                    if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
-                    wg_wait<0>();
-                    fence_regs(pvt);
-                    if constexpr (!FUSED) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
-                    mbar_arrive(sm.b(B::vempty(pst)));
-                    if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
-                };
-                int j = 1;
-                for (; j + 1 < n; j += 2) {
-                    tile(j, pf, pfn);
-                    tile(j + 1, pfn, pf);
-                }
-                if (j < n) {
-                    tile(j, pf, pfn);
-                    last(pfn);
-                } else {
-                    last(pf);
-                }
-            } else {
-                for (int j = 1; j < n; j++, it++) {
-                    const int st = stage_of<STAGES>(it);
-                    const u32 ph = phase_of<STAGES>(it);
-                    tt.stamp(TRACE_START);
-                    if (PINGPONG) named_sync(my_turn, 256);
-                    tt.stamp(TRACE_TURN);
-                    mbar_wait(kready(st), ph);
-                    if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
-                    if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
-                    mbar_wait(sm.b(B::vtfull(pst)), pph);
-                    if constexpr (PSMEM) issue_pv_smem<D, TILE_N, MT>(pvt, pf, sm.vt + pst * VT, pbuf, 4 + cw, ct, O_ACC != 0);
-                    else if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS, FUSED>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
-                    if (PINGPONG) named_arrive(other_turn, 256);
-                    tt.stamp(TRACE_ISSUED);
-                    wg_wait<1>();
-                    fence_regs(s);
-                    tt.stamp(TRACE_QK);
-                    mbar_arrive(sm.b(B::kempty(st)));
-                    if (QK_MODE != 1 && j == n - 1) mbar_arrive(q_empty);
-                    if constexpr (EVO_SM90_TRACE) { /* see TraceTile */
-                        wg_wait<0>();
-                        fence_regs(pvt);
-                        tt.stamp(TRACE_PV);
-                    }
-                    /* SPEC: the softmax after P·V(j-1) is done, since it writes P's fragment, that GEMM's operand */
-                    if constexpr (!SPEC && !(PROBE & 2))
-                        sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
-                    if constexpr (!EVO_SM90_TRACE) {
-                        wg_wait<0>();
-                        fence_regs(pvt);
-                    }
-                    if constexpr (GSUM && !(PROBE & 4) && !FUSED) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
-                    mbar_arrive(sm.b(B::vempty(pst)));
-                    if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
-                    if constexpr (SPEC) {
-                        if (!sx.step_kept(s, pf, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q)) {
-                            sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
-                            pf.pack(s);
-                        }
-                    } else {
-                        pf.pack(s);
-                    }
-                    tt.stamp_after(TRACE_SOFTMAX, pf.last());
-                    tt.store(tr, cw, it + item);
-    #pragma unroll
-                    for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
-                    pst = st;
-                    pph = ph;
-                }
+            for (int j = 1; j < n; j++, it++) {
+                const int st = stage_of<STAGES>(it);
+                const u32 ph = phase_of<STAGES>(it);
                 tt.stamp(TRACE_START);
                 if (PINGPONG) named_sync(my_turn, 256);
                 tt.stamp(TRACE_TURN);
+                mbar_wait(kready(st), ph);
+                if constexpr (!(PROBE & 8)) issue_qk<D, TILE_N, MT, QK_MODE, BM>(s, q_addr, k_base + st * KS, qf);
                 if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
                 mbar_wait(sm.b(B::vtfull(pst)), pph);
                 if constexpr (PSMEM) issue_pv_smem<D, TILE_N, MT>(pvt, pf, sm.vt + pst * VT, pbuf, 4 + cw, ct, O_ACC != 0);
                 else if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS, FUSED>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
-                /* the last turn of warpgroup 1 has no one left to hand over to */
-                if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
+                if (PINGPONG) named_arrive(other_turn, 256);
                 tt.stamp(TRACE_ISSUED);
-                wg_wait<0>();
-                fence_regs(pvt);
-                tt.stamp(TRACE_PV);
-                tt.store(tr, cw, it + item);
+                wg_wait<1>();
+                fence_regs(s);
+                tt.stamp(TRACE_QK);
+                mbar_arrive(sm.b(B::kempty(st)));
+                if (QK_MODE != 1 && j == n - 1) mbar_arrive(q_empty);
+                if constexpr (EVO_SM90_TRACE) { /* see TraceTile */
+                    wg_wait<0>();
+                    fence_regs(pvt);
+                    tt.stamp(TRACE_PV);
+                }
+                /* SPEC: the softmax after P·V(j-1) is done, since it writes P's fragment, that GEMM's operand */
+                if constexpr (!SPEC && !(PROBE & 2))
+                    sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
+                if constexpr (!EVO_SM90_TRACE) {
+                    wg_wait<0>();
+                    fence_regs(pvt);
+                }
                 if constexpr (GSUM && !(PROBE & 4) && !FUSED) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
                 mbar_arrive(sm.b(B::vempty(pst)));
                 if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
+                if constexpr (SPEC) {
+                    if (!sx.step_kept(s, pf, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q)) {
+                        sx.step(s, qk_mul, need_mask(j), j * TILE_N, rowbase, p.seq, p.causal, g, q);
+                        pf.pack(s);
+                    }
+                } else {
+                    pf.pack(s);
+                }
+                tt.stamp_after(TRACE_SOFTMAX, pf.last());
+                tt.store(tr, cw, it + item);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) alpha_prev[mt][0] = sx.alpha[mt][0], alpha_prev[mt][1] = sx.alpha[mt][1];
+                pst = st;
+                pph = ph;
             }
+            tt.stamp(TRACE_START);
+            if (PINGPONG) named_sync(my_turn, 256);
+            tt.stamp(TRACE_TURN);
+            if constexpr (!O_ACC) scale_o<DA, MT>(o, alpha_prev);
+            mbar_wait(sm.b(B::vtfull(pst)), pph);
+            if constexpr (PSMEM) issue_pv_smem<D, TILE_N, MT>(pvt, pf, sm.vt + pst * VT, pbuf, 4 + cw, ct, O_ACC != 0);
+            else if constexpr (!(PROBE & 4)) issue_pv<D, DA, TILE_N, MT, P8, GSUM, SUMS, FUSED>(pvt, lg, pf, sm.vt + pst * VT, O_ACC != 0);
+            /* the last turn of warpgroup 1 has no one left to hand over to */
+            if (PINGPONG && !(cw == 1 && sc.last())) named_arrive(other_turn, 256);
+            tt.stamp(TRACE_ISSUED);
+            wg_wait<0>();
+            fence_regs(pvt);
+            tt.stamp(TRACE_PV);
+            tt.store(tr, cw, it + item);
+            if constexpr (GSUM && !(PROBE & 4) && !FUSED) take_rowsum<D, DA, MT>(pvt, lg, O_ACC != 0);
+            mbar_arrive(sm.b(B::vempty(pst)));
+            if constexpr (O_ACC) add_scaled<DA, MT>(o, ot, alpha_prev);
         }
         if constexpr (C::O_STORE)
             store_o_staged<D, DA, MT, C::O_STORE, GSUM>(p, head_off, o, sx.l, rowbase, v_mul, g, q, lane, ostage);
