@@ -18,6 +18,7 @@ wheel on PYTHONPATH (without it the column says why it is n/a).
 per-head quantization, the same with incoherent processing, and fp16 SDPA.
 """
 import argparse
+import contextlib
 import ctypes
 import datetime
 import json
@@ -139,8 +140,8 @@ def parse_args(argv):
     p.add_argument("--seeds", type=int, default=3, help="--rmse: input draws per shape, RMSE averaged (default 3)")
     p.add_argument("--dry-run", action="store_true", help="check the arguments and the file; no GPU, no PyTorch")
     a = p.parse_args(argv)
-    if a.reps < 1 or a.replays < 1 or a.seeds < 1:
-        p.error("--reps, --replays and --seeds want a positive count")
+    if a.reps < 1 or a.replays < 1 or a.seeds < 1 or a.rounds < 1:
+        p.error("--reps, --replays, --seeds and --rounds want a positive count")
     names = [n.strip() for n in a.presets.split(",") if n.strip()]
     known = {n for n, *_ in PRESETS}
     bad = [n for n in names if n not in known]
@@ -473,12 +474,8 @@ def timed_rounds(timer, contenders):
                 if "error" in entry.get(method, {}):
                     continue
                 try:
-                    if ctx is None:
-                        r = getattr(timer, method)(fn, split=True)
-                    else:
-                        with ctx():
-                            r = getattr(timer, method)(fn, split=True)
-                    rounds[id(entry)][method].append(r)
+                    with (ctx or contextlib.nullcontext)():
+                        rounds[id(entry)][method].append(getattr(timer, method)(fn, split=True))
                 except Exception as e:  # a contender that cannot be captured or run is reported, not fatal
                     entry[method] = {"error": first_line(e)}
                     torch.cuda.synchronize()
@@ -512,6 +509,12 @@ def bind_launchers(lib):
         if name != LAUNCHERS[0] and hasattr(lib, query):
             q = getattr(lib, query)
             q.restype, q.argtypes = ctypes.c_int, [ctypes.c_int] * 5
+    if hasattr(lib, "evo_attention_workspace_bytes") and hasattr(lib, "evo_attention_forward_ws"):
+        lib.evo_attention_workspace_bytes.restype = ctypes.c_size_t
+        lib.evo_attention_workspace_bytes.argtypes = [ctypes.c_int] * 5
+        lib.evo_attention_forward_ws.restype = ctypes.c_int
+        lib.evo_attention_forward_ws.argtypes = FORWARD_ARGTYPES[:-1] + [ctypes.c_void_p, ctypes.c_size_t,
+                                                                         ctypes.c_void_p]
     return lib
 
 
@@ -543,12 +546,7 @@ def ours_call(torch, lib, q8, k8, v8, qs, ks, vs, o, shape, causal, scale):
     args = (q8.data_ptr(), k8.data_ptr(), v8.data_ptr(), qs.data_ptr(), ks.data_ptr(), vs.data_ptr(), o.data_ptr(),
             b, h, s, d, 1 if causal else 0, scale)
     wb = 0
-    if hasattr(lib, "evo_attention_workspace_bytes") and hasattr(lib, "evo_attention_forward_ws"):
-        lib.evo_attention_workspace_bytes.restype = ctypes.c_size_t
-        lib.evo_attention_workspace_bytes.argtypes = [ctypes.c_int] * 5
-        lib.evo_attention_forward_ws.restype = ctypes.c_int
-        lib.evo_attention_forward_ws.argtypes = FORWARD_ARGTYPES[:-1] + [ctypes.c_void_p, ctypes.c_size_t,
-                                                                         ctypes.c_void_p]
+    if hasattr(lib, "evo_attention_workspace_bytes") and hasattr(lib, "evo_attention_forward_ws"):  # bind_launchers
         wb = lib.evo_attention_workspace_bytes(b, h, s, d, 1 if causal else 0)
     if wb:
         ws = torch.empty(wb, dtype=torch.uint8, device="cuda")
