@@ -4,7 +4,8 @@
 # and refuses a missing file, a FIFO and a log without timing lines (exit 2, the file named); tools/bench/causal_balance.py
 # gives the persistent causal orders' max/mean work that the template's comment and docs/perf-notes.md quote, and
 # refuses a malformed shape; tools/bench/ncu_sass_mix.py reads an Nsight Compute source page (mix, stalls, hottest
-# body) and refuses other files; tools/bench/peer_ncu.py refuses a bad peer, shape or flag before it needs a GPU.
+# body) and refuses other files; tools/bench/peer_ncu.py refuses a bad peer, shape or flag before it needs a GPU;
+# tools/bench/compare_sdpa.py times its contenders in turn over rounds (timed_rounds, with a fake timer).
 # Run: bash tests/cli_bench_ab.sh build/evo .   (ctest runs it)
 set -u
 command -v python3 >/dev/null || { echo "SKIP: python3 is not installed (tools/setup.sh installs it)"; exit 77; }
@@ -109,5 +110,50 @@ out=$(python3 "$PN" cudnn_fp8 1,2,x,4 2>&1); rc=$?
 [ $rc = 2 ] && grep -q "shape '1,2,x,4'" <<<"$out" || fail "peer_ncu bad shape: exit $rc: $out"
 out=$(python3 "$PN" cudnn 1,2,3,4 --causl 2>&1); rc=$?
 [ $rc = 2 ] || fail "peer_ncu bad flag: exit $rc: $out"
+# tools/bench/compare_sdpa.py's timing in rounds: the contenders in turn each round (a context entered around each
+# of a backend's measurements), a contender's time the median of its round medians, one that fails left out of later
+# rounds with its error, the check after timing run once; --rounds 0 refused (exit 2)
+out=$(cd "$SRC/tools/bench" && python3 - <<'PY' 2>&1
+import compare_sdpa as cs
+class FakeTimer:
+    rounds = 3
+    class torch:
+        class cuda:
+            @staticmethod
+            def synchronize():
+                pass
+    def __init__(self):
+        self.n = 0
+    def graph(self, fn, split=False):
+        assert split
+        self.n += 1
+        fn()
+        return {"median_us": 10 + self.n, "p10_us": 9, "p90_us": 12}
+    def events(self, fn, split=False):
+        fn()
+        return {"median_us": 20, "p10_us": 19, "p90_us": 21}
+calls, entered, after = [], [], []
+class Ctx:
+    def __enter__(self):
+        entered.append(1)
+    def __exit__(self, *exc):
+        return False
+def bad():
+    raise RuntimeError("cannot capture")
+a, b, c = {}, {}, {}
+cs.timed_rounds(FakeTimer(), [(a, lambda: calls.append("a"), None, lambda: after.append(1)),
+                              (b, lambda: calls.append("b"), Ctx, None), (c, bad, None, None)])
+print("order", "".join(calls), "entered", len(entered), "after", len(after))
+print("a", a["graph"]["round_medians_us"], a["graph"]["median_us"], a["events"]["median_us"])
+print("b", b["graph"]["round_medians_us"], b["graph"]["median_us"])
+print("c", c["graph"], c["events"])
+PY
+)
+grep -q "^order aabbaabbaabb entered 6 after 1$" <<<"$out" || fail "timed_rounds order: $out"
+grep -q "^a \[11, 14, 16\] 14 20$" <<<"$out" || fail "timed_rounds medians of a: $out"
+grep -q "^b \[12, 15, 17\] 15$" <<<"$out" || fail "timed_rounds medians of b: $out"
+grep -q "^c {'error': 'cannot capture'} {'error': 'cannot capture'}$" <<<"$out" || fail "timed_rounds failure: $out"
+out=$(python3 "$SRC/tools/bench/compare_sdpa.py" --peers-only --rounds 0 --dry-run 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "want a positive count" <<<"$out" || fail "compare_sdpa --rounds 0: exit $rc: $out"
 [ $fails = 0 ] && echo "cli_bench_ab: all passed"
 exit $((fails > 0))
