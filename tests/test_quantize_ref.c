@@ -560,6 +560,44 @@ static void test_local_plan(void)
     CHECK_EQ_INT(evo_quant_plan_make(&k, 1, 1, 1 << 19, 256, 0, 90, 16, &p, why, sizeof why), 0);
     CHECK_EQ_INT((int)p.launch[0].grid_x, 96);
     CHECK_EQ_INT(p.chain_lag, 342);
+    /* keep 1: a chunk's rotated floats wait in shared memory, lag + 1 chunks a block. 8 warps, 32 KiB of floats a
+     * chunk (8192 elements: 64 a head of 4096 x 128); with slack 1 a head spans one round, two slots (64 KiB) fit
+     * three blocks per SM: the grid and lag of keep 0 (396 blocks, whole heads 384), 64 KiB of dynamic shared memory */
+    k.keep = 1, k.warps = 8, k.slack = 1;
+    CHECK_EQ_INT(evo_quant_check(&k, 128, 1, 90, why, sizeof why), 0);
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 4, 16, 4096, 128, 1, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT((int)p.chunks_per_head, 64);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 384);
+    CHECK_EQ_INT(p.chain_lag, 1);
+    CHECK_EQ_INT((int)p.launch[0].smem, 2 * 8192 * 4);
+    CHECK_EQ_INT(p.stages, 1);
+    CHECK_EQ_INT(p.launch[0].cooperative, 1);
+    /* slack 2: three slots (96 KiB) fit two blocks per SM: 264 blocks, whole heads 256, lag 2 */
+    k.slack = 2;
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 4, 16, 4096, 128, 1, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT((int)p.launch[0].grid_x, 256);
+    CHECK_EQ_INT(p.chain_lag, 2);
+    CHECK_EQ_INT((int)p.launch[0].smem, 3 * 8192 * 4);
+    CHECK_EQ_INT(p.stages, 1);
+    /* unrotated shapes and a separate rotation pass keep nothing */
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 4, 16, 4096, 128, 0, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT((int)p.launch[0].smem, 0);
+    CHECK_EQ_INT(p.stages, 0);
+    k.fused_rot = 0;
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 4, 16, 4096, 128, 1, 90, 132, &p, why, sizeof why), 0);
+    CHECK_EQ_INT((int)p.launch[p.n_launches - 1].smem, 0);
+    CHECK_EQ_INT(p.stages, 0);
+    k.fused_rot = 1;
+    /* a head of 2^16 chunks over 16 SMs spans hundreds of rounds: no slots fit, the kernel re-reads as keep 0 */
+    CHECK_EQ_INT(evo_quant_plan_make(&k, 1, 1, 1 << 19, 256, 1, 90, 16, &p, why, sizeof why), 0);
+    CHECK_EQ_INT((int)p.launch[0].smem, 0);
+    CHECK_EQ_INT(p.stages, 0);
+    CHECK(p.chain_lag > 100);
+    /* keep is 0 or 1 in mode 7 */
+    k.keep = 2;
+    CHECK(evo_quant_check(&k, 128, 1, 90, why, sizeof why) != 0);
+    CHECK_CONTAINS(why, "keep to modes 2 and 7");
+    k.keep = 0, k.warps = 4;
     k.slack = 0;
     CHECK(evo_quant_check(&k, 128, 0, 90, why, sizeof why) != 0);
     CHECK_CONTAINS(why, "slack must be at least 1");

@@ -37,8 +37,13 @@
 #   peers      compare_sdpa.py on each class's dispatching file (PEERS_CLASSES, "fp8 exact"; $OUT/dispatch-CLASS.cu
 #              after dispatch, else variants/) at the presets and the large problems, causal and not (issue 28's 14
 #              cases), with cuDNN FP8 where .wheels/ holds nvidia-cudnn-frontend; $OUT/peers-CLASS.{log,md,json}
-#   qmodes     after quant: the best candidate of each MODE in $OUT/quant.db (QMODES, default all: "0 1 ... 8")
-#              exported and self-tested (bit-exact checks, then each timed shape against a copy of the same bytes)
+#   qmodes     after quant: the best candidate of each MODE in $OUT/quant.db (QMODES, default all: "0 1 ... 8"; an
+#              entry with '=' picks by knobs instead, e.g. MODE=7,CLUSTER=1,KEEP=1) exported and self-tested
+#              (bit-exact checks, then each timed shape against a copy of the same bytes)
+#   qbench     tools/bench/quantize_gpu.sh into $OUT/qbench: the quantizer bench's genomes (QB_GENOMES, e.g. O3,L3k;
+#              all when unset) bit-exact against the CPU reference on every shape, rotated and not, then timed
+#              against a copy; the bench prebuilt in QB_BUILD (default build/quantize; built when it is missing);
+#              QB_COMPARE=1 adds the PyTorch side by side
 #   sm90       tests/gpu_sm90_grid.sh (the sm_90a family through the gates; its databases into $OUT)
 #   hopper     HOPPER_GENS (6) generations x HOPPER_POP (24) of configs/hopper.yaml (both families in one
 #              population), elites, history and the verdicts per family
@@ -214,7 +219,11 @@ for step in "$@"; do
                 tail -60 /tmp/evo-strategies/runs.log > "$OUT/strategies-runs.log" ;;
     qmodes) q=/tmp/evo-qmodes; mkdir -p $q
             for mode in ${QMODES:-0 1 2 3 4 5 6 7 8}; do
-              key=$(python3 -c "import sqlite3,sys; r=sqlite3.connect('$OUT/quant.db').execute(\"SELECT c.key FROM evaluations e JOIN candidates c ON c.id=e.candidate_id WHERE e.verdict='OK' AND c.genome LIKE '%MODE=$mode,%' ORDER BY e.fitness DESC LIMIT 1\").fetchone(); print(r[0] if r else '')")
+              case $mode in  # a mode number, or knobs the genome holds (MODE=7,CLUSTER=1,KEEP=1)
+                *=*) pat="%$mode%"; mode=$(printf %s "$mode" | tr -c 'A-Za-z0-9' _) ;;
+                *) pat="%MODE=$mode,%" ;;
+              esac
+              key=$(python3 -c "import sqlite3,sys; r=sqlite3.connect('$OUT/quant.db').execute(\"SELECT c.key FROM evaluations e JOIN candidates c ON c.id=e.candidate_id WHERE e.verdict='OK' AND c.genome LIKE '$pat' ORDER BY e.fitness DESC LIMIT 1\").fetchone(); print(r[0] if r else '')")
               [ -n "$key" ] || { echo "mode $mode: no OK candidate"; continue; }
               build/evo export --id "$key" --db "$OUT/quant.db" -o $q/m$mode.cu >/dev/null 2>&1 &&
                 nvcc -arch=sm_90 -O3 -DEVO_SELFTEST $q/m$mode.cu -o $q/m$mode 2>/dev/null &&
@@ -222,6 +231,8 @@ for step in "$@"; do
               echo "--- mode $mode ($key, exit $?): $(grep -m1 '^genome' "$OUT/qmode$mode-selftest.log")"
               sed -n '/^shape/,$p' "$OUT/qmode$mode-selftest.log" | head -8
             done ;;
+    qbench) QB_BENCH_ARGS="${QB_GENOMES:+--genomes $QB_GENOMES} ${QB_BENCH_ARGS:-}" QB_COMPARE="${QB_COMPARE:-0}" \
+              tools/bench/quantize_gpu.sh "$OUT/qbench" "${QB_BUILD:-build/quantize}" 2>&1 | tail -40 ;;
     sm90) bash tests/gpu_sm90_grid.sh build/evo . 2>&1 | tee "$OUT/sm90-grid.log" | tail -40 ;;
     hopper) rm -f "$OUT/hopper.db"
             build/evo run --config configs/hopper.yaml --generations "${HOPPER_GENS:-6}" --population "${HOPPER_POP:-24}" \

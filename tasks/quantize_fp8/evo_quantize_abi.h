@@ -85,8 +85,8 @@ typedef struct {
     int in_dtype;  /* EVO_QUANT_IN_F16 or EVO_QUANT_IN_BF16 */
     int rotate;    /* 1: incoherent processing (the rotation above) */
     int chain_lag; /* modes chained, ordered, resident, streamed and local: plan.chain_lag; 0 otherwise */
-    int stages;    /* modes resident, streamed and piped: plan.stages (chunks in each shared-memory ring); 0
-                      otherwise */
+    int stages;    /* modes resident, streamed and piped: plan.stages (chunks in each shared-memory ring); mode
+                      local: 1 when a chunk's rotated floats wait in shared memory (keep 1), else 0; 0 otherwise */
     int parts;     /* mode piped: plan.parts (parts per head); 0 otherwise */
     /* Several inputs in one launch (the exported evo_quantize_forward_multi): the heads above are those of up to
      * three tensors of x_heads heads each (batch counts them all: their batch times their number); head h reads x,
@@ -106,7 +106,10 @@ typedef struct {
     int cluster;   /* 1, 2, 4, 8, 16: CTAs per head (modes cluster and staged); mode piped: the fewest parts per
                       head (the plan doubles them until a part fits a block's ring and the parts fill the grid); 1
                       otherwise */
-    int keep;      /* 0, 1, 2, 4, 8, 16: vectors per thread held in registers between the passes (mode cluster) */
+    int keep;      /* 0, 1, 2, 4, 8, 16: vectors per thread held in registers between the passes (mode cluster);
+                      mode local: 1 keeps a chunk's rotated floats in shared memory from its absmax to its encoding
+                      (rotated shapes with fused_rot; one read and one rotation an element), 0 re-reads and
+                      re-rotates */
     int unroll;    /* 1, 2, 4, 8: vectors per thread loaded before the first is used */
     int iters;     /* 1, 2, 4, 8: load groups per chunk (modes split, chained, resident, streamed) */
     int cvt;       /* 0: e4m3 encoded in integer code; 1: cvt.rn.satfinite.e4m3x2.f32 (sm_89+) */
@@ -125,9 +128,10 @@ typedef struct {
     unsigned block;     /* threads = 32 * warps */
     unsigned cluster_x; /* cluster dims (cluster_x, 1, 1) as a launch attribute; 1: launch without a cluster */
     int nonportable;    /* 1: cluster_x = 16 needs the kernel attribute NonPortableClusterSizeAllowed = 1 */
-    unsigned smem;   /* dynamic shared memory bytes (modes resident, staged; 0 otherwise): above 48 KiB the kernel needs
+    unsigned smem;      /* dynamic shared memory bytes (modes resident, staged, streamed, piped, local with keep 1 on
+                           rotated shapes; 0 otherwise): above 48 KiB the kernel needs
                            MaxDynamicSharedMemorySize set to it */
-    int cooperative; /* 1: every block must be resident at once: a cooperative launch (launch attribute), which
+    int cooperative;    /* 1: every block must be resident at once: a cooperative launch (launch attribute), which
                            fails instead of deadlocking when the device cannot hold the grid */
 } evo_quant_launch;
 
@@ -324,8 +328,9 @@ static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int ro
     if (k->mode < 0 || k->mode > 8) EVO_QUANT_REJECT("mode must be 0, 1, 2, 3, 4, 5, 6, 7 or 8");
     if (!evo_quant_is_pow2(k->cluster) || k->cluster > 16) EVO_QUANT_REJECT("cluster must be 1, 2, 4, 8 or 16");
     if (k->mode != EVO_QUANT_MODE_CLUSTER && k->mode != EVO_QUANT_MODE_STAGED && k->mode != EVO_QUANT_MODE_PIPED &&
-        (k->cluster != 1 || k->keep != 0))
-        EVO_QUANT_REJECT("cluster applies to modes 2, 5 and 8, keep to mode 2 only (1 and 0 otherwise)");
+        (k->cluster != 1 || (k->keep != 0 && !(k->mode == EVO_QUANT_MODE_LOCAL && k->keep == 1))))
+        EVO_QUANT_REJECT("cluster applies to modes 2, 5 and 8, keep to modes 2 and 7 (mode 7: 0 or 1; 1 and 0 "
+                         "otherwise)");
     if (k->mode == EVO_QUANT_MODE_PIPED) {
         if (arch < 90) EVO_QUANT_REJECT("mode 8 (piped) needs sm_90 (clusters, bulk copies into shared memory)");
         if (k->keep != 0) EVO_QUANT_REJECT("mode 8 (piped): keep must be 0");
@@ -466,12 +471,34 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
         if (whole * 8ull >= grid * 7ull) grid = whole;
         unsigned long long lag = (p.chunks_per_head - 1ull + grid - 1ull) / grid;
         if (lag < (unsigned long long)k->slack) lag = (unsigned long long)k->slack;
+        unsigned long long kept = 0; /* keep 1, rotated: lag + 1 chunks of floats a block (Cfg::LOCAL_KEEP) */
+        if (k->keep == 1 && rotate && k->fused_rot) {
+            /* the most blocks per SM whose slots fit, the grid (and with it the lag) shrinking with them; where
+             * none fits (a head spanning many rounds), the kernel re-reads and re-rotates as with keep 0 */
+            for (unsigned long long bps = (unsigned long long)k->warps >= wps ? 1ull : wps / k->warps; bps >= 1;
+                 bps--) {
+                unsigned long long g = (unsigned long long)num_sms * bps;
+                if (g > chunks) g = chunks;
+                const unsigned long long wg = g - g % p.chunks_per_head;
+                if (wg * 8ull >= g * 7ull) g = wg;
+                unsigned long long lg = (p.chunks_per_head - 1ull + g - 1ull) / g;
+                if (lg < (unsigned long long)k->slack) lg = (unsigned long long)k->slack;
+                const unsigned long long bytes = (lg + 1ull) * p.chunk_elems * 4ull;
+                if (bytes <= evo_quant_smem_budget(arch) && bps * (bytes + 2048ull) <= evo_quant_smem_per_sm(arch)) {
+                    grid = g, lag = lg, kept = bytes;
+                    break;
+                }
+            }
+            p.stages = kept ? 1 : 0;
+        }
         p.chain_lag = (int)lag;
         p.scratch_bytes = rot + 16ull + 4ull * chunks;
         p.zero_scratch_once = 1;
         /* plain: a waiting thread computes what it waits for; with the rotation fused into the kernel it cannot
          * (Cfg::LOCAL_HELP) and the grid must be resident at once: a cooperative launch */
-        evo_quant_add_launch(&p, EVO_QUANT_K_MAIN, grid, threads)->cooperative = rotate && k->fused_rot;
+        evo_quant_launch *l = evo_quant_add_launch(&p, EVO_QUANT_K_MAIN, grid, threads);
+        l->cooperative = rotate && k->fused_rot;
+        l->smem = (unsigned)kept;
     } else if (k->mode == EVO_QUANT_MODE_STREAMED) {
         /* Warp chunk c goes to warp c % W (W = grid * warps) in round c / W. The most blocks per SM (at most
          * EVO_QUANT_STREAM_WARPS_PER_SM warps, the kernel's bound) whose warps' rings hold lag + 2 chunks: one being

@@ -49,7 +49,10 @@
  *                                parts per head (fewer parts: fewer blocks wait on each other, more of the ring held).
  *                                Other modes: 1
  *   KEEP      0, 1, 2, 4, 8, 16  mode 2: vectors per thread held in registers between the passes (read from DRAM
- *                                once); KEEP*VEC/4 <= 64 registers. Other modes: 0
+ *                                once); KEEP*VEC/4 <= 64 registers. Mode 7: 0 or 1, where 1 keeps a chunk's rotated
+ *                                floats in shared memory from its absmax to its encoding (rotated shapes with
+ *                                FUSED_ROT 1: every element read and rotated once; unrotated shapes as 0). Other
+ *                                modes: 0
  *   UNROLL    1, 2, 4, 8         vectors per thread loaded before the first is used: memory-level parallelism
  *   ITERS     1, 2, 4, 8         modes 0/1/3/4: load groups per chunk; chunk = 32*WARPS*UNROLL*ITERS vectors (mode 6:
  *                                a warp's chunk, 32*UNROLL*ITERS). Bigger
@@ -81,7 +84,10 @@
  *   - MODE 7: evo_quant, grid = min(chunks, SMs * max(1, 768 / THREADS)), rounded down to a multiple of cph when
  *     that keeps at least 7/8 of it, a plain launch (no co-residency needed; cooperative when ROTATE and
  *     FUSED_ROT), p.chain_lag = lag (rounds a head spans after its first, at least SLACK); scratch += 16 + 4*n_heads*cph bytes, zero-filled
- *     once after allocation; every launch leaves it zeroed (as modes 1 and 3).
+ *     once after allocation; every launch leaves it zeroed (as modes 1 and 3). KEEP 1 on a rotated shape (FUSED_ROT
+ *     1): dynamic shared memory (lag + 1) * chunk * 4 bytes and p.stages = 1, the grid as many blocks per SM as
+ *     such slots fit (the plan lowers them, and with them the grid, until they do); where none fits, p.stages = 0
+ *     and the kernel runs as with KEEP 0.
  *   - MODE 8: evo_quant, block = 32*WARPS + 32 threads (the producer warp), grid = min(parts of all heads, SMs *
  *     blocks per SM) as a cooperative launch, p.parts parts per head and p.stages chunks in each block's ring, dynamic
  *     shared memory p.stages * chunk bytes (evo_quant_piped: a part and one chunk more fit, parts <= grid);
@@ -152,6 +158,9 @@ struct Cfg {
     /* mode 7's waiting threads compute a missing chunk's absmax themselves (head_slots_max), except with the
      * rotation fused in (no lanes to rotate with): those plans launch cooperatively */
     static constexpr bool LOCAL_HELP = MODE == EVO_QUANT_MODE_LOCAL && !ROT;
+    /* mode 7 with the rotation fused in and KEEP 1: a chunk's rotated floats wait in shared memory from its absmax to
+     * its encoding, so every element is read and rotated once (local_kept); unrotated shapes run mode 7 as usual */
+    static constexpr bool LOCAL_KEEP = MODE == EVO_QUANT_MODE_LOCAL && ROT && KEEP == 1; /* when p.stages is 1 */
     static constexpr int D_ = D, VEC_ = VEC, WARPS_ = WARPS, MODE_ = MODE, CLUSTER_ = CLUSTER, KEEP_ = KEEP,
                          UNROLL_ = UNROLL, ITERS_ = ITERS, CVT_ = CVT, CACHE_ = CACHE, IN_BF16_ = IN_BF16,
                          ROTATE_ = ROTATE;
@@ -167,8 +176,8 @@ struct Cfg {
     static_assert(MODE >= 0 && MODE <= 8, "MODE is 0 split, 1 chained, 2 cluster, 3 ordered, 4 resident, 5 staged, "
                                           "6 streamed, 7 local or 8 piped");
     static_assert(pow2(CLUSTER) && CLUSTER <= 16, "CLUSTER must be 1, 2, 4, 8 or 16");
-    static_assert(MODE == 2 || MODE == 5 || MODE == 8 || (CLUSTER == 1 && KEEP == 0),
-                  "CLUSTER is a knob of modes 2, 5 and 8, KEEP of mode 2 (1 and 0 otherwise)");
+    static_assert(MODE == 2 || MODE == 5 || MODE == 8 || (CLUSTER == 1 && (KEEP == 0 || (MODE == 7 && KEEP == 1))),
+                  "CLUSTER is a knob of modes 2, 5 and 8, KEEP of modes 2 and 7 (mode 7: 0 or 1; 1 and 0 otherwise)");
     static_assert(MODE != 8 || (KEEP == 0 && WARPS <= 16), "mode 8: KEEP 0, at most 16 consumer warps");
     static_assert(MODE != 5 || KEEP == 0, "mode 5 keeps the head in shared memory: KEEP 0");
     static_assert(KEEP == 0 || (pow2(KEEP) && KEEP <= 16), "KEEP must be 0, 1, 2, 4, 8 or 16");
@@ -1520,6 +1529,103 @@ template <class C> EVO_DEV void local(const evo_quant_params &p)
     if (tid == 0) ctl[1] = 0u;
 }
 
+/* Mode 7 with the rotation fused in and KEEP 1 (Cfg::LOCAL_KEEP): local()'s rounds, lag and slots, but a chunk is
+ * read and rotated once. Step r loads the chunk of round r into registers, rotates it, takes its absmax and leaves
+ * its floats in slot r % (lag + 1) of the block's dynamic shared memory ((lag + 1) chunks of CHUNK_V*EPV floats,
+ * float4 i of a thread's chunk at i*THREADS + tid: a warp's accesses are consecutive 16-byte words); it publishes
+ * the absmax, issues the next step's loads, waits for the head of round r - lag and encodes that chunk from its
+ * slot. Each thread reads back only what it wrote, so the slots need no barrier. Cooperative launch (all blocks
+ * resident: no helping thread can rotate). */
+template <class C> EVO_DEV void local_kept(const evo_quant_params &p)
+{
+    extern __shared__ __align__(16) unsigned char kept_smem[];
+    __shared__ float red[2][2][C::WARPS_];
+    __shared__ u32 s_last;
+    constexpr int NV = C::UNROLL_ * C::ITERS_, F4 = C::EPV / 4;
+    constexpr u32 SLOT = (u32)C::CHUNK_V * (u32)F4; /* float4 words a slot */
+    static_assert(C::EPV % 4 == 0, "kept floats go in 16-byte words");
+    float4 *kept = (float4 *)kept_smem;
+    Shape<C> sh(p);
+    u32 *ctl = (u32 *)sh.mode_scratch, *slot = ctl + 4;
+    const u32 lag = (u32)p.chain_lag, grid = gridDim.x, b = blockIdx.x, tid = threadIdx.x, lane = tid & 31u;
+    const u32 chunks = sh.n_heads * sh.cph;
+    u32 dyn;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+    require(p.stages == 1 && lag >= 1u && gridDim.y == 1 && grid <= chunks && (u64)lag * grid + 1u >= sh.cph &&
+            (u64)(lag + 1u) * SLOT * 16ull <= dyn);
+    const u32 rounds = b < chunks ? (chunks - b + grid - 1u) / grid : 0u, smask = thread_signs<C>();
+    const u32 steps = rounds + lag, dh = grid / sh.cph, dk = grid % sh.cph;
+    u32 h1 = b / sh.cph, k1 = b % sh.cph, h2 = h1, k2 = k1;
+    auto advance = [&](u32 &h, u32 &k) {
+        h += dh, k += dk;
+        if (k >= sh.cph) h++, k -= sh.cph;
+    };
+    Raw<C::VEC_> a0[NV], a1[NV];
+    /* the chunk of round r (r < rounds) into regs; (h1, k1) is its head and index */
+    auto load = [&](Raw<C::VEC_>(&regs)[NV], u32 r) {
+        chunk_load<C, C::HINT_LAST>(regs, sh.head_src(h1), k1 * (u32)C::CHUNK_V, sh.nv, r < rounds);
+    };
+    auto step = [&](Raw<C::VEC_>(&regs)[NV], Raw<C::VEC_>(&next)[NV], u32 r) {
+        const bool first = r < rounds, second = r >= lag && r - lag < rounds;
+        const u32 early = second && tid < sh.cph ? ld_relaxed(&slot[(u64)h2 * sh.cph + tid]) : 0u;
+        if (first) {
+            float4 *mine = kept + (r % (lag + 1u)) * SLOT + tid;
+            float m = 0.0f;
+#pragma unroll
+            for (int i = 0; i < NV; i++) {
+                float f[C::EPV];
+                vec_floats<C>(regs[i], smask, lane, f);
+#pragma unroll
+                for (int e = 0; e < C::EPV; e++) m = fmaxf(m, fabsf(f[e]));
+#pragma unroll
+                for (int q = 0; q < F4; q++)
+                    mine[(u32)(i * F4 + q) * (u32)C::THREADS] =
+                        make_float4(f[4 * q], f[4 * q + 1], f[4 * q + 2], f[4 * q + 3]);
+            }
+            m = block_max<C::WARPS_>(m, red[r & 1u][0]);
+            if (tid == 0) st_relaxed(&slot[(u64)h1 * sh.cph + k1], 0x80000000u | __float_as_uint(m));
+            advance(h1, k1);
+        }
+        load(next, r + 1u); /* in flight while this step waits and encodes */
+        if (second) {
+            const float s = scale_of(block_max<C::WARPS_>(head_slots_max<C, false>(sh, slot, h2, early), red[r & 1u][1]));
+            if (k2 == 0 && tid == 0) p.scales[h2] = s;
+            const float inv = __frcp_rn(s);
+            const bool fast = scale_fast(s);
+            const float4 *old = kept + ((r - lag) % (lag + 1u)) * SLOT + tid;
+            unsigned char *ch = p.codes + (u64)h2 * sh.head_elems;
+#pragma unroll
+            for (int i = 0; i < NV; i++) {
+                float f[C::EPV];
+#pragma unroll
+                for (int q = 0; q < F4; q++) {
+                    const float4 v = old[(u32)(i * F4 + q) * (u32)C::THREADS];
+                    f[4 * q] = v.x, f[4 * q + 1] = v.y, f[4 * q + 2] = v.z, f[4 * q + 3] = v.w;
+                }
+                Codes<C::EPV> o;
+                if (fast) encode_vec<C::EPV, C::CVT_, C::QUOT_STEPS>(f, s, inv, o);
+                else encode_vec<C::EPV, C::CVT_, 0>(f, s, inv, o);
+                const u32 j = k2 * (u32)C::CHUNK_V + (u32)(i * C::THREADS) + tid;
+                if (j < sh.nv) store_codes<C::EPV, C::CACHE_>(ch + (u64)j * C::EPV, o.w);
+            }
+            advance(h2, k2);
+        }
+    };
+    load(a0, 0u);
+    for (u32 r = 0; r < steps; r += 2u) {
+        step(a0, a1, r);
+        if (r + 1u >= steps) break;
+        step(a1, a0, r + 1u);
+    }
+    /* the last block to finish (every other has read its slots) zeroes them for the next launch */
+    __syncthreads();
+    if (tid == 0) s_last = atom_add_acq_rel(&ctl[1], 1u) == gridDim.x - 1u;
+    __syncthreads();
+    if (!s_last) return;
+    for (u32 i = tid; i < chunks; i += (u32)C::THREADS) slot[i] = 0u;
+    if (tid == 0) ctl[1] = 0u;
+}
+
 /* ---- mode 8: piped ---- */
 
 #if EVO_QUANT_ARCH >= 900
@@ -1669,7 +1775,10 @@ __global__ void __launch_bounds__(32 * WARPS + (MODE == EVO_QUANT_MODE_PIPED ? 3
     else if constexpr (MODE == EVO_QUANT_MODE_RESIDENT) evoq::resident<C>(p);
     else if constexpr (MODE == EVO_QUANT_MODE_STAGED) evoq::staged_head<C>(p);
     else if constexpr (MODE == EVO_QUANT_MODE_STREAMED) evoq::streamed<C>(p);
-    else if constexpr (MODE == EVO_QUANT_MODE_LOCAL) evoq::local<C>(p);
+    else if constexpr (C::LOCAL_KEEP) {
+        if (p.stages) evoq::local_kept<C>(p); /* the plan found room for the kept floats */
+        else evoq::local<C>(p);
+    } else if constexpr (MODE == EVO_QUANT_MODE_LOCAL) evoq::local<C>(p);
     else if constexpr (MODE == EVO_QUANT_MODE_PIPED) evoq::piped<C>(p);
     else evoq::cluster_head<C>(p);
 }

@@ -231,6 +231,9 @@ static evo_status quantize_render(const evo_config *cfg, const evo_genome *g, co
                 : roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_STREAMED
                     ? (int)((unsigned long long)evo_quant_warp_ring(&k, arch_number(lim), 1) * k.warps *
                             (evo_quant_warp_chunk_bytes(&k) + 8ull))
+                : roles[r] == EVO_QUANT_K_MAIN && k.mode == EVO_QUANT_MODE_LOCAL && k.keep == 1 && cls[i].rotate &&
+                        k.fused_rot
+                    ? (int)evo_quant_smem_budget(arch_number(lim)) /* the kept floats' slots, as many as fit */
                     : 0;
             snprintf(v->name_expr, sizeof v->name_expr, "%s<%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d>",
                      kernel_names[roles[r]], cls[i].dim, cls[i].dtype, cls[i].rotate, k.vec, k.warps, k.mode, k.cluster,

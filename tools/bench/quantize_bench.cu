@@ -96,7 +96,8 @@ static void add_genome(const char *name, int slack)
     add_variant<64, 1, 1, VEC, WARPS, MODE, CL, KEEP, UN, IT, CVT, CACHE, FR>(name, slack);
 }
 
-/* Genome names: mode letter (S split, C chained, O ordered, K cluster, L local) and number; qb_genomes prints the knobs. */
+/* Genome names: mode letter (S split, C chained, O ordered, K cluster, L local) and number (a k: KEEP 1); qb_genomes
+ * prints the knobs. */
 static void build_variants()
 {
     if (!g_variants.empty()) return;
@@ -118,6 +119,14 @@ static void build_variants()
     add_genome<16, 8, 2, 8, 0, 4, 1, 1, 1, 1>("K4", 0);
     add_genome<32, 4, 7, 1, 0, 2, 1, 1, 1, 1>("L1", 2);
     add_genome<32, 8, 7, 1, 0, 2, 1, 1, 1, 1>("L2", 2);
+    /* mode 7 keeping the rotated floats in shared memory (KEEP 1; unrotated shapes run as KEEP 0) */
+    add_genome<32, 8, 7, 1, 1, 1, 1, 1, 1, 1>("L3k", 1);
+    add_genome<32, 8, 7, 1, 1, 2, 1, 1, 1, 1>("L4k", 1);
+    add_genome<16, 8, 7, 1, 1, 2, 1, 1, 1, 1>("L5k", 1);
+    add_genome<32, 4, 7, 1, 1, 2, 1, 1, 1, 1>("L6k", 1);
+    add_genome<32, 16, 7, 1, 1, 1, 1, 1, 1, 1>("L7k", 1);
+    add_genome<32, 8, 7, 1, 1, 4, 1, 1, 1, 1>("L8k", 1);
+    add_genome<32, 8, 7, 1, 1, 2, 1, 1, 1, 1>("L9k", 2);
 }
 
 static std::string knobs_text(const evo_quant_knobs &k)
@@ -369,6 +378,7 @@ struct Opts {
     bool quick = false;
     bool check = true;
     bool main_only = false; /* (4,16,4096,128) fp16 timing inputs only, no self-tests (for a profiler) */
+    int main_rot = 0;       /* with main_only: 1 times the rotated shape instead (--main-rot) */
     std::string out = ".";
     std::string genomes; /* comma-separated genome names; empty: all */
     std::vector<int> flushes = {0, 1}; /* 0: read the flush buffer (L2 left clean), 1: write it (left dirty) */
@@ -759,6 +769,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--quick")) o.quick = true;
         else if (!strcmp(argv[i], "--no-check")) o.check = false;
         else if (!strcmp(argv[i], "--main-only")) o.main_only = true;
+        else if (!strcmp(argv[i], "--main-rot")) o.main_only = true, o.main_rot = 1;
         else if (!strcmp(argv[i], "--genomes") && i + 1 < argc) o.genomes = argv[++i];
         else if (!strcmp(argv[i], "--flush") && i + 1 < argc) {
             std::string f = argv[++i];
@@ -777,7 +788,7 @@ int main(int argc, char **argv)
                 printf("%s: %s\n", g_variants[v].genome.c_str(), knobs_text(g_variants[v].k).c_str());
             return 0;
         } else {
-            fprintf(stderr, "usage: quantize_bench [--reps N] [--quick] [--no-check] [--genomes A,B] [--flush read|write|both] "
+            fprintf(stderr, "usage: quantize_bench [--reps N] [--quick] [--no-check] [--main-only|--main-rot] [--genomes A,B] [--flush read|write|both] "
                             "[--out DIR] [--list]\n");
             return 2;
         }
@@ -801,7 +812,7 @@ int main(int argc, char **argv)
                 auto *x = new std::vector<uint16_t>(n);
                 gen_input(x->data(), nh, (size_t)sh.s * sh.d, bf, kind, 1000 + si * 10 + bf * 2 + kind);
                 inputs.push_back(x);
-                for (int rot = 0; rot < (o.main_only ? 1 : 2); rot++) {
+                for (int rot = o.main_only ? o.main_rot : 0; rot < (o.main_only ? o.main_rot + 1 : 2); rot++) {
                     Case c;
                     c.shape = si;
                     c.bf16 = bf;

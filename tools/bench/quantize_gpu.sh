@@ -3,8 +3,10 @@
 # reference, timing against a device-to-device copy) and then PyTorch side by side; logs and JSON under OUT.
 # Usage: tools/bench/quantize_gpu.sh OUT [BUILD_DIR]    (BUILD_DIR: default build/quantize, built with
 #        tools/bench/quantize_build.sh when it holds no quantize_bench; prints a summary last)
-# Time limits in seconds (0: none): QB_BENCH_TIMEOUT, QB_COMPARE_TIMEOUT; extra options: QB_BENCH_ARGS, QB_COMPARE_ARGS.
-# QB_NCU="G1,G2": also profile those genomes and the probes on (4,16,4096,128) fp16 with ncu (ncu.txt).
+# Time limits in seconds (0: none): QB_BENCH_TIMEOUT, QB_COMPARE_TIMEOUT; extra options: QB_BENCH_ARGS, QB_COMPARE_ARGS;
+# QB_COMPARE=0 leaves PyTorch out.
+# QB_NCU="G1,G2": also profile those genomes and the probes on (4,16,4096,128) fp16 with ncu (ncu.txt); QB_NCU_ROT=1:
+# the rotated shape.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:?usage: tools/bench/quantize_gpu.sh OUT [BUILD_DIR]}
@@ -24,14 +26,16 @@ wait "$bench_pid"
 echo "bench rc=$?" >> "$out/bench.log"
 [ -n "${watch_pid:-}" ] && kill "$watch_pid" 2>/dev/null
 awk '/^CHECKED/ && $6 == 0 {sub(":", "", $3); print $3}' "$out/bench.log" > "$out/passing.txt"
-PYTHONUNBUFFERED=1 timeout -k 5 "${QB_COMPARE_TIMEOUT:-0}" python3 tools/bench/compare_quantize.py --lib "$bd/libquantize_bench.so" --variants "$out/passing.txt" \
-  --out "$out" ${QB_COMPARE_ARGS:-} > "$out/compare.log" 2>&1
-echo "compare rc=$?" >> "$out/compare.log"
+if [ "${QB_COMPARE:-1}" != 0 ]; then
+  PYTHONUNBUFFERED=1 timeout -k 5 "${QB_COMPARE_TIMEOUT:-0}" python3 tools/bench/compare_quantize.py --lib "$bd/libquantize_bench.so" --variants "$out/passing.txt" \
+    --out "$out" ${QB_COMPARE_ARGS:-} > "$out/compare.log" 2>&1
+  echo "compare rc=$?" >> "$out/compare.log"
+fi
 if [ -n "${QB_NCU:-}" ]; then
   timeout -k 5 "${QB_NCU_TIMEOUT:-0}" ncu --clock-control none --target-processes all \
     -k 'regex:evo_quant|probe_encode|copy_kernel' --section SpeedOfLight --section MemoryWorkloadAnalysis \
     --section Occupancy --section WarpStateStats --section LaunchStats \
-    "$bd/quantize_bench" --main-only --no-check --reps 1 --flush read --genomes "$QB_NCU" --out /tmp \
+    "$bd/quantize_bench" ${QB_NCU_ROT:+--main-rot} --main-only --no-check --reps 1 --flush read --genomes "$QB_NCU" --out /tmp \
     > "$out/ncu.txt" 2>&1
   echo "ncu rc=$?" >> "$out/ncu.txt"
 fi
