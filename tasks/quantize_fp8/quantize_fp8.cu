@@ -393,12 +393,39 @@ template <int EPV> EVO_DEV u32 sign_bits(u32 c0)
     return (u32)(w >> (c0 & 63u)) & (u32)((1ull << EPV) - 1ull);
 }
 
+/* Sign bits (sign_bits' form, at most 16) regrouped by pairs: bit 2i in bit i, bit 2i + 1 in bit 16 + i, so that
+ * (P << (15 - i)) & 0x80008000 is the sign mask of 16-bit word i of a vector (its elements 2i and 2i + 1). */
+EVO_DEV u32 pair_signs(u32 smask)
+{
+    u32 e = smask & 0x5555u, o = (smask >> 1) & 0x5555u;
+    e = (e | (e >> 1)) & 0x3333u, o = (o | (o >> 1)) & 0x3333u;
+    e = (e | (e >> 2)) & 0x0f0fu, o = (o | (o >> 2)) & 0x0f0fu;
+    e = (e | (e >> 4)) & 0x00ffu, o = (o | (o >> 4)) & 0x00ffu;
+    return e | (o << 16);
+}
+
+/* The sign flips s of a vector of fp16/bf16 pairs (psigns: pair_signs), one XOR a word: exact, and the same values
+ * as flipping the floats after the exact conversion (NaN stays NaN). */
+template <int VEC> EVO_DEV void flip_pairs(Raw<VEC> &r, u32 psigns)
+{
+#pragma unroll
+    for (int i = 0; i < VEC / 4; i++) r.w[i] ^= (psigns << (15 - i)) & 0x80008000u;
+}
+
+/* The butterflies and the multiply of the rotation below, on values whose signs are already flipped. */
+template <int D, int EPV> EVO_DEV void rotate_flipped(float (&v)[EPV], u32 lane);
+
 /* The row's D elements lie in D/EPV consecutive lanes, EPV each. y = H·(s∘x)·(1/sqrt(D)): sign flips, butterfly
  * stages h = 1, 2, .., D/2 ((a, b) -> (a + b, a - b) for the pair (i, i + h)), then one multiply. */
 template <int D, int EPV> EVO_DEV void rotate(float (&v)[EPV], u32 smask, u32 lane)
 {
 #pragma unroll
     for (int i = 0; i < EPV; i++) v[i] = __uint_as_float(__float_as_uint(v[i]) ^ (((smask >> i) & 1u) << 31));
+    rotate_flipped<D>(v, lane);
+}
+
+template <int D, int EPV> EVO_DEV void rotate_flipped(float (&v)[EPV], u32 lane)
+{
 #pragma unroll
     for (int h = 1; h < EPV; h <<= 1) {
 #pragma unroll
@@ -427,11 +454,18 @@ template <int D, int EPV> EVO_DEV void rotate(float (&v)[EPV], u32 smask, u32 la
 /* ---- one vector: its part of the absmax, or its codes ---- */
 
 /* The EPV elements of raw vector r as floats, rotated with a fused rotation (every lane of the warp calls it: the
- * rotation shuffles). */
-template <class C> EVO_DEV void vec_floats(const Raw<C::VEC_> &r, u32 smask, u32 lane, float (&f)[C::EPV])
+ * rotation shuffles; psigns: thread_signs, the signs by pairs, flipped on the fp16/bf16 words before converting). */
+template <class C> EVO_DEV void vec_floats(const Raw<C::VEC_> &r, u32 psigns, u32 lane, float (&f)[C::EPV])
 {
-    to_float<C::IN>(r, f);
-    if (C::ROT) rotate<C::D_>(f, smask, lane);
+    if constexpr (C::ROT) {
+        static_assert(C::IN != EVO_QUANT_IN_F32, "a fused rotation reads fp16/bf16 pairs");
+        Raw<C::VEC_> x = r;
+        flip_pairs(x, psigns);
+        to_float<C::IN>(x, f);
+        rotate_flipped<C::D_>(f, lane);
+    } else {
+        to_float<C::IN>(r, f);
+    }
 }
 
 /* |x| max over one vector of raw input, folded into m: fp16/bf16 pairs by one AND and one max.f16x2 / max.bf16x2 per
@@ -679,11 +713,12 @@ EVO_DEV void chunk_encode(const unsigned char *xh, unsigned char *ch, u32 v0, u3
     }
 }
 
+/* This thread's signs for vec_floats (pair_signs of its columns' sign bits; 0 without a fused rotation). */
 template <class C> EVO_DEV u32 thread_signs()
 {
     if (!C::ROT) return 0u;
     constexpr u32 TPR = (u32)(C::D_ / C::EPV);
-    return sign_bits<C::EPV>((threadIdx.x % TPR) * (u32)C::EPV);
+    return pair_signs(sign_bits<C::EPV>((threadIdx.x % TPR) * (u32)C::EPV));
 }
 
 /* ---- mode 0: split ---- */
@@ -947,8 +982,7 @@ EVO_DEV void cluster_encode(const unsigned char *xh, unsigned char *ch, u32 nv, 
 #pragma unroll
             for (int e = 0; e < C::EPV; e++) f[e] = kf[C::KEEP_F32 ? k : 0][C::KEEP_F32 ? e : 0];
         } else {
-            to_float<C::IN>(kr[k], f);
-            if (C::ROT) rotate<C::D_>(f, smask, lane);
+            vec_floats<C>(kr[k], smask, lane, f);
         }
         Codes<C::EPV> o;
         encode_vec<C::EPV, C::CVT_, FAST ? C::QUOT_STEPS : 0>(f, s, inv, o);
@@ -997,8 +1031,7 @@ template <class C> EVO_DEV void cluster_head(const evo_quant_params &p)
 #pragma unroll
     for (int k = 0; k < C::KEEP_; k++) {
         float f[C::EPV];
-        to_float<C::IN>(kr[k], f);
-        if (C::ROT) rotate<C::D_>(f, smask, lane);
+        vec_floats<C>(kr[k], smask, lane, f);
 #pragma unroll
         for (int e = 0; e < C::EPV; e++) {
             m = fmaxf(m, fabsf(f[e]));

@@ -127,6 +127,7 @@ static void build_variants()
     add_genome<32, 16, 7, 1, 1, 1, 1, 1, 1, 1>("L7k", 1);
     add_genome<32, 8, 7, 1, 1, 4, 1, 1, 1, 1>("L8k", 1);
     add_genome<32, 8, 7, 1, 1, 2, 1, 1, 1, 1>("L9k", 2);
+    add_genome<32, 4, 7, 1, 1, 2, 1, 1, 1, 1>("L10k", 2);
 }
 
 static std::string knobs_text(const evo_quant_knobs &k)
