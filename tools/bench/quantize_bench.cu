@@ -163,7 +163,7 @@ static cudaError_t launch_plan(const Variant &v, const evo_quant_plan &plan, con
         cfg.blockDim = dim3(l.block, 1, 1);
         cfg.dynamicSmemBytes = l.smem;
         cfg.stream = st;
-        if (l.smem > 48u * 1024u) {
+        if (l.smem > 0u) { /* with the kernel's static shared memory even 48 KiB may need it */
             cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)l.smem);
             if (e != cudaSuccess) return e;
         }
