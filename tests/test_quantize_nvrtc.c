@@ -128,6 +128,9 @@ int main(void)
     check_genome("sm_80", "128,0,0,16,8,7,1,0,4,1,0,1,1", 7, 0);
     check_genome("sm_90", "128,1,1,32,4,7,1,0,2,1,1,1,1", 7, 0);
     check_genome("sm_90", "64,0,1,16,8,7,1,0,4,1,1,0,0", 7, 1);
+    check_genome("sm_90", "128,0,1,32,4,7,1,1,2,1,1,1,1", 7, 0); /* the rotated floats kept in shared memory */
+    check_genome("sm_90", "64,1,1,16,8,7,1,1,2,1,0,0,1", 7, 0);
+    check_genome("sm_90", "128,1,0,32,8,7,1,1,2,1,1,1,1", 7, 0); /* unrotated: KEEP 1 changes nothing */
     check_genome("sm_90", "128,0,0,32,16,8,8,0,2,1,1,1,1", 8, 0);
     check_genome("sm_90", "64,1,1,16,16,8,4,0,2,2,1,0,1", 8, 0);
     check_genome("sm_90", "128,0,1,32,4,8,16,0,2,2,0,1,0", 8, 1);
@@ -135,11 +138,12 @@ int main(void)
     check_rejected("sm_80", "128,0,0,16,8,6,1,0,4,2,0,1,1", "MODE 6 (streamed) needs sm_90");
     check_rejected("sm_80", "128,0,0,16,16,2,8,16,2,1,0,1,1", "CLUSTER > 1 needs sm_90");
     check_rejected("sm_80", "128,0,0,16,8,4,1,0,1,4,0,1,1", "MODE 4 (resident) needs sm_90");
-    check_rejected("sm_90", "128,0,0,16,8,1,1,4,4,1,1,1,1", "CLUSTER is a knob of modes 2, 5 and 8, KEEP of mode 2");
+    check_rejected("sm_90", "128,0,0,16,8,1,1,4,4,1,1,1,1", "CLUSTER is a knob of modes 2, 5 and 8, KEEP of modes 2 and 7");
     check_rejected("sm_80", "128,0,0,16,8,8,8,0,2,1,0,1,1", "MODE 8 (piped) needs sm_90");
     check_rejected("sm_90", "128,0,0,16,32,8,8,0,2,1,1,1,1", "mode 8: KEEP 0, at most 16 consumer warps");
     check_rejected("sm_80", "128,0,0,16,8,5,1,0,4,1,1,1,1", "MODE 5 (staged) needs sm_90");
     check_rejected("sm_90", "128,0,0,16,8,5,16,4,4,1,1,1,1", "mode 5 keeps the head in shared memory: KEEP 0");
+    check_rejected("sm_90", "128,0,1,32,4,7,1,2,2,1,1,1,1", "KEEP of modes 2 and 7 (mode 7: 0 or 1");
     check_rejected("sm_90", "96,0,0,16,8,1,1,0,4,1,1,1,1", "D must be 32, 64, 128 or 256");
     check_rejected("sm_90", "256,0,1,8,8,1,1,0,4,1,1,1,1", "a row must span at most 32 lanes");
     check_rejected("sm_90", "128,0,0,32,8,1,1,0,4,2,1,1,1", "two chunks of UNROLL*ITERS*VEC/4 registers");
