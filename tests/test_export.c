@@ -347,35 +347,41 @@ static void make_dispatch_fixture(const char *path)
     hopper_close(&h, c, 3);
 }
 
-/* One finished run of the config at config_path (its task, whatever it is) on sm_90: the baseline (1.0x) and genome
- * (1.5x). Prints "GENOME key". Returns 2 when the genome does not parse or does not pass the host-side checks. */
-static int make_genome_fixture(const char *path, const char *config_path, const char *genome)
+/* One finished run of the config at config_path (its task, whatever it is) on sm_90: the baseline (1.0x) and the n
+ * genomes, genome i with speedup speeds[i][k] on timed shape k (speeds NULL: 1.5x on every shape). Prints "GENOME key"
+ * for one genome, "G<i> key" for several. Returns 2 when a genome does not parse or does not pass the host-side
+ * checks. */
+static int make_genomes_fixture(const char *path, const char *config_path, int n, char *const *genomes,
+                                char *const *speeds)
 {
     evo_err err = {0};
     char *text = NULL;
     if (evo_read_file(config_path, &text, NULL, &err) != EVO_OK) die("config", &err);
     evo_config *cfg = NULL;
     if (evo_config_parse(config_path, text, strlen(text), &cfg, &err) != EVO_OK) die("parse", &err);
-    evo_candidate c[2];
+    evo_candidate c[9];
     memset(c, 0, sizeof c);
+    if (n < 1 || n > 8) die("make_genomes_fixture: 1 to 8 genomes", NULL);
     c[0].genome = cfg->baseline;
-    if (evo_genome_parse(cfg->space, genome, &c[1].genome, &err) != EVO_OK) {
-        fprintf(stderr, "test_export: %s\n", err.msg);
-        evo_config_free(cfg);
-        free(text);
-        return 2;
-    }
+    for (int i = 1; i <= n; i++)
+        if (evo_genome_parse(cfg->space, genomes[i - 1], &c[i].genome, &err) != EVO_OK) {
+            fprintf(stderr, "test_export: %s\n", err.msg);
+            evo_config_free(cfg);
+            free(text);
+            return 2;
+        }
     evo_device_limits lim;
     if (evo_device_limits_for_arch("sm_90", &lim, &err) != EVO_OK) die("limits", &err);
     const evo_build_opts bo = {.cfg = cfg, .task = evo_task_find(cfg->task), .lim = &lim, .arch = "sm_90", .jobs = 1};
-    if (evo_candidates_prepare(&bo, c, 2, &err) != EVO_OK) die("prepare", &err);
-    if (c[1].verdict != EVO_V_OK) {
-        fprintf(stderr, "test_export: %s: %s\n", genome, c[1].why);
-        for (int i = 0; i < 2; i++) evo_candidate_free(&c[i]);
-        evo_config_free(cfg);
-        free(text);
-        return 2;
-    }
+    if (evo_candidates_prepare(&bo, c, n + 1, &err) != EVO_OK) die("prepare", &err);
+    for (int i = 1; i <= n; i++)
+        if (c[i].verdict != EVO_V_OK) {
+            fprintf(stderr, "test_export: %s: %s\n", genomes[i - 1], c[i].why);
+            for (int j = 0; j <= n; j++) evo_candidate_free(&c[j]);
+            evo_config_free(cfg);
+            free(text);
+            return 2;
+        }
     evo_store *st = NULL;
     if (evo_store_open(path, EVO_STORE_READWRITE, &st, &err) != EVO_OK) die("open", &err);
     char ss[65];
@@ -391,13 +397,13 @@ static int make_genome_fixture(const char *path, const char *config_path, const 
                        .strategy = "ga",
                        .seed = 1,
                        .generations = 1,
-                       .population = 2,
+                       .population = n + 1,
                        .gpu = "NVIDIA H100 80GB HBM3",
                        .driver = "13000",
                        .nvrtc_version = (char *)evo_nvrtc_version(),
                        .evo_version = EVO_VERSION};
     if (evo_store_begin_run(st, &run, &err) != EVO_OK) die("begin_run", &err);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i <= n; i++) {
         evo_candidate_rec r = {.key = c[i].key,
                                .task = cfg->task,
                                .arch = "sm_90",
@@ -410,10 +416,47 @@ static int make_genome_fixture(const char *path, const char *config_path, const 
                                .spill_bytes = 0,
                                .stack_bytes = 0};
         if (evo_store_put_candidate(st, &r, &err) != EVO_OK) die("put_candidate", &err);
-        put_eval(st, cfg, ss, r.id, run.id, 0, EVO_V_OK, i ? 1.5 : 1.0);
+        if (i == 0 || !speeds) {
+            put_eval(st, cfg, ss, r.id, run.id, 0, EVO_V_OK, i ? 1.5 : 1.0);
+            continue;
+        }
+        evo_shape_result *res = make_results(cfg, 1.0);
+        const char *sp = speeds[i - 1];
+        double logsum = 0;
+        for (int k = 0; k < cfg->n_shapes; k++) {
+            char *endp;
+            const double f = strtod(sp, &endp);
+            if (endp == sp || f <= 0) die("make_genomes_fixture: a speed per timed shape, colon-separated", NULL);
+            sp = *endp == ':' ? endp + 1 : endp;
+            res[k].speedup = f;
+            res[k].median_us = res[k].baseline_us / f;
+            res[k].p10_us = res[k].median_us * 0.98;
+            res[k].p90_us = res[k].median_us * 1.03;
+            res[k].ci_lo_us = res[k].median_us * 0.995;
+            res[k].ci_hi_us = res[k].median_us * 1.005;
+            res[k].rate = evo_task_find(cfg->task)->work(&cfg->shapes[k]) / (res[k].median_us * 1e-6) /
+                          evo_task_find(cfg->task)->rate_scale;
+            logsum += log(f);
+        }
+        evo_eval_rec e = {.candidate_id = r.id,
+                          .run_id = run.id,
+                          .generation = 0,
+                          .shape_set = ss,
+                          .verdict = EVO_V_OK,
+                          .fitness = exp(logsum / cfg->n_shapes),
+                          .detail = "{\"cases_checked\":300,\"worst_rel_l2\":0}",
+                          .gpu = "NVIDIA H100 80GB HBM3",
+                          .created_at = "2026-11-28T08:01:00Z",
+                          .shapes = res,
+                          .n_shapes = cfg->n_shapes};
+        if (evo_store_put_evaluation(st, &e, &err) != EVO_OK) die("put_evaluation", &err);
+        free(res);
     }
-    printf("GENOME %s\n", c[1].key);
-    for (int i = 0; i < 2; i++) evo_candidate_free(&c[i]);
+    if (n == 1)
+        printf("GENOME %s\n", c[1].key);
+    else
+        for (int i = 1; i <= n; i++) printf("G%d %s\n", i, c[i].key);
+    for (int i = 0; i <= n; i++) evo_candidate_free(&c[i]);
     evo_store_close(st);
     evo_config_free(cfg);
     free(text);
@@ -988,7 +1031,15 @@ int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "--fixture") == 0) return fixture_main(argv[2], argv[3]);
     if (argc == 6 && strcmp(argv[1], "--fixture") == 0 && strcmp(argv[2], "genome") == 0)
-        return make_genome_fixture(argv[3], argv[4], argv[5]);
+        return make_genomes_fixture(argv[3], argv[4], 1, &argv[5], NULL);
+    /* --fixture genomes DB CONFIG G1 S1 [G2 S2 ...]: Si the speedups of Gi on the timed shapes, colon-separated */
+    if (argc >= 7 && argc % 2 == 1 && strcmp(argv[1], "--fixture") == 0 && strcmp(argv[2], "genomes") == 0) {
+        char *g[8], *sp[8];
+        const int n = (argc - 5) / 2;
+        if (n > 8) die("--fixture genomes: at most 8 genomes", NULL);
+        for (int i = 0; i < n; i++) g[i] = argv[5 + 2 * i], sp[i] = argv[6 + 2 * i];
+        return make_genomes_fixture(argv[3], argv[4], n, g, sp);
+    }
     snprintf(tmpdir, sizeof tmpdir, "/tmp/evo-test-export-XXXXXX");
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");

@@ -138,7 +138,8 @@ int main(void)
     check_rejected("sm_80", "128,0,0,16,8,6,1,0,4,2,0,1,1", "MODE 6 (streamed) needs sm_90");
     check_rejected("sm_80", "128,0,0,16,16,2,8,16,2,1,0,1,1", "CLUSTER > 1 needs sm_90");
     check_rejected("sm_80", "128,0,0,16,8,4,1,0,1,4,0,1,1", "MODE 4 (resident) needs sm_90");
-    check_rejected("sm_90", "128,0,0,16,8,1,1,4,4,1,1,1,1", "CLUSTER is a knob of modes 2, 5 and 8, KEEP of modes 2 and 7");
+    check_rejected("sm_90", "128,0,0,16,8,1,1,4,4,1,1,1,1",
+                   "CLUSTER is a knob of modes 2, 5 and 8, KEEP of modes 2 and 7");
     check_rejected("sm_80", "128,0,0,16,8,8,8,0,2,1,0,1,1", "MODE 8 (piped) needs sm_90");
     check_rejected("sm_90", "128,0,0,16,32,8,8,0,2,1,1,1,1", "mode 8: KEEP 0, at most 16 consumer warps");
     check_rejected("sm_80", "128,0,0,16,8,5,1,0,4,1,1,1,1", "MODE 5 (staged) needs sm_90");

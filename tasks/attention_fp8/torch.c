@@ -78,7 +78,7 @@ static evo_status attention_facts(const evo_torch_files *f, torch_facts *t, evo_
     return EVO_OK;
 }
 
-/* Rows "  {D, BF16, ROT, evo_quant<" of the quantizer's variant table, in order. */
+/* Rows "  {D, BF16, ROT, evo_quant<" of the quantizer's variant table, in order, each class once. */
 static evo_status quantize_facts(const evo_torch_files *f, torch_facts *t, evo_err *err)
 {
     const char *text = f->companion_text;
@@ -94,6 +94,10 @@ static evo_status quantize_facts(const evo_torch_files *f, torch_facts *t, evo_e
         if (strncmp(end, ", ", 2) != 0 || (end[2] != '0' && end[2] != '1') || strncmp(end + 3, ", ", 2) != 0 ||
             (end[5] != '0' && end[5] != '1') || strncmp(end + 6, ", evo_quant<", 12) != 0)
             continue;
+        char tok[48], seen[sizeof t->variants + 2];
+        snprintf(tok, sizeof tok, ",%ld:%s:%c,", d, end[2] == '1' ? "bf16" : "fp16", end[5]);
+        snprintf(seen, sizeof seen, ",%s,", t->variants);
+        if (strstr(seen, tok)) continue; /* a dispatching quantizer has a row per genome and class */
         used += (size_t)snprintf(t->variants + used, used < sizeof t->variants ? sizeof t->variants - used : 0,
                                  "%s%ld:%s:%c", rows ? "," : "", d, end[2] == '1' ? "bf16" : "fp16", end[5]);
         rows++;

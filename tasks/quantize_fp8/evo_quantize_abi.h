@@ -174,6 +174,17 @@ EVO_QUANT_HD static inline float evo_quant_rsqrt_d(int d)
     }
 }
 
+/* A call's size class, by which an exported quantizer holding several genomes picks one (with its rotation; evo's
+ * dispatch buckets, docs/usage.md): k for n_elems in 2^(k-1)+1 .. 2^k, n_elems = every element of the call (all of
+ * its inputs), and EVO_QUANT_SIZE_CLASS_MIN for every smaller call. */
+#define EVO_QUANT_SIZE_CLASS_MIN 20
+EVO_QUANT_HD static inline int evo_quant_size_class(unsigned long long n_elems)
+{
+    int k = EVO_QUANT_SIZE_CLASS_MIN;
+    while (k < 62 && (1ull << k) < n_elems) k++;
+    return k;
+}
+
 /* 4 bytes per element of the rotated-rows buffer at the start of the scratch (fused_rot = 0 with rotate), rounded
  * up to 256. */
 EVO_QUANT_HD static inline unsigned long long evo_quant_rot_bytes(unsigned long long n_elems)

@@ -1,7 +1,8 @@
 /* quantize_export_harness.cu — the host launcher and the self-test of every quantize_fp8 kernel `evo export`
- * writes. evo appends this text, unchanged, after evo_quantize_abi.h, quantize_fp8.cu and the genome's own section
- * (knobs evo_export_knobs, the kernels' explicit instantiations, namespace evo_export: qvariant table, timed
- * shapes), so it is the same in every exported quantizer. It is not a kernel template: evo never compiles it alone;
+ * writes. evo appends this text, unchanged, after evo_quantize_abi.h, quantize_fp8.cu and the genomes' own section
+ * (the kernels' explicit instantiations, namespace evo_export: the qentry table of genomes and knobs, the qvariant
+ * table, the qbucket dispatch table, timed shapes), so it is the same in every exported quantizer, of one genome or
+ * a dispatching one. It is not a kernel template: evo never compiles it alone;
  * tests/cli_quantize_export.sh builds the files evo export writes with nvcc.
  */
 #include <atomic>
@@ -35,12 +36,37 @@ struct qcall {
     int memset_ctl;                /* 1: zero the chained control words before launching */
 };
 
-static int find_qvariant(int head_dim, int in_dtype, int rotate)
+static const int n_entries = (int)(sizeof entries / sizeof entries[0]);
+
+/* The self-test's: >= 0 runs every call on that entry instead of the dispatched one (never set by a caller). */
+static int forced_entry = -1;
+
+static int find_qvariant(int head_dim, int in_dtype, int rotate, int entry)
 {
     for (int i = 0; i < n_qvariants; i++)
-        if (variants[i].head_dim == head_dim && variants[i].in_dtype == in_dtype && variants[i].rotate == rotate)
+        if (variants[i].head_dim == head_dim && variants[i].in_dtype == in_dtype && variants[i].rotate == rotate &&
+            variants[i].entry == entry)
             return i;
     return -1;
+}
+
+/* The entry a call of n_elems elements (all its inputs) with this rotation runs: the bucket of its rotation and
+ * size class, else the nearest size class of its rotation (ties: the smaller), else the nearest of the other
+ * rotation; entry 0 without buckets. */
+static int pick_entry(int rotate, unsigned long long n_elems)
+{
+    if (forced_entry >= 0) return forced_entry;
+    const int k = evo_quant_size_class(n_elems);
+    int best = -1, best_d = 0, best_k = 0;
+    for (int pass = 0; pass < 2 && best < 0; pass++)
+        for (int b = 0; b < n_buckets; b++) {
+            const bool same = (buckets[b].rotate != 0) == (rotate != 0); /* pass 0: its rotation; 1: the other */
+            if (same != (pass == 0)) continue;
+            const int d = buckets[b].size_class > k ? buckets[b].size_class - k : k - buckets[b].size_class;
+            if (best < 0 || d < best_d || (d == best_d && buckets[b].size_class < best_k))
+                best = b, best_d = d, best_k = buckets[b].size_class;
+        }
+    return best < 0 ? 0 : buckets[best].entry;
 }
 
 /* The plan of one call on the current device; cudaErrorInvalidValue for a combination or shape this file cannot
@@ -49,18 +75,21 @@ static cudaError_t resolve(int in_dtype, int rotate, int batch, int heads, int s
 {
     if ((in_dtype != EVO_QUANT_IN_F16 && in_dtype != EVO_QUANT_IN_BF16) || (rotate != 0 && rotate != 1))
         return cudaErrorInvalidValue;
-    c->vi = find_qvariant(head_dim, in_dtype, rotate);
+    if (batch < 1 || heads < 1 || seq < 1 || head_dim < 1) return cudaErrorInvalidValue; /* the plan says why */
+    const int entry = pick_entry(rotate, (unsigned long long)batch * (unsigned long long)heads *
+                                             (unsigned long long)seq * (unsigned long long)head_dim);
+    c->vi = find_qvariant(head_dim, in_dtype, rotate, entry);
     if (c->vi < 0) return cudaErrorInvalidValue;
+    const evo_quant_knobs &knobs = entries[entry].knobs;
     int dev = 0, major = 0, minor = 0, sms = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess) return e;
-    if (evo_quant_plan_make(&evo_export_knobs, batch, heads, seq, head_dim, rotate, major * 10 + minor, sms, &c->plan,
-                            0, 0) != 0)
+    if (evo_quant_plan_make(&knobs, batch, heads, seq, head_dim, rotate, major * 10 + minor, sms, &c->plan, 0, 0) != 0)
         return cudaErrorInvalidValue;
-    const int unfused = rotate && !evo_export_knobs.fused_rot;
+    const int unfused = rotate && !knobs.fused_rot;
     const int chained = c->plan.zero_scratch_once; /* modes chained and ordered: control words that start at zero */
     c->offset = chained && unfused ? chained_zone : 0ull;
     c->memset_ctl = chained && unfused;
@@ -146,6 +175,23 @@ static cudaError_t launch_plan(const qcall &c, const evo_quant_params &p, cudaSt
 } // namespace evo_export
 
 extern "C" const char *evo_quantize_genome(void) { return EVO_EXPORT_GENOME; }
+
+/* The genomes of the file (1 for a single export) and the one of entry i (NULL out of range). */
+extern "C" int evo_quantize_entries(void) { return evo_export::n_entries; }
+extern "C" const char *evo_quantize_entry_genome(int i)
+{
+    return i >= 0 && i < evo_export::n_entries ? evo_export::entries[i].genome : (const char *)0;
+}
+
+/* The entry a call of evo_quantize_forward with these arguments runs (for evo_quantize_forward_multi: batch times
+ * the inputs); -1 when none can run it. */
+extern "C" int evo_quantize_dispatch(int in_dtype, int rotate, int batch, int heads, int seq, int head_dim)
+{
+    evo_export::qcall c;
+    return evo_export::resolve(in_dtype, rotate, batch, heads, seq, head_dim, &c) == cudaSuccess
+               ? evo_export::variants[c.vi].entry
+               : -1;
+}
 
 /* Bytes of device scratch evo_quantize_forward needs for this call on the current device (0: none; pass NULL);
  * (unsigned long long)-1 when this file cannot run the combination or shape. */
@@ -513,6 +559,7 @@ static bool run_checks(int *n_cases, int *failed)
     shared_scratch scr;
     for (int vi = 0; vi < evo_export::n_qvariants; vi++) {
         const evo_export::qvariant &v = evo_export::variants[vi];
+        evo_export::forced_entry = v.entry; /* every entry's kernels on every shape, whatever the dispatch picks */
         for (const bhs &sh : shapes) {
             int bad = 0;
             for (int dist = 0; dist < N_DISTS; dist++) {
@@ -536,14 +583,17 @@ static bool run_checks(int *n_cases, int *failed)
                 }
             }
             *failed += bad;
-            printf("check  D=%-3d %-4s rotate=%d  (%d,%d,%4d)  %d distributions x 2 calls  %s\n", v.head_dim,
+            printf("check  D=%-3d %-4s rotate=%d  (%d,%d,%4d)  %d distributions x 2 calls  %s", v.head_dim,
                    v.in_dtype ? "bf16" : "fp16", v.rotate, sh.b, sh.h, sh.s, N_DISTS, bad ? "FAIL" : "bit-exact");
+            if (evo_export::n_entries > 1) printf("  (entry %d)", v.entry);
+            printf("\n");
         }
     }
     /* Two and three inputs in one call (what a PyTorch op does with q, k, v): the same bits as one call each, every
      * distribution mixed across the inputs, on odd and preset shapes. */
     for (int vi = 0; vi < evo_export::n_qvariants; vi++) {
         const evo_export::qvariant &v = evo_export::variants[vi];
+        evo_export::forced_entry = v.entry;
         int bad = 0, cases = 0;
         for (const bhs &sh : shapes) {
             for (int n_x = 2; n_x <= 3; n_x++) {
@@ -570,9 +620,12 @@ static bool run_checks(int *n_cases, int *failed)
             }
         }
         *failed += bad;
-        printf("check  D=%-3d %-4s rotate=%d  2 and 3 inputs in one call, %d shapes  %s\n", v.head_dim,
+        printf("check  D=%-3d %-4s rotate=%d  2 and 3 inputs in one call, %d shapes  %s", v.head_dim,
                v.in_dtype ? "bf16" : "fp16", v.rotate, cases / 2, bad ? "FAIL" : "bit-exact");
+        if (evo_export::n_entries > 1) printf("  (entry %d)", v.entry);
+        printf("\n");
     }
+    evo_export::forced_entry = -1; /* from here on the dispatch picks */
     /* The launcher's contract: refusals launch nothing. */
     const evo_export::qvariant &v0 = evo_export::variants[0];
     void *buf = nullptr;
@@ -729,8 +782,11 @@ static bool run_timing(const char *only, int reps, int *n_timed, int *failed)
             snprintf(evo_us, sizeof evo_us, "%.2f", sh.evo_median_us);
         else
             snprintf(evo_us, sizeof evo_us, "-");
-        printf("%-34s %10.2f %16s %8.0f %10.2f %7.1f%% %9s  %s\n", name, med, spread, gbs, copy_med,
+        printf("%-34s %10.2f %16s %8.0f %10.2f %7.1f%% %9s  %s", name, med, spread, gbs, copy_med,
                100.0 * copy_med / med, evo_us, vd.pass() ? "bit-exact" : "CODES DIFFER");
+        if (evo_export::n_entries > 1)
+            printf("  (entry %d)", evo_quantize_dispatch(sh.in_dtype, sh.rotate, sh.batch, sh.heads, sh.seq, sh.head_dim));
+        printf("\n");
         ++*n_timed;
         if (!vd.pass()) ++*failed;
         if (3 * sh.batch <= 65535) { /* q, k, v as a PyTorch op has them: three inputs, one call, against a copy of
@@ -782,8 +838,12 @@ static bool run_timing(const char *only, int reps, int *n_timed, int *failed)
             if (!ok) break;
             const double m3 = tq3[(size_t)reps / 2], c3m = tc3[(size_t)reps / 2];
             snprintf(spread, sizeof spread, "%.2f..%.2f", percentile(tq3, 1, 10), percentile(tq3, 9, 10));
-            printf("%-34s %10.2f %16s %8.0f %10.2f %7.1f%% %9s  %s\n", "  q, k, v: 3 inputs, one call", m3, spread,
+            printf("%-34s %10.2f %16s %8.0f %10.2f %7.1f%% %9s  %s", "  q, k, v: 3 inputs, one call", m3, spread,
                    9.0 * (double)n / (m3 * 1e-6) / 1e9, c3m, 100.0 * c3m / m3, "-", bad ? "CODES DIFFER" : "bit-exact");
+            if (evo_export::n_entries > 1)
+                printf("  (entry %d)",
+                       evo_quantize_dispatch(sh.in_dtype, sh.rotate, 3 * sh.batch, sh.heads, sh.seq, sh.head_dim));
+            printf("\n");
             ++*n_timed;
             if (bad) ++*failed;
         }
@@ -800,9 +860,13 @@ int main(int argc, char **argv)
     using namespace evo_qselftest;
     evo_selftest_main::start_info s;
     if (!evo_selftest_main::start(argc, argv, evo_export::timing_repetitions, s)) return 2;
-    printf("genome  %s\nkey %s, arch %s\ndevice  %s (sm_%d%d, %d SMs), s.driver %d, s.runtime %d\n\n", EVO_EXPORT_GENOME,
+    printf("genome  %s\nkey %s, arch %s\ndevice  %s (sm_%d%d, %d SMs), s.driver %d, s.runtime %d\n", EVO_EXPORT_GENOME,
            EVO_EXPORT_KEY, EVO_EXPORT_ARCH, s.prop.name, s.prop.major, s.prop.minor, s.prop.multiProcessorCount, s.driver,
            s.runtime);
+    if (evo_export::n_entries > 1)
+        for (int i = 0; i < evo_export::n_entries; i++)
+            printf("entry %d  %s (key %.8s)\n", i, evo_export::entries[i].genome, evo_export::entries[i].key);
+    printf("\n");
     int n_cases = 0, n_timed = 0, failed = 0;
     if (!run_checks(&n_cases, &failed)) return 1;
     if (!s.a.check_only && !run_timing(s.a.only, s.a.reps, &n_timed, &failed)) return 1;

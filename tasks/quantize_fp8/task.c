@@ -282,9 +282,28 @@ static double quantize_bytes(const evo_shape *s)
     return heads * (double)s->v[QZ_SEQ] * s->v[QZ_DIM] * 3.0 + heads * 4.0;
 }
 
+/* The dispatch bucket of a shape (evo_quantize_abi.h, evo_quant_size_class): rotated or not, and the power-of-two
+ * class of its elements; the label says the range. */
+static bool quantize_bucket(const evo_shape *s, evo_bucket *out)
+{
+    const unsigned long long n = (unsigned long long)s->v[QZ_BATCH] * (unsigned long long)s->v[QZ_HEADS] *
+                                 (unsigned long long)s->v[QZ_SEQ] * (unsigned long long)s->v[QZ_DIM];
+    const int k = evo_quant_size_class(n);
+    memset(out, 0, sizeof *out);
+    out->key[0] = s->v[QZ_ROTATE] != 0;
+    out->key[1] = k;
+    if (k == EVO_QUANT_SIZE_CLASS_MIN)
+        snprintf(out->label, sizeof out->label, "%s, up to 2^%d elements", out->key[0] ? "rotated" : "plain", k);
+    else
+        snprintf(out->label, sizeof out->label, "%s, 2^%d+1..2^%d elements", out->key[0] ? "rotated" : "plain", k - 1,
+                 k);
+    return true;
+}
+
 static const char *const quantize_headers[] = {"evo_quantize_abi.h", NULL};
 
 evo_status evo_qz_export_body(const struct evo_export_ctx *x, evo_str *out, evo_err *err);
+evo_status evo_qz_export_dispatch_body(const struct evo_export_dispatch_ctx *x, evo_str *out, evo_err *err);
 extern const evo_task_gpu evo_qz_gpu;
 
 const evo_task evo_task_quantize_fp8 = {
@@ -314,6 +333,8 @@ const evo_task evo_task_quantize_fp8 = {
     .rate_key = "gbps",
     .rate_scale = 1e9,
     .export_body = evo_qz_export_body,
+    .bucket = quantize_bucket,
+    .export_dispatch_body = evo_qz_export_dispatch_body,
     .kernel_prefix = "evo_quant",
     .gpu = &evo_qz_gpu,
 };
