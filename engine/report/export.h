@@ -162,6 +162,9 @@ void evo_export_dispatch_free(evo_export_dispatch_ctx *d);
 /* One entry's genome rendered with the config of its run (e->cfg, e->prog, e->options, e->key_check), checked as
  * evo_export_render checks a single one; a compile-key caveat goes to warning. */
 evo_status evo_export_entry_render(evo_export_entry *e, char *warning, size_t warning_len, evo_err *err);
+/* The lines of a dispatching file's top comment that say where its buckets come from (the store's per-shape elites,
+ * the class, the GPU model) and how each winner was chosen. */
+void evo_export_dispatch_buckets_intro(evo_str *o, const evo_export_dispatch_ctx *d);
 /* "<task>-<arch>-dispatch.cu" for the exact class, "<task>-<arch>-dispatch-<class>.cu" for another */
 void evo_export_dispatch_default_name(const evo_export_dispatch_ctx *d, char *buf, size_t n);
 

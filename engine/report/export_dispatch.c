@@ -273,6 +273,16 @@ void evo_export_dispatch_free(evo_export_dispatch_ctx *d)
     memset(d, 0, sizeof *d);
 }
 
+void evo_export_dispatch_buckets_intro(evo_str *o, const evo_export_dispatch_ctx *d)
+{
+    evo_str_appendf(o,
+                    " * Buckets, from the per-shape elites of %s on %s, accuracy class %s%s%s (evo elite --show\n"
+                    " * --per-shape): each bucket's winner is the candidate with the least total median time over the\n"
+                    " * bucket's timed shapes.\n"
+                    " *\n",
+                    d->scope.task, d->scope.arch, d->accuracy, d->model[0] ? ", times of " : "", d->model);
+}
+
 void evo_export_dispatch_default_name(const evo_export_dispatch_ctx *d, char *buf, size_t n)
 {
     /* the exact class keeps the plain name (the op's default); another class says itself, so that the files of

@@ -359,12 +359,7 @@ static void append_dispatch_header(evo_str *o, const evo_export_dispatch_ctx *d)
         " * fewest seq steps, then the smaller bucket. Within the entry, the variant is chosen as in a single file\n"
         " * (head dim; the large-problem variant when its grid fills the device).\n"
         " *\n");
-    evo_str_appendf(o,
-                    " * Buckets, from the per-shape elites of %s on %s, accuracy class %s%s%s (evo elite --show\n"
-                    " * --per-shape): each bucket's winner is the candidate with the least total median time over the\n"
-                    " * bucket's timed shapes.\n"
-                    " *\n",
-                    d->scope.task, d->scope.arch, d->accuracy, d->model[0] ? ", times of " : "", d->model);
+    evo_export_dispatch_buckets_intro(o, d);
     evo_str_appendf(o, " *   %-40s %5s %-8s %-6s %9s %10s  %s\n", "bucket", "entry", "key", "class", "speedup",
                     "median µs", "shapes; GPU");
     for (int b = 0; b < d->n_buckets; b++) {
