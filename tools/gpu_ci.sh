@@ -54,8 +54,9 @@
 #   sanitize   one generation of configs/presets.yaml, then its elites under compute-sanitizer (--sanitize)
 #   quant      QUANT_GENS (3) generations of QUANT_CONFIG (configs/quantize.yaml; population QUANT_POP, 12), elites
 #              and history
-#   qtorch     after quant: its best exported (evo export; $OUT/quant-best.cu) and self-tested, then
-#              tests/gpu_torch_op.py on it and ATTENTION (default variants/attention_fp8-sm_90-e40fd3dd.cu)
+#   qtorch     after quant: its best exported (evo export; $OUT/quant-best.cu; QTORCH_DISPATCH=1: the dispatching
+#              export, evo export --dispatch) and self-tested, then tests/gpu_torch_op.py on it and ATTENTION (default
+#              variants/attention_fp8-sm_90-e40fd3dd.cu)
 #   gpus       GPUS_GENS (6) generations of configs/default.yaml on GPU 0 alone and on every GPU, with a cold
 #              compile cache and then a warm one (compile time out of the way), GPU use sampled by nvidia-smi;
 #              GPUS_ORDER="all 0" runs every GPU first (the first run also pays for a cold page cache)
@@ -205,7 +206,11 @@ for step in "$@"; do
            python3 -c "import sqlite3; sqlite3.connect('$OUT/quant.db').execute('pragma wal_checkpoint(TRUNCATE)')"
            build/evo elite --show --db "$OUT/quant.db" 2>&1 | head -30 ;;
     qtorch) att=${ATTENTION:-variants/attention_fp8-sm_90-e40fd3dd.cu}; q=/tmp/evo-quant; mkdir -p $q
-            build/evo export --best --db "$OUT/quant.db" -o $q/quant.cu 2>&1 | tail -2
+            if [ "${QTORCH_DISPATCH:-0}" = 1 ]; then  # every bucket's winner (rotation, size class) in one file
+              build/evo export --dispatch --db "$OUT/quant.db" -o $q/quant.cu 2>&1 | tail -8
+            else
+              build/evo export --best --db "$OUT/quant.db" -o $q/quant.cu 2>&1 | tail -2
+            fi
             cp $q/quant.cu "$OUT/quant-best.cu"
             nvcc -arch=sm_90 -O3 -DEVO_SELFTEST $q/quant.cu -o $q/selftest
             timeout 120 $q/selftest --reps 20 >"$OUT/quant-selftest.log" 2>&1; echo "self-test exit $?"
