@@ -325,6 +325,21 @@ static inline int evo_quant_refuse(const char *msg, char *why, unsigned long why
     return -1;
 }
 
+/* Mode local with bps blocks per SM: the grid (at most one block per chunk; a multiple of the chunks per head cph
+ * when that keeps 7/8 of the blocks) and the lag (the rounds a head spans after its first, at least slack). */
+static inline void evo_quant_local_grid(unsigned long long chunks, unsigned long long cph, int num_sms,
+                                        unsigned long long bps, int slack, unsigned long long *grid,
+                                        unsigned long long *lag)
+{
+    unsigned long long g = (unsigned long long)num_sms * bps;
+    if (g > chunks) g = chunks;
+    const unsigned long long whole = g - g % cph;
+    if (whole * 8ull >= g * 7ull) g = whole;
+    unsigned long long l = (cph - 1ull + g - 1ull) / g;
+    if (l < (unsigned long long)slack) l = (unsigned long long)slack;
+    *grid = g, *lag = l;
+}
+
 /* Genome checks that need no shape: 0 when the genome can be built for (head_dim, rotate, arch), -1 with the
  * reason in why (arch as 80, 89, 90). The template's static_asserts state the same. */
 static inline int evo_quant_check(const evo_quant_knobs *k, int head_dim, int rotate, int arch, char *why,
@@ -475,25 +490,16 @@ static inline int evo_quant_plan_make(const evo_quant_knobs *k, int batch, int h
          * own round, never for the next round's start of a head that straddles the two (measured 1 % faster). */
         const unsigned long long chunks = n_heads * p.chunks_per_head;
         const unsigned long long wps = EVO_QUANT_LOCAL_WARPS_PER_SM;
-        unsigned long long grid =
-            (unsigned long long)num_sms * ((unsigned long long)k->warps >= wps ? 1ull : wps / k->warps);
-        if (grid > chunks) grid = chunks;
-        const unsigned long long whole = grid - grid % p.chunks_per_head;
-        if (whole * 8ull >= grid * 7ull) grid = whole;
-        unsigned long long lag = (p.chunks_per_head - 1ull + grid - 1ull) / grid;
-        if (lag < (unsigned long long)k->slack) lag = (unsigned long long)k->slack;
+        const unsigned long long bps0 = (unsigned long long)k->warps >= wps ? 1ull : wps / k->warps;
+        unsigned long long grid, lag;
+        evo_quant_local_grid(chunks, p.chunks_per_head, num_sms, bps0, k->slack, &grid, &lag);
         unsigned long long kept = 0; /* keep 1, rotated: lag + 1 chunks of floats a block (Cfg::LOCAL_KEEP) */
         if (k->keep == 1 && rotate && k->fused_rot) {
             /* the most blocks per SM whose slots fit, the grid (and with it the lag) shrinking with them; where
              * none fits (a head spanning many rounds), the kernel re-reads and re-rotates as with keep 0 */
-            for (unsigned long long bps = (unsigned long long)k->warps >= wps ? 1ull : wps / k->warps; bps >= 1;
-                 bps--) {
-                unsigned long long g = (unsigned long long)num_sms * bps;
-                if (g > chunks) g = chunks;
-                const unsigned long long wg = g - g % p.chunks_per_head;
-                if (wg * 8ull >= g * 7ull) g = wg;
-                unsigned long long lg = (p.chunks_per_head - 1ull + g - 1ull) / g;
-                if (lg < (unsigned long long)k->slack) lg = (unsigned long long)k->slack;
+            for (unsigned long long bps = bps0; bps >= 1; bps--) {
+                unsigned long long g, lg;
+                evo_quant_local_grid(chunks, p.chunks_per_head, num_sms, bps, k->slack, &g, &lg);
                 const unsigned long long bytes = (lg + 1ull) * p.chunk_elems * 4ull;
                 if (bytes <= evo_quant_smem_budget(arch) && bps * (bytes + 2048ull) <= evo_quant_smem_per_sm(arch)) {
                     grid = g, lag = lg, kept = bytes;
