@@ -70,6 +70,8 @@ static void append_header(evo_str *o, const evo_export_ctx *x)
     evo_str_append(o, " */\n");
 }
 
+#define QZ_MAX_ENTRIES 16 /* genomes in one file */
+
 /* One genome of the file: its candidate, the program rendered from it and the config of its run. */
 typedef struct {
     const evo_candidate_rec *cand;
@@ -95,7 +97,7 @@ static int file_dims(const qz_entry *e, int n, int *dims)
 
 /* The entries' knobs, kernels and variant rows (one row per entry and (head dim, dtype, rotate) class the genome
  * can build; each kernel instantiated once), the dispatch table (n_buckets rows of rotate, size class, entry; none:
- * every call runs entry 0), then under EVO_SELFTEST the timed shapes with evo's medians. */
+ * every call runs entry 0), then under EVO_SELFTEST the timed shapes with evo's medians. n: 1 to QZ_MAX_ENTRIES. */
 static void append_entries(evo_str *o, const qz_entry *e, int n, const char *genome, const char *key, const char *arch,
                            const long long (*buckets)[3], int n_buckets, const evo_shape *const *timed,
                            const double *timed_us, int n_timed, long long run_id)
@@ -107,14 +109,14 @@ static void append_entries(evo_str *o, const qz_entry *e, int n, const char *gen
     evo_str_append(o, "\n#define EVO_EXPORT_ARCH ");
     evo_export_append_cstring(o, arch);
     evo_str_appendf(o, "\n#define EVO_EXPORT_ENTRIES %d\n\n", n);
-    evo_quant_knobs k[16];
-    for (int i = 0; i < n && i < 16; i++) k[i] = genome_knobs(e[i].prog, e[i].cand->genome);
+    evo_quant_knobs k[QZ_MAX_ENTRIES];
+    for (int i = 0; i < n; i++) k[i] = genome_knobs(e[i].prog, e[i].cand->genome);
     int dims[8];
     const int nd = file_dims(e, n, dims);
     const int arch_n = atoi(arch + 3); /* "sm_90" -> 90 */
     evo_str rows = {0}, seen = {0};
     evo_str_append(&seen, "\n");
-    for (int i = 0; i < n && i < 16; i++)
+    for (int i = 0; i < n; i++)
         for (int di = 0; di < nd; di++)
             for (int bf = 0; bf < 2; bf++)
                 for (int rot = 0; rot < 2; rot++) {
@@ -152,7 +154,7 @@ static void append_entries(evo_str *o, const qz_entry *e, int n, const char *gen
         "    const char *genome, *key;\n"
         "};\n"
         "static const qentry entries[] = {\n");
-    for (int i = 0; i < n && i < 16; i++) {
+    for (int i = 0; i < n; i++) {
         evo_str_appendf(o, "    {{%d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d}, ", k[i].vec, k[i].warps, k[i].mode,
                         k[i].cluster, k[i].keep, k[i].unroll, k[i].iters, k[i].cvt, k[i].cache, k[i].fused_rot,
                         k[i].slack);
@@ -220,15 +222,14 @@ static void append_genome_section(evo_str *o, const evo_export_ctx *x)
     const evo_candidate_rec *c = &x->src->cand;
     const evo_config *cfg = x->cfg;
     const qz_entry e = {c, x->prog, cfg};
-    const evo_shape *timed[64];
-    double us[64];
-    int n = 0;
-    for (int i = 0; i < cfg->n_shapes && n < 64; i++, n++) {
+    const evo_shape *timed[EVO_MAX_SHAPES]; /* a config holds at most EVO_MAX_SHAPES timed shapes */
+    double us[EVO_MAX_SHAPES];
+    for (int i = 0; i < cfg->n_shapes; i++) {
         const evo_shape_result *r = evo_export_result_for(&x->src->eval, &cfg->shapes[i]);
-        timed[n] = &cfg->shapes[i];
-        us[n] = r && isfinite(r->median_us) ? r->median_us : 0.0;
+        timed[i] = &cfg->shapes[i];
+        us[i] = r && isfinite(r->median_us) ? r->median_us : 0.0;
     }
-    append_entries(o, &e, 1, c->genome, c->key, c->arch, NULL, 0, timed, us, n, (long long)x->src->run.id);
+    append_entries(o, &e, 1, c->genome, c->key, c->arch, NULL, 0, timed, us, cfg->n_shapes, (long long)x->src->run.id);
 }
 
 evo_status evo_qz_export_body(const evo_export_ctx *x, evo_str *o, evo_err *err)
@@ -288,9 +289,9 @@ static void append_dispatch_header(evo_str *o, const evo_export_dispatch_ctx *d)
 
 evo_status evo_qz_export_dispatch_body(const evo_export_dispatch_ctx *d, evo_str *o, evo_err *err)
 {
-    if (d->n_entries < 1 || d->n_entries > 16)
-        return evo_fail(err, EVO_E_USAGE, "export --dispatch: %d winners; a quantizer file holds 1 to 16",
-                        d->n_entries);
+    if (d->n_entries < 1 || d->n_entries > QZ_MAX_ENTRIES)
+        return evo_fail(err, EVO_E_USAGE, "export --dispatch: %d winners; a quantizer file holds 1 to %d", d->n_entries,
+                        QZ_MAX_ENTRIES);
     const char *abi = NULL, *harness = NULL;
     evo_status s = evo_template_get(ABI_HEADER, &abi, NULL, err);
     if (s == EVO_OK) s = evo_template_get(HARNESS, &harness, NULL, err);
@@ -302,7 +303,7 @@ evo_status evo_qz_export_dispatch_body(const evo_export_dispatch_ctx *d, evo_str
     evo_str_appendf(o, "\n/* ==== %s, verbatim but for its #include of the header above ==== */\n",
                     d->entries[0].prog.program_name[0] ? d->entries[0].prog.program_name : "quantize_fp8.cu");
     evo_export_append_template(o, d->entries[0].prog.source, ABI_HEADER);
-    qz_entry e[16];
+    qz_entry e[QZ_MAX_ENTRIES];
     evo_str genome = {0};
     evo_str_appendf(&genome, "dispatch of %d:", d->n_entries);
     for (int i = 0; i < d->n_entries; i++) {
